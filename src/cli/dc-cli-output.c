@@ -1,0 +1,117 @@
+/* dc-cli-output.c: option parsing and output shared by the subcommands.
+ *
+ * With --json every line on stdout is one JSON object (docs/CLI.md); human
+ * text goes to stdout without it, and errors always go to stderr as well.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-cli"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <glib/gi18n.h>
+
+#include "dc-cli.h"
+
+gboolean
+dc_cli_parse_options (const DcCliCommand  *command,
+                      DcCliOptions        *options,
+                      const GOptionEntry  *entries,
+                      int                 *argc,
+                      char              ***argv)
+{
+  const GOptionEntry common[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &options->json,
+      N_("Print one JSON object per line (fields in docs/CLI.md)"), NULL },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *parameter = NULL;
+
+  parameter = g_strdup_printf ("%s %s", command->name, command->parameter_string);
+  context = g_option_context_new (parameter);
+  g_option_context_set_summary (context, _(command->summary));
+  g_option_context_set_translation_domain (context, GETTEXT_PACKAGE);
+  g_option_context_add_main_entries (context, common, GETTEXT_PACKAGE);
+  if (entries != NULL)
+    g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
+
+  if (!g_option_context_parse (context, argc, argv, &error))
+    {
+      g_printerr ("daisychain-cli %s: %s\n", command->name, error->message);
+      g_printerr (_("Try “daisychain-cli %s --help”.\n"), command->name);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * dc_cli_print_json:
+ * @builder: a builder holding one complete object
+ *
+ * Prints the object on one line and flushes, so that a reader of a pipe sees
+ * each event as it happens.
+ */
+void
+dc_cli_print_json (JsonBuilder *builder)
+{
+  g_autoptr(JsonGenerator) generator = json_generator_new ();
+  g_autoptr(JsonNode) root = json_builder_get_root (builder);
+  g_autofree char *text = NULL;
+
+  json_generator_set_root (generator, root);
+  json_generator_set_pretty (generator, FALSE);
+  text = json_generator_to_data (generator, NULL);
+  fputs (text, stdout);
+  fputc ('\n', stdout);
+  fflush (stdout);
+}
+
+/**
+ * dc_cli_fail:
+ *
+ * Reports @error on stderr and, with --json, as an `{"event": "error"}` line on
+ * stdout, so that scripts reading only stdout learn why the command stopped.
+ *
+ * Returns: %DC_CLI_EXIT_FAILED
+ */
+int
+dc_cli_fail (DcCliOptions *options,
+             const GError *error)
+{
+  g_printerr ("daisychain-cli: %s\n", error->message);
+
+  if (options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, "error");
+      json_builder_set_member_name (builder, "message");
+      json_builder_add_string_value (builder, error->message);
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+
+  return DC_CLI_EXIT_FAILED;
+}
+
+int
+dc_cli_usage_error (const DcCliCommand *command,
+                    const char         *format,
+                    ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  g_printerr ("daisychain-cli %s: %s\n", command->name, message);
+  g_printerr (_("Try “daisychain-cli %s --help”.\n"), command->name);
+  return DC_CLI_EXIT_USAGE;
+}

@@ -1,0 +1,56 @@
+/* dc-cli.h: what every daisychain-cli subcommand shares.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+/* Exit statuses: 0 success, 1 the work failed, 2 the command line was wrong. */
+#define DC_CLI_EXIT_OK      0
+#define DC_CLI_EXIT_FAILED  1
+#define DC_CLI_EXIT_USAGE   2
+
+typedef struct
+{
+  gboolean json;  /* print one JSON object per line instead of text */
+} DcCliOptions;
+
+typedef struct _DcCliCommand DcCliCommand;
+
+typedef int (*DcCliRunFunc) (const DcCliCommand  *command,
+                             DcCliOptions        *options,
+                             int                  argc,
+                             char               **argv);
+
+struct _DcCliCommand
+{
+  const char   *name;
+  const char   *parameter_string;  /* shown after the name in --help */
+  const char   *summary;
+  DcCliRunFunc  run;
+};
+
+/* The one table of subcommands (dc-cli-commands.c). */
+extern const DcCliCommand dc_cli_commands[];
+extern const gsize        dc_cli_n_commands;
+
+gboolean dc_cli_parse_options   (const DcCliCommand  *command,
+                                 DcCliOptions        *options,
+                                 const GOptionEntry  *entries,
+                                 int                 *argc,
+                                 char              ***argv);
+void     dc_cli_print_json      (JsonBuilder         *builder);
+int      dc_cli_fail            (DcCliOptions        *options,
+                                 const GError        *error);
+int      dc_cli_usage_error     (const DcCliCommand  *command,
+                                 const char          *format,
+                                 ...) G_GNUC_PRINTF (2, 3);
+
+/* Subcommand entry points, one file each. */
+int dc_cli_info_run    (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_version_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+
+G_END_DECLS

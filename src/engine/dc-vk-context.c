@@ -1,0 +1,815 @@
+/* dc-vk-context.c: Vulkan instance, device and compute queue selection,
+ * host-visible storage buffers, compute pipelines from the shader GResource and
+ * synchronous dispatch.
+ *
+ * The order of operations follows the usual headless compute sequence:
+ * instance → physical device with a compute queue → logical device → buffers →
+ * shader module → descriptor set layout → pipeline → command buffer → fence.
+ * Everything here runs on the thread that owns the context; a context is not
+ * shared between threads.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-engine"
+
+#include "config.h"
+
+#include "dc-vk-context.h"
+
+#include "dc-shaders-resources.h"
+
+struct _DcVkContext
+{
+  VkInstance                        instance;
+  VkPhysicalDevice                  physical;
+  VkDevice                          device;
+  VkQueue                           queue;
+  guint32                           queue_family;
+  VkCommandPool                     command_pool;
+  VkPhysicalDeviceProperties        properties;
+  VkPhysicalDeviceMemoryProperties  memory;
+};
+
+struct _DcVkBuffer
+{
+  DcVkContext    *ctx;   /* borrowed: buffers never outlive their context */
+  VkBuffer        buffer;
+  VkDeviceMemory  memory;
+  gsize           size;
+  gpointer        data;  /* persistently mapped, host-coherent */
+};
+
+struct _DcVkPipeline
+{
+  DcVkContext           *ctx;
+  VkShaderModule         module;
+  VkDescriptorSetLayout  set_layout;
+  VkPipelineLayout       layout;
+  VkPipeline             pipeline;
+  VkDescriptorPool       pool;
+  VkDescriptorSet        set;
+  guint                  n_buffers;
+  guint                  push_size;
+};
+
+G_DEFINE_QUARK (dc-vk-error-quark, dc_vk_error)
+
+static const char *
+vk_result_to_string (VkResult result)
+{
+  switch (result)
+    {
+    case VK_SUCCESS: return "success";
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "out of host memory";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "out of device memory";
+    case VK_ERROR_INITIALIZATION_FAILED: return "initialization failed";
+    case VK_ERROR_DEVICE_LOST: return "device lost";
+    case VK_ERROR_MEMORY_MAP_FAILED: return "memory map failed";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "layer not present";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "extension not present";
+    case VK_ERROR_FEATURE_NOT_PRESENT: return "feature not present";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "incompatible driver (no Vulkan 1.2 driver installed?)";
+    case VK_ERROR_TOO_MANY_OBJECTS: return "too many objects";
+    case VK_ERROR_INVALID_SHADER_NV: return "invalid shader";
+    case VK_TIMEOUT: return "timeout";
+    default: return "unknown error";
+    }
+}
+
+static gboolean
+check_vk (VkResult     result,
+          const char  *what,
+          GError     **error)
+{
+  if (result == VK_SUCCESS)
+    return TRUE;
+
+  g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
+               "Vulkan: %s failed: %s (%d)", what, vk_result_to_string (result), result);
+  return FALSE;
+}
+
+static void
+ensure_shader_resources (void)
+{
+  static gsize registered = 0;
+
+  /* The resource is registered by hand: a constructor in a static library's
+   * object file is dropped by the linker when nothing references it. */
+  if (g_once_init_enter (&registered))
+    {
+      dc_shaders_register_resource ();
+      g_once_init_leave (&registered, 1);
+    }
+}
+
+static VkInstance
+create_instance (GError **error)
+{
+  VkApplicationInfo app_info = {
+    .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+    .pApplicationName = "DaisyChain",
+    .applicationVersion = VK_MAKE_VERSION (0, 1, 0),
+    .pEngineName = "daisychain-engine",
+    .engineVersion = VK_MAKE_VERSION (0, 1, 0),
+    .apiVersion = VK_API_VERSION_1_2,
+  };
+  VkInstanceCreateInfo info = {
+    .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+    .pApplicationInfo = &app_info,
+  };
+  VkInstance instance = VK_NULL_HANDLE;
+  VkResult result;
+
+  result = vkCreateInstance (&info, NULL, &instance);
+  if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
+    {
+      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_NO_DEVICE,
+                   "No Vulkan driver is installed (install mesa-vulkan-drivers for the "
+                   "CPU driver, or your GPU's Vulkan driver)");
+      return VK_NULL_HANDLE;
+    }
+  if (!check_vk (result, "creating the instance", error))
+    return VK_NULL_HANDLE;
+
+  return instance;
+}
+
+static gboolean
+find_compute_queue (VkPhysicalDevice  physical,
+                    guint32          *family)
+{
+  g_autofree VkQueueFamilyProperties *families = NULL;
+  guint32 n_families = 0;
+
+  vkGetPhysicalDeviceQueueFamilyProperties (physical, &n_families, NULL);
+  families = g_new0 (VkQueueFamilyProperties, MAX (n_families, 1));
+  vkGetPhysicalDeviceQueueFamilyProperties (physical, &n_families, families);
+
+  /* A compute-only family is usually the asynchronous compute engine: prefer it. */
+  for (guint32 i = 0; i < n_families; i++)
+    {
+      if ((families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) &&
+          !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+        {
+          *family = i;
+          return TRUE;
+        }
+    }
+  for (guint32 i = 0; i < n_families; i++)
+    {
+      if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)
+        {
+          *family = i;
+          return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+static GPtrArray *
+enumerate_physical (VkInstance   instance,
+                    GError     **error)
+{
+  g_autofree VkPhysicalDevice *devices = NULL;
+  GPtrArray *array;
+  guint32 n_devices = 0;
+
+  if (!check_vk (vkEnumeratePhysicalDevices (instance, &n_devices, NULL),
+                 "enumerating devices", error))
+    return NULL;
+  devices = g_new0 (VkPhysicalDevice, MAX (n_devices, 1));
+  if (!check_vk (vkEnumeratePhysicalDevices (instance, &n_devices, devices),
+                 "enumerating devices", error))
+    return NULL;
+
+  array = g_ptr_array_new ();
+  for (guint32 i = 0; i < n_devices; i++)
+    g_ptr_array_add (array, devices[i]);
+  return array;
+}
+
+const char *
+dc_vk_device_type_to_string (VkPhysicalDeviceType type)
+{
+  switch (type)
+    {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    case VK_PHYSICAL_DEVICE_TYPE_OTHER:
+    default: return "other";
+    }
+}
+
+void
+dc_vk_device_info_free (DcVkDeviceInfo *info)
+{
+  if (info == NULL)
+    return;
+  g_free (info->name);
+  g_free (info);
+}
+
+/**
+ * dc_vk_list_devices:
+ *
+ * Returns: (transfer full) (element-type DcVkDeviceInfo): every Vulkan device
+ *   the loader reports, in the loader's order (the index used by
+ *   dc_vk_context_new()), or %NULL with @error set when Vulkan is unusable.
+ */
+GPtrArray *
+dc_vk_list_devices (GError **error)
+{
+  g_autoptr(GPtrArray) physical = NULL;
+  GPtrArray *infos;
+  VkInstance instance;
+
+  instance = create_instance (error);
+  if (instance == VK_NULL_HANDLE)
+    return NULL;
+
+  physical = enumerate_physical (instance, error);
+  if (physical == NULL)
+    {
+      vkDestroyInstance (instance, NULL);
+      return NULL;
+    }
+
+  infos = g_ptr_array_new_with_free_func ((GDestroyNotify) dc_vk_device_info_free);
+  for (guint i = 0; i < physical->len; i++)
+    {
+      DcVkDeviceInfo *info = g_new0 (DcVkDeviceInfo, 1);
+      VkPhysicalDeviceProperties props;
+      guint32 family;
+
+      vkGetPhysicalDeviceProperties (g_ptr_array_index (physical, i), &props);
+      info->name = g_strdup (props.deviceName);
+      info->vendor_id = props.vendorID;
+      info->device_id = props.deviceID;
+      info->api_version = props.apiVersion;
+      info->type = props.deviceType;
+      info->has_compute = find_compute_queue (g_ptr_array_index (physical, i), &family);
+      g_ptr_array_add (infos, info);
+    }
+
+  vkDestroyInstance (instance, NULL);
+  return infos;
+}
+
+static int
+device_type_rank (VkPhysicalDeviceType type)
+{
+  switch (type)
+    {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_OTHER:
+    default: return 4;
+    }
+}
+
+/**
+ * dc_vk_context_new:
+ * @device_index: the loader's index of the device, or -1 to pick the best
+ *   device with a compute queue (discrete, then integrated, virtual, CPU)
+ *
+ * Returns: (transfer full) (nullable): a context, or %NULL with @error set.
+ */
+DcVkContext *
+dc_vk_context_new (int      device_index,
+                   GError **error)
+{
+  g_autoptr(DcVkContext) self = g_new0 (DcVkContext, 1);
+  g_autoptr(GPtrArray) physical = NULL;
+  const float priority = 1.0f;
+  int best_rank = G_MAXINT;
+
+  self->instance = create_instance (error);
+  if (self->instance == VK_NULL_HANDLE)
+    return NULL;
+
+  physical = enumerate_physical (self->instance, error);
+  if (physical == NULL)
+    return NULL;
+
+  if (device_index >= 0)
+    {
+      if ((guint) device_index >= physical->len)
+        {
+          g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_NO_DEVICE,
+                       "Vulkan device %d does not exist (%u found)", device_index, physical->len);
+          return NULL;
+        }
+      self->physical = g_ptr_array_index (physical, device_index);
+      if (!find_compute_queue (self->physical, &self->queue_family))
+        {
+          g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_NO_DEVICE,
+                       "Vulkan device %d has no compute queue", device_index);
+          return NULL;
+        }
+    }
+  else
+    {
+      for (guint i = 0; i < physical->len; i++)
+        {
+          VkPhysicalDevice candidate = g_ptr_array_index (physical, i);
+          VkPhysicalDeviceProperties props;
+          guint32 family;
+          int rank;
+
+          vkGetPhysicalDeviceProperties (candidate, &props);
+          rank = device_type_rank (props.deviceType);
+          if (props.apiVersion < VK_API_VERSION_1_2 || rank >= best_rank ||
+              !find_compute_queue (candidate, &family))
+            continue;
+          best_rank = rank;
+          self->physical = candidate;
+          self->queue_family = family;
+        }
+      if (self->physical == VK_NULL_HANDLE)
+        {
+          g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_NO_DEVICE,
+                       "No Vulkan 1.2 device with a compute queue was found (%u devices)",
+                       physical->len);
+          return NULL;
+        }
+    }
+
+  vkGetPhysicalDeviceProperties (self->physical, &self->properties);
+  vkGetPhysicalDeviceMemoryProperties (self->physical, &self->memory);
+
+  {
+    VkDeviceQueueCreateInfo queue_info = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+      .queueFamilyIndex = self->queue_family,
+      .queueCount = 1,
+      .pQueuePriorities = &priority,
+    };
+    VkDeviceCreateInfo device_info = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+      .queueCreateInfoCount = 1,
+      .pQueueCreateInfos = &queue_info,
+    };
+    VkCommandPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+      .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+      .queueFamilyIndex = self->queue_family,
+    };
+
+    if (!check_vk (vkCreateDevice (self->physical, &device_info, NULL, &self->device),
+                   "creating the device", error))
+      return NULL;
+    vkGetDeviceQueue (self->device, self->queue_family, 0, &self->queue);
+    if (!check_vk (vkCreateCommandPool (self->device, &pool_info, NULL, &self->command_pool),
+                   "creating the command pool", error))
+      return NULL;
+  }
+
+  g_debug ("Vulkan device: %s (%s, API %u.%u.%u)", self->properties.deviceName,
+           dc_vk_device_type_to_string (self->properties.deviceType),
+           VK_API_VERSION_MAJOR (self->properties.apiVersion),
+           VK_API_VERSION_MINOR (self->properties.apiVersion),
+           VK_API_VERSION_PATCH (self->properties.apiVersion));
+
+  return g_steal_pointer (&self);
+}
+
+void
+dc_vk_context_free (DcVkContext *self)
+{
+  if (self == NULL)
+    return;
+
+  if (self->device != VK_NULL_HANDLE)
+    {
+      vkDeviceWaitIdle (self->device);
+      if (self->command_pool != VK_NULL_HANDLE)
+        vkDestroyCommandPool (self->device, self->command_pool, NULL);
+      vkDestroyDevice (self->device, NULL);
+    }
+  if (self->instance != VK_NULL_HANDLE)
+    vkDestroyInstance (self->instance, NULL);
+  g_free (self);
+}
+
+const char *
+dc_vk_context_get_device_name (DcVkContext *self)
+{
+  return self->properties.deviceName;
+}
+
+const VkPhysicalDeviceProperties *
+dc_vk_context_get_properties (DcVkContext *self)
+{
+  return &self->properties;
+}
+
+VkDevice
+dc_vk_context_get_device (DcVkContext *self)
+{
+  return self->device;
+}
+
+static gboolean
+find_memory_type (DcVkContext           *ctx,
+                  guint32                type_bits,
+                  VkMemoryPropertyFlags  wanted,
+                  guint32               *index)
+{
+  for (guint32 i = 0; i < ctx->memory.memoryTypeCount; i++)
+    {
+      if ((type_bits & (1u << i)) &&
+          (ctx->memory.memoryTypes[i].propertyFlags & wanted) == wanted)
+        {
+          *index = i;
+          return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+/**
+ * dc_vk_buffer_new:
+ * @size: bytes, more than zero
+ *
+ * Creates a storage buffer in host-visible, host-coherent memory, mapped for
+ * its whole life. Simple and exact; the GEMM issue may add device-local
+ * buffers with staging where speed needs them.
+ *
+ * Returns: (transfer full) (nullable): the buffer, zero-filled.
+ */
+DcVkBuffer *
+dc_vk_buffer_new (DcVkContext  *ctx,
+                  gsize         size,
+                  GError      **error)
+{
+  g_autoptr(DcVkBuffer) self = g_new0 (DcVkBuffer, 1);
+  VkMemoryRequirements req;
+  guint32 type_index;
+  VkBufferCreateInfo info = {
+    .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+    .size = size,
+    .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+    .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+  };
+
+  g_return_val_if_fail (size > 0, NULL);
+
+  self->ctx = ctx;
+  self->size = size;
+
+  if (!check_vk (vkCreateBuffer (ctx->device, &info, NULL, &self->buffer),
+                 "creating a buffer", error))
+    return NULL;
+
+  vkGetBufferMemoryRequirements (ctx->device, self->buffer, &req);
+  if (!find_memory_type (ctx, req.memoryTypeBits,
+                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                         &type_index))
+    {
+      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
+                   "Vulkan: no host-visible coherent memory for a %" G_GSIZE_FORMAT
+                   "-byte buffer", size);
+      return NULL;
+    }
+
+  {
+    VkMemoryAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .allocationSize = req.size,
+      .memoryTypeIndex = type_index,
+    };
+
+    if (!check_vk (vkAllocateMemory (ctx->device, &alloc, NULL, &self->memory),
+                   "allocating buffer memory", error))
+      return NULL;
+  }
+  if (!check_vk (vkBindBufferMemory (ctx->device, self->buffer, self->memory, 0),
+                 "binding buffer memory", error))
+    return NULL;
+  if (!check_vk (vkMapMemory (ctx->device, self->memory, 0, VK_WHOLE_SIZE, 0, &self->data),
+                 "mapping buffer memory", error))
+    return NULL;
+
+  memset (self->data, 0, size);
+  return g_steal_pointer (&self);
+}
+
+gpointer
+dc_vk_buffer_get_data (DcVkBuffer *self)
+{
+  return self->data;
+}
+
+gsize
+dc_vk_buffer_get_size (DcVkBuffer *self)
+{
+  return self->size;
+}
+
+void
+dc_vk_buffer_free (DcVkBuffer *self)
+{
+  if (self == NULL)
+    return;
+
+  if (self->data != NULL)
+    vkUnmapMemory (self->ctx->device, self->memory);
+  if (self->buffer != VK_NULL_HANDLE)
+    vkDestroyBuffer (self->ctx->device, self->buffer, NULL);
+  if (self->memory != VK_NULL_HANDLE)
+    vkFreeMemory (self->ctx->device, self->memory, NULL);
+  g_free (self);
+}
+
+/**
+ * dc_vk_pipeline_new:
+ * @shader_name: the kernel's base name in shaders/ ("smoke" for smoke.comp)
+ * @n_buffers: storage buffers bound at set 0, bindings 0 … n-1
+ * @push_size: bytes of push constants (at most the device's limit)
+ *
+ * Returns: (transfer full) (nullable): the pipeline.
+ */
+DcVkPipeline *
+dc_vk_pipeline_new (DcVkContext  *ctx,
+                    const char   *shader_name,
+                    guint         n_buffers,
+                    guint         push_size,
+                    GError      **error)
+{
+  g_autoptr(DcVkPipeline) self = g_new0 (DcVkPipeline, 1);
+  g_autoptr(GBytes) code = NULL;
+  g_autofree char *path = NULL;
+  g_autofree VkDescriptorSetLayoutBinding *bindings = NULL;
+  g_autoptr(GError) local_error = NULL;
+  gsize code_size;
+  const void *code_data;
+
+  g_return_val_if_fail (n_buffers > 0, NULL);
+
+  self->ctx = ctx;
+  self->n_buffers = n_buffers;
+  self->push_size = push_size;
+
+  if (push_size > ctx->properties.limits.maxPushConstantsSize)
+    {
+      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_SHADER,
+                   "Kernel %s needs %u bytes of push constants; the device allows %u",
+                   shader_name, push_size, ctx->properties.limits.maxPushConstantsSize);
+      return NULL;
+    }
+
+  ensure_shader_resources ();
+  path = g_strdup_printf (RESOURCE_BASE "/shaders/%s.spv", shader_name);
+  code = g_resources_lookup_data (path, G_RESOURCE_LOOKUP_FLAGS_NONE, &local_error);
+  if (code == NULL)
+    {
+      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_SHADER,
+                   "Kernel %s is not in this build: %s", shader_name, local_error->message);
+      return NULL;
+    }
+  code_data = g_bytes_get_data (code, &code_size);
+  if (code_size == 0 || code_size % 4 != 0)
+    {
+      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_SHADER,
+                   "Kernel %s is not valid SPIR-V (%" G_GSIZE_FORMAT " bytes)",
+                   shader_name, code_size);
+      return NULL;
+    }
+
+  {
+    VkShaderModuleCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+      .codeSize = code_size,
+      .pCode = code_data,  /* GResource data is at least 8-byte aligned */
+    };
+
+    if (!check_vk (vkCreateShaderModule (ctx->device, &info, NULL, &self->module),
+                   "creating a shader module", error))
+      return NULL;
+  }
+
+  bindings = g_new0 (VkDescriptorSetLayoutBinding, n_buffers);
+  for (guint i = 0; i < n_buffers; i++)
+    {
+      bindings[i].binding = i;
+      bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      bindings[i].descriptorCount = 1;
+      bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+
+  {
+    VkDescriptorSetLayoutCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .bindingCount = n_buffers,
+      .pBindings = bindings,
+    };
+
+    if (!check_vk (vkCreateDescriptorSetLayout (ctx->device, &info, NULL, &self->set_layout),
+                   "creating a descriptor set layout", error))
+      return NULL;
+  }
+
+  {
+    VkPushConstantRange range = {
+      .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+      .offset = 0,
+      .size = push_size,
+    };
+    VkPipelineLayoutCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+      .setLayoutCount = 1,
+      .pSetLayouts = &self->set_layout,
+      .pushConstantRangeCount = push_size > 0 ? 1 : 0,
+      .pPushConstantRanges = push_size > 0 ? &range : NULL,
+    };
+
+    if (!check_vk (vkCreatePipelineLayout (ctx->device, &info, NULL, &self->layout),
+                   "creating a pipeline layout", error))
+      return NULL;
+  }
+
+  {
+    VkComputePipelineCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .stage = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+        .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+        .module = self->module,
+        .pName = "main",
+      },
+      .layout = self->layout,
+    };
+
+    if (!check_vk (vkCreateComputePipelines (ctx->device, VK_NULL_HANDLE, 1, &info, NULL,
+                                             &self->pipeline),
+                   "creating a compute pipeline", error))
+      return NULL;
+  }
+
+  {
+    VkDescriptorPoolSize pool_size = {
+      .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+      .descriptorCount = n_buffers,
+    };
+    VkDescriptorPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+      .maxSets = 1,
+      .poolSizeCount = 1,
+      .pPoolSizes = &pool_size,
+    };
+    VkDescriptorSetAllocateInfo set_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+      .descriptorSetCount = 1,
+    };
+
+    if (!check_vk (vkCreateDescriptorPool (ctx->device, &pool_info, NULL, &self->pool),
+                   "creating a descriptor pool", error))
+      return NULL;
+    set_info.descriptorPool = self->pool;
+    set_info.pSetLayouts = &self->set_layout;
+    if (!check_vk (vkAllocateDescriptorSets (ctx->device, &set_info, &self->set),
+                   "allocating a descriptor set", error))
+      return NULL;
+  }
+
+  return g_steal_pointer (&self);
+}
+
+void
+dc_vk_pipeline_free (DcVkPipeline *self)
+{
+  VkDevice device;
+
+  if (self == NULL)
+    return;
+
+  device = self->ctx->device;
+  if (self->pool != VK_NULL_HANDLE)
+    vkDestroyDescriptorPool (device, self->pool, NULL);
+  if (self->pipeline != VK_NULL_HANDLE)
+    vkDestroyPipeline (device, self->pipeline, NULL);
+  if (self->layout != VK_NULL_HANDLE)
+    vkDestroyPipelineLayout (device, self->layout, NULL);
+  if (self->set_layout != VK_NULL_HANDLE)
+    vkDestroyDescriptorSetLayout (device, self->set_layout, NULL);
+  if (self->module != VK_NULL_HANDLE)
+    vkDestroyShaderModule (device, self->module, NULL);
+  g_free (self);
+}
+
+/**
+ * dc_vk_dispatch:
+ * @buffers: (array): exactly the pipeline's number of buffers, in binding order
+ * @push: (nullable): the pipeline's push constants
+ *
+ * Records one dispatch, submits it and waits for it to finish. The descriptor
+ * set is rewritten each time, which is safe because nothing is in flight.
+ */
+gboolean
+dc_vk_dispatch (DcVkContext        *ctx,
+                DcVkPipeline       *pipeline,
+                DcVkBuffer * const *buffers,
+                const void         *push,
+                guint               groups_x,
+                guint               groups_y,
+                guint               groups_z,
+                GError            **error)
+{
+  g_autofree VkDescriptorBufferInfo *infos = g_new0 (VkDescriptorBufferInfo, pipeline->n_buffers);
+  g_autofree VkWriteDescriptorSet *writes = g_new0 (VkWriteDescriptorSet, pipeline->n_buffers);
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  gboolean ok = FALSE;
+  const VkPhysicalDeviceLimits *limits = &ctx->properties.limits;
+
+  if (groups_x > limits->maxComputeWorkGroupCount[0] ||
+      groups_y > limits->maxComputeWorkGroupCount[1] ||
+      groups_z > limits->maxComputeWorkGroupCount[2])
+    {
+      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
+                   "Vulkan: dispatch of %u×%u×%u groups exceeds the device's limits",
+                   groups_x, groups_y, groups_z);
+      return FALSE;
+    }
+
+  for (guint i = 0; i < pipeline->n_buffers; i++)
+    {
+      infos[i].buffer = buffers[i]->buffer;
+      infos[i].offset = 0;
+      infos[i].range = VK_WHOLE_SIZE;
+      writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      writes[i].dstSet = pipeline->set;
+      writes[i].dstBinding = i;
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+  vkUpdateDescriptorSets (ctx->device, pipeline->n_buffers, writes, 0, NULL);
+
+  {
+    VkCommandBufferAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = ctx->command_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 1,
+    };
+    VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    VkMemoryBarrier barrier = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+      .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+    };
+    VkFenceCreateInfo fence_info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+    VkSubmitInfo submit = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+    };
+
+    if (!check_vk (vkAllocateCommandBuffers (ctx->device, &alloc, &cmd),
+                   "allocating a command buffer", error))
+      goto out;
+    if (!check_vk (vkBeginCommandBuffer (cmd, &begin), "beginning a command buffer", error))
+      goto out;
+    vkCmdBindPipeline (cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
+    vkCmdBindDescriptorSets (cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout, 0, 1,
+                             &pipeline->set, 0, NULL);
+    if (pipeline->push_size > 0 && push != NULL)
+      vkCmdPushConstants (cmd, pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                          pipeline->push_size, push);
+    vkCmdDispatch (cmd, groups_x, groups_y, groups_z);
+    /* Make the shader's writes visible to the host's reads of mapped memory. */
+    vkCmdPipelineBarrier (cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                          0, 1, &barrier, 0, NULL, 0, NULL);
+    if (!check_vk (vkEndCommandBuffer (cmd), "ending a command buffer", error))
+      goto out;
+
+    if (!check_vk (vkCreateFence (ctx->device, &fence_info, NULL, &fence),
+                   "creating a fence", error))
+      goto out;
+    submit.pCommandBuffers = &cmd;
+    if (!check_vk (vkQueueSubmit (ctx->queue, 1, &submit, fence), "submitting work", error))
+      goto out;
+    /* A minute is far beyond any kernel here; a hang becomes an error, not a freeze. */
+    if (!check_vk (vkWaitForFences (ctx->device, 1, &fence, VK_TRUE, 60ull * G_USEC_PER_SEC * 1000),
+                   "waiting for the device", error))
+      goto out;
+  }
+
+  ok = TRUE;
+
+out:
+  if (fence != VK_NULL_HANDLE)
+    vkDestroyFence (ctx->device, fence, NULL);
+  if (cmd != VK_NULL_HANDLE)
+    vkFreeCommandBuffers (ctx->device, ctx->command_pool, 1, &cmd);
+  return ok;
+}

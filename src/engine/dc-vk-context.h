@@ -1,0 +1,79 @@
+/* dc-vk-context.h: a Vulkan compute device, its buffers and pipelines.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <vulkan/vulkan.h>
+
+#include "dc-types.h"
+
+G_BEGIN_DECLS
+
+#define DC_VK_ERROR (dc_vk_error_quark ())
+
+typedef enum
+{
+  DC_VK_ERROR_NO_LOADER,
+  DC_VK_ERROR_NO_DEVICE,
+  DC_VK_ERROR_FAILED,
+  DC_VK_ERROR_SHADER,
+} DcVkError;
+
+typedef struct
+{
+  char                 *name;
+  guint32               vendor_id;
+  guint32               device_id;
+  guint32               api_version;
+  VkPhysicalDeviceType  type;
+  gboolean              has_compute;
+} DcVkDeviceInfo;
+
+typedef struct _DcVkBuffer   DcVkBuffer;
+typedef struct _DcVkPipeline DcVkPipeline;
+
+GQuark        dc_vk_error_quark               (void);
+
+GPtrArray    *dc_vk_list_devices              (GError            **error);
+void          dc_vk_device_info_free          (DcVkDeviceInfo     *info);
+const char   *dc_vk_device_type_to_string     (VkPhysicalDeviceType type);
+
+DcVkContext  *dc_vk_context_new               (int                 device_index,
+                                               GError            **error);
+void          dc_vk_context_free              (DcVkContext        *self);
+const char   *dc_vk_context_get_device_name   (DcVkContext        *self);
+const VkPhysicalDeviceProperties *
+              dc_vk_context_get_properties    (DcVkContext        *self);
+VkDevice      dc_vk_context_get_device        (DcVkContext        *self);
+
+DcVkBuffer   *dc_vk_buffer_new                (DcVkContext        *ctx,
+                                               gsize               size,
+                                               GError            **error);
+gpointer      dc_vk_buffer_get_data           (DcVkBuffer         *self);
+gsize         dc_vk_buffer_get_size           (DcVkBuffer         *self);
+void          dc_vk_buffer_free               (DcVkBuffer         *self);
+
+DcVkPipeline *dc_vk_pipeline_new              (DcVkContext        *ctx,
+                                               const char         *shader_name,
+                                               guint               n_buffers,
+                                               guint               push_size,
+                                               GError            **error);
+void          dc_vk_pipeline_free             (DcVkPipeline       *self);
+
+gboolean      dc_vk_dispatch                  (DcVkContext        *ctx,
+                                               DcVkPipeline       *pipeline,
+                                               DcVkBuffer * const *buffers,
+                                               const void         *push,
+                                               guint               groups_x,
+                                               guint               groups_y,
+                                               guint               groups_z,
+                                               GError            **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkContext, dc_vk_context_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkBuffer, dc_vk_buffer_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkPipeline, dc_vk_pipeline_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkDeviceInfo, dc_vk_device_info_free)
+
+G_END_DECLS

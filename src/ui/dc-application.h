@@ -1,0 +1,18 @@
+/* dc-application.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <adwaita.h>
+
+G_BEGIN_DECLS
+
+#define DC_TYPE_APPLICATION (dc_application_get_type ())
+
+G_DECLARE_FINAL_TYPE (DcApplication, dc_application, DC, APPLICATION, AdwApplication)
+
+DcApplication *dc_application_new          (void);
+GSettings     *dc_application_get_settings (DcApplication *self);
+
+G_END_DECLS

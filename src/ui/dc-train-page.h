@@ -1,0 +1,15 @@
+/* dc-train-page.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <adwaita.h>
+
+G_BEGIN_DECLS
+
+#define DC_TYPE_TRAIN_PAGE (dc_train_page_get_type ())
+
+G_DECLARE_FINAL_TYPE (DcTrainPage, dc_train_page, DC, TRAIN_PAGE, AdwBin)
+
+G_END_DECLS

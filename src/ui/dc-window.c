@@ -1,0 +1,152 @@
+/* dc-window.c: the main window, with the Train and Infer views.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-ui"
+
+#include "config.h"
+
+#include <glib/gi18n.h>
+
+#include "dc-infer-page.h"
+#include "dc-train-page.h"
+#include "dc-window.h"
+
+struct _DcWindow
+{
+  AdwApplicationWindow  parent_instance;
+
+  /* template widgets */
+  AdwToastOverlay      *toast_overlay;
+  AdwViewStack         *view_stack;
+  DcTrainPage          *train_page;
+  DcInferPage          *infer_page;
+
+  /* owned references */
+  GSettings            *settings;
+};
+
+G_DEFINE_FINAL_TYPE (DcWindow, dc_window, ADW_TYPE_APPLICATION_WINDOW)
+
+DcWindow *
+dc_window_new (DcApplication *application)
+{
+  return g_object_new (DC_TYPE_WINDOW, "application", application, NULL);
+}
+
+/**
+ * dc_window_get_visible_view:
+ *
+ * Returns: (transfer none): "train" or "infer"
+ */
+const char *
+dc_window_get_visible_view (DcWindow *self)
+{
+  g_return_val_if_fail (DC_IS_WINDOW (self), NULL);
+
+  return adw_view_stack_get_visible_child_name (self->view_stack);
+}
+
+void
+dc_window_add_toast (DcWindow   *self,
+                     const char *message)
+{
+  g_return_if_fail (DC_IS_WINDOW (self));
+
+  adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (message));
+}
+
+static void
+save_window_state (DcWindow *self)
+{
+  int width, height;
+
+  gtk_window_get_default_size (GTK_WINDOW (self), &width, &height);
+  g_settings_delay (self->settings);
+  g_settings_set_int (self->settings, "window-width", width);
+  g_settings_set_int (self->settings, "window-height", height);
+  g_settings_set_boolean (self->settings, "window-maximized",
+                          gtk_window_is_maximized (GTK_WINDOW (self)));
+  g_settings_set_string (self->settings, "last-view", dc_window_get_visible_view (self));
+  g_settings_apply (self->settings);
+}
+
+static gboolean
+dc_window_close_request (GtkWindow *window)
+{
+  save_window_state (DC_WINDOW (window));
+
+  return GTK_WINDOW_CLASS (dc_window_parent_class)->close_request (window);
+}
+
+static void
+dc_window_constructed (GObject *object)
+{
+  DcWindow *self = DC_WINDOW (object);
+  GtkApplication *app = gtk_window_get_application (GTK_WINDOW (self));
+  g_autoptr(GPropertyAction) view_action = NULL;
+  g_autofree char *last_view = NULL;
+
+  G_OBJECT_CLASS (dc_window_parent_class)->constructed (object);
+
+  /* A window built without an application (tests) still gets settings. */
+  if (DC_IS_APPLICATION (app))
+    self->settings = g_object_ref (dc_application_get_settings (DC_APPLICATION (app)));
+  else
+    self->settings = g_settings_new (APP_ID);
+
+  gtk_window_set_default_size (GTK_WINDOW (self),
+                               g_settings_get_int (self->settings, "window-width"),
+                               g_settings_get_int (self->settings, "window-height"));
+  if (g_settings_get_boolean (self->settings, "window-maximized"))
+    gtk_window_maximize (GTK_WINDOW (self));
+
+  last_view = g_settings_get_string (self->settings, "last-view");
+  if (adw_view_stack_get_child_by_name (self->view_stack, last_view) != NULL)
+    adw_view_stack_set_visible_child_name (self->view_stack, last_view);
+
+  /* win.view switches views by name ("train", "infer"); its state follows the stack. */
+  view_action = g_property_action_new ("view", self->view_stack, "visible-child-name");
+  g_action_map_add_action (G_ACTION_MAP (self), G_ACTION (view_action));
+}
+
+static void
+dc_window_dispose (GObject *object)
+{
+  DcWindow *self = DC_WINDOW (object);
+
+  gtk_widget_dispose_template (GTK_WIDGET (self), DC_TYPE_WINDOW);
+  g_clear_object (&self->settings);
+
+  G_OBJECT_CLASS (dc_window_parent_class)->dispose (object);
+}
+
+static void
+dc_window_class_init (DcWindowClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+  GtkWindowClass *window_class = GTK_WINDOW_CLASS (klass);
+
+  object_class->constructed = dc_window_constructed;
+  object_class->dispose = dc_window_dispose;
+  window_class->close_request = dc_window_close_request;
+
+  gtk_widget_class_set_template_from_resource (widget_class, RESOURCE_BASE "/ui/dc-window.ui");
+  gtk_widget_class_bind_template_child (widget_class, DcWindow, toast_overlay);
+  gtk_widget_class_bind_template_child (widget_class, DcWindow, view_stack);
+  gtk_widget_class_bind_template_child (widget_class, DcWindow, train_page);
+  gtk_widget_class_bind_template_child (widget_class, DcWindow, infer_page);
+}
+
+static void
+dc_window_init (DcWindow *self)
+{
+  g_type_ensure (DC_TYPE_TRAIN_PAGE);
+  g_type_ensure (DC_TYPE_INFER_PAGE);
+
+  gtk_widget_init_template (GTK_WIDGET (self));
+
+  if (DEVELOPMENT_BUILD)
+    gtk_widget_add_css_class (GTK_WIDGET (self), "devel");
+}

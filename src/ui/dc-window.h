@@ -1,0 +1,22 @@
+/* dc-window.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <adwaita.h>
+
+#include "dc-application.h"
+
+G_BEGIN_DECLS
+
+#define DC_TYPE_WINDOW (dc_window_get_type ())
+
+G_DECLARE_FINAL_TYPE (DcWindow, dc_window, DC, WINDOW, AdwApplicationWindow)
+
+DcWindow   *dc_window_new              (DcApplication *application);
+const char *dc_window_get_visible_view (DcWindow      *self);
+void        dc_window_add_toast        (DcWindow      *self,
+                                        const char    *message);
+
+G_END_DECLS

@@ -1,0 +1,26 @@
+/* dc-test-utils.h: helpers shared by the test programs.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+typedef gboolean (*DcTestCondition) (gpointer user_data);
+
+gboolean  dc_test_wait_until        (DcTestCondition   condition,
+                                     gpointer          user_data,
+                                     guint             timeout_ms);
+char     *dc_test_dup_source_path   (const char       *first_element,
+                                     ...) G_GNUC_NULL_TERMINATED;
+char     *dc_test_dup_build_path    (const char       *first_element,
+                                     ...) G_GNUC_NULL_TERMINATED;
+gboolean  dc_test_spawn             (const char * const *argv,
+                                     char             **stdout_text,
+                                     char             **stderr_text,
+                                     int               *exit_status,
+                                     guint              timeout_ms);
+
+G_END_DECLS

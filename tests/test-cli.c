@@ -1,0 +1,154 @@
+/* test-cli.c: daisychain-cli's command table, --help, --version and --json.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <json-glib/json-glib.h>
+
+#include "dc-test-utils.h"
+
+#define TIMEOUT_MS 30000
+
+static char *
+cli_path (void)
+{
+  return dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL);
+}
+
+static int
+run_cli (const char * const  *args,
+         char               **out,
+         char               **err)
+{
+  g_autofree char *cli = cli_path ();
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  int status = -1;
+
+  g_ptr_array_add (argv, cli);
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (gpointer) args[i]);
+  g_ptr_array_add (argv, NULL);
+
+  g_assert_true (dc_test_spawn ((const char * const *) argv->pdata, out, err, &status,
+                                TIMEOUT_MS));
+  return status;
+}
+
+/* Parses every stdout line as one JSON object, as docs/CLI.md promises. */
+static JsonObject *
+parse_single_json_line (const char *text)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
+  JsonNode *root;
+
+  g_assert_cmpuint (g_strv_length (lines), ==, 2);  /* one line and the final newline */
+  g_assert_cmpstr (lines[1], ==, "");
+  json_parser_load_from_data (parser, lines[0], -1, &error);
+  g_assert_no_error (error);
+  root = json_parser_get_root (parser);
+  g_assert_true (JSON_NODE_HOLDS_OBJECT (root));
+  return json_object_ref (json_node_get_object (root));
+}
+
+static void
+test_help_lists_commands (void)
+{
+  const char *args[] = { "--help", NULL };
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+
+  g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+  g_assert_nonnull (strstr (out, "Usage:"));
+  g_assert_nonnull (strstr (out, "  info "));
+  g_assert_nonnull (strstr (out, "  version "));
+}
+
+static void
+test_version (void)
+{
+  const char *args[] = { "--version", NULL };
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+
+  g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+  g_assert_cmpstr (out, ==, "daisychain-cli " PACKAGE_VERSION "\n");
+}
+
+static void
+test_version_json (void)
+{
+  const char *args[] = { "--json", "--version", NULL };
+  const char *args2[] = { "version", "--json", NULL };
+  g_autofree char *out = NULL;
+  g_autofree char *out2 = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr(JsonObject) object = NULL;
+
+  g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+  object = parse_single_json_line (out);
+  g_assert_cmpstr (json_object_get_string_member (object, "version"), ==, PACKAGE_VERSION);
+  g_assert_cmpstr (json_object_get_string_member (object, "app_id"), ==, APP_ID);
+
+  g_assert_cmpint (run_cli (args2, &out2, NULL), ==, 0);
+  g_assert_cmpstr (out, ==, out2);
+}
+
+static void
+test_info_json (void)
+{
+  const char *args[] = { "info", "--json", NULL };
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr(JsonObject) object = NULL;
+  JsonArray *devices;
+
+  g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+  object = parse_single_json_line (out);
+  g_assert_cmpstr (json_object_get_string_member (object, "version"), ==, PACKAGE_VERSION);
+  g_assert_true (json_object_has_member (object, "libraries"));
+  devices = json_object_get_array_member (object, "vulkan_devices");
+  g_assert_nonnull (devices);
+  /* Either devices were listed or the reason there are none is given. */
+  g_assert_true (json_array_get_length (devices) > 0 ||
+                 json_object_has_member (object, "vulkan_error"));
+}
+
+static void
+test_usage_errors (void)
+{
+  const char *unknown_command[] = { "no-such-command", NULL };
+  const char *unknown_option[] = { "info", "--no-such-option", NULL };
+  const char *nothing[] = { NULL };
+  const char *stray[] = { "version", "extra", NULL };
+  g_autofree char *err1 = NULL;
+  g_autofree char *err2 = NULL;
+  g_autofree char *err3 = NULL;
+  g_autofree char *err4 = NULL;
+
+  g_assert_cmpint (run_cli (unknown_command, NULL, &err1), ==, 2);
+  g_assert_nonnull (strstr (err1, "unknown command “no-such-command”"));
+  g_assert_cmpint (run_cli (unknown_option, NULL, &err2), ==, 2);
+  g_assert_nonnull (strstr (err2, "--no-such-option"));
+  g_assert_cmpint (run_cli (nothing, NULL, &err3), ==, 2);
+  g_assert_nonnull (strstr (err3, "Usage:"));
+  g_assert_cmpint (run_cli (stray, NULL, &err4), ==, 2);
+  g_assert_nonnull (strstr (err4, "unexpected argument “extra”"));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/cli/help", test_help_lists_commands);
+  g_test_add_func ("/dc/cli/version", test_version);
+  g_test_add_func ("/dc/cli/version-json", test_version_json);
+  g_test_add_func ("/dc/cli/info-json", test_info_json);
+  g_test_add_func ("/dc/cli/usage-errors", test_usage_errors);
+
+  return g_test_run ();
+}

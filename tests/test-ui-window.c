@@ -1,0 +1,177 @@
+/* test-ui-window.c: the real application window under Xvfb.
+ *
+ * Runs DcApplication as a user would start it, switches views through
+ * win.view, opens Preferences, About and the shortcuts window through their
+ * actions, and saves a screenshot of the window to the build tree
+ * (tests/screenshots/window-*.png) for people to look at.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <adwaita.h>
+
+#include "dc-application.h"
+#include "dc-test-utils.h"
+#include "dc-window.h"
+
+#define TIMEOUT_MS 20000
+
+static gboolean
+window_is_mapped (gpointer user_data)
+{
+  return gtk_widget_get_mapped (GTK_WIDGET (user_data));
+}
+
+/* Whether a mapped toplevel of the GType in @user_data exists. */
+static gboolean
+toplevel_of_type_is_mapped (gpointer user_data)
+{
+  GListModel *toplevels = gtk_window_get_toplevels ();
+  GType type = GPOINTER_TO_SIZE (user_data);
+
+  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
+    {
+      g_autoptr(GtkWidget) window = g_list_model_get_item (toplevels, i);
+
+      if (G_TYPE_CHECK_INSTANCE_TYPE (window, type) && gtk_widget_get_mapped (window))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
+frames_passed (gpointer user_data)
+{
+  guint *frames = user_data;
+
+  return *frames >= 3;
+}
+
+static gboolean
+count_frame_cb (GtkWidget     *widget,
+                GdkFrameClock *clock,
+                gpointer       user_data)
+{
+  guint *frames = user_data;
+
+  (*frames)++;
+  return G_SOURCE_CONTINUE;
+}
+
+/* Renders @widget through its own renderer and saves the PNG. */
+static void
+save_screenshot (GtkWidget  *widget,
+                 const char *name)
+{
+  g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new (widget);
+  g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
+  g_autoptr(GskRenderNode) node = NULL;
+  g_autoptr(GdkTexture) texture = NULL;
+  g_autofree char *dir = dc_test_dup_build_path ("tests", "screenshots", NULL);
+  g_autofree char *file = g_strdup_printf ("%s.png", name);
+  g_autofree char *path = g_build_filename (dir, file, NULL);
+  GskRenderer *renderer = gtk_native_get_renderer (gtk_widget_get_native (widget));
+  guint frames = 0;
+  guint tick;
+
+  /* Let the window lay out and draw a few frames first. */
+  tick = gtk_widget_add_tick_callback (widget, count_frame_cb, &frames, NULL);
+  gtk_widget_queue_draw (widget);
+  dc_test_wait_until (frames_passed, &frames, 2000);
+  gtk_widget_remove_tick_callback (widget, tick);
+
+  gdk_paintable_snapshot (paintable, snapshot,
+                          gtk_widget_get_width (widget), gtk_widget_get_height (widget));
+  node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
+  g_assert_nonnull (node);
+  texture = gsk_renderer_render_texture (renderer, node, NULL);
+  g_assert_nonnull (texture);
+  g_assert_cmpint (gdk_texture_get_width (texture), >=, 360);
+
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  g_assert_true (gdk_texture_save_to_png (texture, path));
+  g_test_message ("screenshot: %s", path);
+}
+
+static void
+check_window (DcApplication *app)
+{
+  GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (app));
+  GActionGroup *actions;
+  g_autoptr(GVariant) state = NULL;
+
+  g_assert_true (DC_IS_WINDOW (window));
+  g_assert_true (dc_test_wait_until (window_is_mapped, window, TIMEOUT_MS));
+  actions = G_ACTION_GROUP (window);
+
+  /* Views switch through their action; the action's state follows. */
+  g_action_group_activate_action (actions, "view", g_variant_new_string ("infer"));
+  g_assert_cmpstr (dc_window_get_visible_view (DC_WINDOW (window)), ==, "infer");
+  state = g_action_group_get_action_state (actions, "view");
+  g_assert_cmpstr (g_variant_get_string (state, NULL), ==, "infer");
+  save_screenshot (GTK_WIDGET (window), "window-infer");
+
+  g_action_group_activate_action (actions, "view", g_variant_new_string ("train"));
+  g_assert_cmpstr (dc_window_get_visible_view (DC_WINDOW (window)), ==, "train");
+  save_screenshot (GTK_WIDGET (window), "window-train");
+
+  /* The primary menu's entries open their windows. */
+  g_assert_false (toplevel_of_type_is_mapped (GSIZE_TO_POINTER (ADW_TYPE_PREFERENCES_WINDOW)));
+  g_action_group_activate_action (G_ACTION_GROUP (app), "preferences", NULL);
+  g_assert_true (dc_test_wait_until (toplevel_of_type_is_mapped,
+                                     GSIZE_TO_POINTER (ADW_TYPE_PREFERENCES_WINDOW), TIMEOUT_MS));
+  g_action_group_activate_action (G_ACTION_GROUP (app), "about", NULL);
+  g_assert_true (dc_test_wait_until (toplevel_of_type_is_mapped,
+                                     GSIZE_TO_POINTER (ADW_TYPE_ABOUT_WINDOW), TIMEOUT_MS));
+  g_assert_true (g_action_group_has_action (actions, "show-help-overlay"));
+  g_action_group_activate_action (actions, "show-help-overlay", NULL);
+  g_assert_true (dc_test_wait_until (toplevel_of_type_is_mapped,
+                                     GSIZE_TO_POINTER (GTK_TYPE_SHORTCUTS_WINDOW), TIMEOUT_MS));
+}
+
+static gboolean
+app_has_no_windows (gpointer user_data)
+{
+  return gtk_application_get_windows (GTK_APPLICATION (user_data)) == NULL;
+}
+
+static void
+activate_cb (DcApplication *app,
+             gpointer       user_data)
+{
+  gboolean *checked = user_data;
+
+  check_window (app);
+  *checked = TRUE;
+
+  /* app.quit closes every window through close-request; the app then exits. */
+  g_action_group_activate_action (G_ACTION_GROUP (app), "quit", NULL);
+  g_assert_true (dc_test_wait_until (app_has_no_windows, app, TIMEOUT_MS));
+}
+
+static void
+test_main_window (void)
+{
+  g_autoptr(DcApplication) app = dc_application_new ();
+  gboolean checked = FALSE;
+  int status;
+
+  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE);
+  g_signal_connect_after (app, "activate", G_CALLBACK (activate_cb), &checked);
+  status = g_application_run (G_APPLICATION (app), 0, NULL);
+
+  g_assert_cmpint (status, ==, 0);
+  g_assert_true (checked);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  gtk_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/ui/window/views-actions-screenshot", test_main_window);
+
+  return g_test_run ();
+}
