@@ -33,6 +33,7 @@ typedef enum
   DC_GEMM_ERROR_SHAPE,       /* operands do not fit together */
   DC_GEMM_ERROR_BACKEND,     /* the backend failed (Vulkan error, …) */
   DC_GEMM_ERROR_RANGE,       /* a quantized value is -128 or an exponent is out of range */
+  DC_GEMM_ERROR_VERIFICATION, /* every GPU kernel failed its init gate */
 } DcGemmError;
 
 /* The largest K whose int32 accumulator cannot overflow: 127·127·K < 2^31. */
