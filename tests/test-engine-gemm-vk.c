@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/dc-gemm-backend.h"
+#include "engine/dc-gemm-probe.h"
 
 static DcQuantMatrix *
 random_matrix (GRand *rand,
@@ -114,6 +115,27 @@ test_each_variant (void)
       check_against_reference (backend, a, b);
       g_test_message ("%s: equal to the reference", names[i]);
     }
+}
+
+/* The probe hash through Vulkan equals the CPU's. */
+static void
+test_probe_equals_cpu (void)
+{
+  g_autoptr(DcGemmBackend) backend = vulkan_backend_or_skip ();
+  g_autoptr(DcGemmBackend) cpu = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *hash = NULL;
+  g_autofree char *cpu_hash = NULL;
+
+  if (backend == NULL)
+    return;
+  cpu = dc_gemm_backend_new (DC_BACKEND_CPU_SCALAR, &error);
+  g_assert_no_error (error);
+  hash = dc_gemm_probe (backend, &error);
+  g_assert_no_error (error);
+  cpu_hash = dc_gemm_probe (cpu, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (hash, ==, cpu_hash);
 }
 
 static void
@@ -222,6 +244,7 @@ main (int    argc,
 
   g_test_add_func ("/dc/engine/gemm/vulkan/equals-reference", test_vulkan_equals_reference);
   g_test_add_func ("/dc/engine/gemm/vulkan/each-variant", test_each_variant);
+  g_test_add_func ("/dc/engine/gemm/vulkan/probe-equals-cpu", test_probe_equals_cpu);
   g_test_add_func ("/dc/engine/gemm/vulkan/refuses-bad-operands", test_vulkan_refuses_bad_operands);
   g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-all", test_gate_refuses_broken_kernel);
   g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-one", test_gate_refuses_one_kernel);

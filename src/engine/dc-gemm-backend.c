@@ -231,3 +231,33 @@ dc_gemm_run_i32 (DcGemmBackend        *self,
   g_return_val_if_fail (self != NULL && a != NULL && b != NULL && acc != NULL, FALSE);
   return run (self, a, b, acc, NULL, error);
 }
+
+gboolean
+dc_gemm_backend_time (DcGemmBackend        *self,
+                      const DcQuantMatrix  *a,
+                      const DcQuantMatrix  *b,
+                      guint                 repeat,
+                      double               *seconds,
+                      GError              **error)
+{
+  g_autofree float *c = NULL;
+  gint64 start;
+
+  if (!check_operands (a, b, error))
+    return FALSE;
+  if (self->vk != NULL)
+    return dc_gemm_vk_time (self->vk, a, b, MAX (repeat, 1), seconds, error);
+
+  c = g_try_new (float, a->n_vectors * b->n_vectors);
+  if (c == NULL)
+    {
+      g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE, "Out of memory for the output");
+      return FALSE;
+    }
+  start = g_get_monotonic_time ();
+  for (guint r = 0; r < MAX (repeat, 1); r++)
+    if (!run (self, a, b, NULL, c, error))
+      return FALSE;
+  *seconds = (double) (g_get_monotonic_time () - start) / G_USEC_PER_SEC;
+  return TRUE;
+}

@@ -64,6 +64,22 @@ gboolean       dc_gemm_run_i32                    (DcGemmBackend        *self,
                                                    gint32               *acc,
                                                    GError              **error);
 
+/**
+ * dc_gemm_backend_time:
+ * @repeat: products to time, at least one
+ * @seconds: (out): wall time of all @repeat products (f32 outputs)
+ *
+ * For benchmarks. On Vulkan the operands are uploaded once and only the
+ * dispatches are timed (each one waited for); on the CPU every call is a
+ * whole dc_gemm_run().
+ */
+gboolean       dc_gemm_backend_time               (DcGemmBackend        *self,
+                                                   const DcQuantMatrix  *a,
+                                                   const DcQuantMatrix  *b,
+                                                   guint                 repeat,
+                                                   double               *seconds,
+                                                   GError              **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGemmBackend, dc_gemm_backend_free)
 
 G_END_DECLS
