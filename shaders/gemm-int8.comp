@@ -36,6 +36,9 @@
 #define TM (BM / 16)
 #define TN (BN / 16)
 #define BKW 8  // words of four int8 per K tile: 32 values
+// Shared rows are padded by one word so that the 16 invocations reading 16
+// different rows of a tile hit 16 different banks.
+#define SROW (BKW + 1)
 
 layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
 
@@ -52,8 +55,8 @@ layout(std430, binding = 2) readonly buffer BufEa { int ea[]; };
 layout(std430, binding = 3) readonly buffer BufEb { int eb[]; };
 layout(std430, binding = 4) writeonly buffer BufC { uint c[]; };
 
-shared int tile_a[BM * BKW];
-shared int tile_b[BN * BKW];
+shared int tile_a[BM * SROW];
+shared int tile_b[BN * SROW];
 
 #ifdef DC_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
@@ -92,9 +95,9 @@ void main()
 
   for (uint t = 0u; t < n_tiles; t++) {
     for (uint idx = tid; idx < BM * BKW; idx += 256u)
-      tile_a[idx] = pack32(a[(m0 + idx / BKW) * p.kw + t * BKW + idx % BKW]);
+      tile_a[(idx / BKW) * SROW + idx % BKW] = pack32(a[(m0 + idx / BKW) * p.kw + t * BKW + idx % BKW]);
     for (uint idx = tid; idx < BN * BKW; idx += 256u)
-      tile_b[idx] = pack32(b[(n0 + idx / BKW) * p.kw + t * BKW + idx % BKW]);
+      tile_b[(idx / BKW) * SROW + idx % BKW] = pack32(b[(n0 + idx / BKW) * p.kw + t * BKW + idx % BKW]);
     barrier();
 
     for (uint w = 0u; w < BKW; w++) {
@@ -102,9 +105,9 @@ void main()
       int bv[TN];
 
       for (int i = 0; i < TM; i++)
-        av[i] = tile_a[(ty + 16u * uint(i)) * BKW + w];
+        av[i] = tile_a[(ty + 16u * uint(i)) * SROW + w];
       for (int j = 0; j < TN; j++)
-        bv[j] = tile_b[(tx + 16u * uint(j)) * BKW + w];
+        bv[j] = tile_b[(tx + 16u * uint(j)) * SROW + w];
       for (int i = 0; i < TM; i++)
         for (int j = 0; j < TN; j++)
           acc[i][j] += dot4(av[i], bv[j]);
