@@ -5,9 +5,6 @@
 //             GL_EXT_spirv_intrinsics; the baseline glslc has no GLSL
 //             extension for it). Opcode 4450 is OpSDot; 4451 would be OpUDot,
 //             which spirv-val does not catch: the init gate does.
-//   DC_VEC4   shared tiles read as ivec4 (four K words per load, rows padded
-//             to 12 words against bank conflicts): a quarter of the shared
-//             loads per dot product
 //   DC_BREAK  a deliberately wrong variant for the gate's test: it skips the
 //             last K tile. Only selected through DC_TEST_BREAK_KERNEL.
 //
@@ -41,11 +38,7 @@
 #define BKW 8  // words of four int8 per K tile: 32 values
 // Shared rows are padded by one word so that the 16 invocations reading 16
 // different rows of a tile hit 16 different banks.
-#ifdef DC_VEC4
-#define SROW4 3  // ivec4 per shared row: BKW / 4 = 2 used, 1 of padding
-#else
 #define SROW (BKW + 1)
-#endif
 
 layout(local_size_x = 16, local_size_y = 16, local_size_z = 1) in;
 
@@ -62,13 +55,8 @@ layout(std430, binding = 2) readonly buffer BufEa { int ea[]; };
 layout(std430, binding = 3) readonly buffer BufEb { int eb[]; };
 layout(std430, binding = 4) writeonly buffer BufC { uint c[]; };
 
-#ifdef DC_VEC4
-shared ivec4 tile_a[BM * SROW4];
-shared ivec4 tile_b[BN * SROW4];
-#else
 shared int tile_a[BM * SROW];
 shared int tile_b[BN * SROW];
-#endif
 
 #ifdef DC_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
@@ -106,30 +94,6 @@ void main()
 #endif
 
   for (uint t = 0u; t < n_tiles; t++) {
-#ifdef DC_VEC4
-    for (uint idx = tid; idx < BM * BKW; idx += 256u)
-      tile_a[(idx / BKW) * SROW4 + (idx % BKW) / 4u][idx % 4u] =
-        pack32(a[(m0 + idx / BKW) * p.kw + t * BKW + idx % BKW]);
-    for (uint idx = tid; idx < BN * BKW; idx += 256u)
-      tile_b[(idx / BKW) * SROW4 + (idx % BKW) / 4u][idx % 4u] =
-        pack32(b[(n0 + idx / BKW) * p.kw + t * BKW + idx % BKW]);
-    barrier();
-
-    for (uint w4 = 0u; w4 < BKW / 4u; w4++) {
-      ivec4 av[TM];
-      ivec4 bv[TN];
-
-      for (int i = 0; i < TM; i++)
-        av[i] = tile_a[(ty + 16u * uint(i)) * SROW4 + w4];
-      for (int j = 0; j < TN; j++)
-        bv[j] = tile_b[(tx + 16u * uint(j)) * SROW4 + w4];
-      for (int c = 0; c < 4; c++)
-        for (int i = 0; i < TM; i++)
-          for (int j = 0; j < TN; j++)
-            acc[i][j] += dot4(av[i][c], bv[j][c]);
-    }
-    barrier();
-#else
     for (uint idx = tid; idx < BM * BKW; idx += 256u)
       tile_a[(idx / BKW) * SROW + idx % BKW] = pack32(a[(m0 + idx / BKW) * p.kw + t * BKW + idx % BKW]);
     for (uint idx = tid; idx < BN * BKW; idx += 256u)
@@ -149,7 +113,6 @@ void main()
           acc[i][j] += dot4(av[i], bv[j]);
     }
     barrier();
-#endif
   }
 
   for (int i = 0; i < TM; i++) {

@@ -2,8 +2,6 @@
  *
  * Kernel variants (shaders/gemm-int8.comp), most preferred first:
  *   dot     64 × 64 tiles, packed OpSDot     (needs shaderIntegerDotProduct)
- *   dotv4   as dot, shared tiles read four K words at a time
- *   dotv4tall  as dotv4 with 128 × 64 tiles (8 × 4 outputs per invocation)
  *   dot128  128 × 128 tiles, packed OpSDot   (needs shaderIntegerDotProduct)
  *   tiled   64 × 64 tiles, plain int32 math  (needs shaderInt8, 8-bit storage)
  * On the H200 (docs/BENCHMARKS.md) dot ran 4096³ at 46.6 TOPS, dot128 and
@@ -49,8 +47,6 @@ typedef struct
 
 static const Variant variants[] = {
   { "dot", "gemm-int8-dot", 64, 64, TRUE },
-  { "dotv4", "gemm-int8-dotv4", 64, 64, TRUE },
-  { "dotv4tall", "gemm-int8-dotv4tall", 128, 64, TRUE },
   { "dot128", "gemm-int8-dot128", 128, 128, TRUE },
   { "tiled", "gemm-int8-tiled", 64, 64, FALSE },
 };
