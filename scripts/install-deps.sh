@@ -39,6 +39,7 @@ xauth
 dbus
 dbus-x11
 iproute2
+flatpak-builder
 "
 
 if [ "$(id -u)" -eq 0 ]; then
