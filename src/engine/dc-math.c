@@ -902,7 +902,10 @@ dc_math_log_softmax (const float *x,
       /* (x − max) exactly as d + d_lo, then − lse, the low part last. A -inf
        * logit gives d = -inf and a NaN d_lo, so it is handled alone. */
       two_sum (x[i], -max, &d, &d_lo);
-      y[i] = d == -__builtin_inff () ? d : (d - lse) + d_lo;
+      if (is_nan (lse))
+        y[i] = lse;             /* a NaN or +inf logit, or no finite one */
+      else
+        y[i] = d == -__builtin_inff () ? d : (d - lse) + d_lo;
     }
 }
 
