@@ -13,10 +13,14 @@
  */
 #include "config.h"
 
+#include <fenv.h>
 #include <math.h>
 #include <string.h>
 #include <glib.h>
 #include <mpfr.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "engine/dc-math.h"
 
@@ -1173,6 +1177,44 @@ test_vector_hash (void)
   g_assert_cmphex (h, ==, VECTOR_HASH);
 }
 
+/* The default environment passes; a changed rounding mode and, on x86,
+ * flush-to-zero and denormals-are-zero are each caught and named. */
+static void
+test_fp_environment (void)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (dc_math_check_fp_environment (&error));
+  g_assert_no_error (error);
+
+  g_assert_cmpint (fesetround (FE_UPWARD), ==, 0);
+  g_assert_false (dc_math_check_fp_environment (&error));
+  fesetround (FE_TONEAREST);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
+  g_assert_nonnull (strstr (error->message, "rounding mode"));
+  g_clear_error (&error);
+
+#if defined(__x86_64__) || defined(__i386__)
+  {
+    unsigned int csr = _mm_getcsr ();
+
+    _mm_setcsr (csr | 0x8000);          /* FTZ */
+    g_assert_false (dc_math_check_fp_environment (&error));
+    _mm_setcsr (csr);
+    g_assert_nonnull (strstr (error->message, "FTZ"));
+    g_clear_error (&error);
+
+    _mm_setcsr (csr | 0x0040);          /* DAZ */
+    g_assert_false (dc_math_check_fp_environment (&error));
+    _mm_setcsr (csr);
+    g_assert_nonnull (strstr (error->message, "DAZ"));
+    g_clear_error (&error);
+  }
+#endif
+
+  g_assert_true (dc_math_check_fp_environment (NULL));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1187,6 +1229,7 @@ main (int argc, char **argv)
       g_test_add_data_func (path, &oracle_cases[i], test_oracle);
     }
 
+  g_test_add_func ("/dc/engine/math/fp-environment", test_fp_environment);
   g_test_add_func ("/dc/engine/math/special-values", test_special_values);
   g_test_add_func ("/dc/engine/math/sincos-agrees", test_sincos_agrees);
   g_test_add_func ("/dc/engine/math/hashes", test_hashes);

@@ -171,6 +171,51 @@ exp_reduce (float  x,
 }
 
 /**
+ * dc_math_check_fp_environment:
+ *
+ * Checks at run time that this thread's floating-point unit computes what
+ * the library assumes: round to nearest even, subnormal results kept (no
+ * flush-to-zero) and subnormal inputs honoured (no denormals-are-zero). A
+ * library loaded into the process (one built with -ffast-math links
+ * crtfastmath.o, which sets FTZ/DAZ) or a fesetround() call can change them
+ * behind our back, and the replica would silently disagree with the others.
+ * The environment is per thread, so every thread that computes model values
+ * should check it once.
+ *
+ * Returns: %TRUE if the environment is the IEEE-754 default; otherwise
+ * %FALSE with %G_IO_ERROR_NOT_SUPPORTED naming what is wrong.
+ */
+gboolean
+dc_math_check_fp_environment (GError **error)
+{
+  /* volatile keeps the compiler from folding these at build time, where the
+   * default environment would always hold. */
+  volatile float one = 1.0f, half_ulp = 0x1p-24f, three_half_ulp = 0x1.8p-24f;
+  volatile float min_normal = 0x1p-126f, half = 0.5f, sub = 0x1p-140f;  /* sub is subnormal */
+  const char *what = NULL;
+
+  /* A subnormal result is compared by its bits (with DAZ a float
+   * comparison would see it as zero); a subnormal input is scaled into the
+   * normal range, which only DAZ breaks. */
+  if (float_bits (min_normal * half) != 0x00400000u)
+    what = "subnormal results are flushed to zero (FTZ)";
+  else if (sub * 0x1p100f != 0x1p-40f)
+    what = "subnormal inputs are treated as zero (DAZ)";
+  else if (one + half_ulp != 1.0f || one + three_half_ulp != 1.0f + 0x1p-23f
+           || -one - half_ulp != -1.0f || -one - three_half_ulp != -1.0f - 0x1p-23f)
+    what = "the rounding mode is not round-to-nearest-even";
+
+  if (what != NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                   "The floating-point environment is not the IEEE-754 default: %s; "
+                   "results would differ from other replicas", what);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
  * dc_math_expf:
  *
  * e^x. NaN → the same NaN; +inf and x > 88.72283 → +inf; -inf and
