@@ -750,25 +750,41 @@ pairwise (LeafKind     kind,
 {
   if (n <= PAIRWISE_BLOCK)
     {
+      float v[PAIRWISE_BLOCK];
       float acc;
       gsize i;
 
       if (n == 0)
         return 0.0f;
-      for (i = 0; i < n; i++)
+      /* The leaves first (the switch stays out of the loops), then the sum
+       * strictly left to right. */
+      switch (kind)
         {
-          float v;
-
-          switch (kind)
-            {
-            case LEAF_SUM: v = a[i]; break;
-            case LEAF_DOT: v = a[i] * b[i]; break;
-            case LEAF_SQDEV: v = (a[i] - c) * (a[i] - c); break;
-            case LEAF_EXP_SHIFTED: v = exp_shifted (a[i], c); break;
-            case LEAF_SQUARE: default: v = a[i] * a[i]; break;
-            }
-          acc = i == 0 ? v : acc + v;
+        case LEAF_SUM:
+          for (i = 0; i < n; i++)
+            v[i] = a[i];
+          break;
+        case LEAF_DOT:
+          for (i = 0; i < n; i++)
+            v[i] = a[i] * b[i];
+          break;
+        case LEAF_SQDEV:
+          for (i = 0; i < n; i++)
+            v[i] = (a[i] - c) * (a[i] - c);
+          break;
+        case LEAF_EXP_SHIFTED:
+          for (i = 0; i < n; i++)
+            v[i] = exp_shifted (a[i], c);
+          break;
+        case LEAF_SQUARE:
+        default:
+          for (i = 0; i < n; i++)
+            v[i] = a[i] * a[i];
+          break;
         }
+      acc = v[0];
+      for (i = 1; i < n; i++)
+        acc = acc + v[i];
       return acc;
     }
   else
