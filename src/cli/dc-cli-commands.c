@@ -17,6 +17,10 @@ const DcCliCommand dc_cli_commands[] = {
   { "info", "", N_("Show this build, its libraries and the Vulkan devices found"),
     dc_cli_info_run },
   { "version", "", N_("Print the version"), dc_cli_version_run },
+  { "probe", "", N_("Hash a seeded INT8 GEMM: the same on every device that computes exactly"),
+    dc_cli_probe_run },
+  { "bench", "gemm", N_("Measure INT8 GEMM throughput per path next to PyTorch"),
+    dc_cli_bench_run },
 };
 
 const gsize dc_cli_n_commands = G_N_ELEMENTS (dc_cli_commands);
