@@ -826,7 +826,22 @@ test_async (void)
   while (g_main_context_iteration (NULL, FALSE))
     ;
   g_assert_cmpuint (notified, >, 0);
-  g_assert_finalize_object (g_steal_pointer (&client));
+
+  /* The worker thread drops its task (and the task's reference to the
+   * client) just after the callback ran: wait for it, bounded. */
+  {
+    gpointer weak = client;
+
+    g_object_add_weak_pointer (G_OBJECT (client), &weak);
+    g_clear_object (&client);
+    gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
+
+    /* Finalization happens on the worker thread and wakes no main context:
+     * poll, bounded. */
+    while (g_atomic_pointer_get (&weak) != NULL && g_get_monotonic_time () < deadline)
+      g_usleep (1000);
+    g_assert_null (g_atomic_pointer_get (&weak));
+  }
 }
 
 int
