@@ -831,11 +831,10 @@ test_async (void)
    * client) just after the callback ran: wait for it, bounded. */
   {
     gpointer weak = client;
+    gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
 
     g_object_add_weak_pointer (G_OBJECT (client), &weak);
     g_clear_object (&client);
-    gint64 deadline = g_get_monotonic_time () + TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
-
     /* Finalization happens on the worker thread and wakes no main context:
      * poll, bounded. */
     while (g_atomic_pointer_get (&weak) != NULL && g_get_monotonic_time () < deadline)
