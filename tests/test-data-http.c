@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "data/dc-data-error.h"
+#include "data/dc-dataset.h"
 #include "data/dc-hf-client.h"
 #include "data/dc-hf-url.h"
 #include "data/dc-parquet-file.h"
@@ -843,6 +844,166 @@ test_async (void)
   }
 }
 
+static void
+test_dataset_list (void)
+{
+  g_autoptr(DcHfClient) client = new_client (hub->hub_url);
+  g_autoptr(DcDatasetSpec) spec = dc_dataset_spec_parse ("test/fixtures", NULL);
+  g_autoptr(GPtrArray) files = NULL;
+  g_autoptr(GError) error = NULL;
+  DcDatasetFile *file;
+
+  files = dc_dataset_list_files (client, spec, NULL, &error);
+  g_assert_no_error (error);
+  /* The folder "data" is followed; README.md is not parquet. */
+  g_assert_cmpuint (files->len, ==, 2);
+  file = g_ptr_array_index (files, 0);
+  g_assert_cmpstr (file->path, ==, "data/fineweb-like-snappy.parquet");
+  g_assert_cmpuint (file->size, ==, 2782227);
+  file = g_ptr_array_index (files, 1);
+  g_assert_cmpstr (file->path, ==, "data/fineweb-like-zstd.parquet");
+}
+
+static void
+count_text_cb (const char *data,
+               gsize       len,
+               gpointer    user_data)
+{
+  GHashTable *counts = user_data;
+  GBytes *key = g_bytes_new (data, len);
+  guint n = GPOINTER_TO_UINT (g_hash_table_lookup (counts, key));
+
+  g_hash_table_replace (counts, key, GUINT_TO_POINTER (n + 1));
+}
+
+/* Three devices of one group each read their share for one epoch: together
+ * they read every row of the dataset exactly once (as a multiset of texts,
+ * against the files read directly), and a device's sequence is the same
+ * every time (the seed decides it). */
+static void
+test_dataset_shares (void)
+{
+  g_autoptr(DcHfClient) client = new_client (hub->hub_url);
+  g_autoptr(GHashTable) all = g_hash_table_new_full (g_bytes_hash, g_bytes_equal,
+                                                     (GDestroyNotify) g_bytes_unref, NULL);
+  g_autoptr(GHashTable) shares = g_hash_table_new_full (g_bytes_hash, g_bytes_equal,
+                                                        (GDestroyNotify) g_bytes_unref, NULL);
+  const char *names[] = { "fineweb-like-snappy.parquet", "fineweb-like-zstd.parquet" };
+  guint64 share_rows[3] = { 0 };
+  GHashTableIter iter;
+  gpointer key;
+  gpointer value;
+
+  for (guint f = 0; f < G_N_ELEMENTS (names); f++)
+    {
+      g_autofree char *url = file_url (hub->hub_url, "fixtures", names[f]);
+      g_autoptr(DcByteSource) source = dc_hf_client_open_source (client, url);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcParquetFile) file = dc_parquet_file_open (source, NULL, &error);
+
+      g_assert_no_error (error);
+      dc_parquet_file_read_column (file, 0, NULL, 0, count_text_cb, all, NULL, &error);
+      g_assert_no_error (error);
+    }
+
+  for (guint rank = 0; rank < 3; rank++)
+    {
+      g_autoptr(DcTextStream) stream = dc_text_stream_new (client, "test/fixtures", NULL, rank, 3,
+                                                           99);
+
+      for (;;)
+        {
+          g_autoptr(GError) error = NULL;
+          g_autoptr(GBytes) text = dc_text_stream_next (stream, NULL, &error);
+
+          g_assert_no_error (error);
+          g_assert_false (dc_text_stream_is_builtin (stream));
+          if (dc_text_stream_get_epoch (stream) > 0)
+            break;
+          count_text_cb (g_bytes_get_data (text, NULL), g_bytes_get_size (text), shares);
+          share_rows[rank]++;
+        }
+      g_test_message ("device %u of 3 read %" G_GUINT64_FORMAT " rows", rank, share_rows[rank]);
+      g_assert_cmpuint (share_rows[rank], >, 0);
+    }
+  g_assert_cmpuint (share_rows[0] + share_rows[1] + share_rows[2], ==, 2 * 15028);
+  g_assert_cmpuint (g_hash_table_size (shares), ==, g_hash_table_size (all));
+  g_hash_table_iter_init (&iter, all);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    g_assert_cmpuint (GPOINTER_TO_UINT (g_hash_table_lookup (shares, key)), ==,
+                      GPOINTER_TO_UINT (value));
+
+  /* Determinism: rank 1 twice gives the same first 500 texts. */
+  {
+    g_autoptr(DcTextStream) x = dc_text_stream_new (client, "test/fixtures", NULL, 1, 3, 99);
+    g_autoptr(DcTextStream) y = dc_text_stream_new (client, "test/fixtures", NULL, 1, 3, 99);
+
+    for (guint i = 0; i < 500; i++)
+      {
+        g_autoptr(GBytes) tx = dc_text_stream_next (x, NULL, NULL);
+        g_autoptr(GBytes) ty = dc_text_stream_next (y, NULL, NULL);
+
+        g_assert_nonnull (tx);
+        g_assert_true (g_bytes_equal (tx, ty));
+      }
+  }
+}
+
+static void
+test_dataset_without_text_column (void)
+{
+  g_autoptr(DcHfClient) client = new_client (hub->hub_url);
+  g_autoptr(DcTextStream) stream = dc_text_stream_new (client, "test/fixtures", "content", 0, 1,
+                                                       1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) text = dc_text_stream_next (stream, NULL, &error);
+
+  /* Refused, listing the columns; no silent fallback for a wrong choice. */
+  g_assert_null (text);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_NO_TEXT_COLUMN);
+  g_assert_nonnull (strstr (error->message, "text, id, dump, url, file_path, language"));
+  g_assert_false (dc_text_stream_is_builtin (stream));
+}
+
+static guint16
+closed_port (void)
+{
+  g_autoptr(GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+                                            G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  guint16 port;
+
+  /* Bind to learn a free port, then close it: nothing listens there. */
+  g_assert_true (g_socket_bind (socket, any, FALSE, NULL));
+  bound = g_socket_get_local_address (socket, NULL);
+  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  g_socket_close (socket, NULL);
+  return port;
+}
+
+static void
+test_offline_fallback (void)
+{
+  g_autofree char *base = g_strdup_printf ("http://127.0.0.1:%u", closed_port ());
+  g_autoptr(DcHfClient) client = new_client (base);
+  g_autoptr(DcTextStream) stream = dc_text_stream_new (client, NULL, NULL, 0, 1, 7);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) text = NULL;
+  guint8 tokens[2 * 65];
+
+  g_test_expect_message ("dc-data", G_LOG_LEVEL_MESSAGE, DC_DATASET_UNREACHABLE_MESSAGE);
+  text = dc_text_stream_next (stream, NULL, &error);
+  g_test_assert_expected_messages ();
+  g_assert_no_error (error);
+  g_assert_true (dc_text_stream_is_builtin (stream));
+  g_assert_cmpmem (g_bytes_get_data (text, NULL), 9, "Chapter 1", 9);
+  /* Training goes on: batches keep coming. */
+  g_assert_true (dc_text_stream_fill_batch (stream, 2, 64, tokens, NULL, &error));
+  g_assert_no_error (error);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -869,6 +1030,10 @@ main (int    argc,
   g_test_add_func ("/dc/data/http/not-found", test_not_found);
   g_test_add_func ("/dc/data/http/retry-after-503", test_retry_after_503);
   g_test_add_func ("/dc/data/http/async", test_async);
+  g_test_add_func ("/dc/data/dataset/list", test_dataset_list);
+  g_test_add_func ("/dc/data/dataset/shares", test_dataset_shares);
+  g_test_add_func ("/dc/data/dataset/without-text-column", test_dataset_without_text_column);
+  g_test_add_func ("/dc/data/dataset/offline-fallback", test_offline_fallback);
 
   status = g_test_run ();
   hub_stop ();
