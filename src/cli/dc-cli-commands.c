@@ -16,6 +16,8 @@
 const DcCliCommand dc_cli_commands[] = {
   { "info", "", N_("Show this build, its libraries and the Vulkan devices found"),
     dc_cli_info_run },
+  { "join", "", N_("Join a group of devices and print peer events"), dc_cli_join_run },
+  { "signal", "", N_("Run the signaling service that introduces devices"), dc_cli_signal_run },
   { "version", "", N_("Print the version"), dc_cli_version_run },
   { "probe", "", N_("Hash a seeded INT8 GEMM: the same on every device that computes exactly"),
     dc_cli_probe_run },
