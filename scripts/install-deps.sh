@@ -39,6 +39,8 @@ xauth
 dbus
 dbus-x11
 iproute2
+python3-torch
+libopenblas0-pthread
 "
 
 if [ "$(id -u)" -eq 0 ]; then
