@@ -32,10 +32,25 @@ typedef enum
   DC_GEMM_ERROR_TOO_LARGE,   /* K beyond DC_GEMM_MAX_K, or sizes overflow */
   DC_GEMM_ERROR_SHAPE,       /* operands do not fit together */
   DC_GEMM_ERROR_BACKEND,     /* the backend failed (Vulkan error, …) */
+  DC_GEMM_ERROR_RANGE,       /* a quantized value is -128 or an exponent is out of range */
+  DC_GEMM_ERROR_VERIFICATION, /* every GPU kernel failed its init gate */
 } DcGemmError;
 
 /* The largest K whose int32 accumulator cannot overflow: 127·127·K < 2^31. */
 #define DC_GEMM_MAX_K 131072
+
+/* The range every path accepts for a vector's scale exponent. dc_quant_pack
+ * only produces [-155, 121]; the wider bound keeps ea + eb far from int32
+ * overflow on every path. */
+#define DC_GEMM_EXPONENT_MIN (-1024)
+#define DC_GEMM_EXPONENT_MAX 1024
+
+/* The numeric rule, versioned. Change the string whenever any path's bits
+ * could change; dc_gemm_rule_id() hashes it for the mesh hello. */
+#define DC_GEMM_RULE_VERSION \
+  "daisychain-int8-gemm/1: pow2 per-vector scale e=floor(log2(amax))-6; " \
+  "q=clamp(rne(x*2^-e),-127,127); exact int32 sum, K<=131072; " \
+  "c=rne_f32(acc)*2^(ea+eb), exponent<1 -> signed zero, >254 -> signed FLT_MAX"
 
 /**
  * DcQuantMatrix:
@@ -98,6 +113,40 @@ void           dc_gemm_reference_i32       (const DcQuantMatrix  *a,
 void           dc_gemm_reference           (const DcQuantMatrix  *a,
                                             const DcQuantMatrix  *b,
                                             float                *c);
+
+/**
+ * dc_gemm_epilogue:
+ * @acc: an exact int32 accumulator
+ * @ea: the exponent of the left vector
+ * @eb: the exponent of the right vector
+ *
+ * The fixed epilogue, shared by every CPU path: one round-to-nearest-even
+ * conversion to f32, then an exact power-of-two scaling done on the bits, with
+ * results below the normal range flushed to a signed zero and results above it
+ * saturated to a signed FLT_MAX (docs/VERIFICATION.md).
+ */
+float          dc_gemm_epilogue            (gint32                acc,
+                                            gint32                ea,
+                                            gint32                eb);
+
+/**
+ * dc_gemm_rule_id:
+ *
+ * Returns: the first 16 hex digits of SHA-256 of DC_GEMM_RULE_VERSION; peers
+ *   whose rule id differs never co-train.
+ */
+const char    *dc_gemm_rule_id             (void);
+
+/**
+ * dc_quant_matrix_check:
+ *
+ * Checks what every path relies on: values in [-127, 127] and exponents in
+ * [DC_GEMM_EXPONENT_MIN, DC_GEMM_EXPONENT_MAX]. Matrices from dc_quant_pack
+ * always pass; hand-filled ones (tests, peers) may not.
+ */
+gboolean       dc_quant_matrix_check       (const char           *what,
+                                            const DcQuantMatrix  *m,
+                                            GError              **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcQuantMatrix, dc_quant_matrix_free)
 

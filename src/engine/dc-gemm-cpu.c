@@ -1,0 +1,534 @@
+/* dc-gemm-cpu.c: the CPU paths of the exact INT8 GEMM.
+ *
+ * a is (M, K) int8 and b is (N, K) int8, both K-contiguous ("vectors"); the
+ * output is (M, N) row-major. The output is cut into fixed TILE_M × TILE_N
+ * tiles, numbered row-major, and thread t of T computes tiles t, t + T, …
+ * Each tile's accumulators are complete sums over all of K computed by one
+ * thread, so no sum is ever split between threads; and since every partial
+ * sum of |q| ≤ 127 products over K ≤ DC_GEMM_MAX_K fits in int32, the order
+ * of the integer additions inside a kernel cannot change a bit either.
+ *
+ * Kernels:
+ * - scalar: the same loop as the reference, per tile.
+ * - AVX2: vpmaddubsw multiplies unsigned by signed bytes into saturating int16
+ *   pair sums. With |a| as the unsigned operand and sign(a)·b as the signed
+ *   one, each pair sum is at most 2 · 127 · 127 = 32258 < 32767, so the
+ *   saturation never triggers; it would with -128 (128 · 128 · 2 = 32768,
+ *   and -(-128) wraps), which is why values are clamped to [-127, 127] and
+ *   dc_quant_matrix_check refuses -128. vpmaddwd by ones widens to int32.
+ * - AVX-512 VNNI: vpdpbusd sums four u8 × s8 products into int32 without
+ *   saturation. a is made unsigned by flipping its top bit (a + 128), and
+ *   128 · Σ b is subtracted afterwards; the intermediate may wrap modulo 2^32
+ *   but the true result fits in int32, so the wrapped arithmetic is exact.
+ * All are compiled with target attributes and chosen at run time.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-engine"
+
+#include "config.h"
+
+#include "dc-gemm-cpu.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DC_GEMM_X86 1
+#endif
+
+#define TILE_M 64
+#define TILE_N 64
+
+typedef void (*TileFunc) (const DcQuantMatrix *a,
+                          const DcQuantMatrix *b,
+                          const gint32        *b_sum,
+                          gsize                m0,
+                          gsize                m1,
+                          gsize                n0,
+                          gsize                n1,
+                          gint32              *out,
+                          gsize                ld_out);
+
+const char *
+dc_gemm_isa_to_string (DcGemmIsa isa)
+{
+  switch (isa)
+    {
+    case DC_GEMM_ISA_SCALAR: return "scalar";
+    case DC_GEMM_ISA_AVX2: return "avx2";
+    case DC_GEMM_ISA_AVX512_VNNI: return "avx512-vnni";
+    default: return "unknown";
+    }
+}
+
+gboolean
+dc_gemm_isa_supported (DcGemmIsa isa)
+{
+  switch (isa)
+    {
+    case DC_GEMM_ISA_SCALAR:
+      return TRUE;
+#ifdef DC_GEMM_X86
+    case DC_GEMM_ISA_AVX2:
+      return __builtin_cpu_supports ("avx2");
+    case DC_GEMM_ISA_AVX512_VNNI:
+      return __builtin_cpu_supports ("avx512bw") && __builtin_cpu_supports ("avx512vnni");
+#endif
+    default:
+      return FALSE;
+    }
+}
+
+DcGemmIsa
+dc_gemm_isa_best (void)
+{
+  const char *forced = g_getenv ("DC_GEMM_ISA");
+
+  /* DC_GEMM_ISA=scalar|avx2|avx512-vnni pins the kernel (benchmarks, bug
+   * reports); an unsupported choice falls back to the best one. */
+  if (forced != NULL)
+    {
+      for (int isa = 0; isa < DC_GEMM_N_ISAS; isa++)
+        if (g_str_equal (forced, dc_gemm_isa_to_string (isa)) && dc_gemm_isa_supported (isa))
+          return isa;
+    }
+  if (dc_gemm_isa_supported (DC_GEMM_ISA_AVX512_VNNI))
+    return DC_GEMM_ISA_AVX512_VNNI;
+  if (dc_gemm_isa_supported (DC_GEMM_ISA_AVX2))
+    return DC_GEMM_ISA_AVX2;
+  return DC_GEMM_ISA_SCALAR;
+}
+
+static inline gint32
+dot_scalar (const gint8 *x,
+            const gint8 *y,
+            gsize        k)
+{
+  gint32 sum = 0;
+
+  for (gsize i = 0; i < k; i++)
+    sum += (gint32) x[i] * (gint32) y[i];
+  return sum;
+}
+
+static void
+tile_scalar (const DcQuantMatrix *a,
+             const DcQuantMatrix *b,
+             const gint32        *b_sum,
+             gsize                m0,
+             gsize                m1,
+             gsize                n0,
+             gsize                n1,
+             gint32              *out,
+             gsize                ld_out)
+{
+  const gsize K = a->k;
+
+  for (gsize m = m0; m < m1; m++)
+    for (gsize n = n0; n < n1; n++)
+      out[(m - m0) * ld_out + (n - n0)] = dot_scalar (a->q + m * K, b->q + n * K, K);
+}
+
+#ifdef DC_GEMM_X86
+
+__attribute__ ((target ("avx2"))) static inline gint32
+hsum_avx2 (__m256i v)
+{
+  __m128i s = _mm_add_epi32 (_mm256_castsi256_si128 (v), _mm256_extracti128_si256 (v, 1));
+
+  s = _mm_add_epi32 (s, _mm_shuffle_epi32 (s, _MM_SHUFFLE (1, 0, 3, 2)));
+  s = _mm_add_epi32 (s, _mm_shuffle_epi32 (s, _MM_SHUFFLE (2, 3, 0, 1)));
+  return _mm_cvtsi128_si32 (s);
+}
+
+/* 32 products of a[i] · b[i] summed in pairs, then to 8 int32 lanes. */
+#define DOT32_AVX2(abs_a, a, b, ones) \
+  _mm256_madd_epi16 (_mm256_maddubs_epi16 ((abs_a), _mm256_sign_epi8 ((b), (a))), (ones))
+
+__attribute__ ((target ("avx2"))) static gint32
+dot_avx2 (const gint8 *x,
+          const gint8 *y,
+          gsize        k)
+{
+  const __m256i ones = _mm256_set1_epi16 (1);
+  __m256i acc = _mm256_setzero_si256 ();
+  gsize i = 0;
+
+  for (; i + 32 <= k; i += 32)
+    {
+      __m256i va = _mm256_loadu_si256 ((const __m256i *) (x + i));
+      __m256i vb = _mm256_loadu_si256 ((const __m256i *) (y + i));
+
+      acc = _mm256_add_epi32 (acc, DOT32_AVX2 (_mm256_abs_epi8 (va), va, vb, ones));
+    }
+  return hsum_avx2 (acc) + dot_scalar (x + i, y + i, k - i);
+}
+
+/* A 2 × 4 block of dot products: 8 accumulators, each B chunk loaded once
+ * for two rows, each A chunk once for four columns. */
+__attribute__ ((target ("avx2"))) static void
+block_2x4_avx2 (const gint8 *a0,
+                const gint8 *a1,
+                const gint8 *b0,
+                const gint8 *b1,
+                const gint8 *b2,
+                const gint8 *b3,
+                gsize        k,
+                gint32      *out0,
+                gint32      *out1)
+{
+  const __m256i ones = _mm256_set1_epi16 (1);
+  __m256i c00 = _mm256_setzero_si256 (), c01 = c00, c02 = c00, c03 = c00;
+  __m256i c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+  gsize i = 0;
+
+  for (; i + 32 <= k; i += 32)
+    {
+      __m256i va0 = _mm256_loadu_si256 ((const __m256i *) (a0 + i));
+      __m256i va1 = _mm256_loadu_si256 ((const __m256i *) (a1 + i));
+      __m256i ua0 = _mm256_abs_epi8 (va0);
+      __m256i ua1 = _mm256_abs_epi8 (va1);
+      __m256i vb;
+
+      vb = _mm256_loadu_si256 ((const __m256i *) (b0 + i));
+      c00 = _mm256_add_epi32 (c00, DOT32_AVX2 (ua0, va0, vb, ones));
+      c10 = _mm256_add_epi32 (c10, DOT32_AVX2 (ua1, va1, vb, ones));
+      vb = _mm256_loadu_si256 ((const __m256i *) (b1 + i));
+      c01 = _mm256_add_epi32 (c01, DOT32_AVX2 (ua0, va0, vb, ones));
+      c11 = _mm256_add_epi32 (c11, DOT32_AVX2 (ua1, va1, vb, ones));
+      vb = _mm256_loadu_si256 ((const __m256i *) (b2 + i));
+      c02 = _mm256_add_epi32 (c02, DOT32_AVX2 (ua0, va0, vb, ones));
+      c12 = _mm256_add_epi32 (c12, DOT32_AVX2 (ua1, va1, vb, ones));
+      vb = _mm256_loadu_si256 ((const __m256i *) (b3 + i));
+      c03 = _mm256_add_epi32 (c03, DOT32_AVX2 (ua0, va0, vb, ones));
+      c13 = _mm256_add_epi32 (c13, DOT32_AVX2 (ua1, va1, vb, ones));
+    }
+
+  out0[0] = hsum_avx2 (c00) + dot_scalar (a0 + i, b0 + i, k - i);
+  out0[1] = hsum_avx2 (c01) + dot_scalar (a0 + i, b1 + i, k - i);
+  out0[2] = hsum_avx2 (c02) + dot_scalar (a0 + i, b2 + i, k - i);
+  out0[3] = hsum_avx2 (c03) + dot_scalar (a0 + i, b3 + i, k - i);
+  out1[0] = hsum_avx2 (c10) + dot_scalar (a1 + i, b0 + i, k - i);
+  out1[1] = hsum_avx2 (c11) + dot_scalar (a1 + i, b1 + i, k - i);
+  out1[2] = hsum_avx2 (c12) + dot_scalar (a1 + i, b2 + i, k - i);
+  out1[3] = hsum_avx2 (c13) + dot_scalar (a1 + i, b3 + i, k - i);
+}
+
+__attribute__ ((target ("avx2"))) static void
+tile_avx2 (const DcQuantMatrix *a,
+           const DcQuantMatrix *b,
+           const gint32        *b_sum,
+           gsize                m0,
+           gsize                m1,
+           gsize                n0,
+           gsize                n1,
+           gint32              *out,
+           gsize                ld_out)
+{
+  const gsize K = a->k;
+  gsize n = n0;
+
+  /* Columns in fours (the four B vectors stay in L1 while the tile's rows of
+   * A stream from L2), rows in twos; ragged edges one dot at a time. */
+  for (; n + 4 <= n1; n += 4)
+    {
+      const gint8 *b0 = b->q + n * K;
+      gsize m = m0;
+
+      for (; m + 2 <= m1; m += 2)
+        block_2x4_avx2 (a->q + m * K, a->q + (m + 1) * K, b0, b0 + K, b0 + 2 * K, b0 + 3 * K, K,
+                        out + (m - m0) * ld_out + (n - n0),
+                        out + (m + 1 - m0) * ld_out + (n - n0));
+      for (; m < m1; m++)
+        for (gsize j = 0; j < 4; j++)
+          out[(m - m0) * ld_out + (n + j - n0)] = dot_avx2 (a->q + m * K, b0 + j * K, K);
+    }
+  for (; n < n1; n++)
+    for (gsize m = m0; m < m1; m++)
+      out[(m - m0) * ld_out + (n - n0)] = dot_avx2 (a->q + m * K, b->q + n * K, K);
+}
+
+/* Lane sum in wrapping arithmetic (GCC 12's _mm512_reduce_add_epi32 trips
+ * -Wuninitialized on its own _mm256_undefined_si256). */
+__attribute__ ((target ("avx512f"))) static inline guint32
+hsum_avx512 (__m512i v)
+{
+  guint32 lanes[16];
+  guint32 sum = 0;
+
+  _mm512_storeu_si512 (lanes, v);
+  for (int i = 0; i < 16; i++)
+    sum += lanes[i];
+  return sum;
+}
+
+__attribute__ ((target ("avx512f,avx512bw,avx512vnni"))) static gint32
+dot_vnni (const gint8 *x,
+          const gint8 *y,
+          gsize        k,
+          gint32       y_sum)
+{
+  const __m512i flip = _mm512_set1_epi8 ((char) 0x80);
+  __m512i acc = _mm512_setzero_si512 ();
+  guint32 total;
+  gsize i = 0;
+
+  for (; i + 64 <= k; i += 64)
+    {
+      __m512i va = _mm512_xor_si512 (_mm512_loadu_si512 (x + i), flip);  /* a + 128, unsigned */
+      __m512i vb = _mm512_loadu_si512 (y + i);
+
+      acc = _mm512_dpbusd_epi32 (acc, va, vb);
+    }
+  /* Σ (a + 128) · b over the vector part, minus 128 · Σ b over the same part,
+   * in wrapping unsigned arithmetic; the tail is exact scalar. */
+  total = hsum_avx512 (acc);
+  {
+    gint32 tail_b = 0;
+
+    for (gsize j = i; j < k; j++)
+      tail_b += y[j];
+    total -= 128u * (guint32) (y_sum - tail_b);
+  }
+  return (gint32) (total + (guint32) dot_scalar (x + i, y + i, k - i));
+}
+
+__attribute__ ((target ("avx512f,avx512bw,avx512vnni"))) static void
+block_2x4_vnni (const gint8  *a0,
+                const gint8  *a1,
+                const gint8 **bs,
+                const gint32 *b_sum,
+                gsize         k,
+                gint32       *out0,
+                gint32       *out1)
+{
+  const __m512i flip = _mm512_set1_epi8 ((char) 0x80);
+  __m512i c[2][4];
+  gsize i = 0;
+
+  for (int r = 0; r < 2; r++)
+    for (int j = 0; j < 4; j++)
+      c[r][j] = _mm512_setzero_si512 ();
+
+  for (; i + 64 <= k; i += 64)
+    {
+      __m512i va0 = _mm512_xor_si512 (_mm512_loadu_si512 (a0 + i), flip);
+      __m512i va1 = _mm512_xor_si512 (_mm512_loadu_si512 (a1 + i), flip);
+
+      for (int j = 0; j < 4; j++)
+        {
+          __m512i vb = _mm512_loadu_si512 (bs[j] + i);
+
+          c[0][j] = _mm512_dpbusd_epi32 (c[0][j], va0, vb);
+          c[1][j] = _mm512_dpbusd_epi32 (c[1][j], va1, vb);
+        }
+    }
+
+  for (int j = 0; j < 4; j++)
+    {
+      gint32 tail_b = 0;
+      guint32 correction;
+
+      for (gsize t = i; t < k; t++)
+        tail_b += bs[j][t];
+      correction = 128u * (guint32) (b_sum[j] - tail_b);
+      out0[j] = (gint32) (hsum_avx512 (c[0][j]) - correction +
+                          (guint32) dot_scalar (a0 + i, bs[j] + i, k - i));
+      out1[j] = (gint32) (hsum_avx512 (c[1][j]) - correction +
+                          (guint32) dot_scalar (a1 + i, bs[j] + i, k - i));
+    }
+}
+
+__attribute__ ((target ("avx512f,avx512bw,avx512vnni"))) static void
+tile_vnni (const DcQuantMatrix *a,
+           const DcQuantMatrix *b,
+           const gint32        *b_sum,
+           gsize                m0,
+           gsize                m1,
+           gsize                n0,
+           gsize                n1,
+           gint32              *out,
+           gsize                ld_out)
+{
+  const gsize K = a->k;
+  gsize n = n0;
+
+  for (; n + 4 <= n1; n += 4)
+    {
+      const gint8 *bs[4] = { b->q + n * K, b->q + (n + 1) * K, b->q + (n + 2) * K, b->q + (n + 3) * K };
+      gsize m = m0;
+
+      for (; m + 2 <= m1; m += 2)
+        block_2x4_vnni (a->q + m * K, a->q + (m + 1) * K, bs, b_sum + n, K,
+                        out + (m - m0) * ld_out + (n - n0),
+                        out + (m + 1 - m0) * ld_out + (n - n0));
+      for (; m < m1; m++)
+        for (gsize j = 0; j < 4; j++)
+          out[(m - m0) * ld_out + (n + j - n0)] = dot_vnni (a->q + m * K, bs[j], K, b_sum[n + j]);
+    }
+  for (; n < n1; n++)
+    for (gsize m = m0; m < m1; m++)
+      out[(m - m0) * ld_out + (n - n0)] = dot_vnni (a->q + m * K, b->q + n * K, K, b_sum[n]);
+}
+
+#endif /* DC_GEMM_X86 */
+
+static TileFunc
+tile_func_for (DcGemmIsa isa)
+{
+  g_return_val_if_fail (dc_gemm_isa_supported (isa), tile_scalar);
+
+  switch (isa)
+    {
+#ifdef DC_GEMM_X86
+    case DC_GEMM_ISA_AVX2: return tile_avx2;
+    case DC_GEMM_ISA_AVX512_VNNI: return tile_vnni;
+#endif
+    case DC_GEMM_ISA_SCALAR:
+    default:
+      return tile_scalar;
+    }
+}
+
+typedef struct
+{
+  const DcQuantMatrix *a;
+  const DcQuantMatrix *b;
+  const gint32        *b_sum;   /* Σ_i b[n][i] per vector, for VNNI's offset */
+  TileFunc             tile;
+  gint32              *acc;     /* (M, N) int32 output, or NULL */
+  float               *c;       /* (M, N) f32 output, or NULL */
+  gsize                tiles_m;
+  gsize                tiles_n;
+  guint                n_threads;
+} Job;
+
+typedef struct
+{
+  const Job *job;
+  guint      index;
+} Worker;
+
+static void
+run_share (const Job *job,
+           guint      index)
+{
+  const gsize M = job->a->n_vectors, N = job->b->n_vectors;
+  const gsize n_tiles = job->tiles_m * job->tiles_n;
+  gint32 scratch[TILE_M * TILE_N];
+
+  /* The fixed partition: thread index takes tiles index, index + T, … */
+  for (gsize t = index; t < n_tiles; t += job->n_threads)
+    {
+      gsize m0 = (t / job->tiles_n) * TILE_M, n0 = (t % job->tiles_n) * TILE_N;
+      gsize m1 = MIN (m0 + TILE_M, M), n1 = MIN (n0 + TILE_N, N);
+
+      if (job->acc != NULL)
+        {
+          job->tile (job->a, job->b, job->b_sum, m0, m1, n0, n1, job->acc + m0 * N + n0, N);
+          continue;
+        }
+
+      job->tile (job->a, job->b, job->b_sum, m0, m1, n0, n1, scratch, TILE_N);
+      for (gsize m = m0; m < m1; m++)
+        for (gsize n = n0; n < n1; n++)
+          job->c[m * N + n] = dc_gemm_epilogue (scratch[(m - m0) * TILE_N + (n - n0)],
+                                                job->a->exponent[m], job->b->exponent[n]);
+    }
+}
+
+static gpointer
+worker_main (gpointer data)
+{
+  Worker *worker = data;
+
+  run_share (worker->job, worker->index);
+  return NULL;
+}
+
+static void
+run_job (Job *job)
+{
+  const gsize n_tiles = job->tiles_m * job->tiles_n;
+  g_autofree Worker *workers = NULL;
+  g_autofree GThread **threads = NULL;
+
+  job->n_threads = (guint) MIN ((gsize) job->n_threads, n_tiles);
+  if (job->n_threads <= 1)
+    {
+      job->n_threads = 1;
+      run_share (job, 0);
+      return;
+    }
+
+  workers = g_new0 (Worker, job->n_threads);
+  threads = g_new0 (GThread *, job->n_threads);
+  for (guint i = 1; i < job->n_threads; i++)
+    {
+      workers[i].job = job;
+      workers[i].index = i;
+      threads[i] = g_thread_new ("dc-gemm", worker_main, &workers[i]);
+    }
+  run_share (job, 0);
+  for (guint i = 1; i < job->n_threads; i++)
+    g_thread_join (threads[i]);
+}
+
+static void
+run_cpu (const DcQuantMatrix *a,
+         const DcQuantMatrix *b,
+         gint32              *acc,
+         float               *c,
+         DcGemmIsa            isa,
+         guint                n_threads)
+{
+  g_autofree gint32 *b_sum = NULL;
+  Job job = {
+    .a = a,
+    .b = b,
+    .tile = tile_func_for (isa),
+    .acc = acc,
+    .c = c,
+    .tiles_m = (a->n_vectors + TILE_M - 1) / TILE_M,
+    .tiles_n = (b->n_vectors + TILE_N - 1) / TILE_N,
+    .n_threads = MAX (n_threads, 1),
+  };
+
+  g_return_if_fail (a->k == b->k);
+
+  if (isa == DC_GEMM_ISA_AVX512_VNNI)
+    {
+      b_sum = g_new (gint32, b->n_vectors);
+      for (gsize n = 0; n < b->n_vectors; n++)
+        {
+          gint32 s = 0;
+
+          for (gsize i = 0; i < b->k; i++)
+            s += b->q[n * b->k + i];
+          b_sum[n] = s;
+        }
+    }
+  job.b_sum = b_sum;
+  run_job (&job);
+}
+
+void
+dc_gemm_cpu_i32 (const DcQuantMatrix *a,
+                 const DcQuantMatrix *b,
+                 gint32              *acc,
+                 DcGemmIsa            isa,
+                 guint                n_threads)
+{
+  run_cpu (a, b, acc, NULL, isa, n_threads);
+}
+
+void
+dc_gemm_cpu (const DcQuantMatrix *a,
+             const DcQuantMatrix *b,
+             float               *c,
+             DcGemmIsa            isa,
+             guint                n_threads)
+{
+  run_cpu (a, b, NULL, c, isa, n_threads);
+}

@@ -1,0 +1,40 @@
+/* dc-gemm-cpu.h: the CPU paths of the INT8 GEMM (scalar, AVX2, AVX-512 VNNI),
+ * threaded over a fixed partition of output tiles. Internal to the engine;
+ * model code goes through dc-gemm-backend.h.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include "dc-gemm.h"
+
+G_BEGIN_DECLS
+
+typedef enum
+{
+  DC_GEMM_ISA_SCALAR,
+  DC_GEMM_ISA_AVX2,
+  DC_GEMM_ISA_AVX512_VNNI,
+} DcGemmIsa;
+
+#define DC_GEMM_N_ISAS 3
+
+const char *dc_gemm_isa_to_string      (DcGemmIsa             isa);
+gboolean    dc_gemm_isa_supported      (DcGemmIsa             isa);
+DcGemmIsa   dc_gemm_isa_best           (void);
+
+/* acc is (M, N) row-major int32; c is (M, N) row-major f32. Operands must have
+ * passed dc_quant_matrix_check and share k. n_threads ≥ 1; the result does not
+ * depend on it (tests/test-engine-gemm-cpu.c). */
+void        dc_gemm_cpu_i32            (const DcQuantMatrix  *a,
+                                        const DcQuantMatrix  *b,
+                                        gint32               *acc,
+                                        DcGemmIsa             isa,
+                                        guint                 n_threads);
+void        dc_gemm_cpu                (const DcQuantMatrix  *a,
+                                        const DcQuantMatrix  *b,
+                                        float                *c,
+                                        DcGemmIsa             isa,
+                                        guint                 n_threads);
+
+G_END_DECLS

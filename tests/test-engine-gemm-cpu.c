@@ -1,0 +1,419 @@
+/* test-engine-gemm-cpu.c: every CPU path (scalar, AVX2, AVX-512 VNNI where the
+ * CPU has it) and every thread count gives the reference's bits; metamorphic
+ * properties of the rule; and the bug corpus of INT8 engines, one test each.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "engine/dc-gemm-cpu.h"
+
+static const guint thread_counts[] = { 1, 2, 3, 7 };
+
+static DcQuantMatrix *
+random_matrix (GRand *rand,
+               gsize  n,
+               gsize  k)
+{
+  g_autoptr(GError) error = NULL;
+  DcQuantMatrix *m = dc_quant_matrix_new (n, k, &error);
+
+  g_assert_no_error (error);
+  for (gsize i = 0; i < n * k; i++)
+    m->q[i] = (gint8) g_rand_int_range (rand, -127, 128);
+  for (gsize v = 0; v < n; v++)
+    m->exponent[v] = g_rand_int_range (rand, -20, 21);
+  return m;
+}
+
+/* Every supported ISA × thread count against the reference, int32 and f32,
+ * compared as bits. */
+static void
+check_all_paths (const DcQuantMatrix *a,
+                 const DcQuantMatrix *b)
+{
+  const gsize M = a->n_vectors, N = b->n_vectors;
+  g_autofree gint32 *ref_acc = g_new (gint32, M * N);
+  g_autofree float *ref_c = g_new (float, M * N);
+  g_autofree gint32 *acc = g_new (gint32, M * N);
+  g_autofree float *c = g_new (float, M * N);
+
+  dc_gemm_reference_i32 (a, b, ref_acc);
+  dc_gemm_reference (a, b, ref_c);
+
+  for (int isa = 0; isa < DC_GEMM_N_ISAS; isa++)
+    {
+      if (!dc_gemm_isa_supported (isa))
+        continue;
+      for (gsize t = 0; t < G_N_ELEMENTS (thread_counts); t++)
+        {
+          memset (acc, 0x55, M * N * sizeof *acc);
+          memset (c, 0x55, M * N * sizeof *c);
+          dc_gemm_cpu_i32 (a, b, acc, isa, thread_counts[t]);
+          dc_gemm_cpu (a, b, c, isa, thread_counts[t]);
+          if (memcmp (acc, ref_acc, M * N * sizeof *acc) != 0 ||
+              memcmp (c, ref_c, M * N * sizeof *c) != 0)
+            g_error ("%s with %u threads differs from the reference at M=%" G_GSIZE_FORMAT
+                     " N=%" G_GSIZE_FORMAT " K=%" G_GSIZE_FORMAT,
+                     dc_gemm_isa_to_string (isa), thread_counts[t], M, N, a->k);
+        }
+    }
+}
+
+static void
+test_isas_reported (void)
+{
+  for (int isa = 0; isa < DC_GEMM_N_ISAS; isa++)
+    g_test_message ("%s: %s", dc_gemm_isa_to_string (isa),
+                    dc_gemm_isa_supported (isa) ? "supported" : "not on this CPU");
+  g_test_message ("best: %s", dc_gemm_isa_to_string (dc_gemm_isa_best ()));
+  g_assert_true (dc_gemm_isa_supported (DC_GEMM_ISA_SCALAR));
+}
+
+static void
+test_edge_shapes (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (1);
+  /* 1×K, K=1, tile and vector widths ±1 (64, 32), ragged everything. */
+  static const gsize shapes[][3] = {
+    { 1, 1, 1 }, { 1, 7, 1 }, { 1, 1, 300 }, { 5, 3, 1 }, { 2, 4, 32 }, { 2, 4, 31 },
+    { 2, 4, 33 }, { 3, 5, 64 }, { 63, 65, 63 }, { 64, 64, 64 }, { 65, 63, 65 },
+    { 1, 129, 95 }, { 130, 1, 97 }, { 67, 131, 129 }, { 128, 130, 200 },
+  };
+
+  for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      g_autoptr(DcQuantMatrix) a = random_matrix (rand, shapes[s][0], shapes[s][2]);
+      g_autoptr(DcQuantMatrix) b = random_matrix (rand, shapes[s][1], shapes[s][2]);
+
+      check_all_paths (a, b);
+    }
+}
+
+static void
+test_random_shapes (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (2);
+
+  for (int round = 0; round < 25; round++)
+    {
+      gsize M = g_rand_int_range (rand, 1, 150);
+      gsize N = g_rand_int_range (rand, 1, 150);
+      gsize K = g_rand_int_range (rand, 1, 400);
+      g_autoptr(DcQuantMatrix) a = random_matrix (rand, M, K);
+      g_autoptr(DcQuantMatrix) b = random_matrix (rand, N, K);
+
+      check_all_paths (a, b);
+    }
+}
+
+static void
+test_extreme_values (void)
+{
+  /* Every value at ±127: the largest vpmaddubsw pair sums (±32258), all sign
+   * combinations, and zero rows mixed in. */
+  g_autoptr(GRand) rand = g_rand_new_with_seed (3);
+  g_autoptr(DcQuantMatrix) a = random_matrix (rand, 37, 333);
+  g_autoptr(DcQuantMatrix) b = random_matrix (rand, 41, 333);
+
+  for (gsize i = 0; i < a->n_vectors * a->k; i++)
+    a->q[i] = g_rand_boolean (rand) ? 127 : -127;
+  for (gsize i = 0; i < b->n_vectors * b->k; i++)
+    b->q[i] = (i / 7) % 2 ? 127 : -127;
+  memset (a->q + 5 * a->k, 0, a->k);
+  memset (b->q + 9 * b->k, 0, b->k);
+  check_all_paths (a, b);
+}
+
+/* Metamorphic: permuting K (the same permutation on both operands) leaves the
+ * accumulators unchanged. */
+static void
+test_meta_k_permutation (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (4);
+  const gsize M = 19, N = 23, K = 211;
+  g_autoptr(DcQuantMatrix) a = random_matrix (rand, M, K);
+  g_autoptr(DcQuantMatrix) b = random_matrix (rand, N, K);
+  g_autoptr(DcQuantMatrix) pa = random_matrix (rand, M, K);
+  g_autoptr(DcQuantMatrix) pb = random_matrix (rand, N, K);
+  g_autofree gsize *perm = g_new (gsize, K);
+  g_autofree gint32 *acc = g_new (gint32, M * N);
+  g_autofree gint32 *pacc = g_new (gint32, M * N);
+
+  for (gsize i = 0; i < K; i++)
+    perm[i] = i;
+  for (gsize i = K - 1; i > 0; i--)
+    {
+      gsize j = g_rand_int_range (rand, 0, i + 1), t = perm[i];
+
+      perm[i] = perm[j];
+      perm[j] = t;
+    }
+  for (gsize i = 0; i < K; i++)
+    {
+      for (gsize m = 0; m < M; m++)
+        pa->q[m * K + i] = a->q[m * K + perm[i]];
+      for (gsize n = 0; n < N; n++)
+        pb->q[n * K + i] = b->q[n * K + perm[i]];
+    }
+  dc_gemm_cpu_i32 (a, b, acc, dc_gemm_isa_best (), 2);
+  dc_gemm_cpu_i32 (pa, pb, pacc, dc_gemm_isa_best (), 3);
+  g_assert_cmpmem (acc, M * N * sizeof *acc, pacc, M * N * sizeof *pacc);
+}
+
+/* Metamorphic: scaling a float row by 2^j scales its outputs by exactly 2^j
+ * (the quantizer moves the exponent, the int8 values are unchanged), and a
+ * zero row gives exactly zero. */
+static void
+test_meta_row_scaling_and_zero_row (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (5);
+  const gsize M = 6, N = 9, K = 77;
+  g_autofree float *x = g_new (float, M * K);
+  g_autofree float *w = g_new (float, N * K);
+  g_autofree float *c = g_new (float, M * N);
+  g_autofree float *c2 = g_new (float, M * N);
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (M, K, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (N, K, NULL);
+  g_autoptr(GError) error = NULL;
+
+  for (gsize i = 0; i < M * K; i++)
+    x[i] = (float) g_rand_double_range (rand, -3.0, 3.0);
+  for (gsize i = 0; i < N * K; i++)
+    w[i] = (float) g_rand_double_range (rand, -3.0, 3.0);
+  for (gsize i = 0; i < K; i++)
+    x[4 * K + i] = 0.0f;
+
+  dc_quant_pack ("x", x, K, 1, a, &error);
+  dc_quant_pack ("w", w, K, 1, b, &error);
+  g_assert_no_error (error);
+  dc_gemm_cpu (a, b, c, dc_gemm_isa_best (), 2);
+
+  for (gsize i = 0; i < K; i++)
+    {
+      x[1 * K + i] *= 8.0f;
+      x[2 * K + i] *= 0.25f;
+    }
+  dc_quant_pack ("x", x, K, 1, a, &error);
+  g_assert_no_error (error);
+  dc_gemm_cpu (a, b, c2, dc_gemm_isa_best (), 1);
+
+  for (gsize n = 0; n < N; n++)
+    {
+      g_assert_cmpfloat (c2[0 * N + n], ==, c[0 * N + n]);
+      g_assert_cmpfloat (c2[1 * N + n], ==, c[1 * N + n] * 8.0f);
+      g_assert_cmpfloat (c2[2 * N + n], ==, c[2 * N + n] * 0.25f);
+      g_assert_cmpfloat (c[4 * N + n], ==, 0.0f);
+    }
+}
+
+/* Metamorphic: the forms are one GEMM with roles swapped; C(a, b) = C(b, a)ᵀ
+ * bit for bit, and Y = X·Wᵀ computed from rows equals the same product
+ * packed from a transposed copy through the strides. */
+static void
+test_meta_transposition (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (6);
+  const gsize M = 13, N = 29, K = 45;
+  g_autofree float *x = g_new (float, M * K);
+  g_autofree float *xt = g_new (float, K * M);
+  g_autofree float *w = g_new (float, N * K);
+  g_autofree float *c = g_new (float, M * N);
+  g_autofree float *ct = g_new (float, N * M);
+  g_autofree float *c3 = g_new (float, M * N);
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (M, K, NULL);
+  g_autoptr(DcQuantMatrix) at = dc_quant_matrix_new (M, K, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (N, K, NULL);
+  g_autoptr(GError) error = NULL;
+
+  for (gsize i = 0; i < M * K; i++)
+    x[i] = (float) g_rand_double_range (rand, -1.0, 1.0);
+  for (gsize i = 0; i < N * K; i++)
+    w[i] = (float) g_rand_double_range (rand, -1.0, 1.0);
+  for (gsize m = 0; m < M; m++)
+    for (gsize k = 0; k < K; k++)
+      xt[k * M + m] = x[m * K + k];
+
+  dc_quant_pack ("x", x, K, 1, a, &error);
+  dc_quant_pack ("xᵀ columns", xt, 1, M, at, &error);
+  dc_quant_pack ("w", w, K, 1, b, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (a->q, M * K, at->q, M * K);
+  g_assert_cmpmem (a->exponent, M * 4, at->exponent, M * 4);
+
+  dc_gemm_cpu (a, b, c, dc_gemm_isa_best (), 2);
+  dc_gemm_cpu (b, a, ct, dc_gemm_isa_best (), 3);
+  dc_gemm_cpu (at, b, c3, DC_GEMM_ISA_SCALAR, 1);
+  for (gsize m = 0; m < M; m++)
+    for (gsize n = 0; n < N; n++)
+      {
+        g_assert_cmpfloat (c[m * N + n], ==, ct[n * M + m]);
+        g_assert_cmpfloat (c[m * N + n], ==, c3[m * N + n]);
+      }
+}
+
+/* Bug corpus 1: -128 in vpmaddubsw. -(-128) wraps and 2 · 128 · 128
+ * saturates int16; the quantizer never produces -128 and the checked entry
+ * refuses it, so the SIMD path only ever sees values where it is exact. */
+static void
+test_bug_minus_128_saturation (void)
+{
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (2, 64, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (4, 64, NULL);
+  g_autoptr(GError) error = NULL;
+  float x[64];
+
+  for (int i = 0; i < 64; i++)
+    x[i] = -127.9f;
+  x[0] = 127.0f;
+  g_assert_true (dc_quant_pack ("x", x, 0, 1, a, &error));
+  g_assert_no_error (error);
+  for (int i = 0; i < 128; i++)
+    g_assert_cmpint (a->q[i], >=, -127);
+
+  a->q[3] = -128;
+  g_assert_false (dc_quant_matrix_check ("x", a, &error));
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_RANGE);
+
+  /* The worst legal case: pairs of (-127)·(-127) and 127·127 summing to
+   * 32258 in int16, right below saturation. */
+  memset (a->q, (gint8) -127, 128);
+  memset (b->q, (gint8) -127, 128);
+  memset (b->q + 128, 127, 128);
+  check_all_paths (a, b);
+}
+
+/* Bug corpus 2: FMA contraction. x·y + z fused into one rounding changes
+ * float results; -ffp-contract=off (set for all C) must hold in this build,
+ * and the epilogue must equal an independent exact computation. */
+static void
+test_bug_fma_contraction (void)
+{
+  volatile float vx = 1.0f + 1.0f / 4096.0f, vz = -(1.0f + 1.0f / 2048.0f);
+  float x = vx, z = vz;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (7);
+
+  /* Rounded product: (1 + 2^-11 + 2^-24) → 1 + 2^-11 (tie to even), sum 0.
+   * A fused multiply-add would give 2^-24. */
+  g_assert_cmpfloat (x * x + z, ==, 0.0f);
+
+  for (int i = 0; i < 100000; i++)
+    {
+      gint32 acc = (gint32) g_rand_int (rand);
+      gint32 ea = g_rand_int_range (rand, -40, 41), eb = g_rand_int_range (rand, -40, 41);
+      /* double holds acc exactly; one rounding to float, then an exact scale. */
+      float expect = (float) (double) acc;
+
+      for (int s = 0; s < ea + eb; s++)
+        expect *= 2.0f;
+      for (int s = 0; s > ea + eb; s--)
+        expect *= 0.5f;
+      g_assert_cmpfloat (dc_gemm_epilogue (acc, ea, eb), ==, expect);
+    }
+}
+
+/* Bug corpus 3: thread-count-dependent reductions. Many tiles, ragged, and
+ * every thread count must give identical bits (the partition is fixed and
+ * no sum is split). */
+static void
+test_bug_thread_count (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (8);
+  g_autoptr(DcQuantMatrix) a = random_matrix (rand, 300, 150);
+  g_autoptr(DcQuantMatrix) b = random_matrix (rand, 257, 150);
+  g_autofree float *c1 = g_new (float, 300 * 257);
+  g_autofree float *cn = g_new (float, 300 * 257);
+
+  dc_gemm_cpu (a, b, c1, dc_gemm_isa_best (), 1);
+  for (guint t = 2; t <= 16; t++)
+    {
+      dc_gemm_cpu (a, b, cn, dc_gemm_isa_best (), t);
+      g_assert_cmpmem (c1, 300 * 257 * sizeof (float), cn, 300 * 257 * sizeof (float));
+    }
+}
+
+/* Bug corpus 4: denormal inputs. A flush-to-zero or denormals-are-zero mode
+ * would zero these; the quantizer reads them exactly from their bits, and
+ * the output is the same scaled product as for normal inputs. */
+static void
+test_bug_denormal_inputs (void)
+{
+  const gsize K = 40;
+  float x[40], y[40], w[40];
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (1, K, NULL);
+  g_autoptr(DcQuantMatrix) a2 = dc_quant_matrix_new (1, K, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (1, K, NULL);
+  g_autoptr(GError) error = NULL;
+  float c, c2;
+
+  for (gsize i = 0; i < K; i++)
+    {
+      guint32 bits = 1000u + 37u * (guint32) i;  /* subnormal bit patterns */
+
+      memcpy (&x[i], &bits, sizeof bits);
+      if (i % 3 == 0)
+        x[i] = -x[i];
+      y[i] = x[i] * 0x1p100f;   /* the same vector, scaled into the normal range */
+      w[i] = (float) ((int) i - 20) * 0x1p40f;  /* keeps the product in the normal range */
+    }
+  dc_quant_pack ("x", x, K, 1, a, &error);
+  dc_quant_pack ("y", y, K, 1, a2, &error);
+  dc_quant_pack ("w", w, K, 1, b, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (a->q, K, a2->q, K);
+  g_assert_cmpint (a->exponent[0] + 100, ==, a2->exponent[0]);
+  g_assert_cmpint (a->q[K - 1], !=, 0);
+
+  dc_gemm_cpu (a, b, &c, dc_gemm_isa_best (), 1);
+  dc_gemm_cpu (a2, b, &c2, dc_gemm_isa_best (), 1);
+  g_assert_cmpfloat (c2, !=, 0.0f);
+  g_assert_cmpfloat (c * 0x1p100f, ==, c2);
+}
+
+/* Bug corpus 5: accumulator overflow at the largest K. 127 · 127 · K must
+ * stay below 2^31 on every path, for both signs. */
+static void
+test_bug_max_k_overflow (void)
+{
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (2, DC_GEMM_MAX_K, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (5, DC_GEMM_MAX_K, NULL);
+  g_autoptr(GError) error = NULL;
+  gint32 acc[10];
+
+  memset (a->q, 127, DC_GEMM_MAX_K);
+  memset (a->q + DC_GEMM_MAX_K, (gint8) -127, DC_GEMM_MAX_K);
+  for (gsize n = 0; n < 5; n++)
+    memset (b->q + n * DC_GEMM_MAX_K, n % 2 ? 127 : (gint8) -127, DC_GEMM_MAX_K);
+  check_all_paths (a, b);
+  dc_gemm_cpu_i32 (a, b, acc, dc_gemm_isa_best (), 2);
+  g_assert_cmpint (acc[0], ==, -127 * 127 * DC_GEMM_MAX_K);
+  g_assert_cmpint (acc[1], ==, 127 * 127 * DC_GEMM_MAX_K);
+  g_assert_cmpint (acc[5], ==, 127 * 127 * DC_GEMM_MAX_K);
+
+  g_assert_null (dc_quant_matrix_new (1, DC_GEMM_MAX_K + 1, &error));
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/engine/gemm/cpu/isas", test_isas_reported);
+  g_test_add_func ("/dc/engine/gemm/cpu/edge-shapes", test_edge_shapes);
+  g_test_add_func ("/dc/engine/gemm/cpu/random-shapes", test_random_shapes);
+  g_test_add_func ("/dc/engine/gemm/cpu/extreme-values", test_extreme_values);
+  g_test_add_func ("/dc/engine/gemm/meta/k-permutation", test_meta_k_permutation);
+  g_test_add_func ("/dc/engine/gemm/meta/row-scaling-zero-row", test_meta_row_scaling_and_zero_row);
+  g_test_add_func ("/dc/engine/gemm/meta/transposition", test_meta_transposition);
+  g_test_add_func ("/dc/engine/gemm/bug/minus-128-saturation", test_bug_minus_128_saturation);
+  g_test_add_func ("/dc/engine/gemm/bug/fma-contraction", test_bug_fma_contraction);
+  g_test_add_func ("/dc/engine/gemm/bug/thread-count", test_bug_thread_count);
+  g_test_add_func ("/dc/engine/gemm/bug/denormal-inputs", test_bug_denormal_inputs);
+  g_test_add_func ("/dc/engine/gemm/bug/max-k-overflow", test_bug_max_k_overflow);
+
+  return g_test_run ();
+}

@@ -1,0 +1,301 @@
+/* test-engine-quant.c: the quantizer, the epilogue and the scalar reference
+ * implement docs/VERIFICATION.md exactly, on hand-checked values.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "engine/dc-gemm.h"
+
+static float
+bits_float (guint32 u)
+{
+  float f;
+
+  memcpy (&f, &u, sizeof f);
+  return f;
+}
+
+static guint32
+float_bits (float f)
+{
+  guint32 u;
+
+  memcpy (&u, &f, sizeof u);
+  return u;
+}
+
+static DcQuantMatrix *
+pack_one (const float *x,
+          gsize        k)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcQuantMatrix) m = dc_quant_matrix_new (1, k, &error);
+
+  g_assert_no_error (error);
+  dc_quant_pack ("test", x, k, 1, m, &error);
+  g_assert_no_error (error);
+  return g_steal_pointer (&m);
+}
+
+static void
+test_quant_scale_and_rounding (void)
+{
+  /* amax 127.5 → floor(log2) = 6 → e = 0: values are rounded as they are. */
+  const float x[] = { 127.5f, 2.5f, 3.5f, -2.5f, -127.5f, 0.5f, 1.5f, -0.4999f };
+  const gint8 expect[] = { 127, 2, 4, -2, -127, 0, 2, 0 };
+  g_autoptr(DcQuantMatrix) m = pack_one (x, G_N_ELEMENTS (x));
+
+  g_assert_cmpint (m->exponent[0], ==, 0);
+  for (gsize i = 0; i < G_N_ELEMENTS (x); i++)
+    g_assert_cmpint (m->q[i], ==, expect[i]);
+}
+
+static void
+test_quant_power_of_two_exact (void)
+{
+  /* amax 1 → e = -6: q = x · 64 exactly. */
+  const float x[] = { 1.0f, -0.5f, 0.25f, 0.0f, -1.0f };
+  g_autoptr(DcQuantMatrix) m = pack_one (x, G_N_ELEMENTS (x));
+
+  g_assert_cmpint (m->exponent[0], ==, -6);
+  g_assert_cmpint (m->q[0], ==, 64);
+  g_assert_cmpint (m->q[1], ==, -32);
+  g_assert_cmpint (m->q[2], ==, 16);
+  g_assert_cmpint (m->q[3], ==, 0);
+  g_assert_cmpint (m->q[4], ==, -64);
+}
+
+static void
+test_quant_never_minus_128 (void)
+{
+  /* -127.9 would round to -128: the clamp keeps it at -127. */
+  const float x[] = { -127.9f, 100.0f };
+  g_autoptr(DcQuantMatrix) m = pack_one (x, G_N_ELEMENTS (x));
+
+  g_assert_cmpint (m->exponent[0], ==, 0);
+  g_assert_cmpint (m->q[0], ==, -127);
+  g_assert_cmpint (m->q[1], ==, 100);
+}
+
+static void
+test_quant_denormal_inputs (void)
+{
+  /* Subnormal inputs are scaled up exactly: 100 · 2^-149 has
+   * floor(log2) = 6 - 149 → e = -149, q = 100. Denormals-are-zero modes
+   * would give 0 here. */
+  float x[3];
+  g_autoptr(DcQuantMatrix) m = NULL;
+
+  x[0] = bits_float (100);      /* 100 · 2^-149 */
+  x[1] = -bits_float (3);       /* -3 · 2^-149 */
+  x[2] = bits_float (1);        /* 2^-149 */
+  m = pack_one (x, 3);
+  g_assert_cmpint (m->exponent[0], ==, -149);
+  g_assert_cmpint (m->q[0], ==, 100);
+  g_assert_cmpint (m->q[1], ==, -3);
+  g_assert_cmpint (m->q[2], ==, 1);
+
+  /* A tiny value next to a large one rounds to zero, never to garbage. */
+  {
+    const float y[] = { 1e30f, bits_float (1) };
+    g_autoptr(DcQuantMatrix) n = pack_one (y, 2);
+
+    g_assert_cmpint (n->q[1], ==, 0);
+  }
+}
+
+static void
+test_quant_zero_vector (void)
+{
+  const float x[4] = { 0.0f, -0.0f, 0.0f, 0.0f };
+  g_autoptr(DcQuantMatrix) m = pack_one (x, 4);
+
+  g_assert_cmpint (m->exponent[0], ==, 0);
+  for (int i = 0; i < 4; i++)
+    g_assert_cmpint (m->q[i], ==, 0);
+}
+
+static void
+test_quant_refuses_not_finite (void)
+{
+  const float values[] = { NAN, INFINITY, -INFINITY };
+
+  for (gsize t = 0; t < G_N_ELEMENTS (values); t++)
+    {
+      float x[3] = { 1.0f, 2.0f, 3.0f };
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcQuantMatrix) m = dc_quant_matrix_new (1, 3, NULL);
+
+      x[1] = values[t];
+      g_assert_false (dc_quant_pack ("attention Q·Kᵀ", x, 3, 1, m, &error));
+      g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE);
+      g_assert_nonnull (strstr (error->message, "attention Q·Kᵀ"));
+      g_assert_nonnull (strstr (error->message, t == 0 ? "NaN" : "infinity"));
+    }
+}
+
+static void
+test_quant_strides (void)
+{
+  /* Packing the columns of a (2, 3) row-major matrix: vector_stride 1,
+   * k_stride 3 gives 3 vectors of length 2. */
+  const float x[] = { 1, 2, 3,
+                      4, 5, 6 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcQuantMatrix) m = dc_quant_matrix_new (3, 2, &error);
+
+  g_assert_no_error (error);
+  g_assert_true (dc_quant_pack ("columns", x, 1, 3, m, &error));
+  g_assert_no_error (error);
+  /* Column 0 = (1, 4): amax 4 → e = 2 - 6 = -4 → q = 16, 64. */
+  g_assert_cmpint (m->exponent[0], ==, -4);
+  g_assert_cmpint (m->q[0], ==, 16);
+  g_assert_cmpint (m->q[1], ==, 64);
+  /* Column 2 = (3, 6): amax 6 → e = -4 → q = 48, 96. */
+  g_assert_cmpint (m->q[4], ==, 48);
+  g_assert_cmpint (m->q[5], ==, 96);
+}
+
+static void
+test_matrix_new_limits (void)
+{
+  g_autoptr(GError) error = NULL;
+  DcQuantMatrix *m;
+
+  m = dc_quant_matrix_new (1, DC_GEMM_MAX_K + 1, &error);
+  g_assert_null (m);
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+
+  m = dc_quant_matrix_new (G_MAXSIZE / 2, 1024, &error);
+  g_assert_null (m);
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+
+  m = dc_quant_matrix_new (0, 4, &error);
+  g_assert_null (m);
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_SHAPE);
+}
+
+static void
+test_epilogue (void)
+{
+  /* Exact powers of two. */
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue (3, -1, -1)), ==, float_bits (0.75f));
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue (-5, 2, 0)), ==, float_bits (-20.0f));
+  /* The one rounding: 2^24 + 1 is not a float; ties go to even. */
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue ((1 << 24) + 1, 0, 0)), ==,
+                    float_bits (16777216.0f));
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue ((1 << 24) + 3, 0, 0)), ==,
+                    float_bits (16777220.0f));
+  /* Below the normal range: signed zero, whatever the FPU's denormal mode. */
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue (1, -126, 0)), ==, float_bits (bits_float (0x00800000u)));
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue (1, -127, 0)), ==, 0u);
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue (-3, -100, -100)), ==, 0x80000000u);
+  /* Above it: signed FLT_MAX, never infinity. */
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue (1, 127, 0)), ==, float_bits (bits_float (0x7f000000u)));
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue (1, 128, 0)), ==, 0x7f7fffffu);
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue (-7, 1000, 1000)), ==, 0xff7fffffu);
+  g_assert_cmpuint (float_bits (dc_gemm_epilogue (0, 1000, 1000)), ==, 0u);
+}
+
+static void
+test_reference_small (void)
+{
+  /* a (2, 3) · b (2, 3)ᵀ by hand. */
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (2, 3, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (2, 3, NULL);
+  const gint8 qa[] = { 1, 2, 3, -127, 127, 0 };
+  const gint8 qb[] = { 4, 5, 6, 127, 127, -127 };
+  gint32 acc[4];
+  float c[4];
+
+  memcpy (a->q, qa, 6);
+  memcpy (b->q, qb, 6);
+  a->exponent[0] = 0;
+  a->exponent[1] = -2;
+  b->exponent[0] = 1;
+  b->exponent[1] = 0;
+
+  dc_gemm_reference_i32 (a, b, acc);
+  g_assert_cmpint (acc[0], ==, 32);
+  g_assert_cmpint (acc[1], ==, 127 + 254 - 381);
+  g_assert_cmpint (acc[2], ==, -508 + 635);
+  g_assert_cmpint (acc[3], ==, 0);
+
+  dc_gemm_reference (a, b, c);
+  g_assert_cmpfloat (c[0], ==, 64.0f);
+  g_assert_cmpfloat (c[1], ==, 0.0f);
+  g_assert_cmpfloat (c[2], ==, 127.0f * 0.5f);
+  g_assert_cmpfloat (c[3], ==, 0.0f);
+}
+
+static void
+test_reference_max_k_no_overflow (void)
+{
+  /* The largest K with every product at +127·127: 2,114,060,288 < 2^31. */
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (1, DC_GEMM_MAX_K, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (1, DC_GEMM_MAX_K, NULL);
+  gint32 acc;
+
+  memset (a->q, 127, DC_GEMM_MAX_K);
+  memset (b->q, 127, DC_GEMM_MAX_K);
+  dc_gemm_reference_i32 (a, b, &acc);
+  g_assert_cmpint (acc, ==, 127 * 127 * DC_GEMM_MAX_K);
+  g_assert_cmpint (acc, >, 0);
+}
+
+static void
+test_check_refuses_minus_128 (void)
+{
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (2, 4, NULL);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (dc_quant_matrix_check ("x", a, &error));
+  a->q[5] = -128;
+  g_assert_false (dc_quant_matrix_check ("x", a, &error));
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_RANGE);
+  g_clear_error (&error);
+  a->q[5] = 0;
+  a->exponent[1] = DC_GEMM_EXPONENT_MAX + 1;
+  g_assert_false (dc_quant_matrix_check ("x", a, &error));
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_RANGE);
+}
+
+static void
+test_rule_id (void)
+{
+  const char *id = dc_gemm_rule_id ();
+
+  g_assert_cmpuint (strlen (id), ==, 16);
+  for (int i = 0; i < 16; i++)
+    g_assert_true (g_ascii_isxdigit (id[i]));
+  g_assert_true (id == dc_gemm_rule_id ());
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/engine/quant/scale-and-rounding", test_quant_scale_and_rounding);
+  g_test_add_func ("/dc/engine/quant/power-of-two-exact", test_quant_power_of_two_exact);
+  g_test_add_func ("/dc/engine/quant/never-minus-128", test_quant_never_minus_128);
+  g_test_add_func ("/dc/engine/quant/denormal-inputs", test_quant_denormal_inputs);
+  g_test_add_func ("/dc/engine/quant/zero-vector", test_quant_zero_vector);
+  g_test_add_func ("/dc/engine/quant/refuses-not-finite", test_quant_refuses_not_finite);
+  g_test_add_func ("/dc/engine/quant/strides", test_quant_strides);
+  g_test_add_func ("/dc/engine/quant/matrix-new-limits", test_matrix_new_limits);
+  g_test_add_func ("/dc/engine/quant/check-refuses-minus-128", test_check_refuses_minus_128);
+  g_test_add_func ("/dc/engine/gemm/epilogue", test_epilogue);
+  g_test_add_func ("/dc/engine/gemm/reference-small", test_reference_small);
+  g_test_add_func ("/dc/engine/gemm/reference-max-k", test_reference_max_k_no_overflow);
+  g_test_add_func ("/dc/engine/gemm/rule-id", test_rule_id);
+
+  return g_test_run ();
+}
