@@ -17,6 +17,9 @@ const DcCliCommand dc_cli_commands[] = {
   { "info", "", N_("Show this build, its libraries and the Vulkan devices found"),
     dc_cli_info_run },
   { "version", "", N_("Print the version"), dc_cli_version_run },
+  { "train", "", N_("Train the GPT-2 model on this device"), dc_cli_train_run },
+  { "generate", "", N_("Generate text from a checkpoint"), dc_cli_generate_run },
+  { "export", "", N_("Export a checkpoint as a Hugging Face folder"), dc_cli_export_run },
 };
 
 const gsize dc_cli_n_commands = G_N_ELEMENTS (dc_cli_commands);
