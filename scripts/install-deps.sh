@@ -39,6 +39,9 @@ xauth
 dbus
 dbus-x11
 iproute2
+flatpak-builder
+python3-torch
+libopenblas0-pthread
 "
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -21,6 +21,11 @@ const DcCliCommand dc_cli_commands[] = {
     dc_cli_probe_run },
   { "bench", "gemm", N_("Measure INT8 GEMM throughput per path next to PyTorch"),
     dc_cli_bench_run },
+  { "train", "", N_("Train the GPT-2 model on this device"), dc_cli_train_run },
+  { "generate", "", N_("Generate text from a checkpoint"), dc_cli_generate_run },
+  { "export", "", N_("Export a checkpoint as a Hugging Face folder"), dc_cli_export_run },
+  { "signal", "", N_("Run the signaling service that introduces devices"), dc_cli_signal_run },
+  { "join", "", N_("Join a group of devices and print peer events"), dc_cli_join_run },
 };
 
 const gsize dc_cli_n_commands = G_N_ELEMENTS (dc_cli_commands);

@@ -101,6 +101,8 @@ dc_window_constructed (GObject *object)
   if (g_settings_get_boolean (self->settings, "window-maximized"))
     gtk_window_maximize (GTK_WINDOW (self));
 
+  dc_train_page_set_settings (self->train_page, self->settings);
+
   last_view = g_settings_get_string (self->settings, "last-view");
   if (adw_view_stack_get_child_by_name (self->view_stack, last_view) != NULL)
     adw_view_stack_set_visible_child_name (self->view_stack, last_view);

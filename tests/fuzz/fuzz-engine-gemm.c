@@ -9,7 +9,7 @@
  * the data, cycled to fill the operands.
  *
  * Build: CC=clang meson setup build-fuzz -Dfuzzers=true
- * Run:   build-fuzz/tests/fuzz-engine-gemm -runs=200000
+ * Run:   build-fuzz/tests/fuzz/fuzz-engine-gemm -runs=200000
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */

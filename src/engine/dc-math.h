@@ -1,0 +1,144 @@
+/* dc-math.h: the deterministic math library for everything outside the GEMM.
+ *
+ * Every function here is built only from correctly rounded IEEE-754 binary32
+ * operations (+ − × ÷ √, conversions between integers and floats) and exact
+ * integer and bit operations, in one fixed order, compiled with
+ * -ffp-contract=off. No libm function computes any result, so every platform
+ * that follows IEEE-754 with round-to-nearest-even and without flush-to-zero
+ * gets the same bits. docs/VERIFICATION.md ("Operations outside the GEMM")
+ * lists each function's algorithm, domain, special values and its error
+ * against the correctly rounded result (measured with MPFR by
+ * tests/test-engine-math.c).
+ *
+ * Conventions: a NaN argument of a scalar function comes back unchanged (same
+ * bits); a function that has no real value for a non-NaN argument (logf of a
+ * negative number) returns DC_MATH_NAN. Vector functions take f32 arrays of
+ * length n (n ≤ DC_MATH_MAX_N) and may write their output over their input
+ * where the comment says so. Every reduction uses dc_math_sum()'s fixed
+ * pairwise order, which depends only on n, never on threads.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+/* n up to 2^24 converts to float exactly, so means divide by the exact count. */
+#define DC_MATH_MAX_N ((gsize) 1 << 24)
+
+/* The quiet NaN returned for arguments outside a function's real domain. */
+#define DC_MATH_NAN (__builtin_nanf (""))
+
+/* sin and cos reduce arguments exactly for |x| < 2^24 (RoPE needs |x| ≤ 32768). */
+#define DC_MATH_TRIG_MAX 0x1p24f
+
+/* GPT-2's layer norm epsilon. */
+#define DC_MATH_GPT2_LN_EPS 0x1.4f8b58p-17f /* 1e-5 rounded to f32 */
+
+gboolean dc_math_check_fp_environment (GError    **error);
+
+float    dc_math_expf                (float        x);
+float    dc_math_expm1f              (float        x);
+float    dc_math_logf                (float        x);
+float    dc_math_tanhf               (float        x);
+float    dc_math_sigmoidf            (float        x);
+float    dc_math_sinf                (float        x);
+float    dc_math_cosf                (float        x);
+void     dc_math_sincosf             (float        x,
+                                      float       *sin_out,
+                                      float       *cos_out);
+float    dc_math_rsqrtf              (float        x);
+
+float    dc_math_gelu_tanhf          (float        x);
+float    dc_math_gelu_tanh_derivf    (float        x);
+float    dc_math_siluf               (float        x);
+float    dc_math_silu_derivf         (float        x);
+float    dc_math_reluf               (float        x);
+
+/* Reductions over x (n,) in the fixed pairwise order. */
+float    dc_math_sum                 (const float *x,
+                                      gsize        n);
+float    dc_math_dot                 (const float *a,
+                                      const float *b,
+                                      gsize        n);
+float    dc_math_max                 (const float *x,
+                                      gsize        n);
+
+/* Elementwise: x, y, dy, dx are (n,); y may be x, dx may be dy. */
+void     dc_math_gelu_tanh           (const float *x,
+                                      float       *y,
+                                      gsize        n);
+void     dc_math_gelu_tanh_backward  (const float *x,
+                                      const float *dy,
+                                      float       *dx,
+                                      gsize        n);
+void     dc_math_silu                (const float *x,
+                                      float       *y,
+                                      gsize        n);
+void     dc_math_silu_backward       (const float *x,
+                                      const float *dy,
+                                      float       *dx,
+                                      gsize        n);
+void     dc_math_relu                (const float *x,
+                                      float       *y,
+                                      gsize        n);
+void     dc_math_relu_backward       (const float *x,
+                                      const float *dy,
+                                      float       *dx,
+                                      gsize        n);
+
+/* One row of n logits; y may be x. */
+void     dc_math_softmax             (const float *x,
+                                      float       *y,
+                                      gsize        n);
+void     dc_math_log_softmax         (const float *x,
+                                      float       *y,
+                                      gsize        n);
+/* y is the forward output (n,), dy the gradient w.r.t. y; dx may be dy. */
+void     dc_math_softmax_backward    (const float *y,
+                                      const float *dy,
+                                      float       *dx,
+                                      gsize        n);
+void     dc_math_log_softmax_backward (const float *y,
+                                       const float *dy,
+                                       float       *dx,
+                                       gsize        n);
+
+/* One row x (n,); weight and bias (n,); y may be x. mean_out and rstd_out
+ * (nullable) keep the statistics the backward pass needs. */
+void     dc_math_layer_norm          (const float *x,
+                                      const float *weight,
+                                      const float *bias,
+                                      float        eps,
+                                      float       *y,
+                                      float       *mean_out,
+                                      float       *rstd_out,
+                                      gsize        n);
+/* Overwrites dx (n,); adds this row's share to dweight and dbias (n,), so a
+ * caller summing rows in a fixed order gets a fixed result. */
+void     dc_math_layer_norm_backward (const float *x,
+                                      const float *weight,
+                                      float        mean,
+                                      float        rstd,
+                                      const float *dy,
+                                      float       *dx,
+                                      float       *dweight,
+                                      float       *dbias,
+                                      gsize        n);
+void     dc_math_rms_norm            (const float *x,
+                                      const float *weight,
+                                      float        eps,
+                                      float       *y,
+                                      float       *rstd_out,
+                                      gsize        n);
+void     dc_math_rms_norm_backward   (const float *x,
+                                      const float *weight,
+                                      float        rstd,
+                                      const float *dy,
+                                      float       *dx,
+                                      float       *dweight,
+                                      gsize        n);
+
+G_END_DECLS

@@ -1,0 +1,200 @@
+/* dc-gpt-model.c: weights, Adam state, initialization, hash, Adam update.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-model"
+
+#include "config.h"
+
+#include "dc-gpt-model.h"
+
+#include <string.h>
+
+#include "dc-model-error.h"
+#include "dc-rng.h"
+
+void
+dc_train_settings_init_default (DcTrainSettings *self)
+{
+  self->batch = 8;
+  self->steps = 300;
+  self->lr_x1000 = 10;
+  self->seed = 1;
+}
+
+gboolean
+dc_train_settings_validate (const DcTrainSettings  *self,
+                            GError                **error)
+{
+  if (self->batch < DC_TRAIN_BATCH_MIN || self->batch > DC_TRAIN_BATCH_MAX
+      || self->steps < DC_TRAIN_STEPS_MIN || self->steps > DC_TRAIN_STEPS_MAX
+      || self->lr_x1000 < DC_TRAIN_LR_MIN || self->lr_x1000 > DC_TRAIN_LR_MAX)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "batch %u, steps %u, learning rate ×1000 %u: batch must be %d–%d, "
+                   "steps %d–%d, learning rate ×1000 %d–%d",
+                   self->batch, self->steps, self->lr_x1000,
+                   DC_TRAIN_BATCH_MIN, DC_TRAIN_BATCH_MAX, DC_TRAIN_STEPS_MIN,
+                   DC_TRAIN_STEPS_MAX, DC_TRAIN_LR_MIN, DC_TRAIN_LR_MAX);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * dc_gpt_model_new:
+ *
+ * Returns: (transfer full): a model with zeroed weights and moments, or
+ *   %NULL when @config is out of range.
+ */
+DcGptModel *
+dc_gpt_model_new (const DcGptConfig  *config,
+                  GError            **error)
+{
+  DcGptModel *self;
+
+  if (!dc_gpt_config_validate (config, error))
+    return NULL;
+  self = g_new0 (DcGptModel, 1);
+  self->config = *config;
+  self->n_params = dc_gpt_config_n_params (config);
+  /* One allocation for the three arrays (STYLE.md §11). */
+  self->params = g_new0 (float, 3 * self->n_params);
+  self->adam_m = self->params + self->n_params;
+  self->adam_v = self->adam_m + self->n_params;
+  self->beta1_pow = 1.0f;
+  self->beta2_pow = 1.0f;
+  return self;
+}
+
+void
+dc_gpt_model_free (DcGptModel *self)
+{
+  if (self == NULL)
+    return;
+  g_free (self->params);
+  g_free (self);
+}
+
+/**
+ * dc_gpt_model_init_weights:
+ *
+ * GPT-2's initialization: every weight matrix and embedding N(0, 0.02²),
+ * the residual projections (attn.c_proj, mlp.c_proj) scaled by 1/√(2·layers),
+ * biases 0, layer-norm gains 1. Normal values come from dc_rng_normal() with
+ * counter = tensor index << 32 | element. Resets Adam.
+ */
+void
+dc_gpt_model_init_weights (DcGptModel *self,
+                           guint64     seed)
+{
+  float std_proj = 0.02f / __builtin_sqrtf ((float) (2 * self->config.n_layer));
+
+  for (guint t = 0; t < dc_gpt_config_n_tensors (&self->config); t++)
+    {
+      DcGptTensor info;
+      float *w;
+      float std = 0.02f;
+
+      dc_gpt_config_tensor (&self->config, t, &info);
+      w = self->params + info.offset;
+      if (g_str_has_suffix (info.name, "c_proj.weight"))
+        std = std_proj;
+      if (g_str_has_suffix (info.name, ".bias"))
+        memset (w, 0, info.numel * sizeof (float));
+      else if (strstr (info.name, "ln_") != NULL)
+        for (gsize i = 0; i < info.numel; i++)
+          w[i] = 1.0f;
+      else
+        for (gsize i = 0; i < info.numel; i++)
+          w[i] = dc_rng_normal (seed, DC_RNG_STREAM_INIT, ((guint64) t << 32) | i) * std;
+    }
+  memset (self->adam_m, 0, 2 * self->n_params * sizeof (float));
+  self->step = 0;
+  self->beta1_pow = 1.0f;
+  self->beta2_pow = 1.0f;
+}
+
+/**
+ * dc_gpt_model_dup_hash:
+ *
+ * Returns: (transfer full): the first 16 hex digits of the SHA-256 of the
+ *   weights and both Adam moments (little-endian float32), so that two
+ *   replicas with the same hash continue identically.
+ */
+char *
+dc_gpt_model_dup_hash (const DcGptModel *self)
+{
+  g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+
+  g_checksum_update (sum, (const guchar *) self->params, 3 * self->n_params * sizeof (float));
+  return g_strndup (g_checksum_get_string (sum), 16);
+}
+
+/**
+ * dc_gpt_model_tensor:
+ *
+ * Returns: (transfer none) (nullable): the weights of tensor @name
+ */
+float *
+dc_gpt_model_tensor (DcGptModel *self,
+                     const char *name)
+{
+  for (guint t = 0; t < dc_gpt_config_n_tensors (&self->config); t++)
+    {
+      DcGptTensor info;
+
+      dc_gpt_config_tensor (&self->config, t, &info);
+      if (g_str_equal (info.name, name))
+        return self->params + info.offset;
+    }
+  return NULL;
+}
+
+/**
+ * dc_gpt_model_adam_step:
+ * @grads: (array): n_params gradients of the mean loss
+ * @lr: the learning rate
+ *
+ * Deterministic Adam (Kingma & Ba), element by element in this exact order,
+ * each line one correctly rounded f32 operation:
+ *   m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g·g
+ *   m̂ = m / (1 − β1^t);   v̂ = v / (1 − β2^t)
+ *   w = w − lr · m̂ / (√v̂ + ε)
+ * β^t is kept as a running product (one multiplication per step), never pow().
+ * No weight decay, no clipping. Elements are independent, so the order across
+ * elements cannot change a result.
+ */
+void
+dc_gpt_model_adam_step (DcGptModel  *self,
+                        const float *grads,
+                        float        lr)
+{
+  const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
+  const float one_minus_b1 = 1.0f - b1, one_minus_b2 = 1.0f - b2;
+  float bc1, bc2;
+
+  self->step++;
+  self->beta1_pow = self->beta1_pow * b1;
+  self->beta2_pow = self->beta2_pow * b2;
+  bc1 = 1.0f - self->beta1_pow;
+  bc2 = 1.0f - self->beta2_pow;
+  for (gsize i = 0; i < self->n_params; i++)
+    {
+      float g = grads[i];
+      float m = b1 * self->adam_m[i];
+      float v = b2 * self->adam_v[i];
+      float gg = g * g;
+      float mhat, vhat, denom, update;
+
+      m = m + one_minus_b1 * g;
+      v = v + one_minus_b2 * gg;
+      self->adam_m[i] = m;
+      self->adam_v[i] = v;
+      mhat = m / bc1;
+      vhat = v / bc2;
+      denom = __builtin_sqrtf (vhat) + DC_ADAM_EPS;
+      update = lr * mhat;
+      self->params[i] = self->params[i] - update / denom;
+    }
+}

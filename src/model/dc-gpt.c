@@ -1,0 +1,667 @@
+/* dc-gpt.c: GPT-2 forward and backward (pre-norm, causal attention, ReLU MLP,
+ * tied head) over a batch of byte sequences.
+ *
+ * Quantization (INT8 precision): every product quantizes its operands per
+ * vector with power-of-two scales (dc_quant_pack, docs/VERIFICATION.md), so
+ * the int32 accumulation is exact and the result is the same on every backend.
+ * The activations kept for the backward pass are the float ones.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-model"
+
+#include "config.h"
+
+#include "dc-gpt.h"
+
+#include <string.h>
+
+#include "engine/dc-gemm.h"
+#include "engine/dc-gemm-cpu.h"
+#include "engine/dc-math.h"
+#include "dc-model-error.h"
+
+typedef struct
+{
+  float *ln1, *ln1_mean, *ln1_rstd;  /* (BT, C), (BT), (BT) */
+  float *qkv;                         /* (BT, 3C) */
+  float *att;                         /* (B, H, T, T) softmax, zero above the diagonal */
+  float *atty;                        /* (BT, C) heads side by side */
+  float *res_mid;                     /* (BT, C) residual after attention */
+  float *ln2, *ln2_mean, *ln2_rstd;
+  float *fc;                          /* (BT, 4C) before ReLU */
+  float *fc_act;                      /* (BT, 4C) after ReLU */
+} LayerActs;
+
+struct _DcGptRun
+{
+  DcGptConfig     config;
+  guint           batch;
+  DcGptPrecision  precision;
+  guint           n_threads;
+  DcGemmIsa       isa;
+
+  /* The shape of the last forward pass. */
+  guint           n_seqs;
+  guint           len;
+  gboolean        have_targets;
+
+  guint8         *inputs;   /* (BT) */
+  guint8         *targets;  /* (BT) */
+  float          *res;      /* (L + 1, BT, C) residual stream at each block's input */
+  LayerActs      *layers;
+  float          *lnf, *lnf_mean, *lnf_rstd;
+  float          *logits;   /* (BT, V) */
+  float          *probs;    /* (BT, V) */
+  float          *row_loss; /* (BT) */
+
+  /* Backward scratch. */
+  float          *d_res;    /* (BT, C) */
+  float          *d_a;      /* (BT, 4C) */
+  float          *d_b;      /* (BT, 4C) */
+  float          *d_qkv;    /* (BT, 3C) */
+  float          *head_a;   /* (T, T) */
+  float          *head_b;   /* (T, T) */
+  float          *head_c;   /* (T, D) */
+  float          *head_d;   /* (T, D) */
+  float          *row;      /* (C) */
+
+  float          *arena;
+};
+
+/* Parameter views for one call. */
+typedef struct
+{
+  const float *ln1_w, *ln1_b, *attn_w, *attn_b, *proj_w, *proj_b;
+  const float *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
+} LayerParams;
+
+static void
+layer_params (const DcGptConfig *c,
+              const float       *base,
+              guint              layer,
+              LayerParams       *out)
+{
+  const float **fields[] = {
+    &out->ln1_w, &out->ln1_b, &out->attn_w, &out->attn_b, &out->proj_w, &out->proj_b,
+    &out->ln2_w, &out->ln2_b, &out->fc_w, &out->fc_b, &out->fcproj_w, &out->fcproj_b,
+  };
+
+  for (guint i = 0; i < DC_GPT_TENSORS_PER_LAYER; i++)
+    {
+      DcGptTensor info;
+
+      dc_gpt_config_tensor (c, 2 + layer * DC_GPT_TENSORS_PER_LAYER + i, &info);
+      *fields[i] = base + info.offset;
+    }
+}
+
+static gsize
+tensor_offset (const DcGptConfig *c,
+               guint              index)
+{
+  DcGptTensor info;
+
+  dc_gpt_config_tensor (c, index, &info);
+  return info.offset;
+}
+
+/**
+ * dc_gpt_run_new:
+ * @batch: the most sequences one call takes
+ * @n_threads: threads for the GEMM; results do not depend on it
+ *
+ * Returns: (transfer full): the workspace for forward and backward passes
+ */
+DcGptRun *
+dc_gpt_run_new (const DcGptConfig *config,
+                guint              batch,
+                DcGptPrecision     precision,
+                guint              n_threads)
+{
+  DcGptRun *self = g_new0 (DcGptRun, 1);
+  gsize bt = (gsize) batch * config->seq;
+  gsize c = config->width, t = config->seq, v = config->vocab;
+  gsize d = c / config->n_head;
+  gsize per_layer = bt * c * 7 + bt * 4 + bt * 3 * c + (gsize) batch * config->n_head * t * t
+                    + bt * 8 * c;
+  gsize total = (config->n_layer + 1) * bt * c + config->n_layer * per_layer + bt * c + 2 * bt
+                + 2 * bt * v + bt + bt * c + 2 * bt * 4 * c + bt * 3 * c + 2 * t * t + 2 * t * d + c;
+  float *p;
+
+  g_return_val_if_fail (dc_gpt_config_validate (config, NULL), NULL);
+  self->config = *config;
+  self->batch = batch;
+  self->precision = precision;
+  self->n_threads = MAX (1, n_threads);
+  self->isa = dc_gemm_isa_best ();
+  self->inputs = g_new0 (guint8, bt);
+  self->targets = g_new0 (guint8, bt);
+  self->layers = g_new0 (LayerActs, config->n_layer);
+  self->arena = g_new0 (float, total);
+  p = self->arena;
+#define TAKE(field, n) G_STMT_START { field = p; p += (n); } G_STMT_END
+  TAKE (self->res, (config->n_layer + 1) * bt * c);
+  for (guint l = 0; l < config->n_layer; l++)
+    {
+      LayerActs *a = &self->layers[l];
+
+      TAKE (a->ln1, bt * c);
+      TAKE (a->ln1_mean, bt);
+      TAKE (a->ln1_rstd, bt);
+      TAKE (a->qkv, bt * 3 * c);
+      TAKE (a->att, (gsize) batch * config->n_head * t * t);
+      TAKE (a->atty, bt * c);
+      TAKE (a->res_mid, bt * c);
+      TAKE (a->ln2, bt * c);
+      TAKE (a->ln2_mean, bt);
+      TAKE (a->ln2_rstd, bt);
+      TAKE (a->fc, bt * 4 * c);
+      TAKE (a->fc_act, bt * 4 * c);
+      p += bt * c * 2;  /* keeps per_layer's sum honest: two spare (BT, C) rows */
+    }
+  TAKE (self->lnf, bt * c);
+  TAKE (self->lnf_mean, bt);
+  TAKE (self->lnf_rstd, bt);
+  TAKE (self->logits, bt * v);
+  TAKE (self->probs, bt * v);
+  TAKE (self->row_loss, bt);
+  TAKE (self->d_res, bt * c);
+  TAKE (self->d_a, bt * 4 * c);
+  TAKE (self->d_b, bt * 4 * c);
+  TAKE (self->d_qkv, bt * 3 * c);
+  TAKE (self->head_a, t * t);
+  TAKE (self->head_b, t * t);
+  TAKE (self->head_c, t * d);
+  TAKE (self->head_d, t * d);
+  TAKE (self->row, c);
+#undef TAKE
+  g_assert (p <= self->arena + total);
+  return self;
+}
+
+void
+dc_gpt_run_free (DcGptRun *self)
+{
+  if (self == NULL)
+    return;
+  g_free (self->inputs);
+  g_free (self->targets);
+  g_free (self->layers);
+  g_free (self->arena);
+  g_free (self);
+}
+
+guint
+dc_gpt_run_get_batch (DcGptRun *self)
+{
+  return self->batch;
+}
+
+/**
+ * dc_gpt_run_get_logits:
+ *
+ * Returns: (transfer none): (n_seqs · len, V) logits of the last forward pass
+ */
+const float *
+dc_gpt_run_get_logits (DcGptRun *self)
+{
+  return self->logits;
+}
+
+/*
+ * c (m, n) = A · Bᵀ where A's row i is a[i·a_vs + k·a_ks] and B's row j
+ * is b[j·b_vs + k·b_ks], k < depth: the one place products happen.
+ */
+static gboolean
+matmul (DcGptRun     *self,
+        const char   *what,
+        const float  *a,
+        gsize         a_vs,
+        gsize         a_ks,
+        gsize         m,
+        const float  *b,
+        gsize         b_vs,
+        gsize         b_ks,
+        gsize         n,
+        gsize         depth,
+        float        *c,
+        GError      **error)
+{
+  g_autoptr(DcQuantMatrix) qa = NULL;
+  g_autoptr(DcQuantMatrix) qb = NULL;
+
+  if (self->precision == DC_GPT_PRECISION_F32)
+    {
+      /* The reference accumulates in double: it is the yardstick for finite
+       * differences, not part of the numeric contract. */
+      for (gsize i = 0; i < m; i++)
+        for (gsize j = 0; j < n; j++)
+          {
+            double acc = 0.0;
+
+            for (gsize k = 0; k < depth; k++)
+              acc += (double) a[i * a_vs + k * a_ks] * (double) b[j * b_vs + k * b_ks];
+            c[i * n + j] = (float) acc;
+          }
+      return TRUE;
+    }
+
+  qa = dc_quant_matrix_new (m, depth, error);
+  if (qa == NULL || !dc_quant_pack (what, a, a_vs, a_ks, qa, error))
+    return FALSE;
+  qb = dc_quant_matrix_new (n, depth, error);
+  if (qb == NULL || !dc_quant_pack (what, b, b_vs, b_ks, qb, error))
+    return FALSE;
+  dc_gemm_cpu (qa, qb, c, self->isa, self->n_threads);
+  return TRUE;
+}
+
+/* y (rows, n) = x (rows, k) · w (k, n) + bias, w in Hugging Face Conv1D layout. */
+static gboolean
+linear_forward (DcGptRun     *self,
+                const char   *what,
+                const float  *x,
+                gsize         rows,
+                const float  *w,
+                const float  *bias,
+                gsize         k,
+                gsize         n,
+                float        *y,
+                GError      **error)
+{
+  if (!matmul (self, what, x, k, 1, rows, w, 1, n, n, k, y, error))
+    return FALSE;
+  for (gsize r = 0; r < rows; r++)
+    for (gsize j = 0; j < n; j++)
+      y[r * n + j] = y[r * n + j] + bias[j];
+  return TRUE;
+}
+
+/* From dy (rows, n): dx (rows, k) = dy · wᵀ (nullable), dw (k, n) = xᵀ · dy,
+ * dbias (n) = Σ rows dy in row order. dw and dbias are overwritten. */
+static gboolean
+linear_backward (DcGptRun     *self,
+                 const char   *what,
+                 const float  *x,
+                 const float  *dy,
+                 gsize         rows,
+                 const float  *w,
+                 gsize         k,
+                 gsize         n,
+                 float        *dx,
+                 float        *dw,
+                 float        *dbias,
+                 GError      **error)
+{
+  if (dx != NULL && !matmul (self, what, dy, n, 1, rows, w, n, 1, k, n, dx, error))
+    return FALSE;
+  if (!matmul (self, what, x, 1, k, k, dy, 1, n, n, rows, dw, error))
+    return FALSE;
+  for (gsize j = 0; j < n; j++)
+    {
+      float acc = 0.0f;
+
+      for (gsize r = 0; r < rows; r++)
+        acc = acc + dy[r * n + j];
+      dbias[j] = acc;
+    }
+  return TRUE;
+}
+
+static float
+attention_scale (guint d)
+{
+  /* 1/√D: exact for D = 16 and 64; otherwise one rounding, the same everywhere. */
+  return 1.0f / __builtin_sqrtf ((float) d);
+}
+
+static gboolean
+attention_forward (DcGptRun     *self,
+                   LayerActs    *a,
+                   GError      **error)
+{
+  guint c = self->config.width, h_n = self->config.n_head, t_max = self->config.seq;
+  guint d = c / h_n, len = self->len;
+  float scale = attention_scale (d);
+
+  for (guint b = 0; b < self->n_seqs; b++)
+    for (guint h = 0; h < h_n; h++)
+      {
+        const float *q = a->qkv + (gsize) b * len * 3 * c + h * d;
+        const float *k = q + c;
+        const float *v = q + 2 * c;
+        float *att = a->att + ((gsize) b * h_n + h) * t_max * t_max;
+
+        /* scores (len, len) = q · kᵀ */
+        if (!matmul (self, "attention Q·Kᵀ", q, 3 * c, 1, len, k, 3 * c, 1, len, d,
+                     self->head_a, error))
+          return FALSE;
+        for (guint t = 0; t < len; t++)
+          {
+            float *row = att + (gsize) t * len;
+
+            for (guint j = 0; j <= t; j++)
+              row[j] = self->head_a[t * len + j] * scale;
+            dc_math_softmax (row, row, t + 1);
+            for (guint j = t + 1; j < len; j++)
+              row[j] = 0.0f;
+          }
+        /* y (len, D) = att · v */
+        if (!matmul (self, "attention P·V", att, len, 1, len, v, 1, 3 * c, d, len,
+                     self->head_c, error))
+          return FALSE;
+        for (guint t = 0; t < len; t++)
+          memcpy (a->atty + ((gsize) b * len + t) * c + h * d, self->head_c + (gsize) t * d,
+                  d * sizeof (float));
+      }
+  return TRUE;
+}
+
+static gboolean
+attention_backward (DcGptRun     *self,
+                    LayerActs    *a,
+                    const float  *d_atty,
+                    float        *d_qkv,
+                    GError      **error)
+{
+  guint c = self->config.width, h_n = self->config.n_head, t_max = self->config.seq;
+  guint d = c / h_n, len = self->len;
+  float scale = attention_scale (d);
+
+  for (guint b = 0; b < self->n_seqs; b++)
+    for (guint h = 0; h < h_n; h++)
+      {
+        const float *q = a->qkv + (gsize) b * len * 3 * c + h * d;
+        const float *k = q + c;
+        const float *v = q + 2 * c;
+        const float *dy = d_atty + (gsize) b * len * c + h * d;
+        float *dq = d_qkv + (gsize) b * len * 3 * c + h * d;
+        float *dk = dq + c;
+        float *dv = dq + 2 * c;
+        const float *att = a->att + ((gsize) b * h_n + h) * t_max * t_max;
+        float *d_att = self->head_a;
+
+        /* d_att (len, len) = dy · vᵀ */
+        if (!matmul (self, "attention dP", dy, c, 1, len, v, 3 * c, 1, len, d, d_att, error))
+          return FALSE;
+        /* dv (len, D) = attᵀ · dy */
+        if (!matmul (self, "attention dV", att, 1, len, len, dy, 1, c, d, len,
+                     self->head_c, error))
+          return FALSE;
+        for (guint t = 0; t < len; t++)
+          memcpy (dv + (gsize) t * 3 * c, self->head_c + (gsize) t * d, d * sizeof (float));
+        /* d_scores through the causal softmax and the scale */
+        for (guint t = 0; t < len; t++)
+          {
+            float *row = d_att + (gsize) t * len;
+
+            dc_math_softmax_backward (att + (gsize) t * len, row, row, t + 1);
+            for (guint j = 0; j <= t; j++)
+              row[j] = row[j] * scale;
+            for (guint j = t + 1; j < len; j++)
+              row[j] = 0.0f;
+          }
+        /* dq (len, D) = d_scores · k */
+        if (!matmul (self, "attention dQ", d_att, len, 1, len, k, 1, 3 * c, d, len,
+                     self->head_c, error))
+          return FALSE;
+        /* dk (len, D) = d_scoresᵀ · q */
+        if (!matmul (self, "attention dK", d_att, 1, len, len, q, 1, 3 * c, d, len,
+                     self->head_d, error))
+          return FALSE;
+        for (guint t = 0; t < len; t++)
+          {
+            memcpy (dq + (gsize) t * 3 * c, self->head_c + (gsize) t * d, d * sizeof (float));
+            memcpy (dk + (gsize) t * 3 * c, self->head_d + (gsize) t * d, d * sizeof (float));
+          }
+      }
+  return TRUE;
+}
+
+static void
+layer_norm_rows (const float *x,
+                 const float *w,
+                 const float *bias,
+                 gsize        rows,
+                 gsize        n,
+                 float       *y,
+                 float       *mean,
+                 float       *rstd)
+{
+  for (gsize r = 0; r < rows; r++)
+    dc_math_layer_norm (x + r * n, w, bias, DC_MATH_GPT2_LN_EPS, y + r * n,
+                        &mean[r], &rstd[r], n);
+}
+
+/* dx (rows, n) is added to d_res; dw, db are overwritten with the row sums. */
+static void
+layer_norm_rows_backward (const float *x,
+                          const float *w,
+                          const float *mean,
+                          const float *rstd,
+                          const float *dy,
+                          gsize        rows,
+                          gsize        n,
+                          float       *d_res,
+                          float       *dx_scratch,
+                          float       *dw,
+                          float       *db)
+{
+  memset (dw, 0, n * sizeof (float));
+  memset (db, 0, n * sizeof (float));
+  for (gsize r = 0; r < rows; r++)
+    {
+      dc_math_layer_norm_backward (x + r * n, w, mean[r], rstd[r], dy + r * n, dx_scratch,
+                                   dw, db, n);
+      for (gsize i = 0; i < n; i++)
+        d_res[r * n + i] = d_res[r * n + i] + dx_scratch[i];
+    }
+}
+
+/**
+ * dc_gpt_run_forward:
+ * @params: the weights, laid out by dc_gpt_config_tensor ()
+ * @inputs: (array): n_seqs × len token ids, sequence-major
+ * @targets: (array) (nullable): the next token at each position; needed for
+ *   the loss and for a backward pass
+ * @loss: (out) (optional): mean cross-entropy over every position (nats)
+ *
+ * Fails only when a value is not finite (training diverged) or sizes are wrong.
+ */
+gboolean
+dc_gpt_run_forward (DcGptRun      *self,
+                    const float   *params,
+                    const guint8  *inputs,
+                    const guint8  *targets,
+                    guint          n_seqs,
+                    guint          len,
+                    float         *loss,
+                    GError       **error)
+{
+  const DcGptConfig *cfg = &self->config;
+  gsize c = cfg->width, v = cfg->vocab;
+  gsize bt = (gsize) n_seqs * len;
+  const float *wte = params + tensor_offset (cfg, 0);
+  const float *wpe = params + tensor_offset (cfg, 1);
+  guint lnf_index = dc_gpt_config_n_tensors (cfg) - 2;
+  const float *lnf_w = params + tensor_offset (cfg, lnf_index);
+  const float *lnf_b = params + tensor_offset (cfg, lnf_index + 1);
+
+  if (n_seqs < 1 || n_seqs > self->batch || len < 1 || len > cfg->seq)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "forward pass of %u × %u tokens does not fit a batch of %u × %u",
+                   n_seqs, len, self->batch, cfg->seq);
+      return FALSE;
+    }
+  self->n_seqs = n_seqs;
+  self->len = len;
+  self->have_targets = targets != NULL;
+  memcpy (self->inputs, inputs, bt);
+  if (targets != NULL)
+    memcpy (self->targets, targets, bt);
+
+  for (gsize r = 0; r < bt; r++)
+    {
+      const float *te = wte + (gsize) inputs[r] * c;
+      const float *pe = wpe + (r % len) * c;
+
+      for (gsize i = 0; i < c; i++)
+        self->res[r * c + i] = te[i] + pe[i];
+    }
+
+  for (guint l = 0; l < cfg->n_layer; l++)
+    {
+      LayerActs *a = &self->layers[l];
+      LayerParams p;
+      const float *x = self->res + l * bt * c;
+      float *out = self->res + (l + 1) * bt * c;
+
+      layer_params (cfg, params, l, &p);
+      layer_norm_rows (x, p.ln1_w, p.ln1_b, bt, c, a->ln1, a->ln1_mean, a->ln1_rstd);
+      if (!linear_forward (self, "attention c_attn", a->ln1, bt, p.attn_w, p.attn_b, c, 3 * c,
+                           a->qkv, error)
+          || !attention_forward (self, a, error)
+          || !linear_forward (self, "attention c_proj", a->atty, bt, p.proj_w, p.proj_b, c, c,
+                              a->res_mid, error))
+        return FALSE;
+      for (gsize i = 0; i < bt * c; i++)
+        a->res_mid[i] = x[i] + a->res_mid[i];
+      layer_norm_rows (a->res_mid, p.ln2_w, p.ln2_b, bt, c, a->ln2, a->ln2_mean, a->ln2_rstd);
+      if (!linear_forward (self, "mlp c_fc", a->ln2, bt, p.fc_w, p.fc_b, c, 4 * c, a->fc, error))
+        return FALSE;
+      dc_math_relu (a->fc, a->fc_act, bt * 4 * c);
+      if (!linear_forward (self, "mlp c_proj", a->fc_act, bt, p.fcproj_w, p.fcproj_b, 4 * c, c,
+                           out, error))
+        return FALSE;
+      for (gsize i = 0; i < bt * c; i++)
+        out[i] = a->res_mid[i] + out[i];
+    }
+
+  layer_norm_rows (self->res + cfg->n_layer * bt * c, lnf_w, lnf_b, bt, c, self->lnf,
+                   self->lnf_mean, self->lnf_rstd);
+  /* logits (BT, V) = lnf · wteᵀ: the head is tied to the token embedding. */
+  if (!matmul (self, "lm_head", self->lnf, c, 1, bt, wte, c, 1, v, c, self->logits, error))
+    return FALSE;
+
+  if (targets != NULL)
+    {
+      for (gsize r = 0; r < bt; r++)
+        {
+          /* probs holds log-softmax first, then the softmax for the backward pass. */
+          dc_math_log_softmax (self->logits + r * v, self->probs + r * v, v);
+          self->row_loss[r] = -self->probs[r * v + targets[r]];
+          dc_math_softmax (self->logits + r * v, self->probs + r * v, v);
+        }
+      if (loss != NULL)
+        *loss = dc_math_sum (self->row_loss, bt) / (float) bt;
+    }
+  return TRUE;
+}
+
+/**
+ * dc_gpt_run_backward:
+ * @grads: (out) (array): n_params gradients of the mean loss, overwritten
+ *
+ * Back-propagates the last forward pass, which must have had targets.
+ */
+gboolean
+dc_gpt_run_backward (DcGptRun     *self,
+                     const float  *params,
+                     float        *grads,
+                     GError      **error)
+{
+  const DcGptConfig *cfg = &self->config;
+  gsize c = cfg->width, v = cfg->vocab;
+  gsize bt = (gsize) self->n_seqs * self->len;
+  guint lnf_index = dc_gpt_config_n_tensors (cfg) - 2;
+  const float *wte = params + tensor_offset (cfg, 0);
+  float *d_wte = grads + tensor_offset (cfg, 0);
+  float *d_wpe = grads + tensor_offset (cfg, 1);
+  float *d_res = self->d_res;
+
+  g_return_val_if_fail (self->have_targets, FALSE);
+
+  /* The loss gradient is (softmax − onehot) / BT. Only the softmax part goes
+   * through the GEMMs: quantized together with the −1 of the target, the
+   * small probabilities of the other 255 tokens would round to zero (7 bits
+   * per vector), biasing every gradient. The onehot part is an exact row
+   * lookup, subtracted afterwards; the division by BT comes last.
+   *   d_lnf  (BT, C) = (probs · wte − wte[target]) / BT
+   *   d_wte  (V, C)  = (probsᵀ · lnf − Σ_{r: target r = v} lnf[r]) / BT   */
+  if (!matmul (self, "lm_head dX", self->probs, v, 1, bt, wte, 1, c, c, v, self->d_a, error)
+      || !matmul (self, "lm_head dW", self->probs, 1, v, v, self->lnf, 1, c, c, bt,
+                  d_wte, error))
+    return FALSE;
+  for (gsize r = 0; r < bt; r++)
+    {
+      const float *target_row = wte + (gsize) self->targets[r] * c;
+      float *d_target = d_wte + (gsize) self->targets[r] * c;
+
+      for (gsize i = 0; i < c; i++)
+        {
+          self->d_a[r * c + i] = (self->d_a[r * c + i] - target_row[i]) / (float) bt;
+          d_target[i] = d_target[i] - self->lnf[r * c + i];
+        }
+    }
+  for (gsize i = 0; i < v * c; i++)
+    d_wte[i] = d_wte[i] / (float) bt;
+
+  memset (d_res, 0, bt * c * sizeof (float));
+  layer_norm_rows_backward (self->res + cfg->n_layer * bt * c,
+                            params + tensor_offset (cfg, lnf_index),
+                            self->lnf_mean, self->lnf_rstd, self->d_a, bt, c, d_res,
+                            self->row, grads + tensor_offset (cfg, lnf_index),
+                            grads + tensor_offset (cfg, lnf_index + 1));
+
+  for (guint l = cfg->n_layer; l-- > 0;)
+    {
+      LayerActs *a = &self->layers[l];
+      LayerParams p, g;
+      const float *x = self->res + l * bt * c;
+
+      layer_params (cfg, params, l, &p);
+      layer_params (cfg, grads, l, &g);
+
+      /* MLP: out = res_mid + c_proj(relu(c_fc(ln2(res_mid)))) */
+      if (!linear_backward (self, "mlp c_proj backward", a->fc_act, d_res, bt, p.fcproj_w,
+                            4 * c, c, self->d_a, (float *) g.fcproj_w, (float *) g.fcproj_b,
+                            error))
+        return FALSE;
+      dc_math_relu_backward (a->fc, self->d_a, self->d_a, bt * 4 * c);
+      if (!linear_backward (self, "mlp c_fc backward", a->ln2, self->d_a, bt, p.fc_w, c, 4 * c,
+                            self->d_b, (float *) g.fc_w, (float *) g.fc_b, error))
+        return FALSE;
+      /* d_res now holds d(res_mid) after adding the norm's input gradient. */
+      layer_norm_rows_backward (a->res_mid, p.ln2_w, a->ln2_mean, a->ln2_rstd, self->d_b, bt, c,
+                                d_res, self->row, (float *) g.ln2_w, (float *) g.ln2_b);
+
+      /* Attention: res_mid = x + c_proj(attn(c_attn(ln1(x)))) */
+      if (!linear_backward (self, "attention c_proj backward", a->atty, d_res, bt, p.proj_w, c,
+                            c, self->d_a, (float *) g.proj_w, (float *) g.proj_b, error)
+          || !attention_backward (self, a, self->d_a, self->d_qkv, error)
+          || !linear_backward (self, "attention c_attn backward", a->ln1, self->d_qkv, bt,
+                               p.attn_w, c, 3 * c, self->d_b, (float *) g.attn_w,
+                               (float *) g.attn_b, error))
+        return FALSE;
+      layer_norm_rows_backward (x, p.ln1_w, a->ln1_mean, a->ln1_rstd, self->d_b, bt, c, d_res,
+                                self->row, (float *) g.ln1_w, (float *) g.ln1_b);
+    }
+
+  /* Embeddings: rows in order, so the sums are fixed. d_wte already holds
+   * the head's share; the input embedding's is added to it. */
+  memset (d_wpe, 0, (gsize) cfg->seq * c * sizeof (float));
+  for (gsize r = 0; r < bt; r++)
+    {
+      float *te = d_wte + (gsize) self->inputs[r] * c;
+      float *pe = d_wpe + (r % self->len) * c;
+
+      for (gsize i = 0; i < c; i++)
+        {
+          te[i] = te[i] + d_res[r * c + i];
+          pe[i] = pe[i] + d_res[r * c + i];
+        }
+    }
+  return TRUE;
+}

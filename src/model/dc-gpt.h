@@ -1,0 +1,53 @@
+/* dc-gpt.h: forward and backward of the GPT-2 training model over a batch.
+ *
+ * Every matrix product goes through the engine's exact INT8 GEMM (or, in the
+ * f32 reference precision the tests use, a plain float product); everything
+ * else goes through the deterministic math library (dc-math.h) in a fixed
+ * order that does not depend on the thread count. Quantization is treated as
+ * the identity in the backward pass (straight-through estimator): gradients
+ * are computed by INT8 GEMMs of the float gradients and float operands.
+ *
+ * Shapes: B = batch, T = sequence, C = width, H = heads, D = C / H, V = 256,
+ * BT = B·T rows, each row one token position; all row-major.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "dc-gpt-config.h"
+
+G_BEGIN_DECLS
+
+typedef enum
+{
+  DC_GPT_PRECISION_INT8,  /* the product: every product an exact INT8 GEMM */
+  DC_GPT_PRECISION_F32,   /* the test reference: the same model in plain f32 */
+} DcGptPrecision;
+
+typedef struct _DcGptRun DcGptRun;
+
+DcGptRun    *dc_gpt_run_new         (const DcGptConfig  *config,
+                                     guint               batch,
+                                     DcGptPrecision      precision,
+                                     guint               n_threads);
+void         dc_gpt_run_free        (DcGptRun           *self);
+guint        dc_gpt_run_get_batch   (DcGptRun           *self);
+gboolean     dc_gpt_run_forward     (DcGptRun           *self,
+                                     const float        *params,
+                                     const guint8       *inputs,
+                                     const guint8       *targets,
+                                     guint               n_seqs,
+                                     guint               len,
+                                     float              *loss,
+                                     GError            **error);
+gboolean     dc_gpt_run_backward    (DcGptRun           *self,
+                                     const float        *params,
+                                     float              *grads,
+                                     GError            **error);
+const float *dc_gpt_run_get_logits  (DcGptRun           *self);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptRun, dc_gpt_run_free)
+
+G_END_DECLS

@@ -1,0 +1,1249 @@
+/* test-engine-math.c: the IEEE-754 oracle for the deterministic math library.
+ *
+ * Each scalar function of src/engine/dc-math.c is compared with MPFR's value
+ * of the exact real function at 128 bits over a dense sweep (evenly spaced in
+ * the floats' own order, so every binade is covered) plus seeded random
+ * points, and its largest error in ULPs must stay within the bound that
+ * docs/VERIFICATION.md documents. Special values are checked bit for bit,
+ * a hash of outputs over a fixed sweep pins the exact rule, and the vector
+ * operations are checked against double-precision references and finite
+ * differences.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <fenv.h>
+#include <math.h>
+#include <string.h>
+#include <glib.h>
+#include <mpfr.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
+#include "engine/dc-math.h"
+
+#define PREC 128
+
+/* Points per function: the even sweep plus half as many random ones.
+ * DC_MATH_SWEEP=N raises the sweep for a deeper run by hand (the figures in
+ * docs/VERIFICATION.md come from one). */
+static guint n_sweep = 60000;
+#define N_RANDOM (n_sweep / 2)
+
+typedef float (*ScalarFunc) (float x);
+/* Sets @out to the exact function at @x (rounded to PREC bits). */
+typedef void (*RefFunc) (mpfr_t out, const mpfr_t x);
+
+static guint32
+bits_of (float x)
+{
+  guint32 u;
+
+  memcpy (&u, &x, sizeof u);
+  return u;
+}
+
+static float
+float_of (guint32 u)
+{
+  float x;
+
+  memcpy (&x, &u, sizeof x);
+  return x;
+}
+
+/* Floats in their numeric order as signed integers (−0 and +0 adjacent). */
+static gint64
+ordinal (float x)
+{
+  guint32 u = bits_of (x);
+
+  return (u & 0x80000000u) ? -(gint64) (u & 0x7fffffffu) - 1 : (gint64) u;
+}
+
+static float
+from_ordinal (gint64 o)
+{
+  return o < 0 ? float_of ((guint32) (-(o + 1)) | 0x80000000u) : float_of ((guint32) o);
+}
+
+/* ---- MPFR references (all at PREC bits, round to nearest) ---- */
+
+static void
+ref_exp (mpfr_t out, const mpfr_t x)
+{
+  mpfr_exp (out, x, MPFR_RNDN);
+}
+
+static void
+ref_expm1 (mpfr_t out, const mpfr_t x)
+{
+  mpfr_expm1 (out, x, MPFR_RNDN);
+}
+
+static void
+ref_log (mpfr_t out, const mpfr_t x)
+{
+  mpfr_log (out, x, MPFR_RNDN);
+}
+
+static void
+ref_tanh (mpfr_t out, const mpfr_t x)
+{
+  mpfr_tanh (out, x, MPFR_RNDN);
+}
+
+static void
+ref_sin (mpfr_t out, const mpfr_t x)
+{
+  mpfr_sin (out, x, MPFR_RNDN);
+}
+
+static void
+ref_cos (mpfr_t out, const mpfr_t x)
+{
+  mpfr_cos (out, x, MPFR_RNDN);
+}
+
+static void
+ref_rsqrt (mpfr_t out, const mpfr_t x)
+{
+  mpfr_rec_sqrt (out, x, MPFR_RNDN);
+}
+
+/* 1 / (1 + e^-x) */
+static void
+ref_sigmoid (mpfr_t out, const mpfr_t x)
+{
+  mpfr_t t;
+
+  mpfr_init2 (t, PREC);
+  mpfr_neg (t, x, MPFR_RNDN);
+  mpfr_exp (t, t, MPFR_RNDN);
+  mpfr_add_ui (t, t, 1, MPFR_RNDN);
+  mpfr_ui_div (out, 1, t, MPFR_RNDN);
+  mpfr_clear (t);
+}
+
+static void
+ref_silu (mpfr_t out, const mpfr_t x)
+{
+  mpfr_t s;
+
+  mpfr_init2 (s, PREC);
+  ref_sigmoid (s, x);
+  mpfr_mul (out, x, s, MPFR_RNDN);
+  mpfr_clear (s);
+}
+
+/* s (1 + x (1 - s)) */
+static void
+ref_silu_deriv (mpfr_t out, const mpfr_t x)
+{
+  mpfr_t s, t;
+
+  mpfr_inits2 (PREC, s, t, NULL);
+  ref_sigmoid (s, x);
+  mpfr_ui_sub (t, 1, s, MPFR_RNDN);
+  mpfr_mul (t, t, x, MPFR_RNDN);
+  mpfr_add_ui (t, t, 1, MPFR_RNDN);
+  mpfr_mul (out, s, t, MPFR_RNDN);
+  mpfr_clears (s, t, NULL);
+}
+
+/* u = √(2/π) (x + 0.044715 x³), with the decimal constant exactly. */
+static void
+ref_gelu_u (mpfr_t u, const mpfr_t x)
+{
+  mpfr_t a, c, t;
+
+  mpfr_inits2 (PREC, a, c, t, NULL);
+  mpfr_set_str (a, "0.044715", 10, MPFR_RNDN);
+  mpfr_const_pi (c, MPFR_RNDN);
+  mpfr_ui_div (c, 2, c, MPFR_RNDN);
+  mpfr_sqrt (c, c, MPFR_RNDN);
+  mpfr_pow_ui (t, x, 3, MPFR_RNDN);
+  mpfr_mul (t, t, a, MPFR_RNDN);
+  mpfr_add (t, t, x, MPFR_RNDN);
+  mpfr_mul (u, t, c, MPFR_RNDN);
+  mpfr_clears (a, c, t, NULL);
+}
+
+/* 0.5 x (1 + tanh u), evaluated as x · sigmoid(2u) to avoid MPFR's own
+ * cancellation for very negative x. */
+static void
+ref_gelu (mpfr_t out, const mpfr_t x)
+{
+  mpfr_t u;
+
+  mpfr_init2 (u, PREC);
+  ref_gelu_u (u, x);
+  mpfr_mul_2ui (u, u, 1, MPFR_RNDN);
+  ref_sigmoid (u, u);
+  mpfr_mul (out, x, u, MPFR_RNDN);
+  mpfr_clear (u);
+}
+
+/* s + x s (1 − s) · 2√(2/π)(1 + 3·0.044715 x²), s = sigmoid(2u). */
+static void
+ref_gelu_deriv (mpfr_t out, const mpfr_t x)
+{
+  mpfr_t u, s, sm, du, c, a;
+
+  mpfr_inits2 (PREC, u, s, sm, du, c, a, NULL);
+  ref_gelu_u (u, x);
+  mpfr_mul_2ui (u, u, 1, MPFR_RNDN);
+  ref_sigmoid (s, u);
+  mpfr_ui_sub (sm, 1, s, MPFR_RNDN);
+  mpfr_set_str (a, "0.134145", 10, MPFR_RNDN);
+  mpfr_const_pi (c, MPFR_RNDN);
+  mpfr_ui_div (c, 2, c, MPFR_RNDN);
+  mpfr_sqrt (c, c, MPFR_RNDN);
+  mpfr_mul_2ui (c, c, 1, MPFR_RNDN);
+  mpfr_sqr (du, x, MPFR_RNDN);
+  mpfr_mul (du, du, a, MPFR_RNDN);
+  mpfr_add_ui (du, du, 1, MPFR_RNDN);
+  mpfr_mul (du, du, c, MPFR_RNDN);
+  mpfr_mul (du, du, x, MPFR_RNDN);
+  mpfr_mul (du, du, s, MPFR_RNDN);
+  mpfr_mul (du, du, sm, MPFR_RNDN);
+  mpfr_add (out, s, du, MPFR_RNDN);
+  mpfr_clears (u, s, sm, du, c, a, NULL);
+}
+
+/* ---- error measurement ---- */
+
+typedef enum
+{
+  METRIC_ULP,      /* |y − f(x)| / ulp(f(x)), ulp of the subnormal grid at the bottom */
+  METRIC_ABS,      /* |y − f(x)| / 2^-24: for derivatives, which cross zero */
+} Metric;
+
+/* Error of @y against @ref. Infinite or NaN results must match exactly
+ * (after correct rounding of @ref); anything else is G_MAXDOUBLE. */
+static double
+error_of (float         y,
+          const mpfr_t  ref,
+          Metric        metric)
+{
+  float rf = mpfr_get_flt (ref, MPFR_RNDN);
+  mpfr_t d;
+  double err;
+  long ulp_exp;
+
+  if (isnan (rf) || isinf (rf) || isnan (y) || isinf (y))
+    return (bits_of (rf) == bits_of (y) || (isnan (rf) && isnan (y))) ? 0.0 : G_MAXDOUBLE;
+
+  if (metric == METRIC_ABS)
+    ulp_exp = -24;
+  else if (mpfr_zero_p (ref))
+    ulp_exp = -149;
+  else
+    /* ref = m · 2^E with m in [½, 1): ulp = 2^(E − 24), not below 2^-149. */
+    ulp_exp = MAX ((long) mpfr_get_exp (ref) - 24, -149L);
+
+  mpfr_init2 (d, PREC + 64);
+  mpfr_set_flt (d, y, MPFR_RNDN);
+  mpfr_sub (d, d, ref, MPFR_RNDN);
+  mpfr_mul_2si (d, d, -ulp_exp, MPFR_RNDN);
+  err = fabs (mpfr_get_d (d, MPFR_RNDN));
+  mpfr_clear (d);
+  return err;
+}
+
+typedef struct
+{
+  double max_err;
+  float  worst_x;
+  guint  n_points;
+} Measure;
+
+static void
+measure_point (ScalarFunc  f,
+               RefFunc     ref,
+               Metric      metric,
+               float       x,
+               Measure    *m)
+{
+  mpfr_t mx, out;
+  double err;
+
+  mpfr_init2 (mx, PREC);
+  mpfr_init2 (out, PREC);
+  mpfr_set_flt (mx, x, MPFR_RNDN);
+  ref (out, mx);
+  err = error_of (f (x), out, metric);
+  if (err > m->max_err || m->n_points == 0)
+    {
+      if (err > m->max_err)
+        m->max_err = err;
+      if (err >= m->max_err)
+        m->worst_x = x;
+    }
+  m->n_points++;
+  mpfr_clear (mx);
+  mpfr_clear (out);
+}
+
+/* Sweeps [lo, hi] evenly in float order, then random floats in float order
+ * and, where @linear, random floats uniform in value (dense where models
+ * actually evaluate, e.g. RoPE angles up to 32768). */
+static void
+sweep (ScalarFunc  f,
+       RefFunc     ref,
+       Metric      metric,
+       float       lo,
+       float       hi,
+       gboolean    linear,
+       Measure    *m)
+{
+  gint64 olo = ordinal (lo), ohi = ordinal (hi);
+  gint64 step = MAX ((ohi - olo) / n_sweep, 1);
+  g_autoptr(GRand) rand = g_rand_new_with_seed (0x5eed);
+
+  for (gint64 o = olo; o <= ohi; o += step)
+    measure_point (f, ref, metric, from_ordinal (o), m);
+  measure_point (f, ref, metric, hi, m);
+  for (guint i = 0; i < N_RANDOM; i++)
+    {
+      float x;
+
+      if (linear && (i & 1))
+        x = (float) g_rand_double_range (rand, lo, hi);
+      else
+        x = from_ordinal (olo + (gint64) (g_rand_double (rand) * (double) (ohi - olo)));
+      measure_point (f, ref, metric, x, m);
+    }
+}
+
+typedef struct
+{
+  const char *name;
+  ScalarFunc  f;
+  RefFunc     ref;
+  Metric      metric;
+  float       lo;
+  float       hi;
+  gboolean    linear;
+  double      bound;   /* the documented bound (docs/VERIFICATION.md) */
+} OracleCase;
+
+static const OracleCase oracle_cases[] = {
+  { "exp", dc_math_expf, ref_exp, METRIC_ULP, -0x1.9fe368p+6f, 0x1.62e430p+6f, TRUE, 1.5 },
+  { "expm1", dc_math_expm1f, ref_expm1, METRIC_ULP, -20.0f, 0x1.62e430p+6f, TRUE, 2.0 },
+  { "log", dc_math_logf, ref_log, METRIC_ULP, 0x1p-149f, 0x1.fffffep+127f, TRUE, 1.0 },
+  { "tanh", dc_math_tanhf, ref_tanh, METRIC_ULP, -12.0f, 12.0f, TRUE, 3.0 },
+  { "sigmoid", dc_math_sigmoidf, ref_sigmoid, METRIC_ULP, -110.0f, 110.0f, TRUE, 3.0 },
+  { "sin", dc_math_sinf, ref_sin, METRIC_ULP, -0x1.fffffep+23f, 0x1.fffffep+23f, FALSE, 2.0 },
+  { "sin-rope", dc_math_sinf, ref_sin, METRIC_ULP, 0.0f, 32768.0f, TRUE, 2.0 },
+  { "cos", dc_math_cosf, ref_cos, METRIC_ULP, -0x1.fffffep+23f, 0x1.fffffep+23f, FALSE, 2.0 },
+  { "cos-rope", dc_math_cosf, ref_cos, METRIC_ULP, 0.0f, 32768.0f, TRUE, 2.0 },
+  { "rsqrt", dc_math_rsqrtf, ref_rsqrt, METRIC_ULP, 0x1p-149f, 0x1.fffffep+127f, FALSE, 2.0 },
+  { "silu", dc_math_siluf, ref_silu, METRIC_ULP, -200.0f, 200.0f, TRUE, 3.5 },
+  { "gelu", dc_math_gelu_tanhf, ref_gelu, METRIC_ULP, -20.0f, 200.0f, TRUE, 3.5 },
+  { "silu-deriv", dc_math_silu_derivf, ref_silu_deriv, METRIC_ABS, -200.0f, 200.0f, TRUE, 6.0 },
+  { "gelu-deriv", dc_math_gelu_tanh_derivf, ref_gelu_deriv, METRIC_ABS, -30.0f, 30.0f, TRUE, 6.0 },
+};
+
+static void
+test_oracle (gconstpointer data)
+{
+  const OracleCase *c = data;
+  Measure m = { 0 };
+
+  sweep (c->f, c->ref, c->metric, c->lo, c->hi, c->linear, &m);
+  g_test_message ("%s: max error %.3f %s at x = %a (%.9g) over %u points in [%g, %g]; bound %.2f",
+                  c->name, m.max_err, c->metric == METRIC_ULP ? "ulp" : "x 2^-24",
+                  m.worst_x, m.worst_x, m.n_points, c->lo, c->hi, c->bound);
+  if (g_getenv ("DC_MATH_REPORT") != NULL)
+    g_printerr ("ORACLE %s %.3f %a %u\n", c->name, m.max_err, m.worst_x, m.n_points);
+  g_assert_cmpfloat (m.max_err, <=, c->bound);
+}
+
+/* ---- special values, bit for bit ---- */
+
+#define QNAN_PAYLOAD 0x7fc12345u
+
+typedef struct
+{
+  const char *name;
+  ScalarFunc  f;
+  guint32     x;
+  guint32     expected;   /* ANY_NAN: any NaN will do */
+} SpecialCase;
+
+#define ANY_NAN 0xffffffffu
+#define PINF 0x7f800000u
+#define NINF 0xff800000u
+#define PZERO 0x00000000u
+#define NZERO 0x80000000u
+#define ONE 0x3f800000u
+#define MONE 0xbf800000u
+#define HALF 0x3f000000u
+
+static const SpecialCase special_cases[] = {
+  { "exp", dc_math_expf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "exp", dc_math_expf, PINF, PINF },
+  { "exp", dc_math_expf, NINF, PZERO },
+  { "exp", dc_math_expf, PZERO, ONE },
+  { "exp", dc_math_expf, NZERO, ONE },
+  { "exp", dc_math_expf, 0x42b17217u /* 0x1.62e42ep6 */, 0x7f7fff84u },
+  { "exp", dc_math_expf, 0x42b17218u /* 0x1.62e430p6 */, PINF },
+  { "exp", dc_math_expf, 0xc2cff1b5u /* -0x1.9fe36ap6 */, PZERO },
+  { "exp", dc_math_expf, 0xc2ce8ed0u /* -103.279 = log 2^-149 */, 0x00000001u },
+  { "expm1", dc_math_expm1f, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "expm1", dc_math_expm1f, PZERO, PZERO },
+  { "expm1", dc_math_expm1f, NZERO, NZERO },
+  { "expm1", dc_math_expm1f, PINF, PINF },
+  { "expm1", dc_math_expm1f, NINF, MONE },
+  { "expm1", dc_math_expm1f, 0xc1940000u /* -18.5 */, MONE },
+  { "expm1", dc_math_expm1f, 0x00000001u, 0x00000001u },
+  { "log", dc_math_logf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "log", dc_math_logf, PZERO, NINF },
+  { "log", dc_math_logf, NZERO, NINF },
+  { "log", dc_math_logf, MONE, ANY_NAN },
+  { "log", dc_math_logf, NINF, ANY_NAN },
+  { "log", dc_math_logf, 0x80000001u, ANY_NAN },
+  { "log", dc_math_logf, PINF, PINF },
+  { "log", dc_math_logf, ONE, PZERO },
+  { "log", dc_math_logf, 0x00000001u, 0xc2ce8ed0u /* log 2^-149 = -103.279 */ },
+  { "tanh", dc_math_tanhf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "tanh", dc_math_tanhf, PZERO, PZERO },
+  { "tanh", dc_math_tanhf, NZERO, NZERO },
+  { "tanh", dc_math_tanhf, PINF, ONE },
+  { "tanh", dc_math_tanhf, NINF, MONE },
+  { "tanh", dc_math_tanhf, 0x41200000u /* 10 */, ONE },
+  { "tanh", dc_math_tanhf, 0x80000001u, 0x80000001u },
+  { "sigmoid", dc_math_sigmoidf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "sigmoid", dc_math_sigmoidf, PINF, ONE },
+  { "sigmoid", dc_math_sigmoidf, NINF, PZERO },
+  { "sigmoid", dc_math_sigmoidf, PZERO, HALF },
+  { "sigmoid", dc_math_sigmoidf, NZERO, HALF },
+  { "sin", dc_math_sinf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "sin", dc_math_sinf, PZERO, PZERO },
+  { "sin", dc_math_sinf, NZERO, NZERO },
+  { "sin", dc_math_sinf, PINF, ANY_NAN },
+  { "sin", dc_math_sinf, NINF, ANY_NAN },
+  { "sin", dc_math_sinf, 0x4b800000u /* 2^24 */, ANY_NAN },
+  { "sin", dc_math_sinf, 0x00000001u, 0x00000001u },
+  { "cos", dc_math_cosf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "cos", dc_math_cosf, PZERO, ONE },
+  { "cos", dc_math_cosf, NZERO, ONE },
+  { "cos", dc_math_cosf, PINF, ANY_NAN },
+  { "cos", dc_math_cosf, 0xcb800000u /* -2^24 */, ANY_NAN },
+  { "rsqrt", dc_math_rsqrtf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "rsqrt", dc_math_rsqrtf, PZERO, PINF },
+  { "rsqrt", dc_math_rsqrtf, NZERO, NINF },
+  { "rsqrt", dc_math_rsqrtf, MONE, ANY_NAN },
+  { "rsqrt", dc_math_rsqrtf, PINF, PZERO },
+  { "rsqrt", dc_math_rsqrtf, 0x3e800000u /* 0.25 */, 0x40000000u },
+  { "silu", dc_math_siluf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "silu", dc_math_siluf, PINF, PINF },
+  { "silu", dc_math_siluf, NINF, NZERO },
+  { "silu", dc_math_siluf, PZERO, PZERO },
+  { "silu", dc_math_siluf, NZERO, NZERO },
+  { "silu", dc_math_siluf, 0xc3480000u /* -200 */, NZERO },
+  { "silu-deriv", dc_math_silu_derivf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "silu-deriv", dc_math_silu_derivf, PINF, ONE },
+  { "silu-deriv", dc_math_silu_derivf, NINF, PZERO },
+  { "silu-deriv", dc_math_silu_derivf, PZERO, HALF },
+  { "gelu", dc_math_gelu_tanhf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "gelu", dc_math_gelu_tanhf, PINF, PINF },
+  { "gelu", dc_math_gelu_tanhf, NINF, NZERO },
+  { "gelu", dc_math_gelu_tanhf, PZERO, PZERO },
+  { "gelu", dc_math_gelu_tanhf, NZERO, NZERO },
+  { "gelu", dc_math_gelu_tanhf, 0xe0ad78ecu /* -1e20 */, NZERO },
+  { "gelu", dc_math_gelu_tanhf, 0x60ad78ecu /* 1e20 */, 0x60ad78ecu },
+  { "gelu-deriv", dc_math_gelu_tanh_derivf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "gelu-deriv", dc_math_gelu_tanh_derivf, PINF, ONE },
+  { "gelu-deriv", dc_math_gelu_tanh_derivf, NINF, PZERO },
+  { "gelu-deriv", dc_math_gelu_tanh_derivf, PZERO, HALF },
+  { "relu", dc_math_reluf, QNAN_PAYLOAD, QNAN_PAYLOAD },
+  { "relu", dc_math_reluf, NZERO, PZERO },
+  { "relu", dc_math_reluf, NINF, PZERO },
+  { "relu", dc_math_reluf, PINF, PINF },
+  { "relu", dc_math_reluf, 0x40400000u /* 3 */, 0x40400000u },
+  { "relu", dc_math_reluf, 0xc0400000u /* -3 */, PZERO },
+};
+
+static void
+test_special_values (void)
+{
+  guint failures = 0;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (special_cases); i++)
+    {
+      const SpecialCase *c = &special_cases[i];
+      guint32 got = bits_of (c->f (float_of (c->x)));
+      gboolean ok = c->expected == ANY_NAN ? isnan (float_of (got)) : got == c->expected;
+
+      if (!ok)
+        {
+          g_test_message ("%s(%a [0x%08x]) = %a [0x%08x], expected 0x%08x", c->name,
+                          float_of (c->x), c->x, float_of (got), got, c->expected);
+          failures++;
+        }
+    }
+  g_assert_cmpuint (failures, ==, 0);
+}
+
+/* sincos gives exactly what sin and cos give, NaN included. */
+static void
+test_sincos_agrees (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (7);
+
+  for (guint i = 0; i < 20000; i++)
+    {
+      float x = (float) g_rand_double_range (rand, -70000.0, 70000.0);
+      float s, c;
+
+      dc_math_sincosf (x, &s, &c);
+      g_assert_cmphex (bits_of (s), ==, bits_of (dc_math_sinf (x)));
+      g_assert_cmphex (bits_of (c), ==, bits_of (dc_math_cosf (x)));
+    }
+}
+
+/* ---- reproducibility: the exact rule, pinned ---- */
+
+static guint64
+fnv1a (guint64 h, guint32 v)
+{
+  for (int i = 0; i < 4; i++)
+    {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= G_GUINT64_CONSTANT (0x100000001b3);
+    }
+  return h;
+}
+
+#define FNV_SEED G_GUINT64_CONSTANT (0xcbf29ce484222325)
+
+typedef struct
+{
+  const char *name;
+  ScalarFunc  f;
+  guint64     expected;
+} HashCase;
+
+/* Recorded when the rule was written; any change of an algorithm, a
+ * constant or an operation order changes them (and needs a new entry in
+ * docs/VERIFICATION.md, since replicas would disagree across versions). */
+static const HashCase hash_cases[] = {
+  { "exp", dc_math_expf, G_GUINT64_CONSTANT (0xd0a7fcfa48b9d9ad) },
+  { "expm1", dc_math_expm1f, G_GUINT64_CONSTANT (0xc17917c1d423450b) },
+  { "log", dc_math_logf, G_GUINT64_CONSTANT (0x24e9cef9a4149724) },
+  { "tanh", dc_math_tanhf, G_GUINT64_CONSTANT (0x5b0e1d2232829474) },
+  { "sigmoid", dc_math_sigmoidf, G_GUINT64_CONSTANT (0xd97424a5ab2e72cf) },
+  { "sin", dc_math_sinf, G_GUINT64_CONSTANT (0xea4baaa9b5be6e14) },
+  { "cos", dc_math_cosf, G_GUINT64_CONSTANT (0x65e6409d8f313d0f) },
+  { "rsqrt", dc_math_rsqrtf, G_GUINT64_CONSTANT (0xe0e55ea32159f6c4) },
+  { "silu", dc_math_siluf, G_GUINT64_CONSTANT (0xa843249ab8c3db21) },
+  { "silu-deriv", dc_math_silu_derivf, G_GUINT64_CONSTANT (0x7bc60eb97dcdce93) },
+  { "gelu", dc_math_gelu_tanhf, G_GUINT64_CONSTANT (0x456bd007110c8bae) },
+  { "gelu-deriv", dc_math_gelu_tanh_derivf, G_GUINT64_CONSTANT (0xb6fb01f2f0139897) },
+  { "relu", dc_math_reluf, G_GUINT64_CONSTANT (0xab0e360dd19ceb5d) },
+};
+
+/* 8192 inputs evenly in float order over [-200, 200], 8192 over all
+ * finite floats, and the special values. */
+static guint64
+hash_function (ScalarFunc f)
+{
+  guint64 h = FNV_SEED;
+  gint64 lo = ordinal (-200.0f), hi = ordinal (200.0f);
+  gint64 flo = ordinal (-0x1.fffffep127f), fhi = ordinal (0x1.fffffep127f);
+
+  for (gint64 i = 0; i < 8192; i++)
+    h = fnv1a (h, bits_of (f (from_ordinal (lo + i * ((hi - lo) / 8192)))));
+  for (gint64 i = 0; i < 8192; i++)
+    h = fnv1a (h, bits_of (f (from_ordinal (flo + i * ((fhi - flo) / 8192)))));
+  for (gsize i = 0; i < G_N_ELEMENTS (special_cases); i++)
+    h = fnv1a (h, bits_of (f (float_of (special_cases[i].x))));
+  return h;
+}
+
+static void
+test_hashes (void)
+{
+  guint failures = 0;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (hash_cases); i++)
+    {
+      guint64 h = hash_function (hash_cases[i].f);
+
+      if (h != hash_cases[i].expected)
+        {
+          g_test_message ("%s: hash 0x%016" G_GINT64_MODIFIER "x, recorded 0x%016"
+                          G_GINT64_MODIFIER "x", hash_cases[i].name, h, hash_cases[i].expected);
+          failures++;
+        }
+      if (g_getenv ("DC_MATH_REPORT") != NULL)
+        g_printerr ("HASH %s 0x%016" G_GINT64_MODIFIER "x\n", hash_cases[i].name, h);
+    }
+  g_assert_cmpuint (failures, ==, 0);
+}
+
+/* ---- reductions and vector operations ---- */
+
+/* The tree is the documented one: blocks of up to 8 left to right, split at
+ * the largest power of two below n. 2^24 followed by ones shows the order:
+ * inside the first block every 1 is lost (2^24 + 1 rounds to 2^24), the
+ * other blocks keep theirs. Left-to-right summation would give 2^24. */
+static void
+test_sum_order (void)
+{
+  float x[20];
+
+  x[0] = 0x1p24f;
+  for (int i = 1; i < 20; i++)
+    x[i] = 1.0f;
+  /* ((2^24 + 0·1) + (8·1)) + (4·1) */
+  g_assert_cmpfloat (dc_math_sum (x, 20), ==, 0x1p24f + 12.0f);
+  g_assert_cmpfloat (dc_math_sum (x, 8), ==, 0x1p24f);
+  g_assert_cmpfloat (dc_math_sum (x, 9), ==, 0x1p24f);      /* (2^24) + 1 */
+  g_assert_cmpfloat (dc_math_sum (x + 1, 19), ==, 19.0f);
+  g_assert_cmpfloat (dc_math_sum (x, 0), ==, 0.0f);
+  g_assert_cmpfloat (dc_math_dot (x + 1, x + 1, 19), ==, 19.0f);
+  g_assert_cmpfloat (dc_math_max (x, 20), ==, 0x1p24f);
+}
+
+/* A pinned hash over large reductions and every vector operation. */
+static void
+fill_uniform (GRand *rand, float *x, gsize n, double lo, double hi)
+{
+  for (gsize i = 0; i < n; i++)
+    x[i] = (float) g_rand_double_range (rand, lo, hi);
+}
+
+/* Double references. */
+static void
+softmax_ref (const float *x, double *y, gsize n)
+{
+  double m = -INFINITY, s = 0.0;
+
+  for (gsize i = 0; i < n; i++)
+    m = MAX (m, (double) x[i]);
+  for (gsize i = 0; i < n; i++)
+    s += (y[i] = exp ((double) x[i] - m));
+  for (gsize i = 0; i < n; i++)
+    y[i] /= s;
+}
+
+static const gsize row_sizes[] = { 1, 2, 7, 8, 9, 100, 768, 1000, 50257 };
+
+/* Softmax: each probability within SOFTMAX_BOUND ulps of the double
+ * reference (only the exponential, the sum and the division round), and the
+ * probabilities sum to 1 within 2^-22. */
+#define SOFTMAX_BOUND 4.0
+static void
+test_softmax (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (11);
+  double worst = 0.0, worst_sum = 0.0;
+
+  for (gsize t = 0; t < G_N_ELEMENTS (row_sizes); t++)
+    for (int scale = 1; scale <= 40; scale *= 4)
+      {
+        gsize n = row_sizes[t];
+        g_autofree float *x = g_new (float, n);
+        g_autofree float *y = g_new (float, n);
+        g_autofree double *ref = g_new (double, n);
+        double total = 0.0;
+
+        fill_uniform (rand, x, n, -scale, scale);
+        dc_math_softmax (x, y, n);
+        softmax_ref (x, ref, n);
+        for (gsize i = 0; i < n; i++)
+          {
+            int e;
+            double ulp;
+
+            frexp (ref[i], &e);
+            ulp = ldexp (1.0, MAX (e - 24, -149));
+            worst = MAX (worst, fabs (y[i] - ref[i]) / ulp);
+            total += y[i];
+          }
+        worst_sum = MAX (worst_sum, fabs (total - 1.0));
+        /* In place gives the same bits. */
+        dc_math_softmax (x, x, n);
+        g_assert_cmpmem (x, n * sizeof (float), y, n * sizeof (float));
+      }
+  g_test_message ("softmax: max error %.3f ulp (bound %.1f), max |sum(y) - 1| = %.3g (bound 2^-22)",
+                  worst, SOFTMAX_BOUND, worst_sum);
+  g_assert_cmpfloat (worst, <=, SOFTMAX_BOUND);
+  g_assert_cmpfloat (worst_sum, <=, 0x1p-22);
+}
+
+static void
+test_softmax_special (void)
+{
+  float x[4] = { 1.0f, -INFINITY, 2.0f, -INFINITY };
+  float y[4];
+
+  /* -inf is a mask: exactly zero, the rest still a distribution. */
+  dc_math_softmax (x, y, 4);
+  g_assert_cmpfloat (y[1], ==, 0.0f);
+  g_assert_cmpfloat (y[3], ==, 0.0f);
+  g_assert_cmpfloat (fabs (y[0] + y[2] - 1.0), <=, 0x1p-23);
+  dc_math_log_softmax (x, y, 4);
+  g_assert_true (isinf (y[1]) && y[1] < 0);
+  g_assert_true (isfinite (y[0]) && isfinite (y[2]));
+
+  /* NaN, +inf and an all-masked row give all NaN. */
+  x[1] = NAN;
+  dc_math_softmax (x, y, 4);
+  for (int i = 0; i < 4; i++)
+    g_assert_true (isnan (y[i]));
+  x[1] = INFINITY;
+  dc_math_softmax (x, y, 4);
+  for (int i = 0; i < 4; i++)
+    g_assert_true (isnan (y[i]));
+  dc_math_log_softmax (x, y, 4);
+  for (int i = 0; i < 4; i++)
+    g_assert_true (isnan (y[i]));
+  for (int i = 0; i < 4; i++)
+    x[i] = -INFINITY;
+  dc_math_softmax (x, y, 4);
+  for (int i = 0; i < 4; i++)
+    g_assert_true (isnan (y[i]));
+
+  /* One element: probability exactly 1, log-probability exactly 0. */
+  x[0] = 123.0f;
+  dc_math_softmax (x, y, 1);
+  g_assert_cmpfloat (y[0], ==, 1.0f);
+  dc_math_log_softmax (x, y, 1);
+  g_assert_cmpfloat (y[0], ==, 0.0f);
+}
+
+/* Log-softmax: within LOG_SOFTMAX_BOUND ulps of |y| plus ulps of the
+ * log-sum-exp (the one subtraction of two rounded values). */
+#define LOG_SOFTMAX_BOUND 3.0
+static void
+test_log_softmax (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (12);
+  double worst = 0.0;
+
+  for (gsize t = 0; t < G_N_ELEMENTS (row_sizes); t++)
+    {
+      gsize n = row_sizes[t];
+      g_autofree float *x = g_new (float, n);
+      g_autofree float *y = g_new (float, n);
+      g_autofree float *y2 = g_new (float, n);
+      double m = -INFINITY, s = 0.0, lse;
+
+      fill_uniform (rand, x, n, -30.0, 30.0);
+      dc_math_log_softmax (x, y, n);
+      for (gsize i = 0; i < n; i++)
+        m = MAX (m, (double) x[i]);
+      for (gsize i = 0; i < n; i++)
+        s += exp ((double) x[i] - m);
+      lse = log (s);
+      for (gsize i = 0; i < n; i++)
+        {
+          double ref = ((double) x[i] - m) - lse;
+          /* The scale: one ulp of the result plus one of the log-sum-exp. */
+          double unit = ldexp (1.0, ilogb (MAX (fabs (ref), 0x1p-126)) - 23)
+                        + ldexp (1.0, ilogb (MAX (lse, 0x1p-126)) - 23);
+
+          worst = MAX (worst, fabs (y[i] - ref) / unit);
+        }
+      memcpy (y2, x, n * sizeof (float));
+      dc_math_log_softmax (y2, y2, n);
+      g_assert_cmpmem (y2, n * sizeof (float), y, n * sizeof (float));
+    }
+  g_test_message ("log-softmax: max error %.3f units (bound %.1f)", worst, LOG_SOFTMAX_BOUND);
+  g_assert_cmpfloat (worst, <=, LOG_SOFTMAX_BOUND);
+}
+
+/* Softmax and log-softmax backward against double formulas, and the double
+ * formulas against central finite differences of the double forward. */
+#define BACKWARD_BOUND 4.0
+static void
+test_softmax_backward (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (13);
+  const gsize n = 37;
+  float x[37], y[37], ly[37], dy[37], dx[37], ldx[37];
+  double p[37], d = 0.0, sdy = 0.0, adot = 0.0, asum = 0.0, worst = 0.0, worst_l = 0.0;
+  double worst_fd = 0.0;
+
+  fill_uniform (rand, x, n, -4.0, 4.0);
+  fill_uniform (rand, dy, n, -1.0, 1.0);
+  dc_math_softmax (x, y, n);
+  dc_math_log_softmax (x, ly, n);
+  dc_math_softmax_backward (y, dy, dx, n);
+  dc_math_log_softmax_backward (ly, dy, ldx, n);
+  for (gsize i = 0; i < n; i++)
+    {
+      d += (double) y[i] * dy[i];
+      adot += fabs ((double) y[i] * dy[i]);
+      sdy += dy[i];
+      asum += fabs (dy[i]);
+    }
+  for (gsize i = 0; i < n; i++)
+    {
+      double ref = y[i] * (dy[i] - d);
+      double lref = dy[i] - exp ((double) ly[i]) * sdy;
+      double unit = 0x1p-24 * fabs (y[i]) * (fabs (dy[i]) + adot);
+      double lunit = 0x1p-24 * (fabs (dy[i]) + exp ((double) ly[i]) * asum);
+
+      worst = MAX (worst, fabs (dx[i] - ref) / unit);
+      worst_l = MAX (worst_l, fabs (ldx[i] - lref) / lunit);
+    }
+
+  /* The formula itself: d/dx_j Σ dy_i softmax(x)_i by central differences. */
+  softmax_ref (x, p, n);
+  d = 0.0;
+  for (gsize i = 0; i < n; i++)
+    d += p[i] * dy[i];
+  for (gsize j = 0; j < n; j++)
+    {
+      const double h = 1e-6;
+      float xp[37];
+      double pp[37], pm[37], lp = 0.0, lm = 0.0, fd;
+
+      /* Differences of the double forward on doubles, not floats. */
+      for (gsize i = 0; i < n; i++)
+        xp[i] = x[i];
+      {
+        double m = -INFINITY, sp = 0.0, sm = 0.0;
+        double xd[37];
+
+        for (gsize i = 0; i < n; i++)
+          xd[i] = x[i];
+        for (gsize i = 0; i < n; i++)
+          m = MAX (m, xd[i]);
+        for (gsize i = 0; i < n; i++)
+          {
+            double e = exp (xd[i] - m);
+            double ep = exp (xd[i] + (i == j ? h : 0.0) - m);
+            double em = exp (xd[i] - (i == j ? h : 0.0) - m);
+
+            (void) e;
+            pp[i] = ep;
+            pm[i] = em;
+            sp += ep;
+            sm += em;
+          }
+        for (gsize i = 0; i < n; i++)
+          {
+            lp += dy[i] * pp[i] / sp;
+            lm += dy[i] * pm[i] / sm;
+          }
+      }
+      (void) xp;
+      fd = (lp - lm) / (2 * h);
+      worst_fd = MAX (worst_fd, fabs (fd - p[j] * (dy[j] - d)));
+    }
+
+  g_test_message ("softmax backward: %.3f units (bound %.1f); log-softmax backward: %.3f units; "
+                  "formula vs finite differences: %.3g", worst, BACKWARD_BOUND, worst_l, worst_fd);
+  g_assert_cmpfloat (worst, <=, BACKWARD_BOUND);
+  g_assert_cmpfloat (worst_l, <=, BACKWARD_BOUND);
+  g_assert_cmpfloat (worst_fd, <=, 1e-8);
+}
+
+/* Layer norm and RMS norm in double. */
+static void
+layer_norm_ref (const float *x, const float *w, const float *b, double eps, gsize n,
+                double *y, double *mean_out, double *rstd_out)
+{
+  double mean = 0.0, var = 0.0, rstd;
+
+  for (gsize i = 0; i < n; i++)
+    mean += x[i];
+  mean /= n;
+  for (gsize i = 0; i < n; i++)
+    var += (x[i] - mean) * (x[i] - mean);
+  var /= n;
+  rstd = 1.0 / sqrt (var + eps);
+  for (gsize i = 0; i < n; i++)
+    y[i] = (x[i] - mean) * rstd * w[i] + b[i];
+  *mean_out = mean;
+  *rstd_out = rstd;
+}
+
+static void
+layer_norm_backward_ref (const float *x, const float *w, double mean, double rstd,
+                         const float *dy, gsize n, double *dx, double *dw, double *db)
+{
+  double gm = 0.0, gnm = 0.0;
+
+  for (gsize i = 0; i < n; i++)
+    {
+      double norm = (x[i] - mean) * rstd;
+
+      gm += (double) w[i] * dy[i];
+      gnm += (double) w[i] * dy[i] * norm;
+    }
+  gm /= n;
+  gnm /= n;
+  for (gsize i = 0; i < n; i++)
+    {
+      double norm = (x[i] - mean) * rstd;
+
+      dx[i] = ((double) w[i] * dy[i] - gm - norm * gnm) * rstd;
+      dw[i] = dy[i] * norm;
+      db[i] = dy[i];
+    }
+}
+
+#define NORM_BOUND 8.0
+#define NORM_BACKWARD_BOUND 8.0
+static void
+test_layer_norm (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (14);
+  const gsize sizes[] = { 1, 5, 64, 768, 1600 };
+  double worst = 0.0, worst_b = 0.0;
+
+  for (gsize t = 0; t < G_N_ELEMENTS (sizes); t++)
+    {
+      gsize n = sizes[t];
+      g_autofree float *x = g_new (float, n);
+      g_autofree float *w = g_new (float, n);
+      g_autofree float *b = g_new (float, n);
+      g_autofree float *y = g_new (float, n);
+      g_autofree float *dy = g_new (float, n);
+      g_autofree float *dx = g_new (float, n);
+      g_autofree float *dw = g_new0 (float, n);
+      g_autofree float *db = g_new0 (float, n);
+      g_autofree double *ry = g_new (double, n);
+      g_autofree double *rdx = g_new (double, n);
+      g_autofree double *rdw = g_new (double, n);
+      g_autofree double *rdb = g_new (double, n);
+      double rmean, rrstd, gscale = 0.0;
+      float mean, rstd;
+
+      fill_uniform (rand, x, n, -3.0, 5.0);
+      fill_uniform (rand, w, n, 0.5, 1.5);
+      fill_uniform (rand, b, n, -0.5, 0.5);
+      fill_uniform (rand, dy, n, -1.0, 1.0);
+      dc_math_layer_norm (x, w, b, DC_MATH_GPT2_LN_EPS, y, &mean, &rstd, n);
+      layer_norm_ref (x, w, b, DC_MATH_GPT2_LN_EPS, n, ry, &rmean, &rrstd);
+      for (gsize i = 0; i < n; i++)
+        {
+          /* Scale: the terms that meet in y. */
+          double unit = 0x1p-24 * (fabs (w[i]) * (fabs (x[i]) + fabs (rmean)) * rrstd + fabs (b[i]));
+
+          worst = MAX (worst, fabs (y[i] - ry[i]) / unit);
+        }
+
+      dc_math_layer_norm_backward (x, w, mean, rstd, dy, dx, dw, db, n);
+      layer_norm_backward_ref (x, w, rmean, rrstd, dy, n, rdx, rdw, rdb);
+      for (gsize i = 0; i < n; i++)
+        gscale = MAX (gscale, fabs ((double) w[i] * dy[i]));
+      for (gsize i = 0; i < n; i++)
+        {
+          double unit = 0x1p-24 * gscale * rrstd * (1.0 + fabs ((x[i] - rmean) * rrstd));
+
+          worst_b = MAX (worst_b, fabs (dx[i] - rdx[i]) / unit);
+          worst_b = MAX (worst_b, fabs (dw[i] - rdw[i]) / (0x1p-24 * fabs (dy[i]) * (1.0 + fabs ((x[i] - rmean) * rrstd))));
+          g_assert_cmpfloat (db[i], ==, dy[i]);
+        }
+
+      /* In place forward gives the same bits. */
+      dc_math_layer_norm (x, w, b, DC_MATH_GPT2_LN_EPS, x, NULL, NULL, n);
+      g_assert_cmpmem (x, n * sizeof (float), y, n * sizeof (float));
+    }
+  g_test_message ("layer norm: forward %.3f units (bound %.0f), backward %.3f units (bound %.0f)",
+                  worst, NORM_BOUND, worst_b, NORM_BACKWARD_BOUND);
+  g_assert_cmpfloat (worst, <=, NORM_BOUND);
+  g_assert_cmpfloat (worst_b, <=, NORM_BACKWARD_BOUND);
+}
+
+/* The layer norm backward formula against central differences of the double
+ * forward: L = Σ dy_i y_i. */
+static void
+test_layer_norm_finite_differences (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (15);
+  const gsize n = 16;
+  float x[16], w[16], b[16], dy[16];
+  double y[16], dx[16], dw[16], db[16], mean, rstd, worst = 0.0;
+
+  fill_uniform (rand, x, n, -2.0, 2.0);
+  fill_uniform (rand, w, n, 0.5, 1.5);
+  fill_uniform (rand, b, n, -0.5, 0.5);
+  fill_uniform (rand, dy, n, -1.0, 1.0);
+  layer_norm_ref (x, w, b, 1e-5, n, y, &mean, &rstd);
+  layer_norm_backward_ref (x, w, mean, rstd, dy, n, dx, dw, db);
+  for (gsize j = 0; j < n; j++)
+    {
+      const double h = 1e-4;
+      double lp = 0.0, lm = 0.0, m0 = 0.0, v0 = 0.0, xs[16];
+
+      for (int sgn = -1; sgn <= 1; sgn += 2)
+        {
+          double l = 0.0;
+
+          m0 = v0 = 0.0;
+          for (gsize i = 0; i < n; i++)
+            xs[i] = x[i] + (i == j ? sgn * h : 0.0);
+          for (gsize i = 0; i < n; i++)
+            m0 += xs[i];
+          m0 /= n;
+          for (gsize i = 0; i < n; i++)
+            v0 += (xs[i] - m0) * (xs[i] - m0);
+          v0 /= n;
+          for (gsize i = 0; i < n; i++)
+            l += dy[i] * ((xs[i] - m0) / sqrt (v0 + 1e-5) * w[i] + b[i]);
+          if (sgn < 0)
+            lm = l;
+          else
+            lp = l;
+        }
+      worst = MAX (worst, fabs ((lp - lm) / (2 * h) - dx[j]));
+    }
+  g_test_message ("layer norm backward formula vs finite differences: %.3g", worst);
+  g_assert_cmpfloat (worst, <=, 1e-6);
+}
+
+static void
+test_rms_norm (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (16);
+  const gsize sizes[] = { 1, 5, 64, 2048, 4096 };
+  double worst = 0.0, worst_b = 0.0, worst_fd = 0.0;
+
+  for (gsize t = 0; t < G_N_ELEMENTS (sizes); t++)
+    {
+      gsize n = sizes[t];
+      g_autofree float *x = g_new (float, n);
+      g_autofree float *w = g_new (float, n);
+      g_autofree float *y = g_new (float, n);
+      g_autofree float *dy = g_new (float, n);
+      g_autofree float *dx = g_new (float, n);
+      g_autofree float *dw = g_new0 (float, n);
+      double ms = 0.0, rstd, gnm = 0.0, gscale = 0.0;
+      float frstd;
+
+      fill_uniform (rand, x, n, -3.0, 3.0);
+      fill_uniform (rand, w, n, 0.5, 1.5);
+      fill_uniform (rand, dy, n, -1.0, 1.0);
+      dc_math_rms_norm (x, w, 1e-6f, y, &frstd, n);
+      for (gsize i = 0; i < n; i++)
+        ms += (double) x[i] * x[i];
+      rstd = 1.0 / sqrt (ms / n + (double) 1e-6f);
+      for (gsize i = 0; i < n; i++)
+        worst = MAX (worst, fabs (y[i] - x[i] * rstd * w[i]) / (0x1p-24 * fabs (x[i] * rstd * w[i])));
+
+      dc_math_rms_norm_backward (x, w, frstd, dy, dx, dw, n);
+      for (gsize i = 0; i < n; i++)
+        {
+          gnm += (double) w[i] * dy[i] * x[i] * rstd;
+          gscale = MAX (gscale, fabs ((double) w[i] * dy[i]));
+        }
+      gnm /= n;
+      for (gsize i = 0; i < n; i++)
+        {
+          double norm = x[i] * rstd;
+          double ref = ((double) w[i] * dy[i] - norm * gnm) * rstd;
+          double unit = 0x1p-24 * gscale * rstd * (1.0 + fabs (norm));
+
+          worst_b = MAX (worst_b, fabs (dx[i] - ref) / unit);
+          worst_b = MAX (worst_b, fabs (dw[i] - dy[i] * norm) / (0x1p-24 * fabs (dy[i]) * (1.0 + fabs (norm))));
+        }
+
+      /* The formula against central differences of the double forward. */
+      if (n <= 64)
+        for (gsize j = 0; j < n; j++)
+          {
+            const double h = 1e-4;
+            double l[2];
+
+            for (int s = 0; s < 2; s++)
+              {
+                double m2 = 0.0, r;
+
+                l[s] = 0.0;
+                for (gsize i = 0; i < n; i++)
+                  {
+                    double xi = x[i] + (i == j ? (s ? h : -h) : 0.0);
+                    m2 += xi * xi;
+                  }
+                r = 1.0 / sqrt (m2 / n + (double) 1e-6f);
+                for (gsize i = 0; i < n; i++)
+                  l[s] += dy[i] * (x[i] + (i == j ? (s ? h : -h) : 0.0)) * r * w[i];
+              }
+            worst_fd = MAX (worst_fd, fabs ((l[1] - l[0]) / (2 * h)
+                                            - ((double) w[j] * dy[j] - x[j] * rstd * gnm) * rstd));
+          }
+    }
+  g_test_message ("rms norm: forward %.3f ulp (bound %.0f), backward %.3f units (bound %.0f), "
+                  "formula vs finite differences %.3g", worst, NORM_BOUND, worst_b,
+                  NORM_BACKWARD_BOUND, worst_fd);
+  g_assert_cmpfloat (worst, <=, NORM_BOUND);
+  g_assert_cmpfloat (worst_b, <=, NORM_BACKWARD_BOUND);
+  g_assert_cmpfloat (worst_fd, <=, 1e-6);
+}
+
+/* Elementwise backward = dy × the scalar derivative, bit for bit; the
+ * derivatives themselves are under the oracle above, and here also against
+ * central differences of the forward in double through MPFR-free formulas. */
+static void
+test_activation_backward (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (17);
+  float x[1000], dy[1000], dx[1000], y[1000];
+  double worst_fd = 0.0;
+
+  fill_uniform (rand, x, 1000, -8.0, 8.0);
+  fill_uniform (rand, dy, 1000, -2.0, 2.0);
+  dc_math_gelu_tanh_backward (x, dy, dx, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmphex (bits_of (dx[i]), ==, bits_of (dy[i] * dc_math_gelu_tanh_derivf (x[i])));
+  dc_math_silu_backward (x, dy, dx, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmphex (bits_of (dx[i]), ==, bits_of (dy[i] * dc_math_silu_derivf (x[i])));
+  dc_math_relu_backward (x, dy, dx, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmphex (bits_of (dx[i]), ==, bits_of (x[i] > 0 ? dy[i] : 0.0f));
+  dc_math_gelu_tanh (x, y, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmphex (bits_of (y[i]), ==, bits_of (dc_math_gelu_tanhf (x[i])));
+  dc_math_silu (x, y, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmphex (bits_of (y[i]), ==, bits_of (dc_math_siluf (x[i])));
+  dc_math_relu (x, x, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmpfloat (x[i], >=, 0.0f);
+
+  /* Derivative formulas against central differences in double. */
+  for (double t = -8.0; t <= 8.0; t += 0.01)
+    {
+      const double h = 1e-5, c = sqrt (2.0 / G_PI);
+#define GELU_D(v) (0.5 * (v) * (1.0 + tanh (c * ((v) + 0.044715 * (v) * (v) * (v)))))
+#define SILU_D(v) ((v) / (1.0 + exp (-(v))))
+      double fd_g = (GELU_D (t + h) - GELU_D (t - h)) / (2 * h);
+      double fd_s = (SILU_D (t + h) - SILU_D (t - h)) / (2 * h);
+
+      worst_fd = MAX (worst_fd, fabs (fd_g - dc_math_gelu_tanh_derivf ((float) t)));
+      worst_fd = MAX (worst_fd, fabs (fd_s - dc_math_silu_derivf ((float) t)));
+    }
+  g_test_message ("activation derivatives vs finite differences: %.3g", worst_fd);
+  /* (float) t is within 2^-21 of t and the derivatives' slopes are below 2. */
+  g_assert_cmpfloat (worst_fd, <=, 1e-5);
+}
+
+/* The vector operations' exact bits, pinned like the scalar ones. */
+#define VECTOR_HASH G_GUINT64_CONSTANT (0x4a033c0ca7dba89d)
+static void
+test_vector_hash (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (18);
+  const gsize n = 50257;
+  g_autofree float *x = g_new (float, n);
+  g_autofree float *y = g_new (float, n);
+  g_autofree float *w = g_new (float, n);
+  g_autofree float *b = g_new (float, n);
+  g_autofree float *dx = g_new (float, n);
+  g_autofree float *dw = g_new0 (float, n);
+  g_autofree float *db = g_new0 (float, n);
+  guint64 h = FNV_SEED;
+  float mean, rstd;
+
+#define HASH_ARRAY(a) for (gsize i_ = 0; i_ < n; i_++) h = fnv1a (h, bits_of ((a)[i_]))
+  fill_uniform (rand, x, n, -20.0, 20.0);
+  fill_uniform (rand, w, n, 0.5, 1.5);
+  fill_uniform (rand, b, n, -0.5, 0.5);
+  h = fnv1a (h, bits_of (dc_math_sum (x, n)));
+  h = fnv1a (h, bits_of (dc_math_dot (x, w, n)));
+  dc_math_softmax (x, y, n);
+  HASH_ARRAY (y);
+  dc_math_softmax_backward (y, w, dx, n);
+  HASH_ARRAY (dx);
+  dc_math_log_softmax (x, y, n);
+  HASH_ARRAY (y);
+  dc_math_log_softmax_backward (y, w, dx, n);
+  HASH_ARRAY (dx);
+  dc_math_layer_norm (x, w, b, DC_MATH_GPT2_LN_EPS, y, &mean, &rstd, n);
+  HASH_ARRAY (y);
+  dc_math_layer_norm_backward (x, w, mean, rstd, b, dx, dw, db, n);
+  HASH_ARRAY (dx);
+  HASH_ARRAY (dw);
+  dc_math_rms_norm (x, w, 1e-6f, y, &rstd, n);
+  HASH_ARRAY (y);
+  dc_math_rms_norm_backward (x, w, rstd, b, dx, dw, n);
+  HASH_ARRAY (dx);
+  HASH_ARRAY (dw);
+#undef HASH_ARRAY
+  if (g_getenv ("DC_MATH_REPORT") != NULL)
+    g_printerr ("HASH vector 0x%016" G_GINT64_MODIFIER "x\n", h);
+  g_assert_cmphex (h, ==, VECTOR_HASH);
+}
+
+/* The default environment passes; a changed rounding mode and, on x86,
+ * flush-to-zero and denormals-are-zero are each caught and named. */
+static void
+test_fp_environment (void)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (dc_math_check_fp_environment (&error));
+  g_assert_no_error (error);
+
+  g_assert_cmpint (fesetround (FE_UPWARD), ==, 0);
+  g_assert_false (dc_math_check_fp_environment (&error));
+  fesetround (FE_TONEAREST);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
+  g_assert_nonnull (strstr (error->message, "rounding mode"));
+  g_clear_error (&error);
+
+#if defined(__x86_64__) || defined(__i386__)
+  {
+    unsigned int csr = _mm_getcsr ();
+
+    _mm_setcsr (csr | 0x8000);          /* FTZ */
+    g_assert_false (dc_math_check_fp_environment (&error));
+    _mm_setcsr (csr);
+    g_assert_nonnull (strstr (error->message, "FTZ"));
+    g_clear_error (&error);
+
+    _mm_setcsr (csr | 0x0040);          /* DAZ */
+    g_assert_false (dc_math_check_fp_environment (&error));
+    _mm_setcsr (csr);
+    g_assert_nonnull (strstr (error->message, "DAZ"));
+    g_clear_error (&error);
+  }
+#endif
+
+  g_assert_true (dc_math_check_fp_environment (NULL));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  if (g_getenv ("DC_MATH_SWEEP") != NULL)
+    n_sweep = (guint) g_ascii_strtoull (g_getenv ("DC_MATH_SWEEP"), NULL, 10);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (oracle_cases); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/dc/engine/math/oracle/%s", oracle_cases[i].name);
+
+      g_test_add_data_func (path, &oracle_cases[i], test_oracle);
+    }
+
+  g_test_add_func ("/dc/engine/math/fp-environment", test_fp_environment);
+  g_test_add_func ("/dc/engine/math/special-values", test_special_values);
+  g_test_add_func ("/dc/engine/math/sincos-agrees", test_sincos_agrees);
+  g_test_add_func ("/dc/engine/math/hashes", test_hashes);
+  g_test_add_func ("/dc/engine/math/sum-order", test_sum_order);
+  g_test_add_func ("/dc/engine/math/softmax", test_softmax);
+  g_test_add_func ("/dc/engine/math/softmax-special", test_softmax_special);
+  g_test_add_func ("/dc/engine/math/log-softmax", test_log_softmax);
+  g_test_add_func ("/dc/engine/math/softmax-backward", test_softmax_backward);
+  g_test_add_func ("/dc/engine/math/layer-norm", test_layer_norm);
+  g_test_add_func ("/dc/engine/math/layer-norm-finite-differences",
+                   test_layer_norm_finite_differences);
+  g_test_add_func ("/dc/engine/math/rms-norm", test_rms_norm);
+  g_test_add_func ("/dc/engine/math/activation-backward", test_activation_backward);
+  g_test_add_func ("/dc/engine/math/vector-hash", test_vector_hash);
+
+  return g_test_run ();
+}

@@ -1,0 +1,408 @@
+/* test-model-checkpoint.c: .pt checkpoints written, read, refused.
+ *
+ * Proves: a save/load round trip is bit-exact (weights, Adam moments, step,
+ * settings); the bytes are deterministic; PyTorch (python3-torch, when
+ * installed) opens the file with weights_only=True and sees the same tensor
+ * bytes; files written by PyTorch with a malicious pickle, foreign pickles,
+ * truncated and corrupted files, another tokenizer and out-of-range
+ * dimensions are refused with the seeds' messages, never crash.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "dc-test-utils.h"
+#include "model/dc-checkpoint.h"
+#include "model/dc-model-error.h"
+#include "model/dc-pt-reader.h"
+#include "model/dc-pt-writer.h"
+#include "model/dc-zip.h"
+
+#define PYTHON_TIMEOUT_MS 120000
+
+static DcGptModel *
+make_model (guint width,
+            guint seq)
+{
+  DcGptConfig config;
+  g_autoptr(GError) error = NULL;
+  g_autofree float *grads = NULL;
+  DcGptModel *model;
+
+  dc_gpt_config_init_derived (&config, width, seq);
+  model = dc_gpt_model_new (&config, &error);
+  g_assert_no_error (error);
+  dc_gpt_model_init_weights (model, 42);
+  /* Two Adam steps with arbitrary gradients so the moments are not zero. */
+  grads = g_new (float, model->n_params);
+  for (gsize i = 0; i < model->n_params; i++)
+    grads[i] = (float) ((gint) (i % 17) - 8) * 0.001f;
+  dc_gpt_model_adam_step (model, grads, 0.01f);
+  dc_gpt_model_adam_step (model, grads, 0.01f);
+  return model;
+}
+
+static void
+test_round_trip (void)
+{
+  g_autoptr(DcGptModel) model = make_model (32, 16);
+  g_autoptr(DcGptModel) loaded = NULL;
+  g_autoptr(GBytes) bytes = NULL, again = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *hash = NULL, *loaded_hash = NULL;
+  DcTrainSettings settings, read_back;
+
+  dc_train_settings_init_default (&settings);
+  settings.seed = G_GUINT64_CONSTANT (0xfedcba9876543210);
+  bytes = dc_checkpoint_to_bytes (model, &settings, &error);
+  g_assert_no_error (error);
+  again = dc_checkpoint_to_bytes (model, &settings, &error);
+  g_assert_true (g_bytes_equal (bytes, again));
+
+  loaded = dc_checkpoint_from_bytes (bytes, &read_back, &error);
+  g_assert_no_error (error);
+  g_assert_true (dc_gpt_config_equal (&model->config, &loaded->config));
+  g_assert_cmpuint (loaded->step, ==, 2);
+  g_assert_cmpmem (loaded->params, 3 * loaded->n_params * sizeof (float),
+                   model->params, 3 * model->n_params * sizeof (float));
+  g_assert_cmpmem (&loaded->beta1_pow, sizeof (float), &model->beta1_pow, sizeof (float));
+  g_assert_cmpmem (&loaded->beta2_pow, sizeof (float), &model->beta2_pow, sizeof (float));
+  g_assert_cmpuint (read_back.batch, ==, settings.batch);
+  g_assert_cmpuint (read_back.steps, ==, settings.steps);
+  g_assert_cmpuint (read_back.lr_x1000, ==, settings.lr_x1000);
+  g_assert_cmpuint (read_back.seed, ==, settings.seed);
+  hash = dc_gpt_model_dup_hash (model);
+  loaded_hash = dc_gpt_model_dup_hash (loaded);
+  g_assert_cmpstr (hash, ==, loaded_hash);
+}
+
+static char *
+find_python_with_torch (void)
+{
+  const char *candidates[] = { g_getenv ("DC_PYTHON_TORCH"), "/usr/bin/python3", "python3" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (candidates); i++)
+    {
+      g_autofree char *path = NULL;
+      int status = -1;
+
+      if (candidates[i] == NULL)
+        continue;
+      path = g_find_program_in_path (candidates[i]);
+      if (path == NULL)
+        continue;
+      {
+        const char *argv[] = { path, "-c", "import torch", NULL };
+
+        if (dc_test_spawn (argv, NULL, NULL, &status, PYTHON_TIMEOUT_MS) && status == 0)
+          return g_steal_pointer (&path);
+      }
+    }
+  return NULL;
+}
+
+static char *
+sha256_hex (const float *data,
+            gsize        n)
+{
+  return g_compute_checksum_for_data (G_CHECKSUM_SHA256, (const guchar *) data, n * sizeof (float));
+}
+
+static void
+check_digests (JsonObject       *object,
+               const char       *member,
+               const DcGptModel *model,
+               const float      *base)
+{
+  JsonObject *digests = json_object_get_object_member (object, member);
+
+  g_assert_cmpuint (json_object_get_size (digests), ==, dc_gpt_config_n_tensors (&model->config));
+  for (guint t = 0; t < dc_gpt_config_n_tensors (&model->config); t++)
+    {
+      DcGptTensor info;
+      g_autofree char *expect = NULL;
+
+      dc_gpt_config_tensor (&model->config, t, &info);
+      expect = sha256_hex (base + info.offset, info.numel);
+      g_assert_true (json_object_has_member (digests, info.name));
+      g_assert_cmpstr (json_object_get_string_member (digests, info.name), ==, expect);
+    }
+}
+
+static void
+test_torch_opens (void)
+{
+  g_autoptr(DcGptModel) model = make_model (48, 24);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autofree char *python = find_python_with_torch ();
+  g_autofree char *dir = NULL, *path = NULL, *script = NULL, *out = NULL, *err = NULL;
+  JsonObject *result, *config;
+  DcTrainSettings settings;
+  int status = -1;
+
+  if (python == NULL)
+    {
+      g_test_skip ("python3 with torch (Debian's python3-torch) is not installed");
+      return;
+    }
+  dc_train_settings_init_default (&settings);
+  dir = g_dir_make_tmp ("dc-ckpt-XXXXXX", &error);
+  g_assert_no_error (error);
+  path = g_build_filename (dir, "model.pt", NULL);
+  g_assert_true (dc_checkpoint_save (model, &settings, path, &error));
+  g_assert_no_error (error);
+  script = dc_test_dup_source_path ("tests", "check-pt-torch.py", NULL);
+  {
+    const char *argv[] = { python, script, path, NULL };
+
+    g_assert_true (dc_test_spawn (argv, &out, &err, &status, PYTHON_TIMEOUT_MS));
+  }
+  if (status != 0)
+    g_printerr ("%s", err);
+  g_assert_cmpint (status, ==, 0);
+  json_parser_load_from_data (parser, out, -1, &error);
+  g_assert_no_error (error);
+  result = json_node_get_object (json_parser_get_root (parser));
+  g_test_message ("opened by torch %s", json_object_get_string_member (result, "torch"));
+  g_assert_cmpstr (json_object_get_string_member (result, "format"), ==, DC_CHECKPOINT_FORMAT);
+  g_assert_cmpstr (json_object_get_string_member (result, "tokenizer"), ==, DC_GPT_TOKENIZER);
+  g_assert_cmpstr (json_object_get_string_member (result, "state_type"), ==, "OrderedDict");
+  g_assert_cmpint (json_object_get_int_member (result, "step"), ==, 2);
+  config = json_object_get_object_member (result, "config");
+  g_assert_cmpint (json_object_get_int_member (config, "n_embd"), ==, 48);
+  g_assert_cmpint (json_object_get_int_member (config, "n_positions"), ==, 24);
+  g_assert_cmpint (json_object_get_int_member (config, "vocab_size"), ==, 256);
+  g_assert_cmpfloat (json_object_get_double_member (result, "beta2"), ==, DC_ADAM_BETA2);
+  check_digests (result, "params", model, model->params);
+  check_digests (result, "exp_avg", model, model->adam_m);
+  check_digests (result, "exp_avg_sq", model, model->adam_v);
+
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
+static void
+assert_refused (const char  *file,
+                GQuark       domain,
+                int          code,
+                const char  *message_part)
+{
+  g_autofree char *path = dc_test_dup_source_path ("tests", "data", file, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = dc_checkpoint_load (path, NULL, &error);
+
+  g_assert_null (model);
+  g_assert_error (error, domain, code);
+  g_test_message ("%s: %s", file, error->message);
+  g_assert_nonnull (strstr (error->message, message_part));
+}
+
+static void
+test_malicious_refused (void)
+{
+  /* The reader refuses the first item outside its subset: with torch's
+   * default pickler that is a memo opcode, without memo the global itself. */
+  assert_refused ("pt-malicious-global-nomemo.pt", DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                  "global “posix.system” is not allowed");
+  assert_refused ("pt-malicious-global.pt", DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                  "opcode 0x71 is not allowed");
+  assert_refused ("pt-torch-state-dict.pt", DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                  "is not allowed");
+  g_assert_false (g_file_test ("/tmp/dc-pwned", G_FILE_TEST_EXISTS));
+}
+
+static void
+test_truncated_and_corrupt (void)
+{
+  g_autoptr(DcGptModel) model = make_model (16, 16);
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GError) error = NULL;
+  DcTrainSettings settings;
+  gsize len;
+  const guint8 *data;
+
+  dc_train_settings_init_default (&settings);
+  bytes = dc_checkpoint_to_bytes (model, &settings, &error);
+  g_assert_no_error (error);
+  data = g_bytes_get_data (bytes, &len);
+  /* Every prefix is refused with an error (a zip needs its end record). */
+  for (gsize cut = 0; cut < len; cut += (cut < 200 ? 1 : 97))
+    {
+      g_autoptr(GBytes) part = g_bytes_new (data, cut);
+      g_autoptr(GError) cut_error = NULL;
+      g_autoptr(DcGptModel) none = dc_checkpoint_from_bytes (part, NULL, &cut_error);
+
+      g_assert_null (none);
+      g_assert_error (cut_error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT);
+    }
+  /* One flipped bit in the tensor data: the CRC check catches it. */
+  {
+    g_autofree guint8 *copy = g_memdup2 (data, len);
+    g_autoptr(GBytes) flipped = NULL;
+    g_autoptr(GError) flip_error = NULL;
+    g_autoptr(DcGptModel) none = NULL;
+
+    g_autoptr(DcZipReader) zip = dc_zip_reader_new (bytes, &error);
+    GBytes *storage;
+    gsize offset;
+
+    g_assert_no_error (error);
+    storage = dc_zip_reader_lookup (zip, "checkpoint/data/0");
+    g_assert_nonnull (storage);
+    offset = (const guint8 *) g_bytes_get_data (storage, NULL) - data;
+    copy[offset + 5] ^= 0x10;
+    flipped = g_bytes_new (copy, len);
+    none = dc_checkpoint_from_bytes (flipped, NULL, &flip_error);
+    g_assert_null (none);
+    g_assert_error (flip_error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT);
+  }
+}
+
+/* A checkpoint-shaped dict with chosen tokenizer and config. */
+static GBytes *
+forged (const char *tokenizer,
+        gint64      vocab,
+        gint64      width)
+{
+  g_autoptr(DcPtWriter) w = dc_pt_writer_new ();
+  g_autoptr(GError) error = NULL;
+  GBytes *bytes;
+
+  dc_pt_writer_begin_dict (w, FALSE);
+  dc_pt_writer_string (w, "format");
+  dc_pt_writer_string (w, DC_CHECKPOINT_FORMAT);
+  dc_pt_writer_string (w, "format_version");
+  dc_pt_writer_int (w, DC_CHECKPOINT_VERSION);
+  dc_pt_writer_string (w, "tokenizer");
+  dc_pt_writer_string (w, tokenizer);
+  dc_pt_writer_string (w, "config");
+  dc_pt_writer_begin_dict (w, FALSE);
+  dc_pt_writer_string (w, "vocab_size");
+  dc_pt_writer_int (w, vocab);
+  dc_pt_writer_string (w, "n_embd");
+  dc_pt_writer_int (w, width);
+  dc_pt_writer_string (w, "n_positions");
+  dc_pt_writer_int (w, 32);
+  dc_pt_writer_string (w, "n_layer");
+  dc_pt_writer_int (w, 2);
+  dc_pt_writer_string (w, "n_head");
+  dc_pt_writer_int (w, 2);
+  dc_pt_writer_end_dict (w);
+  dc_pt_writer_end_dict (w);
+  bytes = dc_pt_writer_finish (w, "forged", &error);
+  g_assert_no_error (error);
+  return bytes;
+}
+
+static void
+assert_forged_refused (GBytes     *bytes,
+                       int         code,
+                       const char *prefix)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = dc_checkpoint_from_bytes (bytes, NULL, &error);
+
+  g_assert_null (model);
+  g_assert_error (error, DC_MODEL_ERROR, code);
+  g_test_message ("%s", error->message);
+  g_assert_true (g_str_has_prefix (error->message, prefix));
+}
+
+static void
+test_mismatch_messages (void)
+{
+  g_autoptr(GBytes) other_tokenizer = forged ("gpt2-bpe-50257", 256, 32);
+  g_autoptr(GBytes) other_vocab = forged (DC_GPT_TOKENIZER, 50257, 32);
+  g_autoptr(GBytes) too_wide = forged (DC_GPT_TOKENIZER, 256, 512);
+  g_autoptr(GBytes) too_narrow = forged (DC_GPT_TOKENIZER, 256, 8);
+  g_autoptr(GBytes) no_tensors = forged (DC_GPT_TOKENIZER, 256, 32);
+
+  assert_forged_refused (other_tokenizer, DC_MODEL_ERROR_TOKENIZER, "tokenizer mismatch");
+  assert_forged_refused (other_vocab, DC_MODEL_ERROR_TOKENIZER, "tokenizer mismatch");
+  assert_forged_refused (too_wide, DC_MODEL_ERROR_DIMS, "bad dims in checkpoint");
+  assert_forged_refused (too_narrow, DC_MODEL_ERROR_DIMS, "bad dims in checkpoint");
+  /* Right header, no training section or tensors: refused, not crashed. */
+  assert_forged_refused (no_tensors, DC_MODEL_ERROR_FORMAT, "not a DaisyChain checkpoint");
+}
+
+/* A well-formed header whose tensors do not fit the config. */
+static void
+test_shape_mismatch (void)
+{
+  g_autoptr(DcPtWriter) w = dc_pt_writer_new ();
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = make_model (32, 32);
+  g_autoptr(DcGptModel) none = NULL;
+  const char *ints[] = { "vocab_size", "n_embd", "n_positions", "n_layer", "n_head" };
+  const gint64 values[] = { 256, 32, 32, model->config.n_layer, model->config.n_head };
+  const char *training[] = { "batch", "steps", "lr_x1000", "seed" };
+  const gint64 training_values[] = { 8, 300, 10, 1 };
+  gint64 wrong[2] = { 256, 48 };
+
+  dc_pt_writer_begin_dict (w, FALSE);
+  dc_pt_writer_string (w, "format");
+  dc_pt_writer_string (w, DC_CHECKPOINT_FORMAT);
+  dc_pt_writer_string (w, "format_version");
+  dc_pt_writer_int (w, DC_CHECKPOINT_VERSION);
+  dc_pt_writer_string (w, "tokenizer");
+  dc_pt_writer_string (w, DC_GPT_TOKENIZER);
+  dc_pt_writer_string (w, "config");
+  dc_pt_writer_begin_dict (w, FALSE);
+  for (guint i = 0; i < G_N_ELEMENTS (ints); i++)
+    {
+      dc_pt_writer_string (w, ints[i]);
+      dc_pt_writer_int (w, values[i]);
+    }
+  dc_pt_writer_end_dict (w);
+  dc_pt_writer_string (w, "training");
+  dc_pt_writer_begin_dict (w, FALSE);
+  for (guint i = 0; i < G_N_ELEMENTS (training); i++)
+    {
+      dc_pt_writer_string (w, training[i]);
+      dc_pt_writer_int (w, training_values[i]);
+    }
+  dc_pt_writer_end_dict (w);
+  dc_pt_writer_string (w, "step");
+  dc_pt_writer_int (w, 0);
+  /* Every tensor named right, but wte is (256, 48) under a width-32 config. */
+  dc_pt_writer_string (w, "model_state_dict");
+  dc_pt_writer_begin_dict (w, TRUE);
+  for (guint t = 0; t < dc_gpt_config_n_tensors (&model->config); t++)
+    {
+      DcGptTensor info;
+      g_autofree float *zeros = g_new0 (float, 256 * 48);
+
+      dc_gpt_config_tensor (&model->config, t, &info);
+      dc_pt_writer_string (w, info.name);
+      dc_pt_writer_tensor_f32 (w, zeros, info.n_dims, t == 0 ? wrong : info.sizes);
+    }
+  dc_pt_writer_end_dict (w);
+  dc_pt_writer_end_dict (w);
+  bytes = dc_pt_writer_finish (w, "forged", &error);
+  g_assert_no_error (error);
+  none = dc_checkpoint_from_bytes (bytes, NULL, &error);
+  g_assert_null (none);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_DIMS);
+  g_assert_true (g_str_has_prefix (error->message, "bad dims in checkpoint"));
+  g_assert_nonnull (strstr (error->message, "transformer.wte.weight"));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/dc/model/checkpoint/round-trip", test_round_trip);
+  g_test_add_func ("/dc/model/checkpoint/torch-opens", test_torch_opens);
+  g_test_add_func ("/dc/model/checkpoint/malicious-refused", test_malicious_refused);
+  g_test_add_func ("/dc/model/checkpoint/truncated-corrupt", test_truncated_and_corrupt);
+  g_test_add_func ("/dc/model/checkpoint/mismatch-messages", test_mismatch_messages);
+  g_test_add_func ("/dc/model/checkpoint/shape-mismatch", test_shape_mismatch);
+  return g_test_run ();
+}
