@@ -29,6 +29,7 @@
 #include "config.h"
 
 #include "dc-gemm-cpu.h"
+#include "dc-gemm-private.h"
 
 #include <string.h>
 
@@ -142,6 +143,19 @@ hsum_avx2 (__m256i v)
   return _mm_cvtsi128_si32 (s);
 }
 
+/* The four lane sums of w, x, y, z as one vector. Integer adds in any order:
+ * exact (see the file header). */
+__attribute__ ((target ("avx2"))) static inline __m128i
+hsum4_avx2 (__m256i w,
+            __m256i x,
+            __m256i y,
+            __m256i z)
+{
+  __m256i t = _mm256_hadd_epi32 (_mm256_hadd_epi32 (w, x), _mm256_hadd_epi32 (y, z));
+
+  return _mm_add_epi32 (_mm256_castsi256_si128 (t), _mm256_extracti128_si256 (t, 1));
+}
+
 /* 32 products of a[i] · b[i] summed in pairs, then to 8 int32 lanes. */
 #define DOT32_AVX2(abs_a, a, b, ones) \
   _mm256_madd_epi16 (_mm256_maddubs_epi16 ((abs_a), _mm256_sign_epi8 ((b), (a))), (ones))
@@ -205,14 +219,21 @@ block_2x4_avx2 (const gint8 *a0,
       c13 = _mm256_add_epi32 (c13, DOT32_AVX2 (ua1, va1, vb, ones));
     }
 
-  out0[0] = hsum_avx2 (c00) + dot_scalar (a0 + i, b0 + i, k - i);
-  out0[1] = hsum_avx2 (c01) + dot_scalar (a0 + i, b1 + i, k - i);
-  out0[2] = hsum_avx2 (c02) + dot_scalar (a0 + i, b2 + i, k - i);
-  out0[3] = hsum_avx2 (c03) + dot_scalar (a0 + i, b3 + i, k - i);
-  out1[0] = hsum_avx2 (c10) + dot_scalar (a1 + i, b0 + i, k - i);
-  out1[1] = hsum_avx2 (c11) + dot_scalar (a1 + i, b1 + i, k - i);
-  out1[2] = hsum_avx2 (c12) + dot_scalar (a1 + i, b2 + i, k - i);
-  out1[3] = hsum_avx2 (c13) + dot_scalar (a1 + i, b3 + i, k - i);
+  /* Eight horizontal sums at once: three hadds and one cross-lane add per
+   * row of four outputs, instead of a shuffle tree per output (this matters
+   * for small K, where the reduction is a large share of the work). */
+  _mm_storeu_si128 ((__m128i *) out0, hsum4_avx2 (c00, c01, c02, c03));
+  _mm_storeu_si128 ((__m128i *) out1, hsum4_avx2 (c10, c11, c12, c13));
+  if (i < k)
+    {
+      const gint8 *bs[4] = { b0, b1, b2, b3 };
+
+      for (int j = 0; j < 4; j++)
+        {
+          out0[j] += dot_scalar (a0 + i, bs[j] + i, k - i);
+          out1[j] += dot_scalar (a1 + i, bs[j] + i, k - i);
+        }
+    }
 }
 
 __attribute__ ((target ("avx2"))) static void
@@ -433,8 +454,8 @@ run_share (const Job *job,
       job->tile (job->a, job->b, job->b_sum, m0, m1, n0, n1, scratch, TILE_N);
       for (gsize m = m0; m < m1; m++)
         for (gsize n = n0; n < n1; n++)
-          job->c[m * N + n] = dc_gemm_epilogue (scratch[(m - m0) * TILE_N + (n - n0)],
-                                                job->a->exponent[m], job->b->exponent[n]);
+          job->c[m * N + n] = dc_gemm_epilogue_inline (scratch[(m - m0) * TILE_N + (n - n0)],
+                                                       job->a->exponent[m], job->b->exponent[n]);
     }
 }
 

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include "dc-gemm.h"
+#include "dc-gemm-private.h"
 
 #include <string.h>
 
@@ -28,15 +29,6 @@ float_bits (float f)
 
   memcpy (&u, &f, sizeof u);
   return u;
-}
-
-static inline float
-bits_float (guint32 u)
-{
-  float f;
-
-  memcpy (&f, &u, sizeof f);
-  return f;
 }
 
 static inline double
@@ -230,23 +222,7 @@ dc_gemm_epilogue (gint32 acc,
                   gint32 ea,
                   gint32 eb)
 {
-  guint32 bits, sign;
-  gint64 biased;
-
-  if (acc == 0)
-    return 0.0f;
-
-  /* The one rounding: int32 to f32, round to nearest even (IEEE default). */
-  bits = float_bits ((float) acc);
-  sign = bits & 0x80000000u;
-  biased = (gint64) ((bits >> 23) & 0xffu) + ea + eb;
-  if (biased <= 0)
-    bits = sign;                    /* below the normal range: signed zero */
-  else if (biased >= 255)
-    bits = sign | 0x7f7fffffu;      /* above it: signed FLT_MAX */
-  else
-    bits = (bits & 0x807fffffu) | ((guint32) biased << 23);
-  return bits_float (bits);
+  return dc_gemm_epilogue_inline (acc, ea, eb);
 }
 
 void
