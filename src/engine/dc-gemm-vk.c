@@ -51,10 +51,51 @@ static const Variant variants[] = {
   { "tiled", "gemm-int8-tiled", 64, 64, FALSE },
 };
 
+/* Buffers kept between products: allocating device memory costs far more
+ * than a small product, so each grows to the largest size asked for and is
+ * reused (the descriptors bind whole buffers; kernels index only what the
+ * push constants say). */
+typedef struct
+{
+  DcVkBuffer *staging;  /* host-visible: uploads and the read-back */
+  DcVkBuffer *a;        /* device-local (Mp, Kp) int8 */
+  DcVkBuffer *b;        /* device-local (Np, Kp) int8 */
+  DcVkBuffer *c;        /* device-local (M, N) int32 or f32 bits */
+  DcVkBuffer *ea;       /* host-visible (M) int32 */
+  DcVkBuffer *eb;       /* host-visible (N) int32 */
+} Buffers;
+
+static void
+buffers_clear (Buffers *self)
+{
+  g_clear_pointer (&self->staging, dc_vk_buffer_free);
+  g_clear_pointer (&self->a, dc_vk_buffer_free);
+  g_clear_pointer (&self->b, dc_vk_buffer_free);
+  g_clear_pointer (&self->c, dc_vk_buffer_free);
+  g_clear_pointer (&self->ea, dc_vk_buffer_free);
+  g_clear_pointer (&self->eb, dc_vk_buffer_free);
+}
+
+static gboolean
+ensure_buffer (DcVkContext  *ctx,
+               DcVkBuffer  **buffer,
+               gsize         size,
+               gboolean      device_local,
+               GError      **error)
+{
+  if (*buffer != NULL && dc_vk_buffer_get_size (*buffer) >= size)
+    return TRUE;
+  g_clear_pointer (buffer, dc_vk_buffer_free);
+  *buffer = device_local ? dc_vk_buffer_new_device_local (ctx, size, error)
+                         : dc_vk_buffer_new (ctx, size, error);
+  return *buffer != NULL;
+}
+
 struct _DcGemmVk
 {
   /* owned */
   DcVkContext   *ctx;
+  Buffers        buffers;
   DcVkPipeline  *pipeline;
   char          *features;
   /* borrowed */
@@ -85,11 +126,13 @@ variant_broken_for_test (const Variant *variant)
 /* Uploads, dispatches and reads back. out is (M, N): int32 or f32 bits. */
 static gboolean
 run_variant (DcVkContext          *ctx,
+             Buffers              *buffers,
              DcVkPipeline         *pipeline,
              const Variant        *variant,
              const DcQuantMatrix  *a,
              const DcQuantMatrix  *b,
              guint32               mode,
+             gboolean              poison,
              guint                 repeat,
              gint64               *dispatch_usec,
              guint32              *out,
@@ -98,12 +141,6 @@ run_variant (DcVkContext          *ctx,
   const gsize M = a->n_vectors, N = b->n_vectors, K = a->k;
   const gsize Mp = round_up (M, PAD_MN), Np = round_up (N, PAD_MN), Kp = round_up (K, PAD_K);
   const DcVkFeatures *features = dc_vk_context_get_features (ctx);
-  g_autoptr(DcVkBuffer) staging = NULL;
-  g_autoptr(DcVkBuffer) buf_a = NULL;
-  g_autoptr(DcVkBuffer) buf_b = NULL;
-  g_autoptr(DcVkBuffer) buf_c = NULL;
-  g_autoptr(DcVkBuffer) buf_ea = NULL;
-  g_autoptr(DcVkBuffer) buf_eb = NULL;
   gsize size_a, size_b, size_c, size_staging;
   DcGemmPush push;
   guint8 *host;
@@ -124,27 +161,41 @@ run_variant (DcVkContext          *ctx,
     }
   size_staging = MAX (MAX (size_a, size_b), size_c);
 
-  if ((staging = dc_vk_buffer_new (ctx, size_staging, error)) == NULL ||
-      (buf_a = dc_vk_buffer_new_device_local (ctx, size_a, error)) == NULL ||
-      (buf_b = dc_vk_buffer_new_device_local (ctx, size_b, error)) == NULL ||
-      (buf_c = dc_vk_buffer_new_device_local (ctx, size_c, error)) == NULL ||
-      (buf_ea = dc_vk_buffer_new (ctx, M * sizeof (gint32), error)) == NULL ||
-      (buf_eb = dc_vk_buffer_new (ctx, N * sizeof (gint32), error)) == NULL)
-    return FALSE;
+  if (!ensure_buffer (ctx, &buffers->staging, size_staging, FALSE, error) ||
+      !ensure_buffer (ctx, &buffers->a, size_a, TRUE, error) ||
+      !ensure_buffer (ctx, &buffers->b, size_b, TRUE, error) ||
+      !ensure_buffer (ctx, &buffers->c, size_c, TRUE, error) ||
+      !ensure_buffer (ctx, &buffers->ea, M * sizeof (gint32), FALSE, error) ||
+      !ensure_buffer (ctx, &buffers->eb, N * sizeof (gint32), FALSE, error))
+    {
+      /* Leave no half-grown cache behind. */
+      buffers_clear (buffers);
+      return FALSE;
+    }
 
-  host = dc_vk_buffer_get_data (staging);
+  host = dc_vk_buffer_get_data (buffers->staging);
   memset (host, 0, size_a);
   for (gsize m = 0; m < M; m++)
     memcpy (host + m * Kp, a->q + m * K, K);
-  if (!dc_vk_buffer_copy (ctx, staging, buf_a, size_a, error))
+  if (!dc_vk_buffer_copy (ctx, buffers->staging, buffers->a, size_a, error))
     return FALSE;
   memset (host, 0, size_b);
   for (gsize n = 0; n < N; n++)
     memcpy (host + n * Kp, b->q + n * K, K);
-  if (!dc_vk_buffer_copy (ctx, staging, buf_b, size_b, error))
+  if (!dc_vk_buffer_copy (ctx, buffers->staging, buffers->b, size_b, error))
     return FALSE;
-  memcpy (dc_vk_buffer_get_data (buf_ea), a->exponent, M * sizeof (gint32));
-  memcpy (dc_vk_buffer_get_data (buf_eb), b->exponent, N * sizeof (gint32));
+  memcpy (dc_vk_buffer_get_data (buffers->ea), a->exponent, M * sizeof (gint32));
+  memcpy (dc_vk_buffer_get_data (buffers->eb), b->exponent, N * sizeof (gint32));
+
+  /* The gate fills the output with a pattern first: a kernel that skips
+   * outputs must not pass on what an earlier product left in the reused
+   * buffer (or on zeroed fresh memory). */
+  if (poison)
+    {
+      memset (host, 0xa5, size_c);
+      if (!dc_vk_buffer_copy (ctx, buffers->staging, buffers->c, size_c, error))
+        return FALSE;
+    }
 
   push.m = M;
   push.n = N;
@@ -154,16 +205,16 @@ run_variant (DcVkContext          *ctx,
   start = g_get_monotonic_time ();
   for (guint r = 0; r < MAX (repeat, 1); r++)
     {
-      DcVkBuffer *buffers[] = { buf_a, buf_b, buf_ea, buf_eb, buf_c };
+      DcVkBuffer *bindings[] = { buffers->a, buffers->b, buffers->ea, buffers->eb, buffers->c };
 
-      if (!dc_vk_dispatch (ctx, pipeline, buffers, &push,
+      if (!dc_vk_dispatch (ctx, pipeline, bindings, &push,
                            Np / variant->tile_n, Mp / variant->tile_m, 1, error))
         return FALSE;
     }
   if (dispatch_usec != NULL)
     *dispatch_usec = g_get_monotonic_time () - start;
 
-  if (!dc_vk_buffer_copy (ctx, buf_c, staging, size_c, error))
+  if (!dc_vk_buffer_copy (ctx, buffers->c, buffers->staging, size_c, error))
     return FALSE;
   memcpy (out, host, size_c);
   return TRUE;
@@ -195,6 +246,7 @@ gate_matrix (GRand *rand,
 /* The init gate. Returns FALSE with a message saying what differed. */
 static gboolean
 gate_variant (DcVkContext    *ctx,
+              Buffers        *buffers,
               DcVkPipeline   *pipeline,
               const Variant  *variant,
               GError        **error)
@@ -223,7 +275,7 @@ gate_variant (DcVkContext    *ctx,
         {
           const void *ref = mode == 0 ? (const void *) ref_acc : (const void *) ref_c;
 
-          if (!run_variant (ctx, pipeline, variant, a, b, mode, 1, NULL, got, error))
+          if (!run_variant (ctx, buffers, pipeline, variant, a, b, mode, TRUE, 1, NULL, got, error))
             return FALSE;
           if (memcmp (got, ref, M * N * 4) != 0)
             {
@@ -290,7 +342,7 @@ dc_gemm_vk_new (GError **error)
 
       shader = broken ? g_strconcat (variant->shader, "-broken", NULL) : g_strdup (variant->shader);
       pipeline = dc_vk_pipeline_new (self->ctx, shader, 5, sizeof (DcGemmPush), &local_error);
-      if (pipeline != NULL && gate_variant (self->ctx, pipeline, variant, &local_error))
+      if (pipeline != NULL && gate_variant (self->ctx, &self->buffers, pipeline, variant, &local_error))
         {
           self->variant = variant;
           self->pipeline = g_steal_pointer (&pipeline);
@@ -322,6 +374,7 @@ dc_gemm_vk_free (DcGemmVk *self)
   if (self == NULL)
     return;
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
+  buffers_clear (&self->buffers);
   g_clear_pointer (&self->ctx, dc_vk_context_free);
   g_free (self->features);
   g_free (self);
@@ -355,7 +408,8 @@ dc_gemm_vk_run (DcGemmVk             *self,
 {
   g_return_val_if_fail ((acc == NULL) != (c == NULL), FALSE);
 
-  if (!run_variant (self->ctx, self->pipeline, self->variant, a, b, acc != NULL ? 0 : 1, 1, NULL,
+  if (!run_variant (self->ctx, &self->buffers, self->pipeline, self->variant, a, b,
+                    acc != NULL ? 0 : 1, FALSE, 1, NULL,
                     acc != NULL ? (guint32 *) acc : (guint32 *) c, error))
     {
       g_prefix_error (error, "Vulkan GEMM: ");
@@ -387,7 +441,8 @@ dc_gemm_vk_time (DcGemmVk             *self,
       g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE, "Out of memory for the output");
       return FALSE;
     }
-  if (!run_variant (self->ctx, self->pipeline, self->variant, a, b, 1, repeat, &usec, out, error))
+  if (!run_variant (self->ctx, &self->buffers, self->pipeline, self->variant, a, b,
+                    1, FALSE, repeat, &usec, out, error))
     return FALSE;
   *seconds = (double) usec / G_USEC_PER_SEC;
   return TRUE;
