@@ -396,6 +396,24 @@ test_bug_max_k_overflow (void)
   g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE);
 }
 
+/* The CPU gate: with every SIMD kernel's answer corrupted (test-only
+ * switch), each is refused by name and the scalar kernel is chosen. Run in a
+ * subprocess because the gate's verdict is cached per process. */
+static void
+test_gate_refuses_broken_kernel (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_setenv ("DC_TEST_BREAK_KERNEL", "all", TRUE);
+      g_assert_cmpint (dc_gemm_isa_best (), ==, DC_GEMM_ISA_SCALAR);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  if (dc_gemm_isa_supported (DC_GEMM_ISA_AVX2))
+    g_test_trap_assert_stderr ("*CPU GEMM kernel avx2 failed verification*refused*");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -403,6 +421,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/dc/engine/gemm/cpu/isas", test_isas_reported);
+  g_test_add_func ("/dc/engine/gemm/cpu/gate-refuses-broken", test_gate_refuses_broken_kernel);
   g_test_add_func ("/dc/engine/gemm/cpu/edge-shapes", test_edge_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/random-shapes", test_random_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/extreme-values", test_extreme_values);

@@ -81,23 +81,98 @@ dc_gemm_isa_supported (DcGemmIsa isa)
     }
 }
 
+/* The CPU counterpart of the Vulkan init gates: a SIMD kernel is used only
+ * after it has matched the scalar reference on ragged shapes, ±127 values
+ * and a zero vector, int32 and f32. Compilers and CPUs have bugs too, and a
+ * wrong kernel must cost speed, not bits. DC_TEST_BREAK_KERNEL naming the
+ * kernel (or "all") corrupts its answer, for the test of this gate only. */
+static gboolean
+isa_verify (DcGemmIsa isa)
+{
+  static const gsize shapes[][3] = {
+    { 1, 1, 1 }, { 3, 5, 31 }, { 2, 4, 32 }, { 5, 7, 65 }, { 67, 65, 97 }, { 2, 9, 300 },
+  };
+  const char *broken = g_getenv ("DC_TEST_BREAK_KERNEL");
+  guint64 state = 0x9e3779b97f4a7c15u;
+
+  for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      const gsize M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+      g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (M, K, NULL);
+      g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (N, K, NULL);
+      g_autofree gint32 *ref = g_new (gint32, M * N);
+      g_autofree gint32 *acc = g_new (gint32, M * N);
+      g_autofree float *ref_c = g_new (float, M * N);
+      g_autofree float *c = g_new (float, M * N);
+
+      for (gsize i = 0; i < M * K; i++)
+        {
+          state = state * 6364136223846793005u + 1442695040888963407u;
+          a->q[i] = s == 5 ? ((state >> 40) & 1 ? 127 : -127) : (gint8) ((state >> 40) % 255 - 127);
+        }
+      for (gsize i = 0; i < N * K; i++)
+        {
+          state = state * 6364136223846793005u + 1442695040888963407u;
+          b->q[i] = s == 5 ? -127 : (gint8) ((state >> 40) % 255 - 127);
+        }
+      if (N > 2)
+        memset (b->q + K, 0, K);
+      for (gsize v = 0; v < M; v++)
+        a->exponent[v] = (int) (v % 7) - 3;
+      for (gsize v = 0; v < N; v++)
+        b->exponent[v] = (int) (v % 5) - 2;
+
+      dc_gemm_reference_i32 (a, b, ref);
+      dc_gemm_reference (a, b, ref_c);
+      dc_gemm_cpu_i32 (a, b, acc, isa, 2);
+      dc_gemm_cpu (a, b, c, isa, 2);
+      if (broken != NULL && (g_str_equal (broken, "all") ||
+                             strstr (broken, dc_gemm_isa_to_string (isa)) != NULL))
+        acc[M * N - 1] ^= 1;
+      if (memcmp (acc, ref, M * N * sizeof *acc) != 0 || memcmp (c, ref_c, M * N * sizeof *c) != 0)
+        {
+          g_message ("CPU GEMM kernel %s failed verification on %" G_GSIZE_FORMAT " × %"
+                     G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT " — refused",
+                     dc_gemm_isa_to_string (isa), M, N, K);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* Whether each ISA passed its gate, decided once per process. */
+static gboolean
+isa_usable (DcGemmIsa isa)
+{
+  static gsize verified = 0;
+  static gboolean usable[DC_GEMM_N_ISAS];
+
+  if (g_once_init_enter (&verified))
+    {
+      usable[DC_GEMM_ISA_SCALAR] = TRUE;
+      for (int i = 1; i < DC_GEMM_N_ISAS; i++)
+        usable[i] = dc_gemm_isa_supported (i) && isa_verify (i);
+      g_once_init_leave (&verified, 1);
+    }
+  return usable[isa];
+}
+
 DcGemmIsa
 dc_gemm_isa_best (void)
 {
   const char *forced = g_getenv ("DC_GEMM_ISA");
 
   /* DC_GEMM_ISA=scalar|avx2|avx512-vnni pins the kernel (benchmarks, bug
-   * reports); an unsupported choice falls back to the best one. */
+   * reports); an unsupported or refused choice falls back to the best one. */
   if (forced != NULL)
     {
       for (int isa = 0; isa < DC_GEMM_N_ISAS; isa++)
-        if (g_str_equal (forced, dc_gemm_isa_to_string (isa)) && dc_gemm_isa_supported (isa))
+        if (g_str_equal (forced, dc_gemm_isa_to_string (isa)) && isa_usable (isa))
           return isa;
     }
-  if (dc_gemm_isa_supported (DC_GEMM_ISA_AVX512_VNNI))
-    return DC_GEMM_ISA_AVX512_VNNI;
-  if (dc_gemm_isa_supported (DC_GEMM_ISA_AVX2))
-    return DC_GEMM_ISA_AVX2;
+  for (int isa = DC_GEMM_N_ISAS - 1; isa > DC_GEMM_ISA_SCALAR; isa--)
+    if (isa_usable (isa))
+      return isa;
   return DC_GEMM_ISA_SCALAR;
 }
 

@@ -21,6 +21,8 @@ typedef enum
 
 const char *dc_gemm_isa_to_string      (DcGemmIsa             isa);
 gboolean    dc_gemm_isa_supported      (DcGemmIsa             isa);
+/* The fastest ISA the CPU supports whose kernel passed its start-up gate
+ * against the scalar reference (a refused kernel is logged by name). */
 DcGemmIsa   dc_gemm_isa_best           (void);
 
 /* acc is (M, N) row-major int32; c is (M, N) row-major f32. Operands must have
