@@ -44,8 +44,8 @@ typedef struct
 
 /* Sustained int8 multiply-accumulates per cycle and core that each kernel's
  * instruction mix allows: AVX2 issues a 32-wide vpmaddubsw plus its vpmaddwd
- * widening on two 256-bit multiply ports; VNNI two 64-wide vpdpbusd; the
- * scalar loop one. The ratio to this peak is an estimate, stated as such. */
+ * widening on two 256-bit multiply ports; VNNI two 64-wide vpdpbusd; NEON
+ * two 8-wide smull; the scalar loop one. The ratio to this peak is an estimate, stated as such. */
 static double
 macs_per_cycle (const char *kernel)
 {
@@ -53,6 +53,8 @@ macs_per_cycle (const char *kernel)
     return 32;
   if (g_str_equal (kernel, "avx512-vnni"))
     return 128;
+  if (g_str_equal (kernel, "neon"))
+    return 16;
   if (g_str_equal (kernel, "scalar"))
     return 1;
   return -1;

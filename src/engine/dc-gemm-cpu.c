@@ -20,7 +20,13 @@
  *   saturation. a is made unsigned by flipping its top bit (a + 128), and
  *   128 · Σ b is subtracted afterwards; the intermediate may wrap modulo 2^32
  *   but the true result fits in int32, so the wrapped arithmetic is exact.
- * All are compiled with target attributes and chosen at run time.
+ * - NEON (aarch64): vmull_s8 gives exact int16 products (|p| ≤ 16129) and
+ *   vpadalq_s16 adds their pairs into int32 lanes. NEON is part of the
+ *   aarch64 baseline. It was compile-checked with clang for aarch64 but has
+ *   not run on Arm hardware yet; the start-up gate below refuses it if it is
+ *   wrong there.
+ * The x86 kernels are compiled with target attributes; every kernel is chosen
+ * at run time and gated against the scalar reference first.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -36,6 +42,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define DC_GEMM_X86 1
+#endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#define DC_GEMM_NEON 1
 #endif
 
 #define TILE_M 64
@@ -59,6 +69,7 @@ dc_gemm_isa_to_string (DcGemmIsa isa)
     case DC_GEMM_ISA_SCALAR: return "scalar";
     case DC_GEMM_ISA_AVX2: return "avx2";
     case DC_GEMM_ISA_AVX512_VNNI: return "avx512-vnni";
+    case DC_GEMM_ISA_NEON: return "neon";
     default: return "unknown";
     }
 }
@@ -75,6 +86,10 @@ dc_gemm_isa_supported (DcGemmIsa isa)
       return __builtin_cpu_supports ("avx2");
     case DC_GEMM_ISA_AVX512_VNNI:
       return __builtin_cpu_supports ("avx512bw") && __builtin_cpu_supports ("avx512vnni");
+#endif
+#ifdef DC_GEMM_NEON
+    case DC_GEMM_ISA_NEON:
+      return TRUE;
 #endif
     default:
       return FALSE;
@@ -162,7 +177,7 @@ dc_gemm_isa_best (void)
 {
   const char *forced = g_getenv ("DC_GEMM_ISA");
 
-  /* DC_GEMM_ISA=scalar|avx2|avx512-vnni pins the kernel (benchmarks, bug
+  /* DC_GEMM_ISA=scalar|avx2|avx512-vnni|neon pins the kernel (benchmarks, bug
    * reports); an unsupported or refused choice falls back to the best one. */
   if (forced != NULL)
     {
@@ -470,6 +485,82 @@ tile_vnni (const DcQuantMatrix *a,
 
 #endif /* DC_GEMM_X86 */
 
+#ifdef DC_GEMM_NEON
+
+static gint32
+dot_neon (const gint8 *x,
+          const gint8 *y,
+          gsize        k)
+{
+  int32x4_t acc = vdupq_n_s32 (0);
+  gsize i = 0;
+
+  for (; i + 16 <= k; i += 16)
+    {
+      int8x16_t va = vld1q_s8 (x + i);
+      int8x16_t vb = vld1q_s8 (y + i);
+
+      acc = vpadalq_s16 (acc, vmull_s8 (vget_low_s8 (va), vget_low_s8 (vb)));
+      acc = vpadalq_s16 (acc, vmull_high_s8 (va, vb));
+    }
+  return vaddvq_s32 (acc) + dot_scalar (x + i, y + i, k - i);
+}
+
+/* One row of A against four vectors of B: each A chunk is loaded once. */
+static void
+block_1x4_neon (const gint8 *a0,
+                const gint8 *const *bs,
+                gsize        k,
+                gint32      *out)
+{
+  int32x4_t acc[4] = { vdupq_n_s32 (0), vdupq_n_s32 (0), vdupq_n_s32 (0), vdupq_n_s32 (0) };
+  gsize i = 0;
+
+  for (; i + 16 <= k; i += 16)
+    {
+      int8x16_t va = vld1q_s8 (a0 + i);
+
+      for (int j = 0; j < 4; j++)
+        {
+          int8x16_t vb = vld1q_s8 (bs[j] + i);
+
+          acc[j] = vpadalq_s16 (acc[j], vmull_s8 (vget_low_s8 (va), vget_low_s8 (vb)));
+          acc[j] = vpadalq_s16 (acc[j], vmull_high_s8 (va, vb));
+        }
+    }
+  for (int j = 0; j < 4; j++)
+    out[j] = vaddvq_s32 (acc[j]) + dot_scalar (a0 + i, bs[j] + i, k - i);
+}
+
+static void
+tile_neon (const DcQuantMatrix *a,
+           const DcQuantMatrix *b,
+           const gint32        *b_sum,
+           gsize                m0,
+           gsize                m1,
+           gsize                n0,
+           gsize                n1,
+           gint32              *out,
+           gsize                ld_out)
+{
+  const gsize K = a->k;
+  gsize n = n0;
+
+  for (; n + 4 <= n1; n += 4)
+    {
+      const gint8 *bs[4] = { b->q + n * K, b->q + (n + 1) * K, b->q + (n + 2) * K,
+                             b->q + (n + 3) * K };
+
+      for (gsize m = m0; m < m1; m++)
+        block_1x4_neon (a->q + m * K, bs, K, out + (m - m0) * ld_out + (n - n0));
+    }
+  for (; n < n1; n++)
+    for (gsize m = m0; m < m1; m++)
+      out[(m - m0) * ld_out + (n - n0)] = dot_neon (a->q + m * K, b->q + n * K, K);
+}
+
+#endif /* DC_GEMM_NEON */
+
 static TileFunc
 tile_func_for (DcGemmIsa isa)
 {
@@ -480,6 +571,9 @@ tile_func_for (DcGemmIsa isa)
 #ifdef DC_GEMM_X86
     case DC_GEMM_ISA_AVX2: return tile_avx2;
     case DC_GEMM_ISA_AVX512_VNNI: return tile_vnni;
+#endif
+#ifdef DC_GEMM_NEON
+    case DC_GEMM_ISA_NEON: return tile_neon;
 #endif
     case DC_GEMM_ISA_SCALAR:
     default:

@@ -1,4 +1,4 @@
-/* dc-gemm-cpu.h: the CPU paths of the INT8 GEMM (scalar, AVX2, AVX-512 VNNI),
+/* dc-gemm-cpu.h: the CPU paths of the INT8 GEMM (scalar, AVX2, AVX-512 VNNI, NEON),
  * threaded over a fixed partition of output tiles. Internal to the engine;
  * model code goes through dc-gemm-backend.h.
  *
@@ -15,9 +15,10 @@ typedef enum
   DC_GEMM_ISA_SCALAR,
   DC_GEMM_ISA_AVX2,
   DC_GEMM_ISA_AVX512_VNNI,
+  DC_GEMM_ISA_NEON,
 } DcGemmIsa;
 
-#define DC_GEMM_N_ISAS 3
+#define DC_GEMM_N_ISAS 4
 
 const char *dc_gemm_isa_to_string      (DcGemmIsa             isa);
 gboolean    dc_gemm_isa_supported      (DcGemmIsa             isa);
