@@ -117,7 +117,8 @@ run_torch_with (const char  *python,
     }
   g_ptr_array_add (argv, NULL);
 
-  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
+  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL,
+                     G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
                      NULL, NULL, &out, NULL, &status, NULL) ||
       !g_spawn_check_wait_status (status, NULL))
     return FALSE;
@@ -134,12 +135,15 @@ run_torch_with (const char  *python,
       object = json_node_get_object (json_parser_get_root (parser));
       if (json_object_has_member (object, "torch"))
         {
+          const char *cuda = json_object_get_string_member_with_default (object, "cuda", NULL);
+
           g_free (*version);
           *version = g_strdup_printf ("torch %s, %" G_GINT64_FORMAT " threads%s%s",
-                                      json_object_get_string_member_with_default (object, "torch", "?"),
-                                      json_object_get_int_member_with_default (object, "threads", 0),
-                                      json_object_get_string_member_with_default (object, "cuda", NULL) ? ", CUDA " : "",
-                                      json_object_get_string_member_with_default (object, "cuda", NULL) ?: "");
+                                      json_object_get_string_member_with_default (object, "torch",
+                                                                                  "?"),
+                                      json_object_get_int_member_with_default (object, "threads",
+                                                                               0),
+                                      cuda ? ", CUDA " : "", cuda ? cuda : "");
         }
       else if (json_object_has_member (object, "gflops"))
         {
@@ -233,7 +237,8 @@ dc_cli_bench_run (const DcCliCommand  *command,
     { NULL }
   };
   g_autoptr(GArray) shapes = g_array_new (FALSE, FALSE, sizeof (Shape));
-  g_autoptr(GHashTable) torch_rows = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) torch_rows = g_hash_table_new_full (g_str_hash, g_str_equal,
+                                                            g_free, g_free);
   g_autoptr(GPtrArray) size_names = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *torch_version = NULL;
   g_auto(GStrv) paths = NULL;
@@ -259,7 +264,8 @@ dc_cli_bench_run (const DcCliCommand  *command,
       DcBackendKind kind;
 
       if (!dc_backend_kind_from_string (paths[i], &kind))
-        return dc_cli_usage_error (command, _("unknown path “%s” (cpu-scalar, cpu, vulkan)"), paths[i]);
+        return dc_cli_usage_error (command, _("unknown path “%s” (cpu-scalar, cpu, vulkan)"),
+                                   paths[i]);
     }
   for (guint i = 0; sizes[i] != NULL; i++)
     {
@@ -267,7 +273,8 @@ dc_cli_bench_run (const DcCliCommand  *command,
       Shape shape;
 
       if (!g_ascii_string_to_unsigned (sizes[i], 10, 1, 16384, &size, NULL))
-        return dc_cli_usage_error (command, _("sizes must be between 1 and 16384, not “%s”"), sizes[i]);
+        return dc_cli_usage_error (command, _("sizes must be between 1 and 16384, not “%s”"),
+                                   sizes[i]);
       g_ptr_array_add (size_names, g_strdup_printf ("square-%" G_GUINT64_FORMAT, size));
       shape.name = g_ptr_array_index (size_names, size_names->len - 1);
       shape.m = shape.n = shape.k = size;
@@ -280,8 +287,9 @@ dc_cli_bench_run (const DcCliCommand  *command,
     {
       if (!run_torch (n_threads, min_time, shapes, torch_rows, &torch_version))
         {
-          const char *note = _("PyTorch is not installed, so there is no reference: install Debian's "
-                               "python3-torch and libopenblas0-pthread to compare (nothing was installed)");
+          const char *note = _("PyTorch is not installed, so there is no reference: install "
+                               "Debian's python3-torch and libopenblas0-pthread to compare "
+                               "(nothing was installed)");
 
           if (options->json)
             {
@@ -303,14 +311,15 @@ dc_cli_bench_run (const DcCliCommand  *command,
     }
 
   if (!options->json)
-    g_print ("%-24s %-10s %-14s %5s %5s %5s %9s %9s %7s %7s\n", "shape", "path", "kernel", "m", "n", "k",
-             "GOPS", "torch", "ratio", "peak");
+    g_print ("%-24s %-10s %-14s %5s %5s %5s %9s %9s %7s %7s\n", "shape", "path", "kernel",
+             "m", "n", "k", "GOPS", "torch", "ratio", "peak");
 
   for (guint p = 0; paths[p] != NULL; p++)
     {
       g_autoptr(DcGemmBackend) backend = NULL;
       g_autoptr(GError) error = NULL;
       DcBackendKind kind;
+      gboolean on_lavapipe;
       double peak = -1;
 
       dc_backend_kind_from_string (paths[p], &kind);
@@ -322,6 +331,8 @@ dc_cli_bench_run (const DcCliCommand  *command,
           continue;
         }
       dc_gemm_backend_set_n_threads (backend, n_threads);
+      on_lavapipe = kind == DC_BACKEND_VULKAN &&
+                    strstr (dc_gemm_backend_get_device_name (backend), "llvmpipe") != NULL;
       if (kind != DC_BACKEND_VULKAN && mhz > 0)
         peak = (kind == DC_BACKEND_CPU ? n_threads : 1) * mhz * 1e6 *
                macs_per_cycle (dc_gemm_backend_get_kernel_name (backend)) * 2 / 1e9;
@@ -339,9 +350,7 @@ dc_cli_bench_run (const DcCliCommand  *command,
 
           /* The scalar reference, and any path on a CPU-emulated Vulkan
            * device (lavapipe), would take minutes on the large shapes. */
-          if ((kind == DC_BACKEND_CPU_SCALAR || (kind == DC_BACKEND_VULKAN &&
-                                                 strstr (dc_gemm_backend_get_device_name (backend), "llvmpipe"))) &&
-              ops > 2.0 * 512 * 512 * 512)
+          if ((kind == DC_BACKEND_CPU_SCALAR || on_lavapipe) && ops > 2.0 * 512 * 512 * 512)
             continue;
 
           a = random_matrix (rand, shape->m, shape->k);
@@ -388,14 +397,14 @@ dc_cli_bench_run (const DcCliCommand  *command,
             }
           else
             {
-              g_print ("%-24s %-10s %-14s %5" G_GSIZE_FORMAT " %5" G_GSIZE_FORMAT " %5" G_GSIZE_FORMAT
-                       " %9.1f %9.1f %7.2f %7.2f\n",
+              g_print ("%-24s %-10s %-14s %5" G_GSIZE_FORMAT " %5" G_GSIZE_FORMAT
+                       " %5" G_GSIZE_FORMAT " %9.1f %9.1f %7.2f %7.2f\n",
                        shape->name, paths[p], dc_gemm_backend_get_kernel_name (backend),
                        shape->m, shape->n, shape->k, gops, torch_gflops,
                        torch_gflops > 0 ? gops / torch_gflops : 0, peak > 0 ? gops / peak : 0);
               if (torch != NULL && torch->int8_gops > 0)
-                g_print ("%-24s %-10s torch._int_mm %9.1f GOPS, ratio %.3f\n", "", "", torch->int8_gops,
-                         gops / torch->int8_gops);
+                g_print ("%-24s %-10s torch._int_mm %9.1f GOPS, ratio %.3f\n", "", "",
+                         torch->int8_gops, gops / torch->int8_gops);
             }
         }
     }

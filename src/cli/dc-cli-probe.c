@@ -57,11 +57,11 @@ dc_cli_probe_run (const DcCliCommand  *command,
   if (options->json)
     {
       g_autoptr(JsonBuilder) builder = json_builder_new ();
+      DcBackendKind used = dc_gemm_backend_get_kind (backend);
 
       json_builder_begin_object (builder);
       json_builder_set_member_name (builder, "backend");
-      json_builder_add_string_value (builder,
-                                     dc_backend_kind_to_string (dc_gemm_backend_get_kind (backend)));
+      json_builder_add_string_value (builder, dc_backend_kind_to_string (used));
       json_builder_set_member_name (builder, "device");
       json_builder_add_string_value (builder, dc_gemm_backend_get_device_name (backend));
       json_builder_set_member_name (builder, "hash");

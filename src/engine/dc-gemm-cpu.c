@@ -467,7 +467,8 @@ tile_vnni (const DcQuantMatrix *a,
 
   for (; n + 4 <= n1; n += 4)
     {
-      const gint8 *bs[4] = { b->q + n * K, b->q + (n + 1) * K, b->q + (n + 2) * K, b->q + (n + 3) * K };
+      const gint8 *bs[4] = { b->q + n * K, b->q + (n + 1) * K, b->q + (n + 2) * K,
+                             b->q + (n + 3) * K };
       gsize m = m0;
 
       for (; m + 2 <= m1; m += 2)

@@ -286,8 +286,9 @@ gate_variant (DcVkContext    *ctx,
                 i++;
               memcpy (&want, (const guint32 *) ref + i, 4);
               g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_VERIFICATION,
-                           "%s output of %" G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT
-                           " differs at (%" G_GSIZE_FORMAT ", %" G_GSIZE_FORMAT "): 0x%08x, reference 0x%08x",
+                           "%s output of %" G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT " × %"
+                           G_GSIZE_FORMAT " differs at (%" G_GSIZE_FORMAT ", %" G_GSIZE_FORMAT
+                           "): 0x%08x, reference 0x%08x",
                            mode == 0 ? "int32" : "f32", M, N, K, i / N, i % N, got[i], want);
               return FALSE;
             }
@@ -342,7 +343,8 @@ dc_gemm_vk_new (GError **error)
 
       shader = broken ? g_strconcat (variant->shader, "-broken", NULL) : g_strdup (variant->shader);
       pipeline = dc_vk_pipeline_new (self->ctx, shader, 5, sizeof (DcGemmPush), &local_error);
-      if (pipeline != NULL && gate_variant (self->ctx, &self->buffers, pipeline, variant, &local_error))
+      if (pipeline != NULL &&
+          gate_variant (self->ctx, &self->buffers, pipeline, variant, &local_error))
         {
           self->variant = variant;
           self->pipeline = g_steal_pointer (&pipeline);

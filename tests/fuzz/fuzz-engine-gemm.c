@@ -98,7 +98,8 @@ LLVMFuzzerTestOneInput (const guint8 *data,
 
       fill ((guint8 *) x, M * K * 4, data, size);
       fill ((guint8 *) w, N * K * 4, data + size / 2, size - size / 2);
-      if (!dc_quant_pack ("fuzz x", x, K, 1, a, NULL) || !dc_quant_pack ("fuzz w", w, K, 1, b, NULL))
+      if (!dc_quant_pack ("fuzz x", x, K, 1, a, NULL) ||
+          !dc_quant_pack ("fuzz w", w, K, 1, b, NULL))
         return 0;
     }
   compare_paths (a, b);
