@@ -117,6 +117,31 @@ test_each_variant (void)
     }
 }
 
+/* Accumulator overflow at the largest K on the GPU: 127 · 127 · 131072 of
+ * both signs, one tile of outputs, still exact. */
+static void
+test_vulkan_max_k (void)
+{
+  g_autoptr(DcGemmBackend) backend = vulkan_backend_or_skip ();
+  g_autoptr(DcQuantMatrix) a = NULL;
+  g_autoptr(DcQuantMatrix) b = NULL;
+  gint32 acc[4];
+
+  if (backend == NULL)
+    return;
+  a = dc_quant_matrix_new (2, DC_GEMM_MAX_K, NULL);
+  b = dc_quant_matrix_new (2, DC_GEMM_MAX_K, NULL);
+  memset (a->q, 127, DC_GEMM_MAX_K);
+  memset (a->q + DC_GEMM_MAX_K, (gint8) -127, DC_GEMM_MAX_K);
+  memset (b->q, 127, 2 * DC_GEMM_MAX_K);
+  /* One int32 dispatch only: on lavapipe this K takes seconds. */
+  g_assert_true (dc_gemm_run_i32 (backend, a, b, acc, NULL));
+  g_assert_cmpint (acc[0], ==, 127 * 127 * DC_GEMM_MAX_K);
+  g_assert_cmpint (acc[1], ==, 127 * 127 * DC_GEMM_MAX_K);
+  g_assert_cmpint (acc[2], ==, -127 * 127 * DC_GEMM_MAX_K);
+  g_assert_cmpint (acc[3], ==, -127 * 127 * DC_GEMM_MAX_K);
+}
+
 /* The probe hash through Vulkan equals the CPU's. */
 static void
 test_probe_equals_cpu (void)
@@ -245,6 +270,7 @@ main (int    argc,
   g_test_add_func ("/dc/engine/gemm/vulkan/equals-reference", test_vulkan_equals_reference);
   g_test_add_func ("/dc/engine/gemm/vulkan/each-variant", test_each_variant);
   g_test_add_func ("/dc/engine/gemm/vulkan/probe-equals-cpu", test_probe_equals_cpu);
+  g_test_add_func ("/dc/engine/gemm/vulkan/max-k", test_vulkan_max_k);
   g_test_add_func ("/dc/engine/gemm/vulkan/refuses-bad-operands", test_vulkan_refuses_bad_operands);
   g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-all", test_gate_refuses_broken_kernel);
   g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-one", test_gate_refuses_one_kernel);
