@@ -3,6 +3,7 @@
  * a is (M, K) int8 and b is (N, K) int8, both K-contiguous ("vectors"); the
  * output is (M, N) row-major. The output is cut into fixed TILE_M × TILE_N
  * tiles, numbered row-major, and thread t of T computes tiles t, t + T, …
+ * Thread 0 is the caller; the others come from a process-wide GThreadPool.
  * Each tile's accumulators are complete sums over all of K computed by one
  * thread, so no sum is ever split between threads; and since every partial
  * sum of |q| ≤ 127 products over K ≤ DC_GEMM_MAX_K fits in int32, the order
@@ -595,10 +596,20 @@ typedef struct
   guint                n_threads;
 } Job;
 
+/* Waits for a job's helpers: the caller computes share 0 itself, then
+ * blocks until every pooled share has finished. */
+typedef struct
+{
+  GMutex lock;
+  GCond  done;
+  guint  pending;
+} Latch;
+
 typedef struct
 {
   const Job *job;
   guint      index;
+  Latch     *latch;
 } Worker;
 
 static void
@@ -629,13 +640,32 @@ run_share (const Job *job,
     }
 }
 
-static gpointer
-worker_main (gpointer data)
+static void
+pool_func (gpointer data,
+           gpointer user_data)
 {
   Worker *worker = data;
 
   run_share (worker->job, worker->index);
-  return NULL;
+  g_mutex_lock (&worker->latch->lock);
+  if (--worker->latch->pending == 0)
+    g_cond_signal (&worker->latch->done);
+  g_mutex_unlock (&worker->latch->lock);
+}
+
+/* One process-wide pool of helper threads, kept between products so that a
+ * product does not pay for thread creation. It has no thread limit: a
+ * product never waits for a thread another product holds, so concurrent
+ * callers cannot deadlock. The partition, not the pool, decides who computes
+ * what, so results never depend on scheduling. */
+static GThreadPool *
+helper_pool (void)
+{
+  static GThreadPool *pool = NULL;
+
+  if (g_once_init_enter (&pool))
+    g_once_init_leave (&pool, g_thread_pool_new (pool_func, NULL, -1, FALSE, NULL));
+  return pool;
 }
 
 static void
@@ -643,7 +673,7 @@ run_job (Job *job)
 {
   const gsize n_tiles = job->tiles_m * job->tiles_n;
   g_autofree Worker *workers = NULL;
-  g_autofree GThread **threads = NULL;
+  Latch latch;
 
   job->n_threads = (guint) MIN ((gsize) job->n_threads, n_tiles);
   if (job->n_threads <= 1)
@@ -653,17 +683,25 @@ run_job (Job *job)
       return;
     }
 
+  g_mutex_init (&latch.lock);
+  g_cond_init (&latch.done);
+  latch.pending = job->n_threads - 1;
   workers = g_new0 (Worker, job->n_threads);
-  threads = g_new0 (GThread *, job->n_threads);
   for (guint i = 1; i < job->n_threads; i++)
     {
       workers[i].job = job;
       workers[i].index = i;
-      threads[i] = g_thread_new ("dc-gemm", worker_main, &workers[i]);
+      workers[i].latch = &latch;
+      g_thread_pool_push (helper_pool (), &workers[i], NULL);
     }
   run_share (job, 0);
-  for (guint i = 1; i < job->n_threads; i++)
-    g_thread_join (threads[i]);
+
+  g_mutex_lock (&latch.lock);
+  while (latch.pending > 0)
+    g_cond_wait (&latch.done, &latch.lock);
+  g_mutex_unlock (&latch.lock);
+  g_cond_clear (&latch.done);
+  g_mutex_clear (&latch.lock);
 }
 
 static void
