@@ -1,11 +1,13 @@
 /* dc-gemm-cpu.c: the CPU paths of the exact INT8 GEMM.
  *
  * a is (M, K) int8 and b is (N, K) int8, both K-contiguous ("vectors"); the
- * output is (M, N) row-major. The output is cut into fixed TILE_M × TILE_N
- * tiles, numbered row-major, and thread t of T computes tiles t, t + T, …
- * Thread 0 is the caller; the others come from a process-wide GThreadPool.
- * Each tile's accumulators are complete sums over all of K computed by one
- * thread, so no sum is ever split between threads; and since every partial
+ * output is (M, N) row-major. The output is cut into a fixed grid of
+ * TILE_M × TILE_N tiles, and each tile is computed whole by one thread, with
+ * the same kernel and the same order of additions whichever thread it is:
+ * the threads (the caller plus helpers from a process-wide GThreadPool) claim
+ * tiles from an atomic counter, so a thread slowed down by other programs
+ * does not hold the others up. Which thread computes a tile cannot change its
+ * bits, and no sum is ever split between threads; and since every partial
  * sum of |q| ≤ 127 products over K ≤ DC_GEMM_MAX_K fits in int32, the order
  * of the integer additions inside a kernel cannot change a bit either.
  *
@@ -594,10 +596,11 @@ typedef struct
   gsize                tiles_m;
   gsize                tiles_n;
   guint                n_threads;
+  gint                 next_tile;  /* atomic: the next unclaimed tile */
 } Job;
 
-/* Waits for a job's helpers: the caller computes share 0 itself, then
- * blocks until every pooled share has finished. */
+/* Waits for a job's helpers: the caller claims tiles too, then blocks until
+ * every pooled helper has finished. */
 typedef struct
 {
   GMutex lock;
@@ -607,21 +610,21 @@ typedef struct
 
 typedef struct
 {
-  const Job *job;
-  guint      index;
+  Job       *job;
   Latch     *latch;
 } Worker;
 
 static void
-run_share (const Job *job,
-           guint      index)
+run_share (Job *job)
 {
   const gsize M = job->a->n_vectors, N = job->b->n_vectors;
   const gsize n_tiles = job->tiles_m * job->tiles_n;
   gint32 scratch[TILE_M * TILE_N];
 
-  /* The fixed partition: thread index takes tiles index, index + T, … */
-  for (gsize t = index; t < n_tiles; t += job->n_threads)
+  /* Claim tiles until none is left; each is computed whole (see the file
+   * header for why the claiming order cannot change a bit). */
+  for (gsize t = (gsize) g_atomic_int_add (&job->next_tile, 1); t < n_tiles;
+       t = (gsize) g_atomic_int_add (&job->next_tile, 1))
     {
       gsize m0 = (t / job->tiles_n) * TILE_M, n0 = (t % job->tiles_n) * TILE_N;
       gsize m1 = MIN (m0 + TILE_M, M), n1 = MIN (n0 + TILE_N, N);
@@ -646,7 +649,7 @@ pool_func (gpointer data,
 {
   Worker *worker = data;
 
-  run_share (worker->job, worker->index);
+  run_share (worker->job);
   g_mutex_lock (&worker->latch->lock);
   if (--worker->latch->pending == 0)
     g_cond_signal (&worker->latch->done);
@@ -679,7 +682,7 @@ run_job (Job *job)
   if (job->n_threads <= 1)
     {
       job->n_threads = 1;
-      run_share (job, 0);
+      run_share (job);
       return;
     }
 
@@ -690,11 +693,10 @@ run_job (Job *job)
   for (guint i = 1; i < job->n_threads; i++)
     {
       workers[i].job = job;
-      workers[i].index = i;
       workers[i].latch = &latch;
       g_thread_pool_push (helper_pool (), &workers[i], NULL);
     }
-  run_share (job, 0);
+  run_share (job);
 
   g_mutex_lock (&latch.lock);
   while (latch.pending > 0)
@@ -725,6 +727,8 @@ run_cpu (const DcQuantMatrix *a,
   };
 
   g_return_if_fail (a->k == b->k);
+  /* The tile counter is a gint; no allocatable output comes near this. */
+  g_assert (job.tiles_m * job.tiles_n < G_MAXINT / 2);
 
   if (isa == DC_GEMM_ISA_AVX512_VNNI)
     {
