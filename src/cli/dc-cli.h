@@ -52,5 +52,8 @@ int      dc_cli_usage_error     (const DcCliCommand  *command,
 /* Subcommand entry points, one file each. */
 int dc_cli_info_run    (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_version_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_data_read_run   (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_data_ls_run     (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_bench_data_run  (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 
 G_END_DECLS
