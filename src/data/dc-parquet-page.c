@@ -338,7 +338,7 @@ parse_page_header (const guint8  *data,
   return TRUE;
 }
 
-/* Decompresses @len bytes into exactly @expected bytes of decoder->page. */
+/* Decompresses @len bytes into exactly @expected bytes of @out. */
 static gboolean
 decompress (DcParquetPageDecoder  *decoder,
             int                    codec,
@@ -348,13 +348,14 @@ decompress (DcParquetPageDecoder  *decoder,
             GByteArray            *out,
             GError               **error)
 {
-  g_byte_array_set_size (out, (guint) expected);
-
+  /* Sizes that the input itself states are checked before the output is
+   * allocated, so a lying header cannot make us allocate for nothing. */
   switch (codec)
     {
     case DC_PARQUET_CODEC_UNCOMPRESSED:
       if (len != expected)
         return corrupt (error, "an uncompressed page's sizes disagree");
+      g_byte_array_set_size (out, (guint) expected);
       if (len > 0)
         memcpy (out->data, in, len);
       return TRUE;
@@ -365,8 +366,10 @@ decompress (DcParquetPageDecoder  *decoder,
         size_t out_len = expected;
 
         if (snappy_uncompressed_length ((const char *) in, len, &real) != SNAPPY_OK
-            || real != expected
-            || snappy_uncompress ((const char *) in, len, (char *) out->data, &out_len) != SNAPPY_OK
+            || real != expected)
+          return corrupt (error, "snappy data does not decompress to the declared size");
+        g_byte_array_set_size (out, (guint) expected);
+        if (snappy_uncompress ((const char *) in, len, (char *) out->data, &out_len) != SNAPPY_OK
             || out_len != expected)
           return corrupt (error, "snappy data does not decompress to the declared size");
         return TRUE;
@@ -374,8 +377,13 @@ decompress (DcParquetPageDecoder  *decoder,
 
     case DC_PARQUET_CODEC_ZSTD:
       {
+        unsigned long long content = ZSTD_getFrameContentSize (in, len);
         size_t n;
 
+        if (content == ZSTD_CONTENTSIZE_ERROR
+            || (content != ZSTD_CONTENTSIZE_UNKNOWN && content != expected))
+          return corrupt (error, "zstd data does not decompress to the declared size");
+        g_byte_array_set_size (out, (guint) expected);
         if (decoder->zstd == NULL)
           decoder->zstd = ZSTD_createDCtx ();
         n = ZSTD_decompressDCtx (decoder->zstd, out->data, expected, in, len);
@@ -389,6 +397,7 @@ decompress (DcParquetPageDecoder  *decoder,
         z_stream stream = { 0 };
         int status;
 
+        g_byte_array_set_size (out, (guint) expected);
         /* 15 + 32: a zlib or gzip header, detected automatically. */
         if (inflateInit2 (&stream, 15 + 32) != Z_OK)
           return corrupt (error, "zlib could not start");
