@@ -123,8 +123,8 @@ main (int    argc,
       return DC_CLI_EXIT_USAGE;
     }
 
-  /* Two-word commands ("data read") first, then one-word ones. The run
-   * function sees the words joined as its argv[0]. */
+  /* Two-word commands ("data read") first, then one-word ones. A two-word
+   * command's run function gets the second word as its argv[0]. */
   if (first + 1 < argc && argv[first + 1][0] != '-')
     {
       g_autofree char *pair = g_strconcat (argv[first], " ", argv[first + 1], NULL);
