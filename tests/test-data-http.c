@@ -108,7 +108,8 @@ serve_bytes (SoupServerMessage *msg,
 
 static void
 serve_tree (SoupServerMessage *msg,
-            const char        *path)
+            const char        *path,
+            GHashTable        *query)
 {
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   g_autoptr(JsonGenerator) generator = json_generator_new ();
@@ -136,7 +137,20 @@ serve_tree (SoupServerMessage *msg,
     }
   else if (g_str_equal (path, "data"))
     {
-      for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+      /* Like the Hub, page the listing: one file per page, linked by
+       * `Link: <…?cursor=N>; rel="next"`. */
+      const char *cursor = query != NULL ? g_hash_table_lookup (query, "cursor") : NULL;
+      guint from = cursor != NULL ? (guint) g_ascii_strtoull (cursor, NULL, 10) : 0;
+
+      if (from + 1 < G_N_ELEMENTS (names))
+        {
+          g_autofree char *link = g_strdup_printf ("<%s?cursor=%u>; rel=\"next\"",
+                                                   g_uri_get_path (soup_server_message_get_uri (msg)), from + 1);
+
+          soup_message_headers_replace (soup_server_message_get_response_headers (msg),
+                                        "Link", link);
+        }
+      for (guint i = from; i < from + 1 && i < G_N_ELEMENTS (names); i++)
         {
           g_autoptr(GBytes) bytes = load_file (names[i]);
           g_autofree char *file = g_strconcat ("data/", names[i], NULL);
@@ -202,7 +216,7 @@ hub_handler (SoupServer        *server,
       if (!g_str_equal (parts[3], "fixtures"))
         soup_server_message_set_status (msg, 404, NULL);
       else
-        serve_tree (msg, n >= 7 ? parts[6] : NULL);
+        serve_tree (msg, n >= 7 ? parts[6] : NULL, query);
       return;
     }
 
@@ -857,7 +871,7 @@ test_dataset_list (void)
 
   files = dc_dataset_list_files (client, spec, NULL, &error);
   g_assert_no_error (error);
-  /* The folder "data" is followed; README.md is not parquet. */
+  /* The folder "data" is followed over its two pages; README.md is not parquet. */
   g_assert_cmpuint (files->len, ==, 2);
   file = g_ptr_array_index (files, 0);
   g_assert_cmpstr (file->path, ==, "data/fineweb-like-snappy.parquet");
