@@ -25,6 +25,16 @@
 #include "dc-data-error.h"
 #include "dc-thrift-compact.h"
 
+/* Parquet's 4-byte lengths are little-endian and unaligned. */
+static inline guint32
+read_le32 (const guint8 *p)
+{
+  guint32 v;
+
+  memcpy (&v, p, sizeof v);
+  return GUINT32_FROM_LE (v);
+}
+
 enum
 {
   PAGE_DATA = 0,
@@ -458,7 +468,7 @@ read_dictionary (DcParquetPageDecoder  *decoder,
 
       if (end - pos < 4)
         return corrupt (error, "the dictionary ends early");
-      n = GUINT32_FROM_LE (*(const guint32 *) (const void *) pos);
+      n = read_le32 (pos);
       pos += 4;
       if (n > (gsize) (end - pos))
         return corrupt (error, "a dictionary value runs past the page");
@@ -554,7 +564,7 @@ decode_values (DcParquetPageDecoder   *decoder,
 
           if (end - pos < 4)
             return corrupt (error, "the values end early");
-          len = GUINT32_FROM_LE (*(const guint32 *) (const void *) pos);
+          len = read_le32 (pos);
           pos += 4;
           if (len > (gsize) (end - pos))
             return corrupt (error, "a value runs past the page");
@@ -603,7 +613,7 @@ read_data_page (DcParquetPageDecoder   *decoder,
             }
           if (end - pos < 4)
             return corrupt (error, "the definition levels end early");
-          n = GUINT32_FROM_LE (*(const guint32 *) (const void *) pos);
+          n = read_le32 (pos);
           pos += 4;
           if (n > (gsize) (end - pos))
             return corrupt (error, "the definition levels run past the page");
