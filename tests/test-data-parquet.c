@@ -341,6 +341,45 @@ check_refused (gconstpointer data)
   summary_clear (&all);
 }
 
+/* `daisychain-cli bench data --json FILE`: one line with the documented
+ * fields; the comparison is either there or says why not. */
+static void
+test_cli_bench (void)
+{
+  g_autofree char *cli = dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL);
+  g_autofree char *file = dc_test_dup_source_path ("tests", "data", "parquet",
+                                                   "arrow-v1-snappy-plain.parquet", NULL);
+  const char *argv[] = { cli, "bench", "data", "--json", file, NULL };
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  JsonObject *result;
+  int status = -1;
+
+  g_assert_true (dc_test_spawn (argv, &out, &err, &status, 60000));
+  g_assert_cmpint (status, ==, 0);
+  json_parser_load_from_data (parser, out, -1, &error);
+  g_assert_no_error (error);
+  result = json_node_get_object (json_parser_get_root (parser));
+  g_assert_cmpint (json_object_get_int_member (result, "rows"), ==, 3001);
+  g_assert_cmpint (json_object_get_int_member (result, "bytes"), ==, 232607);
+  g_assert_cmpstr (json_object_get_string_member (result, "codec"), ==, "SNAPPY");
+  g_assert_cmpfloat (json_object_get_double_member (result, "mb_per_s"), >, 0.0);
+  if (json_object_has_member (result, "skipped"))
+    {
+      g_assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (result, "ratio")));
+      g_test_message ("comparison skipped: %s",
+                      json_object_get_string_member (result, "skipped"));
+    }
+  else
+    {
+      g_assert_cmpfloat (json_object_get_double_member (result, "parquet_wasm_mb_per_s"), >, 0.0);
+      g_test_message ("ratio to parquet-wasm: %.2f",
+                      json_object_get_double_member (result, "ratio"));
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -369,6 +408,7 @@ main (int    argc,
   g_test_add_func ("/dc/data/parquet/truncated-message", test_truncated_message);
   g_test_add_func ("/dc/data/parquet/corrupted", test_corrupted);
   g_test_add_func ("/dc/data/parquet/not-parquet", test_not_parquet);
+  g_test_add_func ("/dc/data/cli/bench", test_cli_bench);
 
   return g_test_run ();
 }
