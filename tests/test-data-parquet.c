@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <json-glib/json-glib.h>
+#include <string.h>
 
 #include "data/dc-data-error.h"
 #include "data/dc-parquet-file.h"
@@ -285,21 +286,129 @@ test_not_parquet (void)
   g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT);
 }
 
+static JsonObject *
+load_arrow_expect (void)
+{
+  g_autofree char *path = dc_test_dup_source_path ("tests", "data", "parquet", "arrow-expect.json",
+                                                   NULL);
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+
+  json_parser_load_from_file (parser, path, &error);
+  g_assert_no_error (error);
+  return json_object_ref (json_node_get_object (json_parser_get_root (parser)));
+}
+
+/* Files written by arrow-rs (parquet-wasm): pages v1 and v2, PLAIN and
+ * dictionary, GZIP/UNCOMPRESSED/ZSTD/SNAPPY, nulls, ~4 KiB pages. */
+static void
+check_arrow_fixture (gconstpointer data)
+{
+  const char *name = data;
+  g_autoptr(JsonObject) expect = load_arrow_expect ();
+  g_autoptr(DcParquetFile) file = open_fixture (name);
+  g_autoptr(GError) error = NULL;
+  Summary all = { 0 };
+  int column;
+
+  column = dc_parquet_file_find_text_column (file, "text", &error);
+  g_assert_no_error (error);
+  dc_parquet_file_read_column (file, column, NULL, 0, summarize_cb, &all, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (dc_parquet_file_get_meta (file)->n_row_groups, ==, 5);
+  g_assert_cmpint (all.rows, ==, json_object_get_int_member (expect, "rows"));
+  g_assert_cmpint (all.nulls, ==, json_object_get_int_member (expect, "nulls"));
+  g_assert_cmpuint (all.bytes, ==, json_object_get_int_member (expect, "text_bytes"));
+  g_assert_cmpstr (all.first, ==, json_object_get_string_member (expect, "first_text"));
+  g_assert_cmpstr (all.last, ==, json_object_get_string_member (expect, "last_text"));
+  summary_clear (&all);
+}
+
+static void
+check_refused (gconstpointer data)
+{
+  const char * const *pair = data;
+  g_autoptr(DcParquetFile) file = open_fixture (pair[0]);
+  g_autoptr(GError) error = NULL;
+  Summary all = { 0 };
+
+  g_assert_false (dc_parquet_file_read_column (file, 0, NULL, 0, summarize_cb, &all, NULL,
+                                               &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED);
+  /* The message names what was found. */
+  g_assert_nonnull (strstr (error->message, pair[1]));
+  g_test_message ("%s", error->message);
+  summary_clear (&all);
+}
+
+/* `daisychain-cli bench data --json FILE`: one line with the documented
+ * fields; the comparison is either there or says why not. */
+static void
+test_cli_bench (void)
+{
+  g_autofree char *cli = dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL);
+  g_autofree char *file = dc_test_dup_source_path ("tests", "data", "parquet",
+                                                   "arrow-v1-snappy-plain.parquet", NULL);
+  const char *argv[] = { cli, "bench", "data", "--json", file, NULL };
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  JsonObject *result;
+  int status = -1;
+
+  g_assert_true (dc_test_spawn (argv, &out, &err, &status, 60000));
+  g_assert_cmpint (status, ==, 0);
+  json_parser_load_from_data (parser, out, -1, &error);
+  g_assert_no_error (error);
+  result = json_node_get_object (json_parser_get_root (parser));
+  g_assert_cmpint (json_object_get_int_member (result, "rows"), ==, 3001);
+  g_assert_cmpint (json_object_get_int_member (result, "bytes"), ==, 232607);
+  g_assert_cmpstr (json_object_get_string_member (result, "codec"), ==, "SNAPPY");
+  g_assert_cmpfloat (json_object_get_double_member (result, "mb_per_s"), >, 0.0);
+  if (json_object_has_member (result, "skipped"))
+    {
+      g_assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (result, "ratio")));
+      g_test_message ("comparison skipped: %s",
+                      json_object_get_string_member (result, "skipped"));
+    }
+  else
+    {
+      g_assert_cmpfloat (json_object_get_double_member (result, "parquet_wasm_mb_per_s"), >, 0.0);
+      g_test_message ("ratio to parquet-wasm: %.2f",
+                      json_object_get_double_member (result, "ratio"));
+    }
+}
+
 int
 main (int    argc,
       char **argv)
 {
+  static const char *brotli[] = { "arrow-brotli.parquet", "BROTLI" };
+  static const char *delta[] = { "arrow-delta.parquet", "DELTA_LENGTH_BYTE_ARRAY" };
+
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_data_func ("/dc/data/parquet/snappy", "fineweb-like-snappy.parquet", check_fixture);
   g_test_add_data_func ("/dc/data/parquet/zstd", "fineweb-like-zstd.parquet", check_fixture);
   g_test_add_func ("/dc/data/parquet/row-groups-and-codecs", test_snappy_row_group_count);
+  g_test_add_data_func ("/dc/data/parquet/arrow/v2-gzip-plain", "arrow-v2-gzip-plain.parquet",
+                        check_arrow_fixture);
+  g_test_add_data_func ("/dc/data/parquet/arrow/v1-uncompressed-dict",
+                        "arrow-v1-uncompressed-dict.parquet", check_arrow_fixture);
+  g_test_add_data_func ("/dc/data/parquet/arrow/v2-zstd-dict", "arrow-v2-zstd-dict.parquet",
+                        check_arrow_fixture);
+  g_test_add_data_func ("/dc/data/parquet/arrow/v1-snappy-plain", "arrow-v1-snappy-plain.parquet",
+                        check_arrow_fixture);
+  g_test_add_data_func ("/dc/data/parquet/arrow/refuses-brotli", brotli, check_refused);
+  g_test_add_data_func ("/dc/data/parquet/arrow/refuses-delta", delta, check_refused);
   g_test_add_func ("/dc/data/parquet/missing-column", test_missing_column_lists_columns);
   g_test_add_func ("/dc/data/parquet/bad-row-group", test_bad_row_group);
   g_test_add_func ("/dc/data/parquet/truncated", test_truncated);
   g_test_add_func ("/dc/data/parquet/truncated-message", test_truncated_message);
   g_test_add_func ("/dc/data/parquet/corrupted", test_corrupted);
   g_test_add_func ("/dc/data/parquet/not-parquet", test_not_parquet);
+  g_test_add_func ("/dc/data/cli/bench", test_cli_bench);
 
   return g_test_run ();
 }

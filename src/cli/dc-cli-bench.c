@@ -248,8 +248,8 @@ dc_cli_bench_run (const DcCliCommand  *command,
 
   if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
     return DC_CLI_EXIT_USAGE;
-  if (argc != 2 || !g_str_equal (argv[1], "gemm"))
-    return dc_cli_usage_error (command, _("the only benchmark is “gemm”"));
+  if (argc > 1)
+    return dc_cli_usage_error (command, _("unexpected argument “%s”"), argv[1]);
   if (n_threads < 0 || n_threads > 1024)
     return dc_cli_usage_error (command, _("--threads must be between 1 and 1024"));
   if (!(min_time > 0 && min_time <= 60))

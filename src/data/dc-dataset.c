@@ -165,53 +165,63 @@ list_folder (DcHfClient           *client,
 {
   g_autofree char *url = dc_hf_url_dataset_tree (dc_hf_client_get_base_url (client), spec->repo,
                                                  spec->revision, folder);
-  g_autoptr(JsonNode) root = dc_hf_client_get_json (client, url, cancellable, error);
-  JsonArray *array;
 
-  if (root == NULL)
-    return FALSE;
-  if (!JSON_NODE_HOLDS_ARRAY (root))
+  /* The tree API answers in pages linked by `Link: rel="next"`. */
+  while (url != NULL)
     {
-      g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_HTTP,
-                   "the file listing of dataset “%s” is not a JSON array", spec->repo);
-      return FALSE;
-    }
-  array = json_node_get_array (root);
-  for (guint i = 0; i < json_array_get_length (array); i++)
-    {
-      JsonNode *node = json_array_get_element (array, i);
-      JsonObject *entry;
-      const char *type;
-      const char *path;
+      g_autofree char *next = NULL;
+      g_autoptr(JsonNode) root = dc_hf_client_get_json_page (client, url, &next, cancellable,
+                                                             error);
+      JsonArray *array;
 
-      if (++*n_entries > MAX_LIST_ENTRIES)
+      if (root == NULL)
+        return FALSE;
+      if (!JSON_NODE_HOLDS_ARRAY (root))
         {
-          g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED,
-                       "dataset “%s” lists more than %u entries", spec->repo,
-                       MAX_LIST_ENTRIES);
+          g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_HTTP,
+                       "the file listing of dataset “%s” is not a JSON array", spec->repo);
           return FALSE;
         }
-      if (!JSON_NODE_HOLDS_OBJECT (node))
-        continue;
-      entry = json_node_get_object (node);
-      type = json_object_get_string_member_with_default (entry, "type", NULL);
-      path = json_object_get_string_member_with_default (entry, "path", NULL);
-      if (type == NULL || path == NULL)
-        continue;
-      if (g_str_equal (type, "directory") && depth < MAX_LIST_DEPTH)
+      array = json_node_get_array (root);
+      for (guint i = 0; i < json_array_get_length (array); i++)
         {
-          if (!list_folder (client, spec, path, depth + 1, files, n_entries, cancellable, error))
-            return FALSE;
-        }
-      else if (g_str_equal (type, "file") && g_str_has_suffix (path, ".parquet"))
-        {
-          DcDatasetFile *file = g_new0 (DcDatasetFile, 1);
-          gint64 size = json_object_get_int_member_with_default (entry, "size", 0);
+          JsonNode *node = json_array_get_element (array, i);
+          JsonObject *entry;
+          const char *type;
+          const char *path;
 
-          file->path = g_strdup (path);
-          file->size = size > 0 ? (guint64) size : 0;
-          g_ptr_array_add (files, file);
+          if (++*n_entries > MAX_LIST_ENTRIES)
+            {
+              g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED,
+                           "dataset “%s” lists more than %u entries", spec->repo,
+                           MAX_LIST_ENTRIES);
+              return FALSE;
+            }
+          if (!JSON_NODE_HOLDS_OBJECT (node))
+            continue;
+          entry = json_node_get_object (node);
+          type = json_object_get_string_member_with_default (entry, "type", NULL);
+          path = json_object_get_string_member_with_default (entry, "path", NULL);
+          if (type == NULL || path == NULL)
+            continue;
+          if (g_str_equal (type, "directory") && depth < MAX_LIST_DEPTH)
+            {
+              if (!list_folder (client, spec, path, depth + 1, files, n_entries, cancellable,
+                                error))
+                return FALSE;
+            }
+          else if (g_str_equal (type, "file") && g_str_has_suffix (path, ".parquet"))
+            {
+              DcDatasetFile *file = g_new0 (DcDatasetFile, 1);
+              gint64 size = json_object_get_int_member_with_default (entry, "size", 0);
+
+              file->path = g_strdup (path);
+              file->size = size > 0 ? (guint64) size : 0;
+              g_ptr_array_add (files, file);
+            }
         }
+      g_free (url);
+      url = g_steal_pointer (&next);
     }
   return TRUE;
 }

@@ -434,12 +434,42 @@ read_body (DcHfClient    *self,
   return g_byte_array_free_to_bytes (g_steal_pointer (&body));
 }
 
+/* Parses `Link: <URL>; rel="next"` (RFC 8288, the form the Hub sends),
+ * resolving URL against the request's. */
+static char *
+find_next_page (GUri               *base,
+                SoupMessageHeaders *headers)
+{
+  const char *link = soup_message_headers_get_list (headers, "Link");
+  g_auto(GStrv) links = NULL;
+
+  if (link == NULL)
+    return NULL;
+  links = g_strsplit (link, ",", -1);
+  for (guint i = 0; links[i] != NULL; i++)
+    {
+      const char *open = strchr (links[i], '<');
+      const char *close = open != NULL ? strchr (open, '>') : NULL;
+      g_autofree char *target = NULL;
+      g_autoptr(GUri) resolved = NULL;
+
+      if (close == NULL || strstr (close, "rel=\"next\"") == NULL)
+        continue;
+      target = g_strndup (open + 1, (gsize) (close - open - 1));
+      resolved = g_uri_parse_relative (base, target, G_URI_FLAGS_ENCODED, NULL);
+      if (resolved != NULL)
+        return g_uri_to_string (resolved);
+    }
+  return NULL;
+}
+
 static GBytes *
 request_once (DcHfClient       *self,
               const char       *url,
               const RangeSpec  *range,
               guint64           limit,
               guint64          *file_size,
+              char            **next_page,
               gboolean         *transient,
               GCancellable     *cancellable,
               GError          **error)
@@ -553,6 +583,8 @@ request_once (DcHfClient       *self,
                              cancellable, error);
           if (bytes != NULL && file_size != NULL)
             *file_size = g_bytes_get_size (bytes);
+          if (bytes != NULL && next_page != NULL)
+            *next_page = find_next_page (uri, soup_message_get_response_headers (msg));
           return bytes;
 
         case 206:
@@ -676,6 +708,7 @@ perform (DcHfClient       *self,
          const RangeSpec  *range,
          guint64           limit,
          guint64          *file_size,
+         char            **next_page,
          GCancellable     *cancellable,
          GError          **error)
 {
@@ -687,8 +720,8 @@ perform (DcHfClient       *self,
       gboolean transient = FALSE;
       GBytes *bytes;
 
-      bytes = request_once (self, url, range, limit, file_size, &transient, cancellable,
-                            &local_error);
+      bytes = request_once (self, url, range, limit, file_size, next_page, &transient,
+                            cancellable, &local_error);
       if (bytes != NULL)
         return bytes;
 
@@ -734,7 +767,7 @@ dc_hf_client_fetch_tail (DcHfClient    *self,
 
   g_return_val_if_fail (DC_IS_HF_CLIENT (self), NULL);
   g_return_val_if_fail (len > 0, NULL);
-  return perform (self, url, &range, DC_HF_MAX_REQUEST, file_size, cancellable, error);
+  return perform (self, url, &range, DC_HF_MAX_REQUEST, file_size, NULL, cancellable, error);
 }
 
 static int
@@ -802,7 +835,7 @@ dc_hf_client_fetch_ranges (DcHfClient         *self,
         {
           RangeSpec range = { TRUE, FALSE, start, end - start };
 
-          bytes = perform (self, url, &range, DC_HF_MAX_REQUEST, NULL, cancellable, error);
+          bytes = perform (self, url, &range, DC_HF_MAX_REQUEST, NULL, NULL, cancellable, error);
           if (bytes == NULL)
             {
               for (guint k = 0; k < n_ranges; k++)
@@ -908,28 +941,33 @@ dc_hf_client_fetch_ranges_finish (DcHfClient    *self,
 }
 
 /**
- * dc_hf_client_get_json:
+ * dc_hf_client_get_json_page:
+ * @next_page: (out) (optional) (nullable): the URL of the next page when the
+ *   answer has a `Link: <…>; rel="next"` header (the Hub's tree API pages its
+ *   listings), else %NULL
  *
  * Fetches and parses a JSON document (an API listing).
  *
  * Returns: (transfer full): the root node, or %NULL
  */
 JsonNode *
-dc_hf_client_get_json (DcHfClient    *self,
-                       const char    *url,
-                       GCancellable  *cancellable,
-                       GError       **error)
+dc_hf_client_get_json_page (DcHfClient    *self,
+                            const char    *url,
+                            char         **next_page,
+                            GCancellable  *cancellable,
+                            GError       **error)
 {
   RangeSpec none = { FALSE, FALSE, 0, 0 };
   g_autoptr(GBytes) bytes = NULL;
   g_autoptr(JsonParser) parser = json_parser_new ();
   g_autofree char *description = NULL;
+  g_autofree char *next = NULL;
   gsize len;
   const char *data;
 
   g_return_val_if_fail (DC_IS_HF_CLIENT (self), NULL);
 
-  bytes = perform (self, url, &none, MAX_JSON_BYTES, NULL, cancellable, error);
+  bytes = perform (self, url, &none, MAX_JSON_BYTES, NULL, &next, cancellable, error);
   if (bytes == NULL)
     return NULL;
   data = g_bytes_get_data (bytes, &len);
@@ -939,7 +977,25 @@ dc_hf_client_get_json (DcHfClient    *self,
       g_prefix_error (error, "%s is not valid JSON: ", description);
       return NULL;
     }
+  if (next_page != NULL)
+    *next_page = g_steal_pointer (&next);
   return json_node_copy (json_parser_get_root (parser));
+}
+
+/**
+ * dc_hf_client_get_json:
+ *
+ * Fetches and parses a JSON document (one page of it).
+ *
+ * Returns: (transfer full): the root node, or %NULL
+ */
+JsonNode *
+dc_hf_client_get_json (DcHfClient    *self,
+                       const char    *url,
+                       GCancellable  *cancellable,
+                       GError       **error)
+{
+  return dc_hf_client_get_json_page (self, url, NULL, cancellable, error);
 }
 
 static void

@@ -86,6 +86,11 @@ void          dc_hf_client_fetch_ranges_async   (DcHfClient          *self,
 GPtrArray    *dc_hf_client_fetch_ranges_finish  (DcHfClient          *self,
                                                  GAsyncResult        *result,
                                                  GError             **error);
+JsonNode     *dc_hf_client_get_json_page        (DcHfClient          *self,
+                                                 const char          *url,
+                                                 char               **next_page,
+                                                 GCancellable        *cancellable,
+                                                 GError             **error);
 JsonNode     *dc_hf_client_get_json             (DcHfClient          *self,
                                                  const char          *url,
                                                  GCancellable        *cancellable,

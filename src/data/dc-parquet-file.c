@@ -17,6 +17,16 @@
 
 #include "dc-data-error.h"
 
+/* Parquet's 4-byte lengths are little-endian and unaligned. */
+static inline guint32
+read_le32 (const guint8 *p)
+{
+  guint32 v;
+
+  memcpy (&v, p, sizeof v);
+  return GUINT32_FROM_LE (v);
+}
+
 /* Row groups read per batch of range requests: bounds the memory held. */
 #define BATCH_BYTES (64u * 1024u * 1024u)
 
@@ -95,7 +105,7 @@ dc_parquet_file_open (DcByteSource  *source,
                    "%s is not a parquet file: it does not start with “PAR1”", source->name);
       return NULL;
     }
-  meta_len = GUINT32_FROM_LE (*(const guint32 *) (const void *) (data + len - 8));
+  meta_len = read_le32 (data + len - 8);
   if ((guint64) meta_len + 12 > file->size || meta_len > DC_PARQUET_MAX_FOOTER)
     {
       g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,

@@ -18,8 +18,10 @@ G_BEGIN_DECLS
 
 /* The first read of a file: enough for the footer of most files in one request. */
 #define DC_PARQUET_TAIL_GUESS (64u * 1024u)
-/* Footers above this are refused rather than fetched and allocated. */
-#define DC_PARQUET_MAX_FOOTER (64u * 1024u * 1024u)
+/* Footers above this are refused rather than fetched and parsed. The parsed
+ * metadata takes at most about 25 bytes per footer byte (a column chunk entry
+ * needs at least 3 bytes and takes 72), so this also bounds its memory. */
+#define DC_PARQUET_MAX_FOOTER (16u * 1024u * 1024u)
 
 typedef struct _DcParquetFile DcParquetFile;
 

@@ -148,13 +148,13 @@ parse_schema_element (DcThriftReader  *reader,
   if (element->name == NULL)
     {
       g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
-                   "corrupt parquet metadata: a schema element has no name");
+                   "corrupt parquet file: a schema element has no name");
       return FALSE;
     }
   if (element->num_children < 0)
     {
       g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
-                   "corrupt parquet metadata: negative child count in the schema");
+                   "corrupt parquet file: negative child count in the schema");
       return FALSE;
     }
   /* UTF8 is converted type 0. */
@@ -182,7 +182,7 @@ collect_leaves (SchemaElement  *elements,
   if (*next >= n_elements || depth > DC_THRIFT_MAX_DEPTH)
     {
       g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
-                   "corrupt parquet metadata: the schema's child counts do not form a tree");
+                   "corrupt parquet file: the schema's child counts do not form a tree");
       return FALSE;
     }
   element = &elements[(*next)++];
@@ -232,7 +232,7 @@ parse_schema (DcThriftReader  *reader,
   if (elem_type != DC_THRIFT_STRUCT || size == 0)
     {
       g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
-                   "corrupt parquet metadata: the schema is empty or malformed");
+                   "corrupt parquet file: the schema is empty or malformed");
       return FALSE;
     }
   elements = g_new0 (SchemaElement, size);
@@ -246,7 +246,7 @@ parse_schema (DcThriftReader  *reader,
   if (ok && next != size)
     {
       g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
-                   "corrupt parquet metadata: the schema's child counts do not form a tree");
+                   "corrupt parquet file: the schema's child counts do not form a tree");
       ok = FALSE;
     }
 
@@ -375,6 +375,7 @@ parse_column_chunk (DcThriftReader  *reader,
 static gboolean
 parse_row_group (DcThriftReader     *reader,
                  DcParquetRowGroup  *group,
+                 guint               n_columns,
                  GError            **error)
 {
   gint16 last_id = 0;
@@ -399,10 +400,13 @@ parse_row_group (DcThriftReader     *reader,
           if (!dc_thrift_expect_type (reader, type, DC_THRIFT_LIST, "columns", error)
               || !dc_thrift_read_list_header (reader, &elem_type, &size, error))
             return FALSE;
-          if (elem_type != DC_THRIFT_STRUCT)
+          /* The schema comes first in every writer's output: when it is known,
+           * a row group must have exactly one chunk per leaf column, which is
+           * checked before allocating. */
+          if (elem_type != DC_THRIFT_STRUCT || (n_columns != G_MAXUINT && size != n_columns))
             {
               g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
-                           "corrupt parquet metadata: a row group's column list is malformed");
+                           "corrupt parquet file: a row group's column list is malformed");
               return FALSE;
             }
           group->chunks = g_new0 (DcParquetChunk, MAX (size, 1));
@@ -426,7 +430,7 @@ parse_row_group (DcThriftReader     *reader,
   if (group->num_rows < 0)
     {
       g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
-                   "corrupt parquet metadata: a row group has no row count");
+                   "corrupt parquet file: a row group has no row count");
       return FALSE;
     }
   return TRUE;
@@ -445,14 +449,15 @@ parse_row_groups (DcThriftReader  *reader,
   if (elem_type != DC_THRIFT_STRUCT)
     {
       g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
-                   "corrupt parquet metadata: the row group list is malformed");
+                   "corrupt parquet file: the row group list is malformed");
       return FALSE;
     }
   meta->row_groups = g_new0 (DcParquetRowGroup, MAX (size, 1));
   for (guint32 i = 0; i < size; i++)
     {
       meta->n_row_groups = i + 1;
-      if (!parse_row_group (reader, &meta->row_groups[i], error))
+      if (!parse_row_group (reader, &meta->row_groups[i],
+                            meta->columns != NULL ? meta->n_columns : G_MAXUINT, error))
         return FALSE;
     }
   return TRUE;
@@ -523,14 +528,14 @@ parse_file_meta (DcThriftReader  *reader,
   if (!has_schema)
     {
       g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
-                   "corrupt parquet metadata: no schema");
+                   "corrupt parquet file: no schema");
       return FALSE;
     }
   for (guint g = 0; g < meta->n_row_groups; g++)
     if (meta->row_groups[g].n_chunks != meta->n_columns)
       {
         g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
-                     "corrupt parquet metadata: row group %u has %u column chunks, "
+                     "corrupt parquet file: row group %u has %u column chunks, "
                      "the schema %u columns", g, meta->row_groups[g].n_chunks, meta->n_columns);
         return FALSE;
       }

@@ -25,6 +25,16 @@
 #include "dc-data-error.h"
 #include "dc-thrift-compact.h"
 
+/* Parquet's 4-byte lengths are little-endian and unaligned. */
+static inline guint32
+read_le32 (const guint8 *p)
+{
+  guint32 v;
+
+  memcpy (&v, p, sizeof v);
+  return GUINT32_FROM_LE (v);
+}
+
 enum
 {
   PAGE_DATA = 0,
@@ -338,7 +348,7 @@ parse_page_header (const guint8  *data,
   return TRUE;
 }
 
-/* Decompresses @len bytes into exactly @expected bytes of decoder->page. */
+/* Decompresses @len bytes into exactly @expected bytes of @out. */
 static gboolean
 decompress (DcParquetPageDecoder  *decoder,
             int                    codec,
@@ -348,13 +358,14 @@ decompress (DcParquetPageDecoder  *decoder,
             GByteArray            *out,
             GError               **error)
 {
-  g_byte_array_set_size (out, (guint) expected);
-
+  /* Sizes that the input itself states are checked before the output is
+   * allocated, so a lying header cannot make us allocate for nothing. */
   switch (codec)
     {
     case DC_PARQUET_CODEC_UNCOMPRESSED:
       if (len != expected)
         return corrupt (error, "an uncompressed page's sizes disagree");
+      g_byte_array_set_size (out, (guint) expected);
       if (len > 0)
         memcpy (out->data, in, len);
       return TRUE;
@@ -365,8 +376,10 @@ decompress (DcParquetPageDecoder  *decoder,
         size_t out_len = expected;
 
         if (snappy_uncompressed_length ((const char *) in, len, &real) != SNAPPY_OK
-            || real != expected
-            || snappy_uncompress ((const char *) in, len, (char *) out->data, &out_len) != SNAPPY_OK
+            || real != expected)
+          return corrupt (error, "snappy data does not decompress to the declared size");
+        g_byte_array_set_size (out, (guint) expected);
+        if (snappy_uncompress ((const char *) in, len, (char *) out->data, &out_len) != SNAPPY_OK
             || out_len != expected)
           return corrupt (error, "snappy data does not decompress to the declared size");
         return TRUE;
@@ -374,8 +387,13 @@ decompress (DcParquetPageDecoder  *decoder,
 
     case DC_PARQUET_CODEC_ZSTD:
       {
+        unsigned long long content = ZSTD_getFrameContentSize (in, len);
         size_t n;
 
+        if (content == ZSTD_CONTENTSIZE_ERROR
+            || (content != ZSTD_CONTENTSIZE_UNKNOWN && content != expected))
+          return corrupt (error, "zstd data does not decompress to the declared size");
+        g_byte_array_set_size (out, (guint) expected);
         if (decoder->zstd == NULL)
           decoder->zstd = ZSTD_createDCtx ();
         n = ZSTD_decompressDCtx (decoder->zstd, out->data, expected, in, len);
@@ -389,6 +407,7 @@ decompress (DcParquetPageDecoder  *decoder,
         z_stream stream = { 0 };
         int status;
 
+        g_byte_array_set_size (out, (guint) expected);
         /* 15 + 32: a zlib or gzip header, detected automatically. */
         if (inflateInit2 (&stream, 15 + 32) != Z_OK)
           return corrupt (error, "zlib could not start");
@@ -449,7 +468,7 @@ read_dictionary (DcParquetPageDecoder  *decoder,
 
       if (end - pos < 4)
         return corrupt (error, "the dictionary ends early");
-      n = GUINT32_FROM_LE (*(const guint32 *) (const void *) pos);
+      n = read_le32 (pos);
       pos += 4;
       if (n > (gsize) (end - pos))
         return corrupt (error, "a dictionary value runs past the page");
@@ -545,7 +564,7 @@ decode_values (DcParquetPageDecoder   *decoder,
 
           if (end - pos < 4)
             return corrupt (error, "the values end early");
-          len = GUINT32_FROM_LE (*(const guint32 *) (const void *) pos);
+          len = read_le32 (pos);
           pos += 4;
           if (len > (gsize) (end - pos))
             return corrupt (error, "a value runs past the page");
@@ -594,7 +613,7 @@ read_data_page (DcParquetPageDecoder   *decoder,
             }
           if (end - pos < 4)
             return corrupt (error, "the definition levels end early");
-          n = GUINT32_FROM_LE (*(const guint32 *) (const void *) pos);
+          n = read_le32 (pos);
           pos += 4;
           if (n > (gsize) (end - pos))
             return corrupt (error, "the definition levels run past the page");

@@ -17,8 +17,9 @@
 
 G_BEGIN_DECLS
 
-/* Pages larger than this (uncompressed) are refused rather than allocated. */
-#define DC_PARQUET_MAX_PAGE_SIZE (256u * 1024u * 1024u)
+/* Pages larger than this (uncompressed) are refused rather than allocated.
+ * Writers default to 1 MiB pages; one page must still hold a whole value. */
+#define DC_PARQUET_MAX_PAGE_SIZE (64u * 1024u * 1024u)
 
 /**
  * DcParquetValueFunc:

@@ -269,7 +269,7 @@ draw_axes (DcLossChart      *self,
     }
 
   /* x ticks: whole steps only. */
-  step = MAX (1.0, nice_step (f->x_max - f->x_min, MAX (2, (int) (f->plot.size.width / 90))));
+  step = MAX (1.0, nice_step (f->x_max - f->x_min, MAX (2, (int) (f->plot.size.width / 60))));
   for (double s = ceil (f->x_min / step) * step; s <= f->x_max + 1e-9; s += step)
     {
       double x = frame_x (f, s);

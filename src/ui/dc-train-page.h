@@ -19,5 +19,8 @@ void         dc_train_page_set_settings (DcTrainPage *self,
 DcLossChart *dc_train_page_get_chart    (DcTrainPage *self);
 void         dc_train_page_append_log   (DcTrainPage *self,
                                          const char  *line);
+gboolean     dc_train_page_is_running   (DcTrainPage *self);
+void         dc_train_page_stop         (DcTrainPage *self);
+const char  *dc_train_page_get_generated_text (DcTrainPage *self);
 
 G_END_DECLS
