@@ -11,7 +11,7 @@
 #include "config.h"
 
 #include <glib/gi18n.h>
-#include <stdlib.h>
+#include <string.h>
 
 #include "dc-cli.h"
 #include "dc-cli-resources.h"

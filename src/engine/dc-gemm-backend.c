@@ -11,6 +11,8 @@
 
 #include "dc-gemm-backend.h"
 
+#include <string.h>
+
 #include "dc-gemm-cpu.h"
 #include "dc-gemm-vk.h"
 
