@@ -957,23 +957,21 @@ dc_vk_pipeline_free (DcVkPipeline *self)
   g_free (self);
 }
 
-/**
- * dc_vk_dispatch:
- * @buffers: (array): exactly the pipeline's number of buffers, in binding order
- * @push: (nullable): the pipeline's push constants
- *
- * Records one dispatch, submits it and waits for it to finish. The descriptor
- * set is rewritten each time, which is safe because nothing is in flight.
- */
-gboolean
-dc_vk_dispatch (DcVkContext        *ctx,
-                DcVkPipeline       *pipeline,
-                DcVkBuffer * const *buffers,
-                const void         *push,
-                guint               groups_x,
-                guint               groups_y,
-                guint               groups_z,
-                GError            **error)
+/* Records optional copies in, one dispatch, optional copies out, in one
+ * command buffer with one submission and one fence wait. */
+static gboolean
+submit_dispatch (DcVkContext        *ctx,
+                 DcVkPipeline       *pipeline,
+                 DcVkBuffer * const *buffers,
+                 const void         *push,
+                 guint               groups_x,
+                 guint               groups_y,
+                 guint               groups_z,
+                 const DcVkCopy     *uploads,
+                 guint               n_uploads,
+                 const DcVkCopy     *downloads,
+                 guint               n_downloads,
+                 GError            **error)
 {
   g_autofree VkDescriptorBufferInfo *infos = g_new0 (VkDescriptorBufferInfo, pipeline->n_buffers);
   g_autofree VkWriteDescriptorSet *writes = g_new0 (VkWriteDescriptorSet, pipeline->n_buffers);
@@ -1033,6 +1031,36 @@ dc_vk_dispatch (DcVkContext        *ctx,
       goto out;
     if (!check_vk (vkBeginCommandBuffer (cmd, &begin), "beginning a command buffer", error))
       goto out;
+    if (n_uploads > 0)
+      {
+        /* Host writes (made visible by the submission) and earlier shader
+         * writes → the copies in → the shader's reads. */
+        VkMemoryBarrier before = {
+          .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+          .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+        };
+        VkMemoryBarrier after = {
+          .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+          .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+        };
+
+        vkCmdPipelineBarrier (cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                              VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, NULL, 0, NULL);
+        for (guint i = 0; i < n_uploads; i++)
+          {
+            VkBufferCopy region = {
+              .srcOffset = uploads[i].src_offset,
+              .dstOffset = uploads[i].dst_offset,
+              .size = uploads[i].size,
+            };
+
+            vkCmdCopyBuffer (cmd, uploads[i].src->buffer, uploads[i].dst->buffer, 1, &region);
+          }
+        vkCmdPipelineBarrier (cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, NULL, 0, NULL);
+      }
     vkCmdBindPipeline (cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
     vkCmdBindDescriptorSets (cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout, 0, 1,
                              &pipeline->set, 0, NULL);
@@ -1040,9 +1068,37 @@ dc_vk_dispatch (DcVkContext        *ctx,
       vkCmdPushConstants (cmd, pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                           pipeline->push_size, push);
     vkCmdDispatch (cmd, groups_x, groups_y, groups_z);
-    /* Make the shader's writes visible to the host's reads of mapped memory. */
-    vkCmdPipelineBarrier (cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                          0, 1, &barrier, 0, NULL, 0, NULL);
+    if (n_downloads > 0)
+      {
+        /* The shader's writes → the copies out. */
+        VkMemoryBarrier to_transfer = {
+          .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+          .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+        };
+
+        vkCmdPipelineBarrier (cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                              VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &to_transfer, 0, NULL, 0, NULL);
+        for (guint i = 0; i < n_downloads; i++)
+          {
+            VkBufferCopy region = {
+              .srcOffset = downloads[i].src_offset,
+              .dstOffset = downloads[i].dst_offset,
+              .size = downloads[i].size,
+            };
+
+            vkCmdCopyBuffer (cmd, downloads[i].src->buffer, downloads[i].dst->buffer, 1, &region);
+          }
+        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        vkCmdPipelineBarrier (cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                              0, 1, &barrier, 0, NULL, 0, NULL);
+      }
+    else
+      {
+        /* Make the shader's writes visible to the host's reads of mapped memory. */
+        vkCmdPipelineBarrier (cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                              VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, NULL, 0, NULL);
+      }
     if (!check_vk (vkEndCommandBuffer (cmd), "ending a command buffer", error))
       goto out;
 
@@ -1066,4 +1122,63 @@ out:
   if (cmd != VK_NULL_HANDLE)
     vkFreeCommandBuffers (ctx->device, ctx->command_pool, 1, &cmd);
   return ok;
+}
+
+/**
+ * dc_vk_dispatch:
+ * @buffers: (array): exactly the pipeline's number of buffers, in binding order
+ * @push: (nullable): the pipeline's push constants
+ *
+ * Records one dispatch, submits it and waits for it to finish. The descriptor
+ * set is rewritten each time, which is safe because nothing is in flight.
+ */
+gboolean
+dc_vk_dispatch (DcVkContext        *ctx,
+                DcVkPipeline       *pipeline,
+                DcVkBuffer * const *buffers,
+                const void         *push,
+                guint               groups_x,
+                guint               groups_y,
+                guint               groups_z,
+                GError            **error)
+{
+  return submit_dispatch (ctx, pipeline, buffers, push, groups_x, groups_y, groups_z,
+                          NULL, 0, NULL, 0, error);
+}
+
+/**
+ * dc_vk_dispatch_with_copies:
+ * @uploads: (array length=n_uploads): copies recorded before the dispatch
+ * @downloads: (array length=n_downloads): copies recorded after it
+ *
+ * As dc_vk_dispatch(), with staging copies in and out in the same command
+ * buffer: one submission and one wait per product instead of one per step.
+ * Barriers order host writes → copies in → shader → copies out → host reads.
+ */
+gboolean
+dc_vk_dispatch_with_copies (DcVkContext        *ctx,
+                            DcVkPipeline       *pipeline,
+                            DcVkBuffer * const *buffers,
+                            const void         *push,
+                            guint               groups_x,
+                            guint               groups_y,
+                            guint               groups_z,
+                            const DcVkCopy     *uploads,
+                            guint               n_uploads,
+                            const DcVkCopy     *downloads,
+                            guint               n_downloads,
+                            GError            **error)
+{
+  for (guint i = 0; i < n_uploads + n_downloads; i++)
+    {
+      const DcVkCopy *copy = i < n_uploads ? &uploads[i] : &downloads[i - n_uploads];
+
+      g_return_val_if_fail (copy->size > 0 &&
+                            copy->src_offset <= copy->src->size &&
+                            copy->size <= copy->src->size - copy->src_offset &&
+                            copy->dst_offset <= copy->dst->size &&
+                            copy->size <= copy->dst->size - copy->dst_offset, FALSE);
+    }
+  return submit_dispatch (ctx, pipeline, buffers, push, groups_x, groups_y, groups_z,
+                          uploads, n_uploads, downloads, n_downloads, error);
 }

@@ -47,6 +47,16 @@ typedef struct
 } DcVkFeatures;
 
 typedef struct _DcVkBuffer   DcVkBuffer;
+
+/* One buffer-to-buffer copy of @size bytes. */
+typedef struct
+{
+  DcVkBuffer *src;
+  gsize       src_offset;
+  DcVkBuffer *dst;
+  gsize       dst_offset;
+  gsize       size;
+} DcVkCopy;
 typedef struct _DcVkPipeline DcVkPipeline;
 
 GQuark        dc_vk_error_quark               (void);
@@ -95,6 +105,19 @@ gboolean      dc_vk_dispatch                  (DcVkContext        *ctx,
                                                guint               groups_x,
                                                guint               groups_y,
                                                guint               groups_z,
+                                               GError            **error);
+
+gboolean      dc_vk_dispatch_with_copies      (DcVkContext        *ctx,
+                                               DcVkPipeline       *pipeline,
+                                               DcVkBuffer * const *buffers,
+                                               const void         *push,
+                                               guint               groups_x,
+                                               guint               groups_y,
+                                               guint               groups_z,
+                                               const DcVkCopy     *uploads,
+                                               guint               n_uploads,
+                                               const DcVkCopy     *downloads,
+                                               guint               n_downloads,
                                                GError            **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkContext, dc_vk_context_free)
