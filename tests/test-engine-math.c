@@ -1215,6 +1215,31 @@ test_fp_environment (void)
   g_assert_true (dc_math_check_fp_environment (NULL));
 }
 
+/* The run-time probe (peers compare it) equals the recorded value, and a
+ * different FP environment (FTZ on x86) changes it. */
+#define PROBE_HASH G_GUINT64_CONSTANT (0xc4c64c5791c32345)
+static void
+test_probe_hash (void)
+{
+  guint64 h = dc_math_probe_hash ();
+
+  if (g_getenv ("DC_MATH_REPORT") != NULL)
+    g_printerr ("HASH probe 0x%016" G_GINT64_MODIFIER "x\n", h);
+  g_assert_cmphex (h, ==, PROBE_HASH);
+  g_assert_cmphex (dc_math_probe_hash (), ==, h);
+#if defined(__x86_64__) || defined(__i386__)
+  {
+    unsigned int csr = _mm_getcsr ();
+    guint64 ftz;
+
+    _mm_setcsr (csr | 0x8040);          /* FTZ and DAZ */
+    ftz = dc_math_probe_hash ();
+    _mm_setcsr (csr);
+    g_assert_cmphex (ftz, !=, h);
+  }
+#endif
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1244,6 +1269,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dc/engine/math/rms-norm", test_rms_norm);
   g_test_add_func ("/dc/engine/math/activation-backward", test_activation_backward);
   g_test_add_func ("/dc/engine/math/vector-hash", test_vector_hash);
+  g_test_add_func ("/dc/engine/math/probe-hash", test_probe_hash);
 
   return g_test_run ();
 }

@@ -38,6 +38,7 @@ G_BEGIN_DECLS
 #define DC_MATH_GPT2_LN_EPS 0x1.4f8b58p-17f /* 1e-5 rounded to f32 */
 
 gboolean dc_math_check_fp_environment (GError    **error);
+guint64  dc_math_probe_hash          (void);
 
 float    dc_math_expf                (float        x);
 float    dc_math_expm1f              (float        x);
