@@ -51,6 +51,8 @@ void     dc_math_sincosf             (float        x,
                                       float       *sin_out,
                                       float       *cos_out);
 float    dc_math_rsqrtf              (float        x);
+float    dc_math_powf                (float        x,
+                                      float        y);
 
 float    dc_math_gelu_tanhf          (float        x);
 float    dc_math_gelu_tanh_derivf    (float        x);
