@@ -29,7 +29,7 @@
 /* Points per function: the even sweep plus half as many random ones.
  * DC_MATH_SWEEP=N raises the sweep for a deeper run by hand (the figures in
  * docs/VERIFICATION.md come from one). */
-static guint n_sweep = 60000;
+static guint n_sweep = 50000;
 #define N_RANDOM (n_sweep / 2)
 
 typedef float (*ScalarFunc) (float x);
@@ -1228,8 +1228,106 @@ test_activation_backward (void)
   g_assert_cmpfloat (worst_fd, <=, 1e-5);
 }
 
+/* Cross-entropy is exactly −log_softmax[target]; its gradient exactly
+ * dloss · (softmax − onehot), checked against the double loss by central
+ * differences. */
+static void
+test_cross_entropy (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (19);
+  const gsize n = 257;
+  float x[257], ls[257], p[257], d[257];
+  double worst_fd = 0.0;
+
+  fill_uniform (rand, x, n, -6.0, 6.0);
+  dc_math_log_softmax (x, ls, n);
+  dc_math_softmax (x, p, n);
+  for (gsize t = 0; t < n; t += 16)
+    {
+      g_assert_cmphex (bits_of (dc_math_cross_entropy (x, n, t)), ==, bits_of (-ls[t]));
+      dc_math_cross_entropy_backward (x, n, t, 0.25f, d);
+      for (gsize i = 0; i < n; i++)
+        g_assert_cmphex (bits_of (d[i]), ==, bits_of ((i == t ? p[i] - 1.0f : p[i]) * 0.25f));
+    }
+
+  /* d loss / d x_j by central differences of the double loss. */
+  dc_math_cross_entropy_backward (x, n, 5, 1.0f, d);
+  for (gsize j = 0; j < n; j += 7)
+    {
+      const double h = 1e-5;
+      double l[2];
+
+      for (int s = 0; s < 2; s++)
+        {
+          double m = -INFINITY, sum = 0.0, xj;
+
+          for (gsize i = 0; i < n; i++)
+            m = MAX (m, (double) x[i]);
+          for (gsize i = 0; i < n; i++)
+            sum += exp ((double) x[i] + (i == j ? (s ? h : -h) : 0.0) - m);
+          xj = (double) x[5] + (j == 5 ? (s ? h : -h) : 0.0);
+          l[s] = -((xj - m) - log (sum));
+        }
+      worst_fd = MAX (worst_fd, fabs ((l[1] - l[0]) / (2 * h) - d[j]));
+    }
+  g_test_message ("cross-entropy gradient vs finite differences: %.3g", worst_fd);
+  g_assert_cmpfloat (worst_fd, <=, 1e-6);
+
+  /* Special rows. */
+  x[3] = -INFINITY;
+  g_assert_true (isinf (dc_math_cross_entropy (x, n, 3)));
+  g_assert_true (isfinite (dc_math_cross_entropy (x, n, 4)));
+  x[3] = NAN;
+  g_assert_true (isnan (dc_math_cross_entropy (x, n, 4)));
+}
+
+/* AdamW against a double evaluation of the same formula (β^t exact in
+ * double): every parameter within ADAM_BOUND units of 2^-24·(|p| + lr·|step|). */
+#define ADAM_BOUND 4.0
+static void
+test_adamw (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (20);
+  const gsize n = 1000;
+  float p[1000], g[1000], m[1000], v[1000];
+  double pd[1000], md[1000], vd[1000], worst = 0.0;
+  const float lr = 3e-4f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.1f;
+
+  fill_uniform (rand, p, n, -0.5, 0.5);
+  for (gsize i = 0; i < n; i++)
+    {
+      pd[i] = p[i];
+      m[i] = v[i] = 0.0f;
+      md[i] = vd[i] = 0.0;
+    }
+  for (guint64 t = 1; t <= 50; t++)
+    {
+      fill_uniform (rand, g, n, -1.0, 1.0);
+      dc_math_adamw_update (p, g, m, v, n, t, lr, b1, b2, eps, wd);
+      for (gsize i = 0; i < n; i++)
+        {
+          double mh, vh, step;
+
+          /* The double reference starts each step from the float state, so
+           * only this step's rounding is measured. */
+          md[i] = (double) b1 * md[i] + (1.0 - (double) b1) * g[i];
+          vd[i] = (double) b2 * vd[i] + (1.0 - (double) b2) * (double) g[i] * g[i];
+          mh = md[i] / (1.0 - pow ((double) b1, (double) t));
+          vh = vd[i] / (1.0 - pow ((double) b2, (double) t));
+          step = mh / (sqrt (vh) + eps) + (double) wd * pd[i];
+          pd[i] = pd[i] - (double) lr * step;
+          worst = MAX (worst, fabs (p[i] - pd[i]) / (0x1p-24 * (fabs (pd[i]) + lr * fabs (step))));
+          md[i] = m[i];
+          vd[i] = v[i];
+          pd[i] = p[i];
+        }
+    }
+  g_test_message ("AdamW: max error %.3f units over 50 steps (bound %.0f)", worst, ADAM_BOUND);
+  g_assert_cmpfloat (worst, <=, ADAM_BOUND);
+}
+
 /* The vector operations' exact bits, pinned like the scalar ones. */
-#define VECTOR_HASH G_GUINT64_CONSTANT (0x4a033c0ca7dba89d)
+#define VECTOR_HASH G_GUINT64_CONSTANT (0x3e10dd9a59e2aa78)
 static void
 test_vector_hash (void)
 {
@@ -1269,6 +1367,16 @@ test_vector_hash (void)
   dc_math_rms_norm_backward (x, w, rstd, b, dx, dw, n);
   HASH_ARRAY (dx);
   HASH_ARRAY (dw);
+  h = fnv1a (h, bits_of (dc_math_cross_entropy (x, n, 1234)));
+  dc_math_cross_entropy_backward (x, n, 1234, 0.5f, dx);
+  HASH_ARRAY (dx);
+  memset (dw, 0, n * sizeof (float));
+  memset (db, 0, n * sizeof (float));
+  for (guint64 t = 1; t <= 3; t++)
+    dc_math_adamw_update (w, b, dw, db, n, t, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f);
+  HASH_ARRAY (w);
+  HASH_ARRAY (dw);
+  HASH_ARRAY (db);
 #undef HASH_ARRAY
   if (g_getenv ("DC_MATH_REPORT") != NULL)
     g_printerr ("HASH vector 0x%016" G_GINT64_MODIFIER "x\n", h);
@@ -1315,7 +1423,7 @@ test_fp_environment (void)
 
 /* The run-time probe (peers compare it) equals the recorded value, and a
  * different FP environment (FTZ on x86) changes it. */
-#define PROBE_HASH G_GUINT64_CONSTANT (0x98e53b63c4f5c2b3)
+#define PROBE_HASH G_GUINT64_CONSTANT (0x689ba82bbaa8044a)
 static void
 test_probe_hash (void)
 {
@@ -1368,6 +1476,8 @@ main (int argc, char **argv)
                    test_layer_norm_finite_differences);
   g_test_add_func ("/dc/engine/math/rms-norm", test_rms_norm);
   g_test_add_func ("/dc/engine/math/activation-backward", test_activation_backward);
+  g_test_add_func ("/dc/engine/math/cross-entropy", test_cross_entropy);
+  g_test_add_func ("/dc/engine/math/adamw", test_adamw);
   g_test_add_func ("/dc/engine/math/vector-hash", test_vector_hash);
   g_test_add_func ("/dc/engine/math/probe-hash", test_probe_hash);
 

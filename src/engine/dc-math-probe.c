@@ -127,5 +127,18 @@ dc_math_probe_hash (void)
   dc_math_rms_norm_backward (row, w, rstd, w, dx, dw, ROW_N);
   for (guint i = 0; i < ROW_N; i++)
     h = fnv1a_float (fnv1a_float (h, dx[i]), dw[i]);
+  h = fnv1a_float (h, dc_math_cross_entropy (row, ROW_N, ROW_N / 3));
+  dc_math_cross_entropy_backward (row, ROW_N, ROW_N / 3, 0.5f, dx);
+  for (guint i = 0; i < ROW_N; i++)
+    {
+      h = fnv1a_float (h, dx[i]);
+      dw[i] = db[i] = 0.0f;
+    }
+  for (guint64 t = 1; t <= 3; t++)
+    dc_math_adamw_update (w, dx, dw, db, ROW_N, t, 0x1.3a92a4p-12f /* 3e-4 */,
+                          0x1.ccccccp-1f /* 0.9 */, 0x1.e66666p-1f /* 0.95 */,
+                          0x1.5798eep-27f /* 1e-8 */, 0x1.99999ap-4f /* 0.1 */);
+  for (guint i = 0; i < ROW_N; i++)
+    h = fnv1a_float (fnv1a_float (fnv1a_float (h, w[i]), dw[i]), db[i]);
   return h;
 }

@@ -238,6 +238,20 @@ dc_math_expf (float x)
   return scale2 (1.0f + p, k);
 }
 
+/* e^x − 1 from exp_reduce2()'s split e^x = 2^k (1 + p). */
+static inline float
+expm1_reduced (float p,
+               int   k)
+{
+  if (k == 0)
+    return p;
+  /* 2^k (1 + p) - 1 = 2^k (p + (1 - 2^-k)); 1 - 2^-k is exact for |k| ≤ 24,
+   * so for small k only one rounding happens before the exact scaling. */
+  if (k >= -1 && k <= 23)
+    return scale2 (p + (1.0f - pow2i (-k)), k);
+  return scale2 (1.0f + p, k) - 1.0f;
+}
+
 /**
  * dc_math_expm1f:
  *
@@ -257,13 +271,7 @@ dc_math_expm1f (float x)
   if (x < EXPM1_MINUS_ONE)
     return -1.0f;
   p = exp_reduce (x, &k);
-  if (k == 0)
-    return p;
-  /* 2^k (1 + p) - 1 = 2^k (p + (1 - 2^-k)); 1 - 2^-k is exact for |k| ≤ 24,
-   * so for small k only one rounding happens before the exact scaling. */
-  if (k >= -1 && k <= 23)
-    return scale2 (p + (1.0f - pow2i (-k)), k);
-  return scale2 (1.0f + p, k) - 1.0f;
+  return expm1_reduced (p, k);
 }
 
 /* For positive finite x: x = 2^e · (1 + f) with 1 + f in [√½, √2); f is
@@ -1121,6 +1129,54 @@ dc_math_log_softmax_backward (const float *y,
 }
 
 /**
+ * dc_math_cross_entropy:
+ * @logits: (array length=n): one row of logits
+ * @target: the correct class, < n
+ *
+ * −log softmax(logits)[target], bit for bit what dc_math_log_softmax() gives
+ * for that element, negated, without writing the row. NaN for a NaN or +inf
+ * logit or a row of −inf; +inf if only the target is −inf.
+ */
+float
+dc_math_cross_entropy (const float *logits,
+                       gsize        n,
+                       gsize        target)
+{
+  float max, lse, d, d_lo;
+
+  g_return_val_if_fail (n > 0 && n <= DC_MATH_MAX_N, DC_MATH_NAN);
+  g_return_val_if_fail (target < n, DC_MATH_NAN);
+  max = dc_math_max (logits, n);
+  lse = dc_math_logf (pairwise (LEAF_EXP_SHIFTED, logits, NULL, max, n));
+  if (is_nan (lse))
+    return lse;
+  two_sum (logits[target], -max, &d, &d_lo);
+  return -(d == -__builtin_inff () ? d : (d - lse) + d_lo);
+}
+
+/**
+ * dc_math_cross_entropy_backward:
+ * @dlogits: (array length=n): out, may be @logits
+ *
+ * dlogits = dloss · (softmax(logits) − onehot(target)), the softmax exactly
+ * dc_math_softmax()'s, the subtraction only at @target.
+ */
+void
+dc_math_cross_entropy_backward (const float *logits,
+                                gsize        n,
+                                gsize        target,
+                                float        dloss,
+                                float       *dlogits)
+{
+  g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
+  g_return_if_fail (target < n);
+  dc_math_softmax (logits, dlogits, n);
+  dlogits[target] = dlogits[target] - 1.0f;
+  for (gsize i = 0; i < n; i++)
+    dlogits[i] = dlogits[i] * dloss;
+}
+
+/**
  * dc_math_layer_norm:
  *
  * mean = Σx / n; var = Σ(x − mean)² / n (two passes, biased as in GPT-2);
@@ -1247,5 +1303,80 @@ dc_math_rms_norm_backward (const float *x,
 
       dx[i] = ((weight[i] * dy[i]) - norm * gn_mean) * rstd;
       dweight[i] = dweight[i] + dy[i] * norm;
+    }
+}
+
+/* 1 − b^t for 0 ≤ b < 1 and 1 ≤ t ≤ 2^24, as −expm1(t · log b) with the
+ * product a double-float: for b near 1 and small t, 1 − b^t cancels, and a
+ * float b^t (one ulp of 0.999 is 6e-8) would leave it with a relative error
+ * up to 6e-5. */
+static float
+one_minus_pow (float b,
+               float t)
+{
+  float l_hi, l_lo, w_hi, w_lo, h, p;
+  int k;
+
+  if (b == 0.0f)
+    return 1.0f;
+  log_df (b, &l_hi, &l_lo);
+  two_prod (t, l_hi, &w_hi, &w_lo);
+  w_lo = w_lo + t * l_lo;
+  h = w_hi + w_lo;
+  w_lo = w_lo - (h - w_hi);
+  w_hi = h;
+  if (w_hi < EXPM1_MINUS_ONE)
+    return 1.0f;                /* b^t < 2^-26 */
+  p = exp_reduce2 (w_hi, w_lo, &k);
+  return -expm1_reduced (p, k);
+}
+
+/**
+ * dc_math_adamw_update:
+ * @params: (array length=n): updated in place
+ * @grads: (array length=n): this step's gradients
+ * @m: (array length=n): first moments, updated in place
+ * @v: (array length=n): second moments, updated in place
+ * @t: the step number, 1 for the first update, at most 2^24
+ *
+ * One AdamW step in llm.c's order (GPT-2 training's reference), per element:
+ * m = β1·m + (1 − β1)·g; v = β2·v + (1 − β2)·g²; m̂ = m / (1 − β1^t);
+ * v̂ = v / (1 − β2^t); p = p − lr·(m̂ / (√v̂ + eps) + wd·p). The bias
+ * corrections 1 − β^t are computed once per call as −expm1(t·log β) in
+ * double-float (see one_minus_pow()), accurate where a float β^t would cancel.
+ * Elements are independent, so any split of the array over threads gives the
+ * same bits. 0 ≤ β1, β2 < 1.
+ */
+void
+dc_math_adamw_update (float       *params,
+                      const float *grads,
+                      float       *m,
+                      float       *v,
+                      gsize        n,
+                      guint64      t,
+                      float        lr,
+                      float        beta1,
+                      float        beta2,
+                      float        eps,
+                      float        weight_decay)
+{
+  float bc1, bc2;
+
+  g_return_if_fail (t >= 1 && t <= ((guint64) 1 << 24));
+  g_return_if_fail (beta1 >= 0.0f && beta1 < 1.0f && beta2 >= 0.0f && beta2 < 1.0f);
+  bc1 = one_minus_pow (beta1, (float) t);
+  bc2 = one_minus_pow (beta2, (float) t);
+  for (gsize i = 0; i < n; i++)
+    {
+      float g = grads[i];
+      float mi = beta1 * m[i] + (1.0f - beta1) * g;
+      float vi = beta2 * v[i] + (1.0f - beta2) * (g * g);
+      float m_hat = mi / bc1;
+      float v_hat = vi / bc2;
+
+      m[i] = mi;
+      v[i] = vi;
+      params[i] = params[i] - lr * (m_hat / (__builtin_sqrtf (v_hat) + eps)
+                                    + weight_decay * params[i]);
     }
 }

@@ -17,6 +17,10 @@
  * where the comment says so. Every reduction uses dc_math_sum()'s fixed
  * pairwise order, which depends only on n, never on threads.
  *
+ * Threads that compute model values call dc_math_check_fp_environment() once;
+ * dc_math_probe_hash() identifies what this build computes, for peers to
+ * compare.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #pragma once
@@ -51,6 +55,7 @@ void     dc_math_sincosf             (float        x,
                                       float       *sin_out,
                                       float       *cos_out);
 float    dc_math_rsqrtf              (float        x);
+/* x ≥ 0. RoPE: inv_freq[i] = dc_math_powf (base, -(float) (2 * i) / (float) d). */
 float    dc_math_powf                (float        x,
                                       float        y);
 
@@ -109,6 +114,17 @@ void     dc_math_log_softmax_backward (const float *y,
                                        float       *dx,
                                        gsize        n);
 
+/* Loss of one row of n logits against class target < n, and its gradient
+ * (dlogits (n,) may be logits). */
+float    dc_math_cross_entropy       (const float *logits,
+                                      gsize        n,
+                                      gsize        target);
+void     dc_math_cross_entropy_backward (const float *logits,
+                                         gsize        n,
+                                         gsize        target,
+                                         float        dloss,
+                                         float       *dlogits);
+
 /* One row x (n,); weight and bias (n,); y may be x. mean_out and rstd_out
  * (nullable) keep the statistics the backward pass needs. */
 void     dc_math_layer_norm          (const float *x,
@@ -143,5 +159,18 @@ void     dc_math_rms_norm_backward   (const float *x,
                                       float       *dx,
                                       float       *dweight,
                                       gsize        n);
+
+/* One AdamW step over n parameters; params, m and v (n,) are updated in place. */
+void     dc_math_adamw_update        (float       *params,
+                                      const float *grads,
+                                      float       *m,
+                                      float       *v,
+                                      gsize        n,
+                                      guint64      t,
+                                      float        lr,
+                                      float        beta1,
+                                      float        beta2,
+                                      float        eps,
+                                      float        weight_decay);
 
 G_END_DECLS
