@@ -1026,7 +1026,8 @@ test_layer_norm (void)
       for (gsize i = 0; i < n; i++)
         {
           /* Scale: the terms that meet in y. */
-          double unit = 0x1p-24 * (fabs (w[i]) * (fabs (x[i]) + fabs (rmean)) * rrstd + fabs (b[i]));
+          double unit = 0x1p-24 * (fabs (w[i]) * (fabs (x[i]) + fabs (rmean)) * rrstd
+                                   + fabs (b[i]));
 
           worst = MAX (worst, fabs (y[i] - ry[i]) / unit);
         }
@@ -1038,9 +1039,10 @@ test_layer_norm (void)
       for (gsize i = 0; i < n; i++)
         {
           double unit = 0x1p-24 * gscale * rrstd * (1.0 + fabs ((x[i] - rmean) * rrstd));
+          double wunit = 0x1p-24 * fabs (dy[i]) * (1.0 + fabs ((x[i] - rmean) * rrstd));
 
           worst_b = MAX (worst_b, fabs (dx[i] - rdx[i]) / unit);
-          worst_b = MAX (worst_b, fabs (dw[i] - rdw[i]) / (0x1p-24 * fabs (dy[i]) * (1.0 + fabs ((x[i] - rmean) * rrstd))));
+          worst_b = MAX (worst_b, fabs (dw[i] - rdw[i]) / wunit);
           g_assert_cmpfloat (db[i], ==, dy[i]);
         }
 
@@ -1128,7 +1130,8 @@ test_rms_norm (void)
         ms += (double) x[i] * x[i];
       rstd = 1.0 / sqrt (ms / n + (double) 1e-6f);
       for (gsize i = 0; i < n; i++)
-        worst = MAX (worst, fabs (y[i] - x[i] * rstd * w[i]) / (0x1p-24 * fabs (x[i] * rstd * w[i])));
+        worst = MAX (worst, fabs (y[i] - x[i] * rstd * w[i])
+                            / (0x1p-24 * fabs (x[i] * rstd * w[i])));
 
       dc_math_rms_norm_backward (x, w, frstd, dy, dx, dw, n);
       for (gsize i = 0; i < n; i++)
@@ -1144,7 +1147,8 @@ test_rms_norm (void)
           double unit = 0x1p-24 * gscale * rstd * (1.0 + fabs (norm));
 
           worst_b = MAX (worst_b, fabs (dx[i] - ref) / unit);
-          worst_b = MAX (worst_b, fabs (dw[i] - dy[i] * norm) / (0x1p-24 * fabs (dy[i]) * (1.0 + fabs (norm))));
+          worst_b = MAX (worst_b, fabs (dw[i] - dy[i] * norm)
+                                  / (0x1p-24 * fabs (dy[i]) * (1.0 + fabs (norm))));
         }
 
       /* The formula against central differences of the double forward. */

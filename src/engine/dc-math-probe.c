@@ -89,7 +89,8 @@ dc_math_probe_hash (void)
       h = fnv1a_float (h, dc_math_gelu_tanh_derivf (x));
       h = fnv1a_float (h, dc_math_reluf (x));
       /* |x| to a power in [-8, 8], and RoPE's base^(-2i/d). */
-      h = fnv1a_float (h, dc_math_powf (x < 0.0f ? -x : x, probe_input (PROBE_N - 1 - i) * 0x1p-4f));
+      h = fnv1a_float (h, dc_math_powf (x < 0.0f ? -x : x,
+                                        probe_input (PROBE_N - 1 - i) * 0x1p-4f));
       h = fnv1a_float (h, dc_math_powf (500000.0f, -(float) (i % 64) / 64.0f));
     }
 

@@ -2,7 +2,8 @@
  * softmax functions from correctly rounded binary32 operations only.
  *
  * Why not libm: its results differ between versions, vendors and
- * architectures (glibc's expf changed its last bit between releases), and
+ * architectures (glibc 2.27, for one, replaced expf, logf, powf, sinf and
+ * cosf with new implementations), and
  * replicas that must agree bit for bit cannot depend on them. Every function
  * here is a fixed sequence of IEEE-754 binary32 + − × ÷ √ (each correctly
  * rounded, round-to-nearest-even), integer↔float conversions (also correctly
@@ -31,7 +32,7 @@
 #endif
 
 /* ln 2 split for Cody–Waite reduction: LN2_HI has 15 significant bits, so
- * k · LN2_HI is exact for |k| ≤ 512; LN2_HI + LN2_LO = ln 2 within 6e-14. */
+ * k · LN2_HI is exact for |k| < 512; LN2_HI + LN2_LO = ln 2 within 6e-14. */
 #define LN2_HI   0x1.62e4p-1f
 #define LN2_LO   0x1.7f7d1cp-20f
 #define LOG2E    0x1.715476p+0f        /* 1 / ln 2 */
@@ -41,9 +42,9 @@
  * and +0 below EXP_UNDERFLOW (exp(x) < 2^-150 there, which rounds to 0). */
 #define EXP_OVERFLOW  0x1.62e42ep+6f    /* 88.72283 */
 #define EXP_UNDERFLOW -0x1.9fe36ap+6f   /* -103.97208 */
-/* expm1(x) rounds to -1 below this: e^x < 2^-26. */
+/* expm1(x) rounds to -1 below this: e^x < 2^-25, half an ulp below 1. */
 #define EXPM1_MINUS_ONE -0x1.2p+4f      /* -18 */
-/* tanh(x) rounds to ±1 beyond this: 1 - tanh(x) < 2^-26 there. */
+/* tanh(x) rounds to ±1 beyond this: 1 - tanh(x) < 2^-25 there. */
 #define TANH_ONE 0x1.4p+3f              /* 10 */
 
 #define SQRT1_2  0x1.6a09e6p-1f         /* √½ rounded down */
@@ -126,7 +127,7 @@ pow2i (int k)
   return bits_float ((guint32) (k + 127) << 23);
 }
 
-/* y · 2^k for -251 ≤ k ≤ 254 with one rounding at most, for the callers'
+/* y · 2^k for -240 ≤ k ≤ 254 with one rounding at most, for the callers'
  * 0.5 ≤ |y| < 2^128: the first multiply keeps y normal and is exact, the
  * second rounds once (into the subnormal range or to infinity). */
 static inline float
@@ -140,11 +141,11 @@ scale2 (float y,
   return y * pow2i (k);
 }
 
-/* Splits exp(x + x_lo) = 2^k · m, for |x| ≤ 160: k =
- * round(x / ln 2), r = x − k ln 2 + x_lo with |r| ≤ 0.35 (Cody–Waite; the
- * first subtraction is exact by Sterbenz), and returns expm1(r) from its
- * Taylor series to degree 8 (truncation below 2^-32 relative). m = 1 + the
- * returned value. x_lo (|x_lo| ≤ 2^-16) carries the low half of a double-float argument. */
+/* Splits exp(x + x_lo) = 2^k · m for |x| ≤ 160: k = round(x / ln 2),
+ * r = x − k ln 2 + x_lo with |r| ≤ 0.35 (Cody–Waite; the first subtraction
+ * is exact by Sterbenz), and returns expm1(r) from its Taylor series to
+ * degree 8 (truncation below 2^-32 relative); m = 1 + the returned value.
+ * x_lo (|x_lo| ≤ 2^-16) is the low half of a double-float argument, or 0. */
 static float
 exp_reduce2 (float  x,
              float  x_lo,
@@ -453,12 +454,25 @@ sincos_finite (float  x,
   r = trig_reduce (ax, &q);
   s = sin_kernel (r);
   c = cos_kernel (r);
+  /* sin and cos of r + q·π/2. */
   switch (q)
     {
-    case 0: ts = s;  tc = c;  break;
-    case 1: ts = c;  tc = -s; break;
-    case 2: ts = -s; tc = -c; break;
-    default: ts = -c; tc = s; break;
+    case 0:
+      ts = s;
+      tc = c;
+      break;
+    case 1:
+      ts = c;
+      tc = -s;
+      break;
+    case 2:
+      ts = -s;
+      tc = -c;
+      break;
+    default:
+      ts = -c;
+      tc = s;
+      break;
     }
   *s_out = (float_bits (x) & 0x80000000u) ? -ts : ts;
   *c_out = tc;
