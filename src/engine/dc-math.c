@@ -405,7 +405,7 @@ trig_reduce (float  ax,
 {
   guint32 ix = float_bits (ax);
   guint64 m = (ix & 0x007fffffu) | 0x00800000u;
-  int e = (int) (ix >> 23) - 150;          /* ax = m · 2^e, -25 ≤ e ≤ 0 here */
+  int e = (int) (ix >> 23) - 150;          /* ax = m · 2^e, -24 ≤ e ≤ 0 here */
   int sh = -e;                              /* fraction of T starts at bit 128 + sh */
   unsigned __int128 a = (unsigned __int128) m * TWO_OVER_PI_LO;
   unsigned __int128 b = (unsigned __int128) m * TWO_OVER_PI_HI;
