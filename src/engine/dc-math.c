@@ -46,6 +46,9 @@
 #define EXPM1_MINUS_ONE -0x1.2p+4f      /* -18 */
 /* tanh(x) rounds to ±1 beyond this: 1 - tanh(x) < 2^-25 there. */
 #define TANH_ONE 0x1.4p+3f              /* 10 */
+/* tanh switches from the expm1 form to the exp form here (no cancellation
+ * in 1 − 2/(1 + e^2x) once tanh ≥ 0.5). */
+#define TANH_SPLIT 0x1.19999ap-1f       /* 0.55 */
 
 #define SQRT1_2  0x1.6a09e6p-1f         /* √½ rounded down */
 
@@ -339,8 +342,10 @@ dc_math_logf (float x)
 /**
  * dc_math_tanhf:
  *
- * tanh(x) = t / (t + 2) with t = expm1(2|x|), sign restored. NaN → the same
- * NaN; ±0 → ±0; |x| ≥ 10 and ±inf → ±1.
+ * tanh |x| = 1 / (1 + 2/t) with t = expm1(2|x|) below 0.55, and
+ * 1 − 2 / (1 + e^(2|x|)) above, sign restored: monotone within each range.
+ * Below 2^-12, tanh x = x. NaN → the same NaN; ±0 → ±0; |x| ≥ 10 and
+ * ±inf → ±1.
  */
 float
 dc_math_tanhf (float x)
@@ -352,8 +357,17 @@ dc_math_tanhf (float x)
     return x;
   if (ax >= TANH_ONE)
     return with_sign_of (1.0f, x);
-  t = dc_math_expm1f (2.0f * ax);
-  return with_sign_of (t / (t + 2.0f), x);
+  /* Both forms are chains of monotone steps (each correctly rounded
+   * operation is monotone), so tanh is monotone within each range; t/(t + 2)
+   * would not be, its numerator and denominator rising together. */
+  if (ax < 0x1p-12f)
+    return x;                   /* tanh x = x (1 − x²/3 + …): within 1/3 ulp */
+  if (ax < TANH_SPLIT)
+    {
+      t = dc_math_expm1f (2.0f * ax);
+      return with_sign_of (1.0f / (1.0f + 2.0f / t), x);
+    }
+  return with_sign_of (1.0f - 2.0f / (1.0f + dc_math_expf (2.0f * ax)), x);
 }
 
 /**
