@@ -451,7 +451,7 @@ static const MonotoneCase monotone_cases[] = {
   { "expm1", dc_math_expm1f, -20.0f, 89.0f, FALSE, { -18.0f, 0.3466f, -0.3466f, 16.0f } },
   { "log", dc_math_logf, 0x1p-149f, 0x1.fffffep127f, FALSE, { 1.0f, 0x1.6a09e6p0f, 0x1p-126f } },
   { "tanh", dc_math_tanhf, -11.0f, 11.0f, FALSE, { 0x1p-12f, 0x1.19999ap-1f, 10.0f, -0x1.19999ap-1f } },
-  { "sigmoid", dc_math_sigmoidf, -110.0f, 110.0f, FALSE, { 0x1p-149f, -88.0f, 17.0f } },
+  { "sigmoid", dc_math_sigmoidf, -110.0f, 110.0f, FALSE, { 0x1p-149f, -20.0f, -88.0f, 17.0f } },
   { "rsqrt", dc_math_rsqrtf, 0x1p-149f, 0x1.fffffep127f, TRUE, { 1.0f, 0x1p-126f } },
   { "silu (x ≥ 0)", dc_math_siluf, 0.0f, 200.0f, FALSE, { 1.0f, 88.0f } },
   { "gelu (x ≥ 0)", dc_math_gelu_tanhf, 0.0f, 200.0f, FALSE, { 1.0f, 10.0f } },
@@ -708,14 +708,14 @@ static const HashCase hash_cases[] = {
   { "expm1", dc_math_expm1f, G_GUINT64_CONSTANT (0xc17917c1d423450b) },
   { "log", dc_math_logf, G_GUINT64_CONSTANT (0x24e9cef9a4149724) },
   { "tanh", dc_math_tanhf, G_GUINT64_CONSTANT (0x1bf1b54aec8be5b9) },
-  { "sigmoid", dc_math_sigmoidf, G_GUINT64_CONSTANT (0xd97424a5ab2e72cf) },
+  { "sigmoid", dc_math_sigmoidf, G_GUINT64_CONSTANT (0xb55272be202f3832) },
   { "sin", dc_math_sinf, G_GUINT64_CONSTANT (0xea4baaa9b5be6e14) },
   { "cos", dc_math_cosf, G_GUINT64_CONSTANT (0x65e6409d8f313d0f) },
   { "rsqrt", dc_math_rsqrtf, G_GUINT64_CONSTANT (0xe0e55ea32159f6c4) },
   { "silu", dc_math_siluf, G_GUINT64_CONSTANT (0xa843249ab8c3db21) },
-  { "silu-deriv", dc_math_silu_derivf, G_GUINT64_CONSTANT (0x7bc60eb97dcdce93) },
+  { "silu-deriv", dc_math_silu_derivf, G_GUINT64_CONSTANT (0x4a4e0c36607f209e) },
   { "gelu", dc_math_gelu_tanhf, G_GUINT64_CONSTANT (0x456bd007110c8bae) },
-  { "gelu-deriv", dc_math_gelu_tanh_derivf, G_GUINT64_CONSTANT (0xb6fb01f2f0139897) },
+  { "gelu-deriv", dc_math_gelu_tanh_derivf, G_GUINT64_CONSTANT (0x69250419ee8d1ca7) },
   { "relu", dc_math_reluf, G_GUINT64_CONSTANT (0xab0e360dd19ceb5d) },
 };
 
@@ -1501,7 +1501,7 @@ test_fp_environment (void)
 
 /* The run-time probe (peers compare it) equals the recorded value, and a
  * different FP environment (FTZ on x86) changes it. */
-#define PROBE_HASH G_GUINT64_CONSTANT (0x1f2d7a24a6845b55)
+#define PROBE_HASH G_GUINT64_CONSTANT (0xeb7281de8ff5a5d7)
 static void
 test_probe_hash (void)
 {

@@ -50,6 +50,9 @@
  * in 1 − 2/(1 + e^2x) once tanh ≥ 0.5). */
 #define TANH_SPLIT 0x1.19999ap-1f       /* 0.55 */
 
+/* sigmoid(x) = e^x within 2^-28 relative below this. */
+#define SIGMOID_EXP -0x1.4p+4f          /* -20 */
+
 #define SQRT1_2  0x1.6a09e6p-1f         /* √½ rounded down */
 
 /* Taylor coefficients 1/n! rounded to nearest. */
@@ -373,20 +376,20 @@ dc_math_tanhf (float x)
 /**
  * dc_math_sigmoidf:
  *
- * 1 / (1 + e^-x) for x ≥ 0, e^x / (1 + e^x) for x < 0, so the exponential
- * never overflows. NaN → the same NaN; +inf → 1; -inf → +0.
+ * 1 / (1 + e^-x), a chain of monotone steps, so sigmoid is monotone (the
+ * form e^x / (1 + e^x) is not: its numerator and denominator rise together).
+ * Below -20, where e^-x would overflow for x < -88.7 and 1 + e^x rounds to 1,
+ * it is e^x (relative difference below 2^-28). NaN → the same NaN; +inf → 1;
+ * -inf → +0.
  */
 float
 dc_math_sigmoidf (float x)
 {
-  float e;
-
   if (is_nan (x))
     return x;
-  if (x >= 0.0f)
-    return 1.0f / (1.0f + dc_math_expf (-x));
-  e = dc_math_expf (x);
-  return e / (1.0f + e);
+  if (x < SIGMOID_EXP)
+    return dc_math_expf (x);
+  return 1.0f / (1.0f + dc_math_expf (-x));
 }
 
 /* sin(r) and cos(r) for |r| ≤ π/4 by their Taylor series (degree 9 and 10,
