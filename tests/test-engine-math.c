@@ -1406,6 +1406,49 @@ test_adamw (void)
   g_assert_cmpfloat (worst, <=, ADAM_BOUND);
 }
 
+/* RoPE: the table is exactly the documented composition; the rotation
+ * matches a double rotation by the same float angles, keeps the norm, and
+ * its backward is its transpose (forward then backward gives x back within
+ * rounding). */
+static void
+test_rope (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (21);
+  const gsize d = 128;
+  float c[64], sn[64], x[128], y[128];
+  double worst = 0.0, worst_back = 0.0;
+
+  for (gsize pos = 0; pos <= 32768; pos += 4093)
+    {
+      dc_math_rope_table (500000.0f, d, pos, c, sn);
+      for (gsize i = 0; i < d / 2; i++)
+        {
+          float angle = (float) pos * dc_math_powf (500000.0f, -((float) (2 * i) / (float) d));
+
+          g_assert_cmphex (bits_of (c[i]), ==, bits_of (dc_math_cosf (angle)));
+          g_assert_cmphex (bits_of (sn[i]), ==, bits_of (dc_math_sinf (angle)));
+        }
+      fill_uniform (rand, x, d, -2.0, 2.0);
+      memcpy (y, x, sizeof x);
+      dc_math_rope_apply (y, c, sn, d);
+      for (gsize i = 0; i < d / 2; i++)
+        {
+          double a = x[i], b = x[i + d / 2];
+          double r0 = a * c[i] - b * sn[i], r1 = b * c[i] + a * sn[i];
+          double unit = 0x1p-24 * (fabs (a) + fabs (b));
+
+          worst = MAX (worst, MAX (fabs (y[i] - r0), fabs (y[i + d / 2] - r1)) / unit);
+        }
+      dc_math_rope_apply_backward (y, c, sn, d);
+      for (gsize i = 0; i < d; i++)
+        worst_back = MAX (worst_back, fabs (y[i] - x[i]) / (0x1p-24 * 4.0));
+    }
+  g_test_message ("RoPE: rotation %.3f units of 2^-24(|a| + |b|), forward+backward %.3f units "
+                  "of 2^-22", worst, worst_back);
+  g_assert_cmpfloat (worst, <=, 2.0);
+  g_assert_cmpfloat (worst_back, <=, 8.0);
+}
+
 /* The vector operations' exact bits, pinned like the scalar ones. */
 #define VECTOR_HASH G_GUINT64_CONSTANT (0x3e10dd9a59e2aa78)
 static void
@@ -1503,7 +1546,7 @@ test_fp_environment (void)
 
 /* The run-time probe (peers compare it) equals the recorded value, and a
  * different FP environment (FTZ on x86) changes it. */
-#define PROBE_HASH G_GUINT64_CONSTANT (0xeb7281de8ff5a5d7)
+#define PROBE_HASH G_GUINT64_CONSTANT (0x8ca13bf17d0a22c7)
 static void
 test_probe_hash (void)
 {
@@ -1559,6 +1602,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dc/engine/math/activation-backward", test_activation_backward);
   g_test_add_func ("/dc/engine/math/cross-entropy", test_cross_entropy);
   g_test_add_func ("/dc/engine/math/adamw", test_adamw);
+  g_test_add_func ("/dc/engine/math/rope", test_rope);
   g_test_add_func ("/dc/engine/math/vector-hash", test_vector_hash);
   g_test_add_func ("/dc/engine/math/probe-hash", test_probe_hash);
 

@@ -141,5 +141,16 @@ dc_math_probe_hash (void)
                           0x1.5798eep-27f /* 1e-8 */, 0x1.99999ap-4f /* 0.1 */);
   for (guint i = 0; i < ROW_N; i++)
     h = fnv1a_float (fnv1a_float (fnv1a_float (h, w[i]), dw[i]), db[i]);
+  /* RoPE at a few positions up to 32768 (row's first 64 values as a head). */
+  for (gsize pos = 0; pos <= 32768; pos += 8191)
+    {
+      dc_math_rope_table (500000.0f, 64, pos, dx, dw);
+      dc_math_rope_apply (row, dx, dw, 64);
+      for (guint i = 0; i < 64; i++)
+        h = fnv1a_float (h, row[i]);
+      dc_math_rope_apply_backward (row, dx, dw, 64);
+      for (guint i = 0; i < 64; i++)
+        h = fnv1a_float (h, row[i]);
+    }
   return h;
 }

@@ -1411,3 +1411,87 @@ dc_math_adamw_update (float       *params,
                                     + weight_decay * params[i]);
     }
 }
+
+/**
+ * dc_math_rope_table:
+ * @base: RoPE's θ base (10000 for Llama 2, 500000 for Llama 3)
+ * @head_dim: the head dimension d, even
+ * @position: the token position, at most 2^24
+ * @cos_out: (array length=head_dim/2): cos of each pair's angle
+ * @sin_out: (array length=head_dim/2): sin of each pair's angle
+ *
+ * The angles of Hugging Face's float32 computation, in its order:
+ * inv_freq[i] = base^(−(2i)/d) (the exponent one float division), angle =
+ * position · inv_freq[i] (one float product), then cos and sin.
+ */
+void
+dc_math_rope_table (float  base,
+                    gsize  head_dim,
+                    gsize  position,
+                    float *cos_out,
+                    float *sin_out)
+{
+  g_return_if_fail (head_dim > 0 && head_dim % 2 == 0 && head_dim <= DC_MATH_MAX_N);
+  g_return_if_fail (position <= ((gsize) 1 << 24));
+  for (gsize i = 0; i < head_dim / 2; i++)
+    {
+      float inv_freq = dc_math_powf (base, -((float) (2 * i) / (float) head_dim));
+
+      dc_math_sincosf ((float) position * inv_freq, &sin_out[i], &cos_out[i]);
+    }
+}
+
+/**
+ * dc_math_rope_apply:
+ * @x: (array length=head_dim): one head's vector, rotated in place
+ * @cos: (array length=head_dim/2): from dc_math_rope_table()
+ * @sin: (array length=head_dim/2): from dc_math_rope_table()
+ *
+ * Llama's rotate-half convention: element i pairs with i + d/2;
+ * y[i] = x[i]·cos − x[i + d/2]·sin, y[i + d/2] = x[i + d/2]·cos + x[i]·sin
+ * (the same roundings as Hugging Face's q·cos + rotate_half(q)·sin without
+ * FMA).
+ */
+void
+dc_math_rope_apply (float       *x,
+                    const float *cos,
+                    const float *sin,
+                    gsize        head_dim)
+{
+  gsize h = head_dim / 2;
+
+  g_return_if_fail (head_dim % 2 == 0);
+  for (gsize i = 0; i < h; i++)
+    {
+      float a = x[i], b = x[i + h];
+
+      x[i] = a * cos[i] - b * sin[i];
+      x[i + h] = b * cos[i] + a * sin[i];
+    }
+}
+
+/**
+ * dc_math_rope_apply_backward:
+ * @dx: (array length=head_dim): the gradient w.r.t. the rotated vector,
+ *   turned in place into the gradient w.r.t. the input
+ *
+ * The transpose of the rotation: dx[i] = dy[i]·cos + dy[i + d/2]·sin,
+ * dx[i + d/2] = dy[i + d/2]·cos − dy[i]·sin.
+ */
+void
+dc_math_rope_apply_backward (float       *dx,
+                             const float *cos,
+                             const float *sin,
+                             gsize        head_dim)
+{
+  gsize h = head_dim / 2;
+
+  g_return_if_fail (head_dim % 2 == 0);
+  for (gsize i = 0; i < h; i++)
+    {
+      float a = dx[i], b = dx[i + h];
+
+      dx[i] = a * cos[i] + b * sin[i];
+      dx[i + h] = b * cos[i] - a * sin[i];
+    }
+}

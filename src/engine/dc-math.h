@@ -160,6 +160,23 @@ void     dc_math_rms_norm_backward   (const float *x,
                                       float       *dweight,
                                       gsize        n);
 
+/* RoPE (Llama, rotate-half pairs i and i + d/2): the table of one position,
+ * cos_out and sin_out (head_dim/2,), and the rotation of one head's vector
+ * x (head_dim,) in place, forward and backward. */
+void     dc_math_rope_table          (float        base,
+                                      gsize        head_dim,
+                                      gsize        position,
+                                      float       *cos_out,
+                                      float       *sin_out);
+void     dc_math_rope_apply          (float       *x,
+                                      const float *cos,
+                                      const float *sin,
+                                      gsize        head_dim);
+void     dc_math_rope_apply_backward (float       *dx,
+                                      const float *cos,
+                                      const float *sin,
+                                      gsize        head_dim);
+
 /* One AdamW step over n parameters; params, m and v (n,) are updated in place. */
 void     dc_math_adamw_update        (float       *params,
                                       const float *grads,
