@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 
 cflags="$(pkg-config --cflags glib-2.0 gio-2.0) -I$build -I$root/src -I$root/src/engine -std=gnu17"
 libs="$(pkg-config --libs glib-2.0 gio-2.0) -lmpfr -lgmp -lm"
-sources="$root/src/engine/dc-math.c $root/src/engine/dc-math-probe.c $root/tests/test-engine-math.c"
+sources="$root/src/engine/dc-math.c $root/src/engine/dc-math-vector.c $root/src/engine/dc-math-probe.c $root/tests/test-engine-math.c"
 tests="-p /dc/engine/math/probe-hash -p /dc/engine/math/hashes -p /dc/engine/math/vector-hash -p /dc/engine/math/special-values"
 status=0
 
