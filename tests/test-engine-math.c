@@ -1132,6 +1132,36 @@ test_layer_norm (void)
   g_assert_cmpfloat (worst_b, <=, NORM_BACKWARD_BOUND);
 }
 
+/* Non-finite rows and overflowing variances give whole NaN rows. */
+static void
+test_norm_special (void)
+{
+  float x[5] = { 1.0f, 2.0f, 3.0f, 4.0f, 5.0f }, w[5] = { 1, 1, 1, 1, 1 }, b[5] = { 0 };
+  float y[5], mean, rstd;
+  const float bad[] = { NAN, INFINITY, -INFINITY, 1e30f };
+
+  for (gsize k = 0; k < G_N_ELEMENTS (bad); k++)
+    {
+      x[2] = bad[k];
+      dc_math_layer_norm (x, w, b, 1e-5f, y, &mean, &rstd, 5);
+      g_assert_true (isnan (mean) && isnan (rstd));
+      for (int i = 0; i < 5; i++)
+        g_assert_true (isnan (y[i]));
+      dc_math_rms_norm (x, w, 1e-5f, y, &rstd, 5);
+      g_assert_true (isnan (rstd));
+      for (int i = 0; i < 5; i++)
+        g_assert_true (isnan (y[i]));
+    }
+  /* A constant row: variance 0, y = bias exactly. */
+  for (int i = 0; i < 5; i++)
+    x[i] = 7.0f;
+  b[3] = 0.25f;
+  dc_math_layer_norm (x, w, b, 1e-5f, y, &mean, &rstd, 5);
+  g_assert_cmpfloat (mean, ==, 7.0f);
+  for (int i = 0; i < 5; i++)
+    g_assert_cmpfloat (y[i], ==, b[i]);
+}
+
 /* The layer norm backward formula against central differences of the double
  * forward: L = Σ dy_i y_i. */
 static void
@@ -1599,6 +1629,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dc/engine/math/layer-norm-finite-differences",
                    test_layer_norm_finite_differences);
   g_test_add_func ("/dc/engine/math/rms-norm", test_rms_norm);
+  g_test_add_func ("/dc/engine/math/norm-special", test_norm_special);
   g_test_add_func ("/dc/engine/math/activation-backward", test_activation_backward);
   g_test_add_func ("/dc/engine/math/cross-entropy", test_cross_entropy);
   g_test_add_func ("/dc/engine/math/adamw", test_adamw);

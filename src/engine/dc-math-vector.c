@@ -372,7 +372,9 @@ dc_math_cross_entropy_backward (const float *logits,
  * dc_math_layer_norm:
  *
  * mean = Σx / n; var = Σ(x − mean)² / n (two passes, biased as in GPT-2);
- * rstd = 1 / √(var + eps); y = ((x − mean) · rstd) · weight + bias.
+ * rstd = 1 / √(var + eps); y = ((x − mean) · rstd) · weight + bias. A NaN
+ * or infinite x, or a variance that overflows (|x| beyond about 1.8e19),
+ * gives a NaN row and NaN statistics.
  */
 void
 dc_math_layer_norm (const float *x,
@@ -390,6 +392,11 @@ dc_math_layer_norm (const float *x,
   fn = (float) n;
   mean = dc_math_sum (x, n) / fn;
   var = pairwise (LEAF_SQDEV, x, NULL, mean, n) / fn;
+  /* A NaN or infinite input, or a variance beyond the float range, leaves
+   * nothing to normalize by: the whole row becomes NaN rather than bias
+   * alone (rstd would be 0) or a mix. */
+  if (!(var <= FLT_MAX))
+    mean = var = DC_MATH_NAN;
   rstd = 1.0f / __builtin_sqrtf (var + eps);
   for (gsize i = 0; i < n; i++)
     y[i] = ((x[i] - mean) * rstd) * weight[i] + bias[i];
@@ -446,7 +453,8 @@ dc_math_layer_norm_backward (const float *x,
  * dc_math_rms_norm:
  *
  * rstd = 1 / √(Σx² / n + eps); y = (x · rstd) · weight (Llama's order: the
- * normalized value is rounded before the weight multiplies it).
+ * normalized value is rounded before the weight multiplies it). A NaN or
+ * infinite x, or squares that overflow, give a NaN row.
  */
 void
 dc_math_rms_norm (const float *x,
@@ -456,10 +464,15 @@ dc_math_rms_norm (const float *x,
                   float       *rstd_out,
                   gsize        n)
 {
-  float rstd;
+  float ms, rstd;
 
   g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
-  rstd = 1.0f / __builtin_sqrtf (pairwise (LEAF_SQUARE, x, NULL, 0.0f, n) / (float) n + eps);
+  ms = pairwise (LEAF_SQUARE, x, NULL, 0.0f, n) / (float) n;
+  /* As in layer norm: NaN, infinity or squares beyond the float range give
+   * a NaN row (rstd would be 0 and the finite elements would become 0). */
+  if (!(ms <= FLT_MAX))
+    ms = DC_MATH_NAN;
+  rstd = 1.0f / __builtin_sqrtf (ms + eps);
   for (gsize i = 0; i < n; i++)
     y[i] = (x[i] * rstd) * weight[i];
   if (rstd_out != NULL)
