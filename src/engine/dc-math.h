@@ -135,8 +135,9 @@ void     dc_math_layer_norm          (const float *x,
                                       float       *mean_out,
                                       float       *rstd_out,
                                       gsize        n);
-/* Overwrites dx (n,); adds this row's share to dweight and dbias (n,), so a
- * caller summing rows in a fixed order gets a fixed result. */
+/* Overwrites dx (n,), which must not be dy (it is scratch space first); adds
+ * this row's share to dweight and dbias (n,), so a caller summing rows in a
+ * fixed order gets a fixed result. The same holds for the RMS norm pair. */
 void     dc_math_layer_norm_backward (const float *x,
                                       const float *weight,
                                       float        mean,
