@@ -5,9 +5,16 @@
  * the floats' own order, so every binade is covered) plus seeded random
  * points, and its largest error in ULPs must stay within the bound that
  * docs/VERIFICATION.md documents. Special values are checked bit for bit,
- * a hash of outputs over a fixed sweep pins the exact rule, and the vector
- * operations are checked against double-precision references and finite
- * differences.
+ * monotone functions for monotonicity, hashes of outputs over fixed sweeps
+ * (and the library's own run-time probe hash) pin the exact rule, the
+ * floating-point environment check is shown to catch FTZ, DAZ and rounding
+ * modes, and the vector operations (softmax family, cross-entropy, norms,
+ * AdamW, RoPE) are checked against double-precision references and their
+ * backward passes against finite differences.
+ *
+ * Environment: DC_MATH_SWEEP=N deepens the oracle sweep, DC_MATH_EXHAUSTIVE=1
+ * walks every float in the monotonicity test, DC_MATH_REPORT=1 prints the
+ * figures and hashes on stderr.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
