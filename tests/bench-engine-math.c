@@ -130,12 +130,15 @@ main (int argc, char **argv)
                   {
                   case 0: dc_math_softmax (row, y, n); break;
                   case 1: dc_math_log_softmax (row, y, n); break;
-                  case 2: dc_math_layer_norm (row, w, b, DC_MATH_GPT2_LN_EPS, y, NULL, NULL, n); break;
+                  case 2:
+                    dc_math_layer_norm (row, w, b, DC_MATH_GPT2_LN_EPS, y, NULL, NULL, n);
+                    break;
                   case 3: dc_math_rms_norm (row, w, 1e-6f, y, NULL, n); break;
                   default: sink = dc_math_sum (row, n); break;
                   }
               }
-            best = MIN (best, (double) (g_get_monotonic_time () - t0) * 1000.0 / (double) (reps * n));
+            best = MIN (best, (double) (g_get_monotonic_time () - t0) * 1000.0
+                              / (double) (reps * n));
           }
         g_print ("%-22s %12.2f %12s\n", rows[r].name, best, "-");
       }

@@ -1,8 +1,12 @@
-/* dc-math.c: deterministic transcendental, activation, normalization and
- * softmax functions from correctly rounded binary32 operations only.
+/* dc-math.c: the deterministic math library's scalar functions (exp, expm1,
+ * log, pow, tanh, sigmoid, sin/cos, rsqrt, SiLU, GELU, ReLU and derivatives)
+ * from correctly rounded binary32 operations only; the array operations are
+ * in dc-math-vector.c, the shared constants and exact helpers in
+ * dc-math-private.h.
  *
  * Why not libm: its results differ between versions, vendors and
- * architectures (glibc's expf changed its last bit between releases), and
+ * architectures (glibc 2.27, for one, replaced expf, logf, powf, sinf and
+ * cosf with new implementations), and
  * replicas that must agree bit for bit cannot depend on them. Every function
  * here is a fixed sequence of IEEE-754 binary32 + − × ÷ √ (each correctly
  * rounded, round-to-nearest-even), integer↔float conversions (also correctly
@@ -21,154 +25,7 @@
 #include "config.h"
 
 #include "dc-math.h"
-
-#include <float.h>
-#include <string.h>
-
-/* x87 arithmetic would keep excess precision and break the contract. */
-#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
-#error "dc-math needs FLT_EVAL_METHOD == 0 (SSE or equivalent binary32 arithmetic)"
-#endif
-
-/* ln 2 split for Cody–Waite reduction: LN2_HI has 15 significant bits, so
- * k · LN2_HI is exact for |k| ≤ 512; LN2_HI + LN2_LO = ln 2 within 6e-14. */
-#define LN2_HI   0x1.62e4p-1f
-#define LN2_LO   0x1.7f7d1cp-20f
-#define LOG2E    0x1.715476p+0f        /* 1 / ln 2 */
-#define ROUND_MAGIC 0x1.8p+23f         /* adding and subtracting it rounds to an integer */
-
-/* exp(x) is +inf above EXP_OVERFLOW (the largest float whose exp is finite)
- * and +0 below EXP_UNDERFLOW (exp(x) < 2^-150 there, which rounds to 0). */
-#define EXP_OVERFLOW  0x1.62e42ep+6f    /* 88.72283 */
-#define EXP_UNDERFLOW -0x1.9fe36ap+6f   /* -103.97208 */
-/* expm1(x) rounds to -1 below this: e^x < 2^-26. */
-#define EXPM1_MINUS_ONE -0x1.2p+4f      /* -18 */
-/* tanh(x) rounds to ±1 beyond this: 1 - tanh(x) < 2^-26 there. */
-#define TANH_ONE 0x1.4p+3f              /* 10 */
-
-#define SQRT1_2  0x1.6a09e6p-1f         /* √½ rounded down */
-
-/* Taylor coefficients 1/n! rounded to nearest. */
-#define INV_FACT2 0x1p-1f
-#define INV_FACT3 0x1.555556p-3f
-#define INV_FACT4 0x1.555556p-5f
-#define INV_FACT5 0x1.111112p-7f
-#define INV_FACT6 0x1.6c16c2p-10f
-#define INV_FACT7 0x1.a01a02p-13f
-#define INV_FACT8 0x1.a01a02p-16f
-#define INV_FACT9 0x1.71de3ap-19f
-#define INV_FACT10 0x1.27e4fcp-22f
-
-/* 2/(2i+1) for the atanh series of log. */
-#define TWO_3  0x1.555556p-1f
-#define TWO_5  0x1.99999ap-2f
-#define TWO_7  0x1.24924ap-2f
-#define TWO_9  0x1.c71c72p-3f
-#define TWO_11 0x1.745d18p-3f
-
-/* GPT-2's gelu_new: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
-#define GELU_2C 0x1.988454p+0f          /* 2·√(2/π) */
-#define GELU_A  0x1.6e4e26p-5f          /* 0.044715 */
-#define GELU_3A 0x1.12ba9ep-3f          /* 3 · 0.044715 = 0.134145 */
-/* The same constants as unevaluated sums hi + lo (48 bits), for the
- * double-float evaluation of the left tail. */
-#define GELU_2C_LO -0x1.857936p-25f
-#define GELU_A_LO  0x1.a9003ep-30f
-
-/* 2/π as a 128-bit binary fraction (floor(2/π · 2^128)) and π/2 · 2^62. */
-#define TWO_OVER_PI_HI G_GUINT64_CONSTANT (0xa2f9836e4e441529)
-#define TWO_OVER_PI_LO G_GUINT64_CONSTANT (0xfc2757d1f534ddc0)
-#define PI_OVER_2_Q62  G_GUINT64_CONSTANT (0x6487ed5110b4611a)
-#define PI_OVER_4      0x1.921fb4p-1f   /* π/4 rounded down */
-
-static inline guint32
-float_bits (float x)
-{
-  guint32 u;
-
-  memcpy (&u, &x, sizeof u);
-  return u;
-}
-
-static inline float
-bits_float (guint32 u)
-{
-  float x;
-
-  memcpy (&x, &u, sizeof x);
-  return x;
-}
-
-static inline gboolean
-is_nan (float x)
-{
-  return (float_bits (x) & 0x7fffffffu) > 0x7f800000u;
-}
-
-static inline float
-abs_f (float x)
-{
-  return bits_float (float_bits (x) & 0x7fffffffu);
-}
-
-/* Returns |x| with the sign of s. */
-static inline float
-with_sign_of (float x,
-              float s)
-{
-  return bits_float ((float_bits (x) & 0x7fffffffu) | (float_bits (s) & 0x80000000u));
-}
-
-/* 2^k for -126 ≤ k ≤ 127, built from its bits (exact). */
-static inline float
-pow2i (int k)
-{
-  return bits_float ((guint32) (k + 127) << 23);
-}
-
-/* y · 2^k for -251 ≤ k ≤ 254 with one rounding at most, for the callers'
- * 0.5 ≤ |y| < 2^128: the first multiply keeps y normal and is exact, the
- * second rounds once (into the subnormal range or to infinity). */
-static inline float
-scale2 (float y,
-        int   k)
-{
-  if (k > 127)
-    return (y * pow2i (127)) * pow2i (k - 127);
-  if (k < -126)
-    return (y * pow2i (k + 125)) * pow2i (-125);
-  return y * pow2i (k);
-}
-
-/* Splits exp(x + x_lo) = 2^k · m, for |x| ≤ 160: k =
- * round(x / ln 2), r = x − k ln 2 + x_lo with |r| ≤ 0.35 (Cody–Waite; the
- * first subtraction is exact by Sterbenz), and returns expm1(r) from its
- * Taylor series to degree 8 (truncation below 2^-32 relative). m = 1 + the
- * returned value. x_lo (|x_lo| ≤ 2^-16) carries the low half of a double-float argument. */
-static float
-exp_reduce2 (float  x,
-             float  x_lo,
-             int   *k_out)
-{
-  float t = (x * LOG2E + ROUND_MAGIC) - ROUND_MAGIC;
-  float r = ((x - t * LN2_HI) - t * LN2_LO) + x_lo;
-  float q;
-
-  *k_out = (int) t;
-  q = INV_FACT2 + r * (INV_FACT3 + r * (INV_FACT4 + r * (INV_FACT5 + r * (INV_FACT6
-        + r * (INV_FACT7 + r * INV_FACT8)))));
-  return r + (r * r) * q;
-}
-
-/* exp_reduce2() of a single float. Adding x_lo = +0 is exact except that it
- * turns r = -0 into +0, which only x = ±0 produces and every caller handles
- * before. */
-static inline float
-exp_reduce (float  x,
-            int   *k_out)
-{
-  return exp_reduce2 (x, 0.0f, k_out);
-}
+#include "dc-math-private.h"
 
 /**
  * dc_math_check_fp_environment:
@@ -257,13 +114,35 @@ dc_math_expm1f (float x)
   if (x < EXPM1_MINUS_ONE)
     return -1.0f;
   p = exp_reduce (x, &k);
-  if (k == 0)
-    return p;
-  /* 2^k (1 + p) - 1 = 2^k (p + (1 - 2^-k)); 1 - 2^-k is exact for |k| ≤ 24,
-   * so for small k only one rounding happens before the exact scaling. */
-  if (k >= -1 && k <= 23)
-    return scale2 (p + (1.0f - pow2i (-k)), k);
-  return scale2 (1.0f + p, k) - 1.0f;
+  return expm1_reduced (p, k);
+}
+
+/* For positive finite x: x = 2^e · (1 + f) with 1 + f in [√½, √2); f is
+ * exact (1 + f is within a factor 2 of 1, Sterbenz). Subnormals are scaled
+ * by 2^25 first (exact). */
+static float
+log_split (float  x,
+           int   *e_out)
+{
+  guint32 ix = float_bits (x);
+  float m;
+  int e = 0;
+
+  if (ix < 0x00800000u)
+    {
+      x = x * 0x1p25f;
+      ix = float_bits (x);
+      e = -25;
+    }
+  e += (int) (ix >> 23) - 127;
+  m = bits_float ((ix & 0x007fffffu) | 0x3f800000u);
+  if (m > 2.0f * SQRT1_2)
+    {
+      m = m * 0.5f;             /* exact */
+      e += 1;
+    }
+  *e_out = e;
+  return m - 1.0f;
 }
 
 /**
@@ -279,8 +158,8 @@ float
 dc_math_logf (float x)
 {
   guint32 ix = float_bits (x);
-  float m, f, s, z, r, hfsq, fe;
-  int e = 0;
+  float f, s, z, r, hfsq, fe;
+  int e;
 
   if (is_nan (x))
     return x;
@@ -290,20 +169,7 @@ dc_math_logf (float x)
     return DC_MATH_NAN;
   if (ix == 0x7f800000u)
     return x;
-  if (ix < 0x00800000u)
-    {
-      x = x * 0x1p25f;          /* exact: brings a subnormal into the normal range */
-      ix = float_bits (x);
-      e = -25;
-    }
-  e += (int) (ix >> 23) - 127;
-  m = bits_float ((ix & 0x007fffffu) | 0x3f800000u);
-  if (m > 2.0f * SQRT1_2)
-    {
-      m = m * 0.5f;             /* exact */
-      e += 1;
-    }
-  f = m - 1.0f;                 /* exact: m is within a factor 2 of 1 */
+  f = log_split (x, &e);
   s = f / (2.0f + f);
   z = s * s;
   r = z * (TWO_3 + z * (TWO_5 + z * (TWO_7 + z * (TWO_9 + z * TWO_11))));
@@ -315,8 +181,10 @@ dc_math_logf (float x)
 /**
  * dc_math_tanhf:
  *
- * tanh(x) = t / (t + 2) with t = expm1(2|x|), sign restored. NaN → the same
- * NaN; ±0 → ±0; |x| ≥ 10 and ±inf → ±1.
+ * tanh |x| = 1 / (1 + 2/t) with t = expm1(2|x|) below 0.55, and
+ * 1 − 2 / (1 + e^(2|x|)) above, sign restored: monotone within each range.
+ * Below 2^-12, tanh x = x. NaN → the same NaN; ±0 → ±0; |x| ≥ 10 and
+ * ±inf → ±1.
  */
 float
 dc_math_tanhf (float x)
@@ -328,27 +196,36 @@ dc_math_tanhf (float x)
     return x;
   if (ax >= TANH_ONE)
     return with_sign_of (1.0f, x);
-  t = dc_math_expm1f (2.0f * ax);
-  return with_sign_of (t / (t + 2.0f), x);
+  /* Both forms are chains of monotone steps (each correctly rounded
+   * operation is monotone), so tanh is monotone within each range; t/(t + 2)
+   * would not be, its numerator and denominator rising together. */
+  if (ax < 0x1p-12f)
+    return x;                   /* tanh x = x (1 − x²/3 + …): within 1/3 ulp */
+  if (ax < TANH_SPLIT)
+    {
+      t = dc_math_expm1f (2.0f * ax);
+      return with_sign_of (1.0f / (1.0f + 2.0f / t), x);
+    }
+  return with_sign_of (1.0f - 2.0f / (1.0f + dc_math_expf (2.0f * ax)), x);
 }
 
 /**
  * dc_math_sigmoidf:
  *
- * 1 / (1 + e^-x) for x ≥ 0, e^x / (1 + e^x) for x < 0, so the exponential
- * never overflows. NaN → the same NaN; +inf → 1; -inf → +0.
+ * 1 / (1 + e^-x), a chain of monotone steps, so sigmoid is monotone (the
+ * form e^x / (1 + e^x) is not: its numerator and denominator rise together).
+ * Below -20, where e^-x would overflow for x < -88.7 and 1 + e^x rounds to 1,
+ * it is e^x (relative difference below 2^-28). NaN → the same NaN; +inf → 1;
+ * -inf → +0.
  */
 float
 dc_math_sigmoidf (float x)
 {
-  float e;
-
   if (is_nan (x))
     return x;
-  if (x >= 0.0f)
-    return 1.0f / (1.0f + dc_math_expf (-x));
-  e = dc_math_expf (x);
-  return e / (1.0f + e);
+  if (x < SIGMOID_EXP)
+    return dc_math_expf (x);
+  return 1.0f / (1.0f + dc_math_expf (-x));
 }
 
 /* sin(r) and cos(r) for |r| ≤ π/4 by their Taylor series (degree 9 and 10,
@@ -381,7 +258,7 @@ trig_reduce (float  ax,
 {
   guint32 ix = float_bits (ax);
   guint64 m = (ix & 0x007fffffu) | 0x00800000u;
-  int e = (int) (ix >> 23) - 150;          /* ax = m · 2^e, -25 ≤ e ≤ 0 here */
+  int e = (int) (ix >> 23) - 150;          /* ax = m · 2^e, -24 ≤ e ≤ 0 here */
   int sh = -e;                              /* fraction of T starts at bit 128 + sh */
   unsigned __int128 a = (unsigned __int128) m * TWO_OVER_PI_LO;
   unsigned __int128 b = (unsigned __int128) m * TWO_OVER_PI_HI;
@@ -430,12 +307,25 @@ sincos_finite (float  x,
   r = trig_reduce (ax, &q);
   s = sin_kernel (r);
   c = cos_kernel (r);
+  /* sin and cos of r + q·π/2. */
   switch (q)
     {
-    case 0: ts = s;  tc = c;  break;
-    case 1: ts = c;  tc = -s; break;
-    case 2: ts = -s; tc = -c; break;
-    default: ts = -c; tc = s; break;
+    case 0:
+      ts = s;
+      tc = c;
+      break;
+    case 1:
+      ts = c;
+      tc = -s;
+      break;
+    case 2:
+      ts = -s;
+      tc = -c;
+      break;
+    default:
+      ts = -c;
+      tc = s;
+      break;
     }
   *s_out = (float_bits (x) & 0x80000000u) ? -ts : ts;
   *c_out = tc;
@@ -567,48 +457,6 @@ gelu_two_u (float x)
   return (GELU_2C * x) * (1.0f + GELU_A * (x * x));
 }
 
-/* Double-float helpers (Dekker, Knuth): each result is an unevaluated sum
- * hi + lo built from exact binary32 operations, no FMA needed. Valid while
- * nothing overflows or underflows, |a| < 2^100. */
-static inline void
-split12 (float  a,
-         float *hi,
-         float *lo)
-{
-  float c = 0x1.001p+12f * a;   /* Veltkamp: 2^12 + 1 */
-  float h = c - (c - a);
-
-  *hi = h;
-  *lo = a - h;
-}
-
-static inline void
-two_prod (float  a,
-          float  b,
-          float *p,
-          float *e)
-{
-  float ah, al, bh, bl;
-
-  *p = a * b;
-  split12 (a, &ah, &al);
-  split12 (b, &bh, &bl);
-  *e = (((ah * bh - *p) + ah * bl) + al * bh) + al * bl;
-}
-
-static inline void
-two_sum (float  a,
-         float  b,
-         float *s,
-         float *e)
-{
-  float bb;
-
-  *s = a + b;
-  bb = *s - a;
-  *e = (a - (*s - bb)) + (b - bb);
-}
-
 /* 2u as hi + lo to about 44 bits. On the left tail gelu ≈ x·e^(2u) and an
  * error δ in 2u becomes a relative error δ in the result, so 2u must be known
  * far better than to one float ulp (at x = -5, 2u ≈ -17). */
@@ -634,6 +482,103 @@ gelu_two_u_df (float  x,
   h = vh + vl;
   *v_lo = vl - (h - vh);
   *v_hi = h;
+}
+
+/* log(x) as hi + lo to about 2^-40 relative, for positive finite x: the
+ * same split as dc_math_logf(), then log(1 + f) = 2s + (2/3)s³ + s⁵·R(s²)
+ * with s = f / (2 + f). 2s and (2/3)s³ (up to 1% of the result) are carried
+ * as double-floats; the rest is below 2^-12 of the result, so float
+ * arithmetic is enough for it. */
+void
+_dc_math_log_df (float  x,
+                 float *l_hi,
+                 float *l_lo)
+{
+  float f, u_hi, u_lo, s_hi, s_lo, p, pe, z_hi, z_lo, c_hi, c_lo, q_hi, q_lo, tail;
+  float a_hi, a_lo, b_hi, b_lo, fe, h;
+  int e;
+
+  f = log_split (x, &e);
+  two_sum (2.0f, f, &u_hi, &u_lo);
+  s_hi = f / u_hi;
+  /* s_lo = (f − s_hi·(u_hi + u_lo)) / u_hi; f − p is exact (Sterbenz). */
+  two_prod (s_hi, u_hi, &p, &pe);
+  s_lo = (((f - p) - pe) - s_hi * u_lo) / u_hi;
+  /* s² and s³ as double-floats, then (2/3)s³ = s³ / 1.5. */
+  two_prod (s_hi, s_hi, &z_hi, &z_lo);
+  z_lo = z_lo + 2.0f * (s_hi * s_lo);
+  two_prod (z_hi, s_hi, &c_hi, &c_lo);
+  c_lo = c_lo + (z_hi * s_lo + z_lo * s_hi);
+  q_hi = c_hi / 1.5f;
+  two_prod (q_hi, 1.5f, &p, &pe);
+  q_lo = (((c_hi - p) - pe) + c_lo) / 1.5f;
+  tail = (c_hi * z_hi) * (TWO_5 + z_hi * (TWO_7 + z_hi * (TWO_9 + z_hi * TWO_11)));
+  /* log(1 + f) = 2 s_hi + q_hi + (2 s_lo + q_lo + tail); 2 s_hi is exact. */
+  two_sum (2.0f * s_hi, q_hi, &a_hi, &a_lo);
+  a_lo = a_lo + ((2.0f * s_lo + q_lo) + tail);
+  /* + e ln 2, e · LN2_HI exact. */
+  fe = (float) e;
+  two_sum (fe * LN2_HI, a_hi, &b_hi, &b_lo);
+  b_lo = b_lo + (a_lo + fe * LN2_LO);
+  h = b_hi + b_lo;
+  *l_lo = b_lo - (h - b_hi);
+  *l_hi = h;
+}
+
+/**
+ * dc_math_powf:
+ *
+ * x^y for x ≥ 0 as exp(y · log x), with log x and the product carried as
+ * double-floats so that the exponential's argument is known to about 2^-40
+ * (a float product would err by up to half an ulp of a value near 88, a
+ * relative error of 2^-18 in the result). Meant for RoPE's inverse
+ * frequencies, base^(-2i/d). Special values follow IEEE-754 pow for x ≥ 0:
+ * x^±0 = 1 and 1^y = 1 (even for NaN); otherwise a NaN argument → that NaN;
+ * x < 0 (−0 excepted) → DC_MATH_NAN; (±0)^y = +0 for y > 0 and +inf for
+ * y < 0; (+inf)^y = +inf for y > 0, +0 for y < 0; x^(+inf) = +inf for x > 1
+ * and +0 for x < 1; x^(−inf) the reverse; overflow → +inf, underflow → +0.
+ */
+float
+dc_math_powf (float x,
+              float y)
+{
+  float l_hi, l_lo, w_hi, w_lo, h, p;
+  int k;
+
+  if (y == 0.0f || x == 1.0f)
+    return 1.0f;
+  if (is_nan (x))
+    return x;
+  if (is_nan (y))
+    return y;
+  if (x == 0.0f)
+    return y > 0.0f ? 0.0f : bits_float (0x7f800000u);
+  if (x < 0.0f)
+    return DC_MATH_NAN;
+  if (x == bits_float (0x7f800000u))
+    return y > 0.0f ? x : 0.0f;
+  if (abs_f (y) == bits_float (0x7f800000u))
+    return (x > 1.0f) == (y > 0.0f) ? bits_float (0x7f800000u) : 0.0f;
+
+  _dc_math_log_df (x, &l_hi, &l_lo);
+  w_hi = y * l_hi;
+  if (w_hi > EXP_OVERFLOW)
+    return bits_float (0x7f800000u);
+  if (w_hi < EXP_UNDERFLOW)
+    return 0.0f;
+  /* |y| < 2^100 here unless |log x| is tiny; the Veltkamp split needs it. */
+  if (abs_f (y) < 0x1p100f)
+    {
+      two_prod (y, l_hi, &w_hi, &w_lo);
+      w_lo = w_lo + y * l_lo;
+      h = w_hi + w_lo;
+      w_lo = w_lo - (h - w_hi);
+      w_hi = h;
+    }
+  else
+    w_lo = 0.0f;
+  p = exp_reduce2 (w_hi, w_lo, &k);
+  return scale2 (1.0f + p, k);
 }
 
 /**
@@ -703,437 +648,4 @@ dc_math_reluf (float x)
   if (is_nan (x))
     return x;
   return x > 0.0f ? x : 0.0f;
-}
-
-/* e^(x − c) for c ≥ x (c the row maximum), with x − c formed exactly as a
- * double-float so that the subtraction's rounding (up to 2^-19 absolute for
- * a difference near 40) does not become a relative error of the result. -inf
- * gives +0; a NaN difference (x or c NaN, or both infinite) gives NaN. */
-static float
-exp_shifted (float x,
-             float c)
-{
-  float d, d_lo, p;
-  int k;
-
-  two_sum (x, -c, &d, &d_lo);
-  if (is_nan (d))
-    return d;
-  if (d < EXP_UNDERFLOW)
-    return 0.0f;
-  p = exp_reduce2 (d, d_lo, &k);
-  return scale2 (1.0f + p, k);
-}
-
-/* Leaves of the fixed reduction tree. */
-typedef enum
-{
-  LEAF_SUM,      /* a[i] */
-  LEAF_DOT,      /* a[i] · b[i] */
-  LEAF_SQDEV,    /* (a[i] − c)² */
-  LEAF_SQUARE,   /* a[i]² */
-  LEAF_EXP_SHIFTED, /* e^(a[i] − c) */
-} LeafKind;
-
-#define PAIRWISE_BLOCK 8
-
-/* The one reduction order of the library: n ≤ 8 elements are added left to
- * right starting from the first; a longer range splits at h, the largest
- * power of two below n, into sum(0..h) + sum(h..n). The tree depends on n
- * only; any parallel implementation must build the same tree. */
-static float
-pairwise (LeafKind     kind,
-          const float *a,
-          const float *b,
-          float        c,
-          gsize        n)
-{
-  if (n <= PAIRWISE_BLOCK)
-    {
-      float v[PAIRWISE_BLOCK];
-      float acc;
-      gsize i;
-
-      if (n == 0)
-        return 0.0f;
-      /* The leaves first (the switch stays out of the loops), then the sum
-       * strictly left to right. */
-      switch (kind)
-        {
-        case LEAF_SUM:
-          for (i = 0; i < n; i++)
-            v[i] = a[i];
-          break;
-        case LEAF_DOT:
-          for (i = 0; i < n; i++)
-            v[i] = a[i] * b[i];
-          break;
-        case LEAF_SQDEV:
-          for (i = 0; i < n; i++)
-            v[i] = (a[i] - c) * (a[i] - c);
-          break;
-        case LEAF_EXP_SHIFTED:
-          for (i = 0; i < n; i++)
-            v[i] = exp_shifted (a[i], c);
-          break;
-        case LEAF_SQUARE:
-        default:
-          for (i = 0; i < n; i++)
-            v[i] = a[i] * a[i];
-          break;
-        }
-      acc = v[0];
-      for (i = 1; i < n; i++)
-        acc = acc + v[i];
-      return acc;
-    }
-  else
-    {
-      gsize h = PAIRWISE_BLOCK;
-
-      /* h becomes the largest power of two strictly below n. */
-      while (h * 2 < n)
-        h *= 2;
-      return pairwise (kind, a, b, c, h)
-             + pairwise (kind, a + h, b != NULL ? b + h : NULL, c, n - h);
-    }
-}
-
-/**
- * dc_math_sum:
- * @x: (array length=n): values
- *
- * Σ x in the fixed pairwise order (see pairwise()). The empty sum is +0.
- */
-float
-dc_math_sum (const float *x,
-             gsize        n)
-{
-  return pairwise (LEAF_SUM, x, NULL, 0.0f, n);
-}
-
-float
-dc_math_dot (const float *a,
-             const float *b,
-             gsize        n)
-{
-  return pairwise (LEAF_DOT, a, b, 0.0f, n);
-}
-
-/**
- * dc_math_max:
- *
- * The largest element, scanning left to right; the first NaN met is
- * returned; of equal values (-0 and +0) the first wins. n = 0 gives -inf.
- */
-float
-dc_math_max (const float *x,
-             gsize        n)
-{
-  float m = -__builtin_inff ();
-  gsize i;
-
-  for (i = 0; i < n; i++)
-    {
-      if (is_nan (x[i]))
-        return x[i];
-      if (i == 0 || x[i] > m)
-        m = x[i];
-    }
-  return m;
-}
-
-void
-dc_math_gelu_tanh (const float *x,
-                   float       *y,
-                   gsize        n)
-{
-  for (gsize i = 0; i < n; i++)
-    y[i] = dc_math_gelu_tanhf (x[i]);
-}
-
-void
-dc_math_gelu_tanh_backward (const float *x,
-                            const float *dy,
-                            float       *dx,
-                            gsize        n)
-{
-  for (gsize i = 0; i < n; i++)
-    dx[i] = dy[i] * dc_math_gelu_tanh_derivf (x[i]);
-}
-
-void
-dc_math_silu (const float *x,
-              float       *y,
-              gsize        n)
-{
-  for (gsize i = 0; i < n; i++)
-    y[i] = dc_math_siluf (x[i]);
-}
-
-void
-dc_math_silu_backward (const float *x,
-                       const float *dy,
-                       float       *dx,
-                       gsize        n)
-{
-  for (gsize i = 0; i < n; i++)
-    dx[i] = dy[i] * dc_math_silu_derivf (x[i]);
-}
-
-void
-dc_math_relu (const float *x,
-              float       *y,
-              gsize        n)
-{
-  for (gsize i = 0; i < n; i++)
-    y[i] = dc_math_reluf (x[i]);
-}
-
-/* dx = dy where x > 0, else +0 (the subgradient at 0 is 0); a NaN x passes
- * NaN on. */
-void
-dc_math_relu_backward (const float *x,
-                       const float *dy,
-                       float       *dx,
-                       gsize        n)
-{
-  for (gsize i = 0; i < n; i++)
-    dx[i] = is_nan (x[i]) ? x[i] : (x[i] > 0.0f ? dy[i] : 0.0f);
-}
-
-/**
- * dc_math_softmax:
- * @x: (array length=n): logits
- * @y: (array length=n): probabilities; may be @x
- *
- * y = e^(x − max) / Σ e^(x − max), the sum in the fixed pairwise order, one
- * division per element. x − max enters the exponential as an exact
- * double-float (two_sum), so only the exponential, the sum and the division
- * round. -inf logits get exactly 0 (masks). A row with a NaN
- * or +inf, or with every logit -inf, becomes all NaN (nothing sensible can be
- * said about it, and it must not look like a valid distribution). n = 0 does
- * nothing.
- */
-void
-dc_math_softmax (const float *x,
-                 float       *y,
-                 gsize        n)
-{
-  float max, sum;
-  gsize i;
-
-  g_return_if_fail (n <= DC_MATH_MAX_N);
-  if (n == 0)
-    return;
-  max = dc_math_max (x, n);
-  for (i = 0; i < n; i++)
-    y[i] = exp_shifted (x[i], max);
-  sum = dc_math_sum (y, n);
-  for (i = 0; i < n; i++)
-    y[i] = y[i] / sum;
-}
-
-/**
- * dc_math_log_softmax:
- *
- * y = (x − max) − log Σ e^(x − max), x − max exact as a double-float; the
- * sum ≥ 1, so the log never sees 0.
- * -inf logits give -inf; special rows as dc_math_softmax(). The sum's
- * leaves compute e^(x − max) themselves, so no scratch memory is needed and
- * @y may be @x.
- */
-void
-dc_math_log_softmax (const float *x,
-                     float       *y,
-                     gsize        n)
-{
-  float max, lse;
-  gsize i;
-
-  g_return_if_fail (n <= DC_MATH_MAX_N);
-  if (n == 0)
-    return;
-  max = dc_math_max (x, n);
-  lse = dc_math_logf (pairwise (LEAF_EXP_SHIFTED, x, NULL, max, n));
-  for (i = 0; i < n; i++)
-    {
-      float d, d_lo;
-
-      /* (x − max) exactly as d + d_lo, then − lse, the low part last. A -inf
-       * logit gives d = -inf and a NaN d_lo, so it is handled alone. */
-      two_sum (x[i], -max, &d, &d_lo);
-      if (is_nan (lse))
-        y[i] = lse;             /* a NaN or +inf logit, or no finite one */
-      else
-        y[i] = d == -__builtin_inff () ? d : (d - lse) + d_lo;
-    }
-}
-
-/**
- * dc_math_softmax_backward:
- *
- * dx = y ⊙ (dy − ⟨y, dy⟩), the dot in the fixed pairwise order.
- */
-void
-dc_math_softmax_backward (const float *y,
-                          const float *dy,
-                          float       *dx,
-                          gsize        n)
-{
-  float d;
-
-  g_return_if_fail (n <= DC_MATH_MAX_N);
-  d = dc_math_dot (y, dy, n);
-  for (gsize i = 0; i < n; i++)
-    dx[i] = y[i] * (dy[i] - d);
-}
-
-/**
- * dc_math_log_softmax_backward:
- *
- * dx = dy − e^y · Σ dy, with y the log-softmax output.
- */
-void
-dc_math_log_softmax_backward (const float *y,
-                              const float *dy,
-                              float       *dx,
-                              gsize        n)
-{
-  float s;
-
-  g_return_if_fail (n <= DC_MATH_MAX_N);
-  s = dc_math_sum (dy, n);
-  for (gsize i = 0; i < n; i++)
-    dx[i] = dy[i] - dc_math_expf (y[i]) * s;
-}
-
-/**
- * dc_math_layer_norm:
- *
- * mean = Σx / n; var = Σ(x − mean)² / n (two passes, biased as in GPT-2);
- * rstd = 1 / √(var + eps); y = ((x − mean) · rstd) · weight + bias.
- */
-void
-dc_math_layer_norm (const float *x,
-                    const float *weight,
-                    const float *bias,
-                    float        eps,
-                    float       *y,
-                    float       *mean_out,
-                    float       *rstd_out,
-                    gsize        n)
-{
-  float fn, mean, var, rstd;
-
-  g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
-  fn = (float) n;
-  mean = dc_math_sum (x, n) / fn;
-  var = pairwise (LEAF_SQDEV, x, NULL, mean, n) / fn;
-  rstd = 1.0f / __builtin_sqrtf (var + eps);
-  for (gsize i = 0; i < n; i++)
-    y[i] = ((x[i] - mean) * rstd) * weight[i] + bias[i];
-  if (mean_out != NULL)
-    *mean_out = mean;
-  if (rstd_out != NULL)
-    *rstd_out = rstd;
-}
-
-/**
- * dc_math_layer_norm_backward:
- *
- * With n̂ = (x − mean)·rstd and g = weight ⊙ dy:
- * dx = (g − mean(g) − n̂ · mean(g ⊙ n̂)) · rstd;
- * dweight += dy ⊙ n̂; dbias += dy. The two means are pairwise sums / n. The
- * sums need two values per element, so they are formed over dx first (dx is
- * scratch until the last loop).
- */
-void
-dc_math_layer_norm_backward (const float *x,
-                             const float *weight,
-                             float        mean,
-                             float        rstd,
-                             const float *dy,
-                             float       *dx,
-                             float       *dweight,
-                             float       *dbias,
-                             gsize        n)
-{
-  float fn, g_mean, gn_mean;
-  gsize i;
-
-  g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
-  g_return_if_fail (dx != dy);
-  fn = (float) n;
-  for (i = 0; i < n; i++)
-    dx[i] = weight[i] * dy[i];
-  g_mean = dc_math_sum (dx, n) / fn;
-  for (i = 0; i < n; i++)
-    dx[i] = (weight[i] * dy[i]) * ((x[i] - mean) * rstd);
-  gn_mean = dc_math_sum (dx, n) / fn;
-  for (i = 0; i < n; i++)
-    {
-      float norm = (x[i] - mean) * rstd;
-      float g = weight[i] * dy[i];
-
-      dx[i] = ((g - g_mean) - norm * gn_mean) * rstd;
-      dweight[i] = dweight[i] + dy[i] * norm;
-      dbias[i] = dbias[i] + dy[i];
-    }
-}
-
-/**
- * dc_math_rms_norm:
- *
- * rstd = 1 / √(Σx² / n + eps); y = (x · rstd) · weight (Llama's order: the
- * normalized value is rounded before the weight multiplies it).
- */
-void
-dc_math_rms_norm (const float *x,
-                  const float *weight,
-                  float        eps,
-                  float       *y,
-                  float       *rstd_out,
-                  gsize        n)
-{
-  float rstd;
-
-  g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
-  rstd = 1.0f / __builtin_sqrtf (pairwise (LEAF_SQUARE, x, NULL, 0.0f, n) / (float) n + eps);
-  for (gsize i = 0; i < n; i++)
-    y[i] = (x[i] * rstd) * weight[i];
-  if (rstd_out != NULL)
-    *rstd_out = rstd;
-}
-
-/**
- * dc_math_rms_norm_backward:
- *
- * With n̂ = x·rstd and g = weight ⊙ dy: dx = (g − n̂ · mean(g ⊙ n̂)) · rstd;
- * dweight += dy ⊙ n̂.
- */
-void
-dc_math_rms_norm_backward (const float *x,
-                           const float *weight,
-                           float        rstd,
-                           const float *dy,
-                           float       *dx,
-                           float       *dweight,
-                           gsize        n)
-{
-  float gn_mean;
-  gsize i;
-
-  g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
-  g_return_if_fail (dx != dy);
-  for (i = 0; i < n; i++)
-    dx[i] = (weight[i] * dy[i]) * (x[i] * rstd);
-  gn_mean = dc_math_sum (dx, n) / (float) n;
-  for (i = 0; i < n; i++)
-    {
-      float norm = x[i] * rstd;
-
-      dx[i] = ((weight[i] * dy[i]) - norm * gn_mean) * rstd;
-      dweight[i] = dweight[i] + dy[i] * norm;
-    }
 }

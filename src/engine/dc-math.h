@@ -17,6 +17,10 @@
  * where the comment says so. Every reduction uses dc_math_sum()'s fixed
  * pairwise order, which depends only on n, never on threads.
  *
+ * Threads that compute model values call dc_math_check_fp_environment() once;
+ * dc_math_probe_hash() identifies what this build computes, for peers to
+ * compare.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #pragma once
@@ -38,6 +42,7 @@ G_BEGIN_DECLS
 #define DC_MATH_GPT2_LN_EPS 0x1.4f8b58p-17f /* 1e-5 rounded to f32 */
 
 gboolean dc_math_check_fp_environment (GError    **error);
+guint64  dc_math_probe_hash          (void);
 
 float    dc_math_expf                (float        x);
 float    dc_math_expm1f              (float        x);
@@ -50,6 +55,9 @@ void     dc_math_sincosf             (float        x,
                                       float       *sin_out,
                                       float       *cos_out);
 float    dc_math_rsqrtf              (float        x);
+/* x ≥ 0. RoPE: inv_freq[i] = dc_math_powf (base, -(float) (2 * i) / (float) d). */
+float    dc_math_powf                (float        x,
+                                      float        y);
 
 float    dc_math_gelu_tanhf          (float        x);
 float    dc_math_gelu_tanh_derivf    (float        x);
@@ -106,6 +114,17 @@ void     dc_math_log_softmax_backward (const float *y,
                                        float       *dx,
                                        gsize        n);
 
+/* Loss of one row of n logits against class target < n, and its gradient
+ * (dlogits (n,) may be logits). */
+float    dc_math_cross_entropy       (const float *logits,
+                                      gsize        n,
+                                      gsize        target);
+void     dc_math_cross_entropy_backward (const float *logits,
+                                         gsize        n,
+                                         gsize        target,
+                                         float        dloss,
+                                         float       *dlogits);
+
 /* One row x (n,); weight and bias (n,); y may be x. mean_out and rstd_out
  * (nullable) keep the statistics the backward pass needs. */
 void     dc_math_layer_norm          (const float *x,
@@ -116,8 +135,9 @@ void     dc_math_layer_norm          (const float *x,
                                       float       *mean_out,
                                       float       *rstd_out,
                                       gsize        n);
-/* Overwrites dx (n,); adds this row's share to dweight and dbias (n,), so a
- * caller summing rows in a fixed order gets a fixed result. */
+/* Overwrites dx (n,), which must not be dy (it is scratch space first); adds
+ * this row's share to dweight and dbias (n,), so a caller summing rows in a
+ * fixed order gets a fixed result. The same holds for the RMS norm pair. */
 void     dc_math_layer_norm_backward (const float *x,
                                       const float *weight,
                                       float        mean,
@@ -140,5 +160,35 @@ void     dc_math_rms_norm_backward   (const float *x,
                                       float       *dx,
                                       float       *dweight,
                                       gsize        n);
+
+/* RoPE (Llama, rotate-half pairs i and i + d/2): the table of one position,
+ * cos_out and sin_out (head_dim/2,), and the rotation of one head's vector
+ * x (head_dim,) in place, forward and backward. */
+void     dc_math_rope_table          (float        base,
+                                      gsize        head_dim,
+                                      gsize        position,
+                                      float       *cos_out,
+                                      float       *sin_out);
+void     dc_math_rope_apply          (float       *x,
+                                      const float *cos,
+                                      const float *sin,
+                                      gsize        head_dim);
+void     dc_math_rope_apply_backward (float       *dx,
+                                      const float *cos,
+                                      const float *sin,
+                                      gsize        head_dim);
+
+/* One AdamW step over n parameters; params, m and v (n,) are updated in place. */
+void     dc_math_adamw_update        (float       *params,
+                                      const float *grads,
+                                      float       *m,
+                                      float       *v,
+                                      gsize        n,
+                                      guint64      t,
+                                      float        lr,
+                                      float        beta1,
+                                      float        beta2,
+                                      float        eps,
+                                      float        weight_decay);
 
 G_END_DECLS

@@ -1,0 +1,671 @@
+/* dc-math-vector.c: the deterministic math library's operations over
+ * arrays: the fixed reduction tree, elementwise activations, softmax,
+ * log-softmax and cross-entropy, layer and RMS norm, AdamW and RoPE, each
+ * with its backward pass where training needs one.
+ *
+ * The same rule as dc-math.c: correctly rounded binary32 operations in one
+ * fixed order, every sum over the tree of pairwise(), which depends only on
+ * n. Shapes are in dc-math.h; algorithms and measured errors in
+ * docs/VERIFICATION.md.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-engine"
+
+#include "config.h"
+
+#include "dc-math.h"
+#include "dc-math-private.h"
+
+/* e^(x − c) for c ≥ x (c the row maximum), with x − c formed exactly as a
+ * double-float so that the subtraction's rounding (up to 2^-19 absolute for
+ * a difference near 40) does not become a relative error of the result. -inf
+ * gives +0; a NaN difference (x or c NaN, or both infinite) gives NaN. */
+static float
+exp_shifted (float x,
+             float c)
+{
+  float d, d_lo, p;
+  int k;
+
+  two_sum (x, -c, &d, &d_lo);
+  if (is_nan (d))
+    return d;
+  if (d < EXP_UNDERFLOW)
+    return 0.0f;
+  p = exp_reduce2 (d, d_lo, &k);
+  return scale2 (1.0f + p, k);
+}
+
+/* Leaves of the fixed reduction tree. */
+typedef enum
+{
+  LEAF_SUM,      /* a[i] */
+  LEAF_DOT,      /* a[i] · b[i] */
+  LEAF_SQDEV,    /* (a[i] − c)² */
+  LEAF_SQUARE,   /* a[i]² */
+  LEAF_EXP_SHIFTED, /* e^(a[i] − c) */
+} LeafKind;
+
+#define PAIRWISE_BLOCK 8
+
+/* The one reduction order of the library: n ≤ 8 elements are added left to
+ * right starting from the first; a longer range splits at h, the largest
+ * power of two below n, into sum(0..h) + sum(h..n). The tree depends on n
+ * only; any parallel implementation must build the same tree. */
+static float
+pairwise (LeafKind     kind,
+          const float *a,
+          const float *b,
+          float        c,
+          gsize        n)
+{
+  if (n <= PAIRWISE_BLOCK)
+    {
+      float v[PAIRWISE_BLOCK];
+      float acc;
+      gsize i;
+
+      if (n == 0)
+        return 0.0f;
+      /* The leaves first (the switch stays out of the loops), then the sum
+       * strictly left to right. */
+      switch (kind)
+        {
+        case LEAF_SUM:
+          for (i = 0; i < n; i++)
+            v[i] = a[i];
+          break;
+        case LEAF_DOT:
+          for (i = 0; i < n; i++)
+            v[i] = a[i] * b[i];
+          break;
+        case LEAF_SQDEV:
+          for (i = 0; i < n; i++)
+            v[i] = (a[i] - c) * (a[i] - c);
+          break;
+        case LEAF_EXP_SHIFTED:
+          for (i = 0; i < n; i++)
+            v[i] = exp_shifted (a[i], c);
+          break;
+        case LEAF_SQUARE:
+        default:
+          for (i = 0; i < n; i++)
+            v[i] = a[i] * a[i];
+          break;
+        }
+      acc = v[0];
+      for (i = 1; i < n; i++)
+        acc = acc + v[i];
+      return acc;
+    }
+  else
+    {
+      gsize h = PAIRWISE_BLOCK;
+
+      /* h becomes the largest power of two strictly below n. */
+      while (h * 2 < n)
+        h *= 2;
+      return pairwise (kind, a, b, c, h)
+             + pairwise (kind, a + h, b != NULL ? b + h : NULL, c, n - h);
+    }
+}
+
+/**
+ * dc_math_sum:
+ * @x: (array length=n): values
+ *
+ * Σ x in the fixed pairwise order (see pairwise()). The empty sum is +0.
+ */
+float
+dc_math_sum (const float *x,
+             gsize        n)
+{
+  return pairwise (LEAF_SUM, x, NULL, 0.0f, n);
+}
+
+float
+dc_math_dot (const float *a,
+             const float *b,
+             gsize        n)
+{
+  return pairwise (LEAF_DOT, a, b, 0.0f, n);
+}
+
+/**
+ * dc_math_max:
+ *
+ * The largest element, scanning left to right; the first NaN met is
+ * returned; of equal values (-0 and +0) the first wins. n = 0 gives -inf.
+ */
+float
+dc_math_max (const float *x,
+             gsize        n)
+{
+  float m = -__builtin_inff ();
+  gsize i;
+
+  for (i = 0; i < n; i++)
+    {
+      if (is_nan (x[i]))
+        return x[i];
+      if (i == 0 || x[i] > m)
+        m = x[i];
+    }
+  return m;
+}
+
+void
+dc_math_gelu_tanh (const float *x,
+                   float       *y,
+                   gsize        n)
+{
+  for (gsize i = 0; i < n; i++)
+    y[i] = dc_math_gelu_tanhf (x[i]);
+}
+
+void
+dc_math_gelu_tanh_backward (const float *x,
+                            const float *dy,
+                            float       *dx,
+                            gsize        n)
+{
+  for (gsize i = 0; i < n; i++)
+    dx[i] = dy[i] * dc_math_gelu_tanh_derivf (x[i]);
+}
+
+void
+dc_math_silu (const float *x,
+              float       *y,
+              gsize        n)
+{
+  for (gsize i = 0; i < n; i++)
+    y[i] = dc_math_siluf (x[i]);
+}
+
+void
+dc_math_silu_backward (const float *x,
+                       const float *dy,
+                       float       *dx,
+                       gsize        n)
+{
+  for (gsize i = 0; i < n; i++)
+    dx[i] = dy[i] * dc_math_silu_derivf (x[i]);
+}
+
+void
+dc_math_relu (const float *x,
+              float       *y,
+              gsize        n)
+{
+  for (gsize i = 0; i < n; i++)
+    y[i] = dc_math_reluf (x[i]);
+}
+
+/* dx = dy where x > 0, else +0 (the subgradient at 0 is 0); a NaN x passes
+ * NaN on. */
+void
+dc_math_relu_backward (const float *x,
+                       const float *dy,
+                       float       *dx,
+                       gsize        n)
+{
+  for (gsize i = 0; i < n; i++)
+    dx[i] = is_nan (x[i]) ? x[i] : (x[i] > 0.0f ? dy[i] : 0.0f);
+}
+
+/**
+ * dc_math_softmax:
+ * @x: (array length=n): logits
+ * @y: (array length=n): probabilities; may be @x
+ *
+ * y = e^(x − max) / Σ e^(x − max), the sum in the fixed pairwise order, one
+ * division per element. x − max enters the exponential as an exact
+ * double-float (two_sum), so only the exponential, the sum and the division
+ * round. -inf logits get exactly 0 (masks). A row with a NaN
+ * or +inf, or with every logit -inf, becomes all NaN (nothing sensible can be
+ * said about it, and it must not look like a valid distribution). n = 0 does
+ * nothing.
+ */
+void
+dc_math_softmax (const float *x,
+                 float       *y,
+                 gsize        n)
+{
+  float max, sum;
+  gsize i;
+
+  g_return_if_fail (n <= DC_MATH_MAX_N);
+  if (n == 0)
+    return;
+  max = dc_math_max (x, n);
+  for (i = 0; i < n; i++)
+    y[i] = exp_shifted (x[i], max);
+  sum = dc_math_sum (y, n);
+  for (i = 0; i < n; i++)
+    y[i] = y[i] / sum;
+}
+
+/**
+ * dc_math_log_softmax:
+ *
+ * y = (x − max) − log Σ e^(x − max), x − max exact as a double-float; the
+ * sum ≥ 1, so the log never sees 0.
+ * -inf logits give -inf; special rows as dc_math_softmax(). The sum's
+ * leaves compute e^(x − max) themselves, so no scratch memory is needed and
+ * @y may be @x.
+ */
+void
+dc_math_log_softmax (const float *x,
+                     float       *y,
+                     gsize        n)
+{
+  float max, lse;
+  gsize i;
+
+  g_return_if_fail (n <= DC_MATH_MAX_N);
+  if (n == 0)
+    return;
+  max = dc_math_max (x, n);
+  lse = dc_math_logf (pairwise (LEAF_EXP_SHIFTED, x, NULL, max, n));
+  for (i = 0; i < n; i++)
+    {
+      float d, d_lo;
+
+      /* (x − max) exactly as d + d_lo, then − lse, the low part last. A -inf
+       * logit gives d = -inf and a NaN d_lo, so it is handled alone. */
+      two_sum (x[i], -max, &d, &d_lo);
+      if (is_nan (lse))
+        y[i] = lse;             /* a NaN or +inf logit, or no finite one */
+      else
+        y[i] = d == -__builtin_inff () ? d : (d - lse) + d_lo;
+    }
+}
+
+/**
+ * dc_math_softmax_backward:
+ *
+ * dx = y ⊙ (dy − ⟨y, dy⟩), the dot in the fixed pairwise order.
+ */
+void
+dc_math_softmax_backward (const float *y,
+                          const float *dy,
+                          float       *dx,
+                          gsize        n)
+{
+  float d;
+
+  g_return_if_fail (n <= DC_MATH_MAX_N);
+  d = dc_math_dot (y, dy, n);
+  for (gsize i = 0; i < n; i++)
+    dx[i] = y[i] * (dy[i] - d);
+}
+
+/**
+ * dc_math_log_softmax_backward:
+ *
+ * dx = dy − e^y · Σ dy, with y the log-softmax output.
+ */
+void
+dc_math_log_softmax_backward (const float *y,
+                              const float *dy,
+                              float       *dx,
+                              gsize        n)
+{
+  float s;
+
+  g_return_if_fail (n <= DC_MATH_MAX_N);
+  s = dc_math_sum (dy, n);
+  for (gsize i = 0; i < n; i++)
+    dx[i] = dy[i] - dc_math_expf (y[i]) * s;
+}
+
+/**
+ * dc_math_cross_entropy:
+ * @logits: (array length=n): one row of logits
+ * @target: the correct class, < n
+ *
+ * −log softmax(logits)[target], bit for bit what dc_math_log_softmax() gives
+ * for that element, negated, without writing the row. NaN for a NaN or +inf
+ * logit or a row of −inf; +inf if only the target is −inf.
+ */
+float
+dc_math_cross_entropy (const float *logits,
+                       gsize        n,
+                       gsize        target)
+{
+  float max, lse, d, d_lo;
+
+  g_return_val_if_fail (n > 0 && n <= DC_MATH_MAX_N, DC_MATH_NAN);
+  g_return_val_if_fail (target < n, DC_MATH_NAN);
+  max = dc_math_max (logits, n);
+  lse = dc_math_logf (pairwise (LEAF_EXP_SHIFTED, logits, NULL, max, n));
+  if (is_nan (lse))
+    return lse;
+  two_sum (logits[target], -max, &d, &d_lo);
+  return -(d == -__builtin_inff () ? d : (d - lse) + d_lo);
+}
+
+/**
+ * dc_math_cross_entropy_backward:
+ * @dlogits: (array length=n): out, may be @logits
+ *
+ * dlogits = dloss · (softmax(logits) − onehot(target)), the softmax exactly
+ * dc_math_softmax()'s, the subtraction only at @target.
+ */
+void
+dc_math_cross_entropy_backward (const float *logits,
+                                gsize        n,
+                                gsize        target,
+                                float        dloss,
+                                float       *dlogits)
+{
+  g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
+  g_return_if_fail (target < n);
+  dc_math_softmax (logits, dlogits, n);
+  dlogits[target] = dlogits[target] - 1.0f;
+  for (gsize i = 0; i < n; i++)
+    dlogits[i] = dlogits[i] * dloss;
+}
+
+/**
+ * dc_math_layer_norm:
+ *
+ * mean = Σx / n; var = Σ(x − mean)² / n (two passes, biased as in GPT-2);
+ * rstd = 1 / √(var + eps); y = ((x − mean) · rstd) · weight + bias. A NaN
+ * or infinite x, or a variance that overflows (|x| beyond about 1.8e19),
+ * gives a NaN row and NaN statistics.
+ */
+void
+dc_math_layer_norm (const float *x,
+                    const float *weight,
+                    const float *bias,
+                    float        eps,
+                    float       *y,
+                    float       *mean_out,
+                    float       *rstd_out,
+                    gsize        n)
+{
+  float fn, mean, var, rstd;
+
+  g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
+  fn = (float) n;
+  mean = dc_math_sum (x, n) / fn;
+  var = pairwise (LEAF_SQDEV, x, NULL, mean, n) / fn;
+  /* A NaN or infinite input, or a variance beyond the float range, leaves
+   * nothing to normalize by: the whole row becomes NaN rather than bias
+   * alone (rstd would be 0) or a mix. */
+  if (!(var <= FLT_MAX))
+    mean = var = DC_MATH_NAN;
+  rstd = 1.0f / __builtin_sqrtf (var + eps);
+  for (gsize i = 0; i < n; i++)
+    y[i] = ((x[i] - mean) * rstd) * weight[i] + bias[i];
+  if (mean_out != NULL)
+    *mean_out = mean;
+  if (rstd_out != NULL)
+    *rstd_out = rstd;
+}
+
+/**
+ * dc_math_layer_norm_backward:
+ *
+ * With n̂ = (x − mean)·rstd and g = weight ⊙ dy:
+ * dx = (g − mean(g) − n̂ · mean(g ⊙ n̂)) · rstd;
+ * dweight += dy ⊙ n̂; dbias += dy. The two means are pairwise sums / n. The
+ * sums need two values per element, so they are formed over dx first (dx is
+ * scratch until the last loop).
+ */
+void
+dc_math_layer_norm_backward (const float *x,
+                             const float *weight,
+                             float        mean,
+                             float        rstd,
+                             const float *dy,
+                             float       *dx,
+                             float       *dweight,
+                             float       *dbias,
+                             gsize        n)
+{
+  float fn, g_mean, gn_mean;
+  gsize i;
+
+  g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
+  g_return_if_fail (dx != dy);
+  fn = (float) n;
+  for (i = 0; i < n; i++)
+    dx[i] = weight[i] * dy[i];
+  g_mean = dc_math_sum (dx, n) / fn;
+  for (i = 0; i < n; i++)
+    dx[i] = (weight[i] * dy[i]) * ((x[i] - mean) * rstd);
+  gn_mean = dc_math_sum (dx, n) / fn;
+  for (i = 0; i < n; i++)
+    {
+      float norm = (x[i] - mean) * rstd;
+      float g = weight[i] * dy[i];
+
+      dx[i] = ((g - g_mean) - norm * gn_mean) * rstd;
+      dweight[i] = dweight[i] + dy[i] * norm;
+      dbias[i] = dbias[i] + dy[i];
+    }
+}
+
+/**
+ * dc_math_rms_norm:
+ *
+ * rstd = 1 / √(Σx² / n + eps); y = (x · rstd) · weight (Llama's order: the
+ * normalized value is rounded before the weight multiplies it). A NaN or
+ * infinite x, or squares that overflow, give a NaN row.
+ */
+void
+dc_math_rms_norm (const float *x,
+                  const float *weight,
+                  float        eps,
+                  float       *y,
+                  float       *rstd_out,
+                  gsize        n)
+{
+  float ms, rstd;
+
+  g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
+  ms = pairwise (LEAF_SQUARE, x, NULL, 0.0f, n) / (float) n;
+  /* As in layer norm: NaN, infinity or squares beyond the float range give
+   * a NaN row (rstd would be 0 and the finite elements would become 0). */
+  if (!(ms <= FLT_MAX))
+    ms = DC_MATH_NAN;
+  rstd = 1.0f / __builtin_sqrtf (ms + eps);
+  for (gsize i = 0; i < n; i++)
+    y[i] = (x[i] * rstd) * weight[i];
+  if (rstd_out != NULL)
+    *rstd_out = rstd;
+}
+
+/**
+ * dc_math_rms_norm_backward:
+ *
+ * With n̂ = x·rstd and g = weight ⊙ dy: dx = (g − n̂ · mean(g ⊙ n̂)) · rstd;
+ * dweight += dy ⊙ n̂.
+ */
+void
+dc_math_rms_norm_backward (const float *x,
+                           const float *weight,
+                           float        rstd,
+                           const float *dy,
+                           float       *dx,
+                           float       *dweight,
+                           gsize        n)
+{
+  float gn_mean;
+  gsize i;
+
+  g_return_if_fail (n > 0 && n <= DC_MATH_MAX_N);
+  g_return_if_fail (dx != dy);
+  for (i = 0; i < n; i++)
+    dx[i] = (weight[i] * dy[i]) * (x[i] * rstd);
+  gn_mean = dc_math_sum (dx, n) / (float) n;
+  for (i = 0; i < n; i++)
+    {
+      float norm = x[i] * rstd;
+
+      dx[i] = ((weight[i] * dy[i]) - norm * gn_mean) * rstd;
+      dweight[i] = dweight[i] + dy[i] * norm;
+    }
+}
+
+/* 1 − b^t for 0 ≤ b < 1 and 1 ≤ t ≤ 2^24, as −expm1(t · log b) with the
+ * product a double-float: for b near 1 and small t, 1 − b^t cancels, and a
+ * float b^t (one ulp of 0.999 is 6e-8) would leave it with a relative error
+ * up to 6e-5. */
+static float
+one_minus_pow (float b,
+               float t)
+{
+  float l_hi, l_lo, w_hi, w_lo, h, p;
+  int k;
+
+  if (b == 0.0f)
+    return 1.0f;
+  _dc_math_log_df (b, &l_hi, &l_lo);
+  two_prod (t, l_hi, &w_hi, &w_lo);
+  w_lo = w_lo + t * l_lo;
+  h = w_hi + w_lo;
+  w_lo = w_lo - (h - w_hi);
+  w_hi = h;
+  if (w_hi < EXPM1_MINUS_ONE)
+    return 1.0f;                /* b^t < 2^-26 */
+  p = exp_reduce2 (w_hi, w_lo, &k);
+  return -expm1_reduced (p, k);
+}
+
+/**
+ * dc_math_adamw_update:
+ * @params: (array length=n): updated in place
+ * @grads: (array length=n): this step's gradients
+ * @m: (array length=n): first moments, updated in place
+ * @v: (array length=n): second moments, updated in place
+ * @t: the step number, 1 for the first update, at most 2^24
+ *
+ * One AdamW step in llm.c's order (GPT-2 training's reference), per element:
+ * m = β1·m + (1 − β1)·g; v = β2·v + (1 − β2)·g²; m̂ = m / (1 − β1^t);
+ * v̂ = v / (1 − β2^t); p = p − lr·(m̂ / (√v̂ + eps) + wd·p). The bias
+ * corrections 1 − β^t are computed once per call as −expm1(t·log β) in
+ * double-float (see one_minus_pow()), accurate where a float β^t would cancel.
+ * Elements are independent, so any split of the array over threads gives the
+ * same bits. 0 ≤ β1, β2 < 1.
+ */
+void
+dc_math_adamw_update (float       *params,
+                      const float *grads,
+                      float       *m,
+                      float       *v,
+                      gsize        n,
+                      guint64      t,
+                      float        lr,
+                      float        beta1,
+                      float        beta2,
+                      float        eps,
+                      float        weight_decay)
+{
+  float bc1, bc2;
+
+  g_return_if_fail (t >= 1 && t <= ((guint64) 1 << 24));
+  g_return_if_fail (beta1 >= 0.0f && beta1 < 1.0f && beta2 >= 0.0f && beta2 < 1.0f);
+  bc1 = one_minus_pow (beta1, (float) t);
+  bc2 = one_minus_pow (beta2, (float) t);
+  for (gsize i = 0; i < n; i++)
+    {
+      float g = grads[i];
+      float mi = beta1 * m[i] + (1.0f - beta1) * g;
+      float vi = beta2 * v[i] + (1.0f - beta2) * (g * g);
+      float m_hat = mi / bc1;
+      float v_hat = vi / bc2;
+
+      m[i] = mi;
+      v[i] = vi;
+      params[i] = params[i] - lr * (m_hat / (__builtin_sqrtf (v_hat) + eps)
+                                    + weight_decay * params[i]);
+    }
+}
+
+/**
+ * dc_math_rope_table:
+ * @base: RoPE's θ base (10000 for Llama 2, 500000 for Llama 3)
+ * @head_dim: the head dimension d, even
+ * @position: the token position, at most 2^24
+ * @cos_out: (array length=head_dim/2): cos of each pair's angle
+ * @sin_out: (array length=head_dim/2): sin of each pair's angle
+ *
+ * The angles of Hugging Face's float32 computation, in its order:
+ * inv_freq[i] = base^(−(2i)/d) (the exponent one float division), angle =
+ * position · inv_freq[i] (one float product), then cos and sin.
+ */
+void
+dc_math_rope_table (float  base,
+                    gsize  head_dim,
+                    gsize  position,
+                    float *cos_out,
+                    float *sin_out)
+{
+  g_return_if_fail (head_dim > 0 && head_dim % 2 == 0 && head_dim <= DC_MATH_MAX_N);
+  g_return_if_fail (position <= ((gsize) 1 << 24));
+  for (gsize i = 0; i < head_dim / 2; i++)
+    {
+      float inv_freq = dc_math_powf (base, -((float) (2 * i) / (float) head_dim));
+
+      dc_math_sincosf ((float) position * inv_freq, &sin_out[i], &cos_out[i]);
+    }
+}
+
+/**
+ * dc_math_rope_apply:
+ * @x: (array length=head_dim): one head's vector, rotated in place
+ * @cos: (array length=head_dim/2): from dc_math_rope_table()
+ * @sin: (array length=head_dim/2): from dc_math_rope_table()
+ *
+ * Llama's rotate-half convention: element i pairs with i + d/2;
+ * y[i] = x[i]·cos − x[i + d/2]·sin, y[i + d/2] = x[i + d/2]·cos + x[i]·sin
+ * (the same roundings as Hugging Face's q·cos + rotate_half(q)·sin without
+ * FMA).
+ */
+void
+dc_math_rope_apply (float       *x,
+                    const float *cos,
+                    const float *sin,
+                    gsize        head_dim)
+{
+  gsize h = head_dim / 2;
+
+  g_return_if_fail (head_dim % 2 == 0);
+  for (gsize i = 0; i < h; i++)
+    {
+      float a = x[i], b = x[i + h];
+
+      x[i] = a * cos[i] - b * sin[i];
+      x[i + h] = b * cos[i] + a * sin[i];
+    }
+}
+
+/**
+ * dc_math_rope_apply_backward:
+ * @dx: (array length=head_dim): the gradient w.r.t. the rotated vector,
+ *   turned in place into the gradient w.r.t. the input
+ *
+ * The transpose of the rotation: dx[i] = dy[i]·cos + dy[i + d/2]·sin,
+ * dx[i + d/2] = dy[i + d/2]·cos − dy[i]·sin.
+ */
+void
+dc_math_rope_apply_backward (float       *dx,
+                             const float *cos,
+                             const float *sin,
+                             gsize        head_dim)
+{
+  gsize h = head_dim / 2;
+
+  g_return_if_fail (head_dim % 2 == 0);
+  for (gsize i = 0; i < h; i++)
+    {
+      float a = dx[i], b = dx[i + h];
+
+      dx[i] = a * cos[i] + b * sin[i];
+      dx[i + h] = b * cos[i] - a * sin[i];
+    }
+}
