@@ -125,6 +125,32 @@ emit_log (DcTrainingRun *self,
   g_signal_emit (self, signals[SIGNAL_LOG], 0, line);
 }
 
+/* The worker owns the model while it runs: everything else waits. */
+static gboolean
+ensure_idle (DcTrainingRun  *self,
+             GError        **error)
+{
+  if (self->thread == NULL)
+    return TRUE;
+  g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+               "training is in progress: stop it first");
+  return FALSE;
+}
+
+/* A new model (fresh or loaded): its step, length and hash change together. */
+static void
+announce_model (DcTrainingRun   *self,
+                DcTrainingState  state)
+{
+  g_object_freeze_notify (G_OBJECT (self));
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEP]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEPS]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HASH]);
+  set_message (self, NULL);
+  set_state (self, state);
+  g_object_thaw_notify (G_OBJECT (self));
+}
+
 static DcGptModel *
 current_model (DcTrainingRun *self)
 {
@@ -275,12 +301,8 @@ dc_training_run_start (DcTrainingRun            *self,
   g_return_val_if_fail (DC_IS_TRAINING_RUN (self), FALSE);
   g_return_val_if_fail (request != NULL, FALSE);
 
-  if (self->thread != NULL)
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                   "a training run is already in progress");
-      return FALSE;
-    }
+  if (!ensure_idle (self, error))
+    return FALSE;
 
   dc_train_settings_init_default (&settings);
   settings.batch = request->batch;
@@ -330,13 +352,7 @@ dc_training_run_start (DcTrainingRun            *self,
     emit_log (self, line);
   }
 
-  g_object_freeze_notify (G_OBJECT (self));
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEP]);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEPS]);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HASH]);
-  set_message (self, NULL);
-  set_state (self, DC_TRAINING_STATE_RUNNING);
-  g_object_thaw_notify (G_OBJECT (self));
+  announce_model (self, DC_TRAINING_STATE_RUNNING);
 
   self->thread = g_thread_new ("dc-training", training_worker, self);
   return TRUE;
@@ -365,12 +381,8 @@ idle_model (DcTrainingRun  *self,
 {
   DcGptModel *model;
 
-  if (self->thread != NULL)
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                   "training is in progress: stop it first");
-      return NULL;
-    }
+  if (!ensure_idle (self, error))
+    return NULL;
   model = current_model (self);
   if (model == NULL)
     g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
@@ -416,12 +428,8 @@ dc_training_run_load_checkpoint (DcTrainingRun  *self,
 
   g_return_val_if_fail (DC_IS_TRAINING_RUN (self), FALSE);
 
-  if (self->thread != NULL)
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                   "training is in progress: stop it first");
-      return FALSE;
-    }
+  if (!ensure_idle (self, error))
+    return FALSE;
 
   model = dc_checkpoint_load (path, &settings, error);
   if (model == NULL)
@@ -443,13 +451,7 @@ dc_training_run_load_checkpoint (DcTrainingRun  *self,
     emit_log (self, line);
   }
 
-  g_object_freeze_notify (G_OBJECT (self));
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEP]);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEPS]);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HASH]);
-  set_message (self, NULL);
-  set_state (self, DC_TRAINING_STATE_READY);
-  g_object_thaw_notify (G_OBJECT (self));
+  announce_model (self, DC_TRAINING_STATE_READY);
   return TRUE;
 }
 
