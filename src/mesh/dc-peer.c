@@ -756,24 +756,31 @@ dc_peer_new (const char         *id,
   return self;
 }
 
+/* Turns UPnP port mapping off (it would send SSDP multicast from every
+ * device; STUN and TURN are the configured ways through NATs) and, when
+ * configured, limits ICE to the given local addresses. */
 static gboolean
-restrict_ice (DcPeer  *self,
-              GError **error)
+configure_ice (DcPeer  *self,
+               GError **error)
 {
   g_autoptr(GObject) ice = NULL;
   g_autoptr(GObject) agent = NULL;
+  gboolean restrict_addresses = self->config.ice_addresses != NULL
+                                && self->config.ice_addresses[0] != NULL;
 
-  if (self->config.ice_addresses == NULL || self->config.ice_addresses[0] == NULL)
-    return TRUE;
   g_object_get (self->webrtc, "ice-agent", &ice, NULL);
-  if (ice == NULL || g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
+  if (ice != NULL && g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") != NULL)
+    g_object_get (ice, "agent", &agent, NULL);
+  if (agent == NULL || !NICE_IS_AGENT (agent))
     {
+      if (!restrict_addresses)
+        return TRUE;
       g_set_error_literal (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER,
                            "This webrtcbin's ICE agent cannot be limited to chosen addresses");
       return FALSE;
     }
-  g_object_get (ice, "agent", &agent, NULL);
-  for (guint i = 0; self->config.ice_addresses[i] != NULL; i++)
+  g_object_set (agent, "upnp", FALSE, NULL);
+  for (guint i = 0; restrict_addresses && self->config.ice_addresses[i] != NULL; i++)
     {
       NiceAddress address;
 
@@ -823,7 +830,7 @@ dc_peer_start (DcPeer  *self,
     g_object_set (self->webrtc, "turn-server", self->config.turn_server, NULL);
   gst_bin_add (GST_BIN (self->pipeline), self->webrtc);
 
-  if (!restrict_ice (self, error))
+  if (!configure_ice (self, error))
     {
       set_state (self, DC_PEER_STATE_FAILED, "ice-config");
       return FALSE;
@@ -970,8 +977,8 @@ dc_peer_send (DcPeer  *self,
  * dc_peer_close:
  * @reason: why, as a short token ("bye", "timeout", "faults", "left")
  *
- * Says bye when the channel is open and the reason is our own decision, then
- * stops the pipeline. "timeout" and "faults" end in FAILED, others CLOSED.
+ * Ends the peer: "timeout", "faults" and "connect-timeout" end in FAILED,
+ * others in CLOSED. The pipeline stops when the peer is disposed.
  */
 void
 dc_peer_close (DcPeer     *self,
@@ -985,15 +992,29 @@ dc_peer_close (DcPeer     *self,
     return;
   failed = g_strcmp0 (reason, "timeout") == 0 || g_strcmp0 (reason, "faults") == 0
            || g_strcmp0 (reason, "connect-timeout") == 0;
-  if (self->state == DC_PEER_STATE_OPEN && g_strcmp0 (reason, "leave") == 0)
-    {
-      g_autoptr(GPtrArray) pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_BYE, NULL, NULL);
-
-      /* Skip the queue: a leaving device does not finish its transfers. */
-      gst_webrtc_data_channel_send_data_full (self->channel, g_ptr_array_index (pieces, 0),
-                                              NULL);
-    }
   set_state (self, failed ? DC_PEER_STATE_FAILED : DC_PEER_STATE_CLOSED, reason);
+}
+
+/**
+ * dc_peer_say_bye:
+ *
+ * Sends a bye ahead of anything queued: a leaving device does not finish its
+ * transfers. The peer stays open until closed or disposed, so that the bye
+ * can leave before the pipeline stops.
+ */
+void
+dc_peer_say_bye (DcPeer *self)
+{
+  g_autoptr(GPtrArray) pieces = NULL;
+
+  g_return_if_fail (DC_IS_PEER (self));
+
+  if (self->state != DC_PEER_STATE_OPEN)
+    return;
+  g_queue_clear_full (&self->out, (GDestroyNotify) g_bytes_unref);
+  self->queued = 0;
+  pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_BYE, NULL, NULL);
+  gst_webrtc_data_channel_send_data_full (self->channel, g_ptr_array_index (pieces, 0), NULL);
 }
 
 const char *
