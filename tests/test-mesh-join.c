@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 #include <json-glib/json-glib.h>
 
 #include "dc-test-utils.h"
@@ -94,23 +95,30 @@ child_setup (gpointer user_data)
   prctl (PR_SET_PDEATHSIG, SIGKILL);
 }
 
+/* Runs daisychain-cli with the arguments after @with_stdin (NULL-terminated),
+ * inside network namespace @netns when it is not NULL. */
 static Proc *
-proc_spawn (const char *label,
-            gboolean    with_stdin,
-            ...)
+proc_spawn_in (const char *netns,
+               const char *label,
+               gboolean    with_stdin,
+               va_list     args)
 {
   Proc *proc = g_new0 (Proc, 1);
   g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GError) error = NULL;
-  va_list args;
   const char *arg;
 
+  if (netns != NULL)
+    {
+      g_ptr_array_add (argv, g_strdup ("ip"));
+      g_ptr_array_add (argv, g_strdup ("netns"));
+      g_ptr_array_add (argv, g_strdup ("exec"));
+      g_ptr_array_add (argv, g_strdup (netns));
+    }
   g_ptr_array_add (argv, dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL));
-  va_start (args, with_stdin);
   while ((arg = va_arg (args, const char *)) != NULL)
     g_ptr_array_add (argv, g_strdup (arg));
-  va_end (args);
   g_ptr_array_add (argv, NULL);
 
   proc->label = g_strdup (label);
@@ -126,6 +134,34 @@ proc_spawn (const char *label,
   proc->lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (proc->process));
   read_next (proc);
   g_subprocess_wait_async (proc->process, proc->cancellable, wait_cb, proc);
+  return proc;
+}
+
+static Proc *
+proc_spawn (const char *label,
+            gboolean    with_stdin,
+            ...)
+{
+  va_list args;
+  Proc *proc;
+
+  va_start (args, with_stdin);
+  proc = proc_spawn_in (NULL, label, with_stdin, args);
+  va_end (args);
+  return proc;
+}
+
+static Proc *
+proc_spawn_netns (const char *netns,
+                  const char *label,
+                  ...)
+{
+  va_list args;
+  Proc *proc;
+
+  va_start (args, label);
+  proc = proc_spawn_in (netns, label, FALSE, args);
+  va_end (args);
   return proc;
 }
 
@@ -447,12 +483,146 @@ test_kill (void)
     proc_free (procs[i]);
 }
 
+/* Network namespaces: two, joined by a veth pair, each with a default route
+ * through it so that multicast has a way out. Names carry the test's pid. */
+static char *netns_a, *netns_b;
+
+static gboolean
+run_ip (const char *command_line)
+{
+  g_autofree char *full = g_strdup_printf ("ip %s", command_line);
+  g_auto(GStrv) argv = g_strsplit (full, " ", -1);
+  int status = -1;
+
+  if (!dc_test_spawn ((const char * const *) argv, NULL, NULL, &status, 10000))
+    return FALSE;
+  return status == 0;
+}
+
+static void
+netns_teardown (void)
+{
+  g_autofree char *del_veth = g_strdup_printf ("link del dcv%da", (int) getpid ());
+
+  /* Only there if moving it into its namespace failed. */
+  run_ip (del_veth);
+  /* Deleting a namespace removes its end of the veth pair, and with it the
+   * other end. */
+  if (netns_a != NULL)
+    {
+      g_autofree char *cmd = g_strdup_printf ("netns del %s", netns_a);
+
+      run_ip (cmd);
+    }
+  if (netns_b != NULL)
+    {
+      g_autofree char *cmd = g_strdup_printf ("netns del %s", netns_b);
+
+      run_ip (cmd);
+    }
+}
+
+static gboolean
+netns_setup (char **reason)
+{
+  int pid = (int) getpid ();
+  const char *steps[] = {
+    "link add dcv@a type veth peer name dcv@b",
+    "link set dcv@a netns dcns@a",
+    "link set dcv@b netns dcns@b",
+    "-n dcns@a addr add 10.231.7.1/24 dev dcv@a",
+    "-n dcns@b addr add 10.231.7.2/24 dev dcv@b",
+    "-n dcns@a link set dcv@a up",
+    "-n dcns@b link set dcv@b up",
+    "-n dcns@a link set lo up",
+    "-n dcns@b link set lo up",
+    "-n dcns@a route add default dev dcv@a",
+    "-n dcns@b route add default dev dcv@b",
+  };
+  g_autofree char *add_a = NULL, *add_b = NULL;
+
+  netns_a = g_strdup_printf ("dcns%da", pid);
+  add_a = g_strdup_printf ("netns add %s", netns_a);
+  if (!run_ip (add_a))
+    {
+      g_clear_pointer (&netns_a, g_free);
+      *reason = g_strdup ("network namespaces are unavailable here (“ip netns add” failed: "
+                          "needs root or CAP_SYS_ADMIN and iproute2)");
+      return FALSE;
+    }
+  netns_b = g_strdup_printf ("dcns%db", pid);
+  add_b = g_strdup_printf ("netns add %s", netns_b);
+  if (!run_ip (add_b))
+    {
+      g_clear_pointer (&netns_b, g_free);
+      *reason = g_strdup ("a second network namespace cannot be created");
+      return FALSE;
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (steps); i++)
+    {
+      g_autofree char *pid_text = g_strdup_printf ("%d", pid);
+      g_autoptr(GString) line = g_string_new (steps[i]);
+      g_autofree char *cmd = NULL;
+
+      g_string_replace (line, "@", pid_text, 0);
+      cmd = g_string_free (g_steal_pointer (&line), FALSE);
+
+      if (!run_ip (cmd))
+        {
+          *reason = g_strdup_printf ("“ip %s” failed: veth pairs are unavailable here", cmd);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* The body runs in a subprocess so that a failed assertion still lets the
+ * parent delete the namespaces. Two devices started with no options but a
+ * name find each other by multicast and connect over the veth pair. */
+static void
+test_discovery_netns (void)
+{
+  g_autofree char *reason = NULL;
+
+  if (g_test_subprocess ())
+    {
+      g_autoptr(Proc) a = NULL, b = NULL;
+      const char *ns_a = g_getenv ("DC_TEST_NETNS_A"), *ns_b = g_getenv ("DC_TEST_NETNS_B");
+      JsonObject *event;
+
+      a = proc_spawn_netns (ns_a, "ns-a", "join", "--json", "--name", "ns-a",
+                            "--approve", "all", NULL);
+      proc_expect (a, "announcing", NULL, 20000);
+      b = proc_spawn_netns (ns_b, "ns-b", "join", "--json", "--name", "ns-b",
+                            "--approve", "all", NULL);
+      event = proc_expect (b, "discovered", NULL, 20000);
+      g_assert_true (g_str_has_prefix (json_object_get_string_member (event, "url"),
+                                       "ws://10.231.7.1:"));
+      proc_expect (b, "peer-joined", "ns-a", 40000);
+      proc_expect (a, "peer-joined", "ns-b", 40000);
+      return;
+    }
+
+  if (!netns_setup (&reason))
+    {
+      netns_teardown ();
+      g_test_skip (reason);
+      return;
+    }
+  g_setenv ("DC_TEST_NETNS_A", netns_a, TRUE);
+  g_setenv ("DC_TEST_NETNS_B", netns_b, TRUE);
+  g_test_trap_subprocess (NULL, 90 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  netns_teardown ();
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
 
+  g_test_add_func ("/dc/mesh/discovery/netns", test_discovery_netns);
   g_test_add_func ("/dc/mesh/join/full-mesh", test_full_mesh);
   g_test_add_func ("/dc/mesh/join/approval", test_approval);
   g_test_add_func ("/dc/mesh/join/kill", test_kill);
