@@ -14,6 +14,8 @@
 #include "dc-cli.h"
 
 const DcCliCommand dc_cli_commands[] = {
+  { "bench", "channel", N_("Measure data-channel throughput and round trips against TCP"),
+    dc_cli_bench_run },
   { "info", "", N_("Show this build, its libraries and the Vulkan devices found"),
     dc_cli_info_run },
   { "join", "", N_("Join a group of devices and print peer events"), dc_cli_join_run },
