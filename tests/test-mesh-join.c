@@ -616,6 +616,25 @@ test_discovery_netns (void)
   g_test_trap_assert_passed ();
 }
 
+/* A peer that keeps sending malformed pieces is dropped after three faults;
+ * the sender sees its channel go. */
+static void
+test_faults (void)
+{
+  g_autoptr(Proc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autoptr(Proc) good = NULL, bad = NULL;
+  JsonObject *event;
+
+  good = start_join (url, "good", "FAULT-TEST", "all", "--expect-peers=1", NULL);
+  proc_expect (good, "joined", NULL, 20000);
+  bad = start_join (url, "bad", "FAULT-TEST", "all", "--expect-peers=1", "--send-garbage=3");
+  event = proc_expect (good, "peer-left", "bad", 40000);
+  g_assert_cmpstr (json_object_get_string_member (event, "reason"), ==, "faults");
+  g_assert_cmpint (json_object_get_int_member (event, "peers"), ==, 0);
+  proc_expect (bad, "peer-left", "good", 20000);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -626,6 +645,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/join/full-mesh", test_full_mesh);
   g_test_add_func ("/dc/mesh/join/approval", test_approval);
   g_test_add_func ("/dc/mesh/join/kill", test_kill);
+  g_test_add_func ("/dc/mesh/join/faults", test_faults);
 
   return g_test_run ();
 }

@@ -38,6 +38,7 @@ typedef struct
   GQueue             asks;          /* ids awaiting an answer on stdin */
   GArray            *send_sizes;    /* gsize */
   int                expect_peers;
+  int                send_garbage;
   int                exit_status;
   gboolean           sent;
 } JoinState;
@@ -159,6 +160,26 @@ send_test_payloads (JoinState *state)
     }
 }
 
+/* Pieces that break the protocol in different ways: a wrong magic, then
+ * short pieces, which no sender following docs/PROTOCOL.md produces. */
+static void
+send_garbage (JoinState *state)
+{
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (state->mesh);
+
+  for (int n = 0; n < state->send_garbage; n++)
+    {
+      g_autoptr(GBytes) piece = NULL;
+
+      if (n % 2 == 0)
+        piece = g_bytes_new ("XXXXXXXXXXXXXXXXXXXXXXXX", 24);
+      else
+        piece = g_bytes_new ("DCM", 3);
+      for (guint i = 0; i < peers->len; i++)
+        dc_peer_send_raw (g_ptr_array_index (peers, i), piece, NULL);
+    }
+}
+
 static void
 event_cb (DcMesh     *mesh,
           const char *event,
@@ -182,6 +203,8 @@ event_cb (DcMesh     *mesh,
       print_event (state, "mesh-complete", NULL, n_peers, NULL, -1, -1);
       if (state->send_sizes != NULL)
         send_test_payloads (state);
+      if (state->send_garbage > 0)
+        send_garbage (state);
     }
 }
 
@@ -405,7 +428,7 @@ dc_cli_join_run (const DcCliCommand  *command,
   g_autofree char *test_room_id = NULL;
   g_auto(GStrv) ice_addresses = NULL;
   gboolean no_create = FALSE, serve = FALSE;
-  int numeric_rule = 0, expect_peers = 0;
+  int numeric_rule = 0, expect_peers = 0, send_garbage = 0;
   const GOptionEntry entries[] = {
     { "room", 0, 0, G_OPTION_ARG_STRING, &room,
       N_("Room code (default: generate one and print it)"), N_("CODE") },
@@ -437,6 +460,8 @@ dc_cli_join_run (const DcCliCommand  *command,
     { "send-sizes", 0, 0, G_OPTION_ARG_STRING, &send_sizes,
       N_("Test: at mesh-complete send a checked payload of each size to every peer"),
       N_("N,N,…") },
+    { "send-garbage", 0, 0, G_OPTION_ARG_INT, &send_garbage,
+      N_("Test: at mesh-complete send this many malformed pieces to every peer"), N_("N") },
     { "test-room-id", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_room_id,
       N_("Test: present this room id with the code's key"), N_("HEX") },
     { NULL }
@@ -540,6 +565,7 @@ dc_cli_join_run (const DcCliCommand  *command,
   state.options = options;
   state.loop = loop;
   state.expect_peers = expect_peers;
+  state.send_garbage = send_garbage;
   g_queue_init (&state.asks);
   state.config = &config;
   state.server = g_steal_pointer (&server);

@@ -1017,6 +1017,31 @@ dc_peer_say_bye (DcPeer *self)
   gst_webrtc_data_channel_send_data_full (self->channel, g_ptr_array_index (pieces, 0), NULL);
 }
 
+/**
+ * dc_peer_send_raw:
+ * @piece: bytes to put on the channel as they are (at most 64 KiB)
+ *
+ * For tests of the receiver's fault handling only: bypasses the framing.
+ */
+gboolean
+dc_peer_send_raw (DcPeer  *self,
+                  GBytes  *piece,
+                  GError **error)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), FALSE);
+
+  if (self->state != DC_PEER_STATE_OPEN)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER, "peer %s is not connected",
+                   self->id);
+      return FALSE;
+    }
+  self->queued += g_bytes_get_size (piece);
+  g_queue_push_tail (&self->out, g_bytes_ref (piece));
+  pump (self);
+  return TRUE;
+}
+
 const char *
 dc_peer_get_id (DcPeer *self)
 {
