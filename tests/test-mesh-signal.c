@@ -25,6 +25,18 @@ typedef struct
   gboolean                 closed;
 } Client;
 
+static gboolean
+accept_certificate_cb (SoupMessage          *msg,
+                       GTlsCertificate      *certificate,
+                       GTlsCertificateFlags  errors,
+                       gpointer              user_data)
+{
+  GTlsCertificate *expected = user_data;
+
+  /* Self-signed: trust exactly the test's certificate. */
+  return g_tls_certificate_is_same (certificate, expected);
+}
+
 static void
 message_cb (SoupWebsocketConnection *conn,
             gint                     type,
@@ -78,11 +90,15 @@ is_closed (gpointer user_data)
 }
 
 static Client *
-client_new (DcSignalServer *server)
+client_new_tls (DcSignalServer  *server,
+                GTlsCertificate *trusted)
 {
   Client *client = g_new0 (Client, 1);
   g_autofree char *url = dc_signal_server_dup_url (server);
   g_autoptr(SoupMessage) msg = soup_message_new ("GET", url);
+
+  if (trusted != NULL)
+    g_signal_connect (msg, "accept-certificate", G_CALLBACK (accept_certificate_cb), trusted);
 
   client->session = soup_session_new ();
   client->messages = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
@@ -90,6 +106,12 @@ client_new (DcSignalServer *server)
                                         NULL, connected_cb, client);
   g_assert_true (dc_test_wait_until (is_connected, client, 10000));
   return client;
+}
+
+static Client *
+client_new (DcSignalServer *server)
+{
+  return client_new_tls (server, NULL);
 }
 
 static void
@@ -294,6 +316,42 @@ test_rooms (void)
   expect_error_and_close (waiting, 3, "host-left");
 }
 
+/* With a certificate the service speaks wss:// and works the same. */
+static void
+test_tls (void)
+{
+  g_autoptr(DcSignalServer) server = dc_signal_server_new ();
+  g_autofree char *cert_file = dc_test_dup_source_path ("tests", "data", "mesh-test-cert.pem",
+                                                        NULL);
+  g_autofree char *key_file = dc_test_dup_source_path ("tests", "data", "mesh-test-key.pem",
+                                                       NULL);
+  g_autoptr(GTlsCertificate) cert = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(Client) client = NULL;
+  g_autofree char *url = NULL;
+
+  cert = g_tls_certificate_new_from_files (cert_file, key_file, &error);
+  g_assert_no_error (error);
+  dc_signal_server_listen (server, "127.0.0.1", 0, cert_file, key_file, &error);
+  g_assert_no_error (error);
+  url = dc_signal_server_dup_url (server);
+  g_assert_true (g_str_has_prefix (url, "wss://127.0.0.1:"));
+
+  client = client_new_tls (server, cert);
+  client_join (client, ROOM_1, TRUE);
+  g_assert_cmpstr (type_of (client_expect (client, 0)), ==, "welcome");
+
+  /* A key without its certificate is refused with a clear error. */
+  {
+    g_autoptr(DcSignalServer) half = dc_signal_server_new ();
+    g_autoptr(GError) half_error = NULL;
+
+    g_assert_false (dc_signal_server_listen (half, "127.0.0.1", 0, NULL, key_file,
+                                             &half_error));
+    g_assert_nonnull (half_error);
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -302,6 +360,7 @@ main (int    argc,
 
   g_test_add_func ("/dc/mesh/signal/malformed", test_malformed);
   g_test_add_func ("/dc/mesh/signal/rooms", test_rooms);
+  g_test_add_func ("/dc/mesh/signal/tls", test_tls);
 
   return g_test_run ();
 }
