@@ -169,7 +169,7 @@ peer_changed_cb (DcPeer     *peer,
     }
   else if (state == DC_PEER_STATE_CLOSED || state == DC_PEER_STATE_FAILED)
     {
-      g_autoptr(DcPeer) hold = g_object_ref (peer);
+      G_GNUC_UNUSED g_autoptr(DcPeer) hold = g_object_ref (peer);  /* outlives the removal */
       g_autofree char *name = g_strdup (dc_peer_get_name (peer));
 
       g_signal_handlers_disconnect_by_data (peer, self);
