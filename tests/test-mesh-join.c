@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
 #include "dc-test-utils.h"
@@ -635,6 +636,41 @@ test_faults (void)
   proc_expect (bad, "peer-left", "good", 20000);
 }
 
+/* Without GStreamer's plugins, join stops at once and names them all. */
+static void
+test_missing_plugins (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autoptr(GSubprocess) process = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *cli = dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL);
+  g_autofree char *empty = g_dir_make_tmp ("dc-no-plugins-XXXXXX", &error);
+  g_autofree char *registry = NULL;
+  g_autofree char *out = NULL, *err = NULL;
+
+  g_assert_no_error (error);
+  registry = g_build_filename (empty, "registry.bin", NULL);
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                        | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_subprocess_launcher_setenv (launcher, "GST_PLUGIN_SYSTEM_PATH_1_0", empty, TRUE);
+  g_subprocess_launcher_setenv (launcher, "GST_PLUGIN_SYSTEM_PATH", empty, TRUE);
+  g_subprocess_launcher_setenv (launcher, "GST_PLUGIN_PATH_1_0", empty, TRUE);
+  g_subprocess_launcher_setenv (launcher, "GST_PLUGIN_PATH", empty, TRUE);
+  g_subprocess_launcher_setenv (launcher, "GST_REGISTRY_1_0", registry, TRUE);
+  g_subprocess_launcher_setenv (launcher, "GST_REGISTRY", registry, TRUE);
+  process = g_subprocess_launcher_spawn (launcher, &error, cli, "join", "--json",
+                                         "--signal", "ws://127.0.0.1:9/signal", "--room", "X",
+                                         NULL);
+  g_assert_no_error (error);
+  g_subprocess_communicate_utf8 (process, NULL, NULL, &out, &err, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_subprocess_get_exit_status (process), ==, 1);
+  g_assert_nonnull (strstr (out, "\"event\":\"error\""));
+  g_assert_nonnull (strstr (err, "GStreamer plugins missing: webrtc, nice, dtls, srtp, sctp"));
+  g_unlink (registry);
+  g_rmdir (empty);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -646,6 +682,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/join/approval", test_approval);
   g_test_add_func ("/dc/mesh/join/kill", test_kill);
   g_test_add_func ("/dc/mesh/join/faults", test_faults);
+  g_test_add_func ("/dc/mesh/join/missing-plugins", test_missing_plugins);
 
   return g_test_run ();
 }
