@@ -33,8 +33,8 @@
 
 typedef enum
 {
-  HOP_OFFER_READY,      /* text: local offer SDP */
-  HOP_ANSWER_READY,     /* text: local answer SDP */
+  HOP_NEGOTIATE,        /* webrtcbin asks for an offer */
+  HOP_DESCRIPTION,      /* description: our offer or answer, created */
   HOP_REMOTE_SET,       /* remote description applied */
   HOP_CANDIDATE,        /* num: mline, text: candidate */
   HOP_CHANNEL,          /* channel: the remote side's data channel */
@@ -53,6 +53,7 @@ typedef struct
   char                 *text;
   GBytes               *bytes;
   GstWebRTCDataChannel *channel;
+  GstWebRTCSessionDescription *description;
 } Hop;
 
 typedef struct
@@ -92,6 +93,7 @@ struct _DcPeer
   guint                 pump_id;
   guint                 bus_watch_id;
   guint                 offerer : 1;
+  guint                 offer_made : 1;
   guint                 hello_sent : 1;
 };
 
@@ -142,6 +144,7 @@ hop_free (Hop *hop)
   g_free (hop->text);
   g_clear_pointer (&hop->bytes, g_bytes_unref);
   g_clear_object (&hop->channel);
+  g_clear_pointer (&hop->description, gst_webrtc_session_description_free);
   g_free (hop);
 }
 
@@ -220,9 +223,19 @@ link_push (Link *link,
   link->scheduled = TRUE;
   g_mutex_unlock (&link->lock);
 
+  /* Always through a source, never g_main_context_invoke: called on the
+   * main thread (webrtcbin may emit there), invoke would run the hop inside
+   * the webrtcbin call that emitted it, in the middle of our own code. */
   if (schedule)
-    g_main_context_invoke_full (link->context, G_PRIORITY_DEFAULT, link_dispatch,
-                                link_ref (link), (GDestroyNotify) link_unref);
+    {
+      GSource *source = g_idle_source_new ();
+
+      g_source_set_priority (source, G_PRIORITY_DEFAULT);
+      g_source_set_callback (source, link_dispatch, link_ref (link),
+                             (GDestroyNotify) link_unref);
+      g_source_attach (source, link->context);
+      g_source_unref (source);
+    }
 }
 
 static void
@@ -286,36 +299,34 @@ emit_signal_out (DcPeer     *self,
 
 static void connect_channel_signals (Link *link, GstWebRTCDataChannel *channel);
 
+/* Streaming thread: only take the description; it is applied and sent from
+ * the main thread, so that no GStreamer thread ever holds the last reference
+ * to the peer (its dispose stops the pipeline, which a streaming thread must
+ * not do). */
 static void
 description_created_cb (GstPromise *promise,
                         gpointer    user_data)
 {
   Link *link = user_data;
-  g_autoptr(DcPeer) self = g_weak_ref_get (&link->peer);
-  const GstStructure *reply;
+  const GstStructure *reply = NULL;
   GstWebRTCSessionDescription *description = NULL;
-  gboolean offer;
-  g_autofree char *text = NULL;
+  Hop *hop;
 
-  if (self == NULL || gst_promise_wait (promise) != GST_PROMISE_RESULT_REPLIED)
-    {
-      gst_promise_unref (promise);
-      return;
-    }
-  reply = gst_promise_get_reply (promise);
-  offer = gst_structure_has_field (reply, "offer");
-  gst_structure_get (reply, offer ? "offer" : "answer",
-                     GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &description, NULL);
+  if (gst_promise_wait (promise) == GST_PROMISE_RESULT_REPLIED)
+    reply = gst_promise_get_reply (promise);
+  if (reply != NULL)
+    gst_structure_get (reply, gst_structure_has_field (reply, "offer") ? "offer" : "answer",
+                       GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &description, NULL);
   gst_promise_unref (promise);
   if (description == NULL)
     {
       link_push_simple (link, HOP_ERROR, 0, "webrtcbin created no session description");
       return;
     }
-  g_signal_emit_by_name (self->webrtc, "set-local-description", description, NULL);
-  text = gst_sdp_message_as_text (description->sdp);
-  gst_webrtc_session_description_free (description);
-  link_push_simple (link, offer ? HOP_OFFER_READY : HOP_ANSWER_READY, 0, text);
+  hop = g_new0 (Hop, 1);
+  hop->kind = HOP_DESCRIPTION;
+  hop->description = description;
+  link_push (link, hop);
 }
 
 static void
@@ -333,15 +344,7 @@ static void
 negotiation_needed_cb (GstElement *webrtc,
                        gpointer    user_data)
 {
-  Link *link = user_data;
-  g_autoptr(DcPeer) self = g_weak_ref_get (&link->peer);
-  GstPromise *promise;
-
-  if (self == NULL || !self->offerer)
-    return;
-  promise = gst_promise_new_with_change_func (description_created_cb, link_ref (link),
-                                              (GDestroyNotify) link_unref);
-  g_signal_emit_by_name (webrtc, "create-offer", NULL, promise);
+  link_push_simple (user_data, HOP_NEGOTIATE, 0, NULL);
 }
 
 static void
@@ -650,12 +653,28 @@ handle_hop (DcPeer *self,
 
   switch (hop->kind)
     {
-    case HOP_OFFER_READY:
-      emit_signal_out (self, "offer", "sdp", hop->text, -1);
+    case HOP_NEGOTIATE:
+      if (self->offerer && self->state == DC_PEER_STATE_SIGNALING && !self->offer_made)
+        {
+          GstPromise *promise;
+
+          self->offer_made = TRUE;
+          promise = gst_promise_new_with_change_func (description_created_cb,
+                                                      link_ref (self->link),
+                                                      (GDestroyNotify) link_unref);
+          g_signal_emit_by_name (self->webrtc, "create-offer", NULL, promise);
+        }
       break;
-    case HOP_ANSWER_READY:
-      emit_signal_out (self, "answer", "sdp", hop->text, -1);
-      set_state (self, DC_PEER_STATE_CONNECTING, NULL);
+    case HOP_DESCRIPTION:
+      {
+        g_autofree char *text = gst_sdp_message_as_text (hop->description->sdp);
+        gboolean offer = hop->description->type == GST_WEBRTC_SDP_TYPE_OFFER;
+
+        g_signal_emit_by_name (self->webrtc, "set-local-description", hop->description, NULL);
+        emit_signal_out (self, offer ? "offer" : "answer", "sdp", text, -1);
+        if (!offer)
+          set_state (self, DC_PEER_STATE_CONNECTING, NULL);
+      }
       break;
     case HOP_REMOTE_SET:
       if (!self->offerer)
