@@ -640,6 +640,29 @@ test_faults (void)
   proc_expect (bad, "peer-left", "good", 20000);
 }
 
+/* A wrong or unreachable signaling URL ends join with status 1 and a reason
+ * (regression: a failure inside the start used to leave it running). */
+static void
+test_bad_signal (void)
+{
+  g_autoptr(Proc) bad_scheme = NULL, unreachable = NULL;
+  JsonObject *event;
+
+  bad_scheme = proc_spawn ("bad-scheme", FALSE, "join", "--json", "--signal", "http://x",
+                           "--room", "R", NULL);
+  event = proc_expect (bad_scheme, "error", NULL, 10000);
+  g_assert_nonnull (strstr (json_object_get_string_member (event, "message"), "ws://"));
+  g_assert_cmpint (proc_expect_exit (bad_scheme, 10000), ==, 1);
+
+  /* Port 9 (discard) on loopback: nothing listens there in a test run. */
+  unreachable = proc_spawn ("unreachable", FALSE, "join", "--json", "--signal",
+                            "ws://127.0.0.1:9/signal", "--room", "R", NULL);
+  event = proc_expect (unreachable, "error", NULL, 10000);
+  g_assert_nonnull (strstr (json_object_get_string_member (event, "message"),
+                            "Cannot reach the signaling service"));
+  g_assert_cmpint (proc_expect_exit (unreachable, 10000), ==, 1);
+}
+
 /* Without GStreamer's plugins, join stops at once and names them all. */
 static void
 test_missing_plugins (void)
@@ -687,6 +710,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/join/kill", test_kill);
   g_test_add_func ("/dc/mesh/join/faults", test_faults);
   g_test_add_func ("/dc/mesh/join/missing-plugins", test_missing_plugins);
+  g_test_add_func ("/dc/mesh/join/bad-signal", test_bad_signal);
 
   return g_test_run ();
 }

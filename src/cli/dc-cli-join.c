@@ -40,6 +40,7 @@ typedef struct
   int                expect_peers;
   int                send_garbage;
   int                exit_status;
+  gboolean           stopped;    /* failed before or while the loop ran */
   gboolean           sent;
 } JoinState;
 
@@ -231,6 +232,7 @@ failed_cb (DcMesh       *mesh,
   JoinState *state = user_data;
 
   state->exit_status = dc_cli_fail (state->options, error);
+  state->stopped = TRUE;
   g_main_loop_quit (state->loop);
 }
 
@@ -378,6 +380,7 @@ discovery_timeout_cb (gpointer user_data)
   if (!dc_signal_server_listen (state->server, "0.0.0.0", 0, NULL, NULL, &error))
     {
       state->exit_status = dc_cli_fail (state->options, error);
+      state->stopped = TRUE;
       g_main_loop_quit (state->loop);
       return G_SOURCE_REMOVE;
     }
@@ -586,7 +589,9 @@ dc_cli_join_run (const DcCliCommand  *command,
       state.discovery_id = g_timeout_add (DISCOVERY_WAIT_MS + g_random_int_range (0, 1000),
                                           discovery_timeout_cb, &state);
     }
-  g_main_loop_run (loop);
+  /* A failure inside dc_mesh_start() quit a loop that was not running yet. */
+  if (!state.stopped)
+    g_main_loop_run (loop);
 
   status = state.exit_status;
   if (state.mesh != NULL)
