@@ -26,6 +26,8 @@ const DcCliCommand dc_cli_commands[] = {
     dc_cli_bench_run },
   { "bench data", N_("[FILE…]"),
     N_("Measure parquet text decoding (MB/s) next to parquet-wasm"), dc_cli_bench_data_run },
+  { "bench channel", "", N_("Measure data-channel throughput and round trips against TCP"),
+    dc_cli_bench_channel_run },
   { "data read", N_("FILE|URL"),
     N_("Read a parquet file's text column: rows, UTF-8 bytes, first and last value"),
     dc_cli_data_read_run },

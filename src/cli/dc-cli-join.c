@@ -16,26 +16,40 @@
 #include <gio/gunixinputstream.h>
 
 #include "dc-cli.h"
+#include "mesh/dc-discovery.h"
 #include "mesh/dc-mesh.h"
 #include "mesh/dc-room.h"
 #include "mesh/dc-signal-server.h"
 
+/* How long a device listens for a group before starting one (plus up to a
+ * second at random, so that devices started together rarely both host). */
+#define DISCOVERY_WAIT_MS 2000
+
 typedef struct
 {
   DcCliOptions      *options;
+  DcMeshConfig      *config;
   DcMesh            *mesh;
+  DcDiscovery       *discovery;
+  DcSignalServer    *server;
+  guint              discovery_id;
   GMainLoop         *loop;
   GDataInputStream  *stdin_lines;
   GQueue             asks;          /* ids awaiting an answer on stdin */
   GArray            *send_sizes;    /* gsize */
   int                expect_peers;
+  int                send_garbage;
   int                exit_status;
+  gboolean           stopped;    /* failed before or while the loop ran */
   gboolean           sent;
 } JoinState;
 
 static void
 join_state_clear (JoinState *state)
 {
+  g_clear_handle_id (&state->discovery_id, g_source_remove);
+  g_clear_object (&state->discovery);
+  g_clear_object (&state->server);
   g_clear_object (&state->stdin_lines);
   g_queue_clear_full (&state->asks, g_free);
   g_clear_pointer (&state->send_sizes, g_array_unref);
@@ -122,6 +136,9 @@ print_event (JoinState  *state,
     }
 }
 
+static void print_simple (JoinState *state, const char *event, const char *key,
+                          const char *value);
+
 static void
 send_test_payloads (JoinState *state)
 {
@@ -144,6 +161,26 @@ send_test_payloads (JoinState *state)
     }
 }
 
+/* Pieces that break the protocol in different ways: a wrong magic, then
+ * short pieces, which no sender following docs/PROTOCOL.md produces. */
+static void
+send_garbage (JoinState *state)
+{
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (state->mesh);
+
+  for (int n = 0; n < state->send_garbage; n++)
+    {
+      g_autoptr(GBytes) piece = NULL;
+
+      if (n % 2 == 0)
+        piece = g_bytes_new ("XXXXXXXXXXXXXXXXXXXXXXXX", 24);
+      else
+        piece = g_bytes_new ("DCM", 3);
+      for (guint i = 0; i < peers->len; i++)
+        dc_peer_send_raw (g_ptr_array_index (peers, i), piece, NULL);
+    }
+}
+
 static void
 event_cb (DcMesh     *mesh,
           const char *event,
@@ -155,12 +192,20 @@ event_cb (DcMesh     *mesh,
   JoinState *state = user_data;
 
   print_event (state, event, peer, n_peers, reason, -1, -1);
+  if (g_str_equal (event, "joined") && state->server != NULL && state->discovery != NULL)
+    {
+      dc_discovery_announce (state->discovery, dc_signal_server_get_port (state->server),
+                             state->config->room_code, state->config->hello->name);
+      print_simple (state, "announcing", "room", state->config->room_code);
+    }
   if (g_str_equal (event, "peer-joined") && state->expect_peers > 0
       && (int) n_peers == state->expect_peers && !state->sent)
     {
       print_event (state, "mesh-complete", NULL, n_peers, NULL, -1, -1);
       if (state->send_sizes != NULL)
         send_test_payloads (state);
+      if (state->send_garbage > 0)
+        send_garbage (state);
     }
 }
 
@@ -187,6 +232,7 @@ failed_cb (DcMesh       *mesh,
   JoinState *state = user_data;
 
   state->exit_status = dc_cli_fail (state->options, error);
+  state->stopped = TRUE;
   g_main_loop_quit (state->loop);
 }
 
@@ -256,9 +302,95 @@ leave_cb (gpointer user_data)
 {
   JoinState *state = user_data;
 
-  dc_mesh_leave (state->mesh);
+  if (state->mesh != NULL)
+    dc_mesh_leave (state->mesh);
   /* Let the byes leave before the process ends. */
   g_timeout_add (200, quit_cb, state->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+print_simple (JoinState  *state,
+              const char *event,
+              const char *key,
+              const char *value)
+{
+  if (state->options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, event);
+      json_builder_set_member_name (builder, key);
+      json_builder_add_string_value (builder, value);
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else
+    {
+      g_print ("%s: %s\n", event, value);
+      fflush (stdout);
+    }
+}
+
+static void
+start_mesh (JoinState *state)
+{
+  state->mesh = dc_mesh_new (state->config);
+  g_signal_connect (state->mesh, "event", G_CALLBACK (event_cb), state);
+  g_signal_connect (state->mesh, "message", G_CALLBACK (message_cb), state);
+  g_signal_connect (state->mesh, "failed", G_CALLBACK (failed_cb), state);
+  g_signal_connect (state->mesh, "approval-requested", G_CALLBACK (approval_requested_cb),
+                    state);
+  dc_mesh_start (state->mesh);
+}
+
+static void
+found_cb (DcDiscovery *discovery,
+          const char  *url,
+          const char  *room,
+          const char  *name,
+          gpointer     user_data)
+{
+  JoinState *state = user_data;
+
+  if (state->mesh != NULL)
+    return;
+  g_clear_handle_id (&state->discovery_id, g_source_remove);
+  g_signal_handlers_disconnect_by_data (discovery, state);
+  print_simple (state, "discovered", "url", url);
+  g_free (state->config->signal_url);
+  state->config->signal_url = g_strdup (url);
+  g_free (state->config->room_code);
+  state->config->room_code = g_strdup (room);
+  start_mesh (state);
+}
+
+/* Nobody announced a group: serve signaling for one and announce it. */
+static gboolean
+discovery_timeout_cb (gpointer user_data)
+{
+  JoinState *state = user_data;
+  g_autoptr(GError) error = NULL;
+
+  state->discovery_id = 0;
+  g_signal_handlers_disconnect_by_data (state->discovery, state);
+  state->server = dc_signal_server_new ();
+  if (!dc_signal_server_listen (state->server, "0.0.0.0", 0, NULL, NULL, &error))
+    {
+      state->exit_status = dc_cli_fail (state->options, error);
+      state->stopped = TRUE;
+      g_main_loop_quit (state->loop);
+      return G_SOURCE_REMOVE;
+    }
+  g_free (state->config->signal_url);
+  state->config->signal_url = g_strdup_printf ("ws://127.0.0.1:%u/signal",
+                                               dc_signal_server_get_port (state->server));
+  if (state->config->room_code == NULL)
+    state->config->room_code = dc_room_generate_code ();
+  /* Announced once this device is in the room as its host (event_cb). */
+  start_mesh (state);
   return G_SOURCE_REMOVE;
 }
 
@@ -299,12 +431,13 @@ dc_cli_join_run (const DcCliCommand  *command,
   g_autofree char *test_room_id = NULL;
   g_auto(GStrv) ice_addresses = NULL;
   gboolean no_create = FALSE, serve = FALSE;
-  int numeric_rule = 0, expect_peers = 0;
+  int numeric_rule = 0, expect_peers = 0, send_garbage = 0;
   const GOptionEntry entries[] = {
     { "room", 0, 0, G_OPTION_ARG_STRING, &room,
       N_("Room code (default: generate one and print it)"), N_("CODE") },
     { "signal", 0, 0, G_OPTION_ARG_STRING, &signal_url,
-      N_("Signaling service URL (ws:// or wss://…/signal)"), N_("URL") },
+      N_("Signaling service URL (ws:// or wss://…/signal; default: find or start a group "
+         "on the local network)"), N_("URL") },
     { "serve", 0, 0, G_OPTION_ARG_NONE, &serve,
       N_("Serve signaling in this process (on --signal's port when given) and join it"), NULL },
     { "name", 0, 0, G_OPTION_ARG_STRING, &name, N_("This device's name (default: host name)"),
@@ -330,6 +463,8 @@ dc_cli_join_run (const DcCliCommand  *command,
     { "send-sizes", 0, 0, G_OPTION_ARG_STRING, &send_sizes,
       N_("Test: at mesh-complete send a checked payload of each size to every peer"),
       N_("N,N,…") },
+    { "send-garbage", 0, 0, G_OPTION_ARG_INT, &send_garbage,
+      N_("Test: at mesh-complete send this many malformed pieces to every peer"), N_("N") },
     { "test-room-id", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_room_id,
       N_("Test: present this room id with the code's key"), N_("HEX") },
     { NULL }
@@ -356,8 +491,6 @@ dc_cli_join_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("--approve takes all, none or ask"));
   if (send_sizes != NULL && !parse_sizes (send_sizes, &state.send_sizes))
     return dc_cli_usage_error (command, _("--send-sizes takes sizes in bytes, comma-separated"));
-  if (signal_url == NULL && !serve)
-    return dc_cli_usage_error (command, _("give --signal URL, or --serve"));
   if (name != NULL && !g_utf8_validate (name, -1, NULL))
     return dc_cli_usage_error (command, _("--name must be UTF-8 text"));
 
@@ -398,7 +531,7 @@ dc_cli_join_run (const DcCliCommand  *command,
         }
     }
 
-  if (room == NULL)
+  if (room == NULL && signal_url != NULL)
     {
       room = dc_room_generate_code ();
       if (options->json)
@@ -435,21 +568,34 @@ dc_cli_join_run (const DcCliCommand  *command,
   state.options = options;
   state.loop = loop;
   state.expect_peers = expect_peers;
+  state.send_garbage = send_garbage;
   g_queue_init (&state.asks);
-  state.mesh = dc_mesh_new (&config);
-  g_signal_connect (state.mesh, "event", G_CALLBACK (event_cb), &state);
-  g_signal_connect (state.mesh, "message", G_CALLBACK (message_cb), &state);
-  g_signal_connect (state.mesh, "failed", G_CALLBACK (failed_cb), &state);
-  g_signal_connect (state.mesh, "approval-requested", G_CALLBACK (approval_requested_cb),
-                    &state);
+  state.config = &config;
+  state.server = g_steal_pointer (&server);
   g_unix_signal_add (SIGINT, leave_cb, &state);
   g_unix_signal_add (SIGTERM, leave_cb, &state);
 
-  dc_mesh_start (state.mesh);
-  g_main_loop_run (loop);
+  if (signal_url != NULL)
+    {
+      start_mesh (&state);
+    }
+  else
+    {
+      /* No service named: look for a group on the local network. */
+      state.discovery = dc_discovery_new (0);
+      if (!dc_discovery_start (state.discovery, &error))
+        return dc_cli_fail (options, error);
+      g_signal_connect (state.discovery, "found", G_CALLBACK (found_cb), &state);
+      state.discovery_id = g_timeout_add (DISCOVERY_WAIT_MS + g_random_int_range (0, 1000),
+                                          discovery_timeout_cb, &state);
+    }
+  /* A failure inside dc_mesh_start() quit a loop that was not running yet. */
+  if (!state.stopped)
+    g_main_loop_run (loop);
 
   status = state.exit_status;
-  g_signal_handlers_disconnect_by_data (state.mesh, &state);
+  if (state.mesh != NULL)
+    g_signal_handlers_disconnect_by_data (state.mesh, &state);
   g_clear_object (&state.mesh);
   join_state_clear (&state);
   return status;

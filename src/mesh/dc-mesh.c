@@ -169,7 +169,7 @@ peer_changed_cb (DcPeer     *peer,
     }
   else if (state == DC_PEER_STATE_CLOSED || state == DC_PEER_STATE_FAILED)
     {
-      g_autoptr(DcPeer) hold = g_object_ref (peer);
+      G_GNUC_UNUSED g_autoptr(DcPeer) hold = g_object_ref (peer);  /* outlives the removal */
       g_autofree char *name = g_strdup (dc_peer_get_name (peer));
 
       g_signal_handlers_disconnect_by_data (peer, self);
@@ -525,7 +525,9 @@ dc_mesh_start (DcMesh *self)
 /**
  * dc_mesh_leave:
  *
- * Says bye to every connected peer and closes signaling.
+ * Says bye to every connected peer and closes signaling. The peers stay
+ * until the mesh is disposed, so give the byes a moment (the CLI waits
+ * 200 ms) before dropping it.
  */
 void
 dc_mesh_leave (DcMesh *self)
@@ -537,7 +539,7 @@ dc_mesh_leave (DcMesh *self)
   self->left = TRUE;
   peers = dc_mesh_dup_peers (self);
   for (guint i = 0; i < peers->len; i++)
-    dc_peer_close (g_ptr_array_index (peers, i), "leave");
+    dc_peer_say_bye (g_ptr_array_index (peers, i));
   if (self->signaling != NULL)
     dc_signaling_close (self->signaling);
 }

@@ -33,8 +33,8 @@
 
 typedef enum
 {
-  HOP_OFFER_READY,      /* text: local offer SDP */
-  HOP_ANSWER_READY,     /* text: local answer SDP */
+  HOP_NEGOTIATE,        /* webrtcbin asks for an offer */
+  HOP_DESCRIPTION,      /* description: our offer or answer, created */
   HOP_REMOTE_SET,       /* remote description applied */
   HOP_CANDIDATE,        /* num: mline, text: candidate */
   HOP_CHANNEL,          /* channel: the remote side's data channel */
@@ -53,6 +53,7 @@ typedef struct
   char                 *text;
   GBytes               *bytes;
   GstWebRTCDataChannel *channel;
+  GstWebRTCSessionDescription *description;
 } Hop;
 
 typedef struct
@@ -92,6 +93,7 @@ struct _DcPeer
   guint                 pump_id;
   guint                 bus_watch_id;
   guint                 offerer : 1;
+  guint                 offer_made : 1;
   guint                 hello_sent : 1;
 };
 
@@ -142,6 +144,7 @@ hop_free (Hop *hop)
   g_free (hop->text);
   g_clear_pointer (&hop->bytes, g_bytes_unref);
   g_clear_object (&hop->channel);
+  g_clear_pointer (&hop->description, gst_webrtc_session_description_free);
   g_free (hop);
 }
 
@@ -220,9 +223,19 @@ link_push (Link *link,
   link->scheduled = TRUE;
   g_mutex_unlock (&link->lock);
 
+  /* Always through a source, never g_main_context_invoke: called on the
+   * main thread (webrtcbin may emit there), invoke would run the hop inside
+   * the webrtcbin call that emitted it, in the middle of our own code. */
   if (schedule)
-    g_main_context_invoke_full (link->context, G_PRIORITY_DEFAULT, link_dispatch,
-                                link_ref (link), (GDestroyNotify) link_unref);
+    {
+      GSource *source = g_idle_source_new ();
+
+      g_source_set_priority (source, G_PRIORITY_DEFAULT);
+      g_source_set_callback (source, link_dispatch, link_ref (link),
+                             (GDestroyNotify) link_unref);
+      g_source_attach (source, link->context);
+      g_source_unref (source);
+    }
 }
 
 static void
@@ -286,36 +299,34 @@ emit_signal_out (DcPeer     *self,
 
 static void connect_channel_signals (Link *link, GstWebRTCDataChannel *channel);
 
+/* Streaming thread: only take the description; it is applied and sent from
+ * the main thread, so that no GStreamer thread ever holds the last reference
+ * to the peer (its dispose stops the pipeline, which a streaming thread must
+ * not do). */
 static void
 description_created_cb (GstPromise *promise,
                         gpointer    user_data)
 {
   Link *link = user_data;
-  g_autoptr(DcPeer) self = g_weak_ref_get (&link->peer);
-  const GstStructure *reply;
+  const GstStructure *reply = NULL;
   GstWebRTCSessionDescription *description = NULL;
-  gboolean offer;
-  g_autofree char *text = NULL;
+  Hop *hop;
 
-  if (self == NULL || gst_promise_wait (promise) != GST_PROMISE_RESULT_REPLIED)
-    {
-      gst_promise_unref (promise);
-      return;
-    }
-  reply = gst_promise_get_reply (promise);
-  offer = gst_structure_has_field (reply, "offer");
-  gst_structure_get (reply, offer ? "offer" : "answer",
-                     GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &description, NULL);
+  if (gst_promise_wait (promise) == GST_PROMISE_RESULT_REPLIED)
+    reply = gst_promise_get_reply (promise);
+  if (reply != NULL)
+    gst_structure_get (reply, gst_structure_has_field (reply, "offer") ? "offer" : "answer",
+                       GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &description, NULL);
   gst_promise_unref (promise);
   if (description == NULL)
     {
       link_push_simple (link, HOP_ERROR, 0, "webrtcbin created no session description");
       return;
     }
-  g_signal_emit_by_name (self->webrtc, "set-local-description", description, NULL);
-  text = gst_sdp_message_as_text (description->sdp);
-  gst_webrtc_session_description_free (description);
-  link_push_simple (link, offer ? HOP_OFFER_READY : HOP_ANSWER_READY, 0, text);
+  hop = g_new0 (Hop, 1);
+  hop->kind = HOP_DESCRIPTION;
+  hop->description = description;
+  link_push (link, hop);
 }
 
 static void
@@ -333,15 +344,7 @@ static void
 negotiation_needed_cb (GstElement *webrtc,
                        gpointer    user_data)
 {
-  Link *link = user_data;
-  g_autoptr(DcPeer) self = g_weak_ref_get (&link->peer);
-  GstPromise *promise;
-
-  if (self == NULL || !self->offerer)
-    return;
-  promise = gst_promise_new_with_change_func (description_created_cb, link_ref (link),
-                                              (GDestroyNotify) link_unref);
-  g_signal_emit_by_name (webrtc, "create-offer", NULL, promise);
+  link_push_simple (user_data, HOP_NEGOTIATE, 0, NULL);
 }
 
 static void
@@ -650,12 +653,28 @@ handle_hop (DcPeer *self,
 
   switch (hop->kind)
     {
-    case HOP_OFFER_READY:
-      emit_signal_out (self, "offer", "sdp", hop->text, -1);
+    case HOP_NEGOTIATE:
+      if (self->offerer && self->state == DC_PEER_STATE_SIGNALING && !self->offer_made)
+        {
+          GstPromise *promise;
+
+          self->offer_made = TRUE;
+          promise = gst_promise_new_with_change_func (description_created_cb,
+                                                      link_ref (self->link),
+                                                      (GDestroyNotify) link_unref);
+          g_signal_emit_by_name (self->webrtc, "create-offer", NULL, promise);
+        }
       break;
-    case HOP_ANSWER_READY:
-      emit_signal_out (self, "answer", "sdp", hop->text, -1);
-      set_state (self, DC_PEER_STATE_CONNECTING, NULL);
+    case HOP_DESCRIPTION:
+      {
+        g_autofree char *text = gst_sdp_message_as_text (hop->description->sdp);
+        gboolean offer = hop->description->type == GST_WEBRTC_SDP_TYPE_OFFER;
+
+        g_signal_emit_by_name (self->webrtc, "set-local-description", hop->description, NULL);
+        emit_signal_out (self, offer ? "offer" : "answer", "sdp", text, -1);
+        if (!offer)
+          set_state (self, DC_PEER_STATE_CONNECTING, NULL);
+      }
       break;
     case HOP_REMOTE_SET:
       if (!self->offerer)
@@ -756,24 +775,31 @@ dc_peer_new (const char         *id,
   return self;
 }
 
+/* Turns UPnP port mapping off (it would send SSDP multicast from every
+ * device; STUN and TURN are the configured ways through NATs) and, when
+ * configured, limits ICE to the given local addresses. */
 static gboolean
-restrict_ice (DcPeer  *self,
-              GError **error)
+configure_ice (DcPeer  *self,
+               GError **error)
 {
   g_autoptr(GObject) ice = NULL;
   g_autoptr(GObject) agent = NULL;
+  gboolean restrict_addresses = self->config.ice_addresses != NULL
+                                && self->config.ice_addresses[0] != NULL;
 
-  if (self->config.ice_addresses == NULL || self->config.ice_addresses[0] == NULL)
-    return TRUE;
   g_object_get (self->webrtc, "ice-agent", &ice, NULL);
-  if (ice == NULL || g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
+  if (ice != NULL && g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") != NULL)
+    g_object_get (ice, "agent", &agent, NULL);
+  if (agent == NULL || !NICE_IS_AGENT (agent))
     {
+      if (!restrict_addresses)
+        return TRUE;
       g_set_error_literal (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER,
                            "This webrtcbin's ICE agent cannot be limited to chosen addresses");
       return FALSE;
     }
-  g_object_get (ice, "agent", &agent, NULL);
-  for (guint i = 0; self->config.ice_addresses[i] != NULL; i++)
+  g_object_set (agent, "upnp", FALSE, NULL);
+  for (guint i = 0; restrict_addresses && self->config.ice_addresses[i] != NULL; i++)
     {
       NiceAddress address;
 
@@ -823,7 +849,7 @@ dc_peer_start (DcPeer  *self,
     g_object_set (self->webrtc, "turn-server", self->config.turn_server, NULL);
   gst_bin_add (GST_BIN (self->pipeline), self->webrtc);
 
-  if (!restrict_ice (self, error))
+  if (!configure_ice (self, error))
     {
       set_state (self, DC_PEER_STATE_FAILED, "ice-config");
       return FALSE;
@@ -970,8 +996,8 @@ dc_peer_send (DcPeer  *self,
  * dc_peer_close:
  * @reason: why, as a short token ("bye", "timeout", "faults", "left")
  *
- * Says bye when the channel is open and the reason is our own decision, then
- * stops the pipeline. "timeout" and "faults" end in FAILED, others CLOSED.
+ * Ends the peer: "timeout", "faults" and "connect-timeout" end in FAILED,
+ * others in CLOSED. The pipeline stops when the peer is disposed.
  */
 void
 dc_peer_close (DcPeer     *self,
@@ -985,15 +1011,54 @@ dc_peer_close (DcPeer     *self,
     return;
   failed = g_strcmp0 (reason, "timeout") == 0 || g_strcmp0 (reason, "faults") == 0
            || g_strcmp0 (reason, "connect-timeout") == 0;
-  if (self->state == DC_PEER_STATE_OPEN && g_strcmp0 (reason, "leave") == 0)
-    {
-      g_autoptr(GPtrArray) pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_BYE, NULL, NULL);
-
-      /* Skip the queue: a leaving device does not finish its transfers. */
-      gst_webrtc_data_channel_send_data_full (self->channel, g_ptr_array_index (pieces, 0),
-                                              NULL);
-    }
   set_state (self, failed ? DC_PEER_STATE_FAILED : DC_PEER_STATE_CLOSED, reason);
+}
+
+/**
+ * dc_peer_say_bye:
+ *
+ * Sends a bye ahead of anything queued: a leaving device does not finish its
+ * transfers. The peer stays open until closed or disposed, so that the bye
+ * can leave before the pipeline stops.
+ */
+void
+dc_peer_say_bye (DcPeer *self)
+{
+  g_autoptr(GPtrArray) pieces = NULL;
+
+  g_return_if_fail (DC_IS_PEER (self));
+
+  if (self->state != DC_PEER_STATE_OPEN)
+    return;
+  g_queue_clear_full (&self->out, (GDestroyNotify) g_bytes_unref);
+  self->queued = 0;
+  pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_BYE, NULL, NULL);
+  gst_webrtc_data_channel_send_data_full (self->channel, g_ptr_array_index (pieces, 0), NULL);
+}
+
+/**
+ * dc_peer_send_raw:
+ * @piece: bytes to put on the channel as they are (at most 64 KiB)
+ *
+ * For tests of the receiver's fault handling only: bypasses the framing.
+ */
+gboolean
+dc_peer_send_raw (DcPeer  *self,
+                  GBytes  *piece,
+                  GError **error)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), FALSE);
+
+  if (self->state != DC_PEER_STATE_OPEN)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER, "peer %s is not connected",
+                   self->id);
+      return FALSE;
+    }
+  self->queued += g_bytes_get_size (piece);
+  g_queue_push_tail (&self->out, g_bytes_ref (piece));
+  pump (self);
+  return TRUE;
 }
 
 const char *

@@ -65,6 +65,10 @@ gboolean     dc_peer_send          (DcPeer              *self,
                                     GError             **error);
 void         dc_peer_close         (DcPeer              *self,
                                     const char          *reason);
+void         dc_peer_say_bye       (DcPeer              *self);
+gboolean     dc_peer_send_raw      (DcPeer              *self,
+                                    GBytes              *piece,
+                                    GError             **error);
 const char  *dc_peer_get_id        (DcPeer              *self);
 const char  *dc_peer_get_name      (DcPeer              *self);
 DcMeshHello *dc_peer_get_hello     (DcPeer              *self);

@@ -22,6 +22,8 @@ decode_body (DcMeshMessage *message)
     case DC_MESH_MSG_HELLO:
       {
         g_autoptr(DcMeshHello) hello = dc_mesh_hello_decode (message->payload, &error);
+
+        g_assert (hello == NULL || hello->name != NULL);
       }
       break;
     case DC_MESH_MSG_STEP_REPORT:

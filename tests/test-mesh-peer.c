@@ -1,0 +1,182 @@
+/* test-mesh-peer.c: two DcPeers in one process, their signaling wired
+ * directly to each other (suite net; ICE on 127.0.0.1 only).
+ *
+ * Checks the state machine through notify::state, the hello, a multi-piece
+ * message, ping/pong, closing, and that both objects finalize.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <gst/gst.h>
+
+#include "dc-test-utils.h"
+#include "mesh/dc-peer.h"
+
+typedef struct
+{
+  DcPeer    *peer;
+  DcPeer    *other;
+  GArray    *states;     /* DcPeerState, in notify order */
+  GPtrArray *messages;   /* GBytes*, DATA payloads */
+  guint      pongs;
+} Side;
+
+static void
+signal_out_cb (DcPeer     *peer,
+               JsonObject *body,
+               gpointer    user_data)
+{
+  Side *side = user_data;
+
+  /* What the signaling service would carry, minus the service. */
+  dc_peer_handle_signal (side->other, body);
+}
+
+static void
+state_cb (DcPeer     *peer,
+          GParamSpec *pspec,
+          gpointer    user_data)
+{
+  Side *side = user_data;
+  DcPeerState state = dc_peer_get_state (peer);
+
+  g_array_append_val (side->states, state);
+}
+
+static void
+message_cb (DcPeer  *peer,
+            guint    type,
+            GBytes  *payload,
+            gpointer user_data)
+{
+  Side *side = user_data;
+
+  if (type == DC_MESH_MSG_DATA)
+    g_ptr_array_add (side->messages, g_bytes_ref (payload));
+  else if (type == DC_MESH_MSG_PONG)
+    side->pongs++;
+}
+
+static gboolean
+both_named (gpointer user_data)
+{
+  Side *sides = user_data;
+
+  return dc_peer_get_name (sides[0].peer) != NULL && dc_peer_get_name (sides[1].peer) != NULL;
+}
+
+static gboolean
+got_message (gpointer user_data)
+{
+  return ((Side *) user_data)->messages->len > 0;
+}
+
+static gboolean
+got_pong (gpointer user_data)
+{
+  return ((Side *) user_data)->pongs > 0;
+}
+
+static gboolean
+closed (gpointer user_data)
+{
+  return dc_peer_get_state (((Side *) user_data)->peer) >= DC_PEER_STATE_CLOSED;
+}
+
+static void
+test_loopback_open (void)
+{
+  const char *loopback[] = { "127.0.0.1", NULL };
+  DcPeerConfig config = { NULL, NULL, (GStrv) loopback };
+  g_autoptr(DcMeshHello) hello_a = dc_mesh_hello_new ("a", "cpu", "aa", 1);
+  g_autoptr(DcMeshHello) hello_b = dc_mesh_hello_new ("b", "vulkan", "bb", 1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GBytes) ping = NULL;
+  Side sides[2] = { { 0 } };
+  guint8 *data;
+  const gsize size = 1024 * 1024 + 3;
+  const DcPeerState expected[] = {
+    DC_PEER_STATE_SIGNALING, DC_PEER_STATE_CONNECTING, DC_PEER_STATE_OPEN
+  };
+
+  sides[0].peer = dc_peer_new ("id-b", TRUE, &config, hello_a);
+  sides[1].peer = dc_peer_new ("id-a", FALSE, &config, hello_b);
+  for (guint i = 0; i < 2; i++)
+    {
+      sides[i].other = sides[1 - i].peer;
+      sides[i].states = g_array_new (FALSE, FALSE, sizeof (DcPeerState));
+      sides[i].messages = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+      g_assert_cmpint (dc_peer_get_state (sides[i].peer), ==, DC_PEER_STATE_NEW);
+      g_signal_connect (sides[i].peer, "signal-out", G_CALLBACK (signal_out_cb), &sides[i]);
+      g_signal_connect (sides[i].peer, "notify::state", G_CALLBACK (state_cb), &sides[i]);
+      g_signal_connect (sides[i].peer, "message", G_CALLBACK (message_cb), &sides[i]);
+    }
+  /* The answerer first, so that the offer finds it started. */
+  g_assert_true (dc_peer_start (sides[1].peer, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_peer_start (sides[0].peer, &error));
+  g_assert_no_error (error);
+
+  g_assert_true (dc_test_wait_until (both_named, sides, 30000));
+  g_assert_cmpstr (dc_peer_get_name (sides[0].peer), ==, "b");
+  g_assert_cmpstr (dc_peer_get_hello (sides[0].peer)->backend, ==, "vulkan");
+  g_assert_cmpstr (dc_peer_get_hello (sides[1].peer)->probe_hash, ==, "aa");
+  for (guint i = 0; i < 2; i++)
+    {
+      g_assert_cmpuint (sides[i].states->len, ==, G_N_ELEMENTS (expected));
+      for (guint s = 0; s < G_N_ELEMENTS (expected); s++)
+        g_assert_cmpint (g_array_index (sides[i].states, DcPeerState, s), ==, expected[s]);
+    }
+
+  /* 1 MiB + 3: 17 pieces, the last short. */
+  data = g_malloc (size);
+  for (gsize i = 0; i < size; i++)
+    data[i] = (guint8) (i * 7 + 3);
+  payload = g_bytes_new_take (data, size);
+  g_assert_true (dc_peer_send (sides[0].peer, DC_MESH_MSG_DATA, payload, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (got_message, &sides[1], 30000));
+  g_assert_true (g_bytes_equal (g_ptr_array_index (sides[1].messages, 0), payload));
+
+  ping = g_bytes_new_static ("0123456789abcdef", 16);
+  g_assert_true (dc_peer_send (sides[1].peer, DC_MESH_MSG_PING, ping, &error));
+  g_assert_true (dc_test_wait_until (got_pong, &sides[1], 10000));
+
+  /* A message that breaks its type's limits is refused by the sender. */
+  g_assert_false (dc_peer_send (sides[0].peer, DC_MESH_MSG_HEARTBEAT, payload, &error));
+  g_assert_nonnull (error);
+  g_clear_error (&error);
+
+  /* Bye: the other side closes with reason "bye". */
+  dc_peer_say_bye (sides[0].peer);
+  g_assert_true (dc_test_wait_until (closed, &sides[1], 10000));
+  g_assert_cmpint (dc_peer_get_state (sides[1].peer), ==, DC_PEER_STATE_CLOSED);
+  g_assert_cmpstr (dc_peer_get_reason (sides[1].peer), ==, "bye");
+  dc_peer_close (sides[0].peer, "leave");
+  g_assert_cmpint (dc_peer_get_state (sides[0].peer), ==, DC_PEER_STATE_CLOSED);
+  g_assert_false (dc_peer_send (sides[0].peer, DC_MESH_MSG_DATA, payload, &error));
+  g_clear_error (&error);
+
+  for (guint i = 0; i < 2; i++)
+    {
+      g_signal_handlers_disconnect_by_data (sides[i].peer, &sides[i]);
+      g_array_unref (sides[i].states);
+      g_ptr_array_unref (sides[i].messages);
+    }
+  g_assert_finalize_object (sides[0].peer);
+  g_assert_finalize_object (sides[1].peer);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  gst_init (&argc, &argv);
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/mesh/peer/loopback-open", test_loopback_open);
+
+  return g_test_run ();
+}

@@ -1,0 +1,366 @@
+/* test-mesh-signal.c: the signaling service against misbehaving clients
+ * (suite net: a DcSignalServer on 127.0.0.1 and libsoup WebSocket clients in
+ * the same main context, all asynchronous).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+
+#include "dc-test-utils.h"
+#include "mesh/dc-signal-server.h"
+
+#define ROOM_1 "1111111111111111111111111111111111111111111111111111111111111111"
+#define ROOM_2 "2222222222222222222222222222222222222222222222222222222222222222"
+
+typedef struct
+{
+  SoupSession             *session;
+  SoupWebsocketConnection *conn;
+  GPtrArray               *messages;  /* JsonObject* */
+  gboolean                 connected;
+  gboolean                 closed;
+} Client;
+
+static gboolean
+accept_certificate_cb (SoupMessage          *msg,
+                       GTlsCertificate      *certificate,
+                       GTlsCertificateFlags  errors,
+                       gpointer              user_data)
+{
+  GTlsCertificate *expected = user_data;
+
+  /* Self-signed: trust exactly the test's certificate. */
+  return g_tls_certificate_is_same (certificate, expected);
+}
+
+static void
+message_cb (SoupWebsocketConnection *conn,
+            gint                     type,
+            GBytes                  *message,
+            gpointer                 user_data)
+{
+  Client *client = user_data;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  gsize size;
+  const char *data = g_bytes_get_data (message, &size);
+
+  g_assert_cmpint (type, ==, SOUP_WEBSOCKET_DATA_TEXT);
+  g_assert_true (json_parser_load_from_data (parser, data, (gssize) size, NULL));
+  g_test_message ("got %.*s", (int) size, data);
+  g_ptr_array_add (client->messages,
+                   json_object_ref (json_node_get_object (json_parser_get_root (parser))));
+}
+
+static void
+closed_cb (SoupWebsocketConnection *conn,
+           gpointer                 user_data)
+{
+  ((Client *) user_data)->closed = TRUE;
+}
+
+static void
+connected_cb (GObject      *object,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  Client *client = user_data;
+  g_autoptr(GError) error = NULL;
+
+  client->conn = soup_session_websocket_connect_finish (SOUP_SESSION (object), result, &error);
+  g_assert_no_error (error);
+  g_signal_connect (client->conn, "message", G_CALLBACK (message_cb), client);
+  g_signal_connect (client->conn, "closed", G_CALLBACK (closed_cb), client);
+  client->connected = TRUE;
+}
+
+static gboolean
+is_connected (gpointer user_data)
+{
+  return ((Client *) user_data)->connected;
+}
+
+static gboolean
+is_closed (gpointer user_data)
+{
+  return ((Client *) user_data)->closed;
+}
+
+static Client *
+client_new_tls (DcSignalServer  *server,
+                GTlsCertificate *trusted)
+{
+  Client *client = g_new0 (Client, 1);
+  g_autofree char *url = dc_signal_server_dup_url (server);
+  g_autoptr(SoupMessage) msg = soup_message_new ("GET", url);
+
+  if (trusted != NULL)
+    g_signal_connect (msg, "accept-certificate", G_CALLBACK (accept_certificate_cb), trusted);
+
+  client->session = soup_session_new ();
+  client->messages = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+  soup_session_websocket_connect_async (client->session, msg, NULL, NULL, G_PRIORITY_DEFAULT,
+                                        NULL, connected_cb, client);
+  g_assert_true (dc_test_wait_until (is_connected, client, 10000));
+  return client;
+}
+
+static Client *
+client_new (DcSignalServer *server)
+{
+  return client_new_tls (server, NULL);
+}
+
+static void
+client_free (Client *client)
+{
+  if (client->conn != NULL)
+    {
+      g_signal_handlers_disconnect_by_data (client->conn, client);
+      if (soup_websocket_connection_get_state (client->conn) == SOUP_WEBSOCKET_STATE_OPEN)
+        soup_websocket_connection_close (client->conn, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
+    }
+  g_clear_object (&client->conn);
+  g_clear_object (&client->session);
+  g_ptr_array_unref (client->messages);
+  g_free (client);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Client, client_free)
+
+typedef struct
+{
+  Client *client;
+  guint   count;
+} CountWait;
+
+static gboolean
+has_count (gpointer user_data)
+{
+  CountWait *wait = user_data;
+
+  return wait->client->messages->len >= wait->count || wait->client->closed;
+}
+
+/* Waits for message number @index (0-based) and returns it. */
+static JsonObject *
+client_expect (Client *client,
+               guint   index)
+{
+  CountWait wait = { client, index + 1 };
+
+  dc_test_wait_until (has_count, &wait, 10000);
+  g_assert_cmpuint (client->messages->len, >, index);
+  return g_ptr_array_index (client->messages, index);
+}
+
+static const char *
+type_of (JsonObject *object)
+{
+  return json_object_get_string_member_with_default (object, "type", "");
+}
+
+static void
+client_send (Client     *client,
+             const char *text)
+{
+  soup_websocket_connection_send_text (client->conn, text);
+}
+
+static void
+client_join (Client     *client,
+             const char *room,
+             gboolean    create)
+{
+  g_autofree char *text = g_strdup_printf ("{\"type\":\"join\",\"room\":\"%s\",\"create\":%s}",
+                                           room, create ? "true" : "false");
+
+  client_send (client, text);
+}
+
+static void
+expect_error_and_close (Client     *client,
+                        guint       index,
+                        const char *code)
+{
+  JsonObject *error = client_expect (client, index);
+
+  g_assert_cmpstr (type_of (error), ==, "error");
+  g_assert_cmpstr (json_object_get_string_member (error, "code"), ==, code);
+  g_assert_true (dc_test_wait_until (is_closed, client, 10000));
+}
+
+static DcSignalServer *
+server_new (void)
+{
+  DcSignalServer *server = dc_signal_server_new ();
+  g_autoptr(GError) error = NULL;
+
+  dc_signal_server_listen (server, "127.0.0.1", 0, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (dc_signal_server_get_port (server), >, 0);
+  return server;
+}
+
+static void
+test_malformed (void)
+{
+  g_autoptr(DcSignalServer) server = server_new ();
+  const char *bad[] = {
+    "not json",
+    "[1,2,3]",
+    "{\"type\":\"dance\"}",
+    "{\"type\":\"join\",\"room\":\"xyz\"}",
+    "{\"type\":\"join\",\"room\":\"" ROOM_1 "0\"}",
+    "{\"type\":\"relay\",\"to\":\"abc\",\"body\":\"x\"}",
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(Client) client = client_new (server);
+
+      client_send (client, bad[i]);
+      expect_error_and_close (client, 0, "protocol");
+    }
+
+  /* Binary frames and frames over 256 KiB end the connection. */
+  {
+    g_autoptr(Client) client = client_new (server);
+
+    soup_websocket_connection_send_binary (client->conn, "\1\2\3", 3);
+    g_assert_true (dc_test_wait_until (is_closed, client, 10000));
+  }
+  {
+    g_autoptr(Client) client = client_new (server);
+    g_autofree char *huge = g_strnfill (300 * 1024, ' ');
+
+    client_send (client, huge);
+    g_assert_true (dc_test_wait_until (is_closed, client, 10000));
+  }
+  {
+    g_autoptr(Client) client = client_new (server);
+
+    client_join (client, ROOM_1, TRUE);
+    g_assert_cmpstr (type_of (client_expect (client, 0)), ==, "welcome");
+    client_join (client, ROOM_1, TRUE);
+    expect_error_and_close (client, 1, "protocol");
+  }
+}
+
+static void
+test_rooms (void)
+{
+  g_autoptr(DcSignalServer) server = server_new ();
+  g_autoptr(Client) a = client_new (server), b = client_new (server), c = client_new (server);
+  g_autoptr(Client) none = client_new (server), waiting = NULL;
+  const char *a_id, *b_id, *c_id;
+  g_autofree char *to_b = NULL, *to_c = NULL;
+  JsonObject *relay, *message;
+
+  client_join (none, ROOM_2, FALSE);
+  expect_error_and_close (none, 0, "no-room");
+
+  client_join (a, ROOM_1, TRUE);
+  message = client_expect (a, 0);
+  a_id = json_object_get_string_member (message, "id");
+  g_assert_cmpstr (json_object_get_string_member (message, "host"), ==, a_id);
+  client_join (b, ROOM_2, TRUE);
+  b_id = json_object_get_string_member (client_expect (b, 0), "id");
+  client_join (c, ROOM_1, FALSE);
+  message = client_expect (c, 0);
+  c_id = json_object_get_string_member (message, "id");
+  g_assert_cmpstr (json_object_get_string_member (message, "host"), ==, a_id);
+  g_assert_cmpstr (a_id, !=, c_id);
+
+  /* A relay across rooms goes nowhere; inside a room it arrives with the
+   * sender set by the service, whatever the client claimed. */
+  to_b = g_strdup_printf ("{\"type\":\"relay\",\"to\":\"%s\",\"body\":\"x\"}", b_id);
+  client_send (a, to_b);
+  to_c = g_strdup_printf ("{\"type\":\"relay\",\"to\":\"%s\",\"from\":\"%s\",\"body\":\"hi\","
+                          "\"mac\":\"00\"}", c_id, b_id);
+  client_send (a, to_c);
+  relay = client_expect (c, 1);
+  g_assert_cmpstr (type_of (relay), ==, "relay");
+  g_assert_cmpstr (json_object_get_string_member (relay, "from"), ==, a_id);
+  g_assert_cmpstr (json_object_get_string_member (relay, "body"), ==, "hi");
+  g_assert_cmpstr (json_object_get_string_member (relay, "mac"), ==, "00");
+  g_assert_cmpuint (b->messages->len, ==, 1);
+
+  /* The host admits c; a waiting device d arrives; the host leaves: c is
+   * told and becomes host, d is told who hosts now. */
+  {
+    g_autofree char *admit = g_strdup_printf ("{\"type\":\"admit\",\"id\":\"%s\"}", c_id);
+
+    client_send (a, admit);
+  }
+  waiting = client_new (server);
+  client_join (waiting, ROOM_1, FALSE);
+  client_expect (waiting, 0);
+  g_signal_handlers_disconnect_by_data (a->conn, a);
+  soup_websocket_connection_close (a->conn, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
+  message = client_expect (c, 2);
+  g_assert_cmpstr (type_of (message), ==, "left");
+  g_assert_cmpstr (json_object_get_string_member (message, "id"), ==, a_id);
+  message = client_expect (c, 3);
+  g_assert_cmpstr (type_of (message), ==, "host");
+  g_assert_cmpstr (json_object_get_string_member (message, "id"), ==, c_id);
+  message = client_expect (waiting, 2);
+  g_assert_cmpstr (type_of (message), ==, "host");
+  g_assert_cmpstr (json_object_get_string_member (message, "id"), ==, c_id);
+
+  /* The new host leaves with nobody admitted: the waiting device is told. */
+  g_signal_handlers_disconnect_by_data (c->conn, c);
+  soup_websocket_connection_close (c->conn, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
+  expect_error_and_close (waiting, 3, "host-left");
+}
+
+/* With a certificate the service speaks wss:// and works the same. */
+static void
+test_tls (void)
+{
+  g_autoptr(DcSignalServer) server = dc_signal_server_new ();
+  g_autofree char *cert_file = dc_test_dup_source_path ("tests", "data", "mesh-test-cert.pem",
+                                                        NULL);
+  g_autofree char *key_file = dc_test_dup_source_path ("tests", "data", "mesh-test-key.pem",
+                                                       NULL);
+  g_autoptr(GTlsCertificate) cert = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(Client) client = NULL;
+  g_autofree char *url = NULL;
+
+  cert = g_tls_certificate_new_from_files (cert_file, key_file, &error);
+  g_assert_no_error (error);
+  dc_signal_server_listen (server, "127.0.0.1", 0, cert_file, key_file, &error);
+  g_assert_no_error (error);
+  url = dc_signal_server_dup_url (server);
+  g_assert_true (g_str_has_prefix (url, "wss://127.0.0.1:"));
+
+  client = client_new_tls (server, cert);
+  client_join (client, ROOM_1, TRUE);
+  g_assert_cmpstr (type_of (client_expect (client, 0)), ==, "welcome");
+
+  /* A key without its certificate is refused with a clear error. */
+  {
+    g_autoptr(DcSignalServer) half = dc_signal_server_new ();
+    g_autoptr(GError) half_error = NULL;
+
+    g_assert_false (dc_signal_server_listen (half, "127.0.0.1", 0, NULL, key_file,
+                                             &half_error));
+    g_assert_nonnull (half_error);
+  }
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/mesh/signal/malformed", test_malformed);
+  g_test_add_func ("/dc/mesh/signal/rooms", test_rooms);
+  g_test_add_func ("/dc/mesh/signal/tls", test_tls);
+
+  return g_test_run ();
+}
