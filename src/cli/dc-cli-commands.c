@@ -1,7 +1,10 @@
 /* dc-cli-commands.c: the one table of daisychain-cli subcommands.
  *
  * Add a subcommand by writing dc-cli-<name>.c with its run function and
- * listing it here; --help is generated from this table.
+ * listing it here; --help is generated from this table. A name may have two
+ * words ("data read", "bench data"): the first two arguments are matched
+ * together before the first alone, so layers can add to a group such as
+ * "bench" without sharing one entry.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -20,6 +23,13 @@ const DcCliCommand dc_cli_commands[] = {
   { "train", "", N_("Train the GPT-2 model on this device"), dc_cli_train_run },
   { "generate", "", N_("Generate text from a checkpoint"), dc_cli_generate_run },
   { "export", "", N_("Export a checkpoint as a Hugging Face folder"), dc_cli_export_run },
+  { "data read", N_("FILE|URL"),
+    N_("Read a parquet file's text column: rows, UTF-8 bytes, first and last value"),
+    dc_cli_data_read_run },
+  { "data ls", N_("[DATASET]"), N_("List a Hugging Face dataset's parquet files"),
+    dc_cli_data_ls_run },
+  { "bench data", N_("[FILE…]"),
+    N_("Measure parquet text decoding (MB/s) next to parquet-wasm"), dc_cli_bench_data_run },
 };
 
 const gsize dc_cli_n_commands = G_N_ELEMENTS (dc_cli_commands);

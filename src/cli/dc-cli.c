@@ -123,6 +123,17 @@ main (int    argc,
       return DC_CLI_EXIT_USAGE;
     }
 
+  /* Two-word commands ("data read") first, then one-word ones. A two-word
+   * command's run function gets the second word as its argv[0]. */
+  if (first + 1 < argc && argv[first + 1][0] != '-')
+    {
+      g_autofree char *pair = g_strconcat (argv[first], " ", argv[first + 1], NULL);
+
+      command = lookup_command (pair);
+      if (command != NULL)
+        return command->run (command, &options, argc - first - 1, argv + first + 1);
+    }
+
   command = lookup_command (argv[first]);
   if (command == NULL)
     {

@@ -1,0 +1,49 @@
+/* dc-parquet-file.h: reading text columns of a parquet file by byte ranges.
+ *
+ * Opening reads only the file's tail (footer); reading a column then fetches
+ * only that column's chunks of the chosen row groups, never the whole file.
+ * Not thread-safe; blocking (run it in a worker thread or a GTask).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "dc-byte-source.h"
+#include "dc-parquet-meta.h"
+#include "dc-parquet-page.h"
+
+G_BEGIN_DECLS
+
+/* The first read of a file: enough for the footer of most files in one request. */
+#define DC_PARQUET_TAIL_GUESS (64u * 1024u)
+/* Footers above this are refused rather than fetched and parsed. The parsed
+ * metadata takes at most about 25 bytes per footer byte (a column chunk entry
+ * needs at least 3 bytes and takes 72), so this also bounds its memory. */
+#define DC_PARQUET_MAX_FOOTER (16u * 1024u * 1024u)
+
+typedef struct _DcParquetFile DcParquetFile;
+
+DcParquetFile       *dc_parquet_file_open              (DcByteSource        *source,
+                                                        GCancellable        *cancellable,
+                                                        GError             **error);
+void                 dc_parquet_file_free              (DcParquetFile       *file);
+const DcParquetMeta *dc_parquet_file_get_meta          (DcParquetFile       *file);
+guint64              dc_parquet_file_get_size          (DcParquetFile       *file);
+DcByteSource        *dc_parquet_file_get_source        (DcParquetFile       *file);
+int                  dc_parquet_file_find_text_column  (DcParquetFile       *file,
+                                                        const char          *name,
+                                                        GError             **error);
+gboolean             dc_parquet_file_read_column       (DcParquetFile       *file,
+                                                        int                  column,
+                                                        const guint         *row_groups,
+                                                        guint                n_row_groups,
+                                                        DcParquetValueFunc   func,
+                                                        gpointer             user_data,
+                                                        GCancellable        *cancellable,
+                                                        GError             **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcParquetFile, dc_parquet_file_free)
+
+G_END_DECLS
