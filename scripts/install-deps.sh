@@ -39,6 +39,7 @@ xauth
 dbus
 dbus-x11
 iproute2
+flatpak-builder
 python3-torch
 libopenblas0-pthread
 "

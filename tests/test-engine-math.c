@@ -13,10 +13,14 @@
  */
 #include "config.h"
 
+#include <fenv.h>
 #include <math.h>
 #include <string.h>
 #include <glib.h>
 #include <mpfr.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "engine/dc-math.h"
 
@@ -351,7 +355,7 @@ test_oracle (gconstpointer data)
 
   sweep (c->f, c->ref, c->metric, c->lo, c->hi, c->linear, &m);
   g_test_message ("%s: max error %.3f %s at x = %a (%.9g) over %u points in [%g, %g]; bound %.2f",
-                  c->name, m.max_err, c->metric == METRIC_ULP ? "ulp" : "× 2^-24",
+                  c->name, m.max_err, c->metric == METRIC_ULP ? "ulp" : "x 2^-24",
                   m.worst_x, m.worst_x, m.n_points, c->lo, c->hi, c->bound);
   if (g_getenv ("DC_MATH_REPORT") != NULL)
     g_printerr ("ORACLE %s %.3f %a %u\n", c->name, m.max_err, m.worst_x, m.n_points);
@@ -582,6 +586,635 @@ test_hashes (void)
   g_assert_cmpuint (failures, ==, 0);
 }
 
+/* ---- reductions and vector operations ---- */
+
+/* The tree is the documented one: blocks of up to 8 left to right, split at
+ * the largest power of two below n. 2^24 followed by ones shows the order:
+ * inside the first block every 1 is lost (2^24 + 1 rounds to 2^24), the
+ * other blocks keep theirs. Left-to-right summation would give 2^24. */
+static void
+test_sum_order (void)
+{
+  float x[20];
+
+  x[0] = 0x1p24f;
+  for (int i = 1; i < 20; i++)
+    x[i] = 1.0f;
+  /* ((2^24 + 0·1) + (8·1)) + (4·1) */
+  g_assert_cmpfloat (dc_math_sum (x, 20), ==, 0x1p24f + 12.0f);
+  g_assert_cmpfloat (dc_math_sum (x, 8), ==, 0x1p24f);
+  g_assert_cmpfloat (dc_math_sum (x, 9), ==, 0x1p24f);      /* (2^24) + 1 */
+  g_assert_cmpfloat (dc_math_sum (x + 1, 19), ==, 19.0f);
+  g_assert_cmpfloat (dc_math_sum (x, 0), ==, 0.0f);
+  g_assert_cmpfloat (dc_math_dot (x + 1, x + 1, 19), ==, 19.0f);
+  g_assert_cmpfloat (dc_math_max (x, 20), ==, 0x1p24f);
+}
+
+/* A pinned hash over large reductions and every vector operation. */
+static void
+fill_uniform (GRand *rand, float *x, gsize n, double lo, double hi)
+{
+  for (gsize i = 0; i < n; i++)
+    x[i] = (float) g_rand_double_range (rand, lo, hi);
+}
+
+/* Double references. */
+static void
+softmax_ref (const float *x, double *y, gsize n)
+{
+  double m = -INFINITY, s = 0.0;
+
+  for (gsize i = 0; i < n; i++)
+    m = MAX (m, (double) x[i]);
+  for (gsize i = 0; i < n; i++)
+    s += (y[i] = exp ((double) x[i] - m));
+  for (gsize i = 0; i < n; i++)
+    y[i] /= s;
+}
+
+static const gsize row_sizes[] = { 1, 2, 7, 8, 9, 100, 768, 1000, 50257 };
+
+/* Softmax: each probability within SOFTMAX_BOUND ulps of the double
+ * reference (only the exponential, the sum and the division round), and the
+ * probabilities sum to 1 within 2^-22. */
+#define SOFTMAX_BOUND 4.0
+static void
+test_softmax (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (11);
+  double worst = 0.0, worst_sum = 0.0;
+
+  for (gsize t = 0; t < G_N_ELEMENTS (row_sizes); t++)
+    for (int scale = 1; scale <= 40; scale *= 4)
+      {
+        gsize n = row_sizes[t];
+        g_autofree float *x = g_new (float, n);
+        g_autofree float *y = g_new (float, n);
+        g_autofree double *ref = g_new (double, n);
+        double total = 0.0;
+
+        fill_uniform (rand, x, n, -scale, scale);
+        dc_math_softmax (x, y, n);
+        softmax_ref (x, ref, n);
+        for (gsize i = 0; i < n; i++)
+          {
+            int e;
+            double ulp;
+
+            frexp (ref[i], &e);
+            ulp = ldexp (1.0, MAX (e - 24, -149));
+            worst = MAX (worst, fabs (y[i] - ref[i]) / ulp);
+            total += y[i];
+          }
+        worst_sum = MAX (worst_sum, fabs (total - 1.0));
+        /* In place gives the same bits. */
+        dc_math_softmax (x, x, n);
+        g_assert_cmpmem (x, n * sizeof (float), y, n * sizeof (float));
+      }
+  g_test_message ("softmax: max error %.3f ulp (bound %.1f), max |sum(y) - 1| = %.3g (bound 2^-22)",
+                  worst, SOFTMAX_BOUND, worst_sum);
+  g_assert_cmpfloat (worst, <=, SOFTMAX_BOUND);
+  g_assert_cmpfloat (worst_sum, <=, 0x1p-22);
+}
+
+static void
+test_softmax_special (void)
+{
+  float x[4] = { 1.0f, -INFINITY, 2.0f, -INFINITY };
+  float y[4];
+
+  /* -inf is a mask: exactly zero, the rest still a distribution. */
+  dc_math_softmax (x, y, 4);
+  g_assert_cmpfloat (y[1], ==, 0.0f);
+  g_assert_cmpfloat (y[3], ==, 0.0f);
+  g_assert_cmpfloat (fabs (y[0] + y[2] - 1.0), <=, 0x1p-23);
+  dc_math_log_softmax (x, y, 4);
+  g_assert_true (isinf (y[1]) && y[1] < 0);
+  g_assert_true (isfinite (y[0]) && isfinite (y[2]));
+
+  /* NaN, +inf and an all-masked row give all NaN. */
+  x[1] = NAN;
+  dc_math_softmax (x, y, 4);
+  for (int i = 0; i < 4; i++)
+    g_assert_true (isnan (y[i]));
+  x[1] = INFINITY;
+  dc_math_softmax (x, y, 4);
+  for (int i = 0; i < 4; i++)
+    g_assert_true (isnan (y[i]));
+  dc_math_log_softmax (x, y, 4);
+  for (int i = 0; i < 4; i++)
+    g_assert_true (isnan (y[i]));
+  for (int i = 0; i < 4; i++)
+    x[i] = -INFINITY;
+  dc_math_softmax (x, y, 4);
+  for (int i = 0; i < 4; i++)
+    g_assert_true (isnan (y[i]));
+
+  /* One element: probability exactly 1, log-probability exactly 0. */
+  x[0] = 123.0f;
+  dc_math_softmax (x, y, 1);
+  g_assert_cmpfloat (y[0], ==, 1.0f);
+  dc_math_log_softmax (x, y, 1);
+  g_assert_cmpfloat (y[0], ==, 0.0f);
+}
+
+/* Log-softmax: within LOG_SOFTMAX_BOUND ulps of |y| plus ulps of the
+ * log-sum-exp (the one subtraction of two rounded values). */
+#define LOG_SOFTMAX_BOUND 3.0
+static void
+test_log_softmax (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (12);
+  double worst = 0.0;
+
+  for (gsize t = 0; t < G_N_ELEMENTS (row_sizes); t++)
+    {
+      gsize n = row_sizes[t];
+      g_autofree float *x = g_new (float, n);
+      g_autofree float *y = g_new (float, n);
+      g_autofree float *y2 = g_new (float, n);
+      double m = -INFINITY, s = 0.0, lse;
+
+      fill_uniform (rand, x, n, -30.0, 30.0);
+      dc_math_log_softmax (x, y, n);
+      for (gsize i = 0; i < n; i++)
+        m = MAX (m, (double) x[i]);
+      for (gsize i = 0; i < n; i++)
+        s += exp ((double) x[i] - m);
+      lse = log (s);
+      for (gsize i = 0; i < n; i++)
+        {
+          double ref = ((double) x[i] - m) - lse;
+          /* The scale: one ulp of the result plus one of the log-sum-exp. */
+          double unit = ldexp (1.0, ilogb (MAX (fabs (ref), 0x1p-126)) - 23)
+                        + ldexp (1.0, ilogb (MAX (lse, 0x1p-126)) - 23);
+
+          worst = MAX (worst, fabs (y[i] - ref) / unit);
+        }
+      memcpy (y2, x, n * sizeof (float));
+      dc_math_log_softmax (y2, y2, n);
+      g_assert_cmpmem (y2, n * sizeof (float), y, n * sizeof (float));
+    }
+  g_test_message ("log-softmax: max error %.3f units (bound %.1f)", worst, LOG_SOFTMAX_BOUND);
+  g_assert_cmpfloat (worst, <=, LOG_SOFTMAX_BOUND);
+}
+
+/* Softmax and log-softmax backward against double formulas, and the double
+ * formulas against central finite differences of the double forward. */
+#define BACKWARD_BOUND 4.0
+static void
+test_softmax_backward (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (13);
+  const gsize n = 37;
+  float x[37], y[37], ly[37], dy[37], dx[37], ldx[37];
+  double p[37], d = 0.0, sdy = 0.0, adot = 0.0, asum = 0.0, worst = 0.0, worst_l = 0.0;
+  double worst_fd = 0.0;
+
+  fill_uniform (rand, x, n, -4.0, 4.0);
+  fill_uniform (rand, dy, n, -1.0, 1.0);
+  dc_math_softmax (x, y, n);
+  dc_math_log_softmax (x, ly, n);
+  dc_math_softmax_backward (y, dy, dx, n);
+  dc_math_log_softmax_backward (ly, dy, ldx, n);
+  for (gsize i = 0; i < n; i++)
+    {
+      d += (double) y[i] * dy[i];
+      adot += fabs ((double) y[i] * dy[i]);
+      sdy += dy[i];
+      asum += fabs (dy[i]);
+    }
+  for (gsize i = 0; i < n; i++)
+    {
+      double ref = y[i] * (dy[i] - d);
+      double lref = dy[i] - exp ((double) ly[i]) * sdy;
+      double unit = 0x1p-24 * fabs (y[i]) * (fabs (dy[i]) + adot);
+      double lunit = 0x1p-24 * (fabs (dy[i]) + exp ((double) ly[i]) * asum);
+
+      worst = MAX (worst, fabs (dx[i] - ref) / unit);
+      worst_l = MAX (worst_l, fabs (ldx[i] - lref) / lunit);
+    }
+
+  /* The formula itself: d/dx_j Σ dy_i softmax(x)_i by central differences. */
+  softmax_ref (x, p, n);
+  d = 0.0;
+  for (gsize i = 0; i < n; i++)
+    d += p[i] * dy[i];
+  for (gsize j = 0; j < n; j++)
+    {
+      const double h = 1e-6;
+      float xp[37];
+      double pp[37], pm[37], lp = 0.0, lm = 0.0, fd;
+
+      /* Differences of the double forward on doubles, not floats. */
+      for (gsize i = 0; i < n; i++)
+        xp[i] = x[i];
+      {
+        double m = -INFINITY, sp = 0.0, sm = 0.0;
+        double xd[37];
+
+        for (gsize i = 0; i < n; i++)
+          xd[i] = x[i];
+        for (gsize i = 0; i < n; i++)
+          m = MAX (m, xd[i]);
+        for (gsize i = 0; i < n; i++)
+          {
+            double e = exp (xd[i] - m);
+            double ep = exp (xd[i] + (i == j ? h : 0.0) - m);
+            double em = exp (xd[i] - (i == j ? h : 0.0) - m);
+
+            (void) e;
+            pp[i] = ep;
+            pm[i] = em;
+            sp += ep;
+            sm += em;
+          }
+        for (gsize i = 0; i < n; i++)
+          {
+            lp += dy[i] * pp[i] / sp;
+            lm += dy[i] * pm[i] / sm;
+          }
+      }
+      (void) xp;
+      fd = (lp - lm) / (2 * h);
+      worst_fd = MAX (worst_fd, fabs (fd - p[j] * (dy[j] - d)));
+    }
+
+  g_test_message ("softmax backward: %.3f units (bound %.1f); log-softmax backward: %.3f units; "
+                  "formula vs finite differences: %.3g", worst, BACKWARD_BOUND, worst_l, worst_fd);
+  g_assert_cmpfloat (worst, <=, BACKWARD_BOUND);
+  g_assert_cmpfloat (worst_l, <=, BACKWARD_BOUND);
+  g_assert_cmpfloat (worst_fd, <=, 1e-8);
+}
+
+/* Layer norm and RMS norm in double. */
+static void
+layer_norm_ref (const float *x, const float *w, const float *b, double eps, gsize n,
+                double *y, double *mean_out, double *rstd_out)
+{
+  double mean = 0.0, var = 0.0, rstd;
+
+  for (gsize i = 0; i < n; i++)
+    mean += x[i];
+  mean /= n;
+  for (gsize i = 0; i < n; i++)
+    var += (x[i] - mean) * (x[i] - mean);
+  var /= n;
+  rstd = 1.0 / sqrt (var + eps);
+  for (gsize i = 0; i < n; i++)
+    y[i] = (x[i] - mean) * rstd * w[i] + b[i];
+  *mean_out = mean;
+  *rstd_out = rstd;
+}
+
+static void
+layer_norm_backward_ref (const float *x, const float *w, double mean, double rstd,
+                         const float *dy, gsize n, double *dx, double *dw, double *db)
+{
+  double gm = 0.0, gnm = 0.0;
+
+  for (gsize i = 0; i < n; i++)
+    {
+      double norm = (x[i] - mean) * rstd;
+
+      gm += (double) w[i] * dy[i];
+      gnm += (double) w[i] * dy[i] * norm;
+    }
+  gm /= n;
+  gnm /= n;
+  for (gsize i = 0; i < n; i++)
+    {
+      double norm = (x[i] - mean) * rstd;
+
+      dx[i] = ((double) w[i] * dy[i] - gm - norm * gnm) * rstd;
+      dw[i] = dy[i] * norm;
+      db[i] = dy[i];
+    }
+}
+
+#define NORM_BOUND 8.0
+#define NORM_BACKWARD_BOUND 8.0
+static void
+test_layer_norm (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (14);
+  const gsize sizes[] = { 1, 5, 64, 768, 1600 };
+  double worst = 0.0, worst_b = 0.0;
+
+  for (gsize t = 0; t < G_N_ELEMENTS (sizes); t++)
+    {
+      gsize n = sizes[t];
+      g_autofree float *x = g_new (float, n);
+      g_autofree float *w = g_new (float, n);
+      g_autofree float *b = g_new (float, n);
+      g_autofree float *y = g_new (float, n);
+      g_autofree float *dy = g_new (float, n);
+      g_autofree float *dx = g_new (float, n);
+      g_autofree float *dw = g_new0 (float, n);
+      g_autofree float *db = g_new0 (float, n);
+      g_autofree double *ry = g_new (double, n);
+      g_autofree double *rdx = g_new (double, n);
+      g_autofree double *rdw = g_new (double, n);
+      g_autofree double *rdb = g_new (double, n);
+      double rmean, rrstd, gscale = 0.0;
+      float mean, rstd;
+
+      fill_uniform (rand, x, n, -3.0, 5.0);
+      fill_uniform (rand, w, n, 0.5, 1.5);
+      fill_uniform (rand, b, n, -0.5, 0.5);
+      fill_uniform (rand, dy, n, -1.0, 1.0);
+      dc_math_layer_norm (x, w, b, DC_MATH_GPT2_LN_EPS, y, &mean, &rstd, n);
+      layer_norm_ref (x, w, b, DC_MATH_GPT2_LN_EPS, n, ry, &rmean, &rrstd);
+      for (gsize i = 0; i < n; i++)
+        {
+          /* Scale: the terms that meet in y. */
+          double unit = 0x1p-24 * (fabs (w[i]) * (fabs (x[i]) + fabs (rmean)) * rrstd + fabs (b[i]));
+
+          worst = MAX (worst, fabs (y[i] - ry[i]) / unit);
+        }
+
+      dc_math_layer_norm_backward (x, w, mean, rstd, dy, dx, dw, db, n);
+      layer_norm_backward_ref (x, w, rmean, rrstd, dy, n, rdx, rdw, rdb);
+      for (gsize i = 0; i < n; i++)
+        gscale = MAX (gscale, fabs ((double) w[i] * dy[i]));
+      for (gsize i = 0; i < n; i++)
+        {
+          double unit = 0x1p-24 * gscale * rrstd * (1.0 + fabs ((x[i] - rmean) * rrstd));
+
+          worst_b = MAX (worst_b, fabs (dx[i] - rdx[i]) / unit);
+          worst_b = MAX (worst_b, fabs (dw[i] - rdw[i]) / (0x1p-24 * fabs (dy[i]) * (1.0 + fabs ((x[i] - rmean) * rrstd))));
+          g_assert_cmpfloat (db[i], ==, dy[i]);
+        }
+
+      /* In place forward gives the same bits. */
+      dc_math_layer_norm (x, w, b, DC_MATH_GPT2_LN_EPS, x, NULL, NULL, n);
+      g_assert_cmpmem (x, n * sizeof (float), y, n * sizeof (float));
+    }
+  g_test_message ("layer norm: forward %.3f units (bound %.0f), backward %.3f units (bound %.0f)",
+                  worst, NORM_BOUND, worst_b, NORM_BACKWARD_BOUND);
+  g_assert_cmpfloat (worst, <=, NORM_BOUND);
+  g_assert_cmpfloat (worst_b, <=, NORM_BACKWARD_BOUND);
+}
+
+/* The layer norm backward formula against central differences of the double
+ * forward: L = Σ dy_i y_i. */
+static void
+test_layer_norm_finite_differences (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (15);
+  const gsize n = 16;
+  float x[16], w[16], b[16], dy[16];
+  double y[16], dx[16], dw[16], db[16], mean, rstd, worst = 0.0;
+
+  fill_uniform (rand, x, n, -2.0, 2.0);
+  fill_uniform (rand, w, n, 0.5, 1.5);
+  fill_uniform (rand, b, n, -0.5, 0.5);
+  fill_uniform (rand, dy, n, -1.0, 1.0);
+  layer_norm_ref (x, w, b, 1e-5, n, y, &mean, &rstd);
+  layer_norm_backward_ref (x, w, mean, rstd, dy, n, dx, dw, db);
+  for (gsize j = 0; j < n; j++)
+    {
+      const double h = 1e-4;
+      double lp = 0.0, lm = 0.0, m0 = 0.0, v0 = 0.0, xs[16];
+
+      for (int sgn = -1; sgn <= 1; sgn += 2)
+        {
+          double l = 0.0;
+
+          m0 = v0 = 0.0;
+          for (gsize i = 0; i < n; i++)
+            xs[i] = x[i] + (i == j ? sgn * h : 0.0);
+          for (gsize i = 0; i < n; i++)
+            m0 += xs[i];
+          m0 /= n;
+          for (gsize i = 0; i < n; i++)
+            v0 += (xs[i] - m0) * (xs[i] - m0);
+          v0 /= n;
+          for (gsize i = 0; i < n; i++)
+            l += dy[i] * ((xs[i] - m0) / sqrt (v0 + 1e-5) * w[i] + b[i]);
+          if (sgn < 0)
+            lm = l;
+          else
+            lp = l;
+        }
+      worst = MAX (worst, fabs ((lp - lm) / (2 * h) - dx[j]));
+    }
+  g_test_message ("layer norm backward formula vs finite differences: %.3g", worst);
+  g_assert_cmpfloat (worst, <=, 1e-6);
+}
+
+static void
+test_rms_norm (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (16);
+  const gsize sizes[] = { 1, 5, 64, 2048, 4096 };
+  double worst = 0.0, worst_b = 0.0, worst_fd = 0.0;
+
+  for (gsize t = 0; t < G_N_ELEMENTS (sizes); t++)
+    {
+      gsize n = sizes[t];
+      g_autofree float *x = g_new (float, n);
+      g_autofree float *w = g_new (float, n);
+      g_autofree float *y = g_new (float, n);
+      g_autofree float *dy = g_new (float, n);
+      g_autofree float *dx = g_new (float, n);
+      g_autofree float *dw = g_new0 (float, n);
+      double ms = 0.0, rstd, gnm = 0.0, gscale = 0.0;
+      float frstd;
+
+      fill_uniform (rand, x, n, -3.0, 3.0);
+      fill_uniform (rand, w, n, 0.5, 1.5);
+      fill_uniform (rand, dy, n, -1.0, 1.0);
+      dc_math_rms_norm (x, w, 1e-6f, y, &frstd, n);
+      for (gsize i = 0; i < n; i++)
+        ms += (double) x[i] * x[i];
+      rstd = 1.0 / sqrt (ms / n + (double) 1e-6f);
+      for (gsize i = 0; i < n; i++)
+        worst = MAX (worst, fabs (y[i] - x[i] * rstd * w[i]) / (0x1p-24 * fabs (x[i] * rstd * w[i])));
+
+      dc_math_rms_norm_backward (x, w, frstd, dy, dx, dw, n);
+      for (gsize i = 0; i < n; i++)
+        {
+          gnm += (double) w[i] * dy[i] * x[i] * rstd;
+          gscale = MAX (gscale, fabs ((double) w[i] * dy[i]));
+        }
+      gnm /= n;
+      for (gsize i = 0; i < n; i++)
+        {
+          double norm = x[i] * rstd;
+          double ref = ((double) w[i] * dy[i] - norm * gnm) * rstd;
+          double unit = 0x1p-24 * gscale * rstd * (1.0 + fabs (norm));
+
+          worst_b = MAX (worst_b, fabs (dx[i] - ref) / unit);
+          worst_b = MAX (worst_b, fabs (dw[i] - dy[i] * norm) / (0x1p-24 * fabs (dy[i]) * (1.0 + fabs (norm))));
+        }
+
+      /* The formula against central differences of the double forward. */
+      if (n <= 64)
+        for (gsize j = 0; j < n; j++)
+          {
+            const double h = 1e-4;
+            double l[2];
+
+            for (int s = 0; s < 2; s++)
+              {
+                double m2 = 0.0, r;
+
+                l[s] = 0.0;
+                for (gsize i = 0; i < n; i++)
+                  {
+                    double xi = x[i] + (i == j ? (s ? h : -h) : 0.0);
+                    m2 += xi * xi;
+                  }
+                r = 1.0 / sqrt (m2 / n + (double) 1e-6f);
+                for (gsize i = 0; i < n; i++)
+                  l[s] += dy[i] * (x[i] + (i == j ? (s ? h : -h) : 0.0)) * r * w[i];
+              }
+            worst_fd = MAX (worst_fd, fabs ((l[1] - l[0]) / (2 * h)
+                                            - ((double) w[j] * dy[j] - x[j] * rstd * gnm) * rstd));
+          }
+    }
+  g_test_message ("rms norm: forward %.3f ulp (bound %.0f), backward %.3f units (bound %.0f), "
+                  "formula vs finite differences %.3g", worst, NORM_BOUND, worst_b,
+                  NORM_BACKWARD_BOUND, worst_fd);
+  g_assert_cmpfloat (worst, <=, NORM_BOUND);
+  g_assert_cmpfloat (worst_b, <=, NORM_BACKWARD_BOUND);
+  g_assert_cmpfloat (worst_fd, <=, 1e-6);
+}
+
+/* Elementwise backward = dy × the scalar derivative, bit for bit; the
+ * derivatives themselves are under the oracle above, and here also against
+ * central differences of the forward in double through MPFR-free formulas. */
+static void
+test_activation_backward (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (17);
+  float x[1000], dy[1000], dx[1000], y[1000];
+  double worst_fd = 0.0;
+
+  fill_uniform (rand, x, 1000, -8.0, 8.0);
+  fill_uniform (rand, dy, 1000, -2.0, 2.0);
+  dc_math_gelu_tanh_backward (x, dy, dx, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmphex (bits_of (dx[i]), ==, bits_of (dy[i] * dc_math_gelu_tanh_derivf (x[i])));
+  dc_math_silu_backward (x, dy, dx, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmphex (bits_of (dx[i]), ==, bits_of (dy[i] * dc_math_silu_derivf (x[i])));
+  dc_math_relu_backward (x, dy, dx, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmphex (bits_of (dx[i]), ==, bits_of (x[i] > 0 ? dy[i] : 0.0f));
+  dc_math_gelu_tanh (x, y, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmphex (bits_of (y[i]), ==, bits_of (dc_math_gelu_tanhf (x[i])));
+  dc_math_silu (x, y, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmphex (bits_of (y[i]), ==, bits_of (dc_math_siluf (x[i])));
+  dc_math_relu (x, x, 1000);
+  for (int i = 0; i < 1000; i++)
+    g_assert_cmpfloat (x[i], >=, 0.0f);
+
+  /* Derivative formulas against central differences in double. */
+  for (double t = -8.0; t <= 8.0; t += 0.01)
+    {
+      const double h = 1e-5, c = sqrt (2.0 / G_PI);
+#define GELU_D(v) (0.5 * (v) * (1.0 + tanh (c * ((v) + 0.044715 * (v) * (v) * (v)))))
+#define SILU_D(v) ((v) / (1.0 + exp (-(v))))
+      double fd_g = (GELU_D (t + h) - GELU_D (t - h)) / (2 * h);
+      double fd_s = (SILU_D (t + h) - SILU_D (t - h)) / (2 * h);
+
+      worst_fd = MAX (worst_fd, fabs (fd_g - dc_math_gelu_tanh_derivf ((float) t)));
+      worst_fd = MAX (worst_fd, fabs (fd_s - dc_math_silu_derivf ((float) t)));
+    }
+  g_test_message ("activation derivatives vs finite differences: %.3g", worst_fd);
+  /* (float) t is within 2^-21 of t and the derivatives' slopes are below 2. */
+  g_assert_cmpfloat (worst_fd, <=, 1e-5);
+}
+
+/* The vector operations' exact bits, pinned like the scalar ones. */
+#define VECTOR_HASH G_GUINT64_CONSTANT (0x4a033c0ca7dba89d)
+static void
+test_vector_hash (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (18);
+  const gsize n = 50257;
+  g_autofree float *x = g_new (float, n);
+  g_autofree float *y = g_new (float, n);
+  g_autofree float *w = g_new (float, n);
+  g_autofree float *b = g_new (float, n);
+  g_autofree float *dx = g_new (float, n);
+  g_autofree float *dw = g_new0 (float, n);
+  g_autofree float *db = g_new0 (float, n);
+  guint64 h = FNV_SEED;
+  float mean, rstd;
+
+#define HASH_ARRAY(a) for (gsize i_ = 0; i_ < n; i_++) h = fnv1a (h, bits_of ((a)[i_]))
+  fill_uniform (rand, x, n, -20.0, 20.0);
+  fill_uniform (rand, w, n, 0.5, 1.5);
+  fill_uniform (rand, b, n, -0.5, 0.5);
+  h = fnv1a (h, bits_of (dc_math_sum (x, n)));
+  h = fnv1a (h, bits_of (dc_math_dot (x, w, n)));
+  dc_math_softmax (x, y, n);
+  HASH_ARRAY (y);
+  dc_math_softmax_backward (y, w, dx, n);
+  HASH_ARRAY (dx);
+  dc_math_log_softmax (x, y, n);
+  HASH_ARRAY (y);
+  dc_math_log_softmax_backward (y, w, dx, n);
+  HASH_ARRAY (dx);
+  dc_math_layer_norm (x, w, b, DC_MATH_GPT2_LN_EPS, y, &mean, &rstd, n);
+  HASH_ARRAY (y);
+  dc_math_layer_norm_backward (x, w, mean, rstd, b, dx, dw, db, n);
+  HASH_ARRAY (dx);
+  HASH_ARRAY (dw);
+  dc_math_rms_norm (x, w, 1e-6f, y, &rstd, n);
+  HASH_ARRAY (y);
+  dc_math_rms_norm_backward (x, w, rstd, b, dx, dw, n);
+  HASH_ARRAY (dx);
+  HASH_ARRAY (dw);
+#undef HASH_ARRAY
+  if (g_getenv ("DC_MATH_REPORT") != NULL)
+    g_printerr ("HASH vector 0x%016" G_GINT64_MODIFIER "x\n", h);
+  g_assert_cmphex (h, ==, VECTOR_HASH);
+}
+
+/* The default environment passes; a changed rounding mode and, on x86,
+ * flush-to-zero and denormals-are-zero are each caught and named. */
+static void
+test_fp_environment (void)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (dc_math_check_fp_environment (&error));
+  g_assert_no_error (error);
+
+  g_assert_cmpint (fesetround (FE_UPWARD), ==, 0);
+  g_assert_false (dc_math_check_fp_environment (&error));
+  fesetround (FE_TONEAREST);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
+  g_assert_nonnull (strstr (error->message, "rounding mode"));
+  g_clear_error (&error);
+
+#if defined(__x86_64__) || defined(__i386__)
+  {
+    unsigned int csr = _mm_getcsr ();
+
+    _mm_setcsr (csr | 0x8000);          /* FTZ */
+    g_assert_false (dc_math_check_fp_environment (&error));
+    _mm_setcsr (csr);
+    g_assert_nonnull (strstr (error->message, "FTZ"));
+    g_clear_error (&error);
+
+    _mm_setcsr (csr | 0x0040);          /* DAZ */
+    g_assert_false (dc_math_check_fp_environment (&error));
+    _mm_setcsr (csr);
+    g_assert_nonnull (strstr (error->message, "DAZ"));
+    g_clear_error (&error);
+  }
+#endif
+
+  g_assert_true (dc_math_check_fp_environment (NULL));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -596,9 +1229,21 @@ main (int argc, char **argv)
       g_test_add_data_func (path, &oracle_cases[i], test_oracle);
     }
 
+  g_test_add_func ("/dc/engine/math/fp-environment", test_fp_environment);
   g_test_add_func ("/dc/engine/math/special-values", test_special_values);
   g_test_add_func ("/dc/engine/math/sincos-agrees", test_sincos_agrees);
   g_test_add_func ("/dc/engine/math/hashes", test_hashes);
+  g_test_add_func ("/dc/engine/math/sum-order", test_sum_order);
+  g_test_add_func ("/dc/engine/math/softmax", test_softmax);
+  g_test_add_func ("/dc/engine/math/softmax-special", test_softmax_special);
+  g_test_add_func ("/dc/engine/math/log-softmax", test_log_softmax);
+  g_test_add_func ("/dc/engine/math/softmax-backward", test_softmax_backward);
+  g_test_add_func ("/dc/engine/math/layer-norm", test_layer_norm);
+  g_test_add_func ("/dc/engine/math/layer-norm-finite-differences",
+                   test_layer_norm_finite_differences);
+  g_test_add_func ("/dc/engine/math/rms-norm", test_rms_norm);
+  g_test_add_func ("/dc/engine/math/activation-backward", test_activation_backward);
+  g_test_add_func ("/dc/engine/math/vector-hash", test_vector_hash);
 
   return g_test_run ();
 }

@@ -12,6 +12,7 @@
 #include <adwaita.h>
 
 #include "dc-application.h"
+#include "dc-test-ui-utils.h"
 #include "dc-test-utils.h"
 #include "dc-window.h"
 
@@ -40,58 +41,13 @@ toplevel_of_type_is_mapped (gpointer user_data)
   return FALSE;
 }
 
-static gboolean
-frames_passed (gpointer user_data)
-{
-  guint *frames = user_data;
-
-  return *frames >= 3;
-}
-
-static gboolean
-count_frame_cb (GtkWidget     *widget,
-                GdkFrameClock *clock,
-                gpointer       user_data)
-{
-  guint *frames = user_data;
-
-  (*frames)++;
-  return G_SOURCE_CONTINUE;
-}
-
-/* Renders @widget through its own renderer and saves the PNG. */
 static void
 save_screenshot (GtkWidget  *widget,
                  const char *name)
 {
-  g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new (widget);
-  g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
-  g_autoptr(GskRenderNode) node = NULL;
-  g_autoptr(GdkTexture) texture = NULL;
-  g_autofree char *dir = dc_test_dup_build_path ("tests", "screenshots", NULL);
-  g_autofree char *file = g_strdup_printf ("%s.png", name);
-  g_autofree char *path = g_build_filename (dir, file, NULL);
-  GskRenderer *renderer = gtk_native_get_renderer (gtk_widget_get_native (widget));
-  guint frames = 0;
-  guint tick;
+  g_autoptr(GdkTexture) texture = dc_test_render_widget (widget, name);
 
-  /* Let the window lay out and draw a few frames first. */
-  tick = gtk_widget_add_tick_callback (widget, count_frame_cb, &frames, NULL);
-  gtk_widget_queue_draw (widget);
-  dc_test_wait_until (frames_passed, &frames, 2000);
-  gtk_widget_remove_tick_callback (widget, tick);
-
-  gdk_paintable_snapshot (paintable, snapshot,
-                          gtk_widget_get_width (widget), gtk_widget_get_height (widget));
-  node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
-  g_assert_nonnull (node);
-  texture = gsk_renderer_render_texture (renderer, node, NULL);
-  g_assert_nonnull (texture);
   g_assert_cmpint (gdk_texture_get_width (texture), >=, 360);
-
-  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
-  g_assert_true (gdk_texture_save_to_png (texture, path));
-  g_test_message ("screenshot: %s", path);
 }
 
 static void

@@ -20,6 +20,10 @@ const DcCliCommand dc_cli_commands[] = {
   { "info", "", N_("Show this build, its libraries and the Vulkan devices found"),
     dc_cli_info_run },
   { "version", "", N_("Print the version"), dc_cli_version_run },
+  { "probe", "", N_("Hash a seeded INT8 GEMM: the same on every device that computes exactly"),
+    dc_cli_probe_run },
+  { "bench", "gemm", N_("Measure INT8 GEMM throughput per path next to PyTorch"),
+    dc_cli_bench_run },
   { "train", "", N_("Train the GPT-2 model on this device"), dc_cli_train_run },
   { "generate", "", N_("Generate text from a checkpoint"), dc_cli_generate_run },
   { "export", "", N_("Export a checkpoint as a Hugging Face folder"), dc_cli_export_run },
@@ -30,6 +34,8 @@ const DcCliCommand dc_cli_commands[] = {
     dc_cli_data_ls_run },
   { "bench data", N_("[FILE…]"),
     N_("Measure parquet text decoding (MB/s) next to parquet-wasm"), dc_cli_bench_data_run },
+  { "signal", "", N_("Run the signaling service that introduces devices"), dc_cli_signal_run },
+  { "join", "", N_("Join a group of devices and print peer events"), dc_cli_join_run },
 };
 
 const gsize dc_cli_n_commands = G_N_ELEMENTS (dc_cli_commands);

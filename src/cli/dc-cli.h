@@ -52,6 +52,10 @@ int      dc_cli_usage_error     (const DcCliCommand  *command,
 /* Subcommand entry points, one file each. */
 int dc_cli_info_run    (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_version_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_probe_run   (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_bench_run   (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_join_run    (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_signal_run  (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_train_run    (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_generate_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_export_run   (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);

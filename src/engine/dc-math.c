@@ -171,6 +171,51 @@ exp_reduce (float  x,
 }
 
 /**
+ * dc_math_check_fp_environment:
+ *
+ * Checks at run time that this thread's floating-point unit computes what
+ * the library assumes: round to nearest even, subnormal results kept (no
+ * flush-to-zero) and subnormal inputs honoured (no denormals-are-zero). A
+ * library loaded into the process (one built with -ffast-math links
+ * crtfastmath.o, which sets FTZ/DAZ) or a fesetround() call can change them
+ * behind our back, and the replica would silently disagree with the others.
+ * The environment is per thread, so every thread that computes model values
+ * should check it once.
+ *
+ * Returns: %TRUE if the environment is the IEEE-754 default; otherwise
+ * %FALSE with %G_IO_ERROR_NOT_SUPPORTED naming what is wrong.
+ */
+gboolean
+dc_math_check_fp_environment (GError **error)
+{
+  /* volatile keeps the compiler from folding these at build time, where the
+   * default environment would always hold. */
+  volatile float one = 1.0f, half_ulp = 0x1p-24f, three_half_ulp = 0x1.8p-24f;
+  volatile float min_normal = 0x1p-126f, half = 0.5f, sub = 0x1p-140f;  /* sub is subnormal */
+  const char *what = NULL;
+
+  /* A subnormal result is compared by its bits (with DAZ a float
+   * comparison would see it as zero); a subnormal input is scaled into the
+   * normal range, which only DAZ breaks. */
+  if (float_bits (min_normal * half) != 0x00400000u)
+    what = "subnormal results are flushed to zero (FTZ)";
+  else if (sub * 0x1p100f != 0x1p-40f)
+    what = "subnormal inputs are treated as zero (DAZ)";
+  else if (one + half_ulp != 1.0f || one + three_half_ulp != 1.0f + 0x1p-23f
+           || -one - half_ulp != -1.0f || -one - three_half_ulp != -1.0f - 0x1p-23f)
+    what = "the rounding mode is not round-to-nearest-even";
+
+  if (what != NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                   "The floating-point environment is not the IEEE-754 default: %s; "
+                   "results would differ from other replicas", what);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
  * dc_math_expf:
  *
  * e^x. NaN → the same NaN; +inf and x > 88.72283 → +inf; -inf and
@@ -705,25 +750,41 @@ pairwise (LeafKind     kind,
 {
   if (n <= PAIRWISE_BLOCK)
     {
+      float v[PAIRWISE_BLOCK];
       float acc;
       gsize i;
 
       if (n == 0)
         return 0.0f;
-      for (i = 0; i < n; i++)
+      /* The leaves first (the switch stays out of the loops), then the sum
+       * strictly left to right. */
+      switch (kind)
         {
-          float v;
-
-          switch (kind)
-            {
-            case LEAF_SUM: v = a[i]; break;
-            case LEAF_DOT: v = a[i] * b[i]; break;
-            case LEAF_SQDEV: v = (a[i] - c) * (a[i] - c); break;
-            case LEAF_EXP_SHIFTED: v = exp_shifted (a[i], c); break;
-            case LEAF_SQUARE: default: v = a[i] * a[i]; break;
-            }
-          acc = i == 0 ? v : acc + v;
+        case LEAF_SUM:
+          for (i = 0; i < n; i++)
+            v[i] = a[i];
+          break;
+        case LEAF_DOT:
+          for (i = 0; i < n; i++)
+            v[i] = a[i] * b[i];
+          break;
+        case LEAF_SQDEV:
+          for (i = 0; i < n; i++)
+            v[i] = (a[i] - c) * (a[i] - c);
+          break;
+        case LEAF_EXP_SHIFTED:
+          for (i = 0; i < n; i++)
+            v[i] = exp_shifted (a[i], c);
+          break;
+        case LEAF_SQUARE:
+        default:
+          for (i = 0; i < n; i++)
+            v[i] = a[i] * a[i];
+          break;
         }
+      acc = v[0];
+      for (i = 1; i < n; i++)
+        acc = acc + v[i];
       return acc;
     }
   else
@@ -902,7 +963,10 @@ dc_math_log_softmax (const float *x,
       /* (x − max) exactly as d + d_lo, then − lse, the low part last. A -inf
        * logit gives d = -inf and a NaN d_lo, so it is handled alone. */
       two_sum (x[i], -max, &d, &d_lo);
-      y[i] = d == -__builtin_inff () ? d : (d - lse) + d_lo;
+      if (is_nan (lse))
+        y[i] = lse;             /* a NaN or +inf logit, or no finite one */
+      else
+        y[i] = d == -__builtin_inff () ? d : (d - lse) + d_lo;
     }
 }
 

@@ -21,7 +21,7 @@
  */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 
 G_BEGIN_DECLS
 
@@ -36,6 +36,8 @@ G_BEGIN_DECLS
 
 /* GPT-2's layer norm epsilon. */
 #define DC_MATH_GPT2_LN_EPS 0x1.4f8b58p-17f /* 1e-5 rounded to f32 */
+
+gboolean dc_math_check_fp_environment (GError    **error);
 
 float    dc_math_expf                (float        x);
 float    dc_math_expm1f              (float        x);

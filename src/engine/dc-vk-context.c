@@ -28,6 +28,7 @@ struct _DcVkContext
   VkCommandPool                     command_pool;
   VkPhysicalDeviceProperties        properties;
   VkPhysicalDeviceMemoryProperties  memory;
+  DcVkFeatures                      features;
 };
 
 struct _DcVkBuffer
@@ -36,7 +37,7 @@ struct _DcVkBuffer
   VkBuffer        buffer;
   VkDeviceMemory  memory;
   gsize           size;
-  gpointer        data;  /* persistently mapped, host-coherent */
+  gpointer        data;  /* persistently mapped, host-coherent; NULL when device-local */
 };
 
 struct _DcVkPipeline
@@ -272,6 +273,94 @@ device_type_rank (VkPhysicalDeviceType type)
     }
 }
 
+static gboolean
+has_device_extension (VkPhysicalDevice  physical,
+                      const char       *name)
+{
+  g_autofree VkExtensionProperties *props = NULL;
+  guint32 count = 0;
+
+  if (vkEnumerateDeviceExtensionProperties (physical, NULL, &count, NULL) != VK_SUCCESS)
+    return FALSE;
+  props = g_new0 (VkExtensionProperties, MAX (count, 1));
+  if (vkEnumerateDeviceExtensionProperties (physical, NULL, &count, props) != VK_SUCCESS)
+    return FALSE;
+  for (guint32 i = 0; i < count; i++)
+    if (g_str_equal (props[i].extensionName, name))
+      return TRUE;
+  return FALSE;
+}
+
+static void
+query_features (DcVkContext *self)
+{
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot_features = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR,
+  };
+  VkPhysicalDeviceVulkan12Features features12 = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+  };
+  VkPhysicalDeviceFeatures2 features = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+    .pNext = &features12,
+  };
+  VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR dot_props = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR,
+  };
+  VkPhysicalDeviceSubgroupProperties subgroup = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+  };
+  VkPhysicalDeviceProperties2 props = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+    .pNext = &subgroup,
+  };
+  gboolean has_dot = has_device_extension (self->physical,
+                                           VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+
+  if (has_dot)
+    {
+      features12.pNext = &dot_features;
+      subgroup.pNext = &dot_props;
+    }
+  vkGetPhysicalDeviceFeatures2 (self->physical, &features);
+  vkGetPhysicalDeviceProperties2 (self->physical, &props);
+
+  self->features.shader_int8 = features12.shaderInt8;
+  self->features.storage_buffer_8bit = features12.storageBuffer8BitAccess;
+  self->features.integer_dot_product = has_dot && dot_features.shaderIntegerDotProduct;
+  self->features.dot_4x8_packed_signed_accelerated =
+    has_dot && dot_props.integerDotProduct4x8BitPackedSignedAccelerated;
+  self->features.cooperative_matrix = has_device_extension (self->physical,
+                                                            "VK_KHR_cooperative_matrix");
+  self->features.subgroup_size = subgroup.subgroupSize;
+  self->features.max_shared_memory = self->properties.limits.maxComputeSharedMemorySize;
+  self->features.max_invocations = self->properties.limits.maxComputeWorkGroupInvocations;
+  self->features.max_storage_buffer_range = self->properties.limits.maxStorageBufferRange;
+}
+
+const DcVkFeatures *
+dc_vk_context_get_features (DcVkContext *self)
+{
+  return &self->features;
+}
+
+/**
+ * dc_vk_features_to_string:
+ *
+ * Returns: (transfer full): one line for logs and notes.
+ */
+char *
+dc_vk_features_to_string (const DcVkFeatures *f)
+{
+  return g_strdup_printf ("shaderInt8=%d storageBuffer8BitAccess=%d shaderIntegerDotProduct=%d "
+                          "dot4x8PackedSignedAccelerated=%d cooperativeMatrix=%d subgroup=%u "
+                          "sharedMemory=%u invocations=%u storageBufferRange=%u",
+                          f->shader_int8, f->storage_buffer_8bit, f->integer_dot_product,
+                          f->dot_4x8_packed_signed_accelerated, f->cooperative_matrix,
+                          f->subgroup_size, f->max_shared_memory, f->max_invocations,
+                          f->max_storage_buffer_range);
+}
+
 /**
  * dc_vk_context_new:
  * @device_index: the loader's index of the device, or -1 to pick the best
@@ -349,8 +438,17 @@ dc_vk_context_new (int      device_index,
       .queueCount = 1,
       .pQueuePriorities = &priority,
     };
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot_features = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR,
+    };
+    VkPhysicalDeviceVulkan12Features features12 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+    };
+    const char *extensions[1];
+    guint n_extensions = 0;
     VkDeviceCreateInfo device_info = {
       .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+      .pNext = &features12,
       .queueCreateInfoCount = 1,
       .pQueueCreateInfos = &queue_info,
     };
@@ -359,6 +457,21 @@ dc_vk_context_new (int      device_index,
       .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
       .queueFamilyIndex = self->queue_family,
     };
+
+    /* Switch on only what the INT8 kernels use, and only where offered: the
+     * plain kernels need shaderInt8 and 8-bit storage, the dot variant the
+     * integer dot product. */
+    query_features (self);
+    features12.shaderInt8 = self->features.shader_int8;
+    features12.storageBuffer8BitAccess = self->features.storage_buffer_8bit;
+    if (self->features.integer_dot_product)
+      {
+        dot_features.shaderIntegerDotProduct = VK_TRUE;
+        features12.pNext = &dot_features;
+        extensions[n_extensions++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+      }
+    device_info.enabledExtensionCount = n_extensions;
+    device_info.ppEnabledExtensionNames = extensions;
 
     if (!check_vk (vkCreateDevice (self->physical, &device_info, NULL, &self->device),
                    "creating the device", error))
@@ -453,7 +566,8 @@ dc_vk_buffer_new (DcVkContext  *ctx,
   VkBufferCreateInfo info = {
     .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
     .size = size,
-    .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+    .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+             VK_BUFFER_USAGE_TRANSFER_DST_BIT,
     .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
   };
 
@@ -498,6 +612,146 @@ dc_vk_buffer_new (DcVkContext  *ctx,
 
   memset (self->data, 0, size);
   return g_steal_pointer (&self);
+}
+
+/**
+ * dc_vk_buffer_new_device_local:
+ * @size: bytes, more than zero
+ *
+ * A storage buffer in device-local memory, not mapped: fill and read it with
+ * dc_vk_buffer_copy() from and to a host-visible buffer (staging). Falls back
+ * to any memory type the buffer accepts when none is device-local (lavapipe
+ * has one heap).
+ *
+ * Returns: (transfer full) (nullable): the buffer; its contents are undefined.
+ */
+DcVkBuffer *
+dc_vk_buffer_new_device_local (DcVkContext  *ctx,
+                               gsize         size,
+                               GError      **error)
+{
+  g_autoptr(DcVkBuffer) self = g_new0 (DcVkBuffer, 1);
+  VkMemoryRequirements req;
+  guint32 type_index;
+  VkBufferCreateInfo info = {
+    .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+    .size = size,
+    .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+             VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+    .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+  };
+
+  g_return_val_if_fail (size > 0, NULL);
+
+  self->ctx = ctx;
+  self->size = size;
+
+  if (!check_vk (vkCreateBuffer (ctx->device, &info, NULL, &self->buffer),
+                 "creating a device-local buffer", error))
+    return NULL;
+
+  vkGetBufferMemoryRequirements (ctx->device, self->buffer, &req);
+  if (!find_memory_type (ctx, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                         &type_index) &&
+      !find_memory_type (ctx, req.memoryTypeBits, 0, &type_index))
+    {
+      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
+                   "Vulkan: no memory type for a %" G_GSIZE_FORMAT "-byte buffer", size);
+      return NULL;
+    }
+
+  {
+    VkMemoryAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .allocationSize = req.size,
+      .memoryTypeIndex = type_index,
+    };
+
+    if (!check_vk (vkAllocateMemory (ctx->device, &alloc, NULL, &self->memory),
+                   "allocating device-local memory", error))
+      return NULL;
+  }
+  if (!check_vk (vkBindBufferMemory (ctx->device, self->buffer, self->memory, 0),
+                 "binding device-local memory", error))
+    return NULL;
+  return g_steal_pointer (&self);
+}
+
+/**
+ * dc_vk_buffer_copy:
+ *
+ * Copies the first @size bytes of @src into @dst and waits. Barriers before
+ * and after make earlier shader writes visible to the copy, and the copy
+ * visible to later shaders and host reads.
+ */
+gboolean
+dc_vk_buffer_copy (DcVkContext  *ctx,
+                   DcVkBuffer   *src,
+                   DcVkBuffer   *dst,
+                   gsize         size,
+                   GError      **error)
+{
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  gboolean ok = FALSE;
+  VkCommandBufferAllocateInfo alloc = {
+    .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+    .commandPool = ctx->command_pool,
+    .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+    .commandBufferCount = 1,
+  };
+  VkCommandBufferBeginInfo begin = {
+    .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+  };
+  VkMemoryBarrier before = {
+    .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+    .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+    .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+  };
+  VkMemoryBarrier after = {
+    .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+    .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+    .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_HOST_READ_BIT,
+  };
+  VkBufferCopy region = { .srcOffset = 0, .dstOffset = 0, .size = size };
+  VkFenceCreateInfo fence_info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+  VkSubmitInfo submit = {
+    .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+    .commandBufferCount = 1,
+  };
+
+  g_return_val_if_fail (size <= src->size && size <= dst->size, FALSE);
+
+  if (!check_vk (vkAllocateCommandBuffers (ctx->device, &alloc, &cmd),
+                 "allocating a command buffer", error))
+    goto out;
+  if (!check_vk (vkBeginCommandBuffer (cmd, &begin), "beginning a command buffer", error))
+    goto out;
+  vkCmdPipelineBarrier (cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                        VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, NULL, 0, NULL);
+  vkCmdCopyBuffer (cmd, src->buffer, dst->buffer, 1, &region);
+  vkCmdPipelineBarrier (cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                        0, 1, &after, 0, NULL, 0, NULL);
+  if (!check_vk (vkEndCommandBuffer (cmd), "ending a command buffer", error))
+    goto out;
+  if (!check_vk (vkCreateFence (ctx->device, &fence_info, NULL, &fence), "creating a fence", error))
+    goto out;
+  submit.pCommandBuffers = &cmd;
+  if (!check_vk (vkQueueSubmit (ctx->queue, 1, &submit, fence), "submitting a copy", error))
+    goto out;
+  if (!check_vk (vkWaitForFences (ctx->device, 1, &fence, VK_TRUE, 60ull * G_USEC_PER_SEC * 1000),
+                 "waiting for a copy", error))
+    goto out;
+  ok = TRUE;
+
+out:
+  if (fence != VK_NULL_HANDLE)
+    vkDestroyFence (ctx->device, fence, NULL);
+  if (cmd != VK_NULL_HANDLE)
+    vkFreeCommandBuffers (ctx->device, ctx->command_pool, 1, &cmd);
+  return ok;
 }
 
 gpointer

@@ -31,6 +31,21 @@ typedef struct
   gboolean              has_compute;
 } DcVkDeviceInfo;
 
+/* What kernel variants may rely on; queried once when the context opens.
+ * Features marked enabled were also switched on in the logical device. */
+typedef struct
+{
+  gboolean  shader_int8;              /* enabled when present */
+  gboolean  storage_buffer_8bit;      /* enabled when present */
+  gboolean  integer_dot_product;      /* shaderIntegerDotProduct, enabled when present */
+  gboolean  dot_4x8_packed_signed_accelerated;
+  gboolean  cooperative_matrix;       /* VK_KHR_cooperative_matrix is offered (not used yet) */
+  guint32   subgroup_size;
+  guint32   max_shared_memory;        /* bytes per workgroup */
+  guint32   max_invocations;
+  guint32   max_storage_buffer_range; /* bytes per binding */
+} DcVkFeatures;
+
 typedef struct _DcVkBuffer   DcVkBuffer;
 typedef struct _DcVkPipeline DcVkPipeline;
 
@@ -47,8 +62,19 @@ const char   *dc_vk_context_get_device_name   (DcVkContext        *self);
 const VkPhysicalDeviceProperties *
               dc_vk_context_get_properties    (DcVkContext        *self);
 VkDevice      dc_vk_context_get_device        (DcVkContext        *self);
+const DcVkFeatures *
+              dc_vk_context_get_features      (DcVkContext        *self);
+char         *dc_vk_features_to_string        (const DcVkFeatures *features);
 
 DcVkBuffer   *dc_vk_buffer_new                (DcVkContext        *ctx,
+                                               gsize               size,
+                                               GError            **error);
+DcVkBuffer   *dc_vk_buffer_new_device_local   (DcVkContext        *ctx,
+                                               gsize               size,
+                                               GError            **error);
+gboolean      dc_vk_buffer_copy               (DcVkContext        *ctx,
+                                               DcVkBuffer         *src,
+                                               DcVkBuffer         *dst,
                                                gsize               size,
                                                GError            **error);
 gpointer      dc_vk_buffer_get_data           (DcVkBuffer         *self);

@@ -1,9 +1,9 @@
 /* dc-train-data.c: resolves --data builtin|DATASET|FILE to training bytes.
  *
  * An existing path is read as raw bytes (each byte one token). "builtin" is
- * the corpus src/data ships and a Hugging Face dataset id streams through
- * src/data; both are wired here once that layer provides them (issue 5's
- * note), and fail with a clear message until then.
+ * the corpus src/data ships. A Hugging Face dataset id is to stream through
+ * src/data's DcTextStream; until the trainer takes batches from a stream it
+ * fails with a clear message.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -14,6 +14,7 @@
 #include "dc-train-data.h"
 
 #include "dc-model-error.h"
+#include "data/dc-corpus.h"
 
 /**
  * dc_train_data_load:
@@ -30,11 +31,7 @@ dc_train_data_load (const char  *spec,
   g_autoptr(GMappedFile) mapped = NULL;
 
   if (g_str_equal (spec, "builtin"))
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "the built-in corpus is not part of this build yet; use --data FILE");
-      return NULL;
-    }
+    return dc_corpus_dup_builtin ();
   file = g_file_new_for_commandline_arg (spec);
   info = g_file_query_info (file, G_FILE_ATTRIBUTE_STANDARD_SIZE "," G_FILE_ATTRIBUTE_STANDARD_TYPE,
                             G_FILE_QUERY_INFO_NONE, NULL, NULL);

@@ -1,7 +1,11 @@
 /* dc-train-page.c: the Train view.
  *
- * The settings, the live loss chart and the run controls arrive with the
- * single-device training issue; until then the view says what it is for.
+ * The run settings (saved in GSettings as they change), the dataset choice,
+ * the live loss chart, the run statistics, the log, generation and the model
+ * files. A DcTrainingRun trains off the main thread; the page follows its
+ * state: each train.* action is enabled only when it can work. The actions
+ * with a path parameter (save-checkpoint-to, load-checkpoint-from,
+ * export-hf-to) do the work; the plain ones ask for the path first.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -9,19 +13,589 @@
 
 #include "config.h"
 
+#include <glib/gi18n.h>
+
 #include "dc-train-page.h"
+#include "model/dc-training-run.h"
+
+/* The log keeps this many lines; older ones are dropped from the top. */
+#define LOG_MAX_LINES 2000
 
 struct _DcTrainPage
 {
-  AdwBin parent_instance;
+  AdwBin          parent_instance;
+
+  /* template widgets */
+  GtkSpinButton  *width_spin;
+  GtkSpinButton  *seq_spin;
+  GtkSpinButton  *batch_spin;
+  GtkSpinButton  *steps_spin;
+  GtkSpinButton  *lr_spin;
+  GtkLabel       *size_hint;
+  AdwComboRow    *dataset_row;
+  AdwEntryRow    *dataset_id_row;
+  DcLossChart    *chart;
+  GtkToggleButton *log_scale_button;
+  GtkTextView    *log_view;
+  GtkLabel       *step_label;
+  GtkLabel       *rate_label;
+  GtkLabel       *eta_label;
+  GtkLabel       *hash_label;
+  AdwEntryRow    *prompt_row;
+  GtkSpinButton  *tokens_spin;
+  GtkSpinButton  *temperature_spin;
+  GtkSpinButton  *seed_spin;
+  GtkLabel       *generated_label;
+
+  /* owned references */
+  GSettings      *settings;
+  DcTrainingRun  *run;
+  GtkNativeDialog *chooser;
+
+  /* state */
+  gint64          started_at;  /* monotonic µs at the run's first step report */
+  guint64         first_step;  /* the step reported first, for the rate of the ETA */
 };
 
+enum {
+  SIGNAL_TOAST,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
 G_DEFINE_FINAL_TYPE (DcTrainPage, dc_train_page, ADW_TYPE_BIN)
+
+
+/* The dataset combo's items, in order. */
+enum {
+  DATASET_BUILTIN,
+  DATASET_FINEWEB_EDU,
+  DATASET_OTHER,
+};
+
+#define FINEWEB_EDU_ID "HuggingFaceFW/fineweb-edu"
+
+static void
+update_size_hint (DcTrainPage *self)
+{
+  /* The seeds' advice: big settings need more devices. */
+  gtk_widget_set_visible (GTK_WIDGET (self->size_hint),
+                          gtk_spin_button_get_value_as_int (self->width_spin) > 64 ||
+                          gtk_spin_button_get_value_as_int (self->seq_spin) > 64);
+}
+
+static void
+size_changed_cb (DcTrainPage *self)
+{
+  update_size_hint (self);
+}
+
+/* The "train-dataset" setting holds "builtin", or a Hub dataset id. */
+static void
+save_dataset (DcTrainPage *self)
+{
+  const char *value;
+
+  if (self->settings == NULL)
+    return;
+
+  switch (adw_combo_row_get_selected (self->dataset_row))
+    {
+    case DATASET_FINEWEB_EDU:
+      value = FINEWEB_EDU_ID;
+      break;
+
+    case DATASET_OTHER:
+      value = gtk_editable_get_text (GTK_EDITABLE (self->dataset_id_row));
+      if (value[0] == '\0')
+        return;  /* nothing typed yet: keep the last choice */
+      break;
+
+    case DATASET_BUILTIN:
+    default:
+      value = "builtin";
+      break;
+    }
+  g_settings_set_string (self->settings, "train-dataset", value);
+}
+
+static void
+dataset_selected_cb (DcTrainPage *self)
+{
+  gtk_widget_set_visible (GTK_WIDGET (self->dataset_id_row),
+                          adw_combo_row_get_selected (self->dataset_row) == DATASET_OTHER);
+  save_dataset (self);
+}
+
+static void
+dataset_id_changed_cb (DcTrainPage *self)
+{
+  save_dataset (self);
+}
+
+static void
+load_dataset (DcTrainPage *self)
+{
+  g_autofree char *dataset = g_settings_get_string (self->settings, "train-dataset");
+
+  if (g_str_equal (dataset, "builtin"))
+    {
+      adw_combo_row_set_selected (self->dataset_row, DATASET_BUILTIN);
+    }
+  else if (g_str_equal (dataset, FINEWEB_EDU_ID))
+    {
+      adw_combo_row_set_selected (self->dataset_row, DATASET_FINEWEB_EDU);
+    }
+  else
+    {
+      gtk_editable_set_text (GTK_EDITABLE (self->dataset_id_row), dataset);
+      adw_combo_row_set_selected (self->dataset_row, DATASET_OTHER);
+    }
+}
+
+/**
+ * dc_train_page_set_settings:
+ *
+ * Binds the run settings to @settings: they start from the last values and
+ * are saved as they change.
+ */
+void
+dc_train_page_set_settings (DcTrainPage *self,
+                            GSettings   *settings)
+{
+  g_return_if_fail (DC_IS_TRAIN_PAGE (self));
+  g_return_if_fail (G_IS_SETTINGS (settings));
+  g_return_if_fail (self->settings == NULL);
+
+  self->settings = g_object_ref (settings);
+  g_settings_bind (settings, "train-width", self->width_spin, "value", G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (settings, "train-seq-len", self->seq_spin, "value", G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (settings, "train-batch", self->batch_spin, "value", G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (settings, "train-steps", self->steps_spin, "value", G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (settings, "train-lr-x1000", self->lr_spin, "value", G_SETTINGS_BIND_DEFAULT);
+  load_dataset (self);
+  update_size_hint (self);
+}
+
+/**
+ * dc_train_page_get_chart:
+ *
+ * Returns: (transfer none): the loss chart
+ */
+DcLossChart *
+dc_train_page_get_chart (DcTrainPage *self)
+{
+  g_return_val_if_fail (DC_IS_TRAIN_PAGE (self), NULL);
+
+  return self->chart;
+}
+
+/**
+ * dc_train_page_append_log:
+ * @line: one message, without a trailing newline
+ *
+ * Adds a line to the log and scrolls to it. The log keeps the last
+ * LOG_MAX_LINES lines.
+ */
+void
+dc_train_page_append_log (DcTrainPage *self,
+                          const char  *line)
+{
+  GtkTextBuffer *buffer;
+  GtkTextIter end;
+
+  g_return_if_fail (DC_IS_TRAIN_PAGE (self));
+
+  buffer = gtk_text_view_get_buffer (self->log_view);
+  gtk_text_buffer_get_end_iter (buffer, &end);
+  if (gtk_text_buffer_get_char_count (buffer) > 0)
+    gtk_text_buffer_insert (buffer, &end, "\n", 1);
+  gtk_text_buffer_insert (buffer, &end, line, -1);
+
+  if (gtk_text_buffer_get_line_count (buffer) > LOG_MAX_LINES)
+    {
+      GtkTextIter start, cut;
+
+      gtk_text_buffer_get_start_iter (buffer, &start);
+      gtk_text_buffer_get_iter_at_line (buffer, &cut,
+                                        gtk_text_buffer_get_line_count (buffer) - LOG_MAX_LINES);
+      gtk_text_buffer_delete (buffer, &start, &cut);
+    }
+
+  gtk_text_buffer_get_end_iter (buffer, &end);
+  gtk_text_view_scroll_to_iter (self->log_view, &end, 0.0, FALSE, 0.0, 1.0);
+}
+
+static void
+toast (DcTrainPage *self,
+       const char  *message)
+{
+  g_signal_emit (self, signals[SIGNAL_TOAST], 0, message);
+}
+
+static void
+report_error (DcTrainPage  *self,
+              const char   *what,
+              const GError *error)
+{
+  g_autofree char *line = g_strdup_printf ("%s: %s", what, error->message);
+
+  dc_train_page_append_log (self, line);
+  toast (self, line);
+}
+
+static void
+update_actions (DcTrainPage *self)
+{
+  DcTrainingState state = dc_training_run_get_state (self->run);
+  gboolean busy = state == DC_TRAINING_STATE_RUNNING || state == DC_TRAINING_STATE_STOPPING;
+  gboolean has_model = !busy && dc_training_run_get_hash (self->run) != NULL;
+  GtkWidget *widget = GTK_WIDGET (self);
+
+  gtk_widget_action_set_enabled (widget, "train.start", !busy);
+  gtk_widget_action_set_enabled (widget, "train.stop", state == DC_TRAINING_STATE_RUNNING);
+  gtk_widget_action_set_enabled (widget, "train.generate", has_model);
+  gtk_widget_action_set_enabled (widget, "train.save-checkpoint", has_model);
+  gtk_widget_action_set_enabled (widget, "train.save-checkpoint-to", has_model);
+  gtk_widget_action_set_enabled (widget, "train.load-checkpoint", !busy);
+  gtk_widget_action_set_enabled (widget, "train.load-checkpoint-from", !busy);
+  gtk_widget_action_set_enabled (widget, "train.export-hf", has_model);
+  gtk_widget_action_set_enabled (widget, "train.export-hf-to", has_model);
+}
+
+static void
+show_hash (DcTrainPage *self)
+{
+  const char *hash = dc_training_run_get_hash (self->run);
+
+  gtk_label_set_label (self->hash_label, hash != NULL ? hash : "—");
+}
+
+static void
+show_step (DcTrainPage *self)
+{
+  g_autofree char *text = g_strdup_printf ("%" G_GUINT64_FORMAT " / %u",
+                                           dc_training_run_get_step (self->run),
+                                           dc_training_run_get_steps (self->run));
+
+  gtk_label_set_label (self->step_label, text);
+}
+
+static void
+run_state_cb (DcTrainPage *self)
+{
+  DcTrainingState state = dc_training_run_get_state (self->run);
+
+  update_actions (self);
+  if (state == DC_TRAINING_STATE_READY || state == DC_TRAINING_STATE_FAILED)
+    {
+      gtk_label_set_label (self->eta_label, "—");
+      show_step (self);
+      show_hash (self);
+    }
+}
+
+static void
+run_step_cb (DcTrainingRun *run,
+             guint64        step,
+             double         loss,
+             double         tokens_per_s,
+             const char    *hash,
+             DcTrainPage   *self)
+{
+  guint steps = dc_training_run_get_steps (run);
+  gint64 now = g_get_monotonic_time ();
+  char text[64];
+
+  dc_loss_chart_append (self->chart, step, loss);
+  show_step (self);
+  g_snprintf (text, sizeof text, "%.0f", tokens_per_s);
+  gtk_label_set_label (self->rate_label, text);
+  gtk_label_set_label (self->hash_label, hash);
+
+  /* The time left from the average pace since the first report. */
+  if (self->started_at == 0)
+    {
+      self->started_at = now;
+      self->first_step = step;
+      gtk_label_set_label (self->eta_label, "—");
+    }
+  else if (step > self->first_step)
+    {
+      double per_step = (now - self->started_at) / 1e6 / (double) (step - self->first_step);
+      guint left = (guint) (per_step * (steps > step ? steps - step : 0) + 0.5);
+
+      if (left >= 3600)
+        g_snprintf (text, sizeof text, "%u:%02u:%02u", left / 3600, left / 60 % 60, left % 60);
+      else
+        g_snprintf (text, sizeof text, "%u:%02u", left / 60, left % 60);
+      gtk_label_set_label (self->eta_label, text);
+    }
+}
+
+static void
+run_log_cb (DcTrainingRun *run,
+            const char    *line,
+            DcTrainPage   *self)
+{
+  dc_train_page_append_log (self, line);
+}
+
+static void
+start_action (GtkWidget  *widget,
+              const char *action_name,
+              GVariant   *parameter)
+{
+  DcTrainPage *self = DC_TRAIN_PAGE (widget);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *data = NULL;
+  DcTrainingRequest request = { 0 };
+
+  data = self->settings != NULL ? g_settings_get_string (self->settings, "train-dataset")
+                                : g_strdup ("builtin");
+  request.width = gtk_spin_button_get_value_as_int (self->width_spin);
+  request.seq = gtk_spin_button_get_value_as_int (self->seq_spin);
+  request.batch = gtk_spin_button_get_value_as_int (self->batch_spin);
+  request.steps = gtk_spin_button_get_value_as_int (self->steps_spin);
+  request.lr_x1000 = gtk_spin_button_get_value_as_int (self->lr_spin);
+  /* One seed per run, so that every run starts from the same weights as its
+   * peers; the mesh issue makes the starter broadcast it. */
+  request.seed = 1;
+  request.data = data;
+
+  dc_loss_chart_clear (self->chart);
+  gtk_label_set_label (self->rate_label, "—");
+  gtk_label_set_label (self->eta_label, "—");
+  self->started_at = 0;
+
+  if (!dc_training_run_start (self->run, &request, &error))
+    {
+      report_error (self, _("Could not start training"), error);
+      return;
+    }
+  show_step (self);
+}
+
+static void
+stop_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  dc_training_run_stop (DC_TRAIN_PAGE (widget)->run);
+}
+
+static void
+generate_action (GtkWidget  *widget,
+                 const char *action_name,
+                 GVariant   *parameter)
+{
+  DcTrainPage *self = DC_TRAIN_PAGE (widget);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = NULL;
+
+  text = dc_training_run_generate (self->run,
+                                   gtk_editable_get_text (GTK_EDITABLE (self->prompt_row)),
+                                   gtk_spin_button_get_value_as_int (self->tokens_spin),
+                                   gtk_spin_button_get_value_as_int (self->temperature_spin)
+                                     / 100.0f,
+                                   gtk_spin_button_get_value_as_int (self->seed_spin),
+                                   &error);
+  if (text == NULL)
+    {
+      report_error (self, _("Could not generate"), error);
+      return;
+    }
+  gtk_label_set_label (self->generated_label, text);
+}
+
+static void
+save_checkpoint_to_action (GtkWidget  *widget,
+                           const char *action_name,
+                           GVariant   *parameter)
+{
+  DcTrainPage *self = DC_TRAIN_PAGE (widget);
+  g_autoptr(GError) error = NULL;
+
+  if (!dc_training_run_save_checkpoint (self->run, g_variant_get_string (parameter, NULL),
+                                        &error))
+    report_error (self, _("Could not save the checkpoint"), error);
+  else
+    toast (self, _("Checkpoint saved"));
+}
+
+static void
+load_checkpoint_from_action (GtkWidget  *widget,
+                             const char *action_name,
+                             GVariant   *parameter)
+{
+  DcTrainPage *self = DC_TRAIN_PAGE (widget);
+  g_autoptr(GError) error = NULL;
+
+  if (!dc_training_run_load_checkpoint (self->run, g_variant_get_string (parameter, NULL),
+                                        &error))
+    {
+      report_error (self, _("Could not load the checkpoint"), error);
+      return;
+    }
+  dc_loss_chart_clear (self->chart);
+  update_actions (self);
+  show_step (self);
+  show_hash (self);
+  toast (self, _("Checkpoint loaded"));
+}
+
+static void
+export_hf_to_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  DcTrainPage *self = DC_TRAIN_PAGE (widget);
+  g_autoptr(GError) error = NULL;
+
+  if (!dc_training_run_export_hf (self->run, g_variant_get_string (parameter, NULL), &error))
+    report_error (self, _("Could not export the model"), error);
+  else
+    toast (self, _("Hugging Face folder exported"));
+}
+
+/* The chooser answered: run the path variant of the action it was opened for. */
+static void
+chooser_response_cb (GtkNativeDialog *dialog,
+                     int              response,
+                     DcTrainPage     *self)
+{
+  const char *then = g_object_get_data (G_OBJECT (dialog), "dc-then-action");
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr(GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+      g_autofree char *path = file != NULL ? g_file_get_path (file) : NULL;
+
+      if (path != NULL)
+        gtk_widget_activate_action (GTK_WIDGET (self), then, "s", path);
+      else if (file != NULL)
+        toast (self, _("Choose a local file"));
+    }
+  gtk_native_dialog_destroy (dialog);
+  g_clear_object (&self->chooser);
+}
+
+static void
+choose_path (DcTrainPage          *self,
+             const char           *title,
+             GtkFileChooserAction  mode,
+             const char           *accept,
+             const char           *suggested_name,
+             const char           *then_action)
+{
+  GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (self));
+  GtkFileChooserNative *chooser;
+
+  if (self->chooser != NULL)
+    return;  /* one question at a time */
+
+  chooser = gtk_file_chooser_native_new (title, GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+                                         mode, accept, _("_Cancel"));
+  gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (chooser), TRUE);
+  if (suggested_name != NULL)
+    gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (chooser), suggested_name);
+  if (mode != GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER)
+    {
+      g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
+
+      gtk_file_filter_set_name (filter, _("PyTorch checkpoints"));
+      gtk_file_filter_add_pattern (filter, "*.pt");
+      gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (chooser), filter);
+    }
+  g_object_set_data (G_OBJECT (chooser), "dc-then-action", (gpointer) then_action);
+  g_signal_connect (chooser, "response", G_CALLBACK (chooser_response_cb), self);
+  self->chooser = GTK_NATIVE_DIALOG (chooser);
+  gtk_native_dialog_show (self->chooser);
+}
+
+static void
+save_checkpoint_action (GtkWidget  *widget,
+                        const char *action_name,
+                        GVariant   *parameter)
+{
+  DcTrainPage *self = DC_TRAIN_PAGE (widget);
+  g_autofree char *name = g_strdup_printf ("daisychain-step-%" G_GUINT64_FORMAT ".pt",
+                                           dc_training_run_get_step (self->run));
+
+  choose_path (self, _("Save Checkpoint"), GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"), name,
+               "train.save-checkpoint-to");
+}
+
+static void
+load_checkpoint_action (GtkWidget  *widget,
+                        const char *action_name,
+                        GVariant   *parameter)
+{
+  choose_path (DC_TRAIN_PAGE (widget), _("Load Checkpoint"), GTK_FILE_CHOOSER_ACTION_OPEN,
+               _("_Load"), NULL, "train.load-checkpoint-from");
+}
+
+static void
+export_hf_action (GtkWidget  *widget,
+                  const char *action_name,
+                  GVariant   *parameter)
+{
+  choose_path (DC_TRAIN_PAGE (widget), _("Export Hugging Face Folder"),
+               GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER, _("_Export"), NULL,
+               "train.export-hf-to");
+}
+
+/**
+ * dc_train_page_is_running:
+ *
+ * Returns: whether a training run is in progress (closing the window should ask)
+ */
+gboolean
+dc_train_page_is_running (DcTrainPage *self)
+{
+  DcTrainingState state;
+
+  g_return_val_if_fail (DC_IS_TRAIN_PAGE (self), FALSE);
+
+  state = dc_training_run_get_state (self->run);
+  return state == DC_TRAINING_STATE_RUNNING || state == DC_TRAINING_STATE_STOPPING;
+}
+
+void
+dc_train_page_stop (DcTrainPage *self)
+{
+  g_return_if_fail (DC_IS_TRAIN_PAGE (self));
+
+  dc_training_run_stop (self->run);
+}
+
+/**
+ * dc_train_page_get_generated_text:
+ *
+ * Returns: (transfer none): the last generated text, or ""
+ */
+const char *
+dc_train_page_get_generated_text (DcTrainPage *self)
+{
+  g_return_val_if_fail (DC_IS_TRAIN_PAGE (self), NULL);
+
+  return gtk_label_get_label (self->generated_label);
+}
+
 
 static void
 dc_train_page_dispose (GObject *object)
 {
-  gtk_widget_dispose_template (GTK_WIDGET (object), DC_TYPE_TRAIN_PAGE);
+  DcTrainPage *self = DC_TRAIN_PAGE (object);
+
+  if (self->chooser != NULL)
+    gtk_native_dialog_destroy (self->chooser);
+  g_clear_object (&self->chooser);
+  /* Disposing the run stops and joins its worker (after the step in progress). */
+  g_clear_object (&self->run);
+  gtk_widget_dispose_template (GTK_WIDGET (self), DC_TYPE_TRAIN_PAGE);
+  g_clear_object (&self->settings);
 
   G_OBJECT_CLASS (dc_train_page_parent_class)->dispose (object);
 }
@@ -31,14 +605,75 @@ dc_train_page_class_init (DcTrainPageClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
-
   object_class->dispose = dc_train_page_dispose;
+
   gtk_widget_class_set_template_from_resource (widget_class,
                                                RESOURCE_BASE "/ui/dc-train-page.ui");
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, width_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, seq_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, batch_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, steps_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, lr_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, size_hint);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, dataset_row);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, dataset_id_row);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, chart);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, log_scale_button);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, log_view);
+
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, step_label);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, rate_label);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, eta_label);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, hash_label);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, prompt_row);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, tokens_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, temperature_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, seed_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, generated_label);
+
+  gtk_widget_class_install_action (widget_class, "train.start", NULL, start_action);
+  gtk_widget_class_install_action (widget_class, "train.stop", NULL, stop_action);
+  gtk_widget_class_install_action (widget_class, "train.generate", NULL, generate_action);
+  gtk_widget_class_install_action (widget_class, "train.save-checkpoint", NULL,
+                                   save_checkpoint_action);
+  gtk_widget_class_install_action (widget_class, "train.save-checkpoint-to", "s",
+                                   save_checkpoint_to_action);
+  gtk_widget_class_install_action (widget_class, "train.load-checkpoint", NULL,
+                                   load_checkpoint_action);
+  gtk_widget_class_install_action (widget_class, "train.load-checkpoint-from", "s",
+                                   load_checkpoint_from_action);
+  gtk_widget_class_install_action (widget_class, "train.export-hf", NULL, export_hf_action);
+  gtk_widget_class_install_action (widget_class, "train.export-hf-to", "s",
+                                   export_hf_to_action);
+
+  /**
+   * DcTrainPage::toast:
+   * @message: a short message for the window to show
+   */
+  signals[SIGNAL_TOAST] =
+    g_signal_new ("toast", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
 static void
 dc_train_page_init (DcTrainPage *self)
 {
+  g_type_ensure (DC_TYPE_LOSS_CHART);
   gtk_widget_init_template (GTK_WIDGET (self));
+
+  self->run = dc_training_run_new ();
+  g_signal_connect_object (self->run, "step", G_CALLBACK (run_step_cb), self, 0);
+  g_signal_connect_object (self->run, "log", G_CALLBACK (run_log_cb), self, 0);
+  g_signal_connect_object (self->run, "notify::state", G_CALLBACK (run_state_cb), self,
+                           G_CONNECT_SWAPPED);
+  update_actions (self);
+
+  g_object_bind_property (self->log_scale_button, "active", self->chart, "log-scale",
+                          G_BINDING_BIDIRECTIONAL | G_BINDING_SYNC_CREATE);
+  g_signal_connect_swapped (self->width_spin, "value-changed", G_CALLBACK (size_changed_cb), self);
+  g_signal_connect_swapped (self->seq_spin, "value-changed", G_CALLBACK (size_changed_cb), self);
+  g_signal_connect_swapped (self->dataset_row, "notify::selected",
+                            G_CALLBACK (dataset_selected_cb), self);
+  g_signal_connect_swapped (self->dataset_id_row, "changed",
+                            G_CALLBACK (dataset_id_changed_cb), self);
 }

@@ -6,10 +6,21 @@
 
 #include <adwaita.h>
 
+#include "dc-loss-chart.h"
+
 G_BEGIN_DECLS
 
 #define DC_TYPE_TRAIN_PAGE (dc_train_page_get_type ())
 
 G_DECLARE_FINAL_TYPE (DcTrainPage, dc_train_page, DC, TRAIN_PAGE, AdwBin)
+
+void         dc_train_page_set_settings (DcTrainPage *self,
+                                         GSettings   *settings);
+DcLossChart *dc_train_page_get_chart    (DcTrainPage *self);
+void         dc_train_page_append_log   (DcTrainPage *self,
+                                         const char  *line);
+gboolean     dc_train_page_is_running   (DcTrainPage *self);
+void         dc_train_page_stop         (DcTrainPage *self);
+const char  *dc_train_page_get_generated_text (DcTrainPage *self);
 
 G_END_DECLS

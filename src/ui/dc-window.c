@@ -9,7 +9,6 @@
 #include <glib/gi18n.h>
 
 #include "dc-infer-page.h"
-#include "dc-train-page.h"
 #include "dc-window.h"
 
 struct _DcWindow
@@ -24,6 +23,9 @@ struct _DcWindow
 
   /* owned references */
   GSettings            *settings;
+
+  /* state */
+  guint                 close_confirmed : 1;
 };
 
 G_DEFINE_FINAL_TYPE (DcWindow, dc_window, ADW_TYPE_APPLICATION_WINDOW)
@@ -56,6 +58,26 @@ dc_window_add_toast (DcWindow   *self,
   adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (message));
 }
 
+/**
+ * dc_window_get_train_page:
+ *
+ * Returns: (transfer none): the Train view
+ */
+DcTrainPage *
+dc_window_get_train_page (DcWindow *self)
+{
+  g_return_val_if_fail (DC_IS_WINDOW (self), NULL);
+
+  return self->train_page;
+}
+
+static void
+toast_cb (DcWindow   *self,
+          const char *message)
+{
+  dc_window_add_toast (self, message);
+}
+
 static void
 save_window_state (DcWindow *self)
 {
@@ -72,9 +94,55 @@ save_window_state (DcWindow *self)
 }
 
 static gboolean
+close_after_dialog_cb (gpointer user_data)
+{
+  gtk_window_close (GTK_WINDOW (user_data));
+  return G_SOURCE_REMOVE;
+}
+
+static void
+confirm_close_response_cb (AdwMessageDialog *dialog,
+                           const char       *response,
+                           DcWindow         *self)
+{
+  if (!g_str_equal (response, "stop"))
+    return;
+  dc_train_page_stop (self->train_page);
+  self->close_confirmed = TRUE;
+  /* Close once the dialog has finished answering: it is transient for us. */
+  g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, close_after_dialog_cb, g_object_ref (self),
+                   g_object_unref);
+}
+
+static gboolean
 dc_window_close_request (GtkWindow *window)
 {
-  save_window_state (DC_WINDOW (window));
+  DcWindow *self = DC_WINDOW (window);
+
+  /* Closing mid-run would throw the run away: ask first. */
+  if (!self->close_confirmed && dc_train_page_is_running (self->train_page))
+    {
+      GtkWidget *dialog;
+
+      dialog = adw_message_dialog_new (window, _("Stop Training?"),
+                                       _("A training run is in progress. Closing the window "
+                                         "stops it, and what was not saved as a checkpoint "
+                                         "is lost."));
+      adw_message_dialog_add_responses (ADW_MESSAGE_DIALOG (dialog),
+                                        "cancel", _("_Keep Training"),
+                                        "stop", _("_Stop and Close"),
+                                        NULL);
+      adw_message_dialog_set_response_appearance (ADW_MESSAGE_DIALOG (dialog), "stop",
+                                                  ADW_RESPONSE_DESTRUCTIVE);
+      adw_message_dialog_set_default_response (ADW_MESSAGE_DIALOG (dialog), "cancel");
+      adw_message_dialog_set_close_response (ADW_MESSAGE_DIALOG (dialog), "cancel");
+      g_signal_connect_object (dialog, "response", G_CALLBACK (confirm_close_response_cb),
+                               self, 0);
+      gtk_window_present (GTK_WINDOW (dialog));
+      return TRUE;
+    }
+
+  save_window_state (self);
 
   return GTK_WINDOW_CLASS (dc_window_parent_class)->close_request (window);
 }
@@ -100,6 +168,10 @@ dc_window_constructed (GObject *object)
                                g_settings_get_int (self->settings, "window-height"));
   if (g_settings_get_boolean (self->settings, "window-maximized"))
     gtk_window_maximize (GTK_WINDOW (self));
+
+  dc_train_page_set_settings (self->train_page, self->settings);
+  g_signal_connect_object (self->train_page, "toast", G_CALLBACK (toast_cb), self,
+                           G_CONNECT_SWAPPED);
 
   last_view = g_settings_get_string (self->settings, "last-view");
   if (adw_view_stack_get_child_by_name (self->view_stack, last_view) != NULL)

@@ -1,0 +1,401 @@
+/* dc-cli-bench.c: `daisychain-cli bench gemm`, INT8 GEMM throughput per path
+ * next to PyTorch's f32 matmul (and torch._int_mm where CUDA is present),
+ * measured in the same invocation by scripts/bench-torch.py, which travels
+ * inside the program as a resource. Nothing is installed: without PyTorch the
+ * torch columns are null and the output says why.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-cli"
+
+#include "config.h"
+
+#include <glib/gi18n.h>
+#include <stdlib.h>
+
+#include "dc-cli.h"
+#include "dc-cli-resources.h"
+#include "engine/dc-gemm-backend.h"
+
+typedef struct
+{
+  const char *name;
+  gsize       m;
+  gsize       n;
+  gsize       k;
+} Shape;
+
+/* Products the models of later issues run (Y = X·Wᵀ: M tokens, N outputs,
+ * K inputs): the GPT-2 training model at its largest seed size (width 128,
+ * 32 sequences of 128 tokens) and the MLPs of two Llama-family inference
+ * models on a 128-token prompt. */
+static const Shape model_shapes[] = {
+  { "gpt2-w128-mlp-up", 4096, 512, 128 },
+  { "gpt2-w128-mlp-down", 4096, 128, 512 },
+  { "smollm-135m-mlp-up", 128, 1536, 576 },
+  { "tinyllama-1.1b-mlp-up", 128, 5632, 2048 },
+};
+
+typedef struct
+{
+  double gflops;     /* torch f32 matmul on the CPU, or < 0 */
+  double int8_gops;  /* torch._int_mm on CUDA, or < 0 */
+} TorchRow;
+
+/* Sustained int8 multiply-accumulates per cycle and core that each kernel's
+ * instruction mix allows: AVX2 issues a 32-wide vpmaddubsw plus its vpmaddwd
+ * widening on two 256-bit multiply ports; VNNI two 64-wide vpdpbusd; the
+ * scalar loop one. The ratio to this peak is an estimate, stated as such. */
+static double
+macs_per_cycle (const char *kernel)
+{
+  if (g_str_equal (kernel, "avx2"))
+    return 32;
+  if (g_str_equal (kernel, "avx512-vnni"))
+    return 128;
+  if (g_str_equal (kernel, "scalar"))
+    return 1;
+  return -1;
+}
+
+static double
+cpu_mhz (void)
+{
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/proc/cpuinfo", &text, NULL, NULL))
+    return -1;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (g_str_has_prefix (lines[i], "cpu MHz"))
+      {
+        const char *colon = strchr (lines[i], ':');
+
+        if (colon != NULL)
+          return g_ascii_strtod (colon + 1, NULL);
+      }
+  return -1;
+}
+
+static char *
+shape_key (gsize m,
+           gsize n,
+           gsize k)
+{
+  return g_strdup_printf ("%" G_GSIZE_FORMAT ",%" G_GSIZE_FORMAT ",%" G_GSIZE_FORMAT, m, n, k);
+}
+
+/* Runs the torch script with one interpreter; FALSE when it has no torch. */
+static gboolean
+run_torch_with (const char  *python,
+                const char  *script,
+                guint        n_threads,
+                double       min_time,
+                GArray      *shapes,
+                GHashTable  *rows,
+                char       **version)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *out = NULL;
+  g_auto(GStrv) lines = NULL;
+  char min_time_text[G_ASCII_DTOSTR_BUF_SIZE];
+  int status = 0;
+
+  g_ptr_array_add (argv, g_strdup (python));
+  g_ptr_array_add (argv, g_strdup ("-c"));
+  g_ptr_array_add (argv, g_strdup (script));
+  g_ptr_array_add (argv, g_strdup_printf ("%u", n_threads));
+  g_ptr_array_add (argv, g_strdup (g_ascii_dtostr (min_time_text, sizeof min_time_text, min_time)));
+  for (guint i = 0; i < shapes->len; i++)
+    {
+      const Shape *s = &g_array_index (shapes, Shape, i);
+
+      g_ptr_array_add (argv, shape_key (s->m, s->n, s->k));
+    }
+  g_ptr_array_add (argv, NULL);
+
+  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
+                     NULL, NULL, &out, NULL, &status, NULL) ||
+      !g_spawn_check_wait_status (status, NULL))
+    return FALSE;
+
+  lines = g_strsplit (out, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      JsonObject *object;
+
+      if (*lines[i] == '\0' || !json_parser_load_from_data (parser, lines[i], -1, NULL) ||
+          !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        continue;
+      object = json_node_get_object (json_parser_get_root (parser));
+      if (json_object_has_member (object, "torch"))
+        {
+          g_free (*version);
+          *version = g_strdup_printf ("torch %s, %" G_GINT64_FORMAT " threads%s%s",
+                                      json_object_get_string_member_with_default (object, "torch", "?"),
+                                      json_object_get_int_member_with_default (object, "threads", 0),
+                                      json_object_get_string_member_with_default (object, "cuda", NULL) ? ", CUDA " : "",
+                                      json_object_get_string_member_with_default (object, "cuda", NULL) ?: "");
+        }
+      else if (json_object_has_member (object, "gflops"))
+        {
+          TorchRow *row = g_new (TorchRow, 1);
+
+          row->gflops = json_object_get_double_member_with_default (object, "gflops", -1);
+          row->int8_gops = json_object_get_double_member_with_default (object, "int8_gops", -1);
+          g_hash_table_insert (rows,
+                               shape_key (json_object_get_int_member_with_default (object, "m", 0),
+                                          json_object_get_int_member_with_default (object, "n", 0),
+                                          json_object_get_int_member_with_default (object, "k", 0)),
+                               row);
+        }
+    }
+  return *version != NULL;
+}
+
+static gboolean
+run_torch (guint        n_threads,
+           double       min_time,
+           GArray      *shapes,
+           GHashTable  *rows,
+           char       **version)
+{
+  g_autoptr(GBytes) script = NULL;
+  g_autofree char *text = NULL;
+  const char *python = g_getenv ("DC_BENCH_PYTHON");
+
+  script = g_resource_lookup_data (dc_cli_get_resource (), RESOURCE_BASE "/cli/bench-torch.py",
+                                   G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+  if (script == NULL)
+    return FALSE;
+  text = g_strndup (g_bytes_get_data (script, NULL), g_bytes_get_size (script));
+
+  /* Debian's interpreter first (python3-torch lives there), then the one on
+   * PATH (the GPU machine's image keeps torch in its own python3). */
+  if (python != NULL)
+    return run_torch_with (python, text, n_threads, min_time, shapes, rows, version);
+  return run_torch_with ("/usr/bin/python3", text, n_threads, min_time, shapes, rows, version) ||
+         run_torch_with ("python3", text, n_threads, min_time, shapes, rows, version);
+}
+
+static DcQuantMatrix *
+random_matrix (GRand *rand,
+               gsize  n,
+               gsize  k)
+{
+  DcQuantMatrix *m = dc_quant_matrix_new (n, k, NULL);
+
+  for (gsize i = 0; i < n * k; i++)
+    m->q[i] = (gint8) g_rand_int_range (rand, -127, 128);
+  for (gsize v = 0; v < n; v++)
+    m->exponent[v] = g_rand_int_range (rand, -10, 11);
+  return m;
+}
+
+static void
+json_add_double_or_null (JsonBuilder *builder,
+                         const char  *name,
+                         double       value)
+{
+  json_builder_set_member_name (builder, name);
+  if (value >= 0)
+    json_builder_add_double_value (builder, value);
+  else
+    json_builder_add_null_value (builder);
+}
+
+int
+dc_cli_bench_run (const DcCliCommand  *command,
+                  DcCliOptions        *options,
+                  int                  argc,
+                  char               **argv)
+{
+  g_autofree char *paths_text = NULL;
+  g_autofree char *sizes_text = NULL;
+  gboolean no_model = FALSE, no_torch = FALSE;
+  int n_threads = 0;
+  double min_time = 0.3;
+  const GOptionEntry entries[] = {
+    { "paths", 0, 0, G_OPTION_ARG_STRING, &paths_text,
+      N_("Comma-separated paths (default: cpu-scalar,cpu,vulkan)"), N_("PATHS") },
+    { "sizes", 0, 0, G_OPTION_ARG_STRING, &sizes_text,
+      N_("Comma-separated M=N=K sizes (default: 128,512,1024,2048)"), N_("SIZES") },
+    { "no-model-shapes", 0, 0, G_OPTION_ARG_NONE, &no_model, N_("Skip the model shapes"), NULL },
+    { "no-torch", 0, 0, G_OPTION_ARG_NONE, &no_torch, N_("Skip the PyTorch reference"), NULL },
+    { "threads", 't', 0, G_OPTION_ARG_INT, &n_threads,
+      N_("CPU threads (default: all processors)"), N_("N") },
+    { "min-time", 0, 0, G_OPTION_ARG_DOUBLE, &min_time,
+      N_("Seconds to time each product for (default: 0.3)"), N_("SECONDS") },
+    { NULL }
+  };
+  g_autoptr(GArray) shapes = g_array_new (FALSE, FALSE, sizeof (Shape));
+  g_autoptr(GHashTable) torch_rows = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GPtrArray) size_names = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *torch_version = NULL;
+  g_auto(GStrv) paths = NULL;
+  g_auto(GStrv) sizes = NULL;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (42);
+  double mhz = cpu_mhz ();
+
+  if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
+    return DC_CLI_EXIT_USAGE;
+  if (argc != 2 || !g_str_equal (argv[1], "gemm"))
+    return dc_cli_usage_error (command, _("the only benchmark is “gemm”"));
+  if (n_threads < 0 || n_threads > 1024)
+    return dc_cli_usage_error (command, _("--threads must be between 1 and 1024"));
+  if (!(min_time > 0 && min_time <= 60))
+    return dc_cli_usage_error (command, _("--min-time must be between 0 and 60 seconds"));
+  if (n_threads == 0)
+    n_threads = g_get_num_processors ();
+
+  paths = g_strsplit (paths_text ? paths_text : "cpu-scalar,cpu,vulkan", ",", -1);
+  sizes = g_strsplit (sizes_text ? sizes_text : "128,512,1024,2048", ",", -1);
+  for (guint i = 0; paths[i] != NULL; i++)
+    {
+      DcBackendKind kind;
+
+      if (!dc_backend_kind_from_string (paths[i], &kind))
+        return dc_cli_usage_error (command, _("unknown path “%s” (cpu-scalar, cpu, vulkan)"), paths[i]);
+    }
+  for (guint i = 0; sizes[i] != NULL; i++)
+    {
+      guint64 size;
+      Shape shape;
+
+      if (!g_ascii_string_to_unsigned (sizes[i], 10, 1, 16384, &size, NULL))
+        return dc_cli_usage_error (command, _("sizes must be between 1 and 16384, not “%s”"), sizes[i]);
+      g_ptr_array_add (size_names, g_strdup_printf ("square-%" G_GUINT64_FORMAT, size));
+      shape.name = g_ptr_array_index (size_names, size_names->len - 1);
+      shape.m = shape.n = shape.k = size;
+      g_array_append_val (shapes, shape);
+    }
+  if (!no_model)
+    g_array_append_vals (shapes, model_shapes, G_N_ELEMENTS (model_shapes));
+
+  if (!no_torch)
+    {
+      if (!run_torch (n_threads, min_time, shapes, torch_rows, &torch_version))
+        {
+          const char *note = _("PyTorch is not installed, so there is no reference: install Debian's "
+                               "python3-torch and libopenblas0-pthread to compare (nothing was installed)");
+
+          if (options->json)
+            {
+              g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+              json_builder_begin_object (builder);
+              json_builder_set_member_name (builder, "event");
+              json_builder_add_string_value (builder, "note");
+              json_builder_set_member_name (builder, "message");
+              json_builder_add_string_value (builder, note);
+              json_builder_end_object (builder);
+              dc_cli_print_json (builder);
+            }
+          else
+            g_print ("%s\n", note);
+        }
+      else if (!options->json)
+        g_print (_("reference: %s\n"), torch_version);
+    }
+
+  if (!options->json)
+    g_print ("%-24s %-10s %-14s %5s %5s %5s %9s %9s %7s %7s\n", "shape", "path", "kernel", "m", "n", "k",
+             "GOPS", "torch", "ratio", "peak");
+
+  for (guint p = 0; paths[p] != NULL; p++)
+    {
+      g_autoptr(DcGemmBackend) backend = NULL;
+      g_autoptr(GError) error = NULL;
+      DcBackendKind kind;
+      double peak = -1;
+
+      dc_backend_kind_from_string (paths[p], &kind);
+      backend = dc_gemm_backend_new (kind, &error);
+      if (backend == NULL || dc_gemm_backend_get_kind (backend) != kind)
+        {
+          g_printerr (_("bench: path %s unavailable: %s\n"), paths[p],
+                      error ? error->message : _("its kernels failed verification"));
+          continue;
+        }
+      dc_gemm_backend_set_n_threads (backend, n_threads);
+      if (kind != DC_BACKEND_VULKAN && mhz > 0)
+        peak = (kind == DC_BACKEND_CPU ? n_threads : 1) * mhz * 1e6 *
+               macs_per_cycle (dc_gemm_backend_get_kernel_name (backend)) * 2 / 1e9;
+
+      for (guint s = 0; s < shapes->len; s++)
+        {
+          const Shape *shape = &g_array_index (shapes, Shape, s);
+          g_autoptr(DcQuantMatrix) a = NULL;
+          g_autoptr(DcQuantMatrix) b = NULL;
+          g_autofree char *key = shape_key (shape->m, shape->n, shape->k);
+          TorchRow *torch = g_hash_table_lookup (torch_rows, key);
+          double ops = 2.0 * shape->m * shape->n * shape->k;
+          double seconds = 0, gops, torch_gflops = torch ? torch->gflops : -1;
+          guint repeat;
+
+          /* The scalar reference, and any path on a CPU-emulated Vulkan
+           * device (lavapipe), would take minutes on the large shapes. */
+          if ((kind == DC_BACKEND_CPU_SCALAR || (kind == DC_BACKEND_VULKAN &&
+                                                 strstr (dc_gemm_backend_get_device_name (backend), "llvmpipe"))) &&
+              ops > 2.0 * 512 * 512 * 512)
+            continue;
+
+          a = random_matrix (rand, shape->m, shape->k);
+          b = random_matrix (rand, shape->n, shape->k);
+          if (!dc_gemm_backend_time (backend, a, b, 1, &seconds, &error))
+            return dc_cli_fail (options, error);
+          repeat = (guint) CLAMP (min_time / MAX (seconds, 1e-6), 1, 100);
+          if (!dc_gemm_backend_time (backend, a, b, repeat, &seconds, &error))
+            return dc_cli_fail (options, error);
+          gops = ops * repeat / seconds / 1e9;
+
+          if (options->json)
+            {
+              g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+              json_builder_begin_object (builder);
+              json_builder_set_member_name (builder, "shape");
+              json_builder_add_string_value (builder, shape->name);
+              json_builder_set_member_name (builder, "path");
+              json_builder_add_string_value (builder, paths[p]);
+              json_builder_set_member_name (builder, "kernel");
+              json_builder_add_string_value (builder, dc_gemm_backend_get_kernel_name (backend));
+              json_builder_set_member_name (builder, "device");
+              json_builder_add_string_value (builder, dc_gemm_backend_get_device_name (backend));
+              json_builder_set_member_name (builder, "m");
+              json_builder_add_int_value (builder, shape->m);
+              json_builder_set_member_name (builder, "n");
+              json_builder_add_int_value (builder, shape->n);
+              json_builder_set_member_name (builder, "k");
+              json_builder_add_int_value (builder, shape->k);
+              json_builder_set_member_name (builder, "gops");
+              json_builder_add_double_value (builder, gops);
+              json_add_double_or_null (builder, "torch_gflops", torch_gflops);
+              json_add_double_or_null (builder, "ratio_vs_torch",
+                                       torch_gflops > 0 ? gops / torch_gflops : -1);
+              json_add_double_or_null (builder, "peak_ratio", peak > 0 ? gops / peak : -1);
+              if (torch != NULL && torch->int8_gops > 0)
+                {
+                  json_add_double_or_null (builder, "torch_int8_gops", torch->int8_gops);
+                  json_add_double_or_null (builder, "ratio_vs_torch_int8", gops / torch->int8_gops);
+                }
+              json_builder_end_object (builder);
+              dc_cli_print_json (builder);
+            }
+          else
+            {
+              g_print ("%-24s %-10s %-14s %5" G_GSIZE_FORMAT " %5" G_GSIZE_FORMAT " %5" G_GSIZE_FORMAT
+                       " %9.1f %9.1f %7.2f %7.2f\n",
+                       shape->name, paths[p], dc_gemm_backend_get_kernel_name (backend),
+                       shape->m, shape->n, shape->k, gops, torch_gflops,
+                       torch_gflops > 0 ? gops / torch_gflops : 0, peak > 0 ? gops / peak : 0);
+              if (torch != NULL && torch->int8_gops > 0)
+                g_print ("%-24s %-10s torch._int_mm %9.1f GOPS, ratio %.3f\n", "", "", torch->int8_gops,
+                         gops / torch->int8_gops);
+            }
+        }
+    }
+  return DC_CLI_EXIT_OK;
+}

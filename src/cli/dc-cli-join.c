@@ -1,0 +1,456 @@
+/* dc-cli-join.c: `daisychain-cli join`, join a group and print peer events.
+ *
+ * Besides the user options it has test options (docs/CLI.md) that send
+ * payloads of chosen sizes to every peer once the mesh is complete and check
+ * what arrives byte for byte, so that tests can run several processes.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-cli"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <glib/gi18n.h>
+#include <glib-unix.h>
+#include <gio/gunixinputstream.h>
+
+#include "dc-cli.h"
+#include "mesh/dc-mesh.h"
+#include "mesh/dc-room.h"
+#include "mesh/dc-signal-server.h"
+
+typedef struct
+{
+  DcCliOptions      *options;
+  DcMesh            *mesh;
+  GMainLoop         *loop;
+  GDataInputStream  *stdin_lines;
+  GQueue             asks;          /* ids awaiting an answer on stdin */
+  GArray            *send_sizes;    /* gsize */
+  int                expect_peers;
+  int                exit_status;
+  gboolean           sent;
+} JoinState;
+
+static void
+join_state_clear (JoinState *state)
+{
+  g_clear_object (&state->stdin_lines);
+  g_queue_clear_full (&state->asks, g_free);
+  g_clear_pointer (&state->send_sizes, g_array_unref);
+}
+
+/* The test pattern: depends on the position and on the total size, so a
+ * truncated, shifted or mixed-up message fails the check. */
+static guint8
+pattern_byte (gsize i,
+              gsize size)
+{
+  return (guint8) ((i * 131u + (i >> 9) * 7u + size * 17u + 1u) & 0xff);
+}
+
+static GBytes *
+pattern_new (gsize size)
+{
+  guint8 *data = g_malloc (MAX (size, 1));
+
+  for (gsize i = 0; i < size; i++)
+    data[i] = pattern_byte (i, size);
+  return g_bytes_new_take (data, size);
+}
+
+static gboolean
+pattern_check (GBytes *bytes)
+{
+  gsize size;
+  const guint8 *data = g_bytes_get_data (bytes, &size);
+
+  for (gsize i = 0; i < size; i++)
+    if (data[i] != pattern_byte (i, size))
+      return FALSE;
+  return TRUE;
+}
+
+static void
+print_event (JoinState  *state,
+             const char *event,
+             const char *peer,
+             guint       n_peers,
+             const char *reason,
+             gint64      size,
+             int         ok)
+{
+  if (state->options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, event);
+      if (peer != NULL)
+        {
+          json_builder_set_member_name (builder, "peer");
+          json_builder_add_string_value (builder, peer);
+        }
+      json_builder_set_member_name (builder, "peers");
+      json_builder_add_int_value (builder, n_peers);
+      if (reason != NULL)
+        {
+          json_builder_set_member_name (builder, "reason");
+          json_builder_add_string_value (builder, reason);
+        }
+      if (size >= 0)
+        {
+          json_builder_set_member_name (builder, "size");
+          json_builder_add_int_value (builder, size);
+        }
+      if (ok >= 0)
+        {
+          json_builder_set_member_name (builder, "ok");
+          json_builder_add_boolean_value (builder, ok);
+        }
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else
+    {
+      g_print ("%s%s%s (%u %s)%s%s\n", event, peer != NULL ? ": " : "", peer != NULL ? peer : "",
+               n_peers, n_peers == 1 ? _("peer") : _("peers"),
+               reason != NULL ? " " : "", reason != NULL ? reason : "");
+      fflush (stdout);
+    }
+}
+
+static void
+send_test_payloads (JoinState *state)
+{
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (state->mesh);
+
+  state->sent = TRUE;
+  for (guint s = 0; s < state->send_sizes->len; s++)
+    {
+      g_autoptr(GBytes) payload = pattern_new (g_array_index (state->send_sizes, gsize, s));
+
+      for (guint i = 0; i < peers->len; i++)
+        {
+          g_autoptr(GError) error = NULL;
+
+          if (dc_peer_get_state (g_ptr_array_index (peers, i)) != DC_PEER_STATE_OPEN)
+            continue;
+          if (!dc_peer_send (g_ptr_array_index (peers, i), DC_MESH_MSG_DATA, payload, &error))
+            g_printerr ("daisychain-cli: %s\n", error->message);
+        }
+    }
+}
+
+static void
+event_cb (DcMesh     *mesh,
+          const char *event,
+          const char *peer,
+          guint       n_peers,
+          const char *reason,
+          gpointer    user_data)
+{
+  JoinState *state = user_data;
+
+  print_event (state, event, peer, n_peers, reason, -1, -1);
+  if (g_str_equal (event, "peer-joined") && state->expect_peers > 0
+      && (int) n_peers == state->expect_peers && !state->sent)
+    {
+      print_event (state, "mesh-complete", NULL, n_peers, NULL, -1, -1);
+      if (state->send_sizes != NULL)
+        send_test_payloads (state);
+    }
+}
+
+static void
+message_cb (DcMesh  *mesh,
+            DcPeer  *peer,
+            guint    type,
+            GBytes  *payload,
+            gpointer user_data)
+{
+  JoinState *state = user_data;
+
+  if (type != DC_MESH_MSG_DATA)
+    return;
+  print_event (state, "data", dc_peer_get_name (peer), dc_mesh_get_n_peers (mesh), NULL,
+               (gint64) g_bytes_get_size (payload), pattern_check (payload));
+}
+
+static void
+failed_cb (DcMesh       *mesh,
+           const GError *error,
+           gpointer      user_data)
+{
+  JoinState *state = user_data;
+
+  state->exit_status = dc_cli_fail (state->options, error);
+  g_main_loop_quit (state->loop);
+}
+
+static void read_answer (JoinState *state);
+
+static void
+answer_cb (GObject      *object,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  JoinState *state = user_data;
+  g_autofree char *line = NULL;
+  g_autofree char *id = NULL;
+
+  line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (object), result,
+                                                     NULL, NULL);
+  if (line == NULL)
+    return;  /* stdin closed: remaining requests stay unanswered */
+  id = g_queue_pop_head (&state->asks);
+  if (id != NULL)
+    dc_mesh_answer_request (state->mesh, id,
+                            g_ascii_strcasecmp (g_strstrip (line), "accept") == 0
+                            || g_ascii_strcasecmp (line, "y") == 0);
+  if (!g_queue_is_empty (&state->asks))
+    read_answer (state);
+}
+
+static void
+read_answer (JoinState *state)
+{
+  if (state->stdin_lines == NULL)
+    {
+      g_autoptr(GInputStream) in = g_unix_input_stream_new (0, FALSE);
+
+      state->stdin_lines = g_data_input_stream_new (in);
+    }
+  g_data_input_stream_read_line_async (state->stdin_lines, G_PRIORITY_DEFAULT, NULL,
+                                       answer_cb, state);
+}
+
+static void
+approval_requested_cb (DcMesh     *mesh,
+                       const char *id,
+                       const char *name,
+                       gpointer    user_data)
+{
+  JoinState *state = user_data;
+  gboolean idle = g_queue_is_empty (&state->asks);
+
+  if (!state->options->json)
+    g_print (_("“%s” asks to join. Type accept or decline: "), name);
+  fflush (stdout);
+  g_queue_push_tail (&state->asks, g_strdup (id));
+  if (idle)
+    read_answer (state);
+}
+
+static gboolean
+quit_cb (gpointer user_data)
+{
+  g_main_loop_quit (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+leave_cb (gpointer user_data)
+{
+  JoinState *state = user_data;
+
+  dc_mesh_leave (state->mesh);
+  /* Let the byes leave before the process ends. */
+  g_timeout_add (200, quit_cb, state->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+parse_sizes (const char  *text,
+             GArray     **out)
+{
+  g_auto(GStrv) parts = g_strsplit (text, ",", -1);
+  g_autoptr(GArray) sizes = g_array_new (FALSE, FALSE, sizeof (gsize));
+
+  for (guint i = 0; parts[i] != NULL; i++)
+    {
+      guint64 value;
+
+      if (!g_ascii_string_to_unsigned (parts[i], 10, 0, DC_MESH_MAX_PAYLOAD, &value, NULL))
+        return FALSE;
+      g_array_append_val (sizes, value);
+    }
+  *out = g_steal_pointer (&sizes);
+  return TRUE;
+}
+
+int
+dc_cli_join_run (const DcCliCommand  *command,
+                 DcCliOptions        *options,
+                 int                  argc,
+                 char               **argv)
+{
+  g_autofree char *room = NULL;
+  g_autofree char *signal_url = NULL;
+  g_autofree char *name = NULL;
+  g_autofree char *approve = NULL;
+  g_autofree char *stun = NULL;
+  g_autofree char *turn = NULL;
+  g_autofree char *backend = NULL;
+  g_autofree char *probe_hash = NULL;
+  g_autofree char *send_sizes = NULL;
+  g_autofree char *test_room_id = NULL;
+  g_auto(GStrv) ice_addresses = NULL;
+  gboolean no_create = FALSE, serve = FALSE;
+  int numeric_rule = 0, expect_peers = 0;
+  const GOptionEntry entries[] = {
+    { "room", 0, 0, G_OPTION_ARG_STRING, &room,
+      N_("Room code (default: generate one and print it)"), N_("CODE") },
+    { "signal", 0, 0, G_OPTION_ARG_STRING, &signal_url,
+      N_("Signaling service URL (ws:// or wss://…/signal)"), N_("URL") },
+    { "serve", 0, 0, G_OPTION_ARG_NONE, &serve,
+      N_("Serve signaling in this process (on --signal's port when given) and join it"), NULL },
+    { "name", 0, 0, G_OPTION_ARG_STRING, &name, N_("This device's name (default: host name)"),
+      N_("NAME") },
+    { "approve", 0, 0, G_OPTION_ARG_STRING, &approve,
+      N_("As host: admit all, none, or ask on stdin (default: ask)"), N_("all|none|ask") },
+    { "no-create", 0, 0, G_OPTION_ARG_NONE, &no_create,
+      N_("Fail instead of creating the room when nobody is in it"), NULL },
+    { "stun", 0, 0, G_OPTION_ARG_STRING, &stun, N_("STUN server (stun://host:port)"),
+      N_("URL") },
+    { "turn", 0, 0, G_OPTION_ARG_STRING, &turn,
+      N_("TURN server (turn://user:password@host:port)"), N_("URL") },
+    { "ice-address", 0, 0, G_OPTION_ARG_STRING_ARRAY, &ice_addresses,
+      N_("Use only this local address for ICE (repeatable)"), N_("ADDRESS") },
+    { "backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+      N_("Backend named in the hello (until the engine supplies it)"), N_("NAME") },
+    { "probe-hash", 0, 0, G_OPTION_ARG_STRING, &probe_hash,
+      N_("Probe hash named in the hello"), N_("HEX") },
+    { "numeric-rule", 0, 0, G_OPTION_ARG_INT, &numeric_rule,
+      N_("Numeric-rule id named in the hello"), N_("N") },
+    { "expect-peers", 0, 0, G_OPTION_ARG_INT, &expect_peers,
+      N_("Test: print mesh-complete when this many peers are connected"), N_("N") },
+    { "send-sizes", 0, 0, G_OPTION_ARG_STRING, &send_sizes,
+      N_("Test: at mesh-complete send a checked payload of each size to every peer"),
+      N_("N,N,…") },
+    { "test-room-id", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_room_id,
+      N_("Test: present this room id with the code's key"), N_("HEX") },
+    { NULL }
+  };
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autoptr(DcSignalServer) server = NULL;
+  g_autoptr(GMainLoop) loop = NULL;
+  g_autoptr(GError) error = NULL;
+  JoinState state = { 0 };
+  int status;
+
+  if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
+    return DC_CLI_EXIT_USAGE;
+  if (argc > 1)
+    return dc_cli_usage_error (command, _("unexpected argument “%s”"), argv[1]);
+
+  if (approve == NULL || g_str_equal (approve, "ask"))
+    config.approve = DC_MESH_APPROVE_ASK;
+  else if (g_str_equal (approve, "all"))
+    config.approve = DC_MESH_APPROVE_ALL;
+  else if (g_str_equal (approve, "none"))
+    config.approve = DC_MESH_APPROVE_NONE;
+  else
+    return dc_cli_usage_error (command, _("--approve takes all, none or ask"));
+  if (send_sizes != NULL && !parse_sizes (send_sizes, &state.send_sizes))
+    return dc_cli_usage_error (command, _("--send-sizes takes sizes in bytes, comma-separated"));
+  if (signal_url == NULL && !serve)
+    return dc_cli_usage_error (command, _("give --signal URL, or --serve"));
+  if (name != NULL && !g_utf8_validate (name, -1, NULL))
+    return dc_cli_usage_error (command, _("--name must be UTF-8 text"));
+
+  if (!dc_mesh_check_plugins (&error))
+    return dc_cli_fail (options, error);
+
+  if (serve)
+    {
+      guint port = 0;
+      g_autofree char *bind = NULL;
+
+      if (signal_url != NULL)
+        {
+          g_autoptr(GUri) uri = g_uri_parse (signal_url, G_URI_FLAGS_NONE, NULL);
+
+          if (uri == NULL || g_uri_get_port (uri) < 0)
+            return dc_cli_usage_error (command, _("with --serve, --signal needs a port"));
+          port = (guint) g_uri_get_port (uri);
+          bind = g_strdup (g_uri_get_host (uri));
+        }
+      server = dc_signal_server_new ();
+      if (!dc_signal_server_listen (server, bind != NULL ? bind : "127.0.0.1", port, NULL, NULL,
+                                    &error))
+        return dc_cli_fail (options, error);
+      g_free (signal_url);
+      signal_url = dc_signal_server_dup_url (server);
+      if (options->json)
+        {
+          g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+          json_builder_begin_object (builder);
+          json_builder_set_member_name (builder, "event");
+          json_builder_add_string_value (builder, "listening");
+          json_builder_set_member_name (builder, "url");
+          json_builder_add_string_value (builder, signal_url);
+          json_builder_end_object (builder);
+          dc_cli_print_json (builder);
+        }
+    }
+
+  if (room == NULL)
+    {
+      room = dc_room_generate_code ();
+      if (options->json)
+        {
+          g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+          json_builder_begin_object (builder);
+          json_builder_set_member_name (builder, "event");
+          json_builder_add_string_value (builder, "room");
+          json_builder_set_member_name (builder, "room");
+          json_builder_add_string_value (builder, room);
+          json_builder_end_object (builder);
+          dc_cli_print_json (builder);
+        }
+      else
+        {
+          g_print (_("Room code: %s\n"), room);
+        }
+    }
+
+  config.signal_url = g_strdup (signal_url);
+  config.room_code = g_strdup (room);
+  config.room_id_override = g_strdup (test_room_id);
+  config.create = !no_create;
+  config.hello = dc_mesh_hello_new (name != NULL ? name : g_get_host_name (),
+                                    backend != NULL ? backend : "cpu",
+                                    probe_hash != NULL ? probe_hash : "",
+                                    (guint32) numeric_rule);
+  config.peer.stun_server = g_strdup (stun);
+  config.peer.turn_server = g_strdup (turn);
+  config.peer.ice_addresses = g_strdupv (ice_addresses);
+
+  loop = g_main_loop_new (NULL, FALSE);
+  state.options = options;
+  state.loop = loop;
+  state.expect_peers = expect_peers;
+  g_queue_init (&state.asks);
+  state.mesh = dc_mesh_new (&config);
+  g_signal_connect (state.mesh, "event", G_CALLBACK (event_cb), &state);
+  g_signal_connect (state.mesh, "message", G_CALLBACK (message_cb), &state);
+  g_signal_connect (state.mesh, "failed", G_CALLBACK (failed_cb), &state);
+  g_signal_connect (state.mesh, "approval-requested", G_CALLBACK (approval_requested_cb),
+                    &state);
+  g_unix_signal_add (SIGINT, leave_cb, &state);
+  g_unix_signal_add (SIGTERM, leave_cb, &state);
+
+  dc_mesh_start (state.mesh);
+  g_main_loop_run (loop);
+
+  status = state.exit_status;
+  g_signal_handlers_disconnect_by_data (state.mesh, &state);
+  g_clear_object (&state.mesh);
+  join_state_clear (&state);
+  return status;
+}

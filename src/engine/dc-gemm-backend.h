@@ -1,0 +1,85 @@
+/* dc-gemm-backend.h: where INT8 GEMMs run (cpu-scalar, cpu, vulkan).
+ *
+ * A backend is created on, and used from, one thread at a time. Every backend
+ * computes the same bits (docs/VERIFICATION.md); a Vulkan backend whose
+ * kernels all fail their init gates falls back to the CPU path.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include "dc-gemm.h"
+
+G_BEGIN_DECLS
+
+typedef struct _DcGemmBackend DcGemmBackend;
+
+const char    *dc_backend_kind_to_string          (DcBackendKind         kind);
+gboolean       dc_backend_kind_from_string        (const char           *name,
+                                                   DcBackendKind        *kind);
+
+/**
+ * dc_gemm_backend_new:
+ * @kind: the backend asked for
+ *
+ * For %DC_BACKEND_VULKAN this opens the first suitable device and runs every
+ * kernel variant's init gate; it fails only when no device can be used at
+ * all. When every kernel is refused the backend runs on the CPU path and
+ * dc_gemm_backend_get_kind() says so.
+ *
+ * Returns: (transfer full) (nullable): the backend
+ */
+DcGemmBackend *dc_gemm_backend_new                (DcBackendKind         kind,
+                                                   GError              **error);
+void           dc_gemm_backend_free               (DcGemmBackend        *self);
+
+/* The backend actually used (after any fallback). */
+DcBackendKind  dc_gemm_backend_get_kind           (DcGemmBackend        *self);
+const char    *dc_gemm_backend_get_device_name    (DcGemmBackend        *self);
+/* The kernel in use: "scalar", "avx2", "avx512-vnni", or a shader variant. */
+const char    *dc_gemm_backend_get_kernel_name    (DcGemmBackend        *self);
+/* CPU threads (default: the number of processors); results never depend on it. */
+void           dc_gemm_backend_set_n_threads      (DcGemmBackend        *self,
+                                                   guint                 n_threads);
+guint          dc_gemm_backend_get_n_threads      (DcGemmBackend        *self);
+
+/**
+ * dc_gemm_run:
+ * @a: M vectors of length K
+ * @b: N vectors of length K
+ * @c: (out) (array length=M*N): c[m * N + n], row-major (M, N)
+ *
+ * c = epilogue (a · bᵀ). Refuses mismatched K, values of -128 and
+ * out-of-range exponents (hand-filled operands) with a #DC_GEMM_ERROR.
+ */
+gboolean       dc_gemm_run                        (DcGemmBackend        *self,
+                                                   const DcQuantMatrix  *a,
+                                                   const DcQuantMatrix  *b,
+                                                   float                *c,
+                                                   GError              **error);
+/* The same, stopping at the exact int32 accumulators acc[m * N + n]. */
+gboolean       dc_gemm_run_i32                    (DcGemmBackend        *self,
+                                                   const DcQuantMatrix  *a,
+                                                   const DcQuantMatrix  *b,
+                                                   gint32               *acc,
+                                                   GError              **error);
+
+/**
+ * dc_gemm_backend_time:
+ * @repeat: products to time, at least one
+ * @seconds: (out): wall time of all @repeat products (f32 outputs)
+ *
+ * For benchmarks. On Vulkan the operands are uploaded once and only the
+ * dispatches are timed (each one waited for); on the CPU every call is a
+ * whole dc_gemm_run().
+ */
+gboolean       dc_gemm_backend_time               (DcGemmBackend        *self,
+                                                   const DcQuantMatrix  *a,
+                                                   const DcQuantMatrix  *b,
+                                                   guint                 repeat,
+                                                   double               *seconds,
+                                                   GError              **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGemmBackend, dc_gemm_backend_free)
+
+G_END_DECLS

@@ -1,0 +1,394 @@
+/* dc-gemm-vk.c: the Vulkan path of the exact INT8 GEMM and its init gates.
+ *
+ * Kernel variants (shaders/gemm-int8.comp), most preferred first:
+ *   dot     64 × 64 tiles, packed OpSDot     (needs shaderIntegerDotProduct)
+ *   dot128  128 × 128 tiles, packed OpSDot   (needs shaderIntegerDotProduct)
+ *   tiled   64 × 64 tiles, plain int32 math  (needs shaderInt8, 8-bit storage)
+ * On the H200 (docs/BENCHMARKS.md) dot ran 4096³ at 46.6 TOPS, dot128 and
+ * tiled at 8.2: the 64 accumulators of dot128 cost more occupancy than its
+ * larger tile saves.
+ * A variant computes nothing until its gate has passed: a sweep of shapes
+ * (ragged, 1 × K, K = 1, tile ± 1, values at ±127, zero rows) that must equal
+ * the CPU reference bit for bit, int32 accumulators and f32 outputs. The first
+ * variant that passes is used; when none passes the backend falls back to the
+ * CPU path. DC_TEST_BREAK_KERNEL=name[,name…] or "all" swaps in the broken
+ * twin of a variant, for the test of the gate only. DC_GEMM_VK_KERNEL=name
+ * offers only that variant (tests of each variant, benchmarks); it is still
+ * gated.
+ *
+ * Operands are repacked into zero-padded device-local buffers (M, N rounded up
+ * to 128, K to 32) through a host-visible staging buffer; the zero padding adds
+ * nothing to any sum, and only real outputs are written.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-engine"
+
+#include "config.h"
+
+#include "dc-gemm-vk.h"
+
+#include <string.h>
+
+#include "dc-shader-params.h"
+#include "dc-vk-context.h"
+
+#define PAD_MN 128
+#define PAD_K  32
+
+typedef struct
+{
+  const char *name;
+  const char *shader;
+  guint       tile_m;
+  guint       tile_n;
+  gboolean    needs_dot;
+} Variant;
+
+static const Variant variants[] = {
+  { "dot", "gemm-int8-dot", 64, 64, TRUE },
+  { "dot128", "gemm-int8-dot128", 128, 128, TRUE },
+  { "tiled", "gemm-int8-tiled", 64, 64, FALSE },
+};
+
+struct _DcGemmVk
+{
+  /* owned */
+  DcVkContext   *ctx;
+  DcVkPipeline  *pipeline;
+  char          *features;
+  /* borrowed */
+  const Variant *variant;
+};
+
+static gsize
+round_up (gsize x,
+          gsize to)
+{
+  return (x + to - 1) / to * to;
+}
+
+static gboolean
+variant_broken_for_test (const Variant *variant)
+{
+  const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
+  g_auto(GStrv) names = NULL;
+
+  if (env == NULL || *env == '\0')
+    return FALSE;
+  if (g_str_equal (env, "all"))
+    return TRUE;
+  names = g_strsplit (env, ",", -1);
+  return g_strv_contains ((const char * const *) names, variant->name);
+}
+
+/* Uploads, dispatches and reads back. out is (M, N): int32 or f32 bits. */
+static gboolean
+run_variant (DcVkContext          *ctx,
+             DcVkPipeline         *pipeline,
+             const Variant        *variant,
+             const DcQuantMatrix  *a,
+             const DcQuantMatrix  *b,
+             guint32               mode,
+             guint                 repeat,
+             gint64               *dispatch_usec,
+             guint32              *out,
+             GError              **error)
+{
+  const gsize M = a->n_vectors, N = b->n_vectors, K = a->k;
+  const gsize Mp = round_up (M, PAD_MN), Np = round_up (N, PAD_MN), Kp = round_up (K, PAD_K);
+  const DcVkFeatures *features = dc_vk_context_get_features (ctx);
+  g_autoptr(DcVkBuffer) staging = NULL;
+  g_autoptr(DcVkBuffer) buf_a = NULL;
+  g_autoptr(DcVkBuffer) buf_b = NULL;
+  g_autoptr(DcVkBuffer) buf_c = NULL;
+  g_autoptr(DcVkBuffer) buf_ea = NULL;
+  g_autoptr(DcVkBuffer) buf_eb = NULL;
+  gsize size_a, size_b, size_c, size_staging;
+  DcGemmPush push;
+  guint8 *host;
+  gint64 start;
+
+  /* Every binding must fit the device's range, and the push constants and
+   * group counts their 32-bit fields. */
+  if (!g_size_checked_mul (&size_a, Mp, Kp) || !g_size_checked_mul (&size_b, Np, Kp) ||
+      !g_size_checked_mul (&size_c, M * 4, N) ||
+      size_a > features->max_storage_buffer_range || size_b > features->max_storage_buffer_range ||
+      size_c > features->max_storage_buffer_range || Kp / 4 > G_MAXUINT32)
+    {
+      g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE,
+                   "GEMM %" G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT
+                   " exceeds the Vulkan device's buffer limit (%u bytes per binding)",
+                   M, N, K, features->max_storage_buffer_range);
+      return FALSE;
+    }
+  size_staging = MAX (MAX (size_a, size_b), size_c);
+
+  if ((staging = dc_vk_buffer_new (ctx, size_staging, error)) == NULL ||
+      (buf_a = dc_vk_buffer_new_device_local (ctx, size_a, error)) == NULL ||
+      (buf_b = dc_vk_buffer_new_device_local (ctx, size_b, error)) == NULL ||
+      (buf_c = dc_vk_buffer_new_device_local (ctx, size_c, error)) == NULL ||
+      (buf_ea = dc_vk_buffer_new (ctx, M * sizeof (gint32), error)) == NULL ||
+      (buf_eb = dc_vk_buffer_new (ctx, N * sizeof (gint32), error)) == NULL)
+    return FALSE;
+
+  host = dc_vk_buffer_get_data (staging);
+  memset (host, 0, size_a);
+  for (gsize m = 0; m < M; m++)
+    memcpy (host + m * Kp, a->q + m * K, K);
+  if (!dc_vk_buffer_copy (ctx, staging, buf_a, size_a, error))
+    return FALSE;
+  memset (host, 0, size_b);
+  for (gsize n = 0; n < N; n++)
+    memcpy (host + n * Kp, b->q + n * K, K);
+  if (!dc_vk_buffer_copy (ctx, staging, buf_b, size_b, error))
+    return FALSE;
+  memcpy (dc_vk_buffer_get_data (buf_ea), a->exponent, M * sizeof (gint32));
+  memcpy (dc_vk_buffer_get_data (buf_eb), b->exponent, N * sizeof (gint32));
+
+  push.m = M;
+  push.n = N;
+  push.kw = Kp / 4;
+  push.mode = mode;
+
+  start = g_get_monotonic_time ();
+  for (guint r = 0; r < MAX (repeat, 1); r++)
+    {
+      DcVkBuffer *buffers[] = { buf_a, buf_b, buf_ea, buf_eb, buf_c };
+
+      if (!dc_vk_dispatch (ctx, pipeline, buffers, &push,
+                           Np / variant->tile_n, Mp / variant->tile_m, 1, error))
+        return FALSE;
+    }
+  if (dispatch_usec != NULL)
+    *dispatch_usec = g_get_monotonic_time () - start;
+
+  if (!dc_vk_buffer_copy (ctx, buf_c, staging, size_c, error))
+    return FALSE;
+  memcpy (out, host, size_c);
+  return TRUE;
+}
+
+static DcQuantMatrix *
+gate_matrix (GRand *rand,
+             gsize  n,
+             gsize  k,
+             int    style)
+{
+  DcQuantMatrix *m = dc_quant_matrix_new (n, k, NULL);
+
+  for (gsize i = 0; i < n * k; i++)
+    {
+      if (style == 0)
+        m->q[i] = (gint8) g_rand_int_range (rand, -127, 128);
+      else
+        m->q[i] = g_rand_boolean (rand) ? 127 : -127;
+    }
+  /* A zero vector in every matrix that has room for one. */
+  if (n > 2)
+    memset (m->q + (n / 2) * k, 0, k);
+  for (gsize v = 0; v < n; v++)
+    m->exponent[v] = g_rand_int_range (rand, -140, 141);  /* reaches flush and saturation */
+  return m;
+}
+
+/* The init gate. Returns FALSE with a message saying what differed. */
+static gboolean
+gate_variant (DcVkContext    *ctx,
+              DcVkPipeline   *pipeline,
+              const Variant  *variant,
+              GError        **error)
+{
+  /* M, N, K, value style (0 random, 1 all ±127). */
+  static const gsize shapes[][4] = {
+    { 1, 1, 1, 0 }, { 1, 65, 130, 0 }, { 67, 3, 1, 0 }, { 63, 65, 31, 0 }, { 64, 64, 32, 0 },
+    { 65, 63, 33, 0 }, { 127, 129, 95, 0 }, { 128, 128, 64, 0 }, { 129, 127, 97, 0 },
+    { 70, 40, 300, 1 }, { 3, 200, 129, 1 },
+  };
+  g_autoptr(GRand) rand = g_rand_new_with_seed (0x6a7e);
+
+  for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      const gsize M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+      g_autoptr(DcQuantMatrix) a = gate_matrix (rand, M, K, shapes[s][3]);
+      g_autoptr(DcQuantMatrix) b = gate_matrix (rand, N, K, shapes[s][3]);
+      g_autofree gint32 *ref_acc = g_new (gint32, M * N);
+      g_autofree float *ref_c = g_new (float, M * N);
+      g_autofree guint32 *got = g_new (guint32, M * N);
+
+      dc_gemm_reference_i32 (a, b, ref_acc);
+      dc_gemm_reference (a, b, ref_c);
+
+      for (guint32 mode = 0; mode < 2; mode++)
+        {
+          const void *ref = mode == 0 ? (const void *) ref_acc : (const void *) ref_c;
+
+          if (!run_variant (ctx, pipeline, variant, a, b, mode, 1, NULL, got, error))
+            return FALSE;
+          if (memcmp (got, ref, M * N * 4) != 0)
+            {
+              gsize i = 0;
+              guint32 want;
+
+              while (memcmp (&got[i], (const guint32 *) ref + i, 4) == 0)
+                i++;
+              memcpy (&want, (const guint32 *) ref + i, 4);
+              g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_VERIFICATION,
+                           "%s output of %" G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT
+                           " differs at (%" G_GSIZE_FORMAT ", %" G_GSIZE_FORMAT "): 0x%08x, reference 0x%08x",
+                           mode == 0 ? "int32" : "f32", M, N, K, i / N, i % N, got[i], want);
+              return FALSE;
+            }
+        }
+    }
+  return TRUE;
+}
+
+DcGemmVk *
+dc_gemm_vk_new (GError **error)
+{
+  g_autoptr(DcGemmVk) self = g_new0 (DcGemmVk, 1);
+  g_autoptr(GString) refused = g_string_new (NULL);
+  g_autoptr(GError) local_error = NULL;
+  const DcVkFeatures *features;
+
+  self->ctx = dc_vk_context_new (-1, &local_error);
+  if (self->ctx == NULL)
+    {
+      g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_BACKEND, "%s", local_error->message);
+      return NULL;
+    }
+  features = dc_vk_context_get_features (self->ctx);
+  self->features = dc_vk_features_to_string (features);
+  g_debug ("Vulkan GEMM on %s: %s", dc_vk_context_get_device_name (self->ctx), self->features);
+
+  if (!features->shader_int8 || !features->storage_buffer_8bit)
+    {
+      g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_BACKEND,
+                   "Vulkan device %s lacks what the INT8 kernels need:%s%s",
+                   dc_vk_context_get_device_name (self->ctx),
+                   features->shader_int8 ? "" : " shaderInt8",
+                   features->storage_buffer_8bit ? "" : " storageBuffer8BitAccess");
+      return NULL;
+    }
+
+  for (gsize v = 0; v < G_N_ELEMENTS (variants); v++)
+    {
+      const Variant *variant = &variants[v];
+      g_autoptr(DcVkPipeline) pipeline = NULL;
+      g_autofree char *shader = NULL;
+      gboolean broken = variant_broken_for_test (variant);
+
+      if (g_getenv ("DC_GEMM_VK_KERNEL") != NULL &&
+          !g_str_equal (g_getenv ("DC_GEMM_VK_KERNEL"), variant->name))
+        continue;
+      if (variant->needs_dot && !features->integer_dot_product)
+        {
+          g_debug ("GEMM kernel %s not offered: no shaderIntegerDotProduct", variant->name);
+          continue;
+        }
+
+      shader = broken ? g_strconcat (variant->shader, "-broken", NULL) : g_strdup (variant->shader);
+      pipeline = dc_vk_pipeline_new (self->ctx, shader, 5, sizeof (DcGemmPush), &local_error);
+      if (pipeline != NULL && gate_variant (self->ctx, pipeline, variant, &local_error))
+        {
+          self->variant = variant;
+          self->pipeline = g_steal_pointer (&pipeline);
+          g_debug ("GEMM kernel %s passed its gate on %s", variant->name,
+                   dc_vk_context_get_device_name (self->ctx));
+          break;
+        }
+
+      g_message ("Vulkan GEMM kernel %s on %s failed verification (%s) — refused",
+                 variant->name, dc_vk_context_get_device_name (self->ctx), local_error->message);
+      g_string_append_printf (refused, "%s%s", refused->len ? ", " : "", variant->name);
+      g_clear_error (&local_error);
+    }
+
+  if (self->pipeline == NULL)
+    {
+      g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_VERIFICATION,
+                   "Vulkan GEMM kernel %s on %s failed verification — using CPU path",
+                   refused->len ? refused->str : "(none offered)",
+                   dc_vk_context_get_device_name (self->ctx));
+      return NULL;
+    }
+  return g_steal_pointer (&self);
+}
+
+void
+dc_gemm_vk_free (DcGemmVk *self)
+{
+  if (self == NULL)
+    return;
+  g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->ctx, dc_vk_context_free);
+  g_free (self->features);
+  g_free (self);
+}
+
+const char *
+dc_gemm_vk_get_device_name (DcGemmVk *self)
+{
+  return dc_vk_context_get_device_name (self->ctx);
+}
+
+const char *
+dc_gemm_vk_get_kernel_name (DcGemmVk *self)
+{
+  return self->variant->name;
+}
+
+const char *
+dc_gemm_vk_get_features (DcGemmVk *self)
+{
+  return self->features;
+}
+
+gboolean
+dc_gemm_vk_run (DcGemmVk             *self,
+                const DcQuantMatrix  *a,
+                const DcQuantMatrix  *b,
+                gint32               *acc,
+                float                *c,
+                GError              **error)
+{
+  g_return_val_if_fail ((acc == NULL) != (c == NULL), FALSE);
+
+  if (!run_variant (self->ctx, self->pipeline, self->variant, a, b, acc != NULL ? 0 : 1, 1, NULL,
+                    acc != NULL ? (guint32 *) acc : (guint32 *) c, error))
+    {
+      g_prefix_error (error, "Vulkan GEMM: ");
+      if (error != NULL && *error != NULL && (*error)->domain != DC_GEMM_ERROR)
+        {
+          GError *e = *error;
+
+          *error = g_error_new_literal (DC_GEMM_ERROR, DC_GEMM_ERROR_BACKEND, e->message);
+          g_error_free (e);
+        }
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+dc_gemm_vk_time (DcGemmVk             *self,
+                 const DcQuantMatrix  *a,
+                 const DcQuantMatrix  *b,
+                 guint                 repeat,
+                 double               *seconds,
+                 GError              **error)
+{
+  g_autofree guint32 *out = g_try_new (guint32, a->n_vectors * b->n_vectors);
+  gint64 usec = 0;
+
+  if (out == NULL)
+    {
+      g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE, "Out of memory for the output");
+      return FALSE;
+    }
+  if (!run_variant (self->ctx, self->pipeline, self->variant, a, b, 1, repeat, &usec, out, error))
+    return FALSE;
+  *seconds = (double) usec / G_USEC_PER_SEC;
+  return TRUE;
+}

@@ -1,0 +1,178 @@
+/* dc-mesh-protocol.h: the binary wire protocol between peers (docs/PROTOCOL.md).
+ *
+ * A message is a 16-byte little-endian header followed by its payload. On a
+ * data channel it travels as one or more pieces of at most
+ * DC_MESH_PIECE_SIZE bytes: the first piece starts with the header, the rest
+ * continue the payload. The channel is reliable and ordered and one sender
+ * never interleaves two messages, so pieces need no header of their own.
+ *
+ * Everything here is plain data and thread-agnostic.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define DC_MESH_PROTOCOL_MAGIC    0x504d4344u  /* "DCMP" as bytes on the wire */
+#define DC_MESH_PROTOCOL_VERSION  1
+#define DC_MESH_HEADER_SIZE       16
+/* webrtcbin announces no a=max-message-size, so 64 KiB is the most one
+ * data-channel message may carry (docs/PROTOCOL.md). */
+#define DC_MESH_PIECE_SIZE        65536
+/* The largest payload any message may declare: a full weight sync of the
+ * biggest model the training issue plans for fits, a lying header does not
+ * make us allocate more than this (and allocation grows with arriving data). */
+#define DC_MESH_MAX_PAYLOAD       (256u * 1024u * 1024u)
+
+/**
+ * DcMeshMessageType:
+ *
+ * Message types; the numbers are part of protocol version 1 and never change.
+ */
+typedef enum
+{
+  DC_MESH_MSG_HELLO        = 1,   /* DcMeshHello, first message on a channel */
+  DC_MESH_MSG_HEARTBEAT    = 2,   /* u64 sequence, u64 sender monotonic µs */
+  DC_MESH_MSG_PING         = 3,   /* same body as heartbeat; answered by PONG */
+  DC_MESH_MSG_PONG         = 4,   /* echoes the PING body */
+  DC_MESH_MSG_BYE          = 5,   /* empty: the sender leaves on purpose */
+  DC_MESH_MSG_DATA         = 6,   /* opaque bytes (tests, benchmarks) */
+  DC_MESH_MSG_CONFIG       = 7,   /* UTF-8 JSON run configuration */
+  DC_MESH_MSG_STEP_REPORT  = 8,   /* DcMeshStepReport */
+  DC_MESH_MSG_GRADIENTS    = 9,   /* DcMeshBulkHeader + gradient bytes */
+  DC_MESH_MSG_WEIGHTS      = 10,  /* DcMeshBulkHeader + weight bytes */
+  DC_MESH_MSG_CHECKPOINT   = 11,  /* DcMeshBulkHeader + checkpoint file bytes */
+  DC_MESH_MSG_ACTIVATIONS  = 12,  /* DcMeshBulkHeader + activation bytes (ring) */
+  DC_MESH_MSG_LAST         = DC_MESH_MSG_ACTIVATIONS,
+} DcMeshMessageType;
+
+const char *dc_mesh_message_type_to_string (guint type);
+
+/* Limits of the typed bodies. */
+#define DC_MESH_HELLO_MAX_STRING   255
+#define DC_MESH_HEARTBEAT_SIZE     16
+#define DC_MESH_STEP_REPORT_SIZE   48
+#define DC_MESH_BULK_HEADER_SIZE   32
+#define DC_MESH_CONFIG_MAX_SIZE    (1024 * 1024)
+
+/**
+ * DcMeshMessage:
+ * @type: a #DcMeshMessageType
+ * @payload: the payload after the header (never %NULL; may be empty)
+ */
+typedef struct
+{
+  guint   type;
+  GBytes *payload;
+} DcMeshMessage;
+
+DcMeshMessage *dc_mesh_message_new   (guint          type,
+                                      GBytes        *payload);
+void           dc_mesh_message_free  (DcMeshMessage *message);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcMeshMessage, dc_mesh_message_free)
+
+gboolean   dc_mesh_message_check_payload (guint           type,
+                                          gsize           size,
+                                          GError        **error);
+GPtrArray *dc_mesh_message_encode_pieces (guint           type,
+                                          GBytes         *payload,
+                                          GError        **error);
+
+/**
+ * DcMeshReader:
+ *
+ * Reassembles messages from the pieces of one data channel. Any error leaves
+ * the reader ready for the next message header, so a caller can count faults
+ * and decide when to drop the sender.
+ */
+typedef struct _DcMeshReader DcMeshReader;
+
+DcMeshReader  *dc_mesh_reader_new    (void);
+void           dc_mesh_reader_free   (DcMeshReader  *reader);
+DcMeshMessage *dc_mesh_reader_push   (DcMeshReader  *reader,
+                                      const guint8  *piece,
+                                      gsize          size,
+                                      GError       **error);
+gboolean       dc_mesh_reader_is_idle (DcMeshReader *reader);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcMeshReader, dc_mesh_reader_free)
+
+/**
+ * DcMeshHello:
+ * @name: the device's display name (UTF-8)
+ * @backend: where its matrix products run ("vulkan", "cpu", …)
+ * @probe_hash: hex hash of the engine's probe results
+ * @numeric_rule_id: which numeric rules the build follows; peers must agree
+ *
+ * The engine supplies @backend, @probe_hash and @numeric_rule_id; the mesh
+ * only carries them.
+ */
+typedef struct
+{
+  char    *name;
+  char    *backend;
+  char    *probe_hash;
+  guint32  numeric_rule_id;
+} DcMeshHello;
+
+DcMeshHello *dc_mesh_hello_new    (const char   *name,
+                                   const char   *backend,
+                                   const char   *probe_hash,
+                                   guint32       numeric_rule_id);
+void         dc_mesh_hello_free   (DcMeshHello  *hello);
+GBytes      *dc_mesh_hello_encode (const DcMeshHello *hello);
+DcMeshHello *dc_mesh_hello_decode (GBytes       *payload,
+                                   GError      **error);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcMeshHello, dc_mesh_hello_free)
+
+/**
+ * DcMeshBulkHeader:
+ * @step: the training step, or the request id for activations
+ * @offset: where this message's data starts in the whole object (bytes)
+ * @total: the size of the whole object (bytes)
+ * @index: shard, layer or tensor index, by message type
+ * @flags: reserved, 0 in version 1
+ *
+ * The first 32 bytes of gradient, weight, checkpoint and activation payloads,
+ * so that an object larger than one message travels as several.
+ */
+typedef struct
+{
+  guint64 step;
+  guint64 offset;
+  guint64 total;
+  guint32 index;
+  guint32 flags;
+} DcMeshBulkHeader;
+
+GBytes   *dc_mesh_bulk_encode        (const DcMeshBulkHeader *header,
+                                      const guint8           *data,
+                                      gsize                   size);
+gboolean  dc_mesh_bulk_decode        (GBytes                 *payload,
+                                      DcMeshBulkHeader       *header,
+                                      GBytes                **data,
+                                      GError                **error);
+
+/**
+ * DcMeshStepReport:
+ * @step: the step just finished
+ * @loss_bits: the loss as IEEE-754 binary32 bits (compared, never computed on)
+ * @numeric_rule_id: as in the hello
+ * @weights_hash: SHA-256 of the weights after the step
+ */
+typedef struct
+{
+  guint64 step;
+  guint32 loss_bits;
+  guint32 numeric_rule_id;
+  guint8  weights_hash[32];
+} DcMeshStepReport;
+
+GBytes   *dc_mesh_step_report_encode (const DcMeshStepReport *report);
+gboolean  dc_mesh_step_report_decode (GBytes                 *payload,
+                                      DcMeshStepReport       *report,
+                                      GError                **error);
+
+G_END_DECLS

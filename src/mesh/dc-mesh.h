@@ -1,0 +1,55 @@
+/* dc-mesh.h: this device's group: its room, its signaling link and one
+ * DcPeer per other device. Main thread.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include "dc-peer.h"
+
+G_BEGIN_DECLS
+
+/**
+ * DcMeshApprove:
+ * @DC_MESH_APPROVE_ASK: emit ::approval-requested and wait for
+ *   dc_mesh_answer_request()
+ * @DC_MESH_APPROVE_ALL: the host admits every authenticated newcomer
+ * @DC_MESH_APPROVE_NONE: the host declines every newcomer
+ */
+typedef enum
+{
+  DC_MESH_APPROVE_ASK,
+  DC_MESH_APPROVE_ALL,
+  DC_MESH_APPROVE_NONE,
+} DcMeshApprove;
+
+typedef struct
+{
+  char          *signal_url;       /* ws:// or wss:// URL of the signaling service */
+  char          *room_code;
+  char          *room_id_override; /* tests only: present this id with the code's key */
+  gboolean       create;           /* become host when the room does not exist */
+  DcMeshApprove  approve;
+  DcMeshHello   *hello;            /* what this device tells its peers */
+  DcPeerConfig   peer;
+} DcMeshConfig;
+
+void dc_mesh_config_clear (DcMeshConfig *config);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshConfig, dc_mesh_config_clear)
+
+gboolean dc_mesh_check_plugins (GError **error);
+
+#define DC_TYPE_MESH (dc_mesh_get_type ())
+G_DECLARE_FINAL_TYPE (DcMesh, dc_mesh, DC, MESH, GObject)
+
+DcMesh    *dc_mesh_new            (const DcMeshConfig  *config);
+void       dc_mesh_start          (DcMesh              *self);
+void       dc_mesh_leave          (DcMesh              *self);
+void       dc_mesh_answer_request (DcMesh              *self,
+                                   const char          *id,
+                                   gboolean             accept);
+GPtrArray *dc_mesh_dup_peers      (DcMesh              *self);
+guint      dc_mesh_get_n_peers    (DcMesh              *self);
+gboolean   dc_mesh_is_host        (DcMesh              *self);
+
+G_END_DECLS

@@ -1,0 +1,1139 @@
+/* dc-peer.c: one webrtcbin, one reliable ordered data channel, the framing
+ * of docs/PROTOCOL.md on top, flow control and liveness.
+ *
+ * Threads: webrtcbin emits negotiation, candidate and channel signals on its
+ * own threads. Those handlers never touch the DcPeer: they hand what they got
+ * to a Link (refcounted, owned jointly by the peer and by every connected
+ * handler) which queues it and wakes the peer's main context; the peer is
+ * reached through a weak reference, so callbacks arriving after dispose are
+ * dropped.
+ *
+ * Flow control: pieces wait in a queue and go to the channel only while its
+ * buffered-amount is under HIGH_WATER; on-buffered-amount-low (threshold
+ * LOW_WATER) or a short poll resumes sending.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-mesh"
+
+#include "config.h"
+
+#include "dc-peer.h"
+
+#include <gst/gst.h>
+#include <gst/sdp/sdp.h>
+#include <gst/webrtc/webrtc.h>
+#include <nice/agent.h>
+
+#include "dc-mesh-error.h"
+
+#define HIGH_WATER  (4u * 1024u * 1024u)
+#define LOW_WATER   (1u * 1024u * 1024u)
+#define PUMP_POLL_MS 20
+
+typedef enum
+{
+  HOP_OFFER_READY,      /* text: local offer SDP */
+  HOP_ANSWER_READY,     /* text: local answer SDP */
+  HOP_REMOTE_SET,       /* remote description applied */
+  HOP_CANDIDATE,        /* num: mline, text: candidate */
+  HOP_CHANNEL,          /* channel: the remote side's data channel */
+  HOP_OPEN,
+  HOP_CLOSE,
+  HOP_ERROR,            /* text: message */
+  HOP_PIECE,            /* bytes: one data-channel message */
+  HOP_TEXT,             /* a string message: not part of the protocol */
+  HOP_LOW,              /* buffered amount fell under LOW_WATER */
+} HopKind;
+
+typedef struct
+{
+  HopKind               kind;
+  guint                 num;
+  char                 *text;
+  GBytes               *bytes;
+  GstWebRTCDataChannel *channel;
+} Hop;
+
+typedef struct
+{
+  GWeakRef      peer;
+  GMainContext *context;
+  GMutex        lock;
+  GQueue        hops;        /* Hop*, guarded by lock */
+  gboolean      scheduled;   /* an idle is pending, guarded by lock */
+} Link;
+
+struct _DcPeer
+{
+  GObject               parent_instance;
+
+  /* owned */
+  Link                 *link;
+  GstElement           *pipeline;
+  GstElement           *webrtc;
+  GstWebRTCDataChannel *channel;
+  DcMeshReader         *reader;
+  DcMeshHello          *local_hello;
+  DcMeshHello          *remote_hello;
+  GQueue                out;          /* GBytes* pieces waiting for the channel */
+  DcPeerConfig          config;
+
+  /* state */
+  char                 *id;
+  char                 *reason;
+  DcPeerState           state;
+  gsize                 queued;       /* bytes in out */
+  gint64                last_rx_us;
+  gint64                started_us;
+  guint64               heartbeat_seq;
+  guint                 faults;
+  guint                 tick_id;
+  guint                 pump_id;
+  guint                 bus_watch_id;
+  guint                 offerer : 1;
+  guint                 hello_sent : 1;
+};
+
+G_DEFINE_FINAL_TYPE (DcPeer, dc_peer, G_TYPE_OBJECT)
+
+enum {
+  PROP_0,
+  PROP_STATE,
+  PROP_NAME,
+  N_PROPS
+};
+
+enum {
+  SIGNAL_SIGNAL_OUT,
+  SIGNAL_MESSAGE,
+  N_SIGNALS
+};
+
+static GParamSpec *properties[N_PROPS];
+static guint signals[N_SIGNALS];
+
+GType
+dc_peer_state_get_type (void)
+{
+  static gsize type_id = 0;
+
+  if (g_once_init_enter (&type_id))
+    {
+      static const GEnumValue values[] = {
+        { DC_PEER_STATE_NEW, "DC_PEER_STATE_NEW", "new" },
+        { DC_PEER_STATE_SIGNALING, "DC_PEER_STATE_SIGNALING", "signaling" },
+        { DC_PEER_STATE_CONNECTING, "DC_PEER_STATE_CONNECTING", "connecting" },
+        { DC_PEER_STATE_OPEN, "DC_PEER_STATE_OPEN", "open" },
+        { DC_PEER_STATE_CLOSED, "DC_PEER_STATE_CLOSED", "closed" },
+        { DC_PEER_STATE_FAILED, "DC_PEER_STATE_FAILED", "failed" },
+        { 0, NULL, NULL }
+      };
+      GType type = g_enum_register_static ("DcPeerState", values);
+
+      g_once_init_leave (&type_id, type);
+    }
+  return type_id;
+}
+
+static void
+hop_free (Hop *hop)
+{
+  g_free (hop->text);
+  g_clear_pointer (&hop->bytes, g_bytes_unref);
+  g_clear_object (&hop->channel);
+  g_free (hop);
+}
+
+static Link *
+link_new (DcPeer *peer)
+{
+  Link *link = g_atomic_rc_box_new0 (Link);
+
+  g_weak_ref_init (&link->peer, peer);
+  link->context = g_main_context_ref_thread_default ();
+  g_mutex_init (&link->lock);
+  g_queue_init (&link->hops);
+  return link;
+}
+
+static void
+link_clear (Link *link)
+{
+  g_weak_ref_clear (&link->peer);
+  g_main_context_unref (link->context);
+  g_queue_clear_full (&link->hops, (GDestroyNotify) hop_free);
+  g_mutex_clear (&link->lock);
+}
+
+static Link *
+link_ref (Link *link)
+{
+  return g_atomic_rc_box_acquire (link);
+}
+
+static void
+link_unref (Link *link)
+{
+  g_atomic_rc_box_release_full (link, (GDestroyNotify) link_clear);
+}
+
+static void
+link_closure_notify (gpointer  data,
+                     GClosure *closure)
+{
+  link_unref (data);
+}
+
+static void handle_hop (DcPeer *self, Hop *hop);
+
+static gboolean
+link_dispatch (gpointer user_data)
+{
+  Link *link = user_data;
+  g_autoptr(DcPeer) self = g_weak_ref_get (&link->peer);
+  GQueue hops = G_QUEUE_INIT;
+
+  g_mutex_lock (&link->lock);
+  hops = link->hops;
+  g_queue_init (&link->hops);
+  link->scheduled = FALSE;
+  g_mutex_unlock (&link->lock);
+
+  for (GList *l = hops.head; l != NULL; l = l->next)
+    if (self != NULL)
+      handle_hop (self, l->data);
+  g_queue_clear_full (&hops, (GDestroyNotify) hop_free);
+  return G_SOURCE_REMOVE;
+}
+
+/* Any thread: queue a hop in arrival order and wake the main context once. */
+static void
+link_push (Link *link,
+           Hop  *hop)
+{
+  gboolean schedule;
+
+  g_mutex_lock (&link->lock);
+  g_queue_push_tail (&link->hops, hop);
+  schedule = !link->scheduled;
+  link->scheduled = TRUE;
+  g_mutex_unlock (&link->lock);
+
+  if (schedule)
+    g_main_context_invoke_full (link->context, G_PRIORITY_DEFAULT, link_dispatch,
+                                link_ref (link), (GDestroyNotify) link_unref);
+}
+
+static void
+link_push_simple (Link       *link,
+                  HopKind     kind,
+                  guint       num,
+                  const char *text)
+{
+  Hop *hop = g_new0 (Hop, 1);
+
+  hop->kind = kind;
+  hop->num = num;
+  hop->text = g_strdup (text);
+  link_push (link, hop);
+}
+
+static void
+set_state (DcPeer      *self,
+           DcPeerState  state,
+           const char  *reason)
+{
+  if (self->state == state)
+    return;
+  /* CLOSED and FAILED are final. */
+  if (self->state == DC_PEER_STATE_CLOSED || self->state == DC_PEER_STATE_FAILED)
+    return;
+  g_debug ("peer %s: %d → %d (%s)", self->id, self->state, state, reason ? reason : "");
+  self->state = state;
+  if (reason != NULL)
+    {
+      g_free (self->reason);
+      self->reason = g_strdup (reason);
+    }
+  if (state == DC_PEER_STATE_CLOSED || state == DC_PEER_STATE_FAILED)
+    {
+      g_clear_handle_id (&self->tick_id, g_source_remove);
+      g_clear_handle_id (&self->pump_id, g_source_remove);
+      g_queue_clear_full (&self->out, (GDestroyNotify) g_bytes_unref);
+      self->queued = 0;
+    }
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
+}
+
+static void
+emit_signal_out (DcPeer     *self,
+                 const char *kind,
+                 const char *key,
+                 const char *value,
+                 gint        mline)
+{
+  g_autoptr(JsonObject) body = json_object_new ();
+
+  json_object_set_string_member (body, "kind", kind);
+  json_object_set_string_member (body, key, value);
+  if (mline >= 0)
+    json_object_set_int_member (body, "mline", mline);
+  g_signal_emit (self, signals[SIGNAL_SIGNAL_OUT], 0, body);
+}
+
+/* Streaming threads ------------------------------------------------------ */
+
+static void connect_channel_signals (Link *link, GstWebRTCDataChannel *channel);
+
+static void
+description_created_cb (GstPromise *promise,
+                        gpointer    user_data)
+{
+  Link *link = user_data;
+  g_autoptr(DcPeer) self = g_weak_ref_get (&link->peer);
+  const GstStructure *reply;
+  GstWebRTCSessionDescription *description = NULL;
+  gboolean offer;
+  g_autofree char *text = NULL;
+
+  if (self == NULL || gst_promise_wait (promise) != GST_PROMISE_RESULT_REPLIED)
+    {
+      gst_promise_unref (promise);
+      return;
+    }
+  reply = gst_promise_get_reply (promise);
+  offer = gst_structure_has_field (reply, "offer");
+  gst_structure_get (reply, offer ? "offer" : "answer",
+                     GST_TYPE_WEBRTC_SESSION_DESCRIPTION, &description, NULL);
+  gst_promise_unref (promise);
+  if (description == NULL)
+    {
+      link_push_simple (link, HOP_ERROR, 0, "webrtcbin created no session description");
+      return;
+    }
+  g_signal_emit_by_name (self->webrtc, "set-local-description", description, NULL);
+  text = gst_sdp_message_as_text (description->sdp);
+  gst_webrtc_session_description_free (description);
+  link_push_simple (link, offer ? HOP_OFFER_READY : HOP_ANSWER_READY, 0, text);
+}
+
+static void
+remote_set_cb (GstPromise *promise,
+               gpointer    user_data)
+{
+  Link *link = user_data;
+
+  gst_promise_wait (promise);
+  gst_promise_unref (promise);
+  link_push_simple (link, HOP_REMOTE_SET, 0, NULL);
+}
+
+static void
+negotiation_needed_cb (GstElement *webrtc,
+                       gpointer    user_data)
+{
+  Link *link = user_data;
+  g_autoptr(DcPeer) self = g_weak_ref_get (&link->peer);
+  GstPromise *promise;
+
+  if (self == NULL || !self->offerer)
+    return;
+  promise = gst_promise_new_with_change_func (description_created_cb, link_ref (link),
+                                              (GDestroyNotify) link_unref);
+  g_signal_emit_by_name (webrtc, "create-offer", NULL, promise);
+}
+
+static void
+ice_candidate_cb (GstElement *webrtc,
+                  guint       mline,
+                  const char *candidate,
+                  gpointer    user_data)
+{
+  link_push_simple (user_data, HOP_CANDIDATE, mline, candidate);
+}
+
+static void
+data_channel_cb (GstElement           *webrtc,
+                 GstWebRTCDataChannel *channel,
+                 gpointer              user_data)
+{
+  Hop *hop = g_new0 (Hop, 1);
+
+  connect_channel_signals (user_data, channel);
+  hop->kind = HOP_CHANNEL;
+  hop->channel = g_object_ref (channel);
+  link_push (user_data, hop);
+}
+
+static void
+channel_open_cb (GstWebRTCDataChannel *channel,
+                 gpointer              user_data)
+{
+  link_push_simple (user_data, HOP_OPEN, 0, NULL);
+}
+
+static void
+channel_close_cb (GstWebRTCDataChannel *channel,
+                  gpointer              user_data)
+{
+  link_push_simple (user_data, HOP_CLOSE, 0, NULL);
+}
+
+static void
+channel_error_cb (GstWebRTCDataChannel *channel,
+                  GError               *error,
+                  gpointer              user_data)
+{
+  link_push_simple (user_data, HOP_ERROR, 0, error != NULL ? error->message : "channel error");
+}
+
+static void
+channel_data_cb (GstWebRTCDataChannel *channel,
+                 GBytes               *bytes,
+                 gpointer              user_data)
+{
+  Hop *hop = g_new0 (Hop, 1);
+
+  hop->kind = HOP_PIECE;
+  hop->bytes = bytes != NULL ? g_bytes_ref (bytes) : g_bytes_new (NULL, 0);
+  link_push (user_data, hop);
+}
+
+static void
+channel_string_cb (GstWebRTCDataChannel *channel,
+                   const char           *text,
+                   gpointer              user_data)
+{
+  link_push_simple (user_data, HOP_TEXT, 0, NULL);
+}
+
+static void
+channel_low_cb (GstWebRTCDataChannel *channel,
+                gpointer              user_data)
+{
+  link_push_simple (user_data, HOP_LOW, 0, NULL);
+}
+
+/* Main thread ------------------------------------------------------------ */
+
+static void pump (DcPeer *self);
+
+static gboolean
+pump_poll_cb (gpointer user_data)
+{
+  DcPeer *self = user_data;
+
+  self->pump_id = 0;
+  pump (self);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+pump (DcPeer *self)
+{
+  while (self->state == DC_PEER_STATE_OPEN && !g_queue_is_empty (&self->out))
+    {
+      g_autoptr(GBytes) piece = NULL;
+      g_autoptr(GError) error = NULL;
+      guint64 buffered = 0;
+
+      g_object_get (self->channel, "buffered-amount", &buffered, NULL);
+      if (buffered >= HIGH_WATER)
+        {
+          /* on-buffered-amount-low usually wakes us; the poll covers a
+           * crossing that happened between the read and now. */
+          if (self->pump_id == 0)
+            self->pump_id = g_timeout_add (PUMP_POLL_MS, pump_poll_cb, self);
+          return;
+        }
+      piece = g_queue_pop_head (&self->out);
+      self->queued -= g_bytes_get_size (piece);
+      if (!gst_webrtc_data_channel_send_data_full (self->channel, piece, &error))
+        {
+          g_message ("peer %s: send failed: %s", self->id, error->message);
+          set_state (self, DC_PEER_STATE_FAILED, "send-failed");
+          return;
+        }
+    }
+}
+
+static void
+add_fault (DcPeer       *self,
+           const GError *error)
+{
+  self->faults++;
+  g_message ("peer %s: refused a malformed message (%u/%u): %s", self->id, self->faults,
+             DC_PEER_MAX_FAULTS, error->message);
+  if (self->faults >= DC_PEER_MAX_FAULTS)
+    dc_peer_close (self, "faults");
+}
+
+static void
+handle_message (DcPeer        *self,
+                DcMeshMessage *message)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (message->type == DC_MESH_MSG_HELLO)
+    {
+      DcMeshHello *hello = dc_mesh_hello_decode (message->payload, &error);
+
+      if (hello == NULL || self->remote_hello != NULL)
+        {
+          if (error == NULL)
+            error = g_error_new_literal (DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED, "second hello");
+          dc_mesh_hello_free (hello);
+          add_fault (self, error);
+          return;
+        }
+      self->remote_hello = hello;
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_NAME]);
+      return;
+    }
+  if (self->remote_hello == NULL)
+    {
+      error = g_error_new (DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                           "%s message before the hello",
+                           dc_mesh_message_type_to_string (message->type));
+      add_fault (self, error);
+      return;
+    }
+  switch (message->type)
+    {
+    case DC_MESH_MSG_HEARTBEAT:
+    case DC_MESH_MSG_PONG:
+      break;
+    case DC_MESH_MSG_PING:
+      dc_peer_send (self, DC_MESH_MSG_PONG, message->payload, NULL);
+      break;
+    case DC_MESH_MSG_BYE:
+      dc_peer_close (self, "bye");
+      return;
+    default:
+      break;
+    }
+  g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, message->type, message->payload);
+}
+
+static void
+handle_piece (DcPeer *self,
+              GBytes *bytes)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcMeshMessage) message = NULL;
+  gsize size;
+  const guint8 *data = g_bytes_get_data (bytes, &size);
+
+  self->last_rx_us = g_get_monotonic_time ();
+  message = dc_mesh_reader_push (self->reader, data != NULL ? data : (const guint8 *) "",
+                                 size, &error);
+  if (error != NULL)
+    add_fault (self, error);
+  else if (message != NULL)
+    handle_message (self, message);
+}
+
+static void
+send_heartbeat (DcPeer *self)
+{
+  guint8 body[DC_MESH_HEARTBEAT_SIZE];
+  guint64 now = (guint64) g_get_monotonic_time ();
+  g_autoptr(GBytes) payload = NULL;
+
+  /* While data is queued the receiver sees pieces anyway; more heartbeats
+   * behind them would only add latency. */
+  if (self->queued > DC_MESH_PIECE_SIZE)
+    return;
+  self->heartbeat_seq++;
+  for (guint i = 0; i < 8; i++)
+    {
+      body[i] = (guint8) (self->heartbeat_seq >> (8 * i));
+      body[8 + i] = (guint8) (now >> (8 * i));
+    }
+  payload = g_bytes_new (body, sizeof body);
+  dc_peer_send (self, DC_MESH_MSG_HEARTBEAT, payload, NULL);
+}
+
+static gboolean
+tick_cb (gpointer user_data)
+{
+  DcPeer *self = user_data;
+  gint64 now = g_get_monotonic_time ();
+
+  if (self->state == DC_PEER_STATE_OPEN)
+    {
+      if (now - self->last_rx_us > (gint64) DC_PEER_TIMEOUT_MS * 1000)
+        {
+          g_message ("peer %s: nothing received for %d ms, reporting it gone",
+                     self->id, DC_PEER_TIMEOUT_MS);
+          self->tick_id = 0;
+          dc_peer_close (self, "timeout");
+          return G_SOURCE_REMOVE;
+        }
+      send_heartbeat (self);
+    }
+  else if (self->state < DC_PEER_STATE_OPEN
+           && now - self->started_us > (gint64) DC_PEER_CONNECT_MS * 1000)
+    {
+      self->tick_id = 0;
+      g_message ("peer %s: no channel after %d ms", self->id, DC_PEER_CONNECT_MS);
+      dc_peer_close (self, "connect-timeout");
+      return G_SOURCE_REMOVE;
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+channel_opened (DcPeer *self)
+{
+  g_autoptr(GBytes) hello = NULL;
+
+  if (self->state >= DC_PEER_STATE_OPEN)
+    return;
+  self->last_rx_us = g_get_monotonic_time ();
+  set_state (self, DC_PEER_STATE_OPEN, NULL);
+  if (!self->hello_sent)
+    {
+      self->hello_sent = TRUE;
+      hello = dc_mesh_hello_encode (self->local_hello);
+      dc_peer_send (self, DC_MESH_MSG_HELLO, hello, NULL);
+    }
+}
+
+/* Any thread: connected before the channel can deliver anything, since a
+ * message arriving before its handler would be lost. */
+static void
+connect_channel_signals (Link                 *link,
+                         GstWebRTCDataChannel *channel)
+{
+  g_object_set (channel, "buffered-amount-low-threshold", (guint64) LOW_WATER, NULL);
+  g_signal_connect_data (channel, "on-open", G_CALLBACK (channel_open_cb),
+                         link_ref (link), link_closure_notify, 0);
+  g_signal_connect_data (channel, "on-close", G_CALLBACK (channel_close_cb),
+                         link_ref (link), link_closure_notify, 0);
+  g_signal_connect_data (channel, "on-error", G_CALLBACK (channel_error_cb),
+                         link_ref (link), link_closure_notify, 0);
+  g_signal_connect_data (channel, "on-message-data", G_CALLBACK (channel_data_cb),
+                         link_ref (link), link_closure_notify, 0);
+  g_signal_connect_data (channel, "on-message-string", G_CALLBACK (channel_string_cb),
+                         link_ref (link), link_closure_notify, 0);
+  g_signal_connect_data (channel, "on-buffered-amount-low", G_CALLBACK (channel_low_cb),
+                         link_ref (link), link_closure_notify, 0);
+}
+
+static void
+connect_channel (DcPeer               *self,
+                 GstWebRTCDataChannel *channel)
+{
+  GstWebRTCDataChannelState ready = GST_WEBRTC_DATA_CHANNEL_STATE_CONNECTING;
+
+  if (self->channel != NULL)
+    {
+      g_message ("peer %s: a second data channel was offered and ignored", self->id);
+      g_signal_handlers_disconnect_matched (channel, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
+                                            self->link);
+      return;
+    }
+  self->channel = g_object_ref (channel);
+  g_object_get (channel, "ready-state", &ready, NULL);
+  if (ready == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN)
+    channel_opened (self);
+}
+
+static void
+handle_hop (DcPeer *self,
+            Hop    *hop)
+{
+  if (self->state == DC_PEER_STATE_CLOSED || self->state == DC_PEER_STATE_FAILED)
+    return;
+
+  switch (hop->kind)
+    {
+    case HOP_OFFER_READY:
+      emit_signal_out (self, "offer", "sdp", hop->text, -1);
+      break;
+    case HOP_ANSWER_READY:
+      emit_signal_out (self, "answer", "sdp", hop->text, -1);
+      set_state (self, DC_PEER_STATE_CONNECTING, NULL);
+      break;
+    case HOP_REMOTE_SET:
+      if (!self->offerer)
+        {
+          GstPromise *promise;
+
+          promise = gst_promise_new_with_change_func (description_created_cb,
+                                                      link_ref (self->link),
+                                                      (GDestroyNotify) link_unref);
+          g_signal_emit_by_name (self->webrtc, "create-answer", NULL, promise);
+        }
+      else
+        {
+          set_state (self, DC_PEER_STATE_CONNECTING, NULL);
+        }
+      break;
+    case HOP_CANDIDATE:
+      emit_signal_out (self, "ice", "candidate", hop->text, (gint) hop->num);
+      break;
+    case HOP_CHANNEL:
+      connect_channel (self, hop->channel);
+      break;
+    case HOP_OPEN:
+      channel_opened (self);
+      break;
+    case HOP_CLOSE:
+      set_state (self, DC_PEER_STATE_CLOSED, "channel-closed");
+      break;
+    case HOP_ERROR:
+      g_message ("peer %s: %s", self->id, hop->text);
+      set_state (self, DC_PEER_STATE_FAILED, "error");
+      break;
+    case HOP_PIECE:
+      handle_piece (self, hop->bytes);
+      break;
+    case HOP_TEXT:
+      {
+        g_autoptr(GError) error = g_error_new_literal (DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                                                       "string message on a binary channel");
+
+        add_fault (self, error);
+      }
+      break;
+    case HOP_LOW:
+      pump (self);
+      break;
+    default:
+      g_assert_not_reached ();
+    }
+}
+
+static gboolean
+bus_cb (GstBus     *bus,
+        GstMessage *message,
+        gpointer    user_data)
+{
+  DcPeer *self = user_data;
+
+  if (GST_MESSAGE_TYPE (message) == GST_MESSAGE_ERROR)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *debug = NULL;
+
+      gst_message_parse_error (message, &error, &debug);
+      g_message ("peer %s: pipeline error: %s (%s)", self->id, error->message,
+                 debug != NULL ? debug : "");
+      set_state (self, DC_PEER_STATE_FAILED, "pipeline-error");
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+/* Public API ------------------------------------------------------------- */
+
+/**
+ * dc_peer_new:
+ * @id: the remote device's signaling id
+ * @offerer: whether this side creates the channel and the offer
+ * @hello: what this device says about itself when the channel opens
+ */
+DcPeer *
+dc_peer_new (const char         *id,
+             gboolean            offerer,
+             const DcPeerConfig *config,
+             const DcMeshHello  *hello)
+{
+  DcPeer *self = g_object_new (DC_TYPE_PEER, NULL);
+
+  self->id = g_strdup (id);
+  self->offerer = offerer;
+  self->local_hello = dc_mesh_hello_new (hello->name, hello->backend, hello->probe_hash,
+                                         hello->numeric_rule_id);
+  if (config != NULL)
+    {
+      self->config.stun_server = g_strdup (config->stun_server);
+      self->config.turn_server = g_strdup (config->turn_server);
+      self->config.ice_addresses = g_strdupv (config->ice_addresses);
+    }
+  return self;
+}
+
+static gboolean
+restrict_ice (DcPeer  *self,
+              GError **error)
+{
+  g_autoptr(GObject) ice = NULL;
+  g_autoptr(GObject) agent = NULL;
+
+  if (self->config.ice_addresses == NULL || self->config.ice_addresses[0] == NULL)
+    return TRUE;
+  g_object_get (self->webrtc, "ice-agent", &ice, NULL);
+  if (ice == NULL || g_object_class_find_property (G_OBJECT_GET_CLASS (ice), "agent") == NULL)
+    {
+      g_set_error_literal (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER,
+                           "This webrtcbin's ICE agent cannot be limited to chosen addresses");
+      return FALSE;
+    }
+  g_object_get (ice, "agent", &agent, NULL);
+  for (guint i = 0; self->config.ice_addresses[i] != NULL; i++)
+    {
+      NiceAddress address;
+
+      nice_address_init (&address);
+      if (!nice_address_set_from_string (&address, self->config.ice_addresses[i])
+          || !nice_agent_add_local_address (NICE_AGENT (agent), &address))
+        {
+          g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER,
+                       "“%s” cannot be used as a local ICE address",
+                       self->config.ice_addresses[i]);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/**
+ * dc_peer_start:
+ *
+ * Builds the pipeline. An offerer creates the data channel before PLAYING
+ * and sends its offer through ::signal-out when webrtcbin asks to negotiate.
+ */
+gboolean
+dc_peer_start (DcPeer  *self,
+               GError **error)
+{
+  g_autoptr(GstBus) bus = NULL;
+
+  g_return_val_if_fail (DC_IS_PEER (self), FALSE);
+  g_return_val_if_fail (self->state == DC_PEER_STATE_NEW, FALSE);
+
+  self->started_us = g_get_monotonic_time ();
+  self->pipeline = gst_pipeline_new (NULL);
+  self->webrtc = gst_element_factory_make ("webrtcbin", NULL);
+  if (self->webrtc == NULL)
+    {
+      g_set_error_literal (error, DC_MESH_ERROR, DC_MESH_ERROR_MISSING_PLUGINS,
+                           "The GStreamer element webrtcbin is missing");
+      set_state (self, DC_PEER_STATE_FAILED, "missing-plugins");
+      return FALSE;
+    }
+  gst_object_ref (self->webrtc);
+  g_object_set (self->webrtc, "bundle-policy", GST_WEBRTC_BUNDLE_POLICY_MAX_BUNDLE, NULL);
+  if (self->config.stun_server != NULL)
+    g_object_set (self->webrtc, "stun-server", self->config.stun_server, NULL);
+  if (self->config.turn_server != NULL)
+    g_object_set (self->webrtc, "turn-server", self->config.turn_server, NULL);
+  gst_bin_add (GST_BIN (self->pipeline), self->webrtc);
+
+  if (!restrict_ice (self, error))
+    {
+      set_state (self, DC_PEER_STATE_FAILED, "ice-config");
+      return FALSE;
+    }
+
+  g_signal_connect_data (self->webrtc, "on-negotiation-needed",
+                         G_CALLBACK (negotiation_needed_cb), link_ref (self->link),
+                         link_closure_notify, 0);
+  g_signal_connect_data (self->webrtc, "on-ice-candidate", G_CALLBACK (ice_candidate_cb),
+                         link_ref (self->link), link_closure_notify, 0);
+  g_signal_connect_data (self->webrtc, "on-data-channel", G_CALLBACK (data_channel_cb),
+                         link_ref (self->link), link_closure_notify, 0);
+
+  bus = gst_pipeline_get_bus (GST_PIPELINE (self->pipeline));
+  self->bus_watch_id = gst_bus_add_watch (bus, bus_cb, self);
+
+  if (gst_element_set_state (self->pipeline, GST_STATE_READY) == GST_STATE_CHANGE_FAILURE)
+    {
+      g_set_error_literal (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER,
+                           "The webrtcbin pipeline cannot start");
+      set_state (self, DC_PEER_STATE_FAILED, "pipeline-error");
+      return FALSE;
+    }
+  if (self->offerer)
+    {
+      GstWebRTCDataChannel *channel = NULL;
+
+      /* Defaults: ordered and reliable, which the framing relies on. */
+      g_signal_emit_by_name (self->webrtc, "create-data-channel", "daisychain", NULL, &channel);
+      if (channel == NULL)
+        {
+          g_set_error_literal (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER,
+                               "webrtcbin refused to create a data channel");
+          set_state (self, DC_PEER_STATE_FAILED, "pipeline-error");
+          return FALSE;
+        }
+      connect_channel_signals (self->link, channel);
+      connect_channel (self, channel);
+      g_object_unref (channel);
+    }
+  set_state (self, DC_PEER_STATE_SIGNALING, NULL);
+  self->tick_id = g_timeout_add (DC_PEER_HEARTBEAT_MS, tick_cb, self);
+  if (gst_element_set_state (self->pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE)
+    {
+      g_set_error_literal (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER,
+                           "The webrtcbin pipeline cannot play");
+      set_state (self, DC_PEER_STATE_FAILED, "pipeline-error");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * dc_peer_handle_signal:
+ * @body: an authenticated relay body from this peer: offer, answer or ice
+ *
+ * Bodies that do not fit the state are ignored with a log line.
+ */
+void
+dc_peer_handle_signal (DcPeer     *self,
+                       JsonObject *body)
+{
+  const char *kind = json_object_get_string_member_with_default (body, "kind", "");
+
+  g_return_if_fail (DC_IS_PEER (self));
+
+  if (self->webrtc == NULL || self->state >= DC_PEER_STATE_OPEN)
+    return;
+
+  if (g_str_equal (kind, "offer") || g_str_equal (kind, "answer"))
+    {
+      const char *text = json_object_get_string_member_with_default (body, "sdp", NULL);
+      gboolean offer = g_str_equal (kind, "offer");
+      GstSDPMessage *sdp = NULL;
+      GstWebRTCSessionDescription *description;
+      GstPromise *promise;
+
+      if (offer == self->offerer || text == NULL
+          || gst_sdp_message_new_from_text (text, &sdp) != GST_SDP_OK)
+        {
+          g_message ("peer %s: unexpected or unreadable %s ignored", self->id, kind);
+          if (sdp != NULL)
+            gst_sdp_message_free (sdp);
+          return;
+        }
+      description = gst_webrtc_session_description_new (offer ? GST_WEBRTC_SDP_TYPE_OFFER
+                                                         : GST_WEBRTC_SDP_TYPE_ANSWER, sdp);
+      promise = gst_promise_new_with_change_func (remote_set_cb, link_ref (self->link),
+                                                  (GDestroyNotify) link_unref);
+      g_signal_emit_by_name (self->webrtc, "set-remote-description", description, promise);
+      gst_webrtc_session_description_free (description);
+    }
+  else if (g_str_equal (kind, "ice"))
+    {
+      const char *candidate = json_object_get_string_member_with_default (body, "candidate", NULL);
+      gint64 mline = json_object_get_int_member_with_default (body, "mline", -1);
+
+      if (candidate == NULL || mline < 0 || mline > 16)
+        {
+          g_message ("peer %s: malformed candidate ignored", self->id);
+          return;
+        }
+      g_signal_emit_by_name (self->webrtc, "add-ice-candidate", (guint) mline, candidate);
+    }
+}
+
+/**
+ * dc_peer_send:
+ * @payload: (nullable): the payload; shared, not copied, past the first piece
+ *
+ * Queues a message; it leaves as fast as flow control allows.
+ */
+gboolean
+dc_peer_send (DcPeer  *self,
+              guint    type,
+              GBytes  *payload,
+              GError **error)
+{
+  g_autoptr(GPtrArray) pieces = NULL;
+
+  g_return_val_if_fail (DC_IS_PEER (self), FALSE);
+
+  if (self->state != DC_PEER_STATE_OPEN)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER, "peer %s is not connected",
+                   self->id);
+      return FALSE;
+    }
+  pieces = dc_mesh_message_encode_pieces (type, payload, error);
+  if (pieces == NULL)
+    return FALSE;
+  for (guint i = 0; i < pieces->len; i++)
+    {
+      GBytes *piece = g_ptr_array_index (pieces, i);
+
+      self->queued += g_bytes_get_size (piece);
+      g_queue_push_tail (&self->out, g_bytes_ref (piece));
+    }
+  pump (self);
+  return TRUE;
+}
+
+/**
+ * dc_peer_close:
+ * @reason: why, as a short token ("bye", "timeout", "faults", "left")
+ *
+ * Says bye when the channel is open and the reason is our own decision, then
+ * stops the pipeline. "timeout" and "faults" end in FAILED, others CLOSED.
+ */
+void
+dc_peer_close (DcPeer     *self,
+               const char *reason)
+{
+  gboolean failed;
+
+  g_return_if_fail (DC_IS_PEER (self));
+
+  if (self->state == DC_PEER_STATE_CLOSED || self->state == DC_PEER_STATE_FAILED)
+    return;
+  failed = g_strcmp0 (reason, "timeout") == 0 || g_strcmp0 (reason, "faults") == 0
+           || g_strcmp0 (reason, "connect-timeout") == 0;
+  if (self->state == DC_PEER_STATE_OPEN && g_strcmp0 (reason, "leave") == 0)
+    {
+      g_autoptr(GPtrArray) pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_BYE, NULL, NULL);
+
+      /* Skip the queue: a leaving device does not finish its transfers. */
+      gst_webrtc_data_channel_send_data_full (self->channel, g_ptr_array_index (pieces, 0),
+                                              NULL);
+    }
+  set_state (self, failed ? DC_PEER_STATE_FAILED : DC_PEER_STATE_CLOSED, reason);
+}
+
+const char *
+dc_peer_get_id (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), NULL);
+  return self->id;
+}
+
+/* The name from the peer's hello, or NULL before it arrived. */
+const char *
+dc_peer_get_name (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), NULL);
+  return self->remote_hello != NULL ? self->remote_hello->name : NULL;
+}
+
+DcMeshHello *
+dc_peer_get_hello (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), NULL);
+  return self->remote_hello;
+}
+
+DcPeerState
+dc_peer_get_state (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), DC_PEER_STATE_FAILED);
+  return self->state;
+}
+
+const char *
+dc_peer_get_reason (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), NULL);
+  return self->reason;
+}
+
+/* Bytes waiting in this peer's queue, not yet handed to the channel. */
+gsize
+dc_peer_get_queued (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), 0);
+  return self->queued;
+}
+
+static void
+dc_peer_dispose (GObject *object)
+{
+  DcPeer *self = DC_PEER (object);
+
+  g_clear_handle_id (&self->tick_id, g_source_remove);
+  g_clear_handle_id (&self->pump_id, g_source_remove);
+  g_clear_handle_id (&self->bus_watch_id, g_source_remove);
+  if (self->channel != NULL)
+    g_signal_handlers_disconnect_matched (self->channel, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
+                                          self->link);
+  if (self->webrtc != NULL)
+    g_signal_handlers_disconnect_matched (self->webrtc, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
+                                          self->link);
+  if (self->pipeline != NULL)
+    gst_element_set_state (self->pipeline, GST_STATE_NULL);
+  g_clear_object (&self->channel);
+  g_clear_pointer (&self->webrtc, gst_object_unref);
+  g_clear_pointer (&self->pipeline, gst_object_unref);
+  g_queue_clear_full (&self->out, (GDestroyNotify) g_bytes_unref);
+
+  G_OBJECT_CLASS (dc_peer_parent_class)->dispose (object);
+}
+
+static void
+dc_peer_finalize (GObject *object)
+{
+  DcPeer *self = DC_PEER (object);
+
+  g_clear_pointer (&self->link, link_unref);
+  g_clear_pointer (&self->reader, dc_mesh_reader_free);
+  g_clear_pointer (&self->local_hello, dc_mesh_hello_free);
+  g_clear_pointer (&self->remote_hello, dc_mesh_hello_free);
+  g_free (self->config.stun_server);
+  g_free (self->config.turn_server);
+  g_strfreev (self->config.ice_addresses);
+  g_free (self->id);
+  g_free (self->reason);
+
+  G_OBJECT_CLASS (dc_peer_parent_class)->finalize (object);
+}
+
+static void
+dc_peer_get_property (GObject    *object,
+                      guint       prop_id,
+                      GValue     *value,
+                      GParamSpec *pspec)
+{
+  DcPeer *self = DC_PEER (object);
+
+  switch (prop_id)
+    {
+    case PROP_STATE:
+      g_value_set_enum (value, self->state);
+      break;
+    case PROP_NAME:
+      g_value_set_string (value, dc_peer_get_name (self));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+dc_peer_class_init (DcPeerClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->dispose = dc_peer_dispose;
+  object_class->finalize = dc_peer_finalize;
+  object_class->get_property = dc_peer_get_property;
+
+  properties[PROP_STATE] =
+    g_param_spec_enum ("state", NULL, NULL, DC_TYPE_PEER_STATE, DC_PEER_STATE_NEW,
+                       G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY);
+  properties[PROP_NAME] =
+    g_param_spec_string ("name", NULL, NULL, NULL,
+                         G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /* (body): a relay body (offer, answer, ice) for the signaling service. */
+  signals[SIGNAL_SIGNAL_OUT] =
+    g_signal_new ("signal-out", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                  NULL, G_TYPE_NONE, 1, JSON_TYPE_OBJECT);
+  /* (type, payload) for every checked message after the hello. */
+  signals[SIGNAL_MESSAGE] =
+    g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                  NULL, G_TYPE_NONE, 2, G_TYPE_UINT, G_TYPE_BYTES);
+}
+
+static void
+dc_peer_init (DcPeer *self)
+{
+  self->link = link_new (self);
+  self->reader = dc_mesh_reader_new ();
+  g_queue_init (&self->out);
+}

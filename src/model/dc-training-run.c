@@ -1,0 +1,677 @@
+/* dc-training-run.c: a training run on this device, off the main thread.
+ *
+ * The run owns the model. While the worker thread trains, only it touches the
+ * model; the main thread learns of each step through an idle callback on the
+ * context that started the run, which updates the properties and emits
+ * "step". Checkpoints, export and generation need the model, so they are
+ * refused while a run is in progress (the UI disables them).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-model"
+
+#include "config.h"
+
+#include "dc-training-run.h"
+
+#include <string.h>
+
+#include "dc-checkpoint.h"
+#include "dc-generate.h"
+#include "dc-hf-export.h"
+#include "dc-model-error.h"
+#include "dc-train-data.h"
+#include "dc-trainer.h"
+
+struct _DcTrainingRun
+{
+  GObject          parent_instance;
+
+  /* owned references */
+  DcTrainer       *trainer;        /* the last run's, or NULL; the model lives in it */
+  DcGptModel      *loaded;         /* a loaded checkpoint's model when no trainer has one */
+  GThread         *thread;
+  GMainContext    *context;        /* where the worker reports */
+
+  /* state */
+  DcTrainSettings  settings;
+  DcTrainingState  state;
+  guint64          step;
+  double           loss;
+  double           tokens_per_s;
+  char            *hash;
+  char            *message;
+  gint             stop_requested; /* atomic */
+};
+
+enum {
+  PROP_0,
+  PROP_STATE,
+  PROP_STEP,
+  PROP_STEPS,
+  PROP_LOSS,
+  PROP_TOKENS_PER_SECOND,
+  PROP_HASH,
+  PROP_MESSAGE,
+  N_PROPS
+};
+
+enum {
+  SIGNAL_STEP,
+  SIGNAL_LOG,
+  N_SIGNALS
+};
+
+static GParamSpec *properties[N_PROPS];
+static guint signals[N_SIGNALS];
+
+G_DEFINE_FINAL_TYPE (DcTrainingRun, dc_training_run, G_TYPE_OBJECT)
+
+/* Messages from the worker to the main thread. */
+typedef struct
+{
+  DcTrainingRun *self;       /* strong reference */
+  gboolean       finished;   /* the worker has returned */
+  guint64        step;
+  double         loss;
+  double         tokens_per_s;
+  char          *hash;
+  char          *log;        /* a line for the log, or NULL */
+  GError        *error;      /* why the run failed, when it did */
+} Report;
+
+static void
+report_free (Report *report)
+{
+  g_clear_object (&report->self);
+  g_free (report->hash);
+  g_free (report->log);
+  g_clear_error (&report->error);
+  g_free (report);
+}
+
+DcTrainingRun *
+dc_training_run_new (void)
+{
+  return g_object_new (DC_TYPE_TRAINING_RUN, NULL);
+}
+
+static void
+set_state (DcTrainingRun   *self,
+           DcTrainingState  state)
+{
+  if (self->state == state)
+    return;
+  self->state = state;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
+}
+
+static void
+set_message (DcTrainingRun *self,
+             const char    *message)
+{
+  if (g_strcmp0 (self->message, message) == 0)
+    return;
+  g_free (self->message);
+  self->message = g_strdup (message);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_MESSAGE]);
+}
+
+static void
+emit_log (DcTrainingRun *self,
+          const char    *line)
+{
+  g_message ("%s", line);
+  g_signal_emit (self, signals[SIGNAL_LOG], 0, line);
+}
+
+static DcGptModel *
+current_model (DcTrainingRun *self)
+{
+  if (self->trainer != NULL)
+    return dc_trainer_get_model (self->trainer);
+  return self->loaded;
+}
+
+static gboolean
+deliver_report_cb (gpointer user_data)
+{
+  Report *report = user_data;
+  DcTrainingRun *self = report->self;
+
+  if (report->log != NULL)
+    emit_log (self, report->log);
+
+  if (report->hash != NULL)
+    {
+      self->step = report->step;
+      self->loss = report->loss;
+      self->tokens_per_s = report->tokens_per_s;
+      g_free (self->hash);
+      self->hash = g_strdup (report->hash);
+      g_object_freeze_notify (G_OBJECT (self));
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEP]);
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_LOSS]);
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_TOKENS_PER_SECOND]);
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HASH]);
+      g_object_thaw_notify (G_OBJECT (self));
+      g_signal_emit (self, signals[SIGNAL_STEP], 0, report->step, report->loss,
+                     report->tokens_per_s, report->hash);
+    }
+
+  if (report->finished)
+    {
+      g_clear_pointer (&self->thread, g_thread_join);
+      if (report->error != NULL)
+        {
+          g_autofree char *line = g_strdup_printf ("training failed: %s",
+                                                   report->error->message);
+
+          set_message (self, report->error->message);
+          emit_log (self, line);
+          set_state (self, DC_TRAINING_STATE_FAILED);
+        }
+      else
+        {
+          set_message (self, NULL);
+          set_state (self, DC_TRAINING_STATE_READY);
+        }
+    }
+
+  return G_SOURCE_REMOVE;
+}
+
+/* Called on the worker thread: hands a report to the main thread. */
+static void
+post_report (DcTrainingRun *self,
+             Report        *report)
+{
+  report->self = g_object_ref (self);
+  g_main_context_invoke_full (self->context, G_PRIORITY_DEFAULT, deliver_report_cb, report,
+                              (GDestroyNotify) report_free);
+}
+
+static void
+post_log (DcTrainingRun *self,
+          const char    *format,
+          ...) G_GNUC_PRINTF (2, 3);
+
+static void
+post_log (DcTrainingRun *self,
+          const char    *format,
+          ...)
+{
+  Report *report = g_new0 (Report, 1);
+  va_list args;
+
+  va_start (args, format);
+  report->log = g_strdup_vprintf (format, args);
+  va_end (args);
+  post_report (self, report);
+}
+
+/* The worker: trains until the last step or a stop request. It owns the
+ * trainer for its whole life; the main thread reads it only after the join. */
+static gpointer
+training_worker (gpointer user_data)
+{
+  DcTrainingRun *self = user_data;
+  DcGptModel *model = dc_trainer_get_model (self->trainer);
+  guint batch_tokens = self->settings.batch * model->config.seq;
+  Report *done = g_new0 (Report, 1);
+
+  while (model->step < self->settings.steps && !g_atomic_int_get (&self->stop_requested))
+    {
+      Report *report = g_new0 (Report, 1);
+      gint64 start = g_get_monotonic_time ();
+      float loss = 0.0f;
+
+      if (!dc_trainer_step (self->trainer, &loss, &done->error))
+        {
+          g_free (report);
+          break;
+        }
+      report->step = model->step;
+      report->loss = loss;
+      report->tokens_per_s = batch_tokens / MAX (1e-6, (g_get_monotonic_time () - start) / 1e6);
+      report->hash = dc_gpt_model_dup_hash (model);
+      post_report (self, report);
+    }
+
+  if (done->error == NULL)
+    {
+      g_autofree char *hash = dc_gpt_model_dup_hash (model);
+
+      post_log (self, "%s at step %" G_GUINT64_FORMAT ", weight hash %s",
+                model->step >= self->settings.steps ? "training finished" : "training stopped",
+                model->step, hash);
+    }
+  done->finished = TRUE;
+  post_report (self, done);
+  return NULL;
+}
+
+/**
+ * dc_training_run_start:
+ *
+ * Builds a fresh model from @request (seeded weights) and trains it on a
+ * worker thread. Progress arrives as "step" signals on the calling thread's
+ * default main context.
+ *
+ * Returns: %FALSE with @error set when the request is invalid, the data cannot
+ *   be read, or a run is already in progress
+ */
+gboolean
+dc_training_run_start (DcTrainingRun            *self,
+                       const DcTrainingRequest  *request,
+                       GError                  **error)
+{
+  g_autoptr(GBytes) corpus = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  DcTrainSettings settings;
+  DcGptConfig config;
+  DcTrainer *trainer;
+
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), FALSE);
+  g_return_val_if_fail (request != NULL, FALSE);
+
+  if (self->thread != NULL)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "a training run is already in progress");
+      return FALSE;
+    }
+
+  dc_train_settings_init_default (&settings);
+  settings.batch = request->batch;
+  settings.steps = request->steps;
+  settings.lr_x1000 = request->lr_x1000;
+  settings.seed = request->seed;
+  if (!dc_train_settings_validate (&settings, error))
+    return FALSE;
+
+  dc_gpt_config_init_derived (&config, request->width, request->seq);
+  if (!dc_gpt_config_validate (&config, error))
+    return FALSE;
+
+  corpus = dc_train_data_load (request->data != NULL ? request->data : "builtin", error);
+  if (corpus == NULL)
+    return FALSE;
+
+  model = dc_gpt_model_new (&config, error);
+  if (model == NULL)
+    return FALSE;
+  dc_gpt_model_init_weights (model, settings.seed);
+
+  trainer = dc_trainer_new (g_steal_pointer (&model), &settings, corpus, DC_GPT_PRECISION_INT8,
+                            request->n_threads > 0 ? request->n_threads
+                                                   : g_get_num_processors (),
+                            error);
+  if (trainer == NULL)
+    return FALSE;
+
+  g_clear_pointer (&self->trainer, dc_trainer_free);
+  g_clear_pointer (&self->loaded, dc_gpt_model_free);
+  self->trainer = trainer;
+  self->settings = settings;
+  self->step = 0;
+  g_clear_pointer (&self->hash, g_free);
+  g_atomic_int_set (&self->stop_requested, 0);
+  g_clear_pointer (&self->context, g_main_context_unref);
+  self->context = g_main_context_ref_thread_default ();
+
+  {
+    g_autofree char *line =
+      g_strdup_printf ("training: width %u, %u layers, %u heads, sequence %u, batch %u, "
+                       "%u steps, learning rate %.3f, seed %" G_GUINT64_FORMAT ", data %s",
+                       config.width, config.n_layer, config.n_head, config.seq,
+                       settings.batch, settings.steps, settings.lr_x1000 / 1000.0,
+                       settings.seed, request->data != NULL ? request->data : "builtin");
+    emit_log (self, line);
+  }
+
+  g_object_freeze_notify (G_OBJECT (self));
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEP]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEPS]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HASH]);
+  set_message (self, NULL);
+  set_state (self, DC_TRAINING_STATE_RUNNING);
+  g_object_thaw_notify (G_OBJECT (self));
+
+  self->thread = g_thread_new ("dc-training", training_worker, self);
+  return TRUE;
+}
+
+/**
+ * dc_training_run_stop:
+ *
+ * Asks the worker to stop after the step in progress. The state becomes
+ * READY once it has.
+ */
+void
+dc_training_run_stop (DcTrainingRun *self)
+{
+  g_return_if_fail (DC_IS_TRAINING_RUN (self));
+
+  if (self->state != DC_TRAINING_STATE_RUNNING)
+    return;
+  g_atomic_int_set (&self->stop_requested, 1);
+  set_state (self, DC_TRAINING_STATE_STOPPING);
+}
+
+static DcGptModel *
+idle_model (DcTrainingRun  *self,
+            GError        **error)
+{
+  DcGptModel *model;
+
+  if (self->thread != NULL)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "training is in progress: stop it first");
+      return NULL;
+    }
+  model = current_model (self);
+  if (model == NULL)
+    g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                 "there is no model yet: train one or load a checkpoint");
+  return model;
+}
+
+gboolean
+dc_training_run_save_checkpoint (DcTrainingRun  *self,
+                                 const char     *path,
+                                 GError        **error)
+{
+  DcGptModel *model;
+
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), FALSE);
+
+  model = idle_model (self, error);
+  if (model == NULL || !dc_checkpoint_save (model, &self->settings, path, error))
+    return FALSE;
+
+  {
+    g_autofree char *hash = dc_gpt_model_dup_hash (model);
+    g_autofree char *line = g_strdup_printf ("checkpoint saved: %s (step %" G_GUINT64_FORMAT
+                                             ", weight hash %s)", path, model->step, hash);
+    emit_log (self, line);
+  }
+  return TRUE;
+}
+
+/**
+ * dc_training_run_load_checkpoint:
+ *
+ * Replaces the model with the checkpoint's, after the reader's checks
+ * (format, tokenizer, dimensions). On failure the current model stays.
+ */
+gboolean
+dc_training_run_load_checkpoint (DcTrainingRun  *self,
+                                 const char     *path,
+                                 GError        **error)
+{
+  DcTrainSettings settings;
+  DcGptModel *model;
+
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), FALSE);
+
+  if (self->thread != NULL)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "training is in progress: stop it first");
+      return FALSE;
+    }
+
+  model = dc_checkpoint_load (path, &settings, error);
+  if (model == NULL)
+    return FALSE;
+
+  g_clear_pointer (&self->trainer, dc_trainer_free);
+  g_clear_pointer (&self->loaded, dc_gpt_model_free);
+  self->loaded = model;
+  self->settings = settings;
+  self->step = model->step;
+  g_free (self->hash);
+  self->hash = dc_gpt_model_dup_hash (model);
+
+  {
+    g_autofree char *line = g_strdup_printf ("checkpoint loaded: %s (width %u, sequence %u, "
+                                             "step %" G_GUINT64_FORMAT ", weight hash %s)",
+                                             path, model->config.width, model->config.seq,
+                                             model->step, self->hash);
+    emit_log (self, line);
+  }
+
+  g_object_freeze_notify (G_OBJECT (self));
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEP]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEPS]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HASH]);
+  set_message (self, NULL);
+  set_state (self, DC_TRAINING_STATE_READY);
+  g_object_thaw_notify (G_OBJECT (self));
+  return TRUE;
+}
+
+gboolean
+dc_training_run_export_hf (DcTrainingRun  *self,
+                           const char     *dir,
+                           GError        **error)
+{
+  DcGptModel *model;
+
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), FALSE);
+
+  model = idle_model (self, error);
+  if (model == NULL || !dc_hf_export (model, dir, error))
+    return FALSE;
+
+  {
+    g_autofree char *line = g_strdup_printf ("Hugging Face folder exported: %s", dir);
+    emit_log (self, line);
+  }
+  return TRUE;
+}
+
+/**
+ * dc_training_run_generate:
+ * @temperature: 0 for greedy decoding
+ * @seed: drives sampling above temperature 0, tied to the token position
+ *
+ * Returns: (transfer full) (nullable): the prompt's continuation as valid
+ *   UTF-8 (bytes that do not form UTF-8 show as U+FFFD), or %NULL with @error
+ */
+char *
+dc_training_run_generate (DcTrainingRun  *self,
+                          const char     *prompt,
+                          guint           n_tokens,
+                          float           temperature,
+                          guint64         seed,
+                          GError        **error)
+{
+  g_autoptr(GByteArray) out = g_byte_array_new ();
+  DcGptModel *model;
+
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), NULL);
+  g_return_val_if_fail (prompt != NULL, NULL);
+
+  model = idle_model (self, error);
+  if (model == NULL ||
+      !dc_generate (model, (const guint8 *) prompt, strlen (prompt), n_tokens, temperature,
+                    seed, out, error))
+    return NULL;
+
+  return g_utf8_make_valid ((const char *) out->data, out->len);
+}
+
+DcTrainingState
+dc_training_run_get_state (DcTrainingRun *self)
+{
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), DC_TRAINING_STATE_IDLE);
+
+  return self->state;
+}
+
+guint64
+dc_training_run_get_step (DcTrainingRun *self)
+{
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), 0);
+
+  return self->step;
+}
+
+guint
+dc_training_run_get_steps (DcTrainingRun *self)
+{
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), 0);
+
+  return current_model (self) != NULL || self->thread != NULL ? self->settings.steps : 0;
+}
+
+/**
+ * dc_training_run_get_hash:
+ *
+ * Returns: (nullable): the weight hash at the last step, or %NULL
+ */
+const char *
+dc_training_run_get_hash (DcTrainingRun *self)
+{
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), NULL);
+
+  return self->hash;
+}
+
+/**
+ * dc_training_run_get_message:
+ *
+ * Returns: (nullable): why the last run failed, or %NULL
+ */
+const char *
+dc_training_run_get_message (DcTrainingRun *self)
+{
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), NULL);
+
+  return self->message;
+}
+
+static void
+dc_training_run_get_property (GObject    *object,
+                              guint       prop_id,
+                              GValue     *value,
+                              GParamSpec *pspec)
+{
+  DcTrainingRun *self = DC_TRAINING_RUN (object);
+
+  switch (prop_id)
+    {
+    case PROP_STATE:
+      g_value_set_int (value, self->state);
+      break;
+
+    case PROP_STEP:
+      g_value_set_uint64 (value, self->step);
+      break;
+
+    case PROP_STEPS:
+      g_value_set_uint (value, dc_training_run_get_steps (self));
+      break;
+
+    case PROP_LOSS:
+      g_value_set_double (value, self->loss);
+      break;
+
+    case PROP_TOKENS_PER_SECOND:
+      g_value_set_double (value, self->tokens_per_s);
+      break;
+
+    case PROP_HASH:
+      g_value_set_string (value, self->hash);
+      break;
+
+    case PROP_MESSAGE:
+      g_value_set_string (value, self->message);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+dc_training_run_dispose (GObject *object)
+{
+  DcTrainingRun *self = DC_TRAINING_RUN (object);
+
+  /* The worker holds no reference to self (its reports do, and they only
+   * run on the main context), so stopping and joining here is safe: it
+   * returns after the step in progress. */
+  if (self->thread != NULL)
+    {
+      g_atomic_int_set (&self->stop_requested, 1);
+      g_clear_pointer (&self->thread, g_thread_join);
+    }
+
+  G_OBJECT_CLASS (dc_training_run_parent_class)->dispose (object);
+}
+
+static void
+dc_training_run_finalize (GObject *object)
+{
+  DcTrainingRun *self = DC_TRAINING_RUN (object);
+
+  g_clear_pointer (&self->trainer, dc_trainer_free);
+  g_clear_pointer (&self->loaded, dc_gpt_model_free);
+  g_clear_pointer (&self->context, g_main_context_unref);
+  g_free (self->hash);
+  g_free (self->message);
+
+  G_OBJECT_CLASS (dc_training_run_parent_class)->finalize (object);
+}
+
+static void
+dc_training_run_class_init (DcTrainingRunClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  const GParamFlags flags = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
+
+  object_class->dispose = dc_training_run_dispose;
+  object_class->finalize = dc_training_run_finalize;
+  object_class->get_property = dc_training_run_get_property;
+
+  properties[PROP_STATE] =
+    g_param_spec_int ("state", NULL, NULL, DC_TRAINING_STATE_IDLE, DC_TRAINING_STATE_FAILED,
+                      DC_TRAINING_STATE_IDLE, flags);
+  properties[PROP_STEP] = g_param_spec_uint64 ("step", NULL, NULL, 0, G_MAXUINT64, 0, flags);
+  properties[PROP_STEPS] = g_param_spec_uint ("steps", NULL, NULL, 0, G_MAXUINT, 0, flags);
+  properties[PROP_LOSS] = g_param_spec_double ("loss", NULL, NULL, -G_MAXDOUBLE, G_MAXDOUBLE, 0,
+                                               flags);
+  properties[PROP_TOKENS_PER_SECOND] =
+    g_param_spec_double ("tokens-per-second", NULL, NULL, 0, G_MAXDOUBLE, 0, flags);
+  properties[PROP_HASH] = g_param_spec_string ("hash", NULL, NULL, NULL, flags);
+  properties[PROP_MESSAGE] = g_param_spec_string ("message", NULL, NULL, NULL, flags);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /**
+   * DcTrainingRun::step:
+   * @step: the step just taken (1-based)
+   * @loss: the training loss of that step
+   * @tokens_per_s: this device's training rate at that step
+   * @hash: the weight hash after the step
+   */
+  signals[SIGNAL_STEP] =
+    g_signal_new ("step", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 4, G_TYPE_UINT64, G_TYPE_DOUBLE, G_TYPE_DOUBLE, G_TYPE_STRING);
+
+  /**
+   * DcTrainingRun::log:
+   * @line: a message for the log, without a trailing newline
+   */
+  signals[SIGNAL_LOG] =
+    g_signal_new ("log", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 1, G_TYPE_STRING);
+}
+
+static void
+dc_training_run_init (DcTrainingRun *self)
+{
+}

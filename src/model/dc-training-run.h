@@ -1,0 +1,74 @@
+/* dc-training-run.h: a training run on this device, off the main thread.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "dc-gpt-model.h"
+
+G_BEGIN_DECLS
+
+#define DC_TYPE_TRAINING_RUN (dc_training_run_get_type ())
+
+G_DECLARE_FINAL_TYPE (DcTrainingRun, dc_training_run, DC, TRAINING_RUN, GObject)
+
+/**
+ * DcTrainingState:
+ * @DC_TRAINING_STATE_IDLE: no model yet
+ * @DC_TRAINING_STATE_RUNNING: the worker thread is training
+ * @DC_TRAINING_STATE_STOPPING: asked to stop; the worker ends after the current step
+ * @DC_TRAINING_STATE_READY: a model exists (trained, stopped, or loaded) and nothing runs
+ * @DC_TRAINING_STATE_FAILED: the last run failed; the message says why
+ */
+typedef enum
+{
+  DC_TRAINING_STATE_IDLE,
+  DC_TRAINING_STATE_RUNNING,
+  DC_TRAINING_STATE_STOPPING,
+  DC_TRAINING_STATE_READY,
+  DC_TRAINING_STATE_FAILED,
+} DcTrainingState;
+
+/* What a run starts from; the ranges are the seeds' (dc_train_settings_validate). */
+typedef struct
+{
+  guint    width;
+  guint    seq;
+  guint    batch;
+  guint    steps;
+  guint    lr_x1000;
+  guint64  seed;
+  guint    n_threads;  /* 0: every core; results do not depend on it */
+  char    *data;       /* "builtin", a Hugging Face dataset id, or a file */
+} DcTrainingRequest;
+
+DcTrainingRun   *dc_training_run_new             (void);
+DcTrainingState  dc_training_run_get_state       (DcTrainingRun            *self);
+guint64          dc_training_run_get_step        (DcTrainingRun            *self);
+guint            dc_training_run_get_steps       (DcTrainingRun            *self);
+const char      *dc_training_run_get_hash        (DcTrainingRun            *self);
+const char      *dc_training_run_get_message     (DcTrainingRun            *self);
+
+gboolean         dc_training_run_start           (DcTrainingRun            *self,
+                                                  const DcTrainingRequest  *request,
+                                                  GError                  **error);
+void             dc_training_run_stop            (DcTrainingRun            *self);
+gboolean         dc_training_run_save_checkpoint (DcTrainingRun            *self,
+                                                  const char               *path,
+                                                  GError                  **error);
+gboolean         dc_training_run_load_checkpoint (DcTrainingRun            *self,
+                                                  const char               *path,
+                                                  GError                  **error);
+gboolean         dc_training_run_export_hf       (DcTrainingRun            *self,
+                                                  const char               *dir,
+                                                  GError                  **error);
+char            *dc_training_run_generate        (DcTrainingRun            *self,
+                                                  const char               *prompt,
+                                                  guint                     n_tokens,
+                                                  float                     temperature,
+                                                  guint64                   seed,
+                                                  GError                  **error);
+
+G_END_DECLS

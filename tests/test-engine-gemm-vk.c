@@ -1,0 +1,253 @@
+/* test-engine-gemm-vk.c: the Vulkan GEMM (on lavapipe in the suite) equals the
+ * CPU reference bit for bit, and a kernel that fails its init gate is refused
+ * with the fallback to the CPU path. Shapes stay small: lavapipe runs int8
+ * GEMM at well under 1 GOPS.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "engine/dc-gemm-backend.h"
+#include "engine/dc-gemm-probe.h"
+
+static DcQuantMatrix *
+random_matrix (GRand *rand,
+               gsize  n,
+               gsize  k)
+{
+  DcQuantMatrix *m = dc_quant_matrix_new (n, k, NULL);
+
+  for (gsize i = 0; i < n * k; i++)
+    m->q[i] = (gint8) g_rand_int_range (rand, -127, 128);
+  for (gsize v = 0; v < n; v++)
+    m->exponent[v] = g_rand_int_range (rand, -30, 31);
+  return m;
+}
+
+static DcGemmBackend *
+vulkan_backend_or_skip (void)
+{
+  g_autoptr(GError) error = NULL;
+  DcGemmBackend *backend = dc_gemm_backend_new (DC_BACKEND_VULKAN, &error);
+
+  if (backend == NULL)
+    {
+      g_test_skip_printf ("no usable Vulkan device: %s", error->message);
+      return NULL;
+    }
+  return backend;
+}
+
+static void
+check_against_reference (DcGemmBackend       *backend,
+                         const DcQuantMatrix *a,
+                         const DcQuantMatrix *b)
+{
+  const gsize M = a->n_vectors, N = b->n_vectors;
+  g_autofree gint32 *ref_acc = g_new (gint32, M * N);
+  g_autofree float *ref_c = g_new (float, M * N);
+  g_autofree gint32 *acc = g_new (gint32, M * N);
+  g_autofree float *c = g_new (float, M * N);
+  g_autoptr(GError) error = NULL;
+
+  dc_gemm_reference_i32 (a, b, ref_acc);
+  dc_gemm_reference (a, b, ref_c);
+  g_assert_true (dc_gemm_run_i32 (backend, a, b, acc, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_gemm_run (backend, a, b, c, &error));
+  g_assert_no_error (error);
+  g_assert_cmpmem (acc, M * N * 4, ref_acc, M * N * 4);
+  g_assert_cmpmem (c, M * N * 4, ref_c, M * N * 4);
+}
+
+static void
+test_vulkan_equals_reference (void)
+{
+  g_autoptr(DcGemmBackend) backend = vulkan_backend_or_skip ();
+  g_autoptr(GRand) rand = g_rand_new_with_seed (11);
+  static const gsize shapes[][3] = {
+    { 1, 1, 1 }, { 2, 130, 77 }, { 131, 5, 3 }, { 64, 64, 32 }, { 65, 129, 33 },
+    { 100, 90, 200 },
+  };
+
+  if (backend == NULL)
+    return;
+  g_test_message ("device: %s, kernel: %s", dc_gemm_backend_get_device_name (backend),
+                  dc_gemm_backend_get_kernel_name (backend));
+  g_assert_cmpint (dc_gemm_backend_get_kind (backend), ==, DC_BACKEND_VULKAN);
+
+  for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      g_autoptr(DcQuantMatrix) a = random_matrix (rand, shapes[s][0], shapes[s][2]);
+      g_autoptr(DcQuantMatrix) b = random_matrix (rand, shapes[s][1], shapes[s][2]);
+
+      check_against_reference (backend, a, b);
+    }
+}
+
+/* Each variant on its own (the preferred one hides the others otherwise). */
+static void
+test_each_variant (void)
+{
+  static const char *names[] = { "tiled", "dot", "dot128" };
+  g_autoptr(GRand) rand = g_rand_new_with_seed (13);
+  g_autoptr(DcQuantMatrix) a = random_matrix (rand, 130, 67);
+  g_autoptr(DcQuantMatrix) b = random_matrix (rand, 70, 67);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autoptr(DcGemmBackend) backend = NULL;
+      g_autoptr(GError) error = NULL;
+
+      g_setenv ("DC_GEMM_VK_KERNEL", names[i], TRUE);
+      backend = dc_gemm_backend_new (DC_BACKEND_VULKAN, &error);
+      g_unsetenv ("DC_GEMM_VK_KERNEL");
+      if (backend == NULL)
+        {
+          g_test_message ("%s: %s", names[i], error->message);
+          continue;
+        }
+      if (dc_gemm_backend_get_kind (backend) != DC_BACKEND_VULKAN)
+        continue;  /* not offered on this device */
+      g_assert_cmpstr (dc_gemm_backend_get_kernel_name (backend), ==, names[i]);
+      check_against_reference (backend, a, b);
+      g_test_message ("%s: equal to the reference", names[i]);
+    }
+}
+
+/* The probe hash through Vulkan equals the CPU's. */
+static void
+test_probe_equals_cpu (void)
+{
+  g_autoptr(DcGemmBackend) backend = vulkan_backend_or_skip ();
+  g_autoptr(DcGemmBackend) cpu = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *hash = NULL;
+  g_autofree char *cpu_hash = NULL;
+
+  if (backend == NULL)
+    return;
+  cpu = dc_gemm_backend_new (DC_BACKEND_CPU_SCALAR, &error);
+  g_assert_no_error (error);
+  hash = dc_gemm_probe (backend, &error);
+  g_assert_no_error (error);
+  cpu_hash = dc_gemm_probe (cpu, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (hash, ==, cpu_hash);
+}
+
+static void
+test_vulkan_refuses_bad_operands (void)
+{
+  g_autoptr(DcGemmBackend) backend = vulkan_backend_or_skip ();
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (2, 8, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (2, 9, NULL);
+  g_autoptr(DcQuantMatrix) b8 = dc_quant_matrix_new (2, 8, NULL);
+  g_autoptr(GError) error = NULL;
+  float c[4];
+
+  if (backend == NULL)
+    return;
+  g_assert_false (dc_gemm_run (backend, a, b, c, &error));
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_SHAPE);
+  g_clear_error (&error);
+  b8->q[3] = -128;
+  g_assert_false (dc_gemm_run (backend, a, b8, c, &error));
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_RANGE);
+}
+
+static void
+collect_message (const char     *domain,
+                 GLogLevelFlags  level,
+                 const char     *message,
+                 gpointer        user_data)
+{
+  g_ptr_array_add (user_data, g_strdup (message));
+}
+
+/* The gate: with every variant swapped for its broken twin, each is refused
+ * by name and the backend computes on the CPU, still exactly. */
+static void
+test_gate_refuses_broken_kernel (void)
+{
+  g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(DcGemmBackend) backend = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (12);
+  g_autoptr(DcQuantMatrix) a = random_matrix (rand, 33, 65);
+  g_autoptr(DcQuantMatrix) b = random_matrix (rand, 17, 65);
+  const char *last;
+  guint handler;
+
+  g_setenv ("DC_TEST_BREAK_KERNEL", "all", TRUE);
+  handler = g_log_set_handler ("dc-engine", G_LOG_LEVEL_MESSAGE, collect_message, messages);
+  backend = dc_gemm_backend_new (DC_BACKEND_VULKAN, &error);
+  g_log_remove_handler ("dc-engine", handler);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+
+  if (backend == NULL)
+    {
+      g_test_skip_printf ("no usable Vulkan device: %s", error->message);
+      return;
+    }
+  for (guint i = 0; i < messages->len; i++)
+    g_test_message ("logged: %s", (char *) g_ptr_array_index (messages, i));
+
+  g_assert_cmpuint (messages->len, >=, 2);
+  last = g_ptr_array_index (messages, messages->len - 1);
+  g_assert_nonnull (strstr (last, "failed verification — using CPU path"));
+  g_assert_nonnull (strstr (last, "tiled"));
+  g_assert_nonnull (strstr (g_ptr_array_index (messages, 0), "failed verification"));
+  g_assert_cmpint (dc_gemm_backend_get_kind (backend), ==, DC_BACKEND_CPU);
+
+  check_against_reference (backend, a, b);
+}
+
+/* Breaking only the preferred variant: it is refused and the next one that
+ * passes its gate is used. */
+static void
+test_gate_refuses_one_kernel (void)
+{
+  g_autoptr(DcGemmBackend) normal = vulkan_backend_or_skip ();
+  g_autoptr(DcGemmBackend) backend = NULL;
+  g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *preferred = NULL;
+  guint handler;
+
+  if (normal == NULL)
+    return;
+  preferred = g_strdup (dc_gemm_backend_get_kernel_name (normal));
+  g_clear_pointer (&normal, dc_gemm_backend_free);
+
+  g_setenv ("DC_TEST_BREAK_KERNEL", preferred, TRUE);
+  handler = g_log_set_handler ("dc-engine", G_LOG_LEVEL_MESSAGE, collect_message, messages);
+  backend = dc_gemm_backend_new (DC_BACKEND_VULKAN, &error);
+  g_log_remove_handler ("dc-engine", handler);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_assert_no_error (error);
+
+  g_assert_cmpuint (messages->len, >=, 1);
+  g_assert_nonnull (strstr (g_ptr_array_index (messages, 0), preferred));
+  g_assert_nonnull (strstr (g_ptr_array_index (messages, 0), "failed verification"));
+  g_assert_cmpstr (dc_gemm_backend_get_kernel_name (backend), !=, preferred);
+  g_test_message ("refused %s, using %s", preferred, dc_gemm_backend_get_kernel_name (backend));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/engine/gemm/vulkan/equals-reference", test_vulkan_equals_reference);
+  g_test_add_func ("/dc/engine/gemm/vulkan/each-variant", test_each_variant);
+  g_test_add_func ("/dc/engine/gemm/vulkan/probe-equals-cpu", test_probe_equals_cpu);
+  g_test_add_func ("/dc/engine/gemm/vulkan/refuses-bad-operands", test_vulkan_refuses_bad_operands);
+  g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-all", test_gate_refuses_broken_kernel);
+  g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-one", test_gate_refuses_one_kernel);
+
+  return g_test_run ();
+}

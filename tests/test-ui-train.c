@@ -1,0 +1,209 @@
+/* test-ui-train.c: the Train view driven through its actions, as a user would.
+ *
+ * Under Xvfb: a small model on the built-in corpus, Start, wait for 20 steps
+ * (the chart holds them and the statistics moved), a screenshot mid-run, Stop,
+ * Generate, Save a .pt, Export a Hugging Face folder; then closing the window
+ * mid-run asks first.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <adwaita.h>
+
+#include "dc-application.h"
+#include "dc-test-ui-utils.h"
+#include "dc-test-utils.h"
+#include "dc-window.h"
+
+#define TIMEOUT_MS 120000
+
+static gboolean
+chart_has_20_points (gpointer user_data)
+{
+  return dc_loss_chart_get_n_points (dc_train_page_get_chart (user_data)) >= 20;
+}
+
+static gboolean
+page_is_idle (gpointer user_data)
+{
+  return !dc_train_page_is_running (user_data);
+}
+
+/* The first actionable widget (button, row) under @root bound to @action_name. */
+static GtkWidget *
+find_actionable (GtkWidget  *root,
+                 const char *action_name)
+{
+  if (GTK_IS_ACTIONABLE (root) &&
+      g_strcmp0 (gtk_actionable_get_action_name (GTK_ACTIONABLE (root)), action_name) == 0)
+    return root;
+  for (GtkWidget *child = gtk_widget_get_first_child (root); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *found = find_actionable (child, action_name);
+
+      if (found != NULL)
+        return found;
+    }
+  return NULL;
+}
+
+/* An action's enabled state as the user sees it: its button's sensitivity.
+ * (GTK 4.8 has no public query for widget-class actions.) */
+static gboolean
+action_enabled (GtkWidget  *page,
+                const char *name)
+{
+  g_autofree char *action_name = g_strconcat ("train.", name, NULL);
+  GtkWidget *button = find_actionable (page, action_name);
+
+  g_assert_nonnull (button);
+  return gtk_widget_is_sensitive (button);
+}
+
+static AdwMessageDialog *
+find_mapped_message_dialog (void)
+{
+  GListModel *toplevels = gtk_window_get_toplevels ();
+
+  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
+    {
+      g_autoptr(GtkWidget) window = g_list_model_get_item (toplevels, i);
+
+      if (ADW_IS_MESSAGE_DIALOG (window) && gtk_widget_get_mapped (window))
+        return ADW_MESSAGE_DIALOG (window);
+    }
+  return NULL;
+}
+
+static gboolean
+message_dialog_is_mapped (gpointer user_data)
+{
+  return find_mapped_message_dialog () != NULL;
+}
+
+static gboolean
+app_has_no_windows (gpointer user_data)
+{
+  return gtk_application_get_windows (GTK_APPLICATION (user_data)) == NULL;
+}
+
+static gboolean
+widget_is_mapped (gpointer user_data)
+{
+  return gtk_widget_get_mapped (GTK_WIDGET (user_data));
+}
+
+static void
+check_train_view (DcApplication *app)
+{
+  DcWindow *window = DC_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
+  DcTrainPage *page = dc_window_get_train_page (window);
+  GtkWidget *widget = GTK_WIDGET (page);
+  GSettings *settings = dc_application_get_settings (app);
+  g_autofree char *dir = g_dir_make_tmp ("dc-ui-train-XXXXXX", NULL);
+  g_autofree char *pt = g_build_filename (dir, "model.pt", NULL);
+  g_autofree char *hf = g_build_filename (dir, "hf", NULL);
+  g_autofree char *safetensors = g_build_filename (hf, "model.safetensors", NULL);
+  g_autofree char *contents = NULL;
+  g_autoptr(GdkTexture) shot = NULL;
+  AdwMessageDialog *dialog;
+  gsize length;
+
+  g_assert_true (dc_test_wait_until (widget_is_mapped, window, TIMEOUT_MS));
+  g_action_group_activate_action (G_ACTION_GROUP (window), "view", g_variant_new_string ("train"));
+
+  /* A small model; the spin buttons follow the settings. */
+  g_settings_set_int (settings, "train-width", 16);
+  g_settings_set_int (settings, "train-seq-len", 16);
+  g_settings_set_int (settings, "train-batch", 2);
+  g_settings_set_int (settings, "train-steps", 400);
+  g_settings_set_string (settings, "train-dataset", "builtin");
+
+  g_assert_true (action_enabled (widget, "start"));
+  g_assert_false (action_enabled (widget, "stop"));
+  g_assert_false (action_enabled (widget, "generate"));
+  g_assert_false (action_enabled (widget, "save-checkpoint"));
+
+  g_assert_true (gtk_widget_activate_action (widget, "train.start", NULL));
+  g_assert_true (dc_train_page_is_running (page));
+  g_assert_false (action_enabled (widget, "start"));
+  g_assert_true (action_enabled (widget, "stop"));
+  g_assert_false (action_enabled (widget, "save-checkpoint"));
+
+  g_assert_true (dc_test_wait_until (chart_has_20_points, page, TIMEOUT_MS));
+  shot = dc_test_render_widget (GTK_WIDGET (window), "train-view-mid-run");
+  g_assert_nonnull (shot);
+
+  g_assert_true (gtk_widget_activate_action (widget, "train.stop", NULL));
+  g_assert_true (dc_test_wait_until (page_is_idle, page, TIMEOUT_MS));
+  g_assert_cmpuint (dc_loss_chart_get_n_points (dc_train_page_get_chart (page)), >=, 20);
+  g_assert_true (action_enabled (widget, "generate"));
+  g_assert_true (action_enabled (widget, "save-checkpoint"));
+
+  g_assert_true (gtk_widget_activate_action (widget, "train.generate", NULL));
+  g_assert_cmpuint (strlen (dc_train_page_get_generated_text (page)), >, 0);
+
+  g_assert_true (gtk_widget_activate_action (widget, "train.save-checkpoint-to", "s", pt));
+  g_assert_true (g_file_get_contents (pt, &contents, &length, NULL));
+  g_assert_cmpuint (length, >, 1000);
+  g_assert_cmpmem (contents, 2, "PK", 2);  /* PyTorch's zip layout */
+
+  g_assert_true (gtk_widget_activate_action (widget, "train.export-hf-to", "s", hf));
+  g_assert_true (g_file_test (safetensors, G_FILE_TEST_IS_REGULAR));
+
+  g_assert_true (gtk_widget_activate_action (widget, "train.load-checkpoint-from", "s", pt));
+  g_assert_false (dc_train_page_is_running (page));
+
+  /* Closing mid-run asks; "Stop and Close" stops the run and closes. */
+  g_assert_true (gtk_widget_activate_action (widget, "train.start", NULL));
+  gtk_window_close (GTK_WINDOW (window));
+  g_assert_true (dc_test_wait_until (message_dialog_is_mapped, NULL, TIMEOUT_MS));
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (window)));
+  dialog = find_mapped_message_dialog ();
+  adw_message_dialog_response (dialog, "stop");
+  g_assert_true (dc_test_wait_until (app_has_no_windows, app, TIMEOUT_MS));
+
+  g_remove (pt);
+  g_remove (safetensors);
+  for (const char *name = "config.json"; name != NULL; name = NULL)
+    {
+      g_autofree char *path = g_build_filename (hf, name, NULL);
+      g_remove (path);
+    }
+}
+
+static void
+activate_cb (DcApplication *app,
+             gpointer       user_data)
+{
+  gboolean *checked = user_data;
+
+  check_train_view (app);
+  *checked = TRUE;
+}
+
+static void
+test_train_view (void)
+{
+  g_autoptr(DcApplication) app = dc_application_new ();
+  gboolean checked = FALSE;
+
+  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE);
+  g_signal_connect_after (app, "activate", G_CALLBACK (activate_cb), &checked);
+  g_assert_cmpint (g_application_run (G_APPLICATION (app), 0, NULL), ==, 0);
+  g_assert_true (checked);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  gtk_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/ui/train/start-stop-generate-save", test_train_view);
+
+  return g_test_run ();
+}
