@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "engine/dc-gemm.h"
-#include "engine/dc-gemm-cpu.h"
+#include "engine/dc-gemm-backend.h"
 #include "engine/dc-math.h"
 #include "dc-model-error.h"
 
@@ -39,7 +39,9 @@ struct _DcGptRun
   guint           batch;
   DcGptPrecision  precision;
   guint           n_threads;
-  DcGemmIsa       isa;
+  DcGemmBackend  *cpu;          /* owned: small products, and all without a device */
+  DcGemmBackend  *device;       /* borrowed (nullable): products of ≥ offload_min MACs */
+  guint64         offload_min;
 
   /* The shape of the last forward pass. */
   guint           n_seqs;
@@ -134,7 +136,9 @@ dc_gpt_run_new (const DcGptConfig *config,
   self->batch = batch;
   self->precision = precision;
   self->n_threads = MAX (1, n_threads);
-  self->isa = dc_gemm_isa_best ();
+  /* The CPU backend cannot fail to open. */
+  self->cpu = dc_gemm_backend_new (DC_BACKEND_CPU, NULL);
+  g_assert (self->cpu != NULL);
   self->inputs = g_new0 (guint8, bt);
   self->targets = g_new0 (guint8, bt);
   self->layers = g_new0 (LayerActs, config->n_layer);
@@ -185,6 +189,7 @@ dc_gpt_run_free (DcGptRun *self)
 {
   if (self == NULL)
     return;
+  g_clear_pointer (&self->cpu, dc_gemm_backend_free);
   g_free (self->inputs);
   g_free (self->targets);
   g_free (self->layers);
@@ -253,8 +258,34 @@ matmul (DcGptRun     *self,
   qb = dc_quant_matrix_new (n, depth, error);
   if (qb == NULL || !dc_quant_pack (what, b, b_vs, b_ks, qb, error))
     return FALSE;
-  dc_gemm_cpu (qa, qb, c, self->isa, self->n_threads);
-  return TRUE;
+  {
+    guint64 macs = (guint64) m * n * depth;
+
+    if (self->device != NULL && macs >= self->offload_min)
+      return dc_gemm_run (self->device, qa, qb, c, error);
+    /* Threads are started per product: below about 2 M multiply-adds they
+     * cost more than they save. The bits do not depend on the count. */
+    dc_gemm_backend_set_n_threads (self->cpu, macs >= (1u << 21) ? self->n_threads : 1);
+    return dc_gemm_run (self->cpu, qa, qb, c, error);
+  }
+}
+
+/**
+ * dc_gpt_run_set_device:
+ * @device: (nullable): a backend (Vulkan) that must outlive @self, or %NULL
+ * @offload_min: products of at least this many multiply-adds run on @device;
+ *   smaller ones stay on the CPU, where a dispatch costs less than they do
+ *
+ * Every backend computes the same bits (docs/VERIFICATION.md), so where a
+ * product runs never changes a result.
+ */
+void
+dc_gpt_run_set_device (DcGptRun      *self,
+                       DcGemmBackend *device,
+                       guint64        offload_min)
+{
+  self->device = device;
+  self->offload_min = offload_min;
 }
 
 /* y (rows, n) = x (rows, k) · w (k, n) + bias, w in Hugging Face Conv1D layout. */
