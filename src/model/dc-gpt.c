@@ -239,14 +239,25 @@ matmul (DcGptRun     *self,
   if (self->precision == DC_GPT_PRECISION_F32)
     {
       /* The reference accumulates in double: it is the yardstick for finite
-       * differences, not part of the numeric contract. */
+       * differences, not part of the numeric contract. Operands are copied
+       * into contiguous rows first so the inner loop streams. */
+      g_autofree float *ra = g_new (float, m * depth);
+      g_autofree float *rb = g_new (float, n * depth);
+
+      for (gsize i = 0; i < m; i++)
+        for (gsize k = 0; k < depth; k++)
+          ra[i * depth + k] = a[i * a_vs + k * a_ks];
+      for (gsize j = 0; j < n; j++)
+        for (gsize k = 0; k < depth; k++)
+          rb[j * depth + k] = b[j * b_vs + k * b_ks];
       for (gsize i = 0; i < m; i++)
         for (gsize j = 0; j < n; j++)
           {
+            const float *x = ra + i * depth, *y = rb + j * depth;
             double acc = 0.0;
 
             for (gsize k = 0; k < depth; k++)
-              acc += (double) a[i * a_vs + k * a_ks] * (double) b[j * b_vs + k * b_ks];
+              acc += (double) x[k] * (double) y[k];
             c[i * n + j] = (float) acc;
           }
       return TRUE;
