@@ -32,6 +32,8 @@ const DcCliCommand dc_cli_commands[] = {
     dc_cli_data_read_run },
   { "data ls", N_("[DATASET]"), N_("List a Hugging Face dataset's parquet files"),
     dc_cli_data_ls_run },
+  { "bench train", "",
+    N_("Measure training tokens/s per backend next to PyTorch"), dc_cli_bench_train_run },
   { "bench data", N_("[FILE…]"),
     N_("Measure parquet text decoding (MB/s) next to parquet-wasm"), dc_cli_bench_data_run },
   { "signal", "", N_("Run the signaling service that introduces devices"), dc_cli_signal_run },

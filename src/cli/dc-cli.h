@@ -59,6 +59,7 @@ int dc_cli_signal_run  (const DcCliCommand *command, DcCliOptions *options, int 
 int dc_cli_train_run    (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_generate_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_export_run   (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_bench_train_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_data_read_run   (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_data_ls_run     (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_data_run  (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
