@@ -7,7 +7,8 @@
  * independent GPT-2 written in PyTorch (tests/check-hf-export.py, when
  * python3-torch is installed), gives our f32 logits within 1e-4 of the logit
  * scale and our INT8 logits within 5%; bad settings and hostile checkpoints
- * fail with exit status 1 and a message.
+ * fail with exit status 1 and a message; `bench train --json` prints one
+ * line per size with the documented fields.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -301,6 +302,30 @@ test_failures (Fixture       *f,
   g_assert_nonnull (strstr (err3, "use --data FILE"));
 }
 
+static void
+test_bench (Fixture       *f,
+            gconstpointer  data)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  const char *args[] = { "bench", "train", "--json", "--no-torch", "--no-vulkan",
+                         "--min-time", "0.01", NULL };
+  g_autoptr(GPtrArray) lines = NULL;
+
+  g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+  lines = json_lines (out);
+  g_assert_cmpuint (lines->len, ==, 2);
+  for (guint i = 0; i < lines->len; i++)
+    {
+      JsonObject *o = lines->pdata[i];
+
+      g_assert_cmpint (json_object_get_int_member (o, "width"), ==, i == 0 ? 32 : 128);
+      g_assert_cmpstr (json_object_get_string_member (o, "backend"), ==, "cpu");
+      g_assert_true (json_object_get_double_member (o, "tokens_per_s") > 0);
+      g_assert_true (json_object_get_null_member (o, "torch_cpu_tokens_per_s"));
+      g_assert_cmpint (json_object_get_int_member (o, "steps"), >=, 2);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -313,6 +338,8 @@ main (int    argc,
   g_test_add ("/dc/cli/train/export-hf", Fixture, NULL, fixture_set_up, test_export,
               fixture_tear_down);
   g_test_add ("/dc/cli/train/failures", Fixture, NULL, fixture_set_up, test_failures,
+              fixture_tear_down);
+  g_test_add ("/dc/cli/train/bench", Fixture, NULL, fixture_set_up, test_bench,
               fixture_tear_down);
   return g_test_run ();
 }

@@ -24,6 +24,8 @@ const DcCliCommand dc_cli_commands[] = {
     dc_cli_probe_run },
   { "bench gemm", "", N_("Measure INT8 GEMM throughput per path next to PyTorch"),
     dc_cli_bench_run },
+  { "bench train", "",
+    N_("Measure training tokens/s per backend next to PyTorch"), dc_cli_bench_train_run },
   { "bench data", N_("[FILE…]"),
     N_("Measure parquet text decoding (MB/s) next to parquet-wasm"), dc_cli_bench_data_run },
   { "bench channel", "", N_("Measure data-channel throughput and round trips against TCP"),

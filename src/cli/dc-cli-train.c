@@ -98,7 +98,8 @@ dc_cli_train_run (const DcCliCommand  *command,
     { "seed", 0, 0, G_OPTION_ARG_INT64, &args.seed, N_("Seed of weights and batches (1)"), "N" },
     { "data", 0, 0, G_OPTION_ARG_STRING, &data,
       N_("Training text: builtin, a Hugging Face dataset id, or a file (builtin)"), "SOURCE" },
-    { "backend", 0, 0, G_OPTION_ARG_STRING, &backend, N_("Where products run: cpu (cpu)"), "NAME" },
+    { "backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+      N_("Where large products run: cpu, cpu-scalar or vulkan (cpu)"), "NAME" },
     { "threads", 0, 0, G_OPTION_ARG_INT, &args.threads,
       N_("GEMM threads; results do not depend on it (all cores)"), "N" },
     { "out", 0, 0, G_OPTION_ARG_FILENAME, &out, N_("Save a checkpoint here at the end"), "FILE" },
@@ -112,6 +113,8 @@ dc_cli_train_run (const DcCliCommand  *command,
   g_autoptr(DcTrainer) trainer = NULL;
   DcGptModel *model;
   DcTrainSettings settings;
+  DcBackendKind kind = DC_BACKEND_CPU;
+  DcGemmBackend *device = NULL;
   guint64 stop;
   float loss = 0.0f;
   g_autofree char *hash = NULL;
@@ -120,10 +123,9 @@ dc_cli_train_run (const DcCliCommand  *command,
     return DC_CLI_EXIT_USAGE;
   if (argc > 1)
     return dc_cli_usage_error (command, _("unexpected argument “%s”"), argv[1]);
-  if (backend != NULL && !g_str_equal (backend, "cpu"))
-    return dc_cli_usage_error (command,
-                               _("backend “%s” is not available for training in this build "
-                                 "(cpu is)"), backend);
+  if (backend != NULL && !dc_backend_kind_from_string (backend, &kind))
+    return dc_cli_usage_error (command, _("unknown backend “%s” (cpu, cpu-scalar, vulkan)"),
+                               backend);
   args.data = data;
   args.resume = resume;
   if (args.threads <= 0)
@@ -140,6 +142,21 @@ dc_cli_train_run (const DcCliCommand  *command,
   if (trainer == NULL)
     return dc_cli_fail (options, error);
   model = dc_trainer_get_model (trainer);
+  /* The CPU backend is always there for small products; another one takes the
+   * large products (all of them for cpu-scalar, which exists for checking). */
+  if (kind != DC_BACKEND_CPU)
+    {
+      device = dc_gemm_backend_new (kind, &error);
+      if (device == NULL)
+        return dc_cli_fail (options, error);
+      g_printerr ("daisychain-cli: products of ≥ %" G_GUINT64_FORMAT " multiply-adds on %s (%s, %s)\n",
+                  kind == DC_BACKEND_CPU_SCALAR ? (guint64) 0 : DC_TRAINER_OFFLOAD_MIN,
+                  dc_backend_kind_to_string (dc_gemm_backend_get_kind (device)),
+                  dc_gemm_backend_get_device_name (device),
+                  dc_gemm_backend_get_kernel_name (device));
+      dc_trainer_set_device (trainer, device,
+                             kind == DC_BACKEND_CPU_SCALAR ? 0 : DC_TRAINER_OFFLOAD_MIN);
+    }
   stop = args.stop_at > 0 ? MIN ((guint64) args.stop_at, settings.steps) : settings.steps;
 
   while (model->step < stop)

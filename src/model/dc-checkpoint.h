@@ -1,6 +1,6 @@
 /* dc-checkpoint.h: training checkpoints as PyTorch .pt files.
  *
- * The file holds one dict (docs/formats.md, "Checkpoints"):
+ * The file holds one dict (docs/ARCHITECTURE.md, "Checkpoint format"):
  *   format "daisychain-checkpoint", format_version 1, tokenizer (identity),
  *   config {model_type, vocab_size, n_embd, n_positions, n_layer, n_head,
  *           activation_function}, training {batch, steps, lr_x1000, seed},

@@ -17,9 +17,21 @@
 #include <string.h>
 
 #include "engine/dc-gemm.h"
-#include "engine/dc-gemm-cpu.h"
+#include "engine/dc-gemm-backend.h"
 #include "engine/dc-math.h"
 #include "dc-model-error.h"
+
+/* Attention runs its (sequence, head) pairs on up to this many threads. */
+#define DC_GPT_MAX_WORKERS 32
+
+/* One worker's buffers for one (sequence, head) pair at a time. */
+typedef struct
+{
+  DcGemmBackend *cpu;     /* owned, single-threaded */
+  float         *scores;  /* (T, T) */
+  float         *out_a;   /* (T, D) */
+  float         *out_b;   /* (T, D) */
+} HeadScratch;
 
 typedef struct
 {
@@ -39,7 +51,9 @@ struct _DcGptRun
   guint           batch;
   DcGptPrecision  precision;
   guint           n_threads;
-  DcGemmIsa       isa;
+  DcGemmBackend  *cpu;          /* owned: small products, and all without a device */
+  DcGemmBackend  *device;       /* borrowed (nullable): products of ≥ offload_min MACs */
+  guint64         offload_min;
 
   /* The shape of the last forward pass. */
   guint           n_seqs;
@@ -60,10 +74,8 @@ struct _DcGptRun
   float          *d_a;      /* (BT, 4C) */
   float          *d_b;      /* (BT, 4C) */
   float          *d_qkv;    /* (BT, 3C) */
-  float          *head_a;   /* (T, T) */
-  float          *head_b;   /* (T, T) */
-  float          *head_c;   /* (T, D) */
-  float          *head_d;   /* (T, D) */
+  guint           n_workers;                        /* attention workers */
+  HeadScratch     scratch[DC_GPT_MAX_WORKERS];
   float          *row;      /* (C) */
 
   float          *arena;
@@ -126,7 +138,7 @@ dc_gpt_run_new (const DcGptConfig *config,
   gsize per_layer = bt * c * 7 + bt * 4 + bt * 3 * c + (gsize) batch * config->n_head * t * t
                     + bt * 8 * c;
   gsize total = (config->n_layer + 1) * bt * c + config->n_layer * per_layer + bt * c + 2 * bt
-                + 2 * bt * v + bt + bt * c + 2 * bt * 4 * c + bt * 3 * c + 2 * t * t + 2 * t * d + c;
+                + 2 * bt * v + bt + bt * c + 2 * bt * 4 * c + bt * 3 * c + (t * t + 2 * t * d) * DC_GPT_MAX_WORKERS + c;
   float *p;
 
   g_return_val_if_fail (dc_gpt_config_validate (config, NULL), NULL);
@@ -134,7 +146,9 @@ dc_gpt_run_new (const DcGptConfig *config,
   self->batch = batch;
   self->precision = precision;
   self->n_threads = MAX (1, n_threads);
-  self->isa = dc_gemm_isa_best ();
+  /* The CPU backend cannot fail to open. */
+  self->cpu = dc_gemm_backend_new (DC_BACKEND_CPU, NULL);
+  g_assert (self->cpu != NULL);
   self->inputs = g_new0 (guint8, bt);
   self->targets = g_new0 (guint8, bt);
   self->layers = g_new0 (LayerActs, config->n_layer);
@@ -170,10 +184,15 @@ dc_gpt_run_new (const DcGptConfig *config,
   TAKE (self->d_a, bt * 4 * c);
   TAKE (self->d_b, bt * 4 * c);
   TAKE (self->d_qkv, bt * 3 * c);
-  TAKE (self->head_a, t * t);
-  TAKE (self->head_b, t * t);
-  TAKE (self->head_c, t * d);
-  TAKE (self->head_d, t * d);
+  self->n_workers = MIN (self->n_threads, DC_GPT_MAX_WORKERS);
+  for (guint w = 0; w < self->n_workers; w++)
+    {
+      TAKE (self->scratch[w].scores, t * t);
+      TAKE (self->scratch[w].out_a, t * d);
+      TAKE (self->scratch[w].out_b, t * d);
+      self->scratch[w].cpu = dc_gemm_backend_new (DC_BACKEND_CPU, NULL);
+      g_assert (self->scratch[w].cpu != NULL);
+    }
   TAKE (self->row, c);
 #undef TAKE
   g_assert (p <= self->arena + total);
@@ -185,6 +204,9 @@ dc_gpt_run_free (DcGptRun *self)
 {
   if (self == NULL)
     return;
+  g_clear_pointer (&self->cpu, dc_gemm_backend_free);
+  for (guint w = 0; w < self->n_workers; w++)
+    g_clear_pointer (&self->scratch[w].cpu, dc_gemm_backend_free);
   g_free (self->inputs);
   g_free (self->targets);
   g_free (self->layers);
@@ -210,12 +232,41 @@ dc_gpt_run_get_logits (DcGptRun *self)
 }
 
 /*
+ * dc_quant_pack over vectors whose elements are strided (columns of a
+ * row-major matrix) walks memory across rows once per vector; copying the
+ * vectors into contiguous rows first (a blocked transpose) reads each cache
+ * line once. The vectors, hence the bits, are the same either way.
+ */
+static gboolean
+pack (const char     *what,
+      const float    *src,
+      gsize           vector_stride,
+      gsize           k_stride,
+      DcQuantMatrix  *out,
+      GError        **error)
+{
+  g_autofree float *rows = NULL;
+  gsize nv = out->n_vectors, k = out->k;
+
+  if (k_stride == 1 || k < 2)
+    return dc_quant_pack (what, src, vector_stride, k_stride, out, error);
+  rows = g_new (float, nv * k);
+  for (gsize i0 = 0; i0 < k; i0 += 32)
+    for (gsize v0 = 0; v0 < nv; v0 += 32)
+      for (gsize i = i0; i < MIN (i0 + 32, k); i++)
+        for (gsize v = v0; v < MIN (v0 + 32, nv); v++)
+          rows[v * k + i] = src[v * vector_stride + i * k_stride];
+  return dc_quant_pack (what, rows, k, 1, out, error);
+}
+
+/*
  * c (m, n) = A · Bᵀ where A's row i is a[i·a_vs + k·a_ks] and B's row j
  * is b[j·b_vs + k·b_ks], k < depth: the one place products happen.
  */
 static gboolean
-matmul (DcGptRun     *self,
-        const char   *what,
+matmul_on (DcGptRun      *self,
+           DcGemmBackend *cpu,
+           const char    *what,
         const float  *a,
         gsize         a_vs,
         gsize         a_ks,
@@ -234,27 +285,68 @@ matmul (DcGptRun     *self,
   if (self->precision == DC_GPT_PRECISION_F32)
     {
       /* The reference accumulates in double: it is the yardstick for finite
-       * differences, not part of the numeric contract. */
+       * differences, not part of the numeric contract. Operands are copied
+       * into contiguous rows first so the inner loop streams. */
+      g_autofree float *ra = g_new (float, m * depth);
+      g_autofree float *rb = g_new (float, n * depth);
+
+      for (gsize i = 0; i < m; i++)
+        for (gsize k = 0; k < depth; k++)
+          ra[i * depth + k] = a[i * a_vs + k * a_ks];
+      for (gsize j = 0; j < n; j++)
+        for (gsize k = 0; k < depth; k++)
+          rb[j * depth + k] = b[j * b_vs + k * b_ks];
       for (gsize i = 0; i < m; i++)
         for (gsize j = 0; j < n; j++)
           {
+            const float *x = ra + i * depth, *y = rb + j * depth;
             double acc = 0.0;
 
             for (gsize k = 0; k < depth; k++)
-              acc += (double) a[i * a_vs + k * a_ks] * (double) b[j * b_vs + k * b_ks];
+              acc += (double) x[k] * (double) y[k];
             c[i * n + j] = (float) acc;
           }
       return TRUE;
     }
 
   qa = dc_quant_matrix_new (m, depth, error);
-  if (qa == NULL || !dc_quant_pack (what, a, a_vs, a_ks, qa, error))
+  if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, error))
     return FALSE;
   qb = dc_quant_matrix_new (n, depth, error);
-  if (qb == NULL || !dc_quant_pack (what, b, b_vs, b_ks, qb, error))
+  if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, error))
     return FALSE;
-  dc_gemm_cpu (qa, qb, c, self->isa, self->n_threads);
-  return TRUE;
+  {
+    guint64 macs = (guint64) m * n * depth;
+
+    /* Only the calling thread's backend may hand work to the device. */
+    if (cpu == self->cpu && self->device != NULL && macs >= self->offload_min)
+      return dc_gemm_run (self->device, qa, qb, c, error);
+    /* Threads are started per product: below about 2 M multiply-adds they
+     * cost more than they save. The bits do not depend on the count. */
+    dc_gemm_backend_set_n_threads (cpu, cpu == self->cpu && macs >= (1u << 21)
+                                        ? self->n_threads : 1);
+    return dc_gemm_run (cpu, qa, qb, c, error);
+  }
+}
+
+#define matmul(self, ...) matmul_on ((self), (self)->cpu, __VA_ARGS__)
+
+/**
+ * dc_gpt_run_set_device:
+ * @device: (nullable): a backend (Vulkan) that must outlive @self, or %NULL
+ * @offload_min: products of at least this many multiply-adds run on @device;
+ *   smaller ones stay on the CPU, where a dispatch costs less than they do
+ *
+ * Every backend computes the same bits (docs/VERIFICATION.md), so where a
+ * product runs never changes a result.
+ */
+void
+dc_gpt_run_set_device (DcGptRun      *self,
+                       DcGemmBackend *device,
+                       guint64        offload_min)
+{
+  self->device = device;
+  self->offload_min = offload_min;
 }
 
 /* y (rows, n) = x (rows, k) · w (k, n) + bias, w in Hugging Face Conv1D layout. */
@@ -316,46 +408,177 @@ attention_scale (guint d)
   return 1.0f / __builtin_sqrtf ((float) d);
 }
 
+static void
+head_forward (DcGptRun     *self,
+              HeadScratch  *hs,
+              LayerActs    *a,
+              guint         b,
+              guint         h,
+              GError      **error)
+{
+  guint c = self->config.width, h_n = self->config.n_head, t_max = self->config.seq;
+  guint d = c / h_n, len = self->len;
+  float scale = attention_scale (d);
+  const float *q = a->qkv + (gsize) b * len * 3 * c + h * d;
+  const float *k = q + c;
+  const float *v = q + 2 * c;
+  float *att = a->att + ((gsize) b * h_n + h) * t_max * t_max;
+
+  /* scores (len, len) = q · kᵀ */
+  if (!matmul_on (self, hs->cpu, "attention Q·Kᵀ", q, 3 * c, 1, len, k, 3 * c, 1, len, d,
+                  hs->scores, error))
+    return;
+  for (guint t = 0; t < len; t++)
+    {
+      float *row = att + (gsize) t * len;
+
+      for (guint j = 0; j <= t; j++)
+        row[j] = hs->scores[t * len + j] * scale;
+      dc_math_softmax (row, row, t + 1);
+      for (guint j = t + 1; j < len; j++)
+        row[j] = 0.0f;
+    }
+  /* y (len, D) = att · v */
+  if (!matmul_on (self, hs->cpu, "attention P·V", att, len, 1, len, v, 1, 3 * c, d, len,
+                  hs->out_a, error))
+    return;
+  for (guint t = 0; t < len; t++)
+    memcpy (a->atty + ((gsize) b * len + t) * c + h * d, hs->out_a + (gsize) t * d,
+            d * sizeof (float));
+}
+
+static void
+head_backward (DcGptRun     *self,
+               HeadScratch  *hs,
+               LayerActs    *a,
+               const float  *d_atty,
+               float        *d_qkv,
+               guint         b,
+               guint         h,
+               GError      **error)
+{
+  guint c = self->config.width, h_n = self->config.n_head, t_max = self->config.seq;
+  guint d = c / h_n, len = self->len;
+  float scale = attention_scale (d);
+  const float *q = a->qkv + (gsize) b * len * 3 * c + h * d;
+  const float *k = q + c;
+  const float *v = q + 2 * c;
+  const float *dy = d_atty + (gsize) b * len * c + h * d;
+  float *dq = d_qkv + (gsize) b * len * 3 * c + h * d;
+  float *dk = dq + c;
+  float *dv = dq + 2 * c;
+  const float *att = a->att + ((gsize) b * h_n + h) * t_max * t_max;
+  float *d_att = hs->scores;
+
+  /* d_att (len, len) = dy · vᵀ */
+  if (!matmul_on (self, hs->cpu, "attention dP", dy, c, 1, len, v, 3 * c, 1, len, d, d_att,
+                  error))
+    return;
+  /* dv (len, D) = attᵀ · dy */
+  if (!matmul_on (self, hs->cpu, "attention dV", att, 1, len, len, dy, 1, c, d, len,
+                  hs->out_a, error))
+    return;
+  for (guint t = 0; t < len; t++)
+    memcpy (dv + (gsize) t * 3 * c, hs->out_a + (gsize) t * d, d * sizeof (float));
+  /* d_scores through the causal softmax and the scale */
+  for (guint t = 0; t < len; t++)
+    {
+      float *row = d_att + (gsize) t * len;
+
+      dc_math_softmax_backward (att + (gsize) t * len, row, row, t + 1);
+      for (guint j = 0; j <= t; j++)
+        row[j] = row[j] * scale;
+      for (guint j = t + 1; j < len; j++)
+        row[j] = 0.0f;
+    }
+  /* dq (len, D) = d_scores · k;  dk (len, D) = d_scoresᵀ · q */
+  if (!matmul_on (self, hs->cpu, "attention dQ", d_att, len, 1, len, k, 1, 3 * c, d, len,
+                  hs->out_a, error)
+      || !matmul_on (self, hs->cpu, "attention dK", d_att, 1, len, len, q, 1, 3 * c, d, len,
+                     hs->out_b, error))
+    return;
+  for (guint t = 0; t < len; t++)
+    {
+      memcpy (dq + (gsize) t * 3 * c, hs->out_a + (gsize) t * d, d * sizeof (float));
+      memcpy (dk + (gsize) t * 3 * c, hs->out_b + (gsize) t * d, d * sizeof (float));
+    }
+}
+
+typedef struct
+{
+  DcGptRun    *self;
+  HeadScratch *hs;
+  LayerActs   *a;
+  const float *d_atty;   /* NULL for the forward pass */
+  float       *d_qkv;
+  guint        first;    /* this worker's pairs: first, first + stride, … */
+  guint        stride;
+  GError      *error;
+} HeadJob;
+
+static gpointer
+head_worker (gpointer data)
+{
+  HeadJob *job = data;
+  DcGptRun *self = job->self;
+  guint n_pairs = self->n_seqs * self->config.n_head;
+
+  for (guint p = job->first; p < n_pairs && job->error == NULL; p += job->stride)
+    {
+      guint b = p / self->config.n_head, h = p % self->config.n_head;
+
+      if (job->d_atty == NULL)
+        head_forward (self, job->hs, job->a, b, h, &job->error);
+      else
+        head_backward (self, job->hs, job->a, job->d_atty, job->d_qkv, b, h, &job->error);
+    }
+  return NULL;
+}
+
+/*
+ * Every (sequence, head) pair reads and writes its own slices only, so the
+ * pairs are split over the workers in a fixed round-robin and the bits do not
+ * depend on the worker count. The first error by worker order is reported.
+ */
+static gboolean
+run_heads (DcGptRun     *self,
+           LayerActs    *a,
+           const float  *d_atty,
+           float        *d_qkv,
+           GError      **error)
+{
+  guint n_pairs = self->n_seqs * self->config.n_head;
+  guint n_workers = MIN (self->n_workers, n_pairs);
+  HeadJob jobs[DC_GPT_MAX_WORKERS];
+  GThread *threads[DC_GPT_MAX_WORKERS] = { NULL };
+  gboolean ok = TRUE;
+
+  for (guint w = 0; w < n_workers; w++)
+    jobs[w] = (HeadJob) { self, &self->scratch[w], a, d_atty, d_qkv, w, n_workers, NULL };
+  for (guint w = 1; w < n_workers; w++)
+    threads[w] = g_thread_new ("dc-gpt-heads", head_worker, &jobs[w]);
+  head_worker (&jobs[0]);
+  for (guint w = 1; w < n_workers; w++)
+    g_thread_join (threads[w]);
+  for (guint w = 0; w < n_workers; w++)
+    {
+      if (jobs[w].error != NULL && ok)
+        {
+          g_propagate_error (error, jobs[w].error);
+          jobs[w].error = NULL;
+          ok = FALSE;
+        }
+      g_clear_error (&jobs[w].error);
+    }
+  return ok;
+}
+
 static gboolean
 attention_forward (DcGptRun     *self,
                    LayerActs    *a,
                    GError      **error)
 {
-  guint c = self->config.width, h_n = self->config.n_head, t_max = self->config.seq;
-  guint d = c / h_n, len = self->len;
-  float scale = attention_scale (d);
-
-  for (guint b = 0; b < self->n_seqs; b++)
-    for (guint h = 0; h < h_n; h++)
-      {
-        const float *q = a->qkv + (gsize) b * len * 3 * c + h * d;
-        const float *k = q + c;
-        const float *v = q + 2 * c;
-        float *att = a->att + ((gsize) b * h_n + h) * t_max * t_max;
-
-        /* scores (len, len) = q · kᵀ */
-        if (!matmul (self, "attention Q·Kᵀ", q, 3 * c, 1, len, k, 3 * c, 1, len, d,
-                     self->head_a, error))
-          return FALSE;
-        for (guint t = 0; t < len; t++)
-          {
-            float *row = att + (gsize) t * len;
-
-            for (guint j = 0; j <= t; j++)
-              row[j] = self->head_a[t * len + j] * scale;
-            dc_math_softmax (row, row, t + 1);
-            for (guint j = t + 1; j < len; j++)
-              row[j] = 0.0f;
-          }
-        /* y (len, D) = att · v */
-        if (!matmul (self, "attention P·V", att, len, 1, len, v, 1, 3 * c, d, len,
-                     self->head_c, error))
-          return FALSE;
-        for (guint t = 0; t < len; t++)
-          memcpy (a->atty + ((gsize) b * len + t) * c + h * d, self->head_c + (gsize) t * d,
-                  d * sizeof (float));
-      }
-  return TRUE;
+  return run_heads (self, a, NULL, NULL, error);
 }
 
 static gboolean
@@ -365,58 +588,7 @@ attention_backward (DcGptRun     *self,
                     float        *d_qkv,
                     GError      **error)
 {
-  guint c = self->config.width, h_n = self->config.n_head, t_max = self->config.seq;
-  guint d = c / h_n, len = self->len;
-  float scale = attention_scale (d);
-
-  for (guint b = 0; b < self->n_seqs; b++)
-    for (guint h = 0; h < h_n; h++)
-      {
-        const float *q = a->qkv + (gsize) b * len * 3 * c + h * d;
-        const float *k = q + c;
-        const float *v = q + 2 * c;
-        const float *dy = d_atty + (gsize) b * len * c + h * d;
-        float *dq = d_qkv + (gsize) b * len * 3 * c + h * d;
-        float *dk = dq + c;
-        float *dv = dq + 2 * c;
-        const float *att = a->att + ((gsize) b * h_n + h) * t_max * t_max;
-        float *d_att = self->head_a;
-
-        /* d_att (len, len) = dy · vᵀ */
-        if (!matmul (self, "attention dP", dy, c, 1, len, v, 3 * c, 1, len, d, d_att, error))
-          return FALSE;
-        /* dv (len, D) = attᵀ · dy */
-        if (!matmul (self, "attention dV", att, 1, len, len, dy, 1, c, d, len,
-                     self->head_c, error))
-          return FALSE;
-        for (guint t = 0; t < len; t++)
-          memcpy (dv + (gsize) t * 3 * c, self->head_c + (gsize) t * d, d * sizeof (float));
-        /* d_scores through the causal softmax and the scale */
-        for (guint t = 0; t < len; t++)
-          {
-            float *row = d_att + (gsize) t * len;
-
-            dc_math_softmax_backward (att + (gsize) t * len, row, row, t + 1);
-            for (guint j = 0; j <= t; j++)
-              row[j] = row[j] * scale;
-            for (guint j = t + 1; j < len; j++)
-              row[j] = 0.0f;
-          }
-        /* dq (len, D) = d_scores · k */
-        if (!matmul (self, "attention dQ", d_att, len, 1, len, k, 1, 3 * c, d, len,
-                     self->head_c, error))
-          return FALSE;
-        /* dk (len, D) = d_scoresᵀ · q */
-        if (!matmul (self, "attention dK", d_att, 1, len, len, q, 1, 3 * c, d, len,
-                     self->head_d, error))
-          return FALSE;
-        for (guint t = 0; t < len; t++)
-          {
-            memcpy (dq + (gsize) t * 3 * c, self->head_c + (gsize) t * d, d * sizeof (float));
-            memcpy (dk + (gsize) t * 3 * c, self->head_d + (gsize) t * d, d * sizeof (float));
-          }
-      }
-  return TRUE;
+  return run_heads (self, a, d_atty, d_qkv, error);
 }
 
 static void

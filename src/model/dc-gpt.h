@@ -16,6 +16,7 @@
 
 #include <glib.h>
 
+#include "engine/dc-gemm-backend.h"
 #include "dc-gpt-config.h"
 
 G_BEGIN_DECLS
@@ -33,6 +34,9 @@ DcGptRun    *dc_gpt_run_new         (const DcGptConfig  *config,
                                      DcGptPrecision      precision,
                                      guint               n_threads);
 void         dc_gpt_run_free        (DcGptRun           *self);
+void         dc_gpt_run_set_device  (DcGptRun           *self,
+                                     DcGemmBackend      *device,
+                                     guint64             offload_min);
 guint        dc_gpt_run_get_batch   (DcGptRun           *self);
 gboolean     dc_gpt_run_forward     (DcGptRun           *self,
                                      const float        *params,

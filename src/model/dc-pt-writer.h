@@ -7,7 +7,7 @@
  * is ever written: dicts (plain or collections.OrderedDict), str, int,
  * bool and contiguous float32 tensors. No pickle floats: torch 1.13's
  * weights_only loader (Debian 12) refuses BINFLOAT, so a float setting is
- * written as a 0-dimensional float32 tensor. docs/formats.md has the layout.
+ * written as a 0-dimensional float32 tensor. docs/ARCHITECTURE.md ("Checkpoint format") has the layout.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */

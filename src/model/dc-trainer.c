@@ -19,6 +19,7 @@ struct _DcTrainer
   DcTrainSettings  settings;
   GBytes          *corpus;
   DcGptRun        *run;
+  DcGemmBackend   *device;    /* owned (nullable) */
   guint8          *inputs;    /* (B, T) */
   guint8          *targets;   /* (B, T) */
   float           *grads;     /* n_params */
@@ -75,10 +76,29 @@ dc_trainer_free (DcTrainer *self)
   g_clear_pointer (&self->model, dc_gpt_model_free);
   g_clear_pointer (&self->corpus, g_bytes_unref);
   g_clear_pointer (&self->run, dc_gpt_run_free);
+  g_clear_pointer (&self->device, dc_gemm_backend_free);
   g_free (self->inputs);
   g_free (self->targets);
   g_free (self->grads);
   g_free (self);
+}
+
+/**
+ * dc_trainer_set_device:
+ * @device: (transfer full) (nullable): a GEMM backend (Vulkan) for the large
+ *   products, or %NULL for the CPU alone
+ * @offload_min: the smallest product (multiply-adds) sent to @device;
+ *   DC_TRAINER_OFFLOAD_MIN is the default
+ */
+void
+dc_trainer_set_device (DcTrainer     *self,
+                       DcGemmBackend *device,
+                       guint64        offload_min)
+{
+  dc_gpt_run_set_device (self->run, NULL, 0);
+  g_clear_pointer (&self->device, dc_gemm_backend_free);
+  self->device = device;
+  dc_gpt_run_set_device (self->run, device, offload_min);
 }
 
 /**

@@ -18,6 +18,10 @@ G_BEGIN_DECLS
 
 typedef struct _DcTrainer DcTrainer;
 
+/* Products smaller than this (multiply-adds) stay on the CPU even with a
+ * device: a dispatch and its transfers cost more than they do. */
+#define DC_TRAINER_OFFLOAD_MIN (G_GUINT64_CONSTANT (1) << 20)
+
 DcTrainer  *dc_trainer_new           (DcGptModel             *model,
                                       const DcTrainSettings  *settings,
                                       GBytes                 *corpus,
@@ -25,6 +29,9 @@ DcTrainer  *dc_trainer_new           (DcGptModel             *model,
                                       guint                   n_threads,
                                       GError                **error);
 void        dc_trainer_free          (DcTrainer              *self);
+void        dc_trainer_set_device    (DcTrainer              *self,
+                                      DcGemmBackend          *device,
+                                      guint64                 offload_min);
 gboolean    dc_trainer_step          (DcTrainer              *self,
                                       float                  *loss,
                                       GError                **error);

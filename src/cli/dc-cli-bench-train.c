@@ -1,0 +1,281 @@
+/* dc-cli-bench-train.c: `daisychain-cli bench train`, training tokens per
+ * second on each backend next to PyTorch training the same GPT-2 in f32.
+ *
+ * The PyTorch side (scripts/bench-train-torch.py, carried inside the program
+ * as a resource) runs in the same invocation, on the CPU with as many threads
+ * as ours, and on CUDA where present. Without PyTorch its fields are null.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-cli"
+
+#include "config.h"
+
+#include <glib/gi18n.h>
+
+#include "dc-cli.h"
+#include "dc-cli-resources.h"
+#include "data/dc-corpus.h"
+#include "model/dc-trainer.h"
+
+typedef struct
+{
+  guint width, seq, batch;
+} BenchSize;
+
+static const BenchSize sizes[] = {
+  { 32, 32, 8 },     /* the seeds' default */
+  { 128, 128, 32 },  /* the largest */
+};
+
+/* Our tokens per second: one warm-up step, then steps until min_time. */
+static gboolean
+bench_ours (const BenchSize  *size,
+            DcBackendKind     kind,
+            guint             n_threads,
+            double            min_time,
+            GBytes           *corpus,
+            double           *tokens_per_s,
+            guint            *steps,
+            char            **device_name,
+            GError          **error)
+{
+  g_autoptr(DcTrainer) trainer = NULL;
+  DcTrainSettings settings;
+  DcGptConfig config;
+  DcGptModel *model;
+  gint64 start;
+  double elapsed;
+
+  dc_train_settings_init_default (&settings);
+  settings.batch = size->batch;
+  dc_gpt_config_init_derived (&config, size->width, size->seq);
+  model = dc_gpt_model_new (&config, error);
+  if (model == NULL)
+    return FALSE;
+  dc_gpt_model_init_weights (model, 1);
+  trainer = dc_trainer_new (model, &settings, corpus, DC_GPT_PRECISION_INT8, n_threads, error);
+  if (trainer == NULL)
+    return FALSE;
+  if (kind == DC_BACKEND_VULKAN)
+    {
+      DcGemmBackend *device = dc_gemm_backend_new (kind, error);
+
+      if (device == NULL)
+        return FALSE;
+      if (dc_gemm_backend_get_kind (device) != DC_BACKEND_VULKAN)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                       "every Vulkan GEMM kernel was refused on %s",
+                       dc_gemm_backend_get_device_name (device));
+          dc_gemm_backend_free (device);
+          return FALSE;
+        }
+      *device_name = g_strdup (dc_gemm_backend_get_device_name (device));
+      dc_trainer_set_device (trainer, device, DC_TRAINER_OFFLOAD_MIN);
+    }
+  else
+    *device_name = g_strdup ("cpu");
+
+  if (!dc_trainer_step (trainer, NULL, error))
+    return FALSE;
+  *steps = 0;
+  start = g_get_monotonic_time ();
+  do
+    {
+      if (!dc_trainer_step (trainer, NULL, error))
+        return FALSE;
+      (*steps)++;
+      elapsed = (g_get_monotonic_time () - start) / 1e6;
+    }
+  while (elapsed < min_time || *steps < 2);
+  *tokens_per_s = (double) *steps * size->batch * size->seq / elapsed;
+  return TRUE;
+}
+
+/* Runs the PyTorch script; fills cpu[i] and cuda[i] (< 0 when not measured). */
+static void
+bench_torch (guint    n_threads,
+             double   min_time,
+             double  *cpu,
+             double  *cuda,
+             char   **version)
+{
+  g_autoptr(GBytes) script = NULL;
+  const char *candidates[] = { g_getenv ("DC_BENCH_PYTHON"), "/usr/bin/python3", "python3" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    cpu[i] = cuda[i] = -1;
+  script = g_resource_lookup_data (dc_cli_get_resource (),
+                                   RESOURCE_BASE "/cli/bench-train-torch.py",
+                                   G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+  g_assert (script != NULL);
+  for (guint c = 0; c < G_N_ELEMENTS (candidates); c++)
+    {
+      g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+      g_autofree char *out = NULL;
+      g_auto(GStrv) lines = NULL;
+      char min_time_text[G_ASCII_DTOSTR_BUF_SIZE];
+      int status = 0;
+
+      if (candidates[c] == NULL)
+        continue;
+      g_ptr_array_add (argv, g_strdup (candidates[c]));
+      g_ptr_array_add (argv, g_strdup ("-c"));
+      g_ptr_array_add (argv, g_strndup (g_bytes_get_data (script, NULL), g_bytes_get_size (script)));
+      g_ptr_array_add (argv, g_strdup_printf ("%u", n_threads));
+      g_ptr_array_add (argv, g_strdup (g_ascii_dtostr (min_time_text, sizeof min_time_text,
+                                                       min_time)));
+      for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+        {
+          DcGptConfig config;
+
+          dc_gpt_config_init_derived (&config, sizes[i].width, sizes[i].seq);
+          g_ptr_array_add (argv, g_strdup_printf ("%u,%u,%u,%u,%u", sizes[i].width, sizes[i].seq,
+                                                  sizes[i].batch, config.n_layer, config.n_head));
+        }
+      g_ptr_array_add (argv, NULL);
+      if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL,
+                         G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL,
+                         &status, NULL)
+          || !g_spawn_check_wait_status (status, NULL))
+        continue;
+      lines = g_strsplit (out, "\n", -1);
+      for (guint l = 0; lines[l] != NULL; l++)
+        {
+          g_autoptr(JsonParser) parser = json_parser_new ();
+          JsonObject *o;
+          const char *spec, *device;
+
+          if (*lines[l] == '\0' || !json_parser_load_from_data (parser, lines[l], -1, NULL)
+              || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+            continue;
+          o = json_node_get_object (json_parser_get_root (parser));
+          spec = json_object_get_string_member_with_default (o, "spec", "");
+          device = json_object_get_string_member_with_default (o, "device", "");
+          g_free (*version);
+          *version = g_strdup_printf ("torch %s, %" G_GINT64_FORMAT " threads",
+                                      json_object_get_string_member_with_default (o, "torch", "?"),
+                                      json_object_get_int_member_with_default (o, "threads", 0));
+          for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+            {
+              g_autofree char *prefix = g_strdup_printf ("%u,%u,%u,", sizes[i].width,
+                                                         sizes[i].seq, sizes[i].batch);
+
+              if (g_str_has_prefix (spec, prefix))
+                *(g_str_equal (device, "cuda") ? &cuda[i] : &cpu[i]) =
+                  json_object_get_double_member_with_default (o, "tokens_per_s", -1);
+            }
+        }
+      if (*version != NULL)
+        return;
+    }
+}
+
+static void
+add_rate (JsonBuilder *builder,
+          const char  *name,
+          double       value)
+{
+  json_builder_set_member_name (builder, name);
+  if (value > 0)
+    json_builder_add_double_value (builder, value);
+  else
+    json_builder_add_null_value (builder);
+}
+
+int
+dc_cli_bench_train_run (const DcCliCommand  *command,
+                        DcCliOptions        *options,
+                        int                  argc,
+                        char               **argv)
+{
+  int threads = 0;
+  double min_time = 3.0;
+  gboolean no_torch = FALSE, no_vulkan = FALSE;
+  const GOptionEntry entries[] = {
+    { "threads", 0, 0, G_OPTION_ARG_INT, &threads, N_("Threads for us and PyTorch (all cores)"),
+      "N" },
+    { "min-time", 0, 0, G_OPTION_ARG_DOUBLE, &min_time, N_("Seconds per measurement (3)"), "S" },
+    { "no-torch", 0, 0, G_OPTION_ARG_NONE, &no_torch, N_("Skip the PyTorch reference"), NULL },
+    { "no-vulkan", 0, 0, G_OPTION_ARG_NONE, &no_vulkan, N_("Measure the CPU only"), NULL },
+    { NULL }
+  };
+  g_autoptr(GBytes) corpus = NULL;
+  g_autofree char *torch_version = NULL;
+  double torch_cpu[G_N_ELEMENTS (sizes)], torch_cuda[G_N_ELEMENTS (sizes)];
+  const DcBackendKind kinds[] = { DC_BACKEND_CPU, DC_BACKEND_VULKAN };
+
+  if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
+    return DC_CLI_EXIT_USAGE;
+  if (argc > 1)
+    return dc_cli_usage_error (command, _("unexpected argument “%s”"), argv[1]);
+  if (threads <= 0)
+    threads = g_get_num_processors ();
+  if (min_time <= 0 || min_time > 600)
+    return dc_cli_usage_error (command, _("--min-time must be in (0, 600]"));
+
+  corpus = dc_corpus_dup_builtin ();
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    torch_cpu[i] = torch_cuda[i] = -1;
+  if (!no_torch)
+    bench_torch (threads, min_time, torch_cpu, torch_cuda, &torch_version);
+
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    for (guint k = 0; k < G_N_ELEMENTS (kinds); k++)
+      {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *device = NULL;
+        double tps = -1;
+        guint steps = 0;
+
+        if (kinds[k] == DC_BACKEND_VULKAN && no_vulkan)
+          continue;
+        if (!bench_ours (&sizes[i], kinds[k], threads, min_time, corpus, &tps, &steps, &device,
+                         &error))
+          {
+            g_printerr ("daisychain-cli: bench train %s: %s\n",
+                        dc_backend_kind_to_string (kinds[k]), error->message);
+            continue;
+          }
+        if (options->json)
+          {
+            g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+            json_builder_begin_object (builder);
+            json_builder_set_member_name (builder, "width");
+            json_builder_add_int_value (builder, sizes[i].width);
+            json_builder_set_member_name (builder, "seq");
+            json_builder_add_int_value (builder, sizes[i].seq);
+            json_builder_set_member_name (builder, "batch");
+            json_builder_add_int_value (builder, sizes[i].batch);
+            json_builder_set_member_name (builder, "backend");
+            json_builder_add_string_value (builder, dc_backend_kind_to_string (kinds[k]));
+            json_builder_set_member_name (builder, "device");
+            json_builder_add_string_value (builder, device);
+            json_builder_set_member_name (builder, "threads");
+            json_builder_add_int_value (builder, threads);
+            json_builder_set_member_name (builder, "steps");
+            json_builder_add_int_value (builder, steps);
+            add_rate (builder, "tokens_per_s", tps);
+            add_rate (builder, "torch_cpu_tokens_per_s", torch_cpu[i]);
+            add_rate (builder, "torch_cuda_tokens_per_s", torch_cuda[i]);
+            add_rate (builder, "ratio_vs_torch_cpu", torch_cpu[i] > 0 ? tps / torch_cpu[i] : -1);
+            json_builder_set_member_name (builder, "torch");
+            if (torch_version != NULL)
+              json_builder_add_string_value (builder, torch_version);
+            else
+              json_builder_add_null_value (builder);
+            json_builder_end_object (builder);
+            dc_cli_print_json (builder);
+          }
+        else
+          g_print ("width %3u seq %3u batch %2u  %-6s %10.0f tokens/s   torch cpu %10.0f   "
+                   "ratio %.2f\n", sizes[i].width, sizes[i].seq, sizes[i].batch,
+                   dc_backend_kind_to_string (kinds[k]), tps, torch_cpu[i],
+                   torch_cpu[i] > 0 ? tps / torch_cpu[i] : 0.0);
+      }
+  if (!options->json && torch_version != NULL)
+    g_print ("PyTorch: %s\n", torch_version);
+  return DC_CLI_EXIT_OK;
+}

@@ -1,0 +1,96 @@
+/* test-model-gpt-vk.c: INT8 training on Vulkan equals training on the CPU.
+ *
+ * Proves: with every product of the forward and backward pass sent to the
+ * Vulkan GEMM (lavapipe in CI), each training step gives the same weight hash
+ * as the CPU path and as the scalar reference. Skipped, with the reason, when
+ * no Vulkan device is usable.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include "dc-test-utils.h"
+#include "model/dc-trainer.h"
+
+#define STEPS 3
+
+static GPtrArray *
+train_hashes (DcBackendKind kind)
+{
+  g_autofree char *path = dc_test_dup_source_path ("tests", "data", "train-corpus.txt", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcTrainer) trainer = NULL;
+  g_autoptr(GBytes) corpus = NULL;
+  GPtrArray *hashes = g_ptr_array_new_with_free_func (g_free);
+  DcGemmBackend *device = NULL;
+  DcTrainSettings settings;
+  DcGptConfig config;
+  DcGptModel *model;
+  char *text = NULL;
+  gsize len = 0;
+
+  g_file_get_contents (path, &text, &len, &error);
+  g_assert_no_error (error);
+  corpus = g_bytes_new_take (text, len);
+  dc_train_settings_init_default (&settings);
+  settings.batch = 2;
+  dc_gpt_config_init_derived (&config, 32, 16);
+  model = dc_gpt_model_new (&config, &error);
+  g_assert_no_error (error);
+  dc_gpt_model_init_weights (model, 21);
+  trainer = dc_trainer_new (model, &settings, corpus, DC_GPT_PRECISION_INT8, 1, &error);
+  g_assert_no_error (error);
+  if (kind != DC_BACKEND_CPU)
+    {
+      device = dc_gemm_backend_new (kind, &error);
+      if (device == NULL || dc_gemm_backend_get_kind (device) != kind)
+        {
+          g_test_message ("no %s backend: %s", dc_backend_kind_to_string (kind),
+                          error != NULL ? error->message : "its kernels were refused");
+          g_clear_pointer (&device, dc_gemm_backend_free);
+          g_ptr_array_unref (hashes);
+          return NULL;
+        }
+      g_test_message ("%s: %s", dc_gemm_backend_get_device_name (device),
+                      dc_gemm_backend_get_kernel_name (device));
+      /* Every product, however small, on the device. */
+      dc_trainer_set_device (trainer, device, 0);
+    }
+  for (guint s = 0; s < STEPS; s++)
+    {
+      g_assert_true (dc_trainer_step (trainer, NULL, &error));
+      g_assert_no_error (error);
+      g_ptr_array_add (hashes, dc_gpt_model_dup_hash (dc_trainer_get_model (trainer)));
+    }
+  return hashes;
+}
+
+static void
+test_vulkan_equals_cpu (void)
+{
+  g_autoptr(GPtrArray) cpu = train_hashes (DC_BACKEND_CPU);
+  g_autoptr(GPtrArray) scalar = train_hashes (DC_BACKEND_CPU_SCALAR);
+  g_autoptr(GPtrArray) vulkan = train_hashes (DC_BACKEND_VULKAN);
+
+  g_assert_nonnull (scalar);
+  if (vulkan == NULL)
+    {
+      g_test_skip ("no usable Vulkan device");
+      return;
+    }
+  for (guint s = 0; s < STEPS; s++)
+    {
+      g_assert_cmpstr (cpu->pdata[s], ==, scalar->pdata[s]);
+      g_assert_cmpstr (cpu->pdata[s], ==, vulkan->pdata[s]);
+    }
+  g_test_message ("hash after %d steps on all three: %s", STEPS, (const char *) cpu->pdata[STEPS - 1]);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/dc/model/gpt/vulkan-equals-cpu", test_vulkan_equals_cpu);
+  return g_test_run ();
+}
