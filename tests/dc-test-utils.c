@@ -185,3 +185,27 @@ dc_test_spawn (const char * const  *argv,
   g_clear_pointer (&wait.err, g_bytes_unref);
   return finished;
 }
+
+/**
+ * dc_test_closed_port:
+ *
+ * Returns: a TCP port on 127.0.0.1 where nothing listens (bound once to learn
+ *   a free one, then closed), for "the server is unreachable" cases
+ */
+guint16
+dc_test_closed_port (void)
+{
+  g_autoptr(GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+                                            G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  guint16 port;
+
+  g_assert_nonnull (socket);
+  g_assert_true (g_socket_bind (socket, any, FALSE, NULL));
+  bound = g_socket_get_local_address (socket, NULL);
+  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  g_socket_close (socket, NULL);
+  return port;
+}

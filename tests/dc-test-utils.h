@@ -17,6 +17,7 @@ char     *dc_test_dup_source_path   (const char       *first_element,
                                      ...) G_GNUC_NULL_TERMINATED;
 char     *dc_test_dup_build_path    (const char       *first_element,
                                      ...) G_GNUC_NULL_TERMINATED;
+guint16   dc_test_closed_port       (void);
 gboolean  dc_test_spawn             (const char * const *argv,
                                      char             **stdout_text,
                                      char             **stderr_text,

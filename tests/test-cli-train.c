@@ -299,7 +299,7 @@ test_failures (Fixture       *f,
   lines = json_lines (out);
   g_assert_cmpstr (json_object_get_string_member (lines->pdata[0], "event"), ==, "error");
   g_assert_cmpint (run_cli (no_file, NULL, &err3), ==, 1);
-  g_assert_nonnull (strstr (err3, "use --data FILE"));
+  g_assert_nonnull (strstr (err3, "is neither a file nor a Hugging Face dataset id"));
 }
 
 static void

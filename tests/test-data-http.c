@@ -23,11 +23,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data/dc-corpus.h"
 #include "data/dc-data-error.h"
 #include "data/dc-dataset.h"
 #include "data/dc-hf-client.h"
 #include "data/dc-hf-url.h"
 #include "data/dc-parquet-file.h"
+#include "model/dc-train-data.h"
 #include "dc-test-utils.h"
 
 #define TOKEN "hf_test_secret"
@@ -1015,28 +1017,10 @@ test_dataset_without_text_column (void)
   g_assert_false (dc_text_stream_is_builtin (stream));
 }
 
-static guint16
-closed_port (void)
-{
-  g_autoptr(GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
-                                            G_SOCKET_PROTOCOL_TCP, NULL);
-  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
-  g_autoptr(GSocketAddress) bound = NULL;
-  guint16 port;
-
-  /* Bind to learn a free port, then close it: nothing listens there. */
-  g_assert_true (g_socket_bind (socket, any, FALSE, NULL));
-  bound = g_socket_get_local_address (socket, NULL);
-  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
-  g_socket_close (socket, NULL);
-  return port;
-}
-
 static void
 test_offline_fallback (void)
 {
-  g_autofree char *base = g_strdup_printf ("http://127.0.0.1:%u", closed_port ());
+  g_autofree char *base = g_strdup_printf ("http://127.0.0.1:%u", dc_test_closed_port ());
   g_autoptr(DcHfClient) client = new_client (base);
   g_autoptr(DcTextStream) stream = dc_text_stream_new (client, NULL, NULL, 0, 1, 7);
   g_autoptr(GError) error = NULL;
@@ -1052,6 +1036,68 @@ test_offline_fallback (void)
   /* Training goes on: batches keep coming. */
   g_assert_true (dc_text_stream_fill_batch (stream, 2, 64, tokens, NULL, &error));
   g_assert_no_error (error);
+}
+
+/* The trainer's view (model/dc-train-data.c): a dataset id becomes this
+ * device's share of the dataset's text, read through the hub; the whole small
+ * dataset fits under the size cap, so every row arrives. */
+static void
+test_train_data_from_dataset (void)
+{
+  g_autofree char *expect_path = dc_test_dup_source_path ("tests", "data", "parquet",
+                                                          "expect.json", NULL);
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) text = NULL;
+  g_autofree char *copy = NULL;
+  gboolean used_fallback = TRUE;
+  JsonObject *expect;
+  gsize text_bytes;
+
+  json_parser_load_from_file (parser, expect_path, &error);
+  g_assert_no_error (error);
+  expect = json_node_get_object (json_parser_get_root (parser));
+  text_bytes = json_object_get_int_member (expect, "text_bytes");
+
+  g_setenv ("HF_ENDPOINT", hub->hub_url, TRUE);
+  text = dc_train_data_load ("test/fixtures", 1, &used_fallback, NULL, &error);
+  g_unsetenv ("HF_ENDPOINT");
+  g_assert_no_error (error);
+  g_assert_false (used_fallback);
+
+  /* Both files' texts (the same rows, two codecs), joined by blank lines. */
+  g_assert_cmpuint (g_bytes_get_size (text), >=, 2 * text_bytes);
+  g_assert_cmpuint (g_bytes_get_size (text), <, DC_TRAIN_DATA_DATASET_BYTES);
+  copy = g_strndup (g_bytes_get_data (text, NULL), g_bytes_get_size (text));
+  g_assert_nonnull (strstr (copy, json_object_get_string_member (expect, "first_text")));
+  g_assert_nonnull (strstr (copy, json_object_get_string_member (expect, "last_text")));
+}
+
+static void
+test_train_data_offline (void)
+{
+  g_autofree char *base = g_strdup_printf ("http://127.0.0.1:%u", dc_test_closed_port ());
+  g_autoptr(GBytes) builtin = dc_corpus_dup_builtin ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) text = NULL;
+  gboolean used_fallback = FALSE;
+
+  g_setenv ("HF_ENDPOINT", base, TRUE);
+  g_test_expect_message ("dc-data", G_LOG_LEVEL_MESSAGE, DC_DATASET_UNREACHABLE_MESSAGE);
+  text = dc_train_data_load ("HuggingFaceFW/fineweb-edu/sample/10BT", 1, &used_fallback, NULL,
+                             &error);
+  g_test_assert_expected_messages ();
+  g_unsetenv ("HF_ENDPOINT");
+  g_assert_no_error (error);
+  g_assert_true (used_fallback);
+  g_assert_true (g_bytes_equal (text, builtin));
+
+  /* Neither a file nor a dataset id: refused, naming it. */
+  g_clear_pointer (&text, g_bytes_unref);
+  text = dc_train_data_load ("/no/such/file.txt", 1, &used_fallback, NULL, &error);
+  g_assert_null (text);
+  g_assert_nonnull (error);
+  g_assert_nonnull (strstr (error->message, "/no/such/file.txt"));
 }
 
 /* Runs daisychain-cli with HF_ENDPOINT pointing at the test hub. */
@@ -1226,6 +1272,8 @@ main (int    argc,
   g_test_add_func ("/dc/data/dataset/shares", test_dataset_shares);
   g_test_add_func ("/dc/data/dataset/without-text-column", test_dataset_without_text_column);
   g_test_add_func ("/dc/data/dataset/offline-fallback", test_offline_fallback);
+  g_test_add_func ("/dc/data/dataset/train-data", test_train_data_from_dataset);
+  g_test_add_func ("/dc/data/dataset/train-data-offline", test_train_data_offline);
   g_test_add_func ("/dc/data/cli/read-url", test_cli_read_url);
   g_test_add_func ("/dc/data/cli/token", test_cli_token);
   g_test_add_func ("/dc/data/cli/ls", test_cli_ls);

@@ -58,6 +58,12 @@ is_ready (gpointer user_data)
   return dc_training_run_get_state (DC_TRAINING_RUN (user_data)) == DC_TRAINING_STATE_READY;
 }
 
+static gboolean
+is_failed (gpointer user_data)
+{
+  return dc_training_run_get_state (DC_TRAINING_RUN (user_data)) == DC_TRAINING_STATE_FAILED;
+}
+
 static DcTrainingRequest
 small_request (void)
 {
@@ -175,10 +181,15 @@ test_bad_requests (void)
   g_assert_nonnull (error);
   g_clear_error (&error);
 
-  missing.data = (char *) "/nonexistent/corpus.txt";
-  g_assert_false (dc_training_run_start (run, &missing, &error));
-  g_assert_nonnull (error);
   g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_IDLE);
+
+  /* The worker reads the data: a missing file ends the run as FAILED, saying why. */
+  missing.data = (char *) "/nonexistent/corpus.txt";
+  g_assert_true (dc_training_run_start (run, &missing, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (is_failed, run, TIMEOUT_MS));
+  g_assert_nonnull (strstr (dc_training_run_get_message (run), "/nonexistent/corpus.txt"));
+  g_assert_null (dc_training_run_get_hash (run));
   g_free (request.data);
 }
 

@@ -1,6 +1,7 @@
 /* test-ui-train.c: the Train view driven through its actions, as a user would.
  *
- * Under Xvfb: a small model on the built-in corpus, Start, wait for 20 steps
+ * Under Xvfb: a small model on FineWeb-Edu with the Hub unreachable (so the
+ * built-in corpus, as the seeds say), Start, wait for 20 steps
  * (the chart holds them and the statistics moved), a screenshot mid-run, Stop,
  * Generate, Save a .pt, Export a Hugging Face folder; then closing the window
  * mid-run asks first.
@@ -109,6 +110,8 @@ check_train_view (DcApplication *app)
   g_autofree char *safetensors = g_build_filename (hf, "model.safetensors", NULL);
   g_autofree char *contents = NULL;
   g_autoptr(GdkTexture) shot = NULL;
+  g_autofree char *closed_hub = g_strdup_printf ("http://127.0.0.1:%u", dc_test_closed_port ());
+  g_autofree char *log = NULL;
   AdwMessageDialog *dialog;
   gsize length;
 
@@ -120,7 +123,10 @@ check_train_view (DcApplication *app)
   g_settings_set_int (settings, "train-seq-len", 16);
   g_settings_set_int (settings, "train-batch", 2);
   g_settings_set_int (settings, "train-steps", 400);
-  g_settings_set_string (settings, "train-dataset", "builtin");
+  /* FineWeb-Edu, with the Hub pointed at a closed port on loopback: the run
+   * must go on with the built-in corpus and say so (the seeds' fallback). */
+  g_settings_set_string (settings, "train-dataset", "HuggingFaceFW/fineweb-edu/sample/10BT");
+  g_setenv ("HF_ENDPOINT", closed_hub, TRUE);
 
   g_assert_true (action_enabled (widget, "start"));
   g_assert_false (action_enabled (widget, "stop"));
@@ -134,6 +140,8 @@ check_train_view (DcApplication *app)
   g_assert_false (action_enabled (widget, "save-checkpoint"));
 
   g_assert_true (dc_test_wait_until (chart_has_20_points, page, TIMEOUT_MS));
+  log = dc_train_page_dup_log (page);
+  g_assert_nonnull (strstr (log, "dataset unreachable — using built-in corpus"));
   shot = dc_test_render_widget (GTK_WIDGET (window), "train-view-mid-run");
   g_assert_nonnull (shot);
 

@@ -11,6 +11,7 @@
 #include "dc-cli.h"
 #include "model/dc-checkpoint.h"
 #include "model/dc-train-data.h"
+#include "data/dc-dataset.h"
 #include "model/dc-trainer.h"
 
 typedef struct
@@ -48,6 +49,21 @@ print_step (DcCliOptions *options,
   else
     g_print ("step %5" G_GUINT64_FORMAT "  loss %.4f  %8.0f tokens/s  %s\n", step, loss,
              tokens_per_s, hash);
+}
+
+/* The data layer logged the message on stderr; scripts reading --json get it too. */
+static void
+print_data_fallback (void)
+{
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "event");
+  json_builder_add_string_value (builder, "data-fallback");
+  json_builder_set_member_name (builder, "message");
+  json_builder_add_string_value (builder, DC_DATASET_UNREACHABLE_MESSAGE);
+  json_builder_end_object (builder);
+  dc_cli_print_json (builder);
 }
 
 static DcGptModel *
@@ -118,6 +134,7 @@ dc_cli_train_run (const DcCliCommand  *command,
   guint64 stop;
   float loss = 0.0f;
   g_autofree char *hash = NULL;
+  gboolean used_fallback = FALSE;
 
   if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
     return DC_CLI_EXIT_USAGE;
@@ -131,12 +148,19 @@ dc_cli_train_run (const DcCliCommand  *command,
   if (args.threads <= 0)
     args.threads = g_get_num_processors ();
 
-  corpus = dc_train_data_load (data != NULL ? data : "builtin", &error);
-  if (corpus == NULL)
-    return dc_cli_fail (options, error);
   model = start_model (&args, &settings, &error);
   if (model == NULL)
     return dc_cli_fail (options, error);
+  /* After the model: a resumed run's seed orders the dataset's row groups. */
+  corpus = dc_train_data_load (data != NULL ? data : "builtin", settings.seed, &used_fallback,
+                               NULL, &error);
+  if (corpus == NULL)
+    {
+      dc_gpt_model_free (model);
+      return dc_cli_fail (options, error);
+    }
+  if (used_fallback && options->json)
+    print_data_fallback ();
   trainer = dc_trainer_new (model, &settings, corpus, DC_GPT_PRECISION_INT8, args.threads,
                             &error);
   if (trainer == NULL)

@@ -22,6 +22,7 @@
 #include "dc-model-error.h"
 #include "dc-train-data.h"
 #include "dc-trainer.h"
+#include "data/dc-dataset.h"
 
 struct _DcTrainingRun
 {
@@ -32,9 +33,13 @@ struct _DcTrainingRun
   DcGptModel      *loaded;         /* a loaded checkpoint's model when no trainer has one */
   GThread         *thread;
   GMainContext    *context;        /* where the worker reports */
+  GCancellable    *cancellable;    /* the run's data reads; cancelled by stop */
 
   /* state */
   DcTrainSettings  settings;
+  DcGptConfig      config;         /* of the run being prepared */
+  guint            n_threads;
+  char            *data;           /* the run's --data spec */
   DcTrainingState  state;
   guint64          step;
   double           loss;
@@ -238,13 +243,50 @@ post_log (DcTrainingRun *self,
 
 /* The worker: trains until the last step or a stop request. It owns the
  * trainer for its whole life; the main thread reads it only after the join. */
+static DcTrainer *
+prepare_trainer (DcTrainingRun  *self,
+                 GError        **error)
+{
+  g_autoptr(GBytes) corpus = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  gboolean used_fallback = FALSE;
+
+  corpus = dc_train_data_load (self->data, self->settings.seed, &used_fallback,
+                               self->cancellable, error);
+  if (corpus == NULL)
+    return NULL;
+  if (used_fallback)
+    post_log (self, "%s", DC_DATASET_UNREACHABLE_MESSAGE);
+
+  model = dc_gpt_model_new (&self->config, error);
+  if (model == NULL)
+    return NULL;
+  dc_gpt_model_init_weights (model, self->settings.seed);
+
+  return dc_trainer_new (g_steal_pointer (&model), &self->settings, corpus,
+                         DC_GPT_PRECISION_INT8, self->n_threads, error);
+}
+
 static gpointer
 training_worker (gpointer user_data)
 {
   DcTrainingRun *self = user_data;
-  DcGptModel *model = dc_trainer_get_model (self->trainer);
-  guint batch_tokens = self->settings.batch * model->config.seq;
   Report *done = g_new0 (Report, 1);
+  DcGptModel *model;
+  guint batch_tokens;
+
+  /* Reading the data (a dataset: the network) and building the model happen
+   * here, off the main thread. The main thread reads self->trainer only
+   * after the join. */
+  self->trainer = prepare_trainer (self, &done->error);
+  if (self->trainer == NULL)
+    {
+      done->finished = TRUE;
+      post_report (self, done);
+      return NULL;
+    }
+  model = dc_trainer_get_model (self->trainer);
+  batch_tokens = self->settings.batch * model->config.seq;
 
   while (model->step < self->settings.steps && !g_atomic_int_get (&self->stop_requested))
     {
@@ -280,23 +322,23 @@ training_worker (gpointer user_data)
 /**
  * dc_training_run_start:
  *
- * Builds a fresh model from @request (seeded weights) and trains it on a
- * worker thread. Progress arrives as "step" signals on the calling thread's
- * default main context.
+ * Trains a fresh model from @request (seeded weights) on a worker thread,
+ * which first reads the data (a Hugging Face dataset falls back to the
+ * built-in corpus when unreachable). Progress arrives as "step" signals on
+ * the calling thread's default main context; a failure while preparing or
+ * training ends the run in the FAILED state with its message.
  *
- * Returns: %FALSE with @error set when the request is invalid, the data cannot
- *   be read, or a run is already in progress
+ * Returns: %FALSE with @error set when the settings are invalid or a run is
+ *   already in progress
  */
 gboolean
 dc_training_run_start (DcTrainingRun            *self,
                        const DcTrainingRequest  *request,
                        GError                  **error)
 {
-  g_autoptr(GBytes) corpus = NULL;
-  g_autoptr(DcGptModel) model = NULL;
   DcTrainSettings settings;
   DcGptConfig config;
-  DcTrainer *trainer;
+  const char *data;
 
   g_return_val_if_fail (DC_IS_TRAINING_RUN (self), FALSE);
   g_return_val_if_fail (request != NULL, FALSE);
@@ -316,29 +358,20 @@ dc_training_run_start (DcTrainingRun            *self,
   if (!dc_gpt_config_validate (&config, error))
     return FALSE;
 
-  corpus = dc_train_data_load (request->data != NULL ? request->data : "builtin", error);
-  if (corpus == NULL)
-    return FALSE;
-
-  model = dc_gpt_model_new (&config, error);
-  if (model == NULL)
-    return FALSE;
-  dc_gpt_model_init_weights (model, settings.seed);
-
-  trainer = dc_trainer_new (g_steal_pointer (&model), &settings, corpus, DC_GPT_PRECISION_INT8,
-                            request->n_threads > 0 ? request->n_threads
-                                                   : g_get_num_processors (),
-                            error);
-  if (trainer == NULL)
-    return FALSE;
-
+  /* A new run replaces the model; the data is read by the worker. */
+  data = request->data != NULL ? request->data : "builtin";
   g_clear_pointer (&self->trainer, dc_trainer_free);
   g_clear_pointer (&self->loaded, dc_gpt_model_free);
-  self->trainer = trainer;
   self->settings = settings;
+  self->config = config;
+  self->n_threads = request->n_threads > 0 ? request->n_threads : g_get_num_processors ();
+  g_free (self->data);
+  self->data = g_strdup (data);
   self->step = 0;
   g_clear_pointer (&self->hash, g_free);
   g_atomic_int_set (&self->stop_requested, 0);
+  g_clear_object (&self->cancellable);
+  self->cancellable = g_cancellable_new ();
   g_clear_pointer (&self->context, g_main_context_unref);
   self->context = g_main_context_ref_thread_default ();
 
@@ -348,7 +381,7 @@ dc_training_run_start (DcTrainingRun            *self,
                        "%u steps, learning rate %.3f, seed %" G_GUINT64_FORMAT ", data %s",
                        config.width, config.n_layer, config.n_head, config.seq,
                        settings.batch, settings.steps, settings.lr_x1000 / 1000.0,
-                       settings.seed, request->data != NULL ? request->data : "builtin");
+                       settings.seed, data);
     emit_log (self, line);
   }
 
@@ -372,6 +405,7 @@ dc_training_run_stop (DcTrainingRun *self)
   if (self->state != DC_TRAINING_STATE_RUNNING)
     return;
   g_atomic_int_set (&self->stop_requested, 1);
+  g_cancellable_cancel (self->cancellable);
   set_state (self, DC_TRAINING_STATE_STOPPING);
 }
 
@@ -527,7 +561,8 @@ dc_training_run_get_steps (DcTrainingRun *self)
 {
   g_return_val_if_fail (DC_IS_TRAINING_RUN (self), 0);
 
-  return current_model (self) != NULL || self->thread != NULL ? self->settings.steps : 0;
+  /* While the worker runs, self->trainer is its: do not look at it. */
+  return self->thread != NULL || current_model (self) != NULL ? self->settings.steps : 0;
 }
 
 /**
@@ -610,6 +645,7 @@ dc_training_run_dispose (GObject *object)
   if (self->thread != NULL)
     {
       g_atomic_int_set (&self->stop_requested, 1);
+      g_cancellable_cancel (self->cancellable);
       g_clear_pointer (&self->thread, g_thread_join);
     }
 
@@ -624,6 +660,8 @@ dc_training_run_finalize (GObject *object)
   g_clear_pointer (&self->trainer, dc_trainer_free);
   g_clear_pointer (&self->loaded, dc_gpt_model_free);
   g_clear_pointer (&self->context, g_main_context_unref);
+  g_clear_object (&self->cancellable);
+  g_free (self->data);
   g_free (self->hash);
   g_free (self->message);
 

@@ -288,6 +288,13 @@ run_state_cb (DcTrainPage *self)
   DcTrainingState state = dc_training_run_get_state (self->run);
 
   update_actions (self);
+  if (state == DC_TRAINING_STATE_FAILED && dc_training_run_get_message (self->run) != NULL)
+    {
+      g_autofree char *text = g_strdup_printf (_("Training failed: %s"),
+                                               dc_training_run_get_message (self->run));
+
+      toast (self, text);
+    }
   if (state == DC_TRAINING_STATE_READY || state == DC_TRAINING_STATE_FAILED)
     {
       gtk_label_set_label (self->eta_label, "—");
@@ -568,6 +575,24 @@ dc_train_page_stop (DcTrainPage *self)
   g_return_if_fail (DC_IS_TRAIN_PAGE (self));
 
   dc_training_run_stop (self->run);
+}
+
+/**
+ * dc_train_page_dup_log:
+ *
+ * Returns: (transfer full): the log's text, one message per line
+ */
+char *
+dc_train_page_dup_log (DcTrainPage *self)
+{
+  GtkTextBuffer *buffer;
+  GtkTextIter start, end;
+
+  g_return_val_if_fail (DC_IS_TRAIN_PAGE (self), NULL);
+
+  buffer = gtk_text_view_get_buffer (self->log_view);
+  gtk_text_buffer_get_bounds (buffer, &start, &end);
+  return gtk_text_buffer_get_text (buffer, &start, &end, FALSE);
 }
 
 /**

@@ -22,5 +22,6 @@ void         dc_train_page_append_log   (DcTrainPage *self,
 gboolean     dc_train_page_is_running   (DcTrainPage *self);
 void         dc_train_page_stop         (DcTrainPage *self);
 const char  *dc_train_page_get_generated_text (DcTrainPage *self);
+char        *dc_train_page_dup_log      (DcTrainPage *self);
 
 G_END_DECLS
