@@ -40,6 +40,7 @@ struct _DcGroup
   DcSignalServer *server;
   GListStore     *peers;        /* DcPeer, connected ones (channel open, hello received) */
   GPtrArray      *retired;      /* GObject: left meshes and servers, dropped after a grace */
+  char           *serve_address;  /* where a created room is served */
 
   /* state */
   DcGroupState    state;
@@ -396,7 +397,8 @@ dc_group_start_discovery (DcGroup     *self,
 
 /**
  * dc_group_serve:
- * @address: (nullable): the address to listen on, %NULL for 127.0.0.1
+ * @address: (nullable): the address to listen on, %NULL for the serve
+ *   address (dc_group_set_serve_address())
  * @port: the TCP port, 0 for any free one
  *
  * Leaves any group and serves signaling in this process; the signal-url
@@ -418,12 +420,13 @@ dc_group_serve (DcGroup     *self,
 
   stop_all (self);
   server = dc_signal_server_new ();
-  if (!dc_signal_server_listen (server, address != NULL ? address : "127.0.0.1", port, NULL,
-                                NULL, error))
+  if (address == NULL)
+    address = self->serve_address;
+  if (!dc_signal_server_listen (server, address, port, NULL, NULL, error))
     return FALSE;
   self->server = g_steal_pointer (&server);
   /* A service on every address is reached here through loopback. */
-  if (address != NULL && (g_str_equal (address, "0.0.0.0") || g_str_equal (address, "::")))
+  if (g_str_equal (address, "0.0.0.0") || g_str_equal (address, "::"))
     url = g_strdup_printf ("ws://127.0.0.1:%u/signal", dc_signal_server_get_port (self->server));
   else
     url = dc_signal_server_dup_url (self->server);
@@ -519,6 +522,25 @@ dc_group_join_room (DcGroup     *self,
   stop_all (self);
   self->server = server;
   return join (self, url, code, self->config.create);
+}
+
+/**
+ * dc_group_set_serve_address:
+ * @address: an address to listen on: "0.0.0.0" (the default) for every
+ *   network, "127.0.0.1" for this computer only (tests)
+ *
+ * Where dc_group_create_room() and dc_group_serve() serve signaling when
+ * they are given no address.
+ */
+void
+dc_group_set_serve_address (DcGroup    *self,
+                            const char *address)
+{
+  g_return_if_fail (DC_IS_GROUP (self));
+  g_return_if_fail (address != NULL);
+
+  g_free (self->serve_address);
+  self->serve_address = g_strdup (address);
 }
 
 /**
@@ -674,6 +696,7 @@ dc_group_finalize (GObject *object)
 
   g_clear_object (&self->peers);
   g_clear_pointer (&self->retired, g_ptr_array_unref);
+  g_free (self->serve_address);
   dc_mesh_config_clear (&self->config);
 
   G_OBJECT_CLASS (dc_group_parent_class)->finalize (object);
@@ -761,4 +784,5 @@ dc_group_init (DcGroup *self)
 {
   self->peers = g_list_store_new (DC_TYPE_PEER);
   self->retired = g_ptr_array_new_with_free_func (g_object_unref);
+  self->serve_address = g_strdup ("0.0.0.0");
 }

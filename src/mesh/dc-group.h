@@ -60,6 +60,8 @@ gboolean      dc_group_join_room         (DcGroup             *self,
                                           const char          *signal_url,
                                           const char          *room_code,
                                           GError             **error);
+void          dc_group_set_serve_address (DcGroup             *self,
+                                          const char          *address);
 void          dc_group_answer_request    (DcGroup             *self,
                                           const char          *id,
                                           gboolean             accept);
