@@ -7,7 +7,9 @@
  * test finds the mapped Accept/Decline dialog and answers Accept through
  * adw_message_dialog_response(), the child reports "approved" and
  * "peer-joined", and the Devices view lists the child's name with its hello.
- * A second child is declined and reports "declined". Every wait has a
+ * A second child is declined and reports "declined". Then the other way
+ * round: a child serves and hosts a room (`join --serve`), and the
+ * application joins it as a member through the Join dialog. Every wait has a
  * deadline; children die with the test (PR_SET_PDEATHSIG) and are killed at
  * its end. A screenshot of the Devices view goes to
  * build/tests/screenshots/group-devices.png, one of the request dialog to
@@ -24,6 +26,7 @@
 #include <json-glib/json-glib.h>
 
 #include "dc-application.h"
+#include "dc-join-room-dialog.h"
 #include "dc-test-ui-utils.h"
 #include "dc-test-utils.h"
 #include "dc-window.h"
@@ -100,33 +103,49 @@ child_setup (gpointer user_data)
   prctl (PR_SET_PDEATHSIG, SIGKILL);
 }
 
-/* `daisychain-cli join` into @code through @url, confined to loopback. */
+/* `daisychain-cli join` with @args (NULL-terminated), confined to loopback. */
 static Proc *
-proc_join (const char *name,
-           const char *url,
-           const char *code)
+proc_spawn (const char         *name,
+            const char * const *args)
 {
   Proc *proc = g_new0 (Proc, 1);
-  g_autofree char *cli = dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL);
-  const char *argv[] = {
-    cli, "join", "--json", "--signal", url, "--room", code, "--name", name,
-    "--approve", "all", "--no-create", "--ice-address", "127.0.0.1",
-    "--backend", "cpu", "--probe-hash", "0123abcd", NULL
-  };
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GError) error = NULL;
+  const char *common[] = {
+    "join", "--json", "--name", name, "--approve", "all", "--ice-address", "127.0.0.1",
+    "--backend", "cpu", "--probe-hash", "0123abcd", NULL
+  };
+
+  g_ptr_array_add (argv, dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL));
+  for (guint i = 0; common[i] != NULL; i++)
+    g_ptr_array_add (argv, g_strdup (common[i]));
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, g_strdup (args[i]));
+  g_ptr_array_add (argv, NULL);
 
   proc->label = g_strdup (name);
   proc->events = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
   proc->cancellable = g_cancellable_new ();
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
   g_subprocess_launcher_set_child_setup (launcher, child_setup, NULL, NULL);
-  proc->process = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  proc->process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata,
+                                                &error);
   g_assert_no_error (error);
   proc->lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (proc->process));
   read_next (proc);
   g_subprocess_wait_async (proc->process, proc->cancellable, wait_cb, proc);
   return proc;
+}
+
+static Proc *
+proc_join (const char *name,
+           const char *url,
+           const char *code)
+{
+  const char *args[] = { "--signal", url, "--room", code, "--no-create", NULL };
+
+  return proc_spawn (name, args);
 }
 
 static void
@@ -151,6 +170,20 @@ proc_free (Proc *proc)
   g_free (proc);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (Proc, proc_free)
+
+static JsonObject *
+proc_get (Proc       *proc,
+          const char *event)
+{
+  for (guint i = 0; i < proc->events->len; i++)
+    {
+      JsonObject *o = g_ptr_array_index (proc->events, i);
+
+      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), event) == 0)
+        return o;
+    }
+  return NULL;
+}
 
 static int
 proc_find (Proc       *proc,
@@ -296,6 +329,66 @@ row_shown_cb (gpointer user_data)
   return row != NULL && gtk_widget_get_mapped (row);
 }
 
+static gboolean
+join_dialog_shown_cb (gpointer user_data)
+{
+  GListModel *toplevels = gtk_window_get_toplevels ();
+
+  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
+    {
+      g_autoptr(GtkWidget) window = g_list_model_get_item (toplevels, i);
+
+      if (DC_IS_JOIN_ROOM_DIALOG (window) && gtk_widget_get_mapped (window))
+        {
+          *(GtkWidget **) user_data = window;
+          return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+/* The other way round: a daisychain-cli process serves and hosts a room, and
+ * the application joins it as a member through the Join dialog. */
+static void
+check_join_dialog (DcGroup   *group,
+                   GtkWidget *page)
+{
+  const char *args[] = { "--serve", "--signal", "ws://127.0.0.1:0/signal", NULL };
+  g_autoptr(Proc) cli_host = proc_spawn ("cli-host", args);
+  StateWait member = { group, DC_GROUP_STATE_MEMBER };
+  RowWait row = { page, "cli-host" };
+  GtkWidget *dialog = NULL;
+  JsonObject *listening, *room;
+
+  proc_expect (cli_host, "joined", NULL);
+  listening = proc_get (cli_host, "listening");
+  room = proc_get (cli_host, "room");
+  g_assert_nonnull (listening);
+  g_assert_nonnull (room);
+
+  g_assert_true (gtk_widget_activate_action (page, "group.join-room", NULL));
+  if (!dc_test_wait_until (join_dialog_shown_cb, &dialog, TIMEOUT_MS))
+    g_error ("no Join dialog within %u ms", TIMEOUT_MS);
+  /* Join needs both fields. */
+  g_assert_false (adw_message_dialog_get_response_enabled (ADW_MESSAGE_DIALOG (dialog), "join"));
+  dc_join_room_dialog_set_code (DC_JOIN_ROOM_DIALOG (dialog),
+                                json_object_get_string_member (room, "room"));
+  dc_join_room_dialog_set_url (DC_JOIN_ROOM_DIALOG (dialog),
+                               json_object_get_string_member (listening, "url"));
+  g_assert_true (adw_message_dialog_get_response_enabled (ADW_MESSAGE_DIALOG (dialog), "join"));
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "join");
+
+  if (!dc_test_wait_until (state_reached_cb, &member, TIMEOUT_MS))
+    g_error ("not a member of the CLI's room within %u ms", TIMEOUT_MS);
+  g_assert_false (dc_group_get_is_host (group));
+  proc_expect (cli_host, "peer-joined", "gui-host");
+  if (!dc_test_wait_until (row_shown_cb, &row, TIMEOUT_MS))
+    g_error ("“cli-host” not in the device list within %u ms", TIMEOUT_MS);
+
+  g_assert_true (gtk_widget_activate_action (page, "group.leave", NULL));
+  proc_expect (cli_host, "peer-left", "gui-host");
+}
+
 static void
 check_group (DcApplication *app)
 {
@@ -372,6 +465,10 @@ check_group (DcApplication *app)
   g_assert_cmpint (dc_group_get_state (group), ==, DC_GROUP_STATE_OFFLINE);
   proc_expect (good, "peer-left", "gui-host");
   g_assert_cmpuint (g_list_model_get_n_items (dc_group_get_peers (group)), ==, 0);
+  g_clear_pointer (&good, proc_free);
+  g_clear_pointer (&declined, proc_free);
+
+  check_join_dialog (group, page);
 }
 
 static gboolean
