@@ -509,7 +509,7 @@ dc_group_join_room (DcGroup     *self,
     }
   url = g_strstrip (g_strdup (signal_url != NULL ? signal_url : ""));
   uri = g_uri_parse (url, G_URI_FLAGS_NONE, NULL);
-  if (uri == NULL || g_uri_get_host (uri) == NULL
+  if (uri == NULL || g_uri_get_host (uri) == NULL || *g_uri_get_host (uri) == '\0'
       || (g_strcmp0 (g_uri_get_scheme (uri), "ws") != 0
           && g_strcmp0 (g_uri_get_scheme (uri), "wss") != 0))
     {
