@@ -7,7 +7,8 @@
  * test finds the mapped Accept/Decline dialog and answers Accept through
  * adw_message_dialog_response(), the child reports "approved" and
  * "peer-joined", and the Devices view lists the child's name with its hello.
- * A second child is declined and reports "declined". Then the other way
+ * A second child is declined and reports "declined"; a third one is killed
+ * while its dialog is open, and the dialog goes away. Then the other way
  * round: a child serves and hosts a room (`join --serve`), and the
  * application joins it as a member through the Join dialog. Every wait has a
  * deadline; children die with the test (PR_SET_PDEATHSIG) and are killed at
@@ -280,6 +281,12 @@ request_dialog_shown_cb (gpointer user_data)
   return find_request_dialog (user_data) != NULL;
 }
 
+static gboolean
+request_dialog_gone_cb (gpointer user_data)
+{
+  return find_request_dialog (user_data) == NULL;
+}
+
 static AdwMessageDialog *
 expect_request_dialog (const char *name)
 {
@@ -397,6 +404,7 @@ check_group (DcApplication *app)
   GtkWidget *page;
   g_autoptr(Proc) good = NULL;
   g_autoptr(Proc) declined = NULL;
+  g_autoptr(Proc) quitter = NULL;
   g_autofree char *code = NULL;
   g_autofree char *url = NULL;
   g_autoptr(GdkTexture) texture = NULL;
@@ -460,6 +468,14 @@ check_group (DcApplication *app)
   g_assert_null (find_row (page, "declined-device"));
   g_assert_cmpuint (dc_group_get_n_peers (group), ==, 1);
 
+  /* A device that gives up while the dialog is open takes the dialog away. */
+  quitter = proc_join ("quitter-device", url, code);
+  expect_request_dialog ("quitter-device");
+  g_subprocess_force_exit (quitter->process);
+  if (!dc_test_wait_until (request_dialog_gone_cb, (gpointer) "quitter-device", TIMEOUT_MS))
+    g_error ("the dialog for a device that left is still shown after %u ms", TIMEOUT_MS);
+  g_assert_cmpuint (dc_group_get_n_peers (group), ==, 1);
+
   /* Leave: the member hears the bye, the group is offline. */
   g_assert_true (gtk_widget_activate_action (page, "group.leave", NULL));
   g_assert_cmpint (dc_group_get_state (group), ==, DC_GROUP_STATE_OFFLINE);
@@ -467,6 +483,7 @@ check_group (DcApplication *app)
   g_assert_cmpuint (g_list_model_get_n_items (dc_group_get_peers (group)), ==, 0);
   g_clear_pointer (&good, proc_free);
   g_clear_pointer (&declined, proc_free);
+  g_clear_pointer (&quitter, proc_free);
 
   check_join_dialog (group, page);
 }

@@ -66,6 +66,7 @@ enum
 {
   SIGNAL_EVENT,
   SIGNAL_APPROVAL_REQUESTED,
+  SIGNAL_APPROVAL_WITHDRAWN,
   SIGNAL_MESSAGE,
   SIGNAL_FAILED,
   N_SIGNALS
@@ -281,6 +282,14 @@ mesh_approval_requested_cb (DcMesh     *mesh,
 }
 
 static void
+mesh_approval_withdrawn_cb (DcMesh     *mesh,
+                            const char *id,
+                            gpointer    user_data)
+{
+  g_signal_emit (user_data, signals[SIGNAL_APPROVAL_WITHDRAWN], 0, id);
+}
+
+static void
 mesh_message_cb (DcMesh  *mesh,
                  DcPeer  *peer,
                  guint    type,
@@ -304,6 +313,8 @@ start_mesh (DcGroup *self)
   self->mesh = dc_mesh_new (&self->config);
   g_signal_connect (self->mesh, "event", G_CALLBACK (mesh_event_cb), self);
   g_signal_connect (self->mesh, "approval-requested", G_CALLBACK (mesh_approval_requested_cb),
+                    self);
+  g_signal_connect (self->mesh, "approval-withdrawn", G_CALLBACK (mesh_approval_withdrawn_cb),
                     self);
   g_signal_connect (self->mesh, "message", G_CALLBACK (mesh_message_cb), self);
   g_signal_connect (self->mesh, "failed", G_CALLBACK (mesh_failed_cb), self);
@@ -480,8 +491,8 @@ dc_group_create_room (DcGroup     *self,
  * @room_code: the room's code
  *
  * Joins a room (creating it when the group's config allows and nobody is in
- * it). A service this group serves (dc_group_serve()) is kept; anything else
- * the group did is left. Asynchronous failures, a declined request
+ * it). A service this group serves at @signal_url (dc_group_serve()) is
+ * kept; anything else the group did is left. Asynchronous failures, a declined request
  * included, come through ::failed.
  *
  * Returns: %FALSE with @error set if the URL or the code is unusable
@@ -518,7 +529,9 @@ dc_group_join_room (DcGroup     *self,
       return FALSE;
     }
 
-  server = g_steal_pointer (&self->server);
+  /* Keep only a service this group serves for this very URL (dc_group_serve()). */
+  server = g_strcmp0 (url, self->config.signal_url) == 0 ? g_steal_pointer (&self->server)
+                                                         : NULL;
   stop_all (self);
   self->server = server;
   return join (self, url, code, self->config.create);
@@ -768,6 +781,10 @@ dc_group_class_init (DcGroupClass *klass)
   signals[SIGNAL_APPROVAL_REQUESTED] =
     g_signal_new ("approval-requested", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
                   NULL, NULL, G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRING);
+  /* (id): the device of that ::approval-requested left before an answer. */
+  signals[SIGNAL_APPROVAL_WITHDRAWN] =
+    g_signal_new ("approval-withdrawn", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
+                  NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
   /* (peer, type, payload): a message from a peer of the current room. */
   signals[SIGNAL_MESSAGE] =
     g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,

@@ -195,6 +195,29 @@ approval_requested_cb (DcGroup     *group,
 }
 
 static void
+approval_withdrawn_cb (DcGroup     *group,
+                       const char  *id,
+                       DcGroupPage *self)
+{
+  for (guint i = 0; i < self->requests->len; i++)
+    {
+      GtkWindow *dialog = g_ptr_array_index (self->requests, i);
+      g_autofree char *text = NULL;
+
+      if (g_strcmp0 (g_object_get_data (G_OBJECT (dialog), "dc-request-id"), id) != 0)
+        continue;
+      /* Translators: %s is the name the other device gave itself. */
+      text = g_strdup_printf (_("“%s” stopped asking to join"),
+                              (const char *) g_object_get_data (G_OBJECT (dialog),
+                                                                "dc-request-name"));
+      /* Destroying emits no response; the destroy handler drops it from the list. */
+      gtk_window_destroy (dialog);
+      toast (self, text);
+      return;
+    }
+}
+
+static void
 event_cb (DcGroup     *group,
           const char  *event,
           const char  *peer,
@@ -276,6 +299,8 @@ dc_group_page_set_group (DcGroupPage *self,
     {
       g_signal_connect_object (group, "notify", G_CALLBACK (update), self, G_CONNECT_SWAPPED);
       g_signal_connect_object (group, "approval-requested", G_CALLBACK (approval_requested_cb),
+                               self, 0);
+      g_signal_connect_object (group, "approval-withdrawn", G_CALLBACK (approval_withdrawn_cb),
                                self, 0);
       g_signal_connect_object (group, "event", G_CALLBACK (event_cb), self, 0);
       g_signal_connect_object (group, "failed", G_CALLBACK (failed_cb), self, 0);
