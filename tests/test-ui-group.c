@@ -452,6 +452,9 @@ check_group (DcApplication *app)
   g_assert_cmpstr (dc_peer_get_name (peer), ==, "good-device");
   g_object_unref (peer);
   g_assert_cmpuint (dc_group_get_n_peers (group), ==, 1);
+  g_assert_cmpuint (adw_view_stack_page_get_badge_number (
+                      adw_view_stack_get_page (
+                        ADW_VIEW_STACK (gtk_widget_get_parent (page)), page)), ==, 1);
   g_clear_object (&texture);
   texture = dc_test_render_widget (GTK_WIDGET (window), "group-devices");
   g_assert_cmpint (gdk_texture_get_width (texture), >=, 360);

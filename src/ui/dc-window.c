@@ -22,6 +22,7 @@ struct _DcWindow
   DcTrainPage          *train_page;
   DcInferPage          *infer_page;
   DcGroupPage          *group_page;
+  AdwViewStackPage     *devices_stack_page;
 
   /* owned references */
   GSettings            *settings;
@@ -39,6 +40,9 @@ dc_window_new (DcApplication *application)
 
   /* Not in constructed(): GtkWindow:application is set after it runs. */
   dc_group_page_set_group (self->group_page, dc_application_get_group (application));
+  /* The Devices tab counts the connected devices. */
+  g_object_bind_property (dc_application_get_group (application), "n-peers",
+                          self->devices_stack_page, "badge-number", G_BINDING_SYNC_CREATE);
   return self;
 }
 
@@ -232,6 +236,7 @@ dc_window_class_init (DcWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcWindow, train_page);
   gtk_widget_class_bind_template_child (widget_class, DcWindow, infer_page);
   gtk_widget_class_bind_template_child (widget_class, DcWindow, group_page);
+  gtk_widget_class_bind_template_child (widget_class, DcWindow, devices_stack_page);
 }
 
 static void
