@@ -243,8 +243,8 @@ answer_cb (GObject      *object,
   id = g_queue_pop_head (&state->asks);
   if (id != NULL)
     dc_group_answer_request (state->group, id,
-                            g_ascii_strcasecmp (g_strstrip (line), "accept") == 0
-                            || g_ascii_strcasecmp (line, "y") == 0);
+                             g_ascii_strcasecmp (g_strstrip (line), "accept") == 0
+                             || g_ascii_strcasecmp (line, "y") == 0);
   if (!g_queue_is_empty (&state->asks))
     read_answer (state);
 }
