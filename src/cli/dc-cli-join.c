@@ -16,23 +16,15 @@
 #include <gio/gunixinputstream.h>
 
 #include "dc-cli.h"
-#include "mesh/dc-discovery.h"
-#include "mesh/dc-mesh.h"
+#include "mesh/dc-group.h"
 #include "mesh/dc-room.h"
-#include "mesh/dc-signal-server.h"
 
-/* How long a device listens for a group before starting one (plus up to a
- * second at random, so that devices started together rarely both host). */
-#define DISCOVERY_WAIT_MS 2000
-
+/* Discovery, serving and room joining live in DcGroup, shared with the
+ * application; this file prints the group's events and runs the tests' options. */
 typedef struct
 {
   DcCliOptions      *options;
-  DcMeshConfig      *config;
-  DcMesh            *mesh;
-  DcDiscovery       *discovery;
-  DcSignalServer    *server;
-  guint              discovery_id;
+  DcGroup           *group;
   GMainLoop         *loop;
   GDataInputStream  *stdin_lines;
   GQueue             asks;          /* ids awaiting an answer on stdin */
@@ -47,9 +39,6 @@ typedef struct
 static void
 join_state_clear (JoinState *state)
 {
-  g_clear_handle_id (&state->discovery_id, g_source_remove);
-  g_clear_object (&state->discovery);
-  g_clear_object (&state->server);
   g_clear_object (&state->stdin_lines);
   g_queue_clear_full (&state->asks, g_free);
   g_clear_pointer (&state->send_sizes, g_array_unref);
@@ -142,7 +131,7 @@ static void print_simple (JoinState *state, const char *event, const char *key,
 static void
 send_test_payloads (JoinState *state)
 {
-  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (state->mesh);
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (dc_group_get_mesh (state->group));
 
   state->sent = TRUE;
   for (guint s = 0; s < state->send_sizes->len; s++)
@@ -166,7 +155,7 @@ send_test_payloads (JoinState *state)
 static void
 send_garbage (JoinState *state)
 {
-  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (state->mesh);
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (dc_group_get_mesh (state->group));
 
   for (int n = 0; n < state->send_garbage; n++)
     {
@@ -182,7 +171,7 @@ send_garbage (JoinState *state)
 }
 
 static void
-event_cb (DcMesh     *mesh,
+event_cb (DcGroup    *group,
           const char *event,
           const char *peer,
           guint       n_peers,
@@ -191,13 +180,13 @@ event_cb (DcMesh     *mesh,
 {
   JoinState *state = user_data;
 
-  print_event (state, event, peer, n_peers, reason, -1, -1);
-  if (g_str_equal (event, "joined") && state->server != NULL && state->discovery != NULL)
-    {
-      dc_discovery_announce (state->discovery, dc_signal_server_get_port (state->server),
-                             state->config->room_code, state->config->hello->name);
-      print_simple (state, "announcing", "room", state->config->room_code);
-    }
+  /* The group's own events carry their detail in its properties. */
+  if (g_str_equal (event, "discovered"))
+    print_simple (state, "discovered", "url", dc_group_get_signal_url (group));
+  else if (g_str_equal (event, "announcing"))
+    print_simple (state, "announcing", "room", dc_group_get_room_code (group));
+  else
+    print_event (state, event, peer, n_peers, reason, -1, -1);
   if (g_str_equal (event, "peer-joined") && state->expect_peers > 0
       && (int) n_peers == state->expect_peers && !state->sent)
     {
@@ -210,7 +199,7 @@ event_cb (DcMesh     *mesh,
 }
 
 static void
-message_cb (DcMesh  *mesh,
+message_cb (DcGroup *group,
             DcPeer  *peer,
             guint    type,
             GBytes  *payload,
@@ -220,12 +209,12 @@ message_cb (DcMesh  *mesh,
 
   if (type != DC_MESH_MSG_DATA)
     return;
-  print_event (state, "data", dc_peer_get_name (peer), dc_mesh_get_n_peers (mesh), NULL,
+  print_event (state, "data", dc_peer_get_name (peer), dc_group_get_n_peers (group), NULL,
                (gint64) g_bytes_get_size (payload), pattern_check (payload));
 }
 
 static void
-failed_cb (DcMesh       *mesh,
+failed_cb (DcGroup      *group,
            const GError *error,
            gpointer      user_data)
 {
@@ -253,9 +242,9 @@ answer_cb (GObject      *object,
     return;  /* stdin closed: remaining requests stay unanswered */
   id = g_queue_pop_head (&state->asks);
   if (id != NULL)
-    dc_mesh_answer_request (state->mesh, id,
-                            g_ascii_strcasecmp (g_strstrip (line), "accept") == 0
-                            || g_ascii_strcasecmp (line, "y") == 0);
+    dc_group_answer_request (state->group, id,
+                             g_ascii_strcasecmp (g_strstrip (line), "accept") == 0
+                             || g_ascii_strcasecmp (line, "y") == 0);
   if (!g_queue_is_empty (&state->asks))
     read_answer (state);
 }
@@ -274,7 +263,7 @@ read_answer (JoinState *state)
 }
 
 static void
-approval_requested_cb (DcMesh     *mesh,
+approval_requested_cb (DcGroup    *group,
                        const char *id,
                        const char *name,
                        gpointer    user_data)
@@ -302,8 +291,7 @@ leave_cb (gpointer user_data)
 {
   JoinState *state = user_data;
 
-  if (state->mesh != NULL)
-    dc_mesh_leave (state->mesh);
+  dc_group_leave (state->group);
   /* Let the byes leave before the process ends. */
   g_timeout_add (200, quit_cb, state->loop);
   return G_SOURCE_REMOVE;
@@ -332,66 +320,6 @@ print_simple (JoinState  *state,
       g_print ("%s: %s\n", event, value);
       fflush (stdout);
     }
-}
-
-static void
-start_mesh (JoinState *state)
-{
-  state->mesh = dc_mesh_new (state->config);
-  g_signal_connect (state->mesh, "event", G_CALLBACK (event_cb), state);
-  g_signal_connect (state->mesh, "message", G_CALLBACK (message_cb), state);
-  g_signal_connect (state->mesh, "failed", G_CALLBACK (failed_cb), state);
-  g_signal_connect (state->mesh, "approval-requested", G_CALLBACK (approval_requested_cb),
-                    state);
-  dc_mesh_start (state->mesh);
-}
-
-static void
-found_cb (DcDiscovery *discovery,
-          const char  *url,
-          const char  *room,
-          const char  *name,
-          gpointer     user_data)
-{
-  JoinState *state = user_data;
-
-  if (state->mesh != NULL)
-    return;
-  g_clear_handle_id (&state->discovery_id, g_source_remove);
-  g_signal_handlers_disconnect_by_data (discovery, state);
-  print_simple (state, "discovered", "url", url);
-  g_free (state->config->signal_url);
-  state->config->signal_url = g_strdup (url);
-  g_free (state->config->room_code);
-  state->config->room_code = g_strdup (room);
-  start_mesh (state);
-}
-
-/* Nobody announced a group: serve signaling for one and announce it. */
-static gboolean
-discovery_timeout_cb (gpointer user_data)
-{
-  JoinState *state = user_data;
-  g_autoptr(GError) error = NULL;
-
-  state->discovery_id = 0;
-  g_signal_handlers_disconnect_by_data (state->discovery, state);
-  state->server = dc_signal_server_new ();
-  if (!dc_signal_server_listen (state->server, "0.0.0.0", 0, NULL, NULL, &error))
-    {
-      state->exit_status = dc_cli_fail (state->options, error);
-      state->stopped = TRUE;
-      g_main_loop_quit (state->loop);
-      return G_SOURCE_REMOVE;
-    }
-  g_free (state->config->signal_url);
-  state->config->signal_url = g_strdup_printf ("ws://127.0.0.1:%u/signal",
-                                               dc_signal_server_get_port (state->server));
-  if (state->config->room_code == NULL)
-    state->config->room_code = dc_room_generate_code ();
-  /* Announced once this device is in the room as its host (event_cb). */
-  start_mesh (state);
-  return G_SOURCE_REMOVE;
 }
 
 static gboolean
@@ -470,7 +398,7 @@ dc_cli_join_run (const DcCliCommand  *command,
     { NULL }
   };
   g_auto(DcMeshConfig) config = { 0 };
-  g_autoptr(DcSignalServer) server = NULL;
+  g_autoptr(DcGroup) group = NULL;
   g_autoptr(GMainLoop) loop = NULL;
   g_autoptr(GError) error = NULL;
   JoinState state = { 0 };
@@ -497,6 +425,17 @@ dc_cli_join_run (const DcCliCommand  *command,
   if (!dc_mesh_check_plugins (&error))
     return dc_cli_fail (options, error);
 
+  config.room_id_override = g_strdup (test_room_id);
+  config.create = !no_create;
+  config.hello = dc_mesh_hello_new (name != NULL ? name : g_get_host_name (),
+                                    backend != NULL ? backend : "cpu",
+                                    probe_hash != NULL ? probe_hash : "",
+                                    (guint32) numeric_rule);
+  config.peer.stun_server = g_strdup (stun);
+  config.peer.turn_server = g_strdup (turn);
+  config.peer.ice_addresses = g_strdupv (ice_addresses);
+  group = dc_group_new (&config);
+
   if (serve)
     {
       guint port = 0;
@@ -511,12 +450,10 @@ dc_cli_join_run (const DcCliCommand  *command,
           port = (guint) g_uri_get_port (uri);
           bind = g_strdup (g_uri_get_host (uri));
         }
-      server = dc_signal_server_new ();
-      if (!dc_signal_server_listen (server, bind != NULL ? bind : "127.0.0.1", port, NULL, NULL,
-                                    &error))
+      if (!dc_group_serve (group, bind != NULL ? bind : "127.0.0.1", port, &error))
         return dc_cli_fail (options, error);
       g_free (signal_url);
-      signal_url = dc_signal_server_dup_url (server);
+      signal_url = g_strdup (dc_group_get_signal_url (group));
       if (options->json)
         {
           g_autoptr(JsonBuilder) builder = json_builder_new ();
@@ -552,51 +489,42 @@ dc_cli_join_run (const DcCliCommand  *command,
         }
     }
 
-  config.signal_url = g_strdup (signal_url);
-  config.room_code = g_strdup (room);
-  config.room_id_override = g_strdup (test_room_id);
-  config.create = !no_create;
-  config.hello = dc_mesh_hello_new (name != NULL ? name : g_get_host_name (),
-                                    backend != NULL ? backend : "cpu",
-                                    probe_hash != NULL ? probe_hash : "",
-                                    (guint32) numeric_rule);
-  config.peer.stun_server = g_strdup (stun);
-  config.peer.turn_server = g_strdup (turn);
-  config.peer.ice_addresses = g_strdupv (ice_addresses);
-
   loop = g_main_loop_new (NULL, FALSE);
   state.options = options;
   state.loop = loop;
   state.expect_peers = expect_peers;
   state.send_garbage = send_garbage;
   g_queue_init (&state.asks);
-  state.config = &config;
-  state.server = g_steal_pointer (&server);
+  state.group = group;
+  g_signal_connect (group, "event", G_CALLBACK (event_cb), &state);
+  g_signal_connect (group, "message", G_CALLBACK (message_cb), &state);
+  g_signal_connect (group, "failed", G_CALLBACK (failed_cb), &state);
+  g_signal_connect (group, "approval-requested", G_CALLBACK (approval_requested_cb), &state);
   g_unix_signal_add (SIGINT, leave_cb, &state);
   g_unix_signal_add (SIGTERM, leave_cb, &state);
 
   if (signal_url != NULL)
     {
-      start_mesh (&state);
+      if (!dc_group_join_room (group, signal_url, room, &error))
+        {
+          g_signal_handlers_disconnect_by_data (group, &state);
+          join_state_clear (&state);
+          return dc_cli_fail (options, error);
+        }
     }
-  else
+  else if (!dc_group_start_discovery (group, 0, room, &error))
     {
-      /* No service named: look for a group on the local network. */
-      state.discovery = dc_discovery_new (0);
-      if (!dc_discovery_start (state.discovery, &error))
-        return dc_cli_fail (options, error);
-      g_signal_connect (state.discovery, "found", G_CALLBACK (found_cb), &state);
-      state.discovery_id = g_timeout_add (DISCOVERY_WAIT_MS + g_random_int_range (0, 1000),
-                                          discovery_timeout_cb, &state);
+      /* No service named: it looked for a group on the local network. */
+      g_signal_handlers_disconnect_by_data (group, &state);
+      join_state_clear (&state);
+      return dc_cli_fail (options, error);
     }
   /* A failure inside dc_mesh_start() quit a loop that was not running yet. */
   if (!state.stopped)
     g_main_loop_run (loop);
 
   status = state.exit_status;
-  if (state.mesh != NULL)
-    g_signal_handlers_disconnect_by_data (state.mesh, &state);
-  g_clear_object (&state.mesh);
+  g_signal_handlers_disconnect_by_data (group, &state);
   join_state_clear (&state);
   return status;
 }

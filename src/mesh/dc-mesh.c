@@ -56,6 +56,7 @@ enum {
 enum {
   SIGNAL_EVENT,
   SIGNAL_APPROVAL_REQUESTED,
+  SIGNAL_APPROVAL_WITHDRAWN,
   SIGNAL_MESSAGE,
   SIGNAL_FAILED,
   N_SIGNALS
@@ -338,7 +339,9 @@ member_left_cb (DcSignaling *signaling,
   DcMesh *self = user_data;
   DcPeer *peer = g_hash_table_lookup (self->peers, id);
 
-  g_hash_table_remove (self->pending, id);
+  /* A device that leaves while asking needs no answer any more. */
+  if (g_hash_table_remove (self->pending, id))
+    g_signal_emit (self, signals[SIGNAL_APPROVAL_WITHDRAWN], 0, id);
   g_hash_table_remove (self->admitted, id);
   /* An open channel is judged by its own heartbeat; a negotiation in
    * progress cannot finish without signaling. */
@@ -651,6 +654,10 @@ dc_mesh_class_init (DcMeshClass *klass)
   signals[SIGNAL_APPROVAL_REQUESTED] =
     g_signal_new ("approval-requested", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
                   NULL, NULL, G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRING);
+  /* (id): the device of that ::approval-requested left before an answer. */
+  signals[SIGNAL_APPROVAL_WITHDRAWN] =
+    g_signal_new ("approval-withdrawn", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
+                  NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
   /* (peer, type, payload). */
   signals[SIGNAL_MESSAGE] =
     g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,

@@ -1,5 +1,9 @@
 /* dc-application.c: the application object, its actions and settings.
  *
+ * It owns the device's DcGroup (one per process, shared by its windows) and
+ * starts looking for a group on the local network at startup when the
+ * group-autostart setting says so.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-ui"
@@ -19,6 +23,7 @@ struct _DcApplication
 
   /* owned references */
   GSettings      *settings;
+  DcGroup        *group;
 };
 
 G_DEFINE_FINAL_TYPE (DcApplication, dc_application, ADW_TYPE_APPLICATION)
@@ -47,6 +52,56 @@ dc_application_get_settings (DcApplication *self)
   return self->settings;
 }
 
+/**
+ * dc_application_get_group:
+ *
+ * Returns: (transfer none) (nullable): this device's group, %NULL before startup
+ */
+DcGroup *
+dc_application_get_group (DcApplication *self)
+{
+  g_return_val_if_fail (DC_IS_APPLICATION (self), NULL);
+
+  return self->group;
+}
+
+/**
+ * dc_application_set_group:
+ * @group: a group configured by the caller (tests: ICE and serving on loopback)
+ *
+ * Replaces the group startup would build from the settings. Call before
+ * g_application_run().
+ */
+void
+dc_application_set_group (DcApplication *self,
+                          DcGroup       *group)
+{
+  g_return_if_fail (DC_IS_APPLICATION (self));
+  g_return_if_fail (DC_IS_GROUP (group));
+
+  g_set_object (&self->group, group);
+}
+
+/* The hello peers see: the device name and backend from the settings. The
+ * probe hash stays empty until the engine's probe runs in the application. */
+static DcGroup *
+create_group (DcApplication *self)
+{
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autofree char *name = g_settings_get_string (self->settings, "device-name");
+  g_autofree char *backend = g_settings_get_string (self->settings, "backend");
+  g_autofree char *stun = g_settings_get_string (self->settings, "stun-servers");
+  g_auto(GStrv) stuns = g_strsplit (stun, ",", 2);
+
+  g_strstrip (name);
+  config.create = TRUE;
+  config.approve = DC_MESH_APPROVE_ASK;
+  config.hello = dc_mesh_hello_new (*name != '\0' ? name : g_get_host_name (), backend, "", 0);
+  if (stuns[0] != NULL && *g_strstrip (stuns[0]) != '\0')
+    config.peer.stun_server = g_strdup_printf ("stun://%s", stuns[0]);
+  return dc_group_new (&config);
+}
+
 static void
 dc_application_activate (GApplication *app)
 {
@@ -68,6 +123,7 @@ dc_application_startup (GApplication *app)
   static const char *preferences_accels[] = { "<Control>comma", NULL };
   static const char *train_accels[] = { "<Alt>1", NULL };
   static const char *infer_accels[] = { "<Alt>2", NULL };
+  static const char *devices_accels[] = { "<Alt>3", NULL };
 
   /* Before chaining up: GtkApplication's startup looks for gtk/help-overlay.ui
    * and style.css under the resource base path. */
@@ -77,6 +133,17 @@ dc_application_startup (GApplication *app)
 
   self->settings = g_settings_new (APP_ID);
 
+  if (self->group == NULL)
+    self->group = create_group (self);
+  /* Off in tests (GSETTINGS_BACKEND=memory), which must not send multicast. */
+  if (g_settings_get_boolean (self->settings, "group-autostart"))
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (!dc_group_start_discovery (self->group, 0, NULL, &error))
+        g_message ("Looking for a group on the local network failed: %s", error->message);
+    }
+
   gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.quit", quit_accels);
   gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.preferences",
                                          preferences_accels);
@@ -84,6 +151,8 @@ dc_application_startup (GApplication *app)
                                          train_accels);
   gtk_application_set_accels_for_action (GTK_APPLICATION (app), "win.view::infer",
                                          infer_accels);
+  gtk_application_set_accels_for_action (GTK_APPLICATION (app), "win.view::devices",
+                                         devices_accels);
 }
 
 static void
@@ -148,6 +217,18 @@ dc_application_preferences_action (GSimpleAction *action,
   gtk_window_present (GTK_WINDOW (preferences));
 }
 
+static void
+dc_application_shutdown (GApplication *app)
+{
+  DcApplication *self = DC_APPLICATION (app);
+
+  /* Say bye to the peers; the byes leave while the loop winds down. */
+  if (self->group != NULL)
+    dc_group_leave (self->group);
+
+  G_APPLICATION_CLASS (dc_application_parent_class)->shutdown (app);
+}
+
 static const GActionEntry app_actions[] = {
   { "quit", dc_application_quit_action },
   { "about", dc_application_about_action },
@@ -160,6 +241,7 @@ dc_application_dispose (GObject *object)
   DcApplication *self = DC_APPLICATION (object);
 
   g_clear_object (&self->settings);
+  g_clear_object (&self->group);
 
   G_OBJECT_CLASS (dc_application_parent_class)->dispose (object);
 }
@@ -173,6 +255,7 @@ dc_application_class_init (DcApplicationClass *klass)
   object_class->dispose = dc_application_dispose;
   app_class->activate = dc_application_activate;
   app_class->startup = dc_application_startup;
+  app_class->shutdown = dc_application_shutdown;
 }
 
 static void

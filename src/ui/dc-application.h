@@ -6,6 +6,8 @@
 
 #include <adwaita.h>
 
+#include "mesh/dc-group.h"
+
 G_BEGIN_DECLS
 
 #define DC_TYPE_APPLICATION (dc_application_get_type ())
@@ -14,5 +16,8 @@ G_DECLARE_FINAL_TYPE (DcApplication, dc_application, DC, APPLICATION, AdwApplica
 
 DcApplication *dc_application_new          (void);
 GSettings     *dc_application_get_settings (DcApplication *self);
+DcGroup       *dc_application_get_group    (DcApplication *self);
+void           dc_application_set_group    (DcApplication *self,
+                                            DcGroup       *group);
 
 G_END_DECLS

@@ -1,4 +1,4 @@
-/* dc-window.c: the main window, with the Train and Infer views.
+/* dc-window.c: the main window, with the Train, Infer and Devices views.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -8,6 +8,7 @@
 
 #include <glib/gi18n.h>
 
+#include "dc-group-page.h"
 #include "dc-infer-page.h"
 #include "dc-window.h"
 
@@ -20,6 +21,8 @@ struct _DcWindow
   AdwViewStack         *view_stack;
   DcTrainPage          *train_page;
   DcInferPage          *infer_page;
+  DcGroupPage          *group_page;
+  AdwViewStackPage     *devices_stack_page;
 
   /* owned references */
   GSettings            *settings;
@@ -33,13 +36,20 @@ G_DEFINE_FINAL_TYPE (DcWindow, dc_window, ADW_TYPE_APPLICATION_WINDOW)
 DcWindow *
 dc_window_new (DcApplication *application)
 {
-  return g_object_new (DC_TYPE_WINDOW, "application", application, NULL);
+  DcWindow *self = g_object_new (DC_TYPE_WINDOW, "application", application, NULL);
+
+  /* Not in constructed(): GtkWindow:application is set after it runs. */
+  dc_group_page_set_group (self->group_page, dc_application_get_group (application));
+  /* The Devices tab counts the connected devices. */
+  g_object_bind_property (dc_application_get_group (application), "n-peers",
+                          self->devices_stack_page, "badge-number", G_BINDING_SYNC_CREATE);
+  return self;
 }
 
 /**
  * dc_window_get_visible_view:
  *
- * Returns: (transfer none): "train" or "infer"
+ * Returns: (transfer none): "train", "infer" or "devices"
  */
 const char *
 dc_window_get_visible_view (DcWindow *self)
@@ -69,6 +79,19 @@ dc_window_get_train_page (DcWindow *self)
   g_return_val_if_fail (DC_IS_WINDOW (self), NULL);
 
   return self->train_page;
+}
+
+/**
+ * dc_window_get_group_page:
+ *
+ * Returns: (transfer none): the Devices view
+ */
+DcGroupPage *
+dc_window_get_group_page (DcWindow *self)
+{
+  g_return_val_if_fail (DC_IS_WINDOW (self), NULL);
+
+  return self->group_page;
 }
 
 static void
@@ -173,6 +196,9 @@ dc_window_constructed (GObject *object)
   g_signal_connect_object (self->train_page, "toast", G_CALLBACK (toast_cb), self,
                            G_CONNECT_SWAPPED);
 
+  g_signal_connect_object (self->group_page, "toast", G_CALLBACK (toast_cb), self,
+                           G_CONNECT_SWAPPED);
+
   last_view = g_settings_get_string (self->settings, "last-view");
   if (adw_view_stack_get_child_by_name (self->view_stack, last_view) != NULL)
     adw_view_stack_set_visible_child_name (self->view_stack, last_view);
@@ -209,6 +235,8 @@ dc_window_class_init (DcWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcWindow, view_stack);
   gtk_widget_class_bind_template_child (widget_class, DcWindow, train_page);
   gtk_widget_class_bind_template_child (widget_class, DcWindow, infer_page);
+  gtk_widget_class_bind_template_child (widget_class, DcWindow, group_page);
+  gtk_widget_class_bind_template_child (widget_class, DcWindow, devices_stack_page);
 }
 
 static void
@@ -216,6 +244,7 @@ dc_window_init (DcWindow *self)
 {
   g_type_ensure (DC_TYPE_TRAIN_PAGE);
   g_type_ensure (DC_TYPE_INFER_PAGE);
+  g_type_ensure (DC_TYPE_GROUP_PAGE);
 
   gtk_widget_init_template (GTK_WIDGET (self));
 
