@@ -16,6 +16,7 @@
 #include "dc-preferences-window.h"
 #include "dc-ui-resources.h"
 #include "dc-window.h"
+#include "engine/dc-gemm-probe.h"
 
 struct _DcApplication
 {
@@ -82,8 +83,30 @@ dc_application_set_group (DcApplication *self,
   g_set_object (&self->group, group);
 }
 
-/* The hello peers see: the device name and backend from the settings. The
- * probe hash stays empty until the engine's probe runs in the application. */
+/* What peers learn of this device's arithmetic: the seeded probe GEMM's hash
+ * on the CPU path (every exact backend gives the same one) and the numeric
+ * rule id, its first 32 bits. The probe is a 67×61×131 product: milliseconds. */
+static char *
+dup_probe_hash (guint32 *rule_id)
+{
+  g_autoptr(DcGemmBackend) backend = NULL;
+  g_autoptr(GError) error = NULL;
+  char *hash = NULL;
+
+  *rule_id = (guint32) (g_ascii_strtoull (dc_gemm_rule_id (), NULL, 16) >> 32);
+  backend = dc_gemm_backend_new (DC_BACKEND_CPU, &error);
+  if (backend != NULL)
+    hash = dc_gemm_probe (backend, &error);
+  if (hash == NULL)
+    {
+      g_warning ("The probe GEMM failed: %s", error->message);
+      return g_strdup ("");
+    }
+  return hash;
+}
+
+/* The hello peers see: the device name and backend from the settings, the
+ * probe hash and the numeric rule id. */
 static DcGroup *
 create_group (DcApplication *self)
 {
@@ -92,11 +115,15 @@ create_group (DcApplication *self)
   g_autofree char *backend = g_settings_get_string (self->settings, "backend");
   g_autofree char *stun = g_settings_get_string (self->settings, "stun-servers");
   g_auto(GStrv) stuns = g_strsplit (stun, ",", 2);
+  g_autofree char *probe_hash = NULL;
+  guint32 rule_id = 0;
 
+  probe_hash = dup_probe_hash (&rule_id);
   g_strstrip (name);
   config.create = TRUE;
   config.approve = DC_MESH_APPROVE_ASK;
-  config.hello = dc_mesh_hello_new (*name != '\0' ? name : g_get_host_name (), backend, "", 0);
+  config.hello = dc_mesh_hello_new (*name != '\0' ? name : g_get_host_name (), backend,
+                                    probe_hash, rule_id);
   if (stuns[0] != NULL && *g_strstrip (stuns[0]) != '\0')
     config.peer.stun_server = g_strdup_printf ("stun://%s", stuns[0]);
   return dc_group_new (&config);
