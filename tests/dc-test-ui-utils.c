@@ -81,3 +81,74 @@ dc_test_render_widget (GtkWidget  *widget,
   g_test_message ("screenshot: %s", path);
   return texture;
 }
+
+/* Conditions for dc_test_wait_until (). */
+gboolean
+dc_test_widget_is_mapped (gpointer widget)
+{
+  return gtk_widget_get_mapped (GTK_WIDGET (widget));
+}
+
+gboolean
+dc_test_app_has_no_windows (gpointer application)
+{
+  return gtk_application_get_windows (GTK_APPLICATION (application)) == NULL;
+}
+
+/**
+ * dc_test_find_toplevel:
+ * @match: (nullable): a further condition, or %NULL for any
+ *
+ * Returns: (transfer none) (nullable): a mapped toplevel of @type that
+ *   @match accepts, or %NULL
+ */
+GtkWidget *
+dc_test_find_toplevel (GType             type,
+                       DcTestWidgetMatch match,
+                       gpointer          user_data)
+{
+  GListModel *toplevels = gtk_window_get_toplevels ();
+
+  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
+    {
+      g_autoptr(GtkWidget) window = g_list_model_get_item (toplevels, i);
+
+      if (G_TYPE_CHECK_INSTANCE_TYPE (window, type) && gtk_widget_get_mapped (window)
+          && (match == NULL || match (window, user_data)))
+        return window;  /* the toplevel list keeps its own reference */
+    }
+  return NULL;
+}
+
+/* A condition: a mapped toplevel of the GType in @gtype exists. */
+gboolean
+dc_test_toplevel_is_mapped (gpointer gtype)
+{
+  return dc_test_find_toplevel (GPOINTER_TO_SIZE (gtype), NULL, NULL) != NULL;
+}
+
+/**
+ * dc_test_find_descendant:
+ *
+ * Searches the widget tree under @root (itself included), depth first, as a
+ * person would look at the window.
+ *
+ * Returns: (transfer none) (nullable): the first widget @match accepts
+ */
+GtkWidget *
+dc_test_find_descendant (GtkWidget        *root,
+                         DcTestWidgetMatch match,
+                         gpointer          user_data)
+{
+  if (match (root, user_data))
+    return root;
+  for (GtkWidget *child = gtk_widget_get_first_child (root); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *found = dc_test_find_descendant (child, match, user_data);
+
+      if (found != NULL)
+        return found;
+    }
+  return NULL;
+}

@@ -238,12 +238,6 @@ exited_cb (gpointer user_data)
   return ((Proc *) user_data)->exited;
 }
 
-static gboolean
-window_is_mapped (gpointer user_data)
-{
-  return gtk_widget_get_mapped (GTK_WIDGET (user_data));
-}
-
 typedef struct
 {
   DcGroup      *group;
@@ -258,21 +252,19 @@ state_reached_cb (gpointer user_data)
   return dc_group_get_state (wait->group) == wait->state;
 }
 
-/* The mapped request dialog whose body names @user_data, or NULL. */
+static gboolean
+body_names (GtkWidget *dialog,
+            gpointer   name)
+{
+  return strstr (adw_message_dialog_get_body (ADW_MESSAGE_DIALOG (dialog)), name) != NULL;
+}
+
+/* The mapped request dialog whose body names @name, or NULL. */
 static AdwMessageDialog *
 find_request_dialog (const char *name)
 {
-  GListModel *toplevels = gtk_window_get_toplevels ();
-
-  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
-    {
-      g_autoptr(GtkWidget) window = g_list_model_get_item (toplevels, i);
-
-      if (ADW_IS_MESSAGE_DIALOG (window) && gtk_widget_get_mapped (window)
-          && strstr (adw_message_dialog_get_body (ADW_MESSAGE_DIALOG (window)), name) != NULL)
-        return ADW_MESSAGE_DIALOG (window);
-    }
-  return NULL;
+  return (AdwMessageDialog *) dc_test_find_toplevel (ADW_TYPE_MESSAGE_DIALOG, body_names,
+                                                     (gpointer) name);
 }
 
 static gboolean
@@ -301,24 +293,21 @@ expect_request_dialog (const char *name)
   return dialog;
 }
 
+static gboolean
+is_row_titled (GtkWidget *widget,
+               gpointer   title)
+{
+  return ADW_IS_ACTION_ROW (widget)
+         && g_strcmp0 (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (widget)), title) == 0;
+}
+
 /* The row of the device list titled @title, searched through the widget tree
  * as a person would look at it. */
 static GtkWidget *
 find_row (GtkWidget  *widget,
           const char *title)
 {
-  if (ADW_IS_ACTION_ROW (widget)
-      && g_strcmp0 (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (widget)), title) == 0)
-    return widget;
-  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
-       child = gtk_widget_get_next_sibling (child))
-    {
-      GtkWidget *found = find_row (child, title);
-
-      if (found != NULL)
-        return found;
-    }
-  return NULL;
+  return dc_test_find_descendant (widget, is_row_titled, (gpointer) title);
 }
 
 typedef struct
@@ -339,19 +328,8 @@ row_shown_cb (gpointer user_data)
 static gboolean
 join_dialog_shown_cb (gpointer user_data)
 {
-  GListModel *toplevels = gtk_window_get_toplevels ();
-
-  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
-    {
-      g_autoptr(GtkWidget) window = g_list_model_get_item (toplevels, i);
-
-      if (DC_IS_JOIN_ROOM_DIALOG (window) && gtk_widget_get_mapped (window))
-        {
-          *(GtkWidget **) user_data = window;
-          return TRUE;
-        }
-    }
-  return FALSE;
+  *(GtkWidget **) user_data = dc_test_find_toplevel (DC_TYPE_JOIN_ROOM_DIALOG, NULL, NULL);
+  return *(GtkWidget **) user_data != NULL;
 }
 
 /* The other way round: a daisychain-cli process serves and hosts a room, and
@@ -415,7 +393,7 @@ check_group (DcApplication *app)
   DcPeer *peer;
 
   g_assert_true (DC_IS_WINDOW (window));
-  g_assert_true (dc_test_wait_until (window_is_mapped, window, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
   g_action_group_activate_action (G_ACTION_GROUP (window), "view",
                                   g_variant_new_string ("devices"));
   page = GTK_WIDGET (dc_window_get_group_page (DC_WINDOW (window)));
@@ -491,12 +469,6 @@ check_group (DcApplication *app)
   check_join_dialog (group, page);
 }
 
-static gboolean
-app_has_no_windows (gpointer user_data)
-{
-  return gtk_application_get_windows (GTK_APPLICATION (user_data)) == NULL;
-}
-
 static void
 activate_cb (DcApplication *app,
              gpointer       user_data)
@@ -507,7 +479,7 @@ activate_cb (DcApplication *app,
   *checked = TRUE;
 
   g_action_group_activate_action (G_ACTION_GROUP (app), "quit", NULL);
-  g_assert_true (dc_test_wait_until (app_has_no_windows, app, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (dc_test_app_has_no_windows, app, TIMEOUT_MS));
 }
 
 static void

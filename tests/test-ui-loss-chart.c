@@ -14,10 +14,9 @@
 #define TIMEOUT_MS 20000
 
 static gboolean
-widget_is_mapped (gpointer user_data)
+widget_has_width (gpointer widget)
 {
-  return gtk_widget_get_mapped (GTK_WIDGET (user_data)) &&
-         gtk_widget_get_width (GTK_WIDGET (user_data)) > 0;
+  return dc_test_widget_is_mapped (widget) && gtk_widget_get_width (GTK_WIDGET (widget)) > 0;
 }
 
 static void
@@ -62,7 +61,7 @@ test_chart (void)
   gtk_window_set_default_size (GTK_WINDOW (window), 640, 360);
   gtk_window_set_child (GTK_WINDOW (window), chart);
   gtk_window_present (GTK_WINDOW (window));
-  g_assert_true (dc_test_wait_until (widget_is_mapped, chart, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (widget_has_width, chart, TIMEOUT_MS));
 
   g_signal_connect (chart, "notify::n-points", G_CALLBACK (notify_cb), &notifications);
   g_assert_cmpuint (dc_loss_chart_get_n_points (self), ==, 0);

@@ -32,23 +32,13 @@ page_is_idle (gpointer user_data)
   return !dc_train_page_is_running (user_data);
 }
 
-/* The first actionable widget (button, row) under @root bound to @action_name. */
-static GtkWidget *
-find_actionable (GtkWidget  *root,
-                 const char *action_name)
+/* Whether @widget is an actionable (button, row) bound to @action_name. */
+static gboolean
+is_actionable_for (GtkWidget *widget,
+                   gpointer   action_name)
 {
-  if (GTK_IS_ACTIONABLE (root) &&
-      g_strcmp0 (gtk_actionable_get_action_name (GTK_ACTIONABLE (root)), action_name) == 0)
-    return root;
-  for (GtkWidget *child = gtk_widget_get_first_child (root); child != NULL;
-       child = gtk_widget_get_next_sibling (child))
-    {
-      GtkWidget *found = find_actionable (child, action_name);
-
-      if (found != NULL)
-        return found;
-    }
-  return NULL;
+  return GTK_IS_ACTIONABLE (widget) &&
+         g_strcmp0 (gtk_actionable_get_action_name (GTK_ACTIONABLE (widget)), action_name) == 0;
 }
 
 /* An action's enabled state as the user sees it: its button's sensitivity.
@@ -58,43 +48,10 @@ action_enabled (GtkWidget  *page,
                 const char *name)
 {
   g_autofree char *action_name = g_strconcat ("train.", name, NULL);
-  GtkWidget *button = find_actionable (page, action_name);
+  GtkWidget *button = dc_test_find_descendant (page, is_actionable_for, action_name);
 
   g_assert_nonnull (button);
   return gtk_widget_is_sensitive (button);
-}
-
-static AdwMessageDialog *
-find_mapped_message_dialog (void)
-{
-  GListModel *toplevels = gtk_window_get_toplevels ();
-
-  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
-    {
-      g_autoptr(GtkWidget) window = g_list_model_get_item (toplevels, i);
-
-      if (ADW_IS_MESSAGE_DIALOG (window) && gtk_widget_get_mapped (window))
-        return ADW_MESSAGE_DIALOG (window);
-    }
-  return NULL;
-}
-
-static gboolean
-message_dialog_is_mapped (gpointer user_data)
-{
-  return find_mapped_message_dialog () != NULL;
-}
-
-static gboolean
-app_has_no_windows (gpointer user_data)
-{
-  return gtk_application_get_windows (GTK_APPLICATION (user_data)) == NULL;
-}
-
-static gboolean
-widget_is_mapped (gpointer user_data)
-{
-  return gtk_widget_get_mapped (GTK_WIDGET (user_data));
 }
 
 static void
@@ -115,7 +72,7 @@ check_train_view (DcApplication *app)
   AdwMessageDialog *dialog;
   gsize length;
 
-  g_assert_true (dc_test_wait_until (widget_is_mapped, window, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
   g_action_group_activate_action (G_ACTION_GROUP (window), "view", g_variant_new_string ("train"));
 
   /* A small model; the spin buttons follow the settings. */
@@ -168,11 +125,12 @@ check_train_view (DcApplication *app)
   /* Closing mid-run asks; "Stop and Close" stops the run and closes. */
   g_assert_true (gtk_widget_activate_action (widget, "train.start", NULL));
   gtk_window_close (GTK_WINDOW (window));
-  g_assert_true (dc_test_wait_until (message_dialog_is_mapped, NULL, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (dc_test_toplevel_is_mapped,
+                                     GSIZE_TO_POINTER (ADW_TYPE_MESSAGE_DIALOG), TIMEOUT_MS));
   g_assert_true (gtk_widget_get_visible (GTK_WIDGET (window)));
-  dialog = find_mapped_message_dialog ();
+  dialog = ADW_MESSAGE_DIALOG (dc_test_find_toplevel (ADW_TYPE_MESSAGE_DIALOG, NULL, NULL));
   adw_message_dialog_response (dialog, "stop");
-  g_assert_true (dc_test_wait_until (app_has_no_windows, app, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (dc_test_app_has_no_windows, app, TIMEOUT_MS));
 
   g_remove (pt);
   g_remove (safetensors);

@@ -18,29 +18,6 @@
 
 #define TIMEOUT_MS 20000
 
-static gboolean
-window_is_mapped (gpointer user_data)
-{
-  return gtk_widget_get_mapped (GTK_WIDGET (user_data));
-}
-
-/* Whether a mapped toplevel of the GType in @user_data exists. */
-static gboolean
-toplevel_of_type_is_mapped (gpointer user_data)
-{
-  GListModel *toplevels = gtk_window_get_toplevels ();
-  GType type = GPOINTER_TO_SIZE (user_data);
-
-  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
-    {
-      g_autoptr(GtkWidget) window = g_list_model_get_item (toplevels, i);
-
-      if (G_TYPE_CHECK_INSTANCE_TYPE (window, type) && gtk_widget_get_mapped (window))
-        return TRUE;
-    }
-  return FALSE;
-}
-
 static void
 save_screenshot (GtkWidget  *widget,
                  const char *name)
@@ -58,7 +35,7 @@ check_window (DcApplication *app)
   g_autoptr(GVariant) state = NULL;
 
   g_assert_true (DC_IS_WINDOW (window));
-  g_assert_true (dc_test_wait_until (window_is_mapped, window, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
   actions = G_ACTION_GROUP (window);
 
   /* Views switch through their action; the action's state follows. */
@@ -80,23 +57,17 @@ check_window (DcApplication *app)
   save_screenshot (GTK_WIDGET (window), "window-train");
 
   /* The primary menu's entries open their windows. */
-  g_assert_false (toplevel_of_type_is_mapped (GSIZE_TO_POINTER (ADW_TYPE_PREFERENCES_WINDOW)));
+  g_assert_false (dc_test_toplevel_is_mapped (GSIZE_TO_POINTER (ADW_TYPE_PREFERENCES_WINDOW)));
   g_action_group_activate_action (G_ACTION_GROUP (app), "preferences", NULL);
-  g_assert_true (dc_test_wait_until (toplevel_of_type_is_mapped,
+  g_assert_true (dc_test_wait_until (dc_test_toplevel_is_mapped,
                                      GSIZE_TO_POINTER (ADW_TYPE_PREFERENCES_WINDOW), TIMEOUT_MS));
   g_action_group_activate_action (G_ACTION_GROUP (app), "about", NULL);
-  g_assert_true (dc_test_wait_until (toplevel_of_type_is_mapped,
+  g_assert_true (dc_test_wait_until (dc_test_toplevel_is_mapped,
                                      GSIZE_TO_POINTER (ADW_TYPE_ABOUT_WINDOW), TIMEOUT_MS));
   g_assert_true (g_action_group_has_action (actions, "show-help-overlay"));
   g_action_group_activate_action (actions, "show-help-overlay", NULL);
-  g_assert_true (dc_test_wait_until (toplevel_of_type_is_mapped,
+  g_assert_true (dc_test_wait_until (dc_test_toplevel_is_mapped,
                                      GSIZE_TO_POINTER (GTK_TYPE_SHORTCUTS_WINDOW), TIMEOUT_MS));
-}
-
-static gboolean
-app_has_no_windows (gpointer user_data)
-{
-  return gtk_application_get_windows (GTK_APPLICATION (user_data)) == NULL;
 }
 
 static void
@@ -110,7 +81,7 @@ activate_cb (DcApplication *app,
 
   /* app.quit closes every window through close-request; the app then exits. */
   g_action_group_activate_action (G_ACTION_GROUP (app), "quit", NULL);
-  g_assert_true (dc_test_wait_until (app_has_no_windows, app, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (dc_test_app_has_no_windows, app, TIMEOUT_MS));
 }
 
 static void
