@@ -209,3 +209,32 @@ dc_test_closed_port (void)
   g_socket_close (socket, NULL);
   return port;
 }
+
+/**
+ * dc_test_run_cli:
+ * @args: (array zero-terminated=1): the arguments after the program name
+ *
+ * Runs the build tree's daisychain-cli to completion (a run past
+ * @timeout_ms fails the test).
+ *
+ * Returns: its exit status, or -1 when a signal ended it
+ */
+int
+dc_test_run_cli (const char * const  *args,
+                 char               **stdout_text,
+                 char               **stderr_text,
+                 guint                timeout_ms)
+{
+  g_autofree char *cli = dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  int status = -1;
+
+  g_ptr_array_add (argv, cli);
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (gpointer) args[i]);
+  g_ptr_array_add (argv, NULL);
+
+  g_assert_true (dc_test_spawn ((const char * const *) argv->pdata, stdout_text, stderr_text,
+                                &status, timeout_ms));
+  return status;
+}

@@ -18,6 +18,10 @@ char     *dc_test_dup_source_path   (const char       *first_element,
 char     *dc_test_dup_build_path    (const char       *first_element,
                                      ...) G_GNUC_NULL_TERMINATED;
 guint16   dc_test_closed_port       (void);
+int       dc_test_run_cli           (const char * const *args,
+                                     char             **stdout_text,
+                                     char             **stderr_text,
+                                     guint              timeout_ms);
 gboolean  dc_test_spawn             (const char * const *argv,
                                      char             **stdout_text,
                                      char             **stderr_text,

@@ -71,17 +71,7 @@ run_cli (const char * const  *args,
          char               **out,
          char               **err)
 {
-  g_autofree char *cli = dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  int status = -1;
-
-  g_ptr_array_add (argv, cli);
-  for (guint i = 0; args[i] != NULL; i++)
-    g_ptr_array_add (argv, (gpointer) args[i]);
-  g_ptr_array_add (argv, NULL);
-  g_assert_true (dc_test_spawn ((const char * const *) argv->pdata, out, err, &status,
-                                TIMEOUT_MS));
-  return status;
+  return dc_test_run_cli (args, out, err, TIMEOUT_MS);
 }
 
 /* Parses every line; returns the objects in order. */

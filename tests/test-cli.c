@@ -10,29 +10,12 @@
 
 #define TIMEOUT_MS 30000
 
-static char *
-cli_path (void)
-{
-  return dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL);
-}
-
 static int
 run_cli (const char * const  *args,
          char               **out,
          char               **err)
 {
-  g_autofree char *cli = cli_path ();
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  int status = -1;
-
-  g_ptr_array_add (argv, cli);
-  for (guint i = 0; args[i] != NULL; i++)
-    g_ptr_array_add (argv, (gpointer) args[i]);
-  g_ptr_array_add (argv, NULL);
-
-  g_assert_true (dc_test_spawn ((const char * const *) argv->pdata, out, err, &status,
-                                TIMEOUT_MS));
-  return status;
+  return dc_test_run_cli (args, out, err, TIMEOUT_MS);
 }
 
 /* Parses every stdout line as one JSON object, as docs/CLI.md promises. */
