@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "engine/dc-gemm-backend.h"
 #include "engine/dc-gemm-cpu.h"
 
 static const guint thread_counts[] = { 1, 2, 3, 7 };
@@ -414,6 +415,41 @@ test_gate_refuses_broken_kernel (void)
     g_test_trap_assert_stderr ("*CPU GEMM kernel avx2 failed verification*refused*");
 }
 
+/* dc_gemm_run_packed (the model's path, which skips the value check for
+ * operands dc_quant_pack has just filled) gives dc_gemm_run's bits, and
+ * dc_gemm_run still refuses a hand-filled -128. */
+static void
+test_run_packed (void)
+{
+  const gsize M = 70, N = 66, K = 130;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGemmBackend) cpu = dc_gemm_backend_new (DC_BACKEND_CPU, &error);
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (M, K, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (N, K, NULL);
+  g_autofree float *xa = g_new (float, M * K);
+  g_autofree float *xb = g_new (float, N * K);
+  g_autofree float *c1 = g_new (float, M * N);
+  g_autofree float *c2 = g_new (float, M * N);
+  g_autoptr(GRand) rand = g_rand_new_with_seed (11);
+
+  g_assert_no_error (error);
+  for (gsize i = 0; i < M * K; i++)
+    xa[i] = (float) g_rand_double_range (rand, -3.0, 3.0);
+  for (gsize i = 0; i < N * K; i++)
+    xb[i] = (float) g_rand_double_range (rand, -1e-3, 1e-3);
+  g_assert_true (dc_quant_pack ("a", xa, K, 1, a, NULL));
+  g_assert_true (dc_quant_pack ("b", xb, K, 1, b, NULL));
+  g_assert_true (dc_gemm_run (cpu, a, b, c1, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_gemm_run_packed (cpu, a, b, c2, &error));
+  g_assert_no_error (error);
+  g_assert_cmpmem (c1, M * N * sizeof *c1, c2, M * N * sizeof *c2);
+
+  a->q[5] = -128;
+  g_assert_false (dc_gemm_run (cpu, a, b, c1, &error));
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_RANGE);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -422,6 +458,7 @@ main (int    argc,
 
   g_test_add_func ("/dc/engine/gemm/cpu/isas", test_isas_reported);
   g_test_add_func ("/dc/engine/gemm/cpu/gate-refuses-broken", test_gate_refuses_broken_kernel);
+  g_test_add_func ("/dc/engine/gemm/cpu/run-packed", test_run_packed);
   g_test_add_func ("/dc/engine/gemm/cpu/edge-shapes", test_edge_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/random-shapes", test_random_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/extreme-values", test_extreme_values);

@@ -320,12 +320,12 @@ matmul_on (DcGptRun      *self,
 
     /* Only the calling thread's backend may hand work to the device. */
     if (cpu == self->cpu && self->device != NULL && macs >= self->offload_min)
-      return dc_gemm_run (self->device, qa, qb, c, error);
+      return dc_gemm_run_packed (self->device, qa, qb, c, error);
     /* Threads are started per product: below about 2 M multiply-adds they
      * cost more than they save. The bits do not depend on the count. */
     dc_gemm_backend_set_n_threads (cpu, cpu == self->cpu && macs >= (1u << 21)
                                         ? self->n_threads : 1);
-    return dc_gemm_run (cpu, qa, qb, c, error);
+    return dc_gemm_run_packed (cpu, qa, qb, c, error);
   }
 }
 
