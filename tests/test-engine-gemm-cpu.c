@@ -415,6 +415,38 @@ test_gate_refuses_broken_kernel (void)
     g_test_trap_assert_stderr ("*CPU GEMM kernel avx2 failed verification*refused*");
 }
 
+/* The SIMD epilogues against dc_gemm_epilogue (through the reference) where
+ * it is delicate: ea + eb + the float's own exponent sweeping across 0 (flush
+ * to a signed zero) and 255 (saturation to a signed FLT_MAX), at both ends of
+ * the accepted exponent range, with zero accumulators (+0) and ±1, ±2^k and
+ * large sums mixed in, on ragged widths (8-wide lanes plus a scalar tail). */
+static void
+test_epilogue_edge_exponents (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (12);
+  const gsize M = 16, N = 37, K = 50;
+  g_autoptr(DcQuantMatrix) a = random_matrix (rand, M, K);
+  g_autoptr(DcQuantMatrix) b = random_matrix (rand, N, K);
+
+  /* Row 0 zero (acc 0), rows 1-2 a single ±1, row 3 a power of two. */
+  memset (a->q, 0, 4 * K);
+  a->q[1 * K + 3] = 1;
+  a->q[2 * K + 7] = -1;
+  a->q[3 * K + 0] = 64;
+  for (gsize v = 0; v < N; v++)
+    b->q[v * K + 0] = (gint8) ((v % 3) == 0 ? 1 : -2);
+  for (gsize v = 0; v < N; v++)
+    b->exponent[v] = (int) (v % 9) - 4;
+  b->exponent[N - 1] = DC_GEMM_EXPONENT_MIN;
+  b->exponent[N - 2] = DC_GEMM_EXPONENT_MAX;
+  for (int base = -440; base <= 280; base += (int) M)
+    {
+      for (gsize v = 0; v < M; v++)
+        a->exponent[v] = base + (int) v;
+      check_all_paths (a, b);
+    }
+}
+
 /* dc_gemm_run_packed (the model's path, which skips the value check for
  * operands dc_quant_pack has just filled) gives dc_gemm_run's bits, and
  * dc_gemm_run still refuses a hand-filled -128. */
@@ -458,6 +490,7 @@ main (int    argc,
 
   g_test_add_func ("/dc/engine/gemm/cpu/isas", test_isas_reported);
   g_test_add_func ("/dc/engine/gemm/cpu/gate-refuses-broken", test_gate_refuses_broken_kernel);
+  g_test_add_func ("/dc/engine/gemm/cpu/epilogue-edge-exponents", test_epilogue_edge_exponents);
   g_test_add_func ("/dc/engine/gemm/cpu/run-packed", test_run_packed);
   g_test_add_func ("/dc/engine/gemm/cpu/edge-shapes", test_edge_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/random-shapes", test_random_shapes);

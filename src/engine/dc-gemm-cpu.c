@@ -64,6 +64,13 @@ typedef void (*TileFunc) (const DcQuantMatrix *a,
                           gint32              *out,
                           gsize                ld_out);
 
+/* The epilogue over one row of a tile: c[j] = epilogue (acc[j], ea, eb[j]). */
+typedef void (*EpilogueFunc) (const gint32 *acc,
+                              gint32        ea,
+                              const gint32 *eb,
+                              gsize         n,
+                              float        *c);
+
 const char *
 dc_gemm_isa_to_string (DcGemmIsa isa)
 {
@@ -135,10 +142,12 @@ isa_verify (DcGemmIsa isa)
         }
       if (N > 2)
         memset (b->q + K, 0, K);
+      /* Small exponents, and on one shape exponents that send the epilogue
+       * below and above the normal range (flush and saturate). */
       for (gsize v = 0; v < M; v++)
-        a->exponent[v] = (int) (v % 7) - 3;
+        a->exponent[v] = s == 4 ? (int) (v % 13) * 25 - 160 : (int) (v % 7) - 3;
       for (gsize v = 0; v < N; v++)
-        b->exponent[v] = (int) (v % 5) - 2;
+        b->exponent[v] = s == 4 ? (int) (v % 11) * 13 - 70 : (int) (v % 5) - 2;
 
       dc_gemm_reference_i32 (a, b, ref);
       dc_gemm_reference (a, b, ref_c);
@@ -565,6 +574,73 @@ tile_neon (const DcQuantMatrix *a,
 
 #endif /* DC_GEMM_NEON */
 
+static void
+epilogue_scalar (const gint32 *acc,
+                 gint32        ea,
+                 const gint32 *eb,
+                 gsize         n,
+                 float        *c)
+{
+  for (gsize j = 0; j < n; j++)
+    c[j] = dc_gemm_epilogue_inline (acc[j], ea, eb[j]);
+}
+
+#ifdef DC_GEMM_X86
+
+/* dc_gemm_epilogue_inline eight lanes at a time, on the same bits: vcvtdq2ps
+ * rounds to nearest even like the scalar conversion (the default MXCSR,
+ * checked at start-up by the FP-environment check), then the exponent field
+ * is moved by ea + eb with the same flush (≤ 0 → signed zero) and saturation
+ * (≥ 255 → signed FLT_MAX); acc = 0 gives +0. The exponents are within
+ * [DC_GEMM_EXPONENT_MIN, DC_GEMM_EXPONENT_MAX], so the int32 sum cannot wrap. */
+__attribute__ ((target ("avx2"))) static void
+epilogue_avx2 (const gint32 *acc,
+               gint32        ea,
+               const gint32 *eb,
+               gsize         n,
+               float        *c)
+{
+  const __m256i sign_mask = _mm256_set1_epi32 ((int) 0x80000000u);
+  const __m256i keep_mask = _mm256_set1_epi32 ((int) 0x807fffffu);
+  const __m256i exp_mask = _mm256_set1_epi32 (0xff);
+  const __m256i max_bits = _mm256_set1_epi32 (0x7f7fffff);
+  const __m256i one = _mm256_set1_epi32 (1), top = _mm256_set1_epi32 (254);
+  const __m256i vea = _mm256_set1_epi32 (ea);
+  gsize j = 0;
+
+  for (; j + 8 <= n; j += 8)
+    {
+      __m256i va = _mm256_loadu_si256 ((const __m256i *) (acc + j));
+      __m256i bits = _mm256_castps_si256 (_mm256_cvtepi32_ps (va));
+      __m256i sign = _mm256_and_si256 (bits, sign_mask);
+      __m256i biased = _mm256_add_epi32 (_mm256_and_si256 (_mm256_srli_epi32 (bits, 23), exp_mask),
+                                         _mm256_add_epi32 (vea, _mm256_loadu_si256 ((const __m256i *) (eb + j))));
+      __m256i r = _mm256_or_si256 (_mm256_and_si256 (bits, keep_mask), _mm256_slli_epi32 (biased, 23));
+
+      r = _mm256_blendv_epi8 (r, sign, _mm256_cmpgt_epi32 (one, biased));
+      r = _mm256_blendv_epi8 (r, _mm256_or_si256 (sign, max_bits), _mm256_cmpgt_epi32 (biased, top));
+      r = _mm256_andnot_si256 (_mm256_cmpeq_epi32 (va, _mm256_setzero_si256 ()), r);
+      _mm256_storeu_si256 ((__m256i *) (c + j), r);
+    }
+  epilogue_scalar (acc + j, ea, eb + j, n - j, c + j);
+}
+
+#endif /* DC_GEMM_X86 */
+
+/* The scalar ISA keeps the scalar epilogue (it is the readable path); the
+ * x86 SIMD ISAs use the AVX2 one, which every AVX-512 CPU also has. Its
+ * output is part of what isa_verify compares with the reference. */
+static EpilogueFunc
+epilogue_func_for (DcGemmIsa isa)
+{
+#ifdef DC_GEMM_X86
+  if ((isa == DC_GEMM_ISA_AVX2 || isa == DC_GEMM_ISA_AVX512_VNNI) &&
+      dc_gemm_isa_supported (DC_GEMM_ISA_AVX2))
+    return epilogue_avx2;
+#endif
+  return epilogue_scalar;
+}
+
 static TileFunc
 tile_func_for (DcGemmIsa isa)
 {
@@ -591,6 +667,7 @@ typedef struct
   const DcQuantMatrix *b;
   const gint32        *b_sum;   /* Σ_i b[n][i] per vector, for VNNI's offset */
   TileFunc             tile;
+  EpilogueFunc         epilogue;
   gint32              *acc;     /* (M, N) int32 output, or NULL */
   float               *c;       /* (M, N) f32 output, or NULL */
   gsize                tiles_m;
@@ -637,9 +714,8 @@ run_share (Job *job)
 
       job->tile (job->a, job->b, job->b_sum, m0, m1, n0, n1, scratch, TILE_N);
       for (gsize m = m0; m < m1; m++)
-        for (gsize n = n0; n < n1; n++)
-          job->c[m * N + n] = dc_gemm_epilogue_inline (scratch[(m - m0) * TILE_N + (n - n0)],
-                                                       job->a->exponent[m], job->b->exponent[n]);
+        job->epilogue (scratch + (m - m0) * TILE_N, job->a->exponent[m], job->b->exponent + n0,
+                       n1 - n0, job->c + m * N + n0);
     }
 }
 
@@ -719,6 +795,7 @@ run_cpu (const DcQuantMatrix *a,
     .a = a,
     .b = b,
     .tile = tile_func_for (isa),
+    .epilogue = epilogue_func_for (isa),
     .acc = acc,
     .c = c,
     .tiles_m = (a->n_vectors + TILE_M - 1) / TILE_M,
