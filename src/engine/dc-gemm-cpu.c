@@ -116,6 +116,7 @@ isa_verify (DcGemmIsa isa)
 {
   static const gsize shapes[][3] = {
     { 1, 1, 1 }, { 3, 5, 31 }, { 2, 4, 32 }, { 5, 7, 65 }, { 67, 65, 97 }, { 2, 9, 300 },
+    { 4, 8, 16 }, { 3, 9, 48 },
   };
   const char *broken = g_getenv ("DC_TEST_BREAK_KERNEL");
   guint64 state = 0x9e3779b97f4a7c15u;
@@ -262,6 +263,12 @@ hsum4_avx2 (__m256i w,
 #define DOT32_AVX2(abs_a, a, b, ones) \
   _mm256_madd_epi16 (_mm256_maddubs_epi16 ((abs_a), _mm256_sign_epi8 ((b), (a))), (ones))
 
+/* 16 bytes and 16 zeros: a half step for the tail, so that K = 16 (the
+ * attention head width of the width-128 model) and K mod 32 ≥ 16 do not
+ * fall to the scalar loop. The zeros add 0 to every sum. */
+#define LOAD16_AVX2(p) \
+  _mm256_inserti128_si256 (_mm256_setzero_si256 (), _mm_loadu_si128 ((const __m128i *) (p)), 0)
+
 __attribute__ ((target ("avx2"))) static gint32
 dot_avx2 (const gint8 *x,
           const gint8 *y,
@@ -277,6 +284,14 @@ dot_avx2 (const gint8 *x,
       __m256i vb = _mm256_loadu_si256 ((const __m256i *) (y + i));
 
       acc = _mm256_add_epi32 (acc, DOT32_AVX2 (_mm256_abs_epi8 (va), va, vb, ones));
+    }
+  if (i + 16 <= k)
+    {
+      __m256i va = LOAD16_AVX2 (x + i);
+      __m256i vb = LOAD16_AVX2 (y + i);
+
+      acc = _mm256_add_epi32 (acc, DOT32_AVX2 (_mm256_abs_epi8 (va), va, vb, ones));
+      i += 16;
     }
   return hsum_avx2 (acc) + dot_scalar (x + i, y + i, k - i);
 }
@@ -299,27 +314,39 @@ block_2x4_avx2 (const gint8 *a0,
   __m256i c10 = c00, c11 = c00, c12 = c00, c13 = c00;
   gsize i = 0;
 
-  for (; i + 32 <= k; i += 32)
-    {
-      __m256i va0 = _mm256_loadu_si256 ((const __m256i *) (a0 + i));
-      __m256i va1 = _mm256_loadu_si256 ((const __m256i *) (a1 + i));
-      __m256i ua0 = _mm256_abs_epi8 (va0);
-      __m256i ua1 = _mm256_abs_epi8 (va1);
-      __m256i vb;
+  /* One step of 32 bytes (or 16 and 16 zeros) for the 2 × 4 block. */
+#define BLOCK_STEP_2X4(LOAD)                                                   \
+  do                                                                           \
+    {                                                                          \
+      __m256i va0 = LOAD (a0 + i), va1 = LOAD (a1 + i);                        \
+      __m256i ua0 = _mm256_abs_epi8 (va0), ua1 = _mm256_abs_epi8 (va1);        \
+      __m256i vb;                                                              \
+                                                                               \
+      vb = LOAD (b0 + i);                                                      \
+      c00 = _mm256_add_epi32 (c00, DOT32_AVX2 (ua0, va0, vb, ones));           \
+      c10 = _mm256_add_epi32 (c10, DOT32_AVX2 (ua1, va1, vb, ones));           \
+      vb = LOAD (b1 + i);                                                      \
+      c01 = _mm256_add_epi32 (c01, DOT32_AVX2 (ua0, va0, vb, ones));           \
+      c11 = _mm256_add_epi32 (c11, DOT32_AVX2 (ua1, va1, vb, ones));           \
+      vb = LOAD (b2 + i);                                                      \
+      c02 = _mm256_add_epi32 (c02, DOT32_AVX2 (ua0, va0, vb, ones));           \
+      c12 = _mm256_add_epi32 (c12, DOT32_AVX2 (ua1, va1, vb, ones));           \
+      vb = LOAD (b3 + i);                                                      \
+      c03 = _mm256_add_epi32 (c03, DOT32_AVX2 (ua0, va0, vb, ones));           \
+      c13 = _mm256_add_epi32 (c13, DOT32_AVX2 (ua1, va1, vb, ones));           \
+    }                                                                          \
+  while (0)
+#define LOAD32_AVX2(p) _mm256_loadu_si256 ((const __m256i *) (p))
 
-      vb = _mm256_loadu_si256 ((const __m256i *) (b0 + i));
-      c00 = _mm256_add_epi32 (c00, DOT32_AVX2 (ua0, va0, vb, ones));
-      c10 = _mm256_add_epi32 (c10, DOT32_AVX2 (ua1, va1, vb, ones));
-      vb = _mm256_loadu_si256 ((const __m256i *) (b1 + i));
-      c01 = _mm256_add_epi32 (c01, DOT32_AVX2 (ua0, va0, vb, ones));
-      c11 = _mm256_add_epi32 (c11, DOT32_AVX2 (ua1, va1, vb, ones));
-      vb = _mm256_loadu_si256 ((const __m256i *) (b2 + i));
-      c02 = _mm256_add_epi32 (c02, DOT32_AVX2 (ua0, va0, vb, ones));
-      c12 = _mm256_add_epi32 (c12, DOT32_AVX2 (ua1, va1, vb, ones));
-      vb = _mm256_loadu_si256 ((const __m256i *) (b3 + i));
-      c03 = _mm256_add_epi32 (c03, DOT32_AVX2 (ua0, va0, vb, ones));
-      c13 = _mm256_add_epi32 (c13, DOT32_AVX2 (ua1, va1, vb, ones));
+  for (; i + 32 <= k; i += 32)
+    BLOCK_STEP_2X4 (LOAD32_AVX2);
+  if (i + 16 <= k)
+    {
+      BLOCK_STEP_2X4 (LOAD16_AVX2);
+      i += 16;
     }
+#undef BLOCK_STEP_2X4
+#undef LOAD32_AVX2
 
   /* Eight horizontal sums at once: three hadds and one cross-lane add per
    * row of four outputs, instead of a shuffle tree per output (this matters
