@@ -19,6 +19,7 @@
 #include "engine/dc-gemm.h"
 #include "engine/dc-gemm-backend.h"
 #include "engine/dc-math.h"
+#include "engine/dc-transpose.h"
 #include "dc-model-error.h"
 
 /* Attention runs its (sequence, head) pairs on up to this many threads. */
@@ -251,6 +252,12 @@ pack (const char     *what,
   if (k_stride == 1 || k < 2)
     return dc_quant_pack (what, src, vector_stride, k_stride, out, error);
   rows = g_new (float, nv * k);
+  if (vector_stride == 1)
+    {
+      /* Columns of a row-major (k, ≥ nv) matrix: a plain transpose. */
+      dc_transpose_f32 (src, k_stride, k, nv, rows, k);
+      return dc_quant_pack (what, rows, k, 1, out, error);
+    }
   for (gsize i0 = 0; i0 < k; i0 += 32)
     for (gsize v0 = 0; v0 < nv; v0 += 32)
       for (gsize i = i0; i < MIN (i0 + 32, k); i++)
