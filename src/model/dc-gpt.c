@@ -397,14 +397,14 @@ linear_backward (DcGptRun     *self,
     return FALSE;
   if (!matmul (self, what, x, 1, k, k, dy, 1, n, n, rows, dw, error))
     return FALSE;
+  /* Row by row into all n sums at once: each sum still adds its rows in
+   * order (the same bits as a column at a time), but dy is read along its
+   * rows instead of down its columns. */
   for (gsize j = 0; j < n; j++)
-    {
-      float acc = 0.0f;
-
-      for (gsize r = 0; r < rows; r++)
-        acc = acc + dy[r * n + j];
-      dbias[j] = acc;
-    }
+    dbias[j] = 0.0f;
+  for (gsize r = 0; r < rows; r++)
+    for (gsize j = 0; j < n; j++)
+      dbias[j] = dbias[j] + dy[r * n + j];
   return TRUE;
 }
 
