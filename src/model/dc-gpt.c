@@ -239,12 +239,12 @@ dc_gpt_run_get_logits (DcGptRun *self)
  * line once. The vectors, hence the bits, are the same either way.
  */
 static gboolean
-pack (const char     *what,
-      const float    *src,
-      gsize           vector_stride,
-      gsize           k_stride,
-      DcQuantMatrix  *out,
-      GError        **error)
+pack_serial (const char     *what,
+             const float    *src,
+             gsize           vector_stride,
+             gsize           k_stride,
+             DcQuantMatrix  *out,
+             GError        **error)
 {
   g_autofree float *rows = NULL;
   gsize nv = out->n_vectors, k = out->k;
@@ -264,6 +264,77 @@ pack (const char     *what,
         for (gsize v = v0; v < MIN (v0 + 32, nv); v++)
           rows[v * k + i] = src[v * vector_stride + i * k_stride];
   return dc_quant_pack (what, rows, k, 1, out, error);
+}
+
+/* Operands of at least this many values are packed by several threads. */
+#define PARALLEL_PACK_MIN 16384
+
+typedef struct
+{
+  const char    *what;
+  const float   *src;
+  gsize          vector_stride;
+  gsize          k_stride;
+  DcQuantMatrix  view;   /* a contiguous range of the output's vectors */
+  gboolean       ok;
+} PackPart;
+
+static gpointer
+pack_part_worker (gpointer data)
+{
+  PackPart *part = data;
+
+  part->ok = pack_serial (part->what, part->src, part->vector_stride, part->k_stride,
+                          &part->view, NULL);
+  return NULL;
+}
+
+/*
+ * pack_serial, with the vectors split into n_parts contiguous ranges packed
+ * by as many threads (the caller packs the first). Every vector is
+ * transposed and quantized on its own, so the split cannot change a bit;
+ * it takes the packing off the critical path of the large products, where
+ * it was the main thread's work while the other cores waited. On any
+ * failure the whole operand is packed again on this thread, so that the
+ * error names the same vector as before.
+ */
+static gboolean
+pack (const char     *what,
+      const float    *src,
+      gsize           vector_stride,
+      gsize           k_stride,
+      DcQuantMatrix  *out,
+      guint           n_parts,
+      GError        **error)
+{
+  PackPart parts[DC_GPT_MAX_WORKERS];
+  GThread *threads[DC_GPT_MAX_WORKERS] = { NULL };
+  gsize nv = out->n_vectors, k = out->k;
+  gboolean ok = TRUE;
+
+  n_parts = (guint) MIN ((gsize) MIN (n_parts, DC_GPT_MAX_WORKERS), nv);
+  if (n_parts <= 1 || nv * k < PARALLEL_PACK_MIN)
+    return pack_serial (what, src, vector_stride, k_stride, out, error);
+
+  for (guint p = 0; p < n_parts; p++)
+    {
+      gsize v0 = nv * p / n_parts, v1 = nv * (p + 1) / n_parts;
+
+      parts[p] = (PackPart) {
+        what, src + v0 * vector_stride, vector_stride, k_stride,
+        { v1 - v0, k, out->q + v0 * k, out->exponent + v0 }, FALSE,
+      };
+    }
+  for (guint p = 1; p < n_parts; p++)
+    threads[p] = g_thread_new ("dc-gpt-pack", pack_part_worker, &parts[p]);
+  pack_part_worker (&parts[0]);
+  for (guint p = 1; p < n_parts; p++)
+    g_thread_join (threads[p]);
+  for (guint p = 0; p < n_parts; p++)
+    ok = ok && parts[p].ok;
+  if (!ok)
+    return pack_serial (what, src, vector_stride, k_stride, out, error);
+  return TRUE;
 }
 
 /*
@@ -288,6 +359,7 @@ matmul_on (DcGptRun      *self,
 {
   g_autoptr(DcQuantMatrix) qa = NULL;
   g_autoptr(DcQuantMatrix) qb = NULL;
+  guint n_parts;
 
   if (self->precision == DC_GPT_PRECISION_F32)
     {
@@ -316,11 +388,16 @@ matmul_on (DcGptRun      *self,
       return TRUE;
     }
 
+  /* Only the calling thread's backend has the other cores to itself (the
+   * attention workers each run single-threaded products); below about 2 M
+   * multiply-adds starting threads costs more than it saves, as for the
+   * GEMM below. */
+  n_parts = cpu == self->cpu && (guint64) m * n * depth >= (1u << 21) ? self->n_threads : 1;
   qa = dc_quant_matrix_new (m, depth, error);
-  if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, error))
+  if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, n_parts, error))
     return FALSE;
   qb = dc_quant_matrix_new (n, depth, error);
-  if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, error))
+  if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, n_parts, error))
     return FALSE;
   {
     guint64 macs = (guint64) m * n * depth;
