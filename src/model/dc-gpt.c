@@ -25,10 +25,22 @@
 /* Attention runs its (sequence, head) pairs on up to this many threads. */
 #define DC_GPT_MAX_WORKERS 32
 
+/* Quantized operands kept between products of one thread: a step makes
+ * thousands of small products (six per head and sequence), and allocating
+ * and zeroing their operands each time showed in the profile. Only the
+ * buffers are reused; every product packs all of its values anew. */
+typedef struct
+{
+  DcQuantMatrix *m;
+  gsize          cap_values;   /* allocated length of m->q */
+  gsize          cap_vectors;  /* allocated length of m->exponent */
+} QuantSlot;
+
 /* One worker's buffers for one (sequence, head) pair at a time. */
 typedef struct
 {
   DcGemmBackend *cpu;     /* owned, single-threaded */
+  QuantSlot      qa, qb;
   float         *scores;  /* (T, T) */
   float         *out_a;   /* (T, D) */
   float         *out_b;   /* (T, D) */
@@ -77,6 +89,7 @@ struct _DcGptRun
   float          *d_qkv;    /* (BT, 3C) */
   guint           n_workers;                        /* attention workers */
   HeadScratch     scratch[DC_GPT_MAX_WORKERS];
+  QuantSlot       qa, qb;   /* the calling thread's operands */
   float          *row;      /* (C) */
 
   float          *arena;
@@ -206,8 +219,14 @@ dc_gpt_run_free (DcGptRun *self)
   if (self == NULL)
     return;
   g_clear_pointer (&self->cpu, dc_gemm_backend_free);
+  g_clear_pointer (&self->qa.m, dc_quant_matrix_free);
+  g_clear_pointer (&self->qb.m, dc_quant_matrix_free);
   for (guint w = 0; w < self->n_workers; w++)
-    g_clear_pointer (&self->scratch[w].cpu, dc_gemm_backend_free);
+    {
+      g_clear_pointer (&self->scratch[w].cpu, dc_gemm_backend_free);
+      g_clear_pointer (&self->scratch[w].qa.m, dc_quant_matrix_free);
+      g_clear_pointer (&self->scratch[w].qb.m, dc_quant_matrix_free);
+    }
   g_free (self->inputs);
   g_free (self->targets);
   g_free (self->layers);
@@ -337,6 +356,31 @@ pack (const char     *what,
   return TRUE;
 }
 
+/* slot's matrix shaped (n_vectors, k), reallocated only when it grows. */
+static DcQuantMatrix *
+quant_slot_reserve (QuantSlot  *slot,
+                    gsize       n_vectors,
+                    gsize       k,
+                    GError    **error)
+{
+  gsize n_values;
+
+  if (slot->m != NULL && g_size_checked_mul (&n_values, n_vectors, k) &&
+      k <= DC_GEMM_MAX_K && n_values <= slot->cap_values && n_vectors <= slot->cap_vectors)
+    {
+      slot->m->n_vectors = n_vectors;
+      slot->m->k = k;
+      return slot->m;
+    }
+  g_clear_pointer (&slot->m, dc_quant_matrix_free);
+  slot->m = dc_quant_matrix_new (n_vectors, k, error);
+  if (slot->m == NULL)
+    return NULL;
+  slot->cap_values = n_vectors * k;
+  slot->cap_vectors = n_vectors;
+  return slot->m;
+}
+
 /*
  * c (m, n) = A · Bᵀ where A's row i is a[i·a_vs + k·a_ks] and B's row j
  * is b[j·b_vs + k·b_ks], k < depth: the one place products happen.
@@ -357,8 +401,8 @@ matmul_on (DcGptRun      *self,
         float        *c,
         GError      **error)
 {
-  g_autoptr(DcQuantMatrix) qa = NULL;
-  g_autoptr(DcQuantMatrix) qb = NULL;
+  DcQuantMatrix *qa, *qb;
+  QuantSlot *slot_a = NULL, *slot_b = NULL;
   guint n_parts;
 
   if (self->precision == DC_GPT_PRECISION_F32)
@@ -393,10 +437,23 @@ matmul_on (DcGptRun      *self,
    * multiply-adds starting threads costs more than it saves, as for the
    * GEMM below. */
   n_parts = cpu == self->cpu && (guint64) m * n * depth >= (1u << 21) ? self->n_threads : 1;
-  qa = dc_quant_matrix_new (m, depth, error);
+  /* The slots of the thread that owns cpu (each backend has one owner). */
+  if (cpu == self->cpu)
+    {
+      slot_a = &self->qa;
+      slot_b = &self->qb;
+    }
+  for (guint w = 0; slot_a == NULL && w < self->n_workers; w++)
+    if (cpu == self->scratch[w].cpu)
+      {
+        slot_a = &self->scratch[w].qa;
+        slot_b = &self->scratch[w].qb;
+      }
+  g_assert (slot_a != NULL);
+  qa = quant_slot_reserve (slot_a, m, depth, error);
   if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, n_parts, error))
     return FALSE;
-  qb = dc_quant_matrix_new (n, depth, error);
+  qb = quant_slot_reserve (slot_b, n, depth, error);
   if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, n_parts, error))
     return FALSE;
   {
