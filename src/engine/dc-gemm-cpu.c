@@ -365,6 +365,36 @@ block_2x4_avx2 (const gint8 *a0,
     }
 }
 
+/* The 2 × 4 block for K = 16 exactly (the width-128 model's head width):
+ * rows a0 and a1 share one register (a0 in the low 128 bits, a1 in the
+ * high), each B vector is broadcast to both halves, so every multiply lane
+ * does work instead of the half step's 16 zeros. Two hadds then leave the
+ * four sums of row a0 in the low half and those of a1 in the high half. */
+__attribute__ ((target ("avx2"))) static void
+block_2x4_k16_avx2 (const gint8 *a0,
+                    const gint8 *a1,
+                    const gint8 *b0,
+                    gint32      *out0,
+                    gint32      *out1)
+{
+  const __m256i ones = _mm256_set1_epi16 (1);
+  __m256i va = _mm256_inserti128_si256 (_mm256_castsi128_si256 (_mm_loadu_si128 ((const __m128i *) a0)),
+                                        _mm_loadu_si128 ((const __m128i *) a1), 1);
+  __m256i ua = _mm256_abs_epi8 (va);
+  __m256i c[4];
+  __m256i t;
+
+  for (int j = 0; j < 4; j++)
+    {
+      __m256i vb = _mm256_broadcastsi128_si256 (_mm_loadu_si128 ((const __m128i *) (b0 + 16 * j)));
+
+      c[j] = DOT32_AVX2 (ua, va, vb, ones);
+    }
+  t = _mm256_hadd_epi32 (_mm256_hadd_epi32 (c[0], c[1]), _mm256_hadd_epi32 (c[2], c[3]));
+  _mm_storeu_si128 ((__m128i *) out0, _mm256_castsi256_si128 (t));
+  _mm_storeu_si128 ((__m128i *) out1, _mm256_extracti128_si256 (t, 1));
+}
+
 __attribute__ ((target ("avx2"))) static void
 tile_avx2 (const DcQuantMatrix *a,
            const DcQuantMatrix *b,
@@ -386,6 +416,11 @@ tile_avx2 (const DcQuantMatrix *a,
       const gint8 *b0 = b->q + n * K;
       gsize m = m0;
 
+      if (K == 16)
+        for (; m + 2 <= m1; m += 2)
+          block_2x4_k16_avx2 (a->q + m * K, a->q + (m + 1) * K, b0,
+                              out + (m - m0) * ld_out + (n - n0),
+                              out + (m + 1 - m0) * ld_out + (n - n0));
       for (; m + 2 <= m1; m += 2)
         block_2x4_avx2 (a->q + m * K, a->q + (m + 1) * K, b0, b0 + K, b0 + 2 * K, b0 + 3 * K, K,
                         out + (m - m0) * ld_out + (n - n0),
