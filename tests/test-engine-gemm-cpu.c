@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "engine/dc-gemm-backend.h"
 #include "engine/dc-gemm-cpu.h"
 
 static const guint thread_counts[] = { 1, 2, 3, 7 };
@@ -81,6 +82,7 @@ test_edge_shapes (void)
     { 1, 1, 1 }, { 1, 7, 1 }, { 1, 1, 300 }, { 5, 3, 1 }, { 2, 4, 32 }, { 2, 4, 31 },
     { 2, 4, 33 }, { 3, 5, 64 }, { 63, 65, 63 }, { 64, 64, 64 }, { 65, 63, 65 },
     { 1, 129, 95 }, { 130, 1, 97 }, { 67, 131, 129 }, { 128, 130, 200 },
+    { 2, 4, 16 }, { 3, 5, 17 }, { 5, 9, 48 }, { 128, 128, 16 }, { 7, 6, 47 },
   };
 
   for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
@@ -414,6 +416,73 @@ test_gate_refuses_broken_kernel (void)
     g_test_trap_assert_stderr ("*CPU GEMM kernel avx2 failed verification*refused*");
 }
 
+/* The SIMD epilogues against dc_gemm_epilogue (through the reference) where
+ * it is delicate: ea + eb + the float's own exponent sweeping across 0 (flush
+ * to a signed zero) and 255 (saturation to a signed FLT_MAX), at both ends of
+ * the accepted exponent range, with zero accumulators (+0) and ±1, ±2^k and
+ * large sums mixed in, on ragged widths (8-wide lanes plus a scalar tail). */
+static void
+test_epilogue_edge_exponents (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (12);
+  const gsize M = 16, N = 37, K = 50;
+  g_autoptr(DcQuantMatrix) a = random_matrix (rand, M, K);
+  g_autoptr(DcQuantMatrix) b = random_matrix (rand, N, K);
+
+  /* Row 0 zero (acc 0), rows 1-2 a single ±1, row 3 a power of two. */
+  memset (a->q, 0, 4 * K);
+  a->q[1 * K + 3] = 1;
+  a->q[2 * K + 7] = -1;
+  a->q[3 * K + 0] = 64;
+  for (gsize v = 0; v < N; v++)
+    b->q[v * K + 0] = (gint8) ((v % 3) == 0 ? 1 : -2);
+  for (gsize v = 0; v < N; v++)
+    b->exponent[v] = (int) (v % 9) - 4;
+  b->exponent[N - 1] = DC_GEMM_EXPONENT_MIN;
+  b->exponent[N - 2] = DC_GEMM_EXPONENT_MAX;
+  for (int base = -440; base <= 280; base += (int) M)
+    {
+      for (gsize v = 0; v < M; v++)
+        a->exponent[v] = base + (int) v;
+      check_all_paths (a, b);
+    }
+}
+
+/* dc_gemm_run_packed (the model's path, which skips the value check for
+ * operands dc_quant_pack has just filled) gives dc_gemm_run's bits, and
+ * dc_gemm_run still refuses a hand-filled -128. */
+static void
+test_run_packed (void)
+{
+  const gsize M = 70, N = 66, K = 130;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGemmBackend) cpu = dc_gemm_backend_new (DC_BACKEND_CPU, &error);
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (M, K, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (N, K, NULL);
+  g_autofree float *xa = g_new (float, M * K);
+  g_autofree float *xb = g_new (float, N * K);
+  g_autofree float *c1 = g_new (float, M * N);
+  g_autofree float *c2 = g_new (float, M * N);
+  g_autoptr(GRand) rand = g_rand_new_with_seed (11);
+
+  g_assert_no_error (error);
+  for (gsize i = 0; i < M * K; i++)
+    xa[i] = (float) g_rand_double_range (rand, -3.0, 3.0);
+  for (gsize i = 0; i < N * K; i++)
+    xb[i] = (float) g_rand_double_range (rand, -1e-3, 1e-3);
+  g_assert_true (dc_quant_pack ("a", xa, K, 1, a, NULL));
+  g_assert_true (dc_quant_pack ("b", xb, K, 1, b, NULL));
+  g_assert_true (dc_gemm_run (cpu, a, b, c1, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_gemm_run_packed (cpu, a, b, c2, &error));
+  g_assert_no_error (error);
+  g_assert_cmpmem (c1, M * N * sizeof *c1, c2, M * N * sizeof *c2);
+
+  a->q[5] = -128;
+  g_assert_false (dc_gemm_run (cpu, a, b, c1, &error));
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_RANGE);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -422,6 +491,8 @@ main (int    argc,
 
   g_test_add_func ("/dc/engine/gemm/cpu/isas", test_isas_reported);
   g_test_add_func ("/dc/engine/gemm/cpu/gate-refuses-broken", test_gate_refuses_broken_kernel);
+  g_test_add_func ("/dc/engine/gemm/cpu/epilogue-edge-exponents", test_epilogue_edge_exponents);
+  g_test_add_func ("/dc/engine/gemm/cpu/run-packed", test_run_packed);
   g_test_add_func ("/dc/engine/gemm/cpu/edge-shapes", test_edge_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/random-shapes", test_random_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/extreme-values", test_extreme_values);

@@ -1327,6 +1327,19 @@ test_activation_backward (void)
   dc_math_relu (x, x, 1000);
   for (int i = 0; i < 1000; i++)
     g_assert_cmpfloat (x[i], >=, 0.0f);
+  /* The array form is dc_math_reluf bit for bit, specials included. */
+  {
+    static const guint32 specials[] = {
+      0x7fc01234u, 0xffc00001u, 0x80000000u, 0x00000000u, 0xff800000u, 0x7f800000u,
+      0x00000001u, 0x80000001u, 0x40400000u, 0xc0400000u, 0x7f7fffffu, 0xff7fffffu,
+    };
+    float in[G_N_ELEMENTS (specials)], out[G_N_ELEMENTS (specials)];
+
+    memcpy (in, specials, sizeof in);
+    dc_math_relu (in, out, G_N_ELEMENTS (specials));
+    for (gsize i = 0; i < G_N_ELEMENTS (specials); i++)
+      g_assert_cmphex (bits_of (out[i]), ==, bits_of (dc_math_reluf (in[i])));
+  }
 
   /* Derivative formulas against central differences in double. */
   for (double t = -8.0; t <= 8.0; t += 0.01)

@@ -5,10 +5,12 @@
  */
 #include "config.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "engine/dc-gemm.h"
+#include "engine/dc-quant-simd-private.h"
 
 static float
 bits_float (guint32 u)
@@ -277,6 +279,170 @@ test_rule_id (void)
   g_assert_true (id == dc_gemm_rule_id ());
 }
 
+/* Packs x (nv vectors of length k) with the reference, the AVX2 packer and
+ * dc_quant_pack, and asserts all three give the same bits. */
+static void
+assert_packers_agree (const float *x,
+                      gsize        nv,
+                      gsize        k)
+{
+  g_autoptr(DcQuantMatrix) ref = dc_quant_matrix_new (nv, k, NULL);
+  g_autoptr(DcQuantMatrix) simd = dc_quant_matrix_new (nv, k, NULL);
+  g_autoptr(DcQuantMatrix) best = dc_quant_matrix_new (nv, k, NULL);
+
+  g_assert_true (dc_quant_pack_reference ("ref", x, k, 1, ref, NULL));
+  g_assert_true (dc_quant_pack_avx2 ("avx2", x, k, simd, NULL));
+  g_assert_true (dc_quant_pack ("best", x, k, 1, best, NULL));
+  for (gsize v = 0; v < nv; v++)
+    {
+      g_assert_cmpint (simd->exponent[v], ==, ref->exponent[v]);
+      g_assert_cmpint (best->exponent[v], ==, ref->exponent[v]);
+    }
+  for (gsize i = 0; i < nv * k; i++)
+    {
+      if (simd->q[i] != ref->q[i] || best->q[i] != ref->q[i])
+        g_error ("packers disagree at vector %" G_GSIZE_FORMAT " index %" G_GSIZE_FORMAT
+                 " (x = %a, e = %d): reference %d, avx2 %d, dc_quant_pack %d",
+                 i / k, i % k, (double) x[i], ref->exponent[i / k], ref->q[i], simd->q[i],
+                 best->q[i]);
+    }
+}
+
+static void
+test_quant_simd_adversarial (void)
+{
+  static const gsize lengths[] = { 1, 5, 8, 31, 32, 33, 63, 64, 65, 129 };
+
+  if (!__builtin_cpu_supports ("avx2"))
+    {
+      g_test_skip ("no AVX2 on this CPU");
+      return;
+    }
+  /* The packer in use is the AVX2 one: otherwise this test would compare
+   * the reference with itself. */
+  g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "avx2");
+
+  for (gsize l = 0; l < G_N_ELEMENTS (lengths); l++)
+    {
+      const gsize k = lengths[l];
+      g_autofree float *x = g_new (float, k);
+
+      /* Ties at .5 with amax in [64, 128): e = 0, q = rne(x). */
+      for (gsize i = 0; i < k; i++)
+        x[i] = (float) ((gint64) (i * 37 % 255) - 127) + 0.5f;
+      x[0] = 127.5f;
+      assert_packers_agree (x, 1, k);
+      /* 126.5 → 126, 127.5 → 128 → clamped to 127, -127.5 → -127. */
+      for (gsize i = 0; i < k; i++)
+        x[i] = (i % 3 == 0) ? 126.5f : (i % 3 == 1 ? -127.5f : 127.5f);
+      assert_packers_agree (x, 1, k);
+      /* ±0 only: the all-zero vector. */
+      for (gsize i = 0; i < k; i++)
+        x[i] = (i & 1) ? -0.0f : 0.0f;
+      assert_packers_agree (x, 1, k);
+      /* Subnormals only (amax subnormal: the reference's range). */
+      for (gsize i = 0; i < k; i++)
+        x[i] = bits_float ((guint32) (i * 977 + 1) & 0x007fffffu) * ((i & 1) ? -1.0f : 1.0f);
+      assert_packers_agree (x, 1, k);
+      /* Huge amax next to tiny values and subnormals: they round to ±0. */
+      for (gsize i = 0; i < k; i++)
+        x[i] = (i % 4 == 0) ? -3.0e38f : bits_float (0x00000001u + (guint32) i);
+      x[k - 1] = FLT_MAX;
+      assert_packers_agree (x, 1, k);
+      /* amax at each edge of the fast path: e = -127, -126, 126 and the
+       * largest exponent (121). Values near 2^-e · 0.5 to catch the ties. */
+      for (int b = 1; b < 255; b++)
+        {
+          for (gsize i = 0; i < k; i++)
+            {
+              guint32 mant = (guint32) (i * 0x2f3d1u) & 0x7fffffu;
+              int bi = b - (int) (i % 9);
+
+              x[i] = bits_float ((guint32) MAX (bi, 0) << 23 | mant);
+              if (i & 1)
+                x[i] = -x[i];
+            }
+          x[0] = bits_float ((guint32) b << 23 | 0x7fffffu);
+          assert_packers_agree (x, 1, k);
+        }
+    }
+}
+
+static void
+test_quant_simd_random (void)
+{
+  const gsize nv = 17, k = 97;
+  g_autofree float *x = g_new (float, nv * k);
+  guint64 state = 12345;
+
+  if (!__builtin_cpu_supports ("avx2"))
+    {
+      g_test_skip ("no AVX2 on this CPU");
+      return;
+    }
+  for (int round = 0; round < 200; round++)
+    {
+      for (gsize i = 0; i < nv * k; i++)
+        {
+          guint32 u;
+
+          state = state * 6364136223846793005u + 1442695040888963407u;
+          u = (guint32) (state >> 32);
+          if (round % 2 == 0)
+            {
+              /* Any finite float. */
+              if ((u & 0x7f800000u) == 0x7f800000u)
+                u ^= 0x40000000u;
+              x[i] = bits_float (u);
+            }
+          else
+            {
+              /* Training-like: normal values of a few binades, some ties. */
+              x[i] = (float) ((gint32) (u >> 8) - (1 << 23)) / (float) (1 << (round % 24));
+            }
+        }
+      assert_packers_agree (x, nv, k);
+    }
+}
+
+/* Non-finite input through the SIMD path: the same error as the reference,
+ * naming the same vector. */
+static void
+test_quant_simd_not_finite (void)
+{
+  float x[2 * 40];
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcQuantMatrix) m = dc_quant_matrix_new (2, 40, NULL);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (x); i++)
+    x[i] = (float) i;
+  x[40 + 33] = NAN;
+  g_assert_false (dc_quant_pack ("simd", x, 40, 1, m, &error));
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE);
+  g_assert_nonnull (strstr (error->message, "NaN at vector 1, index 33"));
+}
+
+/* The start-up gate refuses a corrupted AVX2 packer by name and falls back
+ * to the reference. A subprocess: the verdict is cached per process. */
+static void
+test_quant_simd_gate (void)
+{
+  if (!__builtin_cpu_supports ("avx2"))
+    {
+      g_test_skip ("no AVX2 on this CPU");
+      return;
+    }
+  if (g_test_subprocess ())
+    {
+      g_setenv ("DC_TEST_BREAK_KERNEL", "quant-avx2", TRUE);
+      g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "scalar");
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*AVX2 quantizer failed verification*refused*");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -290,6 +456,10 @@ main (int    argc,
   g_test_add_func ("/dc/engine/quant/zero-vector", test_quant_zero_vector);
   g_test_add_func ("/dc/engine/quant/refuses-not-finite", test_quant_refuses_not_finite);
   g_test_add_func ("/dc/engine/quant/strides", test_quant_strides);
+  g_test_add_func ("/dc/engine/quant/simd-adversarial", test_quant_simd_adversarial);
+  g_test_add_func ("/dc/engine/quant/simd-random", test_quant_simd_random);
+  g_test_add_func ("/dc/engine/quant/simd-not-finite", test_quant_simd_not_finite);
+  g_test_add_func ("/dc/engine/quant/simd-gate", test_quant_simd_gate);
   g_test_add_func ("/dc/engine/quant/matrix-new-limits", test_matrix_new_limits);
   g_test_add_func ("/dc/engine/quant/check-refuses-minus-128", test_check_refuses_minus_128);
   g_test_add_func ("/dc/engine/gemm/epilogue", test_epilogue);

@@ -171,8 +171,10 @@ test_gradients (void)
 }
 
 static GPtrArray *
-train_hashes (guint  steps,
-              guint  n_threads)
+train_hashes_sized (guint  width,
+                    guint  batch,
+                    guint  steps,
+                    guint  n_threads)
 {
   g_autoptr(GBytes) corpus = load_corpus ();
   g_autoptr(GError) error = NULL;
@@ -181,8 +183,8 @@ train_hashes (guint  steps,
   DcTrainSettings settings;
 
   dc_train_settings_init_default (&settings);
-  settings.batch = 4;
-  trainer = dc_trainer_new (new_model (32, 32, 3), &settings, corpus, DC_GPT_PRECISION_INT8,
+  settings.batch = batch;
+  trainer = dc_trainer_new (new_model (width, 32, 3), &settings, corpus, DC_GPT_PRECISION_INT8,
                             n_threads, &error);
   g_assert_no_error (error);
   for (guint s = 0; s < steps; s++)
@@ -192,6 +194,31 @@ train_hashes (guint  steps,
       g_ptr_array_add (hashes, dc_gpt_model_dup_hash (dc_trainer_get_model (trainer)));
     }
   return hashes;
+}
+
+static GPtrArray *
+train_hashes (guint  steps,
+              guint  n_threads)
+{
+  return train_hashes_sized (32, 4, steps, n_threads);
+}
+
+/* Width 64, batch 16: operands of 16 K values and more are packed by
+ * several threads (dc-gpt.c, pack()) and the large products run threaded;
+ * 1, 2 and 3 threads must give the same weights at every step. */
+static void
+test_determinism_threads_parallel_pack (void)
+{
+  g_autoptr(GPtrArray) one = train_hashes_sized (64, 16, 3, 1);
+  g_autoptr(GPtrArray) two = train_hashes_sized (64, 16, 3, 2);
+  g_autoptr(GPtrArray) three = train_hashes_sized (64, 16, 3, 3);
+
+  for (guint s = 0; s < one->len; s++)
+    {
+      g_assert_cmpstr (one->pdata[s], ==, two->pdata[s]);
+      g_assert_cmpstr (one->pdata[s], ==, three->pdata[s]);
+    }
+  g_test_message ("width 64 hash after 3 steps: %s", (const char *) one->pdata[2]);
 }
 
 static void
@@ -306,6 +333,8 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/dc/model/gpt/gradients", test_gradients);
   g_test_add_func ("/dc/model/gpt/determinism-threads", test_determinism_threads);
+  g_test_add_func ("/dc/model/gpt/determinism-threads-parallel-pack",
+                   test_determinism_threads_parallel_pack);
   g_test_add_func ("/dc/model/gpt/resume", test_resume);
   g_test_add_func ("/dc/model/gpt/convergence", test_convergence);
   return g_test_run ();

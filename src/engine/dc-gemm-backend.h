@@ -57,6 +57,19 @@ gboolean       dc_gemm_run                        (DcGemmBackend        *self,
                                                    const DcQuantMatrix  *b,
                                                    float                *c,
                                                    GError              **error);
+/**
+ * dc_gemm_run_packed:
+ *
+ * dc_gemm_run() for operands that dc_quant_pack() has just filled and nothing
+ * has written to since (the model's products): it skips the value check,
+ * which such operands pass by construction. Shapes are still checked.
+ * Operands from anywhere else (peers, files, tests) go through dc_gemm_run().
+ */
+gboolean       dc_gemm_run_packed                 (DcGemmBackend        *self,
+                                                   const DcQuantMatrix  *a,
+                                                   const DcQuantMatrix  *b,
+                                                   float                *c,
+                                                   GError              **error);
 /* The same, stopping at the exact int32 accumulators acc[m * N + n]. */
 gboolean       dc_gemm_run_i32                    (DcGemmBackend        *self,
                                                    const DcQuantMatrix  *a,

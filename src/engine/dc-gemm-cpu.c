@@ -64,6 +64,13 @@ typedef void (*TileFunc) (const DcQuantMatrix *a,
                           gint32              *out,
                           gsize                ld_out);
 
+/* The epilogue over one row of a tile: c[j] = epilogue (acc[j], ea, eb[j]). */
+typedef void (*EpilogueFunc) (const gint32 *acc,
+                              gint32        ea,
+                              const gint32 *eb,
+                              gsize         n,
+                              float        *c);
+
 const char *
 dc_gemm_isa_to_string (DcGemmIsa isa)
 {
@@ -109,6 +116,7 @@ isa_verify (DcGemmIsa isa)
 {
   static const gsize shapes[][3] = {
     { 1, 1, 1 }, { 3, 5, 31 }, { 2, 4, 32 }, { 5, 7, 65 }, { 67, 65, 97 }, { 2, 9, 300 },
+    { 4, 8, 16 }, { 3, 9, 48 },
   };
   const char *broken = g_getenv ("DC_TEST_BREAK_KERNEL");
   guint64 state = 0x9e3779b97f4a7c15u;
@@ -135,10 +143,12 @@ isa_verify (DcGemmIsa isa)
         }
       if (N > 2)
         memset (b->q + K, 0, K);
+      /* Small exponents, and on one shape exponents that send the epilogue
+       * below and above the normal range (flush and saturate). */
       for (gsize v = 0; v < M; v++)
-        a->exponent[v] = (int) (v % 7) - 3;
+        a->exponent[v] = s == 4 ? (int) (v % 13) * 25 - 160 : (int) (v % 7) - 3;
       for (gsize v = 0; v < N; v++)
-        b->exponent[v] = (int) (v % 5) - 2;
+        b->exponent[v] = s == 4 ? (int) (v % 11) * 13 - 70 : (int) (v % 5) - 2;
 
       dc_gemm_reference_i32 (a, b, ref);
       dc_gemm_reference (a, b, ref_c);
@@ -253,6 +263,12 @@ hsum4_avx2 (__m256i w,
 #define DOT32_AVX2(abs_a, a, b, ones) \
   _mm256_madd_epi16 (_mm256_maddubs_epi16 ((abs_a), _mm256_sign_epi8 ((b), (a))), (ones))
 
+/* 16 bytes and 16 zeros: a half step for the tail, so that K = 16 (the
+ * attention head width of the width-128 model) and K mod 32 ≥ 16 do not
+ * fall to the scalar loop. The zeros add 0 to every sum. */
+#define LOAD16_AVX2(p) \
+  _mm256_inserti128_si256 (_mm256_setzero_si256 (), _mm_loadu_si128 ((const __m128i *) (p)), 0)
+
 __attribute__ ((target ("avx2"))) static gint32
 dot_avx2 (const gint8 *x,
           const gint8 *y,
@@ -268,6 +284,14 @@ dot_avx2 (const gint8 *x,
       __m256i vb = _mm256_loadu_si256 ((const __m256i *) (y + i));
 
       acc = _mm256_add_epi32 (acc, DOT32_AVX2 (_mm256_abs_epi8 (va), va, vb, ones));
+    }
+  if (i + 16 <= k)
+    {
+      __m256i va = LOAD16_AVX2 (x + i);
+      __m256i vb = LOAD16_AVX2 (y + i);
+
+      acc = _mm256_add_epi32 (acc, DOT32_AVX2 (_mm256_abs_epi8 (va), va, vb, ones));
+      i += 16;
     }
   return hsum_avx2 (acc) + dot_scalar (x + i, y + i, k - i);
 }
@@ -290,27 +314,39 @@ block_2x4_avx2 (const gint8 *a0,
   __m256i c10 = c00, c11 = c00, c12 = c00, c13 = c00;
   gsize i = 0;
 
-  for (; i + 32 <= k; i += 32)
-    {
-      __m256i va0 = _mm256_loadu_si256 ((const __m256i *) (a0 + i));
-      __m256i va1 = _mm256_loadu_si256 ((const __m256i *) (a1 + i));
-      __m256i ua0 = _mm256_abs_epi8 (va0);
-      __m256i ua1 = _mm256_abs_epi8 (va1);
-      __m256i vb;
+  /* One step of 32 bytes (or 16 and 16 zeros) for the 2 × 4 block. */
+#define BLOCK_STEP_2X4(LOAD)                                                   \
+  do                                                                           \
+    {                                                                          \
+      __m256i va0 = LOAD (a0 + i), va1 = LOAD (a1 + i);                        \
+      __m256i ua0 = _mm256_abs_epi8 (va0), ua1 = _mm256_abs_epi8 (va1);        \
+      __m256i vb;                                                              \
+                                                                               \
+      vb = LOAD (b0 + i);                                                      \
+      c00 = _mm256_add_epi32 (c00, DOT32_AVX2 (ua0, va0, vb, ones));           \
+      c10 = _mm256_add_epi32 (c10, DOT32_AVX2 (ua1, va1, vb, ones));           \
+      vb = LOAD (b1 + i);                                                      \
+      c01 = _mm256_add_epi32 (c01, DOT32_AVX2 (ua0, va0, vb, ones));           \
+      c11 = _mm256_add_epi32 (c11, DOT32_AVX2 (ua1, va1, vb, ones));           \
+      vb = LOAD (b2 + i);                                                      \
+      c02 = _mm256_add_epi32 (c02, DOT32_AVX2 (ua0, va0, vb, ones));           \
+      c12 = _mm256_add_epi32 (c12, DOT32_AVX2 (ua1, va1, vb, ones));           \
+      vb = LOAD (b3 + i);                                                      \
+      c03 = _mm256_add_epi32 (c03, DOT32_AVX2 (ua0, va0, vb, ones));           \
+      c13 = _mm256_add_epi32 (c13, DOT32_AVX2 (ua1, va1, vb, ones));           \
+    }                                                                          \
+  while (0)
+#define LOAD32_AVX2(p) _mm256_loadu_si256 ((const __m256i *) (p))
 
-      vb = _mm256_loadu_si256 ((const __m256i *) (b0 + i));
-      c00 = _mm256_add_epi32 (c00, DOT32_AVX2 (ua0, va0, vb, ones));
-      c10 = _mm256_add_epi32 (c10, DOT32_AVX2 (ua1, va1, vb, ones));
-      vb = _mm256_loadu_si256 ((const __m256i *) (b1 + i));
-      c01 = _mm256_add_epi32 (c01, DOT32_AVX2 (ua0, va0, vb, ones));
-      c11 = _mm256_add_epi32 (c11, DOT32_AVX2 (ua1, va1, vb, ones));
-      vb = _mm256_loadu_si256 ((const __m256i *) (b2 + i));
-      c02 = _mm256_add_epi32 (c02, DOT32_AVX2 (ua0, va0, vb, ones));
-      c12 = _mm256_add_epi32 (c12, DOT32_AVX2 (ua1, va1, vb, ones));
-      vb = _mm256_loadu_si256 ((const __m256i *) (b3 + i));
-      c03 = _mm256_add_epi32 (c03, DOT32_AVX2 (ua0, va0, vb, ones));
-      c13 = _mm256_add_epi32 (c13, DOT32_AVX2 (ua1, va1, vb, ones));
+  for (; i + 32 <= k; i += 32)
+    BLOCK_STEP_2X4 (LOAD32_AVX2);
+  if (i + 16 <= k)
+    {
+      BLOCK_STEP_2X4 (LOAD16_AVX2);
+      i += 16;
     }
+#undef BLOCK_STEP_2X4
+#undef LOAD32_AVX2
 
   /* Eight horizontal sums at once: three hadds and one cross-lane add per
    * row of four outputs, instead of a shuffle tree per output (this matters
@@ -327,6 +363,36 @@ block_2x4_avx2 (const gint8 *a0,
           out1[j] += dot_scalar (a1 + i, bs[j] + i, k - i);
         }
     }
+}
+
+/* The 2 × 4 block for K = 16 exactly (the width-128 model's head width):
+ * rows a0 and a1 share one register (a0 in the low 128 bits, a1 in the
+ * high), each B vector is broadcast to both halves, so every multiply lane
+ * does work instead of the half step's 16 zeros. Two hadds then leave the
+ * four sums of row a0 in the low half and those of a1 in the high half. */
+__attribute__ ((target ("avx2"))) static void
+block_2x4_k16_avx2 (const gint8 *a0,
+                    const gint8 *a1,
+                    const gint8 *b0,
+                    gint32      *out0,
+                    gint32      *out1)
+{
+  const __m256i ones = _mm256_set1_epi16 (1);
+  __m256i va = _mm256_inserti128_si256 (_mm256_castsi128_si256 (_mm_loadu_si128 ((const __m128i *) a0)),
+                                        _mm_loadu_si128 ((const __m128i *) a1), 1);
+  __m256i ua = _mm256_abs_epi8 (va);
+  __m256i c[4];
+  __m256i t;
+
+  for (int j = 0; j < 4; j++)
+    {
+      __m256i vb = _mm256_broadcastsi128_si256 (_mm_loadu_si128 ((const __m128i *) (b0 + 16 * j)));
+
+      c[j] = DOT32_AVX2 (ua, va, vb, ones);
+    }
+  t = _mm256_hadd_epi32 (_mm256_hadd_epi32 (c[0], c[1]), _mm256_hadd_epi32 (c[2], c[3]));
+  _mm_storeu_si128 ((__m128i *) out0, _mm256_castsi256_si128 (t));
+  _mm_storeu_si128 ((__m128i *) out1, _mm256_extracti128_si256 (t, 1));
 }
 
 __attribute__ ((target ("avx2"))) static void
@@ -350,6 +416,11 @@ tile_avx2 (const DcQuantMatrix *a,
       const gint8 *b0 = b->q + n * K;
       gsize m = m0;
 
+      if (K == 16)
+        for (; m + 2 <= m1; m += 2)
+          block_2x4_k16_avx2 (a->q + m * K, a->q + (m + 1) * K, b0,
+                              out + (m - m0) * ld_out + (n - n0),
+                              out + (m + 1 - m0) * ld_out + (n - n0));
       for (; m + 2 <= m1; m += 2)
         block_2x4_avx2 (a->q + m * K, a->q + (m + 1) * K, b0, b0 + K, b0 + 2 * K, b0 + 3 * K, K,
                         out + (m - m0) * ld_out + (n - n0),
@@ -565,6 +636,73 @@ tile_neon (const DcQuantMatrix *a,
 
 #endif /* DC_GEMM_NEON */
 
+static void
+epilogue_scalar (const gint32 *acc,
+                 gint32        ea,
+                 const gint32 *eb,
+                 gsize         n,
+                 float        *c)
+{
+  for (gsize j = 0; j < n; j++)
+    c[j] = dc_gemm_epilogue_inline (acc[j], ea, eb[j]);
+}
+
+#ifdef DC_GEMM_X86
+
+/* dc_gemm_epilogue_inline eight lanes at a time, on the same bits: vcvtdq2ps
+ * rounds to nearest even like the scalar conversion (the default MXCSR,
+ * checked at start-up by the FP-environment check), then the exponent field
+ * is moved by ea + eb with the same flush (≤ 0 → signed zero) and saturation
+ * (≥ 255 → signed FLT_MAX); acc = 0 gives +0. The exponents are within
+ * [DC_GEMM_EXPONENT_MIN, DC_GEMM_EXPONENT_MAX], so the int32 sum cannot wrap. */
+__attribute__ ((target ("avx2"))) static void
+epilogue_avx2 (const gint32 *acc,
+               gint32        ea,
+               const gint32 *eb,
+               gsize         n,
+               float        *c)
+{
+  const __m256i sign_mask = _mm256_set1_epi32 ((int) 0x80000000u);
+  const __m256i keep_mask = _mm256_set1_epi32 ((int) 0x807fffffu);
+  const __m256i exp_mask = _mm256_set1_epi32 (0xff);
+  const __m256i max_bits = _mm256_set1_epi32 (0x7f7fffff);
+  const __m256i one = _mm256_set1_epi32 (1), top = _mm256_set1_epi32 (254);
+  const __m256i vea = _mm256_set1_epi32 (ea);
+  gsize j = 0;
+
+  for (; j + 8 <= n; j += 8)
+    {
+      __m256i va = _mm256_loadu_si256 ((const __m256i *) (acc + j));
+      __m256i bits = _mm256_castps_si256 (_mm256_cvtepi32_ps (va));
+      __m256i sign = _mm256_and_si256 (bits, sign_mask);
+      __m256i biased = _mm256_add_epi32 (_mm256_and_si256 (_mm256_srli_epi32 (bits, 23), exp_mask),
+                                         _mm256_add_epi32 (vea, _mm256_loadu_si256 ((const __m256i *) (eb + j))));
+      __m256i r = _mm256_or_si256 (_mm256_and_si256 (bits, keep_mask), _mm256_slli_epi32 (biased, 23));
+
+      r = _mm256_blendv_epi8 (r, sign, _mm256_cmpgt_epi32 (one, biased));
+      r = _mm256_blendv_epi8 (r, _mm256_or_si256 (sign, max_bits), _mm256_cmpgt_epi32 (biased, top));
+      r = _mm256_andnot_si256 (_mm256_cmpeq_epi32 (va, _mm256_setzero_si256 ()), r);
+      _mm256_storeu_si256 ((__m256i *) (c + j), r);
+    }
+  epilogue_scalar (acc + j, ea, eb + j, n - j, c + j);
+}
+
+#endif /* DC_GEMM_X86 */
+
+/* The scalar ISA keeps the scalar epilogue (it is the readable path); the
+ * x86 SIMD ISAs use the AVX2 one, which every AVX-512 CPU also has. Its
+ * output is part of what isa_verify compares with the reference. */
+static EpilogueFunc
+epilogue_func_for (DcGemmIsa isa)
+{
+#ifdef DC_GEMM_X86
+  if ((isa == DC_GEMM_ISA_AVX2 || isa == DC_GEMM_ISA_AVX512_VNNI) &&
+      dc_gemm_isa_supported (DC_GEMM_ISA_AVX2))
+    return epilogue_avx2;
+#endif
+  return epilogue_scalar;
+}
+
 static TileFunc
 tile_func_for (DcGemmIsa isa)
 {
@@ -591,6 +729,7 @@ typedef struct
   const DcQuantMatrix *b;
   const gint32        *b_sum;   /* Σ_i b[n][i] per vector, for VNNI's offset */
   TileFunc             tile;
+  EpilogueFunc         epilogue;
   gint32              *acc;     /* (M, N) int32 output, or NULL */
   float               *c;       /* (M, N) f32 output, or NULL */
   gsize                tiles_m;
@@ -637,9 +776,8 @@ run_share (Job *job)
 
       job->tile (job->a, job->b, job->b_sum, m0, m1, n0, n1, scratch, TILE_N);
       for (gsize m = m0; m < m1; m++)
-        for (gsize n = n0; n < n1; n++)
-          job->c[m * N + n] = dc_gemm_epilogue_inline (scratch[(m - m0) * TILE_N + (n - n0)],
-                                                       job->a->exponent[m], job->b->exponent[n]);
+        job->epilogue (scratch + (m - m0) * TILE_N, job->a->exponent[m], job->b->exponent + n0,
+                       n1 - n0, job->c + m * N + n0);
     }
 }
 
@@ -719,6 +857,7 @@ run_cpu (const DcQuantMatrix *a,
     .a = a,
     .b = b,
     .tile = tile_func_for (isa),
+    .epilogue = epilogue_func_for (isa),
     .acc = acc,
     .c = c,
     .tiles_m = (a->n_vectors + TILE_M - 1) / TILE_M,

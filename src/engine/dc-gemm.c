@@ -17,6 +17,7 @@
 
 #include "dc-gemm.h"
 #include "dc-gemm-private.h"
+#include "dc-quant-simd-private.h"
 
 #include <string.h>
 
@@ -159,6 +160,25 @@ dc_quant_pack (const char     *what,
                gsize           k_stride,
                DcQuantMatrix  *out,
                GError        **error)
+{
+  g_return_val_if_fail (what != NULL, FALSE);
+  g_return_val_if_fail (src != NULL, FALSE);
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  /* Contiguous vectors go to the SIMD packer (same bits, gated at start-up);
+   * strided ones stay on the reference. */
+  if (k_stride == 1)
+    return dc_quant_pack_simd (what, src, vector_stride, out, error);
+  return dc_quant_pack_reference (what, src, vector_stride, k_stride, out, error);
+}
+
+gboolean
+dc_quant_pack_reference (const char     *what,
+                         const float    *src,
+                         gsize           vector_stride,
+                         gsize           k_stride,
+                         DcQuantMatrix  *out,
+                         GError        **error)
 {
   g_return_val_if_fail (what != NULL, FALSE);
   g_return_val_if_fail (src != NULL, FALSE);

@@ -94,6 +94,19 @@ gboolean       dc_quant_pack               (const char           *what,
                                             GError              **error);
 
 /**
+ * dc_quant_pack_reference:
+ *
+ * The readable scalar form of dc_quant_pack(), which uses a SIMD packer for
+ * contiguous vectors where the CPU has one; both give the same bits.
+ */
+gboolean       dc_quant_pack_reference     (const char           *what,
+                                            const float          *src,
+                                            gsize                 vector_stride,
+                                            gsize                 k_stride,
+                                            DcQuantMatrix        *out,
+                                            GError              **error);
+
+/**
  * dc_gemm_reference_i32:
  * @acc: (out) (array length=a->n_vectors*b->n_vectors): acc[m * N + n]
  *

@@ -19,15 +19,28 @@
 #include "engine/dc-gemm.h"
 #include "engine/dc-gemm-backend.h"
 #include "engine/dc-math.h"
+#include "engine/dc-transpose.h"
 #include "dc-model-error.h"
 
 /* Attention runs its (sequence, head) pairs on up to this many threads. */
 #define DC_GPT_MAX_WORKERS 32
 
+/* Quantized operands kept between products of one thread: a step makes
+ * thousands of small products (six per head and sequence), and allocating
+ * and zeroing their operands each time showed in the profile. Only the
+ * buffers are reused; every product packs all of its values anew. */
+typedef struct
+{
+  DcQuantMatrix *m;
+  gsize          cap_values;   /* allocated length of m->q */
+  gsize          cap_vectors;  /* allocated length of m->exponent */
+} QuantSlot;
+
 /* One worker's buffers for one (sequence, head) pair at a time. */
 typedef struct
 {
   DcGemmBackend *cpu;     /* owned, single-threaded */
+  QuantSlot      qa, qb;
   float         *scores;  /* (T, T) */
   float         *out_a;   /* (T, D) */
   float         *out_b;   /* (T, D) */
@@ -76,6 +89,7 @@ struct _DcGptRun
   float          *d_qkv;    /* (BT, 3C) */
   guint           n_workers;                        /* attention workers */
   HeadScratch     scratch[DC_GPT_MAX_WORKERS];
+  QuantSlot       qa, qb;   /* the calling thread's operands */
   float          *row;      /* (C) */
 
   float          *arena;
@@ -205,8 +219,14 @@ dc_gpt_run_free (DcGptRun *self)
   if (self == NULL)
     return;
   g_clear_pointer (&self->cpu, dc_gemm_backend_free);
+  g_clear_pointer (&self->qa.m, dc_quant_matrix_free);
+  g_clear_pointer (&self->qb.m, dc_quant_matrix_free);
   for (guint w = 0; w < self->n_workers; w++)
-    g_clear_pointer (&self->scratch[w].cpu, dc_gemm_backend_free);
+    {
+      g_clear_pointer (&self->scratch[w].cpu, dc_gemm_backend_free);
+      g_clear_pointer (&self->scratch[w].qa.m, dc_quant_matrix_free);
+      g_clear_pointer (&self->scratch[w].qb.m, dc_quant_matrix_free);
+    }
   g_free (self->inputs);
   g_free (self->targets);
   g_free (self->layers);
@@ -238,12 +258,12 @@ dc_gpt_run_get_logits (DcGptRun *self)
  * line once. The vectors, hence the bits, are the same either way.
  */
 static gboolean
-pack (const char     *what,
-      const float    *src,
-      gsize           vector_stride,
-      gsize           k_stride,
-      DcQuantMatrix  *out,
-      GError        **error)
+pack_serial (const char     *what,
+             const float    *src,
+             gsize           vector_stride,
+             gsize           k_stride,
+             DcQuantMatrix  *out,
+             GError        **error)
 {
   g_autofree float *rows = NULL;
   gsize nv = out->n_vectors, k = out->k;
@@ -251,12 +271,114 @@ pack (const char     *what,
   if (k_stride == 1 || k < 2)
     return dc_quant_pack (what, src, vector_stride, k_stride, out, error);
   rows = g_new (float, nv * k);
+  if (vector_stride == 1)
+    {
+      /* Columns of a row-major (k, ≥ nv) matrix: a plain transpose. */
+      dc_transpose_f32 (src, k_stride, k, nv, rows, k);
+      return dc_quant_pack (what, rows, k, 1, out, error);
+    }
   for (gsize i0 = 0; i0 < k; i0 += 32)
     for (gsize v0 = 0; v0 < nv; v0 += 32)
       for (gsize i = i0; i < MIN (i0 + 32, k); i++)
         for (gsize v = v0; v < MIN (v0 + 32, nv); v++)
           rows[v * k + i] = src[v * vector_stride + i * k_stride];
   return dc_quant_pack (what, rows, k, 1, out, error);
+}
+
+/* Operands of at least this many values are packed by several threads. */
+#define PARALLEL_PACK_MIN 16384
+
+typedef struct
+{
+  const char    *what;
+  const float   *src;
+  gsize          vector_stride;
+  gsize          k_stride;
+  DcQuantMatrix  view;   /* a contiguous range of the output's vectors */
+  gboolean       ok;
+} PackPart;
+
+static gpointer
+pack_part_worker (gpointer data)
+{
+  PackPart *part = data;
+
+  part->ok = pack_serial (part->what, part->src, part->vector_stride, part->k_stride,
+                          &part->view, NULL);
+  return NULL;
+}
+
+/*
+ * pack_serial, with the vectors split into n_parts contiguous ranges packed
+ * by as many threads (the caller packs the first). Every vector is
+ * transposed and quantized on its own, so the split cannot change a bit;
+ * it takes the packing off the critical path of the large products, where
+ * it was the main thread's work while the other cores waited. On any
+ * failure the whole operand is packed again on this thread, so that the
+ * error names the same vector as before.
+ */
+static gboolean
+pack (const char     *what,
+      const float    *src,
+      gsize           vector_stride,
+      gsize           k_stride,
+      DcQuantMatrix  *out,
+      guint           n_parts,
+      GError        **error)
+{
+  PackPart parts[DC_GPT_MAX_WORKERS];
+  GThread *threads[DC_GPT_MAX_WORKERS] = { NULL };
+  gsize nv = out->n_vectors, k = out->k;
+  gboolean ok = TRUE;
+
+  n_parts = (guint) MIN ((gsize) MIN (n_parts, DC_GPT_MAX_WORKERS), nv);
+  if (n_parts <= 1 || nv * k < PARALLEL_PACK_MIN)
+    return pack_serial (what, src, vector_stride, k_stride, out, error);
+
+  for (guint p = 0; p < n_parts; p++)
+    {
+      gsize v0 = nv * p / n_parts, v1 = nv * (p + 1) / n_parts;
+
+      parts[p] = (PackPart) {
+        what, src + v0 * vector_stride, vector_stride, k_stride,
+        { v1 - v0, k, out->q + v0 * k, out->exponent + v0 }, FALSE,
+      };
+    }
+  for (guint p = 1; p < n_parts; p++)
+    threads[p] = g_thread_new ("dc-gpt-pack", pack_part_worker, &parts[p]);
+  pack_part_worker (&parts[0]);
+  for (guint p = 1; p < n_parts; p++)
+    g_thread_join (threads[p]);
+  for (guint p = 0; p < n_parts; p++)
+    ok = ok && parts[p].ok;
+  if (!ok)
+    return pack_serial (what, src, vector_stride, k_stride, out, error);
+  return TRUE;
+}
+
+/* slot's matrix shaped (n_vectors, k), reallocated only when it grows. */
+static DcQuantMatrix *
+quant_slot_reserve (QuantSlot  *slot,
+                    gsize       n_vectors,
+                    gsize       k,
+                    GError    **error)
+{
+  gsize n_values;
+
+  if (slot->m != NULL && g_size_checked_mul (&n_values, n_vectors, k) &&
+      k <= DC_GEMM_MAX_K && n_values <= slot->cap_values && n_vectors <= slot->cap_vectors)
+    {
+      slot->m->n_vectors = n_vectors;
+      slot->m->k = k;
+      return slot->m;
+    }
+  g_clear_pointer (&slot->m, dc_quant_matrix_free);
+  slot->m = dc_quant_matrix_new (n_vectors, k, error);
+  if (slot->m == NULL)
+    return NULL;
+  slot->cap_values = n_vectors * k;
+  slot->cap_vectors = n_vectors;
+  return slot->m;
 }
 
 /*
@@ -279,8 +401,9 @@ matmul_on (DcGptRun      *self,
         float        *c,
         GError      **error)
 {
-  g_autoptr(DcQuantMatrix) qa = NULL;
-  g_autoptr(DcQuantMatrix) qb = NULL;
+  DcQuantMatrix *qa, *qb;
+  QuantSlot *slot_a = NULL, *slot_b = NULL;
+  guint n_parts;
 
   if (self->precision == DC_GPT_PRECISION_F32)
     {
@@ -309,23 +432,41 @@ matmul_on (DcGptRun      *self,
       return TRUE;
     }
 
-  qa = dc_quant_matrix_new (m, depth, error);
-  if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, error))
+  /* Only the calling thread's backend has the other cores to itself (the
+   * attention workers each run single-threaded products); below about 2 M
+   * multiply-adds starting threads costs more than it saves, as for the
+   * GEMM below. */
+  n_parts = cpu == self->cpu && (guint64) m * n * depth >= (1u << 21) ? self->n_threads : 1;
+  /* The slots of the thread that owns cpu (each backend has one owner). */
+  if (cpu == self->cpu)
+    {
+      slot_a = &self->qa;
+      slot_b = &self->qb;
+    }
+  for (guint w = 0; slot_a == NULL && w < self->n_workers; w++)
+    if (cpu == self->scratch[w].cpu)
+      {
+        slot_a = &self->scratch[w].qa;
+        slot_b = &self->scratch[w].qb;
+      }
+  g_assert (slot_a != NULL);
+  qa = quant_slot_reserve (slot_a, m, depth, error);
+  if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, n_parts, error))
     return FALSE;
-  qb = dc_quant_matrix_new (n, depth, error);
-  if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, error))
+  qb = quant_slot_reserve (slot_b, n, depth, error);
+  if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, n_parts, error))
     return FALSE;
   {
     guint64 macs = (guint64) m * n * depth;
 
     /* Only the calling thread's backend may hand work to the device. */
     if (cpu == self->cpu && self->device != NULL && macs >= self->offload_min)
-      return dc_gemm_run (self->device, qa, qb, c, error);
+      return dc_gemm_run_packed (self->device, qa, qb, c, error);
     /* Threads are started per product: below about 2 M multiply-adds they
      * cost more than they save. The bits do not depend on the count. */
     dc_gemm_backend_set_n_threads (cpu, cpu == self->cpu && macs >= (1u << 21)
                                         ? self->n_threads : 1);
-    return dc_gemm_run (cpu, qa, qb, c, error);
+    return dc_gemm_run_packed (cpu, qa, qb, c, error);
   }
 }
 
@@ -390,14 +531,14 @@ linear_backward (DcGptRun     *self,
     return FALSE;
   if (!matmul (self, what, x, 1, k, k, dy, 1, n, n, rows, dw, error))
     return FALSE;
+  /* Row by row into all n sums at once: each sum still adds its rows in
+   * order (the same bits as a column at a time), but dy is read along its
+   * rows instead of down its columns. */
   for (gsize j = 0; j < n; j++)
-    {
-      float acc = 0.0f;
-
-      for (gsize r = 0; r < rows; r++)
-        acc = acc + dy[r * n + j];
-      dbias[j] = acc;
-    }
+    dbias[j] = 0.0f;
+  for (gsize r = 0; r < rows; r++)
+    for (gsize j = 0; j < n; j++)
+      dbias[j] = dbias[j] + dy[r * n + j];
   return TRUE;
 }
 

@@ -1,0 +1,33 @@
+/* dc-quant-simd-private.h: the SIMD quantizer, internal to the engine.
+ * dc_quant_pack() uses it for contiguous vectors; it gives the bits of
+ * dc_quant_pack_reference() (tests/test-engine-quant.c).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include "dc-gemm.h"
+
+G_BEGIN_DECLS
+
+/* "avx2" when the CPU has AVX2 and the AVX2 quantizer passed its start-up
+ * gate against the reference (decided once per process), else "scalar". */
+const char *dc_quant_pack_simd_name  (void);
+
+/* dc_quant_pack() for contiguous vectors (k_stride 1) with the packer named
+ * above. */
+gboolean    dc_quant_pack_simd       (const char           *what,
+                                      const float          *src,
+                                      gsize                 vector_stride,
+                                      DcQuantMatrix        *out,
+                                      GError              **error);
+
+/* The AVX2 packer itself, ungated, for the gate and the tests. Only call it
+ * when the CPU supports AVX2; elsewhere it is the reference. */
+gboolean    dc_quant_pack_avx2       (const char           *what,
+                                      const float          *src,
+                                      gsize                 vector_stride,
+                                      DcQuantMatrix        *out,
+                                      GError              **error);
+
+G_END_DECLS
