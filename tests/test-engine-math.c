@@ -1619,6 +1619,60 @@ test_probe_hash (void)
 #endif
 }
 
+/* The reduction tree written out from its definition in dc-math.h (n ≤ 8:
+ * left to right; longer: split at the largest power of two below n), in
+ * plain scalar code, over precomputed leaf values. */
+static float
+tree_sum (const float *v,
+          gsize        n)
+{
+  if (n == 0)
+    return 0.0f;
+  if (n <= 8)
+    {
+      float acc = v[0];
+
+      for (gsize i = 1; i < n; i++)
+        acc = acc + v[i];
+      return acc;
+    }
+  {
+    gsize h = 8;
+
+    while (h * 2 < n)
+      h *= 2;
+    return tree_sum (v, h) + tree_sum (v + h, n - h);
+  }
+}
+
+/* dc_math_sum, dc_math_dot and the layer norm's statistics (whose sums
+ * take the SIMD path for every aligned 64-element subtree) give the tree's
+ * bits for every n up to 700, on values of mixed magnitudes and signs where
+ * the order of the additions shows in the result. */
+static void
+test_pairwise_tree_order (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (77);
+  const gsize max_n = 700;
+  g_autofree float *x = g_new (float, max_n);
+  g_autofree float *y = g_new (float, max_n);
+  g_autofree float *v = g_new (float, max_n);
+
+  for (gsize i = 0; i < max_n; i++)
+    {
+      x[i] = (float) (g_rand_double_range (rand, -1.0, 1.0) *
+                      ldexp (1.0, g_rand_int_range (rand, -30, 30)));
+      y[i] = (float) g_rand_double_range (rand, -3.0, 3.0);
+    }
+  for (gsize n = 1; n <= max_n; n++)
+    {
+      g_assert_cmphex (bits_of (dc_math_sum (x, n)), ==, bits_of (tree_sum (x, n)));
+      for (gsize i = 0; i < n; i++)
+        v[i] = x[i] * y[i];
+      g_assert_cmphex (bits_of (dc_math_dot (x, y, n)), ==, bits_of (tree_sum (v, n)));
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1634,6 +1688,7 @@ main (int argc, char **argv)
     }
 
   g_test_add_func ("/dc/engine/math/fp-environment", test_fp_environment);
+  g_test_add_func ("/dc/engine/math/pairwise-tree-order", test_pairwise_tree_order);
   g_test_add_func ("/dc/engine/math/monotone", test_monotone);
   g_test_add_func ("/dc/engine/math/special-values", test_special_values);
   g_test_add_func ("/dc/engine/math/oracle/pow", test_pow_oracle);
