@@ -8,6 +8,8 @@
 
 #include "dc-test-utils.h"
 
+#include <glib/gstdio.h>
+
 
 static gboolean
 timeout_cb (gpointer user_data)
@@ -237,4 +239,31 @@ dc_test_run_cli (const char * const  *args,
   g_assert_true (dc_test_spawn ((const char * const *) argv->pdata, stdout_text, stderr_text,
                                 &status, timeout_ms));
   return status;
+}
+
+/**
+ * dc_test_remove_tree:
+ *
+ * Removes a test's temporary folder and everything in it (no symbolic links
+ * are followed). A missing path is not an error.
+ */
+void
+dc_test_remove_tree (const char *path)
+{
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+
+  if (!g_file_test (path, G_FILE_TEST_IS_DIR) || g_file_test (path, G_FILE_TEST_IS_SYMLINK))
+    {
+      g_remove (path);
+      return;
+    }
+  dir = g_dir_open (path, 0, NULL);
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      dc_test_remove_tree (child);
+    }
+  g_rmdir (path);
 }

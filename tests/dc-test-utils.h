@@ -18,6 +18,7 @@ char     *dc_test_dup_source_path   (const char       *first_element,
 char     *dc_test_dup_build_path    (const char       *first_element,
                                      ...) G_GNUC_NULL_TERMINATED;
 guint16   dc_test_closed_port       (void);
+void      dc_test_remove_tree       (const char        *path);
 int       dc_test_run_cli           (const char * const *args,
                                      char             **stdout_text,
                                      char             **stderr_text,

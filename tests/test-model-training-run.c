@@ -88,7 +88,6 @@ test_run_stop_save_load (void)
   g_autofree char *hash_at_stop = NULL;
   g_autofree char *text = NULL;
   g_autofree char *text_again = NULL;
-  g_autoptr(GDir) hf_dir = NULL;
   DcTrainingRequest request = small_request ();
   Seen seen = { 0, 0, TRUE, 0 };
   guint64 stopped_at;
@@ -156,15 +155,7 @@ test_run_stop_save_load (void)
   g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_READY);
 
   g_free (request.data);
-  g_assert_no_errno (g_remove (pt));
-  hf_dir = g_dir_open (hf, 0, NULL);
-  for (const char *name; hf_dir != NULL && (name = g_dir_read_name (hf_dir)) != NULL; )
-    {
-      g_autofree char *path = g_build_filename (hf, name, NULL);
-      g_remove (path);
-    }
-  g_rmdir (hf);
-  g_rmdir (dir);
+  dc_test_remove_tree (dir);
 }
 
 static void

@@ -132,13 +132,7 @@ check_train_view (DcApplication *app)
   adw_message_dialog_response (dialog, "stop");
   g_assert_true (dc_test_wait_until (dc_test_app_has_no_windows, app, TIMEOUT_MS));
 
-  g_remove (pt);
-  g_remove (safetensors);
-  for (const char *name = "config.json"; name != NULL; name = NULL)
-    {
-      g_autofree char *path = g_build_filename (hf, name, NULL);
-      g_remove (path);
-    }
+  dc_test_remove_tree (dir);
 }
 
 static void
