@@ -11,277 +11,73 @@
 
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "dc-test-proc.h"
 #include "dc-test-utils.h"
 #include "mesh/dc-peer.h"
 #include "mesh/dc-room.h"
 
-typedef struct
+/* Runs daisychain-cli with the NULL-terminated arguments in @args, inside
+ * network namespace @netns when it is not NULL. */
+static DcTestProc *
+spawn_va (const char *netns,
+          const char *label,
+          gboolean    with_stdin,
+          va_list     args)
 {
-  char             *label;
-  GSubprocess      *process;
-  GDataInputStream *lines;
-  GPtrArray        *events;      /* JsonObject* */
-  GPtrArray        *times;       /* gint64* monotonic µs, one per event */
-  GCancellable     *cancellable;
-  gboolean          eof;
-  gboolean          exited;
-  int               exit_status;
-} Proc;
-
-static void read_next (Proc *proc);
-
-static void
-line_cb (GObject      *object,
-         GAsyncResult *result,
-         gpointer      user_data)
-{
-  Proc *proc = user_data;
-  g_autoptr(GError) error = NULL;
-  g_autofree char *line = NULL;
-  g_autoptr(JsonParser) parser = json_parser_new ();
-
-  line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (object), result, NULL,
-                                                     &error);
-  if (line == NULL)
-    {
-      if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        proc->eof = TRUE;
-      return;
-    }
-  g_test_message ("%s: %s", proc->label, line);
-  if (json_parser_load_from_data (parser, line, -1, NULL)
-      && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-    {
-      gint64 now = g_get_monotonic_time ();
-
-      g_ptr_array_add (proc->events, json_object_ref (json_node_get_object (
-                                                        json_parser_get_root (parser))));
-      g_ptr_array_add (proc->times, g_memdup2 (&now, sizeof now));
-    }
-  read_next (proc);
-}
-
-static void
-read_next (Proc *proc)
-{
-  g_data_input_stream_read_line_async (proc->lines, G_PRIORITY_DEFAULT, proc->cancellable,
-                                       line_cb, proc);
-}
-
-static void
-wait_cb (GObject      *object,
-         GAsyncResult *result,
-         gpointer      user_data)
-{
-  Proc *proc = user_data;
-
-  if (g_subprocess_wait_finish (G_SUBPROCESS (object), result, NULL))
-    {
-      proc->exited = TRUE;
-      proc->exit_status = g_subprocess_get_if_exited (proc->process)
-                          ? g_subprocess_get_exit_status (proc->process) : -1;
-    }
-}
-
-/* In the child before exec: die with the test, so that a failed assertion
- * leaves no process behind holding the test's output open. */
-static void
-child_setup (gpointer user_data)
-{
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-}
-
-/* Runs daisychain-cli with the arguments after @with_stdin (NULL-terminated),
- * inside network namespace @netns when it is not NULL. */
-static Proc *
-proc_spawn_in (const char *netns,
-               const char *label,
-               gboolean    with_stdin,
-               va_list     args)
-{
-  Proc *proc = g_new0 (Proc, 1);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr(GSubprocessLauncher) launcher = NULL;
-  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
   const char *arg;
 
-  if (netns != NULL)
-    {
-      g_ptr_array_add (argv, g_strdup ("ip"));
-      g_ptr_array_add (argv, g_strdup ("netns"));
-      g_ptr_array_add (argv, g_strdup ("exec"));
-      g_ptr_array_add (argv, g_strdup (netns));
-    }
-  g_ptr_array_add (argv, dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL));
   while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, g_strdup (arg));
+    g_ptr_array_add (argv, (gpointer) arg);
   g_ptr_array_add (argv, NULL);
-
-  proc->label = g_strdup (label);
-  proc->events = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
-  proc->times = g_ptr_array_new_with_free_func (g_free);
-  proc->cancellable = g_cancellable_new ();
-  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
-                                        | (with_stdin ? G_SUBPROCESS_FLAGS_STDIN_PIPE : 0));
-  g_subprocess_launcher_set_child_setup (launcher, child_setup, NULL, NULL);
-  proc->process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata,
-                                                &error);
-  g_assert_no_error (error);
-  proc->lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (proc->process));
-  read_next (proc);
-  g_subprocess_wait_async (proc->process, proc->cancellable, wait_cb, proc);
-  return proc;
+  return dc_test_proc_spawn (label, netns, with_stdin, (const char * const *) argv->pdata);
 }
 
-static Proc *
+static DcTestProc *
 proc_spawn (const char *label,
             gboolean    with_stdin,
             ...)
 {
   va_list args;
-  Proc *proc;
+  DcTestProc *proc;
 
   va_start (args, with_stdin);
-  proc = proc_spawn_in (NULL, label, with_stdin, args);
+  proc = spawn_va (NULL, label, with_stdin, args);
   va_end (args);
   return proc;
 }
 
-static Proc *
+static DcTestProc *
 proc_spawn_netns (const char *netns,
                   const char *label,
                   ...)
 {
   va_list args;
-  Proc *proc;
+  DcTestProc *proc;
 
   va_start (args, label);
-  proc = proc_spawn_in (netns, label, FALSE, args);
+  proc = spawn_va (netns, label, FALSE, args);
   va_end (args);
   return proc;
 }
 
-static void
-proc_write (Proc       *proc,
-            const char *text)
-{
-  g_autoptr(GError) error = NULL;
-
-  g_output_stream_write_all (g_subprocess_get_stdin_pipe (proc->process), text, strlen (text),
-                             NULL, NULL, &error);
-  g_assert_no_error (error);
-}
-
-static void
-proc_free (Proc *proc)
-{
-  if (proc == NULL)
-    return;
-  if (!proc->exited)
-    {
-      g_subprocess_force_exit (proc->process);
-      g_subprocess_wait (proc->process, NULL, NULL);
-    }
-  g_cancellable_cancel (proc->cancellable);
-  /* Let the cancelled callbacks run before their data goes. */
-  while (g_main_context_iteration (NULL, FALSE))
-    ;
-  g_clear_object (&proc->lines);
-  g_clear_object (&proc->process);
-  g_clear_object (&proc->cancellable);
-  g_ptr_array_unref (proc->events);
-  g_ptr_array_unref (proc->times);
-  g_free (proc->label);
-  g_free (proc);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (Proc, proc_free)
-
-/* Index of the first event named @event (and naming @peer, when given)
- * from @from on, or -1. */
-static int
-proc_find (Proc       *proc,
-           guint       from,
-           const char *event,
-           const char *peer)
-{
-  for (guint i = from; i < proc->events->len; i++)
-    {
-      JsonObject *o = g_ptr_array_index (proc->events, i);
-
-      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), event) == 0
-          && (peer == NULL
-              || g_strcmp0 (json_object_get_string_member_with_default (o, "peer", ""),
-                            peer) == 0))
-        return (int) i;
-    }
-  return -1;
-}
-
-typedef struct
-{
-  Proc       *proc;
-  const char *event;
-  const char *peer;
-} FindWait;
-
-static gboolean
-found_cb (gpointer user_data)
-{
-  FindWait *wait = user_data;
-
-  return proc_find (wait->proc, 0, wait->event, wait->peer) >= 0 || wait->proc->eof;
-}
-
-/* Waits for an event; fails the test after @timeout_ms. */
-static JsonObject *
-proc_expect (Proc       *proc,
-             const char *event,
-             const char *peer,
-             guint       timeout_ms)
-{
-  FindWait wait = { proc, event, peer };
-  int index;
-
-  dc_test_wait_until (found_cb, &wait, timeout_ms);
-  index = proc_find (proc, 0, event, peer);
-  if (index < 0)
-    g_error ("%s: no “%s” event%s%s within %u ms", proc->label, event, peer ? " for " : "",
-             peer ? peer : "", timeout_ms);
-  return g_ptr_array_index (proc->events, index);
-}
-
-static gboolean
-exited_cb (gpointer user_data)
-{
-  return ((Proc *) user_data)->exited;
-}
-
-static int
-proc_expect_exit (Proc  *proc,
-                  guint  timeout_ms)
-{
-  if (!dc_test_wait_until (exited_cb, proc, timeout_ms))
-    g_error ("%s: still running after %u ms", proc->label, timeout_ms);
-  return proc->exit_status;
-}
 
 static char *
-start_signal (Proc **out)
+start_signal (DcTestProc **out)
 {
-  Proc *proc = proc_spawn ("signal", FALSE, "signal", "--json", "--port", "0",
+  DcTestProc *proc = proc_spawn ("signal", FALSE, "signal", "--json", "--port", "0",
                            "--bind", "127.0.0.1", NULL);
-  JsonObject *listening = proc_expect (proc, "listening", NULL, 10000);
+  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL, 10000);
 
   *out = proc;
   return g_strdup (json_object_get_string_member (listening, "url"));
 }
 
-static Proc *
+static DcTestProc *
 start_join (const char *url,
             const char *name,
             const char *room,
@@ -299,18 +95,18 @@ start_join (const char *url,
 static void
 test_full_mesh (void)
 {
-  g_autoptr(Proc) signal = NULL;
+  g_autoptr(DcTestProc) signal = NULL;
   g_autofree char *url = start_signal (&signal);
   const char *names[] = { "alpha", "beta", "gamma" };
   const gint64 sizes[] = { 1, 65536, 16 * 1024 * 1024 };
-  Proc *procs[3] = { NULL, };
+  DcTestProc *procs[3] = { NULL, };
 
   for (guint i = 0; i < 3; i++)
     {
       procs[i] = start_join (url, names[i], "FULL-MESH-TEST", "all", "--expect-peers=2",
                              "--send-sizes=1,65536,16777216");
       /* Joining one after the other keeps the host's approvals in order. */
-      proc_expect (procs[i], "joined", NULL, 20000);
+      dc_test_proc_expect (procs[i], "joined", NULL, 20000);
     }
 
   for (guint i = 0; i < 3; i++)
@@ -322,7 +118,7 @@ test_full_mesh (void)
 
             /* 2 × 16 MiB into each process at ~10 MiB/s per link on two loaded
              * cores: allow a minute and a half. */
-            proc_expect (procs[i], "data", names[j], 90000);
+            dc_test_proc_expect (procs[i], "data", names[j], 90000);
             for (guint k = 0; k < procs[i]->events->len && !seen; k++)
               {
                 JsonObject *o = g_ptr_array_index (procs[i]->events, k);
@@ -370,13 +166,13 @@ test_full_mesh (void)
 
   for (guint i = 0; i < 3; i++)
     {
-      g_assert_cmpint (proc_find (procs[i], 0, "peer-left", NULL), ==, -1);
+      g_assert_cmpint (dc_test_proc_find (procs[i], 0, "peer-left", NULL), ==, -1);
       g_subprocess_send_signal (procs[i]->process, SIGTERM);
     }
   for (guint i = 0; i < 3; i++)
     {
-      g_assert_cmpint (proc_expect_exit (procs[i], 10000), ==, 0);
-      proc_free (procs[i]);
+      g_assert_cmpint (dc_test_proc_expect_exit (procs[i], 10000), ==, 0);
+      dc_test_proc_free (procs[i]);
     }
 }
 
@@ -386,55 +182,55 @@ test_full_mesh (void)
 static void
 test_approval (void)
 {
-  g_autoptr(Proc) signal = NULL;
+  g_autoptr(DcTestProc) signal = NULL;
   g_autofree char *url = start_signal (&signal);
   g_autoptr(DcRoom) room = dc_room_new ("APPROVAL-TEST");
   g_autofree char *room_id_arg = g_strdup_printf ("--test-room-id=%s", room->room_id);
-  g_autoptr(Proc) host = NULL, good = NULL, declined = NULL, wrong = NULL, forger = NULL;
-  g_autoptr(Proc) late = NULL;
+  g_autoptr(DcTestProc) host = NULL, good = NULL, declined = NULL, wrong = NULL, forger = NULL;
+  g_autoptr(DcTestProc) late = NULL;
   JsonObject *event;
 
   host = start_join (url, "host", "APPROVAL-TEST", "ask", "--expect-peers=1", NULL);
-  proc_expect (host, "joined", NULL, 20000);
+  dc_test_proc_expect (host, "joined", NULL, 20000);
 
   good = start_join (url, "good", "APPROVAL-TEST", "all", "--no-create", NULL);
-  proc_expect (host, "request", "good", 20000);
-  proc_write (host, "accept\n");
-  proc_expect (good, "approved", NULL, 20000);
-  proc_expect (good, "peer-joined", "host", 30000);
-  proc_expect (host, "peer-joined", "good", 30000);
+  dc_test_proc_expect (host, "request", "good", 20000);
+  dc_test_proc_write (host, "accept\n");
+  dc_test_proc_expect (good, "approved", NULL, 20000);
+  dc_test_proc_expect (good, "peer-joined", "host", 30000);
+  dc_test_proc_expect (host, "peer-joined", "good", 30000);
 
   declined = start_join (url, "declined", "APPROVAL-TEST", "all", "--no-create", NULL);
-  proc_expect (host, "request", "declined", 20000);
-  proc_write (host, "decline\n");
-  proc_expect (declined, "declined", NULL, 20000);
-  g_assert_cmpint (proc_expect_exit (declined, 10000), ==, 1);
-  g_assert_cmpint (proc_find (declined, 0, "peer-joined", NULL), ==, -1);
+  dc_test_proc_expect (host, "request", "declined", 20000);
+  dc_test_proc_write (host, "decline\n");
+  dc_test_proc_expect (declined, "declined", NULL, 20000);
+  g_assert_cmpint (dc_test_proc_expect_exit (declined, 10000), ==, 1);
+  g_assert_cmpint (dc_test_proc_find (declined, 0, "peer-joined", NULL), ==, -1);
 
   wrong = start_join (url, "wrong", "APPROVAL-TSET", "all", "--no-create", NULL);
-  event = proc_expect (wrong, "error", NULL, 20000);
+  event = dc_test_proc_expect (wrong, "error", NULL, 20000);
   g_assert_nonnull (strstr (json_object_get_string_member (event, "message"), "no-room"));
-  g_assert_cmpint (proc_expect_exit (wrong, 10000), ==, 1);
+  g_assert_cmpint (dc_test_proc_expect_exit (wrong, 10000), ==, 1);
 
   forger = start_join (url, "forger", "NOT-THE-CODE", "all", room_id_arg, NULL);
-  event = proc_expect (forger, "declined", NULL, 20000);
+  event = dc_test_proc_expect (forger, "declined", NULL, 20000);
   g_assert_cmpstr (json_object_get_string_member (event, "reason"), ==, "auth");
-  proc_expect (host, "refused", NULL, 20000);
-  g_assert_cmpint (proc_expect_exit (forger, 10000), ==, 1);
-  g_assert_cmpint (proc_find (host, 0, "request", "forger"), ==, -1);
-  g_assert_cmpint (proc_find (forger, 0, "peer-joined", NULL), ==, -1);
+  dc_test_proc_expect (host, "refused", NULL, 20000);
+  g_assert_cmpint (dc_test_proc_expect_exit (forger, 10000), ==, 1);
+  g_assert_cmpint (dc_test_proc_find (host, 0, "request", "forger"), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (forger, 0, "peer-joined", NULL), ==, -1);
 
   /* The host leaves: its peer learns it (bye), takes over the room, and
    * admits the next device with its own policy. */
   g_subprocess_send_signal (host->process, SIGTERM);
-  g_assert_cmpint (proc_expect_exit (host, 10000), ==, 0);
-  event = proc_expect (good, "peer-left", "host", 10000);
+  g_assert_cmpint (dc_test_proc_expect_exit (host, 10000), ==, 0);
+  event = dc_test_proc_expect (good, "peer-left", "host", 10000);
   g_assert_cmpstr (json_object_get_string_member (event, "reason"), ==, "bye");
-  proc_expect (good, "host", NULL, 10000);
+  dc_test_proc_expect (good, "host", NULL, 10000);
   late = start_join (url, "late", "APPROVAL-TEST", "all", "--no-create", NULL);
-  proc_expect (late, "approved", NULL, 20000);
-  proc_expect (late, "peer-joined", "good", 30000);
-  proc_expect (good, "peer-joined", "late", 30000);
+  dc_test_proc_expect (late, "approved", NULL, 20000);
+  dc_test_proc_expect (late, "peer-joined", "good", 30000);
+  dc_test_proc_expect (good, "peer-joined", "late", 30000);
 }
 
 /* kill -9 of one device: the others report it within the heartbeat timeout
@@ -442,27 +238,27 @@ test_approval (void)
 static void
 test_kill (void)
 {
-  g_autoptr(Proc) signal = NULL;
+  g_autoptr(DcTestProc) signal = NULL;
   g_autofree char *url = start_signal (&signal);
   const char *names[] = { "one", "two", "three" };
-  Proc *procs[3] = { NULL, };
+  DcTestProc *procs[3] = { NULL, };
   gint64 killed_at;
 
   for (guint i = 0; i < 3; i++)
     {
       procs[i] = start_join (url, names[i], "KILL-TEST", "all", "--expect-peers=2", NULL);
-      proc_expect (procs[i], "joined", NULL, 20000);
+      dc_test_proc_expect (procs[i], "joined", NULL, 20000);
     }
   for (guint i = 0; i < 3; i++)
-    proc_expect (procs[i], "mesh-complete", NULL, 40000);
+    dc_test_proc_expect (procs[i], "mesh-complete", NULL, 40000);
 
   killed_at = g_get_monotonic_time ();
   g_subprocess_send_signal (procs[2]->process, SIGKILL);
   for (guint i = 0; i < 2; i++)
     {
-      JsonObject *event = proc_expect (procs[i], "peer-left", "three",
+      JsonObject *event = dc_test_proc_expect (procs[i], "peer-left", "three",
                                        DC_PEER_TIMEOUT_MS + 4000);
-      int index = proc_find (procs[i], 0, "peer-left", "three");
+      int index = dc_test_proc_find (procs[i], 0, "peer-left", "three");
       gint64 at = *(gint64 *) g_ptr_array_index (procs[i]->times, index);
 
       g_test_message ("%s reported three gone after %" G_GINT64_FORMAT " ms", names[i],
@@ -482,10 +278,10 @@ test_kill (void)
     while (g_get_monotonic_time () < until)
       g_main_context_iteration (NULL, FALSE), g_usleep (10000);
   }
-  g_assert_cmpint (proc_find (procs[0], 0, "peer-left", "two"), ==, -1);
-  g_assert_cmpint (proc_find (procs[1], 0, "peer-left", "one"), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (procs[0], 0, "peer-left", "two"), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (procs[1], 0, "peer-left", "one"), ==, -1);
   for (guint i = 0; i < 3; i++)
-    proc_free (procs[i]);
+    dc_test_proc_free (procs[i]);
 }
 
 /* Network namespaces: two, joined by a veth pair, each with a default route
@@ -591,20 +387,20 @@ test_discovery_netns (void)
 
   if (g_test_subprocess ())
     {
-      g_autoptr(Proc) a = NULL, b = NULL;
+      g_autoptr(DcTestProc) a = NULL, b = NULL;
       const char *ns_a = g_getenv ("DC_TEST_NETNS_A"), *ns_b = g_getenv ("DC_TEST_NETNS_B");
       JsonObject *event;
 
       a = proc_spawn_netns (ns_a, "ns-a", "join", "--json", "--name", "ns-a",
                             "--approve", "all", NULL);
-      proc_expect (a, "announcing", NULL, 20000);
+      dc_test_proc_expect (a, "announcing", NULL, 20000);
       b = proc_spawn_netns (ns_b, "ns-b", "join", "--json", "--name", "ns-b",
                             "--approve", "all", NULL);
-      event = proc_expect (b, "discovered", NULL, 20000);
+      event = dc_test_proc_expect (b, "discovered", NULL, 20000);
       g_assert_true (g_str_has_prefix (json_object_get_string_member (event, "url"),
                                        "ws://10.231.7.1:"));
-      proc_expect (b, "peer-joined", "ns-a", 40000);
-      proc_expect (a, "peer-joined", "ns-b", 40000);
+      dc_test_proc_expect (b, "peer-joined", "ns-a", 40000);
+      dc_test_proc_expect (a, "peer-joined", "ns-b", 40000);
       return;
     }
 
@@ -626,18 +422,18 @@ test_discovery_netns (void)
 static void
 test_faults (void)
 {
-  g_autoptr(Proc) signal = NULL;
+  g_autoptr(DcTestProc) signal = NULL;
   g_autofree char *url = start_signal (&signal);
-  g_autoptr(Proc) good = NULL, bad = NULL;
+  g_autoptr(DcTestProc) good = NULL, bad = NULL;
   JsonObject *event;
 
   good = start_join (url, "good", "FAULT-TEST", "all", "--expect-peers=1", NULL);
-  proc_expect (good, "joined", NULL, 20000);
+  dc_test_proc_expect (good, "joined", NULL, 20000);
   bad = start_join (url, "bad", "FAULT-TEST", "all", "--expect-peers=1", "--send-garbage=3");
-  event = proc_expect (good, "peer-left", "bad", 40000);
+  event = dc_test_proc_expect (good, "peer-left", "bad", 40000);
   g_assert_cmpstr (json_object_get_string_member (event, "reason"), ==, "faults");
   g_assert_cmpint (json_object_get_int_member (event, "peers"), ==, 0);
-  proc_expect (bad, "peer-left", "good", 20000);
+  dc_test_proc_expect (bad, "peer-left", "good", 20000);
 }
 
 /* A wrong or unreachable signaling URL ends join with status 1 and a reason
@@ -645,22 +441,22 @@ test_faults (void)
 static void
 test_bad_signal (void)
 {
-  g_autoptr(Proc) bad_scheme = NULL, unreachable = NULL;
+  g_autoptr(DcTestProc) bad_scheme = NULL, unreachable = NULL;
   JsonObject *event;
 
   bad_scheme = proc_spawn ("bad-scheme", FALSE, "join", "--json", "--signal", "http://x",
                            "--room", "R", NULL);
-  event = proc_expect (bad_scheme, "error", NULL, 10000);
+  event = dc_test_proc_expect (bad_scheme, "error", NULL, 10000);
   g_assert_nonnull (strstr (json_object_get_string_member (event, "message"), "ws://"));
-  g_assert_cmpint (proc_expect_exit (bad_scheme, 10000), ==, 1);
+  g_assert_cmpint (dc_test_proc_expect_exit (bad_scheme, 10000), ==, 1);
 
   /* Port 9 (discard) on loopback: nothing listens there in a test run. */
   unreachable = proc_spawn ("unreachable", FALSE, "join", "--json", "--signal",
                             "ws://127.0.0.1:9/signal", "--room", "R", NULL);
-  event = proc_expect (unreachable, "error", NULL, 10000);
+  event = dc_test_proc_expect (unreachable, "error", NULL, 10000);
   g_assert_nonnull (strstr (json_object_get_string_member (event, "message"),
                             "Cannot reach the signaling service"));
-  g_assert_cmpint (proc_expect_exit (unreachable, 10000), ==, 1);
+  g_assert_cmpint (dc_test_proc_expect_exit (unreachable, 10000), ==, 1);
 }
 
 /* Without GStreamer's plugins, join stops at once and names them all. */

@@ -20,126 +20,39 @@
  */
 #include "config.h"
 
-#include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <adwaita.h>
 #include <json-glib/json-glib.h>
 
 #include "dc-application.h"
 #include "dc-join-room-dialog.h"
+#include "dc-test-proc.h"
 #include "dc-test-ui-utils.h"
 #include "dc-test-utils.h"
 #include "dc-window.h"
 
 #define TIMEOUT_MS 30000
 
-/* One child process and the JSON event lines it printed. */
-typedef struct
-{
-  char             *label;
-  GSubprocess      *process;
-  GDataInputStream *lines;
-  GPtrArray        *events;      /* JsonObject* */
-  GCancellable     *cancellable;
-  gboolean          eof;
-  gboolean          exited;
-  int               exit_status;
-} Proc;
-
-static void read_next (Proc *proc);
-
-static void
-line_cb (GObject      *object,
-         GAsyncResult *result,
-         gpointer      user_data)
-{
-  Proc *proc = user_data;
-  g_autoptr(GError) error = NULL;
-  g_autofree char *line = NULL;
-  g_autoptr(JsonParser) parser = json_parser_new ();
-
-  line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (object), result, NULL,
-                                                     &error);
-  if (line == NULL)
-    {
-      if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        proc->eof = TRUE;
-      return;
-    }
-  g_test_message ("%s: %s", proc->label, line);
-  if (json_parser_load_from_data (parser, line, -1, NULL)
-      && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-    g_ptr_array_add (proc->events,
-                     json_object_ref (json_node_get_object (json_parser_get_root (parser))));
-  read_next (proc);
-}
-
-static void
-read_next (Proc *proc)
-{
-  g_data_input_stream_read_line_async (proc->lines, G_PRIORITY_DEFAULT, proc->cancellable,
-                                       line_cb, proc);
-}
-
-static void
-wait_cb (GObject      *object,
-         GAsyncResult *result,
-         gpointer      user_data)
-{
-  Proc *proc = user_data;
-
-  if (g_subprocess_wait_finish (G_SUBPROCESS (object), result, NULL))
-    {
-      proc->exited = TRUE;
-      proc->exit_status = g_subprocess_get_if_exited (proc->process)
-                          ? g_subprocess_get_exit_status (proc->process) : -1;
-    }
-}
-
-/* In the child before exec: die with the test. */
-static void
-child_setup (gpointer user_data)
-{
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-}
-
 /* `daisychain-cli join` with @args (NULL-terminated), confined to loopback. */
-static Proc *
+static DcTestProc *
 proc_spawn (const char         *name,
             const char * const *args)
 {
-  Proc *proc = g_new0 (Proc, 1);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr(GSubprocessLauncher) launcher = NULL;
-  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
   const char *common[] = {
     "join", "--json", "--name", name, "--approve", "all", "--ice-address", "127.0.0.1",
     "--backend", "cpu", "--probe-hash", "0123abcd", NULL
   };
 
-  g_ptr_array_add (argv, dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL));
   for (guint i = 0; common[i] != NULL; i++)
-    g_ptr_array_add (argv, g_strdup (common[i]));
+    g_ptr_array_add (argv, (gpointer) common[i]);
   for (guint i = 0; args[i] != NULL; i++)
-    g_ptr_array_add (argv, g_strdup (args[i]));
+    g_ptr_array_add (argv, (gpointer) args[i]);
   g_ptr_array_add (argv, NULL);
-
-  proc->label = g_strdup (name);
-  proc->events = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
-  proc->cancellable = g_cancellable_new ();
-  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-  g_subprocess_launcher_set_child_setup (launcher, child_setup, NULL, NULL);
-  proc->process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata,
-                                                &error);
-  g_assert_no_error (error);
-  proc->lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (proc->process));
-  read_next (proc);
-  g_subprocess_wait_async (proc->process, proc->cancellable, wait_cb, proc);
-  return proc;
+  return dc_test_proc_spawn (name, NULL, FALSE, (const char * const *) argv->pdata);
 }
 
-static Proc *
+static DcTestProc *
 proc_join (const char *name,
            const char *url,
            const char *code)
@@ -149,31 +62,9 @@ proc_join (const char *name,
   return proc_spawn (name, args);
 }
 
-static void
-proc_free (Proc *proc)
-{
-  if (proc == NULL)
-    return;
-  if (!proc->exited)
-    {
-      g_subprocess_force_exit (proc->process);
-      g_subprocess_wait (proc->process, NULL, NULL);
-    }
-  g_cancellable_cancel (proc->cancellable);
-  /* Let the cancelled callbacks run before their data goes. */
-  while (g_main_context_iteration (NULL, FALSE))
-    ;
-  g_clear_object (&proc->lines);
-  g_clear_object (&proc->process);
-  g_clear_object (&proc->cancellable);
-  g_ptr_array_unref (proc->events);
-  g_free (proc->label);
-  g_free (proc);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (Proc, proc_free)
 
 static JsonObject *
-proc_get (Proc       *proc,
+proc_get (DcTestProc       *proc,
           const char *event)
 {
   for (guint i = 0; i < proc->events->len; i++)
@@ -184,58 +75,6 @@ proc_get (Proc       *proc,
         return o;
     }
   return NULL;
-}
-
-static int
-proc_find (Proc       *proc,
-           const char *event,
-           const char *peer)
-{
-  for (guint i = 0; i < proc->events->len; i++)
-    {
-      JsonObject *o = g_ptr_array_index (proc->events, i);
-
-      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), event) == 0
-          && (peer == NULL
-              || g_strcmp0 (json_object_get_string_member_with_default (o, "peer", ""),
-                            peer) == 0))
-        return (int) i;
-    }
-  return -1;
-}
-
-typedef struct
-{
-  Proc       *proc;
-  const char *event;
-  const char *peer;
-} FindWait;
-
-static gboolean
-event_seen_cb (gpointer user_data)
-{
-  FindWait *wait = user_data;
-
-  return proc_find (wait->proc, wait->event, wait->peer) >= 0 || wait->proc->eof;
-}
-
-static void
-proc_expect (Proc       *proc,
-             const char *event,
-             const char *peer)
-{
-  FindWait wait = { proc, event, peer };
-
-  dc_test_wait_until (event_seen_cb, &wait, TIMEOUT_MS);
-  if (proc_find (proc, event, peer) < 0)
-    g_error ("%s: no “%s” event%s%s within %u ms", proc->label, event, peer ? " for " : "",
-             peer ? peer : "", TIMEOUT_MS);
-}
-
-static gboolean
-exited_cb (gpointer user_data)
-{
-  return ((Proc *) user_data)->exited;
 }
 
 typedef struct
@@ -339,13 +178,13 @@ check_join_dialog (DcGroup   *group,
                    GtkWidget *page)
 {
   const char *args[] = { "--serve", "--signal", "ws://127.0.0.1:0/signal", NULL };
-  g_autoptr(Proc) cli_host = proc_spawn ("cli-host", args);
+  g_autoptr(DcTestProc) cli_host = proc_spawn ("cli-host", args);
   StateWait member = { group, DC_GROUP_STATE_MEMBER };
   RowWait row = { page, "cli-host" };
   GtkWidget *dialog = NULL;
   JsonObject *listening, *room;
 
-  proc_expect (cli_host, "joined", NULL);
+  dc_test_proc_expect (cli_host, "joined", NULL, TIMEOUT_MS);
   listening = proc_get (cli_host, "listening");
   room = proc_get (cli_host, "room");
   g_assert_nonnull (listening);
@@ -366,12 +205,12 @@ check_join_dialog (DcGroup   *group,
   if (!dc_test_wait_until (state_reached_cb, &member, TIMEOUT_MS))
     g_error ("not a member of the CLI's room within %u ms", TIMEOUT_MS);
   g_assert_false (dc_group_get_is_host (group));
-  proc_expect (cli_host, "peer-joined", "gui-host");
+  dc_test_proc_expect (cli_host, "peer-joined", "gui-host", TIMEOUT_MS);
   if (!dc_test_wait_until (row_shown_cb, &row, TIMEOUT_MS))
     g_error ("“cli-host” not in the device list within %u ms", TIMEOUT_MS);
 
   g_assert_true (gtk_widget_activate_action (page, "group.leave", NULL));
-  proc_expect (cli_host, "peer-left", "gui-host");
+  dc_test_proc_expect (cli_host, "peer-left", "gui-host", TIMEOUT_MS);
 }
 
 static void
@@ -380,9 +219,9 @@ check_group (DcApplication *app)
   GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (app));
   DcGroup *group = dc_application_get_group (app);
   GtkWidget *page;
-  g_autoptr(Proc) good = NULL;
-  g_autoptr(Proc) declined = NULL;
-  g_autoptr(Proc) quitter = NULL;
+  g_autoptr(DcTestProc) good = NULL;
+  g_autoptr(DcTestProc) declined = NULL;
+  g_autoptr(DcTestProc) quitter = NULL;
   g_autofree char *code = NULL;
   g_autofree char *url = NULL;
   g_autoptr(GdkTexture) texture = NULL;
@@ -417,8 +256,8 @@ check_group (DcApplication *app)
   g_clear_object (&texture);
   texture = dc_test_render_widget (GTK_WIDGET (dialog), "group-request");
   adw_message_dialog_response (dialog, "accept");
-  proc_expect (good, "approved", NULL);
-  proc_expect (good, "peer-joined", "gui-host");
+  dc_test_proc_expect (good, "approved", NULL, TIMEOUT_MS);
+  dc_test_proc_expect (good, "peer-joined", "gui-host", TIMEOUT_MS);
 
   /* The Devices view lists it with what its hello said. */
   if (!dc_test_wait_until (row_shown_cb, &row, TIMEOUT_MS))
@@ -441,11 +280,11 @@ check_group (DcApplication *app)
   declined = proc_join ("declined-device", url, code);
   dialog = expect_request_dialog ("declined-device");
   adw_message_dialog_response (dialog, "decline");
-  proc_expect (declined, "declined", NULL);
-  if (!dc_test_wait_until (exited_cb, declined, TIMEOUT_MS))
+  dc_test_proc_expect (declined, "declined", NULL, TIMEOUT_MS);
+  if (!dc_test_wait_until (dc_test_proc_exited, declined, TIMEOUT_MS))
     g_error ("the declined device still runs after %u ms", TIMEOUT_MS);
   g_assert_cmpint (declined->exit_status, ==, 1);
-  g_assert_cmpint (proc_find (declined, "peer-joined", NULL), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (declined, 0, "peer-joined", NULL), ==, -1);
   g_assert_null (find_row (page, "declined-device"));
   g_assert_cmpuint (dc_group_get_n_peers (group), ==, 1);
 
@@ -460,11 +299,11 @@ check_group (DcApplication *app)
   /* Leave: the member hears the bye, the group is offline. */
   g_assert_true (gtk_widget_activate_action (page, "group.leave", NULL));
   g_assert_cmpint (dc_group_get_state (group), ==, DC_GROUP_STATE_OFFLINE);
-  proc_expect (good, "peer-left", "gui-host");
+  dc_test_proc_expect (good, "peer-left", "gui-host", TIMEOUT_MS);
   g_assert_cmpuint (g_list_model_get_n_items (dc_group_get_peers (group)), ==, 0);
-  g_clear_pointer (&good, proc_free);
-  g_clear_pointer (&declined, proc_free);
-  g_clear_pointer (&quitter, proc_free);
+  g_clear_pointer (&good, dc_test_proc_free);
+  g_clear_pointer (&declined, dc_test_proc_free);
+  g_clear_pointer (&quitter, dc_test_proc_free);
 
   check_join_dialog (group, page);
 }

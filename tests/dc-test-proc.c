@@ -1,0 +1,234 @@
+/* dc-test-proc.c: daisychain-cli child processes whose --json lines a test reads.
+ *
+ * Children die with the test (PR_SET_PDEATHSIG), so a failed assertion leaves
+ * no process behind holding the test's output open. Every wait has a deadline.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include "dc-test-proc.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+
+#include "dc-test-utils.h"
+
+static void read_next (DcTestProc *proc);
+
+static void
+line_cb (GObject      *object,
+         GAsyncResult *result,
+         gpointer      user_data)
+{
+  DcTestProc *proc = user_data;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *line = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+
+  line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (object), result, NULL,
+                                                     &error);
+  if (line == NULL)
+    {
+      if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        proc->eof = TRUE;
+      return;
+    }
+  g_test_message ("%s: %s", proc->label, line);
+  if (json_parser_load_from_data (parser, line, -1, NULL)
+      && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    {
+      gint64 now = g_get_monotonic_time ();
+
+      g_ptr_array_add (proc->events, json_object_ref (json_node_get_object (
+                                                        json_parser_get_root (parser))));
+      g_ptr_array_add (proc->times, g_memdup2 (&now, sizeof now));
+    }
+  read_next (proc);
+}
+
+static void
+read_next (DcTestProc *proc)
+{
+  g_data_input_stream_read_line_async (proc->lines, G_PRIORITY_DEFAULT, proc->cancellable,
+                                       line_cb, proc);
+}
+
+static void
+wait_cb (GObject      *object,
+         GAsyncResult *result,
+         gpointer      user_data)
+{
+  DcTestProc *proc = user_data;
+
+  if (g_subprocess_wait_finish (G_SUBPROCESS (object), result, NULL))
+    {
+      proc->exited = TRUE;
+      proc->exit_status = g_subprocess_get_if_exited (proc->process)
+                          ? g_subprocess_get_exit_status (proc->process) : -1;
+    }
+}
+
+/* In the child before exec: die with the test. */
+static void
+child_setup (gpointer user_data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/**
+ * dc_test_proc_spawn:
+ * @netns: (nullable): a network namespace to run in (`ip netns exec`)
+ * @args: (array zero-terminated=1): the arguments after the program name
+ *
+ * Runs the build tree's daisychain-cli and starts reading its stdout lines.
+ */
+DcTestProc *
+dc_test_proc_spawn (const char         *label,
+                    const char         *netns,
+                    gboolean            with_stdin,
+                    const char * const *args)
+{
+  DcTestProc *proc = g_new0 (DcTestProc, 1);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (netns != NULL)
+    {
+      g_ptr_array_add (argv, g_strdup ("ip"));
+      g_ptr_array_add (argv, g_strdup ("netns"));
+      g_ptr_array_add (argv, g_strdup ("exec"));
+      g_ptr_array_add (argv, g_strdup (netns));
+    }
+  g_ptr_array_add (argv, dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL));
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, g_strdup (args[i]));
+  g_ptr_array_add (argv, NULL);
+
+  proc->label = g_strdup (label);
+  proc->events = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+  proc->times = g_ptr_array_new_with_free_func (g_free);
+  proc->cancellable = g_cancellable_new ();
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                        | (with_stdin ? G_SUBPROCESS_FLAGS_STDIN_PIPE : 0));
+  g_subprocess_launcher_set_child_setup (launcher, child_setup, NULL, NULL);
+  proc->process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata,
+                                                &error);
+  g_assert_no_error (error);
+  proc->lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (proc->process));
+  read_next (proc);
+  g_subprocess_wait_async (proc->process, proc->cancellable, wait_cb, proc);
+  return proc;
+}
+
+void
+dc_test_proc_write (DcTestProc *proc,
+                    const char *text)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_output_stream_write_all (g_subprocess_get_stdin_pipe (proc->process), text, strlen (text),
+                             NULL, NULL, &error);
+  g_assert_no_error (error);
+}
+
+void
+dc_test_proc_free (DcTestProc *proc)
+{
+  if (proc == NULL)
+    return;
+  if (!proc->exited)
+    {
+      g_subprocess_force_exit (proc->process);
+      g_subprocess_wait (proc->process, NULL, NULL);
+    }
+  g_cancellable_cancel (proc->cancellable);
+  /* Let the cancelled callbacks run before their data goes. */
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_clear_object (&proc->lines);
+  g_clear_object (&proc->process);
+  g_clear_object (&proc->cancellable);
+  g_ptr_array_unref (proc->events);
+  g_ptr_array_unref (proc->times);
+  g_free (proc->label);
+  g_free (proc);
+}
+
+/* Index of the first event named @event (and naming @peer, when given)
+ * from @from on, or -1. */
+int
+dc_test_proc_find (DcTestProc *proc,
+                   guint       from,
+                   const char *event,
+                   const char *peer)
+{
+  for (guint i = from; i < proc->events->len; i++)
+    {
+      JsonObject *o = g_ptr_array_index (proc->events, i);
+
+      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), event) == 0
+          && (peer == NULL
+              || g_strcmp0 (json_object_get_string_member_with_default (o, "peer", ""),
+                            peer) == 0))
+        return (int) i;
+    }
+  return -1;
+}
+
+typedef struct
+{
+  DcTestProc *proc;
+  const char *event;
+  const char *peer;
+} FindWait;
+
+static gboolean
+found_cb (gpointer user_data)
+{
+  FindWait *wait = user_data;
+
+  return dc_test_proc_find (wait->proc, 0, wait->event, wait->peer) >= 0 || wait->proc->eof;
+}
+
+/**
+ * dc_test_proc_expect:
+ *
+ * Waits for an event; fails the test after @timeout_ms or when the child's
+ * output ends without it.
+ *
+ * Returns: (transfer none): the event
+ */
+JsonObject *
+dc_test_proc_expect (DcTestProc *proc,
+                     const char *event,
+                     const char *peer,
+                     guint       timeout_ms)
+{
+  FindWait wait = { proc, event, peer };
+  int index;
+
+  dc_test_wait_until (found_cb, &wait, timeout_ms);
+  index = dc_test_proc_find (proc, 0, event, peer);
+  if (index < 0)
+    g_error ("%s: no “%s” event%s%s within %u ms", proc->label, event, peer ? " for " : "",
+             peer ? peer : "", timeout_ms);
+  return g_ptr_array_index (proc->events, index);
+}
+
+/* A condition for dc_test_wait_until (). */
+gboolean
+dc_test_proc_exited (gpointer proc)
+{
+  return ((DcTestProc *) proc)->exited;
+}
+
+int
+dc_test_proc_expect_exit (DcTestProc *proc,
+                          guint       timeout_ms)
+{
+  if (!dc_test_wait_until (dc_test_proc_exited, proc, timeout_ms))
+    g_error ("%s: still running after %u ms", proc->label, timeout_ms);
+  return proc->exit_status;
+}

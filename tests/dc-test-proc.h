@@ -1,0 +1,48 @@
+/* dc-test-proc.h: daisychain-cli child processes whose --json lines a test reads.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+/* One child process and the JSON event lines it printed, read as they come
+ * while the test iterates the main context. */
+typedef struct
+{
+  char             *label;
+  GSubprocess      *process;
+  GDataInputStream *lines;
+  GPtrArray        *events;      /* JsonObject* */
+  GPtrArray        *times;       /* gint64* monotonic µs, one per event */
+  GCancellable     *cancellable;
+  gboolean          eof;
+  gboolean          exited;
+  int               exit_status;
+} DcTestProc;
+
+DcTestProc *dc_test_proc_spawn       (const char         *label,
+                                      const char         *netns,
+                                      gboolean            with_stdin,
+                                      const char * const *args);
+void        dc_test_proc_write       (DcTestProc         *proc,
+                                      const char         *text);
+void        dc_test_proc_free        (DcTestProc         *proc);
+int         dc_test_proc_find        (DcTestProc         *proc,
+                                      guint               from,
+                                      const char         *event,
+                                      const char         *peer);
+JsonObject *dc_test_proc_expect      (DcTestProc         *proc,
+                                      const char         *event,
+                                      const char         *peer,
+                                      guint               timeout_ms);
+gboolean    dc_test_proc_exited      (gpointer            proc);
+int         dc_test_proc_expect_exit (DcTestProc         *proc,
+                                      guint               timeout_ms);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcTestProc, dc_test_proc_free)
+
+G_END_DECLS
