@@ -545,20 +545,15 @@ find_memory_type (DcVkContext           *ctx,
   return FALSE;
 }
 
-/**
- * dc_vk_buffer_new:
- * @size: bytes, more than zero
- *
- * Creates a storage buffer in host-visible, host-coherent memory, mapped for
- * its whole life. Simple and exact; the GEMM issue may add device-local
- * buffers with staging where speed needs them.
- *
- * Returns: (transfer full) (nullable): the buffer, zero-filled.
- */
-DcVkBuffer *
-dc_vk_buffer_new (DcVkContext  *ctx,
-                  gsize         size,
-                  GError      **error)
+/* Creates a storage buffer (also a transfer source and destination) and binds
+ * memory of the first type with @wanted properties; when @fallback is TRUE and
+ * none has them, any type the buffer accepts (lavapipe has one heap). */
+static DcVkBuffer *
+buffer_create (DcVkContext           *ctx,
+               gsize                  size,
+               VkMemoryPropertyFlags  wanted,
+               gboolean               fallback,
+               GError               **error)
 {
   g_autoptr(DcVkBuffer) self = g_new0 (DcVkBuffer, 1);
   VkMemoryRequirements req;
@@ -581,14 +576,12 @@ dc_vk_buffer_new (DcVkContext  *ctx,
     return NULL;
 
   vkGetBufferMemoryRequirements (ctx->device, self->buffer, &req);
-  if (!find_memory_type (ctx, req.memoryTypeBits,
-                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                         &type_index))
+  if (!find_memory_type (ctx, req.memoryTypeBits, wanted, &type_index) &&
+      !(fallback && find_memory_type (ctx, req.memoryTypeBits, 0, &type_index)))
     {
       g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
-                   "Vulkan: no host-visible coherent memory for a %" G_GSIZE_FORMAT
-                   "-byte buffer", size);
+                   "Vulkan: no %s for a %" G_GSIZE_FORMAT "-byte buffer",
+                   fallback ? "memory type" : "host-visible coherent memory", size);
       return NULL;
     }
 
@@ -605,6 +598,31 @@ dc_vk_buffer_new (DcVkContext  *ctx,
   }
   if (!check_vk (vkBindBufferMemory (ctx->device, self->buffer, self->memory, 0),
                  "binding buffer memory", error))
+    return NULL;
+  return g_steal_pointer (&self);
+}
+
+/**
+ * dc_vk_buffer_new:
+ * @size: bytes, more than zero
+ *
+ * Creates a storage buffer in host-visible, host-coherent memory, mapped for
+ * its whole life. Simple and exact; device-local buffers with staging
+ * (dc_vk_buffer_new_device_local()) are for speed.
+ *
+ * Returns: (transfer full) (nullable): the buffer, zero-filled.
+ */
+DcVkBuffer *
+dc_vk_buffer_new (DcVkContext  *ctx,
+                  gsize         size,
+                  GError      **error)
+{
+  g_autoptr(DcVkBuffer) self = buffer_create (ctx, size,
+                                              VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                              VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                              FALSE, error);
+
+  if (self == NULL)
     return NULL;
   if (!check_vk (vkMapMemory (ctx->device, self->memory, 0, VK_WHOLE_SIZE, 0, &self->data),
                  "mapping buffer memory", error))
@@ -630,51 +648,7 @@ dc_vk_buffer_new_device_local (DcVkContext  *ctx,
                                gsize         size,
                                GError      **error)
 {
-  g_autoptr(DcVkBuffer) self = g_new0 (DcVkBuffer, 1);
-  VkMemoryRequirements req;
-  guint32 type_index;
-  VkBufferCreateInfo info = {
-    .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-    .size = size,
-    .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-             VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-    .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-  };
-
-  g_return_val_if_fail (size > 0, NULL);
-
-  self->ctx = ctx;
-  self->size = size;
-
-  if (!check_vk (vkCreateBuffer (ctx->device, &info, NULL, &self->buffer),
-                 "creating a device-local buffer", error))
-    return NULL;
-
-  vkGetBufferMemoryRequirements (ctx->device, self->buffer, &req);
-  if (!find_memory_type (ctx, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
-                         &type_index) &&
-      !find_memory_type (ctx, req.memoryTypeBits, 0, &type_index))
-    {
-      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
-                   "Vulkan: no memory type for a %" G_GSIZE_FORMAT "-byte buffer", size);
-      return NULL;
-    }
-
-  {
-    VkMemoryAllocateInfo alloc = {
-      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-      .allocationSize = req.size,
-      .memoryTypeIndex = type_index,
-    };
-
-    if (!check_vk (vkAllocateMemory (ctx->device, &alloc, NULL, &self->memory),
-                   "allocating device-local memory", error))
-      return NULL;
-  }
-  if (!check_vk (vkBindBufferMemory (ctx->device, self->buffer, self->memory, 0),
-                 "binding device-local memory", error))
-    return NULL;
-  return g_steal_pointer (&self);
+  return buffer_create (ctx, size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, TRUE, error);
 }
 
 /**
