@@ -51,7 +51,10 @@
 #define DC_GEMM_NEON 1
 #endif
 
-#define TILE_M 64
+/* 32 rows of A at K = 1024 are 32 KiB, the L1 of the development VM's
+ * cores: with 64 rows they streamed from L2 for every group of four columns
+ * (1024³ went from ~95 to ~106 GOPS on one core). */
+#define TILE_M 32
 #define TILE_N 64
 
 typedef void (*TileFunc) (const DcQuantMatrix *a,
@@ -297,7 +300,15 @@ dot_avx2 (const gint8 *x,
 }
 
 /* A 2 × 4 block of dot products: 8 accumulators, each B chunk loaded once
- * for two rows, each A chunk once for four columns. */
+ * for two rows, each A chunk once for four columns.
+ *
+ * The 32-byte steps are written in assembly: with 8 accumulators, 4 A
+ * registers, the ones constant and 2 temporaries the loop needs 15 of the
+ * 16 ymm registers, and GCC 12 spilled accumulators to the stack on every
+ * step (the assembly measured about 8% faster on one core at 1024³, 4 runs
+ * each, interleaved). The instructions are exactly
+ * those of DOT32_AVX2: vpsignb, vpmaddubsw (|a| unsigned), vpmaddwd by ones,
+ * vpaddd; the tail below uses the intrinsics. */
 __attribute__ ((target ("avx2"))) static void
 block_2x4_avx2 (const gint8 *a0,
                 const gint8 *a1,
@@ -310,43 +321,88 @@ block_2x4_avx2 (const gint8 *a0,
                 gint32      *out1)
 {
   const __m256i ones = _mm256_set1_epi16 (1);
-  __m256i c00 = _mm256_setzero_si256 (), c01 = c00, c02 = c00, c03 = c00;
-  __m256i c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+  __m256i c00, c01, c02, c03, c10, c11, c12, c13;
+  gsize steps = k / 32;
   gsize i = 0;
 
-  /* One step of 32 bytes (or 16 and 16 zeros) for the 2 × 4 block. */
-#define BLOCK_STEP_2X4(LOAD)                                                   \
-  do                                                                           \
-    {                                                                          \
-      __m256i va0 = LOAD (a0 + i), va1 = LOAD (a1 + i);                        \
-      __m256i ua0 = _mm256_abs_epi8 (va0), ua1 = _mm256_abs_epi8 (va1);        \
-      __m256i vb;                                                              \
-                                                                               \
-      vb = LOAD (b0 + i);                                                      \
-      c00 = _mm256_add_epi32 (c00, DOT32_AVX2 (ua0, va0, vb, ones));           \
-      c10 = _mm256_add_epi32 (c10, DOT32_AVX2 (ua1, va1, vb, ones));           \
-      vb = LOAD (b1 + i);                                                      \
-      c01 = _mm256_add_epi32 (c01, DOT32_AVX2 (ua0, va0, vb, ones));           \
-      c11 = _mm256_add_epi32 (c11, DOT32_AVX2 (ua1, va1, vb, ones));           \
-      vb = LOAD (b2 + i);                                                      \
-      c02 = _mm256_add_epi32 (c02, DOT32_AVX2 (ua0, va0, vb, ones));           \
-      c12 = _mm256_add_epi32 (c12, DOT32_AVX2 (ua1, va1, vb, ones));           \
-      vb = LOAD (b3 + i);                                                      \
-      c03 = _mm256_add_epi32 (c03, DOT32_AVX2 (ua0, va0, vb, ones));           \
-      c13 = _mm256_add_epi32 (c13, DOT32_AVX2 (ua1, va1, vb, ones));           \
-    }                                                                          \
-  while (0)
-#define LOAD32_AVX2(p) _mm256_loadu_si256 ((const __m256i *) (p))
+  __asm__ (
+    "vpxor %%xmm8, %%xmm8, %%xmm8\n\t"
+    "vpxor %%xmm9, %%xmm9, %%xmm9\n\t"
+    "vpxor %%xmm10, %%xmm10, %%xmm10\n\t"
+    "vpxor %%xmm11, %%xmm11, %%xmm11\n\t"
+    "vpxor %%xmm12, %%xmm12, %%xmm12\n\t"
+    "vpxor %%xmm13, %%xmm13, %%xmm13\n\t"
+    "vpxor %%xmm14, %%xmm14, %%xmm14\n\t"
+    "vpxor %%xmm15, %%xmm15, %%xmm15\n\t"
+    /* ymm7 = 1 in every 16-bit lane */
+    "vpcmpeqw %%ymm7, %%ymm7, %%ymm7\n\t"
+    "vpsrlw $15, %%ymm7, %%ymm7\n\t"
+    "test %[steps], %[steps]\n\t"
+    "jz 2f\n"
+    "1:\n\t"
+    /* ymm0, ymm1: a0, a1; ymm2, ymm3: |a0|, |a1| */
+    "vmovdqu (%[a0], %[i]), %%ymm0\n\t"
+    "vmovdqu (%[a1], %[i]), %%ymm1\n\t"
+    "vpabsb %%ymm0, %%ymm2\n\t"
+    "vpabsb %%ymm1, %%ymm3\n\t"
+#define DC_BLOCK_COLUMN(B, ACC0, ACC1)                   \
+    "vmovdqu (%[" B "], %[i]), %%ymm4\n\t"              \
+    "vpsignb %%ymm0, %%ymm4, %%ymm5\n\t"                \
+    "vpsignb %%ymm1, %%ymm4, %%ymm6\n\t"                \
+    "vpmaddubsw %%ymm5, %%ymm2, %%ymm5\n\t"             \
+    "vpmaddubsw %%ymm6, %%ymm3, %%ymm6\n\t"             \
+    "vpmaddwd %%ymm7, %%ymm5, %%ymm5\n\t"               \
+    "vpmaddwd %%ymm7, %%ymm6, %%ymm6\n\t"               \
+    "vpaddd %%ymm5, %%" ACC0 ", %%" ACC0 "\n\t"         \
+    "vpaddd %%ymm6, %%" ACC1 ", %%" ACC1 "\n\t"
+    DC_BLOCK_COLUMN ("b0", "ymm8", "ymm12")
+    DC_BLOCK_COLUMN ("b1", "ymm9", "ymm13")
+    DC_BLOCK_COLUMN ("b2", "ymm10", "ymm14")
+    DC_BLOCK_COLUMN ("b3", "ymm11", "ymm15")
+#undef DC_BLOCK_COLUMN
+    "add $32, %[i]\n\t"
+    "dec %[steps]\n\t"
+    "jnz 1b\n"
+    "2:\n\t"
+    "vmovdqu %%ymm8, %[c00]\n\t"
+    "vmovdqu %%ymm9, %[c01]\n\t"
+    "vmovdqu %%ymm10, %[c02]\n\t"
+    "vmovdqu %%ymm11, %[c03]\n\t"
+    "vmovdqu %%ymm12, %[c10]\n\t"
+    "vmovdqu %%ymm13, %[c11]\n\t"
+    "vmovdqu %%ymm14, %[c12]\n\t"
+    "vmovdqu %%ymm15, %[c13]"
+    : [i] "+r" (i), [steps] "+r" (steps),
+      [c00] "=m" (c00), [c01] "=m" (c01), [c02] "=m" (c02), [c03] "=m" (c03),
+      [c10] "=m" (c10), [c11] "=m" (c11), [c12] "=m" (c12), [c13] "=m" (c13)
+    : [a0] "r" (a0), [a1] "r" (a1), [b0] "r" (b0), [b1] "r" (b1), [b2] "r" (b2), [b3] "r" (b3),
+      "m" (*(const gint8 (*)[]) a0), "m" (*(const gint8 (*)[]) a1),
+      "m" (*(const gint8 (*)[]) b0), "m" (*(const gint8 (*)[]) b1),
+      "m" (*(const gint8 (*)[]) b2), "m" (*(const gint8 (*)[]) b3)
+    : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+      "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
 
-  for (; i + 32 <= k; i += 32)
-    BLOCK_STEP_2X4 (LOAD32_AVX2);
+  /* The half step: 16 bytes and 16 zeros. */
   if (i + 16 <= k)
     {
-      BLOCK_STEP_2X4 (LOAD16_AVX2);
+      __m256i va0 = LOAD16_AVX2 (a0 + i), va1 = LOAD16_AVX2 (a1 + i);
+      __m256i ua0 = _mm256_abs_epi8 (va0), ua1 = _mm256_abs_epi8 (va1);
+      __m256i vb;
+
+      vb = LOAD16_AVX2 (b0 + i);
+      c00 = _mm256_add_epi32 (c00, DOT32_AVX2 (ua0, va0, vb, ones));
+      c10 = _mm256_add_epi32 (c10, DOT32_AVX2 (ua1, va1, vb, ones));
+      vb = LOAD16_AVX2 (b1 + i);
+      c01 = _mm256_add_epi32 (c01, DOT32_AVX2 (ua0, va0, vb, ones));
+      c11 = _mm256_add_epi32 (c11, DOT32_AVX2 (ua1, va1, vb, ones));
+      vb = LOAD16_AVX2 (b2 + i);
+      c02 = _mm256_add_epi32 (c02, DOT32_AVX2 (ua0, va0, vb, ones));
+      c12 = _mm256_add_epi32 (c12, DOT32_AVX2 (ua1, va1, vb, ones));
+      vb = LOAD16_AVX2 (b3 + i);
+      c03 = _mm256_add_epi32 (c03, DOT32_AVX2 (ua0, va0, vb, ones));
+      c13 = _mm256_add_epi32 (c13, DOT32_AVX2 (ua1, va1, vb, ones));
       i += 16;
     }
-#undef BLOCK_STEP_2X4
-#undef LOAD32_AVX2
 
   /* Eight horizontal sums at once: three hadds and one cross-lane add per
    * row of four outputs, instead of a shuffle tree per output (this matters
