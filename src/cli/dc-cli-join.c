@@ -150,21 +150,31 @@ send_test_payloads (JoinState *state)
     }
 }
 
-/* Pieces that break the protocol in different ways: a wrong magic, then
- * short pieces, which no sender following docs/PROTOCOL.md produces. */
+/* Pieces that break the protocol in different ways: a wrong magic, a short
+ * piece, and a well-formed credit for more bytes than the peer ever sent;
+ * no sender following docs/PROTOCOL.md produces any of them. */
 static void
 send_garbage (JoinState *state)
 {
   g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (dc_group_get_mesh (state->group));
+  const guint8 lie[DC_MESH_CREDIT_SIZE] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f };
 
   for (int n = 0; n < state->send_garbage; n++)
     {
       g_autoptr(GBytes) piece = NULL;
 
-      if (n % 2 == 0)
+      if (n % 3 == 0)
         piece = g_bytes_new ("XXXXXXXXXXXXXXXXXXXXXXXX", 24);
-      else
+      else if (n % 3 == 1)
         piece = g_bytes_new ("DCM", 3);
+      else
+        {
+          g_autoptr(GBytes) payload = g_bytes_new (lie, sizeof lie);
+          g_autoptr(GPtrArray) pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_CREDIT,
+                                                                       payload, NULL);
+
+          piece = g_bytes_ref (g_ptr_array_index (pieces, 0));
+        }
       for (guint i = 0; i < peers->len; i++)
         dc_peer_send_raw (g_ptr_array_index (peers, i), piece, NULL);
     }

@@ -38,6 +38,7 @@ dc_mesh_message_type_to_string (guint type)
     case DC_MESH_MSG_WEIGHTS: return "weights";
     case DC_MESH_MSG_CHECKPOINT: return "checkpoint";
     case DC_MESH_MSG_ACTIVATIONS: return "activations";
+    case DC_MESH_MSG_CREDIT: return "credit";
     default: return "unknown";
     }
 }
@@ -147,6 +148,9 @@ dc_mesh_message_check_payload (guint    type,
       break;
     case DC_MESH_MSG_STEP_REPORT:
       min = max = DC_MESH_STEP_REPORT_SIZE;
+      break;
+    case DC_MESH_MSG_CREDIT:
+      min = max = DC_MESH_CREDIT_SIZE;
       break;
     case DC_MESH_MSG_GRADIENTS:
     case DC_MESH_MSG_WEIGHTS:

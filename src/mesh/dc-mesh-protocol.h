@@ -46,7 +46,8 @@ typedef enum
   DC_MESH_MSG_WEIGHTS      = 10,  /* DcMeshBulkHeader + weight bytes */
   DC_MESH_MSG_CHECKPOINT   = 11,  /* DcMeshBulkHeader + checkpoint file bytes */
   DC_MESH_MSG_ACTIVATIONS  = 12,  /* DcMeshBulkHeader + activation bytes (ring) */
-  DC_MESH_MSG_LAST         = DC_MESH_MSG_ACTIVATIONS,
+  DC_MESH_MSG_CREDIT       = 13,  /* u64: bytes of pieces received on the channel */
+  DC_MESH_MSG_LAST         = DC_MESH_MSG_CREDIT,
 } DcMeshMessageType;
 
 const char *dc_mesh_message_type_to_string (guint type);
@@ -57,6 +58,7 @@ const char *dc_mesh_message_type_to_string (guint type);
 #define DC_MESH_STEP_REPORT_SIZE   48
 #define DC_MESH_BULK_HEADER_SIZE   32
 #define DC_MESH_CONFIG_MAX_SIZE    (1024 * 1024)
+#define DC_MESH_CREDIT_SIZE        8
 
 /**
  * DcMeshMessage:

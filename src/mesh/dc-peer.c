@@ -8,9 +8,19 @@
  * reached through a weak reference, so callbacks arriving after dispose are
  * dropped.
  *
- * Flow control: pieces wait in a queue and go to the channel only while its
- * buffered-amount is under HIGH_WATER; on-buffered-amount-low (threshold
- * LOW_WATER) or a short poll resumes sending.
+ * Flow control, two levels. Frames wait in a queue; their pieces go to the
+ * channel only while its buffered-amount is under HIGH_WATER, and
+ * on-buffered-amount-low (threshold LOW_WATER) or a short poll resumes
+ * sending. And each side reports with a credit message every CREDIT_STEP
+ * bytes it has received; once a peer has sent one, a new frame starts only
+ * while fewer than SEND_WINDOW bytes are unacknowledged. The window keeps
+ * GStreamer's SCTP send buffer (1 MiB) from filling up with data in flight:
+ * when it does, sctpenc waits for space with a 100 ms timeout that nothing
+ * cuts short once no packet is left to send, and a link ran at 16-20 MB/s
+ * instead of 70-100 (docs/BENCHMARKS.md). Credits go out at the next frame
+ * boundary ahead of queued frames and outside the window, and pieces of a
+ * frame already started never wait for credits, so two peers sending to
+ * each other cannot wait on each other.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -30,6 +40,34 @@
 #define HIGH_WATER  (4u * 1024u * 1024u)
 #define LOW_WATER   (1u * 1024u * 1024u)
 #define PUMP_POLL_MS 20
+#define SEND_WINDOW (768u * 1024u)
+#define CREDIT_STEP (256u * 1024u)
+
+/* One frame on its way out: its pieces go to the channel back to back. */
+typedef struct
+{
+  GPtrArray *pieces;   /* GBytes* */
+  guint      next;     /* the first piece not yet sent */
+  gboolean   queued;   /* counted in DcPeer.queued (credits are not) */
+} OutFrame;
+
+static void
+out_frame_free (OutFrame *frame)
+{
+  g_ptr_array_unref (frame->pieces);
+  g_free (frame);
+}
+
+static OutFrame *
+out_frame_new (GPtrArray *pieces,
+               gboolean   queued)
+{
+  OutFrame *frame = g_new0 (OutFrame, 1);
+
+  frame->pieces = g_ptr_array_ref (pieces);
+  frame->queued = queued;
+  return frame;
+}
 
 typedef enum
 {
@@ -77,14 +115,19 @@ struct _DcPeer
   DcMeshReader         *reader;
   DcMeshHello          *local_hello;
   DcMeshHello          *remote_hello;
-  GQueue                out;          /* GBytes* pieces waiting for the channel */
+  GQueue                out;          /* OutFrame* waiting for the channel */
+  OutFrame             *current;      /* the frame whose pieces are going out */
   DcPeerConfig          config;
 
   /* state */
   char                 *id;
   char                 *reason;
   DcPeerState           state;
-  gsize                 queued;       /* bytes in out */
+  gsize                 queued;       /* bytes of pieces in out and current */
+  guint64               tx_bytes;     /* bytes of pieces handed to the channel */
+  guint64               tx_acked;     /* the peer's latest credit */
+  guint64               rx_bytes;     /* bytes of pieces received */
+  guint64               rx_credited;  /* rx_bytes in our latest credit */
   gint64                last_rx_us;
   gint64                started_us;
   guint64               heartbeat_seq;
@@ -95,6 +138,8 @@ struct _DcPeer
   guint                 offerer : 1;
   guint                 offer_made : 1;
   guint                 hello_sent : 1;
+  guint                 credit_due : 1;   /* a credit waits for a frame boundary */
+  guint                 window_on : 1;    /* the peer sends credits */
 };
 
 G_DEFINE_FINAL_TYPE (DcPeer, dc_peer, G_TYPE_OBJECT)
@@ -253,6 +298,15 @@ link_push_simple (Link       *link,
 }
 
 static void
+clear_out (DcPeer *self)
+{
+  g_queue_clear_full (&self->out, (GDestroyNotify) out_frame_free);
+  g_clear_pointer (&self->current, out_frame_free);
+  self->queued = 0;
+  self->credit_due = FALSE;
+}
+
+static void
 set_state (DcPeer      *self,
            DcPeerState  state,
            const char  *reason)
@@ -273,8 +327,7 @@ set_state (DcPeer      *self,
     {
       g_clear_handle_id (&self->tick_id, g_source_remove);
       g_clear_handle_id (&self->pump_id, g_source_remove);
-      g_queue_clear_full (&self->out, (GDestroyNotify) g_bytes_unref);
-      self->queued = 0;
+      clear_out (self);
     }
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
@@ -432,14 +485,44 @@ pump_poll_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* The credit due now: rx_bytes as a u64, little-endian. */
+static OutFrame *
+credit_frame_new (DcPeer *self)
+{
+  guint8 body[DC_MESH_CREDIT_SIZE];
+  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GPtrArray) pieces = NULL;
+
+  for (guint i = 0; i < 8; i++)
+    body[i] = (guint8) (self->rx_bytes >> (8 * i));
+  payload = g_bytes_new (body, sizeof body);
+  pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_CREDIT, payload, NULL);
+  self->rx_credited = self->rx_bytes;
+  self->credit_due = FALSE;
+  return out_frame_new (pieces, FALSE);
+}
+
 static void
 pump (DcPeer *self)
 {
-  while (self->state == DC_PEER_STATE_OPEN && !g_queue_is_empty (&self->out))
+  while (self->state == DC_PEER_STATE_OPEN)
     {
-      g_autoptr(GBytes) piece = NULL;
       g_autoptr(GError) error = NULL;
       guint64 buffered = 0;
+      GBytes *piece;
+      gsize size;
+
+      if (self->current == NULL)
+        {
+          if (self->credit_due)
+            self->current = credit_frame_new (self);
+          else if (g_queue_is_empty (&self->out))
+            return;
+          else if (self->window_on && self->tx_bytes - self->tx_acked >= SEND_WINDOW)
+            return;  /* the next credit calls pump () */
+          else
+            self->current = g_queue_pop_head (&self->out);
+        }
 
       g_object_get (self->channel, "buffered-amount", &buffered, NULL);
       if (buffered >= HIGH_WATER)
@@ -450,14 +533,19 @@ pump (DcPeer *self)
             self->pump_id = g_timeout_add (PUMP_POLL_MS, pump_poll_cb, self);
           return;
         }
-      piece = g_queue_pop_head (&self->out);
-      self->queued -= g_bytes_get_size (piece);
+      piece = g_ptr_array_index (self->current->pieces, self->current->next++);
+      size = g_bytes_get_size (piece);
+      if (self->current->queued)
+        self->queued -= size;
+      self->tx_bytes += size;
       if (!gst_webrtc_data_channel_send_data_full (self->channel, piece, &error))
         {
           g_message ("peer %s: send failed: %s", self->id, error->message);
           set_state (self, DC_PEER_STATE_FAILED, "send-failed");
           return;
         }
+      if (self->current->next == self->current->pieces->len)
+        g_clear_pointer (&self->current, out_frame_free);
     }
 }
 
@@ -502,6 +590,26 @@ handle_message (DcPeer        *self,
       add_fault (self, error);
       return;
     }
+  if (message->type == DC_MESH_MSG_CREDIT)
+    {
+      const guint8 *body = g_bytes_get_data (message->payload, NULL);
+      guint64 credit = 0;
+
+      for (guint i = 0; i < 8; i++)
+        credit |= (guint64) body[i] << (8 * i);
+      if (credit > self->tx_bytes)
+        {
+          error = g_error_new (DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                               "credit for %" G_GUINT64_FORMAT " bytes, only %" G_GUINT64_FORMAT
+                               " sent", credit, self->tx_bytes);
+          add_fault (self, error);
+          return;
+        }
+      self->tx_acked = MAX (self->tx_acked, credit);
+      self->window_on = TRUE;
+      pump (self);
+      return;
+    }
   switch (message->type)
     {
     case DC_MESH_MSG_HEARTBEAT:
@@ -529,6 +637,12 @@ handle_piece (DcPeer *self,
   const guint8 *data = g_bytes_get_data (bytes, &size);
 
   self->last_rx_us = g_get_monotonic_time ();
+  self->rx_bytes += size;
+  if (self->rx_bytes - self->rx_credited >= CREDIT_STEP && !self->credit_due)
+    {
+      self->credit_due = TRUE;
+      pump (self);
+    }
   message = dc_mesh_reader_push (self->reader, data != NULL ? data : (const guint8 *) "",
                                  size, &error);
   if (error != NULL)
@@ -601,6 +715,10 @@ channel_opened (DcPeer *self)
       self->hello_sent = TRUE;
       hello = dc_mesh_hello_encode (self->local_hello);
       dc_peer_send (self, DC_MESH_MSG_HELLO, hello, NULL);
+      /* A first credit, right behind the hello, tells the peer that this
+       * side sends them: it may use the window from now on. */
+      self->credit_due = TRUE;
+      pump (self);
     }
 }
 
@@ -982,12 +1100,8 @@ dc_peer_send (DcPeer  *self,
   if (pieces == NULL)
     return FALSE;
   for (guint i = 0; i < pieces->len; i++)
-    {
-      GBytes *piece = g_ptr_array_index (pieces, i);
-
-      self->queued += g_bytes_get_size (piece);
-      g_queue_push_tail (&self->out, g_bytes_ref (piece));
-    }
+    self->queued += g_bytes_get_size (g_ptr_array_index (pieces, i));
+  g_queue_push_tail (&self->out, out_frame_new (pieces, TRUE));
   pump (self);
   return TRUE;
 }
@@ -1030,8 +1144,7 @@ dc_peer_say_bye (DcPeer *self)
 
   if (self->state != DC_PEER_STATE_OPEN)
     return;
-  g_queue_clear_full (&self->out, (GDestroyNotify) g_bytes_unref);
-  self->queued = 0;
+  clear_out (self);
   pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_BYE, NULL, NULL);
   gst_webrtc_data_channel_send_data_full (self->channel, g_ptr_array_index (pieces, 0), NULL);
 }
@@ -1055,8 +1168,13 @@ dc_peer_send_raw (DcPeer  *self,
                    self->id);
       return FALSE;
     }
-  self->queued += g_bytes_get_size (piece);
-  g_queue_push_tail (&self->out, g_bytes_ref (piece));
+  {
+    g_autoptr(GPtrArray) pieces = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+
+    g_ptr_array_add (pieces, g_bytes_ref (piece));
+    self->queued += g_bytes_get_size (piece);
+    g_queue_push_tail (&self->out, out_frame_new (pieces, TRUE));
+  }
   pump (self);
   return TRUE;
 }
@@ -1124,7 +1242,7 @@ dc_peer_dispose (GObject *object)
   g_clear_object (&self->channel);
   g_clear_pointer (&self->webrtc, gst_object_unref);
   g_clear_pointer (&self->pipeline, gst_object_unref);
-  g_queue_clear_full (&self->out, (GDestroyNotify) g_bytes_unref);
+  clear_out (self);
 
   G_OBJECT_CLASS (dc_peer_parent_class)->dispose (object);
 }
