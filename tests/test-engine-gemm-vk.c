@@ -91,7 +91,7 @@ test_vulkan_equals_reference (void)
 static void
 test_each_variant (void)
 {
-  static const char *names[] = { "tiled", "dot", "dot128" };
+  static const char *names[] = { "tiled", "dot", "dot128", "coop" };
   g_autoptr(GRand) rand = g_rand_new_with_seed (13);
   g_autoptr(DcQuantMatrix) a = random_matrix (rand, 130, 67);
   g_autoptr(DcQuantMatrix) b = random_matrix (rand, 70, 67);

@@ -1,12 +1,14 @@
 /* dc-gemm-vk.c: the Vulkan path of the exact INT8 GEMM and its init gates.
  *
- * Kernel variants (shaders/gemm-int8.comp), most preferred first:
+ * Kernel variants (shaders/gemm-int8*.comp), most preferred first:
+ *   coop    128 × 128 tiles on cooperative matrices (needs VK_NV_cooperative_matrix
+ *           with its int8 16 × 8 × 32 shape and 32-wide subgroups)
  *   dot     64 × 64 tiles, packed OpSDot     (needs shaderIntegerDotProduct)
  *   dot128  128 × 128 tiles, packed OpSDot   (needs shaderIntegerDotProduct)
  *   tiled   64 × 64 tiles, plain int32 math  (needs shaderInt8, 8-bit storage)
- * On the H200 (docs/BENCHMARKS.md) dot ran 4096³ at 46.6 TOPS, dot128 and
- * tiled at 8.2: the 64 accumulators of dot128 cost more occupancy than its
- * larger tile saves.
+ * On the H200 (docs/BENCHMARKS.md) coop ran 4096³ at 54.6 TOPS and 8192³ at
+ * 79.5, dot at 47.0 and 64.0, dot128 and tiled at 8.2 at 4096³ (the 64
+ * accumulators of dot128 cost more occupancy than its larger tile saves).
  * A variant computes nothing until its gate has passed: a sweep of shapes
  * (ragged, 1 × K, K = 1, tile ± 1, values at ±127, zero rows) that must equal
  * the CPU reference bit for bit, int32 accumulators and f32 outputs. The first
@@ -43,12 +45,14 @@ typedef struct
   guint       tile_m;
   guint       tile_n;
   gboolean    needs_dot;
+  gboolean    needs_coop;
 } Variant;
 
 static const Variant variants[] = {
-  { "dot", "gemm-int8-dot", 64, 64, TRUE },
-  { "dot128", "gemm-int8-dot128", 128, 128, TRUE },
-  { "tiled", "gemm-int8-tiled", 64, 64, FALSE },
+  { "coop", "gemm-int8-coop", 128, 128, FALSE, TRUE },
+  { "dot", "gemm-int8-dot", 64, 64, TRUE, FALSE },
+  { "dot128", "gemm-int8-dot128", 128, 128, TRUE, FALSE },
+  { "tiled", "gemm-int8-tiled", 64, 64, FALSE, FALSE },
 };
 
 /* Buffers kept between products: allocating device memory costs far more
@@ -354,6 +358,12 @@ dc_gemm_vk_new (GError **error)
       if (variant->needs_dot && !features->integer_dot_product)
         {
           g_debug ("GEMM kernel %s not offered: no shaderIntegerDotProduct", variant->name);
+          continue;
+        }
+      if (variant->needs_coop && (!features->coop_matrix_nv_int8 || features->subgroup_size != 32))
+        {
+          g_debug ("GEMM kernel %s not offered: no int8 cooperative matrix on 32-wide subgroups",
+                   variant->name);
           continue;
         }
 

@@ -291,6 +291,48 @@ has_device_extension (VkPhysicalDevice  physical,
   return FALSE;
 }
 
+/* VK_NV_cooperative_matrix, with the one shape the coop kernel is written
+ * for: A 16 × 32 and B 32 × 8 of int8, C and D 16 × 8 of int32, one
+ * subgroup. The feature bit and the shape list both have to say so. */
+static gboolean
+query_coop_matrix_nv_int8 (DcVkContext *self)
+{
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+  };
+  VkPhysicalDeviceFeatures2 features = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+    .pNext = &coop,
+  };
+  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get_shapes;
+  g_autofree VkCooperativeMatrixPropertiesNV *shapes = NULL;
+  guint32 n_shapes = 0;
+
+  if (!has_device_extension (self->physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME))
+    return FALSE;
+  vkGetPhysicalDeviceFeatures2 (self->physical, &features);
+  get_shapes = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+    vkGetInstanceProcAddr (self->instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+  if (!coop.cooperativeMatrix || get_shapes == NULL
+      || get_shapes (self->physical, &n_shapes, NULL) != VK_SUCCESS || n_shapes == 0
+      || n_shapes > 4096)
+    return FALSE;
+  shapes = g_new0 (VkCooperativeMatrixPropertiesNV, n_shapes);
+  for (guint32 i = 0; i < n_shapes; i++)
+    shapes[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  if (get_shapes (self->physical, &n_shapes, shapes) != VK_SUCCESS)
+    return FALSE;
+  for (guint32 i = 0; i < n_shapes; i++)
+    if (shapes[i].MSize == 16 && shapes[i].NSize == 8 && shapes[i].KSize == 32
+        && shapes[i].AType == VK_COMPONENT_TYPE_SINT8_NV
+        && shapes[i].BType == VK_COMPONENT_TYPE_SINT8_NV
+        && shapes[i].CType == VK_COMPONENT_TYPE_SINT32_NV
+        && shapes[i].DType == VK_COMPONENT_TYPE_SINT32_NV
+        && shapes[i].scope == VK_SCOPE_SUBGROUP_NV)
+      return TRUE;
+  return FALSE;
+}
+
 static void
 query_features (DcVkContext *self)
 {
@@ -333,6 +375,7 @@ query_features (DcVkContext *self)
   self->features.cooperative_matrix = has_device_extension (self->physical,
                                                             "VK_KHR_cooperative_matrix");
   self->features.subgroup_size = subgroup.subgroupSize;
+  self->features.coop_matrix_nv_int8 = query_coop_matrix_nv_int8 (self);
   self->features.max_shared_memory = self->properties.limits.maxComputeSharedMemorySize;
   self->features.max_invocations = self->properties.limits.maxComputeWorkGroupInvocations;
   self->features.max_storage_buffer_range = self->properties.limits.maxStorageBufferRange;
@@ -353,11 +396,11 @@ char *
 dc_vk_features_to_string (const DcVkFeatures *f)
 {
   return g_strdup_printf ("shaderInt8=%d storageBuffer8BitAccess=%d shaderIntegerDotProduct=%d "
-                          "dot4x8PackedSignedAccelerated=%d cooperativeMatrix=%d subgroup=%u "
+                          "dot4x8PackedSignedAccelerated=%d cooperativeMatrix=%d coopMatrixNVInt8=%d subgroup=%u "
                           "sharedMemory=%u invocations=%u storageBufferRange=%u",
                           f->shader_int8, f->storage_buffer_8bit, f->integer_dot_product,
                           f->dot_4x8_packed_signed_accelerated, f->cooperative_matrix,
-                          f->subgroup_size, f->max_shared_memory, f->max_invocations,
+                          f->coop_matrix_nv_int8, f->subgroup_size, f->max_shared_memory, f->max_invocations,
                           f->max_storage_buffer_range);
 }
 
@@ -444,7 +487,10 @@ dc_vk_context_new (int      device_index,
     VkPhysicalDeviceVulkan12Features features12 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
     };
-    const char *extensions[1];
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_features = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+    };
+    const char *extensions[2];
     guint n_extensions = 0;
     VkDeviceCreateInfo device_info = {
       .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
@@ -469,6 +515,13 @@ dc_vk_context_new (int      device_index,
         dot_features.shaderIntegerDotProduct = VK_TRUE;
         features12.pNext = &dot_features;
         extensions[n_extensions++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+      }
+    if (self->features.coop_matrix_nv_int8)
+      {
+        coop_features.cooperativeMatrix = VK_TRUE;
+        coop_features.pNext = (void *) device_info.pNext;
+        device_info.pNext = &coop_features;
+        extensions[n_extensions++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
       }
     device_info.enabledExtensionCount = n_extensions;
     device_info.ppEnabledExtensionNames = extensions;

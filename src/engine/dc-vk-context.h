@@ -39,7 +39,10 @@ typedef struct
   gboolean  storage_buffer_8bit;      /* enabled when present */
   gboolean  integer_dot_product;      /* shaderIntegerDotProduct, enabled when present */
   gboolean  dot_4x8_packed_signed_accelerated;
-  gboolean  cooperative_matrix;       /* VK_KHR_cooperative_matrix is offered (not used yet) */
+  gboolean  cooperative_matrix;       /* VK_KHR_cooperative_matrix is offered (not used: the
+                                       * baseline glslang has no GLSL for it) */
+  gboolean  coop_matrix_nv_int8;      /* VK_NV_cooperative_matrix with a subgroup-scope
+                                       * 16 × 8 × 32 int8 → int32 shape; enabled when present */
   guint32   subgroup_size;
   guint32   max_shared_memory;        /* bytes per workgroup */
   guint32   max_invocations;
