@@ -34,6 +34,7 @@
 #include <gst/sdp/sdp.h>
 #include <gst/webrtc/webrtc.h>
 #include <nice/agent.h>
+#include <sys/socket.h>
 
 #include "dc-mesh-error.h"
 
@@ -893,6 +894,31 @@ dc_peer_new (const char         *id,
   return self;
 }
 
+/* Bytes of UDP receive and send buffer asked for on the socket ICE selects
+ * (the kernel caps it at net.core.rmem_max / wmem_max). The default, about
+ * 208 KiB, overflows when a send window of pieces arrives in one burst, and
+ * every datagram dropped there costs SCTP a retransmission and half its
+ * congestion window. */
+#define PEER_SOCKET_BUFFER (4 * 1024 * 1024)
+
+static void
+on_selected_pair (NiceAgent *agent,
+                  guint      stream_id,
+                  guint      component_id,
+                  gpointer   local,
+                  gpointer   remote,
+                  gpointer   user_data)
+{
+  g_autoptr(GSocket) socket = nice_agent_get_selected_socket (agent, stream_id, component_id);
+  g_autoptr(GError) error = NULL;
+
+  if (socket == NULL)
+    return;
+  if (!g_socket_set_option (socket, SOL_SOCKET, SO_RCVBUF, PEER_SOCKET_BUFFER, &error)
+      || !g_socket_set_option (socket, SOL_SOCKET, SO_SNDBUF, PEER_SOCKET_BUFFER, &error))
+    g_debug ("Could not enlarge the peer socket's buffers: %s", error->message);
+}
+
 /* Turns UPnP port mapping off (it would send SSDP multicast from every
  * device; STUN and TURN are the configured ways through NATs) and, when
  * configured, limits ICE to the given local addresses. */
@@ -917,6 +943,7 @@ configure_ice (DcPeer  *self,
       return FALSE;
     }
   g_object_set (agent, "upnp", FALSE, NULL);
+  g_signal_connect (agent, "new-selected-pair-full", G_CALLBACK (on_selected_pair), NULL);
   for (guint i = 0; restrict_addresses && self->config.ice_addresses[i] != NULL; i++)
     {
       NiceAddress address;
