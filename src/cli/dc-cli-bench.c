@@ -4,6 +4,11 @@
  * inside the program as a resource. Nothing is installed: without PyTorch the
  * torch columns are null and the output says why.
  *
+ * --rounds N repeats the whole comparison (PyTorch, then every path) N times
+ * and reports medians; the ratio is the median of each round's ratio, so that
+ * a machine that slows down between rounds moves both sides of a ratio
+ * together rather than one of them.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-cli"
@@ -41,6 +46,46 @@ typedef struct
   double gflops;     /* torch f32 matmul on the CPU, or < 0 */
   double int8_gops;  /* torch._int_mm on CUDA, or < 0 */
 } TorchRow;
+
+/* One (shape, path) pair's measurements over the rounds. */
+typedef struct
+{
+  GArray *gops;       /* double per round */
+  GArray *torch;      /* torch f32 GFLOP/s per round, when measured */
+  GArray *ratio;      /* gops / torch of the same round */
+  GArray *int8;       /* torch._int_mm GOPS per round, when measured */
+} Result;
+
+static void
+result_clear (Result *result)
+{
+  g_clear_pointer (&result->gops, g_array_unref);
+  g_clear_pointer (&result->torch, g_array_unref);
+  g_clear_pointer (&result->ratio, g_array_unref);
+  g_clear_pointer (&result->int8, g_array_unref);
+}
+
+static int
+compare_doubles (gconstpointer a,
+                 gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* The median of @values (sorted in place), or -1 when empty. */
+static double
+median (GArray *values)
+{
+  guint n = values->len;
+
+  if (n == 0)
+    return -1;
+  g_array_sort (values, compare_doubles);
+  return n % 2 ? g_array_index (values, double, n / 2)
+               : (g_array_index (values, double, n / 2 - 1) + g_array_index (values, double, n / 2)) / 2;
+}
 
 /* Sustained int8 multiply-accumulates per cycle and core that each kernel's
  * instruction mix allows: AVX2 issues a 32-wide vpmaddubsw plus its vpmaddwd
@@ -222,6 +267,7 @@ dc_cli_bench_run (const DcCliCommand  *command,
   g_autofree char *sizes_text = NULL;
   gboolean no_model = FALSE, no_torch = FALSE;
   int n_threads = 0;
+  int rounds = 1;
   double min_time = 0.3;
   const GOptionEntry entries[] = {
     { "paths", 0, 0, G_OPTION_ARG_STRING, &paths_text,
@@ -234,6 +280,8 @@ dc_cli_bench_run (const DcCliCommand  *command,
       N_("CPU threads (default: all processors)"), N_("N") },
     { "min-time", 0, 0, G_OPTION_ARG_DOUBLE, &min_time,
       N_("Seconds to time each product for (default: 0.3)"), N_("SECONDS") },
+    { "rounds", 0, 0, G_OPTION_ARG_INT, &rounds,
+      N_("Repeat the comparison and report medians (default: 1)"), N_("N") },
     { NULL }
   };
   g_autoptr(GArray) shapes = g_array_new (FALSE, FALSE, sizeof (Shape));
@@ -244,6 +292,12 @@ dc_cli_bench_run (const DcCliCommand  *command,
   g_auto(GStrv) paths = NULL;
   g_auto(GStrv) sizes = NULL;
   g_autoptr(GRand) rand = g_rand_new_with_seed (42);
+  g_autoptr(GPtrArray) backends = NULL;
+  g_autoptr(GPtrArray) operands = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree double *peaks = NULL;
+  g_autoptr(GArray) results = NULL;
+  guint n_paths;
   double mhz = cpu_mhz ();
 
   if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
@@ -254,6 +308,8 @@ dc_cli_bench_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("--threads must be between 1 and 1024"));
   if (!(min_time > 0 && min_time <= 60))
     return dc_cli_usage_error (command, _("--min-time must be between 0 and 60 seconds"));
+  if (rounds < 1 || rounds > 50)
+    return dc_cli_usage_error (command, _("--rounds must be between 1 and 50"));
   if (n_threads == 0)
     n_threads = g_get_num_processors ();
 
@@ -283,14 +339,66 @@ dc_cli_bench_run (const DcCliCommand  *command,
   if (!no_model)
     g_array_append_vals (shapes, model_shapes, G_N_ELEMENTS (model_shapes));
 
-  if (!no_torch)
+  /* Backends, peak estimates and operands once; the rounds reuse them. */
+  n_paths = g_strv_length (paths);
+  backends = g_ptr_array_new_with_free_func ((GDestroyNotify) dc_gemm_backend_free);
+  peaks = g_new (double, n_paths);
+  for (guint p = 0; p < n_paths; p++)
     {
-      if (!run_torch (n_threads, min_time, shapes, torch_rows, &torch_version))
+      g_autoptr(GError) local_error = NULL;
+      DcGemmBackend *backend;
+      DcBackendKind kind;
+
+      dc_backend_kind_from_string (paths[p], &kind);
+      backend = dc_gemm_backend_new (kind, &local_error);
+      peaks[p] = -1;
+      if (backend == NULL || dc_gemm_backend_get_kind (backend) != kind)
+        {
+          g_printerr (_("bench: path %s unavailable: %s\n"), paths[p],
+                      local_error ? local_error->message
+                                  : _("its kernels failed verification"));
+          g_clear_pointer (&backend, dc_gemm_backend_free);
+          g_ptr_array_add (backends, NULL);
+          continue;
+        }
+      dc_gemm_backend_set_n_threads (backend, n_threads);
+      if (kind != DC_BACKEND_VULKAN && mhz > 0)
+        peaks[p] = (kind == DC_BACKEND_CPU ? n_threads : 1) * mhz * 1e6 *
+                   macs_per_cycle (dc_gemm_backend_get_kernel_name (backend)) * 2 / 1e9;
+      g_ptr_array_add (backends, backend);
+    }
+  operands = g_ptr_array_new_with_free_func ((GDestroyNotify) dc_quant_matrix_free);
+  for (guint s = 0; s < shapes->len; s++)
+    {
+      const Shape *shape = &g_array_index (shapes, Shape, s);
+
+      g_ptr_array_add (operands, random_matrix (rand, shape->m, shape->k));
+      g_ptr_array_add (operands, random_matrix (rand, shape->n, shape->k));
+    }
+  results = g_array_sized_new (FALSE, TRUE, sizeof (Result), n_paths * shapes->len);
+  g_array_set_clear_func (results, (GDestroyNotify) result_clear);
+  for (guint i = 0; i < n_paths * shapes->len; i++)
+    {
+      Result result = {
+        .gops = g_array_new (FALSE, FALSE, sizeof (double)),
+        .torch = g_array_new (FALSE, FALSE, sizeof (double)),
+        .ratio = g_array_new (FALSE, FALSE, sizeof (double)),
+        .int8 = g_array_new (FALSE, FALSE, sizeof (double)),
+      };
+
+      g_array_append_val (results, result);
+    }
+
+  for (int r = 0; r < rounds; r++)
+    {
+      g_hash_table_remove_all (torch_rows);
+      if (!no_torch && !run_torch (n_threads, min_time, shapes, torch_rows, &torch_version))
         {
           const char *note = _("PyTorch is not installed, so there is no reference: install "
                                "Debian's python3-torch and libopenblas0-pthread to compare "
                                "(nothing was installed)");
 
+          no_torch = TRUE;
           if (options->json)
             {
               g_autoptr(JsonBuilder) builder = json_builder_new ();
@@ -306,107 +414,133 @@ dc_cli_bench_run (const DcCliCommand  *command,
           else
             g_print ("%s\n", note);
         }
-      else if (!options->json)
+      else if (!no_torch && r == 0 && !options->json)
         g_print (_("reference: %s\n"), torch_version);
+
+      for (guint p = 0; p < n_paths; p++)
+        {
+          DcGemmBackend *backend = g_ptr_array_index (backends, p);
+          gboolean slow;
+
+          if (backend == NULL)
+            continue;
+          /* The scalar reference, and any path on a CPU-emulated Vulkan
+           * device (lavapipe), would take minutes on the large shapes. */
+          slow = dc_gemm_backend_get_kind (backend) == DC_BACKEND_CPU_SCALAR ||
+                 (dc_gemm_backend_get_kind (backend) == DC_BACKEND_VULKAN &&
+                  strstr (dc_gemm_backend_get_device_name (backend), "llvmpipe") != NULL);
+
+          for (guint s = 0; s < shapes->len; s++)
+            {
+              const Shape *shape = &g_array_index (shapes, Shape, s);
+              const DcQuantMatrix *a = g_ptr_array_index (operands, 2 * s);
+              const DcQuantMatrix *b = g_ptr_array_index (operands, 2 * s + 1);
+              g_autofree char *key = shape_key (shape->m, shape->n, shape->k);
+              TorchRow *torch = g_hash_table_lookup (torch_rows, key);
+              Result *result = &g_array_index (results, Result, p * shapes->len + s);
+              double ops = 2.0 * shape->m * shape->n * shape->k;
+              double seconds = 0, gops;
+              guint repeat;
+
+              if (slow && ops > 2.0 * 512 * 512 * 512)
+                continue;
+              if (!dc_gemm_backend_time (backend, a, b, 1, &seconds, &error))
+                return dc_cli_fail (options, error);
+              repeat = (guint) CLAMP (min_time / MAX (seconds, 1e-6), 1, 100);
+              if (!dc_gemm_backend_time (backend, a, b, repeat, &seconds, &error))
+                return dc_cli_fail (options, error);
+              gops = ops * repeat / seconds / 1e9;
+              g_array_append_val (result->gops, gops);
+              if (torch != NULL && torch->gflops > 0)
+                {
+                  double ratio = gops / torch->gflops;
+
+                  g_array_append_val (result->torch, torch->gflops);
+                  g_array_append_val (result->ratio, ratio);
+                }
+              if (torch != NULL && torch->int8_gops > 0)
+                g_array_append_val (result->int8, torch->int8_gops);
+            }
+        }
     }
 
   if (!options->json)
     g_print ("%-24s %-10s %-14s %5s %5s %5s %9s %9s %7s %7s\n", "shape", "path", "kernel",
              "m", "n", "k", "GOPS", "torch", "ratio", "peak");
+  for (guint p = 0; p < n_paths; p++)
+    for (guint s = 0; s < shapes->len; s++)
+      {
+        const Shape *shape = &g_array_index (shapes, Shape, s);
+        DcGemmBackend *backend = g_ptr_array_index (backends, p);
+        Result *result = &g_array_index (results, Result, p * shapes->len + s);
+        double ratio_min = -1, ratio_max = -1;
+        double gops, torch_gflops, ratio, int8;
 
-  for (guint p = 0; paths[p] != NULL; p++)
-    {
-      g_autoptr(DcGemmBackend) backend = NULL;
-      g_autoptr(GError) error = NULL;
-      DcBackendKind kind;
-      gboolean on_lavapipe;
-      double peak = -1;
-
-      dc_backend_kind_from_string (paths[p], &kind);
-      backend = dc_gemm_backend_new (kind, &error);
-      if (backend == NULL || dc_gemm_backend_get_kind (backend) != kind)
-        {
-          g_printerr (_("bench: path %s unavailable: %s\n"), paths[p],
-                      error ? error->message : _("its kernels failed verification"));
+        if (backend == NULL || result->gops->len == 0)
           continue;
-        }
-      dc_gemm_backend_set_n_threads (backend, n_threads);
-      on_lavapipe = kind == DC_BACKEND_VULKAN &&
-                    strstr (dc_gemm_backend_get_device_name (backend), "llvmpipe") != NULL;
-      if (kind != DC_BACKEND_VULKAN && mhz > 0)
-        peak = (kind == DC_BACKEND_CPU ? n_threads : 1) * mhz * 1e6 *
-               macs_per_cycle (dc_gemm_backend_get_kernel_name (backend)) * 2 / 1e9;
+        gops = median (result->gops);
+        torch_gflops = median (result->torch);
+        ratio = median (result->ratio);   /* sorts: first and last are the range */
+        int8 = median (result->int8);
+        if (result->ratio->len > 0)
+          {
+            ratio_min = g_array_index (result->ratio, double, 0);
+            ratio_max = g_array_index (result->ratio, double, result->ratio->len - 1);
+          }
 
-      for (guint s = 0; s < shapes->len; s++)
-        {
-          const Shape *shape = &g_array_index (shapes, Shape, s);
-          g_autoptr(DcQuantMatrix) a = NULL;
-          g_autoptr(DcQuantMatrix) b = NULL;
-          g_autofree char *key = shape_key (shape->m, shape->n, shape->k);
-          TorchRow *torch = g_hash_table_lookup (torch_rows, key);
-          double ops = 2.0 * shape->m * shape->n * shape->k;
-          double seconds = 0, gops, torch_gflops = torch ? torch->gflops : -1;
-          guint repeat;
+        if (options->json)
+          {
+            g_autoptr(JsonBuilder) builder = json_builder_new ();
 
-          /* The scalar reference, and any path on a CPU-emulated Vulkan
-           * device (lavapipe), would take minutes on the large shapes. */
-          if ((kind == DC_BACKEND_CPU_SCALAR || on_lavapipe) && ops > 2.0 * 512 * 512 * 512)
-            continue;
-
-          a = random_matrix (rand, shape->m, shape->k);
-          b = random_matrix (rand, shape->n, shape->k);
-          if (!dc_gemm_backend_time (backend, a, b, 1, &seconds, &error))
-            return dc_cli_fail (options, error);
-          repeat = (guint) CLAMP (min_time / MAX (seconds, 1e-6), 1, 100);
-          if (!dc_gemm_backend_time (backend, a, b, repeat, &seconds, &error))
-            return dc_cli_fail (options, error);
-          gops = ops * repeat / seconds / 1e9;
-
-          if (options->json)
-            {
-              g_autoptr(JsonBuilder) builder = json_builder_new ();
-
-              json_builder_begin_object (builder);
-              json_builder_set_member_name (builder, "shape");
-              json_builder_add_string_value (builder, shape->name);
-              json_builder_set_member_name (builder, "path");
-              json_builder_add_string_value (builder, paths[p]);
-              json_builder_set_member_name (builder, "kernel");
-              json_builder_add_string_value (builder, dc_gemm_backend_get_kernel_name (backend));
-              json_builder_set_member_name (builder, "device");
-              json_builder_add_string_value (builder, dc_gemm_backend_get_device_name (backend));
-              json_builder_set_member_name (builder, "m");
-              json_builder_add_int_value (builder, shape->m);
-              json_builder_set_member_name (builder, "n");
-              json_builder_add_int_value (builder, shape->n);
-              json_builder_set_member_name (builder, "k");
-              json_builder_add_int_value (builder, shape->k);
-              json_builder_set_member_name (builder, "gops");
-              json_builder_add_double_value (builder, gops);
-              json_add_double_or_null (builder, "torch_gflops", torch_gflops);
-              json_add_double_or_null (builder, "ratio_vs_torch",
-                                       torch_gflops > 0 ? gops / torch_gflops : -1);
-              json_add_double_or_null (builder, "peak_ratio", peak > 0 ? gops / peak : -1);
-              if (torch != NULL && torch->int8_gops > 0)
-                {
-                  json_add_double_or_null (builder, "torch_int8_gops", torch->int8_gops);
-                  json_add_double_or_null (builder, "ratio_vs_torch_int8", gops / torch->int8_gops);
-                }
-              json_builder_end_object (builder);
-              dc_cli_print_json (builder);
-            }
-          else
-            {
-              g_print ("%-24s %-10s %-14s %5" G_GSIZE_FORMAT " %5" G_GSIZE_FORMAT
-                       " %5" G_GSIZE_FORMAT " %9.1f %9.1f %7.2f %7.2f\n",
-                       shape->name, paths[p], dc_gemm_backend_get_kernel_name (backend),
-                       shape->m, shape->n, shape->k, gops, torch_gflops,
-                       torch_gflops > 0 ? gops / torch_gflops : 0, peak > 0 ? gops / peak : 0);
-              if (torch != NULL && torch->int8_gops > 0)
-                g_print ("%-24s %-10s torch._int_mm %9.1f GOPS, ratio %.3f\n", "", "",
-                         torch->int8_gops, gops / torch->int8_gops);
-            }
-        }
-    }
+            json_builder_begin_object (builder);
+            json_builder_set_member_name (builder, "shape");
+            json_builder_add_string_value (builder, shape->name);
+            json_builder_set_member_name (builder, "path");
+            json_builder_add_string_value (builder, paths[p]);
+            json_builder_set_member_name (builder, "kernel");
+            json_builder_add_string_value (builder, dc_gemm_backend_get_kernel_name (backend));
+            json_builder_set_member_name (builder, "device");
+            json_builder_add_string_value (builder, dc_gemm_backend_get_device_name (backend));
+            json_builder_set_member_name (builder, "m");
+            json_builder_add_int_value (builder, shape->m);
+            json_builder_set_member_name (builder, "n");
+            json_builder_add_int_value (builder, shape->n);
+            json_builder_set_member_name (builder, "k");
+            json_builder_add_int_value (builder, shape->k);
+            json_builder_set_member_name (builder, "gops");
+            json_builder_add_double_value (builder, gops);
+            json_add_double_or_null (builder, "torch_gflops", torch_gflops);
+            json_add_double_or_null (builder, "ratio_vs_torch", ratio);
+            json_add_double_or_null (builder, "peak_ratio", peaks[p] > 0 ? gops / peaks[p] : -1);
+            json_builder_set_member_name (builder, "rounds");
+            json_builder_add_int_value (builder, result->gops->len);
+            if (rounds > 1)
+              {
+                json_add_double_or_null (builder, "ratio_vs_torch_min", ratio_min);
+                json_add_double_or_null (builder, "ratio_vs_torch_max", ratio_max);
+              }
+            if (int8 > 0)
+              {
+                json_add_double_or_null (builder, "torch_int8_gops", int8);
+                json_add_double_or_null (builder, "ratio_vs_torch_int8", gops / int8);
+              }
+            json_builder_end_object (builder);
+            dc_cli_print_json (builder);
+          }
+        else
+          {
+            g_print ("%-24s %-10s %-14s %5" G_GSIZE_FORMAT " %5" G_GSIZE_FORMAT
+                     " %5" G_GSIZE_FORMAT " %9.1f %9.1f %7.2f %7.2f\n",
+                     shape->name, paths[p], dc_gemm_backend_get_kernel_name (backend),
+                     shape->m, shape->n, shape->k, gops, torch_gflops,
+                     ratio > 0 ? ratio : 0, peaks[p] > 0 ? gops / peaks[p] : 0);
+            if (rounds > 1 && ratio_min > 0)
+              g_print ("%-24s %-10s ratio over %d rounds: %.2f – %.2f\n", "", "", rounds,
+                       ratio_min, ratio_max);
+            if (int8 > 0)
+              g_print ("%-24s %-10s torch._int_mm %9.1f GOPS, ratio %.3f\n", "", "",
+                       int8, gops / int8);
+          }
+      }
   return DC_CLI_EXIT_OK;
 }
