@@ -121,6 +121,35 @@ test_usage_errors (void)
   g_assert_nonnull (strstr (err4, "unexpected argument “extra”"));
 }
 
+/* bench gemm on a tiny product: one object per shape and path, medians over
+ * the rounds asked for, the PyTorch fields null with --no-torch; --rounds is
+ * checked. */
+static void
+test_bench_gemm_rounds (void)
+{
+  const char *args[] = { "bench", "gemm", "--json", "--paths", "cpu", "--sizes", "64",
+                         "--no-model-shapes", "--no-torch", "--min-time", "0.01",
+                         "--rounds", "3", NULL };
+  const char *zero[] = { "bench", "gemm", "--rounds", "0", NULL };
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr(JsonObject) object = NULL;
+
+  g_assert_cmpint (run_cli (args, &out, NULL), ==, 0);
+  object = parse_single_json_line (out);
+  g_assert_cmpstr (json_object_get_string_member (object, "shape"), ==, "square-64");
+  g_assert_cmpstr (json_object_get_string_member (object, "path"), ==, "cpu");
+  g_assert_cmpint (json_object_get_int_member (object, "m"), ==, 64);
+  g_assert_cmpint (json_object_get_int_member (object, "rounds"), ==, 3);
+  g_assert_cmpfloat (json_object_get_double_member (object, "gops"), >, 0);
+  g_assert_true (json_object_get_null_member (object, "torch_gflops"));
+  g_assert_true (json_object_get_null_member (object, "ratio_vs_torch"));
+  g_assert_true (json_object_get_null_member (object, "ratio_vs_torch_min"));
+
+  g_assert_cmpint (run_cli (zero, NULL, &err), ==, 2);
+  g_assert_nonnull (strstr (err, "--rounds must be between 1 and 50"));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -132,6 +161,7 @@ main (int    argc,
   g_test_add_func ("/dc/cli/version-json", test_version_json);
   g_test_add_func ("/dc/cli/info-json", test_info_json);
   g_test_add_func ("/dc/cli/usage-errors", test_usage_errors);
+  g_test_add_func ("/dc/cli/bench-gemm-rounds", test_bench_gemm_rounds);
 
   return g_test_run ();
 }
