@@ -376,9 +376,10 @@ block_2x4_avx2 (const gint8 *a0,
       [c00] "=m" (c00), [c01] "=m" (c01), [c02] "=m" (c02), [c03] "=m" (c03),
       [c10] "=m" (c10), [c11] "=m" (c11), [c12] "=m" (c12), [c13] "=m" (c13)
     : [a0] "r" (a0), [a1] "r" (a1), [b0] "r" (b0), [b1] "r" (b1), [b2] "r" (b2), [b3] "r" (b3),
-      "m" (*(const gint8 (*)[]) a0), "m" (*(const gint8 (*)[]) a1),
-      "m" (*(const gint8 (*)[]) b0), "m" (*(const gint8 (*)[]) b1),
-      "m" (*(const gint8 (*)[]) b2), "m" (*(const gint8 (*)[]) b3)
+      /* The k bytes read from each vector (sized so that clang accepts it). */
+      "m" (*(const gint8 (*)[k]) a0), "m" (*(const gint8 (*)[k]) a1),
+      "m" (*(const gint8 (*)[k]) b0), "m" (*(const gint8 (*)[k]) b1),
+      "m" (*(const gint8 (*)[k]) b2), "m" (*(const gint8 (*)[k]) b3)
     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
       "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
 
