@@ -157,7 +157,6 @@ static void
 send_garbage (JoinState *state)
 {
   g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (dc_group_get_mesh (state->group));
-  const guint8 lie[DC_MESH_CREDIT_SIZE] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f };
 
   for (int n = 0; n < state->send_garbage; n++)
     {
@@ -169,7 +168,7 @@ send_garbage (JoinState *state)
         piece = g_bytes_new ("DCM", 3);
       else
         {
-          g_autoptr(GBytes) payload = g_bytes_new (lie, sizeof lie);
+          g_autoptr(GBytes) payload = dc_mesh_credit_encode (G_MAXINT64);
           g_autoptr(GPtrArray) pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_CREDIT,
                                                                        payload, NULL);
 

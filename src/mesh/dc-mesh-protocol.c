@@ -602,3 +602,26 @@ dc_mesh_step_report_decode (GBytes            *payload,
   memcpy (report->weights_hash, p + 16, 32);
   return TRUE;
 }
+
+GBytes *
+dc_mesh_credit_encode (guint64 received)
+{
+  guint8 *out = g_malloc (DC_MESH_CREDIT_SIZE);
+
+  put_u64 (out, received);
+  return g_bytes_new_take (out, DC_MESH_CREDIT_SIZE);
+}
+
+gboolean
+dc_mesh_credit_decode (GBytes   *payload,
+                       guint64  *received,
+                       GError  **error)
+{
+  gsize size;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+
+  if (!dc_mesh_message_check_payload (DC_MESH_MSG_CREDIT, size, error))
+    return FALSE;
+  *received = get_u64 (p);
+  return TRUE;
+}

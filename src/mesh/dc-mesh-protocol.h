@@ -177,4 +177,10 @@ gboolean  dc_mesh_step_report_decode (GBytes                 *payload,
                                       DcMeshStepReport       *report,
                                       GError                **error);
 
+/* The credit body: bytes of pieces received on the channel so far. */
+GBytes   *dc_mesh_credit_encode      (guint64                 received);
+gboolean  dc_mesh_credit_decode      (GBytes                 *payload,
+                                      guint64                *received,
+                                      GError                **error);
+
 G_END_DECLS

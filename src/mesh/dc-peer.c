@@ -486,17 +486,13 @@ pump_poll_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* The credit due now: rx_bytes as a u64, little-endian. */
+/* The credit due now, for rx_bytes. */
 static OutFrame *
 credit_frame_new (DcPeer *self)
 {
-  guint8 body[DC_MESH_CREDIT_SIZE];
-  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GBytes) payload = dc_mesh_credit_encode (self->rx_bytes);
   g_autoptr(GPtrArray) pieces = NULL;
 
-  for (guint i = 0; i < 8; i++)
-    body[i] = (guint8) (self->rx_bytes >> (8 * i));
-  payload = g_bytes_new (body, sizeof body);
   pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_CREDIT, payload, NULL);
   self->rx_credited = self->rx_bytes;
   self->credit_due = FALSE;
@@ -593,11 +589,13 @@ handle_message (DcPeer        *self,
     }
   if (message->type == DC_MESH_MSG_CREDIT)
     {
-      const guint8 *body = g_bytes_get_data (message->payload, NULL);
       guint64 credit = 0;
 
-      for (guint i = 0; i < 8; i++)
-        credit |= (guint64) body[i] << (8 * i);
+      if (!dc_mesh_credit_decode (message->payload, &credit, &error))
+        {
+          add_fault (self, error);
+          return;
+        }
       if (credit > self->tx_bytes)
         {
           error = g_error_new (DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
