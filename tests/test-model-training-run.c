@@ -8,18 +8,32 @@
 #include <glib/gstdio.h>
 
 #include "dc-test-utils.h"
+#include "model/dc-gpt-model.h"
 #include "model/dc-model-error.h"
 #include "model/dc-training-run.h"
 
 #define TIMEOUT_MS 120000
 
+/* The hog test's repetitions: enough that a report racing the owner's
+ * ownership of its context (the fault this guards against) shows up, few
+ * enough that 2-step runs finish well under a minute on two loaded cores. */
+#define N_HOG_ROUNDS 200
+
 typedef struct
 {
+  GThread *owner;           /* the thread whose context the run reports to */
   guint    n_steps_seen;
   guint64  last_step;
   gboolean steps_in_order;
   guint    n_logs;
+  gint     n_foreign;       /* atomic: reports delivered on another thread */
 } Seen;
+
+static void
+seen_init (Seen *seen)
+{
+  *seen = (Seen) { g_thread_self (), 0, 0, TRUE, 0, 0 };
+}
 
 static void
 step_cb (DcTrainingRun *run,
@@ -29,6 +43,13 @@ step_cb (DcTrainingRun *run,
          const char    *hash,
          Seen          *seen)
 {
+  /* Counted, not asserted: an assertion on the worker thread would abort
+   * with a less useful message than the count's check on the main thread. */
+  if (g_thread_self () != seen->owner)
+    {
+      g_atomic_int_inc (&seen->n_foreign);
+      return;
+    }
   if (step != seen->last_step + 1)
     seen->steps_in_order = FALSE;
   seen->last_step = step;
@@ -43,13 +64,21 @@ log_cb (DcTrainingRun *run,
         const char    *line,
         Seen          *seen)
 {
+  if (g_thread_self () != seen->owner)
+    {
+      g_atomic_int_inc (&seen->n_foreign);
+      return;
+    }
   seen->n_logs++;
 }
 
-static gboolean
-reached_step_20 (gpointer user_data)
+static void
+connect_seen (DcTrainingRun *run,
+              Seen          *seen)
 {
-  return dc_training_run_get_step (DC_TRAINING_RUN (user_data)) >= 20;
+  seen_init (seen);
+  g_signal_connect (run, "step", G_CALLBACK (step_cb), seen);
+  g_signal_connect (run, "log", G_CALLBACK (log_cb), seen);
 }
 
 static gboolean
@@ -64,6 +93,18 @@ is_failed (gpointer user_data)
   return dc_training_run_get_state (DC_TRAINING_RUN (user_data)) == DC_TRAINING_STATE_FAILED;
 }
 
+static gboolean
+is_done (gpointer user_data)
+{
+  return is_ready (user_data) || is_failed (user_data);
+}
+
+static gboolean
+reached_step_1 (gpointer user_data)
+{
+  return dc_training_run_get_step (DC_TRAINING_RUN (user_data)) >= 1;
+}
+
 static DcTrainingRequest
 small_request (void)
 {
@@ -76,24 +117,25 @@ small_request (void)
   return request;
 }
 
+/* One run that stops after @stop_at steps (the deterministic stop: no race
+ * with the worker), then a save and a load that restore the same weights.
+ * Everything the run reported must have arrived on this thread. */
 static void
-test_run_stop_save_load (void)
+run_save_load_once (const char *dir,
+                    guint       stop_at,
+                    gboolean    thorough)
 {
   g_autoptr(DcTrainingRun) run = dc_training_run_new ();
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("dc-training-run-XXXXXX", NULL);
   g_autofree char *pt = g_build_filename (dir, "model.pt", NULL);
   g_autofree char *hf = g_build_filename (dir, "hf", NULL);
   g_autofree char *config = g_build_filename (hf, "config.json", NULL);
   g_autofree char *hash_at_stop = NULL;
-  g_autofree char *text = NULL;
-  g_autofree char *text_again = NULL;
   DcTrainingRequest request = small_request ();
-  Seen seen = { 0, 0, TRUE, 0 };
-  guint64 stopped_at;
+  Seen seen;
 
-  g_signal_connect (run, "step", G_CALLBACK (step_cb), &seen);
-  g_signal_connect (run, "log", G_CALLBACK (log_cb), &seen);
+  connect_seen (run, &seen);
+  request.stop_at = stop_at;
 
   /* Nothing to save or generate from before a model exists. */
   g_assert_false (dc_training_run_save_checkpoint (run, pt, &error));
@@ -105,7 +147,8 @@ test_run_stop_save_load (void)
   g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_RUNNING);
   g_assert_cmpuint (dc_training_run_get_steps (run), ==, 100);
 
-  /* A second start, a save and a load are refused while the worker runs. */
+  /* A second start and a save are refused while the worker runs (it has
+   * not finished: its last report waits for this thread's context). */
   g_assert_false (dc_training_run_start (run, &request, &error));
   g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID);
   g_clear_error (&error);
@@ -113,48 +156,196 @@ test_run_stop_save_load (void)
   g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID);
   g_clear_error (&error);
 
-  g_assert_true (dc_test_wait_until (reached_step_20, run, TIMEOUT_MS));
-  dc_training_run_stop (run);
-  g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_STOPPING);
-  g_assert_true (dc_test_wait_until (is_ready, run, TIMEOUT_MS));
-
-  stopped_at = dc_training_run_get_step (run);
-  g_assert_cmpuint (stopped_at, >=, 20);
-  g_assert_cmpuint (stopped_at, <, 100);
-  g_assert_cmpuint (seen.n_steps_seen, ==, stopped_at);
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  g_assert_cmpstr (dc_training_run_get_message (run), ==, NULL);
+  g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_READY);
+  g_assert_cmpint (g_atomic_int_get (&seen.n_foreign), ==, 0);
+  g_assert_cmpuint (dc_training_run_get_step (run), ==, stop_at);
+  g_assert_cmpuint (seen.n_steps_seen, ==, stop_at);
   g_assert_true (seen.steps_in_order);
   g_assert_cmpuint (seen.n_logs, >=, 2);  /* the start line and the stop line */
   hash_at_stop = g_strdup (dc_training_run_get_hash (run));
   g_assert_nonnull (hash_at_stop);
 
-  /* Generation is reproducible with the same seed. */
-  text = dc_training_run_generate (run, "The ", 20, 0.8f, 42, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (text);
-  g_assert_cmpuint (strlen (text), >=, 20);
-  text_again = dc_training_run_generate (run, "The ", 20, 0.8f, 42, &error);
-  g_assert_no_error (error);
-  g_assert_cmpstr (text, ==, text_again);
+  if (thorough)
+    {
+      g_autofree char *text = NULL;
+      g_autofree char *text_again = NULL;
+
+      /* Generation is reproducible with the same seed. */
+      text = dc_training_run_generate (run, "The ", 20, 0.8f, 42, &error);
+      g_assert_no_error (error);
+      g_assert_nonnull (text);
+      g_assert_cmpuint (strlen (text), >=, 20);
+      text_again = dc_training_run_generate (run, "The ", 20, 0.8f, 42, &error);
+      g_assert_no_error (error);
+      g_assert_cmpstr (text, ==, text_again);
+    }
 
   g_assert_true (dc_training_run_save_checkpoint (run, pt, &error));
   g_assert_no_error (error);
-  g_assert_true (dc_training_run_export_hf (run, hf, &error));
-  g_assert_no_error (error);
-  g_assert_true (g_file_test (config, G_FILE_TEST_IS_REGULAR));
+  if (thorough)
+    {
+      g_assert_true (dc_training_run_export_hf (run, hf, &error));
+      g_assert_no_error (error);
+      g_assert_true (g_file_test (config, G_FILE_TEST_IS_REGULAR));
 
-  /* A bad file leaves the model in place; the good one restores the same weights. */
-  g_assert_false (dc_training_run_load_checkpoint (run, config, &error));
-  g_assert_nonnull (error);
-  g_clear_error (&error);
-  g_assert_cmpstr (dc_training_run_get_hash (run), ==, hash_at_stop);
+      /* A bad file leaves the model in place. */
+      g_assert_false (dc_training_run_load_checkpoint (run, config, &error));
+      g_assert_nonnull (error);
+      g_clear_error (&error);
+      g_assert_cmpstr (dc_training_run_get_hash (run), ==, hash_at_stop);
+    }
 
+  /* The good one restores the same weights. */
   g_assert_true (dc_training_run_load_checkpoint (run, pt, &error));
   g_assert_no_error (error);
   g_assert_cmpstr (dc_training_run_get_hash (run), ==, hash_at_stop);
-  g_assert_cmpuint (dc_training_run_get_step (run), ==, stopped_at);
+  g_assert_cmpuint (dc_training_run_get_step (run), ==, stop_at);
   g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_READY);
+  g_assert_cmpint (g_atomic_int_get (&seen.n_foreign), ==, 0);
 
   g_free (request.data);
+  /* No queued report holds the run: the last reference is this one. */
+  g_assert_finalize_object (g_steal_pointer (&run));
+}
+
+static void
+test_run_stop_save_load (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dc-training-run-XXXXXX", NULL);
+
+  run_save_load_once (dir, 20, TRUE);
+  dc_test_remove_tree (dir);
+}
+
+/* dc_training_run_stop: the run ends READY after the step in progress. The
+ * run is as long as runs may be, so the stop lands long before its end. */
+static void
+test_stop (void)
+{
+  g_autoptr(DcTrainingRun) run = dc_training_run_new ();
+  g_autoptr(GError) error = NULL;
+  DcTrainingRequest request = small_request ();
+  Seen seen;
+  guint64 stopped_at;
+
+  connect_seen (run, &seen);
+  request.steps = DC_TRAIN_STEPS_MAX;
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_no_error (error);
+  dc_training_run_stop (run);
+  g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_STOPPING);
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_READY);
+
+  stopped_at = dc_training_run_get_step (run);
+  g_assert_cmpuint (stopped_at, <, DC_TRAIN_STEPS_MAX);
+  g_assert_cmpuint (seen.n_steps_seen, ==, stopped_at);
+  g_assert_true (seen.steps_in_order);
+  g_assert_cmpint (g_atomic_int_get (&seen.n_foreign), ==, 0);
+  g_free (request.data);
+}
+
+/* A context that nobody owns between iterations, iterated by hand only
+ * when something is pending. On the global default context (the worker
+ * has no thread-default, so it is the worker's too) g_main_context_invoke
+ * would run the reports at once on the worker, which then emits "step" off
+ * this thread and joins itself at the end. Every report must wait for this
+ * thread instead, and the run must end READY. */
+static void
+check_unowned_context (GMainContext *context)
+{
+  g_autoptr(GError) error = NULL;
+  DcTrainingRequest request = small_request ();
+  DcTrainingRun *run;
+  gpointer weak = NULL;
+  gint64 deadline;
+  Seen seen;
+
+  run = dc_training_run_new ();
+  weak = run;
+  g_object_add_weak_pointer (G_OBJECT (run), &weak);
+  connect_seen (run, &seen);
+  request.stop_at = 20;
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_no_error (error);
+
+  /* The 1 ms pause only keeps this loop from spinning; it leaves the
+   * context unowned nearly all the time, which is the case under test. The
+   * result does not depend on it. */
+  deadline = g_get_monotonic_time () + (gint64) TIMEOUT_MS * 1000;
+  while (!is_done (run))
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      if (g_main_context_pending (context))
+        g_main_context_iteration (context, FALSE);
+      else
+        g_usleep (1000);
+    }
+
+  g_assert_cmpint (g_atomic_int_get (&seen.n_foreign), ==, 0);
+  g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_READY);
+  g_assert_cmpuint (dc_training_run_get_step (run), ==, 20);
+  g_assert_cmpuint (seen.n_steps_seen, ==, 20);
+  g_assert_true (seen.steps_in_order);
+  g_assert_cmpuint (seen.n_logs, >=, 2);
+
+  g_object_unref (run);
+  while (g_main_context_iteration (context, FALSE))
+    ;
+  g_assert_null (weak);
+  g_free (request.data);
+}
+
+static void
+test_unowned_default_context (void)
+{
+  check_unowned_context (g_main_context_default ());
+}
+
+/* The same with a context of the test's own, pushed as thread-default. */
+static void
+test_unowned_pushed_context (void)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+
+  g_main_context_push_thread_default (context);
+  check_unowned_context (context);
+  g_main_context_pop_thread_default (context);
+}
+
+static gpointer
+hog_worker (gpointer user_data)
+{
+  gint *stop = user_data;
+  volatile guint64 spins = 0;
+
+  while (!g_atomic_int_get (stop))
+    spins++;
+  return NULL;
+}
+
+/* The run/stop/save/load cycle, N_HOG_ROUNDS times while one spinning
+ * thread per core competes for the CPU: preemption then lands anywhere,
+ * including between the test's main-context iterations, where a report
+ * posted with g_main_context_invoke would run on the worker. */
+static void
+test_repeat_under_load (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dc-training-run-XXXXXX", NULL);
+  g_autoptr(GPtrArray) hogs = g_ptr_array_new ();
+  gint stop = 0;
+
+  for (guint i = 0; i < MAX (g_get_num_processors (), 1); i++)
+    g_ptr_array_add (hogs, g_thread_new ("test-hog", hog_worker, &stop));
+
+  for (guint round = 0; round < N_HOG_ROUNDS; round++)
+    run_save_load_once (dir, 2, FALSE);
+
+  g_atomic_int_set (&stop, 1);
+  for (guint i = 0; i < hogs->len; i++)
+    g_thread_join (hogs->pdata[i]);
   dc_test_remove_tree (dir);
 }
 
@@ -184,22 +375,77 @@ test_bad_requests (void)
   g_free (request.data);
 }
 
+typedef struct
+{
+  gpointer run;
+  guint    n_emitted;
+} Emitted;
+
+/* An emission hook sees "step" and "log" even after dispose has destroyed
+ * the run's handlers: it is how the test sees an emission that should not
+ * happen. */
+static gboolean
+count_emission_hook (GSignalInvocationHint *hint,
+                     guint                  n_values,
+                     const GValue          *values,
+                     gpointer               user_data)
+{
+  Emitted *emitted = user_data;
+
+  if (g_value_get_object (&values[0]) == emitted->run)
+    emitted->n_emitted++;
+  return TRUE;
+}
+
 static void
 test_dispose_mid_run (void)
 {
   DcTrainingRun *run = dc_training_run_new ();
   g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("dc-training-run-XXXXXX", NULL);
+  g_autofree char *pt = g_build_filename (dir, "model.pt", NULL);
   DcTrainingRequest request = small_request ();
+  Emitted emitted = { run, 0 };
+  gpointer weak = run;
+  guint step_id = g_signal_lookup ("step", DC_TYPE_TRAINING_RUN);
+  guint log_id = g_signal_lookup ("log", DC_TYPE_TRAINING_RUN);
+  gulong step_hook, log_hook;
+  guint emitted_at_dispose;
 
+  g_object_add_weak_pointer (G_OBJECT (run), &weak);
+  step_hook = g_signal_add_emission_hook (step_id, 0, count_emission_hook, &emitted, NULL);
+  log_hook = g_signal_add_emission_hook (log_id, 0, count_emission_hook, &emitted, NULL);
+
+  /* As long as runs may be: the worker is mid-run when dispose comes. */
+  request.steps = DC_TRAIN_STEPS_MAX;
   g_assert_true (dc_training_run_start (run, &request, &error));
   g_assert_no_error (error);
-  /* Dropping the last reference mid-run stops and joins the worker. */
+  g_assert_true (dc_test_wait_until (reached_step_1, run, TIMEOUT_MS));
+  g_assert_cmpuint (emitted.n_emitted, >=, 2);  /* the start line and step 1 */
+
+  /* Dispose stops and joins the worker: once it returns, the model is no
+   * longer the worker's and may be saved (a running worker's is refused).
+   * The test holds its context meanwhile, as a main loop does while it
+   * dispatches: the worker's last reports are queued, not run at once. */
+  g_assert_true (g_main_context_acquire (NULL));
   g_object_run_dispose (G_OBJECT (run));
+  g_main_context_release (NULL);
+  g_assert_true (dc_training_run_save_checkpoint (run, pt, &error));
+  g_assert_no_error (error);
+  emitted_at_dispose = emitted.n_emitted;  /* the save's own log line */
+
+  /* The worker's reports queued before the join (its last step, its stop
+   * line, its end) are dropped, never delivered, and do not keep the run. */
   g_object_unref (run);
-  /* Reports still queued hold their own references and are dropped with the context. */
   while (g_main_context_iteration (NULL, FALSE))
     ;
+  g_assert_null (weak);
+  g_assert_cmpuint (emitted.n_emitted, ==, emitted_at_dispose);
+
+  g_signal_remove_emission_hook (step_id, step_hook);
+  g_signal_remove_emission_hook (log_id, log_hook);
   g_free (request.data);
+  dc_test_remove_tree (dir);
 }
 
 int
@@ -209,6 +455,12 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/dc/model/training-run/run-stop-save-load", test_run_stop_save_load);
+  g_test_add_func ("/dc/model/training-run/stop", test_stop);
+  g_test_add_func ("/dc/model/training-run/unowned-default-context",
+                   test_unowned_default_context);
+  g_test_add_func ("/dc/model/training-run/unowned-pushed-context",
+                   test_unowned_pushed_context);
+  g_test_add_func ("/dc/model/training-run/repeat-under-load", test_repeat_under_load);
   g_test_add_func ("/dc/model/training-run/bad-requests", test_bad_requests);
   g_test_add_func ("/dc/model/training-run/dispose-mid-run", test_dispose_mid_run);
 

@@ -1,10 +1,15 @@
 /* dc-training-run.c: a training run on this device, off the main thread.
  *
  * The run owns the model. While the worker thread trains, only it touches the
- * model; the main thread learns of each step through an idle callback on the
- * context that started the run, which updates the properties and emits
- * "step". Checkpoints, export and generation need the model, so they are
- * refused while a run is in progress (the UI disables them).
+ * model; the main thread learns of each step through a queue of reports that
+ * one idle source, attached to the context that started the run, drains on
+ * that context's thread: it updates the properties, emits "step" and "log",
+ * and joins the worker after its last report. Never g_main_context_invoke:
+ * it runs the callback at once on the calling (worker) thread whenever
+ * nobody owns the context, which then emits signals off the main thread and
+ * joins the worker from itself. Checkpoints, export and generation need the
+ * model, so they are refused while a run is in progress (the UI disables
+ * them).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -35,10 +40,16 @@ struct _DcTrainingRun
   GMainContext    *context;        /* where the worker reports */
   GCancellable    *cancellable;    /* the run's data reads; cancelled by stop */
 
+  /* reports from the worker, guarded by report_lock */
+  GMutex           report_lock;
+  GQueue           reports;        /* Report *, oldest first */
+  GSource         *report_source;  /* the pending delivery on context, or NULL */
+
   /* state */
   DcTrainSettings  settings;
   DcGptConfig      config;         /* of the run being prepared */
   guint            n_threads;
+  guint            stop_at;        /* 0, or the step after which the worker stops */
   char            *data;           /* the run's --data spec */
   DcTrainingState  state;
   guint64          step;
@@ -47,6 +58,7 @@ struct _DcTrainingRun
   char            *hash;
   char            *message;
   gint             stop_requested; /* atomic */
+  guint            disposed : 1;   /* no report is delivered after dispose */
 };
 
 enum {
@@ -72,10 +84,10 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (DcTrainingRun, dc_training_run, G_TYPE_OBJECT)
 
-/* Messages from the worker to the main thread. */
+/* Messages from the worker to the main thread. They hold no reference to
+ * the run: a queued report must not keep it alive, and dispose drops them. */
 typedef struct
 {
-  DcTrainingRun *self;       /* strong reference */
   gboolean       finished;   /* the worker has returned */
   guint64        step;
   double         loss;
@@ -88,7 +100,6 @@ typedef struct
 static void
 report_free (Report *report)
 {
-  g_clear_object (&report->self);
   g_free (report->hash);
   g_free (report->log);
   g_clear_error (&report->error);
@@ -164,12 +175,21 @@ current_model (DcTrainingRun *self)
   return self->loaded;
 }
 
-static gboolean
-deliver_report_cb (gpointer user_data)
+/* Joining a thread from itself deadlocks (GLib aborts with "Resource
+ * deadlock avoided"): only the owner's thread joins, once the worker has
+ * posted its last report. */
+static void
+join_worker (DcTrainingRun *self)
 {
-  Report *report = user_data;
-  DcTrainingRun *self = report->self;
+  g_assert (self->thread != g_thread_self ());
+  g_clear_pointer (&self->thread, g_thread_join);
+}
 
+/* On the owner's thread, in order of posting. */
+static void
+deliver_report (DcTrainingRun *self,
+                Report        *report)
+{
   if (report->log != NULL)
     emit_log (self, report->log);
 
@@ -192,7 +212,7 @@ deliver_report_cb (gpointer user_data)
 
   if (report->finished)
     {
-      g_clear_pointer (&self->thread, g_thread_join);
+      join_worker (self);
       if (report->error != NULL)
         {
           g_autofree char *line = g_strdup_printf ("training failed: %s",
@@ -208,18 +228,65 @@ deliver_report_cb (gpointer user_data)
           set_state (self, DC_TRAINING_STATE_READY);
         }
     }
+}
 
+/* The idle source on the owner's context. Dispose destroys it (on that same
+ * thread) before self goes away, so the borrowed pointer is valid here. */
+static gboolean
+deliver_reports_cb (gpointer user_data)
+{
+  g_autoptr(DcTrainingRun) self = g_object_ref (DC_TRAINING_RUN (user_data));
+  GQueue reports = G_QUEUE_INIT;
+  Report *report;
+
+  g_mutex_lock (&self->report_lock);
+  reports = self->reports;
+  g_queue_init (&self->reports);
+  g_clear_pointer (&self->report_source, g_source_unref);
+  g_mutex_unlock (&self->report_lock);
+
+  /* A handler may dispose the run (g_object_run_dispose): drop the rest. */
+  while ((report = g_queue_pop_head (&reports)) != NULL)
+    {
+      if (!self->disposed)
+        deliver_report (self, report);
+      report_free (report);
+    }
   return G_SOURCE_REMOVE;
 }
 
-/* Called on the worker thread: hands a report to the main thread. */
+/* Called on the worker thread: queues a report and, when none is pending,
+ * attaches one idle source to the owner's context. Always a source: the
+ * reports then run only where that context is iterated, whoever owns it. */
 static void
 post_report (DcTrainingRun *self,
              Report        *report)
 {
-  report->self = g_object_ref (self);
-  g_main_context_invoke_full (self->context, G_PRIORITY_DEFAULT, deliver_report_cb, report,
-                              (GDestroyNotify) report_free);
+  g_mutex_lock (&self->report_lock);
+  g_queue_push_tail (&self->reports, report);
+  if (self->report_source == NULL)
+    {
+      GSource *source = g_idle_source_new ();
+
+      g_source_set_priority (source, G_PRIORITY_DEFAULT);
+      g_source_set_callback (source, deliver_reports_cb, self, NULL);
+      g_source_set_static_name (source, "[dc] training reports");
+      self->report_source = source;
+      g_source_attach (source, self->context);
+    }
+  g_mutex_unlock (&self->report_lock);
+}
+
+/* On the owner's thread, after the join: nothing can post any more. */
+static void
+drop_reports (DcTrainingRun *self)
+{
+  g_mutex_lock (&self->report_lock);
+  if (self->report_source != NULL)
+    g_source_destroy (self->report_source);
+  g_clear_pointer (&self->report_source, g_source_unref);
+  g_queue_clear_full (&self->reports, (GDestroyNotify) report_free);
+  g_mutex_unlock (&self->report_lock);
 }
 
 static void
@@ -288,7 +355,8 @@ training_worker (gpointer user_data)
   model = dc_trainer_get_model (self->trainer);
   batch_tokens = self->settings.batch * model->config.seq;
 
-  while (model->step < self->settings.steps && !g_atomic_int_get (&self->stop_requested))
+  while (model->step < self->settings.steps && !g_atomic_int_get (&self->stop_requested)
+         && (self->stop_at == 0 || model->step < self->stop_at))
     {
       Report *report = g_new0 (Report, 1);
       gint64 start = g_get_monotonic_time ();
@@ -365,6 +433,7 @@ dc_training_run_start (DcTrainingRun            *self,
   self->settings = settings;
   self->config = config;
   self->n_threads = request->n_threads > 0 ? request->n_threads : g_get_num_processors ();
+  self->stop_at = request->stop_at;
   g_free (self->data);
   self->data = g_strdup (data);
   self->step = 0;
@@ -639,15 +708,18 @@ dc_training_run_dispose (GObject *object)
 {
   DcTrainingRun *self = DC_TRAINING_RUN (object);
 
-  /* The worker holds no reference to self (its reports do, and they only
-   * run on the main context), so stopping and joining here is safe: it
-   * returns after the step in progress. */
+  /* Neither the worker nor its reports hold a reference to self, so
+   * stopping and joining here is safe: the worker returns after the step in
+   * progress. Its queued reports are dropped unread, so no "step" or "log"
+   * is emitted after dispose. */
+  self->disposed = TRUE;
   if (self->thread != NULL)
     {
       g_atomic_int_set (&self->stop_requested, 1);
       g_cancellable_cancel (self->cancellable);
-      g_clear_pointer (&self->thread, g_thread_join);
+      join_worker (self);
     }
+  drop_reports (self);
 
   G_OBJECT_CLASS (dc_training_run_parent_class)->dispose (object);
 }
@@ -664,6 +736,7 @@ dc_training_run_finalize (GObject *object)
   g_free (self->data);
   g_free (self->hash);
   g_free (self->message);
+  g_mutex_clear (&self->report_lock);
 
   G_OBJECT_CLASS (dc_training_run_parent_class)->finalize (object);
 }
@@ -714,4 +787,6 @@ dc_training_run_class_init (DcTrainingRunClass *klass)
 static void
 dc_training_run_init (DcTrainingRun *self)
 {
+  g_mutex_init (&self->report_lock);
+  g_queue_init (&self->reports);
 }

@@ -42,6 +42,9 @@ typedef struct
   guint64  seed;
   guint    n_threads;  /* 0: every core; results do not depend on it */
   char    *data;       /* "builtin", a Hugging Face dataset id, or a file */
+  guint    stop_at;    /* 0: run all @steps; else stop after this step, as the
+                        * CLI's --stop-at does (a stop that does not race the
+                        * worker) */
 } DcTrainingRequest;
 
 DcTrainingRun   *dc_training_run_new             (void);
