@@ -9,6 +9,7 @@
 #include "dc-test-utils.h"
 
 #include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
 
 
 static gboolean
@@ -266,4 +267,125 @@ dc_test_remove_tree (const char *path)
       dc_test_remove_tree (child);
     }
   g_rmdir (path);
+}
+
+/* The Vulkan driver manifest the gpu tests expect a device from, or NULL. */
+static char *vulkan_driver;
+
+/* Whether @path is a lavapipe manifest whose library this process can load:
+ * Mesa names the file after the CPU (lvp_icd.x86_64.json) and several may be
+ * installed side by side (multiarch); the one whose library lies in this
+ * build's multiarch directory is ours. */
+static gboolean
+is_our_lavapipe (const char *path)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  JsonNode *root;
+  JsonObject *icd;
+  const char *library;
+
+  if (!json_parser_load_from_mapped_file (parser, path, NULL))
+    return FALSE;
+  root = json_parser_get_root (parser);
+  if (!JSON_NODE_HOLDS_OBJECT (root))
+    return FALSE;
+  icd = json_object_get_object_member (json_node_get_object (root), "ICD");
+  library = icd != NULL ? json_object_get_string_member_with_default (icd, "library_path", NULL)
+                        : NULL;
+  if (library == NULL)
+    return FALSE;
+  /* A bare name is found by the dynamic loader: trust the file name. */
+  if (!g_path_is_absolute (library))
+    {
+      g_autofree char *expected = g_strdup_printf ("lvp_icd.%s.json", DC_TEST_CPU);
+      g_autofree char *base = g_path_get_basename (path);
+
+      return g_str_equal (base, expected);
+    }
+  if (!g_file_test (library, G_FILE_TEST_EXISTS))
+    return FALSE;
+  return DC_TEST_MULTIARCH[0] == '\0' || strstr (library, "/" DC_TEST_MULTIARCH "/") != NULL;
+}
+
+/**
+ * dc_test_use_lavapipe:
+ *
+ * Points the Vulkan loader at Mesa's lavapipe (the gpu suite's device) when
+ * the environment names no driver, looking for it now, when the test runs,
+ * in the loader's search directories. Call it in main() after g_test_init()
+ * and before any Vulkan call. A driver the user chose (VK_DRIVER_FILES or
+ * VK_ICD_FILENAMES) is kept.
+ *
+ * Returns: (nullable): the driver manifest in use, or %NULL when none is
+ *   installed (then dc_test_skip_without_vulkan() skips)
+ */
+const char *
+dc_test_use_lavapipe (void)
+{
+  const char *chosen = g_getenv ("VK_DRIVER_FILES");
+  const char * const *data_dirs = g_get_system_data_dirs ();
+  g_autoptr(GPtrArray) dirs = g_ptr_array_new_with_free_func (g_free);
+
+  if (chosen == NULL || *chosen == '\0')
+    chosen = g_getenv ("VK_ICD_FILENAMES");
+  if (chosen != NULL && *chosen != '\0')
+    {
+      g_free (vulkan_driver);
+      vulkan_driver = g_strdup (chosen);
+      g_test_message ("Vulkan driver chosen by the environment: %s", vulkan_driver);
+      return vulkan_driver;
+    }
+
+  g_ptr_array_add (dirs, g_strdup ("/etc/vulkan/icd.d"));
+  for (guint i = 0; data_dirs[i] != NULL; i++)
+    g_ptr_array_add (dirs, g_build_filename (data_dirs[i], "vulkan", "icd.d", NULL));
+  g_ptr_array_add (dirs, g_strdup ("/usr/share/vulkan/icd.d"));
+
+  for (guint i = 0; i < dirs->len && vulkan_driver == NULL; i++)
+    {
+      g_autoptr(GDir) dir = g_dir_open (dirs->pdata[i], 0, NULL);
+      const char *name;
+
+      while (dir != NULL && vulkan_driver == NULL && (name = g_dir_read_name (dir)) != NULL)
+        {
+          g_autofree char *path = g_build_filename (dirs->pdata[i], name, NULL);
+
+          if (g_str_has_prefix (name, "lvp_icd.") && g_str_has_suffix (name, ".json")
+              && is_our_lavapipe (path))
+            vulkan_driver = g_steal_pointer (&path);
+        }
+    }
+
+  if (vulkan_driver == NULL)
+    {
+      g_test_message ("no lavapipe driver manifest (mesa-vulkan-drivers) for %s",
+                      DC_TEST_MULTIARCH[0] != '\0' ? DC_TEST_MULTIARCH : DC_TEST_CPU);
+      return NULL;
+    }
+  /* Both names: loaders before 1.3.207 read only the old one. */
+  g_setenv ("VK_DRIVER_FILES", vulkan_driver, TRUE);
+  g_setenv ("VK_ICD_FILENAMES", vulkan_driver, TRUE);
+  g_test_message ("Vulkan driver: %s", vulkan_driver);
+  return vulkan_driver;
+}
+
+/**
+ * dc_test_skip_without_vulkan:
+ * @reason: why no device could be used (the error's message)
+ *
+ * The only way a gpu test may give up for want of a device. Without any
+ * Vulkan driver installed it skips (TAP and meson count a skip, never a
+ * pass). With a driver installed (lavapipe found by dc_test_use_lavapipe(),
+ * or one the environment chose) a missing device is a fault, so the test
+ * fails: a gpu suite never skips everything where it could run.
+ */
+void
+dc_test_skip_without_vulkan (const char *reason)
+{
+  if (vulkan_driver != NULL)
+    g_test_fail_printf ("a Vulkan driver is configured (%s) but no device could be used: %s",
+                        vulkan_driver, reason);
+  else
+    g_test_skip_printf ("no Vulkan driver is installed (mesa-vulkan-drivers provides "
+                        "lavapipe): %s", reason);
 }

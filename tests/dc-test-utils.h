@@ -28,5 +28,7 @@ gboolean  dc_test_spawn             (const char * const *argv,
                                      char             **stderr_text,
                                      int               *exit_status,
                                      guint              timeout_ms);
+const char *dc_test_use_lavapipe    (void);
+void      dc_test_skip_without_vulkan (const char       *reason);
 
 G_END_DECLS

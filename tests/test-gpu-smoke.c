@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include "dc-test-utils.h"
 #include "engine/dc-vk-context.h"
 
 typedef struct
@@ -30,7 +31,7 @@ test_smoke_dispatch (void)
   ctx = dc_vk_context_new (-1, &error);
   if (ctx == NULL)
     {
-      g_test_skip_printf ("no Vulkan device: %s", error->message);
+      dc_test_skip_without_vulkan (error->message);
       return;
     }
   g_test_message ("device: %s", dc_vk_context_get_device_name (ctx));
@@ -62,7 +63,7 @@ test_missing_kernel (void)
   ctx = dc_vk_context_new (-1, &error);
   if (ctx == NULL)
     {
-      g_test_skip_printf ("no Vulkan device: %s", error->message);
+      dc_test_skip_without_vulkan (error->message);
       return;
     }
 
@@ -88,6 +89,7 @@ main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  dc_test_use_lavapipe ();
 
   g_test_add_func ("/dc/engine/vulkan/smoke-dispatch", test_smoke_dispatch);
   g_test_add_func ("/dc/engine/vulkan/missing-kernel", test_missing_kernel);

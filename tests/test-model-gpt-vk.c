@@ -75,7 +75,7 @@ test_vulkan_equals_cpu (void)
   g_assert_nonnull (scalar);
   if (vulkan == NULL)
     {
-      g_test_skip ("no usable Vulkan device");
+      dc_test_skip_without_vulkan ("no usable Vulkan backend (the log above says why)");
       return;
     }
   for (guint s = 0; s < STEPS; s++)
@@ -91,6 +91,7 @@ main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  dc_test_use_lavapipe ();
   g_test_add_func ("/dc/model/gpt/vulkan-equals-cpu", test_vulkan_equals_cpu);
   return g_test_run ();
 }
