@@ -79,7 +79,8 @@ check_train_view (DcApplication *app)
   g_settings_set_int (settings, "train-width", 16);
   g_settings_set_int (settings, "train-seq-len", 16);
   g_settings_set_int (settings, "train-batch", 2);
-  g_settings_set_int (settings, "train-steps", 400);
+  /* As long as runs may be: Stop always lands mid-run, never after the end. */
+  g_settings_set_int (settings, "train-steps", 10000);
   /* FineWeb-Edu, with the Hub pointed at a closed port on loopback: the run
    * must go on with the built-in corpus and say so (the seeds' fallback). */
   g_settings_set_string (settings, "train-dataset", "HuggingFaceFW/fineweb-edu/sample/10BT");
@@ -102,6 +103,7 @@ check_train_view (DcApplication *app)
   shot = dc_test_render_widget (GTK_WIDGET (window), "train-view-mid-run");
   g_assert_nonnull (shot);
 
+  g_assert_true (action_enabled (widget, "stop"));
   g_assert_true (gtk_widget_activate_action (widget, "train.stop", NULL));
   g_assert_true (dc_test_wait_until (page_is_idle, page, TIMEOUT_MS));
   g_assert_cmpuint (dc_loss_chart_get_n_points (dc_train_page_get_chart (page)), >=, 20);
