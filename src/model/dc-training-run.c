@@ -338,14 +338,20 @@ static gpointer
 training_worker (gpointer user_data)
 {
   DcTrainingRun *self = user_data;
+  g_autoptr(GMainContext) worker_context = g_main_context_new ();
   Report *done = g_new0 (Report, 1);
   DcGptModel *model;
   guint batch_tokens;
 
   /* Reading the data (a dataset: the network) and building the model happen
    * here, off the main thread. The main thread reads self->trainer only
-   * after the join. */
+   * after the join. Objects made here (the dataset's DcHfClient) send their
+   * notifications to their thread-default context: make it this thread's
+   * own, never iterated, rather than the global default that the main
+   * thread runs, so that nothing of the worker's is touched there. */
+  g_main_context_push_thread_default (worker_context);
   self->trainer = prepare_trainer (self, &done->error);
+  g_main_context_pop_thread_default (worker_context);
   if (self->trainer == NULL)
     {
       done->finished = TRUE;
