@@ -399,8 +399,10 @@ training_worker (gpointer user_data)
  * Trains a fresh model from @request (seeded weights) on a worker thread,
  * which first reads the data (a Hugging Face dataset falls back to the
  * built-in corpus when unreachable). Progress arrives as "step" signals on
- * the calling thread's default main context; a failure while preparing or
- * training ends the run in the FAILED state with its message.
+ * the calling thread's thread-default main context (the global default when
+ * it has none), only when that context is iterated, and always on the
+ * thread that iterates it: use and dispose the run there. A failure while
+ * preparing or training ends the run in the FAILED state with its message.
  *
  * Returns: %FALSE with @error set when the settings are invalid or a run is
  *   already in progress
