@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
+#include <libsoup/soup.h>
 
 #include "dc-test-utils.h"
 #include "model/dc-gpt-model.h"
@@ -375,6 +376,70 @@ test_bad_requests (void)
   g_free (request.data);
 }
 
+/* A stand-in Hugging Face hub: every request gets 200 and an empty JSON
+ * array (a dataset with no files), enough for a client to read a body. */
+static void
+empty_hub_cb (SoupServer        *server,
+              SoupServerMessage *msg,
+              const char        *path,
+              GHashTable        *query,
+              gpointer           user_data)
+{
+  soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_STATIC, "[]", 2);
+  soup_server_message_set_status (msg, 200, NULL);
+}
+
+/* The worker reads a dataset through a DcHfClient it makes; the client's
+ * bytes-received notifications go to its thread-default context. They must
+ * not land on the global default context (the main thread's, and the
+ * worker's default when it pushes none): nothing of the worker's is touched
+ * there. The run reports to a pushed context, and the hub is served there,
+ * so the global default context must have nothing pending afterwards. */
+static void
+test_worker_objects_stay_off_main (void)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(SoupServer) server = NULL;
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(DcTrainingRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *url = NULL;
+  DcTrainingRequest request = small_request ();
+  GSList *uris;
+
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_main_context_push_thread_default (context);
+  server = soup_server_new (NULL, NULL);
+  soup_server_add_handler (server, NULL, empty_hub_cb, NULL, NULL);
+  soup_server_listen (server, address, 0, &error);
+  g_assert_no_error (error);
+  uris = soup_server_get_uris (server);
+  url = g_uri_to_string (uris->data);
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+
+  g_setenv ("HF_ENDPOINT", url, TRUE);
+  g_free (request.data);
+  request.data = g_strdup ("test/empty");
+  request.stop_at = 1;
+  run = dc_training_run_new ();
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  g_unsetenv ("HF_ENDPOINT");
+  g_test_message ("run ended %s: %s",
+                  is_ready (run) ? "READY" : "FAILED",
+                  dc_training_run_get_message (run) != NULL
+                  ? dc_training_run_get_message (run) : "built-in corpus");
+
+  g_assert_false (g_main_context_pending (g_main_context_default ()));
+  g_assert_finalize_object (g_steal_pointer (&run));
+  soup_server_disconnect (server);
+  g_main_context_pop_thread_default (context);
+  g_free (request.data);
+}
+
 typedef struct
 {
   gpointer run;
@@ -462,6 +527,8 @@ main (int    argc,
                    test_unowned_pushed_context);
   g_test_add_func ("/dc/model/training-run/repeat-under-load", test_repeat_under_load);
   g_test_add_func ("/dc/model/training-run/bad-requests", test_bad_requests);
+  g_test_add_func ("/dc/model/training-run/worker-objects-stay-off-main",
+                   test_worker_objects_stay_off_main);
   g_test_add_func ("/dc/model/training-run/dispose-mid-run", test_dispose_mid_run);
 
   return g_test_run ();
