@@ -11,7 +11,9 @@
 #include <libsoup/soup.h>
 
 #include "dc-test-utils.h"
+#include "mesh/dc-room.h"
 #include "mesh/dc-signal-server.h"
+#include "mesh/dc-signaling.h"
 
 #define ROOM_1 "1111111111111111111111111111111111111111111111111111111111111111"
 #define ROOM_2 "2222222222222222222222222222222222222222222222222222222222222222"
@@ -352,6 +354,111 @@ test_tls (void)
   }
 }
 
+typedef struct
+{
+  char      *id;
+  GPtrArray *from;   /* sender ids of the bodies the device accepted */
+} Device;
+
+static void
+device_welcome_cb (DcSignaling *signaling,
+                   const char  *id,
+                   const char  *host,
+                   gpointer     user_data)
+{
+  ((Device *) user_data)->id = g_strdup (id);
+}
+
+static void
+device_message_cb (DcSignaling *signaling,
+                   const char  *from,
+                   JsonObject  *body,
+                   gpointer     user_data)
+{
+  g_ptr_array_add (((Device *) user_data)->from, g_strdup (from));
+}
+
+static gboolean
+device_has_id (gpointer user_data)
+{
+  return ((Device *) user_data)->id != NULL;
+}
+
+static gboolean
+device_has_message (gpointer user_data)
+{
+  return ((Device *) user_data)->from->len > 0;
+}
+
+/* Sends @body to @to, signed with @room's key as a member would. */
+static void
+client_relay (Client       *client,
+              const DcRoom *room,
+              const char   *from,
+              const char   *to,
+              const char   *body)
+{
+  g_autofree char *mac = dc_room_sign (room, from, to, body);
+  g_autoptr(JsonObject) relay = json_object_new ();
+  g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+  g_autofree char *text = NULL;
+
+  json_object_set_string_member (relay, "type", "relay");
+  json_object_set_string_member (relay, "to", to);
+  json_object_set_string_member (relay, "body", body);
+  json_object_set_string_member (relay, "mac", mac);
+  json_node_set_object (node, relay);
+  text = json_to_string (node, FALSE);
+  client_send (client, text);
+}
+
+/* A member that relays bodies nested 200,000 deep (json-glib 1.6 overflows
+ * its stack at about 80,000) is dropped without a crash and, after three,
+ * blocked: even its correctly signed bodies are ignored, while another
+ * member's still arrive. */
+static void
+test_device_blocks_deep_relays (void)
+{
+  g_autoptr(DcSignalServer) server = server_new ();
+  g_autofree char *url = dc_signal_server_dup_url (server);
+  g_autoptr(DcRoom) room = dc_room_new ("DEEP-RELAY-TEST");
+  g_autoptr(DcSignaling) signaling = dc_signaling_new (url, room, NULL);
+  g_autoptr(Client) attacker = NULL, friend = NULL;
+  g_autofree char *deep = g_strnfill (200 * 1000, '[');
+  g_autofree char *attacker_id = NULL, *friend_id = NULL;
+  Device device = { NULL, g_ptr_array_new_with_free_func (g_free) };
+
+  g_signal_connect (signaling, "welcome", G_CALLBACK (device_welcome_cb), &device);
+  g_signal_connect (signaling, "message", G_CALLBACK (device_message_cb), &device);
+  dc_signaling_connect (signaling, TRUE);
+  g_assert_true (dc_test_wait_until (device_has_id, &device, 10000));
+
+  attacker = client_new (server);
+  client_join (attacker, room->room_id, FALSE);
+  attacker_id = g_strdup (json_object_get_string_member (client_expect (attacker, 0), "id"));
+  friend = client_new (server);
+  client_join (friend, room->room_id, FALSE);
+  friend_id = g_strdup (json_object_get_string_member (client_expect (friend, 0), "id"));
+
+  for (guint i = 0; i < 3; i++)
+    client_relay (attacker, room, attacker_id, device.id, deep);
+  client_relay (attacker, room, attacker_id, device.id, "{\"kind\":\"hello\",\"seq\":1}");
+  /* Order the friend's body after the attacker's: the service handles the
+   * attacker's frames in order, so once the friend has the attacker's note,
+   * the bodies before it are already on their way to the device, ahead of
+   * anything the friend sends now. */
+  client_relay (attacker, room, attacker_id, friend_id, "note");
+  client_expect (friend, 1);
+  client_relay (friend, room, friend_id, device.id, "{\"kind\":\"hello\",\"seq\":1}");
+  g_assert_true (dc_test_wait_until (device_has_message, &device, 10000));
+  g_assert_cmpuint (device.from->len, ==, 1);
+  g_assert_cmpstr (g_ptr_array_index (device.from, 0), ==, friend_id);
+
+  dc_signaling_close (signaling);
+  g_ptr_array_unref (device.from);
+  g_free (device.id);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -361,6 +468,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/signal/malformed", test_malformed);
   g_test_add_func ("/dc/mesh/signal/rooms", test_rooms);
   g_test_add_func ("/dc/mesh/signal/tls", test_tls);
+  g_test_add_func ("/dc/mesh/signal/device-blocks-deep-relays", test_device_blocks_deep_relays);
 
   return g_test_run ();
 }

@@ -29,6 +29,11 @@ dc_cli_signal_run (const DcCliCommand  *command,
   g_autofree char *bind = NULL;
   g_autofree char *tls_cert = NULL;
   g_autofree char *tls_key = NULL;
+  int join_timeout = DC_SIGNAL_DEFAULT_JOIN_TIMEOUT_S;
+  int max_connections = DC_SIGNAL_DEFAULT_MAX_CONNECTIONS;
+  int max_rooms = DC_SIGNAL_DEFAULT_MAX_ROOMS;
+  int max_pending = DC_SIGNAL_DEFAULT_MAX_PENDING;
+  DcSignalLimits limits;
   const GOptionEntry entries[] = {
     { "port", 0, 0, G_OPTION_ARG_INT, &port, N_("TCP port (0: any free port; default 8765)"),
       N_("PORT") },
@@ -38,6 +43,16 @@ dc_cli_signal_run (const DcCliCommand  *command,
       N_("FILE") },
     { "tls-key", 0, 0, G_OPTION_ARG_FILENAME, &tls_key, N_("PEM private key of the certificate"),
       N_("FILE") },
+    { "join-timeout", 0, 0, G_OPTION_ARG_INT, &join_timeout,
+      N_("Close connections that send no join within this many seconds (0: never; "
+         "default 10)"), N_("SECONDS") },
+    { "max-connections-per-address", 0, 0, G_OPTION_ARG_INT, &max_connections,
+      N_("Open connections one IP address may hold (default 64)"), N_("N") },
+    { "max-rooms-per-address", 0, 0, G_OPTION_ARG_INT, &max_rooms,
+      N_("Rooms one IP address may have created and still hold (default 16)"), N_("N") },
+    { "max-pending-per-address", 0, 0, G_OPTION_ARG_INT, &max_pending,
+      N_("Joins from one IP address that may wait for a host's approval (default 16)"),
+      N_("N") },
     { NULL }
   };
   g_autoptr(DcSignalServer) server = NULL;
@@ -51,8 +66,19 @@ dc_cli_signal_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("unexpected argument “%s”"), argv[1]);
   if (port < 0 || port > 65535)
     return dc_cli_usage_error (command, _("--port must be between 0 and 65535"));
+  if (join_timeout < 0 || join_timeout > 3600)
+    return dc_cli_usage_error (command, _("--join-timeout must be between 0 and 3600"));
+  if (max_connections < 1 || max_rooms < 1 || max_pending < 1
+      || max_connections > 100000 || max_rooms > 100000 || max_pending > 100000)
+    return dc_cli_usage_error (command, _("the --max-…-per-address options must be between 1 "
+                                          "and 100000"));
 
   server = dc_signal_server_new ();
+  limits.join_timeout_s = (guint) join_timeout;
+  limits.max_connections_per_address = (guint) max_connections;
+  limits.max_rooms_per_address = (guint) max_rooms;
+  limits.max_pending_per_address = (guint) max_pending;
+  dc_signal_server_set_limits (server, &limits);
   if (!dc_signal_server_listen (server, bind, (guint) port, tls_cert, tls_key, &error))
     return dc_cli_fail (options, error);
   url = dc_signal_server_dup_url (server);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "dc-data-error.h"
+#include "dc-json-bounds.h"
 #include "dc-hf-url.h"
 
 #define MAX_REDIRECTS 10
@@ -959,7 +960,7 @@ dc_hf_client_get_json_page (DcHfClient    *self,
 {
   RangeSpec none = { FALSE, FALSE, 0, 0 };
   g_autoptr(GBytes) bytes = NULL;
-  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(JsonNode) root = NULL;
   g_autofree char *description = NULL;
   g_autofree char *next = NULL;
   gsize len;
@@ -971,7 +972,10 @@ dc_hf_client_get_json_page (DcHfClient    *self,
   if (bytes == NULL)
     return NULL;
   data = g_bytes_get_data (bytes, &len);
-  if (!json_parser_load_from_data (parser, data != NULL ? data : "", (gssize) len, error))
+  /* The Hub's answer is untrusted: bounded before json-glib recurses into it. */
+  root = dc_json_parse_bounded (data != NULL ? data : "", (gssize) len, DC_JSON_HUB_MAX_BYTES,
+                                DC_JSON_HUB_MAX_DEPTH, error);
+  if (root == NULL)
     {
       description = dc_hf_url_describe (url);
       g_prefix_error (error, "%s is not valid JSON: ", description);
@@ -979,7 +983,7 @@ dc_hf_client_get_json_page (DcHfClient    *self,
     }
   if (next_page != NULL)
     *next_page = g_steal_pointer (&next);
-  return json_node_copy (json_parser_get_root (parser));
+  return g_steal_pointer (&root);
 }
 
 /**

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <json-glib/json-glib.h>
 
+#include "dc-json-bounds.h"
 #include "dc-room.h"
 
 struct _DcDiscovery
@@ -57,19 +58,29 @@ handle_datagram (DcDiscovery    *self,
                  const char     *data,
                  gssize          size)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) root = NULL;
   g_autofree char *host = NULL;
   g_autofree char *url = NULL;
   JsonObject *object;
-  JsonNode *root;
   const char *room, *name, *instance;
   gint64 port;
 
-  if (!G_IS_INET_SOCKET_ADDRESS (from)
-      || !json_parser_load_from_data (parser, data, size, NULL)
-      || (root = json_parser_get_root (parser)) == NULL
-      || !JSON_NODE_HOLDS_OBJECT (root))
+  if (!G_IS_INET_SOCKET_ADDRESS (from))
     return;
+  root = dc_json_parse_bounded (data, size, DC_JSON_DISCOVERY_MAX_BYTES,
+                                DC_JSON_DISCOVERY_MAX_DEPTH, &error);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    {
+      /* Anyone on the LAN may send datagrams: note them for debugging only,
+       * so that a flood cannot fill the log. */
+      g_autofree char *sender = g_socket_connectable_to_string (G_SOCKET_CONNECTABLE (from));
+
+      g_debug ("discovery: datagram from %s dropped (limits: %d bytes, depth %d): %s",
+               sender, DC_JSON_DISCOVERY_MAX_BYTES, DC_JSON_DISCOVERY_MAX_DEPTH,
+               error != NULL ? error->message : "not a JSON object");
+      return;
+    }
   object = json_node_get_object (root);
   port = json_object_get_int_member_with_default (object, "port", 0);
   room = json_object_get_string_member_with_default (object, "room", NULL);

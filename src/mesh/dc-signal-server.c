@@ -5,7 +5,10 @@
  * arrived, which of them the host has admitted, and who the host is. It
  * forwards a relay only between two members of the same room and never
  * parses its body. Every client message is untrusted: sizes are capped by
- * libsoup before parsing and malformed messages close the connection.
+ * libsoup, size and nesting again before json-glib parses (dc-json-bounds.h),
+ * and malformed messages close the connection. Connections that never join
+ * are closed after a timeout, and each remote address may hold only so many
+ * connections, rooms and waiting joins (DcSignalLimits).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -19,12 +22,15 @@
 #include <json-glib/json-glib.h>
 #include <libsoup/soup.h>
 
+#include "dc-json-bounds.h"
 #include "dc-mesh-error.h"
 #include "dc-room.h"
 
-#define MAX_MESSAGE_SIZE  (256 * 1024)
+#define MAX_MESSAGE_SIZE  DC_JSON_SIGNAL_MAX_BYTES
 #define MAX_MEMBERS       64
 #define MAX_ROOMS         1024
+/* Stays under the default limit of 1024 open files per process. */
+#define MAX_CONNECTIONS   1000
 
 typedef struct _Room Room;
 
@@ -33,8 +39,11 @@ typedef struct
   DcSignalServer          *server;   /* borrowed: it owns the member */
   SoupWebsocketConnection *conn;
   char                    *id;
+  char                    *address;  /* the remote IP address, as text */
   Room                    *room;     /* borrowed, NULL before join */
+  guint                    join_timeout_id;
   guint                    admitted : 1;
+  guint                    refused : 1;  /* over a cap: being closed, not counted */
 } Member;
 
 struct _Room
@@ -42,6 +51,7 @@ struct _Room
   char      *id;
   GPtrArray *members;   /* Member*, borrowed, in order of arrival */
   Member    *host;
+  char      *creator_address;  /* counts against this address's rooms */
 };
 
 struct _DcSignalServer
@@ -52,6 +62,7 @@ struct _DcSignalServer
   SoupServer *soup;
   GHashTable *rooms;     /* room id → Room* */
   GPtrArray  *members;   /* Member*, owned */
+  DcSignalLimits limits;
   guint       port;
   guint       tls : 1;
 };
@@ -62,6 +73,7 @@ static void
 room_free (Room *room)
 {
   g_ptr_array_unref (room->members);
+  g_free (room->creator_address);
   g_free (room->id);
   g_free (room);
 }
@@ -69,6 +81,7 @@ room_free (Room *room)
 static void
 member_free (Member *member)
 {
+  g_clear_handle_id (&member->join_timeout_id, g_source_remove);
   if (member->conn != NULL)
     {
       g_signal_handlers_disconnect_by_data (member->conn, member);
@@ -77,6 +90,7 @@ member_free (Member *member)
       g_object_unref (member->conn);
     }
   g_free (member->id);
+  g_free (member->address);
   g_free (member);
 }
 
@@ -205,6 +219,66 @@ leave_room (Member *member)
     g_hash_table_remove (self->rooms, room->id);
 }
 
+/* What @address holds now; refused connections, on their way out, do not count.
+ * At most MAX_CONNECTIONS members, so a scan costs little next to a handshake. */
+static guint
+count_connections (DcSignalServer *self,
+                   const char     *address)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < self->members->len; i++)
+    {
+      Member *m = g_ptr_array_index (self->members, i);
+
+      n += !m->refused && g_str_equal (m->address, address);
+    }
+  return n;
+}
+
+static guint
+count_pending (DcSignalServer *self,
+               const char     *address)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < self->members->len; i++)
+    {
+      Member *m = g_ptr_array_index (self->members, i);
+
+      n += !m->refused && m->room != NULL && !m->admitted && g_str_equal (m->address, address);
+    }
+  return n;
+}
+
+static guint
+count_rooms (DcSignalServer *self,
+             const char     *address)
+{
+  GHashTableIter iter;
+  gpointer value;
+  guint n = 0;
+
+  g_hash_table_iter_init (&iter, self->rooms);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    n += g_str_equal (((Room *) value)->creator_address, address);
+  return n;
+}
+
+static void
+refuse_over_cap (Member     *member,
+                 const char *what,
+                 guint       cap)
+{
+  g_autofree char *text = g_strdup_printf ("Too many %s from this address (the limit is %u)",
+                                           what, cap);
+
+  g_message ("signaling: %s refused: %s has reached the limit of %u %s", member->id,
+             member->address, cap, what);
+  member->refused = TRUE;
+  send_error_and_close (member, "too-many", text);
+}
+
 static gboolean
 is_room_id (const char *text)
 {
@@ -244,8 +318,14 @@ handle_join (Member     *member,
           send_error_and_close (member, "full", "The signaling service has too many rooms");
           return;
         }
+      if (count_rooms (self, member->address) >= self->limits.max_rooms_per_address)
+        {
+          refuse_over_cap (member, "rooms", self->limits.max_rooms_per_address);
+          return;
+        }
       room = g_new0 (Room, 1);
       room->id = g_strdup (room_id);
+      room->creator_address = g_strdup (member->address);
       room->members = g_ptr_array_new ();
       g_hash_table_insert (self->rooms, room->id, room);
       room->host = member;
@@ -256,8 +336,14 @@ handle_join (Member     *member,
       send_error_and_close (member, "full", "The room is full");
       return;
     }
+  else if (count_pending (self, member->address) >= self->limits.max_pending_per_address)
+    {
+      refuse_over_cap (member, "waiting join requests", self->limits.max_pending_per_address);
+      return;
+    }
   g_ptr_array_add (room->members, member);
   member->room = room;
+  g_clear_handle_id (&member->join_timeout_id, g_source_remove);
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "type");
@@ -329,20 +415,35 @@ message_cb (SoupWebsocketConnection *conn,
             gpointer                 user_data)
 {
   Member *member = user_data;
-  g_autoptr(JsonParser) parser = json_parser_new ();
   g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) root = NULL;
   gsize size;
   const char *data = g_bytes_get_data (message, &size);
-  JsonNode *root;
   JsonObject *object;
   const char *kind;
 
-  if (type != SOUP_WEBSOCKET_DATA_TEXT
-      || !json_parser_load_from_data (parser, data, (gssize) size, &error)
-      || (root = json_parser_get_root (parser)) == NULL
-      || !JSON_NODE_HOLDS_OBJECT (root))
+  if (member->refused)
+    return;
+  if (type == SOUP_WEBSOCKET_DATA_TEXT)
+    root = dc_json_parse_bounded (data, (gssize) size, DC_JSON_SIGNAL_MAX_BYTES,
+                                  DC_JSON_SIGNAL_MAX_DEPTH, &error);
+  /* Any bad frame closes the connection at once (a "keeps doing it" count of
+   * one): a well-behaved device never sends one. */
+  if (g_error_matches (error, DC_JSON_ERROR, DC_JSON_ERROR_TOO_DEEP)
+      || g_error_matches (error, DC_JSON_ERROR, DC_JSON_ERROR_TOO_LARGE))
     {
-      g_message ("signaling: malformed message from %s, closing", member->id);
+      g_autofree char *text = g_strdup_printf ("Message over the service's limits: %s",
+                                               error->message);
+
+      g_message ("signaling: message from %s (%s) over the limits, closing: %s", member->id,
+                 member->address, error->message);
+      send_error_and_close (member, "limits", text);
+      return;
+    }
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    {
+      g_message ("signaling: malformed message from %s (%s), closing", member->id,
+                 member->address);
       send_error_and_close (member, "protocol", "Messages are JSON objects");
       return;
     }
@@ -369,6 +470,22 @@ closed_cb (SoupWebsocketConnection *conn,
   g_ptr_array_remove (self->members, member);
 }
 
+static gboolean
+join_timeout_cb (gpointer user_data)
+{
+  Member *member = user_data;
+  g_autofree char *text = NULL;
+
+  member->join_timeout_id = 0;
+  if (member->room != NULL)
+    return G_SOURCE_REMOVE;
+  g_message ("signaling: %s (%s) sent no join within %u s, closing", member->id,
+             member->address, member->server->limits.join_timeout_s);
+  text = g_strdup_printf ("No join within %u seconds", member->server->limits.join_timeout_s);
+  send_error_and_close (member, "timeout", text);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 websocket_cb (SoupServer              *soup,
               SoupServerMessage       *msg,
@@ -378,16 +495,38 @@ websocket_cb (SoupServer              *soup,
 {
   DcSignalServer *self = user_data;
   Member *member = g_new0 (Member, 1);
+  const char *address = soup_server_message_get_remote_host (msg);
 
   member->server = self;
   member->conn = g_object_ref (conn);
   member->id = dc_room_random_hex (8);
+  member->address = g_strdup (address != NULL ? address : "unknown");
   soup_websocket_connection_set_max_incoming_payload_size (conn, MAX_MESSAGE_SIZE);
   /* Keepalive pings let the service notice vanished clients behind NATs. */
   soup_websocket_connection_set_keepalive_interval (conn, 15);
   g_signal_connect (conn, "message", G_CALLBACK (message_cb), member);
   g_signal_connect (conn, "closed", G_CALLBACK (closed_cb), member);
+
+  /* Counted before it is added: the caps say how many may be open at once. */
+  if (self->members->len >= MAX_CONNECTIONS)
+    {
+      g_ptr_array_add (self->members, member);
+      g_message ("signaling: %s (%s) refused: the service has %u connections", member->id,
+                 member->address, MAX_CONNECTIONS);
+      member->refused = TRUE;
+      send_error_and_close (member, "busy", "The signaling service has too many connections");
+      return;
+    }
+  if (count_connections (self, member->address) >= self->limits.max_connections_per_address)
+    {
+      g_ptr_array_add (self->members, member);
+      refuse_over_cap (member, "connections", self->limits.max_connections_per_address);
+      return;
+    }
   g_ptr_array_add (self->members, member);
+  if (self->limits.join_timeout_s > 0)
+    member->join_timeout_id = g_timeout_add_seconds (self->limits.join_timeout_s,
+                                                     join_timeout_cb, member);
 }
 
 static void
@@ -430,6 +569,30 @@ dc_signal_server_init (DcSignalServer *self)
 {
   self->rooms = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) room_free);
   self->members = g_ptr_array_new_with_free_func ((GDestroyNotify) member_free);
+  dc_signal_limits_init_default (&self->limits);
+}
+
+void
+dc_signal_limits_init_default (DcSignalLimits *limits)
+{
+  limits->join_timeout_s = DC_SIGNAL_DEFAULT_JOIN_TIMEOUT_S;
+  limits->max_connections_per_address = DC_SIGNAL_DEFAULT_MAX_CONNECTIONS;
+  limits->max_rooms_per_address = DC_SIGNAL_DEFAULT_MAX_ROOMS;
+  limits->max_pending_per_address = DC_SIGNAL_DEFAULT_MAX_PENDING;
+}
+
+/**
+ * dc_signal_server_set_limits:
+ *
+ * Applies to connections and joins from now on; call it before listening.
+ */
+void
+dc_signal_server_set_limits (DcSignalServer       *self,
+                             const DcSignalLimits *limits)
+{
+  g_return_if_fail (DC_IS_SIGNAL_SERVER (self));
+  g_return_if_fail (limits != NULL);
+  self->limits = *limits;
 }
 
 DcSignalServer *

@@ -5,6 +5,11 @@
  * sender, so the service can neither forge nor replay them. A body whose
  * signature fails is reported through ::refused, never acted on as a request.
  *
+ * Frames and bodies are checked for size and nesting (dc-json-bounds.h)
+ * before json-glib parses them. A relay sender whose bodies keep failing
+ * that check or parsing is blocked for the rest of the session; a service
+ * that keeps sending such frames is disconnected.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-mesh"
@@ -15,9 +20,15 @@
 
 #include <libsoup/soup.h>
 
+#include "dc-json-bounds.h"
 #include "dc-mesh-error.h"
 
-#define MAX_MESSAGE_SIZE (256 * 1024)
+#define MAX_MESSAGE_SIZE DC_JSON_SIGNAL_MAX_BYTES
+/* One bad body may be a bug or a truncation; three in a row from one sender
+ * is someone probing, and nothing it sends is worth parsing any more. */
+#define MAX_BAD_RELAYS   3
+/* The same for the service's own frames; a real service never sends one. */
+#define MAX_BAD_FRAMES   3
 
 struct _DcSignaling
 {
@@ -29,12 +40,14 @@ struct _DcSignaling
   GCancellable            *cancellable;
   DcRoom                  *room;
   GHashTable              *last_seq;   /* sender id → gint64 last sequence seen */
+  GHashTable              *bad_relays; /* sender id → bad bodies so far (GUINT_TO_POINTER) */
 
   /* state */
   char                    *url;
   char                    *id;
   char                    *host_id;
   gint64                   seq;
+  guint                    bad_frames;
   gboolean                 create;
 };
 
@@ -83,20 +96,31 @@ handle_relay (DcSignaling *self,
   const char *to = json_object_get_string_member_with_default (object, "to", NULL);
   const char *body = json_object_get_string_member_with_default (object, "body", NULL);
   const char *mac = json_object_get_string_member_with_default (object, "mac", NULL);
-  g_autoptr(JsonParser) parser = json_parser_new ();
-  JsonNode *root;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) root = NULL;
   JsonObject *body_object;
   gint64 seq, last = -1;
   gpointer stored;
+  guint bad;
 
   if (from == NULL || body == NULL || to == NULL || self->id == NULL
       || !g_str_equal (to, self->id))
     return;
-  if (!json_parser_load_from_data (parser, body, -1, NULL)
-      || (root = json_parser_get_root (parser)) == NULL
-      || !JSON_NODE_HOLDS_OBJECT (root))
+  bad = GPOINTER_TO_UINT (g_hash_table_lookup (self->bad_relays, from));
+  if (bad >= MAX_BAD_RELAYS)
+    return;  /* Blocked: logged once, when it happened. */
+  root = dc_json_parse_bounded (body, -1, DC_JSON_RELAY_MAX_BYTES, DC_JSON_RELAY_MAX_DEPTH,
+                                &error);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
     {
-      g_message ("signaling: unreadable relay from %s ignored", from);
+      if (error != NULL)
+        g_message ("signaling: relay from %s dropped (limits: %d bytes, depth %d): %s", from,
+                   DC_JSON_RELAY_MAX_BYTES, DC_JSON_RELAY_MAX_DEPTH, error->message);
+      else
+        g_message ("signaling: unreadable relay from %s ignored", from);
+      g_hash_table_insert (self->bad_relays, g_strdup (from), GUINT_TO_POINTER (++bad));
+      if (bad >= MAX_BAD_RELAYS)
+        g_message ("signaling: %s sent %u bad relays; ignoring it from now on", from, bad);
       return;
     }
   body_object = json_node_get_object (root);
@@ -126,19 +150,34 @@ message_cb (SoupWebsocketConnection *conn,
             gpointer                 user_data)
 {
   DcSignaling *self = user_data;
-  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) parse_error = NULL;
+  g_autoptr(JsonNode) root = NULL;
   gsize size;
   const char *data = g_bytes_get_data (message, &size);
-  JsonNode *root;
   JsonObject *object;
   const char *kind;
 
-  if (type != SOUP_WEBSOCKET_DATA_TEXT
-      || !json_parser_load_from_data (parser, data, (gssize) size, NULL)
-      || (root = json_parser_get_root (parser)) == NULL
-      || !JSON_NODE_HOLDS_OBJECT (root))
+  if (type == SOUP_WEBSOCKET_DATA_TEXT)
+    root = dc_json_parse_bounded (data, (gssize) size, DC_JSON_SIGNAL_MAX_BYTES,
+                                  DC_JSON_SIGNAL_MAX_DEPTH, &parse_error);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
     {
-      g_message ("signaling: malformed message from the service ignored");
+      if (parse_error != NULL)
+        g_message ("signaling: message from the service at %s dropped "
+                   "(limits: %d bytes, depth %d): %s", self->url, DC_JSON_SIGNAL_MAX_BYTES,
+                   DC_JSON_SIGNAL_MAX_DEPTH, parse_error->message);
+      else
+        g_message ("signaling: malformed message from the service ignored");
+      if (++self->bad_frames >= MAX_BAD_FRAMES)
+        {
+          g_autoptr(GError) failure = NULL;
+
+          failure = g_error_new (DC_MESH_ERROR, DC_MESH_ERROR_SIGNALING,
+                                 "The signaling service at %s sent %u malformed messages; "
+                                 "disconnected", self->url, self->bad_frames);
+          dc_signaling_close (self);
+          fail (self, failure);
+        }
       return;
     }
   object = json_node_get_object (root);
@@ -394,6 +433,7 @@ dc_signaling_finalize (GObject *object)
 
   g_clear_pointer (&self->room, dc_room_free);
   g_hash_table_unref (self->last_seq);
+  g_hash_table_unref (self->bad_relays);
   g_free (self->url);
   g_free (self->id);
   g_free (self->host_id);
@@ -438,4 +478,5 @@ dc_signaling_init (DcSignaling *self)
   self->session = soup_session_new ();
   self->cancellable = g_cancellable_new ();
   self->last_seq = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->bad_relays = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 }
