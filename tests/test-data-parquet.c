@@ -12,9 +12,11 @@
 
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "data/dc-data-error.h"
 #include "data/dc-parquet-file.h"
+#include "dc-test-parquet.h"
 #include "dc-test-utils.h"
 
 typedef struct
@@ -341,6 +343,155 @@ check_refused (gconstpointer data)
   summary_clear (&all);
 }
 
+/* Limits on crafted files. Each would make the old reader allocate or hand
+ * on gigabytes; the tests bound what they allow so that, on a reader
+ * without the limits, they fail quickly instead of eating the machine. */
+
+/* Caps this process's address space at what it maps now plus @extra bytes,
+ * so that an allocation sized from a lying count fails (and g_malloc aborts
+ * the test's subprocess) instead of succeeding lazily. */
+static void
+limit_address_space (gsize extra)
+{
+  g_autofree char *status = NULL;
+  const char *line;
+  struct rlimit limit;
+  guint64 vm_kb;
+
+  g_assert_true (g_file_get_contents ("/proc/self/status", &status, NULL, NULL));
+  line = strstr (status, "VmSize:");
+  g_assert_nonnull (line);
+  vm_kb = g_ascii_strtoull (line + strlen ("VmSize:"), NULL, 10);
+  limit.rlim_cur = limit.rlim_max = vm_kb * 1024 + extra;
+  g_assert_cmpint (setrlimit (RLIMIT_AS, &limit), ==, 0);
+}
+
+static DcParquetFile *
+open_crafted (GBytes *bytes)
+{
+  g_autoptr(DcByteSource) source = dc_byte_source_new_for_bytes (bytes, "crafted.parquet");
+  g_autoptr(GError) error = NULL;
+  DcParquetFile *file = dc_parquet_file_open (source, NULL, &error);
+
+  g_assert_no_error (error);
+  return file;
+}
+
+/* The footer: list counts are checked against the bytes left at the
+ * smallest size an element can take, before anything is allocated. */
+static void
+test_limit_footer_counts (void)
+{
+  g_autoptr(GByteArray) b = g_byte_array_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcParquetMeta) meta = NULL;
+  gint16 last = 0;
+
+  /* 10^8 schema elements declared in 8 bytes. */
+  tw_i32 (b, &last, 1, 1);
+  tw_list (b, &last, 2, TW_STRUCT, 100000000);
+  tw_stop (b);
+  meta = dc_parquet_meta_parse (b->data, b->len, &error);
+  g_assert_null (meta);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT);
+  g_assert_nonnull (strstr (error->message, "declares 100000000 elements"));
+}
+
+/* A footer as large as the footer cap whose schema list declares one
+ * element per byte: each element needs at least 3, so it is refused; the
+ * old reader first allocated 40 bytes per declared element (640 MiB). Run
+ * with a capped address space so that such an allocation fails fast. */
+static void
+test_limit_footer_schema_alloc (void)
+{
+  if (g_test_subprocess ())
+    {
+      gsize size = DC_PARQUET_MAX_FOOTER;
+      g_autofree guint8 *footer = g_malloc0 (size);
+      g_autoptr(GByteArray) head = g_byte_array_new ();
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcParquetMeta) meta = NULL;
+      gint16 last = 0;
+
+      limit_address_space (128u << 20);
+      tw_i32 (head, &last, 1, 1);
+      tw_list (head, &last, 2, TW_STRUCT, size - 16);
+      memcpy (footer, head->data, head->len);
+      meta = dc_parquet_meta_parse (footer, size, &error);
+      g_assert_null (meta);
+      g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT);
+      g_assert_nonnull (strstr (error->message, "more than its"));
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+/* A schema footer with @n leaves named "c0", "c1", …; a name of @long_name
+ * bytes when not 0. No row groups. */
+static GBytes *
+wide_schema_file (guint n,
+                  gsize long_name)
+{
+  g_autoptr(GByteArray) chunk = g_byte_array_new ();
+  GByteArray *b = g_byte_array_new ();
+  g_autoptr(GByteArray) footer = g_byte_array_new ();
+  gint16 last = 0;
+  gint16 el = 0;
+
+  tw_i32 (footer, &last, 1, 1);
+  tw_list (footer, &last, 2, TW_STRUCT, n + 1);
+  tw_string (footer, &el, 4, "schema");
+  tw_i32 (footer, &el, 5, (gint32) n);
+  tw_stop (footer);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *name = long_name > 0 ? g_strnfill (long_name, 'n')
+                                            : g_strdup_printf ("c%u", i);
+
+      el = 0;
+      tw_i32 (footer, &el, 1, 6);
+      tw_i32 (footer, &el, 3, 0);
+      tw_string (footer, &el, 4, name);
+      tw_i32 (footer, &el, 6, 0);
+      tw_stop (footer);
+    }
+  tw_i64 (footer, &last, 3, 0);
+  tw_list (footer, &last, 4, TW_STRUCT, 0);
+  tw_stop (footer);
+  g_byte_array_append (b, (const guint8 *) "PAR1", 4);
+  g_byte_array_append (b, footer->data, footer->len);
+  tw_le32 (b, footer->len);
+  g_byte_array_append (b, (const guint8 *) "PAR1", 4);
+  return g_byte_array_free_to_bytes (b);
+}
+
+/* The "no column" error names the first 8 columns, then how many more. */
+static void
+test_missing_column_many (void)
+{
+  g_autoptr(GBytes) bytes = wide_schema_file (20, 0);
+  g_autoptr(GBytes) long_bytes = wide_schema_file (1, DC_PARQUET_MAX_PATH + 1);
+  g_autoptr(DcByteSource) source = dc_byte_source_new_for_bytes (long_bytes, "long.parquet");
+  g_autoptr(DcParquetFile) file = open_crafted (bytes);
+  g_autoptr(DcParquetFile) none = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_cmpuint (dc_parquet_file_get_meta (file)->n_columns, ==, 20);
+  g_assert_cmpint (dc_parquet_file_find_text_column (file, "text", &error), ==, -1);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_NO_TEXT_COLUMN);
+  g_assert_cmpstr (error->message, ==,
+                   "crafted.parquet has no column “text”; its columns are: "
+                   "c0, c1, c2, c3, c4, c5, c6, c7 and 12 more");
+  g_clear_error (&error);
+
+  /* Column paths are capped: each leaf copies its ancestors' names. */
+  none = dc_parquet_file_open (source, NULL, &error);
+  g_assert_null (none);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED);
+  g_assert_nonnull (strstr (error->message, "longer than 4096 bytes"));
+}
+
 /* `daisychain-cli bench data --json FILE`: one line with the documented
  * fields; the comparison is either there or says why not. */
 static void
@@ -409,6 +560,9 @@ main (int    argc,
   g_test_add_func ("/dc/data/parquet/corrupted", test_corrupted);
   g_test_add_func ("/dc/data/parquet/not-parquet", test_not_parquet);
   g_test_add_func ("/dc/data/cli/bench", test_cli_bench);
+  g_test_add_func ("/dc/data/parquet/limits/footer-counts", test_limit_footer_counts);
+  g_test_add_func ("/dc/data/parquet/limits/footer-schema-alloc", test_limit_footer_schema_alloc);
+  g_test_add_func ("/dc/data/parquet/missing-column-many", test_missing_column_many);
 
   return g_test_run ();
 }
