@@ -46,6 +46,18 @@ gboolean             dc_parquet_file_read_column       (DcParquetFile       *fil
                                                         GCancellable        *cancellable,
                                                         GError             **error);
 
+gboolean             dc_parquet_file_read_rows         (DcParquetFile       *file,
+                                                        int                  column,
+                                                        guint                row_group,
+                                                        guint64              first_row,
+                                                        guint64              max_bytes,
+                                                        DcParquetValueFunc   func,
+                                                        gpointer             user_data,
+                                                        guint64             *n_rows,
+                                                        gboolean            *finished,
+                                                        GCancellable        *cancellable,
+                                                        GError             **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcParquetFile, dc_parquet_file_free)
 
 G_END_DECLS
