@@ -6,10 +6,14 @@
 #include "config.h"
 
 #include <string.h>
+#include <sys/resource.h>
 
 #include "data/dc-corpus.h"
 #include "data/dc-data-error.h"
 #include "data/dc-dataset.h"
+#include "data/dc-dataset-private.h"
+#include "model/dc-train-data.h"
+#include "dc-test-parquet.h"
 #include "dc-test-utils.h"
 
 static void
@@ -138,6 +142,104 @@ test_builtin_stream_batches (void)
                    17 * 3 - 11);
 }
 
+/* Caps this process's address space at what it maps now plus @extra bytes,
+ * so that materialising a huge row group fails fast (g_malloc aborts the
+ * subprocess) instead of eating the machine. */
+static void
+limit_address_space (gsize extra)
+{
+  g_autofree char *status = NULL;
+  const char *line;
+  struct rlimit limit;
+  guint64 vm_kb;
+
+  g_assert_true (g_file_get_contents ("/proc/self/status", &status, NULL, NULL));
+  line = strstr (status, "VmSize:");
+  g_assert_nonnull (line);
+  vm_kb = g_ascii_strtoull (line + strlen ("VmSize:"), NULL, 10);
+  limit.rlim_cur = limit.rlim_max = vm_kb * 1024 + extra;
+  g_assert_cmpint (setrlimit (RLIMIT_AS, &limit), ==, 0);
+}
+
+/* A row group of 12.8 million rows of a 1 KiB text (13 GB if every row were
+ * copied, 2.6 KB of file): gathering the trainer's 8 MiB must hold no more
+ * than one slice of the row group at a time. */
+static void
+test_stream_bounded (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autofree char *value = g_strnfill (1024, 'q');
+      g_autoptr(GBytes) bytes = dc_test_parquet_repeated (value, 64, 200000, 12800000,
+                                                          12800000);
+      g_autoptr(DcByteSource) source = dc_byte_source_new_for_bytes (bytes, "many.parquet");
+      g_autoptr(DcTextStream) stream = _dc_text_stream_new_for_source (source, "text", 0, 1, 1);
+      gsize gathered = 0;
+      gsize peak = 0;
+
+      limit_address_space (512u << 20);
+      while (gathered < DC_TRAIN_DATA_DATASET_BYTES)
+        {
+          g_autoptr(GError) error = NULL;
+          g_autoptr(GBytes) text = dc_text_stream_next (stream, NULL, &error);
+
+          g_assert_no_error (error);
+          g_assert_false (dc_text_stream_is_builtin (stream));
+          g_assert_cmpmem (g_bytes_get_data (text, NULL), g_bytes_get_size (text), value, 1024);
+          gathered += g_bytes_get_size (text);
+          peak = MAX (peak, _dc_text_stream_get_buffered_bytes (stream));
+        }
+      g_test_message ("peak text held by the stream: %" G_GSIZE_FORMAT " bytes", peak);
+      /* One slice, past its budget by at most one text. */
+      g_assert_cmpuint (peak, <=, DC_TEXT_STREAM_SLICE_BYTES + 1024);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 120 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+/* Slices follow each other: every row of a 4,000-row file (about 4 MB in
+ * four PLAIN pages, so slices end mid-page) comes out once, in order. */
+static void
+test_stream_slices_in_order (void)
+{
+  g_autoptr(GByteArray) chunk = g_byte_array_new ();
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(DcByteSource) source = NULL;
+  g_autoptr(DcTextStream) stream = NULL;
+  g_autofree char *pad = g_strnfill (990, '.');
+  guint next = 0;
+
+  for (guint page = 0; page < 4; page++)
+    {
+      g_autoptr(GPtrArray) values = g_ptr_array_new_with_free_func (g_free);
+
+      for (guint i = 0; i < 1000; i++)
+        g_ptr_array_add (values, g_strdup_printf ("row %06u %s", page * 1000 + i, pad));
+      dc_test_parquet_plain_page (chunk, (const char * const *) values->pdata, values->len);
+    }
+  bytes = dc_test_parquet_file (chunk, 4000, 4000);
+  source = dc_byte_source_new_for_bytes (bytes, "rows.parquet");
+  stream = _dc_text_stream_new_for_source (source, "text", 0, 1, 1);
+  for (;;)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(GBytes) text = dc_text_stream_next (stream, NULL, &error);
+      g_autofree char *expect = NULL;
+
+      g_assert_no_error (error);
+      g_assert_false (dc_text_stream_is_builtin (stream));
+      if (dc_text_stream_get_epoch (stream) > 0)
+        break;
+      expect = g_strdup_printf ("row %06u %s", next++, pad);
+      g_assert_cmpmem (g_bytes_get_data (text, NULL), g_bytes_get_size (text), expect,
+                       strlen (expect));
+      g_assert_cmpuint (_dc_text_stream_get_buffered_bytes (stream), <=,
+                        DC_TEXT_STREAM_SLICE_BYTES + strlen (expect));
+    }
+  g_assert_cmpuint (next, ==, 4000);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -148,6 +250,8 @@ main (int    argc,
   g_test_add_func ("/dc/data/dataset/spec-parse", test_spec_parse);
   g_test_add_func ("/dc/data/dataset/plan-disjoint", test_plan_disjoint);
   g_test_add_func ("/dc/data/dataset/builtin-batches", test_builtin_stream_batches);
+  g_test_add_func ("/dc/data/dataset/stream-bounded", test_stream_bounded);
+  g_test_add_func ("/dc/data/dataset/stream-slices-in-order", test_stream_slices_in_order);
 
   return g_test_run ();
 }

@@ -12,9 +12,11 @@
 
 #include <json-glib/json-glib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "data/dc-data-error.h"
 #include "data/dc-parquet-file.h"
+#include "dc-test-parquet.h"
 #include "dc-test-utils.h"
 
 typedef struct
@@ -341,6 +343,331 @@ check_refused (gconstpointer data)
   summary_clear (&all);
 }
 
+/* Limits on crafted files. Each would make the old reader allocate or hand
+ * on gigabytes; the tests bound what they allow so that, on a reader
+ * without the limits, they fail quickly instead of eating the machine. */
+
+/* Caps this process's address space at what it maps now plus @extra bytes,
+ * so that an allocation sized from a lying count fails (and g_malloc aborts
+ * the test's subprocess) instead of succeeding lazily. */
+static void
+limit_address_space (gsize extra)
+{
+  g_autofree char *status = NULL;
+  const char *line;
+  struct rlimit limit;
+  guint64 vm_kb;
+
+  g_assert_true (g_file_get_contents ("/proc/self/status", &status, NULL, NULL));
+  line = strstr (status, "VmSize:");
+  g_assert_nonnull (line);
+  vm_kb = g_ascii_strtoull (line + strlen ("VmSize:"), NULL, 10);
+  limit.rlim_cur = limit.rlim_max = vm_kb * 1024 + extra;
+  g_assert_cmpint (setrlimit (RLIMIT_AS, &limit), ==, 0);
+}
+
+/* Counts what the reader hands on and fails as soon as it passes @bound
+ * (rows counted at 4 bytes plus their length, as the page cap counts). */
+typedef struct
+{
+  guint64 rows;
+  guint64 bytes;
+  guint64 bound;
+} Sink;
+
+static void
+bounded_cb (const char *data,
+            gsize       len,
+            gpointer    user_data)
+{
+  Sink *sink = user_data;
+
+  sink->rows++;
+  sink->bytes += len;
+  g_assert_cmpuint (sink->rows * 4 + sink->bytes, <=, sink->bound);
+}
+
+static DcParquetFile *
+open_crafted (GBytes *bytes)
+{
+  g_autoptr(DcByteSource) source = dc_byte_source_new_for_bytes (bytes, "crafted.parquet");
+  g_autoptr(GError) error = NULL;
+  DcParquetFile *file = dc_parquet_file_open (source, NULL, &error);
+
+  g_assert_no_error (error);
+  return file;
+}
+
+/* 140 bytes declaring 2^31 - 1 rows (the most a page header can): one
+ * dictionary value and one RLE run. Refused from the page's count alone. */
+static void
+test_limit_rows_2g (void)
+{
+  g_autoptr(GBytes) bytes = dc_test_parquet_repeated ("x", 1, G_MAXINT32, G_MAXINT32,
+                                                      G_MAXINT32);
+  g_autoptr(DcParquetFile) file = open_crafted (bytes);
+  g_autoptr(GError) error = NULL;
+  Sink sink = { 0, 0, DC_PARQUET_MAX_PAGE_DECODED };
+
+  g_test_message ("crafted file: %" G_GSIZE_FORMAT " bytes", g_bytes_get_size (bytes));
+  g_assert_cmpuint (g_bytes_get_size (bytes), <=, 160);
+  g_assert_false (dc_parquet_file_read_column (file, 0, NULL, 0, bounded_cb, &sink, NULL,
+                                               &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED);
+  g_assert_cmpstr (error->message, ==,
+                   "page 1 of row group 0 in crafted.parquet decodes to more than 256 MiB");
+  g_assert_cmpuint (sink.rows, ==, 0);
+}
+
+/* A 1 KiB dictionary value repeated by RLE runs: 2^31 - 1 times (2 TB of
+ * text, refused at once), and 10^6 times (1 GB: refused once the page has
+ * handed on 256 MiB). */
+static void
+test_limit_dictionary_run (void)
+{
+  g_autofree char *value = g_strnfill (1024, 'a');
+  g_autoptr(GBytes) huge = dc_test_parquet_repeated (value, 1, G_MAXINT32, G_MAXINT32,
+                                                     G_MAXINT32);
+  g_autoptr(GBytes) big = dc_test_parquet_repeated (value, 1, 1000000, 1000000, 1000000);
+  g_autoptr(DcParquetFile) file = open_crafted (huge);
+  g_autoptr(GError) error = NULL;
+  Sink sink = { 0, 0, DC_PARQUET_MAX_PAGE_DECODED };
+
+  g_assert_false (dc_parquet_file_read_column (file, 0, NULL, 0, bounded_cb, &sink, NULL,
+                                               &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED);
+  g_assert_nonnull (strstr (error->message, "decodes to more than 256 MiB"));
+  g_clear_error (&error);
+  g_clear_pointer (&file, dc_parquet_file_free);
+
+  file = open_crafted (big);
+  g_assert_false (dc_parquet_file_read_column (file, 0, NULL, 0, bounded_cb, &sink, NULL,
+                                               &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED);
+  g_assert_cmpstr (error->message, ==,
+                   "page 1 of row group 0 in crafted.parquet decodes to more than 256 MiB");
+  /* Everything up to the cap was handed on, nothing past it. */
+  g_assert_cmpuint (sink.rows, >, 200000);
+}
+
+/* Pages that each stay under the page cap but together expand the chunk
+ * past DC_PARQUET_MAX_EXPANSION times its bytes. */
+static void
+test_limit_chunk_expansion (void)
+{
+  g_autofree char *value = g_strnfill (1024, 'b');
+  g_autoptr(GBytes) bytes = dc_test_parquet_repeated (value, 8, 200000, 1600000, 1600000);
+  g_autoptr(DcParquetFile) file = open_crafted (bytes);
+  g_autoptr(GError) error = NULL;
+  Sink sink = { 0, 0, DC_PARQUET_MAX_PAGE_DECODED };
+
+  g_assert_false (dc_parquet_file_read_column (file, 0, NULL, 0, bounded_cb, &sink, NULL,
+                                               &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED);
+  g_assert_nonnull (strstr (error->message, "the column chunk of row group 0 in crafted.parquet "
+                                            "decodes to more than"));
+  g_test_message ("%s", error->message);
+}
+
+/* A chunk may not declare more values than its row group has rows. */
+static void
+test_limit_chunk_vs_row_group (void)
+{
+  g_autoptr(GBytes) bytes = dc_test_parquet_repeated ("x", 1, 1000, 1000, 10);
+  g_autoptr(DcParquetFile) file = open_crafted (bytes);
+  g_autoptr(GError) error = NULL;
+  Sink sink = { 0, 0, 1000 * 5 };
+  guint64 n_rows = 0;
+  gboolean finished = FALSE;
+
+  g_assert_false (dc_parquet_file_read_column (file, 0, NULL, 0, bounded_cb, &sink, NULL,
+                                               &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT);
+  g_assert_nonnull (strstr (error->message, "declares 1000 values in 10 rows"));
+  g_assert_cmpuint (sink.rows, ==, 0);
+  g_clear_error (&error);
+
+  g_assert_false (dc_parquet_file_read_rows (file, 0, 0, 0, G_MAXUINT64, bounded_cb, &sink,
+                                             &n_rows, &finished, NULL, &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT);
+}
+
+/* The footer: list counts are checked against the bytes left at the
+ * smallest size an element can take, before anything is allocated. */
+static void
+test_limit_footer_counts (void)
+{
+  g_autoptr(GByteArray) b = g_byte_array_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcParquetMeta) meta = NULL;
+  gint16 last = 0;
+
+  /* 10^8 schema elements declared in 8 bytes. */
+  tw_i32 (b, &last, 1, 1);
+  tw_list (b, &last, 2, TW_STRUCT, 100000000);
+  tw_stop (b);
+  meta = dc_parquet_meta_parse (b->data, b->len, &error);
+  g_assert_null (meta);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT);
+  g_assert_nonnull (strstr (error->message, "declares 100000000 elements"));
+}
+
+/* A footer as large as the footer cap whose schema list declares one
+ * element per byte: each element needs at least 3, so it is refused; the
+ * old reader first allocated 40 bytes per declared element (640 MiB). Run
+ * with a capped address space so that such an allocation fails fast. */
+static void
+test_limit_footer_schema_alloc (void)
+{
+  if (g_test_subprocess ())
+    {
+      gsize size = DC_PARQUET_MAX_FOOTER;
+      g_autofree guint8 *footer = g_malloc0 (size);
+      g_autoptr(GByteArray) head = g_byte_array_new ();
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcParquetMeta) meta = NULL;
+      gint16 last = 0;
+
+      limit_address_space (128u << 20);
+      tw_i32 (head, &last, 1, 1);
+      tw_list (head, &last, 2, TW_STRUCT, size - 16);
+      memcpy (footer, head->data, head->len);
+      meta = dc_parquet_meta_parse (footer, size, &error);
+      g_assert_null (meta);
+      g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT);
+      g_assert_nonnull (strstr (error->message, "more than its"));
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+/* A schema footer with @n leaves named "c0", "c1", …; a name of @long_name
+ * bytes when not 0. No row groups. */
+static GBytes *
+wide_schema_file (guint n,
+                  gsize long_name)
+{
+  g_autoptr(GByteArray) chunk = g_byte_array_new ();
+  GByteArray *b = g_byte_array_new ();
+  g_autoptr(GByteArray) footer = g_byte_array_new ();
+  gint16 last = 0;
+  gint16 el = 0;
+
+  tw_i32 (footer, &last, 1, 1);
+  tw_list (footer, &last, 2, TW_STRUCT, n + 1);
+  tw_string (footer, &el, 4, "schema");
+  tw_i32 (footer, &el, 5, (gint32) n);
+  tw_stop (footer);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *name = long_name > 0 ? g_strnfill (long_name, 'n')
+                                            : g_strdup_printf ("c%u", i);
+
+      el = 0;
+      tw_i32 (footer, &el, 1, 6);
+      tw_i32 (footer, &el, 3, 0);
+      tw_string (footer, &el, 4, name);
+      tw_i32 (footer, &el, 6, 0);
+      tw_stop (footer);
+    }
+  tw_i64 (footer, &last, 3, 0);
+  tw_list (footer, &last, 4, TW_STRUCT, 0);
+  tw_stop (footer);
+  g_byte_array_append (b, (const guint8 *) "PAR1", 4);
+  g_byte_array_append (b, footer->data, footer->len);
+  tw_le32 (b, footer->len);
+  g_byte_array_append (b, (const guint8 *) "PAR1", 4);
+  return g_byte_array_free_to_bytes (b);
+}
+
+/* The "no column" error names the first 8 columns, then how many more. */
+static void
+test_missing_column_many (void)
+{
+  g_autoptr(GBytes) bytes = wide_schema_file (20, 0);
+  g_autoptr(GBytes) long_bytes = wide_schema_file (1, DC_PARQUET_MAX_PATH + 1);
+  g_autoptr(DcByteSource) source = dc_byte_source_new_for_bytes (long_bytes, "long.parquet");
+  g_autoptr(DcParquetFile) file = open_crafted (bytes);
+  g_autoptr(DcParquetFile) none = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_cmpuint (dc_parquet_file_get_meta (file)->n_columns, ==, 20);
+  g_assert_cmpint (dc_parquet_file_find_text_column (file, "text", &error), ==, -1);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_NO_TEXT_COLUMN);
+  g_assert_cmpstr (error->message, ==,
+                   "crafted.parquet has no column “text”; its columns are: "
+                   "c0, c1, c2, c3, c4, c5, c6, c7 and 12 more");
+  g_clear_error (&error);
+
+  /* Column paths are capped: each leaf copies its ancestors' names. */
+  none = dc_parquet_file_open (source, NULL, &error);
+  g_assert_null (none);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED);
+  g_assert_nonnull (strstr (error->message, "longer than 4096 bytes"));
+}
+
+/* Reading a row group a slice at a time gives the same rows as reading it
+ * whole, and each slice stops just past its byte budget. */
+static void
+check_slices (gconstpointer data)
+{
+  const char *name = data;
+  g_autoptr(DcParquetFile) file = open_fixture (name);
+  const DcParquetMeta *meta = dc_parquet_file_get_meta (file);
+  g_autoptr(GError) error = NULL;
+  int column = dc_parquet_file_find_text_column (file, "text", &error);
+
+  g_assert_no_error (error);
+  for (guint g = 0; g < meta->n_row_groups; g++)
+    {
+      Summary whole = { 0 };
+      Summary sliced = { 0 };
+      guint64 first = 0;
+      gboolean finished = FALSE;
+      guint slices = 0;
+
+      dc_parquet_file_read_column (file, column, &g, 1, summarize_cb, &whole, NULL, &error);
+      g_assert_no_error (error);
+      while (!finished)
+        {
+          Summary slice = { 0 };
+          guint64 n_rows = 0;
+
+          g_assert_true (dc_parquet_file_read_rows (file, column, g, first, 4096, summarize_cb,
+                                                    &slice, &n_rows, &finished, NULL, &error));
+          g_assert_no_error (error);
+          g_assert_cmpint (slice.rows, ==, (gint64) n_rows);
+          /* Past 4096 bytes by at most its last row. */
+          if (!finished)
+            g_assert_cmpuint (slice.bytes, >=, 4096);
+          g_assert_cmpuint (slice.bytes - (slice.last != NULL ? strlen (slice.last) : 0), <, 4096);
+          sliced.rows += slice.rows;
+          sliced.nulls += slice.nulls;
+          sliced.bytes += slice.bytes;
+          if (sliced.first == NULL && slice.first != NULL)
+            sliced.first = g_strdup (slice.first);
+          if (slice.last != NULL)
+            {
+              g_free (sliced.last);
+              sliced.last = g_strdup (slice.last);
+            }
+          summary_clear (&slice);
+          first += n_rows;
+          slices++;
+          g_assert_cmpuint (slices, <, 10000);
+        }
+      g_assert_cmpint (sliced.rows, ==, whole.rows);
+      g_assert_cmpint (sliced.nulls, ==, whole.nulls);
+      g_assert_cmpuint (sliced.bytes, ==, whole.bytes);
+      g_assert_cmpstr (sliced.first, ==, whole.first);
+      g_assert_cmpstr (sliced.last, ==, whole.last);
+      g_assert_cmpuint (slices, >, 1);
+      summary_clear (&whole);
+      summary_clear (&sliced);
+    }
+}
+
 /* `daisychain-cli bench data --json FILE`: one line with the documented
  * fields; the comparison is either there or says why not. */
 static void
@@ -409,6 +736,19 @@ main (int    argc,
   g_test_add_func ("/dc/data/parquet/corrupted", test_corrupted);
   g_test_add_func ("/dc/data/parquet/not-parquet", test_not_parquet);
   g_test_add_func ("/dc/data/cli/bench", test_cli_bench);
+  g_test_add_func ("/dc/data/parquet/limits/rows-2g", test_limit_rows_2g);
+  g_test_add_func ("/dc/data/parquet/limits/dictionary-run", test_limit_dictionary_run);
+  g_test_add_func ("/dc/data/parquet/limits/chunk-expansion", test_limit_chunk_expansion);
+  g_test_add_func ("/dc/data/parquet/limits/chunk-vs-row-group", test_limit_chunk_vs_row_group);
+  g_test_add_func ("/dc/data/parquet/limits/footer-counts", test_limit_footer_counts);
+  g_test_add_func ("/dc/data/parquet/limits/footer-schema-alloc", test_limit_footer_schema_alloc);
+  g_test_add_func ("/dc/data/parquet/missing-column-many", test_missing_column_many);
+  g_test_add_data_func ("/dc/data/parquet/slices/snappy-plain", "arrow-v1-snappy-plain.parquet",
+                        check_slices);
+  g_test_add_data_func ("/dc/data/parquet/slices/zstd-dict-nulls", "arrow-v2-zstd-dict.parquet",
+                        check_slices);
+  g_test_add_data_func ("/dc/data/parquet/slices/pyarrow", "fineweb-like-snappy.parquet",
+                        check_slices);
 
   return g_test_run ();
 }

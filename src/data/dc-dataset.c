@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include "dc-dataset.h"
+#include "dc-dataset-private.h"
 
 #include <string.h>
 
@@ -270,7 +271,8 @@ struct _DcTextStream
   DcParquetFile *file;
   GArray        *file_order;
   GArray        *group_order;
-  GPtrArray     *texts;        /* GBytes of the current row group */
+  GPtrArray     *texts;        /* GBytes of the current slice of a row group */
+  DcByteSource  *local_source; /* a single local file instead of the Hub (tests) */
   GBytes        *corpus;
   GArray        *paragraphs;   /* offsets: start, end pairs into corpus */
   GByteArray    *pending;      /* bytes not yet put in a batch */
@@ -287,7 +289,10 @@ struct _DcTextStream
   guint          groups_this_epoch;
   guint          texts_epoch;  /* the epoch stream->texts was planned in */
   int            column;
+  guint          group;        /* the row group being read, while in_group */
+  guint64        group_row;    /* its next row to read */
   guint          builtin : 1;
+  guint          in_group : 1;
 };
 
 void
@@ -307,6 +312,7 @@ dc_text_stream_free (DcTextStream *stream)
   g_clear_pointer (&stream->corpus, g_bytes_unref);
   g_clear_pointer (&stream->paragraphs, g_array_unref);
   g_clear_pointer (&stream->pending, g_byte_array_unref);
+  g_clear_pointer (&stream->local_source, dc_byte_source_unref);
   g_free (stream);
 }
 
@@ -437,12 +443,23 @@ collect_text_cb (const char *data,
     g_ptr_array_add (stream->texts, g_bytes_new (data, len));
 }
 
-/* Loads this device's next row group into stream->texts. */
+/* Loads the next slice of this device's current row group into
+ * stream->texts, moving on to the next row group when it is all read. */
 static gboolean
 refill (DcTextStream  *stream,
         GCancellable  *cancellable,
         GError       **error)
 {
+  if (stream->files == NULL && stream->local_source != NULL)
+    {
+      DcDatasetFile *file = g_new0 (DcDatasetFile, 1);
+
+      file->path = g_strdup (dc_byte_source_get_name (stream->local_source));
+      stream->files = g_ptr_array_new_with_free_func ((GDestroyNotify) dc_dataset_file_free);
+      g_ptr_array_add (stream->files, file);
+      g_array_set_size (stream->file_order, 1);
+      g_array_index (stream->file_order, guint, 0) = 0;
+    }
   if (stream->files == NULL)
     {
       g_autoptr(GPtrArray) files = NULL;
@@ -469,16 +486,34 @@ refill (DcTextStream  *stream,
 
   for (;;)
     {
-      if (stream->file != NULL && stream->group_pos < stream->group_order->len)
+      if (stream->file != NULL && !stream->in_group
+          && stream->group_pos < stream->group_order->len)
         {
-          guint group = g_array_index (stream->group_order, guint, stream->group_pos++);
+          stream->group = g_array_index (stream->group_order, guint, stream->group_pos++);
+          stream->group_row = 0;
+          stream->in_group = TRUE;
+          stream->groups_this_epoch++;
+        }
+      if (stream->file != NULL && stream->in_group)
+        {
+          guint64 n_rows = 0;
+          gboolean finished = FALSE;
 
           g_ptr_array_set_size (stream->texts, 0);
           stream->text_pos = 0;
-          stream->groups_this_epoch++;
           stream->texts_epoch = stream->epoch;
-          return dc_parquet_file_read_column (stream->file, stream->column, &group, 1,
-                                              collect_text_cb, stream, cancellable, error);
+          /* Only a slice of the row group is copied: a row group may hold
+           * gigabytes of text, and the trainer wants 8 MiB. */
+          if (!dc_parquet_file_read_rows (stream->file, stream->column, stream->group,
+                                          stream->group_row, DC_TEXT_STREAM_SLICE_BYTES,
+                                          collect_text_cb, stream, &n_rows, &finished,
+                                          cancellable, error))
+            return FALSE;
+          stream->group_row += n_rows;
+          /* A slice that moved nothing cannot move later either. */
+          if (finished || n_rows == 0)
+            stream->in_group = FALSE;
+          return TRUE;
         }
       g_clear_pointer (&stream->file, dc_parquet_file_free);
 
@@ -488,7 +523,8 @@ refill (DcTextStream  *stream,
             {
               g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_NOT_FOUND,
                            "dataset “%s” has fewer row groups than the %u devices reading it",
-                           stream->spec->repo, stream->world);
+                           stream->spec != NULL ? stream->spec->repo : stream->dataset,
+                           stream->world);
               return FALSE;
             }
           /* A new epoch reads everything again in a new order. */
@@ -502,10 +538,14 @@ refill (DcTextStream  *stream,
       {
         guint index = g_array_index (stream->file_order, guint, stream->file_pos++);
         DcDatasetFile *entry = g_ptr_array_index (stream->files, index);
-        g_autofree char *url = dc_hf_url_dataset_file (dc_hf_client_get_base_url (stream->client),
-                                                       stream->spec->repo,
-                                                       stream->spec->revision, entry->path);
-        g_autoptr(DcByteSource) source = dc_hf_client_open_source (stream->client, url);
+        g_autofree char *url = stream->local_source != NULL
+                               ? NULL
+                               : dc_hf_url_dataset_file (dc_hf_client_get_base_url (stream->client),
+                                                         stream->spec->repo,
+                                                         stream->spec->revision, entry->path);
+        g_autoptr(DcByteSource) source = stream->local_source != NULL
+                                         ? dc_byte_source_ref (stream->local_source)
+                                         : dc_hf_client_open_source (stream->client, url);
 
         stream->file = dc_parquet_file_open (source, cancellable, error);
         if (stream->file == NULL)
@@ -610,4 +650,36 @@ dc_text_stream_fill_batch (DcTextStream  *stream,
   memcpy (tokens, stream->pending->data, need);
   g_byte_array_remove_range (stream->pending, 0, (guint) need);
   return TRUE;
+}
+
+/* Test hooks (dc-dataset-private.h). */
+
+DcTextStream *
+_dc_text_stream_new_for_source (DcByteSource *source,
+                                const char   *column,
+                                guint         rank,
+                                guint         world,
+                                guint64       seed)
+{
+  DcTextStream *stream;
+
+  g_return_val_if_fail (source != NULL, NULL);
+  g_return_val_if_fail (world > 0 && rank < world, NULL);
+
+  stream = stream_alloc (rank, world);
+  stream->local_source = dc_byte_source_ref (source);
+  stream->dataset = g_strdup (dc_byte_source_get_name (source));
+  stream->column_name = g_strdup (column != NULL ? column : "text");
+  stream->seed = seed;
+  return stream;
+}
+
+gsize
+_dc_text_stream_get_buffered_bytes (DcTextStream *stream)
+{
+  gsize total = 0;
+
+  for (guint i = 0; i < stream->texts->len; i++)
+    total += g_bytes_get_size (g_ptr_array_index (stream->texts, i));
+  return total;
 }

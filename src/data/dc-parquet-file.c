@@ -36,6 +36,12 @@ struct _DcParquetFile
   guint64               size;
   DcParquetMeta        *meta;
   DcParquetPageDecoder *decoder;
+
+  /* The chunk dc_parquet_file_read_rows() read last, kept so that reading
+   * it a slice at a time fetches it once. */
+  GBytes               *slice_chunk;
+  guint                 slice_group;
+  int                   slice_column;
 };
 
 void
@@ -46,6 +52,7 @@ dc_parquet_file_free (DcParquetFile *file)
   g_clear_pointer (&file->source, dc_byte_source_unref);
   g_clear_pointer (&file->meta, dc_parquet_meta_free);
   g_clear_pointer (&file->decoder, dc_parquet_page_decoder_free);
+  g_clear_pointer (&file->slice_chunk, g_bytes_unref);
   g_free (file);
 }
 
@@ -193,6 +200,30 @@ dc_parquet_file_find_text_column (DcParquetFile  *file,
   return index;
 }
 
+/* A top-level column has one value per row: its chunk cannot declare more
+ * values than its row group has rows (the decoder then checks that the
+ * pages add up to the chunk). */
+static gboolean
+check_chunk_count (DcParquetFile  *file,
+                   int             column,
+                   guint           g,
+                   GError        **error)
+{
+  const DcParquetRowGroup *group = &file->meta->row_groups[g];
+  const DcParquetChunk *chunk = &group->chunks[column];
+
+  if (chunk->num_values > group->num_rows)
+    {
+      g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
+                   "corrupt parquet file: %s, row group %u: column “%s” declares %"
+                   G_GINT64_FORMAT " values in %" G_GINT64_FORMAT " rows",
+                   file->source->name, g, file->meta->columns[column].path, chunk->num_values,
+                   group->num_rows);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /**
  * dc_parquet_file_read_column:
  * @column: a column index from dc_parquet_file_find_text_column()
@@ -241,6 +272,8 @@ dc_parquet_file_read_column (DcParquetFile       *file,
                            file->source->name, meta->n_row_groups, g);
               return FALSE;
             }
+          if (!check_chunk_count (file, column, g, error))
+            return FALSE;
           if (!dc_parquet_chunk_get_range (&meta->row_groups[g].chunks[column], file->size,
                                            &range.offset, &range.length, error))
             {
@@ -265,17 +298,90 @@ dc_parquet_file_read_column (DcParquetFile       *file,
 
           if (ok && g_cancellable_set_error_if_cancelled (cancellable, error))
             ok = FALSE;
+          /* The decoder names the file and row group in its errors. */
+          dc_parquet_page_decoder_set_origin (file->decoder, file->source->name, g);
           if (ok && !dc_parquet_page_decoder_decode (file->decoder, &meta->columns[column],
                                                      &meta->row_groups[g].chunks[column],
                                                      data, len, func, user_data, error))
-            {
-              g_prefix_error (error, "%s, row group %u: ", file->source->name, g);
-              ok = FALSE;
-            }
+            ok = FALSE;
           g_bytes_unref (chunks[i]);
         }
       if (!ok)
         return FALSE;
     }
   return TRUE;
+}
+
+/**
+ * dc_parquet_file_read_rows:
+ * @column: a column index from dc_parquet_file_find_text_column()
+ * @row_group: the row group
+ * @first_row: the first row (of the row group) to pass on
+ * @max_bytes: stop after the row that brings the text passed on to this
+ *   many bytes or more
+ * @func: called once per row passed on
+ * @n_rows: (out): how many rows were passed on
+ * @finished: (out): whether the row group's last row was reached
+ *
+ * Reads one slice of a row group's column, so that a caller holds at most
+ * about @max_bytes of its text at a time. The chunk is fetched once and kept
+ * for the next slice of the same row group; pages before @first_row are
+ * skipped without being decoded.
+ */
+gboolean
+dc_parquet_file_read_rows (DcParquetFile       *file,
+                           int                  column,
+                           guint                row_group,
+                           guint64              first_row,
+                           guint64              max_bytes,
+                           DcParquetValueFunc   func,
+                           gpointer             user_data,
+                           guint64             *n_rows,
+                           gboolean            *finished,
+                           GCancellable        *cancellable,
+                           GError             **error)
+{
+  const DcParquetMeta *meta = file->meta;
+  const guint8 *data;
+  gsize len;
+
+  g_return_val_if_fail (column >= 0 && (guint) column < meta->n_columns, FALSE);
+
+  *n_rows = 0;
+  *finished = FALSE;
+  if (row_group >= meta->n_row_groups)
+    {
+      g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_NOT_FOUND,
+                   "%s has %u row groups; there is no row group %u",
+                   file->source->name, meta->n_row_groups, row_group);
+      return FALSE;
+    }
+  if (!check_chunk_count (file, column, row_group, error))
+    return FALSE;
+  if (file->slice_chunk == NULL || file->slice_group != row_group
+      || file->slice_column != column)
+    {
+      DcByteRange range;
+
+      g_clear_pointer (&file->slice_chunk, g_bytes_unref);
+      if (!dc_parquet_chunk_get_range (&meta->row_groups[row_group].chunks[column], file->size,
+                                       &range.offset, &range.length, error))
+        {
+          g_prefix_error (error, "%s: ", file->source->name);
+          return FALSE;
+        }
+      if (!dc_byte_source_read_ranges (file->source, &range, 1, &file->slice_chunk, cancellable,
+                                       error))
+        return FALSE;
+      file->slice_group = row_group;
+      file->slice_column = column;
+    }
+  if (g_cancellable_set_error_if_cancelled (cancellable, error))
+    return FALSE;
+  data = g_bytes_get_data (file->slice_chunk, &len);
+  dc_parquet_page_decoder_set_origin (file->decoder, file->source->name, row_group);
+  return dc_parquet_page_decoder_decode_rows (file->decoder, &meta->columns[column],
+                                              &meta->row_groups[row_group].chunks[column],
+                                              data, len, first_row, max_bytes, func, user_data,
+                                              n_rows, finished, error);
 }

@@ -18,9 +18,11 @@ G_BEGIN_DECLS
 
 /* The first read of a file: enough for the footer of most files in one request. */
 #define DC_PARQUET_TAIL_GUESS (64u * 1024u)
-/* Footers above this are refused rather than fetched and parsed. The parsed
- * metadata takes at most about 25 bytes per footer byte (a column chunk entry
- * needs at least 3 bytes and takes 72), so this also bounds its memory. */
+/* Footers above this are refused rather than fetched and parsed. Every list
+ * count is checked against the bytes left (at the smallest size an element
+ * can take) and the schema and chunk counts are capped
+ * (DC_PARQUET_MAX_SCHEMA_ELEMENTS, DC_PARQUET_MAX_COLUMN_CHUNKS), so the
+ * parsed metadata stays within some tens of MiB. */
 #define DC_PARQUET_MAX_FOOTER (16u * 1024u * 1024u)
 
 typedef struct _DcParquetFile DcParquetFile;
@@ -41,6 +43,18 @@ gboolean             dc_parquet_file_read_column       (DcParquetFile       *fil
                                                         guint                n_row_groups,
                                                         DcParquetValueFunc   func,
                                                         gpointer             user_data,
+                                                        GCancellable        *cancellable,
+                                                        GError             **error);
+
+gboolean             dc_parquet_file_read_rows         (DcParquetFile       *file,
+                                                        int                  column,
+                                                        guint                row_group,
+                                                        guint64              first_row,
+                                                        guint64              max_bytes,
+                                                        DcParquetValueFunc   func,
+                                                        gpointer             user_data,
+                                                        guint64             *n_rows,
+                                                        gboolean            *finished,
                                                         GCancellable        *cancellable,
                                                         GError             **error);
 

@@ -186,6 +186,12 @@ collect_leaves (SchemaElement  *elements,
       return FALSE;
     }
   element = &elements[(*next)++];
+  if ((prefix != NULL ? strlen (prefix) + 1 : 0) + strlen (element->name) > DC_PARQUET_MAX_PATH)
+    {
+      g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED,
+                   "a column path in the schema is longer than %u bytes", DC_PARQUET_MAX_PATH);
+      return FALSE;
+    }
   path = prefix != NULL ? g_strconcat (prefix, ".", element->name, NULL) : g_strdup (element->name);
   if (element->repetition == 1)
     def++;
@@ -227,7 +233,9 @@ parse_schema (DcThriftReader  *reader,
   gboolean ok = TRUE;
   guint next = 1;
 
-  if (!dc_thrift_read_list_header (reader, &elem_type, &size, error))
+  /* An element needs its name: a field header, a length and a stop byte. */
+  if (!dc_thrift_read_list_header_sized (reader, &elem_type, &size, 3,
+                                         DC_PARQUET_MAX_SCHEMA_ELEMENTS, error))
     return FALSE;
   if (elem_type != DC_THRIFT_STRUCT || size == 0)
     {
@@ -376,6 +384,7 @@ static gboolean
 parse_row_group (DcThriftReader     *reader,
                  DcParquetRowGroup  *group,
                  guint               n_columns,
+                 guint              *chunks_left,
                  GError            **error)
 {
   gint16 last_id = 0;
@@ -397,8 +406,10 @@ parse_row_group (DcThriftReader     *reader,
           guint8 elem_type;
           guint32 size;
 
+          /* A chunk is at least its meta_data field header and two stop bytes. */
           if (!dc_thrift_expect_type (reader, type, DC_THRIFT_LIST, "columns", error)
-              || !dc_thrift_read_list_header (reader, &elem_type, &size, error))
+              || !dc_thrift_read_list_header_sized (reader, &elem_type, &size, 3, *chunks_left,
+                                                    error))
             return FALSE;
           /* The schema comes first in every writer's output: when it is known,
            * a row group must have exactly one chunk per leaf column, which is
@@ -409,6 +420,7 @@ parse_row_group (DcThriftReader     *reader,
                            "corrupt parquet file: a row group's column list is malformed");
               return FALSE;
             }
+          *chunks_left -= size;
           group->chunks = g_new0 (DcParquetChunk, MAX (size, 1));
           for (guint32 i = 0; i < size; i++)
             {
@@ -443,8 +455,18 @@ parse_row_groups (DcThriftReader  *reader,
 {
   guint8 elem_type;
   guint32 size;
+  guint chunks_left = DC_PARQUET_MAX_COLUMN_CHUNKS;
+  gsize min_bytes = 3;
 
-  if (!dc_thrift_read_list_header (reader, &elem_type, &size, error))
+  /* A row group takes at least its num_rows field (two bytes) and a stop
+   * byte; when the schema is known, also a list header and three bytes per
+   * column chunk. */
+  if (meta->columns != NULL)
+    min_bytes += 2 + 3 * (gsize) meta->n_columns;
+  if (!dc_thrift_read_list_header_sized (reader, &elem_type, &size, min_bytes,
+                                         meta->columns != NULL && meta->n_columns > 0
+                                         ? DC_PARQUET_MAX_COLUMN_CHUNKS / meta->n_columns
+                                         : DC_PARQUET_MAX_COLUMN_CHUNKS, error))
     return FALSE;
   if (elem_type != DC_THRIFT_STRUCT)
     {
@@ -457,7 +479,8 @@ parse_row_groups (DcThriftReader  *reader,
     {
       meta->n_row_groups = i + 1;
       if (!parse_row_group (reader, &meta->row_groups[i],
-                            meta->columns != NULL ? meta->n_columns : G_MAXUINT, error))
+                            meta->columns != NULL ? meta->n_columns : G_MAXUINT, &chunks_left,
+                            error))
         return FALSE;
     }
   return TRUE;
@@ -596,22 +619,30 @@ dc_parquet_meta_find_column (const DcParquetMeta *meta,
   return -1;
 }
 
+/* Columns named in a message: enough to spot the right one in a typical
+ * dataset (FineWeb has 10), while a footer with 65536 names cannot turn one
+ * error into megabytes of text. */
+#define LISTED_COLUMNS 8
+
 /**
  * dc_parquet_meta_dup_column_list:
  *
- * Returns: (transfer full): the column paths joined with ", ", for messages
+ * Returns: (transfer full): the first few column paths joined with ", ",
+ *   then "and N more" when there are others, for messages
  */
 char *
 dc_parquet_meta_dup_column_list (const DcParquetMeta *meta)
 {
   GString *list = g_string_new (NULL);
 
-  for (guint i = 0; i < meta->n_columns; i++)
+  for (guint i = 0; i < meta->n_columns && i < LISTED_COLUMNS; i++)
     {
       if (i > 0)
         g_string_append (list, ", ");
       g_string_append (list, meta->columns[i].path);
     }
+  if (meta->n_columns > LISTED_COLUMNS)
+    g_string_append_printf (list, " and %u more", meta->n_columns - LISTED_COLUMNS);
   return g_string_free (list, FALSE);
 }
 

@@ -49,6 +49,17 @@ typedef enum
   DC_PARQUET_ENC_BYTE_STREAM_SPLIT = 9,
 } DcParquetEncoding;
 
+/* Schema elements (groups and leaves) accepted in one footer. Wide feature
+ * tables have thousands of columns; 65536 elements keep the parsed schema to
+ * a few MiB whatever the footer declares. */
+#define DC_PARQUET_MAX_SCHEMA_ELEMENTS 65536u
+/* Column chunks (row groups × columns) accepted in one footer: 2^20 chunks
+ * of 72 bytes are 72 MiB of metadata, far above a text dataset's hundreds. */
+#define DC_PARQUET_MAX_COLUMN_CHUNKS (1u << 20)
+/* Longest dotted column path: each leaf copies its ancestors' names, so
+ * without a cap a deep schema with long names multiplies the footer. */
+#define DC_PARQUET_MAX_PATH 4096u
+
 /* A leaf of the schema tree: one column of values. */
 typedef struct
 {

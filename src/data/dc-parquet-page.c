@@ -71,7 +71,26 @@ struct _DcParquetPageDecoder
   GByteArray *dict_data;   /* decompressed dictionary page, kept for the chunk */
   GArray     *dict;        /* DictEntry into dict_data */
   gboolean    has_dict;
+  char       *origin;      /* the file's name for messages, or NULL */
+  guint       origin_group;
 };
+
+/* Where one decode call is: which rows it passes on, and how much the
+ * current page and chunk have decoded to (checked against the caps). */
+typedef struct
+{
+  guint64  row;            /* index in the chunk of the next row decoded */
+  guint64  first_row;      /* rows before this are decoded but not passed on */
+  guint64  max_bytes;      /* stop once this many value bytes were passed on */
+  guint64  passed_bytes;
+  guint64  n_rows;         /* rows passed on */
+  guint64  page_decoded;   /* decoded size of the current page (see the caps) */
+  guint64  chunk_decoded;
+  guint64  chunk_cap;
+  guint    page_index;     /* counting from 0, the dictionary page included */
+  gboolean stopped;
+  gboolean named;          /* the error already names the file and row group */
+} Window;
 
 /* RLE / bit-packed hybrid decoder (parquet-format Encodings.md). */
 typedef struct
@@ -94,6 +113,78 @@ corrupt (GError    **error,
 {
   g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT, "corrupt parquet page: %s", what);
   return FALSE;
+}
+
+/* Names the page, its row group and file (when known) in the message. */
+static gboolean
+page_too_large (DcParquetPageDecoder  *decoder,
+                Window                *window,
+                GError               **error)
+{
+  window->named = decoder->origin != NULL;
+  if (decoder->origin != NULL)
+    g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED,
+                 "page %u of row group %u in %s decodes to more than %u MiB",
+                 window->page_index, decoder->origin_group, decoder->origin,
+                 DC_PARQUET_MAX_PAGE_DECODED >> 20);
+  else
+    g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED,
+                 "page %u decodes to more than %u MiB", window->page_index,
+                 DC_PARQUET_MAX_PAGE_DECODED >> 20);
+  return FALSE;
+}
+
+static gboolean
+chunk_too_large (DcParquetPageDecoder  *decoder,
+                 Window                *window,
+                 GError               **error)
+{
+  window->named = decoder->origin != NULL;
+  if (decoder->origin != NULL)
+    g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED,
+                 "the column chunk of row group %u in %s decodes to more than %"
+                 G_GUINT64_FORMAT " bytes (%u times its size, at least %u MiB)",
+                 decoder->origin_group, decoder->origin, window->chunk_cap,
+                 DC_PARQUET_MAX_EXPANSION, DC_PARQUET_MAX_PAGE_DECODED >> 20);
+  else
+    g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED,
+                 "the column chunk decodes to more than %" G_GUINT64_FORMAT
+                 " bytes (%u times its size, at least %u MiB)", window->chunk_cap,
+                 DC_PARQUET_MAX_EXPANSION, DC_PARQUET_MAX_PAGE_DECODED >> 20);
+  return FALSE;
+}
+
+/* Counts one decoded row against the caps before it is handed on. */
+static inline gboolean
+count_decoded (DcParquetPageDecoder  *decoder,
+               Window                *window,
+               gsize                  len,
+               GError               **error)
+{
+  window->page_decoded += (guint64) len + 4;
+  window->chunk_decoded += (guint64) len + 4;
+  if (window->page_decoded > DC_PARQUET_MAX_PAGE_DECODED)
+    return page_too_large (decoder, window, error);
+  if (window->chunk_decoded > window->chunk_cap)
+    return chunk_too_large (decoder, window, error);
+  return TRUE;
+}
+
+/* Hands one row on if it is inside the window; says when the window is full. */
+static inline void
+pass_row (Window              *window,
+          const char          *data,
+          gsize                len,
+          DcParquetValueFunc   func,
+          gpointer             user_data)
+{
+  if (window->row++ < window->first_row)
+    return;
+  func (data, len, user_data);
+  window->n_rows++;
+  window->passed_bytes += len;
+  if (window->passed_bytes >= window->max_bytes)
+    window->stopped = TRUE;
 }
 
 static void
@@ -486,6 +577,7 @@ read_dictionary (DcParquetPageDecoder  *decoder,
 static gboolean
 decode_values (DcParquetPageDecoder   *decoder,
                const DcParquetColumn  *column,
+               Window                 *window,
                gint32                  encoding,
                gint32                  n,
                RleDecoder             *levels,
@@ -532,7 +624,7 @@ decode_values (DcParquetPageDecoder   *decoder,
       return FALSE;
     }
 
-  for (gint32 i = 0; i < n; i++)
+  for (gint32 i = 0; i < n && !window->stopped; i++)
     {
       if (levels != NULL)
         {
@@ -542,7 +634,9 @@ decode_values (DcParquetPageDecoder   *decoder,
             return FALSE;
           if (level < column->max_def_level)
             {
-              func (NULL, 0, user_data);
+              if (!count_decoded (decoder, window, 0, error))
+                return FALSE;
+              pass_row (window, NULL, 0, func, user_data);
               continue;
             }
         }
@@ -555,8 +649,10 @@ decode_values (DcParquetPageDecoder   *decoder,
             return FALSE;
           if (index >= n_dict)
             return corrupt (error, "a dictionary index out of range");
-          func ((const char *) decoder->dict_data->data + dict[index].offset, dict[index].len,
-                user_data);
+          if (!count_decoded (decoder, window, dict[index].len, error))
+            return FALSE;
+          pass_row (window, (const char *) decoder->dict_data->data + dict[index].offset,
+                    dict[index].len, func, user_data);
         }
       else
         {
@@ -568,7 +664,9 @@ decode_values (DcParquetPageDecoder   *decoder,
           pos += 4;
           if (len > (gsize) (end - pos))
             return corrupt (error, "a value runs past the page");
-          func ((const char *) pos, len, user_data);
+          if (!count_decoded (decoder, window, len, error))
+            return FALSE;
+          pass_row (window, (const char *) pos, len, func, user_data);
           pos += len;
         }
     }
@@ -579,6 +677,7 @@ static gboolean
 read_data_page (DcParquetPageDecoder   *decoder,
                 const DcParquetColumn  *column,
                 const DcParquetChunk   *chunk,
+                Window                 *window,
                 const PageHeader       *header,
                 const guint8           *payload,
                 DcParquetValueFunc      func,
@@ -657,7 +756,7 @@ read_data_page (DcParquetPageDecoder   *decoder,
         }
     }
 
-  return decode_values (decoder, column, header->encoding, header->num_values,
+  return decode_values (decoder, column, window, header->encoding, header->num_values,
                         column->max_def_level > 0 ? &levels : NULL,
                         values, values_len, func, user_data, error);
 }
@@ -682,35 +781,41 @@ dc_parquet_page_decoder_free (DcParquetPageDecoder *decoder)
   g_byte_array_unref (decoder->page);
   g_byte_array_unref (decoder->dict_data);
   g_array_unref (decoder->dict);
+  g_free (decoder->origin);
   g_free (decoder);
 }
 
 /**
- * dc_parquet_page_decoder_decode:
- * @column: the leaf column (a top-level BYTE_ARRAY column)
- * @chunk: its chunk's metadata
- * @data: the chunk's bytes, from its first page to its end
- * @func: called once per row, in order
+ * dc_parquet_page_decoder_set_origin:
+ * @name: (nullable): the file's name, or %NULL to name nothing
+ * @row_group: the row group the next chunks belong to
  *
- * Decodes every page of one column chunk. Stops at the first error; rows
- * already passed to @func stay passed.
+ * Says where the next chunks come from; errors then name the file and row
+ * group (and the page, where it matters).
  */
-gboolean
-dc_parquet_page_decoder_decode (DcParquetPageDecoder   *decoder,
-                                const DcParquetColumn  *column,
-                                const DcParquetChunk   *chunk,
-                                const guint8           *data,
-                                gsize                   len,
-                                DcParquetValueFunc      func,
-                                gpointer                user_data,
-                                GError                **error)
+void
+dc_parquet_page_decoder_set_origin (DcParquetPageDecoder *decoder,
+                                    const char           *name,
+                                    guint                 row_group)
+{
+  g_free (decoder->origin);
+  decoder->origin = g_strdup (name);
+  decoder->origin_group = row_group;
+}
+
+static gboolean
+decode_chunk (DcParquetPageDecoder   *decoder,
+              const DcParquetColumn  *column,
+              const DcParquetChunk   *chunk,
+              const guint8           *data,
+              gsize                   len,
+              Window                 *window,
+              DcParquetValueFunc      func,
+              gpointer                user_data,
+              GError                **error)
 {
   const guint8 *pos = data;
   const guint8 *end = data + len;
-  gint64 seen = 0;
-
-  g_return_val_if_fail (decoder != NULL, FALSE);
-  g_return_val_if_fail (func != NULL, FALSE);
 
   if (column->type != DC_PARQUET_BYTE_ARRAY || column->max_rep_level > 0
       || chunk->type != DC_PARQUET_BYTE_ARRAY)
@@ -724,8 +829,12 @@ dc_parquet_page_decoder_decode (DcParquetPageDecoder   *decoder,
 
   decoder->has_dict = FALSE;
   g_array_set_size (decoder->dict, 0);
+  window->chunk_cap = MAX ((guint64) DC_PARQUET_MAX_PAGE_DECODED,
+                           (guint64) len * DC_PARQUET_MAX_EXPANSION);
 
-  while (seen < chunk->num_values)
+  /* The pages' value counts must add up to the chunk's: a page may hold no
+   * more than what is left, and the chunk may not end before. */
+  while (window->row < (guint64) chunk->num_values && !window->stopped)
     {
       PageHeader header;
       gsize header_len;
@@ -753,11 +862,23 @@ dc_parquet_page_decoder_decode (DcParquetPageDecoder   *decoder,
         case PAGE_DATA_V2:
           if (!header.has_body)
             return corrupt (error, "a data page without its header");
-          if (header.num_values < 0 || header.num_values > chunk->num_values - seen)
+          if (header.num_values < 0
+              || (guint64) header.num_values > (guint64) chunk->num_values - window->row)
             return corrupt (error, "a page holds more values than its column chunk");
-          if (!read_data_page (decoder, column, chunk, &header, payload, func, user_data, error))
+          /* Every row counts at least 4 bytes: refuse a page whose count
+           * alone is past the cap before decoding any of it. */
+          if ((guint64) header.num_values * 4 > DC_PARQUET_MAX_PAGE_DECODED)
+            return page_too_large (decoder, window, error);
+          if (window->row + (guint64) header.num_values <= window->first_row)
+            {
+              /* All its rows are before the window: skip it undecoded. */
+              window->row += (guint64) header.num_values;
+              break;
+            }
+          window->page_decoded = 0;
+          if (!read_data_page (decoder, column, chunk, window, &header, payload, func, user_data,
+                               error))
             return FALSE;
-          seen += header.num_values;
           break;
         case PAGE_INDEX:
           break;
@@ -766,6 +887,80 @@ dc_parquet_page_decoder_decode (DcParquetPageDecoder   *decoder,
                        "parquet page type %d is not supported", header.type);
           return FALSE;
         }
+      window->page_index++;
     }
   return TRUE;
+}
+
+/**
+ * dc_parquet_page_decoder_decode_rows:
+ * @column: the leaf column (a top-level BYTE_ARRAY column)
+ * @chunk: its chunk's metadata
+ * @data: the chunk's bytes, from its first page to its end
+ * @first_row: the first row of the chunk to pass on; pages wholly before it
+ *   are skipped without being decoded
+ * @max_bytes: stop after the row that brings the value bytes passed on to
+ *   this many or more
+ * @func: called once per row passed on, in order
+ * @n_rows: (out) (optional): how many rows were passed on
+ * @finished: (out) (optional): whether the chunk's last row was reached
+ *
+ * Decodes part of one column chunk, so that a reader can take its text a
+ * slice at a time with bounded memory. Stops at the first error; rows
+ * already passed to @func stay passed.
+ */
+gboolean
+dc_parquet_page_decoder_decode_rows (DcParquetPageDecoder   *decoder,
+                                     const DcParquetColumn  *column,
+                                     const DcParquetChunk   *chunk,
+                                     const guint8           *data,
+                                     gsize                   len,
+                                     guint64                 first_row,
+                                     guint64                 max_bytes,
+                                     DcParquetValueFunc      func,
+                                     gpointer                user_data,
+                                     guint64                *n_rows,
+                                     gboolean               *finished,
+                                     GError                **error)
+{
+  Window window = { 0 };
+  gboolean ok;
+
+  g_return_val_if_fail (decoder != NULL, FALSE);
+  g_return_val_if_fail (func != NULL, FALSE);
+
+  window.first_row = first_row;
+  window.max_bytes = max_bytes;
+  ok = decode_chunk (decoder, column, chunk, data, len, &window, func, user_data, error);
+  if (!ok && !window.named && decoder->origin != NULL)
+    g_prefix_error (error, "%s, row group %u: ", decoder->origin, decoder->origin_group);
+  if (n_rows != NULL)
+    *n_rows = window.n_rows;
+  if (finished != NULL)
+    *finished = ok && window.row >= (guint64) MAX (chunk->num_values, 0);
+  return ok;
+}
+
+/**
+ * dc_parquet_page_decoder_decode:
+ * @column: the leaf column (a top-level BYTE_ARRAY column)
+ * @chunk: its chunk's metadata
+ * @data: the chunk's bytes, from its first page to its end
+ * @func: called once per row, in order
+ *
+ * Decodes every page of one column chunk. Stops at the first error; rows
+ * already passed to @func stay passed.
+ */
+gboolean
+dc_parquet_page_decoder_decode (DcParquetPageDecoder   *decoder,
+                                const DcParquetColumn  *column,
+                                const DcParquetChunk   *chunk,
+                                const guint8           *data,
+                                gsize                   len,
+                                DcParquetValueFunc      func,
+                                gpointer                user_data,
+                                GError                **error)
+{
+  return dc_parquet_page_decoder_decode_rows (decoder, column, chunk, data, len, 0, G_MAXUINT64,
+                                              func, user_data, NULL, NULL, error);
 }

@@ -178,14 +178,28 @@ dc_thrift_read_field_header (DcThriftReader  *reader,
   return TRUE;
 }
 
+/**
+ * dc_thrift_read_list_header_sized:
+ * @min_elem_bytes: the fewest bytes one element can take in the encoding the
+ *   caller accepts (a struct with a required field takes more than one)
+ * @max_size: the most elements the caller accepts (a fixed cap), or %G_MAXUINT32
+ *
+ * Reads a list header and checks its size against the bytes left before
+ * anything is allocated from it: @size × @min_elem_bytes must fit in them, so
+ * what a caller allocates per element stays proportional to the input.
+ */
 gboolean
-dc_thrift_read_list_header (DcThriftReader  *reader,
-                            guint8          *elem_type,
-                            guint32         *size,
-                            GError         **error)
+dc_thrift_read_list_header_sized (DcThriftReader  *reader,
+                                  guint8          *elem_type,
+                                  guint32         *size,
+                                  gsize            min_elem_bytes,
+                                  guint32          max_size,
+                                  GError         **error)
 {
   guint8 byte;
   guint64 n;
+
+  g_return_val_if_fail (min_elem_bytes > 0, FALSE);
 
   if (reader->pos >= reader->end)
     return fail_truncated (reader, error);
@@ -194,13 +208,39 @@ dc_thrift_read_list_header (DcThriftReader  *reader,
   n = byte >> 4;
   if (n == 15 && !read_varint (reader, &n, error))
     return FALSE;
-  /* Every element takes at least one byte (booleans and empty structs too), so a size
-   * beyond the bytes left is corrupt; checking it here bounds every
-   * allocation a caller makes from it. */
-  if (n > (guint64) (reader->end - reader->pos))
-    return fail_truncated (reader, error);
+  /* Divide rather than multiply: n comes from the input and may be near 2^64. */
+  if (n > (guint64) (reader->end - reader->pos) / min_elem_bytes)
+    {
+      g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
+                   "corrupt parquet file: a list in the %s declares %" G_GUINT64_FORMAT
+                   " elements, more than its %" G_GSIZE_FORMAT " remaining bytes can hold",
+                   reader->what, n, (gsize) (reader->end - reader->pos));
+      return FALSE;
+    }
+  if (n > max_size)
+    {
+      g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED,
+                   "a list in the %s has %" G_GUINT64_FORMAT " elements; at most %u are "
+                   "supported", reader->what, n, max_size);
+      return FALSE;
+    }
   *size = (guint32) n;
   return TRUE;
+}
+
+/**
+ * dc_thrift_read_list_header:
+ *
+ * A list header whose elements take at least one byte each (booleans and
+ * empty structs too): enough for skipping, which allocates nothing.
+ */
+gboolean
+dc_thrift_read_list_header (DcThriftReader  *reader,
+                            guint8          *elem_type,
+                            guint32         *size,
+                            GError         **error)
+{
+  return dc_thrift_read_list_header_sized (reader, elem_type, size, 1, G_MAXUINT32, error);
 }
 
 gboolean

@@ -65,6 +65,12 @@ gboolean dc_thrift_read_list_header   (DcThriftReader  *reader,
                                        guint8          *elem_type,
                                        guint32         *size,
                                        GError         **error);
+gboolean dc_thrift_read_list_header_sized (DcThriftReader  *reader,
+                                       guint8          *elem_type,
+                                       guint32         *size,
+                                       gsize            min_elem_bytes,
+                                       guint32          max_size,
+                                       GError         **error);
 gboolean dc_thrift_struct_begin       (DcThriftReader  *reader,
                                        GError         **error);
 void     dc_thrift_struct_end         (DcThriftReader  *reader);

@@ -48,15 +48,21 @@ load_dataset (const char    *spec,
 {
   g_autoptr(DcHfClient) client = dc_hf_client_new (NULL);
   g_autoptr(DcTextStream) stream = NULL;
-  g_autoptr(GByteArray) text = g_byte_array_new ();
+  /* Sized once: the text never grows past DC_TRAIN_DATA_DATASET_BYTES, so
+   * the array never doubles past it either. */
+  g_autoptr(GByteArray) text = g_byte_array_sized_new (DC_TRAIN_DATA_DATASET_BYTES);
 
   /* One device for now: rank 0 of 1. The mesh issue passes each device's
    * rank and the group's size so that the shares are disjoint. */
   stream = dc_text_stream_new (client, spec, "text", 0, 1, seed);
 
+  /* The stream hands on one row group a slice at a time; stop as soon as
+   * enough text is gathered, cutting the last text to fit. */
   while (text->len < DC_TRAIN_DATA_DATASET_BYTES)
     {
       g_autoptr(GBytes) piece = dc_text_stream_next (stream, cancellable, error);
+      gsize room;
+      gsize len;
 
       if (piece == NULL)
         return NULL;
@@ -67,8 +73,11 @@ load_dataset (const char    *spec,
           return dc_corpus_dup_builtin ();
         }
       if (text->len > 0)
-        g_byte_array_append (text, (const guint8 *) "\n\n", 2);
-      g_byte_array_append (text, g_bytes_get_data (piece, NULL), g_bytes_get_size (piece));
+        g_byte_array_append (text, (const guint8 *) "\n\n",
+                             (guint) MIN (2, DC_TRAIN_DATA_DATASET_BYTES - text->len));
+      room = DC_TRAIN_DATA_DATASET_BYTES - text->len;
+      len = MIN (g_bytes_get_size (piece), room);
+      g_byte_array_append (text, g_bytes_get_data (piece, NULL), (guint) len);
       if (dc_text_stream_get_epoch (stream) > 0)
         break;  /* this device's share of a small dataset is all read */
     }
