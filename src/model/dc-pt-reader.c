@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "dc-model-error.h"
+#include "dc-regular-file.h"
 #include "dc-pt-opcodes.h"
 #include "dc-zip.h"
 
@@ -614,7 +615,7 @@ dc_pt_file_new_from_path (const char  *path,
   g_autoptr(GMappedFile) mapped = NULL;
   g_autoptr(GBytes) bytes = NULL;
 
-  mapped = g_mapped_file_new (path, FALSE, error);
+  mapped = dc_regular_file_map (path, error);
   if (mapped == NULL)
     return NULL;
   bytes = g_mapped_file_get_bytes (mapped);
