@@ -184,11 +184,14 @@ test_fifo_refused (void)
     const char *resume[] = { "train", "--resume", fifo, "--steps", "1", NULL };
     const char *export[] = { "export", "--checkpoint", fifo, "--hf", out, NULL };
     const char *data_read[] = { "data", "read", fifo, NULL };
+    const char *signal[] = { "signal", "--bind", "127.0.0.1", "--port", "0",
+                             "--tls-cert", fifo, "--tls-key", fifo, NULL };
 
     assert_fifo_refused (generate, fifo);
     assert_fifo_refused (resume, fifo);
     assert_fifo_refused (export, fifo);
     assert_fifo_refused (data_read, fifo);
+    assert_fifo_refused (signal, fifo);
   }
   dc_test_remove_tree (dir);
 }
