@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <glib/gstdio.h>
 #include <zlib.h>
 #include <json-glib/json-glib.h>
@@ -687,6 +688,49 @@ test_pickle_flood (gconstpointer data)
   g_test_trap_assert_stderr ("*refused checkpoint pickle at byte *");
 }
 
+static void
+assert_not_regular (const char *path)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = dc_checkpoint_load (path, NULL, &error);
+  g_autoptr(DcPtFile) file = NULL;
+  g_autofree char *expected = g_strdup_printf ("“%s” is not a regular file", path);
+
+  g_assert_null (model);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE);
+  g_assert_cmpstr (error->message, ==, expected);
+  g_clear_error (&error);
+  file = dc_pt_file_new_from_path (path, &error);
+  g_assert_null (file);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE);
+}
+
+/* A FIFO without a writer, a character device and a folder are refused by
+ * name. The loads run in a subprocess killed after 20 s, so that a reader
+ * that blocks in open () fails the test instead of hanging the suite. */
+static void
+test_not_regular_file (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *dir = g_dir_make_tmp ("dc-ckpt-fifo-XXXXXX", &error);
+      g_autofree char *fifo = NULL;
+
+      g_assert_no_error (error);
+      fifo = g_build_filename (dir, "model.pt", NULL);
+      g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+      assert_not_regular (fifo);
+      assert_not_regular ("/dev/null");
+      assert_not_regular (dir);
+      g_unlink (fifo);
+      g_rmdir (dir);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 20 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int    argc,
       char **argv)
@@ -702,6 +746,7 @@ main (int    argc,
   g_test_add_func ("/dc/model/checkpoint/zip-overlaps-directory", test_zip_overlaps_directory);
   g_test_add_func ("/dc/model/checkpoint/zip-duplicate-names", test_zip_duplicate_names);
   g_test_add_func ("/dc/model/checkpoint/zip-crc-checked-on-read", test_zip_crc_checked_on_read);
+  g_test_add_func ("/dc/model/checkpoint/not-regular-file", test_not_regular_file);
   /* Each item is one opcode with its operands (no NUL bytes). */
   g_test_add_data_func ("/dc/model/checkpoint/pickle-flood/empty-dict", "}", test_pickle_flood);
   g_test_add_data_func ("/dc/model/checkpoint/pickle-flood/empty-tuple", ")", test_pickle_flood);
