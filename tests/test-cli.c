@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <sys/stat.h>
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
 #include "dc-test-utils.h"
@@ -155,6 +157,50 @@ test_bench_gemm_rounds (void)
   g_assert_nonnull (strstr (err, "--rounds must be between 1 and 50"));
 }
 
+/* Runs @args, whose @path is a FIFO nobody writes to: the command must exit 1
+ * with "“PATH” is not a regular file" instead of blocking in open (). A
+ * reader that still blocks is killed at TIMEOUT_MS and the test fails. */
+static void
+assert_fifo_refused (const char * const *args,
+                     const char         *path)
+{
+  g_autofree char *err = NULL;
+  g_autofree char *expected = g_strdup_printf ("“%s” is not a regular file", path);
+
+  g_assert_cmpint (run_cli (args, NULL, &err), ==, 1);
+  g_test_message ("%s", err);
+  g_assert_nonnull (strstr (err, expected));
+}
+
+static void
+test_fifo_refused (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("dc-cli-fifo-XXXXXX", &error);
+  g_autofree char *fifo = NULL;
+  g_autofree char *out = NULL;
+
+  g_assert_no_error (error);
+  fifo = g_build_filename (dir, "model.pt", NULL);
+  out = g_build_filename (dir, "hf", NULL);
+  g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+  {
+    const char *generate[] = { "generate", "--checkpoint", fifo, "--tokens", "1", NULL };
+    const char *resume[] = { "train", "--resume", fifo, "--steps", "1", NULL };
+    const char *export[] = { "export", "--checkpoint", fifo, "--hf", out, NULL };
+    const char *data_read[] = { "data", "read", fifo, NULL };
+    const char *signal[] = { "signal", "--bind", "127.0.0.1", "--port", "0",
+                             "--tls-cert", fifo, "--tls-key", fifo, NULL };
+
+    assert_fifo_refused (generate, fifo);
+    assert_fifo_refused (resume, fifo);
+    assert_fifo_refused (export, fifo);
+    assert_fifo_refused (data_read, fifo);
+    assert_fifo_refused (signal, fifo);
+  }
+  dc_test_remove_tree (dir);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -168,6 +214,7 @@ main (int    argc,
   g_test_add_func ("/dc/cli/info-json", test_info_json);
   g_test_add_func ("/dc/cli/usage-errors", test_usage_errors);
   g_test_add_func ("/dc/cli/bench-gemm-rounds", test_bench_gemm_rounds);
+  g_test_add_func ("/dc/cli/fifo-refused", test_fifo_refused);
 
   return g_test_run ();
 }

@@ -12,12 +12,17 @@
 #include "config.h"
 
 #include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <glib/gstdio.h>
+#include <zlib.h>
 #include <json-glib/json-glib.h>
 
 #include "dc-test-utils.h"
 #include "model/dc-checkpoint.h"
 #include "model/dc-model-error.h"
+#include "model/dc-pt-opcodes.h"
 #include "model/dc-pt-reader.h"
 #include "model/dc-pt-writer.h"
 #include "model/dc-zip.h"
@@ -252,8 +257,8 @@ test_truncated_and_corrupt (void)
     gsize offset;
 
     g_assert_no_error (error);
-    storage = dc_zip_reader_lookup (zip, "checkpoint/data/0");
-    g_assert_nonnull (storage);
+    storage = dc_zip_reader_read (zip, "checkpoint/data/0", &error);
+    g_assert_no_error (error);
     offset = (const guint8 *) g_bytes_get_data (storage, NULL) - data;
     copy[offset + 5] ^= 0x10;
     flipped = g_bytes_new (copy, len);
@@ -393,6 +398,339 @@ test_shape_mismatch (void)
   g_assert_nonnull (strstr (error->message, "transformer.wte.weight"));
 }
 
+
+/* Little-endian helpers for hand-made archives the writer would never make. */
+static void
+put16 (GByteArray *a,
+       guint       v)
+{
+  guint8 b[2] = { v & 0xff, (v >> 8) & 0xff };
+
+  g_byte_array_append (a, b, 2);
+}
+
+static void
+put32 (GByteArray *a,
+       guint32     v)
+{
+  guint8 b[4] = { v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, (v >> 24) & 0xff };
+
+  g_byte_array_append (a, b, 4);
+}
+
+static void
+put_central_entry (GByteArray *dir,
+                   const char *name,
+                   guint32     crc,
+                   guint32     size,
+                   guint32     offset)
+{
+  put32 (dir, 0x02014b50);
+  put16 (dir, 20);
+  put16 (dir, 20);
+  put16 (dir, 0);
+  put16 (dir, 0);      /* stored */
+  put16 (dir, 0);
+  put16 (dir, 0x21);
+  put32 (dir, crc);
+  put32 (dir, size);
+  put32 (dir, size);
+  put16 (dir, strlen (name));
+  put16 (dir, 0);
+  put16 (dir, 0);
+  put16 (dir, 0);
+  put16 (dir, 0);
+  put32 (dir, 0);
+  put32 (dir, offset);
+  g_byte_array_append (dir, (const guint8 *) name, strlen (name));
+}
+
+/* One local entry holding @size bytes at offset 0, named by @n_entries
+ * central directory entries, "z/data/0", "z/data/1"…; @extra_size makes
+ * the directory claim more data than the local entry holds. */
+static GBytes *
+craft_shared_data_zip (guint n_entries,
+                       gsize size,
+                       gsize extra_size)
+{
+  g_autoptr(GByteArray) out = g_byte_array_new ();
+  g_autoptr(GByteArray) dir = g_byte_array_new ();
+  g_autofree guint8 *data = g_malloc (size);
+  const char *name = "z/data/0";
+  guint32 crc, central_offset;
+
+  memset (data, 0x5a, size);
+  crc = crc32 (crc32 (0, Z_NULL, 0), data, size);
+  put32 (out, 0x04034b50);
+  put16 (out, 20);
+  put16 (out, 0);
+  put16 (out, 0);
+  put16 (out, 0);
+  put16 (out, 0x21);
+  put32 (out, crc);
+  put32 (out, size);
+  put32 (out, size);
+  put16 (out, strlen (name));
+  put16 (out, 0);
+  g_byte_array_append (out, (const guint8 *) name, strlen (name));
+  g_byte_array_append (out, data, size);
+  central_offset = out->len;
+  for (guint i = 0; i < n_entries; i++)
+    {
+      g_autofree char *entry_name = g_strdup_printf ("z/data/%u", i);
+
+      put_central_entry (dir, entry_name, crc, size + extra_size, 0);
+    }
+  g_byte_array_append (out, dir->data, dir->len);
+  put32 (out, 0x06054b50);
+  put16 (out, 0);
+  put16 (out, 0);
+  put16 (out, n_entries);
+  put16 (out, n_entries);
+  put32 (out, dir->len);
+  put32 (out, central_offset);
+  put16 (out, 0);
+  return g_byte_array_free_to_bytes (g_steal_pointer (&out));
+}
+
+static void
+assert_zip_refused (GBytes     *bytes,
+                    const char *message_part)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcZipReader) zip = dc_zip_reader_new (bytes, &error);
+
+  g_assert_null (zip);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, message_part));
+}
+
+/* 65,535 directory entries over one block of data: refused as overlapping
+ * before any of it is read (the old reader CRC-checked the block 65,535
+ * times). */
+static void
+test_zip_overlapping_entries (void)
+{
+  g_autoptr(GBytes) many = craft_shared_data_zip (0xffff, 4096, 0);
+  g_autoptr(GBytes) two = craft_shared_data_zip (2, 16, 0);
+  g_autoptr(GBytes) one = craft_shared_data_zip (1, 16, 0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcZipReader) zip = NULL;
+
+  assert_zip_refused (many, "overlap");
+  assert_zip_refused (two, "entries “z/data/0” and “z/data/1” overlap");
+  /* The same layout with one entry is a valid archive. */
+  zip = dc_zip_reader_new (one, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (zip);
+}
+
+/* An entry whose data runs into the central directory. */
+static void
+test_zip_overlaps_directory (void)
+{
+  g_autoptr(GBytes) bytes = craft_shared_data_zip (1, 16, 8);
+
+  assert_zip_refused (bytes, "entry “z/data/0” overlaps the central directory");
+}
+
+static void
+test_zip_duplicate_names (void)
+{
+  g_autoptr(DcZipWriter) writer = dc_zip_writer_new ();
+  g_autoptr(GBytes) a = g_bytes_new_static ("first", 5);
+  g_autoptr(GBytes) b = g_bytes_new_static ("second", 6);
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GError) error = NULL;
+
+  dc_zip_writer_add (writer, "z/data.pkl", a);
+  dc_zip_writer_add (writer, "z/data.pkl", b);
+  bytes = dc_zip_writer_finish (writer, &error);
+  g_assert_no_error (error);
+  assert_zip_refused (bytes, "duplicate entry “z/data.pkl”");
+}
+
+/* A one-tensor checkpoint pickle and its storage, re-zipped with an extra
+ * entry "forged/data/9" that the pickle never names; @corrupt picks which
+ * entry gets a flipped byte (0: the read storage, 9: the unread extra). */
+static GBytes *
+zip_with_extra_entry (guint corrupt)
+{
+  g_autoptr(DcPtWriter) w = dc_pt_writer_new ();
+  g_autoptr(GBytes) original = NULL;
+  g_autoptr(DcZipReader) zip = NULL;
+  g_autoptr(DcZipWriter) out = dc_zip_writer_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  const float values[4] = { 1, 2, 3, 4 };
+  const gint64 sizes[1] = { 4 };
+  const char *names[] = { "forged/data.pkl", "forged/data/0", "forged/data/9" };
+  gsize len;
+  guint8 *copy;
+
+  dc_pt_writer_begin_dict (w, FALSE);
+  dc_pt_writer_string (w, "t");
+  dc_pt_writer_tensor_f32 (w, values, 1, sizes);
+  dc_pt_writer_end_dict (w);
+  original = dc_pt_writer_finish (w, "forged", &error);
+  g_assert_no_error (error);
+  zip = dc_zip_reader_new (original, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      GBytes *data = NULL;
+
+      for (guint e = 0; e < zip->entries->len; e++)
+        {
+          DcZipEntry *entry = g_ptr_array_index (zip->entries, e);
+
+          if (g_str_equal (entry->name, i < 2 ? names[i] : names[1]))
+            data = entry->data;
+        }
+      g_assert_nonnull (data);
+      dc_zip_writer_add (out, names[i], data);
+    }
+  bytes = dc_zip_writer_finish (out, &error);
+  g_assert_no_error (error);
+  /* Flip a byte inside the chosen entry's data (found by its content). */
+  copy = g_bytes_unref_to_data (g_steal_pointer (&bytes), &len);
+  {
+    gsize found = 0;
+    guint seen = 0;
+
+    for (gsize i = 0; i + sizeof values <= len; i++)
+      if (memcmp (copy + i, values, sizeof values) == 0 && seen++ == (corrupt == 0 ? 0 : 1))
+        found = i;
+    g_assert_cmpuint (found, >, 0);
+    copy[found + 1] ^= 0x40;
+  }
+  return g_bytes_new_take (copy, len);
+}
+
+/* CRCs are checked for the entries that are read, and only for those. */
+static void
+test_zip_crc_checked_on_read (void)
+{
+  g_autoptr(GBytes) unread_corrupt = zip_with_extra_entry (9);
+  g_autoptr(GBytes) read_corrupt = zip_with_extra_entry (0);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcPtFile) file = NULL;
+  g_autoptr(DcPtFile) none = NULL;
+
+  file = dc_pt_file_new_from_bytes (unread_corrupt, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (dc_pt_value_lookup (file->root, "t"));
+
+  none = dc_pt_file_new_from_bytes (read_corrupt, &error);
+  g_assert_null (none);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT);
+  g_assert_nonnull (strstr (error->message, "“forged/data/0” is corrupt (CRC mismatch)"));
+}
+
+/* Address space this process may still grow by while parsing a flood. */
+#define FLOOD_MEMORY_BUDGET (32 * 1024 * 1024)
+#define FLOOD_BYTES         (1024 * 1024)
+
+static void
+limit_address_space (gsize extra)
+{
+  g_autofree char *statm = NULL;
+  struct rlimit limit;
+  guint64 pages;
+
+  g_assert_true (g_file_get_contents ("/proc/self/statm", &statm, NULL, NULL));
+  pages = g_ascii_strtoull (statm, NULL, 10);
+  limit.rlim_cur = limit.rlim_max = pages * sysconf (_SC_PAGESIZE) + extra;
+  g_assert_cmpint (setrlimit (RLIMIT_AS, &limit), ==, 0);
+}
+
+/* 1 MB of one pickle item, repeated (data: the item, then its length). The
+ * machine must refuse it within a small address-space budget: the old
+ * reader spent 259 MB on 1 MB of EMPTY_DICT. Runs in a subprocess whose
+ * RLIMIT_AS makes an unbounded reader fail at once instead of eating the
+ * machine. */
+static void
+test_pickle_flood (gconstpointer data)
+{
+  const char *item = data;
+  gsize item_len = strlen (item);
+
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GByteArray) pickle = g_byte_array_new ();
+      g_autoptr(DcZipWriter) writer = dc_zip_writer_new ();
+      g_autoptr(GBytes) pickle_bytes = NULL;
+      g_autoptr(GBytes) bytes = NULL;
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcPtFile) file = NULL;
+      const guint8 proto[2] = { DC_PICKLE_PROTO, 2 };
+      const guint8 stop = DC_PICKLE_STOP;
+
+      g_byte_array_append (pickle, proto, 2);
+      while (pickle->len < FLOOD_BYTES)
+        g_byte_array_append (pickle, (const guint8 *) item, item_len);
+      g_byte_array_append (pickle, &stop, 1);
+      pickle_bytes = g_byte_array_free_to_bytes (g_steal_pointer (&pickle));
+      dc_zip_writer_add (writer, "flood/data.pkl", pickle_bytes);
+      bytes = dc_zip_writer_finish (writer, &error);
+      g_assert_no_error (error);
+
+      limit_address_space (FLOOD_MEMORY_BUDGET);
+      file = dc_pt_file_new_from_bytes (bytes, &error);
+      g_assert_null (file);
+      g_assert_nonnull (error);
+      g_printerr ("%s\n", error->message);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*refused checkpoint pickle at byte *");
+}
+
+static void
+assert_not_regular (const char *path)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = dc_checkpoint_load (path, NULL, &error);
+  g_autoptr(DcPtFile) file = NULL;
+  g_autofree char *expected = g_strdup_printf ("“%s” is not a regular file", path);
+
+  g_assert_null (model);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE);
+  g_assert_cmpstr (error->message, ==, expected);
+  g_clear_error (&error);
+  file = dc_pt_file_new_from_path (path, &error);
+  g_assert_null (file);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE);
+}
+
+/* A FIFO without a writer, a character device and a folder are refused by
+ * name. The loads run in a subprocess killed after 20 s, so that a reader
+ * that blocks in open () fails the test instead of hanging the suite. */
+static void
+test_not_regular_file (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *dir = g_dir_make_tmp ("dc-ckpt-fifo-XXXXXX", &error);
+      g_autofree char *fifo = NULL;
+
+      g_assert_no_error (error);
+      fifo = g_build_filename (dir, "model.pt", NULL);
+      g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
+      assert_not_regular (fifo);
+      assert_not_regular ("/dev/null");
+      assert_not_regular (dir);
+      g_unlink (fifo);
+      g_rmdir (dir);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 20 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int    argc,
       char **argv)
@@ -404,5 +742,22 @@ main (int    argc,
   g_test_add_func ("/dc/model/checkpoint/truncated-corrupt", test_truncated_and_corrupt);
   g_test_add_func ("/dc/model/checkpoint/mismatch-messages", test_mismatch_messages);
   g_test_add_func ("/dc/model/checkpoint/shape-mismatch", test_shape_mismatch);
+  g_test_add_func ("/dc/model/checkpoint/zip-overlapping-entries", test_zip_overlapping_entries);
+  g_test_add_func ("/dc/model/checkpoint/zip-overlaps-directory", test_zip_overlaps_directory);
+  g_test_add_func ("/dc/model/checkpoint/zip-duplicate-names", test_zip_duplicate_names);
+  g_test_add_func ("/dc/model/checkpoint/zip-crc-checked-on-read", test_zip_crc_checked_on_read);
+  g_test_add_func ("/dc/model/checkpoint/not-regular-file", test_not_regular_file);
+  /* Each item is one opcode with its operands (no NUL bytes). */
+  g_test_add_data_func ("/dc/model/checkpoint/pickle-flood/empty-dict", "}", test_pickle_flood);
+  g_test_add_data_func ("/dc/model/checkpoint/pickle-flood/empty-tuple", ")", test_pickle_flood);
+  g_test_add_data_func ("/dc/model/checkpoint/pickle-flood/true", "\x88", test_pickle_flood);
+  g_test_add_data_func ("/dc/model/checkpoint/pickle-flood/binint", "J\x01\x01\x01\x01",
+                        test_pickle_flood);
+  g_test_add_data_func ("/dc/model/checkpoint/pickle-flood/tuples-of-dicts", "(}}}}}}}}t",
+                        test_pickle_flood);
+  g_test_add_data_func ("/dc/model/checkpoint/pickle-flood/empty-list", "]", test_pickle_flood);
+  g_test_add_data_func ("/dc/model/checkpoint/pickle-flood/mark", "(", test_pickle_flood);
+  g_test_add_data_func ("/dc/model/checkpoint/pickle-flood/memo-put", "}q\x01",
+                        test_pickle_flood);
   return g_test_run ();
 }

@@ -13,6 +13,7 @@
 #include <glib/gi18n.h>
 
 #include "dc-cli.h"
+#include "dc-regular-file.h"
 #include "data/dc-data-error.h"
 #include "data/dc-dataset.h"
 #include "data/dc-hf-client.h"
@@ -33,15 +34,11 @@ cli_token_cb (const char *description,
 
   if (token_file != NULL)
     {
-      g_autoptr(GFile) file = g_file_new_for_commandline_arg (token_file);
-      g_autoptr(GFileInfo) info = g_file_query_info (file, G_FILE_ATTRIBUTE_STANDARD_SIZE,
-                                                     G_FILE_QUERY_INFO_NONE, NULL, &error);
-
-      if (info == NULL || g_file_info_get_size (info) > MAX_TOKEN_FILE
-          || !g_file_load_contents (file, NULL, &contents, &len, NULL, &error))
+      /* A FIFO here would block the CLI forever: regular files only. */
+      if (!dc_regular_file_get_contents (token_file, MAX_TOKEN_FILE, &contents, &len, &error))
         {
           g_printerr (_("daisychain-cli: cannot read the token file “%s”: %s\n"), token_file,
-                      error != NULL ? error->message : _("it is too large"));
+                      error->message);
           return NULL;
         }
       return g_strstrip (g_steal_pointer (&contents));

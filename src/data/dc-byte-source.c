@@ -9,6 +9,7 @@
 #include "dc-byte-source.h"
 
 #include "dc-data-error.h"
+#include "dc-regular-file.h"
 
 typedef struct
 {
@@ -171,7 +172,7 @@ DcByteSource *
 dc_byte_source_new_for_path (const char  *path,
                              GError     **error)
 {
-  GMappedFile *mapped = g_mapped_file_new (path, FALSE, error);
+  GMappedFile *mapped = dc_regular_file_map (path, error);
   FileSource *self;
 
   if (mapped == NULL)

@@ -25,12 +25,15 @@
 #include "dc-json-bounds.h"
 #include "dc-mesh-error.h"
 #include "dc-room.h"
+#include "dc-regular-file.h"
 
 #define MAX_MESSAGE_SIZE  DC_JSON_SIGNAL_MAX_BYTES
 #define MAX_MEMBERS       64
 #define MAX_ROOMS         1024
 /* Stays under the default limit of 1024 open files per process. */
 #define MAX_CONNECTIONS   1000
+/* A PEM certificate chain or key file is a few KiB; 1 MiB is room for long chains. */
+#define MAX_PEM_FILE      (1024 * 1024)
 
 typedef struct _Room Room;
 
@@ -634,8 +637,16 @@ dc_signal_server_listen (DcSignalServer  *self,
   if (tls_cert_file != NULL)
     {
       g_autoptr(GTlsCertificate) cert = NULL;
+      g_autofree char *cert_pem = NULL, *key_pem = NULL, *pem = NULL;
 
-      cert = g_tls_certificate_new_from_files (tls_cert_file, tls_key_file, error);
+      /* Read here, regular files only: GTlsCertificate's own open () of a
+       * FIFO would block the server's start for ever. */
+      if (dc_regular_file_get_contents (tls_cert_file, MAX_PEM_FILE, &cert_pem, NULL, error)
+          && dc_regular_file_get_contents (tls_key_file, MAX_PEM_FILE, &key_pem, NULL, error))
+        {
+          pem = g_strconcat (cert_pem, "\n", key_pem, NULL);
+          cert = g_tls_certificate_new_from_pem (pem, -1, error);
+        }
       if (cert == NULL)
         {
           g_prefix_error (error, "Cannot load the TLS certificate: ");

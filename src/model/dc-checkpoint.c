@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dc-model-error.h"
+#include "dc-regular-file.h"
 #include "dc-pt-reader.h"
 #include "dc-pt-writer.h"
 
@@ -330,7 +331,7 @@ dc_checkpoint_load (const char       *path,
   g_autoptr(GBytes) bytes = NULL;
   DcGptModel *model;
 
-  mapped = g_mapped_file_new (path, FALSE, error);
+  mapped = dc_regular_file_map (path, error);
   if (mapped == NULL)
     return NULL;
   bytes = g_mapped_file_get_bytes (mapped);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "dc-model-error.h"
+#include "dc-regular-file.h"
 #include "dc-pt-opcodes.h"
 #include "dc-zip.h"
 
@@ -32,6 +33,7 @@ typedef struct
   GPtrArray    *stack;  /* of DcPtValue, owned */
   GArray       *marks;  /* of guint, stack heights */
   DcPtFile     *file;
+  DcZipReader  *zip;    /* storages are read (and CRC-checked) from here on use */
   guint         n_values;
 } Machine;
 
@@ -236,8 +238,22 @@ persistent_load (Machine    *m,
   data = g_hash_table_lookup (m->file->storages, key->s);
   if (data == NULL)
     {
-      fail (error, m, "storage “%s” is missing from the archive", key->s);
-      return NULL;
+      g_autofree char *entry_name = g_strdup_printf ("%s/data/%s", m->file->archive, key->s);
+      g_autoptr(GError) read_error = NULL;
+
+      /* Only storages the pickle names are read, so only theirs are CRC-checked. */
+      data = dc_zip_reader_read (m->zip, entry_name, &read_error);
+      if (data == NULL && g_error_matches (read_error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND))
+        {
+          fail (error, m, "storage “%s” is missing from the archive", key->s);
+          return NULL;
+        }
+      if (data == NULL)
+        {
+          g_propagate_error (error, g_steal_pointer (&read_error));
+          return NULL;
+        }
+      g_hash_table_insert (m->file->storages, g_strdup (key->s), g_bytes_ref (data));
     }
   if ((guint64) numel->i > G_MAXSIZE / 4 || g_bytes_get_size (data) != (gsize) numel->i * 4)
     {
@@ -356,8 +372,13 @@ step (Machine   *m,
 
   if (!need (m, 1, error))
     return FALSE;
-  if (m->n_values > DC_PT_MAX_VALUES || m->stack->len > DC_PT_MAX_VALUES)
-    return fail (error, m, "too many values");
+  /* Every value an opcode creates costs at least that opcode's byte, so
+   * n_values <= pos; the caps below bound the machine's memory whatever the
+   * pickle's size (about 260 bytes a value). */
+  if (m->n_values >= DC_PT_MAX_VALUES)
+    return fail (error, m, "too many values (more than %d)", DC_PT_MAX_VALUES);
+  if (m->stack->len >= DC_PT_MAX_STACK)
+    return fail (error, m, "too many values on the stack (more than %d)", DC_PT_MAX_STACK);
   code = m->p[m->pos++];
   switch (code)
     {
@@ -397,6 +418,11 @@ step (Machine   *m,
 
         if (items == NULL)
           return fail (error, m, "TUPLE without MARK");
+        if (items->len > DC_PT_MAX_TUPLE_ITEMS)
+          {
+            g_ptr_array_unref (items);
+            return fail (error, m, "tuple has more than %d items", DC_PT_MAX_TUPLE_ITEMS);
+          }
         v = value_new (m, DC_PT_VALUE_TUPLE);
         v->items = items;
         push (m, v);
@@ -487,9 +513,10 @@ step (Machine   *m,
 }
 
 static gboolean
-run_pickle (DcPtFile  *file,
-            GBytes    *pickle,
-            GError   **error)
+run_pickle (DcPtFile     *file,
+            DcZipReader  *zip,
+            GBytes       *pickle,
+            GError      **error)
 {
   Machine m = { 0 };
   gboolean done = FALSE;
@@ -499,6 +526,7 @@ run_pickle (DcPtFile  *file,
   m.stack = g_ptr_array_new_with_free_func ((GDestroyNotify) dc_pt_value_free);
   m.marks = g_array_new (FALSE, FALSE, sizeof (guint));
   m.file = file;
+  m.zip = zip;
   if (m.len > DC_PT_MAX_PICKLE_SIZE)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
@@ -531,6 +559,7 @@ dc_pt_file_new_from_bytes (GBytes  *bytes,
   g_autoptr(DcZipReader) zip = NULL;
   g_autoptr(DcPtFile) self = g_new0 (DcPtFile, 1);
   g_autofree char *pickle_name = NULL;
+  DcZipEntry *pickle_entry;
   GBytes *pickle = NULL;
 
   self->storages = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
@@ -561,18 +590,20 @@ dc_pt_file_new_from_bytes (GBytes  *bytes,
       return NULL;
     }
   pickle_name = g_strdup_printf ("%s/data.pkl", self->archive);
-  pickle = dc_zip_reader_lookup (zip, pickle_name);
-  for (guint i = 0; i < zip->entries->len; i++)
+  /* The size first: no CRC pass over a pickle that is refused anyway. */
+  pickle_entry = g_hash_table_lookup (zip->by_name, pickle_name);
+  g_assert (pickle_entry != NULL);  /* archive was taken from its name */
+  if (g_bytes_get_size (pickle_entry->data) > DC_PT_MAX_PICKLE_SIZE)
     {
-      DcZipEntry *entry = g_ptr_array_index (zip->entries, i);
-      gsize prefix = strlen (self->archive);
-
-      if (strncmp (entry->name, self->archive, prefix) == 0
-          && g_str_has_prefix (entry->name + prefix, "/data/"))
-        g_hash_table_replace (self->storages, g_strdup (entry->name + prefix + 6),
-                              g_bytes_ref (entry->data));
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                   "checkpoint pickle is too large (%" G_GSIZE_FORMAT " bytes)",
+                   g_bytes_get_size (pickle_entry->data));
+      return NULL;
     }
-  if (!run_pickle (self, pickle, error))
+  pickle = dc_zip_reader_read (zip, pickle_name, error);
+  if (pickle == NULL)
+    return NULL;
+  if (!run_pickle (self, zip, pickle, error))
     return NULL;
   return g_steal_pointer (&self);
 }
@@ -584,7 +615,7 @@ dc_pt_file_new_from_path (const char  *path,
   g_autoptr(GMappedFile) mapped = NULL;
   g_autoptr(GBytes) bytes = NULL;
 
-  mapped = g_mapped_file_new (path, FALSE, error);
+  mapped = dc_regular_file_map (path, error);
   if (mapped == NULL)
     return NULL;
   bytes = g_mapped_file_get_bytes (mapped);

@@ -21,8 +21,17 @@ G_BEGIN_DECLS
 #define DC_PT_MAX_FILE_SIZE   (G_GUINT64_CONSTANT (1) << 30)
 #define DC_PT_MAX_PICKLE_SIZE (16 * 1024 * 1024)
 #define DC_PT_MAX_DEPTH       32
-#define DC_PT_MAX_VALUES      (1024 * 1024)
+/* Values created in one pickle. The largest model (12 layers: 444 tensors
+ * with both Adam moments, 22 values each) needs about 10,000; 65,536 leaves
+ * six times that and bounds the machine to ~17 MB (~260 bytes a value). */
+#define DC_PT_MAX_VALUES      65536
 #define DC_PT_MAX_DICT_ITEMS  4096
+/* Stack height: one dict's key/value pairs in one SETITEMS batch, plus room
+ * for the few pending values of the enclosing levels. */
+#define DC_PT_MAX_STACK       (2 * DC_PT_MAX_DICT_ITEMS + 256)
+/* Tuples are call arguments (6), persistent ids (5) and shapes (at most
+ * DC_PT_MAX_DIMS); nothing longer is ever written. */
+#define DC_PT_MAX_TUPLE_ITEMS DC_PT_MAX_DIMS
 
 typedef enum
 {

@@ -18,6 +18,7 @@
 #include "dc-train-data.h"
 
 #include "dc-model-error.h"
+#include "dc-regular-file.h"
 #include "data/dc-corpus.h"
 #include "data/dc-dataset.h"
 
@@ -33,7 +34,7 @@ load_file (GFile   *file,
                    "“%s” is not a local file", g_file_peek_path (file));
       return NULL;
     }
-  mapped = g_mapped_file_new (g_file_peek_path (file), FALSE, error);
+  mapped = dc_regular_file_map (g_file_peek_path (file), error);
   if (mapped == NULL)
     return NULL;
   return g_mapped_file_get_bytes (mapped);

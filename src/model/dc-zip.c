@@ -14,6 +14,7 @@
 
 #include "dc-zip.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -200,11 +201,22 @@ zip_fail (GError     **error,
   return FALSE;
 }
 
+/* Where an entry lies in the file: its local header up to the end of its data. */
+typedef struct
+{
+  gsize       start;
+  gsize       end;
+  guint       index;  /* in the directory: ties sort the same on every run */
+  DcZipEntry *entry;
+} EntrySpan;
+
 static gboolean
 read_entry (DcZipReader   *self,
             const guint8  *base,
             gsize          len,
+            gsize          dir_end,
             gsize         *pos,
+            EntrySpan     *span,
             GError       **error)
 {
   const guint8 *c = base + *pos;
@@ -214,7 +226,7 @@ read_entry (DcZipReader   *self,
   g_autofree char *name = NULL;
   DcZipEntry *entry;
 
-  if (len - *pos < CENTRAL_HEADER_LEN || get_u32 (c) != CENTRAL_HEADER_SIG)
+  if (dir_end - *pos < CENTRAL_HEADER_LEN || get_u32 (c) != CENTRAL_HEADER_SIG)
     return zip_fail (error, "bad central directory entry");
   method = get_u16 (c + 10);
   crc = get_u32 (c + 16);
@@ -224,7 +236,7 @@ read_entry (DcZipReader   *self,
   extra_len = get_u16 (c + 30);
   comment_len = get_u16 (c + 32);
   local_offset = get_u32 (c + 42);
-  if (len - *pos - CENTRAL_HEADER_LEN < (gsize) name_len + extra_len + comment_len)
+  if (dir_end - *pos - CENTRAL_HEADER_LEN < (gsize) name_len + extra_len + comment_len)
     return zip_fail (error, "central directory entry overruns the file");
   if (name_len == 0 || memchr (c + CENTRAL_HEADER_LEN, '\0', name_len) != NULL)
     return zip_fail (error, "bad entry name");
@@ -248,30 +260,78 @@ read_entry (DcZipReader   *self,
   data_offset = (gsize) local_offset + LOCAL_HEADER_LEN + local_name_len + local_extra_len;
   if (data_offset > len || len - data_offset < csize)
     return zip_fail (error, "entry data overruns the file (truncated?)");
-  /* Fuzz builds (docs/TEST_RESULTS.md, "Fuzzing") skip the CRC so that
-   * mutations reach the pickle machine instead of all failing here. */
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-  if (crc32 (crc32 (0, Z_NULL, 0), base + data_offset, csize) != crc)
-#else
-  if (FALSE)
-#endif
+  /* One name, one entry: a second entry of the same name could make two
+   * readers (this one and PyTorch, say) see different data. */
+  if (g_hash_table_contains (self->by_name, name))
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT,
-                   "checkpoint entry “%s” is corrupt (CRC mismatch)", name);
+                   "not a valid checkpoint archive: duplicate entry “%s”", name);
       return FALSE;
     }
 
   entry = g_new0 (DcZipEntry, 1);
   entry->name = g_steal_pointer (&name);
   entry->data = g_bytes_new_from_bytes (self->file, data_offset, csize);
+  entry->crc = crc;
   g_ptr_array_add (self->entries, entry);
+  g_hash_table_insert (self->by_name, entry->name, entry);
+  span->start = local_offset;
+  span->end = data_offset + csize;
+  span->index = self->entries->len - 1;
+  span->entry = entry;
   *pos += CENTRAL_HEADER_LEN + name_len + extra_len + comment_len;
+  return TRUE;
+}
+
+static int
+compare_spans (gconstpointer a,
+               gconstpointer b)
+{
+  const EntrySpan *x = a, *y = b;
+
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Entries may not share bytes with each other or with the central
+ * directory: otherwise a small file names the same data many times over
+ * (65,535 entries over one block) and every pass over the entries reads it
+ * again. Sorting by offset makes the check O(n log n). */
+static gboolean
+check_disjoint (EntrySpan     *spans,
+                guint          n_spans,
+                gsize          central_offset,
+                GError       **error)
+{
+  qsort (spans, n_spans, sizeof (EntrySpan), compare_spans);
+  for (guint i = 0; i < n_spans; i++)
+    {
+      if (spans[i].end > central_offset)
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT,
+                       "not a valid checkpoint archive: entry “%s” overlaps the central directory",
+                       spans[i].entry->name);
+          return FALSE;
+        }
+      if (i > 0 && spans[i].start < spans[i - 1].end)
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT,
+                       "not a valid checkpoint archive: entries “%s” and “%s” overlap",
+                       spans[i - 1].entry->name, spans[i].entry->name);
+          return FALSE;
+        }
+    }
   return TRUE;
 }
 
 /**
  * dc_zip_reader_new:
  * @file: the whole archive
+ *
+ * Reads the directory and checks that every entry lies inside the file, apart
+ * from every other entry and before the directory, and that names are unique.
+ * CRCs are checked later, by dc_zip_reader_read(), for the entries read.
  *
  * Returns: (transfer full): the entries, or %NULL with @error set
  */
@@ -280,6 +340,7 @@ dc_zip_reader_new (GBytes  *file,
                    GError **error)
 {
   g_autoptr(DcZipReader) self = g_new0 (DcZipReader, 1);
+  g_autofree EntrySpan *spans = NULL;
   gsize len = 0;
   const guint8 *base = g_bytes_get_data (file, &len);
   gsize end = G_MAXSIZE;
@@ -289,6 +350,7 @@ dc_zip_reader_new (GBytes  *file,
 
   self->file = g_bytes_ref (file);
   self->entries = g_ptr_array_new_with_free_func (zip_entry_free);
+  self->by_name = g_hash_table_new (g_str_hash, g_str_equal);
 
   if (len < END_RECORD_LEN)
     {
@@ -325,15 +387,25 @@ dc_zip_reader_new (GBytes  *file,
       zip_fail (error, "central directory out of bounds");
       return NULL;
     }
+  /* Each entry takes at least a header in the directory: the count cannot
+   * ask for more spans than the directory's bytes could describe. */
+  if ((gsize) n_entries * CENTRAL_HEADER_LEN > central_len)
+    {
+      zip_fail (error, "central directory size mismatch");
+      return NULL;
+    }
+  spans = g_new (EntrySpan, MAX (n_entries, 1));
   pos = central_offset;
   for (guint i = 0; i < n_entries; i++)
-    if (!read_entry (self, base, (gsize) central_offset + central_len, &pos, error))
+    if (!read_entry (self, base, len, (gsize) central_offset + central_len, &pos, &spans[i], error))
       return NULL;
   if (pos != (gsize) central_offset + central_len)
     {
       zip_fail (error, "central directory size mismatch");
       return NULL;
     }
+  if (!check_disjoint (spans, n_entries, central_offset, error))
+    return NULL;
   return g_steal_pointer (&self);
 }
 
@@ -342,26 +414,52 @@ dc_zip_reader_free (DcZipReader *self)
 {
   if (self == NULL)
     return;
+  g_clear_pointer (&self->by_name, g_hash_table_unref);
   g_clear_pointer (&self->entries, g_ptr_array_unref);
   g_clear_pointer (&self->file, g_bytes_unref);
   g_free (self);
 }
 
 /**
- * dc_zip_reader_lookup:
+ * dc_zip_reader_read:
  *
- * Returns: (transfer none) (nullable): the data of entry @name
+ * The data of entry @name after its CRC-32 matched (checked once per entry,
+ * on its first read).
+ *
+ * Returns: (transfer none): the data, or %NULL with @error set when the
+ *   entry is missing (%G_IO_ERROR_NOT_FOUND) or corrupt
  */
 GBytes *
-dc_zip_reader_lookup (DcZipReader *self,
-                      const char  *name)
+dc_zip_reader_read (DcZipReader  *self,
+                    const char   *name,
+                    GError      **error)
 {
-  for (guint i = 0; i < self->entries->len; i++)
-    {
-      DcZipEntry *entry = g_ptr_array_index (self->entries, i);
+  DcZipEntry *entry = g_hash_table_lookup (self->by_name, name);
 
-      if (g_str_equal (entry->name, name))
-        return entry->data;
+  if (entry == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                   "checkpoint entry “%s” is missing", name);
+      return NULL;
     }
-  return NULL;
+  if (!entry->crc_checked)
+    {
+      gsize size = 0;
+      const guint8 *data = g_bytes_get_data (entry->data, &size);
+
+      /* Fuzz builds (docs/TEST_RESULTS.md, "Fuzzing") skip the CRC so that
+       * mutations reach the pickle machine instead of all failing here. */
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+      if (crc32 (crc32 (0, Z_NULL, 0), data, size) != entry->crc)
+#else
+      if (FALSE)
+#endif
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT,
+                       "checkpoint entry “%s” is corrupt (CRC mismatch)", name);
+          return NULL;
+        }
+      entry->crc_checked = TRUE;
+    }
+  return entry->data;
 }

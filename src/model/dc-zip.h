@@ -4,7 +4,10 @@
  * on a 64-byte boundary, padded with an extra field of id "FB" exactly as
  * PyTorch's own writer does, so that readers may map tensors in place.
  * Reader: accepts only stored entries, checks every offset and size against
- * the file before use and verifies each CRC-32. No zip64 (entries < 4 GiB).
+ * the file before use, refuses entries that overlap each other or the
+ * central directory and duplicate names, and verifies the CRC-32 of each
+ * entry when it is first read (never of entries nobody reads, so opening
+ * costs no more than the directory). No zip64 (entries < 4 GiB).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -30,21 +33,25 @@ GBytes      *dc_zip_writer_finish     (DcZipWriter   *self,
 
 typedef struct
 {
-  char   *name;
-  GBytes *data;  /* a slice of the reader's file */
+  char    *name;
+  GBytes  *data;  /* a slice of the reader's file, not yet CRC-checked */
+  guint32  crc;
+  guint    crc_checked : 1;
 } DcZipEntry;
 
 typedef struct
 {
-  GBytes    *file;
-  GPtrArray *entries;  /* of DcZipEntry */
+  GBytes     *file;
+  GPtrArray  *entries;  /* of DcZipEntry, in directory order */
+  GHashTable *by_name;  /* name → DcZipEntry, borrowed from entries */
 } DcZipReader;
 
 DcZipReader *dc_zip_reader_new        (GBytes        *file,
                                        GError       **error);
 void         dc_zip_reader_free       (DcZipReader   *self);
-GBytes      *dc_zip_reader_lookup     (DcZipReader   *self,
-                                       const char    *name);
+GBytes      *dc_zip_reader_read       (DcZipReader   *self,
+                                       const char    *name,
+                                       GError       **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcZipWriter, dc_zip_writer_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcZipReader, dc_zip_reader_free)
