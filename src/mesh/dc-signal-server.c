@@ -33,6 +33,7 @@ typedef struct
   DcSignalServer          *server;   /* borrowed: it owns the member */
   SoupWebsocketConnection *conn;
   char                    *id;
+  char                    *address;  /* the client's IP as this service sees it */
   Room                    *room;     /* borrowed, NULL before join */
   guint                    admitted : 1;
 } Member;
@@ -77,6 +78,7 @@ member_free (Member *member)
       g_object_unref (member->conn);
     }
   g_free (member->id);
+  g_free (member->address);
   g_free (member);
 }
 
@@ -266,6 +268,9 @@ handle_join (Member     *member,
   json_builder_add_string_value (builder, member->id);
   json_builder_set_member_name (builder, "host");
   json_builder_add_string_value (builder, room->host->id);
+  /* Shown on the device's own screen, to compare with the host's dialog. */
+  json_builder_set_member_name (builder, "address");
+  json_builder_add_string_value (builder, member->address);
   json_builder_end_object (builder);
   send_json (member, builder);
 }
@@ -303,6 +308,9 @@ handle_relay (Member     *member,
       json_builder_set_member_name (builder, "mac");
       json_builder_add_string_value (builder, mac);
     }
+  /* The sender's address as seen here, for the host's approval dialog. */
+  json_builder_set_member_name (builder, "address");
+  json_builder_add_string_value (builder, member->address);
   json_builder_end_object (builder);
   send_json (target, builder);
 }
@@ -382,6 +390,9 @@ websocket_cb (SoupServer              *soup,
   member->server = self;
   member->conn = g_object_ref (conn);
   member->id = dc_room_random_hex (8);
+  member->address = g_strdup (soup_server_message_get_remote_host (msg));
+  if (member->address == NULL)
+    member->address = g_strdup ("unknown");
   soup_websocket_connection_set_max_incoming_payload_size (conn, MAX_MESSAGE_SIZE);
   /* Keepalive pings let the service notice vanished clients behind NATs. */
   soup_websocket_connection_set_keepalive_interval (conn, 15);
