@@ -281,6 +281,30 @@ test_identity_cooldown (void)
   g_assert_cmpint (dc_test_proc_find (host, 0, "request-details", "again"), ==, -1);
 }
 
+/* A device that claims another certificate in its request than the one it
+ * connects with is approved (policy all) but its connection is closed by
+ * the host: refused with reason fingerprint, never peer-joined. */
+static void
+test_fingerprint_pin (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autoptr(DcTestProc) host = NULL, liar = NULL;
+  JsonObject *event;
+  const char *claimed = "00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:"
+                        "00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF";
+  g_autofree char *claim_arg = g_strdup_printf ("--test-fingerprint=%s", claimed);
+
+  host = start_join (url, "host", "PIN-TEST", "all", NULL, NULL);
+  dc_test_proc_expect (host, "joined", NULL, 20000);
+  liar = start_join (url, "liar", "PIN-TEST", "all", "--no-create", claim_arg);
+  dc_test_proc_expect (host, "approved", "liar", 20000);
+  event = dc_test_proc_expect (host, "refused", NULL, 30000);
+  g_assert_cmpstr (json_object_get_string_member (event, "reason"), ==, "fingerprint");
+  g_assert_cmpint (dc_test_proc_find (host, 0, "peer-joined", NULL), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (liar, 0, "peer-joined", NULL), ==, -1);
+}
+
 /* Three devices that all call themselves "twin": each shows the other two
  * under distinct names, never its own. */
 static void
@@ -592,6 +616,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/join/kill", test_kill);
   g_test_add_func ("/dc/mesh/join/identity-cooldown", test_identity_cooldown);
   g_test_add_func ("/dc/mesh/join/unique-names", test_unique_names);
+  g_test_add_func ("/dc/mesh/join/fingerprint-pin", test_fingerprint_pin);
   g_test_add_func ("/dc/mesh/join/faults", test_faults);
   g_test_add_func ("/dc/mesh/join/missing-plugins", test_missing_plugins);
   g_test_add_func ("/dc/mesh/join/bad-signal", test_bad_signal);

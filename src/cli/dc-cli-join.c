@@ -427,6 +427,7 @@ dc_cli_join_run (const DcCliCommand  *command,
   g_autofree char *probe_hash = NULL;
   g_autofree char *send_sizes = NULL;
   g_autofree char *test_room_id = NULL;
+  g_autofree char *test_fingerprint = NULL;
   g_auto(GStrv) ice_addresses = NULL;
   gboolean no_create = FALSE, serve = FALSE;
   int numeric_rule = 0, expect_peers = 0, send_garbage = 0;
@@ -465,6 +466,8 @@ dc_cli_join_run (const DcCliCommand  *command,
       N_("Test: at mesh-complete send this many malformed pieces to every peer"), N_("N") },
     { "test-room-id", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_room_id,
       N_("Test: present this room id with the code's key"), N_("HEX") },
+    { "test-fingerprint", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_fingerprint,
+      N_("Test: claim this certificate fingerprint in the join request"), N_("AB:CD:…") },
     { NULL }
   };
   g_auto(DcMeshConfig) config = { 0 };
@@ -496,6 +499,7 @@ dc_cli_join_run (const DcCliCommand  *command,
     return dc_cli_fail (options, error);
 
   config.room_id_override = g_strdup (test_room_id);
+  config.fingerprint_override = g_strdup (test_fingerprint);
   config.create = !no_create;
   config.hello = dc_mesh_hello_new (name != NULL ? name : g_get_host_name (),
                                     backend != NULL ? backend : "cpu",

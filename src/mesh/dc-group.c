@@ -121,6 +121,7 @@ dc_group_new (const DcMeshConfig *config)
 
   self = g_object_new (DC_TYPE_GROUP, NULL);
   self->config.room_id_override = g_strdup (config->room_id_override);
+  self->config.fingerprint_override = g_strdup (config->fingerprint_override);
   self->config.create = config->create;
   self->config.approve = config->approve;
   self->config.hello = dc_mesh_hello_new (config->hello->name, config->hello->backend,

@@ -98,6 +98,7 @@ dc_mesh_config_clear (DcMeshConfig *config)
   g_clear_pointer (&config->signal_url, g_free);
   g_clear_pointer (&config->room_code, g_free);
   g_clear_pointer (&config->room_id_override, g_free);
+  g_clear_pointer (&config->fingerprint_override, g_free);
   g_clear_pointer (&config->hello, dc_mesh_hello_free);
   g_clear_pointer (&config->peer.stun_server, g_free);
   g_clear_pointer (&config->peer.turn_server, g_free);
@@ -398,7 +399,9 @@ send_request (DcMesh *self)
   g_autoptr(JsonObject) body = body_new ("request");
 
   g_autoptr(GError) error = NULL;
-  const char *fingerprint = dc_identity_get_local_fingerprint (&error);
+  const char *fingerprint = self->config.fingerprint_override != NULL
+                            ? self->config.fingerprint_override
+                            : dc_identity_get_local_fingerprint (&error);
 
   json_object_set_string_member (body, "name", self->config.hello->name);
   if (fingerprint != NULL)
@@ -656,6 +659,7 @@ message_cb (DcSignaling *signaling,
       if (peer != NULL && g_str_equal (kind, "answer") && !answer_matches_pin (self, from, body))
         {
           dc_peer_close (peer, "fingerprint");
+          emit_event (self, "refused", NULL, "fingerprint");
           return;
         }
       if (peer != NULL)
@@ -717,6 +721,7 @@ dc_mesh_new (const DcMeshConfig *config)
   self->config.signal_url = g_strdup (config->signal_url);
   self->config.room_code = g_strdup (config->room_code);
   self->config.room_id_override = g_strdup (config->room_id_override);
+  self->config.fingerprint_override = g_strdup (config->fingerprint_override);
   self->config.create = config->create;
   self->config.approve = config->approve;
   self->config.hello = dc_mesh_hello_new (config->hello->name, config->hello->backend,

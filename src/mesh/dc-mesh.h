@@ -28,6 +28,7 @@ typedef struct
   char          *signal_url;       /* ws:// or wss:// URL of the signaling service */
   char          *room_code;
   char          *room_id_override; /* tests only: present this id with the code's key */
+  char          *fingerprint_override; /* tests only: claim this certificate when asking */
   gboolean       create;           /* become host when the room does not exist */
   DcMeshApprove  approve;
   DcMeshHello   *hello;            /* what this device tells its peers */

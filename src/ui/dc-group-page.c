@@ -270,6 +270,9 @@ event_cb (DcGroup     *group,
     text = g_strdup_printf (_("“%s” was declined"), peer);
   else if (g_str_equal (event, "refused") && g_strcmp0 (reason, "auth") == 0)
     text = g_strdup (_("A device with a wrong room code was refused"));
+  else if (g_str_equal (event, "refused") && g_strcmp0 (reason, "fingerprint") == 0)
+    text = g_strdup (_("A device connected with another certificate than it asked with, "
+                       "and was disconnected"));
   else if (g_str_equal (event, "refused") && peer != NULL)
     /* Translators: %s is another device's name; it was declined a moment ago. */
     text = g_strdup_printf (_("“%s” asked again too soon and was refused"), peer);
