@@ -63,7 +63,7 @@ struct _DcMesh
   GHashTable   *admitted;   /* ids the host admitted (host) or listed (newcomer) */
   GHashTable   *pending;    /* host: id → Request awaiting an answer */
   GHashTable   *pins;       /* id → the fingerprint its answer's SDP must carry */
-  GHashTable   *declined;   /* host: "fingerprint address" → gint64 µs of the decline */
+  GHashTable   *declined;   /* host: "fp F" or "address A" → gint64 µs of the decline */
   DcRoom       *room;
 
   /* state */
@@ -457,6 +457,7 @@ member_left_cb (DcSignaling *signaling,
   if (g_hash_table_remove (self->pending, id))
     g_signal_emit (self, signals[SIGNAL_APPROVAL_WITHDRAWN], 0, id);
   g_hash_table_remove (self->admitted, id);
+  /* The pin stays: "left" comes from the service, unauthenticated. */
   /* An open channel is judged by its own heartbeat; a negotiation in
    * progress cannot finish without signaling. */
   if (peer != NULL && dc_peer_get_state (peer) < DC_PEER_STATE_OPEN)
@@ -622,7 +623,10 @@ message_cb (DcSignaling *signaling,
       else
         error = g_error_new_literal (DC_MESH_ERROR, DC_MESH_ERROR_DECLINED,
                                      "The room's host refused this device");
-      emit_event (self, "declined", NULL, g_str_equal (reason, "") ? NULL : reason);
+      /* Only reasons this version knows reach the event. */
+      emit_event (self, "declined", NULL,
+                  g_str_equal (reason, "cooldown") || g_str_equal (reason, "busy") ? reason
+                                                                                  : NULL);
       fail (self, error);
     }
   else if (g_str_equal (kind, "introduce") && from_host && self->approved)

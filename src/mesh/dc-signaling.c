@@ -120,7 +120,8 @@ handle_relay (DcSignaling *self,
       return;
     }
   g_hash_table_insert (self->last_seq, g_strdup (from), g_memdup2 (&seq, sizeof seq));
-  /* Bounded like the member ids themselves: one entry per sender seen. */
+  /* One entry per sender seen; 64 bytes hold any textual IP address
+   * (IPv6 with a zone needs at most 45 plus the zone). */
   if (address != NULL && g_utf8_validate (address, -1, NULL) && strlen (address) <= 64)
     g_hash_table_insert (self->addresses, g_strdup (from), g_strdup (address));
   g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, from, body_object);
