@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "mesh/dc-identity.h"
 #include "mesh/dc-room.h"
 
 static void
@@ -75,6 +76,51 @@ test_sign_verify (void)
   g_assert_false (dc_room_verify (room, "aaaab", "bbb", "{\"kind\":\"approve\"}", mac));
 }
 
+/* Fingerprints come from peers (requests, SDP): malformed ones are refused,
+ * and the short form people compare is the first 8 bytes in 4 groups. */
+static void
+test_fingerprints (void)
+{
+  const char *fp = "e4:03:07:8e:ea:a2:bb:f7:00:11:22:33:44:55:66:77:"
+                   "88:99:aa:bb:cc:dd:ee:ff:00:11:22:33:44:55:66:77";
+  g_autofree char *upper = g_ascii_strup (fp, -1);
+  g_autofree char *sdp = g_strdup_printf ("v=0\r\na=group:BUNDLE 0\r\n"
+                                          "a=fingerprint:sha-256 %s\r\n", fp);
+  g_autofree char *not_at_start = g_strdup_printf ("v=0\r\nx a=fingerprint:sha-256 %s\r\n",
+                                                   fp);
+  g_autofree char *truncated = g_strndup (sdp, strlen (sdp) - 10);
+  g_autofree char *from_sdp = dc_identity_sdp_fingerprint (sdp);
+  g_autofree char *short_form = dc_identity_short_fingerprint (fp);
+  g_autofree char *none1 = dc_identity_sdp_fingerprint (not_at_start);
+  g_autofree char *none2 = dc_identity_sdp_fingerprint (truncated);
+  g_autofree char *none3 = dc_identity_sdp_fingerprint ("a=fingerprint:sha-1 AB:CD\r\n");
+  g_autofree char *none4 = dc_identity_short_fingerprint ("E4:03");
+  g_autoptr(GError) error = NULL;
+  const char *local;
+
+  g_assert_true (dc_identity_fingerprint_is_valid (fp));
+  g_assert_false (dc_identity_fingerprint_is_valid (NULL));
+  g_assert_false (dc_identity_fingerprint_is_valid (""));
+  g_assert_false (dc_identity_fingerprint_is_valid ("E4-03"));
+  g_assert_cmpstr (from_sdp, ==, upper);
+  g_assert_cmpstr (short_form, ==, "E403 078E EAA2 BBF7");
+  g_assert_null (none1);
+  g_assert_null (none2);
+  g_assert_null (none3);
+  g_assert_null (none4);
+  g_assert_null (dc_identity_short_fingerprint (NULL));
+
+  /* This process's certificate: stable within the process. */
+  local = dc_identity_get_local_fingerprint (&error);
+  if (local == NULL)
+    {
+      g_test_skip (error->message);
+      return;
+    }
+  g_assert_true (dc_identity_fingerprint_is_valid (local));
+  g_assert_true (local == dc_identity_get_local_fingerprint (NULL));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -84,6 +130,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/room/codes", test_codes);
   g_test_add_func ("/dc/mesh/room/derivation", test_derivation);
   g_test_add_func ("/dc/mesh/room/sign-verify", test_sign_verify);
+  g_test_add_func ("/dc/mesh/room/fingerprints", test_fingerprints);
 
   return g_test_run ();
 }

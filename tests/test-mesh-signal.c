@@ -10,6 +10,7 @@
 #include <json-glib/json-glib.h>
 #include <libsoup/soup.h>
 
+#include "dc-test-proc.h"
 #include "dc-test-utils.h"
 #include "mesh/dc-room.h"
 #include "mesh/dc-signal-server.h"
@@ -459,6 +460,109 @@ test_device_blocks_deep_relays (void)
   g_free (device.id);
 }
 
+/* Sends @kind with @reason from @from to @to, signed with @room's key, or
+ * unsigned when @room is NULL: what a tampering service could send. */
+static void
+send_verdict (Client       *client,
+              const DcRoom *room,
+              const char   *from,
+              const char   *to,
+              const char   *kind,
+              const char   *reason,
+              gint64        seq)
+{
+  g_autofree char *body = g_strdup_printf ("{\"kind\":\"%s\",\"reason\":\"%s\","
+                                           "\"seq\":%" G_GINT64_FORMAT "}", kind, reason, seq);
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  g_autoptr(JsonNode) node = NULL;
+  g_autofree char *text = NULL;
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "type");
+  json_builder_add_string_value (builder, "relay");
+  json_builder_set_member_name (builder, "to");
+  json_builder_add_string_value (builder, to);
+  json_builder_set_member_name (builder, "body");
+  json_builder_add_string_value (builder, body);
+  if (room != NULL)
+    {
+      g_autofree char *mac = dc_room_sign (room, from, to, body);
+
+      json_builder_set_member_name (builder, "mac");
+      json_builder_add_string_value (builder, mac);
+    }
+  json_builder_end_object (builder);
+  node = json_builder_get_root (builder);
+  text = json_to_string (node, FALSE);
+  client_send (client, text);
+}
+
+/* The test plays the room's host over a raw WebSocket. A newcomer
+ * (daisychain-cli) ignores an unsigned "refused" and one signed with another
+ * room's key, each with an "unverified" line, and keeps waiting; a "refused"
+ * signed with the room's key ends it (reason cooldown). The newcomer's
+ * request carries the fingerprint it shows for itself, and the service adds
+ * the address it sees. */
+static void
+test_forged_verdict (void)
+{
+  g_autoptr(DcSignalServer) server = server_new ();
+  g_autoptr(Client) host = client_new (server);
+  g_autoptr(DcRoom) room = dc_room_new ("VERDICT-TEST");
+  g_autoptr(DcRoom) other = dc_room_new ("SOME-OTHER-CODE");
+  g_autoptr(DcTestProc) newcomer = NULL;
+  g_autofree char *url = dc_signal_server_dup_url (server);
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  const char *args[] = {
+    "join", "--json", "--signal", url, "--room", "VERDICT-TEST", "--name", "newcomer",
+    "--no-create", "--ice-address", "127.0.0.1", NULL
+  };
+  JsonObject *welcome, *relay, *request, *own, *event;
+  const char *host_id, *newcomer_id;
+  g_autoptr(GError) error = NULL;
+
+  client_join (host, room->room_id, TRUE);
+  welcome = client_expect (host, 0);
+  g_assert_cmpstr (type_of (welcome), ==, "welcome");
+  host_id = json_object_get_string_member (welcome, "id");
+  g_assert_cmpstr (json_object_get_string_member (welcome, "address"), ==, "127.0.0.1");
+
+  newcomer = dc_test_proc_spawn ("newcomer", NULL, FALSE, args);
+  own = dc_test_proc_expect (newcomer, "identity", NULL, 20000);
+  relay = client_expect (host, 1);
+  g_assert_cmpstr (type_of (relay), ==, "relay");
+  g_assert_cmpstr (json_object_get_string_member (relay, "address"), ==,
+                   json_object_get_string_member (own, "address"));
+  newcomer_id = json_object_get_string_member (relay, "from");
+  g_assert_true (json_parser_load_from_data (parser,
+                                             json_object_get_string_member (relay, "body"), -1,
+                                             &error));
+  g_assert_no_error (error);
+  request = json_node_get_object (json_parser_get_root (parser));
+  g_assert_cmpstr (json_object_get_string_member (request, "kind"), ==, "request");
+  g_assert_cmpstr (json_object_get_string_member (request, "fingerprint"), ==,
+                   json_object_get_string_member (own, "fingerprint"));
+
+  send_verdict (host, NULL, host_id, newcomer_id, "refused", "auth", 1);
+  event = dc_test_proc_expect (newcomer, "unverified", NULL, 20000);
+  g_assert_cmpstr (json_object_get_string_member (event, "reason"), ==, "refused");
+  send_verdict (host, other, host_id, newcomer_id, "refused", "auth", 2);
+  g_assert_cmpint (dc_test_proc_find (newcomer, 0, "declined", NULL), ==, -1);
+  send_verdict (host, other, host_id, newcomer_id, "decline", "", 3);
+  send_verdict (host, room, host_id, newcomer_id, "refused", "cooldown", 4);
+  event = dc_test_proc_expect (newcomer, "declined", NULL, 20000);
+  g_assert_cmpstr (json_object_get_string_member (event, "reason"), ==, "cooldown");
+  g_assert_cmpint (dc_test_proc_expect_exit (newcomer, 10000), ==, 1);
+  /* Three forgeries, three "unverified" lines before the one real verdict. */
+  {
+    guint n = 0;
+
+    for (int at = 0; (at = dc_test_proc_find (newcomer, at, "unverified", NULL)) >= 0; at++)
+      n++;
+    g_assert_cmpuint (n, ==, 3);
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -469,6 +573,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/signal/rooms", test_rooms);
   g_test_add_func ("/dc/mesh/signal/tls", test_tls);
   g_test_add_func ("/dc/mesh/signal/device-blocks-deep-relays", test_device_blocks_deep_relays);
+  g_test_add_func ("/dc/mesh/signal/forged-verdict", test_forged_verdict);
 
   return g_test_run ();
 }

@@ -26,6 +26,7 @@
 
 #include "dc-application.h"
 #include "dc-join-room-dialog.h"
+#include "dc-preferences-window.h"
 #include "dc-test-proc.h"
 #include "dc-test-ui-utils.h"
 #include "dc-test-utils.h"
@@ -171,6 +172,115 @@ join_dialog_shown_cb (gpointer user_data)
   return *(GtkWidget **) user_data != NULL;
 }
 
+static gboolean
+is_leave_button (GtkWidget *widget,
+                 gpointer   user_data)
+{
+  return GTK_IS_BUTTON (widget) && gtk_widget_get_mapped (widget)
+         && g_strcmp0 (gtk_button_get_label (GTK_BUTTON (widget)), "_Leave") == 0;
+}
+
+static gboolean
+leave_button_shown_cb (gpointer user_data)
+{
+  return dc_test_find_descendant (user_data, is_leave_button, NULL) != NULL;
+}
+
+static gboolean
+is_switch (GtkWidget *widget,
+           gpointer   user_data)
+{
+  return GTK_IS_SWITCH (widget);
+}
+
+typedef struct
+{
+  DcTestProc *proc;
+  guint       from;
+  const char *event;
+} EventWait;
+
+static gboolean
+event_seen_cb (gpointer user_data)
+{
+  EventWait *wait = user_data;
+
+  return dc_test_proc_find (wait->proc, wait->from, wait->event, "gui-host") >= 0;
+}
+
+/* Waits for @event about gui-host at or after event number @from. */
+static void
+wait_for_event (DcTestProc *proc,
+                guint       from,
+                const char *event)
+{
+  EventWait wait = { proc, from, event };
+
+  if (!dc_test_wait_until (event_seen_cb, &wait, TIMEOUT_MS))
+    g_error ("%s: no second “%s” for gui-host within %u ms", proc->label, event, TIMEOUT_MS);
+}
+
+/* A daisychain-cli process hosts a room; the application joins it the way a
+ * room heard on the local network is joined (dc_group_join_found(), what
+ * discovery calls: no multicast here). A toast says so and its Leave button
+ * leaves; joined again, switching Preferences → Find a group at start off
+ * leaves too, and the CLI host sees the application go both times. */
+static void
+check_lan_join (DcApplication *app,
+                DcGroup       *group,
+                GtkWindow     *window)
+{
+  const char *args[] = { "--serve", "--signal", "ws://127.0.0.1:0/signal", NULL };
+  g_autoptr(DcTestProc) cli_host = proc_spawn ("lan-host", args);
+  g_autoptr(GSettings) settings = g_settings_new (APP_ID);
+  StateWait member = { group, DC_GROUP_STATE_MEMBER };
+  StateWait offline = { group, DC_GROUP_STATE_OFFLINE };
+  JsonObject *listening, *room;
+  GtkWidget *button, *preferences, *autostart;
+  int first_left;
+
+  dc_test_proc_expect (cli_host, "joined", NULL, TIMEOUT_MS);
+  listening = proc_get (cli_host, "listening");
+  room = proc_get (cli_host, "room");
+
+  dc_group_join_found (group, json_object_get_string_member (listening, "url"),
+                       json_object_get_string_member (room, "room"));
+  if (!dc_test_wait_until (state_reached_cb, &member, TIMEOUT_MS))
+    g_error ("not a member of the found room within %u ms", TIMEOUT_MS);
+  g_assert_true (dc_group_get_via_lan (group));
+  dc_test_proc_expect (cli_host, "peer-joined", "gui-host", TIMEOUT_MS);
+  if (!dc_test_wait_until (leave_button_shown_cb, window, TIMEOUT_MS))
+    g_error ("no toast with a Leave button within %u ms", TIMEOUT_MS);
+  button = dc_test_find_descendant (GTK_WIDGET (window), is_leave_button, NULL);
+  /* GtkButton's activate shows the press for a moment, then clicks. */
+  g_assert_true (gtk_widget_activate (button));
+  if (!dc_test_wait_until (state_reached_cb, &offline, TIMEOUT_MS))
+    g_error ("still in the LAN group %u ms after Leave", TIMEOUT_MS);
+  dc_test_proc_expect (cli_host, "peer-left", "gui-host", TIMEOUT_MS);
+
+  /* Automatic grouping switched off in Preferences: the LAN group is left. */
+  g_settings_set_boolean (settings, "group-autostart", TRUE);
+  dc_group_join_found (group, json_object_get_string_member (listening, "url"),
+                       json_object_get_string_member (room, "room"));
+  if (!dc_test_wait_until (state_reached_cb, &member, TIMEOUT_MS))
+    g_error ("not a member of the found room again within %u ms", TIMEOUT_MS);
+  first_left = dc_test_proc_find (cli_host, 0, "peer-left", "gui-host");
+  g_assert_cmpint (first_left, >=, 0);
+  wait_for_event (cli_host, first_left + 1, "peer-joined");
+  g_action_group_activate_action (G_ACTION_GROUP (app), "preferences", NULL);
+  preferences = dc_test_find_toplevel (DC_TYPE_PREFERENCES_WINDOW, NULL, NULL);
+  g_assert_nonnull (preferences);
+  autostart = dc_test_find_descendant (preferences, is_switch, NULL);
+  g_assert_nonnull (autostart);
+  g_assert_true (gtk_switch_get_active (GTK_SWITCH (autostart)));
+  gtk_switch_set_active (GTK_SWITCH (autostart), FALSE);
+  g_assert_false (g_settings_get_boolean (settings, "group-autostart"));
+  if (!dc_test_wait_until (state_reached_cb, &offline, TIMEOUT_MS))
+    g_error ("still in the LAN group %u ms after the switch went off", TIMEOUT_MS);
+  wait_for_event (cli_host, first_left + 1, "peer-left");
+  gtk_window_destroy (GTK_WINDOW (preferences));
+}
+
 /* The other way round: a daisychain-cli process serves and hosts a room, and
  * the application joins it as a member through the Join dialog. */
 static void
@@ -230,6 +340,8 @@ check_group (DcApplication *app)
   RowWait row = { NULL, "good-device" };
   GtkWidget *found;
   DcPeer *peer;
+  JsonObject *own;
+  const char *body;
 
   g_assert_true (DC_IS_WINDOW (window));
   g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
@@ -250,9 +362,16 @@ check_group (DcApplication *app)
   g_assert_nonnull (code);
   g_assert_true (g_str_has_prefix (url, "ws://127.0.0.1:"));
 
-  /* A device asks; the host's dialog accepts it. */
+  /* A device asks; the host's dialog shows the certificate fingerprint and
+   * address that the device shows for itself, and accepts it. */
   good = proc_join ("good-device", url, code);
+  own = dc_test_proc_expect (good, "identity", NULL, TIMEOUT_MS);
   dialog = expect_request_dialog ("good-device");
+  body = adw_message_dialog_get_body (dialog);
+  g_test_message ("dialog: %s", body);
+  g_assert_nonnull (strstr (body, json_object_get_string_member (own, "short")));
+  g_assert_nonnull (strstr (body, "Address: 127.0.0.1"));
+  g_assert_nonnull (strstr (body, "room code that you or a member shared"));
   g_clear_object (&texture);
   texture = dc_test_render_widget (GTK_WIDGET (dialog), "group-request");
   adw_message_dialog_response (dialog, "accept");
@@ -276,6 +395,14 @@ check_group (DcApplication *app)
   texture = dc_test_render_widget (GTK_WIDGET (window), "group-devices");
   g_assert_cmpint (gdk_texture_get_width (texture), >=, 360);
 
+  /* A device that gives up while the dialog is open takes the dialog away. */
+  quitter = proc_join ("quitter-device", url, code);
+  expect_request_dialog ("quitter-device");
+  g_subprocess_force_exit (quitter->process);
+  if (!dc_test_wait_until (request_dialog_gone_cb, (gpointer) "quitter-device", TIMEOUT_MS))
+    g_error ("the dialog for a device that left is still shown after %u ms", TIMEOUT_MS);
+  g_assert_cmpuint (dc_group_get_n_peers (group), ==, 1);
+
   /* A second device is declined and learns it. */
   declined = proc_join ("declined-device", url, code);
   dialog = expect_request_dialog ("declined-device");
@@ -288,14 +415,6 @@ check_group (DcApplication *app)
   g_assert_null (find_row (page, "declined-device"));
   g_assert_cmpuint (dc_group_get_n_peers (group), ==, 1);
 
-  /* A device that gives up while the dialog is open takes the dialog away. */
-  quitter = proc_join ("quitter-device", url, code);
-  expect_request_dialog ("quitter-device");
-  g_subprocess_force_exit (quitter->process);
-  if (!dc_test_wait_until (request_dialog_gone_cb, (gpointer) "quitter-device", TIMEOUT_MS))
-    g_error ("the dialog for a device that left is still shown after %u ms", TIMEOUT_MS);
-  g_assert_cmpuint (dc_group_get_n_peers (group), ==, 1);
-
   /* Leave: the member hears the bye, the group is offline. */
   g_assert_true (gtk_widget_activate_action (page, "group.leave", NULL));
   g_assert_cmpint (dc_group_get_state (group), ==, DC_GROUP_STATE_OFFLINE);
@@ -306,6 +425,7 @@ check_group (DcApplication *app)
   g_clear_pointer (&quitter, dc_test_proc_free);
 
   check_join_dialog (group, page);
+  check_lan_join (app, group, window);
 }
 
 static void

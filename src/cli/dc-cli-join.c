@@ -17,6 +17,7 @@
 
 #include "dc-cli.h"
 #include "mesh/dc-group.h"
+#include "mesh/dc-identity.h"
 #include "mesh/dc-room.h"
 
 /* Discovery, serving and room joining live in DcGroup, shared with the
@@ -127,6 +128,8 @@ print_event (JoinState  *state,
 
 static void print_simple (JoinState *state, const char *event, const char *key,
                           const char *value);
+static void print_identity (JoinState *state, const char *event, const char *peer,
+                            const char *fingerprint, const char *address, const char *via);
 
 static void
 send_test_payloads (JoinState *state)
@@ -192,6 +195,25 @@ event_cb (DcGroup    *group,
   /* The group's own events carry their detail in its properties. */
   if (g_str_equal (event, "discovered"))
     print_simple (state, "discovered", "url", dc_group_get_signal_url (group));
+  else if (g_str_equal (event, "identity"))
+    {
+      /* What the host's dialog will show for this device, to compare. */
+      g_autofree char *fingerprint = dc_group_dup_fingerprint (group, TRUE);
+      g_autofree char *short_form = dc_group_dup_fingerprint (group, FALSE);
+
+      if (state->options->json)
+        print_identity (state, "identity", NULL, fingerprint, dc_group_get_address (group),
+                        NULL);
+      else
+        {
+          /* Translators: this device's certificate fingerprint and address. */
+          g_print (_("This device: certificate %s, address %s\n"),
+                   short_form != NULL ? short_form : _("unknown"),
+                   dc_group_get_address (group) != NULL ? dc_group_get_address (group)
+                                                         : _("unknown"));
+          fflush (stdout);
+        }
+    }
   else if (g_str_equal (event, "announcing"))
     print_simple (state, "announcing", "room", dc_group_get_room_code (group));
   else
@@ -271,17 +293,56 @@ read_answer (JoinState *state)
                                        answer_cb, state);
 }
 
+/* JSON: {"event": EVENT, "peer": PEER, "fingerprint": F, "short": S,
+ * "address": A, "via": V}; members that are NULL are left out. */
+static void
+print_identity (JoinState  *state,
+                const char *event,
+                const char *peer,
+                const char *fingerprint,
+                const char *address,
+                const char *via)
+{
+  g_autofree char *short_form = dc_identity_short_fingerprint (fingerprint);
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  const char *keys[] = { "event", "peer", "fingerprint", "short", "address", "via" };
+  const char *values[] = { event, peer, fingerprint, short_form, address, via };
+
+  json_builder_begin_object (builder);
+  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+    if (values[i] != NULL)
+      {
+        json_builder_set_member_name (builder, keys[i]);
+        json_builder_add_string_value (builder, values[i]);
+      }
+  json_builder_end_object (builder);
+  dc_cli_print_json (builder);
+}
+
 static void
 approval_requested_cb (DcGroup    *group,
                        const char *id,
                        const char *name,
+                       const char *fingerprint,
+                       const char *address,
+                       const char *via,
                        gpointer    user_data)
 {
   JoinState *state = user_data;
   gboolean idle = g_queue_is_empty (&state->asks);
+  g_autofree char *short_form = dc_identity_short_fingerprint (fingerprint);
 
-  if (!state->options->json)
-    g_print (_("“%s” asks to join. Type accept or decline: "), name);
+  if (state->options->json)
+    print_identity (state, "request-details", name, fingerprint, address, via);
+  else
+    /* Translators: a device's name, its certificate fingerprint, its
+     * network address, and how the room could be found. */
+    g_print (_("“%s” (certificate %s, address %s, %s) asks to join. "
+               "Type accept or decline: "), name,
+             short_form != NULL ? short_form : _("unknown"),
+             *address != '\0' ? address : _("unknown"),
+             g_str_equal (via, "lan") ? _("the room is announced on the local network")
+                                      : _("the room code was shared"));
   fflush (stdout);
   g_queue_push_tail (&state->asks, g_strdup (id));
   if (idle)
@@ -366,6 +427,7 @@ dc_cli_join_run (const DcCliCommand  *command,
   g_autofree char *probe_hash = NULL;
   g_autofree char *send_sizes = NULL;
   g_autofree char *test_room_id = NULL;
+  g_autofree char *test_fingerprint = NULL;
   g_auto(GStrv) ice_addresses = NULL;
   gboolean no_create = FALSE, serve = FALSE;
   int numeric_rule = 0, expect_peers = 0, send_garbage = 0;
@@ -404,6 +466,8 @@ dc_cli_join_run (const DcCliCommand  *command,
       N_("Test: at mesh-complete send this many malformed pieces to every peer"), N_("N") },
     { "test-room-id", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_room_id,
       N_("Test: present this room id with the code's key"), N_("HEX") },
+    { "test-fingerprint", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_fingerprint,
+      N_("Test: claim this certificate fingerprint in the join request"), N_("AB:CD:…") },
     { NULL }
   };
   g_auto(DcMeshConfig) config = { 0 };
@@ -435,6 +499,7 @@ dc_cli_join_run (const DcCliCommand  *command,
     return dc_cli_fail (options, error);
 
   config.room_id_override = g_strdup (test_room_id);
+  config.fingerprint_override = g_strdup (test_fingerprint);
   config.create = !no_create;
   config.hello = dc_mesh_hello_new (name != NULL ? name : g_get_host_name (),
                                     backend != NULL ? backend : "cpu",

@@ -26,6 +26,7 @@
 #include "dc-group.h"
 
 #include "dc-discovery.h"
+#include "dc-identity.h"
 #include "dc-room.h"
 #include "dc-signal-server.h"
 
@@ -47,6 +48,7 @@ struct _DcGroup
   guint           n_peers;
   guint           discovery_id;
   guint           retire_id;
+  guint           via_lan : 1;  /* the room was found or announced on the LAN */
 };
 
 enum
@@ -59,6 +61,8 @@ enum
   PROP_SIGNAL_URL,
   PROP_NAME,
   PROP_PEERS,
+  PROP_VIA_LAN,
+  PROP_ADDRESS,
   N_PROPS
 };
 
@@ -117,6 +121,7 @@ dc_group_new (const DcMeshConfig *config)
 
   self = g_object_new (DC_TYPE_GROUP, NULL);
   self->config.room_id_override = g_strdup (config->room_id_override);
+  self->config.fingerprint_override = g_strdup (config->fingerprint_override);
   self->config.create = config->create;
   self->config.approve = config->approve;
   self->config.hello = dc_mesh_hello_new (config->hello->name, config->hello->backend,
@@ -153,6 +158,16 @@ set_string (DcGroup     *self,
   g_free (*field);
   *field = g_strdup (value);
   g_object_notify_by_pspec (G_OBJECT (self), properties[prop]);
+}
+
+static void
+set_via_lan (DcGroup  *self,
+             gboolean  via_lan)
+{
+  if (self->via_lan == !!via_lan)
+    return;
+  self->via_lan = !!via_lan;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_VIA_LAN]);
 }
 
 static void
@@ -215,6 +230,8 @@ retire (DcGroup  *self,
 static void
 stop_all (DcGroup *self)
 {
+  gboolean had_mesh = self->mesh != NULL;
+
   g_clear_handle_id (&self->discovery_id, g_source_remove);
   if (self->discovery != NULL)
     g_signal_handlers_disconnect_by_data (self->discovery, self);
@@ -224,7 +241,10 @@ stop_all (DcGroup *self)
   retire (self, g_steal_pointer (&self->mesh));
   retire (self, g_steal_pointer (&self->server));
   update_peers (self);
+  set_via_lan (self, FALSE);
   set_state (self, DC_GROUP_STATE_OFFLINE);
+  if (had_mesh)
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ADDRESS]);
 }
 
 static void
@@ -259,6 +279,8 @@ mesh_event_cb (DcMesh     *mesh,
                                                       : DC_GROUP_STATE_MEMBER);
   else if (g_str_equal (event, "host"))
     set_state (self, DC_GROUP_STATE_HOST);
+  else if (g_str_equal (event, "identity"))
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ADDRESS]);
 
   g_signal_emit (self, signals[SIGNAL_EVENT], 0, event, peer, n_peers, reason);
 
@@ -268,6 +290,7 @@ mesh_event_cb (DcMesh     *mesh,
     {
       dc_discovery_announce (self->discovery, dc_signal_server_get_port (self->server),
                              self->config.room_code, self->config.hello->name);
+      set_via_lan (self, TRUE);
       emit_event (self, "announcing");
     }
 }
@@ -276,9 +299,16 @@ static void
 mesh_approval_requested_cb (DcMesh     *mesh,
                             const char *id,
                             const char *name,
+                            const char *fingerprint,
+                            const char *address,
                             gpointer    user_data)
 {
-  g_signal_emit (user_data, signals[SIGNAL_APPROVAL_REQUESTED], 0, id, name);
+  DcGroup *self = user_data;
+
+  /* What this device knows of how the newcomer could find the room: an
+   * announced room's code is readable by every device on the network. */
+  g_signal_emit (self, signals[SIGNAL_APPROVAL_REQUESTED], 0, id, name, fingerprint, address,
+                 self->via_lan ? "lan" : "code");
 }
 
 static void
@@ -335,8 +365,32 @@ found_cb (DcDiscovery *discovery,
     return;
   g_clear_handle_id (&self->discovery_id, g_source_remove);
   g_signal_handlers_disconnect_by_data (discovery, self);
+  dc_group_join_found (self, url, room);
+}
+
+/**
+ * dc_group_join_found:
+ * @url: the signaling URL an announcement named
+ * @room: the room code it carried
+ *
+ * What the group does when discovery hears an announcement: emits
+ * "discovered" and joins that room, marked as found on the local network
+ * (the via-lan property). Tests call it to join a loopback room the way a
+ * discovered one is joined, without multicast.
+ */
+void
+dc_group_join_found (DcGroup    *self,
+                     const char *url,
+                     const char *room)
+{
+  g_return_if_fail (DC_IS_GROUP (self));
+  g_return_if_fail (url != NULL && room != NULL);
+
+  if (self->mesh != NULL)
+    return;
   set_string (self, &self->config.signal_url, url, PROP_SIGNAL_URL);
   set_string (self, &self->config.room_code, room, PROP_ROOM_CODE);
+  set_via_lan (self, TRUE);
   emit_event (self, "discovered");
   start_mesh (self);
 }
@@ -655,6 +709,55 @@ dc_group_get_name (DcGroup *self)
 }
 
 /**
+ * dc_group_get_via_lan:
+ *
+ * Returns: whether the current room was found on the local network or is
+ *   announced there (its code is then readable by every device on it)
+ */
+gboolean
+dc_group_get_via_lan (DcGroup *self)
+{
+  g_return_val_if_fail (DC_IS_GROUP (self), FALSE);
+
+  return self->via_lan;
+}
+
+/**
+ * dc_group_get_address:
+ *
+ * Returns: (nullable): this device's address as the signaling service sees
+ *   it (what a host's approval dialog shows for it), once in a room
+ */
+const char *
+dc_group_get_address (DcGroup *self)
+{
+  g_return_val_if_fail (DC_IS_GROUP (self), NULL);
+
+  return self->mesh != NULL ? dc_mesh_get_address (self->mesh) : NULL;
+}
+
+/**
+ * dc_group_dup_fingerprint:
+ * @full: the whole SHA-256 fingerprint ("AB:CD:…") rather than the short
+ *   form shown to people ("AB12 CD34 EF56 7890")
+ *
+ * Returns: (transfer full) (nullable): this device's DTLS certificate
+ *   fingerprint, as the host's approval dialog shows it; %NULL when
+ *   GStreamer's dtls plugin is missing
+ */
+char *
+dc_group_dup_fingerprint (DcGroup  *self,
+                          gboolean  full)
+{
+  const char *fingerprint;
+
+  g_return_val_if_fail (DC_IS_GROUP (self), NULL);
+
+  fingerprint = dc_identity_get_local_fingerprint (NULL);
+  return full ? g_strdup (fingerprint) : dc_identity_short_fingerprint (fingerprint);
+}
+
+/**
  * dc_group_get_peers:
  *
  * Returns: (transfer none): a #GListModel of the connected #DcPeer objects
@@ -746,6 +849,12 @@ dc_group_get_property (GObject    *object,
     case PROP_PEERS:
       g_value_set_object (value, self->peers);
       break;
+    case PROP_VIA_LAN:
+      g_value_set_boolean (value, self->via_lan);
+      break;
+    case PROP_ADDRESS:
+      g_value_set_string (value, dc_group_get_address (self));
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -769,6 +878,8 @@ dc_group_class_init (DcGroupClass *klass)
   properties[PROP_SIGNAL_URL] = g_param_spec_string ("signal-url", NULL, NULL, NULL, flags);
   properties[PROP_NAME] = g_param_spec_string ("name", NULL, NULL, NULL, flags);
   properties[PROP_PEERS] = g_param_spec_object ("peers", NULL, NULL, G_TYPE_LIST_MODEL, flags);
+  properties[PROP_VIA_LAN] = g_param_spec_boolean ("via-lan", NULL, NULL, FALSE, flags);
+  properties[PROP_ADDRESS] = g_param_spec_string ("address", NULL, NULL, NULL, flags);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   /* (event, peer name or NULL, connected peers, reason or NULL): the mesh's
@@ -777,10 +888,15 @@ dc_group_class_init (DcGroupClass *klass)
   signals[SIGNAL_EVENT] =
     g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 4, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_UINT, G_TYPE_STRING);
-  /* (id, name): as host, answer with dc_group_answer_request(). */
+  /* (id, name, fingerprint, address, via): as host, answer with
+   * dc_group_answer_request(). fingerprint and address as in
+   * DcMesh::approval-requested ("" when unknown); via is "lan" when the room
+   * is announced or was found on the local network (anyone there knows its
+   * code), "code" when the code was shared some other way. */
   signals[SIGNAL_APPROVAL_REQUESTED] =
     g_signal_new ("approval-requested", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
-                  NULL, NULL, G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRING);
+                  NULL, NULL, G_TYPE_NONE, 5, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_STRING,
+                  G_TYPE_STRING, G_TYPE_STRING);
   /* (id): the device of that ::approval-requested left before an answer. */
   signals[SIGNAL_APPROVAL_WITHDRAWN] =
     g_signal_new ("approval-withdrawn", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,

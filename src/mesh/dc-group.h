@@ -66,6 +66,9 @@ void          dc_group_answer_request    (DcGroup             *self,
                                           const char          *id,
                                           gboolean             accept);
 void          dc_group_leave             (DcGroup             *self);
+void          dc_group_join_found        (DcGroup             *self,
+                                          const char          *url,
+                                          const char          *room);
 
 DcGroupState  dc_group_get_state         (DcGroup             *self);
 gboolean      dc_group_get_is_host       (DcGroup             *self);
@@ -75,5 +78,9 @@ const char   *dc_group_get_signal_url    (DcGroup             *self);
 const char   *dc_group_get_name          (DcGroup             *self);
 GListModel   *dc_group_get_peers         (DcGroup             *self);
 DcMesh       *dc_group_get_mesh          (DcGroup             *self);
+gboolean      dc_group_get_via_lan       (DcGroup             *self);
+const char   *dc_group_get_address       (DcGroup             *self);
+char         *dc_group_dup_fingerprint   (DcGroup             *self,
+                                          gboolean             full);
 
 G_END_DECLS

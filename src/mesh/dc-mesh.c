@@ -4,7 +4,12 @@
  * room named by the room id; the first device is the host. A newcomer sends
  * the host a signed "request"; the host answers "approve" (with the ids of
  * the admitted members) or "decline", and a request whose signature fails
- * (wrong code) gets an unsigned "refused". On approval the host and every
+ * (wrong code) gets a "refused", signed like every verdict: a newcomer acts
+ * only on verdicts that pass the room's MAC, so the service cannot forge
+ * one. The request carries the newcomer's DTLS fingerprint, and the host
+ * (and, through "introduce", every member) closes a connection whose answer
+ * shows another certificate. A declined device gets no new dialog for
+ * DC_MESH_DECLINE_COOLDOWN_S. On approval the host and every
  * admitted member ("introduce") offer a connection to the newcomer, which
  * accepts offers only from the members the host listed. So every device ends
  * with one DcPeer per other admitted device: a full mesh.
@@ -24,8 +29,28 @@
 
 #include <gst/gst.h>
 
+#include <string.h>
+
+#include "dc-identity.h"
 #include "dc-mesh-error.h"
 #include "dc-signaling.h"
+
+/* A request waiting for the host's answer: what the dialog shows. */
+typedef struct
+{
+  char *name;
+  char *fingerprint;   /* the newcomer's DTLS certificate, "" when it sent none */
+  char *address;       /* as the signaling service saw it, "" when unknown */
+} Request;
+
+static void
+request_free (Request *request)
+{
+  g_free (request->name);
+  g_free (request->fingerprint);
+  g_free (request->address);
+  g_free (request);
+}
 
 struct _DcMesh
 {
@@ -36,7 +61,9 @@ struct _DcMesh
   DcMeshConfig  config;
   GHashTable   *peers;      /* signaling id → DcPeer* */
   GHashTable   *admitted;   /* ids the host admitted (host) or listed (newcomer) */
-  GHashTable   *pending;    /* host: id → name of requests awaiting an answer */
+  GHashTable   *pending;    /* host: id → Request awaiting an answer */
+  GHashTable   *pins;       /* id → the fingerprint its answer's SDP must carry */
+  GHashTable   *declined;   /* host: "fp F" or "address A" → gint64 µs of the decline */
   DcRoom       *room;
 
   /* state */
@@ -71,6 +98,7 @@ dc_mesh_config_clear (DcMeshConfig *config)
   g_clear_pointer (&config->signal_url, g_free);
   g_clear_pointer (&config->room_code, g_free);
   g_clear_pointer (&config->room_id_override, g_free);
+  g_clear_pointer (&config->fingerprint_override, g_free);
   g_clear_pointer (&config->hello, dc_mesh_hello_free);
   g_clear_pointer (&config->peer.stun_server, g_free);
   g_clear_pointer (&config->peer.turn_server, g_free);
@@ -151,6 +179,48 @@ peer_message_cb (DcPeer  *peer,
   g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, peer, type, payload);
 }
 
+static gboolean
+name_in_use (DcMesh     *self,
+             const char *name)
+{
+  GHashTableIter iter;
+  gpointer value;
+
+  if (g_strcmp0 (name, self->config.hello->name) == 0)
+    return TRUE;
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    if (g_object_get_data (value, "dc-counted") != NULL
+        && g_strcmp0 (dc_peer_get_name (value), name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* Names are what people pick devices by, and each device chose its own: a
+ * second "laptop" is shown as "laptop (2)" here (the first keeps its name;
+ * this device's own name is never changed). Bounded by the room's 64 members. */
+static void
+make_name_unique (DcMesh *self,
+                  DcPeer *peer)
+{
+  g_autofree char *base = g_strdup (dc_peer_get_name (peer));
+
+  if (!name_in_use (self, base))
+    return;
+  for (guint n = 2; ; n++)
+    {
+      g_autofree char *candidate = g_strdup_printf ("%s (%u)", base, n);
+
+      if (!name_in_use (self, candidate))
+        {
+          g_message ("peer %s calls itself “%s” like another device: shown as “%s”",
+                     dc_peer_get_id (peer), base, candidate);
+          dc_peer_set_display_name (peer, candidate);
+          return;
+        }
+    }
+}
+
 /* A peer counts as connected once its channel is open and its hello came. */
 static void
 peer_changed_cb (DcPeer     *peer,
@@ -163,6 +233,7 @@ peer_changed_cb (DcPeer     *peer,
 
   if (!counted && state == DC_PEER_STATE_OPEN && dc_peer_get_name (peer) != NULL)
     {
+      make_name_unique (self, peer);
       g_object_set_data (G_OBJECT (peer), "dc-counted", GINT_TO_POINTER (TRUE));
       self->n_connected++;
       g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_N_PEERS]);
@@ -226,7 +297,8 @@ body_new (const char *kind)
 static void
 approve (DcMesh     *self,
          const char *id,
-         const char *name)
+         const char *name,
+         const char *fingerprint)
 {
   g_autoptr(JsonObject) body = body_new ("approve");
   g_autoptr(JsonArray) members = json_array_new ();
@@ -247,20 +319,51 @@ approve (DcMesh     *self,
       g_autoptr(JsonObject) introduce = body_new ("introduce");
 
       json_object_set_string_member (introduce, "id", id);
+      if (dc_identity_fingerprint_is_valid (fingerprint))
+        json_object_set_string_member (introduce, "fingerprint", fingerprint);
       dc_signaling_send (self->signaling, key, introduce);
     }
+  /* The certificate shown in the dialog is the one the connection must use. */
+  if (dc_identity_fingerprint_is_valid (fingerprint))
+    g_hash_table_insert (self->pins, g_strdup (id), g_ascii_strup (fingerprint, -1));
   g_hash_table_add (self->admitted, g_strdup (id));
   emit_event (self, "approved", name, NULL);
   add_peer (self, id, TRUE);
 }
 
+/* A decline holds for the device's certificate and for its address: a new
+ * process has a new certificate, but not a new address on a LAN. */
+static gboolean
+cooling_down (DcMesh     *self,
+              const char *key)
+{
+  const gint64 *declined_at = g_hash_table_lookup (self->declined, key);
+
+  return declined_at != NULL
+         && g_get_monotonic_time () - *declined_at < DC_MESH_DECLINE_COOLDOWN_S * G_USEC_PER_SEC;
+}
+
 static void
 decline (DcMesh     *self,
          const char *id,
-         const char *name)
+         const char *name,
+         const char *fingerprint,
+         const char *address)
 {
   g_autoptr(JsonObject) body = body_new ("decline");
 
+  /* The cap keeps the table small under a flood of certificates; dropping
+   * it all only shortens cool-downs already running. */
+  gint64 now = g_get_monotonic_time ();
+
+  if (g_hash_table_size (self->declined) + 2 > DC_MESH_MAX_DECLINED)
+    g_hash_table_remove_all (self->declined);
+  if (*fingerprint != '\0')
+    g_hash_table_insert (self->declined, g_strconcat ("fp ", fingerprint, NULL),
+                         g_memdup2 (&now, sizeof now));
+  if (*address != '\0')
+    g_hash_table_insert (self->declined, g_strconcat ("address ", address, NULL),
+                         g_memdup2 (&now, sizeof now));
   dc_signaling_send (self->signaling, id, body);
   emit_event (self, "declined", name, NULL);
 }
@@ -276,18 +379,18 @@ dc_mesh_answer_request (DcMesh     *self,
                         const char *id,
                         gboolean    accept)
 {
-  g_autofree char *name = NULL;
-  gpointer stolen = NULL;
+  g_autofree char *key = NULL;
+  Request *request = NULL;
 
   g_return_if_fail (DC_IS_MESH (self));
 
-  if (!g_hash_table_steal_extended (self->pending, id, NULL, &stolen))
+  if (!g_hash_table_steal_extended (self->pending, id, (gpointer *) &key, (gpointer *) &request))
     return;
-  name = stolen;
   if (accept)
-    approve (self, id, name);
+    approve (self, id, request->name, request->fingerprint);
   else
-    decline (self, id, name);
+    decline (self, id, request->name, request->fingerprint, request->address);
+  request_free (request);
 }
 
 static void
@@ -295,7 +398,16 @@ send_request (DcMesh *self)
 {
   g_autoptr(JsonObject) body = body_new ("request");
 
+  g_autoptr(GError) error = NULL;
+  const char *fingerprint = self->config.fingerprint_override != NULL
+                            ? self->config.fingerprint_override
+                            : dc_identity_get_local_fingerprint (&error);
+
   json_object_set_string_member (body, "name", self->config.hello->name);
+  if (fingerprint != NULL)
+    json_object_set_string_member (body, "fingerprint", fingerprint);
+  else
+    g_message ("the join request goes without a fingerprint: %s", error->message);
   dc_signaling_send (self->signaling, dc_signaling_get_host_id (self->signaling), body);
 }
 
@@ -307,6 +419,8 @@ welcome_cb (DcSignaling *signaling,
 {
   DcMesh *self = user_data;
 
+  /* This device's address and fingerprint are known now (dc_mesh_get_address()). */
+  emit_event (self, "identity", NULL, NULL);
   if (dc_signaling_is_host (signaling))
     {
       self->approved = TRUE;
@@ -343,10 +457,77 @@ member_left_cb (DcSignaling *signaling,
   if (g_hash_table_remove (self->pending, id))
     g_signal_emit (self, signals[SIGNAL_APPROVAL_WITHDRAWN], 0, id);
   g_hash_table_remove (self->admitted, id);
+  /* The pin stays: "left" comes from the service, unauthenticated. */
   /* An open channel is judged by its own heartbeat; a negotiation in
    * progress cannot finish without signaling. */
   if (peer != NULL && dc_peer_get_state (peer) < DC_PEER_STATE_OPEN)
     dc_peer_close (peer, "left");
+}
+
+/* Host: a request that may not open a dialog. A device declined less than
+ * DC_MESH_DECLINE_COOLDOWN_S ago (same certificate or same address) and an
+ * address with DC_MESH_MAX_PENDING_PER_ADDRESS requests already waiting get
+ * a signed "refused" and no ::approval-requested. */
+static gboolean
+refuse_request (DcMesh     *self,
+                const char *from,
+                const char *name,
+                const char *fingerprint,
+                const char *address)
+{
+  g_autofree char *fp_key = g_strconcat ("fp ", fingerprint, NULL);
+  g_autofree char *address_key = g_strconcat ("address ", address, NULL);
+  const char *reason = NULL;
+
+  if ((*fingerprint != '\0' && cooling_down (self, fp_key))
+      || (*address != '\0' && cooling_down (self, address_key)))
+    reason = "cooldown";
+  else if (self->config.approve == DC_MESH_APPROVE_ASK && *address != '\0')
+    {
+      GHashTableIter iter;
+      gpointer value;
+      guint n = 0;
+
+      g_hash_table_iter_init (&iter, self->pending);
+      while (g_hash_table_iter_next (&iter, NULL, &value))
+        if (g_str_equal (((Request *) value)->address, address))
+          n++;
+      if (n >= DC_MESH_MAX_PENDING_PER_ADDRESS)
+        reason = "busy";
+    }
+  if (reason == NULL)
+    return FALSE;
+  g_message ("request from %s (“%s”, %s) refused: %s", from, name,
+             *address != '\0' ? address : "address unknown", reason);
+  {
+    g_autoptr(JsonObject) answer = body_new ("refused");
+
+    json_object_set_string_member (answer, "reason", reason);
+    dc_signaling_send (self->signaling, from, answer);
+  }
+  emit_event (self, "refused", name, reason);
+  return TRUE;
+}
+
+/* An answer from a device whose certificate was shown when it was admitted
+ * must carry that certificate; otherwise someone else answers in its name. */
+static gboolean
+answer_matches_pin (DcMesh     *self,
+                    const char *from,
+                    JsonObject *body)
+{
+  const char *pin = g_hash_table_lookup (self->pins, from);
+  const char *sdp = json_object_get_string_member_with_default (body, "sdp", "");
+  g_autofree char *fingerprint = NULL;
+
+  if (pin == NULL)
+    return TRUE;
+  fingerprint = dc_identity_sdp_fingerprint (sdp);
+  if (g_strcmp0 (fingerprint, pin) == 0)
+    return TRUE;
+  g_message ("answer from %s carries another certificate (%s) than its request (%s): "
+             "connection closed", from, fingerprint != NULL ? fingerprint : "none", pin);
+  return FALSE;
 }
 
 static void
@@ -362,25 +543,41 @@ message_cb (DcSignaling *signaling,
   if (g_str_equal (kind, "request"))
     {
       const char *name = json_object_get_string_member_with_default (body, "name", "");
+      const char *fingerprint = json_object_get_string_member_with_default (body, "fingerprint",
+                                                                            "");
+      const char *address = dc_signaling_get_peer_address (signaling, from);
       g_autofree char *safe_name = g_utf8_make_valid (name, MIN (strlen (name), 255));
+      g_autofree char *safe_fingerprint = NULL;
+      Request *request;
 
       if (!dc_signaling_is_host (signaling) || g_hash_table_contains (self->admitted, from))
+        return;
+      safe_fingerprint = dc_identity_fingerprint_is_valid (fingerprint)
+                         ? g_ascii_strup (fingerprint, -1) : g_strdup ("");
+      if (address == NULL)
+        address = "";
+      if (refuse_request (self, from, safe_name, safe_fingerprint, address))
         return;
       switch (self->config.approve)
         {
         case DC_MESH_APPROVE_ALL:
-          approve (self, from, safe_name);
+          approve (self, from, safe_name, safe_fingerprint);
           break;
         case DC_MESH_APPROVE_NONE:
-          decline (self, from, safe_name);
+          decline (self, from, safe_name, safe_fingerprint, address);
           break;
         case DC_MESH_APPROVE_ASK:
         default:
           if (g_hash_table_contains (self->pending, from))
             return;
-          g_hash_table_insert (self->pending, g_strdup (from), g_strdup (safe_name));
+          request = g_new0 (Request, 1);
+          request->name = g_strdup (safe_name);
+          request->fingerprint = g_strdup (safe_fingerprint);
+          request->address = g_strdup (address);
+          g_hash_table_insert (self->pending, g_strdup (from), request);
           emit_event (self, "request", safe_name, NULL);
-          g_signal_emit (self, signals[SIGNAL_APPROVAL_REQUESTED], 0, from, safe_name);
+          g_signal_emit (self, signals[SIGNAL_APPROVAL_REQUESTED], 0, from, safe_name,
+                         safe_fingerprint, address);
           break;
         }
     }
@@ -409,12 +606,39 @@ message_cb (DcSignaling *signaling,
       emit_event (self, "declined", NULL, NULL);
       fail (self, error);
     }
+  else if (g_str_equal (kind, "refused") && from_host && !self->approved)
+    {
+      const char *reason = json_object_get_string_member_with_default (body, "reason", "");
+      g_autoptr(GError) error = NULL;
+
+      /* Signed by the host: it shares our code and refuses for a reason. */
+      if (g_str_equal (reason, "cooldown"))
+        error = g_error_new (DC_MESH_ERROR, DC_MESH_ERROR_DECLINED,
+                             "The room's host declined this device less than %d s ago: "
+                             "ask again later", DC_MESH_DECLINE_COOLDOWN_S);
+      else if (g_str_equal (reason, "busy"))
+        error = g_error_new (DC_MESH_ERROR, DC_MESH_ERROR_DECLINED,
+                             "The room's host has %d requests from this address waiting: "
+                             "ask again later", DC_MESH_MAX_PENDING_PER_ADDRESS);
+      else
+        error = g_error_new_literal (DC_MESH_ERROR, DC_MESH_ERROR_DECLINED,
+                                     "The room's host refused this device");
+      /* Only reasons this version knows reach the event. */
+      emit_event (self, "declined", NULL,
+                  g_str_equal (reason, "cooldown") || g_str_equal (reason, "busy") ? reason
+                                                                                  : NULL);
+      fail (self, error);
+    }
   else if (g_str_equal (kind, "introduce") && from_host && self->approved)
     {
       const char *id = json_object_get_string_member_with_default (body, "id", NULL);
+      const char *fingerprint = json_object_get_string_member_with_default (body, "fingerprint",
+                                                                            NULL);
 
       if (id != NULL && g_strcmp0 (id, dc_signaling_get_id (signaling)) != 0)
         {
+          if (dc_identity_fingerprint_is_valid (fingerprint))
+            g_hash_table_insert (self->pins, g_strdup (id), g_ascii_strup (fingerprint, -1));
           g_hash_table_add (self->admitted, g_strdup (id));
           add_peer (self, id, TRUE);
         }
@@ -436,6 +660,12 @@ message_cb (DcSignaling *signaling,
     {
       DcPeer *peer = g_hash_table_lookup (self->peers, from);
 
+      if (peer != NULL && g_str_equal (kind, "answer") && !answer_matches_pin (self, from, body))
+        {
+          dc_peer_close (peer, "fingerprint");
+          emit_event (self, "refused", NULL, "fingerprint");
+          return;
+        }
       if (peer != NULL)
         dc_peer_handle_signal (peer, body);
     }
@@ -454,20 +684,20 @@ refused_cb (DcSignaling *signaling,
     {
       g_autoptr(JsonObject) answer = body_new ("refused");
 
-      /* Unsigned on purpose: the newcomer has no key we share. */
-      dc_signaling_send_unsigned (signaling, from, answer);
+      /* Signed like every verdict, so a device with the wrong code cannot
+       * verify it and stays waiting: it cannot tell this answer from one the
+       * service forged (docs/SECURITY.md). */
+      json_object_set_string_member (answer, "reason", "auth");
+      dc_signaling_send (signaling, from, answer);
       emit_event (self, "refused", NULL, "auth");
     }
-  else if (g_str_equal (kind, "refused") && !self->approved
-           && g_strcmp0 (from, dc_signaling_get_host_id (signaling)) == 0)
+  else if (!g_str_equal (kind, "request"))
     {
-      g_autoptr(GError) error = NULL;
-
-      error = g_error_new_literal (DC_MESH_ERROR, DC_MESH_ERROR_AUTH,
-                                   "The room's host could not verify this device: "
-                                   "the room code is wrong");
-      emit_event (self, "declined", NULL, "auth");
-      fail (self, error);
+      /* A verdict (refused, decline, approve, introduce) or any other body
+       * that fails the room's MAC changes nothing here. */
+      g_message ("unauthenticated “%s” from %s ignored: the room code differs from the "
+                 "host's, or the signaling service tampers", kind, from);
+      emit_event (self, "unverified", NULL, kind);
     }
 }
 
@@ -495,6 +725,7 @@ dc_mesh_new (const DcMeshConfig *config)
   self->config.signal_url = g_strdup (config->signal_url);
   self->config.room_code = g_strdup (config->room_code);
   self->config.room_id_override = g_strdup (config->room_id_override);
+  self->config.fingerprint_override = g_strdup (config->fingerprint_override);
   self->config.create = config->create;
   self->config.approve = config->approve;
   self->config.hello = dc_mesh_hello_new (config->hello->name, config->hello->backend,
@@ -572,6 +803,19 @@ dc_mesh_get_n_peers (DcMesh *self)
   return self->n_connected;
 }
 
+/**
+ * dc_mesh_get_address:
+ *
+ * Returns: (nullable): this device's address as the signaling service sees
+ *   it, once welcomed; what the host's dialog shows for this device
+ */
+const char *
+dc_mesh_get_address (DcMesh *self)
+{
+  g_return_val_if_fail (DC_IS_MESH (self), NULL);
+  return self->signaling != NULL ? dc_signaling_get_address (self->signaling) : NULL;
+}
+
 gboolean
 dc_mesh_is_host (DcMesh *self)
 {
@@ -607,6 +851,8 @@ dc_mesh_finalize (GObject *object)
   g_hash_table_unref (self->peers);
   g_hash_table_unref (self->admitted);
   g_hash_table_unref (self->pending);
+  g_hash_table_unref (self->pins);
+  g_hash_table_unref (self->declined);
   g_clear_pointer (&self->room, dc_room_free);
   dc_mesh_config_clear (&self->config);
 
@@ -646,14 +892,20 @@ dc_mesh_class_init (DcMeshClass *klass)
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   /* (event, peer name or NULL, connected peers, reason or NULL): joined,
-   * approved, declined, request, refused, host, peer-joined, peer-left. */
+   * approved, declined, request, refused, host, peer-joined, peer-left,
+   * identity (this device was welcomed: dc_mesh_get_address() is known),
+   * unverified (a body failed the room's MAC and was ignored; reason: its kind). */
   signals[SIGNAL_EVENT] =
     g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 4, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_UINT, G_TYPE_STRING);
-  /* (id, name): the host must call dc_mesh_answer_request(). */
+  /* (id, name, fingerprint, address): the host must call
+   * dc_mesh_answer_request(). The fingerprint ("" when none was sent) is the
+   * newcomer's DTLS certificate, which its connection must then use; the
+   * address ("" when unknown) is as the signaling service saw it. */
   signals[SIGNAL_APPROVAL_REQUESTED] =
     g_signal_new ("approval-requested", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
-                  NULL, NULL, G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRING);
+                  NULL, NULL, G_TYPE_NONE, 4, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_STRING,
+                  G_TYPE_STRING);
   /* (id): the device of that ::approval-requested left before an answer. */
   signals[SIGNAL_APPROVAL_WITHDRAWN] =
     g_signal_new ("approval-withdrawn", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
@@ -673,5 +925,8 @@ dc_mesh_init (DcMesh *self)
 {
   self->peers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
   self->admitted = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  self->pending = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->pending = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                         (GDestroyNotify) request_free);
+  self->pins = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->declined = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }

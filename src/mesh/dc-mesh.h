@@ -28,6 +28,7 @@ typedef struct
   char          *signal_url;       /* ws:// or wss:// URL of the signaling service */
   char          *room_code;
   char          *room_id_override; /* tests only: present this id with the code's key */
+  char          *fingerprint_override; /* tests only: claim this certificate when asking */
   gboolean       create;           /* become host when the room does not exist */
   DcMeshApprove  approve;
   DcMeshHello   *hello;            /* what this device tells its peers */
@@ -38,6 +39,17 @@ void dc_mesh_config_clear (DcMeshConfig *config);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshConfig, dc_mesh_config_clear)
 
 gboolean dc_mesh_check_plugins (GError **error);
+
+/* A device the host declined gets no new dialog for this long (its
+ * certificate, and its address, are refused): long enough that a person is not
+ * asked twice in a row, short enough that a wrong click is soon undone. */
+#define DC_MESH_DECLINE_COOLDOWN_S        60
+/* Requests waiting for the host from one address: a household or office
+ * behind one NAT rarely asks more at once; more is a flood of dialogs. */
+#define DC_MESH_MAX_PENDING_PER_ADDRESS   4
+/* Declines remembered for the cool-down: far more than a person answers in
+ * a minute, small enough that a flood of certificates costs no memory. */
+#define DC_MESH_MAX_DECLINED              256
 
 #define DC_TYPE_MESH (dc_mesh_get_type ())
 G_DECLARE_FINAL_TYPE (DcMesh, dc_mesh, DC, MESH, GObject)
@@ -51,5 +63,6 @@ void       dc_mesh_answer_request (DcMesh              *self,
 GPtrArray *dc_mesh_dup_peers      (DcMesh              *self);
 guint      dc_mesh_get_n_peers    (DcMesh              *self);
 gboolean   dc_mesh_is_host        (DcMesh              *self);
+const char *dc_mesh_get_address   (DcMesh              *self);
 
 G_END_DECLS

@@ -123,6 +123,7 @@ struct _DcPeer
   /* state */
   char                 *id;
   char                 *reason;
+  char                 *display_name;  /* unique in its mesh, set by DcMesh */
   DcPeerState           state;
   gsize                 queued;       /* bytes of pieces in out and current */
   guint64               tx_bytes;     /* bytes of pieces handed to the channel */
@@ -1211,12 +1212,26 @@ dc_peer_get_id (DcPeer *self)
   return self->id;
 }
 
-/* The name from the peer's hello, or NULL before it arrived. */
+/* The name to show: the hello's, made unique by DcMesh when another device
+ * of the mesh has it too; NULL before the hello arrived. */
 const char *
 dc_peer_get_name (DcPeer *self)
 {
   g_return_val_if_fail (DC_IS_PEER (self), NULL);
-  return self->remote_hello != NULL ? self->remote_hello->name : NULL;
+  if (self->remote_hello == NULL)
+    return NULL;
+  return self->display_name != NULL ? self->display_name : self->remote_hello->name;
+}
+
+/* For DcMesh: the hello's name with a suffix, because another device of the
+ * mesh already shows the same one. Set before the peer counts as joined. */
+void
+dc_peer_set_display_name (DcPeer     *self,
+                          const char *name)
+{
+  g_return_if_fail (DC_IS_PEER (self));
+  g_free (self->display_name);
+  self->display_name = g_strdup (name);
 }
 
 DcMeshHello *
@@ -1281,6 +1296,7 @@ dc_peer_finalize (GObject *object)
   g_clear_pointer (&self->reader, dc_mesh_reader_free);
   g_clear_pointer (&self->local_hello, dc_mesh_hello_free);
   g_clear_pointer (&self->remote_hello, dc_mesh_hello_free);
+  g_clear_pointer (&self->display_name, g_free);
   g_free (self->config.stun_server);
   g_free (self->config.turn_server);
   g_strfreev (self->config.ice_addresses);

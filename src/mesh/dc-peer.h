@@ -71,6 +71,8 @@ gboolean     dc_peer_send_raw      (DcPeer              *self,
                                     GError             **error);
 const char  *dc_peer_get_id        (DcPeer              *self);
 const char  *dc_peer_get_name      (DcPeer              *self);
+void         dc_peer_set_display_name (DcPeer           *self,
+                                       const char       *name);
 DcMeshHello *dc_peer_get_hello     (DcPeer              *self);
 DcPeerState  dc_peer_get_state     (DcPeer              *self);
 const char  *dc_peer_get_reason    (DcPeer              *self);

@@ -355,6 +355,9 @@ handle_join (Member     *member,
   json_builder_add_string_value (builder, member->id);
   json_builder_set_member_name (builder, "host");
   json_builder_add_string_value (builder, room->host->id);
+  /* Shown on the device's own screen, to compare with the host's dialog. */
+  json_builder_set_member_name (builder, "address");
+  json_builder_add_string_value (builder, member->address);
   json_builder_end_object (builder);
   send_json (member, builder);
 }
@@ -392,6 +395,9 @@ handle_relay (Member     *member,
       json_builder_set_member_name (builder, "mac");
       json_builder_add_string_value (builder, mac);
     }
+  /* The sender's address as seen here, for the host's approval dialog. */
+  json_builder_set_member_name (builder, "address");
+  json_builder_add_string_value (builder, member->address);
   json_builder_end_object (builder);
   send_json (target, builder);
 }

@@ -18,6 +18,7 @@
 
 #include "dc-signaling.h"
 
+#include <string.h>
 #include <libsoup/soup.h>
 
 #include "dc-json-bounds.h"
@@ -41,11 +42,13 @@ struct _DcSignaling
   DcRoom                  *room;
   GHashTable              *last_seq;   /* sender id → gint64 last sequence seen */
   GHashTable              *bad_relays; /* sender id → bad bodies so far (GUINT_TO_POINTER) */
+  GHashTable              *addresses;  /* sender id → its address, as the service says */
 
   /* state */
   char                    *url;
   char                    *id;
   char                    *host_id;
+  char                    *address;    /* ours, as the service sees it */
   gint64                   seq;
   guint                    bad_frames;
   gboolean                 create;
@@ -98,6 +101,7 @@ handle_relay (DcSignaling *self,
   const char *mac = json_object_get_string_member_with_default (object, "mac", NULL);
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonNode) root = NULL;
+  const char *address = json_object_get_string_member_with_default (object, "address", NULL);
   JsonObject *body_object;
   gint64 seq, last = -1;
   gpointer stored;
@@ -140,6 +144,10 @@ handle_relay (DcSignaling *self,
       return;
     }
   g_hash_table_insert (self->last_seq, g_strdup (from), g_memdup2 (&seq, sizeof seq));
+  /* One entry per sender seen; 64 bytes hold any textual IP address
+   * (IPv6 with a zone needs at most 45 plus the zone). */
+  if (address != NULL && g_utf8_validate (address, -1, NULL) && strlen (address) <= 64)
+    g_hash_table_insert (self->addresses, g_strdup (from), g_strdup (address));
   g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, from, body_object);
 }
 
@@ -187,9 +195,13 @@ message_cb (SoupWebsocketConnection *conn,
     {
       const char *id = json_object_get_string_member_with_default (object, "id", NULL);
       const char *host = json_object_get_string_member_with_default (object, "host", NULL);
+      const char *address = json_object_get_string_member_with_default (object, "address",
+                                                                        NULL);
 
       if (id == NULL || host == NULL || self->id != NULL)
         return;
+      if (address != NULL && g_utf8_validate (address, -1, NULL) && strlen (address) <= 64)
+        self->address = g_strdup (address);
       self->id = g_strdup (id);
       self->host_id = g_strdup (host);
       g_signal_emit (self, signals[SIGNAL_WELCOME], 0, self->id, self->host_id);
@@ -353,15 +365,42 @@ dc_signaling_is_host (DcSignaling *self)
   return self->id != NULL && g_strcmp0 (self->id, self->host_id) == 0;
 }
 
+/**
+ * dc_signaling_get_address:
+ *
+ * Returns: (nullable): this device's address as the service reported it in
+ *   its welcome (a service in another network sees a NAT's address)
+ */
+const char *
+dc_signaling_get_address (DcSignaling *self)
+{
+  return self->address;
+}
+
+/**
+ * dc_signaling_get_peer_address:
+ * @id: a member id
+ *
+ * Returns: (nullable): the address the service gave with @id's latest
+ *   authenticated relay; as trustworthy as the service (exact when this
+ *   device serves it, as the first device of a LAN group does)
+ */
+const char *
+dc_signaling_get_peer_address (DcSignaling *self,
+                               const char  *id)
+{
+  return g_hash_table_lookup (self->addresses, id);
+}
+
 static void
 send_relay (DcSignaling *self,
             const char  *to,
-            JsonObject  *body,
-            gboolean     sign)
+            JsonObject  *body)
 {
   g_autoptr(JsonObject) relay = json_object_new ();
   g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
   g_autofree char *text = NULL;
+  g_autofree char *mac = NULL;
 
   if (self->id == NULL)
     return;
@@ -371,8 +410,8 @@ send_relay (DcSignaling *self,
   json_object_set_string_member (relay, "type", "relay");
   json_object_set_string_member (relay, "to", to);
   json_object_set_string_member (relay, "body", text);
-  if (sign)
-    json_object_set_string_member (relay, "mac", dc_room_sign (self->room, self->id, to, text));
+  mac = dc_room_sign (self->room, self->id, to, text);
+  json_object_set_string_member (relay, "mac", mac);
   send_object (self, relay);
 }
 
@@ -382,18 +421,7 @@ dc_signaling_send (DcSignaling *self,
                    JsonObject  *body)
 {
   g_return_if_fail (DC_IS_SIGNALING (self));
-  send_relay (self, to, body, TRUE);
-}
-
-/* For the one message a device may send without a valid signature: telling a
- * device that failed authentication that it was refused. */
-void
-dc_signaling_send_unsigned (DcSignaling *self,
-                            const char  *to,
-                            JsonObject  *body)
-{
-  g_return_if_fail (DC_IS_SIGNALING (self));
-  send_relay (self, to, body, FALSE);
+  send_relay (self, to, body);
 }
 
 void
@@ -434,6 +462,8 @@ dc_signaling_finalize (GObject *object)
   g_clear_pointer (&self->room, dc_room_free);
   g_hash_table_unref (self->last_seq);
   g_hash_table_unref (self->bad_relays);
+  g_hash_table_unref (self->addresses);
+  g_free (self->address);
   g_free (self->url);
   g_free (self->id);
   g_free (self->host_id);
@@ -479,4 +509,5 @@ dc_signaling_init (DcSignaling *self)
   self->cancellable = g_cancellable_new ();
   self->last_seq = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->bad_relays = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->addresses = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }

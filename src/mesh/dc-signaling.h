@@ -28,9 +28,9 @@ gboolean     dc_signaling_is_host      (DcSignaling  *self);
 void         dc_signaling_send         (DcSignaling  *self,
                                         const char   *to,
                                         JsonObject   *body);
-void         dc_signaling_send_unsigned (DcSignaling *self,
-                                         const char  *to,
-                                         JsonObject  *body);
+const char  *dc_signaling_get_address  (DcSignaling  *self);
+const char  *dc_signaling_get_peer_address (DcSignaling *self,
+                                            const char  *id);
 void         dc_signaling_admit        (DcSignaling  *self,
                                         const char   *id);
 

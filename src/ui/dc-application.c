@@ -142,6 +142,28 @@ dc_application_activate (GApplication *app)
   gtk_window_present (window);
 }
 
+/* Switching "Find a group at start" off means: take part in no local-network
+ * group unless asked again. A search in progress would join (or announce) a
+ * group by itself, and a group found or announced on the LAN was joined
+ * without asking: both are left. Rooms joined by code are kept. */
+static void
+autostart_changed_cb (GSettings     *settings,
+                      const char    *key,
+                      DcApplication *self)
+{
+  DcGroupState state;
+
+  if (self->group == NULL || g_settings_get_boolean (settings, key))
+    return;
+  state = dc_group_get_state (self->group);
+  if (state == DC_GROUP_STATE_SEARCHING
+      || (state != DC_GROUP_STATE_OFFLINE && dc_group_get_via_lan (self->group)))
+    {
+      g_message ("Automatic grouping switched off: leaving the local-network group");
+      dc_group_leave (self->group);
+    }
+}
+
 static void
 dc_application_startup (GApplication *app)
 {
@@ -162,6 +184,8 @@ dc_application_startup (GApplication *app)
 
   if (self->group == NULL)
     self->group = create_group (self);
+  g_signal_connect_object (self->settings, "changed::group-autostart",
+                           G_CALLBACK (autostart_changed_cb), self, 0);
   /* Off in tests (GSETTINGS_BACKEND=memory), which must not send multicast. */
   if (g_settings_get_boolean (self->settings, "group-autostart"))
     {

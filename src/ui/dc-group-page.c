@@ -16,6 +16,7 @@
 
 #include "dc-group-page.h"
 #include "dc-join-room-dialog.h"
+#include "mesh/dc-identity.h"
 #include "mesh/dc-mesh-error.h"
 
 struct _DcGroupPage
@@ -24,6 +25,7 @@ struct _DcGroupPage
 
   /* template widgets */
   AdwActionRow *name_row;
+  AdwActionRow *identity_row;
   AdwActionRow *state_row;
   AdwActionRow *room_row;
   AdwActionRow *url_row;
@@ -40,6 +42,7 @@ G_DEFINE_FINAL_TYPE (DcGroupPage, dc_group_page, ADW_TYPE_BIN)
 enum
 {
   SIGNAL_TOAST,
+  SIGNAL_OFFER_LEAVE,
   N_SIGNALS
 };
 
@@ -106,8 +109,21 @@ update (DcGroupPage *self)
   DcGroupState state = self->group != NULL ? dc_group_get_state (self->group)
                                            : DC_GROUP_STATE_OFFLINE;
 
+  g_autofree char *fingerprint = NULL;
+  g_autofree char *identity = NULL;
+  const char *address = self->group != NULL ? dc_group_get_address (self->group) : NULL;
+
   adw_action_row_set_subtitle (self->name_row,
                                self->group != NULL ? dc_group_get_name (self->group) : "");
+  /* What a host's approval dialog shows for this device, to compare. */
+  if (self->group != NULL)
+    fingerprint = dc_group_dup_fingerprint (self->group, FALSE);
+  if (fingerprint != NULL && address != NULL)
+    /* Translators: a certificate fingerprint, then this device's network address. */
+    identity = g_strdup_printf (_("%s · address %s"), fingerprint, address);
+  gtk_widget_set_visible (GTK_WIDGET (self->identity_row), fingerprint != NULL);
+  adw_action_row_set_subtitle (self->identity_row,
+                               identity != NULL ? identity : fingerprint != NULL ? fingerprint : "");
   adw_action_row_set_subtitle (self->state_row, state_text (state));
   gtk_widget_set_visible (GTK_WIDGET (self->room_row), code != NULL);
   adw_action_row_set_subtitle (self->room_row, code != NULL ? code : "");
@@ -129,8 +145,9 @@ create_peer_row (gpointer item,
 
   /* The hello's strings come from the peer: shown as text, never markup. */
   adw_preferences_row_set_use_markup (ADW_PREFERENCES_ROW (row), FALSE);
+  /* dc_peer_get_name() is unique in the mesh (a second "laptop" is "laptop (2)"). */
   adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row),
-                                 hello != NULL ? hello->name : dc_peer_get_id (peer));
+                                 hello != NULL ? dc_peer_get_name (peer) : dc_peer_get_id (peer));
   if (hello != NULL)
     /* Translators: a connected device's compute backend and probe hash. */
     subtitle = g_strdup_printf (_("Backend %s · probe %s"),
@@ -165,17 +182,34 @@ static void
 approval_requested_cb (DcGroup     *group,
                        const char  *id,
                        const char  *name,
+                       const char  *fingerprint,
+                       const char  *address,
+                       const char  *via,
                        DcGroupPage *self)
 {
   GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (self));
   GtkWidget *dialog;
+  g_autofree char *short_form = dc_identity_short_fingerprint (fingerprint);
+  const char *how;
 
+  /* Say honestly what the room code proves: nothing, when it is announced. */
+  if (g_str_equal (via, "lan"))
+    how = _("This group is announced on the local network, so every device on it can "
+            "read the room code: knowing it proves nothing.");
+  else
+    how = _("It has the room code that you or a member shared, and anyone it was passed "
+            "on to has it too.");
   dialog = adw_message_dialog_new (GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
                                    _("Let a Device Join?"), NULL);
-  /* Translators: %s is the name the other device gave itself. */
+  /* Translators: the name the other device gave itself, its certificate
+   * fingerprint, its network address, then a sentence on the room code. */
   adw_message_dialog_format_body (ADW_MESSAGE_DIALOG (dialog),
-                                  _("“%s” knows this group’s room code and asks to join. "
-                                    "Accept only devices you recognise."), name);
+                                  _("“%s” asks to join.\n\n"
+                                    "Certificate: %s\nAddress: %s\n\n"
+                                    "%s Accept only if the device’s own window "
+                                    "(Devices, Certificate) shows the same certificate."),
+                                  name, short_form != NULL ? short_form : _("none sent"),
+                                  *address != '\0' ? address : _("unknown"), how);
   adw_message_dialog_add_responses (ADW_MESSAGE_DIALOG (dialog),
                                     "decline", _("_Decline"),
                                     "accept", _("_Accept"),
@@ -234,8 +268,25 @@ event_cb (DcGroup     *group,
     text = g_strdup_printf (_("“%s” left the group"), peer);
   else if (g_str_equal (event, "declined") && peer != NULL)
     text = g_strdup_printf (_("“%s” was declined"), peer);
-  else if (g_str_equal (event, "refused"))
+  else if (g_str_equal (event, "refused") && g_strcmp0 (reason, "auth") == 0)
     text = g_strdup (_("A device with a wrong room code was refused"));
+  else if (g_str_equal (event, "refused") && g_strcmp0 (reason, "fingerprint") == 0)
+    text = g_strdup (_("A device connected with another certificate than it asked with, "
+                       "and was disconnected"));
+  else if (g_str_equal (event, "refused") && peer != NULL)
+    /* Translators: %s is another device's name; it was declined a moment ago. */
+    text = g_strdup_printf (_("“%s” asked again too soon and was refused"), peer);
+  else if (g_str_equal (event, "unverified")
+           && dc_group_get_state (group) == DC_GROUP_STATE_JOINING)
+    text = g_strdup (_("A message from the group could not be verified: check the room code"));
+  else if (g_str_equal (event, "joined") && g_strcmp0 (reason, "member") == 0
+           && dc_group_get_via_lan (group))
+    {
+      /* Joined without being asked: say so, and offer the way back. */
+      g_signal_emit (self, signals[SIGNAL_OFFER_LEAVE], 0,
+                     _("Joined a group found on the local network"));
+      return;
+    }
   else if (g_str_equal (event, "host"))
     text = g_strdup (_("The host left: this device now hosts the group"));
   if (text != NULL)
@@ -436,6 +487,7 @@ dc_group_page_class_init (DcGroupPageClass *klass)
   gtk_widget_class_set_template_from_resource (widget_class,
                                                RESOURCE_BASE "/ui/dc-group-page.ui");
   gtk_widget_class_bind_template_child (widget_class, DcGroupPage, name_row);
+  gtk_widget_class_bind_template_child (widget_class, DcGroupPage, identity_row);
   gtk_widget_class_bind_template_child (widget_class, DcGroupPage, state_row);
   gtk_widget_class_bind_template_child (widget_class, DcGroupPage, room_row);
   gtk_widget_class_bind_template_child (widget_class, DcGroupPage, url_row);
@@ -454,6 +506,13 @@ dc_group_page_class_init (DcGroupPageClass *klass)
   signals[SIGNAL_TOAST] =
     g_signal_new ("toast", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 1, G_TYPE_STRING);
+  /**
+   * DcGroupPage::offer-leave:
+   * @message: a short message for a toast with a Leave button (win.leave-group)
+   */
+  signals[SIGNAL_OFFER_LEAVE] =
+    g_signal_new ("offer-leave", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                  NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
 static void

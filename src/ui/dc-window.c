@@ -101,6 +101,29 @@ toast_cb (DcWindow   *self,
   dc_window_add_toast (self, message);
 }
 
+/* A group joined without asking the user: the toast undoes it. */
+static void
+offer_leave_cb (DcWindow   *self,
+                const char *message)
+{
+  AdwToast *toast = adw_toast_new (message);
+
+  adw_toast_set_button_label (toast, _("_Leave"));
+  adw_toast_set_action_name (toast, "win.leave-group");
+  adw_toast_set_timeout (toast, 10);
+  adw_toast_overlay_add_toast (self->toast_overlay, toast);
+}
+
+static void
+leave_group_action (GtkWidget  *widget,
+                    const char *action_name,
+                    GVariant   *parameter)
+{
+  DcWindow *self = DC_WINDOW (widget);
+
+  gtk_widget_activate_action (GTK_WIDGET (self->group_page), "group.leave", NULL);
+}
+
 static void
 save_window_state (DcWindow *self)
 {
@@ -198,6 +221,8 @@ dc_window_constructed (GObject *object)
 
   g_signal_connect_object (self->group_page, "toast", G_CALLBACK (toast_cb), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->group_page, "offer-leave", G_CALLBACK (offer_leave_cb), self,
+                           G_CONNECT_SWAPPED);
 
   last_view = g_settings_get_string (self->settings, "last-view");
   if (adw_view_stack_get_child_by_name (self->view_stack, last_view) != NULL)
@@ -237,6 +262,8 @@ dc_window_class_init (DcWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcWindow, infer_page);
   gtk_widget_class_bind_template_child (widget_class, DcWindow, group_page);
   gtk_widget_class_bind_template_child (widget_class, DcWindow, devices_stack_page);
+
+  gtk_widget_class_install_action (widget_class, "win.leave-group", NULL, leave_group_action);
 }
 
 static void
