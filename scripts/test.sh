@@ -5,7 +5,7 @@
 # the fuzz suite is left out; run it alone with
 #   scripts/build.sh --fuzz && meson test -C build-fuzz --suite fuzz
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 if ! scripts/install-deps.sh; then
   echo "test.sh: installing the system packages failed"
