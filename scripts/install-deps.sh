@@ -4,7 +4,10 @@
 # already there. Uses sudo when not root.
 set -eu
 
-# One package per line, so that changes are easy to review.
+# One package per line, so that changes are easy to review. clang and
+# libclang-rt-dev build the fuzz suite: the sanitizer and libFuzzer runtimes
+# (libclang-rt-14-dev on Debian 12) are only recommended by clang, and
+# recommends are not installed here.
 packages="
 meson
 ninja-build
@@ -42,6 +45,8 @@ iproute2
 flatpak-builder
 python3-torch
 libopenblas0-pthread
+clang
+libclang-rt-dev
 "
 
 if [ "$(id -u)" -eq 0 ]; then

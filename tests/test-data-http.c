@@ -13,6 +13,12 @@
  *   redirect       302 to the same file on 127.0.0.2
  *   truncated      serves the first half of each file
  *   flaky          503 on every other request
+ *   linked-etag    302 to the CDN with the file's sha256 in X-Linked-Etag
+ *   bad-etag       the same with another sha256
+ * and two listings misbehave: test/empty-page (an empty page linking to
+ * itself) and test/endless-pages (one entry a page, linked forever). Both
+ * answer 404 once the client has clearly looped, so that a client without
+ * the page rules fails its test instead of hanging.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -34,6 +40,8 @@
 
 #define TOKEN "hf_test_secret"
 #define TIMEOUT_MS 20000
+/* The sha256 of no bytes: a valid digest that matches none of the files. */
+#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 typedef struct
 {
@@ -197,6 +205,48 @@ serve_tree (SoupServerMessage *msg,
 }
 
 static void
+serve_bad_tree (SoupServerMessage *msg,
+                const char        *repo,
+                GHashTable        *query)
+{
+  const char *cursor = query != NULL ? g_hash_table_lookup (query, "cursor") : NULL;
+  guint from = cursor != NULL ? (guint) g_ascii_strtoull (cursor, NULL, 10) : 0;
+  const char *path = g_uri_get_path (soup_server_message_get_uri (msg));
+  g_autofree char *link = NULL;
+  g_autofree char *text = NULL;
+  guint requests;
+
+  g_mutex_lock (&hub->lock);
+  requests = hub->hub_requests;
+  g_mutex_unlock (&hub->lock);
+  if (requests > DC_HF_MAX_LIST_PAGES + 5)
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  if (g_str_equal (repo, "empty-page"))
+    {
+      if (requests > 5)
+        {
+          soup_server_message_set_status (msg, 404, NULL);
+          return;
+        }
+      link = g_strdup_printf ("<%s>; rel=\"next\"", path);
+      text = g_strdup ("[]");
+    }
+  else
+    {
+      link = g_strdup_printf ("<%s?cursor=%u>; rel=\"next\"", path, from + 1);
+      text = g_strdup_printf ("[{\"type\": \"file\", \"path\": \"notes-%u.txt\", \"size\": 1}]",
+                              from);
+    }
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Link", link);
+  soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_COPY, text,
+                                    strlen (text));
+  soup_server_message_set_status (msg, 200, NULL);
+}
+
+static void
 hub_handler (SoupServer        *server,
              SoupServerMessage *msg,
              const char        *path,
@@ -230,10 +280,12 @@ hub_handler (SoupServer        *server,
   if (n >= 6 && g_str_equal (parts[0], "api") && g_str_equal (parts[1], "datasets")
       && g_str_equal (parts[2], "test") && g_str_equal (parts[4], "tree"))
     {
-      if (!g_str_equal (parts[3], "fixtures"))
-        soup_server_message_set_status (msg, 404, NULL);
-      else
+      if (g_str_equal (parts[3], "fixtures"))
         serve_tree (msg, n >= 7 ? parts[6] : NULL, query);
+      else if (g_str_equal (parts[3], "empty-page") || g_str_equal (parts[3], "endless-pages"))
+        serve_bad_tree (msg, parts[3], query);
+      else
+        soup_server_message_set_status (msg, 404, NULL);
       return;
     }
 
@@ -277,6 +329,20 @@ hub_handler (SoupServer        *server,
                                                    n >= 7 ? parts[6] : "");
 
       soup_server_message_set_redirect (msg, 302, location);
+    }
+  else if ((g_str_equal (mode, "linked-etag") || g_str_equal (mode, "bad-etag")) && !is_cdn)
+    {
+      /* The Hub answers a resolve request for an LFS file with a redirect
+       * to its CDN that names the file's sha256. */
+      g_autofree char *location = g_strdup_printf ("%s/datasets/test/fixtures/resolve/main/%s/%s",
+                                                   hub->cdn_url, parts[5], parts[6]);
+      g_autofree char *sha256 = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, bytes);
+      g_autofree char *etag = g_strdup_printf ("\"%s\"", g_str_equal (mode, "bad-etag")
+                                               ? EMPTY_SHA256 : sha256);
+
+      soup_server_message_set_redirect (msg, 302, location);
+      soup_message_headers_replace (soup_server_message_get_response_headers (msg),
+                                    "X-Linked-Etag", etag);
     }
   else if (g_str_equal (mode, "truncated"))
     {
@@ -1241,6 +1307,188 @@ test_cli_ls (void)
                                                   "path"), ==, "data/fineweb-like-zstd.parquet");
 }
 
+/* The token's transport rule, as a policy: TLS, or loopback only. */
+static void
+test_token_policy (void)
+{
+  const char *may[] = {
+    "https://huggingface.co/api/datasets/a/b",
+    "https://192.0.2.1/x",
+    "http://127.0.0.1:8080/x",
+    "http://127.45.6.7/x",
+    "http://localhost:3000/x",
+    "http://LOCALHOST/x",
+    "http://[::1]:8080/x",
+  };
+  const char *may_not[] = {
+    "http://192.0.2.1/x",
+    "http://huggingface.co/x",
+    "http://mirror.example:8080/x",
+    "http://127.0.0.1.example.com/x",
+    "http://localhost.example.com/x",
+    "http://10.0.0.1/x",
+    "http://[2001:db8::1]/x",
+    "ftp://127.0.0.1/x",
+    "not a url",
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (may); i++)
+    {
+      g_test_message ("%s", may[i]);
+      g_assert_true (dc_hf_url_may_carry_token (may[i]));
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (may_not); i++)
+    {
+      g_test_message ("%s", may_not[i]);
+      g_assert_false (dc_hf_url_may_carry_token (may_not[i]));
+    }
+}
+
+/* A token set for a plain-http base URL that is not loopback is refused
+ * before anything is sent. The address is TEST-NET-1 (never routed) and the
+ * cancellable is already cancelled, so that even a client without the rule
+ * opens no connection: it fails with "cancelled" instead. */
+static void
+test_token_not_over_http (void)
+{
+  g_autoptr(DcHfClient) client = new_client ("http://192.0.2.1");
+  g_autofree char *url = file_url ("http://192.0.2.1", "fixtures", "x.parquet");
+  g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  guint64 size = 0;
+
+  dc_hf_client_set_token (client, TOKEN);
+  g_cancellable_cancel (cancellable);
+  bytes = dc_hf_client_fetch_tail (client, url, 8, &size, cancellable, &error);
+  g_assert_null (bytes);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_FAILED);
+  g_assert_nonnull (strstr (error->message,
+                            "refused to send the Hugging Face token over plain http to 192.0.2.1"));
+  g_assert_null (strstr (error->message, TOKEN));
+  g_assert_cmpuint (dc_hf_client_get_request_count (client), ==, 0);
+}
+
+/* The redirect rule, for every request with or without a token: never from
+ * https to anything else (the test server cannot speak TLS, so the policy is
+ * tested as a function; request_once calls it on every hop). */
+static void
+test_redirect_policy (void)
+{
+  const char *from = "https://huggingface.co/datasets/a/b/resolve/main/f.parquet";
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (dc_hf_url_check_redirect (from, "https://cdn.example/f", &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_hf_url_check_redirect ("http://127.0.0.1/x", "http://127.0.0.2/y", &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_hf_url_check_redirect ("http://127.0.0.1/x", "https://cdn.example/y",
+                                           &error));
+  g_assert_no_error (error);
+
+  g_assert_false (dc_hf_url_check_redirect (from, "http://cdn.example/f", &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_HTTP);
+  g_assert_cmpstr (error->message, ==, "refused a redirect from https to plain http for "
+                   "file “f.parquet” of dataset “a/b”");
+  g_clear_error (&error);
+  g_assert_false (dc_hf_url_check_redirect (from, "HTTP://cdn.example/f", &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_HTTP);
+  g_clear_error (&error);
+  g_assert_false (dc_hf_url_check_redirect (from, "ftp://cdn.example/f", &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_HTTP);
+  g_clear_error (&error);
+  g_assert_false (dc_hf_url_check_redirect ("http://127.0.0.1/x", "file:///etc/passwd", &error));
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_HTTP);
+}
+
+/* An empty listing page ends the listing even when it links a next page
+ * (here: itself). */
+static void
+test_empty_page_ends_listing (void)
+{
+  g_autoptr(DcHfClient) client = new_client (hub->hub_url);
+  g_autoptr(DcDatasetSpec) spec = dc_dataset_spec_parse ("test/empty-page", NULL);
+  g_autoptr(GPtrArray) files = NULL;
+  g_autoptr(GError) error = NULL;
+
+  hub_reset_counters ();
+  files = dc_dataset_list_files (client, spec, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (files->len, ==, 0);
+  g_assert_cmpuint (hub->hub_requests, ==, 1);
+}
+
+/* A server that links pages forever is stopped after DC_HF_MAX_LIST_PAGES. */
+static void
+test_endless_pages (void)
+{
+  g_autoptr(DcHfClient) client = new_client (hub->hub_url);
+  g_autoptr(DcDatasetSpec) spec = dc_dataset_spec_parse ("test/endless-pages", NULL);
+  g_autoptr(GPtrArray) files = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *expect = g_strdup_printf ("has more than %u pages", DC_HF_MAX_LIST_PAGES);
+
+  hub_reset_counters ();
+  files = dc_dataset_list_files (client, spec, NULL, &error);
+  g_assert_null (files);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED);
+  g_assert_nonnull (strstr (error->message, expect));
+  g_assert_cmpuint (hub->hub_requests, <=, DC_HF_MAX_LIST_PAGES + 1);
+}
+
+/* A whole-file download is checked against the sha256 the Hub names: the
+ * X-Linked-Etag of the resolve redirect, or the listing's LFS oid that the
+ * caller passes. */
+static void
+test_sha256 (void)
+{
+  const char *name = "arrow-v2-gzip-plain.parquet";
+  g_autoptr(DcHfClient) client = new_client (hub->hub_url);
+  g_autoptr(GBytes) whole = load_file (name);
+  g_autofree char *sha256 = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, whole);
+  g_autofree char *linked = file_url (hub->hub_url, "linked-etag", name);
+  g_autofree char *bad = file_url (hub->hub_url, "bad-etag", name);
+  g_autofree char *plain = file_url (hub->hub_url, "fixtures", name);
+  g_autofree char *expect = NULL;
+  g_autoptr(GError) error = NULL;
+  GBytes *bytes;
+
+  /* Matching digests, from either source. */
+  bytes = dc_hf_client_fetch_file (client, linked, NULL, 1u << 20, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_bytes_equal (bytes, whole));
+  g_bytes_unref (bytes);
+  bytes = dc_hf_client_fetch_file (client, plain, sha256, 1u << 20, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_bytes_equal (bytes, whole));
+  g_bytes_unref (bytes);
+
+  /* The header's digest differs. */
+  expect = g_strdup_printf ("sha256 mismatch for file “data/%s” of dataset “test/bad-etag”: "
+                            "expected %s, got %s", name, EMPTY_SHA256, sha256);
+  bytes = dc_hf_client_fetch_file (client, bad, NULL, 1u << 20, NULL, &error);
+  g_assert_null (bytes);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT);
+  g_assert_cmpstr (error->message, ==, expect);
+  g_clear_error (&error);
+  g_clear_pointer (&expect, g_free);
+
+  /* The caller's digest (the listing's oid) differs. */
+  expect = g_strdup_printf ("sha256 mismatch for file “data/%s” of dataset “test/fixtures”: "
+                            "expected %s, got %s", name, EMPTY_SHA256, sha256);
+  bytes = dc_hf_client_fetch_file (client, plain, EMPTY_SHA256, 1u << 20, NULL, &error);
+  g_assert_null (bytes);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT);
+  g_assert_cmpstr (error->message, ==, expect);
+  g_clear_error (&error);
+
+  /* Larger than the caller's limit: refused, not stored. */
+  bytes = dc_hf_client_fetch_file (client, plain, NULL, 1000, NULL, &error);
+  g_assert_null (bytes);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_HTTP);
+  g_assert_nonnull (strstr (error->message, "larger than the 1000-byte limit"));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1268,6 +1516,12 @@ main (int    argc,
   g_test_add_func ("/dc/data/http/not-found", test_not_found);
   g_test_add_func ("/dc/data/http/retry-after-503", test_retry_after_503);
   g_test_add_func ("/dc/data/http/async", test_async);
+  g_test_add_func ("/dc/data/http/token-policy", test_token_policy);
+  g_test_add_func ("/dc/data/http/token-not-over-http", test_token_not_over_http);
+  g_test_add_func ("/dc/data/http/redirect-policy", test_redirect_policy);
+  g_test_add_func ("/dc/data/http/sha256", test_sha256);
+  g_test_add_func ("/dc/data/dataset/empty-page-ends-listing", test_empty_page_ends_listing);
+  g_test_add_func ("/dc/data/dataset/endless-pages", test_endless_pages);
   g_test_add_func ("/dc/data/dataset/list", test_dataset_list);
   g_test_add_func ("/dc/data/dataset/shares", test_dataset_shares);
   g_test_add_func ("/dc/data/dataset/without-text-column", test_dataset_without_text_column);

@@ -166,6 +166,7 @@ list_folder (DcHfClient           *client,
 {
   g_autofree char *url = dc_hf_url_dataset_tree (dc_hf_client_get_base_url (client), spec->repo,
                                                  spec->revision, folder);
+  guint pages = 0;
 
   /* The tree API answers in pages linked by `Link: rel="next"`. */
   while (url != NULL)
@@ -177,6 +178,13 @@ list_folder (DcHfClient           *client,
 
       if (root == NULL)
         return FALSE;
+      if (++pages > DC_HF_MAX_LIST_PAGES)
+        {
+          g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNSUPPORTED,
+                       "the file listing of dataset “%s” has more than %u pages", spec->repo,
+                       DC_HF_MAX_LIST_PAGES);
+          return FALSE;
+        }
       if (!JSON_NODE_HOLDS_ARRAY (root))
         {
           g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_HTTP,

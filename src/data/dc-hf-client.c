@@ -1,11 +1,15 @@
 /* dc-hf-client.c: HTTP access to the Hugging Face Hub (libsoup 3).
  *
  * One request goes through request_once(): redirects are followed here,
- * not by libsoup, so that the Range header is kept on every hop and the
- * token is sent only while the URL stays on the base URL's origin (the Hub
- * redirects file downloads to a CDN on another host). perform() wraps it
- * with the token prompt and with retries on transient failures (network
- * errors, a body cut short, 408/429/5xx), backing off exponentially.
+ * not by libsoup, so that the Range header is kept on every hop, the token
+ * is sent only while the URL stays on the base URL's origin (the Hub
+ * redirects file downloads to a CDN on another host) and never over plain
+ * http off loopback, and no hop goes from https to http (dc-hf-url.c decides
+ * both rules; checking them here, before each request exists, is simpler and
+ * safer than undoing what libsoup's own redirect handling already sent).
+ * perform() wraps it with the token prompt and with retries on transient
+ * failures (network errors, a body cut short, 408/429/5xx), backing off
+ * exponentially.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -464,6 +468,34 @@ find_next_page (GUri               *base,
   return NULL;
 }
 
+/* The sha256 a Hub answer names for the file behind a resolve URL: the
+ * `X-Linked-Etag` of an LFS file is its sha256 (a quoted hex string; a
+ * 40-digit one is a git blob id, of no use here). */
+static char *
+dup_linked_sha256 (SoupMessageHeaders *headers)
+{
+  const char *value = soup_message_headers_get_one (headers, "X-Linked-Etag");
+  g_autofree char *hex = NULL;
+
+  if (value == NULL)
+    return NULL;
+  if (g_str_has_prefix (value, "W/"))
+    value += 2;
+  hex = g_strdup (value);
+  g_strstrip (hex);
+  if (hex[0] == '"' && strlen (hex) >= 2 && hex[strlen (hex) - 1] == '"')
+    {
+      hex[strlen (hex) - 1] = '\0';
+      memmove (hex, hex + 1, strlen (hex));
+    }
+  if (strlen (hex) != 64)
+    return NULL;
+  for (const char *c = hex; *c != '\0'; c++)
+    if (!g_ascii_isxdigit (*c))
+      return NULL;
+  return g_ascii_strdown (hex, -1);
+}
+
 static GBytes *
 request_once (DcHfClient       *self,
               const char       *url,
@@ -471,6 +503,7 @@ request_once (DcHfClient       *self,
               guint64           limit,
               guint64          *file_size,
               char            **next_page,
+              char            **linked_sha256,
               gboolean         *transient,
               GCancellable     *cancellable,
               GError          **error)
@@ -479,6 +512,8 @@ request_once (DcHfClient       *self,
   g_autofree char *description = dc_hf_url_describe (url);
 
   *transient = FALSE;
+  if (linked_sha256 != NULL)
+    g_clear_pointer (linked_sha256, g_free);
   for (guint hops = 0; hops <= MAX_REDIRECTS; hops++)
     {
       g_autoptr(SoupMessage) msg = NULL;
@@ -511,12 +546,23 @@ request_once (DcHfClient       *self,
                                             (goffset) (range->offset + range->length - 1));
         }
       /* The token goes only to the base URL's origin: never to a CDN or any
-       * other host a redirect leads to. */
+       * other host a redirect leads to. And never over plain http except to
+       * loopback: refused here, before any connection is made. */
       g_mutex_lock (&self->token_lock);
       if (self->token != NULL && same_origin (uri, self->base_uri))
         {
-          g_autofree char *value = g_strconcat ("Bearer ", self->token, NULL);
+          g_autofree char *value = NULL;
 
+          if (!dc_hf_url_may_carry_token (current))
+            {
+              g_mutex_unlock (&self->token_lock);
+              g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_FAILED,
+                           "refused to send the Hugging Face token over plain http to %s "
+                           "for %s (use https, or a loopback address for a local mirror)",
+                           g_uri_get_host (uri), description);
+              return NULL;
+            }
+          value = g_strconcat ("Bearer ", self->token, NULL);
           soup_message_headers_replace (headers, "Authorization", value);
           memset (value, 0, strlen (value));
         }
@@ -537,11 +583,14 @@ request_once (DcHfClient       *self,
         }
 
       status = soup_message_get_status (msg);
+      if (linked_sha256 != NULL && *linked_sha256 == NULL)
+        *linked_sha256 = dup_linked_sha256 (soup_message_get_response_headers (msg));
       if (SOUP_STATUS_IS_REDIRECTION (status) && status != 304)
         {
           const char *location = soup_message_headers_get_one (
               soup_message_get_response_headers (msg), "Location");
           g_autoptr(GUri) next = NULL;
+          g_autofree char *next_url = NULL;
 
           if (location == NULL)
             {
@@ -556,8 +605,11 @@ request_once (DcHfClient       *self,
                            "redirect to an invalid location for %s", description);
               return NULL;
             }
+          next_url = g_uri_to_string (next);
+          if (!dc_hf_url_check_redirect (current, next_url, error))
+            return NULL;
           g_free (current);
-          current = g_uri_to_string (next);
+          current = g_steal_pointer (&next_url);
           g_input_stream_close (stream, NULL, NULL);
           continue;
         }
@@ -710,6 +762,7 @@ perform (DcHfClient       *self,
          guint64           limit,
          guint64          *file_size,
          char            **next_page,
+         char            **linked_sha256,
          GCancellable     *cancellable,
          GError          **error)
 {
@@ -721,8 +774,8 @@ perform (DcHfClient       *self,
       gboolean transient = FALSE;
       GBytes *bytes;
 
-      bytes = request_once (self, url, range, limit, file_size, next_page, &transient,
-                            cancellable, &local_error);
+      bytes = request_once (self, url, range, limit, file_size, next_page, linked_sha256,
+                            &transient, cancellable, &local_error);
       if (bytes != NULL)
         return bytes;
 
@@ -768,7 +821,8 @@ dc_hf_client_fetch_tail (DcHfClient    *self,
 
   g_return_val_if_fail (DC_IS_HF_CLIENT (self), NULL);
   g_return_val_if_fail (len > 0, NULL);
-  return perform (self, url, &range, DC_HF_MAX_REQUEST, file_size, NULL, cancellable, error);
+  return perform (self, url, &range, DC_HF_MAX_REQUEST, file_size, NULL, NULL, cancellable,
+                  error);
 }
 
 static int
@@ -836,7 +890,8 @@ dc_hf_client_fetch_ranges (DcHfClient         *self,
         {
           RangeSpec range = { TRUE, FALSE, start, end - start };
 
-          bytes = perform (self, url, &range, DC_HF_MAX_REQUEST, NULL, NULL, cancellable, error);
+          bytes = perform (self, url, &range, DC_HF_MAX_REQUEST, NULL, NULL, NULL, cancellable,
+                           error);
           if (bytes == NULL)
             {
               for (guint k = 0; k < n_ranges; k++)
@@ -968,7 +1023,7 @@ dc_hf_client_get_json_page (DcHfClient    *self,
 
   g_return_val_if_fail (DC_IS_HF_CLIENT (self), NULL);
 
-  bytes = perform (self, url, &none, MAX_JSON_BYTES, NULL, &next, cancellable, error);
+  bytes = perform (self, url, &none, MAX_JSON_BYTES, NULL, &next, NULL, cancellable, error);
   if (bytes == NULL)
     return NULL;
   data = g_bytes_get_data (bytes, &len);
@@ -980,6 +1035,16 @@ dc_hf_client_get_json_page (DcHfClient    *self,
       description = dc_hf_url_describe (url);
       g_prefix_error (error, "%s is not valid JSON: ", description);
       return NULL;
+    }
+  /* An empty page ends a listing whatever its Link says, and so does a link
+   * back to the same page: either would otherwise be fetched forever. */
+  if (next != NULL
+      && ((JSON_NODE_HOLDS_ARRAY (json_parser_get_root (parser))
+           && json_array_get_length (json_node_get_array (json_parser_get_root (parser))) == 0)
+          || g_str_equal (next, url)))
+    {
+      g_debug ("ignoring the next-page link of an empty or self-linked page");
+      g_clear_pointer (&next, g_free);
     }
   if (next_page != NULL)
     *next_page = g_steal_pointer (&next);
@@ -1046,6 +1111,58 @@ dc_hf_client_get_json_finish (DcHfClient    *self,
 {
   g_return_val_if_fail (g_task_is_valid (result, self), NULL);
   return g_task_propagate_pointer (G_TASK (result), error);
+}
+
+/**
+ * dc_hf_client_fetch_file:
+ * @expected_sha256: (nullable): the file's sha256 in hex where the caller
+ *   knows it (the LFS `oid` of the Hub's tree listing)
+ * @max_size: the largest file accepted, in bytes
+ *
+ * Downloads a whole file into memory. Where the Hub names the file's sha256
+ * (@expected_sha256, or the `X-Linked-Etag` of its resolve answer), the bytes
+ * must match it: a file damaged or altered on the way is refused.
+ *
+ * Returns: (transfer full): the file, or %NULL
+ */
+GBytes *
+dc_hf_client_fetch_file (DcHfClient    *self,
+                         const char    *url,
+                         const char    *expected_sha256,
+                         guint64        max_size,
+                         GCancellable  *cancellable,
+                         GError       **error)
+{
+  RangeSpec none = { FALSE, FALSE, 0, 0 };
+  g_autoptr(GBytes) bytes = NULL;
+  g_autofree char *linked = NULL;
+  g_autofree char *got = NULL;
+  const char *expected[2];
+
+  g_return_val_if_fail (DC_IS_HF_CLIENT (self), NULL);
+
+  bytes = perform (self, url, &none, max_size, NULL, NULL, &linked, cancellable, error);
+  if (bytes == NULL)
+    return NULL;
+  if (expected_sha256 == NULL && linked == NULL)
+    return g_steal_pointer (&bytes);
+
+  got = g_compute_checksum_for_bytes (G_CHECKSUM_SHA256, bytes);
+  expected[0] = expected_sha256;
+  expected[1] = linked;
+  for (guint i = 0; i < G_N_ELEMENTS (expected); i++)
+    {
+      if (expected[i] != NULL && g_ascii_strcasecmp (expected[i], got) != 0)
+        {
+          g_autofree char *description = dc_hf_url_describe (url);
+
+          g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_CORRUPT,
+                       "sha256 mismatch for %s: expected %s, got %s", description, expected[i],
+                       got);
+          return NULL;
+        }
+    }
+  return g_steal_pointer (&bytes);
 }
 
 /* A byte source over one URL, for the parquet reader. */

@@ -7,7 +7,10 @@
  *
  * The token lives only in this object's memory. It is asked for (through the
  * token function) only after a request failed for want of one, and is sent
- * only to the base URL's origin. It is never logged or put in a URL.
+ * only to the base URL's origin, and only over https or to a loopback host
+ * (a request that would carry it over plain http elsewhere is refused before
+ * connecting). It is never logged or put in a URL. No redirect may lead from
+ * https to plain http.
  *
  * Threads: create and configure the client on the main thread. The blocking
  * calls may run on any thread (libsoup >= 3.2 allows sending from several);
@@ -30,6 +33,11 @@ G_BEGIN_DECLS
 #define DC_HF_COALESCE_GAP   (256u * 1024u)
 /* One coalesced request never exceeds this. */
 #define DC_HF_MAX_REQUEST    (64u * 1024u * 1024u)
+/* A listing (the tree API) may have at most this many pages: the Hub sends
+ * up to 1000 entries a page, so 100,000 entries (dc-dataset.c's cap) fit in
+ * 100 pages; 1000 leaves room for servers with smaller pages and still ends
+ * a server that links pages forever. */
+#define DC_HF_MAX_LIST_PAGES 1000u
 
 #define DC_TYPE_HF_CLIENT (dc_hf_client_get_type ())
 G_DECLARE_FINAL_TYPE (DcHfClient, dc_hf_client, DC, HF_CLIENT, GObject)
@@ -85,6 +93,12 @@ void          dc_hf_client_fetch_ranges_async   (DcHfClient          *self,
                                                  gpointer             user_data);
 GPtrArray    *dc_hf_client_fetch_ranges_finish  (DcHfClient          *self,
                                                  GAsyncResult        *result,
+                                                 GError             **error);
+GBytes       *dc_hf_client_fetch_file           (DcHfClient          *self,
+                                                 const char          *url,
+                                                 const char          *expected_sha256,
+                                                 guint64              max_size,
+                                                 GCancellable        *cancellable,
                                                  GError             **error);
 JsonNode     *dc_hf_client_get_json_page        (DcHfClient          *self,
                                                  const char          *url,

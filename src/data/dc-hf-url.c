@@ -16,7 +16,10 @@
 
 #include "dc-hf-url.h"
 
+#include <gio/gio.h>
 #include <string.h>
+
+#include "dc-data-error.h"
 
 /**
  * dc_hf_url_dup_default_base:
@@ -160,4 +163,84 @@ dc_hf_url_describe (const char *url)
     }
   return g_uri_to_string_partial (uri, G_URI_HIDE_QUERY | G_URI_HIDE_USERINFO
                                   | G_URI_HIDE_FRAGMENT);
+}
+
+/**
+ * dc_hf_url_is_loopback:
+ *
+ * Returns: %TRUE when @url's host is this machine by definition:
+ *   `localhost`, 127.0.0.0/8 or ::1 (never a name that merely resolves there)
+ */
+gboolean
+dc_hf_url_is_loopback (const char *url)
+{
+  g_autoptr(GUri) uri = g_uri_parse (url, G_URI_FLAGS_ENCODED, NULL);
+  g_autoptr(GInetAddress) address = NULL;
+  const char *host;
+
+  if (uri == NULL || (host = g_uri_get_host (uri)) == NULL)
+    return FALSE;
+  if (g_ascii_strcasecmp (host, "localhost") == 0 || g_ascii_strcasecmp (host, "localhost.") == 0)
+    return TRUE;
+  address = g_inet_address_new_from_string (host);
+  return address != NULL && g_inet_address_get_is_loopback (address);
+}
+
+/**
+ * dc_hf_url_may_carry_token:
+ *
+ * The transport rule for the token: it travels only inside TLS, or to a
+ * loopback host (a local mirror or a test server), where plain http cannot
+ * be read on the way.
+ *
+ * Returns: %TRUE when a request to @url may carry the Authorization header
+ */
+gboolean
+dc_hf_url_may_carry_token (const char *url)
+{
+  g_autoptr(GUri) uri = g_uri_parse (url, G_URI_FLAGS_ENCODED, NULL);
+
+  if (uri == NULL || g_uri_get_host (uri) == NULL)
+    return FALSE;
+  if (g_ascii_strcasecmp (g_uri_get_scheme (uri), "https") == 0)
+    return TRUE;
+  return g_ascii_strcasecmp (g_uri_get_scheme (uri), "http") == 0 && dc_hf_url_is_loopback (url);
+}
+
+/**
+ * dc_hf_url_check_redirect:
+ * @from: the URL that answered with a redirect
+ * @to: the absolute URL it leads to
+ *
+ * The redirect rule, for every request: a redirect may not leave https for
+ * anything else (a downgrade would expose the request, and whatever it
+ * returns could be altered on the way), and may lead only to http or https.
+ *
+ * Returns: %TRUE when the client may follow it, else %FALSE with @error set
+ */
+gboolean
+dc_hf_url_check_redirect (const char  *from,
+                          const char  *to,
+                          GError     **error)
+{
+  g_autoptr(GUri) a = g_uri_parse (from, G_URI_FLAGS_ENCODED, NULL);
+  g_autoptr(GUri) b = g_uri_parse (to, G_URI_FLAGS_ENCODED, NULL);
+  g_autofree char *description = dc_hf_url_describe (from);
+
+  if (a == NULL || b == NULL || g_uri_get_host (b) == NULL
+      || (g_ascii_strcasecmp (g_uri_get_scheme (b), "https") != 0
+          && g_ascii_strcasecmp (g_uri_get_scheme (b), "http") != 0))
+    {
+      g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_HTTP,
+                   "redirect to an invalid location for %s", description);
+      return FALSE;
+    }
+  if (g_ascii_strcasecmp (g_uri_get_scheme (a), "https") == 0
+      && g_ascii_strcasecmp (g_uri_get_scheme (b), "https") != 0)
+    {
+      g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_HTTP,
+                   "refused a redirect from https to plain http for %s", description);
+      return FALSE;
+    }
+  return TRUE;
 }

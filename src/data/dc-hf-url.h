@@ -31,4 +31,10 @@ char *dc_hf_url_dataset_tree     (const char *base,
                                   const char *path);
 char *dc_hf_url_describe         (const char *url);
 
+gboolean dc_hf_url_is_loopback      (const char  *url);
+gboolean dc_hf_url_may_carry_token  (const char  *url);
+gboolean dc_hf_url_check_redirect   (const char  *from,
+                                     const char  *to,
+                                     GError     **error);
+
 G_END_DECLS
