@@ -1039,8 +1039,7 @@ dc_hf_client_get_json_page (DcHfClient    *self,
   /* An empty page ends a listing whatever its Link says, and so does a link
    * back to the same page: either would otherwise be fetched forever. */
   if (next != NULL
-      && ((JSON_NODE_HOLDS_ARRAY (json_parser_get_root (parser))
-           && json_array_get_length (json_node_get_array (json_parser_get_root (parser))) == 0)
+      && ((JSON_NODE_HOLDS_ARRAY (root) && json_array_get_length (json_node_get_array (root)) == 0)
           || g_str_equal (next, url)))
     {
       g_debug ("ignoring the next-page link of an empty or self-linked page");
