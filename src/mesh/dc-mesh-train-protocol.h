@@ -237,7 +237,8 @@ void       dc_mesh_train_hash   (GBytes            *object,
  * Collects the chunks of one object (one (step, rank) gradient, one weight
  * blob). The first chunk fixes what the object is (run, step, rank, total,
  * count, position, hash); later chunks must agree. Memory grows with the
- * chunks that arrive and never exceeds the declared total, which is capped.
+ * chunks that arrive: at most the declared total (capped) plus 88 bytes of
+ * header per chunk, and the total once more while joining at completion.
  */
 typedef struct _DcMeshChunkAssembler DcMeshChunkAssembler;
 
