@@ -12,6 +12,7 @@
 
 #include "mesh/dc-mesh-error.h"
 #include "mesh/dc-mesh-protocol.h"
+#include "mesh/dc-mesh-train-protocol.h"
 
 static GBytes *
 pattern_bytes (gsize size,
@@ -81,8 +82,7 @@ test_round_trip_typed (void)
   g_autoptr(DcMeshHello) back = NULL;
   g_autoptr(GError) error = NULL;
   DcMeshBulkHeader bulk = { 42, 1000, 5000, 3, 0 }, bulk_back;
-  DcMeshStepReport report = { 99, 0x3f800000u, 7, { 0 } }, report_back;
-  g_autoptr(GBytes) bulk_bytes = NULL, bulk_data = NULL, report_bytes = NULL;
+  g_autoptr(GBytes) bulk_bytes = NULL, bulk_data = NULL;
   const guint8 data[5] = { 1, 2, 3, 4, 5 };
   char long_name[400];
 
@@ -114,13 +114,6 @@ test_round_trip_typed (void)
   g_assert_cmpmem (&bulk, sizeof bulk, &bulk_back, sizeof bulk_back);
   g_assert_cmpmem (g_bytes_get_data (bulk_data, NULL), g_bytes_get_size (bulk_data),
                    data, sizeof data);
-
-  for (guint i = 0; i < 32; i++)
-    report.weights_hash[i] = (guint8) (i * 7);
-  report_bytes = dc_mesh_step_report_encode (&report);
-  g_assert_true (dc_mesh_step_report_decode (report_bytes, &report_back, &error));
-  g_assert_no_error (error);
-  g_assert_cmpmem (&report, sizeof report, &report_back, sizeof report_back);
 }
 
 /* The header of a small DATA message, for corrupting. */
@@ -340,7 +333,6 @@ test_malformed_bodies (void)
   const guint8 trailing[] = { 1, 0, 0, 0, 1, 'a', 0, 0, 9 };
   const guint8 nul[] = { 1, 0, 0, 0, 2, 'a', 0, 0, 0 };
   const guint8 *cases[] = { bad_utf8, overrun, trailing, nul };
-  DcMeshStepReport report;
 
   /* Bulk data overrunning its declared object, offset past the end, flags. */
   bytes = dc_mesh_bulk_encode (&bulk, data, sizeof data);
@@ -366,7 +358,7 @@ test_malformed_bodies (void)
   g_assert_false (dc_mesh_bulk_decode (bytes, &back, &out, &error));
   g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
   g_clear_error (&error);
-  g_assert_false (dc_mesh_step_report_decode (bytes, &report, &error));
+  g_assert_null (dc_mesh_step_report_decode (bytes, &error));
   g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
   g_clear_error (&error);
   g_assert_null (out);
@@ -409,6 +401,759 @@ test_encode_limits (void)
   g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
 }
 
+/* Training bodies (dc-mesh-train-protocol.c). */
+
+/* Sends @body through the framing layer and returns what the reader gives
+ * back; every training body must fit one piece. */
+static GBytes *
+through_frames (guint   type,
+                GBytes *body)
+{
+  g_autoptr(DcMeshReader) reader = dc_mesh_reader_new ();
+  g_autoptr(GPtrArray) pieces = NULL;
+  g_autoptr(DcMeshMessage) message = NULL;
+  g_autoptr(GError) error = NULL;
+
+  pieces = dc_mesh_message_encode_pieces (type, body, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (pieces->len, ==, 1);
+  message = reassemble (reader, pieces);
+  g_assert_cmpuint (message->type, ==, type);
+  return g_bytes_ref (message->payload);
+}
+
+/* A copy of @body with byte @at set to @value, or cut to @size bytes. */
+static GBytes *
+patched (GBytes *body,
+         gsize   at,
+         guint8  value)
+{
+  gsize size = g_bytes_get_size (body);
+  guint8 *copy = g_memdup2 (g_bytes_get_data (body, NULL), size);
+
+  g_assert_cmpuint (at, <, size);
+  copy[at] = value;
+  return g_bytes_new_take (copy, size);
+}
+
+static GBytes *
+cut (GBytes *body,
+     gsize   size)
+{
+  return g_bytes_new_from_bytes (body, 0, size);
+}
+
+static GBytes *
+extended (GBytes       *body,
+          const guint8 *more,
+          gsize         n)
+{
+  GByteArray *out = g_byte_array_new ();
+
+  g_byte_array_append (out, g_bytes_get_data (body, NULL), g_bytes_get_size (body));
+  g_byte_array_append (out, more, n);
+  return g_byte_array_free_to_bytes (out);
+}
+
+static void
+fill (guint8 *p,
+      gsize   n,
+      guint   seed)
+{
+  for (gsize i = 0; i < n; i++)
+    p[i] = (guint8) (i * 31 + seed);
+}
+
+static DcMeshRunConfig *
+sample_config (void)
+{
+  DcMeshRunConfig *config = dc_mesh_run_config_new ();
+
+  fill (config->run_id, sizeof config->run_id, 1);
+  config->width = 128;
+  config->seq = 64;
+  config->batch = 32;
+  config->steps = 600;
+  config->lr_x1000 = 3;
+  config->numeric_rule_id = 7;
+  config->run_seed = G_GUINT64_CONSTANT (0x0123456789abcdef);
+  config->start_step = 40;
+  config->resume = TRUE;
+  fill (config->resume_hash, sizeof config->resume_hash, 2);
+  config->dataset_spec = g_strdup ("hf:roneneldan/TinyStories");
+  config->probe_hash = g_strdup ("9f0c2b7a11d3e4f5");
+  config->starter_id = g_strdup ("a1b2c3d4e5f60718");
+  return config;
+}
+
+static void
+expect_config_refused (GBytes *body,
+                       gint    code)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_null (dc_mesh_run_config_decode (body, &error));
+  g_assert_error (error, DC_MESH_ERROR, code);
+  g_test_message ("config refused as expected: %s", error->message);
+}
+
+static void
+test_train_config (void)
+{
+  g_autoptr(DcMeshRunConfig) config = sample_config ();
+  g_autoptr(DcMeshRunConfig) back = NULL;
+  g_autoptr(GBytes) body = NULL, payload = NULL, bad = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *long_spec = NULL;
+  gsize size, spec_at = DC_MESH_CONFIG_FIXED_SIZE;
+
+  body = dc_mesh_run_config_encode (config, &error);
+  g_assert_no_error (error);
+  payload = through_frames (DC_MESH_MSG_CONFIG, body);
+  back = dc_mesh_run_config_decode (payload, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (back->run_id, 16, config->run_id, 16);
+  g_assert_cmpuint (back->width, ==, 128);
+  g_assert_cmpuint (back->seq, ==, 64);
+  g_assert_cmpuint (back->batch, ==, 32);
+  g_assert_cmpuint (back->steps, ==, 600);
+  g_assert_cmpuint (back->lr_x1000, ==, 3);
+  g_assert_cmpuint (back->numeric_rule_id, ==, 7);
+  g_assert_cmpuint (back->run_seed, ==, config->run_seed);
+  g_assert_cmpuint (back->start_step, ==, 40);
+  g_assert_true (back->resume);
+  g_assert_cmpmem (back->resume_hash, 32, config->resume_hash, 32);
+  g_assert_cmpstr (back->dataset_spec, ==, config->dataset_spec);
+  g_assert_cmpstr (back->probe_hash, ==, config->probe_hash);
+  g_assert_cmpstr (back->starter_id, ==, config->starter_id);
+  size = g_bytes_get_size (body);
+
+  /* Every truncation, one trailing byte. */
+  for (gsize n = 0; n < size; n++)
+    {
+      g_autoptr(GBytes) part = cut (body, n);
+      g_autoptr(GError) part_error = NULL;
+
+      g_assert_null (dc_mesh_run_config_decode (part, &part_error));
+      g_assert_nonnull (part_error);
+    }
+  bad = extended (body, (const guint8 *) "x", 1);
+  expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  /* Another body version; unknown flags; reserved bytes. */
+  bad = patched (body, 0, 2);
+  expect_config_refused (bad, DC_MESH_ERROR_UNSUPPORTED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 1, 0x03);
+  expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 3, 1);
+  expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  /* A resume hash without the resume flag; a start step past the end. */
+  bad = patched (body, 1, 0);
+  expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 52 + 7, 0x80);
+  expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  /* A dataset spec declared longer than its cap: TOO_LARGE before any copy;
+   * one longer than the body: MALFORMED. */
+  bad = patched (body, spec_at + 1, 0x20);   /* 0x2000 + low byte > 4096 */
+  expect_config_refused (bad, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, spec_at, 0xff);
+  expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  /* Invalid UTF-8 and a NUL inside the dataset spec. */
+  bad = patched (body, spec_at + 2, 0xc3);
+  {
+    g_autoptr(GBytes) worse = patched (bad, spec_at + 3, 0x28);
+
+    expect_config_refused (worse, DC_MESH_ERROR_MALFORMED);
+  }
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, spec_at + 4, 0);
+  expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  /* The frame layer refuses a config body over its cap. */
+  g_assert_false (dc_mesh_message_check_payload (DC_MESH_MSG_CONFIG,
+                                                 DC_MESH_CONFIG_MAX_SIZE + 1, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+
+  /* The encoder refuses what the decoder would: a spec over 4096 bytes, an
+   * empty starter id, a resume hash without resume. */
+  long_spec = g_strnfill (DC_MESH_DATASET_SPEC_MAX + 1, 'd');
+  g_free (config->dataset_spec);
+  config->dataset_spec = g_steal_pointer (&long_spec);
+  g_assert_null (dc_mesh_run_config_encode (config, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+  config->dataset_spec[DC_MESH_DATASET_SPEC_MAX] = '\0';
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = dc_mesh_run_config_encode (config, &error);   /* exactly the cap: fine */
+  g_assert_no_error (error);
+  g_clear_pointer (&back, dc_mesh_run_config_free);
+  back = dc_mesh_run_config_decode (bad, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (strlen (back->dataset_spec), ==, DC_MESH_DATASET_SPEC_MAX);
+  g_free (config->starter_id);
+  config->starter_id = g_strdup ("");
+  g_assert_null (dc_mesh_run_config_encode (config, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_clear_error (&error);
+  g_free (config->starter_id);
+  config->starter_id = g_strdup ("s");
+  config->resume = FALSE;
+  g_assert_null (dc_mesh_run_config_encode (config, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_clear_error (&error);
+
+  /* A fresh run: no resume, empty dataset spec (built-in corpus). */
+  memset (config->resume_hash, 0, sizeof config->resume_hash);
+  g_free (config->dataset_spec);
+  config->dataset_spec = g_strdup ("");
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = dc_mesh_run_config_encode (config, &error);
+  g_assert_no_error (error);
+  g_clear_pointer (&back, dc_mesh_run_config_free);
+  back = dc_mesh_run_config_decode (bad, &error);
+  g_assert_no_error (error);
+  g_assert_false (back->resume);
+  g_assert_cmpstr (back->dataset_spec, ==, "");
+}
+
+static DcMeshStepReport *
+sample_report (guint n)
+{
+  DcMeshStepReport *report = dc_mesh_step_report_new ();
+
+  fill (report->run_id, 16, 3);
+  report->step = 12345;
+  report->loss_bits = 0x40490fdbu;
+  fill (report->weights_hash, 32, 4);
+  fill (report->optimizer_hash, 32, 5);
+  report->compute_us = 1000;
+  report->send_us = 2000;
+  report->wait_us = 3000;
+  report->combine_us = G_MAXUINT64;
+  report->roster = g_new0 (char *, n + 1);
+  for (guint i = 0; i < n; i++)
+    report->roster[i] = g_strdup_printf ("%016x", i * 0x1111u + 1);
+  return report;
+}
+
+static void
+expect_report_refused (GBytes *body,
+                       gint    code)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_null (dc_mesh_step_report_decode (body, &error));
+  g_assert_error (error, DC_MESH_ERROR, code);
+  g_test_message ("step report refused as expected: %s", error->message);
+}
+
+static void
+test_train_step_report (void)
+{
+  g_autoptr(DcMeshStepReport) report = sample_report (3);
+  g_autoptr(DcMeshStepReport) back = NULL;
+  g_autoptr(GBytes) body = NULL, payload = NULL, bad = NULL;
+  g_autoptr(GError) error = NULL;
+  gsize size;
+
+  body = dc_mesh_step_report_encode (report, &error);
+  g_assert_no_error (error);
+  payload = through_frames (DC_MESH_MSG_STEP_REPORT, body);
+  back = dc_mesh_step_report_decode (payload, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (back->run_id, 16, report->run_id, 16);
+  g_assert_cmpuint (back->step, ==, 12345);
+  g_assert_cmpuint (back->loss_bits, ==, 0x40490fdbu);
+  g_assert_cmpmem (back->weights_hash, 32, report->weights_hash, 32);
+  g_assert_cmpmem (back->optimizer_hash, 32, report->optimizer_hash, 32);
+  g_assert_cmpuint (back->compute_us, ==, 1000);
+  g_assert_cmpuint (back->send_us, ==, 2000);
+  g_assert_cmpuint (back->wait_us, ==, 3000);
+  g_assert_cmpuint (back->combine_us, ==, G_MAXUINT64);
+  g_assert_true (g_strv_equal ((const char * const *) back->roster,
+                               (const char * const *) report->roster));
+  size = g_bytes_get_size (body);
+
+  for (gsize n = 0; n < size; n++)
+    {
+      g_autoptr(GBytes) part = cut (body, n);
+      g_autoptr(GError) part_error = NULL;
+
+      g_assert_null (dc_mesh_step_report_decode (part, &part_error));
+      g_assert_nonnull (part_error);
+    }
+  bad = extended (body, (const guint8 *) "\0", 1);
+  expect_report_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 0, 9);
+  expect_report_refused (bad, DC_MESH_ERROR_UNSUPPORTED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 1, 1);
+  expect_report_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  /* Roster counts: zero, over the cap, more than the body holds. */
+  bad = patched (body, 2, 0);
+  expect_report_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 2, DC_MESH_ROSTER_MAX + 1);
+  expect_report_refused (bad, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 3, 0xff);
+  expect_report_refused (bad, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 2, 40);
+  expect_report_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  /* An id declared longer than its cap, an empty id, a repeated id. */
+  bad = patched (body, DC_MESH_STEP_REPORT_FIXED_SIZE, DC_MESH_MEMBER_ID_MAX + 1);
+  expect_report_refused (bad, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, DC_MESH_STEP_REPORT_FIXED_SIZE, 0);
+  expect_report_refused (bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  g_free (report->roster[2]);
+  report->roster[2] = g_strdup (report->roster[0]);
+  g_assert_null (dc_mesh_step_report_encode (report, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_clear_error (&error);
+  {
+    /* Make the third id equal the first on the wire. */
+    gsize at = DC_MESH_STEP_REPORT_FIXED_SIZE + 2 * 17 + 1;
+    g_autofree guint8 *copy = g_memdup2 (g_bytes_get_data (body, NULL), size);
+
+    memcpy (copy + at, copy + DC_MESH_STEP_REPORT_FIXED_SIZE + 1, 16);
+    bad = g_bytes_new (copy, size);
+    expect_report_refused (bad, DC_MESH_ERROR_MALFORMED);
+    g_clear_pointer (&bad, g_bytes_unref);
+  }
+
+  /* The largest roster fits one piece; one more member does not encode. */
+  g_clear_pointer (&report, dc_mesh_step_report_free);
+  report = sample_report (DC_MESH_ROSTER_MAX);
+  g_clear_pointer (&body, g_bytes_unref);
+  g_clear_pointer (&payload, g_bytes_unref);
+  body = dc_mesh_step_report_encode (report, &error);
+  g_assert_no_error (error);
+  payload = through_frames (DC_MESH_MSG_STEP_REPORT, body);
+  g_clear_pointer (&back, dc_mesh_step_report_free);
+  back = dc_mesh_step_report_decode (payload, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (g_strv_length (back->roster), ==, DC_MESH_ROSTER_MAX);
+  g_clear_pointer (&report, dc_mesh_step_report_free);
+  report = sample_report (DC_MESH_ROSTER_MAX + 1);
+  g_assert_null (dc_mesh_step_report_encode (report, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+  g_assert_false (dc_mesh_message_check_payload (DC_MESH_MSG_STEP_REPORT,
+                                                 DC_MESH_STEP_REPORT_MAX_SIZE + 1, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+}
+
+static void
+test_train_repair_audit (void)
+{
+  DcMeshRepairRequest request = { { 0 }, 77, 3 }, request_back;
+  DcMeshAudit audit = { { 0 }, 78, 2, { 0 } }, audit_back;
+  g_autoptr(GBytes) body = NULL, payload = NULL, bad = NULL;
+  g_autoptr(GError) error = NULL;
+
+  fill (request.run_id, 16, 6);
+  body = dc_mesh_repair_request_encode (&request);
+  g_assert_cmpuint (g_bytes_get_size (body), ==, DC_MESH_REPAIR_REQUEST_SIZE);
+  payload = through_frames (DC_MESH_MSG_REPAIR_REQUEST, body);
+  g_assert_true (dc_mesh_repair_request_decode (payload, &request_back, &error));
+  g_assert_no_error (error);
+  g_assert_cmpmem (request.run_id, 16, request_back.run_id, 16);
+  g_assert_cmpuint (request_back.step, ==, 77);
+  g_assert_cmpuint (request_back.rank, ==, 3);
+  g_assert_cmpstr (dc_mesh_message_type_to_string (DC_MESH_MSG_REPAIR_REQUEST), ==,
+                   "repair-request");
+  bad = patched (body, 0, 2);
+  g_assert_false (dc_mesh_repair_request_decode (bad, &request_back, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 2, 1);
+  g_assert_false (dc_mesh_repair_request_decode (bad, &request_back, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_clear_error (&error);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = cut (body, DC_MESH_REPAIR_REQUEST_SIZE - 1);
+  g_assert_false (dc_mesh_repair_request_decode (bad, &request_back, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_clear_error (&error);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = extended (body, (const guint8 *) "x", 1);
+  g_assert_false (dc_mesh_repair_request_decode (bad, &request_back, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  fill (audit.run_id, 16, 7);
+  fill (audit.gradient_hash, 32, 8);
+  g_clear_pointer (&body, g_bytes_unref);
+  g_clear_pointer (&payload, g_bytes_unref);
+  body = dc_mesh_audit_encode (&audit);
+  payload = through_frames (DC_MESH_MSG_AUDIT, body);
+  g_assert_true (dc_mesh_audit_decode (payload, &audit_back, &error));
+  g_assert_no_error (error);
+  g_assert_cmpmem (audit.run_id, 16, audit_back.run_id, 16);
+  g_assert_cmpuint (audit_back.step, ==, 78);
+  g_assert_cmpuint (audit_back.rank, ==, 2);
+  g_assert_cmpmem (audit.gradient_hash, 32, audit_back.gradient_hash, 32);
+  bad = patched (body, 0, 0);
+  g_assert_false (dc_mesh_audit_decode (bad, &audit_back, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 3, 1);
+  g_assert_false (dc_mesh_audit_decode (bad, &audit_back, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_clear_error (&error);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = cut (body, 10);
+  g_assert_false (dc_mesh_audit_decode (bad, &audit_back, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+}
+
+static DcMeshChunk
+chunk_info (guint64 step,
+            guint32 rank)
+{
+  DcMeshChunk info;
+
+  memset (&info, 0, sizeof info);
+  fill (info.run_id, 16, 9);
+  info.step = step;
+  info.rank = rank;
+  return info;
+}
+
+/* Decodes body @i of @bodies after a trip through the framing layer. */
+static void
+decode_chunk (guint        type,
+              GPtrArray   *bodies,
+              guint        i,
+              DcMeshChunk *chunk)
+{
+  g_autoptr(GBytes) payload = through_frames (type, g_ptr_array_index (bodies, i));
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (dc_mesh_chunk_decode (type, payload, chunk, &error));
+  g_assert_no_error (error);
+}
+
+static void
+expect_chunk_refused (guint   type,
+                      GBytes *body,
+                      gint    code)
+{
+  g_autoptr(GError) error = NULL;
+  DcMeshChunk chunk;
+
+  memset (&chunk, 0, sizeof chunk);
+  g_assert_false (dc_mesh_chunk_decode (type, body, &chunk, &error));
+  g_assert_error (error, DC_MESH_ERROR, code);
+  g_assert_null (chunk.data);
+  g_test_message ("chunk refused as expected: %s", error->message);
+}
+
+static GBytes *
+chunk_patched_u32 (GBytes *body,
+                   gsize   at,
+                   guint32 value)
+{
+  gsize size = g_bytes_get_size (body);
+  guint8 *copy = g_memdup2 (g_bytes_get_data (body, NULL), size);
+
+  put32 (copy + at, value);
+  return g_bytes_new_take (copy, size);
+}
+
+/* Every chunk refusal the decoder has, on the chunks of a 3-chunk gradient. */
+static void
+test_train_chunk_refused (void)
+{
+  g_autoptr(GBytes) object = pattern_bytes (2 * DC_MESH_CHUNK_DATA_MAX + 100, 11);
+  DcMeshChunk info = chunk_info (5, 1);
+  g_autoptr(GPtrArray) bodies = NULL;
+  g_autoptr(GError) error = NULL;
+  GBytes *first, *last;
+  g_autoptr(GBytes) bad = NULL;
+  DcMeshChunk chunk;
+
+  bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (bodies->len, ==, 3);
+  first = g_ptr_array_index (bodies, 0);
+  last = g_ptr_array_index (bodies, 2);
+  g_assert_cmpuint (g_bytes_get_size (first), ==, DC_MESH_PIECE_SIZE - DC_MESH_HEADER_SIZE);
+  g_assert_cmpuint (g_bytes_get_size (last), ==, DC_MESH_CHUNK_HEADER_SIZE + 100);
+
+  /* Body version, reserved bytes, a type that is not chunked. */
+  bad = patched (first, 0, 2);
+  expect_chunk_refused (DC_MESH_MSG_GRADIENTS, bad, DC_MESH_ERROR_UNSUPPORTED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (first, 1, 1);
+  expect_chunk_refused (DC_MESH_MSG_GRADIENTS, bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  expect_chunk_refused (DC_MESH_MSG_DATA, first, DC_MESH_ERROR_MALFORMED);
+
+  /* Chunk index past the end; a count that does not match the total. */
+  bad = chunk_patched_u32 (last, 32, 3);
+  expect_chunk_refused (DC_MESH_MSG_GRADIENTS, bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = chunk_patched_u32 (last, 32, G_MAXUINT32);
+  expect_chunk_refused (DC_MESH_MSG_GRADIENTS, bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = chunk_patched_u32 (first, 36, 4);
+  expect_chunk_refused (DC_MESH_MSG_GRADIENTS, bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  /* Totals: zero, over the gradient cap (but fine for weights), 2^64 − 1. */
+  bad = chunk_patched_u32 (first, 40, 0);
+  expect_chunk_refused (DC_MESH_MSG_GRADIENTS, bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  {
+    DcMeshChunk big = chunk_info (5, 1);
+    g_autoptr(GBytes) data = pattern_bytes (DC_MESH_CHUNK_DATA_MAX, 1);
+    g_autoptr(GBytes) body = NULL;
+
+    big.total = DC_MESH_GRADIENT_MAX_TOTAL + 1;
+    big.count = (guint32) ((big.total + DC_MESH_CHUNK_DATA_MAX - 1) / DC_MESH_CHUNK_DATA_MAX);
+    big.data = data;
+    g_assert_null (dc_mesh_chunk_encode (DC_MESH_MSG_GRADIENTS, &big, &error));
+    g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+    g_clear_error (&error);
+    body = dc_mesh_chunk_encode (DC_MESH_MSG_WEIGHTS, &big, &error);
+    g_assert_no_error (error);
+    g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_WEIGHTS, body, &chunk, &error));
+    g_assert_no_error (error);
+    dc_mesh_chunk_clear (&chunk);
+    /* The same bytes as a gradient chunk are over that type's cap. */
+    expect_chunk_refused (DC_MESH_MSG_GRADIENTS, body, DC_MESH_ERROR_TOO_LARGE);
+  }
+  bad = chunk_patched_u32 (first, 44, G_MAXUINT32);
+  {
+    g_autoptr(GBytes) worse = chunk_patched_u32 (bad, 40, G_MAXUINT32);
+
+    expect_chunk_refused (DC_MESH_MSG_WEIGHTS, worse, DC_MESH_ERROR_TOO_LARGE);
+  }
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  /* A short middle chunk and a last chunk with a byte too many. */
+  bad = cut (first, g_bytes_get_size (first) - 1);
+  expect_chunk_refused (DC_MESH_MSG_GRADIENTS, bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = extended (last, (const guint8 *) "x", 1);
+  expect_chunk_refused (DC_MESH_MSG_GRADIENTS, bad, DC_MESH_ERROR_MALFORMED);
+  g_clear_pointer (&bad, g_bytes_unref);
+
+  /* A data position on a gradient; every truncation of the header. */
+  bad = patched (first, 48, 1);
+  expect_chunk_refused (DC_MESH_MSG_GRADIENTS, bad, DC_MESH_ERROR_MALFORMED);
+  g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_WEIGHTS, bad, &chunk, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (chunk.position, ==, 1);
+  dc_mesh_chunk_clear (&chunk);
+  g_clear_pointer (&bad, g_bytes_unref);
+  for (gsize n = 0; n <= DC_MESH_CHUNK_HEADER_SIZE; n++)
+    {
+      g_autoptr(GBytes) part = cut (first, n);
+
+      expect_chunk_refused (DC_MESH_MSG_GRADIENTS, part, DC_MESH_ERROR_MALFORMED);
+    }
+
+  /* The frame layer refuses a chunk message larger than one piece. */
+  g_assert_false (dc_mesh_message_check_payload (DC_MESH_MSG_GRADIENTS,
+                                                 DC_MESH_PIECE_SIZE - DC_MESH_HEADER_SIZE + 1,
+                                                 &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+
+  /* Splitting refuses an empty object and one over the cap. */
+  {
+    g_autoptr(GBytes) empty = g_bytes_new (NULL, 0);
+
+    g_assert_null (dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, empty, &error));
+    g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+    g_clear_error (&error);
+  }
+}
+
+/* The 5 MB gradient: split, each chunk through the framing layer, pushed in
+ * a shuffled order with duplicates and strangers in between, reassembled
+ * byte for byte. */
+static void
+test_train_assemble_5mb (void)
+{
+  const gsize total = 5 * 1000 * 1000 + 3;
+  g_autoptr(GBytes) object = pattern_bytes (total, 21);
+  g_autoptr(GBytes) other = pattern_bytes (1000, 22);
+  g_autoptr(GBytes) whole = NULL;
+  DcMeshChunk info = chunk_info (17, 2), stranger;
+  g_autoptr(GPtrArray) bodies = NULL, other_bodies = NULL;
+  g_autoptr(DcMeshChunkAssembler) assembler = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (5);
+  g_autofree guint *order = NULL;
+  guint count;
+
+  bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object, &error);
+  g_assert_no_error (error);
+  count = bodies->len;
+  g_assert_cmpuint (count, ==, (total + DC_MESH_CHUNK_DATA_MAX - 1) / DC_MESH_CHUNK_DATA_MAX);
+
+  order = g_new (guint, count);
+  for (guint i = 0; i < count; i++)
+    order[i] = i;
+  for (guint i = count - 1; i > 0; i--)
+    {
+      guint j = g_rand_int_range (rand, 0, i + 1), t = order[i];
+
+      order[i] = order[j];
+      order[j] = t;
+    }
+  g_assert_cmpuint (order[count - 1], !=, count - 1);
+
+  other_bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, other, &error);
+  g_assert_no_error (error);
+  decode_chunk (DC_MESH_MSG_GRADIENTS, other_bodies, 0, &stranger);
+
+  assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, 0);
+  g_assert_cmpuint (dc_mesh_chunk_assembler_get_count (assembler), ==, 0);
+  for (guint k = 0; k < count; k++)
+    {
+      DcMeshChunk chunk;
+
+      decode_chunk (DC_MESH_MSG_GRADIENTS, bodies, order[k], &chunk);
+      g_assert_null (whole);
+      g_assert_true (dc_mesh_chunk_assembler_push (assembler, &chunk, &whole, &error));
+      g_assert_no_error (error);
+      g_assert_cmpuint (dc_mesh_chunk_assembler_get_received (assembler), ==, k + 1);
+
+      if (k == 3)
+        {
+          /* A duplicate, and a chunk of another object (same step and rank,
+           * other total and hash), are refused and change nothing. */
+          g_assert_false (dc_mesh_chunk_assembler_push (assembler, &chunk, NULL, &error));
+          g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+          g_clear_error (&error);
+          g_assert_false (dc_mesh_chunk_assembler_push (assembler, &stranger, NULL, &error));
+          g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+          g_clear_error (&error);
+          g_assert_cmpuint (dc_mesh_chunk_assembler_get_received (assembler), ==, 4);
+          g_assert_cmpuint (dc_mesh_chunk_assembler_get_count (assembler), ==, count);
+        }
+      if (k + 1 < count)
+        g_assert_false (dc_mesh_chunk_assembler_is_complete (assembler));
+      dc_mesh_chunk_clear (&chunk);
+    }
+  g_assert_true (dc_mesh_chunk_assembler_is_complete (assembler));
+  g_assert_nonnull (whole);
+  g_assert_true (g_bytes_equal (whole, object));
+  g_clear_pointer (&whole, g_bytes_unref);
+
+  /* Nothing is accepted after completion: not a stranger, not a chunk of
+   * the object itself sent again. */
+  g_assert_false (dc_mesh_chunk_assembler_push (assembler, &stranger, NULL, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_clear_error (&error);
+  dc_mesh_chunk_clear (&stranger);
+  {
+    DcMeshChunk again;
+
+    decode_chunk (DC_MESH_MSG_GRADIENTS, bodies, 0, &again);
+    g_assert_false (dc_mesh_chunk_assembler_push (assembler, &again, &whole, &error));
+    g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+    g_assert_null (whole);
+    dc_mesh_chunk_clear (&again);
+  }
+}
+
+/* A chunk whose bytes were changed (header intact, so each message is well
+ * formed) fails the hash at completion; the assembler then starts over and
+ * a clean resend (a repair) completes. Also the caller's own cap. */
+static void
+test_train_assemble_refused (void)
+{
+  g_autoptr(GBytes) object = pattern_bytes (3 * DC_MESH_CHUNK_DATA_MAX, 31);
+  DcMeshChunk info = chunk_info (4, 0), chunk;
+  g_autoptr(GPtrArray) bodies = NULL;
+  g_autoptr(DcMeshChunkAssembler) assembler = NULL;
+  g_autoptr(DcMeshChunkAssembler) small = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) whole = NULL, corrupt = NULL;
+  gsize size;
+
+  bodies = dc_mesh_chunks_split (DC_MESH_MSG_REPAIR, &info, object, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (bodies->len, ==, 3);
+  size = g_bytes_get_size (g_ptr_array_index (bodies, 1));
+  corrupt = patched (g_ptr_array_index (bodies, 1), size - 7,
+                     ((const guint8 *) g_bytes_get_data (g_ptr_array_index (bodies, 1),
+                                                         NULL))[size - 7] ^ 1);
+
+  /* Every chunk of this object is full, so a full chunk with an index past
+   * the end has a plausible size: it must still be refused. */
+  for (guint32 index = 3; index < 6; index++)
+    {
+      g_autoptr(GBytes) past = chunk_patched_u32 (g_ptr_array_index (bodies, 1), 32, index);
+
+      expect_chunk_refused (DC_MESH_MSG_REPAIR, past, DC_MESH_ERROR_MALFORMED);
+    }
+
+  assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_REPAIR, 0);
+  decode_chunk (DC_MESH_MSG_REPAIR, bodies, 0, &chunk);
+  g_assert_true (dc_mesh_chunk_assembler_push (assembler, &chunk, &whole, &error));
+  dc_mesh_chunk_clear (&chunk);
+  decode_chunk (DC_MESH_MSG_REPAIR, bodies, 2, &chunk);
+  g_assert_true (dc_mesh_chunk_assembler_push (assembler, &chunk, &whole, &error));
+  dc_mesh_chunk_clear (&chunk);
+  g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, corrupt, &chunk, &error));
+  g_assert_false (dc_mesh_chunk_assembler_push (assembler, &chunk, &whole, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_test_message ("refused as expected: %s", error->message);
+  g_clear_error (&error);
+  dc_mesh_chunk_clear (&chunk);
+  g_assert_null (whole);
+  g_assert_false (dc_mesh_chunk_assembler_is_complete (assembler));
+  g_assert_cmpuint (dc_mesh_chunk_assembler_get_received (assembler), ==, 0);
+
+  for (guint i = 0; i < bodies->len; i++)
+    {
+      decode_chunk (DC_MESH_MSG_REPAIR, bodies, i, &chunk);
+      g_assert_true (dc_mesh_chunk_assembler_push (assembler, &chunk, &whole, &error));
+      g_assert_no_error (error);
+      dc_mesh_chunk_clear (&chunk);
+    }
+  g_assert_nonnull (whole);
+  g_assert_true (g_bytes_equal (whole, object));
+
+  /* A caller that knows the gradient's size caps the assembler at it. */
+  small = dc_mesh_chunk_assembler_new (DC_MESH_MSG_REPAIR, 2 * DC_MESH_CHUNK_DATA_MAX);
+  decode_chunk (DC_MESH_MSG_REPAIR, bodies, 0, &chunk);
+  g_assert_false (dc_mesh_chunk_assembler_push (small, &chunk, NULL, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+  dc_mesh_chunk_clear (&chunk);
+  g_assert_cmpuint (dc_mesh_chunk_assembler_get_count (small), ==, 0);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -422,6 +1167,12 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/protocol/malformed/bodies", test_malformed_bodies);
   g_test_add_func ("/dc/mesh/protocol/credit", test_credit);
   g_test_add_func ("/dc/mesh/protocol/encode-limits", test_encode_limits);
+  g_test_add_func ("/dc/mesh/protocol/train/config", test_train_config);
+  g_test_add_func ("/dc/mesh/protocol/train/step-report", test_train_step_report);
+  g_test_add_func ("/dc/mesh/protocol/train/repair-audit", test_train_repair_audit);
+  g_test_add_func ("/dc/mesh/protocol/train/chunk-refused", test_train_chunk_refused);
+  g_test_add_func ("/dc/mesh/protocol/train/assemble-5mb", test_train_assemble_5mb);
+  g_test_add_func ("/dc/mesh/protocol/train/assemble-refused", test_train_assemble_refused);
 
   return g_test_run ();
 }

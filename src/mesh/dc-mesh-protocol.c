@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "dc-mesh-error.h"
+#include "dc-mesh-train-protocol.h"
 
 /* The first allocation for a message; it doubles as data arrives. */
 #define INITIAL_RESERVE (1024u * 1024u)
@@ -39,6 +40,9 @@ dc_mesh_message_type_to_string (guint type)
     case DC_MESH_MSG_CHECKPOINT: return "checkpoint";
     case DC_MESH_MSG_ACTIVATIONS: return "activations";
     case DC_MESH_MSG_CREDIT: return "credit";
+    case DC_MESH_MSG_REPAIR_REQUEST: return "repair-request";
+    case DC_MESH_MSG_REPAIR: return "repair";
+    case DC_MESH_MSG_AUDIT: return "audit";
     default: return "unknown";
     }
 }
@@ -144,10 +148,18 @@ dc_mesh_message_check_payload (guint    type,
     case DC_MESH_MSG_DATA:
       break;
     case DC_MESH_MSG_CONFIG:
+      min = DC_MESH_CONFIG_FIXED_SIZE + 6;
       max = DC_MESH_CONFIG_MAX_SIZE;
       break;
     case DC_MESH_MSG_STEP_REPORT:
-      min = max = DC_MESH_STEP_REPORT_SIZE;
+      min = DC_MESH_STEP_REPORT_FIXED_SIZE;
+      max = DC_MESH_STEP_REPORT_MAX_SIZE;
+      break;
+    case DC_MESH_MSG_REPAIR_REQUEST:
+      min = max = DC_MESH_REPAIR_REQUEST_SIZE;
+      break;
+    case DC_MESH_MSG_AUDIT:
+      min = max = DC_MESH_AUDIT_SIZE;
       break;
     case DC_MESH_MSG_CREDIT:
       min = max = DC_MESH_CREDIT_SIZE;
@@ -155,6 +167,11 @@ dc_mesh_message_check_payload (guint    type,
     case DC_MESH_MSG_GRADIENTS:
     case DC_MESH_MSG_WEIGHTS:
     case DC_MESH_MSG_CHECKPOINT:
+    case DC_MESH_MSG_REPAIR:
+      /* A chunk always fits one piece, so it never delays other messages. */
+      min = DC_MESH_CHUNK_HEADER_SIZE + 1;
+      max = DC_MESH_CHUNK_HEADER_SIZE + DC_MESH_CHUNK_DATA_MAX;
+      break;
     case DC_MESH_MSG_ACTIVATIONS:
       min = DC_MESH_BULK_HEADER_SIZE;
       break;
@@ -571,35 +588,6 @@ dc_mesh_bulk_decode (GBytes            *payload,
       return FALSE;
     }
   *data = g_bytes_new_from_bytes (payload, DC_MESH_BULK_HEADER_SIZE, n);
-  return TRUE;
-}
-
-GBytes *
-dc_mesh_step_report_encode (const DcMeshStepReport *report)
-{
-  guint8 *out = g_malloc0 (DC_MESH_STEP_REPORT_SIZE);
-
-  put_u64 (out, report->step);
-  put_u32 (out + 8, report->loss_bits);
-  put_u32 (out + 12, report->numeric_rule_id);
-  memcpy (out + 16, report->weights_hash, 32);
-  return g_bytes_new_take (out, DC_MESH_STEP_REPORT_SIZE);
-}
-
-gboolean
-dc_mesh_step_report_decode (GBytes            *payload,
-                            DcMeshStepReport  *report,
-                            GError           **error)
-{
-  gsize size;
-  const guint8 *p = g_bytes_get_data (payload, &size);
-
-  if (!dc_mesh_message_check_payload (DC_MESH_MSG_STEP_REPORT, size, error))
-    return FALSE;
-  report->step = get_u64 (p);
-  report->loss_bits = get_u32 (p + 8);
-  report->numeric_rule_id = get_u32 (p + 12);
-  memcpy (report->weights_hash, p + 16, 32);
   return TRUE;
 }
 

@@ -40,14 +40,17 @@ typedef enum
   DC_MESH_MSG_PONG         = 4,   /* echoes the PING body */
   DC_MESH_MSG_BYE          = 5,   /* empty: the sender leaves on purpose */
   DC_MESH_MSG_DATA         = 6,   /* opaque bytes (tests, benchmarks) */
-  DC_MESH_MSG_CONFIG       = 7,   /* UTF-8 JSON run configuration */
-  DC_MESH_MSG_STEP_REPORT  = 8,   /* DcMeshStepReport */
-  DC_MESH_MSG_GRADIENTS    = 9,   /* DcMeshBulkHeader + gradient bytes */
-  DC_MESH_MSG_WEIGHTS      = 10,  /* DcMeshBulkHeader + weight bytes */
-  DC_MESH_MSG_CHECKPOINT   = 11,  /* DcMeshBulkHeader + checkpoint file bytes */
+  DC_MESH_MSG_CONFIG       = 7,   /* DcMeshRunConfig (dc-mesh-train-protocol.h) */
+  DC_MESH_MSG_STEP_REPORT  = 8,   /* DcMeshStepReport (dc-mesh-train-protocol.h) */
+  DC_MESH_MSG_GRADIENTS    = 9,   /* DcMeshChunk of a gradient */
+  DC_MESH_MSG_WEIGHTS      = 10,  /* DcMeshChunk of a weight + optimizer-state blob */
+  DC_MESH_MSG_CHECKPOINT   = 11,  /* DcMeshChunk of a loaded checkpoint's blob */
   DC_MESH_MSG_ACTIVATIONS  = 12,  /* DcMeshBulkHeader + activation bytes (ring) */
   DC_MESH_MSG_CREDIT       = 13,  /* u64: bytes of pieces received on the channel */
-  DC_MESH_MSG_LAST         = DC_MESH_MSG_CREDIT,
+  DC_MESH_MSG_REPAIR_REQUEST = 14, /* DcMeshRepairRequest: ask the leader for a gradient */
+  DC_MESH_MSG_REPAIR       = 15,  /* DcMeshChunk of a roster gradient, from the leader */
+  DC_MESH_MSG_AUDIT        = 16,  /* DcMeshAudit: a recomputed gradient's hash */
+  DC_MESH_MSG_LAST         = DC_MESH_MSG_AUDIT,
 } DcMeshMessageType;
 
 const char *dc_mesh_message_type_to_string (guint type);
@@ -55,9 +58,7 @@ const char *dc_mesh_message_type_to_string (guint type);
 /* Limits of the typed bodies. */
 #define DC_MESH_HELLO_MAX_STRING   255
 #define DC_MESH_HEARTBEAT_SIZE     16
-#define DC_MESH_STEP_REPORT_SIZE   48
 #define DC_MESH_BULK_HEADER_SIZE   32
-#define DC_MESH_CONFIG_MAX_SIZE    (1024 * 1024)
 #define DC_MESH_CREDIT_SIZE        8
 
 /**
@@ -129,6 +130,9 @@ DcMeshHello *dc_mesh_hello_decode (GBytes       *payload,
                                    GError      **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcMeshHello, dc_mesh_hello_free)
 
+/* The training bodies (config, step report, chunks, repair, audit) are in
+ * dc-mesh-train-protocol.h. */
+
 /**
  * DcMeshBulkHeader:
  * @step: the training step, or the request id for activations
@@ -137,8 +141,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcMeshHello, dc_mesh_hello_free)
  * @index: shard, layer or tensor index, by message type
  * @flags: reserved, 0 in version 1
  *
- * The first 32 bytes of gradient, weight, checkpoint and activation payloads,
- * so that an object larger than one message travels as several.
+ * The first 32 bytes of activation payloads, so that an object larger than
+ * one message travels as several.
  */
 typedef struct
 {
@@ -155,26 +159,6 @@ GBytes   *dc_mesh_bulk_encode        (const DcMeshBulkHeader *header,
 gboolean  dc_mesh_bulk_decode        (GBytes                 *payload,
                                       DcMeshBulkHeader       *header,
                                       GBytes                **data,
-                                      GError                **error);
-
-/**
- * DcMeshStepReport:
- * @step: the step just finished
- * @loss_bits: the loss as IEEE-754 binary32 bits (compared, never computed on)
- * @numeric_rule_id: as in the hello
- * @weights_hash: SHA-256 of the weights after the step
- */
-typedef struct
-{
-  guint64 step;
-  guint32 loss_bits;
-  guint32 numeric_rule_id;
-  guint8  weights_hash[32];
-} DcMeshStepReport;
-
-GBytes   *dc_mesh_step_report_encode (const DcMeshStepReport *report);
-gboolean  dc_mesh_step_report_decode (GBytes                 *payload,
-                                      DcMeshStepReport       *report,
                                       GError                **error);
 
 /* The credit body: bytes of pieces received on the channel so far. */

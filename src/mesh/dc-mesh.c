@@ -796,6 +796,48 @@ dc_mesh_dup_peers (DcMesh *self)
   return peers;
 }
 
+/**
+ * dc_mesh_send_object:
+ * @info: run id, step, rank and position of @object
+ * @object: a gradient or a weight blob
+ * @n_peers: (out) (optional): how many peers it was queued to
+ *
+ * Cuts @object into chunks once and queues them to every open peer, each
+ * under its own credit window (dc_peer_send_chunks()). Peers that are not
+ * open are skipped; that is not an error.
+ *
+ * Returns: %FALSE when @object cannot be chunked (empty, over its cap)
+ */
+gboolean
+dc_mesh_send_object (DcMesh             *self,
+                     guint               type,
+                     const DcMeshChunk  *info,
+                     GBytes             *object,
+                     guint              *n_peers,
+                     GError            **error)
+{
+  g_autoptr(GPtrArray) bodies = NULL;
+  GHashTableIter iter;
+  gpointer value;
+  guint n = 0;
+
+  g_return_val_if_fail (DC_IS_MESH (self), FALSE);
+
+  if (n_peers != NULL)
+    *n_peers = 0;
+  bodies = dc_mesh_chunks_split (type, info, object, error);
+  if (bodies == NULL)
+    return FALSE;
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    if (dc_peer_get_state (value) == DC_PEER_STATE_OPEN
+        && dc_peer_send_chunks (value, type, bodies, NULL))
+      n++;
+  if (n_peers != NULL)
+    *n_peers = n;
+  return TRUE;
+}
+
 guint
 dc_mesh_get_n_peers (DcMesh *self)
 {

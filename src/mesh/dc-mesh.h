@@ -64,5 +64,11 @@ GPtrArray *dc_mesh_dup_peers      (DcMesh              *self);
 guint      dc_mesh_get_n_peers    (DcMesh              *self);
 gboolean   dc_mesh_is_host        (DcMesh              *self);
 const char *dc_mesh_get_address   (DcMesh              *self);
+gboolean   dc_mesh_send_object    (DcMesh              *self,
+                                   guint                type,
+                                   const DcMeshChunk   *info,
+                                   GBytes              *object,
+                                   guint               *n_peers,
+                                   GError             **error);
 
 G_END_DECLS

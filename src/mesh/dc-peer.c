@@ -1133,6 +1133,84 @@ dc_peer_send (DcPeer  *self,
 }
 
 /**
+ * dc_peer_send_chunks:
+ * @type: GRADIENTS, WEIGHTS, CHECKPOINT or REPAIR
+ * @bodies: (element-type GBytes): chunk bodies from dc_mesh_chunks_split()
+ *
+ * Queues every chunk as a frame of its own, in order, or nothing when one of
+ * them is refused. A chunk is one piece, so the credit window is checked
+ * before each chunk: a blob of any size keeps at most the window (plus one
+ * piece) in flight, and credits still overtake it at every chunk boundary.
+ * Messages queued later wait behind the chunks (the queue is in order).
+ */
+gboolean
+dc_peer_send_chunks (DcPeer     *self,
+                     guint       type,
+                     GPtrArray  *bodies,
+                     GError    **error)
+{
+  g_autoptr(GPtrArray) frames = NULL;
+
+  g_return_val_if_fail (DC_IS_PEER (self), FALSE);
+  g_return_val_if_fail (bodies != NULL, FALSE);
+
+  if (self->state != DC_PEER_STATE_OPEN)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER, "peer %s is not connected",
+                   self->id);
+      return FALSE;
+    }
+  if (dc_mesh_chunk_max_total (type) == 0)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s messages are not chunked", dc_mesh_message_type_to_string (type));
+      return FALSE;
+    }
+  frames = g_ptr_array_new_full (bodies->len, (GDestroyNotify) g_ptr_array_unref);
+  for (guint i = 0; i < bodies->len; i++)
+    {
+      GPtrArray *pieces = dc_mesh_message_encode_pieces (type, g_ptr_array_index (bodies, i),
+                                                         error);
+
+      if (pieces == NULL)
+        return FALSE;
+      g_ptr_array_add (frames, pieces);
+    }
+  for (guint i = 0; i < frames->len; i++)
+    {
+      GPtrArray *pieces = g_ptr_array_index (frames, i);
+
+      for (guint j = 0; j < pieces->len; j++)
+        self->queued += g_bytes_get_size (g_ptr_array_index (pieces, j));
+      g_queue_push_tail (&self->out, out_frame_new (pieces, TRUE));
+    }
+  pump (self);
+  return TRUE;
+}
+
+/**
+ * dc_peer_send_object:
+ * @info: run id, step, rank and position of @object
+ * @object: a gradient or a weight blob
+ *
+ * Cuts @object into chunks (dc_mesh_chunks_split()) and queues them.
+ */
+gboolean
+dc_peer_send_object (DcPeer             *self,
+                     guint               type,
+                     const DcMeshChunk  *info,
+                     GBytes             *object,
+                     GError            **error)
+{
+  g_autoptr(GPtrArray) bodies = NULL;
+
+  g_return_val_if_fail (DC_IS_PEER (self), FALSE);
+
+  bodies = dc_mesh_chunks_split (type, info, object, error);
+  return bodies != NULL && dc_peer_send_chunks (self, type, bodies, error);
+}
+
+/**
  * dc_peer_close:
  * @reason: why, as a short token ("bye", "timeout", "faults", "left")
  *

@@ -10,6 +10,7 @@
 #include <json-glib/json-glib.h>
 
 #include "dc-mesh-protocol.h"
+#include "dc-mesh-train-protocol.h"
 
 G_BEGIN_DECLS
 
@@ -62,6 +63,15 @@ void         dc_peer_handle_signal (DcPeer              *self,
 gboolean     dc_peer_send          (DcPeer              *self,
                                     guint                type,
                                     GBytes              *payload,
+                                    GError             **error);
+gboolean     dc_peer_send_chunks   (DcPeer              *self,
+                                    guint                type,
+                                    GPtrArray           *bodies,
+                                    GError             **error);
+gboolean     dc_peer_send_object   (DcPeer              *self,
+                                    guint                type,
+                                    const DcMeshChunk   *info,
+                                    GBytes              *object,
                                     GError             **error);
 void         dc_peer_close         (DcPeer              *self,
                                     const char          *reason);

@@ -2,18 +2,40 @@
  *
  * The input is split into pieces by a leading length byte pair per piece, so
  * the fuzzer explores reassembly across pieces as well as single frames; every
- * complete message is then handed to the typed body decoders.
+ * complete message is then handed to the typed body decoders, and every
+ * decoded chunk to one assembler per chunked type, so duplicates, strangers,
+ * completion and the hash check are explored too.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include "config.h"
 
 #include "mesh/dc-mesh-protocol.h"
+#include "mesh/dc-mesh-train-protocol.h"
 
 int LLVMFuzzerTestOneInput (const guint8 *data, gsize size);
 
+/* One assembler per chunked type for the whole input. */
+typedef struct
+{
+  DcMeshChunkAssembler *assemblers[4];
+} FuzzState;
+
+static DcMeshChunkAssembler *
+assembler_for (FuzzState *state,
+               guint      type)
+{
+  guint slot = type == DC_MESH_MSG_GRADIENTS ? 0 : type == DC_MESH_MSG_WEIGHTS ? 1
+               : type == DC_MESH_MSG_CHECKPOINT ? 2 : 3;
+
+  if (state->assemblers[slot] == NULL)
+    state->assemblers[slot] = dc_mesh_chunk_assembler_new (type, 0);
+  return state->assemblers[slot];
+}
+
 static void
-decode_body (DcMeshMessage *message)
+decode_body (FuzzState     *state,
+             DcMeshMessage *message)
 {
   g_autoptr(GError) error = NULL;
 
@@ -26,16 +48,58 @@ decode_body (DcMeshMessage *message)
         g_assert (hello == NULL || hello->name != NULL);
       }
       break;
+    case DC_MESH_MSG_CONFIG:
+      {
+        g_autoptr(DcMeshRunConfig) config = dc_mesh_run_config_decode (message->payload, &error);
+
+        g_assert (config == NULL || config->starter_id[0] != '\0');
+        g_assert ((config == NULL) == (error != NULL));
+      }
+      break;
     case DC_MESH_MSG_STEP_REPORT:
       {
-        DcMeshStepReport report;
+        g_autoptr(DcMeshStepReport) report = dc_mesh_step_report_decode (message->payload,
+                                                                         &error);
 
-        dc_mesh_step_report_decode (message->payload, &report, &error);
+        g_assert (report == NULL
+                  || (report->roster != NULL
+                      && g_strv_length (report->roster) <= DC_MESH_ROSTER_MAX));
+        g_assert ((report == NULL) == (error != NULL));
+      }
+      break;
+    case DC_MESH_MSG_REPAIR_REQUEST:
+      {
+        DcMeshRepairRequest request;
+
+        dc_mesh_repair_request_decode (message->payload, &request, &error);
+      }
+      break;
+    case DC_MESH_MSG_AUDIT:
+      {
+        DcMeshAudit audit;
+
+        dc_mesh_audit_decode (message->payload, &audit, &error);
       }
       break;
     case DC_MESH_MSG_GRADIENTS:
     case DC_MESH_MSG_WEIGHTS:
     case DC_MESH_MSG_CHECKPOINT:
+    case DC_MESH_MSG_REPAIR:
+      {
+        DcMeshChunk chunk;
+
+        if (dc_mesh_chunk_decode (message->type, message->payload, &chunk, &error))
+          {
+            g_autoptr(GBytes) object = NULL;
+            DcMeshChunkAssembler *assembler = assembler_for (state, message->type);
+
+            g_assert (chunk.index < chunk.count);
+            dc_mesh_chunk_assembler_push (assembler, &chunk, &object, NULL);
+            g_assert (object == NULL || g_bytes_get_size (object) == chunk.total);
+            dc_mesh_chunk_clear (&chunk);
+          }
+      }
+      break;
     case DC_MESH_MSG_ACTIVATIONS:
       {
         DcMeshBulkHeader header;
@@ -55,6 +119,7 @@ LLVMFuzzerTestOneInput (const guint8 *data,
                         gsize         size)
 {
   g_autoptr(DcMeshReader) reader = dc_mesh_reader_new ();
+  FuzzState state = { { NULL } };
 
   while (size >= 2)
     {
@@ -64,9 +129,11 @@ LLVMFuzzerTestOneInput (const guint8 *data,
 
       message = dc_mesh_reader_push (reader, data + 2, n, &error);
       if (message != NULL)
-        decode_body (message);
+        decode_body (&state, message);
       data += 2 + n;
       size -= 2 + n;
     }
+  for (guint i = 0; i < G_N_ELEMENTS (state.assemblers); i++)
+    dc_mesh_chunk_assembler_free (state.assemblers[i]);
   return 0;
 }

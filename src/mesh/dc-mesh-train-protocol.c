@@ -1,0 +1,1017 @@
+/* dc-mesh-train-protocol.c: encoders and strict decoders of the training bodies.
+ *
+ * Every body comes from another device and is untrusted. A decoder checks
+ * the body version, then every length and count against its limit before it
+ * copies anything, refuses reserved bits and trailing bytes, and allocates
+ * only what the checked sizes allow. Layouts: docs/PROTOCOL.md.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-mesh"
+
+#include "config.h"
+
+#include "dc-mesh-train-protocol.h"
+
+#include <string.h>
+
+#include "dc-mesh-error.h"
+
+static inline void
+put_u16 (guint8  *p,
+         guint16  v)
+{
+  p[0] = v & 0xff;
+  p[1] = (v >> 8) & 0xff;
+}
+
+static inline guint16
+get_u16 (const guint8 *p)
+{
+  return (guint16) (p[0] | (p[1] << 8));
+}
+
+static inline void
+put_u32 (guint8  *p,
+         guint32  v)
+{
+  p[0] = v & 0xff;
+  p[1] = (v >> 8) & 0xff;
+  p[2] = (v >> 16) & 0xff;
+  p[3] = (v >> 24) & 0xff;
+}
+
+static inline guint32
+get_u32 (const guint8 *p)
+{
+  return (guint32) p[0] | ((guint32) p[1] << 8) | ((guint32) p[2] << 16) | ((guint32) p[3] << 24);
+}
+
+static inline void
+put_u64 (guint8  *p,
+         guint64  v)
+{
+  put_u32 (p, (guint32) v);
+  put_u32 (p + 4, (guint32) (v >> 32));
+}
+
+static inline guint64
+get_u64 (const guint8 *p)
+{
+  return (guint64) get_u32 (p) | ((guint64) get_u32 (p + 4) << 32);
+}
+
+static gboolean
+all_zero (const guint8 *p,
+          gsize         n)
+{
+  for (gsize i = 0; i < n; i++)
+    if (p[i] != 0)
+      return FALSE;
+  return TRUE;
+}
+
+/* The first four bytes of every training body: u8 body version, then
+ * reserved bytes [@reserved_from, @reserved_to) that must be zero (the
+ * config's flags and the step report's roster count use the others). */
+static gboolean
+check_body_start (guint          type,
+                  const guint8  *p,
+                  gsize          size,
+                  gsize          reserved_from,
+                  gsize          reserved_to,
+                  GError       **error)
+{
+  const char *what = dc_mesh_message_type_to_string (type);
+
+  if (!dc_mesh_message_check_payload (type, size, error))
+    return FALSE;
+  if (p[0] != DC_MESH_TRAIN_BODY_VERSION)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_UNSUPPORTED,
+                   "%s body version %u, this build speaks %u",
+                   what, p[0], DC_MESH_TRAIN_BODY_VERSION);
+      return FALSE;
+    }
+  if (!all_zero (p + reserved_from, reserved_to - reserved_from))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s body has reserved bytes that are not zero", what);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Whether @text of @len bytes is UTF-8 without NUL; @what names it in errors. */
+static gboolean
+check_text (guint        type,
+            const char  *text,
+            gsize        len,
+            const char  *what,
+            GError     **error)
+{
+  if (!g_utf8_validate_len (text, len, NULL) || memchr (text, '\0', len) != NULL)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s %s is not valid UTF-8 text", dc_mesh_message_type_to_string (type), what);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Encoders refuse what the decoder would refuse, so a bug on our side shows
+ * up on the sender with a clear message instead of as a peer fault. */
+static gboolean
+check_out_string (guint        type,
+                  const char  *text,
+                  gsize        max,
+                  gboolean     may_be_empty,
+                  const char  *what,
+                  GError     **error)
+{
+  gsize len = text != NULL ? strlen (text) : 0;
+
+  if (len > max)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE,
+                   "%s %s of %" G_GSIZE_FORMAT " bytes exceeds %" G_GSIZE_FORMAT,
+                   dc_mesh_message_type_to_string (type), what, len, max);
+      return FALSE;
+    }
+  if (len == 0 && !may_be_empty)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s %s is empty", dc_mesh_message_type_to_string (type), what);
+      return FALSE;
+    }
+  return text == NULL || check_text (type, text, len, what, error);
+}
+
+/* Reads a string with a u16 (wide) or u8 length prefix at *offset. */
+static char *
+read_string (guint          type,
+             const guint8  *data,
+             gsize          size,
+             gsize         *offset,
+             gboolean       wide,
+             gsize          max,
+             gboolean       may_be_empty,
+             const char    *what,
+             GError       **error)
+{
+  gsize prefix = wide ? 2 : 1, n;
+  const char *name = dc_mesh_message_type_to_string (type);
+
+  if (size - *offset < prefix)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s ends before its %s", name, what);
+      return NULL;
+    }
+  n = wide ? get_u16 (data + *offset) : data[*offset];
+  *offset += prefix;
+  if (n > max)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE,
+                   "%s %s of %" G_GSIZE_FORMAT " bytes exceeds %" G_GSIZE_FORMAT,
+                   name, what, n, max);
+      return NULL;
+    }
+  if (n == 0 && !may_be_empty)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED, "%s %s is empty", name, what);
+      return NULL;
+    }
+  if (n > size - *offset)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s %s of %" G_GSIZE_FORMAT " bytes overruns the message", name, what, n);
+      return NULL;
+    }
+  if (!check_text (type, (const char *) data + *offset, n, what, error))
+    return NULL;
+  *offset += n;
+  return g_strndup ((const char *) data + *offset - n, n);
+}
+
+static void
+append_string (GByteArray *out,
+               const char *text,
+               gboolean    wide)
+{
+  gsize len = text != NULL ? strlen (text) : 0;
+  guint8 prefix[2];
+
+  if (wide)
+    put_u16 (prefix, (guint16) len);
+  else
+    prefix[0] = (guint8) len;
+  g_byte_array_append (out, prefix, wide ? 2 : 1);
+  if (len > 0)
+    g_byte_array_append (out, (const guint8 *) text, len);
+}
+
+static gboolean
+check_trailing (guint    type,
+                gsize    offset,
+                gsize    size,
+                GError **error)
+{
+  if (offset != size)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s has %" G_GSIZE_FORMAT " trailing bytes",
+                   dc_mesh_message_type_to_string (type), size - offset);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Run config. */
+
+#define CONFIG_FLAG_RESUME 0x01
+
+DcMeshRunConfig *
+dc_mesh_run_config_new (void)
+{
+  return g_new0 (DcMeshRunConfig, 1);
+}
+
+void
+dc_mesh_run_config_free (DcMeshRunConfig *config)
+{
+  if (config == NULL)
+    return;
+  g_free (config->dataset_spec);
+  g_free (config->probe_hash);
+  g_free (config->starter_id);
+  g_free (config);
+}
+
+/**
+ * dc_mesh_run_config_encode:
+ *
+ * Returns: (transfer full) (nullable): the CONFIG body, or %NULL when a
+ *   string is too long or not text, or the config is inconsistent
+ */
+GBytes *
+dc_mesh_run_config_encode (const DcMeshRunConfig  *config,
+                           GError                **error)
+{
+  g_autoptr(GByteArray) out = NULL;
+  guint8 fixed[DC_MESH_CONFIG_FIXED_SIZE] = { 0 };
+
+  g_return_val_if_fail (config != NULL, NULL);
+
+  if (!check_out_string (DC_MESH_MSG_CONFIG, config->dataset_spec, DC_MESH_DATASET_SPEC_MAX,
+                         TRUE, "dataset spec", error)
+      || !check_out_string (DC_MESH_MSG_CONFIG, config->probe_hash, DC_MESH_PROBE_HASH_MAX,
+                            TRUE, "probe hash", error)
+      || !check_out_string (DC_MESH_MSG_CONFIG, config->starter_id, DC_MESH_MEMBER_ID_MAX,
+                            FALSE, "starter id", error))
+    return NULL;
+  if (config->start_step > config->steps
+      || (!config->resume && !all_zero (config->resume_hash, DC_MESH_HASH_SIZE)))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "config is inconsistent (start step past the last step, or a resume "
+                   "hash without resume)");
+      return NULL;
+    }
+
+  fixed[0] = DC_MESH_TRAIN_BODY_VERSION;
+  fixed[1] = config->resume ? CONFIG_FLAG_RESUME : 0;
+  memcpy (fixed + 4, config->run_id, DC_MESH_RUN_ID_SIZE);
+  put_u32 (fixed + 20, config->width);
+  put_u32 (fixed + 24, config->seq);
+  put_u32 (fixed + 28, config->batch);
+  put_u32 (fixed + 32, config->steps);
+  put_u32 (fixed + 36, config->lr_x1000);
+  put_u32 (fixed + 40, config->numeric_rule_id);
+  put_u64 (fixed + 44, config->run_seed);
+  put_u64 (fixed + 52, config->start_step);
+  memcpy (fixed + 60, config->resume_hash, DC_MESH_HASH_SIZE);
+
+  out = g_byte_array_sized_new (DC_MESH_CONFIG_MAX_SIZE);
+  g_byte_array_append (out, fixed, sizeof fixed);
+  append_string (out, config->dataset_spec, TRUE);
+  append_string (out, config->probe_hash, TRUE);
+  append_string (out, config->starter_id, TRUE);
+  return g_byte_array_free_to_bytes (g_steal_pointer (&out));
+}
+
+/**
+ * dc_mesh_run_config_decode:
+ *
+ * Returns: (transfer full) (nullable): the config, or %NULL with @error set
+ */
+DcMeshRunConfig *
+dc_mesh_run_config_decode (GBytes  *payload,
+                           GError **error)
+{
+  g_autoptr(DcMeshRunConfig) config = dc_mesh_run_config_new ();
+  gsize size, offset = DC_MESH_CONFIG_FIXED_SIZE;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+
+  if (!check_body_start (DC_MESH_MSG_CONFIG, p, size, 2, 4, error))
+    return NULL;
+  if ((p[1] & ~CONFIG_FLAG_RESUME) != 0)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "config flags 0x%02x has unknown bits", p[1]);
+      return NULL;
+    }
+  config->resume = (p[1] & CONFIG_FLAG_RESUME) != 0;
+  memcpy (config->run_id, p + 4, DC_MESH_RUN_ID_SIZE);
+  config->width = get_u32 (p + 20);
+  config->seq = get_u32 (p + 24);
+  config->batch = get_u32 (p + 28);
+  config->steps = get_u32 (p + 32);
+  config->lr_x1000 = get_u32 (p + 36);
+  config->numeric_rule_id = get_u32 (p + 40);
+  config->run_seed = get_u64 (p + 44);
+  config->start_step = get_u64 (p + 52);
+  memcpy (config->resume_hash, p + 60, DC_MESH_HASH_SIZE);
+  if (config->start_step > config->steps)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "config start step %" G_GUINT64_FORMAT " is past its last step %u",
+                   config->start_step, config->steps);
+      return NULL;
+    }
+  if (!config->resume && !all_zero (config->resume_hash, DC_MESH_HASH_SIZE))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "config carries a resume hash without the resume flag");
+      return NULL;
+    }
+
+  if ((config->dataset_spec = read_string (DC_MESH_MSG_CONFIG, p, size, &offset, TRUE,
+                                           DC_MESH_DATASET_SPEC_MAX, TRUE,
+                                           "dataset spec", error)) == NULL
+      || (config->probe_hash = read_string (DC_MESH_MSG_CONFIG, p, size, &offset, TRUE,
+                                            DC_MESH_PROBE_HASH_MAX, TRUE,
+                                            "probe hash", error)) == NULL
+      || (config->starter_id = read_string (DC_MESH_MSG_CONFIG, p, size, &offset, TRUE,
+                                            DC_MESH_MEMBER_ID_MAX, FALSE,
+                                            "starter id", error)) == NULL
+      || !check_trailing (DC_MESH_MSG_CONFIG, offset, size, error))
+    return NULL;
+  return g_steal_pointer (&config);
+}
+
+/* Step report. */
+
+DcMeshStepReport *
+dc_mesh_step_report_new (void)
+{
+  return g_new0 (DcMeshStepReport, 1);
+}
+
+void
+dc_mesh_step_report_free (DcMeshStepReport *report)
+{
+  if (report == NULL)
+    return;
+  g_strfreev (report->roster);
+  g_free (report);
+}
+
+static gboolean
+roster_has_duplicate (GStrv roster,
+                      guint n)
+{
+  g_autoptr(GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+
+  for (guint i = 0; i < n; i++)
+    if (!g_hash_table_add (seen, roster[i]))
+      return TRUE;
+  return FALSE;
+}
+
+/**
+ * dc_mesh_step_report_encode:
+ *
+ * Returns: (transfer full) (nullable): the STEP_REPORT body, or %NULL when
+ *   the roster is empty, too long, or holds a bad or repeated id
+ */
+GBytes *
+dc_mesh_step_report_encode (const DcMeshStepReport  *report,
+                            GError                 **error)
+{
+  g_autoptr(GByteArray) out = NULL;
+  guint8 fixed[DC_MESH_STEP_REPORT_FIXED_SIZE] = { 0 };
+  guint n = report->roster != NULL ? g_strv_length (report->roster) : 0;
+
+  if (n == 0 || n > DC_MESH_ROSTER_MAX)
+    {
+      g_set_error (error, DC_MESH_ERROR, n == 0 ? DC_MESH_ERROR_MALFORMED : DC_MESH_ERROR_TOO_LARGE,
+                   "step report roster of %u members is outside 1–%u", n, DC_MESH_ROSTER_MAX);
+      return NULL;
+    }
+  for (guint i = 0; i < n; i++)
+    if (!check_out_string (DC_MESH_MSG_STEP_REPORT, report->roster[i], DC_MESH_MEMBER_ID_MAX,
+                           FALSE, "roster id", error))
+      return NULL;
+  if (roster_has_duplicate (report->roster, n))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "step report roster names a member twice");
+      return NULL;
+    }
+
+  fixed[0] = DC_MESH_TRAIN_BODY_VERSION;
+  put_u16 (fixed + 2, (guint16) n);
+  put_u32 (fixed + 4, report->loss_bits);
+  memcpy (fixed + 8, report->run_id, DC_MESH_RUN_ID_SIZE);
+  put_u64 (fixed + 24, report->step);
+  memcpy (fixed + 32, report->weights_hash, DC_MESH_HASH_SIZE);
+  memcpy (fixed + 64, report->optimizer_hash, DC_MESH_HASH_SIZE);
+  put_u64 (fixed + 96, report->compute_us);
+  put_u64 (fixed + 104, report->send_us);
+  put_u64 (fixed + 112, report->wait_us);
+  put_u64 (fixed + 120, report->combine_us);
+
+  out = g_byte_array_sized_new (DC_MESH_STEP_REPORT_MAX_SIZE);
+  g_byte_array_append (out, fixed, sizeof fixed);
+  for (guint i = 0; i < n; i++)
+    append_string (out, report->roster[i], FALSE);
+  return g_byte_array_free_to_bytes (g_steal_pointer (&out));
+}
+
+/**
+ * dc_mesh_step_report_decode:
+ *
+ * Returns: (transfer full) (nullable): the report, or %NULL with @error set
+ */
+DcMeshStepReport *
+dc_mesh_step_report_decode (GBytes  *payload,
+                            GError **error)
+{
+  g_autoptr(DcMeshStepReport) report = dc_mesh_step_report_new ();
+  gsize size, offset = DC_MESH_STEP_REPORT_FIXED_SIZE;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+  guint n;
+
+  if (!check_body_start (DC_MESH_MSG_STEP_REPORT, p, size, 1, 2, error))
+    return NULL;
+  n = get_u16 (p + 2);
+  if (n == 0 || n > DC_MESH_ROSTER_MAX)
+    {
+      g_set_error (error, DC_MESH_ERROR, n == 0 ? DC_MESH_ERROR_MALFORMED : DC_MESH_ERROR_TOO_LARGE,
+                   "step report roster of %u members is outside 1–%u", n, DC_MESH_ROSTER_MAX);
+      return NULL;
+    }
+  /* Each id takes at least two bytes; a count the body cannot hold is
+   * refused before the array is allocated. */
+  if ((gsize) n * 2 > size - offset)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "step report of %" G_GSIZE_FORMAT " bytes cannot hold %u roster ids",
+                   size, n);
+      return NULL;
+    }
+  report->loss_bits = get_u32 (p + 4);
+  memcpy (report->run_id, p + 8, DC_MESH_RUN_ID_SIZE);
+  report->step = get_u64 (p + 24);
+  memcpy (report->weights_hash, p + 32, DC_MESH_HASH_SIZE);
+  memcpy (report->optimizer_hash, p + 64, DC_MESH_HASH_SIZE);
+  report->compute_us = get_u64 (p + 96);
+  report->send_us = get_u64 (p + 104);
+  report->wait_us = get_u64 (p + 112);
+  report->combine_us = get_u64 (p + 120);
+
+  report->roster = g_new0 (char *, n + 1);
+  for (guint i = 0; i < n; i++)
+    if ((report->roster[i] = read_string (DC_MESH_MSG_STEP_REPORT, p, size, &offset, FALSE,
+                                          DC_MESH_MEMBER_ID_MAX, FALSE,
+                                          "roster id", error)) == NULL)
+      return NULL;
+  if (!check_trailing (DC_MESH_MSG_STEP_REPORT, offset, size, error))
+    return NULL;
+  if (roster_has_duplicate (report->roster, n))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "step report roster names a member twice");
+      return NULL;
+    }
+  return g_steal_pointer (&report);
+}
+
+/* Repair request and audit: fixed sizes. */
+
+GBytes *
+dc_mesh_repair_request_encode (const DcMeshRepairRequest *request)
+{
+  guint8 *out = g_malloc0 (DC_MESH_REPAIR_REQUEST_SIZE);
+
+  out[0] = DC_MESH_TRAIN_BODY_VERSION;
+  memcpy (out + 4, request->run_id, DC_MESH_RUN_ID_SIZE);
+  put_u64 (out + 20, request->step);
+  put_u32 (out + 28, request->rank);
+  return g_bytes_new_take (out, DC_MESH_REPAIR_REQUEST_SIZE);
+}
+
+gboolean
+dc_mesh_repair_request_decode (GBytes               *payload,
+                               DcMeshRepairRequest  *request,
+                               GError              **error)
+{
+  gsize size;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+
+  if (!check_body_start (DC_MESH_MSG_REPAIR_REQUEST, p, size, 1, 4, error))
+    return FALSE;
+  memcpy (request->run_id, p + 4, DC_MESH_RUN_ID_SIZE);
+  request->step = get_u64 (p + 20);
+  request->rank = get_u32 (p + 28);
+  return TRUE;
+}
+
+GBytes *
+dc_mesh_audit_encode (const DcMeshAudit *audit)
+{
+  guint8 *out = g_malloc0 (DC_MESH_AUDIT_SIZE);
+
+  out[0] = DC_MESH_TRAIN_BODY_VERSION;
+  memcpy (out + 4, audit->run_id, DC_MESH_RUN_ID_SIZE);
+  put_u64 (out + 20, audit->step);
+  put_u32 (out + 28, audit->rank);
+  memcpy (out + 32, audit->gradient_hash, DC_MESH_HASH_SIZE);
+  return g_bytes_new_take (out, DC_MESH_AUDIT_SIZE);
+}
+
+gboolean
+dc_mesh_audit_decode (GBytes       *payload,
+                      DcMeshAudit  *audit,
+                      GError      **error)
+{
+  gsize size;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+
+  if (!check_body_start (DC_MESH_MSG_AUDIT, p, size, 1, 4, error))
+    return FALSE;
+  memcpy (audit->run_id, p + 4, DC_MESH_RUN_ID_SIZE);
+  audit->step = get_u64 (p + 20);
+  audit->rank = get_u32 (p + 28);
+  memcpy (audit->gradient_hash, p + 32, DC_MESH_HASH_SIZE);
+  return TRUE;
+}
+
+/* Chunks. */
+
+static gboolean
+is_chunk_type (guint type)
+{
+  return type == DC_MESH_MSG_GRADIENTS || type == DC_MESH_MSG_WEIGHTS
+         || type == DC_MESH_MSG_CHECKPOINT || type == DC_MESH_MSG_REPAIR;
+}
+
+/**
+ * dc_mesh_chunk_max_total:
+ *
+ * Returns: the largest object a chunked message type may declare, 0 for
+ *   types that are not chunked
+ */
+guint64
+dc_mesh_chunk_max_total (guint type)
+{
+  switch (type)
+    {
+    case DC_MESH_MSG_GRADIENTS:
+    case DC_MESH_MSG_REPAIR:
+      return DC_MESH_GRADIENT_MAX_TOTAL;
+    case DC_MESH_MSG_WEIGHTS:
+    case DC_MESH_MSG_CHECKPOINT:
+      return DC_MESH_WEIGHTS_MAX_TOTAL;
+    default:
+      return 0;
+    }
+}
+
+static guint64
+chunk_count_for (guint64 total)
+{
+  return (total + DC_MESH_CHUNK_DATA_MAX - 1) / DC_MESH_CHUNK_DATA_MAX;
+}
+
+/* The data length chunk @index of an object of @total bytes must have. */
+static gsize
+chunk_size_for (guint64 total,
+                guint32 index)
+{
+  guint64 start = (guint64) index * DC_MESH_CHUNK_DATA_MAX;
+
+  if (start >= total)
+    return 0;
+  return (gsize) MIN ((guint64) DC_MESH_CHUNK_DATA_MAX, total - start);
+}
+
+void
+dc_mesh_train_hash (GBytes *object,
+                    guint8  hash[DC_MESH_HASH_SIZE])
+{
+  g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+  gsize size;
+  const guint8 *data = g_bytes_get_data (object, &size);
+  gsize len = DC_MESH_HASH_SIZE;
+
+  /* GChecksum takes gssize lengths; feed slices. */
+  while (size > 0)
+    {
+      gsize n = MIN (size, (gsize) G_MAXINT32);
+
+      g_checksum_update (sum, data, n);
+      data += n;
+      size -= n;
+    }
+  g_checksum_get_digest (sum, hash, &len);
+}
+
+void
+dc_mesh_chunk_clear (DcMeshChunk *chunk)
+{
+  g_clear_pointer (&chunk->data, g_bytes_unref);
+}
+
+/* Checks the header fields shared by encoder and decoder. */
+static gboolean
+check_chunk_fields (guint               type,
+                    const DcMeshChunk  *chunk,
+                    gsize               data_size,
+                    GError            **error)
+{
+  const char *what = dc_mesh_message_type_to_string (type);
+  guint64 max = dc_mesh_chunk_max_total (type);
+
+  if (chunk->total == 0)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED, "%s object is empty", what);
+      return FALSE;
+    }
+  if (chunk->total > max)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE,
+                   "%s object of %" G_GUINT64_FORMAT " bytes exceeds its limit of %"
+                   G_GUINT64_FORMAT, what, chunk->total, max);
+      return FALSE;
+    }
+  if (chunk->count != chunk_count_for (chunk->total))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk count %u does not match an object of %" G_GUINT64_FORMAT
+                   " bytes (%" G_GUINT64_FORMAT " chunks)",
+                   what, chunk->count, chunk->total, chunk_count_for (chunk->total));
+      return FALSE;
+    }
+  if (chunk->index >= chunk->count)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk %u is past the last chunk %u", what, chunk->index,
+                   chunk->count - 1);
+      return FALSE;
+    }
+  if (data_size != chunk_size_for (chunk->total, chunk->index))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk %u carries %" G_GSIZE_FORMAT " bytes, expected %" G_GSIZE_FORMAT,
+                   what, chunk->index, data_size, chunk_size_for (chunk->total, chunk->index));
+      return FALSE;
+    }
+  if ((type == DC_MESH_MSG_GRADIENTS || type == DC_MESH_MSG_REPAIR) && chunk->position != 0)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk has a data position, which only weights carry", what);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * dc_mesh_chunk_decode:
+ * @chunk: (out caller-allocates): filled on success; free its data with
+ *   dc_mesh_chunk_clear()
+ *
+ * Decodes one chunk of a GRADIENTS, WEIGHTS, CHECKPOINT or REPAIR message.
+ * The chunk's data shares @payload's memory.
+ */
+gboolean
+dc_mesh_chunk_decode (guint         type,
+                      GBytes       *payload,
+                      DcMeshChunk  *chunk,
+                      GError      **error)
+{
+  gsize size;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+  DcMeshChunk c;
+
+  memset (&c, 0, sizeof c);
+  if (!is_chunk_type (type))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s messages are not chunked", dc_mesh_message_type_to_string (type));
+      return FALSE;
+    }
+  if (!check_body_start (type, p, size, 1, 4, error))
+    return FALSE;
+  memcpy (c.run_id, p + 4, DC_MESH_RUN_ID_SIZE);
+  c.step = get_u64 (p + 20);
+  c.rank = get_u32 (p + 28);
+  c.index = get_u32 (p + 32);
+  c.count = get_u32 (p + 36);
+  c.total = get_u64 (p + 40);
+  c.position = get_u64 (p + 48);
+  memcpy (c.hash, p + 56, DC_MESH_HASH_SIZE);
+  if (!check_chunk_fields (type, &c, size - DC_MESH_CHUNK_HEADER_SIZE, error))
+    return FALSE;
+  c.data = g_bytes_new_from_bytes (payload, DC_MESH_CHUNK_HEADER_SIZE,
+                                   size - DC_MESH_CHUNK_HEADER_SIZE);
+  *chunk = c;
+  return TRUE;
+}
+
+/**
+ * dc_mesh_chunk_encode:
+ *
+ * Returns: (transfer full) (nullable): one chunk message body, or %NULL when
+ *   the chunk's fields are inconsistent
+ */
+GBytes *
+dc_mesh_chunk_encode (guint               type,
+                      const DcMeshChunk  *chunk,
+                      GError            **error)
+{
+  gsize size = chunk->data != NULL ? g_bytes_get_size (chunk->data) : 0;
+  guint8 *out;
+
+  if (!is_chunk_type (type))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s messages are not chunked", dc_mesh_message_type_to_string (type));
+      return NULL;
+    }
+  if (!check_chunk_fields (type, chunk, size, error))
+    return NULL;
+
+  out = g_malloc0 (DC_MESH_CHUNK_HEADER_SIZE + size);
+  out[0] = DC_MESH_TRAIN_BODY_VERSION;
+  memcpy (out + 4, chunk->run_id, DC_MESH_RUN_ID_SIZE);
+  put_u64 (out + 20, chunk->step);
+  put_u32 (out + 28, chunk->rank);
+  put_u32 (out + 32, chunk->index);
+  put_u32 (out + 36, chunk->count);
+  put_u64 (out + 40, chunk->total);
+  put_u64 (out + 48, chunk->position);
+  memcpy (out + 56, chunk->hash, DC_MESH_HASH_SIZE);
+  memcpy (out + DC_MESH_CHUNK_HEADER_SIZE, g_bytes_get_data (chunk->data, NULL), size);
+  return g_bytes_new_take (out, DC_MESH_CHUNK_HEADER_SIZE + size);
+}
+
+/**
+ * dc_mesh_chunks_split:
+ * @info: run id, step, rank and position of the object (other fields ignored)
+ * @object: the whole object
+ *
+ * Cuts @object into chunk message bodies, each of which fits one piece,
+ * and fills in index, count, total and the object's SHA-256.
+ *
+ * Returns: (transfer full) (element-type GBytes) (nullable): the bodies in
+ *   order, or %NULL when @object is empty or over the type's limit
+ */
+GPtrArray *
+dc_mesh_chunks_split (guint               type,
+                      const DcMeshChunk  *info,
+                      GBytes             *object,
+                      GError            **error)
+{
+  g_autoptr(GPtrArray) bodies = NULL;
+  DcMeshChunk c = *info;
+  gsize total = g_bytes_get_size (object);
+
+  if (!is_chunk_type (type))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s messages are not chunked", dc_mesh_message_type_to_string (type));
+      return NULL;
+    }
+  c.total = total;
+  /* Checked against the cap before the count is computed, so it fits 32 bits. */
+  if (total == 0 || total > dc_mesh_chunk_max_total (type))
+    {
+      c.count = 1;
+      c.index = 0;
+      c.data = NULL;
+      check_chunk_fields (type, &c, 0, error);
+      return NULL;
+    }
+  c.count = (guint32) chunk_count_for (total);
+  dc_mesh_train_hash (object, c.hash);
+
+  bodies = g_ptr_array_new_full (c.count, (GDestroyNotify) g_bytes_unref);
+  for (c.index = 0; c.index < c.count; c.index++)
+    {
+      g_autoptr(GBytes) slice = g_bytes_new_from_bytes (object,
+                                                        (gsize) c.index * DC_MESH_CHUNK_DATA_MAX,
+                                                        chunk_size_for (total, c.index));
+      GBytes *body;
+
+      c.data = slice;
+      body = dc_mesh_chunk_encode (type, &c, error);
+      if (body == NULL)
+        return NULL;
+      g_ptr_array_add (bodies, body);
+    }
+  return g_steal_pointer (&bodies);
+}
+
+/* The assembler. */
+
+struct _DcMeshChunkAssembler
+{
+  guint        type;
+  guint64      max_total;
+  /* Fixed by the first chunk; data unused. */
+  DcMeshChunk  key;
+  gboolean     started;
+  gboolean     complete;
+  /* One slot per chunk (count ≤ cap / chunk size), NULL until it arrives. */
+  GBytes     **chunks;
+  guint        received;
+};
+
+/**
+ * dc_mesh_chunk_assembler_new:
+ * @type: GRADIENTS, WEIGHTS, CHECKPOINT or REPAIR
+ * @max_total: the largest object to accept; 0 or more than the type's cap
+ *   means the type's cap
+ */
+DcMeshChunkAssembler *
+dc_mesh_chunk_assembler_new (guint   type,
+                             guint64 max_total)
+{
+  DcMeshChunkAssembler *self;
+
+  g_return_val_if_fail (is_chunk_type (type), NULL);
+
+  self = g_new0 (DcMeshChunkAssembler, 1);
+  self->type = type;
+  self->max_total = dc_mesh_chunk_max_total (type);
+  if (max_total > 0 && max_total < self->max_total)
+    self->max_total = max_total;
+  return self;
+}
+
+static void
+assembler_reset (DcMeshChunkAssembler *self)
+{
+  if (self->chunks != NULL)
+    for (guint i = 0; i < self->key.count; i++)
+      g_clear_pointer (&self->chunks[i], g_bytes_unref);
+  g_clear_pointer (&self->chunks, g_free);
+  self->received = 0;
+  self->started = FALSE;
+  self->complete = FALSE;
+}
+
+void
+dc_mesh_chunk_assembler_free (DcMeshChunkAssembler *self)
+{
+  if (self == NULL)
+    return;
+  assembler_reset (self);
+  g_free (self);
+}
+
+guint
+dc_mesh_chunk_assembler_get_received (DcMeshChunkAssembler *self)
+{
+  return self->received;
+}
+
+/* Returns: the chunk count once the first chunk fixed it, else 0. */
+guint
+dc_mesh_chunk_assembler_get_count (DcMeshChunkAssembler *self)
+{
+  return self->started ? self->key.count : 0;
+}
+
+gboolean
+dc_mesh_chunk_assembler_is_complete (DcMeshChunkAssembler *self)
+{
+  return self->complete;
+}
+
+static gboolean
+same_object (const DcMeshChunk *a,
+             const DcMeshChunk *b)
+{
+  return memcmp (a->run_id, b->run_id, DC_MESH_RUN_ID_SIZE) == 0
+         && a->step == b->step && a->rank == b->rank && a->total == b->total
+         && a->count == b->count && a->position == b->position
+         && memcmp (a->hash, b->hash, DC_MESH_HASH_SIZE) == 0;
+}
+
+/**
+ * dc_mesh_chunk_assembler_push:
+ * @chunk: a chunk from dc_mesh_chunk_decode()
+ * @object: (out) (transfer full) (optional): the whole object, set when
+ *   @chunk completed it and its hash matched
+ *
+ * Adds one chunk. Refuses a chunk of another object, one over the limit, a
+ * duplicate, and anything after completion. When the last chunk arrives the
+ * object's SHA-256 is checked; on a mismatch everything collected is
+ * dropped (the assembler starts empty again, ready for a repair) and an
+ * error is returned.
+ *
+ * Returns: %TRUE if the chunk was accepted
+ */
+gboolean
+dc_mesh_chunk_assembler_push (DcMeshChunkAssembler  *self,
+                              const DcMeshChunk     *chunk,
+                              GBytes               **object,
+                              GError               **error)
+{
+  const char *what = dc_mesh_message_type_to_string (self->type);
+  gsize size = chunk->data != NULL ? g_bytes_get_size (chunk->data) : 0;
+  g_autoptr(GByteArray) whole = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  guint8 hash[DC_MESH_HASH_SIZE];
+
+  g_return_val_if_fail (self != NULL && chunk != NULL, FALSE);
+
+  if (object != NULL)
+    *object = NULL;
+  if (self->complete)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk %u arrived after its object was complete", what, chunk->index);
+      return FALSE;
+    }
+  /* Decoded chunks are already consistent; this covers callers that build
+   * chunks by hand and the assembler's own cap. */
+  if (!check_chunk_fields (self->type, chunk, size, error))
+    return FALSE;
+  if (chunk->total > self->max_total)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE,
+                   "%s object of %" G_GUINT64_FORMAT " bytes exceeds the %" G_GUINT64_FORMAT
+                   " bytes expected", what, chunk->total, self->max_total);
+      return FALSE;
+    }
+
+  if (!self->started)
+    {
+      self->key = *chunk;
+      self->key.data = NULL;
+      self->key.index = 0;
+      self->chunks = g_new0 (GBytes *, chunk->count);
+      self->started = TRUE;
+    }
+  else if (!same_object (&self->key, chunk))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk %u belongs to another object (step %" G_GUINT64_FORMAT
+                   ", rank %u) than the one being collected (step %" G_GUINT64_FORMAT
+                   ", rank %u)", what, chunk->index, chunk->step, chunk->rank,
+                   self->key.step, self->key.rank);
+      return FALSE;
+    }
+  if (self->chunks[chunk->index] != NULL)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk %u of %u arrived twice", what, chunk->index, chunk->count);
+      return FALSE;
+    }
+
+  self->chunks[chunk->index] = g_bytes_ref (chunk->data);
+  self->received++;
+  if (self->received < self->key.count)
+    return TRUE;
+
+  whole = g_byte_array_sized_new ((guint) self->key.total);
+  for (guint i = 0; i < self->key.count; i++)
+    {
+      gsize n;
+      const guint8 *d = g_bytes_get_data (self->chunks[i], &n);
+
+      g_byte_array_append (whole, d, (guint) n);
+      g_clear_pointer (&self->chunks[i], g_bytes_unref);
+    }
+  bytes = g_byte_array_free_to_bytes (g_steal_pointer (&whole));
+  dc_mesh_train_hash (bytes, hash);
+  if (memcmp (hash, self->key.hash, DC_MESH_HASH_SIZE) != 0)
+    {
+      guint64 step = self->key.step;
+      guint32 rank = self->key.rank;
+
+      assembler_reset (self);
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s object of step %" G_GUINT64_FORMAT " from rank %u fails its hash",
+                   what, step, rank);
+      return FALSE;
+    }
+  self->complete = TRUE;
+  if (object != NULL)
+    *object = g_steal_pointer (&bytes);
+  return TRUE;
+}
