@@ -11,7 +11,7 @@
 #include "dc-test-utils.h"
 #include "model/dc-gpt-model.h"
 #include "model/dc-model-error.h"
-#include "model/dc-training-run.h"
+#include "train/dc-training-run.h"
 
 #define TIMEOUT_MS 120000
 

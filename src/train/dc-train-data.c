@@ -11,13 +11,13 @@
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
-#define G_LOG_DOMAIN "dc-model"
+#define G_LOG_DOMAIN "dc-train"
 
 #include "config.h"
 
 #include "dc-train-data.h"
 
-#include "dc-model-error.h"
+#include "model/dc-model-error.h"
 #include "dc-regular-file.h"
 #include "data/dc-corpus.h"
 #include "data/dc-dataset.h"
