@@ -466,6 +466,16 @@ dc_training_run_start (DcTrainingRun            *self,
                        settings->batch, settings->steps, settings->lr_x1000 / 1000.0,
                        settings->seed, self->plan->data);
     emit_log (self, line);
+    if (self->plan->backend != NULL)
+      {
+        g_autofree char *where =
+          g_strdup_printf ("training: products of ≥ %" G_GUINT64_FORMAT " multiply-adds on %s "
+                           "(%s, %s)", self->plan->offload_min,
+                           dc_backend_kind_to_string (dc_gemm_backend_get_kind (self->plan->backend)),
+                           dc_gemm_backend_get_device_name (self->plan->backend),
+                           dc_gemm_backend_get_kernel_name (self->plan->backend));
+        emit_log (self, where);
+      }
     if (resumed)
       {
         g_autofree char *from = g_strdup_printf ("training continues from the loaded model at "
