@@ -15,7 +15,8 @@ struct _DcTrainSession
   DcTokenSource  *source;    /* owned; feeds the trainer */
   DcTrainer      *trainer;   /* owned; holds the model */
   guint           n_ranks;
-  float         **grads;     /* n_ranks buffers of n_params (group only) */
+  gboolean        group_step;
+  float         **grads;     /* n_ranks buffers of n_params (group step only) */
 };
 
 /**
@@ -66,6 +67,7 @@ dc_train_plan_new (const DcTrainingRequest  *request,
     return NULL;
 
   self->n_ranks = MAX (request->simulate_peers, 1);
+  self->group_step = request->simulate_peers > 0;
   if (self->n_ranks > DC_TRAIN_SIMULATE_PEERS_MAX)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
@@ -154,7 +156,8 @@ dc_train_plan_prepare (DcTrainPlan   *self,
     dc_trainer_set_shared_device (session->trainer, self->backend, self->offload_min);
 
   session->n_ranks = self->n_ranks;
-  if (session->n_ranks > 1)
+  session->group_step = self->group_step;
+  if (session->group_step)
     {
       gsize n_params = dc_trainer_get_model (session->trainer)->n_params;
 
@@ -170,7 +173,9 @@ dc_train_plan_prepare (DcTrainPlan   *self,
  * @loss: (out) (optional): the step's loss: alone, the batch's mean loss;
  *   in a group, the mean of the ranks' losses, summed in rank order
  *
- * One step. Alone it is dc_trainer_step (). In a (simulated) group every
+ * One step. Alone it is dc_trainer_step (). In a (simulated) group, of one
+ * device too when simulate_peers was given (which proves the group rule
+ * reduces to the solo step), every
  * rank k computes the gradient of its batch (rank k of n), the n gradients
  * are combined in the canonical order (dc_trainer_combine_gradients ()),
  * and the deterministic Adam step applies the result.
@@ -183,7 +188,7 @@ dc_train_session_step (DcTrainSession  *self,
   DcGptModel *model = dc_trainer_get_model (self->trainer);
   float loss_sum = 0.0f;
 
-  if (self->n_ranks == 1)
+  if (!self->group_step)
     return dc_trainer_step (self->trainer, loss, error);
 
   /* The seam for the group coordinator: a real group computes only its own

@@ -60,6 +60,8 @@ typedef struct
   char            *data;        /* the data spec, "builtin" by default */
   guint64          stop;        /* the step after which the run ends */
   guint            n_ranks;     /* 1 alone, else simulated devices */
+  gboolean         group_step;  /* step as a group (compute, combine, apply),
+                                 * even of one: simulate_peers was given */
   DcGptModel      *resume;      /* owned (nullable): the model to continue */
   DcGemmBackend   *backend;     /* borrowed from the context (nullable: CPU) */
   guint64          offload_min;
