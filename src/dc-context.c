@@ -9,6 +9,7 @@
 #include "dc-context.h"
 
 #include "engine/dc-gemm-probe.h"
+#include "engine/dc-vk-context.h"
 #include "model/dc-trainer.h"
 
 struct _DcContext
@@ -66,13 +67,31 @@ dc_context_new (DcBackendKind   kind,
   return g_steal_pointer (&self);
 }
 
+/* "auto" uses Vulkan only on a GPU: a device that emulates one on the CPU
+ * (Mesa's lavapipe) is slower than the CPU path it would replace. */
+static gboolean
+has_vulkan_gpu (void)
+{
+  g_autoptr(GPtrArray) devices = dc_vk_list_devices (NULL);
+
+  for (guint i = 0; devices != NULL && i < devices->len; i++)
+    {
+      DcVkDeviceInfo *info = devices->pdata[i];
+
+      if (info->has_compute && info->type != VK_PHYSICAL_DEVICE_TYPE_CPU)
+        return TRUE;
+    }
+  return FALSE;
+}
+
 /**
  * dc_context_new_for_preference:
  * @preference: the app's "backend" setting: "auto", "cpu" or "vulkan"
  *
- * "cpu" is the CPU path; "vulkan" and "auto" open a Vulkan device and fall
- * back to the CPU (with a log line) when none can be used. Never fails: the
- * CPU is always there.
+ * "cpu" is the CPU path; "vulkan" opens the best Vulkan device, whatever it
+ * is; "auto" does so only when a GPU is there, else it is the CPU path. A
+ * Vulkan device that cannot be opened falls back to the CPU with a log
+ * line. Never fails: the CPU is always there.
  *
  * Returns: (transfer full): the context
  */
@@ -83,7 +102,8 @@ dc_context_new_for_preference (const char *preference)
   DcBackendKind kind = DC_BACKEND_CPU;
   DcContext *self;
 
-  if (g_strcmp0 (preference, "vulkan") == 0 || g_strcmp0 (preference, "auto") == 0)
+  if (g_strcmp0 (preference, "vulkan") == 0
+      || (g_strcmp0 (preference, "auto") == 0 && has_vulkan_gpu ()))
     kind = DC_BACKEND_VULKAN;
   self = dc_context_new (kind, &error);
   if (self == NULL)

@@ -212,6 +212,32 @@ test_plan_limits (void)
   g_assert_cmpuint (DC_TRAIN_SIMULATE_PEERS_MAX * DC_TRAIN_BATCH_MAX, <=, DC_TOKEN_SOURCE_MAX_ROWS);
 }
 
+/* The context's hello carries the backend really in use and its probe
+ * hash, never the preference's name ("auto" was sent before the context). */
+static void
+test_context_hello (void)
+{
+  const char *preferences[] = { "cpu", "auto" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (preferences); i++)
+    {
+      g_autoptr(DcContext) context = dc_context_new_for_preference (preferences[i]);
+      g_autoptr(DcMeshHello) hello = dc_context_new_hello (context, "test");
+      DcBackendKind kind = dc_context_get_backend_kind (context);
+
+      if (g_str_equal (preferences[i], "cpu"))
+        g_assert_cmpint (kind, ==, DC_BACKEND_CPU);
+      g_test_message ("%s: %s on %s", preferences[i], dc_backend_kind_to_string (kind),
+                      dc_context_get_device_name (context));
+      g_assert_cmpstr (hello->backend, ==, dc_backend_kind_to_string (kind));
+      g_assert_cmpstr (hello->probe_hash, ==, dc_context_get_probe_hash (context));
+      g_assert_cmpuint (strlen (hello->probe_hash), ==, 64);
+      g_assert_cmpuint (hello->numeric_rule_id, !=, 0);
+      g_assert_nonnull (dc_context_get_hf_client (context));
+      g_assert_null (dc_context_get_group (context));
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -224,6 +250,7 @@ main (int    argc,
   g_test_add_func ("/dc/train/group/of-three-any-threads", test_group_of_three);
   g_test_add_func ("/dc/train/optimizer-hash", test_optimizer_hash);
   g_test_add_func ("/dc/train/plan-limits", test_plan_limits);
+  g_test_add_func ("/dc/train/context-hello", test_context_hello);
 
   return g_test_run ();
 }
