@@ -119,7 +119,8 @@ dc_cli_train_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("--simulate-peers takes 1 to %u devices"),
                                DC_TRAIN_SIMULATE_PEERS_MAX);
 
-  /* Negative numbers are refused by the settings' ranges, as they were. */
+  /* As before: batch, steps and learning rate ≤ 0 mean the default; a
+   * negative width or sequence wraps to a huge one that the ranges refuse. */
   request.width = (guint) args.width;
   request.seq = (guint) args.seq;
   request.batch = (guint) MAX (args.batch, 0);
@@ -143,27 +144,25 @@ dc_cli_train_run (const DcCliCommand  *command,
       g_clear_pointer (&model, dc_gpt_model_free);
       return dc_cli_fail (options, error);
     }
+
+  /* This process's context: the backend its training uses (it outlives the
+   * session, which borrows the backend: declared first, freed last). */
+  context = dc_context_new (kind, &error);
+  if (context == NULL)
+    return dc_cli_fail (options, error);
+  if (kind != DC_BACKEND_CPU)
+    g_printerr ("daisychain-cli: products of ≥ %" G_GUINT64_FORMAT " multiply-adds on %s (%s, %s)\n",
+                dc_context_get_offload_min (context),
+                dc_backend_kind_to_string (dc_context_get_backend_kind (context)),
+                dc_context_get_device_name (context),
+                dc_gemm_backend_get_kernel_name (dc_context_get_backend (context)));
+  dc_train_plan_set_context (plan, context);
+
   session = dc_train_plan_prepare (plan, NULL, &error);
   if (session == NULL)
     return dc_cli_fail (options, error);
   if (dc_train_session_used_fallback (session) && options->json)
     print_data_fallback ();
-
-  /* This process's context: the backend its training uses. */
-  context = dc_context_new (kind, &error);
-  if (context == NULL)
-    return dc_cli_fail (options, error);
-  if (kind != DC_BACKEND_CPU)
-    {
-      g_printerr ("daisychain-cli: products of ≥ %" G_GUINT64_FORMAT " multiply-adds on %s (%s, %s)\n",
-                  dc_context_get_offload_min (context),
-                  dc_backend_kind_to_string (dc_context_get_backend_kind (context)),
-                  dc_context_get_device_name (context),
-                  dc_gemm_backend_get_kernel_name (dc_context_get_backend (context)));
-      dc_trainer_set_shared_device (dc_train_session_get_trainer (session),
-                                    dc_context_get_backend (context),
-                                    dc_context_get_offload_min (context));
-    }
   settings = plan->settings;
   model = dc_train_session_get_model (session);
 

@@ -354,7 +354,8 @@ training_worker (gpointer user_data)
       post_report (self, report);
     }
   model = dc_train_session_get_model (self->session);
-  batch_tokens = self->settings.batch * model->config.seq * dc_train_session_get_n_ranks (self->session);
+  batch_tokens = self->settings.batch * model->config.seq
+                 * dc_train_session_get_n_ranks (self->session);
 
   while (model->step < self->plan->stop && !g_atomic_int_get (&self->stop_requested))
     {
@@ -468,12 +469,13 @@ dc_training_run_start (DcTrainingRun            *self,
     emit_log (self, line);
     if (self->plan->backend != NULL)
       {
+        DcGemmBackend *backend = self->plan->backend;
         g_autofree char *where =
           g_strdup_printf ("training: products of ≥ %" G_GUINT64_FORMAT " multiply-adds on %s "
                            "(%s, %s)", self->plan->offload_min,
-                           dc_backend_kind_to_string (dc_gemm_backend_get_kind (self->plan->backend)),
-                           dc_gemm_backend_get_device_name (self->plan->backend),
-                           dc_gemm_backend_get_kernel_name (self->plan->backend));
+                           dc_backend_kind_to_string (dc_gemm_backend_get_kind (backend)),
+                           dc_gemm_backend_get_device_name (backend),
+                           dc_gemm_backend_get_kernel_name (backend));
         emit_log (self, where);
       }
     if (resumed)

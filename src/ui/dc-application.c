@@ -143,16 +143,17 @@ autostart_changed_cb (GSettings     *settings,
                       const char    *key,
                       DcApplication *self)
 {
+  DcGroup *group = dc_application_get_group (self);
   DcGroupState state;
 
-  if (dc_application_get_group (self) == NULL || g_settings_get_boolean (settings, key))
+  if (group == NULL || g_settings_get_boolean (settings, key))
     return;
-  state = dc_group_get_state (dc_application_get_group (self));
+  state = dc_group_get_state (group);
   if (state == DC_GROUP_STATE_SEARCHING
-      || (state != DC_GROUP_STATE_OFFLINE && dc_group_get_via_lan (dc_application_get_group (self))))
+      || (state != DC_GROUP_STATE_OFFLINE && dc_group_get_via_lan (group)))
     {
       g_message ("Automatic grouping switched off: leaving the local-network group");
-      dc_group_leave (dc_application_get_group (self));
+      dc_group_leave (group);
     }
 }
 
