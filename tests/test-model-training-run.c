@@ -558,6 +558,14 @@ test_context_backend (void)
   g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_READY);
   g_assert_true (has_line_containing (lines, "multiply-adds on cpu-scalar"));
   hash_scalar = g_strdup (dc_training_run_get_hash (run));
+
+  /* Every run of the same DcTrainingRun keeps the context's backend. */
+  g_ptr_array_set_size (lines, 0);
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  g_assert_true (has_line_containing (lines, "multiply-adds on cpu-scalar"));
+  g_assert_cmpstr (dc_training_run_get_hash (run), ==, hash_scalar);
   g_clear_object (&run);
 
   /* Every backend computes the same bits. */

@@ -441,10 +441,7 @@ dc_training_run_start (DcTrainingRun            *self,
   dc_train_plan_set_context (plan, self->context_obj);
 
   /* A new run replaces the model; the data is read by the worker. */
-  /* The session borrows the context's backend: it goes first. A disposed
-   * run keeps both, so that its model can still be saved. */
   g_clear_pointer (&self->session, dc_train_session_free);
-  g_clear_object (&self->context_obj);
   g_clear_pointer (&self->plan, dc_train_plan_free);
   self->plan = g_steal_pointer (&plan);
   self->settings = self->plan->settings;
