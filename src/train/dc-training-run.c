@@ -11,6 +11,11 @@
  * model, so they are refused while a run is in progress (the UI disables
  * them).
  *
+ * A run is assembled by the training layer (dc-train-plan.h): Start turns
+ * the request into a plan here, the worker prepares the session (data,
+ * model, trainer) and steps it. The front end's DcContext gives the backend;
+ * a loaded checkpoint is continued by the next Start.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-train"
