@@ -8,7 +8,9 @@
  * python3-torch is installed), gives our f32 logits within 1e-4 of the logit
  * scale and our INT8 logits within 5%; bad settings and hostile checkpoints
  * fail with exit status 1 and a message; `bench train --json` prints one
- * line per size with the documented fields.
+ * line per size with the documented fields; --simulate-peers 1 gives the
+ * solo hashes at every step, --simulate-peers 3 the same hashes with 1 and
+ * 3 threads, and every step line carries the roster.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -292,6 +294,68 @@ test_failures (Fixture       *f,
   g_assert_nonnull (strstr (err3, "is neither a file nor a Hugging Face dataset id"));
 }
 
+
+/* Runs `train --json` for 5 steps of a small model and returns the step lines. */
+static GPtrArray *
+train_steps (Fixture    *f,
+             const char *peers,
+             const char *threads)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  const char *args[] = { "train", "--json", "--data", f->corpus, "--width", "16", "--seq", "16",
+                         "--batch", "2", "--seed", "4", "--steps", "100", "--stop-at", "5",
+                         "--threads", threads,
+                         peers != NULL ? "--simulate-peers" : NULL, peers, NULL };
+  GPtrArray *lines;
+
+  g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+  lines = json_lines (out);
+  g_assert_cmpuint (lines->len, ==, 6);
+  for (guint i = 0; i < 5; i++)
+    {
+      JsonObject *o = lines->pdata[i];
+
+      g_assert_cmpstr (json_object_get_string_member (o, "event"), ==, "step");
+      g_assert_cmpint (json_object_get_int_member (o, "step"), ==, i + 1);
+      g_assert_cmpint (json_object_get_int_member (o, "roster"), ==,
+                       peers != NULL ? g_ascii_strtoll (peers, NULL, 10) : 1);
+    }
+  return lines;
+}
+
+static void
+assert_same_step_hashes (GPtrArray *a,
+                         GPtrArray *b)
+{
+  for (guint i = 0; i < 5; i++)
+    g_assert_cmpstr (json_object_get_string_member (a->pdata[i], "hash"), ==,
+                     json_object_get_string_member (b->pdata[i], "hash"));
+}
+
+/* --simulate-peers 1 is the solo run at every step; --simulate-peers 3 is
+ * the same with 1 and 3 threads, twice; the roster says how many devices
+ * took each step; a group beyond the cap is a usage error. */
+static void
+test_simulate_peers (Fixture       *f,
+                     gconstpointer  data)
+{
+  g_autoptr(GPtrArray) solo = train_steps (f, NULL, "2");
+  g_autoptr(GPtrArray) one = train_steps (f, "1", "2");
+  g_autoptr(GPtrArray) three_1 = train_steps (f, "3", "1");
+  g_autoptr(GPtrArray) three_3 = train_steps (f, "3", "3");
+  g_autoptr(GPtrArray) three_again = train_steps (f, "3", "3");
+  g_autofree char *err = NULL;
+  const char *too_many[] = { "train", "--data", f->corpus, "--simulate-peers", "17", NULL };
+
+  assert_same_step_hashes (solo, one);
+  assert_same_step_hashes (three_1, three_3);
+  assert_same_step_hashes (three_3, three_again);
+  g_assert_cmpstr (json_object_get_string_member (solo->pdata[0], "hash"), !=,
+                   json_object_get_string_member (three_1->pdata[0], "hash"));
+  g_assert_cmpint (run_cli (too_many, NULL, &err), ==, 2);
+  g_assert_nonnull (strstr (err, "--simulate-peers"));
+}
+
 static void
 test_bench (Fixture       *f,
             gconstpointer  data)
@@ -328,6 +392,8 @@ main (int    argc,
   g_test_add ("/dc/cli/train/export-hf", Fixture, NULL, fixture_set_up, test_export,
               fixture_tear_down);
   g_test_add ("/dc/cli/train/failures", Fixture, NULL, fixture_set_up, test_failures,
+              fixture_tear_down);
+  g_test_add ("/dc/cli/train/simulate-peers", Fixture, NULL, fixture_set_up, test_simulate_peers,
               fixture_tear_down);
   g_test_add ("/dc/cli/train/bench", Fixture, NULL, fixture_set_up, test_bench,
               fixture_tear_down);

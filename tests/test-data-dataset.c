@@ -12,7 +12,7 @@
 #include "data/dc-data-error.h"
 #include "data/dc-dataset.h"
 #include "data/dc-dataset-private.h"
-#include "model/dc-train-data.h"
+#include "train/dc-train-data.h"
 #include "dc-test-parquet.h"
 #include "dc-test-utils.h"
 

@@ -35,7 +35,7 @@
 #include "data/dc-hf-client.h"
 #include "data/dc-hf-url.h"
 #include "data/dc-parquet-file.h"
-#include "model/dc-train-data.h"
+#include "train/dc-train-data.h"
 #include "dc-test-utils.h"
 
 #define TOKEN "hf_test_secret"

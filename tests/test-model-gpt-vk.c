@@ -11,6 +11,7 @@
 
 #include "dc-test-utils.h"
 #include "model/dc-trainer.h"
+#include "train/dc-token-source.h"
 
 #define STEPS 3
 
@@ -38,7 +39,8 @@ train_hashes (DcBackendKind kind)
   model = dc_gpt_model_new (&config, &error);
   g_assert_no_error (error);
   dc_gpt_model_init_weights (model, 21);
-  trainer = dc_trainer_new (model, &settings, corpus, DC_GPT_PRECISION_INT8, 1, &error);
+  trainer = dc_token_source_new_trainer (model, &settings, corpus, DC_GPT_PRECISION_INT8, 1,
+                                         &error);
   g_assert_no_error (error);
   if (kind != DC_BACKEND_CPU)
     {

@@ -22,6 +22,7 @@
 #include "model/dc-gpt.h"
 #include "model/dc-rng.h"
 #include "model/dc-trainer.h"
+#include "train/dc-token-source.h"
 
 static GBytes *
 load_corpus (void)
@@ -184,8 +185,8 @@ train_hashes_sized (guint  width,
 
   dc_train_settings_init_default (&settings);
   settings.batch = batch;
-  trainer = dc_trainer_new (new_model (width, 32, 3), &settings, corpus, DC_GPT_PRECISION_INT8,
-                            n_threads, &error);
+  trainer = dc_token_source_new_trainer (new_model (width, 32, 3), &settings, corpus,
+                                         DC_GPT_PRECISION_INT8, n_threads, &error);
   g_assert_no_error (error);
   for (guint s = 0; s < steps; s++)
     {
@@ -253,10 +254,10 @@ test_resume (void)
 
   dc_train_settings_init_default (&settings);
   settings.batch = 4;
-  straight = dc_trainer_new (new_model (32, 32, 11), &settings, corpus, DC_GPT_PRECISION_INT8,
-                             1, &error);
-  first = dc_trainer_new (new_model (32, 32, 11), &settings, corpus, DC_GPT_PRECISION_INT8, 2,
-                          &error);
+  straight = dc_token_source_new_trainer (new_model (32, 32, 11), &settings, corpus,
+                                          DC_GPT_PRECISION_INT8, 1, &error);
+  first = dc_token_source_new_trainer (new_model (32, 32, 11), &settings, corpus,
+                                       DC_GPT_PRECISION_INT8, 2, &error);
   g_assert_no_error (error);
   for (guint s = 0; s < 10; s++)
     g_assert_true (dc_trainer_step (straight, NULL, &error));
@@ -266,7 +267,8 @@ test_resume (void)
   g_assert_no_error (error);
   loaded = dc_checkpoint_from_bytes (saved, &loaded_settings, &error);
   g_assert_no_error (error);
-  second = dc_trainer_new (loaded, &loaded_settings, corpus, DC_GPT_PRECISION_INT8, 1, &error);
+  second = dc_token_source_new_trainer (loaded, &loaded_settings, corpus, DC_GPT_PRECISION_INT8, 1,
+                                        &error);
   g_assert_no_error (error);
   for (guint s = 0; s < 5; s++)
     g_assert_true (dc_trainer_step (second, NULL, &error));
@@ -295,8 +297,8 @@ train_mean_loss (DcGptPrecision precision,
   float sum = 0.0f;
 
   dc_train_settings_init_default (&settings);
-  trainer = dc_trainer_new (new_model (32, 32, settings.seed), &settings, corpus, precision, 2,
-                            &error);
+  trainer = dc_token_source_new_trainer (new_model (32, 32, settings.seed), &settings, corpus,
+                                         precision, 2, &error);
   g_assert_no_error (error);
   for (guint s = 0; s < steps; s++)
     {

@@ -10,8 +10,9 @@
 
 #include "dc-test-utils.h"
 #include "model/dc-gpt-model.h"
+#include "data/dc-dataset.h"
 #include "model/dc-model-error.h"
-#include "model/dc-training-run.h"
+#include "train/dc-training-run.h"
 
 #define TIMEOUT_MS 120000
 
@@ -513,6 +514,178 @@ test_dispose_mid_run (void)
   dc_test_remove_tree (dir);
 }
 
+
+static void
+collect_line_cb (DcTrainingRun *run,
+                 const char    *line,
+                 GPtrArray     *lines)
+{
+  g_ptr_array_add (lines, g_strdup (line));
+}
+
+static gboolean
+has_line_containing (GPtrArray  *lines,
+                     const char *needle)
+{
+  for (guint i = 0; i < lines->len; i++)
+    if (strstr (lines->pdata[i], needle) != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+/* The backend comes from the front end's context: a run made for a context
+ * of cpu-scalar sends its products there and says so (before the training
+ * layer, the app's runs always ran on the CPU whatever the preference). */
+static void
+test_context_backend (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcContext) context = dc_context_new (DC_BACKEND_CPU_SCALAR, &error);
+  g_autoptr(DcTrainingRun) run = NULL;
+  g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func (g_free);
+  DcTrainingRequest request = small_request ();
+  g_autofree char *hash_scalar = NULL;
+
+  g_assert_no_error (error);
+  g_assert_cmpint (dc_context_get_backend_kind (context), ==, DC_BACKEND_CPU_SCALAR);
+  g_assert_cmpuint (strlen (dc_context_get_probe_hash (context)), ==, 64);
+  run = dc_training_run_new_for_context (context);
+  g_signal_connect (run, "log", G_CALLBACK (collect_line_cb), lines);
+  request.stop_at = 2;
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_READY);
+  g_assert_true (has_line_containing (lines, "multiply-adds on cpu-scalar"));
+  hash_scalar = g_strdup (dc_training_run_get_hash (run));
+
+  /* Every run of the same DcTrainingRun keeps the context's backend. */
+  g_ptr_array_set_size (lines, 0);
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  g_assert_true (has_line_containing (lines, "multiply-adds on cpu-scalar"));
+  g_assert_cmpstr (dc_training_run_get_hash (run), ==, hash_scalar);
+  g_clear_object (&run);
+
+  /* Every backend computes the same bits. */
+  run = dc_training_run_new ();
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  g_assert_cmpstr (dc_training_run_get_hash (run), ==, hash_scalar);
+  g_free (request.data);
+}
+
+/* Start after Load continues the loaded model, as the CLI's --resume does:
+ * 2 steps, save, load into a new run, 2 more steps equal 4 straight steps,
+ * and the first step reported is 3. Before the training layer, Start threw
+ * the loaded model away and began again at step 1. */
+static void
+test_start_after_load (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dc-training-run-XXXXXX", NULL);
+  g_autofree char *pt = g_build_filename (dir, "half.pt", NULL);
+  g_autofree char *hash_straight = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcTrainingRun) straight = dc_training_run_new ();
+  g_autoptr(DcTrainingRun) first = dc_training_run_new ();
+  g_autoptr(DcTrainingRun) second = dc_training_run_new ();
+  DcTrainingRequest request = small_request ();
+  Seen seen;
+
+  request.stop_at = 4;
+  g_assert_true (dc_training_run_start (straight, &request, &error));
+  g_assert_true (dc_test_wait_until (is_done, straight, TIMEOUT_MS));
+  g_assert_cmpuint (dc_training_run_get_step (straight), ==, 4);
+  hash_straight = g_strdup (dc_training_run_get_hash (straight));
+
+  request.stop_at = 2;
+  g_assert_true (dc_training_run_start (first, &request, &error));
+  g_assert_true (dc_test_wait_until (is_done, first, TIMEOUT_MS));
+  g_assert_true (dc_training_run_save_checkpoint (first, pt, &error));
+  g_assert_no_error (error);
+
+  g_assert_true (dc_training_run_load_checkpoint (second, pt, &error));
+  g_assert_no_error (error);
+  connect_seen (second, &seen);
+  seen.last_step = 2;  /* the next step reported must be 3 */
+  request.stop_at = 4;
+  g_assert_true (dc_training_run_start (second, &request, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (is_done, second, TIMEOUT_MS));
+  g_assert_cmpint (dc_training_run_get_state (second), ==, DC_TRAINING_STATE_READY);
+  g_assert_true (seen.steps_in_order);
+  g_assert_cmpuint (seen.n_steps_seen, ==, 2);
+  g_assert_cmpuint (dc_training_run_get_step (second), ==, 4);
+  g_assert_cmpstr (dc_training_run_get_hash (second), ==, hash_straight);
+  g_free (request.data);
+  dc_test_remove_tree (dir);
+}
+
+static guint n_fallback_logged;
+
+static void
+count_fallback_log_cb (const char     *log_domain,
+                       GLogLevelFlags  log_level,
+                       const char     *message,
+                       gpointer        user_data)
+{
+  if (strstr (message, DC_DATASET_UNREACHABLE_MESSAGE) != NULL)
+    n_fallback_logged++;
+}
+
+/* An unreachable dataset falls back to the built-in corpus: decided once
+ * and logged once (the data layer's line), while the UI still gets its
+ * "log" line. Before the training layer the run logged it a second time. */
+static void
+test_fallback_logged_once (void)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(SoupServer) server = NULL;
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(DcTrainingRun) run = NULL;
+  g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *url = NULL;
+  const char *domains[] = { "dc-data", "dc-train", "dc-model" };
+  guint handlers[G_N_ELEMENTS (domains)];
+  DcTrainingRequest request = small_request ();
+  GSList *uris;
+
+  g_main_context_push_thread_default (context);
+  server = soup_server_new (NULL, NULL);
+  soup_server_add_handler (server, NULL, empty_hub_cb, NULL, NULL);
+  soup_server_listen (server, address, 0, &error);
+  g_assert_no_error (error);
+  uris = soup_server_get_uris (server);
+  url = g_uri_to_string (uris->data);
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+
+  n_fallback_logged = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (domains); i++)
+    handlers[i] = g_log_set_handler (domains[i], G_LOG_LEVEL_MESSAGE, count_fallback_log_cb, NULL);
+  g_setenv ("HF_ENDPOINT", url, TRUE);
+  g_free (request.data);
+  request.data = g_strdup ("test/empty");
+  request.stop_at = 1;
+  run = dc_training_run_new ();
+  g_signal_connect (run, "log", G_CALLBACK (collect_line_cb), lines);
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  g_unsetenv ("HF_ENDPOINT");
+  for (guint i = 0; i < G_N_ELEMENTS (domains); i++)
+    g_log_remove_handler (domains[i], handlers[i]);
+
+  g_assert_cmpint (dc_training_run_get_state (run), ==, DC_TRAINING_STATE_READY);
+  g_assert_cmpuint (n_fallback_logged, ==, 1);
+  g_assert_true (has_line_containing (lines, DC_DATASET_UNREACHABLE_MESSAGE));
+  g_clear_object (&run);
+  soup_server_disconnect (server);
+  g_main_context_pop_thread_default (context);
+  g_free (request.data);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -530,6 +703,9 @@ main (int    argc,
   g_test_add_func ("/dc/model/training-run/worker-objects-stay-off-main",
                    test_worker_objects_stay_off_main);
   g_test_add_func ("/dc/model/training-run/dispose-mid-run", test_dispose_mid_run);
+  g_test_add_func ("/dc/train/training-run/context-backend", test_context_backend);
+  g_test_add_func ("/dc/train/training-run/start-after-load", test_start_after_load);
+  g_test_add_func ("/dc/train/training-run/fallback-logged-once", test_fallback_logged_once);
 
   return g_test_run ();
 }

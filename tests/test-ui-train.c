@@ -4,7 +4,7 @@
  * built-in corpus, as the seeds say), Start, wait for 20 steps
  * (the chart holds them and the statistics moved), a screenshot mid-run, Stop,
  * Generate, Save a .pt, Export a Hugging Face folder; then closing the window
- * mid-run asks first.
+ * mid-run asks first; Start after Load continues the loaded model.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -73,6 +73,15 @@ check_train_view (DcApplication *app)
   gsize length;
 
   g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
+  /* The window holds the application's context (backend, client, group). */
+  {
+    g_autoptr(DcContext) context = NULL;
+
+    g_object_get (window, "context", &context, NULL);
+    g_assert_nonnull (context);
+    g_assert_true (context == dc_application_get_context (app));
+    g_assert_true (dc_context_get_group (context) == dc_application_get_group (app));
+  }
   g_action_group_activate_action (G_ACTION_GROUP (window), "view", g_variant_new_string ("train"));
 
   /* A small model; the spin buttons follow the settings. */
@@ -124,8 +133,13 @@ check_train_view (DcApplication *app)
   g_assert_true (gtk_widget_activate_action (widget, "train.load-checkpoint-from", "s", pt));
   g_assert_false (dc_train_page_is_running (page));
 
-  /* Closing mid-run asks; "Stop and Close" stops the run and closes. */
+  /* Start after Load continues the loaded model (like `train --resume`). */
   g_assert_true (gtk_widget_activate_action (widget, "train.start", NULL));
+  g_clear_pointer (&log, g_free);
+  log = dc_train_page_dup_log (page);
+  g_assert_nonnull (strstr (log, "training continues from the loaded model at step"));
+
+  /* Closing mid-run asks; "Stop and Close" stops the run and closes. */
   gtk_window_close (GTK_WINDOW (window));
   g_assert_true (dc_test_wait_until (dc_test_toplevel_is_mapped,
                                      GSIZE_TO_POINTER (ADW_TYPE_MESSAGE_DIALOG), TIMEOUT_MS));

@@ -17,6 +17,7 @@
 #include "dc-cli-resources.h"
 #include "data/dc-corpus.h"
 #include "model/dc-trainer.h"
+#include "train/dc-token-source.h"
 
 typedef struct
 {
@@ -54,7 +55,8 @@ bench_ours (const BenchSize  *size,
   if (model == NULL)
     return FALSE;
   dc_gpt_model_init_weights (model, 1);
-  trainer = dc_trainer_new (model, &settings, corpus, DC_GPT_PRECISION_INT8, n_threads, error);
+  trainer = dc_token_source_new_trainer (model, &settings, corpus, DC_GPT_PRECISION_INT8, n_threads,
+                                         error);
   if (trainer == NULL)
     return FALSE;
   if (kind == DC_BACKEND_VULKAN)

@@ -9,16 +9,15 @@
 #include <glib/gi18n.h>
 
 #include "dc-cli.h"
-#include "model/dc-checkpoint.h"
-#include "model/dc-train-data.h"
+#include "dc-context.h"
 #include "data/dc-dataset.h"
-#include "model/dc-trainer.h"
+#include "model/dc-checkpoint.h"
+#include "train/dc-train-plan.h"
 
 typedef struct
 {
-  int    width, seq, batch, steps, lr, threads, stop_at;
+  int    width, seq, batch, steps, lr, threads, stop_at, simulate_peers;
   gint64 seed;
-  char  *data, *backend, *out, *resume;
 } TrainArgs;
 
 static void
@@ -26,7 +25,8 @@ print_step (DcCliOptions *options,
             guint64       step,
             float         loss,
             double        tokens_per_s,
-            const char   *hash)
+            const char   *hash,
+            guint         roster)
 {
   if (options->json)
     {
@@ -43,6 +43,8 @@ print_step (DcCliOptions *options,
       json_builder_add_double_value (builder, tokens_per_s);
       json_builder_set_member_name (builder, "hash");
       json_builder_add_string_value (builder, hash);
+      json_builder_set_member_name (builder, "roster");
+      json_builder_add_int_value (builder, roster);
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
     }
@@ -64,37 +66,6 @@ print_data_fallback (void)
   json_builder_add_string_value (builder, DC_DATASET_UNREACHABLE_MESSAGE);
   json_builder_end_object (builder);
   dc_cli_print_json (builder);
-}
-
-static DcGptModel *
-start_model (TrainArgs        *args,
-             DcTrainSettings  *settings,
-             GError          **error)
-{
-  DcGptModel *model;
-  DcGptConfig config;
-
-  if (args->resume != NULL)
-    {
-      model = dc_checkpoint_load (args->resume, settings, error);
-      /* --steps extends or shortens the resumed run; the rest comes from the file. */
-      if (model != NULL && args->steps > 0)
-        settings->steps = args->steps;
-      return model;
-    }
-  dc_train_settings_init_default (settings);
-  if (args->batch > 0)
-    settings->batch = args->batch;
-  if (args->steps > 0)
-    settings->steps = args->steps;
-  if (args->lr > 0)
-    settings->lr_x1000 = args->lr;
-  settings->seed = (guint64) args->seed;
-  dc_gpt_config_init_derived (&config, args->width, args->seq);
-  model = dc_gpt_model_new (&config, error);
-  if (model != NULL)
-    dc_gpt_model_init_weights (model, settings->seed);
-  return model;
 }
 
 int
@@ -122,19 +93,20 @@ dc_cli_train_run (const DcCliCommand  *command,
     { "resume", 0, 0, G_OPTION_ARG_FILENAME, &resume, N_("Continue from a checkpoint"), "FILE" },
     { "stop-at", 0, 0, G_OPTION_ARG_INT, &args.stop_at,
       N_("Stop (and save) after this step, before the run's end"), "STEP" },
+    { "simulate-peers", 0, 0, G_OPTION_ARG_INT, &args.simulate_peers,
+      N_("Train as a group of N devices, simulated in this process (1)"), "N" },
     { NULL }
   };
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) corpus = NULL;
-  g_autoptr(DcTrainer) trainer = NULL;
-  DcGptModel *model;
+  g_autoptr(DcContext) context = NULL;
+  g_autoptr(DcTrainPlan) plan = NULL;
+  g_autoptr(DcTrainSession) session = NULL;
+  DcTrainingRequest request = { 0 };
   DcTrainSettings settings;
+  DcGptModel *model = NULL;
   DcBackendKind kind = DC_BACKEND_CPU;
-  DcGemmBackend *device = NULL;
-  guint64 stop;
   float loss = 0.0f;
   g_autofree char *hash = NULL;
-  gboolean used_fallback = FALSE;
 
   if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
     return DC_CLI_EXIT_USAGE;
@@ -143,58 +115,70 @@ dc_cli_train_run (const DcCliCommand  *command,
   if (backend != NULL && !dc_backend_kind_from_string (backend, &kind))
     return dc_cli_usage_error (command, _("unknown backend “%s” (cpu, cpu-scalar, vulkan)"),
                                backend);
-  args.data = data;
-  args.resume = resume;
-  if (args.threads <= 0)
-    args.threads = g_get_num_processors ();
+  if (args.simulate_peers < 0 || args.simulate_peers > DC_TRAIN_SIMULATE_PEERS_MAX)
+    return dc_cli_usage_error (command, _("--simulate-peers takes 1 to %u devices"),
+                               DC_TRAIN_SIMULATE_PEERS_MAX);
 
-  model = start_model (&args, &settings, &error);
-  if (model == NULL)
-    return dc_cli_fail (options, error);
-  /* After the model: a resumed run's seed orders the dataset's row groups. */
-  corpus = dc_train_data_load (data != NULL ? data : "builtin", settings.seed, &used_fallback,
-                               NULL, &error);
-  if (corpus == NULL)
+  /* As before: batch, steps and learning rate ≤ 0 mean the default; a
+   * negative width or sequence wraps to a huge one that the ranges refuse. */
+  request.width = (guint) args.width;
+  request.seq = (guint) args.seq;
+  request.batch = (guint) MAX (args.batch, 0);
+  request.steps = (guint) MAX (args.steps, 0);
+  request.lr_x1000 = (guint) MAX (args.lr, 0);
+  request.seed = (guint64) args.seed;
+  request.n_threads = (guint) MAX (args.threads, 0);
+  request.data = data;
+  request.stop_at = (guint) MAX (args.stop_at, 0);
+  request.simulate_peers = (guint) args.simulate_peers;
+
+  if (resume != NULL)
     {
-      dc_gpt_model_free (model);
+      model = dc_checkpoint_load (resume, &settings, &error);
+      if (model == NULL)
+        return dc_cli_fail (options, error);
+    }
+  plan = dc_train_plan_new (&request, model, model != NULL ? &settings : NULL, &error);
+  if (plan == NULL)
+    {
+      g_clear_pointer (&model, dc_gpt_model_free);
       return dc_cli_fail (options, error);
     }
-  if (used_fallback && options->json)
-    print_data_fallback ();
-  trainer = dc_trainer_new (model, &settings, corpus, DC_GPT_PRECISION_INT8, args.threads,
-                            &error);
-  if (trainer == NULL)
-    return dc_cli_fail (options, error);
-  model = dc_trainer_get_model (trainer);
-  /* The CPU backend is always there for small products; another one takes the
-   * large products (all of them for cpu-scalar, which exists for checking). */
-  if (kind != DC_BACKEND_CPU)
-    {
-      device = dc_gemm_backend_new (kind, &error);
-      if (device == NULL)
-        return dc_cli_fail (options, error);
-      g_printerr ("daisychain-cli: products of ≥ %" G_GUINT64_FORMAT " multiply-adds on %s (%s, %s)\n",
-                  kind == DC_BACKEND_CPU_SCALAR ? (guint64) 0 : DC_TRAINER_OFFLOAD_MIN,
-                  dc_backend_kind_to_string (dc_gemm_backend_get_kind (device)),
-                  dc_gemm_backend_get_device_name (device),
-                  dc_gemm_backend_get_kernel_name (device));
-      dc_trainer_set_device (trainer, device,
-                             kind == DC_BACKEND_CPU_SCALAR ? 0 : DC_TRAINER_OFFLOAD_MIN);
-    }
-  stop = args.stop_at > 0 ? MIN ((guint64) args.stop_at, settings.steps) : settings.steps;
 
-  while (model->step < stop)
+  /* This process's context: the backend its training uses (it outlives the
+   * session, which borrows the backend: declared first, freed last). */
+  context = dc_context_new (kind, &error);
+  if (context == NULL)
+    return dc_cli_fail (options, error);
+  if (kind != DC_BACKEND_CPU)
+    g_printerr ("daisychain-cli: products of ≥ %" G_GUINT64_FORMAT " multiply-adds on %s (%s, %s)\n",
+                dc_context_get_offload_min (context),
+                dc_backend_kind_to_string (dc_context_get_backend_kind (context)),
+                dc_context_get_device_name (context),
+                dc_gemm_backend_get_kernel_name (dc_context_get_backend (context)));
+  dc_train_plan_set_context (plan, context);
+
+  session = dc_train_plan_prepare (plan, NULL, &error);
+  if (session == NULL)
+    return dc_cli_fail (options, error);
+  if (dc_train_session_used_fallback (session) && options->json)
+    print_data_fallback ();
+  settings = plan->settings;
+  model = dc_train_session_get_model (session);
+
+  while (model->step < plan->stop)
     {
       gint64 start = g_get_monotonic_time ();
       double seconds;
 
-      if (!dc_trainer_step (trainer, &loss, &error))
+      if (!dc_train_session_step (session, &loss, &error))
         return dc_cli_fail (options, error);
       seconds = MAX (1e-6, (g_get_monotonic_time () - start) / 1e6);
       g_free (hash);
       hash = dc_gpt_model_dup_hash (model);
       print_step (options, model->step, loss,
-                  (double) settings.batch * model->config.seq / seconds, hash);
+                  (double) plan->n_ranks * settings.batch * model->config.seq / seconds, hash,
+                  plan->n_ranks);
     }
   if (out != NULL && !dc_checkpoint_save (model, &settings, out, &error))
     return dc_cli_fail (options, error);

@@ -134,6 +134,22 @@ invalid:
   return NULL;
 }
 
+/**
+ * dc_dataset_spec_copy:
+ *
+ * Returns: (transfer full): a copy of @spec
+ */
+DcDatasetSpec *
+dc_dataset_spec_copy (const DcDatasetSpec *spec)
+{
+  DcDatasetSpec *copy = g_new0 (DcDatasetSpec, 1);
+
+  copy->repo = g_strdup (spec->repo);
+  copy->folder = g_strdup (spec->folder);
+  copy->revision = g_strdup (spec->revision);
+  return copy;
+}
+
 void
 dc_dataset_spec_free (DcDatasetSpec *spec)
 {
@@ -370,6 +386,31 @@ dc_text_stream_new (DcHfClient *client,
   stream->dataset = g_strdup (dataset != NULL ? dataset : DC_DATASET_DEFAULT);
   stream->column_name = g_strdup (column != NULL ? column : "text");
   stream->seed = seed;
+  return stream;
+}
+
+/**
+ * dc_text_stream_new_for_spec:
+ * @spec: a dataset spec the caller parsed already (it is copied)
+ *
+ * dc_text_stream_new () for a parsed spec: the text is not parsed again.
+ *
+ * Returns: (transfer full): the stream
+ */
+DcTextStream *
+dc_text_stream_new_for_spec (DcHfClient          *client,
+                             const DcDatasetSpec *spec,
+                             const char          *column,
+                             guint                rank,
+                             guint                world,
+                             guint64              seed)
+{
+  DcTextStream *stream;
+
+  g_return_val_if_fail (spec != NULL, NULL);
+
+  stream = dc_text_stream_new (client, spec->repo, column, rank, world, seed);
+  stream->spec = dc_dataset_spec_copy (spec);
   return stream;
 }
 

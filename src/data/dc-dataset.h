@@ -40,6 +40,7 @@ typedef struct
 
 DcDatasetSpec *dc_dataset_spec_parse   (const char           *text,
                                         GError              **error);
+DcDatasetSpec *dc_dataset_spec_copy    (const DcDatasetSpec  *spec);
 void           dc_dataset_spec_free    (DcDatasetSpec        *spec);
 void           dc_dataset_file_free    (DcDatasetFile        *file);
 GPtrArray     *dc_dataset_list_files   (DcHfClient           *client,
@@ -57,6 +58,12 @@ typedef struct _DcTextStream DcTextStream;
 
 DcTextStream  *dc_text_stream_new      (DcHfClient           *client,
                                         const char           *dataset,
+                                        const char           *column,
+                                        guint                 rank,
+                                        guint                 world,
+                                        guint64               seed);
+DcTextStream  *dc_text_stream_new_for_spec (DcHfClient       *client,
+                                        const DcDatasetSpec  *spec,
                                         const char           *column,
                                         guint                 rank,
                                         guint                 world,

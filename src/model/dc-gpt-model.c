@@ -132,6 +132,29 @@ dc_gpt_model_dup_hash (const DcGptModel *self)
 }
 
 /**
+ * dc_gpt_model_dup_optimizer_hash:
+ *
+ * Returns: (transfer full): the first 16 hex digits of the SHA-256 of the
+ *   optimizer state alone: both Adam moments (little-endian float32), then
+ *   the step (little-endian uint64) and β1^t, β2^t (float32). Next to the
+ *   weight hash it tells a diverged optimizer from diverged weights.
+ */
+char *
+dc_gpt_model_dup_optimizer_hash (const DcGptModel *self)
+{
+  g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+  guint64 step = GUINT64_TO_LE (self->step);
+  float pows[2] = { self->beta1_pow, self->beta2_pow };
+
+  G_STATIC_ASSERT (G_BYTE_ORDER == G_LITTLE_ENDIAN);
+  g_checksum_update (sum, (const guchar *) self->adam_m, self->n_params * sizeof (float));
+  g_checksum_update (sum, (const guchar *) self->adam_v, self->n_params * sizeof (float));
+  g_checksum_update (sum, (const guchar *) &step, sizeof step);
+  g_checksum_update (sum, (const guchar *) pows, sizeof pows);
+  return g_strndup (g_checksum_get_string (sum), 16);
+}
+
+/**
  * dc_gpt_model_tensor:
  *
  * Returns: (transfer none) (nullable): the weights of tensor @name

@@ -55,6 +55,7 @@ void        dc_gpt_model_free              (DcGptModel         *self);
 void        dc_gpt_model_init_weights      (DcGptModel         *self,
                                             guint64             seed);
 char       *dc_gpt_model_dup_hash          (const DcGptModel   *self);
+char       *dc_gpt_model_dup_optimizer_hash (const DcGptModel  *self);
 float      *dc_gpt_model_tensor            (DcGptModel         *self,
                                             const char         *name);
 void        dc_gpt_model_adam_step         (DcGptModel         *self,

@@ -11,31 +11,33 @@
 #include <string.h>
 
 #include "dc-model-error.h"
-#include "dc-rng.h"
 
 struct _DcTrainer
 {
-  DcGptModel      *model;     /* owned */
-  DcTrainSettings  settings;
-  GBytes          *corpus;
-  DcGptRun        *run;
-  DcGemmBackend   *device;    /* owned (nullable) */
-  guint8          *inputs;    /* (B, T) */
-  guint8          *targets;   /* (B, T) */
-  float           *grads;     /* n_params */
+  DcGptModel         *model;     /* owned */
+  DcTrainSettings     settings;
+  DcGptRun           *run;
+  DcGemmBackend      *device;    /* owned (nullable); NULL when shared */
+  DcTrainerBatchFunc  batch_func;
+  gpointer            batch_data;
+  GDestroyNotify      batch_destroy;
+  guint8             *inputs;    /* (B, T) */
+  guint8             *targets;   /* (B, T) */
+  float              *grads;     /* n_params */
 };
 
 /**
  * dc_trainer_new:
  * @model: (transfer full): the state to train (fresh or loaded)
- * @corpus: the training bytes; at least T + 2 of them
+ *
+ * The trainer has no batches until dc_trainer_set_batch_func () gives it a
+ * source of them (src/train/ does).
  *
  * Returns: (transfer full): the trainer, or %NULL with @error set
  */
 DcTrainer *
 dc_trainer_new (DcGptModel             *model,
                 const DcTrainSettings  *settings,
-                GBytes                 *corpus,
                 DcGptPrecision          precision,
                 guint                   n_threads,
                 GError                **error)
@@ -48,18 +50,9 @@ dc_trainer_new (DcGptModel             *model,
       dc_gpt_model_free (model);
       return NULL;
     }
-  if (g_bytes_get_size (corpus) < (gsize) model->config.seq + 2)
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                   "the training text has %" G_GSIZE_FORMAT " bytes; it needs at least %u",
-                   g_bytes_get_size (corpus), model->config.seq + 2);
-      dc_gpt_model_free (model);
-      return NULL;
-    }
   self = g_new0 (DcTrainer, 1);
   self->model = model;
   self->settings = *settings;
-  self->corpus = g_bytes_ref (corpus);
   self->run = dc_gpt_run_new (&model->config, settings->batch, precision, n_threads);
   bt = (gsize) settings->batch * model->config.seq;
   self->inputs = g_new (guint8, bt);
@@ -73,14 +66,33 @@ dc_trainer_free (DcTrainer *self)
 {
   if (self == NULL)
     return;
+  if (self->batch_destroy != NULL)
+    self->batch_destroy (self->batch_data);
   g_clear_pointer (&self->model, dc_gpt_model_free);
-  g_clear_pointer (&self->corpus, g_bytes_unref);
   g_clear_pointer (&self->run, dc_gpt_run_free);
   g_clear_pointer (&self->device, dc_gemm_backend_free);
   g_free (self->inputs);
   g_free (self->targets);
   g_free (self->grads);
   g_free (self);
+}
+
+/**
+ * dc_trainer_set_batch_func:
+ * @func: fills the batch of a step for a rank
+ * @destroy: (nullable): frees @user_data with the trainer
+ */
+void
+dc_trainer_set_batch_func (DcTrainer          *self,
+                           DcTrainerBatchFunc  func,
+                           gpointer            user_data,
+                           GDestroyNotify      destroy)
+{
+  if (self->batch_destroy != NULL)
+    self->batch_destroy (self->batch_data);
+  self->batch_func = func;
+  self->batch_data = user_data;
+  self->batch_destroy = destroy;
 }
 
 /**
@@ -102,6 +114,24 @@ dc_trainer_set_device (DcTrainer     *self,
 }
 
 /**
+ * dc_trainer_set_shared_device:
+ * @device: (transfer none) (nullable): a backend owned by someone else (the
+ *   front end's DcContext), which must outlive the trainer and be used by
+ *   no other thread while this trainer steps
+ *
+ * Like dc_trainer_set_device () without taking ownership.
+ */
+void
+dc_trainer_set_shared_device (DcTrainer     *self,
+                              DcGemmBackend *device,
+                              guint64        offload_min)
+{
+  dc_gpt_run_set_device (self->run, NULL, 0);
+  g_clear_pointer (&self->device, dc_gemm_backend_free);
+  dc_gpt_run_set_device (self->run, device, offload_min);
+}
+
+/**
  * dc_trainer_get_model:
  *
  * Returns: (transfer none): the state being trained
@@ -112,49 +142,108 @@ dc_trainer_get_model (DcTrainer *self)
   return self->model;
 }
 
-void
-dc_trainer_fill_batch (DcTrainer *self,
-                       guint64    step,
-                       guint8    *inputs,
-                       guint8    *targets)
+const DcTrainSettings *
+dc_trainer_get_settings (DcTrainer *self)
 {
-  gsize len = 0;
-  const guint8 *text = g_bytes_get_data (self->corpus, &len);
-  guint t = self->model->config.seq;
+  return &self->settings;
+}
 
-  for (guint r = 0; r < self->settings.batch; r++)
+/**
+ * dc_trainer_compute_gradients:
+ * @rank: this device's rank in the group (0-based)
+ * @n_ranks: the group's size; 1 alone
+ * @grads: (out caller-allocates) (array): n_params gradients of the mean loss
+ *   of this rank's batch of the model's current step
+ * @loss: (out) (optional): that batch's mean loss
+ *
+ * Forward and backward of one batch; the model is not changed.
+ */
+gboolean
+dc_trainer_compute_gradients (DcTrainer  *self,
+                              guint       rank,
+                              guint       n_ranks,
+                              float      *grads,
+                              float      *loss,
+                              GError    **error)
+{
+  DcGptModel *model = self->model;
+
+  g_return_val_if_fail (self->batch_func != NULL, FALSE);
+  g_return_val_if_fail (rank < n_ranks, FALSE);
+
+  if (!self->batch_func (self->batch_data, model->step, rank, n_ranks, self->inputs,
+                         self->targets, error)
+      || !dc_gpt_run_forward (self->run, model->params, self->inputs, self->targets,
+                              self->settings.batch, model->config.seq, loss, error)
+      || !dc_gpt_run_backward (self->run, model->params, grads, error))
     {
-      guint64 start = dc_rng_u64 (self->settings.seed, DC_RNG_STREAM_BATCH, (step << 16) | r)
-                      % (len - t - 1);
-
-      memcpy (inputs + (gsize) r * t, text + start, t);
-      memcpy (targets + (gsize) r * t, text + start + 1, t);
+      g_prefix_error (error, "step %" G_GUINT64_FORMAT ": ", model->step + 1);
+      return FALSE;
     }
+  return TRUE;
+}
+
+/**
+ * dc_trainer_apply_gradients:
+ * @grads: (array): n_params gradients, the group's combined ones
+ *
+ * The deterministic Adam step with the run's learning rate.
+ */
+void
+dc_trainer_apply_gradients (DcTrainer   *self,
+                            const float *grads)
+{
+  /* lr_x1000 / 1000: one correctly rounded division. */
+  float lr = (float) self->settings.lr_x1000 / 1000.0f;
+
+  dc_gpt_model_adam_step (self->model, grads, lr);
 }
 
 /**
  * dc_trainer_step:
  * @loss: (out) (optional): the batch's mean loss before the update
  *
- * One Adam step on the batch of the model's current step.
+ * One Adam step on the batch of the model's current step, alone (rank 0 of 1).
  */
 gboolean
 dc_trainer_step (DcTrainer  *self,
                  float      *loss,
                  GError    **error)
 {
-  DcGptModel *model = self->model;
-  /* lr_x1000 / 1000: one correctly rounded division. */
-  float lr = (float) self->settings.lr_x1000 / 1000.0f;
-
-  dc_trainer_fill_batch (self, model->step, self->inputs, self->targets);
-  if (!dc_gpt_run_forward (self->run, model->params, self->inputs, self->targets,
-                           self->settings.batch, model->config.seq, loss, error)
-      || !dc_gpt_run_backward (self->run, model->params, self->grads, error))
-    {
-      g_prefix_error (error, "step %" G_GUINT64_FORMAT ": ", model->step + 1);
-      return FALSE;
-    }
-  dc_gpt_model_adam_step (model, self->grads, lr);
+  if (!dc_trainer_compute_gradients (self, 0, 1, self->grads, loss, error))
+    return FALSE;
+  dc_trainer_apply_gradients (self, self->grads);
   return TRUE;
+}
+
+/**
+ * dc_trainer_combine_gradients:
+ * @grads: (array length=n_ranks): the gradients of rank 0, 1, …, n_ranks − 1,
+ *   n floats each
+ * @out: (out caller-allocates) (array): n floats; may be @grads[0]
+ *
+ * The group rule (docs/VERIFICATION.md, "Group step"): for each element i,
+ * out[i] = ((…((g0[i] + g1[i]) + g2[i]) …) + g(n−1)[i]) / n_ranks, every
+ * addition and the one division a correctly rounded f32 operation, ranks
+ * always in this order. With one rank it is g0 exactly (x / 1 = x), so a
+ * group of one is bit for bit the solo step.
+ */
+void
+dc_trainer_combine_gradients (const float * const *grads,
+                              guint                n_ranks,
+                              gsize                n,
+                              float               *out)
+{
+  const float divisor = (float) n_ranks;
+
+  g_return_if_fail (n_ranks > 0);
+
+  for (gsize i = 0; i < n; i++)
+    {
+      float sum = grads[0][i];
+
+      for (guint k = 1; k < n_ranks; k++)
+        sum = sum + grads[k][i];
+      out[i] = sum / divisor;
+    }
 }

@@ -1,9 +1,13 @@
-/* dc-trainer.h: training steps on one device: seeded batches from a byte
- * corpus, forward, backward, deterministic Adam, weight hash.
+/* dc-trainer.h: training steps on one device: forward, backward,
+ * deterministic Adam, weight hash.
  *
- * The batch of step s is a pure function of (seed, s): row r starts at
- * dc_rng_u64 (seed, DC_RNG_STREAM_BATCH, s << 16 | r) mod (corpus − T), so a
- * resumed run sees exactly the batches the uninterrupted run would have.
+ * The trainer does not choose its batches: a batch function (set by the
+ * training layer, src/train/, from a token source) fills the inputs and
+ * targets of a step for a rank of a group. A step is split in two so that a
+ * group coordinator can combine gradients between them:
+ * dc_trainer_compute_gradients () (no update) and
+ * dc_trainer_apply_gradients () (the deterministic Adam step).
+ * dc_trainer_step () is both, for rank 0 of 1.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -22,24 +26,59 @@ typedef struct _DcTrainer DcTrainer;
  * device: a dispatch and its transfers cost more than they do. */
 #define DC_TRAINER_OFFLOAD_MIN (G_GUINT64_CONSTANT (1) << 20)
 
-DcTrainer  *dc_trainer_new           (DcGptModel             *model,
-                                      const DcTrainSettings  *settings,
-                                      GBytes                 *corpus,
-                                      DcGptPrecision          precision,
-                                      guint                   n_threads,
-                                      GError                **error);
-void        dc_trainer_free          (DcTrainer              *self);
-void        dc_trainer_set_device    (DcTrainer              *self,
-                                      DcGemmBackend          *device,
-                                      guint64                 offload_min);
-gboolean    dc_trainer_step          (DcTrainer              *self,
-                                      float                  *loss,
-                                      GError                **error);
-DcGptModel *dc_trainer_get_model     (DcTrainer              *self);
-void        dc_trainer_fill_batch    (DcTrainer              *self,
-                                      guint64                 step,
-                                      guint8                 *inputs,
-                                      guint8                 *targets);
+/**
+ * DcTrainerBatchFunc:
+ * @step: the 0-based step whose batch is wanted (the model's step before it)
+ * @rank: which device of the group (0-based)
+ * @n_ranks: how many devices the group has
+ * @inputs: (out caller-allocates): (B, T) token ids
+ * @targets: (out caller-allocates): (B, T) the next token of each input
+ *
+ * Returns: %FALSE with @error set when no batch can be made
+ */
+typedef gboolean (*DcTrainerBatchFunc) (gpointer   user_data,
+                                        guint64    step,
+                                        guint      rank,
+                                        guint      n_ranks,
+                                        guint8    *inputs,
+                                        guint8    *targets,
+                                        GError   **error);
+
+DcTrainer  *dc_trainer_new               (DcGptModel             *model,
+                                          const DcTrainSettings  *settings,
+                                          DcGptPrecision          precision,
+                                          guint                   n_threads,
+                                          GError                **error);
+void        dc_trainer_free              (DcTrainer              *self);
+void        dc_trainer_set_batch_func    (DcTrainer              *self,
+                                          DcTrainerBatchFunc      func,
+                                          gpointer                user_data,
+                                          GDestroyNotify          destroy);
+void        dc_trainer_set_device        (DcTrainer              *self,
+                                          DcGemmBackend          *device,
+                                          guint64                 offload_min);
+void        dc_trainer_set_shared_device (DcTrainer              *self,
+                                          DcGemmBackend          *device,
+                                          guint64                 offload_min);
+gboolean    dc_trainer_step              (DcTrainer              *self,
+                                          float                  *loss,
+                                          GError                **error);
+gboolean    dc_trainer_compute_gradients (DcTrainer              *self,
+                                          guint                   rank,
+                                          guint                   n_ranks,
+                                          float                  *grads,
+                                          float                  *loss,
+                                          GError                **error);
+void        dc_trainer_apply_gradients   (DcTrainer              *self,
+                                          const float            *grads);
+DcGptModel *dc_trainer_get_model         (DcTrainer              *self);
+const DcTrainSettings *
+            dc_trainer_get_settings      (DcTrainer              *self);
+
+void        dc_trainer_combine_gradients (const float * const    *grads,
+                                          guint                   n_ranks,
+                                          gsize                   n,
+                                          float                  *out);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcTrainer, dc_trainer_free)
 

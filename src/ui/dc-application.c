@@ -1,8 +1,9 @@
 /* dc-application.c: the application object, its actions and settings.
  *
- * It owns the device's DcGroup (one per process, shared by its windows) and
- * starts looking for a group on the local network at startup when the
- * group-autostart setting says so.
+ * It makes the process's DcContext at startup (the backend from the
+ * "backend" setting, the Hugging Face client, the device's DcGroup), hands
+ * it to each window, and starts looking for a group on the local network at
+ * startup when the group-autostart setting says so.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -16,7 +17,6 @@
 #include "dc-preferences-window.h"
 #include "dc-ui-resources.h"
 #include "dc-window.h"
-#include "engine/dc-gemm-probe.h"
 
 struct _DcApplication
 {
@@ -24,7 +24,8 @@ struct _DcApplication
 
   /* owned references */
   GSettings      *settings;
-  DcGroup        *group;
+  DcContext      *context;   /* from startup on */
+  DcGroup        *group;     /* a group given before startup, until then */
 };
 
 G_DEFINE_FINAL_TYPE (DcApplication, dc_application, ADW_TYPE_APPLICATION)
@@ -63,7 +64,21 @@ dc_application_get_group (DcApplication *self)
 {
   g_return_val_if_fail (DC_IS_APPLICATION (self), NULL);
 
-  return self->group;
+  return self->context != NULL ? dc_context_get_group (self->context) : self->group;
+}
+
+/**
+ * dc_application_get_context:
+ *
+ * Returns: (transfer none) (nullable): the context shared by the windows,
+ *   %NULL before startup
+ */
+DcContext *
+dc_application_get_context (DcApplication *self)
+{
+  g_return_val_if_fail (DC_IS_APPLICATION (self), NULL);
+
+  return self->context;
 }
 
 /**
@@ -80,50 +95,27 @@ dc_application_set_group (DcApplication *self,
   g_return_if_fail (DC_IS_APPLICATION (self));
   g_return_if_fail (DC_IS_GROUP (group));
 
-  g_set_object (&self->group, group);
+  if (self->context != NULL)
+    dc_context_set_group (self->context, group);
+  else
+    g_set_object (&self->group, group);
 }
 
-/* What peers learn of this device's arithmetic: the seeded probe GEMM's hash
- * on the CPU path (every exact backend gives the same one) and the numeric
- * rule id, its first 32 bits. The probe is a 67×61×131 product: milliseconds. */
-static char *
-dup_probe_hash (guint32 *rule_id)
-{
-  g_autoptr(DcGemmBackend) backend = NULL;
-  g_autoptr(GError) error = NULL;
-  char *hash = NULL;
-
-  *rule_id = (guint32) (g_ascii_strtoull (dc_gemm_rule_id (), NULL, 16) >> 32);
-  backend = dc_gemm_backend_new (DC_BACKEND_CPU, &error);
-  if (backend != NULL)
-    hash = dc_gemm_probe (backend, &error);
-  if (hash == NULL)
-    {
-      g_warning ("The probe GEMM failed: %s", error->message);
-      return g_strdup ("");
-    }
-  return hash;
-}
-
-/* The hello peers see: the device name and backend from the settings, the
- * probe hash and the numeric rule id. */
+/* The hello peers see: the device name from the settings; the backend
+ * really in use, its probe hash and the numeric rule id from the context. */
 static DcGroup *
 create_group (DcApplication *self)
 {
   g_auto(DcMeshConfig) config = { 0 };
   g_autofree char *name = g_settings_get_string (self->settings, "device-name");
-  g_autofree char *backend = g_settings_get_string (self->settings, "backend");
   g_autofree char *stun = g_settings_get_string (self->settings, "stun-servers");
   g_auto(GStrv) stuns = g_strsplit (stun, ",", 2);
-  g_autofree char *probe_hash = NULL;
-  guint32 rule_id = 0;
 
-  probe_hash = dup_probe_hash (&rule_id);
   g_strstrip (name);
   config.create = TRUE;
   config.approve = DC_MESH_APPROVE_ASK;
-  config.hello = dc_mesh_hello_new (*name != '\0' ? name : g_get_host_name (), backend,
-                                    probe_hash, rule_id);
+  config.hello = dc_context_new_hello (self->context,
+                                       *name != '\0' ? name : g_get_host_name ());
   if (stuns[0] != NULL && *g_strstrip (stuns[0]) != '\0')
     config.peer.stun_server = g_strdup_printf ("stun://%s", stuns[0]);
   return dc_group_new (&config);
@@ -151,16 +143,17 @@ autostart_changed_cb (GSettings     *settings,
                       const char    *key,
                       DcApplication *self)
 {
+  DcGroup *group = dc_application_get_group (self);
   DcGroupState state;
 
-  if (self->group == NULL || g_settings_get_boolean (settings, key))
+  if (group == NULL || g_settings_get_boolean (settings, key))
     return;
-  state = dc_group_get_state (self->group);
+  state = dc_group_get_state (group);
   if (state == DC_GROUP_STATE_SEARCHING
-      || (state != DC_GROUP_STATE_OFFLINE && dc_group_get_via_lan (self->group)))
+      || (state != DC_GROUP_STATE_OFFLINE && dc_group_get_via_lan (group)))
     {
       g_message ("Automatic grouping switched off: leaving the local-network group");
-      dc_group_leave (self->group);
+      dc_group_leave (group);
     }
 }
 
@@ -182,8 +175,15 @@ dc_application_startup (GApplication *app)
 
   self->settings = g_settings_new (APP_ID);
 
+  {
+    g_autofree char *backend = g_settings_get_string (self->settings, "backend");
+
+    self->context = dc_context_new_for_preference (backend);
+  }
   if (self->group == NULL)
     self->group = create_group (self);
+  dc_context_set_group (self->context, self->group);
+  g_clear_object (&self->group);
   g_signal_connect_object (self->settings, "changed::group-autostart",
                            G_CALLBACK (autostart_changed_cb), self, 0);
   /* Off in tests (GSETTINGS_BACKEND=memory), which must not send multicast. */
@@ -191,7 +191,7 @@ dc_application_startup (GApplication *app)
     {
       g_autoptr(GError) error = NULL;
 
-      if (!dc_group_start_discovery (self->group, 0, NULL, &error))
+      if (!dc_group_start_discovery (dc_application_get_group (self), 0, NULL, &error))
         g_message ("Looking for a group on the local network failed: %s", error->message);
     }
 
@@ -274,8 +274,8 @@ dc_application_shutdown (GApplication *app)
   DcApplication *self = DC_APPLICATION (app);
 
   /* Say bye to the peers; the byes leave while the loop winds down. */
-  if (self->group != NULL)
-    dc_group_leave (self->group);
+  if (dc_application_get_group (self) != NULL)
+    dc_group_leave (dc_application_get_group (self));
 
   G_APPLICATION_CLASS (dc_application_parent_class)->shutdown (app);
 }
@@ -293,6 +293,7 @@ dc_application_dispose (GObject *object)
 
   g_clear_object (&self->settings);
   g_clear_object (&self->group);
+  g_clear_object (&self->context);
 
   G_OBJECT_CLASS (dc_application_parent_class)->dispose (object);
 }

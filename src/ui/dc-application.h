@@ -6,6 +6,7 @@
 
 #include <adwaita.h>
 
+#include "dc-context.h"
 #include "mesh/dc-group.h"
 
 G_BEGIN_DECLS
@@ -17,6 +18,7 @@ G_DECLARE_FINAL_TYPE (DcApplication, dc_application, DC, APPLICATION, AdwApplica
 DcApplication *dc_application_new          (void);
 GSettings     *dc_application_get_settings (DcApplication *self);
 DcGroup       *dc_application_get_group    (DcApplication *self);
+DcContext     *dc_application_get_context  (DcApplication *self);
 void           dc_application_set_group    (DcApplication *self,
                                             DcGroup       *group);
 

@@ -16,7 +16,7 @@
 #include <glib/gi18n.h>
 
 #include "dc-train-page.h"
-#include "model/dc-training-run.h"
+#include "train/dc-training-run.h"
 
 /* The log keeps this many lines; older ones are dropped from the top. */
 #define LOG_MAX_LINES 2000
@@ -347,6 +347,38 @@ run_log_cb (DcTrainingRun *run,
             DcTrainPage   *self)
 {
   dc_train_page_append_log (self, line);
+}
+
+static void
+set_run (DcTrainPage   *self,
+         DcTrainingRun *run)
+{
+  if (self->run != NULL)
+    g_signal_handlers_disconnect_by_data (self->run, self);
+  g_clear_object (&self->run);
+  self->run = run;
+  g_signal_connect_object (self->run, "step", G_CALLBACK (run_step_cb), self, 0);
+  g_signal_connect_object (self->run, "log", G_CALLBACK (run_log_cb), self, 0);
+  g_signal_connect_object (self->run, "notify::state", G_CALLBACK (run_state_cb), self,
+                           G_CONNECT_SWAPPED);
+  update_actions (self);
+}
+
+/**
+ * dc_train_page_set_context:
+ * @context: (nullable): the application's context, whose backend the runs use
+ *
+ * Call once, before anything is trained (the window does, at construction).
+ */
+void
+dc_train_page_set_context (DcTrainPage *self,
+                           DcContext   *context)
+{
+  g_return_if_fail (DC_IS_TRAIN_PAGE (self));
+  g_return_if_fail (context == NULL || DC_IS_CONTEXT (context));
+  g_return_if_fail (dc_training_run_get_state (self->run) == DC_TRAINING_STATE_IDLE);
+
+  set_run (self, dc_training_run_new_for_context (context));
 }
 
 static void
@@ -686,12 +718,7 @@ dc_train_page_init (DcTrainPage *self)
   g_type_ensure (DC_TYPE_LOSS_CHART);
   gtk_widget_init_template (GTK_WIDGET (self));
 
-  self->run = dc_training_run_new ();
-  g_signal_connect_object (self->run, "step", G_CALLBACK (run_step_cb), self, 0);
-  g_signal_connect_object (self->run, "log", G_CALLBACK (run_log_cb), self, 0);
-  g_signal_connect_object (self->run, "notify::state", G_CALLBACK (run_state_cb), self,
-                           G_CONNECT_SWAPPED);
-  update_actions (self);
+  set_run (self, dc_training_run_new ());
 
   g_object_bind_property (self->log_scale_button, "active", self->chart, "log-scale",
                           G_BINDING_BIDIRECTIONAL | G_BINDING_SYNC_CREATE);

@@ -6,6 +6,7 @@
 
 #include <adwaita.h>
 
+#include "dc-context.h"
 #include "dc-loss-chart.h"
 
 G_BEGIN_DECLS
@@ -14,6 +15,8 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (DcTrainPage, dc_train_page, DC, TRAIN_PAGE, AdwBin)
 
+void         dc_train_page_set_context  (DcTrainPage *self,
+                                         DcContext   *context);
 void         dc_train_page_set_settings (DcTrainPage *self,
                                          GSettings   *settings);
 DcLossChart *dc_train_page_get_chart    (DcTrainPage *self);

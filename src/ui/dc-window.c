@@ -27,16 +27,30 @@ struct _DcWindow
   /* owned references */
   GSettings            *settings;
 
+  /* owned references */
+  DcContext            *context;   /* construct-only (nullable in tests) */
+
   /* state */
   guint                 close_confirmed : 1;
 };
+
+enum {
+  PROP_0,
+  PROP_CONTEXT,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
 
 G_DEFINE_FINAL_TYPE (DcWindow, dc_window, ADW_TYPE_APPLICATION_WINDOW)
 
 DcWindow *
 dc_window_new (DcApplication *application)
 {
-  DcWindow *self = g_object_new (DC_TYPE_WINDOW, "application", application, NULL);
+  DcWindow *self = g_object_new (DC_TYPE_WINDOW,
+                                 "application", application,
+                                 "context", dc_application_get_context (application),
+                                 NULL);
 
   /* Not in constructed(): GtkWindow:application is set after it runs. */
   dc_group_page_set_group (self->group_page, dc_application_get_group (application));
@@ -216,6 +230,7 @@ dc_window_constructed (GObject *object)
     gtk_window_maximize (GTK_WINDOW (self));
 
   dc_train_page_set_settings (self->train_page, self->settings);
+  dc_train_page_set_context (self->train_page, self->context);
   g_signal_connect_object (self->train_page, "toast", G_CALLBACK (toast_cb), self,
                            G_CONNECT_SWAPPED);
 
@@ -240,8 +255,47 @@ dc_window_dispose (GObject *object)
 
   gtk_widget_dispose_template (GTK_WIDGET (self), DC_TYPE_WINDOW);
   g_clear_object (&self->settings);
+  g_clear_object (&self->context);
 
   G_OBJECT_CLASS (dc_window_parent_class)->dispose (object);
+}
+
+static void
+dc_window_get_property (GObject    *object,
+                        guint       prop_id,
+                        GValue     *value,
+                        GParamSpec *pspec)
+{
+  DcWindow *self = DC_WINDOW (object);
+
+  switch (prop_id)
+    {
+    case PROP_CONTEXT:
+      g_value_set_object (value, self->context);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+dc_window_set_property (GObject      *object,
+                        guint         prop_id,
+                        const GValue *value,
+                        GParamSpec   *pspec)
+{
+  DcWindow *self = DC_WINDOW (object);
+
+  switch (prop_id)
+    {
+    case PROP_CONTEXT:
+      self->context = g_value_dup_object (value);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
 }
 
 static void
@@ -253,7 +307,17 @@ dc_window_class_init (DcWindowClass *klass)
 
   object_class->constructed = dc_window_constructed;
   object_class->dispose = dc_window_dispose;
+  object_class->get_property = dc_window_get_property;
+  object_class->set_property = dc_window_set_property;
   window_class->close_request = dc_window_close_request;
+
+  /* The application's context: the backend, the Hugging Face client, the
+   * group; handed on to the pages. NULL in tests that build a bare window. */
+  properties[PROP_CONTEXT] =
+    g_param_spec_object ("context", NULL, NULL, DC_TYPE_CONTEXT,
+                         G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS
+                         | G_PARAM_EXPLICIT_NOTIFY);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
 
   gtk_widget_class_set_template_from_resource (widget_class, RESOURCE_BASE "/ui/dc-window.ui");
   gtk_widget_class_bind_template_child (widget_class, DcWindow, toast_overlay);

@@ -6,7 +6,9 @@
 
 #include <gio/gio.h>
 
-#include "dc-gpt-model.h"
+#include "dc-context.h"
+#include "dc-train-plan.h"
+#include "model/dc-gpt-model.h"
 
 G_BEGIN_DECLS
 
@@ -31,23 +33,8 @@ typedef enum
   DC_TRAINING_STATE_FAILED,
 } DcTrainingState;
 
-/* What a run starts from; the ranges are the seeds' (dc_train_settings_validate). */
-typedef struct
-{
-  guint    width;
-  guint    seq;
-  guint    batch;
-  guint    steps;
-  guint    lr_x1000;
-  guint64  seed;
-  guint    n_threads;  /* 0: every core; results do not depend on it */
-  char    *data;       /* "builtin", a Hugging Face dataset id, or a file */
-  guint    stop_at;    /* 0: run all @steps; else stop after this step, as the
-                        * CLI's --stop-at does (a stop that does not race the
-                        * worker) */
-} DcTrainingRequest;
-
 DcTrainingRun   *dc_training_run_new             (void);
+DcTrainingRun   *dc_training_run_new_for_context (DcContext                *context);
 DcTrainingState  dc_training_run_get_state       (DcTrainingRun            *self);
 guint64          dc_training_run_get_step        (DcTrainingRun            *self);
 guint            dc_training_run_get_steps       (DcTrainingRun            *self);

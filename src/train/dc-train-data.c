@@ -11,13 +11,13 @@
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
-#define G_LOG_DOMAIN "dc-model"
+#define G_LOG_DOMAIN "dc-train"
 
 #include "config.h"
 
 #include "dc-train-data.h"
 
-#include "dc-model-error.h"
+#include "model/dc-model-error.h"
 #include "dc-regular-file.h"
 #include "data/dc-corpus.h"
 #include "data/dc-dataset.h"
@@ -41,11 +41,11 @@ load_file (GFile   *file,
 }
 
 static GBytes *
-load_dataset (const char    *spec,
-              guint64        seed,
-              gboolean      *used_fallback,
-              GCancellable  *cancellable,
-              GError       **error)
+load_dataset (const DcDatasetSpec  *spec,
+              guint64               seed,
+              gboolean             *used_fallback,
+              GCancellable         *cancellable,
+              GError              **error)
 {
   g_autoptr(DcHfClient) client = dc_hf_client_new (NULL);
   g_autoptr(DcTextStream) stream = NULL;
@@ -55,7 +55,7 @@ load_dataset (const char    *spec,
 
   /* One device for now: rank 0 of 1. The mesh issue passes each device's
    * rank and the group's size so that the shares are disjoint. */
-  stream = dc_text_stream_new (client, spec, "text", 0, 1, seed);
+  stream = dc_text_stream_new_for_spec (client, spec, "text", 0, 1, seed);
 
   /* The stream hands on one row group a slice at a time; stop as soon as
    * enough text is gathered, cutting the last text to fit. */
@@ -137,5 +137,6 @@ dc_train_data_load (const char    *spec,
                    "“%s” is neither a file nor a Hugging Face dataset id (owner/name)", spec);
       return NULL;
     }
-  return load_dataset (spec, seed, used_fallback, cancellable, error);
+  /* Parsed once, here: the stream takes the parsed spec. */
+  return load_dataset (dataset, seed, used_fallback, cancellable, error);
 }

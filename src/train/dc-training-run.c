@@ -11,9 +11,14 @@
  * model, so they are refused while a run is in progress (the UI disables
  * them).
  *
+ * A run is assembled by the training layer (dc-train-plan.h): Start turns
+ * the request into a plan here, the worker prepares the session (data,
+ * model, trainer) and steps it. The front end's DcContext gives the backend;
+ * a loaded checkpoint is continued by the next Start.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
-#define G_LOG_DOMAIN "dc-model"
+#define G_LOG_DOMAIN "dc-train"
 
 #include "config.h"
 
@@ -21,21 +26,21 @@
 
 #include <string.h>
 
-#include "dc-checkpoint.h"
-#include "dc-generate.h"
-#include "dc-hf-export.h"
-#include "dc-model-error.h"
-#include "dc-train-data.h"
-#include "dc-trainer.h"
 #include "data/dc-dataset.h"
+#include "model/dc-checkpoint.h"
+#include "model/dc-generate.h"
+#include "model/dc-hf-export.h"
+#include "model/dc-model-error.h"
 
 struct _DcTrainingRun
 {
   GObject          parent_instance;
 
   /* owned references */
-  DcTrainer       *trainer;        /* the last run's, or NULL; the model lives in it */
-  DcGptModel      *loaded;         /* a loaded checkpoint's model when no trainer has one */
+  DcContext       *context_obj;    /* the front end's (nullable): the backend */
+  DcTrainPlan     *plan;           /* the run being prepared; the worker's until the join */
+  DcTrainSession  *session;        /* the last run's, or NULL; the model lives in it */
+  DcGptModel      *loaded;         /* a loaded checkpoint's model when no session has one */
   GThread         *thread;
   GMainContext    *context;        /* where the worker reports */
   GCancellable    *cancellable;    /* the run's data reads; cancelled by stop */
@@ -47,10 +52,6 @@ struct _DcTrainingRun
 
   /* state */
   DcTrainSettings  settings;
-  DcGptConfig      config;         /* of the run being prepared */
-  guint            n_threads;
-  guint            stop_at;        /* 0, or the step after which the worker stops */
-  char            *data;           /* the run's --data spec */
   DcTrainingState  state;
   guint64          step;
   double           loss;
@@ -70,6 +71,7 @@ enum {
   PROP_TOKENS_PER_SECOND,
   PROP_HASH,
   PROP_MESSAGE,
+  PROP_CONTEXT,
   N_PROPS
 };
 
@@ -94,6 +96,7 @@ typedef struct
   double         tokens_per_s;
   char          *hash;
   char          *log;        /* a line for the log, or NULL */
+  gboolean       logged;     /* @log is on the log already: only emit "log" */
   GError        *error;      /* why the run failed, when it did */
 } Report;
 
@@ -110,6 +113,18 @@ DcTrainingRun *
 dc_training_run_new (void)
 {
   return g_object_new (DC_TYPE_TRAINING_RUN, NULL);
+}
+
+/**
+ * dc_training_run_new_for_context:
+ * @context: (nullable): the front end's context; runs use its backend
+ *
+ * Returns: (transfer full): a run
+ */
+DcTrainingRun *
+dc_training_run_new_for_context (DcContext *context)
+{
+  return g_object_new (DC_TYPE_TRAINING_RUN, "context", context, NULL);
 }
 
 static void
@@ -170,8 +185,8 @@ announce_model (DcTrainingRun   *self,
 static DcGptModel *
 current_model (DcTrainingRun *self)
 {
-  if (self->trainer != NULL)
-    return dc_trainer_get_model (self->trainer);
+  if (self->session != NULL)
+    return dc_train_session_get_model (self->session);
   return self->loaded;
 }
 
@@ -190,7 +205,9 @@ static void
 deliver_report (DcTrainingRun *self,
                 Report        *report)
 {
-  if (report->log != NULL)
+  if (report->log != NULL && report->logged)
+    g_signal_emit (self, signals[SIGNAL_LOG], 0, report->log);
+  else if (report->log != NULL)
     emit_log (self, report->log);
 
   if (report->hash != NULL)
@@ -308,32 +325,6 @@ post_log (DcTrainingRun *self,
   post_report (self, report);
 }
 
-/* The worker: trains until the last step or a stop request. It owns the
- * trainer for its whole life; the main thread reads it only after the join. */
-static DcTrainer *
-prepare_trainer (DcTrainingRun  *self,
-                 GError        **error)
-{
-  g_autoptr(GBytes) corpus = NULL;
-  g_autoptr(DcGptModel) model = NULL;
-  gboolean used_fallback = FALSE;
-
-  corpus = dc_train_data_load (self->data, self->settings.seed, &used_fallback,
-                               self->cancellable, error);
-  if (corpus == NULL)
-    return NULL;
-  if (used_fallback)
-    post_log (self, "%s", DC_DATASET_UNREACHABLE_MESSAGE);
-
-  model = dc_gpt_model_new (&self->config, error);
-  if (model == NULL)
-    return NULL;
-  dc_gpt_model_init_weights (model, self->settings.seed);
-
-  return dc_trainer_new (g_steal_pointer (&model), &self->settings, corpus,
-                         DC_GPT_PRECISION_INT8, self->n_threads, error);
-}
-
 static gpointer
 training_worker (gpointer user_data)
 {
@@ -350,25 +341,34 @@ training_worker (gpointer user_data)
    * own, never iterated, rather than the global default that the main
    * thread runs, so that nothing of the worker's is touched there. */
   g_main_context_push_thread_default (worker_context);
-  self->trainer = prepare_trainer (self, &done->error);
+  self->session = dc_train_plan_prepare (self->plan, self->cancellable, &done->error);
   g_main_context_pop_thread_default (worker_context);
-  if (self->trainer == NULL)
+  if (self->session == NULL)
     {
       done->finished = TRUE;
       post_report (self, done);
       return NULL;
     }
-  model = dc_trainer_get_model (self->trainer);
-  batch_tokens = self->settings.batch * model->config.seq;
+  if (dc_train_session_used_fallback (self->session))
+    {
+      /* The data layer logged it when it decided: tell the UI, not the log again. */
+      Report *report = g_new0 (Report, 1);
 
-  while (model->step < self->settings.steps && !g_atomic_int_get (&self->stop_requested)
-         && (self->stop_at == 0 || model->step < self->stop_at))
+      report->log = g_strdup (DC_DATASET_UNREACHABLE_MESSAGE);
+      report->logged = TRUE;
+      post_report (self, report);
+    }
+  model = dc_train_session_get_model (self->session);
+  batch_tokens = self->settings.batch * model->config.seq
+                 * dc_train_session_get_n_ranks (self->session);
+
+  while (model->step < self->plan->stop && !g_atomic_int_get (&self->stop_requested))
     {
       Report *report = g_new0 (Report, 1);
       gint64 start = g_get_monotonic_time ();
       float loss = 0.0f;
 
-      if (!dc_trainer_step (self->trainer, &loss, &done->error))
+      if (!dc_train_session_step (self->session, &loss, &done->error))
         {
           g_free (report);
           break;
@@ -412,9 +412,8 @@ dc_training_run_start (DcTrainingRun            *self,
                        const DcTrainingRequest  *request,
                        GError                  **error)
 {
-  DcTrainSettings settings;
-  DcGptConfig config;
-  const char *data;
+  g_autoptr(DcTrainPlan) plan = NULL;
+  gboolean resumed;
 
   g_return_val_if_fail (DC_IS_TRAINING_RUN (self), FALSE);
   g_return_val_if_fail (request != NULL, FALSE);
@@ -422,30 +421,38 @@ dc_training_run_start (DcTrainingRun            *self,
   if (!ensure_idle (self, error))
     return FALSE;
 
-  dc_train_settings_init_default (&settings);
-  settings.batch = request->batch;
-  settings.steps = request->steps;
-  settings.lr_x1000 = request->lr_x1000;
-  settings.seed = request->seed;
-  if (!dc_train_settings_validate (&settings, error))
-    return FALSE;
+  /* A loaded checkpoint is continued (like the CLI's --resume), not thrown
+   * away; the plan takes it only when the request is valid. */
+  resumed = self->loaded != NULL;
+  if (resumed)
+    {
+      DcTrainSettings saved = self->settings;
+      DcGptModel *model = self->loaded;
 
-  dc_gpt_config_init_derived (&config, request->width, request->seq);
-  if (!dc_gpt_config_validate (&config, error))
-    return FALSE;
+      self->loaded = NULL;
+      plan = dc_train_plan_new (request, model, &saved, error);
+      if (plan == NULL)
+        {
+          self->loaded = model;  /* kept: the request was refused, not the model */
+          return FALSE;
+        }
+    }
+  else
+    {
+      plan = dc_train_plan_new (request, NULL, NULL, error);
+      if (plan == NULL)
+        return FALSE;
+    }
+  dc_train_plan_set_context (plan, self->context_obj);
 
   /* A new run replaces the model; the data is read by the worker. */
-  data = request->data != NULL ? request->data : "builtin";
-  g_clear_pointer (&self->trainer, dc_trainer_free);
-  g_clear_pointer (&self->loaded, dc_gpt_model_free);
-  self->settings = settings;
-  self->config = config;
-  self->n_threads = request->n_threads > 0 ? request->n_threads : g_get_num_processors ();
-  self->stop_at = request->stop_at;
-  g_free (self->data);
-  self->data = g_strdup (data);
-  self->step = 0;
-  g_clear_pointer (&self->hash, g_free);
+  g_clear_pointer (&self->session, dc_train_session_free);
+  g_clear_pointer (&self->plan, dc_train_plan_free);
+  self->plan = g_steal_pointer (&plan);
+  self->settings = self->plan->settings;
+  self->step = self->plan->resume != NULL ? self->plan->resume->step : 0;
+  if (!resumed)
+    g_clear_pointer (&self->hash, g_free);
   g_atomic_int_set (&self->stop_requested, 0);
   g_clear_object (&self->cancellable);
   self->cancellable = g_cancellable_new ();
@@ -453,13 +460,32 @@ dc_training_run_start (DcTrainingRun            *self,
   self->context = g_main_context_ref_thread_default ();
 
   {
+    const DcGptConfig *config = &self->plan->config;
+    const DcTrainSettings *settings = &self->plan->settings;
     g_autofree char *line =
       g_strdup_printf ("training: width %u, %u layers, %u heads, sequence %u, batch %u, "
                        "%u steps, learning rate %.3f, seed %" G_GUINT64_FORMAT ", data %s",
-                       config.width, config.n_layer, config.n_head, config.seq,
-                       settings.batch, settings.steps, settings.lr_x1000 / 1000.0,
-                       settings.seed, data);
+                       config->width, config->n_layer, config->n_head, config->seq,
+                       settings->batch, settings->steps, settings->lr_x1000 / 1000.0,
+                       settings->seed, self->plan->data);
     emit_log (self, line);
+    if (self->plan->backend != NULL)
+      {
+        DcGemmBackend *backend = self->plan->backend;
+        g_autofree char *where =
+          g_strdup_printf ("training: products of ≥ %" G_GUINT64_FORMAT " multiply-adds on %s "
+                           "(%s, %s)", self->plan->offload_min,
+                           dc_backend_kind_to_string (dc_gemm_backend_get_kind (backend)),
+                           dc_gemm_backend_get_device_name (backend),
+                           dc_gemm_backend_get_kernel_name (backend));
+        emit_log (self, where);
+      }
+    if (resumed)
+      {
+        g_autofree char *from = g_strdup_printf ("training continues from the loaded model at "
+                                                 "step %" G_GUINT64_FORMAT, self->step);
+        emit_log (self, from);
+      }
   }
 
   announce_model (self, DC_TRAINING_STATE_RUNNING);
@@ -546,7 +572,7 @@ dc_training_run_load_checkpoint (DcTrainingRun  *self,
   if (model == NULL)
     return FALSE;
 
-  g_clear_pointer (&self->trainer, dc_trainer_free);
+  g_clear_pointer (&self->session, dc_train_session_free);
   g_clear_pointer (&self->loaded, dc_gpt_model_free);
   self->loaded = model;
   self->settings = settings;
@@ -638,7 +664,7 @@ dc_training_run_get_steps (DcTrainingRun *self)
 {
   g_return_val_if_fail (DC_IS_TRAINING_RUN (self), 0);
 
-  /* While the worker runs, self->trainer is its: do not look at it. */
+  /* While the worker runs, self->session is its: do not look at it. */
   return self->thread != NULL || current_model (self) != NULL ? self->settings.steps : 0;
 }
 
@@ -706,6 +732,29 @@ dc_training_run_get_property (GObject    *object,
       g_value_set_string (value, self->message);
       break;
 
+    case PROP_CONTEXT:
+      g_value_set_object (value, self->context_obj);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+dc_training_run_set_property (GObject      *object,
+                              guint         prop_id,
+                              const GValue *value,
+                              GParamSpec   *pspec)
+{
+  DcTrainingRun *self = DC_TRAINING_RUN (object);
+
+  switch (prop_id)
+    {
+    case PROP_CONTEXT:
+      self->context_obj = g_value_dup_object (value);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -737,11 +786,14 @@ dc_training_run_finalize (GObject *object)
 {
   DcTrainingRun *self = DC_TRAINING_RUN (object);
 
-  g_clear_pointer (&self->trainer, dc_trainer_free);
+  /* The session borrows the context's backend: it goes first. A disposed
+   * run keeps both, so that its model can still be saved. */
+  g_clear_pointer (&self->session, dc_train_session_free);
+  g_clear_object (&self->context_obj);
+  g_clear_pointer (&self->plan, dc_train_plan_free);
   g_clear_pointer (&self->loaded, dc_gpt_model_free);
   g_clear_pointer (&self->context, g_main_context_unref);
   g_clear_object (&self->cancellable);
-  g_free (self->data);
   g_free (self->hash);
   g_free (self->message);
   g_mutex_clear (&self->report_lock);
@@ -758,6 +810,7 @@ dc_training_run_class_init (DcTrainingRunClass *klass)
   object_class->dispose = dc_training_run_dispose;
   object_class->finalize = dc_training_run_finalize;
   object_class->get_property = dc_training_run_get_property;
+  object_class->set_property = dc_training_run_set_property;
 
   properties[PROP_STATE] =
     g_param_spec_int ("state", NULL, NULL, DC_TRAINING_STATE_IDLE, DC_TRAINING_STATE_FAILED,
@@ -770,6 +823,11 @@ dc_training_run_class_init (DcTrainingRunClass *klass)
     g_param_spec_double ("tokens-per-second", NULL, NULL, 0, G_MAXDOUBLE, 0, flags);
   properties[PROP_HASH] = g_param_spec_string ("hash", NULL, NULL, NULL, flags);
   properties[PROP_MESSAGE] = g_param_spec_string ("message", NULL, NULL, NULL, flags);
+  /* The front end's context, whose backend the runs use; NULL: the CPU. */
+  properties[PROP_CONTEXT] =
+    g_param_spec_object ("context", NULL, NULL, DC_TYPE_CONTEXT,
+                         G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS
+                         | G_PARAM_EXPLICIT_NOTIFY);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   /**

@@ -1,0 +1,263 @@
+/* dc-train-plan.c: a validated plan and the session that runs it.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-train"
+
+#include "config.h"
+
+#include "dc-train-plan.h"
+
+#include "model/dc-model-error.h"
+
+struct _DcTrainSession
+{
+  DcTokenSource  *source;    /* owned; feeds the trainer */
+  DcTrainer      *trainer;   /* owned; holds the model */
+  guint           n_ranks;
+  gboolean        group_step;
+  float         **grads;     /* n_ranks buffers of n_params (group step only) */
+};
+
+/**
+ * dc_train_plan_new:
+ * @request: what to train; for a fresh model every field counts (0 for
+ *   batch, steps or learning rate means the default)
+ * @resume: (transfer full) (nullable): a model to continue (a loaded
+ *   checkpoint); its size and settings win over @request's, except a
+ *   non-zero @request steps, which extends or shortens the run. The plan
+ *   takes it only when it returns one: on failure it stays the caller's
+ * @resume_settings: (nullable): @resume's saved settings
+ *
+ * Returns: (transfer full): the plan, or %NULL with @error set
+ */
+DcTrainPlan *
+dc_train_plan_new (const DcTrainingRequest  *request,
+                   DcGptModel               *resume,
+                   const DcTrainSettings    *resume_settings,
+                   GError                  **error)
+{
+  g_autoptr(DcTrainPlan) self = g_new0 (DcTrainPlan, 1);
+  DcGptModel *model = resume;
+
+  g_return_val_if_fail (request != NULL, NULL);
+  g_return_val_if_fail (resume == NULL || resume_settings != NULL, NULL);
+
+  if (model != NULL)
+    {
+      self->settings = *resume_settings;
+      self->config = model->config;
+      if (request->steps > 0)
+        self->settings.steps = request->steps;
+    }
+  else
+    {
+      dc_train_settings_init_default (&self->settings);
+      if (request->batch > 0)
+        self->settings.batch = request->batch;
+      if (request->steps > 0)
+        self->settings.steps = request->steps;
+      if (request->lr_x1000 > 0)
+        self->settings.lr_x1000 = request->lr_x1000;
+      self->settings.seed = request->seed;
+      dc_gpt_config_init_derived (&self->config, request->width, request->seq);
+    }
+  if (!dc_train_settings_validate (&self->settings, error)
+      || !dc_gpt_config_validate (&self->config, error))
+    return NULL;
+
+  self->n_ranks = MAX (request->simulate_peers, 1);
+  self->group_step = request->simulate_peers > 0;
+  if (self->n_ranks > DC_TRAIN_SIMULATE_PEERS_MAX)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "a simulated group has at most %u devices, not %u",
+                   DC_TRAIN_SIMULATE_PEERS_MAX, self->n_ranks);
+      return NULL;
+    }
+  self->n_threads = request->n_threads > 0 ? request->n_threads : g_get_num_processors ();
+  self->data = g_strdup (request->data != NULL ? request->data : "builtin");
+  self->stop = request->stop_at > 0 ? MIN ((guint64) request->stop_at, self->settings.steps)
+                                    : self->settings.steps;
+  self->resume = model;
+  return g_steal_pointer (&self);
+}
+
+/**
+ * dc_train_plan_set_context:
+ * @context: (nullable): whose backend the run uses (borrowed: @context must
+ *   outlive the session, and nothing else may use its backend meanwhile);
+ *   %NULL for the CPU alone
+ */
+void
+dc_train_plan_set_context (DcTrainPlan *self,
+                           DcContext   *context)
+{
+  self->backend = NULL;
+  self->offload_min = 0;
+  /* The CPU backend is always there for small products; another one takes
+   * the large products (all of them for cpu-scalar, which exists for checking). */
+  if (context != NULL && dc_context_get_backend_kind (context) != DC_BACKEND_CPU)
+    {
+      self->backend = dc_context_get_backend (context);
+      self->offload_min = dc_context_get_offload_min (context);
+    }
+}
+
+void
+dc_train_plan_free (DcTrainPlan *self)
+{
+  if (self == NULL)
+    return;
+  g_clear_pointer (&self->resume, dc_gpt_model_free);
+  g_free (self->data);
+  g_free (self);
+}
+
+/**
+ * dc_train_plan_prepare:
+ *
+ * Reads the data (a dataset falls back to the built-in corpus when it cannot
+ * be reached), builds the model (seeded, or the plan's model to resume,
+ * which the session then owns) and the trainer. Blocks: call it from a
+ * worker thread where the data may be a dataset.
+ *
+ * Returns: (transfer full): the session, or %NULL with @error set
+ */
+DcTrainSession *
+dc_train_plan_prepare (DcTrainPlan   *self,
+                       GCancellable  *cancellable,
+                       GError       **error)
+{
+  g_autoptr(DcTrainSession) session = g_new0 (DcTrainSession, 1);
+  g_autoptr(DcGptModel) model = NULL;
+
+  /* After the model's settings: a resumed run's seed places the rows. */
+  session->source = dc_token_source_open (self->data, self->settings.seed, cancellable, error);
+  if (session->source == NULL || !dc_token_source_check (session->source, self->config.seq, error))
+    return NULL;
+
+  if (self->resume != NULL)
+    model = g_steal_pointer (&self->resume);
+  else
+    {
+      model = dc_gpt_model_new (&self->config, error);
+      if (model == NULL)
+        return NULL;
+      dc_gpt_model_init_weights (model, self->settings.seed);
+    }
+
+  session->trainer = dc_trainer_new (g_steal_pointer (&model), &self->settings,
+                                     DC_GPT_PRECISION_INT8, self->n_threads, error);
+  if (session->trainer == NULL)
+    return NULL;
+  dc_token_source_attach (session->source, session->trainer);
+  if (self->backend != NULL)
+    dc_trainer_set_shared_device (session->trainer, self->backend, self->offload_min);
+
+  session->n_ranks = self->n_ranks;
+  session->group_step = self->group_step;
+  if (session->group_step)
+    {
+      gsize n_params = dc_trainer_get_model (session->trainer)->n_params;
+
+      session->grads = g_new0 (float *, session->n_ranks);
+      for (guint k = 0; k < session->n_ranks; k++)
+        session->grads[k] = g_new (float, n_params);
+    }
+  return g_steal_pointer (&session);
+}
+
+/**
+ * dc_train_session_step:
+ * @loss: (out) (optional): the step's loss: alone, the batch's mean loss;
+ *   in a group, the mean of the ranks' losses, summed in rank order
+ *
+ * One step. Alone it is dc_trainer_step (). In a (simulated) group, of one
+ * device too when simulate_peers was given (which proves the group rule
+ * reduces to the solo step), every
+ * rank k computes the gradient of its batch (rank k of n), the n gradients
+ * are combined in the canonical order (dc_trainer_combine_gradients ()),
+ * and the deterministic Adam step applies the result.
+ */
+gboolean
+dc_train_session_step (DcTrainSession  *self,
+                       float           *loss,
+                       GError         **error)
+{
+  DcGptModel *model = dc_trainer_get_model (self->trainer);
+  float loss_sum = 0.0f;
+
+  if (!self->group_step)
+    return dc_trainer_step (self->trainer, loss, error);
+
+  /* The seam for the group coordinator: a real group computes only its own
+   * rank here and receives the others' gradients from the mesh. The ranks
+   * run one after another on this thread: each uses every GEMM thread, and
+   * the results cannot depend on the order they are computed in. */
+  for (guint k = 0; k < self->n_ranks; k++)
+    {
+      float rank_loss = 0.0f;
+
+      if (!dc_trainer_compute_gradients (self->trainer, k, self->n_ranks, self->grads[k],
+                                         &rank_loss, error))
+        return FALSE;
+      loss_sum = loss_sum + rank_loss;
+    }
+  dc_trainer_combine_gradients ((const float * const *) self->grads, self->n_ranks,
+                                model->n_params, self->grads[0]);
+  dc_trainer_apply_gradients (self->trainer, self->grads[0]);
+  if (loss != NULL)
+    *loss = loss_sum / (float) self->n_ranks;
+  return TRUE;
+}
+
+/**
+ * dc_train_session_get_model:
+ *
+ * Returns: (transfer none): the model being trained
+ */
+DcGptModel *
+dc_train_session_get_model (DcTrainSession *self)
+{
+  return dc_trainer_get_model (self->trainer);
+}
+
+/**
+ * dc_train_session_get_trainer:
+ *
+ * Returns: (transfer none): the trainer
+ */
+DcTrainer *
+dc_train_session_get_trainer (DcTrainSession *self)
+{
+  return self->trainer;
+}
+
+/* A dataset was unreachable and the built-in corpus is used instead. */
+gboolean
+dc_train_session_used_fallback (DcTrainSession *self)
+{
+  return dc_token_source_used_fallback (self->source);
+}
+
+guint
+dc_train_session_get_n_ranks (DcTrainSession *self)
+{
+  return self->n_ranks;
+}
+
+void
+dc_train_session_free (DcTrainSession *self)
+{
+  if (self == NULL)
+    return;
+  /* The trainer borrows the source: it goes first. */
+  g_clear_pointer (&self->trainer, dc_trainer_free);
+  g_clear_pointer (&self->source, dc_token_source_free);
+  if (self->grads != NULL)
+    for (guint k = 0; k < self->n_ranks; k++)
+      g_free (self->grads[k]);
+  g_free (self->grads);
+  g_free (self);
+}

@@ -1,0 +1,256 @@
+/* test-train.c: the training layer's pieces: token sources, the group
+ * rule, the simulated group step, the optimizer hash.
+ *
+ * Proves: rank k of n cuts the rows k·B … k·B + B − 1 of what one device
+ * with batch n·B cuts, and rank 0 of 1 is the solo rule written out here;
+ * gradients are combined in rank order, left to right (a crafted case where
+ * another order gives other bits); a simulated group of one is the solo step
+ * bit for bit; a simulated group of three does not depend on the thread
+ * count; the optimizer hash moves with the Adam state.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "dc-test-utils.h"
+#include "model/dc-rng.h"
+#include "train/dc-token-source.h"
+#include "train/dc-train-plan.h"
+
+static GBytes *
+load_corpus (void)
+{
+  g_autofree char *path = dc_test_dup_source_path ("tests", "data", "train-corpus.txt", NULL);
+  g_autoptr(GError) error = NULL;
+  char *text = NULL;
+  gsize len = 0;
+
+  g_file_get_contents (path, &text, &len, &error);
+  g_assert_no_error (error);
+  return g_bytes_new_take (text, len);
+}
+
+static void
+test_rank_rule (void)
+{
+  const guint n = 3, b = 2, t = 16;
+  const guint64 seed = 9;
+  g_autoptr(GBytes) corpus = load_corpus ();
+  g_autoptr(DcTokenSource) source = dc_token_source_new_corpus (corpus, "corpus", seed);
+  g_autoptr(GError) error = NULL;
+  guint8 wide_in[3 * 2 * 16], wide_tg[3 * 2 * 16];
+  guint8 in[2 * 16], tg[2 * 16];
+  gsize len = 0;
+  const guint8 *text = g_bytes_get_data (corpus, &len);
+
+  for (guint64 step = 0; step < 4; step++)
+    {
+      /* One device with batch n·B. */
+      g_assert_true (dc_token_source_fill_batch (source, step, 0, 1, n * b, t, wide_in, wide_tg,
+                                                 &error));
+      g_assert_no_error (error);
+      /* The solo rule, written out: row r starts at rng (seed, BATCH, s << 16 | r). */
+      for (guint r = 0; r < n * b; r++)
+        {
+          guint64 start = dc_rng_u64 (seed, DC_RNG_STREAM_BATCH, (step << 16) | r) % (len - t - 1);
+
+          g_assert_cmpmem (wide_in + r * t, t, text + start, t);
+          g_assert_cmpmem (wide_tg + r * t, t, text + start + 1, t);
+        }
+      /* n ranks of batch B see the same rows, rank k the k-th slice. */
+      for (guint k = 0; k < n; k++)
+        {
+          g_assert_true (dc_token_source_fill_batch (source, step, k, n, b, t, in, tg, &error));
+          g_assert_cmpmem (in, b * t, wide_in + k * b * t, b * t);
+          g_assert_cmpmem (tg, b * t, wide_tg + k * b * t, b * t);
+        }
+    }
+
+  /* A text shorter than a row and its target is refused, not read past. */
+  {
+    g_autoptr(GBytes) tiny = g_bytes_new_static ("short", 5);
+    g_autoptr(DcTokenSource) small = dc_token_source_new_corpus (tiny, "tiny", seed);
+
+    g_assert_false (dc_token_source_fill_batch (small, 0, 0, 1, b, t, in, tg, &error));
+    g_assert_nonnull (error);
+  }
+}
+
+/* 1 + 1e8 rounds to 1e8 in f32: (1 + 1e8) + (−1e8) is 0, while
+ * 1 + (1e8 + (−1e8)) is 1. Only rank order, left to right, gives 0. */
+static void
+test_combine_order (void)
+{
+  const float g0[] = { 1.0f, -0.0f }, g1[] = { 1e8f, -0.0f }, g2[] = { -1e8f, -0.0f };
+  const float *ranks[] = { g0, g1, g2 };
+  const float *rotated[] = { g1, g2, g0 };
+  const float *one[] = { g0 };
+  float out[2];
+
+  dc_trainer_combine_gradients (ranks, 3, 2, out);
+  g_assert_cmpfloat (out[0], ==, 0.0f);
+  g_assert_true (signbit (out[1]));  /* −0 + −0 + −0 stays −0 */
+
+  /* Another order gives other bits: the order is part of the rule. */
+  dc_trainer_combine_gradients (rotated, 3, 2, out);
+  g_assert_cmpfloat (out[0], ==, 1.0f / 3.0f);
+
+  /* A group of one is its own gradient, −0 included. */
+  dc_trainer_combine_gradients (one, 1, 2, out);
+  g_assert_cmpmem (out, sizeof out, g0, sizeof g0);
+}
+
+static GPtrArray *
+session_hashes (guint simulate_peers,
+                guint n_threads,
+                guint steps)
+{
+  g_autofree char *corpus = dc_test_dup_source_path ("tests", "data", "train-corpus.txt", NULL);
+  DcTrainingRequest request = {
+    .width = 16, .seq = 16, .batch = 2, .steps = 100, .lr_x1000 = 10, .seed = 3,
+    .n_threads = n_threads, .data = corpus, .stop_at = steps, .simulate_peers = simulate_peers,
+  };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcTrainPlan) plan = dc_train_plan_new (&request, NULL, NULL, &error);
+  g_autoptr(DcTrainSession) session = NULL;
+  GPtrArray *hashes = g_ptr_array_new_with_free_func (g_free);
+  DcGptModel *model;
+
+  g_assert_no_error (error);
+  session = dc_train_plan_prepare (plan, NULL, &error);
+  g_assert_no_error (error);
+  model = dc_train_session_get_model (session);
+  while (model->step < plan->stop)
+    {
+      float loss = 0.0f;
+
+      g_assert_true (dc_train_session_step (session, &loss, &error));
+      g_assert_no_error (error);
+      g_assert_true (loss > 0.0f);
+      g_ptr_array_add (hashes, dc_gpt_model_dup_hash (model));
+      g_ptr_array_add (hashes, dc_gpt_model_dup_optimizer_hash (model));
+    }
+  return hashes;
+}
+
+static void
+assert_same_hashes (GPtrArray *a,
+                    GPtrArray *b)
+{
+  g_assert_cmpuint (a->len, ==, b->len);
+  for (guint i = 0; i < a->len; i++)
+    g_assert_cmpstr (a->pdata[i], ==, b->pdata[i]);
+}
+
+/* The group path (compute, combine, apply) of one device is the solo step. */
+static void
+test_group_of_one_is_solo (void)
+{
+  g_autoptr(GPtrArray) solo = session_hashes (0, 2, 5);
+  g_autoptr(GPtrArray) one = session_hashes (1, 2, 5);
+
+  assert_same_hashes (solo, one);
+}
+
+/* Three simulated devices: the same bits with one thread or three, run
+ * twice; different bits from the solo run (each rank sees other rows). */
+static void
+test_group_of_three (void)
+{
+  g_autoptr(GPtrArray) solo = session_hashes (0, 1, 5);
+  g_autoptr(GPtrArray) one_thread = session_hashes (3, 1, 5);
+  g_autoptr(GPtrArray) three_threads = session_hashes (3, 3, 5);
+  g_autoptr(GPtrArray) again = session_hashes (3, 3, 5);
+
+  assert_same_hashes (one_thread, three_threads);
+  assert_same_hashes (three_threads, again);
+  g_assert_cmpstr (solo->pdata[0], !=, one_thread->pdata[0]);
+}
+
+static void
+test_optimizer_hash (void)
+{
+  g_autoptr(GPtrArray) hashes = session_hashes (0, 1, 2);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autofree char *fresh = NULL;
+  DcGptConfig config;
+
+  dc_gpt_config_init_derived (&config, 16, 16);
+  model = dc_gpt_model_new (&config, &error);
+  g_assert_no_error (error);
+  dc_gpt_model_init_weights (model, 3);
+  fresh = dc_gpt_model_dup_optimizer_hash (model);
+  g_assert_cmpuint (strlen (fresh), ==, 16);
+  /* [weights 1, optimizer 1, weights 2, optimizer 2]: each step moves the Adam state. */
+  g_assert_cmpstr (fresh, !=, hashes->pdata[1]);
+  g_assert_cmpstr (hashes->pdata[1], !=, hashes->pdata[3]);
+  g_assert_cmpstr (hashes->pdata[0], !=, hashes->pdata[1]);
+}
+
+static void
+test_plan_limits (void)
+{
+  DcTrainingRequest request = { .width = 16, .seq = 16, .seed = 1 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcTrainPlan) plan = NULL;
+
+  request.simulate_peers = DC_TRAIN_SIMULATE_PEERS_MAX + 1;
+  plan = dc_train_plan_new (&request, NULL, NULL, &error);
+  g_assert_null (plan);
+  g_assert_nonnull (strstr (error->message, "at most"));
+  g_clear_error (&error);
+
+  request.simulate_peers = DC_TRAIN_SIMULATE_PEERS_MAX;
+  plan = dc_train_plan_new (&request, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (plan->n_ranks, ==, DC_TRAIN_SIMULATE_PEERS_MAX);
+  /* The largest group of the largest batch fits the batch stream's row bits. */
+  g_assert_cmpuint (DC_TRAIN_SIMULATE_PEERS_MAX * DC_TRAIN_BATCH_MAX, <=, DC_TOKEN_SOURCE_MAX_ROWS);
+}
+
+/* The context's hello carries the backend really in use and its probe
+ * hash, never the preference's name ("auto" was sent before the context). */
+static void
+test_context_hello (void)
+{
+  const char *preferences[] = { "cpu", "auto" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (preferences); i++)
+    {
+      g_autoptr(DcContext) context = dc_context_new_for_preference (preferences[i]);
+      g_autoptr(DcMeshHello) hello = dc_context_new_hello (context, "test");
+      DcBackendKind kind = dc_context_get_backend_kind (context);
+
+      if (g_str_equal (preferences[i], "cpu"))
+        g_assert_cmpint (kind, ==, DC_BACKEND_CPU);
+      g_test_message ("%s: %s on %s", preferences[i], dc_backend_kind_to_string (kind),
+                      dc_context_get_device_name (context));
+      g_assert_cmpstr (hello->backend, ==, dc_backend_kind_to_string (kind));
+      g_assert_cmpstr (hello->probe_hash, ==, dc_context_get_probe_hash (context));
+      g_assert_cmpuint (strlen (hello->probe_hash), ==, 64);
+      g_assert_cmpuint (hello->numeric_rule_id, !=, 0);
+      g_assert_nonnull (dc_context_get_hf_client (context));
+      g_assert_null (dc_context_get_group (context));
+    }
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/train/token-source/rank-rule", test_rank_rule);
+  g_test_add_func ("/dc/train/group/combine-order", test_combine_order);
+  g_test_add_func ("/dc/train/group/of-one-is-solo", test_group_of_one_is_solo);
+  g_test_add_func ("/dc/train/group/of-three-any-threads", test_group_of_three);
+  g_test_add_func ("/dc/train/optimizer-hash", test_optimizer_hash);
+  g_test_add_func ("/dc/train/plan-limits", test_plan_limits);
+  g_test_add_func ("/dc/train/context-hello", test_context_hello);
+
+  return g_test_run ();
+}
