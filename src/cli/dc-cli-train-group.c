@@ -246,7 +246,8 @@ signal_cb (gpointer user_data)
   state->stopped = TRUE;
   dc_train_group_stop (state->train);
   leave (state);
-  return G_SOURCE_REMOVE;
+  /* Removed when the command returns, with the other signal's source. */
+  return G_SOURCE_CONTINUE;
 }
 
 int

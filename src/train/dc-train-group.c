@@ -200,7 +200,7 @@ finish (DcTrainGroup *self,
   self->state = STATE_DONE;
   g_clear_handle_id (&self->tick_id, g_source_remove);
   if (error != NULL)
-    g_warning ("%s", error->message);
+    g_message ("%s", error->message);
   g_signal_emit (self, signals[SIGNAL_FINISHED], 0, error);
   g_clear_error (&error);
 }
@@ -334,7 +334,7 @@ send_to_roster (DcTrainGroup *self,
       if (i == self->rank || (peer = find_peer (self, id)) == NULL)
         continue;
       if (!dc_peer_send (peer, type, payload, &error))
-        g_warning ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
+        g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
     }
 }
 
@@ -545,7 +545,7 @@ computed_cb (GObject      *object,
       if (i == self->rank || (peer = find_peer (self, g_ptr_array_index (self->roster, i))) == NULL)
         continue;
       if (!dc_peer_send_object (peer, DC_MESH_MSG_GRADIENTS, &info, object_bytes, &send_error))
-        g_warning ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
+        g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
     }
   self->state = STATE_EXCHANGING;
@@ -553,6 +553,16 @@ computed_cb (GObject      *object,
   advance (self);
 }
 
+static const guint8 *
+guard_hash (const char       *what,
+            DcMeshStepReport *report)
+{
+  return g_str_equal (what, "optimizer state") ? report->optimizer_hash : report->weights_hash;
+}
+
+/* "SYNC GUARD: stopped — weight hash mismatch at step S: “a” H, “b” H, “c” H
+ * (“c” disagrees with the others)": every roster device that reported, in
+ * rank order, then those whose value differs from a strict majority's. */
 static void
 print_guard (DcTrainGroup     *self,
              const char       *what,
@@ -560,21 +570,61 @@ print_guard (DcTrainGroup     *self,
              GHashTable       *theirs)
 {
   g_autoptr(GString) text = g_string_new (NULL);
-  gboolean weights = g_str_equal (what, "weight hash");
+  g_autoptr(GString) odd = g_string_new (NULL);
+  g_autoptr(GPtrArray) reports = g_ptr_array_new ();
+  g_autoptr(GPtrArray) ids = g_ptr_array_new ();
+  gboolean by_roster = g_str_equal (what, "roster");
+  DcMeshStepReport *majority = NULL;
 
-  g_string_append_printf (text, "SYNC GUARD: stopped — %s mismatch at step %" G_GUINT64_FORMAT ":",
-                          what, own->step);
   for (guint i = 0; i < self->roster->len; i++)
     {
       const char *id = g_ptr_array_index (self->roster, i);
       DcMeshStepReport *report = i == self->rank ? own : g_hash_table_lookup (theirs, id);
-      g_autofree char *hex = NULL;
 
       if (report == NULL)
         continue;
-      hex = hash_to_hex (weights ? report->weights_hash : report->optimizer_hash);
-      g_string_append_printf (text, "%s “%s” %s", i == 0 ? "" : ",", member_name (self, id), hex);
+      g_ptr_array_add (reports, report);
+      g_ptr_array_add (ids, (gpointer) id);
     }
+  for (guint i = 0; i < reports->len && majority == NULL; i++)
+    {
+      guint same = 0;
+
+      for (guint j = 0; j < reports->len; j++)
+        if (by_roster ? g_strv_equal ((const char * const *) ((DcMeshStepReport *) reports->pdata[i])->roster,
+                                      (const char * const *) ((DcMeshStepReport *) reports->pdata[j])->roster)
+                      : memcmp (guard_hash (what, reports->pdata[i]), guard_hash (what, reports->pdata[j]),
+                                DC_MESH_HASH_SIZE) == 0)
+          same++;
+      if (2 * same > reports->len)
+        majority = reports->pdata[i];
+    }
+
+  g_string_append_printf (text, "SYNC GUARD: stopped — %s mismatch at step %" G_GUINT64_FORMAT ":",
+                          what, own->step);
+  for (guint i = 0; i < reports->len; i++)
+    {
+      DcMeshStepReport *report = reports->pdata[i];
+      const char *name = member_name (self, ids->pdata[i]);
+      g_autofree char *hex = hash_to_hex (guard_hash (what, report));
+      gboolean differs;
+
+      if (by_roster)
+        g_string_append_printf (text, "%s “%s” %u devices", i == 0 ? "" : ",", name,
+                                g_strv_length (report->roster));
+      else
+        g_string_append_printf (text, "%s “%s” %s", i == 0 ? "" : ",", name, hex);
+      differs = majority != NULL
+                && (by_roster ? !g_strv_equal ((const char * const *) report->roster,
+                                               (const char * const *) majority->roster)
+                              : memcmp (guard_hash (what, report), guard_hash (what, majority),
+                                        DC_MESH_HASH_SIZE) != 0);
+      if (differs)
+        g_string_append_printf (odd, "%s“%s”", odd->len > 0 ? ", " : "", name);
+    }
+  if (odd->len > 0)
+    g_string_append_printf (text, " (%s disagree%s with the others)", odd->str,
+                            strchr (odd->str, ',') != NULL ? "" : "s");
   finish (self, g_error_new_literal (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC, text->str));
 }
 
@@ -603,7 +653,7 @@ applied_cb (GObject      *object,
       memcpy (&bits, &model->params[0], 4);
       bits ^= 1u;
       memcpy (&model->params[0], &bits, 4);
-      g_warning ("DC_TEST_FAULT: flipped a weight bit after step %" G_GUINT64_FORMAT, model->step);
+      g_message ("DC_TEST_FAULT: flipped a weight bit after step %" G_GUINT64_FORMAT, model->step);
     }
 
   /* The loss as the simulation computes it: the ranks' losses in rank order. */
@@ -714,12 +764,14 @@ gradients_complete (DcTrainGroup  *self,
   return TRUE;
 }
 
-/* The reports of the step just taken, compared (the sync guard). */
+/* The reports of the step just taken, compared (the sync guard) once every
+ * roster device still here has sent its own, so that every device names
+ * the same devices and hashes. */
 static gboolean
 reports_complete (DcTrainGroup *self)
 {
   g_autoptr(GHashTable) theirs = g_hash_table_new (g_str_hash, g_str_equal);
-  gboolean complete = TRUE;
+  const char *what = NULL;
 
   for (guint i = 0; i < self->roster->len; i++)
     {
@@ -737,40 +789,27 @@ reports_complete (DcTrainGroup *self)
         {
           /* A device that left after its gradient came owes no report. */
           if (find_peer (self, id) != NULL)
-            complete = FALSE;
+            return FALSE;
           continue;
         }
       g_hash_table_insert (theirs, (gpointer) id, report);
+      if (what != NULL)
+        continue;
+      if (memcmp (report->weights_hash, self->own_report->weights_hash, DC_MESH_HASH_SIZE) != 0)
+        what = "weight hash";
+      else if (memcmp (report->optimizer_hash, self->own_report->optimizer_hash,
+                       DC_MESH_HASH_SIZE) != 0)
+        what = "optimizer state";
+      else if (!g_strv_equal ((const char * const *) report->roster,
+                              (const char * const *) self->own_report->roster))
+        what = "roster";
     }
-  {
-    GHashTableIter iter;
-    gpointer value;
-
-    g_hash_table_iter_init (&iter, theirs);
-    while (g_hash_table_iter_next (&iter, NULL, &value))
-      {
-        DcMeshStepReport *report = value;
-
-        if (memcmp (report->weights_hash, self->own_report->weights_hash, DC_MESH_HASH_SIZE) != 0)
-          {
-            print_guard (self, "weight hash", self->own_report, theirs);
-            return FALSE;
-          }
-        if (memcmp (report->optimizer_hash, self->own_report->optimizer_hash,
-                    DC_MESH_HASH_SIZE) != 0)
-          {
-            print_guard (self, "optimizer state", self->own_report, theirs);
-            return FALSE;
-          }
-        if (!g_strv_equal ((const char * const *) report->roster,
-                           (const char * const *) self->own_report->roster))
-          {
-            print_guard (self, "roster", self->own_report, theirs);
-            return FALSE;
-          }
-      }
-  }
-  return complete;
+  if (what != NULL)
+    {
+      print_guard (self, what, self->own_report, theirs);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 /* Forget what belongs to steps before @step. */
@@ -899,7 +938,7 @@ send_config (DcTrainGroup *self)
         break;
       g_ptr_array_add (roster, g_strdup (dc_peer_get_id (peer)));
       if (!dc_peer_send (peer, DC_MESH_MSG_CONFIG, payload, &error))
-        g_warning ("cannot send the config to %s: %s", dc_peer_get_name (peer), error->message);
+        g_message ("cannot send the config to %s: %s", dc_peer_get_name (peer), error->message);
       g_clear_error (&error);
     }
   set_roster (self, roster);
@@ -1112,14 +1151,14 @@ handle_config (DcTrainGroup *self,
   config = dc_mesh_run_config_decode (payload, &error);
   if (config == NULL)
     {
-      g_warning ("a malformed run config from %s: %s", dc_peer_get_name (peer), error->message);
+      g_message ("a malformed run config from %s: %s", dc_peer_get_name (peer), error->message);
       return;
     }
   if (g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0 || config->resume
       || config->start_step != 0)
     {
       /* Resuming and joining a run under way are not implemented yet. */
-      g_warning ("ignoring a run config from %s: not a fresh run it started",
+      g_message ("ignoring a run config from %s: not a fresh run it started",
                  dc_peer_get_name (peer));
       dc_mesh_run_config_free (config);
       return;
@@ -1161,7 +1200,7 @@ handle_report (DcTrainGroup *self,
 
   if (report == NULL)
     {
-      g_warning ("a malformed step report from %s: %s", dc_peer_get_name (peer), error->message);
+      g_message ("a malformed step report from %s: %s", dc_peer_get_name (peer), error->message);
       return;
     }
   /* Before the config came (another device may be quicker than the
@@ -1194,7 +1233,7 @@ handle_chunk (DcTrainGroup *self,
     return;
   if (!dc_mesh_chunk_decode (DC_MESH_MSG_GRADIENTS, payload, &chunk, &error))
     {
-      g_warning ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      g_message ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
       return;
     }
   model = dc_train_session_get_model (self->session);
@@ -1220,7 +1259,7 @@ handle_chunk (DcTrainGroup *self,
       assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, expected);
       if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
         {
-          g_warning ("a bad gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
+          g_message ("a bad gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
           return;
         }
     }
@@ -1247,7 +1286,7 @@ handle_chunk (DcTrainGroup *self,
     if (GUINT32_FROM_LE (magic) != GRADIENT_MAGIC || GUINT32_FROM_LE (n) == 0
         || GUINT32_FROM_LE (n) > DC_MESH_ROSTER_MAX || chunk.rank >= GUINT32_FROM_LE (n))
       {
-        g_warning ("a gradient from %s with a bad header: dropped", dc_peer_get_name (peer));
+        g_message ("a gradient from %s with a bad header: dropped", dc_peer_get_name (peer));
         return;
       }
     g_hash_table_iter_init (&iter, self->gradients);
@@ -1256,7 +1295,7 @@ handle_chunk (DcTrainGroup *self,
         stashed++;
     if (stashed >= DC_TRAIN_GROUP_STASH_MAX)
       {
-        g_warning ("more than %u gradients of step %" G_GUINT64_FORMAT " from %s: dropped",
+        g_message ("more than %u gradients of step %" G_GUINT64_FORMAT " from %s: dropped",
                    DC_TRAIN_GROUP_STASH_MAX, chunk.step, dc_peer_get_name (peer));
         return;
       }
