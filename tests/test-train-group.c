@@ -258,8 +258,8 @@ test_leave (void)
 
   wait_done (alpha, 40);
   wait_done (beta, 40);
-  dc_test_proc_expect (alpha, "dropped", NULL, EVENT_BOUND_MS);
-  dc_test_proc_expect (beta, "dropped", NULL, EVENT_BOUND_MS);
+  dc_test_proc_expect (alpha, "dropped", "gamma", EVENT_BOUND_MS);
+  dc_test_proc_expect (beta, "dropped", "gamma", EVENT_BOUND_MS);
   a = steps_of (alpha);
   b = steps_of (beta);
   for (guint s = 1; s <= 40; s++)

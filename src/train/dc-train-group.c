@@ -78,6 +78,7 @@ struct _DcTrainGroup
   guint64            digest;
   guint              rank;
   GHashTable        *logged;       /* ids whose admission was logged */
+  GHashTable        *names;        /* id → display name, kept after it left */
 
   float             *own_grads;
   float              own_loss;
@@ -174,8 +175,11 @@ member_name (DcTrainGroup *self,
     return own_hello (self)->name;
   peer = find_peer (self, id);
   if (peer != NULL)
-    return dc_peer_get_name (peer);
-  return id;
+    {
+      g_hash_table_replace (self->names, g_strdup (id), g_strdup (dc_peer_get_name (peer)));
+      return dc_peer_get_name (peer);
+    }
+  return g_hash_table_contains (self->names, id) ? g_hash_table_lookup (self->names, id) : id;
 }
 
 static void
@@ -708,10 +712,11 @@ drop_gone (DcTrainGroup *self,
         g_ptr_array_add (kept, g_strdup (id));
       else
         {
-          g_autofree char *text = g_strdup_printf ("a device (%s) left: dropped from the roster "
-                                                   "at step %" G_GUINT64_FORMAT, id, step);
+          const char *name = member_name (self, id);
+          g_autofree char *text = g_strdup_printf ("“%s” left: dropped from the roster at step %"
+                                                   G_GUINT64_FORMAT, name, step);
 
-          notice (self, "dropped", id, text);
+          notice (self, "dropped", name, text);
           dropped = TRUE;
         }
     }
@@ -728,6 +733,8 @@ start_step (DcTrainGroup *self)
   g_autoptr(GTask) task = NULL;
 
   drop_gone (self, model->step + 1);
+  for (guint i = 0; i < self->roster->len; i++)
+    member_name (self, g_ptr_array_index (self->roster, i));  /* remembered for later */
   self->step_started = g_get_monotonic_time ();
   self->state = STATE_COMPUTING;
   rank_n = g_new (guint, 2);
@@ -1484,6 +1491,7 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->assemblies);
   g_hash_table_unref (self->reports);
   g_hash_table_unref (self->logged);
+  g_hash_table_unref (self->names);
   g_free (self->own_grads);
   g_free ((char *) self->request.data);
   g_clear_object (&self->context);
@@ -1523,4 +1531,5 @@ dc_train_group_init (DcTrainGroup *self)
   self->reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                          (GDestroyNotify) dc_mesh_step_report_free);
   self->logged = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
