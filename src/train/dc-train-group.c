@@ -82,6 +82,8 @@ struct _DcTrainGroup
 
   float             *own_grads;
   float              own_loss;
+  guint64            step_done;    /* the model's step, as the main thread may read it
+                                    * while a worker changes the model */
   gint64             step_started;
   gint64             deadline;     /* monotonic µs; 0: none */
 
@@ -489,6 +491,7 @@ prepared_cb (GObject      *object,
       return;
     }
   self->session = session;
+  self->step_done = dc_train_session_get_model (session)->step;
   self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
   self->state = self->starter ? STATE_CONNECTING : STATE_WAITING_START;
   if (self->starter)
@@ -649,6 +652,7 @@ applied_cb (GObject      *object,
   if (self->state == STATE_DONE)
     return;
   model = dc_train_session_get_model (self->session);
+  self->step_done = model->step;
   if (self->fault_step != 0 && model->step == self->fault_step)
     {
       guint32 bits;
@@ -1215,7 +1219,7 @@ handle_report (DcTrainGroup *self,
   if (self->config != NULL
       && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
     return;
-  current = self->session != NULL ? dc_train_session_get_model (self->session)->step : 0;
+  current = self->step_done;
   /* Only the step just taken and the next matter: the rest is stale or a lie. */
   if (report->step + 1 < current || report->step > current + 1)
     return;
@@ -1244,7 +1248,7 @@ handle_chunk (DcTrainGroup *self,
       return;
     }
   model = dc_train_session_get_model (self->session);
-  step = model->step + 1;
+  step = self->step_done + 1;  /* not model->step: a worker may be stepping it */
   expected = GRADIENT_HEADER_SIZE + (guint64) model->n_params * sizeof (float);
   if (memcmp (chunk.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
       || chunk.total != expected || chunk.step < step || chunk.step > step + 1)
