@@ -232,13 +232,15 @@ reached_step_20 (gpointer user_data)
   return proc->eof;
 }
 
-/* One of three is killed (SIGKILL: no bye) after step 20: the other two drop
- * it from the roster and finish with equal hashes at every step, and their
- * final weights equal a simulation with the same roster history (three
- * devices up to the last step with three, then two). */
+/* One of three leaves after its step 20, killed (SIGKILL: no bye, found by
+ * the 4 s silence) or closed (SIGTERM: bye): the other two drop it from the
+ * roster and finish with equal hashes at every step, and their final weights
+ * equal a simulation with the same roster history (three devices up to the
+ * last step with three, then two). */
 static void
-test_leave (void)
+test_leave (gconstpointer data)
 {
+  int signum = GPOINTER_TO_INT (data);
   g_autoptr(DcTestProc) signal = NULL;
   g_autofree char *url = start_signal (&signal);
   g_autofree char *room = NULL;
@@ -254,7 +256,9 @@ test_leave (void)
 
   if (!dc_test_wait_until (reached_step_20, gamma, RUN_BOUND_MS))
     g_error ("gamma: no step 20 within %u ms", RUN_BOUND_MS);
-  g_subprocess_send_signal (gamma->process, SIGKILL);
+  g_subprocess_send_signal (gamma->process, signum);
+  if (signum == SIGTERM)
+    g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 0);
 
   wait_done (alpha, 40);
   wait_done (beta, 40);
@@ -339,7 +343,8 @@ main (int   argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/dc/train/group/exact", test_exact);
   g_test_add_func ("/dc/train/group/sync-guard", test_sync_guard);
-  g_test_add_func ("/dc/train/group/leave", test_leave);
+  g_test_add_data_func ("/dc/train/group/leave/kill", GINT_TO_POINTER (SIGKILL), test_leave);
+  g_test_add_data_func ("/dc/train/group/leave/term", GINT_TO_POINTER (SIGTERM), test_leave);
   g_test_add_func ("/dc/train/group/admission", test_admission);
   return g_test_run ();
 }

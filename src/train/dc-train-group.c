@@ -85,6 +85,7 @@ struct _DcTrainGroup
   guint64            step_done;    /* the model's step, as the main thread may read it
                                     * while a worker changes the model */
   gint64             step_started;
+  gint64             t_computed, t_sent, t_apply;  /* monotonic µs, for the report */
   gint64             deadline;     /* monotonic µs; 0: none */
 
   GHashTable        *gradients;    /* "step/digest/id" → Gradient* */
@@ -160,8 +161,8 @@ find_peer (DcTrainGroup *self,
     {
       DcPeer *peer = g_ptr_array_index (peers, i);
 
-      if (g_strcmp0 (dc_peer_get_id (peer), id) == 0 && dc_peer_get_state (peer) == DC_PEER_STATE_OPEN
-          && dc_peer_get_name (peer) != NULL)
+      if (g_strcmp0 (dc_peer_get_id (peer), id) == 0
+          && dc_peer_get_state (peer) == DC_PEER_STATE_OPEN && dc_peer_get_name (peer) != NULL)
         return peer;
     }
   return NULL;
@@ -520,6 +521,7 @@ computed_cb (GObject      *object,
     }
   if (self->state == STATE_DONE)
     return;
+  self->t_computed = g_get_monotonic_time ();
   model = dc_train_session_get_model (self->session);
   size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
   data = g_malloc0 (size);
@@ -555,6 +557,7 @@ computed_cb (GObject      *object,
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
     }
+  self->t_sent = g_get_monotonic_time ();
   self->state = STATE_EXCHANGING;
   arm (self, DC_TRAIN_GROUP_WAIT_S);
   advance (self);
@@ -565,6 +568,16 @@ guard_hash (const char       *what,
             DcMeshStepReport *report)
 {
   return g_str_equal (what, "optimizer state") ? report->optimizer_hash : report->weights_hash;
+}
+
+static gboolean
+same_value (const char       *what,
+            DcMeshStepReport *a,
+            DcMeshStepReport *b)
+{
+  if (g_str_equal (what, "roster"))
+    return g_strv_equal ((const char * const *) a->roster, (const char * const *) b->roster);
+  return memcmp (guard_hash (what, a), guard_hash (what, b), DC_MESH_HASH_SIZE) == 0;
 }
 
 /* "SYNC GUARD: stopped — weight hash mismatch at step S: “a” H, “b” H, “c” H
@@ -598,10 +611,7 @@ print_guard (DcTrainGroup     *self,
       guint same = 0;
 
       for (guint j = 0; j < reports->len; j++)
-        if (by_roster ? g_strv_equal ((const char * const *) ((DcMeshStepReport *) reports->pdata[i])->roster,
-                                      (const char * const *) ((DcMeshStepReport *) reports->pdata[j])->roster)
-                      : memcmp (guard_hash (what, reports->pdata[i]), guard_hash (what, reports->pdata[j]),
-                                DC_MESH_HASH_SIZE) == 0)
+        if (same_value (what, reports->pdata[i], reports->pdata[j]))
           same++;
       if (2 * same > reports->len)
         majority = reports->pdata[i];
@@ -621,11 +631,7 @@ print_guard (DcTrainGroup     *self,
                                 g_strv_length (report->roster));
       else
         g_string_append_printf (text, "%s “%s” %s", i == 0 ? "" : ",", name, hex);
-      differs = majority != NULL
-                && (by_roster ? !g_strv_equal ((const char * const *) report->roster,
-                                               (const char * const *) majority->roster)
-                              : memcmp (guard_hash (what, report), guard_hash (what, majority),
-                                        DC_MESH_HASH_SIZE) != 0);
+      differs = majority != NULL && !same_value (what, report, majority);
       if (differs)
         g_string_append_printf (odd, "%s“%s”", odd->len > 0 ? ", " : "", name);
     }
@@ -682,6 +688,16 @@ applied_cb (GObject      *object,
 
   g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
   self->own_report = make_report (self);
+  {
+    float loss = loss_sum / (float) self->roster->len;
+
+    memcpy (&self->own_report->loss_bits, &loss, 4);
+  }
+  /* Where the step's time went (for a view's "slowest device"). */
+  self->own_report->compute_us = self->t_computed - self->step_started;
+  self->own_report->send_us = self->t_sent - self->t_computed;
+  self->own_report->wait_us = self->t_apply - self->t_sent;
+  self->own_report->combine_us = g_get_monotonic_time () - self->t_apply;
   payload = dc_mesh_step_report_encode (self->own_report, NULL);
   send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
 
@@ -690,7 +706,8 @@ applied_cb (GObject      *object,
   names = roster_names (self);
   g_signal_emit (self, signals[SIGNAL_STEP], 0, model->step,
                  (double) (loss_sum / (float) self->roster->len),
-                 (double) self->roster->len * self->plan->settings.batch * model->config.seq / seconds,
+                 (double) self->roster->len * self->plan->settings.batch * model->config.seq
+                 / seconds,
                  hash, names);
 
   self->state = STATE_REPORTING;
@@ -863,7 +880,8 @@ missing_names (DcTrainGroup *self,
       g_autofree char *key = reports ? report_key (model->step, id)
                                      : gradient_key (model->step + 1, self->digest, id);
 
-      if (i != self->rank && !g_hash_table_contains (reports ? self->reports : self->gradients, key))
+      if (i != self->rank
+          && !g_hash_table_contains (reports ? self->reports : self->gradients, key))
         g_string_append_printf (names, "%s“%s”", names->len > 0 ? ", " : "",
                                 member_name (self, id));
     }
@@ -1091,6 +1109,7 @@ advance (DcTrainGroup *self)
             data->grads = g_steal_pointer (&grads);
             data->n = self->roster->len;
             self->state = STATE_APPLYING;
+            self->t_apply = g_get_monotonic_time ();
             self->deadline = 0;
             g_task_set_task_data (task, data, (GDestroyNotify) apply_data_free);
             g_task_run_in_thread (task, apply_worker);
