@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include "dc-train-group.h"
 #include "mesh/dc-mesh-train-protocol.h"
@@ -38,6 +39,7 @@ typedef enum
   STATE_EXCHANGING,      /* waiting for the roster's gradients */
   STATE_APPLYING,        /* worker: sum in rank order, Adam */
   STATE_REPORTING,       /* waiting for the roster's step reports */
+  STATE_ROLLING_BACK,    /* the step is taken again without a device that left */
   STATE_DONE,
 } State;
 
@@ -65,6 +67,7 @@ struct _DcTrainGroup
   gboolean           seed_given;
   guint              min_peers;
   guint64            fault_step;   /* DC_TEST_FAULT=corrupt-weight@STEP, 0: none */
+  guint64            fault_partial; /* DC_TEST_FAULT=partial-send@STEP, 0: none */
 
   State              state;
   gboolean           starter;
@@ -86,6 +89,14 @@ struct _DcTrainGroup
                                     * while a worker changes the model */
   gint64             step_started;
   gint64             t_computed, t_sent, t_apply;  /* monotonic µs, for the report */
+
+  /* The model before the last step (weights, both moments, step, β powers):
+   * taken back when a roster device turns out to have taken that step
+   * without a device that left (see rollback ()). */
+  float             *snapshot;
+  guint64            snap_step;
+  float              snap_beta1, snap_beta2;
+  guint64            rollback_digest;
   gint64             deadline;     /* monotonic µs; 0: none */
 
   GHashTable        *gradients;    /* "step/digest/id" → Gradient* */
@@ -446,6 +457,10 @@ apply_worker (GTask        *task,
   DcGptModel *model = dc_trainer_get_model (trainer);
   g_autofree float *sum = g_new (float, model->n_params);
 
+  memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
+  self->snap_step = model->step;
+  self->snap_beta1 = model->beta1_pow;
+  self->snap_beta2 = model->beta2_pow;
   /* The canonical order (docs/VERIFICATION.md): ranks 0..n-1, as the simulation. */
   dc_trainer_combine_gradients (apply->grads, apply->n, model->n_params, sum);
   dc_trainer_apply_gradients (trainer, sum);
@@ -494,10 +509,18 @@ prepared_cb (GObject      *object,
   self->session = session;
   self->step_done = dc_train_session_get_model (session)->step;
   self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
+  self->snapshot = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
   self->state = self->starter ? STATE_CONNECTING : STATE_WAITING_START;
   if (self->starter)
     send_start_report (self);
   advance (self);
+}
+
+static gboolean
+fault_exit_cb (gpointer user_data)
+{
+  _exit (3);
+  return G_SOURCE_REMOVE;
 }
 
 static void
@@ -556,6 +579,16 @@ computed_cb (GObject      *object,
       if (!dc_peer_send_object (peer, DC_MESH_MSG_GRADIENTS, &info, object_bytes, &send_error))
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
+      if (self->fault_partial != 0 && info.step == self->fault_partial)
+        {
+          /* Test only (DC_TEST_FAULT=partial-send@STEP): this device's
+           * gradient reaches one device, then it dies without a bye. */
+          g_message ("DC_TEST_FAULT: gradient of step %" G_GUINT64_FORMAT " sent to one device "
+                     "only; exiting in 1 s", info.step);
+          self->state = STATE_DONE;
+          g_timeout_add_seconds (1, fault_exit_cb, NULL);
+          return;
+        }
     }
   self->t_sent = g_get_monotonic_time ();
   self->state = STATE_EXCHANGING;
@@ -792,6 +825,16 @@ gradients_complete (DcTrainGroup  *self,
   return TRUE;
 }
 
+static gboolean
+roster_contains_all (char       **big,
+                     char       **small)
+{
+  for (guint i = 0; small[i] != NULL; i++)
+    if (!g_strv_contains ((const char * const *) big, small[i]))
+      return FALSE;
+  return g_strv_length (big) > g_strv_length (small);
+}
+
 /* The reports of the step just taken, compared (the sync guard) once every
  * roster device still here has sent its own, so that every device names
  * the same devices and hashes. */
@@ -830,7 +873,13 @@ reports_complete (DcTrainGroup *self)
         what = "optimizer state";
       else if (!g_strv_equal ((const char * const *) report->roster,
                               (const char * const *) self->own_report->roster))
-        what = "roster";
+        {
+          /* Its report of the step with a device this one dropped: it is
+           * taking the step again (rollback ()); its new report replaces it. */
+          if (roster_contains_all (report->roster, self->own_report->roster))
+            return FALSE;
+          what = "roster";
+        }
     }
   if (what != NULL)
     {
@@ -1129,6 +1178,15 @@ advance (DcTrainGroup *self)
       }
       break;
 
+    case STATE_ROLLING_BACK:
+      drop_gone (self, self->step_done + 1);
+      if (self->digest == self->rollback_digest)
+        start_step (self);
+      else if (late)
+        timeout_error (self, "a device took the last step with another roster than this "
+                             "one's, and no device left to explain it");
+      break;
+
     case STATE_REPORTING:
       if (reports_complete (self))
         {
@@ -1246,6 +1304,31 @@ handle_report (DcTrainGroup *self,
   g_hash_table_replace (self->reports, g_steal_pointer (&key), g_steal_pointer (&report));
 }
 
+/* Takes the last step back: the model as it was before it, to take it again
+ * with the roster whose digest is @digest once this device sees the same
+ * departures. Its step line and report of that step are superseded. */
+static void
+rollback (DcTrainGroup *self,
+          DcPeer       *peer,
+          guint64       digest)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  g_autofree char *text = NULL;
+
+  memcpy (model->params, self->snapshot, 3 * model->n_params * sizeof (float));
+  model->step = self->snap_step;
+  model->beta1_pow = self->snap_beta1;
+  model->beta2_pow = self->snap_beta2;
+  self->step_done = model->step;
+  self->rollback_digest = digest;
+  self->state = STATE_ROLLING_BACK;
+  arm (self, DC_TRAIN_GROUP_WAIT_S);
+  text = g_strdup_printf ("“%s” takes step %" G_GUINT64_FORMAT " without a device that left: "
+                          "taking it again with the same roster", dc_peer_get_name (peer),
+                          model->step + 1);
+  notice (self, "retake", dc_peer_get_name (peer), text);
+}
+
 static void
 handle_chunk (DcTrainGroup *self,
               DcPeer       *peer,
@@ -1270,7 +1353,8 @@ handle_chunk (DcTrainGroup *self,
   step = self->step_done + 1;  /* not model->step: a worker may be stepping it */
   expected = GRADIENT_HEADER_SIZE + (guint64) model->n_params * sizeof (float);
   if (memcmp (chunk.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
-      || chunk.total != expected || chunk.step < step || chunk.step > step + 1)
+      || chunk.total != expected || chunk.step + 1 < step || chunk.step > step + 1
+      || (chunk.step + 1 == step && self->state != STATE_REPORTING))
     return;
 
   assembly = g_hash_table_lookup (self->assemblies, id);
@@ -1328,6 +1412,16 @@ handle_chunk (DcTrainGroup *self,
         g_message ("more than %u gradients of step %" G_GUINT64_FORMAT " from %s: dropped",
                    DC_TRAIN_GROUP_STASH_MAX, chunk.step, dc_peer_get_name (peer));
         return;
+      }
+    if (chunk.step + 1 == step)
+      {
+        /* A gradient of the step just taken: its sender is taking it again
+         * with a smaller roster (it lacked the gradient of a device that
+         * left, which reached this one). */
+        if (GUINT64_FROM_LE (digest) == self->digest)
+          return;  /* the same step again: nothing new */
+        rollback (self, peer, GUINT64_FROM_LE (digest));
+        /* … and this gradient is one of the step to take again. */
       }
     gradient = g_new0 (Gradient, 1);
     gradient->rank = chunk.rank;
@@ -1438,6 +1532,8 @@ dc_train_group_new (DcContext               *context,
   self->min_peers = MAX (min_peers, 1);
   if (fault != NULL && g_str_has_prefix (fault, "corrupt-weight@"))
     self->fault_step = g_ascii_strtoull (fault + strlen ("corrupt-weight@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "partial-send@"))
+    self->fault_partial = g_ascii_strtoull (fault + strlen ("partial-send@"), NULL, 10);
   g_object_set_data_full (G_OBJECT (self), "dc-hello",
                           dc_mesh_hello_new (hello->name, hello->backend, hello->probe_hash,
                                              hello->numeric_rule_id),
@@ -1516,6 +1612,7 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->logged);
   g_hash_table_unref (self->names);
   g_free (self->own_grads);
+  g_free (self->snapshot);
   g_free ((char *) self->request.data);
   g_clear_object (&self->context);
   G_OBJECT_CLASS (dc_train_group_parent_class)->finalize (object);
