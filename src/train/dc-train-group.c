@@ -929,7 +929,8 @@ missing_names (DcTrainGroup *self,
       g_autofree char *key = reports ? report_key (model->step, id)
                                      : gradient_key (model->step + 1, self->digest, id);
 
-      if (i != self->rank
+      /* A device gone owes no report. */
+      if (i != self->rank && !(reports && find_peer (self, id) == NULL)
           && !g_hash_table_contains (reports ? self->reports : self->gradients, key))
         g_string_append_printf (names, "%s“%s”", names->len > 0 ? ", " : "",
                                 member_name (self, id));

@@ -9,8 +9,14 @@
  * computes the gradient of its own batch (rank = position in the sorted
  * roster) on a worker thread, sends it to the others (chunked GRADIENTS),
  * sums all of them in rank order and applies Adam, then exchanges
- * STEP_REPORTs (the sync guard) before the next step. Workers report back
+ * STEP_REPORTs (the sync guard) before the next step. A device that leaves
+ * is dropped from the next roster; a step a peer took without it while this
+ * device took it with it is taken back and again. Workers report back
  * through GTask, whose completion is a GSource on the main context.
+ *
+ * Signals: ::notice (kind, peer, text) for "config", "not-admitted",
+ * "dropped", "retake"; ::step (step, loss, tokens/s, hash, names in rank
+ * order); ::finished (error or NULL).
  *
  * Not here yet (seams, docs/ARCHITECTURE.md): repair from the leader, mid-run
  * join, leader failover, audits, checkpoint to the group.
