@@ -9,6 +9,7 @@
 #include <glib/gi18n.h>
 
 #include "dc-cli.h"
+#include "dc-cli-train-group.h"
 #include "dc-context.h"
 #include "data/dc-dataset.h"
 #include "model/dc-checkpoint.h"
@@ -16,7 +17,7 @@
 
 typedef struct
 {
-  int    width, seq, batch, steps, lr, threads, stop_at, simulate_peers;
+  int    width, seq, batch, steps, lr, threads, stop_at, simulate_peers, min_peers;
   gint64 seed;
 } TrainArgs;
 
@@ -74,8 +75,12 @@ dc_cli_train_run (const DcCliCommand  *command,
                   int                  argc,
                   char               **argv)
 {
-  TrainArgs args = { .width = 32, .seq = 32, .seed = 1, .threads = 0 };
+  /* G_MININT64: no --seed (alone that is seed 1; a group's starter draws one). */
+  TrainArgs args = { .width = 32, .seq = 32, .seed = G_MININT64, .threads = 0, .min_peers = 2 };
   g_autofree char *data = NULL, *backend = NULL, *out = NULL, *resume = NULL;
+  g_autofree char *room = NULL, *signal_url = NULL, *name = NULL, *approve = NULL;
+  g_autofree char *test_probe_hash = NULL;
+  g_auto(GStrv) ice_addresses = NULL;
   const GOptionEntry entries[] = {
     { "width", 0, 0, G_OPTION_ARG_INT, &args.width, N_("Model width, 16–128 (32)"), "N" },
     { "seq", 0, 0, G_OPTION_ARG_INT, &args.seq, N_("Sequence length, 16–128 (32)"), "N" },
@@ -95,6 +100,23 @@ dc_cli_train_run (const DcCliCommand  *command,
       N_("Stop (and save) after this step, before the run's end"), "STEP" },
     { "simulate-peers", 0, 0, G_OPTION_ARG_INT, &args.simulate_peers,
       N_("Train as a group of N devices, simulated in this process (1)"), "N" },
+    { "room", 0, 0, G_OPTION_ARG_STRING, &room,
+      N_("Train with the group in this room (with --signal and no --room: generate one)"),
+      N_("CODE") },
+    { "signal", 0, 0, G_OPTION_ARG_STRING, &signal_url,
+      N_("Signaling service URL (ws:// or wss://…/signal) of the group"), N_("URL") },
+    { "name", 0, 0, G_OPTION_ARG_STRING, &name, N_("This device's name (default: host name)"),
+      N_("NAME") },
+    { "approve", 0, 0, G_OPTION_ARG_STRING, &approve,
+      N_("As the room's host: admit all, none, or ask on stdin (default: ask)"),
+      N_("all|none|ask") },
+    { "min-peers", 0, 0, G_OPTION_ARG_INT, &args.min_peers,
+      N_("The room's host starts the run once this many devices, itself included, are "
+         "connected (2)"), "K" },
+    { "ice-address", 0, 0, G_OPTION_ARG_STRING_ARRAY, &ice_addresses,
+      N_("Use only this local address for ICE (repeatable)"), N_("ADDRESS") },
+    { "test-probe-hash", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_probe_hash,
+      N_("Test: claim this probe hash in the hello"), N_("HEX") },
     { NULL }
   };
   g_autoptr(GError) error = NULL;
@@ -126,11 +148,54 @@ dc_cli_train_run (const DcCliCommand  *command,
   request.batch = (guint) MAX (args.batch, 0);
   request.steps = (guint) MAX (args.steps, 0);
   request.lr_x1000 = (guint) MAX (args.lr, 0);
-  request.seed = (guint64) args.seed;
+  request.seed = args.seed == G_MININT64 ? 1 : (guint64) args.seed;
   request.n_threads = (guint) MAX (args.threads, 0);
   request.data = data;
   request.stop_at = (guint) MAX (args.stop_at, 0);
   request.simulate_peers = (guint) args.simulate_peers;
+
+  if (room != NULL || signal_url != NULL)
+    {
+      DcCliTrainGroupArgs group = { 0 };
+
+      if (signal_url == NULL)
+        return dc_cli_usage_error (command, _("--room needs --signal"));
+      if (resume != NULL || out != NULL || args.simulate_peers > 0)
+        return dc_cli_usage_error (command,
+                                   _("--resume, --out and --simulate-peers are for a run on "
+                                     "this device alone, not with --room"));
+      if (args.min_peers < 1 || args.min_peers > DC_MESH_ROSTER_MAX)
+        return dc_cli_usage_error (command, _("--min-peers takes 1 to %u devices"),
+                                   DC_MESH_ROSTER_MAX);
+      if (name != NULL && !g_utf8_validate (name, -1, NULL))
+        return dc_cli_usage_error (command, _("--name must be UTF-8 text"));
+      if (data != NULL && !g_str_equal (data, "builtin") && g_file_test (data, G_FILE_TEST_EXISTS))
+        return dc_cli_usage_error (command, _("a group cannot share the file “%s”: train "
+                                              "together on builtin or a Hugging Face dataset"),
+                                   data);
+      if (approve == NULL || g_str_equal (approve, "ask"))
+        group.approve = DC_MESH_APPROVE_ASK;
+      else if (g_str_equal (approve, "all"))
+        group.approve = DC_MESH_APPROVE_ALL;
+      else if (g_str_equal (approve, "none"))
+        group.approve = DC_MESH_APPROVE_NONE;
+      else
+        return dc_cli_usage_error (command, _("--approve takes all, none or ask"));
+      /* The starter's values are checked here; a follower's come in its config. */
+      plan = dc_train_plan_new (&request, NULL, NULL, &error);
+      if (plan == NULL)
+        return dc_cli_fail (options, error);
+      context = dc_context_new (kind, &error);
+      if (context == NULL)
+        return dc_cli_fail (options, error);
+      group.room = room;
+      group.signal_url = signal_url;
+      group.name = name;
+      group.min_peers = (guint) args.min_peers;
+      group.ice_addresses = ice_addresses;
+      group.test_probe_hash = test_probe_hash;
+      return dc_cli_train_group_run (options, context, &request, args.seed != G_MININT64, &group);
+    }
 
   if (resume != NULL)
     {

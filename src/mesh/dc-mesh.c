@@ -865,6 +865,19 @@ dc_mesh_is_host (DcMesh *self)
   return self->signaling != NULL && dc_signaling_is_host (self->signaling);
 }
 
+/**
+ * dc_mesh_get_id:
+ *
+ * Returns: (nullable): this device's member id in the room (the signaling
+ *   service's id, as its peers know it), %NULL before it was welcomed
+ */
+const char *
+dc_mesh_get_id (DcMesh *self)
+{
+  g_return_val_if_fail (DC_IS_MESH (self), NULL);
+  return self->signaling != NULL ? dc_signaling_get_id (self->signaling) : NULL;
+}
+
 static void
 dc_mesh_dispose (GObject *object)
 {

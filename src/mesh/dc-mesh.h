@@ -63,6 +63,7 @@ void       dc_mesh_answer_request (DcMesh              *self,
 GPtrArray *dc_mesh_dup_peers      (DcMesh              *self);
 guint      dc_mesh_get_n_peers    (DcMesh              *self);
 gboolean   dc_mesh_is_host        (DcMesh              *self);
+const char *dc_mesh_get_id        (DcMesh              *self);
 const char *dc_mesh_get_address   (DcMesh              *self);
 gboolean   dc_mesh_send_object    (DcMesh              *self,
                                    guint                type,

@@ -1,0 +1,402 @@
+/* dc-cli-train-group.c: `daisychain-cli train --room …`, training with a group.
+ *
+ * Joins like `join` does (DcGroup), then hands the run to the training
+ * layer's group coordinator (DcTrainGroup) and prints its events.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-cli"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <glib/gi18n.h>
+#include <glib-unix.h>
+#include <gio/gunixinputstream.h>
+
+#include "dc-cli.h"
+#include "dc-cli-train-group.h"
+#include "mesh/dc-identity.h"
+#include "mesh/dc-room.h"
+#include "train/dc-train-group.h"
+
+typedef struct
+{
+  DcCliOptions *options;
+  DcGroup      *group;
+  DcTrainGroup *train;
+  GMainLoop    *loop;
+  GDataInputStream *stdin_lines;
+  GQueue        asks;           /* ids awaiting an answer on stdin (--approve ask) */
+  int           exit_status;
+  gboolean      stopped;
+  gboolean      leaving;
+} State;
+
+static void read_answer (State *state);
+static void print_pairs (DcCliOptions *options, const char * const *pairs);
+
+/* As `join`: one line per request, "accept" (or "y") admits. */
+static void
+answer_cb (GObject      *object,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  State *state = user_data;
+  g_autofree char *line = NULL;
+  g_autofree char *id = NULL;
+
+  line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (object), result,
+                                                     NULL, NULL);
+  if (line == NULL)
+    return;  /* stdin closed: the remaining requests stay unanswered */
+  id = g_queue_pop_head (&state->asks);
+  if (id != NULL)
+    dc_group_answer_request (state->group, id,
+                             g_ascii_strcasecmp (g_strstrip (line), "accept") == 0
+                             || g_ascii_strcasecmp (line, "y") == 0);
+  if (!g_queue_is_empty (&state->asks))
+    read_answer (state);
+}
+
+static void
+read_answer (State *state)
+{
+  if (state->stdin_lines == NULL)
+    {
+      g_autoptr(GInputStream) in = g_unix_input_stream_new (0, FALSE);
+
+      state->stdin_lines = g_data_input_stream_new (in);
+    }
+  g_data_input_stream_read_line_async (state->stdin_lines, G_PRIORITY_DEFAULT, NULL,
+                                       answer_cb, state);
+}
+
+static void
+approval_requested_cb (DcGroup    *group,
+                       const char *id,
+                       const char *name,
+                       const char *fingerprint,
+                       const char *address,
+                       const char *via,
+                       gpointer    user_data)
+{
+  State *state = user_data;
+  gboolean idle = g_queue_is_empty (&state->asks);
+  g_autofree char *short_form = dc_identity_short_fingerprint (fingerprint);
+  const char *pairs[] = { "event", "request-details", "peer", name, "fingerprint", fingerprint,
+                          "short", short_form, "address", address, "via", via, NULL };
+
+  if (state->options->json)
+    print_pairs (state->options, pairs);
+  else
+    {
+      g_print (_("“%s” (certificate %s, address %s) asks to join. Type accept or decline: "),
+               name, short_form != NULL ? short_form : _("unknown"),
+               *address != '\0' ? address : _("unknown"));
+      fflush (stdout);
+    }
+  g_queue_push_tail (&state->asks, g_strdup (id));
+  if (idle)
+    read_answer (state);
+}
+
+static void
+print_pairs (DcCliOptions       *options,
+             const char * const *pairs)
+{
+  if (options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      for (guint i = 0; pairs[i] != NULL; i += 2)
+        if (pairs[i + 1] != NULL)
+          {
+            json_builder_set_member_name (builder, pairs[i]);
+            json_builder_add_string_value (builder, pairs[i + 1]);
+          }
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else
+    {
+      g_print ("%s", pairs[1]);
+      for (guint i = 2; pairs[i] != NULL; i += 2)
+        if (pairs[i + 1] != NULL)
+          g_print ("%s%s", i == 2 ? ": " : " ", pairs[i + 1]);
+      g_print ("\n");
+      fflush (stdout);
+    }
+}
+
+static gboolean
+quit_cb (gpointer user_data)
+{
+  g_main_loop_quit (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+leave (State *state)
+{
+  if (state->leaving)
+    return;
+  state->leaving = TRUE;
+  dc_group_leave (state->group);
+  /* Let the byes (and the last step report) leave before the process ends. */
+  g_timeout_add (DC_GROUP_LEAVE_GRACE_MS, quit_cb, state->loop);
+}
+
+static void
+group_event_cb (DcGroup    *group,
+                const char *event,
+                const char *peer,
+                guint       n_peers,
+                const char *reason,
+                gpointer    user_data)
+{
+  State *state = user_data;
+  g_autofree char *count = g_strdup_printf ("%u", n_peers);
+
+  if (g_str_equal (event, "discovered") || g_str_equal (event, "identity")
+      || g_str_equal (event, "announcing"))
+    return;
+  if (state->options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, event);
+      if (peer != NULL)
+        {
+          json_builder_set_member_name (builder, "peer");
+          json_builder_add_string_value (builder, peer);
+        }
+      json_builder_set_member_name (builder, "peers");
+      json_builder_add_int_value (builder, n_peers);
+      if (reason != NULL)
+        {
+          json_builder_set_member_name (builder, "reason");
+          json_builder_add_string_value (builder, reason);
+        }
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else
+    {
+      const char *pairs[] = { "event", event, "peer", peer, "reason", reason, NULL };
+
+      print_pairs (state->options, pairs);
+    }
+}
+
+static void
+failed_cb (DcGroup      *group,
+           const GError *error,
+           gpointer      user_data)
+{
+  State *state = user_data;
+
+  if (state->stopped)
+    return;
+  state->exit_status = dc_cli_fail (state->options, error);
+  state->stopped = TRUE;
+  dc_train_group_stop (state->train);
+  g_main_loop_quit (state->loop);
+}
+
+static void
+notice_cb (DcTrainGroup *train,
+           const char   *kind,
+           const char   *peer,
+           const char   *text,
+           gpointer      user_data)
+{
+  State *state = user_data;
+  const char *pairs[] = { "event", kind, "peer", peer, "message", text, NULL };
+
+  if (state->options->json)
+    print_pairs (state->options, pairs);
+  else
+    {
+      g_print ("%s\n", text);
+      fflush (stdout);
+    }
+}
+
+static void
+step_cb (DcTrainGroup       *train,
+         guint64             step,
+         double              loss,
+         double              tokens_per_s,
+         const char         *hash,
+         const char * const *members,
+         gpointer            user_data)
+{
+  State *state = user_data;
+
+  if (state->options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, "step");
+      json_builder_set_member_name (builder, "step");
+      json_builder_add_int_value (builder, step);
+      json_builder_set_member_name (builder, "loss");
+      json_builder_add_double_value (builder, (float) loss);
+      json_builder_set_member_name (builder, "tokens_per_s");
+      json_builder_add_double_value (builder, tokens_per_s);
+      json_builder_set_member_name (builder, "hash");
+      json_builder_add_string_value (builder, hash);
+      /* As --simulate-peers: how many devices took part; "members" names them. */
+      json_builder_set_member_name (builder, "roster");
+      json_builder_add_int_value (builder, g_strv_length ((char **) members));
+      json_builder_set_member_name (builder, "members");
+      json_builder_begin_array (builder);
+      for (guint i = 0; members[i] != NULL; i++)
+        json_builder_add_string_value (builder, members[i]);
+      json_builder_end_array (builder);
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else
+    {
+      g_autofree char *names = g_strjoinv (", ", (char **) members);
+
+      g_print ("step %5" G_GUINT64_FORMAT "  loss %.4f  %8.0f tokens/s  %s  [%s]\n", step,
+               (float) loss, tokens_per_s, hash, names);
+      fflush (stdout);
+    }
+}
+
+static void
+finished_cb (DcTrainGroup *train,
+             const GError *error,
+             gpointer      user_data)
+{
+  State *state = user_data;
+  DcGptModel *model = dc_train_group_get_model (train);
+
+  if (error != NULL)
+    {
+      if (!state->stopped)
+        state->exit_status = dc_cli_fail (state->options, error);
+      state->stopped = TRUE;
+    }
+  else if (model != NULL)
+    {
+      g_autofree char *hash = dc_gpt_model_dup_hash (model);
+      g_autofree char *step = g_strdup_printf ("%" G_GUINT64_FORMAT, model->step);
+
+      if (state->options->json)
+        {
+          g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+          json_builder_begin_object (builder);
+          json_builder_set_member_name (builder, "event");
+          json_builder_add_string_value (builder, "done");
+          json_builder_set_member_name (builder, "step");
+          json_builder_add_int_value (builder, model->step);
+          json_builder_set_member_name (builder, "hash");
+          json_builder_add_string_value (builder, hash);
+          json_builder_end_object (builder);
+          dc_cli_print_json (builder);
+        }
+    }
+  leave (state);
+}
+
+static gboolean
+signal_cb (gpointer user_data)
+{
+  State *state = user_data;
+
+  state->stopped = TRUE;
+  dc_train_group_stop (state->train);
+  leave (state);
+  /* Removed when the command returns, with the other signal's source. */
+  return G_SOURCE_CONTINUE;
+}
+
+int
+dc_cli_train_group_run (DcCliOptions            *options,
+                        DcContext               *context,
+                        const DcTrainingRequest *request,
+                        gboolean                 seed_given,
+                        const DcCliTrainGroupArgs *args)
+{
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autoptr(DcGroup) group = NULL;
+  g_autoptr(DcTrainGroup) train = NULL;
+  g_autoptr(GMainLoop) loop = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *room = g_strdup (args->room);
+  State state = { 0 };
+  guint sigint, sigterm;
+
+  if (!dc_mesh_check_plugins (&error))
+    return dc_cli_fail (options, error);
+
+  config.create = TRUE;
+  config.approve = args->approve;
+  config.hello = dc_context_new_hello (context, args->name != NULL ? args->name
+                                                                   : g_get_host_name ());
+  if (args->test_probe_hash != NULL)
+    {
+      g_free (config.hello->probe_hash);
+      config.hello->probe_hash = g_strdup (args->test_probe_hash);
+    }
+  config.peer.ice_addresses = g_strdupv (args->ice_addresses);
+  group = dc_group_new (&config);
+
+  if (room == NULL)
+    {
+      const char *pairs[] = { "event", "room", "room", NULL, NULL };
+
+      room = dc_room_generate_code ();
+      pairs[3] = room;
+      if (options->json)
+        print_pairs (options, pairs);
+      else
+        {
+          g_print (_("Room code: %s\n"), room);
+          fflush (stdout);
+        }
+    }
+
+  loop = g_main_loop_new (NULL, FALSE);
+  train = dc_train_group_new (context, group, config.hello, request, seed_given,
+                              args->min_peers);
+  state.options = options;
+  state.group = group;
+  state.train = train;
+  state.loop = loop;
+  g_signal_connect (group, "event", G_CALLBACK (group_event_cb), &state);
+  g_signal_connect (group, "failed", G_CALLBACK (failed_cb), &state);
+  g_signal_connect (group, "approval-requested", G_CALLBACK (approval_requested_cb), &state);
+  g_queue_init (&state.asks);
+  g_signal_connect (train, "notice", G_CALLBACK (notice_cb), &state);
+  g_signal_connect (train, "step", G_CALLBACK (step_cb), &state);
+  g_signal_connect (train, "finished", G_CALLBACK (finished_cb), &state);
+  sigint = g_unix_signal_add (SIGINT, signal_cb, &state);
+  sigterm = g_unix_signal_add (SIGTERM, signal_cb, &state);
+
+  dc_train_group_start (train);
+  if (!dc_group_join_room (group, args->signal_url, room, &error))
+    state.exit_status = dc_cli_fail (options, error);
+  else if (!state.stopped)
+    g_main_loop_run (loop);
+
+  g_source_remove (sigint);
+  g_source_remove (sigterm);
+  g_signal_handlers_disconnect_by_data (group, &state);
+  g_signal_handlers_disconnect_by_data (train, &state);
+  dc_train_group_stop (train);
+  g_queue_clear_full (&state.asks, g_free);
+  g_clear_object (&state.stdin_lines);
+  return state.exit_status;
+}

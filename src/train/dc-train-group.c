@@ -1,0 +1,1656 @@
+/* dc-train-group.c: the group coordinator (see dc-train-group.h).
+ *
+ * One state machine on the main context: advance () looks at what has
+ * arrived (messages, peers coming and going, a worker's result, the clock)
+ * and moves on when the current wait is satisfied; every wait has a
+ * deadline (DC_TRAIN_GROUP_WAIT_S, DC_TRAIN_GROUP_CONNECT_S) except waiting
+ * for people (min_peers devices, the starter's config).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-train"
+
+#include "config.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "dc-train-group.h"
+#include "mesh/dc-mesh-train-protocol.h"
+
+/* A gradient object: this header, then n_params little-endian float32.
+ * The header names the roster the gradient was computed for (its size and
+ * a digest of its sorted ids), so that gradients of a roster a device has
+ * not adopted yet are kept apart, and the sender's loss for the step line. */
+#define GRADIENT_MAGIC        0x31475244u  /* "DRG1" */
+#define GRADIENT_HEADER_SIZE  24
+
+/* How often the waits look at the clock and at the peers. */
+#define TICK_MS 250
+
+typedef enum
+{
+  STATE_WAITING_PEERS,   /* starter: fewer than min_peers devices */
+  STATE_WAITING_CONFIG,  /* follower: no config yet */
+  STATE_PREPARING,       /* worker: data, model, trainer */
+  STATE_WAITING_START,   /* follower: prepared, no step-0 report yet */
+  STATE_CONNECTING,      /* waiting to be connected to the whole roster */
+  STATE_COMPUTING,       /* worker: this device's gradient */
+  STATE_EXCHANGING,      /* waiting for the roster's gradients */
+  STATE_APPLYING,        /* worker: sum in rank order, Adam */
+  STATE_REPORTING,       /* waiting for the roster's step reports */
+  STATE_ROLLING_BACK,    /* the step is taken again without a device that left */
+  STATE_DONE,
+} State;
+
+typedef struct
+{
+  guint   rank;
+  float   loss;
+  GBytes *object;
+} Gradient;
+
+typedef struct
+{
+  DcMeshChunkAssembler *assembler;
+} Assembly;
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshChunk, dc_mesh_chunk_clear)
+
+struct _DcTrainGroup
+{
+  GObject            parent_instance;
+
+  DcContext         *context;
+  DcGroup           *group;
+  DcTrainingRequest  request;      /* this device's own flags (starter's when it starts) */
+  gboolean           seed_given;
+  guint              min_peers;
+  guint64            fault_step;   /* DC_TEST_FAULT=corrupt-weight@STEP, 0: none */
+  guint64            fault_partial; /* DC_TEST_FAULT=partial-send@STEP, 0: none */
+
+  State              state;
+  gboolean           starter;
+  gboolean           started;
+  DcMeshRunConfig   *config;
+  DcTrainPlan       *plan;
+  DcTrainSession    *session;
+  guint64            stop;
+
+  GPtrArray         *roster;       /* char* member ids, sorted */
+  guint64            digest;
+  guint              rank;
+  GHashTable        *logged;       /* ids whose admission was logged */
+  GHashTable        *names;        /* id → display name, kept after it left */
+
+  float             *own_grads;
+  float              own_loss;
+  guint64            step_done;    /* the model's step, as the main thread may read it
+                                    * while a worker changes the model */
+  gint64             step_started;
+  gint64             t_computed, t_sent, t_apply;  /* monotonic µs, for the report */
+
+  /* The model before the last step (weights, both moments, step, β powers):
+   * taken back when a roster device turns out to have taken that step
+   * without a device that left (see rollback ()). */
+  float             *snapshot;
+  guint64            snap_step;
+  float              snap_beta1, snap_beta2;
+  guint64            rollback_digest;
+  gint64             deadline;     /* monotonic µs; 0: none */
+
+  GHashTable        *gradients;    /* "step/digest/id" → Gradient* */
+  GHashTable        *assemblies;   /* peer id → Assembly* */
+  GHashTable        *reports;      /* "step/id" → DcMeshStepReport* */
+  DcMeshStepReport  *own_report;
+
+  guint              tick_id;
+  gulong             event_handler;
+  gulong             message_handler;
+};
+
+G_DEFINE_FINAL_TYPE (DcTrainGroup, dc_train_group, G_TYPE_OBJECT)
+G_DEFINE_QUARK (dc-train-group-error-quark, dc_train_group_error)
+
+enum {
+  SIGNAL_NOTICE,
+  SIGNAL_STEP,
+  SIGNAL_FINISHED,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
+static void advance (DcTrainGroup *self);
+
+static void
+gradient_free (Gradient *gradient)
+{
+  g_bytes_unref (gradient->object);
+  g_free (gradient);
+}
+
+static void
+assembly_free (Assembly *assembly)
+{
+  dc_mesh_chunk_assembler_free (assembly->assembler);
+  g_free (assembly);
+}
+
+static DcMesh *
+get_mesh (DcTrainGroup *self)
+{
+  return dc_group_get_mesh (self->group);
+}
+
+static const char *
+own_id (DcTrainGroup *self)
+{
+  DcMesh *mesh = get_mesh (self);
+
+  return mesh != NULL ? dc_mesh_get_id (mesh) : NULL;
+}
+
+static DcMeshHello *
+own_hello (DcTrainGroup *self)
+{
+  return g_object_get_data (G_OBJECT (self), "dc-hello");
+}
+
+/* The open peer with this member id, its hello received, or NULL. */
+static DcPeer *
+find_peer (DcTrainGroup *self,
+           const char   *id)
+{
+  DcMesh *mesh = get_mesh (self);
+  g_autoptr(GPtrArray) peers = NULL;
+
+  if (mesh == NULL)
+    return NULL;
+  peers = dc_mesh_dup_peers (mesh);
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+
+      if (g_strcmp0 (dc_peer_get_id (peer), id) == 0
+          && dc_peer_get_state (peer) == DC_PEER_STATE_OPEN && dc_peer_get_name (peer) != NULL)
+        return peer;
+    }
+  return NULL;
+}
+
+static const char *
+member_name (DcTrainGroup *self,
+             const char   *id)
+{
+  DcPeer *peer;
+
+  if (g_strcmp0 (id, own_id (self)) == 0)
+    return own_hello (self)->name;
+  peer = find_peer (self, id);
+  if (peer != NULL)
+    {
+      g_hash_table_replace (self->names, g_strdup (id), g_strdup (dc_peer_get_name (peer)));
+      return dc_peer_get_name (peer);
+    }
+  return g_hash_table_contains (self->names, id) ? g_hash_table_lookup (self->names, id) : id;
+}
+
+static void
+notice (DcTrainGroup *self,
+        const char   *kind,
+        const char   *peer,
+        const char   *text)
+{
+  g_message ("%s", text);
+  g_signal_emit (self, signals[SIGNAL_NOTICE], 0, kind, peer, text);
+}
+
+static void
+finish (DcTrainGroup *self,
+        GError       *error)
+{
+  if (self->state == STATE_DONE)
+    {
+      g_clear_error (&error);
+      return;
+    }
+  self->state = STATE_DONE;
+  g_clear_handle_id (&self->tick_id, g_source_remove);
+  if (error != NULL)
+    g_message ("%s", error->message);
+  g_signal_emit (self, signals[SIGNAL_FINISHED], 0, error);
+  g_clear_error (&error);
+}
+
+/* Admission (the hello's probe hash and numeric rule): a device whose
+ * kernels compute different values would fork the replicas at the first
+ * step, so it is never counted, sent to, or listened to for training. */
+static gboolean
+admitted (DcTrainGroup *self,
+          DcPeer       *peer)
+{
+  DcMeshHello *theirs = dc_peer_get_hello (peer);
+  DcMeshHello *ours = own_hello (self);
+  const char *id = dc_peer_get_id (peer);
+  gboolean same_probe, same_rule;
+
+  if (theirs == NULL)
+    return FALSE;
+  same_probe = g_strcmp0 (theirs->probe_hash, ours->probe_hash) == 0;
+  same_rule = theirs->numeric_rule_id == ours->numeric_rule_id;
+  if (same_probe && same_rule)
+    return TRUE;
+  if (!g_hash_table_contains (self->logged, id))
+    {
+      g_autofree char *text = NULL;
+
+      g_hash_table_add (self->logged, g_strdup (id));
+      if (!same_rule)
+        text = g_strdup_printf ("“%s” is not admitted to training: numeric rule mismatch "
+                                "(theirs %08x, ours %08x). It runs a build with different "
+                                "math; run the same version of DaisyChain on every device.",
+                                theirs->name, theirs->numeric_rule_id, ours->numeric_rule_id);
+      else
+        text = g_strdup_printf ("“%s” is not admitted to training: probe hash mismatch "
+                                "(theirs “%s”, ours “%s”). Its kernels produce different "
+                                "values (the seeded probe GEMM does not match); that device "
+                                "should rejoin: its gates re-run at init and demote it to "
+                                "the CPU if its GPU misbehaves.",
+                                theirs->name, theirs->probe_hash, ours->probe_hash);
+      notice (self, "not-admitted", theirs->name, text);
+    }
+  return FALSE;
+}
+
+static int
+compare_ids (gconstpointer a,
+             gconstpointer b)
+{
+  return strcmp (*(const char * const *) a, *(const char * const *) b);
+}
+
+/* The first 8 bytes of the SHA-256 of the sorted ids, one per line. */
+static guint64
+roster_digest (GPtrArray *roster)
+{
+  g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+  guint8 digest[32];
+  gsize size = sizeof digest;
+  guint64 value = 0;
+
+  for (guint i = 0; i < roster->len; i++)
+    {
+      g_checksum_update (sum, g_ptr_array_index (roster, i), -1);
+      g_checksum_update (sum, (const guchar *) "\n", 1);
+    }
+  g_checksum_get_digest (sum, digest, &size);
+  for (guint i = 0; i < 8; i++)
+    value = (value << 8) | digest[i];
+  return value;
+}
+
+static void
+set_roster (DcTrainGroup *self,
+            GPtrArray    *roster)
+{
+  g_ptr_array_sort (roster, compare_ids);
+  g_clear_pointer (&self->roster, g_ptr_array_unref);
+  self->roster = g_ptr_array_ref (roster);
+  self->digest = roster_digest (roster);
+  self->rank = 0;
+  for (guint i = 0; i < roster->len; i++)
+    if (g_str_equal (g_ptr_array_index (roster, i), own_id (self)))
+      self->rank = i;
+}
+
+static char **
+roster_names (DcTrainGroup *self)
+{
+  GStrvBuilder *builder = g_strv_builder_new ();
+  char **names;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    g_strv_builder_add (builder, member_name (self, g_ptr_array_index (self->roster, i)));
+  names = g_strv_builder_end (builder);
+  g_strv_builder_unref (builder);
+  return names;
+}
+
+/* The displayed 16-hex-digit hash as the report's 32 bytes (the rest zero). */
+static void
+hash_to_bytes (const char *hex,
+               guint8      out[DC_MESH_HASH_SIZE])
+{
+  memset (out, 0, DC_MESH_HASH_SIZE);
+  for (guint i = 0; i < DC_MESH_HASH_SIZE && hex[2 * i] != '\0' && hex[2 * i + 1] != '\0'; i++)
+    out[i] = (guint8) ((g_ascii_xdigit_value (hex[2 * i]) << 4)
+                       | g_ascii_xdigit_value (hex[2 * i + 1]));
+}
+
+static char *
+hash_to_hex (const guint8 hash[DC_MESH_HASH_SIZE])
+{
+  GString *hex = g_string_new (NULL);
+
+  for (guint i = 0; i < 8; i++)
+    g_string_append_printf (hex, "%02x", hash[i]);
+  return g_string_free (hex, FALSE);
+}
+
+static void
+send_to_roster (DcTrainGroup *self,
+                guint         type,
+                GBytes       *payload)
+{
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      DcPeer *peer;
+      g_autoptr(GError) error = NULL;
+
+      if (i == self->rank || (peer = find_peer (self, id)) == NULL)
+        continue;
+      if (!dc_peer_send (peer, type, payload, &error))
+        g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
+    }
+}
+
+static DcMeshStepReport *
+make_report (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  DcMeshStepReport *report = dc_mesh_step_report_new ();
+  g_autofree char *hash = dc_gpt_model_dup_hash (model);
+  g_autofree char *optimizer = dc_gpt_model_dup_optimizer_hash (model);
+
+  memcpy (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+  report->step = model->step;
+  hash_to_bytes (hash, report->weights_hash);
+  hash_to_bytes (optimizer, report->optimizer_hash);
+  g_ptr_array_add (self->roster, NULL);
+  report->roster = g_strdupv ((char **) self->roster->pdata);
+  g_ptr_array_remove_index (self->roster, self->roster->len - 1);
+  return report;
+}
+
+static char *
+report_key (guint64     step,
+            const char *id)
+{
+  return g_strdup_printf ("%" G_GUINT64_FORMAT "/%s", step, id);
+}
+
+static char *
+gradient_key (guint64     step,
+              guint64     digest,
+              const char *id)
+{
+  return g_strdup_printf ("%" G_GUINT64_FORMAT "/%016" G_GINT64_MODIFIER "x/%s", step, digest, id);
+}
+
+/* The deadline of the current wait, from now. */
+static void
+arm (DcTrainGroup *self,
+     guint         seconds)
+{
+  self->deadline = g_get_monotonic_time () + (gint64) seconds * G_USEC_PER_SEC;
+}
+
+/* ---- workers (GTask: the result comes back as a GSource on the main context) ---- */
+
+static void
+prepare_worker (GTask        *task,
+                gpointer      source,
+                gpointer      data,
+                GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  GError *error = NULL;
+  DcTrainSession *session = dc_train_plan_prepare (self->plan, cancellable, &error);
+
+  if (session == NULL)
+    g_task_return_error (task, error);
+  else
+    g_task_return_pointer (task, session, (GDestroyNotify) dc_train_session_free);
+}
+
+static void
+compute_worker (GTask        *task,
+                gpointer      source,
+                gpointer      data,
+                GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  GError *error = NULL;
+  guint *rank_n = data;
+
+  if (!dc_trainer_compute_gradients (dc_train_session_get_trainer (self->session), rank_n[0],
+                                     rank_n[1], self->own_grads, &self->own_loss, &error))
+    g_task_return_error (task, error);
+  else
+    g_task_return_boolean (task, TRUE);
+}
+
+typedef struct
+{
+  const float **grads;
+  guint         n;
+} ApplyData;
+
+static void
+apply_data_free (ApplyData *data)
+{
+  g_free (data->grads);
+  g_free (data);
+}
+
+static void
+apply_worker (GTask        *task,
+              gpointer      source,
+              gpointer      data,
+              GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  ApplyData *apply = data;
+  DcTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptModel *model = dc_trainer_get_model (trainer);
+  g_autofree float *sum = g_new (float, model->n_params);
+
+  memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
+  self->snap_step = model->step;
+  self->snap_beta1 = model->beta1_pow;
+  self->snap_beta2 = model->beta2_pow;
+  /* The canonical order (docs/VERIFICATION.md): ranks 0..n-1, as the simulation. */
+  dc_trainer_combine_gradients (apply->grads, apply->n, model->n_params, sum);
+  dc_trainer_apply_gradients (trainer, sum);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void start_step (DcTrainGroup *self);
+
+/* Step 0: the roster and the seeded weights' hash. The starter's names the
+ * first roster; everyone's shows it built the same weights, and that it is
+ * ready: nobody sends a gradient before it has every device's. */
+static void
+send_start_report (DcTrainGroup *self)
+{
+  g_autoptr(GBytes) payload = NULL;
+
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  self->own_report = make_report (self);
+  payload = dc_mesh_step_report_encode (self->own_report, NULL);
+  send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
+  arm (self, DC_TRAIN_GROUP_CONNECT_S);
+}
+
+static gboolean reports_complete (DcTrainGroup *self);
+
+static void
+prepared_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  GError *error = NULL;
+  DcTrainSession *session = g_task_propagate_pointer (G_TASK (result), &error);
+
+  if (self->state == STATE_DONE)
+    {
+      g_clear_pointer (&session, dc_train_session_free);
+      g_clear_error (&error);
+      return;
+    }
+  if (session == NULL)
+    {
+      finish (self, error);
+      return;
+    }
+  self->session = session;
+  self->step_done = dc_train_session_get_model (session)->step;
+  self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
+  self->snapshot = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
+  self->state = self->starter ? STATE_CONNECTING : STATE_WAITING_START;
+  if (self->starter)
+    send_start_report (self);
+  advance (self);
+}
+
+static gboolean
+fault_exit_cb (gpointer user_data)
+{
+  _exit (3);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+computed_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  GError *error = NULL;
+  DcGptModel *model;
+  guint8 *data;
+  gsize size;
+  guint32 word;
+  g_autoptr(GBytes) object_bytes = NULL;
+  DcMeshChunk info = { 0 };
+
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      finish (self, error);
+      return;
+    }
+  if (self->state == STATE_DONE)
+    return;
+  self->t_computed = g_get_monotonic_time ();
+  model = dc_train_session_get_model (self->session);
+  size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
+  data = g_malloc0 (size);
+  word = GUINT32_TO_LE (GRADIENT_MAGIC);
+  memcpy (data, &word, 4);
+  word = GUINT32_TO_LE (self->roster->len);
+  memcpy (data + 4, &word, 4);
+  {
+    guint64 digest = GUINT64_TO_LE (self->digest);
+    guint32 loss_bits;
+
+    memcpy (data + 8, &digest, 8);
+    memcpy (&loss_bits, &self->own_loss, 4);
+    loss_bits = GUINT32_TO_LE (loss_bits);
+    memcpy (data + 16, &loss_bits, 4);
+  }
+  /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
+   * checked in meson: every supported target is little-endian). */
+  memcpy (data + GRADIENT_HEADER_SIZE, self->own_grads, model->n_params * sizeof (float));
+  object_bytes = g_bytes_new_take (data, size);
+
+  memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+  info.step = model->step + 1;
+  info.rank = self->rank;
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      DcPeer *peer;
+      g_autoptr(GError) send_error = NULL;
+
+      if (i == self->rank || (peer = find_peer (self, g_ptr_array_index (self->roster, i))) == NULL)
+        continue;
+      if (!dc_peer_send_object (peer, DC_MESH_MSG_GRADIENTS, &info, object_bytes, &send_error))
+        g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
+                   send_error->message);
+      if (self->fault_partial != 0 && info.step == self->fault_partial)
+        {
+          /* Test only (DC_TEST_FAULT=partial-send@STEP): this device's
+           * gradient reaches one device, then it dies without a bye. */
+          g_message ("DC_TEST_FAULT: gradient of step %" G_GUINT64_FORMAT " sent to one device "
+                     "only; exiting in 1 s", info.step);
+          self->state = STATE_DONE;
+          g_timeout_add_seconds (1, fault_exit_cb, NULL);
+          return;
+        }
+    }
+  self->t_sent = g_get_monotonic_time ();
+  self->state = STATE_EXCHANGING;
+  arm (self, DC_TRAIN_GROUP_WAIT_S);
+  advance (self);
+}
+
+static const guint8 *
+guard_hash (const char       *what,
+            DcMeshStepReport *report)
+{
+  return g_str_equal (what, "optimizer state") ? report->optimizer_hash : report->weights_hash;
+}
+
+static gboolean
+same_value (const char       *what,
+            DcMeshStepReport *a,
+            DcMeshStepReport *b)
+{
+  if (g_str_equal (what, "roster"))
+    return g_strv_equal ((const char * const *) a->roster, (const char * const *) b->roster);
+  return memcmp (guard_hash (what, a), guard_hash (what, b), DC_MESH_HASH_SIZE) == 0;
+}
+
+/* "SYNC GUARD: stopped — weight hash mismatch at step S: “a” H, “b” H, “c” H
+ * (“c” disagrees with the others)": every roster device that reported, in
+ * rank order, then those whose value differs from a strict majority's. */
+static void
+print_guard (DcTrainGroup     *self,
+             const char       *what,
+             DcMeshStepReport *own,
+             GHashTable       *theirs)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(GString) odd = g_string_new (NULL);
+  g_autoptr(GPtrArray) reports = g_ptr_array_new ();
+  g_autoptr(GPtrArray) ids = g_ptr_array_new ();
+  gboolean by_roster = g_str_equal (what, "roster");
+  DcMeshStepReport *majority = NULL;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      DcMeshStepReport *report = i == self->rank ? own : g_hash_table_lookup (theirs, id);
+
+      if (report == NULL)
+        continue;
+      g_ptr_array_add (reports, report);
+      g_ptr_array_add (ids, (gpointer) id);
+    }
+  for (guint i = 0; i < reports->len && majority == NULL; i++)
+    {
+      guint same = 0;
+
+      for (guint j = 0; j < reports->len; j++)
+        if (same_value (what, reports->pdata[i], reports->pdata[j]))
+          same++;
+      if (2 * same > reports->len)
+        majority = reports->pdata[i];
+    }
+
+  g_string_append_printf (text, "SYNC GUARD: stopped — %s mismatch at step %" G_GUINT64_FORMAT ":",
+                          what, own->step);
+  for (guint i = 0; i < reports->len; i++)
+    {
+      DcMeshStepReport *report = reports->pdata[i];
+      const char *name = member_name (self, ids->pdata[i]);
+      g_autofree char *hex = hash_to_hex (guard_hash (what, report));
+      gboolean differs;
+
+      if (by_roster)
+        g_string_append_printf (text, "%s “%s” %u devices", i == 0 ? "" : ",", name,
+                                g_strv_length (report->roster));
+      else
+        g_string_append_printf (text, "%s “%s” %s", i == 0 ? "" : ",", name, hex);
+      differs = majority != NULL && !same_value (what, report, majority);
+      if (differs)
+        g_string_append_printf (odd, "%s“%s”", odd->len > 0 ? ", " : "", name);
+    }
+  if (odd->len > 0)
+    g_string_append_printf (text, " (%s disagree%s with the others)", odd->str,
+                            strchr (odd->str, ',') != NULL ? "" : "s");
+  finish (self, g_error_new_literal (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC, text->str));
+}
+
+static void
+applied_cb (GObject      *object,
+            GAsyncResult *result,
+            gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  DcGptModel *model;
+  g_autoptr(GBytes) payload = NULL;
+  g_autofree char *hash = NULL;
+  g_auto(GStrv) names = NULL;
+  float loss_sum = 0.0f;
+  double seconds;
+
+  g_task_propagate_boolean (G_TASK (result), NULL);
+  if (self->state == STATE_DONE)
+    return;
+  model = dc_train_session_get_model (self->session);
+  self->step_done = model->step;
+  if (self->fault_step != 0 && model->step == self->fault_step)
+    {
+      guint32 bits;
+
+      /* Test only (DC_TEST_FAULT=corrupt-weight@STEP): one flipped bit. */
+      memcpy (&bits, &model->params[0], 4);
+      bits ^= 1u;
+      memcpy (&model->params[0], &bits, 4);
+      g_message ("DC_TEST_FAULT: flipped a weight bit after step %" G_GUINT64_FORMAT, model->step);
+    }
+
+  /* The loss as the simulation computes it: the ranks' losses in rank order. */
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      float loss = self->own_loss;
+
+      if (i != self->rank)
+        {
+          g_autofree char *key = gradient_key (model->step, self->digest,
+                                               g_ptr_array_index (self->roster, i));
+          Gradient *gradient = g_hash_table_lookup (self->gradients, key);
+
+          loss = gradient->loss;
+        }
+      loss_sum = loss_sum + loss;
+    }
+
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  self->own_report = make_report (self);
+  {
+    float loss = loss_sum / (float) self->roster->len;
+
+    memcpy (&self->own_report->loss_bits, &loss, 4);
+  }
+  /* Where the step's time went (for a view's "slowest device"). */
+  self->own_report->compute_us = self->t_computed - self->step_started;
+  self->own_report->send_us = self->t_sent - self->t_computed;
+  self->own_report->wait_us = self->t_apply - self->t_sent;
+  self->own_report->combine_us = g_get_monotonic_time () - self->t_apply;
+  payload = dc_mesh_step_report_encode (self->own_report, NULL);
+  send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
+
+  seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
+  hash = dc_gpt_model_dup_hash (model);
+  names = roster_names (self);
+  g_signal_emit (self, signals[SIGNAL_STEP], 0, model->step,
+                 (double) (loss_sum / (float) self->roster->len),
+                 (double) self->roster->len * self->plan->settings.batch * model->config.seq
+                 / seconds,
+                 hash, names);
+
+  self->state = STATE_REPORTING;
+  arm (self, DC_TRAIN_GROUP_WAIT_S);
+  advance (self);
+}
+
+/* ---- the steps ---- */
+
+/* Roster members that were connected and are not any more. */
+static gboolean
+drop_gone (DcTrainGroup *self,
+           guint64       step)
+{
+  g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func (g_free);
+  gboolean dropped = FALSE;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+
+      if (i == self->rank || find_peer (self, id) != NULL)
+        g_ptr_array_add (kept, g_strdup (id));
+      else
+        {
+          const char *name = member_name (self, id);
+          g_autofree char *text = g_strdup_printf ("“%s” left: dropped from the roster at step %"
+                                                   G_GUINT64_FORMAT, name, step);
+
+          notice (self, "dropped", name, text);
+          dropped = TRUE;
+        }
+    }
+  if (dropped)
+    set_roster (self, kept);
+  return dropped;
+}
+
+static void
+start_step (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  guint *rank_n;
+  g_autoptr(GTask) task = NULL;
+
+  drop_gone (self, model->step + 1);
+  for (guint i = 0; i < self->roster->len; i++)
+    member_name (self, g_ptr_array_index (self->roster, i));  /* remembered for later */
+  self->step_started = g_get_monotonic_time ();
+  self->state = STATE_COMPUTING;
+  rank_n = g_new (guint, 2);
+  rank_n[0] = self->rank;
+  rank_n[1] = self->roster->len;
+  task = g_task_new (self, NULL, computed_cb, NULL);
+  g_task_set_task_data (task, rank_n, g_free);
+  g_task_run_in_thread (task, compute_worker);
+}
+
+static gboolean
+gradients_complete (DcTrainGroup  *self,
+                    const float  **grads)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      g_autofree char *key = NULL;
+      Gradient *gradient;
+
+      if (i == self->rank)
+        {
+          grads[i] = self->own_grads;
+          continue;
+        }
+      key = gradient_key (model->step + 1, self->digest, g_ptr_array_index (self->roster, i));
+      gradient = g_hash_table_lookup (self->gradients, key);
+      if (gradient == NULL || gradient->rank != i)
+        return FALSE;
+      grads[i] = (const float *) ((const guint8 *) g_bytes_get_data (gradient->object, NULL)
+                                  + GRADIENT_HEADER_SIZE);
+    }
+  return TRUE;
+}
+
+static gboolean
+roster_contains_all (char       **big,
+                     char       **small)
+{
+  for (guint i = 0; small[i] != NULL; i++)
+    if (!g_strv_contains ((const char * const *) big, small[i]))
+      return FALSE;
+  return g_strv_length (big) > g_strv_length (small);
+}
+
+/* The reports of the step just taken, compared (the sync guard) once every
+ * roster device still here has sent its own, so that every device names
+ * the same devices and hashes. */
+static gboolean
+reports_complete (DcTrainGroup *self)
+{
+  g_autoptr(GHashTable) theirs = g_hash_table_new (g_str_hash, g_str_equal);
+  const char *what = NULL;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      g_autofree char *key = report_key (self->own_report->step, id);
+      DcMeshStepReport *report;
+
+      if (i == self->rank)
+        continue;
+      report = g_hash_table_lookup (self->reports, key);
+      if (report != NULL
+          && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
+        report = NULL;
+      if (report == NULL)
+        {
+          /* A device that left after its gradient came owes no report. */
+          if (find_peer (self, id) != NULL)
+            return FALSE;
+          continue;
+        }
+      g_hash_table_insert (theirs, (gpointer) id, report);
+      if (what != NULL)
+        continue;
+      if (memcmp (report->weights_hash, self->own_report->weights_hash, DC_MESH_HASH_SIZE) != 0)
+        what = "weight hash";
+      else if (memcmp (report->optimizer_hash, self->own_report->optimizer_hash,
+                       DC_MESH_HASH_SIZE) != 0)
+        what = "optimizer state";
+      else if (!g_strv_equal ((const char * const *) report->roster,
+                              (const char * const *) self->own_report->roster))
+        {
+          /* Its report of the step with a device this one dropped: it is
+           * taking the step again (rollback ()); its new report replaces it. */
+          if (roster_contains_all (report->roster, self->own_report->roster))
+            return FALSE;
+          what = "roster";
+        }
+    }
+  if (what != NULL)
+    {
+      print_guard (self, what, self->own_report, theirs);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Forget what belongs to steps before @step. */
+static void
+prune (DcTrainGroup *self,
+       guint64       step)
+{
+  GHashTableIter iter;
+  gpointer key;
+
+  g_hash_table_iter_init (&iter, self->gradients);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (g_ascii_strtoull (key, NULL, 10) < step)
+      g_hash_table_iter_remove (&iter);
+  g_hash_table_iter_init (&iter, self->reports);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (g_ascii_strtoull (key, NULL, 10) < step)
+      g_hash_table_iter_remove (&iter);
+}
+
+static void
+timeout_error (DcTrainGroup *self,
+               const char   *what)
+{
+  finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_TIMEOUT,
+                             "%s: stopping the run", what));
+}
+
+/* Who of the roster has not sent @what yet (for the timeout's message). */
+static char *
+missing_names (DcTrainGroup *self,
+               gboolean      reports)
+{
+  g_autoptr(GString) names = g_string_new (NULL);
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      g_autofree char *key = reports ? report_key (model->step, id)
+                                     : gradient_key (model->step + 1, self->digest, id);
+
+      /* A device gone owes no report. */
+      if (i != self->rank && !(reports && find_peer (self, id) == NULL)
+          && !g_hash_table_contains (reports ? self->reports : self->gradients, key))
+        g_string_append_printf (names, "%s“%s”", names->len > 0 ? ", " : "",
+                                member_name (self, id));
+    }
+  return g_string_free (g_steal_pointer (&names), FALSE);
+}
+
+static void
+start_run (DcTrainGroup *self)
+{
+  DcTrainingRequest request = self->request;
+  GError *error = NULL;
+  g_autoptr(GTask) task = NULL;
+
+  request.width = self->config->width;
+  request.seq = self->config->seq;
+  request.batch = self->config->batch;
+  request.steps = self->config->steps;
+  request.lr_x1000 = self->config->lr_x1000;
+  request.seed = self->config->run_seed;
+  request.data = *self->config->dataset_spec != '\0' ? self->config->dataset_spec : "builtin";
+  request.simulate_peers = 0;
+  self->plan = dc_train_plan_new (&request, NULL, NULL, &error);
+  if (self->plan == NULL)
+    {
+      g_prefix_error (&error, "the run's config cannot be followed: ");
+      finish (self, error);
+      return;
+    }
+  dc_train_plan_set_context (self->plan, self->context);
+  self->stop = self->plan->stop;
+  self->state = STATE_PREPARING;
+  task = g_task_new (self, NULL, prepared_cb, NULL);
+  g_task_run_in_thread (task, prepare_worker);
+}
+
+/* The starter: min_peers admitted devices are here; send them the config. */
+static void
+send_config (DcTrainGroup *self)
+{
+  g_autoptr(GPtrArray) roster = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
+  DcMeshRunConfig *config = dc_mesh_run_config_new ();
+  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GError) error = NULL;
+  DcTrainSettings settings;
+
+  for (guint i = 0; i < DC_MESH_RUN_ID_SIZE; i++)
+    config->run_id[i] = (guint8) g_random_int_range (0, 256);
+  dc_train_settings_init_default (&settings);
+  config->width = self->request.width;
+  config->seq = self->request.seq;
+  config->batch = self->request.batch > 0 ? self->request.batch : settings.batch;
+  config->steps = self->request.steps > 0 ? self->request.steps : settings.steps;
+  config->lr_x1000 = self->request.lr_x1000 > 0 ? self->request.lr_x1000 : settings.lr_x1000;
+  config->numeric_rule_id = own_hello (self)->numeric_rule_id;
+  /* A fresh run seed unless --seed named one (tests, reproducing a run). */
+  config->run_seed = self->seed_given ? self->request.seed
+                                      : ((guint64) g_random_int () << 32) | g_random_int ();
+  config->start_step = 0;
+  g_free (config->dataset_spec);
+  config->dataset_spec = g_strdup (g_strcmp0 (self->request.data, "builtin") == 0
+                                   || self->request.data == NULL ? "" : self->request.data);
+  g_free (config->probe_hash);
+  config->probe_hash = g_strdup (own_hello (self)->probe_hash);
+  g_free (config->starter_id);
+  config->starter_id = g_strdup (own_id (self));
+  self->config = config;
+
+  payload = dc_mesh_run_config_encode (config, &error);
+  if (payload == NULL)
+    {
+      finish (self, g_steal_pointer (&error));
+      return;
+    }
+  g_ptr_array_add (roster, g_strdup (own_id (self)));
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+
+      if (find_peer (self, dc_peer_get_id (peer)) == NULL || !admitted (self, peer))
+        continue;
+      if (roster->len >= DC_MESH_ROSTER_MAX)
+        break;
+      g_ptr_array_add (roster, g_strdup (dc_peer_get_id (peer)));
+      if (!dc_peer_send (peer, DC_MESH_MSG_CONFIG, payload, &error))
+        g_message ("cannot send the config to %s: %s", dc_peer_get_name (peer), error->message);
+      g_clear_error (&error);
+    }
+  set_roster (self, roster);
+  {
+    g_autofree char *text = g_strdup_printf ("starting the run with %u devices (seed %"
+                                             G_GUINT64_FORMAT ")", roster->len, config->run_seed);
+
+    notice (self, "config", NULL, text);
+  }
+  start_run (self);
+}
+
+static guint
+count_admitted (DcTrainGroup *self)
+{
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
+  guint n = 1;
+
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+
+      if (find_peer (self, dc_peer_get_id (peer)) != NULL && admitted (self, peer))
+        n++;
+    }
+  return n;
+}
+
+/* The follower's first roster, from the starter's step-0 report. */
+static gboolean
+adopt_start (DcTrainGroup *self)
+{
+  g_autofree char *key = report_key (0, self->config->starter_id);
+  DcMeshStepReport *report = g_hash_table_lookup (self->reports, key);
+  g_autoptr(GPtrArray) roster = NULL;
+  g_autofree char *hash = NULL;
+  guint8 own[DC_MESH_HASH_SIZE];
+  gboolean found = FALSE;
+
+  if (report == NULL
+      || memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
+    return FALSE;
+  roster = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; report->roster[i] != NULL; i++)
+    {
+      if (i > 0 && strcmp (report->roster[i - 1], report->roster[i]) >= 0)
+        {
+          finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                                     "the starter's roster is not in canonical order"));
+          return FALSE;
+        }
+      found = found || g_str_equal (report->roster[i], own_id (self));
+      g_ptr_array_add (roster, g_strdup (report->roster[i]));
+    }
+  if (!found)
+    {
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                                 "this device is not in the run's roster (it came too late)"));
+      return FALSE;
+    }
+  set_roster (self, roster);
+  hash = dc_gpt_model_dup_hash (dc_train_session_get_model (self->session));
+  hash_to_bytes (hash, own);
+  if (memcmp (own, report->weights_hash, DC_MESH_HASH_SIZE) != 0)
+    {
+      g_autofree char *theirs = hash_to_hex (report->weights_hash);
+
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                 "SYNC GUARD: stopped — weight hash mismatch at step 0: “%s” %s, "
+                                 "“%s” %s", member_name (self, self->config->starter_id), theirs,
+                                 own_hello (self)->name, hash));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+advance (DcTrainGroup *self)
+{
+  gboolean late = self->deadline != 0 && g_get_monotonic_time () > self->deadline;
+
+  switch (self->state)
+    {
+    case STATE_WAITING_PEERS:
+      if (get_mesh (self) != NULL && own_id (self) != NULL
+          && count_admitted (self) >= self->min_peers)
+        send_config (self);
+      break;
+
+    case STATE_WAITING_CONFIG:
+    case STATE_PREPARING:
+    case STATE_COMPUTING:
+    case STATE_APPLYING:
+    case STATE_DONE:
+      break;
+
+    case STATE_WAITING_START:
+      if (adopt_start (self))
+        {
+          self->state = STATE_CONNECTING;
+          send_start_report (self);
+          advance (self);
+        }
+      break;
+
+    case STATE_CONNECTING:
+      {
+        g_autoptr(GString) missing = g_string_new (NULL);
+
+        for (guint i = 0; i < self->roster->len; i++)
+          if (i != self->rank && find_peer (self, g_ptr_array_index (self->roster, i)) == NULL)
+            g_string_append_printf (missing, "%s%s", missing->len > 0 ? ", " : "",
+                                    (const char *) g_ptr_array_index (self->roster, i));
+        if (missing->len == 0 && reports_complete (self))
+          {
+            self->deadline = 0;
+            start_step (self);
+          }
+        else if (late && self->state == STATE_CONNECTING)
+          {
+            g_autofree char *what = g_strdup_printf ("not connected to every ready device of the "
+                                                     "run within %u s (not connected: %s)",
+                                                     DC_TRAIN_GROUP_CONNECT_S, missing->str);
+            timeout_error (self, what);
+          }
+      }
+      break;
+
+    case STATE_EXCHANGING:
+      {
+        g_autofree const float **grads = g_new0 (const float *, self->roster->len);
+        DcGptModel *model = dc_train_session_get_model (self->session);
+
+        if (gradients_complete (self, grads))
+          {
+            ApplyData *data = g_new0 (ApplyData, 1);
+            g_autoptr(GTask) task = g_task_new (self, NULL, applied_cb, NULL);
+
+            data->grads = g_steal_pointer (&grads);
+            data->n = self->roster->len;
+            self->state = STATE_APPLYING;
+            self->t_apply = g_get_monotonic_time ();
+            self->deadline = 0;
+            g_task_set_task_data (task, data, (GDestroyNotify) apply_data_free);
+            g_task_run_in_thread (task, apply_worker);
+          }
+        else if (drop_gone (self, model->step + 1))
+          /* Someone left before its gradient came: the step again without it. */
+          start_step (self);
+        else if (late)
+          {
+            g_autofree char *names = missing_names (self, FALSE);
+            g_autofree char *what = g_strdup_printf ("no gradient from %s for step %"
+                                                     G_GUINT64_FORMAT " within %u s while "
+                                                     "connected", names, model->step + 1,
+                                                     DC_TRAIN_GROUP_WAIT_S);
+            timeout_error (self, what);
+          }
+      }
+      break;
+
+    case STATE_ROLLING_BACK:
+      drop_gone (self, self->step_done + 1);
+      if (self->digest == self->rollback_digest)
+        start_step (self);
+      else if (late)
+        timeout_error (self, "a device took the last step with another roster than this "
+                             "one's, and no device left to explain it");
+      break;
+
+    case STATE_REPORTING:
+      if (reports_complete (self))
+        {
+          DcGptModel *model = dc_train_session_get_model (self->session);
+
+          self->deadline = 0;
+          prune (self, model->step);
+          if (model->step >= self->stop)
+            finish (self, NULL);
+          else
+            start_step (self);
+        }
+      else if (self->state == STATE_REPORTING && late)
+        {
+          g_autofree char *names = missing_names (self, TRUE);
+          g_autofree char *what = g_strdup_printf ("no step report from %s for step %"
+                                                   G_GUINT64_FORMAT " within %u s while "
+                                                   "connected", names,
+                                                   self->own_report->step, DC_TRAIN_GROUP_WAIT_S);
+          timeout_error (self, what);
+        }
+      break;
+    }
+}
+
+/* ---- the mesh ---- */
+
+static gboolean
+in_roster (DcTrainGroup *self,
+           const char   *id)
+{
+  if (self->roster == NULL)
+    return FALSE;
+  for (guint i = 0; i < self->roster->len; i++)
+    if (g_str_equal (g_ptr_array_index (self->roster, i), id))
+      return TRUE;
+  return FALSE;
+}
+
+static void
+handle_config (DcTrainGroup *self,
+               DcPeer       *peer,
+               GBytes       *payload)
+{
+  g_autoptr(GError) error = NULL;
+  DcMeshRunConfig *config;
+
+  if (self->state != STATE_WAITING_CONFIG || !admitted (self, peer))
+    return;
+  config = dc_mesh_run_config_decode (payload, &error);
+  if (config == NULL)
+    {
+      g_message ("a malformed run config from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0 || config->resume
+      || config->start_step != 0)
+    {
+      /* Resuming and joining a run under way are not implemented yet. */
+      g_message ("ignoring a run config from %s: not a fresh run it started",
+                 dc_peer_get_name (peer));
+      dc_mesh_run_config_free (config);
+      return;
+    }
+  if (*config->dataset_spec != '\0' && !g_str_equal (config->dataset_spec, "builtin")
+      && (config->dataset_spec[0] == '/' || config->dataset_spec[0] == '.'
+          || g_file_test (config->dataset_spec, G_FILE_TEST_EXISTS)))
+    {
+      /* A path names a file on the starter's device (or, worse, one here). */
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                                 "the run's data “%s” is a file, which a group cannot share: "
+                                 "train together on builtin or a Hugging Face dataset",
+                                 config->dataset_spec));
+      dc_mesh_run_config_free (config);
+      return;
+    }
+  self->config = config;
+  {
+    g_autofree char *text = g_strdup_printf ("following the run “%s” started: width %u, "
+                                             "sequence %u, batch %u, %u steps, lr %u/1000, seed %"
+                                             G_GUINT64_FORMAT, dc_peer_get_name (peer),
+                                             config->width, config->seq, config->batch,
+                                             config->steps, config->lr_x1000, config->run_seed);
+
+    notice (self, "config", dc_peer_get_name (peer), text);
+  }
+  start_run (self);
+}
+
+static void
+handle_report (DcTrainGroup *self,
+               DcPeer       *peer,
+               GBytes       *payload)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcMeshStepReport) report = dc_mesh_step_report_decode (payload, &error);
+  g_autofree char *key = NULL;
+  guint64 current;
+
+  if (report == NULL)
+    {
+      g_message ("a malformed step report from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  /* Before the config came (another device may be quicker than the
+   * starter's channel), kept: the run id is checked where it is used. */
+  if (self->config != NULL
+      && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
+    return;
+  current = self->step_done;
+  /* Only the step just taken and the next matter: the rest is stale or a lie. */
+  if (report->step + 1 < current || report->step > current + 1)
+    return;
+  key = report_key (report->step, dc_peer_get_id (peer));
+  g_hash_table_replace (self->reports, g_steal_pointer (&key), g_steal_pointer (&report));
+}
+
+/* Takes the last step back: the model as it was before it, to take it again
+ * with the roster whose digest is @digest once this device sees the same
+ * departures. Its step line and report of that step are superseded. */
+static void
+rollback (DcTrainGroup *self,
+          DcPeer       *peer,
+          guint64       digest)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  g_autofree char *text = NULL;
+
+  memcpy (model->params, self->snapshot, 3 * model->n_params * sizeof (float));
+  model->step = self->snap_step;
+  model->beta1_pow = self->snap_beta1;
+  model->beta2_pow = self->snap_beta2;
+  self->step_done = model->step;
+  self->rollback_digest = digest;
+  self->state = STATE_ROLLING_BACK;
+  arm (self, DC_TRAIN_GROUP_WAIT_S);
+  text = g_strdup_printf ("“%s” takes step %" G_GUINT64_FORMAT " without a device that left: "
+                          "taking it again with the same roster", dc_peer_get_name (peer),
+                          model->step + 1);
+  notice (self, "retake", dc_peer_get_name (peer), text);
+}
+
+static void
+handle_chunk (DcTrainGroup *self,
+              DcPeer       *peer,
+              GBytes       *payload)
+{
+  g_auto(DcMeshChunk) chunk = { 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) object = NULL;
+  const char *id = dc_peer_get_id (peer);
+  Assembly *assembly;
+  DcGptModel *model;
+  guint64 expected, step;
+
+  if (self->session == NULL || !in_roster (self, id))
+    return;
+  if (!dc_mesh_chunk_decode (DC_MESH_MSG_GRADIENTS, payload, &chunk, &error))
+    {
+      g_message ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  model = dc_train_session_get_model (self->session);
+  step = self->step_done + 1;  /* not model->step: a worker may be stepping it */
+  expected = GRADIENT_HEADER_SIZE + (guint64) model->n_params * sizeof (float);
+  if (memcmp (chunk.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+      || chunk.total != expected || chunk.step + 1 < step || chunk.step > step + 1
+      || (chunk.step + 1 == step && self->state != STATE_REPORTING))
+    return;
+
+  assembly = g_hash_table_lookup (self->assemblies, id);
+  if (assembly == NULL)
+    {
+      assembly = g_new0 (Assembly, 1);
+      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, expected);
+      g_hash_table_insert (self->assemblies, g_strdup (id), assembly);
+    }
+  if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
+    {
+      /* A sender queues whole objects in order: a chunk of another object
+       * means the one before was cut short (the sender restarted the step). */
+      g_clear_error (&error);
+      dc_mesh_chunk_assembler_free (assembly->assembler);
+      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, expected);
+      if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
+        {
+          g_message ("a bad gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
+          return;
+        }
+    }
+  if (object == NULL)
+    return;
+  dc_mesh_chunk_assembler_free (assembly->assembler);
+  assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, expected);
+
+  {
+    const guint8 *data = g_bytes_get_data (object, NULL);
+    guint32 magic, n, loss_bits;
+    guint64 digest;
+    Gradient *gradient;
+    guint stashed = 0;
+    GHashTableIter iter;
+    gpointer key;
+    g_autofree char *prefix = g_strdup_printf ("%" G_GUINT64_FORMAT "/", chunk.step);
+    g_autofree char *suffix = g_strdup_printf ("/%s", id);
+
+    memcpy (&magic, data, 4);
+    memcpy (&n, data + 4, 4);
+    memcpy (&digest, data + 8, 8);
+    memcpy (&loss_bits, data + 16, 4);
+    if (GUINT32_FROM_LE (magic) != GRADIENT_MAGIC || GUINT32_FROM_LE (n) == 0
+        || GUINT32_FROM_LE (n) > DC_MESH_ROSTER_MAX || chunk.rank >= GUINT32_FROM_LE (n))
+      {
+        g_message ("a gradient from %s with a bad header: dropped", dc_peer_get_name (peer));
+        return;
+      }
+    g_hash_table_iter_init (&iter, self->gradients);
+    while (g_hash_table_iter_next (&iter, &key, NULL))
+      if (g_str_has_prefix (key, prefix) && g_str_has_suffix (key, suffix))
+        stashed++;
+    if (stashed >= DC_TRAIN_GROUP_STASH_MAX)
+      {
+        g_message ("more than %u gradients of step %" G_GUINT64_FORMAT " from %s: dropped",
+                   DC_TRAIN_GROUP_STASH_MAX, chunk.step, dc_peer_get_name (peer));
+        return;
+      }
+    if (chunk.step + 1 == step)
+      {
+        /* A gradient of the step just taken: its sender is taking it again
+         * with a smaller roster (it lacked the gradient of a device that
+         * left, which reached this one). */
+        if (GUINT64_FROM_LE (digest) == self->digest)
+          return;  /* the same step again: nothing new */
+        rollback (self, peer, GUINT64_FROM_LE (digest));
+        /* … and this gradient is one of the step to take again. */
+      }
+    gradient = g_new0 (Gradient, 1);
+    gradient->rank = chunk.rank;
+    loss_bits = GUINT32_FROM_LE (loss_bits);
+    memcpy (&gradient->loss, &loss_bits, 4);
+    gradient->object = g_steal_pointer (&object);
+    g_hash_table_replace (self->gradients,
+                          gradient_key (chunk.step, GUINT64_FROM_LE (digest), id), gradient);
+  }
+}
+
+static void
+message_cb (DcGroup  *group,
+            DcPeer   *peer,
+            guint     type,
+            GBytes   *payload,
+            gpointer  user_data)
+{
+  DcTrainGroup *self = user_data;
+
+  if (self->state == STATE_DONE)
+    return;
+  switch (type)
+    {
+    case DC_MESH_MSG_CONFIG:
+      handle_config (self, peer, payload);
+      break;
+    case DC_MESH_MSG_STEP_REPORT:
+      if (admitted (self, peer))
+        handle_report (self, peer, payload);
+      break;
+    case DC_MESH_MSG_GRADIENTS:
+      if (admitted (self, peer))
+        handle_chunk (self, peer, payload);
+      break;
+    default:
+      return;
+    }
+  advance (self);
+}
+
+static void
+event_cb (DcGroup    *group,
+          const char *event,
+          const char *peer,
+          guint       n_peers,
+          const char *reason,
+          gpointer    user_data)
+{
+  DcTrainGroup *self = user_data;
+
+  /* The device that created the room (its host) starts the run. */
+  if (g_str_equal (event, "joined") && self->state == STATE_WAITING_CONFIG && self->config == NULL
+      && g_strcmp0 (reason, "host") == 0)
+    {
+      self->starter = TRUE;
+      self->state = STATE_WAITING_PEERS;
+    }
+  if (self->state == STATE_WAITING_PEERS || self->state == STATE_WAITING_CONFIG)
+    {
+      /* Log admission as soon as a device is there. */
+      g_autoptr(GPtrArray) peers = get_mesh (self) != NULL ? dc_mesh_dup_peers (get_mesh (self))
+                                                           : NULL;
+
+      for (guint i = 0; peers != NULL && i < peers->len; i++)
+        if (dc_peer_get_name (g_ptr_array_index (peers, i)) != NULL)
+          admitted (self, g_ptr_array_index (peers, i));
+    }
+  advance (self);
+}
+
+static gboolean
+tick_cb (gpointer user_data)
+{
+  advance (user_data);
+  return G_SOURCE_CONTINUE;
+}
+
+/* ---- the object ---- */
+
+/**
+ * dc_train_group_new:
+ * @context: this device's context (backend, probe hash)
+ * @group: the group it trains with (joined or joining)
+ * @hello: what this device told its peers (its probe hash and numeric rule
+ *   are what admission compares)
+ * @request: this device's training flags; used when it starts the run, and
+ *   for what stays local (threads, --stop-at) when it follows
+ * @seed_given: whether @request's seed was chosen (else the starter draws one)
+ * @min_peers: how many devices, this one included, the run waits for
+ */
+DcTrainGroup *
+dc_train_group_new (DcContext               *context,
+                    DcGroup                 *group,
+                    const DcMeshHello       *hello,
+                    const DcTrainingRequest *request,
+                    gboolean                 seed_given,
+                    guint                    min_peers)
+{
+  DcTrainGroup *self = g_object_new (DC_TYPE_TRAIN_GROUP, NULL);
+  const char *fault = g_getenv ("DC_TEST_FAULT");
+
+  self->context = g_object_ref (context);
+  self->group = g_object_ref (group);
+  self->request = *request;
+  self->request.data = g_strdup (request->data);
+  self->seed_given = seed_given;
+  self->min_peers = MAX (min_peers, 1);
+  if (fault != NULL && g_str_has_prefix (fault, "corrupt-weight@"))
+    self->fault_step = g_ascii_strtoull (fault + strlen ("corrupt-weight@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "partial-send@"))
+    self->fault_partial = g_ascii_strtoull (fault + strlen ("partial-send@"), NULL, 10);
+  g_object_set_data_full (G_OBJECT (self), "dc-hello",
+                          dc_mesh_hello_new (hello->name, hello->backend, hello->probe_hash,
+                                             hello->numeric_rule_id),
+                          (GDestroyNotify) dc_mesh_hello_free);
+  return self;
+}
+
+/**
+ * dc_train_group_start:
+ *
+ * Begins waiting: the room's host for min_peers devices, the others for its
+ * config. Call it once the group is joining (its host is known by the time
+ * any peer is connected).
+ */
+void
+dc_train_group_start (DcTrainGroup *self)
+{
+  g_return_if_fail (DC_IS_TRAIN_GROUP (self));
+
+  if (self->started)
+    return;
+  self->started = TRUE;
+  self->event_handler = g_signal_connect (self->group, "event", G_CALLBACK (event_cb), self);
+  self->message_handler = g_signal_connect (self->group, "message", G_CALLBACK (message_cb), self);
+  self->tick_id = g_timeout_add (TICK_MS, tick_cb, self);
+  self->state = STATE_WAITING_CONFIG;
+  advance (self);
+}
+
+void
+dc_train_group_stop (DcTrainGroup *self)
+{
+  g_return_if_fail (DC_IS_TRAIN_GROUP (self));
+  finish (self, g_error_new_literal (G_IO_ERROR, G_IO_ERROR_CANCELLED, "the run was stopped"));
+}
+
+/**
+ * dc_train_group_get_model:
+ *
+ * Returns: (transfer none) (nullable): the model, once prepared
+ */
+DcGptModel *
+dc_train_group_get_model (DcTrainGroup *self)
+{
+  return self->session != NULL ? dc_train_session_get_model (self->session) : NULL;
+}
+
+static void
+dc_train_group_dispose (GObject *object)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+
+  g_clear_handle_id (&self->tick_id, g_source_remove);
+  if (self->group != NULL)
+    {
+      g_clear_signal_handler (&self->event_handler, self->group);
+      g_clear_signal_handler (&self->message_handler, self->group);
+    }
+  g_clear_object (&self->group);
+  G_OBJECT_CLASS (dc_train_group_parent_class)->dispose (object);
+}
+
+static void
+dc_train_group_finalize (GObject *object)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+
+  g_clear_pointer (&self->session, dc_train_session_free);
+  g_clear_pointer (&self->plan, dc_train_plan_free);
+  g_clear_pointer (&self->config, dc_mesh_run_config_free);
+  g_clear_pointer (&self->roster, g_ptr_array_unref);
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  g_hash_table_unref (self->gradients);
+  g_hash_table_unref (self->assemblies);
+  g_hash_table_unref (self->reports);
+  g_hash_table_unref (self->logged);
+  g_hash_table_unref (self->names);
+  g_free (self->own_grads);
+  g_free (self->snapshot);
+  g_free ((char *) self->request.data);
+  g_clear_object (&self->context);
+  G_OBJECT_CLASS (dc_train_group_parent_class)->finalize (object);
+}
+
+static void
+dc_train_group_class_init (DcTrainGroupClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->dispose = dc_train_group_dispose;
+  object_class->finalize = dc_train_group_finalize;
+
+  /* (kind, peer name or NULL, text): "config", "not-admitted", "dropped". */
+  signals[SIGNAL_NOTICE] =
+    g_signal_new ("notice", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_STRING);
+  /* (step, loss, tokens/s of the group, weight hash, the roster's names in rank order). */
+  signals[SIGNAL_STEP] =
+    g_signal_new ("step", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 5, G_TYPE_UINT64, G_TYPE_DOUBLE, G_TYPE_DOUBLE, G_TYPE_STRING,
+                  G_TYPE_STRV);
+  /* (error or NULL): the run ended; NULL when it reached its last step. */
+  signals[SIGNAL_FINISHED] =
+    g_signal_new ("finished", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 1, G_TYPE_ERROR);
+}
+
+static void
+dc_train_group_init (DcTrainGroup *self)
+{
+  self->gradients = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                           (GDestroyNotify) gradient_free);
+  self->assemblies = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                            (GDestroyNotify) assembly_free);
+  self->reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                         (GDestroyNotify) dc_mesh_step_report_free);
+  self->logged = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+}

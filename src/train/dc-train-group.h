@@ -1,0 +1,74 @@
+/* dc-train-group.h: this device training together with its group.
+ *
+ * DcTrainGroup is the group coordinator (docs/ARCHITECTURE.md, "The group
+ * coordinator"): it runs on the main context with the group's DcMesh and
+ * plugs into the training layer's group-step seam. The room's host starts
+ * the run: it sends CONFIG once min_peers devices (itself included) are
+ * connected and admitted, then the step-0 STEP_REPORT that names the first
+ * roster and the seeded weights' hash. Every step, each roster device
+ * computes the gradient of its own batch (rank = position in the sorted
+ * roster) on a worker thread, sends it to the others (chunked GRADIENTS),
+ * sums all of them in rank order and applies Adam, then exchanges
+ * STEP_REPORTs (the sync guard) before the next step. A device that leaves
+ * is dropped from the next roster; a step a peer took without it while this
+ * device took it with it is taken back and again. Workers report back
+ * through GTask, whose completion is a GSource on the main context.
+ *
+ * Signals: ::notice (kind, peer, text) for "config", "not-admitted",
+ * "dropped", "retake"; ::step (step, loss, tokens/s, hash, names in rank
+ * order); ::finished (error or NULL).
+ *
+ * Not here yet (seams, docs/ARCHITECTURE.md): repair from the leader, mid-run
+ * join, leader failover, audits, checkpoint to the group.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "dc-context.h"
+#include "dc-train-plan.h"
+#include "mesh/dc-group.h"
+
+G_BEGIN_DECLS
+
+/* How long a step waits for a gradient or step report of a roster device
+ * that is still connected: the slowest device at the largest size (width
+ * 128, sequence 128, batch 32) takes tens of seconds a step on a slow CPU,
+ * and its 9.5 MB gradient about a second a peer; past this it is stuck, and
+ * the run stops rather than guessing. */
+#define DC_TRAIN_GROUP_WAIT_S      120
+/* How long the first step waits to be connected to every device of the
+ * first roster: twice a peer's own connect timeout (DC_PEER_CONNECT_MS). */
+#define DC_TRAIN_GROUP_CONNECT_S   60
+/* Gradients of one step from one device kept for different rosters (a
+ * device that saw someone leave earlier than this one did): a roster only
+ * shrinks within a step, and more than this means a confused or lying peer. */
+#define DC_TRAIN_GROUP_STASH_MAX   4
+
+#define DC_TRAIN_GROUP_ERROR (dc_train_group_error_quark ())
+GQuark dc_train_group_error_quark (void);
+
+typedef enum
+{
+  DC_TRAIN_GROUP_ERROR_CONFIG,     /* the run's config cannot be followed */
+  DC_TRAIN_GROUP_ERROR_SYNC,       /* the sync guard stopped the run */
+  DC_TRAIN_GROUP_ERROR_TIMEOUT,    /* a connected device stayed silent */
+  DC_TRAIN_GROUP_ERROR_ALONE,      /* the mesh is gone */
+} DcTrainGroupError;
+
+#define DC_TYPE_TRAIN_GROUP (dc_train_group_get_type ())
+G_DECLARE_FINAL_TYPE (DcTrainGroup, dc_train_group, DC, TRAIN_GROUP, GObject)
+
+DcTrainGroup *dc_train_group_new      (DcContext                *context,
+                                       DcGroup                  *group,
+                                       const DcMeshHello        *hello,
+                                       const DcTrainingRequest  *request,
+                                       gboolean                  seed_given,
+                                       guint                     min_peers);
+void          dc_train_group_start    (DcTrainGroup             *self);
+void          dc_train_group_stop     (DcTrainGroup             *self);
+DcGptModel   *dc_train_group_get_model (DcTrainGroup            *self);
+
+G_END_DECLS

@@ -1,0 +1,419 @@
+/* test-train-group.c: devices train together, as separate processes (suite net).
+ *
+ * A signaling service and `daisychain-cli train --room …` processes run as
+ * child processes; ICE is limited to 127.0.0.1. The model is the smallest
+ * (width 16, sequence 16, batch 2) so that the steps cost little next to the
+ * exchange. What is checked is exactness (hashes, losses, rosters), never
+ * timing: every wait has a generous deadline and fails with the event's name.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <string.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "dc-test-proc.h"
+#include "dc-test-utils.h"
+
+/* Far above what an event takes on an idle machine; on a loaded 2-core
+ * machine processes stall for seconds. */
+#define EVENT_BOUND_MS 60000
+/* A whole run of 60 small steps by three processes sharing two cores. */
+#define RUN_BOUND_MS   150000
+
+#define SMALL "--width", "16", "--seq", "16", "--batch", "2", "--steps", "100", "--threads", "1"
+
+static DcTestProc *
+spawn (const char *label,
+       ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  const char *arg;
+  va_list args;
+
+  va_start (args, label);
+  while ((arg = va_arg (args, const char *)) != NULL)
+    g_ptr_array_add (argv, (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  return dc_test_proc_spawn (label, NULL, FALSE, (const char * const *) argv->pdata);
+}
+
+static char *
+start_signal (DcTestProc **out)
+{
+  DcTestProc *proc = spawn ("signal", "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
+                            NULL);
+  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL, EVENT_BOUND_MS);
+
+  *out = proc;
+  return g_strdup (json_object_get_string_member (listening, "url"));
+}
+
+/* The room's host, which starts the run: returns the room code it made. */
+static DcTestProc *
+start_host (const char  *url,
+            const char  *stop_at,
+            const char  *min_peers,
+            char       **room)
+{
+  DcTestProc *proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
+                            "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
+                            "--min-peers", min_peers, "--stop-at", stop_at, SMALL, NULL);
+  JsonObject *event = dc_test_proc_expect (proc, "room", NULL, EVENT_BOUND_MS);
+
+  *room = g_strdup (json_object_get_string_member (event, "room"));
+  /* The host must have created the room before anyone asks to join it. */
+  dc_test_proc_expect (proc, "joined", NULL, EVENT_BOUND_MS);
+  return proc;
+}
+
+/* A follower: its own size and seed differ from the starter's on purpose
+ * (width 32, seed 99): it must follow the starter's config, not its flags. */
+static DcTestProc *
+start_follower (const char *url,
+                const char *room,
+                const char *name,
+                const char *stop_at,
+                const char *extra)
+{
+  return spawn (name, "train", "--json", "--signal", url, "--room", room, "--name", name,
+                "--ice-address", "127.0.0.1", "--stop-at", stop_at, "--width", "32",
+                "--seq", "16", "--batch", "4", "--seed", "99", "--threads", "1", extra, NULL);
+}
+
+/* The step events of @proc, indexed by step (1-based; NULL where none).
+ * A step taken again after a rollback prints a second line, which holds:
+ * only where @retakes is TRUE. */
+static GPtrArray *
+steps_of_full (DcTestProc *proc,
+               gboolean    retakes)
+{
+  GPtrArray *steps = g_ptr_array_new ();
+
+  for (guint i = 0; i < proc->events->len; i++)
+    {
+      JsonObject *o = g_ptr_array_index (proc->events, i);
+      gint64 step;
+
+      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), "step") != 0)
+        continue;
+      step = json_object_get_int_member (o, "step");
+      g_assert_cmpint (step, >=, 1);
+      g_assert_cmpint (step, <=, 10000);
+      if ((guint) step >= steps->len)
+        g_ptr_array_set_size (steps, step + 1);
+      if (!retakes)
+        g_assert_null (g_ptr_array_index (steps, step));
+      g_ptr_array_index (steps, step) = o;
+    }
+  return steps;
+}
+
+static GPtrArray *
+steps_of (DcTestProc *proc)
+{
+  return steps_of_full (proc, FALSE);
+}
+
+static const char *
+hash_at (GPtrArray *steps,
+         guint      step)
+{
+  JsonObject *o;
+
+  g_assert_cmpuint (step, <, steps->len);
+  o = g_ptr_array_index (steps, step);
+  g_assert_nonnull (o);
+  return json_object_get_string_member (o, "hash");
+}
+
+static void
+wait_done (DcTestProc *proc,
+           guint       step)
+{
+  JsonObject *done = dc_test_proc_expect (proc, "done", NULL, RUN_BOUND_MS);
+
+  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, step);
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, EVENT_BOUND_MS), ==, 0);
+}
+
+/* Three processes train 60 steps: the same weight hash (and loss) at every
+ * step on all three, equal to `--simulate-peers 3` in one process at every
+ * step; every step's roster holds the three. The followers were given other
+ * sizes and seeds and follow the starter's. */
+static void
+test_exact (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "60", "3", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "60", NULL);
+  g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "60", NULL);
+  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "60",
+                                     "--simulate-peers", "3", SMALL, NULL);
+  DcTestProc *procs[] = { alpha, beta, gamma };
+  g_autoptr(GPtrArray) sim_steps = NULL;
+
+  wait_done (sim, 60);
+  sim_steps = steps_of (sim);
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+
+      wait_done (procs[p], 60);
+      steps = steps_of (procs[p]);
+      g_assert_cmpuint (steps->len, ==, 61);
+      for (guint s = 1; s <= 60; s++)
+        {
+          JsonObject *o = g_ptr_array_index (steps, s);
+          JsonObject *expected = g_ptr_array_index (sim_steps, s);
+          JsonArray *members = json_object_get_array_member (o, "members");
+
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpfloat (json_object_get_double_member (o, "loss"), ==,
+                             json_object_get_double_member (expected, "loss"));
+          g_assert_cmpint (json_object_get_int_member (o, "roster"), ==, 3);
+          g_assert_cmpuint (json_array_get_length (members), ==, 3);
+        }
+    }
+}
+
+static gboolean
+message_has (JsonObject *event,
+             const char *text)
+{
+  return strstr (json_object_get_string_member_with_default (event, "message", ""), text) != NULL;
+}
+
+/* One device flips a weight bit after step 5 (test fault switch): all three
+ * stop with the sync guard's message naming the odd one out, exit 1, and none
+ * of them printed a step after 5. */
+static void
+test_sync_guard (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "20", "3", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "20", NULL);
+  g_autoptr(DcTestProc) gamma = NULL;
+  DcTestProc *procs[3];
+
+  g_setenv ("DC_TEST_FAULT", "corrupt-weight@5", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  procs[0] = alpha;
+  procs[1] = beta;
+  procs[2] = gamma;
+
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      JsonObject *error = dc_test_proc_expect (procs[p], "error", NULL, RUN_BOUND_MS);
+      g_autoptr(GPtrArray) steps = NULL;
+      g_autofree char *odd = NULL;
+
+      g_test_message ("%s: %s", procs[p]->label,
+                      json_object_get_string_member (error, "message"));
+      g_assert_true (message_has (error, "SYNC GUARD: stopped — weight hash mismatch at step 5:"));
+      /* Everyone names every device with its hash, and gamma as the odd one. */
+      g_assert_true (message_has (error, "“alpha”"));
+      g_assert_true (message_has (error, "“beta”"));
+      g_assert_true (message_has (error, "(“gamma” disagrees with the others)"));
+      g_assert_cmpint (dc_test_proc_expect_exit (procs[p], EVENT_BOUND_MS), ==, 1);
+      steps = steps_of (procs[p]);
+      g_assert_cmpuint (steps->len, ==, 6);
+      g_assert_cmpint (dc_test_proc_find (procs[p], 0, "done", NULL), ==, -1);
+    }
+}
+
+/* The hash after @last of a simulation of three devices up to @three, then
+ * two: the roster history of a group that lost one device. */
+static char *
+simulate_history (guint three,
+                  guint last)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dc-train-group-XXXXXX", NULL);
+  g_autofree char *checkpoint = g_build_filename (dir, "three.pt", NULL);
+  g_autofree char *three_s = g_strdup_printf ("%u", three);
+  g_autofree char *last_s = g_strdup_printf ("%u", last);
+  g_autoptr(DcTestProc) sim3 = NULL, sim2 = NULL;
+  g_autoptr(GPtrArray) steps = NULL;
+  char *hash;
+
+  sim3 = spawn ("sim3", "train", "--json", "--seed", "11", "--stop-at", three_s,
+                "--simulate-peers", "3", "--out", checkpoint, SMALL, NULL);
+  g_assert_cmpint (dc_test_proc_expect_exit (sim3, RUN_BOUND_MS), ==, 0);
+  sim2 = spawn ("sim2", "train", "--json", "--resume", checkpoint, "--stop-at", last_s,
+                "--simulate-peers", "2", "--threads", "1", NULL);
+  wait_done (sim2, last);
+  steps = steps_of (sim2);
+  hash = g_strdup (hash_at (steps, last));
+  g_unlink (checkpoint);
+  g_rmdir (dir);
+  return hash;
+}
+
+static gboolean
+reached_step_20 (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
+    if (json_object_get_int_member (g_ptr_array_index (proc->events, i), "step") >= 20)
+      return TRUE;
+  return proc->eof;
+}
+
+/* One of three leaves after its step 20, killed (SIGKILL: no bye, found by
+ * the 4 s silence) or closed (SIGTERM: bye): the other two drop it from the
+ * roster and finish with equal hashes at every step, and their final weights
+ * equal a simulation with the same roster history (three devices up to the
+ * last step with three, then two). */
+static void
+test_leave (gconstpointer data)
+{
+  int signum = GPOINTER_TO_INT (data);
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "40", "3", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "40", NULL);
+  g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "40", NULL);
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  g_autofree char *expected = NULL;
+  guint last_three = 0;
+
+  if (!dc_test_wait_until (reached_step_20, gamma, RUN_BOUND_MS))
+    g_error ("gamma: no step 20 within %u ms", RUN_BOUND_MS);
+  g_subprocess_send_signal (gamma->process, signum);
+  if (signum == SIGTERM)
+    g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 0);
+
+  wait_done (alpha, 40);
+  wait_done (beta, 40);
+  dc_test_proc_expect (alpha, "dropped", "gamma", EVENT_BOUND_MS);
+  dc_test_proc_expect (beta, "dropped", "gamma", EVENT_BOUND_MS);
+  a = steps_of (alpha);
+  b = steps_of (beta);
+  for (guint s = 1; s <= 40; s++)
+    {
+      gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
+
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpint (roster, ==,
+                       json_object_get_int_member (g_ptr_array_index (b, s), "roster"));
+      if (roster == 3)
+        {
+          g_assert_cmpuint (last_three, ==, s - 1);  /* three, then two: never back */
+          last_three = s;
+        }
+      else
+        g_assert_cmpint (roster, ==, 2);
+    }
+  g_assert_cmpuint (last_three, >=, 20);
+  g_assert_cmpuint (last_three, <, 40);
+
+  /* The same roster history in one process. */
+  expected = simulate_history (last_three, 40);
+  g_assert_cmpstr (hash_at (a, 40), ==, expected);
+}
+
+/* The third device's gradient of step 10 reaches one of the two others only,
+ * then it dies without a bye (test fault switch). The one that got it has
+ * taken step 10 with three devices; the other takes it with two. The first
+ * takes the step back when the other's two-device gradient arrives and takes
+ * it again with two: both finish with equal hashes at every step, rosters 3
+ * to step 9 and 2 from step 10, equal to the simulation of that history.
+ * Without the rollback the two would wait for each other until the 120 s
+ * timeout and stop. */
+static void
+test_partial_send (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "20", "3", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "20", NULL);
+  g_autoptr(DcTestProc) gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  g_autofree char *expected = NULL;
+
+  g_setenv ("DC_TEST_FAULT", "partial-send@10", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, RUN_BOUND_MS), ==, 3);
+  wait_done (alpha, 20);
+  wait_done (beta, 20);
+  g_assert_true (dc_test_proc_find (alpha, 0, "retake", NULL) >= 0
+                 || dc_test_proc_find (beta, 0, "retake", NULL) >= 0);
+  a = steps_of_full (alpha, TRUE);
+  b = steps_of_full (beta, TRUE);
+  for (guint s = 1; s <= 20; s++)
+    {
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==,
+                       s < 10 ? 3 : 2);
+      g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (b, s), "roster"), ==,
+                       s < 10 ? 3 : 2);
+    }
+  expected = simulate_history (9, 20);
+  g_assert_cmpstr (hash_at (a, 20), ==, expected);
+}
+
+/* A device whose probe hash differs (claimed with a test option) is not
+ * admitted: the host logs "probe hash mismatch" naming it, the run starts
+ * with the two others only, and it never takes a step. */
+static void
+test_admission (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "5", "2", &room);
+  g_autoptr(DcTestProc) odd = start_follower (url, room, "odd", "5",
+                                              "--test-probe-hash=00ff00ff00ff00ff");
+  g_autoptr(DcTestProc) beta = NULL;
+  JsonObject *event;
+  g_autoptr(GPtrArray) steps = NULL;
+
+  event = dc_test_proc_expect (alpha, "not-admitted", "odd", EVENT_BOUND_MS);
+  g_assert_true (message_has (event, "probe hash mismatch"));
+  g_assert_true (message_has (event, "rejoin"));
+  beta = start_follower (url, room, "beta", "5", NULL);
+  wait_done (alpha, 5);
+  wait_done (beta, 5);
+  steps = steps_of (alpha);
+  for (guint s = 1; s <= 5; s++)
+    {
+      JsonArray *members = json_object_get_array_member (g_ptr_array_index (steps, s), "members");
+
+      g_assert_cmpuint (json_array_get_length (members), ==, 2);
+      for (guint i = 0; i < 2; i++)
+        g_assert_cmpstr (json_array_get_string_element (members, i), !=, "odd");
+    }
+  event = dc_test_proc_expect (odd, "not-admitted", NULL, EVENT_BOUND_MS);
+  g_assert_true (message_has (event, "probe hash mismatch"));
+  g_assert_cmpint (dc_test_proc_find (odd, 0, "step", NULL), ==, -1);
+  g_subprocess_send_signal (odd->process, SIGTERM);
+  g_assert_cmpint (dc_test_proc_expect_exit (odd, EVENT_BOUND_MS), ==, 0);
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/dc/train/group/exact", test_exact);
+  g_test_add_func ("/dc/train/group/sync-guard", test_sync_guard);
+  g_test_add_data_func ("/dc/train/group/leave/kill", GINT_TO_POINTER (SIGKILL), test_leave);
+  g_test_add_data_func ("/dc/train/group/leave/term", GINT_TO_POINTER (SIGTERM), test_leave);
+  g_test_add_func ("/dc/train/group/leave/partial-send", test_partial_send);
+  g_test_add_func ("/dc/train/group/admission", test_admission);
+  return g_test_run ();
+}
