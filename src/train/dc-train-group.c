@@ -103,6 +103,7 @@ struct _DcTrainGroup
   GHashTable        *assemblies;   /* peer id → Assembly* */
   GHashTable        *reports;      /* "step/id" → DcMeshStepReport* */
   DcMeshStepReport  *own_report;
+  GHashTable        *start_sent;   /* ids that have this device's step-0 report */
 
   guint              tick_id;
   gulong             event_handler;
@@ -469,18 +470,44 @@ apply_worker (GTask        *task,
 
 static void start_step (DcTrainGroup *self);
 
+/* The step-0 report goes to every roster device once it is connected: two
+ * followers may open their channel to each other only after both sent
+ * theirs, and a report sent before that reached nobody. */
+static void
+resend_start_report (DcTrainGroup *self)
+{
+  g_autoptr(GBytes) payload = NULL;
+
+  if (self->own_report == NULL || self->roster == NULL)
+    return;
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      DcPeer *peer;
+      g_autoptr(GError) error = NULL;
+
+      if (i == self->rank || g_hash_table_contains (self->start_sent, id)
+          || (peer = find_peer (self, id)) == NULL)
+        continue;
+      if (payload == NULL)
+        payload = dc_mesh_step_report_encode (self->own_report, NULL);
+      if (dc_peer_send (peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
+        g_hash_table_add (self->start_sent, g_strdup (id));
+      else
+        g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
+    }
+}
+
 /* Step 0: the roster and the seeded weights' hash. The starter's names the
  * first roster; everyone's shows it built the same weights, and that it is
  * ready: nobody sends a gradient before it has every device's. */
 static void
 send_start_report (DcTrainGroup *self)
 {
-  g_autoptr(GBytes) payload = NULL;
-
   g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
   self->own_report = make_report (self);
-  payload = dc_mesh_step_report_encode (self->own_report, NULL);
-  send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
+  g_hash_table_remove_all (self->start_sent);
+  resend_start_report (self);
   arm (self, DC_TRAIN_GROUP_CONNECT_S);
 }
 
@@ -1127,6 +1154,7 @@ advance (DcTrainGroup *self)
       {
         g_autoptr(GString) missing = g_string_new (NULL);
 
+        resend_start_report (self);
         for (guint i = 0; i < self->roster->len; i++)
           if (i != self->rank && find_peer (self, g_ptr_array_index (self->roster, i)) == NULL)
             g_string_append_printf (missing, "%s%s", missing->len > 0 ? ", " : "",
@@ -1610,6 +1638,7 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->gradients);
   g_hash_table_unref (self->assemblies);
   g_hash_table_unref (self->reports);
+  g_hash_table_unref (self->start_sent);
   g_hash_table_unref (self->logged);
   g_hash_table_unref (self->names);
   g_free (self->own_grads);
@@ -1653,4 +1682,5 @@ dc_train_group_init (DcTrainGroup *self)
                                          (GDestroyNotify) dc_mesh_step_report_free);
   self->logged = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->start_sent = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 }
