@@ -217,6 +217,56 @@ test_decode_and_text_errors (void)
   g_assert_cmpuint (dc_bpe_tokenizer_get_vocab_size (tok), ==, 1024);
 }
 
+/* Every Split behaviour, and invert, on "a-b" and "a--b" cut at "-". With
+ * ignore_merges and no merges, each piece in the vocabulary is one token, so
+ * the ids spell out the pieces. */
+static void
+test_split_behaviors (void)
+{
+  static const struct { const char *behavior; gboolean invert; const char *text; guint32 ids[4]; guint n; } cases[] = {
+    { "Removed", FALSE, "a-b", { 0, 1 }, 2 },
+    { "Isolated", FALSE, "a-b", { 0, 2, 1 }, 3 },
+    { "MergedWithPrevious", FALSE, "a-b", { 3, 1 }, 2 },
+    { "MergedWithNext", FALSE, "a-b", { 0, 4 }, 2 },
+    { "Contiguous", FALSE, "a--b", { 0, 5, 1 }, 3 },
+    { "Isolated", FALSE, "a--b", { 0, 2, 2, 1 }, 4 },
+    /* A delimiter joins a neighbour that is not itself a delimiter. */
+    { "MergedWithPrevious", FALSE, "a--b", { 3, 2, 1 }, 3 },
+    { "MergedWithNext", FALSE, "a--b", { 0, 2, 4 }, 3 },
+    { "Removed", TRUE, "a-b", { 2 }, 1 },
+    { "MergedWithPrevious", TRUE, "a-b", { 0, 4 }, 2 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *json = g_strdup_printf (
+        "{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+        "{\"type\": \"Split\", \"pattern\": {\"String\": \"-\"}, \"behavior\": \"%s\", \"invert\": %s},"
+        "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]},"
+        " \"decoder\": {\"type\": \"ByteLevel\"},"
+        " \"model\": {\"type\": \"BPE\", \"ignore_merges\": true, \"merges\": [], \"vocab\":"
+        " {\"a\": 0, \"b\": 1, \"-\": 2, \"a-\": 3, \"-b\": 4, \"--\": 5}}}",
+        cases[i].behavior, cases[i].invert ? "true" : "false");
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcBpeTokenizer) tok = dc_bpe_tokenizer_new_from_json (json, -1, &error);
+      g_autoptr(GArray) ids = NULL;
+
+      g_assert_no_error (error);
+      ids = dc_bpe_tokenizer_encode (tok, cases[i].text, -1, FALSE, &error);
+      g_assert_no_error (error);
+      if (ids->len != cases[i].n ||
+          memcmp (ids->data, cases[i].ids, cases[i].n * sizeof (guint32)) != 0)
+        {
+          g_autoptr(GString) got = g_string_new (NULL);
+
+          for (guint j = 0; j < ids->len; j++)
+            g_string_append_printf (got, " %u", g_array_index (ids, guint32, j));
+          g_error ("%s%s on “%s” gave%s", cases[i].behavior, cases[i].invert ? " (invert)" : "",
+                   cases[i].text, got->str);
+        }
+    }
+}
+
 /* A tiny byte-level tokenizer with @model and @pre_tokenizer substituted. */
 static char *
 tiny_json (const char *model,
@@ -355,6 +405,7 @@ main (int   argc,
   g_test_add_func ("/dc/model/tokenizer/reference-prompts", test_reference_prompts);
   g_test_add_func ("/dc/model/tokenizer/qwen2-split", test_qwen2_split);
   g_test_add_func ("/dc/model/tokenizer/llama3-split", test_llama3_split);
+  g_test_add_func ("/dc/model/tokenizer/split-behaviors", test_split_behaviors);
   g_test_add_func ("/dc/model/tokenizer/long-word", test_long_word);
   g_test_add_func ("/dc/model/tokenizer/decode-errors", test_decode_and_text_errors);
   g_test_add_func ("/dc/model/tokenizer/refusals", test_refusals);

@@ -79,6 +79,7 @@ typedef struct
 struct _DcBpeTokenizer
 {
   guint        n_ids;          /* largest id + 1 */
+  guint        id_capacity;
   char       **id_to_token;    /* n_ids entries; NULL where no token has that id */
   guint8      *id_special;     /* n_ids entries; 1 for special added tokens */
   GHashTable  *vocab;          /* token (borrowed from id_to_token) -> id + 1 */
@@ -452,6 +453,15 @@ set_token (DcBpeTokenizer  *self,
                  "token “%s” has id %" G_GINT64_FORMAT ", outside 0 to %u", token, id,
                  DC_BPE_MAX_VOCAB - 1);
       return FALSE;
+    }
+  if ((guint) id >= self->id_capacity)
+    {
+      guint capacity = MAX ((guint) id + 1, MIN (2 * self->id_capacity, DC_BPE_MAX_VOCAB));
+
+      self->id_to_token = g_renew (char *, self->id_to_token, capacity);
+      memset (self->id_to_token + self->id_capacity, 0,
+              (capacity - self->id_capacity) * sizeof (char *));
+      self->id_capacity = capacity;
     }
   if (self->id_to_token[id] != NULL)
     {
@@ -906,7 +916,8 @@ dc_bpe_tokenizer_new_from_json (const char  *json,
 
   self = g_new0 (DcBpeTokenizer, 1);
   self->unk_id = -1;
-  self->id_to_token = g_new0 (char *, DC_BPE_MAX_VOCAB);
+  self->id_capacity = 256;
+  self->id_to_token = g_new0 (char *, self->id_capacity);
   self->vocab = g_hash_table_new (g_str_hash, g_str_equal);
   self->template_before = g_array_new (FALSE, FALSE, sizeof (guint32));
   self->template_after = g_array_new (FALSE, FALSE, sizeof (guint32));
@@ -958,7 +969,6 @@ dc_bpe_tokenizer_new_from_json (const char  *json,
   if (!load_post_processor (self, json_object_get_member (object, "post_processor"), 0, error))
     return NULL;
 
-  self->id_to_token = g_renew (char *, self->id_to_token, MAX (self->n_ids, 1));
   self->id_special = g_new0 (guint8, MAX (self->n_ids, 1));
   for (guint i = 0; i < self->n_added; i++)
     self->id_special[self->added[i].id] = self->added[i].special;
@@ -1168,7 +1178,24 @@ typedef struct
   gboolean match;
 } Segment;
 
-/* Cuts @piece at @regex's matches and regroups the parts by @step's behaviour. */
+/* Appends @text to the last string of @pieces (or, with @before, puts it in front). */
+static void
+join_last (GPtrArray  *pieces,
+           char       *text,
+           gboolean    before)
+{
+  char *last = pieces->pdata[pieces->len - 1];
+
+  pieces->pdata[pieces->len - 1] = before ? g_strconcat (text, last, NULL)
+                                          : g_strconcat (last, text, NULL);
+  g_free (last);
+  g_free (text);
+}
+
+/* Cuts @piece at @regex's matches and regroups the parts by @step's
+ * behaviour, with the rules of `tokenizers` (SplitDelimiterBehavior): a
+ * delimiter joins its neighbour only when that neighbour is not a delimiter
+ * itself; Contiguous joins runs of the same kind. */
 static void
 split_piece (const PreStep *step,
              const char    *piece,
@@ -1176,8 +1203,9 @@ split_piece (const PreStep *step,
 {
   g_autoptr(GArray) segments = g_array_new (FALSE, FALSE, sizeof (Segment));
   g_autoptr(GMatchInfo) info = NULL;
+  g_autoptr(GPtrArray) reversed = NULL;
   gsize len = strlen (piece), pos = 0;
-  GString *pending = NULL;
+  guint first = out->len;
 
   g_regex_match_full (step->regex, piece, (gssize) len, 0, 0, &info, NULL);
   while (g_match_info_matches (info))
@@ -1197,17 +1225,40 @@ split_piece (const PreStep *step,
     }
   if (pos < len)
     g_array_append_val (segments, ((Segment) { pos, len, FALSE }));
+  for (guint i = 0; i < segments->len; i++)
+    g_array_index (segments, Segment, i).match ^= step->invert;
+
+  if (step->behavior == BEHAVIOR_MERGED_WITH_NEXT)
+    {
+      /* Walk backwards so that a delimiter can join the part after it. */
+      reversed = g_ptr_array_new_with_free_func (g_free);
+      for (guint i = segments->len; i-- > 0;)
+        {
+          Segment *s = &g_array_index (segments, Segment, i);
+          char *text = g_strndup (piece + s->start, s->end - s->start);
+          gboolean next_match = i + 1 < segments->len &&
+                                g_array_index (segments, Segment, i + 1).match;
+
+          if (s->match && !next_match && reversed->len > 0)
+            join_last (reversed, text, TRUE);
+          else
+            g_ptr_array_add (reversed, text);
+        }
+      for (guint i = reversed->len; i-- > 0;)
+        g_ptr_array_add (out, g_steal_pointer (&reversed->pdata[i]));
+      return;
+    }
 
   for (guint i = 0; i < segments->len; i++)
     {
       Segment *s = &g_array_index (segments, Segment, i);
-      gboolean delimiter = s->match != step->invert;
+      gboolean previous_match = i > 0 && g_array_index (segments, Segment, i - 1).match;
       char *text = g_strndup (piece + s->start, s->end - s->start);
 
       switch (step->behavior)
         {
         case BEHAVIOR_REMOVED:
-          if (delimiter)
+          if (s->match)
             g_free (text);
           else
             g_ptr_array_add (out, text);
@@ -1216,57 +1267,22 @@ split_piece (const PreStep *step,
           g_ptr_array_add (out, text);
           break;
         case BEHAVIOR_MERGED_WITH_PREVIOUS:
-          if (delimiter && pending == NULL && out->len > 0 && i > 0)
-            {
-              char *prev = out->pdata[out->len - 1];
-
-              out->pdata[out->len - 1] = g_strconcat (prev, text, NULL);
-              g_free (prev);
-              g_free (text);
-            }
+          if (s->match && !previous_match && out->len > first)
+            join_last (out, text, FALSE);
           else
-            {
-              g_ptr_array_add (out, text);
-            }
-          break;
-        case BEHAVIOR_MERGED_WITH_NEXT:
-          if (pending != NULL)
-            {
-              g_string_append (pending, text);
-              g_free (text);
-              text = g_string_free (g_steal_pointer (&pending), FALSE);
-            }
-          if (delimiter && i + 1 < segments->len)
-            {
-              pending = g_string_new (text);
-              g_free (text);
-            }
-          else
-            {
-              g_ptr_array_add (out, text);
-            }
+            g_ptr_array_add (out, text);
           break;
         case BEHAVIOR_CONTIGUOUS:
-          if (delimiter && i > 0 &&
-              (g_array_index (segments, Segment, i - 1).match != step->invert))
-            {
-              char *prev = out->pdata[out->len - 1];
-
-              out->pdata[out->len - 1] = g_strconcat (prev, text, NULL);
-              g_free (prev);
-              g_free (text);
-            }
+          if (s->match == previous_match && out->len > first)
+            join_last (out, text, FALSE);
           else
-            {
-              g_ptr_array_add (out, text);
-            }
+            g_ptr_array_add (out, text);
           break;
+        case BEHAVIOR_MERGED_WITH_NEXT:
         default:
           g_assert_not_reached ();
         }
     }
-  if (pending != NULL)
-    g_ptr_array_add (out, g_string_free (pending, FALSE));
 }
 
 static GPtrArray *
