@@ -13,6 +13,9 @@
 #include "model/dc-bpe-tokenizer.h"
 #include "model/dc-model-error.h"
 
+#define BYTE_LEVEL_NO_PREFIX \
+  "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}"
+
 static DcBpeTokenizer *
 load (const char *relative)
 {
@@ -267,6 +270,59 @@ test_split_behaviors (void)
     }
 }
 
+/* Added tokens: longest match wins, lstrip/rstrip take the spaces around.
+ * Then 50,000 added tokens sharing the first byte over 1 MB of that byte: a
+ * scan of every token at every position (the first version: 5·10^10 byte
+ * compares, far past the test's timeout) against the trie's one walk. */
+static void
+test_added_tokens (void)
+{
+  const char *json =
+    "{\"added_tokens\": [{\"id\": 10, \"content\": \"ab\"}, {\"id\": 11, \"content\": \"abcd\"},"
+    " {\"id\": 12, \"content\": \"bcd\"},"
+    " {\"id\": 13, \"content\": \"<s>\", \"lstrip\": true, \"rstrip\": true, \"special\": true}],"
+    " \"pre_tokenizer\": " BYTE_LEVEL_NO_PREFIX ", \"decoder\": " BYTE_LEVEL_NO_PREFIX ","
+    " \"model\": {\"type\": \"BPE\", \"merges\": [],"
+    " \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"d\": 3, \"x\": 4, \"<\": 5}}}";
+  const guint32 expected[] = { 4, 11, 10, 2, 10 };
+  const guint32 stripped[] = { 0, 13, 1 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcBpeTokenizer) tok = dc_bpe_tokenizer_new_from_json (json, -1, &error);
+  g_autoptr(DcBpeTokenizer) many = NULL;
+  g_autoptr(GArray) ids = NULL;
+  g_autoptr(GString) big = g_string_new ("{\"added_tokens\": [");
+  g_autofree char *text = NULL;
+
+  g_assert_no_error (error);
+  ids = dc_bpe_tokenizer_encode (tok, "xabcdabcab", -1, FALSE, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (ids->len, ==, G_N_ELEMENTS (expected));
+  g_assert_cmpmem (ids->data, ids->len * 4, expected, sizeof expected);
+  g_clear_pointer (&ids, g_array_unref);
+  ids = dc_bpe_tokenizer_encode (tok, "a <s> b", -1, FALSE, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (ids->data, ids->len * 4, stripped, sizeof stripped);
+  g_clear_pointer (&ids, g_array_unref);
+
+  for (guint i = 0; i < 50000; i++)
+    g_string_append_printf (big, "%s{\"id\": %u, \"content\": \"<%u>\"}", i ? ", " : "", 100 + i, i);
+  g_string_append (big, "], \"pre_tokenizer\": " BYTE_LEVEL_NO_PREFIX ", \"decoder\": "
+                   BYTE_LEVEL_NO_PREFIX ", \"model\": {\"type\": \"BPE\", \"merges\": [],"
+                   " \"vocab\": {\"<\": 0, \"1\": 1, \">\": 2}}}");
+  many = dc_bpe_tokenizer_new_from_json (big->str, (gssize) big->len, &error);
+  g_assert_no_error (error);
+  text = g_strnfill (1024 * 1024, '<');
+  ids = dc_bpe_tokenizer_encode (many, text, -1, FALSE, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (ids->len, ==, 1024 * 1024);
+  g_clear_pointer (&ids, g_array_unref);
+  ids = dc_bpe_tokenizer_encode (many, "<1><12345>1", -1, FALSE, &error);
+  g_assert_cmpuint (ids->len, ==, 3);
+  g_assert_cmpuint (g_array_index (ids, guint32, 0), ==, 101);
+  g_assert_cmpuint (g_array_index (ids, guint32, 1), ==, 12445);
+  g_assert_cmpuint (g_array_index (ids, guint32, 2), ==, 1);
+}
+
 /* A tiny byte-level tokenizer with @model and @pre_tokenizer substituted. */
 static char *
 tiny_json (const char *model,
@@ -386,6 +442,18 @@ test_refusals (void)
   assert_refused (json, DC_MODEL_ERROR_FORMAT, "has id 0 but the vocabulary gives it id 1");
   g_clear_pointer (&json, g_free);
 
+  /* Added tokens holding more than 1 MiB together. */
+  {
+    g_autoptr(GString) added = g_string_new ("{\"added_tokens\": [");
+    g_autofree char *long_token = g_strnfill (600 * 1024, 'q');
+
+    g_string_append_printf (added, "{\"id\": 0, \"content\": \"%s\"}, "
+                            "{\"id\": 1, \"content\": \"%sr\"}], \"pre_tokenizer\": "
+                            BYTE_LEVEL ", \"decoder\": " BYTE_LEVEL ", \"model\": {\"type\":"
+                            " \"BPE\", \"vocab\": {}, \"merges\": []}}", long_token, long_token);
+    assert_refused (added->str, DC_MODEL_ERROR_TOO_LARGE, "added tokens hold");
+  }
+
   /* Oversize counts: more merges than the cap, checked before any lookup. */
   big = g_string_new ("{\"pre_tokenizer\": " BYTE_LEVEL ", \"decoder\": " BYTE_LEVEL ","
                       " \"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": [");
@@ -406,6 +474,7 @@ main (int   argc,
   g_test_add_func ("/dc/model/tokenizer/qwen2-split", test_qwen2_split);
   g_test_add_func ("/dc/model/tokenizer/llama3-split", test_llama3_split);
   g_test_add_func ("/dc/model/tokenizer/split-behaviors", test_split_behaviors);
+  g_test_add_func ("/dc/model/tokenizer/added-tokens", test_added_tokens);
   g_test_add_func ("/dc/model/tokenizer/long-word", test_long_word);
   g_test_add_func ("/dc/model/tokenizer/decode-errors", test_decode_and_text_errors);
   g_test_add_func ("/dc/model/tokenizer/refusals", test_refusals);

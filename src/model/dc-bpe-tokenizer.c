@@ -90,8 +90,17 @@ struct _DcBpeTokenizer
   PreStep      steps[DC_BPE_MAX_PRE_STEPS];
   guint        n_steps;
 
-  AddedToken  *added;          /* sorted by length, longest first */
+  AddedToken  *added;
   guint        n_added;
+  /* A trie of the added tokens' bytes, for longest-match in one walk per
+   * position whatever their number: edges (node << 8 | byte) -> child in an
+   * open-addressing table; node_token[node] is an index into added, or -1. */
+  guint64     *edge_keys;      /* key + 1; 0 marks an empty slot */
+  guint32     *edge_children;
+  gsize        edge_mask;
+  gint32      *node_token;
+  guint        n_nodes;
+  guint8       first_bytes[256];
 
   GArray      *template_before;  /* guint32 ids added before the text's ids */
   GArray      *template_after;
@@ -163,6 +172,9 @@ dc_bpe_tokenizer_free (DcBpeTokenizer *self)
   for (guint i = 0; i < self->n_added; i++)
     g_free (self->added[i].content);
   g_free (self->added);
+  g_free (self->edge_keys);
+  g_free (self->edge_children);
+  g_free (self->node_token);
   g_clear_pointer (&self->template_before, g_array_unref);
   g_clear_pointer (&self->template_after, g_array_unref);
   g_free (self);
@@ -619,13 +631,75 @@ load_merges (DcBpeTokenizer  *self,
   return TRUE;
 }
 
-static int
-compare_added (gconstpointer a,
-               gconstpointer b)
+static gint64
+edge_lookup (const DcBpeTokenizer *self,
+             guint32               node,
+             guint8                byte)
 {
-  const AddedToken *x = a, *y = b;
+  guint64 key = ((guint64) node << 8 | byte) + 1;
 
-  return x->len < y->len ? 1 : x->len > y->len ? -1 : 0;
+  for (gsize i = merge_hash (key) & self->edge_mask;; i = (i + 1) & self->edge_mask)
+    {
+      if (self->edge_keys[i] == key)
+        return self->edge_children[i];
+      if (self->edge_keys[i] == 0)
+        return -1;
+    }
+}
+
+static gboolean
+build_added_trie (DcBpeTokenizer  *self,
+                  GError         **error)
+{
+  gsize total = 0, slots = 16;
+
+  for (guint i = 0; i < self->n_added; i++)
+    total += self->added[i].len;
+  if (total > DC_BPE_MAX_ADDED_BYTES)
+    {
+      set_error (error, DC_MODEL_ERROR_TOO_LARGE,
+                 "added tokens hold %" G_GSIZE_FORMAT " bytes, more than %u", total,
+                 DC_BPE_MAX_ADDED_BYTES);
+      return FALSE;
+    }
+  /* At most one node per content byte, plus the root; the table at most half full. */
+  while (slots < 2 * (total + 1))
+    slots *= 2;
+  self->edge_keys = g_new0 (guint64, slots);
+  self->edge_children = g_new (guint32, slots);
+  self->edge_mask = slots - 1;
+  self->node_token = g_new (gint32, total + 1);
+  self->node_token[0] = -1;
+  self->n_nodes = 1;
+  for (guint i = 0; i < self->n_added; i++)
+    {
+      const AddedToken *a = &self->added[i];
+      guint32 node = 0;
+
+      self->first_bytes[(guchar) a->content[0]] = 1;
+      for (gsize j = 0; j < a->len; j++)
+        {
+          guint8 byte = (guint8) a->content[j];
+          gint64 child = edge_lookup (self, node, byte);
+
+          if (child < 0)
+            {
+              guint64 key = ((guint64) node << 8 | byte) + 1;
+              gsize k;
+
+              for (k = merge_hash (key) & self->edge_mask; self->edge_keys[k] != 0;
+                   k = (k + 1) & self->edge_mask)
+                ;
+              child = self->n_nodes++;
+              self->edge_keys[k] = key;
+              self->edge_children[k] = (guint32) child;
+              self->node_token[child] = -1;
+            }
+          node = (guint32) child;
+        }
+      self->node_token[node] = (gint32) i;
+    }
+  return TRUE;
 }
 
 static gboolean
@@ -637,7 +711,7 @@ load_added_tokens (DcBpeTokenizer  *self,
   guint n;
 
   if (node == NULL || JSON_NODE_HOLDS_NULL (node))
-    return TRUE;
+    return build_added_trie (self, error);
   if (!JSON_NODE_HOLDS_ARRAY (node))
     {
       set_error (error, DC_MODEL_ERROR_FORMAT, "added_tokens is not a list");
@@ -706,8 +780,7 @@ load_added_tokens (DcBpeTokenizer  *self,
       added->lstrip = get_bool (object, "lstrip", FALSE);
       added->rstrip = get_bool (object, "rstrip", FALSE);
     }
-  qsort (self->added, self->n_added, sizeof (AddedToken), compare_added);
-  return TRUE;
+  return build_added_trie (self, error);
 }
 
 static gboolean
@@ -1348,20 +1421,26 @@ encode_chunk (const DcBpeTokenizer *self,
     bpe_piece (self, pieces->pdata[i], out);
 }
 
+/* The longest added token at @text, as `tokenizers` matches (leftmost-longest). */
 static const AddedToken *
 match_added (const DcBpeTokenizer *self,
              const char           *text,
              gsize                 len)
 {
-  /* Longest first (the array is sorted by length), as `tokenizers` matches. */
-  for (guint i = 0; i < self->n_added; i++)
-    {
-      const AddedToken *a = &self->added[i];
+  const AddedToken *best = NULL;
+  guint32 node = 0;
 
-      if (a->len <= len && memcmp (text, a->content, a->len) == 0)
-        return a;
+  for (gsize j = 0; j < len; j++)
+    {
+      gint64 child = edge_lookup (self, node, (guint8) text[j]);
+
+      if (child < 0)
+        break;
+      node = (guint32) child;
+      if (self->node_token[node] >= 0)
+        best = &self->added[self->node_token[node]];
     }
-  return NULL;
+  return best;
 }
 
 /**
@@ -1382,7 +1461,6 @@ dc_bpe_tokenizer_encode (DcBpeTokenizer  *self,
 {
   g_autoptr(GArray) out = g_array_new (FALSE, FALSE, sizeof (guint32));
   gsize n, chunk_start = 0, i = 0;
-  guint8 first_bytes[256] = { 0 };
 
   g_return_val_if_fail (self != NULL, NULL);
   g_return_val_if_fail (text != NULL || len == 0, NULL);
@@ -1399,11 +1477,9 @@ dc_bpe_tokenizer_encode (DcBpeTokenizer  *self,
   if (add_special_tokens)
     g_array_append_vals (out, self->template_before->data, self->template_before->len);
 
-  for (guint k = 0; k < self->n_added; k++)
-    first_bytes[(guchar) self->added[k].content[0]] = 1;
   while (i < n)
     {
-      const AddedToken *a = first_bytes[(guchar) text[i]] ? match_added (self, text + i, n - i)
+      const AddedToken *a = self->first_bytes[(guchar) text[i]] ? match_added (self, text + i, n - i)
                                                          : NULL;
       gsize chunk_end = i, after;
 

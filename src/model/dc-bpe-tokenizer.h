@@ -31,6 +31,9 @@ G_BEGIN_DECLS
 #define DC_BPE_MAX_MERGES       (1u << 20)
 /* Models add at most a few thousand added tokens (Llama 3: 256). */
 #define DC_BPE_MAX_ADDED        65536
+/* Their contents together (Llama 3's 256 special tokens: 7 KB); bounds the
+ * added-token trie at 2^20 nodes (about 40 MB at most). */
+#define DC_BPE_MAX_ADDED_BYTES  (1u << 20)
 /* Real pre-tokenizer sequences hold 2-4 steps. */
 #define DC_BPE_MAX_PRE_STEPS    16
 
