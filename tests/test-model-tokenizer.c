@@ -268,6 +268,27 @@ test_split_behaviors (void)
                    cases[i].text, got->str);
         }
     }
+  /* 1 MiB of delimiters in one Contiguous run: the first version joined them
+   * by copying the growing piece each time (5·10^11 bytes); ranges widen. */
+  {
+    g_autofree char *json = g_strdup_printf (
+      "{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+      "{\"type\": \"Split\", \"pattern\": {\"String\": \"-\"}, \"behavior\": \"Contiguous\"},"
+      "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]},"
+      " \"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\","
+      " \"merges\": [], \"vocab\": {\"-\": 0, \"a\": 1}}}");
+    g_autofree char *text = g_strnfill (1024 * 1024, '-');
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DcBpeTokenizer) tok = dc_bpe_tokenizer_new_from_json (json, -1, &error);
+    g_autoptr(GArray) ids = NULL;
+
+    g_assert_no_error (error);
+    text[0] = 'a';
+    ids = dc_bpe_tokenizer_encode (tok, text, -1, FALSE, &error);
+    g_assert_no_error (error);
+    g_assert_cmpuint (ids->len, ==, 1024 * 1024);
+    g_assert_cmpuint (g_array_index (ids, guint32, 0), ==, 1);
+  }
 }
 
 /* Added tokens: longest match wins, lstrip/rstrip take the spaces around.

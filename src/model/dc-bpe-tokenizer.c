@@ -1251,34 +1251,20 @@ typedef struct
   gboolean match;
 } Segment;
 
-/* Appends @text to the last string of @pieces (or, with @before, puts it in front). */
-static void
-join_last (GPtrArray  *pieces,
-           char       *text,
-           gboolean    before)
-{
-  char *last = pieces->pdata[pieces->len - 1];
-
-  pieces->pdata[pieces->len - 1] = before ? g_strconcat (text, last, NULL)
-                                          : g_strconcat (last, text, NULL);
-  g_free (last);
-  g_free (text);
-}
-
 /* Cuts @piece at @regex's matches and regroups the parts by @step's
  * behaviour, with the rules of `tokenizers` (SplitDelimiterBehavior): a
  * delimiter joins its neighbour only when that neighbour is not a delimiter
- * itself; Contiguous joins runs of the same kind. */
+ * itself; Contiguous joins runs of the same kind. Joined parts are adjacent
+ * in @piece, so joining only widens a range: linear however many join. */
 static void
 split_piece (const PreStep *step,
              const char    *piece,
              GPtrArray     *out)
 {
   g_autoptr(GArray) segments = g_array_new (FALSE, FALSE, sizeof (Segment));
+  g_autoptr(GArray) ranges = g_array_new (FALSE, FALSE, sizeof (Segment));
   g_autoptr(GMatchInfo) info = NULL;
-  g_autoptr(GPtrArray) reversed = NULL;
   gsize len = strlen (piece), pos = 0;
-  guint first = out->len;
 
   g_regex_match_full (step->regex, piece, (gssize) len, 0, 0, &info, NULL);
   while (g_match_info_matches (info))
@@ -1304,57 +1290,62 @@ split_piece (const PreStep *step,
   if (step->behavior == BEHAVIOR_MERGED_WITH_NEXT)
     {
       /* Walk backwards so that a delimiter can join the part after it. */
-      reversed = g_ptr_array_new_with_free_func (g_free);
       for (guint i = segments->len; i-- > 0;)
         {
-          Segment *s = &g_array_index (segments, Segment, i);
-          char *text = g_strndup (piece + s->start, s->end - s->start);
+          Segment s = g_array_index (segments, Segment, i);
           gboolean next_match = i + 1 < segments->len &&
                                 g_array_index (segments, Segment, i + 1).match;
 
-          if (s->match && !next_match && reversed->len > 0)
-            join_last (reversed, text, TRUE);
+          if (s.match && !next_match && ranges->len > 0)
+            g_array_index (ranges, Segment, ranges->len - 1).start = s.start;
           else
-            g_ptr_array_add (reversed, text);
+            g_array_append_val (ranges, s);
         }
-      for (guint i = reversed->len; i-- > 0;)
-        g_ptr_array_add (out, g_steal_pointer (&reversed->pdata[i]));
+      for (guint i = ranges->len; i-- > 0;)
+        {
+          Segment *r = &g_array_index (ranges, Segment, i);
+
+          g_ptr_array_add (out, g_strndup (piece + r->start, r->end - r->start));
+        }
       return;
     }
 
   for (guint i = 0; i < segments->len; i++)
     {
-      Segment *s = &g_array_index (segments, Segment, i);
+      Segment s = g_array_index (segments, Segment, i);
       gboolean previous_match = i > 0 && g_array_index (segments, Segment, i - 1).match;
-      char *text = g_strndup (piece + s->start, s->end - s->start);
+      gboolean join;
 
       switch (step->behavior)
         {
         case BEHAVIOR_REMOVED:
-          if (s->match)
-            g_free (text);
-          else
-            g_ptr_array_add (out, text);
+          if (s.match)
+            continue;
+          join = FALSE;
           break;
         case BEHAVIOR_ISOLATED:
-          g_ptr_array_add (out, text);
+          join = FALSE;
           break;
         case BEHAVIOR_MERGED_WITH_PREVIOUS:
-          if (s->match && !previous_match && out->len > first)
-            join_last (out, text, FALSE);
-          else
-            g_ptr_array_add (out, text);
+          join = s.match && !previous_match;
           break;
         case BEHAVIOR_CONTIGUOUS:
-          if (s->match == previous_match && out->len > first)
-            join_last (out, text, FALSE);
-          else
-            g_ptr_array_add (out, text);
+          join = s.match == previous_match;
           break;
         case BEHAVIOR_MERGED_WITH_NEXT:
         default:
           g_assert_not_reached ();
         }
+      if (join && ranges->len > 0)
+        g_array_index (ranges, Segment, ranges->len - 1).end = s.end;
+      else
+        g_array_append_val (ranges, s);
+    }
+  for (guint i = 0; i < ranges->len; i++)
+    {
+      Segment *r = &g_array_index (ranges, Segment, i);
+
+      g_ptr_array_add (out, g_strndup (piece + r->start, r->end - r->start));
     }
 }
 
