@@ -74,7 +74,8 @@ static const char mistral_json[] =
   " \"hidden_size\": 4096, \"intermediate_size\": 14336, \"num_attention_heads\": 32,"
   " \"num_hidden_layers\": 32, \"num_key_value_heads\": 8, \"vocab_size\": 32768,"
   " \"max_position_embeddings\": 32768, \"rms_norm_eps\": 1e-05, \"sliding_window\": 4096,"
-  " \"head_dim\": 128, \"rope_parameters\": {\"rope_theta\": 1000000.0, \"rope_type\": \"default\"},"
+  " \"head_dim\": 128, \"rope_parameters\": {\"rope_theta\": 1000000.0, \"rope_type\": "
+  "\"default\"},"
   " \"torch_dtype\": \"float16\", \"dtype\": \"float16\", \"tie_word_embeddings\": false}";
 
 /* SmolLM-135M's shape (the benchmark's), TinyLlama-style: no num_key_value_heads. */
@@ -158,14 +159,19 @@ static void
 test_refusals (void)
 {
   assert_refused ("{\"architectures\": [\"Phi3ForCausalLM\"], \"model_type\": \"phi3\"}",
-                  DC_MODEL_ERROR_UNSUPPORTED, "unsupported architecture “Phi3ForCausalLM” (model_type “phi3”)");
-  assert_refused ("{\"architectures\": [\"LlamaForSequenceClassification\"], \"model_type\": \"llama\"}",
-                  DC_MODEL_ERROR_UNSUPPORTED, "unsupported architecture “LlamaForSequenceClassification”");
+                  DC_MODEL_ERROR_UNSUPPORTED, "unsupported architecture “Phi3ForCausalLM” "
+                                              "(model_type “phi3”)");
+  assert_refused ("{\"architectures\": [\"LlamaForSequenceClassification\"], \"model_type\": "
+                  "\"llama\"}",
+                  DC_MODEL_ERROR_UNSUPPORTED, "unsupported architecture "
+                                              "“LlamaForSequenceClassification”");
   assert_refused ("{\"vocab_size\": 3}", DC_MODEL_ERROR_UNSUPPORTED,
                   "unsupported architecture “(none)” (model_type “(none)”)");
-  assert_refused ("{" LLAMA_BASE ", \"num_attention_heads\": 4, \"quantization_config\": {\"quant_method\": \"gptq\"}}",
+  assert_refused ("{" LLAMA_BASE ", \"num_attention_heads\": 4, \"quantization_config\": "
+                  "{\"quant_method\": \"gptq\"}}",
                   DC_MODEL_ERROR_UNSUPPORTED, "quant_method “gptq”");
-  assert_refused ("{" LLAMA_BASE ", \"num_attention_heads\": 4, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}",
+  assert_refused ("{" LLAMA_BASE ", \"num_attention_heads\": 4, \"rope_scaling\": {\"rope_type\": "
+                  "\"llama3\", \"factor\": 8.0}}",
                   DC_MODEL_ERROR_UNSUPPORTED, "RoPE scaling “llama3”");
   assert_refused ("{" LLAMA_BASE ", \"num_attention_heads\": 4, \"hidden_act\": \"gelu\"}",
                   DC_MODEL_ERROR_UNSUPPORTED, "hidden_act “gelu”");

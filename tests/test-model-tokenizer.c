@@ -226,7 +226,14 @@ test_decode_and_text_errors (void)
 static void
 test_split_behaviors (void)
 {
-  static const struct { const char *behavior; gboolean invert; const char *text; guint32 ids[4]; guint n; } cases[] = {
+  static const struct
+  {
+    const char *behavior;
+    gboolean    invert;
+    const char *text;
+    guint32     ids[4];
+    guint       n;
+  } cases[] = {
     { "Removed", FALSE, "a-b", { 0, 1 }, 2 },
     { "Isolated", FALSE, "a-b", { 0, 2, 1 }, 3 },
     { "MergedWithPrevious", FALSE, "a-b", { 3, 1 }, 2 },
@@ -244,7 +251,8 @@ test_split_behaviors (void)
     {
       g_autofree char *json = g_strdup_printf (
         "{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
-        "{\"type\": \"Split\", \"pattern\": {\"String\": \"-\"}, \"behavior\": \"%s\", \"invert\": %s},"
+        "{\"type\": \"Split\", \"pattern\": {\"String\": \"-\"}, \"behavior\": \"%s\", \"invert\": "
+        "%s},"
         "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]},"
         " \"decoder\": {\"type\": \"ByteLevel\"},"
         " \"model\": {\"type\": \"BPE\", \"ignore_merges\": true, \"merges\": [], \"vocab\":"
@@ -326,7 +334,8 @@ test_added_tokens (void)
   g_clear_pointer (&ids, g_array_unref);
 
   for (guint i = 0; i < 50000; i++)
-    g_string_append_printf (big, "%s{\"id\": %u, \"content\": \"<%u>\"}", i ? ", " : "", 100 + i, i);
+    g_string_append_printf (big, "%s{\"id\": %u, \"content\": "
+                                 "\"<%u>\"}", i ? ", " : "", 100 + i, i);
   g_string_append (big, "], \"pre_tokenizer\": " BYTE_LEVEL_NO_PREFIX ", \"decoder\": "
                    BYTE_LEVEL_NO_PREFIX ", \"model\": {\"type\": \"BPE\", \"merges\": [],"
                    " \"vocab\": {\"<\": 0, \"1\": 1, \">\": 2}}}");
@@ -392,26 +401,33 @@ test_refusals (void)
 
   /* Unsupported types, each named. */
   json = tiny_json ("{\"type\": \"WordPiece\", \"vocab\": {\"a\": 0}}", BYTE_LEVEL, BYTE_LEVEL);
-  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "tokenizer type “WordPiece” is not supported");
+  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED,
+                  "tokenizer type “WordPiece” is not supported");
   g_clear_pointer (&json, g_free);
   json = tiny_json ("{\"type\": \"Unigram\", \"vocab\": [[\"a\", 0.0]]}", BYTE_LEVEL, BYTE_LEVEL);
-  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "tokenizer type “Unigram” is not supported");
+  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED,
+                  "tokenizer type “Unigram” is not supported");
   g_clear_pointer (&json, g_free);
   json = tiny_json (GOOD_MODEL,
-                    "{\"type\": \"Metaspace\", \"replacement\": \"▁\", \"prepend_scheme\": \"always\"}",
+                    "{\"type\": \"Metaspace\", \"replacement\": \"▁\", \"prepend_scheme\": "
+                    "\"always\"}",
                     "{\"type\": \"Metaspace\", \"replacement\": \"▁\"}");
-  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "tokenizer type “Metaspace (SentencePiece)” is not supported");
+  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED,
+                  "tokenizer type “Metaspace (SentencePiece)” is not supported");
   g_clear_pointer (&json, g_free);
   /* Llama 2 style: no Metaspace, but byte_fallback and no ByteLevel. */
-  json = tiny_json ("{\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"a\": 0}, \"merges\": []}",
+  json = tiny_json ("{\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"a\": 0}, "
+                    "\"merges\": []}",
                     "null", "{\"type\": \"Sequence\", \"decoders\": []}");
   assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "SentencePiece");
   g_clear_pointer (&json, g_free);
   json = tiny_json (GOOD_MODEL, "{\"type\": \"Whitespace\"}", BYTE_LEVEL);
-  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "pre_tokenizer type “Whitespace” is not supported");
+  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "pre_tokenizer type “Whitespace” is not "
+                                                    "supported");
   g_clear_pointer (&json, g_free);
   json = tiny_json (GOOD_MODEL, BYTE_LEVEL, "{\"type\": \"WordPiece\"}");
-  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "decoder type “WordPiece” is not supported");
+  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED,
+                  "decoder type “WordPiece” is not supported");
   g_clear_pointer (&json, g_free);
 
   /* Malformed JSON, too deep, not an object. */
@@ -425,15 +441,18 @@ test_refusals (void)
   assert_refused (deep->str, DC_MODEL_ERROR_FORMAT, "tokenizer.json:");
 
   /* Merges naming unknown tokens or making one; duplicates; both merge spellings. */
-  json = tiny_json ("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, \"merges\": [\"a c\"]}",
+  json = tiny_json ("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, \"merges\": "
+                    "[\"a c\"]}",
                     BYTE_LEVEL, BYTE_LEVEL);
   assert_refused (json, DC_MODEL_ERROR_FORMAT, "names a token that is not in the vocabulary");
   g_clear_pointer (&json, g_free);
-  json = tiny_json ("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [[\"a\", \"b\"]]}",
+  json = tiny_json ("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [[\"a\", "
+                    "\"b\"]]}",
                     BYTE_LEVEL, BYTE_LEVEL);
   assert_refused (json, DC_MODEL_ERROR_FORMAT, "makes “ab”, which is not in the vocabulary");
   g_clear_pointer (&json, g_free);
-  json = tiny_json ("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, \"merges\": [\"a b\", [\"a\", \"b\"]]}",
+  json = tiny_json ("{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, \"merges\": "
+                    "[\"a b\", [\"a\", \"b\"]]}",
                     BYTE_LEVEL, BYTE_LEVEL);
   assert_refused (json, DC_MODEL_ERROR_FORMAT, "appears twice");
   g_clear_pointer (&json, g_free);
@@ -454,11 +473,13 @@ test_refusals (void)
   assert_refused (json, DC_MODEL_ERROR_FORMAT, "neither");
   g_clear_pointer (&json, g_free);
   json = tiny_json (GOOD_MODEL,
-                    "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": \"Isolated\"}",
+                    "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": "
+                    "\"Isolated\"}",
                     BYTE_LEVEL);
   assert_refused (json, DC_MODEL_ERROR_FORMAT, "does not compile");
   g_clear_pointer (&json, g_free);
-  json = g_strdup_printf ("{\"added_tokens\": [{\"id\": 0, \"content\": \"b\"}], \"pre_tokenizer\": %s,"
+  json = g_strdup_printf ("{\"added_tokens\": [{\"id\": 0, \"content\": \"b\"}], "
+                          "\"pre_tokenizer\": %s,"
                           " \"decoder\": %s, \"model\": %s}", BYTE_LEVEL, BYTE_LEVEL, GOOD_MODEL);
   assert_refused (json, DC_MODEL_ERROR_FORMAT, "has id 0 but the vocabulary gives it id 1");
   g_clear_pointer (&json, g_free);

@@ -541,6 +541,12 @@ load_vocab (DcBpeTokenizer  *self,
 }
 
 static gboolean
+is_string (JsonNode *node)
+{
+  return json_node_get_value_type (node) == G_TYPE_STRING;
+}
+
+static gboolean
 load_merges (DcBpeTokenizer  *self,
              JsonObject      *model,
              GError         **error)
@@ -585,8 +591,8 @@ load_merges (DcBpeTokenizer  *self,
         }
       else if (JSON_NODE_HOLDS_ARRAY (entry) &&
                json_array_get_length (json_node_get_array (entry)) == 2 &&
-               json_node_get_value_type (json_array_get_element (json_node_get_array (entry), 0)) == G_TYPE_STRING &&
-               json_node_get_value_type (json_array_get_element (json_node_get_array (entry), 1)) == G_TYPE_STRING)
+               is_string (json_array_get_element (json_node_get_array (entry), 0)) &&
+               is_string (json_array_get_element (json_node_get_array (entry), 1)))
         {
           JsonArray *array = json_node_get_array (entry);
 
@@ -873,7 +879,8 @@ load_post_processor (DcBpeTokenizer  *self,
               self->id_to_token[id] == NULL)
             {
               set_error (error, DC_MODEL_ERROR_FORMAT,
-                         "TemplateProcessing token “%s” has an id outside the vocabulary", name);
+                         "TemplateProcessing token “%s” has an id outside the vocabulary",
+                         name);
               return FALSE;
             }
           if (self->template_before->len + self->template_after->len >= TEMPLATE_MAX_IDS)
@@ -1470,10 +1477,11 @@ dc_bpe_tokenizer_encode (DcBpeTokenizer  *self,
 
   while (i < n)
     {
-      const AddedToken *a = self->first_bytes[(guchar) text[i]] ? match_added (self, text + i, n - i)
-                                                         : NULL;
+      const AddedToken *a = NULL;
       gsize chunk_end = i, after;
 
+      if (self->first_bytes[(guchar) text[i]])
+        a = match_added (self, text + i, n - i);
       if (a == NULL)
         {
           i++;

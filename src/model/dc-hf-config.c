@@ -37,7 +37,10 @@ get_string (JsonObject *object,
   return json_node_get_string (node);
 }
 
-/* Reads an integer in [min, max]; absent or null gives @fallback (G_MAXUINT64: required). */
+/* Reads an integer in [min, max]; absent or null gives @fallback, or an error
+ * when @fallback is REQUIRED. */
+#define REQUIRED G_MAXUINT64
+
 static gboolean
 get_uint (JsonObject  *object,
           const char  *member,
@@ -52,7 +55,7 @@ get_uint (JsonObject  *object,
 
   if (node == NULL || JSON_NODE_HOLDS_NULL (node))
     {
-      if (fallback == G_MAXUINT64)
+      if (fallback == REQUIRED)
         {
           g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT,
                        "config.json has no “%s”", member);
@@ -139,14 +142,21 @@ parse_llama (DcHfConfig  *self,
   const char *rope_type = NULL;
   guint derived;
 
-  if (!get_uint (object, "vocab_size", 1, DC_HF_MAX_VOCAB, G_MAXUINT64, &self->vocab_size, error) ||
-      !get_uint (object, "hidden_size", 1, DC_HF_MAX_HIDDEN, G_MAXUINT64, &self->hidden_size, error) ||
-      !get_uint (object, "num_hidden_layers", 1, DC_HF_MAX_LAYERS, G_MAXUINT64, &self->n_layers, error) ||
-      !get_uint (object, "num_attention_heads", 1, DC_HF_MAX_HEADS, G_MAXUINT64, &self->n_heads, error) ||
-      !get_uint (object, "num_key_value_heads", 1, DC_HF_MAX_HEADS, self->n_heads, &self->n_kv_heads, error) ||
-      !get_uint (object, "intermediate_size", 1, DC_HF_MAX_INTERMEDIATE, G_MAXUINT64, &self->intermediate_size, error) ||
-      !get_uint (object, "max_position_embeddings", 1, DC_HF_MAX_POSITIONS, 2048, &self->max_positions, error) ||
-      !get_uint (object, "sliding_window", 0, DC_HF_MAX_POSITIONS, 0, &self->sliding_window, error) ||
+  if (!get_uint (object, "vocab_size", 1, DC_HF_MAX_VOCAB, REQUIRED, &self->vocab_size, error) ||
+      !get_uint (object, "hidden_size", 1, DC_HF_MAX_HIDDEN, REQUIRED, &self->hidden_size,
+                 error) ||
+      !get_uint (object, "num_hidden_layers", 1, DC_HF_MAX_LAYERS, REQUIRED, &self->n_layers,
+                 error) ||
+      !get_uint (object, "num_attention_heads", 1, DC_HF_MAX_HEADS, REQUIRED, &self->n_heads,
+                 error) ||
+      !get_uint (object, "num_key_value_heads", 1, DC_HF_MAX_HEADS, self->n_heads,
+                 &self->n_kv_heads, error) ||
+      !get_uint (object, "intermediate_size", 1, DC_HF_MAX_INTERMEDIATE, REQUIRED,
+                 &self->intermediate_size, error) ||
+      !get_uint (object, "max_position_embeddings", 1, DC_HF_MAX_POSITIONS, 2048,
+                 &self->max_positions, error) ||
+      !get_uint (object, "sliding_window", 0, DC_HF_MAX_POSITIONS, 0, &self->sliding_window,
+                 error) ||
       !get_double (object, "rms_norm_eps", 1e-6, &self->norm_eps, error))
     return FALSE;
 
@@ -181,8 +191,11 @@ parse_llama (DcHfConfig  *self,
   else if (scaling != NULL && JSON_NODE_HOLDS_OBJECT (scaling))
     rope_object = json_node_get_object (scaling);
   if (rope_object != NULL)
-    rope_type = get_string (rope_object, "rope_type") != NULL ? get_string (rope_object, "rope_type")
-                                                              : get_string (rope_object, "type");
+    {
+      rope_type = get_string (rope_object, "rope_type");
+      if (rope_type == NULL)
+        rope_type = get_string (rope_object, "type");
+    }
   if (rope_type != NULL && strcmp (rope_type, "default") != 0)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
@@ -193,7 +206,8 @@ parse_llama (DcHfConfig  *self,
   if (rope != NULL && JSON_NODE_HOLDS_OBJECT (rope) &&
       json_object_has_member (json_node_get_object (rope), "rope_theta"))
     {
-      if (!get_double (json_node_get_object (rope), "rope_theta", 10000.0, &self->rope_theta, error))
+      if (!get_double (json_node_get_object (rope), "rope_theta", 10000.0, &self->rope_theta,
+                       error))
         return FALSE;
     }
   else if (!get_double (object, "rope_theta", 10000.0, &self->rope_theta, error))
@@ -209,7 +223,8 @@ parse_llama (DcHfConfig  *self,
   if (act != NULL && strcmp (act, "silu") != 0)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "unsupported architecture: hidden_act “%s” (the Llama family uses silu)", act);
+                   "unsupported architecture: hidden_act “%s” (the Llama family uses silu)",
+                   act);
       return FALSE;
     }
 
@@ -235,11 +250,12 @@ parse_gpt2 (DcHfConfig  *self,
   const char *act = get_string (object, "activation_function");
   guint inner;
 
-  if (!get_uint (object, "vocab_size", 1, DC_HF_MAX_VOCAB, G_MAXUINT64, &self->vocab_size, error) ||
-      !get_uint (object, "n_embd", 1, DC_HF_MAX_HIDDEN, G_MAXUINT64, &self->hidden_size, error) ||
-      !get_uint (object, "n_layer", 1, DC_HF_MAX_LAYERS, G_MAXUINT64, &self->n_layers, error) ||
-      !get_uint (object, "n_head", 1, DC_HF_MAX_HEADS, G_MAXUINT64, &self->n_heads, error) ||
-      !get_uint (object, "n_positions", 1, DC_HF_MAX_POSITIONS, 1024, &self->max_positions, error) ||
+  if (!get_uint (object, "vocab_size", 1, DC_HF_MAX_VOCAB, REQUIRED, &self->vocab_size, error) ||
+      !get_uint (object, "n_embd", 1, DC_HF_MAX_HIDDEN, REQUIRED, &self->hidden_size, error) ||
+      !get_uint (object, "n_layer", 1, DC_HF_MAX_LAYERS, REQUIRED, &self->n_layers, error) ||
+      !get_uint (object, "n_head", 1, DC_HF_MAX_HEADS, REQUIRED, &self->n_heads, error) ||
+      !get_uint (object, "n_positions", 1, DC_HF_MAX_POSITIONS, 1024, &self->max_positions,
+                 error) ||
       !get_double (object, "layer_norm_epsilon", 1e-5, &self->norm_eps, error))
     return FALSE;
   if (self->hidden_size % self->n_heads != 0)
@@ -258,7 +274,8 @@ parse_gpt2 (DcHfConfig  *self,
   if (act != NULL && strcmp (act, "gelu_new") != 0 && strcmp (act, "gelu_pytorch_tanh") != 0)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "unsupported architecture: activation_function “%s” (GPT-2 uses gelu_new)", act);
+                   "unsupported architecture: activation_function “%s” (GPT-2 uses gelu_new)",
+                   act);
       return FALSE;
     }
   if (!(self->norm_eps > 0.0) || self->norm_eps > 1.0)
@@ -316,7 +333,8 @@ dc_hf_config_parse (const char  *json,
   archs = json_object_get_member (object, "architectures");
   if (archs != NULL && JSON_NODE_HOLDS_ARRAY (archs) &&
       json_array_get_length (json_node_get_array (archs)) > 0 &&
-      json_node_get_value_type (json_array_get_element (json_node_get_array (archs), 0)) == G_TYPE_STRING)
+      json_node_get_value_type (json_array_get_element (json_node_get_array (archs), 0)) ==
+        G_TYPE_STRING)
     arch = json_array_get_string_element (json_node_get_array (archs), 0);
 
   self = g_new0 (DcHfConfig, 1);
@@ -333,8 +351,8 @@ dc_hf_config_parse (const char  *json,
   if (!found)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "unsupported architecture “%s” (model_type “%s”); supported: Llama, Mistral, "
-                   "Qwen2 and GPT-2 causal language models",
+                   "unsupported architecture “%s” (model_type “%s”); supported: Llama, "
+                   "Mistral, Qwen2 and GPT-2 causal language models",
                    arch != NULL ? arch : "(none)", model_type != NULL ? model_type : "(none)");
       return NULL;
     }
@@ -359,8 +377,8 @@ dc_hf_config_parse (const char  *json,
       strcmp (dtype, "bfloat16") != 0)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "config.json dtype “%s” is not supported (float32, float16 and bfloat16 are)",
-                   dtype);
+                   "config.json dtype “%s” is not supported "
+                   "(float32, float16 and bfloat16 are)", dtype);
       return NULL;
     }
   self->dtype = g_strdup (dtype);

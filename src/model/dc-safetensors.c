@@ -143,7 +143,8 @@ parse_tensor (DcSafetensors        *self,
   shape = json_object_get_member (object, "shape");
   offsets = json_object_get_member (object, "data_offsets");
   if (dtype == NULL || shape == NULL || !JSON_NODE_HOLDS_ARRAY (shape) || offsets == NULL ||
-      !JSON_NODE_HOLDS_ARRAY (offsets) || json_array_get_length (json_node_get_array (offsets)) != 2)
+      !JSON_NODE_HOLDS_ARRAY (offsets) ||
+      json_array_get_length (json_node_get_array (offsets)) != 2)
     FAIL (DC_MODEL_ERROR_FORMAT,
           "safetensors tensor “%s” needs a dtype, a shape and two data_offsets", name);
 
@@ -158,8 +159,8 @@ parse_tensor (DcSafetensors        *self,
     t->dtype = DC_SAFETENSORS_BF16;
   else
     FAIL (DC_MODEL_ERROR_UNSUPPORTED,
-          "safetensors tensor “%s” has dtype “%s”, which is not supported (F32, F16 and BF16 are)",
-          name, dtype);
+          "safetensors tensor “%s” has dtype “%s”, which is not supported "
+          "(F32, F16 and BF16 are)", name, dtype);
 
   t->rank = json_array_get_length (json_node_get_array (shape));
   if (t->rank > DC_SAFETENSORS_MAX_RANK)
@@ -173,8 +174,8 @@ parse_tensor (DcSafetensors        *self,
               "safetensors tensor “%s” has a shape entry that is not a non-negative integer",
               name);
       if (!g_uint64_checked_mul (&t->numel, t->numel, t->shape[i]))
-        FAIL (DC_MODEL_ERROR_TOO_LARGE, "safetensors tensor “%s” has a shape whose size overflows",
-              name);
+        FAIL (DC_MODEL_ERROR_TOO_LARGE,
+              "safetensors tensor “%s” has a shape whose size overflows", name);
     }
   if (!g_uint64_checked_mul (&bytes, t->numel, dc_safetensors_dtype_size (t->dtype)))
     FAIL (DC_MODEL_ERROR_TOO_LARGE, "safetensors tensor “%s” has a shape whose size overflows",
