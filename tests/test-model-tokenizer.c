@@ -276,6 +276,33 @@ test_split_behaviors (void)
                    cases[i].text, got->str);
         }
     }
+  /* Digits (SmolLM, StarCoder): each digit alone, or runs together. GPT-2's
+   * own file writes continuing_subword_prefix and end_of_word_suffix as "". */
+  for (guint individual = 0; individual < 2; individual++)
+    {
+      g_autofree char *json = g_strdup_printf (
+        "{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+        "{\"type\": \"Digits\", \"individual_digits\": %s},"
+        "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]},"
+        " \"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\","
+        " \"continuing_subword_prefix\": \"\", \"end_of_word_suffix\": \"\","
+        " \"ignore_merges\": true, \"merges\": [],"
+        " \"vocab\": {\"a\": 0, \"1\": 1, \"2\": 2, \"12\": 3, \"a1\": 4}}}",
+        individual ? "true" : "false");
+      const guint32 together[] = { 0, 3 }, apart[] = { 0, 1, 2 };
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcBpeTokenizer) tok = dc_bpe_tokenizer_new_from_json (json, -1, &error);
+      g_autoptr(GArray) ids = NULL;
+
+      g_assert_no_error (error);
+      ids = dc_bpe_tokenizer_encode (tok, "a12", -1, FALSE, &error);
+      g_assert_no_error (error);
+      if (individual)
+        g_assert_cmpmem (ids->data, ids->len * 4, apart, sizeof apart);
+      else
+        g_assert_cmpmem (ids->data, ids->len * 4, together, sizeof together);
+    }
+
   /* 1 MiB of delimiters in one Contiguous run: the first version joined them
    * by copying the growing piece each time (5·10^11 bytes); ranges widen. */
   {
@@ -424,6 +451,10 @@ test_refusals (void)
   json = tiny_json (GOOD_MODEL, "{\"type\": \"Whitespace\"}", BYTE_LEVEL);
   assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "pre_tokenizer type “Whitespace” is not "
                                                     "supported");
+  g_clear_pointer (&json, g_free);
+  json = tiny_json ("{\"type\": \"BPE\", \"continuing_subword_prefix\": \"##\","
+                    " \"vocab\": {\"a\": 0}, \"merges\": []}", BYTE_LEVEL, BYTE_LEVEL);
+  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "continuing_subword_prefix");
   g_clear_pointer (&json, g_free);
   json = tiny_json (GOOD_MODEL, BYTE_LEVEL, "{\"type\": \"WordPiece\"}");
   assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED,

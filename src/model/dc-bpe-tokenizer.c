@@ -382,7 +382,8 @@ load_pre_tokenizer (DcBpeTokenizer  *self,
           return FALSE;
       return TRUE;
     }
-  if (strcmp (type, "ByteLevel") != 0 && strcmp (type, "Split") != 0)
+  if (strcmp (type, "ByteLevel") != 0 && strcmp (type, "Split") != 0 &&
+      strcmp (type, "Digits") != 0)
     {
       set_error (error, DC_MODEL_ERROR_UNSUPPORTED, "pre_tokenizer type “%s” is not supported",
                  type);
@@ -395,6 +396,17 @@ load_pre_tokenizer (DcBpeTokenizer  *self,
       return FALSE;
     }
   step = &self->steps[self->n_steps++];
+  if (strcmp (type, "Digits") == 0)
+    {
+      /* As `tokenizers` cuts at char::is_numeric (Unicode N*): each digit
+       * alone, or runs of digits kept together. */
+      step->kind = STEP_SPLIT;
+      step->behavior = BEHAVIOR_ISOLATED;
+      step->regex = compile_pattern (get_bool (object, "individual_digits", FALSE) ? "\\p{N}"
+                                                                               : "\\p{N}+",
+                                     FALSE, error);
+      return step->regex != NULL;
+    }
   if (strcmp (type, "ByteLevel") == 0)
     {
       step->kind = STEP_BYTE_LEVEL;
@@ -926,8 +938,9 @@ load_model (DcBpeTokenizer  *self,
                  "tokenizer type “SentencePiece (BPE with byte_fallback)” is not supported");
       return FALSE;
     }
-  if (get_string (model, "continuing_subword_prefix") != NULL ||
-      get_string (model, "end_of_word_suffix") != NULL)
+  /* GPT-2's own file spells "none" as empty strings. */
+  if (g_strcmp0 (get_string (model, "continuing_subword_prefix"), "") > 0 ||
+      g_strcmp0 (get_string (model, "end_of_word_suffix"), "") > 0)
     {
       set_error (error, DC_MODEL_ERROR_UNSUPPORTED,
                  "BPE with continuing_subword_prefix or end_of_word_suffix is not supported");

@@ -2,7 +2,7 @@
  *
  * What is supported: a BPE model; normalizer none or NFC; pre-tokenizers
  * ByteLevel (with or without its GPT-2 regex), Split (regex or string, every
- * behaviour, invert) and Sequence of them; added and special tokens (split
+ * behaviour, invert), Digits and Sequence of them; added and special tokens (split
  * out of the raw text first, longest match, lstrip/rstrip); merges written
  * "a b" or ["a", "b"]; ignore_merges; post-processors ByteLevel and
  * TemplateProcessing (single sequence); the ByteLevel decoder. Anything else
