@@ -157,6 +157,108 @@ test_reference_prompts (void)
   check_reference ("llama-tiny");
 }
 
+/* The heap-ordered merge loop against the plain definition of BPE (merge the
+ * leftmost pair of lowest rank, again and again) on random merge tables over
+ * "abc" and random words up to 40 letters, with ranks, results reached by
+ * two different pairs, and overlapping pairs ("aaa") all occurring. */
+static void
+test_bpe_matches_definition (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (1234);
+
+  for (guint table = 0; table < 20; table++)
+    {
+      g_autoptr(GPtrArray) vocab = g_ptr_array_new_with_free_func (g_free);
+      g_autoptr(GPtrArray) merges = g_ptr_array_new_with_free_func (g_free);
+      g_autoptr(GString) json = g_string_new ("{\"pre_tokenizer\": {\"type\": \"ByteLevel\","
+                                              " \"add_prefix_space\": false, \"use_regex\": false},"
+                                              " \"decoder\": {\"type\": \"ByteLevel\"},"
+                                              " \"model\": {\"type\": \"BPE\", \"vocab\": {");
+      g_autoptr(DcBpeTokenizer) tok = NULL;
+      g_autoptr(GError) error = NULL;
+
+      g_ptr_array_add (vocab, g_strdup ("a"));
+      g_ptr_array_add (vocab, g_strdup ("b"));
+      g_ptr_array_add (vocab, g_strdup ("c"));
+      for (guint m = 0; m < 30; m++)
+        {
+          const char *x = vocab->pdata[g_rand_int_range (rand, 0, (gint32) vocab->len)];
+          const char *y = vocab->pdata[g_rand_int_range (rand, 0, (gint32) vocab->len)];
+          g_autofree char *pair = g_strconcat (x, " ", y, NULL);
+          g_autofree char *joined = g_strconcat (x, y, NULL);
+          gboolean known = FALSE;
+
+          for (guint k = 0; k < merges->len; k++)
+            known |= strcmp (merges->pdata[k], pair) == 0;
+          if (known || strlen (joined) > 12)
+            continue;
+          g_ptr_array_add (merges, g_steal_pointer (&pair));
+          known = FALSE;
+          for (guint k = 0; k < vocab->len; k++)
+            known |= strcmp (vocab->pdata[k], joined) == 0;
+          if (!known)
+            g_ptr_array_add (vocab, g_steal_pointer (&joined));
+        }
+      for (guint k = 0; k < vocab->len; k++)
+        g_string_append_printf (json, "%s\"%s\": %u", k ? ", " : "", (char *) vocab->pdata[k], k);
+      g_string_append (json, "}, \"merges\": [");
+      for (guint k = 0; k < merges->len; k++)
+        g_string_append_printf (json, "%s\"%s\"", k ? ", " : "", (char *) merges->pdata[k]);
+      g_string_append (json, "]}}");
+      tok = dc_bpe_tokenizer_new_from_json (json->str, -1, &error);
+      g_assert_no_error (error);
+
+      for (guint w = 0; w < 50; w++)
+        {
+          g_autoptr(GPtrArray) symbols = g_ptr_array_new_with_free_func (g_free);
+          g_autoptr(GArray) ids = NULL;
+          guint len = (guint) g_rand_int_range (rand, 1, 41);
+          char word[48];
+
+          for (guint i = 0; i < len; i++)
+            {
+              word[i] = "abc"[g_rand_int_range (rand, 0, 3)];
+              g_ptr_array_add (symbols, g_strndup (&word[i], 1));
+            }
+          word[len] = '\0';
+          /* The definition, quadratic and obvious. */
+          for (;;)
+            {
+              guint best_rank = G_MAXUINT, best_pos = 0;
+
+              for (guint i = 0; i + 1 < symbols->len; i++)
+                {
+                  g_autofree char *pair = g_strconcat (symbols->pdata[i], " ",
+                                                       symbols->pdata[i + 1], NULL);
+
+                  for (guint k = 0; k < merges->len && k < best_rank; k++)
+                    if (strcmp (merges->pdata[k], pair) == 0)
+                      {
+                        best_rank = k;
+                        best_pos = i;
+                      }
+                }
+              if (best_rank == G_MAXUINT)
+                break;
+              {
+                char *merged = g_strconcat (symbols->pdata[best_pos],
+                                            symbols->pdata[best_pos + 1], NULL);
+
+                g_ptr_array_remove_index (symbols, best_pos + 1);
+                g_free (symbols->pdata[best_pos]);
+                symbols->pdata[best_pos] = merged;
+              }
+            }
+          ids = dc_bpe_tokenizer_encode (tok, word, -1, FALSE, &error);
+          g_assert_no_error (error);
+          g_assert_cmpuint (ids->len, ==, symbols->len);
+          for (guint i = 0; i < ids->len; i++)
+            g_assert_cmpint (g_array_index (ids, guint32, i), ==,
+                             dc_bpe_tokenizer_token_to_id (tok, symbols->pdata[i]));
+        }
+    }
+}
+
 /* A 100 KB word is one piece: BPE over it must stay O(n log n). The merge
  * "a a" makes the run collapse by halves; a quadratic merge loop takes
  * minutes here, the heap a few milliseconds. */
@@ -548,6 +650,7 @@ main (int   argc,
   g_test_add_func ("/dc/model/tokenizer/llama3-split", test_llama3_split);
   g_test_add_func ("/dc/model/tokenizer/split-behaviors", test_split_behaviors);
   g_test_add_func ("/dc/model/tokenizer/added-tokens", test_added_tokens);
+  g_test_add_func ("/dc/model/tokenizer/bpe-matches-definition", test_bpe_matches_definition);
   g_test_add_func ("/dc/model/tokenizer/long-word", test_long_word);
   g_test_add_func ("/dc/model/tokenizer/decode-errors", test_decode_and_text_errors);
   g_test_add_func ("/dc/model/tokenizer/refusals", test_refusals);
