@@ -201,6 +201,72 @@ test_fifo_refused (void)
   dc_test_remove_tree (dir);
 }
 
+/* `tokenize` on the fixture models' folders gives reference.json's input_ids,
+ * from --text and from standard input alike; a repo id is refused for now. */
+static void
+test_tokenize (void)
+{
+  g_autofree char *gpt2 = dc_test_dup_source_path ("tests", "data", "hf", "models", "gpt2-tiny", NULL);
+  g_autofree char *llama = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny", NULL);
+  g_autofree char *cli = dc_test_dup_build_path ("src", "cli", "daisychain-cli", NULL);
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr(JsonObject) object = NULL;
+  g_autoptr(GSubprocess) proc = NULL;
+  g_autoptr(GError) error = NULL;
+  JsonArray *ids;
+
+  {
+    const char *args[] = { "tokenize", "--model", gpt2, "--text", "The secret of", NULL };
+
+    g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+    g_assert_cmpstr (out, ==, "464,3200,286\n");
+    g_clear_pointer (&out, g_free);
+    g_clear_pointer (&err, g_free);
+  }
+  {
+    const char *args[] = { "tokenize", "--model", llama, "--json", "--text",
+                           "In 1984, 42 programmers wrote 1,000,000 lines of code; it didn't work.",
+                           NULL };
+    const gint64 expected[] = { 700, 804, 24, 20, 12, 221, 20, 18, 683, 77, 382, 631, 305, 69, 508,
+                                12, 724, 16, 12, 724, 16, 291, 260, 277, 289, 275, 429, 69, 27, 316,
+                                771, 78, 368, 634, 14 };
+
+    g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+    object = parse_single_json_line (out);
+    ids = json_object_get_array_member (object, "ids");
+    g_assert_cmpuint (json_array_get_length (ids), ==, G_N_ELEMENTS (expected));
+    for (guint i = 0; i < G_N_ELEMENTS (expected); i++)
+      g_assert_cmpint (json_array_get_int_element (ids, i), ==, expected[i]);
+    g_clear_pointer (&out, g_free);
+    g_clear_pointer (&err, g_free);
+    g_clear_pointer (&object, json_object_unref);
+  }
+
+  /* Standard input, with a multi-byte character and no trailing newline. */
+  proc = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                           G_SUBPROCESS_FLAGS_STDERR_PIPE, &error,
+                           cli, "tokenize", "--model", gpt2, "--json", NULL);
+  g_assert_no_error (error);
+  g_subprocess_communicate_utf8 (proc, "Unicode: café", NULL, &out, &err, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (proc));
+  g_assert_cmpint (g_subprocess_get_exit_status (proc), ==, 0);
+  object = parse_single_json_line (out);
+  ids = json_object_get_array_member (object, "ids");
+  g_assert_cmpuint (json_array_get_length (ids), ==, 5);
+  g_assert_cmpint (json_array_get_int_element (ids, 4), ==, 40304);   /* " café" */
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  {
+    const char *args[] = { "tokenize", "--model", "openai-community/gpt2", "--text", "x", NULL };
+
+    g_assert_cmpint (run_cli (args, &out, &err), ==, 1);
+    g_assert_nonnull (strstr (err, "is not a local folder"));
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -215,6 +281,7 @@ main (int    argc,
   g_test_add_func ("/dc/cli/usage-errors", test_usage_errors);
   g_test_add_func ("/dc/cli/bench-gemm-rounds", test_bench_gemm_rounds);
   g_test_add_func ("/dc/cli/fifo-refused", test_fifo_refused);
+  g_test_add_func ("/dc/cli/tokenize", test_tokenize);
 
   return g_test_run ();
 }

@@ -38,6 +38,8 @@ const DcCliCommand dc_cli_commands[] = {
   { "train", "", N_("Train the GPT-2 model on this device"), dc_cli_train_run },
   { "generate", "", N_("Generate text from a checkpoint"), dc_cli_generate_run },
   { "export", "", N_("Export a checkpoint as a Hugging Face folder"), dc_cli_export_run },
+  { "tokenize", "", N_("Turn a text into a Hugging Face model's token ids"),
+    dc_cli_tokenize_run },
   { "signal", "", N_("Run the signaling service that introduces devices"), dc_cli_signal_run },
   { "join", "", N_("Join a group of devices and print peer events"), dc_cli_join_run },
 };
