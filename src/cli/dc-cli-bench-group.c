@@ -60,6 +60,7 @@ typedef struct
   GDataInputStream *lines;
   GPtrArray        *events;   /* JsonObject* */
   GArray           *times;    /* gint64 monotonic µs per event */
+  GCancellable     *cancellable;
   gboolean          eof;
   gint64           *last_event;
 } Child;
@@ -81,11 +82,15 @@ static void read_next (Child *child);
 static void
 child_free (Child *child)
 {
+  /* A read still pending completes after this, cancelled: its callback
+   * must not touch the freed child. */
+  g_cancellable_cancel (child->cancellable);
   if (child->process != NULL)
     {
       g_subprocess_force_exit (child->process);
       g_subprocess_wait (child->process, NULL, NULL);
     }
+  g_clear_object (&child->cancellable);
   g_clear_object (&child->process);
   g_clear_object (&child->lines);
   g_clear_pointer (&child->events, g_ptr_array_unref);
@@ -131,7 +136,8 @@ line_cb (GObject      *object,
 static void
 read_next (Child *child)
 {
-  g_data_input_stream_read_line_async (child->lines, G_PRIORITY_DEFAULT, NULL, line_cb, child);
+  g_data_input_stream_read_line_async (child->lines, G_PRIORITY_DEFAULT, child->cancellable,
+                                       line_cb, child);
 }
 
 /* Runs this binary with @args, inside namespace @netns when not NULL. */
@@ -144,6 +150,7 @@ child_spawn (Bench       *bench,
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
   g_autoptr(Child) child = g_new0 (Child, 1);
 
+  child->cancellable = g_cancellable_new ();
   if (netns != NULL)
     {
       g_ptr_array_add (argv, "ip");
@@ -185,6 +192,71 @@ child_find (Child      *child,
   return -1;
 }
 
+static gboolean
+tick_cb (gpointer user_data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* One look at the children for wait_for (): TRUE when the wait is over,
+ * with *@result TRUE for @done and FALSE (and @error set) for a failure. */
+static gboolean
+wait_step (Bench       *bench,
+           GPtrArray   *children,
+           gboolean   (*done) (GPtrArray *children, gpointer data),
+           gpointer     data,
+           const char  *what,
+           gboolean    *result,
+           GError     **error)
+{
+  *result = FALSE;
+  for (guint c = 0; c < children->len; c++)
+    {
+      Child *child = g_ptr_array_index (children, c);
+      int e = child_find (child, 0, "error");
+
+      if (e >= 0)
+        {
+          JsonObject *o = g_ptr_array_index (child->events, e);
+
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                       "bench group: a device failed while %s: %s", what,
+                       json_object_get_string_member_with_default (o, "message", "?"));
+          return TRUE;
+        }
+    }
+  if (done (children, data))
+    {
+      *result = TRUE;
+      return TRUE;
+    }
+  for (guint c = 0; c < children->len; c++)
+    {
+      Child *child = g_ptr_array_index (children, c);
+
+      /* A device leaves once its run is done; before, it failed. */
+      if (child->eof && child_find (child, 0, "done") < 0)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                       "bench group: a device's process ended while %s", what);
+          return TRUE;
+        }
+    }
+  if (bench->interrupted)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "bench group: interrupted");
+      return TRUE;
+    }
+  if (g_get_monotonic_time () - bench->last_event > BENCH_GROUP_SILENCE_S * G_USEC_PER_SEC)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                   "bench group: no device printed anything for %d s while %s",
+                   BENCH_GROUP_SILENCE_S, what);
+      return TRUE;
+    }
+  return FALSE;
+}
+
 /* Iterates until @done or a failure: an "error" event, a child that ended
  * early, silence past BENCH_GROUP_SILENCE_S, or Ctrl+C. */
 static gboolean
@@ -195,47 +267,18 @@ wait_for (Bench       *bench,
           const char  *what,
           GError     **error)
 {
+  g_autoptr(GSource) tick = g_timeout_source_new_seconds (1);
+  gboolean result = FALSE;
+
+  /* Wakes the loop when every child is silent, so that the silence
+   * deadline and Ctrl+C are seen. */
+  g_source_set_callback (tick, tick_cb, NULL, NULL);
+  g_source_attach (tick, NULL);
   bench->last_event = g_get_monotonic_time ();
-  for (;;)
-    {
-      if (done (children, data))
-        return TRUE;
-      for (guint c = 0; c < children->len; c++)
-        {
-          Child *child = g_ptr_array_index (children, c);
-          int e = child_find (child, 0, "error");
-
-          if (e >= 0)
-            {
-              JsonObject *o = g_ptr_array_index (child->events, e);
-
-              g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
-                           "bench group: a device failed while %s: %s", what,
-                           json_object_get_string_member_with_default (o, "message", "?"));
-              return FALSE;
-            }
-          /* A device leaves once its run is done; before, it failed. */
-          if (child->eof && child_find (child, 0, "done") < 0)
-            {
-              g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
-                           "bench group: a device's process ended while %s", what);
-              return FALSE;
-            }
-        }
-      if (bench->interrupted)
-        {
-          g_set_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "bench group: interrupted");
-          return FALSE;
-        }
-      if (g_get_monotonic_time () - bench->last_event > BENCH_GROUP_SILENCE_S * G_USEC_PER_SEC)
-        {
-          g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                       "bench group: no device printed anything for %d s while %s",
-                       BENCH_GROUP_SILENCE_S, what);
-          return FALSE;
-        }
-      g_main_context_iteration (NULL, TRUE);
-    }
+  while (!wait_step (bench, children, done, data, what, &result, error))
+    g_main_context_iteration (NULL, TRUE);
+  g_source_destroy (tick);
+  return result;
 }
 
 typedef struct
