@@ -86,6 +86,37 @@ test_loopback (void)
   check_object (only_object (proc), "loopback");
 }
 
+/* Device counts one after another, with one thread each: one object per
+ * count, in order, and one solo rate for both (measured once per size and
+ * share). A run's children must be gone, reads included, before the next
+ * run's: a late read of the first run once ended the second early. */
+static void
+test_runs (void)
+{
+  const char *args[] = { "bench", "group", "--json", "--devices", "1,2,1", "--steps", "2",
+                         SMALL, NULL };
+  g_autoptr(DcTestProc) proc = spawn_bench (args);
+  gint64 expected[] = { 1, 2, 1 };
+  double solo = -1;
+  int i = -1;
+
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, BENCH_BOUND_MS), ==, 0);
+  for (guint n = 0; n < G_N_ELEMENTS (expected); n++)
+    {
+      JsonObject *o;
+
+      i = dc_test_proc_find (proc, i + 1, "bench", NULL);
+      g_assert_cmpint (i, >=, 0);
+      o = g_ptr_array_index (proc->events, i);
+      g_assert_cmpint (json_object_get_int_member (o, "devices"), ==, expected[n]);
+      g_assert_cmpfloat (json_object_get_double_member (o, "tokens_per_s"), >, 0);
+      if (solo < 0)
+        solo = json_object_get_double_member (o, "solo_tokens_per_s");
+      g_assert_cmpfloat (json_object_get_double_member (o, "solo_tokens_per_s"), ==, solo);
+    }
+  g_assert_cmpint (dc_test_proc_find (proc, i + 1, "bench", NULL), <, 0);
+}
+
 static void
 test_usage (void)
 {
@@ -173,6 +204,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/dc/bench/group/usage", test_usage);
   g_test_add_func ("/dc/bench/group/loopback", test_loopback);
+  g_test_add_func ("/dc/bench/group/runs", test_runs);
   g_test_add_func ("/dc/bench/group/netns", test_netns);
   return g_test_run ();
 }
