@@ -236,6 +236,8 @@ step_cb (DcTrainGroup       *train,
          gpointer            user_data)
 {
   State *state = user_data;
+  static const char * const time_names[] = { "compute_ms", "send_ms", "wait_ms", "combine_ms" };
+  guint64 times[4];
 
   if (state->options->json)
     {
@@ -260,6 +262,13 @@ step_cb (DcTrainGroup       *train,
       for (guint i = 0; members[i] != NULL; i++)
         json_builder_add_string_value (builder, members[i]);
       json_builder_end_array (builder);
+      /* Where this device's step went (bench group reads these). */
+      if (dc_train_group_get_step_times (train, &times[0], &times[1], &times[2], &times[3]))
+        for (guint i = 0; i < G_N_ELEMENTS (times); i++)
+          {
+            json_builder_set_member_name (builder, time_names[i]);
+            json_builder_add_double_value (builder, times[i] / 1000.0);
+          }
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
     }

@@ -1610,6 +1610,34 @@ dc_train_group_get_model (DcTrainGroup *self)
   return self->session != NULL ? dc_train_session_get_model (self->session) : NULL;
 }
 
+/**
+ * dc_train_group_get_step_times:
+ * @compute_us: (out): computing this device's gradient
+ * @send_us: (out): encoding and queueing it to the roster
+ * @wait_us: (out): waiting for the other roster devices' gradients
+ * @combine_us: (out): summing them and taking the Adam step
+ *
+ * Where this device's last step went, as its STEP_REPORT says (read in a
+ * ::step handler for that step). Microseconds on the monotonic clock.
+ *
+ * Returns: FALSE before the first step
+ */
+gboolean
+dc_train_group_get_step_times (DcTrainGroup *self,
+                               guint64      *compute_us,
+                               guint64      *send_us,
+                               guint64      *wait_us,
+                               guint64      *combine_us)
+{
+  if (self->own_report == NULL)
+    return FALSE;
+  *compute_us = self->own_report->compute_us;
+  *send_us = self->own_report->send_us;
+  *wait_us = self->own_report->wait_us;
+  *combine_us = self->own_report->combine_us;
+  return TRUE;
+}
+
 static void
 dc_train_group_dispose (GObject *object)
 {

@@ -70,5 +70,10 @@ DcTrainGroup *dc_train_group_new      (DcContext                *context,
 void          dc_train_group_start    (DcTrainGroup             *self);
 void          dc_train_group_stop     (DcTrainGroup             *self);
 DcGptModel   *dc_train_group_get_model (DcTrainGroup            *self);
+gboolean      dc_train_group_get_step_times (DcTrainGroup       *self,
+                                             guint64            *compute_us,
+                                             guint64            *send_us,
+                                             guint64            *wait_us,
+                                             guint64            *combine_us);
 
 G_END_DECLS

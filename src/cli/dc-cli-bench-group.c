@@ -1,0 +1,909 @@
+/* dc-cli-bench-group.c: `daisychain-cli bench group`, where a group's step
+ * time goes (compute, send, wait, combine) for 1–N devices, next to one
+ * device training alone in the same run.
+ *
+ * Every device is a child process of this binary running `train --room …
+ * --ice-address …`; the signaling service is one more (`signal`). The first
+ * device creates the room and starts the run. On loopback by default; with
+ * --netns (root, `ip`, `tc`) each device gets a network namespace of its own,
+ * joined by veth pairs to a bridge in another namespace that holds the
+ * signaling service, each device's link shaped with netem to 1 Gbit/s and
+ * 1 ms (with tbf to 1 Gbit/s alone, and a note, where the kernel has no
+ * netem). Addresses come from 198.18.0.0/15 (RFC 2544, for benchmarks) and
+ * exist only inside those namespaces, which are removed at the end, on
+ * failure and on Ctrl+C alike.
+ *
+ * Times: step_ms is the wall time between the first device's step lines
+ * after a warm-up step, as this process sees them; the four parts are the
+ * devices' own (their step lines' *_ms), averaged over devices and steps.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-cli"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <unistd.h>
+#include <glib/gi18n.h>
+#include <glib-unix.h>
+
+#include "dc-cli.h"
+
+/* Devices per run: one process each with a full model, on one host; past 8
+ * the machine, not the group, is measured (and 198.18.0.1–8 stay in a /24). */
+#define BENCH_GROUP_DEVICES_MAX  8
+/* Measured steps per run: enough for a stable mean; 1000 at the large size
+ * would already take hours on a small machine. */
+#define BENCH_GROUP_STEPS_MAX    1000
+/* A run whose processes print nothing for this long is stuck: longer than
+ * the coordinator's own wait (DC_TRAIN_GROUP_WAIT_S, 120 s) so that its
+ * timeout message, not ours, says who stalled. */
+#define BENCH_GROUP_SILENCE_S    180
+
+#define NETNS_BRIDGE_ADDRESS "198.18.0.254"
+
+typedef struct
+{
+  guint width, seq, batch;
+} Size;
+
+static const Size default_sizes[] = {
+  { 32, 32, 8 },     /* the seeds' default */
+  { 128, 128, 32 },  /* the large size */
+};
+
+/* One child process and the JSON lines it printed so far. */
+typedef struct
+{
+  GSubprocess      *process;
+  GDataInputStream *lines;
+  GPtrArray        *events;   /* JsonObject* */
+  GArray           *times;    /* gint64 monotonic µs per event */
+  GCancellable     *cancellable;
+  gboolean          eof;
+  gint64           *last_event;
+} Child;
+
+typedef struct
+{
+  gboolean  netns;
+  char     *prefix;           /* namespace names: PREFIX-br, PREFIX-d0 … */
+  guint     n_made;           /* device namespaces made (for removal) */
+  gboolean  bridge_made;
+  gboolean  no_netem;         /* the kernel lacks netem: rate shaped by tbf */
+  gboolean  interrupted;
+  gint64    last_event;
+  char     *self_exe;
+} Bench;
+
+static void read_next (Child *child);
+
+static void
+child_free (Child *child)
+{
+  /* A read still pending completes after this, cancelled: its callback
+   * must not touch the freed child. */
+  g_cancellable_cancel (child->cancellable);
+  if (child->process != NULL)
+    {
+      g_subprocess_force_exit (child->process);
+      g_subprocess_wait (child->process, NULL, NULL);
+    }
+  g_clear_object (&child->cancellable);
+  g_clear_object (&child->process);
+  g_clear_object (&child->lines);
+  g_clear_pointer (&child->events, g_ptr_array_unref);
+  g_clear_pointer (&child->times, g_array_unref);
+  g_free (child);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Child, child_free)
+
+static void
+line_cb (GObject      *object,
+         GAsyncResult *result,
+         gpointer      user_data)
+{
+  Child *child = user_data;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *line = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  gint64 now = g_get_monotonic_time ();
+
+  line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (object), result, NULL,
+                                                     &error);
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    return;
+  if (line == NULL)
+    {
+      child->eof = TRUE;
+      return;
+    }
+  /* The train command's own lines are small; a line that does not parse is
+   * not one of its events and is skipped. */
+  if (json_parser_load_from_data (parser, line, -1, NULL)
+      && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    {
+      g_ptr_array_add (child->events,
+                       json_object_ref (json_node_get_object (json_parser_get_root (parser))));
+      g_array_append_val (child->times, now);
+      *child->last_event = now;
+    }
+  read_next (child);
+}
+
+static void
+read_next (Child *child)
+{
+  g_data_input_stream_read_line_async (child->lines, G_PRIORITY_DEFAULT, child->cancellable,
+                                       line_cb, child);
+}
+
+/* Runs this binary with @args, inside namespace @netns when not NULL. */
+static Child *
+child_spawn (Bench       *bench,
+             const char  *netns,
+             GPtrArray   *args,
+             GError     **error)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(Child) child = g_new0 (Child, 1);
+
+  child->cancellable = g_cancellable_new ();
+  if (netns != NULL)
+    {
+      g_ptr_array_add (argv, "ip");
+      g_ptr_array_add (argv, "netns");
+      g_ptr_array_add (argv, "exec");
+      g_ptr_array_add (argv, (gpointer) netns);
+    }
+  g_ptr_array_add (argv, bench->self_exe);
+  for (guint i = 0; i < args->len; i++)
+    g_ptr_array_add (argv, g_ptr_array_index (args, i));
+  g_ptr_array_add (argv, NULL);
+
+  child->process = g_subprocess_newv ((const char * const *) argv->pdata,
+                                      G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                      | G_SUBPROCESS_FLAGS_STDERR_SILENCE, error);
+  if (child->process == NULL)
+    return NULL;
+  child->lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (child->process));
+  child->events = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+  child->times = g_array_new (FALSE, FALSE, sizeof (gint64));
+  child->last_event = &bench->last_event;
+  read_next (child);
+  return g_steal_pointer (&child);
+}
+
+/* The first event @name of @child at or after @from, or -1. */
+static int
+child_find (Child      *child,
+            guint       from,
+            const char *name)
+{
+  for (guint i = from; i < child->events->len; i++)
+    {
+      JsonObject *o = g_ptr_array_index (child->events, i);
+
+      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), name) == 0)
+        return (int) i;
+    }
+  return -1;
+}
+
+static gboolean
+tick_cb (gpointer user_data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* One look at the children for wait_for (): TRUE when the wait is over,
+ * with *@result TRUE for @done and FALSE (and @error set) for a failure. */
+static gboolean
+wait_step (Bench       *bench,
+           GPtrArray   *children,
+           gboolean   (*done) (GPtrArray *children, gpointer data),
+           gpointer     data,
+           const char  *what,
+           gboolean    *result,
+           GError     **error)
+{
+  *result = FALSE;
+  for (guint c = 0; c < children->len; c++)
+    {
+      Child *child = g_ptr_array_index (children, c);
+      int e = child_find (child, 0, "error");
+
+      if (e >= 0)
+        {
+          JsonObject *o = g_ptr_array_index (child->events, e);
+
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                       "bench group: a device failed while %s: %s", what,
+                       json_object_get_string_member_with_default (o, "message", "?"));
+          return TRUE;
+        }
+    }
+  if (done (children, data))
+    {
+      *result = TRUE;
+      return TRUE;
+    }
+  for (guint c = 0; c < children->len; c++)
+    {
+      Child *child = g_ptr_array_index (children, c);
+
+      /* A device leaves once its run is done; before, it failed. */
+      if (child->eof && child_find (child, 0, "done") < 0)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                       "bench group: a device's process ended while %s", what);
+          return TRUE;
+        }
+    }
+  if (bench->interrupted)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "bench group: interrupted");
+      return TRUE;
+    }
+  if (g_get_monotonic_time () - bench->last_event > BENCH_GROUP_SILENCE_S * G_USEC_PER_SEC)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                   "bench group: no device printed anything for %d s while %s",
+                   BENCH_GROUP_SILENCE_S, what);
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* Iterates until @done or a failure: an "error" event, a child that ended
+ * early, silence past BENCH_GROUP_SILENCE_S, or Ctrl+C. */
+static gboolean
+wait_for (Bench       *bench,
+          GPtrArray   *children,
+          gboolean   (*done) (GPtrArray *children, gpointer data),
+          gpointer     data,
+          const char  *what,
+          GError     **error)
+{
+  g_autoptr(GSource) tick = g_timeout_source_new_seconds (1);
+  gboolean result = FALSE;
+
+  /* Wakes the loop when every child is silent, so that the silence
+   * deadline and Ctrl+C are seen. */
+  g_source_set_callback (tick, tick_cb, NULL, NULL);
+  g_source_attach (tick, NULL);
+  bench->last_event = g_get_monotonic_time ();
+  while (!wait_step (bench, children, done, data, what, &result, error))
+    g_main_context_iteration (NULL, TRUE);
+  g_source_destroy (tick);
+  return result;
+}
+
+typedef struct
+{
+  const char *event;
+  guint64     step;   /* 0: any */
+} Want;
+
+/* Every child has printed @want's event (for a step, that step). */
+static gboolean
+all_have (GPtrArray *children,
+          gpointer   data)
+{
+  const Want *want = data;
+
+  for (guint c = 0; c < children->len; c++)
+    {
+      Child *child = g_ptr_array_index (children, c);
+      gboolean found = FALSE;
+
+      for (int i = child_find (child, 0, want->event); i >= 0 && !found;
+           i = child_find (child, i + 1, want->event))
+        found = want->step == 0
+                || json_object_get_int_member_with_default (g_ptr_array_index (child->events, i),
+                                                            "step", 0) == (gint64) want->step;
+      if (!found)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+all_exited (GPtrArray *children,
+            gpointer   data)
+{
+  for (guint c = 0; c < children->len; c++)
+    if (!((Child *) g_ptr_array_index (children, c))->eof)
+      return FALSE;
+  return TRUE;
+}
+
+/* The last event line of @child for @step (a step taken again after a
+ * rollback prints twice: the later line is the step that stood), or -1. */
+static int
+step_index (Child   *child,
+            guint64  step)
+{
+  int found = -1;
+
+  for (int i = child_find (child, 0, "step"); i >= 0; i = child_find (child, i + 1, "step"))
+    if (json_object_get_int_member_with_default (g_ptr_array_index (child->events, i), "step", 0)
+        == (gint64) step)
+      found = i;
+  return found;
+}
+
+/* Network namespaces ---------------------------------------------------- */
+
+static gboolean
+run_tool (GError **error,
+          ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autofree char *err = NULL;
+  const char *arg;
+  int status = 0;
+  va_list args;
+
+  va_start (args, error);
+  while ((arg = va_arg (args, const char *)) != NULL)
+    g_ptr_array_add (argv, (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH
+                     | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status, error))
+    return FALSE;
+  if (!g_spawn_check_wait_status (status, NULL))
+    {
+      g_autofree char *command = g_strjoinv (" ", (char **) argv->pdata);
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                   "bench group --netns: “%s” failed: %s", command,
+                   err != NULL ? g_strstrip (err) : "");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static char *
+device_netns (Bench *bench,
+              guint  k)
+{
+  return g_strdup_printf ("%s-d%u", bench->prefix, k);
+}
+
+static char *
+device_address (Bench *bench,
+                guint  k)
+{
+  return bench->netns ? g_strdup_printf ("198.18.0.%u", k + 1) : g_strdup ("127.0.0.1");
+}
+
+/* Removes every namespace this run made; their links go with them. */
+static void
+netns_remove (Bench *bench)
+{
+  for (guint k = 0; k < bench->n_made; k++)
+    {
+      g_autofree char *ns = device_netns (bench, k);
+      g_autoptr(GError) error = NULL;
+
+      if (!run_tool (&error, "ip", "netns", "del", ns, NULL))
+        g_printerr ("daisychain-cli: %s\n", error->message);
+    }
+  bench->n_made = 0;
+  if (bench->bridge_made)
+    {
+      g_autofree char *br = g_strdup_printf ("%s-br", bench->prefix);
+      g_autoptr(GError) error = NULL;
+
+      if (!run_tool (&error, "ip", "netns", "del", br, NULL))
+        g_printerr ("daisychain-cli: %s\n", error->message);
+      bench->bridge_made = FALSE;
+    }
+}
+
+/* A bridge namespace with 198.18.0.254 (the signaling service), and one
+ * namespace per device with 198.18.0.(k+1) on a veth to the bridge, its
+ * egress shaped to 1 Gbit/s with 1 ms of delay (a home LAN; a packet is
+ * shaped once, by its sender, so a round trip takes 2 ms). */
+static gboolean
+netns_create (Bench   *bench,
+              guint    n_devices,
+              GError **error)
+{
+  g_autofree char *br = g_strdup_printf ("%s-br", bench->prefix);
+
+  if (!run_tool (error, "ip", "netns", "add", br, NULL))
+    return FALSE;
+  bench->bridge_made = TRUE;
+  if (!run_tool (error, "ip", "-n", br, "link", "set", "lo", "up", NULL)
+      || !run_tool (error, "ip", "-n", br, "link", "add", "br0", "type", "bridge", NULL)
+      || !run_tool (error, "ip", "-n", br, "addr", "add", NETNS_BRIDGE_ADDRESS "/24", "dev", "br0",
+                    NULL)
+      || !run_tool (error, "ip", "-n", br, "link", "set", "br0", "up", NULL))
+    return FALSE;
+  for (guint k = 0; k < n_devices; k++)
+    {
+      g_autofree char *ns = device_netns (bench, k);
+      g_autofree char *veth = g_strdup_printf ("v%u", k);
+      g_autofree char *address = device_address (bench, k);
+      g_autofree char *cidr = g_strdup_printf ("%s/24", address);
+      g_autoptr(GError) netem_error = NULL;
+
+      if (!run_tool (error, "ip", "netns", "add", ns, NULL))
+        return FALSE;
+      bench->n_made = k + 1;
+      if (!run_tool (error, "ip", "-n", ns, "link", "set", "lo", "up", NULL)
+          || !run_tool (error, "ip", "-n", br, "link", "add", veth, "type", "veth", "peer", "name",
+                        "eth0", "netns", ns, NULL)
+          || !run_tool (error, "ip", "-n", br, "link", "set", veth, "master", "br0", "up", NULL)
+          || !run_tool (error, "ip", "-n", ns, "addr", "add", cidr, "dev", "eth0", NULL)
+          || !run_tool (error, "ip", "-n", ns, "link", "set", "eth0", "up", NULL)
+          /* Discovery's multicast needs a way out, as on a LAN. */
+          || !run_tool (error, "ip", "-n", ns, "route", "add", "default", "dev", "eth0", NULL))
+        return FALSE;
+      if (!bench->no_netem
+          && !run_tool (&netem_error, "tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root",
+                        "netem", "rate", "1gbit", "delay", "1ms", NULL))
+        {
+          /* Some kernels are built without sch_netem: shape the rate alone
+           * (tbf's burst: at least 1 Gbit/s over one 1000 Hz tick, 125 kB)
+           * and say so in the output. */
+          bench->no_netem = TRUE;
+          g_debug ("%s", netem_error->message);
+          g_clear_error (&netem_error);
+        }
+      if (bench->no_netem
+          && !run_tool (error, "tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root", "tbf",
+                        "rate", "1gbit", "burst", "256kb", "latency", "20ms", NULL))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* One run ----------------------------------------------------------------- */
+
+typedef struct
+{
+  double step_ms, compute_ms, send_ms, wait_ms, combine_ms, tokens_per_s;
+} Figures;
+
+static void
+add_size_args (GPtrArray  *args,
+               const Size *size,
+               guint       n_threads,
+               guint       stop_at)
+{
+  g_ptr_array_add (args, g_strdup ("--width"));
+  g_ptr_array_add (args, g_strdup_printf ("%u", size->width));
+  g_ptr_array_add (args, g_strdup ("--seq"));
+  g_ptr_array_add (args, g_strdup_printf ("%u", size->seq));
+  g_ptr_array_add (args, g_strdup ("--batch"));
+  g_ptr_array_add (args, g_strdup_printf ("%u", size->batch));
+  g_ptr_array_add (args, g_strdup ("--threads"));
+  g_ptr_array_add (args, g_strdup_printf ("%u", n_threads));
+  /* The run's length only sets the learning-rate schedule, not the cost of
+   * a step; the train command takes 100 or more. */
+  g_ptr_array_add (args, g_strdup ("--steps"));
+  g_ptr_array_add (args, g_strdup_printf ("%u", MAX (stop_at, 100)));
+  g_ptr_array_add (args, g_strdup ("--stop-at"));
+  g_ptr_array_add (args, g_strdup_printf ("%u", stop_at));
+}
+
+/* The wall time of steps 2…@stop_at of @child, as seen here. */
+static double
+measured_seconds (Child *child,
+                  guint  stop_at)
+{
+  int first = step_index (child, 1), last = step_index (child, stop_at);
+
+  if (first < 0 || last < 0)
+    return -1;
+  return (g_array_index (child->times, gint64, last)
+          - g_array_index (child->times, gint64, first)) / 1e6;
+}
+
+/* One device alone: `train` without a room, the same size and threads. */
+static gboolean
+run_solo (Bench       *bench,
+          const Size  *size,
+          guint        n_threads,
+          guint        steps,
+          double      *tokens_per_s,
+          GError     **error)
+{
+  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) child_free);
+  Child *child;
+  double seconds;
+
+  g_ptr_array_add (args, g_strdup ("train"));
+  g_ptr_array_add (args, g_strdup ("--json"));
+  add_size_args (args, size, n_threads, steps + 1);
+  child = child_spawn (bench, NULL, args, error);
+  if (child == NULL)
+    return FALSE;
+  g_ptr_array_add (children, child);
+  if (!wait_for (bench, children, all_exited, NULL, "training alone", error))
+    return FALSE;
+  seconds = measured_seconds (child, steps + 1);
+  if (seconds <= 0)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                   "bench group: training alone did not print its steps");
+      return FALSE;
+    }
+  *tokens_per_s = (double) steps * size->batch * size->seq / seconds;
+  return TRUE;
+}
+
+static gboolean
+run_group (Bench       *bench,
+           const Size  *size,
+           guint        n_devices,
+           guint        n_threads,
+           guint        steps,
+           Figures     *figures,
+           GError     **error)
+{
+  g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) child_free);
+  g_autoptr(GPtrArray) signal_args = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *bridge = bench->netns ? g_strdup_printf ("%s-br", bench->prefix) : NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *room = NULL;
+  guint stop_at = steps + 1;
+  Child *signal;
+  Want want = { "listening", 0 };
+  double sums[4] = { 0 };
+  guint n_samples = 0;
+  double seconds;
+  int e;
+
+  /* The signaling service: a child too, so that with --netns it lives
+   * inside the bridge's namespace and nothing listens outside them. */
+  g_ptr_array_add (signal_args, g_strdup ("signal"));
+  g_ptr_array_add (signal_args, g_strdup ("--json"));
+  g_ptr_array_add (signal_args, g_strdup ("--port=0"));
+  g_ptr_array_add (signal_args, g_strdup_printf ("--bind=%s", bench->netns ? NETNS_BRIDGE_ADDRESS
+                                                                           : "127.0.0.1"));
+  signal = child_spawn (bench, bridge, signal_args, error);
+  if (signal == NULL)
+    return FALSE;
+  g_ptr_array_add (children, signal);
+  if (!wait_for (bench, children, all_have, &want, "starting the signaling service", error))
+    return FALSE;
+  url = g_strdup (json_object_get_string_member_with_default (
+                    g_ptr_array_index (signal->events, child_find (signal, 0, "listening")),
+                    "url", ""));
+
+  for (guint k = 0; k < n_devices; k++)
+    {
+      g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
+      g_autoptr(GPtrArray) one = g_ptr_array_new ();
+      g_autofree char *ns = bench->netns ? device_netns (bench, k) : NULL;
+      g_autofree char *address = device_address (bench, k);
+      Child *device;
+
+      g_ptr_array_add (args, g_strdup ("train"));
+      g_ptr_array_add (args, g_strdup ("--json"));
+      g_ptr_array_add (args, g_strdup_printf ("--signal=%s", url));
+      g_ptr_array_add (args, g_strdup_printf ("--name=bench-%u", k));
+      g_ptr_array_add (args, g_strdup_printf ("--ice-address=%s", address));
+      g_ptr_array_add (args, g_strdup ("--approve=all"));
+      if (k == 0)
+        g_ptr_array_add (args, g_strdup_printf ("--min-peers=%u", n_devices));
+      else
+        g_ptr_array_add (args, g_strdup_printf ("--room=%s", room));
+      add_size_args (args, size, n_threads, stop_at);
+      device = child_spawn (bench, ns, args, error);
+      if (device == NULL)
+        return FALSE;
+      g_ptr_array_add (children, device);
+      if (k == 0)
+        {
+          /* The host must have made the room before anyone asks to join. */
+          g_ptr_array_add (one, device);
+          want.event = "joined";
+          if (!wait_for (bench, one, all_have, &want, "creating the room", error))
+            return FALSE;
+          e = child_find (device, 0, "room");
+          if (e < 0)
+            {
+              g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                           "bench group: the first device did not name its room");
+              return FALSE;
+            }
+          room = g_strdup (json_object_get_string_member_with_default (
+                             g_ptr_array_index (device->events, e), "room", ""));
+        }
+    }
+
+  want.event = "done";
+  want.step = 0;
+  {
+    /* The signaling service never prints "done": wait on the devices. */
+    g_autoptr(GPtrArray) devices = g_ptr_array_new ();
+
+    for (guint k = 1; k < children->len; k++)
+      g_ptr_array_add (devices, g_ptr_array_index (children, k));
+    if (!wait_for (bench, devices, all_have, &want, "training", error))
+      return FALSE;
+
+    for (guint k = 0; k < devices->len; k++)
+      {
+        Child *device = g_ptr_array_index (devices, k);
+
+        for (guint64 step = 2; step <= stop_at; step++)
+          {
+            int i = step_index (device, step);
+            JsonObject *o;
+
+            if (i < 0)
+              continue;
+            o = g_ptr_array_index (device->events, i);
+            if (json_object_get_int_member_with_default (o, "roster", 0) != (gint64) n_devices)
+              {
+                g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                             "bench group: step %" G_GUINT64_FORMAT " had %" G_GINT64_FORMAT
+                             " devices, not %u", step,
+                             json_object_get_int_member_with_default (o, "roster", 0),
+                             n_devices);
+                return FALSE;
+              }
+            sums[0] += json_object_get_double_member_with_default (o, "compute_ms", 0);
+            sums[1] += json_object_get_double_member_with_default (o, "send_ms", 0);
+            sums[2] += json_object_get_double_member_with_default (o, "wait_ms", 0);
+            sums[3] += json_object_get_double_member_with_default (o, "combine_ms", 0);
+            n_samples++;
+          }
+      }
+    seconds = measured_seconds (g_ptr_array_index (devices, 0), stop_at);
+  }
+  if (seconds <= 0 || n_samples == 0)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                   "bench group: the devices did not print their steps");
+      return FALSE;
+    }
+  figures->step_ms = seconds * 1000 / steps;
+  figures->compute_ms = sums[0] / n_samples;
+  figures->send_ms = sums[1] / n_samples;
+  figures->wait_ms = sums[2] / n_samples;
+  figures->combine_ms = sums[3] / n_samples;
+  figures->tokens_per_s = (double) steps * n_devices * size->batch * size->seq / seconds;
+  return TRUE;
+}
+
+static gboolean
+interrupt_cb (gpointer user_data)
+{
+  ((Bench *) user_data)->interrupted = TRUE;
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+json_add_double (JsonBuilder *builder,
+                 const char  *name,
+                 double       value)
+{
+  json_builder_set_member_name (builder, name);
+  json_builder_add_double_value (builder, value);
+}
+
+static void
+json_add_int (JsonBuilder *builder,
+              const char  *name,
+              gint64       value)
+{
+  json_builder_set_member_name (builder, name);
+  json_builder_add_int_value (builder, value);
+}
+
+static void
+print_figures (DcCliOptions  *options,
+               const char    *network,
+               const Size    *size,
+               guint          n_devices,
+               guint          n_threads,
+               guint          steps,
+               const Figures *f,
+               double         solo)
+{
+  /* Everything in a step that is not this device's own arithmetic: sending,
+   * waiting for the others' gradients (the slowest device included) and
+   * the step reports' exchange. */
+  double comm = CLAMP ((f->step_ms - f->compute_ms - f->combine_ms) / f->step_ms, 0, 1);
+  double scaling = f->tokens_per_s / (n_devices * solo);
+
+  if (options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, "bench");
+      json_builder_set_member_name (builder, "bench");
+      json_builder_add_string_value (builder, "group");
+      json_builder_set_member_name (builder, "network");
+      json_builder_add_string_value (builder, network);
+      json_add_int (builder, "devices", n_devices);
+      json_add_int (builder, "width", size->width);
+      json_add_int (builder, "seq", size->seq);
+      json_add_int (builder, "batch", size->batch);
+      json_add_int (builder, "threads", n_threads);
+      json_add_int (builder, "steps", steps);
+      json_add_double (builder, "step_ms", f->step_ms);
+      json_add_double (builder, "compute_ms", f->compute_ms);
+      json_add_double (builder, "send_ms", f->send_ms);
+      json_add_double (builder, "wait_ms", f->wait_ms);
+      json_add_double (builder, "combine_ms", f->combine_ms);
+      json_add_double (builder, "comm_fraction", comm);
+      json_add_double (builder, "tokens_per_s", f->tokens_per_s);
+      json_add_double (builder, "solo_tokens_per_s", solo);
+      json_add_double (builder, "scaling", scaling);
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else
+    {
+      g_print ("%-9s %3u×%-3u×%-2u %2u dev %2u thr  step %8.1f ms  compute %8.1f  send %6.1f  "
+               "wait %8.1f  combine %6.1f  comm %5.1f%%  %8.0f tok/s  solo %8.0f  scaling %.2f\n",
+               network, size->width, size->seq, size->batch, n_devices, n_threads, f->step_ms,
+               f->compute_ms, f->send_ms, f->wait_ms, f->combine_ms, comm * 100, f->tokens_per_s,
+               solo, scaling);
+      fflush (stdout);
+    }
+}
+
+static gboolean
+parse_list (const char  *text,
+            guint        max,
+            GArray      *out)
+{
+  g_auto(GStrv) parts = g_strsplit (text, ",", -1);
+
+  for (guint i = 0; parts[i] != NULL; i++)
+    {
+      guint64 value;
+      guint v;
+
+      if (!g_ascii_string_to_unsigned (g_strstrip (parts[i]), 10, 1, max, &value, NULL))
+        return FALSE;
+      v = (guint) value;
+      g_array_append_val (out, v);
+    }
+  return out->len > 0 && out->len <= max;
+}
+
+int
+dc_cli_bench_group_run (const DcCliCommand  *command,
+                        DcCliOptions        *options,
+                        int                  argc,
+                        char               **argv)
+{
+  g_autofree char *devices_text = NULL;
+  int width = 0, seq = 0, batch = 0, steps = 5, threads = 0;
+  gboolean netns = FALSE;
+  const GOptionEntry entries[] = {
+    { "devices", 0, 0, G_OPTION_ARG_STRING, &devices_text,
+      N_("Comma-separated device counts, 1–8 (default: 1,2,3,4)"), N_("N,…") },
+    { "width", 0, 0, G_OPTION_ARG_INT, &width,
+      N_("Model width (default: both sizes, 32 and 128)"), "N" },
+    { "seq", 0, 0, G_OPTION_ARG_INT, &seq, N_("Sequence length (with --width)"), "N" },
+    { "batch", 0, 0, G_OPTION_ARG_INT, &batch, N_("Batch per device (with --width)"), "N" },
+    { "steps", 0, 0, G_OPTION_ARG_INT, &steps,
+      N_("Steps measured after one warm-up step, 1–1000 (default: 5)"), "N" },
+    { "threads", 0, 0, G_OPTION_ARG_INT, &threads,
+      N_("Threads per device (default: processors / devices, at least 1)"), "N" },
+    { "netns", 0, 0, G_OPTION_ARG_NONE, &netns,
+      N_("Between network namespaces shaped to 1 Gbit/s, 1 ms (root, ip, tc)"), NULL },
+    { NULL }
+  };
+  g_autoptr(GArray) counts = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autoptr(GArray) sizes = g_array_new (FALSE, FALSE, sizeof (Size));
+  g_autoptr(GHashTable) solo_rates = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                            g_free);
+  g_autoptr(GError) error = NULL;
+  const char *network;
+  Bench bench = { 0 };
+  guint max_devices = 0, sigint, sigterm;
+  int status = DC_CLI_EXIT_OK;
+
+  if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
+    return DC_CLI_EXIT_USAGE;
+  if (argc > 1)
+    return dc_cli_usage_error (command, _("unexpected argument “%s”"), argv[1]);
+  if (!parse_list (devices_text != NULL ? devices_text : "1,2,3,4", BENCH_GROUP_DEVICES_MAX,
+                   counts))
+    return dc_cli_usage_error (command, _("--devices takes counts from 1 to %u, such as 1,2,4"),
+                               BENCH_GROUP_DEVICES_MAX);
+  if (steps < 1 || steps > BENCH_GROUP_STEPS_MAX)
+    return dc_cli_usage_error (command, _("--steps takes 1 to %u"), BENCH_GROUP_STEPS_MAX);
+  if (threads < 0 || threads > 1024)
+    return dc_cli_usage_error (command, _("--threads must be between 1 and 1024"));
+  if ((seq != 0 || batch != 0) && width == 0)
+    return dc_cli_usage_error (command, _("--seq and --batch go with --width"));
+  if (width != 0)
+    {
+      /* The train command checks the ranges and says which one is wrong. */
+      Size size = { (guint) width, (guint) (seq > 0 ? seq : 32), (guint) (batch > 0 ? batch : 8) };
+
+      if (width < 0 || seq < 0 || batch < 0)
+        return dc_cli_usage_error (command, _("--width, --seq and --batch must be positive"));
+      g_array_append_val (sizes, size);
+    }
+  else
+    g_array_append_vals (sizes, default_sizes, G_N_ELEMENTS (default_sizes));
+  for (guint i = 0; i < counts->len; i++)
+    max_devices = MAX (max_devices, g_array_index (counts, guint, i));
+
+  bench.netns = netns;
+  bench.self_exe = g_file_read_link ("/proc/self/exe", NULL);
+  if (bench.self_exe == NULL)
+    bench.self_exe = g_strdup ("daisychain-cli");
+  bench.prefix = g_strdup_printf ("dcbg%d", (int) getpid ());
+  network = netns ? "netns-1gbit-1ms" : "loopback";
+  sigint = g_unix_signal_add (SIGINT, interrupt_cb, &bench);
+  sigterm = g_unix_signal_add (SIGTERM, interrupt_cb, &bench);
+
+  if (netns && !netns_create (&bench, max_devices, &error))
+    goto fail;
+  if (bench.no_netem)
+    {
+      const char *note = _("this kernel has no netem queueing discipline: the links are shaped "
+                           "to 1 Gbit/s by tbf, without the 1 ms delay");
+
+      network = "netns-1gbit";
+      if (options->json)
+        {
+          g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+          json_builder_begin_object (builder);
+          json_builder_set_member_name (builder, "event");
+          json_builder_add_string_value (builder, "note");
+          json_builder_set_member_name (builder, "message");
+          json_builder_add_string_value (builder, note);
+          json_builder_end_object (builder);
+          dc_cli_print_json (builder);
+        }
+      else
+        g_print ("%s\n", note);
+    }
+  for (guint s = 0; s < sizes->len; s++)
+    for (guint c = 0; c < counts->len; c++)
+      {
+        const Size *size = &g_array_index (sizes, Size, s);
+        guint n = g_array_index (counts, guint, c);
+        guint n_threads = threads > 0 ? (guint) threads : MAX (1, g_get_num_processors () / n);
+        g_autofree char *key = g_strdup_printf ("%u/%u", s, n_threads);
+        double *solo = g_hash_table_lookup (solo_rates, key);
+        Figures figures = { 0 };
+
+        /* One device's rate with a device's share of the processors,
+         * measured once per size and share, in this run. */
+        if (solo == NULL)
+          {
+            solo = g_new (double, 1);
+            g_hash_table_insert (solo_rates, g_strdup (key), solo);
+            if (!run_solo (&bench, size, n_threads, (guint) steps, solo, &error))
+              goto fail;
+          }
+        if (!run_group (&bench, size, n, n_threads, (guint) steps, &figures, &error))
+          goto fail;
+        print_figures (options, network, size, n, n_threads, (guint) steps, &figures, *solo);
+      }
+  goto out;
+
+fail:
+  status = dc_cli_fail (options, error);
+out:
+  netns_remove (&bench);
+  g_source_remove (sigint);
+  g_source_remove (sigterm);
+  g_free (bench.prefix);
+  g_free (bench.self_exe);
+  return status;
+}

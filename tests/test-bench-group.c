@@ -1,0 +1,210 @@
+/* test-bench-group.c: `daisychain-cli bench group` (suite net).
+ *
+ * The benchmark runs at the smallest size (width 16, sequence 16, batch 2)
+ * with two devices and three measured steps. What is checked is the shape
+ * of its output (one well-formed object per size and device count, the
+ * times that must be positive), never a figure: timings on a shared 2-core
+ * machine say nothing. With root and iproute2 it also runs between network
+ * namespaces and checks that it leaves none behind, after a run that
+ * succeeds and after one that fails.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+#include <unistd.h>
+#include <json-glib/json-glib.h>
+
+#include "dc-test-proc.h"
+#include "dc-test-utils.h"
+
+/* Two small runs (alone, then the group) of four steps each by processes
+ * sharing two cores, with the group's connection set-up. */
+#define BENCH_BOUND_MS 300000
+
+#define SMALL "--width", "16", "--seq", "16", "--batch", "2", "--threads", "1"
+
+static DcTestProc *
+spawn_bench (const char * const *args)
+{
+  return dc_test_proc_spawn ("bench", NULL, FALSE, args);
+}
+
+static void
+check_object (JsonObject *o,
+              const char *network)
+{
+  const char *positive[] = { "step_ms", "compute_ms", "combine_ms", "tokens_per_s",
+                             "solo_tokens_per_s", "scaling" };
+  /* Sending and waiting can round to 0 µs on a step where every gradient
+   * was already there. */
+  const char *not_negative[] = { "send_ms", "wait_ms", "comm_fraction" };
+
+  g_assert_cmpstr (json_object_get_string_member_with_default (o, "bench", ""), ==, "group");
+  /* "netns-1gbit-1ms", or "netns-1gbit" on a kernel without netem. */
+  g_assert_true (g_str_has_prefix (json_object_get_string_member_with_default (o, "network", ""),
+                                   network));
+  g_assert_cmpint (json_object_get_int_member_with_default (o, "devices", 0), ==, 2);
+  g_assert_cmpint (json_object_get_int_member_with_default (o, "width", 0), ==, 16);
+  g_assert_cmpint (json_object_get_int_member_with_default (o, "seq", 0), ==, 16);
+  g_assert_cmpint (json_object_get_int_member_with_default (o, "batch", 0), ==, 2);
+  g_assert_cmpint (json_object_get_int_member_with_default (o, "steps", 0), ==, 3);
+  for (guint i = 0; i < G_N_ELEMENTS (positive); i++)
+    {
+      g_test_message ("%s = %g", positive[i],
+                      json_object_get_double_member_with_default (o, positive[i], -1));
+      g_assert_cmpfloat (json_object_get_double_member_with_default (o, positive[i], -1), >, 0);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (not_negative); i++)
+    g_assert_cmpfloat (json_object_get_double_member_with_default (o, not_negative[i], -1), >=,
+                       0);
+  g_assert_cmpfloat (json_object_get_double_member (o, "comm_fraction"), <=, 1);
+}
+
+/* The only "bench" object of @proc, which exited with 0. */
+static JsonObject *
+only_object (DcTestProc *proc)
+{
+  int first = dc_test_proc_find (proc, 0, "bench", NULL);
+
+  g_assert_cmpint (first, >=, 0);
+  g_assert_cmpint (dc_test_proc_find (proc, first + 1, "bench", NULL), <, 0);
+  return g_ptr_array_index (proc->events, first);
+}
+
+/* Two devices on loopback: one object, every time where it should be. It
+ * needs the devices' step lines to carry their times (compute_ms …). */
+static void
+test_loopback (void)
+{
+  const char *args[] = { "bench", "group", "--json", "--devices", "2", "--steps", "3", SMALL,
+                         NULL };
+  g_autoptr(DcTestProc) proc = spawn_bench (args);
+
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, BENCH_BOUND_MS), ==, 0);
+  check_object (only_object (proc), "loopback");
+}
+
+/* Device counts one after another, with one thread each: one object per
+ * count, in order, and one solo rate for both (measured once per size and
+ * share). A run's children must be gone, reads included, before the next
+ * run's: a late read of the first run once ended the second early. */
+static void
+test_runs (void)
+{
+  const char *args[] = { "bench", "group", "--json", "--devices", "1,2,1", "--steps", "2",
+                         SMALL, NULL };
+  g_autoptr(DcTestProc) proc = spawn_bench (args);
+  gint64 expected[] = { 1, 2, 1 };
+  double solo = -1;
+  int i = -1;
+
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, BENCH_BOUND_MS), ==, 0);
+  for (guint n = 0; n < G_N_ELEMENTS (expected); n++)
+    {
+      JsonObject *o;
+
+      i = dc_test_proc_find (proc, i + 1, "bench", NULL);
+      g_assert_cmpint (i, >=, 0);
+      o = g_ptr_array_index (proc->events, i);
+      g_assert_cmpint (json_object_get_int_member (o, "devices"), ==, expected[n]);
+      g_assert_cmpfloat (json_object_get_double_member (o, "tokens_per_s"), >, 0);
+      if (solo < 0)
+        solo = json_object_get_double_member (o, "solo_tokens_per_s");
+      g_assert_cmpfloat (json_object_get_double_member (o, "solo_tokens_per_s"), ==, solo);
+    }
+  g_assert_cmpint (dc_test_proc_find (proc, i + 1, "bench", NULL), <, 0);
+}
+
+static void
+test_usage (void)
+{
+  const char *bad[][12] = {
+    { "bench", "group", "--devices", "0", NULL },
+    { "bench", "group", "--devices", "9", NULL },
+    { "bench", "group", "--devices", "2,x", NULL },
+    { "bench", "group", "--steps", "0", NULL },
+    { "bench", "group", "--steps", "1001", NULL },
+    { "bench", "group", "--seq", "16", NULL },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(DcTestProc) proc = spawn_bench (bad[i]);
+
+      g_assert_cmpint (dc_test_proc_expect_exit (proc, 60000), ==, 2);
+    }
+}
+
+/* Whether a namespace named PREFIX… is listed. */
+static gboolean
+netns_left (const char *prefix)
+{
+  const char *argv[] = { "ip", "netns", "list", NULL };
+  g_autofree char *out = NULL;
+  int status = -1;
+
+  g_assert_true (dc_test_spawn (argv, &out, NULL, &status, 10000));
+  /* bytes_to_string gives NULL for no output: no namespace at all. */
+  return out != NULL && strstr (out, prefix) != NULL;
+}
+
+static gboolean
+netns_available (void)
+{
+  g_autofree char *name = g_strdup_printf ("dcbgprobe%d", (int) getpid ());
+  const char *add[] = { "ip", "netns", "add", name, NULL };
+  const char *del[] = { "ip", "netns", "del", name, NULL };
+  int status = -1;
+
+  if (geteuid () != 0 || !dc_test_spawn (add, NULL, NULL, &status, 10000) || status != 0)
+    return FALSE;
+  dc_test_spawn (del, NULL, NULL, &status, 10000);
+  return TRUE;
+}
+
+/* Between namespaces: the object, then none of the bench's namespaces
+ * left; a run that fails after making them (batch 1 is refused by train)
+ * removes them too. */
+static void
+test_netns (void)
+{
+  const char *args[] = { "bench", "group", "--json", "--netns", "--devices", "2", "--steps", "3",
+                         SMALL, NULL };
+  const char *failing[] = { "bench", "group", "--json", "--netns", "--devices", "2",
+                            "--width", "16", "--seq", "16", "--batch", "1", NULL };
+  g_autoptr(DcTestProc) proc = NULL;
+  g_autoptr(DcTestProc) fails = NULL;
+  g_autofree char *prefix = NULL;
+
+  if (!netns_available ())
+    {
+      g_test_skip ("network namespaces are unavailable here (needs root and iproute2)");
+      return;
+    }
+  proc = spawn_bench (args);
+  prefix = g_strdup_printf ("dcbg%s-", g_subprocess_get_identifier (proc->process));
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, BENCH_BOUND_MS), ==, 0);
+  check_object (only_object (proc), "netns-1gbit");
+  g_assert_false (netns_left (prefix));
+
+  fails = spawn_bench (failing);
+  g_clear_pointer (&prefix, g_free);
+  prefix = g_strdup_printf ("dcbg%s-", g_subprocess_get_identifier (fails->process));
+  g_assert_cmpint (dc_test_proc_expect_exit (fails, BENCH_BOUND_MS), ==, 1);
+  g_assert_cmpint (dc_test_proc_find (fails, 0, "error", NULL), >=, 0);
+  g_assert_false (netns_left (prefix));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/dc/bench/group/usage", test_usage);
+  g_test_add_func ("/dc/bench/group/loopback", test_loopback);
+  g_test_add_func ("/dc/bench/group/runs", test_runs);
+  g_test_add_func ("/dc/bench/group/netns", test_netns);
+  return g_test_run ();
+}
