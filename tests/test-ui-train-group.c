@@ -9,7 +9,10 @@
  * step ("step N (loss L): 2 devices agree on weight hash H") names the loss
  * and hash the child printed for it; the chart holds every step, the Group
  * statistic says two devices and the effective batch, and one device is
- * marked slowest. Only exactness and texts are checked, never timing: every
+ * marked slowest. Then the other way round: a `train --min-peers 2` child
+ * hosts a room and starts; the app joins it and follows with the child's
+ * settings (batch 3 shown in its Run Settings), the same loss and hash at
+ * every step. Only exactness and texts are checked, never timing: every
  * wait has a deadline and names what it waited for.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
@@ -77,7 +80,8 @@ label_contains (GtkWidget *widget,
   return GTK_IS_LABEL (widget) && strstr (gtk_label_get_label (GTK_LABEL (widget)), text) != NULL;
 }
 
-/* The app's log line for @step: its loss and hash. */
+/* The app's log line for @step: its loss and hash (the last one: a log can
+ * hold two runs). */
 static gboolean
 app_step (const char  *log,
           guint        step,
@@ -87,7 +91,7 @@ app_step (const char  *log,
   g_autofree char *prefix = g_strdup_printf ("step %u (loss ", step);
   g_auto(GStrv) lines = g_strsplit (log, "\n", -1);
 
-  for (guint i = 0; lines[i] != NULL; i++)
+  for (guint i = g_strv_length (lines); i-- > 0;)
     {
       const char *agree;
 
@@ -100,6 +104,83 @@ app_step (const char  *log,
       return TRUE;
     }
   return FALSE;
+}
+
+/* Every step the child printed is in the app's log with the same loss and
+ * hash, agreed by both devices; returns how many steps there were. */
+static guint
+check_same_points (DcTestProc *cli,
+                   const char *log)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < cli->events->len; i++)
+    {
+      JsonObject *o = g_ptr_array_index (cli->events, i);
+      g_autofree char *hash = NULL;
+      guint step;
+      float loss = 0.0f;
+
+      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), "step") != 0)
+        continue;
+      step = json_object_get_int_member (o, "step");
+      g_assert_cmpint (json_object_get_int_member (o, "roster"), ==, 2);
+      if (!app_step (log, step, &loss, &hash))
+        g_error ("the app's log has no agreed step %u:\n%s", step, log);
+      g_assert_cmpstr (hash, ==, json_object_get_string_member (o, "hash"));
+      g_assert_cmpfloat (loss, ==, (float) json_object_get_double_member (o, "loss"));
+      n++;
+    }
+  return n;
+}
+
+static gboolean
+page_is_running (gpointer user_data)
+{
+  return dc_train_page_is_running (user_data);
+}
+
+/* The other way round: the CLI device hosts and starts (train --min-peers
+ * 2), the app joins its room and follows: it trains the CLI's run with the
+ * CLI's settings, which its Run Settings then show. */
+static void
+check_follow (DcApplication *app,
+              DcGroup       *group,
+              const char    *url)
+{
+  DcWindow *window = DC_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
+  DcTrainPage *page = dc_window_get_train_page (window);
+  GSettings *settings = dc_application_get_settings (app);
+  g_autoptr(DcTestProc) cli = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *log = NULL;
+  JsonObject *room;
+
+  cli = dc_test_proc_spawn ("cli-host", NULL, FALSE,
+                            (const char *[]) { "train", "--json", "--signal", url, "--name",
+                                               "cli-host", "--approve", "all", "--ice-address",
+                                               "127.0.0.1", "--backend", "cpu", "--threads", "1",
+                                               "--min-peers", "2", "--width", "16", "--seq",
+                                               "16", "--batch", "3", "--steps", "100", NULL });
+  room = dc_test_proc_expect (cli, "room", NULL, TIMEOUT_MS);
+  dc_test_proc_expect (cli, "joined", NULL, TIMEOUT_MS);
+  g_assert_true (dc_group_join_room (group, url, json_object_get_string_member (room, "room"),
+                                     &error));
+  g_assert_no_error (error);
+  if (!dc_test_wait_until (page_is_running, page, TIMEOUT_MS))
+    g_error ("the app did not follow the CLI's run within %u ms", TIMEOUT_MS);
+  dc_test_proc_expect (cli, "done", NULL, 2 * TIMEOUT_MS);
+  if (!dc_test_wait_until (page_is_idle, page, TIMEOUT_MS))
+    g_error ("the app still trains %u ms after the CLI device finished", TIMEOUT_MS);
+
+  log = dc_train_page_dup_log (page);
+  g_assert_nonnull (strstr (log, "following the run “cli-host” started: width 16, sequence 16, "
+                                 "batch 3, 100 steps"));
+  g_assert_cmpuint (check_same_points (cli, log), ==, STEPS);
+  g_assert_cmpint (g_settings_get_int (settings, "train-batch"), ==, 3);
+  g_assert_nonnull (dc_test_find_descendant (GTK_WIDGET (page), label_starts_with,
+                                             (gpointer) "2 devices · effective batch 6"));
+  dc_group_leave (group);
 }
 
 static void
@@ -117,7 +198,6 @@ check_train_together (DcApplication *app,
   g_autoptr(GdkTexture) shot = NULL;
   JsonObject *listening, *config;
   const char *url;
-  guint cli_steps = 0;
 
   g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
   signal = dc_test_proc_spawn ("signal", NULL, FALSE,
@@ -160,24 +240,7 @@ check_train_together (DcApplication *app,
   /* The same points on both: loss and hash at every step. */
   log = dc_train_page_dup_log (page);
   g_assert_nonnull (strstr (log, "starting the run with 2 devices"));
-  for (guint i = 0; i < cli->events->len; i++)
-    {
-      JsonObject *o = g_ptr_array_index (cli->events, i);
-      g_autofree char *hash = NULL;
-      guint step;
-      float loss = 0.0f;
-
-      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), "step") != 0)
-        continue;
-      step = json_object_get_int_member (o, "step");
-      g_assert_cmpint (json_object_get_int_member (o, "roster"), ==, 2);
-      if (!app_step (log, step, &loss, &hash))
-        g_error ("the app's log has no agreed step %u:\n%s", step, log);
-      g_assert_cmpstr (hash, ==, json_object_get_string_member (o, "hash"));
-      g_assert_cmpfloat (loss, ==, (float) json_object_get_double_member (o, "loss"));
-      cli_steps++;
-    }
-  g_assert_cmpuint (cli_steps, ==, STEPS);
+  g_assert_cmpuint (check_same_points (cli, log), ==, STEPS);
   g_assert_cmpuint (dc_loss_chart_get_n_points (dc_train_page_get_chart (page)), ==, STEPS);
   g_assert_nonnull (strstr (log, "training finished with the group at step 100"));
 
@@ -190,6 +253,8 @@ check_train_together (DcApplication *app,
                                              (gpointer) "✓ "));
   shot = dc_test_render_widget (GTK_WIDGET (window), "train-group");
   dc_group_leave (group);
+
+  check_follow (app, group, url);
 }
 
 typedef struct
