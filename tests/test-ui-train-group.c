@@ -20,6 +20,7 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <glib/gstdio.h>
 #include <string.h>
 #include <adwaita.h>
 #include <json-glib/json-glib.h>
@@ -146,7 +147,9 @@ page_is_running (gpointer user_data)
 static void
 check_follow (DcApplication *app,
               DcGroup       *group,
-              const char    *url)
+              const char    *url,
+              const char    *first_pt,
+              const char    *first_hash)
 {
   DcWindow *window = DC_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
   DcTrainPage *page = dc_window_get_train_page (window);
@@ -181,6 +184,24 @@ check_follow (DcApplication *app,
   g_assert_nonnull (dc_test_find_descendant (GTK_WIDGET (page), label_starts_with,
                                              (gpointer) "2 devices · effective batch 6"));
   dc_group_leave (group);
+
+  /* A checkpoint loaded after a group run replaces that run's model: what is
+   * saved next is the loaded one. */
+  {
+    g_autofree char *again = g_strconcat (first_pt, ".again.pt", NULL);
+    g_autofree char *saved = NULL;
+    g_autofree char *all = NULL;
+
+    g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.load-checkpoint-from",
+                                               "s", first_pt));
+    g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.save-checkpoint-to",
+                                               "s", again));
+    saved = g_strdup_printf ("checkpoint saved: %s (step 100, weight hash %s)", again,
+                             first_hash);
+    all = dc_train_page_dup_log (page);
+    g_assert_nonnull (strstr (all, saved));
+    g_unlink (again);
+  }
 }
 
 static void
@@ -254,7 +275,25 @@ check_train_together (DcApplication *app,
   shot = dc_test_render_widget (GTK_WIDGET (window), "train-group");
   dc_group_leave (group);
 
-  check_follow (app, group, url);
+  /* The group run's model is this device's: it saves like a solo one. */
+  {
+    g_autofree char *dir = g_dir_make_tmp ("dc-ui-train-group-XXXXXX", NULL);
+    g_autofree char *pt = g_build_filename (dir, "first.pt", NULL);
+    g_autofree char *saved = NULL;
+    g_autofree char *all = NULL;
+    JsonObject *done = dc_test_proc_expect (cli, "done", NULL, TIMEOUT_MS);
+
+    g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.save-checkpoint-to",
+                                               "s", pt));
+    saved = g_strdup_printf ("checkpoint saved: %s (step 100, weight hash %s)", pt,
+                             json_object_get_string_member (done, "hash"));
+    all = dc_train_page_dup_log (page);
+    g_assert_nonnull (strstr (all, saved));
+
+    check_follow (app, group, url, pt, json_object_get_string_member (done, "hash"));
+    g_unlink (pt);
+    g_rmdir (dir);
+  }
 }
 
 typedef struct

@@ -520,6 +520,13 @@ group_notice_cb (DcTrainGroup  *coordinator,
   announce_model (self, DC_TRAINING_STATE_RUNNING);
 }
 
+static gboolean
+unref_cb (gpointer user_data)
+{
+  g_object_unref (user_data);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 group_finished_cb (DcTrainGroup  *coordinator,
                    const GError  *error,
@@ -527,8 +534,24 @@ group_finished_cb (DcTrainGroup  *coordinator,
 {
   Report report = { 0 };
 
+  if (coordinator == self->follower)
+    {
+      /* It refused a config (the run's data is a file, …): wait for the next. */
+      self->follower = NULL;
+      if (error != NULL)
+        {
+          g_autofree char *line = g_strdup_printf ("not following the run: %s", error->message);
+
+          g_signal_emit (self, signals[SIGNAL_LOG], 0, line);
+        }
+      g_signal_handlers_disconnect_by_data (coordinator, self);
+      /* Not now: its caller is still on the stack, using it. */
+      g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, unref_cb, coordinator, NULL);
+      arm_follower (self);
+      return;
+    }
   if (coordinator != self->group_run)
-    return;  /* a follower that was never started */
+    return;
   adopt_plan (self, coordinator);
   self->group_running = FALSE;
   if (error != NULL && !g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
@@ -814,6 +837,7 @@ dc_training_run_load_checkpoint (DcTrainingRun  *self,
     return FALSE;
 
   g_clear_pointer (&self->session, dc_train_session_free);
+  g_clear_object (&self->group_run);  /* the last group run's model is replaced too */
   g_clear_pointer (&self->loaded, dc_gpt_model_free);
   self->loaded = model;
   self->settings = settings;
