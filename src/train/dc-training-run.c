@@ -433,6 +433,8 @@ active_group (DcTrainingRun *self)
   return group;
 }
 
+/* The idle follower: it only waits for a config (one that came made it the
+ * run), so nothing else holds it and dropping it leaves the group's signals. */
 static void
 disarm (DcTrainingRun  *self,
         DcTrainGroup  **coordinator)
@@ -440,7 +442,6 @@ disarm (DcTrainingRun  *self,
   if (*coordinator == NULL)
     return;
   g_signal_handlers_disconnect_by_data (*coordinator, self);
-  dc_train_group_stop (*coordinator);
   g_clear_object (coordinator);
 }
 
