@@ -261,6 +261,7 @@ check_train_together (DcApplication *app,
   /* The same points on both: loss and hash at every step. */
   log = dc_train_page_dup_log (page);
   g_assert_nonnull (strstr (log, "starting the run with 2 devices"));
+  g_assert_nonnull (strstr (log, "“cli-device” joined the group"));
   g_assert_cmpuint (check_same_points (cli, log), ==, STEPS);
   g_assert_cmpuint (dc_loss_chart_get_n_points (dc_train_page_get_chart (page)), ==, STEPS);
   g_assert_nonnull (strstr (log, "training finished with the group at step 100"));

@@ -1054,11 +1054,42 @@ dc_training_run_set_property (GObject      *object,
     }
 }
 
+/* Devices coming and going, for the Train view's log. A device that joins
+ * during a run takes part from the next run (joining a run under way is the
+ * coordinator's, not built yet); one that leaves during a run is dropped by
+ * the coordinator, which says so itself. */
+static void
+group_event_cb (DcGroup       *group,
+                const char    *event,
+                const char    *peer,
+                guint          n_peers,
+                const char    *reason,
+                DcTrainingRun *self)
+{
+  g_autofree char *line = NULL;
+
+  if (peer == NULL)
+    return;
+  if (g_str_equal (event, "peer-joined"))
+    line = self->group_running
+           ? g_strdup_printf ("“%s” joined the group: it takes part from the next run", peer)
+           : g_strdup_printf ("“%s” joined the group", peer);
+  else if (g_str_equal (event, "peer-left"))
+    line = g_strdup_printf ("“%s” left the group", peer);
+  if (line != NULL)
+    g_signal_emit (self, signals[SIGNAL_LOG], 0, line);
+}
+
 static void
 dc_training_run_constructed (GObject *object)
 {
+  DcTrainingRun *self = DC_TRAINING_RUN (object);
+  DcGroup *group = self->context_obj != NULL ? dc_context_get_group (self->context_obj) : NULL;
+
   G_OBJECT_CLASS (dc_training_run_parent_class)->constructed (object);
-  arm_follower (DC_TRAINING_RUN (object));
+  if (group != NULL)
+    g_signal_connect_object (group, "event", G_CALLBACK (group_event_cb), self, 0);
+  arm_follower (self);
 }
 
 static void
