@@ -1587,6 +1587,20 @@ dc_train_group_set_starter (DcTrainGroup        *self,
 }
 
 /**
+ * dc_train_group_get_plan:
+ *
+ * Returns: (transfer none) (nullable): the run's plan (the starter's config
+ *   as this device follows it), once a config was sent or followed
+ */
+const DcTrainPlan *
+dc_train_group_get_plan (DcTrainGroup *self)
+{
+  g_return_val_if_fail (DC_IS_TRAIN_GROUP (self), NULL);
+
+  return self->plan;
+}
+
+/**
  * dc_train_group_start:
  *
  * Begins waiting: the room's host for min_peers devices, the others for its
@@ -1629,20 +1643,6 @@ DcGptModel *
 dc_train_group_get_model (DcTrainGroup *self)
 {
   return self->session != NULL ? dc_train_session_get_model (self->session) : NULL;
-}
-
-/**
- * dc_train_group_get_plan:
- *
- * Returns: (transfer none) (nullable): the run's plan (the starter's config
- *   as this device follows it), once a config was sent or followed
- */
-const DcTrainPlan *
-dc_train_group_get_plan (DcTrainGroup *self)
-{
-  g_return_val_if_fail (DC_IS_TRAIN_GROUP (self), NULL);
-
-  return self->plan;
 }
 
 static void

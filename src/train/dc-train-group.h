@@ -92,10 +92,10 @@ DcTrainGroup *dc_train_group_new      (DcContext                *context,
                                        guint                     min_peers);
 void          dc_train_group_set_starter (DcTrainGroup          *self,
                                        DcTrainGroupStarter       starter);
+const DcTrainPlan *
+              dc_train_group_get_plan (DcTrainGroup             *self);
 void          dc_train_group_start    (DcTrainGroup             *self);
 void          dc_train_group_stop     (DcTrainGroup             *self);
 DcGptModel   *dc_train_group_get_model (DcTrainGroup            *self);
-const DcTrainPlan *
-              dc_train_group_get_plan (DcTrainGroup             *self);
 
 G_END_DECLS
