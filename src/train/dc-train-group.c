@@ -66,6 +66,7 @@ struct _DcTrainGroup
   DcTrainingRequest  request;      /* this device's own flags (starter's when it starts) */
   gboolean           seed_given;
   guint              min_peers;
+  DcTrainGroupStarter starter_rule;
   guint64            fault_step;   /* DC_TEST_FAULT=corrupt-weight@STEP, 0: none */
   guint64            fault_partial; /* DC_TEST_FAULT=partial-send@STEP, 0: none */
 
@@ -116,6 +117,7 @@ G_DEFINE_QUARK (dc-train-group-error-quark, dc_train_group_error)
 enum {
   SIGNAL_NOTICE,
   SIGNAL_STEP,
+  SIGNAL_AGREED,
   SIGNAL_FINISHED,
   N_SIGNALS
 };
@@ -916,6 +918,31 @@ reports_complete (DcTrainGroup *self)
   return TRUE;
 }
 
+/* After the guard passed: every roster device that reported, in rank
+ * order, with its own work on the step (its gradient and its combine; the
+ * rest of its step is waiting for the others), for a view's slowest device. */
+static void
+emit_agreed (DcTrainGroup *self)
+{
+  g_auto(GVariantBuilder) devices = G_VARIANT_BUILDER_INIT (G_VARIANT_TYPE ("a(sd)"));
+  g_autofree char *hash = hash_to_hex (self->own_report->weights_hash);
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      g_autofree char *key = report_key (self->own_report->step, id);
+      DcMeshStepReport *report = i == self->rank ? self->own_report
+                                                 : g_hash_table_lookup (self->reports, key);
+
+      if (report == NULL)
+        continue;  /* it left after its gradient came */
+      g_variant_builder_add (&devices, "(sd)", member_name (self, id),
+                             (report->compute_us + report->combine_us) / 1e6);
+    }
+  g_signal_emit (self, signals[SIGNAL_AGREED], 0, self->own_report->step, hash,
+                 g_variant_builder_end (&devices));
+}
+
 /* Forget what belongs to steps before @step. */
 static void
 prune (DcTrainGroup *self,
@@ -1222,6 +1249,7 @@ advance (DcTrainGroup *self)
           DcGptModel *model = dc_train_session_get_model (self->session);
 
           self->deadline = 0;
+          emit_agreed (self);
           prune (self, model->step);
           if (model->step >= self->stop)
             finish (self, NULL);
@@ -1504,7 +1532,7 @@ event_cb (DcGroup    *group,
 
   /* The device that created the room (its host) starts the run. */
   if (g_str_equal (event, "joined") && self->state == STATE_WAITING_CONFIG && self->config == NULL
-      && g_strcmp0 (reason, "host") == 0)
+      && g_strcmp0 (reason, "host") == 0 && self->starter_rule == DC_TRAIN_GROUP_STARTER_HOST)
     {
       self->starter = TRUE;
       self->state = STATE_WAITING_PEERS;
@@ -1571,6 +1599,36 @@ dc_train_group_new (DcContext               *context,
 }
 
 /**
+ * dc_train_group_set_starter:
+ * @starter: who starts the run (DC_TRAIN_GROUP_STARTER_HOST by default)
+ *
+ * Call before dc_train_group_start().
+ */
+void
+dc_train_group_set_starter (DcTrainGroup        *self,
+                            DcTrainGroupStarter  starter)
+{
+  g_return_if_fail (DC_IS_TRAIN_GROUP (self));
+  g_return_if_fail (!self->started);
+
+  self->starter_rule = starter;
+}
+
+/**
+ * dc_train_group_get_plan:
+ *
+ * Returns: (transfer none) (nullable): the run's plan (the starter's config
+ *   as this device follows it), once a config was sent or followed
+ */
+const DcTrainPlan *
+dc_train_group_get_plan (DcTrainGroup *self)
+{
+  g_return_val_if_fail (DC_IS_TRAIN_GROUP (self), NULL);
+
+  return self->plan;
+}
+
+/**
  * dc_train_group_start:
  *
  * Begins waiting: the room's host for min_peers devices, the others for its
@@ -1589,6 +1647,11 @@ dc_train_group_start (DcTrainGroup *self)
   self->message_handler = g_signal_connect (self->group, "message", G_CALLBACK (message_cb), self);
   self->tick_id = g_timeout_add (TICK_MS, tick_cb, self);
   self->state = STATE_WAITING_CONFIG;
+  if (self->starter_rule == DC_TRAIN_GROUP_STARTER_SELF)
+    {
+      self->starter = TRUE;
+      self->state = STATE_WAITING_PEERS;
+    }
   advance (self);
 }
 
@@ -1693,6 +1756,11 @@ dc_train_group_class_init (DcTrainGroupClass *klass)
     g_signal_new ("step", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 5, G_TYPE_UINT64, G_TYPE_DOUBLE, G_TYPE_DOUBLE, G_TYPE_STRING,
                   G_TYPE_STRV);
+  /* (step, weight hash, a(sd): each reporting roster device's name and its
+   * own work on the step in seconds, rank order): the sync guard passed. */
+  signals[SIGNAL_AGREED] =
+    g_signal_new ("agreed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 3, G_TYPE_UINT64, G_TYPE_STRING, G_TYPE_VARIANT);
   /* (error or NULL): the run ended; NULL when it reached its last step. */
   signals[SIGNAL_FINISHED] =
     g_signal_new ("finished", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,

@@ -16,7 +16,14 @@
  *
  * Signals: ::notice (kind, peer, text) for "config", "not-admitted",
  * "dropped", "retake"; ::step (step, loss, tokens/s, hash, names in rank
- * order); ::finished (error or NULL).
+ * order); ::agreed (step, hash, each roster device's name and step time)
+ * once every device's step report matched this one's; ::finished (error or
+ * NULL).
+ *
+ * Who starts: by default the room's host (the CLI's train --room). A front
+ * end where a person presses Start sets DC_TRAIN_GROUP_STARTER_SELF on the
+ * coordinator it makes for that press, and DC_TRAIN_GROUP_STARTER_FOLLOW on
+ * the one that waits for someone else's config meanwhile.
  *
  * Not here yet (seams, docs/ARCHITECTURE.md): repair from the leader, mid-run
  * join, leader failover, audits, checkpoint to the group.
@@ -58,6 +65,22 @@ typedef enum
   DC_TRAIN_GROUP_ERROR_ALONE,      /* the mesh is gone */
 } DcTrainGroupError;
 
+/**
+ * DcTrainGroupStarter:
+ * @DC_TRAIN_GROUP_STARTER_HOST: the room's host starts once min_peers
+ *   devices are there; the others follow (the default)
+ * @DC_TRAIN_GROUP_STARTER_SELF: this device starts, at once, with the
+ *   admitted devices connected then (and waits for min_peers of them)
+ * @DC_TRAIN_GROUP_STARTER_FOLLOW: this device only follows a config, even
+ *   when it is the room's host
+ */
+typedef enum
+{
+  DC_TRAIN_GROUP_STARTER_HOST,
+  DC_TRAIN_GROUP_STARTER_SELF,
+  DC_TRAIN_GROUP_STARTER_FOLLOW,
+} DcTrainGroupStarter;
+
 #define DC_TYPE_TRAIN_GROUP (dc_train_group_get_type ())
 G_DECLARE_FINAL_TYPE (DcTrainGroup, dc_train_group, DC, TRAIN_GROUP, GObject)
 
@@ -67,6 +90,10 @@ DcTrainGroup *dc_train_group_new      (DcContext                *context,
                                        const DcTrainingRequest  *request,
                                        gboolean                  seed_given,
                                        guint                     min_peers);
+void          dc_train_group_set_starter (DcTrainGroup          *self,
+                                       DcTrainGroupStarter       starter);
+const DcTrainPlan *
+              dc_train_group_get_plan (DcTrainGroup             *self);
 void          dc_train_group_start    (DcTrainGroup             *self);
 void          dc_train_group_stop     (DcTrainGroup             *self);
 DcGptModel   *dc_train_group_get_model (DcTrainGroup            *self);

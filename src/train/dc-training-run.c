@@ -16,6 +16,14 @@
  * model, trainer) and steps it. The front end's DcContext gives the backend;
  * a loaded checkpoint is continued by the next Start.
  *
+ * With a group (the context's, with connected devices), Start trains with
+ * it instead: a group coordinator (dc-train-group.h) told that this device
+ * starts sends the run's config to every admitted device connected then.
+ * While nothing runs, another coordinator waits for someone else's config
+ * (follow only), so that Start pressed on any device starts this one too.
+ * The coordinators run on the main context and own their model; the run
+ * relays their steps, notices and end as its own properties and signals.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-train"
@@ -27,6 +35,7 @@
 #include <string.h>
 
 #include "data/dc-dataset.h"
+#include "dc-train-group.h"
 #include "model/dc-checkpoint.h"
 #include "model/dc-generate.h"
 #include "model/dc-hf-export.h"
@@ -44,6 +53,8 @@ struct _DcTrainingRun
   GThread         *thread;
   GMainContext    *context;        /* where the worker reports */
   GCancellable    *cancellable;    /* the run's data reads; cancelled by stop */
+  DcTrainGroup    *group_run;      /* the group run in progress or the last one (its model) */
+  DcTrainGroup    *follower;       /* waits for another device's config while idle */
 
   /* reports from the worker, guarded by report_lock */
   GMutex           report_lock;
@@ -59,6 +70,8 @@ struct _DcTrainingRun
   char            *hash;
   char            *message;
   gint             stop_requested; /* atomic */
+  guint            n_devices;      /* devices in the last step: 1 alone */
+  guint            group_running : 1;
   guint            disposed : 1;   /* no report is delivered after dispose */
 };
 
@@ -78,6 +91,7 @@ enum {
 enum {
   SIGNAL_STEP,
   SIGNAL_LOG,
+  SIGNAL_AGREED,
   N_SIGNALS
 };
 
@@ -161,7 +175,7 @@ static gboolean
 ensure_idle (DcTrainingRun  *self,
              GError        **error)
 {
-  if (self->thread == NULL)
+  if (self->thread == NULL && !self->group_running)
     return TRUE;
   g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
                "training is in progress: stop it first");
@@ -187,8 +201,12 @@ current_model (DcTrainingRun *self)
 {
   if (self->session != NULL)
     return dc_train_session_get_model (self->session);
+  if (self->group_run != NULL && dc_train_group_get_model (self->group_run) != NULL)
+    return dc_train_group_get_model (self->group_run);
   return self->loaded;
 }
+
+static void arm_follower (DcTrainingRun *self);
 
 /* Joining a thread from itself deadlocks (GLib aborts with "Resource
  * deadlock avoided"): only the owner's thread joins, once the worker has
@@ -229,7 +247,8 @@ deliver_report (DcTrainingRun *self,
 
   if (report->finished)
     {
-      join_worker (self);
+      if (self->thread != NULL)
+        join_worker (self);
       if (report->error != NULL)
         {
           g_autofree char *line = g_strdup_printf ("training failed: %s",
@@ -244,6 +263,8 @@ deliver_report (DcTrainingRun *self,
           set_message (self, NULL);
           set_state (self, DC_TRAINING_STATE_READY);
         }
+      if (self->group_run == NULL)
+        arm_follower (self);
     }
 }
 
@@ -393,6 +414,235 @@ training_worker (gpointer user_data)
   return NULL;
 }
 
+/* ---- training with the group ---- */
+
+/* The group to train with at Start: the context's, in a room, with at
+ * least one device connected (admission is the coordinator's to decide). */
+static DcGroup *
+active_group (DcTrainingRun *self)
+{
+  DcGroup *group = self->context_obj != NULL ? dc_context_get_group (self->context_obj) : NULL;
+  DcGroupState state;
+
+  if (group == NULL)
+    return NULL;
+  state = dc_group_get_state (group);
+  if ((state != DC_GROUP_STATE_HOST && state != DC_GROUP_STATE_MEMBER)
+      || dc_group_get_n_peers (group) == 0)
+    return NULL;
+  return group;
+}
+
+/* The idle follower: it only waits for a config (one that came made it the
+ * run), so nothing else holds it and dropping it leaves the group's signals. */
+static void
+disarm (DcTrainingRun  *self,
+        DcTrainGroup  **coordinator)
+{
+  if (*coordinator == NULL)
+    return;
+  g_signal_handlers_disconnect_by_data (*coordinator, self);
+  g_clear_object (coordinator);
+}
+
+/* The run's config and settings, once the coordinator has its plan. */
+static void
+adopt_plan (DcTrainingRun *self,
+            DcTrainGroup  *coordinator)
+{
+  const DcTrainPlan *plan = dc_train_group_get_plan (coordinator);
+
+  if (plan == NULL || self->plan != NULL)
+    return;
+  self->plan = g_new0 (DcTrainPlan, 1);
+  self->plan->config = plan->config;
+  self->plan->settings = plan->settings;
+  self->settings = plan->settings;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STEPS]);
+}
+
+static void
+group_step_cb (DcTrainGroup       *coordinator,
+               guint64             step,
+               double              loss,
+               double              tokens_per_s,
+               const char         *hash,
+               const char * const *names,
+               DcTrainingRun      *self)
+{
+  Report report = { 0 };
+
+  adopt_plan (self, coordinator);
+  self->n_devices = g_strv_length ((char **) names);
+  report.step = step;
+  report.loss = loss;
+  report.tokens_per_s = tokens_per_s;
+  report.hash = (char *) hash;
+  deliver_report (self, &report);
+}
+
+static void
+group_agreed_cb (DcTrainGroup  *coordinator,
+                 guint64        step,
+                 const char    *hash,
+                 GVariant      *devices,
+                 DcTrainingRun *self)
+{
+  g_autofree char *line = g_strdup_printf ("step %" G_GUINT64_FORMAT " (loss %.9g): %zu "
+                                           "devices agree on weight hash %s", step,
+                                           step == self->step ? self->loss : 0.0,
+                                           g_variant_n_children (devices), hash);
+
+  g_signal_emit (self, signals[SIGNAL_LOG], 0, line);
+  g_signal_emit (self, signals[SIGNAL_AGREED], 0, step, hash, devices);
+}
+
+static void
+group_notice_cb (DcTrainGroup  *coordinator,
+                 const char    *kind,
+                 const char    *peer,
+                 const char    *text,
+                 DcTrainingRun *self)
+{
+  g_signal_emit (self, signals[SIGNAL_LOG], 0, text);
+  if (coordinator != self->follower || !g_str_equal (kind, "config"))
+    return;
+
+  /* Another device started a run: this one follows it with its model. */
+  self->follower = NULL;
+  g_clear_object (&self->group_run);
+  self->group_run = coordinator;
+  g_clear_pointer (&self->session, dc_train_session_free);
+  g_clear_pointer (&self->loaded, dc_gpt_model_free);
+  g_clear_pointer (&self->plan, dc_train_plan_free);
+  g_clear_pointer (&self->hash, g_free);
+  self->step = 0;
+  self->group_running = TRUE;
+  announce_model (self, DC_TRAINING_STATE_RUNNING);
+}
+
+static gboolean
+unref_cb (gpointer user_data)
+{
+  g_object_unref (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+group_finished_cb (DcTrainGroup  *coordinator,
+                   const GError  *error,
+                   DcTrainingRun *self)
+{
+  Report report = { 0 };
+
+  if (coordinator == self->follower)
+    {
+      /* It refused a config (the run's data is a file, …): wait for the next. */
+      self->follower = NULL;
+      if (error != NULL)
+        {
+          g_autofree char *line = g_strdup_printf ("not following the run: %s", error->message);
+
+          g_signal_emit (self, signals[SIGNAL_LOG], 0, line);
+        }
+      g_signal_handlers_disconnect_by_data (coordinator, self);
+      /* Not now: its caller is still on the stack, using it. */
+      g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, unref_cb, coordinator, NULL);
+      arm_follower (self);
+      return;
+    }
+  if (coordinator != self->group_run)
+    return;
+  adopt_plan (self, coordinator);
+  self->group_running = FALSE;
+  if (error != NULL && !g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    report.error = g_error_copy (error);
+  else
+    {
+      DcGptModel *model = dc_train_group_get_model (coordinator);
+      g_autofree char *hash = model != NULL ? dc_gpt_model_dup_hash (model) : NULL;
+
+      if (model != NULL)
+        report.log = g_strdup_printf ("%s at step %" G_GUINT64_FORMAT ", weight hash %s",
+                                      error == NULL ? "training finished with the group"
+                                                    : "training stopped",
+                                      model->step, hash);
+    }
+  report.finished = TRUE;
+  deliver_report (self, &report);
+  g_free (report.log);
+  g_clear_error (&report.error);
+  arm_follower (self);
+}
+
+static DcTrainGroup *
+new_coordinator (DcTrainingRun            *self,
+                 DcGroup                  *group,
+                 const DcTrainingRequest  *request,
+                 DcTrainGroupStarter       starter)
+{
+  g_autoptr(DcMeshHello) hello = dc_context_new_hello (self->context_obj,
+                                                       dc_group_get_name (group));
+  DcTrainGroup *coordinator = dc_train_group_new (self->context_obj, group, hello, request,
+                                                  FALSE, 1);
+
+  dc_train_group_set_starter (coordinator, starter);
+  g_signal_connect_object (coordinator, "step", G_CALLBACK (group_step_cb), self, 0);
+  g_signal_connect_object (coordinator, "agreed", G_CALLBACK (group_agreed_cb), self, 0);
+  g_signal_connect_object (coordinator, "notice", G_CALLBACK (group_notice_cb), self, 0);
+  g_signal_connect_object (coordinator, "finished", G_CALLBACK (group_finished_cb), self, 0);
+  return coordinator;
+}
+
+/* While idle in a group, wait for whoever presses Start elsewhere. */
+static void
+arm_follower (DcTrainingRun *self)
+{
+  DcGroup *group = self->context_obj != NULL ? dc_context_get_group (self->context_obj) : NULL;
+  DcTrainingRequest request = { 0 };
+
+  if (group == NULL || self->follower != NULL || self->disposed)
+    return;
+  self->follower = new_coordinator (self, group, &request, DC_TRAIN_GROUP_STARTER_FOLLOW);
+  dc_train_group_start (self->follower);
+}
+
+static gboolean
+start_with_group (DcTrainingRun            *self,
+                  DcGroup                  *group,
+                  const DcTrainingRequest  *request,
+                  GError                  **error)
+{
+  g_autoptr(DcTrainPlan) plan = NULL;
+
+  if (self->loaded != NULL)
+    {
+      /* Not yet: the group protocol starts every run from seeded weights. */
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "a loaded checkpoint cannot be continued with a group yet: leave the group "
+                   "to continue it on this device");
+      return FALSE;
+    }
+  /* The same checks as alone, before anything goes to the group. */
+  plan = dc_train_plan_new (request, NULL, NULL, error);
+  if (plan == NULL)
+    return FALSE;
+
+  disarm (self, &self->follower);
+  g_clear_object (&self->group_run);
+  g_clear_pointer (&self->session, dc_train_session_free);
+  g_clear_pointer (&self->plan, dc_train_plan_free);
+  g_clear_pointer (&self->hash, g_free);
+  self->step = 0;
+  self->group_running = TRUE;
+  emit_log (self, "training with the group: this device starts the run for every device "
+                  "connected");
+  announce_model (self, DC_TRAINING_STATE_RUNNING);
+  self->group_run = new_coordinator (self, group, request, DC_TRAIN_GROUP_STARTER_SELF);
+  dc_train_group_start (self->group_run);
+  return TRUE;
+}
+
 /**
  * dc_training_run_start:
  *
@@ -421,6 +671,9 @@ dc_training_run_start (DcTrainingRun            *self,
   if (!ensure_idle (self, error))
     return FALSE;
 
+  if (active_group (self) != NULL && request->simulate_peers <= 1)
+    return start_with_group (self, active_group (self), request, error);
+
   /* A loaded checkpoint is continued (like the CLI's --resume), not thrown
    * away; the plan takes it only when the request is valid. */
   resumed = self->loaded != NULL;
@@ -445,7 +698,11 @@ dc_training_run_start (DcTrainingRun            *self,
     }
   dc_train_plan_set_context (plan, self->context_obj);
 
-  /* A new run replaces the model; the data is read by the worker. */
+  /* A new run replaces the model; the data is read by the worker. No
+   * group run starts this device meanwhile. */
+  disarm (self, &self->follower);
+  g_clear_object (&self->group_run);
+  self->n_devices = 1;
   g_clear_pointer (&self->session, dc_train_session_free);
   g_clear_pointer (&self->plan, dc_train_plan_free);
   self->plan = g_steal_pointer (&plan);
@@ -507,6 +764,14 @@ dc_training_run_stop (DcTrainingRun *self)
 
   if (self->state != DC_TRAINING_STATE_RUNNING)
     return;
+  if (self->group_running)
+    {
+      /* Only this device stops; the others drop it once it has left the
+       * group, or stop at their wait's deadline while it stays connected. */
+      set_state (self, DC_TRAINING_STATE_STOPPING);
+      dc_train_group_stop (self->group_run);
+      return;
+    }
   g_atomic_int_set (&self->stop_requested, 1);
   g_cancellable_cancel (self->cancellable);
   set_state (self, DC_TRAINING_STATE_STOPPING);
@@ -573,6 +838,7 @@ dc_training_run_load_checkpoint (DcTrainingRun  *self,
     return FALSE;
 
   g_clear_pointer (&self->session, dc_train_session_free);
+  g_clear_object (&self->group_run);  /* the last group run's model is replaced too */
   g_clear_pointer (&self->loaded, dc_gpt_model_free);
   self->loaded = model;
   self->settings = settings;
@@ -665,7 +931,35 @@ dc_training_run_get_steps (DcTrainingRun *self)
   g_return_val_if_fail (DC_IS_TRAINING_RUN (self), 0);
 
   /* While the worker runs, self->session is its: do not look at it. */
-  return self->thread != NULL || current_model (self) != NULL ? self->settings.steps : 0;
+  return self->thread != NULL || self->plan != NULL || current_model (self) != NULL
+         ? self->settings.steps : 0;
+}
+
+/**
+ * dc_training_run_get_n_devices:
+ *
+ * Returns: how many devices took the last step (1 alone)
+ */
+guint
+dc_training_run_get_n_devices (DcTrainingRun *self)
+{
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), 1);
+
+  return self->n_devices;
+}
+
+/**
+ * dc_training_run_get_plan:
+ *
+ * Returns: (transfer none) (nullable): the config and settings of the run in
+ *   progress or the last one (a group run's: the starter's), or %NULL
+ */
+const DcTrainPlan *
+dc_training_run_get_plan (DcTrainingRun *self)
+{
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), NULL);
+
+  return self->plan;
 }
 
 /**
@@ -760,6 +1054,44 @@ dc_training_run_set_property (GObject      *object,
     }
 }
 
+/* Devices coming and going, for the Train view's log. A device that joins
+ * during a run takes part from the next run (joining a run under way is the
+ * coordinator's, not built yet); one that leaves during a run is dropped by
+ * the coordinator, which says so itself. */
+static void
+group_event_cb (DcGroup       *group,
+                const char    *event,
+                const char    *peer,
+                guint          n_peers,
+                const char    *reason,
+                DcTrainingRun *self)
+{
+  g_autofree char *line = NULL;
+
+  if (peer == NULL)
+    return;
+  if (g_str_equal (event, "peer-joined"))
+    line = self->group_running
+           ? g_strdup_printf ("“%s” joined the group: it takes part from the next run", peer)
+           : g_strdup_printf ("“%s” joined the group", peer);
+  else if (g_str_equal (event, "peer-left"))
+    line = g_strdup_printf ("“%s” left the group", peer);
+  if (line != NULL)
+    g_signal_emit (self, signals[SIGNAL_LOG], 0, line);
+}
+
+static void
+dc_training_run_constructed (GObject *object)
+{
+  DcTrainingRun *self = DC_TRAINING_RUN (object);
+  DcGroup *group = self->context_obj != NULL ? dc_context_get_group (self->context_obj) : NULL;
+
+  G_OBJECT_CLASS (dc_training_run_parent_class)->constructed (object);
+  if (group != NULL)
+    g_signal_connect_object (group, "event", G_CALLBACK (group_event_cb), self, 0);
+  arm_follower (self);
+}
+
 static void
 dc_training_run_dispose (GObject *object)
 {
@@ -777,6 +1109,13 @@ dc_training_run_dispose (GObject *object)
       join_worker (self);
     }
   drop_reports (self);
+  disarm (self, &self->follower);
+  if (self->group_running)
+    {
+      self->group_running = FALSE;
+      g_signal_handlers_disconnect_by_data (self->group_run, self);
+      dc_train_group_stop (self->group_run);
+    }
 
   G_OBJECT_CLASS (dc_training_run_parent_class)->dispose (object);
 }
@@ -789,6 +1128,7 @@ dc_training_run_finalize (GObject *object)
   /* The session borrows the context's backend: it goes first. A disposed
    * run keeps both, so that its model can still be saved. */
   g_clear_pointer (&self->session, dc_train_session_free);
+  g_clear_object (&self->group_run);  /* its session borrows the backend too */
   g_clear_object (&self->context_obj);
   g_clear_pointer (&self->plan, dc_train_plan_free);
   g_clear_pointer (&self->loaded, dc_gpt_model_free);
@@ -807,6 +1147,7 @@ dc_training_run_class_init (DcTrainingRunClass *klass)
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   const GParamFlags flags = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
 
+  object_class->constructed = dc_training_run_constructed;
   object_class->dispose = dc_training_run_dispose;
   object_class->finalize = dc_training_run_finalize;
   object_class->get_property = dc_training_run_get_property;
@@ -848,6 +1189,19 @@ dc_training_run_class_init (DcTrainingRunClass *klass)
   signals[SIGNAL_LOG] =
     g_signal_new ("log", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 1, G_TYPE_STRING);
+
+  /**
+   * DcTrainingRun::agreed:
+   * @step: a step of a group run
+   * @hash: the weight hash that every device reported for it
+   * @devices: a(sd): each device's name and its own work on the step in
+   *   seconds, in rank order
+   *
+   * The sync guard compared every device's report of @step and they agree.
+   */
+  signals[SIGNAL_AGREED] =
+    g_signal_new ("agreed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 3, G_TYPE_UINT64, G_TYPE_STRING, G_TYPE_VARIANT);
 }
 
 static void
@@ -855,4 +1209,5 @@ dc_training_run_init (DcTrainingRun *self)
 {
   g_mutex_init (&self->report_lock);
   g_queue_init (&self->reports);
+  self->n_devices = 1;
 }

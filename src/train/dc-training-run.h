@@ -38,6 +38,9 @@ DcTrainingRun   *dc_training_run_new_for_context (DcContext                *cont
 DcTrainingState  dc_training_run_get_state       (DcTrainingRun            *self);
 guint64          dc_training_run_get_step        (DcTrainingRun            *self);
 guint            dc_training_run_get_steps       (DcTrainingRun            *self);
+guint            dc_training_run_get_n_devices   (DcTrainingRun            *self);
+const DcTrainPlan *
+                 dc_training_run_get_plan        (DcTrainingRun            *self);
 const char      *dc_training_run_get_hash        (DcTrainingRun            *self);
 const char      *dc_training_run_get_message     (DcTrainingRun            *self);
 

@@ -41,6 +41,8 @@ struct _DcTrainPage
   GtkLabel       *rate_label;
   GtkLabel       *eta_label;
   GtkLabel       *hash_label;
+  GtkLabel       *group_label;
+  GtkLabel       *devices_label;
   AdwEntryRow    *prompt_row;
   GtkSpinButton  *tokens_spin;
   GtkSpinButton  *temperature_spin;
@@ -53,6 +55,8 @@ struct _DcTrainPage
   GtkNativeDialog *chooser;
 
   /* state */
+  char           *agreed_hash; /* the last hash every device of the group reported */
+  DcTrainingState last_state;  /* to see a run begin, whoever started it */
   gint64          started_at;  /* monotonic µs at the run's first step report */
   guint64         first_step;  /* the step reported first, for the rate of the ETA */
 };
@@ -268,8 +272,18 @@ static void
 show_hash (DcTrainPage *self)
 {
   const char *hash = dc_training_run_get_hash (self->run);
+  g_autofree char *marked = NULL;
 
-  gtk_label_set_label (self->hash_label, hash != NULL ? hash : "—");
+  /* ✓: the sync guard compared every device's hash of this step. */
+  if (hash != NULL && g_strcmp0 (hash, self->agreed_hash) == 0)
+    {
+      marked = g_strdup_printf ("✓ %s", hash);
+      gtk_widget_set_tooltip_text (GTK_WIDGET (self->hash_label),
+                                   _("Every device of the group has this weight hash"));
+    }
+  else
+    gtk_widget_set_tooltip_text (GTK_WIDGET (self->hash_label), NULL);
+  gtk_label_set_label (self->hash_label, marked != NULL ? marked : hash != NULL ? hash : "—");
 }
 
 static void
@@ -282,11 +296,48 @@ show_step (DcTrainPage *self)
   gtk_label_set_label (self->step_label, text);
 }
 
+/* A new run's view: no points, no rate, the group not known yet. */
+static void
+reset_view (DcTrainPage *self)
+{
+  dc_loss_chart_clear (self->chart);
+  gtk_label_set_label (self->rate_label, "—");
+  gtk_label_set_label (self->eta_label, "—");
+  gtk_label_set_label (self->group_label, _("This device alone"));
+  gtk_label_set_label (self->devices_label, "");
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->hash_label), NULL);
+  g_clear_pointer (&self->agreed_hash, g_free);
+  self->started_at = 0;
+}
+
+/* A run another device started shows its settings here (the starter's own
+ * are the same); they are the device's settings from now on. */
+static void
+run_steps_cb (DcTrainPage *self)
+{
+  const DcTrainPlan *plan = dc_training_run_get_plan (self->run);
+
+  if (plan == NULL || dc_training_run_get_state (self->run) != DC_TRAINING_STATE_RUNNING)
+    return;
+  gtk_spin_button_set_value (self->width_spin, plan->config.width);
+  gtk_spin_button_set_value (self->seq_spin, plan->config.seq);
+  gtk_spin_button_set_value (self->batch_spin, plan->settings.batch);
+  gtk_spin_button_set_value (self->steps_spin, plan->settings.steps);
+  gtk_spin_button_set_value (self->lr_spin, plan->settings.lr_x1000);
+  show_step (self);
+}
+
 static void
 run_state_cb (DcTrainPage *self)
 {
   DcTrainingState state = dc_training_run_get_state (self->run);
+  gboolean began = state == DC_TRAINING_STATE_RUNNING
+                   && self->last_state != DC_TRAINING_STATE_RUNNING
+                   && self->last_state != DC_TRAINING_STATE_STOPPING;
 
+  self->last_state = state;
+  if (began)
+    reset_view (self);
   update_actions (self);
   if (state == DC_TRAINING_STATE_FAILED && dc_training_run_get_message (self->run) != NULL)
     {
@@ -315,11 +366,25 @@ run_step_cb (DcTrainingRun *run,
   gint64 now = g_get_monotonic_time ();
   char text[64];
 
+  guint n_devices = dc_training_run_get_n_devices (run);
+  const DcTrainPlan *plan = dc_training_run_get_plan (run);
+
   dc_loss_chart_append (self->chart, step, loss);
   show_step (self);
   g_snprintf (text, sizeof text, "%.0f", tokens_per_s);
   gtk_label_set_label (self->rate_label, text);
+  /* Unmarked until every device's report of this step agrees (run_agreed_cb). */
   gtk_label_set_label (self->hash_label, hash);
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->hash_label), NULL);
+  if (n_devices > 1 && plan != NULL)
+    {
+      g_autofree char *group =
+        g_strdup_printf (ngettext ("%u device · effective batch %u",
+                                   "%u devices · effective batch %u", n_devices),
+                         n_devices, n_devices * plan->settings.batch);
+
+      gtk_label_set_label (self->group_label, group);
+    }
 
   /* The time left from the average pace since the first report. */
   if (self->started_at == 0)
@@ -341,6 +406,52 @@ run_step_cb (DcTrainingRun *run,
     }
 }
 
+/* Every device reported the same hash for @step: mark it, and show each
+ * device's own work on the step with the slowest (whom the others wait for). */
+static void
+run_agreed_cb (DcTrainingRun *run,
+               guint64        step,
+               const char    *hash,
+               GVariant      *devices,
+               DcTrainPage   *self)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+  gsize n = g_variant_n_children (devices);
+  gsize slowest = 0;
+  double most = -1.0;
+
+  if (step != dc_training_run_get_step (run))
+    return;
+  for (gsize i = 0; i < n; i++)
+    {
+      double seconds;
+
+      g_variant_get_child (devices, i, "(&sd)", NULL, &seconds);
+      if (seconds > most)
+        {
+          most = seconds;
+          slowest = i;
+        }
+    }
+  for (gsize i = 0; i < n; i++)
+    {
+      const char *name;
+      double seconds;
+
+      g_variant_get_child (devices, i, "(&sd)", &name, &seconds);
+      if (text->len > 0)
+        g_string_append (text, " · ");
+      if (i == slowest && n > 1)
+        g_string_append_printf (text, _("%s %.3f s (slowest)"), name, seconds);
+      else
+        g_string_append_printf (text, _("%s %.3f s"), name, seconds);
+    }
+  gtk_label_set_label (self->devices_label, text->str);
+  g_free (self->agreed_hash);
+  self->agreed_hash = g_strdup (hash);
+  show_hash (self);
+}
+
 static void
 run_log_cb (DcTrainingRun *run,
             const char    *line,
@@ -359,6 +470,9 @@ set_run (DcTrainPage   *self,
   self->run = run;
   g_signal_connect_object (self->run, "step", G_CALLBACK (run_step_cb), self, 0);
   g_signal_connect_object (self->run, "log", G_CALLBACK (run_log_cb), self, 0);
+  g_signal_connect_object (self->run, "agreed", G_CALLBACK (run_agreed_cb), self, 0);
+  g_signal_connect_object (self->run, "notify::steps", G_CALLBACK (run_steps_cb), self,
+                           G_CONNECT_SWAPPED);
   g_signal_connect_object (self->run, "notify::state", G_CALLBACK (run_state_cb), self,
                            G_CONNECT_SWAPPED);
   update_actions (self);
@@ -398,15 +512,12 @@ start_action (GtkWidget  *widget,
   request.batch = gtk_spin_button_get_value_as_int (self->batch_spin);
   request.steps = gtk_spin_button_get_value_as_int (self->steps_spin);
   request.lr_x1000 = gtk_spin_button_get_value_as_int (self->lr_spin);
-  /* One seed per run, so that every run starts from the same weights as its
-   * peers; the mesh issue makes the starter broadcast it. */
+  /* Alone: a fixed seed, so that a run can be repeated. With a group, the
+   * coordinator draws a fresh run seed and sends it with the config. */
   request.seed = 1;
   request.data = data;
 
-  dc_loss_chart_clear (self->chart);
-  gtk_label_set_label (self->rate_label, "—");
-  gtk_label_set_label (self->eta_label, "—");
-  self->started_at = 0;
+  reset_view (self);
 
   if (!dc_training_run_start (self->run, &request, &error))
     {
@@ -653,6 +764,7 @@ dc_train_page_dispose (GObject *object)
   g_clear_object (&self->run);
   gtk_widget_dispose_template (GTK_WIDGET (self), DC_TYPE_TRAIN_PAGE);
   g_clear_object (&self->settings);
+  g_clear_pointer (&self->agreed_hash, g_free);
 
   G_OBJECT_CLASS (dc_train_page_parent_class)->dispose (object);
 }
@@ -682,6 +794,8 @@ dc_train_page_class_init (DcTrainPageClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, rate_label);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, eta_label);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, hash_label);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, group_label);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, devices_label);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, prompt_row);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, tokens_spin);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, temperature_spin);
