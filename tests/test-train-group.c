@@ -366,6 +366,101 @@ test_partial_send (void)
   g_assert_cmpstr (hash_at (a, 20), ==, expected);
 }
 
+/* The third device drops every gradient of step 10 that reaches it (test
+ * fault switch): it logs "missing a roster gradient … requesting repair
+ * from the leader", gets both from the leader (or its stand-in) as REPAIR
+ * and goes on: the three finish 20 steps with three devices at every step
+ * and equal hashes, equal to the simulation. Without repair it would wait
+ * for the gradients until the 120 s timeout and stop with an error. */
+static void
+test_repair (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "20", "3", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "20", NULL);
+  g_autoptr(DcTestProc) gamma = NULL;
+  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "20",
+                                     "--simulate-peers", "3", SMALL, NULL);
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  DcTestProc *procs[3];
+  JsonObject *event;
+
+  g_setenv ("DC_TEST_FAULT", "drop-gradient@10", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  procs[0] = alpha;
+  procs[1] = beta;
+  procs[2] = gamma;
+
+  wait_done (sim, 20);
+  sim_steps = steps_of (sim);
+  event = dc_test_proc_expect (gamma, "repair", NULL, RUN_BOUND_MS);
+  g_assert_true (message_has (event, "missing a roster gradient of step 10"));
+  g_assert_true (message_has (event, "requesting repair from the leader"));
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+
+      wait_done (procs[p], 20);
+      steps = steps_of (procs[p]);
+      for (guint s = 1; s <= 20; s++)
+        {
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (steps, s), "roster"),
+                           ==, 3);
+        }
+    }
+  g_assert_cmpint (dc_test_proc_find (alpha, 0, "repair", NULL), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (beta, 0, "repair", NULL), ==, -1);
+}
+
+/* The third device drops the gradients of step 10 and their repairs too
+ * (test fault switch): after 3 requests (5 s apart) for a gradient the sync
+ * guard stops it
+ * with a message naming the step, and it never takes step 10; the two
+ * others drop it when it leaves and finish. */
+static void
+test_repair_fails (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "15", "3", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "15", NULL);
+  g_autoptr(DcTestProc) gamma = NULL;
+  g_autoptr(GPtrArray) steps = NULL;
+  JsonObject *error;
+  int i = 0;
+  guint requests = 0;
+
+  g_setenv ("DC_TEST_FAULT", "drop-repair@10", TRUE);
+  gamma = start_follower (url, room, "gamma", "15", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "SYNC GUARD: stopped — roster gradient of step 10 from"));
+  g_assert_true (message_has (error, "not repaired after 3 requests"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  /* One request per lost gradient and try; a notice may name both. */
+  while ((i = dc_test_proc_find (gamma, i, "repair", NULL)) >= 0)
+    {
+      JsonObject *event = g_ptr_array_index (gamma->events, i);
+
+      g_assert_false (message_has (event, "(request 4 of"));
+      if (message_has (event, "(request 3 of 3)"))
+        requests++;
+      i++;
+    }
+  g_assert_cmpuint (requests, >=, 1);
+  steps = steps_of (gamma);
+  g_assert_cmpuint (steps->len, ==, 10);
+  wait_done (alpha, 15);
+  wait_done (beta, 15);
+}
+
 /* A device whose probe hash differs (claimed with a test option) is not
  * admitted: the host logs "probe hash mismatch" naming it, the run starts
  * with the two others only, and it never takes a step. */
@@ -415,5 +510,7 @@ main (int   argc,
   g_test_add_data_func ("/dc/train/group/leave/term", GINT_TO_POINTER (SIGTERM), test_leave);
   g_test_add_func ("/dc/train/group/leave/partial-send", test_partial_send);
   g_test_add_func ("/dc/train/group/admission", test_admission);
+  g_test_add_func ("/dc/train/group/repair", test_repair);
+  g_test_add_func ("/dc/train/group/repair-fails", test_repair_fails);
   return g_test_run ();
 }

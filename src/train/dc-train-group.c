@@ -68,6 +68,8 @@ struct _DcTrainGroup
   guint              min_peers;
   guint64            fault_step;   /* DC_TEST_FAULT=corrupt-weight@STEP, 0: none */
   guint64            fault_partial; /* DC_TEST_FAULT=partial-send@STEP, 0: none */
+  guint64            fault_drop;   /* DC_TEST_FAULT=drop-gradient@STEP or drop-repair@STEP */
+  gboolean           fault_drop_repair; /* drop-repair: the repairs of that step too */
 
   State              state;
   gboolean           starter;
@@ -99,7 +101,12 @@ struct _DcTrainGroup
   guint64            rollback_digest;
   gint64             deadline;     /* monotonic µs; 0: none */
 
-  GHashTable        *gradients;    /* "step/digest/id" → Gradient* */
+  GHashTable        *gradients;    /* "step/digest/id" → Gradient* (own included), kept
+                                    * DC_TRAIN_GROUP_REPAIR_STEPS steps for repairs */
+  GHashTable        *answered;     /* "step/rank/peer id" → repairs sent (a count) */
+  guint              repair_tries[DC_MESH_ROSTER_MAX]; /* requests per rank, this step */
+  gint64             repair_next[DC_MESH_ROSTER_MAX];  /* monotonic µs: when the next may go */
+  GHashTable        *start_sent;   /* ids this device's step-0 report went to */
   GHashTable        *assemblies;   /* peer id → Assembly* */
   GHashTable        *reports;      /* "step/id" → DcMeshStepReport* */
   DcMeshStepReport  *own_report;
@@ -272,21 +279,32 @@ compare_ids (gconstpointer a,
 
 /* The first 8 bytes of the SHA-256 of the sorted ids, one per line. */
 static guint64
-roster_digest (GPtrArray *roster)
+roster_digest_strv (char **ids)
 {
   g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
   guint8 digest[32];
   gsize size = sizeof digest;
   guint64 value = 0;
 
-  for (guint i = 0; i < roster->len; i++)
+  for (guint i = 0; ids[i] != NULL; i++)
     {
-      g_checksum_update (sum, g_ptr_array_index (roster, i), -1);
+      g_checksum_update (sum, (const guchar *) ids[i], -1);
       g_checksum_update (sum, (const guchar *) "\n", 1);
     }
   g_checksum_get_digest (sum, digest, &size);
   for (guint i = 0; i < 8; i++)
     value = (value << 8) | digest[i];
+  return value;
+}
+
+static guint64
+roster_digest (GPtrArray *roster)
+{
+  guint64 value;
+
+  g_ptr_array_add (roster, NULL);
+  value = roster_digest_strv ((char **) roster->pdata);
+  g_ptr_array_remove_index (roster, roster->len - 1);
   return value;
 }
 
@@ -469,6 +487,31 @@ apply_worker (GTask        *task,
 
 static void start_step (DcTrainGroup *self);
 
+/* The step-0 report to every roster device connected since it was last
+ * sent: a follower that gets the roster before it is connected to every
+ * other follower would otherwise never reach them, and they would wait
+ * for it until DC_TRAIN_GROUP_CONNECT_S. */
+static void
+resend_start_report (DcTrainGroup *self)
+{
+  g_autoptr(GBytes) payload = dc_mesh_step_report_encode (self->own_report, NULL);
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      DcPeer *peer;
+      g_autoptr(GError) error = NULL;
+
+      if (i == self->rank || g_hash_table_contains (self->start_sent, id)
+          || (peer = find_peer (self, id)) == NULL)
+        continue;
+      if (!dc_peer_send (peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
+        g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
+      else
+        g_hash_table_add (self->start_sent, g_strdup (id));
+    }
+}
+
 /* Step 0: the roster and the seeded weights' hash. The starter's names the
  * first roster; everyone's shows it built the same weights, and that it is
  * ready: nobody sends a gradient before it has every device's. */
@@ -479,8 +522,8 @@ send_start_report (DcTrainGroup *self)
 
   g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
   self->own_report = make_report (self);
-  payload = dc_mesh_step_report_encode (self->own_report, NULL);
-  send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
+  g_hash_table_remove_all (self->start_sent);
+  resend_start_report (self);
   arm (self, DC_TRAIN_GROUP_CONNECT_S);
 }
 
@@ -565,6 +608,17 @@ computed_cb (GObject      *object,
    * checked in meson: every supported target is little-endian). */
   memcpy (data + GRADIENT_HEADER_SIZE, self->own_grads, model->n_params * sizeof (float));
   object_bytes = g_bytes_new_take (data, size);
+
+  {
+    /* Kept with the others': this device may be asked to repair it. */
+    Gradient *own = g_new0 (Gradient, 1);
+
+    own->rank = self->rank;
+    own->loss = self->own_loss;
+    own->object = g_bytes_ref (object_bytes);
+    g_hash_table_replace (self->gradients, gradient_key (model->step + 1, self->digest,
+                                                         own_id (self)), own);
+  }
 
   memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   info.step = model->step + 1;
@@ -790,6 +844,8 @@ start_step (DcTrainGroup *self)
   for (guint i = 0; i < self->roster->len; i++)
     member_name (self, g_ptr_array_index (self->roster, i));  /* remembered for later */
   self->step_started = g_get_monotonic_time ();
+  memset (self->repair_tries, 0, sizeof self->repair_tries);
+  memset (self->repair_next, 0, sizeof self->repair_next);
   self->state = STATE_COMPUTING;
   rank_n = g_new (guint, 2);
   rank_n[0] = self->rank;
@@ -889,17 +945,23 @@ reports_complete (DcTrainGroup *self)
   return TRUE;
 }
 
-/* Forget what belongs to steps before @step. */
+/* Forget the reports of steps before @step, and the gradients (and repairs
+ * answered) of steps before the last DC_TRAIN_GROUP_REPAIR_STEPS. */
 static void
 prune (DcTrainGroup *self,
        guint64       step)
 {
   GHashTableIter iter;
   gpointer key;
+  guint64 keep = step >= DC_TRAIN_GROUP_REPAIR_STEPS ? step + 1 - DC_TRAIN_GROUP_REPAIR_STEPS : 0;
 
   g_hash_table_iter_init (&iter, self->gradients);
   while (g_hash_table_iter_next (&iter, &key, NULL))
-    if (g_ascii_strtoull (key, NULL, 10) < step)
+    if (g_ascii_strtoull (key, NULL, 10) < keep)
+      g_hash_table_iter_remove (&iter);
+  g_hash_table_iter_init (&iter, self->answered);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (g_ascii_strtoull (key, NULL, 10) < keep)
       g_hash_table_iter_remove (&iter);
   g_hash_table_iter_init (&iter, self->reports);
   while (g_hash_table_iter_next (&iter, &key, NULL))
@@ -936,6 +998,117 @@ missing_names (DcTrainGroup *self,
                                 member_name (self, id));
     }
   return g_string_free (g_steal_pointer (&names), FALSE);
+}
+
+/* Whether @id reported @step with this device's roster: it took the step
+ * with every roster gradient. */
+static gboolean
+reported (DcTrainGroup *self,
+          guint64       step,
+          const char   *id)
+{
+  g_autofree char *key = report_key (step, id);
+  DcMeshStepReport *report = g_hash_table_lookup (self->reports, key);
+
+  return report != NULL && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) == 0
+         && report->roster != NULL && g_strv_length (report->roster) == self->roster->len
+         && roster_digest_strv (report->roster) == self->digest;
+}
+
+/* Who holds every roster gradient of @step: the leader (the first roster
+ * device) once its report of the step came, else the next that reported
+ * it with the same roster; NULL while none has. */
+static const char *
+repair_source (DcTrainGroup *self,
+               guint64       step)
+{
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+
+      if (i != self->rank && find_peer (self, id) != NULL && reported (self, step, id))
+        return id;
+    }
+  return NULL;
+}
+
+/* Roster gradients of the step being taken that are lost: their sender's
+ * report of the step came, and a peer's frames arrive in the order it
+ * queued them (one reliable ordered channel, one frame queue: only credits
+ * go ahead), so its gradient came before it or never will. Asked from the
+ * leader (repair_source ()), again every DC_TRAIN_GROUP_REPAIR_RETRY_S;
+ * after DC_TRAIN_GROUP_REPAIR_TRIES requests the sync guard stops the run.
+ * A gradient whose sender has not reported is still coming and is waited
+ * for (DC_TRAIN_GROUP_WAIT_S). */
+static void
+maybe_repair (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  guint64 step = model->step + 1;
+  const char *source;
+  DcPeer *peer;
+  g_autoptr(GString) missing = g_string_new (NULL);
+  g_autoptr(GArray) ranks = g_array_new (FALSE, FALSE, sizeof (guint));
+  gint64 now = g_get_monotonic_time ();
+  guint tries = 0;
+
+  if ((source = repair_source (self, step)) == NULL || (peer = find_peer (self, source)) == NULL)
+    return;
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      g_autofree char *key = gradient_key (step, self->digest, id);
+
+      if (i == self->rank || g_hash_table_contains (self->gradients, key)
+          || !reported (self, step, id) || now < self->repair_next[i])
+        continue;
+      if (self->repair_tries[i] >= DC_TRAIN_GROUP_REPAIR_TRIES)
+        {
+          finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                     "SYNC GUARD: stopped — roster gradient of step %"
+                                     G_GUINT64_FORMAT " from “%s” not repaired after %u requests "
+                                     "to “%s”", step, member_name (self, id),
+                                     self->repair_tries[i], member_name (self, source)));
+          return;
+        }
+      self->repair_tries[i]++;
+      self->repair_next[i] = now + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC;
+      tries = MAX (tries, self->repair_tries[i]);
+      g_array_append_val (ranks, i);
+      g_string_append_printf (missing, "%s“%s”", missing->len > 0 ? ", " : "",
+                              member_name (self, id));
+    }
+  if (ranks->len == 0)
+    return;
+  for (guint i = 0; i < ranks->len; i++)
+    {
+      DcMeshRepairRequest request = { 0 };
+      g_autoptr(GBytes) payload = NULL;
+      g_autoptr(GError) error = NULL;
+
+      memcpy (request.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      request.step = step;
+      request.rank = g_array_index (ranks, guint, i);
+      payload = dc_mesh_repair_request_encode (&request);
+      if (!dc_peer_send (peer, DC_MESH_MSG_REPAIR_REQUEST, payload, &error))
+        g_message ("cannot send a repair request to %s: %s", dc_peer_get_name (peer),
+                   error->message);
+    }
+  {
+    const char *leader = g_ptr_array_index (self->roster, 0);
+    g_autofree char *text = NULL;
+
+    /* The leader is the first roster device; when that is this device, or
+     * it has not finished the step, the next that did stands in. */
+    text = g_strdup_printf ("missing a roster gradient of step %" G_GUINT64_FORMAT " (from %s): "
+                            "requesting repair from the leader “%s”%s (request %u of %u)",
+                            step, missing->str, member_name (self, source),
+                            g_str_equal (leader, source) ? ""
+                            : self->rank == 0 ? ", standing in for this device"
+                            : ", standing in for the leader",
+                            tries, DC_TRAIN_GROUP_REPAIR_TRIES);
+    notice (self, "repair", member_name (self, source), text);
+  }
 }
 
 static void
@@ -1127,6 +1300,7 @@ advance (DcTrainGroup *self)
       {
         g_autoptr(GString) missing = g_string_new (NULL);
 
+        resend_start_report (self);
         for (guint i = 0; i < self->roster->len; i++)
           if (i != self->rank && find_peer (self, g_ptr_array_index (self->roster, i)) == NULL)
             g_string_append_printf (missing, "%s%s", missing->len > 0 ? ", " : "",
@@ -1167,6 +1341,8 @@ advance (DcTrainGroup *self)
         else if (drop_gone (self, model->step + 1))
           /* Someone left before its gradient came: the step again without it. */
           start_step (self);
+        else if ((maybe_repair (self), self->state != STATE_EXCHANGING))
+          ;
         else if (late)
           {
             g_autofree char *names = missing_names (self, FALSE);
@@ -1330,24 +1506,97 @@ rollback (DcTrainGroup *self,
   notice (self, "retake", dc_peer_get_name (peer), text);
 }
 
+/* A roster device asks for the gradient of (step, rank) it lacks: sent as
+ * REPAIR chunks, each (step, rank) at most DC_TRAIN_GROUP_REPAIR_TRIES
+ * times to one device, so that a peer cannot make this one send megabytes
+ * at will. */
+static void
+handle_repair_request (DcTrainGroup *self,
+                       DcPeer       *peer,
+                       GBytes       *payload)
+{
+  g_autoptr(GError) error = NULL;
+  DcMeshRepairRequest request = { 0 };
+  g_autofree char *prefix = NULL;
+  g_autofree char *answered_key = NULL;
+  GHashTableIter iter;
+  gpointer key, value;
+  guint sent, count = 0;
+
+  if (self->session == NULL || !in_roster (self, dc_peer_get_id (peer)))
+    return;
+  if (!dc_mesh_repair_request_decode (payload, &request, &error))
+    {
+      g_message ("a malformed repair request from %s: %s", dc_peer_get_name (peer),
+                 error->message);
+      return;
+    }
+  if (memcmp (request.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
+    return;
+  answered_key = g_strdup_printf ("%" G_GUINT64_FORMAT "/%u/%s", request.step, request.rank,
+                                  dc_peer_get_id (peer));
+  sent = GPOINTER_TO_UINT (g_hash_table_lookup (self->answered, answered_key));
+  if (sent >= DC_TRAIN_GROUP_REPAIR_TRIES)
+    return;
+  prefix = g_strdup_printf ("%" G_GUINT64_FORMAT "/", request.step);
+  g_hash_table_iter_init (&iter, self->gradients);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      Gradient *gradient = value;
+      DcMeshChunk info = { 0 };
+      g_autoptr(GError) send_error = NULL;
+
+      /* Every roster this device kept a gradient of (rank) for: the
+       * requester keeps the one of its own roster (the header's digest). */
+      if (!g_str_has_prefix (key, prefix) || gradient->rank != request.rank)
+        continue;
+      memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      info.step = request.step;
+      info.rank = request.rank;
+      if (!dc_peer_send_object (peer, DC_MESH_MSG_REPAIR, &info, gradient->object, &send_error))
+        g_message ("cannot send a repair to %s: %s", dc_peer_get_name (peer),
+                   send_error->message);
+      count++;
+    }
+  g_hash_table_replace (self->answered, g_steal_pointer (&answered_key),
+                        GUINT_TO_POINTER (sent + 1));
+  g_message ("repair of step %" G_GUINT64_FORMAT " rank %u for %s: %u gradient%s sent",
+             request.step, request.rank, dc_peer_get_name (peer), count, count == 1 ? "" : "s");
+}
+
+/* A GRADIENTS chunk from its author, or a REPAIR chunk of another roster
+ * device's gradient (chunk.rank) from the device that repairs it. */
 static void
 handle_chunk (DcTrainGroup *self,
               DcPeer       *peer,
+              guint         type,
               GBytes       *payload)
 {
   g_auto(DcMeshChunk) chunk = { 0 };
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) object = NULL;
-  const char *id = dc_peer_get_id (peer);
+  const char *from = dc_peer_get_id (peer);
+  g_autofree char *assembly_key = NULL;
+  const char *id;
+  gboolean repair = type == DC_MESH_MSG_REPAIR;
   Assembly *assembly;
   DcGptModel *model;
   guint64 expected, step;
 
-  if (self->session == NULL || !in_roster (self, id))
+  if (self->session == NULL || !in_roster (self, from))
     return;
-  if (!dc_mesh_chunk_decode (DC_MESH_MSG_GRADIENTS, payload, &chunk, &error))
+  if (!dc_mesh_chunk_decode (type, payload, &chunk, &error))
     {
       g_message ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (self->fault_drop != 0 && chunk.step == self->fault_drop
+      && (!repair || self->fault_drop_repair))
+    {
+      /* Test only (DC_TEST_FAULT=drop-gradient@STEP, drop-repair@STEP). */
+      if (chunk.index == 0)
+        g_message ("DC_TEST_FAULT: dropped a %s of step %" G_GUINT64_FORMAT " from %s",
+                   repair ? "repair" : "gradient", chunk.step, dc_peer_get_name (peer));
       return;
     }
   model = dc_train_session_get_model (self->session);
@@ -1357,13 +1606,19 @@ handle_chunk (DcTrainGroup *self,
       || chunk.total != expected || chunk.step + 1 < step || chunk.step > step + 1
       || (chunk.step + 1 == step && self->state != STATE_REPORTING))
     return;
+  /* A repair is of the step being taken, by a rank of this device's roster. */
+  if (repair && (chunk.step != step || chunk.rank >= self->roster->len || chunk.rank == self->rank
+                 || (self->state != STATE_EXCHANGING && self->state != STATE_COMPUTING)))
+    return;
+  id = repair ? g_ptr_array_index (self->roster, chunk.rank) : from;
 
-  assembly = g_hash_table_lookup (self->assemblies, id);
+  assembly_key = repair ? g_strconcat ("repair/", from, NULL) : g_strdup (from);
+  assembly = g_hash_table_lookup (self->assemblies, assembly_key);
   if (assembly == NULL)
     {
       assembly = g_new0 (Assembly, 1);
-      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, expected);
-      g_hash_table_insert (self->assemblies, g_strdup (id), assembly);
+      assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
+      g_hash_table_insert (self->assemblies, g_strdup (assembly_key), assembly);
     }
   if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
     {
@@ -1371,7 +1626,7 @@ handle_chunk (DcTrainGroup *self,
        * means the one before was cut short (the sender restarted the step). */
       g_clear_error (&error);
       dc_mesh_chunk_assembler_free (assembly->assembler);
-      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, expected);
+      assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
       if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
         {
           g_message ("a bad gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
@@ -1381,7 +1636,7 @@ handle_chunk (DcTrainGroup *self,
   if (object == NULL)
     return;
   dc_mesh_chunk_assembler_free (assembly->assembler);
-  assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, expected);
+  assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
 
   {
     const guint8 *data = g_bytes_get_data (object, NULL);
@@ -1403,6 +1658,18 @@ handle_chunk (DcTrainGroup *self,
       {
         g_message ("a gradient from %s with a bad header: dropped", dc_peer_get_name (peer));
         return;
+      }
+    if (repair)
+      {
+        g_autofree char *own_key = gradient_key (chunk.step, self->digest, id);
+
+        /* Another roster's gradient (the repairer kept several), or one
+         * that came meanwhile: nothing to do. */
+        if (GUINT64_FROM_LE (digest) != self->digest || GUINT32_FROM_LE (n) != self->roster->len
+            || g_hash_table_contains (self->gradients, own_key))
+          return;
+        g_message ("repaired the gradient of step %" G_GUINT64_FORMAT " from %s (sent by %s)",
+                   chunk.step, member_name (self, id), dc_peer_get_name (peer));
       }
     g_hash_table_iter_init (&iter, self->gradients);
     while (g_hash_table_iter_next (&iter, &key, NULL))
@@ -1455,8 +1722,13 @@ message_cb (DcGroup  *group,
         handle_report (self, peer, payload);
       break;
     case DC_MESH_MSG_GRADIENTS:
+    case DC_MESH_MSG_REPAIR:
       if (admitted (self, peer))
-        handle_chunk (self, peer, payload);
+        handle_chunk (self, peer, type, payload);
+      break;
+    case DC_MESH_MSG_REPAIR_REQUEST:
+      if (admitted (self, peer))
+        handle_repair_request (self, peer, payload);
       break;
     default:
       return;
@@ -1535,6 +1807,13 @@ dc_train_group_new (DcContext               *context,
     self->fault_step = g_ascii_strtoull (fault + strlen ("corrupt-weight@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "partial-send@"))
     self->fault_partial = g_ascii_strtoull (fault + strlen ("partial-send@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "drop-gradient@"))
+    self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-gradient@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "drop-repair@"))
+    {
+      self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-repair@"), NULL, 10);
+      self->fault_drop_repair = TRUE;
+    }
   g_object_set_data_full (G_OBJECT (self), "dc-hello",
                           dc_mesh_hello_new (hello->name, hello->backend, hello->probe_hash,
                                              hello->numeric_rule_id),
@@ -1610,6 +1889,8 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->gradients);
   g_hash_table_unref (self->assemblies);
   g_hash_table_unref (self->reports);
+  g_hash_table_unref (self->answered);
+  g_hash_table_unref (self->start_sent);
   g_hash_table_unref (self->logged);
   g_hash_table_unref (self->names);
   g_free (self->own_grads);
@@ -1652,5 +1933,7 @@ dc_train_group_init (DcTrainGroup *self)
   self->reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                          (GDestroyNotify) dc_mesh_step_report_free);
   self->logged = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->answered = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->start_sent = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }

@@ -15,11 +15,17 @@
  * through GTask, whose completion is a GSource on the main context.
  *
  * Signals: ::notice (kind, peer, text) for "config", "not-admitted",
- * "dropped", "retake"; ::step (step, loss, tokens/s, hash, names in rank
+ * "dropped", "retake", "repair"; ::step (step, loss, tokens/s, hash, names in rank
  * order); ::finished (error or NULL).
  *
- * Not here yet (seams, docs/ARCHITECTURE.md): repair from the leader, mid-run
- * join, leader failover, audits, checkpoint to the group.
+ * Repair: every device keeps the roster gradients of the last
+ * DC_TRAIN_GROUP_REPAIR_STEPS steps; a device missing one that the leader
+ * (the first roster device, or the next that finished the step) has already
+ * used asks it (REPAIR_REQUEST) and gets it back (REPAIR chunks); after
+ * DC_TRAIN_GROUP_REPAIR_TRIES unanswered requests the sync guard stops it.
+ *
+ * Not here yet (seams, docs/ARCHITECTURE.md): mid-run join, audits,
+ * checkpoint to the group.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -46,6 +52,18 @@ G_BEGIN_DECLS
  * device that saw someone leave earlier than this one did): a roster only
  * shrinks within a step, and more than this means a confused or lying peer. */
 #define DC_TRAIN_GROUP_STASH_MAX   4
+/* Steps whose roster gradients every device keeps to repair another's
+ * (the seeds' "the leader retains the last 8 steps"; every device keeps
+ * them so that the next leader has them when the leader leaves). A device
+ * asks only for the step it is taking, so 8 is ample slack; at the largest
+ * size it costs 8 × 9.5 MB per roster device. */
+#define DC_TRAIN_GROUP_REPAIR_STEPS    8
+/* How long a repair request waits for its answer before it is sent again:
+ * a 9.5 MB gradient takes about a second on a LAN, a few on a loaded host. */
+#define DC_TRAIN_GROUP_REPAIR_RETRY_S  5
+/* Requests for one step before the sync guard stops the run: one lost
+ * answer is bad luck, three in a row mean the leader cannot deliver. */
+#define DC_TRAIN_GROUP_REPAIR_TRIES    3
 
 #define DC_TRAIN_GROUP_ERROR (dc_train_group_error_quark ())
 GQuark dc_train_group_error_quark (void);
