@@ -1032,14 +1032,15 @@ repair_source (DcTrainGroup *self,
   return NULL;
 }
 
-/* Roster gradients of the step being taken that are lost: their sender's
- * report of the step came, and a peer's frames arrive in the order it
- * queued them (one reliable ordered channel, one frame queue: only credits
- * go ahead), so its gradient came before it or never will. Asked from the
- * leader (repair_source ()), again every DC_TRAIN_GROUP_REPAIR_RETRY_S;
- * after DC_TRAIN_GROUP_REPAIR_TRIES requests the sync guard stops the run.
- * A gradient whose sender has not reported is still coming and is waited
- * for (DC_TRAIN_GROUP_WAIT_S). */
+/* Roster gradients of the step being taken that the leader
+ * (repair_source ()) already used and this device lacks: at once when it is
+ * known lost (its sender's report of the step came, and a peer's frames
+ * arrive in the order it queued them: one reliable ordered channel, one
+ * frame queue, only credits go ahead), else DC_TRAIN_GROUP_REPAIR_RETRY_S
+ * after this device sent its own (its sender may itself be waiting for a
+ * repair). Asked again every DC_TRAIN_GROUP_REPAIR_RETRY_S; after
+ * DC_TRAIN_GROUP_REPAIR_TRIES requests the sync guard stops the run. While
+ * no device has used it, it is waited for (DC_TRAIN_GROUP_WAIT_S). */
 static void
 maybe_repair (DcTrainGroup *self)
 {
@@ -1060,7 +1061,13 @@ maybe_repair (DcTrainGroup *self)
       g_autofree char *key = gradient_key (step, self->digest, id);
 
       if (i == self->rank || g_hash_table_contains (self->gradients, key)
-          || !reported (self, step, id) || now < self->repair_next[i])
+          || now < self->repair_next[i])
+        continue;
+      /* Not known lost (its sender may be waiting for a repair itself):
+       * asked once the leader has used it and it is DC_TRAIN_GROUP_REPAIR_RETRY_S
+       * late; if it was only slow, the first copy to come is kept. */
+      if (!reported (self, step, id)
+          && now < self->t_sent + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC)
         continue;
       if (self->repair_tries[i] >= DC_TRAIN_GROUP_REPAIR_TRIES)
         {

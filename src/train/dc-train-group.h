@@ -23,6 +23,9 @@
  * (the first roster device, or the next that finished the step) has already
  * used asks it (REPAIR_REQUEST) and gets it back (REPAIR chunks); after
  * DC_TRAIN_GROUP_REPAIR_TRIES unanswered requests the sync guard stops it.
+ * Leader failover: the leader is only the first device of the current
+ * roster; when it leaves, the next in canonical order is, with the same
+ * kept gradients.
  *
  * Not here yet (seams, docs/ARCHITECTURE.md): mid-run join, audits,
  * checkpoint to the group.
