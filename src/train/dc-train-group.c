@@ -24,6 +24,11 @@
  * not adopted yet are kept apart, and the sender's loss for the step line. */
 #define GRADIENT_MAGIC        0x31475244u  /* "DRG1" */
 #define GRADIENT_HEADER_SIZE  24
+/* The state a joining device receives (WEIGHTS): this header (magic, u32
+ * reserved, u64 n_params, u64 step, f32 β1^step, f32 β2^step), then the
+ * weights and both Adam moments, 3 × n_params little-endian float32. */
+#define WEIGHTS_MAGIC         0x31545744u  /* "DWT1" */
+#define WEIGHTS_HEADER_SIZE   32
 
 /* How often the waits look at the clock and at the peers. */
 #define TICK_MS 250
@@ -40,6 +45,9 @@ typedef enum
   STATE_APPLYING,        /* worker: sum in rank order, Adam */
   STATE_REPORTING,       /* waiting for the roster's step reports */
   STATE_ROLLING_BACK,    /* the step is taken again without a device that left */
+  STATE_WAITING_WEIGHTS, /* joiner: prepared, waiting for the leader's state */
+  STATE_ADMITTING,       /* at a step boundary: waiting for the joiners' reports */
+  STATE_HOLDING,         /* test only: a step's report waits for a device to join */
   STATE_DONE,
 } State;
 
@@ -70,6 +78,8 @@ struct _DcTrainGroup
   guint64            fault_partial; /* DC_TEST_FAULT=partial-send@STEP, 0: none */
   guint64            fault_drop;   /* DC_TEST_FAULT=drop-gradient@STEP or drop-repair@STEP */
   gboolean           fault_drop_repair; /* drop-repair: the repairs of that step too */
+  guint64            fault_hold;   /* DC_TEST_FAULT=hold-join@STEP, 0: none */
+  double             last_loss, last_seconds;  /* of the step being published */
 
   State              state;
   gboolean           starter;
@@ -107,6 +117,10 @@ struct _DcTrainGroup
   guint              repair_tries[DC_MESH_ROSTER_MAX]; /* requests per rank, this step */
   gint64             repair_next[DC_MESH_ROSTER_MAX];  /* monotonic µs: when the next may go */
   GHashTable        *start_sent;   /* ids this device's step-0 report went to */
+  GHashTable        *joiners;      /* id → the step after which it joins (announced) */
+  gboolean           joining;      /* this device joins a run under way */
+  char              *join_from;    /* joiner: the leader that sent the config */
+  GBytes            *weights;      /* joiner: the state, once received */
   GHashTable        *assemblies;   /* peer id → Assembly* */
   GHashTable        *reports;      /* "step/id" → DcMeshStepReport* */
   DcMeshStepReport  *own_report;
@@ -374,6 +388,28 @@ send_to_roster (DcTrainGroup *self,
     }
 }
 
+/* A message to the devices joining after @step (not in the roster yet). */
+static void
+send_to_joiners (DcTrainGroup *self,
+                 guint64       step,
+                 GBytes       *payload)
+{
+  GHashTableIter iter;
+  gpointer key, value;
+
+  g_hash_table_iter_init (&iter, self->joiners);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      DcPeer *peer;
+      g_autoptr(GError) error = NULL;
+
+      if (GPOINTER_TO_SIZE (value) != step || (peer = find_peer (self, key)) == NULL)
+        continue;
+      if (!dc_peer_send (peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
+        g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
+    }
+}
+
 static DcMeshStepReport *
 make_report (DcTrainGroup *self)
 {
@@ -553,7 +589,8 @@ prepared_cb (GObject      *object,
   self->step_done = dc_train_session_get_model (session)->step;
   self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
   self->snapshot = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
-  self->state = self->starter ? STATE_CONNECTING : STATE_WAITING_START;
+  self->state = self->starter ? STATE_CONNECTING
+                : self->joining ? STATE_WAITING_WEIGHTS : STATE_WAITING_START;
   if (self->starter)
     send_start_report (self);
   advance (self);
@@ -728,6 +765,97 @@ print_guard (DcTrainGroup     *self,
   finish (self, g_error_new_literal (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC, text->str));
 }
 
+static gboolean in_roster (DcTrainGroup *self, const char *id);
+
+/* The leader, after step S: every admitted device connected to it that is
+ * not in the roster joins after S. It announces each with a CONFIG whose
+ * start_step is S and starter_id the joiner's id, sent to the roster and
+ * the joiner before its report of S (a peer's frames arrive in order, so
+ * every roster device knows of the joiner when it has the leader's report),
+ * then sends the joiner the state after S (WEIGHTS). Everyone then waits at
+ * the boundary for the joiner's report of S (STATE_ADMITTING). */
+static void
+announce_joiners (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
+  g_autoptr(GBytes) state = NULL;
+
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+      const char *id = dc_peer_get_id (peer);
+      g_autoptr(DcMeshRunConfig) config = NULL;
+      g_autoptr(GBytes) payload = NULL;
+      g_autoptr(GError) error = NULL;
+      DcMeshChunk info = { 0 };
+      g_autofree char *text = NULL;
+
+      if (find_peer (self, id) == NULL || in_roster (self, id)
+          || g_hash_table_contains (self->joiners, id) || !admitted (self, peer)
+          || self->roster->len + g_hash_table_size (self->joiners) >= DC_MESH_ROSTER_MAX)
+        continue;
+      config = dc_mesh_run_config_new ();
+      memcpy (config->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      config->width = self->config->width;
+      config->seq = self->config->seq;
+      config->batch = self->config->batch;
+      config->steps = self->config->steps;
+      config->lr_x1000 = self->config->lr_x1000;
+      config->numeric_rule_id = self->config->numeric_rule_id;
+      config->run_seed = self->config->run_seed;
+      config->start_step = model->step;
+      g_free (config->dataset_spec);
+      config->dataset_spec = g_strdup (self->config->dataset_spec);
+      g_free (config->probe_hash);
+      config->probe_hash = g_strdup (self->config->probe_hash);
+      g_free (config->starter_id);
+      config->starter_id = g_strdup (id);
+      payload = dc_mesh_run_config_encode (config, &error);
+      if (payload == NULL)
+        {
+          g_message ("cannot announce %s: %s", dc_peer_get_name (peer), error->message);
+          continue;
+        }
+      g_hash_table_insert (self->joiners, g_strdup (id), GSIZE_TO_POINTER (model->step));
+      send_to_roster (self, DC_MESH_MSG_CONFIG, payload);
+      if (!dc_peer_send (peer, DC_MESH_MSG_CONFIG, payload, &error))
+        g_message ("cannot send the config to %s: %s", dc_peer_get_name (peer), error->message);
+      g_clear_error (&error);
+
+      if (state == NULL)
+        {
+          gsize size = WEIGHTS_HEADER_SIZE + 3 * model->n_params * sizeof (float);
+          guint8 *data = g_malloc0 (size);
+          guint32 word = GUINT32_TO_LE (WEIGHTS_MAGIC);
+          guint64 wide;
+
+          memcpy (data, &word, 4);
+          wide = GUINT64_TO_LE ((guint64) model->n_params);
+          memcpy (data + 8, &wide, 8);
+          wide = GUINT64_TO_LE (model->step);
+          memcpy (data + 16, &wide, 8);
+          memcpy (data + 24, &model->beta1_pow, 4);
+          memcpy (data + 28, &model->beta2_pow, 4);
+          memcpy (data + WEIGHTS_HEADER_SIZE, model->params, 3 * model->n_params * sizeof (float));
+          state = g_bytes_new_take (data, size);
+        }
+      memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      info.step = model->step;
+      info.rank = self->rank;
+      /* Every batch is drawn from (run seed, rank, step): the step is the
+       * data position. */
+      info.position = model->step;
+      if (!dc_peer_send_object (peer, DC_MESH_MSG_WEIGHTS, &info, state, &error))
+        g_message ("cannot send the weights to %s: %s", dc_peer_get_name (peer), error->message);
+      text = g_strdup_printf ("“%s” joins the run after step %" G_GUINT64_FORMAT
+                              ": sending it the weights", member_name (self, id), model->step);
+      notice (self, "join", member_name (self, id), text);
+    }
+}
+
+static void publish_step (DcTrainGroup *self);
+
 static void
 applied_cb (GObject      *object,
             GAsyncResult *result,
@@ -735,11 +863,7 @@ applied_cb (GObject      *object,
 {
   DcTrainGroup *self = DC_TRAIN_GROUP (object);
   DcGptModel *model;
-  g_autoptr(GBytes) payload = NULL;
-  g_autofree char *hash = NULL;
-  g_auto(GStrv) names = NULL;
   float loss_sum = 0.0f;
-  double seconds;
 
   g_task_propagate_boolean (G_TASK (result), NULL);
   if (self->state == STATE_DONE)
@@ -785,16 +909,43 @@ applied_cb (GObject      *object,
   self->own_report->send_us = self->t_sent - self->t_computed;
   self->own_report->wait_us = self->t_apply - self->t_sent;
   self->own_report->combine_us = g_get_monotonic_time () - self->t_apply;
+  self->last_loss = (double) (loss_sum / (float) self->roster->len);
+  self->last_seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
+  if (self->fault_hold != 0 && model->step == self->fault_hold)
+    {
+      /* Test only (DC_TEST_FAULT=hold-join@STEP): the report of STEP waits
+       * for a device to join (at most DC_TRAIN_GROUP_CONNECT_S). */
+      g_message ("DC_TEST_FAULT: holding after step %" G_GUINT64_FORMAT " for a device to join",
+                 model->step);
+      self->state = STATE_HOLDING;
+      arm (self, DC_TRAIN_GROUP_CONNECT_S);
+      advance (self);
+      return;
+    }
+  publish_step (self);
+}
+
+/* The step just applied: announce joiners (the leader), send the report,
+ * print the step line, wait for the others' reports. */
+static void
+publish_step (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  g_autoptr(GBytes) payload = NULL;
+  g_autofree char *hash = NULL;
+  g_auto(GStrv) names = NULL;
+
+  if (self->rank == 0 && model->step < self->plan->stop && model->step < self->config->steps)
+    announce_joiners (self);
   payload = dc_mesh_step_report_encode (self->own_report, NULL);
   send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
+  send_to_joiners (self, model->step, payload);
 
-  seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
   hash = dc_gpt_model_dup_hash (model);
   names = roster_names (self);
-  g_signal_emit (self, signals[SIGNAL_STEP], 0, model->step,
-                 (double) (loss_sum / (float) self->roster->len),
+  g_signal_emit (self, signals[SIGNAL_STEP], 0, model->step, self->last_loss,
                  (double) self->roster->len * self->plan->settings.batch * model->config.seq
-                 / seconds,
+                 / self->last_seconds,
                  hash, names);
 
   self->state = STATE_REPORTING;
@@ -920,6 +1071,13 @@ reports_complete (DcTrainGroup *self)
           continue;
         }
       g_hash_table_insert (theirs, (gpointer) id, report);
+      /* Its report of the step with a device this one dropped: it is
+       * taking the step again (rollback ()); its new report replaces it.
+       * Checked before the hashes, which differ for that reason alone. */
+      if (!g_strv_equal ((const char * const *) report->roster,
+                         (const char * const *) self->own_report->roster)
+          && roster_contains_all (report->roster, self->own_report->roster))
+        return FALSE;
       if (what != NULL)
         continue;
       if (memcmp (report->weights_hash, self->own_report->weights_hash, DC_MESH_HASH_SIZE) != 0)
@@ -1274,6 +1432,112 @@ adopt_start (DcTrainGroup *self)
   return TRUE;
 }
 
+/* After step @step: the devices announced to join after it enter the
+ * roster, and the step waits for their reports (STATE_ADMITTING). */
+static gboolean
+enter_admitting (DcTrainGroup *self,
+                 guint64       step)
+{
+  g_autoptr(GPtrArray) roster = g_ptr_array_new_with_free_func (g_free);
+  GHashTableIter iter;
+  gpointer key, value;
+  gboolean any = FALSE;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    g_ptr_array_add (roster, g_strdup (g_ptr_array_index (self->roster, i)));
+  g_hash_table_iter_init (&iter, self->joiners);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    if (GPOINTER_TO_SIZE (value) == step && !in_roster (self, key)
+        && roster->len < DC_MESH_ROSTER_MAX)
+      {
+        g_ptr_array_add (roster, g_strdup (key));
+        any = TRUE;
+      }
+  if (!any)
+    return FALSE;
+  set_roster (self, roster);
+  g_hash_table_remove_all (self->start_sent);
+  self->state = STATE_ADMITTING;
+  arm (self, DC_TRAIN_GROUP_CONNECT_S);
+  return TRUE;
+}
+
+/* The joiner: the state after step S from the leader, checked against the
+ * leader's report of S (which also names the roster it joins). */
+static void
+load_weights (DcTrainGroup *self)
+{
+  g_autofree char *key = NULL;
+  DcMeshStepReport *report;
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  const guint8 *data;
+  gsize size;
+  guint32 magic;
+  guint64 n, step;
+  g_autoptr(GPtrArray) roster = NULL;
+  g_autofree char *hash = NULL;
+  g_autofree char *optimizer = NULL;
+  guint8 own[DC_MESH_HASH_SIZE], own_optimizer[DC_MESH_HASH_SIZE];
+  g_autofree char *text = NULL;
+
+  key = report_key (self->config->start_step, self->join_from);
+  report = g_hash_table_lookup (self->reports, key);
+  if (self->weights == NULL || report == NULL)
+    return;
+  data = g_bytes_get_data (self->weights, &size);
+  memcpy (&magic, data, 4);
+  memcpy (&n, data + 8, 8);
+  memcpy (&step, data + 16, 8);
+  if (size != WEIGHTS_HEADER_SIZE + 3 * model->n_params * sizeof (float)
+      || GUINT32_FROM_LE (magic) != WEIGHTS_MAGIC || GUINT64_FROM_LE (n) != model->n_params
+      || GUINT64_FROM_LE (step) != self->config->start_step)
+    {
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                                 "the weights from “%s” do not fit the run's model (%"
+                                 G_GSIZE_FORMAT " bytes for %" G_GSIZE_FORMAT " parameters)",
+                                 member_name (self, self->join_from), size, model->n_params));
+      return;
+    }
+  memcpy (model->params, data + WEIGHTS_HEADER_SIZE, 3 * model->n_params * sizeof (float));
+  memcpy (&model->beta1_pow, data + 24, 4);
+  memcpy (&model->beta2_pow, data + 28, 4);
+  model->step = self->config->start_step;
+  self->step_done = model->step;
+  g_clear_pointer (&self->weights, g_bytes_unref);
+
+  hash = dc_gpt_model_dup_hash (model);
+  optimizer = dc_gpt_model_dup_optimizer_hash (model);
+  hash_to_bytes (hash, own);
+  hash_to_bytes (optimizer, own_optimizer);
+  if (memcmp (own, report->weights_hash, DC_MESH_HASH_SIZE) != 0
+      || memcmp (own_optimizer, report->optimizer_hash, DC_MESH_HASH_SIZE) != 0)
+    {
+      g_autofree char *theirs = hash_to_hex (report->weights_hash);
+
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                 "SYNC GUARD: stopped — weight hash mismatch at step %"
+                                 G_GUINT64_FORMAT ": “%s” %s, “%s” (joining) %s", model->step,
+                                 member_name (self, self->join_from), theirs,
+                                 own_hello (self)->name, hash));
+      return;
+    }
+  roster = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; report->roster[i] != NULL && i + 1 < DC_MESH_ROSTER_MAX; i++)
+    if (!g_str_equal (report->roster[i], own_id (self)))
+      g_ptr_array_add (roster, g_strdup (report->roster[i]));
+  g_ptr_array_add (roster, g_strdup (own_id (self)));
+  set_roster (self, roster);
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  self->own_report = make_report (self);
+  g_hash_table_remove_all (self->start_sent);
+  text = g_strdup_printf ("joined the run after step %" G_GUINT64_FORMAT " with %u devices "
+                          "(weights %s)", model->step, self->roster->len, hash);
+  notice (self, "joined-run", NULL, text);
+  self->state = STATE_ADMITTING;
+  arm (self, DC_TRAIN_GROUP_CONNECT_S);
+  advance (self);
+}
+
 static void
 advance (DcTrainGroup *self)
 {
@@ -1362,6 +1626,88 @@ advance (DcTrainGroup *self)
       }
       break;
 
+    case STATE_WAITING_WEIGHTS:
+      load_weights (self);
+      break;
+
+    case STATE_HOLDING:
+      {
+        g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
+        gboolean joiner = FALSE;
+
+        for (guint i = 0; i < peers->len; i++)
+          {
+            DcPeer *peer = g_ptr_array_index (peers, i);
+
+            if (find_peer (self, dc_peer_get_id (peer)) != NULL
+                && !in_roster (self, dc_peer_get_id (peer)) && admitted (self, peer))
+              joiner = TRUE;
+          }
+        if (joiner || late)
+          {
+            self->deadline = 0;
+            publish_step (self);
+          }
+      }
+      break;
+
+    case STATE_ADMITTING:
+      {
+        guint64 step = self->step_done;
+        g_autoptr(GString) waiting = g_string_new (NULL);
+
+        resend_start_report (self);
+        for (guint i = 0; i < self->roster->len; i++)
+          {
+            const char *id = g_ptr_array_index (self->roster, i);
+            g_autofree char *key = report_key (step, id);
+            DcMeshStepReport *report = g_hash_table_lookup (self->reports, key);
+            gpointer value;
+            gboolean joiner;
+
+            if (i == self->rank)
+              continue;
+            joiner = g_hash_table_lookup_extended (self->joiners, id, NULL, &value)
+                     && GPOINTER_TO_SIZE (value) == step;
+            if (find_peer (self, id) == NULL || (joiner && report == NULL))
+              {
+                g_string_append_printf (waiting, "%s“%s”", waiting->len > 0 ? ", " : "",
+                                        member_name (self, id));
+                continue;
+              }
+            if (joiner
+                && (memcmp (report->weights_hash, self->own_report->weights_hash,
+                            DC_MESH_HASH_SIZE) != 0
+                    || memcmp (report->optimizer_hash, self->own_report->optimizer_hash,
+                               DC_MESH_HASH_SIZE) != 0))
+              {
+                g_autofree char *theirs = hash_to_hex (report->weights_hash);
+                g_autofree char *ours = hash_to_hex (self->own_report->weights_hash);
+
+                finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                           "SYNC GUARD: stopped — weight hash mismatch at step %"
+                                           G_GUINT64_FORMAT ": “%s” (joining) %s, “%s” %s", step,
+                                           member_name (self, id), theirs,
+                                           own_hello (self)->name, ours));
+                return;
+              }
+          }
+        if (waiting->len == 0)
+          {
+            self->deadline = 0;
+            start_step (self);
+          }
+        else if (late)
+          {
+            g_autofree char *what = g_strdup_printf ("not connected to or no report from %s "
+                                                     "(joining after step %" G_GUINT64_FORMAT
+                                                     ") within %u s", waiting->str, step,
+                                                     DC_TRAIN_GROUP_CONNECT_S);
+            timeout_error (self, what);
+          }
+      }
+      break;
+
     case STATE_ROLLING_BACK:
       drop_gone (self, self->step_done + 1);
       if (self->digest == self->rollback_digest)
@@ -1380,6 +1726,8 @@ advance (DcTrainGroup *self)
           prune (self, model->step);
           if (model->step >= self->stop)
             finish (self, NULL);
+          else if (enter_admitting (self, model->step))
+            advance (self);
           else
             start_step (self);
         }
@@ -1417,17 +1765,47 @@ handle_config (DcTrainGroup *self,
 {
   g_autoptr(GError) error = NULL;
   DcMeshRunConfig *config;
+  gboolean join;
 
-  if (self->state != STATE_WAITING_CONFIG || !admitted (self, peer))
+  if (!admitted (self, peer))
     return;
+  if (self->state != STATE_WAITING_CONFIG)
+    {
+      g_autoptr(DcMeshRunConfig) announced = NULL;
+
+      /* The leader announces a device joining after the step it took. */
+      if (self->config == NULL || self->roster == NULL || self->roster->len == 0
+          || !g_str_equal (g_ptr_array_index (self->roster, 0), dc_peer_get_id (peer))
+          || (announced = dc_mesh_run_config_decode (payload, NULL)) == NULL
+          || memcmp (announced->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+          || announced->start_step + 1 < self->step_done
+          || announced->start_step > self->step_done + 1
+          || in_roster (self, announced->starter_id)
+          || g_hash_table_contains (self->joiners, announced->starter_id))
+        return;
+      g_hash_table_insert (self->joiners, g_strdup (announced->starter_id),
+                           GSIZE_TO_POINTER (announced->start_step));
+      {
+        g_autofree char *text = g_strdup_printf ("“%s” joins the run after step %"
+                                                 G_GUINT64_FORMAT,
+                                                 member_name (self, announced->starter_id),
+                                                 announced->start_step);
+
+        notice (self, "join", member_name (self, announced->starter_id), text);
+      }
+      return;
+    }
   config = dc_mesh_run_config_decode (payload, &error);
   if (config == NULL)
     {
       g_message ("a malformed run config from %s: %s", dc_peer_get_name (peer), error->message);
       return;
     }
-  if (g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0 || config->resume
-      || config->start_step != 0)
+  /* A run under way: start_step > 0 and the joiner's own id as starter_id. */
+  join = config->start_step > 0 && g_strcmp0 (config->starter_id, own_id (self)) == 0
+         && config->start_step < config->steps;
+  if ((!join && g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0) || config->resume
+      || (!join && config->start_step != 0))
     {
       /* Resuming and joining a run under way are not implemented yet. */
       g_message ("ignoring a run config from %s: not a fresh run it started",
@@ -1448,6 +1826,22 @@ handle_config (DcTrainGroup *self,
       return;
     }
   self->config = config;
+  if (join)
+    {
+      g_autofree char *text = NULL;
+
+      self->joining = TRUE;
+      self->join_from = g_strdup (dc_peer_get_id (peer));
+      g_hash_table_insert (self->joiners, g_strdup (own_id (self)),
+                           GSIZE_TO_POINTER (config->start_step));
+      text = g_strdup_printf ("joining the run under way after step %" G_GUINT64_FORMAT
+                              " (“%s” sends the weights): width %u, sequence %u, batch %u, %u "
+                              "steps, lr %u/1000, seed %" G_GUINT64_FORMAT, config->start_step,
+                              dc_peer_get_name (peer), config->width, config->seq,
+                              config->batch, config->steps, config->lr_x1000, config->run_seed);
+      notice (self, "config", dc_peer_get_name (peer), text);
+    }
+  else
   {
     g_autofree char *text = g_strdup_printf ("following the run “%s” started: width %u, "
                                              "sequence %u, batch %u, %u steps, lr %u/1000, seed %"
@@ -1481,6 +1875,9 @@ handle_report (DcTrainGroup *self,
       && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
     return;
   current = self->step_done;
+  /* A joiner waits for the leader's report of the step it joins after. */
+  if (self->joining && self->step_done < self->config->start_step)
+    current = self->config->start_step;
   /* Only the step just taken and the next matter: the rest is stale or a lie. */
   if (report->step + 1 < current || report->step > current + 1)
     return;
@@ -1708,6 +2105,50 @@ handle_chunk (DcTrainGroup *self,
   }
 }
 
+/* The joiner: the state after the step it joins after, from the leader
+ * that announced it. */
+static void
+handle_weights (DcTrainGroup *self,
+                DcPeer       *peer,
+                GBytes       *payload)
+{
+  g_auto(DcMeshChunk) chunk = { 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) object = NULL;
+  g_autofree char *assembly_key = NULL;
+  Assembly *assembly;
+
+  if (!self->joining || self->weights != NULL || self->state == STATE_ADMITTING
+      || g_strcmp0 (self->join_from, dc_peer_get_id (peer)) != 0)
+    return;
+  if (!dc_mesh_chunk_decode (DC_MESH_MSG_WEIGHTS, payload, &chunk, &error))
+    {
+      g_message ("a malformed weights chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (memcmp (chunk.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+      || chunk.step != self->config->start_step)
+    return;
+  assembly_key = g_strconcat ("weights/", dc_peer_get_id (peer), NULL);
+  assembly = g_hash_table_lookup (self->assemblies, assembly_key);
+  if (assembly == NULL)
+    {
+      assembly = g_new0 (Assembly, 1);
+      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_WEIGHTS,
+                                                         DC_MESH_WEIGHTS_MAX_TOTAL);
+      g_hash_table_insert (self->assemblies, g_strdup (assembly_key), assembly);
+    }
+  if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
+    {
+      g_message ("a bad weights chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (object == NULL)
+    return;
+  g_hash_table_remove (self->assemblies, assembly_key);
+  self->weights = g_steal_pointer (&object);
+}
+
 static void
 message_cb (DcGroup  *group,
             DcPeer   *peer,
@@ -1736,6 +2177,10 @@ message_cb (DcGroup  *group,
     case DC_MESH_MSG_REPAIR_REQUEST:
       if (admitted (self, peer))
         handle_repair_request (self, peer, payload);
+      break;
+    case DC_MESH_MSG_WEIGHTS:
+      if (admitted (self, peer))
+        handle_weights (self, peer, payload);
       break;
     default:
       return;
@@ -1816,6 +2261,8 @@ dc_train_group_new (DcContext               *context,
     self->fault_partial = g_ascii_strtoull (fault + strlen ("partial-send@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "drop-gradient@"))
     self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-gradient@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "hold-join@"))
+    self->fault_hold = g_ascii_strtoull (fault + strlen ("hold-join@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "drop-repair@"))
     {
       self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-repair@"), NULL, 10);
@@ -1898,6 +2345,9 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->reports);
   g_hash_table_unref (self->answered);
   g_hash_table_unref (self->start_sent);
+  g_hash_table_unref (self->joiners);
+  g_free (self->join_from);
+  g_clear_pointer (&self->weights, g_bytes_unref);
   g_hash_table_unref (self->logged);
   g_hash_table_unref (self->names);
   g_free (self->own_grads);
@@ -1942,5 +2392,6 @@ dc_train_group_init (DcTrainGroup *self)
   self->logged = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->answered = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->start_sent = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->joiners = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }

@@ -15,7 +15,8 @@
  * through GTask, whose completion is a GSource on the main context.
  *
  * Signals: ::notice (kind, peer, text) for "config", "not-admitted",
- * "dropped", "retake", "repair"; ::step (step, loss, tokens/s, hash, names in rank
+ * "dropped", "retake", "repair",
+ * "join" (a device joins after a step), "joined-run" (this one did); ::step (step, loss, tokens/s, hash, names in rank
  * order); ::finished (error or NULL).
  *
  * Repair: every device keeps the roster gradients of the last
@@ -27,8 +28,14 @@
  * roster; when it leaves, the next in canonical order is, with the same
  * kept gradients.
  *
- * Not here yet (seams, docs/ARCHITECTURE.md): mid-run join, audits,
- * checkpoint to the group.
+ * Mid-run join: after step S the leader announces every admitted device
+ * outside the roster (CONFIG with start_step S, starter_id the joiner's id)
+ * to the roster and sends the joiner the state after S (WEIGHTS) and its
+ * report of S; everyone adds the joiner to the roster of S+1 and waits for
+ * its report of S (same hashes) before stepping on.
+ *
+ * Not here yet (seams, docs/ARCHITECTURE.md): audits, checkpoint to the
+ * group.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
