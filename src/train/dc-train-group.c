@@ -1697,13 +1697,51 @@ advance (DcTrainGroup *self)
             self->deadline = 0;
             start_step (self);
           }
-        else if (late)
+        else if (late && self->joining && step == self->config->start_step)
           {
-            g_autofree char *what = g_strdup_printf ("not connected to or no report from %s "
-                                                     "(joining after step %" G_GUINT64_FORMAT
-                                                     ") within %u s", waiting->str, step,
+            g_autofree char *what = g_strdup_printf ("not connected to %s (joining after step %"
+                                                     G_GUINT64_FORMAT ") within %u s",
+                                                     waiting->str, step,
                                                      DC_TRAIN_GROUP_CONNECT_S);
             timeout_error (self, what);
+          }
+        else if (late)
+          {
+            /* A joiner that never got ready is left out (it stays in
+             * joiners: it is not announced again); a roster device that
+             * is not connected is dropped by start_step (). Were a
+             * joiner's report to reach one device just past its deadline
+             * and another just before, the rosters would differ and the
+             * sync guard would say so at the next step. */
+            g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func (g_free);
+
+            for (guint i = 0; i < self->roster->len; i++)
+              {
+                const char *id = g_ptr_array_index (self->roster, i);
+                g_autofree char *key = report_key (step, id);
+                gpointer value;
+
+                if (i != self->rank
+                    && g_hash_table_lookup_extended (self->joiners, id, NULL, &value)
+                    && GPOINTER_TO_SIZE (value) == step
+                    && (find_peer (self, id) == NULL
+                        || !g_hash_table_contains (self->reports, key)))
+                  {
+                    g_autofree char *text = g_strdup_printf ("“%s” did not join within %u s "
+                                                             "(no report of step %"
+                                                             G_GUINT64_FORMAT "): left out of "
+                                                             "the roster",
+                                                             member_name (self, id),
+                                                             DC_TRAIN_GROUP_CONNECT_S, step);
+
+                    notice (self, "dropped", member_name (self, id), text);
+                    continue;
+                  }
+                g_ptr_array_add (kept, g_strdup (id));
+              }
+            set_roster (self, kept);
+            self->deadline = 0;
+            start_step (self);
           }
       }
       break;
