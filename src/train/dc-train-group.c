@@ -17,6 +17,10 @@
 
 #include "dc-train-group.h"
 #include "mesh/dc-mesh-train-protocol.h"
+#include "model/dc-rng.h"
+
+/* The audit draws' stream of dc_rng, apart from the model's (1-3). */
+#define AUDIT_STREAM          0x41554454u  /* "AUDT" */
 
 /* A gradient object: this header, then n_params little-endian float32.
  * The header names the roster the gradient was computed for (its size and
@@ -79,6 +83,12 @@ struct _DcTrainGroup
   guint64            fault_drop;   /* DC_TEST_FAULT=drop-gradient@STEP or drop-repair@STEP */
   gboolean           fault_drop_repair; /* drop-repair: the repairs of that step too */
   guint64            fault_hold;   /* DC_TEST_FAULT=hold-join@STEP, 0: none */
+  guint64            fault_corrupt; /* DC_TEST_FAULT=corrupt-gradient@STEP: from STEP on */
+  gboolean           audit_all;    /* DC_TEST_FAULT=audit-all: audit every step */
+  guint              audit_rank;   /* the rank audited this step; G_MAXUINT: none */
+  float             *audit_grads;
+  guint8             audit_hash[DC_MESH_HASH_SIZE];
+  GHashTable        *evicted;      /* id → the step after which audits removed it */
   double             last_loss, last_seconds;  /* of the step being published */
 
   State              state;
@@ -479,11 +489,30 @@ compute_worker (GTask        *task,
   GError *error = NULL;
   guint *rank_n = data;
 
-  if (!dc_trainer_compute_gradients (dc_train_session_get_trainer (self->session), rank_n[0],
-                                     rank_n[1], self->own_grads, &self->own_loss, &error))
-    g_task_return_error (task, error);
-  else
-    g_task_return_boolean (task, TRUE);
+  DcTrainer *trainer = dc_train_session_get_trainer (self->session);
+  float loss;
+
+  if (!dc_trainer_compute_gradients (trainer, rank_n[0], rank_n[1], self->own_grads,
+                                     &self->own_loss, &error))
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  if (self->audit_rank != G_MAXUINT)
+    {
+      DcGptModel *model = dc_trainer_get_model (trainer);
+      g_autoptr(GBytes) bytes = NULL;
+
+      if (!dc_trainer_compute_gradients (trainer, self->audit_rank, rank_n[1], self->audit_grads,
+                                         &loss, &error))
+        {
+          g_task_return_error (task, error);
+          return;
+        }
+      bytes = g_bytes_new_static (self->audit_grads, model->n_params * sizeof (float));
+      dc_mesh_train_hash (bytes, self->audit_hash);
+    }
+  g_task_return_boolean (task, TRUE);
 }
 
 typedef struct
@@ -589,6 +618,7 @@ prepared_cb (GObject      *object,
   self->step_done = dc_train_session_get_model (session)->step;
   self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
   self->snapshot = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
+  self->audit_grads = g_new (float, dc_train_session_get_model (session)->n_params);
   self->state = self->starter ? STATE_CONNECTING
                 : self->joining ? STATE_WAITING_WEIGHTS : STATE_WAITING_START;
   if (self->starter)
@@ -626,6 +656,17 @@ computed_cb (GObject      *object,
     return;
   self->t_computed = g_get_monotonic_time ();
   model = dc_train_session_get_model (self->session);
+  if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt)
+    {
+      guint32 bits;
+
+      /* Test only (DC_TEST_FAULT=corrupt-gradient@STEP): one flipped bit
+       * in every gradient from STEP on, summed here too (the replicas stay
+       * equal: only an audit can tell). */
+      memcpy (&bits, &self->own_grads[0], 4);
+      bits ^= 1u;
+      memcpy (&self->own_grads[0], &bits, 4);
+    }
   size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
   data = g_malloc0 (size);
   word = GUINT32_TO_LE (GRADIENT_MAGIC);
@@ -998,6 +1039,17 @@ start_step (DcTrainGroup *self)
   memset (self->repair_tries, 0, sizeof self->repair_tries);
   memset (self->repair_next, 0, sizeof self->repair_next);
   self->state = STATE_COMPUTING;
+  self->audit_rank = G_MAXUINT;
+  if (self->roster->len >= 2)
+    {
+      guint64 draw = dc_rng_u64 (self->config->run_seed, AUDIT_STREAM,
+                                 ((model->step + 1) << 16) | self->rank);
+
+      if (self->audit_all || draw % DC_TRAIN_GROUP_AUDIT_PERIOD == 0)
+        self->audit_rank = (self->rank + 1
+                            + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD)
+                                       % (self->roster->len - 1))) % self->roster->len;
+    }
   rank_n = g_new (guint, 2);
   rank_n[0] = self->rank;
   rank_n[1] = self->roster->len;
@@ -1065,8 +1117,9 @@ reports_complete (DcTrainGroup *self)
         report = NULL;
       if (report == NULL)
         {
-          /* A device that left after its gradient came owes no report. */
-          if (find_peer (self, id) != NULL)
+          /* A device that left after its gradient came, or that an audit
+           * caught, owes no report. */
+          if (find_peer (self, id) != NULL && !g_hash_table_contains (self->evicted, id))
             return FALSE;
           continue;
         }
@@ -1538,6 +1591,66 @@ load_weights (DcTrainGroup *self)
   advance (self);
 }
 
+/* The audited rank's gradient as received against this device's
+ * recomputation: a difference is sent to the roster as AUDIT (before this
+ * device's report of the step, so everyone has it when it has that report)
+ * and the audited device is removed after this step. */
+static void
+check_audit (DcTrainGroup  *self,
+             const float  **grads)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  guint8 hash[DC_MESH_HASH_SIZE];
+  g_autoptr(GBytes) bytes = NULL;
+  DcMeshAudit audit = { 0 };
+  g_autoptr(GBytes) payload = NULL;
+  const char *id;
+  g_autofree char *text = NULL;
+
+  if (self->audit_rank == G_MAXUINT || self->audit_rank >= self->roster->len)
+    return;
+  bytes = g_bytes_new_static (grads[self->audit_rank], model->n_params * sizeof (float));
+  dc_mesh_train_hash (bytes, hash);
+  if (memcmp (hash, self->audit_hash, DC_MESH_HASH_SIZE) == 0)
+    return;
+  id = g_ptr_array_index (self->roster, self->audit_rank);
+  memcpy (audit.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+  audit.step = model->step + 1;
+  audit.rank = self->audit_rank;
+  memcpy (audit.gradient_hash, self->audit_hash, DC_MESH_HASH_SIZE);
+  payload = dc_mesh_audit_encode (&audit);
+  send_to_roster (self, DC_MESH_MSG_AUDIT, payload);
+  g_hash_table_replace (self->evicted, g_strdup (id), GSIZE_TO_POINTER (model->step + 1));
+  text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT " does not "
+                          "reproduce (audited by “%s”): removed from the roster after step %"
+                          G_GUINT64_FORMAT, member_name (self, id), model->step + 1,
+                          own_hello (self)->name, model->step + 1);
+  notice (self, "audit", member_name (self, id), text);
+}
+
+/* After step @step: devices an audit caught leave the roster. */
+static void
+remove_evicted (DcTrainGroup *self,
+                guint64       step)
+{
+  g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func (g_free);
+  gboolean any = FALSE;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      gpointer value;
+
+      if (i != self->rank && g_hash_table_lookup_extended (self->evicted, id, NULL, &value)
+          && GPOINTER_TO_SIZE (value) <= step)
+        any = TRUE;
+      else
+        g_ptr_array_add (kept, g_strdup (id));
+    }
+  if (any)
+    set_roster (self, kept);
+}
+
 static void
 advance (DcTrainGroup *self)
 {
@@ -1601,6 +1714,7 @@ advance (DcTrainGroup *self)
             ApplyData *data = g_new0 (ApplyData, 1);
             g_autoptr(GTask) task = g_task_new (self, NULL, applied_cb, NULL);
 
+            check_audit (self, grads);
             data->grads = g_steal_pointer (&grads);
             data->n = self->roster->len;
             self->state = STATE_APPLYING;
@@ -1764,10 +1878,14 @@ advance (DcTrainGroup *self)
           prune (self, model->step);
           if (model->step >= self->stop)
             finish (self, NULL);
-          else if (enter_admitting (self, model->step))
-            advance (self);
           else
-            start_step (self);
+            {
+              remove_evicted (self, model->step);
+              if (enter_admitting (self, model->step))
+                advance (self);
+              else
+                start_step (self);
+            }
         }
       else if (self->state == STATE_REPORTING && late)
         {
@@ -2143,6 +2261,64 @@ handle_chunk (DcTrainGroup *self,
   }
 }
 
+/* Another roster device's audit of the step being taken or just taken:
+ * the audited device is removed after that step (on every device, since
+ * the auditor sent it before its report of the step); the audited device
+ * itself stops. The auditor is trusted: this device does not recompute. */
+static void
+handle_audit (DcTrainGroup *self,
+              DcPeer       *peer,
+              GBytes       *payload)
+{
+  g_autoptr(GError) error = NULL;
+  DcMeshAudit audit = { 0 };
+  const char *id;
+  g_autofree char *text = NULL;
+
+  if (self->session == NULL || !in_roster (self, dc_peer_get_id (peer)))
+    return;
+  if (!dc_mesh_audit_decode (payload, &audit, &error))
+    {
+      g_message ("a malformed audit from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (memcmp (audit.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+      || audit.step + 1 < self->step_done + 1 || audit.step > self->step_done + 1
+      || audit.rank >= self->roster->len)
+    return;
+  /* The rank is of the auditor's roster: only when its gradient of that
+   * step is of this device's roster (it came before the audit, on the same
+   * ordered channel) does the rank name the same device here. */
+  {
+    g_autofree char *key = gradient_key (audit.step, self->digest, dc_peer_get_id (peer));
+
+    if (!g_hash_table_contains (self->gradients, key))
+      {
+        g_message ("an audit of step %" G_GUINT64_FORMAT " from %s for another roster: ignored",
+                   audit.step, dc_peer_get_name (peer));
+        return;
+      }
+  }
+  id = g_ptr_array_index (self->roster, audit.rank);
+  if (g_str_equal (id, dc_peer_get_id (peer)) || g_hash_table_contains (self->evicted, id))
+    return;
+  if (audit.rank == self->rank)
+    {
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                 "AUDIT: removed from the run: “%s” recomputed this device's "
+                                 "gradient of step %" G_GUINT64_FORMAT " and got another hash; "
+                                 "its kernels or its build compute wrong values",
+                                 dc_peer_get_name (peer), audit.step));
+      return;
+    }
+  g_hash_table_replace (self->evicted, g_strdup (id), GSIZE_TO_POINTER (audit.step));
+  text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT " does not "
+                          "reproduce (audited by “%s”): removed from the roster after step %"
+                          G_GUINT64_FORMAT, member_name (self, id), audit.step,
+                          dc_peer_get_name (peer), audit.step);
+  notice (self, "audit", member_name (self, id), text);
+}
+
 /* The joiner: the state after the step it joins after, from the leader
  * that announced it. */
 static void
@@ -2219,6 +2395,10 @@ message_cb (DcGroup  *group,
     case DC_MESH_MSG_WEIGHTS:
       if (admitted (self, peer))
         handle_weights (self, peer, payload);
+      break;
+    case DC_MESH_MSG_AUDIT:
+      if (admitted (self, peer))
+        handle_audit (self, peer, payload);
       break;
     default:
       return;
@@ -2299,6 +2479,10 @@ dc_train_group_new (DcContext               *context,
     self->fault_partial = g_ascii_strtoull (fault + strlen ("partial-send@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "drop-gradient@"))
     self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-gradient@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "corrupt-gradient@"))
+    self->fault_corrupt = g_ascii_strtoull (fault + strlen ("corrupt-gradient@"), NULL, 10);
+  self->audit_all = g_strcmp0 (fault, "audit-all") == 0;
+  self->audit_rank = G_MAXUINT;
   if (fault != NULL && g_str_has_prefix (fault, "hold-join@"))
     self->fault_hold = g_ascii_strtoull (fault + strlen ("hold-join@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "drop-repair@"))
@@ -2384,6 +2568,8 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->answered);
   g_hash_table_unref (self->start_sent);
   g_hash_table_unref (self->joiners);
+  g_hash_table_unref (self->evicted);
+  g_free (self->audit_grads);
   g_free (self->join_from);
   g_clear_pointer (&self->weights, g_bytes_unref);
   g_hash_table_unref (self->logged);
@@ -2403,7 +2589,8 @@ dc_train_group_class_init (DcTrainGroupClass *klass)
   object_class->dispose = dc_train_group_dispose;
   object_class->finalize = dc_train_group_finalize;
 
-  /* (kind, peer name or NULL, text): "config", "not-admitted", "dropped". */
+  /* (kind, peer name or NULL, text): "config", "not-admitted", "dropped",
+   * "retake", "repair", "join", "joined-run", "audit". */
   signals[SIGNAL_NOTICE] =
     g_signal_new ("notice", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_STRING);
@@ -2431,5 +2618,6 @@ dc_train_group_init (DcTrainGroup *self)
   self->answered = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->start_sent = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->joiners = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->evicted = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
