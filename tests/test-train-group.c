@@ -678,8 +678,9 @@ test_join (void)
  * that step (or, if its bye reached one first, that one drops it and the
  * step is taken again without it); it stops with "AUDIT: removed from the
  * run", exit 1. The two finish 30 steps with equal hashes, three devices to
- * the step it was caught at (or the one before), two after. Each step an honest auditor picks it with 1/2, so
- * it is caught by step 20 but with (1/4)^16. Audits of the honest device
+ * the step it was caught at (or the one before), two after. Each step an
+ * honest auditor picks it with 1/2, so it is caught by step 20 but with
+ * (1/4)^16. Audits of the honest device
  * match (no false removal). Without audits the third trains on unnoticed. */
 static void
 test_audit (void)

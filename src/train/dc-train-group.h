@@ -15,9 +15,9 @@
  * through GTask, whose completion is a GSource on the main context.
  *
  * Signals: ::notice (kind, peer, text) for "config", "not-admitted",
- * "dropped", "retake", "repair",
- * "join" (a device joins after a step), "joined-run" (this one did), "audit"; ::step (step, loss, tokens/s, hash, names in rank
- * order); ::finished (error or NULL).
+ * "dropped", "retake", "repair", "join" (a device joins after a step),
+ * "joined-run" (this one did), "audit"; ::step (step, loss, tokens/s, hash,
+ * names in rank order); ::finished (error or NULL).
  *
  * Repair: every device keeps the roster gradients of the last
  * DC_TRAIN_GROUP_REPAIR_STEPS steps; a device missing one that the leader
