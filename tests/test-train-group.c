@@ -298,8 +298,10 @@ test_leave (gconstpointer data)
   wait_done (beta, 40);
   dc_test_proc_expect (alpha, "dropped", "gamma", EVENT_BOUND_MS);
   dc_test_proc_expect (beta, "dropped", "gamma", EVENT_BOUND_MS);
-  a = steps_of (alpha);
-  b = steps_of (beta);
+  /* A kill can land while its gradient is on the way to one of the two:
+   * that one then takes the step again (retake); the last line holds. */
+  a = steps_of_full (alpha, TRUE);
+  b = steps_of_full (beta, TRUE);
   for (guint s = 1; s <= 40; s++)
     {
       gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
@@ -325,12 +327,14 @@ test_leave (gconstpointer data)
 
 /* The third device's gradient of step 10 reaches one of the two others only,
  * then it dies without a bye (test fault switch). The one that got it has
- * taken step 10 with three devices; the other takes it with two. The first
- * takes the step back when the other's two-device gradient arrives and takes
- * it again with two: both finish with equal hashes at every step, rosters 3
- * to step 9 and 2 from step 10, equal to the simulation of that history.
- * Without the rollback the two would wait for each other until the 120 s
- * timeout and stop. */
+ * taken step 10 with three devices. The other either sees the death first
+ * (4 s of silence) and takes step 10 with two, and the first takes the step
+ * back when that two-device gradient arrives and takes it again with two
+ * (retake); or, 5 s after sending its own, repairs the lost gradient from
+ * the first and takes step 10 with three as well (repair). Either way both
+ * finish with equal hashes at every step, rosters 3 to step 9 or 10 and 2
+ * after, equal to the simulation of that history. Without the rollback and
+ * the repair the two would wait for each other until the 120 s timeout. */
 static void
 test_partial_send (void)
 {
@@ -342,6 +346,7 @@ test_partial_send (void)
   g_autoptr(DcTestProc) gamma = NULL;
   g_autoptr(GPtrArray) a = NULL, b = NULL;
   g_autofree char *expected = NULL;
+  guint last_three;
 
   g_setenv ("DC_TEST_FAULT", "partial-send@10", TRUE);
   gamma = start_follower (url, room, "gamma", "20", NULL);
@@ -350,20 +355,395 @@ test_partial_send (void)
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, RUN_BOUND_MS), ==, 3);
   wait_done (alpha, 20);
   wait_done (beta, 20);
-  g_assert_true (dc_test_proc_find (alpha, 0, "retake", NULL) >= 0
-                 || dc_test_proc_find (beta, 0, "retake", NULL) >= 0);
   a = steps_of_full (alpha, TRUE);
   b = steps_of_full (beta, TRUE);
+  /* Step 10 with three (repaired) or two (taken again), the same on both. */
+  last_three = json_object_get_int_member (g_ptr_array_index (a, 10), "roster") == 3 ? 10 : 9;
+  if (last_three == 10)
+    g_assert_true (dc_test_proc_find (alpha, 0, "repair", NULL) >= 0
+                   || dc_test_proc_find (beta, 0, "repair", NULL) >= 0);
+  else
+    g_assert_true (dc_test_proc_find (alpha, 0, "retake", NULL) >= 0
+                   || dc_test_proc_find (beta, 0, "retake", NULL) >= 0);
+  g_test_message ("step 10 taken with %u devices", last_three == 10 ? 3 : 2);
   for (guint s = 1; s <= 20; s++)
     {
       g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
       g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==,
-                       s < 10 ? 3 : 2);
+                       s <= last_three ? 3 : 2);
       g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (b, s), "roster"), ==,
-                       s < 10 ? 3 : 2);
+                       s <= last_three ? 3 : 2);
     }
-  expected = simulate_history (9, 20);
+  expected = simulate_history (last_three, 20);
   g_assert_cmpstr (hash_at (a, 20), ==, expected);
+}
+
+/* The third device drops every gradient of step 10 that reaches it (test
+ * fault switch): it logs "missing a roster gradient … requesting repair
+ * from the leader", gets both from the leader (or its stand-in) as REPAIR
+ * and goes on: the three finish 20 steps with three devices at every step
+ * and equal hashes, equal to the simulation. Without repair it would wait
+ * for the gradients until the 120 s timeout and stop with an error. */
+static void
+test_repair (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "20", "3", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "20", NULL);
+  g_autoptr(DcTestProc) gamma = NULL;
+  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "20",
+                                     "--simulate-peers", "3", SMALL, NULL);
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  DcTestProc *procs[3];
+  JsonObject *event;
+
+  g_setenv ("DC_TEST_FAULT", "drop-gradient@10", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  procs[0] = alpha;
+  procs[1] = beta;
+  procs[2] = gamma;
+
+  wait_done (sim, 20);
+  sim_steps = steps_of (sim);
+  event = dc_test_proc_expect (gamma, "repair", NULL, RUN_BOUND_MS);
+  g_assert_true (message_has (event, "missing a roster gradient of step 10"));
+  g_assert_true (message_has (event, "requesting repair from the leader"));
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+
+      wait_done (procs[p], 20);
+      steps = steps_of (procs[p]);
+      for (guint s = 1; s <= 20; s++)
+        {
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (steps, s), "roster"),
+                           ==, 3);
+        }
+    }
+}
+
+/* The third device drops the gradients of step 10 and their repairs too
+ * (test fault switch): after 3 requests (5 s apart) for a gradient the sync
+ * guard stops it
+ * with a message naming the step, and it never takes step 10; the two
+ * others drop it when it leaves and finish. */
+static void
+test_repair_fails (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "15", "3", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "15", NULL);
+  g_autoptr(DcTestProc) gamma = NULL;
+  g_autoptr(GPtrArray) steps = NULL;
+  JsonObject *error;
+  int i = 0;
+  guint requests = 0;
+
+  g_setenv ("DC_TEST_FAULT", "drop-repair@10", TRUE);
+  gamma = start_follower (url, room, "gamma", "15", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "SYNC GUARD: stopped — roster gradient of step 10 from"));
+  g_assert_true (message_has (error, "not repaired after 3 requests"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  /* One request per lost gradient and try; a notice may name both. */
+  while ((i = dc_test_proc_find (gamma, i, "repair", NULL)) >= 0)
+    {
+      JsonObject *event = g_ptr_array_index (gamma->events, i);
+
+      g_assert_false (message_has (event, "(request 4 of"));
+      if (message_has (event, "(request 3 of 3)"))
+        requests++;
+      i++;
+    }
+  g_assert_cmpuint (requests, >=, 1);
+  steps = steps_of (gamma);
+  g_assert_cmpuint (steps->len, ==, 10);
+  wait_done (alpha, 15);
+  wait_done (beta, 15);
+}
+
+static gboolean
+reached_step_25 (gpointer user_data)
+{
+  DcTestProc **procs = user_data;
+
+  for (guint p = 0; procs[p] != NULL; p++)
+    for (int i = 0; (i = dc_test_proc_find (procs[p], i, "step", NULL)) >= 0; i++)
+      if (json_object_get_int_member (g_ptr_array_index (procs[p]->events, i), "step") >= 25)
+        return TRUE;
+  return FALSE;
+}
+
+/* The leader: the first name of the last step line of @proc. */
+static char *
+leader_of (DcTestProc *proc)
+{
+  int last = -1;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
+    last = i;
+  g_assert_cmpint (last, >=, 0);
+  return g_strdup (json_array_get_string_element (
+    json_object_get_array_member (g_ptr_array_index (proc->events, last), "members"), 0));
+}
+
+/* Four devices; the leader (the first in canonical order, whoever that is)
+ * is killed at step 25. The next in order takes over: the three others drop
+ * it, finish 40 steps with equal hashes at every step, and every step after
+ * the drop names the same new leader. Two of the four drop every gradient of
+ * step 30 (test fault switch), so at least one of them survives and repairs
+ * step 30 from a device that took it, the new leader or its stand-in: the
+ * repair buffer survived the leader. */
+static void
+test_leader_failover (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autofree char *leader = NULL;
+  g_autofree char *next = NULL;
+  DcTestProc *procs[5] = { NULL };
+  DcTestProc *killed = NULL;
+  g_autoptr(GPtrArray) reference = NULL;
+  guint repaired = 0;
+
+  procs[0] = start_host (url, "40", "4", &room);
+  procs[1] = start_follower (url, room, "beta", "40", NULL);
+  g_setenv ("DC_TEST_FAULT", "drop-gradient@30", TRUE);
+  procs[2] = start_follower (url, room, "gamma", "40", NULL);
+  procs[3] = start_follower (url, room, "delta", "40", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  if (!dc_test_wait_until (reached_step_25, procs, RUN_BOUND_MS))
+    g_error ("no step 25 within %u ms", RUN_BOUND_MS);
+  leader = leader_of (procs[0]);
+  for (guint p = 0; p < 4; p++)
+    if (g_str_equal (procs[p]->label, leader))
+      killed = procs[p];
+  g_assert_nonnull (killed);
+  g_test_message ("killing the leader “%s”", leader);
+  g_subprocess_send_signal (killed->process, SIGKILL);
+
+  for (guint p = 0; p < 4; p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+      g_autofree char *now = NULL;
+
+      if (procs[p] == killed)
+        continue;
+      wait_done (procs[p], 40);
+      dc_test_proc_expect (procs[p], "dropped", leader, EVENT_BOUND_MS);
+      /* The leader may die with its gradient of a step sent to some only:
+       * those take that step again (retake), and the last line holds. */
+      steps = steps_of_full (procs[p], TRUE);
+      for (guint s = 1; s <= 40; s++)
+        {
+          JsonObject *o = g_ptr_array_index (steps, s);
+          JsonArray *members = json_object_get_array_member (o, "members");
+          const char *first = json_array_get_string_element (members, 0);
+
+          if (reference != NULL)
+            g_assert_cmpstr (hash_at (steps, s), ==, hash_at (reference, s));
+          if (json_object_get_int_member (o, "roster") == 3)
+            {
+              g_assert_cmpstr (first, !=, leader);
+              if (next == NULL)
+                next = g_strdup (first);
+              g_assert_cmpstr (first, ==, next);
+            }
+          else
+            g_assert_cmpstr (first, ==, leader);
+        }
+      if (reference == NULL)
+        reference = g_steal_pointer (&steps);
+      if (dc_test_proc_find (procs[p], 0, "repair", NULL) >= 0)
+        {
+          JsonObject *event = g_ptr_array_index (procs[p]->events,
+                                                 dc_test_proc_find (procs[p], 0, "repair", NULL));
+
+          g_assert_true (message_has (event, "missing a roster gradient of step 30"));
+          repaired++;
+        }
+      now = leader_of (procs[p]);
+      g_assert_cmpstr (now, ==, next);
+    }
+  g_assert_cmpuint (repaired, >=, 1);
+  for (guint p = 0; p < 4; p++)
+    dc_test_proc_free (procs[p]);
+}
+
+static gboolean
+reached_step_29 (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
+    if (json_object_get_int_member (g_ptr_array_index (proc->events, i), "step") >= 29)
+      return TRUE;
+  return proc->eof;
+}
+
+/* Two devices train; a third is started once they reach step 29 and joins
+ * the run under way: the leader announces it and sends it the weights, Adam
+ * state and step (WEIGHTS), and from the next step on it takes part. So
+ * that the join happens after step 30 exactly, whatever the machine's
+ * speed, the two hold their report of step 30 until a device is there to
+ * join (DC_TEST_FAULT=hold-join@30). The three finish step 60 with the same
+ * hash; the joiner's steps are 31 to 60, each with the others' hash and
+ * three devices; steps 1 to 30 have two; the final hash equals a
+ * simulation of two devices up to step 30, then three. Without the join the
+ * third waits for a config forever and never steps. */
+static void
+test_join (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL;
+  g_autoptr(DcTestProc) beta = NULL;
+  g_autoptr(DcTestProc) gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL, g = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("dc-train-group-XXXXXX", NULL);
+  g_autofree char *checkpoint = g_build_filename (dir, "two.pt", NULL);
+  g_autofree char *first_s = NULL;
+  g_autoptr(DcTestProc) sim2 = NULL, sim3 = NULL;
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  guint first = 0;
+
+  g_setenv ("DC_TEST_FAULT", "hold-join@30", TRUE);
+  alpha = start_host (url, "60", "2", &room);
+  beta = start_follower (url, room, "beta", "60", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  if (!dc_test_wait_until (reached_step_29, alpha, RUN_BOUND_MS))
+    g_error ("alpha: no step 29 within %u ms", RUN_BOUND_MS);
+  gamma = start_follower (url, room, "gamma", "60", NULL);
+  dc_test_proc_expect (gamma, "joined-run", NULL, RUN_BOUND_MS);
+  wait_done (alpha, 60);
+  wait_done (beta, 60);
+  wait_done (gamma, 60);
+  /* (named by its member id where it was not connected to it yet) */
+  dc_test_proc_expect (alpha, "join", NULL, EVENT_BOUND_MS);
+  dc_test_proc_expect (beta, "join", NULL, EVENT_BOUND_MS);
+  a = steps_of (alpha);
+  b = steps_of (beta);
+  g = steps_of (gamma);
+  for (guint s = 1; s <= 60; s++)
+    {
+      gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
+
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      if (s < g->len && g_ptr_array_index (g, s) != NULL)
+        {
+          if (first == 0)
+            first = s;
+          g_assert_cmpstr (hash_at (g, s), ==, hash_at (a, s));
+          g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (g, s), "roster"),
+                           ==, 3);
+        }
+      g_assert_cmpint (roster, ==, first != 0 && s >= first ? 3 : 2);
+    }
+  g_test_message ("gamma took part from step %u", first);
+  g_assert_cmpuint (first, ==, 31);
+  g_assert_cmpuint (g->len, ==, 61);
+
+  /* The same roster history in one process. */
+  first_s = g_strdup_printf ("%u", first - 1);
+  sim2 = spawn ("sim2", "train", "--json", "--seed", "11", "--stop-at", first_s,
+                "--simulate-peers", "2", "--out", checkpoint, SMALL, NULL);
+  g_assert_cmpint (dc_test_proc_expect_exit (sim2, RUN_BOUND_MS), ==, 0);
+  sim3 = spawn ("sim3", "train", "--json", "--resume", checkpoint, "--stop-at", "60",
+                "--simulate-peers", "3", "--threads", "1", NULL);
+  wait_done (sim3, 60);
+  sim_steps = steps_of (sim3);
+  g_assert_cmpstr (hash_at (a, 60), ==, hash_at (sim_steps, 60));
+  g_unlink (checkpoint);
+  g_rmdir (dir);
+}
+
+/* The third device flips a bit of every gradient it sends from step 5 on
+ * (DC_TEST_FAULT=corrupt-gradient@5; it sums the same corrupt values, so
+ * the replicas stay equal and only an audit can tell). The two others audit
+ * every step (DC_TEST_FAULT=audit-all: one other rank each, drawn from the
+ * run seed): one of them recomputes its gradient, gets another hash and
+ * sends AUDIT; both report it (`audit`) and remove it from the roster after
+ * that step (or, if its bye reached one first, that one drops it and the
+ * step is taken again without it); it stops with "AUDIT: removed from the
+ * run", exit 1. The two finish 30 steps with equal hashes, three devices to
+ * the step it was caught at (or the one before), two after. Each step an
+ * honest auditor picks it with 1/2, so it is caught by step 20 but with
+ * (1/4)^16. Audits of the honest device
+ * match (no false removal). Without audits the third trains on unnoticed. */
+static void
+test_audit (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL;
+  g_autoptr(DcTestProc) beta = NULL;
+  g_autoptr(DcTestProc) gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  JsonObject *error;
+  guint caught = 0;
+
+  g_setenv ("DC_TEST_FAULT", "audit-all", TRUE);
+  alpha = start_host (url, "30", "3", &room);
+  beta = start_follower (url, room, "beta", "30", NULL);
+  g_setenv ("DC_TEST_FAULT", "corrupt-gradient@5", TRUE);
+  gamma = start_follower (url, room, "gamma", "30", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  wait_done (alpha, 30);
+  wait_done (beta, 30);
+  /* The auditor reports it; the other too, unless the third's bye came
+   * first (then it was dropped as one that left, and the step taken again). */
+  for (guint p = 0; p < 2; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : beta;
+      int i = dc_test_proc_find (proc, 0, "audit", "gamma");
+
+      if (i >= 0)
+        g_assert_true (message_has (g_ptr_array_index (proc->events, i), "does not reproduce"));
+      else
+        dc_test_proc_expect (proc, "dropped", "gamma", EVENT_BOUND_MS);
+    }
+  g_assert_true (dc_test_proc_find (alpha, 0, "audit", "gamma") >= 0
+                 || dc_test_proc_find (beta, 0, "audit", "gamma") >= 0);
+  g_assert_cmpint (dc_test_proc_find (alpha, 0, "audit", "beta"), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (beta, 0, "audit", "alpha"), ==, -1);
+  a = steps_of_full (alpha, TRUE);
+  b = steps_of_full (beta, TRUE);
+  for (guint s = 1; s <= 30; s++)
+    {
+      gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
+
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpint (roster, ==,
+                       json_object_get_int_member (g_ptr_array_index (b, s), "roster"));
+      if (roster == 3)
+        {
+          g_assert_cmpuint (caught, ==, s - 1);
+          caught = s;
+        }
+      else
+        g_assert_cmpint (roster, ==, 2);
+    }
+  g_test_message ("caught at step %u", caught);
+  g_assert_cmpuint (caught, >=, 4);
+  g_assert_cmpuint (caught, <=, 20);
 }
 
 /* A device whose probe hash differs (claimed with a test option) is not
@@ -415,5 +795,10 @@ main (int   argc,
   g_test_add_data_func ("/dc/train/group/leave/term", GINT_TO_POINTER (SIGTERM), test_leave);
   g_test_add_func ("/dc/train/group/leave/partial-send", test_partial_send);
   g_test_add_func ("/dc/train/group/admission", test_admission);
+  g_test_add_func ("/dc/train/group/repair", test_repair);
+  g_test_add_func ("/dc/train/group/repair-fails", test_repair_fails);
+  g_test_add_func ("/dc/train/group/leader-failover", test_leader_failover);
+  g_test_add_func ("/dc/train/group/join", test_join);
+  g_test_add_func ("/dc/train/group/audit", test_audit);
   return g_test_run ();
 }

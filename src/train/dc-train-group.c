@@ -17,6 +17,10 @@
 
 #include "dc-train-group.h"
 #include "mesh/dc-mesh-train-protocol.h"
+#include "model/dc-rng.h"
+
+/* The audit draws' stream of dc_rng, apart from the model's (1-3). */
+#define AUDIT_STREAM          0x41554454u  /* "AUDT" */
 
 /* A gradient object: this header, then n_params little-endian float32.
  * The header names the roster the gradient was computed for (its size and
@@ -24,6 +28,11 @@
  * not adopted yet are kept apart, and the sender's loss for the step line. */
 #define GRADIENT_MAGIC        0x31475244u  /* "DRG1" */
 #define GRADIENT_HEADER_SIZE  24
+/* The state a joining device receives (WEIGHTS): this header (magic, u32
+ * reserved, u64 n_params, u64 step, f32 β1^step, f32 β2^step), then the
+ * weights and both Adam moments, 3 × n_params little-endian float32. */
+#define WEIGHTS_MAGIC         0x31545744u  /* "DWT1" */
+#define WEIGHTS_HEADER_SIZE   32
 
 /* How often the waits look at the clock and at the peers. */
 #define TICK_MS 250
@@ -40,6 +49,9 @@ typedef enum
   STATE_APPLYING,        /* worker: sum in rank order, Adam */
   STATE_REPORTING,       /* waiting for the roster's step reports */
   STATE_ROLLING_BACK,    /* the step is taken again without a device that left */
+  STATE_WAITING_WEIGHTS, /* joiner: prepared, waiting for the leader's state */
+  STATE_ADMITTING,       /* at a step boundary: waiting for the joiners' reports */
+  STATE_HOLDING,         /* test only: a step's report waits for a device to join */
   STATE_DONE,
 } State;
 
@@ -69,6 +81,16 @@ struct _DcTrainGroup
   DcTrainGroupStarter starter_rule;
   guint64            fault_step;   /* DC_TEST_FAULT=corrupt-weight@STEP, 0: none */
   guint64            fault_partial; /* DC_TEST_FAULT=partial-send@STEP, 0: none */
+  guint64            fault_drop;   /* DC_TEST_FAULT=drop-gradient@STEP or drop-repair@STEP */
+  gboolean           fault_drop_repair; /* drop-repair: the repairs of that step too */
+  guint64            fault_hold;   /* DC_TEST_FAULT=hold-join@STEP, 0: none */
+  guint64            fault_corrupt; /* DC_TEST_FAULT=corrupt-gradient@STEP: from STEP on */
+  gboolean           audit_all;    /* DC_TEST_FAULT=audit-all: audit every step */
+  guint              audit_rank;   /* the rank audited this step; G_MAXUINT: none */
+  float             *audit_grads;
+  guint8             audit_hash[DC_MESH_HASH_SIZE];
+  GHashTable        *evicted;      /* id → the step after which audits removed it */
+  double             last_loss, last_seconds;  /* of the step being published */
 
   State              state;
   gboolean           starter;
@@ -100,11 +122,19 @@ struct _DcTrainGroup
   guint64            rollback_digest;
   gint64             deadline;     /* monotonic µs; 0: none */
 
-  GHashTable        *gradients;    /* "step/digest/id" → Gradient* */
+  GHashTable        *gradients;    /* "step/digest/id" → Gradient* (own included), kept
+                                    * DC_TRAIN_GROUP_REPAIR_STEPS steps for repairs */
+  GHashTable        *answered;     /* "step/rank/peer id" → repairs sent (a count) */
+  guint              repair_tries[DC_MESH_ROSTER_MAX]; /* requests per rank, this step */
+  gint64             repair_next[DC_MESH_ROSTER_MAX];  /* monotonic µs: when the next may go */
+  GHashTable        *start_sent;   /* ids this device's step-0 report went to */
+  GHashTable        *joiners;      /* id → the step after which it joins (announced) */
+  gboolean           joining;      /* this device joins a run under way */
+  char              *join_from;    /* joiner: the leader that sent the config */
+  GBytes            *weights;      /* joiner: the state, once received */
   GHashTable        *assemblies;   /* peer id → Assembly* */
   GHashTable        *reports;      /* "step/id" → DcMeshStepReport* */
   DcMeshStepReport  *own_report;
-  GHashTable        *start_sent;   /* ids that have this device's step-0 report */
 
   guint              tick_id;
   gulong             event_handler;
@@ -275,21 +305,32 @@ compare_ids (gconstpointer a,
 
 /* The first 8 bytes of the SHA-256 of the sorted ids, one per line. */
 static guint64
-roster_digest (GPtrArray *roster)
+roster_digest_strv (char **ids)
 {
   g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
   guint8 digest[32];
   gsize size = sizeof digest;
   guint64 value = 0;
 
-  for (guint i = 0; i < roster->len; i++)
+  for (guint i = 0; ids[i] != NULL; i++)
     {
-      g_checksum_update (sum, g_ptr_array_index (roster, i), -1);
+      g_checksum_update (sum, (const guchar *) ids[i], -1);
       g_checksum_update (sum, (const guchar *) "\n", 1);
     }
   g_checksum_get_digest (sum, digest, &size);
   for (guint i = 0; i < 8; i++)
     value = (value << 8) | digest[i];
+  return value;
+}
+
+static guint64
+roster_digest (GPtrArray *roster)
+{
+  guint64 value;
+
+  g_ptr_array_add (roster, NULL);
+  value = roster_digest_strv ((char **) roster->pdata);
+  g_ptr_array_remove_index (roster, roster->len - 1);
   return value;
 }
 
@@ -355,6 +396,28 @@ send_to_roster (DcTrainGroup *self,
       if (i == self->rank || (peer = find_peer (self, id)) == NULL)
         continue;
       if (!dc_peer_send (peer, type, payload, &error))
+        g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
+    }
+}
+
+/* A message to the devices joining after @step (not in the roster yet). */
+static void
+send_to_joiners (DcTrainGroup *self,
+                 guint64       step,
+                 GBytes       *payload)
+{
+  GHashTableIter iter;
+  gpointer key, value;
+
+  g_hash_table_iter_init (&iter, self->joiners);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      DcPeer *peer;
+      g_autoptr(GError) error = NULL;
+
+      if (GPOINTER_TO_SIZE (value) != step || (peer = find_peer (self, key)) == NULL)
+        continue;
+      if (!dc_peer_send (peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
         g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
     }
 }
@@ -428,11 +491,30 @@ compute_worker (GTask        *task,
   GError *error = NULL;
   guint *rank_n = data;
 
-  if (!dc_trainer_compute_gradients (dc_train_session_get_trainer (self->session), rank_n[0],
-                                     rank_n[1], self->own_grads, &self->own_loss, &error))
-    g_task_return_error (task, error);
-  else
-    g_task_return_boolean (task, TRUE);
+  DcTrainer *trainer = dc_train_session_get_trainer (self->session);
+  float loss;
+
+  if (!dc_trainer_compute_gradients (trainer, rank_n[0], rank_n[1], self->own_grads,
+                                     &self->own_loss, &error))
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  if (self->audit_rank != G_MAXUINT)
+    {
+      DcGptModel *model = dc_trainer_get_model (trainer);
+      g_autoptr(GBytes) bytes = NULL;
+
+      if (!dc_trainer_compute_gradients (trainer, self->audit_rank, rank_n[1], self->audit_grads,
+                                         &loss, &error))
+        {
+          g_task_return_error (task, error);
+          return;
+        }
+      bytes = g_bytes_new_static (self->audit_grads, model->n_params * sizeof (float));
+      dc_mesh_train_hash (bytes, self->audit_hash);
+    }
+  g_task_return_boolean (task, TRUE);
 }
 
 typedef struct
@@ -472,16 +554,15 @@ apply_worker (GTask        *task,
 
 static void start_step (DcTrainGroup *self);
 
-/* The step-0 report goes to every roster device once it is connected: two
- * followers may open their channel to each other only after both sent
- * theirs, and a report sent before that reached nobody. */
+/* The step-0 report to every roster device connected since it was last
+ * sent: a follower that gets the roster before it is connected to every
+ * other follower would otherwise never reach them, and they would wait
+ * for it until DC_TRAIN_GROUP_CONNECT_S. */
 static void
 resend_start_report (DcTrainGroup *self)
 {
-  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GBytes) payload = dc_mesh_step_report_encode (self->own_report, NULL);
 
-  if (self->own_report == NULL || self->roster == NULL)
-    return;
   for (guint i = 0; i < self->roster->len; i++)
     {
       const char *id = g_ptr_array_index (self->roster, i);
@@ -491,12 +572,10 @@ resend_start_report (DcTrainGroup *self)
       if (i == self->rank || g_hash_table_contains (self->start_sent, id)
           || (peer = find_peer (self, id)) == NULL)
         continue;
-      if (payload == NULL)
-        payload = dc_mesh_step_report_encode (self->own_report, NULL);
-      if (dc_peer_send (peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
-        g_hash_table_add (self->start_sent, g_strdup (id));
-      else
+      if (!dc_peer_send (peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
         g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
+      else
+        g_hash_table_add (self->start_sent, g_strdup (id));
     }
 }
 
@@ -539,7 +618,9 @@ prepared_cb (GObject      *object,
   self->step_done = dc_train_session_get_model (session)->step;
   self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
   self->snapshot = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
-  self->state = self->starter ? STATE_CONNECTING : STATE_WAITING_START;
+  self->audit_grads = g_new (float, dc_train_session_get_model (session)->n_params);
+  self->state = self->starter ? STATE_CONNECTING
+                : self->joining ? STATE_WAITING_WEIGHTS : STATE_WAITING_START;
   if (self->starter)
     send_start_report (self);
   advance (self);
@@ -575,6 +656,17 @@ computed_cb (GObject      *object,
     return;
   self->t_computed = g_get_monotonic_time ();
   model = dc_train_session_get_model (self->session);
+  if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt)
+    {
+      guint32 bits;
+
+      /* Test only (DC_TEST_FAULT=corrupt-gradient@STEP): one flipped bit
+       * in every gradient from STEP on, summed here too (the replicas stay
+       * equal: only an audit can tell). */
+      memcpy (&bits, &self->own_grads[0], 4);
+      bits ^= 1u;
+      memcpy (&self->own_grads[0], &bits, 4);
+    }
   size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
   data = g_malloc0 (size);
   word = GUINT32_TO_LE (GRADIENT_MAGIC);
@@ -594,6 +686,17 @@ computed_cb (GObject      *object,
    * checked in meson: every supported target is little-endian). */
   memcpy (data + GRADIENT_HEADER_SIZE, self->own_grads, model->n_params * sizeof (float));
   object_bytes = g_bytes_new_take (data, size);
+
+  {
+    /* Kept with the others': this device may be asked to repair it. */
+    Gradient *own = g_new0 (Gradient, 1);
+
+    own->rank = self->rank;
+    own->loss = self->own_loss;
+    own->object = g_bytes_ref (object_bytes);
+    g_hash_table_replace (self->gradients, gradient_key (model->step + 1, self->digest,
+                                                         own_id (self)), own);
+  }
 
   memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   info.step = model->step + 1;
@@ -703,6 +806,97 @@ print_guard (DcTrainGroup     *self,
   finish (self, g_error_new_literal (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC, text->str));
 }
 
+static gboolean in_roster (DcTrainGroup *self, const char *id);
+
+/* The leader, after step S: every admitted device connected to it that is
+ * not in the roster joins after S. It announces each with a CONFIG whose
+ * start_step is S and starter_id the joiner's id, sent to the roster and
+ * the joiner before its report of S (a peer's frames arrive in order, so
+ * every roster device knows of the joiner when it has the leader's report),
+ * then sends the joiner the state after S (WEIGHTS). Everyone then waits at
+ * the boundary for the joiner's report of S (STATE_ADMITTING). */
+static void
+announce_joiners (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
+  g_autoptr(GBytes) state = NULL;
+
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+      const char *id = dc_peer_get_id (peer);
+      g_autoptr(DcMeshRunConfig) config = NULL;
+      g_autoptr(GBytes) payload = NULL;
+      g_autoptr(GError) error = NULL;
+      DcMeshChunk info = { 0 };
+      g_autofree char *text = NULL;
+
+      if (find_peer (self, id) == NULL || in_roster (self, id)
+          || g_hash_table_contains (self->joiners, id) || !admitted (self, peer)
+          || self->roster->len + g_hash_table_size (self->joiners) >= DC_MESH_ROSTER_MAX)
+        continue;
+      config = dc_mesh_run_config_new ();
+      memcpy (config->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      config->width = self->config->width;
+      config->seq = self->config->seq;
+      config->batch = self->config->batch;
+      config->steps = self->config->steps;
+      config->lr_x1000 = self->config->lr_x1000;
+      config->numeric_rule_id = self->config->numeric_rule_id;
+      config->run_seed = self->config->run_seed;
+      config->start_step = model->step;
+      g_free (config->dataset_spec);
+      config->dataset_spec = g_strdup (self->config->dataset_spec);
+      g_free (config->probe_hash);
+      config->probe_hash = g_strdup (self->config->probe_hash);
+      g_free (config->starter_id);
+      config->starter_id = g_strdup (id);
+      payload = dc_mesh_run_config_encode (config, &error);
+      if (payload == NULL)
+        {
+          g_message ("cannot announce %s: %s", dc_peer_get_name (peer), error->message);
+          continue;
+        }
+      g_hash_table_insert (self->joiners, g_strdup (id), GSIZE_TO_POINTER (model->step));
+      send_to_roster (self, DC_MESH_MSG_CONFIG, payload);
+      if (!dc_peer_send (peer, DC_MESH_MSG_CONFIG, payload, &error))
+        g_message ("cannot send the config to %s: %s", dc_peer_get_name (peer), error->message);
+      g_clear_error (&error);
+
+      if (state == NULL)
+        {
+          gsize size = WEIGHTS_HEADER_SIZE + 3 * model->n_params * sizeof (float);
+          guint8 *data = g_malloc0 (size);
+          guint32 word = GUINT32_TO_LE (WEIGHTS_MAGIC);
+          guint64 wide;
+
+          memcpy (data, &word, 4);
+          wide = GUINT64_TO_LE ((guint64) model->n_params);
+          memcpy (data + 8, &wide, 8);
+          wide = GUINT64_TO_LE (model->step);
+          memcpy (data + 16, &wide, 8);
+          memcpy (data + 24, &model->beta1_pow, 4);
+          memcpy (data + 28, &model->beta2_pow, 4);
+          memcpy (data + WEIGHTS_HEADER_SIZE, model->params, 3 * model->n_params * sizeof (float));
+          state = g_bytes_new_take (data, size);
+        }
+      memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      info.step = model->step;
+      info.rank = self->rank;
+      /* Every batch is drawn from (run seed, rank, step): the step is the
+       * data position. */
+      info.position = model->step;
+      if (!dc_peer_send_object (peer, DC_MESH_MSG_WEIGHTS, &info, state, &error))
+        g_message ("cannot send the weights to %s: %s", dc_peer_get_name (peer), error->message);
+      text = g_strdup_printf ("“%s” joins the run after step %" G_GUINT64_FORMAT
+                              ": sending it the weights", member_name (self, id), model->step);
+      notice (self, "join", member_name (self, id), text);
+    }
+}
+
+static void publish_step (DcTrainGroup *self);
+
 static void
 applied_cb (GObject      *object,
             GAsyncResult *result,
@@ -710,11 +904,7 @@ applied_cb (GObject      *object,
 {
   DcTrainGroup *self = DC_TRAIN_GROUP (object);
   DcGptModel *model;
-  g_autoptr(GBytes) payload = NULL;
-  g_autofree char *hash = NULL;
-  g_auto(GStrv) names = NULL;
   float loss_sum = 0.0f;
-  double seconds;
 
   g_task_propagate_boolean (G_TASK (result), NULL);
   if (self->state == STATE_DONE)
@@ -760,16 +950,43 @@ applied_cb (GObject      *object,
   self->own_report->send_us = self->t_sent - self->t_computed;
   self->own_report->wait_us = self->t_apply - self->t_sent;
   self->own_report->combine_us = g_get_monotonic_time () - self->t_apply;
+  self->last_loss = (double) (loss_sum / (float) self->roster->len);
+  self->last_seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
+  if (self->fault_hold != 0 && model->step == self->fault_hold)
+    {
+      /* Test only (DC_TEST_FAULT=hold-join@STEP): the report of STEP waits
+       * for a device to join (at most DC_TRAIN_GROUP_CONNECT_S). */
+      g_message ("DC_TEST_FAULT: holding after step %" G_GUINT64_FORMAT " for a device to join",
+                 model->step);
+      self->state = STATE_HOLDING;
+      arm (self, DC_TRAIN_GROUP_CONNECT_S);
+      advance (self);
+      return;
+    }
+  publish_step (self);
+}
+
+/* The step just applied: announce joiners (the leader), send the report,
+ * print the step line, wait for the others' reports. */
+static void
+publish_step (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  g_autoptr(GBytes) payload = NULL;
+  g_autofree char *hash = NULL;
+  g_auto(GStrv) names = NULL;
+
+  if (self->rank == 0 && model->step < self->plan->stop && model->step < self->config->steps)
+    announce_joiners (self);
   payload = dc_mesh_step_report_encode (self->own_report, NULL);
   send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
+  send_to_joiners (self, model->step, payload);
 
-  seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
   hash = dc_gpt_model_dup_hash (model);
   names = roster_names (self);
-  g_signal_emit (self, signals[SIGNAL_STEP], 0, model->step,
-                 (double) (loss_sum / (float) self->roster->len),
+  g_signal_emit (self, signals[SIGNAL_STEP], 0, model->step, self->last_loss,
                  (double) self->roster->len * self->plan->settings.batch * model->config.seq
-                 / seconds,
+                 / self->last_seconds,
                  hash, names);
 
   self->state = STATE_REPORTING;
@@ -819,7 +1036,20 @@ start_step (DcTrainGroup *self)
   for (guint i = 0; i < self->roster->len; i++)
     member_name (self, g_ptr_array_index (self->roster, i));  /* remembered for later */
   self->step_started = g_get_monotonic_time ();
+  memset (self->repair_tries, 0, sizeof self->repair_tries);
+  memset (self->repair_next, 0, sizeof self->repair_next);
   self->state = STATE_COMPUTING;
+  self->audit_rank = G_MAXUINT;
+  if (self->roster->len >= 2)
+    {
+      guint64 draw = dc_rng_u64 (self->config->run_seed, AUDIT_STREAM,
+                                 ((model->step + 1) << 16) | self->rank);
+
+      if (self->audit_all || draw % DC_TRAIN_GROUP_AUDIT_PERIOD == 0)
+        self->audit_rank = (self->rank + 1
+                            + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD)
+                                       % (self->roster->len - 1))) % self->roster->len;
+    }
   rank_n = g_new (guint, 2);
   rank_n[0] = self->rank;
   rank_n[1] = self->roster->len;
@@ -887,12 +1117,20 @@ reports_complete (DcTrainGroup *self)
         report = NULL;
       if (report == NULL)
         {
-          /* A device that left after its gradient came owes no report. */
-          if (find_peer (self, id) != NULL)
+          /* A device that left after its gradient came, or that an audit
+           * caught, owes no report. */
+          if (find_peer (self, id) != NULL && !g_hash_table_contains (self->evicted, id))
             return FALSE;
           continue;
         }
       g_hash_table_insert (theirs, (gpointer) id, report);
+      /* Its report of the step with a device this one dropped: it is
+       * taking the step again (rollback ()); its new report replaces it.
+       * Checked before the hashes, which differ for that reason alone. */
+      if (!g_strv_equal ((const char * const *) report->roster,
+                         (const char * const *) self->own_report->roster)
+          && roster_contains_all (report->roster, self->own_report->roster))
+        return FALSE;
       if (what != NULL)
         continue;
       if (memcmp (report->weights_hash, self->own_report->weights_hash, DC_MESH_HASH_SIZE) != 0)
@@ -943,17 +1181,23 @@ emit_agreed (DcTrainGroup *self)
                  g_variant_builder_end (&devices));
 }
 
-/* Forget what belongs to steps before @step. */
+/* Forget the reports of steps before @step, and the gradients (and repairs
+ * answered) of steps before the last DC_TRAIN_GROUP_REPAIR_STEPS. */
 static void
 prune (DcTrainGroup *self,
        guint64       step)
 {
   GHashTableIter iter;
   gpointer key;
+  guint64 keep = step >= DC_TRAIN_GROUP_REPAIR_STEPS ? step + 1 - DC_TRAIN_GROUP_REPAIR_STEPS : 0;
 
   g_hash_table_iter_init (&iter, self->gradients);
   while (g_hash_table_iter_next (&iter, &key, NULL))
-    if (g_ascii_strtoull (key, NULL, 10) < step)
+    if (g_ascii_strtoull (key, NULL, 10) < keep)
+      g_hash_table_iter_remove (&iter);
+  g_hash_table_iter_init (&iter, self->answered);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (g_ascii_strtoull (key, NULL, 10) < keep)
       g_hash_table_iter_remove (&iter);
   g_hash_table_iter_init (&iter, self->reports);
   while (g_hash_table_iter_next (&iter, &key, NULL))
@@ -990,6 +1234,124 @@ missing_names (DcTrainGroup *self,
                                 member_name (self, id));
     }
   return g_string_free (g_steal_pointer (&names), FALSE);
+}
+
+/* Whether @id reported @step with this device's roster: it took the step
+ * with every roster gradient. */
+static gboolean
+reported (DcTrainGroup *self,
+          guint64       step,
+          const char   *id)
+{
+  g_autofree char *key = report_key (step, id);
+  DcMeshStepReport *report = g_hash_table_lookup (self->reports, key);
+
+  return report != NULL && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) == 0
+         && report->roster != NULL && g_strv_length (report->roster) == self->roster->len
+         && roster_digest_strv (report->roster) == self->digest;
+}
+
+/* Who holds every roster gradient of @step: the leader (the first roster
+ * device) once its report of the step came, else the next that reported
+ * it with the same roster; NULL while none has. */
+static const char *
+repair_source (DcTrainGroup *self,
+               guint64       step)
+{
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+
+      if (i != self->rank && find_peer (self, id) != NULL && reported (self, step, id))
+        return id;
+    }
+  return NULL;
+}
+
+/* Roster gradients of the step being taken that the leader
+ * (repair_source ()) already used and this device lacks: at once when it is
+ * known lost (its sender's report of the step came, and a peer's frames
+ * arrive in the order it queued them: one reliable ordered channel, one
+ * frame queue, only credits go ahead), else DC_TRAIN_GROUP_REPAIR_RETRY_S
+ * after this device sent its own (its sender may itself be waiting for a
+ * repair). Asked again every DC_TRAIN_GROUP_REPAIR_RETRY_S; after
+ * DC_TRAIN_GROUP_REPAIR_TRIES requests the sync guard stops the run. While
+ * no device has used it, it is waited for (DC_TRAIN_GROUP_WAIT_S). */
+static void
+maybe_repair (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  guint64 step = model->step + 1;
+  const char *source;
+  DcPeer *peer;
+  g_autoptr(GString) missing = g_string_new (NULL);
+  g_autoptr(GArray) ranks = g_array_new (FALSE, FALSE, sizeof (guint));
+  gint64 now = g_get_monotonic_time ();
+  guint tries = 0;
+
+  if ((source = repair_source (self, step)) == NULL || (peer = find_peer (self, source)) == NULL)
+    return;
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      g_autofree char *key = gradient_key (step, self->digest, id);
+
+      if (i == self->rank || g_hash_table_contains (self->gradients, key)
+          || now < self->repair_next[i])
+        continue;
+      /* Not known lost (its sender may be waiting for a repair itself):
+       * asked once the leader has used it and it is DC_TRAIN_GROUP_REPAIR_RETRY_S
+       * late; if it was only slow, the first copy to come is kept. */
+      if (!reported (self, step, id)
+          && now < self->t_sent + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC)
+        continue;
+      if (self->repair_tries[i] >= DC_TRAIN_GROUP_REPAIR_TRIES)
+        {
+          finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                     "SYNC GUARD: stopped — roster gradient of step %"
+                                     G_GUINT64_FORMAT " from “%s” not repaired after %u requests "
+                                     "to “%s”", step, member_name (self, id),
+                                     self->repair_tries[i], member_name (self, source)));
+          return;
+        }
+      self->repair_tries[i]++;
+      self->repair_next[i] = now + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC;
+      tries = MAX (tries, self->repair_tries[i]);
+      g_array_append_val (ranks, i);
+      g_string_append_printf (missing, "%s“%s”", missing->len > 0 ? ", " : "",
+                              member_name (self, id));
+    }
+  if (ranks->len == 0)
+    return;
+  for (guint i = 0; i < ranks->len; i++)
+    {
+      DcMeshRepairRequest request = { 0 };
+      g_autoptr(GBytes) payload = NULL;
+      g_autoptr(GError) error = NULL;
+
+      memcpy (request.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      request.step = step;
+      request.rank = g_array_index (ranks, guint, i);
+      payload = dc_mesh_repair_request_encode (&request);
+      if (!dc_peer_send (peer, DC_MESH_MSG_REPAIR_REQUEST, payload, &error))
+        g_message ("cannot send a repair request to %s: %s", dc_peer_get_name (peer),
+                   error->message);
+    }
+  {
+    const char *leader = g_ptr_array_index (self->roster, 0);
+    g_autofree char *text = NULL;
+
+    /* The leader is the first roster device; when that is this device, or
+     * it has not finished the step, the next that did stands in. */
+    text = g_strdup_printf ("missing a roster gradient of step %" G_GUINT64_FORMAT " (from %s): "
+                            "requesting repair from the leader “%s”%s (request %u of %u)",
+                            step, missing->str, member_name (self, source),
+                            g_str_equal (leader, source) ? ""
+                            : self->rank == 0 ? ", standing in for this device"
+                            : ", standing in for the leader",
+                            tries, DC_TRAIN_GROUP_REPAIR_TRIES);
+    notice (self, "repair", member_name (self, source), text);
+  }
 }
 
 static void
@@ -1148,6 +1510,172 @@ adopt_start (DcTrainGroup *self)
   return TRUE;
 }
 
+/* After step @step: the devices announced to join after it enter the
+ * roster, and the step waits for their reports (STATE_ADMITTING). */
+static gboolean
+enter_admitting (DcTrainGroup *self,
+                 guint64       step)
+{
+  g_autoptr(GPtrArray) roster = g_ptr_array_new_with_free_func (g_free);
+  GHashTableIter iter;
+  gpointer key, value;
+  gboolean any = FALSE;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    g_ptr_array_add (roster, g_strdup (g_ptr_array_index (self->roster, i)));
+  g_hash_table_iter_init (&iter, self->joiners);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    if (GPOINTER_TO_SIZE (value) == step && !in_roster (self, key)
+        && roster->len < DC_MESH_ROSTER_MAX)
+      {
+        g_ptr_array_add (roster, g_strdup (key));
+        any = TRUE;
+      }
+  if (!any)
+    return FALSE;
+  set_roster (self, roster);
+  g_hash_table_remove_all (self->start_sent);
+  self->state = STATE_ADMITTING;
+  arm (self, DC_TRAIN_GROUP_CONNECT_S);
+  return TRUE;
+}
+
+/* The joiner: the state after step S from the leader, checked against the
+ * leader's report of S (which also names the roster it joins). */
+static void
+load_weights (DcTrainGroup *self)
+{
+  g_autofree char *key = NULL;
+  DcMeshStepReport *report;
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  const guint8 *data;
+  gsize size;
+  guint32 magic;
+  guint64 n, step;
+  g_autoptr(GPtrArray) roster = NULL;
+  g_autofree char *hash = NULL;
+  g_autofree char *optimizer = NULL;
+  guint8 own[DC_MESH_HASH_SIZE], own_optimizer[DC_MESH_HASH_SIZE];
+  g_autofree char *text = NULL;
+
+  key = report_key (self->config->start_step, self->join_from);
+  report = g_hash_table_lookup (self->reports, key);
+  if (self->weights == NULL || report == NULL)
+    return;
+  data = g_bytes_get_data (self->weights, &size);
+  memcpy (&magic, data, 4);
+  memcpy (&n, data + 8, 8);
+  memcpy (&step, data + 16, 8);
+  if (size != WEIGHTS_HEADER_SIZE + 3 * model->n_params * sizeof (float)
+      || GUINT32_FROM_LE (magic) != WEIGHTS_MAGIC || GUINT64_FROM_LE (n) != model->n_params
+      || GUINT64_FROM_LE (step) != self->config->start_step)
+    {
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                                 "the weights from “%s” do not fit the run's model (%"
+                                 G_GSIZE_FORMAT " bytes for %" G_GSIZE_FORMAT " parameters)",
+                                 member_name (self, self->join_from), size, model->n_params));
+      return;
+    }
+  memcpy (model->params, data + WEIGHTS_HEADER_SIZE, 3 * model->n_params * sizeof (float));
+  memcpy (&model->beta1_pow, data + 24, 4);
+  memcpy (&model->beta2_pow, data + 28, 4);
+  model->step = self->config->start_step;
+  self->step_done = model->step;
+  g_clear_pointer (&self->weights, g_bytes_unref);
+
+  hash = dc_gpt_model_dup_hash (model);
+  optimizer = dc_gpt_model_dup_optimizer_hash (model);
+  hash_to_bytes (hash, own);
+  hash_to_bytes (optimizer, own_optimizer);
+  if (memcmp (own, report->weights_hash, DC_MESH_HASH_SIZE) != 0
+      || memcmp (own_optimizer, report->optimizer_hash, DC_MESH_HASH_SIZE) != 0)
+    {
+      g_autofree char *theirs = hash_to_hex (report->weights_hash);
+
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                 "SYNC GUARD: stopped — weight hash mismatch at step %"
+                                 G_GUINT64_FORMAT ": “%s” %s, “%s” (joining) %s", model->step,
+                                 member_name (self, self->join_from), theirs,
+                                 own_hello (self)->name, hash));
+      return;
+    }
+  roster = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; report->roster[i] != NULL && i + 1 < DC_MESH_ROSTER_MAX; i++)
+    if (!g_str_equal (report->roster[i], own_id (self)))
+      g_ptr_array_add (roster, g_strdup (report->roster[i]));
+  g_ptr_array_add (roster, g_strdup (own_id (self)));
+  set_roster (self, roster);
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  self->own_report = make_report (self);
+  g_hash_table_remove_all (self->start_sent);
+  text = g_strdup_printf ("joined the run after step %" G_GUINT64_FORMAT " with %u devices "
+                          "(weights %s)", model->step, self->roster->len, hash);
+  notice (self, "joined-run", NULL, text);
+  self->state = STATE_ADMITTING;
+  arm (self, DC_TRAIN_GROUP_CONNECT_S);
+  advance (self);
+}
+
+/* The audited rank's gradient as received against this device's
+ * recomputation: a difference is sent to the roster as AUDIT (before this
+ * device's report of the step, so everyone has it when it has that report)
+ * and the audited device is removed after this step. */
+static void
+check_audit (DcTrainGroup  *self,
+             const float  **grads)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  guint8 hash[DC_MESH_HASH_SIZE];
+  g_autoptr(GBytes) bytes = NULL;
+  DcMeshAudit audit = { 0 };
+  g_autoptr(GBytes) payload = NULL;
+  const char *id;
+  g_autofree char *text = NULL;
+
+  if (self->audit_rank == G_MAXUINT || self->audit_rank >= self->roster->len)
+    return;
+  bytes = g_bytes_new_static (grads[self->audit_rank], model->n_params * sizeof (float));
+  dc_mesh_train_hash (bytes, hash);
+  if (memcmp (hash, self->audit_hash, DC_MESH_HASH_SIZE) == 0)
+    return;
+  id = g_ptr_array_index (self->roster, self->audit_rank);
+  memcpy (audit.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+  audit.step = model->step + 1;
+  audit.rank = self->audit_rank;
+  memcpy (audit.gradient_hash, self->audit_hash, DC_MESH_HASH_SIZE);
+  payload = dc_mesh_audit_encode (&audit);
+  send_to_roster (self, DC_MESH_MSG_AUDIT, payload);
+  g_hash_table_replace (self->evicted, g_strdup (id), GSIZE_TO_POINTER (model->step + 1));
+  text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT " does not "
+                          "reproduce (audited by “%s”): removed from the roster after step %"
+                          G_GUINT64_FORMAT, member_name (self, id), model->step + 1,
+                          own_hello (self)->name, model->step + 1);
+  notice (self, "audit", member_name (self, id), text);
+}
+
+/* After step @step: devices an audit caught leave the roster. */
+static void
+remove_evicted (DcTrainGroup *self,
+                guint64       step)
+{
+  g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func (g_free);
+  gboolean any = FALSE;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      gpointer value;
+
+      if (i != self->rank && g_hash_table_lookup_extended (self->evicted, id, NULL, &value)
+          && GPOINTER_TO_SIZE (value) <= step)
+        any = TRUE;
+      else
+        g_ptr_array_add (kept, g_strdup (id));
+    }
+  if (any)
+    set_roster (self, kept);
+}
+
 static void
 advance (DcTrainGroup *self)
 {
@@ -1211,6 +1739,7 @@ advance (DcTrainGroup *self)
             ApplyData *data = g_new0 (ApplyData, 1);
             g_autoptr(GTask) task = g_task_new (self, NULL, applied_cb, NULL);
 
+            check_audit (self, grads);
             data->grads = g_steal_pointer (&grads);
             data->n = self->roster->len;
             self->state = STATE_APPLYING;
@@ -1222,6 +1751,8 @@ advance (DcTrainGroup *self)
         else if (drop_gone (self, model->step + 1))
           /* Someone left before its gradient came: the step again without it. */
           start_step (self);
+        else if ((maybe_repair (self), self->state != STATE_EXCHANGING))
+          ;
         else if (late)
           {
             g_autofree char *names = missing_names (self, FALSE);
@@ -1230,6 +1761,126 @@ advance (DcTrainGroup *self)
                                                      "connected", names, model->step + 1,
                                                      DC_TRAIN_GROUP_WAIT_S);
             timeout_error (self, what);
+          }
+      }
+      break;
+
+    case STATE_WAITING_WEIGHTS:
+      load_weights (self);
+      break;
+
+    case STATE_HOLDING:
+      {
+        g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
+        gboolean joiner = FALSE;
+
+        for (guint i = 0; i < peers->len; i++)
+          {
+            DcPeer *peer = g_ptr_array_index (peers, i);
+
+            if (find_peer (self, dc_peer_get_id (peer)) != NULL
+                && !in_roster (self, dc_peer_get_id (peer)) && admitted (self, peer))
+              joiner = TRUE;
+          }
+        if (joiner || late)
+          {
+            self->deadline = 0;
+            publish_step (self);
+          }
+      }
+      break;
+
+    case STATE_ADMITTING:
+      {
+        guint64 step = self->step_done;
+        g_autoptr(GString) waiting = g_string_new (NULL);
+
+        resend_start_report (self);
+        for (guint i = 0; i < self->roster->len; i++)
+          {
+            const char *id = g_ptr_array_index (self->roster, i);
+            g_autofree char *key = report_key (step, id);
+            DcMeshStepReport *report = g_hash_table_lookup (self->reports, key);
+            gpointer value;
+            gboolean joiner;
+
+            if (i == self->rank)
+              continue;
+            joiner = g_hash_table_lookup_extended (self->joiners, id, NULL, &value)
+                     && GPOINTER_TO_SIZE (value) == step;
+            if (find_peer (self, id) == NULL || (joiner && report == NULL))
+              {
+                g_string_append_printf (waiting, "%s“%s”", waiting->len > 0 ? ", " : "",
+                                        member_name (self, id));
+                continue;
+              }
+            if (joiner
+                && (memcmp (report->weights_hash, self->own_report->weights_hash,
+                            DC_MESH_HASH_SIZE) != 0
+                    || memcmp (report->optimizer_hash, self->own_report->optimizer_hash,
+                               DC_MESH_HASH_SIZE) != 0))
+              {
+                g_autofree char *theirs = hash_to_hex (report->weights_hash);
+                g_autofree char *ours = hash_to_hex (self->own_report->weights_hash);
+
+                finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                           "SYNC GUARD: stopped — weight hash mismatch at step %"
+                                           G_GUINT64_FORMAT ": “%s” (joining) %s, “%s” %s", step,
+                                           member_name (self, id), theirs,
+                                           own_hello (self)->name, ours));
+                return;
+              }
+          }
+        if (waiting->len == 0)
+          {
+            self->deadline = 0;
+            start_step (self);
+          }
+        else if (late && self->joining && step == self->config->start_step)
+          {
+            g_autofree char *what = g_strdup_printf ("not connected to %s (joining after step %"
+                                                     G_GUINT64_FORMAT ") within %u s",
+                                                     waiting->str, step,
+                                                     DC_TRAIN_GROUP_CONNECT_S);
+            timeout_error (self, what);
+          }
+        else if (late)
+          {
+            /* A joiner that never got ready is left out (it stays in
+             * joiners: it is not announced again); a roster device that
+             * is not connected is dropped by start_step (). Were a
+             * joiner's report to reach one device just past its deadline
+             * and another just before, the rosters would differ and the
+             * sync guard would say so at the next step. */
+            g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func (g_free);
+
+            for (guint i = 0; i < self->roster->len; i++)
+              {
+                const char *id = g_ptr_array_index (self->roster, i);
+                g_autofree char *key = report_key (step, id);
+                gpointer value;
+
+                if (i != self->rank
+                    && g_hash_table_lookup_extended (self->joiners, id, NULL, &value)
+                    && GPOINTER_TO_SIZE (value) == step
+                    && (find_peer (self, id) == NULL
+                        || !g_hash_table_contains (self->reports, key)))
+                  {
+                    g_autofree char *text = g_strdup_printf ("“%s” did not join within %u s "
+                                                             "(no report of step %"
+                                                             G_GUINT64_FORMAT "): left out of "
+                                                             "the roster",
+                                                             member_name (self, id),
+                                                             DC_TRAIN_GROUP_CONNECT_S, step);
+
+                    notice (self, "dropped", member_name (self, id), text);
+                    continue;
+                  }
+                g_ptr_array_add (kept, g_strdup (id));
+              }
+            set_roster (self, kept);
+            self->deadline = 0;
+            start_step (self);
           }
       }
       break;
@@ -1254,7 +1905,13 @@ advance (DcTrainGroup *self)
           if (model->step >= self->stop)
             finish (self, NULL);
           else
-            start_step (self);
+            {
+              remove_evicted (self, model->step);
+              if (enter_admitting (self, model->step))
+                advance (self);
+              else
+                start_step (self);
+            }
         }
       else if (self->state == STATE_REPORTING && late)
         {
@@ -1290,17 +1947,47 @@ handle_config (DcTrainGroup *self,
 {
   g_autoptr(GError) error = NULL;
   DcMeshRunConfig *config;
+  gboolean join;
 
-  if (self->state != STATE_WAITING_CONFIG || !admitted (self, peer))
+  if (!admitted (self, peer))
     return;
+  if (self->state != STATE_WAITING_CONFIG)
+    {
+      g_autoptr(DcMeshRunConfig) announced = NULL;
+
+      /* The leader announces a device joining after the step it took. */
+      if (self->config == NULL || self->roster == NULL || self->roster->len == 0
+          || !g_str_equal (g_ptr_array_index (self->roster, 0), dc_peer_get_id (peer))
+          || (announced = dc_mesh_run_config_decode (payload, NULL)) == NULL
+          || memcmp (announced->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+          || announced->start_step + 1 < self->step_done
+          || announced->start_step > self->step_done + 1
+          || in_roster (self, announced->starter_id)
+          || g_hash_table_contains (self->joiners, announced->starter_id))
+        return;
+      g_hash_table_insert (self->joiners, g_strdup (announced->starter_id),
+                           GSIZE_TO_POINTER (announced->start_step));
+      {
+        g_autofree char *text = g_strdup_printf ("“%s” joins the run after step %"
+                                                 G_GUINT64_FORMAT,
+                                                 member_name (self, announced->starter_id),
+                                                 announced->start_step);
+
+        notice (self, "join", member_name (self, announced->starter_id), text);
+      }
+      return;
+    }
   config = dc_mesh_run_config_decode (payload, &error);
   if (config == NULL)
     {
       g_message ("a malformed run config from %s: %s", dc_peer_get_name (peer), error->message);
       return;
     }
-  if (g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0 || config->resume
-      || config->start_step != 0)
+  /* A run under way: start_step > 0 and the joiner's own id as starter_id. */
+  join = config->start_step > 0 && g_strcmp0 (config->starter_id, own_id (self)) == 0
+         && config->start_step < config->steps;
+  if ((!join && g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0) || config->resume
+      || (!join && config->start_step != 0))
     {
       /* Resuming and joining a run under way are not implemented yet. */
       g_message ("ignoring a run config from %s: not a fresh run it started",
@@ -1321,6 +2008,22 @@ handle_config (DcTrainGroup *self,
       return;
     }
   self->config = config;
+  if (join)
+    {
+      g_autofree char *text = NULL;
+
+      self->joining = TRUE;
+      self->join_from = g_strdup (dc_peer_get_id (peer));
+      g_hash_table_insert (self->joiners, g_strdup (own_id (self)),
+                           GSIZE_TO_POINTER (config->start_step));
+      text = g_strdup_printf ("joining the run under way after step %" G_GUINT64_FORMAT
+                              " (“%s” sends the weights): width %u, sequence %u, batch %u, %u "
+                              "steps, lr %u/1000, seed %" G_GUINT64_FORMAT, config->start_step,
+                              dc_peer_get_name (peer), config->width, config->seq,
+                              config->batch, config->steps, config->lr_x1000, config->run_seed);
+      notice (self, "config", dc_peer_get_name (peer), text);
+    }
+  else
   {
     g_autofree char *text = g_strdup_printf ("following the run “%s” started: width %u, "
                                              "sequence %u, batch %u, %u steps, lr %u/1000, seed %"
@@ -1354,6 +2057,9 @@ handle_report (DcTrainGroup *self,
       && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
     return;
   current = self->step_done;
+  /* A joiner waits for the leader's report of the step it joins after. */
+  if (self->joining && self->step_done < self->config->start_step)
+    current = self->config->start_step;
   /* Only the step just taken and the next matter: the rest is stale or a lie. */
   if (report->step + 1 < current || report->step > current + 1)
     return;
@@ -1386,24 +2092,97 @@ rollback (DcTrainGroup *self,
   notice (self, "retake", dc_peer_get_name (peer), text);
 }
 
+/* A roster device asks for the gradient of (step, rank) it lacks: sent as
+ * REPAIR chunks, each (step, rank) at most DC_TRAIN_GROUP_REPAIR_TRIES
+ * times to one device, so that a peer cannot make this one send megabytes
+ * at will. */
+static void
+handle_repair_request (DcTrainGroup *self,
+                       DcPeer       *peer,
+                       GBytes       *payload)
+{
+  g_autoptr(GError) error = NULL;
+  DcMeshRepairRequest request = { 0 };
+  g_autofree char *prefix = NULL;
+  g_autofree char *answered_key = NULL;
+  GHashTableIter iter;
+  gpointer key, value;
+  guint sent, count = 0;
+
+  if (self->session == NULL || !in_roster (self, dc_peer_get_id (peer)))
+    return;
+  if (!dc_mesh_repair_request_decode (payload, &request, &error))
+    {
+      g_message ("a malformed repair request from %s: %s", dc_peer_get_name (peer),
+                 error->message);
+      return;
+    }
+  if (memcmp (request.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
+    return;
+  answered_key = g_strdup_printf ("%" G_GUINT64_FORMAT "/%u/%s", request.step, request.rank,
+                                  dc_peer_get_id (peer));
+  sent = GPOINTER_TO_UINT (g_hash_table_lookup (self->answered, answered_key));
+  if (sent >= DC_TRAIN_GROUP_REPAIR_TRIES)
+    return;
+  prefix = g_strdup_printf ("%" G_GUINT64_FORMAT "/", request.step);
+  g_hash_table_iter_init (&iter, self->gradients);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      Gradient *gradient = value;
+      DcMeshChunk info = { 0 };
+      g_autoptr(GError) send_error = NULL;
+
+      /* Every roster this device kept a gradient of (rank) for: the
+       * requester keeps the one of its own roster (the header's digest). */
+      if (!g_str_has_prefix (key, prefix) || gradient->rank != request.rank)
+        continue;
+      memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      info.step = request.step;
+      info.rank = request.rank;
+      if (!dc_peer_send_object (peer, DC_MESH_MSG_REPAIR, &info, gradient->object, &send_error))
+        g_message ("cannot send a repair to %s: %s", dc_peer_get_name (peer),
+                   send_error->message);
+      count++;
+    }
+  g_hash_table_replace (self->answered, g_steal_pointer (&answered_key),
+                        GUINT_TO_POINTER (sent + 1));
+  g_message ("repair of step %" G_GUINT64_FORMAT " rank %u for %s: %u gradient%s sent",
+             request.step, request.rank, dc_peer_get_name (peer), count, count == 1 ? "" : "s");
+}
+
+/* A GRADIENTS chunk from its author, or a REPAIR chunk of another roster
+ * device's gradient (chunk.rank) from the device that repairs it. */
 static void
 handle_chunk (DcTrainGroup *self,
               DcPeer       *peer,
+              guint         type,
               GBytes       *payload)
 {
   g_auto(DcMeshChunk) chunk = { 0 };
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) object = NULL;
-  const char *id = dc_peer_get_id (peer);
+  const char *from = dc_peer_get_id (peer);
+  g_autofree char *assembly_key = NULL;
+  const char *id;
+  gboolean repair = type == DC_MESH_MSG_REPAIR;
   Assembly *assembly;
   DcGptModel *model;
   guint64 expected, step;
 
-  if (self->session == NULL || !in_roster (self, id))
+  if (self->session == NULL || !in_roster (self, from))
     return;
-  if (!dc_mesh_chunk_decode (DC_MESH_MSG_GRADIENTS, payload, &chunk, &error))
+  if (!dc_mesh_chunk_decode (type, payload, &chunk, &error))
     {
       g_message ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (self->fault_drop != 0 && chunk.step == self->fault_drop
+      && (!repair || self->fault_drop_repair))
+    {
+      /* Test only (DC_TEST_FAULT=drop-gradient@STEP, drop-repair@STEP). */
+      if (chunk.index == 0)
+        g_message ("DC_TEST_FAULT: dropped a %s of step %" G_GUINT64_FORMAT " from %s",
+                   repair ? "repair" : "gradient", chunk.step, dc_peer_get_name (peer));
       return;
     }
   model = dc_train_session_get_model (self->session);
@@ -1413,13 +2192,19 @@ handle_chunk (DcTrainGroup *self,
       || chunk.total != expected || chunk.step + 1 < step || chunk.step > step + 1
       || (chunk.step + 1 == step && self->state != STATE_REPORTING))
     return;
+  /* A repair is of the step being taken, by a rank of this device's roster. */
+  if (repair && (chunk.step != step || chunk.rank >= self->roster->len || chunk.rank == self->rank
+                 || (self->state != STATE_EXCHANGING && self->state != STATE_COMPUTING)))
+    return;
+  id = repair ? g_ptr_array_index (self->roster, chunk.rank) : from;
 
-  assembly = g_hash_table_lookup (self->assemblies, id);
+  assembly_key = repair ? g_strconcat ("repair/", from, NULL) : g_strdup (from);
+  assembly = g_hash_table_lookup (self->assemblies, assembly_key);
   if (assembly == NULL)
     {
       assembly = g_new0 (Assembly, 1);
-      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, expected);
-      g_hash_table_insert (self->assemblies, g_strdup (id), assembly);
+      assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
+      g_hash_table_insert (self->assemblies, g_strdup (assembly_key), assembly);
     }
   if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
     {
@@ -1427,7 +2212,7 @@ handle_chunk (DcTrainGroup *self,
        * means the one before was cut short (the sender restarted the step). */
       g_clear_error (&error);
       dc_mesh_chunk_assembler_free (assembly->assembler);
-      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, expected);
+      assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
       if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
         {
           g_message ("a bad gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
@@ -1437,7 +2222,7 @@ handle_chunk (DcTrainGroup *self,
   if (object == NULL)
     return;
   dc_mesh_chunk_assembler_free (assembly->assembler);
-  assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, expected);
+  assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
 
   {
     const guint8 *data = g_bytes_get_data (object, NULL);
@@ -1459,6 +2244,18 @@ handle_chunk (DcTrainGroup *self,
       {
         g_message ("a gradient from %s with a bad header: dropped", dc_peer_get_name (peer));
         return;
+      }
+    if (repair)
+      {
+        g_autofree char *own_key = gradient_key (chunk.step, self->digest, id);
+
+        /* Another roster's gradient (the repairer kept several), or one
+         * that came meanwhile: nothing to do. */
+        if (GUINT64_FROM_LE (digest) != self->digest || GUINT32_FROM_LE (n) != self->roster->len
+            || g_hash_table_contains (self->gradients, own_key))
+          return;
+        g_message ("repaired the gradient of step %" G_GUINT64_FORMAT " from %s (sent by %s)",
+                   chunk.step, member_name (self, id), dc_peer_get_name (peer));
       }
     g_hash_table_iter_init (&iter, self->gradients);
     while (g_hash_table_iter_next (&iter, &key, NULL))
@@ -1490,6 +2287,108 @@ handle_chunk (DcTrainGroup *self,
   }
 }
 
+/* Another roster device's audit of the step being taken or just taken:
+ * the audited device is removed after that step (on every device, since
+ * the auditor sent it before its report of the step); the audited device
+ * itself stops. The auditor is trusted: this device does not recompute. */
+static void
+handle_audit (DcTrainGroup *self,
+              DcPeer       *peer,
+              GBytes       *payload)
+{
+  g_autoptr(GError) error = NULL;
+  DcMeshAudit audit = { 0 };
+  const char *id;
+  g_autofree char *text = NULL;
+
+  if (self->session == NULL || !in_roster (self, dc_peer_get_id (peer)))
+    return;
+  if (!dc_mesh_audit_decode (payload, &audit, &error))
+    {
+      g_message ("a malformed audit from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (memcmp (audit.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+      || audit.step + 1 < self->step_done + 1 || audit.step > self->step_done + 1
+      || audit.rank >= self->roster->len)
+    return;
+  /* The rank is of the auditor's roster: only when its gradient of that
+   * step is of this device's roster (it came before the audit, on the same
+   * ordered channel) does the rank name the same device here. */
+  {
+    g_autofree char *key = gradient_key (audit.step, self->digest, dc_peer_get_id (peer));
+
+    if (!g_hash_table_contains (self->gradients, key))
+      {
+        g_message ("an audit of step %" G_GUINT64_FORMAT " from %s for another roster: ignored",
+                   audit.step, dc_peer_get_name (peer));
+        return;
+      }
+  }
+  id = g_ptr_array_index (self->roster, audit.rank);
+  if (g_str_equal (id, dc_peer_get_id (peer)) || g_hash_table_contains (self->evicted, id))
+    return;
+  if (audit.rank == self->rank)
+    {
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                 "AUDIT: removed from the run: “%s” recomputed this device's "
+                                 "gradient of step %" G_GUINT64_FORMAT " and got another hash; "
+                                 "its kernels or its build compute wrong values",
+                                 dc_peer_get_name (peer), audit.step));
+      return;
+    }
+  g_hash_table_replace (self->evicted, g_strdup (id), GSIZE_TO_POINTER (audit.step));
+  text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT " does not "
+                          "reproduce (audited by “%s”): removed from the roster after step %"
+                          G_GUINT64_FORMAT, member_name (self, id), audit.step,
+                          dc_peer_get_name (peer), audit.step);
+  notice (self, "audit", member_name (self, id), text);
+}
+
+/* The joiner: the state after the step it joins after, from the leader
+ * that announced it. */
+static void
+handle_weights (DcTrainGroup *self,
+                DcPeer       *peer,
+                GBytes       *payload)
+{
+  g_auto(DcMeshChunk) chunk = { 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) object = NULL;
+  g_autofree char *assembly_key = NULL;
+  Assembly *assembly;
+
+  if (!self->joining || self->weights != NULL || self->state == STATE_ADMITTING
+      || g_strcmp0 (self->join_from, dc_peer_get_id (peer)) != 0)
+    return;
+  if (!dc_mesh_chunk_decode (DC_MESH_MSG_WEIGHTS, payload, &chunk, &error))
+    {
+      g_message ("a malformed weights chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (memcmp (chunk.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+      || chunk.step != self->config->start_step)
+    return;
+  assembly_key = g_strconcat ("weights/", dc_peer_get_id (peer), NULL);
+  assembly = g_hash_table_lookup (self->assemblies, assembly_key);
+  if (assembly == NULL)
+    {
+      assembly = g_new0 (Assembly, 1);
+      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_WEIGHTS,
+                                                         DC_MESH_WEIGHTS_MAX_TOTAL);
+      g_hash_table_insert (self->assemblies, g_strdup (assembly_key), assembly);
+    }
+  if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
+    {
+      g_message ("a bad weights chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (object == NULL)
+    return;
+  g_hash_table_remove (self->assemblies, assembly_key);
+  self->weights = g_steal_pointer (&object);
+}
+
 static void
 message_cb (DcGroup  *group,
             DcPeer   *peer,
@@ -1511,8 +2410,21 @@ message_cb (DcGroup  *group,
         handle_report (self, peer, payload);
       break;
     case DC_MESH_MSG_GRADIENTS:
+    case DC_MESH_MSG_REPAIR:
       if (admitted (self, peer))
-        handle_chunk (self, peer, payload);
+        handle_chunk (self, peer, type, payload);
+      break;
+    case DC_MESH_MSG_REPAIR_REQUEST:
+      if (admitted (self, peer))
+        handle_repair_request (self, peer, payload);
+      break;
+    case DC_MESH_MSG_WEIGHTS:
+      if (admitted (self, peer))
+        handle_weights (self, peer, payload);
+      break;
+    case DC_MESH_MSG_AUDIT:
+      if (admitted (self, peer))
+        handle_audit (self, peer, payload);
       break;
     default:
       return;
@@ -1591,6 +2503,19 @@ dc_train_group_new (DcContext               *context,
     self->fault_step = g_ascii_strtoull (fault + strlen ("corrupt-weight@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "partial-send@"))
     self->fault_partial = g_ascii_strtoull (fault + strlen ("partial-send@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "drop-gradient@"))
+    self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-gradient@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "corrupt-gradient@"))
+    self->fault_corrupt = g_ascii_strtoull (fault + strlen ("corrupt-gradient@"), NULL, 10);
+  self->audit_all = g_strcmp0 (fault, "audit-all") == 0;
+  self->audit_rank = G_MAXUINT;
+  if (fault != NULL && g_str_has_prefix (fault, "hold-join@"))
+    self->fault_hold = g_ascii_strtoull (fault + strlen ("hold-join@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "drop-repair@"))
+    {
+      self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-repair@"), NULL, 10);
+      self->fault_drop_repair = TRUE;
+    }
   g_object_set_data_full (G_OBJECT (self), "dc-hello",
                           dc_mesh_hello_new (hello->name, hello->backend, hello->probe_hash,
                                              hello->numeric_rule_id),
@@ -1729,7 +2654,13 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->gradients);
   g_hash_table_unref (self->assemblies);
   g_hash_table_unref (self->reports);
+  g_hash_table_unref (self->answered);
   g_hash_table_unref (self->start_sent);
+  g_hash_table_unref (self->joiners);
+  g_hash_table_unref (self->evicted);
+  g_free (self->audit_grads);
+  g_free (self->join_from);
+  g_clear_pointer (&self->weights, g_bytes_unref);
   g_hash_table_unref (self->logged);
   g_hash_table_unref (self->names);
   g_free (self->own_grads);
@@ -1747,7 +2678,8 @@ dc_train_group_class_init (DcTrainGroupClass *klass)
   object_class->dispose = dc_train_group_dispose;
   object_class->finalize = dc_train_group_finalize;
 
-  /* (kind, peer name or NULL, text): "config", "not-admitted", "dropped". */
+  /* (kind, peer name or NULL, text): "config", "not-admitted", "dropped",
+   * "retake", "repair", "join", "joined-run", "audit". */
   signals[SIGNAL_NOTICE] =
     g_signal_new ("notice", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_STRING);
@@ -1777,6 +2709,9 @@ dc_train_group_init (DcTrainGroup *self)
   self->reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                          (GDestroyNotify) dc_mesh_step_report_free);
   self->logged = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->answered = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->start_sent = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->joiners = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->evicted = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }

@@ -15,18 +15,37 @@
  * through GTask, whose completion is a GSource on the main context.
  *
  * Signals: ::notice (kind, peer, text) for "config", "not-admitted",
- * "dropped", "retake"; ::step (step, loss, tokens/s, hash, names in rank
- * order); ::agreed (step, hash, each roster device's name and step time)
- * once every device's step report matched this one's; ::finished (error or
- * NULL).
+ * "dropped", "retake", "repair", "join" (a device joins after a step),
+ * "joined-run" (this one did), "audit"; ::step (step, loss, tokens/s, hash,
+ * names in rank order); ::agreed (step, hash, each roster device's name and
+ * step time) once every device's step report matched this one's; ::finished
+ * (error or NULL).
  *
  * Who starts: by default the room's host (the CLI's train --room). A front
  * end where a person presses Start sets DC_TRAIN_GROUP_STARTER_SELF on the
  * coordinator it makes for that press, and DC_TRAIN_GROUP_STARTER_FOLLOW on
  * the one that waits for someone else's config meanwhile.
  *
- * Not here yet (seams, docs/ARCHITECTURE.md): repair from the leader, mid-run
- * join, leader failover, audits, checkpoint to the group.
+ * Repair: every device keeps the roster gradients of the last
+ * DC_TRAIN_GROUP_REPAIR_STEPS steps; a device missing one that the leader
+ * (the first roster device, or the next that finished the step) has already
+ * used asks it (REPAIR_REQUEST) and gets it back (REPAIR chunks); after
+ * DC_TRAIN_GROUP_REPAIR_TRIES unanswered requests the sync guard stops it.
+ * Leader failover: the leader is only the first device of the current
+ * roster; when it leaves, the next in canonical order is, with the same
+ * kept gradients.
+ *
+ * Mid-run join: after step S the leader announces every admitted device
+ * outside the roster (CONFIG with start_step S, starter_id the joiner's id)
+ * to the roster and sends the joiner the state after S (WEIGHTS) and its
+ * report of S; everyone adds the joiner to the roster of S+1 and waits for
+ * its report of S (same hashes) before stepping on.
+ *
+ * Audits: a device that recomputes another's gradient and gets another
+ * hash sends AUDIT to the roster before its report of the step; every
+ * device removes the audited one from the roster after that step.
+ *
+ * Not here yet (seams, docs/ARCHITECTURE.md): checkpoint to the group.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -53,6 +72,25 @@ G_BEGIN_DECLS
  * device that saw someone leave earlier than this one did): a roster only
  * shrinks within a step, and more than this means a confused or lying peer. */
 #define DC_TRAIN_GROUP_STASH_MAX   4
+/* Steps whose roster gradients every device keeps to repair another's
+ * (the seeds' "the leader retains the last 8 steps"; every device keeps
+ * them so that the next leader has them when the leader leaves). A device
+ * asks only for the step it is taking, so 8 is ample slack; at the largest
+ * size it costs 8 × 9.5 MB per roster device. */
+#define DC_TRAIN_GROUP_REPAIR_STEPS    8
+/* How long a repair request waits for its answer before it is sent again:
+ * a 9.5 MB gradient takes about a second on a LAN, a few on a loaded host. */
+#define DC_TRAIN_GROUP_REPAIR_RETRY_S  5
+/* Requests for one step before the sync guard stops the run: one lost
+ * answer is bad luck, three in a row mean the leader cannot deliver. */
+#define DC_TRAIN_GROUP_REPAIR_TRIES    3
+/* Audits: on a step where dc_rng (run seed, audit stream, step << 16 |
+ * rank) is a multiple of this, a device recomputes one other rank's
+ * gradient (chosen by the same draw) and compares hashes. Each device then
+ * spends a quarter more compute; each gradient is checked with a chance of
+ * about 22-25 % a step, so a device that corrupts every gradient is caught
+ * within 10 steps with 92 %, within 30 with 99.9 %. */
+#define DC_TRAIN_GROUP_AUDIT_PERIOD    4
 
 #define DC_TRAIN_GROUP_ERROR (dc_train_group_error_quark ())
 GQuark dc_train_group_error_quark (void);
