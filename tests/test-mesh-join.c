@@ -606,7 +606,7 @@ test_missing_plugins (void)
   g_assert_no_error (error);
   g_assert_cmpint (g_subprocess_get_exit_status (process), ==, 1);
   g_assert_nonnull (strstr (out, "\"event\":\"error\""));
-  g_assert_nonnull (strstr (err, "GStreamer plugins missing: webrtc, nice, dtls, srtp, sctp"));
+  g_assert_nonnull (strstr (err, "GStreamer plugins missing: webrtc, nice, dtls, srtp, sctp, app"));
   g_unlink (registry);
   g_rmdir (empty);
 }

@@ -115,7 +115,9 @@ dc_mesh_config_clear (DcMeshConfig *config)
 gboolean
 dc_mesh_check_plugins (GError **error)
 {
-  const char *needed[] = { "webrtc", "nice", "dtls", "srtp", "sctp" };
+  /* webrtcbin makes appsrc and appsink inside (gst-plugins-base's "app"):
+   * without them it fails with criticals and the channel never opens. */
+  const char *needed[] = { "webrtc", "nice", "dtls", "srtp", "sctp", "app" };
   g_autoptr(GString) missing = g_string_new (NULL);
   GstRegistry *registry;
 
@@ -132,8 +134,8 @@ dc_mesh_check_plugins (GError **error)
   if (missing->len > 0)
     {
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MISSING_PLUGINS,
-                   "GStreamer plugins missing: %s (Debian: gstreamer1.0-plugins-bad "
-                   "and gstreamer1.0-nice)", missing->str);
+                   "GStreamer plugins missing: %s (Debian: gstreamer1.0-plugins-bad, "
+                   "gstreamer1.0-nice and gstreamer1.0-plugins-base)", missing->str);
       return FALSE;
     }
   return TRUE;
