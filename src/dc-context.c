@@ -10,7 +10,7 @@
 
 #include "engine/dc-gemm-probe.h"
 #include "engine/dc-vk-context.h"
-#include "model/dc-trainer.h"
+#include "model/dc-gpt-trainer.h"
 
 struct _DcContext
 {
@@ -160,7 +160,7 @@ dc_context_get_probe_hash (DcContext *self)
  *
  * Returns: the smallest product (multiply-adds) a training run sends to the
  *   backend: every product for cpu-scalar (it exists for checking), none
- *   for the CPU (it takes the small ones anyway), DC_TRAINER_OFFLOAD_MIN for
+ *   for the CPU (it takes the small ones anyway), DC_GPT_TRAINER_OFFLOAD_MIN for
  *   a device
  */
 guint64
@@ -168,7 +168,7 @@ dc_context_get_offload_min (DcContext *self)
 {
   g_return_val_if_fail (DC_IS_CONTEXT (self), 0);
 
-  return self->asked == DC_BACKEND_CPU_SCALAR ? 0 : DC_TRAINER_OFFLOAD_MIN;
+  return self->asked == DC_BACKEND_CPU_SCALAR ? 0 : DC_GPT_TRAINER_OFFLOAD_MIN;
 }
 
 /**

@@ -265,7 +265,7 @@ test_layer_detector (void)
   g_clear_pointer (&layer, g_free);
   layer = dup_included_layer ("#include <gio/gio.h>");
   g_assert_null (layer);
-  layer = dup_included_layer ("#include \"dc-trainer.h\"");
+  layer = dup_included_layer ("#include \"dc-gpt-trainer.h\"");
   g_assert_null (layer);
   layer = dup_included_layer ("/* #include \"ui/dc-window.h\" */");
   g_assert_null (layer);
@@ -275,7 +275,7 @@ test_layer_detector (void)
                             "#include \"dc-context.h\"\n#include \"dc-json-bounds.h\"\n");
   write_file (data, "c.h", "#include \"train/dc-train-plan.h\"\n");
   write_file (mesh, "d.c", "#include \"model/dc-gpt.h\"\n#include \"data/dc-hf-client.h\"\n");
-  write_file (train, "e.c", "#include \"model/dc-trainer.h\"\n#include \"dc-context.h\"\n"
+  write_file (train, "e.c", "#include \"model/dc-gpt-trainer.h\"\n#include \"dc-context.h\"\n"
                             "#include \"ui/dc-window.h\"\n#include \"cli/dc-cli.h\"\n");
 
   scan_layers (src, offenders, &n_files);

@@ -10,7 +10,7 @@
 #include "config.h"
 
 #include "dc-test-utils.h"
-#include "model/dc-trainer.h"
+#include "model/dc-gpt-trainer.h"
 #include "train/dc-token-source.h"
 
 #define STEPS 3
@@ -20,7 +20,7 @@ train_hashes (DcBackendKind kind)
 {
   g_autofree char *path = dc_test_dup_source_path ("tests", "data", "train-corpus.txt", NULL);
   g_autoptr(GError) error = NULL;
-  g_autoptr(DcTrainer) trainer = NULL;
+  g_autoptr(DcGptTrainer) trainer = NULL;
   g_autoptr(GBytes) corpus = NULL;
   GPtrArray *hashes = g_ptr_array_new_with_free_func (g_free);
   DcGemmBackend *device = NULL;
@@ -56,13 +56,13 @@ train_hashes (DcBackendKind kind)
       g_test_message ("%s: %s", dc_gemm_backend_get_device_name (device),
                       dc_gemm_backend_get_kernel_name (device));
       /* Every product, however small, on the device. */
-      dc_trainer_set_device (trainer, device, 0);
+      dc_gpt_trainer_set_device (trainer, device, 0);
     }
   for (guint s = 0; s < STEPS; s++)
     {
-      g_assert_true (dc_trainer_step (trainer, NULL, &error));
+      g_assert_true (dc_gpt_trainer_step (trainer, NULL, &error));
       g_assert_no_error (error);
-      g_ptr_array_add (hashes, dc_gpt_model_dup_hash (dc_trainer_get_model (trainer)));
+      g_ptr_array_add (hashes, dc_gpt_model_dup_hash (dc_gpt_trainer_get_model (trainer)));
     }
   return hashes;
 }

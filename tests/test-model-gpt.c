@@ -21,7 +21,7 @@
 #include "model/dc-checkpoint.h"
 #include "model/dc-gpt.h"
 #include "model/dc-rng.h"
-#include "model/dc-trainer.h"
+#include "model/dc-gpt-trainer.h"
 #include "train/dc-token-source.h"
 
 static GBytes *
@@ -179,7 +179,7 @@ train_hashes_sized (guint  width,
 {
   g_autoptr(GBytes) corpus = load_corpus ();
   g_autoptr(GError) error = NULL;
-  g_autoptr(DcTrainer) trainer = NULL;
+  g_autoptr(DcGptTrainer) trainer = NULL;
   GPtrArray *hashes = g_ptr_array_new_with_free_func (g_free);
   DcTrainSettings settings;
 
@@ -190,9 +190,9 @@ train_hashes_sized (guint  width,
   g_assert_no_error (error);
   for (guint s = 0; s < steps; s++)
     {
-      g_assert_true (dc_trainer_step (trainer, NULL, &error));
+      g_assert_true (dc_gpt_trainer_step (trainer, NULL, &error));
       g_assert_no_error (error);
-      g_ptr_array_add (hashes, dc_gpt_model_dup_hash (dc_trainer_get_model (trainer)));
+      g_ptr_array_add (hashes, dc_gpt_model_dup_hash (dc_gpt_trainer_get_model (trainer)));
     }
   return hashes;
 }
@@ -244,9 +244,9 @@ test_resume (void)
 {
   g_autoptr(GBytes) corpus = load_corpus ();
   g_autoptr(GError) error = NULL;
-  g_autoptr(DcTrainer) straight = NULL;
-  g_autoptr(DcTrainer) first = NULL;
-  g_autoptr(DcTrainer) second = NULL;
+  g_autoptr(DcGptTrainer) straight = NULL;
+  g_autoptr(DcGptTrainer) first = NULL;
+  g_autoptr(DcGptTrainer) second = NULL;
   g_autoptr(GBytes) saved = NULL;
   g_autofree char *hash_straight = NULL, *hash_resumed = NULL;
   DcTrainSettings settings, loaded_settings;
@@ -260,10 +260,10 @@ test_resume (void)
                                        DC_GPT_PRECISION_INT8, 2, &error);
   g_assert_no_error (error);
   for (guint s = 0; s < 10; s++)
-    g_assert_true (dc_trainer_step (straight, NULL, &error));
+    g_assert_true (dc_gpt_trainer_step (straight, NULL, &error));
   for (guint s = 0; s < 5; s++)
-    g_assert_true (dc_trainer_step (first, NULL, &error));
-  saved = dc_checkpoint_to_bytes (dc_trainer_get_model (first), &settings, &error);
+    g_assert_true (dc_gpt_trainer_step (first, NULL, &error));
+  saved = dc_checkpoint_to_bytes (dc_gpt_trainer_get_model (first), &settings, &error);
   g_assert_no_error (error);
   loaded = dc_checkpoint_from_bytes (saved, &loaded_settings, &error);
   g_assert_no_error (error);
@@ -271,10 +271,10 @@ test_resume (void)
                                         &error);
   g_assert_no_error (error);
   for (guint s = 0; s < 5; s++)
-    g_assert_true (dc_trainer_step (second, NULL, &error));
-  g_assert_cmpuint (dc_trainer_get_model (second)->step, ==, 10);
-  hash_straight = dc_gpt_model_dup_hash (dc_trainer_get_model (straight));
-  hash_resumed = dc_gpt_model_dup_hash (dc_trainer_get_model (second));
+    g_assert_true (dc_gpt_trainer_step (second, NULL, &error));
+  g_assert_cmpuint (dc_gpt_trainer_get_model (second)->step, ==, 10);
+  hash_straight = dc_gpt_model_dup_hash (dc_gpt_trainer_get_model (straight));
+  hash_resumed = dc_gpt_model_dup_hash (dc_gpt_trainer_get_model (second));
   g_assert_cmpstr (hash_straight, ==, hash_resumed);
 }
 
@@ -292,7 +292,7 @@ train_mean_loss (DcGptPrecision precision,
 {
   g_autoptr(GBytes) corpus = dc_corpus_dup_builtin ();
   g_autoptr(GError) error = NULL;
-  g_autoptr(DcTrainer) trainer = NULL;
+  g_autoptr(DcGptTrainer) trainer = NULL;
   DcTrainSettings settings;
   float sum = 0.0f;
 
@@ -304,7 +304,7 @@ train_mean_loss (DcGptPrecision precision,
     {
       float loss = 0.0f;
 
-      g_assert_true (dc_trainer_step (trainer, &loss, &error));
+      g_assert_true (dc_gpt_trainer_step (trainer, &loss, &error));
       g_assert_no_error (error);
       /* The mean of the last 20 steps' losses smooths batch noise. */
       if (s >= steps - 20)

@@ -90,16 +90,16 @@ test_combine_order (void)
   const float *one[] = { g0 };
   float out[2];
 
-  dc_trainer_combine_gradients (ranks, 3, 2, out);
+  dc_gpt_trainer_combine_gradients (ranks, 3, 2, out);
   g_assert_cmpfloat (out[0], ==, 0.0f);
   g_assert_true (signbit (out[1]));  /* −0 + −0 + −0 stays −0 */
 
   /* Another order gives other bits: the order is part of the rule. */
-  dc_trainer_combine_gradients (rotated, 3, 2, out);
+  dc_gpt_trainer_combine_gradients (rotated, 3, 2, out);
   g_assert_cmpfloat (out[0], ==, 1.0f / 3.0f);
 
   /* A group of one is its own gradient, −0 included. */
-  dc_trainer_combine_gradients (one, 1, 2, out);
+  dc_gpt_trainer_combine_gradients (one, 1, 2, out);
   g_assert_cmpmem (out, sizeof out, g0, sizeof g0);
 }
 

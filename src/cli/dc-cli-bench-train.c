@@ -16,7 +16,7 @@
 #include "dc-cli.h"
 #include "dc-cli-resources.h"
 #include "data/dc-corpus.h"
-#include "model/dc-trainer.h"
+#include "model/dc-gpt-trainer.h"
 #include "train/dc-token-source.h"
 
 typedef struct
@@ -41,7 +41,7 @@ bench_ours (const BenchSize  *size,
             char            **device_name,
             GError          **error)
 {
-  g_autoptr(DcTrainer) trainer = NULL;
+  g_autoptr(DcGptTrainer) trainer = NULL;
   DcTrainSettings settings;
   DcGptConfig config;
   DcGptModel *model;
@@ -74,18 +74,18 @@ bench_ours (const BenchSize  *size,
           return FALSE;
         }
       *device_name = g_strdup (dc_gemm_backend_get_device_name (device));
-      dc_trainer_set_device (trainer, device, DC_TRAINER_OFFLOAD_MIN);
+      dc_gpt_trainer_set_device (trainer, device, DC_GPT_TRAINER_OFFLOAD_MIN);
     }
   else
     *device_name = g_strdup ("cpu");
 
-  if (!dc_trainer_step (trainer, NULL, error))
+  if (!dc_gpt_trainer_step (trainer, NULL, error))
     return FALSE;
   *steps = 0;
   start = g_get_monotonic_time ();
   do
     {
-      if (!dc_trainer_step (trainer, NULL, error))
+      if (!dc_gpt_trainer_step (trainer, NULL, error))
         return FALSE;
       (*steps)++;
       elapsed = (g_get_monotonic_time () - start) / 1e6;

@@ -241,16 +241,16 @@ feed_batch_cb (gpointer   user_data,
 
 static void
 attach (DcTokenSource *self,
-        DcTrainer     *trainer,
+        DcGptTrainer  *trainer,
         gboolean       owned)
 {
   Feed *feed = g_new0 (Feed, 1);
 
   feed->source = self;
   feed->owned = owned;
-  feed->batch = dc_trainer_get_settings (trainer)->batch;
-  feed->seq = dc_trainer_get_model (trainer)->config.seq;
-  dc_trainer_set_batch_func (trainer, feed_batch_cb, feed, feed_free);
+  feed->batch = dc_gpt_trainer_get_settings (trainer)->batch;
+  feed->seq = dc_gpt_trainer_get_model (trainer)->config.seq;
+  dc_gpt_trainer_set_batch_func (trainer, feed_batch_cb, feed, feed_free);
 }
 
 /**
@@ -261,7 +261,7 @@ attach (DcTokenSource *self,
  */
 void
 dc_token_source_attach (DcTokenSource *self,
-                        DcTrainer     *trainer)
+                        DcGptTrainer  *trainer)
 {
   attach (self, trainer, FALSE);
 }
@@ -275,7 +275,7 @@ dc_token_source_attach (DcTokenSource *self,
  *
  * Returns: (transfer full): the trainer, or %NULL with @error set
  */
-DcTrainer *
+DcGptTrainer *
 dc_token_source_new_trainer (DcGptModel             *model,
                              const DcTrainSettings  *settings,
                              GBytes                 *corpus,
@@ -284,14 +284,14 @@ dc_token_source_new_trainer (DcGptModel             *model,
                              GError                **error)
 {
   g_autoptr(DcTokenSource) source = dc_token_source_new_corpus (corpus, "corpus", settings->seed);
-  DcTrainer *trainer;
+  DcGptTrainer *trainer;
 
   if (!dc_token_source_check (source, model->config.seq, error))
     {
       dc_gpt_model_free (model);
       return NULL;
     }
-  trainer = dc_trainer_new (model, settings, precision, n_threads, error);
+  trainer = dc_gpt_trainer_new (model, settings, precision, n_threads, error);
   if (trainer != NULL)
     attach (g_steal_pointer (&source), trainer, TRUE);
   return trainer;

@@ -26,7 +26,7 @@
 #include <gio/gio.h>
 
 #include "model/dc-gpt-model.h"
-#include "model/dc-trainer.h"
+#include "model/dc-gpt-trainer.h"
 
 G_BEGIN_DECLS
 
@@ -81,8 +81,8 @@ gboolean       dc_token_source_check         (DcTokenSource   *self,
                                               GError         **error);
 gboolean       dc_token_source_used_fallback (DcTokenSource   *self);
 void           dc_token_source_attach        (DcTokenSource   *self,
-                                              DcTrainer       *trainer);
-DcTrainer     *dc_token_source_new_trainer   (DcGptModel             *model,
+                                              DcGptTrainer    *trainer);
+DcGptTrainer  *dc_token_source_new_trainer   (DcGptModel             *model,
                                               const DcTrainSettings  *settings,
                                               GBytes                 *corpus,
                                               DcGptPrecision          precision,

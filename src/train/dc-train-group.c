@@ -491,22 +491,22 @@ compute_worker (GTask        *task,
   GError *error = NULL;
   guint *rank_n = data;
 
-  DcTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
   float loss;
 
-  if (!dc_trainer_compute_gradients (trainer, rank_n[0], rank_n[1], self->own_grads,
-                                     &self->own_loss, &error))
+  if (!dc_gpt_trainer_compute_gradients (trainer, rank_n[0], rank_n[1], self->own_grads,
+                                         &self->own_loss, &error))
     {
       g_task_return_error (task, error);
       return;
     }
   if (self->audit_rank != G_MAXUINT)
     {
-      DcGptModel *model = dc_trainer_get_model (trainer);
+      DcGptModel *model = dc_gpt_trainer_get_model (trainer);
       g_autoptr(GBytes) bytes = NULL;
 
-      if (!dc_trainer_compute_gradients (trainer, self->audit_rank, rank_n[1], self->audit_grads,
-                                         &loss, &error))
+      if (!dc_gpt_trainer_compute_gradients (trainer, self->audit_rank, rank_n[1],
+                                             self->audit_grads, &loss, &error))
         {
           g_task_return_error (task, error);
           return;
@@ -538,8 +538,8 @@ apply_worker (GTask        *task,
 {
   DcTrainGroup *self = source;
   ApplyData *apply = data;
-  DcTrainer *trainer = dc_train_session_get_trainer (self->session);
-  DcGptModel *model = dc_trainer_get_model (trainer);
+  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
   g_autofree float *sum = g_new (float, model->n_params);
 
   memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
@@ -547,8 +547,8 @@ apply_worker (GTask        *task,
   self->snap_beta1 = model->beta1_pow;
   self->snap_beta2 = model->beta2_pow;
   /* The canonical order (docs/VERIFICATION.md): ranks 0..n-1, as the simulation. */
-  dc_trainer_combine_gradients (apply->grads, apply->n, model->n_params, sum);
-  dc_trainer_apply_gradients (trainer, sum);
+  dc_gpt_trainer_combine_gradients (apply->grads, apply->n, model->n_params, sum);
+  dc_gpt_trainer_apply_gradients (trainer, sum);
   g_task_return_boolean (task, TRUE);
 }
 

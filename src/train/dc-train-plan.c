@@ -13,7 +13,7 @@
 struct _DcTrainSession
 {
   DcTokenSource  *source;    /* owned; feeds the trainer */
-  DcTrainer      *trainer;   /* owned; holds the model */
+  DcGptTrainer   *trainer;   /* owned; holds the model */
   guint           n_ranks;
   gboolean        group_step;
   float         **grads;     /* n_ranks buffers of n_params (group step only) */
@@ -147,19 +147,19 @@ dc_train_plan_prepare (DcTrainPlan   *self,
       dc_gpt_model_init_weights (model, self->settings.seed);
     }
 
-  session->trainer = dc_trainer_new (g_steal_pointer (&model), &self->settings,
-                                     DC_GPT_PRECISION_INT8, self->n_threads, error);
+  session->trainer = dc_gpt_trainer_new (g_steal_pointer (&model), &self->settings,
+                                         DC_GPT_PRECISION_INT8, self->n_threads, error);
   if (session->trainer == NULL)
     return NULL;
   dc_token_source_attach (session->source, session->trainer);
   if (self->backend != NULL)
-    dc_trainer_set_shared_device (session->trainer, self->backend, self->offload_min);
+    dc_gpt_trainer_set_shared_device (session->trainer, self->backend, self->offload_min);
 
   session->n_ranks = self->n_ranks;
   session->group_step = self->group_step;
   if (session->group_step)
     {
-      gsize n_params = dc_trainer_get_model (session->trainer)->n_params;
+      gsize n_params = dc_gpt_trainer_get_model (session->trainer)->n_params;
 
       session->grads = g_new0 (float *, session->n_ranks);
       for (guint k = 0; k < session->n_ranks; k++)
@@ -173,11 +173,11 @@ dc_train_plan_prepare (DcTrainPlan   *self,
  * @loss: (out) (optional): the step's loss: alone, the batch's mean loss;
  *   in a group, the mean of the ranks' losses, summed in rank order
  *
- * One step. Alone it is dc_trainer_step (). In a (simulated) group, of one
+ * One step. Alone it is dc_gpt_trainer_step (). In a (simulated) group, of one
  * device too when simulate_peers was given (which proves the group rule
  * reduces to the solo step), every
  * rank k computes the gradient of its batch (rank k of n), the n gradients
- * are combined in the canonical order (dc_trainer_combine_gradients ()),
+ * are combined in the canonical order (dc_gpt_trainer_combine_gradients ()),
  * and the deterministic Adam step applies the result.
  */
 gboolean
@@ -185,11 +185,11 @@ dc_train_session_step (DcTrainSession  *self,
                        float           *loss,
                        GError         **error)
 {
-  DcGptModel *model = dc_trainer_get_model (self->trainer);
+  DcGptModel *model = dc_gpt_trainer_get_model (self->trainer);
   float loss_sum = 0.0f;
 
   if (!self->group_step)
-    return dc_trainer_step (self->trainer, loss, error);
+    return dc_gpt_trainer_step (self->trainer, loss, error);
 
   /* The seam for the group coordinator: a real group computes only its own
    * rank here and receives the others' gradients from the mesh. The ranks
@@ -199,14 +199,14 @@ dc_train_session_step (DcTrainSession  *self,
     {
       float rank_loss = 0.0f;
 
-      if (!dc_trainer_compute_gradients (self->trainer, k, self->n_ranks, self->grads[k],
-                                         &rank_loss, error))
+      if (!dc_gpt_trainer_compute_gradients (self->trainer, k, self->n_ranks, self->grads[k],
+                                             &rank_loss, error))
         return FALSE;
       loss_sum = loss_sum + rank_loss;
     }
-  dc_trainer_combine_gradients ((const float * const *) self->grads, self->n_ranks,
-                                model->n_params, self->grads[0]);
-  dc_trainer_apply_gradients (self->trainer, self->grads[0]);
+  dc_gpt_trainer_combine_gradients ((const float * const *) self->grads, self->n_ranks,
+                                    model->n_params, self->grads[0]);
+  dc_gpt_trainer_apply_gradients (self->trainer, self->grads[0]);
   if (loss != NULL)
     *loss = loss_sum / (float) self->n_ranks;
   return TRUE;
@@ -220,7 +220,7 @@ dc_train_session_step (DcTrainSession  *self,
 DcGptModel *
 dc_train_session_get_model (DcTrainSession *self)
 {
-  return dc_trainer_get_model (self->trainer);
+  return dc_gpt_trainer_get_model (self->trainer);
 }
 
 /**
@@ -228,7 +228,7 @@ dc_train_session_get_model (DcTrainSession *self)
  *
  * Returns: (transfer none): the trainer
  */
-DcTrainer *
+DcGptTrainer *
 dc_train_session_get_trainer (DcTrainSession *self)
 {
   return self->trainer;
@@ -253,7 +253,7 @@ dc_train_session_free (DcTrainSession *self)
   if (self == NULL)
     return;
   /* The trainer borrows the source: it goes first. */
-  g_clear_pointer (&self->trainer, dc_trainer_free);
+  g_clear_pointer (&self->trainer, dc_gpt_trainer_free);
   g_clear_pointer (&self->source, dc_token_source_free);
   if (self->grads != NULL)
     for (guint k = 0; k < self->n_ranks; k++)

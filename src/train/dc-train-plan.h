@@ -24,7 +24,7 @@
 #include "dc-context.h"
 #include "dc-token-source.h"
 #include "model/dc-gpt-model.h"
-#include "model/dc-trainer.h"
+#include "model/dc-gpt-trainer.h"
 
 G_BEGIN_DECLS
 
@@ -84,7 +84,7 @@ gboolean         dc_train_session_step         (DcTrainSession           *self,
                                                 float                    *loss,
                                                 GError                  **error);
 DcGptModel      *dc_train_session_get_model    (DcTrainSession           *self);
-DcTrainer       *dc_train_session_get_trainer  (DcTrainSession           *self);
+DcGptTrainer    *dc_train_session_get_trainer  (DcTrainSession           *self);
 gboolean         dc_train_session_used_fallback (DcTrainSession          *self);
 guint            dc_train_session_get_n_ranks  (DcTrainSession           *self);
 void             dc_train_session_free         (DcTrainSession           *self);

@@ -1,4 +1,4 @@
-/* dc-trainer.c: one device's training loop body.
+/* dc-gpt-trainer.c: one device's training loop body.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -6,19 +6,19 @@
 
 #include "config.h"
 
-#include "dc-trainer.h"
+#include "dc-gpt-trainer.h"
 
 #include <string.h>
 
 #include "dc-model-error.h"
 
-struct _DcTrainer
+struct _DcGptTrainer
 {
   DcGptModel         *model;     /* owned */
   DcTrainSettings     settings;
   DcGptRun           *run;
   DcGemmBackend      *device;    /* owned (nullable); NULL when shared */
-  DcTrainerBatchFunc  batch_func;
+  DcGptTrainerBatchFunc  batch_func;
   gpointer            batch_data;
   GDestroyNotify      batch_destroy;
   guint8             *inputs;    /* (B, T) */
@@ -27,22 +27,22 @@ struct _DcTrainer
 };
 
 /**
- * dc_trainer_new:
+ * dc_gpt_trainer_new:
  * @model: (transfer full): the state to train (fresh or loaded)
  *
- * The trainer has no batches until dc_trainer_set_batch_func () gives it a
+ * The trainer has no batches until dc_gpt_trainer_set_batch_func () gives it a
  * source of them (src/train/ does).
  *
  * Returns: (transfer full): the trainer, or %NULL with @error set
  */
-DcTrainer *
-dc_trainer_new (DcGptModel             *model,
-                const DcTrainSettings  *settings,
-                DcGptPrecision          precision,
-                guint                   n_threads,
-                GError                **error)
+DcGptTrainer *
+dc_gpt_trainer_new (DcGptModel             *model,
+                    const DcTrainSettings  *settings,
+                    DcGptPrecision          precision,
+                    guint                   n_threads,
+                    GError                **error)
 {
-  DcTrainer *self;
+  DcGptTrainer *self;
   gsize bt;
 
   if (!dc_train_settings_validate (settings, error))
@@ -50,7 +50,7 @@ dc_trainer_new (DcGptModel             *model,
       dc_gpt_model_free (model);
       return NULL;
     }
-  self = g_new0 (DcTrainer, 1);
+  self = g_new0 (DcGptTrainer, 1);
   self->model = model;
   self->settings = *settings;
   self->run = dc_gpt_run_new (&model->config, settings->batch, precision, n_threads);
@@ -62,7 +62,7 @@ dc_trainer_new (DcGptModel             *model,
 }
 
 void
-dc_trainer_free (DcTrainer *self)
+dc_gpt_trainer_free (DcGptTrainer *self)
 {
   if (self == NULL)
     return;
@@ -78,15 +78,15 @@ dc_trainer_free (DcTrainer *self)
 }
 
 /**
- * dc_trainer_set_batch_func:
+ * dc_gpt_trainer_set_batch_func:
  * @func: fills the batch of a step for a rank
  * @destroy: (nullable): frees @user_data with the trainer
  */
 void
-dc_trainer_set_batch_func (DcTrainer          *self,
-                           DcTrainerBatchFunc  func,
-                           gpointer            user_data,
-                           GDestroyNotify      destroy)
+dc_gpt_trainer_set_batch_func (DcGptTrainer          *self,
+                               DcGptTrainerBatchFunc  func,
+                               gpointer               user_data,
+                               GDestroyNotify         destroy)
 {
   if (self->batch_destroy != NULL)
     self->batch_destroy (self->batch_data);
@@ -96,16 +96,16 @@ dc_trainer_set_batch_func (DcTrainer          *self,
 }
 
 /**
- * dc_trainer_set_device:
+ * dc_gpt_trainer_set_device:
  * @device: (transfer full) (nullable): a GEMM backend (Vulkan) for the large
  *   products, or %NULL for the CPU alone
  * @offload_min: the smallest product (multiply-adds) sent to @device;
- *   DC_TRAINER_OFFLOAD_MIN is the default
+ *   DC_GPT_TRAINER_OFFLOAD_MIN is the default
  */
 void
-dc_trainer_set_device (DcTrainer     *self,
-                       DcGemmBackend *device,
-                       guint64        offload_min)
+dc_gpt_trainer_set_device (DcGptTrainer  *self,
+                           DcGemmBackend *device,
+                           guint64        offload_min)
 {
   dc_gpt_run_set_device (self->run, NULL, 0);
   g_clear_pointer (&self->device, dc_gemm_backend_free);
@@ -114,17 +114,17 @@ dc_trainer_set_device (DcTrainer     *self,
 }
 
 /**
- * dc_trainer_set_shared_device:
+ * dc_gpt_trainer_set_shared_device:
  * @device: (transfer none) (nullable): a backend owned by someone else (the
  *   front end's DcContext), which must outlive the trainer and be used by
  *   no other thread while this trainer steps
  *
- * Like dc_trainer_set_device () without taking ownership.
+ * Like dc_gpt_trainer_set_device () without taking ownership.
  */
 void
-dc_trainer_set_shared_device (DcTrainer     *self,
-                              DcGemmBackend *device,
-                              guint64        offload_min)
+dc_gpt_trainer_set_shared_device (DcGptTrainer  *self,
+                                  DcGemmBackend *device,
+                                  guint64        offload_min)
 {
   dc_gpt_run_set_device (self->run, NULL, 0);
   g_clear_pointer (&self->device, dc_gemm_backend_free);
@@ -132,24 +132,24 @@ dc_trainer_set_shared_device (DcTrainer     *self,
 }
 
 /**
- * dc_trainer_get_model:
+ * dc_gpt_trainer_get_model:
  *
  * Returns: (transfer none): the state being trained
  */
 DcGptModel *
-dc_trainer_get_model (DcTrainer *self)
+dc_gpt_trainer_get_model (DcGptTrainer *self)
 {
   return self->model;
 }
 
 const DcTrainSettings *
-dc_trainer_get_settings (DcTrainer *self)
+dc_gpt_trainer_get_settings (DcGptTrainer *self)
 {
   return &self->settings;
 }
 
 /**
- * dc_trainer_compute_gradients:
+ * dc_gpt_trainer_compute_gradients:
  * @rank: this device's rank in the group (0-based)
  * @n_ranks: the group's size; 1 alone
  * @grads: (out caller-allocates) (array): n_params gradients of the mean loss
@@ -159,12 +159,12 @@ dc_trainer_get_settings (DcTrainer *self)
  * Forward and backward of one batch; the model is not changed.
  */
 gboolean
-dc_trainer_compute_gradients (DcTrainer  *self,
-                              guint       rank,
-                              guint       n_ranks,
-                              float      *grads,
-                              float      *loss,
-                              GError    **error)
+dc_gpt_trainer_compute_gradients (DcGptTrainer  *self,
+                                  guint       rank,
+                                  guint       n_ranks,
+                                  float      *grads,
+                                  float      *loss,
+                                  GError    **error)
 {
   DcGptModel *model = self->model;
 
@@ -184,14 +184,14 @@ dc_trainer_compute_gradients (DcTrainer  *self,
 }
 
 /**
- * dc_trainer_apply_gradients:
+ * dc_gpt_trainer_apply_gradients:
  * @grads: (array): n_params gradients, the group's combined ones
  *
  * The deterministic Adam step with the run's learning rate.
  */
 void
-dc_trainer_apply_gradients (DcTrainer   *self,
-                            const float *grads)
+dc_gpt_trainer_apply_gradients (DcGptTrainer   *self,
+                                const float *grads)
 {
   /* lr_x1000 / 1000: one correctly rounded division. */
   float lr = (float) self->settings.lr_x1000 / 1000.0f;
@@ -200,24 +200,24 @@ dc_trainer_apply_gradients (DcTrainer   *self,
 }
 
 /**
- * dc_trainer_step:
+ * dc_gpt_trainer_step:
  * @loss: (out) (optional): the batch's mean loss before the update
  *
  * One Adam step on the batch of the model's current step, alone (rank 0 of 1).
  */
 gboolean
-dc_trainer_step (DcTrainer  *self,
-                 float      *loss,
-                 GError    **error)
+dc_gpt_trainer_step (DcGptTrainer  *self,
+                     float      *loss,
+                     GError    **error)
 {
-  if (!dc_trainer_compute_gradients (self, 0, 1, self->grads, loss, error))
+  if (!dc_gpt_trainer_compute_gradients (self, 0, 1, self->grads, loss, error))
     return FALSE;
-  dc_trainer_apply_gradients (self, self->grads);
+  dc_gpt_trainer_apply_gradients (self, self->grads);
   return TRUE;
 }
 
 /**
- * dc_trainer_combine_gradients:
+ * dc_gpt_trainer_combine_gradients:
  * @grads: (array length=n_ranks): the gradients of rank 0, 1, …, n_ranks − 1,
  *   n floats each
  * @out: (out caller-allocates) (array): n floats; may be @grads[0]
@@ -229,10 +229,10 @@ dc_trainer_step (DcTrainer  *self,
  * group of one is bit for bit the solo step.
  */
 void
-dc_trainer_combine_gradients (const float * const *grads,
-                              guint                n_ranks,
-                              gsize                n,
-                              float               *out)
+dc_gpt_trainer_combine_gradients (const float * const *grads,
+                                  guint                n_ranks,
+                                  gsize                n,
+                                  float               *out)
 {
   const float divisor = (float) n_ranks;
 
