@@ -16,6 +16,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "dc-mesh-bytes-private.h"
 #include "dc-mesh-error.h"
 #include "dc-mesh-train-protocol.h"
 
@@ -45,36 +46,6 @@ dc_mesh_message_type_to_string (guint type)
     case DC_MESH_MSG_AUDIT: return "audit";
     default: return "unknown";
     }
-}
-
-static inline void
-put_u32 (guint8  *p,
-         guint32  v)
-{
-  p[0] = v & 0xff;
-  p[1] = (v >> 8) & 0xff;
-  p[2] = (v >> 16) & 0xff;
-  p[3] = (v >> 24) & 0xff;
-}
-
-static inline guint32
-get_u32 (const guint8 *p)
-{
-  return (guint32) p[0] | ((guint32) p[1] << 8) | ((guint32) p[2] << 16) | ((guint32) p[3] << 24);
-}
-
-static inline void
-put_u64 (guint8  *p,
-         guint64  v)
-{
-  put_u32 (p, (guint32) v);
-  put_u32 (p + 4, (guint32) (v >> 32));
-}
-
-static inline guint64
-get_u64 (const guint8 *p)
-{
-  return (guint64) get_u32 (p) | ((guint64) get_u32 (p + 4) << 32);
 }
 
 /* CRC-32 (zlib's, IEEE polynomial) over header bytes 0..11, then the payload. */
