@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <glib/gi18n.h>
 #include <glib-unix.h>
-#include <gio/gunixinputstream.h>
 
 #include "dc-cli.h"
+#include "dc-cli-answers.h"
 #include "mesh/dc-group.h"
 #include "mesh/dc-identity.h"
 #include "mesh/dc-room.h"
@@ -27,8 +27,7 @@ typedef struct
   DcCliOptions      *options;
   DcGroup           *group;
   GMainLoop         *loop;
-  GDataInputStream  *stdin_lines;
-  GQueue             asks;          /* ids awaiting an answer on stdin */
+  DcCliAnswers       answers;       /* --approve ask */
   GArray            *send_sizes;    /* gsize */
   int                expect_peers;
   int                send_garbage;
@@ -40,8 +39,7 @@ typedef struct
 static void
 join_state_clear (JoinState *state)
 {
-  g_clear_object (&state->stdin_lines);
-  g_queue_clear_full (&state->asks, g_free);
+  dc_cli_answers_clear (&state->answers);
   g_clear_pointer (&state->send_sizes, g_array_unref);
 }
 
@@ -256,43 +254,6 @@ failed_cb (DcGroup      *group,
   g_main_loop_quit (state->loop);
 }
 
-static void read_answer (JoinState *state);
-
-static void
-answer_cb (GObject      *object,
-           GAsyncResult *result,
-           gpointer      user_data)
-{
-  JoinState *state = user_data;
-  g_autofree char *line = NULL;
-  g_autofree char *id = NULL;
-
-  line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (object), result,
-                                                     NULL, NULL);
-  if (line == NULL)
-    return;  /* stdin closed: remaining requests stay unanswered */
-  id = g_queue_pop_head (&state->asks);
-  if (id != NULL)
-    dc_group_answer_request (state->group, id,
-                             g_ascii_strcasecmp (g_strstrip (line), "accept") == 0
-                             || g_ascii_strcasecmp (line, "y") == 0);
-  if (!g_queue_is_empty (&state->asks))
-    read_answer (state);
-}
-
-static void
-read_answer (JoinState *state)
-{
-  if (state->stdin_lines == NULL)
-    {
-      g_autoptr(GInputStream) in = g_unix_input_stream_new (0, FALSE);
-
-      state->stdin_lines = g_data_input_stream_new (in);
-    }
-  g_data_input_stream_read_line_async (state->stdin_lines, G_PRIORITY_DEFAULT, NULL,
-                                       answer_cb, state);
-}
-
 /* JSON: {"event": EVENT, "peer": PEER, "fingerprint": F, "short": S,
  * "address": A, "via": V}; members that are NULL are left out. */
 static void
@@ -329,7 +290,6 @@ approval_requested_cb (DcGroup    *group,
                        gpointer    user_data)
 {
   JoinState *state = user_data;
-  gboolean idle = g_queue_is_empty (&state->asks);
   g_autofree char *short_form = dc_identity_short_fingerprint (fingerprint);
 
   if (state->options->json)
@@ -344,9 +304,7 @@ approval_requested_cb (DcGroup    *group,
              g_str_equal (via, "lan") ? _("the room is announced on the local network")
                                       : _("the room code was shared"));
   fflush (stdout);
-  g_queue_push_tail (&state->asks, g_strdup (id));
-  if (idle)
-    read_answer (state);
+  dc_cli_answers_ask (&state->answers, id);
 }
 
 static gboolean
@@ -568,8 +526,8 @@ dc_cli_join_run (const DcCliCommand  *command,
   state.loop = loop;
   state.expect_peers = expect_peers;
   state.send_garbage = send_garbage;
-  g_queue_init (&state.asks);
   state.group = group;
+  dc_cli_answers_init (&state.answers, group);
   g_signal_connect (group, "event", G_CALLBACK (event_cb), &state);
   g_signal_connect (group, "message", G_CALLBACK (message_cb), &state);
   g_signal_connect (group, "failed", G_CALLBACK (failed_cb), &state);

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <glib/gi18n.h>
 #include <glib-unix.h>
-#include <gio/gunixinputstream.h>
 
 #include "dc-cli.h"
+#include "dc-cli-answers.h"
 #include "dc-cli-train-group.h"
 #include "mesh/dc-identity.h"
 #include "mesh/dc-room.h"
@@ -26,51 +26,13 @@ typedef struct
   DcGroup      *group;
   DcTrainGroup *train;
   GMainLoop    *loop;
-  GDataInputStream *stdin_lines;
-  GQueue        asks;           /* ids awaiting an answer on stdin (--approve ask) */
+  DcCliAnswers  answers;        /* --approve ask */
   int           exit_status;
   gboolean      stopped;
   gboolean      leaving;
 } State;
 
-static void read_answer (State *state);
 static void print_pairs (DcCliOptions *options, const char * const *pairs);
-
-/* As `join`: one line per request, "accept" (or "y") admits. */
-static void
-answer_cb (GObject      *object,
-           GAsyncResult *result,
-           gpointer      user_data)
-{
-  State *state = user_data;
-  g_autofree char *line = NULL;
-  g_autofree char *id = NULL;
-
-  line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (object), result,
-                                                     NULL, NULL);
-  if (line == NULL)
-    return;  /* stdin closed: the remaining requests stay unanswered */
-  id = g_queue_pop_head (&state->asks);
-  if (id != NULL)
-    dc_group_answer_request (state->group, id,
-                             g_ascii_strcasecmp (g_strstrip (line), "accept") == 0
-                             || g_ascii_strcasecmp (line, "y") == 0);
-  if (!g_queue_is_empty (&state->asks))
-    read_answer (state);
-}
-
-static void
-read_answer (State *state)
-{
-  if (state->stdin_lines == NULL)
-    {
-      g_autoptr(GInputStream) in = g_unix_input_stream_new (0, FALSE);
-
-      state->stdin_lines = g_data_input_stream_new (in);
-    }
-  g_data_input_stream_read_line_async (state->stdin_lines, G_PRIORITY_DEFAULT, NULL,
-                                       answer_cb, state);
-}
 
 static void
 approval_requested_cb (DcGroup    *group,
@@ -82,7 +44,6 @@ approval_requested_cb (DcGroup    *group,
                        gpointer    user_data)
 {
   State *state = user_data;
-  gboolean idle = g_queue_is_empty (&state->asks);
   g_autofree char *short_form = dc_identity_short_fingerprint (fingerprint);
   const char *pairs[] = { "event", "request-details", "peer", name, "fingerprint", fingerprint,
                           "short", short_form, "address", address, "via", via, NULL };
@@ -96,9 +57,7 @@ approval_requested_cb (DcGroup    *group,
                *address != '\0' ? address : _("unknown"));
       fflush (stdout);
     }
-  g_queue_push_tail (&state->asks, g_strdup (id));
-  if (idle)
-    read_answer (state);
+  dc_cli_answers_ask (&state->answers, id);
 }
 
 static void
@@ -387,7 +346,7 @@ dc_cli_train_group_run (DcCliOptions            *options,
   g_signal_connect (group, "event", G_CALLBACK (group_event_cb), &state);
   g_signal_connect (group, "failed", G_CALLBACK (failed_cb), &state);
   g_signal_connect (group, "approval-requested", G_CALLBACK (approval_requested_cb), &state);
-  g_queue_init (&state.asks);
+  dc_cli_answers_init (&state.answers, group);
   g_signal_connect (train, "notice", G_CALLBACK (notice_cb), &state);
   g_signal_connect (train, "step", G_CALLBACK (step_cb), &state);
   g_signal_connect (train, "finished", G_CALLBACK (finished_cb), &state);
@@ -405,7 +364,6 @@ dc_cli_train_group_run (DcCliOptions            *options,
   g_signal_handlers_disconnect_by_data (group, &state);
   g_signal_handlers_disconnect_by_data (train, &state);
   dc_train_group_stop (train);
-  g_queue_clear_full (&state.asks, g_free);
-  g_clear_object (&state.stdin_lines);
+  dc_cli_answers_clear (&state.answers);
   return state.exit_status;
 }
