@@ -269,7 +269,8 @@ reached_step_20 (gpointer user_data)
   return proc->eof;
 }
 
-/* One of three leaves after its step 20, killed (SIGKILL: no bye, found by
+/* One of three leaves after its step 20 (its step 19 or 20 is the last with
+ * three), killed (SIGKILL: no bye, found by
  * the 4 s silence) or closed (SIGTERM: bye): the other two drop it from the
  * roster and finish with equal hashes at every step, and their final weights
  * equal a simulation with the same roster history (three devices up to the
@@ -317,7 +318,11 @@ test_leave (gconstpointer data)
       else
         g_assert_cmpint (roster, ==, 2);
     }
-  g_assert_cmpuint (last_three, >=, 20);
+  /* Gamma's step 20 needed the others' step-20 gradients, so they finished
+   * step 19 with its gradient of 19; but its own gradient of step 20 may
+   * still sit in its send buffer when the signal lands, and then the others
+   * take step 20 with two. */
+  g_assert_cmpuint (last_three, >=, 19);
   g_assert_cmpuint (last_three, <, 40);
 
   /* The same roster history in one process. */
