@@ -111,6 +111,41 @@ test_gpt2_cases (void)
   check_cases ("models/gpt2-tiny/tokenizer.json", "tokenizers/gpt2-cases.json");
 }
 
+/* Library-made cases for the Qwen2 and Llama 3 Split patterns on a trained
+ * vocabulary (make-model-fixtures.py): the texts of gpt2-cases.json. */
+static void
+test_trained_split_cases (void)
+{
+  check_cases ("tokenizers/qwen2-bpe-512/tokenizer.json", "tokenizers/qwen2-bpe-512-cases.json");
+  check_cases ("tokenizers/llama3-bpe-512/tokenizer.json", "tokenizers/llama3-bpe-512-cases.json");
+}
+
+/* Tokenizers of the kinds this build refuses, as the tokenizers library
+ * writes them (SentencePieceBPETokenizer, SentencePieceUnigramTokenizer,
+ * BertWordPieceTokenizer): each refused, naming what it is. */
+static void
+test_refused_files (void)
+{
+  const struct { const char *dir; const char *fragment; } cases[] = {
+    { "refused-metaspace-bpe", "tokenizer type “Metaspace (SentencePiece)” is not supported" },
+    { "refused-unigram", "tokenizer type “Unigram” is not supported" },
+    { "refused-wordpiece", "tokenizer type “WordPiece” is not supported" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *path = dc_test_dup_source_path ("tests", "data", "hf", "tokenizers",
+                                                       cases[i].dir, "tokenizer.json", NULL);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcBpeTokenizer) tok = dc_bpe_tokenizer_new_from_file (path, &error);
+
+      g_assert_null (tok);
+      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+      if (strstr (error->message, cases[i].fragment) == NULL)
+        g_error ("%s: message “%s” lacks “%s”", cases[i].dir, error->message, cases[i].fragment);
+    }
+}
+
 static void
 test_bytelevel_1024_cases (void)
 {
@@ -145,8 +180,19 @@ check_reference (const char *model)
     {
       JsonObject *p = json_array_get_object_element (prompts, i);
 
-      assert_ids (tok, json_object_get_string_member (p, "text"),
-                  json_object_get_array_member (p, "input_ids"), -1);
+      const char *text = json_object_get_string_member (p, "text");
+      JsonArray *expected = json_object_get_array_member (p, "input_ids");
+      g_autoptr(GError) error = NULL;
+      /* As transformers encodes a prompt: special tokens added (a BOS template). */
+      g_autoptr(GArray) ids = dc_bpe_tokenizer_encode (tok, text, -1, TRUE, &error);
+
+      g_assert_no_error (error);
+      if (ids->len != json_array_get_length (expected))
+        g_error ("%s: “%s”: %u ids, expected %u", model, text, ids->len,
+                 json_array_get_length (expected));
+      for (guint k = 0; k < ids->len; k++)
+        g_assert_cmpint (g_array_index (ids, guint32, k), ==,
+                         json_array_get_int_element (expected, k));
     }
 }
 
@@ -155,6 +201,12 @@ test_reference_prompts (void)
 {
   check_reference ("gpt2-tiny");
   check_reference ("llama-tiny");
+  /* Made by make-model-fixtures.py: Qwen2 and Llama 3 Split patterns trained by
+   * the tokenizers library, the Llama 3 one with a BOS template. */
+  check_reference ("qwen2-tiny-bf16");
+  check_reference ("mistral-tiny-f16");
+  check_reference ("llama-tiny-sharded");
+  check_reference ("gpt2-noprefix-tiny");
 }
 
 /* The heap-ordered merge loop against the plain definition of BPE (merge the
@@ -654,5 +706,7 @@ main (int   argc,
   g_test_add_func ("/dc/model/tokenizer/long-word", test_long_word);
   g_test_add_func ("/dc/model/tokenizer/decode-errors", test_decode_and_text_errors);
   g_test_add_func ("/dc/model/tokenizer/refusals", test_refusals);
+  g_test_add_func ("/dc/model/tokenizer/trained-split-cases", test_trained_split_cases);
+  g_test_add_func ("/dc/model/tokenizer/refused-files", test_refused_files);
   return g_test_run ();
 }

@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
 # Writes small tokenizer.json files whose pre-tokenizers use the exact Split
 # patterns of Qwen2 and Llama 3 (as in their Hub tokenizer.json), for
-# tests/test-model-tokenizer.c. No machine with `tokenizers` was available:
-# the expected ids in the cases below were derived BY HAND from the regexes
-# and merges (reasoning written next to each case), not by the library.
+# tests/test-model-tokenizer.c. The expected ids in the cases below were
+# derived BY HAND from the regexes and merges (reasoning written next to each
+# case), then checked with the `tokenizers` library 0.23.2
+# (make-model-fixtures.py writes its ids to split-check.json): every id agrees.
+# Two things the library taught: it reads one merge spelling per file (these
+# files mix "a b" and ["a","b"] on purpose, since our reader takes both; the
+# check reads a copy with pairs only), and it numbers added tokens that are
+# not in the vocabulary with the next free ids, so they are given those ids
+# here (263-265), as real tokenizer.json files do.
 #
 # Vocabulary: id b (0..255) is byte b's ByteLevel character, so a piece that
 # no merge touches encodes to its UTF-8 bytes. Extra tokens:
 #   256 "Ġ1"  257 "12"  258 "123"  259 "ST"  260 "'S"  261 "!Ċ"  262 "xyz"
+# Added tokens: 263 <|im_start|>, 264 <|endoftext|>, 265 <|begin_of_text|>.
 # Merges, by rank: "Ġ 1", "1 2", "12 3", "S T", "' S", "! Ċ" (no merge makes xyz).
 import json, os, sys
 
@@ -37,11 +44,11 @@ def tokenizer(pattern, nfc, ignore_merges, bos):
         vocab[t] = 256 + i
     merges = [["Ġ", "1"], "1 2", ["12", "3"], "S T", ["'", "S"], "! Ċ"]
     added = [
-        {"id": 300, "content": "<|im_start|>", "single_word": False, "lstrip": False,
+        {"id": 263, "content": "<|im_start|>", "single_word": False, "lstrip": False,
          "rstrip": False, "normalized": False, "special": True},
-        {"id": 301, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+        {"id": 264, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
          "rstrip": False, "normalized": False, "special": True},
-        {"id": 302, "content": "<|begin_of_text|>", "single_word": False, "lstrip": False,
+        {"id": 265, "content": "<|begin_of_text|>", "single_word": False, "lstrip": False,
          "rstrip": False, "normalized": False, "special": True},
     ]
     post = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
@@ -53,7 +60,7 @@ def tokenizer(pattern, nfc, ignore_merges, bos):
                        {"Sequence": {"id": "A", "type_id": 0}}],
             "pair": [],
             "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>",
-                                                     "ids": [302],
+                                                     "ids": [265],
                                                      "tokens": ["<|begin_of_text|>"]}}}]}
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
@@ -93,7 +100,7 @@ CASES = [
     # "e" is a letter piece, U+0301 (a mark, CC 81) a punctuation piece.
     ("e\u0301", [195, 169], [101, 204, 129]),
     # Added tokens are split out first.
-    ("x<|im_start|>y", [120, 300, 121], [120, 300, 121]),
+    ("x<|im_start|>y", [120, 263, 121], [120, 263, 121]),
     # ignore_merges (Llama 3 only): a piece that is itself in the vocabulary is one token.
     ("xyz", [120, 121, 122], [262]),
     ("", [], []),
@@ -112,7 +119,7 @@ def main(outdir):
         cases = [{"text": c[0], "ids": c[col]} for c in CASES]
         with open(os.path.join(outdir, name + "-cases.json"), "w", encoding="utf-8") as f:
             json.dump({"source": "derived by hand, see make-split-tokenizers.py",
-                       "bos": 302 if bos else None, "nfc": nfc, "cases": cases},
+                       "bos": 265 if bos else None, "nfc": nfc, "cases": cases},
                       f, ensure_ascii=False, indent=1)
 
 
