@@ -590,8 +590,8 @@ check_cache_limit (DcModelRepo  *self,
 
   if (self->weight_bytes <= self->cache_limit)
     return TRUE;
-  need = g_format_size (self->weight_bytes);
-  limit = g_format_size (self->cache_limit);
+  need = g_format_size_full (self->weight_bytes, G_FORMAT_SIZE_LONG_FORMAT);
+  limit = g_format_size_full (self->cache_limit, G_FORMAT_SIZE_LONG_FORMAT);
   g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_TOO_LARGE,
                "the weights of %s are %s, more than the model cache's limit of %s "
                "(set DC_MODEL_CACHE_MAX_MB to allow more)", self->repo_id, need, limit);
