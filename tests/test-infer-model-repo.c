@@ -862,6 +862,67 @@ test_open_async (void)
 }
 
 static void
+test_cache_limit_evicts (void)
+{
+  g_autoptr(DcHfClient) client = new_client ();
+  g_autofree char *cache = new_cache_dir ();
+  g_autofree char *llama_dir = NULL;
+  g_autofree char *sharded_dir = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
+  const TensorSpec tensors[] = { { "model.embed_tokens.weight", "BF16", 5000 } };
+  const char *files[] = { "model-00001-of-00002.safetensors" };
+  guint64 llama = data_bytes ("llama", "model.safetensors");
+  guint64 sharded = data_bytes ("sharded", "model-00001-of-00002.safetensors")
+                    + data_bytes ("sharded", "model-00002-of-00002.safetensors");
+  /* Room for either model, not both. */
+  guint64 limit = MAX (llama, sharded) + 4096;
+  guint64 bytes;
+
+  g_assert_cmpuint (limit, <, llama + sharded);
+  repo = open_repo (client, "ok/llama", cache, limit, &error);
+  g_assert_no_error (error);
+  g_assert_true (read_all (repo, "llama", NULL, llama_tensors, G_N_ELEMENTS (llama_tensors),
+                           NULL, &error));
+  llama_dir = g_strdup (dc_model_repo_get_cache_dir (repo));
+  g_assert_finalize_object (g_steal_pointer (&repo));
+
+  /* Under a limit both fit, nothing is removed. */
+  repo = open_repo (client, "ok/sharded", cache, 10 * (llama + sharded) + 65536, &error);
+  g_assert_no_error (error);
+  g_assert_true (read_all (repo, "sharded", files, tensors, 1, NULL, &error));
+  sharded_dir = g_strdup (dc_model_repo_get_cache_dir (repo));
+  g_assert_finalize_object (g_steal_pointer (&repo));
+  g_assert_true (g_file_test (llama_dir, G_FILE_TEST_IS_DIR));
+
+  /* Under the small one, the sharded model's first write removes llama's. */
+  repo = open_repo (client, "ok/sharded", cache, limit, &error);
+  g_assert_no_error (error);
+  g_test_expect_message ("dc-infer", G_LOG_LEVEL_MESSAGE, "removed the cached weights in *");
+  hub_reset (NULL, NULL);
+  g_assert_true (read_all (repo, "sharded", files, tensors, 1, NULL, &error));
+  g_test_assert_expected_messages ();
+  hub_reset (&bytes, NULL);
+  g_assert_cmpuint (bytes, ==, 0);
+  g_assert_false (g_file_test (llama_dir, G_FILE_TEST_EXISTS));
+  g_assert_true (g_file_test (sharded_dir, G_FILE_TEST_IS_DIR));
+  g_assert_finalize_object (g_steal_pointer (&repo));
+
+  /* So llama moves again, and the sharded model makes room in turn. */
+  repo = open_repo (client, "ok/llama", cache, limit, &error);
+  g_assert_no_error (error);
+  g_test_expect_message ("dc-infer", G_LOG_LEVEL_MESSAGE, "removed the cached weights in *");
+  hub_reset (NULL, NULL);
+  g_assert_true (read_all (repo, "llama", NULL, llama_tensors, G_N_ELEMENTS (llama_tensors),
+                           NULL, &error));
+  g_test_assert_expected_messages ();
+  hub_reset (&bytes, NULL);
+  g_assert_cmpuint (bytes, ==, llama);
+  g_assert_false (g_file_test (sharded_dir, G_FILE_TEST_EXISTS));
+  g_assert_finalize_object (g_steal_pointer (&repo));
+}
+
+static void
 expect_refusal (DcHfClient *client,
                 const char *spec,
                 guint64     limit,
@@ -965,6 +1026,7 @@ main (int    argc,
   g_test_add_func ("/dc/infer/repo/sharded", test_sharded);
   g_test_add_func ("/dc/infer/repo/local-folder", test_local_folder);
   g_test_add_func ("/dc/infer/repo/open-async", test_open_async);
+  g_test_add_func ("/dc/infer/repo/cache-limit-evicts", test_cache_limit_evicts);
   g_test_add_func ("/dc/infer/repo/refusals", test_refusals);
   status = g_test_run ();
 

@@ -94,7 +94,8 @@ struct _DcModelRepo
   guint64         weight_bytes;
   guint64         bytes_downloaded;   /* atomic */
   gint            notify_pending;     /* atomic */
-  GMutex          lock;               /* the files' cache state */
+  GMutex          lock;               /* the files' cache state and cache_evicted */
+  gboolean        cache_evicted;
 };
 
 static void dc_model_repo_tensor_source_init (DcTensorSourceInterface *iface);
@@ -990,6 +991,107 @@ format_piece_line (const Piece *p)
   return g_string_free (line, FALSE);
 }
 
+typedef struct
+{
+  char    *path;
+  guint64  bytes;     /* on disk (sparse files count what they hold) */
+  gint64   used;      /* the newest mtime inside: journals are rewritten on every open */
+} CachedModel;
+
+static void
+cached_model_free (gpointer data)
+{
+  CachedModel *model = data;
+
+  g_free (model->path);
+  g_free (model);
+}
+
+static int
+compare_used (gconstpointer a,
+              gconstpointer b)
+{
+  const CachedModel *x = *(CachedModel * const *) a;
+  const CachedModel *y = *(CachedModel * const *) b;
+
+  return (x->used > y->used) - (x->used < y->used);
+}
+
+/* Only what this cache writes is ever removed: NAME.data, NAME.journal and
+ * the journal's temporary copies. */
+static gboolean
+is_cache_file (const char *name)
+{
+  return g_str_has_suffix (name, ".safetensors.data")
+         || g_str_has_suffix (name, ".safetensors.journal")
+         || strstr (name, ".safetensors.journal.") != NULL;
+}
+
+/* Makes room for this model under the cache root: other models' folders,
+ * least recently used first, are removed until they and this model's weights
+ * fit the limit. Called once per repo, under the lock, before its first write. */
+static void
+evict_for (DcModelRepo *self)
+{
+  g_autofree char *root = g_path_get_dirname (self->cache_dir);
+  g_autofree char *mine = g_path_get_basename (self->cache_dir);
+  g_autoptr(GPtrArray) models = g_ptr_array_new_with_free_func (cached_model_free);
+  g_autoptr(GDir) dir = g_dir_open (root, 0, NULL);
+  guint64 others = 0;
+  const char *name;
+
+  if (dir == NULL)
+    return;
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (root, name, NULL);
+      g_autoptr(GDir) inner = NULL;
+      CachedModel *model;
+      const char *file;
+      GStatBuf st;
+
+      /* Model folders are named OWNER--NAME--HASH (dup_model_cache_dir). */
+      if (g_str_equal (name, mine) || strstr (name, "--") == NULL
+          || g_lstat (path, &st) != 0 || !S_ISDIR (st.st_mode)
+          || (inner = g_dir_open (path, 0, NULL)) == NULL)
+        continue;
+      model = g_new0 (CachedModel, 1);
+      model->path = g_steal_pointer (&path);
+      while ((file = g_dir_read_name (inner)) != NULL)
+        {
+          g_autofree char *file_path = g_build_filename (model->path, file, NULL);
+
+          if (is_cache_file (file) && g_lstat (file_path, &st) == 0 && S_ISREG (st.st_mode))
+            {
+              model->bytes += (guint64) st.st_blocks * 512;
+              model->used = MAX (model->used, (gint64) st.st_mtime);
+            }
+        }
+      others += model->bytes;
+      g_ptr_array_add (models, model);
+    }
+  g_ptr_array_sort (models, compare_used);
+  for (guint i = 0; i < models->len && others + self->weight_bytes > self->cache_limit; i++)
+    {
+      CachedModel *model = models->pdata[i];
+      g_autoptr(GDir) inner = g_dir_open (model->path, 0, NULL);
+      g_autofree char *size = g_format_size (model->bytes);
+      const char *file;
+
+      while (inner != NULL && (file = g_dir_read_name (inner)) != NULL)
+        {
+          g_autofree char *file_path = g_build_filename (model->path, file, NULL);
+
+          if (is_cache_file (file))
+            g_unlink (file_path);
+        }
+      g_rmdir (model->path);
+      others -= model->bytes;
+      g_message ("removed the cached weights in %s (%s) to keep the model cache under its limit",
+                 model->path, size);
+    }
+}
+
 /* Reads the journal of @file (trusting only lines that name a piece of this
  * header inside the data file's size) and rewrites it with those alone.
  * Called under the lock, once per file. */
@@ -1011,6 +1113,11 @@ open_file_cache (DcModelRepo  *self,
   guint64 data_size;
   guint kept_count = 0;
 
+  if (!self->cache_evicted)
+    {
+      evict_for (self);
+      self->cache_evicted = TRUE;
+    }
   if (g_mkdir_with_parents (self->cache_dir, 0700) != 0)
     {
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),

@@ -7,7 +7,8 @@
  * (DcTensorSource.read), each tensor by its byte range, through an on-disk
  * cache in the user's cache directory: resumable, checked against the
  * header's sizes and a sha256 of every cached piece, under a size limit,
- * cancellable, counted in bytes (docs/ARCHITECTURE.md, "The model repo").
+ * cancellable, counted in bytes (docs/ARCHITECTURE.md, "The model repo
+ * and its weight cache").
  * A local folder is read in place, never cached.
  *
  * Threads: open (the blocking call) may run on any thread; the _async one
@@ -33,9 +34,11 @@ G_BEGIN_DECLS
  * a cancel or a crash loses at most this much, and one piece is one request
  * well under the client's 64 MiB cap. */
 #define DC_MODEL_REPO_PIECE            (16u * 1024u * 1024u)
-/* The default limit on one model's cached weights: a 7B model in BF16
- * (~15 GB, the largest one device here runs in INT8) fits; more is refused
- * before anything is downloaded. $DC_MODEL_CACHE_MAX_MB changes it. */
+/* The default limit on the model cache (all models together): a 7B model in
+ * BF16 (~15 GB, the largest one device here runs in INT8) fits with room for
+ * small ones. A model larger than the limit is refused before anything is
+ * downloaded; older models are removed (least recently used first) to make
+ * room for a new one. $DC_MODEL_CACHE_MAX_MB changes it. */
 #define DC_MODEL_REPO_DEFAULT_CACHE_LIMIT (20ull * 1000 * 1000 * 1000)
 /* tokenizer_config.json is a few KB (chat templates reach ~10 KB). */
 #define DC_MODEL_REPO_TOKENIZER_CONFIG_MAX_BYTES (1024u * 1024u)
@@ -51,8 +54,9 @@ G_DECLARE_FINAL_TYPE (DcModelRepo, dc_model_repo, DC, MODEL_REPO, GObject)   /* 
  * DcModelRepoOptions:
  * @cache_dir: (nullable): the cache's root folder; %NULL: `$DC_MODEL_CACHE_DIR`,
  *   else `daisychain/models` in the user's cache directory
- * @cache_limit: the most bytes one model may cache; 0: `$DC_MODEL_CACHE_MAX_MB`
- *   (in MB of 10^6 bytes), else %DC_MODEL_REPO_DEFAULT_CACHE_LIMIT
+ * @cache_limit: the most bytes the cache root may hold, all models together;
+ *   0: `$DC_MODEL_CACHE_MAX_MB` (in MB of 10^6 bytes), else
+ *   %DC_MODEL_REPO_DEFAULT_CACHE_LIMIT
  * @piece_size: bytes per cached piece; 0: %DC_MODEL_REPO_PIECE (tests use
  *   small pieces to exercise resuming inside a tensor)
  */
