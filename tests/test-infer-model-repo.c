@@ -806,6 +806,78 @@ test_local_folder (void)
   g_assert_cmpuint (requests, ==, 0);
 }
 
+typedef struct
+{
+  DcModelRepo *repo;
+  guint        index;
+  gboolean     ok;
+} ReaderData;
+
+/* All readers start together, so that they meet in the cache's first use. */
+static GMutex start_lock;
+static GCond start_cond;
+static guint start_waiting;
+
+static gpointer
+reader_thread (gpointer data)
+{
+  ReaderData *reader = data;
+  g_autoptr(GError) error = NULL;
+
+  g_mutex_lock (&start_lock);
+  if (++start_waiting == G_N_ELEMENTS (llama_tensors))
+    g_cond_broadcast (&start_cond);
+  while (start_waiting < G_N_ELEMENTS (llama_tensors))
+    g_cond_wait (&start_cond, &start_lock);
+  g_mutex_unlock (&start_lock);
+
+  reader->ok = read_all (reader->repo, "llama", NULL, &llama_tensors[reader->index], 1, NULL,
+                         &error);
+  if (error != NULL)
+    g_printerr ("reader %u: %s\n", reader->index, error->message);
+  return NULL;
+}
+
+/* DcTensorSource.read on several threads at once, one tensor each: every
+ * tensor right, every byte moved once, the journal whole. */
+static void
+test_parallel_reads (void)
+{
+  g_autoptr(DcHfClient) client = new_client ();
+  g_autofree char *cache = new_cache_dir ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
+  ReaderData readers[G_N_ELEMENTS (llama_tensors)];
+  GThread *threads[G_N_ELEMENTS (llama_tensors)];
+  guint64 bytes, data = data_bytes ("llama", "model.safetensors");
+
+  repo = open_repo (client, "ok/llama", cache, 0, &error);
+  g_assert_no_error (error);
+  hub_reset (NULL, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (llama_tensors); i++)
+    {
+      readers[i] = (ReaderData) { repo, i, FALSE };
+      threads[i] = g_thread_new ("test-reader", reader_thread, &readers[i]);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (llama_tensors); i++)
+    {
+      g_thread_join (threads[i]);
+      g_assert_true (readers[i].ok);
+    }
+  hub_reset (&bytes, NULL);
+  g_assert_cmpuint (bytes, ==, data);
+  g_assert_finalize_object (g_steal_pointer (&repo));
+
+  repo = open_repo (client, "ok/llama", cache, 0, &error);
+  g_assert_no_error (error);
+  hub_reset (NULL, NULL);
+  g_assert_true (read_all (repo, "llama", NULL, llama_tensors, G_N_ELEMENTS (llama_tensors),
+                           NULL, &error));
+  hub_reset (&bytes, NULL);
+  g_assert_cmpuint (bytes, ==, 0);
+  g_assert_finalize_object (g_steal_pointer (&repo));
+}
+
 static void
 open_done_cb (GObject      *source,
               GAsyncResult *result,
@@ -1025,6 +1097,7 @@ main (int    argc,
   g_test_add_func ("/dc/infer/repo/damaged-cache", test_damaged_cache);
   g_test_add_func ("/dc/infer/repo/sharded", test_sharded);
   g_test_add_func ("/dc/infer/repo/local-folder", test_local_folder);
+  g_test_add_func ("/dc/infer/repo/parallel-reads", test_parallel_reads);
   g_test_add_func ("/dc/infer/repo/open-async", test_open_async);
   g_test_add_func ("/dc/infer/repo/cache-limit-evicts", test_cache_limit_evicts);
   g_test_add_func ("/dc/infer/repo/refusals", test_refusals);
