@@ -995,6 +995,94 @@ test_cache_limit_evicts (void)
 }
 
 static void
+copy_fixture_file (const char *dir,
+                   const char *name)
+{
+  g_autofree char *src = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
+                                                  name, NULL);
+  g_autofree char *contents = NULL;
+  gsize len;
+  g_autoptr(GError) error = NULL;
+
+  g_file_get_contents (src, &contents, &len, &error);
+  g_assert_no_error (error);
+  write_file (dir, name, contents, (gssize) len);
+}
+
+/* The real llama-tiny checkpoint (written by transformers) with the default
+ * piece size: its header as the library writes it, every tensor once. */
+static void
+test_llama_tiny_fixture (void)
+{
+  g_autoptr(DcHfClient) client = new_client ();
+  g_autofree char *cache = new_cache_dir ();
+  g_autofree char *dir = g_build_filename (hub->root, "llama-tiny", NULL);
+  g_autofree char *path = g_build_filename (dir, "model.safetensors", NULL);
+  DcModelRepoOptions options = { cache, 0, 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
+  g_autoptr(DcSafetensors) st = NULL;
+  g_autoptr(GBytes) file = NULL;
+  g_autofree char *summary = NULL;
+  guint64 bytes, expected;
+  guint requests;
+
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  copy_fixture_file (dir, "config.json");
+  copy_fixture_file (dir, "tokenizer.json");
+  copy_fixture_file (dir, "tokenizer_config.json");
+  copy_fixture_file (dir, "model.safetensors");
+  st = dc_safetensors_new_from_file (path, &error);
+  g_assert_no_error (error);
+  file = load_model_file ("llama-tiny", "model.safetensors");
+
+  hub_reset (NULL, NULL);
+  repo = dc_model_repo_open_full (client, "ok/llama-tiny", &options, NULL, &error);
+  g_assert_no_error (error);
+  hub_reset (&bytes, &requests);
+  expected = model_file_size ("llama-tiny", "config.json")
+             + model_file_size ("llama-tiny", "tokenizer.json")
+             + model_file_size ("llama-tiny", "tokenizer_config.json") + st->data_start;
+  g_assert_cmpuint (bytes, ==, expected);
+  g_assert_cmpuint (requests, ==, 5);
+  g_assert_cmpuint (dc_model_repo_get_weight_bytes (repo), ==, st->data_size);
+  /* The config's parameter count is the checkpoint's (F32: 4 bytes each). */
+  g_assert_cmpuint (dc_hf_config_n_params (dc_model_repo_get_config (repo)), ==,
+                    st->data_size / 4);
+  summary = dc_model_repo_dup_summary (repo);
+  g_test_message ("summary: %s", summary);
+  {
+    g_autofree char *size = g_format_size (st->data_size);
+    g_autofree char *want = g_strdup_printf ("LlamaForCausalLM, 6 layers, 1.4 M parameters, "
+                                             "byte-level BPE tokenizer (1024 tokens), F32, "
+                                             "download %s, memory ", size);
+
+    g_assert_true (g_str_has_prefix (summary, want));
+  }
+
+  for (guint i = 0; i < st->tensors->len; i++)
+    {
+      const DcSafetensorsTensor *want = st->tensors->pdata[i];
+      const DcSafetensorsTensor *t = dc_tensor_source_lookup (DC_TENSOR_SOURCE (repo),
+                                                              want->name);
+      g_autofree guint8 *dst = NULL;
+
+      g_assert_nonnull (t);
+      g_assert_cmpuint (t->end - t->begin, ==, want->end - want->begin);
+      dst = g_malloc (t->end - t->begin + 1);
+      g_assert_true (dc_tensor_source_read (DC_TENSOR_SOURCE (repo), t, dst, NULL, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (dst, t->end - t->begin,
+                       (const guint8 *) g_bytes_get_data (file, NULL) + st->data_start + t->begin,
+                       t->end - t->begin);
+    }
+  hub_reset (&bytes, &requests);
+  g_assert_cmpuint (bytes, ==, st->data_size);
+  g_assert_cmpuint (requests, ==, st->tensors->len);
+  g_assert_finalize_object (g_steal_pointer (&repo));
+}
+
+static void
 expect_refusal (DcHfClient *client,
                 const char *spec,
                 guint64     limit,
@@ -1100,6 +1188,7 @@ main (int    argc,
   g_test_add_func ("/dc/infer/repo/parallel-reads", test_parallel_reads);
   g_test_add_func ("/dc/infer/repo/open-async", test_open_async);
   g_test_add_func ("/dc/infer/repo/cache-limit-evicts", test_cache_limit_evicts);
+  g_test_add_func ("/dc/infer/repo/llama-tiny-fixture", test_llama_tiny_fixture);
   g_test_add_func ("/dc/infer/repo/refusals", test_refusals);
   status = g_test_run ();
 
