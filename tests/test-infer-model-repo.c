@@ -1082,6 +1082,37 @@ test_llama_tiny_fixture (void)
   g_assert_finalize_object (g_steal_pointer (&repo));
 }
 
+/* A cache that cannot be written does not stop the model: a root that is a
+ * regular file (no folder can be made in it, whoever runs the test). */
+static void
+test_unusable_cache (void)
+{
+  g_autoptr(DcHfClient) client = new_client ();
+  g_autofree char *cache = new_cache_dir ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
+  guint64 bytes, data = data_bytes ("llama", "model.safetensors");
+
+  g_file_set_contents (cache, "not a folder", -1, &error);
+  g_assert_no_error (error);
+  repo = open_repo (client, "ok/llama", cache, 0, &error);
+  g_assert_no_error (error);
+  hub_reset (NULL, NULL);
+  g_test_expect_message ("dc-infer", G_LOG_LEVEL_MESSAGE,
+                         "the model cache in * is not usable (could not create the model cache "
+                         "folder *); weights are downloaded without caching");
+  g_assert_true (read_all (repo, "llama", NULL, llama_tensors, G_N_ELEMENTS (llama_tensors),
+                           NULL, &error));
+  g_assert_no_error (error);
+  g_test_assert_expected_messages ();
+  /* Said once; every read then moves the bytes again. */
+  g_assert_true (read_all (repo, "llama", NULL, llama_tensors, G_N_ELEMENTS (llama_tensors),
+                           NULL, &error));
+  hub_reset (&bytes, NULL);
+  g_assert_cmpuint (bytes, ==, 2 * data);
+  g_assert_finalize_object (g_steal_pointer (&repo));
+}
+
 static void
 expect_refusal (DcHfClient *client,
                 const char *spec,
@@ -1189,6 +1220,7 @@ main (int    argc,
   g_test_add_func ("/dc/infer/repo/open-async", test_open_async);
   g_test_add_func ("/dc/infer/repo/cache-limit-evicts", test_cache_limit_evicts);
   g_test_add_func ("/dc/infer/repo/llama-tiny-fixture", test_llama_tiny_fixture);
+  g_test_add_func ("/dc/infer/repo/unusable-cache", test_unusable_cache);
   g_test_add_func ("/dc/infer/repo/refusals", test_refusals);
   status = g_test_run ();
 

@@ -66,6 +66,7 @@ typedef struct
   GArray        *pieces;          /* Piece, sorted by begin */
   int            journal_fd;
   guint          cache_ready : 1;
+  guint          cache_off : 1;   /* the cache failed: fetch without writing */
 } RepoFile;
 
 struct _DcModelRepo
@@ -96,6 +97,7 @@ struct _DcModelRepo
   gint            notify_pending;     /* atomic */
   GMutex          lock;               /* the files' cache state and cache_evicted */
   gboolean        cache_evicted;
+  gboolean        cache_warned;
 };
 
 static void dc_model_repo_tensor_source_init (DcTensorSourceInterface *iface);
@@ -1125,7 +1127,6 @@ open_file_cache (DcModelRepo  *self,
                    g_strerror (errno));
       return FALSE;
     }
-  build_pieces (self, file);
   file->fd = g_open (data_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600);
   if (file->fd < 0 || fstat (file->fd, &st) != 0 || !S_ISREG (st.st_mode))
     {
@@ -1209,8 +1210,25 @@ open_file_cache (DcModelRepo  *self,
       return FALSE;
     }
   g_debug ("%s: %u of %u pieces cached", data_path, kept_count, file->pieces->len);
-  file->cache_ready = TRUE;
   return TRUE;
+}
+
+/* A cache that cannot be written (full disk, a read-only or odd folder)
+ * must not stop the model: its pieces are fetched and not kept. Called under
+ * the lock. The descriptors stay open until finalize, so that a thread still
+ * using one never reaches a reused descriptor number. */
+static void
+disable_cache (DcModelRepo *self,
+               RepoFile    *file,
+               const char  *why)
+{
+  file->cache_off = TRUE;
+  if (!self->cache_warned)
+    {
+      self->cache_warned = TRUE;
+      g_message ("the model cache in %s is not usable (%s); weights are downloaded without "
+                 "caching", self->cache_dir, why);
+    }
 }
 
 /* Fetches one piece into @dst and records it in the cache. */
@@ -1230,6 +1248,7 @@ fetch_piece (DcModelRepo   *self,
   guint64 total = 0;
   guint8 sha[32];
   gsize sha_len = sizeof sha;
+  gboolean off;
   Piece done;
 
   bytes = dc_hf_client_fetch_range (self->client, file->url, file->st->data_start + p->begin,
@@ -1252,14 +1271,22 @@ fetch_piece (DcModelRepo   *self,
   memcpy (dst, g_bytes_get_data (bytes, NULL), len);
   add_downloaded (self, len);
 
+  g_mutex_lock (&self->lock);
+  off = file->cache_off;
+  g_mutex_unlock (&self->lock);
+  if (off)
+    return TRUE;
   g_checksum_update (checksum, dst, len);
   g_checksum_get_digest (checksum, sha, &sha_len);
   if (!pwrite_all (file->fd, dst, len, p->begin))
     {
-      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno),
-                   "could not write the model cache in %s: %s", self->cache_dir,
-                   g_strerror (errno));
-      return FALSE;
+      g_autofree char *why = g_strdup_printf ("could not write %s.data: %s", file->name,
+                                              g_strerror (errno));
+
+      g_mutex_lock (&self->lock);
+      disable_cache (self, file, why);
+      g_mutex_unlock (&self->lock);
+      return TRUE;
     }
 
   done = *p;
@@ -1268,15 +1295,19 @@ fetch_piece (DcModelRepo   *self,
   g_mutex_lock (&self->lock);
   /* One write of one short line to an O_APPEND file: it lands whole or, after
    * a crash, torn at the end, where the next open drops it. */
+  if (file->cache_off)
+    {
+      g_mutex_unlock (&self->lock);
+      return TRUE;
+    }
   if (write (file->journal_fd, line, strlen (line)) != (gssize) strlen (line))
     {
-      int saved = errno;
+      g_autofree char *why = g_strdup_printf ("could not write %s.journal: %s", file->name,
+                                              g_strerror (errno));
 
+      disable_cache (self, file, why);
       g_mutex_unlock (&self->lock);
-      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved),
-                   "could not write the model cache in %s: %s", self->cache_dir,
-                   g_strerror (saved));
-      return FALSE;
+      return TRUE;
     }
   memcpy (p->sha256, sha, sizeof sha);
   p->present = TRUE;
@@ -1314,10 +1345,14 @@ read_hub_tensor (DcModelRepo                *self,
   Piece *last;
 
   g_mutex_lock (&self->lock);
-  if (!file->cache_ready && !open_file_cache (self, file, error))
+  if (!file->cache_ready)
     {
-      g_mutex_unlock (&self->lock);
-      return FALSE;
+      g_autoptr(GError) local_error = NULL;
+
+      build_pieces (self, file);
+      if (!open_file_cache (self, file, &local_error))
+        disable_cache (self, file, local_error->message);
+      file->cache_ready = TRUE;
     }
   g_mutex_unlock (&self->lock);
 
@@ -1338,7 +1373,7 @@ read_hub_tensor (DcModelRepo                *self,
       present = p->present;
       copy = *p;
       g_mutex_unlock (&self->lock);
-      if (present)
+      if (present && file->fd >= 0)
         {
           if (read_cached_piece (file, &copy, at))
             continue;
