@@ -48,7 +48,8 @@ G_BEGIN_DECLS
 #define DC_MODEL_REPO_SUMMARY_CONTEXT  64u
 
 #define DC_TYPE_MODEL_REPO (dc_model_repo_get_type ())
-G_DECLARE_FINAL_TYPE (DcModelRepo, dc_model_repo, DC, MODEL_REPO, GObject)   /* implements DcTensorSource */
+/* Implements DcTensorSource. */
+G_DECLARE_FINAL_TYPE (DcModelRepo, dc_model_repo, DC, MODEL_REPO, GObject)
 
 /**
  * DcModelRepoOptions:
@@ -89,8 +90,9 @@ const char       *dc_model_repo_get_spec       (DcModelRepo *self);
 gboolean          dc_model_repo_is_local       (DcModelRepo *self);
 const DcHfConfig *dc_model_repo_get_config     (DcModelRepo *self);
 DcBpeTokenizer   *dc_model_repo_get_tokenizer  (DcModelRepo *self);
-const char       *dc_model_repo_get_dtype      (DcModelRepo *self);      /* of the tensors, e.g. "BF16" */
-guint64           dc_model_repo_get_weight_bytes (DcModelRepo *self);    /* the download size */
+/* Of the tensors, e.g. "BF16"; then the download size. */
+const char       *dc_model_repo_get_dtype      (DcModelRepo *self);
+guint64           dc_model_repo_get_weight_bytes (DcModelRepo *self);
 guint64           dc_model_repo_get_bytes_downloaded (DcModelRepo *self);
 guint64           dc_model_repo_get_memory_bytes (DcModelRepo *self,
                                                   guint        context);
