@@ -553,6 +553,8 @@ test_open_headers_only (void)
   g_assert_cmpstr (dc_model_repo_get_spec (repo), ==, "ok/llama");
   g_assert_cmpuint (dc_model_repo_get_config (repo)->n_layers, ==, 6);
   g_assert_nonnull (dc_model_repo_get_tokenizer (repo));
+  g_assert_cmpuint (g_bytes_get_size (dc_model_repo_get_tokenizer_config (repo)), ==,
+                    model_file_size ("llama", "tokenizer_config.json"));
   g_assert_null (dc_tensor_source_lookup (DC_TENSOR_SOURCE (repo), "no.such.tensor"));
   /* Opening creates no cache: a dialog that only looks leaves nothing behind. */
   g_assert_false (g_file_test (cache, G_FILE_TEST_EXISTS));

@@ -920,6 +920,19 @@ dc_model_repo_get_cache_dir (DcModelRepo *self)
 }
 
 /**
+ * dc_model_repo_get_tokenizer_config:
+ *
+ * Returns: (transfer none) (nullable): the bytes of tokenizer_config.json
+ *   (untrusted JSON, at most 1 MiB), or %NULL when the model has none
+ */
+GBytes *
+dc_model_repo_get_tokenizer_config (DcModelRepo *self)
+{
+  g_return_val_if_fail (DC_IS_MODEL_REPO (self), NULL);
+  return self->tokenizer_config;
+}
+
+/**
  * dc_model_repo_get_memory_bytes:
  * @context: positions the KV cache holds
  *

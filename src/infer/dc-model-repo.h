@@ -97,6 +97,7 @@ guint64           dc_model_repo_get_bytes_downloaded (DcModelRepo *self);
 guint64           dc_model_repo_get_memory_bytes (DcModelRepo *self,
                                                   guint        context);
 const char       *dc_model_repo_get_cache_dir  (DcModelRepo *self);
+GBytes           *dc_model_repo_get_tokenizer_config (DcModelRepo *self);
 /* What the dialog shows: "LlamaForCausalLM, 30 layers, 135 M parameters, ..." */
 char             *dc_model_repo_dup_summary    (DcModelRepo *self);
 
