@@ -23,6 +23,7 @@
 #include <glib/gstdio.h>
 #include <libsoup/soup.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data/dc-data-error.h"
 #include "data/dc-hf-client.h"
@@ -679,12 +680,14 @@ test_damaged_cache (void)
   char *last_line;
   guint64 bytes, data = data_bytes ("llama", "model.safetensors");
   const DcSafetensorsTensor *up;
+  guint64 up_begin;
 
   repo = open_repo (client, "ok/llama", cache, 0, &error);
   g_assert_no_error (error);
   g_assert_true (read_all (repo, "llama", NULL, llama_tensors, G_N_ELEMENTS (llama_tensors),
                            NULL, &error));
   up = dc_tensor_source_lookup (DC_TENSOR_SOURCE (repo), "model.layers.0.mlp.up_proj.weight");
+  up_begin = up->begin;
   data_path = find_cache_file (cache, ".data");
   journal_path = find_cache_file (cache, ".journal");
 
@@ -734,6 +737,20 @@ test_damaged_cache (void)
   g_assert_no_error (error);
   hub_reset (&bytes, NULL);
   g_assert_cmpuint (bytes, ==, data);
+  g_assert_finalize_object (g_steal_pointer (&repo));
+
+  /* A data file cut short inside up_proj's second piece: that piece and all
+   * after it are fetched again (4096 + 3808 + 14 + 2000 bytes), not read
+   * short. */
+  g_assert_cmpint (truncate (data_path, (off_t) (up_begin + PIECE + 10)), ==, 0);
+  repo = open_repo (client, "ok/llama", cache, 0, &error);
+  g_assert_no_error (error);
+  hub_reset (NULL, NULL);
+  g_assert_true (read_all (repo, "llama", NULL, llama_tensors, G_N_ELEMENTS (llama_tensors),
+                           NULL, &error));
+  g_assert_no_error (error);
+  hub_reset (&bytes, NULL);
+  g_assert_cmpuint (bytes, ==, PIECE + 3808 + 14 + 2000);
   g_assert_finalize_object (g_steal_pointer (&repo));
 }
 
