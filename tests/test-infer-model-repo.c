@@ -1133,6 +1133,152 @@ test_unusable_cache (void)
 }
 
 static void
+copy_tree_files (const char *from,
+                 const char *to)
+{
+  g_autoptr(GDir) dir = g_dir_open (from, 0, NULL);
+  const char *name;
+
+  g_assert_nonnull (dir);
+  g_assert_cmpint (g_mkdir_with_parents (to, 0700), ==, 0);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *src = g_build_filename (from, name, NULL);
+      g_autofree char *contents = NULL;
+      gsize len;
+      g_autoptr(GError) error = NULL;
+
+      if (!g_file_test (src, G_FILE_TEST_IS_REGULAR))
+        continue;
+      g_file_get_contents (src, &contents, &len, &error);
+      g_assert_no_error (error);
+      write_file (to, name, contents, (gssize) len);
+    }
+}
+
+/* Every model fixture of tests/data/hf/models/ that has weights (the
+ * transformers-written ones: single files and a sharded checkpoint, F32, F16
+ * and BF16), served in the Hub layout with the default pieces: opening moves
+ * the small files, the index and the headers only; every tensor of every
+ * shard then reads back equal to the file, the data moving exactly once; the
+ * same folder opened locally gives the same summary's figures. */
+static void
+test_all_model_fixtures (void)
+{
+  g_autofree char *models = dc_test_dup_source_path ("tests", "data", "hf", "models", NULL);
+  g_autoptr(GDir) dir = g_dir_open (models, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(DcHfClient) client = new_client ();
+  guint tried = 0;
+  const char *name;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    g_ptr_array_add (names, g_strdup (name));
+  g_ptr_array_sort (names, (GCompareFunc) g_strcmp0);
+
+  for (guint m = 0; m < names->len; m++)
+    {
+      const char *model = names->pdata[m];
+      g_autofree char *src = g_build_filename (models, model, NULL);
+      g_autofree char *fixture = g_strconcat ("fixture-", model, NULL);
+      g_autofree char *copy = g_build_filename (hub->root, fixture, NULL);
+      g_autofree char *single = g_build_filename (src, "model.safetensors", NULL);
+      g_autofree char *index_path = g_build_filename (src, "model.safetensors.index.json", NULL);
+      g_autofree char *spec = g_strconcat ("ok/", fixture, NULL);
+      g_autofree char *cache = new_cache_dir ();
+      g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func (g_free);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcModelRepo) repo = NULL;
+      g_autoptr(DcModelRepo) local = NULL;
+      g_autofree char *summary = NULL;
+      DcModelRepoOptions options = { cache, 0, 0 };
+      guint64 bytes, expected = 0, data = 0;
+      const char *small[] = { "config.json", "tokenizer.json", "tokenizer_config.json",
+                              "model.safetensors.index.json" };
+
+      if (g_file_test (single, G_FILE_TEST_EXISTS))
+        g_ptr_array_add (files, g_strdup ("model.safetensors"));
+      else if (g_file_test (index_path, G_FILE_TEST_EXISTS))
+        {
+          g_autoptr(GDir) shards = g_dir_open (src, 0, NULL);
+          const char *shard;
+
+          while ((shard = g_dir_read_name (shards)) != NULL)
+            if (g_str_has_suffix (shard, ".safetensors"))
+              g_ptr_array_add (files, g_strdup (shard));
+        }
+      if (files->len == 0)
+        {
+          g_test_message ("%s: no weights in the repository, not tried", model);
+          continue;
+        }
+      copy_tree_files (src, copy);
+
+      for (guint i = 0; i < G_N_ELEMENTS (small); i++)
+        {
+          g_autofree char *path = g_build_filename (src, small[i], NULL);
+
+          if (g_file_test (path, G_FILE_TEST_EXISTS))
+            expected += model_file_size (fixture, small[i]);
+        }
+      for (guint i = 0; i < files->len; i++)
+        {
+          g_autoptr(GBytes) file = load_model_file (fixture, files->pdata[i]);
+
+          expected += header_end (file);
+          data += g_bytes_get_size (file) - header_end (file);
+        }
+
+      hub_reset (NULL, NULL);
+      repo = dc_model_repo_open_full (client, spec, &options, NULL, &error);
+      g_assert_no_error (error);
+      hub_reset (&bytes, NULL);
+      g_assert_cmpuint (bytes, ==, expected);
+      g_assert_cmpuint (dc_model_repo_get_weight_bytes (repo), ==, data);
+      summary = dc_model_repo_dup_summary (repo);
+      g_test_message ("%s: %s", model, summary);
+
+      for (guint i = 0; i < files->len; i++)
+        {
+          g_autofree char *path = g_build_filename (copy, files->pdata[i], NULL);
+          g_autoptr(DcSafetensors) st = dc_safetensors_new_from_file (path, &error);
+          g_autoptr(GBytes) file = load_model_file (fixture, files->pdata[i]);
+
+          g_assert_no_error (error);
+          for (guint k = 0; k < st->tensors->len; k++)
+            {
+              const DcSafetensorsTensor *want = st->tensors->pdata[k];
+              const DcSafetensorsTensor *t = dc_tensor_source_lookup (DC_TENSOR_SOURCE (repo),
+                                                                      want->name);
+              g_autofree guint8 *dst = NULL;
+
+              g_assert_nonnull (t);
+              dst = g_malloc (t->end - t->begin + 1);
+              g_assert_true (dc_tensor_source_read (DC_TENSOR_SOURCE (repo), t, dst, NULL,
+                                                    &error));
+              g_assert_no_error (error);
+              g_assert_cmpmem (dst, t->end - t->begin,
+                               (const guint8 *) g_bytes_get_data (file, NULL) + st->data_start
+                               + t->begin, t->end - t->begin);
+            }
+        }
+      hub_reset (&bytes, NULL);
+      g_assert_cmpuint (bytes, ==, data);
+
+      local = dc_model_repo_open (client, src, NULL, &error);
+      g_assert_no_error (error);
+      g_assert_cmpuint (dc_model_repo_get_weight_bytes (local), ==, data);
+      g_assert_cmpstr (dc_model_repo_get_dtype (local), ==, dc_model_repo_get_dtype (repo));
+      g_assert_finalize_object (g_steal_pointer (&local));
+      g_assert_finalize_object (g_steal_pointer (&repo));
+      tried++;
+    }
+  /* llama-tiny's weights are always in the repository. */
+  g_assert_cmpuint (tried, >=, 1);
+}
+
+static void
 expect_refusal (DcHfClient *client,
                 const char *spec,
                 guint64     limit,
@@ -1239,6 +1385,7 @@ main (int    argc,
   g_test_add_func ("/dc/infer/repo/open-async", test_open_async);
   g_test_add_func ("/dc/infer/repo/cache-limit-evicts", test_cache_limit_evicts);
   g_test_add_func ("/dc/infer/repo/llama-tiny-fixture", test_llama_tiny_fixture);
+  g_test_add_func ("/dc/infer/repo/all-model-fixtures", test_all_model_fixtures);
   g_test_add_func ("/dc/infer/repo/unusable-cache", test_unusable_cache);
   g_test_add_func ("/dc/infer/repo/refusals", test_refusals);
   status = g_test_run ();

@@ -976,7 +976,9 @@ format_params (guint64 n)
     return g_strdup_printf ("%.1f B", (double) n / 1e9);
   if (n >= 10000000)
     return g_strdup_printf ("%.0f M", (double) n / 1e6);
-  return g_strdup_printf ("%.1f M", (double) n / 1e6);
+  if (n >= 1000000)
+    return g_strdup_printf ("%.1f M", (double) n / 1e6);
+  return g_strdup_printf ("%.0f K", (double) n / 1e3);
 }
 
 /**
