@@ -21,6 +21,8 @@ G_BEGIN_DECLS
  * @DC_DATA_ERROR_NOT_FOUND: 404: no such repository, revision or file
  * @DC_DATA_ERROR_RANGE_IGNORED: the server sent the whole file in answer to a byte range
  * @DC_DATA_ERROR_NO_TEXT_COLUMN: the dataset has no string column of the wanted name
+ * @DC_DATA_ERROR_TOO_LARGE: more bytes than a configured limit allows (the model cache's)
+ * @DC_DATA_ERROR_CHANGED: the file on the server changed while it was being read
  */
 typedef enum
 {
@@ -33,6 +35,8 @@ typedef enum
   DC_DATA_ERROR_NOT_FOUND,
   DC_DATA_ERROR_RANGE_IGNORED,
   DC_DATA_ERROR_NO_TEXT_COLUMN,
+  DC_DATA_ERROR_TOO_LARGE,
+  DC_DATA_ERROR_CHANGED,
 } DcDataError;
 
 GQuark dc_data_error_quark (void);

@@ -825,6 +825,43 @@ dc_hf_client_fetch_tail (DcHfClient    *self,
                   error);
 }
 
+/**
+ * dc_hf_client_fetch_range:
+ * @offset: the first byte
+ * @length: how many bytes, 1 to %DC_HF_MAX_REQUEST
+ * @file_size: (out) (optional): the whole file's size, from Content-Range
+ * @linked_sha256: (out) (optional) (nullable): the file's sha256 where the
+ *   Hub names it (`X-Linked-Etag` of an LFS file's resolve answer), else %NULL
+ *
+ * One range request, uncoalesced: what a cache that must tell one version of
+ * a file from another (a branch moves) needs to know besides the bytes.
+ *
+ * Returns: (transfer full): exactly @length bytes, or %NULL
+ */
+GBytes *
+dc_hf_client_fetch_range (DcHfClient    *self,
+                          const char    *url,
+                          guint64        offset,
+                          guint64        length,
+                          guint64       *file_size,
+                          char         **linked_sha256,
+                          GCancellable  *cancellable,
+                          GError       **error)
+{
+  RangeSpec range = { TRUE, FALSE, offset, length };
+  g_autofree char *linked = NULL;
+  GBytes *bytes;
+
+  g_return_val_if_fail (DC_IS_HF_CLIENT (self), NULL);
+  g_return_val_if_fail (length > 0 && length <= DC_HF_MAX_REQUEST, NULL);
+
+  bytes = perform (self, url, &range, DC_HF_MAX_REQUEST, file_size, NULL, &linked, cancellable,
+                   error);
+  if (bytes != NULL && linked_sha256 != NULL)
+    *linked_sha256 = g_steal_pointer (&linked);
+  return bytes;
+}
+
 static int
 compare_by_offset (gconstpointer a,
                    gconstpointer b,

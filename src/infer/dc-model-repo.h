@@ -1,0 +1,104 @@
+/* dc-model-repo.h: a Hugging Face model, on the Hub or in a local folder.
+ *
+ * Opening reads only config.json, tokenizer.json, tokenizer_config.json,
+ * model.safetensors.index.json when the checkpoint is sharded, and each
+ * safetensors file's header by byte range (its 8-byte length, then the
+ * header). No weight moves then. Weights move when the model loads
+ * (DcTensorSource.read), each tensor by its byte range, through an on-disk
+ * cache in the user's cache directory: resumable, checked against the
+ * header's sizes and a sha256 of every cached piece, under a size limit,
+ * cancellable, counted in bytes (docs/ARCHITECTURE.md, "The model repo
+ * and its weight cache").
+ * A local folder is read in place, never cached.
+ *
+ * Threads: open (the blocking call) may run on any thread; the _async one
+ * runs it in a GTask thread. After opening the object is immutable except
+ * its cache, and DcTensorSource.read may run on several threads at once for
+ * distinct tensors. `bytes-downloaded` is notified on the thread-default
+ * main context of the thread that called open (or open_async).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "data/dc-hf-client.h"
+#include "model/dc-bpe-tokenizer.h"
+#include "model/dc-hf-config.h"
+#include "model/dc-tensor-source.h"
+
+G_BEGIN_DECLS
+
+/* One cached piece of a tensor, the unit that is fetched, hashed and recorded:
+ * a cancel or a crash loses at most this much, and one piece is one request
+ * well under the client's 64 MiB cap. */
+#define DC_MODEL_REPO_PIECE            (16u * 1024u * 1024u)
+/* The default limit on the model cache (all models together): a 7B model in
+ * BF16 (~15 GB, the largest one device here runs in INT8) fits with room for
+ * small ones. A model larger than the limit is refused before anything is
+ * downloaded; older models are removed (least recently used first) to make
+ * room for a new one. $DC_MODEL_CACHE_MAX_MB changes it. */
+#define DC_MODEL_REPO_DEFAULT_CACHE_LIMIT (20ull * 1000 * 1000 * 1000)
+/* tokenizer_config.json is a few KB (chat templates reach ~10 KB). */
+#define DC_MODEL_REPO_TOKENIZER_CONFIG_MAX_BYTES (1024u * 1024u)
+/* Shards in one checkpoint: the largest open models have ~200 (405B in BF16). */
+#define DC_MODEL_REPO_MAX_SHARDS       4096u
+/* The default context the dialog's memory figure assumes (the seed's). */
+#define DC_MODEL_REPO_SUMMARY_CONTEXT  64u
+
+#define DC_TYPE_MODEL_REPO (dc_model_repo_get_type ())
+/* Implements DcTensorSource. */
+G_DECLARE_FINAL_TYPE (DcModelRepo, dc_model_repo, DC, MODEL_REPO, GObject)
+
+/**
+ * DcModelRepoOptions:
+ * @cache_dir: (nullable): the cache's root folder; %NULL: `$DC_MODEL_CACHE_DIR`,
+ *   else `daisychain/models` in the user's cache directory
+ * @cache_limit: the most bytes the cache root may hold, all models together;
+ *   0: `$DC_MODEL_CACHE_MAX_MB` (in MB of 10^6 bytes), else
+ *   %DC_MODEL_REPO_DEFAULT_CACHE_LIMIT
+ * @piece_size: bytes per cached piece; 0: %DC_MODEL_REPO_PIECE (tests use
+ *   small pieces to exercise resuming inside a tensor)
+ */
+typedef struct
+{
+  const char *cache_dir;
+  guint64     cache_limit;
+  guint64     piece_size;
+} DcModelRepoOptions;
+
+/* SPEC: a repo id "owner/name" (optionally "owner/name@revision") or a path to a local folder. */
+void          dc_model_repo_open_async   (DcHfClient          *client,
+                                          const char          *spec,
+                                          GCancellable        *cancellable,
+                                          GAsyncReadyCallback  callback,
+                                          gpointer             user_data);
+DcModelRepo  *dc_model_repo_open_finish  (GAsyncResult        *result,
+                                          GError             **error);
+DcModelRepo  *dc_model_repo_open         (DcHfClient          *client,
+                                          const char          *spec,
+                                          GCancellable        *cancellable,
+                                          GError             **error);
+DcModelRepo  *dc_model_repo_open_full    (DcHfClient               *client,
+                                          const char               *spec,
+                                          const DcModelRepoOptions *options,
+                                          GCancellable             *cancellable,
+                                          GError                  **error);
+
+const char       *dc_model_repo_get_spec       (DcModelRepo *self);
+gboolean          dc_model_repo_is_local       (DcModelRepo *self);
+const DcHfConfig *dc_model_repo_get_config     (DcModelRepo *self);
+DcBpeTokenizer   *dc_model_repo_get_tokenizer  (DcModelRepo *self);
+/* Of the tensors, e.g. "BF16"; then the download size. */
+const char       *dc_model_repo_get_dtype      (DcModelRepo *self);
+guint64           dc_model_repo_get_weight_bytes (DcModelRepo *self);
+guint64           dc_model_repo_get_bytes_downloaded (DcModelRepo *self);
+guint64           dc_model_repo_get_memory_bytes (DcModelRepo *self,
+                                                  guint        context);
+const char       *dc_model_repo_get_cache_dir  (DcModelRepo *self);
+GBytes           *dc_model_repo_get_tokenizer_config (DcModelRepo *self);
+/* What the dialog shows: "LlamaForCausalLM, 30 layers, 135 M parameters, ..." */
+char             *dc_model_repo_dup_summary    (DcModelRepo *self);
+
+G_END_DECLS
