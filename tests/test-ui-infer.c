@@ -68,6 +68,28 @@ hub_handler (SoupServer        *server,
       soup_server_message_set_status (msg, 401, NULL);
       return;
     }
+  /* The model API (GET /api/models/REPO[/revision/REV]), should the
+   * repository ask for the file list or the commit. */
+  if (g_str_equal (path, "/api/models/open/llama-tiny")
+      || g_str_equal (path, "/api/models/open/llama-tiny/revision/main"))
+    {
+      g_autoptr(GString) json = g_string_new ("{\"id\":\"open/llama-tiny\",\"sha\":\"");
+      g_autoptr(GDir) dir = g_dir_open (hub->model_dir, 0, NULL);
+      const char *name;
+      gboolean first = TRUE;
+
+      g_string_append (json, "0123456789abcdef0123456789abcdef01234567\",\"siblings\":[");
+      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+        {
+          g_string_append_printf (json, "%s{\"rfilename\":\"%s\"}", first ? "" : ",", name);
+          first = FALSE;
+        }
+      g_string_append (json, "]}");
+      soup_server_message_set_status (msg, 200, NULL);
+      soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_COPY, json->str,
+                                        json->len);
+      return;
+    }
   if (!g_str_has_prefix (path, prefix) || strchr (path + strlen (prefix), '/') != NULL
       || path[strlen (prefix)] == '.')
     {
@@ -371,6 +393,7 @@ test_dialog_validation (Fixture       *fixture,
   /* Checked as typed, before any look-up. */
   type_spec (dialog, "gpt2 small");
   g_assert_nonnull (strstr (dc_model_dialog_get_status (dialog), "is not a model id"));
+  g_object_unref (dc_test_render_widget (GTK_WIDGET (dialog), "infer-model-dialog-invalid"));
   g_assert_false (dc_model_dialog_is_busy (dialog));
   g_assert_false (load_enabled (dialog));
 
@@ -516,6 +539,7 @@ test_gated_and_open (Fixture       *fixture,
   adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "load");
   g_assert_nonnull (dc_infer_page_get_repo (fixture->page));
   g_assert_nonnull (strstr (dc_infer_page_get_held (fixture->page), "6 layers"));
+  g_object_unref (dc_test_render_widget (GTK_WIDGET (fixture->window), "infer-view-chosen"));
   {
     g_auto(GStrv) recent = g_settings_get_strv (fixture->settings, "infer-recent-models");
 
@@ -568,6 +592,7 @@ test_generate_stop (Fixture       *fixture,
   g_assert_cmpstr (dc_infer_page_get_status (fixture->page), ==, "Done");
   output = dc_infer_page_dup_output (fixture->page);
   g_assert_true (g_str_has_prefix (output, "Once upon a time"));
+  g_object_unref (dc_test_render_widget (GTK_WIDGET (fixture->window), "infer-view-generated"));
   g_assert_cmpuint (strlen (output), >, strlen ("Once upon a time"));
   g_clear_pointer (&output, g_free);
 

@@ -604,7 +604,9 @@ generate_action (GtkWidget  *widget,
       return;
     }
 
-  if (dc_infer_session_is_loaded (self->session))
+  /* While a load is under way its prompts go first, in order, even if the
+   * session already counts as loaded before load_cb has run. */
+  if (!is_loading (self) && dc_infer_session_is_loaded (self->session))
     submit (self, prompt, &settings);
   else
     {
