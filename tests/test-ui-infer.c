@@ -26,6 +26,7 @@
 #include "dc-ui-resources.h"
 #include "dc-test-utils.h"
 #include "dc-token-dialog.h"
+#include "dc-train-page.h"
 #include "data/dc-data-error.h"
 
 #define TIMEOUT_MS 60000
@@ -44,6 +45,7 @@ typedef struct
   GCond         cond;
   gboolean      ready;
   guint         gated_requests;
+  guint         gated_with_token;  /* of them, with "Bearer hf_secret" */
 } Hub;
 
 static Hub *hub;
@@ -60,10 +62,14 @@ hub_handler (SoupServer        *server,
   g_autofree char *file = NULL;
   gsize length;
 
-  if (strstr (path, "gated/model") != NULL)
+  if (strstr (path, "gated/") != NULL)
     {
+      const char *auth = soup_message_headers_get_one (
+          soup_server_message_get_request_headers (msg), "Authorization");
+
       g_mutex_lock (&hub->lock);
       hub->gated_requests++;
+      hub->gated_with_token += g_strcmp0 (auth, "Bearer hf_secret") == 0;
       g_mutex_unlock (&hub->lock);
       soup_server_message_set_status (msg, 401, NULL);
       return;
@@ -613,6 +619,78 @@ test_generate_stop (Fixture       *fixture,
   g_assert_null (fixture->last_toast);
 }
 
+static guint
+gated_with_token (void)
+{
+  guint n;
+
+  g_mutex_lock (&hub->lock);
+  n = hub->gated_with_token;
+  g_mutex_unlock (&hub->lock);
+  return n;
+}
+
+static gboolean
+token_dialog_headed (gpointer heading)
+{
+  GtkWidget *dialog = dc_test_find_toplevel (DC_TYPE_TOKEN_DIALOG, NULL, NULL);
+
+  return dialog != NULL
+         && g_strcmp0 (adw_message_dialog_get_heading (ADW_MESSAGE_DIALOG (dialog)), heading) == 0;
+}
+
+/* The Train view: a gated dataset (401) opens the same token dialog, and the
+ * token typed there reaches the training worker's requests. */
+static void
+test_train_dataset_token (Fixture       *fixture,
+                          gconstpointer  data)
+{
+  GtkWindow *window = GTK_WINDOW (gtk_window_new ());
+  DcTrainPage *page = g_object_new (DC_TYPE_TRAIN_PAGE, NULL);
+  DcHfClient *client = dc_context_get_hf_client (fixture->context);
+  GtkWidget *dialog;
+  GtkWidget *row;
+
+  g_settings_set_int (fixture->settings, "train-width", 16);
+  g_settings_set_int (fixture->settings, "train-seq-len", 16);
+  g_settings_set_int (fixture->settings, "train-batch", 2);
+  g_settings_set_int (fixture->settings, "train-steps", 100);
+  g_settings_set_string (fixture->settings, "train-dataset", "gated/dataset");
+  dc_train_page_set_settings (page, fixture->settings);
+  dc_train_page_set_context (page, fixture->context);
+  gtk_window_set_child (window, GTK_WIDGET (page));
+  gtk_window_present (window);
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
+
+  /* Without a token: the 401 fails the run and asks (no built-in corpus). */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.start", NULL));
+  g_assert_true (dc_test_wait_until (token_dialog_headed, (gpointer) "Hugging Face Token Needed",
+                                     TIMEOUT_MS));
+  g_assert_false (dc_train_page_is_running (page));
+  dialog = dc_test_find_toplevel (DC_TYPE_TOKEN_DIALOG, NULL, NULL);
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (ADW_MESSAGE_DIALOG (dialog)),
+                            "“gated/dataset” needs a Hugging Face token"));
+  g_assert_cmpuint (gated_with_token (), ==, 0);
+
+  /* Use Token starts again; the worker's requests carry it; still refused. */
+  row = dc_test_find_descendant (dialog, is_entry_row, NULL);
+  gtk_editable_set_text (GTK_EDITABLE (row), "hf_secret");
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "use");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  g_assert_true (dc_hf_client_has_token (client));
+  g_assert_true (dc_test_wait_until (token_dialog_headed, (gpointer) "Token Refused",
+                                     TIMEOUT_MS));
+  g_assert_cmpuint (gated_with_token (), >=, 1);
+  dialog = dc_test_find_toplevel (DC_TYPE_TOKEN_DIALOG, NULL, NULL);
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "forget");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  g_assert_false (dc_hf_client_has_token (client));
+  g_assert_false (dc_train_page_is_running (page));
+
+  gtk_window_destroy (window);
+  g_settings_reset (fixture->settings, "train-dataset");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -633,6 +711,8 @@ main (int    argc,
               test_token_dialog, fixture_tear_down);
   g_test_add ("/dc/ui/infer/gated-401-only", Fixture, NULL, fixture_set_up,
               test_gated_and_open, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/train-dataset-token", Fixture, NULL, fixture_set_up,
+              test_train_dataset_token, fixture_tear_down);
   g_test_add ("/dc/ui/infer/generate-stop", Fixture, NULL, fixture_set_up,
               test_generate_stop, fixture_tear_down);
 
