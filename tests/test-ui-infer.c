@@ -345,6 +345,15 @@ test_check_spec (void)
   g_assert_true (dc_model_dialog_check_spec (longest, NULL, NULL));
   g_assert_false (dc_model_dialog_check_spec (too_long, NULL, NULL));
   g_assert_false (dc_model_dialog_check_spec (too_long_revision, NULL, NULL));
+  /* A long paste is quoted only in part. */
+  {
+    g_autofree char *paste = g_strnfill (1 << 20, 'x');
+    g_autoptr(GError) error = NULL;
+
+    g_assert_false (dc_model_dialog_check_spec (paste, NULL, &error));
+    g_assert_cmpuint (strlen (error->message), <, 400);
+    g_assert_nonnull (strstr (error->message, "xxx…”"));
+  }
   g_assert_true (dc_model_dialog_check_spec ("/srv/models/llama", &is_folder, NULL));
   g_assert_true (is_folder);
 }
@@ -583,6 +592,20 @@ test_generate_stop (Fixture       *fixture,
   dc_infer_page_set_prompt (fixture->page, "The first prompt");
   g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
   g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 2);
+  /* The queue holds 64; one more is refused with a toast and kept typed. */
+  for (guint i = 2; i < 64; i++)
+    {
+      dc_infer_page_set_prompt (fixture->page, "again");
+      g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
+    }
+  g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 64);
+  g_assert_null (fixture->last_toast);
+  dc_infer_page_set_prompt (fixture->page, "one too many");
+  g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
+  g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 64);
+  g_assert_cmpstr (fixture->last_toast, ==,
+                   "The queue is full: wait for a prompt to finish, or clear the queue");
+  g_clear_pointer (&fixture->last_toast, g_free);
   g_assert_true (gtk_widget_activate_action (page, "infer.stop", NULL));
   g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 0);
   g_assert_true (dc_test_wait_until (page_is_idle, fixture->page, TIMEOUT_MS));

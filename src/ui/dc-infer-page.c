@@ -24,6 +24,9 @@
 
 /* The context spin never offers more than the settings key allows. */
 #define CONTEXT_KEY_MAX 32768
+/* Prompts waiting at most: far more than anyone types ahead, and a held
+ * Enter key cannot grow the queue without bound. */
+#define QUEUE_MAX 64
 
 struct _DcInferPage
 {
@@ -590,6 +593,11 @@ generate_action (GtkWidget  *widget,
   if (*prompt == '\0')
     {
       toast (self, _("Type a prompt first"));
+      return;
+    }
+  if (dc_infer_page_get_queue_length (self) >= QUEUE_MAX)
+    {
+      toast (self, _("The queue is full: wait for a prompt to finish, or clear the queue"));
       return;
     }
   repo = dc_infer_session_get_repo (self->session);

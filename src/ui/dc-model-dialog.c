@@ -141,6 +141,14 @@ dc_model_dialog_check_spec (const char  *spec,
         return TRUE;
     }
 
+  /* The text is the user's, of any length (a paste): quote only its start. */
+  if (g_utf8_strlen (text, -1) > DC_MODEL_ID_QUOTE_MAX)
+    {
+      g_autofree char *start = g_utf8_substring (text, 0, DC_MODEL_ID_QUOTE_MAX);
+
+      g_free (text);
+      text = g_strconcat (start, "…", NULL);
+    }
   g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                _("“%s” is not a model id: type owner/name (letters, digits, “-”, “_” and "
                  "“.”, up to %u characters each), for example HuggingFaceTB/SmolLM-135M, "

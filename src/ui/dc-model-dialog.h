@@ -15,6 +15,9 @@ G_BEGIN_DECLS
 /* A revision (branch, tag, commit or refs/pr/N) longer than this is a typo:
  * git's own ref names stay far below it. */
 #define DC_MODEL_ID_MAX_REVISION 255
+/* A refused text is quoted up to this many characters: enough to recognise
+ * it, and a pasted megabyte does not become a megabyte label. */
+#define DC_MODEL_ID_QUOTE_MAX  64
 /* Recent models kept in GSettings: all of them fit in the dialog unscrolled. */
 #define DC_MODEL_RECENT_MAX    5
 /* One look-up once typing pauses this long, not one per key: each look-up
