@@ -609,14 +609,13 @@ test_generate_stop (Fixture       *fixture,
   g_clear_pointer (&fixture->last_toast, g_free);
   g_assert_true (gtk_widget_activate_action (page, "infer.stop", NULL));
   g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 0);
-  g_assert_true (dc_test_wait_until (page_is_idle, fixture->page, TIMEOUT_MS));
-  output = dc_infer_page_dup_output (fixture->page);
-  g_assert_cmpstr (output, ==, "");
-  g_clear_pointer (&output, g_free);
 
-  /* Generate loads (the download's progress in the view), then streams. */
+  /* Generate at once after Stop, before the stopped download has answered:
+   * this prompt is not dropped with the others; it loads (the download's
+   * progress in the view), then streams. */
   dc_infer_page_set_prompt (fixture->page, "Once upon a time");
   g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
+  g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 1);
   g_assert_true (dc_test_wait_until (page_is_idle, fixture->page, TIMEOUT_MS));
   g_test_message ("held: %s", dc_infer_page_get_held (fixture->page));
   g_assert_cmpstr (dc_infer_page_get_status (fixture->page), ==, "Done");

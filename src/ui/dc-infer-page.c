@@ -349,8 +349,9 @@ ask_token (DcInferPage  *self,
 
 typedef struct
 {
-  DcInferPage    *self;      /* owned */
-  DcInferSession *session;   /* owned: which session this load was for */
+  DcInferPage    *self;         /* owned */
+  DcInferSession *session;      /* owned: which session this load was for */
+  GCancellable   *cancellable;  /* owned: which load of it */
 } Load;
 
 static void
@@ -358,6 +359,7 @@ load_free (Load *load)
 {
   g_object_unref (load->self);
   g_object_unref (load->session);
+  g_object_unref (load->cancellable);
   g_free (load);
 }
 
@@ -374,18 +376,21 @@ load_cb (GObject      *source,
   gboolean loaded = dc_infer_session_load_finish (load->session, result, &error);
 
   /* Another model was chosen meanwhile, or the page went away. */
-  if (load->session != self->session || self->load_cancellable == NULL)
+  if (load->session != self->session || load->cancellable != self->load_cancellable)
     return;
   g_clear_object (&self->load_cancellable);
   gtk_widget_set_visible (GTK_WIDGET (self->load_row), FALSE);
 
   if (!loaded)
     {
-      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED) && self->pending.length > 0)
         {
-          set_status (self, _("Download stopped"));
-          g_queue_clear_full (&self->pending, (GDestroyNotify) pending_free);
+          /* Stop dropped the prompts of that load; these came after it. */
+          start_load (self);
+          return;
         }
+      else if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        set_status (self, _("Download stopped"));
       else if (dc_token_dialog_wants (error))
         {
           g_autofree char *text = g_strdup_printf (_("Could not load the model: %s"),
@@ -435,6 +440,7 @@ start_load (DcInferPage *self)
   load = g_new0 (Load, 1);
   load->self = g_object_ref (self);
   load->session = g_object_ref (self->session);
+  load->cancellable = g_object_ref (self->load_cancellable);
   dc_infer_session_load_async (self->session, self->load_cancellable, load_cb, load);
   update_actions (self);
 }
