@@ -617,6 +617,8 @@ test_generate_stop (Fixture       *fixture,
   g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
   g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 1);
   g_assert_true (dc_test_wait_until (page_is_idle, fixture->page, TIMEOUT_MS));
+  if (skip_if_placeholder (dc_infer_page_get_status (fixture->page)))
+    return;
   g_test_message ("held: %s", dc_infer_page_get_held (fixture->page));
   g_assert_cmpstr (dc_infer_page_get_status (fixture->page), ==, "Done");
   output = dc_infer_page_dup_output (fixture->page);
