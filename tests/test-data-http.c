@@ -9,7 +9,8 @@
  * behaviour:
  *   fixtures       serves tests/data/parquet
  *   ignore-ranges  answers 200 with the whole file whatever the Range
- *   needs-token    401 unless "Authorization: Bearer hf_test_secret"
+ *   needs-token    401 unless "Authorization: Bearer hf_test_secret" (its
+ *                  listing too; with the token, the fixtures)
  *   redirect       302 to the same file on 127.0.0.2
  *   truncated      serves the first half of each file
  *   flaky          503 on every other request
@@ -281,6 +282,10 @@ hub_handler (SoupServer        *server,
       && g_str_equal (parts[2], "test") && g_str_equal (parts[4], "tree"))
     {
       if (g_str_equal (parts[3], "fixtures"))
+        serve_tree (msg, n >= 7 ? parts[6] : NULL, query);
+      else if (g_str_equal (parts[3], "needs-token") && g_strcmp0 (auth, "Bearer " TOKEN) != 0)
+        soup_server_message_set_status (msg, 401, NULL);
+      else if (g_str_equal (parts[3], "needs-token"))
         serve_tree (msg, n >= 7 ? parts[6] : NULL, query);
       else if (g_str_equal (parts[3], "empty-page") || g_str_equal (parts[3], "endless-pages"))
         serve_bad_tree (msg, parts[3], query);
@@ -1166,6 +1171,40 @@ test_train_data_offline (void)
   g_assert_nonnull (strstr (error->message, "/no/such/file.txt"));
 }
 
+/* A dataset refused with 401 is an error a token can answer, not "unreachable":
+ * no built-in corpus in its place. The token of the client handed in (the
+ * app's, set by its token dialog) reaches the client the loader makes. */
+static void
+test_train_data_needs_token (void)
+{
+  g_autoptr(DcHfClient) app_client = new_client (hub->hub_url);
+  g_autoptr(DcHfClient) copy = new_client (hub->hub_url);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) text = NULL;
+  gboolean used_fallback = TRUE;
+
+  text = dc_train_data_load_with_hub ("test/needs-token", 1, app_client, &used_fallback, NULL,
+                                      &error);
+  g_assert_null (text);
+  g_assert_error (error, DC_DATA_ERROR, DC_DATA_ERROR_UNAUTHORIZED);
+  g_assert_false (used_fallback);
+  g_clear_error (&error);
+
+  dc_hf_client_set_token (app_client, TOKEN);
+  text = dc_train_data_load_with_hub ("test/needs-token", 1, app_client, &used_fallback, NULL,
+                                      &error);
+  g_assert_no_error (error);
+  g_assert_false (used_fallback);
+  g_assert_cmpuint (g_bytes_get_size (text), >, 0);
+
+  /* Sharing copies the token, and sharing none forgets it. */
+  dc_hf_client_share_token (copy, app_client);
+  g_assert_true (dc_hf_client_has_token (copy));
+  dc_hf_client_set_token (app_client, NULL);
+  dc_hf_client_share_token (copy, app_client);
+  g_assert_false (dc_hf_client_has_token (copy));
+}
+
 /* Runs daisychain-cli with HF_ENDPOINT pointing at the test hub. */
 static int
 run_cli (const char  *hf_token,
@@ -1528,6 +1567,7 @@ main (int    argc,
   g_test_add_func ("/dc/data/dataset/offline-fallback", test_offline_fallback);
   g_test_add_func ("/dc/data/dataset/train-data", test_train_data_from_dataset);
   g_test_add_func ("/dc/data/dataset/train-data-offline", test_train_data_offline);
+  g_test_add_func ("/dc/data/dataset/train-data-needs-token", test_train_data_needs_token);
   g_test_add_func ("/dc/data/cli/read-url", test_cli_read_url);
   g_test_add_func ("/dc/data/cli/token", test_cli_token);
   g_test_add_func ("/dc/data/cli/ls", test_cli_ls);

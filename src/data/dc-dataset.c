@@ -617,7 +617,9 @@ refill (DcTextStream  *stream,
  * Returns the next text of this device's share. On the first failure to
  * reach the dataset (network, HTTP, a damaged file) the stream logs
  * %DC_DATASET_UNREACHABLE_MESSAGE and continues with the built-in corpus;
- * a dataset without the wanted text column is an error, not a fallback.
+ * a dataset without the wanted text column, or one refused with 401/403
+ * (%DC_DATA_ERROR_UNAUTHORIZED, %DC_DATA_ERROR_FORBIDDEN: a token would
+ * answer it), is an error, not a fallback.
  *
  * Returns: (transfer full): the text, or %NULL on error or cancellation
  */
@@ -632,8 +634,13 @@ dc_text_stream_next (DcTextStream  *stream,
 
       if (refill (stream, cancellable, &local_error))
         continue;
+      /* A 401/403 is not "unreachable": a token (the app's token dialog)
+       * answers it, and training on the built-in corpus instead would hide
+       * that the dataset chosen was never read. */
       if (g_error_matches (local_error, G_IO_ERROR, G_IO_ERROR_CANCELLED)
-          || g_error_matches (local_error, DC_DATA_ERROR, DC_DATA_ERROR_NO_TEXT_COLUMN))
+          || g_error_matches (local_error, DC_DATA_ERROR, DC_DATA_ERROR_NO_TEXT_COLUMN)
+          || g_error_matches (local_error, DC_DATA_ERROR, DC_DATA_ERROR_UNAUTHORIZED)
+          || g_error_matches (local_error, DC_DATA_ERROR, DC_DATA_ERROR_FORBIDDEN))
         {
           g_propagate_error (error, g_steal_pointer (&local_error));
           return NULL;

@@ -220,6 +220,33 @@ dc_hf_client_set_token (DcHfClient *self,
   g_mutex_unlock (&self->token_lock);
 }
 
+/**
+ * dc_hf_client_share_token:
+ * @from: a client whose token (if any) @self should send too
+ *
+ * Copies @from's token into @self, in memory, without it leaving the data
+ * layer: for a client made on a worker thread (which reports to that
+ * thread's context) that must send the token the user gave the main one.
+ * Thread-safe.
+ */
+void
+dc_hf_client_share_token (DcHfClient *self,
+                          DcHfClient *from)
+{
+  char *token;
+
+  g_return_if_fail (DC_IS_HF_CLIENT (self));
+  g_return_if_fail (DC_IS_HF_CLIENT (from));
+
+  g_mutex_lock (&from->token_lock);
+  token = g_strdup (from->token);
+  g_mutex_unlock (&from->token_lock);
+  dc_hf_client_set_token (self, token);
+  if (token != NULL)
+    memset (token, 0, strlen (token));
+  g_free (token);
+}
+
 gboolean
 dc_hf_client_has_token (DcHfClient *self)
 {

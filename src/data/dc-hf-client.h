@@ -59,6 +59,8 @@ const char   *dc_hf_client_get_base_url         (DcHfClient          *self);
 void          dc_hf_client_set_token            (DcHfClient          *self,
                                                  const char          *token);
 gboolean      dc_hf_client_has_token            (DcHfClient          *self);
+void          dc_hf_client_share_token          (DcHfClient          *self,
+                                                 DcHfClient          *from);
 void          dc_hf_client_set_token_func       (DcHfClient          *self,
                                                  DcHfTokenFunc        func,
                                                  gpointer             user_data,

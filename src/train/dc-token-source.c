@@ -121,6 +121,23 @@ dc_token_source_open (const char    *spec,
                       GCancellable  *cancellable,
                       GError       **error)
 {
+  return dc_token_source_open_with_hub (spec, seed, NULL, cancellable, error);
+}
+
+/**
+ * dc_token_source_open_with_hub:
+ * @hub: (nullable): the client whose server and token a dataset is read with
+ *
+ * As dc_token_source_open(); a dataset refused with 401/403 is an error
+ * (a token answers it), not a fallback.
+ */
+DcTokenSource *
+dc_token_source_open_with_hub (const char    *spec,
+                               guint64        seed,
+                               DcHfClient    *hub,
+                               GCancellable  *cancellable,
+                               GError       **error)
+{
   g_autoptr(GBytes) text = NULL;
   DcTokenSource *source;
   gboolean used_fallback = FALSE;
@@ -128,7 +145,7 @@ dc_token_source_open (const char    *spec,
 
   g_return_val_if_fail (spec != NULL, NULL);
 
-  text = dc_train_data_load (spec, seed, &used_fallback, cancellable, error);
+  text = dc_train_data_load_with_hub (spec, seed, hub, &used_fallback, cancellable, error);
   if (text == NULL)
     return NULL;
   /* dc_train_data_load read a file when one exists by that name. */

@@ -25,6 +25,8 @@
 
 #include <gio/gio.h>
 
+#include "data/dc-hf-client.h"
+
 #include "model/dc-gpt-model.h"
 #include "model/dc-gpt-trainer.h"
 
@@ -64,6 +66,11 @@ DcTokenSource *dc_token_source_new_corpus    (GBytes          *text,
                                               guint64          seed);
 DcTokenSource *dc_token_source_open          (const char      *spec,
                                               guint64          seed,
+                                              GCancellable    *cancellable,
+                                              GError         **error);
+DcTokenSource *dc_token_source_open_with_hub (const char      *spec,
+                                              guint64          seed,
+                                              DcHfClient      *hub,
                                               GCancellable    *cancellable,
                                               GError         **error);
 void           dc_token_source_free          (DcTokenSource   *self);

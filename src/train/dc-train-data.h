@@ -6,6 +6,8 @@
 
 #include <gio/gio.h>
 
+#include "data/dc-hf-client.h"
+
 G_BEGIN_DECLS
 
 /* The largest local text file `train --data FILE` reads into memory. */
@@ -20,5 +22,12 @@ GBytes *dc_train_data_load (const char    *spec,
                             gboolean      *used_fallback,
                             GCancellable  *cancellable,
                             GError       **error);
+
+GBytes *dc_train_data_load_with_hub (const char    *spec,
+                                     guint64        seed,
+                                     DcHfClient    *hub,
+                                     gboolean      *used_fallback,
+                                     GCancellable  *cancellable,
+                                     GError       **error);
 
 G_END_DECLS

@@ -95,6 +95,11 @@ dc_train_plan_set_context (DcTrainPlan *self,
 {
   self->backend = NULL;
   self->offload_min = 0;
+  /* Taken here, on the main thread (the context makes its client on first
+   * use); the worker only copies its server and token. */
+  g_clear_object (&self->hub);
+  if (context != NULL)
+    self->hub = g_object_ref (dc_context_get_hf_client (context));
   /* The CPU backend is always there for small products; another one takes
    * the large products (all of them for cpu-scalar, which exists for checking). */
   if (context != NULL && dc_context_get_backend_kind (context) != DC_BACKEND_CPU)
@@ -110,6 +115,7 @@ dc_train_plan_free (DcTrainPlan *self)
   if (self == NULL)
     return;
   g_clear_pointer (&self->resume, dc_gpt_model_free);
+  g_clear_object (&self->hub);
   g_free (self->data);
   g_free (self);
 }
@@ -133,7 +139,8 @@ dc_train_plan_prepare (DcTrainPlan   *self,
   g_autoptr(DcGptModel) model = NULL;
 
   /* After the model's settings: a resumed run's seed places the rows. */
-  session->source = dc_token_source_open (self->data, self->settings.seed, cancellable, error);
+  session->source = dc_token_source_open_with_hub (self->data, self->settings.seed, self->hub,
+                                                   cancellable, error);
   if (session->source == NULL || !dc_token_source_check (session->source, self->config.seq, error))
     return NULL;
 

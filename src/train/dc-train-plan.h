@@ -65,6 +65,8 @@ typedef struct
   DcGptModel      *resume;      /* owned (nullable): the model to continue */
   DcGemmBackend   *backend;     /* borrowed from the context (nullable: CPU) */
   guint64          offload_min;
+  DcHfClient      *hub;         /* owned (nullable): the context's client, whose
+                                 * server and token a dataset is read with */
 } DcTrainPlan;
 
 typedef struct _DcTrainSession DcTrainSession;

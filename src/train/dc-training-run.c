@@ -69,6 +69,7 @@ struct _DcTrainingRun
   double           tokens_per_s;
   char            *hash;
   char            *message;
+  GError          *error;          /* the last run's failure (nullable) */
   gint             stop_requested; /* atomic */
   guint            n_devices;      /* devices in the last step: 1 alone */
   guint            group_running : 1;
@@ -155,6 +156,8 @@ static void
 set_message (DcTrainingRun *self,
              const char    *message)
 {
+  if (message == NULL)
+    g_clear_error (&self->error);
   if (g_strcmp0 (self->message, message) == 0)
     return;
   g_free (self->message);
@@ -255,6 +258,8 @@ deliver_report (DcTrainingRun *self,
                                                    report->error->message);
 
           set_message (self, report->error->message);
+          g_clear_error (&self->error);
+          self->error = g_error_copy (report->error);
           emit_log (self, line);
           set_state (self, DC_TRAINING_STATE_FAILED);
         }
@@ -976,6 +981,22 @@ dc_training_run_get_hash (DcTrainingRun *self)
 }
 
 /**
+ * dc_training_run_get_error:
+ *
+ * Returns: (nullable): why the last run on this device failed, with its
+ *   domain and code (a dataset's 401/403 is %DC_DATA_ERROR_UNAUTHORIZED /
+ *   %DC_DATA_ERROR_FORBIDDEN, which the app answers with its token dialog),
+ *   or %NULL; valid until the next run
+ */
+const GError *
+dc_training_run_get_error (DcTrainingRun *self)
+{
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), NULL);
+
+  return self->error;
+}
+
+/**
  * dc_training_run_get_message:
  *
  * Returns: (nullable): why the last run failed, or %NULL
@@ -1136,6 +1157,7 @@ dc_training_run_finalize (GObject *object)
   g_clear_object (&self->cancellable);
   g_free (self->hash);
   g_free (self->message);
+  g_clear_error (&self->error);
   g_mutex_clear (&self->report_lock);
 
   G_OBJECT_CLASS (dc_training_run_parent_class)->finalize (object);

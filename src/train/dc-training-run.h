@@ -43,6 +43,7 @@ const DcTrainPlan *
                  dc_training_run_get_plan        (DcTrainingRun            *self);
 const char      *dc_training_run_get_hash        (DcTrainingRun            *self);
 const char      *dc_training_run_get_message     (DcTrainingRun            *self);
+const GError    *dc_training_run_get_error       (DcTrainingRun            *self);
 
 gboolean         dc_training_run_start           (DcTrainingRun            *self,
                                                   const DcTrainingRequest  *request,

@@ -15,6 +15,7 @@
 
 #include <glib/gi18n.h>
 
+#include "dc-token-dialog.h"
 #include "dc-train-page.h"
 #include "train/dc-training-run.h"
 
@@ -53,6 +54,10 @@ struct _DcTrainPage
   GSettings      *settings;
   DcTrainingRun  *run;
   GtkNativeDialog *chooser;
+  DcContext      *context;     /* nullable: its client holds the Hub token */
+
+  /* borrowed references */
+  GtkWidget      *token_dialog; /* while it is shown */
 
   /* state */
   char           *agreed_hash; /* the last hash every device of the group reported */
@@ -328,6 +333,41 @@ run_steps_cb (DcTrainPage *self)
 }
 
 static void
+token_response_cb (AdwMessageDialog *dialog,
+                   const char       *response,
+                   DcTrainPage      *self)
+{
+  self->token_dialog = NULL;
+  /* The token dialog has set the token: start again with it. */
+  if (g_str_equal (response, "use"))
+    gtk_widget_activate_action (GTK_WIDGET (self), "train.start", NULL);
+}
+
+/* A dataset refused with 401/403: the same token dialog as the Infer view's,
+ * setting the token of the context's client, which the next run reads with. */
+static gboolean
+ask_token (DcTrainPage  *self,
+           const GError *error)
+{
+  GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (self));
+  g_autofree char *dataset = NULL;
+  DcTokenDialog *dialog;
+
+  if (self->context == NULL || !dc_token_dialog_wants (error))
+    return FALSE;
+  if (self->token_dialog != NULL)
+    return TRUE;
+  dataset = self->settings != NULL ? g_settings_get_string (self->settings, "train-dataset")
+                                   : g_strdup ("");
+  dialog = dc_token_dialog_new (GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+                                dc_context_get_hf_client (self->context), dataset, error);
+  self->token_dialog = GTK_WIDGET (dialog);
+  g_signal_connect_object (dialog, "response", G_CALLBACK (token_response_cb), self, 0);
+  gtk_window_present (GTK_WINDOW (dialog));
+  return TRUE;
+}
+
+static void
 run_state_cb (DcTrainPage *self)
 {
   DcTrainingState state = dc_training_run_get_state (self->run);
@@ -339,7 +379,12 @@ run_state_cb (DcTrainPage *self)
   if (began)
     reset_view (self);
   update_actions (self);
-  if (state == DC_TRAINING_STATE_FAILED && dc_training_run_get_message (self->run) != NULL)
+  if (state == DC_TRAINING_STATE_FAILED
+      && ask_token (self, dc_training_run_get_error (self->run)))
+    {
+      /* The dialog says what happened; the log has the message. */
+    }
+  else if (state == DC_TRAINING_STATE_FAILED && dc_training_run_get_message (self->run) != NULL)
     {
       g_autofree char *text = g_strdup_printf (_("Training failed: %s"),
                                                dc_training_run_get_message (self->run));
@@ -492,6 +537,7 @@ dc_train_page_set_context (DcTrainPage *self,
   g_return_if_fail (context == NULL || DC_IS_CONTEXT (context));
   g_return_if_fail (dc_training_run_get_state (self->run) == DC_TRAINING_STATE_IDLE);
 
+  g_set_object (&self->context, context);
   set_run (self, dc_training_run_new_for_context (context));
 }
 
@@ -760,10 +806,14 @@ dc_train_page_dispose (GObject *object)
   if (self->chooser != NULL)
     gtk_native_dialog_destroy (self->chooser);
   g_clear_object (&self->chooser);
+  if (self->token_dialog != NULL)
+    gtk_window_destroy (GTK_WINDOW (self->token_dialog));
+  self->token_dialog = NULL;
   /* Disposing the run stops and joins its worker (after the step in progress). */
   g_clear_object (&self->run);
   gtk_widget_dispose_template (GTK_WIDGET (self), DC_TYPE_TRAIN_PAGE);
   g_clear_object (&self->settings);
+  g_clear_object (&self->context);
   g_clear_pointer (&self->agreed_hash, g_free);
 
   G_OBJECT_CLASS (dc_train_page_parent_class)->dispose (object);

@@ -96,6 +96,19 @@ dc_window_get_train_page (DcWindow *self)
 }
 
 /**
+ * dc_window_get_infer_page:
+ *
+ * Returns: (transfer none): the Infer view
+ */
+DcInferPage *
+dc_window_get_infer_page (DcWindow *self)
+{
+  g_return_val_if_fail (DC_IS_WINDOW (self), NULL);
+
+  return self->infer_page;
+}
+
+/**
  * dc_window_get_group_page:
  *
  * Returns: (transfer none): the Devices view
@@ -232,6 +245,11 @@ dc_window_constructed (GObject *object)
   dc_train_page_set_settings (self->train_page, self->settings);
   dc_train_page_set_context (self->train_page, self->context);
   g_signal_connect_object (self->train_page, "toast", G_CALLBACK (toast_cb), self,
+                           G_CONNECT_SWAPPED);
+
+  dc_infer_page_set_settings (self->infer_page, self->settings);
+  dc_infer_page_set_context (self->infer_page, self->context);
+  g_signal_connect_object (self->infer_page, "toast", G_CALLBACK (toast_cb), self,
                            G_CONNECT_SWAPPED);
 
   g_signal_connect_object (self->group_page, "toast", G_CALLBACK (toast_cb), self,

@@ -8,6 +8,7 @@
 
 #include "dc-application.h"
 #include "dc-group-page.h"
+#include "dc-infer-page.h"
 #include "dc-train-page.h"
 
 G_BEGIN_DECLS
@@ -21,6 +22,7 @@ const char *dc_window_get_visible_view (DcWindow      *self);
 void        dc_window_add_toast        (DcWindow      *self,
                                         const char    *message);
 DcTrainPage *dc_window_get_train_page  (DcWindow      *self);
+DcInferPage *dc_window_get_infer_page  (DcWindow      *self);
 DcGroupPage *dc_window_get_group_page  (DcWindow      *self);
 
 G_END_DECLS

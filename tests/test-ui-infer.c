@@ -1,0 +1,747 @@
+/* test-ui-infer.c: the model dialog, the token dialog and the Infer view.
+ *
+ * Under Xvfb, with a Hub of our own: a libsoup server on loopback (in its
+ * own thread) that serves tests/data/hf/models/llama-tiny in the Hub layout
+ * as "open/llama-tiny" and answers 401 for everything of "gated/model".
+ *
+ * - the repo id is checked as typed; a wrong one says so and Load stays off;
+ * - the token dialog appears for a 401 or 403 only, sets the client's token
+ *   (in memory) and Forget Token removes it;
+ * - a failure other than 401/403 shows its message and no token dialog;
+ * - end to end (needs FETCH's DcModelRepo and SESSION's DcInferSession; with
+ *   their placeholders these cases report a skip): what was found, the
+ *   gated repo's token dialog, then load, generate with a queued second
+ *   prompt, stop.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <adwaita.h>
+#include <libsoup/soup.h>
+
+#include "dc-infer-page.h"
+#include "dc-model-dialog.h"
+#include "dc-test-ui-utils.h"
+#include "dc-ui-resources.h"
+#include "dc-test-utils.h"
+#include "dc-token-dialog.h"
+#include "dc-train-page.h"
+#include "data/dc-data-error.h"
+
+#define TIMEOUT_MS 60000
+
+/* ---- a Hub of our own ---- */
+
+typedef struct
+{
+  GThread      *thread;
+  GMainContext *context;
+  GMainLoop    *loop;
+  SoupServer   *server;
+  char         *url;
+  char         *model_dir;
+  GMutex        lock;
+  GCond         cond;
+  gboolean      ready;
+  guint         gated_requests;
+  guint         gated_with_token;  /* of them, with "Bearer hf_secret" */
+} Hub;
+
+static Hub *hub;
+
+static void
+hub_handler (SoupServer        *server,
+             SoupServerMessage *msg,
+             const char        *path,
+             GHashTable        *query,
+             gpointer           user_data)
+{
+  const char *prefix = "/open/llama-tiny/resolve/main/";
+  g_autofree char *contents = NULL;
+  g_autofree char *file = NULL;
+  gsize length;
+
+  if (strstr (path, "gated/") != NULL)
+    {
+      const char *auth = soup_message_headers_get_one (
+          soup_server_message_get_request_headers (msg), "Authorization");
+
+      g_mutex_lock (&hub->lock);
+      hub->gated_requests++;
+      hub->gated_with_token += g_strcmp0 (auth, "Bearer hf_secret") == 0;
+      g_mutex_unlock (&hub->lock);
+      soup_server_message_set_status (msg, 401, NULL);
+      return;
+    }
+  /* The model API (GET /api/models/REPO[/revision/REV]), should the
+   * repository ask for the file list or the commit. */
+  if (g_str_equal (path, "/api/models/open/llama-tiny")
+      || g_str_equal (path, "/api/models/open/llama-tiny/revision/main"))
+    {
+      g_autoptr(GString) json = g_string_new ("{\"id\":\"open/llama-tiny\",\"sha\":\"");
+      g_autoptr(GDir) dir = g_dir_open (hub->model_dir, 0, NULL);
+      const char *name;
+      gboolean first = TRUE;
+
+      g_string_append (json, "0123456789abcdef0123456789abcdef01234567\",\"siblings\":[");
+      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+        {
+          g_string_append_printf (json, "%s{\"rfilename\":\"%s\"}", first ? "" : ",", name);
+          first = FALSE;
+        }
+      g_string_append (json, "]}");
+      soup_server_message_set_status (msg, 200, NULL);
+      soup_server_message_set_response (msg, "application/json", SOUP_MEMORY_COPY, json->str,
+                                        json->len);
+      return;
+    }
+  if (!g_str_has_prefix (path, prefix) || strchr (path + strlen (prefix), '/') != NULL
+      || path[strlen (prefix)] == '.')
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  file = g_build_filename (hub->model_dir, path + strlen (prefix), NULL);
+  if (!g_file_get_contents (file, &contents, &length, NULL))
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  /* SoupServer answers a Range itself (206) from the whole body. */
+  soup_message_headers_append (soup_server_message_get_response_headers (msg),
+                               "Accept-Ranges", "bytes");
+  soup_server_message_set_status (msg, 200, NULL);
+  if (g_str_equal (soup_server_message_get_method (msg), "HEAD"))
+    soup_message_headers_set_content_length (soup_server_message_get_response_headers (msg),
+                                             length);
+  else
+    soup_server_message_set_response (msg, "application/octet-stream", SOUP_MEMORY_TAKE,
+                                      g_steal_pointer (&contents), length);
+}
+
+static gpointer
+hub_thread (gpointer data)
+{
+  g_autoptr(GInetAddress) inet = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (inet, 0);
+  g_autoptr(GError) error = NULL;
+  GSList *uris;
+
+  g_main_context_push_thread_default (hub->context);
+  hub->server = soup_server_new (NULL, NULL);
+  soup_server_add_handler (hub->server, "/", hub_handler, NULL, NULL);
+  soup_server_listen (hub->server, address, 0, &error);
+  g_assert_no_error (error);
+  uris = soup_server_get_uris (hub->server);
+  hub->url = g_uri_to_string (uris->data);
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  if (g_str_has_suffix (hub->url, "/"))
+    hub->url[strlen (hub->url) - 1] = '\0';
+
+  g_mutex_lock (&hub->lock);
+  hub->ready = TRUE;
+  g_cond_signal (&hub->cond);
+  g_mutex_unlock (&hub->lock);
+
+  g_main_loop_run (hub->loop);
+
+  soup_server_disconnect (hub->server);
+  g_clear_object (&hub->server);
+  g_main_context_pop_thread_default (hub->context);
+  return NULL;
+}
+
+static void
+hub_start (void)
+{
+  hub = g_new0 (Hub, 1);
+  g_mutex_init (&hub->lock);
+  g_cond_init (&hub->cond);
+  hub->model_dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny", NULL);
+  hub->context = g_main_context_new ();
+  hub->loop = g_main_loop_new (hub->context, FALSE);
+  hub->thread = g_thread_new ("test-hub", hub_thread, NULL);
+  g_mutex_lock (&hub->lock);
+  while (!hub->ready)
+    g_cond_wait (&hub->cond, &hub->lock);
+  g_mutex_unlock (&hub->lock);
+}
+
+static gboolean
+quit_cb (gpointer data)
+{
+  g_main_loop_quit (hub->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+hub_stop (void)
+{
+  GSource *source = g_idle_source_new ();
+
+  /* A source attached to the hub's context: it runs on the hub's thread. */
+  g_source_set_callback (source, quit_cb, NULL, NULL);
+  g_source_attach (source, hub->context);
+  g_source_unref (source);
+  g_thread_join (hub->thread);
+  g_main_loop_unref (hub->loop);
+  g_main_context_unref (hub->context);
+  g_free (hub->url);
+  g_free (hub->model_dir);
+  g_mutex_clear (&hub->lock);
+  g_cond_clear (&hub->cond);
+  g_clear_pointer (&hub, g_free);
+}
+
+/* ---- helpers ---- */
+
+typedef struct
+{
+  GtkWindow   *window;
+  DcInferPage *page;
+  DcContext   *context;
+  GSettings   *settings;
+  char        *last_toast;
+} Fixture;
+
+static void
+toast_cb (DcInferPage *page,
+          const char  *message,
+          Fixture     *fixture)
+{
+  g_free (fixture->last_toast);
+  fixture->last_toast = g_strdup (message);
+}
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+
+  /* The context's client reads HF_ENDPOINT when it is first used. */
+  g_setenv ("HF_ENDPOINT", hub->url, TRUE);
+  fixture->context = dc_context_new (DC_BACKEND_CPU, &error);
+  g_assert_no_error (error);
+  fixture->settings = g_settings_new (APP_ID);
+  g_settings_reset (fixture->settings, "infer-recent-models");
+
+  fixture->window = GTK_WINDOW (gtk_window_new ());
+  gtk_window_set_default_size (fixture->window, 900, 700);
+  fixture->page = g_object_new (DC_TYPE_INFER_PAGE, NULL);
+  dc_infer_page_set_settings (fixture->page, fixture->settings);
+  dc_infer_page_set_context (fixture->page, fixture->context);
+  g_signal_connect (fixture->page, "toast", G_CALLBACK (toast_cb), fixture);
+  gtk_window_set_child (fixture->window, GTK_WIDGET (fixture->page));
+  gtk_window_present (fixture->window);
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, fixture->window, TIMEOUT_MS));
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  gtk_window_destroy (fixture->window);
+  g_clear_object (&fixture->settings);
+  g_clear_object (&fixture->context);
+  g_clear_pointer (&fixture->last_toast, g_free);
+}
+
+static gboolean
+is_entry_row (GtkWidget *widget,
+              gpointer   user_data)
+{
+  return ADW_IS_ENTRY_ROW (widget);
+}
+
+static gboolean
+is_row_titled (GtkWidget *widget,
+               gpointer   title)
+{
+  return ADW_IS_ACTION_ROW (widget)
+         && g_strcmp0 (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (widget)), title) == 0;
+}
+
+static DcModelDialog *
+open_model_dialog (Fixture *fixture)
+{
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->page), "infer.choose-model",
+                                             NULL));
+  g_assert_true (dc_test_wait_until (dc_test_toplevel_is_mapped,
+                                     GSIZE_TO_POINTER (DC_TYPE_MODEL_DIALOG), TIMEOUT_MS));
+  return DC_MODEL_DIALOG (dc_test_find_toplevel (DC_TYPE_MODEL_DIALOG, NULL, NULL));
+}
+
+static void
+type_spec (DcModelDialog *dialog,
+           const char    *text)
+{
+  GtkWidget *row = dc_test_find_descendant (GTK_WIDGET (dialog), is_entry_row, NULL);
+
+  g_assert_nonnull (row);
+  gtk_editable_set_text (GTK_EDITABLE (row), text);
+}
+
+static gboolean
+dialog_is_idle (gpointer dialog)
+{
+  return !dc_model_dialog_is_busy (dialog);
+}
+
+static gboolean
+load_enabled (DcModelDialog *dialog)
+{
+  return adw_message_dialog_get_response_enabled (ADW_MESSAGE_DIALOG (dialog), "load");
+}
+
+/* The placeholders of the FETCH and SESSION branches fail "not built yet". */
+static gboolean
+skip_if_placeholder (const char *message)
+{
+  if (strstr (message, "not built yet") == NULL)
+    return FALSE;
+  g_test_skip ("needs DcModelRepo and DcInferSession from the FETCH and SESSION branches");
+  return TRUE;
+}
+
+/* ---- the tests ---- */
+
+static void
+test_check_spec (void)
+{
+  const char *good[] = {
+    "HuggingFaceTB/SmolLM-135M", "openai-community/gpt2", "Qwen/Qwen2.5-0.5B",
+    "owner/name@main", "a/b@refs/pr/1", "  owner/name  ", "a_b/c.d-e",
+  };
+  const char *bad[] = {
+    "", "gpt2", "owner/", "/name" + 1, "a//b", "a/b/c", "-a/b", "a/b-", "a./b", "a--b/c",
+    "a/b..c", "a b/c", "ö/x", "a/b@", "a/b@../x", "a/b@x/", "@main/x", "owner/na me",
+  };
+  g_autofree char *long_name = g_strnfill (DC_MODEL_ID_MAX_PART + 1, 'x');
+  g_autofree char *longest_name = g_strnfill (DC_MODEL_ID_MAX_PART, 'x');
+  g_autofree char *too_long = g_strconcat ("owner/", long_name, NULL);
+  g_autofree char *longest = g_strconcat ("owner/", longest_name, NULL);
+  g_autofree char *long_revision = g_strnfill (DC_MODEL_ID_MAX_REVISION + 1, 'r');
+  g_autofree char *too_long_revision = g_strconcat ("owner/name@", long_revision, NULL);
+  gboolean is_folder = TRUE;
+
+  for (guint i = 0; i < G_N_ELEMENTS (good); i++)
+    {
+      g_autoptr(GError) error = NULL;
+
+      g_assert_true (dc_model_dialog_check_spec (good[i], &is_folder, &error));
+      g_assert_no_error (error);
+      g_assert_false (is_folder);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(GError) error = NULL;
+
+      g_test_message ("bad: “%s”", bad[i]);
+      g_assert_false (dc_model_dialog_check_spec (bad[i], NULL, &error));
+      g_assert_nonnull (strstr (error->message, "is not a model id"));
+    }
+  g_assert_true (dc_model_dialog_check_spec (longest, NULL, NULL));
+  g_assert_false (dc_model_dialog_check_spec (too_long, NULL, NULL));
+  g_assert_false (dc_model_dialog_check_spec (too_long_revision, NULL, NULL));
+  /* A long paste is quoted only in part. */
+  {
+    g_autofree char *paste = g_strnfill (1 << 20, 'x');
+    g_autoptr(GError) error = NULL;
+
+    g_assert_false (dc_model_dialog_check_spec (paste, NULL, &error));
+    g_assert_cmpuint (strlen (error->message), <, 400);
+    g_assert_nonnull (strstr (error->message, "xxx…”"));
+  }
+  g_assert_true (dc_model_dialog_check_spec ("/srv/models/llama", &is_folder, NULL));
+  g_assert_true (is_folder);
+}
+
+static void
+test_recent (void)
+{
+  g_autoptr(GSettings) settings = g_settings_new (APP_ID);
+  g_auto(GStrv) recent = NULL;
+  char id[32];
+
+  g_settings_reset (settings, "infer-recent-models");
+  for (guint i = 0; i < DC_MODEL_RECENT_MAX + 3; i++)
+    {
+      g_snprintf (id, sizeof id, "owner/model-%u", i);
+      dc_model_dialog_add_recent (settings, id);
+    }
+  dc_model_dialog_add_recent (settings, "owner/model-5");
+  recent = g_settings_get_strv (settings, "infer-recent-models");
+  /* Newest first, no duplicates, at most DC_MODEL_RECENT_MAX. */
+  g_assert_cmpuint (g_strv_length (recent), ==, DC_MODEL_RECENT_MAX);
+  g_assert_cmpstr (recent[0], ==, "owner/model-5");
+  g_assert_cmpstr (recent[1], ==, "owner/model-7");
+  g_assert_cmpstr (recent[2], ==, "owner/model-6");
+  g_assert_cmpstr (recent[3], ==, "owner/model-4");
+  g_settings_reset (settings, "infer-recent-models");
+}
+
+static void
+test_dialog_validation (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  const char *recent[] = { "someone/recent-model", "not an id", NULL };
+  DcModelDialog *dialog;
+
+  g_settings_set_strv (fixture->settings, "infer-recent-models", recent);
+  dialog = open_model_dialog (fixture);
+
+  /* The seed's suggestions and the (well-formed) recent model are offered. */
+  g_assert_nonnull (dc_test_find_descendant (GTK_WIDGET (dialog), is_row_titled,
+                                             (gpointer) "HuggingFaceTB/SmolLM-135M"));
+  g_assert_nonnull (dc_test_find_descendant (GTK_WIDGET (dialog), is_row_titled,
+                                             (gpointer) "openai-community/gpt2"));
+  g_assert_nonnull (dc_test_find_descendant (GTK_WIDGET (dialog), is_row_titled,
+                                             (gpointer) "Qwen/Qwen2.5-0.5B"));
+  g_assert_nonnull (dc_test_find_descendant (GTK_WIDGET (dialog), is_row_titled,
+                                             (gpointer) "someone/recent-model"));
+  g_assert_null (dc_test_find_descendant (GTK_WIDGET (dialog), is_row_titled,
+                                          (gpointer) "not an id"));
+  g_assert_false (load_enabled (dialog));
+
+  /* Checked as typed, before any look-up. */
+  type_spec (dialog, "gpt2 small");
+  g_assert_nonnull (strstr (dc_model_dialog_get_status (dialog), "is not a model id"));
+  g_object_unref (dc_test_render_widget (GTK_WIDGET (dialog), "infer-model-dialog-invalid"));
+  g_assert_false (dc_model_dialog_is_busy (dialog));
+  g_assert_false (load_enabled (dialog));
+
+  /* A well-formed id waits for typing to pause; a new text cancels it. */
+  type_spec (dialog, "owner/name");
+  g_assert_true (dc_model_dialog_is_busy (dialog));
+  g_assert_cmpstr (dc_model_dialog_get_status (dialog), ==, "");
+  type_spec (dialog, "");
+  g_assert_false (dc_model_dialog_is_busy (dialog));
+  g_assert_cmpstr (dc_model_dialog_get_status (dialog), ==, "");
+
+  /* A 404 is not a token matter: its message, and no token dialog. */
+  dc_model_dialog_set_spec (dialog, "nobody/missing");
+  g_assert_true (dc_test_wait_until (dialog_is_idle, dialog, TIMEOUT_MS));
+  g_assert_cmpstr (dc_model_dialog_get_status (dialog), !=, "");
+  g_assert_false (dc_test_toplevel_is_mapped (GSIZE_TO_POINTER (DC_TYPE_TOKEN_DIALOG)));
+  g_assert_null (dc_model_dialog_get_repo (dialog));
+  g_assert_false (load_enabled (dialog));
+
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "cancel");
+  g_assert_null (dc_infer_page_get_repo (fixture->page));
+}
+
+static void
+test_token_dialog (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autoptr(DcHfClient) client = dc_hf_client_new (hub->url);
+  g_autoptr(GError) unauthorized = g_error_new (DC_DATA_ERROR, DC_DATA_ERROR_UNAUTHORIZED, "401");
+  g_autoptr(GError) forbidden = g_error_new (DC_DATA_ERROR, DC_DATA_ERROR_FORBIDDEN, "403");
+  g_autoptr(GError) not_found = g_error_new (DC_DATA_ERROR, DC_DATA_ERROR_NOT_FOUND, "404");
+  g_autoptr(GError) http = g_error_new (DC_DATA_ERROR, DC_DATA_ERROR_HTTP, "500");
+  g_autoptr(GError) cancelled = g_error_new (G_IO_ERROR, G_IO_ERROR_CANCELLED, "cancelled");
+  DcTokenDialog *dialog;
+  GtkWidget *row;
+
+  /* Only a 401 or a 403 asks for a token. */
+  g_assert_true (dc_token_dialog_wants (unauthorized));
+  g_assert_true (dc_token_dialog_wants (forbidden));
+  g_assert_false (dc_token_dialog_wants (not_found));
+  g_assert_false (dc_token_dialog_wants (http));
+  g_assert_false (dc_token_dialog_wants (cancelled));
+  g_assert_false (dc_token_dialog_wants (NULL));
+
+  /* 401 without a token: asks for one; nothing to forget; Use needs text. */
+  dialog = dc_token_dialog_new (fixture->window, client, "gated/model", unauthorized);
+  gtk_window_present (GTK_WINDOW (dialog));
+  g_assert_cmpstr (adw_message_dialog_get_heading (ADW_MESSAGE_DIALOG (dialog)), ==,
+                   "Hugging Face Token Needed");
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (ADW_MESSAGE_DIALOG (dialog)),
+                            "“gated/model” needs a Hugging Face token"));
+  g_assert_false (adw_message_dialog_get_response_enabled (ADW_MESSAGE_DIALOG (dialog),
+                                                           "forget"));
+  g_assert_false (adw_message_dialog_get_response_enabled (ADW_MESSAGE_DIALOG (dialog), "use"));
+  row = dc_test_find_descendant (GTK_WIDGET (dialog), is_entry_row, NULL);
+  g_assert_true (ADW_IS_PASSWORD_ENTRY_ROW (row));
+  gtk_editable_set_text (GTK_EDITABLE (row), "  hf_secret  ");
+  g_assert_true (adw_message_dialog_get_response_enabled (ADW_MESSAGE_DIALOG (dialog), "use"));
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "use");
+  g_assert_true (dc_hf_client_has_token (client));
+  /* The entry's copy is gone with the answer. */
+  g_assert_cmpstr (gtk_editable_get_text (GTK_EDITABLE (row)), ==, "");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+
+  /* 401 with a token: the token was refused; Forget Token removes it. */
+  dialog = dc_token_dialog_new (fixture->window, client, "gated/model", unauthorized);
+  g_assert_cmpstr (adw_message_dialog_get_heading (ADW_MESSAGE_DIALOG (dialog)), ==,
+                   "Token Refused");
+  g_assert_true (adw_message_dialog_get_response_enabled (ADW_MESSAGE_DIALOG (dialog),
+                                                          "forget"));
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "forget");
+  g_assert_false (dc_hf_client_has_token (client));
+  gtk_window_destroy (GTK_WINDOW (dialog));
+
+  /* 403: the licence comes first. Cancel keeps things as they were. */
+  dialog = dc_token_dialog_new (fixture->window, client, "gated/model", forbidden);
+  g_assert_cmpstr (adw_message_dialog_get_heading (ADW_MESSAGE_DIALOG (dialog)), ==,
+                   "Access Forbidden");
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (ADW_MESSAGE_DIALOG (dialog)),
+                            "accept its licence on the model page first"));
+  row = dc_test_find_descendant (GTK_WIDGET (dialog), is_entry_row, NULL);
+  gtk_editable_set_text (GTK_EDITABLE (row), "typed but cancelled");
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "cancel");
+  g_assert_false (dc_hf_client_has_token (client));
+  gtk_window_destroy (GTK_WINDOW (dialog));
+
+  /* The Infer view's Forget Token forgets the context's token. */
+  dc_hf_client_set_token (dc_context_get_hf_client (fixture->context), "hf_secret");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->page), "infer.forget-token",
+                                             NULL));
+  g_assert_false (dc_hf_client_has_token (dc_context_get_hf_client (fixture->context)));
+  g_assert_cmpstr (fixture->last_toast, ==, "Hugging Face token forgotten");
+}
+
+static gboolean
+token_dialog_shown (gpointer data)
+{
+  return dc_test_toplevel_is_mapped (GSIZE_TO_POINTER (DC_TYPE_TOKEN_DIALOG));
+}
+
+static void
+test_gated_and_open (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  DcModelDialog *dialog = open_model_dialog (fixture);
+  guint gated_before = hub->gated_requests;
+  GtkWidget *token_dialog;
+
+  /* The open repository: found, no token asked for. */
+  dc_model_dialog_set_spec (dialog, "open/llama-tiny");
+  g_assert_true (dc_model_dialog_is_busy (dialog));
+  g_assert_true (dc_test_wait_until (dialog_is_idle, dialog, TIMEOUT_MS));
+  g_test_message ("open/llama-tiny: %s", dc_model_dialog_get_status (dialog));
+  if (skip_if_placeholder (dc_model_dialog_get_status (dialog)))
+    {
+      g_assert_false (token_dialog_shown (NULL));
+      g_assert_false (load_enabled (dialog));
+      return;
+    }
+  g_assert_nonnull (dc_model_dialog_get_repo (dialog));
+  g_assert_nonnull (strstr (dc_model_dialog_get_status (dialog), "LlamaForCausalLM"));
+  g_assert_true (load_enabled (dialog));
+  g_assert_false (token_dialog_shown (NULL));
+  g_assert_cmpuint (hub->gated_requests, ==, gated_before);
+
+  /* The gated one: a 401, so the token dialog, naming the repository. */
+  dc_model_dialog_set_spec (dialog, "gated/model");
+  g_assert_false (load_enabled (dialog));
+  g_assert_true (dc_test_wait_until (token_dialog_shown, NULL, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (dialog_is_idle, dialog, TIMEOUT_MS));
+  g_assert_cmpuint (hub->gated_requests, >, gated_before);
+  token_dialog = dc_test_find_toplevel (DC_TYPE_TOKEN_DIALOG, NULL, NULL);
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (ADW_MESSAGE_DIALOG (token_dialog)),
+                            "gated/model"));
+  g_assert_null (dc_model_dialog_get_repo (dialog));
+  g_assert_false (load_enabled (dialog));
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (token_dialog), "cancel");
+  g_assert_false (dc_hf_client_has_token (dc_context_get_hf_client (fixture->context)));
+
+  /* Back to the open one, and Load it: the view shows it, and it is recent. */
+  dc_model_dialog_set_spec (dialog, "open/llama-tiny");
+  g_assert_true (dc_test_wait_until (dialog_is_idle, dialog, TIMEOUT_MS));
+  g_assert_true (load_enabled (dialog));
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "load");
+  g_assert_nonnull (dc_infer_page_get_repo (fixture->page));
+  g_assert_nonnull (strstr (dc_infer_page_get_held (fixture->page), "6 layers"));
+  g_object_unref (dc_test_render_widget (GTK_WIDGET (fixture->window), "infer-view-chosen"));
+  {
+    g_auto(GStrv) recent = g_settings_get_strv (fixture->settings, "infer-recent-models");
+
+    g_assert_cmpstr (recent[0], ==, "open/llama-tiny");
+  }
+}
+
+static gboolean
+page_is_idle (gpointer page)
+{
+  return !dc_infer_page_is_busy (page) && dc_infer_page_get_queue_length (page) == 0;
+}
+
+static void
+test_generate_stop (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  GtkWidget *page = GTK_WIDGET (fixture->page);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
+  g_autofree char *output = NULL;
+
+  repo = dc_model_repo_open (dc_context_get_hf_client (fixture->context), "open/llama-tiny",
+                             NULL, &error);
+  if (repo == NULL && skip_if_placeholder (error->message))
+    return;
+  g_assert_no_error (error);
+  dc_infer_page_set_repo (fixture->page, repo);
+
+  /* Two prompts before the weights arrive: both wait for them. Stop then
+   * stops the download and drops them: nothing is generated. */
+  dc_infer_page_set_prompt (fixture->page, "Once upon a time");
+  g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
+  g_assert_true (dc_infer_page_is_busy (fixture->page));
+  dc_infer_page_set_prompt (fixture->page, "The first prompt");
+  g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
+  g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 2);
+  /* The queue holds 64; one more is refused with a toast and kept typed. */
+  for (guint i = 2; i < 64; i++)
+    {
+      dc_infer_page_set_prompt (fixture->page, "again");
+      g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
+    }
+  g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 64);
+  g_assert_null (fixture->last_toast);
+  dc_infer_page_set_prompt (fixture->page, "one too many");
+  g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
+  g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 64);
+  g_assert_cmpstr (fixture->last_toast, ==,
+                   "The queue is full: wait for a prompt to finish, or clear the queue");
+  g_clear_pointer (&fixture->last_toast, g_free);
+  g_assert_true (gtk_widget_activate_action (page, "infer.stop", NULL));
+  g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 0);
+
+  /* Generate at once after Stop, before the stopped download has answered:
+   * this prompt is not dropped with the others; it loads (the download's
+   * progress in the view), then streams. */
+  dc_infer_page_set_prompt (fixture->page, "Once upon a time");
+  g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
+  g_assert_cmpuint (dc_infer_page_get_queue_length (fixture->page), ==, 1);
+  g_assert_true (dc_test_wait_until (page_is_idle, fixture->page, TIMEOUT_MS));
+  if (skip_if_placeholder (dc_infer_page_get_status (fixture->page)))
+    return;
+  g_test_message ("held: %s", dc_infer_page_get_held (fixture->page));
+  g_assert_cmpstr (dc_infer_page_get_status (fixture->page), ==, "Done");
+  output = dc_infer_page_dup_output (fixture->page);
+  g_assert_true (g_str_has_prefix (output, "Once upon a time"));
+  g_object_unref (dc_test_render_widget (GTK_WIDGET (fixture->window), "infer-view-generated"));
+  g_assert_cmpuint (strlen (output), >, strlen ("Once upon a time"));
+  g_clear_pointer (&output, g_free);
+
+  /* A prompt sent while one generates is queued; Stop ends the running
+   * one (whatever it had reached) and keeps the queue: the second runs to
+   * its end and is what the view shows last. */
+  dc_infer_page_set_prompt (fixture->page, "The first prompt");
+  g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
+  dc_infer_page_set_prompt (fixture->page, "The second prompt");
+  g_assert_true (gtk_widget_activate_action (page, "infer.generate", NULL));
+  g_assert_true (dc_infer_page_is_busy (fixture->page));
+  g_assert_true (gtk_widget_activate_action (page, "infer.stop", NULL));
+  g_assert_true (dc_test_wait_until (page_is_idle, fixture->page, TIMEOUT_MS));
+  g_assert_cmpstr (dc_infer_page_get_status (fixture->page), ==, "Done");
+  output = dc_infer_page_dup_output (fixture->page);
+  g_test_message ("output: %s", output);
+  g_assert_true (g_str_has_prefix (output, "The second prompt"));
+  g_assert_null (fixture->last_toast);
+}
+
+static guint
+gated_with_token (void)
+{
+  guint n;
+
+  g_mutex_lock (&hub->lock);
+  n = hub->gated_with_token;
+  g_mutex_unlock (&hub->lock);
+  return n;
+}
+
+static gboolean
+token_dialog_headed (gpointer heading)
+{
+  GtkWidget *dialog = dc_test_find_toplevel (DC_TYPE_TOKEN_DIALOG, NULL, NULL);
+
+  return dialog != NULL
+         && g_strcmp0 (adw_message_dialog_get_heading (ADW_MESSAGE_DIALOG (dialog)), heading) == 0;
+}
+
+/* The Train view: a gated dataset (401) opens the same token dialog, and the
+ * token typed there reaches the training worker's requests. */
+static void
+test_train_dataset_token (Fixture       *fixture,
+                          gconstpointer  data)
+{
+  GtkWindow *window = GTK_WINDOW (gtk_window_new ());
+  DcTrainPage *page = g_object_new (DC_TYPE_TRAIN_PAGE, NULL);
+  DcHfClient *client = dc_context_get_hf_client (fixture->context);
+  GtkWidget *dialog;
+  GtkWidget *row;
+
+  g_settings_set_int (fixture->settings, "train-width", 16);
+  g_settings_set_int (fixture->settings, "train-seq-len", 16);
+  g_settings_set_int (fixture->settings, "train-batch", 2);
+  g_settings_set_int (fixture->settings, "train-steps", 100);
+  g_settings_set_string (fixture->settings, "train-dataset", "gated/dataset");
+  dc_train_page_set_settings (page, fixture->settings);
+  dc_train_page_set_context (page, fixture->context);
+  gtk_window_set_child (window, GTK_WIDGET (page));
+  gtk_window_present (window);
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
+
+  /* Without a token: the 401 fails the run and asks (no built-in corpus). */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.start", NULL));
+  g_assert_true (dc_test_wait_until (token_dialog_headed, (gpointer) "Hugging Face Token Needed",
+                                     TIMEOUT_MS));
+  g_assert_false (dc_train_page_is_running (page));
+  dialog = dc_test_find_toplevel (DC_TYPE_TOKEN_DIALOG, NULL, NULL);
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (ADW_MESSAGE_DIALOG (dialog)),
+                            "“gated/dataset” needs a Hugging Face token"));
+  g_assert_cmpuint (gated_with_token (), ==, 0);
+
+  /* Use Token starts again; the worker's requests carry it; still refused. */
+  row = dc_test_find_descendant (dialog, is_entry_row, NULL);
+  gtk_editable_set_text (GTK_EDITABLE (row), "hf_secret");
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "use");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  g_assert_true (dc_hf_client_has_token (client));
+  g_assert_true (dc_test_wait_until (token_dialog_headed, (gpointer) "Token Refused",
+                                     TIMEOUT_MS));
+  g_assert_cmpuint (gated_with_token (), >=, 1);
+  dialog = dc_test_find_toplevel (DC_TYPE_TOKEN_DIALOG, NULL, NULL);
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "forget");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  g_assert_false (dc_hf_client_has_token (client));
+  g_assert_false (dc_train_page_is_running (page));
+
+  gtk_window_destroy (window);
+  g_settings_reset (fixture->settings, "train-dataset");
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  int status;
+
+  gtk_test_init (&argc, &argv, NULL);
+  adw_init ();
+  /* DcApplication registers them at startup; these tests run without it. */
+  dc_ui_register_resource ();
+  hub_start ();
+
+  g_test_add_func ("/dc/ui/infer/check-spec", test_check_spec);
+  g_test_add_func ("/dc/ui/infer/recent", test_recent);
+  g_test_add ("/dc/ui/infer/dialog-validation", Fixture, NULL, fixture_set_up,
+              test_dialog_validation, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/token-dialog", Fixture, NULL, fixture_set_up,
+              test_token_dialog, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/gated-401-only", Fixture, NULL, fixture_set_up,
+              test_gated_and_open, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/train-dataset-token", Fixture, NULL, fixture_set_up,
+              test_train_dataset_token, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/generate-stop", Fixture, NULL, fixture_set_up,
+              test_generate_stop, fixture_tear_down);
+
+  status = g_test_run ();
+  hub_stop ();
+  return status;
+}
