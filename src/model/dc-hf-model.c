@@ -9,8 +9,12 @@
  * - Q, K and V are one matrix ((Hq + 2·Hkv)·D, C), and so are the Llama MLP's
  *   gate and up (2·F, C): one product per token instead of three and two.
  *   Each output element depends only on its own row, so fusing changes no bit.
- * - The token embedding is INT8 too; a lookup dequantizes its row with the
- *   GEMM's epilogue (exact). A tied head is that same matrix.
+ * - The token embedding is kept as the checkpoint stores it (F32, F16 or
+ *   BF16 bytes) and a lookup widens its row exactly: it is no product's
+ *   operand, and quantizing it too added an error at every input that cost
+ *   about 1 % of the reference's greedy steps (docs/TEST_RESULTS.md). The
+ *   head is INT8 (V, C), packed from lm_head or, when tied, from the
+ *   embedding.
  * - Norm weights, biases and GPT-2's position table stay f32 (small).
  *
  * Attention and the KV cache: a key is quantized once, as one vector of
@@ -63,11 +67,12 @@ struct _DcHfModel
   DcGemmBackend *backend;     /* borrowed */
   gsize          n_qkv;       /* (Hq + 2 Hkv) D */
   gsize          n_up;        /* 2F (Llama) or F (GPT-2) */
-  DcQuantMatrix *embed;       /* (V, C) */
+  guint8        *embed;       /* (V, C) as stored, embed_dtype */
+  DcSafetensorsDtype embed_dtype;
   float         *positions;   /* GPT-2: (P, C) */
   Layer         *layers;
   float         *norm_w, *norm_b;
-  DcQuantMatrix *head;        /* (V, C); NULL when tied to embed */
+  DcQuantMatrix *head;        /* (V, C): lm_head, or the embedding when tied */
 };
 
 struct _DcHfKvCache
@@ -86,6 +91,7 @@ typedef enum
   DEST_ROWS,   /* Linear (out, in): rows are vectors */
   DEST_COLS,   /* Conv1D (in, out): columns are vectors */
   DEST_FLOATS, /* kept as f32 */
+  DEST_EMBED,  /* kept as stored; packed into the head too when tied */
 } DestKind;
 
 typedef struct
@@ -164,7 +170,7 @@ plan_tensors (const DcHfConfig *c,
     {
       const char *p = prefix;
 
-      add_need (needs, DEST_ROWS, V, C, M (embed), NULL, 0, "%swte.weight", p);
+      add_need (needs, DEST_EMBED, V, C, M (head), NULL, 0, "%swte.weight", p);
       add_need (needs, DEST_FLOATS, c->max_positions, C, NULL, M (positions), 0, "%swpe.weight", p);
       for (guint l = 0; l < c->n_layers; l++)
         {
@@ -189,7 +195,8 @@ plan_tensors (const DcHfConfig *c,
     }
   else
     {
-      add_need (needs, DEST_ROWS, V, C, M (embed), NULL, 0, "model.embed_tokens.weight");
+      add_need (needs, DEST_EMBED, V, C, c->tie_word_embeddings ? M (head) : NULL, NULL, 0,
+                "model.embed_tokens.weight");
       for (guint l = 0; l < c->n_layers; l++)
         {
           add_need (needs, DEST_FLOATS, C, 0, NULL, LM (norm1_w), 0,
@@ -382,6 +389,10 @@ dc_hf_model_memory_bytes (const DcHfConfig *config,
 
       if (need->kind == DEST_FLOATS)
         total += 4 * n;
+      else if (need->kind == DEST_EMBED)
+        total += n * (strcmp (config->dtype, "float32") == 0 ? 4 : 2) +
+                 (need->matrix != NULL || config->family == DC_HF_FAMILY_GPT2 ||
+                  config->tie_word_embeddings ? n + 4 * need->shape[0] : 0);
       else
         total += n + 4 * (need->kind == DEST_ROWS ? need->shape[0] : need->shape[1]);
     }
@@ -421,7 +432,7 @@ dc_hf_model_free (DcHfModel *self)
         g_free (layer->down_b);
       }
   g_free (self->layers);
-  g_clear_pointer (&self->embed, dc_quant_matrix_free);
+  g_free (self->embed);
   g_clear_pointer (&self->head, dc_quant_matrix_free);
   g_free (self->positions);
   g_free (self->norm_w);
@@ -445,11 +456,7 @@ allocate_model (DcHfModel  *self,
 
   self->n_qkv = (gsize) layer_matrix_vectors (c, TRUE);
   self->n_up = (gsize) layer_matrix_vectors (c, FALSE);
-  self->embed = dc_quant_matrix_new (c->vocab_size, C, error);
-  if (self->embed == NULL)
-    return FALSE;
-  if (!gpt2 && !c->tie_word_embeddings &&
-      (self->head = dc_quant_matrix_new (c->vocab_size, C, error)) == NULL)
+  if ((self->head = dc_quant_matrix_new (c->vocab_size, C, error)) == NULL)
     return FALSE;
   if (gpt2)
     self->positions = g_try_new (float, (gsize) c->max_positions * C);
@@ -491,21 +498,31 @@ allocate_model (DcHfModel  *self,
   return TRUE;
 }
 
-/* Widens RAW (the tensor's bytes) and stores it where NEED says. */
+/* Widens RAW (the tensor's bytes) and stores it where NEED says; the
+ * embedding keeps RAW itself (*RAW_INOUT becomes NULL). */
 static gboolean
-store_tensor (const Need                *need,
+store_tensor (DcHfModel                 *self,
+              const Need                *need,
               const DcSafetensorsTensor *t,
-              const guint8              *raw,
+              guint8                   **raw_inout,
               GError                   **error)
 {
   const gsize esize = dc_safetensors_dtype_size (t->dtype);
+  const guint8 *raw = *raw_inout;
 
+  if (need->kind == DEST_EMBED)
+    {
+      self->embed = g_steal_pointer (raw_inout);
+      self->embed_dtype = t->dtype;
+      if (need->matrix == NULL)
+        return TRUE;
+    }
   if (need->kind == DEST_FLOATS)
     {
       dc_widen_to_f32 (t->dtype, raw, *need->floats + need->offset, (gsize) t->numel);
       return TRUE;
     }
-  if (need->kind == DEST_ROWS)
+  if (need->kind == DEST_ROWS || need->kind == DEST_EMBED)
     {
       const gsize rows = (gsize) need->shape[0], k = (gsize) need->shape[1];
       const gsize step = MAX ((gsize) 1, WIDEN_MAX_FLOATS / k);
@@ -624,7 +641,7 @@ dc_hf_model_load (const DcHfConfig  *config,
           return NULL;
         }
       if (!dc_tensor_source_read (source, t, raw, cancellable, error) ||
-          !store_tensor (need, t, raw, error))
+          !store_tensor (self, need, t, &raw, error))
         return NULL;
       done += len;
       if (progress != NULL)
@@ -947,11 +964,10 @@ forward_chunk (DcHfModel     *self,
 
   for (gsize i = 0; i < n; i++)
     {
-      const gint8 *q = self->embed->q + (gsize) ids[i] * C;
-      gint32 e = self->embed->exponent[ids[i]];
+      const gsize esize = dc_safetensors_dtype_size (self->embed_dtype);
 
-      for (gsize j = 0; j < C; j++)
-        s.x[i * C + j] = dc_gemm_epilogue (q[j], e, 0);
+      dc_widen_to_f32 (self->embed_dtype, self->embed + (gsize) ids[i] * C * esize, s.x + i * C,
+                       C);
       if (gpt2)
         for (gsize j = 0; j < C; j++)
           s.x[i * C + j] += self->positions[(gsize) (p0 + i) * C + j];
@@ -1002,8 +1018,7 @@ forward_chunk (DcHfModel     *self,
   if (logits != NULL)
     {
       norm_rows (c, s.x + (n - 1) * C, self->norm_w, self->norm_b, s.h, 1);
-      if (!linear (self, &s, "head", s.h, 1, self->head != NULL ? self->head : self->embed,
-                   NULL, logits, error))
+      if (!linear (self, &s, "head", s.h, 1, self->head, NULL, logits, error))
         goto out;
     }
   ok = TRUE;
