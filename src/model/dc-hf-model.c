@@ -82,7 +82,8 @@ struct _DcHfKvCache
   guint      length;
   gint8     *k_q;       /* (L, Hkv, context, D) */
   gint32    *k_e;       /* (L, Hkv, context) */
-  float     *v;         /* (L, Hkv, context, D) */
+  float     *v;         /* (L, Hkv, D, context): transposed, so that each of V's
+                         * columns, P·V's vectors, is contiguous for the packer */
 };
 
 /* Where a tensor goes while loading. */
@@ -795,8 +796,15 @@ linear (DcHfModel           *self,
 {
   DcQuantMatrix a;
 
-  if (!pack_into (what, x, n, w->k, w->k, 1, s->qa, s->ea, &a, error) ||
-      !dc_gemm_run_packed (self->backend, &a, w, out, error))
+  if (!pack_into (what, x, n, w->k, w->k, 1, s->qa, s->ea, &a, error))
+    return FALSE;
+  /* One row (decoding) runs as W · xᵀ: the same exact integer sums and the
+   * same epilogue (ea + eb is symmetric), so the same bits, but the CPU
+   * kernels' per-call pass over the right operand (VNNI's Σb) then reads
+   * x, not all of W: without the swap each token streamed the weights
+   * twice (docs/ARCHITECTURE.md). */
+  if (n == 1 ? !dc_gemm_run_packed (self->backend, w, &a, out, error)
+             : !dc_gemm_run_packed (self->backend, &a, w, out, error))
     return FALSE;
   if (bias != NULL)
     for (gsize i = 0; i < n; i++)
@@ -847,7 +855,7 @@ attention (DcHfModel   *self,
         .q = cache->k_q + cell * D,
         .exponent = cache->k_e + cell,
       };
-      const float *values = cache->v + cell * D;
+      const float *values_t = cache->v + cell * D;   /* (D, context) */
 
       /* The G query heads of group g, for every position: (n G, D). */
       for (gsize i = 0; i < s->n; i++)
@@ -879,8 +887,8 @@ attention (DcHfModel   *self,
           /* P (G, len) · V[start … pos] (len, D): V's columns are the vectors. */
           if (!pack_into ("attention P", s->scores + i * G * end + start, G, len, end, 1,
                           s->qa, s->ea, &p, error) ||
-              !pack_into ("attention V", values + start * D, D, len, 1, D, s->qb, s->eb, &vt,
-                          error) ||
+              !pack_into ("attention V", values_t + start, D, len, cache->context, 1, s->qb,
+                          s->eb, &vt, error) ||
               !dc_gemm_run_packed (self->backend, &p, &vt, s->att + i * Hq * D + g * G * D,
                                    error))
             return FALSE;
@@ -912,12 +920,14 @@ append_kv (DcHfModel   *self,
       for (gsize g = 0; g < Hkv; g++)
         {
           const gsize cell = ((gsize) l * Hkv + g) * cache->context + p0 + i;
+          float *values_t = cache->v + ((gsize) l * Hkv + g) * D * cache->context + p0 + i;
           DcQuantMatrix key;
 
           if (!pack_into ("attention K", row + (Hq + g) * D, 1, D, D, 1, cache->k_q + cell * D,
                           cache->k_e + cell, &key, error))
             return FALSE;
-          memcpy (cache->v + cell * D, row + (Hq + Hkv + g) * D, D * sizeof (float));
+          for (gsize d = 0; d < D; d++)
+            values_t[d * cache->context] = row[(Hq + Hkv + g) * D + d];
         }
     }
   return TRUE;
