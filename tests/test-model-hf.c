@@ -583,6 +583,15 @@ tiny_config (const char *arch)
     return g_strdup (TINY_GPT2_CONFIG);
   if (strcmp (arch, "qwen2") == 0)
     return g_strdup_printf (TINY_LLAMA_CONFIG, "Qwen2ForCausalLM", "qwen2", "true");
+  if (strcmp (arch, "mistral") == 0)
+    {
+      g_autofree char *c = g_strdup_printf (TINY_LLAMA_CONFIG, "MistralForCausalLM", "mistral",
+                                            "false");
+
+      /* A window of 3 positions, so that 12 positions reach past it. */
+      c[strlen (c) - 1] = '\0';
+      return g_strconcat (c, ", \"sliding_window\": 3}", NULL);
+    }
   return g_strdup_printf (TINY_LLAMA_CONFIG, "LlamaForCausalLM", "llama", "false");
 }
 
@@ -843,6 +852,38 @@ test_refuse_forward (void)
   dc_test_remove_tree (dir);
 }
 
+/* Mistral's sliding window: with a window of 3 and 2 layers, position 9
+ * sees tokens 5 to 9 (4 back through each layer's 2), so changing token 4
+ * leaves its logits bit for bit, and changing token 5 does not. */
+static void
+test_sliding_window (void)
+{
+  g_autoptr(GArray) tensors = tiny_tensors ("mistral");
+  g_autofree char *dir = write_model ("mistral", tensors, DC_SAFETENSORS_F32);
+  g_autofree float *base = run_tiny (dir);
+  g_autoptr(Loaded) l = load_dir (dir, DC_BACKEND_CPU, 2);
+  guint32 ids[G_N_ELEMENTS (tiny_ids)];
+  float logits[40];
+
+  g_assert_cmpuint (l->config->sliding_window, ==, 3);
+  for (guint changed = 4; changed <= 5; changed++)
+    {
+      g_autoptr(DcHfKvCache) cache = dc_hf_kv_cache_new (l->model, 12, NULL);
+      g_autoptr(GError) error = NULL;
+
+      memcpy (ids, tiny_ids, sizeof ids);
+      ids[changed] = (ids[changed] + 1) % 40;
+      g_assert_true (dc_hf_model_forward (l->model, cache, ids, G_N_ELEMENTS (ids), logits,
+                                          &error));
+      g_assert_no_error (error);
+      if (changed == 4)
+        g_assert_cmpmem (logits, sizeof logits, base, sizeof logits);
+      else
+        g_assert_true (memcmp (logits, base, sizeof logits) != 0);
+    }
+  dc_test_remove_tree (dir);
+}
+
 /* Reading is cancellable. */
 static void
 test_cancel (void)
@@ -906,5 +947,6 @@ main (int    argc,
   g_test_add_func ("/model/hf/refuse/tensors", test_refuse_tensors);
   g_test_add_func ("/model/hf/refuse/forward", test_refuse_forward);
   g_test_add_func ("/model/hf/cancel", test_cancel);
+  g_test_add_func ("/model/hf/sliding-window", test_sliding_window);
   return g_test_run ();
 }
