@@ -29,6 +29,13 @@
  * Threads: products use the backend's threads; the backend, the model's
  * forward and a cache are used by one thread at a time.
  *
+ * Devices: with a Vulkan backend, only products of at least
+ * DC_HF_MODEL_OFFLOAD_ROWS rows on both sides and DC_GPT_TRAINER_OFFLOAD_MIN
+ * multiply-adds go to it (a prompt's projections); decoding and attention
+ * run on a CPU backend the model owns. The device uploads both operands
+ * for every product, so a one-row product, which reads each weight once
+ * on the CPU too, can only lose there. Every backend computes the same bits.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-model"
@@ -41,7 +48,12 @@
 
 #include "engine/dc-gemm.h"
 #include "engine/dc-math.h"
+#include "dc-gpt-trainer.h"
 #include "dc-model-error.h"
+
+/* Products with fewer rows on either side stay on the CPU with a device:
+ * the weights' upload is shared by this many rows at least. */
+#define DC_HF_MODEL_OFFLOAD_ROWS 16
 
 /* Rows widened to f32 at a time while packing a matrix: bounds the
  * temporary f32 copy to 64 MiB whatever the tensor's size. */
@@ -65,6 +77,7 @@ struct _DcHfModel
 {
   DcHfConfig     config;      /* owned strings */
   DcGemmBackend *backend;     /* borrowed */
+  DcGemmBackend *cpu;         /* owned when backend is a device: the small products */
   gsize          n_qkv;       /* (Hq + 2 Hkv) D */
   gsize          n_up;        /* 2F (Llama) or F (GPT-2) */
   guint8        *embed;       /* (V, C) as stored, embed_dtype */
@@ -434,6 +447,7 @@ dc_hf_model_free (DcHfModel *self)
       }
   g_free (self->layers);
   g_free (self->embed);
+  g_clear_pointer (&self->cpu, dc_gemm_backend_free);
   g_clear_pointer (&self->head, dc_quant_matrix_free);
   g_free (self->positions);
   g_free (self->norm_w);
@@ -601,6 +615,12 @@ dc_hf_model_load (const DcHfConfig  *config,
   self = g_new0 (DcHfModel, 1);
   copy_config (&self->config, config);
   self->backend = backend;
+  if (dc_gemm_backend_get_kind (backend) == DC_BACKEND_VULKAN)
+    {
+      self->cpu = dc_gemm_backend_new (DC_BACKEND_CPU, error);
+      if (self->cpu == NULL)
+        return NULL;
+    }
   /* The plan points at the layers' fields (bounded by DC_HF_MAX_LAYERS). */
   self->layers = g_new0 (Layer, self->config.n_layers);
 
@@ -782,6 +802,23 @@ pack_into (const char    *what,
   return dc_quant_pack (what, src, vs, ks, view, error);
 }
 
+/* c = a · bᵀ on the backend that suits its size (same bits on each). */
+static gboolean
+product (DcHfModel            *self,
+         const DcQuantMatrix  *a,
+         const DcQuantMatrix  *b,
+         float                *c,
+         GError              **error)
+{
+  DcGemmBackend *backend = self->backend;
+
+  if (self->cpu != NULL &&
+      (a->n_vectors < DC_HF_MODEL_OFFLOAD_ROWS || b->n_vectors < DC_HF_MODEL_OFFLOAD_ROWS ||
+       (guint64) a->n_vectors * b->n_vectors * a->k < DC_GPT_TRAINER_OFFLOAD_MIN))
+    backend = self->cpu;
+  return dc_gemm_run_packed (backend, a, b, c, error);
+}
+
 /* out (n, N) = x (n, K) · W (N, K)ᵀ (+ bias), through the INT8 rule. */
 static gboolean
 linear (DcHfModel           *self,
@@ -803,8 +840,7 @@ linear (DcHfModel           *self,
    * kernels' per-call pass over the right operand (VNNI's Σb) then reads
    * x, not all of W: without the swap each token streamed the weights
    * twice (docs/ARCHITECTURE.md). */
-  if (n == 1 ? !dc_gemm_run_packed (self->backend, w, &a, out, error)
-             : !dc_gemm_run_packed (self->backend, &a, w, out, error))
+  if (n == 1 ? !product (self, w, &a, out, error) : !product (self, &a, w, out, error))
     return FALSE;
   if (bias != NULL)
     for (gsize i = 0; i < n; i++)
@@ -865,7 +901,7 @@ attention (DcHfModel   *self,
       a.n_vectors = s->n * G;
       a.q = s->qa;
       a.exponent = s->ea;
-      if (!dc_gemm_run_packed (self->backend, &a, &keys, s->scores, error))
+      if (!product (self, &a, &keys, s->scores, error))
         return FALSE;
 
       for (gsize i = 0; i < s->n; i++)
@@ -889,8 +925,7 @@ attention (DcHfModel   *self,
                           s->qa, s->ea, &p, error) ||
               !pack_into ("attention V", values_t + start, D, len, cache->context, 1, s->qb,
                           s->eb, &vt, error) ||
-              !dc_gemm_run_packed (self->backend, &p, &vt, s->att + i * Hq * D + g * G * D,
-                                   error))
+              !product (self, &p, &vt, s->att + i * Hq * D + g * G * D, error))
             return FALSE;
         }
     }
