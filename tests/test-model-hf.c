@@ -884,6 +884,58 @@ test_sliding_window (void)
   dc_test_remove_tree (dir);
 }
 
+/* A shard cut short after it was opened fails the load with a message
+ * naming the tensor, and does not crash. */
+static void
+test_truncated (void)
+{
+  g_autoptr(GArray) tensors = tiny_tensors ("llama");
+  g_autofree char *dir = write_model ("llama", tensors, DC_SAFETENSORS_F32);
+  g_autofree char *config_path = g_build_filename (dir, "config.json", NULL);
+  g_autofree char *file = g_build_filename (dir, "model.safetensors", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcHfConfig) config = dc_hf_config_new_from_file (config_path, &error);
+  g_autoptr(DcTensorSource) source = dc_tensor_source_files_new (dir, &error);
+  g_autoptr(DcGemmBackend) backend = dc_gemm_backend_new (DC_BACKEND_CPU, &error);
+  g_autoptr(DcHfModel) model = NULL;
+  GStatBuf st;
+
+  g_assert_no_error (error);
+  g_assert_cmpint (g_stat (file, &st), ==, 0);
+  g_assert_cmpint (truncate (file, st.st_size / 2), ==, 0);
+  model = dc_hf_model_load (config, source, backend, NULL, NULL, NULL, &error);
+  g_assert_null (model);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT);
+  g_assert_nonnull (strstr (error->message, "truncated since it was opened"));
+  g_clear_error (&error);
+
+  /* Opened after the cut, the header no longer matches the file. */
+  g_clear_object (&source);
+  source = dc_tensor_source_files_new (dir, &error);
+  g_assert_null (source);
+  g_assert_nonnull (error);
+  dc_test_remove_tree (dir);
+}
+
+/* The memory estimate, counted by hand for llama-tiny (V 1024, C 128, 6
+ * layers, 4 heads and 2 KV heads of 32, FFN 344, untied, F32): embedding
+ * 524,288 bytes as stored; per layer the int8 weights plus 4 bytes per
+ * vector (qkv 33,792, o 16,896, gate+up 90,816, down 44,544) and two f32
+ * norms (1,024), 187,072 in all; the final norm 512; the head 135,168:
+ * 1,782,400. Each cached position adds 6 layers × 2 heads × (32 + 4 + 128). */
+static void
+test_memory (void)
+{
+  g_autofree char *path = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
+                                                   "config.json", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcHfConfig) config = dc_hf_config_new_from_file (path, &error);
+
+  g_assert_no_error (error);
+  g_assert_cmpuint (dc_hf_model_memory_bytes (config, 0), ==, 1782400);
+  g_assert_cmpuint (dc_hf_model_memory_bytes (config, 64), ==, 1782400 + 64 * 1968);
+}
+
 /* Reading is cancellable. */
 static void
 test_cancel (void)
@@ -947,6 +999,8 @@ main (int    argc,
   g_test_add_func ("/model/hf/refuse/tensors", test_refuse_tensors);
   g_test_add_func ("/model/hf/refuse/forward", test_refuse_forward);
   g_test_add_func ("/model/hf/cancel", test_cancel);
+  g_test_add_func ("/model/hf/truncated", test_truncated);
+  g_test_add_func ("/model/hf/memory", test_memory);
   g_test_add_func ("/model/hf/sliding-window", test_sliding_window);
   return g_test_run ();
 }

@@ -684,7 +684,7 @@ dc_hf_kv_cache_new (DcHfModel  *model,
 {
   g_autoptr(DcHfKvCache) self = NULL;
   const DcHfConfig *c;
-  gsize per_layer, n;
+  gsize per_layer, n, values_bytes;
 
   g_return_val_if_fail (model != NULL, NULL);
   c = &model->config;
@@ -696,9 +696,10 @@ dc_hf_kv_cache_new (DcHfModel  *model,
                    context, c->max_positions);
       return NULL;
     }
+  /* n: cached keys' bytes (one per value); values take 4 × n. */
   if (!g_size_checked_mul (&per_layer, (gsize) c->n_kv_heads * c->head_dim, context) ||
       !g_size_checked_mul (&n, per_layer, c->n_layers) ||
-      !g_size_checked_mul (&per_layer, n, sizeof (float)))
+      !g_size_checked_mul (&values_bytes, n, sizeof (float)))
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
                    "a KV cache of %u positions is too large for this machine", context);
@@ -709,7 +710,7 @@ dc_hf_kv_cache_new (DcHfModel  *model,
   self->context = context;
   self->k_q = g_try_malloc (n);
   self->k_e = g_try_new (gint32, (gsize) c->n_layers * c->n_kv_heads * context);
-  self->v = g_try_malloc (per_layer);
+  self->v = g_try_malloc (values_bytes);
   if (self->k_q == NULL || self->k_e == NULL || self->v == NULL)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
