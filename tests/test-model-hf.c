@@ -479,7 +479,8 @@ write_safetensors (const char         *dir,
 
       for (gsize j = 0; j < n; j++)
         put_value (data, dtype, t->values[j]);
-      g_string_append_printf (header, "%s\"%s\": {\"dtype\": \"%s\", \"shape\": [%" G_GUINT64_FORMAT,
+      g_string_append_printf (header,
+                              "%s\"%s\": {\"dtype\": \"%s\", \"shape\": [%" G_GUINT64_FORMAT,
                               i > first ? ", " : "", t->name, dc_safetensors_dtype_name (dtype),
                               t->shape[0]);
       if (t->rank == 2)
@@ -498,7 +499,8 @@ write_safetensors (const char         *dir,
 
 #define TINY_LLAMA_CONFIG \
   "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"hidden_size\": 16, " \
-  "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 8, " \
+  "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, " \
+  "\"head_dim\": 8, " \
   "\"intermediate_size\": 24, \"vocab_size\": 40, \"max_position_embeddings\": 12, " \
   "\"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, \"tie_word_embeddings\": %s, " \
   "\"torch_dtype\": \"float32\"}"
@@ -523,7 +525,8 @@ tiny_tensors (const char *arch)
       g_autofree char *n = NULL;
 
 #define ADD(d0, d1, ...) \
-      G_STMT_START { g_free (n); n = g_strdup_printf (__VA_ARGS__); add_tensor (t, rand, n, d0, d1); } G_STMT_END
+      G_STMT_START { g_free (n); n = g_strdup_printf (__VA_ARGS__); \
+                     add_tensor (t, rand, n, d0, d1); } G_STMT_END
       ADD (40, 16, "%swte.weight", p);
       ADD (12, 16, "%swpe.weight", p);
       for (guint l = 0; l < 2; l++)

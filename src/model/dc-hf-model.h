@@ -20,7 +20,8 @@
 
 G_BEGIN_DECLS
 
-typedef struct _DcHfModel DcHfModel;     /* weights in the engine's INT8 form, read-only after load */
+/* Weights in the engine's INT8 form, read-only after load. */
+typedef struct _DcHfModel DcHfModel;
 typedef struct _DcHfKvCache DcHfKvCache; /* one sequence's keys and values */
 
 /* Progress while loading: bytes of weights read so far and in all. Called on the loading thread. */
