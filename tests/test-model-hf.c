@@ -21,6 +21,7 @@
 #include "model/dc-bpe-tokenizer.h"
 #include "model/dc-hf-config.h"
 #include "model/dc-hf-model.h"
+#include "model/dc-hf-model-private.h"
 #include "model/dc-model-error.h"
 #include "model/dc-tensor-source-files.h"
 
@@ -281,7 +282,9 @@ long_sequence (const char *name,
 
 /* One token at a time, all at once, and split in two give the same bits at
  * every prefix length: each key is quantized once as its own vector, and
- * each query packs V over exactly the positions it sees. */
+ * each query uses V's columns quantized over exactly the positions it sees.
+ * The cache's incrementally quantized columns give what packing them anew
+ * for every query gives. */
 static void
 test_kv_cache (gconstpointer data)
 {
@@ -302,6 +305,20 @@ test_kv_cache (gconstpointer data)
       g_assert_true (dc_hf_model_forward (l->model, cache, &ids[i], 1, steps + i * V, &error));
       g_assert_no_error (error);
     }
+
+  /* Repacking for every query, one at a time and all at once. */
+  _dc_hf_kv_cache_set_repack (cache, TRUE);
+  dc_hf_kv_cache_reset (cache);
+  for (gsize i = 0; i < KV_LEN; i++)
+    {
+      g_assert_true (dc_hf_model_forward (l->model, cache, &ids[i], 1, logits, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (logits, V * sizeof (float), steps + i * V, V * sizeof (float));
+    }
+  dc_hf_kv_cache_reset (cache);
+  g_assert_true (dc_hf_model_forward (l->model, cache, ids, KV_LEN, logits, &error));
+  g_assert_cmpmem (logits, V * sizeof (float), steps + (KV_LEN - 1) * V, V * sizeof (float));
+  _dc_hf_kv_cache_set_repack (cache, FALSE);
 
   for (gsize t = 0; t < G_N_ELEMENTS (lengths); t++)
     {
@@ -925,7 +942,8 @@ test_truncated (void)
  * 524,288 bytes as stored; per layer the int8 weights plus 4 bytes per
  * vector (qkv 33,792, o 16,896, gate+up 90,816, down 44,544) and two f32
  * norms (1,024), 187,072 in all; the final norm 512; the head 135,168:
- * 1,782,400. Each cached position adds 6 layers × 2 heads × (32 + 4 + 128). */
+ * 1,782,400. Each cached position adds 6 layers × 2 heads × (32 + 4 + 128 +
+ * 32): the int8 key, its exponent, the f32 values and their int8 copy. */
 static void
 test_memory (void)
 {
@@ -936,7 +954,7 @@ test_memory (void)
 
   g_assert_no_error (error);
   g_assert_cmpuint (dc_hf_model_memory_bytes (config, 0), ==, 1782400);
-  g_assert_cmpuint (dc_hf_model_memory_bytes (config, 64), ==, 1782400 + 64 * 1968);
+  g_assert_cmpuint (dc_hf_model_memory_bytes (config, 64), ==, 1782400 + 64 * 2352);
 }
 
 /* Reading is cancellable. */

@@ -20,11 +20,13 @@
  * Attention and the KV cache: a key is quantized once, as one vector of
  * length D, when its position is appended; Q·Kᵀ is then a product against
  * the cached int8 keys. P·V needs V's columns as vectors (over positions), so
- * for the query at position p the values of positions [start, p] are packed
- * anew (start = 0, or p + 1 - sliding_window). Packing over exactly the
- * positions the query sees keeps every output causal (a future token never
- * changes a past scale) and makes the result independent of how the tokens
- * were split into calls: one at a time or all at once gives the same bits.
+ * the query at position p uses them quantized over exactly [start, p]
+ * (start = 0, or p + 1 - sliding_window): kept up to date position by
+ * position in the cache (columns_extend) without a window, packed anew with
+ * one. Quantizing over exactly the positions the query sees keeps every
+ * output causal (a future token never changes a past scale) and makes the
+ * result independent of how the tokens were split into calls: one at a time
+ * or all at once gives the same bits.
  *
  * Threads: products use the backend's threads; the backend, the model's
  * forward and a cache are used by one thread at a time.
@@ -43,6 +45,7 @@
 #include "config.h"
 
 #include "dc-hf-model.h"
+#include "dc-hf-model-private.h"
 
 #include <string.h>
 
@@ -97,6 +100,13 @@ struct _DcHfKvCache
   gint32    *k_e;       /* (L, Hkv, context) */
   float     *v;         /* (L, Hkv, D, context): transposed, so that each of V's
                          * columns, P·V's vectors, is contiguous for the packer */
+  /* V's columns quantized over [0, vq_len) as dc_quant_pack would pack them
+   * (see columns_extend), so that a query need not pack them anew. */
+  gint8     *vq;        /* (L, Hkv, D, context) */
+  gint32    *ve;        /* (L, Hkv, D) */
+  float     *vmax;      /* (L, Hkv, D): the largest |value| of each column */
+  guint     *vq_len;    /* (L, Hkv) */
+  guint      repack : 1; /* tests: pack the columns anew for every query */
 };
 
 /* Where a tensor goes while loading. */
@@ -410,8 +420,9 @@ dc_hf_model_memory_bytes (const DcHfConfig *config,
       else
         total += n + 4 * (need->kind == DEST_ROWS ? need->shape[0] : need->shape[1]);
     }
-  /* Per position and layer: an int8 key, its exponent and an f32 value per KV head. */
-  kv_per_pos = (guint64) config->n_kv_heads * (config->head_dim + 4 + 4 * config->head_dim);
+  /* Per position and layer and KV head: an int8 key and its exponent, the
+   * f32 values and their int8 copy. */
+  kv_per_pos = (guint64) config->n_kv_heads * (config->head_dim + 4 + 5 * config->head_dim);
   return total + kv_per_pos * config->n_layers * context;
 }
 
@@ -711,7 +722,12 @@ dc_hf_kv_cache_new (DcHfModel  *model,
   self->k_q = g_try_malloc (n);
   self->k_e = g_try_new (gint32, (gsize) c->n_layers * c->n_kv_heads * context);
   self->v = g_try_malloc (values_bytes);
-  if (self->k_q == NULL || self->k_e == NULL || self->v == NULL)
+  self->vq = g_try_malloc (n);
+  self->ve = g_try_new (gint32, (gsize) c->n_layers * c->n_kv_heads * c->head_dim);
+  self->vmax = g_try_new (float, (gsize) c->n_layers * c->n_kv_heads * c->head_dim);
+  self->vq_len = g_new0 (guint, (gsize) c->n_layers * c->n_kv_heads);
+  if (self->k_q == NULL || self->k_e == NULL || self->v == NULL || self->vq == NULL ||
+      self->ve == NULL || self->vmax == NULL)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
                    "not enough memory for a KV cache of %u positions", context);
@@ -732,6 +748,15 @@ dc_hf_kv_cache_reset (DcHfKvCache *cache)
 {
   g_return_if_fail (cache != NULL);
   cache->length = 0;
+  memset (cache->vq_len, 0, sizeof (guint) * cache->model->config.n_layers *
+                            cache->model->config.n_kv_heads);
+}
+
+void
+_dc_hf_kv_cache_set_repack (DcHfKvCache *cache,
+                            gboolean     repack)
+{
+  cache->repack = repack != FALSE;
 }
 
 void
@@ -742,6 +767,10 @@ dc_hf_kv_cache_free (DcHfKvCache *cache)
   g_free (cache->k_q);
   g_free (cache->k_e);
   g_free (cache->v);
+  g_free (cache->vq);
+  g_free (cache->ve);
+  g_free (cache->vmax);
+  g_free (cache->vq_len);
   g_free (cache);
 }
 
@@ -868,6 +897,104 @@ norm_rows (const DcHfConfig *c,
       dc_math_rms_norm (x + i * C, w, eps, y + i * C, NULL, C);
 }
 
+/* Packs V's columns of cell LG (layer × KV heads + head) over [0, len) into
+ * the quantized cache: what the packer gives for vectors of length len. */
+static gboolean
+columns_pack (DcHfKvCache  *cache,
+              gsize         lg,
+              gsize         len,
+              GError      **error)
+{
+  const gsize D = cache->model->config.head_dim, ctx = cache->context;
+
+  for (gsize d = 0; d < D; d++)
+    {
+      const float *col = cache->v + (lg * D + d) * ctx;
+      float m = 0.0f;
+      DcQuantMatrix view;
+
+      if (!pack_into ("attention V", col, 1, len, len, 1, cache->vq + (lg * D + d) * ctx,
+                      cache->ve + lg * D + d, &view, error))
+        return FALSE;
+      for (gsize t = 0; t < len; t++)
+        m = MAX (m, ABS (col[t]));
+      cache->vmax[lg * D + d] = m;
+    }
+  cache->vq_len[lg] = (guint) len;
+  return TRUE;
+}
+
+/* Adds position pos (= vq_len) to the quantized columns of cell LG. A
+ * vector's exponent depends only on its largest |value| and each value's
+ * int8 only on itself and the exponent (the INT8 rule), so packing the pair
+ * (x, the column's new maximum) gives x's int8 and the column's exponent
+ * exactly; only when that exponent changes is the column packed anew, which
+ * happens about log2 of the column's range times, not per position. */
+static gboolean
+columns_extend (DcHfKvCache  *cache,
+                gsize         lg,
+                gsize         pos,
+                GError      **error)
+{
+  const gsize D = cache->model->config.head_dim, ctx = cache->context;
+
+  for (gsize d = 0; d < D; d++)
+    {
+      const gsize at = lg * D + d;
+      const float x = cache->v[at * ctx + pos];
+      const float m = pos == 0 ? ABS (x) : MAX (cache->vmax[at], ABS (x));
+      const float pair[2] = { x, m };
+      gint8 q[2];
+      gint32 e;
+      DcQuantMatrix view;
+
+      if (!pack_into ("attention V", pair, 1, 2, 2, 1, q, &e, &view, error))
+        return FALSE;
+      if (pos == 0 || e == cache->ve[at])
+        {
+          cache->vq[at * ctx + pos] = q[0];
+          cache->ve[at] = e;
+          cache->vmax[at] = m;
+        }
+      else
+        {
+          DcQuantMatrix col;
+
+          if (!pack_into ("attention V", cache->v + at * ctx, 1, pos + 1, pos + 1, 1,
+                          cache->vq + at * ctx, cache->ve + at, &col, error))
+            return FALSE;
+          cache->vmax[at] = m;
+        }
+    }
+  cache->vq_len[lg] = (guint) pos + 1;
+  return TRUE;
+}
+
+/* V's columns over [0, pos] for the query at POS, into VT (D vectors of
+ * length pos + 1, in the scratch buffers). */
+static gboolean
+columns_for_query (DcHfKvCache   *cache,
+                   gsize          lg,
+                   gsize          pos,
+                   Scratch       *s,
+                   DcQuantMatrix *vt,
+                   GError       **error)
+{
+  const gsize D = cache->model->config.head_dim, ctx = cache->context, len = pos + 1;
+
+  if (cache->vq_len[lg] == pos ? !columns_extend (cache, lg, pos, error)
+                               : !columns_pack (cache, lg, len, error))
+    return FALSE;
+  for (gsize d = 0; d < D; d++)
+    memcpy (s->qb + d * len, cache->vq + (lg * D + d) * ctx, len);
+  memcpy (s->eb, cache->ve + lg * D, D * sizeof (gint32));
+  vt->n_vectors = D;
+  vt->k = len;
+  vt->q = s->qb;
+  vt->exponent = s->eb;
+  return TRUE;
+}
+
 /* Attention of the chunk's n queries (positions p0 …) over the cache. */
 static gboolean
 attention (DcHfModel   *self,
@@ -921,12 +1048,17 @@ attention (DcHfModel   *self,
                 row[t] *= scale;
               dc_math_softmax (row, row, len);
             }
-          /* P (G, len) · V[start … pos] (len, D): V's columns are the vectors. */
+          /* P (G, len) · V[start … pos] (len, D): V's columns are the vectors.
+           * Without a window they come from the quantized cache. */
           if (!pack_into ("attention P", s->scores + i * G * end + start, G, len, end, 1,
-                          s->qa, s->ea, &p, error) ||
-              !pack_into ("attention V", values_t + start, D, len, cache->context, 1, s->qb,
-                          s->eb, &vt, error) ||
-              !product (self, &p, &vt, s->att + i * Hq * D + g * G * D, error))
+                          s->qa, s->ea, &p, error))
+            return FALSE;
+          if (start == 0 && !cache->repack
+              ? !columns_for_query (cache, (gsize) l * Hkv + g, pos, s, &vt, error)
+              : !pack_into ("attention V", values_t + start, D, len, cache->context, 1,
+                            s->qb, s->eb, &vt, error))
+            return FALSE;
+          if (!product (self, &p, &vt, s->att + i * Hq * D + g * G * D, error))
             return FALSE;
         }
     }
