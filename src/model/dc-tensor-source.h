@@ -1,8 +1,8 @@
-/* PLACEHOLDER: owned by MODEL */
 /* dc-tensor-source.h: where the weights of a safetensors checkpoint come from.
  *
- * model/ knows no network: a local folder (DcTensorSourceFiles) and the Hub
- * (DcModelRepo, src/infer/) both implement this interface.
+ * The model layer knows no network: a DcHfModel asks its source for each
+ * tensor's header entry (lookup) and then for its raw bytes (read). The local
+ * implementation is DcTensorSourceFiles; the Hub one lives in src/infer/.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -22,15 +22,23 @@ struct _DcTensorSourceInterface
   GTypeInterface parent_iface;
 
   /* The header entry of tensor NAME across every shard, or NULL. Borrowed. */
-  const DcSafetensorsTensor *(*lookup) (DcTensorSource *self, const char *name);
+  const DcSafetensorsTensor *(*lookup) (DcTensorSource            *self,
+                                        const char                *name);
   /* Reads the tensor's raw bytes (t->end - t->begin of them, in the file's dtype) into
    * DST. May block (download); honours CANCELLABLE; thread-safe for distinct tensors. */
-  gboolean (*read) (DcTensorSource *self, const DcSafetensorsTensor *t, guint8 *dst,
-                    GCancellable *cancellable, GError **error);
+  gboolean                   (*read)   (DcTensorSource            *self,
+                                        const DcSafetensorsTensor *t,
+                                        guint8                    *dst,
+                                        GCancellable              *cancellable,
+                                        GError                   **error);
 };
 
-const DcSafetensorsTensor *dc_tensor_source_lookup (DcTensorSource *self, const char *name);
-gboolean dc_tensor_source_read (DcTensorSource *self, const DcSafetensorsTensor *t,
-                                guint8 *dst, GCancellable *cancellable, GError **error);
+const DcSafetensorsTensor *dc_tensor_source_lookup (DcTensorSource            *self,
+                                                    const char                *name);
+gboolean                   dc_tensor_source_read   (DcTensorSource            *self,
+                                                    const DcSafetensorsTensor *t,
+                                                    guint8                    *dst,
+                                                    GCancellable              *cancellable,
+                                                    GError                   **error);
 
 G_END_DECLS

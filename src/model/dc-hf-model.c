@@ -1,0 +1,1263 @@
+/* dc-hf-model.c: the Llama family and GPT-2 for inference, INT8 throughout.
+ *
+ * Layout (docs/ARCHITECTURE.md, "The Hugging Face model"):
+ * - Every weight matrix is one DcQuantMatrix whose vectors are its output
+ *   rows: Linear weights (out, in) are packed row by row, GPT-2's Conv1D
+ *   weights (in, out) column by column, so Y = X·Wᵀ is dc_gemm (X, W) for
+ *   both. Each vector has its own power-of-two scale (dc_quant_pack), packed
+ *   once at load; the f32 copies are dropped tensor by tensor.
+ * - Q, K and V are one matrix ((Hq + 2·Hkv)·D, C), and so are the Llama MLP's
+ *   gate and up (2·F, C): one product per token instead of three and two.
+ *   Each output element depends only on its own row, so fusing changes no bit.
+ * - The token embedding is kept as the checkpoint stores it (F32, F16 or
+ *   BF16 bytes) and a lookup widens its row exactly: it is no product's
+ *   operand, and quantizing it too added an error at every input that cost
+ *   about 1 % of the reference's greedy steps (docs/TEST_RESULTS.md). The
+ *   head is INT8 (V, C), packed from lm_head or, when tied, from the
+ *   embedding.
+ * - Norm weights, biases and GPT-2's position table stay f32 (small).
+ *
+ * Attention and the KV cache: a key is quantized once, as one vector of
+ * length D, when its position is appended; Q·Kᵀ is then a product against
+ * the cached int8 keys. P·V needs V's columns as vectors (over positions), so
+ * the query at position p uses them quantized over exactly [start, p]
+ * (start = 0, or p + 1 - sliding_window): kept up to date position by
+ * position in the cache (columns_extend) without a window, packed anew with
+ * one. Quantizing over exactly the positions the query sees keeps every
+ * output causal (a future token never changes a past scale) and makes the
+ * result independent of how the tokens were split into calls: one at a time
+ * or all at once gives the same bits.
+ *
+ * Threads: products use the backend's threads; the backend, the model's
+ * forward and a cache are used by one thread at a time.
+ *
+ * Devices: with a Vulkan backend, only products of at least
+ * DC_HF_MODEL_OFFLOAD_ROWS rows on both sides and DC_GPT_TRAINER_OFFLOAD_MIN
+ * multiply-adds go to it (a prompt's projections); decoding and attention
+ * run on a CPU backend the model owns. The device uploads both operands
+ * for every product, so a one-row product, which reads each weight once
+ * on the CPU too, can only lose there. Every backend computes the same bits.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-model"
+
+#include "config.h"
+
+#include "dc-hf-model.h"
+#include "dc-hf-model-private.h"
+
+#include <string.h>
+
+#include "engine/dc-gemm.h"
+#include "engine/dc-math.h"
+#include "dc-gpt-trainer.h"
+#include "dc-model-error.h"
+
+/* Products with fewer rows on either side stay on the CPU with a device:
+ * the weights' upload is shared by this many rows at least. */
+#define DC_HF_MODEL_OFFLOAD_ROWS 16
+
+/* Rows widened to f32 at a time while packing a matrix: bounds the
+ * temporary f32 copy to 64 MiB whatever the tensor's size. */
+#define WIDEN_MAX_FLOATS (16u * 1024u * 1024u)
+
+typedef struct
+{
+  float         *norm1_w, *norm1_b;  /* (C); b: GPT-2 */
+  DcQuantMatrix *qkv;                /* ((Hq + 2 Hkv) D, C) */
+  float         *qkv_b;              /* ((Hq + 2 Hkv) D) or NULL */
+  DcQuantMatrix *o;                  /* (C, Hq D) */
+  float         *o_b;                /* (C) or NULL */
+  float         *norm2_w, *norm2_b;
+  DcQuantMatrix *up;                 /* Llama: (2F, C), gate rows then up rows; GPT-2: (F, C) */
+  float         *up_b;               /* (2F) / (F) or NULL */
+  DcQuantMatrix *down;               /* (C, F) */
+  float         *down_b;             /* (C) or NULL */
+} Layer;
+
+struct _DcHfModel
+{
+  DcHfConfig     config;      /* owned strings */
+  DcGemmBackend *backend;     /* borrowed */
+  DcGemmBackend *cpu;         /* owned when backend is a device: the small products */
+  gsize          n_qkv;       /* (Hq + 2 Hkv) D */
+  gsize          n_up;        /* 2F (Llama) or F (GPT-2) */
+  guint8        *embed;       /* (V, C) as stored, embed_dtype */
+  DcSafetensorsDtype embed_dtype;
+  float         *positions;   /* GPT-2: (P, C) */
+  Layer         *layers;
+  float         *norm_w, *norm_b;
+  DcQuantMatrix *head;        /* (V, C): lm_head, or the embedding when tied */
+};
+
+struct _DcHfKvCache
+{
+  DcHfModel *model;     /* borrowed: the cache must not outlive it */
+  guint      context;
+  guint      length;
+  gint8     *k_q;       /* (L, Hkv, context, D) */
+  gint32    *k_e;       /* (L, Hkv, context) */
+  float     *v;         /* (L, Hkv, D, context): transposed, so that each of V's
+                         * columns, P·V's vectors, is contiguous for the packer */
+  /* V's columns quantized over [0, vq_len) as dc_quant_pack would pack them
+   * (see columns_extend), so that a query need not pack them anew. */
+  gint8     *vq;        /* (L, Hkv, D, context) */
+  gint32    *ve;        /* (L, Hkv, D) */
+  float     *vmax;      /* (L, Hkv, D): the largest |value| of each column */
+  guint     *vq_len;    /* (L, Hkv) */
+  guint      repack : 1; /* tests: pack the columns anew for every query */
+};
+
+/* Where a tensor goes while loading. */
+typedef enum
+{
+  DEST_ROWS,   /* Linear (out, in): rows are vectors */
+  DEST_COLS,   /* Conv1D (in, out): columns are vectors */
+  DEST_FLOATS, /* kept as f32 */
+  DEST_EMBED,  /* kept as stored; packed into the head too when tied */
+} DestKind;
+
+typedef struct
+{
+  char            *name;
+  guint            rank;
+  guint64          shape[2];
+  DestKind         kind;
+  DcQuantMatrix  **matrix;     /* DEST_ROWS / DEST_COLS, at vector offset */
+  gsize            offset;     /* vectors, or floats for DEST_FLOATS */
+  float          **floats;
+} Need;
+
+static void
+need_clear (gpointer data)
+{
+  g_free (((Need *) data)->name);
+}
+
+static void
+add_need (GArray          *needs,
+          DestKind         kind,
+          guint64          d0,
+          guint64          d1,
+          DcQuantMatrix  **matrix,
+          float          **floats,
+          gsize            offset,
+          const char      *format,
+          ...) G_GNUC_PRINTF (8, 9);
+
+static void
+add_need (GArray          *needs,
+          DestKind         kind,
+          guint64          d0,
+          guint64          d1,
+          DcQuantMatrix  **matrix,
+          float          **floats,
+          gsize            offset,
+          const char      *format,
+          ...)
+{
+  Need need = { 0 };
+  va_list args;
+
+  va_start (args, format);
+  need.name = g_strdup_vprintf (format, args);
+  va_end (args);
+  need.kind = kind;
+  need.rank = d1 == 0 ? 1 : 2;
+  need.shape[0] = d0;
+  need.shape[1] = d1;
+  need.matrix = matrix;
+  need.floats = floats;
+  need.offset = offset;
+  g_array_append_val (needs, need);
+}
+
+/* The tensors of CONFIG's architecture with their shapes; with MODEL, also
+ * where each one goes (MODEL's matrices and arrays need not exist yet: the
+ * pointers are to its fields). PREFIX is GPT-2's "transformer." or "". */
+static GArray *
+plan_tensors (const DcHfConfig *c,
+              const char       *prefix,
+              DcHfModel        *model)
+{
+  GArray *needs = g_array_new (FALSE, TRUE, sizeof (Need));
+  const guint64 C = c->hidden_size, V = c->vocab_size, F = c->intermediate_size;
+  const guint64 D = c->head_dim, QD = (guint64) c->n_heads * D, KD = (guint64) c->n_kv_heads * D;
+  Layer dummy;
+
+  g_array_set_clear_func (needs, need_clear);
+#define M(field) (model != NULL ? &model->field : NULL)
+#define LM(field) (model != NULL ? &model->layers[l].field : &dummy.field)
+
+  if (c->family == DC_HF_FAMILY_GPT2)
+    {
+      const char *p = prefix;
+
+      add_need (needs, DEST_EMBED, V, C, M (head), NULL, 0, "%swte.weight", p);
+      add_need (needs, DEST_FLOATS, c->max_positions, C, NULL, M (positions), 0, "%swpe.weight", p);
+      for (guint l = 0; l < c->n_layers; l++)
+        {
+          add_need (needs, DEST_FLOATS, C, 0, NULL, LM (norm1_w), 0, "%sh.%u.ln_1.weight", p, l);
+          add_need (needs, DEST_FLOATS, C, 0, NULL, LM (norm1_b), 0, "%sh.%u.ln_1.bias", p, l);
+          add_need (needs, DEST_COLS, C, 3 * C, LM (qkv), NULL, 0, "%sh.%u.attn.c_attn.weight",
+                    p, l);
+          add_need (needs, DEST_FLOATS, 3 * C, 0, NULL, LM (qkv_b), 0, "%sh.%u.attn.c_attn.bias",
+                    p, l);
+          add_need (needs, DEST_COLS, C, C, LM (o), NULL, 0, "%sh.%u.attn.c_proj.weight", p, l);
+          add_need (needs, DEST_FLOATS, C, 0, NULL, LM (o_b), 0, "%sh.%u.attn.c_proj.bias", p, l);
+          add_need (needs, DEST_FLOATS, C, 0, NULL, LM (norm2_w), 0, "%sh.%u.ln_2.weight", p, l);
+          add_need (needs, DEST_FLOATS, C, 0, NULL, LM (norm2_b), 0, "%sh.%u.ln_2.bias", p, l);
+          add_need (needs, DEST_COLS, C, F, LM (up), NULL, 0, "%sh.%u.mlp.c_fc.weight", p, l);
+          add_need (needs, DEST_FLOATS, F, 0, NULL, LM (up_b), 0, "%sh.%u.mlp.c_fc.bias", p, l);
+          add_need (needs, DEST_COLS, F, C, LM (down), NULL, 0, "%sh.%u.mlp.c_proj.weight", p, l);
+          add_need (needs, DEST_FLOATS, C, 0, NULL, LM (down_b), 0, "%sh.%u.mlp.c_proj.bias",
+                    p, l);
+        }
+      add_need (needs, DEST_FLOATS, C, 0, NULL, M (norm_w), 0, "%sln_f.weight", p);
+      add_need (needs, DEST_FLOATS, C, 0, NULL, M (norm_b), 0, "%sln_f.bias", p);
+    }
+  else
+    {
+      add_need (needs, DEST_EMBED, V, C, c->tie_word_embeddings ? M (head) : NULL, NULL, 0,
+                "model.embed_tokens.weight");
+      for (guint l = 0; l < c->n_layers; l++)
+        {
+          add_need (needs, DEST_FLOATS, C, 0, NULL, LM (norm1_w), 0,
+                    "model.layers.%u.input_layernorm.weight", l);
+          add_need (needs, DEST_ROWS, QD, C, LM (qkv), NULL, 0,
+                    "model.layers.%u.self_attn.q_proj.weight", l);
+          add_need (needs, DEST_ROWS, KD, C, LM (qkv), NULL, QD,
+                    "model.layers.%u.self_attn.k_proj.weight", l);
+          add_need (needs, DEST_ROWS, KD, C, LM (qkv), NULL, QD + KD,
+                    "model.layers.%u.self_attn.v_proj.weight", l);
+          if (c->qkv_bias)
+            {
+              add_need (needs, DEST_FLOATS, QD, 0, NULL, LM (qkv_b), 0,
+                        "model.layers.%u.self_attn.q_proj.bias", l);
+              add_need (needs, DEST_FLOATS, KD, 0, NULL, LM (qkv_b), QD,
+                        "model.layers.%u.self_attn.k_proj.bias", l);
+              add_need (needs, DEST_FLOATS, KD, 0, NULL, LM (qkv_b), QD + KD,
+                        "model.layers.%u.self_attn.v_proj.bias", l);
+            }
+          add_need (needs, DEST_ROWS, C, QD, LM (o), NULL, 0,
+                    "model.layers.%u.self_attn.o_proj.weight", l);
+          if (c->o_bias)
+            add_need (needs, DEST_FLOATS, C, 0, NULL, LM (o_b), 0,
+                      "model.layers.%u.self_attn.o_proj.bias", l);
+          add_need (needs, DEST_FLOATS, C, 0, NULL, LM (norm2_w), 0,
+                    "model.layers.%u.post_attention_layernorm.weight", l);
+          add_need (needs, DEST_ROWS, F, C, LM (up), NULL, 0,
+                    "model.layers.%u.mlp.gate_proj.weight", l);
+          add_need (needs, DEST_ROWS, F, C, LM (up), NULL, F,
+                    "model.layers.%u.mlp.up_proj.weight", l);
+          add_need (needs, DEST_ROWS, C, F, LM (down), NULL, 0,
+                    "model.layers.%u.mlp.down_proj.weight", l);
+          if (c->mlp_bias)
+            {
+              add_need (needs, DEST_FLOATS, F, 0, NULL, LM (up_b), 0,
+                        "model.layers.%u.mlp.gate_proj.bias", l);
+              add_need (needs, DEST_FLOATS, F, 0, NULL, LM (up_b), F,
+                        "model.layers.%u.mlp.up_proj.bias", l);
+              add_need (needs, DEST_FLOATS, C, 0, NULL, LM (down_b), 0,
+                        "model.layers.%u.mlp.down_proj.bias", l);
+            }
+        }
+      add_need (needs, DEST_FLOATS, C, 0, NULL, M (norm_w), 0, "model.norm.weight");
+      if (!c->tie_word_embeddings)
+        add_need (needs, DEST_ROWS, V, C, M (head), NULL, 0, "lm_head.weight");
+    }
+#undef M
+#undef LM
+  return needs;
+}
+
+/* GPT-2 checkpoints name their tensors with or without "transformer."
+ * (save_pretrained writes it; the Hub's openai-community/gpt2 does not). */
+static const char *
+gpt2_prefix (DcTensorSource  *source,
+             GError         **error)
+{
+  if (dc_tensor_source_lookup (source, "transformer.wte.weight") != NULL)
+    return "transformer.";
+  if (dc_tensor_source_lookup (source, "wte.weight") != NULL)
+    return "";
+  g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT,
+               "the checkpoint has no tensor “transformer.wte.weight” (or “wte.weight”)");
+  return NULL;
+}
+
+static char *
+shape_string (guint          rank,
+              const guint64 *shape)
+{
+  GString *s = g_string_new ("[");
+
+  for (guint i = 0; i < rank; i++)
+    g_string_append_printf (s, "%s%" G_GUINT64_FORMAT, i > 0 ? ", " : "", shape[i]);
+  g_string_append_c (s, ']');
+  return g_string_free (s, FALSE);
+}
+
+/* Looks every need up and checks its shape; the entries, in NEEDS' order. */
+static GPtrArray *
+check_tensors (const DcHfConfig *config,
+               DcTensorSource   *source,
+               GArray           *needs,
+               GError          **error)
+{
+  g_autoptr(GPtrArray) found = g_ptr_array_sized_new (needs->len);
+
+  for (guint i = 0; i < needs->len; i++)
+    {
+      const Need *need = &g_array_index (needs, Need, i);
+      const DcSafetensorsTensor *t = dc_tensor_source_lookup (source, need->name);
+      gboolean same;
+
+      if (t == NULL)
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT,
+                       "the checkpoint has no tensor “%s”, which %s needs", need->name,
+                       config->architecture);
+          return NULL;
+        }
+      same = t->rank == need->rank;
+      for (guint d = 0; same && d < need->rank; d++)
+        same = t->shape[d] == need->shape[d];
+      if (!same)
+        {
+          g_autofree char *want = shape_string (need->rank, need->shape);
+          g_autofree char *have = shape_string (t->rank, t->shape);
+
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_DIMS,
+                       "tensor “%s” has shape %s; config.json implies %s", need->name, have,
+                       want);
+          return NULL;
+        }
+      g_ptr_array_add (found, (gpointer) t);
+    }
+  return g_steal_pointer (&found);
+}
+
+static GArray *
+plan_for_source (const DcHfConfig *config,
+                 DcTensorSource   *source,
+                 DcHfModel        *model,
+                 GError          **error)
+{
+  const char *prefix = "";
+
+  if (config->family == DC_HF_FAMILY_GPT2)
+    {
+      prefix = gpt2_prefix (source, error);
+      if (prefix == NULL)
+        return NULL;
+    }
+  return plan_tensors (config, prefix, model);
+}
+
+/**
+ * dc_hf_model_list_tensors:
+ *
+ * Returns: (transfer container) (element-type DcSafetensorsTensor) (nullable): the header
+ *   entries the model reads (borrowed from @source), or %NULL with @error set
+ */
+GPtrArray *
+dc_hf_model_list_tensors (const DcHfConfig  *config,
+                          DcTensorSource    *source,
+                          GError           **error)
+{
+  g_autoptr(GArray) needs = NULL;
+
+  g_return_val_if_fail (config != NULL && DC_IS_TENSOR_SOURCE (source), NULL);
+
+  needs = plan_for_source (config, source, NULL, error);
+  if (needs == NULL)
+    return NULL;
+  return check_tensors (config, source, needs, error);
+}
+
+/* Vectors per matrix field, from the plan: a fused matrix is the sum of its parts. */
+static guint64
+layer_matrix_vectors (const DcHfConfig *c,
+                      gboolean          qkv)
+{
+  if (qkv)
+    return (guint64) (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
+  return c->family == DC_HF_FAMILY_GPT2 ? c->intermediate_size : 2 * (guint64) c->intermediate_size;
+}
+
+/**
+ * dc_hf_model_memory_bytes:
+ * @context: the positions one KV cache holds
+ *
+ * Returns: what a loaded model and one cache of @context positions take:
+ *   INT8 weights and their exponents, the f32 norms, biases and position
+ *   table, and the cache (int8 keys, f32 values)
+ */
+guint64
+dc_hf_model_memory_bytes (const DcHfConfig *config,
+                          guint             context)
+{
+  g_autoptr(GArray) needs = NULL;
+  guint64 total = 0;
+  guint64 kv_per_pos;
+
+  g_return_val_if_fail (config != NULL, 0);
+
+  needs = plan_tensors (config, "", NULL);
+  for (guint i = 0; i < needs->len; i++)
+    {
+      const Need *need = &g_array_index (needs, Need, i);
+      guint64 n = need->shape[0] * MAX (need->shape[1], 1);
+
+      if (need->kind == DEST_FLOATS)
+        total += 4 * n;
+      else if (need->kind == DEST_EMBED)
+        total += n * (strcmp (config->dtype, "float32") == 0 ? 4 : 2) +
+                 (need->matrix != NULL || config->family == DC_HF_FAMILY_GPT2 ||
+                  config->tie_word_embeddings ? n + 4 * need->shape[0] : 0);
+      else
+        total += n + 4 * (need->kind == DEST_ROWS ? need->shape[0] : need->shape[1]);
+    }
+  /* Per position and layer and KV head: an int8 key and its exponent, the
+   * f32 values and their int8 copy. */
+  kv_per_pos = (guint64) config->n_kv_heads * (config->head_dim + 4 + 5 * config->head_dim);
+  return total + kv_per_pos * config->n_layers * context;
+}
+
+const DcHfConfig *
+dc_hf_model_get_config (DcHfModel *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+  return &self->config;
+}
+
+void
+dc_hf_model_free (DcHfModel *self)
+{
+  if (self == NULL)
+    return;
+  if (self->layers != NULL)
+    for (guint l = 0; l < self->config.n_layers; l++)
+      {
+        Layer *layer = &self->layers[l];
+
+        g_free (layer->norm1_w);
+        g_free (layer->norm1_b);
+        g_clear_pointer (&layer->qkv, dc_quant_matrix_free);
+        g_free (layer->qkv_b);
+        g_clear_pointer (&layer->o, dc_quant_matrix_free);
+        g_free (layer->o_b);
+        g_free (layer->norm2_w);
+        g_free (layer->norm2_b);
+        g_clear_pointer (&layer->up, dc_quant_matrix_free);
+        g_free (layer->up_b);
+        g_clear_pointer (&layer->down, dc_quant_matrix_free);
+        g_free (layer->down_b);
+      }
+  g_free (self->layers);
+  g_free (self->embed);
+  g_clear_pointer (&self->cpu, dc_gemm_backend_free);
+  g_clear_pointer (&self->head, dc_quant_matrix_free);
+  g_free (self->positions);
+  g_free (self->norm_w);
+  g_free (self->norm_b);
+  g_free (self->config.architecture);
+  g_free (self->config.model_type);
+  g_free (self->config.dtype);
+  g_free (self);
+}
+
+/* Allocates every matrix and array the plan fills (sizes from the config,
+ * already checked against the headers). */
+static gboolean
+allocate_model (DcHfModel  *self,
+                GError    **error)
+{
+  const DcHfConfig *c = &self->config;
+  const gsize C = c->hidden_size, F = c->intermediate_size;
+  const gsize QD = (gsize) c->n_heads * c->head_dim;
+  const gboolean gpt2 = c->family == DC_HF_FAMILY_GPT2;
+
+  self->n_qkv = (gsize) layer_matrix_vectors (c, TRUE);
+  self->n_up = (gsize) layer_matrix_vectors (c, FALSE);
+  if ((self->head = dc_quant_matrix_new (c->vocab_size, C, error)) == NULL)
+    return FALSE;
+  if (gpt2)
+    self->positions = g_try_new (float, (gsize) c->max_positions * C);
+  self->norm_w = g_new (float, C);
+  if (gpt2)
+    self->norm_b = g_new (float, C);
+  for (guint l = 0; l < c->n_layers; l++)
+    {
+      Layer *layer = &self->layers[l];
+
+      layer->norm1_w = g_new (float, C);
+      layer->norm2_w = g_new (float, C);
+      if (gpt2)
+        {
+          layer->norm1_b = g_new (float, C);
+          layer->norm2_b = g_new (float, C);
+        }
+      if (gpt2 || c->qkv_bias)
+        layer->qkv_b = g_new0 (float, self->n_qkv);
+      if (gpt2 || c->o_bias)
+        layer->o_b = g_new0 (float, C);
+      if (gpt2 || c->mlp_bias)
+        {
+          layer->up_b = g_new0 (float, self->n_up);
+          layer->down_b = g_new0 (float, C);
+        }
+      if ((layer->qkv = dc_quant_matrix_new (self->n_qkv, C, error)) == NULL ||
+          (layer->o = dc_quant_matrix_new (C, QD, error)) == NULL ||
+          (layer->up = dc_quant_matrix_new (self->n_up, C, error)) == NULL ||
+          (layer->down = dc_quant_matrix_new (C, F, error)) == NULL)
+        return FALSE;
+    }
+  if (gpt2 && self->positions == NULL)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                   "not enough memory for the position table");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Widens RAW (the tensor's bytes) and stores it where NEED says; the
+ * embedding keeps RAW itself (*RAW_INOUT becomes NULL). */
+static gboolean
+store_tensor (DcHfModel                 *self,
+              const Need                *need,
+              const DcSafetensorsTensor *t,
+              guint8                   **raw_inout,
+              GError                   **error)
+{
+  const gsize esize = dc_safetensors_dtype_size (t->dtype);
+  const guint8 *raw = *raw_inout;
+
+  if (need->kind == DEST_EMBED)
+    {
+      self->embed = g_steal_pointer (raw_inout);
+      self->embed_dtype = t->dtype;
+      if (need->matrix == NULL)
+        return TRUE;
+    }
+  if (need->kind == DEST_FLOATS)
+    {
+      dc_widen_to_f32 (t->dtype, raw, *need->floats + need->offset, (gsize) t->numel);
+      return TRUE;
+    }
+  if (need->kind == DEST_ROWS || need->kind == DEST_EMBED)
+    {
+      const gsize rows = (gsize) need->shape[0], k = (gsize) need->shape[1];
+      const gsize step = MAX ((gsize) 1, WIDEN_MAX_FLOATS / k);
+      g_autofree float *f32 = g_new (float, MIN (rows, step) * k);
+      DcQuantMatrix *m = *need->matrix;
+
+      for (gsize r0 = 0; r0 < rows; r0 += step)
+        {
+          gsize n = MIN (step, rows - r0);
+          DcQuantMatrix view = {
+            .n_vectors = n,
+            .k = k,
+            .q = m->q + (need->offset + r0) * k,
+            .exponent = m->exponent + need->offset + r0,
+          };
+
+          dc_widen_to_f32 (t->dtype, raw + r0 * k * esize, f32, n * k);
+          if (!dc_quant_pack (need->name, f32, k, 1, &view, error))
+            return FALSE;
+        }
+      return TRUE;
+    }
+  else
+    {
+      /* Conv1D (in, out): vector n is column n, K = in. */
+      const gsize k = (gsize) need->shape[0], cols = (gsize) need->shape[1];
+      g_autofree float *f32 = g_new (float, k * cols);
+      DcQuantMatrix *m = *need->matrix;
+      DcQuantMatrix view = {
+        .n_vectors = cols,
+        .k = k,
+        .q = m->q + need->offset * k,
+        .exponent = m->exponent + need->offset,
+      };
+
+      dc_widen_to_f32 (t->dtype, raw, f32, k * cols);
+      return dc_quant_pack (need->name, f32, 1, cols, &view, error);
+    }
+}
+
+static void
+copy_config (DcHfConfig       *dst,
+             const DcHfConfig *src)
+{
+  *dst = *src;
+  dst->architecture = g_strdup (src->architecture);
+  dst->model_type = g_strdup (src->model_type);
+  dst->dtype = g_strdup (src->dtype);
+}
+
+/**
+ * dc_hf_model_load:
+ * @backend: (transfer none): where the products run; must outlive the model
+ * @progress: (nullable) (scope call): called after each tensor
+ *
+ * Returns: (transfer full) (nullable): the model, or %NULL with @error set
+ */
+DcHfModel *
+dc_hf_model_load (const DcHfConfig  *config,
+                  DcTensorSource    *source,
+                  DcGemmBackend     *backend,
+                  DcHfLoadProgress   progress,
+                  gpointer           user_data,
+                  GCancellable      *cancellable,
+                  GError           **error)
+{
+  g_autoptr(DcHfModel) self = NULL;
+  g_autoptr(GArray) needs = NULL;
+  g_autoptr(GPtrArray) found = NULL;
+  guint64 total = 0, done = 0;
+
+  g_return_val_if_fail (config != NULL && DC_IS_TENSOR_SOURCE (source), NULL);
+  g_return_val_if_fail (backend != NULL, NULL);
+
+  self = g_new0 (DcHfModel, 1);
+  copy_config (&self->config, config);
+  self->backend = backend;
+  if (dc_gemm_backend_get_kind (backend) == DC_BACKEND_VULKAN)
+    {
+      self->cpu = dc_gemm_backend_new (DC_BACKEND_CPU, error);
+      if (self->cpu == NULL)
+        return NULL;
+    }
+  /* The plan points at the layers' fields (bounded by DC_HF_MAX_LAYERS). */
+  self->layers = g_new0 (Layer, self->config.n_layers);
+
+  /* Every tensor is checked before anything is allocated or read. */
+  needs = plan_for_source (&self->config, source, self, error);
+  if (needs == NULL)
+    return NULL;
+  found = check_tensors (&self->config, source, needs, error);
+  if (found == NULL || !allocate_model (self, error))
+    return NULL;
+
+  for (guint i = 0; i < found->len; i++)
+    {
+      const DcSafetensorsTensor *t = g_ptr_array_index (found, i);
+
+      total += t->end - t->begin;
+    }
+  for (guint i = 0; i < found->len; i++)
+    {
+      const DcSafetensorsTensor *t = g_ptr_array_index (found, i);
+      const Need *need = &g_array_index (needs, Need, i);
+      guint64 len = t->end - t->begin;
+      g_autofree guint8 *raw = NULL;
+
+      if (len != t->numel * dc_safetensors_dtype_size (t->dtype) || len > G_MAXSIZE)
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT,
+                       "tensor “%s” holds %" G_GUINT64_FORMAT " bytes, not the %"
+                       G_GUINT64_FORMAT " its shape needs", t->name, len,
+                       t->numel * dc_safetensors_dtype_size (t->dtype));
+          return NULL;
+        }
+      raw = g_try_malloc (MAX ((gsize) len, 1));
+      if (raw == NULL)
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                       "not enough memory to read tensor “%s” (%" G_GUINT64_FORMAT " bytes)",
+                       t->name, len);
+          return NULL;
+        }
+      if (!dc_tensor_source_read (source, t, raw, cancellable, error) ||
+          !store_tensor (self, need, t, &raw, error))
+        return NULL;
+      done += len;
+      if (progress != NULL)
+        progress (done, total, user_data);
+    }
+  return g_steal_pointer (&self);
+}
+
+/**
+ * dc_hf_kv_cache_new:
+ * @context: positions to hold, 1 to the model's max_positions
+ *
+ * Returns: (transfer full) (nullable): an empty cache, or %NULL with @error set
+ */
+DcHfKvCache *
+dc_hf_kv_cache_new (DcHfModel  *model,
+                    guint       context,
+                    GError    **error)
+{
+  g_autoptr(DcHfKvCache) self = NULL;
+  const DcHfConfig *c;
+  gsize per_layer, n, values_bytes;
+
+  g_return_val_if_fail (model != NULL, NULL);
+  c = &model->config;
+
+  if (context < 1 || context > c->max_positions)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "context length %u is outside 1 to %u (the model's max_positions)",
+                   context, c->max_positions);
+      return NULL;
+    }
+  /* n: cached keys' bytes (one per value); values take 4 × n. */
+  if (!g_size_checked_mul (&per_layer, (gsize) c->n_kv_heads * c->head_dim, context) ||
+      !g_size_checked_mul (&n, per_layer, c->n_layers) ||
+      !g_size_checked_mul (&values_bytes, n, sizeof (float)))
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                   "a KV cache of %u positions is too large for this machine", context);
+      return NULL;
+    }
+  self = g_new0 (DcHfKvCache, 1);
+  self->model = model;
+  self->context = context;
+  self->k_q = g_try_malloc (n);
+  self->k_e = g_try_new (gint32, (gsize) c->n_layers * c->n_kv_heads * context);
+  self->v = g_try_malloc (values_bytes);
+  self->vq = g_try_malloc (n);
+  self->ve = g_try_new (gint32, (gsize) c->n_layers * c->n_kv_heads * c->head_dim);
+  self->vmax = g_try_new (float, (gsize) c->n_layers * c->n_kv_heads * c->head_dim);
+  self->vq_len = g_new0 (guint, (gsize) c->n_layers * c->n_kv_heads);
+  if (self->k_q == NULL || self->k_e == NULL || self->v == NULL || self->vq == NULL ||
+      self->ve == NULL || self->vmax == NULL)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                   "not enough memory for a KV cache of %u positions", context);
+      return NULL;
+    }
+  return g_steal_pointer (&self);
+}
+
+guint
+dc_hf_kv_cache_get_length (DcHfKvCache *cache)
+{
+  g_return_val_if_fail (cache != NULL, 0);
+  return cache->length;
+}
+
+void
+dc_hf_kv_cache_reset (DcHfKvCache *cache)
+{
+  g_return_if_fail (cache != NULL);
+  cache->length = 0;
+  memset (cache->vq_len, 0, sizeof (guint) * cache->model->config.n_layers *
+                            cache->model->config.n_kv_heads);
+}
+
+void
+_dc_hf_kv_cache_set_repack (DcHfKvCache *cache,
+                            gboolean     repack)
+{
+  cache->repack = repack != FALSE;
+}
+
+void
+dc_hf_kv_cache_free (DcHfKvCache *cache)
+{
+  if (cache == NULL)
+    return;
+  g_free (cache->k_q);
+  g_free (cache->k_e);
+  g_free (cache->v);
+  g_free (cache->vq);
+  g_free (cache->ve);
+  g_free (cache->vmax);
+  g_free (cache->vq_len);
+  g_free (cache);
+}
+
+/* Scratch of one forward chunk. Quantized operands are views into q/e. */
+typedef struct
+{
+  gsize   n;          /* positions in the chunk */
+  float  *x;          /* (n, C) residual stream */
+  float  *h;          /* (n, max (C, F, Hq D)) normed input / activations */
+  float  *qkv;        /* (n, n_qkv) */
+  float  *att;        /* (n, Hq D) */
+  float  *mlp;        /* (n, n_up) */
+  float  *tmp;        /* (n, C) */
+  float  *scores;     /* (n G, end) */
+  float  *rope_cos;   /* (n, D / 2) */
+  float  *rope_sin;
+  gint8  *qa;         /* the left operand: up to n · max (C, F, Hq D, n_up) values */
+  gint32 *ea;
+  gint8  *qb;         /* V's columns: D vectors of up to `end` positions */
+  gint32 *eb;
+} Scratch;
+
+static void
+scratch_clear (Scratch *s)
+{
+  g_free (s->x);
+  g_free (s->h);
+  g_free (s->qkv);
+  g_free (s->att);
+  g_free (s->mlp);
+  g_free (s->tmp);
+  g_free (s->scores);
+  g_free (s->rope_cos);
+  g_free (s->rope_sin);
+  g_free (s->qa);
+  g_free (s->ea);
+  g_free (s->qb);
+  g_free (s->eb);
+}
+
+/* Packs N vectors of length K (element (v, i) at src[v·vs + i·ks]) into the
+ * scratch buffer at vector offset OFF, and describes them in VIEW. */
+static gboolean
+pack_into (const char    *what,
+           const float   *src,
+           gsize          n,
+           gsize          k,
+           gsize          vs,
+           gsize          ks,
+           gint8         *q,
+           gint32        *e,
+           DcQuantMatrix *view,
+           GError       **error)
+{
+  view->n_vectors = n;
+  view->k = k;
+  view->q = q;
+  view->exponent = e;
+  return dc_quant_pack (what, src, vs, ks, view, error);
+}
+
+/* c = a · bᵀ on the backend that suits its size (same bits on each). */
+static gboolean
+product (DcHfModel            *self,
+         const DcQuantMatrix  *a,
+         const DcQuantMatrix  *b,
+         float                *c,
+         GError              **error)
+{
+  DcGemmBackend *backend = self->backend;
+
+  if (self->cpu != NULL &&
+      (a->n_vectors < DC_HF_MODEL_OFFLOAD_ROWS || b->n_vectors < DC_HF_MODEL_OFFLOAD_ROWS ||
+       (guint64) a->n_vectors * b->n_vectors * a->k < DC_GPT_TRAINER_OFFLOAD_MIN))
+    backend = self->cpu;
+  return dc_gemm_run_packed (backend, a, b, c, error);
+}
+
+/* out (n, N) = x (n, K) · W (N, K)ᵀ (+ bias), through the INT8 rule. */
+static gboolean
+linear (DcHfModel           *self,
+        Scratch             *s,
+        const char          *what,
+        const float         *x,
+        gsize                n,
+        const DcQuantMatrix *w,
+        const float         *bias,
+        float               *out,
+        GError             **error)
+{
+  DcQuantMatrix a;
+
+  if (!pack_into (what, x, n, w->k, w->k, 1, s->qa, s->ea, &a, error))
+    return FALSE;
+  /* One row (decoding) runs as W · xᵀ: the same exact integer sums and the
+   * same epilogue (ea + eb is symmetric), so the same bits, but the CPU
+   * kernels' per-call pass over the right operand (VNNI's Σb) then reads
+   * x, not all of W: without the swap each token streamed the weights
+   * twice (docs/ARCHITECTURE.md). */
+  if (n == 1 ? !product (self, w, &a, out, error) : !product (self, &a, w, out, error))
+    return FALSE;
+  if (bias != NULL)
+    for (gsize i = 0; i < n; i++)
+      for (gsize j = 0; j < w->n_vectors; j++)
+        out[i * w->n_vectors + j] += bias[j];
+  return TRUE;
+}
+
+static void
+norm_rows (const DcHfConfig *c,
+           const float      *x,
+           const float      *w,
+           const float      *b,
+           float            *y,
+           gsize             n)
+{
+  const gsize C = c->hidden_size;
+  const float eps = (float) c->norm_eps;
+
+  for (gsize i = 0; i < n; i++)
+    if (c->family == DC_HF_FAMILY_GPT2)
+      dc_math_layer_norm (x + i * C, w, b, eps, y + i * C, NULL, NULL, C);
+    else
+      dc_math_rms_norm (x + i * C, w, eps, y + i * C, NULL, C);
+}
+
+/* Packs V's columns of cell LG (layer × KV heads + head) over [0, len) into
+ * the quantized cache: what the packer gives for vectors of length len. */
+static gboolean
+columns_pack (DcHfKvCache  *cache,
+              gsize         lg,
+              gsize         len,
+              GError      **error)
+{
+  const gsize D = cache->model->config.head_dim, ctx = cache->context;
+
+  for (gsize d = 0; d < D; d++)
+    {
+      const float *col = cache->v + (lg * D + d) * ctx;
+      float m = 0.0f;
+      DcQuantMatrix view;
+
+      if (!pack_into ("attention V", col, 1, len, len, 1, cache->vq + (lg * D + d) * ctx,
+                      cache->ve + lg * D + d, &view, error))
+        return FALSE;
+      for (gsize t = 0; t < len; t++)
+        m = MAX (m, ABS (col[t]));
+      cache->vmax[lg * D + d] = m;
+    }
+  cache->vq_len[lg] = (guint) len;
+  return TRUE;
+}
+
+/* Adds position pos (= vq_len) to the quantized columns of cell LG. A
+ * vector's exponent depends only on its largest |value| and each value's
+ * int8 only on itself and the exponent (the INT8 rule), so packing the pair
+ * (x, the column's new maximum) gives x's int8 and the column's exponent
+ * exactly; only when that exponent changes is the column packed anew, which
+ * happens about log2 of the column's range times, not per position. */
+static gboolean
+columns_extend (DcHfKvCache  *cache,
+                gsize         lg,
+                gsize         pos,
+                GError      **error)
+{
+  const gsize D = cache->model->config.head_dim, ctx = cache->context;
+
+  for (gsize d = 0; d < D; d++)
+    {
+      const gsize at = lg * D + d;
+      const float x = cache->v[at * ctx + pos];
+      const float m = pos == 0 ? ABS (x) : MAX (cache->vmax[at], ABS (x));
+      const float pair[2] = { x, m };
+      gint8 q[2];
+      gint32 e;
+      DcQuantMatrix view;
+
+      if (!pack_into ("attention V", pair, 1, 2, 2, 1, q, &e, &view, error))
+        return FALSE;
+      if (pos == 0 || e == cache->ve[at])
+        {
+          cache->vq[at * ctx + pos] = q[0];
+          cache->ve[at] = e;
+          cache->vmax[at] = m;
+        }
+      else
+        {
+          DcQuantMatrix col;
+
+          if (!pack_into ("attention V", cache->v + at * ctx, 1, pos + 1, pos + 1, 1,
+                          cache->vq + at * ctx, cache->ve + at, &col, error))
+            return FALSE;
+          cache->vmax[at] = m;
+        }
+    }
+  cache->vq_len[lg] = (guint) pos + 1;
+  return TRUE;
+}
+
+/* V's columns over [0, pos] for the query at POS, into VT (D vectors of
+ * length pos + 1, in the scratch buffers). */
+static gboolean
+columns_for_query (DcHfKvCache   *cache,
+                   gsize          lg,
+                   gsize          pos,
+                   Scratch       *s,
+                   DcQuantMatrix *vt,
+                   GError       **error)
+{
+  const gsize D = cache->model->config.head_dim, ctx = cache->context, len = pos + 1;
+
+  if (cache->vq_len[lg] == pos ? !columns_extend (cache, lg, pos, error)
+                               : !columns_pack (cache, lg, len, error))
+    return FALSE;
+  for (gsize d = 0; d < D; d++)
+    memcpy (s->qb + d * len, cache->vq + (lg * D + d) * ctx, len);
+  memcpy (s->eb, cache->ve + lg * D, D * sizeof (gint32));
+  vt->n_vectors = D;
+  vt->k = len;
+  vt->q = s->qb;
+  vt->exponent = s->eb;
+  return TRUE;
+}
+
+/* Attention of the chunk's n queries (positions p0 …) over the cache. */
+static gboolean
+attention (DcHfModel   *self,
+           DcHfKvCache *cache,
+           guint        l,
+           Scratch     *s,
+           guint        p0,
+           GError     **error)
+{
+  const DcHfConfig *c = &self->config;
+  const gsize D = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads, G = Hq / Hkv;
+  const gsize end = p0 + s->n;     /* keys 0 … end - 1 are in the cache */
+  /* 1/√D in f32 (√ is correctly rounded), as transformers' head_dim ** -0.5. */
+  const float scale = 1.0f / __builtin_sqrtf ((float) D);
+
+  for (gsize g = 0; g < Hkv; g++)
+    {
+      const gsize cell = ((gsize) l * Hkv + g) * cache->context;
+      DcQuantMatrix a, keys = {
+        .n_vectors = end,
+        .k = D,
+        .q = cache->k_q + cell * D,
+        .exponent = cache->k_e + cell,
+      };
+      const float *values_t = cache->v + cell * D;   /* (D, context) */
+
+      /* The G query heads of group g, for every position: (n G, D). */
+      for (gsize i = 0; i < s->n; i++)
+        if (!pack_into ("attention Q", s->qkv + i * self->n_qkv + g * G * D, G, D, D, 1,
+                        s->qa + i * G * D, s->ea + i * G, &a, error))
+          return FALSE;
+      a.n_vectors = s->n * G;
+      a.q = s->qa;
+      a.exponent = s->ea;
+      if (!product (self, &a, &keys, s->scores, error))
+        return FALSE;
+
+      for (gsize i = 0; i < s->n; i++)
+        {
+          const gsize pos = p0 + i;
+          const gsize start = c->sliding_window > 0 && pos + 1 > c->sliding_window
+                              ? pos + 1 - c->sliding_window : 0;
+          const gsize len = pos + 1 - start;
+          DcQuantMatrix p, vt;
+
+          for (gsize j = 0; j < G; j++)
+            {
+              float *row = s->scores + (i * G + j) * end + start;
+
+              for (gsize t = 0; t < len; t++)
+                row[t] *= scale;
+              dc_math_softmax (row, row, len);
+            }
+          /* P (G, len) · V[start … pos] (len, D): V's columns are the vectors.
+           * Without a window they come from the quantized cache. */
+          if (!pack_into ("attention P", s->scores + i * G * end + start, G, len, end, 1,
+                          s->qa, s->ea, &p, error))
+            return FALSE;
+          if (start == 0 && !cache->repack
+              ? !columns_for_query (cache, (gsize) l * Hkv + g, pos, s, &vt, error)
+              : !pack_into ("attention V", values_t + start, D, len, cache->context, 1,
+                            s->qb, s->eb, &vt, error))
+            return FALSE;
+          if (!product (self, &p, &vt, s->att + i * Hq * D + g * G * D, error))
+            return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* Appends the chunk's keys and values (after RoPE) to the cache. */
+static gboolean
+append_kv (DcHfModel   *self,
+           DcHfKvCache *cache,
+           guint        l,
+           Scratch     *s,
+           guint        p0,
+           GError     **error)
+{
+  const DcHfConfig *c = &self->config;
+  const gsize D = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads;
+
+  for (gsize i = 0; i < s->n; i++)
+    {
+      float *row = s->qkv + i * self->n_qkv;
+
+      if (c->family == DC_HF_FAMILY_LLAMA)
+        for (gsize h = 0; h < Hq + Hkv; h++)
+          dc_math_rope_apply (row + h * D, s->rope_cos + i * (D / 2), s->rope_sin + i * (D / 2),
+                              D);
+      for (gsize g = 0; g < Hkv; g++)
+        {
+          const gsize cell = ((gsize) l * Hkv + g) * cache->context + p0 + i;
+          float *values_t = cache->v + ((gsize) l * Hkv + g) * D * cache->context + p0 + i;
+          DcQuantMatrix key;
+
+          if (!pack_into ("attention K", row + (Hq + g) * D, 1, D, D, 1, cache->k_q + cell * D,
+                          cache->k_e + cell, &key, error))
+            return FALSE;
+          for (gsize d = 0; d < D; d++)
+            values_t[d * cache->context] = row[(Hq + Hkv + g) * D + d];
+        }
+    }
+  return TRUE;
+}
+
+static gboolean
+forward_chunk (DcHfModel     *self,
+               DcHfKvCache   *cache,
+               const guint32 *ids,
+               gsize          n,
+               float         *logits,
+               GError       **error)
+{
+  const DcHfConfig *c = &self->config;
+  const gsize C = c->hidden_size, F = c->intermediate_size, D = c->head_dim;
+  const gsize QD = (gsize) c->n_heads * D, G = c->n_heads / c->n_kv_heads;
+  const guint p0 = cache->length;
+  const gsize end = p0 + n;
+  const gsize widest = MAX (MAX (C, F), MAX (QD, self->n_up));
+  const gboolean gpt2 = c->family == DC_HF_FAMILY_GPT2;
+  Scratch s = { 0 };
+  gboolean ok = FALSE;
+
+  s.n = n;
+  s.x = g_new (float, n * C);
+  s.h = g_new (float, n * widest);
+  s.qkv = g_new (float, n * self->n_qkv);
+  s.att = g_new (float, n * QD);
+  s.mlp = g_new (float, n * self->n_up);
+  s.tmp = g_new (float, n * C);
+  s.scores = g_try_new (float, n * G * end);
+  s.rope_cos = g_new (float, n * (D / 2));
+  s.rope_sin = g_new (float, n * (D / 2));
+  s.qa = g_try_malloc (MAX (n * widest, end * G));
+  s.ea = g_new (gint32, n * G + G);
+  s.qb = g_try_malloc (D * end);
+  s.eb = g_new (gint32, D);
+  if (s.scores == NULL || s.qa == NULL || s.qb == NULL)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                   "not enough memory for attention over %zu positions", end);
+      goto out;
+    }
+
+  for (gsize i = 0; i < n; i++)
+    {
+      const gsize esize = dc_safetensors_dtype_size (self->embed_dtype);
+
+      dc_widen_to_f32 (self->embed_dtype, self->embed + (gsize) ids[i] * C * esize, s.x + i * C,
+                       C);
+      if (gpt2)
+        for (gsize j = 0; j < C; j++)
+          s.x[i * C + j] += self->positions[(gsize) (p0 + i) * C + j];
+      else
+        dc_math_rope_table ((float) c->rope_theta, D, p0 + i, s.rope_cos + i * (D / 2),
+                            s.rope_sin + i * (D / 2));
+    }
+
+  for (guint l = 0; l < c->n_layers; l++)
+    {
+      const Layer *layer = &self->layers[l];
+
+      norm_rows (c, s.x, layer->norm1_w, layer->norm1_b, s.h, n);
+      if (!linear (self, &s, "attention input", s.h, n, layer->qkv, layer->qkv_b, s.qkv, error) ||
+          !append_kv (self, cache, l, &s, p0, error))
+        goto out;
+      /* The chunk's keys are in the cache now; attention reads them there. */
+      if (!attention (self, cache, l, &s, p0, error) ||
+          !linear (self, &s, "attention output", s.att, n, layer->o, layer->o_b, s.tmp, error))
+        goto out;
+      for (gsize i = 0; i < n * C; i++)
+        s.x[i] += s.tmp[i];
+
+      norm_rows (c, s.x, layer->norm2_w, layer->norm2_b, s.h, n);
+      if (!linear (self, &s, "MLP input", s.h, n, layer->up, layer->up_b, s.mlp, error))
+        goto out;
+      for (gsize i = 0; i < n; i++)
+        {
+          float *act = s.h + i * F;
+          const float *m = s.mlp + i * self->n_up;
+
+          if (gpt2)
+            dc_math_gelu_tanh (m, act, F);
+          else
+            {
+              dc_math_silu (m, act, F);
+              for (gsize j = 0; j < F; j++)
+                act[j] *= m[F + j];
+            }
+        }
+      if (!linear (self, &s, "MLP output", s.h, n, layer->down, layer->down_b, s.tmp, error))
+        goto out;
+      for (gsize i = 0; i < n * C; i++)
+        s.x[i] += s.tmp[i];
+    }
+
+  cache->length = (guint) end;
+  if (logits != NULL)
+    {
+      norm_rows (c, s.x + (n - 1) * C, self->norm_w, self->norm_b, s.h, 1);
+      if (!linear (self, &s, "head", s.h, 1, self->head, NULL, logits, error))
+        goto out;
+    }
+  ok = TRUE;
+
+out:
+  scratch_clear (&s);
+  return ok;
+}
+
+/**
+ * dc_hf_model_forward:
+ * @ids: (array length=n_ids): token ids, each below vocab_size
+ * @logits: (out caller-allocates) (nullable): vocab_size floats, the last position's
+ *
+ * On failure the cache is left as it was before the call when the ids or
+ * the context were refused; after a failure inside the computation (out of
+ * memory, a NaN) its length is unspecified and it should be reset.
+ */
+gboolean
+dc_hf_model_forward (DcHfModel      *self,
+                     DcHfKvCache    *cache,
+                     const guint32  *ids,
+                     gsize           n_ids,
+                     float          *logits,
+                     GError        **error)
+{
+  g_return_val_if_fail (self != NULL && cache != NULL, FALSE);
+  g_return_val_if_fail (cache->model == self, FALSE);
+  g_return_val_if_fail (ids != NULL || n_ids == 0, FALSE);
+
+  /* The environment is per thread and the caller's thread may change. */
+  if (!dc_math_check_fp_environment (error))
+    return FALSE;
+  if (n_ids == 0)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "no tokens to run the model on");
+      return FALSE;
+    }
+  if (n_ids > cache->context - cache->length)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                   "the context is full: %u of %u positions used, %zu more asked for",
+                   cache->length, cache->context, n_ids);
+      return FALSE;
+    }
+  for (gsize i = 0; i < n_ids; i++)
+    if (ids[i] >= self->config.vocab_size)
+      {
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                     "token id %u is outside the vocabulary (%u tokens)", ids[i],
+                     self->config.vocab_size);
+        return FALSE;
+      }
+
+  for (gsize done = 0; done < n_ids; done += DC_HF_MODEL_CHUNK)
+    {
+      gsize n = MIN ((gsize) DC_HF_MODEL_CHUNK, n_ids - done);
+
+      if (!forward_chunk (self, cache, ids + done, n, done + n == n_ids ? logits : NULL, error))
+        return FALSE;
+    }
+  return TRUE;
+}
