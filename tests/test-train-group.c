@@ -789,6 +789,177 @@ test_admission (void)
   g_assert_cmpint (dc_test_proc_expect_exit (odd, EVENT_BOUND_MS), ==, 0);
 }
 
+/* A checkpoint of step 10 by one device with seed 5 (not the group's 11):
+ * what the tests below continue. */
+static char *
+make_checkpoint (const char *dir)
+{
+  char *path = g_build_filename (dir, "ten.pt", NULL);
+  g_autoptr(DcTestProc) proc = spawn ("ckpt", "train", "--json", "--seed", "5", "--stop-at", "10",
+                                      "--out", path, SMALL, NULL);
+
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, RUN_BOUND_MS), ==, 0);
+  return path;
+}
+
+/* Steps 11 to @last of `train --resume @checkpoint --simulate-peers 3`. */
+static DcTestProc *
+simulate_resume (const char *checkpoint,
+                 const char *last)
+{
+  return spawn ("sim", "train", "--json", "--resume", checkpoint, "--steps", "100", "--stop-at",
+                last, "--simulate-peers", "3", "--threads", "1", NULL);
+}
+
+/* The host starts the run from a checkpoint of step 10 (train --room
+ * --resume): the followers receive it with the config and all three take
+ * steps 11 to 20 from it, with its size and settings (its seed 5, not the
+ * host's --seed 11 nor the followers' own flags): at every step the three
+ * hashes are equal and equal to `--resume FILE --simulate-peers 3`. Before
+ * the checkpoint reached the group, --resume with --room was refused. */
+static void
+test_resume (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *dir = g_dir_make_tmp ("dc-train-group-XXXXXX", NULL);
+  g_autofree char *checkpoint = make_checkpoint (dir);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL, sim = NULL;
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  JsonObject *config;
+
+  alpha = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha", "--approve", "all",
+                 "--ice-address", "127.0.0.1", "--seed", "11", "--min-peers", "3", "--stop-at",
+                 "20", "--resume", checkpoint, SMALL, NULL);
+  room = g_strdup (json_object_get_string_member (dc_test_proc_expect (alpha, "room", NULL,
+                                                                       EVENT_BOUND_MS), "room"));
+  dc_test_proc_expect (alpha, "joined", NULL, EVENT_BOUND_MS);
+  beta = start_follower (url, room, "beta", "20", NULL);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  sim = simulate_resume (checkpoint, "20");
+  wait_done (sim, 20);
+  sim_steps = steps_of (sim);
+  config = dc_test_proc_expect (beta, "config", NULL, EVENT_BOUND_MS);
+  g_assert_true (message_has (config, "from its checkpoint at step 10"));
+  for (guint p = 0; p < 3; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : p == 1 ? beta : gamma;
+      g_autoptr(GPtrArray) steps = NULL;
+
+      wait_done (proc, 20);
+      steps = steps_of (proc);
+      g_assert_cmpuint (steps->len, ==, 21);
+      for (guint s = 1; s <= 10; s++)
+        g_assert_null (g_ptr_array_index (steps, s));
+      for (guint s = 11; s <= 20; s++)
+        {
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (steps, s), "roster"),
+                           ==, 3);
+        }
+    }
+  g_unlink (checkpoint);
+  g_rmdir (dir);
+}
+
+/* The index of the first event of @proc after @from with a message holding
+ * @text, or -1. */
+static int
+find_message (DcTestProc *proc,
+              const char *event,
+              const char *text)
+{
+  for (int i = 0; (i = dc_test_proc_find (proc, i, event, NULL)) >= 0; i++)
+    if (message_has (g_ptr_array_index (proc->events, i), text))
+      return i;
+  return -1;
+}
+
+/* The step of the last step event of @proc before event @i (-1: none), and
+ * of the first after it. */
+static void
+steps_around (DcTestProc *proc,
+              int         i,
+              gint64     *before,
+              gint64     *after)
+{
+  int j;
+
+  *before = *after = -1;
+  for (j = i; j >= 0; j--)
+    if (dc_test_proc_find (proc, j, "step", NULL) == j)
+      {
+        *before = json_object_get_int_member (g_ptr_array_index (proc->events, j), "step");
+        break;
+      }
+  j = dc_test_proc_find (proc, i, "step", NULL);
+  if (j >= 0)
+    *after = json_object_get_int_member (g_ptr_array_index (proc->events, j), "step");
+}
+
+/* Three devices train from seeded weights. After its step 15 one follower
+ * loads a checkpoint of step 10 (train --load-at 15:FILE), and after its
+ * step 25 the other does (counted from the first switch on). A device that
+ * is not the leader forwards it to the leader, which sends it to the group
+ * before its next report; after that step every device continues from it:
+ * the next step line is 11. Twice, so that at least one load is a
+ * forwarded one whoever leads (member ids are random). After the second,
+ * steps 11 to 40 have equal hashes on all three, equal to `--resume FILE
+ * --simulate-peers 3`. Without the checkpoint to the group the option does
+ * not exist and nothing switches. */
+static void
+test_load_midrun (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *dir = g_dir_make_tmp ("dc-train-group-XXXXXX", NULL);
+  g_autofree char *checkpoint = make_checkpoint (dir);
+  g_autofree char *load_15 = g_strdup_printf ("--load-at=15:%s", checkpoint);
+  g_autofree char *load_25 = g_strdup_printf ("--load-at=25:%s", checkpoint);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL, sim = NULL;
+  g_autoptr(GPtrArray) sim_steps = NULL;
+
+  alpha = start_host (url, "40", "3", &room);
+  beta = start_follower (url, room, "beta", "40", load_15);
+  gamma = start_follower (url, room, "gamma", "40", load_25);
+  sim = simulate_resume (checkpoint, "40");
+  wait_done (sim, 40);
+  sim_steps = steps_of (sim);
+  for (guint p = 0; p < 3; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : p == 1 ? beta : gamma;
+      g_autoptr(GPtrArray) steps = NULL;
+      guint switches = 0;
+      gint64 before, after;
+
+      wait_done (proc, 40);
+      for (int i = 0; (i = dc_test_proc_find (proc, i, "checkpoint", NULL)) >= 0; i++)
+        {
+          if (!message_has (g_ptr_array_index (proc->events, i), "continuing from the checkpoint"))
+            continue;
+          /* At a step boundary after the load's step, then step 11. */
+          steps_around (proc, i, &before, &after);
+          g_test_message ("%s: switch %u after step %" G_GINT64_FORMAT, proc->label, switches + 1,
+                          before);
+          g_assert_cmpint (before, >=, switches == 0 ? 15 : 25);
+          g_assert_cmpint (after, ==, 11);
+          switches++;
+        }
+      g_assert_cmpuint (switches, ==, 2);
+      /* The last line of each step is the one after the last switch. */
+      steps = steps_of_full (proc, TRUE);
+      g_assert_cmpuint (steps->len, ==, 41);
+      for (guint s = 11; s <= 40; s++)
+        g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+    }
+  g_assert_true (find_message (beta, "checkpoint", "sent to the leader") >= 0
+                 || find_message (gamma, "checkpoint", "sent to the leader") >= 0);
+  g_unlink (checkpoint);
+  g_rmdir (dir);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -805,5 +976,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/leader-failover", test_leader_failover);
   g_test_add_func ("/dc/train/group/join", test_join);
   g_test_add_func ("/dc/train/group/audit", test_audit);
+  g_test_add_func ("/dc/train/group/checkpoint/resume", test_resume);
+  g_test_add_func ("/dc/train/group/checkpoint/load-midrun", test_load_midrun);
   return g_test_run ();
 }

@@ -17,6 +17,7 @@
 
 #include "dc-train-group.h"
 #include "mesh/dc-mesh-train-protocol.h"
+#include "model/dc-checkpoint.h"
 #include "model/dc-rng.h"
 
 /* The audit draws' stream of dc_rng, apart from the model's (1-3). */
@@ -52,6 +53,7 @@ typedef enum
   STATE_WAITING_WEIGHTS, /* joiner: prepared, waiting for the leader's state */
   STATE_ADMITTING,       /* at a step boundary: waiting for the joiners' reports */
   STATE_HOLDING,         /* test only: a step's report waits for a device to join */
+  STATE_WAITING_CHECKPOINT, /* follower: the starter's checkpoint (a resumed run) */
   STATE_DONE,
 } State;
 
@@ -135,6 +137,21 @@ struct _DcTrainGroup
   GHashTable        *assemblies;   /* peer id → Assembly* */
   GHashTable        *reports;      /* "step/id" → DcMeshStepReport* */
   DcMeshStepReport  *own_report;
+
+  /* Checkpoint to the group (docs/ARCHITECTURE.md): a run that starts
+   * from a checkpoint, and a checkpoint loaded mid-run that every device
+   * switches to after the same step. */
+  DcGptModel        *resume_model;    /* the model start_run () continues (owned) */
+  DcTrainSettings    resume_settings;
+  GBytes            *resume_bytes;    /* starter: the checkpoint file sent with CONFIG */
+  char              *checkpoint_from; /* follower: who sends the checkpoint it waits for */
+  DcMeshRunConfig   *switch_config;   /* the run to switch to after the step being taken */
+  GBytes            *switch_bytes;    /* its checkpoint, once whole */
+  GHashTable        *switch_reports;  /* "step/id" → reports of that run, before the switch */
+  DcMeshRunConfig   *pending_config;  /* leader: a loaded checkpoint, sent at the next step */
+  GBytes            *pending_bytes;
+  DcMeshRunConfig   *proposal;        /* leader: a roster device's forwarded checkpoint */
+  char              *proposal_from;
 
   guint              tick_id;
   gulong             event_handler;
@@ -616,6 +633,9 @@ prepared_cb (GObject      *object,
     }
   self->session = session;
   self->step_done = dc_train_session_get_model (session)->step;
+  g_free (self->own_grads);
+  g_free (self->snapshot);
+  g_free (self->audit_grads);
   self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
   self->snapshot = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
   self->audit_grads = g_new (float, dc_train_session_get_model (session)->n_params);
@@ -896,6 +916,7 @@ announce_joiners (DcTrainGroup *self)
 }
 
 static void publish_step (DcTrainGroup *self);
+static void send_switch (DcTrainGroup *self);
 
 static void
 applied_cb (GObject      *object,
@@ -977,7 +998,14 @@ publish_step (DcTrainGroup *self)
   g_auto(GStrv) names = NULL;
 
   if (self->rank == 0 && model->step < self->plan->stop && model->step < self->config->steps)
-    announce_joiners (self);
+    {
+      /* A checkpoint loaded on the leader (or forwarded to it) goes first;
+       * devices waiting to join are announced after the switch. */
+      if (self->pending_config != NULL && self->switch_config == NULL)
+        send_switch (self);
+      else if (self->switch_config == NULL)
+        announce_joiners (self);
+    }
   payload = dc_mesh_step_report_encode (self->own_report, NULL);
   send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
   send_to_joiners (self, model->step, payload);
@@ -1369,7 +1397,13 @@ start_run (DcTrainGroup *self)
   request.seed = self->config->run_seed;
   request.data = *self->config->dataset_spec != '\0' ? self->config->dataset_spec : "builtin";
   request.simulate_peers = 0;
-  self->plan = dc_train_plan_new (&request, NULL, NULL, &error);
+  /* A run from a checkpoint continues it exactly as --resume does: its
+   * size and settings, the run's steps. The plan takes the model. */
+  self->plan = dc_train_plan_new (&request, self->resume_model,
+                                  self->resume_model != NULL ? &self->resume_settings : NULL,
+                                  &error);
+  if (self->plan != NULL)
+    self->resume_model = NULL;
   if (self->plan == NULL)
     {
       g_prefix_error (&error, "the run's config cannot be followed: ");
@@ -1383,17 +1417,25 @@ start_run (DcTrainGroup *self)
   g_task_run_in_thread (task, prepare_worker);
 }
 
+static void send_resume_config (DcTrainGroup *self);
+
 /* The starter: min_peers admitted devices are here; send them the config. */
 static void
 send_config (DcTrainGroup *self)
 {
   g_autoptr(GPtrArray) roster = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
-  DcMeshRunConfig *config = dc_mesh_run_config_new ();
+  DcMeshRunConfig *config;
   g_autoptr(GBytes) payload = NULL;
   g_autoptr(GError) error = NULL;
   DcTrainSettings settings;
 
+  if (self->resume_bytes != NULL)
+    {
+      send_resume_config (self);
+      return;
+    }
+  config = dc_mesh_run_config_new ();
   for (guint i = 0; i < DC_MESH_RUN_ID_SIZE; i++)
     config->run_id[i] = (guint8) g_random_int_range (0, 256);
   dc_train_settings_init_default (&settings);
@@ -1462,11 +1504,424 @@ count_admitted (DcTrainGroup *self)
   return n;
 }
 
+/* ---- checkpoint to the group ---- */
+
+/* What a checkpoint file may add to its weights and both Adam moments
+ * (3 × 4 bytes a parameter): the .pt container's pickle, zip headers and
+ * tensor names, under 100 KiB for the largest model; 1 MiB leaves room and
+ * still bounds what a lying peer can make this device hold. */
+#define CHECKPOINT_SLACK  (1024u * 1024u)
+
+/* The largest checkpoint file a config of @width and @seq can name; 0 when
+ * the size is not one the model allows. */
+static guint64
+checkpoint_cap (guint32 width,
+                guint32 seq)
+{
+  DcGptConfig config;
+
+  dc_gpt_config_init_derived (&config, width, seq);
+  if (!dc_gpt_config_validate (&config, NULL))
+    return 0;
+  return MIN ((guint64) 3 * sizeof (float) * dc_gpt_config_n_params (&config) + CHECKPOINT_SLACK,
+              (guint64) DC_MESH_WEIGHTS_MAX_TOTAL);
+}
+
+/* The config of a run that continues @model: its size and settings (as
+ * dc_train_plan_new () takes them), the run's @steps, a fresh run id, and
+ * this device as the one that sends the checkpoint. */
+static DcMeshRunConfig *
+resume_config_new (DcTrainGroup          *self,
+                   const DcGptModel      *model,
+                   const DcTrainSettings *settings,
+                   guint32                steps,
+                   const char            *dataset_spec)
+{
+  DcMeshRunConfig *config = dc_mesh_run_config_new ();
+  g_autofree char *hash = dc_gpt_model_dup_hash (model);
+
+  for (guint i = 0; i < DC_MESH_RUN_ID_SIZE; i++)
+    config->run_id[i] = (guint8) g_random_int_range (0, 256);
+  config->width = model->config.width;
+  config->seq = model->config.seq;
+  config->batch = settings->batch;
+  config->steps = steps;
+  config->lr_x1000 = settings->lr_x1000;
+  config->numeric_rule_id = own_hello (self)->numeric_rule_id;
+  config->run_seed = settings->seed;
+  config->start_step = model->step;
+  config->resume = TRUE;
+  hash_to_bytes (hash, config->resume_hash);
+  g_free (config->dataset_spec);
+  config->dataset_spec = g_strdup (dataset_spec != NULL && !g_str_equal (dataset_spec, "builtin")
+                                   ? dataset_spec : "");
+  g_free (config->probe_hash);
+  config->probe_hash = g_strdup (own_hello (self)->probe_hash);
+  g_free (config->starter_id);
+  config->starter_id = g_strdup (own_id (self));
+  return config;
+}
+
+/* The checkpoint file @blob, checked against the @config that announced it
+ * (size, settings, step and weight hash): the model to continue. */
+static DcGptModel *
+checkpoint_parse (GBytes                 *blob,
+                  const DcMeshRunConfig  *config,
+                  DcTrainSettings        *settings,
+                  GError                **error)
+{
+  g_autoptr(GError) local = NULL;
+  DcGptModel *model = dc_checkpoint_from_bytes (blob, settings, &local);
+  g_autofree char *hash = NULL;
+  guint8 bytes[DC_MESH_HASH_SIZE];
+
+  if (model == NULL)
+    {
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "the group's checkpoint cannot be read: %s", local->message);
+      return NULL;
+    }
+  hash = dc_gpt_model_dup_hash (model);
+  hash_to_bytes (hash, bytes);
+  if (model->config.width != config->width || model->config.seq != config->seq
+      || settings->batch != config->batch || settings->lr_x1000 != config->lr_x1000
+      || settings->seed != config->run_seed || model->step != config->start_step
+      || memcmp (bytes, config->resume_hash, DC_MESH_HASH_SIZE) != 0)
+    {
+      g_autofree char *announced = hash_to_hex (config->resume_hash);
+
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "the group's checkpoint does not match its config (width %u, sequence %u, "
+                   "step %" G_GUINT64_FORMAT ", weight hash %s; announced width %u, sequence %u, "
+                   "step %" G_GUINT64_FORMAT ", weight hash %s)", model->config.width,
+                   model->config.seq, model->step, hash, config->width, config->seq,
+                   config->start_step, announced);
+      dc_gpt_model_free (model);
+      return NULL;
+    }
+  return model;
+}
+
+/* CONFIG, then the checkpoint as CHECKPOINT chunks (step and data position
+ * the checkpoint's step), on @peer's one ordered channel. */
+static void
+send_checkpoint (DcTrainGroup          *self,
+                 DcPeer                *peer,
+                 const DcMeshRunConfig *config,
+                 GBytes                *blob)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) payload = dc_mesh_run_config_encode (config, &error);
+  DcMeshChunk info = { 0 };
+
+  if (payload == NULL || !dc_peer_send (peer, DC_MESH_MSG_CONFIG, payload, &error))
+    {
+      g_message ("cannot send the checkpoint's config to %s: %s", dc_peer_get_name (peer),
+                 error->message);
+      return;
+    }
+  memcpy (info.run_id, config->run_id, DC_MESH_RUN_ID_SIZE);
+  info.step = config->start_step;
+  info.rank = self->roster != NULL ? self->rank : 0;
+  info.position = config->start_step;
+  if (!dc_peer_send_object (peer, DC_MESH_MSG_CHECKPOINT, &info, blob, &error))
+    g_message ("cannot send the checkpoint to %s: %s", dc_peer_get_name (peer), error->message);
+}
+
+/* The leader, before its report of the step just taken: the loaded
+ * checkpoint goes to every roster device (a peer's frames arrive in order,
+ * so each has it whole when it has that report), and every device
+ * switches to it once the step's reports agree (switch_run ()). */
+static void
+send_switch (DcTrainGroup *self)
+{
+  g_autofree char *text = NULL;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      DcPeer *peer;
+
+      if (i != self->rank && (peer = find_peer (self, g_ptr_array_index (self->roster, i))) != NULL)
+        send_checkpoint (self, peer, self->pending_config, self->pending_bytes);
+    }
+  g_clear_pointer (&self->switch_config, dc_mesh_run_config_free);
+  g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+  self->switch_config = g_steal_pointer (&self->pending_config);
+  self->switch_bytes = g_steal_pointer (&self->pending_bytes);
+  text = g_strdup_printf ("sending the checkpoint of step %" G_GUINT64_FORMAT " to the group: "
+                          "every device continues from it after step %" G_GUINT64_FORMAT,
+                          self->switch_config->start_step,
+                          dc_train_session_get_model (self->session)->step);
+  notice (self, "checkpoint", NULL, text);
+}
+
+/* After the step whose reports just agreed: every device leaves the run for
+ * the one the leader's checkpoint starts (a new run id, so nothing of the
+ * old run is taken for the new), with the same roster, the leader as its
+ * starter. From here it is a run started from a checkpoint. */
+static void
+switch_run (DcTrainGroup *self)
+{
+  g_autoptr(GError) error = NULL;
+  DcGptModel *model;
+  GHashTableIter iter;
+  gpointer key, value;
+  g_autofree char *text = NULL;
+  g_autofree char *from = g_strdup (member_name (self, self->switch_config->starter_id));
+  g_autofree char *hash = NULL;
+
+  if (self->switch_bytes == NULL)
+    {
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                 "SYNC GUARD: stopped — the checkpoint “%s” sent to the group "
+                                 "did not arrive whole", from));
+      return;
+    }
+  model = checkpoint_parse (self->switch_bytes, self->switch_config, &self->resume_settings,
+                            &error);
+  if (model == NULL)
+    {
+      finish (self, g_steal_pointer (&error));
+      return;
+    }
+  g_clear_pointer (&self->resume_model, dc_gpt_model_free);
+  self->resume_model = model;
+  g_clear_pointer (&self->config, dc_mesh_run_config_free);
+  self->config = g_steal_pointer (&self->switch_config);
+  g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+  self->starter = g_strcmp0 (self->config->starter_id, own_id (self)) == 0;
+  self->joining = FALSE;
+  g_hash_table_remove_all (self->gradients);
+  g_hash_table_remove_all (self->assemblies);
+  g_hash_table_remove_all (self->answered);
+  g_hash_table_remove_all (self->joiners);
+  g_hash_table_remove_all (self->evicted);
+  g_hash_table_remove_all (self->start_sent);
+  g_hash_table_remove_all (self->reports);
+  g_hash_table_iter_init (&iter, self->switch_reports);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      g_hash_table_insert (self->reports, g_strdup (key), value);
+      g_hash_table_iter_steal (&iter);
+      g_free (key);
+    }
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  g_clear_pointer (&self->session, dc_train_session_free);
+  g_clear_pointer (&self->plan, dc_train_plan_free);
+  g_clear_pointer (&self->own_grads, g_free);
+  g_clear_pointer (&self->snapshot, g_free);
+  g_clear_pointer (&self->audit_grads, g_free);
+  self->step_done = self->config->start_step;
+  hash = dc_gpt_model_dup_hash (model);
+  text = g_strdup_printf ("continuing from the checkpoint “%s” sent to the group: step %"
+                          G_GUINT64_FORMAT ", weight hash %s, %u devices", from,
+                          model->step, hash, self->roster->len);
+  notice (self, "checkpoint", from, text);
+  start_run (self);
+}
+
+/* The starter of a run from a checkpoint (dc_train_group_set_resume ()):
+ * CONFIG with the resume flag, then the checkpoint file, to every admitted
+ * device connected; they prepare from it and answer with their report of
+ * its step, as for a fresh run's step 0. */
+static void
+send_resume_config (DcTrainGroup *self)
+{
+  g_autoptr(GPtrArray) roster = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
+  guint32 steps = self->request.steps > 0 ? self->request.steps : self->resume_settings.steps;
+  g_autofree char *text = NULL;
+
+  self->config = resume_config_new (self, self->resume_model, &self->resume_settings, steps,
+                                    self->request.data);
+  g_ptr_array_add (roster, g_strdup (own_id (self)));
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+
+      if (find_peer (self, dc_peer_get_id (peer)) == NULL || !admitted (self, peer))
+        continue;
+      if (roster->len >= DC_MESH_ROSTER_MAX)
+        break;
+      g_ptr_array_add (roster, g_strdup (dc_peer_get_id (peer)));
+      send_checkpoint (self, peer, self->config, self->resume_bytes);
+    }
+  set_roster (self, roster);
+  g_clear_pointer (&self->resume_bytes, g_bytes_unref);
+  text = g_strdup_printf ("starting the run with %u devices from the checkpoint at step %"
+                          G_GUINT64_FORMAT " (seed %" G_GUINT64_FORMAT ")", roster->len,
+                          self->config->start_step, self->config->run_seed);
+  notice (self, "config", NULL, text);
+  start_run (self);
+}
+
+/* The leader takes a checkpoint (loaded here, or forwarded by @who): it
+ * goes to the group before the leader's next step report. */
+static void
+take_checkpoint (DcTrainGroup          *self,
+                 const DcGptModel      *model,
+                 const DcTrainSettings *settings,
+                 const char            *who)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) blob = dc_checkpoint_to_bytes (model, settings, &error);
+  g_autofree char *text = NULL;
+
+  if (blob == NULL)
+    {
+      g_message ("cannot send the checkpoint to the group: %s", error->message);
+      return;
+    }
+  g_clear_pointer (&self->pending_config, dc_mesh_run_config_free);
+  g_clear_pointer (&self->pending_bytes, g_bytes_unref);
+  self->pending_config = resume_config_new (self, model, settings, self->config->steps,
+                                            self->config->dataset_spec);
+  self->pending_bytes = g_steal_pointer (&blob);
+  text = g_strdup_printf ("%s%s%s a checkpoint of step %" G_GUINT64_FORMAT ": the group switches "
+                          "to it after the next step", who != NULL ? "“" : "",
+                          who != NULL ? who : "loaded", who != NULL ? "” sent" : "",
+                          model->step);
+  notice (self, "checkpoint", who, text);
+}
+
+/* While a run is under way, a CONFIG with the resume flag: the leader's
+ * switch to a checkpoint (from the roster's first device), or, on the
+ * leader, a checkpoint a roster device loaded and forwards. Returns FALSE
+ * for any other config (a join announcement). */
+static gboolean
+handle_checkpoint_config (DcTrainGroup *self,
+                          DcPeer       *peer,
+                          GBytes       *payload)
+{
+  g_autoptr(DcMeshRunConfig) config = NULL;
+  const char *from = dc_peer_get_id (peer);
+  g_autofree char *assembly_key = NULL;
+
+  if (self->config == NULL || self->roster == NULL || self->roster->len == 0
+      || (config = dc_mesh_run_config_decode (payload, NULL)) == NULL || !config->resume)
+    return FALSE;
+  if (!in_roster (self, from) || g_strcmp0 (config->starter_id, from) != 0
+      || config->start_step >= config->steps || checkpoint_cap (config->width, config->seq) == 0)
+    return TRUE;
+  assembly_key = g_strconcat ("checkpoint/", from, NULL);
+  g_hash_table_remove (self->assemblies, assembly_key);
+  if (g_str_equal (g_ptr_array_index (self->roster, 0), from) && self->rank != 0)
+    {
+      g_autofree char *text = NULL;
+
+      if (self->switch_config != NULL)
+        return TRUE;  /* one switch at a time */
+      text = g_strdup_printf ("“%s” sends the group a checkpoint of step %" G_GUINT64_FORMAT
+                              ": every device continues from it after this step",
+                              member_name (self, from), config->start_step);
+      self->switch_config = g_steal_pointer (&config);
+      g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+      g_hash_table_remove_all (self->switch_reports);
+      notice (self, "checkpoint", member_name (self, from), text);
+    }
+  else if (self->rank == 0)
+    {
+      g_message ("“%s” forwards a checkpoint of step %" G_GUINT64_FORMAT " to the leader",
+                 member_name (self, from), config->start_step);
+      g_clear_pointer (&self->proposal, dc_mesh_run_config_free);
+      g_free (self->proposal_from);
+      self->proposal = g_steal_pointer (&config);
+      self->proposal_from = g_strdup (from);
+    }
+  return TRUE;
+}
+
+/* A CHECKPOINT chunk: the starter's checkpoint this follower waits for, the
+ * leader's checkpoint the group switches to, or (on the leader) one a
+ * roster device forwards. Anything else is dropped. */
+static void
+handle_checkpoint (DcTrainGroup *self,
+                   DcPeer       *peer,
+                   GBytes       *payload)
+{
+  g_auto(DcMeshChunk) chunk = { 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) object = NULL;
+  g_autofree char *assembly_key = NULL;
+  const char *from = dc_peer_get_id (peer);
+  DcMeshRunConfig *config;
+  Assembly *assembly;
+  guint64 cap;
+
+  if (self->state == STATE_WAITING_CHECKPOINT && g_strcmp0 (from, self->checkpoint_from) == 0)
+    config = self->config;
+  else if (self->switch_config != NULL && self->switch_bytes == NULL
+           && g_strcmp0 (from, self->switch_config->starter_id) == 0)
+    config = self->switch_config;
+  else if (self->proposal != NULL && g_strcmp0 (from, self->proposal_from) == 0)
+    config = self->proposal;
+  else
+    return;
+  if (!dc_mesh_chunk_decode (DC_MESH_MSG_CHECKPOINT, payload, &chunk, &error))
+    {
+      g_message ("a malformed checkpoint chunk from %s: %s", dc_peer_get_name (peer),
+                 error->message);
+      return;
+    }
+  if (memcmp (chunk.run_id, config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+      || chunk.step != config->start_step || (cap = checkpoint_cap (config->width, config->seq)) == 0)
+    return;
+  assembly_key = g_strconcat ("checkpoint/", from, NULL);
+  assembly = g_hash_table_lookup (self->assemblies, assembly_key);
+  if (assembly == NULL)
+    {
+      assembly = g_new0 (Assembly, 1);
+      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_CHECKPOINT, cap);
+      g_hash_table_insert (self->assemblies, g_strdup (assembly_key), assembly);
+    }
+  if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
+    {
+      g_message ("a bad checkpoint chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      g_hash_table_remove (self->assemblies, assembly_key);
+      return;
+    }
+  if (object == NULL)
+    return;
+  g_hash_table_remove (self->assemblies, assembly_key);
+
+  if (config == self->config)
+    {
+      DcGptModel *model = checkpoint_parse (object, config, &self->resume_settings, &error);
+
+      if (model == NULL)
+        {
+          finish (self, g_steal_pointer (&error));
+          return;
+        }
+      g_clear_pointer (&self->resume_model, dc_gpt_model_free);
+      self->resume_model = model;
+      start_run (self);
+    }
+  else if (config == self->switch_config)
+    self->switch_bytes = g_steal_pointer (&object);
+  else
+    {
+      DcTrainSettings settings;
+      DcGptModel *model = checkpoint_parse (object, config, &settings, &error);
+      g_autofree char *name = g_strdup (dc_peer_get_name (peer));
+
+      g_clear_pointer (&self->proposal, dc_mesh_run_config_free);
+      g_clear_pointer (&self->proposal_from, g_free);
+      if (model == NULL)
+        {
+          g_message ("the checkpoint %s sent is not taken: %s", name, error->message);
+          return;
+        }
+      take_checkpoint (self, model, &settings, name);
+      dc_gpt_model_free (model);
+    }
+}
+
 /* The follower's first roster, from the starter's step-0 report. */
 static gboolean
 adopt_start (DcTrainGroup *self)
 {
-  g_autofree char *key = report_key (0, self->config->starter_id);
+  g_autofree char *key = report_key (self->config->start_step, self->config->starter_id);
   DcMeshStepReport *report = g_hash_table_lookup (self->reports, key);
   g_autoptr(GPtrArray) roster = NULL;
   g_autofree char *hash = NULL;
@@ -1502,8 +1957,9 @@ adopt_start (DcTrainGroup *self)
       g_autofree char *theirs = hash_to_hex (report->weights_hash);
 
       finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
-                                 "SYNC GUARD: stopped — weight hash mismatch at step 0: “%s” %s, "
-                                 "“%s” %s", member_name (self, self->config->starter_id), theirs,
+                                 "SYNC GUARD: stopped — weight hash mismatch at step %"
+                                 G_GUINT64_FORMAT ": “%s” %s, “%s” %s", self->config->start_step,
+                                 member_name (self, self->config->starter_id), theirs,
                                  own_hello (self)->name, hash));
       return FALSE;
     }
@@ -1769,6 +2225,15 @@ advance (DcTrainGroup *self)
       load_weights (self);
       break;
 
+    case STATE_WAITING_CHECKPOINT:
+      if (find_peer (self, self->checkpoint_from) == NULL)
+        finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                                   "“%s” left before its checkpoint arrived",
+                                   member_name (self, self->checkpoint_from)));
+      else if (late)
+        timeout_error (self, "the starter's checkpoint did not arrive whole within the wait");
+      break;
+
     case STATE_HOLDING:
       {
         g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
@@ -1907,7 +2372,9 @@ advance (DcTrainGroup *self)
           else
             {
               remove_evicted (self, model->step);
-              if (enter_admitting (self, model->step))
+              if (self->switch_config != NULL)
+                switch_run (self);
+              else if (enter_admitting (self, model->step))
                 advance (self);
               else
                 start_step (self);
@@ -1955,6 +2422,8 @@ handle_config (DcTrainGroup *self,
     {
       g_autoptr(DcMeshRunConfig) announced = NULL;
 
+      if (handle_checkpoint_config (self, peer, payload))
+        return;
       /* The leader announces a device joining after the step it took. */
       if (self->config == NULL || self->roster == NULL || self->roster->len == 0
           || !g_str_equal (g_ptr_array_index (self->roster, 0), dc_peer_get_id (peer))
@@ -1985,13 +2454,13 @@ handle_config (DcTrainGroup *self,
     }
   /* A run under way: start_step > 0 and the joiner's own id as starter_id. */
   join = config->start_step > 0 && g_strcmp0 (config->starter_id, own_id (self)) == 0
-         && config->start_step < config->steps;
-  if ((!join && g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0) || config->resume
-      || (!join && config->start_step != 0))
+         && config->start_step < config->steps && !config->resume;
+  if ((!join && g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0)
+      || (!join && !config->resume && config->start_step != 0)
+      || (config->resume && (config->start_step >= config->steps
+                             || checkpoint_cap (config->width, config->seq) == 0)))
     {
-      /* Resuming and joining a run under way are not implemented yet. */
-      g_message ("ignoring a run config from %s: not a fresh run it started",
-                 dc_peer_get_name (peer));
+      g_message ("ignoring a run config from %s: not a run it started", dc_peer_get_name (peer));
       dc_mesh_run_config_free (config);
       return;
     }
@@ -2008,6 +2477,23 @@ handle_config (DcTrainGroup *self,
       return;
     }
   self->config = config;
+  if (config->resume)
+    {
+      g_autofree char *text = NULL;
+
+      /* The model comes with the config: wait for it, then prepare. */
+      self->checkpoint_from = g_strdup (dc_peer_get_id (peer));
+      self->step_done = config->start_step;
+      self->state = STATE_WAITING_CHECKPOINT;
+      arm (self, DC_TRAIN_GROUP_WAIT_S);
+      text = g_strdup_printf ("following the run “%s” started from its checkpoint at step %"
+                              G_GUINT64_FORMAT ": width %u, sequence %u, batch %u, %u steps, "
+                              "lr %u/1000, seed %" G_GUINT64_FORMAT, dc_peer_get_name (peer),
+                              config->start_step, config->width, config->seq, config->batch,
+                              config->steps, config->lr_x1000, config->run_seed);
+      notice (self, "config", dc_peer_get_name (peer), text);
+      return;
+    }
   if (join)
     {
       g_autofree char *text = NULL;
@@ -2055,7 +2541,21 @@ handle_report (DcTrainGroup *self,
    * starter's channel), kept: the run id is checked where it is used. */
   if (self->config != NULL
       && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
-    return;
+    {
+      /* A device that switched to the leader's checkpoint before this one
+       * (which still waits for a report of the old run): kept for the
+       * switch, apart, since the step numbers of the two runs overlap. */
+      if (self->switch_config != NULL
+          && memcmp (report->run_id, self->switch_config->run_id, DC_MESH_RUN_ID_SIZE) == 0
+          && report->step >= self->switch_config->start_step
+          && report->step <= self->switch_config->start_step + 1)
+        {
+          key = report_key (report->step, dc_peer_get_id (peer));
+          g_hash_table_replace (self->switch_reports, g_steal_pointer (&key),
+                                g_steal_pointer (&report));
+        }
+      return;
+    }
   current = self->step_done;
   /* A joiner waits for the leader's report of the step it joins after. */
   if (self->joining && self->step_done < self->config->start_step)
@@ -2422,6 +2922,10 @@ message_cb (DcGroup  *group,
       if (admitted (self, peer))
         handle_weights (self, peer, payload);
       break;
+    case DC_MESH_MSG_CHECKPOINT:
+      if (admitted (self, peer))
+        handle_checkpoint (self, peer, payload);
+      break;
     case DC_MESH_MSG_AUDIT:
       if (admitted (self, peer))
         handle_audit (self, peer, payload);
@@ -2580,6 +3084,127 @@ dc_train_group_start (DcTrainGroup *self)
   advance (self);
 }
 
+/**
+ * dc_train_group_set_resume:
+ * @model: (transfer none): the checkpoint's model to continue
+ * @settings: its saved settings
+ *
+ * Makes the run this device starts continue @model, as `train --resume`
+ * does (its size and settings; the request's steps, when given, extend or
+ * shorten the run): the config carries the resume flag and every device
+ * receives the checkpoint with it. Call before dc_train_group_start(); it
+ * matters only where this device starts the run.
+ *
+ * Returns: %FALSE with @error set when the checkpoint cannot be sent or
+ *   has nothing left to train
+ */
+gboolean
+dc_train_group_set_resume (DcTrainGroup           *self,
+                           const DcGptModel       *model,
+                           const DcTrainSettings  *settings,
+                           GError                **error)
+{
+  g_autoptr(GBytes) blob = NULL;
+  DcTrainSettings saved = *settings;
+  DcGptModel *copy;
+
+  g_return_val_if_fail (DC_IS_TRAIN_GROUP (self), FALSE);
+  g_return_val_if_fail (!self->started, FALSE);
+
+  if (self->request.steps > 0)
+    saved.steps = self->request.steps;
+  if (model->step >= saved.steps)
+    {
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "the checkpoint is at step %" G_GUINT64_FORMAT " and the run ends at step %u: "
+                   "nothing left to train (give more steps)", model->step, saved.steps);
+      return FALSE;
+    }
+  blob = dc_checkpoint_to_bytes (model, &saved, error);
+  if (blob == NULL)
+    return FALSE;
+  /* Every device, this one included, continues what it reads from these
+   * bytes: the same model by construction. */
+  copy = dc_checkpoint_from_bytes (blob, &self->resume_settings, error);
+  if (copy == NULL)
+    return FALSE;
+  g_clear_pointer (&self->resume_model, dc_gpt_model_free);
+  self->resume_model = copy;
+  g_clear_pointer (&self->resume_bytes, g_bytes_unref);
+  self->resume_bytes = g_steal_pointer (&blob);
+  return TRUE;
+}
+
+/**
+ * dc_train_group_load_checkpoint:
+ * @model: (transfer none): a checkpoint's model, loaded on this device
+ * @settings: its saved settings
+ *
+ * Applies a checkpoint to the whole group while a run is under way: the
+ * leader (the first roster device) sends it to every roster device before
+ * its next step report, and after that step every device continues from
+ * it, with its size and settings, to the run's last step (a new run with
+ * the same devices). On another device the checkpoint is forwarded to the
+ * leader, which does the same (docs/ARCHITECTURE.md, "Checkpoint to the
+ * group").
+ *
+ * Returns: %FALSE with @error set when no run is under way or the
+ *   checkpoint has nothing left to train
+ */
+gboolean
+dc_train_group_load_checkpoint (DcTrainGroup           *self,
+                                const DcGptModel       *model,
+                                const DcTrainSettings  *settings,
+                                GError                **error)
+{
+  g_autoptr(DcMeshRunConfig) config = NULL;
+  g_autoptr(GBytes) blob = NULL;
+  const char *leader;
+  DcPeer *peer;
+  g_autofree char *text = NULL;
+
+  g_return_val_if_fail (DC_IS_TRAIN_GROUP (self), FALSE);
+
+  if (self->state == STATE_DONE || self->session == NULL || self->roster == NULL
+      || self->config == NULL)
+    {
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "no group run is under way: Start continues a loaded checkpoint");
+      return FALSE;
+    }
+  if (model->step >= self->config->steps)
+    {
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "the checkpoint is at step %" G_GUINT64_FORMAT " and the run ends at step %u: "
+                   "nothing left to train", model->step, self->config->steps);
+      return FALSE;
+    }
+  if (self->rank == 0)
+    {
+      take_checkpoint (self, model, settings, NULL);
+      return TRUE;
+    }
+  leader = g_ptr_array_index (self->roster, 0);
+  if ((peer = find_peer (self, leader)) == NULL)
+    {
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "the leader “%s” is not connected: load the checkpoint again once the "
+                   "group has a leader", member_name (self, leader));
+      return FALSE;
+    }
+  blob = dc_checkpoint_to_bytes (model, settings, error);
+  if (blob == NULL)
+    return FALSE;
+  config = resume_config_new (self, model, settings, self->config->steps,
+                              self->config->dataset_spec);
+  send_checkpoint (self, peer, config, blob);
+  text = g_strdup_printf ("loaded a checkpoint of step %" G_GUINT64_FORMAT ": sent to the leader "
+                          "“%s”, which switches the group to it after a step", model->step,
+                          member_name (self, leader));
+  notice (self, "checkpoint", member_name (self, leader), text);
+  return TRUE;
+}
+
 void
 dc_train_group_stop (DcTrainGroup *self)
 {
@@ -2658,6 +3283,16 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->start_sent);
   g_hash_table_unref (self->joiners);
   g_hash_table_unref (self->evicted);
+  g_hash_table_unref (self->switch_reports);
+  g_clear_pointer (&self->resume_model, dc_gpt_model_free);
+  g_clear_pointer (&self->resume_bytes, g_bytes_unref);
+  g_free (self->checkpoint_from);
+  g_clear_pointer (&self->switch_config, dc_mesh_run_config_free);
+  g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+  g_clear_pointer (&self->pending_config, dc_mesh_run_config_free);
+  g_clear_pointer (&self->pending_bytes, g_bytes_unref);
+  g_clear_pointer (&self->proposal, dc_mesh_run_config_free);
+  g_free (self->proposal_from);
   g_free (self->audit_grads);
   g_free (self->join_from);
   g_clear_pointer (&self->weights, g_bytes_unref);
@@ -2713,5 +3348,7 @@ dc_train_group_init (DcTrainGroup *self)
   self->start_sent = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->joiners = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->evicted = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->switch_reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                (GDestroyNotify) dc_mesh_step_report_free);
   self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }

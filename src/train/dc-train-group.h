@@ -45,7 +45,12 @@
  * hash sends AUDIT to the roster before its report of the step; every
  * device removes the audited one from the roster after that step.
  *
- * Not here yet (seams, docs/ARCHITECTURE.md): checkpoint to the group.
+ * Checkpoint to the group: the starter may continue a checkpoint
+ * (dc_train_group_set_resume: CONFIG with the resume flag, then the file as
+ * CHECKPOINT chunks); mid-run, a checkpoint loaded on any device
+ * (dc_train_group_load_checkpoint) reaches the leader, which sends it to
+ * the roster before its next report; after that step every device
+ * continues from it (a new run id, the same roster).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -132,6 +137,14 @@ void          dc_train_group_set_starter (DcTrainGroup          *self,
                                        DcTrainGroupStarter       starter);
 const DcTrainPlan *
               dc_train_group_get_plan (DcTrainGroup             *self);
+gboolean      dc_train_group_set_resume (DcTrainGroup         *self,
+                                         const DcGptModel     *model,
+                                         const DcTrainSettings *settings,
+                                         GError              **error);
+gboolean      dc_train_group_load_checkpoint (DcTrainGroup    *self,
+                                              const DcGptModel *model,
+                                              const DcTrainSettings *settings,
+                                              GError         **error);
 void          dc_train_group_start    (DcTrainGroup             *self);
 void          dc_train_group_stop     (DcTrainGroup             *self);
 DcGptModel   *dc_train_group_get_model (DcTrainGroup            *self);
