@@ -2460,7 +2460,8 @@ handle_config (DcTrainGroup *self,
       || (config->resume && (config->start_step >= config->steps
                              || checkpoint_cap (config->width, config->seq) == 0)))
     {
-      g_message ("ignoring a run config from %s: not a run it started", dc_peer_get_name (peer));
+      g_message ("ignoring a run config from %s: not a fresh run it started",
+                 dc_peer_get_name (peer));
       dc_mesh_run_config_free (config);
       return;
     }
