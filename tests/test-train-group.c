@@ -960,6 +960,124 @@ test_load_midrun (void)
   g_rmdir (dir);
 }
 
+/* The refusals of @proc naming @peer, counted. */
+static guint
+count_refused (DcTestProc *proc,
+               const char *peer)
+{
+  guint n = 0;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "refused", peer)) >= 0; i++)
+    n++;
+  return n;
+}
+
+static gboolean
+two_refusals_of_odd (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  return count_refused (proc, "odd") >= 2 || proc->eof;
+}
+
+static gboolean
+reached_step_4 (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
+    if (json_object_get_int_member (g_ptr_array_index (proc->events, i), "step") >= 4)
+      return TRUE;
+  return proc->eof;
+}
+
+/* Devices outside the run that send training messages anyway
+ * (DC_TEST_FAULT=outsider: a gradient chunk, an audit and a repair request
+ * every 250 ms while it waits for a config) are refused by name, rate-limited,
+ * and never counted. "odd" claims another probe hash: the host, waiting for
+ * a second admitted device, logs “dropped 1 training message from “odd” …:
+ * not admitted to training (probe hash mismatch)” at once, then nothing for
+ * 10 s, then one line for all the messages of those 10 s. Then beta comes and
+ * the run starts; gamma, admitted, is started after step 4 with the same
+ * fault (the two hold their report of step 5 until it is there,
+ * hold-join@5): its messages are refused as “not in the run's roster” by
+ * the device of the run it connects to first (a later channel may open
+ * after it joined, when it sends none) until it joins after step 5. The three end
+ * with one hash; odd is in no step. Without the gate the host dropped odd's
+ * messages silently and took gamma's gradient chunks apart. */
+static void
+test_refuse (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, odd = NULL, beta = NULL, gamma = NULL;
+  JsonObject *first, *second;
+  int i;
+
+  g_setenv ("DC_TEST_FAULT", "hold-join@5", TRUE);
+  alpha = start_host (url, "20", "2", &room);
+  g_setenv ("DC_TEST_FAULT", "outsider", TRUE);
+  odd = start_follower (url, room, "odd", "20", "--test-probe-hash=00ff00ff00ff00ff");
+  g_unsetenv ("DC_TEST_FAULT");
+  if (!dc_test_wait_until (two_refusals_of_odd, alpha, RUN_BOUND_MS))
+    g_error ("alpha: no second refusal of odd within %u ms", RUN_BOUND_MS);
+  i = dc_test_proc_find (alpha, 0, "refused", "odd");
+  first = g_ptr_array_index (alpha->events, i);
+  second = g_ptr_array_index (alpha->events, dc_test_proc_find (alpha, i + 1, "refused", "odd"));
+  g_test_message ("alpha: %s / %s", json_object_get_string_member (first, "message"),
+                  json_object_get_string_member (second, "message"));
+  g_assert_true (message_has (first, "dropped 1 training message from “odd”"));
+  g_assert_true (message_has (first, "not admitted to training (probe hash mismatch)"));
+  /* Every 250 ms three messages for 10 s: far more than one line each. */
+  g_assert_true (message_has (second, "training messages from “odd”"));
+  g_assert_false (message_has (second, "dropped 1 "));
+  g_assert_false (message_has (second, "dropped 2 "));
+
+  g_setenv ("DC_TEST_FAULT", "hold-join@5", TRUE);
+  beta = start_follower (url, room, "beta", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  if (!dc_test_wait_until (reached_step_4, alpha, RUN_BOUND_MS))
+    g_error ("alpha: no step 4 within %u ms", RUN_BOUND_MS);
+  g_setenv ("DC_TEST_FAULT", "outsider", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  dc_test_proc_expect (gamma, "joined-run", NULL, RUN_BOUND_MS);
+  wait_done (alpha, 20);
+  wait_done (beta, 20);
+  wait_done (gamma, 20);
+  for (guint p = 0; p < 2; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : beta;
+      g_autoptr(GPtrArray) steps = steps_of (proc);
+
+      i = dc_test_proc_find (proc, 0, "refused", "gamma");
+      if (i >= 0)
+        g_assert_true (message_has (g_ptr_array_index (proc->events, i),
+                                    "not in the run's roster"));
+      for (guint s = 1; s <= 20; s++)
+        {
+          JsonArray *members = json_object_get_array_member (g_ptr_array_index (steps, s),
+                                                             "members");
+
+          for (guint m = 0; m < json_array_get_length (members); m++)
+            g_assert_cmpstr (json_array_get_string_element (members, m), !=, "odd");
+        }
+    }
+  /* Gamma's first channel carries its messages before any config can
+   * come; a later channel may open after it joined. */
+  g_assert_true (dc_test_proc_find (alpha, 0, "refused", "gamma") >= 0
+                 || dc_test_proc_find (beta, 0, "refused", "gamma") >= 0);
+  {
+    g_autoptr(GPtrArray) a = steps_of (alpha);
+    g_autoptr(GPtrArray) g = steps_of (gamma);
+
+    g_assert_cmpstr (hash_at (a, 20), ==, hash_at (g, 20));
+  }
+  g_subprocess_send_signal (odd->process, SIGTERM);
+  g_assert_cmpint (dc_test_proc_expect_exit (odd, EVENT_BOUND_MS), ==, 0);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -976,6 +1094,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/leader-failover", test_leader_failover);
   g_test_add_func ("/dc/train/group/join", test_join);
   g_test_add_func ("/dc/train/group/audit", test_audit);
+  g_test_add_func ("/dc/train/group/refuse", test_refuse);
   g_test_add_func ("/dc/train/group/checkpoint/resume", test_resume);
   g_test_add_func ("/dc/train/group/checkpoint/load-midrun", test_load_midrun);
   return g_test_run ();

@@ -69,6 +69,13 @@ typedef struct
   DcMeshChunkAssembler *assembler;
 } Assembly;
 
+/* Training messages dropped from one device since its last log line. */
+typedef struct
+{
+  gint64 next_log;  /* monotonic µs: no line before this */
+  guint  dropped;
+} Refusal;
+
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshChunk, dc_mesh_chunk_clear)
 
 struct _DcTrainGroup
@@ -88,6 +95,8 @@ struct _DcTrainGroup
   guint64            fault_hold;   /* DC_TEST_FAULT=hold-join@STEP, 0: none */
   guint64            fault_corrupt; /* DC_TEST_FAULT=corrupt-gradient@STEP: from STEP on */
   gboolean           audit_all;    /* DC_TEST_FAULT=audit-all: audit every step */
+  gboolean           fault_outsider; /* DC_TEST_FAULT=outsider: training messages without a run */
+  GHashTable        *refused;      /* peer id → Refusal: messages dropped, for the log */
   guint              audit_rank;   /* the rank audited this step; G_MAXUINT: none */
   float             *audit_grads;
   guint8             audit_hash[DC_MESH_HASH_SIZE];
@@ -2890,6 +2899,117 @@ handle_weights (DcTrainGroup *self,
   self->weights = g_steal_pointer (&object);
 }
 
+static gboolean
+is_training_type (guint type)
+{
+  return type == DC_MESH_MSG_CONFIG || type == DC_MESH_MSG_STEP_REPORT
+         || type == DC_MESH_MSG_GRADIENTS || type == DC_MESH_MSG_REPAIR
+         || type == DC_MESH_MSG_REPAIR_REQUEST || type == DC_MESH_MSG_WEIGHTS
+         || type == DC_MESH_MSG_CHECKPOINT || type == DC_MESH_MSG_AUDIT;
+}
+
+/* A training message from a device that has no part in it is dropped and
+ * never counted; the log names the device at most once every
+ * DC_TRAIN_GROUP_REFUSE_LOG_S with how many were dropped since, so that a
+ * flooding peer cannot flood the log. */
+static void
+refuse (DcTrainGroup *self,
+        DcPeer       *peer,
+        guint         type,
+        const char   *why)
+{
+  const char *id = dc_peer_get_id (peer);
+  Refusal *refusal = g_hash_table_lookup (self->refused, id);
+  gint64 now = g_get_monotonic_time ();
+  g_autofree char *text = NULL;
+  const char *name = dc_peer_get_name (peer) != NULL ? dc_peer_get_name (peer) : id;
+
+  if (refusal == NULL)
+    {
+      refusal = g_new0 (Refusal, 1);
+      g_hash_table_insert (self->refused, g_strdup (id), refusal);
+    }
+  refusal->dropped++;
+  if (now < refusal->next_log)
+    return;
+  text = g_strdup_printf ("dropped %u training message%s from “%s” (the last: %s): %s",
+                          refusal->dropped, refusal->dropped == 1 ? "" : "s", name,
+                          dc_mesh_message_type_to_string (type), why);
+  refusal->dropped = 0;
+  refusal->next_log = now + (gint64) DC_TRAIN_GROUP_REFUSE_LOG_S * G_USEC_PER_SEC;
+  notice (self, "refused", name, text);
+}
+
+/* Admission and the roster, checked for every training message before it
+ * is read. Step reports and configs of admitted devices outside the roster
+ * pass: a joiner's first report may come before its announcement, and the
+ * first config and report come before there is a roster; neither is ever
+ * counted for a device outside the roster (the guard compares roster
+ * devices' reports only). */
+static gboolean
+accept_from (DcTrainGroup *self,
+             DcPeer       *peer,
+             guint         type)
+{
+  DcMeshHello *theirs = dc_peer_get_hello (peer);
+
+  if (!admitted (self, peer))
+    {
+      refuse (self, peer, type,
+              theirs == NULL ? "no hello yet"
+              : theirs->numeric_rule_id != own_hello (self)->numeric_rule_id
+              ? "not admitted to training (numeric rule mismatch)"
+              : "not admitted to training (probe hash mismatch)");
+      return FALSE;
+    }
+  if ((type == DC_MESH_MSG_GRADIENTS || type == DC_MESH_MSG_REPAIR
+       || type == DC_MESH_MSG_REPAIR_REQUEST || type == DC_MESH_MSG_AUDIT)
+      && self->roster != NULL && !in_roster (self, dc_peer_get_id (peer)))
+    {
+      refuse (self, peer, type, "not in the run's roster");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Test only (DC_TEST_FAULT=outsider): while waiting for a config, send
+ * every connected device a gradient chunk, an audit and a repair request of
+ * no run, as a device outside the run pushing messages would. */
+static void
+fault_outsider_send (DcTrainGroup *self)
+{
+  g_autoptr(GPtrArray) peers = NULL;
+  DcMeshChunk chunk = { 0 };
+  DcMeshAudit audit = { 0 };
+  DcMeshRepairRequest request = { 0 };
+  g_autoptr(GBytes) data = g_bytes_new_static ("x", 1);
+  g_autoptr(GBytes) gradient = NULL, audit_payload = NULL, request_payload = NULL;
+
+  if (!self->fault_outsider || self->state != STATE_WAITING_CONFIG || get_mesh (self) == NULL)
+    return;
+  chunk.step = 1;
+  chunk.count = 1;
+  chunk.total = 1;
+  chunk.data = data;
+  dc_mesh_train_hash (data, chunk.hash);
+  gradient = dc_mesh_chunk_encode (DC_MESH_MSG_GRADIENTS, &chunk, NULL);
+  audit.step = 1;
+  audit_payload = dc_mesh_audit_encode (&audit);
+  request.step = 1;
+  request_payload = dc_mesh_repair_request_encode (&request);
+  peers = dc_mesh_dup_peers (get_mesh (self));
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+
+      if (dc_peer_get_state (peer) != DC_PEER_STATE_OPEN || dc_peer_get_name (peer) == NULL)
+        continue;
+      dc_peer_send (peer, DC_MESH_MSG_GRADIENTS, gradient, NULL);
+      dc_peer_send (peer, DC_MESH_MSG_AUDIT, audit_payload, NULL);
+      dc_peer_send (peer, DC_MESH_MSG_REPAIR_REQUEST, request_payload, NULL);
+    }
+}
+
 static void
 message_cb (DcGroup  *group,
             DcPeer   *peer,
@@ -2899,7 +3019,7 @@ message_cb (DcGroup  *group,
 {
   DcTrainGroup *self = user_data;
 
-  if (self->state == STATE_DONE)
+  if (self->state == STATE_DONE || !is_training_type (type) || !accept_from (self, peer, type))
     return;
   switch (type)
     {
@@ -2907,29 +3027,23 @@ message_cb (DcGroup  *group,
       handle_config (self, peer, payload);
       break;
     case DC_MESH_MSG_STEP_REPORT:
-      if (admitted (self, peer))
-        handle_report (self, peer, payload);
+      handle_report (self, peer, payload);
       break;
     case DC_MESH_MSG_GRADIENTS:
     case DC_MESH_MSG_REPAIR:
-      if (admitted (self, peer))
-        handle_chunk (self, peer, type, payload);
+      handle_chunk (self, peer, type, payload);
       break;
     case DC_MESH_MSG_REPAIR_REQUEST:
-      if (admitted (self, peer))
-        handle_repair_request (self, peer, payload);
+      handle_repair_request (self, peer, payload);
       break;
     case DC_MESH_MSG_WEIGHTS:
-      if (admitted (self, peer))
-        handle_weights (self, peer, payload);
+      handle_weights (self, peer, payload);
       break;
     case DC_MESH_MSG_CHECKPOINT:
-      if (admitted (self, peer))
-        handle_checkpoint (self, peer, payload);
+      handle_checkpoint (self, peer, payload);
       break;
     case DC_MESH_MSG_AUDIT:
-      if (admitted (self, peer))
-        handle_audit (self, peer, payload);
+      handle_audit (self, peer, payload);
       break;
     default:
       return;
@@ -2964,12 +3078,14 @@ event_cb (DcGroup    *group,
         if (dc_peer_get_name (g_ptr_array_index (peers, i)) != NULL)
           admitted (self, g_ptr_array_index (peers, i));
     }
+  fault_outsider_send (self);
   advance (self);
 }
 
 static gboolean
 tick_cb (gpointer user_data)
 {
+  fault_outsider_send (user_data);
   advance (user_data);
   return G_SOURCE_CONTINUE;
 }
@@ -3013,6 +3129,7 @@ dc_train_group_new (DcContext               *context,
   if (fault != NULL && g_str_has_prefix (fault, "corrupt-gradient@"))
     self->fault_corrupt = g_ascii_strtoull (fault + strlen ("corrupt-gradient@"), NULL, 10);
   self->audit_all = g_strcmp0 (fault, "audit-all") == 0;
+  self->fault_outsider = g_strcmp0 (fault, "outsider") == 0;
   self->audit_rank = G_MAXUINT;
   if (fault != NULL && g_str_has_prefix (fault, "hold-join@"))
     self->fault_hold = g_ascii_strtoull (fault + strlen ("hold-join@"), NULL, 10);
@@ -3285,6 +3402,7 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->joiners);
   g_hash_table_unref (self->evicted);
   g_hash_table_unref (self->switch_reports);
+  g_hash_table_unref (self->refused);
   g_clear_pointer (&self->resume_model, dc_gpt_model_free);
   g_clear_pointer (&self->resume_bytes, g_bytes_unref);
   g_free (self->checkpoint_from);
@@ -3349,6 +3467,7 @@ dc_train_group_init (DcTrainGroup *self)
   self->start_sent = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->joiners = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->evicted = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->refused = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->switch_reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                 (GDestroyNotify) dc_mesh_step_report_free);
   self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);

@@ -96,6 +96,11 @@ G_BEGIN_DECLS
  * about 22-25 % a step, so a device that corrupts every gradient is caught
  * within 10 steps with 92 %, within 30 with 99.9 %. */
 #define DC_TRAIN_GROUP_AUDIT_PERIOD    4
+/* Training messages from a device outside the run (not admitted, or not in
+ * the roster) are dropped; the log names it at most once every this many
+ * seconds, with the count since: a device that floods cannot flood the log,
+ * and a person reading it still sees within seconds who is refused. */
+#define DC_TRAIN_GROUP_REFUSE_LOG_S    10
 
 #define DC_TRAIN_GROUP_ERROR (dc_train_group_error_quark ())
 GQuark dc_train_group_error_quark (void);
