@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "dc-train-group.h"
+#include "dc-train-wire.h"
 #include "mesh/dc-mesh-train-protocol.h"
 #include "model/dc-checkpoint.h"
 #include "model/dc-rng.h"
@@ -23,17 +24,18 @@
 /* The audit draws' stream of dc_rng, apart from the model's (1-3). */
 #define AUDIT_STREAM          0x41554454u  /* "AUDT" */
 
-/* A gradient object: this header, then n_params little-endian float32.
- * The header names the roster the gradient was computed for (its size and
- * a digest of its sorted ids), so that gradients of a roster a device has
- * not adopted yet are kept apart, and the sender's loss for the step line. */
-#define GRADIENT_MAGIC        0x31475244u  /* "DRG1" */
-#define GRADIENT_HEADER_SIZE  24
-/* The state a joining device receives (WEIGHTS): this header (magic, u32
- * reserved, u64 n_params, u64 step, f32 β1^step, f32 β2^step), then the
- * weights and both Adam moments, 3 × n_params little-endian float32. */
-#define WEIGHTS_MAGIC         0x31545744u  /* "DWT1" */
-#define WEIGHTS_HEADER_SIZE   32
+/* A gradient object: a header (dc-train-wire.h), then n_params
+ * little-endian float32. The header names the roster the gradient was
+ * computed for (its size and a digest of its sorted ids), so that gradients
+ * of a roster a device has not adopted yet are kept apart, and the sender's
+ * loss for the step line. The state a joining device receives (WEIGHTS): a
+ * header (magic, u32 reserved, u64 n_params, u64 step, f32 β1^step, f32
+ * β2^step), then the weights and both Adam moments, 3 × n_params
+ * little-endian float32. */
+#define GRADIENT_MAGIC        DC_TRAIN_GRADIENT_MAGIC
+#define GRADIENT_HEADER_SIZE  DC_TRAIN_GRADIENT_HEADER_SIZE
+#define WEIGHTS_MAGIC         DC_TRAIN_WEIGHTS_MAGIC
+#define WEIGHTS_HEADER_SIZE   DC_TRAIN_WEIGHTS_HEADER_SIZE
 
 /* How often the waits look at the clock and at the peers. */
 #define TICK_MS 250
@@ -2015,8 +2017,8 @@ load_weights (DcTrainGroup *self)
   DcGptModel *model = dc_train_session_get_model (self->session);
   const guint8 *data;
   gsize size;
-  guint32 magic;
-  guint64 n, step;
+  DcTrainWeightsHeader header;
+  g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) roster = NULL;
   g_autofree char *hash = NULL;
   g_autofree char *optimizer = NULL;
@@ -2028,22 +2030,19 @@ load_weights (DcTrainGroup *self)
   if (self->weights == NULL || report == NULL)
     return;
   data = g_bytes_get_data (self->weights, &size);
-  memcpy (&magic, data, 4);
-  memcpy (&n, data + 8, 8);
-  memcpy (&step, data + 16, 8);
-  if (size != WEIGHTS_HEADER_SIZE + 3 * model->n_params * sizeof (float)
-      || GUINT32_FROM_LE (magic) != WEIGHTS_MAGIC || GUINT64_FROM_LE (n) != model->n_params
-      || GUINT64_FROM_LE (step) != self->config->start_step)
+  if (!dc_train_weights_header_parse (data, size, model->n_params, self->config->start_step,
+                                      &header, &error))
     {
       finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
                                  "the weights from “%s” do not fit the run's model (%"
-                                 G_GSIZE_FORMAT " bytes for %" G_GSIZE_FORMAT " parameters)",
-                                 member_name (self, self->join_from), size, model->n_params));
+                                 G_GSIZE_FORMAT " bytes for %" G_GSIZE_FORMAT " parameters): %s",
+                                 member_name (self, self->join_from), size, model->n_params,
+                                 error->message));
       return;
     }
   memcpy (model->params, data + WEIGHTS_HEADER_SIZE, 3 * model->n_params * sizeof (float));
-  memcpy (&model->beta1_pow, data + 24, 4);
-  memcpy (&model->beta2_pow, data + 28, 4);
+  model->beta1_pow = header.beta1_pow;
+  model->beta2_pow = header.beta2_pow;
   model->step = self->config->start_step;
   self->step_done = model->step;
   g_clear_pointer (&self->weights, g_bytes_unref);
@@ -2735,8 +2734,10 @@ handle_chunk (DcTrainGroup *self,
   assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
 
   {
-    const guint8 *data = g_bytes_get_data (object, NULL);
-    guint32 magic, n, loss_bits;
+    gsize size;
+    const guint8 *data = g_bytes_get_data (object, &size);
+    DcTrainGradientHeader header;
+    guint32 n, loss_bits;
     guint64 digest;
     Gradient *gradient;
     guint stashed = 0;
@@ -2745,16 +2746,17 @@ handle_chunk (DcTrainGroup *self,
     g_autofree char *prefix = g_strdup_printf ("%" G_GUINT64_FORMAT "/", chunk.step);
     g_autofree char *suffix = g_strdup_printf ("/%s", id);
 
-    memcpy (&magic, data, 4);
-    memcpy (&n, data + 4, 4);
-    memcpy (&digest, data + 8, 8);
-    memcpy (&loss_bits, data + 16, 4);
-    if (GUINT32_FROM_LE (magic) != GRADIENT_MAGIC || GUINT32_FROM_LE (n) == 0
-        || GUINT32_FROM_LE (n) > DC_MESH_ROSTER_MAX || chunk.rank >= GUINT32_FROM_LE (n))
+    if (!dc_train_gradient_header_parse (data, size, model->n_params, chunk.rank, &header,
+                                         &error))
       {
-        g_message ("a gradient from %s with a bad header: dropped", dc_peer_get_name (peer));
+        g_message ("a gradient from %s with a bad header: dropped (%s)", dc_peer_get_name (peer),
+                   error->message);
         return;
       }
+    /* As they were on the wire, for the code below. */
+    n = GUINT32_TO_LE (header.roster_size);
+    digest = GUINT64_TO_LE (header.digest);
+    loss_bits = GUINT32_TO_LE (header.loss_bits);
     if (repair)
       {
         g_autofree char *own_key = gradient_key (chunk.step, self->digest, id);
