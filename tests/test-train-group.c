@@ -751,6 +751,64 @@ test_audit (void)
   g_assert_cmpuint (caught, <=, 20);
 }
 
+/* A dishonest auditor: the third device accuses another's gradient of step
+ * 5 although it reproduces (DC_TEST_FAULT=false-audit@5). Every device
+ * recomputes the accused gradient itself at the end of step 5, finds that
+ * it reproduces and removes the accuser instead: the two log “… that
+ * reproduces here: “gamma” is removed from the roster after step 5 (a
+ * dishonest auditor)”, gamma stops with “AUDIT: removed from the run: this
+ * device accused …” (exit 1), and the accused trains on. The two finish 20
+ * steps with equal hashes, three devices to step 5 and two after, the final
+ * hash that of a simulation with that roster history. With the auditor
+ * trusted (no recomputation) the accused device was removed instead and
+ * stopped with exit 1. */
+static void
+test_false_audit (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  g_autofree char *expected = NULL;
+  JsonObject *error;
+
+  alpha = start_host (url, "20", "3", &room);
+  beta = start_follower (url, room, "beta", "20", NULL);
+  g_setenv ("DC_TEST_FAULT", "false-audit@5", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "AUDIT: removed from the run: this device accused"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  wait_done (alpha, 20);
+  wait_done (beta, 20);
+  for (guint p = 0; p < 2; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : beta;
+      int i = dc_test_proc_find (proc, 0, "audit", "gamma");
+
+      g_assert_cmpint (i, >=, 0);
+      g_assert_true (message_has (g_ptr_array_index (proc->events, i),
+                                  "is removed from the roster after step 5 (a dishonest "
+                                  "auditor)"));
+      g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "alpha"), ==, -1);
+      g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "beta"), ==, -1);
+    }
+  a = steps_of (alpha);
+  b = steps_of (beta);
+  for (guint s = 1; s <= 20; s++)
+    {
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==,
+                       s <= 5 ? 3 : 2);
+    }
+  expected = simulate_history (5, 20);
+  g_assert_cmpstr (hash_at (a, 20), ==, expected);
+}
+
 /* A device whose probe hash differs (claimed with a test option) is not
  * admitted: the host logs "probe hash mismatch" naming it, the run starts
  * with the two others only, and it never takes a step. */
@@ -1094,6 +1152,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/leader-failover", test_leader_failover);
   g_test_add_func ("/dc/train/group/join", test_join);
   g_test_add_func ("/dc/train/group/audit", test_audit);
+  g_test_add_func ("/dc/train/group/audit/false-accusation", test_false_audit);
   g_test_add_func ("/dc/train/group/refuse", test_refuse);
   g_test_add_func ("/dc/train/group/checkpoint/resume", test_resume);
   g_test_add_func ("/dc/train/group/checkpoint/load-midrun", test_load_midrun);

@@ -56,6 +56,7 @@ typedef enum
   STATE_ADMITTING,       /* at a step boundary: waiting for the joiners' reports */
   STATE_HOLDING,         /* test only: a step's report waits for a device to join */
   STATE_WAITING_CHECKPOINT, /* follower: the starter's checkpoint (a resumed run) */
+  STATE_VERIFYING,       /* worker: recomputing accused gradients (audits) */
   STATE_DONE,
 } State;
 
@@ -70,6 +71,25 @@ typedef struct
 {
   DcMeshChunkAssembler *assembler;
 } Assembly;
+
+/* An audit's accusation (this device's own or a roster device's): verified
+ * by every device at the end of the step (verify_accusations ()). */
+typedef struct
+{
+  guint64  step;
+  guint    rank;        /* of the step's roster */
+  char    *auditor;     /* member ids */
+  char    *accused;
+  guint8   recomputed[DC_MESH_HASH_SIZE];  /* this device's recomputation */
+} Accusation;
+
+static void
+accusation_free (Accusation *accusation)
+{
+  g_free (accusation->auditor);
+  g_free (accusation->accused);
+  g_free (accusation);
+}
 
 /* Training messages dropped from one device since its last log line. */
 typedef struct
@@ -103,6 +123,8 @@ struct _DcTrainGroup
   float             *audit_grads;
   guint8             audit_hash[DC_MESH_HASH_SIZE];
   GHashTable        *evicted;      /* id → the step after which audits removed it */
+  GPtrArray         *accusations;  /* Accusation*: audits of the step, verified at its end */
+  guint64            fault_false_audit; /* DC_TEST_FAULT=false-audit@STEP: accuse from STEP on */
   double             last_loss, last_seconds;  /* of the step being published */
 
   State              state;
@@ -1084,7 +1106,8 @@ start_step (DcTrainGroup *self)
       guint64 draw = dc_rng_u64 (self->config->run_seed, AUDIT_STREAM,
                                  ((model->step + 1) << 16) | self->rank);
 
-      if (self->audit_all || draw % DC_TRAIN_GROUP_AUDIT_PERIOD == 0)
+      if (self->audit_all || draw % DC_TRAIN_GROUP_AUDIT_PERIOD == 0
+          || (self->fault_false_audit != 0 && model->step + 1 >= self->fault_false_audit))
         self->audit_rank = (self->rank + 1
                             + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD)
                                        % (self->roster->len - 1))) % self->roster->len;
@@ -1707,6 +1730,7 @@ switch_run (DcTrainGroup *self)
   g_hash_table_remove_all (self->answered);
   g_hash_table_remove_all (self->joiners);
   g_hash_table_remove_all (self->evicted);
+  g_ptr_array_set_size (self->accusations, 0);
   g_hash_table_remove_all (self->start_sent);
   g_hash_table_remove_all (self->reports);
   g_hash_table_iter_init (&iter, self->switch_reports);
@@ -2080,10 +2104,36 @@ load_weights (DcTrainGroup *self)
   advance (self);
 }
 
+/* An accusation of (step, rank) by @auditor, at most one per auditor and
+ * step (an auditor audits one rank a step). */
+static void
+add_accusation (DcTrainGroup *self,
+                guint64       step,
+                guint         rank,
+                const char   *auditor)
+{
+  Accusation *accusation;
+
+  for (guint i = 0; i < self->accusations->len; i++)
+    {
+      Accusation *other = g_ptr_array_index (self->accusations, i);
+
+      if (other->step == step && g_str_equal (other->auditor, auditor))
+        return;
+    }
+  accusation = g_new0 (Accusation, 1);
+  accusation->step = step;
+  accusation->rank = rank;
+  accusation->auditor = g_strdup (auditor);
+  accusation->accused = g_strdup (g_ptr_array_index (self->roster, rank));
+  g_ptr_array_add (self->accusations, accusation);
+}
+
 /* The audited rank's gradient as received against this device's
  * recomputation: a difference is sent to the roster as AUDIT (before this
- * device's report of the step, so everyone has it when it has that report)
- * and the audited device is removed after this step. */
+ * device's report of the step, so everyone has it when it has that report);
+ * every device, this one included, checks the accusation at the end of the
+ * step (verify_accusations ()). */
 static void
 check_audit (DcTrainGroup  *self,
              const float  **grads)
@@ -2100,6 +2150,14 @@ check_audit (DcTrainGroup  *self,
     return;
   bytes = g_bytes_new_static (grads[self->audit_rank], model->n_params * sizeof (float));
   dc_mesh_train_hash (bytes, hash);
+  if (self->fault_false_audit != 0 && model->step + 1 >= self->fault_false_audit)
+    {
+      /* Test only (DC_TEST_FAULT=false-audit@STEP): a dishonest auditor
+       * accuses a gradient that reproduces. */
+      self->audit_hash[0] = (guint8) (hash[0] ^ 1u);
+      g_message ("DC_TEST_FAULT: a false accusation of rank %u at step %" G_GUINT64_FORMAT,
+                 self->audit_rank, model->step + 1);
+    }
   if (memcmp (hash, self->audit_hash, DC_MESH_HASH_SIZE) == 0)
     return;
   id = g_ptr_array_index (self->roster, self->audit_rank);
@@ -2109,12 +2167,11 @@ check_audit (DcTrainGroup  *self,
   memcpy (audit.gradient_hash, self->audit_hash, DC_MESH_HASH_SIZE);
   payload = dc_mesh_audit_encode (&audit);
   send_to_roster (self, DC_MESH_MSG_AUDIT, payload);
-  g_hash_table_replace (self->evicted, g_strdup (id), GSIZE_TO_POINTER (model->step + 1));
+  add_accusation (self, audit.step, audit.rank, own_id (self));
   text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT " does not "
-                          "reproduce (audited by “%s”): removed from the roster after step %"
-                          G_GUINT64_FORMAT, member_name (self, id), model->step + 1,
-                          own_hello (self)->name, model->step + 1);
-  notice (self, "audit", member_name (self, id), text);
+                          "reproduce here: accused to the group, which checks it",
+                          member_name (self, id), audit.step);
+  g_message ("%s", text);
 }
 
 /* After step @step: devices an audit caught leave the roster. */
@@ -2140,6 +2197,187 @@ remove_evicted (DcTrainGroup *self,
     set_roster (self, kept);
 }
 
+/* After the step whose reports agreed (and whose accusations were
+ * checked): the roster of the next step, then that step. */
+static void
+next_step (DcTrainGroup *self)
+{
+  guint64 step = dc_train_session_get_model (self->session)->step;
+
+  remove_evicted (self, step);
+  if (self->switch_config != NULL)
+    switch_run (self);
+  else if (enter_admitting (self, step))
+    advance (self);
+  else
+    start_step (self);
+}
+
+typedef struct
+{
+  guint  n;         /* roster size */
+  guint  n_accused;
+  guint *ranks;     /* the accused ranks, in the order of the accusations */
+  guint8 (*hashes)[DC_MESH_HASH_SIZE];
+} VerifyData;
+
+static void
+verify_data_free (VerifyData *data)
+{
+  g_free (data->ranks);
+  g_free (data->hashes);
+  g_free (data);
+}
+
+/* Recomputes the accused gradients of the step just taken on the weights
+ * before it (the snapshot the apply worker took), then puts the model back
+ * as it was. */
+static void
+verify_worker (GTask        *task,
+               gpointer      source,
+               gpointer      data,
+               GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  VerifyData *verify = data;
+  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
+  g_autofree float *saved = g_memdup2 (model->params, model->n_params * sizeof (float));
+  g_autofree float *grads = g_new (float, model->n_params);
+  guint64 step = model->step;
+  GError *error = NULL;
+  float loss;
+
+  memcpy (model->params, self->snapshot, model->n_params * sizeof (float));
+  model->step = self->snap_step;
+  for (guint i = 0; i < verify->n_accused; i++)
+    {
+      g_autoptr(GBytes) bytes = NULL;
+
+      if (!dc_gpt_trainer_compute_gradients (trainer, verify->ranks[i], verify->n, grads, &loss,
+                                             &error))
+        break;
+      bytes = g_bytes_new_static (grads, model->n_params * sizeof (float));
+      dc_mesh_train_hash (bytes, verify->hashes[i]);
+    }
+  memcpy (model->params, saved, model->n_params * sizeof (float));
+  model->step = step;
+  if (error != NULL)
+    g_task_return_error (task, error);
+  else
+    g_task_return_boolean (task, TRUE);
+}
+
+/* Every accusation of the step, by the hashes: the accused gradient as
+ * received (its author's own, for this device's) against this device's
+ * recomputation. Every honest device computes the same bits, so every one
+ * removes the same device after the same step. */
+static void
+verified_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  VerifyData *verify = g_task_get_task_data (G_TASK (result));
+  GError *error = NULL;
+
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      finish (self, error);
+      return;
+    }
+  if (self->state == STATE_DONE)
+    return;
+  for (guint i = 0; i < verify->n_accused; i++)
+    {
+      Accusation *accusation = g_ptr_array_index (self->accusations, i);
+      g_autofree char *key = gradient_key (accusation->step, self->digest, accusation->accused);
+      Gradient *gradient = g_hash_table_lookup (self->gradients, key);
+      g_autoptr(GBytes) values = NULL;
+      guint8 received[DC_MESH_HASH_SIZE];
+      g_autofree char *auditor = g_strdup (member_name (self, accusation->auditor));
+      g_autofree char *accused = g_strdup (member_name (self, accusation->accused));
+      g_autofree char *text = NULL;
+      gboolean reproduces;
+      const char *removed;
+
+      if (gradient == NULL)
+        continue;  /* never: the step's gradients are kept DC_TRAIN_GROUP_REPAIR_STEPS */
+      values = g_bytes_new_from_bytes (gradient->object, GRADIENT_HEADER_SIZE,
+                                       g_bytes_get_size (gradient->object)
+                                       - GRADIENT_HEADER_SIZE);
+      dc_mesh_train_hash (values, received);
+      reproduces = memcmp (received, verify->hashes[i], DC_MESH_HASH_SIZE) == 0;
+      removed = reproduces ? accusation->auditor : accusation->accused;
+      if (g_str_equal (removed, own_id (self)))
+        {
+          finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                     reproduces
+                                     ? "AUDIT: removed from the run: this device accused “%s” "
+                                       "of a gradient of step %" G_GUINT64_FORMAT " that "
+                                       "reproduces on the other devices; its audit was wrong "
+                                       "(its kernels or its build compute wrong values)"
+                                     : "AUDIT: removed from the run: “%s” recomputed this "
+                                       "device's gradient of step %" G_GUINT64_FORMAT " and got "
+                                       "another hash; its kernels or its build compute wrong "
+                                       "values",
+                                     reproduces ? accused : auditor, accusation->step));
+          return;
+        }
+      if (g_hash_table_contains (self->evicted, removed))
+        continue;
+      g_hash_table_replace (self->evicted, g_strdup (removed),
+                            GSIZE_TO_POINTER (accusation->step));
+      if (reproduces)
+        text = g_strdup_printf ("AUDIT: “%s” accused “%s” of a gradient of step %"
+                                G_GUINT64_FORMAT " that reproduces here: “%s” is removed from "
+                                "the roster after step %" G_GUINT64_FORMAT
+                                " (a dishonest auditor)", auditor, accused, accusation->step,
+                                auditor, accusation->step);
+      else
+        text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT
+                                " does not reproduce (audited by “%s”): removed from the roster "
+                                "after step %" G_GUINT64_FORMAT, accused, accusation->step,
+                                auditor, accusation->step);
+      notice (self, "audit", reproduces ? auditor : accused, text);
+    }
+  g_ptr_array_set_size (self->accusations, 0);
+  next_step (self);
+}
+
+/* At the end of step S: accusations of S are checked on a worker
+ * (STATE_VERIFYING) before the next roster is made. Returns FALSE when
+ * there are none (older ones are dropped: their step's end is past). */
+static gboolean
+verify_accusations (DcTrainGroup *self)
+{
+  guint64 step = dc_train_session_get_model (self->session)->step;
+  VerifyData *data;
+  g_autoptr(GTask) task = NULL;
+
+  for (guint i = self->accusations->len; i > 0; i--)
+    {
+      Accusation *accusation = g_ptr_array_index (self->accusations, i - 1);
+
+      if (accusation->step != step)
+        g_ptr_array_remove_index (self->accusations, i - 1);
+    }
+  if (self->accusations->len == 0)
+    return FALSE;
+  data = g_new0 (VerifyData, 1);
+  data->n = self->roster->len;
+  data->n_accused = self->accusations->len;
+  data->ranks = g_new (guint, self->accusations->len);
+  data->hashes = g_malloc0_n (self->accusations->len, DC_MESH_HASH_SIZE);
+  for (guint i = 0; i < self->accusations->len; i++)
+    data->ranks[i] = ((Accusation *) g_ptr_array_index (self->accusations, i))->rank;
+  self->state = STATE_VERIFYING;
+  task = g_task_new (self, NULL, verified_cb, NULL);
+  g_task_set_task_data (task, data, (GDestroyNotify) verify_data_free);
+  g_task_run_in_thread (task, verify_worker);
+  return TRUE;
+}
+
 static void
 advance (DcTrainGroup *self)
 {
@@ -2155,6 +2393,7 @@ advance (DcTrainGroup *self)
 
     case STATE_WAITING_CONFIG:
     case STATE_PREPARING:
+    case STATE_VERIFYING:
     case STATE_COMPUTING:
     case STATE_APPLYING:
     case STATE_DONE:
@@ -2377,16 +2616,8 @@ advance (DcTrainGroup *self)
           prune (self, model->step);
           if (model->step >= self->stop)
             finish (self, NULL);
-          else
-            {
-              remove_evicted (self, model->step);
-              if (self->switch_config != NULL)
-                switch_run (self);
-              else if (enter_admitting (self, model->step))
-                advance (self);
-              else
-                start_step (self);
-            }
+          else if (!verify_accusations (self))
+            next_step (self);
         }
       else if (self->state == STATE_REPORTING && late)
         {
@@ -2588,6 +2819,9 @@ rollback (DcTrainGroup *self,
   g_autofree char *text = NULL;
 
   memcpy (model->params, self->snapshot, 3 * model->n_params * sizeof (float));
+  /* Accusations of the step name ranks of the roster it is taken back
+   * from: the step taken again is audited again. */
+  g_ptr_array_set_size (self->accusations, 0);
   model->step = self->snap_step;
   model->beta1_pow = self->snap_beta1;
   model->beta2_pow = self->snap_beta2;
@@ -2799,10 +3033,11 @@ handle_chunk (DcTrainGroup *self,
   }
 }
 
-/* Another roster device's audit of the step being taken or just taken:
- * the audited device is removed after that step (on every device, since
- * the auditor sent it before its report of the step); the audited device
- * itself stops. The auditor is trusted: this device does not recompute. */
+/* Another roster device's audit of the step being taken or just taken: an
+ * accusation, recorded. It is not trusted: at the end of the step every
+ * device (on every device, since the auditor sent it before its report of
+ * the step) recomputes the gradient and removes the accused, or the
+ * accuser when the gradient reproduces (verify_accusations ()). */
 static void
 handle_audit (DcTrainGroup *self,
               DcPeer       *peer,
@@ -2811,7 +3046,6 @@ handle_audit (DcTrainGroup *self,
   g_autoptr(GError) error = NULL;
   DcMeshAudit audit = { 0 };
   const char *id;
-  g_autofree char *text = NULL;
 
   if (self->session == NULL || !in_roster (self, dc_peer_get_id (peer)))
     return;
@@ -2820,8 +3054,11 @@ handle_audit (DcTrainGroup *self,
       g_message ("a malformed audit from %s: %s", dc_peer_get_name (peer), error->message);
       return;
     }
+  /* The step being taken, or the one just taken while its reports come in
+   * (the step's end, where accusations are checked, is not past). */
   if (memcmp (audit.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
-      || audit.step + 1 < self->step_done + 1 || audit.step > self->step_done + 1
+      || (audit.step != self->step_done + 1
+          && !(audit.step == self->step_done && self->state == STATE_REPORTING))
       || audit.rank >= self->roster->len)
     return;
   /* The rank is of the auditor's roster: only when its gradient of that
@@ -2840,21 +3077,10 @@ handle_audit (DcTrainGroup *self,
   id = g_ptr_array_index (self->roster, audit.rank);
   if (g_str_equal (id, dc_peer_get_id (peer)) || g_hash_table_contains (self->evicted, id))
     return;
-  if (audit.rank == self->rank)
-    {
-      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
-                                 "AUDIT: removed from the run: “%s” recomputed this device's "
-                                 "gradient of step %" G_GUINT64_FORMAT " and got another hash; "
-                                 "its kernels or its build compute wrong values",
-                                 dc_peer_get_name (peer), audit.step));
-      return;
-    }
-  g_hash_table_replace (self->evicted, g_strdup (id), GSIZE_TO_POINTER (audit.step));
-  text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT " does not "
-                          "reproduce (audited by “%s”): removed from the roster after step %"
-                          G_GUINT64_FORMAT, member_name (self, id), audit.step,
-                          dc_peer_get_name (peer), audit.step);
-  notice (self, "audit", member_name (self, id), text);
+  g_message ("AUDIT: “%s” accuses “%s” of a gradient of step %" G_GUINT64_FORMAT " that does "
+             "not reproduce: checking it at the end of the step", dc_peer_get_name (peer),
+             member_name (self, id), audit.step);
+  add_accusation (self, audit.step, audit.rank, dc_peer_get_id (peer));
 }
 
 /* The joiner: the state after the step it joins after, from the leader
@@ -3132,6 +3358,8 @@ dc_train_group_new (DcContext               *context,
     self->fault_corrupt = g_ascii_strtoull (fault + strlen ("corrupt-gradient@"), NULL, 10);
   self->audit_all = g_strcmp0 (fault, "audit-all") == 0;
   self->fault_outsider = g_strcmp0 (fault, "outsider") == 0;
+  if (fault != NULL && g_str_has_prefix (fault, "false-audit@"))
+    self->fault_false_audit = g_ascii_strtoull (fault + strlen ("false-audit@"), NULL, 10);
   self->audit_rank = G_MAXUINT;
   if (fault != NULL && g_str_has_prefix (fault, "hold-join@"))
     self->fault_hold = g_ascii_strtoull (fault + strlen ("hold-join@"), NULL, 10);
@@ -3405,6 +3633,7 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->evicted);
   g_hash_table_unref (self->switch_reports);
   g_hash_table_unref (self->refused);
+  g_ptr_array_unref (self->accusations);
   g_clear_pointer (&self->resume_model, dc_gpt_model_free);
   g_clear_pointer (&self->resume_bytes, g_bytes_unref);
   g_free (self->checkpoint_from);
@@ -3469,6 +3698,7 @@ dc_train_group_init (DcTrainGroup *self)
   self->start_sent = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->joiners = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->evicted = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->accusations = g_ptr_array_new_with_free_func ((GDestroyNotify) accusation_free);
   self->refused = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->switch_reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                 (GDestroyNotify) dc_mesh_step_report_free);
