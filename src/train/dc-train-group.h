@@ -43,7 +43,9 @@
  *
  * Audits: a device that recomputes another's gradient and gets another
  * hash sends AUDIT to the roster before its report of the step; every
- * device removes the audited one from the roster after that step.
+ * device recomputes that gradient itself once the step's reports agree and
+ * removes the audited one after that step, or the auditor when the
+ * gradient reproduces (a false accusation).
  *
  * Checkpoint to the group: the starter may continue a checkpoint
  * (dc_train_group_set_resume: CONFIG with the resume flag, then the file as
