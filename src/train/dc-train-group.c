@@ -1546,8 +1546,9 @@ count_admitted (DcTrainGroup *self)
  * still bounds what a lying peer can make this device hold. */
 #define CHECKPOINT_SLACK  (1024u * 1024u)
 
-/* The largest checkpoint file a config of @width and @seq can name; 0 when
- * the size is not one the model allows. */
+/* The largest checkpoint file a config of @width and @seq can name (a
+ * checkpoint may have more layers than the width implies, up to
+ * DC_GPT_LAYERS_MAX); 0 when the size is not one the model allows. */
 static guint64
 checkpoint_cap (guint32 width,
                 guint32 seq)
@@ -1555,6 +1556,7 @@ checkpoint_cap (guint32 width,
   DcGptConfig config;
 
   dc_gpt_config_init_derived (&config, width, seq);
+  config.n_layer = DC_GPT_LAYERS_MAX;
   if (!dc_gpt_config_validate (&config, NULL))
     return 0;
   return MIN ((guint64) 3 * sizeof (float) * dc_gpt_config_n_params (&config) + CHECKPOINT_SLACK,
@@ -1899,7 +1901,8 @@ handle_checkpoint (DcTrainGroup *self,
       return;
     }
   if (memcmp (chunk.run_id, config->run_id, DC_MESH_RUN_ID_SIZE) != 0
-      || chunk.step != config->start_step || (cap = checkpoint_cap (config->width, config->seq)) == 0)
+      || chunk.step != config->start_step
+      || (cap = checkpoint_cap (config->width, config->seq)) == 0)
     return;
   assembly_key = g_strconcat ("checkpoint/", from, NULL);
   assembly = g_hash_table_lookup (self->assemblies, assembly_key);
