@@ -157,11 +157,40 @@ page_is_running (gpointer user_data)
   return dc_train_page_is_running (user_data);
 }
 
+static gboolean
+cli_reached_105 (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
+    if (json_object_get_int_member (g_ptr_array_index (proc->events, i), "step") >= 105)
+      return TRUE;
+  return proc->eof;
+}
+
+/* The CLI device switched to a checkpoint loaded mid-run (or ended). */
+static gboolean
+cli_switched (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "checkpoint", NULL)) >= 0; i++)
+    if (strstr (json_object_get_string_member_with_default (g_ptr_array_index (proc->events, i),
+                                                            "message", ""),
+                "continuing from the checkpoint") != NULL)
+      return TRUE;
+  return proc->eof;
+}
+
 /* Start after Load with a group continues the loaded model on every
  * device: the app hosts a room with a CLI device, loads the checkpoint of
- * step 100 and starts with 110 steps; the CLI device follows the run "from
- * its checkpoint at step 100", takes steps 101 to 110 and ends with the
- * hash of `train --resume FILE --steps 110 --simulate-peers 2`. */
+ * step 100 and starts with 150 steps; the CLI device follows the run "from
+ * its checkpoint at step 100" and its first step is 101. Once it passed step
+ * 105 the app loads the same checkpoint again, mid-run: it goes to the
+ * group (the app leads, or forwards it to the CLI device) and both continue
+ * from it after a step ("continuing from the checkpoint" on the CLI
+ * device). The CLI device ends step 150 with the hash of `train --resume
+ * FILE --steps 150 --simulate-peers 2`. */
 static void
 check_resume (DcApplication *app,
               DcGroup       *group,
@@ -188,21 +217,28 @@ check_resume (DcApplication *app,
                                                "1", NULL });
   sim = dc_test_proc_spawn ("sim", NULL, FALSE,
                             (const char *[]) { "train", "--json", "--resume", first_pt,
-                                               "--steps", "110", "--simulate-peers", "2",
+                                               "--steps", "150", "--simulate-peers", "2",
                                                "--threads", "1", NULL });
   if (!dc_test_wait_until (resume_connected_cb, group, TIMEOUT_MS))
     g_error ("the app is not connected to cli-resume within %u ms", TIMEOUT_MS);
 
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.load-checkpoint-from",
                                              "s", first_pt));
-  g_settings_set_int (settings, "train-steps", 110);
+  g_settings_set_int (settings, "train-steps", 150);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.start", NULL));
   config = dc_test_proc_expect (cli, "config", NULL, TIMEOUT_MS);
   g_assert_nonnull (strstr (json_object_get_string_member (config, "message"),
                             "from its checkpoint at step 100"));
+  if (!dc_test_wait_until (cli_reached_105, cli, TIMEOUT_MS))
+    g_error ("cli-resume: no step 105 within %u ms", TIMEOUT_MS);
+  g_assert_true (dc_train_page_is_running (page));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.load-checkpoint-from",
+                                             "s", first_pt));
+  if (!dc_test_wait_until (cli_switched, cli, 2 * TIMEOUT_MS) || cli->eof)
+    g_error ("cli-resume: no switch to the checkpoint loaded mid-run");
   done = dc_test_proc_expect (cli, "done", NULL, 2 * TIMEOUT_MS);
   sim_done = dc_test_proc_expect (sim, "done", NULL, 2 * TIMEOUT_MS);
-  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, 110);
+  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, 150);
   g_assert_cmpstr (json_object_get_string_member (done, "hash"), ==,
                    json_object_get_string_member (sim_done, "hash"));
   g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (cli->events,
@@ -214,6 +250,8 @@ check_resume (DcApplication *app,
   log = dc_train_page_dup_log (page);
   g_assert_nonnull (strstr (log, "starting the run with 2 devices from the checkpoint at step "
                                  "100"));
+  g_assert_nonnull (strstr (log, "the group continues from it after a step"));
+  g_assert_nonnull (strstr (log, "continuing from the checkpoint"));
   dc_group_leave (group);
 }
 

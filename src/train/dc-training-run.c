@@ -650,8 +650,9 @@ start_with_group (DcTrainingRun            *self,
                   : "training with the group: this device starts the run for every device "
                     "connected");
   g_clear_pointer (&self->loaded, dc_gpt_model_free);
-  announce_model (self, DC_TRAINING_STATE_RUNNING);
+  /* Before the state's notify: the view asks then whether Load works. */
   self->group_run = g_steal_pointer (&coordinator);
+  announce_model (self, DC_TRAINING_STATE_RUNNING);
   dc_train_group_start (self->group_run);
   return TRUE;
 }
