@@ -3173,10 +3173,11 @@ refuse (DcTrainGroup *self,
 
 /* Admission and the roster, checked for every training message before it
  * is read. Step reports and configs of admitted devices outside the roster
- * pass: a joiner's first report may come before its announcement, and the
- * first config and report come before there is a roster; neither is ever
- * counted for a device outside the roster (the guard compares roster
- * devices' reports only). */
+ * pass (and weights and checkpoints while this device has no roster): a
+ * joiner's first report may come before its announcement, and the first
+ * config and report come before there is a roster; neither is ever counted
+ * for a device outside the roster (the guard compares roster devices'
+ * reports only). */
 static gboolean
 accept_from (DcTrainGroup *self,
              DcPeer       *peer,
@@ -3193,8 +3194,12 @@ accept_from (DcTrainGroup *self,
               : "not admitted to training (probe hash mismatch)");
       return FALSE;
     }
+  /* Weights and checkpoints come from a roster device too once this one
+   * has a roster (a joiner and a follower waiting for the starter's
+   * checkpoint have none yet). */
   if ((type == DC_MESH_MSG_GRADIENTS || type == DC_MESH_MSG_REPAIR
-       || type == DC_MESH_MSG_REPAIR_REQUEST || type == DC_MESH_MSG_AUDIT)
+       || type == DC_MESH_MSG_REPAIR_REQUEST || type == DC_MESH_MSG_AUDIT
+       || type == DC_MESH_MSG_WEIGHTS || type == DC_MESH_MSG_CHECKPOINT)
       && self->roster != NULL && !in_roster (self, dc_peer_get_id (peer)))
     {
       refuse (self, peer, type, "not in the run's roster");
