@@ -751,6 +751,64 @@ test_audit (void)
   g_assert_cmpuint (caught, <=, 20);
 }
 
+/* A dishonest auditor: the third device accuses another's gradient of step
+ * 5 although it reproduces (DC_TEST_FAULT=false-audit@5). Every device
+ * recomputes the accused gradient itself at the end of step 5, finds that
+ * it reproduces and removes the accuser instead: the two log “… that
+ * reproduces here: “gamma” is removed from the roster after step 5 (a
+ * dishonest auditor)”, gamma stops with “AUDIT: removed from the run: this
+ * device accused …” (exit 1), and the accused trains on. The two finish 20
+ * steps with equal hashes, three devices to step 5 and two after, the final
+ * hash that of a simulation with that roster history. With the auditor
+ * trusted (no recomputation) the accused device was removed instead and
+ * stopped with exit 1. */
+static void
+test_false_audit (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  g_autofree char *expected = NULL;
+  JsonObject *error;
+
+  alpha = start_host (url, "20", "3", &room);
+  beta = start_follower (url, room, "beta", "20", NULL);
+  g_setenv ("DC_TEST_FAULT", "false-audit@5", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "AUDIT: removed from the run: this device accused"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  wait_done (alpha, 20);
+  wait_done (beta, 20);
+  for (guint p = 0; p < 2; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : beta;
+      int i = dc_test_proc_find (proc, 0, "audit", "gamma");
+
+      g_assert_cmpint (i, >=, 0);
+      g_assert_true (message_has (g_ptr_array_index (proc->events, i),
+                                  "is removed from the roster after step 5 (a dishonest "
+                                  "auditor)"));
+      g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "alpha"), ==, -1);
+      g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "beta"), ==, -1);
+    }
+  a = steps_of (alpha);
+  b = steps_of (beta);
+  for (guint s = 1; s <= 20; s++)
+    {
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==,
+                       s <= 5 ? 3 : 2);
+    }
+  expected = simulate_history (5, 20);
+  g_assert_cmpstr (hash_at (a, 20), ==, expected);
+}
+
 /* A device whose probe hash differs (claimed with a test option) is not
  * admitted: the host logs "probe hash mismatch" naming it, the run starts
  * with the two others only, and it never takes a step. */
@@ -789,6 +847,295 @@ test_admission (void)
   g_assert_cmpint (dc_test_proc_expect_exit (odd, EVENT_BOUND_MS), ==, 0);
 }
 
+/* A checkpoint of step 10 by one device with seed 5 (not the group's 11):
+ * what the tests below continue. */
+static char *
+make_checkpoint (const char *dir)
+{
+  char *path = g_build_filename (dir, "ten.pt", NULL);
+  g_autoptr(DcTestProc) proc = spawn ("ckpt", "train", "--json", "--seed", "5", "--stop-at", "10",
+                                      "--out", path, SMALL, NULL);
+
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, RUN_BOUND_MS), ==, 0);
+  return path;
+}
+
+/* Steps 11 to @last of `train --resume @checkpoint --simulate-peers 3`. */
+static DcTestProc *
+simulate_resume (const char *checkpoint,
+                 const char *last)
+{
+  return spawn ("sim", "train", "--json", "--resume", checkpoint, "--steps", "100", "--stop-at",
+                last, "--simulate-peers", "3", "--threads", "1", NULL);
+}
+
+/* The host starts the run from a checkpoint of step 10 (train --room
+ * --resume): the followers receive it with the config and all three take
+ * steps 11 to 20 from it, with its size and settings (its seed 5, not the
+ * host's --seed 11 nor the followers' own flags): at every step the three
+ * hashes are equal and equal to `--resume FILE --simulate-peers 3`. Before
+ * the checkpoint reached the group, --resume with --room was refused. */
+static void
+test_resume (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *dir = g_dir_make_tmp ("dc-train-group-XXXXXX", NULL);
+  g_autofree char *checkpoint = make_checkpoint (dir);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL, sim = NULL;
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  JsonObject *config;
+
+  alpha = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha", "--approve", "all",
+                 "--ice-address", "127.0.0.1", "--seed", "11", "--min-peers", "3", "--stop-at",
+                 "20", "--resume", checkpoint, SMALL, NULL);
+  room = g_strdup (json_object_get_string_member (dc_test_proc_expect (alpha, "room", NULL,
+                                                                       EVENT_BOUND_MS), "room"));
+  dc_test_proc_expect (alpha, "joined", NULL, EVENT_BOUND_MS);
+  beta = start_follower (url, room, "beta", "20", NULL);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  sim = simulate_resume (checkpoint, "20");
+  wait_done (sim, 20);
+  sim_steps = steps_of (sim);
+  config = dc_test_proc_expect (beta, "config", NULL, EVENT_BOUND_MS);
+  g_assert_true (message_has (config, "from its checkpoint at step 10"));
+  for (guint p = 0; p < 3; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : p == 1 ? beta : gamma;
+      g_autoptr(GPtrArray) steps = NULL;
+
+      wait_done (proc, 20);
+      steps = steps_of (proc);
+      g_assert_cmpuint (steps->len, ==, 21);
+      for (guint s = 1; s <= 10; s++)
+        g_assert_null (g_ptr_array_index (steps, s));
+      for (guint s = 11; s <= 20; s++)
+        {
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (steps, s), "roster"),
+                           ==, 3);
+        }
+    }
+  g_unlink (checkpoint);
+  g_rmdir (dir);
+}
+
+/* The index of the first event of @proc after @from with a message holding
+ * @text, or -1. */
+static int
+find_message (DcTestProc *proc,
+              const char *event,
+              const char *text)
+{
+  for (int i = 0; (i = dc_test_proc_find (proc, i, event, NULL)) >= 0; i++)
+    if (message_has (g_ptr_array_index (proc->events, i), text))
+      return i;
+  return -1;
+}
+
+/* The step of the last step event of @proc before event @i (-1: none), and
+ * of the first after it. */
+static void
+steps_around (DcTestProc *proc,
+              int         i,
+              gint64     *before,
+              gint64     *after)
+{
+  int j;
+
+  *before = *after = -1;
+  for (j = i; j >= 0; j--)
+    if (dc_test_proc_find (proc, j, "step", NULL) == j)
+      {
+        *before = json_object_get_int_member (g_ptr_array_index (proc->events, j), "step");
+        break;
+      }
+  j = dc_test_proc_find (proc, i, "step", NULL);
+  if (j >= 0)
+    *after = json_object_get_int_member (g_ptr_array_index (proc->events, j), "step");
+}
+
+/* Three devices train from seeded weights. After its step 15 one follower
+ * loads a checkpoint of step 10 (train --load-at 15:FILE), and after its
+ * step 25 the other does (counted from the first switch on). A device that
+ * is not the leader forwards it to the leader, which sends it to the group
+ * before its next report; after that step every device continues from it:
+ * the next step line is 11. Twice, so that at least one load is a
+ * forwarded one whoever leads (member ids are random). After the second,
+ * steps 11 to 40 have equal hashes on all three, equal to `--resume FILE
+ * --simulate-peers 3`. Without the checkpoint to the group the option does
+ * not exist and nothing switches. */
+static void
+test_load_midrun (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *dir = g_dir_make_tmp ("dc-train-group-XXXXXX", NULL);
+  g_autofree char *checkpoint = make_checkpoint (dir);
+  g_autofree char *load_15 = g_strdup_printf ("--load-at=15:%s", checkpoint);
+  g_autofree char *load_25 = g_strdup_printf ("--load-at=25:%s", checkpoint);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL, sim = NULL;
+  g_autoptr(GPtrArray) sim_steps = NULL;
+
+  alpha = start_host (url, "40", "3", &room);
+  beta = start_follower (url, room, "beta", "40", load_15);
+  gamma = start_follower (url, room, "gamma", "40", load_25);
+  sim = simulate_resume (checkpoint, "40");
+  wait_done (sim, 40);
+  sim_steps = steps_of (sim);
+  for (guint p = 0; p < 3; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : p == 1 ? beta : gamma;
+      g_autoptr(GPtrArray) steps = NULL;
+      guint switches = 0;
+      gint64 before, after;
+
+      wait_done (proc, 40);
+      for (int i = 0; (i = dc_test_proc_find (proc, i, "checkpoint", NULL)) >= 0; i++)
+        {
+          if (!message_has (g_ptr_array_index (proc->events, i), "continuing from the checkpoint"))
+            continue;
+          /* At a step boundary after the load's step, then step 11. */
+          steps_around (proc, i, &before, &after);
+          g_test_message ("%s: switch %u after step %" G_GINT64_FORMAT, proc->label, switches + 1,
+                          before);
+          g_assert_cmpint (before, >=, switches == 0 ? 15 : 25);
+          g_assert_cmpint (after, ==, 11);
+          switches++;
+        }
+      g_assert_cmpuint (switches, ==, 2);
+      /* The last line of each step is the one after the last switch. */
+      steps = steps_of_full (proc, TRUE);
+      g_assert_cmpuint (steps->len, ==, 41);
+      for (guint s = 11; s <= 40; s++)
+        g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+    }
+  g_assert_true (find_message (beta, "checkpoint", "sent to the leader") >= 0
+                 || find_message (gamma, "checkpoint", "sent to the leader") >= 0);
+  g_unlink (checkpoint);
+  g_rmdir (dir);
+}
+
+/* The refusals of @proc naming @peer, counted. */
+static guint
+count_refused (DcTestProc *proc,
+               const char *peer)
+{
+  guint n = 0;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "refused", peer)) >= 0; i++)
+    n++;
+  return n;
+}
+
+static gboolean
+two_refusals_of_odd (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  return count_refused (proc, "odd") >= 2 || proc->eof;
+}
+
+static gboolean
+reached_step_4 (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
+    if (json_object_get_int_member (g_ptr_array_index (proc->events, i), "step") >= 4)
+      return TRUE;
+  return proc->eof;
+}
+
+/* Devices outside the run that send training messages anyway
+ * (DC_TEST_FAULT=outsider: a gradient chunk, an audit and a repair request
+ * every 250 ms while it waits for a config) are refused by name, rate-limited,
+ * and never counted. "odd" claims another probe hash: the host, waiting for
+ * a second admitted device, logs “dropped 1 training message from “odd” …:
+ * not admitted to training (probe hash mismatch)” at once, then nothing for
+ * 10 s, then one line for all the messages of those 10 s. Then beta comes and
+ * the run starts; gamma, admitted, is started after step 4 with the same
+ * fault (the two hold their report of step 5 until it is there,
+ * hold-join@5): its messages are refused as “not in the run's roster” by
+ * the device of the run it connects to first (a later channel may open
+ * after it joined, when it sends none) until it joins after step 5. The three end
+ * with one hash; odd is in no step. Without the gate the host dropped odd's
+ * messages silently and took gamma's gradient chunks apart. */
+static void
+test_refuse (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, odd = NULL, beta = NULL, gamma = NULL;
+  JsonObject *first, *second;
+  int i;
+
+  g_setenv ("DC_TEST_FAULT", "hold-join@5", TRUE);
+  alpha = start_host (url, "20", "2", &room);
+  g_setenv ("DC_TEST_FAULT", "outsider", TRUE);
+  odd = start_follower (url, room, "odd", "20", "--test-probe-hash=00ff00ff00ff00ff");
+  g_unsetenv ("DC_TEST_FAULT");
+  if (!dc_test_wait_until (two_refusals_of_odd, alpha, RUN_BOUND_MS))
+    g_error ("alpha: no second refusal of odd within %u ms", RUN_BOUND_MS);
+  i = dc_test_proc_find (alpha, 0, "refused", "odd");
+  first = g_ptr_array_index (alpha->events, i);
+  second = g_ptr_array_index (alpha->events, dc_test_proc_find (alpha, i + 1, "refused", "odd"));
+  g_test_message ("alpha: %s / %s", json_object_get_string_member (first, "message"),
+                  json_object_get_string_member (second, "message"));
+  g_assert_true (message_has (first, "dropped 1 training message from “odd”"));
+  g_assert_true (message_has (first, "not admitted to training (probe hash mismatch)"));
+  /* Every 250 ms three messages for 10 s: far more than one line each. */
+  g_assert_true (message_has (second, "training messages from “odd”"));
+  g_assert_false (message_has (second, "dropped 1 "));
+  g_assert_false (message_has (second, "dropped 2 "));
+
+  g_setenv ("DC_TEST_FAULT", "hold-join@5", TRUE);
+  beta = start_follower (url, room, "beta", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  if (!dc_test_wait_until (reached_step_4, alpha, RUN_BOUND_MS))
+    g_error ("alpha: no step 4 within %u ms", RUN_BOUND_MS);
+  g_setenv ("DC_TEST_FAULT", "outsider", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  dc_test_proc_expect (gamma, "joined-run", NULL, RUN_BOUND_MS);
+  wait_done (alpha, 20);
+  wait_done (beta, 20);
+  wait_done (gamma, 20);
+  for (guint p = 0; p < 2; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : beta;
+      g_autoptr(GPtrArray) steps = steps_of (proc);
+
+      i = dc_test_proc_find (proc, 0, "refused", "gamma");
+      if (i >= 0)
+        g_assert_true (message_has (g_ptr_array_index (proc->events, i),
+                                    "not in the run's roster"));
+      for (guint s = 1; s <= 20; s++)
+        {
+          JsonArray *members = json_object_get_array_member (g_ptr_array_index (steps, s),
+                                                             "members");
+
+          for (guint m = 0; m < json_array_get_length (members); m++)
+            g_assert_cmpstr (json_array_get_string_element (members, m), !=, "odd");
+        }
+    }
+  /* Gamma's first channel carries its messages before any config can
+   * come; a later channel may open after it joined. */
+  g_assert_true (dc_test_proc_find (alpha, 0, "refused", "gamma") >= 0
+                 || dc_test_proc_find (beta, 0, "refused", "gamma") >= 0);
+  {
+    g_autoptr(GPtrArray) a = steps_of (alpha);
+    g_autoptr(GPtrArray) g = steps_of (gamma);
+
+    g_assert_cmpstr (hash_at (a, 20), ==, hash_at (g, 20));
+  }
+  g_subprocess_send_signal (odd->process, SIGTERM);
+  g_assert_cmpint (dc_test_proc_expect_exit (odd, EVENT_BOUND_MS), ==, 0);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -805,5 +1152,9 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/leader-failover", test_leader_failover);
   g_test_add_func ("/dc/train/group/join", test_join);
   g_test_add_func ("/dc/train/group/audit", test_audit);
+  g_test_add_func ("/dc/train/group/audit/false-accusation", test_false_audit);
+  g_test_add_func ("/dc/train/group/refuse", test_refuse);
+  g_test_add_func ("/dc/train/group/checkpoint/resume", test_resume);
+  g_test_add_func ("/dc/train/group/checkpoint/load-midrun", test_load_midrun);
   return g_test_run ();
 }

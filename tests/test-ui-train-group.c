@@ -55,6 +55,22 @@ cli_connected_cb (gpointer user_data)
 }
 
 static gboolean
+resume_connected_cb (gpointer user_data)
+{
+  GListModel *peers = dc_group_get_peers (user_data);
+
+  for (guint i = 0; i < g_list_model_get_n_items (peers); i++)
+    {
+      g_autoptr(DcPeer) peer = g_list_model_get_item (peers, i);
+
+      if (dc_peer_get_state (peer) == DC_PEER_STATE_OPEN
+          && g_strcmp0 (dc_peer_get_name (peer), "cli-resume") == 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
 is_host_cb (gpointer user_data)
 {
   return dc_group_get_state (user_data) == DC_GROUP_STATE_HOST;
@@ -141,6 +157,104 @@ page_is_running (gpointer user_data)
   return dc_train_page_is_running (user_data);
 }
 
+static gboolean
+cli_reached_105 (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
+    if (json_object_get_int_member (g_ptr_array_index (proc->events, i), "step") >= 105)
+      return TRUE;
+  return proc->eof;
+}
+
+/* The CLI device switched to a checkpoint loaded mid-run (or ended). */
+static gboolean
+cli_switched (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "checkpoint", NULL)) >= 0; i++)
+    if (strstr (json_object_get_string_member_with_default (g_ptr_array_index (proc->events, i),
+                                                            "message", ""),
+                "continuing from the checkpoint") != NULL)
+      return TRUE;
+  return proc->eof;
+}
+
+/* Start after Load with a group continues the loaded model on every
+ * device: the app hosts a room with a CLI device, loads the checkpoint of
+ * step 100 and starts with 150 steps; the CLI device follows the run "from
+ * its checkpoint at step 100" and its first step is 101. Once it passed step
+ * 105 the app loads the same checkpoint again, mid-run: it goes to the
+ * group (the app leads, or forwards it to the CLI device) and both continue
+ * from it after a step ("continuing from the checkpoint" on the CLI
+ * device). The CLI device ends step 150 with the hash of `train --resume
+ * FILE --steps 150 --simulate-peers 2`. */
+static void
+check_resume (DcApplication *app,
+              DcGroup       *group,
+              const char    *url,
+              const char    *first_pt)
+{
+  DcWindow *window = DC_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
+  DcTrainPage *page = dc_window_get_train_page (window);
+  GSettings *settings = dc_application_get_settings (app);
+  g_autoptr(DcTestProc) cli = NULL, sim = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *code = dc_room_generate_code ();
+  g_autofree char *log = NULL;
+  JsonObject *config, *done, *sim_done;
+
+  g_assert_true (dc_group_join_room (group, url, code, &error));
+  g_assert_no_error (error);
+  if (!dc_test_wait_until (is_host_cb, group, TIMEOUT_MS))
+    g_error ("the app is not the room's host within %u ms", TIMEOUT_MS);
+  cli = dc_test_proc_spawn ("cli-resume", NULL, FALSE,
+                            (const char *[]) { "train", "--json", "--signal", url, "--room",
+                                               code, "--name", "cli-resume", "--ice-address",
+                                               "127.0.0.1", "--backend", "cpu", "--threads",
+                                               "1", NULL });
+  sim = dc_test_proc_spawn ("sim", NULL, FALSE,
+                            (const char *[]) { "train", "--json", "--resume", first_pt,
+                                               "--steps", "150", "--simulate-peers", "2",
+                                               "--threads", "1", NULL });
+  if (!dc_test_wait_until (resume_connected_cb, group, TIMEOUT_MS))
+    g_error ("the app is not connected to cli-resume within %u ms", TIMEOUT_MS);
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.load-checkpoint-from",
+                                             "s", first_pt));
+  g_settings_set_int (settings, "train-steps", 150);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.start", NULL));
+  config = dc_test_proc_expect (cli, "config", NULL, TIMEOUT_MS);
+  g_assert_nonnull (strstr (json_object_get_string_member (config, "message"),
+                            "from its checkpoint at step 100"));
+  if (!dc_test_wait_until (cli_reached_105, cli, TIMEOUT_MS))
+    g_error ("cli-resume: no step 105 within %u ms", TIMEOUT_MS);
+  g_assert_true (dc_train_page_is_running (page));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.load-checkpoint-from",
+                                             "s", first_pt));
+  if (!dc_test_wait_until (cli_switched, cli, 2 * TIMEOUT_MS) || cli->eof)
+    g_error ("cli-resume: no switch to the checkpoint loaded mid-run");
+  done = dc_test_proc_expect (cli, "done", NULL, 2 * TIMEOUT_MS);
+  sim_done = dc_test_proc_expect (sim, "done", NULL, 2 * TIMEOUT_MS);
+  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, 150);
+  g_assert_cmpstr (json_object_get_string_member (done, "hash"), ==,
+                   json_object_get_string_member (sim_done, "hash"));
+  g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (cli->events,
+                                                                  dc_test_proc_find (cli, 0, "step",
+                                                                                     NULL)),
+                                               "step"), ==, 101);
+  if (!dc_test_wait_until (page_is_idle, page, TIMEOUT_MS))
+    g_error ("the app still trains %u ms after the CLI device finished", TIMEOUT_MS);
+  log = dc_train_page_dup_log (page);
+  g_assert_nonnull (strstr (log, "starting the run with 2 devices from the checkpoint at step "
+                                 "100"));
+  g_assert_nonnull (strstr (log, "the group continues from it after a step"));
+  g_assert_nonnull (strstr (log, "continuing from the checkpoint"));
+  dc_group_leave (group);
+}
+
 /* The other way round: the CLI device hosts and starts (train --min-peers
  * 2), the app joins its room and follows: it trains the CLI's run with the
  * CLI's settings, which its Run Settings then show. */
@@ -202,6 +316,7 @@ check_follow (DcApplication *app,
     g_assert_nonnull (strstr (all, saved));
     g_unlink (again);
   }
+  check_resume (app, group, url, first_pt);
 }
 
 static void

@@ -30,6 +30,8 @@ typedef struct
   int           exit_status;
   gboolean      stopped;
   gboolean      leaving;
+  const DcCliTrainGroupArgs *args;
+  gboolean      loaded;         /* --load-at done */
 } State;
 
 static void print_pairs (DcCliOptions *options, const char * const *pairs);
@@ -198,6 +200,24 @@ step_cb (DcTrainGroup       *train,
   static const char * const time_names[] = { "compute_ms", "send_ms", "wait_ms", "combine_ms" };
   guint64 times[4];
 
+  if (state->args->load != NULL && !state->loaded && step == state->args->load_at)
+    {
+      g_autoptr(GError) error = NULL;
+
+      /* Once: after the switch the run counts from the checkpoint's step. */
+      state->loaded = TRUE;
+      if (!dc_train_group_load_checkpoint (train, state->args->load,
+                                           &state->args->load_settings, &error))
+        {
+          const char *pairs[] = { "event", "checkpoint-refused", "message", error->message, NULL };
+
+          if (state->options->json)
+            print_pairs (state->options, pairs);
+          else
+            g_printerr ("%s\n", error->message);
+        }
+    }
+
   if (state->options->json)
     {
       g_autoptr(JsonBuilder) builder = json_builder_new ();
@@ -339,7 +359,11 @@ dc_cli_train_group_run (DcCliOptions            *options,
   loop = g_main_loop_new (NULL, FALSE);
   train = dc_train_group_new (context, group, config.hello, request, seed_given,
                               args->min_peers);
+  if (args->resume != NULL
+      && !dc_train_group_set_resume (train, args->resume, &args->resume_settings, &error))
+    return dc_cli_fail (options, error);
   state.options = options;
+  state.args = args;
   state.group = group;
   state.train = train;
   state.loop = loop;

@@ -20,6 +20,11 @@ typedef struct
   guint          min_peers;
   char         **ice_addresses;
   const char    *test_probe_hash;  /* tests: claim this probe hash in the hello */
+  DcGptModel    *resume;           /* --resume: the run this device starts continues it */
+  DcTrainSettings resume_settings;
+  guint          load_at;          /* --load-at STEP:FILE: after step STEP (0: never) … */
+  DcGptModel    *load;             /* … this checkpoint goes to the group */
+  DcTrainSettings load_settings;
 } DcCliTrainGroupArgs;
 
 int dc_cli_train_group_run (DcCliOptions              *options,

@@ -79,7 +79,7 @@ dc_cli_train_run (const DcCliCommand  *command,
   TrainArgs args = { .width = 32, .seq = 32, .seed = G_MININT64, .threads = 0, .min_peers = 2 };
   g_autofree char *data = NULL, *backend = NULL, *out = NULL, *resume = NULL;
   g_autofree char *room = NULL, *signal_url = NULL, *name = NULL, *approve = NULL;
-  g_autofree char *test_probe_hash = NULL;
+  g_autofree char *test_probe_hash = NULL, *load_at = NULL;
   g_auto(GStrv) ice_addresses = NULL;
   const GOptionEntry entries[] = {
     { "width", 0, 0, G_OPTION_ARG_INT, &args.width, N_("Model width, 16–128 (32)"), "N" },
@@ -115,6 +115,9 @@ dc_cli_train_run (const DcCliCommand  *command,
          "connected (2)"), "K" },
     { "ice-address", 0, 0, G_OPTION_ARG_STRING_ARRAY, &ice_addresses,
       N_("Use only this local address for ICE (repeatable)"), N_("ADDRESS") },
+    { "load-at", 0, 0, G_OPTION_ARG_STRING, &load_at,
+      N_("With --room: after this device's step STEP, load the checkpoint FILE into the "
+         "group's run (every device continues from it)"), N_("STEP:FILE") },
     { "test-probe-hash", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_probe_hash,
       N_("Test: claim this probe hash in the hello"), N_("HEX") },
     { NULL }
@@ -157,12 +160,16 @@ dc_cli_train_run (const DcCliCommand  *command,
   if (room != NULL || signal_url != NULL)
     {
       DcCliTrainGroupArgs group = { 0 };
+      g_autoptr(DcGptModel) resumed = NULL;
+      g_autoptr(DcGptModel) loaded = NULL;
+      int status;
 
       if (signal_url == NULL)
         return dc_cli_usage_error (command, _("--room needs --signal"));
-      if (resume != NULL || out != NULL || args.simulate_peers > 0)
+
+      if (out != NULL || args.simulate_peers > 0)
         return dc_cli_usage_error (command,
-                                   _("--resume, --out and --simulate-peers are for a run on "
+                                   _("--out and --simulate-peers are for a run on "
                                      "this device alone, not with --room"));
       if (args.min_peers < 1 || args.min_peers > DC_MESH_ROSTER_MAX)
         return dc_cli_usage_error (command, _("--min-peers takes 1 to %u devices"),
@@ -181,10 +188,34 @@ dc_cli_train_run (const DcCliCommand  *command,
         group.approve = DC_MESH_APPROVE_NONE;
       else
         return dc_cli_usage_error (command, _("--approve takes all, none or ask"));
-      /* The starter's values are checked here; a follower's come in its config. */
-      plan = dc_train_plan_new (&request, NULL, NULL, &error);
-      if (plan == NULL)
-        return dc_cli_fail (options, error);
+      if (load_at != NULL)
+        {
+          char *end = NULL;
+          guint64 step = g_ascii_strtoull (load_at, &end, 10);
+
+          if (end == load_at || *end != ':' || end[1] == '\0' || step == 0 || step > G_MAXUINT)
+            return dc_cli_usage_error (command, _("--load-at takes STEP:FILE, STEP ≥ 1"));
+          group.load_at = (guint) step;
+          loaded = dc_checkpoint_load (end + 1, &group.load_settings, &error);
+          if (loaded == NULL)
+            return dc_cli_fail (options, error);
+          group.load = loaded;
+        }
+      /* The starter's values are checked here; a follower's come in its
+       * config. A checkpoint to continue brings its own size and settings. */
+      if (resume != NULL)
+        {
+          resumed = dc_checkpoint_load (resume, &group.resume_settings, &error);
+          if (resumed == NULL)
+            return dc_cli_fail (options, error);
+          group.resume = resumed;
+        }
+      else
+        {
+          plan = dc_train_plan_new (&request, NULL, NULL, &error);
+          if (plan == NULL)
+            return dc_cli_fail (options, error);
+        }
       context = dc_context_new (kind, &error);
       if (context == NULL)
         return dc_cli_fail (options, error);
@@ -194,7 +225,9 @@ dc_cli_train_run (const DcCliCommand  *command,
       group.min_peers = (guint) args.min_peers;
       group.ice_addresses = ice_addresses;
       group.test_probe_hash = test_probe_hash;
-      return dc_cli_train_group_run (options, context, &request, args.seed != G_MININT64, &group);
+      status = dc_cli_train_group_run (options, context, &request, args.seed != G_MININT64,
+                                       &group);
+      return status;
     }
 
   if (resume != NULL)

@@ -16,23 +16,26 @@
 #include <unistd.h>
 
 #include "dc-train-group.h"
+#include "dc-train-wire.h"
 #include "mesh/dc-mesh-train-protocol.h"
+#include "model/dc-checkpoint.h"
 #include "model/dc-rng.h"
 
 /* The audit draws' stream of dc_rng, apart from the model's (1-3). */
 #define AUDIT_STREAM          0x41554454u  /* "AUDT" */
 
-/* A gradient object: this header, then n_params little-endian float32.
- * The header names the roster the gradient was computed for (its size and
- * a digest of its sorted ids), so that gradients of a roster a device has
- * not adopted yet are kept apart, and the sender's loss for the step line. */
-#define GRADIENT_MAGIC        0x31475244u  /* "DRG1" */
-#define GRADIENT_HEADER_SIZE  24
-/* The state a joining device receives (WEIGHTS): this header (magic, u32
- * reserved, u64 n_params, u64 step, f32 β1^step, f32 β2^step), then the
- * weights and both Adam moments, 3 × n_params little-endian float32. */
-#define WEIGHTS_MAGIC         0x31545744u  /* "DWT1" */
-#define WEIGHTS_HEADER_SIZE   32
+/* A gradient object: a header (dc-train-wire.h), then n_params
+ * little-endian float32. The header names the roster the gradient was
+ * computed for (its size and a digest of its sorted ids), so that gradients
+ * of a roster a device has not adopted yet are kept apart, and the sender's
+ * loss for the step line. The state a joining device receives (WEIGHTS): a
+ * header (magic, u32 reserved, u64 n_params, u64 step, f32 β1^step, f32
+ * β2^step), then the weights and both Adam moments, 3 × n_params
+ * little-endian float32. */
+#define GRADIENT_MAGIC        DC_TRAIN_GRADIENT_MAGIC
+#define GRADIENT_HEADER_SIZE  DC_TRAIN_GRADIENT_HEADER_SIZE
+#define WEIGHTS_MAGIC         DC_TRAIN_WEIGHTS_MAGIC
+#define WEIGHTS_HEADER_SIZE   DC_TRAIN_WEIGHTS_HEADER_SIZE
 
 /* How often the waits look at the clock and at the peers. */
 #define TICK_MS 250
@@ -52,6 +55,8 @@ typedef enum
   STATE_WAITING_WEIGHTS, /* joiner: prepared, waiting for the leader's state */
   STATE_ADMITTING,       /* at a step boundary: waiting for the joiners' reports */
   STATE_HOLDING,         /* test only: a step's report waits for a device to join */
+  STATE_WAITING_CHECKPOINT, /* follower: the starter's checkpoint (a resumed run) */
+  STATE_VERIFYING,       /* worker: recomputing accused gradients (audits) */
   STATE_DONE,
 } State;
 
@@ -66,6 +71,32 @@ typedef struct
 {
   DcMeshChunkAssembler *assembler;
 } Assembly;
+
+/* An audit's accusation (this device's own or a roster device's): verified
+ * by every device at the end of the step (verify_accusations ()). */
+typedef struct
+{
+  guint64  step;
+  guint    rank;        /* of the step's roster */
+  char    *auditor;     /* member ids */
+  char    *accused;
+  guint8   recomputed[DC_MESH_HASH_SIZE];  /* this device's recomputation */
+} Accusation;
+
+static void
+accusation_free (Accusation *accusation)
+{
+  g_free (accusation->auditor);
+  g_free (accusation->accused);
+  g_free (accusation);
+}
+
+/* Training messages dropped from one device since its last log line. */
+typedef struct
+{
+  gint64 next_log;  /* monotonic µs: no line before this */
+  guint  dropped;
+} Refusal;
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshChunk, dc_mesh_chunk_clear)
 
@@ -86,10 +117,14 @@ struct _DcTrainGroup
   guint64            fault_hold;   /* DC_TEST_FAULT=hold-join@STEP, 0: none */
   guint64            fault_corrupt; /* DC_TEST_FAULT=corrupt-gradient@STEP: from STEP on */
   gboolean           audit_all;    /* DC_TEST_FAULT=audit-all: audit every step */
+  gboolean           fault_outsider; /* DC_TEST_FAULT=outsider: training messages without a run */
+  GHashTable        *refused;      /* peer id → Refusal: messages dropped, for the log */
   guint              audit_rank;   /* the rank audited this step; G_MAXUINT: none */
   float             *audit_grads;
   guint8             audit_hash[DC_MESH_HASH_SIZE];
   GHashTable        *evicted;      /* id → the step after which audits removed it */
+  GPtrArray         *accusations;  /* Accusation*: audits of the step, verified at its end */
+  guint64            fault_false_audit; /* DC_TEST_FAULT=false-audit@STEP: accuse from STEP on */
   double             last_loss, last_seconds;  /* of the step being published */
 
   State              state;
@@ -135,6 +170,21 @@ struct _DcTrainGroup
   GHashTable        *assemblies;   /* peer id → Assembly* */
   GHashTable        *reports;      /* "step/id" → DcMeshStepReport* */
   DcMeshStepReport  *own_report;
+
+  /* Checkpoint to the group (docs/ARCHITECTURE.md): a run that starts
+   * from a checkpoint, and a checkpoint loaded mid-run that every device
+   * switches to after the same step. */
+  DcGptModel        *resume_model;    /* the model start_run () continues (owned) */
+  DcTrainSettings    resume_settings;
+  GBytes            *resume_bytes;    /* starter: the checkpoint file sent with CONFIG */
+  char              *checkpoint_from; /* follower: who sends the checkpoint it waits for */
+  DcMeshRunConfig   *switch_config;   /* the run to switch to after the step being taken */
+  GBytes            *switch_bytes;    /* its checkpoint, once whole */
+  GHashTable        *switch_reports;  /* "step/id" → reports of that run, before the switch */
+  DcMeshRunConfig   *pending_config;  /* leader: a loaded checkpoint, sent at the next step */
+  GBytes            *pending_bytes;
+  DcMeshRunConfig   *proposal;        /* leader: a roster device's forwarded checkpoint */
+  char              *proposal_from;
 
   guint              tick_id;
   gulong             event_handler;
@@ -616,6 +666,9 @@ prepared_cb (GObject      *object,
     }
   self->session = session;
   self->step_done = dc_train_session_get_model (session)->step;
+  g_free (self->own_grads);
+  g_free (self->snapshot);
+  g_free (self->audit_grads);
   self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
   self->snapshot = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
   self->audit_grads = g_new (float, dc_train_session_get_model (session)->n_params);
@@ -896,6 +949,7 @@ announce_joiners (DcTrainGroup *self)
 }
 
 static void publish_step (DcTrainGroup *self);
+static void send_switch (DcTrainGroup *self);
 
 static void
 applied_cb (GObject      *object,
@@ -977,7 +1031,14 @@ publish_step (DcTrainGroup *self)
   g_auto(GStrv) names = NULL;
 
   if (self->rank == 0 && model->step < self->plan->stop && model->step < self->config->steps)
-    announce_joiners (self);
+    {
+      /* A checkpoint loaded on the leader (or forwarded to it) goes first;
+       * devices waiting to join are announced after the switch. */
+      if (self->pending_config != NULL && self->switch_config == NULL)
+        send_switch (self);
+      else if (self->switch_config == NULL)
+        announce_joiners (self);
+    }
   payload = dc_mesh_step_report_encode (self->own_report, NULL);
   send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
   send_to_joiners (self, model->step, payload);
@@ -1045,7 +1106,8 @@ start_step (DcTrainGroup *self)
       guint64 draw = dc_rng_u64 (self->config->run_seed, AUDIT_STREAM,
                                  ((model->step + 1) << 16) | self->rank);
 
-      if (self->audit_all || draw % DC_TRAIN_GROUP_AUDIT_PERIOD == 0)
+      if (self->audit_all || draw % DC_TRAIN_GROUP_AUDIT_PERIOD == 0
+          || (self->fault_false_audit != 0 && model->step + 1 >= self->fault_false_audit))
         self->audit_rank = (self->rank + 1
                             + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD)
                                        % (self->roster->len - 1))) % self->roster->len;
@@ -1369,7 +1431,13 @@ start_run (DcTrainGroup *self)
   request.seed = self->config->run_seed;
   request.data = *self->config->dataset_spec != '\0' ? self->config->dataset_spec : "builtin";
   request.simulate_peers = 0;
-  self->plan = dc_train_plan_new (&request, NULL, NULL, &error);
+  /* A run from a checkpoint continues it exactly as --resume does: its
+   * size and settings, the run's steps. The plan takes the model. */
+  self->plan = dc_train_plan_new (&request, self->resume_model,
+                                  self->resume_model != NULL ? &self->resume_settings : NULL,
+                                  &error);
+  if (self->plan != NULL)
+    self->resume_model = NULL;
   if (self->plan == NULL)
     {
       g_prefix_error (&error, "the run's config cannot be followed: ");
@@ -1383,17 +1451,25 @@ start_run (DcTrainGroup *self)
   g_task_run_in_thread (task, prepare_worker);
 }
 
+static void send_resume_config (DcTrainGroup *self);
+
 /* The starter: min_peers admitted devices are here; send them the config. */
 static void
 send_config (DcTrainGroup *self)
 {
   g_autoptr(GPtrArray) roster = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
-  DcMeshRunConfig *config = dc_mesh_run_config_new ();
+  DcMeshRunConfig *config;
   g_autoptr(GBytes) payload = NULL;
   g_autoptr(GError) error = NULL;
   DcTrainSettings settings;
 
+  if (self->resume_bytes != NULL)
+    {
+      send_resume_config (self);
+      return;
+    }
+  config = dc_mesh_run_config_new ();
   for (guint i = 0; i < DC_MESH_RUN_ID_SIZE; i++)
     config->run_id[i] = (guint8) g_random_int_range (0, 256);
   dc_train_settings_init_default (&settings);
@@ -1462,11 +1538,428 @@ count_admitted (DcTrainGroup *self)
   return n;
 }
 
+/* ---- checkpoint to the group ---- */
+
+/* What a checkpoint file may add to its weights and both Adam moments
+ * (3 × 4 bytes a parameter): the .pt container's pickle, zip headers and
+ * tensor names, under 100 KiB for the largest model; 1 MiB leaves room and
+ * still bounds what a lying peer can make this device hold. */
+#define CHECKPOINT_SLACK  (1024u * 1024u)
+
+/* The largest checkpoint file a config of @width and @seq can name (a
+ * checkpoint may have more layers than the width implies, up to
+ * DC_GPT_LAYERS_MAX); 0 when the size is not one the model allows. */
+static guint64
+checkpoint_cap (guint32 width,
+                guint32 seq)
+{
+  DcGptConfig config;
+
+  dc_gpt_config_init_derived (&config, width, seq);
+  config.n_layer = DC_GPT_LAYERS_MAX;
+  if (!dc_gpt_config_validate (&config, NULL))
+    return 0;
+  return MIN ((guint64) 3 * sizeof (float) * dc_gpt_config_n_params (&config) + CHECKPOINT_SLACK,
+              (guint64) DC_MESH_WEIGHTS_MAX_TOTAL);
+}
+
+/* The config of a run that continues @model: its size and settings (as
+ * dc_train_plan_new () takes them), the run's @steps, a fresh run id, and
+ * this device as the one that sends the checkpoint. */
+static DcMeshRunConfig *
+resume_config_new (DcTrainGroup          *self,
+                   const DcGptModel      *model,
+                   const DcTrainSettings *settings,
+                   guint32                steps,
+                   const char            *dataset_spec)
+{
+  DcMeshRunConfig *config = dc_mesh_run_config_new ();
+  g_autofree char *hash = dc_gpt_model_dup_hash (model);
+
+  for (guint i = 0; i < DC_MESH_RUN_ID_SIZE; i++)
+    config->run_id[i] = (guint8) g_random_int_range (0, 256);
+  config->width = model->config.width;
+  config->seq = model->config.seq;
+  config->batch = settings->batch;
+  config->steps = steps;
+  config->lr_x1000 = settings->lr_x1000;
+  config->numeric_rule_id = own_hello (self)->numeric_rule_id;
+  config->run_seed = settings->seed;
+  config->start_step = model->step;
+  config->resume = TRUE;
+  hash_to_bytes (hash, config->resume_hash);
+  g_free (config->dataset_spec);
+  config->dataset_spec = g_strdup (dataset_spec != NULL && !g_str_equal (dataset_spec, "builtin")
+                                   ? dataset_spec : "");
+  g_free (config->probe_hash);
+  config->probe_hash = g_strdup (own_hello (self)->probe_hash);
+  g_free (config->starter_id);
+  config->starter_id = g_strdup (own_id (self));
+  return config;
+}
+
+/* The checkpoint file @blob, checked against the @config that announced it
+ * (size, settings, step and weight hash): the model to continue. */
+static DcGptModel *
+checkpoint_parse (GBytes                 *blob,
+                  const DcMeshRunConfig  *config,
+                  DcTrainSettings        *settings,
+                  GError                **error)
+{
+  g_autoptr(GError) local = NULL;
+  DcGptModel *model = dc_checkpoint_from_bytes (blob, settings, &local);
+  g_autofree char *hash = NULL;
+  guint8 bytes[DC_MESH_HASH_SIZE];
+
+  if (model == NULL)
+    {
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "the group's checkpoint cannot be read: %s", local->message);
+      return NULL;
+    }
+  hash = dc_gpt_model_dup_hash (model);
+  hash_to_bytes (hash, bytes);
+  if (model->config.width != config->width || model->config.seq != config->seq
+      || settings->batch != config->batch || settings->lr_x1000 != config->lr_x1000
+      || settings->seed != config->run_seed || model->step != config->start_step
+      || memcmp (bytes, config->resume_hash, DC_MESH_HASH_SIZE) != 0)
+    {
+      g_autofree char *announced = hash_to_hex (config->resume_hash);
+
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "the group's checkpoint does not match its config (width %u, sequence %u, "
+                   "step %" G_GUINT64_FORMAT ", weight hash %s; announced width %u, sequence %u, "
+                   "step %" G_GUINT64_FORMAT ", weight hash %s)", model->config.width,
+                   model->config.seq, model->step, hash, config->width, config->seq,
+                   config->start_step, announced);
+      dc_gpt_model_free (model);
+      return NULL;
+    }
+  return model;
+}
+
+/* CONFIG, then the checkpoint as CHECKPOINT chunks (step and data position
+ * the checkpoint's step), on @peer's one ordered channel. */
+static void
+send_checkpoint (DcTrainGroup          *self,
+                 DcPeer                *peer,
+                 const DcMeshRunConfig *config,
+                 GBytes                *blob)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) payload = dc_mesh_run_config_encode (config, &error);
+  DcMeshChunk info = { 0 };
+
+  if (payload == NULL || !dc_peer_send (peer, DC_MESH_MSG_CONFIG, payload, &error))
+    {
+      g_message ("cannot send the checkpoint's config to %s: %s", dc_peer_get_name (peer),
+                 error->message);
+      return;
+    }
+  memcpy (info.run_id, config->run_id, DC_MESH_RUN_ID_SIZE);
+  info.step = config->start_step;
+  info.rank = self->roster != NULL ? self->rank : 0;
+  info.position = config->start_step;
+  if (!dc_peer_send_object (peer, DC_MESH_MSG_CHECKPOINT, &info, blob, &error))
+    g_message ("cannot send the checkpoint to %s: %s", dc_peer_get_name (peer), error->message);
+}
+
+/* The leader, before its report of the step just taken: the loaded
+ * checkpoint goes to every roster device (a peer's frames arrive in order,
+ * so each has it whole when it has that report), and every device
+ * switches to it once the step's reports agree (switch_run ()). */
+static void
+send_switch (DcTrainGroup *self)
+{
+  g_autofree char *text = NULL;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      DcPeer *peer;
+
+      if (i != self->rank && (peer = find_peer (self, g_ptr_array_index (self->roster, i))) != NULL)
+        send_checkpoint (self, peer, self->pending_config, self->pending_bytes);
+    }
+  g_clear_pointer (&self->switch_config, dc_mesh_run_config_free);
+  g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+  self->switch_config = g_steal_pointer (&self->pending_config);
+  self->switch_bytes = g_steal_pointer (&self->pending_bytes);
+  text = g_strdup_printf ("sending the checkpoint of step %" G_GUINT64_FORMAT " to the group: "
+                          "every device continues from it after step %" G_GUINT64_FORMAT,
+                          self->switch_config->start_step,
+                          dc_train_session_get_model (self->session)->step);
+  notice (self, "checkpoint", NULL, text);
+}
+
+/* After the step whose reports just agreed: every device leaves the run for
+ * the one the leader's checkpoint starts (a new run id, so nothing of the
+ * old run is taken for the new), with the same roster, the leader as its
+ * starter. From here it is a run started from a checkpoint. */
+static void
+switch_run (DcTrainGroup *self)
+{
+  g_autoptr(GError) error = NULL;
+  DcGptModel *model;
+  GHashTableIter iter;
+  gpointer key, value;
+  g_autofree char *text = NULL;
+  g_autofree char *from = g_strdup (member_name (self, self->switch_config->starter_id));
+  g_autofree char *hash = NULL;
+
+  if (self->switch_bytes == NULL)
+    {
+      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                 "SYNC GUARD: stopped — the checkpoint “%s” sent to the group "
+                                 "did not arrive whole", from));
+      return;
+    }
+  model = checkpoint_parse (self->switch_bytes, self->switch_config, &self->resume_settings,
+                            &error);
+  if (model == NULL)
+    {
+      finish (self, g_steal_pointer (&error));
+      return;
+    }
+  g_clear_pointer (&self->resume_model, dc_gpt_model_free);
+  self->resume_model = model;
+  g_clear_pointer (&self->config, dc_mesh_run_config_free);
+  self->config = g_steal_pointer (&self->switch_config);
+  g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+  self->starter = g_strcmp0 (self->config->starter_id, own_id (self)) == 0;
+  self->joining = FALSE;
+  g_hash_table_remove_all (self->gradients);
+  g_hash_table_remove_all (self->assemblies);
+  g_hash_table_remove_all (self->answered);
+  g_hash_table_remove_all (self->joiners);
+  g_hash_table_remove_all (self->evicted);
+  g_ptr_array_set_size (self->accusations, 0);
+  g_hash_table_remove_all (self->start_sent);
+  g_hash_table_remove_all (self->reports);
+  g_hash_table_iter_init (&iter, self->switch_reports);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      g_hash_table_insert (self->reports, g_strdup (key), value);
+      g_hash_table_iter_steal (&iter);
+      g_free (key);
+    }
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  g_clear_pointer (&self->session, dc_train_session_free);
+  g_clear_pointer (&self->plan, dc_train_plan_free);
+  g_clear_pointer (&self->own_grads, g_free);
+  g_clear_pointer (&self->snapshot, g_free);
+  g_clear_pointer (&self->audit_grads, g_free);
+  self->step_done = self->config->start_step;
+  hash = dc_gpt_model_dup_hash (model);
+  text = g_strdup_printf ("continuing from the checkpoint “%s” sent to the group: step %"
+                          G_GUINT64_FORMAT ", weight hash %s, %u devices", from,
+                          model->step, hash, self->roster->len);
+  notice (self, "checkpoint", from, text);
+  start_run (self);
+}
+
+/* The starter of a run from a checkpoint (dc_train_group_set_resume ()):
+ * CONFIG with the resume flag, then the checkpoint file, to every admitted
+ * device connected; they prepare from it and answer with their report of
+ * its step, as for a fresh run's step 0. */
+static void
+send_resume_config (DcTrainGroup *self)
+{
+  g_autoptr(GPtrArray) roster = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (get_mesh (self));
+  guint32 steps = self->request.steps > 0 ? self->request.steps : self->resume_settings.steps;
+  g_autofree char *text = NULL;
+
+  self->config = resume_config_new (self, self->resume_model, &self->resume_settings, steps,
+                                    self->request.data);
+  g_ptr_array_add (roster, g_strdup (own_id (self)));
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+
+      if (find_peer (self, dc_peer_get_id (peer)) == NULL || !admitted (self, peer))
+        continue;
+      if (roster->len >= DC_MESH_ROSTER_MAX)
+        break;
+      g_ptr_array_add (roster, g_strdup (dc_peer_get_id (peer)));
+      send_checkpoint (self, peer, self->config, self->resume_bytes);
+    }
+  set_roster (self, roster);
+  g_clear_pointer (&self->resume_bytes, g_bytes_unref);
+  text = g_strdup_printf ("starting the run with %u devices from the checkpoint at step %"
+                          G_GUINT64_FORMAT " (seed %" G_GUINT64_FORMAT ")", roster->len,
+                          self->config->start_step, self->config->run_seed);
+  notice (self, "config", NULL, text);
+  start_run (self);
+}
+
+/* The leader takes a checkpoint (loaded here, or forwarded by @who): it
+ * goes to the group before the leader's next step report. */
+static void
+take_checkpoint (DcTrainGroup          *self,
+                 const DcGptModel      *model,
+                 const DcTrainSettings *settings,
+                 const char            *who)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) blob = dc_checkpoint_to_bytes (model, settings, &error);
+  g_autofree char *text = NULL;
+
+  if (blob == NULL)
+    {
+      g_message ("cannot send the checkpoint to the group: %s", error->message);
+      return;
+    }
+  g_clear_pointer (&self->pending_config, dc_mesh_run_config_free);
+  g_clear_pointer (&self->pending_bytes, g_bytes_unref);
+  self->pending_config = resume_config_new (self, model, settings, self->config->steps,
+                                            self->config->dataset_spec);
+  self->pending_bytes = g_steal_pointer (&blob);
+  text = g_strdup_printf ("%s%s%s a checkpoint of step %" G_GUINT64_FORMAT ": the group switches "
+                          "to it after the next step", who != NULL ? "“" : "",
+                          who != NULL ? who : "loaded", who != NULL ? "” sent" : "",
+                          model->step);
+  notice (self, "checkpoint", who, text);
+}
+
+/* While a run is under way, a CONFIG with the resume flag: the leader's
+ * switch to a checkpoint (from the roster's first device), or, on the
+ * leader, a checkpoint a roster device loaded and forwards. Returns FALSE
+ * for any other config (a join announcement). */
+static gboolean
+handle_checkpoint_config (DcTrainGroup *self,
+                          DcPeer       *peer,
+                          GBytes       *payload)
+{
+  g_autoptr(DcMeshRunConfig) config = NULL;
+  const char *from = dc_peer_get_id (peer);
+  g_autofree char *assembly_key = NULL;
+
+  if (self->config == NULL || self->roster == NULL || self->roster->len == 0
+      || (config = dc_mesh_run_config_decode (payload, NULL)) == NULL || !config->resume)
+    return FALSE;
+  if (!in_roster (self, from) || g_strcmp0 (config->starter_id, from) != 0
+      || config->start_step >= config->steps || checkpoint_cap (config->width, config->seq) == 0)
+    return TRUE;
+  assembly_key = g_strconcat ("checkpoint/", from, NULL);
+  g_hash_table_remove (self->assemblies, assembly_key);
+  if (g_str_equal (g_ptr_array_index (self->roster, 0), from) && self->rank != 0)
+    {
+      g_autofree char *text = NULL;
+
+      if (self->switch_config != NULL)
+        return TRUE;  /* one switch at a time */
+      text = g_strdup_printf ("“%s” sends the group a checkpoint of step %" G_GUINT64_FORMAT
+                              ": every device continues from it after this step",
+                              member_name (self, from), config->start_step);
+      self->switch_config = g_steal_pointer (&config);
+      g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+      g_hash_table_remove_all (self->switch_reports);
+      notice (self, "checkpoint", member_name (self, from), text);
+    }
+  else if (self->rank == 0)
+    {
+      g_message ("“%s” forwards a checkpoint of step %" G_GUINT64_FORMAT " to the leader",
+                 member_name (self, from), config->start_step);
+      g_clear_pointer (&self->proposal, dc_mesh_run_config_free);
+      g_free (self->proposal_from);
+      self->proposal = g_steal_pointer (&config);
+      self->proposal_from = g_strdup (from);
+    }
+  return TRUE;
+}
+
+/* A CHECKPOINT chunk: the starter's checkpoint this follower waits for, the
+ * leader's checkpoint the group switches to, or (on the leader) one a
+ * roster device forwards. Anything else is dropped. */
+static void
+handle_checkpoint (DcTrainGroup *self,
+                   DcPeer       *peer,
+                   GBytes       *payload)
+{
+  g_auto(DcMeshChunk) chunk = { 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) object = NULL;
+  g_autofree char *assembly_key = NULL;
+  const char *from = dc_peer_get_id (peer);
+  DcMeshRunConfig *config;
+  Assembly *assembly;
+  guint64 cap;
+
+  if (self->state == STATE_WAITING_CHECKPOINT && g_strcmp0 (from, self->checkpoint_from) == 0)
+    config = self->config;
+  else if (self->switch_config != NULL && self->switch_bytes == NULL
+           && g_strcmp0 (from, self->switch_config->starter_id) == 0)
+    config = self->switch_config;
+  else if (self->proposal != NULL && g_strcmp0 (from, self->proposal_from) == 0)
+    config = self->proposal;
+  else
+    return;
+  if (!dc_mesh_chunk_decode (DC_MESH_MSG_CHECKPOINT, payload, &chunk, &error))
+    {
+      g_message ("a malformed checkpoint chunk from %s: %s", dc_peer_get_name (peer),
+                 error->message);
+      return;
+    }
+  if (memcmp (chunk.run_id, config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+      || chunk.step != config->start_step
+      || (cap = checkpoint_cap (config->width, config->seq)) == 0)
+    return;
+  assembly_key = g_strconcat ("checkpoint/", from, NULL);
+  assembly = g_hash_table_lookup (self->assemblies, assembly_key);
+  if (assembly == NULL)
+    {
+      assembly = g_new0 (Assembly, 1);
+      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_CHECKPOINT, cap);
+      g_hash_table_insert (self->assemblies, g_strdup (assembly_key), assembly);
+    }
+  if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
+    {
+      g_message ("a bad checkpoint chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      g_hash_table_remove (self->assemblies, assembly_key);
+      return;
+    }
+  if (object == NULL)
+    return;
+  g_hash_table_remove (self->assemblies, assembly_key);
+
+  if (config == self->config)
+    {
+      DcGptModel *model = checkpoint_parse (object, config, &self->resume_settings, &error);
+
+      if (model == NULL)
+        {
+          finish (self, g_steal_pointer (&error));
+          return;
+        }
+      g_clear_pointer (&self->resume_model, dc_gpt_model_free);
+      self->resume_model = model;
+      start_run (self);
+    }
+  else if (config == self->switch_config)
+    self->switch_bytes = g_steal_pointer (&object);
+  else
+    {
+      DcTrainSettings settings;
+      DcGptModel *model = checkpoint_parse (object, config, &settings, &error);
+      g_autofree char *name = g_strdup (dc_peer_get_name (peer));
+
+      g_clear_pointer (&self->proposal, dc_mesh_run_config_free);
+      g_clear_pointer (&self->proposal_from, g_free);
+      if (model == NULL)
+        {
+          g_message ("the checkpoint %s sent is not taken: %s", name, error->message);
+          return;
+        }
+      take_checkpoint (self, model, &settings, name);
+      dc_gpt_model_free (model);
+    }
+}
+
 /* The follower's first roster, from the starter's step-0 report. */
 static gboolean
 adopt_start (DcTrainGroup *self)
 {
-  g_autofree char *key = report_key (0, self->config->starter_id);
+  g_autofree char *key = report_key (self->config->start_step, self->config->starter_id);
   DcMeshStepReport *report = g_hash_table_lookup (self->reports, key);
   g_autoptr(GPtrArray) roster = NULL;
   g_autofree char *hash = NULL;
@@ -1502,8 +1995,9 @@ adopt_start (DcTrainGroup *self)
       g_autofree char *theirs = hash_to_hex (report->weights_hash);
 
       finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
-                                 "SYNC GUARD: stopped — weight hash mismatch at step 0: “%s” %s, "
-                                 "“%s” %s", member_name (self, self->config->starter_id), theirs,
+                                 "SYNC GUARD: stopped — weight hash mismatch at step %"
+                                 G_GUINT64_FORMAT ": “%s” %s, “%s” %s", self->config->start_step,
+                                 member_name (self, self->config->starter_id), theirs,
                                  own_hello (self)->name, hash));
       return FALSE;
     }
@@ -1550,8 +2044,8 @@ load_weights (DcTrainGroup *self)
   DcGptModel *model = dc_train_session_get_model (self->session);
   const guint8 *data;
   gsize size;
-  guint32 magic;
-  guint64 n, step;
+  DcTrainWeightsHeader header;
+  g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) roster = NULL;
   g_autofree char *hash = NULL;
   g_autofree char *optimizer = NULL;
@@ -1563,22 +2057,19 @@ load_weights (DcTrainGroup *self)
   if (self->weights == NULL || report == NULL)
     return;
   data = g_bytes_get_data (self->weights, &size);
-  memcpy (&magic, data, 4);
-  memcpy (&n, data + 8, 8);
-  memcpy (&step, data + 16, 8);
-  if (size != WEIGHTS_HEADER_SIZE + 3 * model->n_params * sizeof (float)
-      || GUINT32_FROM_LE (magic) != WEIGHTS_MAGIC || GUINT64_FROM_LE (n) != model->n_params
-      || GUINT64_FROM_LE (step) != self->config->start_step)
+  if (!dc_train_weights_header_parse (data, size, model->n_params, self->config->start_step,
+                                      &header, &error))
     {
       finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
                                  "the weights from “%s” do not fit the run's model (%"
-                                 G_GSIZE_FORMAT " bytes for %" G_GSIZE_FORMAT " parameters)",
-                                 member_name (self, self->join_from), size, model->n_params));
+                                 G_GSIZE_FORMAT " bytes for %" G_GSIZE_FORMAT " parameters): %s",
+                                 member_name (self, self->join_from), size, model->n_params,
+                                 error->message));
       return;
     }
   memcpy (model->params, data + WEIGHTS_HEADER_SIZE, 3 * model->n_params * sizeof (float));
-  memcpy (&model->beta1_pow, data + 24, 4);
-  memcpy (&model->beta2_pow, data + 28, 4);
+  model->beta1_pow = header.beta1_pow;
+  model->beta2_pow = header.beta2_pow;
   model->step = self->config->start_step;
   self->step_done = model->step;
   g_clear_pointer (&self->weights, g_bytes_unref);
@@ -1616,10 +2107,36 @@ load_weights (DcTrainGroup *self)
   advance (self);
 }
 
+/* An accusation of (step, rank) by @auditor, at most one per auditor and
+ * step (an auditor audits one rank a step). */
+static void
+add_accusation (DcTrainGroup *self,
+                guint64       step,
+                guint         rank,
+                const char   *auditor)
+{
+  Accusation *accusation;
+
+  for (guint i = 0; i < self->accusations->len; i++)
+    {
+      Accusation *other = g_ptr_array_index (self->accusations, i);
+
+      if (other->step == step && g_str_equal (other->auditor, auditor))
+        return;
+    }
+  accusation = g_new0 (Accusation, 1);
+  accusation->step = step;
+  accusation->rank = rank;
+  accusation->auditor = g_strdup (auditor);
+  accusation->accused = g_strdup (g_ptr_array_index (self->roster, rank));
+  g_ptr_array_add (self->accusations, accusation);
+}
+
 /* The audited rank's gradient as received against this device's
  * recomputation: a difference is sent to the roster as AUDIT (before this
- * device's report of the step, so everyone has it when it has that report)
- * and the audited device is removed after this step. */
+ * device's report of the step, so everyone has it when it has that report);
+ * every device, this one included, checks the accusation at the end of the
+ * step (verify_accusations ()). */
 static void
 check_audit (DcTrainGroup  *self,
              const float  **grads)
@@ -1636,6 +2153,14 @@ check_audit (DcTrainGroup  *self,
     return;
   bytes = g_bytes_new_static (grads[self->audit_rank], model->n_params * sizeof (float));
   dc_mesh_train_hash (bytes, hash);
+  if (self->fault_false_audit != 0 && model->step + 1 >= self->fault_false_audit)
+    {
+      /* Test only (DC_TEST_FAULT=false-audit@STEP): a dishonest auditor
+       * accuses a gradient that reproduces. */
+      self->audit_hash[0] = (guint8) (hash[0] ^ 1u);
+      g_message ("DC_TEST_FAULT: a false accusation of rank %u at step %" G_GUINT64_FORMAT,
+                 self->audit_rank, model->step + 1);
+    }
   if (memcmp (hash, self->audit_hash, DC_MESH_HASH_SIZE) == 0)
     return;
   id = g_ptr_array_index (self->roster, self->audit_rank);
@@ -1645,12 +2170,11 @@ check_audit (DcTrainGroup  *self,
   memcpy (audit.gradient_hash, self->audit_hash, DC_MESH_HASH_SIZE);
   payload = dc_mesh_audit_encode (&audit);
   send_to_roster (self, DC_MESH_MSG_AUDIT, payload);
-  g_hash_table_replace (self->evicted, g_strdup (id), GSIZE_TO_POINTER (model->step + 1));
+  add_accusation (self, audit.step, audit.rank, own_id (self));
   text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT " does not "
-                          "reproduce (audited by “%s”): removed from the roster after step %"
-                          G_GUINT64_FORMAT, member_name (self, id), model->step + 1,
-                          own_hello (self)->name, model->step + 1);
-  notice (self, "audit", member_name (self, id), text);
+                          "reproduce here: accused to the group, which checks it",
+                          member_name (self, id), audit.step);
+  g_message ("%s", text);
 }
 
 /* After step @step: devices an audit caught leave the roster. */
@@ -1676,6 +2200,187 @@ remove_evicted (DcTrainGroup *self,
     set_roster (self, kept);
 }
 
+/* After the step whose reports agreed (and whose accusations were
+ * checked): the roster of the next step, then that step. */
+static void
+next_step (DcTrainGroup *self)
+{
+  guint64 step = dc_train_session_get_model (self->session)->step;
+
+  remove_evicted (self, step);
+  if (self->switch_config != NULL)
+    switch_run (self);
+  else if (enter_admitting (self, step))
+    advance (self);
+  else
+    start_step (self);
+}
+
+typedef struct
+{
+  guint  n;         /* roster size */
+  guint  n_accused;
+  guint *ranks;     /* the accused ranks, in the order of the accusations */
+  guint8 (*hashes)[DC_MESH_HASH_SIZE];
+} VerifyData;
+
+static void
+verify_data_free (VerifyData *data)
+{
+  g_free (data->ranks);
+  g_free (data->hashes);
+  g_free (data);
+}
+
+/* Recomputes the accused gradients of the step just taken on the weights
+ * before it (the snapshot the apply worker took), then puts the model back
+ * as it was. */
+static void
+verify_worker (GTask        *task,
+               gpointer      source,
+               gpointer      data,
+               GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  VerifyData *verify = data;
+  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
+  g_autofree float *saved = g_memdup2 (model->params, model->n_params * sizeof (float));
+  g_autofree float *grads = g_new (float, model->n_params);
+  guint64 step = model->step;
+  GError *error = NULL;
+  float loss;
+
+  memcpy (model->params, self->snapshot, model->n_params * sizeof (float));
+  model->step = self->snap_step;
+  for (guint i = 0; i < verify->n_accused; i++)
+    {
+      g_autoptr(GBytes) bytes = NULL;
+
+      if (!dc_gpt_trainer_compute_gradients (trainer, verify->ranks[i], verify->n, grads, &loss,
+                                             &error))
+        break;
+      bytes = g_bytes_new_static (grads, model->n_params * sizeof (float));
+      dc_mesh_train_hash (bytes, verify->hashes[i]);
+    }
+  memcpy (model->params, saved, model->n_params * sizeof (float));
+  model->step = step;
+  if (error != NULL)
+    g_task_return_error (task, error);
+  else
+    g_task_return_boolean (task, TRUE);
+}
+
+/* Every accusation of the step, by the hashes: the accused gradient as
+ * received (its author's own, for this device's) against this device's
+ * recomputation. Every honest device computes the same bits, so every one
+ * removes the same device after the same step. */
+static void
+verified_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  VerifyData *verify = g_task_get_task_data (G_TASK (result));
+  GError *error = NULL;
+
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      finish (self, error);
+      return;
+    }
+  if (self->state == STATE_DONE)
+    return;
+  for (guint i = 0; i < verify->n_accused; i++)
+    {
+      Accusation *accusation = g_ptr_array_index (self->accusations, i);
+      g_autofree char *key = gradient_key (accusation->step, self->digest, accusation->accused);
+      Gradient *gradient = g_hash_table_lookup (self->gradients, key);
+      g_autoptr(GBytes) values = NULL;
+      guint8 received[DC_MESH_HASH_SIZE];
+      g_autofree char *auditor = g_strdup (member_name (self, accusation->auditor));
+      g_autofree char *accused = g_strdup (member_name (self, accusation->accused));
+      g_autofree char *text = NULL;
+      gboolean reproduces;
+      const char *removed;
+
+      if (gradient == NULL)
+        continue;  /* never: the step's gradients are kept DC_TRAIN_GROUP_REPAIR_STEPS */
+      values = g_bytes_new_from_bytes (gradient->object, GRADIENT_HEADER_SIZE,
+                                       g_bytes_get_size (gradient->object)
+                                       - GRADIENT_HEADER_SIZE);
+      dc_mesh_train_hash (values, received);
+      reproduces = memcmp (received, verify->hashes[i], DC_MESH_HASH_SIZE) == 0;
+      removed = reproduces ? accusation->auditor : accusation->accused;
+      if (g_str_equal (removed, own_id (self)))
+        {
+          finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
+                                     reproduces
+                                     ? "AUDIT: removed from the run: this device accused “%s” "
+                                       "of a gradient of step %" G_GUINT64_FORMAT " that "
+                                       "reproduces on the other devices; its audit was wrong "
+                                       "(its kernels or its build compute wrong values)"
+                                     : "AUDIT: removed from the run: “%s” recomputed this "
+                                       "device's gradient of step %" G_GUINT64_FORMAT " and got "
+                                       "another hash; its kernels or its build compute wrong "
+                                       "values",
+                                     reproduces ? accused : auditor, accusation->step));
+          return;
+        }
+      if (g_hash_table_contains (self->evicted, removed))
+        continue;
+      g_hash_table_replace (self->evicted, g_strdup (removed),
+                            GSIZE_TO_POINTER (accusation->step));
+      if (reproduces)
+        text = g_strdup_printf ("AUDIT: “%s” accused “%s” of a gradient of step %"
+                                G_GUINT64_FORMAT " that reproduces here: “%s” is removed from "
+                                "the roster after step %" G_GUINT64_FORMAT
+                                " (a dishonest auditor)", auditor, accused, accusation->step,
+                                auditor, accusation->step);
+      else
+        text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT
+                                " does not reproduce (audited by “%s”): removed from the roster "
+                                "after step %" G_GUINT64_FORMAT, accused, accusation->step,
+                                auditor, accusation->step);
+      notice (self, "audit", reproduces ? auditor : accused, text);
+    }
+  g_ptr_array_set_size (self->accusations, 0);
+  next_step (self);
+}
+
+/* At the end of step S: accusations of S are checked on a worker
+ * (STATE_VERIFYING) before the next roster is made. Returns FALSE when
+ * there are none (older ones are dropped: their step's end is past). */
+static gboolean
+verify_accusations (DcTrainGroup *self)
+{
+  guint64 step = dc_train_session_get_model (self->session)->step;
+  VerifyData *data;
+  g_autoptr(GTask) task = NULL;
+
+  for (guint i = self->accusations->len; i > 0; i--)
+    {
+      Accusation *accusation = g_ptr_array_index (self->accusations, i - 1);
+
+      if (accusation->step != step)
+        g_ptr_array_remove_index (self->accusations, i - 1);
+    }
+  if (self->accusations->len == 0)
+    return FALSE;
+  data = g_new0 (VerifyData, 1);
+  data->n = self->roster->len;
+  data->n_accused = self->accusations->len;
+  data->ranks = g_new (guint, self->accusations->len);
+  data->hashes = g_malloc0_n (self->accusations->len, DC_MESH_HASH_SIZE);
+  for (guint i = 0; i < self->accusations->len; i++)
+    data->ranks[i] = ((Accusation *) g_ptr_array_index (self->accusations, i))->rank;
+  self->state = STATE_VERIFYING;
+  task = g_task_new (self, NULL, verified_cb, NULL);
+  g_task_set_task_data (task, data, (GDestroyNotify) verify_data_free);
+  g_task_run_in_thread (task, verify_worker);
+  return TRUE;
+}
+
 static void
 advance (DcTrainGroup *self)
 {
@@ -1691,6 +2396,7 @@ advance (DcTrainGroup *self)
 
     case STATE_WAITING_CONFIG:
     case STATE_PREPARING:
+    case STATE_VERIFYING:
     case STATE_COMPUTING:
     case STATE_APPLYING:
     case STATE_DONE:
@@ -1767,6 +2473,15 @@ advance (DcTrainGroup *self)
 
     case STATE_WAITING_WEIGHTS:
       load_weights (self);
+      break;
+
+    case STATE_WAITING_CHECKPOINT:
+      if (find_peer (self, self->checkpoint_from) == NULL)
+        finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                                   "“%s” left before its checkpoint arrived",
+                                   member_name (self, self->checkpoint_from)));
+      else if (late)
+        timeout_error (self, "the starter's checkpoint did not arrive whole within the wait");
       break;
 
     case STATE_HOLDING:
@@ -1904,14 +2619,8 @@ advance (DcTrainGroup *self)
           prune (self, model->step);
           if (model->step >= self->stop)
             finish (self, NULL);
-          else
-            {
-              remove_evicted (self, model->step);
-              if (enter_admitting (self, model->step))
-                advance (self);
-              else
-                start_step (self);
-            }
+          else if (!verify_accusations (self))
+            next_step (self);
         }
       else if (self->state == STATE_REPORTING && late)
         {
@@ -1955,6 +2664,8 @@ handle_config (DcTrainGroup *self,
     {
       g_autoptr(DcMeshRunConfig) announced = NULL;
 
+      if (handle_checkpoint_config (self, peer, payload))
+        return;
       /* The leader announces a device joining after the step it took. */
       if (self->config == NULL || self->roster == NULL || self->roster->len == 0
           || !g_str_equal (g_ptr_array_index (self->roster, 0), dc_peer_get_id (peer))
@@ -1985,11 +2696,12 @@ handle_config (DcTrainGroup *self,
     }
   /* A run under way: start_step > 0 and the joiner's own id as starter_id. */
   join = config->start_step > 0 && g_strcmp0 (config->starter_id, own_id (self)) == 0
-         && config->start_step < config->steps;
-  if ((!join && g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0) || config->resume
-      || (!join && config->start_step != 0))
+         && config->start_step < config->steps && !config->resume;
+  if ((!join && g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0)
+      || (!join && !config->resume && config->start_step != 0)
+      || (config->resume && (config->start_step >= config->steps
+                             || checkpoint_cap (config->width, config->seq) == 0)))
     {
-      /* Resuming and joining a run under way are not implemented yet. */
       g_message ("ignoring a run config from %s: not a fresh run it started",
                  dc_peer_get_name (peer));
       dc_mesh_run_config_free (config);
@@ -2008,6 +2720,23 @@ handle_config (DcTrainGroup *self,
       return;
     }
   self->config = config;
+  if (config->resume)
+    {
+      g_autofree char *text = NULL;
+
+      /* The model comes with the config: wait for it, then prepare. */
+      self->checkpoint_from = g_strdup (dc_peer_get_id (peer));
+      self->step_done = config->start_step;
+      self->state = STATE_WAITING_CHECKPOINT;
+      arm (self, DC_TRAIN_GROUP_WAIT_S);
+      text = g_strdup_printf ("following the run “%s” started from its checkpoint at step %"
+                              G_GUINT64_FORMAT ": width %u, sequence %u, batch %u, %u steps, "
+                              "lr %u/1000, seed %" G_GUINT64_FORMAT, dc_peer_get_name (peer),
+                              config->start_step, config->width, config->seq, config->batch,
+                              config->steps, config->lr_x1000, config->run_seed);
+      notice (self, "config", dc_peer_get_name (peer), text);
+      return;
+    }
   if (join)
     {
       g_autofree char *text = NULL;
@@ -2055,7 +2784,21 @@ handle_report (DcTrainGroup *self,
    * starter's channel), kept: the run id is checked where it is used. */
   if (self->config != NULL
       && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
-    return;
+    {
+      /* A device that switched to the leader's checkpoint before this one
+       * (which still waits for a report of the old run): kept for the
+       * switch, apart, since the step numbers of the two runs overlap. */
+      if (self->switch_config != NULL
+          && memcmp (report->run_id, self->switch_config->run_id, DC_MESH_RUN_ID_SIZE) == 0
+          && report->step >= self->switch_config->start_step
+          && report->step <= self->switch_config->start_step + 1)
+        {
+          key = report_key (report->step, dc_peer_get_id (peer));
+          g_hash_table_replace (self->switch_reports, g_steal_pointer (&key),
+                                g_steal_pointer (&report));
+        }
+      return;
+    }
   current = self->step_done;
   /* A joiner waits for the leader's report of the step it joins after. */
   if (self->joining && self->step_done < self->config->start_step)
@@ -2079,6 +2822,9 @@ rollback (DcTrainGroup *self,
   g_autofree char *text = NULL;
 
   memcpy (model->params, self->snapshot, 3 * model->n_params * sizeof (float));
+  /* Accusations of the step name ranks of the roster it is taken back
+   * from: the step taken again is audited again. */
+  g_ptr_array_set_size (self->accusations, 0);
   model->step = self->snap_step;
   model->beta1_pow = self->snap_beta1;
   model->beta2_pow = self->snap_beta2;
@@ -2225,8 +2971,10 @@ handle_chunk (DcTrainGroup *self,
   assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
 
   {
-    const guint8 *data = g_bytes_get_data (object, NULL);
-    guint32 magic, n, loss_bits;
+    gsize size;
+    const guint8 *data = g_bytes_get_data (object, &size);
+    DcTrainGradientHeader header;
+    guint32 n, loss_bits;
     guint64 digest;
     Gradient *gradient;
     guint stashed = 0;
@@ -2235,16 +2983,17 @@ handle_chunk (DcTrainGroup *self,
     g_autofree char *prefix = g_strdup_printf ("%" G_GUINT64_FORMAT "/", chunk.step);
     g_autofree char *suffix = g_strdup_printf ("/%s", id);
 
-    memcpy (&magic, data, 4);
-    memcpy (&n, data + 4, 4);
-    memcpy (&digest, data + 8, 8);
-    memcpy (&loss_bits, data + 16, 4);
-    if (GUINT32_FROM_LE (magic) != GRADIENT_MAGIC || GUINT32_FROM_LE (n) == 0
-        || GUINT32_FROM_LE (n) > DC_MESH_ROSTER_MAX || chunk.rank >= GUINT32_FROM_LE (n))
+    if (!dc_train_gradient_header_parse (data, size, model->n_params, chunk.rank, &header,
+                                         &error))
       {
-        g_message ("a gradient from %s with a bad header: dropped", dc_peer_get_name (peer));
+        g_message ("a gradient from %s with a bad header: dropped (%s)", dc_peer_get_name (peer),
+                   error->message);
         return;
       }
+    /* As they were on the wire, for the code below. */
+    n = GUINT32_TO_LE (header.roster_size);
+    digest = GUINT64_TO_LE (header.digest);
+    loss_bits = GUINT32_TO_LE (header.loss_bits);
     if (repair)
       {
         g_autofree char *own_key = gradient_key (chunk.step, self->digest, id);
@@ -2287,10 +3036,11 @@ handle_chunk (DcTrainGroup *self,
   }
 }
 
-/* Another roster device's audit of the step being taken or just taken:
- * the audited device is removed after that step (on every device, since
- * the auditor sent it before its report of the step); the audited device
- * itself stops. The auditor is trusted: this device does not recompute. */
+/* Another roster device's audit of the step being taken or just taken: an
+ * accusation, recorded. It is not trusted: at the end of the step every
+ * device (on every device, since the auditor sent it before its report of
+ * the step) recomputes the gradient and removes the accused, or the
+ * accuser when the gradient reproduces (verify_accusations ()). */
 static void
 handle_audit (DcTrainGroup *self,
               DcPeer       *peer,
@@ -2299,7 +3049,6 @@ handle_audit (DcTrainGroup *self,
   g_autoptr(GError) error = NULL;
   DcMeshAudit audit = { 0 };
   const char *id;
-  g_autofree char *text = NULL;
 
   if (self->session == NULL || !in_roster (self, dc_peer_get_id (peer)))
     return;
@@ -2308,8 +3057,11 @@ handle_audit (DcTrainGroup *self,
       g_message ("a malformed audit from %s: %s", dc_peer_get_name (peer), error->message);
       return;
     }
+  /* The step being taken, or the one just taken while its reports come in
+   * (the step's end, where accusations are checked, is not past). */
   if (memcmp (audit.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
-      || audit.step + 1 < self->step_done + 1 || audit.step > self->step_done + 1
+      || (audit.step != self->step_done + 1
+          && !(audit.step == self->step_done && self->state == STATE_REPORTING))
       || audit.rank >= self->roster->len)
     return;
   /* The rank is of the auditor's roster: only when its gradient of that
@@ -2328,21 +3080,10 @@ handle_audit (DcTrainGroup *self,
   id = g_ptr_array_index (self->roster, audit.rank);
   if (g_str_equal (id, dc_peer_get_id (peer)) || g_hash_table_contains (self->evicted, id))
     return;
-  if (audit.rank == self->rank)
-    {
-      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
-                                 "AUDIT: removed from the run: “%s” recomputed this device's "
-                                 "gradient of step %" G_GUINT64_FORMAT " and got another hash; "
-                                 "its kernels or its build compute wrong values",
-                                 dc_peer_get_name (peer), audit.step));
-      return;
-    }
-  g_hash_table_replace (self->evicted, g_strdup (id), GSIZE_TO_POINTER (audit.step));
-  text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT " does not "
-                          "reproduce (audited by “%s”): removed from the roster after step %"
-                          G_GUINT64_FORMAT, member_name (self, id), audit.step,
-                          dc_peer_get_name (peer), audit.step);
-  notice (self, "audit", member_name (self, id), text);
+  g_message ("AUDIT: “%s” accuses “%s” of a gradient of step %" G_GUINT64_FORMAT " that does "
+             "not reproduce: checking it at the end of the step", dc_peer_get_name (peer),
+             member_name (self, id), audit.step);
+  add_accusation (self, audit.step, audit.rank, dc_peer_get_id (peer));
 }
 
 /* The joiner: the state after the step it joins after, from the leader
@@ -2389,6 +3130,122 @@ handle_weights (DcTrainGroup *self,
   self->weights = g_steal_pointer (&object);
 }
 
+static gboolean
+is_training_type (guint type)
+{
+  return type == DC_MESH_MSG_CONFIG || type == DC_MESH_MSG_STEP_REPORT
+         || type == DC_MESH_MSG_GRADIENTS || type == DC_MESH_MSG_REPAIR
+         || type == DC_MESH_MSG_REPAIR_REQUEST || type == DC_MESH_MSG_WEIGHTS
+         || type == DC_MESH_MSG_CHECKPOINT || type == DC_MESH_MSG_AUDIT;
+}
+
+/* A training message from a device that has no part in it is dropped and
+ * never counted; the log names the device at most once every
+ * DC_TRAIN_GROUP_REFUSE_LOG_S with how many were dropped since, so that a
+ * flooding peer cannot flood the log. */
+static void
+refuse (DcTrainGroup *self,
+        DcPeer       *peer,
+        guint         type,
+        const char   *why)
+{
+  const char *id = dc_peer_get_id (peer);
+  Refusal *refusal = g_hash_table_lookup (self->refused, id);
+  gint64 now = g_get_monotonic_time ();
+  g_autofree char *text = NULL;
+  const char *name = dc_peer_get_name (peer) != NULL ? dc_peer_get_name (peer) : id;
+
+  if (refusal == NULL)
+    {
+      refusal = g_new0 (Refusal, 1);
+      g_hash_table_insert (self->refused, g_strdup (id), refusal);
+    }
+  refusal->dropped++;
+  if (now < refusal->next_log)
+    return;
+  text = g_strdup_printf ("dropped %u training message%s from “%s” (the last: %s): %s",
+                          refusal->dropped, refusal->dropped == 1 ? "" : "s", name,
+                          dc_mesh_message_type_to_string (type), why);
+  refusal->dropped = 0;
+  refusal->next_log = now + (gint64) DC_TRAIN_GROUP_REFUSE_LOG_S * G_USEC_PER_SEC;
+  notice (self, "refused", name, text);
+}
+
+/* Admission and the roster, checked for every training message before it
+ * is read. Step reports and configs of admitted devices outside the roster
+ * pass (and weights and checkpoints while this device has no roster): a
+ * joiner's first report may come before its announcement, and the first
+ * config and report come before there is a roster; neither is ever counted
+ * for a device outside the roster (the guard compares roster devices'
+ * reports only). */
+static gboolean
+accept_from (DcTrainGroup *self,
+             DcPeer       *peer,
+             guint         type)
+{
+  DcMeshHello *theirs = dc_peer_get_hello (peer);
+
+  if (!admitted (self, peer))
+    {
+      refuse (self, peer, type,
+              theirs == NULL ? "no hello yet"
+              : theirs->numeric_rule_id != own_hello (self)->numeric_rule_id
+              ? "not admitted to training (numeric rule mismatch)"
+              : "not admitted to training (probe hash mismatch)");
+      return FALSE;
+    }
+  /* Weights and checkpoints come from a roster device too once this one
+   * has a roster (a joiner and a follower waiting for the starter's
+   * checkpoint have none yet). */
+  if ((type == DC_MESH_MSG_GRADIENTS || type == DC_MESH_MSG_REPAIR
+       || type == DC_MESH_MSG_REPAIR_REQUEST || type == DC_MESH_MSG_AUDIT
+       || type == DC_MESH_MSG_WEIGHTS || type == DC_MESH_MSG_CHECKPOINT)
+      && self->roster != NULL && !in_roster (self, dc_peer_get_id (peer)))
+    {
+      refuse (self, peer, type, "not in the run's roster");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Test only (DC_TEST_FAULT=outsider): while waiting for a config, send
+ * every connected device a gradient chunk, an audit and a repair request of
+ * no run, as a device outside the run pushing messages would. */
+static void
+fault_outsider_send (DcTrainGroup *self)
+{
+  g_autoptr(GPtrArray) peers = NULL;
+  DcMeshChunk chunk = { 0 };
+  DcMeshAudit audit = { 0 };
+  DcMeshRepairRequest request = { 0 };
+  g_autoptr(GBytes) data = g_bytes_new_static ("x", 1);
+  g_autoptr(GBytes) gradient = NULL, audit_payload = NULL, request_payload = NULL;
+
+  if (!self->fault_outsider || self->state != STATE_WAITING_CONFIG || get_mesh (self) == NULL)
+    return;
+  chunk.step = 1;
+  chunk.count = 1;
+  chunk.total = 1;
+  chunk.data = data;
+  dc_mesh_train_hash (data, chunk.hash);
+  gradient = dc_mesh_chunk_encode (DC_MESH_MSG_GRADIENTS, &chunk, NULL);
+  audit.step = 1;
+  audit_payload = dc_mesh_audit_encode (&audit);
+  request.step = 1;
+  request_payload = dc_mesh_repair_request_encode (&request);
+  peers = dc_mesh_dup_peers (get_mesh (self));
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+
+      if (dc_peer_get_state (peer) != DC_PEER_STATE_OPEN || dc_peer_get_name (peer) == NULL)
+        continue;
+      dc_peer_send (peer, DC_MESH_MSG_GRADIENTS, gradient, NULL);
+      dc_peer_send (peer, DC_MESH_MSG_AUDIT, audit_payload, NULL);
+      dc_peer_send (peer, DC_MESH_MSG_REPAIR_REQUEST, request_payload, NULL);
+    }
+}
+
 static void
 message_cb (DcGroup  *group,
             DcPeer   *peer,
@@ -2398,7 +3255,7 @@ message_cb (DcGroup  *group,
 {
   DcTrainGroup *self = user_data;
 
-  if (self->state == STATE_DONE)
+  if (self->state == STATE_DONE || !is_training_type (type) || !accept_from (self, peer, type))
     return;
   switch (type)
     {
@@ -2406,25 +3263,23 @@ message_cb (DcGroup  *group,
       handle_config (self, peer, payload);
       break;
     case DC_MESH_MSG_STEP_REPORT:
-      if (admitted (self, peer))
-        handle_report (self, peer, payload);
+      handle_report (self, peer, payload);
       break;
     case DC_MESH_MSG_GRADIENTS:
     case DC_MESH_MSG_REPAIR:
-      if (admitted (self, peer))
-        handle_chunk (self, peer, type, payload);
+      handle_chunk (self, peer, type, payload);
       break;
     case DC_MESH_MSG_REPAIR_REQUEST:
-      if (admitted (self, peer))
-        handle_repair_request (self, peer, payload);
+      handle_repair_request (self, peer, payload);
       break;
     case DC_MESH_MSG_WEIGHTS:
-      if (admitted (self, peer))
-        handle_weights (self, peer, payload);
+      handle_weights (self, peer, payload);
+      break;
+    case DC_MESH_MSG_CHECKPOINT:
+      handle_checkpoint (self, peer, payload);
       break;
     case DC_MESH_MSG_AUDIT:
-      if (admitted (self, peer))
-        handle_audit (self, peer, payload);
+      handle_audit (self, peer, payload);
       break;
     default:
       return;
@@ -2459,12 +3314,14 @@ event_cb (DcGroup    *group,
         if (dc_peer_get_name (g_ptr_array_index (peers, i)) != NULL)
           admitted (self, g_ptr_array_index (peers, i));
     }
+  fault_outsider_send (self);
   advance (self);
 }
 
 static gboolean
 tick_cb (gpointer user_data)
 {
+  fault_outsider_send (user_data);
   advance (user_data);
   return G_SOURCE_CONTINUE;
 }
@@ -2508,6 +3365,9 @@ dc_train_group_new (DcContext               *context,
   if (fault != NULL && g_str_has_prefix (fault, "corrupt-gradient@"))
     self->fault_corrupt = g_ascii_strtoull (fault + strlen ("corrupt-gradient@"), NULL, 10);
   self->audit_all = g_strcmp0 (fault, "audit-all") == 0;
+  self->fault_outsider = g_strcmp0 (fault, "outsider") == 0;
+  if (fault != NULL && g_str_has_prefix (fault, "false-audit@"))
+    self->fault_false_audit = g_ascii_strtoull (fault + strlen ("false-audit@"), NULL, 10);
   self->audit_rank = G_MAXUINT;
   if (fault != NULL && g_str_has_prefix (fault, "hold-join@"))
     self->fault_hold = g_ascii_strtoull (fault + strlen ("hold-join@"), NULL, 10);
@@ -2578,6 +3438,127 @@ dc_train_group_start (DcTrainGroup *self)
       self->state = STATE_WAITING_PEERS;
     }
   advance (self);
+}
+
+/**
+ * dc_train_group_set_resume:
+ * @model: (transfer none): the checkpoint's model to continue
+ * @settings: its saved settings
+ *
+ * Makes the run this device starts continue @model, as `train --resume`
+ * does (its size and settings; the request's steps, when given, extend or
+ * shorten the run): the config carries the resume flag and every device
+ * receives the checkpoint with it. Call before dc_train_group_start(); it
+ * matters only where this device starts the run.
+ *
+ * Returns: %FALSE with @error set when the checkpoint cannot be sent or
+ *   has nothing left to train
+ */
+gboolean
+dc_train_group_set_resume (DcTrainGroup           *self,
+                           const DcGptModel       *model,
+                           const DcTrainSettings  *settings,
+                           GError                **error)
+{
+  g_autoptr(GBytes) blob = NULL;
+  DcTrainSettings saved = *settings;
+  DcGptModel *copy;
+
+  g_return_val_if_fail (DC_IS_TRAIN_GROUP (self), FALSE);
+  g_return_val_if_fail (!self->started, FALSE);
+
+  if (self->request.steps > 0)
+    saved.steps = self->request.steps;
+  if (model->step >= saved.steps)
+    {
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "the checkpoint is at step %" G_GUINT64_FORMAT " and the run ends at step %u: "
+                   "nothing left to train (give more steps)", model->step, saved.steps);
+      return FALSE;
+    }
+  blob = dc_checkpoint_to_bytes (model, &saved, error);
+  if (blob == NULL)
+    return FALSE;
+  /* Every device, this one included, continues what it reads from these
+   * bytes: the same model by construction. */
+  copy = dc_checkpoint_from_bytes (blob, &self->resume_settings, error);
+  if (copy == NULL)
+    return FALSE;
+  g_clear_pointer (&self->resume_model, dc_gpt_model_free);
+  self->resume_model = copy;
+  g_clear_pointer (&self->resume_bytes, g_bytes_unref);
+  self->resume_bytes = g_steal_pointer (&blob);
+  return TRUE;
+}
+
+/**
+ * dc_train_group_load_checkpoint:
+ * @model: (transfer none): a checkpoint's model, loaded on this device
+ * @settings: its saved settings
+ *
+ * Applies a checkpoint to the whole group while a run is under way: the
+ * leader (the first roster device) sends it to every roster device before
+ * its next step report, and after that step every device continues from
+ * it, with its size and settings, to the run's last step (a new run with
+ * the same devices). On another device the checkpoint is forwarded to the
+ * leader, which does the same (docs/ARCHITECTURE.md, "Checkpoint to the
+ * group").
+ *
+ * Returns: %FALSE with @error set when no run is under way or the
+ *   checkpoint has nothing left to train
+ */
+gboolean
+dc_train_group_load_checkpoint (DcTrainGroup           *self,
+                                const DcGptModel       *model,
+                                const DcTrainSettings  *settings,
+                                GError                **error)
+{
+  g_autoptr(DcMeshRunConfig) config = NULL;
+  g_autoptr(GBytes) blob = NULL;
+  const char *leader;
+  DcPeer *peer;
+  g_autofree char *text = NULL;
+
+  g_return_val_if_fail (DC_IS_TRAIN_GROUP (self), FALSE);
+
+  if (self->state == STATE_DONE || self->session == NULL || self->roster == NULL
+      || self->config == NULL)
+    {
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "no group run is under way: Start continues a loaded checkpoint");
+      return FALSE;
+    }
+  if (model->step >= self->config->steps)
+    {
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "the checkpoint is at step %" G_GUINT64_FORMAT " and the run ends at step %u: "
+                   "nothing left to train", model->step, self->config->steps);
+      return FALSE;
+    }
+  if (self->rank == 0)
+    {
+      take_checkpoint (self, model, settings, NULL);
+      return TRUE;
+    }
+  leader = g_ptr_array_index (self->roster, 0);
+  if ((peer = find_peer (self, leader)) == NULL)
+    {
+      g_set_error (error, DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
+                   "the leader “%s” is not connected: load the checkpoint again once the "
+                   "group has a leader", member_name (self, leader));
+      return FALSE;
+    }
+  blob = dc_checkpoint_to_bytes (model, settings, error);
+  if (blob == NULL)
+    return FALSE;
+  config = resume_config_new (self, model, settings, self->config->steps,
+                              self->config->dataset_spec);
+  send_checkpoint (self, peer, config, blob);
+  text = g_strdup_printf ("loaded a checkpoint of step %" G_GUINT64_FORMAT ": sent to the leader "
+                          "“%s”, which switches the group to it after a step", model->step,
+                          member_name (self, leader));
+  notice (self, "checkpoint", member_name (self, leader), text);
+  return TRUE;
 }
 
 void
@@ -2658,6 +3639,18 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->start_sent);
   g_hash_table_unref (self->joiners);
   g_hash_table_unref (self->evicted);
+  g_hash_table_unref (self->switch_reports);
+  g_hash_table_unref (self->refused);
+  g_ptr_array_unref (self->accusations);
+  g_clear_pointer (&self->resume_model, dc_gpt_model_free);
+  g_clear_pointer (&self->resume_bytes, g_bytes_unref);
+  g_free (self->checkpoint_from);
+  g_clear_pointer (&self->switch_config, dc_mesh_run_config_free);
+  g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+  g_clear_pointer (&self->pending_config, dc_mesh_run_config_free);
+  g_clear_pointer (&self->pending_bytes, g_bytes_unref);
+  g_clear_pointer (&self->proposal, dc_mesh_run_config_free);
+  g_free (self->proposal_from);
   g_free (self->audit_grads);
   g_free (self->join_from);
   g_clear_pointer (&self->weights, g_bytes_unref);
@@ -2713,5 +3706,9 @@ dc_train_group_init (DcTrainGroup *self)
   self->start_sent = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->joiners = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->evicted = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->accusations = g_ptr_array_new_with_free_func ((GDestroyNotify) accusation_free);
+  self->refused = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->switch_reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                (GDestroyNotify) dc_mesh_step_report_free);
   self->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }

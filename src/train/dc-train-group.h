@@ -43,9 +43,16 @@
  *
  * Audits: a device that recomputes another's gradient and gets another
  * hash sends AUDIT to the roster before its report of the step; every
- * device removes the audited one from the roster after that step.
+ * device recomputes that gradient itself once the step's reports agree and
+ * removes the audited one after that step, or the auditor when the
+ * gradient reproduces (a false accusation).
  *
- * Not here yet (seams, docs/ARCHITECTURE.md): checkpoint to the group.
+ * Checkpoint to the group: the starter may continue a checkpoint
+ * (dc_train_group_set_resume: CONFIG with the resume flag, then the file as
+ * CHECKPOINT chunks); mid-run, a checkpoint loaded on any device
+ * (dc_train_group_load_checkpoint) reaches the leader, which sends it to
+ * the roster before its next report; after that step every device
+ * continues from it (a new run id, the same roster).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -91,6 +98,11 @@ G_BEGIN_DECLS
  * about 22-25 % a step, so a device that corrupts every gradient is caught
  * within 10 steps with 92 %, within 30 with 99.9 %. */
 #define DC_TRAIN_GROUP_AUDIT_PERIOD    4
+/* Training messages from a device outside the run (not admitted, or not in
+ * the roster) are dropped; the log names it at most once every this many
+ * seconds, with the count since: a device that floods cannot flood the log,
+ * and a person reading it still sees within seconds who is refused. */
+#define DC_TRAIN_GROUP_REFUSE_LOG_S    10
 
 #define DC_TRAIN_GROUP_ERROR (dc_train_group_error_quark ())
 GQuark dc_train_group_error_quark (void);
@@ -132,6 +144,14 @@ void          dc_train_group_set_starter (DcTrainGroup          *self,
                                        DcTrainGroupStarter       starter);
 const DcTrainPlan *
               dc_train_group_get_plan (DcTrainGroup             *self);
+gboolean      dc_train_group_set_resume (DcTrainGroup         *self,
+                                         const DcGptModel     *model,
+                                         const DcTrainSettings *settings,
+                                         GError              **error);
+gboolean      dc_train_group_load_checkpoint (DcTrainGroup    *self,
+                                              const DcGptModel *model,
+                                              const DcTrainSettings *settings,
+                                              GError         **error);
 void          dc_train_group_start    (DcTrainGroup             *self);
 void          dc_train_group_stop     (DcTrainGroup             *self);
 DcGptModel   *dc_train_group_get_model (DcTrainGroup            *self);

@@ -510,6 +510,13 @@ group_notice_cb (DcTrainGroup  *coordinator,
                  DcTrainingRun *self)
 {
   g_signal_emit (self, signals[SIGNAL_LOG], 0, text);
+  if (coordinator == self->group_run && g_str_equal (kind, "checkpoint"))
+    {
+      /* The group switched to a checkpoint: its settings are the run's from
+       * the next step on (adopt_plan ()). */
+      g_clear_pointer (&self->plan, dc_train_plan_free);
+      return;
+    }
   if (coordinator != self->follower || !g_str_equal (kind, "config"))
     return;
 
@@ -619,18 +626,20 @@ start_with_group (DcTrainingRun            *self,
                   GError                  **error)
 {
   g_autoptr(DcTrainPlan) plan = NULL;
+  g_autoptr(DcTrainGroup) coordinator = NULL;
 
-  if (self->loaded != NULL)
-    {
-      /* Not yet: the group protocol starts every run from seeded weights. */
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                   "a loaded checkpoint cannot be continued with a group yet: leave the group "
-                   "to continue it on this device");
-      return FALSE;
-    }
   /* The same checks as alone, before anything goes to the group. */
-  plan = dc_train_plan_new (request, NULL, NULL, error);
-  if (plan == NULL)
+  if (self->loaded == NULL)
+    {
+      plan = dc_train_plan_new (request, NULL, NULL, error);
+      if (plan == NULL)
+        return FALSE;
+    }
+  coordinator = new_coordinator (self, group, request, DC_TRAIN_GROUP_STARTER_SELF);
+  /* A loaded checkpoint is continued by the whole group: it goes with the
+   * config, as the CLI's --resume (its size and settings, the view's steps). */
+  if (self->loaded != NULL
+      && !dc_train_group_set_resume (coordinator, self->loaded, &self->settings, error))
     return FALSE;
 
   disarm (self, &self->follower);
@@ -638,12 +647,17 @@ start_with_group (DcTrainingRun            *self,
   g_clear_pointer (&self->session, dc_train_session_free);
   g_clear_pointer (&self->plan, dc_train_plan_free);
   g_clear_pointer (&self->hash, g_free);
-  self->step = 0;
+  self->step = self->loaded != NULL ? self->loaded->step : 0;
   self->group_running = TRUE;
-  emit_log (self, "training with the group: this device starts the run for every device "
-                  "connected");
+  emit_log (self, self->loaded != NULL
+                  ? "training with the group: this device starts the run from the loaded "
+                    "checkpoint for every device connected"
+                  : "training with the group: this device starts the run for every device "
+                    "connected");
+  g_clear_pointer (&self->loaded, dc_gpt_model_free);
+  /* Before the state's notify: the view asks then whether Load works. */
+  self->group_run = g_steal_pointer (&coordinator);
   announce_model (self, DC_TRAINING_STATE_RUNNING);
-  self->group_run = new_coordinator (self, group, request, DC_TRAIN_GROUP_STARTER_SELF);
   dc_train_group_start (self->group_run);
   return TRUE;
 }
@@ -819,11 +833,49 @@ dc_training_run_save_checkpoint (DcTrainingRun  *self,
   return TRUE;
 }
 
+/* During a group run: the checkpoint goes to the group (through its
+ * leader); every device continues from it after the same step. */
+static gboolean
+load_into_group (DcTrainingRun  *self,
+                 const char     *path,
+                 GError        **error)
+{
+  DcTrainSettings settings;
+  g_autoptr(DcGptModel) model = dc_checkpoint_load (path, &settings, error);
+  g_autofree char *line = NULL;
+
+  if (model == NULL || !dc_train_group_load_checkpoint (self->group_run, model, &settings, error))
+    return FALSE;
+  line = g_strdup_printf ("checkpoint loaded: %s (step %" G_GUINT64_FORMAT "): the group "
+                          "continues from it after a step", path, model->step);
+  emit_log (self, line);
+  return TRUE;
+}
+
+/**
+ * dc_training_run_can_load:
+ *
+ * Returns: whether dc_training_run_load_checkpoint () can work now: while
+ *   idle (it replaces the model), and during a group run (it goes to the
+ *   whole group)
+ */
+gboolean
+dc_training_run_can_load (DcTrainingRun *self)
+{
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), FALSE);
+
+  return (self->thread == NULL && !self->group_running)
+         || (self->group_running && self->group_run != NULL);
+}
+
 /**
  * dc_training_run_load_checkpoint:
  *
  * Replaces the model with the checkpoint's, after the reader's checks
- * (format, tokenizer, dimensions). On failure the current model stays.
+ * (format, tokenizer, dimensions); the next Start continues it, alone or
+ * with the group. During a group run the checkpoint goes to the whole
+ * group instead (dc_train_group_load_checkpoint ()). On failure the current
+ * model stays.
  */
 gboolean
 dc_training_run_load_checkpoint (DcTrainingRun  *self,
@@ -835,6 +887,8 @@ dc_training_run_load_checkpoint (DcTrainingRun  *self,
 
   g_return_val_if_fail (DC_IS_TRAINING_RUN (self), FALSE);
 
+  if (self->group_running && self->group_run != NULL)
+    return load_into_group (self, path, error);
   if (!ensure_idle (self, error))
     return FALSE;
 

@@ -52,6 +52,7 @@ void             dc_training_run_stop            (DcTrainingRun            *self
 gboolean         dc_training_run_save_checkpoint (DcTrainingRun            *self,
                                                   const char               *path,
                                                   GError                  **error);
+gboolean         dc_training_run_can_load        (DcTrainingRun            *self);
 gboolean         dc_training_run_load_checkpoint (DcTrainingRun            *self,
                                                   const char               *path,
                                                   GError                  **error);

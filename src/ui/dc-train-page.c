@@ -267,8 +267,11 @@ update_actions (DcTrainPage *self)
   gtk_widget_action_set_enabled (widget, "train.generate", has_model);
   gtk_widget_action_set_enabled (widget, "train.save-checkpoint", has_model);
   gtk_widget_action_set_enabled (widget, "train.save-checkpoint-to", has_model);
-  gtk_widget_action_set_enabled (widget, "train.load-checkpoint", !busy);
-  gtk_widget_action_set_enabled (widget, "train.load-checkpoint-from", !busy);
+  /* During a group run a loaded checkpoint goes to the whole group. */
+  gtk_widget_action_set_enabled (widget, "train.load-checkpoint",
+                                 dc_training_run_can_load (self->run));
+  gtk_widget_action_set_enabled (widget, "train.load-checkpoint-from",
+                                 dc_training_run_can_load (self->run));
   gtk_widget_action_set_enabled (widget, "train.export-hf", has_model);
   gtk_widget_action_set_enabled (widget, "train.export-hf-to", has_model);
 }
@@ -627,11 +630,18 @@ load_checkpoint_from_action (GtkWidget  *widget,
 {
   DcTrainPage *self = DC_TRAIN_PAGE (widget);
   g_autoptr(GError) error = NULL;
+  gboolean running = dc_training_run_get_state (self->run) == DC_TRAINING_STATE_RUNNING;
 
   if (!dc_training_run_load_checkpoint (self->run, g_variant_get_string (parameter, NULL),
                                         &error))
     {
       report_error (self, _("Could not load the checkpoint"), error);
+      return;
+    }
+  if (running)
+    {
+      /* A group run: every device switches to it after a step. */
+      toast (self, _("Checkpoint sent to the group"));
       return;
     }
   dc_loss_chart_clear (self->chart);

@@ -1,0 +1,75 @@
+/* fuzz-train-wire.c: libFuzzer target for the group coordinator's own
+ * headers inside the objects peers send: the 24-byte gradient header
+ * ("DRG1", in GRADIENTS and REPAIR objects) and the 32-byte state header
+ * ("DWT1", in WEIGHTS), src/train/dc-train-wire.h.
+ *
+ * The input is a whole object. It is parsed as a gradient for a model of as
+ * many parameters as its size implies (so that the size check passes and
+ * the fields are reached) and of one parameter more (the size check must
+ * refuse it), with the rank taken from its last byte; and as a state blob
+ * likewise, with the step taken from its bytes 16-23 when present. An
+ * accepted header must satisfy what the coordinator relies on.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "train/dc-train-wire.h"
+
+int LLVMFuzzerTestOneInput (const guint8 *data, gsize size);
+
+int
+LLVMFuzzerTestOneInput (const guint8 *data,
+                        gsize         size)
+{
+  guint32 rank = size > 0 ? data[size - 1] % 70 : 0;
+  gsize grad_params = size >= DC_TRAIN_GRADIENT_HEADER_SIZE
+                      ? (size - DC_TRAIN_GRADIENT_HEADER_SIZE) / 4 : 0;
+  gsize state_params = size >= DC_TRAIN_WEIGHTS_HEADER_SIZE
+                       ? (size - DC_TRAIN_WEIGHTS_HEADER_SIZE) / 12 : 0;
+  guint64 step = 0;
+  DcTrainGradientHeader gradient;
+  DcTrainWeightsHeader state;
+
+  for (guint extra = 0; extra < 2; extra++)
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (dc_train_gradient_header_parse (data, size, grad_params + extra, rank, &gradient,
+                                          &error))
+        {
+          g_assert_no_error (error);
+          g_assert_cmpuint (size, ==, DC_TRAIN_GRADIENT_HEADER_SIZE + 4 * (grad_params + extra));
+          g_assert_cmpuint (gradient.roster_size, >=, 1);
+          g_assert_cmpuint (gradient.roster_size, <=, DC_TRAIN_GRADIENT_ROSTER_MAX);
+          g_assert_cmpuint (rank, <, gradient.roster_size);
+        }
+      else
+        g_assert_nonnull (error);
+    }
+  if (size >= 24)
+    {
+      memcpy (&step, data + 16, 8);
+      step = GUINT64_FROM_LE (step);
+    }
+  for (guint extra = 0; extra < 2; extra++)
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (dc_train_weights_header_parse (data, size, state_params + extra, step, &state, &error))
+        {
+          g_assert_no_error (error);
+          g_assert_cmpuint (size, ==,
+                            DC_TRAIN_WEIGHTS_HEADER_SIZE + 12 * (state_params + extra));
+          g_assert_cmpuint (state.n_params, ==, state_params + extra);
+          g_assert_cmpuint (state.step, ==, step);
+          g_assert_true (state.beta1_pow > 0.0f && state.beta1_pow <= 1.0f);
+          g_assert_true (state.beta2_pow > 0.0f && state.beta2_pow <= 1.0f);
+        }
+      else
+        g_assert_nonnull (error);
+    }
+  return 0;
+}

@@ -1,0 +1,178 @@
+/* test-train-wire.c: the group coordinator's object headers (suite core).
+ *
+ * dc_train_gradient_header_parse () and dc_train_weights_header_parse ()
+ * read a peer's bytes: a well-formed header is taken with its fields, and
+ * each way of breaking one (size, magic, roster size, rank, reserved bytes,
+ * parameter count, step, β powers) is refused with a message.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+#include <gio/gio.h>
+
+#include "train/dc-train-wire.h"
+
+#define N_PARAMS 6
+
+static void
+put_u32 (guint8 *p, guint32 v)
+{
+  v = GUINT32_TO_LE (v);
+  memcpy (p, &v, 4);
+}
+
+static void
+put_u64 (guint8 *p, guint64 v)
+{
+  v = GUINT64_TO_LE (v);
+  memcpy (p, &v, 8);
+}
+
+/* A gradient object for a roster of 3, digest 0x0123…, loss 2.5. */
+static guint8 *
+gradient (gsize *size)
+{
+  guint8 *data = g_malloc0 (DC_TRAIN_GRADIENT_HEADER_SIZE + 4 * N_PARAMS);
+  float loss = 2.5f;
+  guint32 bits;
+
+  put_u32 (data, DC_TRAIN_GRADIENT_MAGIC);
+  put_u32 (data + 4, 3);
+  put_u64 (data + 8, G_GUINT64_CONSTANT (0x0123456789abcdef));
+  memcpy (&bits, &loss, 4);
+  put_u32 (data + 16, bits);
+  *size = DC_TRAIN_GRADIENT_HEADER_SIZE + 4 * N_PARAMS;
+  return data;
+}
+
+static void
+expect_gradient_refused (const guint8 *data,
+                         gsize         size,
+                         gsize         n_params,
+                         guint32       rank)
+{
+  DcTrainGradientHeader header;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_false (dc_train_gradient_header_parse (data, size, n_params, rank, &header, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+  g_test_message ("refused: %s", error->message);
+}
+
+static void
+test_gradient (void)
+{
+  gsize size;
+  g_autofree guint8 *data = gradient (&size);
+  DcTrainGradientHeader header;
+  g_autoptr(GError) error = NULL;
+  float loss;
+
+  g_assert_true (dc_train_gradient_header_parse (data, size, N_PARAMS, 2, &header, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (header.roster_size, ==, 3);
+  g_assert_cmpuint (header.digest, ==, G_GUINT64_CONSTANT (0x0123456789abcdef));
+  memcpy (&loss, &header.loss_bits, 4);
+  g_assert_cmpfloat (loss, ==, 2.5f);
+
+  expect_gradient_refused (data, size - 1, N_PARAMS, 0);      /* size */
+  expect_gradient_refused (data, size, N_PARAMS + 1, 0);      /* another model */
+  expect_gradient_refused (data, 3, 0, 0);                    /* shorter than a header */
+  expect_gradient_refused (data, size, G_MAXSIZE / 2, 0);     /* a count that overflows */
+  expect_gradient_refused (data, size, N_PARAMS, 3);          /* rank beyond the roster */
+  put_u32 (data + 20, 1);
+  expect_gradient_refused (data, size, N_PARAMS, 0);          /* reserved */
+  put_u32 (data + 20, 0);
+  put_u32 (data + 4, 0);
+  expect_gradient_refused (data, size, N_PARAMS, 0);          /* empty roster */
+  put_u32 (data + 4, DC_TRAIN_GRADIENT_ROSTER_MAX + 1);
+  expect_gradient_refused (data, size, N_PARAMS, 0);          /* more than a room */
+  put_u32 (data + 4, DC_TRAIN_GRADIENT_ROSTER_MAX);
+  g_assert_true (dc_train_gradient_header_parse (data, size, N_PARAMS, 63, &header, NULL));
+  data[0] ^= 1;
+  expect_gradient_refused (data, size, N_PARAMS, 0);          /* magic */
+}
+
+static guint8 *
+state (gsize *size,
+       float  beta1,
+       float  beta2)
+{
+  guint8 *data = g_malloc0 (DC_TRAIN_WEIGHTS_HEADER_SIZE + 12 * N_PARAMS);
+
+  put_u32 (data, DC_TRAIN_WEIGHTS_MAGIC);
+  put_u64 (data + 8, N_PARAMS);
+  put_u64 (data + 16, 30);
+  memcpy (data + 24, &beta1, 4);
+  memcpy (data + 28, &beta2, 4);
+  *size = DC_TRAIN_WEIGHTS_HEADER_SIZE + 12 * N_PARAMS;
+  return data;
+}
+
+static void
+expect_state_refused (const guint8 *data,
+                      gsize         size,
+                      gsize         n_params,
+                      guint64       step)
+{
+  DcTrainWeightsHeader header;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_false (dc_train_weights_header_parse (data, size, n_params, step, &header, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+  g_test_message ("refused: %s", error->message);
+}
+
+/* The joiner's state: β powers must be a running product of β < 1 from 1,
+ * in (0, 1]; before the parser, NaN, 0, negative and > 1 were copied into
+ * the model as they came. */
+static void
+test_weights (void)
+{
+  gsize size;
+  g_autofree guint8 *data = state (&size, 0.04f, 0.97f);
+  DcTrainWeightsHeader header;
+  g_autoptr(GError) error = NULL;
+  const float bad[] = { NAN, 0.0f, -0.5f, 1.5f, INFINITY };
+
+  g_assert_true (dc_train_weights_header_parse (data, size, N_PARAMS, 30, &header, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (header.n_params, ==, N_PARAMS);
+  g_assert_cmpuint (header.step, ==, 30);
+  g_assert_cmpfloat (header.beta1_pow, ==, 0.04f);
+  g_assert_cmpfloat (header.beta2_pow, ==, 0.97f);
+
+  expect_state_refused (data, size + 1, N_PARAMS, 30);       /* size */
+  expect_state_refused (data, size, N_PARAMS, 31);           /* another step */
+  expect_state_refused (data, 4, 0, 30);                     /* shorter than a header */
+  expect_state_refused (data, size, G_MAXSIZE / 4, 30);      /* a count that overflows */
+  put_u32 (data + 4, 7);
+  expect_state_refused (data, size, N_PARAMS, 30);           /* reserved */
+  put_u32 (data + 4, 0);
+  put_u64 (data + 8, N_PARAMS + 1);
+  expect_state_refused (data, size, N_PARAMS, 30);           /* its own count differs */
+  put_u64 (data + 8, N_PARAMS);
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autofree guint8 *one = state (&size, bad[i], 0.5f);
+      g_autofree guint8 *two = state (&size, 0.5f, bad[i]);
+
+      expect_state_refused (one, size, N_PARAMS, 30);
+      expect_state_refused (two, size, N_PARAMS, 30);
+    }
+  data[3] ^= 0x80;
+  expect_state_refused (data, size, N_PARAMS, 30);           /* magic */
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/dc/train/wire/gradient", test_gradient);
+  g_test_add_func ("/dc/train/wire/weights", test_weights);
+  return g_test_run ();
+}
