@@ -494,6 +494,10 @@ struct _DcJsonConstraint
   guint         vocab_size;
   guint8      **bytes;      /* vocab_size entries; NULL: never text */
   guint16      *lengths;    /* capped: tokens are short (the longest on the Hub ~ 256 bytes) */
+  /* 1: the bytes are plain string content (valid UTF-8, no control
+   * character, no '"' or '\'): inside a string they change nothing, so
+   * one test decides them all, and most of a vocabulary is such tokens. */
+  guint8       *plain;
   /* Ids whose first byte is B, so a state that cannot take B rejects them in one test. */
   guint32      *by_first;   /* ids, grouped by first byte */
   guint32       first_start[257];
@@ -515,6 +519,7 @@ constraint_new (guint vocab_size,
   self->vocab_size = vocab_size;
   self->bytes = g_new0 (guint8 *, vocab_size);
   self->lengths = g_new0 (guint16, vocab_size);
+  self->plain = g_new0 (guint8, vocab_size);
   self->by_first = g_new0 (guint32, MAX (vocab_size, 1));
   self->end_id = end_id >= 0 && (guint64) end_id < vocab_size ? end_id : -1;
   dc_json_state_init (&self->state);
@@ -551,6 +556,10 @@ constraint_set (DcJsonConstraint *self,
     return;
   self->bytes[id] = g_memdup2 (bytes, len);
   self->lengths[id] = (guint16) len;
+  self->plain[id] = g_utf8_validate_len ((const char *) bytes, len, NULL);
+  for (gsize i = 0; i < len && self->plain[id]; i++)
+    if (bytes[i] < 0x20 || bytes[i] == '"' || bytes[i] == '\\')
+      self->plain[id] = 0;
 }
 
 DcJsonConstraint *
@@ -607,6 +616,7 @@ dc_json_constraint_free (DcJsonConstraint *self)
     g_free (self->bytes[i]);
   g_free (self->bytes);
   g_free (self->lengths);
+  g_free (self->plain);
   g_free (self->by_first);
   g_free (self);
 }
@@ -625,12 +635,15 @@ dc_json_constraint_allowed (DcJsonConstraint *self,
                             guint8           *allowed)
 {
   gsize n_allowed = 0;
+  gboolean in_string, plain_fits;
 
   g_return_val_if_fail (self != NULL && allowed != NULL, 0);
 
   memset (allowed, 0, self->vocab_size);
   if (remaining == 0 || dc_json_state_is_failed (&self->state))
     return 0;
+  in_string = self->state.mode == M_STRING;
+  plain_fits = in_string && dc_json_state_distance (&self->state) <= remaining - 1;
   for (guint b = 0; b < 256; b++)
     {
       DcJsonState first = self->state;
@@ -644,6 +657,12 @@ dc_json_constraint_allowed (DcJsonConstraint *self,
           guint32 id = self->by_first[k];
           DcJsonState s = first;
 
+          if (in_string && self->plain[id])
+            {
+              allowed[id] = plain_fits;
+              n_allowed += plain_fits;
+              continue;
+            }
           if (dc_json_state_feed (&s, self->bytes[id] + 1, self->lengths[id] - 1u)
               && dc_json_state_distance (&s) <= remaining - 1)
             {
