@@ -132,7 +132,8 @@ static void
 finished_cb (DcInferSession *session, guint id, gboolean stopped, const char *message,
              double tps, Fixture *f)
 {
-  Seen s = { 'f', id, 0, g_strdup (message), stopped };
+  /* The queue as the creator reads it when told: the next prompt has left it. */
+  Seen s = { 'f', id, dc_infer_session_get_queue_length (session), g_strdup (message), stopped };
 
   check_thread (f);
   g_array_append_val (f->seen, s);
@@ -364,8 +365,11 @@ test_queue_and_stop (Fixture *f, gconstpointer data)
 
   f->fake.gated = TRUE;
   a = dc_infer_session_submit (f->session, "first", &s);
+  /* Idle: the prompt runs at once, it does not wait. */
+  g_assert_cmpuint (dc_infer_session_get_queue_length (f->session), ==, 0);
   b = dc_infer_session_submit (f->session, "second", &s);
   c = dc_infer_session_submit (f->session, "third", &s);
+  g_assert_cmpuint (dc_infer_session_get_queue_length (f->session), ==, 2);
   /* A's prefill and two tokens' forward calls. */
   grant (f, 3);
   wait_for (f, 't', a, 2);
@@ -377,6 +381,7 @@ test_queue_and_stop (Fixture *f, gconstpointer data)
   grant (f, 1);
   wait_for (f, 'f', a, 1);
   g_assert_true (find_finished (f, a)->stopped);
+  g_assert_cmpuint (find_finished (f, a)->value, ==, 1);   /* B left the queue first */
   /* Stopped after the call in progress: no token past it. */
   g_assert_cmpuint (count_seen (f, 't', a), <=, tokens_before + 1);
   g_assert_cmpuint (count_seen (f, 't', a), <, 50);
@@ -385,6 +390,7 @@ test_queue_and_stop (Fixture *f, gconstpointer data)
   ungate (f);
   wait_for (f, 'f', c, 1);
   g_assert_false (find_finished (f, b)->stopped);
+  g_assert_cmpuint (find_finished (f, b)->value, ==, 0);
   g_assert_cmpuint (count_seen (f, 't', b), ==, 50);
   g_assert_cmpuint (count_seen (f, 't', c), ==, 50);
   g_assert_cmpuint (dc_infer_session_get_queue_length (f->session), ==, 0);

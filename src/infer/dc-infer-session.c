@@ -147,6 +147,8 @@ shared_unref (Shared *sh)
   if (!g_atomic_int_dec_and_test (&sh->ref_count))
     return;
   g_queue_clear_full (&sh->waiting, (GDestroyNotify) turn_free);
+  /* A prompt claimed but never started when the session went away. */
+  g_clear_pointer (&sh->running, turn_free);
   g_queue_clear_full (&sh->events, (GDestroyNotify) event_free);
   g_clear_pointer (&sh->cache, dc_hf_kv_cache_free);
   g_clear_pointer (&sh->model, dc_hf_model_free);
@@ -223,13 +225,13 @@ schedule_dispatch_locked (Shared *sh)
 }
 
 static void
-post_event (Shared    *sh,
-            EventKind  kind,
-            guint      prompt_id,
-            guint      value,
-            char      *text,          /* taken */
-            gboolean   stopped,
-            double     tokens_per_s)
+post_event_locked (Shared    *sh,
+                   EventKind  kind,
+                   guint      prompt_id,
+                   guint      value,
+                   char      *text,          /* taken */
+                   gboolean   stopped,
+                   double     tokens_per_s)
 {
   Event *event = g_new0 (Event, 1);
 
@@ -239,10 +241,36 @@ post_event (Shared    *sh,
   event->text = text;
   event->stopped = stopped;
   event->tokens_per_s = tokens_per_s;
-  g_mutex_lock (&sh->lock);
   g_queue_push_tail (&sh->events, event);
   schedule_dispatch_locked (sh);
+}
+
+static void
+post_event (Shared    *sh,
+            EventKind  kind,
+            guint      prompt_id,
+            guint      value,
+            char      *text,          /* taken */
+            gboolean   stopped,
+            double     tokens_per_s)
+{
+  g_mutex_lock (&sh->lock);
+  post_event_locked (sh, kind, prompt_id, value, text, stopped, tokens_per_s);
   g_mutex_unlock (&sh->lock);
+}
+
+/* The next waiting prompt becomes the running one as soon as the model is
+ * there and nothing runs, decided under the lock by whoever changes those
+ * (submit, the load, the end of a turn): so what the creator reads right
+ * after submit or after "finished" does not depend on the worker's timing. */
+static void
+claim_next_locked (Shared *sh)
+{
+  if (sh->running != NULL || sh->shutdown || (sh->model == NULL && !sh->fake))
+    return;
+  sh->running = g_queue_pop_head (&sh->waiting);
+  if (sh->running != NULL)
+    g_cond_broadcast (&sh->cond);
 }
 
 static void
@@ -373,9 +401,14 @@ rate (gint64 t0,
   return elapsed > 0 ? n / (elapsed / (double) G_USEC_PER_SEC) : 0.0;
 }
 
+/* Runs TURN; returns its end for "finished": the error (or NULL) in
+ * *MESSAGE, whether Stop ended it, and the rate. */
 static void
-generate (Shared *sh,
-          Turn   *turn)
+generate (Shared    *sh,
+          Turn      *turn,
+          char     **message,
+          gboolean  *stopped_out,
+          double    *rate_out)
 {
   const DcInferSettings *s = &turn->settings;
   g_autoptr(GArray) seq = g_array_copy (turn->ids);
@@ -475,8 +508,9 @@ generate (Shared *sh,
     }
 
 out:
-  post_event (sh, EVENT_FINISHED, turn->id, 0, error != NULL ? g_strdup (error->message) : NULL,
-              stopped, rate (t0, made));
+  *message = error != NULL ? g_strdup (error->message) : NULL;
+  *stopped_out = stopped;
+  *rate_out = rate (t0, made);
 }
 
 static gpointer
@@ -488,19 +522,25 @@ generation_worker (gpointer data)
   for (;;)
     {
       Turn *turn;
+      char *message;
+      gboolean stopped;
+      double tokens_per_s;
 
-      while (!sh->shutdown && ((sh->model == NULL && !sh->fake) || sh->waiting.length == 0))
+      while (!sh->shutdown && sh->running == NULL)
         g_cond_wait (&sh->cond, &sh->lock);
       if (sh->shutdown)
         break;
-      turn = g_queue_pop_head (&sh->waiting);
-      sh->running = turn;
+      turn = sh->running;
       g_mutex_unlock (&sh->lock);
 
-      generate (sh, turn);
+      generate (sh, turn, &message, &stopped, &tokens_per_s);
 
+      /* The next prompt is claimed before "finished" is posted: the
+       * creator, seeing "finished", reads a queue without it. */
       g_mutex_lock (&sh->lock);
       sh->running = NULL;
+      claim_next_locked (sh);
+      post_event_locked (sh, EVENT_FINISHED, turn->id, 0, message, stopped, tokens_per_s);
       g_mutex_unlock (&sh->lock);
       turn_free (turn);
       g_mutex_lock (&sh->lock);
@@ -747,7 +787,7 @@ load_worker (GTask        *task,
   if (model != NULL)
     {
       sh->model = model;
-      g_cond_broadcast (&sh->cond);
+      claim_next_locked (sh);
     }
   g_mutex_unlock (&sh->lock);
   if (model == NULL)
@@ -914,7 +954,7 @@ dc_infer_session_submit (DcInferSession        *self,
       return id;
     }
   g_queue_push_tail (&sh->waiting, turn);
-  g_cond_broadcast (&sh->cond);
+  claim_next_locked (sh);
   g_mutex_unlock (&sh->lock);
   return id;
 }
