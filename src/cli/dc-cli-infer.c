@@ -5,7 +5,8 @@
  * a local folder, weights loaded with progress on stderr, then either one
  * generation streamed to stdout or, with --score, each position's top-10
  * for a given list of ids (teacher forcing). A token is read only when the
- * Hub asks for one, from $HF_TOKEN; it is never printed.
+ * Hub asks for one, from --token-file or $HF_TOKEN, as `data` does; it is
+ * never printed.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -21,6 +22,7 @@
 
 #include "dc-cli.h"
 #include "dc-context.h"
+#include "dc-regular-file.h"
 #include "infer/dc-infer-session.h"
 #include "infer/dc-sampler.h"
 #include "model/dc-model-error.h"
@@ -30,6 +32,8 @@
 /* Ids to score: the largest context of the models this build runs is far
  * below 2^24 positions; 65,536 ids is an hour of CPU and past that a mistake. */
 #define SCORE_MAX_IDS 65536
+/* A token file larger than this is not a token (as `data`'s). */
+#define MAX_TOKEN_FILE 4096
 /* The top list --score prints, as other implementations' comparisons use. */
 #define SCORE_TOP_K 10
 
@@ -110,8 +114,23 @@ static char *
 cli_token_cb (const char *description,
               gpointer    user_data)
 {
+  const char *token_file = user_data;
   const char *env = g_getenv ("HF_TOKEN");
+  g_autoptr(GError) error = NULL;
+  g_autofree char *contents = NULL;
+  gsize len;
 
+  if (token_file != NULL)
+    {
+      /* A FIFO here would block the CLI for ever: regular files only. */
+      if (!dc_regular_file_get_contents (token_file, MAX_TOKEN_FILE, &contents, &len, &error))
+        {
+          g_printerr (_("daisychain-cli: cannot read the token file “%s”: %s\n"), token_file,
+                      error->message);
+          return NULL;
+        }
+      return g_strstrip (g_steal_pointer (&contents));
+    }
   return env != NULL && *env != '\0' ? g_strdup (env) : NULL;
 }
 
@@ -257,7 +276,7 @@ dc_cli_infer_run (const DcCliCommand  *command,
                   char               **argv)
 {
   g_autofree char *model = NULL, *prompt = NULL, *output = NULL, *score = NULL;
-  g_autofree char *backend = NULL;
+  g_autofree char *backend = NULL, *token_file = NULL;
   int tokens = 60, context_length = 64, temperature = 0;
   gint64 seed = 1234;
   const GOptionEntry entries[] = {
@@ -278,6 +297,9 @@ dc_cli_infer_run (const DcCliCommand  *command,
       N_("Instead of generating: each position's top-10 ids and logits for these ids"), "IDS" },
     { "backend", 0, 0, G_OPTION_ARG_STRING, &backend,
       N_("cpu (default), cpu-scalar or vulkan"), "B" },
+    { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
+      N_("Read a Hugging Face token from FILE if the Hub asks for one (else $HF_TOKEN)"),
+      "FILE" },
     { NULL }
   };
   g_autoptr(GError) error = NULL;
@@ -339,7 +361,8 @@ dc_cli_infer_run (const DcCliCommand  *command,
   context = dc_context_new (kind, &error);
   if (context == NULL)
     return dc_cli_fail (options, error);
-  dc_hf_client_set_token_func (dc_context_get_hf_client (context), cli_token_cb, NULL, NULL);
+  dc_hf_client_set_token_func (dc_context_get_hf_client (context), cli_token_cb,
+                               g_strdup (token_file), g_free);
   repo = dc_model_repo_open (dc_context_get_hf_client (context), model, NULL, &error);
   if (repo == NULL)
     return dc_cli_fail (options, error);
