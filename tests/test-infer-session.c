@@ -611,6 +611,70 @@ test_score (Fixture *f, gconstpointer data)
 }
 
 static void
+load_done_cb (GObject      *source,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (dc_infer_session_load_finish (DC_INFER_SESSION (source), result, &error));
+  g_assert_no_error (error);
+  *(gboolean *) user_data = TRUE;
+}
+
+static void
+progress_cb (DcInferSession *session, guint64 done, guint64 total, guint *count)
+{
+  g_assert_cmpuint (done, <=, total);
+  (*count)++;
+}
+
+static gboolean
+is_true (gpointer flag)
+{
+  return *(gboolean *) flag;
+}
+
+/* Prompts submitted before the weights are loaded wait for the load, then
+ * run in order; load-progress comes on the creator's context. */
+static void
+test_prompts_wait_for_load (Fixture *f, gconstpointer data)
+{
+  DcInferFakeModel fake = {
+    .vocab_size = VOCAB, .max_positions = 256, .eos_id = 0, .bos_id = 0,
+    .forward = fake_forward, .user_data = &f->fake, .load_later = TRUE,
+  };
+  DcInferSettings s = settings_with (4, 64);
+  gboolean loaded = FALSE;
+  guint progress = 0, a, b;
+
+  g_clear_object (&f->session);
+  f->session = _dc_infer_session_new_fake (load_tokenizer (), &fake);
+  g_signal_connect (f->session, "started", G_CALLBACK (started_cb), f);
+  g_signal_connect (f->session, "token", G_CALLBACK (token_cb), f);
+  g_signal_connect (f->session, "finished", G_CALLBACK (finished_cb), f);
+  g_signal_connect (f->session, "load-progress", G_CALLBACK (progress_cb), &progress);
+  g_assert_false (dc_infer_session_is_loaded (f->session));
+
+  a = dc_infer_session_submit (f->session, "first", &s);
+  b = dc_infer_session_submit (f->session, "second", &s);
+  g_assert_cmpuint (dc_infer_session_get_queue_length (f->session), ==, 2);
+  while (g_main_context_iteration (f->context, FALSE))
+    ;
+  g_assert_cmpuint (f->seen->len, ==, 0);
+  g_assert_cmpuint (f->fake.calls, ==, 0);
+
+  dc_infer_session_load_async (f->session, NULL, load_done_cb, &loaded);
+  g_assert_true (dc_test_wait_until (is_true, &loaded, WAIT_MS));
+  g_assert_true (dc_infer_session_is_loaded (f->session));
+  wait_for (f, 'f', b, 1);
+  g_assert_cmpuint (progress, ==, 1);
+  g_assert_cmpuint (count_seen (f, 't', a), ==, 4);
+  g_assert_cmpuint (count_seen (f, 't', b), ==, 4);
+  g_assert_cmpuint (g_array_index (f->seen, Seen, 0).prompt_id, ==, a);
+}
+
+static void
 test_settings_defaults (void)
 {
   DcInferSettings s;
@@ -643,6 +707,7 @@ main (int argc, char **argv)
   ADD ("context-window", test_context_window);
   ADD ("refusals", test_refusals);
   ADD ("score", test_score);
+  ADD ("prompts-wait-for-load", test_prompts_wait_for_load);
 #undef ADD
   g_test_add_func ("/infer/session/settings-defaults", test_settings_defaults);
   return g_test_run ();

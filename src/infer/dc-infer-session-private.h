@@ -26,9 +26,10 @@ typedef struct
   gint64              bos_id;        /* -1: none */
   DcInferFakeForward  forward;
   gpointer            user_data;
+  gboolean            load_later;    /* loaded by load_async, not at once */
 } DcInferFakeModel;
 
-/* Takes TOKENIZER; the session is loaded at once. */
+/* Takes TOKENIZER; the session is loaded at once unless LOAD_LATER. */
 DcInferSession *_dc_infer_session_new_fake (DcBpeTokenizer          *tokenizer,
                                             const DcInferFakeModel  *fake);
 

@@ -74,6 +74,7 @@ typedef struct
   gint64             bos_id;
   gboolean           fake;
   DcInferFakeModel   fake_model;
+  gboolean           fake_loaded;   /* under lock */
 
   /* Under lock. */
   DcHfModel         *model;
@@ -263,10 +264,16 @@ post_event (Shared    *sh,
  * there and nothing runs, decided under the lock by whoever changes those
  * (submit, the load, the end of a turn): so what the creator reads right
  * after submit or after "finished" does not depend on the worker's timing. */
+static gboolean
+is_loaded_locked (Shared *sh)
+{
+  return sh->fake ? sh->fake_loaded : sh->model != NULL;
+}
+
 static void
 claim_next_locked (Shared *sh)
 {
-  if (sh->running != NULL || sh->shutdown || (sh->model == NULL && !sh->fake))
+  if (sh->running != NULL || sh->shutdown || !is_loaded_locked (sh))
     return;
   sh->running = g_queue_pop_head (&sh->waiting);
   if (sh->running != NULL)
@@ -691,6 +698,7 @@ _dc_infer_session_new_fake (DcBpeTokenizer         *tokenizer,
   sh = self->shared;
   sh->fake = TRUE;
   sh->fake_model = *fake;
+  sh->fake_loaded = !fake->load_later;
   sh->owned_tokenizer = tokenizer;
   sh->tokenizer = tokenizer;
   sh->vocab_size = fake->vocab_size;
@@ -811,7 +819,16 @@ dc_infer_session_load_async (DcInferSession      *self,
   task = g_task_new (self, cancellable, callback, user_data);
   g_task_set_source_tag (task, dc_infer_session_load_async);
   g_mutex_lock (&sh->lock);
-  if (sh->fake || sh->model != NULL)
+  if (sh->fake && !sh->fake_loaded)
+    {
+      /* The fake's weights "load" at once, with one progress report. */
+      sh->fake_loaded = TRUE;
+      sh->progress_pending = TRUE;
+      sh->progress_done = sh->progress_total = 1;
+      schedule_dispatch_locked (sh);
+      claim_next_locked (sh);
+    }
+  if (is_loaded_locked (sh))
     {
       g_mutex_unlock (&sh->lock);
       g_task_return_boolean (task, TRUE);
@@ -849,7 +866,7 @@ dc_infer_session_is_loaded (DcInferSession *self)
   g_return_val_if_fail (DC_IS_INFER_SESSION (self), FALSE);
 
   g_mutex_lock (&self->shared->lock);
-  loaded = self->shared->fake || self->shared->model != NULL;
+  loaded = is_loaded_locked (self->shared);
   g_mutex_unlock (&self->shared->lock);
   return loaded;
 }
@@ -1079,7 +1096,7 @@ dc_infer_session_score (DcInferSession  *self,
         return NULL;
       }
   g_mutex_lock (&sh->lock);
-  busy = sh->running != NULL || sh->waiting.length > 0 || (!sh->fake && sh->model == NULL);
+  busy = sh->running != NULL || sh->waiting.length > 0 || !is_loaded_locked (sh);
   g_mutex_unlock (&sh->lock);
   if (busy)
     {
