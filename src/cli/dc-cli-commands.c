@@ -46,6 +46,9 @@ const DcCliCommand dc_cli_commands[] = {
   { "export", "", N_("Export a checkpoint as a Hugging Face folder"), dc_cli_export_run },
   { "tokenize", "", N_("Turn a text into a Hugging Face model's token ids"),
     dc_cli_tokenize_run },
+  { "infer", "",
+    N_("Generate text with a Hugging Face model (repo id or folder), or score token ids"),
+    dc_cli_infer_run },
   { "signal", "", N_("Run the signaling service that introduces devices"), dc_cli_signal_run },
   { "join", "", N_("Join a group of devices and print peer events"), dc_cli_join_run },
 };

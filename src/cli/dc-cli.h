@@ -63,6 +63,7 @@ int dc_cli_data_read_run   (const DcCliCommand *command, DcCliOptions *options, 
 int dc_cli_data_ls_run     (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_data_run  (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_channel_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_infer_run       (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_tokenize_run    (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_train_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_group_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);

@@ -1,5 +1,17 @@
-/* PLACEHOLDER: owned by SESSION */
-/* dc-infer-session.h: one loaded model and its generation (hf-contract §4).
+/* dc-infer-session.h: one loaded model and its generation, for the app and the CLI.
+ *
+ * Loading (dc_hf_model_load, with the repo as the weights' source) and
+ * generation run on worker threads; every signal is emitted on the
+ * thread-default main context of the thread that created the session, from
+ * a GSource attached to it. Prompts submitted while one runs wait in a queue
+ * (tokenized at once) and run in order. Stop ends the running prompt within
+ * one token (or one prefill chunk) and keeps the queue.
+ *
+ * The context window: the model reads at most settings.context tokens. A
+ * prompt longer than that keeps its last context/2 tokens; when the prompt
+ * and the output so far fill the window, the oldest tokens are dropped, the
+ * last context/2 are read again, and generation goes on (logged). The draw
+ * of each token stays tied to its position in the whole sequence.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -8,9 +20,19 @@
 #include <gio/gio.h>
 
 #include "dc-context.h"
-#include "infer/dc-model-repo.h"
+#include "dc-model-repo.h"
 
 G_BEGIN_DECLS
+
+/* A turn of 4096 tokens takes minutes on a CPU; more is a typing mistake. */
+#define DC_INFER_MAX_TOKENS   4096
+/* The window needs room for one kept token and one new one. */
+#define DC_INFER_MIN_CONTEXT  2
+/* Prompts waiting at once; each holds its ids (a few KB). A queue this long
+ * is a stuck client, not a person typing. */
+#define DC_INFER_MAX_QUEUE    64
+/* A prompt is text typed or piped in; 1 MiB is ~250k tokens, far past any context. */
+#define DC_INFER_MAX_PROMPT_BYTES (1024u * 1024u)
 
 #define DC_TYPE_INFER_SESSION (dc_infer_session_get_type ())
 G_DECLARE_FINAL_TYPE (DcInferSession, dc_infer_session, DC, INFER_SESSION, GObject)
@@ -26,27 +48,45 @@ typedef struct
   DcInferOutput  output;        /* FREE */
 } DcInferSettings;
 
-void            dc_infer_settings_init_default    (DcInferSettings        *settings);
-gboolean        dc_infer_settings_validate        (const DcInferSettings  *settings,
-                                                   guint                   max_positions,
-                                                   GError                **error);
+void            dc_infer_settings_init_default (DcInferSettings *settings);
+gboolean        dc_infer_settings_validate     (const DcInferSettings *settings,
+                                                guint max_positions, GError **error);
 
-DcInferSession *dc_infer_session_new              (DcContext              *context,
-                                                   DcModelRepo            *repo);
-DcModelRepo    *dc_infer_session_get_repo         (DcInferSession         *self);
-void            dc_infer_session_load_async       (DcInferSession         *self,
-                                                   GCancellable           *cancellable,
-                                                   GAsyncReadyCallback     callback,
-                                                   gpointer                user_data);
-gboolean        dc_infer_session_load_finish      (DcInferSession         *self,
-                                                   GAsyncResult           *result,
-                                                   GError                **error);
-gboolean        dc_infer_session_is_loaded        (DcInferSession         *self);
-guint           dc_infer_session_submit           (DcInferSession         *self,
-                                                   const char             *prompt,
-                                                   const DcInferSettings  *settings);
-guint           dc_infer_session_get_queue_length (DcInferSession         *self);
-void            dc_infer_session_stop             (DcInferSession         *self);
-void            dc_infer_session_clear_queue      (DcInferSession         *self);
+DcInferSession *dc_infer_session_new       (DcContext *context, DcModelRepo *repo);
+DcModelRepo    *dc_infer_session_get_repo  (DcInferSession *self);
+/* Loads the weights (downloads through the repo's cache) on a worker thread;
+ * "load-progress" while it runs. */
+void            dc_infer_session_load_async  (DcInferSession *self, GCancellable *cancellable,
+                                              GAsyncReadyCallback callback, gpointer user_data);
+gboolean        dc_infer_session_load_finish (DcInferSession *self, GAsyncResult *result,
+                                              GError **error);
+gboolean        dc_infer_session_is_loaded   (DcInferSession *self);
+/* Queues a prompt; runs at once if idle. Returns the prompt's id (1, 2, ...). */
+guint           dc_infer_session_submit    (DcInferSession *self, const char *prompt,
+                                            const DcInferSettings *settings);
+guint           dc_infer_session_get_queue_length (DcInferSession *self);  /* waiting, not running */
+/* Stops the running generation (and keeps the queue); "finished" follows with stopped TRUE. */
+void            dc_infer_session_stop      (DcInferSession *self);
+void            dc_infer_session_clear_queue (DcInferSession *self);
+
+/* The largest context this model allows (its max positions). */
+guint           dc_infer_session_get_max_context (DcInferSession *self);
+
+/* Teacher forcing, for comparisons with other implementations: feeds IDS one
+ * at a time and returns, for each position, the TOP_K best ids and logits,
+ * best first (ties: lower id first). The model must be loaded and idle.
+ * Blocks the calling thread. Returns N_IDS × TOP_K DcInferScore. */
+typedef struct
+{
+  guint32 id;
+  float   logit;
+} DcInferScore;
+
+/* Scoring is for short comparisons; the top list is a display, not a dump. */
+#define DC_INFER_MAX_TOP_K 100
+
+GArray         *dc_infer_session_score     (DcInferSession *self, const guint32 *ids,
+                                            gsize n_ids, guint top_k,
+                                            GCancellable *cancellable, GError **error);
 
 G_END_DECLS

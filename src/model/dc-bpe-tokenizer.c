@@ -1570,3 +1570,55 @@ dc_bpe_tokenizer_decode (DcBpeTokenizer  *self,
     }
   return g_utf8_make_valid (bytes->str, (gssize) bytes->len);
 }
+
+/**
+ * dc_bpe_tokenizer_dup_token_bytes:
+ * @len: (out): the number of bytes
+ *
+ * Returns: (transfer full) (nullable): the bytes @id decodes to on its own,
+ *   nul-terminated (the nul is not counted), or NULL when no token has @id
+ */
+guint8 *
+dc_bpe_tokenizer_dup_token_bytes (DcBpeTokenizer *self,
+                                  guint32         id,
+                                  gsize          *len)
+{
+  const char *token;
+  GByteArray *bytes;
+
+  g_return_val_if_fail (self != NULL, NULL);
+  g_return_val_if_fail (len != NULL, NULL);
+
+  *len = 0;
+  if (id >= self->n_ids || self->id_to_token[id] == NULL)
+    return NULL;
+  token = self->id_to_token[id];
+  bytes = g_byte_array_new ();
+  /* The same rule as decode: byte-level characters map back to their bytes;
+   * a token with any other character (an added token) stands for itself. */
+  for (const char *p = token; *p != '\0'; p = g_utf8_next_char (p))
+    {
+      gunichar c = g_utf8_get_char (p);
+
+      if (c >= G_N_ELEMENTS (self->char_byte) || self->char_byte[c] < 0)
+        {
+          g_byte_array_set_size (bytes, 0);
+          g_byte_array_append (bytes, (const guint8 *) token, strlen (token));
+          break;
+        }
+      g_byte_array_append (bytes, (const guint8 *) &(guint8) { (guint8) self->char_byte[c] }, 1);
+    }
+  *len = bytes->len;
+  g_byte_array_append (bytes, (const guint8 *) "", 1);
+  return g_byte_array_free (bytes, FALSE);
+}
+
+/* Special tokens (BOS, EOS, chat markers) are control symbols, not text. */
+gboolean
+dc_bpe_tokenizer_is_special (DcBpeTokenizer *self,
+                             guint32         id)
+{
+  g_return_val_if_fail (self != NULL, FALSE);
+
+  return id < self->n_ids && self->id_special[id];
+}

@@ -59,6 +59,13 @@ char           *dc_bpe_tokenizer_decode         (DcBpeTokenizer  *self,
 guint           dc_bpe_tokenizer_get_vocab_size (DcBpeTokenizer  *self);
 gint64          dc_bpe_tokenizer_token_to_id    (DcBpeTokenizer  *self,
                                                  const char      *token);
+/* The bytes token ID stands for (what decode writes for it alone), or NULL when
+ * no token has that id. Constrained generation needs them per token. */
+guint8         *dc_bpe_tokenizer_dup_token_bytes (DcBpeTokenizer *self,
+                                                  guint32         id,
+                                                  gsize          *len);
+gboolean        dc_bpe_tokenizer_is_special     (DcBpeTokenizer  *self,
+                                                 guint32          id);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcBpeTokenizer, dc_bpe_tokenizer_free)
 
