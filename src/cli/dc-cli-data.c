@@ -13,47 +13,19 @@
 #include <glib/gi18n.h>
 
 #include "dc-cli.h"
+#include "dc-cli-hub-token.h"
 #include "dc-regular-file.h"
 #include "data/dc-data-error.h"
 #include "data/dc-dataset.h"
 #include "data/dc-hf-client.h"
 #include "data/dc-parquet-file.h"
 
-/* A token file larger than this is not a token. */
-#define MAX_TOKEN_FILE 4096
-
-static char *
-cli_token_cb (const char *description,
-              gpointer    user_data)
-{
-  const char *token_file = user_data;
-  const char *env = g_getenv ("HF_TOKEN");
-  g_autoptr(GError) error = NULL;
-  g_autofree char *contents = NULL;
-  gsize len;
-
-  if (token_file != NULL)
-    {
-      /* A FIFO here would block the CLI forever: regular files only. */
-      if (!dc_regular_file_get_contents (token_file, MAX_TOKEN_FILE, &contents, &len, &error))
-        {
-          g_printerr (_("daisychain-cli: cannot read the token file “%s”: %s\n"), token_file,
-                      error->message);
-          return NULL;
-        }
-      return g_strstrip (g_steal_pointer (&contents));
-    }
-  if (env != NULL && *env != '\0')
-    return g_strdup (env);
-  return NULL;
-}
-
 static DcHfClient *
 new_client (const char *token_file)
 {
   DcHfClient *client = dc_hf_client_new (NULL);
 
-  dc_hf_client_set_token_func (client, cli_token_cb, g_strdup (token_file), g_free);
+  dc_cli_hub_token_attach (client, token_file);
   return client;
 }
 

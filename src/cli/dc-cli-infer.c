@@ -21,6 +21,7 @@
 #include <gio/gunixinputstream.h>
 
 #include "dc-cli.h"
+#include "dc-cli-hub-token.h"
 #include "dc-context.h"
 #include "dc-regular-file.h"
 #include "infer/dc-infer-session.h"
@@ -32,8 +33,6 @@
 /* Ids to score: the largest context of the models this build runs is far
  * below 2^24 positions; 65,536 ids is an hour of CPU and past that a mistake. */
 #define SCORE_MAX_IDS 65536
-/* A token file larger than this is not a token (as `data`'s). */
-#define MAX_TOKEN_FILE 4096
 /* The top list --score prints, as other implementations' comparisons use. */
 #define SCORE_TOP_K 10
 
@@ -108,30 +107,6 @@ parse_ids (const char *text)
   if (ids->len == 0)
     return NULL;
   return g_steal_pointer (&ids);
-}
-
-static char *
-cli_token_cb (const char *description,
-              gpointer    user_data)
-{
-  const char *token_file = user_data;
-  const char *env = g_getenv ("HF_TOKEN");
-  g_autoptr(GError) error = NULL;
-  g_autofree char *contents = NULL;
-  gsize len;
-
-  if (token_file != NULL)
-    {
-      /* A FIFO here would block the CLI for ever: regular files only. */
-      if (!dc_regular_file_get_contents (token_file, MAX_TOKEN_FILE, &contents, &len, &error))
-        {
-          g_printerr (_("daisychain-cli: cannot read the token file “%s”: %s\n"), token_file,
-                      error->message);
-          return NULL;
-        }
-      return g_strstrip (g_steal_pointer (&contents));
-    }
-  return env != NULL && *env != '\0' ? g_strdup (env) : NULL;
 }
 
 static void
@@ -361,8 +336,7 @@ dc_cli_infer_run (const DcCliCommand  *command,
   context = dc_context_new (kind, &error);
   if (context == NULL)
     return dc_cli_fail (options, error);
-  dc_hf_client_set_token_func (dc_context_get_hf_client (context), cli_token_cb,
-                               g_strdup (token_file), g_free);
+  dc_cli_hub_token_attach (dc_context_get_hf_client (context), token_file);
   repo = dc_model_repo_open (dc_context_get_hf_client (context), model, NULL, &error);
   if (repo == NULL)
     return dc_cli_fail (options, error);

@@ -1,5 +1,7 @@
-/* dc-cli-tokenize.c: `daisychain-cli tokenize`, a model folder's tokenizer.json
- * applied to a text.
+/* dc-cli-tokenize.c: `daisychain-cli tokenize`, a model's tokenizer.json
+ * applied to a text. A local folder is read in place; a Hub repo is opened
+ * as `infer` opens it (DcModelRepo: config, tokenizer and headers, no
+ * weights), so both commands accept and refuse the same models.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -12,6 +14,8 @@
 #include <gio/gunixinputstream.h>
 
 #include "dc-cli.h"
+#include "dc-cli-hub-token.h"
+#include "infer/dc-model-repo.h"
 #include "model/dc-bpe-tokenizer.h"
 #include "model/dc-model-error.h"
 
@@ -54,11 +58,15 @@ dc_cli_tokenize_run (const DcCliCommand  *command,
                      int                  argc,
                      char               **argv)
 {
-  g_autofree char *model = NULL, *text = NULL, *path = NULL;
+  g_autofree char *model = NULL, *text = NULL, *path = NULL, *token_file = NULL;
   gboolean no_special = FALSE;
   const GOptionEntry entries[] = {
     { "model", 0, 0, G_OPTION_ARG_FILENAME, &model,
-      N_("A local model folder holding tokenizer.json"), "DIR" },
+      N_("A Hugging Face repo id (owner/name[@revision]) or a local folder holding "
+         "tokenizer.json"), "REPO|DIR" },
+    { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
+      N_("Read the Hugging Face token from FILE (else HF_TOKEN), sent only on a 401/403"),
+      "FILE" },
     { "text", 0, 0, G_OPTION_ARG_STRING, &text,
       N_("The text (read from standard input when not given)"), "T" },
     { "no-special-tokens", 0, 0, G_OPTION_ARG_NONE, &no_special,
@@ -66,7 +74,10 @@ dc_cli_tokenize_run (const DcCliCommand  *command,
     { NULL }
   };
   g_autoptr(GError) error = NULL;
-  g_autoptr(DcBpeTokenizer) tokenizer = NULL;
+  g_autoptr(DcBpeTokenizer) own_tokenizer = NULL;
+  DcBpeTokenizer *tokenizer;
+  g_autoptr(DcHfClient) client = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
   g_autoptr(GArray) ids = NULL;
   gsize length = 0;
 
@@ -76,18 +87,24 @@ dc_cli_tokenize_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("unexpected argument “%s”"), argv[1]);
   if (model == NULL)
     return dc_cli_usage_error (command, _("--model is required"));
-  if (!g_file_test (model, G_FILE_TEST_IS_DIR))
+  if (g_file_test (model, G_FILE_TEST_IS_DIR))
     {
-      g_set_error (&error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
-                   "model “%s” is not a local folder (downloading from the Hub comes later)",
-                   model);
-      return dc_cli_fail (options, error);
+      /* A folder may hold a tokenizer alone: no config needed. */
+      path = g_build_filename (model, "tokenizer.json", NULL);
+      own_tokenizer = dc_bpe_tokenizer_new_from_file (path, &error);
+      if (own_tokenizer == NULL)
+        return dc_cli_fail (options, error);
+      tokenizer = own_tokenizer;
     }
-
-  path = g_build_filename (model, "tokenizer.json", NULL);
-  tokenizer = dc_bpe_tokenizer_new_from_file (path, &error);
-  if (tokenizer == NULL)
-    return dc_cli_fail (options, error);
+  else
+    {
+      client = dc_hf_client_new (NULL);
+      dc_cli_hub_token_attach (client, token_file);
+      repo = dc_model_repo_open (client, model, NULL, &error);
+      if (repo == NULL)
+        return dc_cli_fail (options, error);
+      tokenizer = dc_model_repo_get_tokenizer (repo);   /* the repo's */
+    }
   if (text != NULL)
     length = strlen (text);
   else if ((text = read_stdin (&length, &error)) == NULL)
