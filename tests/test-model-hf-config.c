@@ -194,6 +194,13 @@ test_refusals (void)
   assert_refused ("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 1, \"n_head\": 4,"
                   " \"vocab_size\": 9, \"activation_function\": \"relu\"}",
                   DC_MODEL_ERROR_UNSUPPORTED, "activation_function “relu”");
+  /* GPT-2 variants whose attention differs from the forward pass's. */
+  assert_refused ("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 1, \"n_head\": 4,"
+                  " \"vocab_size\": 9, \"scale_attn_weights\": false}",
+                  DC_MODEL_ERROR_UNSUPPORTED, "scale_attn_weights false");
+  assert_refused ("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 1, \"n_head\": 4,"
+                  " \"vocab_size\": 9, \"scale_attn_by_inverse_layer_idx\": true}",
+                  DC_MODEL_ERROR_UNSUPPORTED, "scale_attn_by_inverse_layer_idx");
   assert_refused ("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 1, \"n_head\": 5,"
                   " \"vocab_size\": 9}", DC_MODEL_ERROR_DIMS, "not a multiple of n_head");
   assert_refused ("[]", DC_MODEL_ERROR_FORMAT, "not a JSON object");

@@ -284,6 +284,23 @@ parse_gpt2 (DcHfConfig  *self,
                            "config.json layer_norm_epsilon must be positive");
       return FALSE;
     }
+  /* The forward pass scales scores by 1/√head_dim, as every released GPT-2
+   * does; these two switches change what the model computes, so a config
+   * that sets them is refused rather than run wrong. (reorder_and_upcast_attn
+   * changes only the precision of the f32 reference path: accepted.) */
+  if (!get_flag (object, "scale_attn_weights", TRUE))
+    {
+      g_set_error_literal (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                           "unsupported architecture: GPT-2 with scale_attn_weights false");
+      return FALSE;
+    }
+  if (get_flag (object, "scale_attn_by_inverse_layer_idx", FALSE))
+    {
+      g_set_error_literal (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                           "unsupported architecture: GPT-2 with "
+                           "scale_attn_by_inverse_layer_idx");
+      return FALSE;
+    }
   self->n_kv_heads = self->n_heads;
   self->head_dim = self->hidden_size / self->n_heads;
   self->qkv_bias = self->o_bias = self->mlp_bias = TRUE;
