@@ -112,6 +112,11 @@ struct _DcTrainGroup
                                     * while a worker changes the model */
   gint64             step_started;
   gint64             t_computed, t_sent, t_apply;  /* monotonic µs, for the report */
+  /* The step's own work off the main thread (pack_own_gradient (), apply_worker ()). */
+  GBytes            *own_object;   /* this step's gradient object, packed by the worker */
+  GPtrArray         *own_bodies;   /* its chunks, split (and hashed) once for every peer */
+  float             *sum_grads;    /* the combined gradient, kept from step to step */
+  gsize              sum_len;
 
   /* The model before the last step (weights, both moments, step, β powers):
    * taken back when a roster device turns out to have taken that step
@@ -422,13 +427,16 @@ send_to_joiners (DcTrainGroup *self,
     }
 }
 
+/* The report of the model's step, with its weight and optimizer hashes
+ * (dc_gpt_model_dup_hash () and dc_gpt_model_dup_optimizer_hash ()) taken
+ * by the caller. */
 static DcMeshStepReport *
-make_report (DcTrainGroup *self)
+make_report_hashed (DcTrainGroup *self,
+                    const char   *hash,
+                    const char   *optimizer)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
   DcMeshStepReport *report = dc_mesh_step_report_new ();
-  g_autofree char *hash = dc_gpt_model_dup_hash (model);
-  g_autofree char *optimizer = dc_gpt_model_dup_optimizer_hash (model);
 
   memcpy (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   report->step = model->step;
@@ -438,6 +446,16 @@ make_report (DcTrainGroup *self)
   report->roster = g_strdupv ((char **) self->roster->pdata);
   g_ptr_array_remove_index (self->roster, self->roster->len - 1);
   return report;
+}
+
+static DcMeshStepReport *
+make_report (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  g_autofree char *hash = dc_gpt_model_dup_hash (model);
+  g_autofree char *optimizer = dc_gpt_model_dup_optimizer_hash (model);
+
+  return make_report_hashed (self, hash, optimizer);
 }
 
 static char *
@@ -481,6 +499,115 @@ prepare_worker (GTask        *task,
     g_task_return_pointer (task, session, (GDestroyNotify) dc_train_session_free);
 }
 
+/* What start_step () hands the compute worker: the roster as it stands
+ * (the main thread's fields are not read from the worker). */
+typedef struct
+{
+  guint    rank;
+  guint    n_ranks;
+  guint64  digest;
+  guint8   run_id[DC_MESH_RUN_ID_SIZE];
+  GError  *pack_error;  /* out: why the gradient could not be cut in chunks */
+} ComputeData;
+
+static void
+compute_data_free (ComputeData *data)
+{
+  g_clear_error (&data->pack_error);
+  g_free (data);
+}
+
+/* The model before the step (weights, both moments, step, β powers) for
+ * rollback (), copied while the gradient is computed (which only reads the
+ * model) rather than between the step's gradients and its Adam step. */
+static gpointer
+snapshot_thread (gpointer data)
+{
+  DcTrainGroup *self = data;
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
+  self->snap_step = model->step;
+  self->snap_beta1 = model->beta1_pow;
+  self->snap_beta2 = model->beta2_pow;
+  return NULL;
+}
+
+/* This device's gradient object (the header, then n_params little-endian
+ * float32) and its chunks, made on the worker: hashing and cutting the
+ * object is most of the cost of sending it, and is done once for all
+ * peers, not once per peer on the main thread. A split that fails leaves
+ * own_bodies NULL and its error for computed_cb () to log per peer. */
+static void
+pack_own_gradient (DcTrainGroup      *self,
+                   const ComputeData *compute,
+                   GError           **error)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  gsize size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
+  guint8 *data = g_malloc (size);
+  guint32 word, loss_bits;
+  guint64 digest = GUINT64_TO_LE (compute->digest);
+  DcMeshChunk info = { 0 };
+
+  memset (data, 0, GRADIENT_HEADER_SIZE);
+  word = GUINT32_TO_LE (GRADIENT_MAGIC);
+  memcpy (data, &word, 4);
+  word = GUINT32_TO_LE (compute->n_ranks);
+  memcpy (data + 4, &word, 4);
+  memcpy (data + 8, &digest, 8);
+  memcpy (&loss_bits, &self->own_loss, 4);
+  loss_bits = GUINT32_TO_LE (loss_bits);
+  memcpy (data + 16, &loss_bits, 4);
+  /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
+   * checked in meson: every supported target is little-endian). */
+  memcpy (data + GRADIENT_HEADER_SIZE, self->own_grads, model->n_params * sizeof (float));
+  g_clear_pointer (&self->own_object, g_bytes_unref);
+  g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  self->own_object = g_bytes_new_take (data, size);
+
+  memcpy (info.run_id, compute->run_id, DC_MESH_RUN_ID_SIZE);
+  info.step = model->step + 1;
+  info.rank = compute->rank;
+  self->own_bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, self->own_object, error);
+}
+
+static gboolean
+compute_gradients (DcTrainGroup       *self,
+                   const ComputeData  *compute,
+                   GError            **error)
+{
+  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
+  float loss;
+
+  if (!dc_gpt_trainer_compute_gradients (trainer, compute->rank, compute->n_ranks,
+                                         self->own_grads, &self->own_loss, error))
+    return FALSE;
+  if (self->audit_rank != G_MAXUINT)
+    {
+      g_autoptr(GBytes) bytes = NULL;
+
+      if (!dc_gpt_trainer_compute_gradients (trainer, self->audit_rank, compute->n_ranks,
+                                             self->audit_grads, &loss, error))
+        return FALSE;
+      bytes = g_bytes_new_static (self->audit_grads, model->n_params * sizeof (float));
+      dc_mesh_train_hash (bytes, self->audit_hash);
+    }
+  if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt)
+    {
+      guint32 bits;
+
+      /* Test only (DC_TEST_FAULT=corrupt-gradient@STEP): one flipped bit
+       * in every gradient from STEP on, summed here too (the replicas stay
+       * equal: only an audit can tell). */
+      memcpy (&bits, &self->own_grads[0], 4);
+      bits ^= 1u;
+      memcpy (&self->own_grads[0], &bits, 4);
+    }
+  return TRUE;
+}
+
 static void
 compute_worker (GTask        *task,
                 gpointer      source,
@@ -488,32 +615,24 @@ compute_worker (GTask        *task,
                 GCancellable *cancellable)
 {
   DcTrainGroup *self = source;
+  ComputeData *compute = data;
   GError *error = NULL;
-  guint *rank_n = data;
+  GThread *snapshot = g_thread_try_new ("dc-snapshot", snapshot_thread, self, NULL);
+  gboolean ok;
 
-  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
-  float loss;
-
-  if (!dc_gpt_trainer_compute_gradients (trainer, rank_n[0], rank_n[1], self->own_grads,
-                                         &self->own_loss, &error))
+  if (snapshot == NULL)
+    snapshot_thread (self);
+  ok = compute_gradients (self, compute, &error);
+  if (snapshot != NULL)
+    g_thread_join (snapshot);
+  if (!ok)
     {
       g_task_return_error (task, error);
       return;
     }
-  if (self->audit_rank != G_MAXUINT)
-    {
-      DcGptModel *model = dc_gpt_trainer_get_model (trainer);
-      g_autoptr(GBytes) bytes = NULL;
-
-      if (!dc_gpt_trainer_compute_gradients (trainer, self->audit_rank, rank_n[1],
-                                             self->audit_grads, &loss, &error))
-        {
-          g_task_return_error (task, error);
-          return;
-        }
-      bytes = g_bytes_new_static (self->audit_grads, model->n_params * sizeof (float));
-      dc_mesh_train_hash (bytes, self->audit_hash);
-    }
+  /* Read by the main thread once the task's result is there. */
+  self->t_computed = g_get_monotonic_time ();
+  pack_own_gradient (self, compute, &compute->pack_error);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -521,13 +640,23 @@ typedef struct
 {
   const float **grads;
   guint         n;
+  char         *weights_hash;    /* out: of the state after the step */
+  char         *optimizer_hash;  /* out */
 } ApplyData;
 
 static void
 apply_data_free (ApplyData *data)
 {
   g_free (data->grads);
+  g_free (data->weights_hash);
+  g_free (data->optimizer_hash);
   g_free (data);
+}
+
+static gpointer
+optimizer_hash_thread (gpointer data)
+{
+  return dc_gpt_model_dup_optimizer_hash (data);
 }
 
 static void
@@ -540,15 +669,36 @@ apply_worker (GTask        *task,
   ApplyData *apply = data;
   DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
   DcGptModel *model = dc_gpt_trainer_get_model (trainer);
-  g_autofree float *sum = g_new (float, model->n_params);
+  const float *sum;
+  GThread *thread;
 
-  memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
-  self->snap_step = model->step;
-  self->snap_beta1 = model->beta1_pow;
-  self->snap_beta2 = model->beta2_pow;
-  /* The canonical order (docs/VERIFICATION.md): ranks 0..n-1, as the simulation. */
-  dc_gpt_trainer_combine_gradients (apply->grads, apply->n, model->n_params, sum);
+  /* (The snapshot for rollback () was taken while the gradient was computed.) */
+  if (apply->n == 1)
+    {
+      /* x / 1 = x: a group of one applies its own gradient, as the solo step does. */
+      sum = apply->grads[0];
+    }
+  else
+    {
+      /* Kept from step to step: a fresh n_params buffer a step costs page faults. */
+      if (self->sum_len != model->n_params)
+        {
+          g_free (self->sum_grads);
+          self->sum_grads = g_new (float, model->n_params);
+          self->sum_len = model->n_params;
+        }
+      /* The canonical order (docs/VERIFICATION.md): ranks 0..n-1, as the simulation. */
+      dc_gpt_trainer_combine_gradients (apply->grads, apply->n, model->n_params, self->sum_grads);
+      sum = self->sum_grads;
+    }
   dc_gpt_trainer_apply_gradients (trainer, sum);
+  /* The report's two hashes: each SHA-256 is sequential, so they run side
+   * by side (the weights' here, the optimizer's on a second thread) instead
+   * of one after the other on the main thread. */
+  thread = g_thread_try_new ("dc-hash", optimizer_hash_thread, model, NULL);
+  apply->weights_hash = dc_gpt_model_dup_hash (model);
+  apply->optimizer_hash = thread != NULL ? g_thread_join (thread)
+                                         : dc_gpt_model_dup_optimizer_hash (model);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -640,12 +790,11 @@ computed_cb (GObject      *object,
 {
   DcTrainGroup *self = DC_TRAIN_GROUP (object);
   GError *error = NULL;
+  ComputeData *compute = g_task_get_task_data (G_TASK (result));
   DcGptModel *model;
-  guint8 *data;
-  gsize size;
-  guint32 word;
   g_autoptr(GBytes) object_bytes = NULL;
-  DcMeshChunk info = { 0 };
+  g_autoptr(GPtrArray) bodies = NULL;
+  guint64 step;
 
   if (!g_task_propagate_boolean (G_TASK (result), &error))
     {
@@ -654,38 +803,11 @@ computed_cb (GObject      *object,
     }
   if (self->state == STATE_DONE)
     return;
-  self->t_computed = g_get_monotonic_time ();
   model = dc_train_session_get_model (self->session);
-  if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt)
-    {
-      guint32 bits;
-
-      /* Test only (DC_TEST_FAULT=corrupt-gradient@STEP): one flipped bit
-       * in every gradient from STEP on, summed here too (the replicas stay
-       * equal: only an audit can tell). */
-      memcpy (&bits, &self->own_grads[0], 4);
-      bits ^= 1u;
-      memcpy (&self->own_grads[0], &bits, 4);
-    }
-  size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
-  data = g_malloc0 (size);
-  word = GUINT32_TO_LE (GRADIENT_MAGIC);
-  memcpy (data, &word, 4);
-  word = GUINT32_TO_LE (self->roster->len);
-  memcpy (data + 4, &word, 4);
-  {
-    guint64 digest = GUINT64_TO_LE (self->digest);
-    guint32 loss_bits;
-
-    memcpy (data + 8, &digest, 8);
-    memcpy (&loss_bits, &self->own_loss, 4);
-    loss_bits = GUINT32_TO_LE (loss_bits);
-    memcpy (data + 16, &loss_bits, 4);
-  }
-  /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
-   * checked in meson: every supported target is little-endian). */
-  memcpy (data + GRADIENT_HEADER_SIZE, self->own_grads, model->n_params * sizeof (float));
-  object_bytes = g_bytes_new_take (data, size);
+  step = model->step + 1;
+  /* Packed by the worker (pack_own_gradient ()). */
+  object_bytes = g_steal_pointer (&self->own_object);
+  bodies = g_steal_pointer (&self->own_bodies);
 
   {
     /* Kept with the others': this device may be asked to repair it. */
@@ -694,13 +816,9 @@ computed_cb (GObject      *object,
     own->rank = self->rank;
     own->loss = self->own_loss;
     own->object = g_bytes_ref (object_bytes);
-    g_hash_table_replace (self->gradients, gradient_key (model->step + 1, self->digest,
-                                                         own_id (self)), own);
+    g_hash_table_replace (self->gradients, gradient_key (step, self->digest, own_id (self)), own);
   }
 
-  memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
-  info.step = model->step + 1;
-  info.rank = self->rank;
   for (guint i = 0; i < self->roster->len; i++)
     {
       DcPeer *peer;
@@ -708,15 +826,19 @@ computed_cb (GObject      *object,
 
       if (i == self->rank || (peer = find_peer (self, g_ptr_array_index (self->roster, i))) == NULL)
         continue;
-      if (!dc_peer_send_object (peer, DC_MESH_MSG_GRADIENTS, &info, object_bytes, &send_error))
+      /* The same chunks for every peer: each queues its own frames of them. */
+      if (bodies == NULL)
+        g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
+                   compute->pack_error->message);
+      else if (!dc_peer_send_chunks (peer, DC_MESH_MSG_GRADIENTS, bodies, &send_error))
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
-      if (self->fault_partial != 0 && info.step == self->fault_partial)
+      if (self->fault_partial != 0 && step == self->fault_partial)
         {
           /* Test only (DC_TEST_FAULT=partial-send@STEP): this device's
            * gradient reaches one device, then it dies without a bye. */
           g_message ("DC_TEST_FAULT: gradient of step %" G_GUINT64_FORMAT " sent to one device "
-                     "only; exiting in 1 s", info.step);
+                     "only; exiting in 1 s", step);
           self->state = STATE_DONE;
           g_timeout_add_seconds (1, fault_exit_cb, NULL);
           return;
@@ -903,6 +1025,7 @@ applied_cb (GObject      *object,
             gpointer      user_data)
 {
   DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  ApplyData *apply = g_task_get_task_data (G_TASK (result));
   DcGptModel *model;
   float loss_sum = 0.0f;
 
@@ -920,6 +1043,11 @@ applied_cb (GObject      *object,
       bits ^= 1u;
       memcpy (&model->params[0], &bits, 4);
       g_message ("DC_TEST_FAULT: flipped a weight bit after step %" G_GUINT64_FORMAT, model->step);
+      /* The worker hashed the state before the flip. */
+      g_free (apply->weights_hash);
+      g_free (apply->optimizer_hash);
+      apply->weights_hash = dc_gpt_model_dup_hash (model);
+      apply->optimizer_hash = dc_gpt_model_dup_optimizer_hash (model);
     }
 
   /* The loss as the simulation computes it: the ranks' losses in rank order. */
@@ -939,7 +1067,7 @@ applied_cb (GObject      *object,
     }
 
   g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
-  self->own_report = make_report (self);
+  self->own_report = make_report_hashed (self, apply->weights_hash, apply->optimizer_hash);
   {
     float loss = loss_sum / (float) self->roster->len;
 
@@ -982,7 +1110,8 @@ publish_step (DcTrainGroup *self)
   send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
   send_to_joiners (self, model->step, payload);
 
-  hash = dc_gpt_model_dup_hash (model);
+  /* The report's own: hashing the state again costs as much as the first time. */
+  hash = hash_to_hex (self->own_report->weights_hash);
   names = roster_names (self);
   g_signal_emit (self, signals[SIGNAL_STEP], 0, model->step, self->last_loss,
                  (double) self->roster->len * self->plan->settings.batch * model->config.seq
@@ -1029,7 +1158,7 @@ static void
 start_step (DcTrainGroup *self)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
-  guint *rank_n;
+  ComputeData *compute;
   g_autoptr(GTask) task = NULL;
 
   drop_gone (self, model->step + 1);
@@ -1050,11 +1179,13 @@ start_step (DcTrainGroup *self)
                             + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD)
                                        % (self->roster->len - 1))) % self->roster->len;
     }
-  rank_n = g_new (guint, 2);
-  rank_n[0] = self->rank;
-  rank_n[1] = self->roster->len;
+  compute = g_new0 (ComputeData, 1);
+  compute->rank = self->rank;
+  compute->n_ranks = self->roster->len;
+  compute->digest = self->digest;
+  memcpy (compute->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   task = g_task_new (self, NULL, computed_cb, NULL);
-  g_task_set_task_data (task, rank_n, g_free);
+  g_task_set_task_data (task, compute, (GDestroyNotify) compute_data_free);
   g_task_run_in_thread (task, compute_worker);
 }
 
@@ -2665,6 +2796,9 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->names);
   g_free (self->own_grads);
   g_free (self->snapshot);
+  g_free (self->sum_grads);
+  g_clear_pointer (&self->own_object, g_bytes_unref);
+  g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
   g_free ((char *) self->request.data);
   g_clear_object (&self->context);
   G_OBJECT_CLASS (dc_train_group_parent_class)->finalize (object);
