@@ -632,7 +632,9 @@ compute_worker (GTask        *task,
     }
   /* Read by the main thread once the task's result is there. */
   self->t_computed = g_get_monotonic_time ();
-  pack_own_gradient (self, compute, &compute->pack_error);
+  /* Alone, nobody receives it or asks for its repair. */
+  if (compute->n_ranks > 1)
+    pack_own_gradient (self, compute, &compute->pack_error);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -809,15 +811,17 @@ computed_cb (GObject      *object,
   object_bytes = g_steal_pointer (&self->own_object);
   bodies = g_steal_pointer (&self->own_bodies);
 
-  {
-    /* Kept with the others': this device may be asked to repair it. */
-    Gradient *own = g_new0 (Gradient, 1);
+  if (object_bytes != NULL)
+    {
+      /* Kept with the others': this device may be asked to repair it. */
+      Gradient *own = g_new0 (Gradient, 1);
 
-    own->rank = self->rank;
-    own->loss = self->own_loss;
-    own->object = g_bytes_ref (object_bytes);
-    g_hash_table_replace (self->gradients, gradient_key (step, self->digest, own_id (self)), own);
-  }
+      own->rank = self->rank;
+      own->loss = self->own_loss;
+      own->object = g_bytes_ref (object_bytes);
+      g_hash_table_replace (self->gradients, gradient_key (step, self->digest, own_id (self)),
+                            own);
+    }
 
   for (guint i = 0; i < self->roster->len; i++)
     {
@@ -829,7 +833,7 @@ computed_cb (GObject      *object,
       /* The same chunks for every peer: each queues its own frames of them. */
       if (bodies == NULL)
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
-                   compute->pack_error->message);
+                   compute->pack_error != NULL ? compute->pack_error->message : "not packed");
       else if (!dc_peer_send_chunks (peer, DC_MESH_MSG_GRADIENTS, bodies, &send_error))
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
