@@ -506,6 +506,7 @@ netns_create (Bench   *bench,
 typedef struct
 {
   double step_ms, compute_ms, send_ms, wait_ms, combine_ms, tokens_per_s;
+  double audit_ms;   /* of compute_ms: audits' recomputations */
 } Figures;
 
 static void
@@ -594,7 +595,7 @@ run_group (Bench       *bench,
   guint stop_at = steps + 1;
   Child *signal;
   Want want = { "listening", 0 };
-  double sums[4] = { 0 };
+  double sums[5] = { 0 };
   guint n_samples = 0;
   double seconds;
   int e;
@@ -694,6 +695,7 @@ run_group (Bench       *bench,
             sums[1] += json_object_get_double_member_with_default (o, "send_ms", 0);
             sums[2] += json_object_get_double_member_with_default (o, "wait_ms", 0);
             sums[3] += json_object_get_double_member_with_default (o, "combine_ms", 0);
+            sums[4] += json_object_get_double_member_with_default (o, "audit_ms", 0);
             n_samples++;
           }
       }
@@ -710,6 +712,7 @@ run_group (Bench       *bench,
   figures->send_ms = sums[1] / n_samples;
   figures->wait_ms = sums[2] / n_samples;
   figures->combine_ms = sums[3] / n_samples;
+  figures->audit_ms = sums[4] / n_samples;
   figures->tokens_per_s = (double) steps * n_devices * size->batch * size->seq / seconds;
   return TRUE;
 }
@@ -777,6 +780,7 @@ print_figures (DcCliOptions  *options,
       json_add_double (builder, "send_ms", f->send_ms);
       json_add_double (builder, "wait_ms", f->wait_ms);
       json_add_double (builder, "combine_ms", f->combine_ms);
+      json_add_double (builder, "audit_ms", f->audit_ms);
       json_add_double (builder, "comm_fraction", comm);
       json_add_double (builder, "tokens_per_s", f->tokens_per_s);
       json_add_double (builder, "solo_tokens_per_s", solo);
@@ -787,10 +791,11 @@ print_figures (DcCliOptions  *options,
   else
     {
       g_print ("%-9s %3u×%-3u×%-2u %2u dev %2u thr  step %8.1f ms  compute %8.1f  send %6.1f  "
-               "wait %8.1f  combine %6.1f  comm %5.1f%%  %8.0f tok/s  solo %8.0f  scaling %.2f\n",
+               "wait %8.1f  combine %6.1f  comm %5.1f%%  %8.0f tok/s  solo %8.0f  scaling %.2f  "
+               "(audits %.1f of compute)\n",
                network, size->width, size->seq, size->batch, n_devices, n_threads, f->step_ms,
                f->compute_ms, f->send_ms, f->wait_ms, f->combine_ms, comm * 100, f->tokens_per_s,
-               solo, scaling);
+               solo, scaling, f->audit_ms);
       fflush (stdout);
     }
 }

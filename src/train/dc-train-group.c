@@ -117,6 +117,7 @@ struct _DcTrainGroup
   GPtrArray         *own_bodies;   /* its chunks, split (and hashed) once for every peer */
   float             *sum_grads;    /* the combined gradient, kept from step to step */
   gsize              sum_len;
+  gint64             audit_us;     /* of compute_us: recomputing the audited gradient */
 
   /* The model before the last step (weights, both moments, step, β powers):
    * taken back when a roster device turns out to have taken that step
@@ -584,15 +585,18 @@ compute_gradients (DcTrainGroup       *self,
   if (!dc_gpt_trainer_compute_gradients (trainer, compute->rank, compute->n_ranks,
                                          self->own_grads, &self->own_loss, error))
     return FALSE;
+  self->audit_us = 0;
   if (self->audit_rank != G_MAXUINT)
     {
       g_autoptr(GBytes) bytes = NULL;
+      gint64 start = g_get_monotonic_time ();
 
       if (!dc_gpt_trainer_compute_gradients (trainer, self->audit_rank, compute->n_ranks,
                                              self->audit_grads, &loss, error))
         return FALSE;
       bytes = g_bytes_new_static (self->audit_grads, model->n_params * sizeof (float));
       dc_mesh_train_hash (bytes, self->audit_hash);
+      self->audit_us = g_get_monotonic_time () - start;
     }
   if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt)
     {
@@ -2787,6 +2791,23 @@ dc_train_group_get_step_times (DcTrainGroup *self,
   *send_us = self->own_report->send_us;
   *wait_us = self->own_report->wait_us;
   *combine_us = self->own_report->combine_us;
+  return TRUE;
+}
+
+/**
+ * dc_train_group_get_audit_time:
+ * @audit_us: (out): of the last step's compute time, the part spent
+ *   recomputing another rank's gradient for an audit (0 on a step without)
+ *
+ * Returns: FALSE before the first step
+ */
+gboolean
+dc_train_group_get_audit_time (DcTrainGroup *self,
+                               guint64      *audit_us)
+{
+  if (self->own_report == NULL)
+    return FALSE;
+  *audit_us = (guint64) self->audit_us;
   return TRUE;
 }
 

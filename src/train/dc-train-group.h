@@ -141,6 +141,8 @@ gboolean      dc_train_group_get_step_times (DcTrainGroup       *self,
                                              guint64            *send_us,
                                              guint64            *wait_us,
                                              guint64            *combine_us);
+gboolean      dc_train_group_get_audit_time (DcTrainGroup       *self,
+                                             guint64            *audit_us);
 guint         dc_train_group_audit_rank (guint64              run_seed,
                                          guint64              step,
                                          guint                rank,
