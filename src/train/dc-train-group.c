@@ -115,6 +115,8 @@ struct _DcTrainGroup
   /* The step's own work off the main thread (pack_own_gradient (), apply_worker ()). */
   GBytes            *own_object;   /* this step's gradient object, packed by the worker */
   GPtrArray         *own_bodies;   /* its chunks, split (and hashed) once for every peer */
+  GError            *own_pack_error; /* why they could not be made */
+  gboolean           own_sent;     /* send_own_gradient () ran this step */
   float             *sum_grads;    /* the combined gradient, kept from step to step */
   gsize              sum_len;
   gint64             audit_us;     /* of compute_us: recomputing the audited gradient */
@@ -508,15 +510,7 @@ typedef struct
   guint    n_ranks;
   guint64  digest;
   guint8   run_id[DC_MESH_RUN_ID_SIZE];
-  GError  *pack_error;  /* out: why the gradient could not be cut in chunks */
 } ComputeData;
-
-static void
-compute_data_free (ComputeData *data)
-{
-  g_clear_error (&data->pack_error);
-  g_free (data);
-}
 
 /* The model before the step (weights, both moments, step, β powers) for
  * rollback (), copied while the gradient is computed (which only reads the
@@ -541,8 +535,7 @@ snapshot_thread (gpointer data)
  * own_bodies NULL and its error for computed_cb () to log per peer. */
 static void
 pack_own_gradient (DcTrainGroup      *self,
-                   const ComputeData *compute,
-                   GError           **error)
+                   const ComputeData *compute)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
   gsize size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
@@ -565,39 +558,27 @@ pack_own_gradient (DcTrainGroup      *self,
   memcpy (data + GRADIENT_HEADER_SIZE, self->own_grads, model->n_params * sizeof (float));
   g_clear_pointer (&self->own_object, g_bytes_unref);
   g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  g_clear_error (&self->own_pack_error);
   self->own_object = g_bytes_new_take (data, size);
 
   memcpy (info.run_id, compute->run_id, DC_MESH_RUN_ID_SIZE);
   info.step = model->step + 1;
   info.rank = compute->rank;
-  self->own_bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, self->own_object, error);
+  self->own_bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, self->own_object,
+                                          &self->own_pack_error);
 }
 
 static gboolean
-compute_gradients (DcTrainGroup       *self,
-                   const ComputeData  *compute,
-                   GError            **error)
+compute_own (DcTrainGroup       *self,
+             const ComputeData  *compute,
+             GError            **error)
 {
   DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
   DcGptModel *model = dc_gpt_trainer_get_model (trainer);
-  float loss;
 
   if (!dc_gpt_trainer_compute_gradients (trainer, compute->rank, compute->n_ranks,
                                          self->own_grads, &self->own_loss, error))
     return FALSE;
-  self->audit_us = 0;
-  if (self->audit_rank != G_MAXUINT)
-    {
-      g_autoptr(GBytes) bytes = NULL;
-      gint64 start = g_get_monotonic_time ();
-
-      if (!dc_gpt_trainer_compute_gradients (trainer, self->audit_rank, compute->n_ranks,
-                                             self->audit_grads, &loss, error))
-        return FALSE;
-      bytes = g_bytes_new_static (self->audit_grads, model->n_params * sizeof (float));
-      dc_mesh_train_hash (bytes, self->audit_hash);
-      self->audit_us = g_get_monotonic_time () - start;
-    }
   if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt)
     {
       guint32 bits;
@@ -612,6 +593,39 @@ compute_gradients (DcTrainGroup       *self,
   return TRUE;
 }
 
+/* The audited rank's gradient, recomputed on the same weights, and its hash. */
+static gboolean
+compute_audit (DcTrainGroup       *self,
+               const ComputeData  *compute,
+               GError            **error)
+{
+  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
+  g_autoptr(GBytes) bytes = NULL;
+  gint64 start = g_get_monotonic_time ();
+  float loss;
+
+  if (!dc_gpt_trainer_compute_gradients (trainer, self->audit_rank, compute->n_ranks,
+                                         self->audit_grads, &loss, error))
+    return FALSE;
+  bytes = g_bytes_new_static (self->audit_grads, model->n_params * sizeof (float));
+  dc_mesh_train_hash (bytes, self->audit_hash);
+  self->audit_us = g_get_monotonic_time () - start;
+  return TRUE;
+}
+
+static void send_own_gradient (DcTrainGroup *self);
+
+static gboolean
+own_packed_cb (gpointer user_data)
+{
+  send_own_gradient (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+/* Own gradient, then (packed and handed to the main thread to send at
+ * once) the audit's recomputation: on an audit step the transfer of the
+ * gradients overlaps the second gradient instead of following it. */
 static void
 compute_worker (GTask        *task,
                 gpointer      source,
@@ -626,7 +640,8 @@ compute_worker (GTask        *task,
 
   if (snapshot == NULL)
     snapshot_thread (self);
-  ok = compute_gradients (self, compute, &error);
+  self->audit_us = 0;
+  ok = compute_own (self, compute, &error);
   if (snapshot != NULL)
     g_thread_join (snapshot);
   if (!ok)
@@ -638,7 +653,21 @@ compute_worker (GTask        *task,
   self->t_computed = g_get_monotonic_time ();
   /* Alone, nobody receives it or asks for its repair. */
   if (compute->n_ranks > 1)
-    pack_own_gradient (self, compute, &compute->pack_error);
+    {
+      g_autoptr(GSource) packed = g_idle_source_new ();
+
+      pack_own_gradient (self, compute);
+      /* A source on the owner's context, not g_main_context_invoke ()
+       * (shared/PLATFORM-NOTES.md). */
+      g_source_set_priority (packed, G_PRIORITY_DEFAULT);
+      g_source_set_callback (packed, own_packed_cb, g_object_ref (self), g_object_unref);
+      g_source_attach (packed, g_task_get_context (task));
+    }
+  if (self->audit_rank != G_MAXUINT && !compute_audit (self, compute, &error))
+    {
+      g_task_return_error (task, error);
+      return;
+    }
   g_task_return_boolean (task, TRUE);
 }
 
@@ -789,26 +818,19 @@ fault_exit_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* This step's gradient to the roster, once: from the worker's source as
+ * soon as it is packed, else from computed_cb (). */
 static void
-computed_cb (GObject      *object,
-             GAsyncResult *result,
-             gpointer      user_data)
+send_own_gradient (DcTrainGroup *self)
 {
-  DcTrainGroup *self = DC_TRAIN_GROUP (object);
-  GError *error = NULL;
-  ComputeData *compute = g_task_get_task_data (G_TASK (result));
   DcGptModel *model;
   g_autoptr(GBytes) object_bytes = NULL;
   g_autoptr(GPtrArray) bodies = NULL;
   guint64 step;
 
-  if (!g_task_propagate_boolean (G_TASK (result), &error))
-    {
-      finish (self, error);
-      return;
-    }
-  if (self->state == STATE_DONE)
+  if (self->own_sent || self->state != STATE_COMPUTING)
     return;
+  self->own_sent = TRUE;
   model = dc_train_session_get_model (self->session);
   step = model->step + 1;
   /* Packed by the worker (pack_own_gradient ()). */
@@ -837,7 +859,7 @@ computed_cb (GObject      *object,
       /* The same chunks for every peer: each queues its own frames of them. */
       if (bodies == NULL)
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
-                   compute->pack_error != NULL ? compute->pack_error->message : "not packed");
+                   self->own_pack_error != NULL ? self->own_pack_error->message : "not packed");
       else if (!dc_peer_send_chunks (peer, DC_MESH_MSG_GRADIENTS, bodies, &send_error))
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
@@ -853,6 +875,24 @@ computed_cb (GObject      *object,
         }
     }
   self->t_sent = g_get_monotonic_time ();
+}
+
+static void
+computed_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  GError *error = NULL;
+
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      finish (self, error);
+      return;
+    }
+  send_own_gradient (self);
+  if (self->state != STATE_COMPUTING)
+    return;
   self->state = STATE_EXCHANGING;
   arm (self, DC_TRAIN_GROUP_WAIT_S);
   advance (self);
@@ -1082,9 +1122,11 @@ applied_cb (GObject      *object,
     memcpy (&self->own_report->loss_bits, &loss, 4);
   }
   /* Where the step's time went (for a view's "slowest device"). */
-  self->own_report->compute_us = self->t_computed - self->step_started;
+  /* An audit's recomputation runs after the send (compute_worker ()), in
+   * what would otherwise be waiting: it counts as compute. */
+  self->own_report->compute_us = self->t_computed - self->step_started + self->audit_us;
   self->own_report->send_us = self->t_sent - self->t_computed;
-  self->own_report->wait_us = self->t_apply - self->t_sent;
+  self->own_report->wait_us = MAX (0, self->t_apply - self->t_sent - self->audit_us);
   self->own_report->combine_us = g_get_monotonic_time () - self->t_apply;
   self->last_loss = (double) (loss_sum / (float) self->roster->len);
   self->last_seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
@@ -1176,6 +1218,7 @@ start_step (DcTrainGroup *self)
   memset (self->repair_tries, 0, sizeof self->repair_tries);
   memset (self->repair_next, 0, sizeof self->repair_next);
   self->state = STATE_COMPUTING;
+  self->own_sent = FALSE;
   self->audit_rank = G_MAXUINT;
   if (self->roster->len >= 2)
     self->audit_rank = dc_train_group_audit_rank (self->config->run_seed, model->step + 1,
@@ -1187,7 +1230,7 @@ start_step (DcTrainGroup *self)
   compute->digest = self->digest;
   memcpy (compute->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   task = g_task_new (self, NULL, computed_cb, NULL);
-  g_task_set_task_data (task, compute, (GDestroyNotify) compute_data_free);
+  g_task_set_task_data (task, compute, g_free);
   g_task_run_in_thread (task, compute_worker);
 }
 
@@ -2853,6 +2896,7 @@ dc_train_group_finalize (GObject *object)
   g_free (self->sum_grads);
   g_clear_pointer (&self->own_object, g_bytes_unref);
   g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  g_clear_error (&self->own_pack_error);
   g_free ((char *) self->request.data);
   g_clear_object (&self->context);
   G_OBJECT_CLASS (dc_train_group_parent_class)->finalize (object);
