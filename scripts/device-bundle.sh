@@ -29,7 +29,8 @@ cp /usr/lib/x86_64-linux-gnu/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner "$out
 for tool in ip tc; do
   path="$(PATH="$PATH:/usr/sbin:/sbin" command -v "$tool" || true)"
   if [ -z "$path" ]; then
-    echo "device-bundle.sh: $tool (iproute2) not found here: bench group --netns will not run there" >&2
+    echo "device-bundle.sh: $tool (iproute2) not found here:" \
+         "bench group --netns will not run there" >&2
     continue
   fi
   cp -L "$path" "$out/bin/"
