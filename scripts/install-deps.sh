@@ -32,6 +32,7 @@ mesa-vulkan-drivers
 glslc
 libsnappy-dev
 libzstd-dev
+nettle-dev
 zlib1g-dev
 libmpfr-dev
 gettext

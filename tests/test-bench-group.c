@@ -14,6 +14,7 @@
 
 #include <string.h>
 #include <unistd.h>
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
 #include "dc-test-proc.h"
@@ -197,6 +198,35 @@ test_netns (void)
   g_assert_false (netns_left (prefix));
 }
 
+/* --netns where iproute2 is missing (the GPU machine's image): a clear
+ * error naming “ip” and where to get it, before any namespace is made,
+ * instead of GLib's “Failed to execute child process”. Runs anywhere: the
+ * check comes before anything that needs root. */
+static void
+test_netns_no_iproute (void)
+{
+  const char *args[] = { "bench", "group", "--json", "--netns", "--devices", "1", "--steps", "1",
+                         SMALL, NULL };
+  g_autofree char *empty = g_dir_make_tmp ("dc-bench-path-XXXXXX", NULL);
+  g_autofree char *path = g_strdup (g_getenv ("PATH"));
+  g_autoptr(DcTestProc) proc = NULL;
+  JsonObject *o;
+  int e;
+
+  g_assert_nonnull (empty);
+  g_setenv ("PATH", empty, TRUE);
+  proc = spawn_bench (args);
+  g_setenv ("PATH", path, TRUE);
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, 60000), ==, 1);
+  e = dc_test_proc_find (proc, 0, "error", NULL);
+  g_assert_cmpint (e, >=, 0);
+  o = g_ptr_array_index (proc->events, e);
+  g_test_message ("%s", json_object_get_string_member_with_default (o, "message", ""));
+  g_assert_nonnull (strstr (json_object_get_string_member_with_default (o, "message", ""),
+                            "“ip” is not in PATH"));
+  g_rmdir (empty);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -206,5 +236,6 @@ main (int    argc,
   g_test_add_func ("/dc/bench/group/loopback", test_loopback);
   g_test_add_func ("/dc/bench/group/runs", test_runs);
   g_test_add_func ("/dc/bench/group/netns", test_netns);
+  g_test_add_func ("/dc/bench/group/netns-no-iproute", test_netns_no_iproute);
   return g_test_run ();
 }

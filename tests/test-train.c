@@ -19,6 +19,7 @@
 #include "model/dc-rng.h"
 #include "train/dc-token-source.h"
 #include "train/dc-train-plan.h"
+#include "train/dc-train-group.h"
 
 static GBytes *
 load_corpus (void)
@@ -238,6 +239,48 @@ test_context_hello (void)
     }
 }
 
+/* Audits fall on the same steps for the whole roster and check every
+ * gradient there, each by one other device (a rotation): the step then
+ * costs every device the same recomputation at once, instead of waiting on
+ * most steps for the one device that drew an audit. About one step in
+ * DC_TRAIN_GROUP_AUDIT_PERIOD audits. */
+static void
+test_audit_draw (void)
+{
+  const guint64 seeds[] = { 1, 0x5eed, G_GUINT64_CONSTANT (1374105927237489533) };
+  guint audited_steps = 0, steps = 0;
+
+  for (guint s = 0; s < G_N_ELEMENTS (seeds); s++)
+    for (guint n = 2; n <= 8; n++)
+      for (guint64 step = 1; step <= 400; step++)
+        {
+          gboolean seen[8] = { FALSE };
+          guint auditing = 0;
+
+          for (guint r = 0; r < n; r++)
+            {
+              guint a = dc_train_group_audit_rank (seeds[s], step, r, n, FALSE);
+              guint every = dc_train_group_audit_rank (seeds[s], step, r, n, TRUE);
+
+              g_assert_cmpuint (every, <, n);
+              g_assert_cmpuint (every, !=, r);
+              if (a == G_MAXUINT)
+                continue;
+              g_assert_cmpuint (a, ==, every);
+              g_assert_false (seen[a]);
+              seen[a] = TRUE;
+              auditing++;
+            }
+          /* All or none, and then every rank audited once. */
+          g_assert_true (auditing == 0 || auditing == n);
+          audited_steps += auditing > 0;
+          steps++;
+        }
+  g_test_message ("%u of %u steps audited", audited_steps, steps);
+  g_assert_cmpuint (audited_steps, >, steps / DC_TRAIN_GROUP_AUDIT_PERIOD * 8 / 10);
+  g_assert_cmpuint (audited_steps, <, steps / DC_TRAIN_GROUP_AUDIT_PERIOD * 12 / 10);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -248,6 +291,7 @@ main (int    argc,
   g_test_add_func ("/dc/train/group/combine-order", test_combine_order);
   g_test_add_func ("/dc/train/group/of-one-is-solo", test_group_of_one_is_solo);
   g_test_add_func ("/dc/train/group/of-three-any-threads", test_group_of_three);
+  g_test_add_func ("/dc/train/group/audit-draw", test_audit_draw);
   g_test_add_func ("/dc/train/optimizer-hash", test_optimizer_hash);
   g_test_add_func ("/dc/train/plan-limits", test_plan_limits);
   g_test_add_func ("/dc/train/context-hello", test_context_hello);

@@ -72,6 +72,9 @@ typedef struct
   guint     n_made;           /* device namespaces made (for removal) */
   gboolean  bridge_made;
   gboolean  no_netem;         /* the kernel lacks netem: rate shaped by tbf */
+  gboolean  unshaped;         /* neither netem nor tbf (or no tc): links as they are */
+  char     *netem_reason;     /* why netem could not be used (tc's message) */
+  char     *tbf_reason;       /* why tbf could not be used either */
   gboolean  interrupted;
   gint64    last_event;
   char     *self_exe;
@@ -405,6 +408,32 @@ netns_remove (Bench *bench)
     }
 }
 
+/* --netns needs iproute2's ip (namespaces, links) and tc (shaping); a
+ * missing tc leaves the links unshaped, a missing ip ends the run. */
+static gboolean
+netns_check_tools (Bench   *bench,
+                   GError **error)
+{
+  g_autofree char *ip = g_find_program_in_path ("ip");
+  g_autofree char *tc = g_find_program_in_path ("tc");
+
+  if (ip == NULL)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                           "bench group --netns: iproute2's “ip” is not in PATH (install "
+                           "iproute2; scripts/device-bundle.sh carries ip and tc in "
+                           "build-device/bin)");
+      return FALSE;
+    }
+  if (tc == NULL)
+    {
+      bench->no_netem = TRUE;
+      bench->unshaped = TRUE;
+      bench->tbf_reason = g_strdup ("iproute2's “tc” is not in PATH");
+    }
+  return TRUE;
+}
+
 /* A bridge namespace with 198.18.0.254 (the signaling service), and one
  * namespace per device with 198.18.0.(k+1) on a veth to the bridge, its
  * egress shaped to 1 Gbit/s with 1 ms of delay (a home LAN; a packet is
@@ -449,17 +478,25 @@ netns_create (Bench   *bench,
           && !run_tool (&netem_error, "tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root",
                         "netem", "rate", "1gbit", "delay", "1ms", NULL))
         {
-          /* Some kernels are built without sch_netem: shape the rate alone
-           * (tbf's burst: at least 1 Gbit/s over one 1000 Hz tick, 125 kB)
-           * and say so in the output. */
+          /* Some kernels are built without sch_netem (or cannot load it
+           * in a container): shape the rate alone (tbf's burst: at least
+           * 1 Gbit/s over one 1000 Hz tick, 125 kB) and say so, with tc's
+           * reason, in the output. */
           bench->no_netem = TRUE;
+          bench->netem_reason = g_strdup (netem_error->message);
           g_debug ("%s", netem_error->message);
           g_clear_error (&netem_error);
         }
-      if (bench->no_netem
-          && !run_tool (error, "tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root", "tbf",
+      if (bench->no_netem && !bench->unshaped
+          && !run_tool (&netem_error, "tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root", "tbf",
                         "rate", "1gbit", "burst", "256kb", "latency", "20ms", NULL))
-        return FALSE;
+        {
+          /* No shaping at all: still a measurement between namespaces
+           * (veth, no wire), named as such rather than a failure. */
+          bench->unshaped = TRUE;
+          bench->tbf_reason = g_strdup (netem_error->message);
+          g_clear_error (&netem_error);
+        }
     }
   return TRUE;
 }
@@ -469,6 +506,7 @@ netns_create (Bench   *bench,
 typedef struct
 {
   double step_ms, compute_ms, send_ms, wait_ms, combine_ms, tokens_per_s;
+  double audit_ms;   /* of compute_ms: audits' recomputations */
 } Figures;
 
 static void
@@ -557,7 +595,7 @@ run_group (Bench       *bench,
   guint stop_at = steps + 1;
   Child *signal;
   Want want = { "listening", 0 };
-  double sums[4] = { 0 };
+  double sums[5] = { 0 };
   guint n_samples = 0;
   double seconds;
   int e;
@@ -657,6 +695,7 @@ run_group (Bench       *bench,
             sums[1] += json_object_get_double_member_with_default (o, "send_ms", 0);
             sums[2] += json_object_get_double_member_with_default (o, "wait_ms", 0);
             sums[3] += json_object_get_double_member_with_default (o, "combine_ms", 0);
+            sums[4] += json_object_get_double_member_with_default (o, "audit_ms", 0);
             n_samples++;
           }
       }
@@ -673,6 +712,7 @@ run_group (Bench       *bench,
   figures->send_ms = sums[1] / n_samples;
   figures->wait_ms = sums[2] / n_samples;
   figures->combine_ms = sums[3] / n_samples;
+  figures->audit_ms = sums[4] / n_samples;
   figures->tokens_per_s = (double) steps * n_devices * size->batch * size->seq / seconds;
   return TRUE;
 }
@@ -740,6 +780,7 @@ print_figures (DcCliOptions  *options,
       json_add_double (builder, "send_ms", f->send_ms);
       json_add_double (builder, "wait_ms", f->wait_ms);
       json_add_double (builder, "combine_ms", f->combine_ms);
+      json_add_double (builder, "audit_ms", f->audit_ms);
       json_add_double (builder, "comm_fraction", comm);
       json_add_double (builder, "tokens_per_s", f->tokens_per_s);
       json_add_double (builder, "solo_tokens_per_s", solo);
@@ -750,12 +791,43 @@ print_figures (DcCliOptions  *options,
   else
     {
       g_print ("%-9s %3u×%-3u×%-2u %2u dev %2u thr  step %8.1f ms  compute %8.1f  send %6.1f  "
-               "wait %8.1f  combine %6.1f  comm %5.1f%%  %8.0f tok/s  solo %8.0f  scaling %.2f\n",
+               "wait %8.1f  combine %6.1f  comm %5.1f%%  %8.0f tok/s  solo %8.0f  scaling %.2f  "
+               "(audits %.1f of compute)\n",
                network, size->width, size->seq, size->batch, n_devices, n_threads, f->step_ms,
                f->compute_ms, f->send_ms, f->wait_ms, f->combine_ms, comm * 100, f->tokens_per_s,
-               solo, scaling);
+               solo, scaling, f->audit_ms);
       fflush (stdout);
     }
+}
+
+/* A "note" event (or line): what the run could not do as asked, and tc's
+ * own words for why (@reason, nullable). */
+static void
+print_note (DcCliOptions *options,
+            const char   *note,
+            const char   *reason)
+{
+  if (options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, "note");
+      json_builder_set_member_name (builder, "message");
+      json_builder_add_string_value (builder, note);
+      if (reason != NULL)
+        {
+          json_builder_set_member_name (builder, "reason");
+          json_builder_add_string_value (builder, reason);
+        }
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else if (reason != NULL)
+    g_print ("%s (%s)\n", note, reason);
+  else
+    g_print ("%s\n", note);
 }
 
 static gboolean
@@ -849,28 +921,23 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
   sigint = g_unix_signal_add (SIGINT, interrupt_cb, &bench);
   sigterm = g_unix_signal_add (SIGTERM, interrupt_cb, &bench);
 
+  if (netns && !netns_check_tools (&bench, &error))
+    goto fail;
   if (netns && !netns_create (&bench, max_devices, &error))
     goto fail;
-  if (bench.no_netem)
+  if (bench.unshaped)
     {
-      const char *note = _("this kernel has no netem queueing discipline: the links are shaped "
-                           "to 1 Gbit/s by tbf, without the 1 ms delay");
-
+      network = "netns-unshaped";
+      print_note (options, _("the links cannot be shaped here (neither netem nor tbf): the "
+                             "namespaces' links run unshaped, at the machine's own speed"),
+                  bench.tbf_reason);
+    }
+  else if (bench.no_netem)
+    {
       network = "netns-1gbit";
-      if (options->json)
-        {
-          g_autoptr(JsonBuilder) builder = json_builder_new ();
-
-          json_builder_begin_object (builder);
-          json_builder_set_member_name (builder, "event");
-          json_builder_add_string_value (builder, "note");
-          json_builder_set_member_name (builder, "message");
-          json_builder_add_string_value (builder, note);
-          json_builder_end_object (builder);
-          dc_cli_print_json (builder);
-        }
-      else
-        g_print ("%s\n", note);
+      print_note (options, _("this kernel has no netem queueing discipline: the links are shaped "
+                             "to 1 Gbit/s by tbf, without the 1 ms delay"),
+                  bench.netem_reason);
     }
   for (guint s = 0; s < sizes->len; s++)
     for (guint c = 0; c < counts->len; c++)
@@ -905,5 +972,7 @@ out:
   g_source_remove (sigterm);
   g_free (bench.prefix);
   g_free (bench.self_exe);
+  g_free (bench.netem_reason);
+  g_free (bench.tbf_reason);
   return status;
 }

@@ -17,6 +17,7 @@
 
 #include "dc-mesh-bytes-private.h"
 #include "dc-mesh-error.h"
+#include "dc-sha256.h"
 
 static gboolean
 all_zero (const guint8 *p,
@@ -568,21 +569,13 @@ void
 dc_mesh_train_hash (GBytes *object,
                     guint8  hash[DC_MESH_HASH_SIZE])
 {
-  g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+  g_autoptr(DcSha256) sum = dc_sha256_new ();
   gsize size;
   const guint8 *data = g_bytes_get_data (object, &size);
-  gsize len = DC_MESH_HASH_SIZE;
 
-  /* GChecksum takes gssize lengths; feed slices. */
-  while (size > 0)
-    {
-      gsize n = MIN (size, (gsize) G_MAXINT32);
-
-      g_checksum_update (sum, data, n);
-      data += n;
-      size -= n;
-    }
-  g_checksum_get_digest (sum, hash, &len);
+  G_STATIC_ASSERT (DC_MESH_HASH_SIZE == DC_SHA256_SIZE);
+  dc_sha256_update (sum, data, size);
+  dc_sha256_get_digest (sum, hash);
 }
 
 void

@@ -12,6 +12,7 @@
 
 #include "dc-model-error.h"
 #include "dc-rng.h"
+#include "dc-sha256.h"
 
 void
 dc_train_settings_init_default (DcTrainSettings *self)
@@ -125,10 +126,10 @@ dc_gpt_model_init_weights (DcGptModel *self,
 char *
 dc_gpt_model_dup_hash (const DcGptModel *self)
 {
-  g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+  g_autoptr(DcSha256) sum = dc_sha256_new ();
 
-  g_checksum_update (sum, (const guchar *) self->params, 3 * self->n_params * sizeof (float));
-  return g_strndup (g_checksum_get_string (sum), 16);
+  dc_sha256_update (sum, self->params, 3 * self->n_params * sizeof (float));
+  return dc_sha256_dup_hex (sum, 16);
 }
 
 /**
@@ -142,16 +143,16 @@ dc_gpt_model_dup_hash (const DcGptModel *self)
 char *
 dc_gpt_model_dup_optimizer_hash (const DcGptModel *self)
 {
-  g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+  g_autoptr(DcSha256) sum = dc_sha256_new ();
   guint64 step = GUINT64_TO_LE (self->step);
   float pows[2] = { self->beta1_pow, self->beta2_pow };
 
   G_STATIC_ASSERT (G_BYTE_ORDER == G_LITTLE_ENDIAN);
-  g_checksum_update (sum, (const guchar *) self->adam_m, self->n_params * sizeof (float));
-  g_checksum_update (sum, (const guchar *) self->adam_v, self->n_params * sizeof (float));
-  g_checksum_update (sum, (const guchar *) &step, sizeof step);
-  g_checksum_update (sum, (const guchar *) pows, sizeof pows);
-  return g_strndup (g_checksum_get_string (sum), 16);
+  dc_sha256_update (sum, self->adam_m, self->n_params * sizeof (float));
+  dc_sha256_update (sum, self->adam_v, self->n_params * sizeof (float));
+  dc_sha256_update (sum, &step, sizeof step);
+  dc_sha256_update (sum, pows, sizeof pows);
+  return dc_sha256_dup_hex (sum, 16);
 }
 
 /**

@@ -147,6 +147,14 @@ struct _DcTrainGroup
                                     * while a worker changes the model */
   gint64             step_started;
   gint64             t_computed, t_sent, t_apply;  /* monotonic µs, for the report */
+  /* The step's own work off the main thread (pack_own_gradient (), apply_worker ()). */
+  GBytes            *own_object;   /* this step's gradient object, packed by the worker */
+  GPtrArray         *own_bodies;   /* its chunks, split (and hashed) once for every peer */
+  GError            *own_pack_error; /* why they could not be made */
+  gboolean           own_sent;     /* send_own_gradient () ran this step */
+  float             *sum_grads;    /* the combined gradient, kept from step to step */
+  gsize              sum_len;
+  gint64             audit_us;     /* of compute_us: recomputing the audited gradient */
 
   /* The model before the last step (weights, both moments, step, β powers):
    * taken back when a roster device turns out to have taken that step
@@ -472,13 +480,16 @@ send_to_joiners (DcTrainGroup *self,
     }
 }
 
+/* The report of the model's step, with its weight and optimizer hashes
+ * (dc_gpt_model_dup_hash () and dc_gpt_model_dup_optimizer_hash ()) taken
+ * by the caller. */
 static DcMeshStepReport *
-make_report (DcTrainGroup *self)
+make_report_hashed (DcTrainGroup *self,
+                    const char   *hash,
+                    const char   *optimizer)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
   DcMeshStepReport *report = dc_mesh_step_report_new ();
-  g_autofree char *hash = dc_gpt_model_dup_hash (model);
-  g_autofree char *optimizer = dc_gpt_model_dup_optimizer_hash (model);
 
   memcpy (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   report->step = model->step;
@@ -488,6 +499,16 @@ make_report (DcTrainGroup *self)
   report->roster = g_strdupv ((char **) self->roster->pdata);
   g_ptr_array_remove_index (self->roster, self->roster->len - 1);
   return report;
+}
+
+static DcMeshStepReport *
+make_report (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  g_autofree char *hash = dc_gpt_model_dup_hash (model);
+  g_autofree char *optimizer = dc_gpt_model_dup_optimizer_hash (model);
+
+  return make_report_hashed (self, hash, optimizer);
 }
 
 static char *
@@ -531,6 +552,130 @@ prepare_worker (GTask        *task,
     g_task_return_pointer (task, session, (GDestroyNotify) dc_train_session_free);
 }
 
+/* What start_step () hands the compute worker: the roster as it stands
+ * (the main thread's fields are not read from the worker). */
+typedef struct
+{
+  guint    rank;
+  guint    n_ranks;
+  guint64  digest;
+  guint8   run_id[DC_MESH_RUN_ID_SIZE];
+} ComputeData;
+
+/* The model before the step (weights, both moments, step, β powers) for
+ * rollback (), copied while the gradient is computed (which only reads the
+ * model) rather than between the step's gradients and its Adam step. */
+static gpointer
+snapshot_thread (gpointer data)
+{
+  DcTrainGroup *self = data;
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
+  self->snap_step = model->step;
+  self->snap_beta1 = model->beta1_pow;
+  self->snap_beta2 = model->beta2_pow;
+  return NULL;
+}
+
+/* This device's gradient object (the header, then n_params little-endian
+ * float32) and its chunks, made on the worker: hashing and cutting the
+ * object is most of the cost of sending it, and is done once for all
+ * peers, not once per peer on the main thread. A split that fails leaves
+ * own_bodies NULL and its error for computed_cb () to log per peer. */
+static void
+pack_own_gradient (DcTrainGroup      *self,
+                   const ComputeData *compute)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  gsize size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
+  guint8 *data = g_malloc (size);
+  guint32 word, loss_bits;
+  guint64 digest = GUINT64_TO_LE (compute->digest);
+  DcMeshChunk info = { 0 };
+
+  memset (data, 0, GRADIENT_HEADER_SIZE);
+  word = GUINT32_TO_LE (GRADIENT_MAGIC);
+  memcpy (data, &word, 4);
+  word = GUINT32_TO_LE (compute->n_ranks);
+  memcpy (data + 4, &word, 4);
+  memcpy (data + 8, &digest, 8);
+  memcpy (&loss_bits, &self->own_loss, 4);
+  loss_bits = GUINT32_TO_LE (loss_bits);
+  memcpy (data + 16, &loss_bits, 4);
+  /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
+   * checked in meson: every supported target is little-endian). */
+  memcpy (data + GRADIENT_HEADER_SIZE, self->own_grads, model->n_params * sizeof (float));
+  g_clear_pointer (&self->own_object, g_bytes_unref);
+  g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  g_clear_error (&self->own_pack_error);
+  self->own_object = g_bytes_new_take (data, size);
+
+  memcpy (info.run_id, compute->run_id, DC_MESH_RUN_ID_SIZE);
+  info.step = model->step + 1;
+  info.rank = compute->rank;
+  self->own_bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, self->own_object,
+                                          &self->own_pack_error);
+}
+
+static gboolean
+compute_own (DcTrainGroup       *self,
+             const ComputeData  *compute,
+             GError            **error)
+{
+  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
+
+  if (!dc_gpt_trainer_compute_gradients (trainer, compute->rank, compute->n_ranks,
+                                         self->own_grads, &self->own_loss, error))
+    return FALSE;
+  if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt)
+    {
+      guint32 bits;
+
+      /* Test only (DC_TEST_FAULT=corrupt-gradient@STEP): one flipped bit
+       * in every gradient from STEP on, summed here too (the replicas stay
+       * equal: only an audit can tell). */
+      memcpy (&bits, &self->own_grads[0], 4);
+      bits ^= 1u;
+      memcpy (&self->own_grads[0], &bits, 4);
+    }
+  return TRUE;
+}
+
+/* The audited rank's gradient, recomputed on the same weights, and its hash. */
+static gboolean
+compute_audit (DcTrainGroup       *self,
+               const ComputeData  *compute,
+               GError            **error)
+{
+  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
+  g_autoptr(GBytes) bytes = NULL;
+  gint64 start = g_get_monotonic_time ();
+  float loss;
+
+  if (!dc_gpt_trainer_compute_gradients (trainer, self->audit_rank, compute->n_ranks,
+                                         self->audit_grads, &loss, error))
+    return FALSE;
+  bytes = g_bytes_new_static (self->audit_grads, model->n_params * sizeof (float));
+  dc_mesh_train_hash (bytes, self->audit_hash);
+  self->audit_us = g_get_monotonic_time () - start;
+  return TRUE;
+}
+
+static void send_own_gradient (DcTrainGroup *self);
+
+static gboolean
+own_packed_cb (gpointer user_data)
+{
+  send_own_gradient (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+/* Own gradient, then (packed and handed to the main thread to send at
+ * once) the audit's recomputation: on an audit step the transfer of the
+ * gradients overlaps the second gradient instead of following it. */
 static void
 compute_worker (GTask        *task,
                 gpointer      source,
@@ -538,31 +683,40 @@ compute_worker (GTask        *task,
                 GCancellable *cancellable)
 {
   DcTrainGroup *self = source;
+  ComputeData *compute = data;
   GError *error = NULL;
-  guint *rank_n = data;
+  GThread *snapshot = g_thread_try_new ("dc-snapshot", snapshot_thread, self, NULL);
+  gboolean ok;
 
-  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
-  float loss;
-
-  if (!dc_gpt_trainer_compute_gradients (trainer, rank_n[0], rank_n[1], self->own_grads,
-                                         &self->own_loss, &error))
+  if (snapshot == NULL)
+    snapshot_thread (self);
+  self->audit_us = 0;
+  ok = compute_own (self, compute, &error);
+  if (snapshot != NULL)
+    g_thread_join (snapshot);
+  if (!ok)
     {
       g_task_return_error (task, error);
       return;
     }
-  if (self->audit_rank != G_MAXUINT)
+  /* Read by the main thread once the task's result is there. */
+  self->t_computed = g_get_monotonic_time ();
+  /* Alone, nobody receives it or asks for its repair. */
+  if (compute->n_ranks > 1)
     {
-      DcGptModel *model = dc_gpt_trainer_get_model (trainer);
-      g_autoptr(GBytes) bytes = NULL;
+      g_autoptr(GSource) packed = g_idle_source_new ();
 
-      if (!dc_gpt_trainer_compute_gradients (trainer, self->audit_rank, rank_n[1],
-                                             self->audit_grads, &loss, &error))
-        {
-          g_task_return_error (task, error);
-          return;
-        }
-      bytes = g_bytes_new_static (self->audit_grads, model->n_params * sizeof (float));
-      dc_mesh_train_hash (bytes, self->audit_hash);
+      pack_own_gradient (self, compute);
+      /* A source on the owner's context, not g_main_context_invoke ()
+       * (shared/PLATFORM-NOTES.md). */
+      g_source_set_priority (packed, G_PRIORITY_DEFAULT);
+      g_source_set_callback (packed, own_packed_cb, g_object_ref (self), g_object_unref);
+      g_source_attach (packed, g_task_get_context (task));
+    }
+  if (self->audit_rank != G_MAXUINT && !compute_audit (self, compute, &error))
+    {
+      g_task_return_error (task, error);
+      return;
     }
   g_task_return_boolean (task, TRUE);
 }
@@ -571,13 +725,23 @@ typedef struct
 {
   const float **grads;
   guint         n;
+  char         *weights_hash;    /* out: of the state after the step */
+  char         *optimizer_hash;  /* out */
 } ApplyData;
 
 static void
 apply_data_free (ApplyData *data)
 {
   g_free (data->grads);
+  g_free (data->weights_hash);
+  g_free (data->optimizer_hash);
   g_free (data);
+}
+
+static gpointer
+optimizer_hash_thread (gpointer data)
+{
+  return dc_gpt_model_dup_optimizer_hash (data);
 }
 
 static void
@@ -590,15 +754,36 @@ apply_worker (GTask        *task,
   ApplyData *apply = data;
   DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
   DcGptModel *model = dc_gpt_trainer_get_model (trainer);
-  g_autofree float *sum = g_new (float, model->n_params);
+  const float *sum;
+  GThread *thread;
 
-  memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
-  self->snap_step = model->step;
-  self->snap_beta1 = model->beta1_pow;
-  self->snap_beta2 = model->beta2_pow;
-  /* The canonical order (docs/VERIFICATION.md): ranks 0..n-1, as the simulation. */
-  dc_gpt_trainer_combine_gradients (apply->grads, apply->n, model->n_params, sum);
+  /* (The snapshot for rollback () was taken while the gradient was computed.) */
+  if (apply->n == 1)
+    {
+      /* x / 1 = x: a group of one applies its own gradient, as the solo step does. */
+      sum = apply->grads[0];
+    }
+  else
+    {
+      /* Kept from step to step: a fresh n_params buffer a step costs page faults. */
+      if (self->sum_len != model->n_params)
+        {
+          g_free (self->sum_grads);
+          self->sum_grads = g_new (float, model->n_params);
+          self->sum_len = model->n_params;
+        }
+      /* The canonical order (docs/VERIFICATION.md): ranks 0..n-1, as the simulation. */
+      dc_gpt_trainer_combine_gradients (apply->grads, apply->n, model->n_params, self->sum_grads);
+      sum = self->sum_grads;
+    }
   dc_gpt_trainer_apply_gradients (trainer, sum);
+  /* The report's two hashes: each SHA-256 is sequential, so they run side
+   * by side (the weights' here, the optimizer's on a second thread) instead
+   * of one after the other on the main thread. */
+  thread = g_thread_try_new ("dc-hash", optimizer_hash_thread, model, NULL);
+  apply->weights_hash = dc_gpt_model_dup_hash (model);
+  apply->optimizer_hash = thread != NULL ? g_thread_join (thread)
+                                         : dc_gpt_model_dup_optimizer_hash (model);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -686,74 +871,37 @@ fault_exit_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* This step's gradient to the roster, once: from the worker's source as
+ * soon as it is packed, else from computed_cb (). */
 static void
-computed_cb (GObject      *object,
-             GAsyncResult *result,
-             gpointer      user_data)
+send_own_gradient (DcTrainGroup *self)
 {
-  DcTrainGroup *self = DC_TRAIN_GROUP (object);
-  GError *error = NULL;
   DcGptModel *model;
-  guint8 *data;
-  gsize size;
-  guint32 word;
   g_autoptr(GBytes) object_bytes = NULL;
-  DcMeshChunk info = { 0 };
+  g_autoptr(GPtrArray) bodies = NULL;
+  guint64 step;
 
-  if (!g_task_propagate_boolean (G_TASK (result), &error))
-    {
-      finish (self, error);
-      return;
-    }
-  if (self->state == STATE_DONE)
+  if (self->own_sent || self->state != STATE_COMPUTING)
     return;
-  self->t_computed = g_get_monotonic_time ();
+  self->own_sent = TRUE;
   model = dc_train_session_get_model (self->session);
-  if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt)
+  step = model->step + 1;
+  /* Packed by the worker (pack_own_gradient ()). */
+  object_bytes = g_steal_pointer (&self->own_object);
+  bodies = g_steal_pointer (&self->own_bodies);
+
+  if (object_bytes != NULL)
     {
-      guint32 bits;
+      /* Kept with the others': this device may be asked to repair it. */
+      Gradient *own = g_new0 (Gradient, 1);
 
-      /* Test only (DC_TEST_FAULT=corrupt-gradient@STEP): one flipped bit
-       * in every gradient from STEP on, summed here too (the replicas stay
-       * equal: only an audit can tell). */
-      memcpy (&bits, &self->own_grads[0], 4);
-      bits ^= 1u;
-      memcpy (&self->own_grads[0], &bits, 4);
+      own->rank = self->rank;
+      own->loss = self->own_loss;
+      own->object = g_bytes_ref (object_bytes);
+      g_hash_table_replace (self->gradients, gradient_key (step, self->digest, own_id (self)),
+                            own);
     }
-  size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
-  data = g_malloc0 (size);
-  word = GUINT32_TO_LE (GRADIENT_MAGIC);
-  memcpy (data, &word, 4);
-  word = GUINT32_TO_LE (self->roster->len);
-  memcpy (data + 4, &word, 4);
-  {
-    guint64 digest = GUINT64_TO_LE (self->digest);
-    guint32 loss_bits;
 
-    memcpy (data + 8, &digest, 8);
-    memcpy (&loss_bits, &self->own_loss, 4);
-    loss_bits = GUINT32_TO_LE (loss_bits);
-    memcpy (data + 16, &loss_bits, 4);
-  }
-  /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
-   * checked in meson: every supported target is little-endian). */
-  memcpy (data + GRADIENT_HEADER_SIZE, self->own_grads, model->n_params * sizeof (float));
-  object_bytes = g_bytes_new_take (data, size);
-
-  {
-    /* Kept with the others': this device may be asked to repair it. */
-    Gradient *own = g_new0 (Gradient, 1);
-
-    own->rank = self->rank;
-    own->loss = self->own_loss;
-    own->object = g_bytes_ref (object_bytes);
-    g_hash_table_replace (self->gradients, gradient_key (model->step + 1, self->digest,
-                                                         own_id (self)), own);
-  }
-
-  memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
-  info.step = model->step + 1;
-  info.rank = self->rank;
   for (guint i = 0; i < self->roster->len; i++)
     {
       DcPeer *peer;
@@ -761,21 +909,43 @@ computed_cb (GObject      *object,
 
       if (i == self->rank || (peer = find_peer (self, g_ptr_array_index (self->roster, i))) == NULL)
         continue;
-      if (!dc_peer_send_object (peer, DC_MESH_MSG_GRADIENTS, &info, object_bytes, &send_error))
+      /* The same chunks for every peer: each queues its own frames of them. */
+      if (bodies == NULL)
+        g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
+                   self->own_pack_error != NULL ? self->own_pack_error->message : "not packed");
+      else if (!dc_peer_send_chunks (peer, DC_MESH_MSG_GRADIENTS, bodies, &send_error))
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
-      if (self->fault_partial != 0 && info.step == self->fault_partial)
+      if (self->fault_partial != 0 && step == self->fault_partial)
         {
           /* Test only (DC_TEST_FAULT=partial-send@STEP): this device's
            * gradient reaches one device, then it dies without a bye. */
           g_message ("DC_TEST_FAULT: gradient of step %" G_GUINT64_FORMAT " sent to one device "
-                     "only; exiting in 1 s", info.step);
+                     "only; exiting in 1 s", step);
           self->state = STATE_DONE;
           g_timeout_add_seconds (1, fault_exit_cb, NULL);
           return;
         }
     }
   self->t_sent = g_get_monotonic_time ();
+}
+
+static void
+computed_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  GError *error = NULL;
+
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      finish (self, error);
+      return;
+    }
+  send_own_gradient (self);
+  if (self->state != STATE_COMPUTING)
+    return;
   self->state = STATE_EXCHANGING;
   arm (self, DC_TRAIN_GROUP_WAIT_S);
   advance (self);
@@ -957,6 +1127,7 @@ applied_cb (GObject      *object,
             gpointer      user_data)
 {
   DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  ApplyData *apply = g_task_get_task_data (G_TASK (result));
   DcGptModel *model;
   float loss_sum = 0.0f;
 
@@ -974,6 +1145,11 @@ applied_cb (GObject      *object,
       bits ^= 1u;
       memcpy (&model->params[0], &bits, 4);
       g_message ("DC_TEST_FAULT: flipped a weight bit after step %" G_GUINT64_FORMAT, model->step);
+      /* The worker hashed the state before the flip. */
+      g_free (apply->weights_hash);
+      g_free (apply->optimizer_hash);
+      apply->weights_hash = dc_gpt_model_dup_hash (model);
+      apply->optimizer_hash = dc_gpt_model_dup_optimizer_hash (model);
     }
 
   /* The loss as the simulation computes it: the ranks' losses in rank order. */
@@ -993,16 +1169,18 @@ applied_cb (GObject      *object,
     }
 
   g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
-  self->own_report = make_report (self);
+  self->own_report = make_report_hashed (self, apply->weights_hash, apply->optimizer_hash);
   {
     float loss = loss_sum / (float) self->roster->len;
 
     memcpy (&self->own_report->loss_bits, &loss, 4);
   }
   /* Where the step's time went (for a view's "slowest device"). */
-  self->own_report->compute_us = self->t_computed - self->step_started;
+  /* An audit's recomputation runs after the send (compute_worker ()), in
+   * what would otherwise be waiting: it counts as compute. */
+  self->own_report->compute_us = self->t_computed - self->step_started + self->audit_us;
   self->own_report->send_us = self->t_sent - self->t_computed;
-  self->own_report->wait_us = self->t_apply - self->t_sent;
+  self->own_report->wait_us = MAX (0, self->t_apply - self->t_sent - self->audit_us);
   self->own_report->combine_us = g_get_monotonic_time () - self->t_apply;
   self->last_loss = (double) (loss_sum / (float) self->roster->len);
   self->last_seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
@@ -1043,7 +1221,8 @@ publish_step (DcTrainGroup *self)
   send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
   send_to_joiners (self, model->step, payload);
 
-  hash = dc_gpt_model_dup_hash (model);
+  /* The report's own: hashing the state again costs as much as the first time. */
+  hash = hash_to_hex (self->own_report->weights_hash);
   names = roster_names (self);
   g_signal_emit (self, signals[SIGNAL_STEP], 0, model->step, self->last_loss,
                  (double) self->roster->len * self->plan->settings.batch * model->config.seq
@@ -1090,7 +1269,7 @@ static void
 start_step (DcTrainGroup *self)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
-  guint *rank_n;
+  ComputeData *compute;
   g_autoptr(GTask) task = NULL;
 
   drop_gone (self, model->step + 1);
@@ -1100,23 +1279,26 @@ start_step (DcTrainGroup *self)
   memset (self->repair_tries, 0, sizeof self->repair_tries);
   memset (self->repair_next, 0, sizeof self->repair_next);
   self->state = STATE_COMPUTING;
+  self->own_sent = FALSE;
   self->audit_rank = G_MAXUINT;
   if (self->roster->len >= 2)
     {
-      guint64 draw = dc_rng_u64 (self->config->run_seed, AUDIT_STREAM,
-                                 ((model->step + 1) << 16) | self->rank);
+      /* DC_TEST_FAULT=false-audit@S: this device audits every step from S
+       * (and accuses falsely, see compute_worker). */
+      gboolean forced = self->fault_false_audit != 0
+                        && model->step + 1 >= self->fault_false_audit;
 
-      if (self->audit_all || draw % DC_TRAIN_GROUP_AUDIT_PERIOD == 0
-          || (self->fault_false_audit != 0 && model->step + 1 >= self->fault_false_audit))
-        self->audit_rank = (self->rank + 1
-                            + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD)
-                                       % (self->roster->len - 1))) % self->roster->len;
+      self->audit_rank = dc_train_group_audit_rank (self->config->run_seed, model->step + 1,
+                                                    self->rank, self->roster->len,
+                                                    self->audit_all || forced);
     }
-  rank_n = g_new (guint, 2);
-  rank_n[0] = self->rank;
-  rank_n[1] = self->roster->len;
+  compute = g_new0 (ComputeData, 1);
+  compute->rank = self->rank;
+  compute->n_ranks = self->roster->len;
+  compute->digest = self->digest;
+  memcpy (compute->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   task = g_task_new (self, NULL, computed_cb, NULL);
-  g_task_set_task_data (task, rank_n, g_free);
+  g_task_set_task_data (task, compute, g_free);
   g_task_run_in_thread (task, compute_worker);
 }
 
@@ -2635,6 +2817,41 @@ advance (DcTrainGroup *self)
     }
 }
 
+/**
+ * dc_train_group_audit_rank:
+ * @run_seed: the run's seed
+ * @step: the step being taken (1-based)
+ * @rank: this device's rank in a roster of @n_ranks (≥ 2)
+ * @every_step: audit whatever the draw (DC_TEST_FAULT=audit-all)
+ *
+ * Which rank's gradient @rank recomputes at @step. One draw per step for
+ * the whole roster, d = dc_rng (run seed, "AUDT" stream, step << 16): when
+ * d is a multiple of DC_TRAIN_GROUP_AUDIT_PERIOD every device audits, rank
+ * r the rank (r + 1 + (d / period) mod (n − 1)) mod n, a rotation, so each
+ * gradient is checked by exactly one other device. Drawn per device, audits
+ * fell on different steps and the step waited for whichever device was
+ * auditing: with four devices on 68 % of steps, where auditing together
+ * costs the group the same quarter of a step that it costs each device.
+ *
+ * Returns: the audited rank, or G_MAXUINT when @step has no audit
+ */
+guint
+dc_train_group_audit_rank (guint64  run_seed,
+                           guint64  step,
+                           guint    rank,
+                           guint    n_ranks,
+                           gboolean every_step)
+{
+  guint64 draw;
+
+  g_return_val_if_fail (n_ranks >= 2 && rank < n_ranks, G_MAXUINT);
+
+  draw = dc_rng_u64 (run_seed, AUDIT_STREAM, step << 16);
+  if (!every_step && draw % DC_TRAIN_GROUP_AUDIT_PERIOD != 0)
+    return G_MAXUINT;
+  return (rank + 1 + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD) % (n_ranks - 1))) % n_ranks;
+}
+
 /* ---- the mesh ---- */
 
 static gboolean
@@ -3607,6 +3824,23 @@ dc_train_group_get_step_times (DcTrainGroup *self,
   return TRUE;
 }
 
+/**
+ * dc_train_group_get_audit_time:
+ * @audit_us: (out): of the last step's compute time, the part spent
+ *   recomputing another rank's gradient for an audit (0 on a step without)
+ *
+ * Returns: FALSE before the first step
+ */
+gboolean
+dc_train_group_get_audit_time (DcTrainGroup *self,
+                               guint64      *audit_us)
+{
+  if (self->own_report == NULL)
+    return FALSE;
+  *audit_us = (guint64) self->audit_us;
+  return TRUE;
+}
+
 static void
 dc_train_group_dispose (GObject *object)
 {
@@ -3658,6 +3892,10 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->names);
   g_free (self->own_grads);
   g_free (self->snapshot);
+  g_free (self->sum_grads);
+  g_clear_pointer (&self->own_object, g_bytes_unref);
+  g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  g_clear_error (&self->own_pack_error);
   g_free ((char *) self->request.data);
   g_clear_object (&self->context);
   G_OBJECT_CLASS (dc_train_group_parent_class)->finalize (object);

@@ -91,12 +91,13 @@ G_BEGIN_DECLS
 /* Requests for one step before the sync guard stops the run: one lost
  * answer is bad luck, three in a row mean the leader cannot deliver. */
 #define DC_TRAIN_GROUP_REPAIR_TRIES    3
-/* Audits: on a step where dc_rng (run seed, audit stream, step << 16 |
- * rank) is a multiple of this, a device recomputes one other rank's
- * gradient (chosen by the same draw) and compares hashes. Each device then
- * spends a quarter more compute; each gradient is checked with a chance of
- * about 22-25 % a step, so a device that corrupts every gradient is caught
- * within 10 steps with 92 %, within 30 with 99.9 %. */
+/* Audits: on a step where dc_rng (run seed, audit stream, step << 16) is a
+ * multiple of this, every device recomputes one other rank's gradient (a
+ * rotation chosen by the same draw, dc_train_group_audit_rank ()) and
+ * compares hashes. The group then spends a quarter more compute, all
+ * devices on the same steps; each gradient is checked with a chance of
+ * 25 % a step, so a device that corrupts every gradient is caught within 10
+ * steps with 94 %, within 30 with 99.98 %. */
 #define DC_TRAIN_GROUP_AUDIT_PERIOD    4
 /* Training messages from a device outside the run (not admitted, or not in
  * the roster) are dropped; the log names it at most once every this many
@@ -160,5 +161,12 @@ gboolean      dc_train_group_get_step_times (DcTrainGroup       *self,
                                              guint64            *send_us,
                                              guint64            *wait_us,
                                              guint64            *combine_us);
+gboolean      dc_train_group_get_audit_time (DcTrainGroup       *self,
+                                             guint64            *audit_us);
+guint         dc_train_group_audit_rank (guint64              run_seed,
+                                         guint64              step,
+                                         guint                rank,
+                                         guint                n_ranks,
+                                         gboolean             every_step);
 
 G_END_DECLS
