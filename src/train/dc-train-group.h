@@ -94,11 +94,13 @@ G_BEGIN_DECLS
 /* Audits: on a step where dc_rng (run seed, audit stream, step << 16) is a
  * multiple of this, every device recomputes one other rank's gradient (a
  * rotation chosen by the same draw, dc_train_group_audit_rank ()) and
- * compares hashes. The group then spends a quarter more compute, all
+ * compares hashes. The group then spends an eighth more compute, all
  * devices on the same steps; each gradient is checked with a chance of
- * 25 % a step, so a device that corrupts every gradient is caught within 10
- * steps with 94 %, within 30 with 99.98 %. */
-#define DC_TRAIN_GROUP_AUDIT_PERIOD    4
+ * 12.5 % a step, so a device that corrupts every gradient is caught within
+ * 30 steps with 98 %, within 60 with 99.97 %. Why 8, not 4: an audit step
+ * costs a whole second gradient, so one in 4 capped a group at 1/1.25 =
+ * 0.8 × N of its devices' speed (docs/BENCHMARKS.md). */
+#define DC_TRAIN_GROUP_AUDIT_PERIOD    8
 /* Training messages from a device outside the run (not admitted, or not in
  * the roster) are dropped; the log names it at most once every this many
  * seconds, with the count since: a device that floods cannot flood the log,
