@@ -1059,35 +1059,41 @@ typedef struct
   gsize                tiles_n;
   guint                n_threads;
   gint                 next_tile;  /* atomic: the next unclaimed tile */
+  gint                 tiles_done; /* atomic: tiles computed */
+  /* The caller waits for every tile, not for every helper: a helper that
+   * the scheduler starts late (a loaded machine, a short product) finds no
+   * tile left and touches only this box, which it holds a reference to. */
+  GMutex               lock;
+  GCond                done;
+  gboolean             finished;   /* under lock */
 } Job;
 
-/* Waits for a job's helpers: the caller claims tiles too, then blocks until
- * every pooled helper has finished. */
-typedef struct
+static void
+job_clear (Job *job)
 {
-  GMutex lock;
-  GCond  done;
-  guint  pending;
-} Latch;
+  g_cond_clear (&job->done);
+  g_mutex_clear (&job->lock);
+}
 
-typedef struct
+static void
+job_unref (Job *job)
 {
-  Job       *job;
-  Latch     *latch;
-} Worker;
+  g_atomic_rc_box_release_full (job, (GDestroyNotify) job_clear);
+}
 
 static void
 run_share (Job *job)
 {
-  const gsize M = job->a->n_vectors, N = job->b->n_vectors;
   const gsize n_tiles = job->tiles_m * job->tiles_n;
   gint32 scratch[TILE_M * TILE_N];
+  gint computed = 0;
 
   /* Claim tiles until none is left; each is computed whole (see the file
    * header for why the claiming order cannot change a bit). */
   for (gsize t = (gsize) g_atomic_int_add (&job->next_tile, 1); t < n_tiles;
-       t = (gsize) g_atomic_int_add (&job->next_tile, 1))
+       t = (gsize) g_atomic_int_add (&job->next_tile, 1), computed++)
     {
+      const gsize M = job->a->n_vectors, N = job->b->n_vectors;
       gsize m0 = (t / job->tiles_n) * TILE_M, n0 = (t % job->tiles_n) * TILE_N;
       gsize m1 = MIN (m0 + TILE_M, M), n1 = MIN (n0 + TILE_N, N);
 
@@ -1106,19 +1112,25 @@ run_share (Job *job)
         job->epilogue (scratch + (m - m0) * TILE_N, job->a->exponent[m], job->b->exponent + n0,
                        n1 - n0, job->c + m * N + n0);
     }
+
+  /* Whoever completes the last tile wakes the caller. */
+  if (computed > 0 && g_atomic_int_add (&job->tiles_done, computed) + computed == (gint) n_tiles)
+    {
+      g_mutex_lock (&job->lock);
+      job->finished = TRUE;
+      g_cond_signal (&job->done);
+      g_mutex_unlock (&job->lock);
+    }
 }
 
 static void
 pool_func (gpointer data,
            gpointer user_data)
 {
-  Worker *worker = data;
+  Job *job = data;
 
-  run_share (worker->job);
-  g_mutex_lock (&worker->latch->lock);
-  if (--worker->latch->pending == 0)
-    g_cond_signal (&worker->latch->done);
-  g_mutex_unlock (&worker->latch->lock);
+  run_share (job);
+  job_unref (job);
 }
 
 /* One process-wide pool of helper threads, kept between products so that a
@@ -1136,14 +1148,27 @@ helper_pool (void)
   return pool;
 }
 
+/* The work below which a helper thread costs more than it saves (waking a
+ * pooled thread takes microseconds on a quiet machine, far more on a loaded
+ * one): 2^20 multiply-adds (about 3 µs of one core's VNNI work, 8 of
+ * AVX2's), or 2^18 bytes of B for products that stream their weights (about
+ * 13 µs at 20 GB/s). A decode step's attention products (1 × 576 × 576 and
+ * smaller) run on the caller alone; its MLP and output products split N. */
+#define MIN_MACS_PER_THREAD (1u << 20)
+#define MIN_B_BYTES_PER_THREAD (1u << 18)
+
+/* Runs @job (whose box the caller holds a reference to) on the caller and
+ * up to n_threads - 1 pooled helpers, and returns when every tile is done. */
 static void
 run_job (Job *job)
 {
   const gsize n_tiles = job->tiles_m * job->tiles_n;
-  g_autofree Worker *workers = NULL;
-  Latch latch;
+  const double b_bytes = (double) job->b->n_vectors * job->a->k;
+  const double macs = b_bytes * job->a->n_vectors;
+  const double work = MAX (macs / MIN_MACS_PER_THREAD, b_bytes / MIN_B_BYTES_PER_THREAD);
+  guint useful = (guint) MIN (work, (double) G_MAXUINT);
 
-  job->n_threads = (guint) MIN ((gsize) job->n_threads, n_tiles);
+  job->n_threads = (guint) MIN ((gsize) MIN (job->n_threads, MAX (useful, 1)), n_tiles);
   if (job->n_threads <= 1)
     {
       job->n_threads = 1;
@@ -1151,24 +1176,14 @@ run_job (Job *job)
       return;
     }
 
-  g_mutex_init (&latch.lock);
-  g_cond_init (&latch.done);
-  latch.pending = job->n_threads - 1;
-  workers = g_new0 (Worker, job->n_threads);
   for (guint i = 1; i < job->n_threads; i++)
-    {
-      workers[i].job = job;
-      workers[i].latch = &latch;
-      g_thread_pool_push (helper_pool (), &workers[i], NULL);
-    }
+    g_thread_pool_push (helper_pool (), g_atomic_rc_box_acquire (job), NULL);
   run_share (job);
 
-  g_mutex_lock (&latch.lock);
-  while (latch.pending > 0)
-    g_cond_wait (&latch.done, &latch.lock);
-  g_mutex_unlock (&latch.lock);
-  g_cond_clear (&latch.done);
-  g_mutex_clear (&latch.lock);
+  g_mutex_lock (&job->lock);
+  while (!job->finished)
+    g_cond_wait (&job->done, &job->lock);
+  g_mutex_unlock (&job->lock);
 }
 
 static void
@@ -1181,22 +1196,25 @@ run_cpu (const DcQuantMatrix *a,
 {
   g_autofree gint32 *row_sum = NULL;
   const Kernel *kernel = kernel_for (isa, a->n_vectors);
-  Job job = {
-    .a = a,
-    .b = b,
-    .tile = kernel->tile,
-    .broken = kernel_broken_for_test (kernel),
-    .epilogue = epilogue_func_for (isa),
-    .acc = acc,
-    .c = c,
-    .tiles_m = (a->n_vectors + TILE_M - 1) / TILE_M,
-    .tiles_n = (b->n_vectors + TILE_N - 1) / TILE_N,
-    .n_threads = MAX (n_threads, 1),
-  };
+  Job *job;
 
   g_return_if_fail (a->k == b->k);
-  /* The tile counter is a gint; no allocatable output comes near this. */
-  g_assert (job.tiles_m * job.tiles_n < G_MAXINT / 2);
+
+  job = g_atomic_rc_box_new0 (Job);
+  job->a = a;
+  job->b = b;
+  job->tile = kernel->tile;
+  job->broken = kernel_broken_for_test (kernel);
+  job->epilogue = epilogue_func_for (isa);
+  job->acc = acc;
+  job->c = c;
+  job->tiles_m = (a->n_vectors + TILE_M - 1) / TILE_M;
+  job->tiles_n = (b->n_vectors + TILE_N - 1) / TILE_N;
+  job->n_threads = MAX (n_threads, 1);
+  g_mutex_init (&job->lock);
+  g_cond_init (&job->done);
+  /* The tile counters are gints; no allocatable output comes near this. */
+  g_assert (job->tiles_m * job->tiles_n < G_MAXINT / 2);
 
 #ifdef DC_GEMM_X86
   if (isa == DC_GEMM_ISA_AVX512_VNNI)
@@ -1205,8 +1223,9 @@ run_cpu (const DcQuantMatrix *a,
       row_sums_vnni (a->q, a->n_vectors, a->k, row_sum);
     }
 #endif
-  job.row_sum = row_sum;
-  run_job (&job);
+  job->row_sum = row_sum;
+  run_job (job);
+  job_unref (job);
 }
 
 void
