@@ -571,8 +571,9 @@ test_gate_refuses_each_vnni_kernel (void)
     }
   for (gsize i = 0; i < G_N_ELEMENTS (kernels); i++)
     {
-      g_autofree char *expected = g_strdup_printf ("*CPU GEMM kernel %s failed verification*refused*",
-                                                   kernels[i]);
+      g_autofree char *expected = NULL;
+
+      expected = g_strdup_printf ("*CPU GEMM kernel %s failed verification*refused*", kernels[i]);
 
       g_setenv ("DC_TEST_KERNEL_UNDER_TEST", kernels[i], TRUE);
       g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);

@@ -571,14 +571,19 @@ row_sums_vnni (const gint8 *q,
 
       /* vpsadbw sums (a + 128) as unsigned bytes into 64-bit lanes. */
       for (; i + 64 <= k; i += 64)
-        acc = _mm512_add_epi64 (acc, _mm512_sad_epu8 (_mm512_xor_si512 (_mm512_loadu_si512 (x + i), flip),
-                                                      _mm512_setzero_si512 ()));
+        {
+          __m512i u = _mm512_xor_si512 (_mm512_loadu_si512 (x + i), flip);
+
+          acc = _mm512_add_epi64 (acc, _mm512_sad_epu8 (u, _mm512_setzero_si512 ()));
+        }
       if (i < k)
         {
+          /* Bytes past k stay 0, not 0 + 128. */
           __mmask64 mask = _cvtu64_mask64 ((G_GUINT64_CONSTANT (1) << (k - i)) - 1);
-          __m512i tail = _mm512_maskz_mov_epi8 (mask, _mm512_xor_si512 (_mm512_maskz_loadu_epi8 (mask, x + i), flip));
+          __m512i u = _mm512_xor_si512 (_mm512_maskz_loadu_epi8 (mask, x + i), flip);
 
-          acc = _mm512_add_epi64 (acc, _mm512_sad_epu8 (tail, _mm512_setzero_si512 ()));
+          acc = _mm512_add_epi64 (acc, _mm512_sad_epu8 (_mm512_maskz_mov_epi8 (mask, u),
+                                                        _mm512_setzero_si512 ()));
         }
       _mm512_storeu_si512 (lanes, acc);
       for (int l = 0; l < 8; l++)
