@@ -1086,7 +1086,9 @@ job_unref (Job *job)
   g_atomic_rc_box_release_full (job, (GDestroyNotify) job_clear);
 }
 
-static void
+/* Computes tiles until none is left; returns whether this thread completed
+ * the product (computed its last outstanding tile). */
+static gboolean
 run_share (Job *job)
 {
   const gsize n_tiles = job->tiles_m * job->tiles_n;
@@ -1118,14 +1120,8 @@ run_share (Job *job)
                        n1 - n0, job->c + m * N + n0);
     }
 
-  /* Whoever completes the last tile wakes the caller. */
-  if (computed > 0 && g_atomic_int_add (&job->tiles_done, computed) + computed == (gint) n_tiles)
-    {
-      g_mutex_lock (&job->lock);
-      job->finished = TRUE;
-      g_cond_signal (&job->done);
-      g_mutex_unlock (&job->lock);
-    }
+  return computed > 0 &&
+         g_atomic_int_add (&job->tiles_done, computed) + computed == (gint) n_tiles;
 }
 
 static void
@@ -1134,7 +1130,16 @@ pool_func (gpointer data,
 {
   Job *job = data;
 
-  run_share (job);
+  /* A helper that completes the product wakes the caller. (The caller that
+   * completes it does not signal: g_cond_signal is a system call, a fifth
+   * of a small single-threaded product.) */
+  if (run_share (job))
+    {
+      g_mutex_lock (&job->lock);
+      job->finished = TRUE;
+      g_cond_signal (&job->done);
+      g_mutex_unlock (&job->lock);
+    }
   job_unref (job);
 }
 
@@ -1183,7 +1188,8 @@ run_job (Job *job)
 
   for (guint i = 1; i < job->n_threads; i++)
     g_thread_pool_push (helper_pool (), g_atomic_rc_box_acquire (job), NULL);
-  run_share (job);
+  if (run_share (job))
+    return;
 
   g_mutex_lock (&job->lock);
   while (!job->finished)
