@@ -23,9 +23,10 @@
  *   saturation. b is made unsigned by flipping its top bit (b + 128), and
  *   128 · Σ a (per row of A) is subtracted afterwards; the intermediate may
  *   wrap modulo 2^32 but the true result fits in int32, so the wrapped
- *   arithmetic is exact. Two kernels: products of at most SKINNY_M rows
- *   (decode) read B once, in address order; larger ones (prefill, training)
- *   use 4 × 4 register blocks.
+ *   arithmetic is exact. Three kernels: products of at most SKINNY_M rows
+ *   (decode) read B once, in address order; larger ones with K ≤
+ *   PACKED_MAX_K repack B into 16-vector panels and broadcast A (no
+ *   horizontal sums); the rest use 4 × 4 register blocks of dot products.
  * - NEON (aarch64): vmull_s8 gives exact int16 products (|p| ≤ 16129) and
  *   vpadalq_s16 adds their pairs into int32 lanes. NEON is part of the
  *   aarch64 baseline. It was compile-checked with clang for aarch64 but has
@@ -43,6 +44,7 @@
 #include "dc-gemm-cpu.h"
 #include "dc-gemm-private.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -70,6 +72,7 @@
 typedef void (*TileFunc) (const DcQuantMatrix *a,
                           const DcQuantMatrix *b,
                           const gint32        *row_sum,
+                          const guint8        *packed,
                           gsize                m0,
                           gsize                m1,
                           gsize                n0,
@@ -86,7 +89,8 @@ typedef struct
 } Kernel;
 
 static const Kernel *kernel_for (DcGemmIsa isa,
-                                 gsize     m);
+                                 gsize     m,
+                                 gsize     k);
 
 /* The epilogue over one row of a tile: c[j] = epilogue (acc[j], ea, eb[j]). */
 typedef void (*EpilogueFunc) (const gint32 *acc,
@@ -134,8 +138,9 @@ dc_gemm_isa_supported (DcGemmIsa isa)
  * after it has matched the scalar reference on ragged shapes, ±127 values
  * and a zero vector, int32 and f32. Compilers and CPUs have bugs too, and a
  * wrong kernel must cost speed, not bits. The shapes reach every kernel of
- * the ISA (skinny products of M ≤ SKINNY_M rows and blocked ones) with K
- * tails and ragged M and N; one failing kernel refuses the whole ISA.
+ * the ISA (VNNI: skinny for M ≤ SKINNY_M, packed for K ≤ PACKED_MAX_K, the
+ * dot-product blocks above) with K tails and ragged M and N; one failing
+ * kernel refuses the whole ISA.
  * DC_TEST_BREAK_KERNEL (see kernel_broken_for_test) breaks kernels on
  * purpose, for the tests of this gate only. */
 static gboolean
@@ -143,7 +148,7 @@ isa_verify (DcGemmIsa isa)
 {
   static const gsize shapes[][3] = {
     { 1, 1, 1 }, { 3, 5, 31 }, { 2, 4, 32 }, { 5, 7, 65 }, { 67, 65, 97 }, { 2, 9, 300 },
-    { 4, 8, 16 }, { 3, 9, 48 }, { 8, 13, 130 }, { 9, 6, 64 },
+    { 4, 8, 16 }, { 3, 9, 48 }, { 8, 13, 130 }, { 9, 6, 64 }, { 12, 37, 301 },
   };
   guint64 state = 0x9e3779b97f4a7c15u;
 
@@ -184,7 +189,7 @@ isa_verify (DcGemmIsa isa)
         {
           g_message ("CPU GEMM kernel %s failed verification on %" G_GSIZE_FORMAT " × %"
                      G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT " — refused",
-                     kernel_for (isa, M)->name, M, N, K);
+                     kernel_for (isa, M, K)->name, M, N, K);
           return FALSE;
         }
     }
@@ -243,6 +248,7 @@ static void
 tile_scalar (const DcQuantMatrix *a,
              const DcQuantMatrix *b,
              const gint32        *row_sum,
+             const guint8        *packed,
              gsize                m0,
              gsize                m1,
              gsize                n0,
@@ -476,6 +482,7 @@ __attribute__ ((target ("avx2"))) static void
 tile_avx2 (const DcQuantMatrix *a,
            const DcQuantMatrix *b,
            const gint32        *row_sum,
+           const guint8        *packed,
            gsize                m0,
            gsize                m1,
            gsize                n0,
@@ -767,6 +774,7 @@ VNNI_TARGET static void
 tile_vnni (const DcQuantMatrix *a,
            const DcQuantMatrix *b,
            const gint32        *a_sum,
+           const guint8        *packed,
            gsize                m0,
            gsize                m1,
            gsize                n0,
@@ -824,6 +832,7 @@ VNNI_TARGET static void
 tile_vnni_skinny (const DcQuantMatrix *a,
                   const DcQuantMatrix *b,
                   const gint32        *a_sum,
+                  const guint8        *packed,
                   gsize                m0,
                   gsize                m1,
                   gsize                n0,
@@ -847,6 +856,170 @@ tile_vnni_skinny (const DcQuantMatrix *a,
             block_seq_vnni (1, 4, a->q + m * K, b->q + n * K, K, a_sum + m, o, ld_out);
           else
             block_seq_vnni_any (rows, cols, a->q + m * K, b->q + n * K, K, a_sum + m, o, ld_out);
+        }
+    }
+}
+
+/* The packed kernel (M > SKINNY_M, K ≤ PACKED_MAX_K): no horizontal sums.
+ * B is repacked once per product, flipped, into panels of 16 vectors: quad
+ * q of a panel is 64 bytes, bytes 4q … 4q + 3 of each of its 16 vectors, so
+ * one vpdpbusd against four bytes of a row of A broadcast to every lane adds
+ * into 16 outputs of that row at once. The dot-product blocks reduce 16 lanes
+ * per output at the end of each block, which at K = 128 cost as much as the
+ * 32 vpdpbusd before it. Bytes past K are 0 in the broadcast A, so B's
+ * padding adds nothing; vectors past N are padding, computed, never stored. */
+#define PACKED_MAX_K 256
+#define PACKED_R 8
+
+/* Panels of 16 vectors of ceil (k / 4) quads; n rounded up to 32 (two panels
+ * per block). Returns the buffer, 64-byte aligned, to free with free (), or
+ * NULL without memory. */
+VNNI_TARGET static guint8 *
+pack_b_vnni (const DcQuantMatrix *b)
+{
+  const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4, n32 = (N + 31) / 32 * 32;
+  const gsize whole = K / 4;
+  const __m512i flip = _mm512_set1_epi8 ((char) 0x80);
+  guint8 *packed = NULL;
+
+  if (posix_memalign ((void **) &packed, 64, MAX (n32 * k4 * 4, 64)) != 0)
+    return NULL;
+  for (gsize p = 0; p < n32 / 16; p++)
+    {
+      guint8 *panel = packed + p * k4 * 64;
+      const gsize n0 = p * 16, valid = n0 < N ? MIN ((gsize) 16, N - n0) : 0;
+      const gint8 *base = valid > 0 ? b->q + n0 * K : b->q;
+      const __mmask16 lanes = (__mmask16) ((1u << valid) - 1);
+      int offsets[16];
+
+      for (int c = 0; c < 16; c++)
+        offsets[c] = (int) ((gsize) MIN ((gsize) c, valid ? valid - 1 : 0) * K);
+      /* Whole quads: one gather of 16 dwords, the same 4 bytes of 16 vectors. */
+      for (gsize q = 0; q < whole; q++)
+        {
+          __m512i v = _mm512_mask_i32gather_epi32 (_mm512_setzero_si512 (), lanes,
+                                                   _mm512_loadu_si512 (offsets),
+                                                   base + 4 * q, 1);
+
+          _mm512_storeu_si512 (panel + q * 64, _mm512_xor_si512 (v, flip));
+        }
+      /* The last, partial quad byte by byte (padding: flipped zeros). */
+      if (whole < k4)
+        for (int c = 0; c < 16; c++)
+          for (gsize i = 0; i < 4; i++)
+            {
+              const gsize k = 4 * whole + i;
+              const guint8 v = (gsize) c < valid && k < K ? (guint8) b->q[(n0 + c) * K + k] : 0;
+
+              panel[whole * 64 + c * 4 + i] = v ^ 0x80;
+            }
+    }
+  return packed;
+}
+/* R rows of A against the 32 vectors of two consecutive panels; the first
+ * @cols outputs of each row are stored. */
+VNNI_TARGET static inline __attribute__ ((always_inline)) void
+block_packed_vnni (const int     R,
+                   const gint8  *a0,
+                   gsize         k,
+                   const guint8 *panels,
+                   const gint32 *a_sum,
+                   int           cols,
+                   gint32       *out,
+                   gsize         ld_out)
+{
+  const gsize k4 = (k + 3) / 4, whole = k / 4;
+  const guint8 *panel1 = panels + k4 * 64;
+  const __mmask16 mask0 = (__mmask16) (cols >= 16 ? 0xffff : (1u << cols) - 1);
+  const __mmask16 mask1 = (__mmask16) (cols >= 32 ? 0xffff
+                                       : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
+  __m512i acc[PACKED_R][2];
+
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++)
+    acc[r][0] = acc[r][1] = _mm512_setzero_si512 ();
+  for (gsize q = 0; q < k4; q++)
+    {
+      const __m512i vb0 = _mm512_load_si512 (panels + q * 64);
+      const __m512i vb1 = _mm512_load_si512 (panel1 + q * 64);
+      /* Four bytes of each row (fewer in the last, partial quad). */
+      const gsize bytes = q < whole ? 4 : k - 4 * whole;
+
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++)
+        {
+          gint32 x = 0;
+          __m512i va;
+
+          if (G_LIKELY (bytes == 4))
+            memcpy (&x, a0 + r * k + 4 * q, 4);
+          else
+            memcpy (&x, a0 + r * k + 4 * q, bytes);
+          va = _mm512_set1_epi32 (x);
+          acc[r][0] = _mm512_dpbusd_epi32 (acc[r][0], vb0, va);
+          acc[r][1] = _mm512_dpbusd_epi32 (acc[r][1], vb1, va);
+        }
+    }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++)
+    {
+      const __m512i correction = _mm512_set1_epi32 ((int) ((guint32) a_sum[r] << 7));
+
+      _mm512_mask_storeu_epi32 (out + r * ld_out, mask0, _mm512_sub_epi32 (acc[r][0], correction));
+      _mm512_mask_storeu_epi32 (out + r * ld_out + 16, mask1,
+                                _mm512_sub_epi32 (acc[r][1], correction));
+    }
+}
+
+VNNI_TARGET static void
+block_packed_vnni_any (int           rows,
+                       const gint8  *a0,
+                       gsize         k,
+                       const guint8 *panels,
+                       const gint32 *a_sum,
+                       int           cols,
+                       gint32       *out,
+                       gsize         ld_out)
+{
+#define CASE(R) \
+  case R: block_packed_vnni (R, a0, k, panels, a_sum, cols, out, ld_out); return;
+  switch (rows)
+    {
+    CASE (1) CASE (2) CASE (3) CASE (4) CASE (5) CASE (6) CASE (7)
+    default: g_assert_not_reached ();
+    }
+#undef CASE
+}
+
+VNNI_TARGET static void
+tile_vnni_packed (const DcQuantMatrix *a,
+                  const DcQuantMatrix *b,
+                  const gint32        *a_sum,
+                  const guint8        *packed,
+                  gsize                m0,
+                  gsize                m1,
+                  gsize                n0,
+                  gsize                n1,
+                  gint32              *out,
+                  gsize                ld_out)
+{
+  const gsize K = a->k, k4 = (K + 3) / 4;
+
+  /* n0 is a multiple of TILE_N, so of 32: blocks start on a panel pair. */
+  for (gsize n = n0; n < n1; n += 32)
+    {
+      const guint8 *panels = packed + (n / 16) * k4 * 64;
+      const int cols = (int) MIN ((gsize) 32, n1 - n);
+
+      for (gsize m = m0; m < m1; m += PACKED_R)
+        {
+          const int rows = (int) MIN ((gsize) PACKED_R, m1 - m);
+          gint32 *o = out + (m - m0) * ld_out + (n - n0);
+
+          if (rows == PACKED_R)
+            block_packed_vnni (PACKED_R, a->q + m * K, K, panels, a_sum + m, cols, o, ld_out);
+          else
+            block_packed_vnni_any (rows, a->q + m * K, K, panels, a_sum + m, cols, o, ld_out);
         }
     }
 }
@@ -904,6 +1077,7 @@ static void
 tile_neon (const DcQuantMatrix *a,
            const DcQuantMatrix *b,
            const gint32        *row_sum,
+           const guint8        *packed,
            gsize                m0,
            gsize                m1,
            gsize                n0,
@@ -998,13 +1172,15 @@ epilogue_func_for (DcGemmIsa isa)
 
 static const Kernel *
 kernel_for (DcGemmIsa isa,
-            gsize     m)
+            gsize     m,
+            gsize     k)
 {
   static const Kernel scalar = { "scalar", tile_scalar };
 #ifdef DC_GEMM_X86
   static const Kernel avx2 = { "avx2", tile_avx2 };
   static const Kernel vnni = { "avx512-vnni", tile_vnni };
   static const Kernel vnni_skinny = { "avx512-vnni-skinny", tile_vnni_skinny };
+  static const Kernel vnni_packed = { "avx512-vnni-packed", tile_vnni_packed };
 #endif
 #ifdef DC_GEMM_NEON
   static const Kernel neon = { "neon", tile_neon };
@@ -1016,7 +1192,8 @@ kernel_for (DcGemmIsa isa,
     {
 #ifdef DC_GEMM_X86
     case DC_GEMM_ISA_AVX2: return &avx2;
-    case DC_GEMM_ISA_AVX512_VNNI: return m <= SKINNY_M ? &vnni_skinny : &vnni;
+    case DC_GEMM_ISA_AVX512_VNNI:
+      return m <= SKINNY_M ? &vnni_skinny : k <= PACKED_MAX_K ? &vnni_packed : &vnni;
 #endif
 #ifdef DC_GEMM_NEON
     case DC_GEMM_ISA_NEON: return &neon;
@@ -1055,6 +1232,7 @@ typedef struct
   const DcQuantMatrix *a;
   const DcQuantMatrix *b;
   const gint32        *row_sum; /* Σ_i a[m][i] per row of A, for VNNI's offset */
+  const guint8        *packed;  /* B repacked for the packed VNNI kernel, or NULL */
   TileFunc             tile;
   gboolean             broken;  /* for the gate's tests: corrupt each tile */
   EpilogueFunc         epilogue;
@@ -1106,13 +1284,14 @@ run_share (Job *job)
 
       if (job->acc != NULL)
         {
-          job->tile (job->a, job->b, job->row_sum, m0, m1, n0, n1, job->acc + m0 * N + n0, N);
+          job->tile (job->a, job->b, job->row_sum, job->packed, m0, m1, n0, n1,
+                     job->acc + m0 * N + n0, N);
           if (G_UNLIKELY (job->broken))
             job->acc[m0 * N + n0] ^= 1;
           continue;
         }
 
-      job->tile (job->a, job->b, job->row_sum, m0, m1, n0, n1, scratch, TILE_N);
+      job->tile (job->a, job->b, job->row_sum, job->packed, m0, m1, n0, n1, scratch, TILE_N);
       if (G_UNLIKELY (job->broken))
         scratch[0] ^= 1;
       for (gsize m = m0; m < m1; m++)
@@ -1206,7 +1385,8 @@ run_cpu (const DcQuantMatrix *a,
          guint                n_threads)
 {
   g_autofree gint32 *row_sum = NULL;
-  const Kernel *kernel = kernel_for (isa, a->n_vectors);
+  const Kernel *kernel = kernel_for (isa, a->n_vectors, a->k);
+  guint8 *packed = NULL;  /* from posix_memalign: free () */
   Job *job;
 
   g_return_if_fail (a->k == b->k);
@@ -1233,10 +1413,19 @@ run_cpu (const DcQuantMatrix *a,
       row_sum = g_new (gint32, a->n_vectors);
       row_sums_vnni (a->q, a->n_vectors, a->k, row_sum);
     }
+  if (kernel->tile == tile_vnni_packed)
+    {
+      packed = pack_b_vnni (b);
+      /* Out of memory for the copy: the dot-product blocks need none. */
+      if (packed == NULL)
+        job->tile = tile_vnni;
+    }
 #endif
   job->row_sum = row_sum;
+  job->packed = packed;
   run_job (job);
   job_unref (job);
+  free (packed);
 }
 
 void
