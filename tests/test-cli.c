@@ -129,8 +129,8 @@ test_usage_errors (void)
 }
 
 /* bench gemm on a tiny product: one object per shape and path, medians over
- * the rounds asked for, the PyTorch fields null with --no-torch; --rounds is
- * checked. */
+ * the rounds asked for, the weights' GB/s and GOPS per CPU-second, the
+ * PyTorch fields null with --no-torch; --rounds is checked. */
 static void
 test_bench_gemm_rounds (void)
 {
@@ -149,6 +149,10 @@ test_bench_gemm_rounds (void)
   g_assert_cmpint (json_object_get_int_member (object, "m"), ==, 64);
   g_assert_cmpint (json_object_get_int_member (object, "rounds"), ==, 3);
   g_assert_cmpfloat (json_object_get_double_member (object, "gops"), >, 0);
+  /* Issue 14: the weights' streaming rate and the rate per CPU-second. */
+  g_assert_cmpfloat (json_object_get_double_member (object, "weights_gbytes_per_s"), >, 0);
+  g_assert_cmpfloat (json_object_get_double_member (object, "gops_per_cpu_second"), >, 0);
+  g_assert_true (json_object_has_member (object, "cpu_peak_ratio"));
   g_assert_true (json_object_get_null_member (object, "torch_gflops"));
   g_assert_true (json_object_get_null_member (object, "ratio_vs_torch"));
   g_assert_true (json_object_get_null_member (object, "ratio_vs_torch_min"));

@@ -483,6 +483,109 @@ test_run_packed (void)
   g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_RANGE);
 }
 
+/* The shape classes of decode and prefill (issue 14): one to nine rows (the
+ * skinny kernel's limit, 8, and one past it), K with and without a tail of
+ * the 64-byte step (1, 63, 65, 577), N not a multiple of the four-vector
+ * block or of the 64-column tile; the model widths 576 and 1536; and the
+ * largest K with ±127 everywhere on a skinny and a blocked product. Every
+ * ISA and thread count against the reference. */
+static void
+test_skinny_and_prefill_shapes (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (11);
+  static const gsize ks[] = { 1, 15, 63, 64, 65, 130, 577 };
+  static const gsize model[][3] = {
+    { 1, 1536, 576 }, { 1, 576, 1536 }, { 2, 4099, 576 }, { 8, 67, 1536 }, { 9, 131, 576 },
+    { 64, 1536, 576 }, { 64, 577, 1536 }, { 63, 130, 577 },
+  };
+
+  for (gsize m = 1; m <= 9; m++)
+    for (gsize s = 0; s < G_N_ELEMENTS (ks); s++)
+      {
+        gsize n = (gsize) g_rand_int_range (rand, 1, 140);
+        g_autoptr(DcQuantMatrix) a = random_matrix (rand, m, ks[s]);
+        g_autoptr(DcQuantMatrix) b = random_matrix (rand, n, ks[s]);
+
+        check_all_paths (a, b);
+      }
+  for (gsize s = 0; s < G_N_ELEMENTS (model); s++)
+    {
+      g_autoptr(DcQuantMatrix) a = random_matrix (rand, model[s][0], model[s][2]);
+      g_autoptr(DcQuantMatrix) b = random_matrix (rand, model[s][1], model[s][2]);
+
+      check_all_paths (a, b);
+    }
+  /* The extremes of the VNNI correction: every (b + 128) · a at 255 · ±127
+   * and the largest K, so that the lane sums wrap; skinny and blocked. */
+  for (gsize s = 0; s < 2; s++)
+    {
+      const gsize M = s == 0 ? 3 : 13, N = 6, K = DC_GEMM_MAX_K - 1;
+      g_autoptr(DcQuantMatrix) a = random_matrix (rand, M, K);
+      g_autoptr(DcQuantMatrix) b = random_matrix (rand, N, K);
+
+      for (gsize i = 0; i < M * K; i++)
+        a->q[i] = (i / K) % 2 ? 127 : -127;
+      for (gsize i = 0; i < N * K; i++)
+        b->q[i] = (i / K) % 3 == 0 ? 127 : (i / K) % 3 == 1 ? -127 : (gint8) (i % 255 - 127);
+      check_all_paths (a, b);
+    }
+}
+
+/* Quantized vectors start on a cache line: the VNNI kernels' 64-byte loads
+ * from malloc's 16-byte alignment straddled two lines each. */
+static void
+test_operands_aligned (void)
+{
+  static const gsize sizes[][2] = { { 1, 1 }, { 3, 5 }, { 1, 576 }, { 1536, 576 }, { 4096, 1024 } };
+
+  for (gsize s = 0; s < G_N_ELEMENTS (sizes); s++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcQuantMatrix) m = dc_quant_matrix_new (sizes[s][0], sizes[s][1], &error);
+
+      g_assert_no_error (error);
+      g_assert_cmpuint ((guintptr) m->q % 64, ==, 0);
+      for (gsize i = 0; i < sizes[s][0] * sizes[s][1]; i++)
+        g_assert_cmpint (m->q[i], ==, 0);
+    }
+}
+
+/* A broken twin of each AVX-512 VNNI kernel alone (skinny for M ≤ 8,
+ * packed for K ≤ 256, the dot-product blocks above) is refused by the gate,
+ * by its own name: the gate's shapes reach all three. */
+static void
+test_gate_refuses_each_vnni_kernel (void)
+{
+  static const char *const kernels[] = { "avx512-vnni-skinny", "avx512-vnni-packed",
+                                         "avx512-vnni" };
+
+  if (g_test_subprocess ())
+    {
+      g_setenv ("DC_TEST_BREAK_KERNEL", g_getenv ("DC_TEST_KERNEL_UNDER_TEST"), TRUE);
+      g_assert_cmpint (dc_gemm_isa_best (), !=, DC_GEMM_ISA_AVX512_VNNI);
+      return;
+    }
+  if (!dc_gemm_isa_supported (DC_GEMM_ISA_AVX512_VNNI))
+    {
+      g_test_skip ("this CPU has no AVX-512 VNNI");
+      return;
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (kernels); i++)
+    {
+      g_autofree char *expected = NULL;
+
+      expected = g_strdup_printf ("*CPU GEMM kernel %s failed verification*refused*", kernels[i]);
+
+      g_setenv ("DC_TEST_KERNEL_UNDER_TEST", kernels[i], TRUE);
+      g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+      g_test_trap_assert_passed ();
+      g_test_trap_assert_stderr (expected);
+      if (i < 2)
+        g_test_trap_assert_stderr_unmatched ("*kernel avx512-vnni failed*");
+    }
+  g_unsetenv ("DC_TEST_KERNEL_UNDER_TEST");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -492,7 +595,11 @@ main (int    argc,
   g_test_add_func ("/dc/engine/gemm/cpu/isas", test_isas_reported);
   g_test_add_func ("/dc/engine/gemm/cpu/gate-refuses-broken", test_gate_refuses_broken_kernel);
   g_test_add_func ("/dc/engine/gemm/cpu/epilogue-edge-exponents", test_epilogue_edge_exponents);
+  g_test_add_func ("/dc/engine/gemm/cpu/gate-refuses-each-vnni-kernel",
+                   test_gate_refuses_each_vnni_kernel);
   g_test_add_func ("/dc/engine/gemm/cpu/run-packed", test_run_packed);
+  g_test_add_func ("/dc/engine/gemm/cpu/operands-aligned", test_operands_aligned);
+  g_test_add_func ("/dc/engine/gemm/cpu/skinny-and-prefill-shapes", test_skinny_and_prefill_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/edge-shapes", test_edge_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/random-shapes", test_random_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/extreme-values", test_extreme_values);

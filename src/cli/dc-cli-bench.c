@@ -17,6 +17,7 @@
 
 #include <glib/gi18n.h>
 #include <string.h>
+#include <time.h>
 
 #include "dc-cli.h"
 #include "dc-cli-resources.h"
@@ -33,12 +34,22 @@ typedef struct
 /* Products the models of later issues run (Y = X·Wᵀ: M tokens, N outputs,
  * K inputs): the GPT-2 training model at its largest seed size (width 128,
  * 32 sequences of 128 tokens) and the MLPs of two Llama-family inference
- * models on a 128-token prompt. */
+ * models on a 128-token prompt; then SmolLM-135M decoding (width 576, 9
+ * query and 3 key/value heads of 64, MLP 1536, vocabulary 49,152): one
+ * token's products, eight sequences' MLP, and a 64-token prefill. */
 static const Shape model_shapes[] = {
   { "gpt2-w128-mlp-up", 4096, 512, 128 },
   { "gpt2-w128-mlp-down", 4096, 128, 512 },
   { "smollm-135m-mlp-up", 128, 1536, 576 },
   { "tinyllama-1.1b-mlp-up", 128, 5632, 2048 },
+  { "smollm-135m-decode-q", 1, 576, 576 },
+  { "smollm-135m-decode-kv", 1, 192, 576 },
+  { "smollm-135m-decode-mlp-up", 1, 1536, 576 },
+  { "smollm-135m-decode-mlp-down", 1, 576, 1536 },
+  { "smollm-135m-decode-lm-head", 1, 49152, 576 },
+  { "smollm-135m-decode8-mlp-up", 8, 1536, 576 },
+  { "smollm-135m-prefill64-mlp-up", 64, 1536, 576 },
+  { "smollm-135m-prefill64-mlp-down", 64, 576, 1536 },
 };
 
 typedef struct
@@ -51,6 +62,7 @@ typedef struct
 typedef struct
 {
   GArray *gops;       /* double per round */
+  GArray *cpu_gops;   /* per second of the process's CPU time, per round */
   GArray *torch;      /* torch f32 GFLOP/s per round, when measured */
   GArray *ratio;      /* gops / torch of the same round */
   GArray *int8;       /* torch._int_mm GOPS per round, when measured */
@@ -60,6 +72,7 @@ static void
 result_clear (Result *result)
 {
   g_clear_pointer (&result->gops, g_array_unref);
+  g_clear_pointer (&result->cpu_gops, g_array_unref);
   g_clear_pointer (&result->torch, g_array_unref);
   g_clear_pointer (&result->ratio, g_array_unref);
   g_clear_pointer (&result->int8, g_array_unref);
@@ -103,6 +116,20 @@ macs_per_cycle (const char *kernel)
   if (g_str_equal (kernel, "scalar"))
     return 1;
   return -1;
+}
+
+/* The CPU time this process has used: it advances only while its threads
+ * run, so on a machine shared with other programs (and without hardware
+ * cycle counters, as in the VMs these benchmarks run on) GOPS per CPU-second
+ * stays near what a quiet machine gives, where wall-clock GOPS does not. */
+static double
+process_cpu_seconds (void)
+{
+  struct timespec t;
+
+  if (clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &t) != 0)
+    return -1;
+  return t.tv_sec + t.tv_nsec / 1e9;
 }
 
 static double
@@ -381,6 +408,7 @@ dc_cli_bench_run (const DcCliCommand  *command,
     {
       Result result = {
         .gops = g_array_new (FALSE, FALSE, sizeof (double)),
+        .cpu_gops = g_array_new (FALSE, FALSE, sizeof (double)),
         .torch = g_array_new (FALSE, FALSE, sizeof (double)),
         .ratio = g_array_new (FALSE, FALSE, sizeof (double)),
         .int8 = g_array_new (FALSE, FALSE, sizeof (double)),
@@ -439,18 +467,29 @@ dc_cli_bench_run (const DcCliCommand  *command,
               TorchRow *torch = g_hash_table_lookup (torch_rows, key);
               Result *result = &g_array_index (results, Result, p * shapes->len + s);
               double ops = 2.0 * shape->m * shape->n * shape->k;
-              double seconds = 0, gops;
+              double seconds = 0, gops, cpu0, cpu1;
               guint repeat;
 
               if (slow && ops > 2.0 * 512 * 512 * 512)
                 continue;
               if (!dc_gemm_backend_time (backend, a, b, 1, &seconds, &error))
                 return dc_cli_fail (options, error);
-              repeat = (guint) CLAMP (min_time / MAX (seconds, 1e-6), 1, 100);
+              /* Up to 100,000 repeats: a decode product takes microseconds,
+               * and 100 of them were too short a window to time. */
+              repeat = (guint) CLAMP (min_time / MAX (seconds, 1e-7), 1, 100000);
+              cpu0 = process_cpu_seconds ();
               if (!dc_gemm_backend_time (backend, a, b, repeat, &seconds, &error))
                 return dc_cli_fail (options, error);
+              cpu1 = process_cpu_seconds ();
               gops = ops * repeat / seconds / 1e9;
               g_array_append_val (result->gops, gops);
+              if (dc_gemm_backend_get_kind (backend) != DC_BACKEND_VULKAN && cpu0 >= 0 &&
+                  cpu1 > cpu0)
+                {
+                  double cpu_gops = ops * repeat / (cpu1 - cpu0) / 1e9;
+
+                  g_array_append_val (result->cpu_gops, cpu_gops);
+                }
               if (torch != NULL && torch->gflops > 0)
                 {
                   double ratio = gops / torch->gflops;
@@ -465,8 +504,8 @@ dc_cli_bench_run (const DcCliCommand  *command,
     }
 
   if (!options->json)
-    g_print ("%-24s %-10s %-14s %5s %5s %5s %9s %9s %7s %7s\n", "shape", "path", "kernel",
-             "m", "n", "k", "GOPS", "torch", "ratio", "peak");
+    g_print ("%-24s %-10s %-14s %5s %5s %5s %9s %9s %7s %7s %10s %8s\n", "shape", "path", "kernel",
+             "m", "n", "k", "GOPS", "torch", "ratio", "peak", "GOPS/cpu-s", "cpu-peak");
   for (guint p = 0; p < n_paths; p++)
     for (guint s = 0; s < shapes->len; s++)
       {
@@ -474,11 +513,16 @@ dc_cli_bench_run (const DcCliCommand  *command,
         DcGemmBackend *backend = g_ptr_array_index (backends, p);
         Result *result = &g_array_index (results, Result, p * shapes->len + s);
         double ratio_min = -1, ratio_max = -1;
-        double gops, torch_gflops, ratio, int8;
+        double gops, torch_gflops, ratio, int8, cpu_gops, core_peak;
 
         if (backend == NULL || result->gops->len == 0)
           continue;
         gops = median (result->gops);
+        cpu_gops = median (result->cpu_gops);
+        /* One core's peak: CPU-seconds add up over the threads. */
+        core_peak = peaks[p] > 0 ? peaks[p] / (dc_gemm_backend_get_kind (backend) == DC_BACKEND_CPU
+                                               ? n_threads : 1)
+                                 : -1;
         torch_gflops = median (result->torch);
         ratio = median (result->ratio);   /* sorts: first and last are the range */
         int8 = median (result->int8);
@@ -512,6 +556,13 @@ dc_cli_bench_run (const DcCliCommand  *command,
             json_add_double_or_null (builder, "torch_gflops", torch_gflops);
             json_add_double_or_null (builder, "ratio_vs_torch", ratio);
             json_add_double_or_null (builder, "peak_ratio", peaks[p] > 0 ? gops / peaks[p] : -1);
+            /* The B operand (the weights) streamed per second: what bounds
+             * a decode step once it leaves the caches. */
+            json_add_double_or_null (builder, "weights_gbytes_per_s",
+                                     gops / (2.0 * shape->m));
+            json_add_double_or_null (builder, "gops_per_cpu_second", cpu_gops);
+            json_add_double_or_null (builder, "cpu_peak_ratio",
+                                     core_peak > 0 && cpu_gops > 0 ? cpu_gops / core_peak : -1);
             json_builder_set_member_name (builder, "rounds");
             json_builder_add_int_value (builder, result->gops->len);
             if (rounds > 1)
@@ -530,10 +581,12 @@ dc_cli_bench_run (const DcCliCommand  *command,
         else
           {
             g_print ("%-24s %-10s %-14s %5" G_GSIZE_FORMAT " %5" G_GSIZE_FORMAT
-                     " %5" G_GSIZE_FORMAT " %9.1f %9.1f %7.2f %7.2f\n",
+                     " %5" G_GSIZE_FORMAT " %9.1f %9.1f %7.2f %7.2f %10.1f %8.2f\n",
                      shape->name, paths[p], dc_gemm_backend_get_kernel_name (backend),
                      shape->m, shape->n, shape->k, gops, torch_gflops,
-                     ratio > 0 ? ratio : 0, peaks[p] > 0 ? gops / peaks[p] : 0);
+                     ratio > 0 ? ratio : 0, peaks[p] > 0 ? gops / peaks[p] : 0,
+                     cpu_gops > 0 ? cpu_gops : 0,
+                     core_peak > 0 && cpu_gops > 0 ? cpu_gops / core_peak : 0);
             if (rounds > 1 && ratio_min > 0)
               g_print ("%-24s %-10s ratio over %d rounds: %.2f – %.2f\n", "", "", rounds,
                        ratio_min, ratio_max);
