@@ -264,10 +264,16 @@ test_tokenize (void)
   g_clear_pointer (&err, g_free);
 
   {
+    /* A repo id goes to the Hub (HF_ENDPOINT: a closed port here, never the
+     * internet), and its failure is a message and exit 1. */
     const char *args[] = { "tokenize", "--model", "openai-community/gpt2", "--text", "x", NULL };
+    g_autofree char *endpoint = g_strdup_printf ("http://127.0.0.1:%u", dc_test_closed_port ());
 
+    g_setenv ("HF_ENDPOINT", endpoint, TRUE);
     g_assert_cmpint (run_cli (args, &out, &err), ==, 1);
-    g_assert_nonnull (strstr (err, "is not a local folder"));
+    g_unsetenv ("HF_ENDPOINT");
+    g_assert_nonnull (strstr (err, "could not reach the server"));
+    g_assert_nonnull (strstr (err, "openai-community/gpt2"));
   }
 }
 
