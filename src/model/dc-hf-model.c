@@ -865,12 +865,10 @@ linear (DcHfModel           *self,
 
   if (!pack_into (what, x, n, w->k, w->k, 1, s->qa, s->ea, &a, error))
     return FALSE;
-  /* One row (decoding) runs as W · xᵀ: the same exact integer sums and the
-   * same epilogue (ea + eb is symmetric), so the same bits, but the CPU
-   * kernels' per-call pass over the right operand (VNNI's Σb) then reads
-   * x, not all of W: without the swap each token streamed the weights
-   * twice (docs/ARCHITECTURE.md). */
-  if (n == 1 ? !product (self, w, &a, out, error) : !product (self, &a, w, out, error))
+  /* x · Wᵀ whatever n: the VNNI kernels correct by the left operand's row
+   * sums, so x on the left costs n sums a product, not a pass over all of W
+   * (the same bits either way: exact integer sums, a symmetric epilogue). */
+  if (!product (self, &a, w, out, error))
     return FALSE;
   if (bias != NULL)
     for (gsize i = 0; i < n; i++)
