@@ -864,8 +864,12 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
       N_("Comma-separated device counts, 1–8 (default: 1,2,3,4)"), N_("N,…") },
     { "width", 0, 0, G_OPTION_ARG_INT, &width,
       N_("Model width (default: both sizes, 32 and 128)"), "N" },
-    { "seq", 0, 0, G_OPTION_ARG_INT, &seq, N_("Sequence length (with --width)"), "N" },
-    { "batch", 0, 0, G_OPTION_ARG_INT, &batch, N_("Batch per device (with --width)"), "N" },
+    { "seq", 0, 0, G_OPTION_ARG_INT, &seq,
+      N_("Sequence length (with --width; default: the default size's of that width, else 32)"),
+      "N" },
+    { "batch", 0, 0, G_OPTION_ARG_INT, &batch,
+      N_("Batch per device (with --width; default: the default size's of that width, else 8)"),
+      "N" },
     { "steps", 0, 0, G_OPTION_ARG_INT, &steps,
       N_("Steps measured after one warm-up step, 1–1000 (default: 5)"), "N" },
     { "threads", 0, 0, G_OPTION_ARG_INT, &threads,
@@ -900,8 +904,19 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("--seq and --batch go with --width"));
   if (width != 0)
     {
-      /* The train command checks the ranges and says which one is wrong. */
-      Size size = { (guint) width, (guint) (seq > 0 ? seq : 32), (guint) (batch > 0 ? batch : 8) };
+      /* A width named in the default sizes takes their sequence and batch
+       * (--width 128 alone meant 128/32/8, not the issue's 128/128/32, and
+       * measured a different step); others 32 and 8. The train command
+       * checks the ranges and says which one is wrong. */
+      Size size = { (guint) width, 32, 8 };
+
+      for (guint i = 0; i < G_N_ELEMENTS (default_sizes); i++)
+        if (default_sizes[i].width == (guint) width)
+          size = default_sizes[i];
+      if (seq > 0)
+        size.seq = (guint) seq;
+      if (batch > 0)
+        size.batch = (guint) batch;
 
       if (width < 0 || seq < 0 || batch < 0)
         return dc_cli_usage_error (command, _("--width, --seq and --batch must be positive"));
