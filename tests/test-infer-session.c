@@ -674,6 +674,50 @@ test_prompts_wait_for_load (Fixture *f, gconstpointer data)
   g_assert_cmpuint (g_array_index (f->seen, Seen, 0).prompt_id, ==, a);
 }
 
+/* Greedy: 9, 9, then 5 on the third call, whatever the ids. */
+static gboolean
+second_eos_forward (gpointer        user_data,
+                    const guint32  *ids,
+                    gsize           n_ids,
+                    guint           start,
+                    float          *logits,
+                    GError        **error)
+{
+  guint *calls = user_data;
+
+  for (guint k = 0; k < VOCAB; k++)
+    logits[k] = -100.0f;
+  logits[++*calls >= 3 ? 5 : 9] = 10.0f;
+  return TRUE;
+}
+
+/* A model that lists several end-of-text ids (Llama 3.1 lists three) stops
+ * a turn at any of them, not only the first: here the second, id 5, ends
+ * the turn after two tokens of the ten asked for. With the first id alone
+ * the turn ran to its ten tokens. */
+static void
+test_any_eos_stops (Fixture *f, gconstpointer data)
+{
+  guint calls = 0;
+  DcInferFakeModel fake = {
+    .vocab_size = VOCAB, .max_positions = 256, .eos_id = 0, .bos_id = 0,
+    .n_eos_ids = 2, .eos_ids = { 0, 5 },
+    .forward = second_eos_forward, .user_data = &calls,
+  };
+  DcInferSettings s = settings_with (10, 64);
+  guint id;
+
+  g_clear_object (&f->session);
+  f->session = _dc_infer_session_new_fake (load_tokenizer (), &fake);
+  g_signal_connect (f->session, "started", G_CALLBACK (started_cb), f);
+  g_signal_connect (f->session, "token", G_CALLBACK (token_cb), f);
+  g_signal_connect (f->session, "finished", G_CALLBACK (finished_cb), f);
+  id = dc_infer_session_submit (f->session, "hello", &s);
+  wait_for (f, 'f', id, 1);
+  g_assert_cmpuint (count_seen (f, 't', id), ==, 2);
+  g_clear_object (&f->session);   /* joins the thread before CALLS goes */
+}
+
 static void
 test_settings_defaults (void)
 {
@@ -708,6 +752,7 @@ main (int argc, char **argv)
   ADD ("refusals", test_refusals);
   ADD ("score", test_score);
   ADD ("prompts-wait-for-load", test_prompts_wait_for_load);
+  ADD ("any-eos-stops", test_any_eos_stops);
 #undef ADD
   g_test_add_func ("/infer/session/settings-defaults", test_settings_defaults);
   return g_test_run ();

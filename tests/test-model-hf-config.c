@@ -125,6 +125,9 @@ test_variants (void)
   g_assert_no_error (error);
   g_assert_cmpuint (smollm->head_dim, ==, 64);
   g_assert_cmpint (smollm->eos_token_id, ==, 0);     /* first of the list */
+  g_assert_cmpuint (smollm->n_eos_token_ids, ==, 2);  /* and every one kept */
+  g_assert_cmpint (smollm->eos_token_ids[0], ==, 0);
+  g_assert_cmpint (smollm->eos_token_ids[1], ==, 2);
   g_assert_cmpint (smollm->bos_token_id, ==, -1);
   /* SmolLM-135M: 134,515,008 parameters. */
   g_assert_cmpuint (dc_hf_config_n_params (smollm), ==, 134515008);

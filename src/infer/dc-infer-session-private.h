@@ -5,6 +5,7 @@
 #pragma once
 
 #include "dc-infer-session.h"
+#include "model/dc-hf-config.h"
 
 G_BEGIN_DECLS
 
@@ -23,6 +24,8 @@ typedef struct
   guint               vocab_size;
   guint               max_positions;
   gint64              eos_id;        /* -1: none */
+  guint               n_eos_ids;     /* 0: eos_id alone ends a turn */
+  gint64              eos_ids[DC_HF_MAX_EOS_IDS];  /* else any of these */
   gint64              bos_id;        /* -1: none */
   DcInferFakeForward  forward;
   gpointer            user_data;

@@ -70,7 +70,9 @@ typedef struct
   const DcHfConfig  *config;
   guint              vocab_size;
   guint              max_positions;
-  gint64             eos_id;
+  gint64             eos_id;       /* the first: what the JSON constraint ends with */
+  gint64             eos_ids[DC_HF_MAX_EOS_IDS];  /* any of them ends a turn */
+  guint              n_eos_ids;
   gint64             bos_id;
   gboolean           fake;
   DcInferFakeModel   fake_model;
@@ -94,6 +96,16 @@ typedef struct
   guint8            *base_allowed;  /* ids with a token: the only ones ever drawn */
   DcJsonConstraint  *constraint;
 } Shared;
+
+static gboolean
+is_eos (const Shared *sh,
+        guint32       id)
+{
+  for (guint i = 0; i < sh->n_eos_ids; i++)
+    if ((gint64) id == sh->eos_ids[i])
+      return TRUE;
+  return FALSE;
+}
 
 struct _DcInferSession
 {
@@ -496,7 +508,7 @@ generate (Shared    *sh,
                        "the model gave no finite logit for any token it may write");
           goto out;
         }
-      if ((gint64) next == sh->eos_id)
+      if (is_eos (sh, next))
         break;
       if (s->output == DC_INFER_OUTPUT_JSON)
         dc_json_constraint_accept (sh->constraint, next);
@@ -678,6 +690,8 @@ dc_infer_session_new (DcContext   *context,
   sh->vocab_size = sh->config->vocab_size;
   sh->max_positions = sh->config->max_positions;
   sh->eos_id = sh->config->eos_token_id;
+  sh->n_eos_ids = sh->config->n_eos_token_ids;
+  memcpy (sh->eos_ids, sh->config->eos_token_ids, sizeof sh->eos_ids);
   sh->bos_id = sh->config->bos_token_id;
   start_worker (self);
   return self;
@@ -704,6 +718,13 @@ _dc_infer_session_new_fake (DcBpeTokenizer         *tokenizer,
   sh->vocab_size = fake->vocab_size;
   sh->max_positions = fake->max_positions;
   sh->eos_id = fake->eos_id;
+  if (fake->n_eos_ids > 0)
+    {
+      sh->n_eos_ids = MIN (fake->n_eos_ids, DC_HF_MAX_EOS_IDS);
+      memcpy (sh->eos_ids, fake->eos_ids, sh->n_eos_ids * sizeof (gint64));
+    }
+  else if (fake->eos_id >= 0)
+    sh->eos_ids[sh->n_eos_ids++] = fake->eos_id;
   sh->bos_id = fake->bos_id;
   start_worker (self);
   return self;

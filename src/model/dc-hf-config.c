@@ -130,6 +130,35 @@ get_token_id (JsonObject *object,
   return json_node_get_int (node);
 }
 
+/* Every valid id of eos_token_id (a number or a list), up to DC_HF_MAX_EOS_IDS. */
+static void
+get_eos_ids (DcHfConfig *self,
+             JsonObject *object)
+{
+  JsonNode *node = json_object_get_member (object, "eos_token_id");
+  JsonArray *list;
+
+  self->n_eos_token_ids = 0;
+  if (node == NULL)
+    return;
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    {
+      if (self->eos_token_id >= 0)
+        self->eos_token_ids[self->n_eos_token_ids++] = self->eos_token_id;
+      return;
+    }
+  list = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (list) && self->n_eos_token_ids < DC_HF_MAX_EOS_IDS;
+       i++)
+    {
+      JsonNode *e = json_array_get_element (list, i);
+
+      if (json_node_get_value_type (e) == G_TYPE_INT64 && json_node_get_int (e) >= 0
+          && json_node_get_int (e) < DC_HF_MAX_VOCAB)
+        self->eos_token_ids[self->n_eos_token_ids++] = json_node_get_int (e);
+    }
+}
+
 static gboolean
 parse_llama (DcHfConfig  *self,
              JsonObject  *object,
@@ -401,6 +430,7 @@ dc_hf_config_parse (const char  *json,
   self->dtype = g_strdup (dtype);
   self->bos_token_id = get_token_id (object, "bos_token_id");
   self->eos_token_id = get_token_id (object, "eos_token_id");
+  get_eos_ids (self, object);
 
   if (self->family == DC_HF_FAMILY_GPT2 ? !parse_gpt2 (self, object, error)
                                         : !parse_llama (self, object, error))

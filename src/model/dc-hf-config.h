@@ -26,6 +26,8 @@ G_BEGIN_DECLS
 #define DC_HF_MAX_INTERMEDIATE  (1u << 20)
 #define DC_HF_MAX_POSITIONS     (1u << 24)
 #define DC_HF_MAX_VOCAB         (1u << 20)   /* as DC_BPE_MAX_VOCAB */
+/* End-of-text ids kept from a list: models list one to three. */
+#define DC_HF_MAX_EOS_IDS       8
 
 typedef enum
 {
@@ -52,6 +54,8 @@ typedef struct
   double      norm_eps;           /* rms_norm_eps or layer_norm_epsilon */
   gint64      bos_token_id;       /* -1 when absent */
   gint64      eos_token_id;       /* -1 when absent; the first of a list */
+  guint       n_eos_token_ids;    /* every end-of-text id given (Llama 3.1 lists 3) */
+  gint64      eos_token_ids[DC_HF_MAX_EOS_IDS];
   guint       tie_word_embeddings : 1;
   guint       qkv_bias : 1;       /* Qwen2 always; Llama with attention_bias */
   guint       o_bias : 1;         /* Llama with attention_bias */
