@@ -1130,9 +1130,10 @@ dc_training_run_set_property (GObject      *object,
 }
 
 /* Devices coming and going, for the Train view's log. A device that joins
- * during a run takes part from the next run (joining a run under way is the
- * coordinator's, not built yet); one that leaves during a run is dropped by
- * the coordinator, which says so itself. */
+ * during a run and follows runs is brought into it by the coordinator (the
+ * leader sends it the weights; its `join` line says from which step); one
+ * that leaves during a run is dropped by the coordinator, which says so
+ * itself. */
 static void
 group_event_cb (DcGroup       *group,
                 const char    *event,
@@ -1147,7 +1148,8 @@ group_event_cb (DcGroup       *group,
     return;
   if (g_str_equal (event, "peer-joined"))
     line = self->group_running
-           ? g_strdup_printf ("“%s” joined the group: it takes part from the next run", peer)
+           ? g_strdup_printf ("“%s” joined the group during the run: if it follows runs, "
+                              "it joins this one after the next step", peer)
            : g_strdup_printf ("“%s” joined the group", peer);
   else if (g_str_equal (event, "peer-left"))
     line = g_strdup_printf ("“%s” left the group", peer);
