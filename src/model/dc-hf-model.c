@@ -59,8 +59,11 @@
 #define DC_HF_MODEL_OFFLOAD_ROWS 16
 
 /* Rows widened to f32 at a time while packing a matrix: bounds the
- * temporary f32 copy to 64 MiB whatever the tensor's size. */
-#define WIDEN_MAX_FLOATS (16u * 1024u * 1024u)
+ * temporary f32 copy to 4 MiB whatever the tensor's size. (It was 64 MiB:
+ * for a tied 49,152 × 576 embedding that transient alone lifted the peak
+ * resident memory of loading SmolLM-135M from 206 to 261 MiB, above
+ * llama.cpp's 211; smaller chunks cost nothing measurable.) */
+#define WIDEN_MAX_FLOATS (1024u * 1024u)
 
 typedef struct
 {
