@@ -1328,6 +1328,50 @@ test_cli_token (void)
   g_unlink (token_file);
 }
 
+/* `train --data` on a gated dataset: without a token it stops with the
+ * 401 message (it does not fall back to the built-in corpus); with HF_TOKEN,
+ * or --token-file, it trains on the dataset. Before, `train` had no way to
+ * pass a token while the 401 message told users to. */
+static void
+test_cli_train_token (void)
+{
+  const char *train[] = { "train", "--json", "--data", "test/needs-token", "--steps", "100",
+                          "--stop-at", "1", "--width", "16", "--seq", "16", "--batch", "2" };
+  g_autofree char *token_file = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr(GError) error = NULL;
+  int fd;
+
+  g_assert_cmpint (run_cli (NULL, &out, &err, train[0], train[1], train[2], train[3], train[4],
+                            train[5], train[6], train[7], train[8], train[9], train[10],
+                            train[11], train[12], train[13], NULL), ==, 1);
+  g_assert_nonnull (strstr (err, "needs a Hugging Face token"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  if (run_cli (TOKEN, &out, &err, train[0], train[1], train[2], train[3], train[4], train[5],
+               train[6], train[7], train[8], train[9], train[10], train[11], train[12],
+               train[13], NULL) != 0)
+    g_error ("train with HF_TOKEN failed: %s", err);
+  g_assert_nonnull (strstr (out, "\"step\":1"));
+  g_assert_null (strstr (out, "fallback"));
+  g_assert_null (strstr (err, TOKEN));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  fd = g_file_open_tmp ("dc-token-XXXXXX", &token_file, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_file_set_contents (token_file, TOKEN "\n", -1, &error));
+  close (fd);
+  g_assert_cmpint (run_cli (NULL, &out, &err, train[0], train[1], train[2], train[3], train[4],
+                            train[5], train[6], train[7], train[8], train[9], train[10],
+                            train[11], train[12], train[13], "--token-file", token_file,
+                            NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "\"step\":1"));
+  g_unlink (token_file);
+}
+
 static void
 test_cli_ls (void)
 {
@@ -1570,6 +1614,7 @@ main (int    argc,
   g_test_add_func ("/dc/data/dataset/train-data-needs-token", test_train_data_needs_token);
   g_test_add_func ("/dc/data/cli/read-url", test_cli_read_url);
   g_test_add_func ("/dc/data/cli/token", test_cli_token);
+  g_test_add_func ("/dc/data/cli/train-token", test_cli_train_token);
   g_test_add_func ("/dc/data/cli/ls", test_cli_ls);
 
   status = g_test_run ();

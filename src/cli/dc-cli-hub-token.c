@@ -11,11 +11,16 @@
 #include "dc-cli-hub-token.h"
 #include "dc-regular-file.h"
 
+/* One token file per process. The callback's data is NULL, so clients
+ * made from the command's client (the training worker's) can share the
+ * callback (dc_hf_client_share_token shares only data that needs no freeing). */
+static char *cli_token_file;
+
 static char *
 token_cb (const char *description,
           gpointer    user_data)
 {
-  const char *token_file = user_data;
+  const char *token_file = cli_token_file;
   const char *env = g_getenv ("HF_TOKEN");
   g_autoptr(GError) error = NULL;
   g_autofree char *contents = NULL;
@@ -40,5 +45,10 @@ void
 dc_cli_hub_token_attach (DcHfClient *client,
                          const char *token_file)
 {
-  dc_hf_client_set_token_func (client, token_cb, g_strdup (token_file), g_free);
+  if (token_file != NULL && g_strcmp0 (token_file, cli_token_file) != 0)
+    {
+      g_free (cli_token_file);
+      cli_token_file = g_strdup (token_file);
+    }
+  dc_hf_client_set_token_func (client, token_cb, NULL, NULL);
 }

@@ -13,7 +13,8 @@ G_BEGIN_DECLS
 /* A token file larger than this is not a token. */
 #define DC_CLI_MAX_TOKEN_FILE 4096
 
-/* Sets CLIENT's token function to read TOKEN_FILE (may be NULL: HF_TOKEN). */
+/* Sets CLIENT's token function to read TOKEN_FILE (may be NULL: HF_TOKEN).
+ * The file name is the process's (one command per process). */
 void dc_cli_hub_token_attach (DcHfClient *client,
                               const char *token_file);
 

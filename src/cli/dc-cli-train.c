@@ -9,6 +9,7 @@
 #include <glib/gi18n.h>
 
 #include "dc-cli.h"
+#include "dc-cli-hub-token.h"
 #include "dc-cli-train-group.h"
 #include "dc-context.h"
 #include "data/dc-dataset.h"
@@ -80,6 +81,7 @@ dc_cli_train_run (const DcCliCommand  *command,
   g_autofree char *data = NULL, *backend = NULL, *out = NULL, *resume = NULL;
   g_autofree char *room = NULL, *signal_url = NULL, *name = NULL, *approve = NULL;
   g_autofree char *test_probe_hash = NULL, *load_at = NULL;
+  g_autofree char *token_file = NULL;
   g_auto(GStrv) ice_addresses = NULL;
   const GOptionEntry entries[] = {
     { "width", 0, 0, G_OPTION_ARG_INT, &args.width, N_("Model width, 16–128 (32)"), "N" },
@@ -118,6 +120,9 @@ dc_cli_train_run (const DcCliCommand  *command,
     { "load-at", 0, 0, G_OPTION_ARG_STRING, &load_at,
       N_("With --room: after this device's step STEP, load the checkpoint FILE into the "
          "group's run (every device continues from it)"), N_("STEP:FILE") },
+    { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
+      N_("Read the Hugging Face token for a gated dataset from FILE (else HF_TOKEN), sent "
+         "only after a 401/403"), "FILE" },
     { "test-probe-hash", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_probe_hash,
       N_("Test: claim this probe hash in the hello"), N_("HEX") },
     { NULL }
@@ -219,6 +224,7 @@ dc_cli_train_run (const DcCliCommand  *command,
       context = dc_context_new (kind, &error);
       if (context == NULL)
         return dc_cli_fail (options, error);
+      dc_cli_hub_token_attach (dc_context_get_hf_client (context), token_file);
       group.room = room;
       group.signal_url = signal_url;
       group.name = name;
@@ -248,6 +254,7 @@ dc_cli_train_run (const DcCliCommand  *command,
   context = dc_context_new (kind, &error);
   if (context == NULL)
     return dc_cli_fail (options, error);
+  dc_cli_hub_token_attach (dc_context_get_hf_client (context), token_file);
   if (kind != DC_BACKEND_CPU)
     g_printerr ("daisychain-cli: products of ≥ %" G_GUINT64_FORMAT " multiply-adds on %s (%s, %s)\n",
                 dc_context_get_offload_min (context),

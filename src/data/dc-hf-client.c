@@ -227,7 +227,7 @@ dc_hf_client_set_token (DcHfClient *self,
  * Copies @from's token into @self, in memory, without it leaving the data
  * layer: for a client made on a worker thread (which reports to that
  * thread's context) that must send the token the user gave the main one.
- * Thread-safe.
+ * A token function set with no destroy notify is copied too. Thread-safe.
  */
 void
 dc_hf_client_share_token (DcHfClient *self,
@@ -240,6 +240,11 @@ dc_hf_client_share_token (DcHfClient *self,
 
   g_mutex_lock (&from->token_lock);
   token = g_strdup (from->token);
+  /* A token function whose data needs no freeing (the CLI's: a process-wide
+   * file name or HF_TOKEN) is shared too, so that the copy asks for the
+   * token itself after a 401, as @from would. */
+  if (from->token_func != NULL && from->token_destroy == NULL)
+    dc_hf_client_set_token_func (self, from->token_func, from->token_data, NULL);
   g_mutex_unlock (&from->token_lock);
   dc_hf_client_set_token (self, token);
   if (token != NULL)
