@@ -277,11 +277,125 @@ dc_math_gelu_tanh_backward (const float *x,
     dx[i] = dy[i] * dc_math_gelu_tanh_derivf (x[i]);
 }
 
+#ifdef DC_MATH_X86
+/* 16 lanes of pow2i (): 2^k from its bits; lanes outside [-126, 127] give
+ * garbage that the callers blend away. */
+__attribute__ ((target ("avx512f"))) static inline __m512
+pow2i_avx512 (__m512i k)
+{
+  /* (maskz forms with every lane set: GCC 12's unmasked forms trip
+   * -Wmaybe-uninitialized on their undefined pass-through operand.) */
+  return _mm512_castsi512_ps (_mm512_maskz_slli_epi32 (0xffff,
+                                                       _mm512_add_epi32 (k, _mm512_set1_epi32 (127)),
+                                                       23));
+}
+
+/* scale2 () for k ≤ 127 (the SiLU's exponents are ≤ 0): the same one or
+ * two multiplies per lane as the scalar code, chosen by k. */
+__attribute__ ((target ("avx512f"))) static inline __m512
+scale2_avx512 (__m512  y,
+               __m512i k)
+{
+  __mmask16 low = _mm512_cmplt_epi32_mask (k, _mm512_set1_epi32 (-126));
+  __m512 normal = _mm512_mul_ps (y, pow2i_avx512 (k));
+  __m512 tiny = _mm512_mul_ps (_mm512_mul_ps (y, pow2i_avx512 (_mm512_add_epi32 (k,
+                                                  _mm512_set1_epi32 (125)))),
+                               _mm512_set1_ps (0x1p-125f));
+
+  return _mm512_mask_blend_ps (low, normal, tiny);
+}
+
+/* exp_reduce2 (v, +0) on 16 lanes: the same operations in the same order. */
+__attribute__ ((target ("avx512f"))) static inline __m512
+exp_reduce_avx512 (__m512   v,
+                   __m512i *k_out)
+{
+  const __m512 magic = _mm512_set1_ps (ROUND_MAGIC);
+  __m512 t = _mm512_sub_ps (_mm512_add_ps (_mm512_mul_ps (v, _mm512_set1_ps (LOG2E)), magic),
+                            magic);
+  __m512 r = _mm512_add_ps (_mm512_sub_ps (_mm512_sub_ps (v, _mm512_mul_ps (t, _mm512_set1_ps (LN2_HI))),
+                                           _mm512_mul_ps (t, _mm512_set1_ps (LN2_LO))),
+                            _mm512_setzero_ps ());
+  __m512 q = _mm512_set1_ps (INV_FACT8);
+
+  *k_out = _mm512_maskz_cvttps_epi32 (0xffff, t);
+  q = _mm512_add_ps (_mm512_set1_ps (INV_FACT7), _mm512_mul_ps (r, q));
+  q = _mm512_add_ps (_mm512_set1_ps (INV_FACT6), _mm512_mul_ps (r, q));
+  q = _mm512_add_ps (_mm512_set1_ps (INV_FACT5), _mm512_mul_ps (r, q));
+  q = _mm512_add_ps (_mm512_set1_ps (INV_FACT4), _mm512_mul_ps (r, q));
+  q = _mm512_add_ps (_mm512_set1_ps (INV_FACT3), _mm512_mul_ps (r, q));
+  q = _mm512_add_ps (_mm512_set1_ps (INV_FACT2), _mm512_mul_ps (r, q));
+  return _mm512_add_ps (r, _mm512_mul_ps (_mm512_mul_ps (r, r), q));
+}
+
+/* dc_math_siluf () on 16 lanes, bit for bit: every lane takes the scalar
+ * code's branch through masks, with the same IEEE operations in the same
+ * order (the build has -ffp-contract=off, so nothing is fused), so a
+ * product's bits never depend on whether the CPU has AVX-512. Checked
+ * against the scalar code by test-engine-math's silu-vector case. */
+__attribute__ ((target ("avx512f"))) static void
+silu_avx512 (const float *x,
+             float       *y,
+             gsize        n)
+{
+  const __m512 one = _mm512_set1_ps (1.0f);
+
+  for (gsize i = 0; i + 16 <= n; i += 16)
+    {
+      __m512 v = _mm512_loadu_ps (x + i);
+      __mmask16 nan = _mm512_cmp_ps_mask (v, v, _CMP_UNORD_Q);
+      __mmask16 pos = _mm512_cmp_ps_mask (v, _mm512_setzero_ps (), _CMP_GE_OQ);
+      __mmask16 neg_inf = _mm512_cmp_ps_mask (v, _mm512_set1_ps (-__builtin_inff ()), _CMP_EQ_OQ);
+      __mmask16 far = _mm512_cmp_ps_mask (v, _mm512_set1_ps (-0x1.4p+7f), _CMP_LT_OQ);
+      __mmask16 tail = _mm512_cmp_ps_mask (v, _mm512_set1_ps (EXPM1_MINUS_ONE), _CMP_LT_OQ);
+      __m512 nv, arg, p, e, res_pos, res_neg, res_tail, out;
+      __mmask16 under;
+      __m512i k;
+
+      /* x ≥ 0: x / (1 + expf (−x)); expf is 0 below EXP_UNDERFLOW. The
+       * scalar -x is a sign flip (0 − x would turn −0 into +0). */
+      nv = _mm512_castsi512_ps (_mm512_xor_si512 (_mm512_castps_si512 (v),
+                                                  _mm512_set1_epi32 ((int) 0x80000000u)));
+      under = _mm512_cmp_ps_mask (nv, _mm512_set1_ps (EXP_UNDERFLOW), _CMP_LT_OQ);
+      arg = _mm512_mask_blend_ps (pos, v, nv);
+      p = exp_reduce_avx512 (arg, &k);
+      e = scale2_avx512 (_mm512_add_ps (one, p), k);
+      res_pos = _mm512_div_ps (v, _mm512_add_ps (one, _mm512_mask_blend_ps (under, e,
+                                                                            _mm512_setzero_ps ())));
+      /* x < 0: mul_sigmoid_neg (x, x, 0). */
+      res_tail = scale2_avx512 (_mm512_mul_ps (v, _mm512_add_ps (one, p)), k);
+      res_neg = _mm512_div_ps (_mm512_mul_ps (v, e), _mm512_add_ps (one, e));
+      res_neg = _mm512_mask_blend_ps (tail, res_neg, res_tail);
+      res_neg = _mm512_mask_blend_ps (far, res_neg, _mm512_mul_ps (v, _mm512_setzero_ps ()));
+      res_neg = _mm512_mask_blend_ps (neg_inf, res_neg, _mm512_set1_ps (-0.0f));
+
+      out = _mm512_mask_blend_ps (pos, res_neg, res_pos);
+      out = _mm512_mask_blend_ps (nan, out, v);
+      _mm512_storeu_ps (y + i, out);
+    }
+  for (gsize i = n - n % 16; i < n; i++)
+    y[i] = dc_math_siluf (x[i]);
+}
+#endif
+
 void
 dc_math_silu (const float *x,
               float       *y,
               gsize        n)
 {
+#ifdef DC_MATH_X86
+  /* DC_MATH_NO_SIMD=1 keeps the scalar loop (tests compare the two). */
+  static gsize use_avx512 = 0;
+
+  if (g_once_init_enter (&use_avx512))
+    g_once_init_leave (&use_avx512, __builtin_cpu_supports ("avx512f")
+                                    && g_getenv ("DC_MATH_NO_SIMD") == NULL ? 2 : 1);
+  if (use_avx512 == 2)
+    {
+      silu_avx512 (x, y, n);
+      return;
+    }
+#endif
   for (gsize i = 0; i < n; i++)
     y[i] = dc_math_siluf (x[i]);
 }
