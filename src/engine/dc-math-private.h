@@ -225,3 +225,18 @@ two_sum (float  a,
 void _dc_math_log_df (float  x,
                       float *l_hi,
                       float *l_lo);
+
+/* The SIMD paths of the vector functions (dc-math-vector.c); every one
+ * gives the scalar function's bits. */
+typedef enum
+{
+  DC_MATH_SIMD_SCALAR,
+  DC_MATH_SIMD_AVX2,
+  DC_MATH_SIMD_AVX512,
+} DcMathSimd;
+
+gboolean dc_math_silu_path (DcMathSimd   path,
+                            const float *x,
+                            float       *y,
+                            gsize        n);
+
