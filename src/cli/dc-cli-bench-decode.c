@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 
 #include "dc-cli.h"
+#include "dc-cli-python.h"
 #include "dc-cli-resources.h"
 #include "dc-context.h"
 #include "engine/dc-math.h"
@@ -71,62 +72,6 @@ peak_rss_mib (void)
   return usage.ru_maxrss / 1024.0;   /* kilobytes on Linux */
 }
 
-static const char *
-find_python (void)
-{
-  const char *candidates[] = { g_getenv ("DC_BENCH_PYTHON"), "/usr/bin/python3", "python3" };
-
-  for (guint c = 0; c < G_N_ELEMENTS (candidates); c++)
-    if (candidates[c] != NULL
-        && (g_path_is_absolute (candidates[c]) ? g_file_test (candidates[c], G_FILE_TEST_IS_EXECUTABLE)
-                                               : g_find_program_in_path (candidates[c]) != NULL))
-      return candidates[c];
-  return NULL;
-}
-
-/* Runs a script carried as a resource with ARGS; returns its standard output. */
-static char *
-run_script (const char   *resource,
-            const char  **args,
-            GError      **error)
-{
-  g_autoptr(GBytes) script = g_resource_lookup_data (dc_cli_get_resource (), resource,
-                                                     G_RESOURCE_LOOKUP_FLAGS_NONE, error);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *out = NULL;
-  g_autofree char *err = NULL;
-  const char *python = find_python ();
-  int status = 0;
-
-  if (script == NULL)
-    return NULL;
-  if (python == NULL)
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
-                   _("no python3 found (set DC_BENCH_PYTHON)"));
-      return NULL;
-    }
-  g_ptr_array_add (argv, g_strdup (python));
-  g_ptr_array_add (argv, g_strdup ("-c"));
-  g_ptr_array_add (argv, g_strndup (g_bytes_get_data (script, NULL), g_bytes_get_size (script)));
-  for (guint i = 0; args[i] != NULL; i++)
-    g_ptr_array_add (argv, g_strdup (args[i]));
-  g_ptr_array_add (argv, NULL);
-  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-                     &out, &err, &status, error))
-    return NULL;
-  if (!g_spawn_check_wait_status (status, NULL))
-    {
-      g_auto(GStrv) lines = g_strsplit (g_strstrip (err), "\n", -1);
-      guint n = g_strv_length (lines);
-
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, _("%s failed: %s"), resource,
-                   n > 0 ? lines[n - 1] : "?");
-      return NULL;
-    }
-  return g_steal_pointer (&out);
-}
-
 /* The default model, made once in the cache directory. */
 static char *
 ensure_default_model (GError **error)
@@ -140,7 +85,7 @@ ensure_default_model (GError **error)
   if (g_file_test (weights, G_FILE_TEST_IS_REGULAR))
     return g_steal_pointer (&dir);
   g_printerr (_("bench decode: writing the SmolLM-135M-shaped random model to %s (once)…\n"), dir);
-  out = run_script (RESOURCE_BASE "/cli/make-bench-model.py", args, error);
+  out = dc_cli_python_run (RESOURCE_BASE "/cli/make-bench-model.py", args, error);
   if (out == NULL)
     {
       g_prefix_error (error, _("cannot write the benchmark model: "));
@@ -162,7 +107,7 @@ bench_torch (const char   *model_dir,
   g_autofree char *decode_s = g_strdup_printf ("%u", BENCH_DECODE);
   const char *args[] = { model_dir, "--threads", threads_s, "--runs", runs_s, "--prompt",
                          prompt_s, "--decode", decode_s, NULL };
-  g_autofree char *out = run_script (RESOURCE_BASE "/cli/bench-decode-torch.py", args, error);
+  g_autofree char *out = dc_cli_python_run (RESOURCE_BASE "/cli/bench-decode-torch.py", args, error);
   g_autoptr(JsonParser) parser = json_parser_new ();
   JsonObject *o;
 

@@ -14,6 +14,7 @@
 #include <glib/gi18n.h>
 
 #include "dc-cli.h"
+#include "dc-cli-python.h"
 #include "dc-cli-resources.h"
 #include "data/dc-corpus.h"
 #include "model/dc-gpt-trainer.h"
@@ -103,76 +104,58 @@ bench_torch (guint    n_threads,
              double  *cuda,
              char   **version)
 {
-  g_autoptr(GBytes) script = NULL;
-  const char *candidates[] = { g_getenv ("DC_BENCH_PYTHON"), "/usr/bin/python3", "python3" };
+  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *out = NULL;
+  g_auto(GStrv) lines = NULL;
+  char min_time_text[G_ASCII_DTOSTR_BUF_SIZE];
 
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     cpu[i] = cuda[i] = -1;
-  script = g_resource_lookup_data (dc_cli_get_resource (),
-                                   RESOURCE_BASE "/cli/bench-train-torch.py",
-                                   G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
-  g_assert (script != NULL);
-  for (guint c = 0; c < G_N_ELEMENTS (candidates); c++)
+  g_ptr_array_add (args, g_strdup_printf ("%u", n_threads));
+  g_ptr_array_add (args, g_strdup (g_ascii_dtostr (min_time_text, sizeof min_time_text,
+                                                   min_time)));
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     {
-      g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
-      g_autofree char *out = NULL;
-      g_auto(GStrv) lines = NULL;
-      char min_time_text[G_ASCII_DTOSTR_BUF_SIZE];
-      int status = 0;
+      DcGptConfig config;
 
-      if (candidates[c] == NULL)
+      dc_gpt_config_init_derived (&config, sizes[i].width, sizes[i].seq);
+      g_ptr_array_add (args, g_strdup_printf ("%u,%u,%u,%u,%u", sizes[i].width, sizes[i].seq,
+                                              sizes[i].batch, config.n_layer, config.n_head));
+    }
+  g_ptr_array_add (args, NULL);
+  out = dc_cli_python_run (RESOURCE_BASE "/cli/bench-train-torch.py",
+                           (const char * const *) args->pdata, NULL);
+  if (out == NULL)
+    return;
+  lines = g_strsplit (out, "\n", -1);
+  for (guint l = 0; lines[l] != NULL; l++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      JsonObject *o;
+      const char *spec, *device;
+
+      if (*lines[l] == '\0' || !json_parser_load_from_data (parser, lines[l], -1, NULL)
+          || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
         continue;
-      g_ptr_array_add (argv, g_strdup (candidates[c]));
-      g_ptr_array_add (argv, g_strdup ("-c"));
-      g_ptr_array_add (argv, g_strndup (g_bytes_get_data (script, NULL), g_bytes_get_size (script)));
-      g_ptr_array_add (argv, g_strdup_printf ("%u", n_threads));
-      g_ptr_array_add (argv, g_strdup (g_ascii_dtostr (min_time_text, sizeof min_time_text,
-                                                       min_time)));
+      o = json_node_get_object (json_parser_get_root (parser));
+      spec = json_object_get_string_member_with_default (o, "spec", "");
+      device = json_object_get_string_member_with_default (o, "device", "");
+      g_free (*version);
+      *version = g_strdup_printf ("torch %s, %" G_GINT64_FORMAT " threads",
+                                  json_object_get_string_member_with_default (o, "torch", "?"),
+                                  json_object_get_int_member_with_default (o, "threads", 0));
       for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
         {
-          DcGptConfig config;
+          g_autofree char *prefix = g_strdup_printf ("%u,%u,%u,", sizes[i].width,
+                                                     sizes[i].seq, sizes[i].batch);
 
-          dc_gpt_config_init_derived (&config, sizes[i].width, sizes[i].seq);
-          g_ptr_array_add (argv, g_strdup_printf ("%u,%u,%u,%u,%u", sizes[i].width, sizes[i].seq,
-                                                  sizes[i].batch, config.n_layer, config.n_head));
+          if (g_str_has_prefix (spec, prefix))
+            *(g_str_equal (device, "cuda") ? &cuda[i] : &cpu[i]) =
+              json_object_get_double_member_with_default (o, "tokens_per_s", -1);
         }
-      g_ptr_array_add (argv, NULL);
-      if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL,
-                         G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL,
-                         &status, NULL)
-          || !g_spawn_check_wait_status (status, NULL))
-        continue;
-      lines = g_strsplit (out, "\n", -1);
-      for (guint l = 0; lines[l] != NULL; l++)
-        {
-          g_autoptr(JsonParser) parser = json_parser_new ();
-          JsonObject *o;
-          const char *spec, *device;
-
-          if (*lines[l] == '\0' || !json_parser_load_from_data (parser, lines[l], -1, NULL)
-              || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-            continue;
-          o = json_node_get_object (json_parser_get_root (parser));
-          spec = json_object_get_string_member_with_default (o, "spec", "");
-          device = json_object_get_string_member_with_default (o, "device", "");
-          g_free (*version);
-          *version = g_strdup_printf ("torch %s, %" G_GINT64_FORMAT " threads",
-                                      json_object_get_string_member_with_default (o, "torch", "?"),
-                                      json_object_get_int_member_with_default (o, "threads", 0));
-          for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
-            {
-              g_autofree char *prefix = g_strdup_printf ("%u,%u,%u,", sizes[i].width,
-                                                         sizes[i].seq, sizes[i].batch);
-
-              if (g_str_has_prefix (spec, prefix))
-                *(g_str_equal (device, "cuda") ? &cuda[i] : &cpu[i]) =
-                  json_object_get_double_member_with_default (o, "tokens_per_s", -1);
-            }
-        }
-      if (*version != NULL)
-        return;
     }
 }
+
 
 static void
 add_rate (JsonBuilder *builder,

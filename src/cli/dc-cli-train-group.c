@@ -118,7 +118,6 @@ group_event_cb (DcGroup    *group,
                 gpointer    user_data)
 {
   State *state = user_data;
-  g_autofree char *count = g_strdup_printf ("%u", n_peers);
 
   if (g_str_equal (event, "discovered") || g_str_equal (event, "identity")
       || g_str_equal (event, "announcing"))
@@ -284,7 +283,6 @@ finished_cb (DcTrainGroup *train,
   else if (model != NULL)
     {
       g_autofree char *hash = dc_gpt_model_dup_hash (model);
-      g_autofree char *step = g_strdup_printf ("%" G_GUINT64_FORMAT, model->step);
 
       if (state->options->json)
         {
