@@ -1751,6 +1751,9 @@ test_silu_vector (void)
         }
     }
   g_test_message ("%" G_GUINT64_FORMAT " values agree on %u SIMD paths", checked, n_paths);
+  /* Without AVX2 the public entry is the scalar loop: nothing was compared. */
+  if (n_paths == 0)
+    g_test_skip ("this CPU has neither AVX2 nor AVX-512F: no vector SiLU to compare");
 }
 
 int
