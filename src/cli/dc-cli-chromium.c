@@ -1,0 +1,722 @@
+/* dc-cli-chromium.c: headless Chromium over the DevTools protocol.
+ *
+ * Chromium starts with --remote-debugging-port=0 and writes the port it
+ * chose and the browser's WebSocket path into DevToolsActivePort in its
+ * profile folder. We connect there, create one page target, attach to it
+ * (flat sessions) and enable Network, Page and Runtime; workers the page
+ * starts are attached automatically, paused until their Network domain is
+ * on, so their requests are recorded too.
+ *
+ * The network is blocked three ways: every proxied request goes to a closed
+ * port (--proxy-server=127.0.0.1:9, loopback included through
+ * --proxy-bypass-list=<-loopback>), every host name resolves to nothing
+ * (--host-resolver-rules), and background services are off. Whatever is
+ * requested anyway is recorded (Network.requestWillBeSent) for the caller
+ * to check.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-cli"
+
+#include "config.h"
+
+#include "dc-cli-chromium.h"
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+#include <glib/gstdio.h>
+#include <libsoup/soup.h>
+
+/* DevTools answers with screenshots of a few MiB in base64; libsoup's
+ * default cap (128 KiB) would close the connection on the first one. 64 MiB
+ * holds a full-page PNG of any page the kit shows. */
+#define DC_CHROMIUM_MAX_MESSAGE (64 * 1024 * 1024)
+
+struct _DcChromium
+{
+  GMainContext            *context;
+  GSubprocess             *process;
+  char                    *profile;      /* temporary --user-data-dir, removed at the end */
+  SoupSession             *session;
+  SoupWebsocketConnection *socket;
+  char                    *page_session; /* the page target's flat session id */
+  gint64                   next_id;
+  GHashTable              *replies;      /* id (gint64*) -> JsonObject* */
+  GPtrArray               *requests;     /* char* URLs, in order */
+  GPtrArray               *console;      /* char* console lines and exceptions */
+  gboolean                 closed;
+};
+
+char *
+dc_chromium_find_program (void)
+{
+  const char *names[] = { "chromium", "chromium-browser", "google-chrome" };
+  const char *env = g_getenv ("DC_CHROMIUM");
+
+  if (env != NULL && *env != '\0')
+    return g_find_program_in_path (env);
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      char *path = g_find_program_in_path (names[i]);
+
+      if (path != NULL)
+        return path;
+    }
+  return NULL;
+}
+
+static void
+remove_tree (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
+        remove_tree (child);
+      else
+        g_unlink (child);
+    }
+  g_rmdir (path);
+}
+
+static gboolean
+wake_cb (gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+/* One iteration of the browser's context, waking at least every 50 ms. */
+static void
+iterate (DcChromium *self)
+{
+  g_autoptr(GSource) tick = g_timeout_source_new (50);
+
+  g_source_set_callback (tick, wake_cb, NULL, NULL);
+  g_source_attach (tick, self->context);
+  g_main_context_iteration (self->context, TRUE);
+  g_source_destroy (tick);
+}
+
+static void
+send_object (DcChromium  *self,
+             const char  *session,
+             gint64       id,
+             const char  *method,
+             JsonObject  *params)
+{
+  g_autoptr(JsonObject) message = json_object_new ();
+  g_autoptr(JsonNode) root = json_node_new (JSON_NODE_OBJECT);
+  g_autofree char *text = NULL;
+
+  json_object_set_int_member (message, "id", id);
+  json_object_set_string_member (message, "method", method);
+  json_object_set_object_member (message, "params",
+                                 params != NULL ? json_object_ref (params) : json_object_new ());
+  if (session != NULL)
+    json_object_set_string_member (message, "sessionId", session);
+  json_node_set_object (root, message);
+  text = json_to_string (root, FALSE);
+  soup_websocket_connection_send_text (self->socket, text);
+}
+
+/* Sends @method and waits for its reply: the reply's "result" object
+ * (transfer full), or NULL with @error set. */
+static JsonObject *
+call (DcChromium  *self,
+      const char  *session,
+      const char  *method,
+      JsonObject  *params,
+      guint        timeout_ms,
+      GError     **error)
+{
+  gint64 id = ++self->next_id;
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  JsonObject *reply;
+
+  if (self->closed)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_CLOSED,
+                   "Chromium closed its DevTools connection");
+      return NULL;
+    }
+  send_object (self, session, id, method, params);
+  while ((reply = g_hash_table_lookup (self->replies, &id)) == NULL)
+    {
+      if (self->closed)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_CLOSED,
+                       "Chromium closed its DevTools connection during %s", method);
+          return NULL;
+        }
+      if (g_get_monotonic_time () >= deadline)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                       "Chromium did not answer %s within %u s", method, timeout_ms / 1000);
+          return NULL;
+        }
+      iterate (self);
+    }
+  json_object_ref (reply);
+  g_hash_table_remove (self->replies, &id);
+  if (json_object_has_member (reply, "error"))
+    {
+      JsonObject *e = json_object_get_object_member (reply, "error");
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "Chromium refused %s: %s", method,
+                   e != NULL ? json_object_get_string_member_with_default (e, "message", "?")
+                             : "?");
+      json_object_unref (reply);
+      return NULL;
+    }
+  {
+    JsonObject *result = json_object_get_object_member (reply, "result");
+
+    result = result != NULL ? json_object_ref (result) : json_object_new ();
+    json_object_unref (reply);
+    return result;
+  }
+}
+
+static void
+on_event (DcChromium  *self,
+          const char  *method,
+          const char  *session,
+          JsonObject  *params)
+{
+  if (g_str_equal (method, "Network.requestWillBeSent") || g_str_equal (method, "Network.webSocketCreated"))
+    {
+      JsonObject *request = json_object_get_object_member (params, "request");
+      const char *url = request != NULL ? json_object_get_string_member_with_default (request, "url", NULL)
+                                        : json_object_get_string_member_with_default (params, "url", NULL);
+
+      if (url != NULL)
+        g_ptr_array_add (self->requests, g_strdup (url));
+    }
+  else if (g_str_equal (method, "Target.attachedToTarget"))
+    {
+      /* A worker the page started, paused until its requests are recorded. */
+      const char *child = json_object_get_string_member_with_default (params, "sessionId", NULL);
+
+      if (child != NULL)
+        {
+          g_autoptr(JsonObject) auto_attach = json_object_new ();
+
+          json_object_set_boolean_member (auto_attach, "autoAttach", TRUE);
+          json_object_set_boolean_member (auto_attach, "waitForDebuggerOnStart", TRUE);
+          json_object_set_boolean_member (auto_attach, "flatten", TRUE);
+          send_object (self, child, ++self->next_id, "Network.enable", NULL);
+          send_object (self, child, ++self->next_id, "Runtime.enable", NULL);
+          send_object (self, child, ++self->next_id, "Target.setAutoAttach", auto_attach);
+          send_object (self, child, ++self->next_id, "Runtime.runIfWaitingForDebugger", NULL);
+        }
+    }
+  else if (g_str_equal (method, "Runtime.exceptionThrown"))
+    {
+      JsonObject *details = json_object_get_object_member (params, "exceptionDetails");
+      JsonObject *exception = details != NULL ? json_object_get_object_member (details, "exception") : NULL;
+
+      g_ptr_array_add (self->console,
+                       g_strdup_printf ("exception: %s %s",
+                                        details != NULL ? json_object_get_string_member_with_default (details, "text", "") : "",
+                                        exception != NULL ? json_object_get_string_member_with_default (exception, "description", "") : ""));
+    }
+  else if (g_str_equal (method, "Runtime.consoleAPICalled"))
+    {
+      JsonArray *args = json_object_get_array_member (params, "args");
+      g_autoptr(GString) line = g_string_new ("console: ");
+
+      for (guint i = 0; args != NULL && i < json_array_get_length (args); i++)
+        {
+          JsonObject *arg = json_array_get_object_element (args, i);
+          JsonNode *value = arg != NULL ? json_object_get_member (arg, "value") : NULL;
+
+          if (value != NULL && JSON_NODE_HOLDS_VALUE (value)
+              && json_node_get_value_type (value) == G_TYPE_STRING)
+            g_string_append (line, json_node_get_string (value));
+          else if (arg != NULL)
+            g_string_append (line, json_object_get_string_member_with_default (arg, "description", "?"));
+          g_string_append_c (line, ' ');
+        }
+      g_ptr_array_add (self->console, g_string_free (g_steal_pointer (&line), FALSE));
+    }
+}
+
+static void
+message_cb (SoupWebsocketConnection *socket,
+            int                      type,
+            GBytes                  *message,
+            gpointer                 user_data)
+{
+  DcChromium *self = user_data;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  gsize size;
+  const char *data = g_bytes_get_data (message, &size);
+  JsonObject *object;
+
+  /* Chromium is our own child, but its replies are still checked before use. */
+  if (type != SOUP_WEBSOCKET_DATA_TEXT || !json_parser_load_from_data (parser, data, size, NULL))
+    return;
+  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    return;
+  object = json_node_get_object (json_parser_get_root (parser));
+  if (json_object_has_member (object, "id") && !json_object_has_member (object, "method"))
+    {
+      gint64 *id = g_new (gint64, 1);
+
+      *id = json_object_get_int_member_with_default (object, "id", -1);
+      g_hash_table_replace (self->replies, id, json_object_ref (object));
+    }
+  else if (json_object_has_member (object, "method"))
+    {
+      JsonObject *params = json_object_get_object_member (object, "params");
+
+      if (params != NULL)
+        on_event (self, json_object_get_string_member_with_default (object, "method", ""),
+                  json_object_get_string_member_with_default (object, "sessionId", NULL), params);
+    }
+}
+
+static void
+closed_cb (SoupWebsocketConnection *socket,
+           gpointer                 user_data)
+{
+  DcChromium *self = user_data;
+
+  self->closed = TRUE;
+}
+
+static void
+connect_cb (GObject      *source,
+            GAsyncResult *result,
+            gpointer      user_data)
+{
+  GAsyncResult **out = user_data;
+
+  *out = g_object_ref (result);
+}
+
+static void
+child_setup (gpointer data)
+{
+  /* Its own process group, so that the renderers and helpers it starts can
+   * be ended with it; and it dies with us, so that a test that aborts on a
+   * failed assertion leaves no browser behind (its helpers exit with it). */
+  setpgid (0, 0);
+#ifdef __linux__
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+#endif
+}
+
+static gboolean
+start (DcChromium  *self,
+       const char  *program,
+       guint        timeout_ms,
+       GError     **error)
+{
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *port_file = g_build_filename (self->profile, "DevToolsActivePort", NULL);
+  g_autofree char *log_file = g_build_filename (self->profile, "chromium.log", NULL);
+  g_autofree char *text = NULL, *url = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autoptr(SoupMessage) msg = NULL;
+  g_autoptr(GAsyncResult) result = NULL;
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  guint64 port = 0;
+
+  g_ptr_array_add (argv, g_strdup (program));
+  g_ptr_array_add (argv, g_strdup ("--headless=new"));
+  /* Chromium refuses to start as root with its sandbox on (it needs an
+   * unprivileged user namespace or a setuid helper, which containers and
+   * Debian's package lack); the pages it opens here are our own kits. */
+  if (geteuid () == 0)
+    g_ptr_array_add (argv, g_strdup ("--no-sandbox"));
+  g_ptr_array_add (argv, g_strdup_printf ("--user-data-dir=%s", self->profile));
+  g_ptr_array_add (argv, g_strdup ("--remote-debugging-port=0"));
+  g_ptr_array_add (argv, g_strdup ("--proxy-server=127.0.0.1:9"));
+  g_ptr_array_add (argv, g_strdup ("--proxy-bypass-list=<-loopback>"));
+  g_ptr_array_add (argv, g_strdup ("--host-resolver-rules=MAP * ~NOTFOUND"));
+  g_ptr_array_add (argv, g_strdup ("--no-first-run"));
+  g_ptr_array_add (argv, g_strdup ("--no-default-browser-check"));
+  g_ptr_array_add (argv, g_strdup ("--disable-background-networking"));
+  g_ptr_array_add (argv, g_strdup ("--disable-component-update"));
+  g_ptr_array_add (argv, g_strdup ("--disable-default-apps"));
+  g_ptr_array_add (argv, g_strdup ("--disable-extensions"));
+  g_ptr_array_add (argv, g_strdup ("--disable-sync"));
+  g_ptr_array_add (argv, g_strdup ("--disable-breakpad"));
+  g_ptr_array_add (argv, g_strdup ("--disable-gpu"));
+  g_ptr_array_add (argv, g_strdup ("--disable-dev-shm-usage"));
+  g_ptr_array_add (argv, g_strdup ("--metrics-recording-only"));
+  g_ptr_array_add (argv, g_strdup ("--mute-audio"));
+  g_ptr_array_add (argv, g_strdup ("about:blank"));
+  g_ptr_array_add (argv, NULL);
+
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+  g_subprocess_launcher_set_stderr_file_path (launcher, log_file);
+  g_subprocess_launcher_set_child_setup (launcher, child_setup, NULL, NULL);
+  self->process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, error);
+  if (self->process == NULL)
+    {
+      g_prefix_error (error, "could not start Chromium (%s): ", program);
+      return FALSE;
+    }
+
+  while (!g_file_get_contents (port_file, &text, NULL, NULL) || strchr (text, '\n') == NULL)
+    {
+      g_clear_pointer (&text, g_free);
+      if (g_subprocess_get_identifier (self->process) == NULL)
+        {
+          g_autofree char *log = NULL;
+
+          g_file_get_contents (log_file, &log, NULL, NULL);
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                       "Chromium exited at start: %.400s", log != NULL ? log : "");
+          return FALSE;
+        }
+      if (g_get_monotonic_time () >= deadline)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                       "Chromium did not open its DevTools port within %u s", timeout_ms / 1000);
+          return FALSE;
+        }
+      g_usleep (50000);
+    }
+  lines = g_strsplit (text, "\n", 3);
+  if (!g_ascii_string_to_unsigned (lines[0], 10, 1, 65535, &port, NULL) || lines[1] == NULL
+      || !g_str_has_prefix (lines[1], "/devtools/browser/"))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "Chromium's DevToolsActivePort is not a port and a path");
+      return FALSE;
+    }
+
+  url = g_strdup_printf ("ws://127.0.0.1:%u%s", (guint) port, lines[1]);
+  self->session = soup_session_new ();
+  msg = soup_message_new ("GET", url);
+  soup_session_websocket_connect_async (self->session, msg, NULL, NULL, G_PRIORITY_DEFAULT,
+                                        NULL, connect_cb, &result);
+  while (result == NULL && g_get_monotonic_time () < deadline)
+    iterate (self);
+  if (result == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                   "Chromium's DevTools connection did not open within %u s", timeout_ms / 1000);
+      return FALSE;
+    }
+  self->socket = soup_session_websocket_connect_finish (self->session, result, error);
+  if (self->socket == NULL)
+    {
+      g_prefix_error (error, "could not connect to Chromium's DevTools: ");
+      return FALSE;
+    }
+  soup_websocket_connection_set_max_incoming_payload_size (self->socket, DC_CHROMIUM_MAX_MESSAGE);
+  g_signal_connect (self->socket, "message", G_CALLBACK (message_cb), self);
+  g_signal_connect (self->socket, "closed", G_CALLBACK (closed_cb), self);
+  return TRUE;
+}
+
+static gboolean
+open_page (DcChromium  *self,
+           guint        timeout_ms,
+           GError     **error)
+{
+  g_autoptr(JsonObject) params = json_object_new ();
+  g_autoptr(JsonObject) target = NULL, attached = NULL, r1 = NULL, r2 = NULL, r3 = NULL, r4 = NULL;
+  g_autoptr(JsonObject) auto_attach = json_object_new ();
+  const char *target_id, *session;
+
+  json_object_set_string_member (params, "url", "about:blank");
+  target = call (self, NULL, "Target.createTarget", params, timeout_ms, error);
+  if (target == NULL)
+    return FALSE;
+  target_id = json_object_get_string_member_with_default (target, "targetId", NULL);
+  g_clear_pointer (&params, json_object_unref);
+  params = json_object_new ();
+  json_object_set_string_member (params, "targetId", target_id != NULL ? target_id : "");
+  json_object_set_boolean_member (params, "flatten", TRUE);
+  attached = call (self, NULL, "Target.attachToTarget", params, timeout_ms, error);
+  if (attached == NULL)
+    return FALSE;
+  session = json_object_get_string_member_with_default (attached, "sessionId", NULL);
+  if (session == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "Chromium attached to the page without a session id");
+      return FALSE;
+    }
+  self->page_session = g_strdup (session);
+  json_object_set_boolean_member (auto_attach, "autoAttach", TRUE);
+  json_object_set_boolean_member (auto_attach, "waitForDebuggerOnStart", TRUE);
+  json_object_set_boolean_member (auto_attach, "flatten", TRUE);
+  if ((r1 = call (self, session, "Network.enable", NULL, timeout_ms, error)) == NULL
+      || (r2 = call (self, session, "Page.enable", NULL, timeout_ms, error)) == NULL
+      || (r3 = call (self, session, "Runtime.enable", NULL, timeout_ms, error)) == NULL
+      || (r4 = call (self, session, "Target.setAutoAttach", auto_attach, timeout_ms, error)) == NULL)
+    return FALSE;
+  return TRUE;
+}
+
+/**
+ * dc_chromium_new:
+ * @program: the chromium binary (dc_chromium_find_program ())
+ * @timeout_ms: for the start, the connection and each setup command
+ *
+ * Starts headless Chromium with the network blocked and one page open.
+ */
+DcChromium *
+dc_chromium_new (const char  *program,
+                 guint        timeout_ms,
+                 GError     **error)
+{
+  g_autoptr(DcChromium) self = g_new0 (DcChromium, 1);
+  gboolean ok;
+
+  g_return_val_if_fail (program != NULL, NULL);
+
+  self->context = g_main_context_new ();
+  self->replies = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
+                                         (GDestroyNotify) json_object_unref);
+  self->requests = g_ptr_array_new_with_free_func (g_free);
+  self->console = g_ptr_array_new_with_free_func (g_free);
+  self->profile = g_dir_make_tmp ("dc-chromium-XXXXXX", error);
+  if (self->profile == NULL)
+    return NULL;
+  g_main_context_push_thread_default (self->context);
+  ok = start (self, program, timeout_ms, error) && open_page (self, timeout_ms, error);
+  g_main_context_pop_thread_default (self->context);
+  return ok ? g_steal_pointer (&self) : NULL;
+}
+
+gboolean
+dc_chromium_navigate (DcChromium  *self,
+                      const char  *url,
+                      guint        timeout_ms,
+                      GError     **error)
+{
+  g_autoptr(JsonObject) params = json_object_new ();
+  g_autoptr(JsonObject) result = NULL;
+
+  json_object_set_string_member (params, "url", url);
+  g_main_context_push_thread_default (self->context);
+  result = call (self, self->page_session, "Page.navigate", params, timeout_ms, error);
+  g_main_context_pop_thread_default (self->context);
+  if (result == NULL)
+    return FALSE;
+  if (json_object_has_member (result, "errorText"))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "Chromium could not open %s: %s", url,
+                   json_object_get_string_member_with_default (result, "errorText", "?"));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static JsonNode *
+evaluate (DcChromium  *self,
+          const char  *expression,
+          gboolean     await_promise,
+          guint        timeout_ms,
+          GError     **error)
+{
+  g_autoptr(JsonObject) params = json_object_new ();
+  g_autoptr(JsonObject) result = NULL;
+  JsonObject *value;
+
+  json_object_set_string_member (params, "expression", expression);
+  json_object_set_boolean_member (params, "returnByValue", TRUE);
+  json_object_set_boolean_member (params, "awaitPromise", await_promise);
+  result = call (self, self->page_session, "Runtime.evaluate", params, timeout_ms, error);
+  if (result == NULL)
+    return NULL;
+  if (json_object_has_member (result, "exceptionDetails"))
+    {
+      JsonObject *details = json_object_get_object_member (result, "exceptionDetails");
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "the page threw: %s",
+                   details != NULL ? json_object_get_string_member_with_default (details, "text", "?")
+                                   : "?");
+      return NULL;
+    }
+  value = json_object_get_object_member (result, "result");
+  if (value == NULL || !json_object_has_member (value, "value"))
+    return json_node_new (JSON_NODE_NULL);
+  return json_node_copy (json_object_get_member (value, "value"));
+}
+
+/* The value of @expression in the page (returned by value), or NULL. */
+JsonNode *
+dc_chromium_evaluate (DcChromium  *self,
+                      const char  *expression,
+                      guint        timeout_ms,
+                      GError     **error)
+{
+  JsonNode *node;
+
+  g_main_context_push_thread_default (self->context);
+  node = evaluate (self, expression, FALSE, timeout_ms, error);
+  g_main_context_pop_thread_default (self->context);
+  return node;
+}
+
+/* Evaluates @expression every 100 ms until it gives a non-empty string. */
+char *
+dc_chromium_wait_string (DcChromium  *self,
+                         const char  *expression,
+                         guint        timeout_ms,
+                         GError     **error)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  char *text = NULL;
+
+  g_main_context_push_thread_default (self->context);
+  for (;;)
+    {
+      g_autoptr(JsonNode) node = evaluate (self, expression, FALSE, timeout_ms, error);
+      gint64 pause;
+
+      if (node == NULL)
+        break;
+      if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING
+          && *json_node_get_string (node) != '\0')
+        {
+          text = json_node_dup_string (node);
+          break;
+        }
+      if (g_get_monotonic_time () >= deadline)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                       "the page did not give “%s” within %u s", expression, timeout_ms / 1000);
+          break;
+        }
+      pause = g_get_monotonic_time () + 100000;
+      while (g_get_monotonic_time () < pause && !self->closed)
+        iterate (self);
+    }
+  g_main_context_pop_thread_default (self->context);
+  return text;
+}
+
+/* A PNG of the page at @width × @height CSS pixels (a phone when @mobile). */
+gboolean
+dc_chromium_screenshot (DcChromium  *self,
+                        guint        width,
+                        guint        height,
+                        gboolean     mobile,
+                        const char  *png_path,
+                        guint        timeout_ms,
+                        GError     **error)
+{
+  g_autoptr(JsonObject) metrics = json_object_new ();
+  g_autoptr(JsonObject) shot = json_object_new ();
+  g_autoptr(JsonObject) r1 = NULL, result = NULL;
+  g_autoptr(JsonNode) frame = NULL;
+  g_autofree guchar *png = NULL;
+  gsize png_len = 0;
+  const char *data;
+  gboolean ok = FALSE;
+
+  json_object_set_int_member (metrics, "width", width);
+  json_object_set_int_member (metrics, "height", height);
+  json_object_set_double_member (metrics, "deviceScaleFactor", 1);
+  json_object_set_boolean_member (metrics, "mobile", mobile);
+  json_object_set_string_member (shot, "format", "png");
+  g_main_context_push_thread_default (self->context);
+  if ((r1 = call (self, self->page_session, "Emulation.setDeviceMetricsOverride", metrics,
+                  timeout_ms, error)) == NULL)
+    goto out;
+  /* Two animation frames: the new size is laid out and painted. */
+  frame = evaluate (self, "new Promise (r => requestAnimationFrame (() => "
+                          "requestAnimationFrame (() => r (1))))", TRUE, timeout_ms, error);
+  if (frame == NULL)
+    goto out;
+  if ((result = call (self, self->page_session, "Page.captureScreenshot", shot,
+                      timeout_ms, error)) == NULL)
+    goto out;
+  data = json_object_get_string_member_with_default (result, "data", NULL);
+  if (data == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "Chromium sent no screenshot");
+      goto out;
+    }
+  png = g_base64_decode (data, &png_len);
+  ok = g_file_set_contents (png_path, (const char *) png, png_len, error);
+out:
+  g_main_context_pop_thread_default (self->context);
+  return ok;
+}
+
+/* Every URL the page and its workers requested so far (borrowed). */
+GPtrArray *
+dc_chromium_get_requests (DcChromium *self)
+{
+  return self->requests;
+}
+
+/* Console lines and uncaught exceptions of the page (borrowed). */
+GPtrArray *
+dc_chromium_get_console (DcChromium *self)
+{
+  return self->console;
+}
+
+void
+dc_chromium_free (DcChromium *self)
+{
+  if (self == NULL)
+    return;
+  g_main_context_push_thread_default (self->context);
+  if (self->socket != NULL && !self->closed)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(JsonObject) result = call (self, NULL, "Browser.close", NULL, 5000, &error);
+    }
+  if (self->process != NULL)
+    {
+      const char *id = g_subprocess_get_identifier (self->process);
+      gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+
+      while (g_subprocess_get_identifier (self->process) != NULL
+             && g_get_monotonic_time () < deadline)
+        iterate (self);
+      /* Whatever is left of its process group (renderers, helpers) ends now. */
+      id = g_subprocess_get_identifier (self->process);
+      if (id != NULL)
+        {
+          pid_t pid = (pid_t) g_ascii_strtoll (id, NULL, 10);
+
+          if (pid > 0)
+            kill (-pid, SIGKILL);
+          g_subprocess_force_exit (self->process);
+          g_subprocess_wait (self->process, NULL, NULL);
+        }
+    }
+  if (self->socket != NULL)
+    {
+      g_signal_handlers_disconnect_by_data (self->socket, self);
+      if (soup_websocket_connection_get_state (self->socket) == SOUP_WEBSOCKET_STATE_OPEN)
+        soup_websocket_connection_close (self->socket, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
+    }
+  g_clear_object (&self->socket);
+  g_clear_object (&self->session);
+  while (g_main_context_iteration (self->context, FALSE))
+    ;
+  g_main_context_pop_thread_default (self->context);
+  g_clear_object (&self->process);
+  if (self->profile != NULL)
+    remove_tree (self->profile);
+  g_free (self->profile);
+  g_free (self->page_session);
+  g_hash_table_unref (self->replies);
+  g_ptr_array_unref (self->requests);
+  g_ptr_array_unref (self->console);
+  g_main_context_unref (self->context);
+  g_free (self);
+}
