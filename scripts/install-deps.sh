@@ -7,7 +7,8 @@ set -eu
 # One package per line, so that changes are easy to review. clang and
 # libclang-rt-dev build the fuzz suite: the sanitizer and libFuzzer runtimes
 # (libclang-rt-14-dev on Debian 12) are only recommended by clang, and
-# recommends are not installed here.
+# recommends are not installed here. chromium runs the inference kit's page
+# headless in the kit suite and `bench kit` (the suite skips without it).
 packages="
 meson
 ninja-build
@@ -48,6 +49,7 @@ python3-torch
 libopenblas0-pthread
 clang
 libclang-rt-dev
+chromium
 "
 
 if [ "$(id -u)" -eq 0 ]; then

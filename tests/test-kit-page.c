@@ -219,14 +219,25 @@ dump_console (DcChromium *browser)
     g_test_message ("page %s", (const char *) g_ptr_array_index (console, i));
 }
 
-/* The page may ask for nothing but its own file and blob:/data: URLs. */
+/* The page may ask for nothing but its own file and blob:/data: URLs: none
+ * other was sent, and none was tried and refused by the page's policy. */
 static void
 assert_no_network (DcChromium *browser,
                    const char *path)
 {
   g_autofree char *uri = g_filename_to_uri (path, NULL, NULL);
   GPtrArray *requests = dc_chromium_get_requests (browser);
+  GPtrArray *console = dc_chromium_get_console (browser);
   guint own = 0;
+
+  dump_console (browser);
+  for (guint i = 0; i < console->len; i++)
+    {
+      const char *line = g_ptr_array_index (console, i);
+
+      g_assert_null (strstr (line, "Content Security Policy"));
+      g_assert_null (strstr (line, "net::ERR"));
+    }
 
   for (guint i = 0; i < requests->len; i++)
     {

@@ -3,7 +3,7 @@
  * Chromium starts with --remote-debugging-port=0 and writes the port it
  * chose and the browser's WebSocket path into DevToolsActivePort in its
  * profile folder. We connect there, create one page target, attach to it
- * (flat sessions) and enable Network, Page and Runtime; workers the page
+ * (flat sessions) and enable Network, Page, Runtime and Log; workers the page
  * starts are attached automatically, paused until their Network domain is
  * on, so their requests are recorded too.
  *
@@ -214,9 +214,24 @@ on_event (DcChromium  *self,
           json_object_set_boolean_member (auto_attach, "flatten", TRUE);
           send_object (self, child, ++self->next_id, "Network.enable", NULL);
           send_object (self, child, ++self->next_id, "Runtime.enable", NULL);
+          send_object (self, child, ++self->next_id, "Log.enable", NULL);
           send_object (self, child, ++self->next_id, "Target.setAutoAttach", auto_attach);
           send_object (self, child, ++self->next_id, "Runtime.runIfWaitingForDebugger", NULL);
         }
+    }
+  else if (g_str_equal (method, "Log.entryAdded"))
+    {
+      /* Among them the browser's own reports: requests the page's
+       * Content-Security-Policy refused before they were sent. */
+      JsonObject *entry = json_object_get_object_member (params, "entry");
+
+      if (entry != NULL)
+        g_ptr_array_add (self->console,
+                         g_strdup_printf ("log %s %s: %s %s",
+                                          json_object_get_string_member_with_default (entry, "level", "?"),
+                                          json_object_get_string_member_with_default (entry, "source", "?"),
+                                          json_object_get_string_member_with_default (entry, "text", ""),
+                                          json_object_get_string_member_with_default (entry, "url", "")));
     }
   else if (g_str_equal (method, "Runtime.exceptionThrown"))
     {
@@ -430,6 +445,7 @@ open_page (DcChromium  *self,
 {
   g_autoptr(JsonObject) params = json_object_new ();
   g_autoptr(JsonObject) target = NULL, attached = NULL, r1 = NULL, r2 = NULL, r3 = NULL, r4 = NULL;
+  g_autoptr(JsonObject) r5 = NULL;
   g_autoptr(JsonObject) auto_attach = json_object_new ();
   const char *target_id, *session;
 
@@ -459,6 +475,7 @@ open_page (DcChromium  *self,
   if ((r1 = call (self, session, "Network.enable", NULL, timeout_ms, error)) == NULL
       || (r2 = call (self, session, "Page.enable", NULL, timeout_ms, error)) == NULL
       || (r3 = call (self, session, "Runtime.enable", NULL, timeout_ms, error)) == NULL
+      || (r5 = call (self, session, "Log.enable", NULL, timeout_ms, error)) == NULL
       || (r4 = call (self, session, "Target.setAutoAttach", auto_attach, timeout_ms, error)) == NULL)
     return FALSE;
   return TRUE;
