@@ -314,18 +314,6 @@ test_page_ids (void)
         dump_console (browser);
       g_assert_no_error (error);
       g_test_message ("case %u: page %s, cli %s", i, ids, want);
-      {
-        /* TEMPORARY until the kit-engine branch is merged: the stand-in
-         * engine makes up its tokens. */
-        g_autoptr(JsonNode) rule = dc_chromium_evaluate (browser,
-                                                         "document.getElementById ('fact-rule').textContent",
-                                                         BROWSER_TIMEOUT_MS, NULL);
-        if (rule != NULL && g_strcmp0 (json_node_get_string (rule), "standin") == 0)
-          {
-            g_test_skip ("the stand-in engine makes up its tokens");
-            return;
-          }
-      }
       g_assert_cmpstr (ids, ==, want);
     }
   assert_no_network (browser, kit);
