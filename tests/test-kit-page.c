@@ -10,9 +10,12 @@
  * seeds, exactly the token ids of `daisychain-cli generate --json`, and the
  * page and its worker request nothing but the kit's own file:// URL and
  * blob:/data: URLs; a kit with one base64 character of its data changed says
- * its data was altered, keeps Generate disabled and writes no ids; the page
- * is one column at phone width; screenshots are kept in
- * build/tests/screenshots/ (kit-page.png, kit-page-phone.png). With
+ * its data was altered, keeps Generate disabled and writes no ids; Stop
+ * ends a 4096-token generation at once with no ids written, and the page then
+ * generates the CLI's ids again; the page is one column at phone width and
+ * follows prefers-color-scheme; screenshots are kept in
+ * build/tests/screenshots/ (kit-page.png, kit-page-phone.png,
+ * kit-page-dark.png, kit-page-tampered.png). With
  * tests/kit/kit-node.js (kit-engine's Node runner) present, Node gives the
  * same ids from the same HTML file.
  *
@@ -346,6 +349,8 @@ test_page_tampered (void)
   g_autoptr(GError) error = NULL;
   g_autofree char *path = NULL, *url = NULL, *state = NULL, *expr = NULL, *quoted = NULL;
   g_autoptr(JsonNode) status = NULL, ids = NULL, disabled = NULL, code = NULL;
+  g_autofree char *dir = dc_test_dup_build_path ("tests", "screenshots", NULL);
+  g_autofree char *shot = g_build_filename (dir, "kit-page-tampered.png", NULL);
 
   train_and_export ();
   if ((browser = open_browser ()) == NULL)
@@ -377,6 +382,10 @@ test_page_tampered (void)
                                    BROWSER_TIMEOUT_MS, &error);
   g_assert_no_error (error);
   g_assert_true (json_node_get_boolean (disabled));
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  g_assert_true (dc_chromium_screenshot (browser, 1000, 700, FALSE, shot, BROWSER_TIMEOUT_MS,
+                                         &error));
+  g_assert_no_error (error);
   assert_no_network (browser, path);
 }
 
@@ -388,8 +397,10 @@ test_page_screenshots (void)
   g_autofree char *dir = dc_test_dup_build_path ("tests", "screenshots", NULL);
   g_autofree char *desktop = g_build_filename (dir, "kit-page.png", NULL);
   g_autofree char *phone = g_build_filename (dir, "kit-page-phone.png", NULL);
+  g_autofree char *dark = g_build_filename (dir, "kit-page-dark.png", NULL);
   g_autofree char *url = NULL, *ids = NULL;
-  g_autoptr(JsonNode) columns = NULL;
+  g_autoptr(JsonNode) columns = NULL, light_bg = NULL, dark_bg = NULL;
+  const char *background = "getComputedStyle (document.documentElement).backgroundColor";
 
   train_and_export ();
   if ((browser = open_browser ()) == NULL)
@@ -414,7 +425,80 @@ test_page_screenshots (void)
                                   BROWSER_TIMEOUT_MS, &error);
   g_assert_no_error (error);
   g_assert_cmpint (json_node_get_int (columns), ==, 1);
-  g_test_message ("screenshots: %s %s", desktop, phone);
+
+  /* Dark and light follow the system's preference (GNOME's colours). */
+  light_bg = dc_chromium_evaluate (browser, background, BROWSER_TIMEOUT_MS, &error);
+  g_assert_no_error (error);
+  g_assert_true (dc_chromium_set_dark (browser, TRUE, BROWSER_TIMEOUT_MS, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_chromium_screenshot (browser, 1000, 1000, FALSE, dark, BROWSER_TIMEOUT_MS,
+                                         &error));
+  g_assert_no_error (error);
+  dark_bg = dc_chromium_evaluate (browser, background, BROWSER_TIMEOUT_MS, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (json_node_get_string (light_bg), ==, "rgb(250, 250, 250)");
+  g_assert_cmpstr (json_node_get_string (dark_bg), ==, "rgb(36, 36, 36)");
+  g_test_message ("screenshots: %s %s %s", desktop, phone, dark);
+  assert_no_network (browser, kit);
+}
+
+/* Stop ends a long generation at once, writes no ids, and the page can
+ * generate again (a new worker) with the CLI's ids. */
+static void
+test_page_stop (void)
+{
+  g_autoptr(DcChromium) browser = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *url = NULL, *started = NULL, *ready = NULL, *ids = NULL, *want = NULL;
+  g_autoptr(JsonNode) stopped = NULL, status = NULL, empty = NULL, clicked = NULL;
+  const Case again = { "The ", "16", "80", "0.8", "5", "5" };
+
+  train_and_export ();
+  if ((browser = open_browser ()) == NULL)
+    return;
+  url = kit_url (kit, "The ", "4096", "80", "5");
+  g_assert_true (dc_chromium_navigate (browser, url, BROWSER_TIMEOUT_MS, &error));
+  g_assert_no_error (error);
+  started = dc_chromium_wait_string (browser,
+                                     "!document.body ? '' : "
+                                     "document.body.dataset.state === 'done' ? 'done' : "
+                                     "document.body.dataset.state === 'running' && "
+                                     "parseInt (document.getElementById ('count').textContent) > 0"
+                                     " ? 'running' : ''", RUN_TIMEOUT_MS, &error);
+  g_assert_no_error (error);
+  if (g_str_equal (started, "done"))
+    {
+      /* 4096 tokens of this model take seconds in the kit's engine; a
+       * faster one would need a longer run to be stopped. */
+      g_test_skip ("the kit generated 4096 tokens before Stop could be pressed");
+      return;
+    }
+  stopped = dc_chromium_evaluate (browser, "document.getElementById ('stop').click ();"
+                                           "document.body.dataset.state", BROWSER_TIMEOUT_MS, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (json_node_get_string (stopped), ==, "stopped");
+  status = dc_chromium_evaluate (browser, "document.getElementById ('status').textContent",
+                                 BROWSER_TIMEOUT_MS, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_str_has_prefix (json_node_get_string (status), "Stopped after "));
+  empty = dc_chromium_evaluate (browser, "document.getElementById ('result-ids').textContent",
+                                BROWSER_TIMEOUT_MS, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (json_node_get_string (empty), ==, "");
+
+  ready = dc_chromium_wait_string (browser, "document.getElementById ('generate').disabled"
+                                           " ? '' : 'ready'",
+                                   RUN_TIMEOUT_MS, &error);
+  g_assert_no_error (error);
+  clicked = dc_chromium_evaluate (browser, "document.getElementById ('tokens').value = '16';"
+                                           "document.getElementById ('generate').click (); 'ok'",
+                                  BROWSER_TIMEOUT_MS, &error);
+  g_assert_no_error (error);
+  ids = dc_chromium_wait_string (browser, "document.getElementById ('result-ids').textContent",
+                                 RUN_TIMEOUT_MS, &error);
+  g_assert_no_error (error);
+  want = cli_ids (&again);
+  g_assert_cmpstr (ids, ==, want);
   assert_no_network (browser, kit);
 }
 
@@ -463,6 +547,7 @@ main (int    argc,
   g_test_add_func ("/dc/kit/export/cancel-and-replace", test_export_cancel_and_replace);
   g_test_add_func ("/dc/kit/page/ids", test_page_ids);
   g_test_add_func ("/dc/kit/page/tampered", test_page_tampered);
+  g_test_add_func ("/dc/kit/page/stop", test_page_stop);
   g_test_add_func ("/dc/kit/page/screenshots", test_page_screenshots);
   g_test_add_func ("/dc/kit/node/ids", test_node_ids);
   status = g_test_run ();

@@ -556,10 +556,16 @@ evaluate (DcChromium  *self,
   if (json_object_has_member (result, "exceptionDetails"))
     {
       JsonObject *details = json_object_get_object_member (result, "exceptionDetails");
+      JsonObject *exception = details != NULL && json_object_has_member (details, "exception")
+                              ? json_object_get_object_member (details, "exception") : NULL;
+      const char *text = exception != NULL
+                         ? json_object_get_string_member_with_default (exception, "description", NULL)
+                         : NULL;
 
+      if (text == NULL && details != NULL)
+        text = json_object_get_string_member_with_default (details, "text", NULL);
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "the page threw: %s",
-                   details != NULL ? json_object_get_string_member_with_default (details, "text", "?")
-                                   : "?");
+                   text != NULL ? text : "?");
       return NULL;
     }
   value = json_object_get_object_member (result, "result");
@@ -668,6 +674,28 @@ dc_chromium_screenshot (DcChromium  *self,
 out:
   g_main_context_pop_thread_default (self->context);
   return ok;
+}
+
+/* Emulates prefers-color-scheme: dark (or light) for the page. */
+gboolean
+dc_chromium_set_dark (DcChromium  *self,
+                      gboolean     dark,
+                      guint        timeout_ms,
+                      GError     **error)
+{
+  g_autoptr(JsonObject) params = json_object_new ();
+  g_autoptr(JsonObject) feature = json_object_new ();
+  g_autoptr(JsonArray) features = json_array_new ();
+  g_autoptr(JsonObject) result = NULL;
+
+  json_object_set_string_member (feature, "name", "prefers-color-scheme");
+  json_object_set_string_member (feature, "value", dark ? "dark" : "light");
+  json_array_add_object_element (features, g_steal_pointer (&feature));
+  json_object_set_array_member (params, "features", g_steal_pointer (&features));
+  g_main_context_push_thread_default (self->context);
+  result = call (self, self->page_session, "Emulation.setEmulatedMedia", params, timeout_ms, error);
+  g_main_context_pop_thread_default (self->context);
+  return result != NULL;
 }
 
 /* Every URL the page and its workers requested so far (borrowed). */

@@ -40,6 +40,10 @@ gboolean    dc_chromium_screenshot   (DcChromium  *self,
                                       const char  *png_path,
                                       guint        timeout_ms,
                                       GError     **error);
+gboolean    dc_chromium_set_dark     (DcChromium  *self,
+                                      gboolean     dark,
+                                      guint        timeout_ms,
+                                      GError     **error);
 GPtrArray  *dc_chromium_get_requests (DcChromium  *self);
 GPtrArray  *dc_chromium_get_console  (DcChromium  *self);
 void        dc_chromium_free         (DcChromium  *self);
