@@ -9,7 +9,8 @@
  * UTF-8 prompt, greedy and at two temperatures with two seeds (one of them
  * negative), with enough tokens that the window fills and then slides; the
  * logits after prompts of 1 to seq bytes are the CLI's (--dump-logits) bit
- * for bit; the blob read out of a kit page (<script id="dc-kit-data">) gives the same
+ * for bit, with the WebAssembly SIMD products and with the plain JavaScript
+ * ones (--no-wasm), which also generate the same ids; the blob read out of a kit page (<script id="dc-kit-data">) gives the same
  * ids; the engine's info names the checkpoint's weight hash and this build's
  * rule id; a blob with one byte flipped (in the data or in the header) is
  * refused with code hash-mismatch and "the kit's data was altered"; a
@@ -172,12 +173,13 @@ node_ids (Fixture    *f,
           const char *file,
           const char *prompt,
           const char *temperature,
-          const char *seed)
+          const char *seed,
+          const char *extra)
 {
   g_autofree char *out = NULL, *err = NULL;
   g_autoptr(JsonNode) root = NULL;
 
-  if (run_node (f, file, prompt, temperature, seed, NULL, &out, &err) != 0)
+  if (run_node (f, file, prompt, temperature, seed, extra, &out, &err) != 0)
     g_error ("kit-node.js failed: %s", err);
   root = parse (out);
   return ids_of (json_node_get_array (root));
@@ -202,23 +204,26 @@ check_same_logits (Fixture    *f,
   g_autoptr(GError) error = NULL;
 
   g_assert_cmpint (dc_test_run_cli (args, &out, &err, TIMEOUT_MS), ==, 0);
-  {
-    const char *argv[] = { f->node, f->runner, blob, "--prompt", prompt, "--dump-logits",
-                           node_path, NULL };
-    int status = -1;
-
-    g_clear_pointer (&out, g_free);
-    g_clear_pointer (&err, g_free);
-    g_assert_true (dc_test_spawn (argv, &out, &err, &status, TIMEOUT_MS));
-    g_assert_cmpint (status, ==, 0);
-  }
   g_file_get_contents (cli_path, &cli, &cli_len, &error);
   g_assert_no_error (error);
-  g_file_get_contents (node_path, &node, &node_len, &error);
-  g_assert_no_error (error);
-  g_assert_cmpuint (node_len, ==, 256 * sizeof (float));
   g_assert_cmpuint (cli_len, ==, strlen (prompt) * 256 * sizeof (float));
-  g_assert_cmpmem (node, node_len, cli + cli_len - node_len, node_len);
+  /* With the WebAssembly products and with the JavaScript ones. */
+  for (guint wasm = 0; wasm < 2; wasm++)
+    {
+      const char *argv[] = { f->node, f->runner, blob, "--prompt", prompt, "--dump-logits",
+                             node_path, wasm ? NULL : "--no-wasm", NULL };
+      int status = -1;
+
+      g_clear_pointer (&out, g_free);
+      g_clear_pointer (&err, g_free);
+      g_clear_pointer (&node, g_free);
+      g_assert_true (dc_test_spawn (argv, &out, &err, &status, TIMEOUT_MS));
+      g_assert_cmpint (status, ==, 0);
+      g_file_get_contents (node_path, &node, &node_len, &error);
+      g_assert_no_error (error);
+      g_assert_cmpuint (node_len, ==, 256 * sizeof (float));
+      g_assert_cmpmem (node, node_len, cli + cli_len - node_len, node_len);
+    }
 }
 
 static void
@@ -277,7 +282,8 @@ check_same_ids (Fixture    *f,
       for (guint s = 0; s < G_N_ELEMENTS (settings); s++)
         {
           g_autofree char *want = cli_ids (ckpt, prompts[p], settings[s][0], settings[s][1]);
-          g_autofree char *got = node_ids (f, blob, prompts[p], settings[s][0], settings[s][1]);
+          g_autofree char *got = node_ids (f, blob, prompts[p], settings[s][0], settings[s][1],
+                                           NULL);
 
           g_test_message ("width %s, prompt “%s”, temperature %s, seed %s: %s", width,
                           prompts[p], settings[s][0], settings[s][1], want);
@@ -289,9 +295,12 @@ check_same_ids (Fixture    *f,
           if (p == 3 && s == 1)
             {
               g_autofree char *from_page = node_ids (f, html, prompts[p], settings[s][0],
-                                                     settings[s][1]);
+                                                     settings[s][1], NULL);
+              g_autofree char *plain_js = node_ids (f, blob, prompts[p], settings[s][0],
+                                                    settings[s][1], "--no-wasm");
 
               g_assert_cmpstr (from_page, ==, want);
+              g_assert_cmpstr (plain_js, ==, want);
             }
         }
     }

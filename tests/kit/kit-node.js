@@ -10,7 +10,9 @@
  * (the temperature is a float, like the CLI's). --info prints the model's
  * info object instead; --bench prints {"tokens", "seconds", "tokens_per_s",
  * "load_seconds"}; --dump-logits FILE writes the logits after the prompt
- * (256 float32, little-endian) and prints nothing. On failure it prints {"code", "message"} on stderr and
+ * (256 float32, little-endian) and prints nothing; --no-wasm uses the
+ * JavaScript products instead of WebAssembly SIMD (the same integers). On
+ * failure it prints {"code", "message"} on stderr and
  * exits with status 1 (code: the engine's error code, e.g. hash-mismatch,
  * bad-kit, rule-mismatch; usage for bad arguments).
  *
@@ -32,7 +34,7 @@ function fail (code, message) {
 
 function parseArgs (argv) {
   const args = { file: null, prompt: '', tokens: 64, temperature: 0, seed: '1',
-                 bench: false, info: false, dumpLogits: null,
+                 bench: false, info: false, dumpLogits: null, wasm: true,
                  engine: path.join (__dirname, '..', '..', 'src', 'kit', 'dc-kit-engine.js') };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -53,6 +55,8 @@ function parseArgs (argv) {
       args.engine = value ();
     else if (a === '--dump-logits')
       args.dumpLogits = value ();
+    else if (a === '--no-wasm')
+      args.wasm = false;
     else if (a === '--bench')
       args.bench = true;
     else if (a === '--info')
@@ -64,7 +68,7 @@ function parseArgs (argv) {
   }
   if (args.file === null)
     fail ('usage', 'usage: kit-node.js FILE.html|FILE.blob --prompt TEXT --tokens N '
-          + '--temperature T --seed S [--bench] [--info] [--dump-logits FILE]');
+          + '--temperature T --seed S [--bench] [--info] [--dump-logits FILE] [--no-wasm]');
   if (!Number.isInteger (args.tokens) || !Number.isFinite (args.temperature))
     fail ('usage', '--tokens must be an integer and --temperature a number');
   return args;
@@ -99,7 +103,7 @@ function main () {
   const t0 = process.hrtime.bigint ();
   let model;
   try {
-    model = DcKit.loadModel (bytes);
+    model = DcKit.loadModel (bytes, { wasm: args.wasm });
   } catch (e) {
     fail (e.code || 'error', e.message);
   }
