@@ -7,8 +7,10 @@ set -eu
 # One package per line, so that changes are easy to review. clang and
 # libclang-rt-dev build the fuzz suite: the sanitizer and libFuzzer runtimes
 # (libclang-rt-14-dev on Debian 12) are only recommended by clang, and
-# recommends are not installed here. chromium runs the inference kit's page
-# headless in the kit suite and `bench kit` (the suite skips without it).
+# recommends are not installed here. nodejs runs the inference kit's engine
+# in the kit suite (Debian 12 ships Node 18; the engine is plain ES2020);
+# chromium runs the kit's page headless in the kit suite and `bench kit` (the
+# suite skips without it).
 packages="
 meson
 ninja-build
@@ -16,6 +18,7 @@ pkg-config
 gcc
 libc6-dev
 python3
+nodejs
 libgtk-4-dev
 libadwaita-1-dev
 libjson-glib-dev

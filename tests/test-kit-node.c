@@ -1,7 +1,9 @@
 /* test-kit-node.c: the inference kit's engine (src/kit/dc-kit-engine.js)
  * under Node against `daisychain-cli generate`.
  *
- * Proves: for a model trained for a few dozen steps in the test, at the
+ * Proves: the engine's softmax, layer norm, quantizer, GEMM epilogue and
+ * sampling draw give the C library's bits on tens of thousands of values
+ * (tests/kit/kit-math-check.js); for a model trained for a few dozen steps in the test, at the
  * default size (width 32) and at width 128, the engine run by
  * tests/kit/kit-node.js on the kit blob generates the same token ids as
  * `daisychain-cli generate --json`, every one, for an empty prompt, a
@@ -9,7 +11,10 @@
  * UTF-8 prompt, greedy and at two temperatures with two seeds (one of them
  * negative), with enough tokens that the window fills and then slides; the
  * logits after prompts of 1 to seq bytes are the CLI's (--dump-logits) bit
- * for bit; the blob read out of a kit page (<script id="dc-kit-data">) gives the same
+ * for bit, with the WebAssembly SIMD products and with the plain JavaScript
+ * ones (--no-wasm), which also generate the same ids; the logits of every
+ * position reached by the engine's incremental path (rows kept between
+ * tokens) equal a fresh full pass's; the blob read out of a kit page (<script id="dc-kit-data">) gives the same
  * ids; the engine's info names the checkpoint's weight hash and this build's
  * rule id; a blob with one byte flipped (in the data or in the header) is
  * refused with code hash-mismatch and "the kit's data was altered"; a
@@ -30,7 +35,9 @@
 #include "dc-test-utils.h"
 #include "engine/dc-gemm.h"
 #include "model/dc-checkpoint.h"
+#include "engine/dc-math.h"
 #include "model/dc-kit-blob.h"
+#include "model/dc-rng.h"
 
 #define TIMEOUT_MS 300000
 #define N_TOKENS "40"
@@ -172,12 +179,13 @@ node_ids (Fixture    *f,
           const char *file,
           const char *prompt,
           const char *temperature,
-          const char *seed)
+          const char *seed,
+          const char *extra)
 {
   g_autofree char *out = NULL, *err = NULL;
   g_autoptr(JsonNode) root = NULL;
 
-  if (run_node (f, file, prompt, temperature, seed, NULL, &out, &err) != 0)
+  if (run_node (f, file, prompt, temperature, seed, extra, &out, &err) != 0)
     g_error ("kit-node.js failed: %s", err);
   root = parse (out);
   return ids_of (json_node_get_array (root));
@@ -202,23 +210,26 @@ check_same_logits (Fixture    *f,
   g_autoptr(GError) error = NULL;
 
   g_assert_cmpint (dc_test_run_cli (args, &out, &err, TIMEOUT_MS), ==, 0);
-  {
-    const char *argv[] = { f->node, f->runner, blob, "--prompt", prompt, "--dump-logits",
-                           node_path, NULL };
-    int status = -1;
-
-    g_clear_pointer (&out, g_free);
-    g_clear_pointer (&err, g_free);
-    g_assert_true (dc_test_spawn (argv, &out, &err, &status, TIMEOUT_MS));
-    g_assert_cmpint (status, ==, 0);
-  }
   g_file_get_contents (cli_path, &cli, &cli_len, &error);
   g_assert_no_error (error);
-  g_file_get_contents (node_path, &node, &node_len, &error);
-  g_assert_no_error (error);
-  g_assert_cmpuint (node_len, ==, 256 * sizeof (float));
   g_assert_cmpuint (cli_len, ==, strlen (prompt) * 256 * sizeof (float));
-  g_assert_cmpmem (node, node_len, cli + cli_len - node_len, node_len);
+  /* With the WebAssembly products and with the JavaScript ones. */
+  for (guint wasm = 0; wasm < 2; wasm++)
+    {
+      const char *argv[] = { f->node, f->runner, blob, "--prompt", prompt, "--dump-logits",
+                             node_path, wasm ? NULL : "--no-wasm", NULL };
+      int status = -1;
+
+      g_clear_pointer (&out, g_free);
+      g_clear_pointer (&err, g_free);
+      g_clear_pointer (&node, g_free);
+      g_assert_true (dc_test_spawn (argv, &out, &err, &status, TIMEOUT_MS));
+      g_assert_cmpint (status, ==, 0);
+      g_file_get_contents (node_path, &node, &node_len, &error);
+      g_assert_no_error (error);
+      g_assert_cmpuint (node_len, ==, 256 * sizeof (float));
+      g_assert_cmpmem (node, node_len, cli + cli_len - node_len, node_len);
+    }
 }
 
 static void
@@ -266,6 +277,19 @@ check_same_ids (Fixture    *f,
                    ==, hash);
   g_assert_true (json_object_get_null_member (json_node_get_object (info), "loss"));
 
+  /* The rows kept between tokens give the bits of a full pass. */
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autofree char *out = NULL, *err = NULL;
+      g_autoptr(JsonNode) root = NULL;
+
+      g_assert_cmpint (run_node (f, blob, i == 0 ? "" : "q", "0.8", "7", "--check-incremental",
+                                 &out, &err), ==, 0);
+      root = parse (out);
+      g_assert_cmpint (json_object_get_int_member (json_node_get_object (root), "steps"), >=, 32);
+      g_assert_cmpint (json_object_get_int_member (json_node_get_object (root), "differing"),
+                       ==, 0);
+    }
   check_same_logits (f, ckpt, blob, "x");
   check_same_logits (f, ckpt, blob, "The quick brown fox");
   check_same_logits (f, ckpt, blob, "0123456789abcdefghijklmnopqrstuv");  /* seq bytes */
@@ -277,7 +301,8 @@ check_same_ids (Fixture    *f,
       for (guint s = 0; s < G_N_ELEMENTS (settings); s++)
         {
           g_autofree char *want = cli_ids (ckpt, prompts[p], settings[s][0], settings[s][1]);
-          g_autofree char *got = node_ids (f, blob, prompts[p], settings[s][0], settings[s][1]);
+          g_autofree char *got = node_ids (f, blob, prompts[p], settings[s][0], settings[s][1],
+                                           NULL);
 
           g_test_message ("width %s, prompt “%s”, temperature %s, seed %s: %s", width,
                           prompts[p], settings[s][0], settings[s][1], want);
@@ -289,9 +314,12 @@ check_same_ids (Fixture    *f,
           if (p == 3 && s == 1)
             {
               g_autofree char *from_page = node_ids (f, html, prompts[p], settings[s][0],
-                                                     settings[s][1]);
+                                                     settings[s][1], NULL);
+              g_autofree char *plain_js = node_ids (f, blob, prompts[p], settings[s][0],
+                                                    settings[s][1], "--no-wasm");
 
               g_assert_cmpstr (from_page, ==, want);
+              g_assert_cmpstr (plain_js, ==, want);
             }
         }
     }
@@ -424,11 +452,201 @@ test_refused (Fixture       *f,
   }
 }
 
+/* A float from the generator: sign, a 24-bit mantissa and an exponent in
+ * [-lo, hi), so that rows mix magnitudes (and reach the subnormal range
+ * when lo is large). */
+static float
+draw (guint64 seed,
+      guint64 i,
+      int     lo,
+      int     hi)
+{
+  guint64 u = dc_rng_u64 (seed, 99, i);
+  float m = (float) (u >> 40) * 0x1p-24f;
+  int e = (int) ((u >> 8) % (guint64) (hi + lo)) - lo;
+
+  return ((u & 1) ? -m : m) * ldexpf (1.0f, e);
+}
+
+static guint32
+bits_of (float x)
+{
+  guint32 u;
+
+  memcpy (&u, &x, sizeof u);
+  return u;
+}
+
+static void
+add_bits (JsonBuilder *b,
+          const char  *name,
+          const float *x,
+          gsize        n)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_begin_array (b);
+  for (gsize i = 0; i < n; i++)
+    json_builder_add_int_value (b, bits_of (x[i]));
+  json_builder_end_array (b);
+}
+
+/* The C library's results on inputs chosen to reach every branch: rows of
+ * 1 to 300 logits (spreads beyond exp's underflow included), layer norms of
+ * the model's widths, vectors down to subnormal values, epilogues at the
+ * ends of the f32 range, and draws for negative and huge seeds. */
+static char *
+write_math_cases (Fixture *f)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new ();
+  g_autoptr(JsonGenerator) gen = json_generator_new ();
+  g_autoptr(JsonNode) root = NULL;
+  g_autoptr(GError) error = NULL;
+  char *path = g_strdup_printf ("%s/math-cases.json", f->dir);
+  g_autofree char *text = NULL;
+  float x[512], y[512], w[512], bias[512];
+  guint64 k = 0;
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "softmax");
+  json_builder_begin_array (b);
+  for (guint row = 0; row < 300; row++)
+    {
+      gsize n = 1 + row % 300;
+      int spread = row % 3 == 0 ? 8 : row % 3 == 1 ? 2 : 0;
+
+      for (gsize i = 0; i < n; i++)
+        x[i] = draw (row, k++, 2, spread + 1) * (row % 5 == 0 ? 40.0f : 1.0f);
+      json_builder_begin_object (b);
+      add_bits (b, "x", x, n);
+      dc_math_softmax (x, y, n);
+      add_bits (b, "y", y, n);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+
+  json_builder_set_member_name (b, "layer_norm");
+  json_builder_begin_array (b);
+  for (guint row = 0; row < 120; row++)
+    {
+      const gsize widths[] = { 16, 20, 32, 48, 64, 96, 128, 384, 512 };
+      gsize n = widths[row % G_N_ELEMENTS (widths)];
+
+      for (gsize i = 0; i < n; i++)
+        {
+          x[i] = draw (row, k++, 6, 6);
+          w[i] = 1.0f + draw (row, k++, 8, 0);
+          bias[i] = draw (row, k++, 10, 0);
+        }
+      json_builder_begin_object (b);
+      add_bits (b, "x", x, n);
+      add_bits (b, "w", w, n);
+      add_bits (b, "b", bias, n);
+      dc_math_layer_norm (x, w, bias, DC_MATH_GPT2_LN_EPS, y, NULL, NULL, n);
+      add_bits (b, "y", y, n);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+
+  json_builder_set_member_name (b, "quantize");
+  json_builder_begin_array (b);
+  for (guint row = 0; row < 200; row++)
+    {
+      gsize n = 1 + (row * 7) % 130;
+      g_autoptr(DcQuantMatrix) q = dc_quant_matrix_new (1, n, &error);
+
+      g_assert_no_error (error);
+      for (gsize i = 0; i < n; i++)
+        x[i] = row % 17 == 0 ? 0.0f : draw (row, k++, row % 4 == 0 ? 140 : 20, 20);
+      g_assert_true (dc_quant_pack ("test", x, n, 1, q, &error));
+      json_builder_begin_object (b);
+      add_bits (b, "x", x, n);
+      json_builder_set_member_name (b, "q");
+      json_builder_begin_array (b);
+      for (gsize i = 0; i < n; i++)
+        json_builder_add_int_value (b, q->q[i]);
+      json_builder_end_array (b);
+      json_builder_set_member_name (b, "e");
+      json_builder_add_int_value (b, q->exponent[0]);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+
+  json_builder_set_member_name (b, "epilogue");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < 3000; i++)
+    {
+      guint64 u = dc_rng_u64 (5, 98, i);
+      gint32 acc = (gint32) (u >> 32) >> (u % 31);
+      gint32 ea = (gint32) ((u >> 8) % 400) - 200, eb = (gint32) ((u >> 20) % 400) - 250;
+
+      json_builder_begin_array (b);
+      json_builder_add_int_value (b, acc);
+      json_builder_add_int_value (b, ea);
+      json_builder_add_int_value (b, eb);
+      json_builder_add_int_value (b, bits_of (dc_gemm_epilogue (acc, ea, eb)));
+      json_builder_end_array (b);
+    }
+  json_builder_end_array (b);
+
+  json_builder_set_member_name (b, "rng");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < 300; i++)
+    {
+      gint64 seed = i % 3 == 0 ? -(gint64) (dc_rng_u64 (1, 97, i) >> 2) : (gint64) i * 1000003;
+      /* Counters up to 2^53 travel exactly as JSON numbers. */
+      guint64 counter = i % 5 == 0 ? dc_rng_u64 (2, 97, i) >> 11 : i;
+      g_autofree char *seed_text = g_strdup_printf ("%" G_GINT64_FORMAT, seed);
+
+      json_builder_begin_array (b);
+      json_builder_add_string_value (b, seed_text);
+      json_builder_add_int_value (b, DC_RNG_STREAM_SAMPLE);
+      json_builder_add_int_value (b, (gint64) counter);
+      json_builder_add_int_value (b, bits_of (dc_rng_uniform ((guint64) seed,
+                                                              DC_RNG_STREAM_SAMPLE, counter)));
+      json_builder_end_array (b);
+    }
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+
+  root = json_builder_get_root (b);
+  json_generator_set_root (gen, root);
+  text = json_generator_to_data (gen, NULL);
+  g_file_set_contents (path, text, -1, &error);
+  g_assert_no_error (error);
+  return path;
+}
+
+static void
+test_math (Fixture       *f,
+           gconstpointer  data)
+{
+  g_autofree char *cases = NULL, *script = NULL, *out = NULL, *err = NULL;
+  g_autoptr(JsonNode) root = NULL;
+  int status = -1;
+
+  if (skip_without_node (f))
+    return;
+  cases = write_math_cases (f);
+  script = dc_test_dup_source_path ("tests", "kit", "kit-math-check.js", NULL);
+  {
+    const char *argv[] = { f->node, script, cases, NULL };
+
+    g_assert_true (dc_test_spawn (argv, &out, &err, &status, TIMEOUT_MS));
+  }
+  g_test_message ("%s%s", out, err);
+  root = parse (out);
+  g_assert_cmpint (json_object_get_int_member (json_node_get_object (root), "checked"), >, 40000);
+  g_assert_cmpint (json_object_get_int_member (json_node_get_object (root), "mismatches"), ==, 0);
+  g_assert_cmpint (status, ==, 0);
+}
+
 int
 main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  g_test_add ("/dc/kit/node/math", Fixture, NULL, fixture_set_up, test_math,
+              fixture_tear_down);
   g_test_add ("/dc/kit/node/refused", Fixture, NULL, fixture_set_up, test_refused,
               fixture_tear_down);
   g_test_add ("/dc/kit/node/same-ids-default-size", Fixture, NULL, fixture_set_up,

@@ -294,6 +294,7 @@ test_page_ids (void)
 {
   g_autoptr(DcChromium) browser = NULL;
   g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) engine = NULL;
 
   train_and_export ();
   if ((browser = open_browser ()) == NULL)
@@ -319,6 +320,12 @@ test_page_ids (void)
       g_test_message ("case %u: page %s, cli %s", i, ids, want);
       g_assert_cmpstr (ids, ==, want);
     }
+  /* Chromium has WebAssembly SIMD, and the page's policy lets the engine
+   * compile its products there (not the slower JavaScript loops). */
+  engine = dc_chromium_evaluate (browser, "document.getElementById ('fact-engine').textContent",
+                                 BROWSER_TIMEOUT_MS, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (json_node_get_string (engine), ==, "WebAssembly SIMD");
   assert_no_network (browser, kit);
 }
 

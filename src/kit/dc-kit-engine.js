@@ -237,19 +237,141 @@
     return r;                              /* a normal f32, exactly */
   }
 
-  /* dot of q8 vectors a[ao..ao+k) and b[bo..bo+k): exact (see the header). */
+  /* dot of quantized vectors a[ao..ao+k) and b[bo..bo+k) (Int32Arrays of
+   * values in [−127, 127]): exact (see the header), so the four partial sums
+   * may be added in any order. */
   function dot8 (a, ao, b, bo, k) {
     let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     let i = 0;
     for (; i + 3 < k; i += 4) {
-      s0 = (s0 + a[ao + i] * b[bo + i]) | 0;
-      s1 = (s1 + a[ao + i + 1] * b[bo + i + 1]) | 0;
-      s2 = (s2 + a[ao + i + 2] * b[bo + i + 2]) | 0;
-      s3 = (s3 + a[ao + i + 3] * b[bo + i + 3]) | 0;
+      s0 = (s0 + Math.imul (a[ao + i], b[bo + i])) | 0;
+      s1 = (s1 + Math.imul (a[ao + i + 1], b[bo + i + 1])) | 0;
+      s2 = (s2 + Math.imul (a[ao + i + 2], b[bo + i + 2])) | 0;
+      s3 = (s3 + Math.imul (a[ao + i + 3], b[bo + i + 3])) | 0;
     }
     for (; i < k; i++)
-      s0 = (s0 + a[ao + i] * b[bo + i]) | 0;
+      s0 = (s0 + Math.imul (a[ao + i], b[bo + i])) | 0;
     return (s0 + s1 + s2 + s3) | 0;
+  }
+
+  /* ------------------------------------- the products in WebAssembly SIMD */
+
+  /*
+   * The int8 products are where the time goes (12·C² multiply-adds per row
+   * and layer). WebAssembly's i32x4.dot_i16x8_s multiplies eight pairs of
+   * int16 and adds them pairwise into four int32 lanes: with values in
+   * [−127, 127] every product and every partial sum is exact (the same
+   * bound as above), so this computes the same integers as dot8 (). The
+   * module is one function, assembled below from named opcodes (not an
+   * opaque blob), equivalent to this text form:
+   *
+   *   (func (export "gemm") (param $a $b $out $m $n $k i32)
+   *     ;; out[r·n + j] = Σ_i a[r·k + i] · b[j·k + i], int16 operands, k a
+   *     ;; multiple of 8 (vectors are zero-padded), rows 16-byte aligned
+   *     (loop $r (loop $j
+   *        acc = 0 (i32x4)
+   *        (loop $i  acc = i32x4.add (acc, i32x4.dot_i16x8_s (v128.load a+…, v128.load b+…)))
+   *        (i32.store out+… (lane0 + lane1 + lane2 + lane3 of acc)))))
+   *
+   * It runs where WebAssembly SIMD exists (current Chromium, Firefox,
+   * Safari, Node ≥ 16.4); elsewhere the JavaScript loops do the same sums.
+   */
+  function leb (v) {
+    const out = [];
+    do {
+      let byte = v & 0x7f;
+      v >>>= 7;
+      if (v !== 0)
+        byte |= 0x80;
+      out.push (byte);
+    } while (v !== 0);
+    return out;
+  }
+
+  function sleb (v) {
+    const out = [];
+    for (;;) {
+      const byte = v & 0x7f;
+      v >>= 7;
+      if ((v === 0 && (byte & 0x40) === 0) || (v === -1 && (byte & 0x40) !== 0)) {
+        out.push (byte);
+        return out;
+      }
+      out.push (byte | 0x80);
+    }
+  }
+
+  function section (id, content) {
+    return [id, ...leb (content.length), ...content];
+  }
+
+  function gemmModuleBytes (pages) {
+    const I32 = 0x7f, V128 = 0x7b, VOID = 0x40;
+    /* Parameters 0–5, then the locals. */
+    const A = 0, B = 1, OUT = 2, M = 3, N = 4, K = 5;
+    const R = 6, J = 7, I = 8, PA = 9, PB = 10, RB = 11, ACC = 12;
+    const get = (x) => [0x20, x], set = (x) => [0x21, x], i32 = (v) => [0x41, ...sleb (v)];
+    const simd = (op) => [0xfd, ...leb (op)];
+    const add = 0x6a, mul = 0x6c, shl = 0x74, geU = 0x4f, brIf = 0x0d, br = 0x0c, end = 0x0b;
+    const block = [0x02, VOID], loop = [0x03, VOID];
+    const v128Load = simd (0x00), v128Const = simd (0x0c), lane = simd (0x1b);
+    const i32x4Add = simd (0xae), dot = simd (0xba);
+    const body = [
+      2, 6, I32, 1, V128,                                      /* locals */
+      ...get (K), ...i32 (1), shl, ...set (RB),                /* row bytes = 2k */
+      ...i32 (0), ...set (R),
+      ...block, ...loop,
+        ...get (R), ...get (M), geU, brIf, 1,
+        ...i32 (0), ...set (J),
+        ...block, ...loop,
+          ...get (J), ...get (N), geU, brIf, 1,
+          ...get (A), ...get (R), ...get (RB), mul, add, ...set (PA),
+          ...get (B), ...get (J), ...get (RB), mul, add, ...set (PB),
+          ...v128Const, ...new Array (16).fill (0), ...set (ACC),
+          ...i32 (0), ...set (I),
+          ...block, ...loop,
+            ...get (I), ...get (RB), geU, brIf, 1,
+            ...get (ACC),
+            ...get (PA), ...get (I), add, ...v128Load, 4, 0,
+            ...get (PB), ...get (I), add, ...v128Load, 4, 0,
+            ...dot, ...i32x4Add, ...set (ACC),
+            ...get (I), ...i32 (16), add, ...set (I),
+            br, 0,
+          end, end,
+          ...get (OUT), ...get (R), ...get (N), mul, ...get (J), add, ...i32 (2), shl, add,
+          ...get (ACC), ...lane, 0,
+          ...get (ACC), ...lane, 1, add,
+          ...get (ACC), ...lane, 2, add,
+          ...get (ACC), ...lane, 3, add,
+          0x36, 2, 0,                                          /* i32.store */
+          ...get (J), ...i32 (1), add, ...set (J),
+          br, 0,
+        end, end,
+        ...get (R), ...i32 (1), add, ...set (R),
+        br, 0,
+      end, end,
+      end,
+    ];
+    const name = (s) => [s.length, ...Array.from (s, (ch) => ch.charCodeAt (0))];
+    return new Uint8Array ([
+      0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+      ...section (1, [1, 0x60, 6, I32, I32, I32, I32, I32, I32, 0]),
+      ...section (3, [1, 0]),
+      ...section (5, [1, 1, ...leb (pages), ...leb (pages)]),
+      ...section (7, [2, ...name ('gemm'), 0, 0, ...name ('mem'), 2, 0]),
+      ...section (10, [1, ...leb (body.length), ...body]),
+    ]);
+  }
+
+  /* The instance, or null where WebAssembly or its SIMD is missing. */
+  function gemmInstance (bytes) {
+    if (typeof WebAssembly !== 'object')
+      return null;
+    const pages = Math.ceil (bytes / 65536);
+    const code = gemmModuleBytes (pages);
+    if (!WebAssembly.validate (code))
+      return null;
+    return new WebAssembly.Instance (new WebAssembly.Module (code), {});
   }
 
   /* ------------------------------------------------------------ dc-math */
@@ -458,7 +580,9 @@
       return out;
     }
     const nv = t.shape[0], k = t.shape[1];
-    const q = new Int8Array (nv * k);
+    /* Int32Array: the products' loads then need no sign extension, and
+     * V8's int32 multiply (Math.imul) runs on them directly. */
+    const q = new Int32Array (nv * k);
     const e = new Int32Array (nv);
     for (let i = 0; i < nv * k; i++) {
       const v = view.getInt8 (t.offset + i);
@@ -474,7 +598,7 @@
     return { q, e, n: nv, k };
   }
 
-  function loadModel (bytes) {
+  function loadModel (bytes, options) {
     if (!(bytes instanceof Uint8Array))
       throw bad ('expected the blob\'s bytes (a Uint8Array)');
     if (bytes.length < PREFIX)
@@ -549,7 +673,8 @@
                    + shape.join (' × ') + ') inside the data');
       t[name] = readTensor (bytes, view, e);
     }
-    return new Model (c, info, t, bytes.length, hex (digest));
+    return new Model (c, info, t, bytes.length, hex (digest),
+                      !(options && options.wasm === false));
   }
 
   /* --------------------------------------------------------------- model */
@@ -574,7 +699,7 @@
    * the full pass, which dc_generate () runs for every token; when the window
    * slides (positions shift) everything is recomputed.
    */
-  function Model (c, info, t, size, digest) {
+  function Model (c, info, t, size, digest, useWasm) {
     const C = c.width, T = c.seq, L = c.layers, Hn = c.heads, D = C / Hn;
 
     this.info = {
@@ -600,9 +725,9 @@
         /* Activations of the window, kept between tokens. */
         x: new Float32Array (T * C),           /* the layer's input rows */
         qkv: new Float32Array (T * 3 * C),
-        kq: new Int8Array (T * C),             /* k rows quantized per (row, head) */
+        kq: new Int32Array (T * C),             /* k rows quantized per (row, head) */
         ke: new Int32Array (T * Hn),
-        vq: new Int8Array (C * T),             /* v columns quantized over the window */
+        vq: new Int32Array (C * T),             /* v columns quantized over the window */
         ve: new Int32Array (C),
         veNext: new Int32Array (C),
       });
@@ -613,29 +738,112 @@
     this.atty = new Float32Array (T * C);
     this.mid = new Float32Array (T * C);
     this.y = new Float32Array (T * 4 * C);
-    this.rowQ = new Int8Array (T * 4 * C);      /* left operands, quantized per row */
+    this.rowQ = new Int32Array (T * 4 * C);      /* left operands, quantized per row (JS path) */
     this.rowE = new Int32Array (T);
     this.scores = new Float32Array (T);
-    this.attQ = new Int8Array (T);
-    this.qQ = new Int8Array (D);
+    this.attQ = new Int32Array (T);
+    this.qQ = new Int32Array (D);
     this.vcol = new Float32Array (T);
     this.sq = new Float32Array (4 * C);
     this.logits = new Float32Array (VOCAB);
     this.window = new Uint8Array (T);
     this.windowLen = 0;                         /* rows the caches hold */
+    this.accJs = new Int32Array (T * Math.max (4 * C, VOCAB));
+
+    /* WebAssembly memory: every q8 matrix as int16 vectors zero-padded to a
+     * multiple of 8 values (16 bytes, so every row stays aligned), then the
+     * left operand's rows, then the int32 results. */
+    this.gemm = null;
+    this.info.engine = 'javascript';
+    if (useWasm) {
+      const pad8 = (k) => (k + 7) & ~7;
+      const mats = [this.head];
+      for (const Ly of this.layers)
+        mats.push (Ly.attnW, Ly.projW, Ly.fcW, Ly.fcprojW);
+      let bytes = 0;
+      for (const W of mats) {
+        W.kp = pad8 (W.k);
+        W.ptr = bytes;
+        bytes += W.n * W.kp * 2;
+      }
+      this.aPtr = bytes;
+      bytes += T * pad8 (4 * C) * 2;
+      this.outPtr = bytes;
+      bytes += T * Math.max (4 * C, VOCAB) * 4;
+      const instance = gemmInstance (bytes);
+      if (instance !== null) {
+        const buffer = instance.exports.mem.buffer;
+        this.m16 = new Int16Array (buffer);
+        this.accWasm = new Int32Array (buffer, this.outPtr, T * Math.max (4 * C, VOCAB));
+        for (const W of mats)
+          for (let v = 0; v < W.n; v++)
+            this.m16.set (W.q.subarray (v * W.k, (v + 1) * W.k), (W.ptr >> 1) + v * W.kp);
+        this.gemm = instance.exports.gemm;
+        this.info.engine = 'webassembly-simd';
+      }
+    }
   }
 
-  /* y[r] = x[r] · W + b for rows r0 ≤ r < len: x (len, k) quantized per
-   * row, W a q8 operand (n vectors of k), one epilogue and one rounded
-   * bias addition per value (linear_forward ()). */
-  Model.prototype.linear = function (what, x, r0, len, W, bias, y) {
-    const k = W.k, n = W.n, q = this.rowQ, e = this.rowE, wq = W.q, we = W.e;
+  /*
+   * The int32 products of rows r0 … len − 1 of x (len, k), each quantized
+   * on its own (its exponent into rowE[r]), with the q8 operand W (n vectors
+   * of k): acc[(r − r0)·n + j] = Σ_i q(x_r)_i · W_j,i, exact. In
+   * WebAssembly where it exists, else in the loops below; the same integers.
+   */
+  Model.prototype.gemmRows = function (what, x, r0, len, W) {
+    const k = W.k, n = W.n, e = this.rowE;
+    if (this.gemm !== null) {
+      const kp = W.kp, m16 = this.m16, base = this.aPtr >> 1;
+      for (let r = r0; r < len; r++) {
+        const o = base + (r - r0) * kp;
+        e[r] = quantize (what, x, r * k, 1, k, m16, o);
+        if (kp > k)
+          m16.fill (0, o + k, o + kp);             /* zero padding adds nothing */
+      }
+      this.gemm (this.aPtr, W.ptr, this.outPtr, len - r0, n, kp);
+      return this.accWasm;
+    }
+    const q = this.rowQ, wq = W.q, acc = this.accJs;
     for (let r = r0; r < len; r++)
-      e[r] = quantize (what, x, r * k, 1, k, q, r * k);
-    for (let r = r0; r < len; r++) {
-      const ro = r * k, yo = r * n, er = e[r];
+      e[r] = quantize (what, x, r * k, 1, k, q, (r - r0) * k);
+    /* Four rows at a time against each weight vector, so that every weight
+     * loaded serves four products (the full pass after the window slides
+     * has up to T rows); the sums are exact, so the order is free. */
+    const rows = len - r0;
+    let r = 0;
+    for (; r + 3 < rows; r += 4) {
+      const a0 = r * k, a1 = a0 + k, a2 = a1 + k, a3 = a2 + k;
+      for (let j = 0; j < n; j++) {
+        const wo = j * k;
+        let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (let i = 0; i < k; i++) {
+          const w = wq[wo + i];
+          s0 = (s0 + Math.imul (q[a0 + i], w)) | 0;
+          s1 = (s1 + Math.imul (q[a1 + i], w)) | 0;
+          s2 = (s2 + Math.imul (q[a2 + i], w)) | 0;
+          s3 = (s3 + Math.imul (q[a3 + i], w)) | 0;
+        }
+        acc[r * n + j] = s0;
+        acc[(r + 1) * n + j] = s1;
+        acc[(r + 2) * n + j] = s2;
+        acc[(r + 3) * n + j] = s3;
+      }
+    }
+    for (; r < rows; r++)
       for (let j = 0; j < n; j++)
-        y[yo + j] = f (epilogue (dot8 (q, ro, wq, j * k, k), er + we[j]) + bias[j]);
+        acc[r * n + j] = dot8 (q, r * k, wq, j * k, k);
+    return acc;
+  };
+
+  /* y[r] = x[r] · W + b for rows r0 ≤ r < len (linear_forward ()): one
+   * epilogue and one rounded bias addition per value. */
+  Model.prototype.linear = function (what, x, r0, len, W, bias, y) {
+    const n = W.n, we = W.e, e = this.rowE;
+    const acc = this.gemmRows (what, x, r0, len, W);
+    for (let r = r0; r < len; r++) {
+      const er = e[r], ao = (r - r0) * n, yo = r * n;
+      for (let j = 0; j < n; j++)
+        y[yo + j] = f (epilogue (acc[ao + j], er + we[j]) + bias[j]);
     }
   };
 
@@ -746,11 +954,12 @@
 
     /* Final norm and the tied head, for the last row only (rows are
      * independent here). */
-    const last = len - 1, h = this.h, q = this.rowQ, head = this.head, logits = this.logits;
+    const last = len - 1, h = this.h, head = this.head, logits = this.logits;
     layerNorm (this.out, last * C, this.lnfW, this.lnfB, h, 0, C, this.sq);
-    const e = quantize ('lm_head', h, 0, 1, C, q, 0);
+    const acc = this.gemmRows ('lm_head', h, 0, 1, head);
+    const e = this.rowE[0];
     for (let j = 0; j < VOCAB; j++)
-      logits[j] = epilogue (dot8 (q, 0, head.q, j * C, C), e + head.e[j]);
+      logits[j] = epilogue (acc[j], e + head.e[j]);
     return logits;
   };
 

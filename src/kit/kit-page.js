@@ -64,6 +64,9 @@
       !isFinite (info.loss) ? 'not recorded' : Number (info.loss).toFixed (4);
     $('fact-hash').textContent = info.weightHash;
     $('fact-rule').textContent = info.rule;
+    $('fact-engine').textContent = info.engine === 'webassembly-simd' ? 'WebAssembly SIMD'
+      : info.engine === 'javascript' ? 'JavaScript (this browser has no WebAssembly SIMD)'
+      : String (info.engine || '–');
   }
 
   /* Settings from the form; throws an Error with a message for the user. */

@@ -181,8 +181,11 @@ dc_kit_export (const DcGptModel  *model,
   page_hash = csp_hash (page_text);
   /* No network of any kind: default-src 'none' covers fetch, images, fonts,
    * media and frames; scripts are only the hashed page script and the
-   * blob: worker; the worker itself inherits this policy. */
-  csp = g_strdup_printf ("default-src 'none'; script-src %s; style-src %s; worker-src blob:; "
+   * blob: worker; the worker itself inherits this policy. 'wasm-unsafe-eval'
+   * lets the engine compile the WebAssembly products it assembles itself
+   * (it allows no JavaScript eval). */
+  csp = g_strdup_printf ("default-src 'none'; script-src %s 'wasm-unsafe-eval'; style-src %s; "
+                         "worker-src blob:; "
                          "connect-src 'none'; img-src 'none'; font-src 'none'; "
                          "base-uri 'none'; form-action 'none'", page_hash, css_hash);
   {

@@ -10,7 +10,13 @@
  * (the temperature is a float, like the CLI's). --info prints the model's
  * info object instead; --bench prints {"tokens", "seconds", "tokens_per_s",
  * "load_seconds"}; --dump-logits FILE writes the logits after the prompt
- * (256 float32, little-endian) and prints nothing. On failure it prints {"code", "message"} on stderr and
+ * (256 float32, little-endian) and prints nothing; --no-wasm uses the
+ * JavaScript products instead of WebAssembly SIMD (the same integers);
+ * --check-incremental generates, then replays the sequence one token at a
+ * time (the engine's incremental path, model.forward) and compares every
+ * position's logits with a fresh full pass, printing {"steps", "differing"}.
+ * On
+ * failure it prints {"code", "message"} on stderr and
  * exits with status 1 (code: the engine's error code, e.g. hash-mismatch,
  * bad-kit, rule-mismatch; usage for bad arguments).
  *
@@ -32,7 +38,8 @@ function fail (code, message) {
 
 function parseArgs (argv) {
   const args = { file: null, prompt: '', tokens: 64, temperature: 0, seed: '1',
-                 bench: false, info: false, dumpLogits: null,
+                 bench: false, info: false, dumpLogits: null, wasm: true,
+                 checkIncremental: false,
                  engine: path.join (__dirname, '..', '..', 'src', 'kit', 'dc-kit-engine.js') };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -53,6 +60,10 @@ function parseArgs (argv) {
       args.engine = value ();
     else if (a === '--dump-logits')
       args.dumpLogits = value ();
+    else if (a === '--check-incremental')
+      args.checkIncremental = true;
+    else if (a === '--no-wasm')
+      args.wasm = false;
     else if (a === '--bench')
       args.bench = true;
     else if (a === '--info')
@@ -64,7 +75,7 @@ function parseArgs (argv) {
   }
   if (args.file === null)
     fail ('usage', 'usage: kit-node.js FILE.html|FILE.blob --prompt TEXT --tokens N '
-          + '--temperature T --seed S [--bench] [--info] [--dump-logits FILE]');
+          + '--temperature T --seed S [--bench] [--info] [--dump-logits FILE] [--no-wasm]');
   if (!Number.isInteger (args.tokens) || !Number.isFinite (args.temperature))
     fail ('usage', '--tokens must be an integer and --temperature a number');
   return args;
@@ -80,6 +91,27 @@ function blobFromHtml (text) {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test (b64))
     fail ('bad-kit', 'the page\'s kit data is not base64');
   return new Uint8Array (Buffer.from (b64, 'base64'));
+}
+
+/* Test-only: model.forward () and windowLen are the engine's internals. */
+function checkIncremental (DcKit, bytes, model, args) {
+  const fresh = DcKit.loadModel (bytes, { wasm: args.wasm });
+  const prompt = new Uint8Array (Buffer.from (args.prompt, 'utf8'));
+  const ids = model.generate (prompt, { tokens: args.tokens, temperature: args.temperature,
+                                        seed: args.seed });
+  const seq = Uint8Array.from ([...(prompt.length > 0 ? prompt : [10]), ...ids]);
+  let steps = 0, differing = 0;
+
+  model.windowLen = 0;
+  for (let n = 1; n <= Math.min (seq.length, model.info.seq); n++) {
+    const a = model.forward (seq, 0, n);
+    const b = fresh.promptLogits (seq.subarray (0, n));
+    steps++;
+    if (!a.every ((v, j) => Object.is (v, b[j])))
+      differing++;
+  }
+  process.stdout.write (JSON.stringify ({ steps, differing }) + '\n');
+  process.exit (differing > 0 ? 1 : 0);
 }
 
 function main () {
@@ -99,7 +131,7 @@ function main () {
   const t0 = process.hrtime.bigint ();
   let model;
   try {
-    model = DcKit.loadModel (bytes);
+    model = DcKit.loadModel (bytes, { wasm: args.wasm });
   } catch (e) {
     fail (e.code || 'error', e.message);
   }
@@ -115,6 +147,10 @@ function main () {
     } catch (e) {
       fail (e.code || 'error', e.message);
     }
+    return;
+  }
+  if (args.checkIncremental) {
+    checkIncremental (DcKit, bytes, model, args);
     return;
   }
   let ids;
