@@ -58,6 +58,7 @@ typedef struct
   double     ratio;        /* the median of each round's kit ÷ native */
   gboolean   same_ids;     /* in every round */
   gsize      kit_bytes;
+  char      *engine;       /* the page's "Engine" fact */
 } KitResult;
 
 static double
@@ -143,6 +144,16 @@ bench_size (const KitSize  *size,
       || !wait_kit_run (browser, &warm_tps, &warm_ids, error))
     return FALSE;
 
+  {
+    g_autoptr(JsonNode) engine = dc_chromium_evaluate (browser, "document.getElementById "
+                                                       "('fact-engine').textContent",
+                                                       BENCH_BROWSER_TIMEOUT_MS, error);
+
+    if (engine == NULL)
+      return FALSE;
+    out->engine = JSON_NODE_HOLDS_VALUE (engine) ? json_node_dup_string (engine) : NULL;
+  }
+
   /* Generate's click handler clears the previous results before it starts. */
   click = g_strdup_printf ("document.getElementById ('tokens').value = '%u';"
                            "document.getElementById ('generate').click (); 'ok'", tokens);
@@ -227,6 +238,7 @@ dc_cli_bench_kit_run (const DcCliCommand  *command,
 
       if (!bench_size (&sizes[i], tokens, rounds, browser, dir, &r, &error))
         {
+          g_free (r.engine);
           g_prefix_error (&error, "bench kit (%s): ", sizes[i].name);
           status = dc_cli_fail (options, error);
           break;
@@ -256,13 +268,16 @@ dc_cli_bench_kit_run (const DcCliCommand  *command,
           json_builder_add_double_value (b, r.ratio);
           json_builder_set_member_name (b, "same_ids");
           json_builder_add_boolean_value (b, r.same_ids);
+          json_builder_set_member_name (b, "kit_engine");
+          json_builder_add_string_value (b, r.engine);
           json_builder_end_object (b);
           dc_cli_print_json (b);
         }
       else
-        g_print ("%-8s width %3u  kit %8.1f tokens/s  native %8.1f tokens/s  ratio %.2f%s\n",
-                 sizes[i].name, sizes[i].width, r.kit_tps, r.native_tps, r.ratio,
-                 r.same_ids ? "" : "  (ids differ!)");
+        g_print ("%-8s width %3u  kit %8.1f tokens/s (%s)  native %8.1f tokens/s  ratio %.2f%s\n",
+                 sizes[i].name, sizes[i].width, r.kit_tps, r.engine != NULL ? r.engine : "?",
+                 r.native_tps, r.ratio, r.same_ids ? "" : "  (ids differ!)");
+      g_free (r.engine);
     }
 
   g_clear_pointer (&browser, dc_chromium_free);
