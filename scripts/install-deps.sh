@@ -9,8 +9,9 @@ set -eu
 # (libclang-rt-14-dev on Debian 12) are only recommended by clang, and
 # recommends are not installed here. nodejs runs the inference kit's engine
 # in the kit suite (Debian 12 ships Node 18; the engine is plain ES2020);
-# chromium runs the kit's page headless in the kit suite and `bench kit` (the
-# suite skips without it).
+# chromium runs the kit's page headless in the kit suite and `bench kit`, and
+# firefox-esr runs it in the kit suite's second browser (each case skips
+# without its browser).
 packages="
 meson
 ninja-build
@@ -53,6 +54,7 @@ libopenblas0-pthread
 clang
 libclang-rt-dev
 chromium
+firefox-esr
 "
 
 if [ "$(id -u)" -eq 0 ]; then

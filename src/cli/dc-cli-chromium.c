@@ -1,5 +1,11 @@
 /* dc-cli-chromium.c: headless Chromium over the DevTools protocol.
  *
+ * Firefox, the kit's second browser, is driven the same way over WebDriver
+ * BiDi (dc_chromium_new_firefox ()): its port comes from
+ * WebDriverBiDiServer.json in its profile, its network goes through a
+ * closed proxy (user.js), and network.beforeRequestSent and log.entryAdded
+ * record the page's requests and log.
+ *
  * Chromium starts with --remote-debugging-port=0 and writes the port it
  * chose and the browser's WebSocket path into DevToolsActivePort in its
  * profile folder. We connect there, create one page target, attach to it
@@ -48,14 +54,47 @@ struct _DcChromium
   GHashTable              *replies;      /* id (gint64*) -> JsonObject* */
   GPtrArray               *requests;     /* char* URLs, in order */
   GPtrArray               *console;      /* char* console lines and exceptions */
+  const char              *name;         /* "Chromium" or "Firefox", for messages */
+  gboolean                 bidi;         /* Firefox: WebDriver BiDi instead of DevTools */
+  char                    *bidi_context; /* BiDi: the page's browsing context */
   gboolean                 closed;
 };
+
+/* @name of @object when it is an object, else NULL (no critical on a
+ * member of another type). */
+static JsonObject *
+get_object (JsonObject *object,
+            const char *name)
+{
+  JsonNode *node = object != NULL ? json_object_get_member (object, name) : NULL;
+
+  return node != NULL && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+}
 
 char *
 dc_chromium_find_program (void)
 {
   const char *names[] = { "chromium", "chromium-browser", "google-chrome" };
   const char *env = g_getenv ("DC_CHROMIUM");
+
+  if (env != NULL && *env != '\0')
+    return g_find_program_in_path (env);
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      char *path = g_find_program_in_path (names[i]);
+
+      if (path != NULL)
+        return path;
+    }
+  return NULL;
+}
+
+/* Firefox, for the kit's second browser (WebDriver BiDi), or NULL. */
+char *
+dc_chromium_find_firefox (void)
+{
+  const char *names[] = { "firefox-esr", "firefox" };
+  const char *env = g_getenv ("DC_FIREFOX");
 
   if (env != NULL && *env != '\0')
     return g_find_program_in_path (env);
@@ -144,7 +183,7 @@ call (DcChromium  *self,
   if (self->closed)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_CLOSED,
-                   "Chromium closed its DevTools connection");
+                   "%s closed its DevTools connection", self->name);
       return NULL;
     }
   send_object (self, session, id, method, params);
@@ -153,13 +192,13 @@ call (DcChromium  *self,
       if (self->closed)
         {
           g_set_error (error, G_IO_ERROR, G_IO_ERROR_CLOSED,
-                       "Chromium closed its DevTools connection during %s", method);
+                       "%s closed its DevTools connection during %s", self->name, method);
           return NULL;
         }
       if (g_get_monotonic_time () >= deadline)
         {
           g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                       "Chromium did not answer %s within %u s", method, timeout_ms / 1000);
+                       "%s did not answer %s within %u s", self->name, method, timeout_ms / 1000);
           return NULL;
         }
       iterate (self);
@@ -168,16 +207,18 @@ call (DcChromium  *self,
   g_hash_table_remove (self->replies, &id);
   if (json_object_has_member (reply, "error"))
     {
-      JsonObject *e = json_object_get_object_member (reply, "error");
+      /* DevTools: {"error": {"message"}}; BiDi: {"error": "code", "message"}. */
+      JsonObject *e = get_object (reply, "error");
+      const char *message = json_object_get_string_member_with_default (e != NULL ? e : reply,
+                                                                         "message", "?");
 
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "Chromium refused %s: %s", method,
-                   e != NULL ? json_object_get_string_member_with_default (e, "message", "?")
-                             : "?");
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s refused %s: %s", self->name, method,
+                   message);
       json_object_unref (reply);
       return NULL;
     }
   {
-    JsonObject *result = json_object_get_object_member (reply, "result");
+    JsonObject *result = get_object (reply, "result");
 
     result = result != NULL ? json_object_ref (result) : json_object_new ();
     json_object_unref (reply);
@@ -193,7 +234,7 @@ on_event (DcChromium  *self,
 {
   if (g_str_equal (method, "Network.requestWillBeSent") || g_str_equal (method, "Network.webSocketCreated"))
     {
-      JsonObject *request = json_object_get_object_member (params, "request");
+      JsonObject *request = get_object (params, "request");
       const char *url = request != NULL ? json_object_get_string_member_with_default (request, "url", NULL)
                                         : json_object_get_string_member_with_default (params, "url", NULL);
 
@@ -219,11 +260,28 @@ on_event (DcChromium  *self,
           send_object (self, child, ++self->next_id, "Runtime.runIfWaitingForDebugger", NULL);
         }
     }
+  else if (g_str_equal (method, "network.beforeRequestSent"))
+    {
+      JsonObject *request = get_object (params, "request");
+      const char *url = request != NULL ? json_object_get_string_member_with_default (request, "url", NULL)
+                                        : NULL;
+
+      if (url != NULL)
+        g_ptr_array_add (self->requests, g_strdup (url));
+    }
+  else if (g_str_equal (method, "log.entryAdded"))
+    {
+      g_ptr_array_add (self->console,
+                       g_strdup_printf ("log %s %s: %s",
+                                        json_object_get_string_member_with_default (params, "level", "?"),
+                                        json_object_get_string_member_with_default (params, "type", "?"),
+                                        json_object_get_string_member_with_default (params, "text", "")));
+    }
   else if (g_str_equal (method, "Log.entryAdded"))
     {
       /* Among them the browser's own reports: requests the page's
        * Content-Security-Policy refused before they were sent. */
-      JsonObject *entry = json_object_get_object_member (params, "entry");
+      JsonObject *entry = get_object (params, "entry");
 
       if (entry != NULL)
         g_ptr_array_add (self->console,
@@ -235,8 +293,8 @@ on_event (DcChromium  *self,
     }
   else if (g_str_equal (method, "Runtime.exceptionThrown"))
     {
-      JsonObject *details = json_object_get_object_member (params, "exceptionDetails");
-      JsonObject *exception = details != NULL ? json_object_get_object_member (details, "exception") : NULL;
+      JsonObject *details = get_object (params, "exceptionDetails");
+      JsonObject *exception = details != NULL ? get_object (details, "exception") : NULL;
 
       g_ptr_array_add (self->console,
                        g_strdup_printf ("exception: %s %s",
@@ -291,7 +349,7 @@ message_cb (SoupWebsocketConnection *socket,
     }
   else if (json_object_has_member (object, "method"))
     {
-      JsonObject *params = json_object_get_object_member (object, "params");
+      JsonObject *params = get_object (object, "params");
 
       if (params != NULL)
         on_event (self, json_object_get_string_member_with_default (object, "method", ""),
@@ -330,6 +388,75 @@ child_setup (gpointer data)
 #endif
 }
 
+/* Firefox's preferences: every request through a closed proxy (loopback
+ * too), and its background services off. */
+static const char firefox_prefs[] =
+  "user_pref(\"network.proxy.type\", 1);\n"
+  "user_pref(\"network.proxy.http\", \"127.0.0.1\");\n"
+  "user_pref(\"network.proxy.http_port\", 9);\n"
+  "user_pref(\"network.proxy.ssl\", \"127.0.0.1\");\n"
+  "user_pref(\"network.proxy.ssl_port\", 9);\n"
+  "user_pref(\"network.proxy.share_proxy_settings\", true);\n"
+  "user_pref(\"network.proxy.no_proxies_on\", \"\");\n"
+  "user_pref(\"network.proxy.allow_hijacking_localhost\", true);\n"
+  "user_pref(\"network.captive-portal-service.enabled\", false);\n"
+  "user_pref(\"network.connectivity-service.enabled\", false);\n"
+  "user_pref(\"app.update.disabledForTesting\", true);\n"
+  "user_pref(\"browser.shell.checkDefaultBrowser\", false);\n"
+  "user_pref(\"browser.safebrowsing.update.enabled\", false);\n"
+  "user_pref(\"datareporting.policy.dataSubmissionEnabled\", false);\n"
+  "user_pref(\"toolkit.telemetry.enabled\", false);\n"
+  "user_pref(\"extensions.update.enabled\", false);\n";
+
+/* The WebSocket URL the browser wrote into its profile, or NULL while it
+ * has not written it yet (and with @error set when what it wrote is wrong). */
+static char *
+read_endpoint (DcChromium  *self,
+               GError     **error)
+{
+  g_autofree char *text = NULL;
+
+  if (self->bidi)
+    {
+      g_autofree char *path = g_build_filename (self->profile, "WebDriverBiDiServer.json", NULL);
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      JsonObject *o;
+      gint64 port;
+
+      if (!g_file_get_contents (path, &text, NULL, NULL)
+          || !json_parser_load_from_data (parser, text, -1, NULL)
+          || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        return NULL;
+      o = json_node_get_object (json_parser_get_root (parser));
+      port = json_object_get_int_member_with_default (o, "ws_port", 0);
+      if (port < 1 || port > 65535)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                       "Firefox's WebDriverBiDiServer.json names no port");
+          return NULL;
+        }
+      return g_strdup_printf ("ws://127.0.0.1:%u/session", (guint) port);
+    }
+  else
+    {
+      g_autofree char *path = g_build_filename (self->profile, "DevToolsActivePort", NULL);
+      g_auto(GStrv) lines = NULL;
+      guint64 port = 0;
+
+      if (!g_file_get_contents (path, &text, NULL, NULL) || strchr (text, '\n') == NULL)
+        return NULL;
+      lines = g_strsplit (text, "\n", 3);
+      if (!g_ascii_string_to_unsigned (lines[0], 10, 1, 65535, &port, NULL) || lines[1] == NULL
+          || !g_str_has_prefix (lines[1], "/devtools/browser/"))
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                       "Chromium's DevToolsActivePort is not a port and a path");
+          return NULL;
+        }
+      return g_strdup_printf ("ws://127.0.0.1:%u%s", (guint) port, lines[1]);
+    }
+}
+
 static gboolean
 start (DcChromium  *self,
        const char  *program,
@@ -338,40 +465,52 @@ start (DcChromium  *self,
 {
   g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *port_file = g_build_filename (self->profile, "DevToolsActivePort", NULL);
-  g_autofree char *log_file = g_build_filename (self->profile, "chromium.log", NULL);
-  g_autofree char *text = NULL, *url = NULL;
-  g_auto(GStrv) lines = NULL;
+  g_autofree char *log_file = g_build_filename (self->profile, "browser.log", NULL);
+  g_autofree char *url = NULL;
   g_autoptr(SoupMessage) msg = NULL;
   g_autoptr(GAsyncResult) result = NULL;
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
-  guint64 port = 0;
 
   g_ptr_array_add (argv, g_strdup (program));
-  g_ptr_array_add (argv, g_strdup ("--headless=new"));
-  /* Chromium refuses to start as root with its sandbox on (it needs an
-   * unprivileged user namespace or a setuid helper, which containers and
-   * Debian's package lack); the pages it opens here are our own kits. */
-  if (geteuid () == 0)
-    g_ptr_array_add (argv, g_strdup ("--no-sandbox"));
-  g_ptr_array_add (argv, g_strdup_printf ("--user-data-dir=%s", self->profile));
-  g_ptr_array_add (argv, g_strdup ("--remote-debugging-port=0"));
-  g_ptr_array_add (argv, g_strdup ("--proxy-server=127.0.0.1:9"));
-  g_ptr_array_add (argv, g_strdup ("--proxy-bypass-list=<-loopback>"));
-  g_ptr_array_add (argv, g_strdup ("--host-resolver-rules=MAP * ~NOTFOUND"));
-  g_ptr_array_add (argv, g_strdup ("--no-first-run"));
-  g_ptr_array_add (argv, g_strdup ("--no-default-browser-check"));
-  g_ptr_array_add (argv, g_strdup ("--disable-background-networking"));
-  g_ptr_array_add (argv, g_strdup ("--disable-component-update"));
-  g_ptr_array_add (argv, g_strdup ("--disable-default-apps"));
-  g_ptr_array_add (argv, g_strdup ("--disable-extensions"));
-  g_ptr_array_add (argv, g_strdup ("--disable-sync"));
-  g_ptr_array_add (argv, g_strdup ("--disable-breakpad"));
-  g_ptr_array_add (argv, g_strdup ("--disable-gpu"));
-  g_ptr_array_add (argv, g_strdup ("--disable-dev-shm-usage"));
-  g_ptr_array_add (argv, g_strdup ("--metrics-recording-only"));
-  g_ptr_array_add (argv, g_strdup ("--mute-audio"));
-  g_ptr_array_add (argv, g_strdup ("about:blank"));
+  if (self->bidi)
+    {
+      g_autofree char *prefs = g_build_filename (self->profile, "user.js", NULL);
+
+      if (!g_file_set_contents (prefs, firefox_prefs, -1, error))
+        return FALSE;
+      g_ptr_array_add (argv, g_strdup ("--headless"));
+      g_ptr_array_add (argv, g_strdup ("--no-remote"));
+      g_ptr_array_add (argv, g_strdup ("--profile"));
+      g_ptr_array_add (argv, g_strdup (self->profile));
+      g_ptr_array_add (argv, g_strdup ("--remote-debugging-port=0"));
+    }
+  else
+    {
+      g_ptr_array_add (argv, g_strdup ("--headless=new"));
+      /* Chromium refuses to start as root with its sandbox on (it needs an
+       * unprivileged user namespace or a setuid helper, which containers and
+       * Debian's package lack); the pages it opens here are our own kits. */
+      if (geteuid () == 0)
+        g_ptr_array_add (argv, g_strdup ("--no-sandbox"));
+      g_ptr_array_add (argv, g_strdup_printf ("--user-data-dir=%s", self->profile));
+      g_ptr_array_add (argv, g_strdup ("--remote-debugging-port=0"));
+      g_ptr_array_add (argv, g_strdup ("--proxy-server=127.0.0.1:9"));
+      g_ptr_array_add (argv, g_strdup ("--proxy-bypass-list=<-loopback>"));
+      g_ptr_array_add (argv, g_strdup ("--host-resolver-rules=MAP * ~NOTFOUND"));
+      g_ptr_array_add (argv, g_strdup ("--no-first-run"));
+      g_ptr_array_add (argv, g_strdup ("--no-default-browser-check"));
+      g_ptr_array_add (argv, g_strdup ("--disable-background-networking"));
+      g_ptr_array_add (argv, g_strdup ("--disable-component-update"));
+      g_ptr_array_add (argv, g_strdup ("--disable-default-apps"));
+      g_ptr_array_add (argv, g_strdup ("--disable-extensions"));
+      g_ptr_array_add (argv, g_strdup ("--disable-sync"));
+      g_ptr_array_add (argv, g_strdup ("--disable-breakpad"));
+      g_ptr_array_add (argv, g_strdup ("--disable-gpu"));
+      g_ptr_array_add (argv, g_strdup ("--disable-dev-shm-usage"));
+      g_ptr_array_add (argv, g_strdup ("--metrics-recording-only"));
+      g_ptr_array_add (argv, g_strdup ("--mute-audio"));
+      g_ptr_array_add (argv, g_strdup ("about:blank"));
+    }
   g_ptr_array_add (argv, NULL);
 
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
@@ -380,40 +519,33 @@ start (DcChromium  *self,
   self->process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, error);
   if (self->process == NULL)
     {
-      g_prefix_error (error, "could not start Chromium (%s): ", program);
+      g_prefix_error (error, "could not start %s (%s): ", self->name, program);
       return FALSE;
     }
 
-  while (!g_file_get_contents (port_file, &text, NULL, NULL) || strchr (text, '\n') == NULL)
+  while ((url = read_endpoint (self, error)) == NULL)
     {
-      g_clear_pointer (&text, g_free);
+      if (error != NULL && *error != NULL)
+        return FALSE;
       if (g_subprocess_get_identifier (self->process) == NULL)
         {
           g_autofree char *log = NULL;
 
           g_file_get_contents (log_file, &log, NULL, NULL);
           g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
-                       "Chromium exited at start: %.400s", log != NULL ? log : "");
+                       "%s exited at start: %.400s", self->name, log != NULL ? log : "");
           return FALSE;
         }
       if (g_get_monotonic_time () >= deadline)
         {
           g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                       "Chromium did not open its DevTools port within %u s", timeout_ms / 1000);
+                       "%s did not open its DevTools port within %u s", self->name,
+                       timeout_ms / 1000);
           return FALSE;
         }
       g_usleep (50000);
     }
-  lines = g_strsplit (text, "\n", 3);
-  if (!g_ascii_string_to_unsigned (lines[0], 10, 1, 65535, &port, NULL) || lines[1] == NULL
-      || !g_str_has_prefix (lines[1], "/devtools/browser/"))
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                   "Chromium's DevToolsActivePort is not a port and a path");
-      return FALSE;
-    }
 
-  url = g_strdup_printf ("ws://127.0.0.1:%u%s", (guint) port, lines[1]);
   self->session = soup_session_new ();
   msg = soup_message_new ("GET", url);
   soup_session_websocket_connect_async (self->session, msg, NULL, NULL, G_PRIORITY_DEFAULT,
@@ -423,18 +555,58 @@ start (DcChromium  *self,
   if (result == NULL)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                   "Chromium's DevTools connection did not open within %u s", timeout_ms / 1000);
+                   "%s's DevTools connection did not open within %u s", self->name,
+                   timeout_ms / 1000);
       return FALSE;
     }
   self->socket = soup_session_websocket_connect_finish (self->session, result, error);
   if (self->socket == NULL)
     {
-      g_prefix_error (error, "could not connect to Chromium's DevTools: ");
+      g_prefix_error (error, "could not connect to %s's DevTools: ", self->name);
       return FALSE;
     }
   soup_websocket_connection_set_max_incoming_payload_size (self->socket, DC_CHROMIUM_MAX_MESSAGE);
   g_signal_connect (self->socket, "message", G_CALLBACK (message_cb), self);
   g_signal_connect (self->socket, "closed", G_CALLBACK (closed_cb), self);
+  return TRUE;
+}
+
+/* Firefox: a BiDi session, subscribed to the page's requests and log. */
+static gboolean
+open_page_bidi (DcChromium  *self,
+                guint        timeout_ms,
+                GError     **error)
+{
+  g_autoptr(JsonObject) caps = json_object_new ();
+  g_autoptr(JsonObject) sub = json_object_new ();
+  g_autoptr(JsonArray) events = json_array_new ();
+  g_autoptr(JsonObject) r1 = NULL, r2 = NULL, tree = NULL;
+  JsonArray *contexts;
+  JsonNode *first;
+
+  json_object_set_object_member (caps, "capabilities", json_object_new ());
+  json_array_add_string_element (events, "network.beforeRequestSent");
+  json_array_add_string_element (events, "log.entryAdded");
+  json_object_set_array_member (sub, "events", g_steal_pointer (&events));
+  if ((r1 = call (self, NULL, "session.new", caps, timeout_ms, error)) == NULL
+      || (r2 = call (self, NULL, "session.subscribe", sub, timeout_ms, error)) == NULL
+      || (tree = call (self, NULL, "browsingContext.getTree", NULL, timeout_ms, error)) == NULL)
+    return FALSE;
+  contexts = json_object_has_member (tree, "contexts")
+             && JSON_NODE_HOLDS_ARRAY (json_object_get_member (tree, "contexts"))
+             ? json_object_get_array_member (tree, "contexts") : NULL;
+  first = contexts != NULL && json_array_get_length (contexts) > 0
+          ? json_array_get_element (contexts, 0) : NULL;
+  if (first == NULL || !JSON_NODE_HOLDS_OBJECT (first)
+      || json_object_get_string_member_with_default (json_node_get_object (first), "context",
+                                                     NULL) == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "Firefox has no browsing context to open the page in");
+      return FALSE;
+    }
+  self->bidi_context = g_strdup (json_object_get_string_member (json_node_get_object (first),
+                                                                "context"));
   return TRUE;
 }
 
@@ -481,6 +653,34 @@ open_page (DcChromium  *self,
   return TRUE;
 }
 
+static DcChromium *
+browser_new (const char  *program,
+             gboolean     bidi,
+             guint        timeout_ms,
+             GError     **error)
+{
+  g_autoptr(DcChromium) self = g_new0 (DcChromium, 1);
+  gboolean ok;
+
+  g_return_val_if_fail (program != NULL, NULL);
+
+  self->bidi = bidi;
+  self->name = bidi ? "Firefox" : "Chromium";
+  self->context = g_main_context_new ();
+  self->replies = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
+                                         (GDestroyNotify) json_object_unref);
+  self->requests = g_ptr_array_new_with_free_func (g_free);
+  self->console = g_ptr_array_new_with_free_func (g_free);
+  self->profile = g_dir_make_tmp ("dc-browser-XXXXXX", error);
+  if (self->profile == NULL)
+    return NULL;
+  g_main_context_push_thread_default (self->context);
+  ok = start (self, program, timeout_ms, error)
+       && (bidi ? open_page_bidi (self, timeout_ms, error) : open_page (self, timeout_ms, error));
+  g_main_context_pop_thread_default (self->context);
+  return ok ? g_steal_pointer (&self) : NULL;
+}
+
 /**
  * dc_chromium_new:
  * @program: the chromium binary (dc_chromium_find_program ())
@@ -493,23 +693,23 @@ dc_chromium_new (const char  *program,
                  guint        timeout_ms,
                  GError     **error)
 {
-  g_autoptr(DcChromium) self = g_new0 (DcChromium, 1);
-  gboolean ok;
+  return browser_new (program, FALSE, timeout_ms, error);
+}
 
-  g_return_val_if_fail (program != NULL, NULL);
-
-  self->context = g_main_context_new ();
-  self->replies = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
-                                         (GDestroyNotify) json_object_unref);
-  self->requests = g_ptr_array_new_with_free_func (g_free);
-  self->console = g_ptr_array_new_with_free_func (g_free);
-  self->profile = g_dir_make_tmp ("dc-chromium-XXXXXX", error);
-  if (self->profile == NULL)
-    return NULL;
-  g_main_context_push_thread_default (self->context);
-  ok = start (self, program, timeout_ms, error) && open_page (self, timeout_ms, error);
-  g_main_context_pop_thread_default (self->context);
-  return ok ? g_steal_pointer (&self) : NULL;
+/**
+ * dc_chromium_new_firefox:
+ * @program: the firefox binary (dc_chromium_find_firefox ())
+ *
+ * The same for headless Firefox over WebDriver BiDi (Firefox dropped the
+ * DevTools protocol): navigate, evaluate, screenshots and the page's
+ * requests and log; dc_chromium_set_dark () is not available there.
+ */
+DcChromium *
+dc_chromium_new_firefox (const char  *program,
+                         guint        timeout_ms,
+                         GError     **error)
+{
+  return browser_new (program, TRUE, timeout_ms, error);
 }
 
 gboolean
@@ -522,18 +722,66 @@ dc_chromium_navigate (DcChromium  *self,
   g_autoptr(JsonObject) result = NULL;
 
   json_object_set_string_member (params, "url", url);
+  if (self->bidi)
+    {
+      json_object_set_string_member (params, "context", self->bidi_context);
+      json_object_set_string_member (params, "wait", "interactive");
+    }
   g_main_context_push_thread_default (self->context);
-  result = call (self, self->page_session, "Page.navigate", params, timeout_ms, error);
+  result = call (self, self->page_session, self->bidi ? "browsingContext.navigate" : "Page.navigate",
+                 params, timeout_ms, error);
   g_main_context_pop_thread_default (self->context);
   if (result == NULL)
     return FALSE;
   if (json_object_has_member (result, "errorText"))
     {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "Chromium could not open %s: %s", url,
-                   json_object_get_string_member_with_default (result, "errorText", "?"));
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s could not open %s: %s", self->name,
+                   url, json_object_get_string_member_with_default (result, "errorText", "?"));
       return FALSE;
     }
   return TRUE;
+}
+
+/* BiDi's script.evaluate: {type: success, result: RemoteValue} or
+ * {type: exception, exceptionDetails}; primitives only (what the kit's
+ * callers ask for). */
+static JsonNode *
+evaluate_bidi (DcChromium  *self,
+               const char  *expression,
+               gboolean     await_promise,
+               guint        timeout_ms,
+               GError     **error)
+{
+  g_autoptr(JsonObject) params = json_object_new ();
+  g_autoptr(JsonObject) target = json_object_new ();
+  g_autoptr(JsonObject) result = NULL;
+  JsonObject *value;
+  const char *type;
+
+  json_object_set_string_member (target, "context", self->bidi_context);
+  json_object_set_string_member (params, "expression", expression);
+  json_object_set_object_member (params, "target", g_steal_pointer (&target));
+  json_object_set_boolean_member (params, "awaitPromise", await_promise);
+  json_object_set_string_member (params, "resultOwnership", "none");
+  result = call (self, NULL, "script.evaluate", params, timeout_ms, error);
+  if (result == NULL)
+    return NULL;
+  if (g_strcmp0 (json_object_get_string_member_with_default (result, "type", NULL), "success") != 0)
+    {
+      JsonObject *details = get_object (result, "exceptionDetails");
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "the page threw: %s",
+                   details != NULL ? json_object_get_string_member_with_default (details, "text", "?")
+                                   : "?");
+      return NULL;
+    }
+  value = get_object (result, "result");
+  type = value != NULL ? json_object_get_string_member_with_default (value, "type", "") : "";
+  if (value == NULL || !json_object_has_member (value, "value")
+      || !(g_str_equal (type, "string") || g_str_equal (type, "number")
+           || g_str_equal (type, "boolean")))
+    return json_node_new (JSON_NODE_NULL);
+  return json_node_copy (json_object_get_member (value, "value"));
 }
 
 static JsonNode *
@@ -547,6 +795,8 @@ evaluate (DcChromium  *self,
   g_autoptr(JsonObject) result = NULL;
   JsonObject *value;
 
+  if (self->bidi)
+    return evaluate_bidi (self, expression, await_promise, timeout_ms, error);
   json_object_set_string_member (params, "expression", expression);
   json_object_set_boolean_member (params, "returnByValue", TRUE);
   json_object_set_boolean_member (params, "awaitPromise", await_promise);
@@ -555,9 +805,9 @@ evaluate (DcChromium  *self,
     return NULL;
   if (json_object_has_member (result, "exceptionDetails"))
     {
-      JsonObject *details = json_object_get_object_member (result, "exceptionDetails");
+      JsonObject *details = get_object (result, "exceptionDetails");
       JsonObject *exception = details != NULL && json_object_has_member (details, "exception")
-                              ? json_object_get_object_member (details, "exception") : NULL;
+                              ? get_object (details, "exception") : NULL;
       const char *text = exception != NULL
                          ? json_object_get_string_member_with_default (exception, "description", NULL)
                          : NULL;
@@ -568,7 +818,7 @@ evaluate (DcChromium  *self,
                    text != NULL ? text : "?");
       return NULL;
     }
-  value = json_object_get_object_member (result, "result");
+  value = get_object (result, "result");
   if (value == NULL || !json_object_has_member (value, "value"))
     return json_node_new (JSON_NODE_NULL);
   return json_node_copy (json_object_get_member (value, "value"));
@@ -646,27 +896,45 @@ dc_chromium_screenshot (DcChromium  *self,
   const char *data;
   gboolean ok = FALSE;
 
-  json_object_set_int_member (metrics, "width", width);
-  json_object_set_int_member (metrics, "height", height);
-  json_object_set_double_member (metrics, "deviceScaleFactor", 1);
-  json_object_set_boolean_member (metrics, "mobile", mobile);
-  json_object_set_string_member (shot, "format", "png");
+  if (self->bidi)
+    {
+      g_autoptr(JsonObject) viewport = json_object_new ();
+
+      /* BiDi has no mobile emulation; the width alone makes the layout. */
+      json_object_set_int_member (viewport, "width", width);
+      json_object_set_int_member (viewport, "height", height);
+      json_object_set_string_member (metrics, "context", self->bidi_context);
+      json_object_set_object_member (metrics, "viewport", g_steal_pointer (&viewport));
+      json_object_set_double_member (metrics, "devicePixelRatio", 1);
+      json_object_set_string_member (shot, "context", self->bidi_context);
+    }
+  else
+    {
+      json_object_set_int_member (metrics, "width", width);
+      json_object_set_int_member (metrics, "height", height);
+      json_object_set_double_member (metrics, "deviceScaleFactor", 1);
+      json_object_set_boolean_member (metrics, "mobile", mobile);
+      json_object_set_string_member (shot, "format", "png");
+    }
   g_main_context_push_thread_default (self->context);
-  if ((r1 = call (self, self->page_session, "Emulation.setDeviceMetricsOverride", metrics,
-                  timeout_ms, error)) == NULL)
+  if ((r1 = call (self, self->page_session,
+                  self->bidi ? "browsingContext.setViewport" : "Emulation.setDeviceMetricsOverride",
+                  metrics, timeout_ms, error)) == NULL)
     goto out;
   /* Two animation frames: the new size is laid out and painted. */
   frame = evaluate (self, "new Promise (r => requestAnimationFrame (() => "
                           "requestAnimationFrame (() => r (1))))", TRUE, timeout_ms, error);
   if (frame == NULL)
     goto out;
-  if ((result = call (self, self->page_session, "Page.captureScreenshot", shot,
-                      timeout_ms, error)) == NULL)
+  if ((result = call (self, self->page_session,
+                      self->bidi ? "browsingContext.captureScreenshot" : "Page.captureScreenshot",
+                      shot, timeout_ms, error)) == NULL)
     goto out;
   data = json_object_get_string_member_with_default (result, "data", NULL);
   if (data == NULL)
     {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "Chromium sent no screenshot");
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%s sent no screenshot",
+                   self->name);
       goto out;
     }
   png = g_base64_decode (data, &png_len);
@@ -688,6 +956,12 @@ dc_chromium_set_dark (DcChromium  *self,
   g_autoptr(JsonArray) features = json_array_new ();
   g_autoptr(JsonObject) result = NULL;
 
+  if (self->bidi)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                   "Firefox's WebDriver BiDi cannot emulate a dark colour scheme");
+      return FALSE;
+    }
   json_object_set_string_member (feature, "name", "prefers-color-scheme");
   json_object_set_string_member (feature, "value", dark ? "dark" : "light");
   json_array_add_object_element (features, g_steal_pointer (&feature));
@@ -696,6 +970,12 @@ dc_chromium_set_dark (DcChromium  *self,
   result = call (self, self->page_session, "Emulation.setEmulatedMedia", params, timeout_ms, error);
   g_main_context_pop_thread_default (self->context);
   return result != NULL;
+}
+
+gboolean
+dc_chromium_is_firefox (DcChromium *self)
+{
+  return self->bidi;
 }
 
 /* Every URL the page and its workers requested so far (borrowed). */
@@ -721,7 +1001,8 @@ dc_chromium_free (DcChromium *self)
   if (self->socket != NULL && !self->closed)
     {
       g_autoptr(GError) error = NULL;
-      g_autoptr(JsonObject) result = call (self, NULL, "Browser.close", NULL, 5000, &error);
+      g_autoptr(JsonObject) result = call (self, NULL, self->bidi ? "browser.close" : "Browser.close",
+                                           NULL, 5000, &error);
     }
   if (self->process != NULL)
     {
@@ -759,6 +1040,7 @@ dc_chromium_free (DcChromium *self)
     remove_tree (self->profile);
   g_free (self->profile);
   g_free (self->page_session);
+  g_free (self->bidi_context);
   g_hash_table_unref (self->replies);
   g_ptr_array_unref (self->requests);
   g_ptr_array_unref (self->console);
