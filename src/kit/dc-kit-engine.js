@@ -237,6 +237,12 @@
     return r;                              /* a normal f32, exactly */
   }
 
+  /* y[i] = epilogue (acc, e): the loops store rather than take a returned
+   * double, which V8 boxes when it does not inline the call. */
+  function epilogueInto (y, i, acc, e) {
+    y[i] = epilogue (acc, e);
+  }
+
   /* dot of quantized vectors a[ao..ao+k) and b[bo..bo+k) (Int32Arrays of
    * values in [−127, 127]): exact (see the header), so the four partial sums
    * may be added in any order. */
@@ -976,15 +982,18 @@
     for (let t = a0; t < len; t++)
       for (let hd = 0; hd < Hn; hd++) {
         const eq = quantize ('attention Q·Kᵀ', qkv, t * C3 + hd * D, 1, D, qQ, 0);
-        for (let j = 0; j <= t; j++)
-          scores[j] = f (epilogue (dot8 (qQ, 0, Ly.kq, j * C + hd * D, D),
-                                   eq + Ly.ke[j * Hn + hd]) * scale);
+        for (let j = 0; j <= t; j++) {
+          epilogueInto (scores, j, dot8 (qQ, 0, Ly.kq, j * C + hd * D, D),
+                        eq + Ly.ke[j * Hn + hd]);
+          scores[j] = f (scores[j] * scale);
+        }
         softmax (scores, 0, t + 1);
         /* The row's zeros above the diagonal quantize to 0 and add 0. */
         const ea = quantize ('attention P·V', scores, 0, 1, t + 1, attQ, 0);
         for (let dd = 0; dd < D; dd++) {
           const col = hd * D + dd;
-          atty[t * C + col] = epilogue (dot8 (attQ, 0, vq, col * len, t + 1), ea + Ly.ve[col]);
+          epilogueInto (atty, t * C + col, dot8 (attQ, 0, vq, col * len, t + 1),
+                        ea + Ly.ve[col]);
         }
       }
 
@@ -1046,7 +1055,7 @@
     const acc = this.gemmRows ('lm_head', h, 0, 1, head);
     const e = this.rowE[0];
     for (let j = 0; j < VOCAB; j++)
-      logits[j] = epilogue (acc[j], e + head.e[j]);
+      epilogueInto (logits, j, acc[j], e + head.e[j]);
     return logits;
   };
 
