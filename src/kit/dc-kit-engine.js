@@ -237,6 +237,12 @@
     return r;                              /* a normal f32, exactly */
   }
 
+  /* y[i] = epilogue (acc, e): the loops store rather than take a returned
+   * double, which V8 boxes when it does not inline the call. */
+  function epilogueInto (y, i, acc, e) {
+    y[i] = epilogue (acc, e);
+  }
+
   /* dot of quantized vectors a[ao..ao+k) and b[bo..bo+k) (Int32Arrays of
    * values in [−127, 127]): exact (see the header), so the four partial sums
    * may be added in any order. */
@@ -267,11 +273,12 @@
    *
    *   (func (export "gemm") (param $a $b $out $m $n $k i32)
    *     ;; out[r·n + j] = Σ_i a[r·k + i] · b[j·k + i], int16 operands, k a
-   *     ;; multiple of 8 (vectors are zero-padded), rows 16-byte aligned
-   *     (loop $r (loop $j
-   *        acc = 0 (i32x4)
-   *        (loop $i  acc = i32x4.add (acc, i32x4.dot_i16x8_s (v128.load a+…, v128.load b+…)))
-   *        (i32.store out+… (lane0 + lane1 + lane2 + lane3 of acc)))))
+   *     ;; multiple of 8 and n of 4 (zero-padded), rows 16-byte aligned
+   *     (loop $r (loop $j  ;; j += 4: one load of a's 8 values serves 4 columns
+   *        acc0…acc3 = 0 (i32x4)
+   *        (loop $i  va = v128.load a+…
+   *                  acc_c = i32x4.add (acc_c, i32x4.dot_i16x8_s (va, v128.load b_c+…)))
+   *        (i32.store out+… (lane0 + lane1 + lane2 + lane3 of acc_c)) for c = 0…3))
    *
    * It runs where WebAssembly SIMD exists (current Chromium, Firefox,
    * Safari, Node ≥ 16.4); elsewhere the JavaScript loops do the same sums.
@@ -309,42 +316,59 @@
     const I32 = 0x7f, V128 = 0x7b, VOID = 0x40;
     /* Parameters 0–5, then the locals. */
     const A = 0, B = 1, OUT = 2, M = 3, N = 4, K = 5;
-    const R = 6, J = 7, I = 8, PA = 9, PB = 10, RB = 11, ACC = 12;
+    const R = 6, J = 7, I = 8, PA = 9, PB0 = 10, PB1 = 11, PB2 = 12, PB3 = 13, RB = 14, PO = 15;
+    const VA = 16, ACC = [17, 18, 19, 20];
+    const PB = [PB0, PB1, PB2, PB3];
     const get = (x) => [0x20, x], set = (x) => [0x21, x], i32 = (v) => [0x41, ...sleb (v)];
     const simd = (op) => [0xfd, ...leb (op)];
     const add = 0x6a, mul = 0x6c, shl = 0x74, geU = 0x4f, brIf = 0x0d, br = 0x0c, end = 0x0b;
     const block = [0x02, VOID], loop = [0x03, VOID];
     const v128Load = simd (0x00), v128Const = simd (0x0c), lane = simd (0x1b);
     const i32x4Add = simd (0xae), dot = simd (0xba);
+    const i32Store = (offset) => [0x36, 2, ...leb (offset)];
+    /* acc += dot (va, b[pb + i]) for one of the four columns. */
+    const accumulate = (c) => [
+      ...get (ACC[c]),
+      ...get (VA), ...get (PB[c]), ...get (I), add, ...v128Load, 4, 0,
+      ...dot, ...i32x4Add, ...set (ACC[c]),
+    ];
+    /* out[po + 4c] = the sum of acc's four lanes. */
+    const store = (c) => [
+      ...get (PO),
+      ...get (ACC[c]), ...lane, 0,
+      ...get (ACC[c]), ...lane, 1, add,
+      ...get (ACC[c]), ...lane, 2, add,
+      ...get (ACC[c]), ...lane, 3, add,
+      ...i32Store (4 * c),
+    ];
     const body = [
-      2, 6, I32, 1, V128,                                      /* locals */
+      2, 10, I32, 5, V128,                                     /* locals */
       ...get (K), ...i32 (1), shl, ...set (RB),                /* row bytes = 2k */
       ...i32 (0), ...set (R),
       ...block, ...loop,
         ...get (R), ...get (M), geU, brIf, 1,
+        ...get (A), ...get (R), ...get (RB), mul, add, ...set (PA),
         ...i32 (0), ...set (J),
-        ...block, ...loop,
+        ...block, ...loop,                                     /* four columns at a time */
           ...get (J), ...get (N), geU, brIf, 1,
-          ...get (A), ...get (R), ...get (RB), mul, add, ...set (PA),
-          ...get (B), ...get (J), ...get (RB), mul, add, ...set (PB),
-          ...v128Const, ...new Array (16).fill (0), ...set (ACC),
+          ...get (B), ...get (J), ...get (RB), mul, add, ...set (PB0),
+          ...get (PB0), ...get (RB), add, ...set (PB1),
+          ...get (PB1), ...get (RB), add, ...set (PB2),
+          ...get (PB2), ...get (RB), add, ...set (PB3),
+          ...[0, 1, 2, 3].flatMap ((c) => [...v128Const, ...new Array (16).fill (0),
+                                           ...set (ACC[c])]),
           ...i32 (0), ...set (I),
           ...block, ...loop,
             ...get (I), ...get (RB), geU, brIf, 1,
-            ...get (ACC),
-            ...get (PA), ...get (I), add, ...v128Load, 4, 0,
-            ...get (PB), ...get (I), add, ...v128Load, 4, 0,
-            ...dot, ...i32x4Add, ...set (ACC),
+            ...get (PA), ...get (I), add, ...v128Load, 4, 0, ...set (VA),
+            ...accumulate (0), ...accumulate (1), ...accumulate (2), ...accumulate (3),
             ...get (I), ...i32 (16), add, ...set (I),
             br, 0,
           end, end,
           ...get (OUT), ...get (R), ...get (N), mul, ...get (J), add, ...i32 (2), shl, add,
-          ...get (ACC), ...lane, 0,
-          ...get (ACC), ...lane, 1, add,
-          ...get (ACC), ...lane, 2, add,
-          ...get (ACC), ...lane, 3, add,
-          0x36, 2, 0,                                          /* i32.store */
-          ...get (J), ...i32 (1), add, ...set (J),
+          ...set (PO),
+          ...store (0), ...store (1), ...store (2), ...store (3),
+          ...get (J), ...i32 (4), add, ...set (J),
           br, 0,
         end, end,
         ...get (R), ...i32 (1), add, ...set (R),
@@ -400,20 +424,26 @@
     return f (y * pow2 (k));
   }
 
-  /* e^(x − c) for c ≥ x, c the row maximum: exp_shifted () of
+  /* y[i] = e^(x − c) for c ≥ x, c the row maximum: exp_shifted () of
    * dc-math-vector.c. x − c is formed as an exact double-float (two_sum),
    * reduced by Cody–Waite with k = round(d / ln 2), and e^r − 1 comes from
    * the degree-8 Taylor polynomial in Horner form; each line rounds where C
-   * rounds. */
-  function expShifted (x, c) {
+   * rounds. (It stores instead of returning: a double returned from a
+   * function V8 does not inline is boxed, and softmax calls this for every
+   * attention score.) */
+  function expShiftedInto (y, i, x, c) {
     const nc = -c;
     const d = f (x + nc);
     const bb = f (d - x);
     const dLo = f (f (x - f (d - bb)) + f (nc - bb));
-    if (d !== d)
-      return d;
-    if (d < EXP_UNDERFLOW)
-      return 0;
+    if (d !== d) {
+      y[i] = d;
+      return;
+    }
+    if (d < EXP_UNDERFLOW) {
+      y[i] = 0;
+      return;
+    }
     const t = f (f (f (d * LOG2E) + ROUND_MAGIC) - ROUND_MAGIC);
     const r = f (f (f (d - f (t * LN2_HI)) - f (t * LN2_LO)) + dLo);
     /* q = 1/2! + r(1/3! + r(1/4! + r(1/5! + r(1/6! + r(1/7! + r/8!))))), inside out. */
@@ -424,29 +454,68 @@
     q = f (INV_FACT3 + f (r * q));
     q = f (INV_FACT2 + f (r * q));
     const p = f (r + f (f (r * r) * q));
-    return scale2 (f (1 + p), t);
+    y[i] = scale2 (f (1 + p), t);
+  }
+
+  /* Block sums and segment sums of treeSum (), allocated once; longer
+   * ranges than BLOCKS_MAX · 8 (none in the model) take the recursion. */
+  const BLOCKS_MAX = 4096;
+  const blocks = new Float32Array (BLOCKS_MAX);
+  const segments = new Float32Array (64);
+
+  function leafSum (x, o, n) {
+    if (n === 0)
+      return 0;
+    let acc = x[o];
+    for (let i = 1; i < n; i++)
+      acc = f (acc + x[o + i]);
+    return acc;
+  }
+
+  /* The balanced tree of a power of two h ≥ 8 (pairwise_pow2 ()): blocks of
+   * 8 summed left to right, then neighbours added level by level, which is
+   * each half's sum plus the other's, all the way up. */
+  function balancedSum (x, o, h) {
+    const nb = h / 8;
+    if (nb > BLOCKS_MAX)
+      return f (balancedSum (x, o, h / 2) + balancedSum (x, o + h / 2, h / 2));
+    for (let b = 0; b < nb; b++)
+      blocks[b] = leafSum (x, o + 8 * b, 8);
+    for (let w = nb; w > 1; w /= 2)
+      for (let b = 0; b < w / 2; b++)
+        blocks[b] = f (blocks[2 * b] + blocks[2 * b + 1]);
+    return blocks[0];
   }
 
   /* The library's one reduction order (pairwise () in dc-math-vector.c):
-   * up to 8 values left to right from the first; longer ranges split at the
-   * largest power of two below n (halves for a power of two). x holds the
-   * leaf values already rounded to f32. */
+   * up to 8 values left to right from the first; a longer range splits at
+   * h, the largest power of two below n (halves for a power of two), into
+   * sum(0..h) + sum(h..n). Evaluated without recursion (see
+   * expShiftedInto ()): the split points give segments s0, s1, … whose
+   * sums fold from the right, s0 + (s1 + (… + s_last)). x holds the leaf
+   * values already rounded to f32. */
   function treeSum (x, o, n) {
-    if (n <= 8) {
-      if (n === 0)
-        return 0;
-      let acc = x[o];
-      for (let i = 1; i < n; i++)
-        acc = f (acc + x[o + i]);
-      return acc;
-    }
-    let h = 8;
-    if ((n & (n - 1)) === 0)
-      h = n / 2;
-    else
+    let count = 0;
+    for (;;) {
+      if (n <= 8) {
+        segments[count++] = leafSum (x, o, n);
+        break;
+      }
+      if ((n & (n - 1)) === 0) {
+        segments[count++] = balancedSum (x, o, n);
+        break;
+      }
+      let h = 8;
       while (h * 2 < n)
         h *= 2;
-    return f (treeSum (x, o, h) + treeSum (x, o + h, n - h));
+      segments[count++] = balancedSum (x, o, h);
+      o += h;
+      n -= h;
+    }
+    let acc = segments[count - 1];
+    for (let i = count - 2; i >= 0; i--)
+      acc = f (segments[i] + acc);
+    return acc;
   }
 
   /* dc_math_max: the first NaN, else the largest, the first of equals. */
@@ -466,7 +535,7 @@
   function softmax (x, o, n) {
     const max = maxOf (x, o, n);
     for (let i = 0; i < n; i++)
-      x[o + i] = expShifted (x[o + i], max);
+      expShiftedInto (x, o + i, x[o + i], max);
     const sum = treeSum (x, o, n);
     for (let i = 0; i < n; i++)
       x[o + i] = f (x[o + i] / sum);
@@ -755,26 +824,33 @@
      * left operand's rows, then the int32 results. */
     this.gemm = null;
     this.info.engine = 'javascript';
+    const mats = [this.head];
+    for (const Ly of this.layers)
+      mats.push (Ly.attnW, Ly.projW, Ly.fcW, Ly.fcprojW);
+    for (const W of mats) {
+      W.np = W.n;                               /* the results' row stride */
+      W.scale = Float64Array.from (W.e, pow2);  /* 2^e per vector, exact */
+    }
     if (useWasm) {
-      const pad8 = (k) => (k + 7) & ~7;
-      const mats = [this.head];
-      for (const Ly of this.layers)
-        mats.push (Ly.attnW, Ly.projW, Ly.fcW, Ly.fcprojW);
+      const pad8 = (k) => (k + 7) & ~7, pad4 = (n) => (n + 3) & ~3;
       let bytes = 0;
       for (const W of mats) {
         W.kp = pad8 (W.k);
         W.ptr = bytes;
-        bytes += W.n * W.kp * 2;
+        bytes += pad4 (W.n) * W.kp * 2;
       }
       this.aPtr = bytes;
       bytes += T * pad8 (4 * C) * 2;
       this.outPtr = bytes;
-      bytes += T * Math.max (4 * C, VOCAB) * 4;
+      const outLength = T * pad4 (Math.max (4 * C, VOCAB));
+      bytes += outLength * 4;
       const instance = gemmInstance (bytes);
       if (instance !== null) {
         const buffer = instance.exports.mem.buffer;
         this.m16 = new Int16Array (buffer);
-        this.accWasm = new Int32Array (buffer, this.outPtr, T * Math.max (4 * C, VOCAB));
+        this.accWasm = new Int32Array (buffer, this.outPtr, outLength);
+        for (const W of mats)
+          W.np = pad4 (W.n);
         for (const W of mats)
           for (let v = 0; v < W.n; v++)
             this.m16.set (W.q.subarray (v * W.k, (v + 1) * W.k), (W.ptr >> 1) + v * W.kp);
@@ -787,7 +863,8 @@
   /*
    * The int32 products of rows r0 … len − 1 of x (len, k), each quantized
    * on its own (its exponent into rowE[r]), with the q8 operand W (n vectors
-   * of k): acc[(r − r0)·n + j] = Σ_i q(x_r)_i · W_j,i, exact. In
+   * of k): acc[(r − r0)·W.np + j] = Σ_i q(x_r)_i · W_j,i, exact (W.np is n,
+   * or n rounded up to 4 for the WebAssembly kernel). In
    * WebAssembly where it exists, else in the loops below; the same integers.
    */
   Model.prototype.gemmRows = function (what, x, r0, len, W) {
@@ -800,7 +877,7 @@
         if (kp > k)
           m16.fill (0, o + k, o + kp);             /* zero padding adds nothing */
       }
-      this.gemm (this.aPtr, W.ptr, this.outPtr, len - r0, n, kp);
+      this.gemm (this.aPtr, W.ptr, this.outPtr, len - r0, W.np, kp);
       return this.accWasm;
     }
     const q = this.rowQ, wq = W.q, acc = this.accJs;
@@ -836,14 +913,30 @@
   };
 
   /* y[r] = x[r] · W + b for rows r0 ≤ r < len (linear_forward ()): one
-   * epilogue and one rounded bias addition per value. */
+   * epilogue and one rounded bias addition per value. The epilogue is
+   * epilogue () written out (the hottest loop outside the products): the
+   * scale 2^(e_r + e_j) is applied as two exact multiplications by powers of
+   * two, in double, where f32(acc) · 2^e_r · 2^e_j cannot round (with
+   * e_r ≥ −155, e_j ≥ −1024 anything that would is far below FLT_MIN and
+   * becomes zero; an infinite 2^e_j saturates like a too-large exponent). */
   Model.prototype.linear = function (what, x, r0, len, W, bias, y) {
-    const n = W.n, we = W.e, e = this.rowE;
+    const n = W.n, np = W.np, ws = W.scale, e = this.rowE;
     const acc = this.gemmRows (what, x, r0, len, W);
     for (let r = r0; r < len; r++) {
-      const er = e[r], ao = (r - r0) * n, yo = r * n;
-      for (let j = 0; j < n; j++)
-        y[yo + j] = f (epilogue (acc[ao + j], er + we[j]) + bias[j]);
+      const rs = pow2 (e[r]), ao = (r - r0) * np, yo = r * n;
+      for (let j = 0; j < n; j++) {
+        const s = acc[ao + j];
+        let v = 0;
+        if (s !== 0) {
+          v = f (s) * rs * ws[j];
+          const a = Math.abs (v);
+          if (a < FLT_MIN)
+            v = v < 0 ? -0 : 0;
+          else if (a >= FLT_OVER)
+            v = v < 0 ? -FLT_MAX : FLT_MAX;
+        }
+        y[yo + j] = f (v + bias[j]);
+      }
     }
   };
 
@@ -889,15 +982,18 @@
     for (let t = a0; t < len; t++)
       for (let hd = 0; hd < Hn; hd++) {
         const eq = quantize ('attention Q·Kᵀ', qkv, t * C3 + hd * D, 1, D, qQ, 0);
-        for (let j = 0; j <= t; j++)
-          scores[j] = f (epilogue (dot8 (qQ, 0, Ly.kq, j * C + hd * D, D),
-                                   eq + Ly.ke[j * Hn + hd]) * scale);
+        for (let j = 0; j <= t; j++) {
+          epilogueInto (scores, j, dot8 (qQ, 0, Ly.kq, j * C + hd * D, D),
+                        eq + Ly.ke[j * Hn + hd]);
+          scores[j] = f (scores[j] * scale);
+        }
         softmax (scores, 0, t + 1);
         /* The row's zeros above the diagonal quantize to 0 and add 0. */
         const ea = quantize ('attention P·V', scores, 0, 1, t + 1, attQ, 0);
         for (let dd = 0; dd < D; dd++) {
           const col = hd * D + dd;
-          atty[t * C + col] = epilogue (dot8 (attQ, 0, vq, col * len, t + 1), ea + Ly.ve[col]);
+          epilogueInto (atty, t * C + col, dot8 (attQ, 0, vq, col * len, t + 1),
+                        ea + Ly.ve[col]);
         }
       }
 
@@ -959,7 +1055,7 @@
     const acc = this.gemmRows ('lm_head', h, 0, 1, head);
     const e = this.rowE[0];
     for (let j = 0; j < VOCAB; j++)
-      logits[j] = epilogue (acc[j], e + head.e[j]);
+      epilogueInto (logits, j, acc[j], e + head.e[j]);
     return logits;
   };
 
@@ -1064,7 +1160,7 @@
     sha256Hex,
     sha256,
     /* For tests: the exact functions, to compare with the C library's. */
-    _internal: { expShifted, softmax, layerNorm, quantize, epilogue, rngUniform, treeSum },
+    _internal: { softmax, layerNorm, quantize, epilogue, rngUniform, treeSum },
   };
 
   root.DcKit = DcKit;
