@@ -1,6 +1,7 @@
 /* test-kit-page.c: the inference kit (issue 13) end to end.
  *
- * Proves: `export --kit` writes one HTML file whose --json names it with its
+ * Proves: `export` without --hf or --kit is a usage error (exit status 2);
+ * `export --kit` writes one HTML file whose --json names it with its
  * bytes, step and weight hash, which holds the blob as base64 in
  * #dc-kit-data and a Content-Security-Policy that forbids the network, and
  * which refers to no outside file; dc_kit_export () stops when cancelled and
@@ -100,11 +101,16 @@ train_and_export (void)
 static void
 test_export_file (void)
 {
-  g_autofree char *html = NULL;
+  g_autofree char *html = NULL, *out = NULL, *err = NULL;
   gsize len;
   const char *csp, *data;
+  const char *no_output[] = { "export", "--checkpoint", NULL, NULL };
 
   train_and_export ();
+  /* Neither --hf nor --kit: a usage error naming both. */
+  no_output[2] = checkpoint;
+  g_assert_cmpint (dc_test_run_cli (no_output, &out, &err, CLI_TIMEOUT_MS), ==, 2);
+  g_assert_nonnull (strstr (err, "--hf or --kit"));
   g_assert_true (g_file_get_contents (kit, &html, &len, NULL));
   g_assert_cmpuint (strlen (html), ==, len);
   /* No slot left unfilled, no outside file referred to. */
