@@ -20,7 +20,11 @@
  * tests/kit/kit-node.js (kit-engine's Node runner) present, Node gives the
  * same ids from the same HTML file.
  *
- * Without Chromium (or Node) those cases skip, saying so.
+ * The same ids and the same refusal in Firefox (WebDriver BiDi); `bench kit`
+ * prints both sizes' documented fields with the kit's ids equal to the
+ * native ones at width 128 too.
+ *
+ * Without Chromium (or Node, or Firefox) those cases skip, saying so.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -601,6 +605,45 @@ test_node_ids (void)
     }
 }
 
+/* bench kit's lines: both sizes, the documented fields, and the kit's ids
+ * equal to dc_generate ()'s at width 128 too. */
+static void
+test_bench_fields (void)
+{
+  g_autofree char *program = dc_chromium_find_program ();
+  const char *args[] = { "bench", "kit", "--json", "--tokens", "8", "--rounds", "1", NULL };
+  const char *bad[] = { "bench", "kit", "--rounds", "0", NULL };
+  const char *sizes[] = { "default", "w128" };
+  g_autofree char *out = NULL, *err = NULL, *bad_out = NULL, *bad_err = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  g_assert_cmpint (dc_test_run_cli (bad, &bad_out, &bad_err, CLI_TIMEOUT_MS), ==, 2);
+  if (program == NULL)
+    {
+      g_test_skip ("chromium is not installed (scripts/install-deps.sh installs it)");
+      return;
+    }
+  if (dc_test_run_cli (args, &out, &err, CLI_TIMEOUT_MS) != 0)
+    g_error ("bench kit failed: %s", err);
+  lines = g_strsplit (g_strstrip (out), "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 2);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(JsonObject) o = parse_object (lines[i]);
+
+      g_test_message ("%s", lines[i]);
+      g_assert_cmpstr (json_object_get_string_member (o, "size"), ==, sizes[i]);
+      g_assert_cmpint (json_object_get_int_member (o, "tokens"), ==, 8);
+      g_assert_cmpint (json_object_get_int_member (o, "rounds"), ==, 1);
+      g_assert_cmpint (json_object_get_int_member (o, "kit_bytes"), >, 0);
+      g_assert_cmpfloat (json_object_get_double_member (o, "kit_tokens_per_s"), >, 0);
+      g_assert_cmpfloat (json_object_get_double_member (o, "native_tokens_per_s"), >, 0);
+      g_assert_cmpfloat (json_object_get_double_member (o, "ratio"), >, 0);
+      g_assert_true (json_object_get_boolean_member (o, "same_ids"));
+      g_assert_cmpstr (json_object_get_string_member (o, "kit_engine"), ==, "WebAssembly SIMD");
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -616,6 +659,7 @@ main (int    argc,
   g_test_add_func ("/dc/kit/page/screenshots", test_page_screenshots);
   g_test_add_func ("/dc/kit/node/ids", test_node_ids);
   g_test_add_func ("/dc/kit/firefox/ids-and-tampered", test_firefox);
+  g_test_add_func ("/dc/kit/bench/fields", test_bench_fields);
   status = g_test_run ();
   if (tmp_dir != NULL)
     dc_test_remove_tree (tmp_dir);
