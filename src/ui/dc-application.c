@@ -240,9 +240,10 @@ dc_application_about_action (GSimpleAction *action,
                         "application-name", _("DaisyChain"),
                         "developer-name", _("The DaisyChain developers"),
                         "version", PACKAGE_VERSION,
-                        "comments", _("Train a small language model together on the computers "
-                                      "of a network, every replica bit-identical, and run "
-                                      "Hugging Face models split by layers across them."),
+                        "comments", _("Pretrain a small language model from scratch together "
+                                      "on the computers of a network, or alone, every replica "
+                                      "bit-identical, and run Hugging Face models on this "
+                                      "device."),
                         "website", PACKAGE_WEBSITE,
                         "issue-url", PACKAGE_WEBSITE "/issues",
                         "license-type", GTK_LICENSE_GPL_3_0,

@@ -56,7 +56,7 @@ static const struct
   const char *id;
   const char *notes;
 } suggested_models[] = {
-  { "HuggingFaceTB/SmolLM-135M", N_("513 MB f32 · 30 layers — splits nicely") },
+  { "HuggingFaceTB/SmolLM-135M", N_("513 MB f32 · 30 layers, small and quick") },
   { "openai-community/gpt2", N_("523 MB f32 · the GPT-2 path") },
   { "Qwen/Qwen2.5-0.5B", N_("942 MB f32 · GQA 14/2, and it ships QKV biases") },
 };
