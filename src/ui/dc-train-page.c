@@ -1129,6 +1129,23 @@ dc_train_page_class_init (DcTrainPageClass *klass)
                                    export_kit_to_action);
   gtk_widget_class_install_action (widget_class, "train.cancel", NULL, cancel_action);
 
+  /* While the focus is in the view; gtk/help-overlay.ui lists the same. */
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Return, GDK_CONTROL_MASK,
+                                       "train.start", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_period, GDK_CONTROL_MASK,
+                                       "train.stop", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_g, GDK_CONTROL_MASK,
+                                       "train.generate", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_s, GDK_CONTROL_MASK,
+                                       "train.save-checkpoint", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_o, GDK_CONTROL_MASK,
+                                       "train.load-checkpoint", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_e, GDK_CONTROL_MASK,
+                                       "train.export-hf", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_k, GDK_CONTROL_MASK,
+                                       "train.export-kit", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Escape, 0, "train.cancel", NULL);
+
   /**
    * DcTrainPage::toast:
    * @message: a short message for the window to show
