@@ -18,6 +18,7 @@ struct _DcPreferencesWindow
   AdwEntryRow          *device_name_row;
   AdwComboRow          *backend_row;
   AdwEntryRow          *stun_row;
+  AdwEntryRow          *turn_row;
   GtkSwitch            *autostart_switch;
 
   /* owned references */
@@ -83,6 +84,8 @@ dc_preferences_window_constructed (GObject *object)
   g_settings_bind (self->settings, "device-name", self->device_name_row, "text",
                    G_SETTINGS_BIND_DEFAULT);
   g_settings_bind (self->settings, "stun-servers", self->stun_row, "text",
+                   G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (self->settings, "turn-server", self->turn_row, "text",
                    G_SETTINGS_BIND_DEFAULT);
   g_settings_bind (self->settings, "group-autostart", self->autostart_switch, "active",
                    G_SETTINGS_BIND_DEFAULT);
@@ -162,6 +165,7 @@ dc_preferences_window_class_init (DcPreferencesWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, device_name_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, backend_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, stun_row);
+  gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, turn_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, autostart_switch);
 }
 
