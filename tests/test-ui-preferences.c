@@ -29,6 +29,13 @@ is_row_titled (GtkWidget *widget,
                               prefix);
 }
 
+static gboolean
+is_spin_button (GtkWidget *widget,
+                gpointer   user_data)
+{
+  return GTK_IS_SPIN_BUTTON (widget);
+}
+
 static void
 type_into (GtkWidget  *window,
            const char *title_prefix,
@@ -73,6 +80,21 @@ test_peer_servers (void)
     _dc_application_fill_peer_config (settings, &config);
     g_assert_null (config.turn_server);
     g_assert_null (config.stun_server);
+  }
+
+  /* Model Cache: the folder as typed; the limit in GB, kept in MB. */
+  type_into (window, "Cache folder", "/srv/models");
+  {
+    g_autofree char *dir = g_settings_get_string (settings, "model-cache-dir");
+
+    g_assert_cmpstr (dir, ==, "/srv/models");
+  }
+  {
+    GtkWidget *spin = dc_test_find_descendant (window, is_spin_button, NULL);
+
+    g_assert_nonnull (spin);
+    gtk_spin_button_set_value (GTK_SPIN_BUTTON (spin), 3);
+    g_assert_cmpuint (g_settings_get_uint (settings, "model-cache-limit-mb"), ==, 3000);
   }
 
   gtk_window_destroy (GTK_WINDOW (window));
