@@ -13,6 +13,8 @@
 #include <adwaita.h>
 
 #include "dc-application-private.h"
+#include "dc-group-page.h"
+#include "dc-join-room-dialog.h"
 #include "dc-preferences-window.h"
 #include "dc-test-ui-utils.h"
 #include "dc-test-utils.h"
@@ -100,6 +102,49 @@ test_peer_servers (void)
   gtk_window_destroy (GTK_WINDOW (window));
 }
 
+static gboolean
+join_dialog_shown (gpointer user_data)
+{
+  return dc_test_find_toplevel (DC_TYPE_JOIN_ROOM_DIALOG, NULL, NULL) != NULL;
+}
+
+/* The signaling service typed in Preferences is what the Devices view's Join
+ * dialog offers; a Join with another URL becomes the setting. */
+static void
+test_signal_url (void)
+{
+  g_autoptr(GSettings) settings = g_settings_new (APP_ID);
+  GtkWidget *preferences = GTK_WIDGET (dc_preferences_window_new (settings));
+  GtkWindow *window = GTK_WINDOW (gtk_window_new ());
+  DcGroupPage *page = g_object_new (DC_TYPE_GROUP_PAGE, NULL);
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autoptr(DcGroup) group = NULL;
+  DcJoinRoomDialog *dialog;
+
+  /* An offline group (nothing is served or sent): Join needs one. */
+  config.create = TRUE;
+  config.approve = DC_MESH_APPROVE_ASK;
+  config.hello = dc_mesh_hello_new ("prefs-test", "cpu", "", 0);
+  group = dc_group_new (&config);
+
+  gtk_window_present (GTK_WINDOW (preferences));
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, preferences, TIMEOUT_MS));
+  type_into (preferences, "Signaling service", "wss://signal.example/signal");
+  gtk_window_destroy (GTK_WINDOW (preferences));
+
+  dc_group_page_set_settings (page, settings);
+  dc_group_page_set_group (page, group);
+  gtk_window_set_child (window, GTK_WIDGET (page));
+  gtk_window_present (window);
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "group.join-room", NULL));
+  g_assert_true (dc_test_wait_until (join_dialog_shown, NULL, TIMEOUT_MS));
+  dialog = DC_JOIN_ROOM_DIALOG (dc_test_find_toplevel (DC_TYPE_JOIN_ROOM_DIALOG, NULL, NULL));
+  g_assert_cmpstr (dc_join_room_dialog_get_url (dialog), ==, "wss://signal.example/signal");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  gtk_window_destroy (window);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -109,6 +154,7 @@ main (int    argc,
   dc_ui_register_resource ();
 
   g_test_add_func ("/dc/ui/preferences/peer-servers", test_peer_servers);
+  g_test_add_func ("/dc/ui/preferences/signal-url", test_signal_url);
 
   return g_test_run ();
 }

@@ -19,6 +19,7 @@ struct _DcPreferencesWindow
   AdwComboRow          *backend_row;
   AdwEntryRow          *stun_row;
   AdwEntryRow          *turn_row;
+  AdwEntryRow          *signal_url_row;
   AdwEntryRow          *cache_dir_row;
   GtkSpinButton        *cache_limit_spin;
   GtkSwitch            *autostart_switch;
@@ -107,6 +108,8 @@ dc_preferences_window_constructed (GObject *object)
                    G_SETTINGS_BIND_DEFAULT);
   g_settings_bind (self->settings, "turn-server", self->turn_row, "text",
                    G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (self->settings, "signal-url", self->signal_url_row, "text",
+                   G_SETTINGS_BIND_DEFAULT);
   g_settings_bind (self->settings, "model-cache-dir", self->cache_dir_row, "text",
                    G_SETTINGS_BIND_DEFAULT);
   g_settings_bind_with_mapping (self->settings, "model-cache-limit-mb", self->cache_limit_spin,
@@ -191,6 +194,7 @@ dc_preferences_window_class_init (DcPreferencesWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, backend_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, stun_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, turn_row);
+  gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, signal_url_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, cache_dir_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, cache_limit_spin);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, autostart_switch);
