@@ -205,6 +205,9 @@ set_generation (DcTrainPage *page,
   gtk_spin_button_set_value (GTK_SPIN_BUTTON (template_child (page, "seed_spin")), seed);
 }
 
+static char *closing_save;
+static char *closing_dir;
+
 static void
 check_responsive (DcApplication *app)
 {
@@ -296,9 +299,16 @@ check_responsive (DcApplication *app)
   g_assert_true (action_enabled (widget, "train.export-kit"));
 
   gtk_widget_remove_tick_callback (GTK_WIDGET (window), tick_id);
+
+  /* Closing the window while a checkpoint is written does not lose it: the
+   * application runs until the file is there (test_responsive checks). */
+  closing_save = g_build_filename (dir, "closing.pt", NULL);
+  closing_dir = g_strdup (dir);
+  g_assert_true (gtk_widget_activate_action (widget, "train.save-checkpoint-to", "s",
+                                             closing_save));
+  g_assert_true (dc_train_page_is_working (page));
   gtk_window_close (GTK_WINDOW (window));
   g_assert_true (dc_test_wait_until (dc_test_app_has_no_windows, app, TIMEOUT_MS));
-  dc_test_remove_tree (dir);
 }
 
 static void
@@ -324,6 +334,10 @@ test_responsive (void)
   g_settings_set_boolean (settings, "group-autostart", FALSE);
   g_assert_cmpint (g_application_run (G_APPLICATION (app), 0, NULL), ==, 0);
   g_assert_true (checked);
+  g_assert_true (g_file_test (closing_save, G_FILE_TEST_IS_REGULAR));
+  dc_test_remove_tree (closing_dir);
+  g_clear_pointer (&closing_save, g_free);
+  g_clear_pointer (&closing_dir, g_free);
 }
 
 int

@@ -65,6 +65,7 @@ struct _DcTrainPage
   DcContext      *context;     /* nullable: its client holds the Hub token */
   GCancellable   *job_cancellable; /* the file or generation job in progress, or NULL */
   GByteArray     *generated;   /* the bytes of the generation in progress */
+  GApplication   *held;        /* held while a file is written: closing waits for it */
 
   /* borrowed references */
   GtkWidget      *token_dialog; /* while it is shown */
@@ -318,6 +319,28 @@ begin_job (DcTrainPage *self,
   gtk_revealer_set_reveal_child (self->job_revealer, TRUE);
   update_actions (self);
   return self->job_cancellable;
+}
+
+/* A job that writes a file finishes even when the window closes (dispose
+ * does not cancel it): the application is held until it has. */
+static void
+hold_application (DcTrainPage *self)
+{
+  GApplication *app = g_application_get_default ();
+
+  if (app == NULL || self->held != NULL)
+    return;
+  self->held = g_object_ref (app);
+  g_application_hold (app);
+}
+
+static void
+release_application (DcTrainPage *self)
+{
+  if (self->held == NULL)
+    return;
+  g_application_release (self->held);
+  g_clear_object (&self->held);
 }
 
 static void
@@ -751,6 +774,7 @@ save_checkpoint_cb (GObject      *object,
   gboolean ok = dc_training_run_save_checkpoint_finish (DC_TRAINING_RUN (object), result,
                                                         &error);
 
+  release_application (self);
   if (job_is_current (G_OBJECT (self)))
     finish_file_job (self, ok, error, _("Checkpoint saved"),
                      _("Could not save the checkpoint"));
@@ -767,6 +791,7 @@ save_checkpoint_to_action (GtkWidget  *widget,
   if (self->job_cancellable != NULL)
     return;
   cancellable = begin_job (self, _("Saving the checkpoint…"), TRUE);
+  hold_application (self);
   dc_training_run_save_checkpoint_async (self->run, g_variant_get_string (parameter, NULL),
                                          cancellable, save_checkpoint_cb, g_object_ref (self));
 }
@@ -828,6 +853,7 @@ export_hf_cb (GObject      *object,
   g_autoptr(GError) error = NULL;
   gboolean ok = dc_training_run_export_hf_finish (DC_TRAINING_RUN (object), result, &error);
 
+  release_application (self);
   if (job_is_current (G_OBJECT (self)))
     finish_file_job (self, ok, error, _("Hugging Face folder exported"),
                      _("Could not export the model"));
@@ -844,6 +870,7 @@ export_hf_to_action (GtkWidget  *widget,
   if (self->job_cancellable != NULL)
     return;
   cancellable = begin_job (self, _("Exporting the Hugging Face folder…"), TRUE);
+  hold_application (self);
   dc_training_run_export_hf_async (self->run, g_variant_get_string (parameter, NULL),
                                    cancellable, export_hf_cb, g_object_ref (self));
 }
@@ -857,6 +884,7 @@ export_kit_cb (GObject      *object,
   g_autoptr(GError) error = NULL;
   gboolean ok = dc_training_run_export_kit_finish (DC_TRAINING_RUN (object), result, &error);
 
+  release_application (self);
   if (job_is_current (G_OBJECT (self)))
     finish_file_job (self, ok, error, _("Inference kit saved"),
                      _("Could not export the inference kit"));
@@ -873,6 +901,7 @@ export_kit_to_action (GtkWidget  *widget,
   if (self->job_cancellable != NULL)
     return;
   cancellable = begin_job (self, _("Writing the inference kit…"), TRUE);
+  hold_application (self);
   dc_training_run_export_kit_async (self->run, g_variant_get_string (parameter, NULL),
                                     cancellable, export_kit_cb, g_object_ref (self));
 }
@@ -1056,8 +1085,9 @@ dc_train_page_dispose (GObject *object)
   if (self->chooser != NULL)
     gtk_native_dialog_destroy (self->chooser);
   g_clear_object (&self->chooser);
-  /* A job's callback then finds the page without one and reports nothing. */
-  if (self->job_cancellable != NULL)
+  /* A job's callback then finds the page without one and reports nothing.
+   * A file being written (the application held) is finished, not lost. */
+  if (self->job_cancellable != NULL && self->held == NULL)
     g_cancellable_cancel (self->job_cancellable);
   g_clear_object (&self->job_cancellable);
   g_clear_handle_id (&self->job_pulse_id, g_source_remove);
