@@ -8,7 +8,8 @@
  * the rows of libadwaita set to their title), or for a button the text it
  * shows (GTK labels a button by its content, an icon too, so the relation
  * alone proves nothing there). A control that only has an icon fails.
- * The shortcuts window must list every key binding of the Train view.
+ * The shortcuts window must list every key binding of the Train view. The
+ * window renders light and dark (mean luminance of a screenshot in each).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -189,6 +190,50 @@ check_train_shortcuts_listed (GtkWidget *page,
   g_assert_cmpuint (n_bindings, ==, 8);
 }
 
+/* The mean luminance (0–1) of @texture. */
+static double
+mean_luminance (GdkTexture *texture)
+{
+  int width = gdk_texture_get_width (texture), height = gdk_texture_get_height (texture);
+  g_autofree guchar *pixels = g_malloc ((gsize) width * height * 4);
+  double sum = 0;
+
+  gdk_texture_download (texture, pixels, (gsize) width * 4);
+  for (gsize i = 0; i < (gsize) width * height; i++)
+    {
+      /* Cairo's ARGB32, premultiplied, little-endian: B, G, R, A. */
+      const guchar *p = pixels + i * 4;
+
+      sum += (0.0722 * p[0] + 0.7152 * p[1] + 0.2126 * p[2]) / 255.0;
+    }
+  return sum / ((double) width * height);
+}
+
+/* The window follows the dark style: forced dark, it renders dark (the
+ * hand-drawn loss chart too, which reads its colours from the style). */
+static void
+check_styles (DcWindow *window)
+{
+  AdwStyleManager *styles = adw_style_manager_get_default ();
+  g_autoptr(GdkTexture) light = NULL;
+  g_autoptr(GdkTexture) dark = NULL;
+  double light_mean, dark_mean;
+
+  g_action_group_activate_action (G_ACTION_GROUP (window), "view", g_variant_new_string ("train"));
+  adw_style_manager_set_color_scheme (styles, ADW_COLOR_SCHEME_FORCE_LIGHT);
+  dc_test_wait_frames (GTK_WIDGET (window), 3);
+  light = dc_test_render_widget (GTK_WIDGET (window), "window-train-light");
+  adw_style_manager_set_color_scheme (styles, ADW_COLOR_SCHEME_FORCE_DARK);
+  dc_test_wait_frames (GTK_WIDGET (window), 3);
+  dark = dc_test_render_widget (GTK_WIDGET (window), "window-train-dark");
+  adw_style_manager_set_color_scheme (styles, ADW_COLOR_SCHEME_DEFAULT);
+  light_mean = mean_luminance (light);
+  dark_mean = mean_luminance (dark);
+  g_test_message ("mean luminance: light %.2f, dark %.2f", light_mean, dark_mean);
+  g_assert_cmpfloat (light_mean, >, 0.7);
+  g_assert_cmpfloat (dark_mean, <, 0.3);
+}
+
 static void
 check_window (DcApplication *app)
 {
@@ -230,6 +275,8 @@ check_window (DcApplication *app)
   shortcuts = dc_test_find_toplevel (GTK_TYPE_SHORTCUTS_WINDOW, NULL, NULL);
   check_train_shortcuts_listed (GTK_WIDGET (dc_window_get_train_page (window)), shortcuts);
   gtk_window_destroy (GTK_WINDOW (shortcuts));
+
+  check_styles (window);
 
   gtk_window_close (GTK_WINDOW (window));
   g_assert_true (dc_test_wait_until (dc_test_app_has_no_windows, app, TIMEOUT_MS));
