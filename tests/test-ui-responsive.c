@@ -235,6 +235,31 @@ check_responsive (DcApplication *app)
   g_action_group_activate_action (G_ACTION_GROUP (window), "view", g_variant_new_string ("train"));
   tick_id = gtk_widget_add_tick_callback (GTK_WIDGET (window), tick_cb, &ticks, NULL);
 
+  /* The view's Model menu offers the kit. */
+  {
+    GtkMenuButton *button = GTK_MENU_BUTTON (gtk_widget_get_template_child (
+                                               widget, DC_TYPE_TRAIN_PAGE, "model_menu_button"));
+    GMenuModel *menu = gtk_menu_button_get_menu_model (button);
+    gboolean found = FALSE;
+
+    for (int s = 0; s < g_menu_model_get_n_items (menu); s++)
+      {
+        g_autoptr(GMenuModel) section = g_menu_model_get_item_link (menu, s, G_MENU_LINK_SECTION);
+
+        for (int i = 0; section != NULL && i < g_menu_model_get_n_items (section); i++)
+          {
+            g_autofree char *action = NULL;
+            g_autofree char *label = NULL;
+
+            g_menu_model_get_item_attribute (section, i, G_MENU_ATTRIBUTE_ACTION, "s", &action);
+            g_menu_model_get_item_attribute (section, i, G_MENU_ATTRIBUTE_LABEL, "s", &label);
+            if (g_strcmp0 (action, "train.export-kit") == 0)
+              found = g_strcmp0 (label, "_Download Inference Kit…") == 0;
+          }
+      }
+    g_assert_true (found);
+  }
+
   /* No model yet: nothing to export. */
   g_assert_false (action_enabled (widget, "train.export-kit"));
   g_assert_false (action_enabled (widget, "train.save-checkpoint"));

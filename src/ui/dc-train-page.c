@@ -57,6 +57,7 @@ struct _DcTrainPage
   GtkLabel       *generated_label;
   GtkRevealer    *job_revealer;
   GtkProgressBar *job_progress;
+  GtkMenuButton  *model_menu_button;
 
   /* owned references */
   GSettings      *settings;
@@ -1139,6 +1140,7 @@ dc_train_page_class_init (DcTrainPageClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, generated_label);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, job_revealer);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, job_progress);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, model_menu_button);
 
   gtk_widget_class_install_action (widget_class, "train.start", NULL, start_action);
   gtk_widget_class_install_action (widget_class, "train.stop", NULL, stop_action);
