@@ -622,6 +622,109 @@ test_start_after_load (void)
   dc_test_remove_tree (dir);
 }
 
+static void
+async_done_cb (GObject      *object,
+               GAsyncResult *result,
+               gpointer      user_data)
+{
+  *(GAsyncResult **) user_data = g_object_ref (result);
+}
+
+static gboolean
+has_result (gpointer user_data)
+{
+  return *(GAsyncResult **) user_data != NULL;
+}
+
+static void
+generated_cb (DcTrainingRun *run,
+              GBytes        *bytes,
+              GByteArray    *all)
+{
+  g_byte_array_append (all, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes));
+}
+
+/* The _async calls work on a snapshot: a save started before a run keeps
+ * the weights of that moment, whatever the run does meanwhile; streamed
+ * generation equals the synchronous one; a cancelled load keeps the model;
+ * a saved file replaces its path only when the save was not cancelled. */
+static void
+test_async_snapshot (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dc-training-run-XXXXXX", NULL);
+  g_autofree char *pt = g_build_filename (dir, "before.pt", NULL);
+  g_autofree char *other = g_build_filename (dir, "other.pt", NULL);
+  g_autofree char *hash_before = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *text_async = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcTrainingRun) run = dc_training_run_new ();
+  g_autoptr(GAsyncResult) result = NULL;
+  g_autoptr(GByteArray) streamed = g_byte_array_new ();
+  g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+  DcTrainingRequest request = small_request ();
+
+  request.stop_at = 2;
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  hash_before = g_strdup (dc_training_run_get_hash (run));
+
+  /* Save, then start training at once: the file holds step 2's weights. */
+  dc_training_run_save_checkpoint_async (run, pt, NULL, async_done_cb, &result);
+  request.stop_at = 4;
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (has_result, &result, TIMEOUT_MS));
+  g_assert_true (dc_training_run_save_checkpoint_finish (run, result, &error));
+  g_assert_no_error (error);
+  g_clear_object (&result);
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  g_assert_cmpuint (dc_training_run_get_step (run), ==, 4);
+  g_assert_cmpstr (dc_training_run_get_hash (run), !=, hash_before);
+  {
+    g_autoptr(DcTrainingRun) check = dc_training_run_new ();
+
+    g_assert_true (dc_training_run_load_checkpoint (check, pt, &error));
+    g_assert_no_error (error);
+    g_assert_cmpstr (dc_training_run_get_hash (check), ==, hash_before);
+    g_assert_cmpuint (dc_training_run_get_step (check), ==, 2);
+  }
+
+  /* Streamed generation: the same text as one call, sampled. */
+  g_signal_connect (run, "generated", G_CALLBACK (generated_cb), streamed);
+  text = dc_training_run_generate (run, "The ", 30, 0.8f, 42, &error);
+  g_assert_no_error (error);
+  dc_training_run_generate_async (run, "The ", 30, 0.8f, 42, NULL, async_done_cb, &result);
+  g_assert_true (dc_test_wait_until (has_result, &result, TIMEOUT_MS));
+  text_async = dc_training_run_generate_finish (run, result, &error);
+  g_assert_no_error (error);
+  g_clear_object (&result);
+  g_assert_cmpstr (text_async, ==, text);
+  /* Every streamed byte arrived before the result (same context, posted
+   * first). */
+  g_assert_cmpuint (streamed->len, ==, 30);
+
+  /* A cancelled load keeps the model; a cancelled save leaves no file. */
+  g_cancellable_cancel (cancellable);
+  dc_training_run_load_checkpoint_async (run, pt, cancellable, async_done_cb, &result);
+  g_assert_true (dc_test_wait_until (has_result, &result, TIMEOUT_MS));
+  g_assert_false (dc_training_run_load_checkpoint_finish (run, result, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_clear_error (&error);
+  g_clear_object (&result);
+  g_assert_cmpuint (dc_training_run_get_step (run), ==, 4);
+  dc_training_run_save_checkpoint_async (run, other, cancellable, async_done_cb, &result);
+  g_assert_true (dc_test_wait_until (has_result, &result, TIMEOUT_MS));
+  g_assert_false (dc_training_run_save_checkpoint_finish (run, result, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_clear_error (&error);
+  g_clear_object (&result);
+  g_assert_false (g_file_test (other, G_FILE_TEST_EXISTS));
+
+  g_free (request.data);
+  dc_test_remove_tree (dir);
+}
+
 static guint n_fallback_logged;
 
 static void
@@ -705,6 +808,7 @@ main (int    argc,
   g_test_add_func ("/dc/model/training-run/dispose-mid-run", test_dispose_mid_run);
   g_test_add_func ("/dc/train/training-run/context-backend", test_context_backend);
   g_test_add_func ("/dc/train/training-run/start-after-load", test_start_after_load);
+  g_test_add_func ("/dc/train/training-run/async-snapshot", test_async_snapshot);
   g_test_add_func ("/dc/train/training-run/fallback-logged-once", test_fallback_logged_once);
 
   return g_test_run ();

@@ -517,6 +517,8 @@ test_gated_and_open (Fixture       *fixture,
   g_assert_true (load_enabled (dialog));
   g_assert_false (token_dialog_shown (NULL));
   g_assert_cmpuint (hub->gated_requests, ==, gated_before);
+  /* What the dialog found, before anything large moves (docs/screenshots). */
+  g_object_unref (dc_test_render_widget (GTK_WIDGET (dialog), "infer-model-dialog-found"));
 
   /* The gated one: a 401, so the token dialog, naming the repository. */
   dc_model_dialog_set_spec (dialog, "gated/model");
@@ -696,6 +698,41 @@ test_train_dataset_token (Fixture       *fixture,
   g_settings_reset (fixture->settings, "train-dataset");
 }
 
+/* Preferences › Model Cache take effect on the next look-up: the folder
+ * holds the model's cache, and a limit below its weights refuses it before
+ * anything is downloaded. */
+static void
+test_cache_settings (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dc-ui-cache-XXXXXX", NULL);
+  DcModelDialog *dialog;
+
+  g_settings_set_string (fixture->settings, "model-cache-dir", dir);
+  dialog = open_model_dialog (fixture);
+  dc_model_dialog_set_spec (dialog, "open/llama-tiny");
+  g_assert_true (dc_test_wait_until (dialog_is_idle, dialog, TIMEOUT_MS));
+  g_assert_nonnull (dc_model_dialog_get_repo (dialog));
+  g_test_message ("cache: %s", dc_model_repo_get_cache_dir (dc_model_dialog_get_repo (dialog)));
+  g_assert_true (g_str_has_prefix (dc_model_repo_get_cache_dir (dc_model_dialog_get_repo (dialog)),
+                                   dir));
+
+  /* 1 MB: below llama-tiny's 5.4 MB of weights. */
+  g_settings_set_uint (fixture->settings, "model-cache-limit-mb", 1);
+  dc_model_dialog_set_spec (dialog, "open/llama-tiny@main");
+  g_assert_true (dc_test_wait_until (dialog_is_idle, dialog, TIMEOUT_MS));
+  g_test_message ("limit 1 MB: %s", dc_model_dialog_get_status (dialog));
+  g_assert_null (dc_model_dialog_get_repo (dialog));
+  g_assert_nonnull (strstr (dc_model_dialog_get_status (dialog),
+                            "more than the model cache's limit"));
+  g_assert_false (load_enabled (dialog));
+
+  adw_message_dialog_response (ADW_MESSAGE_DIALOG (dialog), "cancel");
+  g_settings_reset (fixture->settings, "model-cache-dir");
+  g_settings_reset (fixture->settings, "model-cache-limit-mb");
+  dc_test_remove_tree (dir);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -720,6 +757,8 @@ main (int    argc,
               test_train_dataset_token, fixture_tear_down);
   g_test_add ("/dc/ui/infer/generate-stop", Fixture, NULL, fixture_set_up,
               test_generate_stop, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/cache-settings", Fixture, NULL, fixture_set_up,
+              test_cache_settings, fixture_tear_down);
 
   status = g_test_run ();
   hub_stop ();

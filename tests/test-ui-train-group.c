@@ -38,6 +38,13 @@
 #define TIMEOUT_MS 60000
 #define STEPS      100  /* the settings' least */
 
+/* Save and Load run off the main thread: wait for them. */
+static gboolean
+page_has_no_job (gpointer user_data)
+{
+  return !dc_train_page_is_working (user_data);
+}
+
 static gboolean
 cli_connected_cb (gpointer user_data)
 {
@@ -224,6 +231,7 @@ check_resume (DcApplication *app,
 
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.load-checkpoint-from",
                                              "s", first_pt));
+  g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
   g_settings_set_int (settings, "train-steps", 150);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.start", NULL));
   config = dc_test_proc_expect (cli, "config", NULL, TIMEOUT_MS);
@@ -234,6 +242,7 @@ check_resume (DcApplication *app,
   g_assert_true (dc_train_page_is_running (page));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.load-checkpoint-from",
                                              "s", first_pt));
+  g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
   if (!dc_test_wait_until (cli_switched, cli, 2 * TIMEOUT_MS) || cli->eof)
     g_error ("cli-resume: no switch to the checkpoint loaded mid-run");
   done = dc_test_proc_expect (cli, "done", NULL, 2 * TIMEOUT_MS);
@@ -308,8 +317,10 @@ check_follow (DcApplication *app,
 
     g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.load-checkpoint-from",
                                                "s", first_pt));
+    g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
     g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.save-checkpoint-to",
                                                "s", again));
+    g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
     saved = g_strdup_printf ("checkpoint saved: %s (step 100, weight hash %s)", again,
                              first_hash);
     all = dc_train_page_dup_log (page);
@@ -401,6 +412,7 @@ check_train_together (DcApplication *app,
 
     g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "train.save-checkpoint-to",
                                                "s", pt));
+    g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
     saved = g_strdup_printf ("checkpoint saved: %s (step 100, weight hash %s)", pt,
                              json_object_get_string_member (done, "hash"));
     all = dc_train_page_dup_log (page);

@@ -32,6 +32,13 @@ page_is_idle (gpointer user_data)
   return !dc_train_page_is_running (user_data);
 }
 
+/* Save, Load, Export and Generate run off the main thread: wait for them. */
+static gboolean
+page_has_no_job (gpointer user_data)
+{
+  return !dc_train_page_is_working (user_data);
+}
+
 /* Whether @widget is an actionable (button, row) bound to @action_name. */
 static gboolean
 is_actionable_for (GtkWidget *widget,
@@ -120,17 +127,21 @@ check_train_view (DcApplication *app)
   g_assert_true (action_enabled (widget, "save-checkpoint"));
 
   g_assert_true (gtk_widget_activate_action (widget, "train.generate", NULL));
+  g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
   g_assert_cmpuint (strlen (dc_train_page_get_generated_text (page)), >, 0);
 
   g_assert_true (gtk_widget_activate_action (widget, "train.save-checkpoint-to", "s", pt));
+  g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
   g_assert_true (g_file_get_contents (pt, &contents, &length, NULL));
   g_assert_cmpuint (length, >, 1000);
   g_assert_cmpmem (contents, 2, "PK", 2);  /* PyTorch's zip layout */
 
   g_assert_true (gtk_widget_activate_action (widget, "train.export-hf-to", "s", hf));
+  g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
   g_assert_true (g_file_test (safetensors, G_FILE_TEST_IS_REGULAR));
 
   g_assert_true (gtk_widget_activate_action (widget, "train.load-checkpoint-from", "s", pt));
+  g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
   g_assert_false (dc_train_page_is_running (page));
 
   /* Start after Load continues the loaded model (like `train --resume`). */

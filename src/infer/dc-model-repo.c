@@ -721,9 +721,11 @@ dc_model_repo_open (DcHfClient    *client,
 
 typedef struct
 {
-  DcHfClient   *client;
-  char         *spec;
-  GMainContext *context;
+  DcHfClient         *client;
+  char               *spec;
+  GMainContext       *context;
+  DcModelRepoOptions  options;    /* cache_dir owned */
+  gboolean            has_options;
 } OpenData;
 
 static void
@@ -731,6 +733,7 @@ open_data_free (OpenData *data)
 {
   g_clear_object (&data->client);
   g_free (data->spec);
+  g_free ((char *) data->options.cache_dir);
   g_clear_pointer (&data->context, g_main_context_unref);
   g_free (data);
 }
@@ -745,7 +748,8 @@ open_worker (GTask        *task,
   GError *error = NULL;
   DcModelRepo *repo;
 
-  repo = open_internal (data->client, data->spec, NULL, data->context, cancellable, &error);
+  repo = open_internal (data->client, data->spec, data->has_options ? &data->options : NULL,
+                        data->context, cancellable, &error);
   if (repo == NULL)
     g_task_return_error (task, error);
   else
@@ -765,6 +769,24 @@ dc_model_repo_open_async (DcHfClient          *client,
                           GAsyncReadyCallback  callback,
                           gpointer             user_data)
 {
+  dc_model_repo_open_full_async (client, spec, NULL, cancellable, callback, user_data);
+}
+
+/**
+ * dc_model_repo_open_full_async:
+ * @options: (nullable): copied; as for dc_model_repo_open_full ()
+ *
+ * dc_model_repo_open_full () in a worker thread (the application's cache
+ * folder and limit); finish with dc_model_repo_open_finish ().
+ */
+void
+dc_model_repo_open_full_async (DcHfClient               *client,
+                               const char               *spec,
+                               const DcModelRepoOptions *options,
+                               GCancellable             *cancellable,
+                               GAsyncReadyCallback       callback,
+                               gpointer                  user_data)
+{
   g_autoptr(GTask) task = NULL;
   OpenData *data;
 
@@ -777,6 +799,12 @@ dc_model_repo_open_async (DcHfClient          *client,
   data->client = g_object_ref (client);
   data->spec = g_strdup (spec);
   data->context = g_main_context_ref_thread_default ();
+  if (options != NULL)
+    {
+      data->options = *options;
+      data->options.cache_dir = g_strdup (options->cache_dir);
+      data->has_options = TRUE;
+    }
   g_task_set_task_data (task, data, (GDestroyNotify) open_data_free);
   g_task_run_in_thread (task, open_worker);
 }

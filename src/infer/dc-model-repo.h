@@ -74,6 +74,12 @@ void          dc_model_repo_open_async   (DcHfClient          *client,
                                           GCancellable        *cancellable,
                                           GAsyncReadyCallback  callback,
                                           gpointer             user_data);
+void          dc_model_repo_open_full_async (DcHfClient               *client,
+                                             const char               *spec,
+                                             const DcModelRepoOptions *options,
+                                             GCancellable             *cancellable,
+                                             GAsyncReadyCallback       callback,
+                                             gpointer                  user_data);
 DcModelRepo  *dc_model_repo_open_finish  (GAsyncResult        *result,
                                           GError             **error);
 DcModelRepo  *dc_model_repo_open         (DcHfClient          *client,

@@ -66,4 +66,48 @@ char            *dc_training_run_generate        (DcTrainingRun            *self
                                                   guint64                   seed,
                                                   GError                  **error);
 
+void             dc_training_run_save_checkpoint_async  (DcTrainingRun       *self,
+                                                         const char          *path,
+                                                         GCancellable        *cancellable,
+                                                         GAsyncReadyCallback  callback,
+                                                         gpointer             user_data);
+gboolean         dc_training_run_save_checkpoint_finish (DcTrainingRun       *self,
+                                                         GAsyncResult        *result,
+                                                         GError             **error);
+void             dc_training_run_load_checkpoint_async  (DcTrainingRun       *self,
+                                                         const char          *path,
+                                                         GCancellable        *cancellable,
+                                                         GAsyncReadyCallback  callback,
+                                                         gpointer             user_data);
+gboolean         dc_training_run_load_checkpoint_finish (DcTrainingRun       *self,
+                                                         GAsyncResult        *result,
+                                                         GError             **error);
+void             dc_training_run_export_hf_async        (DcTrainingRun       *self,
+                                                         const char          *dir,
+                                                         GCancellable        *cancellable,
+                                                         GAsyncReadyCallback  callback,
+                                                         gpointer             user_data);
+gboolean         dc_training_run_export_hf_finish       (DcTrainingRun       *self,
+                                                         GAsyncResult        *result,
+                                                         GError             **error);
+void             dc_training_run_export_kit_async       (DcTrainingRun       *self,
+                                                         const char          *path,
+                                                         GCancellable        *cancellable,
+                                                         GAsyncReadyCallback  callback,
+                                                         gpointer             user_data);
+gboolean         dc_training_run_export_kit_finish      (DcTrainingRun       *self,
+                                                         GAsyncResult        *result,
+                                                         GError             **error);
+void             dc_training_run_generate_async         (DcTrainingRun       *self,
+                                                         const char          *prompt,
+                                                         guint                n_tokens,
+                                                         float                temperature,
+                                                         guint64              seed,
+                                                         GCancellable        *cancellable,
+                                                         GAsyncReadyCallback  callback,
+                                                         gpointer             user_data);
+char            *dc_training_run_generate_finish        (DcTrainingRun       *self,
+                                                         GAsyncResult        *result,
+                                                         GError             **error);
+
 G_END_DECLS

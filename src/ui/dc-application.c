@@ -14,6 +14,7 @@
 #include <glib/gi18n.h>
 
 #include "dc-application.h"
+#include "dc-application-private.h"
 #include "dc-preferences-window.h"
 #include "dc-ui-resources.h"
 #include "dc-window.h"
@@ -101,6 +102,30 @@ dc_application_set_group (DcApplication *self,
     g_set_object (&self->group, group);
 }
 
+/**
+ * _dc_application_fill_peer_config:
+ *
+ * Sets @config's STUN server (the first of "stun-servers") and TURN server
+ * ("turn-server", when it is a turn:// or turns:// URL; anything else is
+ * ignored with a log line) from @settings.
+ */
+void
+_dc_application_fill_peer_config (GSettings    *settings,
+                                  DcPeerConfig *config)
+{
+  g_autofree char *stun = g_settings_get_string (settings, "stun-servers");
+  g_autofree char *turn = g_settings_get_string (settings, "turn-server");
+  g_auto(GStrv) stuns = g_strsplit (stun, ",", 2);
+
+  if (stuns[0] != NULL && *g_strstrip (stuns[0]) != '\0')
+    config->stun_server = g_strdup_printf ("stun://%s", stuns[0]);
+  g_strstrip (turn);
+  if (g_str_has_prefix (turn, "turn://") || g_str_has_prefix (turn, "turns://"))
+    config->turn_server = g_strdup (turn);
+  else if (*turn != '\0')
+    g_message ("The TURN server setting is not a turn:// or turns:// URL: ignored");
+}
+
 /* The hello peers see: the device name from the settings; the backend
  * really in use, its probe hash and the numeric rule id from the context. */
 static DcGroup *
@@ -108,16 +133,13 @@ create_group (DcApplication *self)
 {
   g_auto(DcMeshConfig) config = { 0 };
   g_autofree char *name = g_settings_get_string (self->settings, "device-name");
-  g_autofree char *stun = g_settings_get_string (self->settings, "stun-servers");
-  g_auto(GStrv) stuns = g_strsplit (stun, ",", 2);
 
   g_strstrip (name);
   config.create = TRUE;
   config.approve = DC_MESH_APPROVE_ASK;
   config.hello = dc_context_new_hello (self->context,
                                        *name != '\0' ? name : g_get_host_name ());
-  if (stuns[0] != NULL && *g_strstrip (stuns[0]) != '\0')
-    config.peer.stun_server = g_strdup_printf ("stun://%s", stuns[0]);
+  _dc_application_fill_peer_config (self->settings, &config.peer);
   return dc_group_new (&config);
 }
 
@@ -240,9 +262,10 @@ dc_application_about_action (GSimpleAction *action,
                         "application-name", _("DaisyChain"),
                         "developer-name", _("The DaisyChain developers"),
                         "version", PACKAGE_VERSION,
-                        "comments", _("Train a small language model together on the computers "
-                                      "of a network, every replica bit-identical, and run "
-                                      "Hugging Face models split by layers across them."),
+                        "comments", _("Pretrain a small language model from scratch together "
+                                      "on the computers of a network, or alone, every replica "
+                                      "bit-identical, and run Hugging Face models on this "
+                                      "device."),
                         "website", PACKAGE_WEBSITE,
                         "issue-url", PACKAGE_WEBSITE "/issues",
                         "license-type", GTK_LICENSE_GPL_3_0,

@@ -35,6 +35,7 @@ struct _DcGroupPage
   DcGroup      *group;
   GPtrArray    *requests;     /* AdwMessageDialog, open approval requests */
   char         *last_url;     /* offered again by the next Join dialog */
+  GSettings    *settings;     /* nullable: "signal-url" keeps last_url across runs */
 };
 
 G_DEFINE_FINAL_TYPE (DcGroupPage, dc_group_page, ADW_TYPE_BIN)
@@ -407,6 +408,8 @@ join_response_cb (DcJoinRoomDialog *dialog,
     return;
   g_free (self->last_url);
   self->last_url = g_strdup (dc_join_room_dialog_get_url (dialog));
+  if (self->settings != NULL)
+    g_settings_set_string (self->settings, "signal-url", self->last_url);
   if (!dc_group_join_room (self->group, dc_join_room_dialog_get_url (dialog),
                            dc_join_room_dialog_get_code (dialog), &error))
     report (self, error);
@@ -420,9 +423,12 @@ join_room_action (GtkWidget  *widget,
   DcGroupPage *self = DC_GROUP_PAGE (widget);
   GtkRoot *root = gtk_widget_get_root (widget);
   DcJoinRoomDialog *dialog;
+  g_autofree char *url = self->settings != NULL
+                         ? g_settings_get_string (self->settings, "signal-url")
+                         : g_strdup (self->last_url);
 
   dialog = dc_join_room_dialog_new (GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
-                                    self->last_url);
+                                    url != NULL && *url != '\0' ? url : NULL);
   g_signal_connect_object (dialog, "response", G_CALLBACK (join_response_cb), self, 0);
   gtk_window_present (GTK_WINDOW (dialog));
 }
@@ -433,6 +439,22 @@ leave_action (GtkWidget  *widget,
               GVariant   *parameter)
 {
   dc_group_leave (DC_GROUP_PAGE (widget)->group);
+}
+
+/**
+ * dc_group_page_set_settings:
+ *
+ * The Join dialog then offers the "signal-url" setting (Preferences ›
+ * Network › *Signaling service*), which a Join updates.
+ */
+void
+dc_group_page_set_settings (DcGroupPage *self,
+                            GSettings   *settings)
+{
+  g_return_if_fail (DC_IS_GROUP_PAGE (self));
+  g_return_if_fail (G_IS_SETTINGS (settings));
+
+  g_set_object (&self->settings, settings);
 }
 
 static void
@@ -460,6 +482,7 @@ dc_group_page_dispose (GObject *object)
     g_signal_handlers_disconnect_by_data (self->group, self);
   gtk_widget_dispose_template (GTK_WIDGET (self), DC_TYPE_GROUP_PAGE);
   g_clear_object (&self->group);
+  g_clear_object (&self->settings);
 
   G_OBJECT_CLASS (dc_group_page_parent_class)->dispose (object);
 }

@@ -17,5 +17,7 @@ G_DECLARE_FINAL_TYPE (DcGroupPage, dc_group_page, DC, GROUP_PAGE, AdwBin)
 void     dc_group_page_set_group  (DcGroupPage *self,
                                    DcGroup     *group);
 DcGroup *dc_group_page_get_group  (DcGroupPage *self);
+void     dc_group_page_set_settings (DcGroupPage *self,
+                                     GSettings   *settings);
 
 G_END_DECLS

@@ -56,7 +56,7 @@ static const struct
   const char *id;
   const char *notes;
 } suggested_models[] = {
-  { "HuggingFaceTB/SmolLM-135M", N_("513 MB f32 · 30 layers — splits nicely") },
+  { "HuggingFaceTB/SmolLM-135M", N_("513 MB f32 · 30 layers, small and quick") },
   { "openai-community/gpt2", N_("523 MB f32 · the GPT-2 path") },
   { "Qwen/Qwen2.5-0.5B", N_("942 MB f32 · GQA 14/2, and it ships QKV biases") },
 };
@@ -300,7 +300,23 @@ start_lookup (DcModelDialog *self)
   lookup = g_new0 (Lookup, 1);
   lookup->self = g_object_ref (self);
   lookup->lookup = g_object_ref (self->lookup);
-  dc_model_repo_open_async (self->client, self->spec, self->lookup, open_cb, lookup);
+  /* Preferences › Model Cache: a folder and a limit; empty and 0 keep the
+   * defaults ($DC_MODEL_CACHE_DIR, $DC_MODEL_CACHE_MAX_MB, else the user's
+   * cache folder and 20 GB). */
+  if (self->settings != NULL)
+    {
+      g_autofree char *dir = g_settings_get_string (self->settings, "model-cache-dir");
+      DcModelRepoOptions options = { 0 };
+
+      if (*g_strstrip (dir) != '\0')
+        options.cache_dir = dir;
+      options.cache_limit = (guint64) g_settings_get_uint (self->settings,
+                                                           "model-cache-limit-mb") * 1000000;
+      dc_model_repo_open_full_async (self->client, self->spec, &options, self->lookup, open_cb,
+                                     lookup);
+    }
+  else
+    dc_model_repo_open_async (self->client, self->spec, self->lookup, open_cb, lookup);
 }
 
 static gboolean

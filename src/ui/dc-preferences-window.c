@@ -18,6 +18,10 @@ struct _DcPreferencesWindow
   AdwEntryRow          *device_name_row;
   AdwComboRow          *backend_row;
   AdwEntryRow          *stun_row;
+  AdwEntryRow          *turn_row;
+  AdwEntryRow          *signal_url_row;
+  AdwEntryRow          *cache_dir_row;
+  GtkSpinButton        *cache_limit_spin;
   GtkSwitch            *autostart_switch;
 
   /* owned references */
@@ -73,6 +77,24 @@ backend_set_mapping (const GValue       *value,
   return g_variant_new_string (backend_nicks[selected]);
 }
 
+/* The cache limit: megabytes in the settings, gigabytes in the window. */
+static gboolean
+mb_to_gb_mapping (GValue   *value,
+                  GVariant *variant,
+                  gpointer  user_data)
+{
+  g_value_set_double (value, g_variant_get_uint32 (variant) / 1000.0);
+  return TRUE;
+}
+
+static GVariant *
+gb_to_mb_mapping (const GValue       *value,
+                  const GVariantType *expected_type,
+                  gpointer            user_data)
+{
+  return g_variant_new_uint32 ((guint32) (g_value_get_double (value) * 1000.0 + 0.5));
+}
+
 static void
 dc_preferences_window_constructed (GObject *object)
 {
@@ -84,6 +106,15 @@ dc_preferences_window_constructed (GObject *object)
                    G_SETTINGS_BIND_DEFAULT);
   g_settings_bind (self->settings, "stun-servers", self->stun_row, "text",
                    G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (self->settings, "turn-server", self->turn_row, "text",
+                   G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (self->settings, "signal-url", self->signal_url_row, "text",
+                   G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (self->settings, "model-cache-dir", self->cache_dir_row, "text",
+                   G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind_with_mapping (self->settings, "model-cache-limit-mb", self->cache_limit_spin,
+                                "value", G_SETTINGS_BIND_DEFAULT,
+                                mb_to_gb_mapping, gb_to_mb_mapping, NULL, NULL);
   g_settings_bind (self->settings, "group-autostart", self->autostart_switch, "active",
                    G_SETTINGS_BIND_DEFAULT);
   g_settings_bind_with_mapping (self->settings, "backend", self->backend_row, "selected",
@@ -162,6 +193,10 @@ dc_preferences_window_class_init (DcPreferencesWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, device_name_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, backend_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, stun_row);
+  gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, turn_row);
+  gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, signal_url_row);
+  gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, cache_dir_row);
+  gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, cache_limit_spin);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, autostart_switch);
 }
 

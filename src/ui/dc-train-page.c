@@ -5,7 +5,13 @@
  * files. A DcTrainingRun trains off the main thread; the page follows its
  * state: each train.* action is enabled only when it can work. The actions
  * with a path parameter (save-checkpoint-to, load-checkpoint-from,
- * export-hf-to) do the work; the plain ones ask for the path first.
+ * export-hf-to, export-kit-to) do the work; the plain ones ask for the path
+ * first.
+ *
+ * Save, Load, Export and Generate run off the main thread too (the run's
+ * _async calls, on a snapshot of the model), one at a time: a bar at the
+ * top shows what runs, its progress (generated tokens; the others pulse)
+ * and Cancel. Generated text streams in as it comes.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -49,12 +55,18 @@ struct _DcTrainPage
   GtkSpinButton  *temperature_spin;
   GtkSpinButton  *seed_spin;
   GtkLabel       *generated_label;
+  GtkRevealer    *job_revealer;
+  GtkProgressBar *job_progress;
+  GtkMenuButton  *model_menu_button;
 
   /* owned references */
   GSettings      *settings;
   DcTrainingRun  *run;
   GtkNativeDialog *chooser;
   DcContext      *context;     /* nullable: its client holds the Hub token */
+  GCancellable   *job_cancellable; /* the file or generation job in progress, or NULL */
+  GByteArray     *generated;   /* the bytes of the generation in progress */
+  GApplication   *held;        /* held while a file is written: closing waits for it */
 
   /* borrowed references */
   GtkWidget      *token_dialog; /* while it is shown */
@@ -64,6 +76,8 @@ struct _DcTrainPage
   DcTrainingState last_state;  /* to see a run begin, whoever started it */
   gint64          started_at;  /* monotonic µs at the run's first step report */
   guint64         first_step;  /* the step reported first, for the rate of the ETA */
+  guint           job_pulse_id; /* pulses the bar of a job without a known fraction */
+  guint           job_tokens;  /* the tokens asked of the generation in progress */
 };
 
 enum {
@@ -259,7 +273,9 @@ update_actions (DcTrainPage *self)
 {
   DcTrainingState state = dc_training_run_get_state (self->run);
   gboolean busy = state == DC_TRAINING_STATE_RUNNING || state == DC_TRAINING_STATE_STOPPING;
-  gboolean has_model = !busy && dc_training_run_get_hash (self->run) != NULL;
+  /* One file or generation job at a time. */
+  gboolean working = self->job_cancellable != NULL;
+  gboolean has_model = !busy && !working && dc_training_run_get_hash (self->run) != NULL;
   GtkWidget *widget = GTK_WIDGET (self);
 
   gtk_widget_action_set_enabled (widget, "train.start", !busy);
@@ -269,11 +285,80 @@ update_actions (DcTrainPage *self)
   gtk_widget_action_set_enabled (widget, "train.save-checkpoint-to", has_model);
   /* During a group run a loaded checkpoint goes to the whole group. */
   gtk_widget_action_set_enabled (widget, "train.load-checkpoint",
-                                 dc_training_run_can_load (self->run));
+                                 !working && dc_training_run_can_load (self->run));
   gtk_widget_action_set_enabled (widget, "train.load-checkpoint-from",
-                                 dc_training_run_can_load (self->run));
+                                 !working && dc_training_run_can_load (self->run));
   gtk_widget_action_set_enabled (widget, "train.export-hf", has_model);
   gtk_widget_action_set_enabled (widget, "train.export-hf-to", has_model);
+  gtk_widget_action_set_enabled (widget, "train.export-kit", has_model);
+  gtk_widget_action_set_enabled (widget, "train.export-kit-to", has_model);
+  gtk_widget_action_set_enabled (widget, "train.cancel", working);
+}
+
+static gboolean
+job_pulse_cb (gpointer user_data)
+{
+  gtk_progress_bar_pulse (DC_TRAIN_PAGE (user_data)->job_progress);
+  return G_SOURCE_CONTINUE;
+}
+
+/* A job begins: the bar says what runs; @pulse when its length is unknown.
+ * Returns: (transfer none): the job's cancellable */
+static GCancellable *
+begin_job (DcTrainPage *self,
+           const char  *what,
+           gboolean     pulse)
+{
+  g_assert (self->job_cancellable == NULL);
+
+  self->job_cancellable = g_cancellable_new ();
+  gtk_progress_bar_set_text (self->job_progress, what);
+  gtk_progress_bar_set_fraction (self->job_progress, 0.0);
+  /* Why 100 ms: a steady pulse that costs nothing next to the work. */
+  if (pulse)
+    self->job_pulse_id = g_timeout_add (100, job_pulse_cb, self);
+  gtk_revealer_set_reveal_child (self->job_revealer, TRUE);
+  update_actions (self);
+  return self->job_cancellable;
+}
+
+/* A job that writes a file finishes even when the window closes (dispose
+ * does not cancel it): the application is held until it has. */
+static void
+hold_application (DcTrainPage *self)
+{
+  GApplication *app = g_application_get_default ();
+
+  if (app == NULL || self->held != NULL)
+    return;
+  self->held = g_object_ref (app);
+  g_application_hold (app);
+}
+
+static void
+release_application (DcTrainPage *self)
+{
+  if (self->held == NULL)
+    return;
+  g_application_release (self->held);
+  g_clear_object (&self->held);
+}
+
+static void
+end_job (DcTrainPage *self)
+{
+  g_clear_handle_id (&self->job_pulse_id, g_source_remove);
+  g_clear_object (&self->job_cancellable);
+  gtk_revealer_set_reveal_child (self->job_revealer, FALSE);
+  update_actions (self);
+}
+
+/* Whether a finished job's callback still has a page to report to: a page
+ * disposed meanwhile cancelled the job and is gone from the window. */
+static gboolean
+job_is_current (GObject *page)
+{
+  return DC_IS_TRAIN_PAGE (page) && DC_TRAIN_PAGE (page)->job_cancellable != NULL;
 }
 
 static void
@@ -454,6 +539,26 @@ run_step_cb (DcTrainingRun *run,
     }
 }
 
+/* Bytes of the generation in progress: shown as they come (a character
+ * split between two deliveries shows whole with the second). */
+static void
+run_generated_cb (DcTrainPage *self,
+                  GBytes      *bytes)
+{
+  g_autofree char *text = NULL;
+  gsize len;
+  const guint8 *data = g_bytes_get_data (bytes, &len);
+
+  if (self->generated == NULL)
+    return;  /* not ours: the generation was cancelled or has ended */
+  g_byte_array_append (self->generated, data, len);
+  text = g_utf8_make_valid ((const char *) self->generated->data, self->generated->len);
+  gtk_label_set_label (self->generated_label, text);
+  if (self->job_tokens > 0)
+    gtk_progress_bar_set_fraction (self->job_progress,
+                                   MIN (1.0, self->generated->len / (double) self->job_tokens));
+}
+
 /* Every device reported the same hash for @step: mark it, and show each
  * device's own work on the step with the slowest (whom the others wait for). */
 static void
@@ -519,6 +624,8 @@ set_run (DcTrainPage   *self,
   g_signal_connect_object (self->run, "step", G_CALLBACK (run_step_cb), self, 0);
   g_signal_connect_object (self->run, "log", G_CALLBACK (run_log_cb), self, 0);
   g_signal_connect_object (self->run, "agreed", G_CALLBACK (run_agreed_cb), self, 0);
+  g_signal_connect_object (self->run, "generated", G_CALLBACK (run_generated_cb), self,
+                           G_CONNECT_SWAPPED);
   g_signal_connect_object (self->run, "notify::steps", G_CALLBACK (run_steps_cb), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->run, "notify::state", G_CALLBACK (run_state_cb), self,
@@ -585,27 +692,93 @@ stop_action (GtkWidget  *widget,
 }
 
 static void
+generate_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  g_autoptr(DcTrainPage) self = user_data;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = dc_training_run_generate_finish (DC_TRAINING_RUN (object), result,
+                                                           &error);
+
+  if (!job_is_current (G_OBJECT (self)))
+    return;
+  g_clear_pointer (&self->generated, g_byte_array_unref);
+  end_job (self);
+  if (text != NULL)
+    gtk_label_set_label (self->generated_label, text);
+  else if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    toast (self, _("Generation stopped"));
+  else
+    report_error (self, _("Could not generate"), error);
+}
+
+static void
 generate_action (GtkWidget  *widget,
                  const char *action_name,
                  GVariant   *parameter)
 {
   DcTrainPage *self = DC_TRAIN_PAGE (widget);
-  g_autoptr(GError) error = NULL;
-  g_autofree char *text = NULL;
+  GCancellable *cancellable;
 
-  text = dc_training_run_generate (self->run,
-                                   gtk_editable_get_text (GTK_EDITABLE (self->prompt_row)),
-                                   gtk_spin_button_get_value_as_int (self->tokens_spin),
-                                   gtk_spin_button_get_value_as_int (self->temperature_spin)
-                                     / 100.0f,
-                                   gtk_spin_button_get_value_as_int (self->seed_spin),
-                                   &error);
-  if (text == NULL)
-    {
-      report_error (self, _("Could not generate"), error);
-      return;
-    }
-  gtk_label_set_label (self->generated_label, text);
+  if (self->job_cancellable != NULL)
+    return;
+  self->job_tokens = gtk_spin_button_get_value_as_int (self->tokens_spin);
+  gtk_label_set_label (self->generated_label, "");
+  self->generated = g_byte_array_new ();
+  cancellable = begin_job (self, _("Generating…"), FALSE);
+  dc_training_run_generate_async (self->run,
+                                  gtk_editable_get_text (GTK_EDITABLE (self->prompt_row)),
+                                  self->job_tokens,
+                                  gtk_spin_button_get_value_as_int (self->temperature_spin)
+                                    / 100.0f,
+                                  gtk_spin_button_get_value_as_int (self->seed_spin),
+                                  cancellable, generate_cb, g_object_ref (self));
+}
+
+static void
+cancel_action (GtkWidget  *widget,
+               const char *action_name,
+               GVariant   *parameter)
+{
+  DcTrainPage *self = DC_TRAIN_PAGE (widget);
+
+  if (self->job_cancellable != NULL)
+    g_cancellable_cancel (self->job_cancellable);
+}
+
+/* The end of a Save, Export or Kit job: @done on success, "@failed: why"
+ * otherwise. */
+static void
+finish_file_job (DcTrainPage  *self,
+                 gboolean      ok,
+                 const GError *error,
+                 const char   *done,
+                 const char   *failed)
+{
+  end_job (self);
+  if (ok)
+    toast (self, done);
+  else if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    toast (self, _("Cancelled"));
+  else
+    report_error (self, failed, error);
+}
+
+static void
+save_checkpoint_cb (GObject      *object,
+                    GAsyncResult *result,
+                    gpointer      user_data)
+{
+  g_autoptr(DcTrainPage) self = user_data;
+  g_autoptr(GError) error = NULL;
+  gboolean ok = dc_training_run_save_checkpoint_finish (DC_TRAINING_RUN (object), result,
+                                                        &error);
+
+  release_application (self);
+  if (job_is_current (G_OBJECT (self)))
+    finish_file_job (self, ok, error, _("Checkpoint saved"),
+                     _("Could not save the checkpoint"));
 }
 
 static void
@@ -614,13 +787,47 @@ save_checkpoint_to_action (GtkWidget  *widget,
                            GVariant   *parameter)
 {
   DcTrainPage *self = DC_TRAIN_PAGE (widget);
-  g_autoptr(GError) error = NULL;
+  GCancellable *cancellable;
 
-  if (!dc_training_run_save_checkpoint (self->run, g_variant_get_string (parameter, NULL),
-                                        &error))
-    report_error (self, _("Could not save the checkpoint"), error);
-  else
-    toast (self, _("Checkpoint saved"));
+  if (self->job_cancellable != NULL)
+    return;
+  cancellable = begin_job (self, _("Saving the checkpoint…"), TRUE);
+  hold_application (self);
+  dc_training_run_save_checkpoint_async (self->run, g_variant_get_string (parameter, NULL),
+                                         cancellable, save_checkpoint_cb, g_object_ref (self));
+}
+
+static void
+load_checkpoint_cb (GObject      *object,
+                    GAsyncResult *result,
+                    gpointer      user_data)
+{
+  g_autoptr(DcTrainPage) self = user_data;
+  g_autoptr(GError) error = NULL;
+  gboolean ok = dc_training_run_load_checkpoint_finish (DC_TRAINING_RUN (object), result,
+                                                        &error);
+
+  if (!job_is_current (G_OBJECT (self)))
+    return;
+  end_job (self);
+  if (!ok)
+    {
+      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        toast (self, _("Cancelled"));
+      else
+        report_error (self, _("Could not load the checkpoint"), error);
+      return;
+    }
+  if (dc_training_run_get_state (self->run) == DC_TRAINING_STATE_RUNNING)
+    {
+      /* A group run: every device switches to it after a step. */
+      toast (self, _("Checkpoint sent to the group"));
+      return;
+    }
+  dc_loss_chart_clear (self->chart);
+  show_step (self);
+  show_hash (self);
+  toast (self, _("Checkpoint loaded"));
 }
 
 static void
@@ -629,26 +836,28 @@ load_checkpoint_from_action (GtkWidget  *widget,
                              GVariant   *parameter)
 {
   DcTrainPage *self = DC_TRAIN_PAGE (widget);
-  g_autoptr(GError) error = NULL;
-  gboolean running = dc_training_run_get_state (self->run) == DC_TRAINING_STATE_RUNNING;
+  GCancellable *cancellable;
 
-  if (!dc_training_run_load_checkpoint (self->run, g_variant_get_string (parameter, NULL),
-                                        &error))
-    {
-      report_error (self, _("Could not load the checkpoint"), error);
-      return;
-    }
-  if (running)
-    {
-      /* A group run: every device switches to it after a step. */
-      toast (self, _("Checkpoint sent to the group"));
-      return;
-    }
-  dc_loss_chart_clear (self->chart);
-  update_actions (self);
-  show_step (self);
-  show_hash (self);
-  toast (self, _("Checkpoint loaded"));
+  if (self->job_cancellable != NULL)
+    return;
+  cancellable = begin_job (self, _("Loading the checkpoint…"), TRUE);
+  dc_training_run_load_checkpoint_async (self->run, g_variant_get_string (parameter, NULL),
+                                         cancellable, load_checkpoint_cb, g_object_ref (self));
+}
+
+static void
+export_hf_cb (GObject      *object,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  g_autoptr(DcTrainPage) self = user_data;
+  g_autoptr(GError) error = NULL;
+  gboolean ok = dc_training_run_export_hf_finish (DC_TRAINING_RUN (object), result, &error);
+
+  release_application (self);
+  if (job_is_current (G_OBJECT (self)))
+    finish_file_job (self, ok, error, _("Hugging Face folder exported"),
+                     _("Could not export the model"));
 }
 
 static void
@@ -657,12 +866,45 @@ export_hf_to_action (GtkWidget  *widget,
                      GVariant   *parameter)
 {
   DcTrainPage *self = DC_TRAIN_PAGE (widget);
-  g_autoptr(GError) error = NULL;
+  GCancellable *cancellable;
 
-  if (!dc_training_run_export_hf (self->run, g_variant_get_string (parameter, NULL), &error))
-    report_error (self, _("Could not export the model"), error);
-  else
-    toast (self, _("Hugging Face folder exported"));
+  if (self->job_cancellable != NULL)
+    return;
+  cancellable = begin_job (self, _("Exporting the Hugging Face folder…"), TRUE);
+  hold_application (self);
+  dc_training_run_export_hf_async (self->run, g_variant_get_string (parameter, NULL),
+                                   cancellable, export_hf_cb, g_object_ref (self));
+}
+
+static void
+export_kit_cb (GObject      *object,
+               GAsyncResult *result,
+               gpointer      user_data)
+{
+  g_autoptr(DcTrainPage) self = user_data;
+  g_autoptr(GError) error = NULL;
+  gboolean ok = dc_training_run_export_kit_finish (DC_TRAINING_RUN (object), result, &error);
+
+  release_application (self);
+  if (job_is_current (G_OBJECT (self)))
+    finish_file_job (self, ok, error, _("Inference kit saved"),
+                     _("Could not export the inference kit"));
+}
+
+static void
+export_kit_to_action (GtkWidget  *widget,
+                      const char *action_name,
+                      GVariant   *parameter)
+{
+  DcTrainPage *self = DC_TRAIN_PAGE (widget);
+  GCancellable *cancellable;
+
+  if (self->job_cancellable != NULL)
+    return;
+  cancellable = begin_job (self, _("Writing the inference kit…"), TRUE);
+  hold_application (self);
+  dc_training_run_export_kit_async (self->run, g_variant_get_string (parameter, NULL),
+                                    cancellable, export_kit_cb, g_object_ref (self));
 }
 
 /* The chooser answered: run the path variant of the action it was opened for. */
@@ -693,6 +935,8 @@ choose_path (DcTrainPage          *self,
              GtkFileChooserAction  mode,
              const char           *accept,
              const char           *suggested_name,
+             const char           *filter_name,
+             const char           *filter_pattern,
              const char           *then_action)
 {
   GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (self));
@@ -706,12 +950,12 @@ choose_path (DcTrainPage          *self,
   gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (chooser), TRUE);
   if (suggested_name != NULL)
     gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (chooser), suggested_name);
-  if (mode != GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER)
+  if (filter_name != NULL)
     {
       g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
 
-      gtk_file_filter_set_name (filter, _("PyTorch checkpoints"));
-      gtk_file_filter_add_pattern (filter, "*.pt");
+      gtk_file_filter_set_name (filter, filter_name);
+      gtk_file_filter_add_pattern (filter, filter_pattern);
       gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (chooser), filter);
     }
   g_object_set_data (G_OBJECT (chooser), "dc-then-action", (gpointer) then_action);
@@ -730,7 +974,7 @@ save_checkpoint_action (GtkWidget  *widget,
                                            dc_training_run_get_step (self->run));
 
   choose_path (self, _("Save Checkpoint"), GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"), name,
-               "train.save-checkpoint-to");
+               _("PyTorch checkpoints"), "*.pt", "train.save-checkpoint-to");
 }
 
 static void
@@ -739,7 +983,7 @@ load_checkpoint_action (GtkWidget  *widget,
                         GVariant   *parameter)
 {
   choose_path (DC_TRAIN_PAGE (widget), _("Load Checkpoint"), GTK_FILE_CHOOSER_ACTION_OPEN,
-               _("_Load"), NULL, "train.load-checkpoint-from");
+               _("_Load"), NULL, _("PyTorch checkpoints"), "*.pt", "train.load-checkpoint-from");
 }
 
 static void
@@ -748,8 +992,21 @@ export_hf_action (GtkWidget  *widget,
                   GVariant   *parameter)
 {
   choose_path (DC_TRAIN_PAGE (widget), _("Export Hugging Face Folder"),
-               GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER, _("_Export"), NULL,
+               GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER, _("_Export"), NULL, NULL, NULL,
                "train.export-hf-to");
+}
+
+static void
+export_kit_action (GtkWidget  *widget,
+                   const char *action_name,
+                   GVariant   *parameter)
+{
+  DcTrainPage *self = DC_TRAIN_PAGE (widget);
+  g_autofree char *name = g_strdup_printf ("daisychain-kit-step-%" G_GUINT64_FORMAT ".html",
+                                           dc_training_run_get_step (self->run));
+
+  choose_path (self, _("Download Inference Kit"), GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"),
+               name, _("Web pages"), "*.html", "train.export-kit-to");
 }
 
 /**
@@ -795,6 +1052,19 @@ dc_train_page_dup_log (DcTrainPage *self)
 }
 
 /**
+ * dc_train_page_is_working:
+ *
+ * Returns: whether a Save, Load, Export or Generate job is in progress
+ */
+gboolean
+dc_train_page_is_working (DcTrainPage *self)
+{
+  g_return_val_if_fail (DC_IS_TRAIN_PAGE (self), FALSE);
+
+  return self->job_cancellable != NULL;
+}
+
+/**
  * dc_train_page_get_generated_text:
  *
  * Returns: (transfer none): the last generated text, or ""
@@ -816,6 +1086,13 @@ dc_train_page_dispose (GObject *object)
   if (self->chooser != NULL)
     gtk_native_dialog_destroy (self->chooser);
   g_clear_object (&self->chooser);
+  /* A job's callback then finds the page without one and reports nothing.
+   * A file being written (the application held) is finished, not lost. */
+  if (self->job_cancellable != NULL && self->held == NULL)
+    g_cancellable_cancel (self->job_cancellable);
+  g_clear_object (&self->job_cancellable);
+  g_clear_handle_id (&self->job_pulse_id, g_source_remove);
+  g_clear_pointer (&self->generated, g_byte_array_unref);
   if (self->token_dialog != NULL)
     gtk_window_destroy (GTK_WINDOW (self->token_dialog));
   self->token_dialog = NULL;
@@ -861,6 +1138,9 @@ dc_train_page_class_init (DcTrainPageClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, temperature_spin);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, seed_spin);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, generated_label);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, job_revealer);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, job_progress);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, model_menu_button);
 
   gtk_widget_class_install_action (widget_class, "train.start", NULL, start_action);
   gtk_widget_class_install_action (widget_class, "train.stop", NULL, stop_action);
@@ -876,6 +1156,27 @@ dc_train_page_class_init (DcTrainPageClass *klass)
   gtk_widget_class_install_action (widget_class, "train.export-hf", NULL, export_hf_action);
   gtk_widget_class_install_action (widget_class, "train.export-hf-to", "s",
                                    export_hf_to_action);
+  gtk_widget_class_install_action (widget_class, "train.export-kit", NULL, export_kit_action);
+  gtk_widget_class_install_action (widget_class, "train.export-kit-to", "s",
+                                   export_kit_to_action);
+  gtk_widget_class_install_action (widget_class, "train.cancel", NULL, cancel_action);
+
+  /* While the focus is in the view; gtk/help-overlay.ui lists the same. */
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Return, GDK_CONTROL_MASK,
+                                       "train.start", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_period, GDK_CONTROL_MASK,
+                                       "train.stop", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_g, GDK_CONTROL_MASK,
+                                       "train.generate", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_s, GDK_CONTROL_MASK,
+                                       "train.save-checkpoint", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_o, GDK_CONTROL_MASK,
+                                       "train.load-checkpoint", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_e, GDK_CONTROL_MASK,
+                                       "train.export-hf", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_k, GDK_CONTROL_MASK,
+                                       "train.export-kit", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Escape, 0, "train.cancel", NULL);
 
   /**
    * DcTrainPage::toast:

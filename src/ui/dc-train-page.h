@@ -24,6 +24,7 @@ void         dc_train_page_append_log   (DcTrainPage *self,
                                          const char  *line);
 gboolean     dc_train_page_is_running   (DcTrainPage *self);
 void         dc_train_page_stop         (DcTrainPage *self);
+gboolean     dc_train_page_is_working   (DcTrainPage *self);
 const char  *dc_train_page_get_generated_text (DcTrainPage *self);
 char        *dc_train_page_dup_log      (DcTrainPage *self);
 

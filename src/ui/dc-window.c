@@ -248,6 +248,7 @@ dc_window_constructed (GObject *object)
                            G_CONNECT_SWAPPED);
 
   dc_infer_page_set_settings (self->infer_page, self->settings);
+  dc_group_page_set_settings (self->group_page, self->settings);
   dc_infer_page_set_context (self->infer_page, self->context);
   g_signal_connect_object (self->infer_page, "toast", G_CALLBACK (toast_cb), self,
                            G_CONNECT_SWAPPED);

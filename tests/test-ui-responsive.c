@@ -1,0 +1,377 @@
+/* test-ui-responsive.c: Save, Load, Export and Generate leave the window
+ * responsive, and the Train view's Download Inference Kit… action.
+ *
+ * Under Xvfb: a large checkpoint (the largest model the format allows:
+ * width and sequence 128, 12 layers; about 29 MB with Adam's moments) is
+ * loaded, saved, exported as a Hugging Face folder and generated from
+ * through the Train view's actions, while a tick callback on the window
+ * records the longest gap between two frame clock ticks. Done on the main
+ * thread, each of these blocks it for several hundred milliseconds: the
+ * test asks for a tick at least every 100 ms while they work. The text
+ * generated token by token off the main thread must equal dc_generate ()'s
+ * in one call, greedy and sampled. The kit action is disabled without a
+ * model, enabled with one, and either writes an .html file or (while the
+ * exporter is the placeholder) reports its refusal in the log and a toast.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+#include <glib/gstdio.h>
+#include <adwaita.h>
+
+#include "dc-application.h"
+#include "dc-test-ui-utils.h"
+#include "dc-test-utils.h"
+#include "dc-window.h"
+#include "model/dc-checkpoint.h"
+#include "model/dc-generate.h"
+
+#define TIMEOUT_MS 120000
+
+/* The issue's bound for a responsive window: a frame at least every 100 ms
+ * (six frames at 60 Hz), well above a frame's time, well below a stall
+ * anyone notices as one. A machine loaded far beyond its cores starves
+ * the main thread whatever it does: DC_TEST_MAX_FRAME_GAP_MS raises the
+ * bound there (the timing-free checks below stay). */
+#define MAX_GAP_MS 100
+
+static gint64
+max_gap_us (void)
+{
+  const char *env = g_getenv ("DC_TEST_MAX_FRAME_GAP_MS");
+  guint64 ms = MAX_GAP_MS;
+
+  if (env != NULL && !g_ascii_string_to_unsigned (env, 10, 1, 60000, &ms, NULL))
+    g_error ("DC_TEST_MAX_FRAME_GAP_MS=%s: expected milliseconds, 1–60000", env);
+  return (gint64) ms * G_TIME_SPAN_MILLISECOND;
+}
+
+typedef struct
+{
+  gint64       last_tick;   /* monotonic µs, 0 before the first tick */
+  gint64       max_gap;     /* the longest gap since measuring began */
+  guint        n_ticks;
+  guint        n_working;   /* ticks seen while the page had a job */
+  DcTrainPage *page;
+} Ticks;
+
+static gboolean
+tick_cb (GtkWidget     *widget,
+         GdkFrameClock *clock,
+         gpointer       user_data)
+{
+  Ticks *ticks = user_data;
+  gint64 now = g_get_monotonic_time ();
+
+  if (ticks->last_tick != 0)
+    ticks->max_gap = MAX (ticks->max_gap, now - ticks->last_tick);
+  ticks->last_tick = now;
+  ticks->n_ticks++;
+  if (dc_train_page_is_working (ticks->page))
+    ticks->n_working++;
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+page_has_no_job (gpointer user_data)
+{
+  return !dc_train_page_is_working (user_data);
+}
+
+typedef struct
+{
+  Ticks *ticks;
+  guint  until;
+} TickWait;
+
+static gboolean
+ticked_past (gpointer user_data)
+{
+  TickWait *wait = user_data;
+
+  return wait->ticks->n_ticks >= wait->until;
+}
+
+/* Runs @action (with @path) and waits for its job to end and one more
+ * frame; returns the longest gap between frames from just before the
+ * action until then. Timing-free: the action returns while its job still
+ * runs, and frames come while it does (the work takes hundreds of
+ * milliseconds here, several frames even on a fast machine). */
+static gint64
+measure_action (GtkWidget  *page,
+                Ticks      *ticks,
+                const char *action,
+                const char *path)
+{
+  TickWait wait = { ticks, 0 };
+  gint64 started = g_get_monotonic_time ();
+  gint64 took;
+
+  /* Start from a fresh frame, so that the gap counts only the action. */
+  wait.until = ticks->n_ticks + 1;
+  g_assert_true (dc_test_wait_until (ticked_past, &wait, TIMEOUT_MS));
+  ticks->max_gap = 0;
+  ticks->n_working = 0;
+  started = g_get_monotonic_time ();
+  if (path != NULL)
+    g_assert_true (gtk_widget_activate_action (page, action, "s", path));
+  else
+    g_assert_true (gtk_widget_activate_action (page, action, NULL));
+  g_assert_true (dc_train_page_is_working (DC_TRAIN_PAGE (page)));
+  g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
+  wait.until = ticks->n_ticks + 1;
+  g_assert_true (dc_test_wait_until (ticked_past, &wait, TIMEOUT_MS));
+  took = g_get_monotonic_time () - started;
+  g_test_message ("%s: %.0f ms, %u frames while it worked, longest frame gap %.0f ms", action,
+                  took / 1000.0, ticks->n_working, ticks->max_gap / 1000.0);
+  g_assert_cmpuint (ticks->n_working, >, 0);
+  return ticks->max_gap;
+}
+
+static gboolean
+is_actionable_for (GtkWidget *widget,
+                   gpointer   action_name)
+{
+  return GTK_IS_ACTIONABLE (widget) &&
+         g_strcmp0 (gtk_actionable_get_action_name (GTK_ACTIONABLE (widget)), action_name) == 0;
+}
+
+static gboolean
+action_enabled (GtkWidget  *page,
+                const char *action_name)
+{
+  GtkWidget *button = dc_test_find_descendant (page, is_actionable_for, (gpointer) action_name);
+
+  g_assert_nonnull (button);
+  return gtk_widget_is_sensitive (button);
+}
+
+/* The largest model the checkpoint format and the generator accept. */
+static DcGptModel *
+new_large_model (void)
+{
+  DcGptConfig config;
+  g_autoptr(GError) error = NULL;
+  DcGptModel *model;
+
+  dc_gpt_config_init_derived (&config, DC_GPT_WIDTH_MAX, DC_GPT_SEQ_MAX);
+  config.n_layer = DC_GPT_LAYERS_MAX;
+  model = dc_gpt_model_new (&config, &error);
+  g_assert_no_error (error);
+  dc_gpt_model_init_weights (model, 7);
+  return model;
+}
+
+static char *
+generate_at_once (const DcGptModel *model,
+                  const char       *prompt,
+                  guint             n_tokens,
+                  float             temperature,
+                  guint64           seed)
+{
+  g_autoptr(GByteArray) out = g_byte_array_new ();
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (dc_generate (model, (const guint8 *) prompt, strlen (prompt), n_tokens,
+                              temperature, seed, out, &error));
+  g_assert_no_error (error);
+  return g_utf8_make_valid ((const char *) out->data, out->len);
+}
+
+static GObject *
+template_child (DcTrainPage *page,
+                const char  *name)
+{
+  GObject *child = gtk_widget_get_template_child (GTK_WIDGET (page), DC_TYPE_TRAIN_PAGE, name);
+
+  g_assert_nonnull (child);
+  return child;
+}
+
+/* The Generate group's fields, as a user would fill them. */
+static void
+set_generation (DcTrainPage *page,
+                const char  *prompt,
+                guint        n_tokens,
+                float        temperature,
+                guint        seed)
+{
+  gtk_editable_set_text (GTK_EDITABLE (template_child (page, "prompt_row")), prompt);
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (template_child (page, "tokens_spin")), n_tokens);
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (template_child (page, "temperature_spin")),
+                             temperature * 100);
+  gtk_spin_button_set_value (GTK_SPIN_BUTTON (template_child (page, "seed_spin")), seed);
+}
+
+static char *closing_save;
+static char *closing_dir;
+
+static void
+check_responsive (DcApplication *app)
+{
+  DcWindow *window = DC_WINDOW (gtk_application_get_active_window (GTK_APPLICATION (app)));
+  DcTrainPage *page = dc_window_get_train_page (window);
+  GtkWidget *widget = GTK_WIDGET (page);
+  g_autofree char *dir = g_dir_make_tmp ("dc-ui-responsive-XXXXXX", NULL);
+  g_autofree char *big = g_build_filename (dir, "big.pt", NULL);
+  g_autofree char *saved = g_build_filename (dir, "saved.pt", NULL);
+  g_autofree char *hf = g_build_filename (dir, "hf", NULL);
+  g_autofree char *kit = g_build_filename (dir, "kit.html", NULL);
+  g_autoptr(DcGptModel) model = new_large_model ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *log = NULL;
+  Ticks ticks = { .page = page };
+  DcTrainSettings train_settings;
+  guint tick_id;
+  gint64 gap;
+
+  dc_train_settings_init_default (&train_settings);
+  g_assert_true (dc_checkpoint_save (model, &train_settings, big, &error));
+  g_assert_no_error (error);
+
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
+  g_action_group_activate_action (G_ACTION_GROUP (window), "view", g_variant_new_string ("train"));
+  tick_id = gtk_widget_add_tick_callback (GTK_WIDGET (window), tick_cb, &ticks, NULL);
+
+  /* The view's Model menu offers the kit. */
+  {
+    GtkMenuButton *button = GTK_MENU_BUTTON (gtk_widget_get_template_child (
+                                               widget, DC_TYPE_TRAIN_PAGE, "model_menu_button"));
+    GMenuModel *menu = gtk_menu_button_get_menu_model (button);
+    gboolean found = FALSE;
+
+    for (int s = 0; s < g_menu_model_get_n_items (menu); s++)
+      {
+        g_autoptr(GMenuModel) section = g_menu_model_get_item_link (menu, s, G_MENU_LINK_SECTION);
+
+        for (int i = 0; section != NULL && i < g_menu_model_get_n_items (section); i++)
+          {
+            g_autofree char *action = NULL;
+            g_autofree char *label = NULL;
+
+            g_menu_model_get_item_attribute (section, i, G_MENU_ATTRIBUTE_ACTION, "s", &action);
+            g_menu_model_get_item_attribute (section, i, G_MENU_ATTRIBUTE_LABEL, "s", &label);
+            if (g_strcmp0 (action, "train.export-kit") == 0)
+              found = g_strcmp0 (label, "_Download Inference Kit…") == 0;
+          }
+      }
+    g_assert_true (found);
+  }
+
+  /* No model yet: nothing to export. */
+  g_assert_false (action_enabled (widget, "train.export-kit"));
+  g_assert_false (action_enabled (widget, "train.save-checkpoint"));
+
+  gap = measure_action (widget, &ticks, "train.load-checkpoint-from", big);
+  log = dc_train_page_dup_log (page);
+  g_assert_nonnull (strstr (log, "checkpoint loaded: "));
+  g_assert_cmpint (gap, <, max_gap_us ());
+  g_assert_true (action_enabled (widget, "train.export-kit"));
+
+  gap = measure_action (widget, &ticks, "train.save-checkpoint-to", saved);
+  g_assert_true (g_file_test (saved, G_FILE_TEST_IS_REGULAR));
+  g_assert_cmpint (gap, <, max_gap_us ());
+
+  gap = measure_action (widget, &ticks, "train.export-hf-to", hf);
+  {
+    g_autofree char *safetensors = g_build_filename (hf, "model.safetensors", NULL);
+
+    g_assert_true (g_file_test (safetensors, G_FILE_TEST_IS_REGULAR));
+  }
+  g_assert_cmpint (gap, <, max_gap_us ());
+
+  /* Generation, greedy then sampled: streamed off the main thread, the
+   * same text as one dc_generate () call. 40 tokens of this model are
+   * 40 forward passes of 12 layers: long enough to matter. */
+  {
+    const struct { float temperature; guint seed; } runs[] = { { 0.0f, 1 }, { 0.8f, 42 } };
+
+    for (guint i = 0; i < G_N_ELEMENTS (runs); i++)
+      {
+        g_autofree char *expected = NULL;
+
+        set_generation (page, "The ", 40, runs[i].temperature, runs[i].seed);
+        gap = measure_action (widget, &ticks, "train.generate", NULL);
+        expected = generate_at_once (model, "The ", 40, runs[i].temperature, runs[i].seed);
+        g_assert_cmpstr (dc_train_page_get_generated_text (page), ==, expected);
+        g_assert_cmpint (gap, <, max_gap_us ());
+      }
+  }
+
+  /* The inference kit: an .html file, or the placeholder's refusal
+   * reported (log and toast), never a crash. The placeholder refuses at
+   * once: no frames to count. */
+  g_assert_true (gtk_widget_activate_action (widget, "train.export-kit-to", "s", kit));
+  g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
+  g_clear_pointer (&log, g_free);
+  log = dc_train_page_dup_log (page);
+  if (g_file_test (kit, G_FILE_TEST_IS_REGULAR))
+    {
+      g_autofree char *html = NULL;
+
+      g_assert_true (g_file_get_contents (kit, &html, NULL, NULL));
+      g_assert_nonnull (strstr (html, "id=\"dc-kit-data\""));
+      g_assert_nonnull (strstr (log, "inference kit exported: "));
+    }
+  else
+    {
+      /* Accepted only while the exporter says it is not built (issue 13). */
+      g_assert_nonnull (strstr (log, "Could not export the inference kit: "
+                                     "the inference kit exporter is not built yet"));
+    }
+  g_assert_true (action_enabled (widget, "train.export-kit"));
+
+  gtk_widget_remove_tick_callback (GTK_WIDGET (window), tick_id);
+
+  /* Closing the window while a checkpoint is written does not lose it: the
+   * application runs until the file is there (test_responsive checks). */
+  closing_save = g_build_filename (dir, "closing.pt", NULL);
+  closing_dir = g_strdup (dir);
+  g_assert_true (gtk_widget_activate_action (widget, "train.save-checkpoint-to", "s",
+                                             closing_save));
+  g_assert_true (dc_train_page_is_working (page));
+  gtk_window_close (GTK_WINDOW (window));
+  g_assert_true (dc_test_wait_until (dc_test_app_has_no_windows, app, TIMEOUT_MS));
+}
+
+static void
+activate_cb (DcApplication *app,
+             gpointer       user_data)
+{
+  gboolean *checked = user_data;
+
+  check_responsive (app);
+  *checked = TRUE;
+}
+
+static void
+test_responsive (void)
+{
+  g_autoptr(DcApplication) app = dc_application_new ();
+  gboolean checked = FALSE;
+  g_autoptr(GSettings) settings = g_settings_new (APP_ID);
+
+  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE);
+  g_signal_connect_after (app, "activate", G_CALLBACK (activate_cb), &checked);
+  /* The ui suite sends no multicast: the group stays offline. */
+  g_settings_set_boolean (settings, "group-autostart", FALSE);
+  g_assert_cmpint (g_application_run (G_APPLICATION (app), 0, NULL), ==, 0);
+  g_assert_true (checked);
+  g_assert_true (g_file_test (closing_save, G_FILE_TEST_IS_REGULAR));
+  dc_test_remove_tree (closing_dir);
+  g_clear_pointer (&closing_save, g_free);
+  g_clear_pointer (&closing_dir, g_free);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  gtk_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/ui/train/responsive-and-kit", test_responsive);
+
+  return g_test_run ();
+}
