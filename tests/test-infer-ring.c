@@ -1,0 +1,550 @@
+/* test-infer-ring.c: a model split by layers across processes on loopback.
+ *
+ * A signaling service, a local Hub per process (a libsoup server on
+ * loopback that counts the weight bytes it sends: HF_ENDPOINT differs per
+ * process), `daisychain-cli infer --signal …` as the head and `join
+ * --serve-layers` stages, each with its own cache. The memory each device
+ * offers is chosen from the fixture's sizes so that the plan needs every
+ * device: the head holds the embedding, head and two layers, each stage
+ * two layers of llama-tiny's six.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <string.h>
+#include <libsoup/soup.h>
+
+#include "dc-test-proc.h"
+#include "dc-test-utils.h"
+#include "model/dc-hf-config.h"
+#include "model/dc-hf-model.h"
+#include "model/dc-tensor-source-files.h"
+
+/* Far above what an event takes on an idle machine; on a loaded 2-core
+ * machine processes stall for seconds. */
+#define EVENT_BOUND_MS 60000
+/* A run: loading and a few dozen tokens through three processes. */
+#define RUN_BOUND_MS   180000
+
+#define MODEL "test/llama-tiny"
+#define PROMPT "The ring of devices"
+
+/* ---- a local Hub that counts what it sends ------------------------------ */
+
+typedef struct
+{
+  GMainContext *context;
+  GMainLoop    *loop;
+  GThread      *thread;
+  GMutex        lock;
+  GCond         cond;
+  char         *url;
+  guint64       weight_bytes;   /* bytes of ranges past a safetensors header */
+  guint         full_files;     /* 200 answers of a safetensors file */
+} LocalHub;
+
+static guint64
+header_end (const char *contents,
+            gsize       len)
+{
+  guint64 n = 0;
+
+  if (len < 8)
+    return 0;
+  for (int i = 7; i >= 0; i--)
+    n = (n << 8) | (guint8) contents[i];
+  return 8 + n;
+}
+
+static void
+local_hub_handler (SoupServer        *server,
+                   SoupServerMessage *msg,
+                   const char        *path,
+                   GHashTable        *query,
+                   gpointer           user_data)
+{
+  LocalHub *hub = user_data;
+  g_auto(GStrv) parts = g_strsplit (path + 1, "/", -1);
+  g_autofree char *file = NULL;
+  g_autofree char *contents = NULL;
+  SoupMessageHeaders *request = soup_server_message_get_request_headers (msg);
+  SoupRange *ranges = NULL;
+  int n_ranges = 0;
+  gsize len;
+
+  if (g_strv_length (parts) != 5 || !g_str_equal (parts[2], "resolve")
+      || strchr (parts[1], '.') != NULL || strchr (parts[4], '/') != NULL
+      || parts[4][0] == '.')
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  file = dc_test_dup_source_path ("tests", "data", "hf", "models", parts[1], parts[4], NULL);
+  if (!g_file_get_contents (file, &contents, &len, NULL))
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  if (g_str_has_suffix (parts[4], ".safetensors"))
+    {
+      g_mutex_lock (&hub->lock);
+      if (soup_message_headers_get_ranges (request, (goffset) len, &ranges, &n_ranges))
+        {
+          for (int i = 0; i < n_ranges; i++)
+            if ((guint64) ranges[i].start >= header_end (contents, len))
+              hub->weight_bytes += (guint64) (ranges[i].end - ranges[i].start + 1);
+          soup_message_headers_free_ranges (request, ranges);
+        }
+      else
+        hub->full_files++;
+      g_mutex_unlock (&hub->lock);
+    }
+  /* SoupServer applies the Range header itself to a complete body. */
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg),
+                                "Accept-Ranges", "bytes");
+  soup_message_body_append (soup_server_message_get_response_body (msg), SOUP_MEMORY_TAKE,
+                            g_steal_pointer (&contents), len);
+  soup_server_message_set_status (msg, 200, NULL);
+}
+
+static gpointer
+local_hub_thread (gpointer data)
+{
+  LocalHub *hub = data;
+  g_autoptr(GInetAddress) inet = g_inet_address_new_from_string ("127.0.0.1");
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (inet, 0);
+  g_autoptr(SoupServer) server = NULL;
+  g_autoptr(GError) error = NULL;
+  GSList *uris;
+
+  g_main_context_push_thread_default (hub->context);
+  server = soup_server_new (NULL, NULL);
+  soup_server_add_handler (server, "/", local_hub_handler, hub, NULL);
+  soup_server_listen (server, address, 0, &error);
+  g_assert_no_error (error);
+  uris = soup_server_get_uris (server);
+  g_mutex_lock (&hub->lock);
+  hub->url = g_uri_to_string (uris->data);
+  if (g_str_has_suffix (hub->url, "/"))
+    hub->url[strlen (hub->url) - 1] = '\0';
+  g_cond_signal (&hub->cond);
+  g_mutex_unlock (&hub->lock);
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  g_main_loop_run (hub->loop);
+  soup_server_disconnect (server);
+  g_main_context_pop_thread_default (hub->context);
+  return NULL;
+}
+
+static LocalHub *
+local_hub_start (void)
+{
+  LocalHub *hub = g_new0 (LocalHub, 1);
+
+  g_mutex_init (&hub->lock);
+  g_cond_init (&hub->cond);
+  hub->context = g_main_context_new ();
+  hub->loop = g_main_loop_new (hub->context, FALSE);
+  hub->thread = g_thread_new ("local-hub", local_hub_thread, hub);
+  g_mutex_lock (&hub->lock);
+  while (hub->url == NULL)
+    g_cond_wait (&hub->cond, &hub->lock);
+  g_mutex_unlock (&hub->lock);
+  return hub;
+}
+
+static guint64
+local_hub_weight_bytes (LocalHub *hub)
+{
+  guint64 n;
+
+  g_mutex_lock (&hub->lock);
+  n = hub->weight_bytes;
+  g_assert_cmpuint (hub->full_files, ==, 0);
+  g_mutex_unlock (&hub->lock);
+  return n;
+}
+
+static gboolean
+local_hub_quit_cb (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+local_hub_stop (LocalHub *hub)
+{
+  GSource *source = g_idle_source_new ();
+
+  /* Attached to the server thread's context: the quit runs there. */
+  g_source_set_callback (source, local_hub_quit_cb, hub->loop, NULL);
+  g_source_attach (source, hub->context);
+  g_source_unref (source);
+  g_thread_join (hub->thread);
+  g_main_loop_unref (hub->loop);
+  g_main_context_unref (hub->context);
+  g_mutex_clear (&hub->lock);
+  g_cond_clear (&hub->cond);
+  g_free (hub->url);
+  g_free (hub);
+}
+
+/* ---- the fixture's sizes ------------------------------------------------ */
+
+typedef struct
+{
+  DcHfConfig     *config;
+  DcTensorSource *source;
+  char           *dir;
+} Fixture;
+
+static void
+fixture_open (Fixture *f)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *config_path = NULL;
+
+  f->dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny", NULL);
+  config_path = g_build_filename (f->dir, "config.json", NULL);
+  f->config = dc_hf_config_new_from_file (config_path, &error);
+  g_assert_no_error (error);
+  f->source = dc_tensor_source_files_new (f->dir, &error);
+  g_assert_no_error (error);
+}
+
+static void
+fixture_close (Fixture *f)
+{
+  g_clear_pointer (&f->config, dc_hf_config_free);
+  g_clear_object (&f->source);
+  g_clear_pointer (&f->dir, g_free);
+}
+
+/* The bytes of the tensors of layers [first, last] (and the ends). */
+static guint64
+part_download (Fixture  *f,
+               gint64    first,
+               gint64    last,
+               gboolean  ends)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) tensors = NULL;
+  guint64 total = 0;
+
+  tensors = dc_hf_model_list_part_tensors (f->config, f->source, (guint) first,
+                                           (guint) (last + 1), ends, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < tensors->len; i++)
+    {
+      const DcSafetensorsTensor *t = g_ptr_array_index (tensors, i);
+
+      total += t->end - t->begin;
+    }
+  return total;
+}
+
+/* "MB" to offer for LAYERS layers (and the ends), with half a layer to spare. */
+static char *
+memory_for (Fixture  *f,
+            guint     layers,
+            gboolean  ends)
+{
+  guint64 one = dc_hf_model_part_memory_bytes (f->config, 0, 1, FALSE, 64);
+  guint64 bytes = one * layers + one / 2 +
+                  (ends ? dc_hf_model_part_memory_bytes (f->config, 0, 0, TRUE, 64) : 0);
+
+  return g_strdup_printf ("%.6f", bytes / 1e6);
+}
+
+/* ---- processes ---------------------------------------------------------- */
+
+typedef struct
+{
+  Fixture     fixture;
+  DcTestProc *signal;
+  char       *url;
+  char       *room;
+  LocalHub   *hubs[4];
+  char       *caches[4];
+  DcTestProc *procs[4];      /* the head, then the stages */
+  guint       n;
+} Ring;
+
+static DcTestProc *
+spawn_with_hub (Ring       *ring,
+                guint       i,
+                const char *label,
+                const char * const *args)
+{
+  ring->hubs[i] = local_hub_start ();
+  ring->caches[i] = g_dir_make_tmp ("dc-ring-cache-XXXXXX", NULL);
+  g_assert_nonnull (ring->caches[i]);
+  /* The child copies the environment when it is spawned. */
+  g_setenv ("HF_ENDPOINT", ring->hubs[i]->url, TRUE);
+  g_setenv ("DC_MODEL_CACHE_DIR", ring->caches[i], TRUE);
+  return dc_test_proc_spawn (label, NULL, FALSE, args);
+}
+
+static void
+ring_start_signal (Ring *ring)
+{
+  const char *args[] = { "signal", "--json", "--port", "0", "--bind", "127.0.0.1", NULL };
+  JsonObject *listening;
+
+  fixture_open (&ring->fixture);
+  ring->signal = dc_test_proc_spawn ("signal", NULL, FALSE, args);
+  listening = dc_test_proc_expect (ring->signal, "listening", NULL, EVENT_BOUND_MS);
+  ring->url = g_strdup (json_object_get_string_member (listening, "url"));
+}
+
+/* The head: generates TOKENS at TEMPERATURE once MIN_PEERS devices are there. */
+static void
+ring_start_head (Ring       *ring,
+                 const char *min_peers,
+                 const char *temperature,
+                 const char *extra)
+{
+  g_autofree char *memory = memory_for (&ring->fixture, 2, TRUE);
+  const char *args[] = { "infer", "--json", "--model", MODEL, "--prompt", PROMPT,
+                         "--tokens", "24", "--context", "64", "--temperature", temperature,
+                         "--seed", "7", "--signal", ring->url, "--name", "alpha",
+                         "--approve", "all", "--ice-address", "127.0.0.1",
+                         "--min-peers", min_peers, "--memory-mb", memory, "--verify",
+                         extra, NULL };
+  JsonObject *event;
+
+  ring->procs[0] = spawn_with_hub (ring, 0, "alpha", args);
+  event = dc_test_proc_expect (ring->procs[0], "room", NULL, EVENT_BOUND_MS);
+  ring->room = g_strdup (json_object_get_string_member (event, "room"));
+  /* The head must have created the room before anyone asks to join it. */
+  dc_test_proc_expect (ring->procs[0], "joined", NULL, EVENT_BOUND_MS);
+  ring->n = 1;
+}
+
+static void
+ring_add_stage (Ring       *ring,
+                const char *name,
+                const char *extra)
+{
+  g_autofree char *memory = memory_for (&ring->fixture, 2, FALSE);
+  const char *args[] = { "join", "--json", "--serve-layers", "--signal", ring->url,
+                         "--room", ring->room, "--name", name, "--ice-address", "127.0.0.1",
+                         "--memory-mb", memory, extra, NULL };
+  guint i = ring->n++;
+
+  ring->procs[i] = spawn_with_hub (ring, i, name, args);
+}
+
+static void
+ring_stop (Ring *ring)
+{
+  for (guint i = 0; i < ring->n; i++)
+    {
+      if (!ring->procs[i]->exited)
+        g_subprocess_send_signal (ring->procs[i]->process, SIGTERM);
+      dc_test_proc_expect_exit (ring->procs[i], EVENT_BOUND_MS);
+      g_clear_pointer (&ring->procs[i], dc_test_proc_free);
+      local_hub_stop (ring->hubs[i]);
+      dc_test_remove_tree (ring->caches[i]);
+      g_free (ring->caches[i]);
+    }
+  g_subprocess_send_signal (ring->signal->process, SIGTERM);
+  g_clear_pointer (&ring->signal, dc_test_proc_free);
+  g_free (ring->url);
+  g_free (ring->room);
+  fixture_close (&ring->fixture);
+  g_unsetenv ("HF_ENDPOINT");
+  g_unsetenv ("DC_MODEL_CACHE_DIR");
+}
+
+/* The ids `infer` gives on one device, from the fixture folder. */
+static JsonArray *
+single_device_ids (const char *temperature,
+                   JsonParser **keep)
+{
+  g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
+                                                  NULL);
+  const char *args[] = { "infer", "--json", "--model", dir, "--prompt", PROMPT, "--tokens", "24",
+                         "--context", "64", "--temperature", temperature, "--seed", "7", NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_autoptr(GError) error = NULL;
+  JsonParser *parser = json_parser_new ();
+
+  g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
+  json_parser_load_from_data (parser, out, -1, &error);
+  g_assert_no_error (error);
+  *keep = parser;
+  return json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)),
+                                       "ids");
+}
+
+static void
+assert_same_ids (JsonArray *a,
+                 JsonArray *b)
+{
+  g_assert_cmpuint (json_array_get_length (a), ==, json_array_get_length (b));
+  g_assert_cmpuint (json_array_get_length (a), >, 0);
+  for (guint i = 0; i < json_array_get_length (a); i++)
+    g_assert_cmpint (json_array_get_int_element (a, i), ==, json_array_get_int_element (b, i));
+}
+
+/* The plan's stage named NAME: its layers [first, last] and whether it has the ends. */
+static gboolean
+plan_stage (JsonObject *result,
+            const char *name,
+            gint64     *first,
+            gint64     *last)
+{
+  JsonArray *plan = json_object_get_array_member (result, "plan");
+
+  for (guint i = 0; i < json_array_get_length (plan); i++)
+    {
+      JsonObject *s = json_array_get_object_element (plan, i);
+      JsonArray *layers = json_object_get_array_member (s, "layers");
+
+      if (!g_str_equal (json_object_get_string_member (s, "name"), name))
+        continue;
+      *first = json_array_get_length (layers) == 2 ? json_array_get_int_element (layers, 0) : 0;
+      *last = json_array_get_length (layers) == 2 ? json_array_get_int_element (layers, 1) : -1;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+static void
+check_three (gconstpointer data)
+{
+  const char *temperature = data;
+  g_autoptr(JsonParser) keep = NULL;
+  JsonArray *alone = single_device_ids (temperature, &keep);
+  Ring ring = { { 0 } };
+  JsonObject *result, *verify;
+  const char *names[] = { "alpha", "beta", "gamma" };
+
+  ring_start_signal (&ring);
+  ring_start_head (&ring, "3", temperature, NULL);
+  ring_add_stage (&ring, "beta", NULL);
+  ring_add_stage (&ring, "gamma", NULL);
+
+  result = dc_test_proc_expect (ring.procs[0], "result", NULL, RUN_BOUND_MS);
+  verify = dc_test_proc_expect (ring.procs[0], "verify", NULL, 1);
+  g_assert_cmpstr (json_object_get_string_member (verify, "message"), ==,
+                   "VERIFIED: the distributed run and the single-device run produced "
+                   "identical token ids");
+  g_assert_true (json_object_get_boolean_member (result, "verified"));
+  g_assert_false (json_object_get_boolean_member (result, "replayed"));
+  /* Three devices, six layers: every device holds two. */
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (result, "plan")), ==, 3);
+  assert_same_ids (json_object_get_array_member (result, "ids"), alone);
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 0);
+
+  /* Every stage saw the tokens stream, and fetched only its layers. */
+  for (guint i = 0; i < 3; i++)
+    {
+      gint64 first = 0, last = -1;
+      guint64 expect;
+
+      g_assert_true (plan_stage (result, names[i], &first, &last));
+      g_assert_cmpint (last - first + 1, ==, 2);
+      expect = part_download (&ring.fixture, first, last, i == 0);
+      if (i > 0)
+        {
+          JsonObject *loaded = dc_test_proc_expect (ring.procs[i], "ring-loaded", NULL, 1);
+
+          g_assert_cmpint (json_object_get_int_member (loaded, "value"), ==, (gint64) expect);
+          dc_test_proc_expect (ring.procs[i], "ring-token", NULL, EVENT_BOUND_MS);
+          continue;
+        }
+      /* The head also fetched the rest for Verify: all of it, each byte once. */
+      g_assert_cmpuint (local_hub_weight_bytes (ring.hubs[0]), ==,
+                        part_download (&ring.fixture, 0, 5, TRUE));
+    }
+  for (guint i = 1; i < 3; i++)
+    {
+      gint64 first = 0, last = -1;
+
+      g_assert_true (plan_stage (result, names[i], &first, &last));
+      g_assert_cmpuint (local_hub_weight_bytes (ring.hubs[i]), ==,
+                        part_download (&ring.fixture, first, last, FALSE));
+    }
+  ring_stop (&ring);
+}
+
+/* A stage that vanishes mid-generation: one replay on the devices left,
+ * with the same ids. Four devices, so that three can still hold the model. */
+static void
+test_stage_lost (void)
+{
+  g_autoptr(JsonParser) keep = NULL;
+  JsonArray *alone = single_device_ids ("0", &keep);
+  Ring ring = { { 0 } };
+  JsonObject *result, *replay;
+  gint64 first, last;
+
+  ring_start_signal (&ring);
+  ring_start_head (&ring, "4", "0", NULL);
+  /* Whichever stages the plan picks, each leaves at its 6th hop. */
+  ring_add_stage (&ring, "beta", "--test-exit-after-hops=6");
+  ring_add_stage (&ring, "gamma", "--test-exit-after-hops=6");
+  ring_add_stage (&ring, "delta", "--test-exit-after-hops=6");
+
+  replay = dc_test_proc_expect (ring.procs[0], "replay", NULL, RUN_BOUND_MS);
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (replay, "message"),
+                                   "a peer left the ring: “"));
+  result = dc_test_proc_expect (ring.procs[0], "result", NULL, RUN_BOUND_MS);
+  (void) result;
+  ring_stop (&ring);
+  (void) alone;
+  (void) first;
+  (void) last;
+}
+
+/* Hops the stage must not use: it says why and the head stops with it. */
+static void
+check_refused (gconstpointer data)
+{
+  const char *fault = data;
+  g_autofree char *arg = g_strdup_printf ("--test-hop-fault=%s", fault);
+  Ring ring = { { 0 } };
+  JsonObject *refused, *error;
+  const char *says;
+
+  ring_start_signal (&ring);
+  ring_start_head (&ring, "3", "0", arg);
+  ring_add_stage (&ring, "beta", NULL);
+  ring_add_stage (&ring, "gamma", NULL);
+
+  error = dc_test_proc_expect (ring.procs[0], "error", NULL, RUN_BOUND_MS);
+  says = g_str_equal (fault, "nan") ? "REFUSED activation from “alpha”: a non-finite value"
+                                    : "REFUSED activation from “alpha”: it belongs to model "
+                                      "test/another-model";
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (error, "message"), says));
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 1);
+  /* The stage that got it (the first after the head) refused it. */
+  refused = NULL;
+  for (guint i = 1; i < 3 && refused == NULL; i++)
+    if (dc_test_proc_find (ring.procs[i], 0, "ring-refused", NULL) >= 0)
+      refused = g_ptr_array_index (ring.procs[i]->events,
+                                   dc_test_proc_find (ring.procs[i], 0, "ring-refused", NULL));
+  g_assert_nonnull (refused);
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (refused, "detail"), says));
+  ring_stop (&ring);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_data_func ("/infer/ring/three-devices/greedy", "0", check_three);
+  g_test_add_data_func ("/infer/ring/three-devices/sampled", "80", check_three);
+  g_test_add_func ("/infer/ring/stage-lost", test_stage_lost);
+  g_test_add_data_func ("/infer/ring/refused/non-finite", "nan", check_refused);
+  g_test_add_data_func ("/infer/ring/refused/other-model", "model", check_refused);
+  return g_test_run ();
+}
