@@ -327,12 +327,13 @@ ring_start_head (Ring       *ring,
 static void
 ring_add_stage (Ring       *ring,
                 const char *name,
-                const char *extra)
+                const char *extra,
+                const char *extra2)
 {
   g_autofree char *memory = memory_for (&ring->fixture, 2, FALSE);
   const char *args[] = { "join", "--json", "--serve-layers", "--signal", ring->url,
                          "--room", ring->room, "--name", name, "--ice-address", "127.0.0.1",
-                         "--memory-mb", memory, extra, NULL };
+                         "--memory-mb", memory, extra, extra2, NULL };
   guint i = ring->n++;
 
   ring->procs[i] = spawn_with_hub (ring, i, name, args);
@@ -428,8 +429,8 @@ check_three (gconstpointer data)
 
   ring_start_signal (&ring);
   ring_start_head (&ring, "3", temperature, NULL);
-  ring_add_stage (&ring, "beta", NULL);
-  ring_add_stage (&ring, "gamma", NULL);
+  ring_add_stage (&ring, "beta", NULL, NULL);
+  ring_add_stage (&ring, "gamma", NULL, NULL);
 
   result = dc_test_proc_expect (ring.procs[0], "result", NULL, RUN_BOUND_MS);
   verify = dc_test_proc_expect (ring.procs[0], "verify", NULL, 1);
@@ -476,32 +477,49 @@ check_three (gconstpointer data)
 }
 
 /* A stage that vanishes mid-generation: one replay on the devices left,
- * with the same ids. Four devices, so that three can still hold the model. */
+ * with the same ids; a second loss stops with a clear message. Four
+ * devices whose claimed speeds fix the plan: beta and gamma are in it (the
+ * fastest), delta (the slowest) is the spare the replay uses. */
 static void
-test_stage_lost (void)
+check_stage_lost (gconstpointer data)
 {
+  gboolean twice = GPOINTER_TO_INT (data);
   g_autoptr(JsonParser) keep = NULL;
   JsonArray *alone = single_device_ids ("0", &keep);
   Ring ring = { { 0 } };
-  JsonObject *result, *replay;
+  JsonObject *result, *replay, *error;
   gint64 first, last;
 
   ring_start_signal (&ring);
   ring_start_head (&ring, "4", "0", NULL);
-  /* Whichever stages the plan picks, each leaves at its 6th hop. */
-  ring_add_stage (&ring, "beta", "--test-exit-after-hops=6");
-  ring_add_stage (&ring, "gamma", "--test-exit-after-hops=6");
-  ring_add_stage (&ring, "delta", "--test-exit-after-hops=6");
+  ring_add_stage (&ring, "beta", "--test-gmacs=100", "--test-exit-after-hops=6");
+  ring_add_stage (&ring, "gamma", "--test-gmacs=50", NULL);
+  ring_add_stage (&ring, "delta", "--test-gmacs=0.001",
+                  twice ? "--test-exit-after-hops=3" : NULL);
 
   replay = dc_test_proc_expect (ring.procs[0], "replay", NULL, RUN_BOUND_MS);
-  g_assert_true (g_str_has_prefix (json_object_get_string_member (replay, "message"),
-                                   "a peer left the ring: “"));
+  g_assert_cmpstr (json_object_get_string_member (replay, "message"), ==,
+                   "a peer left the ring: “beta”");
+  dc_test_proc_expect (ring.procs[1], "test-exit", NULL, 1);
+  if (twice)
+    {
+      error = dc_test_proc_expect (ring.procs[0], "error", NULL, RUN_BOUND_MS);
+      g_assert_cmpstr (json_object_get_string_member (error, "message"), ==,
+                       "a peer left the ring: “delta” (after one replay; run it again)");
+      g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 1);
+      ring_stop (&ring);
+      return;
+    }
   result = dc_test_proc_expect (ring.procs[0], "result", NULL, RUN_BOUND_MS);
-  (void) result;
+  g_assert_true (json_object_get_boolean_member (result, "replayed"));
+  g_assert_true (json_object_get_boolean_member (result, "verified"));
+  assert_same_ids (json_object_get_array_member (result, "ids"), alone);
+  /* The replay's plan: the head, gamma and the spare. */
+  g_assert_false (plan_stage (result, "beta", &first, &last));
+  g_assert_true (plan_stage (result, "gamma", &first, &last));
+  g_assert_true (plan_stage (result, "delta", &first, &last));
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 0);
   ring_stop (&ring);
-  (void) alone;
-  (void) first;
-  (void) last;
 }
 
 /* Hops the stage must not use: it says why and the head stops with it. */
@@ -516,8 +534,8 @@ check_refused (gconstpointer data)
 
   ring_start_signal (&ring);
   ring_start_head (&ring, "3", "0", arg);
-  ring_add_stage (&ring, "beta", NULL);
-  ring_add_stage (&ring, "gamma", NULL);
+  ring_add_stage (&ring, "beta", NULL, NULL);
+  ring_add_stage (&ring, "gamma", NULL, NULL);
 
   error = dc_test_proc_expect (ring.procs[0], "error", NULL, RUN_BOUND_MS);
   says = g_str_equal (fault, "nan") ? "REFUSED activation from “alpha”: a non-finite value"
@@ -543,7 +561,10 @@ main (int argc, char **argv)
 
   g_test_add_data_func ("/infer/ring/three-devices/greedy", "0", check_three);
   g_test_add_data_func ("/infer/ring/three-devices/sampled", "80", check_three);
-  g_test_add_func ("/infer/ring/stage-lost", test_stage_lost);
+  g_test_add_data_func ("/infer/ring/stage-lost/replayed", GINT_TO_POINTER (FALSE),
+                        check_stage_lost);
+  g_test_add_data_func ("/infer/ring/stage-lost/twice", GINT_TO_POINTER (TRUE),
+                        check_stage_lost);
   g_test_add_data_func ("/infer/ring/refused/non-finite", "nan", check_refused);
   g_test_add_data_func ("/infer/ring/refused/other-model", "model", check_refused);
   return g_test_run ();

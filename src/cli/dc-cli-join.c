@@ -455,7 +455,7 @@ dc_cli_join_run (const DcCliCommand  *command,
   g_auto(GStrv) ice_addresses = NULL;
   gboolean no_create = FALSE, serve = FALSE, serve_layers = FALSE;
   int numeric_rule = 0, expect_peers = 0, send_garbage = 0, exit_after_hops = 0;
-  double memory_mb = 0;
+  double memory_mb = 0, test_gmacs = 0;
   g_autofree char *token_file = NULL;
   g_autoptr(DcContext) context = NULL;
   g_autoptr(DcRingServer) ring_server = NULL;
@@ -503,6 +503,8 @@ dc_cli_join_run (const DcCliCommand  *command,
          "(else $HF_TOKEN)"), N_("FILE") },
     { "test-exit-after-hops", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &exit_after_hops,
       N_("Test: with --serve-layers, exit without a bye at the Nth hop received"), N_("N") },
+    { "test-gmacs", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_DOUBLE, &test_gmacs,
+      N_("Test: with --serve-layers, offer this speed instead of the measured one"), N_("G") },
     { "test-room-id", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_room_id,
       N_("Test: present this room id with the code's key"), N_("HEX") },
     { "test-fingerprint", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_fingerprint,
@@ -536,7 +538,8 @@ dc_cli_join_run (const DcCliCommand  *command,
 
   if (memory_mb < 0 || memory_mb > 1e9)
     return dc_cli_usage_error (command, _("--memory-mb must be a positive number"));
-  if (!serve_layers && (memory_mb > 0 || exit_after_hops != 0 || token_file != NULL))
+  if (!serve_layers && (memory_mb > 0 || exit_after_hops != 0 || token_file != NULL ||
+                        test_gmacs != 0))
     return dc_cli_usage_error (command, _("--memory-mb and --token-file go with --serve-layers"));
 
   if (!dc_mesh_check_plugins (&error))
@@ -636,6 +639,8 @@ dc_cli_join_run (const DcCliCommand  *command,
       /* The test's hop counter runs before the stage computes the hop. */
       g_signal_connect (group, "message", G_CALLBACK (ring_hop_count_cb), &state);
       ring_server = dc_ring_server_new (context, group, (guint64) (memory_mb * 1e6));
+      if (test_gmacs > 0)
+        _dc_ring_server_set_gmacs (ring_server, test_gmacs);
       g_signal_connect (ring_server, "event", G_CALLBACK (ring_server_event_cb), &state);
       speed = g_strdup_printf ("%.2f", dc_ring_server_get_gmacs (ring_server));
       print_simple (&state, "ring-speed", "gmacs", speed);

@@ -741,6 +741,16 @@ fill_shape (DcInferRing *self,
   shape->hop_ms = 1.0;
 }
 
+static int
+compare_offer_names (gconstpointer a,
+                     gconstpointer b)
+{
+  const Offer *x = *(Offer * const *) a, *y = *(Offer * const *) b;
+  int by_name = g_strcmp0 (x->name, y->name);
+
+  return by_name != 0 ? by_name : g_strcmp0 (x->id, y->id);
+}
+
 void
 dc_infer_ring_prepare_async (DcInferRing         *self,
                              guint                context,
@@ -777,6 +787,7 @@ dc_infer_ring_prepare_async (DcInferRing         *self,
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &offer))
     g_ptr_array_add (offers, offer);
   /* The order the plan sees: by name, so that equal devices get the same plan. */
+  g_ptr_array_sort (offers, compare_offer_names);
   for (guint i = 0; i < offers->len && devices->len < DC_RING_PLAN_MAX_DEVICES; i++)
     {
       Offer *o = g_ptr_array_index (offers, i);

@@ -632,6 +632,14 @@ dc_ring_server_new (DcContext *context,
   return self;
 }
 
+void
+_dc_ring_server_set_gmacs (DcRingServer *self,
+                           double        gmacs)
+{
+  g_return_if_fail (DC_IS_RING_SERVER (self) && gmacs > 0.0);
+  self->gmacs = gmacs;
+}
+
 double
 dc_ring_server_get_gmacs (DcRingServer *self)
 {

@@ -30,6 +30,10 @@ DcRingServer *dc_ring_server_new   (DcContext *context,
  * multiply-adds a second). */
 double        dc_ring_server_get_gmacs (DcRingServer *self);
 
+/* Tests: offer SPEED instead of the measured one (before any peer joins). */
+void          _dc_ring_server_set_gmacs (DcRingServer *self,
+                                         double        gmacs);
+
 /* Measures this device's INT8 speed: a short product on BACKEND. */
 double        dc_ring_measure_gmacs (DcGemmBackend *backend);
 
