@@ -30,6 +30,15 @@
 
 #define MODEL "test/llama-tiny"
 #define PROMPT "The ring of devices"
+/* Over 32 tokens: the prefill goes round in chunks of 16, two in flight. */
+#define LONG_PROMPT "Once upon a time, in a small village by the sea, there lived an old " \
+                    "fisherman who told stories about a ring."
+
+typedef struct
+{
+  const char *temperature;
+  const char *prompt;
+} Case;
 
 /* ---- a local Hub that counts what it sends ------------------------------ */
 
@@ -305,10 +314,11 @@ static void
 ring_start_head (Ring       *ring,
                  const char *min_peers,
                  const char *temperature,
+                 const char *prompt,
                  const char *extra)
 {
   g_autofree char *memory = memory_for (&ring->fixture, 2, TRUE);
-  const char *args[] = { "infer", "--json", "--model", MODEL, "--prompt", PROMPT,
+  const char *args[] = { "infer", "--json", "--model", MODEL, "--prompt", prompt,
                          "--tokens", "24", "--context", "64", "--temperature", temperature,
                          "--seed", "7", "--signal", ring->url, "--name", "alpha",
                          "--approve", "all", "--ice-address", "127.0.0.1",
@@ -363,12 +373,13 @@ ring_stop (Ring *ring)
 
 /* The ids `infer` gives on one device, from the fixture folder. */
 static JsonArray *
-single_device_ids (const char *temperature,
+single_device_ids (const char  *temperature,
+                   const char  *prompt,
                    JsonParser **keep)
 {
   g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
                                                   NULL);
-  const char *args[] = { "infer", "--json", "--model", dir, "--prompt", PROMPT, "--tokens", "24",
+  const char *args[] = { "infer", "--json", "--model", dir, "--prompt", prompt, "--tokens", "24",
                          "--context", "64", "--temperature", temperature, "--seed", "7", NULL };
   g_autofree char *out = NULL, *err = NULL;
   g_autoptr(GError) error = NULL;
@@ -420,15 +431,15 @@ plan_stage (JsonObject *result,
 static void
 check_three (gconstpointer data)
 {
-  const char *temperature = data;
+  const Case *c = data;
   g_autoptr(JsonParser) keep = NULL;
-  JsonArray *alone = single_device_ids (temperature, &keep);
+  JsonArray *alone = single_device_ids (c->temperature, c->prompt, &keep);
   Ring ring = { { 0 } };
   JsonObject *result, *verify;
   const char *names[] = { "alpha", "beta", "gamma" };
 
   ring_start_signal (&ring);
-  ring_start_head (&ring, "3", temperature, NULL);
+  ring_start_head (&ring, "3", c->temperature, c->prompt, NULL);
   ring_add_stage (&ring, "beta", NULL, NULL);
   ring_add_stage (&ring, "gamma", NULL, NULL);
 
@@ -442,6 +453,8 @@ check_three (gconstpointer data)
   /* Three devices, six layers: every device holds two. */
   g_assert_cmpuint (json_array_get_length (json_object_get_array_member (result, "plan")), ==, 3);
   assert_same_ids (json_object_get_array_member (result, "ids"), alone);
+  if (c->prompt == (const char *) LONG_PROMPT)
+    g_assert_cmpint (json_object_get_int_member (result, "prompt_tokens"), >, 32);
   g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 0);
 
   /* Every stage saw the tokens stream, and fetched only its layers. */
@@ -485,13 +498,13 @@ check_stage_lost (gconstpointer data)
 {
   gboolean twice = GPOINTER_TO_INT (data);
   g_autoptr(JsonParser) keep = NULL;
-  JsonArray *alone = single_device_ids ("0", &keep);
+  JsonArray *alone = single_device_ids ("0", PROMPT, &keep);
   Ring ring = { { 0 } };
   JsonObject *result, *replay, *error;
   gint64 first, last;
 
   ring_start_signal (&ring);
-  ring_start_head (&ring, "4", "0", NULL);
+  ring_start_head (&ring, "4", "0", PROMPT, NULL);
   ring_add_stage (&ring, "beta", "--test-gmacs=100", "--test-exit-after-hops=6");
   ring_add_stage (&ring, "gamma", "--test-gmacs=50", NULL);
   ring_add_stage (&ring, "delta", "--test-gmacs=0.001",
@@ -533,7 +546,7 @@ check_refused (gconstpointer data)
   const char *says;
 
   ring_start_signal (&ring);
-  ring_start_head (&ring, "3", "0", arg);
+  ring_start_head (&ring, "3", "0", PROMPT, arg);
   ring_add_stage (&ring, "beta", NULL, NULL);
   ring_add_stage (&ring, "gamma", NULL, NULL);
 
@@ -557,10 +570,14 @@ check_refused (gconstpointer data)
 int
 main (int argc, char **argv)
 {
+  static const Case greedy = { "0", PROMPT }, sampled = { "80", PROMPT },
+                    long_prompt = { "0", LONG_PROMPT };
+
   g_test_init (&argc, &argv, NULL);
 
-  g_test_add_data_func ("/infer/ring/three-devices/greedy", "0", check_three);
-  g_test_add_data_func ("/infer/ring/three-devices/sampled", "80", check_three);
+  g_test_add_data_func ("/infer/ring/three-devices/greedy", &greedy, check_three);
+  g_test_add_data_func ("/infer/ring/three-devices/sampled", &sampled, check_three);
+  g_test_add_data_func ("/infer/ring/three-devices/long-prompt", &long_prompt, check_three);
   g_test_add_data_func ("/infer/ring/stage-lost/replayed", GINT_TO_POINTER (FALSE),
                         check_stage_lost);
   g_test_add_data_func ("/infer/ring/stage-lost/twice", GINT_TO_POINTER (TRUE),

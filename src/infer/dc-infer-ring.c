@@ -86,9 +86,10 @@ struct _DcInferRing
   /* Between the generation thread and the main thread. */
   GMutex          lock;
   GCond           cond;
-  guint32         hop_seq;       /* the hop awaited */
-  gboolean        waiting;
-  float          *answer;        /* the last stage's activations */
+  guint32         sent_seq;      /* hops sent so far (numbered from 1) */
+  guint32         answered_seq;  /* the last hop that came back */
+  float          *answer;        /* its activations */
+  guint32         answer_rows;
   char           *failure;       /* why the ring cannot answer */
 };
 
@@ -266,10 +267,14 @@ handle_hop (DcInferRing *self,
       fail_waiting (self, why);
       return;
     }
+  /* Hops come back in the order they were sent. */
   g_mutex_lock (&self->lock);
-  if (self->waiting && hop.turn == self->hop_seq && self->answer == NULL)
+  if (hop.turn > self->answered_seq && hop.turn <= self->sent_seq)
     {
+      self->answered_seq = hop.turn;
+      g_free (self->answer);
       self->answer = g_steal_pointer (&hop.data);
+      self->answer_rows = hop.n;
       g_cond_broadcast (&self->cond);
     }
   g_mutex_unlock (&self->lock);
@@ -402,6 +407,33 @@ send_job_free (gpointer data)
   g_free (job);
 }
 
+/* Waits, with the lock held, until hop SEQ came back; FALSE with ERROR
+ * set when the ring failed or did not answer in time. */
+static gboolean
+wait_answer_locked (DcInferRing  *self,
+                    guint32       seq,
+                    GError      **error)
+{
+  gint64 deadline = g_get_monotonic_time () + DC_INFER_RING_HOP_TIMEOUT_S * G_TIME_SPAN_SECOND;
+
+  while (self->answered_seq < seq && self->failure == NULL)
+    if (!g_cond_wait_until (&self->cond, &self->lock, deadline))
+      break;
+  if (self->answered_seq >= seq)
+    return TRUE;
+  if (self->failure != NULL)
+    g_set_error_literal (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID, self->failure);
+  else
+    g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                 "the ring did not answer within %u s", DC_INFER_RING_HOP_TIMEOUT_S);
+  return FALSE;
+}
+
+/* The session's forward pass through the ring. A prompt's chunks before
+ * its last (LOGITS NULL) do not wait for their answer: up to
+ * DC_INFER_RING_IN_FLIGHT hops go round at once, so that a stage computes
+ * chunk k + 1 while the next computes chunk k (each stage runs its hops in
+ * order, so its cache sees the positions in order). */
 static gboolean
 ring_forward (gpointer        user_data,
               const guint32  *ids,
@@ -414,7 +446,7 @@ ring_forward (gpointer        user_data,
   const gsize C = dc_hf_model_get_config (self->model)->hidden_size;
   g_autofree float *x = NULL;
   g_autofree float *answer = NULL;
-  gint64 deadline;
+  guint32 rows = 0, seq;
 
   if (n_ids == 0 || n_ids > DC_MESH_RING_MAX_POSITIONS)
     {
@@ -436,60 +468,59 @@ ring_forward (gpointer        user_data,
   if (!dc_hf_model_forward_part (self->model, self->cache, ids, x, n_ids, error))
     return FALSE;
 
-  if (self->stages->len > 1)
-    {
-      DcMeshRingHop hop = { { 0 } };
-      SendJob *job = g_new0 (SendJob, 1);
-      GSource *source;
+  if (self->stages->len == 1)
+    return logits == NULL || dc_hf_model_head (self->model, x + (n_ids - 1) * C, logits, error);
 
-      g_mutex_lock (&self->lock);
-      self->hop_seq++;
-      self->waiting = TRUE;
-      g_clear_pointer (&self->answer, g_free);
-      memcpy (hop.run_id, self->run_id, sizeof hop.run_id);
-      hop.turn = self->hop_seq;
-      g_mutex_unlock (&self->lock);
-      hop.position = start;
-      hop.n = (guint32) n_ids;
-      hop.width = (guint32) C;
-      hop.model = (char *) model_id (self);
-      hop.data = x;
-      if (g_strcmp0 (self->test_fault, "nan") == 0)
-        x[n_ids * C - 1] = NAN;
-      else if (g_strcmp0 (self->test_fault, "model") == 0)
-        hop.model = (char *) "test/another-model";
-      g_clear_pointer (&self->test_fault, g_free);
-      job->ring = g_object_ref (self);
-      job->to = g_strdup (g_array_index (self->stages, StageInfo, 1).id);
-      job->payload = dc_mesh_ring_hop_encode (&hop);
-      source = g_idle_source_new ();
-      g_source_set_callback (source, send_hop_cb, job, send_job_free);
-      g_source_set_static_name (source, "[dc] ring hop");
-      g_source_attach (source, self->main_context);
-      g_source_unref (source);
+  {
+    DcMeshRingHop hop = { { 0 } };
+    SendJob *job = g_new0 (SendJob, 1);
+    GSource *source;
 
-      deadline = g_get_monotonic_time () + DC_INFER_RING_HOP_TIMEOUT_S * G_TIME_SPAN_SECOND;
-      g_mutex_lock (&self->lock);
-      while (self->answer == NULL && self->failure == NULL)
-        if (!g_cond_wait_until (&self->cond, &self->lock, deadline))
-          break;
-      self->waiting = FALSE;
-      answer = g_steal_pointer (&self->answer);
-      if (answer == NULL)
-        {
-          if (self->failure != NULL)
-            g_set_error_literal (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID, self->failure);
-          else
-            g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                         "the ring did not answer within %u s", DC_INFER_RING_HOP_TIMEOUT_S);
-        }
-      g_mutex_unlock (&self->lock);
-      if (answer == NULL)
+    g_mutex_lock (&self->lock);
+    if (self->sent_seq - self->answered_seq >= DC_INFER_RING_IN_FLIGHT &&
+        !wait_answer_locked (self, self->sent_seq - DC_INFER_RING_IN_FLIGHT + 1, error))
+      {
+        g_mutex_unlock (&self->lock);
+        g_free (job);
         return FALSE;
-      g_free (x);
-      x = g_steal_pointer (&answer);
+      }
+    seq = ++self->sent_seq;
+    g_mutex_unlock (&self->lock);
+
+    memcpy (hop.run_id, self->run_id, sizeof hop.run_id);
+    hop.turn = seq;
+    hop.position = start;
+    hop.n = (guint32) n_ids;
+    hop.width = (guint32) C;
+    hop.model = (char *) model_id (self);
+    hop.data = x;
+    if (g_strcmp0 (self->test_fault, "nan") == 0)
+      x[n_ids * C - 1] = NAN;
+    else if (g_strcmp0 (self->test_fault, "model") == 0)
+      hop.model = (char *) "test/another-model";
+    g_clear_pointer (&self->test_fault, g_free);
+    job->ring = g_object_ref (self);
+    job->to = g_strdup (g_array_index (self->stages, StageInfo, 1).id);
+    job->payload = dc_mesh_ring_hop_encode (&hop);
+    source = g_idle_source_new ();
+    g_source_set_callback (source, send_hop_cb, job, send_job_free);
+    g_source_set_static_name (source, "[dc] ring hop");
+    g_source_attach (source, self->main_context);
+    g_source_unref (source);
+  }
+  if (logits == NULL)
+    return TRUE;
+
+  g_mutex_lock (&self->lock);
+  if (wait_answer_locked (self, seq, error))
+    {
+      answer = g_steal_pointer (&self->answer);
+      rows = self->answer_rows;
     }
-  return dc_hf_model_head (self->model, x + (n_ids - 1) * C, logits, error);
+  g_mutex_unlock (&self->lock);
+  if (answer == NULL)
+    return FALSE;
+  return dc_hf_model_head (self->model, answer + (gsize) (rows - 1) * C, logits, error);
 }
 
 /* ---- tokens to every stage ---------------------------------------------- */
@@ -577,6 +608,7 @@ clear_ring (DcInferRing *self)
   g_mutex_lock (&self->lock);
   g_clear_pointer (&self->answer, g_free);
   g_clear_pointer (&self->failure, g_free);
+  self->sent_seq = self->answered_seq = 0;
   g_mutex_unlock (&self->lock);
   self->own_loaded = FALSE;
   self->lost_peer = FALSE;

@@ -28,6 +28,10 @@ G_BEGIN_DECLS
 /* A hop's round trip may take one lap of the largest plan allowed (the lap
  * budget, 120 s) and some margin; past it the ring is stuck, not slow. */
 #define DC_INFER_RING_HOP_TIMEOUT_S   150
+/* Hops of one prompt going round at once: two keep every stage busy in a
+ * prefill (a stage computes chunk k + 1 while the next computes chunk k);
+ * more would only queue at the slowest stage. */
+#define DC_INFER_RING_IN_FLIGHT       2
 /* Stages fetching their layers: a 1 GB slice at 2 MB/s takes 500 s; past
  * 15 minutes the download is stalled rather than slow. */
 #define DC_INFER_RING_READY_TIMEOUT_S 900

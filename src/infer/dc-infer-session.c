@@ -77,6 +77,7 @@ typedef struct
   gboolean           fake;
   DcInferFakeModel   fake_model;
   gboolean           fake_loaded;   /* under lock */
+  gboolean           prefill_without_logits;  /* the forward takes NULL logits mid-prompt */
 
   /* Under lock. */
   DcHfModel         *model;
@@ -478,8 +479,11 @@ generate (Shared    *sh,
               stopped = TRUE;
               goto out;
             }
+          /* A ring needs no logits before the prompt's last chunk: it can
+           * send the next chunk before the last one came back. */
           if (!run_forward (sh, &g_array_index (seq, guint32, base + fed), chunk, fed,
-                            logits, &error))
+                            sh->prefill_without_logits && base + fed + chunk < seq->len
+                            ? NULL : logits, &error))
             goto out;
           fed += chunk;
         }
@@ -735,6 +739,7 @@ dc_infer_session_new_with_forward (DcContext          *context,
   sh->fake_model.forward = forward;
   sh->fake_model.user_data = user_data;
   sh->fake_loaded = TRUE;
+  sh->prefill_without_logits = TRUE;
   start_worker (self);
   return self;
 }

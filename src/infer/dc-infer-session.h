@@ -71,7 +71,8 @@ void            dc_infer_session_clear_queue (DcInferSession *self);
 
 /* Called on the generation thread: appends IDS (N_IDS of them) at position
  * START of the sequence (0: a new sequence) and writes the last position's
- * logits (vocab_size floats). */
+ * logits (vocab_size floats). LOGITS is NULL for a prompt's chunks before
+ * its last: their logits are never read. */
 typedef gboolean (*DcInferForwardFunc) (gpointer        user_data,
                                         const guint32  *ids,
                                         gsize           n_ids,
