@@ -19,6 +19,11 @@
 #include "model/dc-hf-model.h"
 #include "model/dc-model-error.h"
 
+/* Hops waiting for this stage's worker: the head keeps at most two in
+ * flight (DC_INFER_RING_IN_FLIGHT), so more is a faulty or hostile sender;
+ * each may be 4 MiB. */
+#define MAX_QUEUED_HOPS 8
+
 /* The layers and cache a stage holds; shared with the worker that runs a hop. */
 typedef struct
 {
@@ -436,6 +441,12 @@ handle_hop (DcRingServer *self,
                                  dc_hf_model_get_config (self->part->model)->hidden_size);
   if (why != NULL)
     goto refused;
+  if (g_queue_get_length (&self->hops) >= MAX_QUEUED_HOPS)
+    {
+      why = g_strdup_printf ("REFUSED activation from “%s”: %u hops are already waiting",
+                             dc_peer_get_name (peer), MAX_QUEUED_HOPS);
+      goto refused;
+    }
   job->from = g_strdup (dc_peer_get_id (peer));
   g_queue_push_tail (&self->hops, job);
   run_next_hop (self);
