@@ -52,6 +52,7 @@ typedef struct
   char         *url;
   guint64       weight_bytes;   /* bytes of ranges past a safetensors header */
   guint         full_files;     /* 200 answers of a safetensors file */
+  gboolean      ignore_ranges;  /* answer every Range with the whole file */
 } LocalHub;
 
 static guint64
@@ -99,6 +100,8 @@ local_hub_handler (SoupServer        *server,
   if (g_str_has_suffix (parts[4], ".safetensors"))
     {
       g_mutex_lock (&hub->lock);
+      if (hub->ignore_ranges)
+        soup_message_headers_remove (request, "Range");
       if (soup_message_headers_get_ranges (request, (goffset) len, &ranges, &n_ranges))
         {
           for (int i = 0; i < n_ranges; i++)
@@ -148,10 +151,11 @@ local_hub_thread (gpointer data)
 }
 
 static LocalHub *
-local_hub_start (void)
+local_hub_start (gboolean ignore_ranges)
 {
   LocalHub *hub = g_new0 (LocalHub, 1);
 
+  hub->ignore_ranges = ignore_ranges;
   g_mutex_init (&hub->lock);
   g_cond_init (&hub->cond);
   hub->context = g_main_context_new ();
@@ -280,6 +284,7 @@ typedef struct
   char       *caches[4];
   DcTestProc *procs[4];      /* the head, then the stages */
   guint       n;
+  guint       ignore_ranges_of;   /* this process's Hub ignores ranges (0: none) */
 } Ring;
 
 static DcTestProc *
@@ -288,7 +293,7 @@ spawn_with_hub (Ring       *ring,
                 const char *label,
                 const char * const *args)
 {
-  ring->hubs[i] = local_hub_start ();
+  ring->hubs[i] = local_hub_start (ring->ignore_ranges_of == i);
   ring->caches[i] = g_dir_make_tmp ("dc-ring-cache-XXXXXX", NULL);
   g_assert_nonnull (ring->caches[i]);
   /* The child copies the environment when it is spawned. */
@@ -567,6 +572,32 @@ check_refused (gconstpointer data)
   ring_stop (&ring);
 }
 
+/* A stage whose Hub sends whole files for byte ranges refuses them, as one
+ * device does; the head stops naming it. */
+static void
+test_stage_range_refused (void)
+{
+  Ring ring = { { 0 } };
+  JsonObject *error, *failed;
+
+  ring.ignore_ranges_of = 2;
+  ring_start_signal (&ring);
+  ring_start_head (&ring, "3", "0", PROMPT, NULL);
+  ring_add_stage (&ring, "beta", NULL, NULL);
+  ring_add_stage (&ring, "gamma", NULL, NULL);
+
+  error = dc_test_proc_expect (ring.procs[0], "error", NULL, RUN_BOUND_MS);
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (error, "message"),
+                                   "“gamma” cannot run its layers: "));
+  g_assert_nonnull (strstr (json_object_get_string_member (error, "message"),
+                            "ignored the byte range"));
+  failed = dc_test_proc_expect (ring.procs[2], "ring-failed", NULL, 1);
+  g_assert_nonnull (strstr (json_object_get_string_member (failed, "detail"),
+                            "ignored the byte range"));
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 1);
+  ring_stop (&ring);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -582,6 +613,7 @@ main (int argc, char **argv)
                         check_stage_lost);
   g_test_add_data_func ("/infer/ring/stage-lost/twice", GINT_TO_POINTER (TRUE),
                         check_stage_lost);
+  g_test_add_func ("/infer/ring/stage-range-refused", test_stage_range_refused);
   g_test_add_data_func ("/infer/ring/refused/non-finite", "nan", check_refused);
   g_test_add_data_func ("/infer/ring/refused/other-model", "model", check_refused);
   return g_test_run ();
