@@ -68,5 +68,6 @@ int dc_cli_tokenize_run    (const DcCliCommand *command, DcCliOptions *options, 
 int dc_cli_bench_train_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_group_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_decode_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_bench_ring_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 
 G_END_DECLS
