@@ -598,6 +598,43 @@ test_stage_range_refused (void)
   ring_stop (&ring);
 }
 
+/* `bench ring` on the fixture: one object per ring size, in order, with
+ * positive rates, the ratio to one device 1 for the first, and the plan
+ * using exactly the stages asked. No figure is checked. */
+static void
+test_bench_shape (void)
+{
+  g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
+                                                  NULL);
+  const char *args[] = { "bench", "ring", "--json", "--model", dir, "--stages", "1,3",
+                         "--tokens", "4", NULL };
+  const char *bad[] = { "bench", "ring", "--stages", "0", NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  g_assert_cmpint (dc_test_run_cli (bad, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
+  lines = g_strsplit (g_strstrip (out), "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 2);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      JsonObject *o;
+
+      json_parser_load_from_data (parser, lines[i], -1, &error);
+      g_assert_no_error (error);
+      o = json_node_get_object (json_parser_get_root (parser));
+      g_assert_cmpint (json_object_get_int_member (o, "stages"), ==, i == 0 ? 1 : 3);
+      g_assert_cmpint (json_object_get_int_member (o, "tokens"), ==, 4);
+      g_assert_cmpfloat (json_object_get_double_member (o, "prefill_tok_s"), >, 0);
+      g_assert_cmpfloat (json_object_get_double_member (o, "decode_tok_s"), >, 0);
+      g_assert_cmpfloat (json_object_get_double_member (o, "lap_estimate_ms"), >, 0);
+      if (i == 0)
+        g_assert_cmpfloat (json_object_get_double_member (o, "decode_ratio"), ==, 1.0);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -614,6 +651,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/infer/ring/stage-lost/twice", GINT_TO_POINTER (TRUE),
                         check_stage_lost);
   g_test_add_func ("/infer/ring/stage-range-refused", test_stage_range_refused);
+  g_test_add_func ("/infer/ring/bench-shape", test_bench_shape);
   g_test_add_data_func ("/infer/ring/refused/non-finite", "nan", check_refused);
   g_test_add_data_func ("/infer/ring/refused/other-model", "model", check_refused);
   return g_test_run ();
