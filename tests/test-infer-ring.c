@@ -293,7 +293,7 @@ spawn_with_hub (Ring       *ring,
                 const char *label,
                 const char * const *args)
 {
-  ring->hubs[i] = local_hub_start (ring->ignore_ranges_of == i);
+  ring->hubs[i] = local_hub_start (ring->ignore_ranges_of != 0 && ring->ignore_ranges_of == i);
   ring->caches[i] = g_dir_make_tmp ("dc-ring-cache-XXXXXX", NULL);
   g_assert_nonnull (ring->caches[i]);
   /* The child copies the environment when it is spawned. */
