@@ -74,6 +74,7 @@ struct _DcInferRing
   GArray         *stages;        /* StageInfo, in plan order */
   guint8          run_id[DC_MESH_RING_RUN_ID_SIZE];
   GTask          *prepare;       /* while preparing */
+  guint           prepare_gen;   /* which prepare a finishing load belongs to */
   guint           prepare_timeout;
   gboolean        own_loaded;
   DcHfModel      *model;         /* this device's part */
@@ -672,6 +673,7 @@ prepare_timeout_cb (gpointer data)
 typedef struct
 {
   guint first, last, context;
+  guint gen;
 } OwnLoad;
 
 static void
@@ -717,10 +719,15 @@ own_load_done_cb (GObject      *source,
 
   if (model == NULL)
     {
-      prepare_fail (self, error);
+      if (((OwnLoad *) g_task_get_task_data (G_TASK (result)))->gen == self->prepare_gen)
+        prepare_fail (self, error);
+      else
+        g_clear_error (&error);
       return;
     }
-  if (self->prepare == NULL || self->model != NULL)
+  /* A load of an earlier prepare (a replay replanned meanwhile) is dropped. */
+  if (self->prepare == NULL || self->model != NULL ||
+      ((OwnLoad *) g_task_get_task_data (G_TASK (result)))->gen != self->prepare_gen)
     {
       dc_hf_model_free (model);
       return;
@@ -899,6 +906,7 @@ dc_infer_ring_prepare_async (DcInferRing         *self,
   own->first = dc_ring_plan_get_stage (self->plan, 0)->first;
   own->last = dc_ring_plan_get_stage (self->plan, 0)->last;
   own->context = context;
+  own->gen = ++self->prepare_gen;
   load = g_task_new (self, cancellable, own_load_done_cb, NULL);
   g_task_set_task_data (load, own, g_free);
   g_task_run_in_thread (load, own_load_worker);

@@ -228,7 +228,8 @@ load_done_cb (GObject      *source,
 
   if (!g_task_propagate_boolean (G_TASK (result), &error))
     {
-      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+          g_task_get_cancellable (G_TASK (result)) != self->cancellable)
         return;
       emit_event (self, "failed", error->message, 0);
       send_ready (self, FALSE, 0, error->message);
