@@ -129,6 +129,19 @@ test_probe_mismatch_stays_out (void)
   g_assert_no_error (error);
   g_assert_cmpuint (dc_ring_plan_get_n_stages (plan), ==, 2);
   g_assert_cmpuint (dc_ring_plan_get_stage (plan, 1)->device, ==, 2);
+  /* When the plan fails, its message says who stayed out and why. */
+  {
+    DcRingDevice two[] = { devices[0], devices[1] };
+    DcRingPlan *none;
+
+    g_clear_error (&error);
+    none = dc_ring_plan_new (&shape, two, 2, &error);
+    g_assert_null (none);
+    g_assert_nonnull (strstr (error->message, "hold 10 of its 30 layers; add a device or pick "
+                                              "a smaller model (“odd” stays out of the plan: "
+                                              "kernel probe xyz differs"));
+    g_clear_error (&error);
+  }
   g_assert_cmpuint (plan->excluded->len, ==, 1);
   g_assert_nonnull (strstr (g_ptr_array_index (plan->excluded, 0),
                             "“odd” stays out of the plan: kernel probe"));

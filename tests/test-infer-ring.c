@@ -598,6 +598,33 @@ test_stage_range_refused (void)
   ring_stop (&ring);
 }
 
+/* A stage whose kernel probe hash differs gets no layers; without it the
+ * others cannot hold the model, which the plan says instead of overfilling. */
+static void
+test_probe_mismatch (void)
+{
+  Ring ring = { { 0 } };
+  JsonObject *error;
+
+  ring_start_signal (&ring);
+  ring_start_head (&ring, "3", "0", PROMPT, NULL);
+  ring_add_stage (&ring, "beta", NULL, NULL);
+  ring_add_stage (&ring, "gamma", "--probe-hash=0123abcd", NULL);
+
+  /* The failure names who was left out and why. */
+  error = dc_test_proc_expect (ring.procs[0], "error", NULL, RUN_BOUND_MS);
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (error, "message"),
+                                   "the group cannot hold the model: its devices hold 4 of its 6 "
+                                   "layers; add a device or pick a smaller model (“gamma” stays "
+                                   "out of the plan: kernel probe 0123abcd differs from this "
+                                   "device's "));
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 1);
+  /* Nothing was assigned, so nothing was downloaded. */
+  g_assert_cmpint (dc_test_proc_find (ring.procs[2], 0, "ring-assigned", NULL), <, 0);
+  g_assert_cmpuint (local_hub_weight_bytes (ring.hubs[2]), ==, 0);
+  ring_stop (&ring);
+}
+
 /* `bench ring` on the fixture: one object per ring size, in order, with
  * positive rates, the ratio to one device 1 for the first, and the plan
  * using exactly the stages asked. No figure is checked. */
@@ -651,6 +678,7 @@ main (int argc, char **argv)
   g_test_add_data_func ("/infer/ring/stage-lost/twice", GINT_TO_POINTER (TRUE),
                         check_stage_lost);
   g_test_add_func ("/infer/ring/stage-range-refused", test_stage_range_refused);
+  g_test_add_func ("/infer/ring/probe-mismatch", test_probe_mismatch);
   g_test_add_func ("/infer/ring/bench-shape", test_bench_shape);
   g_test_add_data_func ("/infer/ring/refused/non-finite", "nan", check_refused);
   g_test_add_data_func ("/infer/ring/refused/other-model", "model", check_refused);

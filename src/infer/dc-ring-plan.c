@@ -79,6 +79,24 @@ compare_speed (gconstpointer a,
   return i < j ? -1 : (i > j ? 1 : 0);
 }
 
+/* A plan that fails after devices were left out says which and why. */
+static void
+add_excluded (GError    **error,
+              GPtrArray  *excluded)
+{
+  g_autoptr(GString) why = NULL;
+
+  if (error == NULL || *error == NULL || excluded->len == 0)
+    return;
+  why = g_string_new ((*error)->message);
+  for (guint i = 0; i < excluded->len; i++)
+    g_string_append_printf (why, "%s%s", i == 0 ? " (" : "; ",
+                            (const char *) g_ptr_array_index (excluded, i));
+  g_string_append_c (why, ')');
+  g_free ((*error)->message);
+  (*error)->message = g_string_free (g_steal_pointer (&why), FALSE);
+}
+
 /**
  * dc_ring_plan_new:
  * @devices: (array length=n_devices): the head first
@@ -170,6 +188,7 @@ dc_ring_plan_new (const DcRingShape   *shape,
                        "the group cannot hold the model: its devices hold %u of its %u layers; "
                        "add a device or pick a smaller model", shape->n_layers - left,
                        shape->n_layers);
+          add_excluded (error, plan->excluded);
           return NULL;
         }
     }
@@ -210,6 +229,7 @@ dc_ring_plan_new (const DcRingShape   *shape,
                    "refusing the run: estimated %.0f ms per token, above the lap budget of "
                    "%.0f s; add a faster device or lower the context length", plan->lap_ms,
                    DC_RING_PLAN_MAX_LAP_MS / 1000.0);
+      add_excluded (error, plan->excluded);
       return NULL;
     }
   return g_steal_pointer (&plan);
