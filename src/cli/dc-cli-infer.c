@@ -21,11 +21,15 @@
 #include <gio/gunixinputstream.h>
 
 #include "dc-cli.h"
+#include "dc-cli-answers.h"
 #include "dc-cli-hub-token.h"
 #include "dc-context.h"
 #include "dc-regular-file.h"
+#include "infer/dc-infer-ring.h"
 #include "infer/dc-infer-session.h"
+#include "infer/dc-ring-server.h"
 #include "infer/dc-sampler.h"
+#include "mesh/dc-room.h"
 #include "model/dc-model-error.h"
 
 /* A prompt on standard input, as the session accepts it. */
@@ -244,6 +248,644 @@ print_scores (DcInferSession *session,
   return DC_CLI_EXIT_OK;
 }
 
+
+/* ---- the ring: this device as the head of a group's ring --------------- */
+
+/* The ring's options, beside the single-device ones. */
+typedef struct
+{
+  char     *room;
+  char     *signal_url;
+  char     *name;
+  char     *approve;
+  char     *probe_hash;
+  char     *test_fault;
+  GStrv     ice_addresses;
+  int       min_peers;
+  double    memory_mb;
+  gboolean  verify;
+} RingArgs;
+
+static void
+ring_args_clear (RingArgs *args)
+{
+  g_free (args->room);
+  g_free (args->signal_url);
+  g_free (args->name);
+  g_free (args->approve);
+  g_free (args->probe_hash);
+  g_free (args->test_fault);
+  g_strfreev (args->ice_addresses);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (RingArgs, ring_args_clear)
+
+typedef struct
+{
+  DcCliOptions  *options;
+  GMainLoop     *loop;
+  DcGroup       *group;
+  DcInferRing   *ring;
+  DcCliAnswers   answers;
+  guint          need_offers;
+  gboolean       waiting_offers;
+  gboolean       joined;
+  GError        *error;
+  gboolean       prepared;
+  gboolean       done;
+  /* The generation. */
+  guint          prompt_id;
+  guint          n_prompt_tokens;
+  guint          index;        /* tokens of this attempt so far */
+  GArray        *ids;          /* guint32: tokens shown (across a replay) */
+  GString       *text;
+  gboolean       stopped;
+  double         tokens_per_s;
+  char          *failure;
+} RingState;
+
+static void
+print_pairs (DcCliOptions *options,
+             const char   *event,
+             ...) G_GNUC_NULL_TERMINATED;
+
+/* JSON: {"event": EVENT, KEY: VALUE, …} with string values; text: "EVENT: VALUE …". */
+static void
+print_pairs (DcCliOptions *options,
+             const char   *event,
+             ...)
+{
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  g_autoptr(GString) line = g_string_new (event);
+  const char *key;
+  va_list args;
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "event");
+  json_builder_add_string_value (builder, event);
+  va_start (args, event);
+  while ((key = va_arg (args, const char *)) != NULL)
+    {
+      const char *value = va_arg (args, const char *);
+
+      json_builder_set_member_name (builder, key);
+      json_builder_add_string_value (builder, value != NULL ? value : "");
+      g_string_append_printf (line, "%s%s", line->len == strlen (event) ? ": " : " ",
+                              value != NULL ? value : "");
+    }
+  va_end (args);
+  json_builder_end_object (builder);
+  if (options->json)
+    dc_cli_print_json (builder);
+  else
+    g_printerr ("daisychain-cli: %s\n", line->str);
+}
+
+static void
+add_plan (JsonBuilder *builder,
+          DcInferRing *ring)
+{
+  const DcRingPlan *plan = dc_infer_ring_get_plan (ring);
+
+  json_builder_begin_array (builder);
+  for (guint i = 0; plan != NULL && i < dc_ring_plan_get_n_stages (plan); i++)
+    {
+      const DcRingStage *s = dc_ring_plan_get_stage (plan, i);
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "name");
+      json_builder_add_string_value (builder, dc_infer_ring_get_stage_name (ring, i));
+      json_builder_set_member_name (builder, "layers");
+      json_builder_begin_array (builder);
+      if (s->last > s->first)
+        {
+          json_builder_add_int_value (builder, s->first);
+          json_builder_add_int_value (builder, s->last - 1);
+        }
+      json_builder_end_array (builder);
+      json_builder_set_member_name (builder, "mb");
+      json_builder_add_double_value (builder, s->download_bytes / 1e6);
+      json_builder_set_member_name (builder, "hold_mb");
+      json_builder_add_double_value (builder, s->hold_bytes / 1e6);
+      json_builder_set_member_name (builder, "ms_per_token");
+      json_builder_add_double_value (builder, s->ms_per_token);
+      json_builder_set_member_name (builder, "head");
+      json_builder_add_boolean_value (builder, s->ends);
+      json_builder_end_object (builder);
+    }
+  json_builder_end_array (builder);
+}
+
+static void
+print_plan (RingState *state)
+{
+  const DcRingPlan *plan = dc_infer_ring_get_plan (state->ring);
+
+  if (state->options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, "plan");
+      json_builder_set_member_name (builder, "plan");
+      add_plan (builder, state->ring);
+      json_builder_set_member_name (builder, "lap_ms");
+      json_builder_add_double_value (builder, plan->lap_ms);
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+      return;
+    }
+  for (guint i = 0; i < dc_ring_plan_get_n_stages (plan); i++)
+    {
+      const DcRingStage *s = dc_ring_plan_get_stage (plan, i);
+
+      if (s->last > s->first)
+        /* Translators: a device's share of the ring: its name, its layers, the MB it
+         * downloads and holds, its estimated compute per token. */
+        g_printerr (_("daisychain-cli: plan: “%s” layers %u–%u%s, %.1f MB to download, "
+                      "%.1f MB held, %.1f ms per token\n"),
+                    dc_infer_ring_get_stage_name (state->ring, i), s->first, s->last - 1,
+                    s->ends ? _(" and the embedding and head") : "", s->download_bytes / 1e6,
+                    s->hold_bytes / 1e6, s->ms_per_token);
+      else
+        g_printerr (_("daisychain-cli: plan: “%s” the embedding and head, %.1f MB to "
+                      "download, %.1f MB held, %.1f ms per token\n"),
+                    dc_infer_ring_get_stage_name (state->ring, i), s->download_bytes / 1e6,
+                    s->hold_bytes / 1e6, s->ms_per_token);
+    }
+  g_printerr (_("daisychain-cli: lap estimate: %.1f ms per token over %u devices\n"),
+              plan->lap_ms, dc_ring_plan_get_n_stages (plan));
+}
+
+static void
+ring_event_cb (DcInferRing *ring,
+               const char  *kind,
+               const char  *detail,
+               guint64      value,
+               RingState   *state)
+{
+  g_autofree char *number = g_strdup_printf ("%" G_GUINT64_FORMAT, value);
+
+  if (g_str_equal (kind, "offer"))
+    print_pairs (state->options, "offer", "peer", detail, "memory", number, NULL);
+  else if (g_str_equal (kind, "stage-ready"))
+    print_pairs (state->options, "stage-ready", "peer", detail, "downloaded", number, NULL);
+  else if (g_str_equal (kind, "excluded") || g_str_equal (kind, "refused") ||
+           g_str_equal (kind, "peer-left"))
+    print_pairs (state->options, g_str_equal (kind, "peer-left") ? "ring-peer-left" : kind,
+                 "message", detail, NULL);
+  if (state->waiting_offers && dc_infer_ring_get_n_offers (ring) >= state->need_offers)
+    g_main_loop_quit (state->loop);
+}
+
+static void
+ring_group_event_cb (DcGroup    *group,
+                     const char *event,
+                     const char *peer,
+                     guint       n_peers,
+                     const char *reason,
+                     RingState  *state)
+{
+  if (g_str_equal (event, "joined"))
+    state->joined = TRUE;
+  if (state->options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, event);
+      if (peer != NULL)
+        {
+          json_builder_set_member_name (builder, "peer");
+          json_builder_add_string_value (builder, peer);
+        }
+      json_builder_set_member_name (builder, "peers");
+      json_builder_add_int_value (builder, n_peers);
+      if (reason != NULL)
+        {
+          json_builder_set_member_name (builder, "reason");
+          json_builder_add_string_value (builder, reason);
+        }
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+}
+
+static void
+ring_group_failed_cb (DcGroup      *group,
+                      const GError *error,
+                      RingState    *state)
+{
+  if (state->error == NULL)
+    state->error = g_error_copy (error);
+  state->done = TRUE;
+  g_main_loop_quit (state->loop);
+}
+
+static void
+ring_approval_cb (DcGroup    *group,
+                  const char *id,
+                  const char *name,
+                  const char *fingerprint,
+                  const char *address,
+                  const char *via,
+                  RingState  *state)
+{
+  print_pairs (state->options, "request-details", "peer", name, "fingerprint", fingerprint,
+               "address", address, NULL);
+  if (!state->options->json)
+    g_print (_("Type accept or decline: "));
+  fflush (stdout);
+  dc_cli_answers_ask (&state->answers, id);
+}
+
+static void
+ring_prepared_cb (GObject      *source,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  RingState *state = user_data;
+
+  state->prepared = dc_infer_ring_prepare_finish (DC_INFER_RING (source), result,
+                                                  &state->error);
+  g_main_loop_quit (state->loop);
+}
+
+static void
+ring_started_cb (DcInferSession *session,
+                 guint           prompt_id,
+                 guint           n_prompt_tokens,
+                 RingState      *state)
+{
+  state->n_prompt_tokens = n_prompt_tokens;
+  state->index = 0;
+}
+
+static void
+ring_token_cb (DcInferSession *session,
+               guint           prompt_id,
+               guint           token_id,
+               const char     *text,
+               double          tokens_per_s,
+               RingState      *state)
+{
+  guint index = state->index++;
+
+  /* A replay makes the shown tokens again: the same ids, not shown twice. */
+  if (index < state->ids->len)
+    {
+      if (g_array_index (state->ids, guint32, index) != token_id && state->failure == NULL)
+        {
+          state->failure = g_strdup_printf ("the replay made token %u where the first attempt "
+                                            "made %u, at token %u", token_id,
+                                            g_array_index (state->ids, guint32, index), index);
+          dc_infer_session_stop (session);
+        }
+      return;
+    }
+  g_array_append_val (state->ids, token_id);
+  g_string_append (state->text, text);
+  if (state->options->json)
+    {
+      g_autofree char *id = g_strdup_printf ("%u", token_id);
+
+      print_pairs (state->options, "token", "id", id, "text", text, NULL);
+    }
+  else
+    {
+      fputs (text, stdout);
+      fflush (stdout);
+    }
+}
+
+static void
+ring_finished_cb (DcInferSession *session,
+                  guint           prompt_id,
+                  gboolean        stopped,
+                  const char     *error_message,
+                  double          tokens_per_s,
+                  RingState      *state)
+{
+  if (prompt_id != state->prompt_id)
+    return;
+  state->stopped = stopped;
+  state->tokens_per_s = tokens_per_s;
+  if (error_message != NULL && state->failure == NULL)
+    state->failure = g_strdup (error_message);
+  state->done = TRUE;
+  g_main_loop_quit (state->loop);
+}
+
+static gboolean
+ring_sigint_cb (gpointer user_data)
+{
+  RingState *state = user_data;
+  DcInferSession *session = state->ring != NULL ? dc_infer_ring_get_session (state->ring) : NULL;
+
+  if (session != NULL)
+    dc_infer_session_stop (session);
+  else
+    {
+      state->done = TRUE;
+      if (state->error == NULL)
+        state->error = g_error_new_literal (G_IO_ERROR, G_IO_ERROR_CANCELLED, "interrupted");
+      g_main_loop_quit (state->loop);
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+/* Plans and loads the ring, then runs PROMPT through it; FALSE with
+ * state->error or state->failure set when it failed. */
+static gboolean
+ring_generate (RingState             *state,
+               const char            *prompt,
+               const DcInferSettings *settings)
+{
+  DcInferSession *session;
+
+  state->prepared = FALSE;
+  dc_infer_ring_prepare_async (state->ring, settings->context, NULL, ring_prepared_cb, state);
+  g_main_loop_run (state->loop);
+  if (!state->prepared)
+    return FALSE;
+  print_plan (state);
+  session = dc_infer_ring_get_session (state->ring);
+  g_signal_connect (session, "started", G_CALLBACK (ring_started_cb), state);
+  g_signal_connect (session, "token", G_CALLBACK (ring_token_cb), state);
+  g_signal_connect (session, "finished", G_CALLBACK (ring_finished_cb), state);
+  state->done = FALSE;
+  state->prompt_id = dc_infer_session_submit (session, prompt, settings);
+  while (!state->done)
+    g_main_loop_run (state->loop);
+  g_signal_handlers_disconnect_by_data (session, state);
+  return state->failure == NULL;
+}
+
+typedef struct
+{
+  GMainLoop *loop;
+  gboolean   loaded;
+  GError    *error;
+  guint      prompt_id;
+  gboolean   done;
+  GArray    *ids;
+  char      *failure;
+} VerifyState;
+
+static void
+verify_loaded_cb (GObject      *source,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  VerifyState *v = user_data;
+
+  v->loaded = dc_infer_session_load_finish (DC_INFER_SESSION (source), result, &v->error);
+  g_main_loop_quit (v->loop);
+}
+
+static void
+verify_token_cb (DcInferSession *session,
+                 guint           prompt_id,
+                 guint           token_id,
+                 const char     *text,
+                 double          tokens_per_s,
+                 VerifyState    *v)
+{
+  g_array_append_val (v->ids, token_id);
+}
+
+static void
+verify_finished_cb (DcInferSession *session,
+                    guint           prompt_id,
+                    gboolean        stopped,
+                    const char     *error_message,
+                    double          tokens_per_s,
+                    VerifyState    *v)
+{
+  v->failure = g_strdup (error_message);
+  v->done = TRUE;
+  g_main_loop_quit (v->loop);
+}
+
+/* Runs PROMPT again with every layer here; the message, and whether the
+ * ids were identical, in *VERIFIED. */
+static char *
+ring_verify (DcContext             *context,
+             DcModelRepo           *repo,
+             const char            *prompt,
+             const DcInferSettings *settings,
+             GArray                *ring_ids,
+             gboolean              *verified,
+             GError               **error)
+{
+  g_autoptr(DcInferSession) session = dc_infer_session_new (context, repo);
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autoptr(GArray) ids = g_array_new (FALSE, FALSE, sizeof (guint32));
+  VerifyState v = { loop, FALSE, NULL, 0, FALSE, ids, NULL };
+  guint n;
+
+  *verified = FALSE;
+  dc_infer_session_load_async (session, NULL, verify_loaded_cb, &v);
+  g_main_loop_run (loop);
+  if (!v.loaded)
+    {
+      g_propagate_error (error, v.error);
+      return NULL;
+    }
+  g_signal_connect (session, "token", G_CALLBACK (verify_token_cb), &v);
+  g_signal_connect (session, "finished", G_CALLBACK (verify_finished_cb), &v);
+  v.prompt_id = dc_infer_session_submit (session, prompt, settings);
+  while (!v.done)
+    g_main_loop_run (loop);
+  g_signal_handlers_disconnect_by_data (session, &v);
+  if (v.failure != NULL)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "the single-device run for Verify failed: %s", v.failure);
+      g_free (v.failure);
+      return NULL;
+    }
+  n = MIN (ids->len, ring_ids->len);
+  for (guint i = 0; i < n; i++)
+    if (g_array_index (ids, guint32, i) != g_array_index (ring_ids, guint32, i))
+      return g_strdup_printf ("NOT VERIFIED: the distributed run and the single-device run "
+                              "differ first at token %u (%u distributed, %u on one device)", i,
+                              g_array_index (ring_ids, guint32, i),
+                              g_array_index (ids, guint32, i));
+  if (ids->len != ring_ids->len)
+    return g_strdup_printf ("NOT VERIFIED: the distributed run made %u tokens, the "
+                            "single-device run %u", ring_ids->len, ids->len);
+  *verified = TRUE;
+  return g_strdup ("VERIFIED: the distributed run and the single-device run produced "
+                   "identical token ids");
+}
+
+static int
+ring_run (DcCliOptions          *options,
+          DcContext             *context,
+          DcModelRepo           *repo,
+          const char            *prompt,
+          const DcInferSettings *settings,
+          RingArgs              *args)
+{
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autoptr(DcGroup) group = NULL;
+  g_autoptr(DcInferRing) ring = NULL;
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autofree char *room = g_strdup (args->room);
+  g_autofree char *verify_message = NULL;
+  gboolean verified = FALSE, replayed = FALSE;
+  RingState state = { 0 };
+  guint sigint, sigterm;
+  int status;
+
+  if (!dc_mesh_check_plugins (&state.error))
+    return dc_cli_fail (options, state.error);
+  config.create = TRUE;
+  if (args->approve == NULL || g_str_equal (args->approve, "ask"))
+    config.approve = DC_MESH_APPROVE_ASK;
+  else
+    config.approve = g_str_equal (args->approve, "all") ? DC_MESH_APPROVE_ALL
+                                                        : DC_MESH_APPROVE_NONE;
+  config.hello = dc_context_new_hello (context, args->name != NULL ? args->name
+                                                                   : g_get_host_name ());
+  if (args->probe_hash != NULL)
+    {
+      g_free (config.hello->probe_hash);
+      config.hello->probe_hash = g_strdup (args->probe_hash);
+    }
+  config.peer.ice_addresses = g_strdupv (args->ice_addresses);
+  group = dc_group_new (&config);
+  ring = dc_infer_ring_new (context, group, repo, config.hello->probe_hash,
+                            (guint64) (args->memory_mb * 1e6));
+  if (args->test_fault != NULL)
+    _dc_infer_ring_set_test_fault (ring, args->test_fault);
+
+  if (room == NULL)
+    {
+      room = dc_room_generate_code ();
+      print_pairs (options, "room", "room", room, NULL);
+    }
+  state.options = options;
+  state.loop = loop;
+  state.group = group;
+  state.ring = ring;
+  state.need_offers = (guint) args->min_peers - 1;
+  state.ids = g_array_new (FALSE, FALSE, sizeof (guint32));
+  state.text = g_string_new (NULL);
+  dc_cli_answers_init (&state.answers, group);
+  g_signal_connect (group, "event", G_CALLBACK (ring_group_event_cb), &state);
+  g_signal_connect (group, "failed", G_CALLBACK (ring_group_failed_cb), &state);
+  g_signal_connect (group, "approval-requested", G_CALLBACK (ring_approval_cb), &state);
+  g_signal_connect (ring, "event", G_CALLBACK (ring_event_cb), &state);
+  sigint = g_unix_signal_add (SIGINT, ring_sigint_cb, &state);
+  sigterm = g_unix_signal_add (SIGTERM, ring_sigint_cb, &state);
+
+  if (!dc_group_join_room (group, args->signal_url, room, &state.error))
+    goto out;
+  /* Wait for K devices, this one included, that offer layers. */
+  if (dc_infer_ring_get_n_offers (ring) < state.need_offers && state.error == NULL)
+    {
+      state.waiting_offers = TRUE;
+      g_main_loop_run (loop);
+      state.waiting_offers = FALSE;
+    }
+  if (state.error != NULL)
+    goto out;
+
+  if (!ring_generate (&state, prompt, settings) && state.error == NULL &&
+      dc_infer_ring_lost_peer (ring))
+    {
+      /* One replay on the devices that are left (the first message said who went). */
+      print_pairs (options, "replay", "message", state.failure, NULL);
+      g_clear_pointer (&state.failure, g_free);
+      replayed = TRUE;
+      ring_generate (&state, prompt, settings);
+    }
+  if (state.error == NULL && state.failure != NULL)
+    state.error = g_error_new (DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID, "%s%s", state.failure,
+                               replayed ? " (after one replay; run it again)" : "");
+  if (state.error == NULL && args->verify)
+    {
+      verify_message = ring_verify (context, repo, prompt, settings, state.ids, &verified,
+                                    &state.error);
+      if (verify_message != NULL)
+        print_pairs (options, "verify", "message", verify_message, NULL);
+    }
+
+out:
+  dc_infer_ring_close (ring);
+  g_source_remove (sigint);
+  g_source_remove (sigterm);
+  if (state.error != NULL)
+    {
+      if (!options->json)
+        g_print ("\n");
+      status = dc_cli_fail (options, state.error);
+    }
+  else if (options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, "result");
+      json_builder_set_member_name (builder, "ids");
+      json_builder_begin_array (builder);
+      for (guint i = 0; i < state.ids->len; i++)
+        json_builder_add_int_value (builder, g_array_index (state.ids, guint32, i));
+      json_builder_end_array (builder);
+      json_builder_set_member_name (builder, "text");
+      json_builder_add_string_value (builder, state.text->str);
+      json_builder_set_member_name (builder, "tokens_per_s");
+      json_builder_add_double_value (builder, state.tokens_per_s);
+      json_builder_set_member_name (builder, "prompt_tokens");
+      json_builder_add_int_value (builder, state.n_prompt_tokens);
+      json_builder_set_member_name (builder, "stopped");
+      json_builder_add_boolean_value (builder, state.stopped);
+      json_builder_set_member_name (builder, "plan");
+      add_plan (builder, ring);
+      json_builder_set_member_name (builder, "replayed");
+      json_builder_add_boolean_value (builder, replayed);
+      if (args->verify)
+        {
+          json_builder_set_member_name (builder, "verified");
+          json_builder_add_boolean_value (builder, verified);
+        }
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+      status = verified || !args->verify ? DC_CLI_EXIT_OK : DC_CLI_EXIT_FAILED;
+    }
+  else
+    {
+      g_print ("\n");
+      g_printerr ("daisychain-cli: %u tokens after a prompt of %u, %.1f tokens/s%s\n",
+                  state.ids->len, state.n_prompt_tokens, state.tokens_per_s,
+                  state.stopped ? " (stopped)" : "");
+      if (verify_message != NULL)
+        g_printerr ("daisychain-cli: %s\n", verify_message);
+      status = verified || !args->verify ? DC_CLI_EXIT_OK : DC_CLI_EXIT_FAILED;
+    }
+  /* The close and the byes leave before the process ends. */
+  dc_group_leave (group);
+  {
+    g_autoptr(GMainContext) main_context = g_main_context_ref_thread_default ();
+    gint64 until = g_get_monotonic_time () + DC_GROUP_LEAVE_GRACE_MS * 1000;
+
+    while (g_get_monotonic_time () < until)
+      g_main_context_iteration (main_context, FALSE) || (g_usleep (5000), TRUE);
+  }
+  g_signal_handlers_disconnect_by_data (group, &state);
+  g_signal_handlers_disconnect_by_data (ring, &state);
+  dc_cli_answers_clear (&state.answers);
+  g_clear_error (&state.error);
+  g_free (state.failure);
+  g_array_unref (state.ids);
+  g_string_free (state.text, TRUE);
+  return status;
+}
+
 int
 dc_cli_infer_run (const DcCliCommand  *command,
                   DcCliOptions        *options,
@@ -254,6 +896,7 @@ dc_cli_infer_run (const DcCliCommand  *command,
   g_autofree char *backend = NULL, *token_file = NULL;
   int tokens = 60, context_length = 64, temperature = 0;
   gint64 seed = 1234;
+  g_auto(RingArgs) ring = { 0 };
   const GOptionEntry entries[] = {
     { "model", 0, 0, G_OPTION_ARG_FILENAME, &model,
       N_("A Hugging Face repo id (owner/name[@revision]) or a local model folder"), "REPO|DIR" },
@@ -275,6 +918,28 @@ dc_cli_infer_run (const DcCliCommand  *command,
     { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
       N_("Read a Hugging Face token from FILE if the Hub asks for one (else $HF_TOKEN)"),
       "FILE" },
+    { "room", 0, 0, G_OPTION_ARG_STRING, &ring.room,
+      N_("Run as the head of a ring of the group in this room (default with --signal: "
+         "generate a code)"), "CODE" },
+    { "signal", 0, 0, G_OPTION_ARG_STRING, &ring.signal_url,
+      N_("Signaling service URL of the ring's room (ws:// or wss://…/signal)"), "URL" },
+    { "min-peers", 0, 0, G_OPTION_ARG_INT, &ring.min_peers,
+      N_("Wait for this many devices offering layers, this one included (1)"), "K" },
+    { "ice-address", 0, 0, G_OPTION_ARG_STRING_ARRAY, &ring.ice_addresses,
+      N_("Use only this local address for ICE (repeatable)"), "ADDRESS" },
+    { "name", 0, 0, G_OPTION_ARG_STRING, &ring.name,
+      N_("This device's name in the group (default: host name)"), "NAME" },
+    { "approve", 0, 0, G_OPTION_ARG_STRING, &ring.approve,
+      N_("As the room's host: admit all, none, or ask on stdin (default: ask)"), "all|none|ask" },
+    { "memory-mb", 0, 0, G_OPTION_ARG_DOUBLE, &ring.memory_mb,
+      N_("Memory this device holds for the ring (default: half of what is installed)"), "MB" },
+    { "verify", 0, 0, G_OPTION_ARG_NONE, &ring.verify,
+      N_("After a ring run, run the prompt again with every layer here and compare ids"),
+      NULL },
+    { "test-probe-hash", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &ring.probe_hash,
+      N_("Test: claim this kernel probe hash"), "HEX" },
+    { "test-hop-fault", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &ring.test_fault,
+      N_("Test: the first hop carries a NaN (nan) or another model's id (model)"), "nan|model" },
     { NULL }
   };
   g_autoptr(GError) error = NULL;
@@ -289,6 +954,7 @@ dc_cli_infer_run (const DcCliCommand  *command,
   guint sigint_id;
   int status;
 
+  ring.min_peers = 1;
   if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
     return DC_CLI_EXIT_USAGE;
   if (argc > 1)
@@ -323,6 +989,23 @@ dc_cli_infer_run (const DcCliCommand  *command,
   if (backend != NULL && !dc_backend_kind_from_string (backend, &kind))
     return dc_cli_usage_error (command, _("unknown backend “%s” (cpu, cpu-scalar, vulkan)"),
                                backend);
+  if ((ring.room != NULL || ring.min_peers != 1 || ring.verify) && ring.signal_url == NULL)
+    return dc_cli_usage_error (command, _("--room, --min-peers and --verify need --signal"));
+  if (ring.signal_url != NULL && score != NULL)
+    return dc_cli_usage_error (command, _("--score runs on this device only; leave out --signal"));
+  if (ring.min_peers < 1 || ring.min_peers > DC_RING_PLAN_MAX_DEVICES)
+    return dc_cli_usage_error (command, _("--min-peers must be 1–%d"), DC_RING_PLAN_MAX_DEVICES);
+  if (ring.memory_mb < 0 || ring.memory_mb > 1e9)
+    return dc_cli_usage_error (command, _("--memory-mb must be a positive number"));
+  if (ring.approve != NULL && !g_str_equal (ring.approve, "all")
+      && !g_str_equal (ring.approve, "none") && !g_str_equal (ring.approve, "ask"))
+    return dc_cli_usage_error (command, _("--approve takes all, none or ask"));
+  if (ring.signal_url != NULL && prompt == NULL
+      && (ring.approve == NULL || g_str_equal (ring.approve, "ask")))
+    return dc_cli_usage_error (command, _("--approve ask reads standard input: give the prompt "
+                                          "with --prompt"));
+  if (ring.name != NULL && !g_utf8_validate (ring.name, -1, NULL))
+    return dc_cli_usage_error (command, _("--name must be UTF-8 text"));
   settings.n_tokens = (guint) tokens;
   settings.context = (guint) context_length;
   settings.temperature = (guint) temperature;
@@ -344,6 +1027,12 @@ dc_cli_infer_run (const DcCliCommand  *command,
   if (!dc_infer_settings_validate (&settings, dc_infer_session_get_max_context (session),
                                    &error))
     return dc_cli_fail (options, error);
+
+  if (ring.signal_url != NULL)
+    {
+      status = ring_run (options, context, repo, prompt, &settings, &ring);
+      goto ring_out;
+    }
 
   loop = g_main_loop_new (NULL, FALSE);
   state.loop = loop;
@@ -418,5 +1107,6 @@ out:
   g_clear_error (&state.error);
   g_array_unref (state.ids);
   g_string_free (state.text, TRUE);
+ring_out:
   return status;
 }

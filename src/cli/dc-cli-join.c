@@ -11,11 +11,15 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <unistd.h>
 #include <glib/gi18n.h>
 #include <glib-unix.h>
 
 #include "dc-cli.h"
 #include "dc-cli-answers.h"
+#include "dc-cli-hub-token.h"
+#include "dc-context.h"
+#include "infer/dc-ring-server.h"
 #include "mesh/dc-group.h"
 #include "mesh/dc-identity.h"
 #include "mesh/dc-room.h"
@@ -31,6 +35,8 @@ typedef struct
   GArray            *send_sizes;    /* gsize */
   int                expect_peers;
   int                send_garbage;
+  int                exit_after_hops;   /* test: leave abruptly after this many hops */
+  guint              hops;
   int                exit_status;
   gboolean           stopped;    /* failed before or while the loop ran */
   gboolean           sent;
@@ -307,6 +313,66 @@ approval_requested_cb (DcGroup    *group,
   dc_cli_answers_ask (&state->answers, id);
 }
 
+/* --serve-layers: what the stage does, as events ("ring-assigned", …). */
+static void
+ring_server_event_cb (DcRingServer *server,
+                      const char   *kind,
+                      const char   *detail,
+                      guint64       value,
+                      JoinState    *state)
+{
+  g_autofree char *event = g_strconcat ("ring-", kind, NULL);
+
+  if (state->options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, event);
+      json_builder_set_member_name (builder, "detail");
+      json_builder_add_string_value (builder, detail != NULL ? detail : "");
+      json_builder_set_member_name (builder, "value");
+      json_builder_add_int_value (builder, (gint64) value);
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else if (g_str_equal (kind, "token"))
+    {
+      /* Tokens stream on every device, as the head makes them. */
+      g_print ("%s", detail);
+      fflush (stdout);
+    }
+  else if (g_str_equal (kind, "turn-ended"))
+    g_print ("\n");
+  else if (g_str_equal (kind, "loaded"))
+    g_printerr (_("daisychain-cli: my slice of %s is loaded (%" G_GUINT64_FORMAT
+                  " bytes downloaded)\n"), detail, value);
+  else if (g_str_equal (kind, "assigned"))
+    g_printerr (_("daisychain-cli: the head gives this device %s\n"), detail);
+  else
+    g_printerr ("daisychain-cli: %s%s%s\n", kind, detail != NULL && *detail ? ": " : "",
+                detail != NULL ? detail : "");
+}
+
+/* Test: a stage that vanishes mid-generation, without a bye. */
+static void
+ring_hop_count_cb (DcGroup  *group,
+                   DcPeer   *peer,
+                   guint     type,
+                   GBytes   *payload,
+                   gpointer  user_data)
+{
+  JoinState *state = user_data;
+
+  if (type == DC_MESH_MSG_RING_HOP && state->exit_after_hops > 0 &&
+      ++state->hops >= (guint) state->exit_after_hops)
+    {
+      print_simple (state, "test-exit", "reason", "exit-after-hops");
+      _exit (3);
+    }
+}
+
 static gboolean
 quit_cb (gpointer user_data)
 {
@@ -387,8 +453,12 @@ dc_cli_join_run (const DcCliCommand  *command,
   g_autofree char *test_room_id = NULL;
   g_autofree char *test_fingerprint = NULL;
   g_auto(GStrv) ice_addresses = NULL;
-  gboolean no_create = FALSE, serve = FALSE;
-  int numeric_rule = 0, expect_peers = 0, send_garbage = 0;
+  gboolean no_create = FALSE, serve = FALSE, serve_layers = FALSE;
+  int numeric_rule = 0, expect_peers = 0, send_garbage = 0, exit_after_hops = 0;
+  double memory_mb = 0, test_gmacs = 0;
+  g_autofree char *token_file = NULL;
+  g_autoptr(DcContext) context = NULL;
+  g_autoptr(DcRingServer) ring_server = NULL;
   const GOptionEntry entries[] = {
     { "room", 0, 0, G_OPTION_ARG_STRING, &room,
       N_("Room code (default: generate one and print it)"), N_("CODE") },
@@ -422,6 +492,19 @@ dc_cli_join_run (const DcCliCommand  *command,
       N_("N,N,…") },
     { "send-garbage", 0, 0, G_OPTION_ARG_INT, &send_garbage,
       N_("Test: at mesh-complete send this many malformed pieces to every peer"), N_("N") },
+    { "serve-layers", 0, 0, G_OPTION_ARG_NONE, &serve_layers,
+      N_("Offer this device as a stage of other devices' inference rings: a head tells it "
+         "which layers of which model to fetch"), NULL },
+    { "memory-mb", 0, 0, G_OPTION_ARG_DOUBLE, &memory_mb,
+      N_("With --serve-layers: the memory offered (default: half of what is installed)"),
+      N_("MB") },
+    { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
+      N_("With --serve-layers: read a Hugging Face token from FILE if the Hub asks for one "
+         "(else $HF_TOKEN)"), N_("FILE") },
+    { "test-exit-after-hops", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &exit_after_hops,
+      N_("Test: with --serve-layers, exit without a bye at the Nth hop received"), N_("N") },
+    { "test-gmacs", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_DOUBLE, &test_gmacs,
+      N_("Test: with --serve-layers, offer this speed instead of the measured one"), N_("G") },
     { "test-room-id", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_room_id,
       N_("Test: present this room id with the code's key"), N_("HEX") },
     { "test-fingerprint", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &test_fingerprint,
@@ -453,8 +536,24 @@ dc_cli_join_run (const DcCliCommand  *command,
   if (name != NULL && !g_utf8_validate (name, -1, NULL))
     return dc_cli_usage_error (command, _("--name must be UTF-8 text"));
 
+  if (memory_mb < 0 || memory_mb > 1e9)
+    return dc_cli_usage_error (command, _("--memory-mb must be a positive number"));
+  if (!serve_layers && (memory_mb > 0 || exit_after_hops != 0 || token_file != NULL ||
+                        test_gmacs != 0))
+    return dc_cli_usage_error (command, _("--memory-mb and --token-file go with --serve-layers"));
+
   if (!dc_mesh_check_plugins (&error))
     return dc_cli_fail (options, error);
+  if (serve_layers)
+    {
+      /* The stage's products run here: its probe hash is its hello's. */
+      context = dc_context_new (DC_BACKEND_CPU, &error);
+      if (context == NULL)
+        return dc_cli_fail (options, error);
+      dc_cli_hub_token_attach (dc_context_get_hf_client (context), token_file);
+      if (probe_hash == NULL)
+        probe_hash = g_strdup (dc_context_get_probe_hash (context));
+    }
 
   config.room_id_override = g_strdup (test_room_id);
   config.fingerprint_override = g_strdup (test_fingerprint);
@@ -526,12 +625,26 @@ dc_cli_join_run (const DcCliCommand  *command,
   state.loop = loop;
   state.expect_peers = expect_peers;
   state.send_garbage = send_garbage;
+  state.exit_after_hops = exit_after_hops;
   state.group = group;
   dc_cli_answers_init (&state.answers, group);
   g_signal_connect (group, "event", G_CALLBACK (event_cb), &state);
   g_signal_connect (group, "message", G_CALLBACK (message_cb), &state);
   g_signal_connect (group, "failed", G_CALLBACK (failed_cb), &state);
   g_signal_connect (group, "approval-requested", G_CALLBACK (approval_requested_cb), &state);
+  if (serve_layers)
+    {
+      g_autofree char *speed = NULL;
+
+      /* The test's hop counter runs before the stage computes the hop. */
+      g_signal_connect (group, "message", G_CALLBACK (ring_hop_count_cb), &state);
+      ring_server = dc_ring_server_new (context, group, (guint64) (memory_mb * 1e6));
+      if (test_gmacs > 0)
+        _dc_ring_server_set_gmacs (ring_server, test_gmacs);
+      g_signal_connect (ring_server, "event", G_CALLBACK (ring_server_event_cb), &state);
+      speed = g_strdup_printf ("%.2f", dc_ring_server_get_gmacs (ring_server));
+      print_simple (&state, "ring-speed", "gmacs", speed);
+    }
   g_unix_signal_add (SIGINT, leave_cb, &state);
   g_unix_signal_add (SIGTERM, leave_cb, &state);
 
@@ -556,6 +669,9 @@ dc_cli_join_run (const DcCliCommand  *command,
     g_main_loop_run (loop);
 
   status = state.exit_status;
+  if (ring_server != NULL)
+    g_signal_handlers_disconnect_by_data (ring_server, &state);
+  g_clear_object (&ring_server);
   g_signal_handlers_disconnect_by_data (group, &state);
   join_state_clear (&state);
   return status;

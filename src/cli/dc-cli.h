@@ -69,5 +69,6 @@ int dc_cli_bench_train_run (const DcCliCommand *command, DcCliOptions *options, 
 int dc_cli_bench_group_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_decode_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_kit_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_bench_ring_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 
 G_END_DECLS

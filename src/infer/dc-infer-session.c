@@ -77,6 +77,7 @@ typedef struct
   gboolean           fake;
   DcInferFakeModel   fake_model;
   gboolean           fake_loaded;   /* under lock */
+  gboolean           prefill_without_logits;  /* the forward takes NULL logits mid-prompt */
 
   /* Under lock. */
   DcHfModel         *model;
@@ -478,8 +479,11 @@ generate (Shared    *sh,
               stopped = TRUE;
               goto out;
             }
+          /* A ring needs no logits before the prompt's last chunk: it can
+           * send the next chunk before the last one came back. */
           if (!run_forward (sh, &g_array_index (seq, guint32, base + fed), chunk, fed,
-                            logits, &error))
+                            sh->prefill_without_logits && base + fed + chunk < seq->len
+                            ? NULL : logits, &error))
             goto out;
           fed += chunk;
         }
@@ -693,6 +697,49 @@ dc_infer_session_new (DcContext   *context,
   sh->n_eos_ids = sh->config->n_eos_token_ids;
   memcpy (sh->eos_ids, sh->config->eos_token_ids, sizeof sh->eos_ids);
   sh->bos_id = sh->config->bos_token_id;
+  start_worker (self);
+  return self;
+}
+
+/**
+ * dc_infer_session_new_with_forward:
+ * @forward: (scope notified): the forward pass, called on the generation thread
+ *
+ * Returns: (transfer full): a loaded session whose forward pass is @forward
+ */
+DcInferSession *
+dc_infer_session_new_with_forward (DcContext          *context,
+                                   DcModelRepo        *repo,
+                                   DcInferForwardFunc  forward,
+                                   gpointer            user_data)
+{
+  DcInferSession *self;
+  Shared *sh;
+
+  g_return_val_if_fail (DC_IS_CONTEXT (context) && DC_IS_MODEL_REPO (repo), NULL);
+  g_return_val_if_fail (forward != NULL, NULL);
+
+  self = g_object_new (DC_TYPE_INFER_SESSION, NULL);
+  sh = self->shared;
+  self->context = g_object_ref (context);
+  sh->repo = g_object_ref (repo);
+  sh->tokenizer = dc_model_repo_get_tokenizer (repo);
+  sh->backend = dc_context_get_backend (context);
+  sh->config = dc_model_repo_get_config (repo);
+  sh->vocab_size = sh->config->vocab_size;
+  sh->max_positions = sh->config->max_positions;
+  sh->eos_id = sh->config->eos_token_id;
+  sh->n_eos_ids = sh->config->n_eos_token_ids;
+  memcpy (sh->eos_ids, sh->config->eos_token_ids, sizeof sh->eos_ids);
+  sh->bos_id = sh->config->bos_token_id;
+  /* The fake model's seam: generation calls FORWARD instead of a DcHfModel. */
+  sh->fake = TRUE;
+  sh->fake_model.vocab_size = sh->vocab_size;
+  sh->fake_model.max_positions = sh->max_positions;
+  sh->fake_model.forward = forward;
+  sh->fake_model.user_data = user_data;
+  sh->fake_loaded = TRUE;
+  sh->prefill_without_logits = TRUE;
   start_worker (self);
   return self;
 }

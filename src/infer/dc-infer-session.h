@@ -69,6 +69,25 @@ guint           dc_infer_session_get_queue_length (DcInferSession *self);  /* wa
 void            dc_infer_session_stop      (DcInferSession *self);
 void            dc_infer_session_clear_queue (DcInferSession *self);
 
+/* Called on the generation thread: appends IDS (N_IDS of them) at position
+ * START of the sequence (0: a new sequence) and writes the last position's
+ * logits (vocab_size floats). LOGITS is NULL for a prompt's chunks before
+ * its last: their logits are never read. */
+typedef gboolean (*DcInferForwardFunc) (gpointer        user_data,
+                                        const guint32  *ids,
+                                        gsize           n_ids,
+                                        guint           start,
+                                        float          *logits,
+                                        GError        **error);
+
+/* A session on REPO's config and tokenizer whose forward pass is FORWARD
+ * (the inference ring's): loaded at once; everything else (the queue,
+ * sampling, the JSON mask, the window) is the same code as a local model's,
+ * so the same logits give the same ids. USER_DATA must outlive the session. */
+DcInferSession *dc_infer_session_new_with_forward (DcContext *context, DcModelRepo *repo,
+                                                   DcInferForwardFunc forward,
+                                                   gpointer user_data);
+
 /* The largest context this model allows (its max positions). */
 guint           dc_infer_session_get_max_context (DcInferSession *self);
 

@@ -18,6 +18,7 @@
 
 #include "dc-mesh-bytes-private.h"
 #include "dc-mesh-error.h"
+#include "dc-mesh-ring-protocol.h"
 #include "dc-mesh-train-protocol.h"
 
 /* The first allocation for a message; it doubles as data arrives. */
@@ -44,6 +45,11 @@ dc_mesh_message_type_to_string (guint type)
     case DC_MESH_MSG_REPAIR_REQUEST: return "repair-request";
     case DC_MESH_MSG_REPAIR: return "repair";
     case DC_MESH_MSG_AUDIT: return "audit";
+    case DC_MESH_MSG_RING_OFFER: return "ring-offer";
+    case DC_MESH_MSG_RING_ASSIGN: return "ring-assign";
+    case DC_MESH_MSG_RING_READY: return "ring-ready";
+    case DC_MESH_MSG_RING_HOP: return "ring-hop";
+    case DC_MESH_MSG_RING_TOKEN: return "ring-token";
     default: return "unknown";
     }
 }
@@ -145,6 +151,25 @@ dc_mesh_message_check_payload (guint    type,
       break;
     case DC_MESH_MSG_ACTIVATIONS:
       min = DC_MESH_BULK_HEADER_SIZE;
+      break;
+    case DC_MESH_MSG_RING_OFFER:
+      min = max = DC_MESH_RING_OFFER_SIZE;
+      break;
+    case DC_MESH_MSG_RING_ASSIGN:
+      min = DC_MESH_RING_ASSIGN_FIXED;
+      max = DC_MESH_RING_ASSIGN_MAX;
+      break;
+    case DC_MESH_MSG_RING_READY:
+      min = DC_MESH_RING_READY_FIXED;
+      max = DC_MESH_RING_READY_MAX;
+      break;
+    case DC_MESH_MSG_RING_HOP:
+      min = DC_MESH_RING_HOP_FIXED + 4;
+      max = DC_MESH_RING_HOP_MAX;
+      break;
+    case DC_MESH_MSG_RING_TOKEN:
+      min = DC_MESH_RING_TOKEN_FIXED;
+      max = DC_MESH_RING_TOKEN_MAX;
       break;
     default:
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,

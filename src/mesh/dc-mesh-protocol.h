@@ -50,7 +50,13 @@ typedef enum
   DC_MESH_MSG_REPAIR_REQUEST = 14, /* DcMeshRepairRequest: ask the leader for a gradient */
   DC_MESH_MSG_REPAIR       = 15,  /* DcMeshChunk of a roster gradient, from the leader */
   DC_MESH_MSG_AUDIT        = 16,  /* DcMeshAudit: a recomputed gradient's hash */
-  DC_MESH_MSG_LAST         = DC_MESH_MSG_AUDIT,
+  /* The inference ring (dc-mesh-ring-protocol.h). */
+  DC_MESH_MSG_RING_OFFER   = 17,  /* DcMeshRingOffer: a stage's memory and speed */
+  DC_MESH_MSG_RING_ASSIGN  = 18,  /* DcMeshRingAssign: the head gives a stage its layers */
+  DC_MESH_MSG_RING_READY   = 19,  /* DcMeshRingReady: a stage loaded them, or why not */
+  DC_MESH_MSG_RING_HOP     = 20,  /* DcMeshRingHop: activations to the next stage */
+  DC_MESH_MSG_RING_TOKEN   = 21,  /* DcMeshRingToken: a token, streamed to every stage */
+  DC_MESH_MSG_LAST         = DC_MESH_MSG_RING_TOKEN,
 } DcMeshMessageType;
 
 const char *dc_mesh_message_type_to_string (guint type);

@@ -92,11 +92,17 @@ struct _DcHfModel
   Layer         *layers;
   float         *norm_w, *norm_b;
   DcQuantMatrix *head;        /* (V, C): lm_head, or the embedding when tied */
+  /* A part (a ring stage) holds layers [first, last) only, and the
+   * embedding, final norm and head only with ends; a whole model is
+   * [0, n_layers) with ends. */
+  guint          first, last;
+  gboolean       ends;
 };
 
 struct _DcHfKvCache
 {
   DcHfModel *model;     /* borrowed: the cache must not outlive it */
+  guint      n_layers;  /* the model's last - first: layer l is at l - first */
   guint      context;
   guint      length;
   gint8     *k_q;       /* (L, Hkv, context, D) */
@@ -182,7 +188,10 @@ add_need (GArray          *needs,
 static GArray *
 plan_tensors (const DcHfConfig *c,
               const char       *prefix,
-              DcHfModel        *model)
+              DcHfModel        *model,
+              guint             first,
+              guint             last,
+              gboolean          ends)
 {
   GArray *needs = g_array_new (FALSE, TRUE, sizeof (Need));
   const guint64 C = c->hidden_size, V = c->vocab_size, F = c->intermediate_size;
@@ -197,9 +206,13 @@ plan_tensors (const DcHfConfig *c,
     {
       const char *p = prefix;
 
-      add_need (needs, DEST_EMBED, V, C, M (head), NULL, 0, "%swte.weight", p);
-      add_need (needs, DEST_FLOATS, c->max_positions, C, NULL, M (positions), 0, "%swpe.weight", p);
-      for (guint l = 0; l < c->n_layers; l++)
+      if (ends)
+        {
+          add_need (needs, DEST_EMBED, V, C, M (head), NULL, 0, "%swte.weight", p);
+          add_need (needs, DEST_FLOATS, c->max_positions, C, NULL, M (positions), 0,
+                    "%swpe.weight", p);
+        }
+      for (guint l = first; l < last; l++)
         {
           add_need (needs, DEST_FLOATS, C, 0, NULL, LM (norm1_w), 0, "%sh.%u.ln_1.weight", p, l);
           add_need (needs, DEST_FLOATS, C, 0, NULL, LM (norm1_b), 0, "%sh.%u.ln_1.bias", p, l);
@@ -217,14 +230,18 @@ plan_tensors (const DcHfConfig *c,
           add_need (needs, DEST_FLOATS, C, 0, NULL, LM (down_b), 0, "%sh.%u.mlp.c_proj.bias",
                     p, l);
         }
-      add_need (needs, DEST_FLOATS, C, 0, NULL, M (norm_w), 0, "%sln_f.weight", p);
-      add_need (needs, DEST_FLOATS, C, 0, NULL, M (norm_b), 0, "%sln_f.bias", p);
+      if (ends)
+        {
+          add_need (needs, DEST_FLOATS, C, 0, NULL, M (norm_w), 0, "%sln_f.weight", p);
+          add_need (needs, DEST_FLOATS, C, 0, NULL, M (norm_b), 0, "%sln_f.bias", p);
+        }
     }
   else
     {
-      add_need (needs, DEST_EMBED, V, C, c->tie_word_embeddings ? M (head) : NULL, NULL, 0,
-                "model.embed_tokens.weight");
-      for (guint l = 0; l < c->n_layers; l++)
+      if (ends)
+        add_need (needs, DEST_EMBED, V, C, c->tie_word_embeddings ? M (head) : NULL, NULL, 0,
+                  "model.embed_tokens.weight");
+      for (guint l = first; l < last; l++)
         {
           add_need (needs, DEST_FLOATS, C, 0, NULL, LM (norm1_w), 0,
                     "model.layers.%u.input_layernorm.weight", l);
@@ -266,8 +283,9 @@ plan_tensors (const DcHfConfig *c,
                         "model.layers.%u.mlp.down_proj.bias", l);
             }
         }
-      add_need (needs, DEST_FLOATS, C, 0, NULL, M (norm_w), 0, "model.norm.weight");
-      if (!c->tie_word_embeddings)
+      if (ends)
+        add_need (needs, DEST_FLOATS, C, 0, NULL, M (norm_w), 0, "model.norm.weight");
+      if (ends && !c->tie_word_embeddings)
         add_need (needs, DEST_ROWS, V, C, M (head), NULL, 0, "lm_head.weight");
     }
 #undef M
@@ -346,6 +364,9 @@ static GArray *
 plan_for_source (const DcHfConfig *config,
                  DcTensorSource   *source,
                  DcHfModel        *model,
+                 guint             first,
+                 guint             last,
+                 gboolean          ends,
                  GError          **error)
 {
   const char *prefix = "";
@@ -356,7 +377,7 @@ plan_for_source (const DcHfConfig *config,
       if (prefix == NULL)
         return NULL;
     }
-  return plan_tensors (config, prefix, model);
+  return plan_tensors (config, prefix, model, first, last, ends);
 }
 
 /**
@@ -370,11 +391,33 @@ dc_hf_model_list_tensors (const DcHfConfig  *config,
                           DcTensorSource    *source,
                           GError           **error)
 {
+  g_return_val_if_fail (config != NULL, NULL);
+
+  return dc_hf_model_list_part_tensors (config, source, 0, config->n_layers, TRUE, error);
+}
+
+/**
+ * dc_hf_model_list_part_tensors:
+ *
+ * As dc_hf_model_list_tensors() for the part dc_hf_model_load_part() loads:
+ * what a ring stage downloads.
+ *
+ * Returns: (transfer container) (element-type DcSafetensorsTensor) (nullable)
+ */
+GPtrArray *
+dc_hf_model_list_part_tensors (const DcHfConfig  *config,
+                               DcTensorSource    *source,
+                               guint              first,
+                               guint              last,
+                               gboolean           ends,
+                               GError           **error)
+{
   g_autoptr(GArray) needs = NULL;
 
   g_return_val_if_fail (config != NULL && DC_IS_TENSOR_SOURCE (source), NULL);
+  g_return_val_if_fail (first <= last && last <= config->n_layers, NULL);
 
-  needs = plan_for_source (config, source, NULL, error);
+  needs = plan_for_source (config, source, NULL, first, last, ends, error);
   if (needs == NULL)
     return NULL;
   return check_tensors (config, source, needs, error);
@@ -402,13 +445,32 @@ guint64
 dc_hf_model_memory_bytes (const DcHfConfig *config,
                           guint             context)
 {
+  g_return_val_if_fail (config != NULL, 0);
+
+  return dc_hf_model_part_memory_bytes (config, 0, config->n_layers, TRUE, context);
+}
+
+/**
+ * dc_hf_model_part_memory_bytes:
+ *
+ * Returns: as dc_hf_model_memory_bytes(), for the part dc_hf_model_load_part()
+ *   loads and its cache
+ */
+guint64
+dc_hf_model_part_memory_bytes (const DcHfConfig *config,
+                               guint             first,
+                               guint             last,
+                               gboolean          ends,
+                               guint             context)
+{
   g_autoptr(GArray) needs = NULL;
   guint64 total = 0;
   guint64 kv_per_pos;
 
   g_return_val_if_fail (config != NULL, 0);
+  g_return_val_if_fail (first <= last && last <= config->n_layers, 0);
 
-  needs = plan_tensors (config, "", NULL);
+  needs = plan_tensors (config, "", NULL, first, last, ends);
   for (guint i = 0; i < needs->len; i++)
     {
       const Need *need = &g_array_index (needs, Need, i);
@@ -426,7 +488,7 @@ dc_hf_model_memory_bytes (const DcHfConfig *config,
   /* Per position and layer and KV head: an int8 key and its exponent, the
    * f32 values and their int8 copy. */
   kv_per_pos = (guint64) config->n_kv_heads * (config->head_dim + 4 + 5 * config->head_dim);
-  return total + kv_per_pos * config->n_layers * context;
+  return total + kv_per_pos * (last - first) * context;
 }
 
 const DcHfConfig *
@@ -442,7 +504,7 @@ dc_hf_model_free (DcHfModel *self)
   if (self == NULL)
     return;
   if (self->layers != NULL)
-    for (guint l = 0; l < self->config.n_layers; l++)
+    for (guint l = self->first; l < self->last; l++)
       {
         Layer *layer = &self->layers[l];
 
@@ -485,14 +547,17 @@ allocate_model (DcHfModel  *self,
 
   self->n_qkv = (gsize) layer_matrix_vectors (c, TRUE);
   self->n_up = (gsize) layer_matrix_vectors (c, FALSE);
-  if ((self->head = dc_quant_matrix_new (c->vocab_size, C, error)) == NULL)
-    return FALSE;
-  if (gpt2)
-    self->positions = g_try_new (float, (gsize) c->max_positions * C);
-  self->norm_w = g_new (float, C);
-  if (gpt2)
-    self->norm_b = g_new (float, C);
-  for (guint l = 0; l < c->n_layers; l++)
+  if (self->ends)
+    {
+      if ((self->head = dc_quant_matrix_new (c->vocab_size, C, error)) == NULL)
+        return FALSE;
+      if (gpt2)
+        self->positions = g_try_new (float, (gsize) c->max_positions * C);
+      self->norm_w = g_new (float, C);
+      if (gpt2)
+        self->norm_b = g_new (float, C);
+    }
+  for (guint l = self->first; l < self->last; l++)
     {
       Layer *layer = &self->layers[l];
 
@@ -518,7 +583,7 @@ allocate_model (DcHfModel  *self,
           (layer->down = dc_quant_matrix_new (C, F, error)) == NULL)
         return FALSE;
     }
-  if (gpt2 && self->positions == NULL)
+  if (gpt2 && self->ends && self->positions == NULL)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
                    "not enough memory for the position table");
@@ -618,6 +683,35 @@ dc_hf_model_load (const DcHfConfig  *config,
                   GCancellable      *cancellable,
                   GError           **error)
 {
+  g_return_val_if_fail (config != NULL, NULL);
+
+  return dc_hf_model_load_part (config, source, backend, 0, config->n_layers, TRUE, progress,
+                                user_data, cancellable, error);
+}
+
+/**
+ * dc_hf_model_load_part:
+ * @first: the first layer this part holds
+ * @last: one past its last layer
+ * @ends: whether it holds the embedding, the final norm and the head
+ *
+ * A ring stage's share of the model: reads only the tensors of layers
+ * [@first, @last) and, with @ends, of the embedding, final norm and head.
+ *
+ * Returns: (transfer full) (nullable): the part, or %NULL with @error set
+ */
+DcHfModel *
+dc_hf_model_load_part (const DcHfConfig  *config,
+                       DcTensorSource    *source,
+                       DcGemmBackend     *backend,
+                       guint              first,
+                       guint              last,
+                       gboolean           ends,
+                       DcHfLoadProgress   progress,
+                       gpointer           user_data,
+                       GCancellable      *cancellable,
+                       GError           **error)
+{
   g_autoptr(DcHfModel) self = NULL;
   g_autoptr(GArray) needs = NULL;
   g_autoptr(GPtrArray) found = NULL;
@@ -625,10 +719,14 @@ dc_hf_model_load (const DcHfConfig  *config,
 
   g_return_val_if_fail (config != NULL && DC_IS_TENSOR_SOURCE (source), NULL);
   g_return_val_if_fail (backend != NULL, NULL);
+  g_return_val_if_fail (first <= last && last <= config->n_layers, NULL);
 
   self = g_new0 (DcHfModel, 1);
   copy_config (&self->config, config);
   self->backend = backend;
+  self->first = first;
+  self->last = last;
+  self->ends = ends;
   if (dc_gemm_backend_get_kind (backend) == DC_BACKEND_VULKAN)
     {
       self->cpu = dc_gemm_backend_new (DC_BACKEND_CPU, error);
@@ -639,7 +737,7 @@ dc_hf_model_load (const DcHfConfig  *config,
   self->layers = g_new0 (Layer, self->config.n_layers);
 
   /* Every tensor is checked before anything is allocated or read. */
-  needs = plan_for_source (&self->config, source, self, error);
+  needs = plan_for_source (&self->config, source, self, first, last, ends, error);
   if (needs == NULL)
     return NULL;
   found = check_tensors (&self->config, source, needs, error);
@@ -710,9 +808,10 @@ dc_hf_kv_cache_new (DcHfModel  *model,
                    context, c->max_positions);
       return NULL;
     }
-  /* n: cached keys' bytes (one per value); values take 4 × n. */
+  /* n: cached keys' bytes (one per value); values take 4 × n. A part
+   * without layers (a ring's head) still counts positions. */
   if (!g_size_checked_mul (&per_layer, (gsize) c->n_kv_heads * c->head_dim, context) ||
-      !g_size_checked_mul (&n, per_layer, c->n_layers) ||
+      !g_size_checked_mul (&n, per_layer, MAX (model->last - model->first, 1)) ||
       !g_size_checked_mul (&values_bytes, n, sizeof (float)))
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
@@ -721,14 +820,15 @@ dc_hf_kv_cache_new (DcHfModel  *model,
     }
   self = g_new0 (DcHfKvCache, 1);
   self->model = model;
+  self->n_layers = MAX (model->last - model->first, 1);
   self->context = context;
   self->k_q = g_try_malloc (n);
-  self->k_e = g_try_new (gint32, (gsize) c->n_layers * c->n_kv_heads * context);
+  self->k_e = g_try_new (gint32, (gsize) self->n_layers * c->n_kv_heads * context);
   self->v = g_try_malloc (values_bytes);
   self->vq = g_try_malloc (n);
-  self->ve = g_try_new (gint32, (gsize) c->n_layers * c->n_kv_heads * c->head_dim);
-  self->vmax = g_try_new (float, (gsize) c->n_layers * c->n_kv_heads * c->head_dim);
-  self->vq_len = g_new0 (guint, (gsize) c->n_layers * c->n_kv_heads);
+  self->ve = g_try_new (gint32, (gsize) self->n_layers * c->n_kv_heads * c->head_dim);
+  self->vmax = g_try_new (float, (gsize) self->n_layers * c->n_kv_heads * c->head_dim);
+  self->vq_len = g_new0 (guint, (gsize) self->n_layers * c->n_kv_heads);
   if (self->k_q == NULL || self->k_e == NULL || self->v == NULL || self->vq == NULL ||
       self->ve == NULL || self->vmax == NULL)
     {
@@ -751,7 +851,7 @@ dc_hf_kv_cache_reset (DcHfKvCache *cache)
 {
   g_return_if_fail (cache != NULL);
   cache->length = 0;
-  memset (cache->vq_len, 0, sizeof (guint) * cache->model->config.n_layers *
+  memset (cache->vq_len, 0, sizeof (guint) * cache->n_layers *
                             cache->model->config.n_kv_heads);
 }
 
@@ -1102,10 +1202,16 @@ append_kv (DcHfModel   *self,
   return TRUE;
 }
 
+/* The chunk's n positions (p0 = the cache's length …) through the part's
+ * layers. With IDS they are embedded first (the part has the ends); else
+ * X holds their hidden states (n, C). With X, the states after the last
+ * layer are written back to it; with LOGITS, the last position's logits
+ * (the part has the ends). */
 static gboolean
 forward_chunk (DcHfModel     *self,
                DcHfKvCache   *cache,
                const guint32 *ids,
+               float         *x,
                gsize          n,
                float         *logits,
                GError       **error)
@@ -1143,28 +1249,34 @@ forward_chunk (DcHfModel     *self,
 
   for (gsize i = 0; i < n; i++)
     {
-      const gsize esize = dc_safetensors_dtype_size (self->embed_dtype);
+      if (ids != NULL)
+        {
+          const gsize esize = dc_safetensors_dtype_size (self->embed_dtype);
 
-      dc_widen_to_f32 (self->embed_dtype, self->embed + (gsize) ids[i] * C * esize, s.x + i * C,
-                       C);
-      if (gpt2)
-        for (gsize j = 0; j < C; j++)
-          s.x[i * C + j] += self->positions[(gsize) (p0 + i) * C + j];
-      else
+          dc_widen_to_f32 (self->embed_dtype, self->embed + (gsize) ids[i] * C * esize,
+                           s.x + i * C, C);
+          if (gpt2)
+            for (gsize j = 0; j < C; j++)
+              s.x[i * C + j] += self->positions[(gsize) (p0 + i) * C + j];
+        }
+      if (!gpt2)
         dc_math_rope_table ((float) c->rope_theta, D, p0 + i, s.rope_cos + i * (D / 2),
                             s.rope_sin + i * (D / 2));
     }
+  if (ids == NULL)
+    memcpy (s.x, x, n * C * sizeof (float));
 
-  for (guint l = 0; l < c->n_layers; l++)
+  for (guint l = self->first; l < self->last; l++)
     {
       const Layer *layer = &self->layers[l];
+      const guint li = l - self->first;   /* the cache holds the part's layers */
 
       norm_rows (c, s.x, layer->norm1_w, layer->norm1_b, s.h, n);
       if (!linear (self, &s, "attention input", s.h, n, layer->qkv, layer->qkv_b, s.qkv, error) ||
-          !append_kv (self, cache, l, &s, p0, error))
+          !append_kv (self, cache, li, &s, p0, error))
         goto out;
       /* The chunk's keys are in the cache now; attention reads them there. */
-      if (!attention (self, cache, l, &s, p0, error) ||
+      if (!attention (self, cache, li, &s, p0, error) ||
           !linear (self, &s, "attention output", s.att, n, layer->o, layer->o_b, s.tmp, error))
         goto out;
       for (gsize i = 0; i < n * C; i++)
@@ -1194,6 +1306,8 @@ forward_chunk (DcHfModel     *self,
     }
 
   cache->length = (guint) end;
+  if (x != NULL)
+    memcpy (x, s.x, n * C * sizeof (float));
   if (logits != NULL)
     {
       norm_rows (c, s.x + (n - 1) * C, self->norm_w, self->norm_b, s.h, 1);
@@ -1205,6 +1319,123 @@ forward_chunk (DcHfModel     *self,
 out:
   scratch_clear (&s);
   return ok;
+}
+
+/* The checks every forward call makes before touching the cache. */
+static gboolean
+check_call (DcHfModel      *self,
+            DcHfKvCache    *cache,
+            const guint32  *ids,
+            gsize           n,
+            GError        **error)
+{
+  /* The environment is per thread and the caller's thread may change. */
+  if (!dc_math_check_fp_environment (error))
+    return FALSE;
+  if (n == 0)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "no tokens to run the model on");
+      return FALSE;
+    }
+  if (n > cache->context - cache->length)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                   "the context is full: %u of %u positions used, %zu more asked for",
+                   cache->length, cache->context, n);
+      return FALSE;
+    }
+  for (gsize i = 0; ids != NULL && i < n; i++)
+    if (ids[i] >= self->config.vocab_size)
+      {
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                     "token id %u is outside the vocabulary (%u tokens)", ids[i],
+                     self->config.vocab_size);
+        return FALSE;
+      }
+  return TRUE;
+}
+
+/**
+ * dc_hf_model_forward_part:
+ * @ids: (array length=n) (nullable): token ids to embed (the part has the ends), or %NULL
+ * @x: (array) (inout): n × hidden_size floats: the input states when @ids is
+ *   %NULL; the states after the part's last layer on return
+ *
+ * A ring stage's step: appends @n positions to @cache through the part's
+ * layers. The same bits as the whole model's forward up to that layer.
+ */
+gboolean
+dc_hf_model_forward_part (DcHfModel      *self,
+                          DcHfKvCache    *cache,
+                          const guint32  *ids,
+                          float          *x,
+                          gsize           n,
+                          GError        **error)
+{
+  const gsize C = self->config.hidden_size;
+
+  g_return_val_if_fail (self != NULL && cache != NULL && x != NULL, FALSE);
+  g_return_val_if_fail (cache->model == self, FALSE);
+  g_return_val_if_fail (ids == NULL || self->ends, FALSE);
+
+  if (!check_call (self, cache, ids, n, error))
+    return FALSE;
+  for (gsize done = 0; done < n; done += DC_HF_MODEL_CHUNK)
+    {
+      gsize m = MIN ((gsize) DC_HF_MODEL_CHUNK, n - done);
+
+      if (!forward_chunk (self, cache, ids != NULL ? ids + done : NULL, x + done * C, m, NULL,
+                          error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * dc_hf_model_head:
+ * @x: (array): one position's state after the last layer (hidden_size floats)
+ * @logits: (out caller-allocates): vocab_size floats
+ *
+ * The final norm and the head, as dc_hf_model_forward() ends (the part has the ends).
+ */
+gboolean
+dc_hf_model_head (DcHfModel    *self,
+                  const float  *x,
+                  float        *logits,
+                  GError      **error)
+{
+  const DcHfConfig *c;
+  Scratch s = { 0 };
+  gboolean ok;
+
+  g_return_val_if_fail (self != NULL && self->ends && x != NULL && logits != NULL, FALSE);
+  c = &self->config;
+
+  if (!dc_math_check_fp_environment (error))
+    return FALSE;
+  s.n = 1;
+  s.h = g_new (float, c->hidden_size);
+  s.qa = g_malloc (c->hidden_size);
+  s.ea = g_new (gint32, 1);
+  norm_rows (c, x, self->norm_w, self->norm_b, s.h, 1);
+  ok = linear (self, &s, "head", s.h, 1, self->head, NULL, logits, error);
+  scratch_clear (&s);
+  return ok;
+}
+
+guint
+dc_hf_model_get_first_layer (DcHfModel *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+  return self->first;
+}
+
+guint
+dc_hf_model_get_last_layer (DcHfModel *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+  return self->last;
 }
 
 /**
@@ -1228,36 +1459,17 @@ dc_hf_model_forward (DcHfModel      *self,
   g_return_val_if_fail (cache->model == self, FALSE);
   g_return_val_if_fail (ids != NULL || n_ids == 0, FALSE);
 
-  /* The environment is per thread and the caller's thread may change. */
-  if (!dc_math_check_fp_environment (error))
-    return FALSE;
-  if (n_ids == 0)
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                   "no tokens to run the model on");
-      return FALSE;
-    }
-  if (n_ids > cache->context - cache->length)
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
-                   "the context is full: %u of %u positions used, %zu more asked for",
-                   cache->length, cache->context, n_ids);
-      return FALSE;
-    }
-  for (gsize i = 0; i < n_ids; i++)
-    if (ids[i] >= self->config.vocab_size)
-      {
-        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                     "token id %u is outside the vocabulary (%u tokens)", ids[i],
-                     self->config.vocab_size);
-        return FALSE;
-      }
+  g_return_val_if_fail (self->ends && self->first == 0 &&
+                        self->last == self->config.n_layers, FALSE);
 
+  if (!check_call (self, cache, ids, n_ids, error))
+    return FALSE;
   for (gsize done = 0; done < n_ids; done += DC_HF_MODEL_CHUNK)
     {
       gsize n = MIN ((gsize) DC_HF_MODEL_CHUNK, n_ids - done);
 
-      if (!forward_chunk (self, cache, ids + done, n, done + n == n_ids ? logits : NULL, error))
+      if (!forward_chunk (self, cache, ids + done, NULL, n, done + n == n_ids ? logits : NULL,
+                          error))
         return FALSE;
     }
   return TRUE;

@@ -60,6 +60,32 @@ gboolean     dc_hf_model_forward     (DcHfModel *self, DcHfKvCache *cache,
                                       const guint32 *ids, gsize n_ids, float *logits,
                                       GError **error);
 
+/* Parts, for a ring of devices that each hold a contiguous run of layers
+ * (src/infer/dc-infer-ring.h): layers [FIRST, LAST), and with ENDS the
+ * embedding, the final norm and the head. A part computes the same bits as
+ * the whole model for its layers. */
+DcHfModel   *dc_hf_model_load_part   (const DcHfConfig *config, DcTensorSource *source,
+                                      DcGemmBackend *backend, guint first, guint last,
+                                      gboolean ends, DcHfLoadProgress progress,
+                                      gpointer user_data, GCancellable *cancellable,
+                                      GError **error);
+GPtrArray   *dc_hf_model_list_part_tensors (const DcHfConfig *config, DcTensorSource *source,
+                                            guint first, guint last, gboolean ends,
+                                            GError **error);
+guint64      dc_hf_model_part_memory_bytes (const DcHfConfig *config, guint first, guint last,
+                                            gboolean ends, guint context);
+guint        dc_hf_model_get_first_layer (DcHfModel *self);
+guint        dc_hf_model_get_last_layer  (DcHfModel *self);
+/* Appends N positions to CACHE through the part's layers: embeds IDS when
+ * given (the part has the ends), else reads the states X (N × hidden_size);
+ * writes the states after its last layer to X. */
+gboolean     dc_hf_model_forward_part (DcHfModel *self, DcHfKvCache *cache,
+                                       const guint32 *ids, float *x, gsize n,
+                                       GError **error);
+/* The final norm and head of one state (hidden_size floats) into LOGITS. */
+gboolean     dc_hf_model_head         (DcHfModel *self, const float *x, float *logits,
+                                       GError **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcHfModel, dc_hf_model_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcHfKvCache, dc_hf_kv_cache_free)
 

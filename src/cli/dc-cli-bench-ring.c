@@ -1,0 +1,637 @@
+/* dc-cli-bench-ring.c: `daisychain-cli bench ring`, the inference ring's
+ * prefill and decode tokens per second with 1, 2 and 3 stages on loopback,
+ * as a ratio to one device (docs/BENCHMARKS.md).
+ *
+ * The model defaults to bench decode's SmolLM-135M-shaped random one. This
+ * process serves it as a local Hub (a libsoup server on loopback, the file
+ * mapped, byte ranges applied by the server), runs a signaling service and
+ * the stages as `join --serve-layers` child processes (each with its own
+ * cache), and is itself the head. Each device offers memory for its even
+ * share of the layers, so that the plan uses exactly the stages asked.
+ * One stage is the head alone: the same session and part code without a hop.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-cli"
+
+#include "config.h"
+
+#include <signal.h>
+#include <string.h>
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+#include <libsoup/soup.h>
+
+#include "dc-cli.h"
+#include "dc-cli-python.h"
+#include "dc-cli-resources.h"
+#include "dc-context.h"
+#include "infer/dc-infer-ring.h"
+#include "infer/dc-model-repo.h"
+#include "mesh/dc-room.h"
+#include "model/dc-hf-model.h"
+
+/* The repo id the local Hub serves the model folder as. */
+#define BENCH_REPO "bench/model"
+/* Longer than the 32-token limit, so a ring pipelines its prefill. */
+#define BENCH_PROMPT_TEXT "In the beginning the devices were alone, each with its own small " \
+  "memory and its own slow clock, and nobody could hold the whole of a large model at once. " \
+  "Then they joined hands in a ring."
+/* Generous for loading a 135M model's share over loopback on a busy machine. */
+#define BENCH_STEP_TIMEOUT_S 600
+
+typedef struct
+{
+  GMainContext *context;
+  GMainLoop    *loop;
+  GThread      *thread;
+  SoupServer   *server;
+  GMappedFile  *weights;
+  char         *dir;
+  char         *url;
+} Hub;
+
+static void
+hub_handler (SoupServer        *server,
+             SoupServerMessage *msg,
+             const char        *path,
+             GHashTable        *query,
+             gpointer           user_data)
+{
+  Hub *hub = user_data;
+  const char *prefix = "/" BENCH_REPO "/resolve/main/";
+  const char *file;
+  g_autofree char *full = NULL;
+  g_autofree char *contents = NULL;
+  gsize len;
+
+  if (!g_str_has_prefix (path, prefix) || strchr (path + strlen (prefix), '/') != NULL
+      || path[strlen (prefix)] == '.' || path[strlen (prefix)] == '\0')
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  file = path + strlen (prefix);
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg),
+                                "Accept-Ranges", "bytes");
+  if (g_str_equal (file, "model.safetensors"))
+    {
+      /* Mapped once; the server cuts the range out of it without a copy. */
+      soup_message_body_append (soup_server_message_get_response_body (msg), SOUP_MEMORY_STATIC,
+                                g_mapped_file_get_contents (hub->weights),
+                                g_mapped_file_get_length (hub->weights));
+      soup_server_message_set_status (msg, 200, NULL);
+      return;
+    }
+  full = g_build_filename (hub->dir, file, NULL);
+  if (!g_file_get_contents (full, &contents, &len, NULL))
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  soup_message_body_append (soup_server_message_get_response_body (msg), SOUP_MEMORY_TAKE,
+                            g_steal_pointer (&contents), len);
+  soup_server_message_set_status (msg, 200, NULL);
+}
+
+static gpointer
+hub_thread (gpointer data)
+{
+  Hub *hub = data;
+
+  g_main_context_push_thread_default (hub->context);
+  g_main_loop_run (hub->loop);
+  g_main_context_pop_thread_default (hub->context);
+  return NULL;
+}
+
+static gboolean
+hub_quit_cb (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+hub_stop (Hub *hub)
+{
+  if (hub->thread != NULL)
+    {
+      GSource *source = g_idle_source_new ();
+
+      g_source_set_callback (source, hub_quit_cb, hub->loop, NULL);
+      g_source_attach (source, hub->context);
+      g_source_unref (source);
+      g_thread_join (hub->thread);
+    }
+  if (hub->server != NULL)
+    {
+      g_main_context_push_thread_default (hub->context);
+      soup_server_disconnect (hub->server);
+      g_clear_object (&hub->server);
+      g_main_context_pop_thread_default (hub->context);
+    }
+  g_clear_pointer (&hub->loop, g_main_loop_unref);
+  g_clear_pointer (&hub->context, g_main_context_unref);
+  g_clear_pointer (&hub->weights, g_mapped_file_unref);
+  g_clear_pointer (&hub->dir, g_free);
+  g_clear_pointer (&hub->url, g_free);
+}
+
+/* Binds on this thread (so the URL is known before any other thread
+ * starts), then serves on a thread of its own. */
+static gboolean
+hub_start (Hub         *hub,
+           const char  *dir,
+           GError     **error)
+{
+  g_autofree char *weights = g_build_filename (dir, "model.safetensors", NULL);
+  g_autoptr(GInetAddress) inet = g_inet_address_new_from_string ("127.0.0.1");
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (inet, 0);
+  GSList *uris;
+  gboolean ok;
+
+  hub->dir = g_strdup (dir);
+  hub->weights = g_mapped_file_new (weights, FALSE, error);
+  if (hub->weights == NULL)
+    return FALSE;
+  hub->context = g_main_context_new ();
+  hub->loop = g_main_loop_new (hub->context, FALSE);
+  g_main_context_push_thread_default (hub->context);
+  hub->server = soup_server_new (NULL, NULL);
+  soup_server_add_handler (hub->server, "/", hub_handler, hub, NULL);
+  ok = soup_server_listen (hub->server, address, 0, error);
+  g_main_context_pop_thread_default (hub->context);
+  if (!ok)
+    return FALSE;
+  uris = soup_server_get_uris (hub->server);
+  hub->url = g_uri_to_string (uris->data);
+  if (g_str_has_suffix (hub->url, "/"))
+    hub->url[strlen (hub->url) - 1] = '\0';
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  return TRUE;
+}
+
+/* ---- one measurement ----------------------------------------------------- */
+
+typedef struct
+{
+  GMainLoop *loop;
+  gboolean   ok;
+  GError    *error;
+  gint64     t_submit, t_first, t_last;
+  guint      n_prompt, n_tokens;
+  gboolean   done;
+  gboolean   waiting_offers;
+  guint      need_offers;
+  char      *failure;
+} Measure;
+
+static void
+measure_event_cb (DcInferRing *ring,
+                  const char  *kind,
+                  const char  *detail,
+                  guint64      value,
+                  Measure     *m)
+{
+  if (m->waiting_offers && dc_infer_ring_get_n_offers (ring) >= m->need_offers)
+    g_main_loop_quit (m->loop);
+}
+
+static void
+measure_prepared_cb (GObject      *source,
+                     GAsyncResult *result,
+                     gpointer      user_data)
+{
+  Measure *m = user_data;
+
+  m->ok = dc_infer_ring_prepare_finish (DC_INFER_RING (source), result, &m->error);
+  g_main_loop_quit (m->loop);
+}
+
+static void
+measure_started_cb (DcInferSession *session,
+                    guint           id,
+                    guint           n_prompt,
+                    Measure        *m)
+{
+  m->n_prompt = n_prompt;
+}
+
+static void
+measure_token_cb (DcInferSession *session,
+                  guint           id,
+                  guint           token,
+                  const char     *text,
+                  double          rate,
+                  Measure        *m)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  if (m->n_tokens++ == 0)
+    m->t_first = now;
+  m->t_last = now;
+}
+
+static void
+measure_finished_cb (DcInferSession *session,
+                     guint           id,
+                     gboolean        stopped,
+                     const char     *error_message,
+                     double          rate,
+                     Measure        *m)
+{
+  m->failure = g_strdup (error_message);
+  m->done = TRUE;
+  g_main_loop_quit (m->loop);
+}
+
+static gboolean
+measure_timeout_cb (gpointer data)
+{
+  Measure *m = data;
+
+  if (m->error == NULL && m->failure == NULL)
+    m->failure = g_strdup_printf ("no result within %u s", BENCH_STEP_TIMEOUT_S);
+  m->done = TRUE;
+  g_main_loop_quit (m->loop);
+  return G_SOURCE_REMOVE;
+}
+
+/* A stage's cache folder, made here for one measurement. */
+static void
+remove_tree (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
+        remove_tree (child);
+      else
+        g_remove (child);
+    }
+  g_rmdir (path);
+}
+
+typedef struct
+{
+  guint  stages;
+  double prefill_tok_s, decode_tok_s, lap_ms;
+  guint  prompt_tokens, tokens;
+} Result;
+
+static GSubprocess *
+spawn_cli (const char  *hub_url,
+           const char  *cache,
+           GError     **error,
+           ...)
+{
+  g_autoptr(GSubprocessLauncher) launcher =
+    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  const char *arg;
+  va_list args;
+
+  g_autofree char *self_exe = g_file_read_link ("/proc/self/exe", error);
+
+  if (self_exe == NULL)
+    return NULL;
+  g_ptr_array_add (argv, self_exe);
+  va_start (args, error);
+  while ((arg = va_arg (args, const char *)) != NULL)
+    g_ptr_array_add (argv, (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  if (hub_url != NULL)
+    g_subprocess_launcher_setenv (launcher, "HF_ENDPOINT", hub_url, TRUE);
+  if (cache != NULL)
+    g_subprocess_launcher_setenv (launcher, "DC_MODEL_CACHE_DIR", cache, TRUE);
+  return g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, error);
+}
+
+static gboolean
+measure (DcContext   *context,
+         DcModelRepo *repo,
+         const char  *signal_url,
+         const char  *hub_url,
+         guint        stages,
+         guint        tokens,
+         Result      *result,
+         GError     **error)
+{
+  const DcHfConfig *c = dc_model_repo_get_config (repo);
+  const guint share = (c->n_layers + stages - 1) / stages;
+  const guint context_len = 256;
+  g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func (g_object_unref);
+  g_autoptr(GPtrArray) caches = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *room = dc_room_generate_code ();
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autoptr(DcGroup) group = NULL;
+  g_autoptr(DcInferRing) ring = NULL;
+  guint64 layer = dc_hf_model_part_memory_bytes (c, 0, 1, FALSE, context_len);
+  guint64 ends = dc_hf_model_part_memory_bytes (c, 0, 0, TRUE, context_len);
+  /* Half a layer of slack: the plan then has no room for one more. */
+  guint64 stage_memory = layer * share + layer / 2;
+  Measure m = { 0 };
+  DcInferSettings settings;
+  DcInferSession *session;
+  guint timeout;
+  gboolean ok = FALSE;
+
+  m.loop = loop;
+  config.create = TRUE;
+  config.approve = DC_MESH_APPROVE_ALL;
+  config.hello = dc_context_new_hello (context, "head");
+  config.peer.ice_addresses = g_new0 (char *, 2);
+  config.peer.ice_addresses[0] = g_strdup ("127.0.0.1");
+  group = dc_group_new (&config);
+  ring = dc_infer_ring_new (context, group, repo, config.hello->probe_hash,
+                            stages == 1 ? 0 : ends + stage_memory);
+  g_signal_connect (ring, "event", G_CALLBACK (measure_event_cb), &m);
+  if (!dc_group_join_room (group, signal_url, room, error))
+    goto out;
+  for (guint i = 1; i < stages; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("stage%u", i);
+      g_autofree char *memory = g_strdup_printf ("%.6f", stage_memory / 1e6);
+      char *cache = g_dir_make_tmp ("dc-bench-ring-XXXXXX", error);
+      GSubprocess *child;
+
+      if (cache == NULL)
+        goto out;
+      g_ptr_array_add (caches, cache);
+      child = spawn_cli (hub_url, cache, error, "join", "--serve-layers", "--signal", signal_url,
+                         "--room", room, "--name", name, "--ice-address", "127.0.0.1",
+                         "--memory-mb", memory, NULL);
+      if (child == NULL)
+        goto out;
+      g_ptr_array_add (children, child);
+    }
+  timeout = g_timeout_add_seconds (BENCH_STEP_TIMEOUT_S, measure_timeout_cb, &m);
+  m.need_offers = stages - 1;
+  if (dc_infer_ring_get_n_offers (ring) < m.need_offers)
+    {
+      m.waiting_offers = TRUE;
+      g_main_loop_run (loop);
+      m.waiting_offers = FALSE;
+    }
+  if (m.failure == NULL)
+    {
+      dc_infer_ring_prepare_async (ring, context_len, NULL, measure_prepared_cb, &m);
+      g_main_loop_run (loop);
+    }
+  if (!m.ok || m.failure != NULL)
+    {
+      g_source_remove (timeout);
+      if (m.error != NULL)
+        g_propagate_error (error, g_steal_pointer (&m.error));
+      else
+        g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", m.failure);
+      goto out;
+    }
+  session = dc_infer_ring_get_session (ring);
+  g_signal_connect (session, "started", G_CALLBACK (measure_started_cb), &m);
+  g_signal_connect (session, "token", G_CALLBACK (measure_token_cb), &m);
+  g_signal_connect (session, "finished", G_CALLBACK (measure_finished_cb), &m);
+  dc_infer_settings_init_default (&settings);
+  settings.n_tokens = tokens;
+  settings.context = context_len;
+  m.t_submit = g_get_monotonic_time ();
+  dc_infer_session_submit (session, BENCH_PROMPT_TEXT, &settings);
+  while (!m.done)
+    g_main_loop_run (loop);
+  g_source_remove (timeout);
+  g_signal_handlers_disconnect_by_data (session, &m);
+  if (m.failure != NULL || m.n_tokens < 2)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%u stages: %s", stages,
+                   m.failure != NULL ? m.failure : "fewer than 2 tokens");
+      goto out;
+    }
+  result->stages = dc_ring_plan_get_n_stages (dc_infer_ring_get_plan (ring));
+  result->prompt_tokens = m.n_prompt;
+  result->tokens = m.n_tokens;
+  /* Prefill: the prompt and the first token; decode: the tokens after it. */
+  result->prefill_tok_s = m.n_prompt / ((m.t_first - m.t_submit) / 1e6);
+  result->decode_tok_s = (m.n_tokens - 1) / ((m.t_last - m.t_first) / 1e6);
+  result->lap_ms = dc_infer_ring_get_plan (ring)->lap_ms;
+  ok = TRUE;
+
+out:
+  dc_infer_ring_close (ring);
+  dc_group_leave (group);
+  {
+    gint64 until = g_get_monotonic_time () + DC_GROUP_LEAVE_GRACE_MS * 1000;
+
+    while (g_get_monotonic_time () < until)
+      if (!g_main_context_iteration (NULL, FALSE))
+        g_usleep (5000);
+  }
+  for (guint i = 0; i < children->len; i++)
+    {
+      g_subprocess_send_signal (g_ptr_array_index (children, i), SIGTERM);
+      g_subprocess_wait (g_ptr_array_index (children, i), NULL, NULL);
+    }
+  for (guint i = 0; i < caches->len; i++)
+    remove_tree (g_ptr_array_index (caches, i));
+  g_signal_handlers_disconnect_by_data (ring, &m);
+  g_clear_error (&m.error);
+  g_free (m.failure);
+  return ok;
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+static char *
+ensure_default_model (GError **error)
+{
+  g_autofree char *dir = g_build_filename (g_get_user_cache_dir (), "daisychain", "bench",
+                                           "smollm-135m-random", NULL);
+  g_autofree char *weights = g_build_filename (dir, "model.safetensors", NULL);
+  g_autofree char *out = NULL;
+  const char *args[] = { dir, NULL };
+
+  if (g_file_test (weights, G_FILE_TEST_IS_REGULAR))
+    return g_steal_pointer (&dir);
+  g_printerr (_("bench ring: writing the SmolLM-135M-shaped random model to %s (once)…\n"), dir);
+  out = dc_cli_python_run (RESOURCE_BASE "/cli/make-bench-model.py", args, error);
+  if (out == NULL)
+    {
+      g_prefix_error (error, _("cannot write the benchmark model: "));
+      return NULL;
+    }
+  return g_steal_pointer (&dir);
+}
+
+static gboolean
+parse_stages (const char *text,
+              GArray     *out)
+{
+  g_auto(GStrv) parts = g_strsplit (text, ",", -1);
+
+  for (guint i = 0; parts[i] != NULL; i++)
+    {
+      guint64 v;
+
+      /* Eight stages of 2 cores each is past what one machine shows. */
+      if (!g_ascii_string_to_unsigned (parts[i], 10, 1, 8, &v, NULL))
+        return FALSE;
+      g_array_append_val (out, (guint) { (guint) v });
+    }
+  return out->len > 0;
+}
+
+int
+dc_cli_bench_ring_run (const DcCliCommand  *command,
+                       DcCliOptions        *options,
+                       int                  argc,
+                       char               **argv)
+{
+  g_autofree char *model_arg = NULL, *stages_arg = NULL, *model_dir = NULL;
+  g_autofree char *head_cache = NULL, *signal_url = NULL;
+  int tokens = 64;
+  const GOptionEntry entries[] = {
+    { "model", 0, 0, G_OPTION_ARG_FILENAME, &model_arg,
+      N_("A model folder with one model.safetensors (a SmolLM-135M-shaped random one)"), "DIR" },
+    { "stages", 0, 0, G_OPTION_ARG_STRING, &stages_arg,
+      N_("Ring sizes to measure, comma-separated (1,2,3)"), "N,N,…" },
+    { "tokens", 0, 0, G_OPTION_ARG_INT, &tokens, N_("Tokens to generate (64)"), "N" },
+    { NULL }
+  };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) stages = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autoptr(GArray) results = g_array_new (FALSE, TRUE, sizeof (Result));
+  g_autoptr(DcContext) context = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
+  g_autoptr(GSubprocess) signal = NULL;
+  g_autoptr(GDataInputStream) signal_out = NULL;
+  Hub hub = { 0 };
+  int status = DC_CLI_EXIT_FAILED;
+
+  if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
+    return DC_CLI_EXIT_USAGE;
+  if (argc > 1)
+    return dc_cli_usage_error (command, _("unexpected argument “%s”"), argv[1]);
+  if (!parse_stages (stages_arg != NULL ? stages_arg : "1,2,3", stages))
+    return dc_cli_usage_error (command, _("--stages takes ring sizes of 1–8, comma-separated"));
+  if (tokens < 2 || tokens > 1024)
+    return dc_cli_usage_error (command, _("--tokens must be 2–1024"));
+  if (!dc_mesh_check_plugins (&error))
+    return dc_cli_fail (options, error);
+  model_dir = model_arg != NULL ? g_strdup (model_arg) : ensure_default_model (&error);
+  if (model_dir == NULL)
+    return dc_cli_fail (options, error);
+
+  /* The Hub's address is known before any thread starts: the environment
+   * is set once, here. */
+  if (!hub_start (&hub, model_dir, &error))
+    goto out;
+  head_cache = g_dir_make_tmp ("dc-bench-ring-XXXXXX", &error);
+  if (head_cache == NULL)
+    goto out;
+  g_setenv ("HF_ENDPOINT", hub.url, TRUE);
+  g_setenv ("DC_MODEL_CACHE_DIR", head_cache, TRUE);
+  hub.thread = g_thread_new ("dc-bench-hub", hub_thread, &hub);
+
+  signal = spawn_cli (NULL, NULL, &error, "signal", "--json", "--port", "0", "--bind",
+                      "127.0.0.1", NULL);
+  if (signal == NULL)
+    goto out;
+  signal_out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (signal));
+  for (int i = 0; i < 20 && signal_url == NULL; i++)
+    {
+      g_autofree char *line = g_data_input_stream_read_line_utf8 (signal_out, NULL, NULL, &error);
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      JsonNode *root;
+
+      if (line == NULL)
+        break;
+      if (!json_parser_load_from_data (parser, line, -1, NULL) ||
+          (root = json_parser_get_root (parser)) == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+        continue;
+      if (g_strcmp0 (json_object_get_string_member_with_default (json_node_get_object (root),
+                                                                 "event", ""), "listening") == 0)
+        signal_url = g_strdup (json_object_get_string_member_with_default (
+                                 json_node_get_object (root), "url", ""));
+    }
+  if (signal_url == NULL)
+    {
+      if (error == NULL)
+        g_set_error (&error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                     "the signaling service did not start");
+      goto out;
+    }
+
+  context = dc_context_new (DC_BACKEND_CPU, &error);
+  if (context == NULL)
+    goto out;
+  repo = dc_model_repo_open (dc_context_get_hf_client (context), BENCH_REPO, NULL, &error);
+  if (repo == NULL)
+    goto out;
+  for (guint i = 0; i < stages->len; i++)
+    {
+      Result r = { 0 };
+
+      if (!measure (context, repo, signal_url, hub.url, g_array_index (stages, guint, i),
+                    (guint) tokens, &r, &error))
+        goto out;
+      g_array_append_val (results, r);
+    }
+
+  for (guint i = 0; i < results->len; i++)
+    {
+      const Result *r = &g_array_index (results, Result, i);
+      /* The ratio is to the first size measured (1 by default: one device). */
+      const Result *one = &g_array_index (results, Result, 0);
+
+      if (options->json)
+        {
+          g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+          json_builder_begin_object (builder);
+          json_builder_set_member_name (builder, "stages");
+          json_builder_add_int_value (builder, r->stages);
+          json_builder_set_member_name (builder, "prompt_tokens");
+          json_builder_add_int_value (builder, r->prompt_tokens);
+          json_builder_set_member_name (builder, "tokens");
+          json_builder_add_int_value (builder, r->tokens);
+          json_builder_set_member_name (builder, "prefill_tok_s");
+          json_builder_add_double_value (builder, r->prefill_tok_s);
+          json_builder_set_member_name (builder, "decode_tok_s");
+          json_builder_add_double_value (builder, r->decode_tok_s);
+          json_builder_set_member_name (builder, "prefill_ratio");
+          json_builder_add_double_value (builder, r->prefill_tok_s / one->prefill_tok_s);
+          json_builder_set_member_name (builder, "decode_ratio");
+          json_builder_add_double_value (builder, r->decode_tok_s / one->decode_tok_s);
+          json_builder_set_member_name (builder, "lap_estimate_ms");
+          json_builder_add_double_value (builder, r->lap_ms);
+          json_builder_end_object (builder);
+          dc_cli_print_json (builder);
+        }
+      else
+        g_print (_("%u stages: prefill %.0f tokens/s (%.2f×), decode %.1f tokens/s (%.2f×)\n"),
+                 r->stages, r->prefill_tok_s, r->prefill_tok_s / one->prefill_tok_s,
+                 r->decode_tok_s, r->decode_tok_s / one->decode_tok_s);
+    }
+  status = DC_CLI_EXIT_OK;
+
+out:
+  if (error != NULL)
+    status = dc_cli_fail (options, error);
+  g_clear_object (&repo);
+  g_clear_object (&context);
+  if (signal != NULL)
+    {
+      g_subprocess_send_signal (signal, SIGTERM);
+      g_subprocess_wait (signal, NULL, NULL);
+    }
+  hub_stop (&hub);
+  if (head_cache != NULL)
+    remove_tree (head_cache);
+  return status;
+}

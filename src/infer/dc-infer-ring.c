@@ -1,0 +1,1073 @@
+/* dc-infer-ring.c: the head of an inference ring (see the header).
+ *
+ * Threads: everything on the main thread (the creator's context) except
+ * ring_forward(), which the session calls on its generation thread. It runs
+ * the head's own part, then hands the activations to the main thread
+ * through an idle GSource attached to the creator's context and waits on a
+ * condition for the ring's answer (or a failure, or the hop timeout). The
+ * main thread sets the answer when the last stage's hop arrives.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-infer"
+
+#include "config.h"
+
+#include "dc-infer-ring.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "dc-ring-server.h"
+#include "model/dc-hf-model.h"
+#include "model/dc-model-error.h"
+
+typedef struct
+{
+  char     *id;        /* member id */
+  char     *name;
+  char     *probe_hash;
+  DcMeshRingOffer offer;
+} Offer;
+
+static void
+offer_free (Offer *offer)
+{
+  g_free (offer->id);
+  g_free (offer->name);
+  g_free (offer->probe_hash);
+  g_free (offer);
+}
+
+typedef struct
+{
+  char     *id;        /* NULL for this device */
+  char     *name;
+  gboolean  ready;
+  guint64   downloaded;
+} StageInfo;
+
+static void
+stage_info_clear (gpointer data)
+{
+  StageInfo *info = data;
+
+  g_free (info->id);
+  g_free (info->name);
+}
+
+struct _DcInferRing
+{
+  GObject         parent_instance;
+
+  DcContext      *context;
+  DcGroup        *group;
+  DcModelRepo    *repo;
+  char           *probe_hash;
+  guint64         memory_bytes;
+  double          gmacs;
+  GMainContext   *main_context;
+  GHashTable     *offers;        /* member id → Offer* */
+
+  /* The prepared ring. */
+  DcRingPlan     *plan;
+  GArray         *stages;        /* StageInfo, in plan order */
+  guint8          run_id[DC_MESH_RING_RUN_ID_SIZE];
+  GTask          *prepare;       /* while preparing */
+  guint           prepare_gen;   /* which prepare a finishing load belongs to */
+  guint           prepare_timeout;
+  gboolean        own_loaded;
+  DcHfModel      *model;         /* this device's part */
+  DcHfKvCache    *cache;
+  guint           context_len;
+  DcInferSession *session;
+  gboolean        lost_peer;
+  char           *test_fault;    /* generation thread, set before it runs */
+
+  /* Between the generation thread and the main thread. */
+  GMutex          lock;
+  GCond           cond;
+  guint32         sent_seq;      /* hops sent so far (numbered from 1) */
+  guint32         answered_seq;  /* the last hop that came back */
+  float          *answer;        /* its activations */
+  guint32         answer_rows;
+  char           *failure;       /* why the ring cannot answer */
+};
+
+G_DEFINE_FINAL_TYPE (DcInferRing, dc_infer_ring, G_TYPE_OBJECT)
+
+enum
+{
+  SIGNAL_EVENT,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
+static void
+emit_event (DcInferRing *self,
+            const char  *kind,
+            const char  *detail,
+            guint64      value)
+{
+  g_signal_emit (self, signals[SIGNAL_EVENT], 0, kind, detail, value);
+}
+
+static const char *
+model_id (DcInferRing *self)
+{
+  return dc_model_repo_get_spec (self->repo);
+}
+
+/* ---- checks ----------------------------------------------------------- */
+
+char *
+dc_infer_ring_check_hop (const DcMeshRingHop *hop,
+                         const char          *from,
+                         const char          *model,
+                         guint                width)
+{
+  gsize count;
+
+  g_return_val_if_fail (hop != NULL && from != NULL && model != NULL, NULL);
+
+  if (g_strcmp0 (hop->model, model) != 0)
+    return g_strdup_printf ("REFUSED activation from “%s”: it belongs to model %s; this device "
+                            "holds a slice of %s", from, hop->model, model);
+  if (hop->width != width)
+    return g_strdup_printf ("REFUSED activation from “%s”: %u values a position, the model "
+                            "has %u", from, hop->width, width);
+  count = (gsize) hop->n * hop->width;
+  for (gsize i = 0; i < count; i++)
+    if (!isfinite (hop->data[i]))
+      return g_strdup_printf ("REFUSED activation from “%s”: a non-finite value at position "
+                              "%" G_GSIZE_FORMAT, from, hop->position + i / hop->width);
+  return NULL;
+}
+
+/* ---- peers ------------------------------------------------------------ */
+
+static DcPeer *
+find_peer (DcInferRing *self,
+           const char  *id)
+{
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (dc_group_get_mesh (self->group));
+
+  for (guint i = 0; i < peers->len; i++)
+    if (g_strcmp0 (dc_peer_get_id (g_ptr_array_index (peers, i)), id) == 0)
+      return g_object_ref (g_ptr_array_index (peers, i));
+  return NULL;
+}
+
+static gboolean
+send_to (DcInferRing  *self,
+         const char   *id,
+         guint         type,
+         GBytes       *payload,
+         GError      **error)
+{
+  g_autoptr(DcPeer) peer = find_peer (self, id);
+
+  if (peer == NULL)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "a peer left the ring (member %s)", id);
+      return FALSE;
+    }
+  return dc_peer_send (peer, type, payload, error);
+}
+
+/* The generation thread waits; this ends the wait with MESSAGE. */
+static void
+fail_waiting (DcInferRing *self,
+              const char  *message)
+{
+  g_mutex_lock (&self->lock);
+  if (self->failure == NULL)
+    self->failure = g_strdup (message);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+static int
+stage_of (DcInferRing *self,
+          const char  *id)
+{
+  for (guint i = 1; self->stages != NULL && i < self->stages->len; i++)
+    if (g_strcmp0 (g_array_index (self->stages, StageInfo, i).id, id) == 0)
+      return (int) i;
+  return -1;
+}
+
+static void prepare_check (DcInferRing *self);
+static void prepare_fail (DcInferRing *self, GError *error);
+
+static void
+handle_ready (DcInferRing *self,
+              DcPeer      *peer,
+              GBytes      *payload)
+{
+  g_auto(DcMeshRingReady) ready = { { 0 } };
+  g_autoptr(GError) error = NULL;
+  int stage = stage_of (self, dc_peer_get_id (peer));
+  StageInfo *info;
+
+  if (stage < 0)
+    return;
+  if (!dc_mesh_ring_ready_decode (payload, &ready, &error))
+    {
+      g_message ("ring: %s sent %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (memcmp (ready.run_id, self->run_id, sizeof self->run_id) != 0)
+    return;
+  info = &g_array_index (self->stages, StageInfo, stage);
+  if (!ready.ok)
+    {
+      g_autofree char *message = g_str_has_prefix (ready.message, "REFUSED")
+        ? g_strdup (ready.message)
+        : g_strdup_printf ("“%s” cannot run its layers: %s", info->name, ready.message);
+
+      if (self->prepare != NULL)
+        prepare_fail (self, g_error_new_literal (DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                                                 message));
+      else
+        fail_waiting (self, message);
+      return;
+    }
+  info->ready = TRUE;
+  info->downloaded = ready.downloaded;
+  emit_event (self, "stage-ready", info->name, ready.downloaded);
+  prepare_check (self);
+}
+
+static void
+handle_hop (DcInferRing *self,
+            DcPeer      *peer,
+            GBytes      *payload)
+{
+  g_auto(DcMeshRingHop) hop = { { 0 } };
+  g_autoptr(GError) error = NULL;
+  g_autofree char *why = NULL;
+  int stage = stage_of (self, dc_peer_get_id (peer));
+
+  if (!dc_mesh_ring_hop_decode (payload, &hop, &error))
+    why = g_strdup_printf ("REFUSED activation from “%s”: %s", dc_peer_get_name (peer),
+                           error->message);
+  else if (self->plan == NULL || stage != (int) self->stages->len - 1 ||
+           memcmp (hop.run_id, self->run_id, sizeof self->run_id) != 0)
+    why = g_strdup_printf ("REFUSED activation from “%s”: it is not the last stage of this "
+                           "device's ring", dc_peer_get_name (peer));
+  else
+    why = dc_infer_ring_check_hop (&hop, dc_peer_get_name (peer), model_id (self),
+                                   dc_hf_model_get_config (self->model)->hidden_size);
+  if (why != NULL)
+    {
+      g_message ("%s", why);
+      emit_event (self, "refused", why, 0);
+      fail_waiting (self, why);
+      return;
+    }
+  /* Hops come back in the order they were sent. */
+  g_mutex_lock (&self->lock);
+  if (hop.turn > self->answered_seq && hop.turn <= self->sent_seq)
+    {
+      self->answered_seq = hop.turn;
+      g_free (self->answer);
+      self->answer = g_steal_pointer (&hop.data);
+      self->answer_rows = hop.n;
+      g_cond_broadcast (&self->cond);
+    }
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+handle_offer (DcInferRing *self,
+              DcPeer      *peer,
+              GBytes      *payload)
+{
+  g_autoptr(GError) error = NULL;
+  Offer *offer = g_new0 (Offer, 1);
+  DcMeshHello *hello = dc_peer_get_hello (peer);
+
+  if (!dc_mesh_ring_offer_decode (payload, &offer->offer, &error))
+    {
+      g_message ("ring: %s sent %s", dc_peer_get_name (peer), error->message);
+      offer_free (offer);
+      return;
+    }
+  offer->id = g_strdup (dc_peer_get_id (peer));
+  offer->name = g_strdup (dc_peer_get_name (peer));
+  offer->probe_hash = g_strdup (hello != NULL ? hello->probe_hash : "");
+  if (g_hash_table_contains (self->offers, offer->id))
+    {
+      g_hash_table_replace (self->offers, offer->id, offer);
+      return;
+    }
+  g_hash_table_replace (self->offers, offer->id, offer);
+  emit_event (self, "offer", offer->name, offer->offer.memory_bytes);
+}
+
+static void
+message_cb (DcGroup  *group,
+            DcPeer   *peer,
+            guint     type,
+            GBytes   *payload,
+            gpointer  user_data)
+{
+  DcInferRing *self = user_data;
+
+  switch (type)
+    {
+    case DC_MESH_MSG_RING_OFFER:
+      handle_offer (self, peer, payload);
+      break;
+    case DC_MESH_MSG_RING_READY:
+      handle_ready (self, peer, payload);
+      break;
+    case DC_MESH_MSG_RING_HOP:
+      handle_hop (self, peer, payload);
+      break;
+    default:
+      break;
+    }
+}
+
+/* A stage that is gone: its offer goes, and a ring that needs it stops. */
+static void
+group_event_cb (DcGroup    *group,
+                const char *event,
+                const char *peer_name,
+                guint       n_peers,
+                const char *reason,
+                gpointer    user_data)
+{
+  DcInferRing *self = user_data;
+  GHashTableIter iter;
+  Offer *offer;
+
+  if (!g_str_equal (event, "peer-left"))
+    return;
+  g_hash_table_iter_init (&iter, self->offers);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &offer))
+    {
+      g_autoptr(DcPeer) peer = find_peer (self, offer->id);
+
+      if (peer == NULL || dc_peer_get_state (peer) != DC_PEER_STATE_OPEN)
+        g_hash_table_iter_remove (&iter);
+    }
+  for (guint i = 1; self->stages != NULL && i < self->stages->len; i++)
+    {
+      StageInfo *info = &g_array_index (self->stages, StageInfo, i);
+      g_autoptr(DcPeer) peer = find_peer (self, info->id);
+
+      if (peer == NULL || dc_peer_get_state (peer) != DC_PEER_STATE_OPEN)
+        {
+          g_autofree char *message = g_strdup_printf ("a peer left the ring: “%s”", info->name);
+
+          self->lost_peer = TRUE;
+          emit_event (self, "peer-left", info->name, 0);
+          if (self->prepare != NULL)
+            prepare_fail (self, g_error_new_literal (DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                                                     message));
+          else
+            fail_waiting (self, message);
+          return;
+        }
+    }
+}
+
+/* ---- the forward pass, on the session's generation thread -------------- */
+
+typedef struct
+{
+  DcInferRing *ring;     /* ref */
+  char        *to;
+  GBytes      *payload;
+} SendJob;
+
+static gboolean
+send_hop_cb (gpointer data)
+{
+  SendJob *job = data;
+  g_autoptr(GError) error = NULL;
+
+  if (!send_to (job->ring, job->to, DC_MESH_MSG_RING_HOP, job->payload, &error))
+    fail_waiting (job->ring, error->message);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+send_job_free (gpointer data)
+{
+  SendJob *job = data;
+
+  g_object_unref (job->ring);
+  g_free (job->to);
+  g_bytes_unref (job->payload);
+  g_free (job);
+}
+
+/* Waits, with the lock held, until hop SEQ came back; FALSE with ERROR
+ * set when the ring failed or did not answer in time. */
+static gboolean
+wait_answer_locked (DcInferRing  *self,
+                    guint32       seq,
+                    GError      **error)
+{
+  gint64 deadline = g_get_monotonic_time () + DC_INFER_RING_HOP_TIMEOUT_S * G_TIME_SPAN_SECOND;
+
+  while (self->answered_seq < seq && self->failure == NULL)
+    if (!g_cond_wait_until (&self->cond, &self->lock, deadline))
+      break;
+  if (self->answered_seq >= seq)
+    return TRUE;
+  if (self->failure != NULL)
+    g_set_error_literal (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID, self->failure);
+  else
+    g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                 "the ring did not answer within %u s", DC_INFER_RING_HOP_TIMEOUT_S);
+  return FALSE;
+}
+
+/* The session's forward pass through the ring. A prompt's chunks before
+ * its last (LOGITS NULL) do not wait for their answer: up to
+ * DC_INFER_RING_IN_FLIGHT hops go round at once, so that a stage computes
+ * chunk k + 1 while the next computes chunk k (each stage runs its hops in
+ * order, so its cache sees the positions in order). */
+static gboolean
+ring_forward (gpointer        user_data,
+              const guint32  *ids,
+              gsize           n_ids,
+              guint           start,
+              float          *logits,
+              GError        **error)
+{
+  DcInferRing *self = user_data;
+  const gsize C = dc_hf_model_get_config (self->model)->hidden_size;
+  g_autofree float *x = NULL;
+  g_autofree float *answer = NULL;
+  guint32 rows = 0, seq;
+
+  if (n_ids == 0 || n_ids > DC_MESH_RING_MAX_POSITIONS)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "a hop carries 1 to %u positions, not %" G_GSIZE_FORMAT,
+                   DC_MESH_RING_MAX_POSITIONS, n_ids);
+      return FALSE;
+    }
+  if (start == 0)
+    dc_hf_kv_cache_reset (self->cache);
+  else if (start != dc_hf_kv_cache_get_length (self->cache))
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "the ring is at position %u, not %u", dc_hf_kv_cache_get_length (self->cache),
+                   start);
+      return FALSE;
+    }
+  x = g_new (float, n_ids * C);
+  if (!dc_hf_model_forward_part (self->model, self->cache, ids, x, n_ids, error))
+    return FALSE;
+
+  if (self->stages->len == 1)
+    return logits == NULL || dc_hf_model_head (self->model, x + (n_ids - 1) * C, logits, error);
+
+  {
+    DcMeshRingHop hop = { { 0 } };
+    SendJob *job = g_new0 (SendJob, 1);
+    GSource *source;
+
+    g_mutex_lock (&self->lock);
+    if (self->sent_seq - self->answered_seq >= DC_INFER_RING_IN_FLIGHT &&
+        !wait_answer_locked (self, self->sent_seq - DC_INFER_RING_IN_FLIGHT + 1, error))
+      {
+        g_mutex_unlock (&self->lock);
+        g_free (job);
+        return FALSE;
+      }
+    seq = ++self->sent_seq;
+    g_mutex_unlock (&self->lock);
+
+    memcpy (hop.run_id, self->run_id, sizeof hop.run_id);
+    hop.turn = seq;
+    hop.position = start;
+    hop.n = (guint32) n_ids;
+    hop.width = (guint32) C;
+    hop.model = (char *) model_id (self);
+    hop.data = x;
+    if (g_strcmp0 (self->test_fault, "nan") == 0)
+      x[n_ids * C - 1] = NAN;
+    else if (g_strcmp0 (self->test_fault, "model") == 0)
+      hop.model = (char *) "test/another-model";
+    g_clear_pointer (&self->test_fault, g_free);
+    job->ring = g_object_ref (self);
+    job->to = g_strdup (g_array_index (self->stages, StageInfo, 1).id);
+    job->payload = dc_mesh_ring_hop_encode (&hop);
+    source = g_idle_source_new ();
+    g_source_set_callback (source, send_hop_cb, job, send_job_free);
+    g_source_set_static_name (source, "[dc] ring hop");
+    g_source_attach (source, self->main_context);
+    g_source_unref (source);
+  }
+  if (logits == NULL)
+    return TRUE;
+
+  g_mutex_lock (&self->lock);
+  if (wait_answer_locked (self, seq, error))
+    {
+      answer = g_steal_pointer (&self->answer);
+      rows = self->answer_rows;
+    }
+  g_mutex_unlock (&self->lock);
+  if (answer == NULL)
+    return FALSE;
+  return dc_hf_model_head (self->model, answer + (gsize) (rows - 1) * C, logits, error);
+}
+
+/* ---- tokens to every stage ---------------------------------------------- */
+
+static void
+broadcast_token (DcInferRing *self,
+                 guint        turn,
+                 guint        index,
+                 guint        id,
+                 guint8       flags,
+                 const char  *text)
+{
+  DcMeshRingToken token = { { 0 } };
+  g_autoptr(GBytes) payload = NULL;
+  g_autofree char *cut = NULL;
+
+  if (self->stages == NULL)
+    return;
+  memcpy (token.run_id, self->run_id, sizeof token.run_id);
+  token.turn = turn;
+  token.index = index;
+  token.id = id;
+  token.flags = flags;
+  cut = g_strndup (text != NULL ? text : "", DC_MESH_RING_TEXT_MAX);
+  token.text = cut;
+  payload = dc_mesh_ring_token_encode (&token);
+  for (guint i = 1; i < self->stages->len; i++)
+    send_to (self, g_array_index (self->stages, StageInfo, i).id, DC_MESH_MSG_RING_TOKEN,
+             payload, NULL);
+}
+
+static void
+session_started_cb (DcInferSession *session,
+                    guint           prompt_id,
+                    guint           n_prompt_tokens,
+                    DcInferRing    *self)
+{
+  g_object_set_data (G_OBJECT (session), "dc-ring-index", GUINT_TO_POINTER (0));
+}
+
+static void
+session_token_cb (DcInferSession *session,
+                  guint           prompt_id,
+                  guint           token_id,
+                  const char     *text,
+                  double          tokens_per_s,
+                  DcInferRing    *self)
+{
+  guint index = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (session), "dc-ring-index"));
+
+  broadcast_token (self, prompt_id, index, token_id, 0, text);
+  g_object_set_data (G_OBJECT (session), "dc-ring-index", GUINT_TO_POINTER (index + 1));
+}
+
+static void
+session_finished_cb (DcInferSession *session,
+                     guint           prompt_id,
+                     gboolean        stopped,
+                     const char     *error_message,
+                     double          tokens_per_s,
+                     DcInferRing    *self)
+{
+  broadcast_token (self, prompt_id, 0, 0, DC_MESH_RING_TOKEN_END, "");
+}
+
+/* ---- preparing ------------------------------------------------------- */
+
+static void
+clear_ring (DcInferRing *self)
+{
+  if (self->session != NULL)
+    {
+      g_signal_handlers_disconnect_by_data (self->session, self);
+      dc_infer_session_clear_queue (self->session);
+      dc_infer_session_stop (self->session);
+      /* A forward waiting for the ring returns at once; the session joins
+       * its worker, which holds no reference to us, before we go on. */
+      fail_waiting (self, "the ring was closed");
+    }
+  g_clear_object (&self->session);
+  g_clear_pointer (&self->cache, dc_hf_kv_cache_free);
+  g_clear_pointer (&self->model, dc_hf_model_free);
+  g_clear_pointer (&self->plan, dc_ring_plan_free);
+  g_clear_pointer (&self->stages, g_array_unref);
+  g_mutex_lock (&self->lock);
+  g_clear_pointer (&self->answer, g_free);
+  g_clear_pointer (&self->failure, g_free);
+  self->sent_seq = self->answered_seq = 0;
+  g_mutex_unlock (&self->lock);
+  self->own_loaded = FALSE;
+  self->lost_peer = FALSE;
+}
+
+static void
+prepare_finish_task (DcInferRing *self,
+                     GError      *error)   /* taken; NULL: success */
+{
+  g_autoptr(GTask) task = g_steal_pointer (&self->prepare);
+
+  if (self->prepare_timeout != 0)
+    g_source_remove (self->prepare_timeout);
+  self->prepare_timeout = 0;
+  if (task == NULL)
+    {
+      g_clear_error (&error);
+      return;
+    }
+  if (error != NULL)
+    g_task_return_error (task, error);
+  else
+    g_task_return_boolean (task, TRUE);
+}
+
+static void
+prepare_fail (DcInferRing *self,
+              GError      *error)
+{
+  prepare_finish_task (self, error);
+}
+
+static void
+prepare_check (DcInferRing *self)
+{
+  if (self->prepare == NULL || !self->own_loaded)
+    return;
+  for (guint i = 1; i < self->stages->len; i++)
+    if (!g_array_index (self->stages, StageInfo, i).ready)
+      return;
+  self->session = dc_infer_session_new_with_forward (self->context, self->repo, ring_forward,
+                                                     self);
+  g_signal_connect (self->session, "started", G_CALLBACK (session_started_cb), self);
+  g_signal_connect (self->session, "token", G_CALLBACK (session_token_cb), self);
+  g_signal_connect (self->session, "finished", G_CALLBACK (session_finished_cb), self);
+  prepare_finish_task (self, NULL);
+}
+
+static gboolean
+prepare_timeout_cb (gpointer data)
+{
+  DcInferRing *self = data;
+
+  self->prepare_timeout = 0;
+  prepare_fail (self, g_error_new (DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                                   "the ring's devices were not ready within %u s",
+                                   DC_INFER_RING_READY_TIMEOUT_S));
+  return G_SOURCE_REMOVE;
+}
+
+typedef struct
+{
+  guint first, last, context;
+  guint gen;
+} OwnLoad;
+
+static void
+own_load_worker (GTask        *task,
+                 gpointer      source,
+                 gpointer      data,
+                 GCancellable *cancellable)
+{
+  DcInferRing *self = source;
+  OwnLoad *load = data;
+  GError *error = NULL;
+  DcHfModel *model;
+  DcHfKvCache *cache;
+
+  model = dc_hf_model_load_part (dc_model_repo_get_config (self->repo),
+                                 DC_TENSOR_SOURCE (self->repo),
+                                 dc_context_get_backend (self->context), load->first, load->last,
+                                 TRUE, NULL, NULL, cancellable, &error);
+  if (model == NULL)
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  cache = dc_hf_kv_cache_new (model, load->context, &error);
+  if (cache == NULL)
+    {
+      dc_hf_model_free (model);
+      g_task_return_error (task, error);
+      return;
+    }
+  g_object_set_data_full (G_OBJECT (task), "cache", cache, (GDestroyNotify) dc_hf_kv_cache_free);
+  g_task_return_pointer (task, model, (GDestroyNotify) dc_hf_model_free);
+}
+
+static void
+own_load_done_cb (GObject      *source,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  DcInferRing *self = DC_INFER_RING (source);
+  GError *error = NULL;
+  DcHfModel *model = g_task_propagate_pointer (G_TASK (result), &error);
+
+  if (model == NULL)
+    {
+      if (((OwnLoad *) g_task_get_task_data (G_TASK (result)))->gen == self->prepare_gen)
+        prepare_fail (self, error);
+      else
+        g_clear_error (&error);
+      return;
+    }
+  /* A load of an earlier prepare (a replay replanned meanwhile) is dropped. */
+  if (self->prepare == NULL || self->model != NULL ||
+      ((OwnLoad *) g_task_get_task_data (G_TASK (result)))->gen != self->prepare_gen)
+    {
+      dc_hf_model_free (model);
+      return;
+    }
+  self->model = model;
+  self->cache = g_object_steal_data (G_OBJECT (result), "cache");
+  g_array_index (self->stages, StageInfo, 0).downloaded =
+    dc_model_repo_get_bytes_downloaded (self->repo);
+  self->own_loaded = TRUE;
+  prepare_check (self);
+}
+
+/* Multiply-adds of one layer for one token over a full context. */
+static void
+fill_shape (DcInferRing *self,
+            guint        context,
+            DcRingShape *shape,
+            GError     **error)
+{
+  const DcHfConfig *c = dc_model_repo_get_config (self->repo);
+  DcTensorSource *source = DC_TENSOR_SOURCE (self->repo);
+  g_autoptr(GPtrArray) layer = dc_hf_model_list_part_tensors (c, source, 0, 1, FALSE, error);
+  g_autoptr(GPtrArray) ends = layer != NULL
+                              ? dc_hf_model_list_part_tensors (c, source, 0, 0, TRUE, error)
+                              : NULL;
+  const double C = c->hidden_size, F = c->intermediate_size, D = c->head_dim;
+  const double qkv = (c->n_heads + 2.0 * c->n_kv_heads) * D;
+  const double up = c->family == DC_HF_FAMILY_GPT2 ? F : 2 * F;
+
+  memset (shape, 0, sizeof *shape);
+  shape->n_layers = c->n_layers;
+  shape->layer_bytes = dc_hf_model_part_memory_bytes (c, 0, 1, FALSE, context);
+  shape->ends_bytes = dc_hf_model_part_memory_bytes (c, 0, 0, TRUE, context);
+  for (guint i = 0; layer != NULL && i < layer->len; i++)
+    {
+      const DcSafetensorsTensor *t = g_ptr_array_index (layer, i);
+
+      shape->layer_download += t->end - t->begin;
+    }
+  for (guint i = 0; ends != NULL && i < ends->len; i++)
+    {
+      const DcSafetensorsTensor *t = g_ptr_array_index (ends, i);
+
+      shape->ends_download += t->end - t->begin;
+    }
+  shape->layer_macs = qkv * C + C * c->n_heads * D + up * C + C * F
+                      + 2.0 * c->n_heads * D * context;
+  shape->ends_macs = (double) c->vocab_size * C;
+  /* A hop on a local network: a millisecond (the shaped link). */
+  shape->hop_ms = 1.0;
+}
+
+static int
+compare_offer_names (gconstpointer a,
+                     gconstpointer b)
+{
+  const Offer *x = *(Offer * const *) a, *y = *(Offer * const *) b;
+  int by_name = g_strcmp0 (x->name, y->name);
+
+  return by_name != 0 ? by_name : g_strcmp0 (x->id, y->id);
+}
+
+void
+dc_infer_ring_prepare_async (DcInferRing         *self,
+                             guint                context,
+                             GCancellable        *cancellable,
+                             GAsyncReadyCallback  callback,
+                             gpointer             user_data)
+{
+  g_autoptr(GTask) task = g_task_new (self, cancellable, callback, user_data);
+  g_autoptr(GArray) devices = g_array_new (FALSE, TRUE, sizeof (DcRingDevice));
+  g_autoptr(GPtrArray) offers = g_ptr_array_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GTask) load = NULL;
+  DcRingShape shape;
+  DcRingDevice head = { "", dc_group_get_name (self->group), self->probe_hash,
+                        self->memory_bytes, self->gmacs };
+  GHashTableIter iter;
+  Offer *offer;
+  OwnLoad *own;
+
+  g_return_if_fail (DC_IS_INFER_RING (self));
+  g_return_if_fail (self->prepare == NULL);
+
+  clear_ring (self);
+  if (head.name == NULL)
+    head.name = g_get_host_name ();
+  fill_shape (self, context, &shape, &error);
+  if (error != NULL)
+    {
+      g_task_return_error (task, g_steal_pointer (&error));
+      return;
+    }
+  g_array_append_val (devices, head);
+  g_hash_table_iter_init (&iter, self->offers);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &offer))
+    g_ptr_array_add (offers, offer);
+  /* The order the plan sees: by name, so that equal devices get the same plan. */
+  g_ptr_array_sort (offers, compare_offer_names);
+  for (guint i = 0; i < offers->len && devices->len < DC_RING_PLAN_MAX_DEVICES; i++)
+    {
+      Offer *o = g_ptr_array_index (offers, i);
+      DcRingDevice d = { o->id, o->name, o->probe_hash, o->offer.memory_bytes, o->offer.gmacs };
+
+      g_array_append_val (devices, d);
+    }
+  self->plan = dc_ring_plan_new (&shape, (DcRingDevice *) devices->data, devices->len, &error);
+  if (self->plan == NULL)
+    {
+      g_task_return_error (task, g_steal_pointer (&error));
+      return;
+    }
+  for (guint i = 0; i < self->plan->excluded->len; i++)
+    {
+      g_message ("%s", (const char *) g_ptr_array_index (self->plan->excluded, i));
+      emit_event (self, "excluded", g_ptr_array_index (self->plan->excluded, i), 0);
+    }
+  if (dc_ring_plan_get_n_stages (self->plan) > 1 && dc_model_repo_is_local (self->repo))
+    {
+      g_task_return_new_error (task, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                               "a model in a local folder cannot be split: the other devices "
+                               "fetch their layers from the Hub; give its repo id");
+      g_clear_pointer (&self->plan, dc_ring_plan_free);
+      return;
+    }
+
+  self->stages = g_array_new (FALSE, TRUE, sizeof (StageInfo));
+  g_array_set_clear_func (self->stages, stage_info_clear);
+  for (guint i = 0; i < dc_ring_plan_get_n_stages (self->plan); i++)
+    {
+      const DcRingStage *s = dc_ring_plan_get_stage (self->plan, i);
+      const DcRingDevice *d = &g_array_index (devices, DcRingDevice, s->device);
+      StageInfo info = { 0 };
+
+      info.id = i == 0 ? NULL : g_strdup (d->id);
+      info.name = g_strdup (d->name);
+      g_array_append_val (self->stages, info);
+    }
+  for (guint i = 0; i < sizeof self->run_id; i += 4)
+    {
+      guint32 r = g_random_int ();
+
+      memcpy (self->run_id + i, &r, 4);
+    }
+  self->context_len = context;
+  self->prepare = g_object_ref (task);
+  emit_event (self, "planned", NULL, dc_ring_plan_get_n_stages (self->plan));
+
+  for (guint i = 1; i < self->stages->len; i++)
+    {
+      const DcRingStage *s = dc_ring_plan_get_stage (self->plan, i);
+      DcMeshRingAssign assign = { { 0 } };
+      g_autoptr(GBytes) payload = NULL;
+
+      memcpy (assign.run_id, self->run_id, sizeof assign.run_id);
+      assign.first = s->first;
+      assign.last = s->last;
+      assign.context = context;
+      assign.stage = i;
+      assign.n_stages = self->stages->len;
+      assign.model = (char *) model_id (self);
+      assign.next = (char *) (i + 1 < self->stages->len
+                              ? g_array_index (self->stages, StageInfo, i + 1).id
+                              : dc_mesh_get_id (dc_group_get_mesh (self->group)));
+      payload = dc_mesh_ring_assign_encode (&assign);
+      if (!send_to (self, g_array_index (self->stages, StageInfo, i).id, DC_MESH_MSG_RING_ASSIGN,
+                    payload, &error))
+        {
+          prepare_fail (self, g_steal_pointer (&error));
+          return;
+        }
+    }
+  self->prepare_timeout = g_timeout_add_seconds (DC_INFER_RING_READY_TIMEOUT_S,
+                                                 prepare_timeout_cb, self);
+  own = g_new0 (OwnLoad, 1);
+  own->first = dc_ring_plan_get_stage (self->plan, 0)->first;
+  own->last = dc_ring_plan_get_stage (self->plan, 0)->last;
+  own->context = context;
+  own->gen = ++self->prepare_gen;
+  load = g_task_new (self, cancellable, own_load_done_cb, NULL);
+  g_task_set_task_data (load, own, g_free);
+  g_task_run_in_thread (load, own_load_worker);
+}
+
+gboolean
+dc_infer_ring_prepare_finish (DcInferRing   *self,
+                              GAsyncResult  *result,
+                              GError       **error)
+{
+  g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
+  return g_task_propagate_boolean (G_TASK (result), error);
+}
+
+/* ---- getters and closing ----------------------------------------------- */
+
+guint
+dc_infer_ring_get_n_offers (DcInferRing *self)
+{
+  g_return_val_if_fail (DC_IS_INFER_RING (self), 0);
+  return g_hash_table_size (self->offers);
+}
+
+const DcRingPlan *
+dc_infer_ring_get_plan (DcInferRing *self)
+{
+  g_return_val_if_fail (DC_IS_INFER_RING (self), NULL);
+  return self->plan;
+}
+
+const char *
+dc_infer_ring_get_stage_name (DcInferRing *self,
+                              guint        stage)
+{
+  g_return_val_if_fail (DC_IS_INFER_RING (self) && self->stages != NULL, NULL);
+  g_return_val_if_fail (stage < self->stages->len, NULL);
+  return g_array_index (self->stages, StageInfo, stage).name;
+}
+
+guint64
+dc_infer_ring_get_stage_downloaded (DcInferRing *self,
+                                    guint        stage)
+{
+  g_return_val_if_fail (DC_IS_INFER_RING (self) && self->stages != NULL, 0);
+  g_return_val_if_fail (stage < self->stages->len, 0);
+  return g_array_index (self->stages, StageInfo, stage).downloaded;
+}
+
+DcInferSession *
+dc_infer_ring_get_session (DcInferRing *self)
+{
+  g_return_val_if_fail (DC_IS_INFER_RING (self), NULL);
+  return self->session;
+}
+
+void
+_dc_infer_ring_set_test_fault (DcInferRing *self,
+                               const char  *fault)
+{
+  g_return_if_fail (DC_IS_INFER_RING (self));
+  g_free (self->test_fault);
+  self->test_fault = g_strdup (fault);
+}
+
+gboolean
+dc_infer_ring_lost_peer (DcInferRing *self)
+{
+  g_return_val_if_fail (DC_IS_INFER_RING (self), FALSE);
+  return self->lost_peer;
+}
+
+void
+dc_infer_ring_close (DcInferRing *self)
+{
+  g_return_if_fail (DC_IS_INFER_RING (self));
+
+  broadcast_token (self, 0, 0, 0, DC_MESH_RING_TOKEN_CLOSE, "");
+}
+
+static void
+dc_infer_ring_dispose (GObject *object)
+{
+  DcInferRing *self = DC_INFER_RING (object);
+
+  if (self->group != NULL)
+    g_signal_handlers_disconnect_by_data (self->group, self);
+  prepare_fail (self, g_error_new_literal (G_IO_ERROR, G_IO_ERROR_CANCELLED, "closed"));
+  clear_ring (self);
+  g_clear_object (&self->group);
+  g_clear_object (&self->repo);
+  g_clear_object (&self->context);
+  g_clear_pointer (&self->offers, g_hash_table_unref);
+  G_OBJECT_CLASS (dc_infer_ring_parent_class)->dispose (object);
+}
+
+static void
+dc_infer_ring_finalize (GObject *object)
+{
+  DcInferRing *self = DC_INFER_RING (object);
+
+  g_free (self->probe_hash);
+  g_free (self->test_fault);
+  g_main_context_unref (self->main_context);
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
+  G_OBJECT_CLASS (dc_infer_ring_parent_class)->finalize (object);
+}
+
+static void
+dc_infer_ring_class_init (DcInferRingClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->dispose = dc_infer_ring_dispose;
+  object_class->finalize = dc_infer_ring_finalize;
+
+  /* (kind, detail, value): "offer" (name, memory), "excluded" (the line),
+   * "planned" (NULL, stages), "stage-ready" (name, bytes downloaded),
+   * "refused" (message), "peer-left" (name). */
+  signals[SIGNAL_EVENT] =
+    g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_UINT64);
+}
+
+static void
+dc_infer_ring_init (DcInferRing *self)
+{
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  self->main_context = g_main_context_ref_thread_default ();
+  self->offers = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                        (GDestroyNotify) offer_free);
+}
+
+/**
+ * dc_infer_ring_new:
+ * @probe_hash: this device's kernel probe hash; devices reporting another stay out
+ * @memory_bytes: what this device offers to hold (0: half of what is installed)
+ *
+ * Returns: (transfer full): the head of a ring on @group's devices
+ */
+DcInferRing *
+dc_infer_ring_new (DcContext   *context,
+                   DcGroup     *group,
+                   DcModelRepo *repo,
+                   const char  *probe_hash,
+                   guint64      memory_bytes)
+{
+  DcInferRing *self;
+
+  g_return_val_if_fail (DC_IS_CONTEXT (context) && DC_IS_GROUP (group), NULL);
+  g_return_val_if_fail (DC_IS_MODEL_REPO (repo), NULL);
+
+  self = g_object_new (DC_TYPE_INFER_RING, NULL);
+  self->context = g_object_ref (context);
+  self->group = g_object_ref (group);
+  self->repo = g_object_ref (repo);
+  self->probe_hash = g_strdup (probe_hash != NULL ? probe_hash : "");
+  self->memory_bytes = memory_bytes > 0 ? memory_bytes : dc_ring_default_memory_bytes ();
+  self->gmacs = dc_ring_measure_gmacs (dc_context_get_backend (context));
+  g_signal_connect (group, "message", G_CALLBACK (message_cb), self);
+  g_signal_connect (group, "event", G_CALLBACK (group_event_cb), self);
+  return self;
+}

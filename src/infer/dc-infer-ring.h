@@ -1,0 +1,86 @@
+/* dc-infer-ring.h: a Hugging Face model split by layers across the group
+ * (docs/ARCHITECTURE.md, "The inference ring").
+ *
+ * This device is the head: it holds the embedding, the final norm and the
+ * head, and the first run of layers the plan gives it. The other devices
+ * (`join --serve-layers`, DcRingServer) each fetch and hold a contiguous
+ * run of layers; a token's activations go round the ring (head → stage 1 →
+ * … → head) once per forward pass. Generation itself is a DcInferSession
+ * whose forward pass is the ring, so sampling, the JSON mask, the queue and
+ * the window are the single-device code: the same logits give the same ids.
+ * Main thread; the session's worker waits for the ring.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "dc-context.h"
+#include "dc-infer-session.h"
+#include "dc-model-repo.h"
+#include "dc-ring-plan.h"
+#include "mesh/dc-group.h"
+#include "mesh/dc-mesh-ring-protocol.h"
+
+G_BEGIN_DECLS
+
+/* A hop's round trip may take one lap of the largest plan allowed (the lap
+ * budget, 120 s) and some margin; past it the ring is stuck, not slow. */
+#define DC_INFER_RING_HOP_TIMEOUT_S   150
+/* Hops of one prompt going round at once: two keep every stage busy in a
+ * prefill (a stage computes chunk k + 1 while the next computes chunk k);
+ * more would only queue at the slowest stage. */
+#define DC_INFER_RING_IN_FLIGHT       2
+/* Stages fetching their layers: a 1 GB slice at 2 MB/s takes 500 s; past
+ * 15 minutes the download is stalled rather than slow. */
+#define DC_INFER_RING_READY_TIMEOUT_S 900
+
+#define DC_TYPE_INFER_RING (dc_infer_ring_get_type ())
+G_DECLARE_FINAL_TYPE (DcInferRing, dc_infer_ring, DC, INFER_RING, GObject)
+
+DcInferRing    *dc_infer_ring_new            (DcContext    *context,
+                                              DcGroup      *group,
+                                              DcModelRepo  *repo,
+                                              const char   *probe_hash,
+                                              guint64       memory_bytes);
+/* Devices that offered to hold layers so far (this one not counted). */
+guint           dc_infer_ring_get_n_offers   (DcInferRing  *self);
+
+/* Plans for CONTEXT positions, gives every stage its layers and loads this
+ * device's; finishes when every stage is ready. */
+void            dc_infer_ring_prepare_async  (DcInferRing         *self,
+                                              guint                context,
+                                              GCancellable        *cancellable,
+                                              GAsyncReadyCallback  callback,
+                                              gpointer             user_data);
+gboolean        dc_infer_ring_prepare_finish (DcInferRing         *self,
+                                              GAsyncResult        *result,
+                                              GError             **error);
+
+const DcRingPlan *dc_infer_ring_get_plan     (DcInferRing  *self);
+const char     *dc_infer_ring_get_stage_name (DcInferRing  *self,
+                                              guint         stage);
+guint64         dc_infer_ring_get_stage_downloaded (DcInferRing *self,
+                                                    guint        stage);
+/* The session that generates through the ring (after prepare). */
+DcInferSession *dc_infer_ring_get_session    (DcInferRing  *self);
+/* Whether the last failure was a stage leaving (the run may be replayed). */
+gboolean        dc_infer_ring_lost_peer      (DcInferRing  *self);
+/* Releases every stage. */
+void            dc_infer_ring_close          (DcInferRing  *self);
+
+/* Tests: the next hop this head sends carries a non-finite value ("nan")
+ * or another model's id ("model"), to see the stage refuse it. */
+void            _dc_infer_ring_set_test_fault (DcInferRing *self,
+                                               const char  *fault);
+
+/* The checks every received hop passes: NULL when HOP may be used, else the
+ * "REFUSED activation …" message (its model is not MODEL, its width not
+ * WIDTH, or a value is not finite). FROM names the sender. */
+char           *dc_infer_ring_check_hop      (const DcMeshRingHop *hop,
+                                              const char          *from,
+                                              const char          *model,
+                                              guint                width);
+
+G_END_DECLS

@@ -1,0 +1,660 @@
+/* dc-ring-server.c: a stage of another device's ring (see the header).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-infer"
+
+#include "config.h"
+
+#include "dc-ring-server.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dc-infer-ring.h"
+#include "dc-model-repo.h"
+#include "engine/dc-gemm.h"
+#include "mesh/dc-mesh-ring-protocol.h"
+#include "model/dc-hf-model.h"
+#include "model/dc-model-error.h"
+
+/* Hops waiting for this stage's worker: the head keeps at most two in
+ * flight (DC_INFER_RING_IN_FLIGHT), so more is a faulty or hostile sender;
+ * each may be 4 MiB. */
+#define MAX_QUEUED_HOPS 8
+
+/* The layers and cache a stage holds; shared with the worker that runs a hop. */
+typedef struct
+{
+  gint         ref_count;
+  DcModelRepo *repo;
+  DcHfModel   *model;
+  DcHfKvCache *cache;
+} Part;
+
+static Part *
+part_ref (Part *part)
+{
+  g_atomic_int_inc (&part->ref_count);
+  return part;
+}
+
+static void
+part_unref (Part *part)
+{
+  if (!g_atomic_int_dec_and_test (&part->ref_count))
+    return;
+  g_clear_pointer (&part->cache, dc_hf_kv_cache_free);
+  g_clear_pointer (&part->model, dc_hf_model_free);
+  g_clear_object (&part->repo);
+  g_free (part);
+}
+
+struct _DcRingServer
+{
+  GObject        parent_instance;
+
+  DcContext     *context;
+  DcGroup       *group;
+  guint64        memory_bytes;
+  double         gmacs;
+
+  /* The current assignment. */
+  DcMeshRingAssign assign;
+  char          *head_id;
+  Part          *part;          /* NULL until loaded */
+  GCancellable  *cancellable;   /* of the load */
+  gboolean       computing;
+  GQueue         hops;          /* HopJob*, waiting for the worker */
+};
+
+G_DEFINE_FINAL_TYPE (DcRingServer, dc_ring_server, G_TYPE_OBJECT)
+
+enum
+{
+  SIGNAL_EVENT,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
+typedef struct
+{
+  DcMeshRingHop  hop;
+  char          *from;
+} HopJob;
+
+static void
+hop_job_free (HopJob *job)
+{
+  dc_mesh_ring_hop_clear (&job->hop);
+  g_free (job->from);
+  g_free (job);
+}
+
+static void
+emit_event (DcRingServer *self,
+            const char   *kind,
+            const char   *detail,
+            guint64       value)
+{
+  g_signal_emit (self, signals[SIGNAL_EVENT], 0, kind, detail, value);
+}
+
+static DcPeer *
+find_peer (DcRingServer *self,
+           const char   *id)
+{
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (dc_group_get_mesh (self->group));
+
+  for (guint i = 0; i < peers->len; i++)
+    if (g_strcmp0 (dc_peer_get_id (g_ptr_array_index (peers, i)), id) == 0)
+      return g_object_ref (g_ptr_array_index (peers, i));
+  return NULL;
+}
+
+static void
+send_to (DcRingServer *self,
+         const char   *id,
+         guint         type,
+         GBytes       *payload)
+{
+  g_autoptr(DcPeer) peer = find_peer (self, id);
+  g_autoptr(GError) error = NULL;
+
+  if (peer == NULL || !dc_peer_send (peer, type, payload, &error))
+    g_message ("ring: could not send a %s message to %s: %s",
+               dc_mesh_message_type_to_string (type), id,
+               error != NULL ? error->message : "not connected");
+}
+
+static void
+send_ready (DcRingServer *self,
+            gboolean      ok,
+            guint64       downloaded,
+            const char   *message)
+{
+  DcMeshRingReady ready = { { 0 } };
+  g_autoptr(GBytes) payload = NULL;
+
+  if (self->head_id == NULL)
+    return;
+  memcpy (ready.run_id, self->assign.run_id, sizeof ready.run_id);
+  ready.ok = ok;
+  ready.downloaded = downloaded;
+  ready.message = (char *) message;
+  payload = dc_mesh_ring_ready_encode (&ready);
+  send_to (self, self->head_id, DC_MESH_MSG_RING_READY, payload);
+}
+
+static void
+send_offer (DcRingServer *self,
+            DcPeer       *peer)
+{
+  DcMeshRingOffer offer = { self->memory_bytes, self->gmacs, 0 };
+  g_autoptr(GBytes) payload = dc_mesh_ring_offer_encode (&offer);
+  g_autoptr(GError) error = NULL;
+
+  if (!dc_peer_send (peer, DC_MESH_MSG_RING_OFFER, payload, &error))
+    g_message ("ring: could not offer layers to %s: %s", dc_peer_get_name (peer),
+               error->message);
+}
+
+static void
+release (DcRingServer *self)
+{
+  g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  g_clear_pointer (&self->part, part_unref);
+  g_queue_clear_full (&self->hops, (GDestroyNotify) hop_job_free);
+  dc_mesh_ring_assign_clear (&self->assign);
+  memset (&self->assign, 0, sizeof self->assign);
+  g_clear_pointer (&self->head_id, g_free);
+}
+
+/* ---- loading the assigned layers --------------------------------------- */
+
+typedef struct
+{
+  Part  *part;
+  guint  first, last, context;
+} LoadJob;
+
+static void
+load_job_free (LoadJob *job)
+{
+  g_clear_pointer (&job->part, part_unref);
+  g_free (job);
+}
+
+static void
+load_worker (GTask        *task,
+             gpointer      source,
+             gpointer      data,
+             GCancellable *cancellable)
+{
+  DcRingServer *self = source;
+  LoadJob *job = data;
+  const DcHfConfig *config = dc_model_repo_get_config (job->part->repo);
+  GError *error = NULL;
+
+  job->part->model = dc_hf_model_load_part (config, DC_TENSOR_SOURCE (job->part->repo),
+                                            dc_context_get_backend (self->context), job->first,
+                                            job->last, FALSE, NULL, NULL, cancellable, &error);
+  if (job->part->model == NULL)
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  job->part->cache = dc_hf_kv_cache_new (job->part->model, job->context, &error);
+  if (job->part->cache == NULL)
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+load_done_cb (GObject      *source,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  DcRingServer *self = DC_RING_SERVER (source);
+  LoadJob *job = g_task_get_task_data (G_TASK (result));
+  g_autoptr(GError) error = NULL;
+  guint64 downloaded;
+
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+          g_task_get_cancellable (G_TASK (result)) != self->cancellable)
+        return;
+      emit_event (self, "failed", error->message, 0);
+      send_ready (self, FALSE, 0, error->message);
+      return;
+    }
+  if (g_task_get_cancellable (G_TASK (result)) != self->cancellable)
+    return;   /* a later assignment replaced this one */
+  downloaded = dc_model_repo_get_bytes_downloaded (job->part->repo);
+  self->part = part_ref (job->part);
+  emit_event (self, "loaded", dc_model_repo_get_spec (job->part->repo), downloaded);
+  send_ready (self, TRUE, downloaded, NULL);
+}
+
+static void
+repo_opened_cb (GObject      *source,
+                GAsyncResult *result,
+                gpointer      user_data)
+{
+  g_autoptr(DcRingServer) self = user_data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcModelRepo) repo = dc_model_repo_open_finish (result, &error);
+  g_autoptr(GTask) task = NULL;
+  const DcHfConfig *config;
+  LoadJob *job;
+  guint64 need;
+
+  if (repo == NULL)
+    {
+      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        return;
+      emit_event (self, "failed", error->message, 0);
+      send_ready (self, FALSE, 0, error->message);
+      return;
+    }
+  config = dc_model_repo_get_config (repo);
+  if (self->assign.last > config->n_layers || self->assign.context < 1 ||
+      self->assign.context > config->max_positions)
+    {
+      g_autofree char *message =
+        g_strdup_printf ("the head asked for layers %u to %u of a %u-layer model, or a context "
+                         "of %u", self->assign.first, self->assign.last, config->n_layers,
+                         self->assign.context);
+
+      emit_event (self, "failed", message, 0);
+      send_ready (self, FALSE, 0, message);
+      return;
+    }
+  /* The plan keeps within what this device offered; a head that does not
+   * is refused before anything is downloaded. */
+  need = dc_hf_model_part_memory_bytes (config, self->assign.first, self->assign.last, FALSE,
+                                        self->assign.context);
+  if (need > self->memory_bytes)
+    {
+      g_autofree char *message =
+        g_strdup_printf ("layers %u to %u need %" G_GUINT64_FORMAT " MB; this device offers %"
+                         G_GUINT64_FORMAT " MB", self->assign.first, self->assign.last - 1,
+                         need / 1000000, self->memory_bytes / 1000000);
+
+      emit_event (self, "failed", message, 0);
+      send_ready (self, FALSE, 0, message);
+      return;
+    }
+  job = g_new0 (LoadJob, 1);
+  job->part = g_new0 (Part, 1);
+  job->part->ref_count = 1;
+  job->part->repo = g_object_ref (repo);
+  job->first = self->assign.first;
+  job->last = self->assign.last;
+  job->context = self->assign.context;
+  task = g_task_new (self, self->cancellable, load_done_cb, NULL);
+  g_task_set_task_data (task, job, (GDestroyNotify) load_job_free);
+  g_task_run_in_thread (task, load_worker);
+}
+
+static void
+handle_assign (DcRingServer *self,
+               DcPeer       *peer,
+               GBytes       *payload)
+{
+  g_auto(DcMeshRingAssign) assign = { { 0 } };
+  g_autoptr(GError) error = NULL;
+  g_autofree char *range = NULL;
+
+  if (!dc_mesh_ring_assign_decode (payload, &assign, &error))
+    {
+      g_message ("ring: %s sent %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  release (self);
+  if (*assign.model == '\0')
+    {
+      emit_event (self, "released", dc_peer_get_name (peer), 0);
+      return;
+    }
+  self->assign = assign;
+  memset (&assign, 0, sizeof assign);   /* moved */
+  self->head_id = g_strdup (dc_peer_get_id (peer));
+  self->cancellable = g_cancellable_new ();
+  range = g_strdup_printf ("%s layers %u-%u", self->assign.model, self->assign.first,
+                           self->assign.last - 1);
+  emit_event (self, "assigned", range, self->assign.stage);
+  dc_model_repo_open_async (dc_context_get_hf_client (self->context), self->assign.model,
+                            self->cancellable, repo_opened_cb, g_object_ref (self));
+}
+
+/* ---- hops ------------------------------------------------------------- */
+
+static void run_next_hop (DcRingServer *self);
+
+static void
+hop_worker (GTask        *task,
+            gpointer      source,
+            gpointer      data,
+            GCancellable *cancellable)
+{
+  HopJob *job = data;
+  Part *part = g_object_get_data (G_OBJECT (task), "part");
+  GError *error = NULL;
+
+  if (job->hop.position == 0)
+    dc_hf_kv_cache_reset (part->cache);
+  if (!dc_hf_model_forward_part (part->model, part->cache, NULL, job->hop.data, job->hop.n,
+                                 &error))
+    {
+      /* A failure inside the computation leaves the cache undefined. */
+      dc_hf_kv_cache_reset (part->cache);
+      g_task_return_error (task, error);
+      return;
+    }
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+hop_done_cb (GObject      *source,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  DcRingServer *self = DC_RING_SERVER (source);
+  HopJob *job = g_task_get_task_data (G_TASK (result));
+  g_autoptr(GError) error = NULL;
+
+  self->computing = FALSE;
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      emit_event (self, "failed", error->message, 0);
+      send_ready (self, FALSE, 0, error->message);
+    }
+  else if (self->part != NULL &&
+           memcmp (job->hop.run_id, self->assign.run_id, DC_MESH_RING_RUN_ID_SIZE) == 0)
+    {
+      g_autoptr(GBytes) payload = dc_mesh_ring_hop_encode (&job->hop);
+
+      send_to (self, self->assign.next, DC_MESH_MSG_RING_HOP, payload);
+    }
+  run_next_hop (self);
+}
+
+static void
+run_next_hop (DcRingServer *self)
+{
+  g_autoptr(GTask) task = NULL;
+  HopJob *job;
+
+  if (self->computing || self->part == NULL)
+    return;
+  job = g_queue_pop_head (&self->hops);
+  if (job == NULL)
+    return;
+  self->computing = TRUE;
+  task = g_task_new (self, NULL, hop_done_cb, NULL);
+  g_task_set_task_data (task, job, (GDestroyNotify) hop_job_free);
+  g_object_set_data_full (G_OBJECT (task), "part", part_ref (self->part),
+                          (GDestroyNotify) part_unref);
+  g_task_run_in_thread (task, hop_worker);
+}
+
+static void
+refuse (DcRingServer *self,
+        const char   *message)
+{
+  g_message ("%s", message);
+  emit_event (self, "refused", message, 0);
+  /* The head stops at once with the reason instead of waiting for a hop. */
+  send_ready (self, FALSE, 0, message);
+}
+
+static void
+handle_hop (DcRingServer *self,
+            DcPeer       *peer,
+            GBytes       *payload)
+{
+  HopJob *job = g_new0 (HopJob, 1);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *why = NULL;
+
+  if (!dc_mesh_ring_hop_decode (payload, &job->hop, &error))
+    {
+      why = g_strdup_printf ("REFUSED activation from “%s”: %s", dc_peer_get_name (peer),
+                             error->message);
+      goto refused;
+    }
+  if (self->part == NULL ||
+      memcmp (job->hop.run_id, self->assign.run_id, DC_MESH_RING_RUN_ID_SIZE) != 0)
+    {
+      why = g_strdup_printf ("REFUSED activation from “%s”: this device holds no layers of "
+                             "that run", dc_peer_get_name (peer));
+      goto refused;
+    }
+  why = dc_infer_ring_check_hop (&job->hop, dc_peer_get_name (peer), self->assign.model,
+                                 dc_hf_model_get_config (self->part->model)->hidden_size);
+  if (why != NULL)
+    goto refused;
+  if (g_queue_get_length (&self->hops) >= MAX_QUEUED_HOPS)
+    {
+      why = g_strdup_printf ("REFUSED activation from “%s”: %u hops are already waiting",
+                             dc_peer_get_name (peer), MAX_QUEUED_HOPS);
+      goto refused;
+    }
+  job->from = g_strdup (dc_peer_get_id (peer));
+  g_queue_push_tail (&self->hops, job);
+  run_next_hop (self);
+  return;
+
+refused:
+  hop_job_free (job);
+  refuse (self, why);
+}
+
+static void
+handle_token (DcRingServer *self,
+              DcPeer       *peer,
+              GBytes       *payload)
+{
+  g_auto(DcMeshRingToken) token = { { 0 } };
+  g_autoptr(GError) error = NULL;
+
+  if (self->head_id == NULL || g_strcmp0 (dc_peer_get_id (peer), self->head_id) != 0)
+    return;
+  if (!dc_mesh_ring_token_decode (payload, &token, &error))
+    {
+      g_message ("ring: %s sent %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (token.flags & DC_MESH_RING_TOKEN_CLOSE)
+    {
+      emit_event (self, "closed", dc_peer_get_name (peer), 0);
+      release (self);
+    }
+  else if (token.flags & DC_MESH_RING_TOKEN_END)
+    emit_event (self, "turn-ended", "", token.turn);
+  else
+    emit_event (self, "token", token.text, token.id);
+}
+
+static void
+message_cb (DcGroup  *group,
+            DcPeer   *peer,
+            guint     type,
+            GBytes   *payload,
+            gpointer  user_data)
+{
+  DcRingServer *self = user_data;
+
+  switch (type)
+    {
+    case DC_MESH_MSG_RING_ASSIGN:
+      handle_assign (self, peer, payload);
+      break;
+    case DC_MESH_MSG_RING_HOP:
+      handle_hop (self, peer, payload);
+      break;
+    case DC_MESH_MSG_RING_TOKEN:
+      handle_token (self, peer, payload);
+      break;
+    default:
+      break;
+    }
+}
+
+static void
+group_event_cb (DcGroup    *group,
+                const char *event,
+                const char *peer_name,
+                guint       n_peers,
+                const char *reason,
+                gpointer    user_data)
+{
+  DcRingServer *self = user_data;
+
+  if (g_str_equal (event, "peer-joined"))
+    {
+      /* Any newcomer may be a head: every open peer gets the offer again
+       * (21 bytes), so none is missed whatever the order of events. */
+      g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (dc_group_get_mesh (group));
+
+      for (guint i = 0; i < peers->len; i++)
+        if (dc_peer_get_state (g_ptr_array_index (peers, i)) == DC_PEER_STATE_OPEN)
+          send_offer (self, g_ptr_array_index (peers, i));
+    }
+  else if (g_str_equal (event, "peer-left") && self->head_id != NULL)
+    {
+      g_autoptr(DcPeer) head = find_peer (self, self->head_id);
+
+      if (head == NULL || dc_peer_get_state (head) != DC_PEER_STATE_OPEN)
+        {
+          emit_event (self, "released", "the head left", 0);
+          release (self);
+        }
+    }
+}
+
+/* ---- speed and memory ------------------------------------------------- */
+
+/* A (64 × 1024) · (1024 × 1024)ᵀ product, repeated for at least 50 ms:
+ * the shape of a prompt chunk through one projection. */
+double
+dc_ring_measure_gmacs (DcGemmBackend *backend)
+{
+  const gsize M = 64, N = 1024, K = 1024;
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (M, K, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (N, K, NULL);
+  g_autofree float *c = g_new (float, M * N);
+  gint64 t0, elapsed;
+  guint runs = 0;
+
+  if (a == NULL || b == NULL)
+    return 0.0;
+  for (gsize i = 0; i < M * K; i++)
+    a->q[i] = (gint8) ((i * 7) % 255 - 127);
+  for (gsize i = 0; i < N * K; i++)
+    b->q[i] = (gint8) ((i * 13) % 255 - 127);
+  t0 = g_get_monotonic_time ();
+  do
+    {
+      if (!dc_gemm_run_packed (backend, a, b, c, NULL))
+        return 0.0;
+      runs++;
+      elapsed = g_get_monotonic_time () - t0;
+    }
+  while (elapsed < 50000 && runs < 1000);
+  return (double) runs * M * N * K / (MAX (elapsed, 1) * 1e3);
+}
+
+guint64
+dc_ring_default_memory_bytes (void)
+{
+  long pages = sysconf (_SC_PHYS_PAGES), size = sysconf (_SC_PAGESIZE);
+
+  if (pages <= 0 || size <= 0)
+    return 1024ull * 1024 * 1024;
+  return (guint64) pages * (guint64) size / 2;
+}
+
+/* ---- object ----------------------------------------------------------- */
+
+static void
+dc_ring_server_dispose (GObject *object)
+{
+  DcRingServer *self = DC_RING_SERVER (object);
+
+  if (self->group != NULL)
+    g_signal_handlers_disconnect_by_data (self->group, self);
+  release (self);
+  g_clear_object (&self->group);
+  g_clear_object (&self->context);
+  G_OBJECT_CLASS (dc_ring_server_parent_class)->dispose (object);
+}
+
+static void
+dc_ring_server_class_init (DcRingServerClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->dispose = dc_ring_server_dispose;
+
+  /* (kind, detail, value): "assigned" (what, stage), "loaded" (model,
+   * bytes downloaded), "token" (text, id), "turn-ended", "refused"
+   * (message), "failed" (message), "released", "closed". */
+  signals[SIGNAL_EVENT] =
+    g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_UINT64);
+}
+
+static void
+dc_ring_server_init (DcRingServer *self)
+{
+  g_queue_init (&self->hops);
+}
+
+/**
+ * dc_ring_server_new:
+ * @memory_bytes: what this device offers to hold (0: dc_ring_default_memory_bytes())
+ *
+ * Returns: (transfer full): a stage that answers @group's heads
+ */
+DcRingServer *
+dc_ring_server_new (DcContext *context,
+                    DcGroup   *group,
+                    guint64    memory_bytes)
+{
+  DcRingServer *self;
+
+  g_return_val_if_fail (DC_IS_CONTEXT (context) && DC_IS_GROUP (group), NULL);
+
+  self = g_object_new (DC_TYPE_RING_SERVER, NULL);
+  self->context = g_object_ref (context);
+  self->group = g_object_ref (group);
+  self->memory_bytes = memory_bytes > 0 ? memory_bytes : dc_ring_default_memory_bytes ();
+  self->gmacs = dc_ring_measure_gmacs (dc_context_get_backend (context));
+  g_signal_connect (group, "message", G_CALLBACK (message_cb), self);
+  g_signal_connect (group, "event", G_CALLBACK (group_event_cb), self);
+  return self;
+}
+
+void
+_dc_ring_server_set_gmacs (DcRingServer *self,
+                           double        gmacs)
+{
+  g_return_if_fail (DC_IS_RING_SERVER (self) && gmacs > 0.0);
+  self->gmacs = gmacs;
+}
+
+double
+dc_ring_server_get_gmacs (DcRingServer *self)
+{
+  g_return_val_if_fail (DC_IS_RING_SERVER (self), 0.0);
+  return self->gmacs;
+}

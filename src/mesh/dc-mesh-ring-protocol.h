@@ -1,0 +1,175 @@
+/* dc-mesh-ring-protocol.h: the bodies of the inference ring's messages
+ * (docs/PROTOCOL.md, "The inference ring").
+ *
+ * The mesh knows no model: these are typed containers of numbers, short
+ * strings and f32 arrays. The decoders check that a body is well formed
+ * (body version, sizes, counts, string lengths and encodings, no trailing
+ * bytes) before anything is allocated for it; whether the values make sense
+ * (a finite activation, the right model) is for src/infer/dc-infer-ring.c.
+ *
+ * Everything here is plain data and thread-agnostic.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "dc-mesh-protocol.h"
+
+G_BEGIN_DECLS
+
+/* Every ring body starts with this byte; others are refused (UNSUPPORTED). */
+#define DC_MESH_RING_BODY_VERSION   1
+#define DC_MESH_RING_RUN_ID_SIZE    16
+
+/* A model id is a Hub repo id with its revision: the Hub allows 96
+ * characters for owner/name, a revision is a branch, tag or 40-digit hash;
+ * 512 bytes leaves room and bounds what a peer makes us keep. */
+#define DC_MESH_RING_MODEL_MAX      512
+/* Member ids are 16 hex digits today; 64 as in the training messages. */
+#define DC_MESH_RING_MEMBER_ID_MAX  64
+/* A stage's failure, shown to the user: a sentence, not a log. */
+#define DC_MESH_RING_MESSAGE_MAX    1024
+/* One token's text is a few bytes; 1024 bounds a lying head. */
+#define DC_MESH_RING_TEXT_MAX       1024
+/* Positions one hop carries: the prefill chunk of the session (16) fits, and
+ * so do the model's own chunks (DC_HF_MODEL_CHUNK, 64). */
+#define DC_MESH_RING_MAX_POSITIONS  64
+/* Floats per position: past the hidden size of the largest models (Llama
+ * 3.1 405B: 16,384). 64 × 16,384 × 4 bytes = 4 MiB a hop at most. */
+#define DC_MESH_RING_MAX_WIDTH      16384
+
+#define DC_MESH_RING_OFFER_SIZE     21
+#define DC_MESH_RING_ASSIGN_FIXED   (1 + DC_MESH_RING_RUN_ID_SIZE + 4 * 5 + 2 + 2)
+#define DC_MESH_RING_ASSIGN_MAX     (DC_MESH_RING_ASSIGN_FIXED + DC_MESH_RING_MODEL_MAX \
+                                     + DC_MESH_RING_MEMBER_ID_MAX)
+#define DC_MESH_RING_READY_FIXED    (1 + DC_MESH_RING_RUN_ID_SIZE + 8 + 1 + 2)
+#define DC_MESH_RING_READY_MAX      (DC_MESH_RING_READY_FIXED + DC_MESH_RING_MESSAGE_MAX)
+#define DC_MESH_RING_HOP_FIXED      (1 + DC_MESH_RING_RUN_ID_SIZE + 4 * 4 + 2)
+#define DC_MESH_RING_HOP_MAX        (DC_MESH_RING_HOP_FIXED + DC_MESH_RING_MODEL_MAX \
+                                     + 4u * DC_MESH_RING_MAX_POSITIONS * DC_MESH_RING_MAX_WIDTH)
+#define DC_MESH_RING_TOKEN_FIXED    (1 + DC_MESH_RING_RUN_ID_SIZE + 4 * 3 + 1 + 2)
+#define DC_MESH_RING_TOKEN_MAX      (DC_MESH_RING_TOKEN_FIXED + DC_MESH_RING_TEXT_MAX)
+
+/**
+ * DcMeshRingOffer:
+ * @memory_bytes: what the device offers to hold
+ * @gmacs: its measured speed (billions of INT8 multiply-adds a second)
+ * @flags: reserved, 0
+ *
+ * A `join --serve-layers` device's offer, sent to each peer that joins.
+ */
+typedef struct
+{
+  guint64 memory_bytes;
+  double  gmacs;
+  guint32 flags;
+} DcMeshRingOffer;
+
+/**
+ * DcMeshRingAssign:
+ * @run_id: names the ring run; every later ring message carries it
+ * @first: the first layer the stage holds
+ * @last: one past its last
+ * @context: the KV cache's positions
+ * @stage: the stage's place in the ring (1 …; the head is 0)
+ * @n_stages: stages in the ring, the head included
+ * @model: the model id (repo id and revision) to fetch the layers of
+ * @next: the member id the stage sends its activations to
+ *
+ * The head's assignment to a stage; an empty @model releases the stage.
+ */
+typedef struct
+{
+  guint8   run_id[DC_MESH_RING_RUN_ID_SIZE];
+  guint32  first;
+  guint32  last;
+  guint32  context;
+  guint32  stage;
+  guint32  n_stages;
+  char    *model;
+  char    *next;
+} DcMeshRingAssign;
+
+/**
+ * DcMeshRingReady:
+ * @downloaded: bytes the stage fetched for its layers
+ * @ok: loaded; else @message says why not
+ */
+typedef struct
+{
+  guint8    run_id[DC_MESH_RING_RUN_ID_SIZE];
+  guint64   downloaded;
+  gboolean  ok;
+  char     *message;
+} DcMeshRingReady;
+
+/**
+ * DcMeshRingHop:
+ * @turn: the prompt being generated
+ * @position: the first position the activations are for
+ * @n: positions
+ * @width: floats per position (the hidden size)
+ * @model: the model id the activations belong to
+ * @data: n × width f32, little-endian
+ */
+typedef struct
+{
+  guint8   run_id[DC_MESH_RING_RUN_ID_SIZE];
+  guint32  turn;
+  guint32  position;
+  guint32  n;
+  guint32  width;
+  char    *model;
+  float   *data;
+} DcMeshRingHop;
+
+/* Token flags. */
+#define DC_MESH_RING_TOKEN_END   1   /* the turn ended (no token) */
+#define DC_MESH_RING_TOKEN_CLOSE 2   /* the ring is over: stages release their layers */
+
+/**
+ * DcMeshRingToken:
+ * @turn: the prompt
+ * @index: the token's place in the answer
+ * @id: the token id
+ * @flags: DC_MESH_RING_TOKEN_*
+ * @text: the text it completes (UTF-8)
+ */
+typedef struct
+{
+  guint8   run_id[DC_MESH_RING_RUN_ID_SIZE];
+  guint32  turn;
+  guint32  index;
+  guint32  id;
+  guint8   flags;
+  char    *text;
+} DcMeshRingToken;
+
+GBytes   *dc_mesh_ring_offer_encode  (const DcMeshRingOffer *offer);
+gboolean  dc_mesh_ring_offer_decode  (GBytes *payload, DcMeshRingOffer *offer, GError **error);
+
+GBytes   *dc_mesh_ring_assign_encode (const DcMeshRingAssign *assign);
+gboolean  dc_mesh_ring_assign_decode (GBytes *payload, DcMeshRingAssign *assign,
+                                      GError **error);
+void      dc_mesh_ring_assign_clear  (DcMeshRingAssign *assign);
+
+GBytes   *dc_mesh_ring_ready_encode  (const DcMeshRingReady *ready);
+gboolean  dc_mesh_ring_ready_decode  (GBytes *payload, DcMeshRingReady *ready, GError **error);
+void      dc_mesh_ring_ready_clear   (DcMeshRingReady *ready);
+
+GBytes   *dc_mesh_ring_hop_encode    (const DcMeshRingHop *hop);
+gboolean  dc_mesh_ring_hop_decode    (GBytes *payload, DcMeshRingHop *hop, GError **error);
+void      dc_mesh_ring_hop_clear     (DcMeshRingHop *hop);
+
+GBytes   *dc_mesh_ring_token_encode  (const DcMeshRingToken *token);
+gboolean  dc_mesh_ring_token_decode  (GBytes *payload, DcMeshRingToken *token, GError **error);
+void      dc_mesh_ring_token_clear   (DcMeshRingToken *token);
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingAssign, dc_mesh_ring_assign_clear)
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingReady, dc_mesh_ring_ready_clear)
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingHop, dc_mesh_ring_hop_clear)
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingToken, dc_mesh_ring_token_clear)
+
+G_END_DECLS

@@ -1,0 +1,686 @@
+/* test-infer-ring.c: a model split by layers across processes on loopback.
+ *
+ * A signaling service, a local Hub per process (a libsoup server on
+ * loopback that counts the weight bytes it sends: HF_ENDPOINT differs per
+ * process), `daisychain-cli infer --signal …` as the head and `join
+ * --serve-layers` stages, each with its own cache. The memory each device
+ * offers is chosen from the fixture's sizes so that the plan needs every
+ * device: the head holds the embedding, head and two layers, each stage
+ * two layers of llama-tiny's six.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <string.h>
+#include <libsoup/soup.h>
+
+#include "dc-test-proc.h"
+#include "dc-test-utils.h"
+#include "model/dc-hf-config.h"
+#include "model/dc-hf-model.h"
+#include "model/dc-tensor-source-files.h"
+
+/* Far above what an event takes on an idle machine; on a loaded 2-core
+ * machine processes stall for seconds. */
+#define EVENT_BOUND_MS 60000
+/* A run: loading and a few dozen tokens through three processes. */
+#define RUN_BOUND_MS   180000
+
+#define MODEL "test/llama-tiny"
+#define PROMPT "The ring of devices"
+/* Over 32 tokens: the prefill goes round in chunks of 16, two in flight. */
+#define LONG_PROMPT "Once upon a time, in a small village by the sea, there lived an old " \
+                    "fisherman who told stories about a ring."
+
+typedef struct
+{
+  const char *temperature;
+  const char *prompt;
+} Case;
+
+/* ---- a local Hub that counts what it sends ------------------------------ */
+
+typedef struct
+{
+  GMainContext *context;
+  GMainLoop    *loop;
+  GThread      *thread;
+  GMutex        lock;
+  GCond         cond;
+  char         *url;
+  guint64       weight_bytes;   /* bytes of ranges past a safetensors header */
+  guint         full_files;     /* 200 answers of a safetensors file */
+  gboolean      ignore_ranges;  /* answer every Range with the whole file */
+} LocalHub;
+
+static guint64
+header_end (const char *contents,
+            gsize       len)
+{
+  guint64 n = 0;
+
+  if (len < 8)
+    return 0;
+  for (int i = 7; i >= 0; i--)
+    n = (n << 8) | (guint8) contents[i];
+  return 8 + n;
+}
+
+static void
+local_hub_handler (SoupServer        *server,
+                   SoupServerMessage *msg,
+                   const char        *path,
+                   GHashTable        *query,
+                   gpointer           user_data)
+{
+  LocalHub *hub = user_data;
+  g_auto(GStrv) parts = g_strsplit (path + 1, "/", -1);
+  g_autofree char *file = NULL;
+  g_autofree char *contents = NULL;
+  SoupMessageHeaders *request = soup_server_message_get_request_headers (msg);
+  SoupRange *ranges = NULL;
+  int n_ranges = 0;
+  gsize len;
+
+  if (g_strv_length (parts) != 5 || !g_str_equal (parts[2], "resolve")
+      || strchr (parts[1], '.') != NULL || strchr (parts[4], '/') != NULL
+      || parts[4][0] == '.')
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  file = dc_test_dup_source_path ("tests", "data", "hf", "models", parts[1], parts[4], NULL);
+  if (!g_file_get_contents (file, &contents, &len, NULL))
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  if (g_str_has_suffix (parts[4], ".safetensors"))
+    {
+      g_mutex_lock (&hub->lock);
+      if (hub->ignore_ranges)
+        soup_message_headers_remove (request, "Range");
+      if (soup_message_headers_get_ranges (request, (goffset) len, &ranges, &n_ranges))
+        {
+          for (int i = 0; i < n_ranges; i++)
+            if ((guint64) ranges[i].start >= header_end (contents, len))
+              hub->weight_bytes += (guint64) (ranges[i].end - ranges[i].start + 1);
+          soup_message_headers_free_ranges (request, ranges);
+        }
+      else
+        hub->full_files++;
+      g_mutex_unlock (&hub->lock);
+    }
+  /* SoupServer applies the Range header itself to a complete body. */
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg),
+                                "Accept-Ranges", "bytes");
+  soup_message_body_append (soup_server_message_get_response_body (msg), SOUP_MEMORY_TAKE,
+                            g_steal_pointer (&contents), len);
+  soup_server_message_set_status (msg, 200, NULL);
+}
+
+static gpointer
+local_hub_thread (gpointer data)
+{
+  LocalHub *hub = data;
+  g_autoptr(GInetAddress) inet = g_inet_address_new_from_string ("127.0.0.1");
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (inet, 0);
+  g_autoptr(SoupServer) server = NULL;
+  g_autoptr(GError) error = NULL;
+  GSList *uris;
+
+  g_main_context_push_thread_default (hub->context);
+  server = soup_server_new (NULL, NULL);
+  soup_server_add_handler (server, "/", local_hub_handler, hub, NULL);
+  soup_server_listen (server, address, 0, &error);
+  g_assert_no_error (error);
+  uris = soup_server_get_uris (server);
+  g_mutex_lock (&hub->lock);
+  hub->url = g_uri_to_string (uris->data);
+  if (g_str_has_suffix (hub->url, "/"))
+    hub->url[strlen (hub->url) - 1] = '\0';
+  g_cond_signal (&hub->cond);
+  g_mutex_unlock (&hub->lock);
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  g_main_loop_run (hub->loop);
+  soup_server_disconnect (server);
+  g_main_context_pop_thread_default (hub->context);
+  return NULL;
+}
+
+static LocalHub *
+local_hub_start (gboolean ignore_ranges)
+{
+  LocalHub *hub = g_new0 (LocalHub, 1);
+
+  hub->ignore_ranges = ignore_ranges;
+  g_mutex_init (&hub->lock);
+  g_cond_init (&hub->cond);
+  hub->context = g_main_context_new ();
+  hub->loop = g_main_loop_new (hub->context, FALSE);
+  hub->thread = g_thread_new ("local-hub", local_hub_thread, hub);
+  g_mutex_lock (&hub->lock);
+  while (hub->url == NULL)
+    g_cond_wait (&hub->cond, &hub->lock);
+  g_mutex_unlock (&hub->lock);
+  return hub;
+}
+
+static guint64
+local_hub_weight_bytes (LocalHub *hub)
+{
+  guint64 n;
+
+  g_mutex_lock (&hub->lock);
+  n = hub->weight_bytes;
+  g_assert_cmpuint (hub->full_files, ==, 0);
+  g_mutex_unlock (&hub->lock);
+  return n;
+}
+
+static gboolean
+local_hub_quit_cb (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+local_hub_stop (LocalHub *hub)
+{
+  GSource *source = g_idle_source_new ();
+
+  /* Attached to the server thread's context: the quit runs there. */
+  g_source_set_callback (source, local_hub_quit_cb, hub->loop, NULL);
+  g_source_attach (source, hub->context);
+  g_source_unref (source);
+  g_thread_join (hub->thread);
+  g_main_loop_unref (hub->loop);
+  g_main_context_unref (hub->context);
+  g_mutex_clear (&hub->lock);
+  g_cond_clear (&hub->cond);
+  g_free (hub->url);
+  g_free (hub);
+}
+
+/* ---- the fixture's sizes ------------------------------------------------ */
+
+typedef struct
+{
+  DcHfConfig     *config;
+  DcTensorSource *source;
+  char           *dir;
+} Fixture;
+
+static void
+fixture_open (Fixture *f)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *config_path = NULL;
+
+  f->dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny", NULL);
+  config_path = g_build_filename (f->dir, "config.json", NULL);
+  f->config = dc_hf_config_new_from_file (config_path, &error);
+  g_assert_no_error (error);
+  f->source = dc_tensor_source_files_new (f->dir, &error);
+  g_assert_no_error (error);
+}
+
+static void
+fixture_close (Fixture *f)
+{
+  g_clear_pointer (&f->config, dc_hf_config_free);
+  g_clear_object (&f->source);
+  g_clear_pointer (&f->dir, g_free);
+}
+
+/* The bytes of the tensors of layers [first, last] (and the ends). */
+static guint64
+part_download (Fixture  *f,
+               gint64    first,
+               gint64    last,
+               gboolean  ends)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) tensors = NULL;
+  guint64 total = 0;
+
+  tensors = dc_hf_model_list_part_tensors (f->config, f->source, (guint) first,
+                                           (guint) (last + 1), ends, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < tensors->len; i++)
+    {
+      const DcSafetensorsTensor *t = g_ptr_array_index (tensors, i);
+
+      total += t->end - t->begin;
+    }
+  return total;
+}
+
+/* "MB" to offer for LAYERS layers (and the ends), with half a layer to spare. */
+static char *
+memory_for (Fixture  *f,
+            guint     layers,
+            gboolean  ends)
+{
+  guint64 one = dc_hf_model_part_memory_bytes (f->config, 0, 1, FALSE, 64);
+  guint64 bytes = one * layers + one / 2 +
+                  (ends ? dc_hf_model_part_memory_bytes (f->config, 0, 0, TRUE, 64) : 0);
+
+  return g_strdup_printf ("%.6f", bytes / 1e6);
+}
+
+/* ---- processes ---------------------------------------------------------- */
+
+typedef struct
+{
+  Fixture     fixture;
+  DcTestProc *signal;
+  char       *url;
+  char       *room;
+  LocalHub   *hubs[4];
+  char       *caches[4];
+  DcTestProc *procs[4];      /* the head, then the stages */
+  guint       n;
+  guint       ignore_ranges_of;   /* this process's Hub ignores ranges (0: none) */
+} Ring;
+
+static DcTestProc *
+spawn_with_hub (Ring       *ring,
+                guint       i,
+                const char *label,
+                const char * const *args)
+{
+  ring->hubs[i] = local_hub_start (ring->ignore_ranges_of != 0 && ring->ignore_ranges_of == i);
+  ring->caches[i] = g_dir_make_tmp ("dc-ring-cache-XXXXXX", NULL);
+  g_assert_nonnull (ring->caches[i]);
+  /* The child copies the environment when it is spawned. */
+  g_setenv ("HF_ENDPOINT", ring->hubs[i]->url, TRUE);
+  g_setenv ("DC_MODEL_CACHE_DIR", ring->caches[i], TRUE);
+  return dc_test_proc_spawn (label, NULL, FALSE, args);
+}
+
+static void
+ring_start_signal (Ring *ring)
+{
+  const char *args[] = { "signal", "--json", "--port", "0", "--bind", "127.0.0.1", NULL };
+  JsonObject *listening;
+
+  fixture_open (&ring->fixture);
+  ring->signal = dc_test_proc_spawn ("signal", NULL, FALSE, args);
+  listening = dc_test_proc_expect (ring->signal, "listening", NULL, EVENT_BOUND_MS);
+  ring->url = g_strdup (json_object_get_string_member (listening, "url"));
+}
+
+/* The head: generates TOKENS at TEMPERATURE once MIN_PEERS devices are there. */
+static void
+ring_start_head (Ring       *ring,
+                 const char *min_peers,
+                 const char *temperature,
+                 const char *prompt,
+                 const char *extra)
+{
+  g_autofree char *memory = memory_for (&ring->fixture, 2, TRUE);
+  const char *args[] = { "infer", "--json", "--model", MODEL, "--prompt", prompt,
+                         "--tokens", "24", "--context", "64", "--temperature", temperature,
+                         "--seed", "7", "--signal", ring->url, "--name", "alpha",
+                         "--approve", "all", "--ice-address", "127.0.0.1",
+                         "--min-peers", min_peers, "--memory-mb", memory, "--verify",
+                         extra, NULL };
+  JsonObject *event;
+
+  ring->procs[0] = spawn_with_hub (ring, 0, "alpha", args);
+  event = dc_test_proc_expect (ring->procs[0], "room", NULL, EVENT_BOUND_MS);
+  ring->room = g_strdup (json_object_get_string_member (event, "room"));
+  /* The head must have created the room before anyone asks to join it. */
+  dc_test_proc_expect (ring->procs[0], "joined", NULL, EVENT_BOUND_MS);
+  ring->n = 1;
+}
+
+static void
+ring_add_stage (Ring       *ring,
+                const char *name,
+                const char *extra,
+                const char *extra2)
+{
+  g_autofree char *memory = memory_for (&ring->fixture, 2, FALSE);
+  const char *args[] = { "join", "--json", "--serve-layers", "--signal", ring->url,
+                         "--room", ring->room, "--name", name, "--ice-address", "127.0.0.1",
+                         "--memory-mb", memory, extra, extra2, NULL };
+  guint i = ring->n++;
+
+  ring->procs[i] = spawn_with_hub (ring, i, name, args);
+}
+
+static void
+ring_stop (Ring *ring)
+{
+  for (guint i = 0; i < ring->n; i++)
+    {
+      if (!ring->procs[i]->exited)
+        g_subprocess_send_signal (ring->procs[i]->process, SIGTERM);
+      dc_test_proc_expect_exit (ring->procs[i], EVENT_BOUND_MS);
+      g_clear_pointer (&ring->procs[i], dc_test_proc_free);
+      local_hub_stop (ring->hubs[i]);
+      dc_test_remove_tree (ring->caches[i]);
+      g_free (ring->caches[i]);
+    }
+  g_subprocess_send_signal (ring->signal->process, SIGTERM);
+  g_clear_pointer (&ring->signal, dc_test_proc_free);
+  g_free (ring->url);
+  g_free (ring->room);
+  fixture_close (&ring->fixture);
+  g_unsetenv ("HF_ENDPOINT");
+  g_unsetenv ("DC_MODEL_CACHE_DIR");
+}
+
+/* The ids `infer` gives on one device, from the fixture folder. */
+static JsonArray *
+single_device_ids (const char  *temperature,
+                   const char  *prompt,
+                   JsonParser **keep)
+{
+  g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
+                                                  NULL);
+  const char *args[] = { "infer", "--json", "--model", dir, "--prompt", prompt, "--tokens", "24",
+                         "--context", "64", "--temperature", temperature, "--seed", "7", NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_autoptr(GError) error = NULL;
+  JsonParser *parser = json_parser_new ();
+
+  g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
+  json_parser_load_from_data (parser, out, -1, &error);
+  g_assert_no_error (error);
+  *keep = parser;
+  return json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)),
+                                       "ids");
+}
+
+static void
+assert_same_ids (JsonArray *a,
+                 JsonArray *b)
+{
+  g_assert_cmpuint (json_array_get_length (a), ==, json_array_get_length (b));
+  g_assert_cmpuint (json_array_get_length (a), >, 0);
+  for (guint i = 0; i < json_array_get_length (a); i++)
+    g_assert_cmpint (json_array_get_int_element (a, i), ==, json_array_get_int_element (b, i));
+}
+
+/* The plan's stage named NAME: its layers [first, last] and whether it has the ends. */
+static gboolean
+plan_stage (JsonObject *result,
+            const char *name,
+            gint64     *first,
+            gint64     *last)
+{
+  JsonArray *plan = json_object_get_array_member (result, "plan");
+
+  for (guint i = 0; i < json_array_get_length (plan); i++)
+    {
+      JsonObject *s = json_array_get_object_element (plan, i);
+      JsonArray *layers = json_object_get_array_member (s, "layers");
+
+      if (!g_str_equal (json_object_get_string_member (s, "name"), name))
+        continue;
+      *first = json_array_get_length (layers) == 2 ? json_array_get_int_element (layers, 0) : 0;
+      *last = json_array_get_length (layers) == 2 ? json_array_get_int_element (layers, 1) : -1;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+static void
+check_three (gconstpointer data)
+{
+  const Case *c = data;
+  g_autoptr(JsonParser) keep = NULL;
+  JsonArray *alone = single_device_ids (c->temperature, c->prompt, &keep);
+  Ring ring = { { 0 } };
+  JsonObject *result, *verify;
+  const char *names[] = { "alpha", "beta", "gamma" };
+
+  ring_start_signal (&ring);
+  ring_start_head (&ring, "3", c->temperature, c->prompt, NULL);
+  ring_add_stage (&ring, "beta", NULL, NULL);
+  ring_add_stage (&ring, "gamma", NULL, NULL);
+
+  result = dc_test_proc_expect (ring.procs[0], "result", NULL, RUN_BOUND_MS);
+  verify = dc_test_proc_expect (ring.procs[0], "verify", NULL, 1);
+  g_assert_cmpstr (json_object_get_string_member (verify, "message"), ==,
+                   "VERIFIED: the distributed run and the single-device run produced "
+                   "identical token ids");
+  g_assert_true (json_object_get_boolean_member (result, "verified"));
+  g_assert_false (json_object_get_boolean_member (result, "replayed"));
+  /* Three devices, six layers: every device holds two. */
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (result, "plan")), ==, 3);
+  assert_same_ids (json_object_get_array_member (result, "ids"), alone);
+  if (c->prompt == (const char *) LONG_PROMPT)
+    g_assert_cmpint (json_object_get_int_member (result, "prompt_tokens"), >, 32);
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 0);
+
+  /* Every stage saw the tokens stream, and fetched only its layers. */
+  for (guint i = 0; i < 3; i++)
+    {
+      gint64 first = 0, last = -1;
+      guint64 expect;
+
+      g_assert_true (plan_stage (result, names[i], &first, &last));
+      g_assert_cmpint (last - first + 1, ==, 2);
+      expect = part_download (&ring.fixture, first, last, i == 0);
+      if (i > 0)
+        {
+          JsonObject *loaded = dc_test_proc_expect (ring.procs[i], "ring-loaded", NULL, 1);
+
+          g_assert_cmpint (json_object_get_int_member (loaded, "value"), ==, (gint64) expect);
+          dc_test_proc_expect (ring.procs[i], "ring-token", NULL, EVENT_BOUND_MS);
+          continue;
+        }
+      /* The head also fetched the rest for Verify: all of it, each byte once. */
+      g_assert_cmpuint (local_hub_weight_bytes (ring.hubs[0]), ==,
+                        part_download (&ring.fixture, 0, 5, TRUE));
+    }
+  for (guint i = 1; i < 3; i++)
+    {
+      gint64 first = 0, last = -1;
+
+      g_assert_true (plan_stage (result, names[i], &first, &last));
+      g_assert_cmpuint (local_hub_weight_bytes (ring.hubs[i]), ==,
+                        part_download (&ring.fixture, first, last, FALSE));
+    }
+  ring_stop (&ring);
+}
+
+/* A stage that vanishes mid-generation: one replay on the devices left,
+ * with the same ids; a second loss stops with a clear message. Four
+ * devices whose claimed speeds fix the plan: beta and gamma are in it (the
+ * fastest), delta (the slowest) is the spare the replay uses. */
+static void
+check_stage_lost (gconstpointer data)
+{
+  gboolean twice = GPOINTER_TO_INT (data);
+  g_autoptr(JsonParser) keep = NULL;
+  JsonArray *alone = single_device_ids ("0", PROMPT, &keep);
+  Ring ring = { { 0 } };
+  JsonObject *result, *replay, *error;
+  gint64 first, last;
+
+  ring_start_signal (&ring);
+  ring_start_head (&ring, "4", "0", PROMPT, NULL);
+  ring_add_stage (&ring, "beta", "--test-gmacs=100", "--test-exit-after-hops=6");
+  ring_add_stage (&ring, "gamma", "--test-gmacs=50", NULL);
+  ring_add_stage (&ring, "delta", "--test-gmacs=0.001",
+                  twice ? "--test-exit-after-hops=3" : NULL);
+
+  replay = dc_test_proc_expect (ring.procs[0], "replay", NULL, RUN_BOUND_MS);
+  g_assert_cmpstr (json_object_get_string_member (replay, "message"), ==,
+                   "a peer left the ring: “beta”");
+  dc_test_proc_expect (ring.procs[1], "test-exit", NULL, 1);
+  if (twice)
+    {
+      error = dc_test_proc_expect (ring.procs[0], "error", NULL, RUN_BOUND_MS);
+      g_assert_cmpstr (json_object_get_string_member (error, "message"), ==,
+                       "a peer left the ring: “delta” (after one replay; run it again)");
+      g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 1);
+      ring_stop (&ring);
+      return;
+    }
+  result = dc_test_proc_expect (ring.procs[0], "result", NULL, RUN_BOUND_MS);
+  g_assert_true (json_object_get_boolean_member (result, "replayed"));
+  g_assert_true (json_object_get_boolean_member (result, "verified"));
+  assert_same_ids (json_object_get_array_member (result, "ids"), alone);
+  /* The replay's plan: the head, gamma and the spare. */
+  g_assert_false (plan_stage (result, "beta", &first, &last));
+  g_assert_true (plan_stage (result, "gamma", &first, &last));
+  g_assert_true (plan_stage (result, "delta", &first, &last));
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 0);
+  ring_stop (&ring);
+}
+
+/* Hops the stage must not use: it says why and the head stops with it. */
+static void
+check_refused (gconstpointer data)
+{
+  const char *fault = data;
+  g_autofree char *arg = g_strdup_printf ("--test-hop-fault=%s", fault);
+  Ring ring = { { 0 } };
+  JsonObject *refused, *error;
+  const char *says;
+
+  ring_start_signal (&ring);
+  ring_start_head (&ring, "3", "0", PROMPT, arg);
+  ring_add_stage (&ring, "beta", NULL, NULL);
+  ring_add_stage (&ring, "gamma", NULL, NULL);
+
+  error = dc_test_proc_expect (ring.procs[0], "error", NULL, RUN_BOUND_MS);
+  says = g_str_equal (fault, "nan") ? "REFUSED activation from “alpha”: a non-finite value"
+                                    : "REFUSED activation from “alpha”: it belongs to model "
+                                      "test/another-model";
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (error, "message"), says));
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 1);
+  /* The stage that got it (the first after the head) refused it. */
+  refused = NULL;
+  for (guint i = 1; i < 3 && refused == NULL; i++)
+    if (dc_test_proc_find (ring.procs[i], 0, "ring-refused", NULL) >= 0)
+      refused = g_ptr_array_index (ring.procs[i]->events,
+                                   dc_test_proc_find (ring.procs[i], 0, "ring-refused", NULL));
+  g_assert_nonnull (refused);
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (refused, "detail"), says));
+  ring_stop (&ring);
+}
+
+/* A stage whose Hub sends whole files for byte ranges refuses them, as one
+ * device does; the head stops naming it. */
+static void
+test_stage_range_refused (void)
+{
+  Ring ring = { { 0 } };
+  JsonObject *error, *failed;
+
+  ring.ignore_ranges_of = 2;
+  ring_start_signal (&ring);
+  ring_start_head (&ring, "3", "0", PROMPT, NULL);
+  ring_add_stage (&ring, "beta", NULL, NULL);
+  ring_add_stage (&ring, "gamma", NULL, NULL);
+
+  error = dc_test_proc_expect (ring.procs[0], "error", NULL, RUN_BOUND_MS);
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (error, "message"),
+                                   "“gamma” cannot run its layers: "));
+  g_assert_nonnull (strstr (json_object_get_string_member (error, "message"),
+                            "ignored the byte range"));
+  failed = dc_test_proc_expect (ring.procs[2], "ring-failed", NULL, 1);
+  g_assert_nonnull (strstr (json_object_get_string_member (failed, "detail"),
+                            "ignored the byte range"));
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 1);
+  ring_stop (&ring);
+}
+
+/* A stage whose kernel probe hash differs gets no layers; without it the
+ * others cannot hold the model, which the plan says instead of overfilling. */
+static void
+test_probe_mismatch (void)
+{
+  Ring ring = { { 0 } };
+  JsonObject *error;
+
+  ring_start_signal (&ring);
+  ring_start_head (&ring, "3", "0", PROMPT, NULL);
+  ring_add_stage (&ring, "beta", NULL, NULL);
+  ring_add_stage (&ring, "gamma", "--probe-hash=0123abcd", NULL);
+
+  /* The failure names who was left out and why. */
+  error = dc_test_proc_expect (ring.procs[0], "error", NULL, RUN_BOUND_MS);
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (error, "message"),
+                                   "the group cannot hold the model: its devices hold 4 of its 6 "
+                                   "layers; add a device or pick a smaller model (“gamma” stays "
+                                   "out of the plan: kernel probe 0123abcd differs from this "
+                                   "device's "));
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 1);
+  /* Nothing was assigned, so nothing was downloaded. */
+  g_assert_cmpint (dc_test_proc_find (ring.procs[2], 0, "ring-assigned", NULL), <, 0);
+  g_assert_cmpuint (local_hub_weight_bytes (ring.hubs[2]), ==, 0);
+  ring_stop (&ring);
+}
+
+/* `bench ring` on the fixture: one object per ring size, in order, with
+ * positive rates, the ratio to one device 1 for the first, and the plan
+ * using exactly the stages asked. No figure is checked. */
+static void
+test_bench_shape (void)
+{
+  g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
+                                                  NULL);
+  const char *args[] = { "bench", "ring", "--json", "--model", dir, "--stages", "1,3",
+                         "--tokens", "4", NULL };
+  const char *bad[] = { "bench", "ring", "--stages", "0", NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  g_assert_cmpint (dc_test_run_cli (bad, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
+  lines = g_strsplit (g_strstrip (out), "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 2);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      JsonObject *o;
+
+      json_parser_load_from_data (parser, lines[i], -1, &error);
+      g_assert_no_error (error);
+      o = json_node_get_object (json_parser_get_root (parser));
+      g_assert_cmpint (json_object_get_int_member (o, "stages"), ==, i == 0 ? 1 : 3);
+      g_assert_cmpint (json_object_get_int_member (o, "tokens"), ==, 4);
+      g_assert_cmpfloat (json_object_get_double_member (o, "prefill_tok_s"), >, 0);
+      g_assert_cmpfloat (json_object_get_double_member (o, "decode_tok_s"), >, 0);
+      g_assert_cmpfloat (json_object_get_double_member (o, "lap_estimate_ms"), >, 0);
+      if (i == 0)
+        g_assert_cmpfloat (json_object_get_double_member (o, "decode_ratio"), ==, 1.0);
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+  static const Case greedy = { "0", PROMPT }, sampled = { "80", PROMPT },
+                    long_prompt = { "0", LONG_PROMPT };
+
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_data_func ("/infer/ring/three-devices/greedy", &greedy, check_three);
+  g_test_add_data_func ("/infer/ring/three-devices/sampled", &sampled, check_three);
+  g_test_add_data_func ("/infer/ring/three-devices/long-prompt", &long_prompt, check_three);
+  g_test_add_data_func ("/infer/ring/stage-lost/replayed", GINT_TO_POINTER (FALSE),
+                        check_stage_lost);
+  g_test_add_data_func ("/infer/ring/stage-lost/twice", GINT_TO_POINTER (TRUE),
+                        check_stage_lost);
+  g_test_add_func ("/infer/ring/stage-range-refused", test_stage_range_refused);
+  g_test_add_func ("/infer/ring/probe-mismatch", test_probe_mismatch);
+  g_test_add_func ("/infer/ring/bench-shape", test_bench_shape);
+  g_test_add_data_func ("/infer/ring/refused/non-finite", "nan", check_refused);
+  g_test_add_data_func ("/infer/ring/refused/other-model", "model", check_refused);
+  return g_test_run ();
+}
