@@ -195,19 +195,22 @@
    * q[qo + i]; returns its exponent. Throws on NaN or infinity, which C
    * refuses too (the same words as its message). */
   function quantize (what, x, o, stride, k, q, qo) {
-    let amax = 0;
+    /* The largest magnitude. C compares the bits without the sign, which
+     * for finite floats orders them as their magnitudes do: the same value. */
+    let amaxF = 0;
     for (let i = 0; i < k; i++) {
-      const a = floatBits (x[o + i * stride]) & 0x7fffffff;
-      if (a >= 0x7f800000)
-        throw kitError ('not-finite', what + ': ' + (a === 0x7f800000 ? 'infinity' : 'NaN')
+      const a = Math.abs (x[o + i * stride]);
+      if (!(a <= FLT_MAX))
+        throw kitError ('not-finite', what + ': ' + (a === Infinity ? 'infinity' : 'NaN')
                         + ' (refused, never quantized)');
-      if (a > amax)
-        amax = a;
+      if (a > amaxF)
+        amaxF = a;
     }
-    if (amax === 0) {
+    if (amaxF === 0) {
       q.fill (0, qo, qo + k);
       return 0;
     }
+    const amax = floatBits (amaxF);
     const biased = amax >>> 23;
     const log2 = biased !== 0 ? biased - 127 : (31 - Math.clz32 (amax)) - 149;
     const e = log2 - 6;
