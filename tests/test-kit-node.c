@@ -19,7 +19,9 @@
  * rule id; a blob with one byte flipped (in the data or in the header) is
  * refused with code hash-mismatch and "the kit's data was altered"; a
  * truncated blob, one with an impossible header length, and one whose
- * (re-hashed) tensor table claims a huge shape are refused with bad-kit.
+ * (re-hashed) tensor table claims a huge shape are refused with bad-kit;
+ * 1000 hostile variants of a blob (tests/kit/kit-fuzz.js) load or are
+ * refused with a code, never with another exception.
  * Skips when Node is not installed.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
@@ -405,14 +407,26 @@ test_refused (Fixture       *f,
   memcpy (&h, b + 40, 4);
   h = GUINT32_FROM_LE (h);
 
-  /* The untouched blob loads. */
+  /* The untouched blob loads; 1000 hostile variants of it (kit-fuzz.js:
+   * header bytes flipped, fields replaced by huge, negative, fractional,
+   * wrong-typed or deeply nested values, the blob cut or extended, digests
+   * made consistent) load or are refused with a code, never another
+   * exception. */
   {
     g_autofree char *path = g_strdup_printf ("%s/good.blob", f->dir);
+    g_autofree char *fuzz = dc_test_dup_source_path ("tests", "kit", "kit-fuzz.js", NULL);
     g_autofree char *out = NULL, *err = NULL;
+    const char *argv[] = { f->node, fuzz, path, "1000", "13", NULL };
+    int status = -1;
 
     g_file_set_contents (path, (const char *) b, len, &error);
     g_assert_no_error (error);
     g_assert_cmpint (run_node (f, path, "x", "0", "1", NULL, &out, &err), ==, 0);
+    g_clear_pointer (&out, g_free);
+    g_clear_pointer (&err, g_free);
+    g_assert_true (dc_test_spawn (argv, &out, &err, &status, TIMEOUT_MS));
+    g_test_message ("kit-fuzz.js: %s%s", out, err);
+    g_assert_cmpint (status, ==, 0);
   }
 
   /* One flipped bit in the weights, then in the header. */

@@ -647,8 +647,12 @@
     if (t.kind === 'f32') {
       const n = t.length / 4;
       const out = new Float32Array (n);
-      for (let i = 0; i < n; i++)
+      for (let i = 0; i < n; i++) {
         out[i] = view.getFloat32 (t.offset + 4 * i, true);
+        /* The writer refuses such models (dc_kit_blob_new ()). */
+        if (!Number.isFinite (out[i]))
+          throw bad (t.name + ' holds a value that is not a finite number');
+      }
       return out;
     }
     const nv = t.shape[0], k = t.shape[1];
