@@ -390,15 +390,23 @@
     ]);
   }
 
-  /* The instance, or null where WebAssembly or its SIMD is missing. */
+  /* The instance, or null where WebAssembly or its SIMD is missing, or
+   * where the page's Content-Security-Policy forbids compiling it (it needs
+   * 'wasm-unsafe-eval' in script-src). The module is a few hundred bytes,
+   * well under the 4 KiB that browsers compile synchronously on a page's
+   * main thread. */
   function gemmInstance (bytes) {
     if (typeof WebAssembly !== 'object')
       return null;
     const pages = Math.ceil (bytes / 65536);
     const code = gemmModuleBytes (pages);
-    if (!WebAssembly.validate (code))
+    try {
+      if (!WebAssembly.validate (code))
+        return null;
+      return new WebAssembly.Instance (new WebAssembly.Module (code), {});
+    } catch (e) {
       return null;
-    return new WebAssembly.Instance (new WebAssembly.Module (code), {});
+    }
   }
 
   /* ------------------------------------------------------------ dc-math */
@@ -675,7 +683,10 @@
   }
 
   function loadModel (bytes, options) {
-    if (!(bytes instanceof Uint8Array))
+    /* A Uint8Array of any realm (a Worker's, a vm context's), or a buffer. */
+    if (Object.prototype.toString.call (bytes) === '[object ArrayBuffer]')
+      bytes = new Uint8Array (bytes);
+    if (Object.prototype.toString.call (bytes) !== '[object Uint8Array]')
       throw bad ('expected the blob\'s bytes (a Uint8Array)');
     if (bytes.length < PREFIX)
       throw bad ('it is ' + bytes.length + ' bytes long, shorter than its ' + PREFIX
