@@ -1106,7 +1106,8 @@
    */
   Model.prototype.generate = function (promptBytes, options, onToken) {
     const opts = options || {};
-    const n = opts.tokens === undefined ? 64 : opts.tokens;
+    /* Numbers, or their decimal strings (a page's URL parameters). */
+    const n = opts.tokens === undefined ? 64 : Number (opts.tokens);
     const temperature = f (opts.temperature === undefined ? 0 : Number (opts.temperature));
     const seed = parseSeed (opts.seed);
     const T = this.T;
