@@ -3,10 +3,10 @@
  *
  * Proves: the engine's softmax, layer norm, quantizer, GEMM epilogue and
  * sampling draw give the C library's bits on tens of thousands of values
- * (tests/kit/kit-math-check.js); for a model trained for a few dozen steps in the test, at the
- * default size (width 32) and at width 128, the engine run by
- * tests/kit/kit-node.js on the kit blob generates the same token ids as
- * `daisychain-cli generate --json`, every one, for an empty prompt, a
+ * (tests/kit/kit-math-check.js); for a model trained for a few dozen steps
+ * in the test, at the default size (width 32) and at width 128, the engine
+ * run by tests/kit/kit-node.js on the kit blob generates the same token ids
+ * as `daisychain-cli generate --json`, every one, for an empty prompt, a
  * one-byte prompt, a prompt longer than the model's sequence, a non-ASCII
  * UTF-8 prompt, greedy and at two temperatures with two seeds (one of them
  * negative), with enough tokens that the window fills and then slides; the
@@ -14,15 +14,15 @@
  * for bit, with the WebAssembly SIMD products and with the plain JavaScript
  * ones (--no-wasm), which also generate the same ids; the logits of every
  * position reached by the engine's incremental path (rows kept between
- * tokens) equal a fresh full pass's; the blob read out of a kit page (<script id="dc-kit-data">) gives the same
- * ids; the engine's info names the checkpoint's weight hash and this build's
- * rule id; a blob with one byte flipped (in the data or in the header) is
- * refused with code hash-mismatch and "the kit's data was altered"; a
- * truncated blob, one with an impossible header length, and one whose
- * (re-hashed) tensor table claims a huge shape are refused with bad-kit;
- * 1000 hostile variants of a blob (tests/kit/kit-fuzz.js) load or are
- * refused with a code, never with another exception.
- * Skips when Node is not installed.
+ * tokens) equal a fresh full pass's; the blob read out of a kit page
+ * (<script id="dc-kit-data">) gives the same ids; the engine's info names
+ * the checkpoint's weight hash and this build's rule id; a blob with one
+ * byte flipped (in the data or in the header) is refused with code
+ * hash-mismatch and "the kit's data was altered"; a truncated blob, one with
+ * an impossible header length, and one whose (re-hashed) tensor table claims
+ * a huge shape are refused with bad-kit; 1000 hostile variants of a blob
+ * (tests/kit/kit-fuzz.js) load or are refused with a code, never with
+ * another exception. Skips when Node is not installed.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -36,8 +36,8 @@
 #include "dc-sha256.h"
 #include "dc-test-utils.h"
 #include "engine/dc-gemm.h"
-#include "model/dc-checkpoint.h"
 #include "engine/dc-math.h"
+#include "model/dc-checkpoint.h"
 #include "model/dc-kit-blob.h"
 #include "model/dc-rng.h"
 

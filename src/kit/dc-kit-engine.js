@@ -52,7 +52,6 @@
   const DATA_MAX = 16 * 1024 * 1024;       /* DC_KIT_BLOB_DATA_MAX */
   const MAX_TOKENS = 4096;                 /* DC_GENERATE_MAX_TOKENS */
   const VOCAB = 256;
-  const TENSORS_PER_LAYER = 12;
 
   const f = Math.fround;
 
