@@ -3,10 +3,10 @@
  *
  * Proves: the engine's softmax, layer norm, quantizer, GEMM epilogue and
  * sampling draw give the C library's bits on tens of thousands of values
- * (tests/kit/kit-math-check.js); for a model trained for a few dozen steps in the test, at the
- * default size (width 32) and at width 128, the engine run by
- * tests/kit/kit-node.js on the kit blob generates the same token ids as
- * `daisychain-cli generate --json`, every one, for an empty prompt, a
+ * (tests/kit/kit-math-check.js); for a model trained for a few dozen steps
+ * in the test, at the default size (width 32) and at width 128, the engine
+ * run by tests/kit/kit-node.js on the kit blob generates the same token ids
+ * as `daisychain-cli generate --json`, every one, for an empty prompt, a
  * one-byte prompt, a prompt longer than the model's sequence, a non-ASCII
  * UTF-8 prompt, greedy and at two temperatures with two seeds (one of them
  * negative), with enough tokens that the window fills and then slides; the
@@ -14,13 +14,15 @@
  * for bit, with the WebAssembly SIMD products and with the plain JavaScript
  * ones (--no-wasm), which also generate the same ids; the logits of every
  * position reached by the engine's incremental path (rows kept between
- * tokens) equal a fresh full pass's; the blob read out of a kit page (<script id="dc-kit-data">) gives the same
- * ids; the engine's info names the checkpoint's weight hash and this build's
- * rule id; a blob with one byte flipped (in the data or in the header) is
- * refused with code hash-mismatch and "the kit's data was altered"; a
- * truncated blob, one with an impossible header length, and one whose
- * (re-hashed) tensor table claims a huge shape are refused with bad-kit.
- * Skips when Node is not installed.
+ * tokens) equal a fresh full pass's; the blob read out of a kit page
+ * (<script id="dc-kit-data">) gives the same ids; the engine's info names
+ * the checkpoint's weight hash and this build's rule id; a blob with one
+ * byte flipped (in the data or in the header) is refused with code
+ * hash-mismatch and "the kit's data was altered"; a truncated blob, one with
+ * an impossible header length, and one whose (re-hashed) tensor table claims
+ * a huge shape are refused with bad-kit; 1000 hostile variants of a blob
+ * (tests/kit/kit-fuzz.js) load or are refused with a code, never with
+ * another exception. Skips when Node is not installed.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -34,8 +36,8 @@
 #include "dc-sha256.h"
 #include "dc-test-utils.h"
 #include "engine/dc-gemm.h"
-#include "model/dc-checkpoint.h"
 #include "engine/dc-math.h"
+#include "model/dc-checkpoint.h"
 #include "model/dc-kit-blob.h"
 #include "model/dc-rng.h"
 
@@ -405,14 +407,26 @@ test_refused (Fixture       *f,
   memcpy (&h, b + 40, 4);
   h = GUINT32_FROM_LE (h);
 
-  /* The untouched blob loads. */
+  /* The untouched blob loads; 1000 hostile variants of it (kit-fuzz.js:
+   * header bytes flipped, fields replaced by huge, negative, fractional,
+   * wrong-typed or deeply nested values, the blob cut or extended, digests
+   * made consistent) load or are refused with a code, never another
+   * exception. */
   {
     g_autofree char *path = g_strdup_printf ("%s/good.blob", f->dir);
+    g_autofree char *fuzz = dc_test_dup_source_path ("tests", "kit", "kit-fuzz.js", NULL);
     g_autofree char *out = NULL, *err = NULL;
+    const char *argv[] = { f->node, fuzz, path, "1000", "13", NULL };
+    int status = -1;
 
     g_file_set_contents (path, (const char *) b, len, &error);
     g_assert_no_error (error);
     g_assert_cmpint (run_node (f, path, "x", "0", "1", NULL, &out, &err), ==, 0);
+    g_clear_pointer (&out, g_free);
+    g_clear_pointer (&err, g_free);
+    g_assert_true (dc_test_spawn (argv, &out, &err, &status, TIMEOUT_MS));
+    g_test_message ("kit-fuzz.js: %s%s", out, err);
+    g_assert_cmpint (status, ==, 0);
   }
 
   /* One flipped bit in the weights, then in the header. */

@@ -8,7 +8,8 @@
  * and exponents of the vectors the forward pass packs (the columns of a
  * Conv1D weight, the rows of wte for the head), each f32 tensor the weights'
  * bytes; at width 128 the blob is under 40% of the f32 weights; the bytes are the
- * same on every call; a weight that is not finite is refused with a message.
+ * same on every call; a weight that is not finite, in a quantized tensor or
+ * in a float one, is refused with a message naming the tensor.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -211,6 +212,16 @@ test_not_finite (void)
   g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE);
   g_assert_nonnull (strstr (error->message, "the inference kit cannot hold this model"));
   g_assert_nonnull (strstr (error->message, "transformer.h.1.mlp.c_fc.weight"));
+
+  /* The same for a float tensor (a bias), which is stored as it is. */
+  w[5] = 0.0f;
+  dc_gpt_model_tensor (model, "transformer.h.0.ln_2.bias")[3] = INFINITY;
+  g_clear_error (&error);
+  blob = dc_kit_blob_new (model, 0.5, &error);
+  g_assert_null (blob);
+  g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE);
+  g_assert_nonnull (strstr (error->message, "the inference kit cannot hold this model: "
+                                            "transformer.h.0.ln_2.bias: infinity at index 3"));
 }
 
 int

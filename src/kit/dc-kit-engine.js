@@ -52,7 +52,6 @@
   const DATA_MAX = 16 * 1024 * 1024;       /* DC_KIT_BLOB_DATA_MAX */
   const MAX_TOKENS = 4096;                 /* DC_GENERATE_MAX_TOKENS */
   const VOCAB = 256;
-  const TENSORS_PER_LAYER = 12;
 
   const f = Math.fround;
 
@@ -195,19 +194,22 @@
    * q[qo + i]; returns its exponent. Throws on NaN or infinity, which C
    * refuses too (the same words as its message). */
   function quantize (what, x, o, stride, k, q, qo) {
-    let amax = 0;
+    /* The largest magnitude. C compares the bits without the sign, which
+     * for finite floats orders them as their magnitudes do: the same value. */
+    let amaxF = 0;
     for (let i = 0; i < k; i++) {
-      const a = floatBits (x[o + i * stride]) & 0x7fffffff;
-      if (a >= 0x7f800000)
-        throw kitError ('not-finite', what + ': ' + (a === 0x7f800000 ? 'infinity' : 'NaN')
+      const a = Math.abs (x[o + i * stride]);
+      if (!(a <= FLT_MAX))
+        throw kitError ('not-finite', what + ': ' + (a === Infinity ? 'infinity' : 'NaN')
                         + ' (refused, never quantized)');
-      if (a > amax)
-        amax = a;
+      if (a > amaxF)
+        amaxF = a;
     }
-    if (amax === 0) {
+    if (amaxF === 0) {
       q.fill (0, qo, qo + k);
       return 0;
     }
+    const amax = floatBits (amaxF);
     const biased = amax >>> 23;
     const log2 = biased !== 0 ? biased - 127 : (31 - Math.clz32 (amax)) - 149;
     const e = log2 - 6;
@@ -387,15 +389,23 @@
     ]);
   }
 
-  /* The instance, or null where WebAssembly or its SIMD is missing. */
+  /* The instance, or null where WebAssembly or its SIMD is missing, or
+   * where the page's Content-Security-Policy forbids compiling it (it needs
+   * 'wasm-unsafe-eval' in script-src). The module is a few hundred bytes,
+   * well under the 4 KiB that browsers compile synchronously on a page's
+   * main thread. */
   function gemmInstance (bytes) {
     if (typeof WebAssembly !== 'object')
       return null;
     const pages = Math.ceil (bytes / 65536);
     const code = gemmModuleBytes (pages);
-    if (!WebAssembly.validate (code))
+    try {
+      if (!WebAssembly.validate (code))
+        return null;
+      return new WebAssembly.Instance (new WebAssembly.Module (code), {});
+    } catch (e) {
       return null;
-    return new WebAssembly.Instance (new WebAssembly.Module (code), {});
+    }
   }
 
   /* ------------------------------------------------------------ dc-math */
@@ -644,8 +654,12 @@
     if (t.kind === 'f32') {
       const n = t.length / 4;
       const out = new Float32Array (n);
-      for (let i = 0; i < n; i++)
+      for (let i = 0; i < n; i++) {
         out[i] = view.getFloat32 (t.offset + 4 * i, true);
+        /* The writer refuses such models (dc_kit_blob_new ()). */
+        if (!Number.isFinite (out[i]))
+          throw bad (t.name + ' holds a value that is not a finite number');
+      }
       return out;
     }
     const nv = t.shape[0], k = t.shape[1];
@@ -668,7 +682,10 @@
   }
 
   function loadModel (bytes, options) {
-    if (!(bytes instanceof Uint8Array))
+    /* A Uint8Array of any realm (a Worker's, a vm context's), or a buffer. */
+    if (Object.prototype.toString.call (bytes) === '[object ArrayBuffer]')
+      bytes = new Uint8Array (bytes);
+    if (Object.prototype.toString.call (bytes) !== '[object Uint8Array]')
       throw bad ('expected the blob\'s bytes (a Uint8Array)');
     if (bytes.length < PREFIX)
       throw bad ('it is ' + bytes.length + ' bytes long, shorter than its ' + PREFIX
@@ -1088,7 +1105,8 @@
    */
   Model.prototype.generate = function (promptBytes, options, onToken) {
     const opts = options || {};
-    const n = opts.tokens === undefined ? 64 : opts.tokens;
+    /* Numbers, or their decimal strings (a page's URL parameters). */
+    const n = opts.tokens === undefined ? 64 : Number (opts.tokens);
     const temperature = f (opts.temperature === undefined ? 0 : Number (opts.temperature));
     const seed = parseSeed (opts.seed);
     const T = this.T;

@@ -230,6 +230,18 @@ dc_kit_blob_new (const DcGptModel  *model,
           Entry e = { g_strdup (info.name), "f32", { info.sizes[0], info.sizes[1] },
                       info.n_dims, 0, info.numel * sizeof (float), w, NULL };
 
+          /* The same refusal as the quantized tensors': a diverged model has
+           * nothing to generate with, and the reader refuses it too. */
+          for (gsize i = 0; i < info.numel; i++)
+            if (!isfinite (w[i]))
+              {
+                g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE,
+                             "the inference kit cannot hold this model: %s: %s at index %"
+                             G_GSIZE_FORMAT " (refused)", info.name,
+                             isnan (w[i]) ? "NaN" : "infinity", i);
+                g_free (e.name);
+                return NULL;
+              }
           g_array_append_val (entries, e);
         }
     }

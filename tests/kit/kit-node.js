@@ -9,16 +9,16 @@
  * as `daisychain-cli generate --json` for the same checkpoint and settings
  * (the temperature is a float, like the CLI's). --info prints the model's
  * info object instead; --bench prints {"tokens", "seconds", "tokens_per_s",
- * "load_seconds"}; --dump-logits FILE writes the logits after the prompt
- * (256 float32, little-endian) and prints nothing; --no-wasm uses the
- * JavaScript products instead of WebAssembly SIMD (the same integers);
- * --check-incremental generates, then replays the sequence one token at a
- * time (the engine's incremental path, model.forward) and compares every
- * position's logits with a fresh full pass, printing {"steps", "differing"}.
- * On
- * failure it prints {"code", "message"} on stderr and
- * exits with status 1 (code: the engine's error code, e.g. hash-mismatch,
- * bad-kit, rule-mismatch; usage for bad arguments).
+ * "cpu_seconds", "tokens_per_cpu_s", "load_seconds"} (generation only);
+ * --dump-logits FILE writes the logits after the prompt (256 float32,
+ * little-endian) and prints nothing; --no-wasm uses the JavaScript products
+ * instead of WebAssembly SIMD (the same integers); --check-incremental
+ * generates, then replays the sequence one token at a time (the engine's
+ * incremental path, model.forward) and compares every position's logits
+ * with a fresh full pass, printing {"steps", "differing"}. On failure it
+ * prints {"code", "message"} on stderr and exits with status 1 (code: the
+ * engine's error code, e.g. hash-mismatch, bad-kit, rule-mismatch; usage
+ * for bad arguments).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -136,6 +136,7 @@ function main () {
     fail (e.code || 'error', e.message);
   }
   const t1 = process.hrtime.bigint ();
+  const cpu1 = process.cpuUsage ();
   if (args.info) {
     process.stdout.write (JSON.stringify (model.info) + '\n');
     return;
@@ -164,8 +165,13 @@ function main () {
   const t2 = process.hrtime.bigint ();
   if (args.bench) {
     const seconds = Number (t2 - t1) / 1e9;
+    const cpu = process.cpuUsage (cpu1);
+    /* CPU time as well as wall time: on a loaded machine the wall time
+     * counts other processes' turns. */
+    const cpuSeconds = (cpu.user + cpu.system) / 1e6;
     process.stdout.write (JSON.stringify ({
       tokens: ids.length, seconds, tokens_per_s: ids.length / seconds,
+      cpu_seconds: cpuSeconds, tokens_per_cpu_s: ids.length / cpuSeconds,
       load_seconds: Number (t1 - t0) / 1e9,
     }) + '\n');
     return;
