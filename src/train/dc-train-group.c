@@ -314,6 +314,22 @@ finish (DcTrainGroup *self,
   g_clear_error (&error);
 }
 
+/* finish () with a DC_TRAIN_GROUP_ERROR of @code. */
+static void
+fail (DcTrainGroup      *self,
+      DcTrainGroupError  code,
+      const char        *format,
+      ...)
+{
+  va_list args;
+  GError *error;
+
+  va_start (args, format);
+  error = g_error_new_valist (DC_TRAIN_GROUP_ERROR, code, format, args);
+  va_end (args);
+  finish (self, error);
+}
+
 /* Admission (the hello's probe hash and numeric rule): a device whose
  * kernels compute different values would fork the replicas at the first
  * step, so it is never counted, sent to, or listened to for training. */
@@ -1453,8 +1469,8 @@ static void
 timeout_error (DcTrainGroup *self,
                const char   *what)
 {
-  finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_TIMEOUT,
-                             "%s: stopping the run", what));
+  fail (self, DC_TRAIN_GROUP_ERROR_TIMEOUT,
+        "%s: stopping the run", what);
 }
 
 /* Who of the roster has not sent @what yet (for the timeout's message). */
@@ -1551,11 +1567,11 @@ maybe_repair (DcTrainGroup *self)
         continue;
       if (self->repair_tries[i] >= DC_TRAIN_GROUP_REPAIR_TRIES)
         {
-          finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
-                                     "SYNC GUARD: stopped — roster gradient of step %"
-                                     G_GUINT64_FORMAT " from “%s” not repaired after %u requests "
-                                     "to “%s”", step, member_name (self, id),
-                                     self->repair_tries[i], member_name (self, source)));
+          fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                "SYNC GUARD: stopped — roster gradient of step %"
+                G_GUINT64_FORMAT " from “%s” not repaired after %u requests "
+                "to “%s”", step, member_name (self, id),
+                self->repair_tries[i], member_name (self, source));
           return;
         }
       self->repair_tries[i]++;
@@ -1890,9 +1906,9 @@ switch_run (DcTrainGroup *self)
 
   if (self->switch_bytes == NULL)
     {
-      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
-                                 "SYNC GUARD: stopped — the checkpoint “%s” sent to the group "
-                                 "did not arrive whole", from));
+      fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+            "SYNC GUARD: stopped — the checkpoint “%s” sent to the group "
+            "did not arrive whole", from);
       return;
     }
   model = checkpoint_parse (self->switch_bytes, self->switch_config, &self->resume_settings,
@@ -2156,8 +2172,8 @@ adopt_start (DcTrainGroup *self)
     {
       if (i > 0 && strcmp (report->roster[i - 1], report->roster[i]) >= 0)
         {
-          finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
-                                     "the starter's roster is not in canonical order"));
+          fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+                "the starter's roster is not in canonical order");
           return FALSE;
         }
       found = found || g_str_equal (report->roster[i], own_id (self));
@@ -2165,8 +2181,8 @@ adopt_start (DcTrainGroup *self)
     }
   if (!found)
     {
-      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
-                                 "this device is not in the run's roster (it came too late)"));
+      fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+            "this device is not in the run's roster (it came too late)");
       return FALSE;
     }
   set_roster (self, roster);
@@ -2176,11 +2192,11 @@ adopt_start (DcTrainGroup *self)
     {
       g_autofree char *theirs = hash_to_hex (report->weights_hash);
 
-      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
-                                 "SYNC GUARD: stopped — weight hash mismatch at step %"
-                                 G_GUINT64_FORMAT ": “%s” %s, “%s” %s", self->config->start_step,
-                                 member_name (self, self->config->starter_id), theirs,
-                                 own_hello (self)->name, hash));
+      fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+            "SYNC GUARD: stopped — weight hash mismatch at step %"
+            G_GUINT64_FORMAT ": “%s” %s, “%s” %s", self->config->start_step,
+            member_name (self, self->config->starter_id), theirs,
+            own_hello (self)->name, hash);
       return FALSE;
     }
   return TRUE;
@@ -2242,11 +2258,11 @@ load_weights (DcTrainGroup *self)
   if (!dc_train_weights_header_parse (data, size, model->n_params, self->config->start_step,
                                       &header, &error))
     {
-      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
-                                 "the weights from “%s” do not fit the run's model (%"
-                                 G_GSIZE_FORMAT " bytes for %" G_GSIZE_FORMAT " parameters): %s",
-                                 member_name (self, self->join_from), size, model->n_params,
-                                 error->message));
+      fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+            "the weights from “%s” do not fit the run's model (%"
+            G_GSIZE_FORMAT " bytes for %" G_GSIZE_FORMAT " parameters): %s",
+            member_name (self, self->join_from), size, model->n_params,
+            error->message);
       return;
     }
   memcpy (model->params, data + WEIGHTS_HEADER_SIZE, 3 * model->n_params * sizeof (float));
@@ -2265,11 +2281,11 @@ load_weights (DcTrainGroup *self)
     {
       g_autofree char *theirs = hash_to_hex (report->weights_hash);
 
-      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
-                                 "SYNC GUARD: stopped — weight hash mismatch at step %"
-                                 G_GUINT64_FORMAT ": “%s” %s, “%s” (joining) %s", model->step,
-                                 member_name (self, self->join_from), theirs,
-                                 own_hello (self)->name, hash));
+      fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+            "SYNC GUARD: stopped — weight hash mismatch at step %"
+            G_GUINT64_FORMAT ": “%s” %s, “%s” (joining) %s", model->step,
+            member_name (self, self->join_from), theirs,
+            own_hello (self)->name, hash);
       return;
     }
   roster = g_ptr_array_new_with_free_func (g_free);
@@ -2496,17 +2512,17 @@ verified_cb (GObject      *object,
       removed = reproduces ? accusation->auditor : accusation->accused;
       if (g_str_equal (removed, own_id (self)))
         {
-          finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
-                                     reproduces
-                                     ? "AUDIT: removed from the run: this device accused “%s” "
-                                       "of a gradient of step %" G_GUINT64_FORMAT " that "
-                                       "reproduces on the other devices; its audit was wrong "
-                                       "(its kernels or its build compute wrong values)"
-                                     : "AUDIT: removed from the run: “%s” recomputed this "
-                                       "device's gradient of step %" G_GUINT64_FORMAT " and got "
-                                       "another hash; its kernels or its build compute wrong "
-                                       "values",
-                                     reproduces ? accused : auditor, accusation->step));
+          fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                reproduces
+                ? "AUDIT: removed from the run: this device accused “%s” "
+                  "of a gradient of step %" G_GUINT64_FORMAT " that "
+                  "reproduces on the other devices; its audit was wrong "
+                  "(its kernels or its build compute wrong values)"
+                : "AUDIT: removed from the run: “%s” recomputed this "
+                  "device's gradient of step %" G_GUINT64_FORMAT " and got "
+                  "another hash; its kernels or its build compute wrong "
+                  "values",
+                reproduces ? accused : auditor, accusation->step);
           return;
         }
       if (g_hash_table_contains (self->evicted, removed))
@@ -2659,9 +2675,9 @@ advance (DcTrainGroup *self)
 
     case STATE_WAITING_CHECKPOINT:
       if (find_peer (self, self->checkpoint_from) == NULL)
-        finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
-                                   "“%s” left before its checkpoint arrived",
-                                   member_name (self, self->checkpoint_from)));
+        fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+              "“%s” left before its checkpoint arrived",
+              member_name (self, self->checkpoint_from));
       else if (late)
         timeout_error (self, "the starter's checkpoint did not arrive whole within the wait");
       break;
@@ -2720,11 +2736,11 @@ advance (DcTrainGroup *self)
                 g_autofree char *theirs = hash_to_hex (report->weights_hash);
                 g_autofree char *ours = hash_to_hex (self->own_report->weights_hash);
 
-                finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_SYNC,
-                                           "SYNC GUARD: stopped — weight hash mismatch at step %"
-                                           G_GUINT64_FORMAT ": “%s” (joining) %s, “%s” %s", step,
-                                           member_name (self, id), theirs,
-                                           own_hello (self)->name, ours));
+                fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                      "SYNC GUARD: stopped — weight hash mismatch at step %"
+                      G_GUINT64_FORMAT ": “%s” (joining) %s, “%s” %s", step,
+                      member_name (self, id), theirs,
+                      own_hello (self)->name, ours);
                 return;
               }
           }
@@ -2929,10 +2945,10 @@ handle_config (DcTrainGroup *self,
           || g_file_test (config->dataset_spec, G_FILE_TEST_EXISTS)))
     {
       /* A path names a file on the starter's device (or, worse, one here). */
-      finish (self, g_error_new (DC_TRAIN_GROUP_ERROR, DC_TRAIN_GROUP_ERROR_CONFIG,
-                                 "the run's data “%s” is a file, which a group cannot share: "
-                                 "train together on builtin or a Hugging Face dataset",
-                                 config->dataset_spec));
+      fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+            "the run's data “%s” is a file, which a group cannot share: "
+            "train together on builtin or a Hugging Face dataset",
+            config->dataset_spec);
       dc_mesh_run_config_free (config);
       return;
     }
