@@ -120,7 +120,7 @@ send_checkpoint (DcTrainGroup          *self,
   g_autoptr(GBytes) payload = dc_mesh_run_config_encode (config, &error);
   DcMeshChunk info = { 0 };
 
-  if (payload == NULL || !dc_peer_send (peer, DC_MESH_MSG_CONFIG, payload, &error))
+  if (payload == NULL || !_dc_train_group_send (self, peer, DC_MESH_MSG_CONFIG, payload, &error))
     {
       g_message ("cannot send the checkpoint's config to %s: %s", dc_peer_get_name (peer),
                  error->message);
@@ -130,7 +130,7 @@ send_checkpoint (DcTrainGroup          *self,
   info.step = config->start_step;
   info.rank = self->roster != NULL ? self->rank : 0;
   info.position = config->start_step;
-  if (!dc_peer_send_object (peer, DC_MESH_MSG_CHECKPOINT, &info, blob, &error))
+  if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_CHECKPOINT, &info, blob, &error))
     g_message ("cannot send the checkpoint to %s: %s", dc_peer_get_name (peer), error->message);
 }
 

@@ -141,6 +141,7 @@ struct _DcTrainGroup
   float             *sum_grads;    /* the combined gradient, kept from step to step */
   gsize              sum_len;
   gint64             audit_us;     /* of compute_us: recomputing the audited gradient */
+  guint64            sent_bytes;   /* training message bodies sent since the run began */
 
   /* The model before the last step (weights, both moments, step, β powers):
    * taken back when a roster device turns out to have taken that step
@@ -197,6 +198,22 @@ typedef struct
 } ComputeData;
 
 /* dc-train-group.c */
+gboolean _dc_train_group_send (DcTrainGroup  *self,
+                               DcPeer        *peer,
+                               guint          type,
+                               GBytes        *payload,
+                               GError       **error);
+gboolean _dc_train_group_send_chunks (DcTrainGroup  *self,
+                                      DcPeer        *peer,
+                                      guint          type,
+                                      GPtrArray     *bodies,
+                                      GError       **error);
+gboolean _dc_train_group_send_object (DcTrainGroup       *self,
+                                      DcPeer             *peer,
+                                      guint               type,
+                                      const DcMeshChunk  *info,
+                                      GBytes             *object,
+                                      GError            **error);
 DcMesh * _dc_train_group_get_mesh (DcTrainGroup *self);
 const char * _dc_train_group_own_id (DcTrainGroup *self);
 DcMeshHello * _dc_train_group_own_hello (DcTrainGroup *self);

@@ -109,7 +109,7 @@ _dc_train_group_maybe_repair (DcTrainGroup *self)
       request.step = step;
       request.rank = g_array_index (ranks, guint, i);
       payload = dc_mesh_repair_request_encode (&request);
-      if (!dc_peer_send (peer, DC_MESH_MSG_REPAIR_REQUEST, payload, &error))
+      if (!_dc_train_group_send (self, peer, DC_MESH_MSG_REPAIR_REQUEST, payload, &error))
         g_message ("cannot send a repair request to %s: %s", dc_peer_get_name (peer),
                    error->message);
     }
@@ -205,7 +205,8 @@ _dc_train_group_handle_repair_request (DcTrainGroup *self,
       memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
       info.step = request.step;
       info.rank = request.rank;
-      if (!dc_peer_send_object (peer, DC_MESH_MSG_REPAIR, &info, gradient->object, &send_error))
+      if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_REPAIR, &info, gradient->object,
+                                        &send_error))
         g_message ("cannot send a repair to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
       count++;

@@ -62,7 +62,7 @@ _dc_train_group_announce_joiners (DcTrainGroup *self)
         }
       g_hash_table_insert (self->joiners, g_strdup (id), GSIZE_TO_POINTER (model->step));
       _dc_train_group_send_to_roster (self, DC_MESH_MSG_CONFIG, payload);
-      if (!dc_peer_send (peer, DC_MESH_MSG_CONFIG, payload, &error))
+      if (!_dc_train_group_send (self, peer, DC_MESH_MSG_CONFIG, payload, &error))
         g_message ("cannot send the config to %s: %s", dc_peer_get_name (peer), error->message);
       g_clear_error (&error);
 
@@ -89,7 +89,7 @@ _dc_train_group_announce_joiners (DcTrainGroup *self)
       /* Every batch is drawn from (run seed, rank, step): the step is the
        * data position. */
       info.position = model->step;
-      if (!dc_peer_send_object (peer, DC_MESH_MSG_WEIGHTS, &info, state, &error))
+      if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_WEIGHTS, &info, state, &error))
         g_message ("cannot send the weights to %s: %s", dc_peer_get_name (peer), error->message);
       text = g_strdup_printf ("“%s” joins the run after step %" G_GUINT64_FORMAT
                               ": sending it the weights",

@@ -249,7 +249,7 @@ resend_start_report (DcTrainGroup *self)
       if (i == self->rank || g_hash_table_contains (self->start_sent, id)
           || (peer = _dc_train_group_find_peer (self, id)) == NULL)
         continue;
-      if (!dc_peer_send (peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
+      if (!_dc_train_group_send (self, peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
         g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
       else
         g_hash_table_add (self->start_sent, g_strdup (id));
@@ -357,7 +357,8 @@ send_own_gradient (DcTrainGroup *self)
       if (bodies == NULL)
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    self->own_pack_error != NULL ? self->own_pack_error->message : "not packed");
-      else if (!dc_peer_send_chunks (peer, DC_MESH_MSG_GRADIENTS, bodies, &send_error))
+      else if (!_dc_train_group_send_chunks (self, peer, DC_MESH_MSG_GRADIENTS, bodies,
+                                             &send_error))
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
       if (self->fault_partial != 0 && step == self->fault_partial)
@@ -829,7 +830,7 @@ send_config (DcTrainGroup *self)
       if (roster->len >= DC_MESH_ROSTER_MAX)
         break;
       g_ptr_array_add (roster, g_strdup (dc_peer_get_id (peer)));
-      if (!dc_peer_send (peer, DC_MESH_MSG_CONFIG, payload, &error))
+      if (!_dc_train_group_send (self, peer, DC_MESH_MSG_CONFIG, payload, &error))
         g_message ("cannot send the config to %s: %s", dc_peer_get_name (peer), error->message);
       g_clear_error (&error);
     }

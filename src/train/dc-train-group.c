@@ -284,6 +284,53 @@ _dc_train_group_hash_to_hex (const guint8 hash[DC_MESH_HASH_SIZE])
   return g_string_free (hex, FALSE);
 }
 
+/* dc_peer_send () and its chunked kinds, counting the message bodies sent
+ * (sent_bytes: bench group's bytes a device sends a step). */
+gboolean
+_dc_train_group_send (DcTrainGroup  *self,
+                      DcPeer        *peer,
+                      guint          type,
+                      GBytes        *payload,
+                      GError       **error)
+{
+  if (!dc_peer_send (peer, type, payload, error))
+    return FALSE;
+  self->sent_bytes += g_bytes_get_size (payload);
+  return TRUE;
+}
+
+gboolean
+_dc_train_group_send_chunks (DcTrainGroup  *self,
+                             DcPeer        *peer,
+                             guint          type,
+                             GPtrArray     *bodies,
+                             GError       **error)
+{
+  if (!dc_peer_send_chunks (peer, type, bodies, error))
+    return FALSE;
+  for (guint i = 0; i < bodies->len; i++)
+    self->sent_bytes += g_bytes_get_size (g_ptr_array_index (bodies, i));
+  return TRUE;
+}
+
+gboolean
+_dc_train_group_send_object (DcTrainGroup       *self,
+                             DcPeer             *peer,
+                             guint               type,
+                             const DcMeshChunk  *info,
+                             GBytes             *object,
+                             GError            **error)
+{
+  gsize size = g_bytes_get_size (object);
+
+  if (!dc_peer_send_object (peer, type, info, object, error))
+    return FALSE;
+  /* The object's bytes and each chunk's header (dc_mesh_chunks_split ()). */
+  self->sent_bytes += size + (size + DC_MESH_CHUNK_DATA_MAX - 1) / DC_MESH_CHUNK_DATA_MAX
+                             * DC_MESH_CHUNK_HEADER_SIZE;
+  return TRUE;
+}
+
 void
 _dc_train_group_send_to_roster (DcTrainGroup *self,
                                 guint         type,
@@ -297,7 +344,7 @@ _dc_train_group_send_to_roster (DcTrainGroup *self,
 
       if (i == self->rank || (peer = _dc_train_group_find_peer (self, id)) == NULL)
         continue;
-      if (!dc_peer_send (peer, type, payload, &error))
+      if (!_dc_train_group_send (self, peer, type, payload, &error))
         g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
     }
 }
@@ -320,7 +367,7 @@ send_to_joiners (DcTrainGroup *self,
       if (GPOINTER_TO_SIZE (value) != step || (peer = _dc_train_group_find_peer (self,
                                                                                  key)) == NULL)
         continue;
-      if (!dc_peer_send (peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
+      if (!_dc_train_group_send (self, peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
         g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
     }
 }
@@ -571,9 +618,9 @@ fault_outsider_send (DcTrainGroup *self)
 
       if (dc_peer_get_state (peer) != DC_PEER_STATE_OPEN || dc_peer_get_name (peer) == NULL)
         continue;
-      dc_peer_send (peer, DC_MESH_MSG_GRADIENTS, gradient, NULL);
-      dc_peer_send (peer, DC_MESH_MSG_AUDIT, audit_payload, NULL);
-      dc_peer_send (peer, DC_MESH_MSG_REPAIR_REQUEST, request_payload, NULL);
+      _dc_train_group_send (self, peer, DC_MESH_MSG_GRADIENTS, gradient, NULL);
+      _dc_train_group_send (self, peer, DC_MESH_MSG_AUDIT, audit_payload, NULL);
+      _dc_train_group_send (self, peer, DC_MESH_MSG_REPAIR_REQUEST, request_payload, NULL);
     }
 }
 
@@ -831,6 +878,24 @@ dc_train_group_get_audit_time (DcTrainGroup *self,
     return FALSE;
   *audit_us = (guint64) self->audit_us;
   return TRUE;
+}
+
+/**
+ * dc_train_group_get_sent_bytes:
+ *
+ * The training messages' bodies this device sent since its run began
+ * (gradients with their chunk headers, step reports, repairs, weights,
+ * checkpoints, audits; not the frame layer's headers nor the mesh's own
+ * messages). bench group divides its growth by the steps measured.
+ *
+ * Returns: bytes
+ */
+guint64
+dc_train_group_get_sent_bytes (DcTrainGroup *self)
+{
+  g_return_val_if_fail (DC_IS_TRAIN_GROUP (self), 0);
+
+  return self->sent_bytes;
 }
 
 static void
