@@ -1087,8 +1087,11 @@ test_train_assemble_5mb (void)
 }
 
 /* A chunk whose bytes were changed (header intact, so each message is well
- * formed) fails the hash at completion; the assembler then starts over and
- * a clean resend (a repair) completes. Also the caller's own cap. */
+ * formed) fails its own hash as it is decoded, saying which chunk; one
+ * whose own hash was recomputed for the changed bytes (a sender lying
+ * consistently) decodes, and the object then fails its hash, over the
+ * chunks' hashes, at completion; the assembler then starts over and a
+ * clean resend (a repair) completes. Also the caller's own cap. */
 static void
 test_train_assemble_refused (void)
 {
@@ -1098,7 +1101,7 @@ test_train_assemble_refused (void)
   g_autoptr(DcMeshChunkAssembler) assembler = NULL;
   g_autoptr(DcMeshChunkAssembler) small = NULL;
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) whole = NULL, corrupt = NULL;
+  g_autoptr(GBytes) whole = NULL, corrupt = NULL, rehashed = NULL;
   gsize size;
 
   bodies = dc_mesh_chunks_split (DC_MESH_MSG_REPAIR, &info, object, &error);
@@ -1125,7 +1128,28 @@ test_train_assemble_refused (void)
   decode_chunk (DC_MESH_MSG_REPAIR, bodies, 2, &chunk);
   g_assert_true (dc_mesh_chunk_assembler_push (assembler, &chunk, &whole, &error));
   dc_mesh_chunk_clear (&chunk);
-  g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, corrupt, &chunk, &error));
+  g_assert_false (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, corrupt, &chunk, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_assert_nonnull (strstr (error->message, "chunk 1 of 3"));
+  g_assert_nonnull (strstr (error->message, "fails its hash"));
+  g_test_message ("refused as it arrived: %s", error->message);
+  g_clear_error (&error);
+  g_assert_cmpuint (dc_mesh_chunk_assembler_get_received (assembler), ==, 2);
+
+  /* The same bytes with their own hash recomputed, as a lying sender would. */
+  {
+    DcMeshChunk lie = { 0 };
+
+    g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, g_ptr_array_index (bodies, 1), &lie,
+                                         &error));
+    g_clear_pointer (&lie.data, g_bytes_unref);
+    lie.data = g_bytes_new_from_bytes (corrupt, DC_MESH_CHUNK_HEADER_SIZE,
+                                       size - DC_MESH_CHUNK_HEADER_SIZE);
+    rehashed = dc_mesh_chunk_encode (DC_MESH_MSG_REPAIR, &lie, &error);
+    g_assert_no_error (error);
+    dc_mesh_chunk_clear (&lie);
+  }
+  g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, rehashed, &chunk, &error));
   g_assert_false (dc_mesh_chunk_assembler_push (assembler, &chunk, &whole, &error));
   g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
   g_test_message ("refused as expected: %s", error->message);

@@ -98,6 +98,7 @@ struct _DcTrainGroup
   DcTrainGroupStarter starter_rule;
   guint64            fault_step;   /* DC_TEST_FAULT=corrupt-weight@STEP, 0: none */
   guint64            fault_partial; /* DC_TEST_FAULT=partial-send@STEP, 0: none */
+  guint64            fault_chunk;  /* DC_TEST_FAULT=corrupt-chunk@STEP, 0: none */
   guint64            fault_drop;   /* DC_TEST_FAULT=drop-gradient@STEP or drop-repair@STEP */
   gboolean           fault_drop_repair; /* drop-repair: the repairs of that step too */
   guint64            fault_hold;   /* DC_TEST_FAULT=hold-join@STEP, 0: none */
@@ -257,6 +258,10 @@ void _dc_train_group_publish_step (DcTrainGroup *self);
 void _dc_train_group_emit_agreed (DcTrainGroup *self);
 void _dc_train_group_timeout_error (DcTrainGroup *self,
                                     const char   *what);
+void _dc_train_group_refuse (DcTrainGroup *self,
+                             DcPeer       *peer,
+                             guint         type,
+                             const char   *why);
 gboolean _dc_train_group_in_roster (DcTrainGroup *self,
                                     const char   *id);
 

@@ -311,6 +311,31 @@ fault_exit_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* @bodies with one data byte of its second chunk (or only one) flipped. */
+static GPtrArray *
+corrupt_chunk (GPtrArray *bodies)
+{
+  GPtrArray *copy = g_ptr_array_new_full (bodies->len, (GDestroyNotify) g_bytes_unref);
+  guint which = MIN (1u, bodies->len - 1);
+
+  for (guint i = 0; i < bodies->len; i++)
+    {
+      GBytes *body = g_ptr_array_index (bodies, i);
+      gsize size;
+      guint8 *data;
+
+      if (i != which)
+        {
+          g_ptr_array_add (copy, g_bytes_ref (body));
+          continue;
+        }
+      data = g_bytes_unref_to_data (g_bytes_ref (body), &size);
+      data[DC_MESH_CHUNK_HEADER_SIZE] ^= 1u;
+      g_ptr_array_add (copy, g_bytes_new_take (data, size));
+    }
+  return copy;
+}
+
 /* This step's gradient to the roster, once: from the worker's source as
  * soon as it is packed, else from computed_cb (). */
 static void
@@ -349,16 +374,28 @@ send_own_gradient (DcTrainGroup *self)
       DcPeer *peer;
       g_autoptr(GError) send_error = NULL;
 
+      g_autoptr(GPtrArray) corrupt = NULL;
+
       if (i == self->rank || (peer = _dc_train_group_find_peer (self,
                                                                 g_ptr_array_index (self->roster,
                                                                                    i))) == NULL)
         continue;
+      if (self->fault_chunk != 0 && step == self->fault_chunk && i != 0 && bodies != NULL)
+        {
+          /* Test only (DC_TEST_FAULT=corrupt-chunk@STEP): one byte of one
+           * chunk's data changed on the way to one device that is not the
+           * leader (rank 0), which keeps a clean copy to repair it from. */
+          self->fault_chunk = 0;
+          corrupt = corrupt_chunk (bodies);
+          g_message ("DC_TEST_FAULT: a corrupted chunk of the gradient of step %" G_GUINT64_FORMAT
+                     " to %s", step, dc_peer_get_name (peer));
+        }
       /* The same chunks for every peer: each queues its own frames of them. */
       if (bodies == NULL)
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    self->own_pack_error != NULL ? self->own_pack_error->message : "not packed");
-      else if (!_dc_train_group_send_chunks (self, peer, DC_MESH_MSG_GRADIENTS, bodies,
-                                             &send_error))
+      else if (!_dc_train_group_send_chunks (self, peer, DC_MESH_MSG_GRADIENTS,
+                                             corrupt != NULL ? corrupt : bodies, &send_error))
         g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
       if (self->fault_partial != 0 && step == self->fault_partial)
@@ -1206,6 +1243,9 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
   if (!dc_mesh_chunk_decode (type, payload, &chunk, &error))
     {
       g_message ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      /* Named to the front end too (rate-limited): a chunk that fails its
+       * own hash is not used, and the gradient it belonged to is repaired. */
+      _dc_train_group_refuse (self, peer, type, error->message);
       return;
     }
   if (self->fault_drop != 0 && chunk.step == self->fault_drop

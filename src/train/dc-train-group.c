@@ -516,15 +516,15 @@ is_training_type (guint type)
          || type == DC_MESH_MSG_CHECKPOINT || type == DC_MESH_MSG_AUDIT;
 }
 
-/* A training message from a device that has no part in it is dropped and
- * never counted; the log names the device at most once every
- * DC_TRAIN_GROUP_REFUSE_LOG_S with how many were dropped since, so that a
- * flooding peer cannot flood the log. */
-static void
-refuse (DcTrainGroup *self,
-        DcPeer       *peer,
-        guint         type,
-        const char   *why)
+/* A training message from a device that has no part in it, or a chunk
+ * that fails its own hash, is dropped and never counted; the log names the
+ * device at most once every DC_TRAIN_GROUP_REFUSE_LOG_S with how many were
+ * dropped since, so that a flooding peer cannot flood the log. */
+void
+_dc_train_group_refuse (DcTrainGroup *self,
+                        DcPeer       *peer,
+                        guint         type,
+                        const char   *why)
 {
   const char *id = dc_peer_get_id (peer);
   Refusal *refusal = g_hash_table_lookup (self->refused, id);
@@ -564,11 +564,12 @@ accept_from (DcTrainGroup *self,
 
   if (!_dc_train_group_admitted (self, peer))
     {
-      refuse (self, peer, type,
-              theirs == NULL ? "no hello yet"
-              : theirs->numeric_rule_id != _dc_train_group_own_hello (self)->numeric_rule_id
-              ? "not admitted to training (numeric rule mismatch)"
-              : "not admitted to training (probe hash mismatch)");
+      _dc_train_group_refuse (self, peer, type,
+                              theirs == NULL ? "no hello yet"
+                              : theirs->numeric_rule_id
+                                != _dc_train_group_own_hello (self)->numeric_rule_id
+                              ? "not admitted to training (numeric rule mismatch)"
+                              : "not admitted to training (probe hash mismatch)");
       return FALSE;
     }
   /* Weights and checkpoints come from a roster device too once this one
@@ -579,7 +580,7 @@ accept_from (DcTrainGroup *self,
        || type == DC_MESH_MSG_WEIGHTS || type == DC_MESH_MSG_CHECKPOINT)
       && self->roster != NULL && !_dc_train_group_in_roster (self, dc_peer_get_id (peer)))
     {
-      refuse (self, peer, type, "not in the run's roster");
+      _dc_train_group_refuse (self, peer, type, "not in the run's roster");
       return FALSE;
     }
   return TRUE;
@@ -736,6 +737,8 @@ dc_train_group_new (DcContext               *context,
     self->fault_step = g_ascii_strtoull (fault + strlen ("corrupt-weight@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "partial-send@"))
     self->fault_partial = g_ascii_strtoull (fault + strlen ("partial-send@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "corrupt-chunk@"))
+    self->fault_chunk = g_ascii_strtoull (fault + strlen ("corrupt-chunk@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "drop-gradient@"))
     self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-gradient@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "corrupt-gradient@"))
