@@ -1035,6 +1035,19 @@ test_train_assemble_5mb (void)
   g_assert_no_error (error);
   decode_chunk (DC_MESH_MSG_GRADIENTS, other_bodies, 0, &stranger);
 
+  /* The object's hash is over its chunks' hashes, as anyone can take it. */
+  {
+    DcMeshChunk last;
+    guint8 hash[DC_MESH_HASH_SIZE];
+
+    decode_chunk (DC_MESH_MSG_GRADIENTS, bodies, count - 1, &last);
+    dc_mesh_chunk_object_hash (object, hash);
+    g_assert_cmpmem (last.hash, DC_MESH_HASH_SIZE, hash, DC_MESH_HASH_SIZE);
+    dc_mesh_train_hash (object, hash);
+    g_assert_true (memcmp (last.hash, hash, DC_MESH_HASH_SIZE) != 0);
+    dc_mesh_chunk_clear (&last);
+  }
+
   assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, 0);
   g_assert_cmpuint (dc_mesh_chunk_assembler_get_count (assembler), ==, 0);
   for (guint k = 0; k < count; k++)
