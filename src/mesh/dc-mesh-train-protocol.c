@@ -677,6 +677,13 @@ check_chunk_fields (guint               type,
                    "%s chunk has a data position, which only weights carry", what);
       return FALSE;
     }
+  if (chunk->index == chunk->count - 1 && all_zero (chunk->hash, DC_MESH_HASH_SIZE))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk %u is the last and does not carry its object's hash", what,
+                   chunk->index);
+      return FALSE;
+    }
   return TRUE;
 }
 
@@ -942,7 +949,9 @@ same_object (const DcMeshChunk *a,
   return memcmp (a->run_id, b->run_id, DC_MESH_RUN_ID_SIZE) == 0
          && a->step == b->step && a->rank == b->rank && a->total == b->total
          && a->count == b->count && a->position == b->position
-         && memcmp (a->hash, b->hash, DC_MESH_HASH_SIZE) == 0;
+         /* Zeros: a chunk sent before its object was hashed whole. */
+         && (all_zero (a->hash, DC_MESH_HASH_SIZE) || all_zero (b->hash, DC_MESH_HASH_SIZE)
+             || memcmp (a->hash, b->hash, DC_MESH_HASH_SIZE) == 0);
 }
 
 /**
@@ -1020,6 +1029,9 @@ dc_mesh_chunk_assembler_push (DcMeshChunkAssembler  *self,
       return FALSE;
     }
 
+  /* The object's hash as soon as a chunk carries it (the last always does). */
+  if (all_zero (self->key.hash, DC_MESH_HASH_SIZE))
+    memcpy (self->key.hash, chunk->hash, DC_MESH_HASH_SIZE);
   self->chunks[chunk->index] = g_bytes_ref (chunk->data);
   memcpy (self->chunk_hashes + (gsize) chunk->index * DC_MESH_HASH_SIZE, chunk->chunk_hash,
           DC_MESH_HASH_SIZE);

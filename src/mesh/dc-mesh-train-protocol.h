@@ -199,7 +199,9 @@ gboolean  dc_mesh_audit_decode (GBytes            *payload,
  * @position: the data position of a WEIGHTS or CHECKPOINT blob (tokens read
  *   so far); 0 for GRADIENTS and REPAIR
  * @hash: the object's hash: SHA-256 of its chunks' hashes (@chunk_hash of
- *   chunk 0, 1, …, in order), see dc_mesh_chunk_object_hash()
+ *   chunk 0, 1, …, in order), see dc_mesh_chunk_object_hash(). The last
+ *   chunk always carries it; an earlier one carries it or zeros, so that a
+ *   sender may send chunks before it has hashed the whole object
  * @chunk_hash: SHA-256 of this chunk's @data; dc_mesh_chunk_encode()
  *   computes it (the caller's value is ignored), dc_mesh_chunk_decode()
  *   refuses a chunk whose data does not match it
