@@ -231,7 +231,7 @@ void _dc_train_group_finish (DcTrainGroup *self,
 void _dc_train_group_fail (DcTrainGroup      *self,
                            DcTrainGroupError  code,
                            const char        *format,
-                           ...);
+                           ...) G_GNUC_PRINTF (3, 4);
 gboolean _dc_train_group_admitted (DcTrainGroup *self,
                                    DcPeer       *peer);
 guint64 _dc_train_group_roster_digest_strv (char **ids);
