@@ -36,8 +36,9 @@ static void
 check_object (JsonObject *o,
               const char *network)
 {
+  /* Two devices: each sends its gradient every step, so bytes too. */
   const char *positive[] = { "step_ms", "compute_ms", "combine_ms", "tokens_per_s",
-                             "solo_tokens_per_s", "scaling" };
+                             "solo_tokens_per_s", "scaling", "bytes_per_device_step" };
   /* Sending and waiting can round to 0 µs on a step where every gradient
    * was already there. */
   const char *not_negative[] = { "send_ms", "wait_ms", "comm_fraction" };
@@ -114,6 +115,15 @@ test_runs (void)
       if (solo < 0)
         solo = json_object_get_double_member (o, "solo_tokens_per_s");
       g_assert_cmpfloat (json_object_get_double_member (o, "solo_tokens_per_s"), ==, solo);
+      /* A group of one sends nothing; two send at least a gradient a step. */
+      g_test_message ("%u devices: %g bytes a device a step", (guint) expected[n],
+                      json_object_get_double_member_with_default (o, "bytes_per_device_step", -1));
+      if (expected[n] == 1)
+        g_assert_cmpfloat (json_object_get_double_member_with_default (o, "bytes_per_device_step",
+                                                                       -1), ==, 0);
+      else
+        g_assert_cmpfloat (json_object_get_double_member_with_default (o, "bytes_per_device_step",
+                                                                       -1), >, 0);
     }
   g_assert_cmpint (dc_test_proc_find (proc, i + 1, "bench", NULL), <, 0);
 }

@@ -885,6 +885,18 @@ chunk_patched_u32 (GBytes *body,
   return g_bytes_new_take (copy, size);
 }
 
+/* @body with its object's hash (bytes 56–87) zeroed, as a chunk sent
+ * before its object was hashed whole. */
+static GBytes *
+object_hash_zeroed (GBytes *body)
+{
+  gsize size = g_bytes_get_size (body);
+  guint8 *copy = g_memdup2 (g_bytes_get_data (body, NULL), size);
+
+  memset (copy + 56, 0, DC_MESH_HASH_SIZE);
+  return g_bytes_new_take (copy, size);
+}
+
 /* Every chunk refusal the decoder has, on the chunks of a 3-chunk gradient. */
 static void
 test_train_chunk_refused (void)
@@ -1035,6 +1047,19 @@ test_train_assemble_5mb (void)
   g_assert_no_error (error);
   decode_chunk (DC_MESH_MSG_GRADIENTS, other_bodies, 0, &stranger);
 
+  /* The object's hash is over its chunks' hashes, as anyone can take it. */
+  {
+    DcMeshChunk last;
+    guint8 hash[DC_MESH_HASH_SIZE];
+
+    decode_chunk (DC_MESH_MSG_GRADIENTS, bodies, count - 1, &last);
+    dc_mesh_chunk_object_hash (object, hash);
+    g_assert_cmpmem (last.hash, DC_MESH_HASH_SIZE, hash, DC_MESH_HASH_SIZE);
+    dc_mesh_train_hash (object, hash);
+    g_assert_true (memcmp (last.hash, hash, DC_MESH_HASH_SIZE) != 0);
+    dc_mesh_chunk_clear (&last);
+  }
+
   assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, 0);
   g_assert_cmpuint (dc_mesh_chunk_assembler_get_count (assembler), ==, 0);
   for (guint k = 0; k < count; k++)
@@ -1087,8 +1112,11 @@ test_train_assemble_5mb (void)
 }
 
 /* A chunk whose bytes were changed (header intact, so each message is well
- * formed) fails the hash at completion; the assembler then starts over and
- * a clean resend (a repair) completes. Also the caller's own cap. */
+ * formed) fails its own hash as it is decoded, saying which chunk; one
+ * whose own hash was recomputed for the changed bytes (a sender lying
+ * consistently) decodes, and the object then fails its hash, over the
+ * chunks' hashes, at completion; the assembler then starts over and a
+ * clean resend (a repair) completes. Also the caller's own cap. */
 static void
 test_train_assemble_refused (void)
 {
@@ -1098,7 +1126,7 @@ test_train_assemble_refused (void)
   g_autoptr(DcMeshChunkAssembler) assembler = NULL;
   g_autoptr(DcMeshChunkAssembler) small = NULL;
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) whole = NULL, corrupt = NULL;
+  g_autoptr(GBytes) whole = NULL, corrupt = NULL, rehashed = NULL;
   gsize size;
 
   bodies = dc_mesh_chunks_split (DC_MESH_MSG_REPAIR, &info, object, &error);
@@ -1125,7 +1153,28 @@ test_train_assemble_refused (void)
   decode_chunk (DC_MESH_MSG_REPAIR, bodies, 2, &chunk);
   g_assert_true (dc_mesh_chunk_assembler_push (assembler, &chunk, &whole, &error));
   dc_mesh_chunk_clear (&chunk);
-  g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, corrupt, &chunk, &error));
+  g_assert_false (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, corrupt, &chunk, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_assert_nonnull (strstr (error->message, "chunk 1 of 3"));
+  g_assert_nonnull (strstr (error->message, "fails its hash"));
+  g_test_message ("refused as it arrived: %s", error->message);
+  g_clear_error (&error);
+  g_assert_cmpuint (dc_mesh_chunk_assembler_get_received (assembler), ==, 2);
+
+  /* The same bytes with their own hash recomputed, as a lying sender would. */
+  {
+    DcMeshChunk lie = { 0 };
+
+    g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, g_ptr_array_index (bodies, 1), &lie,
+                                         &error));
+    g_clear_pointer (&lie.data, g_bytes_unref);
+    lie.data = g_bytes_new_from_bytes (corrupt, DC_MESH_CHUNK_HEADER_SIZE,
+                                       size - DC_MESH_CHUNK_HEADER_SIZE);
+    rehashed = dc_mesh_chunk_encode (DC_MESH_MSG_REPAIR, &lie, &error);
+    g_assert_no_error (error);
+    dc_mesh_chunk_clear (&lie);
+  }
+  g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, rehashed, &chunk, &error));
   g_assert_false (dc_mesh_chunk_assembler_push (assembler, &chunk, &whole, &error));
   g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
   g_test_message ("refused as expected: %s", error->message);
@@ -1144,6 +1193,47 @@ test_train_assemble_refused (void)
     }
   g_assert_nonnull (whole);
   g_assert_true (g_bytes_equal (whole, object));
+
+  /* A streaming sender: chunks 0 and 1 without the object's hash (zeros),
+   * the last with it, completes; a chunk carrying another hash is another
+   * object; a last chunk without the hash is refused by the decoder. */
+  {
+    g_autoptr(DcMeshChunkAssembler) streamed = dc_mesh_chunk_assembler_new (DC_MESH_MSG_REPAIR,
+                                                                             0);
+    g_autoptr(GBytes) other_hash = patched (g_ptr_array_index (bodies, 1), 60, 0x5a);
+    g_autoptr(GBytes) last_bare = NULL;
+
+    g_clear_pointer (&whole, g_bytes_unref);
+    last_bare = object_hash_zeroed (g_ptr_array_index (bodies, bodies->len - 1));
+    expect_chunk_refused (DC_MESH_MSG_REPAIR, last_bare, DC_MESH_ERROR_MALFORMED);
+    for (guint i = 0; i < bodies->len; i++)
+      {
+        g_autoptr(GBytes) body = i + 1 < bodies->len
+                                 ? object_hash_zeroed (g_ptr_array_index (bodies, i))
+                                 : g_bytes_ref (g_ptr_array_index (bodies, i));
+
+        g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, body, &chunk, &error));
+        g_assert_no_error (error);
+        g_assert_true (dc_mesh_chunk_assembler_push (streamed, &chunk, &whole, &error));
+        g_assert_no_error (error);
+        dc_mesh_chunk_clear (&chunk);
+      }
+    g_assert_nonnull (whole);
+    g_assert_true (g_bytes_equal (whole, object));
+    g_clear_pointer (&whole, g_bytes_unref);
+
+    /* Knowing the hash (from chunk 0 here), a chunk with another is refused. */
+    dc_mesh_chunk_assembler_free (g_steal_pointer (&streamed));
+    streamed = dc_mesh_chunk_assembler_new (DC_MESH_MSG_REPAIR, 0);
+    decode_chunk (DC_MESH_MSG_REPAIR, bodies, 0, &chunk);
+    g_assert_true (dc_mesh_chunk_assembler_push (streamed, &chunk, NULL, &error));
+    dc_mesh_chunk_clear (&chunk);
+    g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_REPAIR, other_hash, &chunk, &error));
+    g_assert_false (dc_mesh_chunk_assembler_push (streamed, &chunk, NULL, &error));
+    g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+    g_clear_error (&error);
+    dc_mesh_chunk_clear (&chunk);
+  }
 
   /* A caller that knows the gradient's size caps the assembler at it. */
   small = dc_mesh_chunk_assembler_new (DC_MESH_MSG_REPAIR, 2 * DC_MESH_CHUNK_DATA_MAX);

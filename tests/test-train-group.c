@@ -431,6 +431,63 @@ test_repair (void)
     }
 }
 
+/* The third device corrupts one chunk of its gradient of step 10 on the way
+ * to one device that is not the leader (test fault switch): that device
+ * refuses the chunk as it arrives (its own hash fails), names the sender,
+ * and has the gradient repaired by the leader; the run goes on, all three
+ * equal to the simulation at every step. */
+static void
+test_corrupt_chunk (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "15", "3", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "15", NULL);
+  g_autoptr(DcTestProc) gamma = NULL;
+  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "15",
+                                     "--simulate-peers", "3", SMALL, NULL);
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  DcTestProc *procs[3];
+  guint refusals = 0;
+
+  g_setenv ("DC_TEST_FAULT", "corrupt-chunk@10", TRUE);
+  gamma = start_follower (url, room, "gamma", "15", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  procs[0] = alpha;
+  procs[1] = beta;
+  procs[2] = gamma;
+
+  wait_done (sim, 15);
+  sim_steps = steps_of (sim);
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+      int i;
+
+      wait_done (procs[p], 15);
+      steps = steps_of (procs[p]);
+      for (guint s = 1; s <= 15; s++)
+        {
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (steps, s), "roster"),
+                           ==, 3);
+        }
+      i = dc_test_proc_find (procs[p], 0, "refused", "gamma");
+      if (i >= 0)
+        {
+          JsonObject *event = g_ptr_array_index (procs[p]->events, i);
+
+          g_assert_true (procs[p] != gamma);
+          g_assert_true (message_has (event, "“gamma”"));
+          g_assert_true (message_has (event, "(step 10, rank"));
+          g_assert_true (message_has (event, "fails its hash"));
+          refusals++;
+        }
+    }
+  g_assert_cmpuint (refusals, ==, 1);
+}
+
 /* The third device drops the gradients of step 10 and their repairs too
  * (test fault switch): after 3 requests (5 s apart) for a gradient the sync
  * guard stops it
@@ -1149,6 +1206,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/admission", test_admission);
   g_test_add_func ("/dc/train/group/repair", test_repair);
   g_test_add_func ("/dc/train/group/repair-fails", test_repair_fails);
+  g_test_add_func ("/dc/train/group/corrupt-chunk", test_corrupt_chunk);
   g_test_add_func ("/dc/train/group/leader-failover", test_leader_failover);
   g_test_add_func ("/dc/train/group/join", test_join);
   g_test_add_func ("/dc/train/group/audit", test_audit);

@@ -507,6 +507,7 @@ typedef struct
 {
   double step_ms, compute_ms, send_ms, wait_ms, combine_ms, tokens_per_s;
   double audit_ms;   /* of compute_ms: audits' recomputations */
+  double bytes_per_device_step;  /* training message bodies a device sent a step */
 } Figures;
 
 static void
@@ -597,6 +598,7 @@ run_group (Bench       *bench,
   Want want = { "listening", 0 };
   double sums[5] = { 0 };
   guint n_samples = 0;
+  double sent = 0;
   double seconds;
   int e;
 
@@ -698,7 +700,23 @@ run_group (Bench       *bench,
             sums[4] += json_object_get_double_member_with_default (o, "audit_ms", 0);
             n_samples++;
           }
+        {
+          /* The devices count what they sent since the run began: the
+           * growth over steps 2…stop_at, as the times. */
+          int first = step_index (device, 1), last = step_index (device, stop_at);
+          JsonObject *a, *b;
+
+          if (first >= 0 && last >= 0)
+            {
+              a = g_ptr_array_index (device->events, first);
+              b = g_ptr_array_index (device->events, last);
+              sent += (json_object_get_int_member_with_default (b, "sent_bytes", 0)
+                       - json_object_get_int_member_with_default (a, "sent_bytes", 0))
+                      / (double) steps;
+            }
+        }
       }
+    figures->bytes_per_device_step = sent / devices->len;
     seconds = measured_seconds (g_ptr_array_index (devices, 0), stop_at);
   }
   if (seconds <= 0 || n_samples == 0)
@@ -781,6 +799,7 @@ print_figures (DcCliOptions  *options,
       json_add_double (builder, "wait_ms", f->wait_ms);
       json_add_double (builder, "combine_ms", f->combine_ms);
       json_add_double (builder, "audit_ms", f->audit_ms);
+      json_add_double (builder, "bytes_per_device_step", f->bytes_per_device_step);
       json_add_double (builder, "comm_fraction", comm);
       json_add_double (builder, "tokens_per_s", f->tokens_per_s);
       json_add_double (builder, "solo_tokens_per_s", solo);
@@ -792,10 +811,10 @@ print_figures (DcCliOptions  *options,
     {
       g_print ("%-9s %3u×%-3u×%-2u %2u dev %2u thr  step %8.1f ms  compute %8.1f  send %6.1f  "
                "wait %8.1f  combine %6.1f  comm %5.1f%%  %8.0f tok/s  solo %8.0f  scaling %.2f  "
-               "(audits %.1f of compute)\n",
+               "(audits %.1f of compute)  %.2f MB sent a device a step\n",
                network, size->width, size->seq, size->batch, n_devices, n_threads, f->step_ms,
                f->compute_ms, f->send_ms, f->wait_ms, f->combine_ms, comm * 100, f->tokens_per_s,
-               solo, scaling, f->audit_ms);
+               solo, scaling, f->audit_ms, f->bytes_per_device_step / 1e6);
       fflush (stdout);
     }
 }

@@ -253,6 +253,9 @@ step_cb (DcTrainGroup       *train,
           json_builder_set_member_name (builder, "audit_ms");
           json_builder_add_double_value (builder, times[0] / 1000.0);
         }
+      /* Since the run began: bench group's bytes a device sends a step. */
+      json_builder_set_member_name (builder, "sent_bytes");
+      json_builder_add_int_value (builder, (gint64) dc_train_group_get_sent_bytes (train));
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
     }

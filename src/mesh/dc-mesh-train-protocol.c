@@ -578,6 +578,49 @@ dc_mesh_train_hash (GBytes *object,
   dc_sha256_get_digest (sum, hash);
 }
 
+static void
+data_hash (const guint8 *data,
+           gsize         size,
+           guint8        hash[DC_MESH_HASH_SIZE])
+{
+  g_autoptr(DcSha256) sum = dc_sha256_new ();
+
+  dc_sha256_update (sum, data, size);
+  dc_sha256_get_digest (sum, hash);
+}
+
+/* The object's hash from its chunks' hashes (@count × 32 bytes, in order). */
+static void
+hash_list_hash (const guint8 *chunk_hashes,
+                guint         count,
+                guint8        hash[DC_MESH_HASH_SIZE])
+{
+  data_hash (chunk_hashes, (gsize) count * DC_MESH_HASH_SIZE, hash);
+}
+
+/**
+ * dc_mesh_chunk_object_hash:
+ * @object: a whole object, as dc_mesh_chunks_split() would cut it
+ *
+ * The hash its chunks carry in @hash: SHA-256 over the SHA-256 of each
+ * chunk's data, in order. A third party holding some chunks' hashes can
+ * check them against it without the rest of the data.
+ */
+void
+dc_mesh_chunk_object_hash (GBytes *object,
+                           guint8  hash[DC_MESH_HASH_SIZE])
+{
+  gsize total;
+  const guint8 *data = g_bytes_get_data (object, &total);
+  guint64 count = total > 0 ? chunk_count_for (total) : 0;
+  g_autofree guint8 *list = g_malloc (MAX (count, 1) * DC_MESH_HASH_SIZE);
+
+  for (guint64 i = 0; i < count; i++)
+    data_hash (data + i * DC_MESH_CHUNK_DATA_MAX, chunk_size_for (total, (guint32) i),
+               list + i * DC_MESH_HASH_SIZE);
+  hash_list_hash (list, (guint) count, hash);
+}
+
 void
 dc_mesh_chunk_clear (DcMeshChunk *chunk)
 {
@@ -634,6 +677,13 @@ check_chunk_fields (guint               type,
                    "%s chunk has a data position, which only weights carry", what);
       return FALSE;
     }
+  if (chunk->index == chunk->count - 1 && all_zero (chunk->hash, DC_MESH_HASH_SIZE))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk %u is the last and does not carry its object's hash", what,
+                   chunk->index);
+      return FALSE;
+    }
   return TRUE;
 }
 
@@ -654,6 +704,7 @@ dc_mesh_chunk_decode (guint         type,
   gsize size;
   const guint8 *p = g_bytes_get_data (payload, &size);
   DcMeshChunk c;
+  guint8 hash[DC_MESH_HASH_SIZE];
 
   memset (&c, 0, sizeof c);
   if (!is_chunk_type (type))
@@ -672,24 +723,32 @@ dc_mesh_chunk_decode (guint         type,
   c.total = get_u64 (p + 40);
   c.position = get_u64 (p + 48);
   memcpy (c.hash, p + 56, DC_MESH_HASH_SIZE);
+  memcpy (c.chunk_hash, p + 88, DC_MESH_HASH_SIZE);
   if (!check_chunk_fields (type, &c, size - DC_MESH_CHUNK_HEADER_SIZE, error))
     return FALSE;
+  /* Checked here, as it arrives: a receiver may use a chunk before the
+   * rest of its object has come. */
+  data_hash (p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE, hash);
+  if (memcmp (hash, c.chunk_hash, DC_MESH_HASH_SIZE) != 0)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk %u of %u (step %" G_GUINT64_FORMAT ", rank %u) fails its hash: "
+                   "its data is not what its sender hashed",
+                   dc_mesh_message_type_to_string (type), c.index, c.count, c.step, c.rank);
+      return FALSE;
+    }
   c.data = g_bytes_new_from_bytes (payload, DC_MESH_CHUNK_HEADER_SIZE,
                                    size - DC_MESH_CHUNK_HEADER_SIZE);
   *chunk = c;
   return TRUE;
 }
 
-/**
- * dc_mesh_chunk_encode:
- *
- * Returns: (transfer full) (nullable): one chunk message body, or %NULL when
- *   the chunk's fields are inconsistent
- */
-GBytes *
-dc_mesh_chunk_encode (guint               type,
-                      const DcMeshChunk  *chunk,
-                      GError            **error)
+/* dc_mesh_chunk_encode () with the data's hash already taken (@chunk_hash). */
+static GBytes *
+chunk_encode_hashed (guint               type,
+                     const DcMeshChunk  *chunk,
+                     const guint8        chunk_hash[DC_MESH_HASH_SIZE],
+                     GError            **error)
 {
   gsize size = chunk->data != NULL ? g_bytes_get_size (chunk->data) : 0;
   guint8 *out;
@@ -713,8 +772,30 @@ dc_mesh_chunk_encode (guint               type,
   put_u64 (out + 40, chunk->total);
   put_u64 (out + 48, chunk->position);
   memcpy (out + 56, chunk->hash, DC_MESH_HASH_SIZE);
+  memcpy (out + 88, chunk_hash, DC_MESH_HASH_SIZE);
   memcpy (out + DC_MESH_CHUNK_HEADER_SIZE, g_bytes_get_data (chunk->data, NULL), size);
   return g_bytes_new_take (out, DC_MESH_CHUNK_HEADER_SIZE + size);
+}
+
+/**
+ * dc_mesh_chunk_encode:
+ *
+ * Fills in the chunk's own hash from its data (@chunk->chunk_hash is not
+ * read).
+ *
+ * Returns: (transfer full) (nullable): one chunk message body, or %NULL when
+ *   the chunk's fields are inconsistent
+ */
+GBytes *
+dc_mesh_chunk_encode (guint               type,
+                      const DcMeshChunk  *chunk,
+                      GError            **error)
+{
+  guint8 chunk_hash[DC_MESH_HASH_SIZE] = { 0 };
+
+  if (chunk->data != NULL)
+    dc_mesh_train_hash (chunk->data, chunk_hash);
+  return chunk_encode_hashed (type, chunk, chunk_hash, error);
 }
 
 /**
@@ -723,7 +804,8 @@ dc_mesh_chunk_encode (guint               type,
  * @object: the whole object
  *
  * Cuts @object into chunk message bodies, each of which fits one piece,
- * and fills in index, count, total and the object's SHA-256.
+ * and fills in index, count, total, each chunk's hash and the object's
+ * (dc_mesh_chunk_object_hash()).
  *
  * Returns: (transfer full) (element-type GBytes) (nullable): the bodies in
  *   order, or %NULL when @object is empty or over the type's limit
@@ -735,6 +817,7 @@ dc_mesh_chunks_split (guint               type,
                       GError            **error)
 {
   g_autoptr(GPtrArray) bodies = NULL;
+  g_autofree guint8 *list = NULL;
   DcMeshChunk c = *info;
   gsize total = g_bytes_get_size (object);
 
@@ -755,7 +838,13 @@ dc_mesh_chunks_split (guint               type,
       return NULL;
     }
   c.count = (guint32) chunk_count_for (total);
-  dc_mesh_train_hash (object, c.hash);
+  /* Each chunk's hash, then the object's from them: the data is read once. */
+  list = g_malloc ((gsize) c.count * DC_MESH_HASH_SIZE);
+  for (guint32 i = 0; i < c.count; i++)
+    data_hash ((const guint8 *) g_bytes_get_data (object, NULL)
+               + (gsize) i * DC_MESH_CHUNK_DATA_MAX,
+               chunk_size_for (total, i), list + (gsize) i * DC_MESH_HASH_SIZE);
+  hash_list_hash (list, c.count, c.hash);
 
   bodies = g_ptr_array_new_full (c.count, (GDestroyNotify) g_bytes_unref);
   for (c.index = 0; c.index < c.count; c.index++)
@@ -766,7 +855,7 @@ dc_mesh_chunks_split (guint               type,
       GBytes *body;
 
       c.data = slice;
-      body = dc_mesh_chunk_encode (type, &c, error);
+      body = chunk_encode_hashed (type, &c, list + (gsize) c.index * DC_MESH_HASH_SIZE, error);
       if (body == NULL)
         return NULL;
       g_ptr_array_add (bodies, body);
@@ -786,6 +875,7 @@ struct _DcMeshChunkAssembler
   gboolean     complete;
   /* One slot per chunk (count ≤ cap / chunk size), NULL until it arrives. */
   GBytes     **chunks;
+  guint8      *chunk_hashes;  /* count × 32 bytes: each chunk's, as decoded */
   guint        received;
 };
 
@@ -818,6 +908,7 @@ assembler_reset (DcMeshChunkAssembler *self)
     for (guint i = 0; i < self->key.count; i++)
       g_clear_pointer (&self->chunks[i], g_bytes_unref);
   g_clear_pointer (&self->chunks, g_free);
+  g_clear_pointer (&self->chunk_hashes, g_free);
   self->received = 0;
   self->started = FALSE;
   self->complete = FALSE;
@@ -858,18 +949,22 @@ same_object (const DcMeshChunk *a,
   return memcmp (a->run_id, b->run_id, DC_MESH_RUN_ID_SIZE) == 0
          && a->step == b->step && a->rank == b->rank && a->total == b->total
          && a->count == b->count && a->position == b->position
-         && memcmp (a->hash, b->hash, DC_MESH_HASH_SIZE) == 0;
+         /* Zeros: a chunk sent before its object was hashed whole. */
+         && (all_zero (a->hash, DC_MESH_HASH_SIZE) || all_zero (b->hash, DC_MESH_HASH_SIZE)
+             || memcmp (a->hash, b->hash, DC_MESH_HASH_SIZE) == 0);
 }
 
 /**
  * dc_mesh_chunk_assembler_push:
- * @chunk: a chunk from dc_mesh_chunk_decode()
+ * @chunk: a chunk from dc_mesh_chunk_decode(), which checked its data
+ *   against its own hash
  * @object: (out) (transfer full) (optional): the whole object, set when
  *   @chunk completed it and its hash matched
  *
  * Adds one chunk. Refuses a chunk of another object, one over the limit, a
  * duplicate, and anything after completion. When the last chunk arrives the
- * object's SHA-256 is checked; on a mismatch everything collected is
+ * object's hash (over its chunks' hashes, dc_mesh_chunk_object_hash()) is
+ * checked; on a mismatch everything collected is
  * dropped (the assembler starts empty again, ready for a repair) and an
  * error is returned.
  *
@@ -915,6 +1010,7 @@ dc_mesh_chunk_assembler_push (DcMeshChunkAssembler  *self,
       self->key.data = NULL;
       self->key.index = 0;
       self->chunks = g_new0 (GBytes *, chunk->count);
+      self->chunk_hashes = g_malloc ((gsize) chunk->count * DC_MESH_HASH_SIZE);
       self->started = TRUE;
     }
   else if (!same_object (&self->key, chunk))
@@ -933,7 +1029,12 @@ dc_mesh_chunk_assembler_push (DcMeshChunkAssembler  *self,
       return FALSE;
     }
 
+  /* The object's hash as soon as a chunk carries it (the last always does). */
+  if (all_zero (self->key.hash, DC_MESH_HASH_SIZE))
+    memcpy (self->key.hash, chunk->hash, DC_MESH_HASH_SIZE);
   self->chunks[chunk->index] = g_bytes_ref (chunk->data);
+  memcpy (self->chunk_hashes + (gsize) chunk->index * DC_MESH_HASH_SIZE, chunk->chunk_hash,
+          DC_MESH_HASH_SIZE);
   self->received++;
   if (self->received < self->key.count)
     return TRUE;
@@ -948,7 +1049,9 @@ dc_mesh_chunk_assembler_push (DcMeshChunkAssembler  *self,
       g_clear_pointer (&self->chunks[i], g_bytes_unref);
     }
   bytes = g_byte_array_free_to_bytes (g_steal_pointer (&whole));
-  dc_mesh_train_hash (bytes, hash);
+  /* Each chunk's data was checked against its own hash as it was decoded;
+   * the object's hash binds those hashes together, in order. */
+  hash_list_hash (self->chunk_hashes, self->key.count, hash);
   if (memcmp (hash, self->key.hash, DC_MESH_HASH_SIZE) != 0)
     {
       guint64 step = self->key.step;

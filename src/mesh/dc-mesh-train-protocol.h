@@ -52,8 +52,10 @@ G_BEGIN_DECLS
 #define DC_MESH_AUDIT_SIZE            64
 
 /* Chunks: the header, then the data. One chunk message is exactly one piece
- * at most (65,536 − 16 frame header − 88 = 65,432 data bytes). */
-#define DC_MESH_CHUNK_HEADER_SIZE     88
+ * at most (65,536 − 16 frame header − 120 = 65,400 data bytes). The header
+ * ends with the SHA-256 of the chunk's own data, so that each chunk is
+ * checked as it arrives, not only once its whole object has come. */
+#define DC_MESH_CHUNK_HEADER_SIZE     120
 #define DC_MESH_CHUNK_DATA_MAX        (DC_MESH_PIECE_SIZE - DC_MESH_HEADER_SIZE \
                                        - DC_MESH_CHUNK_HEADER_SIZE)
 /* The largest gradient (and repaired gradient): the biggest model the
@@ -196,7 +198,13 @@ gboolean  dc_mesh_audit_decode (GBytes            *payload,
  * @total: the size of the whole object in bytes (≥ 1, ≤ the type's cap)
  * @position: the data position of a WEIGHTS or CHECKPOINT blob (tokens read
  *   so far); 0 for GRADIENTS and REPAIR
- * @hash: SHA-256 of the whole object
+ * @hash: the object's hash: SHA-256 of its chunks' hashes (@chunk_hash of
+ *   chunk 0, 1, …, in order), see dc_mesh_chunk_object_hash(). The last
+ *   chunk always carries it; an earlier one carries it or zeros, so that a
+ *   sender may send chunks before it has hashed the whole object
+ * @chunk_hash: SHA-256 of this chunk's @data; dc_mesh_chunk_encode()
+ *   computes it (the caller's value is ignored), dc_mesh_chunk_decode()
+ *   refuses a chunk whose data does not match it
  * @data: (nullable): this chunk's bytes: %DC_MESH_CHUNK_DATA_MAX bytes for
  *   every chunk but the last, which holds the rest
  *
@@ -212,6 +220,7 @@ typedef struct
   guint64 total;
   guint64 position;
   guint8  hash[DC_MESH_HASH_SIZE];
+  guint8  chunk_hash[DC_MESH_HASH_SIZE];
   GBytes *data;
 } DcMeshChunk;
 
@@ -230,6 +239,8 @@ GPtrArray *dc_mesh_chunks_split (guint              type,
 guint64    dc_mesh_chunk_max_total (guint           type);
 void       dc_mesh_train_hash   (GBytes            *object,
                                  guint8             hash[DC_MESH_HASH_SIZE]);
+void       dc_mesh_chunk_object_hash (GBytes       *object,
+                                      guint8        hash[DC_MESH_HASH_SIZE]);
 
 /**
  * DcMeshChunkAssembler:
@@ -237,7 +248,7 @@ void       dc_mesh_train_hash   (GBytes            *object,
  * Collects the chunks of one object (one (step, rank) gradient, one weight
  * blob). The first chunk fixes what the object is (run, step, rank, total,
  * count, position, hash); later chunks must agree. Memory grows with the
- * chunks that arrive: at most the declared total (capped) plus 88 bytes of
+ * chunks that arrive: at most the declared total (capped) plus 120 bytes of
  * header per chunk, and the total once more while joining at completion.
  */
 typedef struct _DcMeshChunkAssembler DcMeshChunkAssembler;

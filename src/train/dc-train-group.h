@@ -165,6 +165,7 @@ gboolean      dc_train_group_get_step_times (DcTrainGroup       *self,
                                              guint64            *combine_us);
 gboolean      dc_train_group_get_audit_time (DcTrainGroup       *self,
                                              guint64            *audit_us);
+guint64       dc_train_group_get_sent_bytes (DcTrainGroup       *self);
 guint         dc_train_group_audit_rank (guint64              run_seed,
                                          guint64              step,
                                          guint                rank,

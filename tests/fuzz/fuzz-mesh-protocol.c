@@ -4,11 +4,16 @@
  * the fuzzer explores reassembly across pieces as well as single frames; every
  * complete message is then handed to the typed body decoders, and every
  * decoded chunk to one assembler per chunked type, so duplicates, strangers,
- * completion and the hash check are explored too.
+ * completion and the hash check are explored too. A chunk is decoded as it
+ * came (the fuzzer rarely writes a matching SHA-256, so this explores the
+ * per-chunk hash's refusal) and once more with its own hash recomputed over
+ * its data, so that what lies past that check is explored as well.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include "config.h"
+
+#include <string.h>
 
 #include "mesh/dc-mesh-protocol.h"
 #include "mesh/dc-mesh-train-protocol.h"
@@ -31,6 +36,48 @@ assembler_for (FuzzState *state,
   if (state->assemblers[slot] == NULL)
     state->assemblers[slot] = dc_mesh_chunk_assembler_new (type, 0);
   return state->assemblers[slot];
+}
+
+static void
+decode_chunk (FuzzState *state,
+              guint      type,
+              GBytes    *payload)
+{
+  g_autoptr(GError) error = NULL;
+  DcMeshChunk chunk;
+
+  if (dc_mesh_chunk_decode (type, payload, &chunk, &error))
+    {
+      g_autoptr(GBytes) object = NULL;
+      DcMeshChunkAssembler *assembler = assembler_for (state, type);
+      guint8 hash[DC_MESH_HASH_SIZE];
+
+      g_assert (chunk.index < chunk.count);
+      /* Accepted only with its data matching its own hash. */
+      dc_mesh_train_hash (chunk.data, hash);
+      g_assert (memcmp (hash, chunk.chunk_hash, DC_MESH_HASH_SIZE) == 0);
+      dc_mesh_chunk_assembler_push (assembler, &chunk, &object, NULL);
+      g_assert (object == NULL || g_bytes_get_size (object) == chunk.total);
+      dc_mesh_chunk_clear (&chunk);
+    }
+}
+
+/* @payload with bytes 88–119 (the chunk's own hash) set to the SHA-256 of
+ * what follows them, or NULL when it is too short to have them. */
+static GBytes *
+chunk_rehashed (GBytes *payload)
+{
+  gsize size;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+  g_autoptr(GBytes) data = NULL;
+  guint8 *copy;
+
+  if (size < DC_MESH_CHUNK_HEADER_SIZE)
+    return NULL;
+  copy = g_memdup2 (p, size);
+  data = g_bytes_new_static (copy + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE);
+  dc_mesh_train_hash (data, copy + DC_MESH_CHUNK_HEADER_SIZE - DC_MESH_HASH_SIZE);
+  return g_bytes_new_take (copy, size);
 }
 
 static void
@@ -86,18 +133,11 @@ decode_body (FuzzState     *state,
     case DC_MESH_MSG_CHECKPOINT:
     case DC_MESH_MSG_REPAIR:
       {
-        DcMeshChunk chunk;
+        g_autoptr(GBytes) rehashed = chunk_rehashed (message->payload);
 
-        if (dc_mesh_chunk_decode (message->type, message->payload, &chunk, &error))
-          {
-            g_autoptr(GBytes) object = NULL;
-            DcMeshChunkAssembler *assembler = assembler_for (state, message->type);
-
-            g_assert (chunk.index < chunk.count);
-            dc_mesh_chunk_assembler_push (assembler, &chunk, &object, NULL);
-            g_assert (object == NULL || g_bytes_get_size (object) == chunk.total);
-            dc_mesh_chunk_clear (&chunk);
-          }
+        decode_chunk (state, message->type, message->payload);
+        if (rehashed != NULL)
+          decode_chunk (state, message->type, rehashed);
       }
       break;
     case DC_MESH_MSG_ACTIVATIONS:

@@ -1,0 +1,334 @@
+/* dc-train-group-private.h: the coordinator's state, shared by its files
+ * (dc-train-group.c and dc-train-group-*.c; see dc-train-group.h).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <string.h>
+#include <unistd.h>
+
+#include "dc-train-group.h"
+#include "dc-train-wire.h"
+#include "mesh/dc-mesh-train-protocol.h"
+#include "model/dc-checkpoint.h"
+#include "model/dc-rng.h"
+
+G_BEGIN_DECLS
+
+/* The audit draws' stream of dc_rng, apart from the model's (1-3). */
+#define AUDIT_STREAM          0x41554454u  /* "AUDT" */
+
+/* A gradient object: a header (dc-train-wire.h), then n_params
+ * little-endian float32. The header names the roster the gradient was
+ * computed for (its size and a digest of its sorted ids), so that gradients
+ * of a roster a device has not adopted yet are kept apart, and the sender's
+ * loss for the step line. The state a joining device receives (WEIGHTS): a
+ * header (magic, u32 reserved, u64 n_params, u64 step, f32 β1^step, f32
+ * β2^step), then the weights and both Adam moments, 3 × n_params
+ * little-endian float32. */
+#define GRADIENT_MAGIC        DC_TRAIN_GRADIENT_MAGIC
+#define GRADIENT_HEADER_SIZE  DC_TRAIN_GRADIENT_HEADER_SIZE
+#define WEIGHTS_MAGIC         DC_TRAIN_WEIGHTS_MAGIC
+#define WEIGHTS_HEADER_SIZE   DC_TRAIN_WEIGHTS_HEADER_SIZE
+
+/* How often the waits look at the clock and at the peers. */
+#define TICK_MS 250
+
+typedef enum
+{
+  STATE_WAITING_PEERS,   /* starter: fewer than min_peers devices */
+  STATE_WAITING_CONFIG,  /* follower: no config yet */
+  STATE_PREPARING,       /* worker: data, model, trainer */
+  STATE_WAITING_START,   /* follower: prepared, no step-0 report yet */
+  STATE_CONNECTING,      /* waiting to be connected to the whole roster */
+  STATE_COMPUTING,       /* worker: this device's gradient */
+  STATE_EXCHANGING,      /* waiting for the roster's gradients */
+  STATE_APPLYING,        /* worker: sum in rank order, Adam */
+  STATE_REPORTING,       /* waiting for the roster's step reports */
+  STATE_ROLLING_BACK,    /* the step is taken again without a device that left */
+  STATE_WAITING_WEIGHTS, /* joiner: prepared, waiting for the leader's state */
+  STATE_ADMITTING,       /* at a step boundary: waiting for the joiners' reports */
+  STATE_HOLDING,         /* test only: a step's report waits for a device to join */
+  STATE_WAITING_CHECKPOINT, /* follower: the starter's checkpoint (a resumed run) */
+  STATE_VERIFYING,       /* worker: recomputing accused gradients (audits) */
+  STATE_DONE,
+} State;
+
+typedef struct
+{
+  guint   rank;
+  float   loss;
+  GBytes *object;
+} Gradient;
+
+typedef struct
+{
+  DcMeshChunkAssembler *assembler;
+} Assembly;
+
+/* An audit's accusation (this device's own or a roster device's): verified
+ * by every device at the end of the step (verify_accusations ()). */
+typedef struct
+{
+  guint64  step;
+  guint    rank;        /* of the step's roster */
+  char    *auditor;     /* member ids */
+  char    *accused;
+  guint8   recomputed[DC_MESH_HASH_SIZE];  /* this device's recomputation */
+} Accusation;
+/* Training messages dropped from one device since its last log line. */
+typedef struct
+{
+  gint64 next_log;  /* monotonic µs: no line before this */
+  guint  dropped;
+} Refusal;
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshChunk, dc_mesh_chunk_clear)
+
+struct _DcTrainGroup
+{
+  GObject            parent_instance;
+
+  DcContext         *context;
+  DcGroup           *group;
+  DcTrainingRequest  request;      /* this device's own flags (starter's when it starts) */
+  gboolean           seed_given;
+  guint              min_peers;
+  DcTrainGroupStarter starter_rule;
+  guint64            fault_step;   /* DC_TEST_FAULT=corrupt-weight@STEP, 0: none */
+  guint64            fault_partial; /* DC_TEST_FAULT=partial-send@STEP, 0: none */
+  guint64            fault_chunk;  /* DC_TEST_FAULT=corrupt-chunk@STEP, 0: none */
+  guint64            fault_drop;   /* DC_TEST_FAULT=drop-gradient@STEP or drop-repair@STEP */
+  gboolean           fault_drop_repair; /* drop-repair: the repairs of that step too */
+  guint64            fault_hold;   /* DC_TEST_FAULT=hold-join@STEP, 0: none */
+  guint64            fault_corrupt; /* DC_TEST_FAULT=corrupt-gradient@STEP: from STEP on */
+  gboolean           audit_all;    /* DC_TEST_FAULT=audit-all: audit every step */
+  gboolean           fault_outsider; /* DC_TEST_FAULT=outsider: training messages without a run */
+  GHashTable        *refused;      /* peer id → Refusal: messages dropped, for the log */
+  guint              audit_rank;   /* the rank audited this step; G_MAXUINT: none */
+  float             *audit_grads;
+  guint8             audit_hash[DC_MESH_HASH_SIZE];
+  GHashTable        *evicted;      /* id → the step after which audits removed it */
+  GPtrArray         *accusations;  /* Accusation*: audits of the step, verified at its end */
+  guint64            fault_false_audit; /* DC_TEST_FAULT=false-audit@STEP: accuse from STEP on */
+  double             last_loss, last_seconds;  /* of the step being published */
+
+  State              state;
+  gboolean           starter;
+  gboolean           started;
+  DcMeshRunConfig   *config;
+  DcTrainPlan       *plan;
+  DcTrainSession    *session;
+  guint64            stop;
+
+  GPtrArray         *roster;       /* char* member ids, sorted */
+  guint64            digest;
+  guint              rank;
+  GHashTable        *logged;       /* ids whose admission was logged */
+  GHashTable        *names;        /* id → display name, kept after it left */
+
+  float             *own_grads;
+  float              own_loss;
+  guint64            step_done;    /* the model's step, as the main thread may read it
+                                    * while a worker changes the model */
+  gint64             step_started;
+  gint64             t_computed, t_sent, t_apply;  /* monotonic µs, for the report */
+  /* The step's own work off the main thread (pack_own_gradient (), apply_worker ()). */
+  GBytes            *own_object;   /* this step's gradient object, packed by the worker */
+  GPtrArray         *own_bodies;   /* its chunks, split (and hashed) once for every peer */
+  GError            *own_pack_error; /* why they could not be made */
+  gboolean           own_sent;     /* send_own_gradient () ran this step */
+  float             *sum_grads;    /* the combined gradient, kept from step to step */
+  gsize              sum_len;
+  gint64             audit_us;     /* of compute_us: recomputing the audited gradient */
+  guint64            sent_bytes;   /* training message bodies sent since the run began */
+
+  /* The model before the last step (weights, both moments, step, β powers):
+   * taken back when a roster device turns out to have taken that step
+   * without a device that left (see rollback ()). */
+  float             *snapshot;
+  guint64            snap_step;
+  float              snap_beta1, snap_beta2;
+  guint64            rollback_digest;
+  gint64             deadline;     /* monotonic µs; 0: none */
+
+  GHashTable        *gradients;    /* "step/digest/id" → Gradient* (own included), kept
+                                    * DC_TRAIN_GROUP_REPAIR_STEPS steps for repairs */
+  GHashTable        *answered;     /* "step/rank/peer id" → repairs sent (a count) */
+  guint              repair_tries[DC_MESH_ROSTER_MAX]; /* requests per rank, this step */
+  gint64             repair_next[DC_MESH_ROSTER_MAX];  /* monotonic µs: when the next may go */
+  GHashTable        *start_sent;   /* ids this device's step-0 report went to */
+  GHashTable        *joiners;      /* id → the step after which it joins (announced) */
+  gboolean           joining;      /* this device joins a run under way */
+  char              *join_from;    /* joiner: the leader that sent the config */
+  GBytes            *weights;      /* joiner: the state, once received */
+  GHashTable        *assemblies;   /* peer id → Assembly* */
+  GHashTable        *reports;      /* "step/id" → DcMeshStepReport* */
+  DcMeshStepReport  *own_report;
+
+  /* Checkpoint to the group (docs/ARCHITECTURE.md): a run that starts
+   * from a checkpoint, and a checkpoint loaded mid-run that every device
+   * switches to after the same step. */
+  DcGptModel        *resume_model;    /* the model start_run () continues (owned) */
+  DcTrainSettings    resume_settings;
+  GBytes            *resume_bytes;    /* starter: the checkpoint file sent with CONFIG */
+  char              *checkpoint_from; /* follower: who sends the checkpoint it waits for */
+  DcMeshRunConfig   *switch_config;   /* the run to switch to after the step being taken */
+  GBytes            *switch_bytes;    /* its checkpoint, once whole */
+  GHashTable        *switch_reports;  /* "step/id" → reports of that run, before the switch */
+  DcMeshRunConfig   *pending_config;  /* leader: a loaded checkpoint, sent at the next step */
+  GBytes            *pending_bytes;
+  DcMeshRunConfig   *proposal;        /* leader: a roster device's forwarded checkpoint */
+  char              *proposal_from;
+
+  guint              tick_id;
+  gulong             event_handler;
+  gulong             message_handler;
+};
+
+
+/* What start_step () hands the compute worker: the roster as it stands
+ * (the main thread's fields are not read from the worker). */
+typedef struct
+{
+  guint    rank;
+  guint    n_ranks;
+  guint64  digest;
+  guint8   run_id[DC_MESH_RUN_ID_SIZE];
+} ComputeData;
+
+/* dc-train-group.c */
+gboolean _dc_train_group_send (DcTrainGroup  *self,
+                               DcPeer        *peer,
+                               guint          type,
+                               GBytes        *payload,
+                               GError       **error);
+gboolean _dc_train_group_send_chunks (DcTrainGroup  *self,
+                                      DcPeer        *peer,
+                                      guint          type,
+                                      GPtrArray     *bodies,
+                                      GError       **error);
+gboolean _dc_train_group_send_object (DcTrainGroup       *self,
+                                      DcPeer             *peer,
+                                      guint               type,
+                                      const DcMeshChunk  *info,
+                                      GBytes             *object,
+                                      GError            **error);
+DcMesh * _dc_train_group_get_mesh (DcTrainGroup *self);
+const char * _dc_train_group_own_id (DcTrainGroup *self);
+DcMeshHello * _dc_train_group_own_hello (DcTrainGroup *self);
+DcPeer * _dc_train_group_find_peer (DcTrainGroup *self,
+                                    const char   *id);
+const char * _dc_train_group_member_name (DcTrainGroup *self,
+                                          const char   *id);
+void _dc_train_group_notice (DcTrainGroup *self,
+                             const char   *kind,
+                             const char   *peer,
+                             const char   *text);
+void _dc_train_group_finish (DcTrainGroup *self,
+                             GError       *error);
+void _dc_train_group_fail (DcTrainGroup      *self,
+                           DcTrainGroupError  code,
+                           const char        *format,
+                           ...) G_GNUC_PRINTF (3, 4);
+gboolean _dc_train_group_admitted (DcTrainGroup *self,
+                                   DcPeer       *peer);
+guint64 _dc_train_group_roster_digest_strv (char **ids);
+void _dc_train_group_set_roster (DcTrainGroup *self,
+                                 GPtrArray    *roster);
+void _dc_train_group_hash_to_bytes (const char *hex,
+                                    guint8      out[DC_MESH_HASH_SIZE]);
+char * _dc_train_group_hash_to_hex (const guint8 hash[DC_MESH_HASH_SIZE]);
+void _dc_train_group_send_to_roster (DcTrainGroup *self,
+                                     guint         type,
+                                     GBytes       *payload);
+DcMeshStepReport * _dc_train_group_make_report_hashed (DcTrainGroup *self,
+                                                       const char   *hash,
+                                                       const char   *optimizer);
+DcMeshStepReport * _dc_train_group_make_report (DcTrainGroup *self);
+char * _dc_train_group_report_key (guint64     step,
+                                   const char *id);
+char * _dc_train_group_gradient_key (guint64     step,
+                                     guint64     digest,
+                                     const char *id);
+void _dc_train_group_arm (DcTrainGroup *self,
+                          guint         seconds);
+void _dc_train_group_publish_step (DcTrainGroup *self);
+void _dc_train_group_emit_agreed (DcTrainGroup *self);
+void _dc_train_group_timeout_error (DcTrainGroup *self,
+                                    const char   *what);
+void _dc_train_group_refuse (DcTrainGroup *self,
+                             DcPeer       *peer,
+                             guint         type,
+                             const char   *why);
+gboolean _dc_train_group_in_roster (DcTrainGroup *self,
+                                    const char   *id);
+
+/* dc-train-group-step.c */
+void _dc_train_group_start_step (DcTrainGroup *self);
+void _dc_train_group_start_run (DcTrainGroup *self);
+void _dc_train_group_next_step (DcTrainGroup *self);
+void _dc_train_group_advance (DcTrainGroup *self);
+void _dc_train_group_handle_report (DcTrainGroup *self,
+                                    DcPeer       *peer,
+                                    GBytes       *payload);
+void _dc_train_group_handle_chunk (DcTrainGroup *self,
+                                   DcPeer       *peer,
+                                   guint         type,
+                                   GBytes       *payload);
+
+/* dc-train-group-roster.c */
+void _dc_train_group_announce_joiners (DcTrainGroup *self);
+gboolean _dc_train_group_drop_gone (DcTrainGroup *self,
+                                    guint64       step);
+gboolean _dc_train_group_adopt_start (DcTrainGroup *self);
+gboolean _dc_train_group_enter_admitting (DcTrainGroup *self,
+                                          guint64       step);
+void _dc_train_group_load_weights (DcTrainGroup *self);
+void _dc_train_group_handle_config (DcTrainGroup *self,
+                                    DcPeer       *peer,
+                                    GBytes       *payload);
+void _dc_train_group_handle_weights (DcTrainGroup *self,
+                                     DcPeer       *peer,
+                                     GBytes       *payload);
+
+/* dc-train-group-repair.c */
+gboolean _dc_train_group_reported (DcTrainGroup *self,
+                                   guint64       step,
+                                   const char   *id);
+void _dc_train_group_maybe_repair (DcTrainGroup *self);
+void _dc_train_group_rollback (DcTrainGroup *self,
+                               DcPeer       *peer,
+                               guint64       digest);
+void _dc_train_group_handle_repair_request (DcTrainGroup *self,
+                                            DcPeer       *peer,
+                                            GBytes       *payload);
+
+/* dc-train-group-audit.c */
+gboolean _dc_train_group_compute_audit (DcTrainGroup       *self,
+                                        const ComputeData  *compute,
+                                        GError            **error);
+void _dc_train_group_check_audit (DcTrainGroup  *self,
+                                  const float  **grads);
+void _dc_train_group_remove_evicted (DcTrainGroup *self,
+                                     guint64       step);
+gboolean _dc_train_group_verify_accusations (DcTrainGroup *self);
+void _dc_train_group_handle_audit (DcTrainGroup *self,
+                                   DcPeer       *peer,
+                                   GBytes       *payload);
+
+/* dc-train-group-checkpoint.c */
+guint64 _dc_train_group_checkpoint_cap (guint32 width,
+                                        guint32 seq);
+void _dc_train_group_send_switch (DcTrainGroup *self);
+void _dc_train_group_switch_run (DcTrainGroup *self);
+void _dc_train_group_send_resume_config (DcTrainGroup *self);
+gboolean _dc_train_group_handle_checkpoint_config (DcTrainGroup *self,
+                                                   DcPeer       *peer,
+                                                   GBytes       *payload);
+void _dc_train_group_handle_checkpoint (DcTrainGroup *self,
+                                        DcPeer       *peer,
+                                        GBytes       *payload);
+
+G_END_DECLS

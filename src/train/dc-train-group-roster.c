@@ -1,0 +1,441 @@
+/* dc-train-group-roster.c: membership: the first roster, devices leaving,
+ * devices joining mid-run (CONFIG after a step, WEIGHTS); see
+ * dc-train-group.h and dc-train-group-private.h.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-train"
+
+#include "config.h"
+
+#include "dc-train-group-private.h"
+
+/* The leader, after step S: every admitted device connected to it that is
+ * not in the roster joins after S. It announces each with a CONFIG whose
+ * start_step is S and starter_id the joiner's id, sent to the roster and
+ * the joiner before its report of S (a peer's frames arrive in order, so
+ * every roster device knows of the joiner when it has the leader's report),
+ * then sends the joiner the state after S (WEIGHTS). Everyone then waits at
+ * the boundary for the joiner's report of S (STATE_ADMITTING). */
+void
+_dc_train_group_announce_joiners (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (_dc_train_group_get_mesh (self));
+  g_autoptr(GBytes) state = NULL;
+
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+      const char *id = dc_peer_get_id (peer);
+      g_autoptr(DcMeshRunConfig) config = NULL;
+      g_autoptr(GBytes) payload = NULL;
+      g_autoptr(GError) error = NULL;
+      DcMeshChunk info = { 0 };
+      g_autofree char *text = NULL;
+
+      if (_dc_train_group_find_peer (self, id) == NULL || _dc_train_group_in_roster (self, id)
+          || g_hash_table_contains (self->joiners, id) || !_dc_train_group_admitted (self, peer)
+          || self->roster->len + g_hash_table_size (self->joiners) >= DC_MESH_ROSTER_MAX)
+        continue;
+      config = dc_mesh_run_config_new ();
+      memcpy (config->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      config->width = self->config->width;
+      config->seq = self->config->seq;
+      config->batch = self->config->batch;
+      config->steps = self->config->steps;
+      config->lr_x1000 = self->config->lr_x1000;
+      config->numeric_rule_id = self->config->numeric_rule_id;
+      config->run_seed = self->config->run_seed;
+      config->start_step = model->step;
+      g_free (config->dataset_spec);
+      config->dataset_spec = g_strdup (self->config->dataset_spec);
+      g_free (config->probe_hash);
+      config->probe_hash = g_strdup (self->config->probe_hash);
+      g_free (config->starter_id);
+      config->starter_id = g_strdup (id);
+      payload = dc_mesh_run_config_encode (config, &error);
+      if (payload == NULL)
+        {
+          g_message ("cannot announce %s: %s", dc_peer_get_name (peer), error->message);
+          continue;
+        }
+      g_hash_table_insert (self->joiners, g_strdup (id), GSIZE_TO_POINTER (model->step));
+      _dc_train_group_send_to_roster (self, DC_MESH_MSG_CONFIG, payload);
+      if (!_dc_train_group_send (self, peer, DC_MESH_MSG_CONFIG, payload, &error))
+        g_message ("cannot send the config to %s: %s", dc_peer_get_name (peer), error->message);
+      g_clear_error (&error);
+
+      if (state == NULL)
+        {
+          gsize size = WEIGHTS_HEADER_SIZE + 3 * model->n_params * sizeof (float);
+          guint8 *data = g_malloc0 (size);
+          guint32 word = GUINT32_TO_LE (WEIGHTS_MAGIC);
+          guint64 wide;
+
+          memcpy (data, &word, 4);
+          wide = GUINT64_TO_LE ((guint64) model->n_params);
+          memcpy (data + 8, &wide, 8);
+          wide = GUINT64_TO_LE (model->step);
+          memcpy (data + 16, &wide, 8);
+          memcpy (data + 24, &model->beta1_pow, 4);
+          memcpy (data + 28, &model->beta2_pow, 4);
+          memcpy (data + WEIGHTS_HEADER_SIZE, model->params, 3 * model->n_params * sizeof (float));
+          state = g_bytes_new_take (data, size);
+        }
+      memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      info.step = model->step;
+      info.rank = self->rank;
+      /* Every batch is drawn from (run seed, rank, step): the step is the
+       * data position. */
+      info.position = model->step;
+      if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_WEIGHTS, &info, state, &error))
+        g_message ("cannot send the weights to %s: %s", dc_peer_get_name (peer), error->message);
+      text = g_strdup_printf ("“%s” joins the run after step %" G_GUINT64_FORMAT
+                              ": sending it the weights",
+                              _dc_train_group_member_name (self, id), model->step);
+      _dc_train_group_notice (self, "join", _dc_train_group_member_name (self, id), text);
+    }
+}
+
+/* Roster members that were connected and are not any more. */
+gboolean
+_dc_train_group_drop_gone (DcTrainGroup *self,
+                           guint64       step)
+{
+  g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func (g_free);
+  gboolean dropped = FALSE;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+
+      if (i == self->rank || _dc_train_group_find_peer (self, id) != NULL)
+        g_ptr_array_add (kept, g_strdup (id));
+      else
+        {
+          const char *name = _dc_train_group_member_name (self, id);
+          g_autofree char *text = g_strdup_printf ("“%s” left: dropped from the roster at step %"
+                                                   G_GUINT64_FORMAT, name, step);
+
+          _dc_train_group_notice (self, "dropped", name, text);
+          dropped = TRUE;
+        }
+    }
+  if (dropped)
+    _dc_train_group_set_roster (self, kept);
+  return dropped;
+}
+
+/* The follower's first roster, from the starter's step-0 report. */
+gboolean
+_dc_train_group_adopt_start (DcTrainGroup *self)
+{
+  g_autofree char *key = _dc_train_group_report_key (self->config->start_step,
+                                                     self->config->starter_id);
+  DcMeshStepReport *report = g_hash_table_lookup (self->reports, key);
+  g_autoptr(GPtrArray) roster = NULL;
+  g_autofree char *hash = NULL;
+  guint8 own[DC_MESH_HASH_SIZE];
+  gboolean found = FALSE;
+
+  if (report == NULL
+      || memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
+    return FALSE;
+  roster = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; report->roster[i] != NULL; i++)
+    {
+      if (i > 0 && strcmp (report->roster[i - 1], report->roster[i]) >= 0)
+        {
+          _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+                                "the starter's roster is not in canonical order");
+          return FALSE;
+        }
+      found = found || g_str_equal (report->roster[i], _dc_train_group_own_id (self));
+      g_ptr_array_add (roster, g_strdup (report->roster[i]));
+    }
+  if (!found)
+    {
+      _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+                            "this device is not in the run's roster (it came too late)");
+      return FALSE;
+    }
+  _dc_train_group_set_roster (self, roster);
+  hash = dc_gpt_model_dup_hash (dc_train_session_get_model (self->session));
+  _dc_train_group_hash_to_bytes (hash, own);
+  if (memcmp (own, report->weights_hash, DC_MESH_HASH_SIZE) != 0)
+    {
+      g_autofree char *theirs = _dc_train_group_hash_to_hex (report->weights_hash);
+
+      _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                            "SYNC GUARD: stopped — weight hash mismatch at step %"
+                            G_GUINT64_FORMAT ": “%s” %s, “%s” %s", self->config->start_step,
+                            _dc_train_group_member_name (self, self->config->starter_id), theirs,
+                            _dc_train_group_own_hello (self)->name, hash);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* After step @step: the devices announced to join after it enter the
+ * roster, and the step waits for their reports (STATE_ADMITTING). */
+gboolean
+_dc_train_group_enter_admitting (DcTrainGroup *self,
+                                 guint64       step)
+{
+  g_autoptr(GPtrArray) roster = g_ptr_array_new_with_free_func (g_free);
+  GHashTableIter iter;
+  gpointer key, value;
+  gboolean any = FALSE;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    g_ptr_array_add (roster, g_strdup (g_ptr_array_index (self->roster, i)));
+  g_hash_table_iter_init (&iter, self->joiners);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    if (GPOINTER_TO_SIZE (value) == step && !_dc_train_group_in_roster (self, key)
+        && roster->len < DC_MESH_ROSTER_MAX)
+      {
+        g_ptr_array_add (roster, g_strdup (key));
+        any = TRUE;
+      }
+  if (!any)
+    return FALSE;
+  _dc_train_group_set_roster (self, roster);
+  g_hash_table_remove_all (self->start_sent);
+  self->state = STATE_ADMITTING;
+  _dc_train_group_arm (self, DC_TRAIN_GROUP_CONNECT_S);
+  return TRUE;
+}
+
+/* The joiner: the state after step S from the leader, checked against the
+ * leader's report of S (which also names the roster it joins). */
+void
+_dc_train_group_load_weights (DcTrainGroup *self)
+{
+  g_autofree char *key = NULL;
+  DcMeshStepReport *report;
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  const guint8 *data;
+  gsize size;
+  DcTrainWeightsHeader header;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) roster = NULL;
+  g_autofree char *hash = NULL;
+  g_autofree char *optimizer = NULL;
+  guint8 own[DC_MESH_HASH_SIZE], own_optimizer[DC_MESH_HASH_SIZE];
+  g_autofree char *text = NULL;
+
+  key = _dc_train_group_report_key (self->config->start_step, self->join_from);
+  report = g_hash_table_lookup (self->reports, key);
+  if (self->weights == NULL || report == NULL)
+    return;
+  data = g_bytes_get_data (self->weights, &size);
+  if (!dc_train_weights_header_parse (data, size, model->n_params, self->config->start_step,
+                                      &header, &error))
+    {
+      _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+                            "the weights from “%s” do not fit the run's model (%"
+                            G_GSIZE_FORMAT " bytes for %" G_GSIZE_FORMAT " parameters): %s",
+                            _dc_train_group_member_name (self, self->join_from), size,
+                            model->n_params, error->message);
+      return;
+    }
+  memcpy (model->params, data + WEIGHTS_HEADER_SIZE, 3 * model->n_params * sizeof (float));
+  model->beta1_pow = header.beta1_pow;
+  model->beta2_pow = header.beta2_pow;
+  model->step = self->config->start_step;
+  self->step_done = model->step;
+  g_clear_pointer (&self->weights, g_bytes_unref);
+
+  hash = dc_gpt_model_dup_hash (model);
+  optimizer = dc_gpt_model_dup_optimizer_hash (model);
+  _dc_train_group_hash_to_bytes (hash, own);
+  _dc_train_group_hash_to_bytes (optimizer, own_optimizer);
+  if (memcmp (own, report->weights_hash, DC_MESH_HASH_SIZE) != 0
+      || memcmp (own_optimizer, report->optimizer_hash, DC_MESH_HASH_SIZE) != 0)
+    {
+      g_autofree char *theirs = _dc_train_group_hash_to_hex (report->weights_hash);
+
+      _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                            "SYNC GUARD: stopped — weight hash mismatch at step %"
+                            G_GUINT64_FORMAT ": “%s” %s, “%s” (joining) %s", model->step,
+                            _dc_train_group_member_name (self, self->join_from), theirs,
+                            _dc_train_group_own_hello (self)->name, hash);
+      return;
+    }
+  roster = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; report->roster[i] != NULL && i + 1 < DC_MESH_ROSTER_MAX; i++)
+    if (!g_str_equal (report->roster[i], _dc_train_group_own_id (self)))
+      g_ptr_array_add (roster, g_strdup (report->roster[i]));
+  g_ptr_array_add (roster, g_strdup (_dc_train_group_own_id (self)));
+  _dc_train_group_set_roster (self, roster);
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  self->own_report = _dc_train_group_make_report (self);
+  g_hash_table_remove_all (self->start_sent);
+  text = g_strdup_printf ("joined the run after step %" G_GUINT64_FORMAT " with %u devices "
+                          "(weights %s)", model->step, self->roster->len, hash);
+  _dc_train_group_notice (self, "joined-run", NULL, text);
+  self->state = STATE_ADMITTING;
+  _dc_train_group_arm (self, DC_TRAIN_GROUP_CONNECT_S);
+  _dc_train_group_advance (self);
+}
+
+void
+_dc_train_group_handle_config (DcTrainGroup *self,
+                               DcPeer       *peer,
+                               GBytes       *payload)
+{
+  g_autoptr(GError) error = NULL;
+  DcMeshRunConfig *config;
+  gboolean join;
+
+  if (!_dc_train_group_admitted (self, peer))
+    return;
+  if (self->state != STATE_WAITING_CONFIG)
+    {
+      g_autoptr(DcMeshRunConfig) announced = NULL;
+
+      if (_dc_train_group_handle_checkpoint_config (self, peer, payload))
+        return;
+      /* The leader announces a device joining after the step it took. */
+      if (self->config == NULL || self->roster == NULL || self->roster->len == 0
+          || !g_str_equal (g_ptr_array_index (self->roster, 0), dc_peer_get_id (peer))
+          || (announced = dc_mesh_run_config_decode (payload, NULL)) == NULL
+          || memcmp (announced->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+          || announced->start_step + 1 < self->step_done
+          || announced->start_step > self->step_done + 1
+          || _dc_train_group_in_roster (self, announced->starter_id)
+          || g_hash_table_contains (self->joiners, announced->starter_id))
+        return;
+      g_hash_table_insert (self->joiners, g_strdup (announced->starter_id),
+                           GSIZE_TO_POINTER (announced->start_step));
+      {
+        const char *name = _dc_train_group_member_name (self, announced->starter_id);
+        g_autofree char *text = g_strdup_printf ("“%s” joins the run after step %"
+                                                 G_GUINT64_FORMAT, name, announced->start_step);
+
+        _dc_train_group_notice (self, "join", name, text);
+      }
+      return;
+    }
+  config = dc_mesh_run_config_decode (payload, &error);
+  if (config == NULL)
+    {
+      g_message ("a malformed run config from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  /* A run under way: start_step > 0 and the joiner's own id as starter_id. */
+  join = config->start_step > 0 && g_strcmp0 (config->starter_id,
+                                              _dc_train_group_own_id (self)) == 0
+         && config->start_step < config->steps && !config->resume;
+  if ((!join && g_strcmp0 (config->starter_id, dc_peer_get_id (peer)) != 0)
+      || (!join && !config->resume && config->start_step != 0)
+      || (config->resume && (config->start_step >= config->steps
+                             || _dc_train_group_checkpoint_cap (config->width, config->seq) == 0)))
+    {
+      g_message ("ignoring a run config from %s: not a fresh run it started",
+                 dc_peer_get_name (peer));
+      dc_mesh_run_config_free (config);
+      return;
+    }
+  if (*config->dataset_spec != '\0' && !g_str_equal (config->dataset_spec, "builtin")
+      && (config->dataset_spec[0] == '/' || config->dataset_spec[0] == '.'
+          || g_file_test (config->dataset_spec, G_FILE_TEST_EXISTS)))
+    {
+      /* A path names a file on the starter's device (or, worse, one here). */
+      _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+                            "the run's data “%s” is a file, which a group cannot share: "
+                            "train together on builtin or a Hugging Face dataset",
+                            config->dataset_spec);
+      dc_mesh_run_config_free (config);
+      return;
+    }
+  self->config = config;
+  if (config->resume)
+    {
+      g_autofree char *text = NULL;
+
+      /* The model comes with the config: wait for it, then prepare. */
+      self->checkpoint_from = g_strdup (dc_peer_get_id (peer));
+      self->step_done = config->start_step;
+      self->state = STATE_WAITING_CHECKPOINT;
+      _dc_train_group_arm (self, DC_TRAIN_GROUP_WAIT_S);
+      text = g_strdup_printf ("following the run “%s” started from its checkpoint at step %"
+                              G_GUINT64_FORMAT ": width %u, sequence %u, batch %u, %u steps, "
+                              "lr %u/1000, seed %" G_GUINT64_FORMAT, dc_peer_get_name (peer),
+                              config->start_step, config->width, config->seq, config->batch,
+                              config->steps, config->lr_x1000, config->run_seed);
+      _dc_train_group_notice (self, "config", dc_peer_get_name (peer), text);
+      return;
+    }
+  if (join)
+    {
+      g_autofree char *text = NULL;
+
+      self->joining = TRUE;
+      self->join_from = g_strdup (dc_peer_get_id (peer));
+      g_hash_table_insert (self->joiners, g_strdup (_dc_train_group_own_id (self)),
+                           GSIZE_TO_POINTER (config->start_step));
+      text = g_strdup_printf ("joining the run under way after step %" G_GUINT64_FORMAT
+                              " (“%s” sends the weights): width %u, sequence %u, batch %u, %u "
+                              "steps, lr %u/1000, seed %" G_GUINT64_FORMAT, config->start_step,
+                              dc_peer_get_name (peer), config->width, config->seq,
+                              config->batch, config->steps, config->lr_x1000, config->run_seed);
+      _dc_train_group_notice (self, "config", dc_peer_get_name (peer), text);
+    }
+  else
+  {
+    g_autofree char *text = g_strdup_printf ("following the run “%s” started: width %u, "
+                                             "sequence %u, batch %u, %u steps, lr %u/1000, seed %"
+                                             G_GUINT64_FORMAT, dc_peer_get_name (peer),
+                                             config->width, config->seq, config->batch,
+                                             config->steps, config->lr_x1000, config->run_seed);
+
+    _dc_train_group_notice (self, "config", dc_peer_get_name (peer), text);
+  }
+  _dc_train_group_start_run (self);
+}
+
+/* The joiner: the state after the step it joins after, from the leader
+ * that announced it. */
+void
+_dc_train_group_handle_weights (DcTrainGroup *self,
+                                DcPeer       *peer,
+                                GBytes       *payload)
+{
+  g_auto(DcMeshChunk) chunk = { 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) object = NULL;
+  g_autofree char *assembly_key = NULL;
+  Assembly *assembly;
+
+  if (!self->joining || self->weights != NULL || self->state == STATE_ADMITTING
+      || g_strcmp0 (self->join_from, dc_peer_get_id (peer)) != 0)
+    return;
+  if (!dc_mesh_chunk_decode (DC_MESH_MSG_WEIGHTS, payload, &chunk, &error))
+    {
+      g_message ("a malformed weights chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (memcmp (chunk.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+      || chunk.step != self->config->start_step)
+    return;
+  assembly_key = g_strconcat ("weights/", dc_peer_get_id (peer), NULL);
+  assembly = g_hash_table_lookup (self->assemblies, assembly_key);
+  if (assembly == NULL)
+    {
+      assembly = g_new0 (Assembly, 1);
+      assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_WEIGHTS,
+                                                         DC_MESH_WEIGHTS_MAX_TOTAL);
+      g_hash_table_insert (self->assemblies, g_strdup (assembly_key), assembly);
+    }
+  if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
+    {
+      g_message ("a bad weights chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (object == NULL)
+    return;
+  g_hash_table_remove (self->assemblies, assembly_key);
+  self->weights = g_steal_pointer (&object);
+}

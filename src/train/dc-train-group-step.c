@@ -1,0 +1,1364 @@
+/* dc-train-group-step.c: a step: the workers (gradient, Adam), the
+ * exchange of gradients and step reports, the sync guard, and advance (),
+ * the state machine (see dc-train-group.h and dc-train-group-private.h).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-train"
+
+#include "config.h"
+
+#include "dc-train-group-private.h"
+
+static void send_own_gradient (DcTrainGroup *self);
+static void computed_cb (GObject *object, GAsyncResult *result, gpointer user_data);
+
+static void
+prepare_worker (GTask        *task,
+                gpointer      source,
+                gpointer      data,
+                GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  GError *error = NULL;
+  DcTrainSession *session = dc_train_plan_prepare (self->plan, cancellable, &error);
+
+  if (session == NULL)
+    g_task_return_error (task, error);
+  else
+    g_task_return_pointer (task, session, (GDestroyNotify) dc_train_session_free);
+}
+
+/* The model before the step (weights, both moments, step, β powers) for
+ * _dc_train_group_rollback (), copied while the gradient is computed (which only reads the
+ * model) rather than between the step's gradients and its Adam step. */
+static gpointer
+snapshot_thread (gpointer data)
+{
+  DcTrainGroup *self = data;
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
+  self->snap_step = model->step;
+  self->snap_beta1 = model->beta1_pow;
+  self->snap_beta2 = model->beta2_pow;
+  return NULL;
+}
+
+/* This device's gradient object (the header, then n_params little-endian
+ * float32) and its chunks, made on the worker: hashing and cutting the
+ * object is most of the cost of sending it, and is done once for all
+ * peers, not once per peer on the main thread. A split that fails leaves
+ * own_bodies NULL and its error for computed_cb () to log per peer. */
+static void
+pack_own_gradient (DcTrainGroup      *self,
+                   const ComputeData *compute)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  gsize size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
+  guint8 *data = g_malloc (size);
+  guint32 word, loss_bits;
+  guint64 digest = GUINT64_TO_LE (compute->digest);
+  DcMeshChunk info = { 0 };
+
+  memset (data, 0, GRADIENT_HEADER_SIZE);
+  word = GUINT32_TO_LE (GRADIENT_MAGIC);
+  memcpy (data, &word, 4);
+  word = GUINT32_TO_LE (compute->n_ranks);
+  memcpy (data + 4, &word, 4);
+  memcpy (data + 8, &digest, 8);
+  memcpy (&loss_bits, &self->own_loss, 4);
+  loss_bits = GUINT32_TO_LE (loss_bits);
+  memcpy (data + 16, &loss_bits, 4);
+  /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
+   * checked in meson: every supported target is little-endian). */
+  memcpy (data + GRADIENT_HEADER_SIZE, self->own_grads, model->n_params * sizeof (float));
+  g_clear_pointer (&self->own_object, g_bytes_unref);
+  g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  g_clear_error (&self->own_pack_error);
+  self->own_object = g_bytes_new_take (data, size);
+
+  memcpy (info.run_id, compute->run_id, DC_MESH_RUN_ID_SIZE);
+  info.step = model->step + 1;
+  info.rank = compute->rank;
+  self->own_bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, self->own_object,
+                                          &self->own_pack_error);
+}
+
+static gboolean
+compute_own (DcTrainGroup       *self,
+             const ComputeData  *compute,
+             GError            **error)
+{
+  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
+
+  if (!dc_gpt_trainer_compute_gradients (trainer, compute->rank, compute->n_ranks,
+                                         self->own_grads, &self->own_loss, error))
+    return FALSE;
+  if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt)
+    {
+      guint32 bits;
+
+      /* Test only (DC_TEST_FAULT=corrupt-gradient@STEP): one flipped bit
+       * in every gradient from STEP on, summed here too (the replicas stay
+       * equal: only an audit can tell). */
+      memcpy (&bits, &self->own_grads[0], 4);
+      bits ^= 1u;
+      memcpy (&self->own_grads[0], &bits, 4);
+    }
+  return TRUE;
+}
+
+static gboolean
+own_packed_cb (gpointer user_data)
+{
+  send_own_gradient (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+/* Own gradient, then (packed and handed to the main thread to send at
+ * once) the audit's recomputation: on an audit step the transfer of the
+ * gradients overlaps the second gradient instead of following it. */
+static void
+compute_worker (GTask        *task,
+                gpointer      source,
+                gpointer      data,
+                GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  ComputeData *compute = data;
+  GError *error = NULL;
+  GThread *snapshot = g_thread_try_new ("dc-snapshot", snapshot_thread, self, NULL);
+  gboolean ok;
+
+  if (snapshot == NULL)
+    snapshot_thread (self);
+  self->audit_us = 0;
+  ok = compute_own (self, compute, &error);
+  if (snapshot != NULL)
+    g_thread_join (snapshot);
+  if (!ok)
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  /* Read by the main thread once the task's result is there. */
+  self->t_computed = g_get_monotonic_time ();
+  /* Alone, nobody receives it or asks for its repair. */
+  if (compute->n_ranks > 1)
+    {
+      g_autoptr(GSource) packed = g_idle_source_new ();
+
+      pack_own_gradient (self, compute);
+      /* A source on the owner's context, not g_main_context_invoke ()
+       * (shared/PLATFORM-NOTES.md). */
+      g_source_set_priority (packed, G_PRIORITY_DEFAULT);
+      g_source_set_callback (packed, own_packed_cb, g_object_ref (self), g_object_unref);
+      g_source_attach (packed, g_task_get_context (task));
+    }
+  if (self->audit_rank != G_MAXUINT && !_dc_train_group_compute_audit (self, compute, &error))
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  g_task_return_boolean (task, TRUE);
+}
+
+typedef struct
+{
+  const float **grads;
+  guint         n;
+  char         *weights_hash;    /* out: of the state after the step */
+  char         *optimizer_hash;  /* out */
+} ApplyData;
+
+static void
+apply_data_free (ApplyData *data)
+{
+  g_free (data->grads);
+  g_free (data->weights_hash);
+  g_free (data->optimizer_hash);
+  g_free (data);
+}
+
+static gpointer
+optimizer_hash_thread (gpointer data)
+{
+  return dc_gpt_model_dup_optimizer_hash (data);
+}
+
+static void
+apply_worker (GTask        *task,
+              gpointer      source,
+              gpointer      data,
+              GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  ApplyData *apply = data;
+  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
+  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
+  const float *sum;
+  GThread *thread;
+
+  /* (The snapshot for _dc_train_group_rollback () was taken while the gradient was computed.) */
+  if (apply->n == 1)
+    {
+      /* x / 1 = x: a group of one applies its own gradient, as the solo step does. */
+      sum = apply->grads[0];
+    }
+  else
+    {
+      /* Kept from step to step: a fresh n_params buffer a step costs page faults. */
+      if (self->sum_len != model->n_params)
+        {
+          g_free (self->sum_grads);
+          self->sum_grads = g_new (float, model->n_params);
+          self->sum_len = model->n_params;
+        }
+      /* The canonical order (docs/VERIFICATION.md): ranks 0..n-1, as the simulation. */
+      dc_gpt_trainer_combine_gradients (apply->grads, apply->n, model->n_params, self->sum_grads);
+      sum = self->sum_grads;
+    }
+  dc_gpt_trainer_apply_gradients (trainer, sum);
+  /* The report's two hashes: each SHA-256 is sequential, so they run side
+   * by side (the weights' here, the optimizer's on a second thread) instead
+   * of one after the other on the main thread. */
+  thread = g_thread_try_new ("dc-hash", optimizer_hash_thread, model, NULL);
+  apply->weights_hash = dc_gpt_model_dup_hash (model);
+  apply->optimizer_hash = thread != NULL ? g_thread_join (thread)
+                                         : dc_gpt_model_dup_optimizer_hash (model);
+  g_task_return_boolean (task, TRUE);
+}
+
+/* The step-0 report to every roster device connected since it was last
+ * sent: a follower that gets the roster before it is connected to every
+ * other follower would otherwise never reach them, and they would wait
+ * for it until DC_TRAIN_GROUP_CONNECT_S. */
+static void
+resend_start_report (DcTrainGroup *self)
+{
+  g_autoptr(GBytes) payload = dc_mesh_step_report_encode (self->own_report, NULL);
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      DcPeer *peer;
+      g_autoptr(GError) error = NULL;
+
+      if (i == self->rank || g_hash_table_contains (self->start_sent, id)
+          || (peer = _dc_train_group_find_peer (self, id)) == NULL)
+        continue;
+      if (!_dc_train_group_send (self, peer, DC_MESH_MSG_STEP_REPORT, payload, &error))
+        g_message ("cannot send to %s: %s", dc_peer_get_name (peer), error->message);
+      else
+        g_hash_table_add (self->start_sent, g_strdup (id));
+    }
+}
+
+/* Step 0: the roster and the seeded weights' hash. The starter's names the
+ * first roster; everyone's shows it built the same weights, and that it is
+ * ready: nobody sends a gradient before it has every device's. */
+static void
+send_start_report (DcTrainGroup *self)
+{
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  self->own_report = _dc_train_group_make_report (self);
+  g_hash_table_remove_all (self->start_sent);
+  resend_start_report (self);
+  _dc_train_group_arm (self, DC_TRAIN_GROUP_CONNECT_S);
+}
+
+static void
+prepared_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  GError *error = NULL;
+  DcTrainSession *session = g_task_propagate_pointer (G_TASK (result), &error);
+
+  if (self->state == STATE_DONE)
+    {
+      g_clear_pointer (&session, dc_train_session_free);
+      g_clear_error (&error);
+      return;
+    }
+  if (session == NULL)
+    {
+      _dc_train_group_finish (self, error);
+      return;
+    }
+  self->session = session;
+  self->step_done = dc_train_session_get_model (session)->step;
+  g_free (self->own_grads);
+  g_free (self->snapshot);
+  g_free (self->audit_grads);
+  self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
+  self->snapshot = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
+  self->audit_grads = g_new (float, dc_train_session_get_model (session)->n_params);
+  self->state = self->starter ? STATE_CONNECTING
+                : self->joining ? STATE_WAITING_WEIGHTS : STATE_WAITING_START;
+  if (self->starter)
+    send_start_report (self);
+  _dc_train_group_advance (self);
+}
+
+static gboolean
+fault_exit_cb (gpointer user_data)
+{
+  _exit (3);
+  return G_SOURCE_REMOVE;
+}
+
+/* @bodies with one data byte of its second chunk (or only one) flipped. */
+static GPtrArray *
+corrupt_chunk (GPtrArray *bodies)
+{
+  GPtrArray *copy = g_ptr_array_new_full (bodies->len, (GDestroyNotify) g_bytes_unref);
+  guint which = MIN (1u, bodies->len - 1);
+
+  for (guint i = 0; i < bodies->len; i++)
+    {
+      GBytes *body = g_ptr_array_index (bodies, i);
+      gsize size;
+      guint8 *data;
+
+      if (i != which)
+        {
+          g_ptr_array_add (copy, g_bytes_ref (body));
+          continue;
+        }
+      data = g_bytes_unref_to_data (g_bytes_ref (body), &size);
+      data[DC_MESH_CHUNK_HEADER_SIZE] ^= 1u;
+      g_ptr_array_add (copy, g_bytes_new_take (data, size));
+    }
+  return copy;
+}
+
+/* This step's gradient to the roster, once: from the worker's source as
+ * soon as it is packed, else from computed_cb (). */
+static void
+send_own_gradient (DcTrainGroup *self)
+{
+  DcGptModel *model;
+  g_autoptr(GBytes) object_bytes = NULL;
+  g_autoptr(GPtrArray) bodies = NULL;
+  guint64 step;
+
+  if (self->own_sent || self->state != STATE_COMPUTING)
+    return;
+  self->own_sent = TRUE;
+  model = dc_train_session_get_model (self->session);
+  step = model->step + 1;
+  /* Packed by the worker (pack_own_gradient ()). */
+  object_bytes = g_steal_pointer (&self->own_object);
+  bodies = g_steal_pointer (&self->own_bodies);
+
+  if (object_bytes != NULL)
+    {
+      /* Kept with the others': this device may be asked to repair it. */
+      Gradient *own = g_new0 (Gradient, 1);
+
+      own->rank = self->rank;
+      own->loss = self->own_loss;
+      own->object = g_bytes_ref (object_bytes);
+      g_hash_table_replace (self->gradients,
+                            _dc_train_group_gradient_key (step, self->digest,
+                                                          _dc_train_group_own_id (self)),
+                            own);
+    }
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      DcPeer *peer;
+      g_autoptr(GError) send_error = NULL;
+
+      g_autoptr(GPtrArray) corrupt = NULL;
+
+      if (i == self->rank || (peer = _dc_train_group_find_peer (self,
+                                                                g_ptr_array_index (self->roster,
+                                                                                   i))) == NULL)
+        continue;
+      if (self->fault_chunk != 0 && step == self->fault_chunk && i != 0 && bodies != NULL)
+        {
+          /* Test only (DC_TEST_FAULT=corrupt-chunk@STEP): one byte of one
+           * chunk's data changed on the way to one device that is not the
+           * leader (rank 0), which keeps a clean copy to repair it from. */
+          self->fault_chunk = 0;
+          corrupt = corrupt_chunk (bodies);
+          g_message ("DC_TEST_FAULT: a corrupted chunk of the gradient of step %" G_GUINT64_FORMAT
+                     " to %s", step, dc_peer_get_name (peer));
+        }
+      /* The same chunks for every peer: each queues its own frames of them. */
+      if (bodies == NULL)
+        g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
+                   self->own_pack_error != NULL ? self->own_pack_error->message : "not packed");
+      else if (!_dc_train_group_send_chunks (self, peer, DC_MESH_MSG_GRADIENTS,
+                                             corrupt != NULL ? corrupt : bodies, &send_error))
+        g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
+                   send_error->message);
+      if (self->fault_partial != 0 && step == self->fault_partial)
+        {
+          /* Test only (DC_TEST_FAULT=partial-send@STEP): this device's
+           * gradient reaches one device, then it dies without a bye. */
+          g_message ("DC_TEST_FAULT: gradient of step %" G_GUINT64_FORMAT " sent to one device "
+                     "only; exiting in 1 s", step);
+          self->state = STATE_DONE;
+          g_timeout_add_seconds (1, fault_exit_cb, NULL);
+          return;
+        }
+    }
+  self->t_sent = g_get_monotonic_time ();
+}
+
+static void
+computed_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  GError *error = NULL;
+
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      _dc_train_group_finish (self, error);
+      return;
+    }
+  send_own_gradient (self);
+  if (self->state != STATE_COMPUTING)
+    return;
+  self->state = STATE_EXCHANGING;
+  _dc_train_group_arm (self, DC_TRAIN_GROUP_WAIT_S);
+  _dc_train_group_advance (self);
+}
+
+static const guint8 *
+guard_hash (const char       *what,
+            DcMeshStepReport *report)
+{
+  return g_str_equal (what, "optimizer state") ? report->optimizer_hash : report->weights_hash;
+}
+
+static gboolean
+same_value (const char       *what,
+            DcMeshStepReport *a,
+            DcMeshStepReport *b)
+{
+  if (g_str_equal (what, "roster"))
+    return g_strv_equal ((const char * const *) a->roster, (const char * const *) b->roster);
+  return memcmp (guard_hash (what, a), guard_hash (what, b), DC_MESH_HASH_SIZE) == 0;
+}
+
+/* "SYNC GUARD: stopped — weight hash mismatch at step S: “a” H, “b” H, “c” H
+ * (“c” disagrees with the others)": every roster device that reported, in
+ * rank order, then those whose value differs from a strict majority's. */
+static void
+print_guard (DcTrainGroup     *self,
+             const char       *what,
+             DcMeshStepReport *own,
+             GHashTable       *theirs)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(GString) odd = g_string_new (NULL);
+  g_autoptr(GPtrArray) reports = g_ptr_array_new ();
+  g_autoptr(GPtrArray) ids = g_ptr_array_new ();
+  gboolean by_roster = g_str_equal (what, "roster");
+  DcMeshStepReport *majority = NULL;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      DcMeshStepReport *report = i == self->rank ? own : g_hash_table_lookup (theirs, id);
+
+      if (report == NULL)
+        continue;
+      g_ptr_array_add (reports, report);
+      g_ptr_array_add (ids, (gpointer) id);
+    }
+  for (guint i = 0; i < reports->len && majority == NULL; i++)
+    {
+      guint same = 0;
+
+      for (guint j = 0; j < reports->len; j++)
+        if (same_value (what, reports->pdata[i], reports->pdata[j]))
+          same++;
+      if (2 * same > reports->len)
+        majority = reports->pdata[i];
+    }
+
+  g_string_append_printf (text, "SYNC GUARD: stopped — %s mismatch at step %" G_GUINT64_FORMAT ":",
+                          what, own->step);
+  for (guint i = 0; i < reports->len; i++)
+    {
+      DcMeshStepReport *report = reports->pdata[i];
+      const char *name = _dc_train_group_member_name (self, ids->pdata[i]);
+      g_autofree char *hex = _dc_train_group_hash_to_hex (guard_hash (what, report));
+      gboolean differs;
+
+      if (by_roster)
+        g_string_append_printf (text, "%s “%s” %u devices", i == 0 ? "" : ",", name,
+                                g_strv_length (report->roster));
+      else
+        g_string_append_printf (text, "%s “%s” %s", i == 0 ? "" : ",", name, hex);
+      differs = majority != NULL && !same_value (what, report, majority);
+      if (differs)
+        g_string_append_printf (odd, "%s“%s”", odd->len > 0 ? ", " : "", name);
+    }
+  if (odd->len > 0)
+    g_string_append_printf (text, " (%s disagree%s with the others)", odd->str,
+                            strchr (odd->str, ',') != NULL ? "" : "s");
+  _dc_train_group_finish (self, g_error_new_literal (DC_TRAIN_GROUP_ERROR,
+                                                     DC_TRAIN_GROUP_ERROR_SYNC, text->str));
+}
+
+static void
+applied_cb (GObject      *object,
+            GAsyncResult *result,
+            gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  ApplyData *apply = g_task_get_task_data (G_TASK (result));
+  DcGptModel *model;
+  float loss_sum = 0.0f;
+
+  g_task_propagate_boolean (G_TASK (result), NULL);
+  if (self->state == STATE_DONE)
+    return;
+  model = dc_train_session_get_model (self->session);
+  self->step_done = model->step;
+  if (self->fault_step != 0 && model->step == self->fault_step)
+    {
+      guint32 bits;
+
+      /* Test only (DC_TEST_FAULT=corrupt-weight@STEP): one flipped bit. */
+      memcpy (&bits, &model->params[0], 4);
+      bits ^= 1u;
+      memcpy (&model->params[0], &bits, 4);
+      g_message ("DC_TEST_FAULT: flipped a weight bit after step %" G_GUINT64_FORMAT, model->step);
+      /* The worker hashed the state before the flip. */
+      g_free (apply->weights_hash);
+      g_free (apply->optimizer_hash);
+      apply->weights_hash = dc_gpt_model_dup_hash (model);
+      apply->optimizer_hash = dc_gpt_model_dup_optimizer_hash (model);
+    }
+
+  /* The loss as the simulation computes it: the ranks' losses in rank order. */
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      float loss = self->own_loss;
+
+      if (i != self->rank)
+        {
+          g_autofree char *key = _dc_train_group_gradient_key (model->step, self->digest,
+                                                               g_ptr_array_index (self->roster, i));
+          Gradient *gradient = g_hash_table_lookup (self->gradients, key);
+
+          loss = gradient->loss;
+        }
+      loss_sum = loss_sum + loss;
+    }
+
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  self->own_report = _dc_train_group_make_report_hashed (self, apply->weights_hash,
+                                                         apply->optimizer_hash);
+  {
+    float loss = loss_sum / (float) self->roster->len;
+
+    memcpy (&self->own_report->loss_bits, &loss, 4);
+  }
+  /* Where the step's time went (for a view's "slowest device"). */
+  /* An audit's recomputation runs after the send (compute_worker ()), in
+   * what would otherwise be waiting: it counts as compute. */
+  self->own_report->compute_us = self->t_computed - self->step_started + self->audit_us;
+  self->own_report->send_us = self->t_sent - self->t_computed;
+  self->own_report->wait_us = MAX (0, self->t_apply - self->t_sent - self->audit_us);
+  self->own_report->combine_us = g_get_monotonic_time () - self->t_apply;
+  self->last_loss = (double) (loss_sum / (float) self->roster->len);
+  self->last_seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
+  if (self->fault_hold != 0 && model->step == self->fault_hold)
+    {
+      /* Test only (DC_TEST_FAULT=hold-join@STEP): the report of STEP waits
+       * for a device to join (at most DC_TRAIN_GROUP_CONNECT_S). */
+      g_message ("DC_TEST_FAULT: holding after step %" G_GUINT64_FORMAT " for a device to join",
+                 model->step);
+      self->state = STATE_HOLDING;
+      _dc_train_group_arm (self, DC_TRAIN_GROUP_CONNECT_S);
+      _dc_train_group_advance (self);
+      return;
+    }
+  _dc_train_group_publish_step (self);
+}
+
+void
+_dc_train_group_start_step (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  ComputeData *compute;
+  g_autoptr(GTask) task = NULL;
+
+  _dc_train_group_drop_gone (self, model->step + 1);
+  for (guint i = 0; i < self->roster->len; i++)
+    _dc_train_group_member_name (self, g_ptr_array_index (self->roster,
+                                                          i));  /* remembered for later */
+  self->step_started = g_get_monotonic_time ();
+  memset (self->repair_tries, 0, sizeof self->repair_tries);
+  memset (self->repair_next, 0, sizeof self->repair_next);
+  self->state = STATE_COMPUTING;
+  self->own_sent = FALSE;
+  self->audit_rank = G_MAXUINT;
+  if (self->roster->len >= 2)
+    {
+      /* DC_TEST_FAULT=false-audit@S: this device audits every step from S
+       * (and accuses falsely, see compute_worker). */
+      gboolean forced = self->fault_false_audit != 0
+                        && model->step + 1 >= self->fault_false_audit;
+
+      self->audit_rank = dc_train_group_audit_rank (self->config->run_seed, model->step + 1,
+                                                    self->rank, self->roster->len,
+                                                    self->audit_all || forced);
+    }
+  compute = g_new0 (ComputeData, 1);
+  compute->rank = self->rank;
+  compute->n_ranks = self->roster->len;
+  compute->digest = self->digest;
+  memcpy (compute->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+  task = g_task_new (self, NULL, computed_cb, NULL);
+  g_task_set_task_data (task, compute, g_free);
+  g_task_run_in_thread (task, compute_worker);
+}
+
+static gboolean
+gradients_complete (DcTrainGroup  *self,
+                    const float  **grads)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      g_autofree char *key = NULL;
+      Gradient *gradient;
+
+      if (i == self->rank)
+        {
+          grads[i] = self->own_grads;
+          continue;
+        }
+      key = _dc_train_group_gradient_key (model->step + 1, self->digest,
+                                          g_ptr_array_index (self->roster, i));
+      gradient = g_hash_table_lookup (self->gradients, key);
+      if (gradient == NULL || gradient->rank != i)
+        return FALSE;
+      grads[i] = (const float *) ((const guint8 *) g_bytes_get_data (gradient->object, NULL)
+                                  + GRADIENT_HEADER_SIZE);
+    }
+  return TRUE;
+}
+
+static gboolean
+roster_contains_all (char       **big,
+                     char       **small)
+{
+  for (guint i = 0; small[i] != NULL; i++)
+    if (!g_strv_contains ((const char * const *) big, small[i]))
+      return FALSE;
+  return g_strv_length (big) > g_strv_length (small);
+}
+
+/* The reports of the step just taken, compared (the sync guard) once every
+ * roster device still here has sent its own, so that every device names
+ * the same devices and hashes. */
+static gboolean
+reports_complete (DcTrainGroup *self)
+{
+  g_autoptr(GHashTable) theirs = g_hash_table_new (g_str_hash, g_str_equal);
+  const char *what = NULL;
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      g_autofree char *key = _dc_train_group_report_key (self->own_report->step, id);
+      DcMeshStepReport *report;
+
+      if (i == self->rank)
+        continue;
+      report = g_hash_table_lookup (self->reports, key);
+      if (report != NULL
+          && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
+        report = NULL;
+      if (report == NULL)
+        {
+          /* A device that left after its gradient came, or that an audit
+           * caught, owes no report. */
+          if (_dc_train_group_find_peer (self, id) != NULL && !g_hash_table_contains (self->evicted,
+                                                                                      id))
+            return FALSE;
+          continue;
+        }
+      g_hash_table_insert (theirs, (gpointer) id, report);
+      /* Its report of the step with a device this one dropped: it is
+       * taking the step again (_dc_train_group_rollback ()); its new report replaces it.
+       * Checked before the hashes, which differ for that reason alone. */
+      if (!g_strv_equal ((const char * const *) report->roster,
+                         (const char * const *) self->own_report->roster)
+          && roster_contains_all (report->roster, self->own_report->roster))
+        return FALSE;
+      if (what != NULL)
+        continue;
+      if (memcmp (report->weights_hash, self->own_report->weights_hash, DC_MESH_HASH_SIZE) != 0)
+        what = "weight hash";
+      else if (memcmp (report->optimizer_hash, self->own_report->optimizer_hash,
+                       DC_MESH_HASH_SIZE) != 0)
+        what = "optimizer state";
+      else if (!g_strv_equal ((const char * const *) report->roster,
+                              (const char * const *) self->own_report->roster))
+        {
+          /* Its report of the step with a device this one dropped: it is
+           * taking the step again (_dc_train_group_rollback ()); its new report replaces it. */
+          if (roster_contains_all (report->roster, self->own_report->roster))
+            return FALSE;
+          what = "roster";
+        }
+    }
+  if (what != NULL)
+    {
+      print_guard (self, what, self->own_report, theirs);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Forget the reports of steps before @step, and the gradients (and repairs
+ * answered) of steps before the last DC_TRAIN_GROUP_REPAIR_STEPS. */
+static void
+prune (DcTrainGroup *self,
+       guint64       step)
+{
+  GHashTableIter iter;
+  gpointer key;
+  guint64 keep = step >= DC_TRAIN_GROUP_REPAIR_STEPS ? step + 1 - DC_TRAIN_GROUP_REPAIR_STEPS : 0;
+
+  g_hash_table_iter_init (&iter, self->gradients);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (g_ascii_strtoull (key, NULL, 10) < keep)
+      g_hash_table_iter_remove (&iter);
+  g_hash_table_iter_init (&iter, self->answered);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (g_ascii_strtoull (key, NULL, 10) < keep)
+      g_hash_table_iter_remove (&iter);
+  g_hash_table_iter_init (&iter, self->reports);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (g_ascii_strtoull (key, NULL, 10) < step)
+      g_hash_table_iter_remove (&iter);
+}
+
+/* Who of the roster has not sent @what yet (for the timeout's message). */
+static char *
+missing_names (DcTrainGroup *self,
+               gboolean      reports)
+{
+  g_autoptr(GString) names = g_string_new (NULL);
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      g_autofree char *key = reports ? _dc_train_group_report_key (model->step, id)
+                                     : _dc_train_group_gradient_key (model->step + 1, self->digest,
+                                                                     id);
+
+      /* A device gone owes no report. */
+      if (i != self->rank && !(reports && _dc_train_group_find_peer (self, id) == NULL)
+          && !g_hash_table_contains (reports ? self->reports : self->gradients, key))
+        g_string_append_printf (names, "%s“%s”", names->len > 0 ? ", " : "",
+                                _dc_train_group_member_name (self, id));
+    }
+  return g_string_free (g_steal_pointer (&names), FALSE);
+}
+
+void
+_dc_train_group_start_run (DcTrainGroup *self)
+{
+  DcTrainingRequest request = self->request;
+  GError *error = NULL;
+  g_autoptr(GTask) task = NULL;
+
+  request.width = self->config->width;
+  request.seq = self->config->seq;
+  request.batch = self->config->batch;
+  request.steps = self->config->steps;
+  request.lr_x1000 = self->config->lr_x1000;
+  request.seed = self->config->run_seed;
+  request.data = *self->config->dataset_spec != '\0' ? self->config->dataset_spec : "builtin";
+  request.simulate_peers = 0;
+  /* A run from a checkpoint continues it exactly as --resume does: its
+   * size and settings, the run's steps. The plan takes the model. */
+  self->plan = dc_train_plan_new (&request, self->resume_model,
+                                  self->resume_model != NULL ? &self->resume_settings : NULL,
+                                  &error);
+  if (self->plan != NULL)
+    self->resume_model = NULL;
+  if (self->plan == NULL)
+    {
+      g_prefix_error (&error, "the run's config cannot be followed: ");
+      _dc_train_group_finish (self, error);
+      return;
+    }
+  dc_train_plan_set_context (self->plan, self->context);
+  self->stop = self->plan->stop;
+  self->state = STATE_PREPARING;
+  task = g_task_new (self, NULL, prepared_cb, NULL);
+  g_task_run_in_thread (task, prepare_worker);
+}
+
+/* The starter: min_peers admitted devices are here; send them the config. */
+static void
+send_config (DcTrainGroup *self)
+{
+  g_autoptr(GPtrArray) roster = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (_dc_train_group_get_mesh (self));
+  DcMeshRunConfig *config;
+  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GError) error = NULL;
+  DcTrainSettings settings;
+
+  if (self->resume_bytes != NULL)
+    {
+      _dc_train_group_send_resume_config (self);
+      return;
+    }
+  config = dc_mesh_run_config_new ();
+  for (guint i = 0; i < DC_MESH_RUN_ID_SIZE; i++)
+    config->run_id[i] = (guint8) g_random_int_range (0, 256);
+  dc_train_settings_init_default (&settings);
+  config->width = self->request.width;
+  config->seq = self->request.seq;
+  config->batch = self->request.batch > 0 ? self->request.batch : settings.batch;
+  config->steps = self->request.steps > 0 ? self->request.steps : settings.steps;
+  config->lr_x1000 = self->request.lr_x1000 > 0 ? self->request.lr_x1000 : settings.lr_x1000;
+  config->numeric_rule_id = _dc_train_group_own_hello (self)->numeric_rule_id;
+  /* A fresh run seed unless --seed named one (tests, reproducing a run). */
+  config->run_seed = self->seed_given ? self->request.seed
+                                      : ((guint64) g_random_int () << 32) | g_random_int ();
+  config->start_step = 0;
+  g_free (config->dataset_spec);
+  config->dataset_spec = g_strdup (g_strcmp0 (self->request.data, "builtin") == 0
+                                   || self->request.data == NULL ? "" : self->request.data);
+  g_free (config->probe_hash);
+  config->probe_hash = g_strdup (_dc_train_group_own_hello (self)->probe_hash);
+  g_free (config->starter_id);
+  config->starter_id = g_strdup (_dc_train_group_own_id (self));
+  self->config = config;
+
+  payload = dc_mesh_run_config_encode (config, &error);
+  if (payload == NULL)
+    {
+      _dc_train_group_finish (self, g_steal_pointer (&error));
+      return;
+    }
+  g_ptr_array_add (roster, g_strdup (_dc_train_group_own_id (self)));
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+
+      if (_dc_train_group_find_peer (self, dc_peer_get_id (peer)) == NULL
+          || !_dc_train_group_admitted (self, peer))
+        continue;
+      if (roster->len >= DC_MESH_ROSTER_MAX)
+        break;
+      g_ptr_array_add (roster, g_strdup (dc_peer_get_id (peer)));
+      if (!_dc_train_group_send (self, peer, DC_MESH_MSG_CONFIG, payload, &error))
+        g_message ("cannot send the config to %s: %s", dc_peer_get_name (peer), error->message);
+      g_clear_error (&error);
+    }
+  _dc_train_group_set_roster (self, roster);
+  {
+    g_autofree char *text = g_strdup_printf ("starting the run with %u devices (seed %"
+                                             G_GUINT64_FORMAT ")", roster->len, config->run_seed);
+
+    _dc_train_group_notice (self, "config", NULL, text);
+  }
+  _dc_train_group_start_run (self);
+}
+
+static guint
+count_admitted (DcTrainGroup *self)
+{
+  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (_dc_train_group_get_mesh (self));
+  guint n = 1;
+
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+
+      if (_dc_train_group_find_peer (self, dc_peer_get_id (peer)) != NULL
+          && _dc_train_group_admitted (self, peer))
+        n++;
+    }
+  return n;
+}
+
+/* After the step whose reports agreed (and whose accusations were
+ * checked): the roster of the next step, then that step. */
+void
+_dc_train_group_next_step (DcTrainGroup *self)
+{
+  guint64 step = dc_train_session_get_model (self->session)->step;
+
+  _dc_train_group_remove_evicted (self, step);
+  if (self->switch_config != NULL)
+    _dc_train_group_switch_run (self);
+  else if (_dc_train_group_enter_admitting (self, step))
+    _dc_train_group_advance (self);
+  else
+    _dc_train_group_start_step (self);
+}
+
+void
+_dc_train_group_advance (DcTrainGroup *self)
+{
+  gboolean late = self->deadline != 0 && g_get_monotonic_time () > self->deadline;
+
+  switch (self->state)
+    {
+    case STATE_WAITING_PEERS:
+      if (_dc_train_group_get_mesh (self) != NULL && _dc_train_group_own_id (self) != NULL
+          && count_admitted (self) >= self->min_peers)
+        send_config (self);
+      break;
+
+    case STATE_WAITING_CONFIG:
+    case STATE_PREPARING:
+    case STATE_VERIFYING:
+    case STATE_COMPUTING:
+    case STATE_APPLYING:
+    case STATE_DONE:
+      break;
+
+    case STATE_WAITING_START:
+      if (_dc_train_group_adopt_start (self))
+        {
+          self->state = STATE_CONNECTING;
+          send_start_report (self);
+          _dc_train_group_advance (self);
+        }
+      break;
+
+    case STATE_CONNECTING:
+      {
+        g_autoptr(GString) missing = g_string_new (NULL);
+
+        resend_start_report (self);
+        for (guint i = 0; i < self->roster->len; i++)
+          if (i != self->rank && _dc_train_group_find_peer (self, g_ptr_array_index (self->roster,
+                                                                                     i)) == NULL)
+            g_string_append_printf (missing, "%s%s", missing->len > 0 ? ", " : "",
+                                    (const char *) g_ptr_array_index (self->roster, i));
+        if (missing->len == 0 && reports_complete (self))
+          {
+            self->deadline = 0;
+            _dc_train_group_start_step (self);
+          }
+        else if (late && self->state == STATE_CONNECTING)
+          {
+            g_autofree char *what = g_strdup_printf ("not connected to every ready device of the "
+                                                     "run within %u s (not connected: %s)",
+                                                     DC_TRAIN_GROUP_CONNECT_S, missing->str);
+            _dc_train_group_timeout_error (self, what);
+          }
+      }
+      break;
+
+    case STATE_EXCHANGING:
+      {
+        g_autofree const float **grads = g_new0 (const float *, self->roster->len);
+        DcGptModel *model = dc_train_session_get_model (self->session);
+
+        if (gradients_complete (self, grads))
+          {
+            ApplyData *data = g_new0 (ApplyData, 1);
+            g_autoptr(GTask) task = g_task_new (self, NULL, applied_cb, NULL);
+
+            _dc_train_group_check_audit (self, grads);
+            data->grads = g_steal_pointer (&grads);
+            data->n = self->roster->len;
+            self->state = STATE_APPLYING;
+            self->t_apply = g_get_monotonic_time ();
+            self->deadline = 0;
+            g_task_set_task_data (task, data, (GDestroyNotify) apply_data_free);
+            g_task_run_in_thread (task, apply_worker);
+          }
+        else if (_dc_train_group_drop_gone (self, model->step + 1))
+          /* Someone left before its gradient came: the step again without it. */
+          _dc_train_group_start_step (self);
+        else if ((_dc_train_group_maybe_repair (self), self->state != STATE_EXCHANGING))
+          ;
+        else if (late)
+          {
+            g_autofree char *names = missing_names (self, FALSE);
+            g_autofree char *what = g_strdup_printf ("no gradient from %s for step %"
+                                                     G_GUINT64_FORMAT " within %u s while "
+                                                     "connected", names, model->step + 1,
+                                                     DC_TRAIN_GROUP_WAIT_S);
+            _dc_train_group_timeout_error (self, what);
+          }
+      }
+      break;
+
+    case STATE_WAITING_WEIGHTS:
+      _dc_train_group_load_weights (self);
+      break;
+
+    case STATE_WAITING_CHECKPOINT:
+      if (_dc_train_group_find_peer (self, self->checkpoint_from) == NULL)
+        _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+                              "“%s” left before its checkpoint arrived",
+                              _dc_train_group_member_name (self, self->checkpoint_from));
+      else if (late)
+        _dc_train_group_timeout_error (self, "the starter's checkpoint did not arrive whole "
+                                             "within the wait");
+      break;
+
+    case STATE_HOLDING:
+      {
+        g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (_dc_train_group_get_mesh (self));
+        gboolean joiner = FALSE;
+
+        for (guint i = 0; i < peers->len; i++)
+          {
+            DcPeer *peer = g_ptr_array_index (peers, i);
+
+            if (_dc_train_group_find_peer (self, dc_peer_get_id (peer)) != NULL
+                && !_dc_train_group_in_roster (self, dc_peer_get_id (peer))
+                && _dc_train_group_admitted (self, peer))
+              joiner = TRUE;
+          }
+        if (joiner || late)
+          {
+            self->deadline = 0;
+            _dc_train_group_publish_step (self);
+          }
+      }
+      break;
+
+    case STATE_ADMITTING:
+      {
+        guint64 step = self->step_done;
+        g_autoptr(GString) waiting = g_string_new (NULL);
+
+        resend_start_report (self);
+        for (guint i = 0; i < self->roster->len; i++)
+          {
+            const char *id = g_ptr_array_index (self->roster, i);
+            g_autofree char *key = _dc_train_group_report_key (step, id);
+            DcMeshStepReport *report = g_hash_table_lookup (self->reports, key);
+            gpointer value;
+            gboolean joiner;
+
+            if (i == self->rank)
+              continue;
+            joiner = g_hash_table_lookup_extended (self->joiners, id, NULL, &value)
+                     && GPOINTER_TO_SIZE (value) == step;
+            if (_dc_train_group_find_peer (self, id) == NULL || (joiner && report == NULL))
+              {
+                g_string_append_printf (waiting, "%s“%s”", waiting->len > 0 ? ", " : "",
+                                        _dc_train_group_member_name (self, id));
+                continue;
+              }
+            if (joiner
+                && (memcmp (report->weights_hash, self->own_report->weights_hash,
+                            DC_MESH_HASH_SIZE) != 0
+                    || memcmp (report->optimizer_hash, self->own_report->optimizer_hash,
+                               DC_MESH_HASH_SIZE) != 0))
+              {
+                g_autofree char *theirs = _dc_train_group_hash_to_hex (report->weights_hash);
+                g_autofree char *ours =
+                  _dc_train_group_hash_to_hex (self->own_report->weights_hash);
+
+                _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                                      "SYNC GUARD: stopped — weight hash mismatch at step %"
+                                      G_GUINT64_FORMAT ": “%s” (joining) %s, “%s” %s", step,
+                                      _dc_train_group_member_name (self, id), theirs,
+                                      _dc_train_group_own_hello (self)->name, ours);
+                return;
+              }
+          }
+        if (waiting->len == 0)
+          {
+            self->deadline = 0;
+            _dc_train_group_start_step (self);
+          }
+        else if (late && self->joining && step == self->config->start_step)
+          {
+            g_autofree char *what = g_strdup_printf ("not connected to %s (joining after step %"
+                                                     G_GUINT64_FORMAT ") within %u s",
+                                                     waiting->str, step,
+                                                     DC_TRAIN_GROUP_CONNECT_S);
+            _dc_train_group_timeout_error (self, what);
+          }
+        else if (late)
+          {
+            /* A joiner that never got ready is left out (it stays in
+             * joiners: it is not announced again); a roster device that
+             * is not connected is dropped by _dc_train_group_start_step (). Were a
+             * joiner's report to reach one device just past its deadline
+             * and another just before, the rosters would differ and the
+             * sync guard would say so at the next step. */
+            g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func (g_free);
+
+            for (guint i = 0; i < self->roster->len; i++)
+              {
+                const char *id = g_ptr_array_index (self->roster, i);
+                g_autofree char *key = _dc_train_group_report_key (step, id);
+                gpointer value;
+
+                if (i != self->rank
+                    && g_hash_table_lookup_extended (self->joiners, id, NULL, &value)
+                    && GPOINTER_TO_SIZE (value) == step
+                    && (_dc_train_group_find_peer (self, id) == NULL
+                        || !g_hash_table_contains (self->reports, key)))
+                  {
+                    g_autofree char *text = g_strdup_printf ("“%s” did not join within %u s "
+                                                             "(no report of step %"
+                                                             G_GUINT64_FORMAT "): left out of "
+                                                             "the roster",
+                                                             _dc_train_group_member_name (self, id),
+                                                             DC_TRAIN_GROUP_CONNECT_S, step);
+
+                    _dc_train_group_notice (self, "dropped", _dc_train_group_member_name (self, id),
+                                            text);
+                    continue;
+                  }
+                g_ptr_array_add (kept, g_strdup (id));
+              }
+            _dc_train_group_set_roster (self, kept);
+            self->deadline = 0;
+            _dc_train_group_start_step (self);
+          }
+      }
+      break;
+
+    case STATE_ROLLING_BACK:
+      _dc_train_group_drop_gone (self, self->step_done + 1);
+      if (self->digest == self->rollback_digest)
+        _dc_train_group_start_step (self);
+      else if (late)
+        _dc_train_group_timeout_error (self,
+                                       "a device took the last step with another roster than this "
+                                             "one's, and no device left to explain it");
+      break;
+
+    case STATE_REPORTING:
+      if (reports_complete (self))
+        {
+          DcGptModel *model = dc_train_session_get_model (self->session);
+
+          self->deadline = 0;
+          _dc_train_group_emit_agreed (self);
+          prune (self, model->step);
+          if (model->step >= self->stop)
+            _dc_train_group_finish (self, NULL);
+          else if (!_dc_train_group_verify_accusations (self))
+            _dc_train_group_next_step (self);
+        }
+      else if (self->state == STATE_REPORTING && late)
+        {
+          g_autofree char *names = missing_names (self, TRUE);
+          g_autofree char *what = g_strdup_printf ("no step report from %s for step %"
+                                                   G_GUINT64_FORMAT " within %u s while "
+                                                   "connected", names,
+                                                   self->own_report->step, DC_TRAIN_GROUP_WAIT_S);
+          _dc_train_group_timeout_error (self, what);
+        }
+      break;
+    }
+}
+
+void
+_dc_train_group_handle_report (DcTrainGroup *self,
+                               DcPeer       *peer,
+                               GBytes       *payload)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcMeshStepReport) report = dc_mesh_step_report_decode (payload, &error);
+  g_autofree char *key = NULL;
+  guint64 current;
+
+  if (report == NULL)
+    {
+      g_message ("a malformed step report from %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  /* Before the config came (another device may be quicker than the
+   * starter's channel), kept: the run id is checked where it is used. */
+  if (self->config != NULL
+      && memcmp (report->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
+    {
+      /* A device that switched to the leader's checkpoint before this one
+       * (which still waits for a report of the old run): kept for the
+       * switch, apart, since the step numbers of the two runs overlap. */
+      if (self->switch_config != NULL
+          && memcmp (report->run_id, self->switch_config->run_id, DC_MESH_RUN_ID_SIZE) == 0
+          && report->step >= self->switch_config->start_step
+          && report->step <= self->switch_config->start_step + 1)
+        {
+          key = _dc_train_group_report_key (report->step, dc_peer_get_id (peer));
+          g_hash_table_replace (self->switch_reports, g_steal_pointer (&key),
+                                g_steal_pointer (&report));
+        }
+      return;
+    }
+  current = self->step_done;
+  /* A joiner waits for the leader's report of the step it joins after. */
+  if (self->joining && self->step_done < self->config->start_step)
+    current = self->config->start_step;
+  /* Only the step just taken and the next matter: the rest is stale or a lie. */
+  if (report->step + 1 < current || report->step > current + 1)
+    return;
+  key = _dc_train_group_report_key (report->step, dc_peer_get_id (peer));
+  g_hash_table_replace (self->reports, g_steal_pointer (&key), g_steal_pointer (&report));
+}
+
+/* A GRADIENTS chunk from its author, or a REPAIR chunk of another roster
+ * device's gradient (chunk.rank) from the device that repairs it. */
+void
+_dc_train_group_handle_chunk (DcTrainGroup *self,
+                              DcPeer       *peer,
+                              guint         type,
+                              GBytes       *payload)
+{
+  g_auto(DcMeshChunk) chunk = { 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) object = NULL;
+  const char *from = dc_peer_get_id (peer);
+  g_autofree char *assembly_key = NULL;
+  const char *id;
+  gboolean repair = type == DC_MESH_MSG_REPAIR;
+  Assembly *assembly;
+  DcGptModel *model;
+  guint64 expected, step;
+
+  if (self->session == NULL || !_dc_train_group_in_roster (self, from))
+    return;
+  if (!dc_mesh_chunk_decode (type, payload, &chunk, &error))
+    {
+      g_message ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
+      /* Named to the front end too (rate-limited): a chunk that fails its
+       * own hash is not used, and the gradient it belonged to is repaired. */
+      _dc_train_group_refuse (self, peer, type, error->message);
+      return;
+    }
+  if (self->fault_drop != 0 && chunk.step == self->fault_drop
+      && (!repair || self->fault_drop_repair))
+    {
+      /* Test only (DC_TEST_FAULT=drop-gradient@STEP, drop-repair@STEP). */
+      if (chunk.index == 0)
+        g_message ("DC_TEST_FAULT: dropped a %s of step %" G_GUINT64_FORMAT " from %s",
+                   repair ? "repair" : "gradient", chunk.step, dc_peer_get_name (peer));
+      return;
+    }
+  model = dc_train_session_get_model (self->session);
+  step = self->step_done + 1;  /* not model->step: a worker may be stepping it */
+  expected = GRADIENT_HEADER_SIZE + (guint64) model->n_params * sizeof (float);
+  if (memcmp (chunk.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
+      || chunk.total != expected || chunk.step + 1 < step || chunk.step > step + 1
+      || (chunk.step + 1 == step && self->state != STATE_REPORTING))
+    return;
+  /* A repair is of the step being taken, by a rank of this device's roster. */
+  if (repair && (chunk.step != step || chunk.rank >= self->roster->len || chunk.rank == self->rank
+                 || (self->state != STATE_EXCHANGING && self->state != STATE_COMPUTING)))
+    return;
+  id = repair ? g_ptr_array_index (self->roster, chunk.rank) : from;
+
+  assembly_key = repair ? g_strconcat ("repair/", from, NULL) : g_strdup (from);
+  assembly = g_hash_table_lookup (self->assemblies, assembly_key);
+  if (assembly == NULL)
+    {
+      assembly = g_new0 (Assembly, 1);
+      assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
+      g_hash_table_insert (self->assemblies, g_strdup (assembly_key), assembly);
+    }
+  if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
+    {
+      /* A sender queues whole objects in order: a chunk of another object
+       * means the one before was cut short (the sender restarted the step). */
+      g_clear_error (&error);
+      dc_mesh_chunk_assembler_free (assembly->assembler);
+      assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
+      if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
+        {
+          g_message ("a bad gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
+          return;
+        }
+    }
+  if (object == NULL)
+    return;
+  dc_mesh_chunk_assembler_free (assembly->assembler);
+  assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
+
+  {
+    gsize size;
+    const guint8 *data = g_bytes_get_data (object, &size);
+    DcTrainGradientHeader header;
+    guint32 n, loss_bits;
+    guint64 digest;
+    Gradient *gradient;
+    guint stashed = 0;
+    GHashTableIter iter;
+    gpointer key;
+    g_autofree char *prefix = g_strdup_printf ("%" G_GUINT64_FORMAT "/", chunk.step);
+    g_autofree char *suffix = g_strdup_printf ("/%s", id);
+
+    if (!dc_train_gradient_header_parse (data, size, model->n_params, chunk.rank, &header,
+                                         &error))
+      {
+        g_message ("a gradient from %s with a bad header: dropped (%s)", dc_peer_get_name (peer),
+                   error->message);
+        return;
+      }
+    /* As they were on the wire, for the code below. */
+    n = GUINT32_TO_LE (header.roster_size);
+    digest = GUINT64_TO_LE (header.digest);
+    loss_bits = GUINT32_TO_LE (header.loss_bits);
+    if (repair)
+      {
+        g_autofree char *own_key = _dc_train_group_gradient_key (chunk.step, self->digest, id);
+
+        /* Another roster's gradient (the repairer kept several), or one
+         * that came meanwhile: nothing to do. */
+        if (GUINT64_FROM_LE (digest) != self->digest || GUINT32_FROM_LE (n) != self->roster->len
+            || g_hash_table_contains (self->gradients, own_key))
+          return;
+        g_message ("repaired the gradient of step %" G_GUINT64_FORMAT " from %s (sent by %s)",
+                   chunk.step, _dc_train_group_member_name (self, id), dc_peer_get_name (peer));
+      }
+    g_hash_table_iter_init (&iter, self->gradients);
+    while (g_hash_table_iter_next (&iter, &key, NULL))
+      if (g_str_has_prefix (key, prefix) && g_str_has_suffix (key, suffix))
+        stashed++;
+    if (stashed >= DC_TRAIN_GROUP_STASH_MAX)
+      {
+        g_message ("more than %u gradients of step %" G_GUINT64_FORMAT " from %s: dropped",
+                   DC_TRAIN_GROUP_STASH_MAX, chunk.step, dc_peer_get_name (peer));
+        return;
+      }
+    if (chunk.step + 1 == step)
+      {
+        /* A gradient of the step just taken: its sender is taking it again
+         * with a smaller roster (it lacked the gradient of a device that
+         * left, which reached this one). */
+        if (GUINT64_FROM_LE (digest) == self->digest)
+          return;  /* the same step again: nothing new */
+        _dc_train_group_rollback (self, peer, GUINT64_FROM_LE (digest));
+        /* … and this gradient is one of the step to take again. */
+      }
+    gradient = g_new0 (Gradient, 1);
+    gradient->rank = chunk.rank;
+    loss_bits = GUINT32_FROM_LE (loss_bits);
+    memcpy (&gradient->loss, &loss_bits, 4);
+    gradient->object = g_steal_pointer (&object);
+    g_hash_table_replace (self->gradients,
+                          _dc_train_group_gradient_key (chunk.step, GUINT64_FROM_LE (digest),
+                                                        id), gradient);
+  }
+}
