@@ -542,7 +542,7 @@ test_train_config (void)
   g_clear_pointer (&bad, g_bytes_unref);
 
   /* Another body version; unknown flags; reserved bytes. */
-  bad = patched (body, 0, 2);
+  bad = patched (body, 0, DC_MESH_TRAIN_BODY_VERSION + 1);
   expect_config_refused (bad, DC_MESH_ERROR_UNSUPPORTED);
   g_clear_pointer (&bad, g_bytes_unref);
   bad = patched (body, 1, 0x03);
@@ -783,7 +783,7 @@ test_train_repair_audit (void)
   g_assert_cmpuint (request_back.rank, ==, 3);
   g_assert_cmpstr (dc_mesh_message_type_to_string (DC_MESH_MSG_REPAIR_REQUEST), ==,
                    "repair-request");
-  bad = patched (body, 0, 2);
+  bad = patched (body, 0, DC_MESH_TRAIN_BODY_VERSION + 1);
   g_assert_false (dc_mesh_repair_request_decode (bad, &request_back, &error));
   g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_UNSUPPORTED);
   g_clear_error (&error);
@@ -918,7 +918,7 @@ test_train_chunk_refused (void)
   g_assert_cmpuint (g_bytes_get_size (last), ==, DC_MESH_CHUNK_HEADER_SIZE + 100);
 
   /* Body version, reserved bytes, a type that is not chunked. */
-  bad = patched (first, 0, 2);
+  bad = patched (first, 0, DC_MESH_TRAIN_BODY_VERSION - 1);
   expect_chunk_refused (DC_MESH_MSG_GRADIENTS, bad, DC_MESH_ERROR_UNSUPPORTED);
   g_clear_pointer (&bad, g_bytes_unref);
   bad = patched (first, 1, 1);

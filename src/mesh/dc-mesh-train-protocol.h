@@ -25,8 +25,9 @@
 
 G_BEGIN_DECLS
 
-/* Every training body starts with this byte; others are refused (UNSUPPORTED). */
-#define DC_MESH_TRAIN_BODY_VERSION    1
+/* Every training body starts with this byte; others are refused (UNSUPPORTED).
+ * 2: every chunk carries the SHA-256 of its own data (120-byte chunk header). */
+#define DC_MESH_TRAIN_BODY_VERSION    2
 
 #define DC_MESH_RUN_ID_SIZE           16
 #define DC_MESH_HASH_SIZE             32   /* SHA-256 */
