@@ -20,29 +20,17 @@
 #include "engine/dc-gemm-backend.h"
 #include "engine/dc-math.h"
 #include "engine/dc-parallel.h"
-#include "engine/dc-transpose.h"
+#include "dc-matmul.h"
 #include "dc-model-error.h"
 
 /* Attention runs its (sequence, head) pairs on up to this many threads (the
  * engine pool's own limit: each keeps its scratch here). */
 #define DC_GPT_MAX_WORKERS DC_PARALLEL_MAX_THREADS
 
-/* Quantized operands kept between products of one thread: a step makes
- * thousands of small products (six per head and sequence), and allocating
- * and zeroing their operands each time showed in the profile. Only the
- * buffers are reused; every product packs all of its values anew. */
-typedef struct
-{
-  DcQuantMatrix *m;
-  gsize          cap_values;   /* allocated length of m->q */
-  gsize          cap_vectors;  /* allocated length of m->exponent */
-} QuantSlot;
-
 /* One worker's buffers for one (sequence, head) pair at a time. */
 typedef struct
 {
-  DcGemmBackend *cpu;     /* owned, single-threaded */
-  QuantSlot      qa, qb;
+  guint          worker;  /* the pool's worker index, for dc_matmul_run_in_worker */
   float         *scores;  /* (T, T) */
   float         *out_a;   /* (T, D) */
   float         *out_b;   /* (T, D) */
@@ -68,9 +56,7 @@ struct _DcGptRun
   guint           batch;
   DcGptPrecision  precision;
   guint           n_threads;
-  DcGemmBackend  *cpu;          /* owned: small products, and all without a device */
-  DcGemmBackend  *device;       /* borrowed (nullable): products of ≥ offload_min MACs */
-  guint64         offload_min;
+  DcMatmul       *mm;           /* owned: every product, its buffers and backends */
 
   /* The shape of the last forward pass. */
   guint           n_seqs;
@@ -93,10 +79,6 @@ struct _DcGptRun
   float          *d_qkv;    /* (BT, 3C) */
   guint           n_workers;                        /* attention workers */
   HeadScratch     scratch[DC_GPT_MAX_WORKERS];
-  QuantSlot       qa, qb;   /* the calling thread's operands */
-  float          *row;      /* (C) */
-
-  DcGptRunTimes   times;    /* the calling thread's products */
 
   float          *arena;
 };
@@ -138,6 +120,13 @@ tensor_offset (const DcGptConfig *c,
   return info.offset;
 }
 
+/* One buffer of the arena: where its pointer goes and how many floats. */
+typedef struct
+{
+  float **field;
+  gsize   n;
+} ArenaRegion;
+
 /**
  * dc_gpt_run_new:
  * @batch: the most sequences one call takes
@@ -155,10 +144,8 @@ dc_gpt_run_new (const DcGptConfig *config,
   gsize bt = (gsize) batch * config->seq;
   gsize c = config->width, t = config->seq, v = config->vocab;
   gsize d = c / config->n_head;
-  gsize per_layer = bt * c * 7 + bt * 4 + bt * 3 * c + (gsize) batch * config->n_head * t * t
-                    + bt * 8 * c;
-  gsize total = (config->n_layer + 1) * bt * c + config->n_layer * per_layer + bt * c + 2 * bt
-                + 2 * bt * v + bt + bt * c + 2 * bt * 4 * c + bt * 3 * c + (t * t + 2 * t * d + 3 * c) * MIN (MAX (n_threads, 1), DC_GPT_MAX_WORKERS) + c;
+  g_autoptr(GArray) table = g_array_new (FALSE, FALSE, sizeof (ArenaRegion));
+  gsize total = 0;
   float *p;
 
   g_return_val_if_fail (dc_gpt_config_validate (config, NULL), NULL);
@@ -166,58 +153,65 @@ dc_gpt_run_new (const DcGptConfig *config,
   self->batch = batch;
   self->precision = precision;
   self->n_threads = MAX (1, n_threads);
-  /* The CPU backend cannot fail to open. */
-  self->cpu = dc_gemm_backend_new (DC_BACKEND_CPU, NULL);
-  g_assert (self->cpu != NULL);
+  self->n_workers = MIN (self->n_threads, DC_GPT_MAX_WORKERS);
+  self->mm = dc_matmul_new (precision == DC_GPT_PRECISION_F32, self->n_threads, self->n_workers);
   self->inputs = g_new0 (guint8, bt);
   self->targets = g_new0 (guint8, bt);
   self->layers = g_new0 (LayerActs, config->n_layer);
-  self->arena = g_new0 (float, total);
-  p = self->arena;
-#define TAKE(field, n) G_STMT_START { field = p; p += (n); } G_STMT_END
-  TAKE (self->res, (config->n_layer + 1) * bt * c);
+
+  /* The arena's one table: every float buffer and its length, in order. */
+#define REGION(field, count) \
+  G_STMT_START { ArenaRegion r_ = { &(field), (count) }; g_array_append_val (table, r_); } G_STMT_END
+  REGION (self->res, (config->n_layer + 1) * bt * c);
   for (guint l = 0; l < config->n_layer; l++)
     {
       LayerActs *a = &self->layers[l];
 
-      TAKE (a->ln1, bt * c);
-      TAKE (a->ln1_mean, bt);
-      TAKE (a->ln1_rstd, bt);
-      TAKE (a->qkv, bt * 3 * c);
-      TAKE (a->att, (gsize) batch * config->n_head * t * t);
-      TAKE (a->atty, bt * c);
-      TAKE (a->res_mid, bt * c);
-      TAKE (a->ln2, bt * c);
-      TAKE (a->ln2_mean, bt);
-      TAKE (a->ln2_rstd, bt);
-      TAKE (a->fc, bt * 4 * c);
-      TAKE (a->fc_act, bt * 4 * c);
-      p += bt * c * 2;  /* keeps per_layer's sum honest: two spare (BT, C) rows */
+      REGION (a->ln1, bt * c);
+      REGION (a->ln1_mean, bt);
+      REGION (a->ln1_rstd, bt);
+      REGION (a->qkv, bt * 3 * c);
+      REGION (a->att, (gsize) batch * config->n_head * t * t);
+      REGION (a->atty, bt * c);
+      REGION (a->res_mid, bt * c);
+      REGION (a->ln2, bt * c);
+      REGION (a->ln2_mean, bt);
+      REGION (a->ln2_rstd, bt);
+      REGION (a->fc, bt * 4 * c);
+      REGION (a->fc_act, bt * 4 * c);
     }
-  TAKE (self->lnf, bt * c);
-  TAKE (self->lnf_mean, bt);
-  TAKE (self->lnf_rstd, bt);
-  TAKE (self->logits, bt * v);
-  TAKE (self->probs, bt * v);
-  TAKE (self->row_loss, bt);
-  TAKE (self->d_res, bt * c);
-  TAKE (self->d_a, bt * 4 * c);
-  TAKE (self->d_b, bt * 4 * c);
-  TAKE (self->d_qkv, bt * 3 * c);
-  self->n_workers = MIN (self->n_threads, DC_GPT_MAX_WORKERS);
+  REGION (self->lnf, bt * c);
+  REGION (self->lnf_mean, bt);
+  REGION (self->lnf_rstd, bt);
+  REGION (self->logits, bt * v);
+  REGION (self->probs, bt * v);
+  REGION (self->row_loss, bt);
+  REGION (self->d_res, bt * c);
+  REGION (self->d_a, bt * 4 * c);
+  REGION (self->d_b, bt * 4 * c);
+  REGION (self->d_qkv, bt * 3 * c);
   for (guint w = 0; w < self->n_workers; w++)
     {
-      TAKE (self->scratch[w].scores, t * t);
-      TAKE (self->scratch[w].out_a, t * d);
-      TAKE (self->scratch[w].out_b, t * d);
-      TAKE (self->scratch[w].norm_dx, c);
-      TAKE (self->scratch[w].norm_dw, 2 * c);
-      self->scratch[w].cpu = dc_gemm_backend_new (DC_BACKEND_CPU, NULL);
-      g_assert (self->scratch[w].cpu != NULL);
+      REGION (self->scratch[w].scores, t * t);
+      REGION (self->scratch[w].out_a, t * d);
+      REGION (self->scratch[w].out_b, t * d);
+      REGION (self->scratch[w].norm_dx, c);
+      REGION (self->scratch[w].norm_dw, 2 * c);
+      self->scratch[w].worker = w;
     }
-  TAKE (self->row, c);
-#undef TAKE
-  g_assert (p <= self->arena + total);
+#undef REGION
+
+  for (guint i = 0; i < table->len; i++)
+    total += g_array_index (table, ArenaRegion, i).n;
+  self->arena = g_new0 (float, total);
+  p = self->arena;
+  for (guint i = 0; i < table->len; i++)
+    {
+      ArenaRegion *r = &g_array_index (table, ArenaRegion, i);
+
+      *r->field = p;
+      p += r->n;
+    }
   return self;
 }
 
@@ -226,15 +220,7 @@ dc_gpt_run_free (DcGptRun *self)
 {
   if (self == NULL)
     return;
-  g_clear_pointer (&self->cpu, dc_gemm_backend_free);
-  g_clear_pointer (&self->qa.m, dc_quant_matrix_free);
-  g_clear_pointer (&self->qb.m, dc_quant_matrix_free);
-  for (guint w = 0; w < self->n_workers; w++)
-    {
-      g_clear_pointer (&self->scratch[w].cpu, dc_gemm_backend_free);
-      g_clear_pointer (&self->scratch[w].qa.m, dc_quant_matrix_free);
-      g_clear_pointer (&self->scratch[w].qb.m, dc_quant_matrix_free);
-    }
+  g_clear_pointer (&self->mm, dc_matmul_free);
   g_free (self->inputs);
   g_free (self->targets);
   g_free (self->layers);
@@ -259,247 +245,19 @@ dc_gpt_run_get_logits (DcGptRun *self)
   return self->logits;
 }
 
-/*
- * dc_quant_pack over vectors whose elements are strided (columns of a
- * row-major matrix) walks memory across rows once per vector; copying the
- * vectors into contiguous rows first (a blocked transpose) reads each cache
- * line once. The vectors, hence the bits, are the same either way.
- */
-static gboolean
-pack_serial (const char     *what,
-             const float    *src,
-             gsize           vector_stride,
-             gsize           k_stride,
-             DcQuantMatrix  *out,
-             GError        **error)
-{
-  g_autofree float *rows = NULL;
-  gsize nv = out->n_vectors, k = out->k;
-
-  if (k_stride == 1 || k < 2)
-    return dc_quant_pack (what, src, vector_stride, k_stride, out, error);
-  rows = g_new (float, nv * k);
-  if (vector_stride == 1)
-    {
-      /* Columns of a row-major (k, ≥ nv) matrix: a plain transpose. */
-      dc_transpose_f32 (src, k_stride, k, nv, rows, k);
-      return dc_quant_pack (what, rows, k, 1, out, error);
-    }
-  for (gsize i0 = 0; i0 < k; i0 += 32)
-    for (gsize v0 = 0; v0 < nv; v0 += 32)
-      for (gsize i = i0; i < MIN (i0 + 32, k); i++)
-        for (gsize v = v0; v < MIN (v0 + 32, nv); v++)
-          rows[v * k + i] = src[v * vector_stride + i * k_stride];
-  return dc_quant_pack (what, rows, k, 1, out, error);
-}
-
-/* Operands of at least this many values are packed by several threads. */
-#define PARALLEL_PACK_MIN 16384
-/* Values per chunk of a parallel pack: enough to cover a wake-up. */
-#define PACK_CHUNK_VALUES 4096
-
-typedef struct
-{
-  const char    *what;
-  const float   *src;
-  gsize          vector_stride;
-  gsize          k_stride;
-  DcQuantMatrix *out;
-  gint           failed;  /* atomic */
-} PackJob;
-
-static void
-pack_chunk (gsize    v0,
-            gsize    v1,
-            guint    worker,
-            gpointer data)
-{
-  PackJob *job = data;
-  gsize k = job->out->k;
-  DcQuantMatrix view = { v1 - v0, k, job->out->q + v0 * k, job->out->exponent + v0 };
-
-  if (!pack_serial (job->what, job->src + v0 * job->vector_stride, job->vector_stride,
-                    job->k_stride, &view, NULL))
-    g_atomic_int_set (&job->failed, 1);
-}
-
-/*
- * pack_serial, with the vectors cut into fixed chunks packed on the engine's
- * pool. Every vector is transposed and quantized on its own, so the split
- * cannot change a bit; it takes the packing off the critical path of the
- * large products, where it was the main thread's work while the other cores
- * waited. On any failure the whole operand is packed again on this thread,
- * so that the error names the same vector as before.
- */
-static gboolean
-pack (const char     *what,
-      const float    *src,
-      gsize           vector_stride,
-      gsize           k_stride,
-      DcQuantMatrix  *out,
-      guint           n_threads,
-      GError        **error)
-{
-  PackJob job = { what, src, vector_stride, k_stride, out, 0 };
-  gsize nv = out->n_vectors, k = out->k;
-
-  if (n_threads <= 1 || nv < 2 || nv * k < PARALLEL_PACK_MIN)
-    return pack_serial (what, src, vector_stride, k_stride, out, error);
-  dc_parallel_for (n_threads, nv, MAX (PACK_CHUNK_VALUES / MAX (k, 1), 1), pack_chunk, &job);
-  if (g_atomic_int_get (&job.failed))
-    return pack_serial (what, src, vector_stride, k_stride, out, error);
-  return TRUE;
-}
-
-/* slot's matrix shaped (n_vectors, k), reallocated only when it grows. */
-static DcQuantMatrix *
-quant_slot_reserve (QuantSlot  *slot,
-                    gsize       n_vectors,
-                    gsize       k,
-                    GError    **error)
-{
-  gsize n_values;
-
-  if (slot->m != NULL && g_size_checked_mul (&n_values, n_vectors, k) &&
-      k <= DC_GEMM_MAX_K && n_values <= slot->cap_values && n_vectors <= slot->cap_vectors)
-    {
-      slot->m->n_vectors = n_vectors;
-      slot->m->k = k;
-      return slot->m;
-    }
-  g_clear_pointer (&slot->m, dc_quant_matrix_free);
-  slot->m = dc_quant_matrix_new (n_vectors, k, error);
-  if (slot->m == NULL)
-    return NULL;
-  slot->cap_values = n_vectors * k;
-  slot->cap_vectors = n_vectors;
-  return slot->m;
-}
-
-/*
- * c (m, n) = A · Bᵀ where A's row i is a[i·a_vs + k·a_ks] and B's row j
- * is b[j·b_vs + k·b_ks], k < depth: the one place products happen.
- */
-static gboolean
-matmul_on (DcGptRun      *self,
-           DcGemmBackend *cpu,
-           const char    *what,
-        const float  *a,
-        gsize         a_vs,
-        gsize         a_ks,
-        gsize         m,
-        const float  *b,
-        gsize         b_vs,
-        gsize         b_ks,
-        gsize         n,
-        gsize         depth,
-        float        *c,
-        GError      **error)
-{
-  DcQuantMatrix *qa, *qb;
-  QuantSlot *slot_a = NULL, *slot_b = NULL;
-  guint n_parts;
-
-  if (self->precision == DC_GPT_PRECISION_F32)
-    {
-      /* The reference accumulates in double: it is the yardstick for finite
-       * differences, not part of the numeric contract. Operands are copied
-       * into contiguous rows first so the inner loop streams. */
-      g_autofree float *ra = g_new (float, m * depth);
-      g_autofree float *rb = g_new (float, n * depth);
-
-      for (gsize i = 0; i < m; i++)
-        for (gsize k = 0; k < depth; k++)
-          ra[i * depth + k] = a[i * a_vs + k * a_ks];
-      for (gsize j = 0; j < n; j++)
-        for (gsize k = 0; k < depth; k++)
-          rb[j * depth + k] = b[j * b_vs + k * b_ks];
-      for (gsize i = 0; i < m; i++)
-        for (gsize j = 0; j < n; j++)
-          {
-            const float *x = ra + i * depth, *y = rb + j * depth;
-            double acc = 0.0;
-
-            for (gsize k = 0; k < depth; k++)
-              acc += (double) x[k] * (double) y[k];
-            c[i * n + j] = (float) acc;
-          }
-      return TRUE;
-    }
-
-  /* Only the calling thread's backend has the other cores to itself (the
-   * attention workers each run single-threaded products); below about 2 M
-   * multiply-adds starting threads costs more than it saves, as for the
-   * GEMM below. */
-  n_parts = cpu == self->cpu && (guint64) m * n * depth >= (1u << 21) ? self->n_threads : 1;
-  /* The slots of the thread that owns cpu (each backend has one owner). */
-  if (cpu == self->cpu)
-    {
-      slot_a = &self->qa;
-      slot_b = &self->qb;
-    }
-  for (guint w = 0; slot_a == NULL && w < self->n_workers; w++)
-    if (cpu == self->scratch[w].cpu)
-      {
-        slot_a = &self->scratch[w].qa;
-        slot_b = &self->scratch[w].qb;
-      }
-  g_assert (slot_a != NULL);
-  qa = quant_slot_reserve (slot_a, m, depth, error);
-  if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, n_parts, error))
-    return FALSE;
-  qb = quant_slot_reserve (slot_b, n, depth, error);
-  if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, n_parts, error))
-    return FALSE;
-  {
-    guint64 macs = (guint64) m * n * depth;
-
-    /* Only the calling thread's backend may hand work to the device. */
-    if (cpu == self->cpu && self->device != NULL && macs >= self->offload_min)
-      return dc_gemm_run_packed (self->device, qa, qb, c, error);
-    /* Threads are started per product: below about 2 M multiply-adds they
-     * cost more than they save. The bits do not depend on the count. */
-    dc_gemm_backend_set_n_threads (cpu, cpu == self->cpu && macs >= (1u << 21)
-                                        ? self->n_threads : 1);
-    return dc_gemm_run_packed (cpu, qa, qb, c, error);
-  }
-}
-
-/* matmul_on for the calling thread, timed for dc_gpt_run_get_times(). */
-static gboolean
-matmul_timed (DcGptRun     *self,
-              const char   *what,
-              const float  *a,
-              gsize         a_vs,
-              gsize         a_ks,
-              gsize         m,
-              const float  *b,
-              gsize         b_vs,
-              gsize         b_ks,
-              gsize         n,
-              gsize         depth,
-              float        *c,
-              GError      **error)
-{
-  DcParallelStats before, after;
-  gint64 start = g_get_monotonic_time ();
-  gboolean ok;
-
-  dc_parallel_get_stats (&before);
-  ok = matmul_on (self, self->cpu, what, a, a_vs, a_ks, m, b, b_vs, b_ks, n, depth, c, error);
-  dc_parallel_get_stats (&after);
-  self->times.gemm_ns += (guint64) (g_get_monotonic_time () - start) * 1000;
-  self->times.gemm_wait_ns += after.wait_ns - before.wait_ns;
-  return ok;
-}
-
-#define matmul(self, ...) matmul_timed ((self), __VA_ARGS__)
+/* The calling thread's products, and a parallel pass's (dc-matmul.h). */
+#define matmul(self, ...) dc_matmul_run ((self)->mm, __VA_ARGS__)
+#define matmul_in(self, hs, ...) dc_matmul_run_in_worker ((self)->mm, (hs)->worker, __VA_ARGS__)
 
 void
 dc_gpt_run_get_times (DcGptRun      *self,
                       DcGptRunTimes *out)
 {
-  *out = self->times;
+  DcMatmulTimes t;
+
+  dc_matmul_get_times (self->mm, &t);
+  out->gemm_ns = t.ns;
+  out->gemm_wait_ns = t.wait_ns;
 }
 
 /**
@@ -516,8 +274,7 @@ dc_gpt_run_set_device (DcGptRun      *self,
                        DcGemmBackend *device,
                        guint64        offload_min)
 {
-  self->device = device;
-  self->offload_min = offload_min;
+  dc_matmul_set_device (self->mm, device, offload_min);
 }
 
 /*
@@ -885,7 +642,7 @@ head_forward (DcGptRun     *self,
   float *att = a->att + ((gsize) b * h_n + h) * t_max * t_max;
 
   /* scores (len, len) = q · kᵀ */
-  if (!matmul_on (self, hs->cpu, "attention Q·Kᵀ", q, 3 * c, 1, len, k, 3 * c, 1, len, d,
+  if (!matmul_in (self, hs, "attention Q·Kᵀ", q, 3 * c, 1, len, k, 3 * c, 1, len, d,
                   hs->scores, error))
     return;
   for (guint t = 0; t < len; t++)
@@ -899,7 +656,7 @@ head_forward (DcGptRun     *self,
         row[j] = 0.0f;
     }
   /* y (len, D) = att · v */
-  if (!matmul_on (self, hs->cpu, "attention P·V", att, len, 1, len, v, 1, 3 * c, d, len,
+  if (!matmul_in (self, hs, "attention P·V", att, len, 1, len, v, 1, 3 * c, d, len,
                   hs->out_a, error))
     return;
   for (guint t = 0; t < len; t++)
@@ -931,11 +688,11 @@ head_backward (DcGptRun     *self,
   float *d_att = hs->scores;
 
   /* d_att (len, len) = dy · vᵀ */
-  if (!matmul_on (self, hs->cpu, "attention dP", dy, c, 1, len, v, 3 * c, 1, len, d, d_att,
+  if (!matmul_in (self, hs, "attention dP", dy, c, 1, len, v, 3 * c, 1, len, d, d_att,
                   error))
     return;
   /* dv (len, D) = attᵀ · dy */
-  if (!matmul_on (self, hs->cpu, "attention dV", att, 1, len, len, dy, 1, c, d, len,
+  if (!matmul_in (self, hs, "attention dV", att, 1, len, len, dy, 1, c, d, len,
                   hs->out_a, error))
     return;
   for (guint t = 0; t < len; t++)
@@ -952,9 +709,9 @@ head_backward (DcGptRun     *self,
         row[j] = 0.0f;
     }
   /* dq (len, D) = d_scores · k;  dk (len, D) = d_scoresᵀ · q */
-  if (!matmul_on (self, hs->cpu, "attention dQ", d_att, len, 1, len, k, 1, 3 * c, d, len,
+  if (!matmul_in (self, hs, "attention dQ", d_att, len, 1, len, k, 1, 3 * c, d, len,
                   hs->out_a, error)
-      || !matmul_on (self, hs->cpu, "attention dK", d_att, 1, len, len, q, 1, 3 * c, d, len,
+      || !matmul_in (self, hs, "attention dK", d_att, 1, len, len, q, 1, 3 * c, d, len,
                      hs->out_b, error))
     return;
   for (guint t = 0; t < len; t++)
