@@ -11,9 +11,11 @@
  * on the pool's job count before it sleeps on the pool's condition, so the
  * products of a step, microseconds apart, find it awake and need no futex
  * wake. The caller waits the same way: it spins briefly on the chunk
- * counter, then sleeps. The spin yields the CPU each round (sched_yield
- * through g_thread_yield) so that on an oversubscribed machine a spinning
- * helper gives its core to the thread that has work.
+ * counter, then sleeps. The spin is pause instructions, not sched_yield: on
+ * a loaded 2-vCPU machine a yielding helper gave its core away and was
+ * rarely running when the next product came (DC_PARALLEL_SPIN_YIELD=1 keeps
+ * the yielding spin, for measuring). The spin is bounded, so an
+ * oversubscribed machine loses at most SPIN_US of a core per idle gap.
  *
  * Nested calls (a chunk that calls dc_parallel_for, e.g. a GEMM inside an
  * attention head) run inline on the calling thread: the result is the same
@@ -76,6 +78,30 @@ static guint64 stat_inline = 0;
 static guint64 stat_wait_ns = 0;
 
 static GPrivate in_worker_key;     /* non-NULL inside a chunk */
+
+/* One round of a spin: a few pause instructions, or, with
+ * DC_PARALLEL_SPIN_YIELD=1, a yield of the CPU (measuring). */
+static void
+spin_pause (void)
+{
+  static gint yield = -1;
+
+  if (G_UNLIKELY (g_atomic_int_get (&yield) < 0))
+    g_atomic_int_set (&yield, g_strcmp0 (g_getenv ("DC_PARALLEL_SPIN_YIELD"), "1") == 0);
+  if (yield)
+    {
+      g_thread_yield ();
+      return;
+    }
+  for (int i = 0; i < 32; i++)
+    {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+      __asm__ __volatile__ ("yield");
+#endif
+    }
+}
 
 static gint64
 spin_us (void)
@@ -159,7 +185,7 @@ helper_worker (gpointer data)
           gint64 until = g_get_monotonic_time () + spin_us ();
 
           while (g_atomic_int_get (&pool.wanted) <= 0 && g_get_monotonic_time () < until)
-            g_thread_yield ();
+            spin_pause ();
         }
       g_mutex_lock (&pool.lock);
       while ((job = take_job_locked (&worker)) == NULL)
@@ -282,7 +308,7 @@ dc_parallel_for (guint          n_threads,
 
       while (g_atomic_int_get (&job->chunks_done) != (gint) n_chunks &&
              g_get_monotonic_time () < until)
-        g_thread_yield ();
+        spin_pause ();
       g_mutex_lock (&job->lock);
       job->caller_asleep = TRUE;
       while (!job->finished && g_atomic_int_get (&job->chunks_done) != (gint) n_chunks)

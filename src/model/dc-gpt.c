@@ -287,9 +287,12 @@ dc_gpt_run_set_device (DcGptRun      *self,
  * thread count.
  */
 
-/* Below this many element operations a pass stays on the caller: waking a
- * helper costs about what 2^15 simple float operations take. */
-#define SPREAD_MIN_WORK (1u << 15)
+/* Below this many element operations a pass stays on the caller. Waking a
+ * helper costs about what 2^15 simple float operations take on a quiet
+ * machine, but every spread pass is also a point where the caller may wait
+ * for a helper the scheduler has preempted (a loaded machine), so a pass
+ * spreads only when its work is several times a wake-up: 2^17. */
+#define SPREAD_MIN_WORK (1u << 17)
 /* Elements per chunk of an elementwise pass, and columns per chunk of a
  * column pass: a few pages each, so a chunk outweighs its claim. */
 #define ELEMENT_CHUNK 8192

@@ -884,7 +884,11 @@ linear (DcHfModel           *self,
 /* The kernels between the products, on the engine's pool: each row (a
  * position) is computed whole by one thread with the serial code, so the
  * bits do not depend on the thread count. A prompt's rows spread; a decode
- * step's single row stays on the caller. */
+ * step's single row stays on the caller. Only the MLP's activation (an
+ * exponential per element, about F / C = 3 times a norm's work) is worth a
+ * join point: a prompt's norms and residual adds (64 × 576 values, tens of
+ * µs) cost less than the wait for a helper the scheduler preempted on a
+ * loaded machine, so they stay on the caller. */
 typedef struct
 {
   DcHfModel   *self;
@@ -928,7 +932,7 @@ norm_rows (DcHfModel   *self,
 {
   RowPass p = { self, x, w, b, y };
 
-  dc_parallel_for (pass_threads (self, n), n, 4, norm_chunk, &p);
+  norm_chunk (0, n, 0, &p);
 }
 
 /* The MLP's activation of rows: x (n, n_up) → y (n, F). */
@@ -1244,7 +1248,7 @@ forward_chunk (DcHfModel     *self,
       {
         RowPass p = { self, s.tmp, NULL, NULL, s.x };
 
-        dc_parallel_for (pass_threads (self, n), n, 4, residual_chunk, &p);
+        residual_chunk (0, n, 0, &p);
       }
 
       norm_rows (self, s.x, layer->norm2_w, layer->norm2_b, s.h, n);
@@ -1260,7 +1264,7 @@ forward_chunk (DcHfModel     *self,
       {
         RowPass p = { self, s.tmp, NULL, NULL, s.x };
 
-        dc_parallel_for (pass_threads (self, n), n, 4, residual_chunk, &p);
+        residual_chunk (0, n, 0, &p);
       }
     }
 
