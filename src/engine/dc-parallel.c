@@ -14,8 +14,10 @@
  * counter, then sleeps. The spin is pause instructions, not sched_yield: on
  * a loaded 2-vCPU machine a yielding helper gave its core away and was
  * rarely running when the next product came (DC_PARALLEL_SPIN_YIELD=1 keeps
- * the yielding spin, for measuring). The spin is bounded, so an
- * oversubscribed machine loses at most SPIN_US of a core per idle gap.
+ * the yielding spin, for measuring). The spin is bounded and adapts: while
+ * helpers come too late to take any chunk (an oversubscribed machine, where
+ * a spinning helper only takes time from the caller's share), the spin
+ * halves per call down to none; it doubles back once helpers help.
  *
  * Nested calls (a chunk that calls dc_parallel_for, e.g. a GEMM inside an
  * attention head) run inline on the calling thread: the result is the same
@@ -79,6 +81,7 @@ static guint64 stat_wait_ns = 0;
 
 static GPrivate in_worker_key;     /* non-NULL inside a chunk */
 
+
 /* One round of a spin: a few pause instructions, or, with
  * DC_PARALLEL_SPIN_YIELD=1, a yield of the CPU (measuring). */
 static void
@@ -119,6 +122,38 @@ spin_us (void)
       g_once_init_leave (&once, 1);
     }
   return pool.spin_us;
+}
+
+/* The spin actually used, in µs, between 0 and spin_us (): halved after a
+ * call whose helpers ran no chunk (they came too late: the machine is
+ * oversubscribed, and a spinning helper would only take CPU time from the
+ * caller's own share), doubled back after a call they helped with. Every
+ * SPIN_PROBE_CALLS calls it is reset to the full spin, because a sleeping
+ * helper can also be too late on a quiet machine (short products) and only
+ * a spinning one shows that helpers could help. */
+static gint spin_now_us = -1;      /* atomic; -1 until first set */
+static guint spin_calls = 0;       /* atomic */
+#define SPIN_PROBE_CALLS 64
+
+static gint64
+spin_budget (void)
+{
+  gint v = g_atomic_int_get (&spin_now_us);
+
+  return v < 0 ? spin_us () : v;
+}
+
+static void
+spin_adapt (gboolean helped)
+{
+  gint max = (gint) spin_us ();
+  gint v = g_atomic_int_get (&spin_now_us);
+
+  if (v < 0 || (guint) g_atomic_int_add (&spin_calls, 1) % SPIN_PROBE_CALLS == 0)
+    v = max;
+  else
+    v = helped ? MIN (max, v * 2 + 1) : v / 2;
+  g_atomic_int_set (&spin_now_us, v);
 }
 
 static void
@@ -180,9 +215,9 @@ helper_worker (gpointer data)
       gint ran;
 
       /* Spin, then sleep, until a job wants a helper. */
-      if (g_atomic_int_get (&pool.wanted) <= 0 && spin_us () > 0)
+      if (g_atomic_int_get (&pool.wanted) <= 0 && spin_budget () > 0)
         {
-          gint64 until = g_get_monotonic_time () + spin_us ();
+          gint64 until = g_get_monotonic_time () + spin_budget ();
 
           while (g_atomic_int_get (&pool.wanted) <= 0 && g_get_monotonic_time () < until)
             spin_pause ();
@@ -301,10 +336,11 @@ dc_parallel_for (guint          n_threads,
   g_mutex_unlock (&pool.lock);
 
   ran = run_chunks (job, 0);
+  spin_adapt (ran < (gint) n_chunks);
   if (g_atomic_int_add (&job->chunks_done, ran) + ran != (gint) n_chunks)
     {
       gint64 start = g_get_monotonic_time ();
-      gint64 until = start + spin_us ();
+      gint64 until = start + spin_budget ();
 
       while (g_atomic_int_get (&job->chunks_done) != (gint) n_chunks &&
              g_get_monotonic_time () < until)
