@@ -377,6 +377,19 @@ test_bench (Fixture       *f,
       g_assert_true (json_object_get_double_member (o, "tokens_per_s") > 0);
       g_assert_true (json_object_get_null_member (o, "torch_cpu_tokens_per_s"));
       g_assert_cmpint (json_object_get_int_member (o, "steps"), >=, 2);
+      /* Where the step's time went (issue 14): three shares that sum to 1,
+       * and the products take some of it. */
+      {
+        double gemm = json_object_get_double_member (o, "gemm_share");
+        double other = json_object_get_double_member (o, "other_share");
+        double wait = json_object_get_double_member (o, "wait_share");
+
+        g_assert_cmpfloat (gemm, >, 0.0);
+        g_assert_cmpfloat (other, >=, 0.0);
+        g_assert_cmpfloat (wait, >=, 0.0);
+        g_assert_cmpfloat (gemm + other + wait, >, 0.99);
+        g_assert_cmpfloat (gemm + other + wait, <, 1.01);
+      }
     }
 }
 

@@ -18,6 +18,7 @@
 
 #include "dc-test-utils.h"
 #include "data/dc-corpus.h"
+#include "engine/dc-gemm-cpu.h"
 #include "model/dc-checkpoint.h"
 #include "model/dc-gpt.h"
 #include "model/dc-rng.h"
@@ -239,6 +240,68 @@ test_determinism_threads (void)
   g_test_message ("hash after 8 steps: %s", (const char *) one->pdata[7]);
 }
 
+/* The weights' hashes main's code gave before the engine's pool took over
+ * the threads and the kernels between the products were spread across it
+ * (issue 14): the pool must not change a bit, on any path or thread count. */
+#define PINNED_HASH_W32_STEP8 "003193ee8e7a21df"
+#define PINNED_HASH_W64_STEP3 "3eb3e4e4d831f288"
+
+/* Every CPU GEMM path this machine has, at 1, 2, 3, 7 and 16 threads (more
+ * threads than cores: the pool's helpers then share cores), at both sizes,
+ * step by step: the same hashes, and the pinned ones at the end. */
+static void
+test_pinned_every_path (void)
+{
+  static const guint thread_counts[] = { 1, 2, 3, 7, 16 };
+  static const DcGemmIsa isas[] = {
+    DC_GEMM_ISA_SCALAR, DC_GEMM_ISA_AVX2, DC_GEMM_ISA_AVX512_VNNI,
+  };
+  g_autofree char *saved = g_strdup (g_getenv ("DC_GEMM_ISA"));
+  guint paths = 0;
+
+  for (guint i = 0; i < G_N_ELEMENTS (isas); i++)
+    {
+      g_autoptr(GPtrArray) small_ref = NULL;
+      g_autoptr(GPtrArray) wide_ref = NULL;
+
+      if (!dc_gemm_isa_supported (isas[i]))
+        {
+          g_test_message ("%s: not on this CPU", dc_gemm_isa_to_string (isas[i]));
+          continue;
+        }
+      g_setenv ("DC_GEMM_ISA", dc_gemm_isa_to_string (isas[i]), TRUE);
+      paths++;
+      for (guint t = 0; t < G_N_ELEMENTS (thread_counts); t++)
+        {
+          /* The scalar path is slow: 1 and 3 threads show it alone. */
+          g_autoptr(GPtrArray) small = NULL;
+          g_autoptr(GPtrArray) wide = NULL;
+
+          if (isas[i] == DC_GEMM_ISA_SCALAR && thread_counts[t] != 1 && thread_counts[t] != 3)
+            continue;
+          small = train_hashes_sized (32, 4, 8, thread_counts[t]);
+          wide = train_hashes_sized (64, 16, 3, thread_counts[t]);
+          g_assert_cmpstr (small->pdata[7], ==, PINNED_HASH_W32_STEP8);
+          g_assert_cmpstr (wide->pdata[2], ==, PINNED_HASH_W64_STEP3);
+          if (small_ref == NULL)
+            {
+              small_ref = g_steal_pointer (&small);
+              wide_ref = g_steal_pointer (&wide);
+              continue;
+            }
+          for (guint s = 0; s < small->len; s++)
+            g_assert_cmpstr (small->pdata[s], ==, small_ref->pdata[s]);
+          for (guint s = 0; s < wide->len; s++)
+            g_assert_cmpstr (wide->pdata[s], ==, wide_ref->pdata[s]);
+        }
+    }
+  if (saved != NULL)
+    g_setenv ("DC_GEMM_ISA", saved, TRUE);
+  else
+    g_unsetenv ("DC_GEMM_ISA");
+  g_test_message ("%u CPU paths gave the pinned hashes", paths);
+}
+
 static void
 test_resume (void)
 {
@@ -337,6 +400,7 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt/determinism-threads", test_determinism_threads);
   g_test_add_func ("/dc/model/gpt/determinism-threads-parallel-pack",
                    test_determinism_threads_parallel_pack);
+  g_test_add_func ("/dc/model/gpt/pinned-every-path", test_pinned_every_path);
   g_test_add_func ("/dc/model/gpt/resume", test_resume);
   g_test_add_func ("/dc/model/gpt/convergence", test_convergence);
   return g_test_run ();

@@ -17,6 +17,7 @@
 #include "dc-cli-python.h"
 #include "dc-cli-resources.h"
 #include "data/dc-corpus.h"
+#include "engine/dc-parallel.h"
 #include "model/dc-gpt-trainer.h"
 #include "train/dc-token-source.h"
 
@@ -39,9 +40,12 @@ bench_ours (const BenchSize  *size,
             GBytes           *corpus,
             double           *tokens_per_s,
             guint            *steps,
+            double            shares[3],
             char            **device_name,
             GError          **error)
 {
+  DcGptRunTimes times0, times1;
+  DcParallelStats pool0, pool1;
   g_autoptr(DcGptTrainer) trainer = NULL;
   DcTrainSettings settings;
   DcGptConfig config;
@@ -83,6 +87,8 @@ bench_ours (const BenchSize  *size,
   if (!dc_gpt_trainer_step (trainer, NULL, error))
     return FALSE;
   *steps = 0;
+  dc_gpt_run_get_times (dc_gpt_trainer_get_run (trainer), &times0);
+  dc_parallel_get_stats (&pool0);
   start = g_get_monotonic_time ();
   do
     {
@@ -93,6 +99,21 @@ bench_ours (const BenchSize  *size,
     }
   while (elapsed < min_time || *steps < 2);
   *tokens_per_s = (double) *steps * size->batch * size->seq / elapsed;
+  /* Where the calling thread's time went: products (without their waits),
+   * waiting for the pool's helpers anywhere, and the rest (other kernels,
+   * attention, the optimizer, on this thread). */
+  dc_gpt_run_get_times (dc_gpt_trainer_get_run (trainer), &times1);
+  dc_parallel_get_stats (&pool1);
+  {
+    double total_ns = elapsed * 1e9;
+    double gemm = (double) (times1.gemm_ns - times0.gemm_ns)
+                  - (double) (times1.gemm_wait_ns - times0.gemm_wait_ns);
+    double wait = (double) (pool1.wait_ns - pool0.wait_ns);
+
+    shares[0] = CLAMP (gemm / total_ns, 0.0, 1.0);
+    shares[2] = CLAMP (wait / total_ns, 0.0, 1.0 - shares[0]);
+    shares[1] = 1.0 - shares[0] - shares[2];
+  }
   return TRUE;
 }
 
@@ -169,6 +190,19 @@ add_rate (JsonBuilder *builder,
     json_builder_add_null_value (builder);
 }
 
+/* A share of time, rounded to 3 decimals; null when not measured. */
+static void
+add_share (JsonBuilder *builder,
+           const char  *name,
+           double       value)
+{
+  json_builder_set_member_name (builder, name);
+  if (value < 0)
+    json_builder_add_null_value (builder);
+  else
+    json_builder_add_double_value (builder, (double) (gint64) (value * 1000.0 + 0.5) / 1000.0);
+}
+
 int
 dc_cli_bench_train_run (const DcCliCommand  *command,
                         DcCliOptions        *options,
@@ -212,11 +246,12 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
         g_autoptr(GError) error = NULL;
         g_autofree char *device = NULL;
         double tps = -1;
+        double shares[3] = { -1, -1, -1 };
         guint steps = 0;
 
         if (kinds[k] == DC_BACKEND_VULKAN && no_vulkan)
           continue;
-        if (!bench_ours (&sizes[i], kinds[k], threads, min_time, corpus, &tps, &steps, &device,
+        if (!bench_ours (&sizes[i], kinds[k], threads, min_time, corpus, &tps, &steps, shares, &device,
                          &error))
           {
             g_printerr ("daisychain-cli: bench train %s: %s\n",
@@ -243,6 +278,10 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
             json_builder_set_member_name (builder, "steps");
             json_builder_add_int_value (builder, steps);
             add_rate (builder, "tokens_per_s", tps);
+            /* Shares of the calling thread's time per step (sum 1). */
+            add_share (builder, "gemm_share", shares[0]);
+            add_share (builder, "other_share", shares[1]);
+            add_share (builder, "wait_share", shares[2]);
             add_rate (builder, "torch_cpu_tokens_per_s", torch_cpu[i]);
             add_rate (builder, "torch_cuda_tokens_per_s", torch_cuda[i]);
             add_rate (builder, "ratio_vs_torch_cpu", torch_cpu[i] > 0 ? tps / torch_cpu[i] : -1);

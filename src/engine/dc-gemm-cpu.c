@@ -4,7 +4,7 @@
  * output is (M, N) row-major. The output is cut into a fixed grid of
  * TILE_M × TILE_N tiles, and each tile is computed whole by one thread, with
  * the same kernel and the same order of additions whichever thread it is:
- * the threads (the caller plus helpers from a process-wide GThreadPool) claim
+ * the threads (the caller plus helpers of the engine's pool, dc-parallel.h) claim
  * tiles from an atomic counter, so a thread slowed down by other programs
  * does not hold the others up. Which thread computes a tile cannot change its
  * bits, and no sum is ever split between threads; and since every partial
@@ -43,6 +43,7 @@
 
 #include "dc-gemm-cpu.h"
 #include "dc-gemm-private.h"
+#include "dc-parallel.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -1241,42 +1242,20 @@ typedef struct
   gsize                tiles_m;
   gsize                tiles_n;
   guint                n_threads;
-  gint                 next_tile;  /* atomic: the next unclaimed tile */
-  gint                 tiles_done; /* atomic: tiles computed */
-  /* The caller waits for every tile, not for every helper: a helper that
-   * the scheduler starts late (a loaded machine, a short product) finds no
-   * tile left and touches only this box, which it holds a reference to. */
-  GMutex               lock;
-  GCond                done;
-  gboolean             finished;   /* under lock */
 } Job;
 
+/* Computes tiles [first, end) (a DcParallelFunc); each whole, see the file
+ * header for why which thread computes a tile cannot change a bit. */
 static void
-job_clear (Job *job)
+run_tiles (gsize    first,
+           gsize    end,
+           guint    worker,
+           gpointer data)
 {
-  g_cond_clear (&job->done);
-  g_mutex_clear (&job->lock);
-}
-
-static void
-job_unref (Job *job)
-{
-  g_atomic_rc_box_release_full (job, (GDestroyNotify) job_clear);
-}
-
-/* Computes tiles until none is left; returns whether this thread completed
- * the product (computed its last outstanding tile). */
-static gboolean
-run_share (Job *job)
-{
-  const gsize n_tiles = job->tiles_m * job->tiles_n;
+  Job *job = data;
   gint32 scratch[TILE_M * TILE_N];
-  gint computed = 0;
 
-  /* Claim tiles until none is left; each is computed whole (see the file
-   * header for why the claiming order cannot change a bit). */
-  for (gsize t = (gsize) g_atomic_int_add (&job->next_tile, 1); t < n_tiles;
-       t = (gsize) g_atomic_int_add (&job->next_tile, 1), computed++)
+  for (gsize t = first; t < end; t++)
     {
       const gsize M = job->a->n_vectors, N = job->b->n_vectors;
       gsize m0 = (t / job->tiles_n) * TILE_M, n0 = (t % job->tiles_n) * TILE_N;
@@ -1298,43 +1277,6 @@ run_share (Job *job)
         job->epilogue (scratch + (m - m0) * TILE_N, job->a->exponent[m], job->b->exponent + n0,
                        n1 - n0, job->c + m * N + n0);
     }
-
-  return computed > 0 &&
-         g_atomic_int_add (&job->tiles_done, computed) + computed == (gint) n_tiles;
-}
-
-static void
-pool_func (gpointer data,
-           gpointer user_data)
-{
-  Job *job = data;
-
-  /* A helper that completes the product wakes the caller. (The caller that
-   * completes it does not signal: g_cond_signal is a system call, a fifth
-   * of a small single-threaded product.) */
-  if (run_share (job))
-    {
-      g_mutex_lock (&job->lock);
-      job->finished = TRUE;
-      g_cond_signal (&job->done);
-      g_mutex_unlock (&job->lock);
-    }
-  job_unref (job);
-}
-
-/* One process-wide pool of helper threads, kept between products so that a
- * product does not pay for thread creation. It has no thread limit: a
- * product never waits for a thread another product holds, so concurrent
- * callers cannot deadlock. The partition, not the pool, decides who computes
- * what, so results never depend on scheduling. */
-static GThreadPool *
-helper_pool (void)
-{
-  static GThreadPool *pool = NULL;
-
-  if (g_once_init_enter (&pool))
-    g_once_init_leave (&pool, g_thread_pool_new (pool_func, NULL, -1, FALSE, NULL));
-  return pool;
 }
 
 /* The work below which a helper thread costs more than it saves (waking a
@@ -1346,8 +1288,8 @@ helper_pool (void)
 #define MIN_MACS_PER_THREAD (1u << 20)
 #define MIN_B_BYTES_PER_THREAD (1u << 18)
 
-/* Runs @job (whose box the caller holds a reference to) on the caller and
- * up to n_threads - 1 pooled helpers, and returns when every tile is done. */
+/* Runs @job's tiles on the caller and up to n_threads - 1 helpers of the
+ * engine's pool (dc-parallel.h), one tile per claim. */
 static void
 run_job (Job *job)
 {
@@ -1358,22 +1300,7 @@ run_job (Job *job)
   guint useful = (guint) MIN (work, (double) G_MAXUINT);
 
   job->n_threads = (guint) MIN ((gsize) MIN (job->n_threads, MAX (useful, 1)), n_tiles);
-  if (job->n_threads <= 1)
-    {
-      job->n_threads = 1;
-      run_share (job);
-      return;
-    }
-
-  for (guint i = 1; i < job->n_threads; i++)
-    g_thread_pool_push (helper_pool (), g_atomic_rc_box_acquire (job), NULL);
-  if (run_share (job))
-    return;
-
-  g_mutex_lock (&job->lock);
-  while (!job->finished)
-    g_cond_wait (&job->done, &job->lock);
-  g_mutex_unlock (&job->lock);
+  dc_parallel_for (MAX (job->n_threads, 1), n_tiles, 1, run_tiles, job);
 }
 
 static void
@@ -1387,11 +1314,10 @@ run_cpu (const DcQuantMatrix *a,
   g_autofree gint32 *row_sum = NULL;
   const Kernel *kernel = kernel_for (isa, a->n_vectors, a->k);
   guint8 *packed = NULL;  /* from posix_memalign: free () */
-  Job *job;
+  Job job_box = { 0 }, *job = &job_box;
 
   g_return_if_fail (a->k == b->k);
 
-  job = g_atomic_rc_box_new0 (Job);
   job->a = a;
   job->b = b;
   job->tile = kernel->tile;
@@ -1402,9 +1328,7 @@ run_cpu (const DcQuantMatrix *a,
   job->tiles_m = (a->n_vectors + TILE_M - 1) / TILE_M;
   job->tiles_n = (b->n_vectors + TILE_N - 1) / TILE_N;
   job->n_threads = MAX (n_threads, 1);
-  g_mutex_init (&job->lock);
-  g_cond_init (&job->done);
-  /* The tile counters are gints; no allocatable output comes near this. */
+  /* The pool's chunk counter is a gint; no allocatable output comes near this. */
   g_assert (job->tiles_m * job->tiles_n < G_MAXINT / 2);
 
 #ifdef DC_GEMM_X86
@@ -1424,7 +1348,6 @@ run_cpu (const DcQuantMatrix *a,
   job->row_sum = row_sum;
   job->packed = packed;
   run_job (job);
-  job_unref (job);
   free (packed);
 }
 

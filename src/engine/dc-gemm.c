@@ -309,3 +309,37 @@ dc_gemm_rule_id (void)
     }
   return id;
 }
+
+void
+dc_gemm_reference_f32 (const float *a,
+                       gsize        a_vs,
+                       gsize        a_ks,
+                       gsize        m,
+                       const float *b,
+                       gsize        b_vs,
+                       gsize        b_ks,
+                       gsize        n,
+                       gsize        depth,
+                       float       *c)
+{
+  /* Operands are copied into contiguous rows first so the inner loop streams. */
+  g_autofree float *ra = g_new (float, m * depth);
+  g_autofree float *rb = g_new (float, n * depth);
+
+  for (gsize i = 0; i < m; i++)
+    for (gsize k = 0; k < depth; k++)
+      ra[i * depth + k] = a[i * a_vs + k * a_ks];
+  for (gsize j = 0; j < n; j++)
+    for (gsize k = 0; k < depth; k++)
+      rb[j * depth + k] = b[j * b_vs + k * b_ks];
+  for (gsize i = 0; i < m; i++)
+    for (gsize j = 0; j < n; j++)
+      {
+        const float *x = ra + i * depth, *y = rb + j * depth;
+        double acc = 0.0;
+
+        for (gsize k = 0; k < depth; k++)
+          acc += (double) x[k] * (double) y[k];
+        c[i * n + j] = (float) acc;
+      }
+}

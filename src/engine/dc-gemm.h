@@ -128,6 +128,27 @@ void           dc_gemm_reference           (const DcQuantMatrix  *a,
                                             float                *c);
 
 /**
+ * dc_gemm_reference_f32:
+ * @a: element k of row i at a[i * a_vs + k * a_ks], i < m, k < depth
+ * @b: element k of row j at b[j * b_vs + k * b_ks], j < n
+ * @c: (out) (array length=m*n): c[i * n + j] = Σ_k a_ik · b_jk
+ *
+ * The plain f32 product the model's tests use as their yardstick (finite
+ * differences, convergence): it accumulates in double and rounds once, and
+ * is not part of the numeric contract.
+ */
+void           dc_gemm_reference_f32       (const float          *a,
+                                            gsize                 a_vs,
+                                            gsize                 a_ks,
+                                            gsize                 m,
+                                            const float          *b,
+                                            gsize                 b_vs,
+                                            gsize                 b_ks,
+                                            gsize                 n,
+                                            gsize                 depth,
+                                            float                *c);
+
+/**
  * dc_gemm_epilogue:
  * @acc: an exact int32 accumulator
  * @ea: the exponent of the left vector

@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "engine/dc-parallel.h"
 #include "dc-model-error.h"
 #include "dc-rng.h"
 #include "dc-sha256.h"
@@ -189,23 +190,28 @@ dc_gpt_model_tensor (DcGptModel *self,
  * No weight decay, no clipping. Elements are independent, so the order across
  * elements cannot change a result.
  */
-void
-dc_gpt_model_adam_step (DcGptModel  *self,
-                        const float *grads,
-                        float        lr)
+typedef struct
 {
+  DcGptModel  *self;
+  const float *grads;
+  float        lr, bc1, bc2;
+} AdamJob;
+
+/* Elements [i0, i1) of the step; the line order of the doc comment. */
+static void
+adam_chunk (gsize    i0,
+            gsize    i1,
+            guint    worker,
+            gpointer data)
+{
+  const AdamJob *job = data;
+  DcGptModel *self = job->self;
   const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
   const float one_minus_b1 = 1.0f - b1, one_minus_b2 = 1.0f - b2;
-  float bc1, bc2;
 
-  self->step++;
-  self->beta1_pow = self->beta1_pow * b1;
-  self->beta2_pow = self->beta2_pow * b2;
-  bc1 = 1.0f - self->beta1_pow;
-  bc2 = 1.0f - self->beta2_pow;
-  for (gsize i = 0; i < self->n_params; i++)
+  for (gsize i = i0; i < i1; i++)
     {
-      float g = grads[i];
+      float g = job->grads[i];
       float m = b1 * self->adam_m[i];
       float v = b2 * self->adam_v[i];
       float gg = g * g;
@@ -215,10 +221,45 @@ dc_gpt_model_adam_step (DcGptModel  *self,
       v = v + one_minus_b2 * gg;
       self->adam_m[i] = m;
       self->adam_v[i] = v;
-      mhat = m / bc1;
-      vhat = v / bc2;
+      mhat = m / job->bc1;
+      vhat = v / job->bc2;
       denom = __builtin_sqrtf (vhat) + DC_ADAM_EPS;
-      update = lr * mhat;
+      update = job->lr * mhat;
       self->params[i] = self->params[i] - update / denom;
     }
+}
+
+/* Elements per chunk of the parallel step: 64 KiB of each of the four
+ * arrays, far more work than a claim costs. */
+#define ADAM_CHUNK 16384
+
+void
+dc_gpt_model_adam_step (DcGptModel  *self,
+                        const float *grads,
+                        float        lr)
+{
+  dc_gpt_model_adam_step_threads (self, grads, lr, 1);
+}
+
+/**
+ * dc_gpt_model_adam_step_threads:
+ * @n_threads: threads of the engine's pool to use; results do not depend on it
+ *
+ * dc_gpt_model_adam_step () with the elements spread over the engine's pool.
+ */
+void
+dc_gpt_model_adam_step_threads (DcGptModel  *self,
+                                const float *grads,
+                                float        lr,
+                                guint        n_threads)
+{
+  const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
+  AdamJob job = { self, grads, lr, 0.0f, 0.0f };
+
+  self->step++;
+  self->beta1_pow = self->beta1_pow * b1;
+  self->beta2_pow = self->beta2_pow * b2;
+  job.bc1 = 1.0f - self->beta1_pow;
+  job.bc2 = 1.0f - self->beta2_pow;
+  dc_parallel_for (MAX (n_threads, 1), self->n_params, ADAM_CHUNK, adam_chunk, &job);
 }

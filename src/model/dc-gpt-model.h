@@ -61,6 +61,10 @@ float      *dc_gpt_model_tensor            (DcGptModel         *self,
 void        dc_gpt_model_adam_step         (DcGptModel         *self,
                                             const float        *grads,
                                             float               lr);
+void        dc_gpt_model_adam_step_threads (DcGptModel         *self,
+                                            const float        *grads,
+                                            float               lr,
+                                            guint               n_threads);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptModel, dc_gpt_model_free)
 

@@ -24,6 +24,7 @@ struct _DcGptTrainer
   guint8             *inputs;    /* (B, T) */
   guint8             *targets;   /* (B, T) */
   float              *grads;     /* n_params */
+  guint               n_threads; /* of the engine's pool, for the optimizer */
 };
 
 /**
@@ -53,6 +54,7 @@ dc_gpt_trainer_new (DcGptModel             *model,
   self = g_new0 (DcGptTrainer, 1);
   self->model = model;
   self->settings = *settings;
+  self->n_threads = MAX (n_threads, 1);
   self->run = dc_gpt_run_new (&model->config, settings->batch, precision, n_threads);
   bt = (gsize) settings->batch * model->config.seq;
   self->inputs = g_new (guint8, bt);
@@ -142,6 +144,18 @@ dc_gpt_trainer_get_model (DcGptTrainer *self)
   return self->model;
 }
 
+/**
+ * dc_gpt_trainer_get_run:
+ *
+ * Returns: (transfer none): the forward and backward workspace (for its
+ *   time counters)
+ */
+DcGptRun *
+dc_gpt_trainer_get_run (DcGptTrainer *self)
+{
+  return self->run;
+}
+
 const DcTrainSettings *
 dc_gpt_trainer_get_settings (DcGptTrainer *self)
 {
@@ -196,7 +210,7 @@ dc_gpt_trainer_apply_gradients (DcGptTrainer   *self,
   /* lr_x1000 / 1000: one correctly rounded division. */
   float lr = (float) self->settings.lr_x1000 / 1000.0f;
 
-  dc_gpt_model_adam_step (self->model, grads, lr);
+  dc_gpt_model_adam_step_threads (self->model, grads, lr, self->n_threads);
 }
 
 /**

@@ -72,6 +72,7 @@ gboolean       dc_gpt_trainer_compute_gradients (DcGptTrainer           *self,
 void           dc_gpt_trainer_apply_gradients   (DcGptTrainer           *self,
                                                  const float            *grads);
 DcGptModel    *dc_gpt_trainer_get_model         (DcGptTrainer           *self);
+DcGptRun      *dc_gpt_trainer_get_run           (DcGptTrainer           *self);
 const DcTrainSettings *
                dc_gpt_trainer_get_settings      (DcGptTrainer           *self);
 

@@ -19,31 +19,23 @@
 #include "engine/dc-gemm.h"
 #include "engine/dc-gemm-backend.h"
 #include "engine/dc-math.h"
-#include "engine/dc-transpose.h"
+#include "engine/dc-parallel.h"
+#include "dc-matmul.h"
 #include "dc-model-error.h"
 
-/* Attention runs its (sequence, head) pairs on up to this many threads. */
-#define DC_GPT_MAX_WORKERS 32
-
-/* Quantized operands kept between products of one thread: a step makes
- * thousands of small products (six per head and sequence), and allocating
- * and zeroing their operands each time showed in the profile. Only the
- * buffers are reused; every product packs all of its values anew. */
-typedef struct
-{
-  DcQuantMatrix *m;
-  gsize          cap_values;   /* allocated length of m->q */
-  gsize          cap_vectors;  /* allocated length of m->exponent */
-} QuantSlot;
+/* Attention runs its (sequence, head) pairs on up to this many threads (the
+ * engine pool's own limit: each keeps its scratch here). */
+#define DC_GPT_MAX_WORKERS DC_PARALLEL_MAX_THREADS
 
 /* One worker's buffers for one (sequence, head) pair at a time. */
 typedef struct
 {
-  DcGemmBackend *cpu;     /* owned, single-threaded */
-  QuantSlot      qa, qb;
+  guint          worker;  /* the pool's worker index, for dc_matmul_run_in_worker */
   float         *scores;  /* (T, T) */
   float         *out_a;   /* (T, D) */
   float         *out_b;   /* (T, D) */
+  float         *norm_dx; /* (C): a layer norm row's input gradient */
+  float         *norm_dw; /* (2C): its discarded weight and bias sums */
 } HeadScratch;
 
 typedef struct
@@ -64,9 +56,7 @@ struct _DcGptRun
   guint           batch;
   DcGptPrecision  precision;
   guint           n_threads;
-  DcGemmBackend  *cpu;          /* owned: small products, and all without a device */
-  DcGemmBackend  *device;       /* borrowed (nullable): products of ≥ offload_min MACs */
-  guint64         offload_min;
+  DcMatmul       *mm;           /* owned: every product, its buffers and backends */
 
   /* The shape of the last forward pass. */
   guint           n_seqs;
@@ -89,8 +79,6 @@ struct _DcGptRun
   float          *d_qkv;    /* (BT, 3C) */
   guint           n_workers;                        /* attention workers */
   HeadScratch     scratch[DC_GPT_MAX_WORKERS];
-  QuantSlot       qa, qb;   /* the calling thread's operands */
-  float          *row;      /* (C) */
 
   float          *arena;
 };
@@ -132,6 +120,13 @@ tensor_offset (const DcGptConfig *c,
   return info.offset;
 }
 
+/* One buffer of the arena: where its pointer goes and how many floats. */
+typedef struct
+{
+  float **field;
+  gsize   n;
+} ArenaRegion;
+
 /**
  * dc_gpt_run_new:
  * @batch: the most sequences one call takes
@@ -149,10 +144,8 @@ dc_gpt_run_new (const DcGptConfig *config,
   gsize bt = (gsize) batch * config->seq;
   gsize c = config->width, t = config->seq, v = config->vocab;
   gsize d = c / config->n_head;
-  gsize per_layer = bt * c * 7 + bt * 4 + bt * 3 * c + (gsize) batch * config->n_head * t * t
-                    + bt * 8 * c;
-  gsize total = (config->n_layer + 1) * bt * c + config->n_layer * per_layer + bt * c + 2 * bt
-                + 2 * bt * v + bt + bt * c + 2 * bt * 4 * c + bt * 3 * c + (t * t + 2 * t * d) * DC_GPT_MAX_WORKERS + c;
+  g_autoptr(GArray) table = g_array_new (FALSE, FALSE, sizeof (ArenaRegion));
+  gsize total = 0;
   float *p;
 
   g_return_val_if_fail (dc_gpt_config_validate (config, NULL), NULL);
@@ -160,56 +153,65 @@ dc_gpt_run_new (const DcGptConfig *config,
   self->batch = batch;
   self->precision = precision;
   self->n_threads = MAX (1, n_threads);
-  /* The CPU backend cannot fail to open. */
-  self->cpu = dc_gemm_backend_new (DC_BACKEND_CPU, NULL);
-  g_assert (self->cpu != NULL);
+  self->n_workers = MIN (self->n_threads, DC_GPT_MAX_WORKERS);
+  self->mm = dc_matmul_new (precision == DC_GPT_PRECISION_F32, self->n_threads, self->n_workers);
   self->inputs = g_new0 (guint8, bt);
   self->targets = g_new0 (guint8, bt);
   self->layers = g_new0 (LayerActs, config->n_layer);
-  self->arena = g_new0 (float, total);
-  p = self->arena;
-#define TAKE(field, n) G_STMT_START { field = p; p += (n); } G_STMT_END
-  TAKE (self->res, (config->n_layer + 1) * bt * c);
+
+  /* The arena's one table: every float buffer and its length, in order. */
+#define REGION(field, count) \
+  G_STMT_START { ArenaRegion r_ = { &(field), (count) }; g_array_append_val (table, r_); } G_STMT_END
+  REGION (self->res, (config->n_layer + 1) * bt * c);
   for (guint l = 0; l < config->n_layer; l++)
     {
       LayerActs *a = &self->layers[l];
 
-      TAKE (a->ln1, bt * c);
-      TAKE (a->ln1_mean, bt);
-      TAKE (a->ln1_rstd, bt);
-      TAKE (a->qkv, bt * 3 * c);
-      TAKE (a->att, (gsize) batch * config->n_head * t * t);
-      TAKE (a->atty, bt * c);
-      TAKE (a->res_mid, bt * c);
-      TAKE (a->ln2, bt * c);
-      TAKE (a->ln2_mean, bt);
-      TAKE (a->ln2_rstd, bt);
-      TAKE (a->fc, bt * 4 * c);
-      TAKE (a->fc_act, bt * 4 * c);
-      p += bt * c * 2;  /* keeps per_layer's sum honest: two spare (BT, C) rows */
+      REGION (a->ln1, bt * c);
+      REGION (a->ln1_mean, bt);
+      REGION (a->ln1_rstd, bt);
+      REGION (a->qkv, bt * 3 * c);
+      REGION (a->att, (gsize) batch * config->n_head * t * t);
+      REGION (a->atty, bt * c);
+      REGION (a->res_mid, bt * c);
+      REGION (a->ln2, bt * c);
+      REGION (a->ln2_mean, bt);
+      REGION (a->ln2_rstd, bt);
+      REGION (a->fc, bt * 4 * c);
+      REGION (a->fc_act, bt * 4 * c);
     }
-  TAKE (self->lnf, bt * c);
-  TAKE (self->lnf_mean, bt);
-  TAKE (self->lnf_rstd, bt);
-  TAKE (self->logits, bt * v);
-  TAKE (self->probs, bt * v);
-  TAKE (self->row_loss, bt);
-  TAKE (self->d_res, bt * c);
-  TAKE (self->d_a, bt * 4 * c);
-  TAKE (self->d_b, bt * 4 * c);
-  TAKE (self->d_qkv, bt * 3 * c);
-  self->n_workers = MIN (self->n_threads, DC_GPT_MAX_WORKERS);
+  REGION (self->lnf, bt * c);
+  REGION (self->lnf_mean, bt);
+  REGION (self->lnf_rstd, bt);
+  REGION (self->logits, bt * v);
+  REGION (self->probs, bt * v);
+  REGION (self->row_loss, bt);
+  REGION (self->d_res, bt * c);
+  REGION (self->d_a, bt * 4 * c);
+  REGION (self->d_b, bt * 4 * c);
+  REGION (self->d_qkv, bt * 3 * c);
   for (guint w = 0; w < self->n_workers; w++)
     {
-      TAKE (self->scratch[w].scores, t * t);
-      TAKE (self->scratch[w].out_a, t * d);
-      TAKE (self->scratch[w].out_b, t * d);
-      self->scratch[w].cpu = dc_gemm_backend_new (DC_BACKEND_CPU, NULL);
-      g_assert (self->scratch[w].cpu != NULL);
+      REGION (self->scratch[w].scores, t * t);
+      REGION (self->scratch[w].out_a, t * d);
+      REGION (self->scratch[w].out_b, t * d);
+      REGION (self->scratch[w].norm_dx, c);
+      REGION (self->scratch[w].norm_dw, 2 * c);
+      self->scratch[w].worker = w;
     }
-  TAKE (self->row, c);
-#undef TAKE
-  g_assert (p <= self->arena + total);
+#undef REGION
+
+  for (guint i = 0; i < table->len; i++)
+    total += g_array_index (table, ArenaRegion, i).n;
+  self->arena = g_new0 (float, total);
+  p = self->arena;
+  for (guint i = 0; i < table->len; i++)
+    {
+      ArenaRegion *r = &g_array_index (table, ArenaRegion, i);
+
+      *r->field = p;
+      p += r->n;
+    }
   return self;
 }
 
@@ -218,15 +220,7 @@ dc_gpt_run_free (DcGptRun *self)
 {
   if (self == NULL)
     return;
-  g_clear_pointer (&self->cpu, dc_gemm_backend_free);
-  g_clear_pointer (&self->qa.m, dc_quant_matrix_free);
-  g_clear_pointer (&self->qb.m, dc_quant_matrix_free);
-  for (guint w = 0; w < self->n_workers; w++)
-    {
-      g_clear_pointer (&self->scratch[w].cpu, dc_gemm_backend_free);
-      g_clear_pointer (&self->scratch[w].qa.m, dc_quant_matrix_free);
-      g_clear_pointer (&self->scratch[w].qb.m, dc_quant_matrix_free);
-    }
+  g_clear_pointer (&self->mm, dc_matmul_free);
   g_free (self->inputs);
   g_free (self->targets);
   g_free (self->layers);
@@ -251,226 +245,20 @@ dc_gpt_run_get_logits (DcGptRun *self)
   return self->logits;
 }
 
-/*
- * dc_quant_pack over vectors whose elements are strided (columns of a
- * row-major matrix) walks memory across rows once per vector; copying the
- * vectors into contiguous rows first (a blocked transpose) reads each cache
- * line once. The vectors, hence the bits, are the same either way.
- */
-static gboolean
-pack_serial (const char     *what,
-             const float    *src,
-             gsize           vector_stride,
-             gsize           k_stride,
-             DcQuantMatrix  *out,
-             GError        **error)
-{
-  g_autofree float *rows = NULL;
-  gsize nv = out->n_vectors, k = out->k;
+/* The calling thread's products, and a parallel pass's (dc-matmul.h). */
+#define matmul(self, ...) dc_matmul_run ((self)->mm, __VA_ARGS__)
+#define matmul_in(self, hs, ...) dc_matmul_run_in_worker ((self)->mm, (hs)->worker, __VA_ARGS__)
 
-  if (k_stride == 1 || k < 2)
-    return dc_quant_pack (what, src, vector_stride, k_stride, out, error);
-  rows = g_new (float, nv * k);
-  if (vector_stride == 1)
-    {
-      /* Columns of a row-major (k, ≥ nv) matrix: a plain transpose. */
-      dc_transpose_f32 (src, k_stride, k, nv, rows, k);
-      return dc_quant_pack (what, rows, k, 1, out, error);
-    }
-  for (gsize i0 = 0; i0 < k; i0 += 32)
-    for (gsize v0 = 0; v0 < nv; v0 += 32)
-      for (gsize i = i0; i < MIN (i0 + 32, k); i++)
-        for (gsize v = v0; v < MIN (v0 + 32, nv); v++)
-          rows[v * k + i] = src[v * vector_stride + i * k_stride];
-  return dc_quant_pack (what, rows, k, 1, out, error);
+void
+dc_gpt_run_get_times (DcGptRun      *self,
+                      DcGptRunTimes *out)
+{
+  DcMatmulTimes t;
+
+  dc_matmul_get_times (self->mm, &t);
+  out->gemm_ns = t.ns;
+  out->gemm_wait_ns = t.wait_ns;
 }
-
-/* Operands of at least this many values are packed by several threads. */
-#define PARALLEL_PACK_MIN 16384
-
-typedef struct
-{
-  const char    *what;
-  const float   *src;
-  gsize          vector_stride;
-  gsize          k_stride;
-  DcQuantMatrix  view;   /* a contiguous range of the output's vectors */
-  gboolean       ok;
-} PackPart;
-
-static gpointer
-pack_part_worker (gpointer data)
-{
-  PackPart *part = data;
-
-  part->ok = pack_serial (part->what, part->src, part->vector_stride, part->k_stride,
-                          &part->view, NULL);
-  return NULL;
-}
-
-/*
- * pack_serial, with the vectors split into n_parts contiguous ranges packed
- * by as many threads (the caller packs the first). Every vector is
- * transposed and quantized on its own, so the split cannot change a bit;
- * it takes the packing off the critical path of the large products, where
- * it was the main thread's work while the other cores waited. On any
- * failure the whole operand is packed again on this thread, so that the
- * error names the same vector as before.
- */
-static gboolean
-pack (const char     *what,
-      const float    *src,
-      gsize           vector_stride,
-      gsize           k_stride,
-      DcQuantMatrix  *out,
-      guint           n_parts,
-      GError        **error)
-{
-  PackPart parts[DC_GPT_MAX_WORKERS];
-  GThread *threads[DC_GPT_MAX_WORKERS] = { NULL };
-  gsize nv = out->n_vectors, k = out->k;
-  gboolean ok = TRUE;
-
-  n_parts = (guint) MIN ((gsize) MIN (n_parts, DC_GPT_MAX_WORKERS), nv);
-  if (n_parts <= 1 || nv * k < PARALLEL_PACK_MIN)
-    return pack_serial (what, src, vector_stride, k_stride, out, error);
-
-  for (guint p = 0; p < n_parts; p++)
-    {
-      gsize v0 = nv * p / n_parts, v1 = nv * (p + 1) / n_parts;
-
-      parts[p] = (PackPart) {
-        what, src + v0 * vector_stride, vector_stride, k_stride,
-        { v1 - v0, k, out->q + v0 * k, out->exponent + v0 }, FALSE,
-      };
-    }
-  for (guint p = 1; p < n_parts; p++)
-    threads[p] = g_thread_new ("dc-gpt-pack", pack_part_worker, &parts[p]);
-  pack_part_worker (&parts[0]);
-  for (guint p = 1; p < n_parts; p++)
-    g_thread_join (threads[p]);
-  for (guint p = 0; p < n_parts; p++)
-    ok = ok && parts[p].ok;
-  if (!ok)
-    return pack_serial (what, src, vector_stride, k_stride, out, error);
-  return TRUE;
-}
-
-/* slot's matrix shaped (n_vectors, k), reallocated only when it grows. */
-static DcQuantMatrix *
-quant_slot_reserve (QuantSlot  *slot,
-                    gsize       n_vectors,
-                    gsize       k,
-                    GError    **error)
-{
-  gsize n_values;
-
-  if (slot->m != NULL && g_size_checked_mul (&n_values, n_vectors, k) &&
-      k <= DC_GEMM_MAX_K && n_values <= slot->cap_values && n_vectors <= slot->cap_vectors)
-    {
-      slot->m->n_vectors = n_vectors;
-      slot->m->k = k;
-      return slot->m;
-    }
-  g_clear_pointer (&slot->m, dc_quant_matrix_free);
-  slot->m = dc_quant_matrix_new (n_vectors, k, error);
-  if (slot->m == NULL)
-    return NULL;
-  slot->cap_values = n_vectors * k;
-  slot->cap_vectors = n_vectors;
-  return slot->m;
-}
-
-/*
- * c (m, n) = A · Bᵀ where A's row i is a[i·a_vs + k·a_ks] and B's row j
- * is b[j·b_vs + k·b_ks], k < depth: the one place products happen.
- */
-static gboolean
-matmul_on (DcGptRun      *self,
-           DcGemmBackend *cpu,
-           const char    *what,
-        const float  *a,
-        gsize         a_vs,
-        gsize         a_ks,
-        gsize         m,
-        const float  *b,
-        gsize         b_vs,
-        gsize         b_ks,
-        gsize         n,
-        gsize         depth,
-        float        *c,
-        GError      **error)
-{
-  DcQuantMatrix *qa, *qb;
-  QuantSlot *slot_a = NULL, *slot_b = NULL;
-  guint n_parts;
-
-  if (self->precision == DC_GPT_PRECISION_F32)
-    {
-      /* The reference accumulates in double: it is the yardstick for finite
-       * differences, not part of the numeric contract. Operands are copied
-       * into contiguous rows first so the inner loop streams. */
-      g_autofree float *ra = g_new (float, m * depth);
-      g_autofree float *rb = g_new (float, n * depth);
-
-      for (gsize i = 0; i < m; i++)
-        for (gsize k = 0; k < depth; k++)
-          ra[i * depth + k] = a[i * a_vs + k * a_ks];
-      for (gsize j = 0; j < n; j++)
-        for (gsize k = 0; k < depth; k++)
-          rb[j * depth + k] = b[j * b_vs + k * b_ks];
-      for (gsize i = 0; i < m; i++)
-        for (gsize j = 0; j < n; j++)
-          {
-            const float *x = ra + i * depth, *y = rb + j * depth;
-            double acc = 0.0;
-
-            for (gsize k = 0; k < depth; k++)
-              acc += (double) x[k] * (double) y[k];
-            c[i * n + j] = (float) acc;
-          }
-      return TRUE;
-    }
-
-  /* Only the calling thread's backend has the other cores to itself (the
-   * attention workers each run single-threaded products); below about 2 M
-   * multiply-adds starting threads costs more than it saves, as for the
-   * GEMM below. */
-  n_parts = cpu == self->cpu && (guint64) m * n * depth >= (1u << 21) ? self->n_threads : 1;
-  /* The slots of the thread that owns cpu (each backend has one owner). */
-  if (cpu == self->cpu)
-    {
-      slot_a = &self->qa;
-      slot_b = &self->qb;
-    }
-  for (guint w = 0; slot_a == NULL && w < self->n_workers; w++)
-    if (cpu == self->scratch[w].cpu)
-      {
-        slot_a = &self->scratch[w].qa;
-        slot_b = &self->scratch[w].qb;
-      }
-  g_assert (slot_a != NULL);
-  qa = quant_slot_reserve (slot_a, m, depth, error);
-  if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, n_parts, error))
-    return FALSE;
-  qb = quant_slot_reserve (slot_b, n, depth, error);
-  if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, n_parts, error))
-    return FALSE;
-  {
-    guint64 macs = (guint64) m * n * depth;
-
-    /* Only the calling thread's backend may hand work to the device. */
-    if (cpu == self->cpu && self->device != NULL && macs >= self->offload_min)
-      return dc_gemm_run_packed (self->device, qa, qb, c, error);
-    /* Threads are started per product: below about 2 M multiply-adds they
-     * cost more than they save. The bits do not depend on the count. */
-    dc_gemm_backend_set_n_threads (cpu, cpu == self->cpu && macs >= (1u << 21)
-                                        ? self->n_threads : 1);
-    return dc_gemm_run_packed (cpu, qa, qb, c, error);
-  }
-}
-
-#define matmul(self, ...) matmul_on ((self), (self)->cpu, __VA_ARGS__)
 
 /**
  * dc_gpt_run_set_device:
@@ -486,8 +274,303 @@ dc_gpt_run_set_device (DcGptRun      *self,
                        DcGemmBackend *device,
                        guint64        offload_min)
 {
-  self->device = device;
-  self->offload_min = offload_min;
+  dc_matmul_set_device (self->mm, device, offload_min);
+}
+
+/*
+ * Everything between the products runs on the engine's pool too. Each pass
+ * is cut into fixed chunks (never derived from the thread count) and every
+ * output element is computed by one thread with the serial loop's operations
+ * in the serial loop's order: row passes own whole rows; sums over rows
+ * (bias and norm gradients, the embeddings' backward) own whole columns and
+ * add their rows in order. So the bits are those of the serial code at any
+ * thread count.
+ */
+
+/* Below this many element operations a pass stays on the caller. Waking a
+ * helper costs about what 2^15 simple float operations take on a quiet
+ * machine, but every spread pass is also a point where the caller may wait
+ * for a helper the scheduler has preempted (a loaded machine), so a pass
+ * spreads only when its work is several times a wake-up: 2^17. */
+#define SPREAD_MIN_WORK (1u << 17)
+/* Elements per chunk of an elementwise pass, and columns per chunk of a
+ * column pass: a few pages each, so a chunk outweighs its claim. */
+#define ELEMENT_CHUNK 8192
+#define COLUMN_CHUNK 64
+
+/* What one pass reads and writes; each kernel documents its fields. */
+typedef struct
+{
+  DcGptRun     *self;
+  const float  *x, *dy, *w, *b, *mean, *rstd;
+  const guint8 *ids;
+  float        *y, *y2, *y3;
+  gsize         rows, n;
+} Span;
+
+static void
+spread (DcGptRun       *self,
+        gsize           n_items,
+        gsize           chunk,
+        gsize           work,
+        DcParallelFunc  func,
+        Span           *span)
+{
+  span->self = self;
+  dc_parallel_for (work >= SPREAD_MIN_WORK ? self->n_threads : 1, n_items, MAX (chunk, 1), func,
+                   span);
+}
+
+/* Rows per chunk for rows of n values. */
+static gsize
+row_chunk (gsize n)
+{
+  return MAX (ELEMENT_CHUNK / MAX (n, 1), 1);
+}
+
+/* y = x + y2 (elementwise; y may be x or y2). */
+static void
+add_chunk (gsize b0, gsize b1, guint worker, gpointer data)
+{
+  Span *s = data;
+
+  for (gsize i = b0; i < b1; i++)
+    s->y[i] = s->x[i] + s->y2[i];
+}
+
+static void
+add_rows (DcGptRun    *self,
+          const float *x,
+          float       *y,
+          gsize        n)
+{
+  Span s = { .x = x, .y = y, .y2 = y };
+
+  spread (self, n, ELEMENT_CHUNK, n, add_chunk, &s);
+}
+
+/* y (rows, n) += b (n). */
+static void
+bias_chunk (gsize r0, gsize r1, guint worker, gpointer data)
+{
+  Span *s = data;
+
+  for (gsize r = r0; r < r1; r++)
+    for (gsize j = 0; j < s->n; j++)
+      s->y[r * s->n + j] = s->y[r * s->n + j] + s->b[j];
+}
+
+static void
+relu_chunk (gsize i0, gsize i1, guint worker, gpointer data)
+{
+  Span *s = data;
+
+  dc_math_relu (s->x + i0, s->y + i0, i1 - i0);
+}
+
+static void
+relu_backward_chunk (gsize i0, gsize i1, guint worker, gpointer data)
+{
+  Span *s = data;
+
+  dc_math_relu_backward (s->x + i0, s->dy + i0, s->y + i0, i1 - i0);
+}
+
+/* y2[j] = Σ_r dy[r][j] in row order, for columns [j0, j1). */
+static void
+column_sum_chunk (gsize j0, gsize j1, guint worker, gpointer data)
+{
+  Span *s = data;
+
+  for (gsize j = j0; j < j1; j++)
+    s->y2[j] = 0.0f;
+  for (gsize r = 0; r < s->rows; r++)
+    for (gsize j = j0; j < j1; j++)
+      s->y2[j] = s->y2[j] + s->dy[r * s->n + j];
+}
+
+/* Layer norm of rows: x, w, b → y, mean → y2, rstd → y3. */
+static void
+layer_norm_chunk (gsize r0, gsize r1, guint worker, gpointer data)
+{
+  Span *s = data;
+
+  for (gsize r = r0; r < r1; r++)
+    dc_math_layer_norm (s->x + r * s->n, s->w, s->b, DC_MATH_GPT2_LN_EPS, s->y + r * s->n,
+                        &s->y2[r], &s->y3[r], s->n);
+}
+
+static void
+layer_norm_rows (DcGptRun    *self,
+                 const float *x,
+                 const float *w,
+                 const float *bias,
+                 gsize        rows,
+                 gsize        n,
+                 float       *y,
+                 float       *mean,
+                 float       *rstd)
+{
+  Span s = { .x = x, .w = w, .b = bias, .y = y, .y2 = mean, .y3 = rstd, .n = n };
+
+  spread (self, rows, row_chunk (n), rows * n * 4, layer_norm_chunk, &s);
+}
+
+/* The input gradient of each row, added to y (d_res). The kernel also sums
+ * the weight and bias gradients; here they go to the worker's discarded
+ * scratch, and norm_grad_chunk forms the kept ones by columns. */
+static void
+layer_norm_dx_chunk (gsize r0, gsize r1, guint worker, gpointer data)
+{
+  Span *s = data;
+  HeadScratch *hs = &s->self->scratch[worker];
+  gsize n = s->n;
+
+  memset (hs->norm_dw, 0, 2 * n * sizeof (float));
+  for (gsize r = r0; r < r1; r++)
+    {
+      dc_math_layer_norm_backward (s->x + r * n, s->w, s->mean[r], s->rstd[r], s->dy + r * n,
+                                   hs->norm_dx, hs->norm_dw, hs->norm_dw + n, n);
+      for (gsize i = 0; i < n; i++)
+        s->y[r * n + i] = s->y[r * n + i] + hs->norm_dx[i];
+    }
+}
+
+/* dw → y2, db → y3 for columns [j0, j1): dc_math_layer_norm_backward's
+ * accumulation, rows in order. */
+static void
+layer_norm_grad_chunk (gsize j0, gsize j1, guint worker, gpointer data)
+{
+  Span *s = data;
+
+  for (gsize j = j0; j < j1; j++)
+    s->y2[j] = s->y3[j] = 0.0f;
+  for (gsize r = 0; r < s->rows; r++)
+    for (gsize j = j0; j < j1; j++)
+      {
+        float dy = s->dy[r * s->n + j];
+        float norm = (s->x[r * s->n + j] - s->mean[r]) * s->rstd[r];
+
+        s->y2[j] = s->y2[j] + dy * norm;
+        s->y3[j] = s->y3[j] + dy;
+      }
+}
+
+/* dx (rows, n) is added to d_res; dw, db are overwritten with the row sums. */
+static void
+layer_norm_rows_backward (DcGptRun    *self,
+                          const float *x,
+                          const float *w,
+                          const float *mean,
+                          const float *rstd,
+                          const float *dy,
+                          gsize        rows,
+                          gsize        n,
+                          float       *d_res,
+                          float       *dw,
+                          float       *db)
+{
+  Span s = { .x = x, .w = w, .mean = mean, .rstd = rstd, .dy = dy, .y = d_res, .y2 = dw,
+             .y3 = db, .rows = rows, .n = n };
+
+  spread (self, rows, row_chunk (n), rows * n * 12, layer_norm_dx_chunk, &s);
+  spread (self, n, COLUMN_CHUNK, rows * n * 4, layer_norm_grad_chunk, &s);
+}
+
+/* Token plus position embedding of rows: ids, w (wte), b (wpe) → y; n is
+ * the width, rows the sequence length (for the position). */
+static void
+embed_chunk (gsize r0, gsize r1, guint worker, gpointer data)
+{
+  Span *s = data;
+  gsize c = s->n;
+
+  for (gsize r = r0; r < r1; r++)
+    {
+      const float *te = s->w + (gsize) s->ids[r] * c;
+      const float *pe = s->b + (r % s->rows) * c;
+
+      for (gsize i = 0; i < c; i++)
+        s->y[r * c + i] = te[i] + pe[i];
+    }
+}
+
+/* The embeddings' gradients for columns [j0, j1): rows in order into
+ * y (d_wte) and y2 (d_wpe, zeroed here) from dy (d_res). */
+static void
+embed_backward_chunk (gsize j0, gsize j1, guint worker, gpointer data)
+{
+  Span *s = data;
+  DcGptRun *self = s->self;
+  gsize c = s->n;
+
+  for (gsize t = 0; t < self->config.seq; t++)
+    for (gsize j = j0; j < j1; j++)
+      s->y2[t * c + j] = 0.0f;
+  for (gsize r = 0; r < s->rows; r++)
+    {
+      float *te = s->y + (gsize) s->ids[r] * c;
+      float *pe = s->y2 + (r % self->len) * c;
+
+      for (gsize j = j0; j < j1; j++)
+        {
+          te[j] = te[j] + s->dy[r * c + j];
+          pe[j] = pe[j] + s->dy[r * c + j];
+        }
+    }
+}
+
+/* Per row of logits x (n = V): log-softmax, the target's loss into y2,
+ * then the softmax into y (probs). */
+static void
+loss_chunk (gsize r0, gsize r1, guint worker, gpointer data)
+{
+  Span *s = data;
+  gsize v = s->n;
+
+  for (gsize r = r0; r < r1; r++)
+    {
+      /* y holds log-softmax first, then the softmax for the backward pass. */
+      dc_math_log_softmax (s->x + r * v, s->y + r * v, v);
+      s->y2[r] = -s->y[r * v + s->ids[r]];
+      dc_math_softmax (s->x + r * v, s->y + r * v, v);
+    }
+}
+
+/* d_lnf rows: y (d_a) = (y − w[target]) / rows, n = C. */
+static void
+head_dx_chunk (gsize r0, gsize r1, guint worker, gpointer data)
+{
+  Span *s = data;
+  gsize c = s->n;
+
+  for (gsize r = r0; r < r1; r++)
+    {
+      const float *target_row = s->w + (gsize) s->ids[r] * c;
+
+      for (gsize i = 0; i < c; i++)
+        s->y[r * c + i] = (s->y[r * c + i] - target_row[i]) / (float) s->rows;
+    }
+}
+
+/* d_wte columns [j0, j1): y (d_wte) minus x (lnf) at each row's target, rows
+ * in order, then every row of y divided by rows (V rows in y3's count). */
+static void
+head_dw_chunk (gsize j0, gsize j1, guint worker, gpointer data)
+{
+  Span *s = data;
+  gsize c = s->n;
+
+  for (gsize r = 0; r < s->rows; r++)
+    {
+      float *d_target = s->y + (gsize) s->ids[r] * c;
+
+      for (gsize j = j0; j < j1; j++)
+        d_target[j] = d_target[j] - s->x[r * c + j];
+    }
+  for (gsize v = 0; v < s->self->config.vocab; v++)
+    for (gsize j = j0; j < j1; j++)
+      s->y[v * c + j] = s->y[v * c + j] / (float) s->rows;
 }
 
 /* y (rows, n) = x (rows, k) · w (k, n) + bias, w in Hugging Face Conv1D layout. */
@@ -503,11 +586,11 @@ linear_forward (DcGptRun     *self,
                 float        *y,
                 GError      **error)
 {
+  Span s = { .b = bias, .y = y, .n = n };
+
   if (!matmul (self, what, x, k, 1, rows, w, 1, n, n, k, y, error))
     return FALSE;
-  for (gsize r = 0; r < rows; r++)
-    for (gsize j = 0; j < n; j++)
-      y[r * n + j] = y[r * n + j] + bias[j];
+  spread (self, rows, row_chunk (n), rows * n, bias_chunk, &s);
   return TRUE;
 }
 
@@ -527,18 +610,14 @@ linear_backward (DcGptRun     *self,
                  float        *dbias,
                  GError      **error)
 {
+  Span s = { .dy = dy, .y2 = dbias, .rows = rows, .n = n };
+
   if (dx != NULL && !matmul (self, what, dy, n, 1, rows, w, n, 1, k, n, dx, error))
     return FALSE;
   if (!matmul (self, what, x, 1, k, k, dy, 1, n, n, rows, dw, error))
     return FALSE;
-  /* Row by row into all n sums at once: each sum still adds its rows in
-   * order (the same bits as a column at a time), but dy is read along its
-   * rows instead of down its columns. */
-  for (gsize j = 0; j < n; j++)
-    dbias[j] = 0.0f;
-  for (gsize r = 0; r < rows; r++)
-    for (gsize j = 0; j < n; j++)
-      dbias[j] = dbias[j] + dy[r * n + j];
+  /* Each chunk of columns reads dy along its rows, adding them in order. */
+  spread (self, n, COLUMN_CHUNK, rows * n, column_sum_chunk, &s);
   return TRUE;
 }
 
@@ -566,7 +645,7 @@ head_forward (DcGptRun     *self,
   float *att = a->att + ((gsize) b * h_n + h) * t_max * t_max;
 
   /* scores (len, len) = q · kᵀ */
-  if (!matmul_on (self, hs->cpu, "attention Q·Kᵀ", q, 3 * c, 1, len, k, 3 * c, 1, len, d,
+  if (!matmul_in (self, hs, "attention Q·Kᵀ", q, 3 * c, 1, len, k, 3 * c, 1, len, d,
                   hs->scores, error))
     return;
   for (guint t = 0; t < len; t++)
@@ -580,7 +659,7 @@ head_forward (DcGptRun     *self,
         row[j] = 0.0f;
     }
   /* y (len, D) = att · v */
-  if (!matmul_on (self, hs->cpu, "attention P·V", att, len, 1, len, v, 1, 3 * c, d, len,
+  if (!matmul_in (self, hs, "attention P·V", att, len, 1, len, v, 1, 3 * c, d, len,
                   hs->out_a, error))
     return;
   for (guint t = 0; t < len; t++)
@@ -612,11 +691,11 @@ head_backward (DcGptRun     *self,
   float *d_att = hs->scores;
 
   /* d_att (len, len) = dy · vᵀ */
-  if (!matmul_on (self, hs->cpu, "attention dP", dy, c, 1, len, v, 3 * c, 1, len, d, d_att,
+  if (!matmul_in (self, hs, "attention dP", dy, c, 1, len, v, 3 * c, 1, len, d, d_att,
                   error))
     return;
   /* dv (len, D) = attᵀ · dy */
-  if (!matmul_on (self, hs->cpu, "attention dV", att, 1, len, len, dy, 1, c, d, len,
+  if (!matmul_in (self, hs, "attention dV", att, 1, len, len, dy, 1, c, d, len,
                   hs->out_a, error))
     return;
   for (guint t = 0; t < len; t++)
@@ -633,9 +712,9 @@ head_backward (DcGptRun     *self,
         row[j] = 0.0f;
     }
   /* dq (len, D) = d_scores · k;  dk (len, D) = d_scoresᵀ · q */
-  if (!matmul_on (self, hs->cpu, "attention dQ", d_att, len, 1, len, k, 1, 3 * c, d, len,
+  if (!matmul_in (self, hs, "attention dQ", d_att, len, 1, len, k, 1, 3 * c, d, len,
                   hs->out_a, error)
-      || !matmul_on (self, hs->cpu, "attention dK", d_att, 1, len, len, q, 1, 3 * c, d, len,
+      || !matmul_in (self, hs, "attention dK", d_att, 1, len, len, q, 1, 3 * c, d, len,
                      hs->out_b, error))
     return;
   for (guint t = 0; t < len; t++)
@@ -648,38 +727,53 @@ head_backward (DcGptRun     *self,
 typedef struct
 {
   DcGptRun    *self;
-  HeadScratch *hs;
   LayerActs   *a;
   const float *d_atty;   /* NULL for the forward pass */
   float       *d_qkv;
-  guint        first;    /* this worker's pairs: first, first + stride, … */
-  guint        stride;
-  GError      *error;
+  GMutex       lock;
+  guint        error_pair; /* under lock: the pair of @error */
+  GError      *error;      /* under lock */
 } HeadJob;
 
-static gpointer
-head_worker (gpointer data)
+static void
+head_chunk (gsize    first,
+            gsize    end,
+            guint    worker,
+            gpointer data)
 {
   HeadJob *job = data;
   DcGptRun *self = job->self;
-  guint n_pairs = self->n_seqs * self->config.n_head;
+  HeadScratch *hs = &self->scratch[worker];
 
-  for (guint p = job->first; p < n_pairs && job->error == NULL; p += job->stride)
+  for (gsize p = first; p < end; p++)
     {
-      guint b = p / self->config.n_head, h = p % self->config.n_head;
+      guint b = (guint) p / self->config.n_head, h = (guint) p % self->config.n_head;
+      GError *error = NULL;
 
       if (job->d_atty == NULL)
-        head_forward (self, job->hs, job->a, b, h, &job->error);
+        head_forward (self, hs, job->a, b, h, &error);
       else
-        head_backward (self, job->hs, job->a, job->d_atty, job->d_qkv, b, h, &job->error);
+        head_backward (self, hs, job->a, job->d_atty, job->d_qkv, b, h, &error);
+      if (error != NULL)
+        {
+          g_mutex_lock (&job->lock);
+          if (job->error == NULL || p < job->error_pair)
+            {
+              g_clear_error (&job->error);
+              job->error = g_steal_pointer (&error);
+              job->error_pair = (guint) p;
+            }
+          g_mutex_unlock (&job->lock);
+          g_clear_error (&error);
+        }
     }
-  return NULL;
 }
 
 /*
  * Every (sequence, head) pair reads and writes its own slices only, so the
- * pairs are split over the workers in a fixed round-robin and the bits do not
- * depend on the worker count. The first error by worker order is reported.
+ * pairs run on the engine's pool in any order and the bits do not depend on
+ * the thread count; each worker uses its own scratch. The error of the
+ * first failing pair (by index) is reported.
  */
 static gboolean
 run_heads (DcGptRun     *self,
@@ -688,30 +782,18 @@ run_heads (DcGptRun     *self,
            float        *d_qkv,
            GError      **error)
 {
-  guint n_pairs = self->n_seqs * self->config.n_head;
-  guint n_workers = MIN (self->n_workers, n_pairs);
-  HeadJob jobs[DC_GPT_MAX_WORKERS];
-  GThread *threads[DC_GPT_MAX_WORKERS] = { NULL };
-  gboolean ok = TRUE;
+  HeadJob job = { self, a, d_atty, d_qkv, { 0 }, 0, NULL };
 
-  for (guint w = 0; w < n_workers; w++)
-    jobs[w] = (HeadJob) { self, &self->scratch[w], a, d_atty, d_qkv, w, n_workers, NULL };
-  for (guint w = 1; w < n_workers; w++)
-    threads[w] = g_thread_new ("dc-gpt-heads", head_worker, &jobs[w]);
-  head_worker (&jobs[0]);
-  for (guint w = 1; w < n_workers; w++)
-    g_thread_join (threads[w]);
-  for (guint w = 0; w < n_workers; w++)
+  g_mutex_init (&job.lock);
+  dc_parallel_for (self->n_workers, (gsize) self->n_seqs * self->config.n_head, 1, head_chunk,
+                   &job);
+  g_mutex_clear (&job.lock);
+  if (job.error != NULL)
     {
-      if (jobs[w].error != NULL && ok)
-        {
-          g_propagate_error (error, jobs[w].error);
-          jobs[w].error = NULL;
-          ok = FALSE;
-        }
-      g_clear_error (&jobs[w].error);
+      g_propagate_error (error, job.error);
+      return FALSE;
     }
-  return ok;
+  return TRUE;
 }
 
 static gboolean
@@ -730,46 +812,6 @@ attention_backward (DcGptRun     *self,
                     GError      **error)
 {
   return run_heads (self, a, d_atty, d_qkv, error);
-}
-
-static void
-layer_norm_rows (const float *x,
-                 const float *w,
-                 const float *bias,
-                 gsize        rows,
-                 gsize        n,
-                 float       *y,
-                 float       *mean,
-                 float       *rstd)
-{
-  for (gsize r = 0; r < rows; r++)
-    dc_math_layer_norm (x + r * n, w, bias, DC_MATH_GPT2_LN_EPS, y + r * n,
-                        &mean[r], &rstd[r], n);
-}
-
-/* dx (rows, n) is added to d_res; dw, db are overwritten with the row sums. */
-static void
-layer_norm_rows_backward (const float *x,
-                          const float *w,
-                          const float *mean,
-                          const float *rstd,
-                          const float *dy,
-                          gsize        rows,
-                          gsize        n,
-                          float       *d_res,
-                          float       *dx_scratch,
-                          float       *dw,
-                          float       *db)
-{
-  memset (dw, 0, n * sizeof (float));
-  memset (db, 0, n * sizeof (float));
-  for (gsize r = 0; r < rows; r++)
-    {
-      dc_math_layer_norm_backward (x + r * n, w, mean[r], rstd[r], dy + r * n, dx_scratch,
-                                   dw, db, n);
-      for (gsize i = 0; i < n; i++)
-        d_res[r * n + i] = d_res[r * n + i] + dx_scratch[i];
-    }
 }
 
 /**
@@ -815,14 +857,11 @@ dc_gpt_run_forward (DcGptRun      *self,
   if (targets != NULL)
     memcpy (self->targets, targets, bt);
 
-  for (gsize r = 0; r < bt; r++)
-    {
-      const float *te = wte + (gsize) inputs[r] * c;
-      const float *pe = wpe + (r % len) * c;
+  {
+    Span s = { .ids = self->inputs, .w = wte, .b = wpe, .y = self->res, .rows = len, .n = c };
 
-      for (gsize i = 0; i < c; i++)
-        self->res[r * c + i] = te[i] + pe[i];
-    }
+    spread (self, bt, row_chunk (c), bt * c, embed_chunk, &s);
+  }
 
   for (guint l = 0; l < cfg->n_layer; l++)
     {
@@ -832,27 +871,29 @@ dc_gpt_run_forward (DcGptRun      *self,
       float *out = self->res + (l + 1) * bt * c;
 
       layer_params (cfg, params, l, &p);
-      layer_norm_rows (x, p.ln1_w, p.ln1_b, bt, c, a->ln1, a->ln1_mean, a->ln1_rstd);
+      layer_norm_rows (self, x, p.ln1_w, p.ln1_b, bt, c, a->ln1, a->ln1_mean, a->ln1_rstd);
       if (!linear_forward (self, "attention c_attn", a->ln1, bt, p.attn_w, p.attn_b, c, 3 * c,
                            a->qkv, error)
           || !attention_forward (self, a, error)
           || !linear_forward (self, "attention c_proj", a->atty, bt, p.proj_w, p.proj_b, c, c,
                               a->res_mid, error))
         return FALSE;
-      for (gsize i = 0; i < bt * c; i++)
-        a->res_mid[i] = x[i] + a->res_mid[i];
-      layer_norm_rows (a->res_mid, p.ln2_w, p.ln2_b, bt, c, a->ln2, a->ln2_mean, a->ln2_rstd);
+      add_rows (self, x, a->res_mid, bt * c);
+      layer_norm_rows (self, a->res_mid, p.ln2_w, p.ln2_b, bt, c, a->ln2, a->ln2_mean, a->ln2_rstd);
       if (!linear_forward (self, "mlp c_fc", a->ln2, bt, p.fc_w, p.fc_b, c, 4 * c, a->fc, error))
         return FALSE;
-      dc_math_relu (a->fc, a->fc_act, bt * 4 * c);
+      {
+        Span s = { .x = a->fc, .y = a->fc_act };
+
+        spread (self, bt * 4 * c, ELEMENT_CHUNK, bt * 4 * c, relu_chunk, &s);
+      }
       if (!linear_forward (self, "mlp c_proj", a->fc_act, bt, p.fcproj_w, p.fcproj_b, 4 * c, c,
                            out, error))
         return FALSE;
-      for (gsize i = 0; i < bt * c; i++)
-        out[i] = a->res_mid[i] + out[i];
+      add_rows (self, a->res_mid, out, bt * c);
     }
 
-  layer_norm_rows (self->res + cfg->n_layer * bt * c, lnf_w, lnf_b, bt, c, self->lnf,
+  layer_norm_rows (self, self->res + cfg->n_layer * bt * c, lnf_w, lnf_b, bt, c, self->lnf,
                    self->lnf_mean, self->lnf_rstd);
   /* logits (BT, V) = lnf · wteᵀ: the head is tied to the token embedding. */
   if (!matmul (self, "lm_head", self->lnf, c, 1, bt, wte, c, 1, v, c, self->logits, error))
@@ -860,13 +901,10 @@ dc_gpt_run_forward (DcGptRun      *self,
 
   if (targets != NULL)
     {
-      for (gsize r = 0; r < bt; r++)
-        {
-          /* probs holds log-softmax first, then the softmax for the backward pass. */
-          dc_math_log_softmax (self->logits + r * v, self->probs + r * v, v);
-          self->row_loss[r] = -self->probs[r * v + targets[r]];
-          dc_math_softmax (self->logits + r * v, self->probs + r * v, v);
-        }
+      Span s = { .x = self->logits, .ids = self->targets, .y = self->probs,
+                 .y2 = self->row_loss, .n = v };
+
+      spread (self, bt, row_chunk (v), bt * v * 8, loss_chunk, &s);
       if (loss != NULL)
         *loss = dc_math_sum (self->row_loss, bt) / (float) bt;
     }
@@ -907,25 +945,20 @@ dc_gpt_run_backward (DcGptRun     *self,
       || !matmul (self, "lm_head dW", self->probs, 1, v, v, self->lnf, 1, c, c, bt,
                   d_wte, error))
     return FALSE;
-  for (gsize r = 0; r < bt; r++)
-    {
-      const float *target_row = wte + (gsize) self->targets[r] * c;
-      float *d_target = d_wte + (gsize) self->targets[r] * c;
+  {
+    Span s = { .w = wte, .x = self->lnf, .ids = self->targets, .y = self->d_a, .rows = bt,
+               .n = c };
 
-      for (gsize i = 0; i < c; i++)
-        {
-          self->d_a[r * c + i] = (self->d_a[r * c + i] - target_row[i]) / (float) bt;
-          d_target[i] = d_target[i] - self->lnf[r * c + i];
-        }
-    }
-  for (gsize i = 0; i < v * c; i++)
-    d_wte[i] = d_wte[i] / (float) bt;
+    spread (self, bt, row_chunk (c), bt * c, head_dx_chunk, &s);
+    s.y = d_wte;
+    spread (self, c, COLUMN_CHUNK, (bt + v) * c, head_dw_chunk, &s);
+  }
 
   memset (d_res, 0, bt * c * sizeof (float));
-  layer_norm_rows_backward (self->res + cfg->n_layer * bt * c,
+  layer_norm_rows_backward (self, self->res + cfg->n_layer * bt * c,
                             params + tensor_offset (cfg, lnf_index),
                             self->lnf_mean, self->lnf_rstd, self->d_a, bt, c, d_res,
-                            self->row, grads + tensor_offset (cfg, lnf_index),
+                            grads + tensor_offset (cfg, lnf_index),
                             grads + tensor_offset (cfg, lnf_index + 1));
 
   for (guint l = cfg->n_layer; l-- > 0;)
@@ -942,13 +975,17 @@ dc_gpt_run_backward (DcGptRun     *self,
                             4 * c, c, self->d_a, (float *) g.fcproj_w, (float *) g.fcproj_b,
                             error))
         return FALSE;
-      dc_math_relu_backward (a->fc, self->d_a, self->d_a, bt * 4 * c);
+      {
+        Span s = { .x = a->fc, .dy = self->d_a, .y = self->d_a };
+
+        spread (self, bt * 4 * c, ELEMENT_CHUNK, bt * 4 * c, relu_backward_chunk, &s);
+      }
       if (!linear_backward (self, "mlp c_fc backward", a->ln2, self->d_a, bt, p.fc_w, c, 4 * c,
                             self->d_b, (float *) g.fc_w, (float *) g.fc_b, error))
         return FALSE;
       /* d_res now holds d(res_mid) after adding the norm's input gradient. */
-      layer_norm_rows_backward (a->res_mid, p.ln2_w, a->ln2_mean, a->ln2_rstd, self->d_b, bt, c,
-                                d_res, self->row, (float *) g.ln2_w, (float *) g.ln2_b);
+      layer_norm_rows_backward (self, a->res_mid, p.ln2_w, a->ln2_mean, a->ln2_rstd, self->d_b,
+                                bt, c, d_res, (float *) g.ln2_w, (float *) g.ln2_b);
 
       /* Attention: res_mid = x + c_proj(attn(c_attn(ln1(x)))) */
       if (!linear_backward (self, "attention c_proj backward", a->atty, d_res, bt, p.proj_w, c,
@@ -958,23 +995,16 @@ dc_gpt_run_backward (DcGptRun     *self,
                                p.attn_w, c, 3 * c, self->d_b, (float *) g.attn_w,
                                (float *) g.attn_b, error))
         return FALSE;
-      layer_norm_rows_backward (x, p.ln1_w, a->ln1_mean, a->ln1_rstd, self->d_b, bt, c, d_res,
-                                self->row, (float *) g.ln1_w, (float *) g.ln1_b);
+      layer_norm_rows_backward (self, x, p.ln1_w, a->ln1_mean, a->ln1_rstd, self->d_b, bt, c,
+                                d_res, (float *) g.ln1_w, (float *) g.ln1_b);
     }
 
   /* Embeddings: rows in order, so the sums are fixed. d_wte already holds
    * the head's share; the input embedding's is added to it. */
-  memset (d_wpe, 0, (gsize) cfg->seq * c * sizeof (float));
-  for (gsize r = 0; r < bt; r++)
-    {
-      float *te = d_wte + (gsize) self->inputs[r] * c;
-      float *pe = d_wpe + (r % self->len) * c;
+  {
+    Span s = { .ids = self->inputs, .dy = d_res, .y = d_wte, .y2 = d_wpe, .rows = bt, .n = c };
 
-      for (gsize i = 0; i < c; i++)
-        {
-          te[i] = te[i] + d_res[r * c + i];
-          pe[i] = pe[i] + d_res[r * c + i];
-        }
-    }
+    spread (self, c, COLUMN_CHUNK, bt * c * 2, embed_backward_chunk, &s);
+  }
   return TRUE;
 }

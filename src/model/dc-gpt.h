@@ -52,6 +52,24 @@ gboolean     dc_gpt_run_backward    (DcGptRun           *self,
                                      GError            **error);
 const float *dc_gpt_run_get_logits  (DcGptRun           *self);
 
+/**
+ * DcGptRunTimes:
+ * @gemm_ns: the calling thread's time in the products it runs (packing
+ *   included; attention's per-head products run inside the attention pass
+ *   and are not counted)
+ * @gemm_wait_ns: of that, time spent waiting for the pool's helpers
+ *
+ * Totals since the run was made; `bench train` splits a step's time with them.
+ */
+typedef struct
+{
+  guint64 gemm_ns;
+  guint64 gemm_wait_ns;
+} DcGptRunTimes;
+
+void         dc_gpt_run_get_times   (DcGptRun           *self,
+                                     DcGptRunTimes      *out);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptRun, dc_gpt_run_free)
 
 G_END_DECLS

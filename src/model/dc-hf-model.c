@@ -51,6 +51,7 @@
 
 #include "engine/dc-gemm.h"
 #include "engine/dc-math.h"
+#include "engine/dc-parallel.h"
 #include "dc-gpt-trainer.h"
 #include "dc-model-error.h"
 
@@ -980,22 +981,99 @@ linear (DcHfModel           *self,
   return TRUE;
 }
 
-static void
-norm_rows (const DcHfConfig *c,
-           const float      *x,
-           const float      *w,
-           const float      *b,
-           float            *y,
-           gsize             n)
+/* The kernels between the products, on the engine's pool: each row (a
+ * position) is computed whole by one thread with the serial code, so the
+ * bits do not depend on the thread count. A prompt's rows spread; a decode
+ * step's single row stays on the caller. Only the MLP's activation (an
+ * exponential per element, about F / C = 3 times a norm's work) is worth a
+ * join point: a prompt's norms and residual adds (64 × 576 values, tens of
+ * µs) cost less than the wait for a helper the scheduler preempted on a
+ * loaded machine, so they stay on the caller. */
+typedef struct
 {
+  DcHfModel   *self;
+  const float *x, *w, *b;
+  float       *y;
+} RowPass;
+
+static guint
+pass_threads (DcHfModel *self,
+              gsize      n)
+{
+  return n < 2 ? 1 : dc_gemm_backend_get_n_threads (self->cpu != NULL ? self->cpu
+                                                                      : self->backend);
+}
+
+static void
+norm_chunk (gsize    i0,
+            gsize    i1,
+            guint    worker,
+            gpointer data)
+{
+  const RowPass *p = data;
+  const DcHfConfig *c = &p->self->config;
   const gsize C = c->hidden_size;
   const float eps = (float) c->norm_eps;
 
-  for (gsize i = 0; i < n; i++)
+  for (gsize i = i0; i < i1; i++)
     if (c->family == DC_HF_FAMILY_GPT2)
-      dc_math_layer_norm (x + i * C, w, b, eps, y + i * C, NULL, NULL, C);
+      dc_math_layer_norm (p->x + i * C, p->w, p->b, eps, p->y + i * C, NULL, NULL, C);
     else
-      dc_math_rms_norm (x + i * C, w, eps, y + i * C, NULL, C);
+      dc_math_rms_norm (p->x + i * C, p->w, eps, p->y + i * C, NULL, C);
+}
+
+static void
+norm_rows (DcHfModel   *self,
+           const float *x,
+           const float *w,
+           const float *b,
+           float       *y,
+           gsize        n)
+{
+  RowPass p = { self, x, w, b, y };
+
+  norm_chunk (0, n, 0, &p);
+}
+
+/* The MLP's activation of rows: x (n, n_up) → y (n, F). */
+static void
+activation_chunk (gsize    i0,
+                  gsize    i1,
+                  guint    worker,
+                  gpointer data)
+{
+  const RowPass *p = data;
+  DcHfModel *self = p->self;
+  const gsize F = self->config.intermediate_size;
+
+  for (gsize i = i0; i < i1; i++)
+    {
+      float *act = p->y + i * F;
+      const float *m = p->x + i * self->n_up;
+
+      if (self->config.family == DC_HF_FAMILY_GPT2)
+        dc_math_gelu_tanh (m, act, F);
+      else
+        {
+          dc_math_silu (m, act, F);
+          for (gsize j = 0; j < F; j++)
+            act[j] *= m[F + j];
+        }
+    }
+}
+
+/* y (n, C) += x (n, C), a row per chunk. */
+static void
+residual_chunk (gsize    i0,
+                gsize    i1,
+                guint    worker,
+                gpointer data)
+{
+  const RowPass *p = data;
+  const gsize C = p->self->config.hidden_size;
+
+  for (gsize i = i0 * C; i < i1 * C; i++)
+    p->y[i] += p->x[i];
 }
 
 /* Packs V's columns of cell LG (layer × KV heads + head) over [0, len) into
@@ -1271,7 +1349,7 @@ forward_chunk (DcHfModel     *self,
       const Layer *layer = &self->layers[l];
       const guint li = l - self->first;   /* the cache holds the part's layers */
 
-      norm_rows (c, s.x, layer->norm1_w, layer->norm1_b, s.h, n);
+      norm_rows (self, s.x, layer->norm1_w, layer->norm1_b, s.h, n);
       if (!linear (self, &s, "attention input", s.h, n, layer->qkv, layer->qkv_b, s.qkv, error) ||
           !append_kv (self, cache, li, &s, p0, error))
         goto out;
@@ -1279,30 +1357,27 @@ forward_chunk (DcHfModel     *self,
       if (!attention (self, cache, li, &s, p0, error) ||
           !linear (self, &s, "attention output", s.att, n, layer->o, layer->o_b, s.tmp, error))
         goto out;
-      for (gsize i = 0; i < n * C; i++)
-        s.x[i] += s.tmp[i];
+      {
+        RowPass p = { self, s.tmp, NULL, NULL, s.x };
 
-      norm_rows (c, s.x, layer->norm2_w, layer->norm2_b, s.h, n);
+        residual_chunk (0, n, 0, &p);
+      }
+
+      norm_rows (self, s.x, layer->norm2_w, layer->norm2_b, s.h, n);
       if (!linear (self, &s, "MLP input", s.h, n, layer->up, layer->up_b, s.mlp, error))
         goto out;
-      for (gsize i = 0; i < n; i++)
-        {
-          float *act = s.h + i * F;
-          const float *m = s.mlp + i * self->n_up;
+      {
+        RowPass p = { self, s.mlp, NULL, NULL, s.h };
 
-          if (gpt2)
-            dc_math_gelu_tanh (m, act, F);
-          else
-            {
-              dc_math_silu (m, act, F);
-              for (gsize j = 0; j < F; j++)
-                act[j] *= m[F + j];
-            }
-        }
+        dc_parallel_for (pass_threads (self, n), n, 1, activation_chunk, &p);
+      }
       if (!linear (self, &s, "MLP output", s.h, n, layer->down, layer->down_b, s.tmp, error))
         goto out;
-      for (gsize i = 0; i < n * C; i++)
-        s.x[i] += s.tmp[i];
+      {
+        RowPass p = { self, s.tmp, NULL, NULL, s.x };
+
+        residual_chunk (0, n, 0, &p);
+      }
     }
 
   cache->length = (guint) end;
@@ -1310,7 +1385,7 @@ forward_chunk (DcHfModel     *self,
     memcpy (x, s.x, n * C * sizeof (float));
   if (logits != NULL)
     {
-      norm_rows (c, s.x + (n - 1) * C, self->norm_w, self->norm_b, s.h, 1);
+      norm_rows (self, s.x + (n - 1) * C, self->norm_w, self->norm_b, s.h, 1);
       if (!linear (self, &s, "head", s.h, 1, self->head, NULL, logits, error))
         goto out;
     }

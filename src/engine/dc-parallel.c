@@ -1,0 +1,407 @@
+/* dc-parallel.c: the pool behind dc_parallel_for().
+ *
+ * A call publishes a job (a chunk counter and a count of helpers wanted) on
+ * the pool's list, runs chunks itself, and waits only for chunks that
+ * helpers have claimed and not finished. Helpers claim chunks from the same
+ * atomic counter, so a helper the scheduler starts late finds nothing left
+ * and the caller has done the work: the caller never waits for a thread to
+ * start, only for one that is computing.
+ *
+ * Wake-ups: a helper that finishes a job spins for a bounded time (SPIN_US)
+ * on the pool's job count before it sleeps on the pool's condition, so the
+ * products of a step, microseconds apart, find it awake and need no futex
+ * wake. The caller waits the same way: it spins briefly on the chunk
+ * counter, then sleeps. The spin is pause instructions, not sched_yield: on
+ * a loaded 2-vCPU machine a yielding helper gave its core away and was
+ * rarely running when the next product came (DC_PARALLEL_SPIN_YIELD=1 keeps
+ * the yielding spin, for measuring). The spin is bounded and adapts: while
+ * helpers come too late to take any chunk (an oversubscribed machine, where
+ * a spinning helper only takes time from the caller's share), the spin
+ * halves per call down to none; it doubles back once helpers help.
+ *
+ * Nested calls (a chunk that calls dc_parallel_for, e.g. a GEMM inside an
+ * attention head) run inline on the calling thread: the result is the same
+ * and no helper ever waits for another.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-engine"
+
+#include "config.h"
+
+#include "dc-parallel.h"
+
+#include <stdlib.h>
+
+/* How long an idle helper or a waiting caller spins before sleeping. 50 µs
+ * covers the gap between the products and kernels of a training step or a
+ * decode step (a few µs to tens of µs), so most wake-ups cost no system
+ * call; it is short enough that a helper of an idle process is asleep
+ * within a blink. DC_PARALLEL_SPIN_US overrides it (0: sleep at once), for
+ * measuring. */
+#define SPIN_US_DEFAULT 50
+
+typedef struct _Job Job;
+
+struct _Job
+{
+  DcParallelFunc func;
+  gpointer       data;
+  gsize          n;
+  gsize          chunk;
+  gsize          n_chunks;
+  gint           next_chunk;    /* atomic: the next unclaimed chunk */
+  gint           chunks_done;   /* atomic */
+  gint           helpers_wanted;/* under pool lock: helpers still to attach */
+  gint           next_worker;   /* under pool lock: worker index for the next helper */
+  /* The caller sleeps on these only when its spin ran out. */
+  GMutex         lock;
+  GCond          done;
+  gboolean       caller_asleep; /* under lock */
+  gboolean       finished;      /* under lock */
+};
+
+typedef struct
+{
+  GMutex  lock;
+  GCond   work;          /* helpers sleep here */
+  GQueue  jobs;          /* of Job *, those still wanting helpers */
+  gint    wanted;        /* atomic: Σ helpers_wanted, the spinners' flag */
+  guint   n_helpers;     /* under lock: threads started */
+  guint   n_sleeping;    /* under lock */
+  gint64  spin_us;
+} Pool;
+
+static Pool pool = { 0 };
+static gint default_threads = 1;   /* atomic */
+
+static guint64 stat_jobs = 0;      /* __atomic builtins: GLib has no 64-bit atomics */
+static guint64 stat_inline = 0;
+static guint64 stat_wait_ns = 0;
+
+static GPrivate in_worker_key;     /* non-NULL inside a chunk */
+
+
+/* One round of a spin: a few pause instructions, or, with
+ * DC_PARALLEL_SPIN_YIELD=1, a yield of the CPU (measuring). */
+static void
+spin_pause (void)
+{
+  static gint yield = -1;
+
+  if (G_UNLIKELY (g_atomic_int_get (&yield) < 0))
+    g_atomic_int_set (&yield, g_strcmp0 (g_getenv ("DC_PARALLEL_SPIN_YIELD"), "1") == 0);
+  if (yield)
+    {
+      g_thread_yield ();
+      return;
+    }
+  for (int i = 0; i < 32; i++)
+    {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+      __asm__ __volatile__ ("yield");
+#endif
+    }
+}
+
+static gint64
+spin_us (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once))
+    {
+      const char *env = g_getenv ("DC_PARALLEL_SPIN_US");
+      gint64 v = SPIN_US_DEFAULT;
+
+      if (env != NULL && *env != '\0')
+        v = CLAMP (g_ascii_strtoll (env, NULL, 10), 0, 10000);
+      pool.spin_us = v;
+      g_once_init_leave (&once, 1);
+    }
+  return pool.spin_us;
+}
+
+/* The spin actually used, in µs, between 0 and spin_us (): halved after a
+ * call whose helpers ran no chunk (they came too late: the machine is
+ * oversubscribed, and a spinning helper would only take CPU time from the
+ * caller's own share), doubled back after a call they helped with. Every
+ * SPIN_PROBE_CALLS calls it is reset to the full spin, because a sleeping
+ * helper can also be too late on a quiet machine (short products) and only
+ * a spinning one shows that helpers could help. */
+static gint spin_now_us = -1;      /* atomic; -1 until first set */
+static guint spin_calls = 0;       /* atomic */
+#define SPIN_PROBE_CALLS 64
+
+static gint64
+spin_budget (void)
+{
+  gint v = g_atomic_int_get (&spin_now_us);
+
+  return v < 0 ? spin_us () : v;
+}
+
+static void
+spin_adapt (gboolean helped)
+{
+  gint max = (gint) spin_us ();
+  gint v = g_atomic_int_get (&spin_now_us);
+
+  if (v < 0 || (guint) g_atomic_int_add (&spin_calls, 1) % SPIN_PROBE_CALLS == 0)
+    v = max;
+  else
+    v = helped ? MIN (max, v * 2 + 1) : v / 2;
+  g_atomic_int_set (&spin_now_us, v);
+}
+
+static void
+job_clear (Job *job)
+{
+  g_cond_clear (&job->done);
+  g_mutex_clear (&job->lock);
+}
+
+static void
+job_unref (Job *job)
+{
+  g_atomic_rc_box_release_full (job, (GDestroyNotify) job_clear);
+}
+
+/* Runs chunks of @job until none is left; returns how many it ran. */
+static gint
+run_chunks (Job   *job,
+            guint  worker)
+{
+  gint ran = 0;
+
+  g_private_set (&in_worker_key, GINT_TO_POINTER (1));
+  for (gsize c = (gsize) g_atomic_int_add (&job->next_chunk, 1); c < job->n_chunks;
+       c = (gsize) g_atomic_int_add (&job->next_chunk, 1))
+    {
+      gsize begin = c * job->chunk;
+
+      job->func (begin, MIN (begin + job->chunk, job->n), worker, job->data);
+      ran++;
+    }
+  g_private_set (&in_worker_key, NULL);
+  return ran;
+}
+
+/* Takes the first job that still wants a helper, with a reference (the
+ * queue's own when it is the last helper wanted); pool.lock held. */
+static Job *
+take_job_locked (guint *worker)
+{
+  Job *job = g_queue_peek_head (&pool.jobs);
+
+  if (job == NULL)
+    return NULL;
+  *worker = (guint) job->next_worker++;
+  g_atomic_int_add (&pool.wanted, -1);
+  if (--job->helpers_wanted == 0)
+    return g_queue_pop_head (&pool.jobs);
+  return g_atomic_rc_box_acquire (job);
+}
+
+static gpointer
+helper_worker (gpointer data)
+{
+  for (;;)
+    {
+      Job *job;
+      guint worker = 0;
+      gint ran;
+
+      /* Spin, then sleep, until a job wants a helper. */
+      if (g_atomic_int_get (&pool.wanted) <= 0 && spin_budget () > 0)
+        {
+          gint64 until = g_get_monotonic_time () + spin_budget ();
+
+          while (g_atomic_int_get (&pool.wanted) <= 0 && g_get_monotonic_time () < until)
+            spin_pause ();
+        }
+      g_mutex_lock (&pool.lock);
+      while ((job = take_job_locked (&worker)) == NULL)
+        {
+          pool.n_sleeping++;
+          g_cond_wait (&pool.work, &pool.lock);
+          pool.n_sleeping--;
+        }
+      g_mutex_unlock (&pool.lock);
+
+      ran = run_chunks (job, worker);
+      if (ran > 0 && g_atomic_int_add (&job->chunks_done, ran) + ran == (gint) job->n_chunks)
+        {
+          /* This helper finished the job: wake the caller if it sleeps. */
+          g_mutex_lock (&job->lock);
+          job->finished = TRUE;
+          if (job->caller_asleep)
+            g_cond_signal (&job->done);
+          g_mutex_unlock (&job->lock);
+        }
+      job_unref (job);
+    }
+  return NULL;
+}
+
+/* Starts helpers until the pool has @n; pool.lock held. A helper that cannot
+ * be started leaves the pool smaller: calls still complete, on fewer threads. */
+static void
+grow_locked (guint n)
+{
+  while (pool.n_helpers < n)
+    {
+      GError *error = NULL;
+      GThread *thread = g_thread_try_new ("dc-parallel", helper_worker, NULL, &error);
+
+      if (thread == NULL)
+        {
+          g_warning ("could not start a helper thread (%s); running on %u threads",
+                     error->message, pool.n_helpers + 1);
+          g_error_free (error);
+          return;
+        }
+      g_thread_unref (thread);
+      pool.n_helpers++;
+    }
+}
+
+/**
+ * dc_parallel_for:
+ * @n_threads: the most threads to use, the caller included; 0 means
+ *   dc_parallel_get_default_threads ()
+ * @n: indices [0, n)
+ * @chunk: indices per call of @func (the last chunk may be shorter); fixed
+ *   by the caller, never derived from @n_threads, so the split is the same
+ *   at every thread count
+ * @func: runs one chunk; may run on any thread, in any order
+ *
+ * Runs @func over every chunk exactly once and returns when all are done.
+ * Inside a chunk, a nested call runs inline on that thread.
+ */
+void
+dc_parallel_for (guint          n_threads,
+                 gsize          n,
+                 gsize          chunk,
+                 DcParallelFunc func,
+                 gpointer       data)
+{
+  gsize n_chunks;
+  guint helpers;
+  Job *job;
+  gint ran;
+
+  g_return_if_fail (func != NULL);
+  if (n == 0)
+    return;
+  chunk = MAX (chunk, 1);
+  n_chunks = n / chunk + (n % chunk != 0);
+  if (n_threads == 0)
+    n_threads = dc_parallel_get_default_threads ();
+  n_threads = MIN (n_threads, DC_PARALLEL_MAX_THREADS);
+  helpers = (guint) MIN ((gsize) n_threads - 1, n_chunks - 1);
+  /* The chunk counter is a gint; no caller comes near this. */
+  g_return_if_fail (n_chunks < G_MAXINT / 2);
+
+  if (helpers == 0 || g_private_get (&in_worker_key) != NULL)
+    {
+      for (gsize begin = 0; begin < n; begin += chunk)
+        func (begin, MIN (begin + chunk, n), 0, data);
+      __atomic_add_fetch (&stat_inline, 1, __ATOMIC_RELAXED);
+      return;
+    }
+
+  job = g_atomic_rc_box_new0 (Job);
+  job->func = func;
+  job->data = data;
+  job->n = n;
+  job->chunk = chunk;
+  job->n_chunks = n_chunks;
+  job->helpers_wanted = (gint) helpers;
+  job->next_worker = 1;
+  g_mutex_init (&job->lock);
+  g_cond_init (&job->done);
+
+  (void) spin_us ();
+  g_mutex_lock (&pool.lock);
+  grow_locked (helpers);
+  g_queue_push_tail (&pool.jobs, g_atomic_rc_box_acquire (job));
+  g_atomic_int_add (&pool.wanted, (gint) helpers);
+  /* Spinning helpers see `wanted` without a wake-up; sleeping ones need one
+   * each, up to the number wanted. */
+  for (guint i = 0; i < MIN (helpers, pool.n_sleeping); i++)
+    g_cond_signal (&pool.work);
+  g_mutex_unlock (&pool.lock);
+
+  ran = run_chunks (job, 0);
+  spin_adapt (ran < (gint) n_chunks);
+  if (g_atomic_int_add (&job->chunks_done, ran) + ran != (gint) n_chunks)
+    {
+      gint64 start = g_get_monotonic_time ();
+      gint64 until = start + spin_budget ();
+
+      while (g_atomic_int_get (&job->chunks_done) != (gint) n_chunks &&
+             g_get_monotonic_time () < until)
+        spin_pause ();
+      g_mutex_lock (&job->lock);
+      job->caller_asleep = TRUE;
+      while (!job->finished && g_atomic_int_get (&job->chunks_done) != (gint) n_chunks)
+        g_cond_wait (&job->done, &job->lock);
+      g_mutex_unlock (&job->lock);
+      __atomic_add_fetch (&stat_wait_ns, (guint64) (g_get_monotonic_time () - start) * 1000,
+                         __ATOMIC_RELAXED);
+    }
+
+  /* Helpers that never came must not take the job later. */
+  g_mutex_lock (&pool.lock);
+  if (job->helpers_wanted > 0)
+    {
+      g_atomic_int_add (&pool.wanted, -job->helpers_wanted);
+      job->helpers_wanted = 0;
+      if (g_queue_remove (&pool.jobs, job))
+        job_unref (job);
+    }
+  g_mutex_unlock (&pool.lock);
+  __atomic_add_fetch (&stat_jobs, 1, __ATOMIC_RELAXED);
+  job_unref (job);
+}
+
+/**
+ * dc_parallel_get_default_threads:
+ *
+ * Returns: the thread count chosen once for the process (`--threads`, the
+ *   settings); 1 until someone sets it
+ */
+guint
+dc_parallel_get_default_threads (void)
+{
+  return (guint) g_atomic_int_get (&default_threads);
+}
+
+void
+dc_parallel_set_default_threads (guint n_threads)
+{
+  g_atomic_int_set (&default_threads, (gint) CLAMP (n_threads, 1, DC_PARALLEL_MAX_THREADS));
+}
+
+/**
+ * dc_parallel_in_worker:
+ *
+ * Returns: whether the calling thread is running a chunk (a nested
+ *   dc_parallel_for() would run inline)
+ */
+gboolean
+dc_parallel_in_worker (void)
+{
+  return g_private_get (&in_worker_key) != NULL;
+}
+
+void
+dc_parallel_get_stats (DcParallelStats *out)
+{
+  out->jobs = __atomic_load_n (&stat_jobs, __ATOMIC_RELAXED);
+  out->inline_jobs = __atomic_load_n (&stat_inline, __ATOMIC_RELAXED);
+  out->wait_ns = __atomic_load_n (&stat_wait_ns, __ATOMIC_RELAXED);
+}

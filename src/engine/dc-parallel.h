@@ -1,0 +1,68 @@
+/* dc-parallel.h: the one way the engine and the model run work in parallel.
+ *
+ * One process-wide pool of helper threads, kept for the life of the process
+ * (the GEMM's tiles, packing, attention, norms, the optimizer all use it; no
+ * thread is created per product or per pass). dc_parallel_for() cuts
+ * [0, n) into fixed chunks of `chunk` indices and returns when every chunk
+ * has run exactly once, on the caller or on a helper.
+ *
+ * Determinism is the caller's part, and cheap to keep: chunk boundaries do
+ * not depend on the thread count, so a function that writes only its own
+ * chunk's outputs (and reduces across chunks, if at all, in a fixed order
+ * afterwards) gives the same bits with 1 thread or 64.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* The most threads one call uses (the caller and 63 helpers): far above the
+ * cores of the machines we run on, and it bounds the per-worker scratch the
+ * callers keep. */
+#define DC_PARALLEL_MAX_THREADS 64
+
+/**
+ * DcParallelFunc:
+ * @begin: the chunk's first index
+ * @end: one past its last index
+ * @worker: which participant runs it, in [0, n_threads): 0 is the caller;
+ *   for per-worker scratch only (never for what is computed)
+ * @data: the caller's data
+ */
+typedef void (*DcParallelFunc) (gsize    begin,
+                                gsize    end,
+                                guint    worker,
+                                gpointer data);
+
+void     dc_parallel_for              (guint           n_threads,
+                                       gsize           n,
+                                       gsize           chunk,
+                                       DcParallelFunc  func,
+                                       gpointer        data);
+
+guint    dc_parallel_get_default_threads (void);
+void     dc_parallel_set_default_threads (guint n_threads);
+
+gboolean dc_parallel_in_worker        (void);
+
+/**
+ * DcParallelStats:
+ * @jobs: calls that used helpers
+ * @inline_jobs: calls run on the caller alone
+ * @wait_ns: time callers spent waiting for helpers to finish their chunks
+ *
+ * Totals since the process started, for `bench train`'s time split.
+ */
+typedef struct
+{
+  guint64 jobs;
+  guint64 inline_jobs;
+  guint64 wait_ns;
+} DcParallelStats;
+
+void     dc_parallel_get_stats        (DcParallelStats *out);
+
+G_END_DECLS

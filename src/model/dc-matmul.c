@@ -1,0 +1,353 @@
+/* dc-matmul.c: the training model's one matrix product (dc-matmul.h).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-model"
+
+#include "config.h"
+
+#include "dc-matmul.h"
+
+#include "engine/dc-gemm.h"
+#include "engine/dc-parallel.h"
+#include "engine/dc-transpose.h"
+
+/* Quantized operands kept between products of one thread: a step makes
+ * thousands of small products (six per head and sequence), and allocating
+ * and zeroing their operands each time showed in the profile. Only the
+ * buffers are reused; every product packs all of its values anew. */
+typedef struct
+{
+  DcQuantMatrix *m;
+  gsize          cap_values;   /* allocated length of m->q */
+  gsize          cap_vectors;  /* allocated length of m->exponent */
+} QuantSlot;
+
+/* One thread's backend and operand buffers. */
+typedef struct
+{
+  DcGemmBackend *cpu;   /* owned */
+  QuantSlot      qa, qb;
+} Lane;
+
+/* Below about 2 M multiply-adds a product runs on its caller alone: waking
+ * helpers costs more than they save (the GEMM applies its own finer limit
+ * per product above this). */
+#define THREADED_MIN_MACS (1u << 21)
+
+struct _DcMatmul
+{
+  gboolean        f32_reference;
+  guint           n_threads;
+  guint           n_workers;
+  Lane            owner;        /* the owning thread's */
+  Lane           *workers;      /* (n_workers): a parallel pass's */
+  DcGemmBackend  *device;       /* borrowed (nullable): products of ≥ offload_min MACs */
+  guint64         offload_min;
+  DcMatmulTimes   times;
+};
+
+/*
+ * dc_quant_pack over vectors whose elements are strided (columns of a
+ * row-major matrix) walks memory across rows once per vector; copying the
+ * vectors into contiguous rows first (a blocked transpose) reads each cache
+ * line once. The vectors, hence the bits, are the same either way.
+ */
+static gboolean
+pack_serial (const char     *what,
+             const float    *src,
+             gsize           vector_stride,
+             gsize           k_stride,
+             DcQuantMatrix  *out,
+             GError        **error)
+{
+  g_autofree float *rows = NULL;
+  gsize nv = out->n_vectors, k = out->k;
+
+  if (k_stride == 1 || k < 2)
+    return dc_quant_pack (what, src, vector_stride, k_stride, out, error);
+  rows = g_new (float, nv * k);
+  if (vector_stride == 1)
+    {
+      /* Columns of a row-major (k, ≥ nv) matrix: a plain transpose. */
+      dc_transpose_f32 (src, k_stride, k, nv, rows, k);
+      return dc_quant_pack (what, rows, k, 1, out, error);
+    }
+  for (gsize i0 = 0; i0 < k; i0 += 32)
+    for (gsize v0 = 0; v0 < nv; v0 += 32)
+      for (gsize i = i0; i < MIN (i0 + 32, k); i++)
+        for (gsize v = v0; v < MIN (v0 + 32, nv); v++)
+          rows[v * k + i] = src[v * vector_stride + i * k_stride];
+  return dc_quant_pack (what, rows, k, 1, out, error);
+}
+
+/* Operands of at least this many values are packed by several threads. */
+#define PARALLEL_PACK_MIN 16384
+/* Values per chunk of a parallel pack: enough to cover a wake-up. */
+#define PACK_CHUNK_VALUES 4096
+
+typedef struct
+{
+  const char    *what;
+  const float   *src;
+  gsize          vector_stride;
+  gsize          k_stride;
+  DcQuantMatrix *out;
+  gint           failed;  /* atomic */
+} PackJob;
+
+static void
+pack_chunk (gsize    v0,
+            gsize    v1,
+            guint    worker,
+            gpointer data)
+{
+  PackJob *job = data;
+  gsize k = job->out->k;
+  DcQuantMatrix view = { v1 - v0, k, job->out->q + v0 * k, job->out->exponent + v0 };
+
+  if (!pack_serial (job->what, job->src + v0 * job->vector_stride, job->vector_stride,
+                    job->k_stride, &view, NULL))
+    g_atomic_int_set (&job->failed, 1);
+}
+
+/*
+ * pack_serial, with the vectors cut into fixed chunks packed on the engine's
+ * pool. Every vector is transposed and quantized on its own, so the split
+ * cannot change a bit; it takes the packing off the critical path of the
+ * large products, where it was the main thread's work while the other cores
+ * waited. On any failure the whole operand is packed again on this thread,
+ * so that the error names the same vector as before.
+ */
+static gboolean
+pack (const char     *what,
+      const float    *src,
+      gsize           vector_stride,
+      gsize           k_stride,
+      DcQuantMatrix  *out,
+      guint           n_threads,
+      GError        **error)
+{
+  PackJob job = { what, src, vector_stride, k_stride, out, 0 };
+  gsize nv = out->n_vectors, k = out->k;
+
+  if (n_threads <= 1 || nv < 2 || nv * k < PARALLEL_PACK_MIN)
+    return pack_serial (what, src, vector_stride, k_stride, out, error);
+  dc_parallel_for (n_threads, nv, MAX (PACK_CHUNK_VALUES / MAX (k, 1), 1), pack_chunk, &job);
+  if (g_atomic_int_get (&job.failed))
+    return pack_serial (what, src, vector_stride, k_stride, out, error);
+  return TRUE;
+}
+
+/* slot's matrix shaped (n_vectors, k), reallocated only when it grows. */
+static DcQuantMatrix *
+quant_slot_reserve (QuantSlot  *slot,
+                    gsize       n_vectors,
+                    gsize       k,
+                    GError    **error)
+{
+  gsize n_values;
+
+  if (slot->m != NULL && g_size_checked_mul (&n_values, n_vectors, k) &&
+      k <= DC_GEMM_MAX_K && n_values <= slot->cap_values && n_vectors <= slot->cap_vectors)
+    {
+      slot->m->n_vectors = n_vectors;
+      slot->m->k = k;
+      return slot->m;
+    }
+  g_clear_pointer (&slot->m, dc_quant_matrix_free);
+  slot->m = dc_quant_matrix_new (n_vectors, k, error);
+  if (slot->m == NULL)
+    return NULL;
+  slot->cap_values = n_vectors * k;
+  slot->cap_vectors = n_vectors;
+  return slot->m;
+}
+
+/*
+ * c (m, n) = A · Bᵀ where A's row i is a[i·a_vs + k·a_ks] and B's row j
+ * is b[j·b_vs + k·b_ks], k < depth: the one place products happen.
+ */
+/**
+ * dc_matmul_new:
+ * @f32_reference: products in plain f32 (dc_gemm_reference_f32) instead of INT8
+ * @n_threads: threads of the engine's pool for the owner's products; the
+ *   bits do not depend on it
+ * @n_workers: how many workers of a parallel pass use dc_matmul_run_in_worker()
+ *
+ * Returns: (transfer full): the product's state
+ */
+DcMatmul *
+dc_matmul_new (gboolean f32_reference,
+               guint    n_threads,
+               guint    n_workers)
+{
+  DcMatmul *self = g_new0 (DcMatmul, 1);
+
+  self->f32_reference = f32_reference;
+  self->n_threads = MAX (n_threads, 1);
+  self->n_workers = MAX (n_workers, 1);
+  /* The CPU backend cannot fail to open. */
+  self->owner.cpu = dc_gemm_backend_new (DC_BACKEND_CPU, NULL);
+  g_assert (self->owner.cpu != NULL);
+  self->workers = g_new0 (Lane, self->n_workers);
+  for (guint w = 0; w < self->n_workers; w++)
+    {
+      self->workers[w].cpu = dc_gemm_backend_new (DC_BACKEND_CPU, NULL);
+      g_assert (self->workers[w].cpu != NULL);
+      dc_gemm_backend_set_n_threads (self->workers[w].cpu, 1);
+    }
+  return self;
+}
+
+static void
+lane_clear (Lane *lane)
+{
+  g_clear_pointer (&lane->cpu, dc_gemm_backend_free);
+  g_clear_pointer (&lane->qa.m, dc_quant_matrix_free);
+  g_clear_pointer (&lane->qb.m, dc_quant_matrix_free);
+}
+
+void
+dc_matmul_free (DcMatmul *self)
+{
+  if (self == NULL)
+    return;
+  lane_clear (&self->owner);
+  for (guint w = 0; w < self->n_workers; w++)
+    lane_clear (&self->workers[w]);
+  g_free (self->workers);
+  g_free (self);
+}
+
+/**
+ * dc_matmul_set_device:
+ * @device: (nullable): a backend (Vulkan) that must outlive @self, or %NULL
+ * @offload_min: the owner's products of at least this many multiply-adds
+ *   run on @device; smaller ones stay on the CPU, where a dispatch costs
+ *   less than they do
+ *
+ * Every backend computes the same bits (docs/VERIFICATION.md), so where a
+ * product runs never changes a result.
+ */
+void
+dc_matmul_set_device (DcMatmul      *self,
+                      DcGemmBackend *device,
+                      guint64        offload_min)
+{
+  self->device = device;
+  self->offload_min = offload_min;
+}
+
+/* Quantizes both operands into the lane's buffers and multiplies them on
+ * the device (owner only, large products), else on the lane's CPU backend. */
+static gboolean
+run_on (DcMatmul     *self,
+        Lane         *lane,
+        guint         n_threads,
+        gboolean      may_offload,
+        const char   *what,
+        const float  *a,
+        gsize         a_vs,
+        gsize         a_ks,
+        gsize         m,
+        const float  *b,
+        gsize         b_vs,
+        gsize         b_ks,
+        gsize         n,
+        gsize         depth,
+        float        *c,
+        GError      **error)
+{
+  guint64 macs = (guint64) m * n * depth;
+  DcQuantMatrix *qa, *qb;
+
+  if (self->f32_reference)
+    {
+      dc_gemm_reference_f32 (a, a_vs, a_ks, m, b, b_vs, b_ks, n, depth, c);
+      return TRUE;
+    }
+  if (macs < THREADED_MIN_MACS)
+    n_threads = 1;
+  qa = quant_slot_reserve (&lane->qa, m, depth, error);
+  if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, n_threads, error))
+    return FALSE;
+  qb = quant_slot_reserve (&lane->qb, n, depth, error);
+  if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, n_threads, error))
+    return FALSE;
+  if (may_offload && self->device != NULL && macs >= self->offload_min)
+    return dc_gemm_run_packed (self->device, qa, qb, c, error);
+  dc_gemm_backend_set_n_threads (lane->cpu, n_threads);
+  return dc_gemm_run_packed (lane->cpu, qa, qb, c, error);
+}
+
+/**
+ * dc_matmul_run:
+ * @what: names the product in error messages ("mlp c_fc", …)
+ * @c: (out caller-allocates): (m, n), row-major
+ *
+ * c = A · Bᵀ on the owner's thread (see the file header for the layout).
+ * Fails only when an operand is not finite or a backend fails.
+ */
+gboolean
+dc_matmul_run (DcMatmul     *self,
+               const char   *what,
+               const float  *a,
+               gsize         a_vs,
+               gsize         a_ks,
+               gsize         m,
+               const float  *b,
+               gsize         b_vs,
+               gsize         b_ks,
+               gsize         n,
+               gsize         depth,
+               float        *c,
+               GError      **error)
+{
+  DcParallelStats before, after;
+  gint64 start = g_get_monotonic_time ();
+  gboolean ok;
+
+  dc_parallel_get_stats (&before);
+  ok = run_on (self, &self->owner, self->n_threads, TRUE, what, a, a_vs, a_ks, m, b, b_vs, b_ks,
+               n, depth, c, error);
+  dc_parallel_get_stats (&after);
+  self->times.ns += (guint64) (g_get_monotonic_time () - start) * 1000;
+  self->times.wait_ns += after.wait_ns - before.wait_ns;
+  return ok;
+}
+
+/**
+ * dc_matmul_run_in_worker:
+ * @worker: the pool's worker index of the calling chunk, below n_workers
+ *
+ * dc_matmul_run() inside a parallel pass: this worker's buffers and CPU
+ * backend, one thread, never the device.
+ */
+gboolean
+dc_matmul_run_in_worker (DcMatmul     *self,
+                         guint         worker,
+                         const char   *what,
+                         const float  *a,
+                         gsize         a_vs,
+                         gsize         a_ks,
+                         gsize         m,
+                         const float  *b,
+                         gsize         b_vs,
+                         gsize         b_ks,
+                         gsize         n,
+                         gsize         depth,
+                         float        *c,
+                         GError      **error)
+{
+  g_return_val_if_fail (worker < self->n_workers, FALSE);
+  return run_on (self, &self->workers[worker], 1, FALSE, what, a, a_vs, a_ks, m, b, b_vs, b_ks,
+                 n, depth, c, error);
+}
+
+void
+dc_matmul_get_times (DcMatmul      *self,
+                     DcMatmulTimes *out)
+{
+  *out = self->times;
+}
