@@ -1493,7 +1493,7 @@ dc_hf_model_head (DcHfModel    *self,
   s.h = g_new (float, c->hidden_size);
   s.qa = g_malloc (c->hidden_size);
   s.ea = g_new (gint32, 1);
-  norm_rows (c, x, self->norm_w, self->norm_b, s.h, 1);
+  norm_rows (self, x, self->norm_w, self->norm_b, s.h, 1);
   ok = linear (self, &s, "head", s.h, 1, self->head, NULL, logits, error);
   scratch_clear (&s);
   return ok;
