@@ -30,6 +30,9 @@
 #                       A source with neither is replaced by Debian 12's source
 #                       package of the module's name (a different version,
 #                       said in the log)
+#   DC_STANDIN_JOBS     flatpak-builder --jobs (default: the CPU count)
+#   DC_STANDIN_BUILDER_ARGS  more flatpak-builder options (--disable-tests
+#                       installs the app even when a test fails)
 #   DC_STANDIN_CLI      a daisychain-cli built outside the sandbox, for the
 #                       discovery check (default build/src/cli/daisychain-cli;
 #                       without one, two sandboxed instances are used)
@@ -63,7 +66,7 @@ gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 gstreamer1.0-nice libnice-dev libssl-dev
 libvulkan-dev mesa-vulkan-drivers glslang-tools
 libzstd-dev nettle-dev zlib1g-dev libgmp-dev
-gettext desktop-file-utils appstream
+gettext desktop-file-utils appstream appstream-util
 xvfb xauth dbus iproute2 ca-certificates
 "
 
@@ -160,6 +163,13 @@ src, dst, repo, sources, platform, sdk, branch, mirror = sys.argv[1:]
 with open(src, encoding='utf-8') as f:
     m = json.load(f)
 m['runtime'], m['sdk'], m['runtime-version'] = platform, sdk, branch
+# A stand-in SDK exported before appstream-util was in its package list has
+# no appstream-compose, which flatpak-builder runs at the end.
+sdk_bin = os.path.join(os.environ['FLATPAK_USER_DIR'], 'runtime', sdk, 'x86_64', branch,
+                       'active', 'files', 'bin')
+if os.path.isdir(sdk_bin) and not os.path.exists(os.path.join(sdk_bin, 'appstream-compose')):
+    m['appstream-compose'] = False
+    print('flatpak-standin: the stand-in SDK has no appstream-compose: skipped', file=sys.stderr)
 git = dict(pair.split('=', 1) for pair in os.environ.get('DC_STANDIN_GIT', '').split())
 urls = dict(pair.split('=', 1) for pair in os.environ.get('DC_STANDIN_URLS', '').split())
 # Debian's source package where its name differs from the module's.
@@ -215,7 +225,13 @@ stage_build () {
   [ -e "$work/standin.json" ] || die "no stand-in manifest: run the manifest stage first"
   log "build: flatpak-builder (the modules, then the tests in the sandbox)"
   # --disable-rofiles-fuse: no FUSE in containers; the result is the same.
-  (cd "$work" && flatpak-builder --user --install --force-clean --disable-rofiles-fuse \
+  # --jobs: flatpak-builder also passes make/ninja -l (twice the jobs), so on
+  # a busy machine the default runs one compiler at a time.
+  # The stand-in has no locale but C.UTF-8 (flatpak-builder warns about the
+  # machine's own when it is another).
+  # shellcheck disable=SC2086
+  (cd "$work" && LC_ALL=C.UTF-8 flatpak-builder --user --install --force-clean --disable-rofiles-fuse \
+     ${DC_STANDIN_JOBS:+--jobs=$DC_STANDIN_JOBS} ${DC_STANDIN_BUILDER_ARGS:-} \
      --state-dir="$work/builder-state" "$work/app" "$work/standin.json")
   log "build: installed $(app_id)"
 }
