@@ -18,6 +18,9 @@
 //
 // SPDX-License-Identifier: GPL-3.0-or-later
 #version 450
+// glslc enables #include by itself, glslangValidator (the Flatpak SDK) only
+// with this line; glslc's SPIR-V is byte-identical with or without it.
+#extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require

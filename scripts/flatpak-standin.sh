@@ -1,0 +1,341 @@
+#!/bin/sh
+# Builds and runs the Flatpak against a stand-in for the GNOME runtime, on a
+# Debian 12 machine that cannot download org.gnome.Platform (docs/INSTALL.md,
+# "The stand-in runtime"). An optional check, outside CI; needs root (chroot,
+# debootstrap, network namespaces), about 4 GB of disk and the Debian mirror.
+#
+#   scripts/flatpak-standin.sh [STAGE…]
+#
+# Stages, in order (default: all; each can be run again on its own):
+#   rootfs    debootstrap a minimal bookworm folder and install the SDK packages
+#   runtime   export it as org.daisychain.Standin.{Platform,Sdk}//bookworm
+#   manifest  generate the stand-in manifest from flatpak/ (runtime lines and
+#             the sources that need the internet swapped, nothing else)
+#   build     flatpak-builder: the module list, then the test suites named in
+#             the manifest's test-commands, inside the build sandbox
+#   window    `flatpak run` under Xvfb, screenshot to $WORK/window.png
+#   discovery two namespaces joined by a veth pair: the sandboxed app and one
+#             outside find each other by multicast and connect, both ways
+#   clean     remove $WORK (keeps nothing)
+#
+# Environment:
+#   DC_STANDIN_WORK     work folder (default /var/tmp/dc-flatpak-standin)
+#   DC_STANDIN_MANIFEST manifest in flatpak/ (default the .Devel one)
+#   DC_STANDIN_MIRROR   Debian mirror (default http://deb.debian.org/debian)
+#   DC_STANDIN_GIT      space-separated URL=PATH pairs: a local git mirror for
+#                       a git source's URL (the same pinned commit is built)
+#   DC_STANDIN_URLS     space-separated URL=URL pairs: where an archive can be
+#                       fetched here (the pinned sha256 is still checked);
+#                       default: MPFR's tarball from Debian's pool, the same file
+#                       A source with neither is replaced by Debian 12's source
+#                       package of the module's name (a different version,
+#                       said in the log)
+#   DC_STANDIN_JOBS     flatpak-builder --jobs (default: the CPU count)
+#   DC_STANDIN_BUILDER_ARGS  more flatpak-builder options (--disable-tests
+#                       installs the app even when a test fails)
+#   DC_STANDIN_CLI      a daisychain-cli built outside the sandbox, for the
+#                       discovery check (default build/src/cli/daisychain-cli;
+#                       without one, two sandboxed instances are used)
+set -eu
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=${DC_STANDIN_WORK:-/var/tmp/dc-flatpak-standin}
+manifest=${DC_STANDIN_MANIFEST:-$repo/flatpak/io.github.daisychain.DaisyChain.Devel.json}
+mirror=${DC_STANDIN_MIRROR:-http://deb.debian.org/debian}
+# Debian's orig tarball of MPFR 4.2.0 is upstream's file (the sha256 in
+# Debian's mpfr4_4.2.0-1.dsc is the one the manifest pins).
+export DC_STANDIN_URLS="${DC_STANDIN_URLS:-https://ftp.gnu.org/gnu/mpfr/mpfr-4.2.0.tar.xz=$mirror/pool/main/m/mpfr4/mpfr4_4.2.0.orig.tar.xz}"
+branch=bookworm
+standin_platform=org.daisychain.Standin.Platform
+standin_sdk=org.daisychain.Standin.Sdk
+rootfs=$work/rootfs
+# A private installation: nothing is added to the machine's own.
+export FLATPAK_USER_DIR="$work/flatpak-user"
+
+# What the stand-in runtime holds: the parts of the GNOME runtime and SDK the
+# app uses (docs/INSTALL.md lists the evidence for each), taken from Debian 12.
+# Left out on purpose, because the GNOME SDK lacks them and the manifest must
+# provide or avoid them: snappy and MPFR's headers (modules) and glslc (the
+# build falls back to glslangValidator, which the SDK has). Xvfb, xauth and mesa-vulkan-drivers are
+# extra, so that the ui and gpu suites can run in the build sandbox here.
+sdk_packages="
+meson ninja-build pkg-config cmake gcc g++ libc6-dev python3 git
+libglib2.0-dev libgtk-4-dev libadwaita-1-dev libjson-glib-dev libsoup-3.0-dev
+libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
+gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+gstreamer1.0-nice libnice-dev libssl-dev
+libvulkan-dev mesa-vulkan-drivers glslang-tools
+libzstd-dev nettle-dev zlib1g-dev libgmp-dev
+gettext desktop-file-utils appstream appstream-util
+xvfb xauth dbus iproute2 ca-certificates
+"
+
+log () { printf '== %s: %s\n' "$(date +%H:%M:%S)" "$*"; }
+die () { printf 'flatpak-standin: %s\n' "$*" >&2; exit 1; }
+
+need () {
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null 2>&1 || die "“$tool” is not installed (apt-get install debootstrap flatpak flatpak-builder elfutils xvfb xauth imagemagick iproute2)"
+  done
+}
+
+stage_rootfs () {
+  need debootstrap chroot
+  [ "$(id -u)" -eq 0 ] || die "the rootfs stage needs root (debootstrap, chroot)"
+  if [ -e "$rootfs/.dc-done" ]; then log "rootfs: already built"; return; fi
+  if [ ! -e "$rootfs/.dc-debootstrap" ]; then
+    rm -rf "$rootfs"
+    mkdir -p "$work/debs"
+    log "rootfs: debootstrap --variant=minbase $branch"
+    debootstrap --variant=minbase --cache-dir="$work/debs" "$branch" "$rootfs" "$mirror"
+    touch "$rootfs/.dc-debootstrap"
+  fi
+  cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+  # The machine's package cache, when there is one, saves the downloads.
+  if [ -d /var/cache/apt/archives ]; then
+    cp -n /var/cache/apt/archives/*.deb "$rootfs/var/cache/apt/archives/" 2>/dev/null || true
+  fi
+  log "rootfs: installing the SDK packages"
+  mount -t proc proc "$rootfs/proc"
+  # shellcheck disable=SC2086
+  if ! chroot "$rootfs" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -q --no-install-recommends $(echo $sdk_packages)"; then
+    umount "$rootfs/proc"
+    die "installing the SDK packages in $rootfs failed"
+  fi
+  umount "$rootfs/proc"
+  rm -rf "$rootfs/var/cache/apt/archives/"*.deb "$rootfs/var/lib/apt/lists/"*
+  touch "$rootfs/.dc-done"
+}
+
+# A Flatpak runtime is `metadata` and a tree the sandbox mounts on /usr (its
+# etc/ becomes /etc); `build-export --runtime` takes that tree from usr/.
+# Debian 12 is merged-/usr, so /usr holds everything but /etc. Platform and Sdk are the same tree here
+# (the Sdk's headers and tools are in the Platform too; ostree stores the
+# files once).
+stage_runtime () {
+  need flatpak
+  [ -e "$rootfs/.dc-done" ] || die "no rootfs: run the rootfs stage first"
+  rm -rf "$work/runtime"
+  # An empty files/ too: flatpak 1.14's build-export insists on it even with
+  # --runtime ("not initialized, use flatpak build-init").
+  mkdir -p "$work/runtime/usr" "$work/runtime/files"
+  log "runtime: copying /usr and /etc"
+  cp -al "$rootfs/usr/." "$work/runtime/usr/"
+  cp -al "$rootfs/etc" "$work/runtime/usr/etc"
+  # flatpak provides these from the host or itself.
+  rm -f "$work/runtime/usr/etc/resolv.conf" "$work/runtime/usr/etc/hostname" \
+    "$work/runtime/usr/etc/machine-id"
+  # What freedesktop-sdk's SDK gives flatpak-builder (its
+  # integration/flatpak-builder-configuration.bst): -L/app/lib and no
+  # -I/app/include, so the manifest must add that itself, as it must there.
+  mkdir -p "$work/runtime/usr/etc/flatpak-builder"
+  cat > "$work/runtime/usr/etc/flatpak-builder/defaults.json" <<EOF
+{ "libdir": "/usr/lib/x86_64-linux-gnu", "cflags": "-O2 -g", "cxxflags": "-O2 -g",
+  "cppflags": "", "ldflags": "-L/app/lib" }
+EOF
+  for id in $standin_platform $standin_sdk; do
+    cat > "$work/runtime/metadata" <<EOF
+[Runtime]
+name=$id
+runtime=$standin_platform/x86_64/$branch
+sdk=$standin_sdk/x86_64/$branch
+EOF
+    log "runtime: exporting $id//$branch"
+    flatpak build-export --runtime --subject="DaisyChain stand-in runtime (Debian 12)" \
+      "$work/repo" "$work/runtime" "$branch"
+  done
+  rm -rf "$work/runtime"
+  flatpak --user remote-add --if-not-exists --no-gpg-verify standin "$work/repo"
+  flatpak --user install -y --noninteractive --or-update standin \
+    "$standin_platform//$branch" "$standin_sdk//$branch"
+}
+
+# The stand-in manifest is generated from the real one, never kept by hand:
+# only the runtime lines and the sources that need the internet change.
+stage_manifest () {
+  need python3
+  mkdir -p "$work/sources"
+  python3 - "$manifest" "$work/standin.json" "$repo" "$work/sources" \
+    "$standin_platform" "$standin_sdk" "$branch" "$mirror" <<'EOF'
+import json, os, subprocess, sys, tempfile
+src, dst, repo, sources, platform, sdk, branch, mirror = sys.argv[1:]
+with open(src, encoding='utf-8') as f:
+    m = json.load(f)
+m['runtime'], m['sdk'], m['runtime-version'] = platform, sdk, branch
+# A stand-in SDK exported before appstream-util was in its package list has
+# no appstream-compose, which flatpak-builder runs at the end.
+sdk_bin = os.path.join(os.environ['FLATPAK_USER_DIR'], 'runtime', sdk, 'x86_64', branch,
+                       'active', 'files', 'bin')
+if os.path.isdir(sdk_bin) and not os.path.exists(os.path.join(sdk_bin, 'appstream-compose')):
+    m['appstream-compose'] = False
+    print('flatpak-standin: the stand-in SDK has no appstream-compose: skipped', file=sys.stderr)
+git = dict(pair.split('=', 1) for pair in os.environ.get('DC_STANDIN_GIT', '').split())
+urls = dict(pair.split('=', 1) for pair in os.environ.get('DC_STANDIN_URLS', '').split())
+# Debian's source package where its name differs from the module's.
+debian_names = {'mpfr': 'mpfr4'}
+
+def debian_source(module):
+    """Debian 12's source package for MODULE, unpacked, as a `dir` source."""
+    name = debian_names.get(module, module)
+    out = os.path.join(sources, name)
+    if not os.path.isdir(out):
+        lists = tempfile.mkdtemp(dir=sources)
+        with open(os.path.join(lists, 'sources.list'), 'w') as f:
+            f.write('deb-src %s bookworm main\n' % mirror)
+        opts = ['-o', 'Dir::Etc::SourceList=' + os.path.join(lists, 'sources.list'),
+                '-o', 'Dir::Etc::SourceParts=/dev/null',
+                '-o', 'Dir::State::Lists=' + lists]
+        subprocess.run(['apt-get', '-q'] + opts + ['update'], check=True)
+        subprocess.run(['apt-get', '-q', '--download-only'] + opts + ['source', name],
+                       check=True, cwd=lists)
+        orig = [f for f in os.listdir(lists) if '.orig.tar.' in f]
+        os.makedirs(out)
+        subprocess.run(['tar', '-xf', os.path.join(lists, orig[0]), '-C', out,
+                        '--strip-components=1'], check=True)
+        print('flatpak-standin: %s: Debian source %s instead of the pinned revision'
+              % (name, orig[0]), file=sys.stderr)
+    return {'type': 'dir', 'path': out}
+
+for module in m['modules']:
+    new = []
+    for s in module.get('sources', []):
+        if s.get('type') == 'dir':
+            s = dict(s, path=os.path.normpath(os.path.join(repo, 'flatpak', s['path'])))
+        elif s.get('type') == 'git' and s['url'] in git:
+            s = dict(s, url='file://' + os.path.abspath(git[s['url']]))
+        elif s.get('type') in ('archive', 'file') and s.get('url') in urls:
+            s = dict(s, url=urls[s['url']])
+        elif s.get('type') in ('git', 'archive', 'file'):
+            s = debian_source(module['name'])
+        new.append(s)
+    module['sources'] = new
+with open(dst, 'w', encoding='utf-8') as f:
+    json.dump(m, f, indent=2)
+EOF
+  log "manifest: $work/standin.json"
+}
+
+app_id () {
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$manifest"
+}
+
+stage_build () {
+  need flatpak-builder eu-strip
+  [ -e "$work/standin.json" ] || die "no stand-in manifest: run the manifest stage first"
+  log "build: flatpak-builder (the modules, then the tests in the sandbox)"
+  # --disable-rofiles-fuse: no FUSE in containers; the result is the same.
+  # --jobs: flatpak-builder also passes make/ninja -l (twice the jobs), so on
+  # a busy machine the default runs one compiler at a time.
+  # The stand-in has no locale but C.UTF-8 (flatpak-builder warns about the
+  # machine's own when it is another).
+  # shellcheck disable=SC2086
+  (cd "$work" && LC_ALL=C.UTF-8 flatpak-builder --user --install --force-clean --disable-rofiles-fuse \
+     ${DC_STANDIN_JOBS:+--jobs=$DC_STANDIN_JOBS} ${DC_STANDIN_BUILDER_ARGS:-} \
+     --state-dir="$work/builder-state" "$work/app" "$work/standin.json")
+  log "build: installed $(app_id)"
+}
+
+stage_window () {
+  need flatpak xvfb-run import
+  id=$(app_id)
+  rm -f "$work/window.png"
+  log "window: flatpak run $id under Xvfb"
+  # Xvfb only: no Wayland socket, so fallback-x11 gives the app the X display.
+  xvfb-run -a -s "-screen 0 1280x800x24" sh -c '
+    dbus-run-session -- flatpak run --user "$1" >"$2/window.log" 2>&1 &
+    app=$!
+    i=0
+    while [ $i -lt 60 ]; do
+      sleep 1; i=$((i + 1))
+      if xwininfo -root -tree 2>/dev/null | grep -q "DaisyChain"; then break; fi
+    done
+    sleep 3
+    import -window root "$2/window.png"
+    kill $app 2>/dev/null; wait $app 2>/dev/null || true
+    [ $i -lt 60 ]' sh "$id" "$work" || die "no DaisyChain window within 60 s (see $work/window.log)"
+  log "window: screenshot $work/window.png"
+}
+
+# Two namespaces, a veth pair between them (as tests/test-mesh-join.c does):
+# discovery multicast stays inside them and never reaches the machine's network.
+stage_discovery () {
+  need ip flatpak
+  id=$(app_id)
+  cli=${DC_STANDIN_CLI:-$repo/build/src/cli/daisychain-cli}
+  ns=dcfp$$
+  cleanup_ns () { ip netns del ${ns}a 2>/dev/null || true; ip netns del ${ns}b 2>/dev/null || true; }
+  trap cleanup_ns EXIT
+  ip netns add ${ns}a && ip netns add ${ns}b
+  ip link add ${ns}va type veth peer name ${ns}vb
+  ip link set ${ns}va netns ${ns}a && ip link set ${ns}vb netns ${ns}b
+  ip -n ${ns}a addr add 10.231.9.1/24 dev ${ns}va
+  ip -n ${ns}b addr add 10.231.9.2/24 dev ${ns}vb
+  for side in a b; do
+    ip -n $ns$side link set lo up
+    ip -n $ns$side link set $ns"v"$side up
+    ip -n $ns$side route add default dev $ns"v"$side
+  done
+  sandboxed="flatpak run --user --command=daisychain-cli $id"
+  if [ -x "$cli" ]; then outside=$cli; else outside=$sandboxed; fi
+  failed=0
+  for order in "sandbox outside" "outside sandbox"; do
+    set -- $order
+    first=$1 second=$2
+    cmd_of () { if [ "$1" = sandbox ]; then echo "$sandboxed"; else echo "$outside"; fi; }
+    log "discovery: $first announces in ${ns}a, $second discovers from ${ns}b"
+    # shellcheck disable=SC2046
+    ip netns exec ${ns}a timeout 40 $(cmd_of $first) join --json --name "$first" \
+      --approve all --expect-peers 1 >"$work/disc-$first-a.log" 2>&1 &
+    a=$!
+    sleep 4
+    # shellcheck disable=SC2046
+    ip netns exec ${ns}b timeout 30 $(cmd_of $second) join --json --name "$second" \
+      --approve all --expect-peers 1 >"$work/disc-$second-b.log" 2>&1 &
+    b=$!
+    i=0
+    while [ $i -lt 30 ]; do
+      sleep 1; i=$((i + 1))
+      if grep -q '"mesh-complete"' "$work/disc-$first-a.log" \
+         && grep -q '"mesh-complete"' "$work/disc-$second-b.log"; then break; fi
+    done
+    kill $a $b 2>/dev/null || true
+    wait $a 2>/dev/null || true; wait $b 2>/dev/null || true
+    if grep -q '"discovered"' "$work/disc-$second-b.log" \
+       && grep -q '"mesh-complete"' "$work/disc-$first-a.log" \
+       && grep -q '"mesh-complete"' "$work/disc-$second-b.log"; then
+      log "discovery: ok ($second found $first's group and both connected)"
+    else
+      failed=1
+      log "discovery: FAILED (logs: $work/disc-$first-a.log, $work/disc-$second-b.log)"
+    fi
+  done
+  cleanup_ns
+  trap - EXIT
+  [ $failed -eq 0 ] || die "discovery from inside the sandbox failed"
+}
+
+stage_clean () {
+  flatpak --user uninstall -y --noninteractive --all 2>/dev/null || true
+  rm -rf "$work"
+  log "clean: removed $work"
+}
+
+# Everything runs from main, on the script's last line with an exit: the shell
+# has read the whole file before the first stage starts, so editing the script
+# during a run cannot change that run.
+main () {
+  stages=${*:-rootfs runtime manifest build window discovery}
+  mkdir -p "$work"
+  for s in $stages; do
+    case $s in
+      rootfs|runtime|manifest|build|window|discovery|clean)
+        start=$(date +%s)
+        "stage_$s"
+        log "$s: $(( $(date +%s) - start )) s" ;;
+      *) die "unknown stage “$s” (rootfs runtime manifest build window discovery clean)" ;;
+    esac
+  done
+}
+
+main "$@"; exit $?
