@@ -51,6 +51,7 @@ dc_json_check_bounds (const char  *text,
   const guchar *p = (const guchar *) text;
   gboolean in_string = FALSE;
   guint depth = 0;
+  gsize bad_escape_at = 0;
 
   g_return_val_if_fail (text != NULL || len == 0, FALSE);
 
@@ -74,10 +75,29 @@ dc_json_check_bounds (const char  *text,
             }
           else if (c == '\\')
             {
-              /* The escaped character, a quote included, is string content. */
+              /* The escaped character, a quote included, is string content.
+               * Only RFC 8259's escapes: json-glib would also read `\7` as
+               * an octal byte and hand on strings that are not UTF-8. */
               i++;
-              if (i < len && p[i] < 0x20)
+              if (i >= len)
+                break;
+              if (p[i] < 0x20)
                 goto control;
+              if (p[i] == 'u')
+                {
+                  for (guint k = 1; k <= 4; k++)
+                    if (i + k >= len || !g_ascii_isxdigit (p[i + k]))
+                      {
+                        bad_escape_at = i;
+                        goto escape;
+                      }
+                  i += 4;
+                }
+              else if (strchr ("\"\\/bfnrt", p[i]) == NULL)
+                {
+                  bad_escape_at = i;
+                  goto escape;
+                }
             }
           else if (c < 0x20)
             {
@@ -134,7 +154,21 @@ dc_json_check_bounds (const char  *text,
                            "JSON text ends inside a string");
       return FALSE;
     }
+  /* RFC 8259 text is UTF-8; json-glib does not check it, and its strings
+   * go on to GLib calls that assume it (g_regex_new, g_utf8_*). */
+  if (!g_utf8_validate_len (text, len, NULL))
+    {
+      g_set_error_literal (error, DC_JSON_ERROR, DC_JSON_ERROR_INVALID,
+                           "JSON text is not valid UTF-8");
+      return FALSE;
+    }
   return TRUE;
+
+escape:
+  g_set_error (error, DC_JSON_ERROR, DC_JSON_ERROR_INVALID,
+               "JSON text has an escape JSON does not define (at byte %" G_GSIZE_FORMAT ")",
+               bad_escape_at);
+  return FALSE;
 
 control:
   g_set_error_literal (error, DC_JSON_ERROR, DC_JSON_ERROR_INVALID,

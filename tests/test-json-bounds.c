@@ -95,6 +95,22 @@ test_strings (void)
   check ("[true, false, null, -1.5e+3]", 100, 1, -1);
 }
 
+/* Only the escapes JSON defines pass, and only UTF-8 text: json-glib reads
+ * `\7` as an octal byte and never checks UTF-8, so a string that is not
+ * UTF-8 reached g_regex_new and PCRE2 read past it (fuzz-tokenizer-json). */
+static void
+test_escapes_and_utf8 (void)
+{
+  check ("[\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u00e9 \\uD83D\\uDE00\"]", 100, 1, -1);
+  check ("[\"a\\777b\"]", 100, 1, DC_JSON_ERROR_INVALID);
+  check ("[\"a\\x41\"]", 100, 1, DC_JSON_ERROR_INVALID);
+  check ("[\"a\\u12\"]", 100, 1, DC_JSON_ERROR_INVALID);
+  check ("[\"a\\u12G4\"]", 100, 1, DC_JSON_ERROR_INVALID);
+  check ("[\"caf\xc3\xa9\"]", 100, 1, -1);
+  check ("[\"caf\xc3\"]", 100, 1, DC_JSON_ERROR_INVALID);
+  check ("[\"\xff\"]", 100, 1, DC_JSON_ERROR_INVALID);
+}
+
 static void
 test_nul (void)
 {
@@ -174,6 +190,7 @@ main (int    argc,
   g_test_add_func ("/dc/json/bounds/limits", test_limits);
   g_test_add_func ("/dc/json/bounds/strings", test_strings);
   g_test_add_func ("/dc/json/bounds/nul", test_nul);
+  g_test_add_func ("/dc/json/bounds/escapes-and-utf8", test_escapes_and_utf8);
   g_test_add_func ("/dc/json/parse/deep", test_parse_deep);
   g_test_add_func ("/dc/json/parse/errors", test_parse);
 

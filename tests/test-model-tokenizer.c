@@ -663,6 +663,38 @@ test_refusals (void)
                     BYTE_LEVEL);
   assert_refused (json, DC_MODEL_ERROR_FORMAT, "does not compile");
   g_clear_pointer (&json, g_free);
+  /* json-glib reads the non-JSON escape \777 as an octal byte: a pattern
+   * that is not UTF-8, which PCRE2 read past (fuzz-tokenizer-json, ASan).
+   * The bounds check refuses the escape before json-glib sees it. */
+  json = tiny_json (GOOD_MODEL,
+                    "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a\\777b\"}, "
+                    "\"behavior\": \"Isolated\"}",
+                    BYTE_LEVEL);
+  assert_refused (json, DC_MODEL_ERROR_FORMAT, "escape JSON does not define");
+  g_clear_pointer (&json, g_free);
+  /* Back-references and octal escapes never reach PCRE2. */
+  json = tiny_json (GOOD_MODEL,
+                    "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a?\\\\777777777777777777"
+                    "77777777777777777777\\\\p{L}+\"}, \"behavior\": \"Isolated\"}",
+                    BYTE_LEVEL);
+  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "back-reference or octal escape");
+  g_clear_pointer (&json, g_free);
+  json = tiny_json (GOOD_MODEL,
+                    "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(a)\\\\g1\"}, "
+                    "\"behavior\": \"Isolated\"}",
+                    BYTE_LEVEL);
+  assert_refused (json, DC_MODEL_ERROR_UNSUPPORTED, "\\g");
+  g_clear_pointer (&json, g_free);
+  {
+    g_autofree char *huge = g_strnfill (5000, 'a');
+    g_autofree char *split = g_strdup_printf ("{\"type\": \"Split\", \"pattern\": "
+                                              "{\"Regex\": \"%s\"}, \"behavior\": "
+                                              "\"Isolated\"}", huge);
+
+    json = tiny_json (GOOD_MODEL, split, BYTE_LEVEL);
+    assert_refused (json, DC_MODEL_ERROR_TOO_LARGE, "more than 4096");
+    g_clear_pointer (&json, g_free);
+  }
   json = g_strdup_printf ("{\"added_tokens\": [{\"id\": 0, \"content\": \"b\"}], "
                           "\"pre_tokenizer\": %s,"
                           " \"decoder\": %s, \"model\": %s}", BYTE_LEVEL, BYTE_LEVEL, GOOD_MODEL);

@@ -329,6 +329,54 @@ load_normalizer (DcBpeTokenizer  *self,
   return FALSE;
 }
 
+/* The longest Split pattern accepted: the real ones (GPT-2, Qwen2, Llama 3)
+ * are under 200 bytes; 4 KiB leaves room and bounds PCRE2's compile work. */
+#define MAX_PATTERN_BYTES 4096
+
+/* A Split pattern is checked before PCRE2 compiles it. It must be UTF-8:
+ * json-glib decodes the non-JSON escape `\777` inside a string as an octal
+ * byte, GLib hands the pattern to PCRE2 unchecked, and Debian 12's PCRE2
+ * then read past the pattern (fuzz-tokenizer-json under ASan). It must not
+ * refer back to a group or spell a character in octal (`\1`, `\g`, `\k`,
+ * `\0`, `\o`): tokenizers' patterns never do, and back-references are what
+ * makes a regex's matching time explode. */
+static gboolean
+check_pattern (const char  *pattern,
+               GError     **error)
+{
+  gsize len = strlen (pattern);
+
+  /* GLib hands the pattern to PCRE2 without a UTF-8 check of its own. */
+  if (!g_utf8_validate (pattern, -1, NULL))
+    {
+      set_error (error, DC_MODEL_ERROR_FORMAT, "Split pattern is not valid UTF-8");
+      return FALSE;
+    }
+  if (len > MAX_PATTERN_BYTES)
+    {
+      set_error (error, DC_MODEL_ERROR_TOO_LARGE,
+                 "Split pattern of %" G_GSIZE_FORMAT " bytes, more than %d", len,
+                 MAX_PATTERN_BYTES);
+      return FALSE;
+    }
+  for (gsize i = 0; i + 1 < len; i++)
+    {
+      char next;
+
+      if (pattern[i] != '\\')
+        continue;
+      next = pattern[++i];  /* the escaped character; `\\` skips both */
+      if (g_ascii_isdigit (next) || next == 'g' || next == 'k' || next == 'o')
+        {
+          set_error (error, DC_MODEL_ERROR_UNSUPPORTED,
+                     "Split pattern uses \\%c (a back-reference or octal escape), which "
+                     "tokenizer patterns do not", next);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
 static GRegex *
 compile_pattern (const char  *pattern,
                  gboolean     literal,
@@ -340,6 +388,8 @@ compile_pattern (const char  *pattern,
 
   if (literal)
     pattern = escaped = g_regex_escape_string (pattern, -1);
+  else if (!check_pattern (pattern, error))
+    return NULL;
   regex = g_regex_new (pattern, G_REGEX_OPTIMIZE, 0, &local_error);
   if (regex == NULL)
     set_error (error, DC_MODEL_ERROR_FORMAT, "Split pattern does not compile: %s",
