@@ -37,10 +37,16 @@
 #include <glib/gstdio.h>
 #include <libsoup/soup.h>
 
+#include "dc-json-bounds.h"
+
 /* DevTools answers with screenshots of a few MiB in base64; libsoup's
  * default cap (128 KiB) would close the connection on the first one. 64 MiB
  * holds a full-page PNG of any page the kit shows. */
 #define DC_CHROMIUM_MAX_MESSAGE (64 * 1024 * 1024)
+/* Async stack traces in Network events nest by "parent" a few dozen levels;
+ * 512 keeps every real message and stays far below the ~80,000 levels at
+ * which json-glib 1.6 overflows its stack. */
+#define DC_CHROMIUM_MAX_DEPTH 512
 
 struct _DcChromium
 {
@@ -329,17 +335,19 @@ message_cb (SoupWebsocketConnection *socket,
             gpointer                 user_data)
 {
   DcChromium *self = user_data;
-  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(JsonNode) root = NULL;
   gsize size;
   const char *data = g_bytes_get_data (message, &size);
   JsonObject *object;
 
   /* Chromium is our own child, but its replies are still checked before use. */
-  if (type != SOUP_WEBSOCKET_DATA_TEXT || !json_parser_load_from_data (parser, data, size, NULL))
+  if (type != SOUP_WEBSOCKET_DATA_TEXT)
     return;
-  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+  root = dc_json_parse_bounded (data, (gssize) size, DC_CHROMIUM_MAX_MESSAGE,
+                                DC_CHROMIUM_MAX_DEPTH, NULL);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
     return;
-  object = json_node_get_object (json_parser_get_root (parser));
+  object = json_node_get_object (root);
   if (json_object_has_member (object, "id") && !json_object_has_member (object, "method"))
     {
       gint64 *id = g_new (gint64, 1);
@@ -419,15 +427,18 @@ read_endpoint (DcChromium  *self,
   if (self->bidi)
     {
       g_autofree char *path = g_build_filename (self->profile, "WebDriverBiDiServer.json", NULL);
-      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(JsonNode) root = NULL;
       JsonObject *o;
       gint64 port;
+      gsize len;
 
-      if (!g_file_get_contents (path, &text, NULL, NULL)
-          || !json_parser_load_from_data (parser, text, -1, NULL)
-          || !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+      if (!g_file_get_contents (path, &text, &len, NULL))
         return NULL;
-      o = json_node_get_object (json_parser_get_root (parser));
+      root = dc_json_parse_bounded (text, (gssize) len, DC_CHROMIUM_MAX_MESSAGE,
+                                    DC_CHROMIUM_MAX_DEPTH, NULL);
+      if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+        return NULL;
+      o = json_node_get_object (root);
       port = json_object_get_int_member_with_default (o, "ws_port", 0);
       if (port < 1 || port > 65535)
         {
