@@ -12,6 +12,7 @@
 #include "dc-test-utils.h"
 #include "engine/dc-gemm-backend.h"
 #include "engine/dc-gemm-probe.h"
+#include "engine/dc-gemm-vk.h"
 
 static DcQuantMatrix *
 random_matrix (GRand *rand,
@@ -92,7 +93,8 @@ test_vulkan_equals_reference (void)
 static void
 test_each_variant (void)
 {
-  static const char *names[] = { "tiled", "dot", "dot128", "coop" };
+  static const char *names[] = { "tiled", "dot", "dot128", "coop", "coop2", "coop2-w4",
+                                 "coop2-128x256", "coop2-256x128", "coop2-nopad" };
   g_autoptr(GRand) rand = g_rand_new_with_seed (13);
   g_autoptr(DcQuantMatrix) a = random_matrix (rand, 130, 67);
   g_autoptr(DcQuantMatrix) b = random_matrix (rand, 70, 67);
@@ -270,6 +272,75 @@ test_gate_refuses_one_kernel (void)
   g_test_message ("refused %s, using %s", preferred, dc_gemm_backend_get_kernel_name (backend));
 }
 
+/* Which variants a device is offered before any gate, with the features of
+ * devices this machine may not have: lavapipe lacks cooperative matrices, so
+ * the coop kernels' own conditions are checked here rather than by running
+ * them. */
+static void
+test_variant_offered (void)
+{
+  static const char *coop_names[] = { "coop", "coop2", "coop2-w4", "coop2-128x256",
+                                      "coop2-256x128", "coop2-nopad" };
+  /* The H200's driver (docs/BENCHMARKS.md): 48 KiB, subgroup 32. */
+  const DcVkFeatures h200 = {
+    .shader_int8 = TRUE, .storage_buffer_8bit = TRUE, .integer_dot_product = TRUE,
+    .coop_matrix_nv_int8 = TRUE, .subgroup_size = 32, .max_shared_memory = 49152,
+    .max_invocations = 1024, .max_storage_buffer_range = G_MAXUINT32,
+  };
+  /* lavapipe: no cooperative matrices, 32 KiB, subgroup 8. */
+  const DcVkFeatures lavapipe = {
+    .shader_int8 = TRUE, .storage_buffer_8bit = TRUE, .subgroup_size = 8,
+    .max_shared_memory = 32768, .max_invocations = 1024, .max_storage_buffer_range = 1 << 27,
+  };
+  DcVkFeatures f;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (coop_names); i++)
+    {
+      g_autofree char *why = NULL;
+
+      g_assert_true (dc_gemm_vk_variant_offered (&h200, coop_names[i], NULL));
+      g_assert_false (dc_gemm_vk_variant_offered (&lavapipe, coop_names[i], &why));
+      g_assert_nonnull (strstr (why, "cooperative matrix"));
+    }
+  g_assert_true (dc_gemm_vk_variant_offered (&lavapipe, "tiled", NULL));
+  g_assert_false (dc_gemm_vk_variant_offered (&lavapipe, "dot", NULL));
+  g_assert_true (dc_gemm_vk_variant_offered (&h200, "dot", NULL));
+
+  /* The fragment shape is written for 32-wide subgroups. */
+  f = h200;
+  f.subgroup_size = 64;
+  g_assert_false (dc_gemm_vk_variant_offered (&f, "coop2", NULL));
+
+  /* Shared memory: coop2 takes 45,056 bytes, the 256-wide tiles 40,960, the
+   * first coop kernel 49,152; a 40 KiB device gets the 256-wide ones only. */
+  f = h200;
+  f.max_shared_memory = 40960;
+  {
+    g_autofree char *why = NULL;
+
+    g_assert_false (dc_gemm_vk_variant_offered (&f, "coop2", &why));
+    g_assert_nonnull (strstr (why, "45056 bytes of shared memory"));
+  }
+  g_assert_false (dc_gemm_vk_variant_offered (&f, "coop", NULL));
+  g_assert_true (dc_gemm_vk_variant_offered (&f, "coop2-128x256", NULL));
+  g_assert_true (dc_gemm_vk_variant_offered (&f, "coop2-256x128", NULL));
+  f.max_shared_memory = 40959;
+  g_assert_false (dc_gemm_vk_variant_offered (&f, "coop2-128x256", NULL));
+
+  /* Invocations: every coop2 tile but coop2-w4 takes 256. */
+  f = h200;
+  f.max_invocations = 128;
+  g_assert_false (dc_gemm_vk_variant_offered (&f, "coop2", NULL));
+  g_assert_true (dc_gemm_vk_variant_offered (&f, "coop2-w4", NULL));
+
+  {
+    g_autofree char *why = NULL;
+
+    g_assert_false (dc_gemm_vk_variant_offered (&h200, "coop9", &why));
+    g_assert_nonnull (strstr (why, "no GEMM kernel is called coop9"));
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -284,6 +355,7 @@ main (int    argc,
   g_test_add_func ("/dc/engine/gemm/vulkan/refuses-bad-operands", test_vulkan_refuses_bad_operands);
   g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-all", test_gate_refuses_broken_kernel);
   g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-one", test_gate_refuses_one_kernel);
+  g_test_add_func ("/dc/engine/gemm/vulkan/variant-offered", test_variant_offered);
 
   return g_test_run ();
 }

@@ -1,6 +1,10 @@
 /* dc-gemm-vk.c: the Vulkan path of the exact INT8 GEMM and its init gates.
  *
  * Kernel variants (shaders/gemm-int8*.comp), most preferred first:
+ *   coop2…  gemm-int8-coop2.comp: cooperative matrices with block tiles of
+ *           128 × 128 to 256 × 128, padded double-buffered staging and one
+ *           barrier per K step (same needs as coop, plus the shared memory
+ *           and invocations each variant's tile takes: variant_offered ())
  *   coop    128 × 128 tiles on cooperative matrices (needs VK_NV_cooperative_matrix
  *           with its int8 16 × 8 × 32 shape and 32-wide subgroups)
  *   dot     64 × 64 tiles, packed OpSDot     (needs shaderIntegerDotProduct)
@@ -18,9 +22,10 @@
  * offers only that variant (tests of each variant, benchmarks); it is still
  * gated.
  *
- * Operands are repacked into zero-padded device-local buffers (M, N rounded up
- * to 128, K to 32) through a host-visible staging buffer; the zero padding adds
- * nothing to any sum, and only real outputs are written.
+ * Operands are repacked into zero-padded device-local buffers (M and N rounded
+ * up to the variant's tile, K to its K step: 32 or 64 bytes) through a
+ * host-visible staging buffer; the zero padding adds nothing to any sum, and
+ * only real outputs are written.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -35,25 +40,93 @@
 #include "dc-shader-params.h"
 #include "dc-vk-context.h"
 
-#define PAD_MN 128
-#define PAD_K  32
-
 typedef struct
 {
   const char *name;
   const char *shader;
   guint       tile_m;
   guint       tile_n;
+  guint       pad_k;          /* K is padded to a multiple of this many bytes */
+  guint       invocations;    /* per workgroup */
+  guint       shared_bytes;   /* shared memory per workgroup */
   gboolean    needs_dot;
   gboolean    needs_coop;
 } Variant;
 
+/* coop2's shared memory: two stages of (BM + BN) rows of BKQ + 1 16-byte
+ * words, and 512 bytes per subgroup for the epilogue (gemm-int8-coop2.comp). */
+#define COOP2_SHARED(bm, bn, bkq, warps) (2 * ((bm) + (bn)) * ((bkq) + 1) * 16 + (warps) * 512)
+
 static const Variant variants[] = {
-  { "coop", "gemm-int8-coop", 128, 128, FALSE, TRUE },
-  { "dot", "gemm-int8-dot", 64, 64, TRUE, FALSE },
-  { "dot128", "gemm-int8-dot128", 128, 128, TRUE, FALSE },
-  { "tiled", "gemm-int8-tiled", 64, 64, FALSE, FALSE },
+  { "coop2", "gemm-int8-coop2", 128, 128, 64, 256, COOP2_SHARED (128, 128, 4, 8), FALSE, TRUE },
+  { "coop2-w4", "gemm-int8-coop2-w4", 128, 128, 64, 128, COOP2_SHARED (128, 128, 4, 4),
+    FALSE, TRUE },
+  { "coop2-128x256", "gemm-int8-coop2-128x256", 128, 256, 32, 256,
+    COOP2_SHARED (128, 256, 2, 8), FALSE, TRUE },
+  { "coop2-256x128", "gemm-int8-coop2-256x128", 256, 128, 32, 256,
+    COOP2_SHARED (256, 128, 2, 8), FALSE, TRUE },
+  { "coop2-nopad", "gemm-int8-coop2-nopad", 128, 128, 64, 256,
+    2 * (128 + 128) * 4 * 16 + 8 * 512, FALSE, TRUE },
+  /* 2 × 128 × 64 bytes of tiles and a 64 × 128 int32 half tile. */
+  { "coop", "gemm-int8-coop", 128, 128, 32, 256, 2 * 128 * 64 + 64 * 128 * 4, FALSE, TRUE },
+  { "dot", "gemm-int8-dot", 64, 64, 32, 256, 2 * 64 * 9 * 4, TRUE, FALSE },
+  { "dot128", "gemm-int8-dot128", 128, 128, 32, 256, 2 * 128 * 9 * 4, TRUE, FALSE },
+  { "tiled", "gemm-int8-tiled", 64, 64, 32, 256, 2 * 64 * 9 * 4, FALSE, FALSE },
 };
+
+/**
+ * dc_gemm_vk_variant_offered:
+ * @features: what a device offers
+ * @name: a kernel variant's name
+ * @why: (out) (optional) (transfer full): why not, when not offered
+ *
+ * Whether the device can run the variant at all, before its init gate: the
+ * instructions it needs and the shared memory and invocations its tile takes.
+ * Split out so that the test can check the decision with the features of
+ * devices it does not have (lavapipe has no cooperative matrices).
+ *
+ * Returns: %TRUE when offered; %FALSE for an unknown name too
+ */
+gboolean
+dc_gemm_vk_variant_offered (const DcVkFeatures  *features,
+                            const char          *name,
+                            char               **why)
+{
+  const Variant *variant = NULL;
+
+  for (gsize v = 0; v < G_N_ELEMENTS (variants); v++)
+    if (g_str_equal (variants[v].name, name))
+      variant = &variants[v];
+  if (variant == NULL)
+    {
+      if (why != NULL)
+        *why = g_strdup_printf ("no GEMM kernel is called %s", name);
+      return FALSE;
+    }
+  if (variant->needs_dot && !features->integer_dot_product)
+    {
+      if (why != NULL)
+        *why = g_strdup ("no shaderIntegerDotProduct");
+      return FALSE;
+    }
+  if (variant->needs_coop && (!features->coop_matrix_nv_int8 || features->subgroup_size != 32))
+    {
+      if (why != NULL)
+        *why = g_strdup ("no int8 cooperative matrix on 32-wide subgroups");
+      return FALSE;
+    }
+  if (variant->shared_bytes > features->max_shared_memory ||
+      variant->invocations > features->max_invocations)
+    {
+      if (why != NULL)
+        *why = g_strdup_printf ("its tile takes %u bytes of shared memory and %u invocations, "
+                                "the device allows %u and %u",
+                                variant->shared_bytes, variant->invocations,
+                                features->max_shared_memory, features->max_invocations);
+      return FALSE;
+    }
+  return TRUE;
+}
 
 /* Buffers kept between products: allocating device memory costs far more
  * than a small product, so each grows to the largest size asked for and is
@@ -143,7 +216,8 @@ run_variant (DcVkContext          *ctx,
              GError              **error)
 {
   const gsize M = a->n_vectors, N = b->n_vectors, K = a->k;
-  const gsize Mp = round_up (M, PAD_MN), Np = round_up (N, PAD_MN), Kp = round_up (K, PAD_K);
+  const gsize Mp = round_up (M, variant->tile_m), Np = round_up (N, variant->tile_n);
+  const gsize Kp = round_up (K, variant->pad_k);
   const DcVkFeatures *features = dc_vk_context_get_features (ctx);
   gsize size_a, size_b, size_c, size_staging;
   DcGemmPush push;
@@ -276,6 +350,8 @@ gate_variant (DcVkContext    *ctx,
     { 1, 1, 1, 0 }, { 1, 65, 130, 0 }, { 67, 3, 1, 0 }, { 63, 65, 31, 0 }, { 64, 64, 32, 0 },
     { 65, 63, 33, 0 }, { 127, 129, 95, 0 }, { 128, 128, 64, 0 }, { 129, 127, 97, 0 },
     { 70, 40, 300, 1 }, { 3, 200, 129, 1 },
+    /* The 256-wide tiles ± 1 (coop2-128x256, coop2-256x128). */
+    { 255, 257, 65, 0 }, { 257, 255, 128, 1 },
   };
   g_autoptr(GRand) rand = g_rand_new_with_seed (0x6a7e);
 
@@ -350,20 +426,15 @@ dc_gemm_vk_new (GError **error)
       const Variant *variant = &variants[v];
       g_autoptr(DcVkPipeline) pipeline = NULL;
       g_autofree char *shader = NULL;
+      g_autofree char *why = NULL;
       gboolean broken = variant_broken_for_test (variant);
 
       if (g_getenv ("DC_GEMM_VK_KERNEL") != NULL &&
           !g_str_equal (g_getenv ("DC_GEMM_VK_KERNEL"), variant->name))
         continue;
-      if (variant->needs_dot && !features->integer_dot_product)
+      if (!dc_gemm_vk_variant_offered (features, variant->name, &why))
         {
-          g_debug ("GEMM kernel %s not offered: no shaderIntegerDotProduct", variant->name);
-          continue;
-        }
-      if (variant->needs_coop && (!features->coop_matrix_nv_int8 || features->subgroup_size != 32))
-        {
-          g_debug ("GEMM kernel %s not offered: no int8 cooperative matrix on 32-wide subgroups",
-                   variant->name);
+          g_debug ("GEMM kernel %s not offered: %s", variant->name, why);
           continue;
         }
 

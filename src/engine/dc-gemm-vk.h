@@ -7,6 +7,7 @@
 #pragma once
 
 #include "dc-gemm.h"
+#include "dc-vk-context.h"
 
 G_BEGIN_DECLS
 
@@ -37,6 +38,12 @@ gboolean    dc_gemm_vk_time              (DcGemmVk             *self,
                                           guint                 repeat,
                                           double               *seconds,
                                           GError              **error);
+
+/* Whether @features allow the variant @name, before its gate (the test of
+ * that decision uses features of devices it does not have). */
+gboolean    dc_gemm_vk_variant_offered   (const DcVkFeatures   *features,
+                                          const char           *name,
+                                          char                **why);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGemmVk, dc_gemm_vk_free)
 

@@ -1,0 +1,73 @@
+#!/bin/sh
+# device-gemm.sh: every Vulkan INT8 GEMM variant at several sizes on the GPU
+# machine, in one `device` call (docs/BENCHMARKS.md, "Tensor cores").
+#
+# Here:   scripts/device-gemm.sh pack
+#         (device-bundle.sh, plus test-engine-gemm-vk and its libraries)
+# There:  scripts/device-gemm.sh run [VARIANT…]   (carry ["build-devpack"])
+#         unpacks the bundle, points the loader at the NVIDIA ICD when the
+#         image has no manifest of its own, runs `info`, test-engine-gemm-vk,
+#         then `bench gemm --json --paths vulkan --sizes $SIZES` once per
+#         variant (DC_GEMM_VK_KERNEL), torch._int_mm with the first variant
+#         only. Everything goes to $OUT/gemm-log.txt (one file: a call brings
+#         back at most eight).
+# SIZES (default 1024,4096,8192) and MIN_TIME (default 0.5) override.
+set -u
+cd "$(dirname "$0")/.."
+
+case "${1:-}" in
+pack)
+  set -e
+  meson compile -C build src/cli/daisychain-cli tests/test-engine-gemm-vk >/dev/null
+  ./scripts/device-bundle.sh
+  mkdir -p build-device/tests
+  cp build/tests/test-engine-gemm-vk build-device/tests/
+  ldd build/tests/test-engine-gemm-vk | awk '/=> \// { print $3 }' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) ;;
+      *) [ -e "build-device/lib/$(basename "$lib")" ] || cp -L "$lib" build-device/lib/ ;;
+    esac
+  done
+  strip --strip-unneeded build-device/tests/test-engine-gemm-vk 2>/dev/null || true
+  tar -cJf build-devpack/bundle.tar.xz build-device
+  du -sh build-devpack/bundle.tar.xz
+  ;;
+run)
+  shift
+  out="${OUT:-/tmp}"
+  log="$out/gemm-log.txt"
+  sizes="${SIZES:-1024,4096,8192}"
+  min_time="${MIN_TIME:-0.5}"
+  variants="${*:-coop2 coop2-w4 coop2-128x256 coop2-256x128 coop2-nopad coop}"
+  tar -xJf build-devpack/bundle.tar.xz || exit 1
+  export DC_BENCH_PYTHON=python3
+  if ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1 &&
+     [ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  fi
+  {
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1
+    build-device/run.sh info 2>&1 | head -40
+    echo "== test-engine-gemm-vk (preferred variant, gate, broken twins)"
+    LD_LIBRARY_PATH="$PWD/build-device/lib" timeout 60 build-device/tests/test-engine-gemm-vk 2>&1
+    echo "rc=$?"
+    first=1
+    for v in $variants; do
+      echo "== $v"
+      torch=--no-torch
+      [ "$first" = 1 ] && torch=
+      first=0
+      G_MESSAGES_DEBUG=dc-engine DC_GEMM_VK_KERNEL="$v" timeout 60 build-device/run.sh bench gemm \
+        --json --paths vulkan --sizes "$sizes" --min-time "$min_time" --no-model-shapes $torch \
+        2>&1 | awk '!/DEBUG/ || /GEMM kernel|Vulkan GEMM on/'
+    done
+    date -u
+  } >"$log" 2>&1
+  cat "$log"
+  ;;
+*)
+  echo "usage: $0 pack | run [VARIANT…]" >&2
+  exit 2
+  ;;
+esac
