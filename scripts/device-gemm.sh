@@ -29,7 +29,7 @@ pack)
     esac
   done
   strip --strip-unneeded build-device/tests/test-engine-gemm-vk 2>/dev/null || true
-  tar -cJf build-devpack/bundle.tar.xz build-device
+  tar -cf - build-device | xz -1 -T2 >build-devpack/bundle.tar.xz
   du -sh build-devpack/bundle.tar.xz
   ;;
 run)
@@ -38,8 +38,14 @@ run)
   log="$out/gemm-log.txt"
   sizes="${SIZES:-1024,4096,8192}"
   min_time="${MIN_TIME:-0.5}"
-  variants="${*:-coop2 coop2-w4 coop2-128x256 coop2-256x128 coop2-nopad coop}"
-  tar -xJf build-devpack/bundle.tar.xz || exit 1
+  variants="${*:-coop2 coop2-w4 coop2-128x256 coop2-256x128 coop2-k32 coop2-nopad coop}"
+  # The Vulkan loader's and GLVND's packages, where the image lacks them
+  # (GL_DEBS: a folder of .deb files; /work/.library/device/README.md).
+  if [ -n "${GL_DEBS:-}" ]; then
+    for f in "$GL_DEBS"/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+  fi
+  tar -xJf "${BUNDLE:-build-devpack/bundle.tar.xz}" || exit 1
   export DC_BENCH_PYTHON=python3
   if ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1 &&
      [ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then

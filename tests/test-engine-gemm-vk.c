@@ -94,7 +94,7 @@ static void
 test_each_variant (void)
 {
   static const char *names[] = { "tiled", "dot", "dot128", "coop", "coop2", "coop2-w4",
-                                 "coop2-128x256", "coop2-256x128", "coop2-nopad" };
+                                 "coop2-128x256", "coop2-256x128", "coop2-k32", "coop2-nopad" };
   g_autoptr(GRand) rand = g_rand_new_with_seed (13);
   g_autoptr(DcQuantMatrix) a = random_matrix (rand, 130, 67);
   g_autoptr(DcQuantMatrix) b = random_matrix (rand, 70, 67);
@@ -280,7 +280,7 @@ static void
 test_variant_offered (void)
 {
   static const char *coop_names[] = { "coop", "coop2", "coop2-w4", "coop2-128x256",
-                                      "coop2-256x128", "coop2-nopad" };
+                                      "coop2-256x128", "coop2-k32", "coop2-nopad" };
   /* The H200's driver (docs/BENCHMARKS.md): 48 KiB, subgroup 32. */
   const DcVkFeatures h200 = {
     .shader_int8 = TRUE, .storage_buffer_8bit = TRUE, .integer_dot_product = TRUE,

@@ -1,12 +1,15 @@
 /* dc-gemm-vk.c: the Vulkan path of the exact INT8 GEMM and its init gates.
  *
  * Kernel variants (shaders/gemm-int8*.comp), most preferred first:
+ *   coop    128 × 128 tiles on cooperative matrices (needs VK_NV_cooperative_matrix
+ *           with its int8 16 × 8 × 32 shape and 32-wide subgroups)
  *   coop2…  gemm-int8-coop2.comp: cooperative matrices with block tiles of
  *           128 × 128 to 256 × 128, padded double-buffered staging and one
  *           barrier per K step (same needs as coop, plus the shared memory
- *           and invocations each variant's tile takes: variant_offered ())
- *   coop    128 × 128 tiles on cooperative matrices (needs VK_NV_cooperative_matrix
- *           with its int8 16 × 8 × 32 shape and 32-wide subgroups)
+ *           and invocations each variant's tile takes: variant_offered ()).
+ *           They pass the gate on the H200 but ran 39–46 TOPS at 4096³
+ *           against coop's 53, so they come after it: kept for tuning
+ *           (DC_GEMM_VK_KERNEL) and as fallbacks.
  *   dot     64 × 64 tiles, packed OpSDot     (needs shaderIntegerDotProduct)
  *   dot128  128 × 128 tiles, packed OpSDot   (needs shaderIntegerDotProduct)
  *   tiled   64 × 64 tiles, plain int32 math  (needs shaderInt8, 8-bit storage)
@@ -57,18 +60,23 @@ typedef struct
  * words, and 512 bytes per subgroup for the epilogue (gemm-int8-coop2.comp). */
 #define COOP2_SHARED(bm, bn, bkq, warps) (2 * ((bm) + (bn)) * ((bkq) + 1) * 16 + (warps) * 512)
 
+/* Most preferred first, by the H200's figures at 4096³ (docs/BENCHMARKS.md,
+ * 2026-12-01 23:17): coop 53.2 TOPS, coop2-w4 46.3, coop2-128x256 45.2,
+ * coop2-nopad 45.2, coop2 44.4, coop2-256x128 41.8, coop2-k32 39.5. */
 static const Variant variants[] = {
-  { "coop2", "gemm-int8-coop2", 128, 128, 64, 256, COOP2_SHARED (128, 128, 4, 8), FALSE, TRUE },
+  /* 2 × 128 × 64 bytes of tiles and a 64 × 128 int32 half tile. */
+  { "coop", "gemm-int8-coop", 128, 128, 32, 256, 2 * 128 * 64 + 64 * 128 * 4, FALSE, TRUE },
   { "coop2-w4", "gemm-int8-coop2-w4", 128, 128, 64, 128, COOP2_SHARED (128, 128, 4, 4),
     FALSE, TRUE },
   { "coop2-128x256", "gemm-int8-coop2-128x256", 128, 256, 32, 256,
     COOP2_SHARED (128, 256, 2, 8), FALSE, TRUE },
-  { "coop2-256x128", "gemm-int8-coop2-256x128", 256, 128, 32, 256,
-    COOP2_SHARED (256, 128, 2, 8), FALSE, TRUE },
   { "coop2-nopad", "gemm-int8-coop2-nopad", 128, 128, 64, 256,
     2 * (128 + 128) * 4 * 16 + 8 * 512, FALSE, TRUE },
-  /* 2 × 128 × 64 bytes of tiles and a 64 × 128 int32 half tile. */
-  { "coop", "gemm-int8-coop", 128, 128, 32, 256, 2 * 128 * 64 + 64 * 128 * 4, FALSE, TRUE },
+  { "coop2", "gemm-int8-coop2", 128, 128, 64, 256, COOP2_SHARED (128, 128, 4, 8), FALSE, TRUE },
+  { "coop2-256x128", "gemm-int8-coop2-256x128", 256, 128, 32, 256,
+    COOP2_SHARED (256, 128, 2, 8), FALSE, TRUE },
+  { "coop2-k32", "gemm-int8-coop2-k32", 128, 128, 32, 256, COOP2_SHARED (128, 128, 2, 8),
+    FALSE, TRUE },
   { "dot", "gemm-int8-dot", 64, 64, 32, 256, 2 * 64 * 9 * 4, TRUE, FALSE },
   { "dot128", "gemm-int8-dot128", 128, 128, 32, 256, 2 * 128 * 9 * 4, TRUE, FALSE },
   { "tiled", "gemm-int8-tiled", 64, 64, 32, 256, 2 * 64 * 9 * 4, FALSE, FALSE },
