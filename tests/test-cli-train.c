@@ -392,6 +392,55 @@ test_bench (Fixture       *f,
       }
     }
 }
+/* --dry-run prints the plan and its memory without training; the Advanced
+ * sizes only with --advanced, and never with a group. */
+static void
+test_dry_run_advanced (Fixture       *f,
+                       gconstpointer  data)
+{
+  const char *gpt2[] = { "train", "--json", "--dry-run", "--advanced", "--data", f->corpus,
+                         "--width", "768", "--layers", "12", "--heads", "12", "--seq", "1024",
+                         "--batch", "2", NULL };
+  const char *unasked[] = { "train", "--data", f->corpus, "--width", "768", "--seq", "32", NULL };
+  const char *group[] = { "train", "--advanced", "--room", "x", "--signal", "ws://127.0.0.1:1/signal",
+                          NULL };
+  const char *bad_heads[] = { "train", "--dry-run", "--advanced", "--data", f->corpus,
+                              "--width", "768", "--heads", "7", NULL };
+  g_autofree char *out = NULL, *err = NULL, *err2 = NULL, *err3 = NULL;
+  g_autoptr(GPtrArray) lines = NULL;
+  JsonObject *plan;
+  gint64 total;
+
+  g_assert_cmpint (run_cli (gpt2, &out, NULL), ==, 0);
+  lines = json_lines (out);
+  g_assert_cmpuint (lines->len, ==, 1);
+  plan = lines->pdata[0];
+  g_assert_cmpstr (json_object_get_string_member (plan, "event"), ==, "plan");
+  g_assert_cmpint (json_object_get_int_member (plan, "width"), ==, 768);
+  g_assert_cmpint (json_object_get_int_member (plan, "layers"), ==, 12);
+  g_assert_cmpint (json_object_get_int_member (plan, "heads"), ==, 12);
+  g_assert_cmpint (json_object_get_int_member (plan, "seq"), ==, 1024);
+  g_assert_true (json_object_get_boolean_member (plan, "advanced"));
+  /* 86 M parameters: weights, two moments and the gradient are 1.4 GB, and
+   * the arena at sequence 1024 and batch 2 another 2.5 GB. */
+  g_assert_cmpint (json_object_get_int_member (plan, "params"), ==, 86039040);
+  total = json_object_get_int_member (plan, "memory_bytes");
+  g_assert_cmpint (total, ==, json_object_get_int_member (plan, "params_bytes")
+                              + json_object_get_int_member (plan, "grads_bytes")
+                              + json_object_get_int_member (plan, "arena_bytes")
+                              + json_object_get_int_member (plan, "scratch_bytes"));
+  g_assert_cmpint (total, >, 3500000000);
+  g_assert_true (json_object_has_member (plan, "available_bytes"));
+  g_assert_true (json_object_has_member (plan, "fits"));
+
+  g_assert_cmpint (run_cli (unasked, NULL, &err), ==, 1);
+  g_assert_nonnull (strstr (err, "Advanced range"));
+  g_assert_cmpint (run_cli (group, NULL, &err2), !=, 0);
+  g_assert_nonnull (strstr (err2, "not with --room"));
+  g_assert_cmpint (run_cli (bad_heads, NULL, &err3), ==, 1);
+  g_assert_nonnull (strstr (err3, "7 heads"));
+}
+
 
 int
 main (int    argc,
@@ -410,5 +459,7 @@ main (int    argc,
               fixture_tear_down);
   g_test_add ("/dc/cli/train/bench", Fixture, NULL, fixture_set_up, test_bench,
               fixture_tear_down);
+  g_test_add ("/dc/cli/train/dry-run-advanced", Fixture, NULL, fixture_set_up,
+              test_dry_run_advanced, fixture_tear_down);
   return g_test_run ();
 }

@@ -18,8 +18,10 @@
 
 typedef struct
 {
-  int    width, seq, batch, steps, lr, threads, stop_at, simulate_peers, min_peers;
-  gint64 seed;
+  int      width, seq, batch, steps, lr, threads, stop_at, simulate_peers, min_peers;
+  int      layers, heads;
+  gboolean advanced, dry_run;
+  gint64   seed;
 } TrainArgs;
 
 static void
@@ -70,6 +72,56 @@ print_data_fallback (void)
   dc_cli_print_json (builder);
 }
 
+/* --dry-run: the model, its settings and the memory the run needs. */
+static void
+print_plan (DcCliOptions      *options,
+            const DcTrainPlan *plan)
+{
+  const DcGptMemory *m = &plan->memory;
+  gboolean fits = plan->available == 0 || m->total_bytes <= plan->available;
+
+  if (options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+      struct { const char *name; guint64 value; } fields[] = {
+        { "width", plan->config.width }, { "seq", plan->config.seq },
+        { "layers", plan->config.n_layer }, { "heads", plan->config.n_head },
+        { "batch", plan->settings.batch }, { "steps", plan->settings.steps },
+        { "threads", plan->n_threads }, { "ranks", plan->n_ranks },
+        { "params", m->n_params }, { "params_bytes", m->params_bytes },
+        { "grads_bytes", m->grads_bytes }, { "arena_bytes", m->arena_bytes },
+        { "scratch_bytes", m->scratch_bytes }, { "memory_bytes", m->total_bytes },
+        { "available_bytes", plan->available },
+      };
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "event");
+      json_builder_add_string_value (builder, "plan");
+      for (gsize i = 0; i < G_N_ELEMENTS (fields); i++)
+        {
+          json_builder_set_member_name (builder, fields[i].name);
+          json_builder_add_int_value (builder, (gint64) fields[i].value);
+        }
+      json_builder_set_member_name (builder, "advanced");
+      json_builder_add_boolean_value (builder, !dc_gpt_config_in_seed_range (&plan->config));
+      json_builder_set_member_name (builder, "fits");
+      json_builder_add_boolean_value (builder, fits);
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else
+    {
+      g_autofree char *need = g_format_size (m->total_bytes);
+      g_autofree char *have = g_format_size (plan->available);
+
+      g_print (_("width %u, sequence %u, %u layers, %u heads: %" G_GUINT64_FORMAT
+                 " parameters\n"), plan->config.width, plan->config.seq, plan->config.n_layer,
+               plan->config.n_head, m->n_params);
+      g_print (_("memory at batch %u: %s (available: %s)%s\n"), plan->settings.batch, need,
+               plan->available > 0 ? have : _("unknown"), fits ? "" : _(" — does not fit"));
+    }
+}
+
 int
 dc_cli_train_run (const DcCliCommand  *command,
                   DcCliOptions        *options,
@@ -84,8 +136,19 @@ dc_cli_train_run (const DcCliCommand  *command,
   g_autofree char *token_file = NULL;
   g_auto(GStrv) ice_addresses = NULL;
   const GOptionEntry entries[] = {
-    { "width", 0, 0, G_OPTION_ARG_INT, &args.width, N_("Model width, 16–128 (32)"), "N" },
-    { "seq", 0, 0, G_OPTION_ARG_INT, &args.seq, N_("Sequence length, 16–128 (32)"), "N" },
+    { "width", 0, 0, G_OPTION_ARG_INT, &args.width,
+      N_("Model width, 16–128, with --advanced up to 768 (32)"), "N" },
+    { "seq", 0, 0, G_OPTION_ARG_INT, &args.seq,
+      N_("Sequence length, 16–128, with --advanced up to 1024 (32)"), "N" },
+    { "advanced", 0, 0, G_OPTION_ARG_NONE, &args.advanced,
+      N_("Allow the Advanced sizes: width up to 768, sequence up to 1024 (this device alone)"),
+      NULL },
+    { "layers", 0, 0, G_OPTION_ARG_INT, &args.layers,
+      N_("Layers, 1–12 (from the width: 2 up to 32, 3 up to 64, else 4)"), "N" },
+    { "heads", 0, 0, G_OPTION_ARG_INT, &args.heads,
+      N_("Attention heads, dividing the width (width / 16)"), "N" },
+    { "dry-run", 0, 0, G_OPTION_ARG_NONE, &args.dry_run,
+      N_("Print the plan and the memory it needs, then exit without training"), NULL },
     { "batch", 0, 0, G_OPTION_ARG_INT, &args.batch, N_("Batch per device, 2–32 (8)"), "N" },
     { "steps", 0, 0, G_OPTION_ARG_INT, &args.steps, N_("Steps of the run, 100–10000 (300)"), "N" },
     { "lr", 0, 0, G_OPTION_ARG_INT, &args.lr, N_("Learning rate ×1000, 5–50 (10)"), "N" },
@@ -161,6 +224,10 @@ dc_cli_train_run (const DcCliCommand  *command,
   request.data = data;
   request.stop_at = (guint) MAX (args.stop_at, 0);
   request.simulate_peers = (guint) args.simulate_peers;
+  request.advanced = args.advanced;
+  /* Negative values wrap to huge ones that the ranges refuse. */
+  request.n_layer = (guint) args.layers;
+  request.n_head = (guint) args.heads;
 
   if (room != NULL || signal_url != NULL)
     {
@@ -172,6 +239,10 @@ dc_cli_train_run (const DcCliCommand  *command,
       if (signal_url == NULL)
         return dc_cli_usage_error (command, _("--room needs --signal"));
 
+      if (args.advanced || args.dry_run)
+        return dc_cli_usage_error (command,
+                                   _("--advanced and --dry-run are for a run on this device "
+                                     "alone, not with --room: a group trains the seeds' sizes"));
       if (out != NULL || args.simulate_peers > 0)
         return dc_cli_usage_error (command,
                                    _("--out and --simulate-peers are for a run on "
@@ -248,6 +319,13 @@ dc_cli_train_run (const DcCliCommand  *command,
       g_clear_pointer (&model, dc_gpt_model_free);
       return dc_cli_fail (options, error);
     }
+  if (args.dry_run)
+    {
+      print_plan (options, plan);
+      return DC_CLI_EXIT_OK;
+    }
+  if (!dc_train_plan_check_memory (plan, &error))
+    return dc_cli_fail (options, error);
 
   /* This process's context: the backend its training uses (it outlives the
    * session, which borrows the backend: declared first, freed last). */

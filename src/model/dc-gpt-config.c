@@ -31,6 +31,33 @@ dc_gpt_config_init_derived (DcGptConfig *self,
   self->n_layer = width <= 32 ? 2 : width <= 64 ? 3 : 4;
 }
 
+/**
+ * dc_gpt_config_in_seed_range:
+ *
+ * Whether the config is inside the seeds' range (width and sequence
+ * DC_GPT_WIDTH_MIN–DC_GPT_WIDTH_MAX and DC_GPT_SEQ_MIN–DC_GPT_SEQ_MAX, 1 to
+ * DC_GPT_LAYERS_MAX layers, heads dividing the width): the sizes a group
+ * trains, and whose gradients and checkpoints the group protocol's limits
+ * were set for. Larger valid configs are the Advanced range.
+ */
+gboolean
+dc_gpt_config_in_seed_range (const DcGptConfig *self)
+{
+  return self->vocab == DC_GPT_VOCAB
+         && self->width >= DC_GPT_WIDTH_MIN && self->width <= DC_GPT_WIDTH_MAX
+         && self->seq >= DC_GPT_SEQ_MIN && self->seq <= DC_GPT_SEQ_MAX
+         && self->n_layer >= 1 && self->n_layer <= DC_GPT_LAYERS_MAX
+         && self->n_head >= 1 && self->width % self->n_head == 0;
+}
+
+/**
+ * dc_gpt_config_validate:
+ *
+ * Accepts every config this build can compute: the seeds' range and the
+ * Advanced range (width up to DC_GPT_ADVANCED_WIDTH_MAX, sequence up to
+ * DC_GPT_ADVANCED_SEQ_MAX). Where only the seeds' range may run (a group),
+ * the caller also checks dc_gpt_config_in_seed_range ().
+ */
 gboolean
 dc_gpt_config_validate (const DcGptConfig  *self,
                         GError            **error)
@@ -42,16 +69,24 @@ dc_gpt_config_validate (const DcGptConfig  *self,
                    self->vocab, DC_GPT_VOCAB);
       return FALSE;
     }
-  if (self->width < DC_GPT_WIDTH_MIN || self->width > DC_GPT_WIDTH_MAX
-      || self->seq < DC_GPT_SEQ_MIN || self->seq > DC_GPT_SEQ_MAX
+  if (self->width < DC_GPT_WIDTH_MIN || self->width > DC_GPT_ADVANCED_WIDTH_MAX
+      || self->seq < DC_GPT_SEQ_MIN || self->seq > DC_GPT_ADVANCED_SEQ_MAX
       || self->n_layer < 1 || self->n_layer > DC_GPT_LAYERS_MAX
       || self->n_head < 1 || self->width % self->n_head != 0)
     {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_DIMS,
-                   "width %u, sequence %u, %u layers, %u heads "
-                   "(width and sequence must be %d–%d, layers 1–%d, heads must divide the width)",
-                   self->width, self->seq, self->n_layer, self->n_head,
-                   DC_GPT_WIDTH_MIN, DC_GPT_WIDTH_MAX, DC_GPT_LAYERS_MAX);
+      if (self->width <= DC_GPT_WIDTH_MAX && self->seq <= DC_GPT_SEQ_MAX)
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_DIMS,
+                     "width %u, sequence %u, %u layers, %u heads "
+                     "(width and sequence must be %d–%d, layers 1–%d, heads must divide the width)",
+                     self->width, self->seq, self->n_layer, self->n_head,
+                     DC_GPT_WIDTH_MIN, DC_GPT_WIDTH_MAX, DC_GPT_LAYERS_MAX);
+      else
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_DIMS,
+                     "width %u, sequence %u, %u layers, %u heads are outside the Advanced range "
+                     "(width %d–%d, sequence %d–%d, layers 1–%d, heads must divide the width)",
+                     self->width, self->seq, self->n_layer, self->n_head,
+                     DC_GPT_WIDTH_MIN, DC_GPT_ADVANCED_WIDTH_MAX, DC_GPT_SEQ_MIN,
+                     DC_GPT_ADVANCED_SEQ_MAX, DC_GPT_LAYERS_MAX);
       return FALSE;
     }
   return TRUE;

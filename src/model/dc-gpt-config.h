@@ -21,6 +21,12 @@ G_BEGIN_DECLS
 #define DC_GPT_SEQ_MIN     16
 #define DC_GPT_SEQ_MAX     128
 #define DC_GPT_LAYERS_MAX  12
+/* The Advanced range (issue 15), beyond the seeds' range above: up to the
+ * GPT-2-small shape (width 768, 12 layers of 12 heads, 1,024 positions),
+ * the largest model this program is meant to train; a step at batch 1 and
+ * sequence 1024 needs about 2.7 GB (dc_gpt_train_memory ()). */
+#define DC_GPT_ADVANCED_WIDTH_MAX  768
+#define DC_GPT_ADVANCED_SEQ_MAX    1024
 /* The tokenizer identity stored in checkpoints: raw UTF-8 bytes are the ids. */
 #define DC_GPT_TOKENIZER   "daisychain-byte-level-256"
 
@@ -51,6 +57,7 @@ void     dc_gpt_config_init_derived  (DcGptConfig        *self,
                                       guint               seq);
 gboolean dc_gpt_config_validate      (const DcGptConfig  *self,
                                       GError            **error);
+gboolean dc_gpt_config_in_seed_range (const DcGptConfig  *self);
 guint    dc_gpt_config_n_tensors     (const DcGptConfig  *self);
 void     dc_gpt_config_tensor        (const DcGptConfig  *self,
                                       guint               index,

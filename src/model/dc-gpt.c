@@ -81,6 +81,7 @@ struct _DcGptRun
   HeadScratch     scratch[DC_GPT_MAX_WORKERS];
 
   float          *arena;
+  gsize           arena_floats;
 };
 
 /* Parameter views for one call. */
@@ -127,39 +128,18 @@ typedef struct
   gsize   n;
 } ArenaRegion;
 
-/**
- * dc_gpt_run_new:
- * @batch: the most sequences one call takes
- * @n_threads: threads for the GEMM; results do not depend on it
- *
- * Returns: (transfer full): the workspace for forward and backward passes
- */
-DcGptRun *
-dc_gpt_run_new (const DcGptConfig *config,
-                guint              batch,
-                DcGptPrecision     precision,
-                guint              n_threads)
+/* The arena's one table: every float buffer of a run of @self->config and
+ * @self->batch, and its length, in order; self->layers and self->n_workers
+ * must be set. dc_gpt_train_memory () sizes the arena with the same table. */
+static GArray *
+arena_table (DcGptRun *self)
 {
-  DcGptRun *self = g_new0 (DcGptRun, 1);
-  gsize bt = (gsize) batch * config->seq;
+  const DcGptConfig *config = &self->config;
+  GArray *table = g_array_new (FALSE, FALSE, sizeof (ArenaRegion));
+  gsize bt = (gsize) self->batch * config->seq;
   gsize c = config->width, t = config->seq, v = config->vocab;
   gsize d = c / config->n_head;
-  g_autoptr(GArray) table = g_array_new (FALSE, FALSE, sizeof (ArenaRegion));
-  gsize total = 0;
-  float *p;
 
-  g_return_val_if_fail (dc_gpt_config_validate (config, NULL), NULL);
-  self->config = *config;
-  self->batch = batch;
-  self->precision = precision;
-  self->n_threads = MAX (1, n_threads);
-  self->n_workers = MIN (self->n_threads, DC_GPT_MAX_WORKERS);
-  self->mm = dc_matmul_new (precision == DC_GPT_PRECISION_F32, self->n_threads, self->n_workers);
-  self->inputs = g_new0 (guint8, bt);
-  self->targets = g_new0 (guint8, bt);
-  self->layers = g_new0 (LayerActs, config->n_layer);
-
-  /* The arena's one table: every float buffer and its length, in order. */
 #define REGION(field, count) \
   G_STMT_START { ArenaRegion r_ = { &(field), (count) }; g_array_append_val (table, r_); } G_STMT_END
   REGION (self->res, (config->n_layer + 1) * bt * c);
@@ -171,7 +151,7 @@ dc_gpt_run_new (const DcGptConfig *config,
       REGION (a->ln1_mean, bt);
       REGION (a->ln1_rstd, bt);
       REGION (a->qkv, bt * 3 * c);
-      REGION (a->att, (gsize) batch * config->n_head * t * t);
+      REGION (a->att, (gsize) self->batch * config->n_head * t * t);
       REGION (a->atty, bt * c);
       REGION (a->res_mid, bt * c);
       REGION (a->ln2, bt * c);
@@ -197,13 +177,55 @@ dc_gpt_run_new (const DcGptConfig *config,
       REGION (self->scratch[w].out_b, t * d);
       REGION (self->scratch[w].norm_dx, c);
       REGION (self->scratch[w].norm_dw, 2 * c);
-      self->scratch[w].worker = w;
     }
 #undef REGION
+  return table;
+}
+
+static gsize
+arena_floats (GArray *table)
+{
+  gsize total = 0;
 
   for (guint i = 0; i < table->len; i++)
     total += g_array_index (table, ArenaRegion, i).n;
-  self->arena = g_new0 (float, total);
+  return total;
+}
+
+/**
+ * dc_gpt_run_new:
+ * @batch: the most sequences one call takes
+ * @n_threads: threads for the GEMM; results do not depend on it
+ *
+ * Returns: (transfer full): the workspace for forward and backward passes
+ */
+DcGptRun *
+dc_gpt_run_new (const DcGptConfig *config,
+                guint              batch,
+                DcGptPrecision     precision,
+                guint              n_threads)
+{
+  DcGptRun *self = g_new0 (DcGptRun, 1);
+  gsize bt = (gsize) batch * config->seq;
+  g_autoptr(GArray) table = NULL;
+  float *p;
+
+  g_return_val_if_fail (dc_gpt_config_validate (config, NULL), NULL);
+  self->config = *config;
+  self->batch = batch;
+  self->precision = precision;
+  self->n_threads = MAX (1, n_threads);
+  self->n_workers = MIN (self->n_threads, DC_GPT_MAX_WORKERS);
+  self->mm = dc_matmul_new (precision == DC_GPT_PRECISION_F32, self->n_threads, self->n_workers);
+  self->inputs = g_new0 (guint8, bt);
+  self->targets = g_new0 (guint8, bt);
+  self->layers = g_new0 (LayerActs, config->n_layer);
+  for (guint w = 0; w < self->n_workers; w++)
+    self->scratch[w].worker = w;
+
+  table = arena_table (self);
+  self->arena_floats = arena_floats (table);
+  self->arena = g_new0 (float, self->arena_floats);
   p = self->arena;
   for (guint i = 0; i < table->len; i++)
     {
@@ -213,6 +235,58 @@ dc_gpt_run_new (const DcGptConfig *config,
       p += r->n;
     }
   return self;
+}
+
+/* The arena's size in bytes: activations and backward scratch. */
+gsize
+dc_gpt_run_get_arena_bytes (DcGptRun *self)
+{
+  return self->arena_floats * sizeof (float);
+}
+
+/**
+ * dc_gpt_train_memory:
+ * @config: a valid config
+ * @batch: sequences per step
+ * @n_threads: the trainer's threads (the attention scratch is per worker)
+ * @out: (out): the parts
+ *
+ * What training @config at @batch takes in this process's memory, before
+ * anything is allocated: the weights and both Adam moments, the gradient and
+ * the arena are exact (the same table dc_gpt_run_new () allocates); the
+ * products' int8 operands are a bound (both operands of the largest product,
+ * an f32 row copy of one, and their exponents). The app and `train
+ * --dry-run` show it before Start.
+ */
+void
+dc_gpt_train_memory (const DcGptConfig *config,
+                     guint              batch,
+                     guint              n_threads,
+                     DcGptMemory       *out)
+{
+  DcGptRun sizing = { 0 };
+  g_autoptr(GArray) table = NULL;
+  guint64 n_params = dc_gpt_config_n_params (config);
+  guint64 bt = (guint64) batch * config->seq, c = config->width;
+  guint64 largest;
+
+  sizing.config = *config;
+  sizing.batch = batch;
+  sizing.n_workers = MIN (MAX (n_threads, 1), DC_GPT_MAX_WORKERS);
+  sizing.layers = g_new0 (LayerActs, config->n_layer);
+  table = arena_table (&sizing);
+  g_free (sizing.layers);
+
+  /* The largest operand of a product: the MLP's (BT, 4C) activations or
+   * its (4C, C) weights, or the head's (BT, V) logits. */
+  largest = MAX (MAX (bt * 4 * c, 4 * c * c), bt * config->vocab);
+  out->n_params = n_params;
+  out->params_bytes = 3 * sizeof (float) * n_params;
+  out->grads_bytes = sizeof (float) * n_params;
+  out->arena_bytes = sizeof (float) * arena_floats (table);
+  out->scratch_bytes = 2 * largest + sizeof (float) * largest + 2 * sizeof (gint32) * MAX (bt, 4 * c)
+                       + 2 * bt;  /* inputs and targets */
+  out->total_bytes = out->params_bytes + out->grads_bytes + out->arena_bytes + out->scratch_bytes;
 }
 
 void

@@ -70,6 +70,34 @@ typedef struct
 void         dc_gpt_run_get_times   (DcGptRun           *self,
                                      DcGptRunTimes      *out);
 
+gsize        dc_gpt_run_get_arena_bytes (DcGptRun       *self);
+
+/**
+ * DcGptMemory:
+ * @n_params: parameters
+ * @params_bytes: weights and both Adam moments (12 bytes a parameter)
+ * @grads_bytes: the gradient (4 bytes a parameter)
+ * @arena_bytes: activations and backward scratch, exactly as allocated
+ * @scratch_bytes: a bound on the products' int8 operands and the token rows
+ * @total_bytes: the sum
+ *
+ * What a training run needs in memory (dc_gpt_train_memory ()).
+ */
+typedef struct
+{
+  guint64 n_params;
+  guint64 params_bytes;
+  guint64 grads_bytes;
+  guint64 arena_bytes;
+  guint64 scratch_bytes;
+  guint64 total_bytes;
+} DcGptMemory;
+
+void         dc_gpt_train_memory    (const DcGptConfig  *config,
+                                     guint               batch,
+                                     guint               n_threads,
+                                     DcGptMemory        *out);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptRun, dc_gpt_run_free)
 
 G_END_DECLS

@@ -18,7 +18,8 @@
 
 /* The largest checkpoint file a config of @width and @seq can name (a
  * checkpoint may have more layers than the width implies, up to
- * DC_GPT_LAYERS_MAX); 0 when the size is not one the model allows. */
+ * DC_GPT_LAYERS_MAX); 0 when the size is not one a group trains (the
+ * seeds' range: the Advanced range is for a device alone). */
 guint64
 _dc_train_group_checkpoint_cap (guint32 width,
                                 guint32 seq)
@@ -27,7 +28,7 @@ _dc_train_group_checkpoint_cap (guint32 width,
 
   dc_gpt_config_init_derived (&config, width, seq);
   config.n_layer = DC_GPT_LAYERS_MAX;
-  if (!dc_gpt_config_validate (&config, NULL))
+  if (!dc_gpt_config_in_seed_range (&config))
     return 0;
   return MIN ((guint64) 3 * sizeof (float) * dc_gpt_config_n_params (&config) + CHECKPOINT_SLACK,
               (guint64) DC_MESH_WEIGHTS_MAX_TOTAL);

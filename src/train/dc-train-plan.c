@@ -8,6 +8,9 @@
 
 #include "dc-train-plan.h"
 
+#include <string.h>
+#include <unistd.h>
+
 #include "model/dc-model-error.h"
 
 struct _DcTrainSession
@@ -61,10 +64,27 @@ dc_train_plan_new (const DcTrainingRequest  *request,
         self->settings.lr_x1000 = request->lr_x1000;
       self->settings.seed = request->seed;
       dc_gpt_config_init_derived (&self->config, request->width, request->seq);
+      if (request->n_layer > 0)
+        self->config.n_layer = request->n_layer;
+      if (request->n_head > 0)
+        self->config.n_head = request->n_head;
     }
   if (!dc_train_settings_validate (&self->settings, error)
       || !dc_gpt_config_validate (&self->config, error))
     return NULL;
+  /* The Advanced range only when asked for: the default sizes stay the
+   * seeds', and a group (which never asks) stays inside the limits its
+   * protocol was sized for. The message begins as the seeds' range's did. */
+  if (!request->advanced && !dc_gpt_config_in_seed_range (&self->config))
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_DIMS,
+                   "width %u, sequence %u, %u layers, %u heads "
+                   "(width and sequence must be %d–%d, layers 1–%d, heads must divide the width); "
+                   "larger sizes are the Advanced range (train --advanced)",
+                   self->config.width, self->config.seq, self->config.n_layer,
+                   self->config.n_head, DC_GPT_WIDTH_MIN, DC_GPT_WIDTH_MAX, DC_GPT_LAYERS_MAX);
+      return NULL;
+    }
 
   self->n_ranks = MAX (request->simulate_peers, 1);
   self->group_step = request->simulate_peers > 0;
@@ -80,7 +100,67 @@ dc_train_plan_new (const DcTrainingRequest  *request,
   self->stop = request->stop_at > 0 ? MIN ((guint64) request->stop_at, self->settings.steps)
                                     : self->settings.steps;
   self->resume = model;
+  dc_gpt_train_memory (&self->config, self->settings.batch, self->n_threads, &self->memory);
+  if (self->group_step)
+    {
+      /* Each simulated rank holds its own gradient (dc_train_plan_prepare). */
+      self->memory.grads_bytes *= self->n_ranks + 1;
+      self->memory.total_bytes += self->memory.grads_bytes - sizeof (float) * self->memory.n_params;
+    }
+  self->available = dc_train_available_memory ();
   return g_steal_pointer (&self);
+}
+
+/**
+ * dc_train_available_memory:
+ *
+ * Returns: the memory this device has available now in bytes (Linux's
+ *   MemAvailable, else the free physical pages), 0 when unknown
+ */
+guint64
+dc_train_available_memory (void)
+{
+  g_autofree char *text = NULL;
+  long pages = sysconf (_SC_AVPHYS_PAGES), page = sysconf (_SC_PAGESIZE);
+  const char *line;
+
+  /* /proc/meminfo is a few KiB; a longer one is not read further. */
+  if (g_file_get_contents ("/proc/meminfo", &text, NULL, NULL)
+      && (line = strstr (text, "MemAvailable:")) != NULL)
+    {
+      guint64 kib = g_ascii_strtoull (line + strlen ("MemAvailable:"), NULL, 10);
+
+      if (kib > 0 && kib < G_MAXUINT64 / 1024)
+        return kib * 1024;
+    }
+  if (pages > 0 && page > 0)
+    return (guint64) pages * (guint64) page;
+  return 0;
+}
+
+/**
+ * dc_train_plan_check_memory:
+ *
+ * Whether this device can hold the run (plan->memory against
+ * plan->available); the check before Start for sizes of the Advanced range.
+ * An unknown amount available passes.
+ */
+gboolean
+dc_train_plan_check_memory (const DcTrainPlan  *self,
+                            GError            **error)
+{
+  g_autofree char *need = NULL, *have = NULL;
+
+  if (self->available == 0 || self->memory.total_bytes <= self->available)
+    return TRUE;
+  need = g_format_size (self->memory.total_bytes);
+  have = g_format_size (self->available);
+  g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+               "training width %u, %u layers, sequence %u at batch %u needs %s of memory; "
+               "this device has %s available",
+               self->config.width, self->config.n_layer, self->config.seq, self->settings.batch,
+               need, have);
+  return FALSE;
 }
 
 /**

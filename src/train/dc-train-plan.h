@@ -23,6 +23,7 @@
 
 #include "dc-context.h"
 #include "dc-token-source.h"
+#include "model/dc-gpt.h"
 #include "model/dc-gpt-model.h"
 #include "model/dc-gpt-trainer.h"
 
@@ -34,7 +35,8 @@ G_BEGIN_DECLS
  * group of more than 16 devices is beyond the full mesh this program builds. */
 #define DC_TRAIN_SIMULATE_PEERS_MAX 16
 
-/* What a run starts from; the ranges are the seeds' (dc_train_settings_validate). */
+/* What a run starts from; the ranges are the seeds' (dc_train_settings_validate),
+ * or with @advanced the Advanced range of the model's size (dc-gpt-config.h). */
 typedef struct
 {
   guint    width;
@@ -50,6 +52,10 @@ typedef struct
                         * worker) */
   guint    simulate_peers;  /* 0 or 1: alone; n: n devices simulated in this
                              * process (the CLI's --simulate-peers) */
+  gboolean advanced;   /* sizes beyond the seeds' range may be asked for (a run
+                        * on this device alone; a group keeps the seeds' range) */
+  guint    n_layer;    /* 0: derived from the width (dc_gpt_config_init_derived) */
+  guint    n_head;     /* 0: derived from the width */
 } DcTrainingRequest;
 
 typedef struct
@@ -67,6 +73,10 @@ typedef struct
   guint64          offload_min;
   DcHfClient      *hub;         /* owned (nullable): the context's client, whose
                                  * server and token a dataset is read with */
+  DcGptMemory      memory;      /* what the run needs, every simulated rank's
+                                 * gradient included in grads_bytes and total */
+  guint64          available;   /* this device's available memory when planned
+                                 * (0: unknown) */
 } DcTrainPlan;
 
 typedef struct _DcTrainSession DcTrainSession;
@@ -75,6 +85,9 @@ DcTrainPlan     *dc_train_plan_new             (const DcTrainingRequest  *reques
                                                 DcGptModel               *resume,
                                                 const DcTrainSettings    *resume_settings,
                                                 GError                  **error);
+gboolean         dc_train_plan_check_memory    (const DcTrainPlan        *self,
+                                                GError                  **error);
+guint64          dc_train_available_memory     (void);
 void             dc_train_plan_set_context     (DcTrainPlan              *self,
                                                 DcContext                *context);
 void             dc_train_plan_free            (DcTrainPlan              *self);
