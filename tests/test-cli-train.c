@@ -402,8 +402,8 @@ test_dry_run_advanced (Fixture       *f,
                          "--width", "768", "--layers", "12", "--heads", "12", "--seq", "1024",
                          "--batch", "2", NULL };
   const char *unasked[] = { "train", "--data", f->corpus, "--width", "768", "--seq", "32", NULL };
-  const char *group[] = { "train", "--advanced", "--room", "x", "--signal", "ws://127.0.0.1:1/signal",
-                          NULL };
+  const char *group[] = { "train", "--advanced", "--room", "x", "--signal",
+                          "ws://127.0.0.1:1/signal", NULL };
   const char *bad_heads[] = { "train", "--dry-run", "--advanced", "--data", f->corpus,
                               "--width", "768", "--heads", "7", NULL };
   g_autofree char *out = NULL, *err = NULL, *err2 = NULL, *err3 = NULL;

@@ -20,6 +20,7 @@
 #include "model/dc-gpt.h"
 #include "model/dc-gpt-trainer.h"
 #include "model/dc-model-error.h"
+#include "model/dc-pt-reader.h"
 #include "train/dc-token-source.h"
 #include "train/dc-train-group-private.h"
 #include "train/dc-train-plan.h"
@@ -84,6 +85,10 @@ test_config_range (void)
   /* GPT-2 small's shape with this build's 256-byte vocabulary. */
   g_assert_cmpuint (dc_gpt_config_n_params (&gpt2_small), ==,
                     256 * 768 + 1024 * 768 + 12 * (12 * 768 * 768 + 13 * 768) + 2 * 768);
+  /* Its checkpoint (weights and both moments) fits the reader's file limit
+   * with room for the pickle and the zip headers. */
+  g_assert_cmpuint (12 * (guint64) dc_gpt_config_n_params (&gpt2_small) + 16 * 1024 * 1024, <,
+                    DC_PT_MAX_FILE_SIZE);
 }
 
 static void

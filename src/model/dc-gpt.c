@@ -284,8 +284,9 @@ dc_gpt_train_memory (const DcGptConfig *config,
   out->params_bytes = 3 * sizeof (float) * n_params;
   out->grads_bytes = sizeof (float) * n_params;
   out->arena_bytes = sizeof (float) * arena_floats (table);
-  out->scratch_bytes = 2 * largest + sizeof (float) * largest + 2 * sizeof (gint32) * MAX (bt, 4 * c)
-                       + 2 * bt;  /* inputs and targets */
+  out->scratch_bytes = 2 * largest + sizeof (float) * largest
+                       + 2 * sizeof (gint32) * MAX (bt, 4 * c)  /* exponents */
+                       + 2 * bt;                                /* inputs and targets */
   out->total_bytes = out->params_bytes + out->grads_bytes + out->arena_bytes + out->scratch_bytes;
 }
 
