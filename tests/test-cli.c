@@ -156,9 +156,42 @@ test_bench_gemm_rounds (void)
   g_assert_true (json_object_get_null_member (object, "torch_gflops"));
   g_assert_true (json_object_get_null_member (object, "ratio_vs_torch"));
   g_assert_true (json_object_get_null_member (object, "ratio_vs_torch_min"));
+  /* Issue 15: the dispatch latency is the Vulkan path's only. */
+  g_assert_true (json_object_get_null_member (object, "dispatch_ms"));
+  g_assert_true (json_object_get_null_member (object, "gops_less_dispatch"));
 
   g_assert_cmpint (run_cli (zero, NULL, &err), ==, 2);
   g_assert_nonnull (strstr (err, "--rounds must be between 1 and 50"));
+}
+
+/* Issue 15: bench gemm on the Vulkan path reports the latency of an almost
+ * empty dispatch (1 × 1 × 32) and the rate with it taken out, so that a
+ * product's time can be split into submission and kernel. */
+static void
+test_bench_gemm_dispatch (void)
+{
+  const char *args[] = { "bench", "gemm", "--json", "--paths", "vulkan", "--sizes", "64",
+                         "--no-model-shapes", "--no-torch", "--min-time", "0.02", NULL };
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr(JsonObject) object = NULL;
+  double gops, dispatch_ms;
+
+  g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+  if (out == NULL || strstr (out, "\"path\":\"vulkan\"") == NULL)
+    {
+      dc_test_skip_without_vulkan (err != NULL ? err : "no Vulkan row");
+      return;
+    }
+  object = parse_single_json_line (out);
+  gops = json_object_get_double_member (object, "gops");
+  dispatch_ms = json_object_get_double_member (object, "dispatch_ms");
+  g_assert_cmpfloat (dispatch_ms, >, 0);
+  /* A 64³ product takes at least one dispatch's time, so what is left is
+   * faster, or null when nothing is left. */
+  if (!json_object_get_null_member (object, "gops_less_dispatch"))
+    g_assert_cmpfloat (json_object_get_double_member (object, "gops_less_dispatch"), >=, gops);
+  g_test_message ("dispatch %.3f ms, %.3f GOPS", dispatch_ms, gops);
 }
 
 /* Runs @args, whose @path is a FIFO nobody writes to: the command must exit 1
@@ -290,6 +323,7 @@ main (int    argc,
   g_test_add_func ("/dc/cli/info-json", test_info_json);
   g_test_add_func ("/dc/cli/usage-errors", test_usage_errors);
   g_test_add_func ("/dc/cli/bench-gemm-rounds", test_bench_gemm_rounds);
+  g_test_add_func ("/dc/cli/bench-gemm-dispatch", test_bench_gemm_dispatch);
   g_test_add_func ("/dc/cli/fifo-refused", test_fifo_refused);
   g_test_add_func ("/dc/cli/tokenize", test_tokenize);
 

@@ -323,6 +323,7 @@ dc_cli_bench_run (const DcCliCommand  *command,
   g_autoptr(GPtrArray) operands = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree double *peaks = NULL;
+  g_autofree double *dispatch_s = NULL;  /* per path: one empty dispatch, Vulkan only */
   g_autoptr(GArray) results = NULL;
   guint n_paths;
   double mhz = cpu_mhz ();
@@ -370,6 +371,7 @@ dc_cli_bench_run (const DcCliCommand  *command,
   n_paths = g_strv_length (paths);
   backends = g_ptr_array_new_with_free_func ((GDestroyNotify) dc_gemm_backend_free);
   peaks = g_new (double, n_paths);
+  dispatch_s = g_new (double, n_paths);
   for (guint p = 0; p < n_paths; p++)
     {
       g_autoptr(GError) local_error = NULL;
@@ -379,6 +381,7 @@ dc_cli_bench_run (const DcCliCommand  *command,
       dc_backend_kind_from_string (paths[p], &kind);
       backend = dc_gemm_backend_new (kind, &local_error);
       peaks[p] = -1;
+      dispatch_s[p] = -1;
       if (backend == NULL || dc_gemm_backend_get_kind (backend) != kind)
         {
           g_printerr (_("bench: path %s unavailable: %s\n"), paths[p],
@@ -392,6 +395,25 @@ dc_cli_bench_run (const DcCliCommand  *command,
       if (kind != DC_BACKEND_VULKAN && mhz > 0)
         peaks[p] = (kind == DC_BACKEND_CPU ? n_threads : 1) * mhz * 1e6 *
                    macs_per_cycle (dc_gemm_backend_get_kernel_name (backend)) * 2 / 1e9;
+      /* Vulkan: what one submission and its wait cost, from a product with
+       * one workgroup and one K step (1 × 1 × 32), timed like the others;
+       * on the H200 a 1024³ product took 0.65 ms, most of it this. */
+      if (kind == DC_BACKEND_VULKAN)
+        {
+          /* Its own generator: the shapes' operands stay those of before. */
+          g_autoptr(GRand) tiny_rand = g_rand_new_with_seed (7);
+          g_autoptr(DcQuantMatrix) ta = random_matrix (tiny_rand, 1, 32);
+          g_autoptr(DcQuantMatrix) tb = random_matrix (tiny_rand, 1, 32);
+          double seconds = 0;
+          guint repeat;
+
+          if (!dc_gemm_backend_time (backend, ta, tb, 1, &seconds, &error))
+            return dc_cli_fail (options, error);
+          repeat = (guint) CLAMP (min_time / MAX (seconds, 1e-7), 2, 100000);
+          if (!dc_gemm_backend_time (backend, ta, tb, repeat, &seconds, &error))
+            return dc_cli_fail (options, error);
+          dispatch_s[p] = seconds / repeat;
+        }
       g_ptr_array_add (backends, backend);
     }
   operands = g_ptr_array_new_with_free_func ((GDestroyNotify) dc_quant_matrix_free);
@@ -563,6 +585,20 @@ dc_cli_bench_run (const DcCliCommand  *command,
             json_add_double_or_null (builder, "gops_per_cpu_second", cpu_gops);
             json_add_double_or_null (builder, "cpu_peak_ratio",
                                      core_peak > 0 && cpu_gops > 0 ? cpu_gops / core_peak : -1);
+            /* Vulkan: the latency of an almost empty dispatch, and the rate
+             * with that latency taken out of each product's time (an
+             * estimate of the kernel's own rate; null where not above it). */
+            json_add_double_or_null (builder, "dispatch_ms",
+                                     dispatch_s[p] > 0 ? dispatch_s[p] * 1e3 : -1);
+            {
+              double t = 2.0 * shape->m * shape->n * shape->k / (gops * 1e9);
+
+              json_add_double_or_null (builder, "gops_less_dispatch",
+                                       dispatch_s[p] > 0 && t > dispatch_s[p]
+                                       ? 2.0 * shape->m * shape->n * shape->k
+                                         / (t - dispatch_s[p]) / 1e9
+                                       : -1);
+            }
             json_builder_set_member_name (builder, "rounds");
             json_builder_add_int_value (builder, result->gops->len);
             if (rounds > 1)
