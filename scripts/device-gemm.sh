@@ -12,6 +12,15 @@
 #         only. Everything goes to $OUT/gemm-log.txt (one file: a call brings
 #         back at most eight).
 # SIZES (default 1024,4096,8192) and MIN_TIME (default 0.5) override.
+# BUNDLE names the bundle (default build-devpack/bundle.tar.xz); GL_DEBS a
+# folder of the loader's .deb files (libvulkan1 libegl1 libglvnd0 libopengl0
+# libgl1 libglx0 libgles2, fetched as /work/.library/device/README.md says),
+# unpacked into / first: without them the NVIDIA ICD finds no loader there.
+# A helper's worktree does not travel with a `device` call (the session's
+# checkout does): copy the bundle, this script and the .debs into an ignored
+# folder of that checkout and carry it, e.g. on 2026-12-01:
+#   GL_DEBS=.dc-gpu-gemm/gl BUNDLE=.dc-gpu-gemm/bundle.tar.xz \
+#     sh .dc-gpu-gemm/device-gemm.sh run          (carry [".dc-gpu-gemm"], 59 s)
 set -u
 cd "$(dirname "$0")/.."
 
