@@ -916,13 +916,19 @@ missing_names (DcTrainGroup *self,
   for (guint i = 0; i < self->roster->len; i++)
     {
       const char *id = g_ptr_array_index (self->roster, i);
+      /* Before this device summed its shard, what it lacks are
+       * contributions to it; after, the others' summed shards. */
+      gboolean contribution = !reports && !self->own_reduced;
       g_autofree char *key = reports ? _dc_train_group_report_key (model->step, id)
-                                     : _dc_train_group_gradient_key (model->step + 1, self->digest,
-                                                                     id);
+                             : contribution ? _dc_train_group_contrib_key (model->step + 1,
+                                                                           self->digest, id,
+                                                                           self->rank)
+                             : _dc_train_group_gradient_key (model->step + 1, self->digest, id);
 
       /* A device gone owes no report. */
       if (i != self->rank && !(reports && _dc_train_group_find_peer (self, id) == NULL)
-          && !g_hash_table_contains (reports ? self->reports : self->gradients, key))
+          && !g_hash_table_contains (reports ? self->reports
+                                     : contribution ? self->contribs : self->gradients, key))
         g_string_append_printf (names, "%s“%s”", names->len > 0 ? ", " : "",
                                 _dc_train_group_member_name (self, id));
     }
