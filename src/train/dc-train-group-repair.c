@@ -132,11 +132,12 @@ _dc_train_group_maybe_repair (DcTrainGroup *self)
 
 /* Contributions to this device's shard of the step being taken that have
  * not come (the reduce-scatter): asked of their author, which keeps its
- * own, at once when known lost (the author's summed shard or report came:
- * it queued its contribution to this device before either, on the same
- * ordered channel), else DC_TRAIN_GROUP_REPAIR_RETRY_S after this device
- * sent its own; again every DC_TRAIN_GROUP_REPAIR_RETRY_S, and after
- * DC_TRAIN_GROUP_REPAIR_TRIES requests the sync guard stops the run. */
+ * own. Known lost (the author's summed shard or report came: it queued its
+ * contribution to this device before either, on the same ordered
+ * channel): at once, again every DC_TRAIN_GROUP_REPAIR_RETRY_S, and after
+ * DC_TRAIN_GROUP_REPAIR_TRIES requests the sync guard stops the run. Else
+ * asked DC_TRAIN_GROUP_REPAIR_RETRY_S after this device sent its own and
+ * every DC_TRAIN_GROUP_REPAIR_RETRY_S after, uncounted. */
 void
 _dc_train_group_maybe_repair_contributions (DcTrainGroup *self)
 {
@@ -156,14 +157,35 @@ _dc_train_group_maybe_repair_contributions (DcTrainGroup *self)
       g_autoptr(GError) error = NULL;
       g_autofree char *text = NULL;
       DcPeer *peer;
+      gboolean lost;
 
       if (i == self->rank || g_hash_table_contains (self->contribs, key)
           || now < self->contrib_next[i] || (peer = _dc_train_group_find_peer (self, id)) == NULL)
         continue;
-      if (!g_hash_table_contains (self->gradients, summed_key)
-          && !_dc_train_group_reported (self, step, id)
-          && now < self->t_sent + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC)
+      lost = g_hash_table_contains (self->gradients, summed_key)
+             || _dc_train_group_reported (self, step, id);
+      if (!lost && now < self->t_sent + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC)
         continue;
+      if (!lost)
+        {
+          /* Its author may only be slow (a step can take seconds on a slow
+           * CPU, and it has nothing to send before it is computed): asked
+           * every DC_TRAIN_GROUP_REPAIR_RETRY_S without counting towards the
+           * limit; the exchange's 120 s wait bounds it. Two reducers that
+           * each lost the other's contribution get out of it this way. */
+          self->contrib_next[i] = now + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC;
+          memcpy (request.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+          request.step = step;
+          request.rank = self->rank;
+          payload = dc_mesh_repair_request_encode (&request);
+          if (!_dc_train_group_send (self, peer, DC_MESH_MSG_REPAIR_REQUEST, payload, &error))
+            g_message ("cannot send a repair request to %s: %s", dc_peer_get_name (peer),
+                       error->message);
+          g_message ("the contribution of “%s” to this device's shard of step %" G_GUINT64_FORMAT
+                     " is %u s late: asked of its author", _dc_train_group_member_name (self, id),
+                     step, DC_TRAIN_GROUP_REPAIR_RETRY_S);
+          continue;
+        }
       if (self->contrib_tries[i] >= DC_TRAIN_GROUP_REPAIR_TRIES)
         {
           _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
@@ -282,8 +304,11 @@ _dc_train_group_handle_repair_request (DcTrainGroup *self,
                    send_error->message);
       count++;
     }
-  g_hash_table_replace (self->answered, g_steal_pointer (&answered_key),
-                        GUINT_TO_POINTER (sent + 1));
+  /* A request this device had nothing for (an author asked before it
+   * computed its gradient) does not use up the requester's answers. */
+  if (count > 0)
+    g_hash_table_replace (self->answered, g_steal_pointer (&answered_key),
+                          GUINT_TO_POINTER (sent + 1));
   g_message ("repair of step %" G_GUINT64_FORMAT " rank %u for %s: %u %s%s sent",
              request.step, request.rank, dc_peer_get_name (peer), count,
              contribution ? "contribution" : "summed shard", count == 1 ? "" : "s");

@@ -1485,6 +1485,20 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
                    dc_peer_get_name (peer));
         return;
       }
+    /* A contribution to another shard than this device's own comes only to
+     * that shard's auditor on an audit step (send_own_gradient ()); for
+     * this roster that is known here, so nothing else is kept. */
+    if (!summed && header.digest == self->digest && header.roster_size == self->roster->len
+        && header.shard != self->rank
+        && header.shard != dc_train_group_audit_rank (self->config->run_seed, chunk.step,
+                                                      self->rank, self->roster->len,
+                                                      self->audit_all))
+      {
+        g_message ("a contribution to shard %u of step %" G_GUINT64_FORMAT " from %s, which "
+                   "this device does not audit: dropped", header.shard, chunk.step,
+                   dc_peer_get_name (peer));
+        return;
+      }
     if (self->fault_drop != 0 && chunk.step == self->fault_drop && summed
         && (!repair || self->fault_drop_repair))
       {
