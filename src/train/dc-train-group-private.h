@@ -145,6 +145,12 @@ struct _DcTrainGroup
   GPtrArray         *own_bodies;   /* GPtrArray* per shard: their chunks, split (and
                                     * hashed) once */
   gboolean           own_reduced;  /* this device's summed shard made and sent this step */
+  /* Sending during the backward pass: the worker packs a contribution as
+   * soon as its shard's gradients are final (dc_gpt_run_set_layer_done_func
+   * ()) and pushes its index + 1 here; the main thread sends it. */
+  GAsyncQueue       *early;
+  gboolean           own_packed[DC_MESH_ROSTER_MAX];     /* worker only */
+  gboolean           own_shard_sent[DC_MESH_ROSTER_MAX]; /* main thread only */
   GError            *own_pack_error; /* why they could not be made */
   gboolean           own_sent;     /* send_own_gradient () ran this step */
   float             *sum_grads;    /* the combined gradient, kept from step to step */

@@ -45,58 +45,121 @@ snapshot_thread (gpointer data)
   return NULL;
 }
 
-/* This device's contribution to each shard (dc-train-wire.h: the "DRS1"
- * header, then shard r's little-endian float32) and their chunks, made on
+static void
+bytes_unref0 (gpointer data)
+{
+  if (data != NULL)
+    g_bytes_unref (data);
+}
+
+static void
+ptr_array_unref0 (gpointer data)
+{
+  if (data != NULL)
+    g_ptr_array_unref (data);
+}
+
+/* Empty slots for this step's contributions, one per shard (on the worker,
+ * before the gradient is computed). */
+static void
+pack_begin (DcTrainGroup      *self,
+            const ComputeData *compute)
+{
+  g_clear_pointer (&self->own_objects, g_ptr_array_unref);
+  g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  g_clear_error (&self->own_pack_error);
+  self->own_objects = g_ptr_array_new_full (compute->n_ranks, bytes_unref0);
+  self->own_bodies = g_ptr_array_new_full (compute->n_ranks, ptr_array_unref0);
+  g_ptr_array_set_size (self->own_objects, compute->n_ranks);
+  g_ptr_array_set_size (self->own_bodies, compute->n_ranks);
+  memset (self->own_packed, 0, sizeof self->own_packed);
+}
+
+/* This device's contribution to shard @r (dc-train-wire.h: the "DRS1"
+ * header, then shard r's little-endian float32) and its chunks, made on
  * the worker: hashing and cutting them is most of the cost of sending, and
  * is done once, not once per peer on the main thread. A split that fails
- * leaves own_bodies NULL and its error for send_own_gradient () to log. */
+ * leaves the slot's chunks NULL and its error for send_shard () to log. */
 static void
-pack_own_gradient (DcTrainGroup      *self,
-                   const ComputeData *compute)
+pack_shard (DcTrainGroup      *self,
+            const ComputeData *compute,
+            guint              r)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
   DcTrainShardHeader header = { 0 };
   DcMeshChunk info = { 0 };
-  guint32 loss_bits;
+  gsize start, length;
+  gsize size = dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, model->n_params,
+                                           compute->n_ranks, r);
+  guint8 *data = g_malloc (size);
+  GBytes *object;
 
-  g_clear_pointer (&self->own_objects, g_ptr_array_unref);
-  g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
-  g_clear_error (&self->own_pack_error);
-  self->own_objects = g_ptr_array_new_full (compute->n_ranks, (GDestroyNotify) g_bytes_unref);
-  self->own_bodies = g_ptr_array_new_full (compute->n_ranks, (GDestroyNotify) g_ptr_array_unref);
-  memcpy (&loss_bits, &self->own_loss, 4);
   header.kind = DC_TRAIN_SHARD_CONTRIBUTION;
   header.roster_size = compute->n_ranks;
+  header.shard = r;
   header.digest = compute->digest;
-  header.loss_bits = loss_bits;
+  memcpy (&header.loss_bits, &self->own_loss, 4);
   memcpy (info.run_id, compute->run_id, DC_MESH_RUN_ID_SIZE);
   info.step = model->step + 1;
   info.rank = compute->rank;
-  for (guint r = 0; r < compute->n_ranks; r++)
+  dc_train_shard_range (model->n_params, compute->n_ranks, r, &start, &length);
+  dc_train_shard_header_write (data, &header);
+  /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
+   * checked in meson: every supported target is little-endian). */
+  memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, self->own_grads + start, length * sizeof (float));
+  object = g_bytes_new_take (data, size);
+  self->own_objects->pdata[r] = object;
+  self->own_bodies->pdata[r] = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object,
+                                                     self->own_pack_error == NULL
+                                                     ? &self->own_pack_error : NULL);
+  self->own_packed[r] = TRUE;
+}
+
+static void send_early (DcTrainGroup *self);
+
+static gboolean
+early_cb (gpointer user_data)
+{
+  send_early (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+typedef struct
+{
+  DcTrainGroup      *self;
+  const ComputeData *compute;
+  GMainContext      *context;
+} EarlyData;
+
+/* From the backward pass (the worker), once every gradient from
+ * @first_final on is final: the contributions whose whole shard is are
+ * packed now and handed to the main thread, which sends them while the
+ * pass goes on (the last blocks' shards first). Shard 0 holds the token
+ * embedding, which the tied head makes final only at the very end. */
+static void
+layer_done (gsize    first_final,
+            gpointer user_data)
+{
+  EarlyData *early = user_data;
+  DcTrainGroup *self = early->self;
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  for (guint r = early->compute->n_ranks; r-- > 1;)
     {
       gsize start, length;
-      gsize size = dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, model->n_params,
-                                               compute->n_ranks, r);
-      guint8 *data = g_malloc (size);
-      GBytes *object;
-      GPtrArray *bodies;
+      g_autoptr(GSource) source = NULL;
 
-      dc_train_shard_range (model->n_params, compute->n_ranks, r, &start, &length);
-      header.shard = r;
-      dc_train_shard_header_write (data, &header);
-      /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
-       * checked in meson: every supported target is little-endian). */
-      memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, self->own_grads + start, length * sizeof (float));
-      object = g_bytes_new_take (data, size);
-      g_ptr_array_add (self->own_objects, object);
-      bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object,
-                                     self->own_pack_error == NULL ? &self->own_pack_error : NULL);
-      if (bodies == NULL)
-        {
-          g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
-          return;
-        }
-      g_ptr_array_add (self->own_bodies, bodies);
+      dc_train_shard_range (model->n_params, early->compute->n_ranks, r, &start, &length);
+      if (self->own_packed[r] || start < first_final || r == early->compute->rank)
+        continue;
+      pack_shard (self, early->compute, r);
+      g_async_queue_push (self->early, GUINT_TO_POINTER (r + 1));
+      /* A source on the owner's context, not g_main_context_invoke ()
+       * (shared/PLATFORM-NOTES.md). */
+      source = g_idle_source_new ();
+      g_source_set_priority (source, G_PRIORITY_DEFAULT);
+      g_source_set_callback (source, early_cb, g_object_ref (self), g_object_unref);
+      g_source_attach (source, early->context);
     }
 }
 
@@ -147,10 +210,20 @@ compute_worker (GTask        *task,
   GThread *snapshot = g_thread_try_new ("dc-snapshot", snapshot_thread, self, NULL);
   gboolean ok;
 
+  EarlyData early = { self, compute, g_task_get_context (task) };
+  DcGptRun *run = dc_gpt_trainer_get_run (dc_train_session_get_trainer (self->session));
+
   if (snapshot == NULL)
     snapshot_thread (self);
   self->audit_us = 0;
+  if (compute->n_ranks > 1)
+    {
+      pack_begin (self, compute);
+      dc_gpt_run_set_layer_done_func (run, layer_done, &early);
+    }
   ok = compute_own (self, compute, &error);
+  /* Not for the audit's recomputation, nor any later pass. */
+  dc_gpt_run_set_layer_done_func (run, NULL, NULL);
   if (snapshot != NULL)
     g_thread_join (snapshot);
   if (!ok)
@@ -165,7 +238,10 @@ compute_worker (GTask        *task,
     {
       g_autoptr(GSource) packed = g_idle_source_new ();
 
-      pack_own_gradient (self, compute);
+      /* The shards not sent during the backward pass (shard 0 at least). */
+      for (guint r = 0; r < compute->n_ranks; r++)
+        if (!self->own_packed[r])
+          pack_shard (self, compute, r);
       /* A source on the owner's context, not g_main_context_invoke ()
        * (shared/PLATFORM-NOTES.md). */
       g_source_set_priority (packed, G_PRIORITY_DEFAULT);
@@ -374,35 +450,75 @@ send_bodies (DcTrainGroup *self,
     g_message ("cannot send the %s to %s: %s", what, dc_peer_get_name (peer), error->message);
 }
 
-/* This step's contributions (the reduce-scatter), once: from the worker's
- * source as soon as they are packed, else from computed_cb (). Shard r goes
- * to rank r; on an audit step shard a also goes to the device auditing
- * rank a (which re-sums it, _dc_train_group_check_audit ()), unless this
- * device is a. */
+/* This step's contribution to shard @r (the reduce-scatter), once: to
+ * rank r, and on an audit step to the device auditing rank r (which re-sums
+ * it, _dc_train_group_check_audit ()), unless this device is r. */
+static void
+send_shard (DcTrainGroup *self,
+            guint         r)
+{
+  guint n = self->roster->len;
+  guint64 step = dc_train_session_get_model (self->session)->step + 1;
+  GPtrArray *bodies;
+
+  if (r >= n || r == self->rank || self->own_shard_sent[r] || self->own_bodies == NULL)
+    return;
+  self->own_shard_sent[r] = TRUE;
+  bodies = g_ptr_array_index (self->own_bodies, r);
+  for (guint i = 0; i < n; i++)
+    {
+      DcPeer *peer;
+
+      if (i == self->rank
+          || (i != r && dc_train_group_audit_rank (self->config->run_seed, step, i, n,
+                                                   self->audit_all) != r)
+          || (peer = _dc_train_group_find_peer (self, g_ptr_array_index (self->roster, i)))
+             == NULL)
+        continue;
+      send_bodies (self, peer, bodies, "gradient");
+    }
+}
+
+/* The contributions the worker packed during the backward pass, sent as
+ * they come (layer_done ()). */
+static void
+send_early (DcTrainGroup *self)
+{
+  gpointer item;
+
+  while ((item = g_async_queue_try_pop (self->early)) != NULL)
+    if (self->state == STATE_COMPUTING && !self->own_sent)
+      send_shard (self, GPOINTER_TO_UINT (item) - 1);
+}
+
+/* This step's contributions, the rest of them, once the worker packed them
+ * all: from the worker's source, else from computed_cb (). */
 static void
 send_own_gradient (DcTrainGroup *self)
 {
-  DcGptModel *model;
+  guint64 step;
   g_autoptr(GPtrArray) objects = NULL;
   g_autoptr(GPtrArray) bodies = NULL;
-  guint64 step;
-  guint n = self->roster->len;
 
   if (self->own_sent || self->state != STATE_COMPUTING)
     return;
+  send_early (self);
+  for (guint r = 0; r < self->roster->len; r++)
+    send_shard (self, r);
   self->own_sent = TRUE;
-  model = dc_train_session_get_model (self->session);
-  step = model->step + 1;
-  /* Packed by the worker (pack_own_gradient ()). */
+  step = dc_train_session_get_model (self->session)->step + 1;
+  /* Packed by the worker (pack_shard ()). */
   objects = g_steal_pointer (&self->own_objects);
   bodies = g_steal_pointer (&self->own_bodies);
-
   for (guint r = 0; objects != NULL && r < objects->len; r++)
     {
       /* Kept: this device may be asked for them again, and re-sums with
        * its own on an audit step. */
-      Gradient *own = g_new0 (Gradient, 1);
+      Gradient *own;
 
+      if (g_ptr_array_index (objects, r) == NULL)
+        continue;
+      own = g_new0 (Gradient, 1);
       own->rank = self->rank;
       own->loss = self->own_loss;
       own->object = g_bytes_ref (g_ptr_array_index (objects, r));
@@ -410,23 +526,6 @@ send_own_gradient (DcTrainGroup *self)
                             _dc_train_group_contrib_key (step, self->digest,
                                                          _dc_train_group_own_id (self), r),
                             own);
-    }
-
-  for (guint i = 0; i < n; i++)
-    {
-      DcPeer *peer;
-      guint audited;
-
-      if (i == self->rank || (peer = _dc_train_group_find_peer (self,
-                                                                g_ptr_array_index (self->roster,
-                                                                                   i))) == NULL)
-        continue;
-      send_bodies (self, peer, bodies != NULL ? g_ptr_array_index (bodies, i) : NULL,
-                   "gradient");
-      audited = dc_train_group_audit_rank (self->config->run_seed, step, i, n, self->audit_all);
-      if (audited != G_MAXUINT && audited != self->rank)
-        send_bodies (self, peer, bodies != NULL ? g_ptr_array_index (bodies, audited) : NULL,
-                     "gradient");
     }
   self->t_sent = g_get_monotonic_time ();
 }
@@ -753,6 +852,7 @@ _dc_train_group_start_step (DcTrainGroup *self)
   self->state = STATE_COMPUTING;
   self->own_sent = FALSE;
   self->own_reduced = FALSE;
+  memset (self->own_shard_sent, 0, sizeof self->own_shard_sent);
   self->audit_rank = G_MAXUINT;
   if (self->roster->len >= 2)
     {

@@ -989,6 +989,7 @@ dc_train_group_finalize (GObject *object)
   g_free (self->sum_grads);
   g_clear_pointer (&self->own_objects, g_ptr_array_unref);
   g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  g_async_queue_unref (self->early);
   g_clear_error (&self->own_pack_error);
   g_free ((char *) self->request.data);
   g_clear_object (&self->context);
@@ -1031,6 +1032,7 @@ dc_train_group_init (DcTrainGroup *self)
                                            (GDestroyNotify) gradient_free);
   self->contribs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                           (GDestroyNotify) gradient_free);
+  self->early = g_async_queue_new ();
   self->assemblies = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                             (GDestroyNotify) assembly_free);
   self->reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
