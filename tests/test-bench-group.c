@@ -38,7 +38,8 @@ check_object (JsonObject *o,
 {
   /* Two devices: each sends its gradient every step, so bytes too. */
   const char *positive[] = { "step_ms", "compute_ms", "combine_ms", "tokens_per_s",
-                             "solo_tokens_per_s", "scaling", "bytes_per_device_step" };
+                             "solo_tokens_per_s", "scaling", "bytes_per_device_step",
+                             "gradient_bytes" };
   /* Sending and waiting can round to 0 µs on a step where every gradient
    * was already there. */
   const char *not_negative[] = { "send_ms", "wait_ms", "comm_fraction" };
@@ -58,6 +59,13 @@ check_object (JsonObject *o,
                       json_object_get_double_member_with_default (o, positive[i], -1));
       g_assert_cmpfloat (json_object_get_double_member_with_default (o, positive[i], -1), >, 0);
     }
+  /* Two devices, sharded: each sends the other its half of its gradient,
+   * then its summed half: one gradient a step, with chunk headers and
+   * step reports a little more. */
+  g_assert_cmpfloat (json_object_get_double_member_with_default (o, "gradients_per_device_step",
+                                                                 -1), >=, 1.0);
+  g_assert_cmpfloat (json_object_get_double_member_with_default (o, "gradients_per_device_step",
+                                                                 -1), <, 1.5);
   for (guint i = 0; i < G_N_ELEMENTS (not_negative); i++)
     g_assert_cmpfloat (json_object_get_double_member_with_default (o, not_negative[i], -1), >=,
                        0);

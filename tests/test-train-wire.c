@@ -96,6 +96,99 @@ test_gradient (void)
   expect_gradient_refused (data, size, N_PARAMS, 0);          /* magic */
 }
 
+/* A summed shard 1 of a roster of 3 (its 3 contribution hashes, then
+ * shard 1's values: [2, 4) of 6), digest 0x0123…, loss 2.5. */
+static guint8 *
+summed_shard (gsize *size)
+{
+  DcTrainShardHeader header = { DC_TRAIN_SHARD_SUMMED, 3, 1,
+                                G_GUINT64_CONSTANT (0x0123456789abcdef), 0, 0 };
+  float loss = 2.5f;
+  guint8 *data;
+
+  memcpy (&header.loss_bits, &loss, 4);
+  *size = dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, N_PARAMS, 3, 1);
+  g_assert_cmpuint (*size, ==, DC_TRAIN_SHARD_HEADER_SIZE + 3 * 32 + 2 * 4);
+  data = g_malloc0 (*size);
+  dc_train_shard_header_write (data, &header);
+  return data;
+}
+
+static void
+expect_shard_refused (const guint8 *data,
+                      gsize         size,
+                      gsize         n_params)
+{
+  DcTrainShardHeader header;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_false (dc_train_shard_header_parse (data, size, n_params, &header, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+  g_test_message ("refused: %s", error->message);
+}
+
+/* Shards cover every parameter once, in order; a shard object ("DRS1") is
+ * taken with its fields and refused when any is wrong. */
+static void
+test_shard (void)
+{
+  gsize size;
+  g_autofree guint8 *data = summed_shard (&size);
+  DcTrainShardHeader header;
+  g_autoptr(GError) error = NULL;
+  float loss;
+
+  for (guint n = 1; n <= 64; n++)
+    for (gsize params = 0; params < 200; params += 37)
+      {
+        gsize next = 0;
+
+        for (guint r = 0; r < n; r++)
+          {
+            gsize start, length;
+
+            dc_train_shard_range (params, n, r, &start, &length);
+            g_assert_cmpuint (start, ==, next);
+            next = start + length;
+          }
+        g_assert_cmpuint (next, ==, params);
+      }
+
+  g_assert_true (dc_train_shard_header_parse (data, size, N_PARAMS, &header, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (header.kind, ==, DC_TRAIN_SHARD_SUMMED);
+  g_assert_cmpuint (header.roster_size, ==, 3);
+  g_assert_cmpuint (header.shard, ==, 1);
+  g_assert_cmpuint (header.n_values, ==, 2);
+  g_assert_cmpuint (header.digest, ==, G_GUINT64_CONSTANT (0x0123456789abcdef));
+  memcpy (&loss, &header.loss_bits, 4);
+  g_assert_cmpfloat (loss, ==, 2.5f);
+
+  expect_shard_refused (data, size - 1, N_PARAMS);            /* size */
+  expect_shard_refused (data, size, N_PARAMS + 3);            /* another model */
+  expect_shard_refused (data, 3, N_PARAMS);                   /* shorter than a header */
+  expect_shard_refused (data, size, G_MAXSIZE / 2);           /* a count that overflows */
+  data[4] = DC_TRAIN_SHARD_CONTRIBUTION;
+  expect_shard_refused (data, size, N_PARAMS);                /* a contribution has no hashes */
+  g_assert_true (dc_train_shard_header_parse (data, size - 3 * 32, N_PARAMS, &header, NULL));
+  data[4] = 3;
+  expect_shard_refused (data, size, N_PARAMS);                /* kind */
+  data[4] = DC_TRAIN_SHARD_SUMMED;
+  data[29] = 1;
+  expect_shard_refused (data, size, N_PARAMS);                /* reserved */
+  data[29] = 0;
+  put_u32 (data + 12, 3);
+  expect_shard_refused (data, size, N_PARAMS);                /* shard beyond the roster */
+  put_u32 (data + 12, 1);
+  put_u32 (data + 8, 0);
+  expect_shard_refused (data, size, N_PARAMS);                /* empty roster */
+  put_u32 (data + 8, DC_TRAIN_GRADIENT_ROSTER_MAX + 1);
+  expect_shard_refused (data, size, N_PARAMS);                /* more than a room */
+  put_u32 (data + 8, 3);
+  data[0] ^= 1;
+  expect_shard_refused (data, size, N_PARAMS);                /* magic */
+}
+
 static guint8 *
 state (gsize *size,
        float  beta1,
@@ -174,5 +267,6 @@ main (int   argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/dc/train/wire/gradient", test_gradient);
   g_test_add_func ("/dc/train/wire/weights", test_weights);
+  g_test_add_func ("/dc/train/wire/shard", test_shard);
   return g_test_run ();
 }

@@ -29,6 +29,7 @@
 #include <glib-unix.h>
 
 #include "dc-cli.h"
+#include "model/dc-gpt-config.h"
 
 /* Devices per run: one process each with a full model, on one host; past 8
  * the machine, not the group, is measured (and 198.18.0.1–8 stay in a /24). */
@@ -775,7 +776,11 @@ print_figures (DcCliOptions  *options,
    * the step reports' exchange. */
   double comm = CLAMP ((f->step_ms - f->compute_ms - f->combine_ms) / f->step_ms, 0, 1);
   double scaling = f->tokens_per_s / (n_devices * solo);
+  DcGptConfig config;
+  double gradient;
 
+  dc_gpt_config_init_derived (&config, size->width, size->seq);
+  gradient = 4.0 * (double) dc_gpt_config_n_params (&config);
   if (options->json)
     {
       g_autoptr(JsonBuilder) builder = json_builder_new ();
@@ -800,6 +805,11 @@ print_figures (DcCliOptions  *options,
       json_add_double (builder, "combine_ms", f->combine_ms);
       json_add_double (builder, "audit_ms", f->audit_ms);
       json_add_double (builder, "bytes_per_device_step", f->bytes_per_device_step);
+      /* What the exchange costs in gradients: 2 (n − 1)/n with the sharded
+       * exchange (reduce-scatter, then all-gather), plus headers and reports. */
+      json_add_double (builder, "gradient_bytes", gradient);
+      json_add_double (builder, "gradients_per_device_step",
+                       f->bytes_per_device_step / gradient);
       json_add_double (builder, "comm_fraction", comm);
       json_add_double (builder, "tokens_per_s", f->tokens_per_s);
       json_add_double (builder, "solo_tokens_per_s", solo);
@@ -811,10 +821,11 @@ print_figures (DcCliOptions  *options,
     {
       g_print ("%-9s %3u×%-3u×%-2u %2u dev %2u thr  step %8.1f ms  compute %8.1f  send %6.1f  "
                "wait %8.1f  combine %6.1f  comm %5.1f%%  %8.0f tok/s  solo %8.0f  scaling %.2f  "
-               "(audits %.1f of compute)  %.2f MB sent a device a step\n",
+               "(audits %.1f of compute)  %.2f MB sent a device a step (%.2f gradients)\n",
                network, size->width, size->seq, size->batch, n_devices, n_threads, f->step_ms,
                f->compute_ms, f->send_ms, f->wait_ms, f->combine_ms, comm * 100, f->tokens_per_s,
-               solo, scaling, f->audit_ms, f->bytes_per_device_step / 1e6);
+               solo, scaling, f->audit_ms, f->bytes_per_device_step / 1e6,
+               f->bytes_per_device_step / gradient);
       fflush (stdout);
     }
 }

@@ -26,8 +26,11 @@
 G_BEGIN_DECLS
 
 /* Every training body starts with this byte; others are refused (UNSUPPORTED).
- * 2: every chunk carries the SHA-256 of its own data (120-byte chunk header). */
-#define DC_MESH_TRAIN_BODY_VERSION    2
+ * 2: every chunk carries the SHA-256 of its own data (120-byte chunk header).
+ * 3: the step exchange is sharded (reduce-scatter, then all-gather): a
+ *    GRADIENTS object is a shard ("DRS1", src/train/dc-train-wire.h), not a
+ *    whole gradient, so a version-2 peer would misread every one. */
+#define DC_MESH_TRAIN_BODY_VERSION    3
 
 #define DC_MESH_RUN_ID_SIZE           16
 #define DC_MESH_HASH_SIZE             32   /* SHA-256 */

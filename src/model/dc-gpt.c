@@ -82,6 +82,9 @@ struct _DcGptRun
 
   float          *arena;
   gsize           arena_floats;
+
+  DcGptLayerDoneFunc layer_done;  /* dc_gpt_run_set_layer_done_func () */
+  gpointer           layer_done_data;
 };
 
 /* Parameter views for one call. */
@@ -987,6 +990,21 @@ dc_gpt_run_forward (DcGptRun      *self,
 }
 
 /**
+ * dc_gpt_run_set_layer_done_func:
+ * @func: (nullable): called after each block of the next backward passes
+ *
+ * See #DcGptLayerDoneFunc; %NULL stops the calls.
+ */
+void
+dc_gpt_run_set_layer_done_func (DcGptRun           *self,
+                                DcGptLayerDoneFunc  func,
+                                gpointer            user_data)
+{
+  self->layer_done = func;
+  self->layer_done_data = user_data;
+}
+
+/**
  * dc_gpt_run_backward:
  * @grads: (out) (array): n_params gradients of the mean loss, overwritten
  *
@@ -1072,6 +1090,10 @@ dc_gpt_run_backward (DcGptRun     *self,
         return FALSE;
       layer_norm_rows_backward (self, x, p.ln1_w, a->ln1_mean, a->ln1_rstd, self->d_b, bt, c,
                                 d_res, (float *) g.ln1_w, (float *) g.ln1_b);
+      /* Block l onwards (and ln_f) is final: the group may send it now. */
+      if (self->layer_done != NULL)
+        self->layer_done (tensor_offset (cfg, 2 + l * DC_GPT_TENSORS_PER_LAYER),
+                          self->layer_done_data);
     }
 
   /* Embeddings: rows in order, so the sums are fixed. d_wte already holds

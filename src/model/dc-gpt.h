@@ -53,6 +53,23 @@ gboolean     dc_gpt_run_backward    (DcGptRun           *self,
 const float *dc_gpt_run_get_logits  (DcGptRun           *self);
 
 /**
+ * DcGptLayerDoneFunc:
+ * @first_final: every gradient from this index to the end is final
+ * @user_data: as given to dc_gpt_run_set_layer_done_func ()
+ *
+ * Called by dc_gpt_run_backward () on its thread after each block's
+ * gradients are written (last block first), so that a caller can send
+ * them while the rest of the backward pass runs. It must not touch the
+ * run; it may read the final gradients.
+ */
+typedef void (*DcGptLayerDoneFunc) (gsize    first_final,
+                                    gpointer user_data);
+
+void         dc_gpt_run_set_layer_done_func (DcGptRun           *self,
+                                             DcGptLayerDoneFunc  func,
+                                             gpointer            user_data);
+
+/**
  * DcGptRunTimes:
  * @gemm_ns: the calling thread's time in the products it runs (packing
  *   included; attention's per-head products run inside the attention pass

@@ -10,6 +10,66 @@
 
 #include "dc-train-group-private.h"
 
+/* A gradient's hash in the sharded exchange: SHA-256 of the SHA-256 of
+ * each of its n_ranks shards' float32 values, in shard order, so that it
+ * can be compared with the contribution hashes the reducers list in their
+ * summed shards (_dc_train_group_received_hash ()). */
+void
+_dc_train_group_shards_hash (const float *grads,
+                             gsize        n_params,
+                             guint        n_ranks,
+                             guint8       out[DC_MESH_HASH_SIZE])
+{
+  g_autofree guint8 *hashes = g_malloc ((gsize) n_ranks * DC_MESH_HASH_SIZE);
+  g_autoptr(GBytes) all = NULL;
+
+  for (guint r = 0; r < n_ranks; r++)
+    {
+      gsize start, length;
+      g_autoptr(GBytes) shard = NULL;
+
+      dc_train_shard_range (n_params, n_ranks, r, &start, &length);
+      shard = g_bytes_new_static (grads + start, length * sizeof (float));
+      dc_mesh_train_hash (shard, hashes + (gsize) r * DC_MESH_HASH_SIZE);
+    }
+  all = g_bytes_new_static (hashes, (gsize) n_ranks * DC_MESH_HASH_SIZE);
+  dc_mesh_train_hash (all, out);
+}
+
+/* Rank @rank's gradient at @step as the roster used it: the hashes of its
+ * contributions that the reducers listed in their summed shards, hashed as
+ * _dc_train_group_shards_hash () does. Every device holds the same summed
+ * shards (they are the step's gradient), so every one gets the same hash.
+ * FALSE when a summed shard is not here. */
+gboolean
+_dc_train_group_received_hash (DcTrainGroup *self,
+                               guint64       step,
+                               guint         rank,
+                               guint8        out[DC_MESH_HASH_SIZE])
+{
+  guint n = self->roster->len;
+  g_autofree guint8 *hashes = g_malloc ((gsize) n * DC_MESH_HASH_SIZE);
+  g_autoptr(GBytes) all = NULL;
+
+  for (guint r = 0; r < n; r++)
+    {
+      g_autofree char *key = _dc_train_group_gradient_key (step, self->digest,
+                                                           g_ptr_array_index (self->roster, r));
+      Gradient *summed = g_hash_table_lookup (self->gradients, key);
+      const guint8 *data;
+
+      if (summed == NULL)
+        return FALSE;
+      data = g_bytes_get_data (summed->object, NULL);
+      memcpy (hashes + (gsize) r * DC_MESH_HASH_SIZE,
+              data + DC_TRAIN_SHARD_HEADER_SIZE + (gsize) rank * DC_TRAIN_SHARD_HASH_SIZE,
+              DC_MESH_HASH_SIZE);
+    }
+  all = g_bytes_new_static (hashes, (gsize) n * DC_MESH_HASH_SIZE);
+  dc_mesh_train_hash (all, out);
+  return TRUE;
+}
+
 /* The audited rank's gradient, recomputed on the same weights, and its hash. */
 gboolean
 _dc_train_group_compute_audit (DcTrainGroup       *self,
@@ -18,15 +78,14 @@ _dc_train_group_compute_audit (DcTrainGroup       *self,
 {
   DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
   DcGptModel *model = dc_gpt_trainer_get_model (trainer);
-  g_autoptr(GBytes) bytes = NULL;
   gint64 start = g_get_monotonic_time ();
   float loss;
 
   if (!dc_gpt_trainer_compute_gradients (trainer, self->audit_rank, compute->n_ranks,
                                          self->audit_grads, &loss, error))
     return FALSE;
-  bytes = g_bytes_new_static (self->audit_grads, model->n_params * sizeof (float));
-  dc_mesh_train_hash (bytes, self->audit_hash);
+  _dc_train_group_shards_hash (self->audit_grads, model->n_params, compute->n_ranks,
+                               self->audit_hash);
   self->audit_us = g_get_monotonic_time () - start;
   return TRUE;
 }
@@ -56,47 +115,96 @@ add_accusation (DcTrainGroup *self,
   g_ptr_array_add (self->accusations, accusation);
 }
 
-/* The audited rank's gradient as received against this device's
- * recomputation: a difference is sent to the roster as AUDIT (before this
- * device's report of the step, so everyone has it when it has that report);
- * every device, this one included, checks the accusation at the end of the
- * step (_dc_train_group_verify_accusations ()). */
+/* The audited rank's summed shard re-summed here, when every contribution
+ * to it is at hand: this device's own, the audited device's as recomputed
+ * here, and the others' (sent to this device on audit steps,
+ * send_own_gradient ()). -1: cannot tell (one did not come: its author did
+ * not draw the audit, DC_TEST_FAULT=audit-all on some devices only);
+ * 0: it reproduces; 1: it does not. */
+static int
+check_summed (DcTrainGroup *self,
+              guint64       step)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  guint n = self->roster->len, a = self->audit_rank;
+  g_autofree const float **values = g_new0 (const float *, n);
+  g_autofree float *sum = NULL;
+  g_autofree char *summed_key = _dc_train_group_gradient_key (step, self->digest,
+                                                              g_ptr_array_index (self->roster, a));
+  Gradient *summed = g_hash_table_lookup (self->gradients, summed_key);
+  gsize start, length, n_values;
+  const float *received;
+
+  if (summed == NULL)
+    return -1;
+  dc_train_shard_range (model->n_params, n, a, &start, &length);
+  for (guint j = 0; j < n; j++)
+    {
+      g_autofree char *key = NULL;
+      Gradient *contribution;
+
+      if (j == a)
+        {
+          values[j] = self->audit_grads + start;
+          continue;
+        }
+      key = _dc_train_group_contrib_key (step, self->digest, g_ptr_array_index (self->roster, j),
+                                         a);
+      contribution = g_hash_table_lookup (self->contribs, key);
+      if (contribution == NULL || contribution->rank != j)
+        return -1;
+      values[j] = _dc_train_group_shard_values (contribution->object, &n_values);
+    }
+  sum = g_new (float, MAX (length, 1));
+  dc_gpt_trainer_combine_gradients (values, n, length, sum);
+  received = _dc_train_group_shard_values (summed->object, &n_values);
+  return memcmp (sum, received, length * sizeof (float)) != 0;
+}
+
+/* The audited rank's gradient as the roster used it (the contribution
+ * hashes in the summed shards) against this device's recomputation, and
+ * its summed shard re-summed (check_summed ()): a difference is sent to the
+ * roster as AUDIT (before this device's report of the step, so everyone
+ * has it when it has that report); every device, this one included, checks
+ * the accusation at the end of the step (_dc_train_group_verify_accusations ()). */
 void
-_dc_train_group_check_audit (DcTrainGroup  *self,
-                             const float  **grads)
+_dc_train_group_check_audit (DcTrainGroup *self)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
   guint8 hash[DC_MESH_HASH_SIZE];
-  g_autoptr(GBytes) bytes = NULL;
   DcMeshAudit audit = { 0 };
   g_autoptr(GBytes) payload = NULL;
   const char *id;
   g_autofree char *text = NULL;
+  guint64 step = model->step + 1;
+  gboolean gradient_differs, sum_differs;
 
-  if (self->audit_rank == G_MAXUINT || self->audit_rank >= self->roster->len)
+  if (self->audit_rank == G_MAXUINT || self->audit_rank >= self->roster->len
+      || !_dc_train_group_received_hash (self, step, self->audit_rank, hash))
     return;
-  bytes = g_bytes_new_static (grads[self->audit_rank], model->n_params * sizeof (float));
-  dc_mesh_train_hash (bytes, hash);
-  if (self->fault_false_audit != 0 && model->step + 1 >= self->fault_false_audit)
+  if (self->fault_false_audit != 0 && step >= self->fault_false_audit)
     {
       /* Test only (DC_TEST_FAULT=false-audit@STEP): a dishonest auditor
        * accuses a gradient that reproduces. */
       self->audit_hash[0] = (guint8) (hash[0] ^ 1u);
       g_message ("DC_TEST_FAULT: a false accusation of rank %u at step %" G_GUINT64_FORMAT,
-                 self->audit_rank, model->step + 1);
+                 self->audit_rank, step);
     }
-  if (memcmp (hash, self->audit_hash, DC_MESH_HASH_SIZE) == 0)
+  gradient_differs = memcmp (hash, self->audit_hash, DC_MESH_HASH_SIZE) != 0;
+  sum_differs = !gradient_differs && check_summed (self, step) == 1;
+  if (!gradient_differs && !sum_differs)
     return;
   id = g_ptr_array_index (self->roster, self->audit_rank);
   memcpy (audit.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
-  audit.step = model->step + 1;
+  audit.step = step;
   audit.rank = self->audit_rank;
   memcpy (audit.gradient_hash, self->audit_hash, DC_MESH_HASH_SIZE);
   payload = dc_mesh_audit_encode (&audit);
   _dc_train_group_send_to_roster (self, DC_MESH_MSG_AUDIT, payload);
   add_accusation (self, audit.step, audit.rank, _dc_train_group_own_id (self));
-  text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT " does not "
+  text = g_strdup_printf ("AUDIT: the %s of “%s” at step %" G_GUINT64_FORMAT " does not "
                           "reproduce here: accused to the group, which checks it",
+                          sum_differs ? "summed shard" : "gradient",
                           _dc_train_group_member_name (self, id), audit.step);
   g_message ("%s", text);
 }
@@ -126,23 +234,39 @@ _dc_train_group_remove_evicted (DcTrainGroup *self,
 
 typedef struct
 {
-  guint  n;         /* roster size */
-  guint  n_accused;
-  guint *ranks;     /* the accused ranks, in the order of the accusations */
-  guint8 (*hashes)[DC_MESH_HASH_SIZE];
+  guint     n;          /* roster size */
+  guint     n_accused;
+  guint    *ranks;      /* the accused ranks, in the order of the accusations */
+  guint8  (*received)[DC_MESH_HASH_SIZE];  /* each accused gradient as the roster used it */
+  guint8   *listed;     /* n hashes per accused: the contributions its summed shard lists */
+  GBytes  **summed;     /* each accused rank's summed shard */
+  gboolean *gradient_bad;  /* out: its gradient does not reproduce */
+  gboolean *sum_bad;       /* out: its summed shard is not the sum of the roster's gradients */
 } VerifyData;
 
 static void
 verify_data_free (VerifyData *data)
 {
+  for (guint i = 0; i < data->n_accused; i++)
+    g_clear_pointer (&data->summed[i], g_bytes_unref);
   g_free (data->ranks);
-  g_free (data->hashes);
+  g_free (data->received);
+  g_free (data->listed);
+  g_free (data->summed);
+  g_free (data->gradient_bad);
+  g_free (data->sum_bad);
   g_free (data);
 }
 
-/* Recomputes the accused gradients of the step just taken on the weights
+/* Recomputes every roster gradient of the step just taken on the weights
  * before it (the snapshot the apply worker took), then puts the model back
- * as it was. */
+ * as it was. For each accused rank k: whether k's gradient reproduces (its
+ * shards' hashes against those the reducers listed), and whether k's
+ * summed shard is the canonical sum of the recomputed gradients' shard k.
+ * When a listed contribution to shard k is not what its author's gradient
+ * gives, the sum is not held against k: that author is the one whose
+ * gradient does not reproduce (its own audit names it). n gradients, only
+ * on an accusation. */
 static void
 verify_worker (GTask        *task,
                gpointer      source,
@@ -155,22 +279,59 @@ verify_worker (GTask        *task,
   DcGptModel *model = dc_gpt_trainer_get_model (trainer);
   g_autofree float *saved = g_memdup2 (model->params, model->n_params * sizeof (float));
   g_autofree float *grads = g_new (float, model->n_params);
+  g_autofree float **sums = g_new0 (float *, verify->n_accused);
+  g_autofree gboolean *listed_bad = g_new0 (gboolean, verify->n_accused);
+  const float divisor = (float) verify->n;
   guint64 step = model->step;
   GError *error = NULL;
   float loss;
 
   memcpy (model->params, self->snapshot, model->n_params * sizeof (float));
   model->step = self->snap_step;
-  for (guint i = 0; i < verify->n_accused; i++)
+  for (guint j = 0; j < verify->n && error == NULL; j++)
     {
-      g_autoptr(GBytes) bytes = NULL;
-
-      if (!dc_gpt_trainer_compute_gradients (trainer, verify->ranks[i], verify->n, grads, &loss,
-                                             &error))
+      if (!dc_gpt_trainer_compute_gradients (trainer, j, verify->n, grads, &loss, &error))
         break;
-      bytes = g_bytes_new_static (grads, model->n_params * sizeof (float));
-      dc_mesh_train_hash (bytes, verify->hashes[i]);
+      for (guint i = 0; i < verify->n_accused; i++)
+        {
+          guint k = verify->ranks[i];
+          gsize start, length;
+          guint8 hash[DC_MESH_HASH_SIZE];
+          g_autoptr(GBytes) shard = NULL;
+
+          if (j == k)
+            {
+              _dc_train_group_shards_hash (grads, model->n_params, verify->n, hash);
+              verify->gradient_bad[i] = memcmp (hash, verify->received[i], DC_MESH_HASH_SIZE) != 0;
+            }
+          dc_train_shard_range (model->n_params, verify->n, k, &start, &length);
+          shard = g_bytes_new_static (grads + start, length * sizeof (float));
+          dc_mesh_train_hash (shard, hash);
+          if (memcmp (hash, verify->listed + ((gsize) i * verify->n + j) * DC_MESH_HASH_SIZE,
+                      DC_MESH_HASH_SIZE) != 0)
+            listed_bad[i] = TRUE;
+          /* The canonical order (dc_gpt_trainer_combine_gradients ()): rank 0's
+           * values, + rank 1's, …, then ÷ n, one rank at a time. */
+          if (j == 0)
+            sums[i] = g_memdup2 (grads + start, MAX (length, 1) * sizeof (float));
+          else
+            for (gsize e = 0; e < length; e++)
+              sums[i][e] = sums[i][e] + grads[start + e];
+        }
     }
+  for (guint i = 0; i < verify->n_accused && error == NULL; i++)
+    {
+      gsize start, length, n_values;
+      const float *received = _dc_train_group_shard_values (verify->summed[i], &n_values);
+
+      dc_train_shard_range (model->n_params, verify->n, verify->ranks[i], &start, &length);
+      for (gsize e = 0; e < length; e++)
+        sums[i][e] = sums[i][e] / divisor;
+      verify->sum_bad[i] = !listed_bad[i]
+                           && memcmp (sums[i], received, length * sizeof (float)) != 0;
+    }
+  for (guint i = 0; i < verify->n_accused; i++)
+    g_free (sums[i]);
   memcpy (model->params, saved, model->n_params * sizeof (float));
   model->step = step;
   if (error != NULL)
@@ -179,10 +340,9 @@ verify_worker (GTask        *task,
     g_task_return_boolean (task, TRUE);
 }
 
-/* Every accusation of the step, by the hashes: the accused gradient as
- * received (its author's own, for this device's) against this device's
- * recomputation. Every honest device computes the same bits, so every one
- * removes the same device after the same step. */
+/* Every accusation of the step, by this device's recomputation of the
+ * roster's gradients (verify_worker ()). Every honest device computes the
+ * same bits, so every one removes the same device after the same step. */
 static void
 verified_cb (GObject      *object,
              GAsyncResult *result,
@@ -202,38 +362,30 @@ verified_cb (GObject      *object,
   for (guint i = 0; i < verify->n_accused; i++)
     {
       Accusation *accusation = g_ptr_array_index (self->accusations, i);
-      g_autofree char *key = _dc_train_group_gradient_key (accusation->step, self->digest,
-                                                           accusation->accused);
-      Gradient *gradient = g_hash_table_lookup (self->gradients, key);
-      g_autoptr(GBytes) values = NULL;
-      guint8 received[DC_MESH_HASH_SIZE];
       g_autofree char *auditor = g_strdup (_dc_train_group_member_name (self, accusation->auditor));
       g_autofree char *accused = g_strdup (_dc_train_group_member_name (self, accusation->accused));
       g_autofree char *text = NULL;
-      gboolean reproduces;
+      gboolean reproduces = !verify->gradient_bad[i] && !verify->sum_bad[i];
+      gboolean sum = !verify->gradient_bad[i] && verify->sum_bad[i];
       const char *removed;
 
-      if (gradient == NULL)
-        continue;  /* never: the step's gradients are kept DC_TRAIN_GROUP_REPAIR_STEPS */
-      values = g_bytes_new_from_bytes (gradient->object, GRADIENT_HEADER_SIZE,
-                                       g_bytes_get_size (gradient->object)
-                                       - GRADIENT_HEADER_SIZE);
-      dc_mesh_train_hash (values, received);
-      reproduces = memcmp (received, verify->hashes[i], DC_MESH_HASH_SIZE) == 0;
       removed = reproduces ? accusation->auditor : accusation->accused;
       if (g_str_equal (removed, _dc_train_group_own_id (self)))
         {
-          _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
-                                reproduces
-                                ? "AUDIT: removed from the run: this device accused “%s” "
+          if (reproduces)
+            _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                                  "AUDIT: removed from the run: this device accused “%s” "
                                   "of a gradient of step %" G_GUINT64_FORMAT " that "
                                   "reproduces on the other devices; its audit was wrong "
-                                  "(its kernels or its build compute wrong values)"
-                                : "AUDIT: removed from the run: “%s” recomputed this "
-                                  "device's gradient of step %" G_GUINT64_FORMAT " and got "
-                                  "another hash; its kernels or its build compute wrong "
-                                  "values",
-                                reproduces ? accused : auditor, accusation->step);
+                                  "(its kernels or its build compute wrong values)",
+                                  accused, accusation->step);
+          else
+            _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                                  "AUDIT: removed from the run: “%s” recomputed this "
+                                  "device's %s of step %" G_GUINT64_FORMAT " and got "
+                                  "another %s; its kernels or its build compute wrong "
+                                  "values", auditor, sum ? "summed shard" : "gradient",
+                                  accusation->step, sum ? "sum" : "hash");
           return;
         }
       if (g_hash_table_contains (self->evicted, removed))
@@ -247,9 +399,10 @@ verified_cb (GObject      *object,
                                 " (a dishonest auditor)", auditor, accused, accusation->step,
                                 auditor, accusation->step);
       else
-        text = g_strdup_printf ("AUDIT: the gradient of “%s” at step %" G_GUINT64_FORMAT
+        text = g_strdup_printf ("AUDIT: the %s of “%s” at step %" G_GUINT64_FORMAT
                                 " does not reproduce (audited by “%s”): removed from the roster "
-                                "after step %" G_GUINT64_FORMAT, accused, accusation->step,
+                                "after step %" G_GUINT64_FORMAT,
+                                sum ? "summed shard" : "gradient", accused, accusation->step,
                                 auditor, accusation->step);
       _dc_train_group_notice (self, "audit", reproduces ? auditor : accused, text);
     }
@@ -259,30 +412,51 @@ verified_cb (GObject      *object,
 
 /* At the end of step S: accusations of S are checked on a worker
  * (STATE_VERIFYING) before the next roster is made. Returns FALSE when
- * there are none (older ones are dropped: their step's end is past). */
+ * there are none (older ones are dropped: their step's end is past, and
+ * those whose summed shards are not all here: never, they are kept
+ * DC_TRAIN_GROUP_REPAIR_STEPS steps). */
 gboolean
 _dc_train_group_verify_accusations (DcTrainGroup *self)
 {
   guint64 step = dc_train_session_get_model (self->session)->step;
   VerifyData *data;
   g_autoptr(GTask) task = NULL;
+  guint n = self->roster->len;
 
   for (guint i = self->accusations->len; i > 0; i--)
     {
       Accusation *accusation = g_ptr_array_index (self->accusations, i - 1);
+      guint8 hash[DC_MESH_HASH_SIZE];
 
-      if (accusation->step != step)
+      if (accusation->step != step
+          || !_dc_train_group_received_hash (self, step, accusation->rank, hash))
         g_ptr_array_remove_index (self->accusations, i - 1);
     }
   if (self->accusations->len == 0)
     return FALSE;
   data = g_new0 (VerifyData, 1);
-  data->n = self->roster->len;
+  data->n = n;
   data->n_accused = self->accusations->len;
-  data->ranks = g_new (guint, self->accusations->len);
-  data->hashes = g_malloc0_n (self->accusations->len, DC_MESH_HASH_SIZE);
-  for (guint i = 0; i < self->accusations->len; i++)
-    data->ranks[i] = ((Accusation *) g_ptr_array_index (self->accusations, i))->rank;
+  data->ranks = g_new (guint, data->n_accused);
+  data->received = g_malloc0_n (data->n_accused, DC_MESH_HASH_SIZE);
+  data->listed = g_malloc0_n ((gsize) data->n_accused * n, DC_MESH_HASH_SIZE);
+  data->summed = g_new0 (GBytes *, data->n_accused);
+  data->gradient_bad = g_new0 (gboolean, data->n_accused);
+  data->sum_bad = g_new0 (gboolean, data->n_accused);
+  for (guint i = 0; i < data->n_accused; i++)
+    {
+      Accusation *accusation = g_ptr_array_index (self->accusations, i);
+      g_autofree char *key = _dc_train_group_gradient_key (step, self->digest,
+                                                           accusation->accused);
+      Gradient *summed = g_hash_table_lookup (self->gradients, key);
+
+      data->ranks[i] = accusation->rank;
+      _dc_train_group_received_hash (self, step, accusation->rank, data->received[i]);
+      data->summed[i] = g_bytes_ref (summed->object);
+      memcpy (data->listed + (gsize) i * n * DC_MESH_HASH_SIZE,
+              (const guint8 *) g_bytes_get_data (summed->object, NULL)
+              + DC_TRAIN_SHARD_HEADER_SIZE, (gsize) n * DC_MESH_HASH_SIZE);
+    }
   self->state = STATE_VERIFYING;
   task = g_task_new (self, NULL, verified_cb, NULL);
   g_task_set_task_data (task, data, (GDestroyNotify) verify_data_free);

@@ -202,6 +202,7 @@ _dc_train_group_switch_run (DcTrainGroup *self)
   self->starter = g_strcmp0 (self->config->starter_id, _dc_train_group_own_id (self)) == 0;
   self->joining = FALSE;
   g_hash_table_remove_all (self->gradients);
+  g_hash_table_remove_all (self->contribs);
   g_hash_table_remove_all (self->assemblies);
   g_hash_table_remove_all (self->answered);
   g_hash_table_remove_all (self->joiners);

@@ -55,6 +55,9 @@ typedef enum
   STATE_DONE,
 } State;
 
+/* A shard object kept by the coordinator (dc-train-wire.h, "DRS1"): a
+ * summed shard in gradients (rank: its reducer's), a contribution in
+ * contribs (rank: its author's). loss: the header's. */
 typedef struct
 {
   guint   rank;
@@ -103,6 +106,8 @@ struct _DcTrainGroup
   gboolean           fault_drop_repair; /* drop-repair: the repairs of that step too */
   guint64            fault_hold;   /* DC_TEST_FAULT=hold-join@STEP, 0: none */
   guint64            fault_corrupt; /* DC_TEST_FAULT=corrupt-gradient@STEP: from STEP on */
+  guint64            fault_corrupt_sum; /* DC_TEST_FAULT=corrupt-sum@STEP: from STEP on */
+  guint64            fault_drop_contrib; /* DC_TEST_FAULT=drop-contribution@STEP */
   gboolean           audit_all;    /* DC_TEST_FAULT=audit-all: audit every step */
   gboolean           fault_outsider; /* DC_TEST_FAULT=outsider: training messages without a run */
   GHashTable        *refused;      /* peer id → Refusal: messages dropped, for the log */
@@ -135,8 +140,17 @@ struct _DcTrainGroup
   gint64             step_started;
   gint64             t_computed, t_sent, t_apply;  /* monotonic µs, for the report */
   /* The step's own work off the main thread (pack_own_gradient (), apply_worker ()). */
-  GBytes            *own_object;   /* this step's gradient object, packed by the worker */
-  GPtrArray         *own_bodies;   /* its chunks, split (and hashed) once for every peer */
+  GPtrArray         *own_objects;  /* GBytes*: this step's contribution to each shard,
+                                    * packed by the worker */
+  GPtrArray         *own_bodies;   /* GPtrArray* per shard: their chunks, split (and
+                                    * hashed) once */
+  gboolean           own_reduced;  /* this device's summed shard made and sent this step */
+  /* Sending during the backward pass: the worker packs a contribution as
+   * soon as its shard's gradients are final (dc_gpt_run_set_layer_done_func
+   * ()) and pushes its index + 1 here; the main thread sends it. */
+  GAsyncQueue       *early;
+  gboolean           own_packed[DC_MESH_ROSTER_MAX];     /* worker only */
+  gboolean           own_shard_sent[DC_MESH_ROSTER_MAX]; /* main thread only */
   GError            *own_pack_error; /* why they could not be made */
   gboolean           own_sent;     /* send_own_gradient () ran this step */
   float             *sum_grads;    /* the combined gradient, kept from step to step */
@@ -153,8 +167,13 @@ struct _DcTrainGroup
   guint64            rollback_digest;
   gint64             deadline;     /* monotonic µs; 0: none */
 
-  GHashTable        *gradients;    /* "step/digest/id" → Gradient* (own included), kept
+  GHashTable        *gradients;    /* "step/digest/id" → Gradient*: the summed shard of
+                                    * reducer id (own included), kept
                                     * DC_TRAIN_GROUP_REPAIR_STEPS steps for repairs */
+  GHashTable        *contribs;     /* "step/digest/id/shard" → Gradient*: contributions
+                                    * of author id (own: every shard), as long */
+  guint              contrib_tries[DC_MESH_ROSTER_MAX]; /* contribution requests per rank */
+  gint64             contrib_next[DC_MESH_ROSTER_MAX];
   GHashTable        *answered;     /* "step/rank/peer id" → repairs sent (a count) */
   guint              repair_tries[DC_MESH_ROSTER_MAX]; /* requests per rank, this step */
   gint64             repair_next[DC_MESH_ROSTER_MAX];  /* monotonic µs: when the next may go */
@@ -252,6 +271,12 @@ char * _dc_train_group_report_key (guint64     step,
 char * _dc_train_group_gradient_key (guint64     step,
                                      guint64     digest,
                                      const char *id);
+char * _dc_train_group_contrib_key (guint64     step,
+                                    guint64     digest,
+                                    const char *id,
+                                    guint       shard);
+const float * _dc_train_group_shard_values (GBytes *object,
+                                            gsize  *n_values);
 void _dc_train_group_arm (DcTrainGroup *self,
                           guint         seconds);
 void _dc_train_group_publish_step (DcTrainGroup *self);
@@ -298,6 +323,7 @@ gboolean _dc_train_group_reported (DcTrainGroup *self,
                                    guint64       step,
                                    const char   *id);
 void _dc_train_group_maybe_repair (DcTrainGroup *self);
+void _dc_train_group_maybe_repair_contributions (DcTrainGroup *self);
 void _dc_train_group_rollback (DcTrainGroup *self,
                                DcPeer       *peer,
                                guint64       digest);
@@ -309,8 +335,15 @@ void _dc_train_group_handle_repair_request (DcTrainGroup *self,
 gboolean _dc_train_group_compute_audit (DcTrainGroup       *self,
                                         const ComputeData  *compute,
                                         GError            **error);
-void _dc_train_group_check_audit (DcTrainGroup  *self,
-                                  const float  **grads);
+void _dc_train_group_check_audit (DcTrainGroup *self);
+void _dc_train_group_shards_hash (const float *grads,
+                                  gsize        n_params,
+                                  guint        n_ranks,
+                                  guint8       out[DC_MESH_HASH_SIZE]);
+gboolean _dc_train_group_received_hash (DcTrainGroup *self,
+                                        guint64       step,
+                                        guint         rank,
+                                        guint8        out[DC_MESH_HASH_SIZE]);
 void _dc_train_group_remove_evicted (DcTrainGroup *self,
                                      guint64       step);
 gboolean _dc_train_group_verify_accusations (DcTrainGroup *self);

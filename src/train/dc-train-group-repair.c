@@ -130,6 +130,89 @@ _dc_train_group_maybe_repair (DcTrainGroup *self)
   }
 }
 
+/* Contributions to this device's shard of the step being taken that have
+ * not come (the reduce-scatter): asked of their author, which keeps its
+ * own. Known lost (the author's summed shard or report came: it queued its
+ * contribution to this device before either, on the same ordered
+ * channel): at once, again every DC_TRAIN_GROUP_REPAIR_RETRY_S, and after
+ * DC_TRAIN_GROUP_REPAIR_TRIES requests the sync guard stops the run. Else
+ * asked DC_TRAIN_GROUP_REPAIR_RETRY_S after this device sent its own and
+ * every DC_TRAIN_GROUP_REPAIR_RETRY_S after, uncounted. */
+void
+_dc_train_group_maybe_repair_contributions (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  guint64 step = model->step + 1;
+  gint64 now = g_get_monotonic_time ();
+
+  if (!self->own_sent || self->own_reduced || self->roster->len < 2)
+    return;
+  for (guint i = 0; i < self->roster->len; i++)
+    {
+      const char *id = g_ptr_array_index (self->roster, i);
+      g_autofree char *key = _dc_train_group_contrib_key (step, self->digest, id, self->rank);
+      g_autofree char *summed_key = _dc_train_group_gradient_key (step, self->digest, id);
+      DcMeshRepairRequest request = { 0 };
+      g_autoptr(GBytes) payload = NULL;
+      g_autoptr(GError) error = NULL;
+      g_autofree char *text = NULL;
+      DcPeer *peer;
+      gboolean lost;
+
+      if (i == self->rank || g_hash_table_contains (self->contribs, key)
+          || now < self->contrib_next[i] || (peer = _dc_train_group_find_peer (self, id)) == NULL)
+        continue;
+      lost = g_hash_table_contains (self->gradients, summed_key)
+             || _dc_train_group_reported (self, step, id);
+      if (!lost && now < self->t_sent + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC)
+        continue;
+      if (!lost)
+        {
+          /* Its author may only be slow (a step can take seconds on a slow
+           * CPU, and it has nothing to send before it is computed): asked
+           * every DC_TRAIN_GROUP_REPAIR_RETRY_S without counting towards the
+           * limit; the exchange's 120 s wait bounds it. Two reducers that
+           * each lost the other's contribution get out of it this way. */
+          self->contrib_next[i] = now + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC;
+          memcpy (request.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+          request.step = step;
+          request.rank = self->rank;
+          payload = dc_mesh_repair_request_encode (&request);
+          if (!_dc_train_group_send (self, peer, DC_MESH_MSG_REPAIR_REQUEST, payload, &error))
+            g_message ("cannot send a repair request to %s: %s", dc_peer_get_name (peer),
+                       error->message);
+          g_message ("the contribution of “%s” to this device's shard of step %" G_GUINT64_FORMAT
+                     " is %u s late: asked of its author", _dc_train_group_member_name (self, id),
+                     step, DC_TRAIN_GROUP_REPAIR_RETRY_S);
+          continue;
+        }
+      if (self->contrib_tries[i] >= DC_TRAIN_GROUP_REPAIR_TRIES)
+        {
+          _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                                "SYNC GUARD: stopped — contribution of step %" G_GUINT64_FORMAT
+                                " from “%s” to this device's shard not repaired after %u "
+                                "requests", step, _dc_train_group_member_name (self, id),
+                                self->contrib_tries[i]);
+          return;
+        }
+      self->contrib_tries[i]++;
+      self->contrib_next[i] = now + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC;
+      memcpy (request.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+      request.step = step;
+      /* This device's own rank: "your contribution to my shard". */
+      request.rank = self->rank;
+      payload = dc_mesh_repair_request_encode (&request);
+      if (!_dc_train_group_send (self, peer, DC_MESH_MSG_REPAIR_REQUEST, payload, &error))
+        g_message ("cannot send a repair request to %s: %s", dc_peer_get_name (peer),
+                   error->message);
+      text = g_strdup_printf ("missing the contribution of “%s” to this device's shard of step %"
+                              G_GUINT64_FORMAT ": requesting it again from its author "
+                              "(request %u of %u)", _dc_train_group_member_name (self, id), step,
+                              self->contrib_tries[i], DC_TRAIN_GROUP_REPAIR_TRIES);
+      _dc_train_group_notice (self, "repair", _dc_train_group_member_name (self, id), text);
+    }
+}
+
 /* Takes the last step back: the model as it was before it, to take it again
  * with the roster whose digest is @digest once this device sees the same
  * departures. Its step line and report of that step are superseded. */
@@ -171,6 +254,8 @@ _dc_train_group_handle_repair_request (DcTrainGroup *self,
   DcMeshRepairRequest request = { 0 };
   g_autofree char *prefix = NULL;
   g_autofree char *answered_key = NULL;
+  g_autofree char *suffix = NULL;
+  gboolean contribution = FALSE;
   GHashTableIter iter;
   gpointer key, value;
   guint sent, count = 0;
@@ -191,28 +276,40 @@ _dc_train_group_handle_repair_request (DcTrainGroup *self,
   if (sent >= DC_TRAIN_GROUP_REPAIR_TRIES)
     return;
   prefix = g_strdup_printf ("%" G_GUINT64_FORMAT "/", request.step);
-  g_hash_table_iter_init (&iter, self->gradients);
+  /* The requester's own rank asks for this device's contribution to its
+   * shard (it never lacks its own summed shard); another rank, for that
+   * reducer's summed shard. */
+  for (guint i = 0; i < self->roster->len; i++)
+    if (g_str_equal (g_ptr_array_index (self->roster, i), dc_peer_get_id (peer)))
+      contribution = request.rank == i;
+  suffix = g_strdup_printf ("/%s/%u", _dc_train_group_own_id (self), request.rank);
+  g_hash_table_iter_init (&iter, contribution ? self->contribs : self->gradients);
   while (g_hash_table_iter_next (&iter, &key, &value))
     {
       Gradient *gradient = value;
       DcMeshChunk info = { 0 };
       g_autoptr(GError) send_error = NULL;
 
-      /* Every roster this device kept a gradient of (rank) for: the
-       * requester keeps the one of its own roster (the header's digest). */
-      if (!g_str_has_prefix (key, prefix) || gradient->rank != request.rank)
+      /* Every roster this device kept a shard (rank) for: the requester
+       * keeps the one of its own roster (the header's digest). */
+      if (!g_str_has_prefix (key, prefix)
+          || (contribution ? !g_str_has_suffix (key, suffix) : gradient->rank != request.rank))
         continue;
       memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
       info.step = request.step;
-      info.rank = request.rank;
+      info.rank = gradient->rank;
       if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_REPAIR, &info, gradient->object,
                                         &send_error))
         g_message ("cannot send a repair to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
       count++;
     }
-  g_hash_table_replace (self->answered, g_steal_pointer (&answered_key),
-                        GUINT_TO_POINTER (sent + 1));
-  g_message ("repair of step %" G_GUINT64_FORMAT " rank %u for %s: %u gradient%s sent",
-             request.step, request.rank, dc_peer_get_name (peer), count, count == 1 ? "" : "s");
+  /* A request this device had nothing for (an author asked before it
+   * computed its gradient) does not use up the requester's answers. */
+  if (count > 0)
+    g_hash_table_replace (self->answered, g_steal_pointer (&answered_key),
+                          GUINT_TO_POINTER (sent + 1));
+  g_message ("repair of step %" G_GUINT64_FORMAT " rank %u for %s: %u %s%s sent",
+             request.step, request.rank, dc_peer_get_name (peer), count,
+             contribution ? "contribution" : "summed shard", count == 1 ? "" : "s");
 }

@@ -45,44 +45,122 @@ snapshot_thread (gpointer data)
   return NULL;
 }
 
-/* This device's gradient object (the header, then n_params little-endian
- * float32) and its chunks, made on the worker: hashing and cutting the
- * object is most of the cost of sending it, and is done once for all
- * peers, not once per peer on the main thread. A split that fails leaves
- * own_bodies NULL and its error for computed_cb () to log per peer. */
 static void
-pack_own_gradient (DcTrainGroup      *self,
-                   const ComputeData *compute)
+bytes_unref0 (gpointer data)
 {
-  DcGptModel *model = dc_train_session_get_model (self->session);
-  gsize size = GRADIENT_HEADER_SIZE + model->n_params * sizeof (float);
-  guint8 *data = g_malloc (size);
-  guint32 word, loss_bits;
-  guint64 digest = GUINT64_TO_LE (compute->digest);
-  DcMeshChunk info = { 0 };
+  if (data != NULL)
+    g_bytes_unref (data);
+}
 
-  memset (data, 0, GRADIENT_HEADER_SIZE);
-  word = GUINT32_TO_LE (GRADIENT_MAGIC);
-  memcpy (data, &word, 4);
-  word = GUINT32_TO_LE (compute->n_ranks);
-  memcpy (data + 4, &word, 4);
-  memcpy (data + 8, &digest, 8);
-  memcpy (&loss_bits, &self->own_loss, 4);
-  loss_bits = GUINT32_TO_LE (loss_bits);
-  memcpy (data + 16, &loss_bits, 4);
-  /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
-   * checked in meson: every supported target is little-endian). */
-  memcpy (data + GRADIENT_HEADER_SIZE, self->own_grads, model->n_params * sizeof (float));
-  g_clear_pointer (&self->own_object, g_bytes_unref);
+static void
+ptr_array_unref0 (gpointer data)
+{
+  if (data != NULL)
+    g_ptr_array_unref (data);
+}
+
+/* Empty slots for this step's contributions, one per shard (on the worker,
+ * before the gradient is computed). */
+static void
+pack_begin (DcTrainGroup      *self,
+            const ComputeData *compute)
+{
+  g_clear_pointer (&self->own_objects, g_ptr_array_unref);
   g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
   g_clear_error (&self->own_pack_error);
-  self->own_object = g_bytes_new_take (data, size);
+  self->own_objects = g_ptr_array_new_full (compute->n_ranks, bytes_unref0);
+  self->own_bodies = g_ptr_array_new_full (compute->n_ranks, ptr_array_unref0);
+  g_ptr_array_set_size (self->own_objects, compute->n_ranks);
+  g_ptr_array_set_size (self->own_bodies, compute->n_ranks);
+  memset (self->own_packed, 0, sizeof self->own_packed);
+}
 
+/* This device's contribution to shard @r (dc-train-wire.h: the "DRS1"
+ * header, then shard r's little-endian float32) and its chunks, made on
+ * the worker: hashing and cutting them is most of the cost of sending, and
+ * is done once, not once per peer on the main thread. A split that fails
+ * leaves the slot's chunks NULL and its error for send_shard () to log. */
+static void
+pack_shard (DcTrainGroup      *self,
+            const ComputeData *compute,
+            guint              r)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  DcTrainShardHeader header = { 0 };
+  DcMeshChunk info = { 0 };
+  gsize start, length;
+  gsize size = dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, model->n_params,
+                                           compute->n_ranks, r);
+  guint8 *data = g_malloc (size);
+  GBytes *object;
+
+  header.kind = DC_TRAIN_SHARD_CONTRIBUTION;
+  header.roster_size = compute->n_ranks;
+  header.shard = r;
+  header.digest = compute->digest;
+  memcpy (&header.loss_bits, &self->own_loss, 4);
   memcpy (info.run_id, compute->run_id, DC_MESH_RUN_ID_SIZE);
   info.step = model->step + 1;
   info.rank = compute->rank;
-  self->own_bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, self->own_object,
-                                          &self->own_pack_error);
+  dc_train_shard_range (model->n_params, compute->n_ranks, r, &start, &length);
+  dc_train_shard_header_write (data, &header);
+  /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
+   * checked in meson: every supported target is little-endian). */
+  memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, self->own_grads + start, length * sizeof (float));
+  object = g_bytes_new_take (data, size);
+  self->own_objects->pdata[r] = object;
+  self->own_bodies->pdata[r] = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object,
+                                                     self->own_pack_error == NULL
+                                                     ? &self->own_pack_error : NULL);
+  self->own_packed[r] = TRUE;
+}
+
+static void send_early (DcTrainGroup *self);
+
+static gboolean
+early_cb (gpointer user_data)
+{
+  send_early (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+typedef struct
+{
+  DcTrainGroup      *self;
+  const ComputeData *compute;
+  GMainContext      *context;
+} EarlyData;
+
+/* From the backward pass (the worker), once every gradient from
+ * @first_final on is final: the contributions whose whole shard is are
+ * packed now and handed to the main thread, which sends them while the
+ * pass goes on (the last blocks' shards first). Shard 0 holds the token
+ * embedding, which the tied head makes final only at the very end. */
+static void
+layer_done (gsize    first_final,
+            gpointer user_data)
+{
+  EarlyData *early = user_data;
+  DcTrainGroup *self = early->self;
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  for (guint r = early->compute->n_ranks; r-- > 1;)
+    {
+      gsize start, length;
+      g_autoptr(GSource) source = NULL;
+
+      dc_train_shard_range (model->n_params, early->compute->n_ranks, r, &start, &length);
+      if (self->own_packed[r] || start < first_final || r == early->compute->rank)
+        continue;
+      pack_shard (self, early->compute, r);
+      g_async_queue_push (self->early, GUINT_TO_POINTER (r + 1));
+      /* A source on the owner's context, not g_main_context_invoke ()
+       * (shared/PLATFORM-NOTES.md). */
+      source = g_idle_source_new ();
+      g_source_set_priority (source, G_PRIORITY_DEFAULT);
+      g_source_set_callback (source, early_cb, g_object_ref (self), g_object_unref);
+      g_source_attach (source, early->context);
+    }
 }
 
 static gboolean
@@ -132,10 +210,20 @@ compute_worker (GTask        *task,
   GThread *snapshot = g_thread_try_new ("dc-snapshot", snapshot_thread, self, NULL);
   gboolean ok;
 
+  EarlyData early = { self, compute, g_task_get_context (task) };
+  DcGptRun *run = dc_gpt_trainer_get_run (dc_train_session_get_trainer (self->session));
+
   if (snapshot == NULL)
     snapshot_thread (self);
   self->audit_us = 0;
+  if (compute->n_ranks > 1)
+    {
+      pack_begin (self, compute);
+      dc_gpt_run_set_layer_done_func (run, layer_done, &early);
+    }
   ok = compute_own (self, compute, &error);
+  /* Not for the audit's recomputation, nor any later pass. */
+  dc_gpt_run_set_layer_done_func (run, NULL, NULL);
   if (snapshot != NULL)
     g_thread_join (snapshot);
   if (!ok)
@@ -150,7 +238,10 @@ compute_worker (GTask        *task,
     {
       g_autoptr(GSource) packed = g_idle_source_new ();
 
-      pack_own_gradient (self, compute);
+      /* The shards not sent during the backward pass (shard 0 at least). */
+      for (guint r = 0; r < compute->n_ranks; r++)
+        if (!self->own_packed[r])
+          pack_shard (self, compute, r);
       /* A source on the owner's context, not g_main_context_invoke ()
        * (shared/PLATFORM-NOTES.md). */
       g_source_set_priority (packed, G_PRIORITY_DEFAULT);
@@ -216,8 +307,15 @@ apply_worker (GTask        *task,
           self->sum_grads = g_new (float, model->n_params);
           self->sum_len = model->n_params;
         }
-      /* The canonical order (docs/VERIFICATION.md): ranks 0..n-1, as the simulation. */
-      dc_gpt_trainer_combine_gradients (apply->grads, apply->n, model->n_params, self->sum_grads);
+      /* The summed shards, each already the canonical sum of its elements
+       * (maybe_reduce ()), side by side in rank order. */
+      for (guint r = 0; r < apply->n; r++)
+        {
+          gsize start, length;
+
+          dc_train_shard_range (model->n_params, apply->n, r, &start, &length);
+          memcpy (self->sum_grads + start, apply->grads[r], length * sizeof (float));
+        }
       sum = self->sum_grads;
     }
   dc_gpt_trainer_apply_gradients (trainer, sum);
@@ -336,51 +434,209 @@ corrupt_chunk (GPtrArray *bodies)
   return copy;
 }
 
-/* This step's gradient to the roster, once: from the worker's source as
- * soon as it is packed, else from computed_cb (). */
+/* Sends @object's chunks (@bodies) to @peer, counting them; logs a failure. */
+static void
+send_bodies (DcTrainGroup *self,
+             DcPeer       *peer,
+             GPtrArray    *bodies,
+             const char   *what)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (bodies == NULL)
+    g_message ("cannot send the %s to %s: %s", what, dc_peer_get_name (peer),
+               self->own_pack_error != NULL ? self->own_pack_error->message : "not packed");
+  else if (!_dc_train_group_send_chunks (self, peer, DC_MESH_MSG_GRADIENTS, bodies, &error))
+    g_message ("cannot send the %s to %s: %s", what, dc_peer_get_name (peer), error->message);
+}
+
+/* This step's contribution to shard @r (the reduce-scatter), once: to
+ * rank r, and on an audit step to the device auditing rank r (which re-sums
+ * it, _dc_train_group_check_audit ()), unless this device is r. */
+static void
+send_shard (DcTrainGroup *self,
+            guint         r)
+{
+  guint n = self->roster->len;
+  guint64 step = dc_train_session_get_model (self->session)->step + 1;
+  GPtrArray *bodies;
+
+  if (r >= n || r == self->rank || self->own_shard_sent[r] || self->own_bodies == NULL)
+    return;
+  self->own_shard_sent[r] = TRUE;
+  bodies = g_ptr_array_index (self->own_bodies, r);
+  for (guint i = 0; i < n; i++)
+    {
+      DcPeer *peer;
+
+      if (i == self->rank
+          || (i != r && dc_train_group_audit_rank (self->config->run_seed, step, i, n,
+                                                   self->audit_all) != r)
+          || (peer = _dc_train_group_find_peer (self, g_ptr_array_index (self->roster, i)))
+             == NULL)
+        continue;
+      send_bodies (self, peer, bodies, "gradient");
+    }
+}
+
+/* The contributions the worker packed during the backward pass, sent as
+ * they come (layer_done ()). */
+static void
+send_early (DcTrainGroup *self)
+{
+  gpointer item;
+
+  while ((item = g_async_queue_try_pop (self->early)) != NULL)
+    if (self->state == STATE_COMPUTING && !self->own_sent)
+      send_shard (self, GPOINTER_TO_UINT (item) - 1);
+}
+
+/* This step's contributions, the rest of them, once the worker packed them
+ * all: from the worker's source, else from computed_cb (). */
 static void
 send_own_gradient (DcTrainGroup *self)
 {
-  DcGptModel *model;
-  g_autoptr(GBytes) object_bytes = NULL;
-  g_autoptr(GPtrArray) bodies = NULL;
   guint64 step;
+  g_autoptr(GPtrArray) objects = NULL;
+  g_autoptr(GPtrArray) bodies = NULL;
 
   if (self->own_sent || self->state != STATE_COMPUTING)
     return;
+  send_early (self);
+  for (guint r = 0; r < self->roster->len; r++)
+    send_shard (self, r);
   self->own_sent = TRUE;
-  model = dc_train_session_get_model (self->session);
-  step = model->step + 1;
-  /* Packed by the worker (pack_own_gradient ()). */
-  object_bytes = g_steal_pointer (&self->own_object);
+  step = dc_train_session_get_model (self->session)->step + 1;
+  /* Packed by the worker (pack_shard ()). */
+  objects = g_steal_pointer (&self->own_objects);
   bodies = g_steal_pointer (&self->own_bodies);
-
-  if (object_bytes != NULL)
+  for (guint r = 0; objects != NULL && r < objects->len; r++)
     {
-      /* Kept with the others': this device may be asked to repair it. */
-      Gradient *own = g_new0 (Gradient, 1);
+      /* Kept: this device may be asked for them again, and re-sums with
+       * its own on an audit step. */
+      Gradient *own;
 
+      if (g_ptr_array_index (objects, r) == NULL)
+        continue;
+      own = g_new0 (Gradient, 1);
       own->rank = self->rank;
       own->loss = self->own_loss;
-      own->object = g_bytes_ref (object_bytes);
-      g_hash_table_replace (self->gradients,
-                            _dc_train_group_gradient_key (step, self->digest,
-                                                          _dc_train_group_own_id (self)),
+      own->object = g_bytes_ref (g_ptr_array_index (objects, r));
+      g_hash_table_replace (self->contribs,
+                            _dc_train_group_contrib_key (step, self->digest,
+                                                         _dc_train_group_own_id (self), r),
                             own);
     }
+  self->t_sent = g_get_monotonic_time ();
+}
 
-  for (guint i = 0; i < self->roster->len; i++)
+/* The summed shard of this device's rank (the all-gather), once every
+ * roster device's contribution to it is here (its own included): summed in
+ * the canonical order (dc_gpt_trainer_combine_gradients (): ranks 0..n-1,
+ * then ÷ n, element by element, so the result is bit for bit the whole
+ * gradient's sum), with the SHA-256 of each contribution it used (the
+ * audits compare them) and the step's loss, kept and sent to every roster
+ * device. */
+static void
+maybe_reduce (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  guint64 step = model->step + 1;
+  guint n = self->roster->len;
+  g_autofree const float **values = g_new0 (const float *, n);
+  g_autofree GBytes **objects = g_new0 (GBytes *, n);
+  DcTrainShardHeader header = { 0 };
+  DcMeshChunk info = { 0 };
+  gsize start, length, size;
+  guint8 *data;
+  float loss_sum = 0.0f, loss;
+  g_autoptr(GBytes) object = NULL;
+  g_autoptr(GPtrArray) bodies = NULL;
+  g_autoptr(GError) error = NULL;
+  Gradient *own;
+
+  if (!self->own_sent || self->own_reduced || n < 2 || self->state != STATE_EXCHANGING)
+    return;
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *key = _dc_train_group_contrib_key (step, self->digest,
+                                                          g_ptr_array_index (self->roster, i),
+                                                          self->rank);
+      Gradient *contribution = g_hash_table_lookup (self->contribs, key);
+      gsize n_values;
+
+      if (contribution == NULL || contribution->rank != i)
+        return;
+      objects[i] = contribution->object;
+      values[i] = _dc_train_group_shard_values (contribution->object, &n_values);
+      /* The losses as the simulation sums them: rank order. */
+      loss_sum = loss_sum + contribution->loss;
+    }
+  self->own_reduced = TRUE;
+  dc_train_shard_range (model->n_params, n, self->rank, &start, &length);
+  size = dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, model->n_params, n, self->rank);
+  data = g_malloc (size);
+  loss = loss_sum / (float) n;
+  header.kind = DC_TRAIN_SHARD_SUMMED;
+  header.roster_size = n;
+  header.shard = self->rank;
+  header.digest = self->digest;
+  memcpy (&header.loss_bits, &loss, 4);
+  dc_train_shard_header_write (data, &header);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(GBytes) floats = g_bytes_new_static (values[i], length * sizeof (float));
+
+      dc_mesh_train_hash (floats, data + DC_TRAIN_SHARD_HEADER_SIZE
+                                  + (gsize) i * DC_TRAIN_SHARD_HASH_SIZE);
+    }
+  {
+    float *out = (float *) (data + DC_TRAIN_SHARD_HEADER_SIZE
+                            + (gsize) n * DC_TRAIN_SHARD_HASH_SIZE);
+
+    dc_gpt_trainer_combine_gradients (values, n, length, out);
+    if (self->fault_corrupt_sum != 0 && step >= self->fault_corrupt_sum && length > 0)
+      {
+        guint32 bits;
+
+        /* Test only (DC_TEST_FAULT=corrupt-sum@STEP): one flipped bit in
+         * this device's summed shard from STEP on, applied here too (the
+         * replicas stay equal: only an audit can tell). */
+        memcpy (&bits, &out[0], 4);
+        bits ^= 1u;
+        memcpy (&out[0], &bits, 4);
+      }
+  }
+  object = g_bytes_new_take (data, size);
+  own = g_new0 (Gradient, 1);
+  own->rank = self->rank;
+  own->loss = loss;
+  own->object = g_bytes_ref (object);
+  g_hash_table_replace (self->gradients,
+                        _dc_train_group_gradient_key (step, self->digest,
+                                                      _dc_train_group_own_id (self)),
+                        own);
+
+  memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+  info.step = step;
+  info.rank = self->rank;
+  bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object, &error);
+  for (guint i = 0; i < n; i++)
     {
       DcPeer *peer;
-      g_autoptr(GError) send_error = NULL;
-
       g_autoptr(GPtrArray) corrupt = NULL;
 
       if (i == self->rank || (peer = _dc_train_group_find_peer (self,
                                                                 g_ptr_array_index (self->roster,
                                                                                    i))) == NULL)
         continue;
-      if (self->fault_chunk != 0 && step == self->fault_chunk && i != 0 && bodies != NULL)
+      if (bodies == NULL)
+        {
+          g_message ("cannot send the summed shard to %s: %s", dc_peer_get_name (peer),
+                     error->message);
+          continue;
+        }
+      if (self->fault_chunk != 0 && step == self->fault_chunk && i != 0)
         {
           /* Test only (DC_TEST_FAULT=corrupt-chunk@STEP): one byte of one
            * chunk's data changed on the way to one device that is not the
@@ -390,18 +646,12 @@ send_own_gradient (DcTrainGroup *self)
           g_message ("DC_TEST_FAULT: a corrupted chunk of the gradient of step %" G_GUINT64_FORMAT
                      " to %s", step, dc_peer_get_name (peer));
         }
-      /* The same chunks for every peer: each queues its own frames of them. */
-      if (bodies == NULL)
-        g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
-                   self->own_pack_error != NULL ? self->own_pack_error->message : "not packed");
-      else if (!_dc_train_group_send_chunks (self, peer, DC_MESH_MSG_GRADIENTS,
-                                             corrupt != NULL ? corrupt : bodies, &send_error))
-        g_message ("cannot send the gradient to %s: %s", dc_peer_get_name (peer),
-                   send_error->message);
+      send_bodies (self, peer, corrupt != NULL ? corrupt : bodies, "summed shard");
       if (self->fault_partial != 0 && step == self->fault_partial)
         {
           /* Test only (DC_TEST_FAULT=partial-send@STEP): this device's
-           * gradient reaches one device, then it dies without a bye. */
+           * summed shard (the step's gradient) reaches one device, then it
+           * dies without a bye. */
           g_message ("DC_TEST_FAULT: gradient of step %" G_GUINT64_FORMAT " sent to one device "
                      "only; exiting in 1 s", step);
           self->state = STATE_DONE;
@@ -409,7 +659,6 @@ send_own_gradient (DcTrainGroup *self)
           return;
         }
     }
-  self->t_sent = g_get_monotonic_time ();
 }
 
 static void
@@ -520,7 +769,7 @@ applied_cb (GObject      *object,
   DcTrainGroup *self = DC_TRAIN_GROUP (object);
   ApplyData *apply = g_task_get_task_data (G_TASK (result));
   DcGptModel *model;
-  float loss_sum = 0.0f;
+  float step_loss;
 
   g_task_propagate_boolean (G_TASK (result), NULL);
   if (self->state == STATE_DONE)
@@ -543,30 +792,24 @@ applied_cb (GObject      *object,
       apply->optimizer_hash = dc_gpt_model_dup_optimizer_hash (model);
     }
 
-  /* The loss as the simulation computes it: the ranks' losses in rank order. */
-  for (guint i = 0; i < self->roster->len; i++)
+  /* The loss as the simulation computes it: the ranks' losses in rank
+   * order, ÷ n; every reducer computed it so (maybe_reduce ()), the
+   * leader's summed shard is the one shown. */
+  if (self->roster->len == 1)
+    step_loss = self->own_loss;
+  else
     {
-      float loss = self->own_loss;
+      g_autofree char *key = _dc_train_group_gradient_key (model->step, self->digest,
+                                                           g_ptr_array_index (self->roster, 0));
+      Gradient *gradient = g_hash_table_lookup (self->gradients, key);
 
-      if (i != self->rank)
-        {
-          g_autofree char *key = _dc_train_group_gradient_key (model->step, self->digest,
-                                                               g_ptr_array_index (self->roster, i));
-          Gradient *gradient = g_hash_table_lookup (self->gradients, key);
-
-          loss = gradient->loss;
-        }
-      loss_sum = loss_sum + loss;
+      step_loss = gradient->loss;
     }
 
   g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
   self->own_report = _dc_train_group_make_report_hashed (self, apply->weights_hash,
                                                          apply->optimizer_hash);
-  {
-    float loss = loss_sum / (float) self->roster->len;
-
-    memcpy (&self->own_report->loss_bits, &loss, 4);
-  }
+  memcpy (&self->own_report->loss_bits, &step_loss, 4);
   /* Where the step's time went (for a view's "slowest device"). */
   /* An audit's recomputation runs after the send (compute_worker ()), in
    * what would otherwise be waiting: it counts as compute. */
@@ -574,7 +817,7 @@ applied_cb (GObject      *object,
   self->own_report->send_us = self->t_sent - self->t_computed;
   self->own_report->wait_us = MAX (0, self->t_apply - self->t_sent - self->audit_us);
   self->own_report->combine_us = g_get_monotonic_time () - self->t_apply;
-  self->last_loss = (double) (loss_sum / (float) self->roster->len);
+  self->last_loss = (double) step_loss;
   self->last_seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
   if (self->fault_hold != 0 && model->step == self->fault_hold)
     {
@@ -604,8 +847,12 @@ _dc_train_group_start_step (DcTrainGroup *self)
   self->step_started = g_get_monotonic_time ();
   memset (self->repair_tries, 0, sizeof self->repair_tries);
   memset (self->repair_next, 0, sizeof self->repair_next);
+  memset (self->contrib_tries, 0, sizeof self->contrib_tries);
+  memset (self->contrib_next, 0, sizeof self->contrib_next);
   self->state = STATE_COMPUTING;
   self->own_sent = FALSE;
+  self->own_reduced = FALSE;
+  memset (self->own_shard_sent, 0, sizeof self->own_shard_sent);
   self->audit_rank = G_MAXUINT;
   if (self->roster->len >= 2)
     {
@@ -628,29 +875,31 @@ _dc_train_group_start_step (DcTrainGroup *self)
   g_task_run_in_thread (task, compute_worker);
 }
 
+/* The roster's summed shards of the step, in rank order (this device's
+ * own once maybe_reduce () made it); alone, its own gradient. */
 static gboolean
 gradients_complete (DcTrainGroup  *self,
                     const float  **grads)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
 
+  if (self->roster->len == 1)
+    {
+      grads[0] = self->own_grads;
+      return TRUE;
+    }
   for (guint i = 0; i < self->roster->len; i++)
     {
       g_autofree char *key = NULL;
       Gradient *gradient;
+      gsize n_values;
 
-      if (i == self->rank)
-        {
-          grads[i] = self->own_grads;
-          continue;
-        }
       key = _dc_train_group_gradient_key (model->step + 1, self->digest,
                                           g_ptr_array_index (self->roster, i));
       gradient = g_hash_table_lookup (self->gradients, key);
       if (gradient == NULL || gradient->rank != i)
         return FALSE;
-      grads[i] = (const float *) ((const guint8 *) g_bytes_get_data (gradient->object, NULL)
-                                  + GRADIENT_HEADER_SIZE);
+      grads[i] = _dc_train_group_shard_values (gradient->object, &n_values);
     }
   return TRUE;
 }
@@ -742,6 +991,10 @@ prune (DcTrainGroup *self,
   while (g_hash_table_iter_next (&iter, &key, NULL))
     if (g_ascii_strtoull (key, NULL, 10) < keep)
       g_hash_table_iter_remove (&iter);
+  g_hash_table_iter_init (&iter, self->contribs);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (g_ascii_strtoull (key, NULL, 10) < keep)
+      g_hash_table_iter_remove (&iter);
   g_hash_table_iter_init (&iter, self->answered);
   while (g_hash_table_iter_next (&iter, &key, NULL))
     if (g_ascii_strtoull (key, NULL, 10) < keep)
@@ -763,13 +1016,19 @@ missing_names (DcTrainGroup *self,
   for (guint i = 0; i < self->roster->len; i++)
     {
       const char *id = g_ptr_array_index (self->roster, i);
+      /* Before this device summed its shard, what it lacks are
+       * contributions to it; after, the others' summed shards. */
+      gboolean contribution = !reports && !self->own_reduced;
       g_autofree char *key = reports ? _dc_train_group_report_key (model->step, id)
-                                     : _dc_train_group_gradient_key (model->step + 1, self->digest,
-                                                                     id);
+                             : contribution ? _dc_train_group_contrib_key (model->step + 1,
+                                                                           self->digest, id,
+                                                                           self->rank)
+                             : _dc_train_group_gradient_key (model->step + 1, self->digest, id);
 
       /* A device gone owes no report. */
       if (i != self->rank && !(reports && _dc_train_group_find_peer (self, id) == NULL)
-          && !g_hash_table_contains (reports ? self->reports : self->gradients, key))
+          && !g_hash_table_contains (reports ? self->reports
+                                     : contribution ? self->contribs : self->gradients, key))
         g_string_append_printf (names, "%s“%s”", names->len > 0 ? ", " : "",
                                 _dc_train_group_member_name (self, id));
     }
@@ -974,12 +1233,13 @@ _dc_train_group_advance (DcTrainGroup *self)
         g_autofree const float **grads = g_new0 (const float *, self->roster->len);
         DcGptModel *model = dc_train_session_get_model (self->session);
 
+        maybe_reduce (self);
         if (gradients_complete (self, grads))
           {
             ApplyData *data = g_new0 (ApplyData, 1);
             g_autoptr(GTask) task = g_task_new (self, NULL, applied_cb, NULL);
 
-            _dc_train_group_check_audit (self, grads);
+            _dc_train_group_check_audit (self);
             data->grads = g_steal_pointer (&grads);
             data->n = self->roster->len;
             self->state = STATE_APPLYING;
@@ -991,6 +1251,9 @@ _dc_train_group_advance (DcTrainGroup *self)
         else if (_dc_train_group_drop_gone (self, model->step + 1))
           /* Someone left before its gradient came: the step again without it. */
           _dc_train_group_start_step (self);
+        else if ((_dc_train_group_maybe_repair_contributions (self),
+                  self->state != STATE_EXCHANGING))
+          ;
         else if ((_dc_train_group_maybe_repair (self), self->state != STATE_EXCHANGING))
           ;
         else if (late)
@@ -1219,8 +1482,10 @@ _dc_train_group_handle_report (DcTrainGroup *self,
   g_hash_table_replace (self->reports, g_steal_pointer (&key), g_steal_pointer (&report));
 }
 
-/* A GRADIENTS chunk from its author, or a REPAIR chunk of another roster
- * device's gradient (chunk.rank) from the device that repairs it. */
+/* A GRADIENTS chunk from its sender (a contribution it wrote, or its
+ * summed shard), or a REPAIR chunk (a contribution from its author, or
+ * another reducer's summed shard from a device that has it; chunk.rank is
+ * the author's or reducer's rank). */
 void
 _dc_train_group_handle_chunk (DcTrainGroup *self,
                               DcPeer       *peer,
@@ -1236,7 +1501,7 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
   gboolean repair = type == DC_MESH_MSG_REPAIR;
   Assembly *assembly;
   DcGptModel *model;
-  guint64 expected, step;
+  guint64 largest, step;
 
   if (self->session == NULL || !_dc_train_group_in_roster (self, from))
     return;
@@ -1248,20 +1513,15 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
       _dc_train_group_refuse (self, peer, type, error->message);
       return;
     }
-  if (self->fault_drop != 0 && chunk.step == self->fault_drop
-      && (!repair || self->fault_drop_repair))
-    {
-      /* Test only (DC_TEST_FAULT=drop-gradient@STEP, drop-repair@STEP). */
-      if (chunk.index == 0)
-        g_message ("DC_TEST_FAULT: dropped a %s of step %" G_GUINT64_FORMAT " from %s",
-                   repair ? "repair" : "gradient", chunk.step, dc_peer_get_name (peer));
-      return;
-    }
   model = dc_train_session_get_model (self->session);
   step = self->step_done + 1;  /* not model->step: a worker may be stepping it */
-  expected = GRADIENT_HEADER_SIZE + (guint64) model->n_params * sizeof (float);
+  /* The largest shard object: a summed shard 0 of a roster of 64 (hashes)
+   * or the whole gradient of a roster of one; the header says which. */
+  largest = DC_TRAIN_SHARD_HEADER_SIZE
+            + (guint64) DC_TRAIN_GRADIENT_ROSTER_MAX * DC_TRAIN_SHARD_HASH_SIZE
+            + (guint64) model->n_params * sizeof (float);
   if (memcmp (chunk.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
-      || chunk.total != expected || chunk.step + 1 < step || chunk.step > step + 1
+      || chunk.total > largest || chunk.step + 1 < step || chunk.step > step + 1
       || (chunk.step + 1 == step && self->state != STATE_REPORTING))
     return;
   /* A repair is of the step being taken, by a rank of this device's roster. */
@@ -1275,16 +1535,17 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
   if (assembly == NULL)
     {
       assembly = g_new0 (Assembly, 1);
-      assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
+      assembly->assembler = dc_mesh_chunk_assembler_new (type, largest);
       g_hash_table_insert (self->assemblies, g_strdup (assembly_key), assembly);
     }
   if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
     {
       /* A sender queues whole objects in order: a chunk of another object
-       * means the one before was cut short (the sender restarted the step). */
+       * means the one before was cut short (the sender restarted the step),
+       * or it was done (a contribution, then the next object). */
       g_clear_error (&error);
       dc_mesh_chunk_assembler_free (assembly->assembler);
-      assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
+      assembly->assembler = dc_mesh_chunk_assembler_new (type, largest);
       if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
         {
           g_message ("a bad gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
@@ -1294,49 +1555,90 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
   if (object == NULL)
     return;
   dc_mesh_chunk_assembler_free (assembly->assembler);
-  assembly->assembler = dc_mesh_chunk_assembler_new (type, expected);
+  assembly->assembler = dc_mesh_chunk_assembler_new (type, largest);
 
   {
     gsize size;
     const guint8 *data = g_bytes_get_data (object, &size);
-    DcTrainGradientHeader header;
-    guint32 n, loss_bits;
-    guint64 digest;
+    DcTrainShardHeader header;
     Gradient *gradient;
     guint stashed = 0;
     GHashTableIter iter;
     gpointer key;
+    gboolean summed;
+    GHashTable *table;
     g_autofree char *prefix = g_strdup_printf ("%" G_GUINT64_FORMAT "/", chunk.step);
-    g_autofree char *suffix = g_strdup_printf ("/%s", id);
+    g_autofree char *infix = g_strdup_printf ("/%s", id);
 
-    if (!dc_train_gradient_header_parse (data, size, model->n_params, chunk.rank, &header,
-                                         &error))
+    if (!dc_train_shard_header_parse (data, size, model->n_params, &header, &error))
       {
         g_message ("a gradient from %s with a bad header: dropped (%s)", dc_peer_get_name (peer),
                    error->message);
         return;
       }
-    /* As they were on the wire, for the code below. */
-    n = GUINT32_TO_LE (header.roster_size);
-    digest = GUINT64_TO_LE (header.digest);
-    loss_bits = GUINT32_TO_LE (header.loss_bits);
+    summed = header.kind == DC_TRAIN_SHARD_SUMMED;
+    /* A contribution's author and a summed shard's reducer is the chunk's
+     * rank; a reducer sums only its own shard. */
+    if (chunk.rank >= header.roster_size || (summed && header.shard != chunk.rank))
+      {
+        g_message ("a gradient shard %u of rank %u from %s: dropped", header.shard, chunk.rank,
+                   dc_peer_get_name (peer));
+        return;
+      }
+    /* A contribution to another shard than this device's own comes only to
+     * that shard's auditor on an audit step (send_own_gradient ()); for
+     * this roster that is known here, so nothing else is kept. */
+    if (!summed && header.digest == self->digest && header.roster_size == self->roster->len
+        && header.shard != self->rank
+        && header.shard != dc_train_group_audit_rank (self->config->run_seed, chunk.step,
+                                                      self->rank, self->roster->len,
+                                                      self->audit_all))
+      {
+        g_message ("a contribution to shard %u of step %" G_GUINT64_FORMAT " from %s, which "
+                   "this device does not audit: dropped", header.shard, chunk.step,
+                   dc_peer_get_name (peer));
+        return;
+      }
+    if (self->fault_drop != 0 && chunk.step == self->fault_drop && summed
+        && (!repair || self->fault_drop_repair))
+      {
+        /* Test only (DC_TEST_FAULT=drop-gradient@STEP, drop-repair@STEP):
+         * the summed shards of STEP (the roster's gradient) are lost. */
+        g_message ("DC_TEST_FAULT: dropped a %s of step %" G_GUINT64_FORMAT " from %s",
+                   repair ? "repair" : "gradient", chunk.step, dc_peer_get_name (peer));
+        return;
+      }
+    if (self->fault_drop_contrib != 0 && chunk.step == self->fault_drop_contrib && !summed
+        && !repair)
+      {
+        /* Test only (DC_TEST_FAULT=drop-contribution@STEP). */
+        g_message ("DC_TEST_FAULT: dropped a contribution of step %" G_GUINT64_FORMAT " from %s",
+                   chunk.step, dc_peer_get_name (peer));
+        return;
+      }
     if (repair)
       {
-        g_autofree char *own_key = _dc_train_group_gradient_key (chunk.step, self->digest, id);
+        g_autofree char *own_key = summed
+                                   ? _dc_train_group_gradient_key (chunk.step, self->digest, id)
+                                   : _dc_train_group_contrib_key (chunk.step, self->digest, id,
+                                                                  header.shard);
 
-        /* Another roster's gradient (the repairer kept several), or one
-         * that came meanwhile: nothing to do. */
-        if (GUINT64_FROM_LE (digest) != self->digest || GUINT32_FROM_LE (n) != self->roster->len
-            || g_hash_table_contains (self->gradients, own_key))
+        /* Another roster's shard (the repairer kept several), or one that
+         * came meanwhile: nothing to do. */
+        if (header.digest != self->digest || header.roster_size != self->roster->len
+            || g_hash_table_contains (summed ? self->gradients : self->contribs, own_key))
           return;
-        g_message ("repaired the gradient of step %" G_GUINT64_FORMAT " from %s (sent by %s)",
-                   chunk.step, _dc_train_group_member_name (self, id), dc_peer_get_name (peer));
+        g_message ("repaired the %s of step %" G_GUINT64_FORMAT " from %s (sent by %s)",
+                   summed ? "gradient" : "contribution", chunk.step,
+                   _dc_train_group_member_name (self, id), dc_peer_get_name (peer));
       }
-    g_hash_table_iter_init (&iter, self->gradients);
+    table = summed ? self->gradients : self->contribs;
+    g_hash_table_iter_init (&iter, table);
     while (g_hash_table_iter_next (&iter, &key, NULL))
-      if (g_str_has_prefix (key, prefix) && g_str_has_suffix (key, suffix))
+      if (g_str_has_prefix (key, prefix) && strstr (key, infix) != NULL)
         stashed++;
-    if (stashed >= DC_TRAIN_GROUP_STASH_MAX)
+    /* A contribution per shard at most (an auditor gets a second one). */
+    if (stashed >= DC_TRAIN_GROUP_STASH_MAX * (summed ? 1 : 2))
       {
         g_message ("more than %u gradients of step %" G_GUINT64_FORMAT " from %s: dropped",
                    DC_TRAIN_GROUP_STASH_MAX, chunk.step, dc_peer_get_name (peer));
@@ -1344,21 +1646,22 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
       }
     if (chunk.step + 1 == step)
       {
-        /* A gradient of the step just taken: its sender is taking it again
-         * with a smaller roster (it lacked the gradient of a device that
+        /* A shard of the step just taken: its sender is taking it again
+         * with a smaller roster (it lacked the shard of a device that
          * left, which reached this one). */
-        if (GUINT64_FROM_LE (digest) == self->digest)
+        if (header.digest == self->digest)
           return;  /* the same step again: nothing new */
-        _dc_train_group_rollback (self, peer, GUINT64_FROM_LE (digest));
-        /* … and this gradient is one of the step to take again. */
+        _dc_train_group_rollback (self, peer, header.digest);
+        /* … and this shard is one of the step to take again. */
       }
     gradient = g_new0 (Gradient, 1);
     gradient->rank = chunk.rank;
-    loss_bits = GUINT32_FROM_LE (loss_bits);
-    memcpy (&gradient->loss, &loss_bits, 4);
+    memcpy (&gradient->loss, &header.loss_bits, 4);
     gradient->object = g_steal_pointer (&object);
-    g_hash_table_replace (self->gradients,
-                          _dc_train_group_gradient_key (chunk.step, GUINT64_FROM_LE (digest),
-                                                        id), gradient);
+    g_hash_table_replace (table,
+                          summed ? _dc_train_group_gradient_key (chunk.step, header.digest, id)
+                          : _dc_train_group_contrib_key (chunk.step, header.digest, id,
+                                                         header.shard),
+                          gradient);
   }
 }

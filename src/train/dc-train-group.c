@@ -418,6 +418,35 @@ _dc_train_group_gradient_key (guint64     step,
   return g_strdup_printf ("%" G_GUINT64_FORMAT "/%016" G_GINT64_MODIFIER "x/%s", step, digest, id);
 }
 
+/* contribs' key: the step first, as prune () reads it. */
+char *
+_dc_train_group_contrib_key (guint64     step,
+                             guint64     digest,
+                             const char *id,
+                             guint       shard)
+{
+  return g_strdup_printf ("%" G_GUINT64_FORMAT "/%016" G_GINT64_MODIFIER "x/%s/%u", step, digest,
+                          id, shard);
+}
+
+/* The float32 values of a kept shard object (its header was checked when
+ * it came, or this device wrote it). */
+const float *
+_dc_train_group_shard_values (GBytes *object,
+                              gsize  *n_values)
+{
+  gsize size;
+  const guint8 *data = g_bytes_get_data (object, &size);
+  guint32 n;
+  gsize skip = DC_TRAIN_SHARD_HEADER_SIZE;
+
+  memcpy (&n, data + 8, 4);
+  if (data[4] == DC_TRAIN_SHARD_SUMMED)
+    skip += (gsize) GUINT32_FROM_LE (n) * DC_TRAIN_SHARD_HASH_SIZE;
+  *n_values = (size - skip) / sizeof (float);
+  return (const float *) (data + skip);
+}
+
 /* The deadline of the current wait, from now. */
 void
 _dc_train_group_arm (DcTrainGroup *self,
@@ -743,6 +772,10 @@ dc_train_group_new (DcContext               *context,
     self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-gradient@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "corrupt-gradient@"))
     self->fault_corrupt = g_ascii_strtoull (fault + strlen ("corrupt-gradient@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "corrupt-sum@"))
+    self->fault_corrupt_sum = g_ascii_strtoull (fault + strlen ("corrupt-sum@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "drop-contribution@"))
+    self->fault_drop_contrib = g_ascii_strtoull (fault + strlen ("drop-contribution@"), NULL, 10);
   self->audit_all = g_strcmp0 (fault, "audit-all") == 0;
   self->fault_outsider = g_strcmp0 (fault, "outsider") == 0;
   if (fault != NULL && g_str_has_prefix (fault, "false-audit@"))
@@ -927,6 +960,7 @@ dc_train_group_finalize (GObject *object)
   g_clear_pointer (&self->roster, g_ptr_array_unref);
   g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
   g_hash_table_unref (self->gradients);
+  g_hash_table_unref (self->contribs);
   g_hash_table_unref (self->assemblies);
   g_hash_table_unref (self->reports);
   g_hash_table_unref (self->answered);
@@ -953,8 +987,9 @@ dc_train_group_finalize (GObject *object)
   g_free (self->own_grads);
   g_free (self->snapshot);
   g_free (self->sum_grads);
-  g_clear_pointer (&self->own_object, g_bytes_unref);
+  g_clear_pointer (&self->own_objects, g_ptr_array_unref);
   g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  g_async_queue_unref (self->early);
   g_clear_error (&self->own_pack_error);
   g_free ((char *) self->request.data);
   g_clear_object (&self->context);
@@ -995,6 +1030,9 @@ dc_train_group_init (DcTrainGroup *self)
 {
   self->gradients = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify) gradient_free);
+  self->contribs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify) gradient_free);
+  self->early = g_async_queue_new ();
   self->assemblies = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                             (GDestroyNotify) assembly_free);
   self->reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,

@@ -75,21 +75,25 @@ G_BEGIN_DECLS
 /* How long the first step waits to be connected to every device of the
  * first roster: twice a peer's own connect timeout (DC_PEER_CONNECT_MS). */
 #define DC_TRAIN_GROUP_CONNECT_S   60
-/* Gradients of one step from one device kept for different rosters (a
+/* Summed shards of one step from one device kept for different rosters (a
  * device that saw someone leave earlier than this one did): a roster only
- * shrinks within a step, and more than this means a confused or lying peer. */
+ * shrinks within a step, and more than this means a confused or lying
+ * peer. Contributions: twice this (an auditor also gets one of the shard
+ * it audits). */
 #define DC_TRAIN_GROUP_STASH_MAX   4
-/* Steps whose roster gradients every device keeps to repair another's
- * (the seeds' "the leader retains the last 8 steps"; every device keeps
- * them so that the next leader has them when the leader leaves). A device
- * asks only for the step it is taking, so 8 is ample slack; at the largest
- * size it costs 8 × 9.5 MB per roster device. */
+/* Steps whose roster gradients (the summed shards) and contributions every
+ * device keeps to repair another's (the seeds' "the leader retains the
+ * last 8 steps"; every device keeps them so that the next leader has them
+ * when the leader leaves). A device asks only for the step it is taking,
+ * so 8 is ample slack; at the largest size it costs 8 × 3 × 9.5 MB (the
+ * summed gradient, this device's gradient, the contributions it got). */
 #define DC_TRAIN_GROUP_REPAIR_STEPS    8
 /* How long a repair request waits for its answer before it is sent again:
  * a 9.5 MB gradient takes about a second on a LAN, a few on a loaded host. */
 #define DC_TRAIN_GROUP_REPAIR_RETRY_S  5
 /* Requests for one step before the sync guard stops the run: one lost
- * answer is bad luck, three in a row mean the leader cannot deliver. */
+ * answer is bad luck, three in a row mean the leader (or a contribution's
+ * author) cannot deliver. */
 #define DC_TRAIN_GROUP_REPAIR_TRIES    3
 /* Audits: on a step where dc_rng (run seed, audit stream, step << 16) is a
  * multiple of this, every device recomputes one other rank's gradient (a

@@ -133,3 +133,138 @@ dc_train_weights_header_parse (const guint8           *data,
     }
   return TRUE;
 }
+
+/**
+ * dc_train_shard_range:
+ * @n_params: the model's parameters
+ * @n_ranks: the roster's size (≥ 1)
+ * @shard: < @n_ranks
+ *
+ * Shard r of a gradient: [⌊r·n/N⌋, ⌊(r+1)·n/N⌋), contiguous, in rank
+ * order, covering every parameter once.
+ */
+void
+dc_train_shard_range (gsize  n_params,
+                      guint  n_ranks,
+                      guint  shard,
+                      gsize *start,
+                      gsize *length)
+{
+  /* n_params < 2^32 (dc_train_shard_header_parse () checks it; a model
+   * is far smaller) and n_ranks ≤ 64: no overflow. */
+  guint64 a = (guint64) shard * n_params / n_ranks;
+  guint64 b = (guint64) (shard + 1) * n_params / n_ranks;
+
+  *start = a;
+  *length = b - a;
+}
+
+/**
+ * dc_train_shard_object_size:
+ *
+ * The exact size of a shard object: the 32-byte header, for a summed shard
+ * @n_ranks SHA-256 hashes, then the shard's float32 values.
+ */
+gsize
+dc_train_shard_object_size (DcTrainShardKind kind,
+                            gsize            n_params,
+                            guint            n_ranks,
+                            guint            shard)
+{
+  gsize start, length;
+
+  dc_train_shard_range (n_params, n_ranks, shard, &start, &length);
+  return DC_TRAIN_SHARD_HEADER_SIZE
+         + (kind == DC_TRAIN_SHARD_SUMMED ? (gsize) n_ranks * DC_TRAIN_SHARD_HASH_SIZE : 0)
+         + length * sizeof (float);
+}
+
+static void
+put_u32 (guint8  *p,
+         guint32  v)
+{
+  v = GUINT32_TO_LE (v);
+  memcpy (p, &v, 4);
+}
+
+/**
+ * dc_train_shard_header_write:
+ * @data: at least %DC_TRAIN_SHARD_HEADER_SIZE bytes
+ *
+ * Writes @header (its n_values is not on the wire: the size implies it).
+ */
+void
+dc_train_shard_header_write (guint8                   *data,
+                             const DcTrainShardHeader *header)
+{
+  guint64 digest = GUINT64_TO_LE (header->digest);
+
+  memset (data, 0, DC_TRAIN_SHARD_HEADER_SIZE);
+  put_u32 (data, DC_TRAIN_SHARD_MAGIC);
+  data[4] = (guint8) header->kind;
+  put_u32 (data + 8, header->roster_size);
+  put_u32 (data + 12, header->shard);
+  memcpy (data + 16, &digest, 8);
+  put_u32 (data + 24, header->loss_bits);
+}
+
+/**
+ * dc_train_shard_header_parse:
+ * @data: (array length=size): a whole shard object
+ * @n_params: the receiving model's parameters
+ *
+ * Checks a shard object (docs/PROTOCOL.md): magic "DRS1", kind 1 or 2,
+ * reserved bytes zero, roster size 1-64, shard below it, and exactly the
+ * size dc_train_shard_object_size () gives for them.
+ *
+ * Returns: %FALSE with @error set when it is not one
+ */
+gboolean
+dc_train_shard_header_parse (const guint8        *data,
+                             gsize                size,
+                             gsize                n_params,
+                             DcTrainShardHeader  *header,
+                             GError             **error)
+{
+  gsize start;
+
+  if (size < DC_TRAIN_SHARD_HEADER_SIZE || get_u32 (data) != DC_TRAIN_SHARD_MAGIC)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                           "a gradient shard without its DRS1 header");
+      return FALSE;
+    }
+  if ((data[4] != DC_TRAIN_SHARD_CONTRIBUTION && data[4] != DC_TRAIN_SHARD_SUMMED)
+      || data[5] != 0 || data[6] != 0 || data[7] != 0 || get_u32 (data + 28) != 0)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                           "a gradient shard of unknown kind or with reserved bytes set");
+      return FALSE;
+    }
+  header->kind = data[4];
+  header->roster_size = get_u32 (data + 8);
+  header->shard = get_u32 (data + 12);
+  header->digest = get_u64 (data + 16);
+  header->loss_bits = get_u32 (data + 24);
+  if (header->roster_size == 0 || header->roster_size > DC_TRAIN_GRADIENT_ROSTER_MAX
+      || header->shard >= header->roster_size)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "a gradient shard %u for a roster of %u devices (1 to %u)", header->shard,
+                   header->roster_size, DC_TRAIN_GRADIENT_ROSTER_MAX);
+      return FALSE;
+    }
+  /* Bounded before any product (dc_train_shard_range () multiplies by the
+   * shard, ≤ 64): far above any model (a gradient is at most 64 MiB). */
+  if (n_params > G_MAXUINT32
+      || size != dc_train_shard_object_size (header->kind, n_params, header->roster_size,
+                                             header->shard))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "a gradient shard of %" G_GSIZE_FORMAT " bytes for a model of %"
+                   G_GSIZE_FORMAT " parameters", size, n_params);
+      return FALSE;
+    }
+  dc_train_shard_range (n_params, header->roster_size, header->shard, &start, &header->n_values);
+  return TRUE;
+}

@@ -23,6 +23,44 @@ G_BEGIN_DECLS
 #define DC_TRAIN_WEIGHTS_HEADER_SIZE   32
 /* A roster is at most a room (DC_MESH_ROSTER_MAX). */
 #define DC_TRAIN_GRADIENT_ROSTER_MAX   64
+/* The sharded exchange's objects (docs/PROTOCOL.md, "The step exchange"). */
+#define DC_TRAIN_SHARD_MAGIC           0x31535244u  /* "DRS1" */
+#define DC_TRAIN_SHARD_HEADER_SIZE     32
+#define DC_TRAIN_SHARD_HASH_SIZE       32  /* SHA-256 */
+
+/**
+ * DcTrainShardKind:
+ * @DC_TRAIN_SHARD_CONTRIBUTION: shard r of one device's gradient, sent to
+ *   rank r (the reducer of shard r) and, on audit steps, to r's auditor
+ * @DC_TRAIN_SHARD_SUMMED: the reducer's sum of the roster's contributions to
+ *   its shard (rank order, then ÷ n), sent to every device, followed by the
+ *   SHA-256 of each contribution it summed
+ */
+typedef enum
+{
+  DC_TRAIN_SHARD_CONTRIBUTION = 1,
+  DC_TRAIN_SHARD_SUMMED = 2,
+} DcTrainShardKind;
+
+/**
+ * DcTrainShardHeader:
+ * @kind: a #DcTrainShardKind
+ * @roster_size: devices of the roster (1-64)
+ * @shard: which shard (< @roster_size)
+ * @digest: first 8 bytes of SHA-256 of that roster's sorted ids
+ * @loss_bits: a contribution: its author's batch loss; a summed shard: the
+ *   step's loss (the roster's losses summed in rank order, ÷ n), binary32 bits
+ * @n_values: float32 values of the shard (dc_train_shard_range ())
+ */
+typedef struct
+{
+  DcTrainShardKind kind;
+  guint32 roster_size;
+  guint32 shard;
+  guint64 digest;
+  guint32 loss_bits;
+  gsize   n_values;
+} DcTrainShardHeader;
 
 /**
  * DcTrainGradientHeader:
@@ -63,6 +101,23 @@ gboolean dc_train_weights_header_parse  (const guint8           *data,
                                          gsize                   n_params,
                                          guint64                 step,
                                          DcTrainWeightsHeader   *header,
+                                         GError                **error);
+
+void     dc_train_shard_range           (gsize                   n_params,
+                                         guint                   n_ranks,
+                                         guint                   shard,
+                                         gsize                  *start,
+                                         gsize                  *length);
+gsize    dc_train_shard_object_size     (DcTrainShardKind        kind,
+                                         gsize                   n_params,
+                                         guint                   n_ranks,
+                                         guint                   shard);
+void     dc_train_shard_header_write    (guint8                 *data,
+                                         const DcTrainShardHeader *header);
+gboolean dc_train_shard_header_parse    (const guint8           *data,
+                                         gsize                   size,
+                                         gsize                   n_params,
+                                         DcTrainShardHeader     *header,
                                          GError                **error);
 
 G_END_DECLS

@@ -1,7 +1,8 @@
 /* fuzz-train-wire.c: libFuzzer target for the group coordinator's own
  * headers inside the objects peers send: the 24-byte gradient header
  * ("DRG1", in GRADIENTS and REPAIR objects) and the 32-byte state header
- * ("DWT1", in WEIGHTS), src/train/dc-train-wire.h.
+ * ("DWT1", in WEIGHTS) and the sharded exchange's 32-byte shard header
+ * ("DRS1", in GRADIENTS and REPAIR), src/train/dc-train-wire.h.
  *
  * The input is a whole object. It is parsed as a gradient for a model of as
  * many parameters as its size implies (so that the size check passes and
@@ -45,6 +46,27 @@ LLVMFuzzerTestOneInput (const guint8 *data,
           g_assert_cmpuint (gradient.roster_size, >=, 1);
           g_assert_cmpuint (gradient.roster_size, <=, DC_TRAIN_GRADIENT_ROSTER_MAX);
           g_assert_cmpuint (rank, <, gradient.roster_size);
+        }
+      else
+        g_assert_nonnull (error);
+    }
+  /* As a shard object (DRS1) for a model of 0, 1, … parameters up to
+   * what its size could hold. */
+  for (gsize params = 0; params <= size / 4 + 1; params += 1 + params / 8)
+    {
+      g_autoptr(GError) error = NULL;
+      DcTrainShardHeader shard;
+
+      if (dc_train_shard_header_parse (data, size, params, &shard, &error))
+        {
+          g_assert_no_error (error);
+          g_assert_cmpuint (shard.roster_size, >=, 1);
+          g_assert_cmpuint (shard.roster_size, <=, DC_TRAIN_GRADIENT_ROSTER_MAX);
+          g_assert_cmpuint (shard.shard, <, shard.roster_size);
+          g_assert_cmpuint (size, ==, dc_train_shard_object_size (shard.kind, params,
+                                                                  shard.roster_size,
+                                                                  shard.shard));
+          g_assert_cmpuint (size, >=, DC_TRAIN_SHARD_HEADER_SIZE + 4 * shard.n_values);
         }
       else
         g_assert_nonnull (error);

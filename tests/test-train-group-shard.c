@@ -1,0 +1,322 @@
+/* test-train-group-shard.c: the sharded step exchange (reduce-scatter, then
+ * all-gather) between separate processes (suite net).
+ *
+ * As test-train-group.c: a signaling service and `daisychain-cli train
+ * --room …` processes, ICE limited to 127.0.0.1, the smallest model. What
+ * is checked is exactness (hashes, losses, rosters), the bytes each device
+ * sends and who is caught or repaired, never timing.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+#include <json-glib/json-glib.h>
+
+#include "dc-test-proc.h"
+#include "dc-test-utils.h"
+#include "model/dc-gpt-config.h"
+
+/* As test-train-group.c: far above what an event takes on an idle machine. */
+#define EVENT_BOUND_MS 60000
+/* A run of small steps by four processes sharing two cores. */
+#define RUN_BOUND_MS   200000
+
+#define SMALL "--width", "16", "--seq", "16", "--batch", "2", "--steps", "100", "--threads", "1"
+
+static DcTestProc *
+spawn (const char *label,
+       ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  const char *arg;
+  va_list args;
+
+  va_start (args, label);
+  while ((arg = va_arg (args, const char *)) != NULL)
+    g_ptr_array_add (argv, (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  return dc_test_proc_spawn (label, NULL, FALSE, (const char * const *) argv->pdata);
+}
+
+static char *
+start_signal (DcTestProc **out)
+{
+  DcTestProc *proc = spawn ("signal", "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
+                            NULL);
+  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL, EVENT_BOUND_MS);
+
+  *out = proc;
+  return g_strdup (json_object_get_string_member (listening, "url"));
+}
+
+static DcTestProc *
+start_host (const char  *url,
+            const char  *stop_at,
+            const char  *min_peers,
+            char       **room)
+{
+  DcTestProc *proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
+                            "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
+                            "--min-peers", min_peers, "--stop-at", stop_at, SMALL, NULL);
+  JsonObject *event = dc_test_proc_expect (proc, "room", NULL, EVENT_BOUND_MS);
+
+  *room = g_strdup (json_object_get_string_member (event, "room"));
+  dc_test_proc_expect (proc, "joined", NULL, EVENT_BOUND_MS);
+  return proc;
+}
+
+static DcTestProc *
+start_follower (const char *url,
+                const char *room,
+                const char *name,
+                const char *stop_at)
+{
+  return spawn (name, "train", "--json", "--signal", url, "--room", room, "--name", name,
+                "--ice-address", "127.0.0.1", "--stop-at", stop_at, "--threads", "1", NULL);
+}
+
+/* @proc's step events by step (1-based); a retaken step keeps its last line. */
+static GPtrArray *
+steps_of (DcTestProc *proc)
+{
+  GPtrArray *steps = g_ptr_array_new ();
+
+  for (guint i = 0; i < proc->events->len; i++)
+    {
+      JsonObject *o = g_ptr_array_index (proc->events, i);
+      gint64 step;
+
+      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), "step") != 0)
+        continue;
+      step = json_object_get_int_member (o, "step");
+      g_assert_cmpint (step, >=, 1);
+      g_assert_cmpint (step, <=, 10000);
+      if ((guint) step >= steps->len)
+        g_ptr_array_set_size (steps, step + 1);
+      g_ptr_array_index (steps, step) = o;
+    }
+  return steps;
+}
+
+static JsonObject *
+step_at (GPtrArray *steps,
+         guint      step)
+{
+  g_assert_cmpuint (step, <, steps->len);
+  g_assert_nonnull (g_ptr_array_index (steps, step));
+  return g_ptr_array_index (steps, step);
+}
+
+static const char *
+hash_at (GPtrArray *steps,
+         guint      step)
+{
+  return json_object_get_string_member (step_at (steps, step), "hash");
+}
+
+static void
+wait_done (DcTestProc *proc,
+           guint       step)
+{
+  JsonObject *done = dc_test_proc_expect (proc, "done", NULL, RUN_BOUND_MS);
+
+  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, step);
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, EVENT_BOUND_MS), ==, 0);
+}
+
+static gboolean
+message_has (JsonObject *event,
+             const char *text)
+{
+  return strstr (json_object_get_string_member_with_default (event, "message", ""), text) != NULL;
+}
+
+/* Four processes and `--simulate-peers 4`: the same weight hash and loss at
+ * every step, four devices in every roster; and each device sends about
+ * 2 · 3/4 of a gradient a step (its three contributions, then its summed
+ * shard three times), not the 3 whole gradients of an all-to-all exchange:
+ * under 2 gradients a step on average (audit steps, 1 in 8, add up to 3/4
+ * of one; chunk headers and step reports a little). Main's all-to-all
+ * exchange sends over 3 and fails the byte check. */
+static void
+test_exact4 (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "16", "4", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "16");
+  g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "16");
+  g_autoptr(DcTestProc) delta = start_follower (url, room, "delta", "16");
+  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "16",
+                                     "--simulate-peers", "4", SMALL, NULL);
+  DcTestProc *procs[] = { alpha, beta, gamma, delta };
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  DcGptConfig config;
+  double gradient;
+
+  dc_gpt_config_init_derived (&config, 16, 16);
+  gradient = 4.0 * (double) dc_gpt_config_n_params (&config);
+  wait_done (sim, 16);
+  sim_steps = steps_of (sim);
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+      double per_step;
+
+      wait_done (procs[p], 16);
+      steps = steps_of (procs[p]);
+      g_assert_cmpuint (steps->len, ==, 17);
+      for (guint s = 1; s <= 16; s++)
+        {
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpfloat (json_object_get_double_member (step_at (steps, s), "loss"), ==,
+                             json_object_get_double_member (step_at (sim_steps, s), "loss"));
+          g_assert_cmpint (json_object_get_int_member (step_at (steps, s), "roster"), ==, 4);
+        }
+      per_step = (json_object_get_int_member (step_at (steps, 16), "sent_bytes")
+                  - json_object_get_int_member (step_at (steps, 1), "sent_bytes")) / 15.0;
+      g_test_message ("%s: %.0f bytes a step, %.2f gradients of %.0f bytes",
+                      procs[p]->label, per_step, per_step / gradient, gradient);
+      g_assert_cmpfloat (per_step, >, 1.2 * gradient);
+      g_assert_cmpfloat (per_step, <, 2.0 * gradient);
+    }
+}
+
+/* A reducer that sums its shard wrongly (one flipped bit from step 5 on,
+ * applied by every device, so the replicas stay equal:
+ * DC_TEST_FAULT=corrupt-sum@5 on gamma) is caught by the audits of the
+ * summed shards (alpha and beta audit every step, DC_TEST_FAULT=audit-all)
+ * and removed: gamma stops with "AUDIT: removed from the run" naming its
+ * summed shard (exit 1), the two others log that "the summed shard of
+ * “gamma”" does not reproduce and finish 20 steps with equal hashes, three
+ * devices to the step it was caught at, two after. Without the re-summing
+ * check gamma's gradients reproduce and it trains on unnoticed. */
+static void
+test_wrong_sum (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  JsonObject *error;
+  guint caught = 0;
+
+  g_setenv ("DC_TEST_FAULT", "audit-all", TRUE);
+  alpha = start_host (url, "20", "3", &room);
+  beta = start_follower (url, room, "beta", "20");
+  g_setenv ("DC_TEST_FAULT", "corrupt-sum@5", TRUE);
+  gamma = start_follower (url, room, "gamma", "20");
+  g_unsetenv ("DC_TEST_FAULT");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_true (message_has (error, "summed shard"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  wait_done (alpha, 20);
+  wait_done (beta, 20);
+  for (guint p = 0; p < 2; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : beta;
+      int i = dc_test_proc_find (proc, 0, "audit", "gamma");
+
+      g_assert_cmpint (i, >=, 0);
+      g_assert_true (message_has (g_ptr_array_index (proc->events, i),
+                                  "the summed shard of “gamma”"));
+      g_assert_true (message_has (g_ptr_array_index (proc->events, i), "does not reproduce"));
+      g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "alpha"), ==, -1);
+      g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "beta"), ==, -1);
+    }
+  a = steps_of (alpha);
+  b = steps_of (beta);
+  for (guint s = 1; s <= 20; s++)
+    {
+      gint64 roster = json_object_get_int_member (step_at (a, s), "roster");
+
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpint (roster, ==, json_object_get_int_member (step_at (b, s), "roster"));
+      if (roster == 3)
+        {
+          g_assert_cmpuint (caught, ==, s - 1);
+          caught = s;
+        }
+      else
+        g_assert_cmpint (roster, ==, 2);
+    }
+  g_test_message ("caught at step %u", caught);
+  g_assert_cmpuint (caught, >=, 5);
+  g_assert_cmpuint (caught, <=, 12);
+}
+
+/* Four devices; at step 10 gamma loses every contribution sent to it
+ * (DC_TEST_FAULT=drop-contribution@10) and delta every summed shard
+ * (DC_TEST_FAULT=drop-gradient@10). Gamma asks each author for its
+ * contribution again ("missing the contribution"), sums its shard, and the
+ * others finish the step; delta has the summed shards repaired by a device
+ * that took the step ("missing a roster gradient of step 10 … requesting
+ * repair from the leader"). All four equal `--simulate-peers 4` at every
+ * step, four devices in every roster. Without the contributions' repair
+ * nobody could take step 10 (gamma's shard never summed) until the 120 s
+ * timeout stopped the run. */
+static void
+test_repair4 (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "14", "4", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "14");
+  g_autoptr(DcTestProc) gamma = NULL, delta = NULL;
+  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "14",
+                                     "--simulate-peers", "4", SMALL, NULL);
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  DcTestProc *procs[4];
+  JsonObject *event;
+
+  g_setenv ("DC_TEST_FAULT", "drop-contribution@10", TRUE);
+  gamma = start_follower (url, room, "gamma", "14");
+  g_setenv ("DC_TEST_FAULT", "drop-gradient@10", TRUE);
+  delta = start_follower (url, room, "delta", "14");
+  g_unsetenv ("DC_TEST_FAULT");
+  procs[0] = alpha;
+  procs[1] = beta;
+  procs[2] = gamma;
+  procs[3] = delta;
+
+  wait_done (sim, 14);
+  sim_steps = steps_of (sim);
+  event = dc_test_proc_expect (gamma, "repair", NULL, RUN_BOUND_MS);
+  g_assert_true (message_has (event, "missing the contribution of"));
+  g_assert_true (message_has (event, "shard of step 10"));
+  event = dc_test_proc_expect (delta, "repair", NULL, RUN_BOUND_MS);
+  g_assert_true (message_has (event, "missing a roster gradient of step 10"));
+  g_assert_true (message_has (event, "requesting repair from the leader"));
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+
+      wait_done (procs[p], 14);
+      steps = steps_of (procs[p]);
+      for (guint s = 1; s <= 14; s++)
+        {
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (step_at (steps, s), "roster"), ==, 4);
+        }
+    }
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/dc/train/group/sharded/exact4", test_exact4);
+  g_test_add_func ("/dc/train/group/sharded/wrong-sum", test_wrong_sum);
+  g_test_add_func ("/dc/train/group/sharded/repair4", test_repair4);
+  return g_test_run ();
+}
