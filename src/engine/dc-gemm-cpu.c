@@ -1,8 +1,9 @@
 /* dc-gemm-cpu.c: the CPU paths of the exact INT8 GEMM.
  *
  * a is (M, K) int8 and b is (N, K) int8, both K-contiguous ("vectors"); the
- * output is (M, N) row-major. The output is cut into a fixed grid of
- * TILE_M × TILE_N tiles, and each tile is computed whole by one thread, with
+ * output is (M, N) row-major. The output is cut into a grid of tiles
+ * (TILE_M × TILE_N, smaller for products with few of them: choose_tiles,
+ * from the shape alone), and each tile is computed whole by one thread, with
  * the same kernel and the same order of additions whichever thread it is:
  * the threads (the caller plus helpers of the engine's pool, dc-parallel.h) claim
  * tiles from an atomic counter, so a thread slowed down by other programs
@@ -1006,7 +1007,7 @@ tile_vnni_packed (const DcQuantMatrix *a,
 {
   const gsize K = a->k, k4 = (K + 3) / 4;
 
-  /* n0 is a multiple of TILE_N, so of 32: blocks start on a panel pair. */
+  /* n0 is a multiple of the tile width, so of 32: blocks start on a panel pair. */
   for (gsize n = n0; n < n1; n += 32)
     {
       const guint8 *panels = packed + (n / 16) * k4 * 64;
@@ -1239,6 +1240,8 @@ typedef struct
   EpilogueFunc         epilogue;
   gint32              *acc;     /* (M, N) int32 output, or NULL */
   float               *c;       /* (M, N) f32 output, or NULL */
+  gsize                tile_m;  /* ≤ TILE_M, a multiple of 8 */
+  gsize                tile_n;  /* ≤ TILE_N, a multiple of 32 */
   gsize                tiles_m;
   gsize                tiles_n;
   guint                n_threads;
@@ -1258,8 +1261,8 @@ run_tiles (gsize    first,
   for (gsize t = first; t < end; t++)
     {
       const gsize M = job->a->n_vectors, N = job->b->n_vectors;
-      gsize m0 = (t / job->tiles_n) * TILE_M, n0 = (t % job->tiles_n) * TILE_N;
-      gsize m1 = MIN (m0 + TILE_M, M), n1 = MIN (n0 + TILE_N, N);
+      gsize m0 = (t / job->tiles_n) * job->tile_m, n0 = (t % job->tiles_n) * job->tile_n;
+      gsize m1 = MIN (m0 + job->tile_m, M), n1 = MIN (n0 + job->tile_n, N);
 
       if (job->acc != NULL)
         {
@@ -1270,11 +1273,12 @@ run_tiles (gsize    first,
           continue;
         }
 
-      job->tile (job->a, job->b, job->row_sum, job->packed, m0, m1, n0, n1, scratch, TILE_N);
+      job->tile (job->a, job->b, job->row_sum, job->packed, m0, m1, n0, n1, scratch,
+                 job->tile_n);
       if (G_UNLIKELY (job->broken))
         scratch[0] ^= 1;
       for (gsize m = m0; m < m1; m++)
-        job->epilogue (scratch + (m - m0) * TILE_N, job->a->exponent[m], job->b->exponent + n0,
+        job->epilogue (scratch + (m - m0) * job->tile_n, job->a->exponent[m], job->b->exponent + n0,
                        n1 - n0, job->c + m * N + n0);
     }
 }
@@ -1287,6 +1291,47 @@ run_tiles (gsize    first,
  * smaller) run on the caller alone; its MLP and output products split N. */
 #define MIN_MACS_PER_THREAD (1u << 20)
 #define MIN_B_BYTES_PER_THREAD (1u << 18)
+
+/* A product with fewer tiles than this has smaller tiles, down to 8 × 32,
+ * while each keeps at least MIN_MACS_PER_THREAD of work (a claim costs far
+ * less): the weight gradients of the width-128 model (128 × 128 and
+ * 128 × 384 outputs over K = 4096) had 8 to 24 tiles of 32 × 64, so 16
+ * threads ran them in one or two uneven rounds with cores idle. 64 tiles keep 16 threads busy within a
+ * quarter of a tile. Chosen from the shape alone; and since a tile is never
+ * split along K, its size cannot change a bit either. */
+#define MIN_TILES 64
+
+static void
+choose_tiles (Job *job)
+{
+  const gsize M = job->a->n_vectors, N = job->b->n_vectors;
+  const double macs = (double) M * N * job->a->k;
+
+  job->tile_m = TILE_M;
+  job->tile_n = TILE_N;
+  for (;;)
+    {
+      gsize tiles = ((M + job->tile_m - 1) / job->tile_m) * ((N + job->tile_n - 1) / job->tile_n);
+      gsize next_m = job->tile_m, next_n = job->tile_n;
+
+      if (tiles >= MIN_TILES)
+        break;
+      /* Halve the longer side of the tile that still splits the output. */
+      if (job->tile_n > 32 && N > 32)
+        next_n = job->tile_n / 2;
+      else if (job->tile_m > 8 && M > 8)
+        next_m = job->tile_m / 2;
+      else
+        break;
+      if (macs / (((M + next_m - 1) / next_m) * ((N + next_n - 1) / next_n)) <
+          (double) MIN_MACS_PER_THREAD)
+        break;
+      job->tile_m = next_m;
+      job->tile_n = next_n;
+    }
+  job->tiles_m = (M + job->tile_m - 1) / job->tile_m;
+  job->tiles_n = (N + job->tile_n - 1) / job->tile_n;
+}
 
 /* Runs @job's tiles on the caller and up to n_threads - 1 helpers of the
  * engine's pool (dc-parallel.h), one tile per claim. */
@@ -1325,8 +1370,7 @@ run_cpu (const DcQuantMatrix *a,
   job->epilogue = epilogue_func_for (isa);
   job->acc = acc;
   job->c = c;
-  job->tiles_m = (a->n_vectors + TILE_M - 1) / TILE_M;
-  job->tiles_n = (b->n_vectors + TILE_N - 1) / TILE_N;
+  choose_tiles (job);
   job->n_threads = MAX (n_threads, 1);
   /* The pool's chunk counter is a gint; no allocatable output comes near this. */
   g_assert (job->tiles_m * job->tiles_n < G_MAXINT / 2);

@@ -81,6 +81,7 @@ struct _DcGptRun
   HeadScratch     scratch[DC_GPT_MAX_WORKERS];
 
   float          *arena;
+  gsize          *offsets;  /* (n_tensors): dc_gpt_config_tensor's offsets */
 };
 
 /* Parameter views for one call. */
@@ -90,11 +91,20 @@ typedef struct
   const float *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
 } LayerParams;
 
+/* Each tensor's offset in the parameter (and gradient) vector, from the
+ * run's table (looked up once, in dc_gpt_run_new). */
+static gsize
+tensor_offset (DcGptRun *self,
+               guint     index)
+{
+  return self->offsets[index];
+}
+
 static void
-layer_params (const DcGptConfig *c,
-              const float       *base,
-              guint              layer,
-              LayerParams       *out)
+layer_params (DcGptRun    *self,
+              const float *base,
+              guint        layer,
+              LayerParams *out)
 {
   const float **fields[] = {
     &out->ln1_w, &out->ln1_b, &out->attn_w, &out->attn_b, &out->proj_w, &out->proj_b,
@@ -102,22 +112,7 @@ layer_params (const DcGptConfig *c,
   };
 
   for (guint i = 0; i < DC_GPT_TENSORS_PER_LAYER; i++)
-    {
-      DcGptTensor info;
-
-      dc_gpt_config_tensor (c, 2 + layer * DC_GPT_TENSORS_PER_LAYER + i, &info);
-      *fields[i] = base + info.offset;
-    }
-}
-
-static gsize
-tensor_offset (const DcGptConfig *c,
-               guint              index)
-{
-  DcGptTensor info;
-
-  dc_gpt_config_tensor (c, index, &info);
-  return info.offset;
+    *fields[i] = base + tensor_offset (self, 2 + layer * DC_GPT_TENSORS_PER_LAYER + i);
 }
 
 /* One buffer of the arena: where its pointer goes and how many floats. */
@@ -158,6 +153,14 @@ dc_gpt_run_new (const DcGptConfig *config,
   self->inputs = g_new0 (guint8, bt);
   self->targets = g_new0 (guint8, bt);
   self->layers = g_new0 (LayerActs, config->n_layer);
+  self->offsets = g_new (gsize, dc_gpt_config_n_tensors (config));
+  for (guint i = 0; i < dc_gpt_config_n_tensors (config); i++)
+    {
+      DcGptTensor info;
+
+      dc_gpt_config_tensor (config, i, &info);
+      self->offsets[i] = info.offset;
+    }
 
   /* The arena's one table: every float buffer and its length, in order. */
 #define REGION(field, count) \
@@ -225,6 +228,7 @@ dc_gpt_run_free (DcGptRun *self)
   g_free (self->targets);
   g_free (self->layers);
   g_free (self->arena);
+  g_free (self->offsets);
   g_free (self);
 }
 
@@ -293,10 +297,20 @@ dc_gpt_run_set_device (DcGptRun      *self,
  * for a helper the scheduler has preempted (a loaded machine), so a pass
  * spreads only when its work is several times a wake-up: 2^17. */
 #define SPREAD_MIN_WORK (1u << 17)
-/* Elements per chunk of an elementwise pass, and columns per chunk of a
- * column pass: a few pages each, so a chunk outweighs its claim. */
+/* Elements per chunk of an elementwise pass: a few pages, so a chunk
+ * outweighs its claim. */
 #define ELEMENT_CHUNK 8192
-#define COLUMN_CHUNK 64
+/* Columns per chunk of a column pass (sums over all rows): 8, one AVX
+ * register of sums kept in registers for the whole pass. A column pass is
+ * split only by columns (each column's rows must be added in order), and
+ * the width-128 model's passes have 128 columns: 64 per chunk left 2 chunks,
+ * so 14 of 16 cores idled through every norm and bias gradient; with 8 there
+ * are 16 (48 and 64 for the 3C and 4C biases). */
+#define COLUMN_CHUNK 8
+/* Columns per chunk of the passes that add rows into rows of another
+ * matrix in memory (the embeddings' and the head's gradients): 16 floats,
+ * a cache line, so that two chunks rarely write the same line. */
+#define SCATTER_COLUMN_CHUNK 16
 
 /* What one pass reads and writes; each kernel documents its fields. */
 typedef struct
@@ -376,17 +390,25 @@ relu_backward_chunk (gsize i0, gsize i1, guint worker, gpointer data)
   dc_math_relu_backward (s->x + i0, s->dy + i0, s->y + i0, i1 - i0);
 }
 
-/* y2[j] = Σ_r dy[r][j] in row order, for columns [j0, j1). */
+/* y2[j] = Σ_r dy[r][j] in row order, for columns [j0, j1). The sums stay
+ * in registers (a lane per column; lanes are independent, so the vector adds
+ * are the serial loop's adds) and are stored once. */
 static void
 column_sum_chunk (gsize j0, gsize j1, guint worker, gpointer data)
 {
   Span *s = data;
+  float acc[COLUMN_CHUNK] = { 0 };
+  const float *dy = s->dy + j0;
 
-  for (gsize j = j0; j < j1; j++)
-    s->y2[j] = 0.0f;
-  for (gsize r = 0; r < s->rows; r++)
-    for (gsize j = j0; j < j1; j++)
-      s->y2[j] = s->y2[j] + s->dy[r * s->n + j];
+  if (j1 - j0 == COLUMN_CHUNK)
+    for (gsize r = 0; r < s->rows; r++)
+      for (gsize j = 0; j < COLUMN_CHUNK; j++)
+        acc[j] = acc[j] + dy[r * s->n + j];
+  else
+    for (gsize r = 0; r < s->rows; r++)
+      for (gsize j = 0; j < j1 - j0; j++)
+        acc[j] = acc[j] + dy[r * s->n + j];
+  memcpy (s->y2 + j0, acc, (j1 - j0) * sizeof (float));
 }
 
 /* Layer norm of rows: x, w, b → y, mean → y2, rstd → y3. */
@@ -442,18 +464,35 @@ static void
 layer_norm_grad_chunk (gsize j0, gsize j1, guint worker, gpointer data)
 {
   Span *s = data;
+  float dw[COLUMN_CHUNK] = { 0 }, db[COLUMN_CHUNK] = { 0 };
+  const gsize w = j1 - j0;
 
-  for (gsize j = j0; j < j1; j++)
-    s->y2[j] = s->y3[j] = 0.0f;
+  /* The sums in registers, as in column_sum_chunk; no FMA contraction
+   * (-ffp-contract=off), so dy * norm rounds before the add, as before. */
   for (gsize r = 0; r < s->rows; r++)
-    for (gsize j = j0; j < j1; j++)
-      {
-        float dy = s->dy[r * s->n + j];
-        float norm = (s->x[r * s->n + j] - s->mean[r]) * s->rstd[r];
+    {
+      const float *dy = s->dy + r * s->n + j0, *x = s->x + r * s->n + j0;
+      const float mean = s->mean[r], rstd = s->rstd[r];
 
-        s->y2[j] = s->y2[j] + dy * norm;
-        s->y3[j] = s->y3[j] + dy;
-      }
+      if (w == COLUMN_CHUNK)
+        for (gsize j = 0; j < COLUMN_CHUNK; j++)
+          {
+            float norm = (x[j] - mean) * rstd;
+
+            dw[j] = dw[j] + dy[j] * norm;
+            db[j] = db[j] + dy[j];
+          }
+      else
+        for (gsize j = 0; j < w; j++)
+          {
+            float norm = (x[j] - mean) * rstd;
+
+            dw[j] = dw[j] + dy[j] * norm;
+            db[j] = db[j] + dy[j];
+          }
+    }
+  memcpy (s->y2 + j0, dw, w * sizeof (float));
+  memcpy (s->y3 + j0, db, w * sizeof (float));
 }
 
 /* dx (rows, n) is added to d_res; dw, db are overwritten with the row sums. */
@@ -837,11 +876,11 @@ dc_gpt_run_forward (DcGptRun      *self,
   const DcGptConfig *cfg = &self->config;
   gsize c = cfg->width, v = cfg->vocab;
   gsize bt = (gsize) n_seqs * len;
-  const float *wte = params + tensor_offset (cfg, 0);
-  const float *wpe = params + tensor_offset (cfg, 1);
+  const float *wte = params + tensor_offset (self, 0);
+  const float *wpe = params + tensor_offset (self, 1);
   guint lnf_index = dc_gpt_config_n_tensors (cfg) - 2;
-  const float *lnf_w = params + tensor_offset (cfg, lnf_index);
-  const float *lnf_b = params + tensor_offset (cfg, lnf_index + 1);
+  const float *lnf_w = params + tensor_offset (self, lnf_index);
+  const float *lnf_b = params + tensor_offset (self, lnf_index + 1);
 
   if (n_seqs < 1 || n_seqs > self->batch || len < 1 || len > cfg->seq)
     {
@@ -870,7 +909,7 @@ dc_gpt_run_forward (DcGptRun      *self,
       const float *x = self->res + l * bt * c;
       float *out = self->res + (l + 1) * bt * c;
 
-      layer_params (cfg, params, l, &p);
+      layer_params (self, params, l, &p);
       layer_norm_rows (self, x, p.ln1_w, p.ln1_b, bt, c, a->ln1, a->ln1_mean, a->ln1_rstd);
       if (!linear_forward (self, "attention c_attn", a->ln1, bt, p.attn_w, p.attn_b, c, 3 * c,
                            a->qkv, error)
@@ -927,9 +966,9 @@ dc_gpt_run_backward (DcGptRun     *self,
   gsize c = cfg->width, v = cfg->vocab;
   gsize bt = (gsize) self->n_seqs * self->len;
   guint lnf_index = dc_gpt_config_n_tensors (cfg) - 2;
-  const float *wte = params + tensor_offset (cfg, 0);
-  float *d_wte = grads + tensor_offset (cfg, 0);
-  float *d_wpe = grads + tensor_offset (cfg, 1);
+  const float *wte = params + tensor_offset (self, 0);
+  float *d_wte = grads + tensor_offset (self, 0);
+  float *d_wpe = grads + tensor_offset (self, 1);
   float *d_res = self->d_res;
 
   g_return_val_if_fail (self->have_targets, FALSE);
@@ -951,15 +990,15 @@ dc_gpt_run_backward (DcGptRun     *self,
 
     spread (self, bt, row_chunk (c), bt * c, head_dx_chunk, &s);
     s.y = d_wte;
-    spread (self, c, COLUMN_CHUNK, (bt + v) * c, head_dw_chunk, &s);
+    spread (self, c, SCATTER_COLUMN_CHUNK, (bt + v) * c, head_dw_chunk, &s);
   }
 
   memset (d_res, 0, bt * c * sizeof (float));
   layer_norm_rows_backward (self, self->res + cfg->n_layer * bt * c,
-                            params + tensor_offset (cfg, lnf_index),
+                            params + tensor_offset (self, lnf_index),
                             self->lnf_mean, self->lnf_rstd, self->d_a, bt, c, d_res,
-                            grads + tensor_offset (cfg, lnf_index),
-                            grads + tensor_offset (cfg, lnf_index + 1));
+                            grads + tensor_offset (self, lnf_index),
+                            grads + tensor_offset (self, lnf_index + 1));
 
   for (guint l = cfg->n_layer; l-- > 0;)
     {
@@ -967,8 +1006,8 @@ dc_gpt_run_backward (DcGptRun     *self,
       LayerParams p, g;
       const float *x = self->res + l * bt * c;
 
-      layer_params (cfg, params, l, &p);
-      layer_params (cfg, grads, l, &g);
+      layer_params (self, params, l, &p);
+      layer_params (self, grads, l, &g);
 
       /* MLP: out = res_mid + c_proj(relu(c_fc(ln2(res_mid)))) */
       if (!linear_backward (self, "mlp c_proj backward", a->fc_act, d_res, bt, p.fcproj_w,
@@ -1004,7 +1043,7 @@ dc_gpt_run_backward (DcGptRun     *self,
   {
     Span s = { .ids = self->inputs, .dy = d_res, .y = d_wte, .y2 = d_wpe, .rows = bt, .n = c };
 
-    spread (self, c, COLUMN_CHUNK, bt * c * 2, embed_backward_chunk, &s);
+    spread (self, c, SCATTER_COLUMN_CHUNK, bt * c * 2, embed_backward_chunk, &s);
   }
   return TRUE;
 }

@@ -85,6 +85,12 @@ pack_serial (const char     *what,
 #define PARALLEL_PACK_MIN 16384
 /* Values per chunk of a parallel pack: enough to cover a wake-up. */
 #define PACK_CHUNK_VALUES 4096
+/* Vectors per chunk, at least, when their elements are strided (columns of
+ * a row-major matrix, the weight gradients' operands): 16 floats are one
+ * cache line of each source row. With one column per chunk (K = 4096 rows
+ * gave 4096 / 4096 = 1) every chunk read a whole line per value it used,
+ * 16 times the operand's bytes in all. */
+#define PACK_STRIDED_MIN_VECTORS 16
 
 typedef struct
 {
@@ -129,11 +135,14 @@ pack (const char     *what,
       GError        **error)
 {
   PackJob job = { what, src, vector_stride, k_stride, out, 0 };
-  gsize nv = out->n_vectors, k = out->k;
+  gsize nv = out->n_vectors, k = out->k, chunk;
 
   if (n_threads <= 1 || nv < 2 || nv * k < PARALLEL_PACK_MIN)
     return pack_serial (what, src, vector_stride, k_stride, out, error);
-  dc_parallel_for (n_threads, nv, MAX (PACK_CHUNK_VALUES / MAX (k, 1), 1), pack_chunk, &job);
+  chunk = MAX (PACK_CHUNK_VALUES / MAX (k, 1), 1);
+  if (k_stride != 1)
+    chunk = MAX (chunk, PACK_STRIDED_MIN_VECTORS);
+  dc_parallel_for (n_threads, nv, chunk, pack_chunk, &job);
   if (g_atomic_int_get (&job.failed))
     return pack_serial (what, src, vector_stride, k_stride, out, error);
   return TRUE;
