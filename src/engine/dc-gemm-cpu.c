@@ -26,8 +26,9 @@
  *   wrap modulo 2^32 but the true result fits in int32, so the wrapped
  *   arithmetic is exact. Three kernels: products of at most SKINNY_M rows
  *   (decode) read B once, in address order; larger ones with K ≤
- *   PACKED_MAX_K repack B into 16-vector panels and broadcast A (no
- *   horizontal sums); the rest use 4 × 4 register blocks of dot products.
+ *   PACKED_MAX_K, or at least PACKED_MIN_M rows, repack B into 16-vector
+ *   panels and broadcast A (no horizontal sums); the rest use 4 × 4
+ *   register blocks of dot products.
  * - NEON (aarch64): vmull_s8 gives exact int16 products (|p| ≤ 16129) and
  *   vpadalq_s16 adds their pairs into int32 lanes. NEON is part of the
  *   aarch64 baseline. It was compile-checked with clang for aarch64 but has
@@ -140,8 +141,9 @@ dc_gemm_isa_supported (DcGemmIsa isa)
  * after it has matched the scalar reference on ragged shapes, ±127 values
  * and a zero vector, int32 and f32. Compilers and CPUs have bugs too, and a
  * wrong kernel must cost speed, not bits. The shapes reach every kernel of
- * the ISA (VNNI: skinny for M ≤ SKINNY_M, packed for K ≤ PACKED_MAX_K, the
- * dot-product blocks above) with K tails and ragged M and N; one failing
+ * the ISA (VNNI: skinny for M ≤ SKINNY_M, packed for K ≤ PACKED_MAX_K or
+ * M ≥ PACKED_MIN_M, the dot-product blocks for the rest) with K tails and
+ * ragged M and N; one failing
  * kernel refuses the whole ISA.
  * DC_TEST_BREAK_KERNEL (see kernel_broken_for_test) breaks kernels on
  * purpose, for the tests of this gate only. */
@@ -150,7 +152,7 @@ isa_verify (DcGemmIsa isa)
 {
   static const gsize shapes[][3] = {
     { 1, 1, 1 }, { 3, 5, 31 }, { 2, 4, 32 }, { 5, 7, 65 }, { 67, 65, 97 }, { 2, 9, 300 },
-    { 4, 8, 16 }, { 3, 9, 48 }, { 8, 13, 130 }, { 9, 6, 64 }, { 12, 37, 301 },
+    { 4, 8, 16 }, { 3, 9, 48 }, { 8, 13, 130 }, { 9, 6, 64 }, { 12, 37, 301 }, { 65, 33, 301 },
   };
   guint64 state = 0x9e3779b97f4a7c15u;
 
@@ -862,7 +864,8 @@ tile_vnni_skinny (const DcQuantMatrix *a,
     }
 }
 
-/* The packed kernel (M > SKINNY_M, K ≤ PACKED_MAX_K): no horizontal sums.
+/* The packed kernel (M > SKINNY_M, and K ≤ PACKED_MAX_K or M ≥ PACKED_MIN_M):
+ * no horizontal sums.
  * B is repacked once per product, flipped, into panels of 16 vectors: quad
  * q of a panel is 64 bytes, bytes 4q … 4q + 3 of each of its 16 vectors, so
  * one vpdpbusd against four bytes of a row of A broadcast to every lane adds
@@ -871,22 +874,27 @@ tile_vnni_skinny (const DcQuantMatrix *a,
  * 32 vpdpbusd before it. Bytes past K are 0 in the broadcast A, so B's
  * padding adds nothing; vectors past N are padding, computed, never stored. */
 #define PACKED_MAX_K 256
+/* Deeper products take the packed kernel too from this many rows of A on:
+ * the repack of B (a gather per quad of 16 vectors) is then paid back by
+ * 64 rows that each skip the dot-product blocks' 16-lane reductions and B's
+ * per-block flip. At 1024³ it ran 1.5–1.9× the dot-product blocks per
+ * CPU-second on the development VM (noisy, 2 threads). */
+#define PACKED_MIN_M 64
 #define PACKED_R 8
 
-/* Panels of 16 vectors of ceil (k / 4) quads; n rounded up to 32 (two panels
- * per block). Returns the buffer, 64-byte aligned, to free with free (), or
- * NULL without memory. */
-VNNI_TARGET static guint8 *
-pack_b_vnni (const DcQuantMatrix *b)
+/* Panels [p0, p1) of 16 vectors of ceil (k / 4) quads each, into @packed
+ * (n rounded up to 32: two panels per block). */
+VNNI_TARGET static void
+pack_b_panels_vnni (const DcQuantMatrix *b,
+                    guint8              *packed,
+                    gsize                p0,
+                    gsize                p1)
 {
-  const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4, n32 = (N + 31) / 32 * 32;
+  const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4;
   const gsize whole = K / 4;
   const __m512i flip = _mm512_set1_epi8 ((char) 0x80);
-  guint8 *packed = NULL;
 
-  if (posix_memalign ((void **) &packed, 64, MAX (n32 * k4 * 4, 64)) != 0)
-    return NULL;
-  for (gsize p = 0; p < n32 / 16; p++)
+  for (gsize p = p0; p < p1; p++)
     {
       guint8 *panel = packed + p * k4 * 64;
       const gsize n0 = p * 16, valid = n0 < N ? MIN ((gsize) 16, N - n0) : 0;
@@ -916,8 +924,52 @@ pack_b_vnni (const DcQuantMatrix *b)
               panel[whole * 64 + c * 4 + i] = v ^ 0x80;
             }
     }
+}
+
+typedef struct
+{
+  const DcQuantMatrix *b;
+  guint8              *packed;
+} PackBJob;
+
+static void
+pack_b_chunk (gsize    p0,
+              gsize    p1,
+              guint    worker,
+              gpointer data)
+{
+  PackBJob *job = data;
+
+  pack_b_panels_vnni (job->b, job->packed, p0, p1);
+}
+
+/* Bytes of packed panels per chunk of a parallel repack (each panel is
+ * packed on its own, so the split cannot change a byte): about what a
+ * chunk must weigh to outweigh its claim, and, at K = 1024, 64 chunks
+ * for 4096 vectors. */
+#define PACK_B_CHUNK_BYTES 65536
+
+/* B repacked for the packed kernel, on up to @n_threads threads of the
+ * pool (at 1024³ and 16 threads the serial repack took as long as the
+ * product). Returns the buffer, 64-byte aligned, to free with free (), or
+ * NULL without memory. */
+static guint8 *
+pack_b_vnni (const DcQuantMatrix *b,
+             guint                n_threads)
+{
+  const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4, n32 = (N + 31) / 32 * 32;
+  guint8 *packed = NULL;
+  PackBJob job;
+
+  if (posix_memalign ((void **) &packed, 64, MAX (n32 * k4 * 4, 64)) != 0)
+    return NULL;
+  job.b = b;
+  job.packed = packed;
+  dc_parallel_for (n32 * k4 * 4 >= 2 * PACK_B_CHUNK_BYTES ? n_threads : 1, n32 / 16,
+                   MAX (PACK_B_CHUNK_BYTES / (k4 * 64), 1), pack_b_chunk, &job);
   return packed;
 }
+
 /* R rows of A against the 32 vectors of two consecutive panels; the first
  * @cols outputs of each row are stored. */
 VNNI_TARGET static inline __attribute__ ((always_inline)) void
@@ -1195,7 +1247,8 @@ kernel_for (DcGemmIsa isa,
 #ifdef DC_GEMM_X86
     case DC_GEMM_ISA_AVX2: return &avx2;
     case DC_GEMM_ISA_AVX512_VNNI:
-      return m <= SKINNY_M ? &vnni_skinny : k <= PACKED_MAX_K ? &vnni_packed : &vnni;
+      return m <= SKINNY_M ? &vnni_skinny
+           : k <= PACKED_MAX_K || m >= PACKED_MIN_M ? &vnni_packed : &vnni;
 #endif
 #ifdef DC_GEMM_NEON
     case DC_GEMM_ISA_NEON: return &neon;
@@ -1383,7 +1436,7 @@ run_cpu (const DcQuantMatrix *a,
     }
   if (kernel->tile == tile_vnni_packed)
     {
-      packed = pack_b_vnni (b);
+      packed = pack_b_vnni (b, job->n_threads);
       /* Out of memory for the copy: the dot-product blocks need none. */
       if (packed == NULL)
         job->tile = tile_vnni;
