@@ -879,7 +879,7 @@ tile_vnni_skinny (const DcQuantMatrix *a,
  * 64 rows that each skip the dot-product blocks' 16-lane reductions and B's
  * per-block flip. At 1024³ it ran 1.5–1.9× the dot-product blocks per
  * CPU-second on the development VM (noisy, 2 threads). */
-#define PACKED_MIN_M 64
+#define PACKED_MIN_M 256
 #define PACKED_R 8
 
 /* Panels [p0, p1) of 16 vectors of ceil (k / 4) quads each, into @packed
@@ -949,20 +949,58 @@ pack_b_chunk (gsize    p0,
  * for 4096 vectors. */
 #define PACK_B_CHUNK_BYTES 65536
 
+/* Each thread's repack buffer, kept between products and grown when a
+ * product needs more. A fresh buffer per product came from the OS zeroed
+ * page by page (glibc returns freed large blocks), and those page faults
+ * took a tenth of a training step's CPU time. A thread's buffer is in use
+ * only during that thread's own product (no product runs inside a tile). */
+typedef struct
+{
+  gsize   size;
+  guint8 *data;   /* 64-byte aligned, from posix_memalign */
+} PackBuffer;
+
+static void
+pack_buffer_free (gpointer data)
+{
+  PackBuffer *buffer = data;
+
+  free (buffer->data);
+  g_free (buffer);
+}
+
+static GPrivate pack_buffer_key = G_PRIVATE_INIT (pack_buffer_free);
+
 /* B repacked for the packed kernel, on up to @n_threads threads of the
  * pool (at 1024³ and 16 threads the serial repack took as long as the
- * product). Returns the buffer, 64-byte aligned, to free with free (), or
- * NULL without memory. */
+ * product), into the calling thread's buffer. Returns it (owned by the
+ * thread: not to be freed), or NULL without memory. */
 static guint8 *
 pack_b_vnni (const DcQuantMatrix *b,
              guint                n_threads)
 {
   const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4, n32 = (N + 31) / 32 * 32;
+  const gsize size = MAX (n32 * k4 * 4, 64);
+  PackBuffer *buffer = g_private_get (&pack_buffer_key);
   guint8 *packed = NULL;
   PackBJob job;
 
-  if (posix_memalign ((void **) &packed, 64, MAX (n32 * k4 * 4, 64)) != 0)
-    return NULL;
+  if (buffer == NULL)
+    {
+      buffer = g_new0 (PackBuffer, 1);
+      g_private_set (&pack_buffer_key, buffer);
+    }
+  if (buffer->size < size)
+    {
+      free (buffer->data);
+      buffer->data = NULL;
+      buffer->size = 0;
+      if (posix_memalign ((void **) &packed, 64, size) != 0)
+        return NULL;
+      buffer->data = packed;
+      buffer->size = size;
+    }
+  packed = buffer->data;
   job.b = b;
   job.packed = packed;
   dc_parallel_for (n32 * k4 * 4 >= 2 * PACK_B_CHUNK_BYTES ? n_threads : 1, n32 / 16,
@@ -1411,7 +1449,7 @@ run_cpu (const DcQuantMatrix *a,
 {
   g_autofree gint32 *row_sum = NULL;
   const Kernel *kernel = kernel_for (isa, a->n_vectors, a->k);
-  guint8 *packed = NULL;  /* from posix_memalign: free () */
+  guint8 *packed = NULL;  /* the thread's repack buffer: not freed here */
   Job job_box = { 0 }, *job = &job_box;
 
   g_return_if_fail (a->k == b->k);
@@ -1445,7 +1483,6 @@ run_cpu (const DcQuantMatrix *a,
   job->row_sum = row_sum;
   job->packed = packed;
   run_job (job);
-  free (packed);
 }
 
 void

@@ -63,6 +63,13 @@ struct _DcGptRun
   guint           len;
   gboolean        have_targets;
 
+  /* The attention's probabilities are zero above the diagonal; those
+   * zeros stay, as nothing else writes there, so they are written only
+   * when the layout changes: the first att_zero_seqs sequences of every
+   * layer hold them for rows of att_zero_len. */
+  guint           att_zero_len;
+  guint           att_zero_seqs;
+
   guint8         *inputs;   /* (BT) */
   guint8         *targets;  /* (BT) */
   float          *res;      /* (L + 1, BT, C) residual stream at each block's input */
@@ -694,8 +701,9 @@ head_forward (DcGptRun     *self,
       for (guint j = 0; j <= t; j++)
         row[j] = hs->scores[t * len + j] * scale;
       dc_math_softmax (row, row, t + 1);
-      for (guint j = t + 1; j < len; j++)
-        row[j] = 0.0f;
+      if (len != self->att_zero_len || b >= self->att_zero_seqs)
+        for (guint j = t + 1; j < len; j++)
+          row[j] = 0.0f;
     }
   /* y (len, D) = att · v */
   if (!matmul_in (self, hs, "attention P·V", att, len, 1, len, v, 1, 3 * c, d, len,
@@ -892,6 +900,8 @@ dc_gpt_run_forward (DcGptRun      *self,
   self->n_seqs = n_seqs;
   self->len = len;
   self->have_targets = targets != NULL;
+  if (len != self->att_zero_len)
+    self->att_zero_seqs = 0;
   memcpy (self->inputs, inputs, bt);
   if (targets != NULL)
     memcpy (self->targets, targets, bt);
@@ -931,6 +941,11 @@ dc_gpt_run_forward (DcGptRun      *self,
         return FALSE;
       add_rows (self, a->res_mid, out, bt * c);
     }
+
+  /* Every layer's pairs wrote their zeros (a failed pass returned above
+   * and left the record as it was, so its pairs write them again). */
+  self->att_zero_len = len;
+  self->att_zero_seqs = MAX (self->att_zero_seqs, n_seqs);
 
   layer_norm_rows (self, self->res + cfg->n_layer * bt * c, lnf_w, lnf_b, bt, c, self->lnf,
                    self->lnf_mean, self->lnf_rstd);
