@@ -19,6 +19,7 @@
 #include "dc-test-utils.h"
 #include "data/dc-corpus.h"
 #include "engine/dc-gemm-cpu.h"
+#include "engine/dc-parallel.h"
 #include "model/dc-checkpoint.h"
 #include "model/dc-gpt.h"
 #include "model/dc-rng.h"
@@ -263,6 +264,26 @@ test_determinism_threads_wide (void)
     g_test_skip ("this CPU has neither AVX2 nor AVX-512 VNNI");
 }
 
+/* A trainer made with 0 threads takes the pool's process default (what
+ * `--threads` or the settings set): with the default at 2 its products use
+ * the pool's helpers, and the weights are those of 1 thread. */
+static void
+test_default_threads (void)
+{
+  g_autoptr(GPtrArray) one = train_hashes_sized (64, 16, 1, 1);
+  g_autoptr(GPtrArray) by_default = NULL;
+  guint saved = dc_parallel_get_default_threads ();
+  DcParallelStats before, after;
+
+  dc_parallel_set_default_threads (2);
+  dc_parallel_get_stats (&before);
+  by_default = train_hashes_sized (64, 16, 1, 0);
+  dc_parallel_get_stats (&after);
+  dc_parallel_set_default_threads (saved);
+  g_assert_cmpuint (after.jobs, >, before.jobs);
+  g_assert_cmpstr (by_default->pdata[0], ==, one->pdata[0]);
+}
+
 static void
 test_determinism_threads (void)
 {
@@ -442,6 +463,7 @@ main (int    argc,
                    test_determinism_threads_parallel_pack);
   g_test_add_func ("/dc/model/gpt/pinned-every-path", test_pinned_every_path);
   g_test_add_func ("/dc/model/gpt/determinism-threads-wide", test_determinism_threads_wide);
+  g_test_add_func ("/dc/model/gpt/default-threads", test_default_threads);
   g_test_add_func ("/dc/model/gpt/resume", test_resume);
   g_test_add_func ("/dc/model/gpt/convergence", test_convergence);
   return g_test_run ();

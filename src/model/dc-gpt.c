@@ -132,7 +132,9 @@ typedef struct
 /**
  * dc_gpt_run_new:
  * @batch: the most sequences one call takes
- * @n_threads: threads for the GEMM; results do not depend on it
+ * @n_threads: threads of the engine's pool; 0 for the process default
+ *   (dc_parallel_get_default_threads: `--threads`, the settings); results
+ *   do not depend on it
  *
  * Returns: (transfer full): the workspace for forward and backward passes
  */
@@ -154,7 +156,7 @@ dc_gpt_run_new (const DcGptConfig *config,
   self->config = *config;
   self->batch = batch;
   self->precision = precision;
-  self->n_threads = MAX (1, n_threads);
+  self->n_threads = n_threads > 0 ? n_threads : dc_parallel_get_default_threads ();
   self->n_workers = MIN (self->n_threads, DC_GPT_MAX_WORKERS);
   self->mm = dc_matmul_new (precision == DC_GPT_PRECISION_F32, self->n_threads, self->n_workers);
   self->inputs = g_new0 (guint8, bt);
