@@ -152,7 +152,7 @@ isa_verify (DcGemmIsa isa)
 {
   static const gsize shapes[][3] = {
     { 1, 1, 1 }, { 3, 5, 31 }, { 2, 4, 32 }, { 5, 7, 65 }, { 67, 65, 97 }, { 2, 9, 300 },
-    { 4, 8, 16 }, { 3, 9, 48 }, { 8, 13, 130 }, { 9, 6, 64 }, { 12, 37, 301 }, { 65, 33, 301 },
+    { 4, 8, 16 }, { 3, 9, 48 }, { 8, 13, 130 }, { 9, 6, 64 }, { 12, 37, 301 }, { 257, 9, 301 },
   };
   guint64 state = 0x9e3779b97f4a7c15u;
 
@@ -876,9 +876,11 @@ tile_vnni_skinny (const DcQuantMatrix *a,
 #define PACKED_MAX_K 256
 /* Deeper products take the packed kernel too from this many rows of A on:
  * the repack of B (a gather per quad of 16 vectors) is then paid back by
- * 64 rows that each skip the dot-product blocks' 16-lane reductions and B's
- * per-block flip. At 1024³ it ran 1.5–1.9× the dot-product blocks per
- * CPU-second on the development VM (noisy, 2 threads). */
+ * 256 rows that each skip the dot-product blocks' 16-lane reductions and
+ * B's per-block flip. At 1024³ it ran 1.5–1.9× the dot-product blocks per
+ * CPU-second on the development VM (noisy, 2 threads); at 128 rows (the
+ * 1.1B model's prefill, 128 × 5632 × 2048) the repack made it 2.5–3×
+ * slower, hence 256, not 64. */
 #define PACKED_MIN_M 256
 #define PACKED_R 8
 
