@@ -531,6 +531,34 @@ test_skinny_and_prefill_shapes (void)
     }
 }
 
+/* Products with few tiles of the default size (deep K, small outputs: the
+ * weight gradients) are cut into smaller tiles; every ISA and 1, 2, 3, 7
+ * and 16 threads give the reference's bits, ragged edges included. */
+static void
+test_few_tile_shapes (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (23);
+  static const gsize shapes[][3] = {
+    { 128, 128, 1024 }, { 128, 384, 1024 }, { 40, 200, 3000 }, { 33, 97, 1500 },
+    { 16, 64, 4096 }, { 9, 33, 8000 },
+  };
+
+  for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      g_autoptr(DcQuantMatrix) a = random_matrix (rand, shapes[s][0], shapes[s][2]);
+      g_autoptr(DcQuantMatrix) b = random_matrix (rand, shapes[s][1], shapes[s][2]);
+      const gsize M = shapes[s][0], N = shapes[s][1];
+      g_autofree gint32 *ref = g_new (gint32, M * N);
+      g_autofree gint32 *acc = g_new (gint32, M * N);
+
+      check_all_paths (a, b);
+      /* 16 threads, more than the tiles of the default size. */
+      dc_gemm_reference_i32 (a, b, ref);
+      dc_gemm_cpu_i32 (a, b, acc, dc_gemm_isa_best (), 16);
+      g_assert_cmpmem (acc, M * N * sizeof *acc, ref, M * N * sizeof *ref);
+    }
+}
+
 /* Quantized vectors start on a cache line: the VNNI kernels' 64-byte loads
  * from malloc's 16-byte alignment straddled two lines each. */
 static void
@@ -599,6 +627,7 @@ main (int    argc,
                    test_gate_refuses_each_vnni_kernel);
   g_test_add_func ("/dc/engine/gemm/cpu/run-packed", test_run_packed);
   g_test_add_func ("/dc/engine/gemm/cpu/operands-aligned", test_operands_aligned);
+  g_test_add_func ("/dc/engine/gemm/cpu/few-tile-shapes", test_few_tile_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/skinny-and-prefill-shapes", test_skinny_and_prefill_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/edge-shapes", test_edge_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/random-shapes", test_random_shapes);

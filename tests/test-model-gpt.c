@@ -19,6 +19,7 @@
 #include "dc-test-utils.h"
 #include "data/dc-corpus.h"
 #include "engine/dc-gemm-cpu.h"
+#include "engine/dc-parallel.h"
 #include "model/dc-checkpoint.h"
 #include "model/dc-gpt.h"
 #include "model/dc-rng.h"
@@ -223,6 +224,66 @@ test_determinism_threads_parallel_pack (void)
   g_test_message ("width 64 hash after 3 steps: %s", (const char *) one->pdata[2]);
 }
 
+/* Width 128, batch 32 (1024 rows): every pass between the products is
+ * large enough to spread over the pool (column sums of 8 columns per chunk,
+ * the norms' weight gradients, the embeddings' and the head's gradients),
+ * the operands of the weight gradients are packed in strided chunks, and
+ * the weight gradients' products run in the smaller tiles of few-tile
+ * shapes. Two steps at 1, 2, 3, 7 and 16 threads on every SIMD path must
+ * give the hash main's serial passes gave (pinned below). */
+#define PINNED_HASH_W128_B32_STEP2 "73b807bad0ce529a"
+
+static void
+test_determinism_threads_wide (void)
+{
+  static const guint thread_counts[] = { 1, 2, 3, 7, 16 };
+  static const DcGemmIsa isas[] = { DC_GEMM_ISA_AVX2, DC_GEMM_ISA_AVX512_VNNI };
+  g_autofree char *saved = g_strdup (g_getenv ("DC_GEMM_ISA"));
+  guint runs = 0;
+
+  for (guint i = 0; i < G_N_ELEMENTS (isas); i++)
+    {
+      if (!dc_gemm_isa_supported (isas[i]))
+        continue;
+      g_setenv ("DC_GEMM_ISA", dc_gemm_isa_to_string (isas[i]), TRUE);
+      for (guint t = 0; t < G_N_ELEMENTS (thread_counts); t++)
+        {
+          g_autoptr(GPtrArray) hashes = train_hashes_sized (128, 32, 2, thread_counts[t]);
+
+          g_test_message ("%s, %u threads: %s", dc_gemm_isa_to_string (isas[i]),
+                          thread_counts[t], (const char *) hashes->pdata[1]);
+          g_assert_cmpstr (hashes->pdata[1], ==, PINNED_HASH_W128_B32_STEP2);
+          runs++;
+        }
+    }
+  if (saved != NULL)
+    g_setenv ("DC_GEMM_ISA", saved, TRUE);
+  else
+    g_unsetenv ("DC_GEMM_ISA");
+  if (runs == 0)
+    g_test_skip ("this CPU has neither AVX2 nor AVX-512 VNNI");
+}
+
+/* A trainer made with 0 threads takes the pool's process default (what
+ * `--threads` or the settings set): with the default at 2 its products use
+ * the pool's helpers, and the weights are those of 1 thread. */
+static void
+test_default_threads (void)
+{
+  g_autoptr(GPtrArray) one = train_hashes_sized (64, 16, 1, 1);
+  g_autoptr(GPtrArray) by_default = NULL;
+  guint saved = dc_parallel_get_default_threads ();
+  DcParallelStats before, after;
+
+  dc_parallel_set_default_threads (2);
+  dc_parallel_get_stats (&before);
+  by_default = train_hashes_sized (64, 16, 1, 0);
+  dc_parallel_get_stats (&after);
+  dc_parallel_set_default_threads (saved);
+  g_assert_cmpuint (after.jobs, >, before.jobs);
+  g_assert_cmpstr (by_default->pdata[0], ==, one->pdata[0]);
+}
+
 static void
 test_determinism_threads (void)
 {
@@ -401,6 +462,8 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt/determinism-threads-parallel-pack",
                    test_determinism_threads_parallel_pack);
   g_test_add_func ("/dc/model/gpt/pinned-every-path", test_pinned_every_path);
+  g_test_add_func ("/dc/model/gpt/determinism-threads-wide", test_determinism_threads_wide);
+  g_test_add_func ("/dc/model/gpt/default-threads", test_default_threads);
   g_test_add_func ("/dc/model/gpt/resume", test_resume);
   g_test_add_func ("/dc/model/gpt/convergence", test_convergence);
   return g_test_run ();

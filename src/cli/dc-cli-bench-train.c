@@ -231,6 +231,8 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("unexpected argument “%s”"), argv[1]);
   if (threads <= 0)
     threads = g_get_num_processors ();
+  /* The process's pool default too, for any kernel not handed a count. */
+  dc_parallel_set_default_threads ((guint) threads);
   if (min_time <= 0 || min_time > 600)
     return dc_cli_usage_error (command, _("--min-time must be in (0, 600]"));
 

@@ -22,6 +22,7 @@
 #include "dc-cli.h"
 #include "dc-cli-resources.h"
 #include "engine/dc-gemm-backend.h"
+#include "engine/dc-parallel.h"
 
 typedef struct
 {
@@ -340,6 +341,8 @@ dc_cli_bench_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("--rounds must be between 1 and 50"));
   if (n_threads == 0)
     n_threads = g_get_num_processors ();
+  /* The process's pool default too, for any kernel not handed a count. */
+  dc_parallel_set_default_threads ((guint) n_threads);
 
   paths = g_strsplit (paths_text ? paths_text : "cpu-scalar,cpu,vulkan", ",", -1);
   sizes = g_strsplit (sizes_text ? sizes_text : "128,512,1024,2048", ",", -1);

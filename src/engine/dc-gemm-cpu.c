@@ -1,8 +1,9 @@
 /* dc-gemm-cpu.c: the CPU paths of the exact INT8 GEMM.
  *
  * a is (M, K) int8 and b is (N, K) int8, both K-contiguous ("vectors"); the
- * output is (M, N) row-major. The output is cut into a fixed grid of
- * TILE_M × TILE_N tiles, and each tile is computed whole by one thread, with
+ * output is (M, N) row-major. The output is cut into a grid of tiles
+ * (TILE_M × TILE_N, smaller for products with few of them: choose_tiles,
+ * from the shape alone), and each tile is computed whole by one thread, with
  * the same kernel and the same order of additions whichever thread it is:
  * the threads (the caller plus helpers of the engine's pool, dc-parallel.h) claim
  * tiles from an atomic counter, so a thread slowed down by other programs
@@ -25,8 +26,9 @@
  *   wrap modulo 2^32 but the true result fits in int32, so the wrapped
  *   arithmetic is exact. Three kernels: products of at most SKINNY_M rows
  *   (decode) read B once, in address order; larger ones with K ≤
- *   PACKED_MAX_K repack B into 16-vector panels and broadcast A (no
- *   horizontal sums); the rest use 4 × 4 register blocks of dot products.
+ *   PACKED_MAX_K, or at least PACKED_MIN_M rows, repack B into 16-vector
+ *   panels and broadcast A (no horizontal sums); the rest use 4 × 4
+ *   register blocks of dot products.
  * - NEON (aarch64): vmull_s8 gives exact int16 products (|p| ≤ 16129) and
  *   vpadalq_s16 adds their pairs into int32 lanes. NEON is part of the
  *   aarch64 baseline. It was compile-checked with clang for aarch64 but has
@@ -139,8 +141,9 @@ dc_gemm_isa_supported (DcGemmIsa isa)
  * after it has matched the scalar reference on ragged shapes, ±127 values
  * and a zero vector, int32 and f32. Compilers and CPUs have bugs too, and a
  * wrong kernel must cost speed, not bits. The shapes reach every kernel of
- * the ISA (VNNI: skinny for M ≤ SKINNY_M, packed for K ≤ PACKED_MAX_K, the
- * dot-product blocks above) with K tails and ragged M and N; one failing
+ * the ISA (VNNI: skinny for M ≤ SKINNY_M, packed for K ≤ PACKED_MAX_K or
+ * M ≥ PACKED_MIN_M, the dot-product blocks for the rest) with K tails and
+ * ragged M and N; one failing
  * kernel refuses the whole ISA.
  * DC_TEST_BREAK_KERNEL (see kernel_broken_for_test) breaks kernels on
  * purpose, for the tests of this gate only. */
@@ -149,7 +152,7 @@ isa_verify (DcGemmIsa isa)
 {
   static const gsize shapes[][3] = {
     { 1, 1, 1 }, { 3, 5, 31 }, { 2, 4, 32 }, { 5, 7, 65 }, { 67, 65, 97 }, { 2, 9, 300 },
-    { 4, 8, 16 }, { 3, 9, 48 }, { 8, 13, 130 }, { 9, 6, 64 }, { 12, 37, 301 },
+    { 4, 8, 16 }, { 3, 9, 48 }, { 8, 13, 130 }, { 9, 6, 64 }, { 12, 37, 301 }, { 257, 9, 301 },
   };
   guint64 state = 0x9e3779b97f4a7c15u;
 
@@ -861,7 +864,8 @@ tile_vnni_skinny (const DcQuantMatrix *a,
     }
 }
 
-/* The packed kernel (M > SKINNY_M, K ≤ PACKED_MAX_K): no horizontal sums.
+/* The packed kernel (M > SKINNY_M, and K ≤ PACKED_MAX_K or M ≥ PACKED_MIN_M):
+ * no horizontal sums.
  * B is repacked once per product, flipped, into panels of 16 vectors: quad
  * q of a panel is 64 bytes, bytes 4q … 4q + 3 of each of its 16 vectors, so
  * one vpdpbusd against four bytes of a row of A broadcast to every lane adds
@@ -870,22 +874,29 @@ tile_vnni_skinny (const DcQuantMatrix *a,
  * 32 vpdpbusd before it. Bytes past K are 0 in the broadcast A, so B's
  * padding adds nothing; vectors past N are padding, computed, never stored. */
 #define PACKED_MAX_K 256
+/* Deeper products take the packed kernel too from this many rows of A on:
+ * the repack of B (a gather per quad of 16 vectors) is then paid back by
+ * 256 rows that each skip the dot-product blocks' 16-lane reductions and
+ * B's per-block flip. At 1024³ it ran 1.5–1.9× the dot-product blocks per
+ * CPU-second on the development VM (noisy, 2 threads); at 128 rows (the
+ * 1.1B model's prefill, 128 × 5632 × 2048) the repack made it 2.5–3×
+ * slower, hence 256, not 64. */
+#define PACKED_MIN_M 256
 #define PACKED_R 8
 
-/* Panels of 16 vectors of ceil (k / 4) quads; n rounded up to 32 (two panels
- * per block). Returns the buffer, 64-byte aligned, to free with free (), or
- * NULL without memory. */
-VNNI_TARGET static guint8 *
-pack_b_vnni (const DcQuantMatrix *b)
+/* Panels [p0, p1) of 16 vectors of ceil (k / 4) quads each, into @packed
+ * (n rounded up to 32: two panels per block). */
+VNNI_TARGET static void
+pack_b_panels_vnni (const DcQuantMatrix *b,
+                    guint8              *packed,
+                    gsize                p0,
+                    gsize                p1)
 {
-  const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4, n32 = (N + 31) / 32 * 32;
+  const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4;
   const gsize whole = K / 4;
   const __m512i flip = _mm512_set1_epi8 ((char) 0x80);
-  guint8 *packed = NULL;
 
-  if (posix_memalign ((void **) &packed, 64, MAX (n32 * k4 * 4, 64)) != 0)
-    return NULL;
-  for (gsize p = 0; p < n32 / 16; p++)
+  for (gsize p = p0; p < p1; p++)
     {
       guint8 *panel = packed + p * k4 * 64;
       const gsize n0 = p * 16, valid = n0 < N ? MIN ((gsize) 16, N - n0) : 0;
@@ -915,8 +926,90 @@ pack_b_vnni (const DcQuantMatrix *b)
               panel[whole * 64 + c * 4 + i] = v ^ 0x80;
             }
     }
+}
+
+typedef struct
+{
+  const DcQuantMatrix *b;
+  guint8              *packed;
+} PackBJob;
+
+static void
+pack_b_chunk (gsize    p0,
+              gsize    p1,
+              guint    worker,
+              gpointer data)
+{
+  PackBJob *job = data;
+
+  pack_b_panels_vnni (job->b, job->packed, p0, p1);
+}
+
+/* Bytes of packed panels per chunk of a parallel repack (each panel is
+ * packed on its own, so the split cannot change a byte): about what a
+ * chunk must weigh to outweigh its claim, and, at K = 1024, 64 chunks
+ * for 4096 vectors. */
+#define PACK_B_CHUNK_BYTES 65536
+
+/* Each thread's repack buffer, kept between products and grown when a
+ * product needs more. A fresh buffer per product came from the OS zeroed
+ * page by page (glibc returns freed large blocks), and those page faults
+ * took a tenth of a training step's CPU time. A thread's buffer is in use
+ * only during that thread's own product (no product runs inside a tile). */
+typedef struct
+{
+  gsize   size;
+  guint8 *data;   /* 64-byte aligned, from posix_memalign */
+} PackBuffer;
+
+static void
+pack_buffer_free (gpointer data)
+{
+  PackBuffer *buffer = data;
+
+  free (buffer->data);
+  g_free (buffer);
+}
+
+static GPrivate pack_buffer_key = G_PRIVATE_INIT (pack_buffer_free);
+
+/* B repacked for the packed kernel, on up to @n_threads threads of the
+ * pool (at 1024³ and 16 threads the serial repack took as long as the
+ * product), into the calling thread's buffer. Returns it (owned by the
+ * thread: not to be freed), or NULL without memory. */
+static guint8 *
+pack_b_vnni (const DcQuantMatrix *b,
+             guint                n_threads)
+{
+  const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4, n32 = (N + 31) / 32 * 32;
+  const gsize size = MAX (n32 * k4 * 4, 64);
+  PackBuffer *buffer = g_private_get (&pack_buffer_key);
+  guint8 *packed = NULL;
+  PackBJob job;
+
+  if (buffer == NULL)
+    {
+      buffer = g_new0 (PackBuffer, 1);
+      g_private_set (&pack_buffer_key, buffer);
+    }
+  if (buffer->size < size)
+    {
+      free (buffer->data);
+      buffer->data = NULL;
+      buffer->size = 0;
+      if (posix_memalign ((void **) &packed, 64, size) != 0)
+        return NULL;
+      buffer->data = packed;
+      buffer->size = size;
+    }
+  packed = buffer->data;
+  job.b = b;
+  job.packed = packed;
+  dc_parallel_for (n32 * k4 * 4 >= 2 * PACK_B_CHUNK_BYTES ? n_threads : 1, n32 / 16,
+                   MAX (PACK_B_CHUNK_BYTES / (k4 * 64), 1), pack_b_chunk, &job);
   return packed;
 }
+
 /* R rows of A against the 32 vectors of two consecutive panels; the first
  * @cols outputs of each row are stored. */
 VNNI_TARGET static inline __attribute__ ((always_inline)) void
@@ -1006,7 +1099,7 @@ tile_vnni_packed (const DcQuantMatrix *a,
 {
   const gsize K = a->k, k4 = (K + 3) / 4;
 
-  /* n0 is a multiple of TILE_N, so of 32: blocks start on a panel pair. */
+  /* n0 is a multiple of the tile width, so of 32: blocks start on a panel pair. */
   for (gsize n = n0; n < n1; n += 32)
     {
       const guint8 *panels = packed + (n / 16) * k4 * 64;
@@ -1194,7 +1287,8 @@ kernel_for (DcGemmIsa isa,
 #ifdef DC_GEMM_X86
     case DC_GEMM_ISA_AVX2: return &avx2;
     case DC_GEMM_ISA_AVX512_VNNI:
-      return m <= SKINNY_M ? &vnni_skinny : k <= PACKED_MAX_K ? &vnni_packed : &vnni;
+      return m <= SKINNY_M ? &vnni_skinny
+           : k <= PACKED_MAX_K || m >= PACKED_MIN_M ? &vnni_packed : &vnni;
 #endif
 #ifdef DC_GEMM_NEON
     case DC_GEMM_ISA_NEON: return &neon;
@@ -1239,6 +1333,8 @@ typedef struct
   EpilogueFunc         epilogue;
   gint32              *acc;     /* (M, N) int32 output, or NULL */
   float               *c;       /* (M, N) f32 output, or NULL */
+  gsize                tile_m;  /* ≤ TILE_M, a multiple of 8 */
+  gsize                tile_n;  /* ≤ TILE_N, a multiple of 32 */
   gsize                tiles_m;
   gsize                tiles_n;
   guint                n_threads;
@@ -1258,8 +1354,8 @@ run_tiles (gsize    first,
   for (gsize t = first; t < end; t++)
     {
       const gsize M = job->a->n_vectors, N = job->b->n_vectors;
-      gsize m0 = (t / job->tiles_n) * TILE_M, n0 = (t % job->tiles_n) * TILE_N;
-      gsize m1 = MIN (m0 + TILE_M, M), n1 = MIN (n0 + TILE_N, N);
+      gsize m0 = (t / job->tiles_n) * job->tile_m, n0 = (t % job->tiles_n) * job->tile_n;
+      gsize m1 = MIN (m0 + job->tile_m, M), n1 = MIN (n0 + job->tile_n, N);
 
       if (job->acc != NULL)
         {
@@ -1270,11 +1366,12 @@ run_tiles (gsize    first,
           continue;
         }
 
-      job->tile (job->a, job->b, job->row_sum, job->packed, m0, m1, n0, n1, scratch, TILE_N);
+      job->tile (job->a, job->b, job->row_sum, job->packed, m0, m1, n0, n1, scratch,
+                 job->tile_n);
       if (G_UNLIKELY (job->broken))
         scratch[0] ^= 1;
       for (gsize m = m0; m < m1; m++)
-        job->epilogue (scratch + (m - m0) * TILE_N, job->a->exponent[m], job->b->exponent + n0,
+        job->epilogue (scratch + (m - m0) * job->tile_n, job->a->exponent[m], job->b->exponent + n0,
                        n1 - n0, job->c + m * N + n0);
     }
 }
@@ -1287,6 +1384,47 @@ run_tiles (gsize    first,
  * smaller) run on the caller alone; its MLP and output products split N. */
 #define MIN_MACS_PER_THREAD (1u << 20)
 #define MIN_B_BYTES_PER_THREAD (1u << 18)
+
+/* A product with fewer tiles than this has smaller tiles, down to 8 × 32,
+ * while each keeps at least MIN_MACS_PER_THREAD of work (a claim costs far
+ * less): the weight gradients of the width-128 model (128 × 128 and
+ * 128 × 384 outputs over K = 4096) had 8 to 24 tiles of 32 × 64, so 16
+ * threads ran them in one or two uneven rounds with cores idle. 64 tiles keep 16 threads busy within a
+ * quarter of a tile. Chosen from the shape alone; and since a tile is never
+ * split along K, its size cannot change a bit either. */
+#define MIN_TILES 64
+
+static void
+choose_tiles (Job *job)
+{
+  const gsize M = job->a->n_vectors, N = job->b->n_vectors;
+  const double macs = (double) M * N * job->a->k;
+
+  job->tile_m = TILE_M;
+  job->tile_n = TILE_N;
+  for (;;)
+    {
+      gsize tiles = ((M + job->tile_m - 1) / job->tile_m) * ((N + job->tile_n - 1) / job->tile_n);
+      gsize next_m = job->tile_m, next_n = job->tile_n;
+
+      if (tiles >= MIN_TILES)
+        break;
+      /* Halve the longer side of the tile that still splits the output. */
+      if (job->tile_n > 32 && N > 32)
+        next_n = job->tile_n / 2;
+      else if (job->tile_m > 8 && M > 8)
+        next_m = job->tile_m / 2;
+      else
+        break;
+      if (macs / (((M + next_m - 1) / next_m) * ((N + next_n - 1) / next_n)) <
+          (double) MIN_MACS_PER_THREAD)
+        break;
+      job->tile_m = next_m;
+      job->tile_n = next_n;
+    }
+  job->tiles_m = (M + job->tile_m - 1) / job->tile_m;
+  job->tiles_n = (N + job->tile_n - 1) / job->tile_n;
+}
 
 /* Runs @job's tiles on the caller and up to n_threads - 1 helpers of the
  * engine's pool (dc-parallel.h), one tile per claim. */
@@ -1313,7 +1451,7 @@ run_cpu (const DcQuantMatrix *a,
 {
   g_autofree gint32 *row_sum = NULL;
   const Kernel *kernel = kernel_for (isa, a->n_vectors, a->k);
-  guint8 *packed = NULL;  /* from posix_memalign: free () */
+  guint8 *packed = NULL;  /* the thread's repack buffer: not freed here */
   Job job_box = { 0 }, *job = &job_box;
 
   g_return_if_fail (a->k == b->k);
@@ -1325,8 +1463,7 @@ run_cpu (const DcQuantMatrix *a,
   job->epilogue = epilogue_func_for (isa);
   job->acc = acc;
   job->c = c;
-  job->tiles_m = (a->n_vectors + TILE_M - 1) / TILE_M;
-  job->tiles_n = (b->n_vectors + TILE_N - 1) / TILE_N;
+  choose_tiles (job);
   job->n_threads = MAX (n_threads, 1);
   /* The pool's chunk counter is a gint; no allocatable output comes near this. */
   g_assert (job->tiles_m * job->tiles_n < G_MAXINT / 2);
@@ -1339,7 +1476,7 @@ run_cpu (const DcQuantMatrix *a,
     }
   if (kernel->tile == tile_vnni_packed)
     {
-      packed = pack_b_vnni (b);
+      packed = pack_b_vnni (b, job->n_threads);
       /* Out of memory for the copy: the dot-product blocks need none. */
       if (packed == NULL)
         job->tile = tile_vnni;
@@ -1348,7 +1485,6 @@ run_cpu (const DcQuantMatrix *a,
   job->row_sum = row_sum;
   job->packed = packed;
   run_job (job);
-  free (packed);
 }
 
 void

@@ -235,6 +235,11 @@ typedef enum
   DC_MATH_SIMD_AVX512,
 } DcMathSimd;
 
+gboolean dc_math_exp_shifted_path (DcMathSimd   path,
+                                   const float *x,
+                                   float        c,
+                                   float       *y,
+                                   gsize        n);
 gboolean dc_math_silu_path (DcMathSimd   path,
                             const float *x,
                             float       *y,

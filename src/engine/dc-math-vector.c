@@ -460,6 +460,118 @@ silu_avx2 (const float *x,
 }
 #endif
 
+#ifdef DC_MATH_X86
+/* exp_shifted () of 8 lanes: the same operations in the same order (the
+ * double-float difference, exp_reduce2 with its low part, scale2's two-step
+ * scaling below 2^-126), branches as blends. A block with a lane above c
+ * (x > c: the caller broke the contract, or k could pass 127, which
+ * scale2_avx2 does not handle) runs the scalar function instead. */
+__attribute__ ((target ("avx2"))) static void
+exp_shifted_avx2 (const float *x,
+                  float        c,
+                  float       *y,
+                  gsize        n)
+{
+  const __m256 vc = _mm256_set1_ps (c), negc = _mm256_set1_ps (-c);
+  const __m256 one = _mm256_set1_ps (1.0f);
+  const __m256 magic = _mm256_set1_ps (ROUND_MAGIC);
+  gsize i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    {
+      __m256 v = _mm256_loadu_ps (x + i);
+      /* x − c, not x + (−c): GCC folds the scalar x + (−c) into a
+       * subtraction, which differs only in a NaN's sign bit. */
+      __m256 d = _mm256_sub_ps (v, vc);
+      __m256 bb = _mm256_sub_ps (d, v);
+      __m256 d_lo = _mm256_add_ps (_mm256_sub_ps (v, _mm256_sub_ps (d, bb)),
+                                   _mm256_sub_ps (negc, bb));
+      __m256 t, r, q, p, e;
+      __m256i k;
+
+      if (_mm256_movemask_ps (_mm256_cmp_ps (d, _mm256_setzero_ps (), _CMP_GT_OQ)) != 0)
+        {
+          for (gsize j = i; j < i + 8; j++)
+            y[j] = exp_shifted (x[j], c);
+          continue;
+        }
+      /* exp_reduce2 (d, d_lo) */
+      t = _mm256_sub_ps (_mm256_add_ps (_mm256_mul_ps (d, _mm256_set1_ps (LOG2E)), magic), magic);
+      r = _mm256_add_ps (_mm256_sub_ps (_mm256_sub_ps (d, _mm256_mul_ps (t, _mm256_set1_ps (LN2_HI))),
+                                        _mm256_mul_ps (t, _mm256_set1_ps (LN2_LO))),
+                         d_lo);
+      k = _mm256_cvttps_epi32 (t);
+      q = _mm256_set1_ps (INV_FACT8);
+      q = _mm256_add_ps (_mm256_set1_ps (INV_FACT7), _mm256_mul_ps (r, q));
+      q = _mm256_add_ps (_mm256_set1_ps (INV_FACT6), _mm256_mul_ps (r, q));
+      q = _mm256_add_ps (_mm256_set1_ps (INV_FACT5), _mm256_mul_ps (r, q));
+      q = _mm256_add_ps (_mm256_set1_ps (INV_FACT4), _mm256_mul_ps (r, q));
+      q = _mm256_add_ps (_mm256_set1_ps (INV_FACT3), _mm256_mul_ps (r, q));
+      q = _mm256_add_ps (_mm256_set1_ps (INV_FACT2), _mm256_mul_ps (r, q));
+      p = _mm256_add_ps (r, _mm256_mul_ps (_mm256_mul_ps (r, r), q));
+      e = scale2_avx2 (_mm256_add_ps (one, p), k);
+      /* Below EXP_UNDERFLOW +0; a NaN difference is returned as it is. */
+      e = _mm256_blendv_ps (e, _mm256_setzero_ps (),
+                            _mm256_cmp_ps (d, _mm256_set1_ps (EXP_UNDERFLOW), _CMP_LT_OQ));
+      e = _mm256_blendv_ps (e, d, _mm256_cmp_ps (d, d, _CMP_UNORD_Q));
+      _mm256_storeu_ps (y + i, e);
+    }
+  for (; i < n; i++)
+    y[i] = exp_shifted (x[i], c);
+}
+#endif
+
+/* y[i] = exp_shifted (x[i], c) on the named path; FALSE when this CPU lacks
+ * it. For tests, which compare every path with the scalar one. */
+gboolean
+dc_math_exp_shifted_path (DcMathSimd   path,
+                          const float *x,
+                          float        c,
+                          float       *y,
+                          gsize        n)
+{
+  switch (path)
+    {
+    case DC_MATH_SIMD_SCALAR:
+      for (gsize i = 0; i < n; i++)
+        y[i] = exp_shifted (x[i], c);
+      return TRUE;
+#ifdef DC_MATH_X86
+    case DC_MATH_SIMD_AVX2:
+      if (!__builtin_cpu_supports ("avx2"))
+        return FALSE;
+      exp_shifted_avx2 (x, c, y, n);
+      return TRUE;
+#endif
+    default:
+      return FALSE;
+    }
+}
+
+/* The softmaxes' exponentials on the widest path (the attention's and the
+ * loss's rows spent a fifth of a training step's CPU time in the scalar
+ * loop); DC_MATH_NO_SIMD=1 keeps the scalar one. Same bits either way. */
+static void
+exp_shifted_row (const float *x,
+                 float        c,
+                 float       *y,
+                 gsize        n)
+{
+  static gsize chosen = 0;
+
+  if (g_once_init_enter (&chosen))
+    {
+      DcMathSimd path = DC_MATH_SIMD_SCALAR;
+
+#ifdef DC_MATH_X86
+      if (g_getenv ("DC_MATH_NO_SIMD") == NULL && __builtin_cpu_supports ("avx2"))
+        path = DC_MATH_SIMD_AVX2;
+#endif
+      g_once_init_leave (&chosen, (gsize) path + 1);
+    }
+  dc_math_exp_shifted_path ((DcMathSimd) (chosen - 1), x, c, y, n);
+}
+
 /* Runs dc_math_silu () on the named path; FALSE when this CPU lacks it.
  * For tests, which compare every path the CPU has with the scalar one. */
 gboolean
@@ -572,8 +684,7 @@ dc_math_softmax (const float *x,
   if (n == 0)
     return;
   max = dc_math_max (x, n);
-  for (i = 0; i < n; i++)
-    y[i] = exp_shifted (x[i], max);
+  exp_shifted_row (x, max, y, n);
   sum = dc_math_sum (y, n);
   for (i = 0; i < n; i++)
     y[i] = y[i] / sum;
@@ -600,7 +711,15 @@ dc_math_log_softmax (const float *x,
   if (n == 0)
     return;
   max = dc_math_max (x, n);
-  lse = dc_math_logf (pairwise (LEAF_EXP_SHIFTED, x, NULL, max, n));
+  /* With y apart from x, the exponentials go to y first and their plain sum
+   * is the same tree over the same leaf values. */
+  if (y != x)
+    {
+      exp_shifted_row (x, max, y, n);
+      lse = dc_math_logf (pairwise (LEAF_SUM, y, NULL, 0.0f, n));
+    }
+  else
+    lse = dc_math_logf (pairwise (LEAF_EXP_SHIFTED, x, NULL, max, n));
   for (i = 0; i < n; i++)
     {
       float d, d_lo;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dc-model-error.h"
+#include "engine/dc-parallel.h"
 
 struct _DcGptTrainer
 {
@@ -54,8 +55,9 @@ dc_gpt_trainer_new (DcGptModel             *model,
   self = g_new0 (DcGptTrainer, 1);
   self->model = model;
   self->settings = *settings;
-  self->n_threads = MAX (n_threads, 1);
-  self->run = dc_gpt_run_new (&model->config, settings->batch, precision, n_threads);
+  /* 0: the engine pool's process default (`--threads`, the settings). */
+  self->n_threads = n_threads > 0 ? n_threads : dc_parallel_get_default_threads ();
+  self->run = dc_gpt_run_new (&model->config, settings->batch, precision, self->n_threads);
   bt = (gsize) settings->batch * model->config.seq;
   self->inputs = g_new (guint8, bt);
   self->targets = g_new (guint8, bt);

@@ -63,6 +63,13 @@ struct _DcGptRun
   guint           len;
   gboolean        have_targets;
 
+  /* The attention's probabilities are zero above the diagonal; those
+   * zeros stay, as nothing else writes there, so they are written only
+   * when the layout changes: the first att_zero_seqs sequences of every
+   * layer hold them for rows of att_zero_len. */
+  guint           att_zero_len;
+  guint           att_zero_seqs;
+
   guint8         *inputs;   /* (BT) */
   guint8         *targets;  /* (BT) */
   float          *res;      /* (L + 1, BT, C) residual stream at each block's input */
@@ -85,6 +92,7 @@ struct _DcGptRun
 
   DcGptLayerDoneFunc layer_done;  /* dc_gpt_run_set_layer_done_func () */
   gpointer           layer_done_data;
+  gsize          *offsets;  /* (n_tensors): dc_gpt_config_tensor's offsets */
 };
 
 /* Parameter views for one call. */
@@ -94,11 +102,20 @@ typedef struct
   const float *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
 } LayerParams;
 
+/* Each tensor's offset in the parameter (and gradient) vector, from the
+ * run's table (looked up once, in dc_gpt_run_new). */
+static gsize
+tensor_offset (DcGptRun *self,
+               guint     index)
+{
+  return self->offsets[index];
+}
+
 static void
-layer_params (const DcGptConfig *c,
-              const float       *base,
-              guint              layer,
-              LayerParams       *out)
+layer_params (DcGptRun    *self,
+              const float *base,
+              guint        layer,
+              LayerParams *out)
 {
   const float **fields[] = {
     &out->ln1_w, &out->ln1_b, &out->attn_w, &out->attn_b, &out->proj_w, &out->proj_b,
@@ -106,22 +123,7 @@ layer_params (const DcGptConfig *c,
   };
 
   for (guint i = 0; i < DC_GPT_TENSORS_PER_LAYER; i++)
-    {
-      DcGptTensor info;
-
-      dc_gpt_config_tensor (c, 2 + layer * DC_GPT_TENSORS_PER_LAYER + i, &info);
-      *fields[i] = base + info.offset;
-    }
-}
-
-static gsize
-tensor_offset (const DcGptConfig *c,
-               guint              index)
-{
-  DcGptTensor info;
-
-  dc_gpt_config_tensor (c, index, &info);
-  return info.offset;
+    *fields[i] = base + tensor_offset (self, 2 + layer * DC_GPT_TENSORS_PER_LAYER + i);
 }
 
 /* One buffer of the arena: where its pointer goes and how many floats. */
@@ -198,7 +200,9 @@ arena_floats (GArray *table)
 /**
  * dc_gpt_run_new:
  * @batch: the most sequences one call takes
- * @n_threads: threads for the GEMM; results do not depend on it
+ * @n_threads: threads of the engine's pool; 0 for the process default
+ *   (dc_parallel_get_default_threads: `--threads`, the settings); results
+ *   do not depend on it
  *
  * Returns: (transfer full): the workspace for forward and backward passes
  */
@@ -217,12 +221,20 @@ dc_gpt_run_new (const DcGptConfig *config,
   self->config = *config;
   self->batch = batch;
   self->precision = precision;
-  self->n_threads = MAX (1, n_threads);
+  self->n_threads = n_threads > 0 ? n_threads : dc_parallel_get_default_threads ();
   self->n_workers = MIN (self->n_threads, DC_GPT_MAX_WORKERS);
   self->mm = dc_matmul_new (precision == DC_GPT_PRECISION_F32, self->n_threads, self->n_workers);
   self->inputs = g_new0 (guint8, bt);
   self->targets = g_new0 (guint8, bt);
   self->layers = g_new0 (LayerActs, config->n_layer);
+  self->offsets = g_new (gsize, dc_gpt_config_n_tensors (config));
+  for (guint i = 0; i < dc_gpt_config_n_tensors (config); i++)
+    {
+      DcGptTensor info;
+
+      dc_gpt_config_tensor (config, i, &info);
+      self->offsets[i] = info.offset;
+    }
   for (guint w = 0; w < self->n_workers; w++)
     self->scratch[w].worker = w;
 
@@ -275,7 +287,8 @@ dc_gpt_train_memory (const DcGptConfig *config,
 
   sizing.config = *config;
   sizing.batch = batch;
-  sizing.n_workers = MIN (MAX (n_threads, 1), DC_GPT_MAX_WORKERS);
+  sizing.n_workers = MIN (n_threads > 0 ? n_threads : dc_parallel_get_default_threads (),
+                          DC_GPT_MAX_WORKERS);
   sizing.layers = g_new0 (LayerActs, config->n_layer);
   table = arena_table (&sizing);
   g_free (sizing.layers);
@@ -303,6 +316,7 @@ dc_gpt_run_free (DcGptRun *self)
   g_free (self->targets);
   g_free (self->layers);
   g_free (self->arena);
+  g_free (self->offsets);
   g_free (self);
 }
 
@@ -371,10 +385,20 @@ dc_gpt_run_set_device (DcGptRun      *self,
  * for a helper the scheduler has preempted (a loaded machine), so a pass
  * spreads only when its work is several times a wake-up: 2^17. */
 #define SPREAD_MIN_WORK (1u << 17)
-/* Elements per chunk of an elementwise pass, and columns per chunk of a
- * column pass: a few pages each, so a chunk outweighs its claim. */
+/* Elements per chunk of an elementwise pass: a few pages, so a chunk
+ * outweighs its claim. */
 #define ELEMENT_CHUNK 8192
-#define COLUMN_CHUNK 64
+/* Columns per chunk of a column pass (sums over all rows): 8, one AVX
+ * register of sums kept in registers for the whole pass. A column pass is
+ * split only by columns (each column's rows must be added in order), and
+ * the width-128 model's passes have 128 columns: 64 per chunk left 2 chunks,
+ * so 14 of 16 cores idled through every norm and bias gradient; with 8 there
+ * are 16 (48 and 64 for the 3C and 4C biases). */
+#define COLUMN_CHUNK 8
+/* Columns per chunk of the passes that add rows into rows of another
+ * matrix in memory (the embeddings' and the head's gradients): 16 floats,
+ * a cache line, so that two chunks rarely write the same line. */
+#define SCATTER_COLUMN_CHUNK 16
 
 /* What one pass reads and writes; each kernel documents its fields. */
 typedef struct
@@ -454,17 +478,25 @@ relu_backward_chunk (gsize i0, gsize i1, guint worker, gpointer data)
   dc_math_relu_backward (s->x + i0, s->dy + i0, s->y + i0, i1 - i0);
 }
 
-/* y2[j] = Σ_r dy[r][j] in row order, for columns [j0, j1). */
+/* y2[j] = Σ_r dy[r][j] in row order, for columns [j0, j1). The sums stay
+ * in registers (a lane per column; lanes are independent, so the vector adds
+ * are the serial loop's adds) and are stored once. */
 static void
 column_sum_chunk (gsize j0, gsize j1, guint worker, gpointer data)
 {
   Span *s = data;
+  float acc[COLUMN_CHUNK] = { 0 };
+  const float *dy = s->dy + j0;
 
-  for (gsize j = j0; j < j1; j++)
-    s->y2[j] = 0.0f;
-  for (gsize r = 0; r < s->rows; r++)
-    for (gsize j = j0; j < j1; j++)
-      s->y2[j] = s->y2[j] + s->dy[r * s->n + j];
+  if (j1 - j0 == COLUMN_CHUNK)
+    for (gsize r = 0; r < s->rows; r++)
+      for (gsize j = 0; j < COLUMN_CHUNK; j++)
+        acc[j] = acc[j] + dy[r * s->n + j];
+  else
+    for (gsize r = 0; r < s->rows; r++)
+      for (gsize j = 0; j < j1 - j0; j++)
+        acc[j] = acc[j] + dy[r * s->n + j];
+  memcpy (s->y2 + j0, acc, (j1 - j0) * sizeof (float));
 }
 
 /* Layer norm of rows: x, w, b → y, mean → y2, rstd → y3. */
@@ -520,18 +552,35 @@ static void
 layer_norm_grad_chunk (gsize j0, gsize j1, guint worker, gpointer data)
 {
   Span *s = data;
+  float dw[COLUMN_CHUNK] = { 0 }, db[COLUMN_CHUNK] = { 0 };
+  const gsize w = j1 - j0;
 
-  for (gsize j = j0; j < j1; j++)
-    s->y2[j] = s->y3[j] = 0.0f;
+  /* The sums in registers, as in column_sum_chunk; no FMA contraction
+   * (-ffp-contract=off), so dy * norm rounds before the add, as before. */
   for (gsize r = 0; r < s->rows; r++)
-    for (gsize j = j0; j < j1; j++)
-      {
-        float dy = s->dy[r * s->n + j];
-        float norm = (s->x[r * s->n + j] - s->mean[r]) * s->rstd[r];
+    {
+      const float *dy = s->dy + r * s->n + j0, *x = s->x + r * s->n + j0;
+      const float mean = s->mean[r], rstd = s->rstd[r];
 
-        s->y2[j] = s->y2[j] + dy * norm;
-        s->y3[j] = s->y3[j] + dy;
-      }
+      if (w == COLUMN_CHUNK)
+        for (gsize j = 0; j < COLUMN_CHUNK; j++)
+          {
+            float norm = (x[j] - mean) * rstd;
+
+            dw[j] = dw[j] + dy[j] * norm;
+            db[j] = db[j] + dy[j];
+          }
+      else
+        for (gsize j = 0; j < w; j++)
+          {
+            float norm = (x[j] - mean) * rstd;
+
+            dw[j] = dw[j] + dy[j] * norm;
+            db[j] = db[j] + dy[j];
+          }
+    }
+  memcpy (s->y2 + j0, dw, w * sizeof (float));
+  memcpy (s->y3 + j0, db, w * sizeof (float));
 }
 
 /* dx (rows, n) is added to d_res; dw, db are overwritten with the row sums. */
@@ -733,8 +782,9 @@ head_forward (DcGptRun     *self,
       for (guint j = 0; j <= t; j++)
         row[j] = hs->scores[t * len + j] * scale;
       dc_math_softmax (row, row, t + 1);
-      for (guint j = t + 1; j < len; j++)
-        row[j] = 0.0f;
+      if (len != self->att_zero_len || b >= self->att_zero_seqs)
+        for (guint j = t + 1; j < len; j++)
+          row[j] = 0.0f;
     }
   /* y (len, D) = att · v */
   if (!matmul_in (self, hs, "attention P·V", att, len, 1, len, v, 1, 3 * c, d, len,
@@ -915,11 +965,11 @@ dc_gpt_run_forward (DcGptRun      *self,
   const DcGptConfig *cfg = &self->config;
   gsize c = cfg->width, v = cfg->vocab;
   gsize bt = (gsize) n_seqs * len;
-  const float *wte = params + tensor_offset (cfg, 0);
-  const float *wpe = params + tensor_offset (cfg, 1);
+  const float *wte = params + tensor_offset (self, 0);
+  const float *wpe = params + tensor_offset (self, 1);
   guint lnf_index = dc_gpt_config_n_tensors (cfg) - 2;
-  const float *lnf_w = params + tensor_offset (cfg, lnf_index);
-  const float *lnf_b = params + tensor_offset (cfg, lnf_index + 1);
+  const float *lnf_w = params + tensor_offset (self, lnf_index);
+  const float *lnf_b = params + tensor_offset (self, lnf_index + 1);
 
   if (n_seqs < 1 || n_seqs > self->batch || len < 1 || len > cfg->seq)
     {
@@ -931,6 +981,8 @@ dc_gpt_run_forward (DcGptRun      *self,
   self->n_seqs = n_seqs;
   self->len = len;
   self->have_targets = targets != NULL;
+  if (len != self->att_zero_len)
+    self->att_zero_seqs = 0;
   memcpy (self->inputs, inputs, bt);
   if (targets != NULL)
     memcpy (self->targets, targets, bt);
@@ -948,7 +1000,7 @@ dc_gpt_run_forward (DcGptRun      *self,
       const float *x = self->res + l * bt * c;
       float *out = self->res + (l + 1) * bt * c;
 
-      layer_params (cfg, params, l, &p);
+      layer_params (self, params, l, &p);
       layer_norm_rows (self, x, p.ln1_w, p.ln1_b, bt, c, a->ln1, a->ln1_mean, a->ln1_rstd);
       if (!linear_forward (self, "attention c_attn", a->ln1, bt, p.attn_w, p.attn_b, c, 3 * c,
                            a->qkv, error)
@@ -970,6 +1022,11 @@ dc_gpt_run_forward (DcGptRun      *self,
         return FALSE;
       add_rows (self, a->res_mid, out, bt * c);
     }
+
+  /* Every layer's pairs wrote their zeros (a failed pass returned above
+   * and left the record as it was, so its pairs write them again). */
+  self->att_zero_len = len;
+  self->att_zero_seqs = MAX (self->att_zero_seqs, n_seqs);
 
   layer_norm_rows (self, self->res + cfg->n_layer * bt * c, lnf_w, lnf_b, bt, c, self->lnf,
                    self->lnf_mean, self->lnf_rstd);
@@ -1020,9 +1077,9 @@ dc_gpt_run_backward (DcGptRun     *self,
   gsize c = cfg->width, v = cfg->vocab;
   gsize bt = (gsize) self->n_seqs * self->len;
   guint lnf_index = dc_gpt_config_n_tensors (cfg) - 2;
-  const float *wte = params + tensor_offset (cfg, 0);
-  float *d_wte = grads + tensor_offset (cfg, 0);
-  float *d_wpe = grads + tensor_offset (cfg, 1);
+  const float *wte = params + tensor_offset (self, 0);
+  float *d_wte = grads + tensor_offset (self, 0);
+  float *d_wpe = grads + tensor_offset (self, 1);
   float *d_res = self->d_res;
 
   g_return_val_if_fail (self->have_targets, FALSE);
@@ -1044,15 +1101,15 @@ dc_gpt_run_backward (DcGptRun     *self,
 
     spread (self, bt, row_chunk (c), bt * c, head_dx_chunk, &s);
     s.y = d_wte;
-    spread (self, c, COLUMN_CHUNK, (bt + v) * c, head_dw_chunk, &s);
+    spread (self, c, SCATTER_COLUMN_CHUNK, (bt + v) * c, head_dw_chunk, &s);
   }
 
   memset (d_res, 0, bt * c * sizeof (float));
   layer_norm_rows_backward (self, self->res + cfg->n_layer * bt * c,
-                            params + tensor_offset (cfg, lnf_index),
+                            params + tensor_offset (self, lnf_index),
                             self->lnf_mean, self->lnf_rstd, self->d_a, bt, c, d_res,
-                            grads + tensor_offset (cfg, lnf_index),
-                            grads + tensor_offset (cfg, lnf_index + 1));
+                            grads + tensor_offset (self, lnf_index),
+                            grads + tensor_offset (self, lnf_index + 1));
 
   for (guint l = cfg->n_layer; l-- > 0;)
     {
@@ -1060,8 +1117,8 @@ dc_gpt_run_backward (DcGptRun     *self,
       LayerParams p, g;
       const float *x = self->res + l * bt * c;
 
-      layer_params (cfg, params, l, &p);
-      layer_params (cfg, grads, l, &g);
+      layer_params (self, params, l, &p);
+      layer_params (self, grads, l, &g);
 
       /* MLP: out = res_mid + c_proj(relu(c_fc(ln2(res_mid)))) */
       if (!linear_backward (self, "mlp c_proj backward", a->fc_act, d_res, bt, p.fcproj_w,
@@ -1092,7 +1149,7 @@ dc_gpt_run_backward (DcGptRun     *self,
                                 d_res, (float *) g.ln1_w, (float *) g.ln1_b);
       /* Block l onwards (and ln_f) is final: the group may send it now. */
       if (self->layer_done != NULL)
-        self->layer_done (tensor_offset (cfg, 2 + l * DC_GPT_TENSORS_PER_LAYER),
+        self->layer_done (tensor_offset (self, 2 + l * DC_GPT_TENSORS_PER_LAYER),
                           self->layer_done_data);
     }
 
@@ -1101,7 +1158,7 @@ dc_gpt_run_backward (DcGptRun     *self,
   {
     Span s = { .ids = self->inputs, .dy = d_res, .y = d_wte, .y2 = d_wpe, .rows = bt, .n = c };
 
-    spread (self, c, COLUMN_CHUNK, bt * c * 2, embed_backward_chunk, &s);
+    spread (self, c, SCATTER_COLUMN_CHUNK, bt * c * 2, embed_backward_chunk, &s);
   }
   return TRUE;
 }

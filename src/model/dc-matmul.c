@@ -53,6 +53,46 @@ struct _DcMatmul
  * vectors into contiguous rows first (a blocked transpose) reads each cache
  * line once. The vectors, hence the bits, are the same either way.
  */
+/* Each thread's transpose buffer, kept between products and grown when
+ * one needs more: a fresh buffer per product came from the OS zeroed page
+ * by page (glibc returns freed large blocks), and those page faults were a
+ * tenth of a training step's CPU time. */
+typedef struct
+{
+  gsize  n;
+  float *data;
+} TransposeBuffer;
+
+static void
+transpose_buffer_free (gpointer data)
+{
+  TransposeBuffer *buffer = data;
+
+  g_free (buffer->data);
+  g_free (buffer);
+}
+
+static GPrivate transpose_buffer_key = G_PRIVATE_INIT (transpose_buffer_free);
+
+static float *
+transpose_buffer (gsize n)
+{
+  TransposeBuffer *buffer = g_private_get (&transpose_buffer_key);
+
+  if (buffer == NULL)
+    {
+      buffer = g_new0 (TransposeBuffer, 1);
+      g_private_set (&transpose_buffer_key, buffer);
+    }
+  if (buffer->n < n)
+    {
+      g_free (buffer->data);
+      buffer->data = g_new (float, n);
+      buffer->n = n;
+    }
+  return buffer->data;
+}
+
 static gboolean
 pack_serial (const char     *what,
              const float    *src,
@@ -61,12 +101,12 @@ pack_serial (const char     *what,
              DcQuantMatrix  *out,
              GError        **error)
 {
-  g_autofree float *rows = NULL;
+  float *rows;
   gsize nv = out->n_vectors, k = out->k;
 
   if (k_stride == 1 || k < 2)
     return dc_quant_pack (what, src, vector_stride, k_stride, out, error);
-  rows = g_new (float, nv * k);
+  rows = transpose_buffer (nv * k);
   if (vector_stride == 1)
     {
       /* Columns of a row-major (k, ≥ nv) matrix: a plain transpose. */
@@ -85,6 +125,12 @@ pack_serial (const char     *what,
 #define PARALLEL_PACK_MIN 16384
 /* Values per chunk of a parallel pack: enough to cover a wake-up. */
 #define PACK_CHUNK_VALUES 4096
+/* Vectors per chunk, at least, when their elements are strided (columns of
+ * a row-major matrix, the weight gradients' operands): 16 floats are one
+ * cache line of each source row. With one column per chunk (K = 4096 rows
+ * gave 4096 / 4096 = 1) every chunk read a whole line per value it used,
+ * 16 times the operand's bytes in all. */
+#define PACK_STRIDED_MIN_VECTORS 16
 
 typedef struct
 {
@@ -129,11 +175,14 @@ pack (const char     *what,
       GError        **error)
 {
   PackJob job = { what, src, vector_stride, k_stride, out, 0 };
-  gsize nv = out->n_vectors, k = out->k;
+  gsize nv = out->n_vectors, k = out->k, chunk;
 
   if (n_threads <= 1 || nv < 2 || nv * k < PARALLEL_PACK_MIN)
     return pack_serial (what, src, vector_stride, k_stride, out, error);
-  dc_parallel_for (n_threads, nv, MAX (PACK_CHUNK_VALUES / MAX (k, 1), 1), pack_chunk, &job);
+  chunk = MAX (PACK_CHUNK_VALUES / MAX (k, 1), 1);
+  if (k_stride != 1)
+    chunk = MAX (chunk, PACK_STRIDED_MIN_VECTORS);
+  dc_parallel_for (n_threads, nv, chunk, pack_chunk, &job);
   if (g_atomic_int_get (&job.failed))
     return pack_serial (what, src, vector_stride, k_stride, out, error);
   return TRUE;
