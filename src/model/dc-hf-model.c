@@ -84,6 +84,11 @@ typedef struct
   float         *down_b;             /* (C) or NULL */
 } Layer;
 
+/* A forward's buffers, kept between calls (forward_chunk). */
+typedef struct _Kept Kept;
+
+static void kept_free (Kept *kept);
+
 struct _DcHfModel
 {
   DcHfConfig     config;      /* owned strings */
@@ -102,6 +107,10 @@ struct _DcHfModel
    * [0, n_layers) with ends. */
   guint          first, last;
   gboolean       ends;
+  /* Held by the forward that uses the kept buffers; a concurrent one
+   * (against the rules, but harmless) allocates its own. */
+  GMutex         kept_lock;
+  Kept          *kept;
 };
 
 struct _DcHfKvCache
@@ -506,6 +515,7 @@ dc_hf_model_get_config (DcHfModel *self)
 void
 dc_hf_model_free (DcHfModel *self)
 {
+
   if (self == NULL)
     return;
   if (self->layers != NULL)
@@ -536,6 +546,8 @@ dc_hf_model_free (DcHfModel *self)
   g_free (self->config.architecture);
   g_free (self->config.model_type);
   g_free (self->config.dtype);
+  g_clear_pointer (&self->kept, kept_free);
+  g_mutex_clear (&self->kept_lock);
   g_free (self);
 }
 
@@ -727,6 +739,7 @@ dc_hf_model_load_part (const DcHfConfig  *config,
   g_return_val_if_fail (first <= last && last <= config->n_layers, NULL);
 
   self = g_new0 (DcHfModel, 1);
+  g_mutex_init (&self->kept_lock);
   copy_config (&self->config, config);
   self->backend = backend;
   self->first = first;
@@ -841,6 +854,14 @@ dc_hf_kv_cache_new (DcHfModel  *model,
                    "not enough memory for a KV cache of %u positions", context);
       return NULL;
     }
+  /* Touch every page now, as llama.cpp clears its cache when it makes it:
+   * left to the first prompt, the first touches are page faults taken by
+   * the pool's threads at once, which on the 2-vCPU VM (a paravirtualized
+   * MMU) cost 15 ms of a 64-token prefill's 75 at 2 threads, against 2 ms
+   * here on one thread. The memory is the context the caller asked for. */
+  memset (self->k_q, 0, n);
+  memset (self->v, 0, values_bytes);
+  memset (self->vq, 0, n);
   return g_steal_pointer (&self);
 }
 
@@ -1293,16 +1314,14 @@ attention_scratch_free (AttentionScratch *w)
   g_free (w->cmax);
 }
 
-/* For a chunk of n queries ending at key end (a decode step, n = 1, needs
- * no columns of its own). */
+/* For units over up to `end` keys. */
 static gboolean
 attention_scratch_init (AttentionScratch *w,
                         const DcHfConfig *c,
-                        gsize             n,
                         gsize             end)
 {
   const gsize D = c->head_dim, G = c->n_heads / c->n_kv_heads;
-  const gsize R = MIN (n, (gsize) ATTENTION_QUERIES) * G, columns = n > 1 ? D * end : 1;
+  const gsize R = ATTENTION_QUERIES * G, columns = D * end;
 
   w->qq = g_try_malloc (R * D);
   w->qe = g_try_new (gint32, R);
@@ -1556,6 +1575,99 @@ append_kv (DcHfModel   *self,
   return first_error_propagate (&p.failed, error);
 }
 
+/* A forward's buffers, kept by the model between calls: allocated anew for
+ * every call, the 64-row chunk's 2.5 MB (SmolLM-135M) came back from the
+ * allocator as fresh pages each time, and their first touches, page faults
+ * taken by the pool's threads at once, cost a fifth of a 2-thread prefill
+ * on the 2-vCPU VM (a paravirtualized MMU). */
+struct _Kept
+{
+  Scratch           s;          /* for `rows` positions */
+  gsize             rows;
+  AttentionScratch *workers;    /* n_workers, for up to `end` keys */
+  guint             n_workers;
+  gsize             end;
+};
+
+static void
+kept_clear (Kept *kept)
+{
+  scratch_clear (&kept->s);
+  for (guint w = 0; w < kept->n_workers; w++)
+    attention_scratch_free (&kept->workers[w]);
+  g_free (kept->workers);
+  memset (kept, 0, sizeof *kept);
+}
+
+static void
+kept_free (Kept *kept)
+{
+  kept_clear (kept);
+  g_free (kept);
+}
+
+/* Makes KEPT hold buffers for n positions, attention over `end` keys and
+ * n_threads workers. The workers' buffers grow by doubling, up to the
+ * cache's context (`most`), so that a decode step, one key longer each time,
+ * rarely reallocates them. */
+static gboolean
+kept_reserve (DcHfModel  *self,
+              Kept       *kept,
+              gsize       n,
+              gsize       end,
+              gsize       most,
+              guint       n_threads,
+              GError    **error)
+{
+  const DcHfConfig *c = &self->config;
+  const gsize C = c->hidden_size, F = c->intermediate_size, D = c->head_dim;
+  const gsize QD = (gsize) c->n_heads * D;
+  const gsize widest = MAX (MAX (C, F), MAX (QD, self->n_up));
+
+  if (n > kept->rows)
+    {
+      Scratch *s = &kept->s;
+
+      scratch_clear (s);
+      s->x = g_new (float, n * C);
+      s->h = g_new (float, n * widest);
+      s->qkv = g_new (float, n * self->n_qkv);
+      s->att = g_new (float, n * QD);
+      s->mlp = g_new (float, n * self->n_up);
+      s->tmp = g_new (float, n * C);
+      s->rope_cos = g_new (float, n * (D / 2));
+      s->rope_sin = g_new (float, n * (D / 2));
+      s->qa = g_malloc (n * widest);
+      s->ea = g_new (gint32, n);
+      kept->rows = n;
+    }
+  if (end > kept->end || n_threads > kept->n_workers)
+    {
+      const gsize keys = MAX (end, MIN (most, 2 * kept->end));
+      const guint workers = MAX (n_threads, kept->n_workers);
+
+      for (guint w = 0; w < kept->n_workers; w++)
+        attention_scratch_free (&kept->workers[w]);
+      g_free (kept->workers);
+      kept->workers = g_new0 (AttentionScratch, workers);
+      kept->n_workers = workers;
+      kept->end = keys;
+      for (guint w = 0; w < workers; w++)
+        if (!attention_scratch_init (&kept->workers[w], c, keys))
+          {
+            /* Leave nothing half made: the next call starts over. */
+            for (guint v = 0; v < workers; v++)
+              attention_scratch_free (&kept->workers[v]);
+            memset (kept->workers, 0, workers * sizeof *kept->workers);
+            kept->end = 0;
+            g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                         "not enough memory for attention over %zu positions", end);
+            return FALSE;
+          }
+    }
+  return TRUE;
+}
+
 /* The chunk's n positions (p0 = the cache's length …) through the part's
  * layers. With IDS they are embedded first (the part has the ends); else
  * X holds their hidden states (n, C). With X, the states after the last
@@ -1571,37 +1683,30 @@ forward_chunk (DcHfModel     *self,
                GError       **error)
 {
   const DcHfConfig *c = &self->config;
-  const gsize C = c->hidden_size, F = c->intermediate_size, D = c->head_dim;
-  const gsize QD = (gsize) c->n_heads * D;
+  const gsize C = c->hidden_size, D = c->head_dim;
   const guint p0 = cache->length;
   const gsize end = p0 + n;
-  const gsize widest = MAX (MAX (C, F), MAX (QD, self->n_up));
   const gboolean gpt2 = c->family == DC_HF_FAMILY_GPT2;
   /* A prompt's per-position passes (appending keys, attention) spread over
    * the backend's threads; a decode step's stay on the caller. */
   const guint n_threads = pass_threads (self, n);
-  g_autofree AttentionScratch *workers = g_new0 (AttentionScratch, n_threads);
-  Scratch s = { 0 };
+  const gboolean keep = g_mutex_trylock (&self->kept_lock);
+  Kept local = { 0 }, *kept = &local;
+  AttentionScratch *workers;
+  Scratch s;
   gboolean ok = FALSE;
 
+  if (keep)
+    {
+      if (self->kept == NULL)
+        self->kept = g_new0 (Kept, 1);
+      kept = self->kept;
+    }
+  if (!kept_reserve (self, kept, n, end, keep ? cache->context : end, n_threads, error))
+    goto out;
+  s = kept->s;
   s.n = n;
-  s.x = g_new (float, n * C);
-  s.h = g_new (float, n * widest);
-  s.qkv = g_new (float, n * self->n_qkv);
-  s.att = g_new (float, n * QD);
-  s.mlp = g_new (float, n * self->n_up);
-  s.tmp = g_new (float, n * C);
-  s.rope_cos = g_new (float, n * (D / 2));
-  s.rope_sin = g_new (float, n * (D / 2));
-  s.qa = g_malloc (n * widest);
-  s.ea = g_new (gint32, n);
-  for (guint w = 0; w < n_threads; w++)
-    if (!attention_scratch_init (&workers[w], c, n, end))
-      {
-        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
-                     "not enough memory for attention over %zu positions", end);
-        goto out;
-      }
+  workers = kept->workers;
 
   for (gsize i = 0; i < n; i++)
     {
@@ -1670,9 +1775,10 @@ forward_chunk (DcHfModel     *self,
   ok = TRUE;
 
 out:
-  for (guint w = 0; w < n_threads; w++)
-    attention_scratch_free (&workers[w]);
-  scratch_clear (&s);
+  if (keep)
+    g_mutex_unlock (&self->kept_lock);
+  else
+    kept_clear (&local);
   return ok;
 }
 
