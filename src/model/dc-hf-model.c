@@ -1168,11 +1168,12 @@ cache_columns (DcHfKvCache *cache,
 }
 
 /* Packs the D columns over [0, len): what the packer gives for vectors of
- * length len. */
+ * length len. Their largest |values| (for columns_extend) only WITH_MAX. */
 static gboolean
 columns_pack (Columns  *cols,
               gsize     D,
               gsize     len,
+              gboolean  with_max,
               GError  **error)
 {
   for (gsize d = 0; d < D; d++)
@@ -1184,7 +1185,7 @@ columns_pack (Columns  *cols,
       if (!pack_into ("attention V", col, 1, len, len, 1, cols->q + d * cols->q_stride,
                       cols->e + d, &view, error))
         return FALSE;
-      for (gsize t = 0; t < len; t++)
+      for (gsize t = 0; with_max && t < len; t++)
         m = MAX (m, ABS (col[t]));
       cols->max[d] = m;
     }
@@ -1250,7 +1251,7 @@ columns_for_query (Columns        *cols,
   const gsize len = pos + 1;
 
   if (*cols->len == pos ? !columns_extend (cols, D, pos, error)
-                        : !columns_pack (cols, D, len, error))
+                        : !columns_pack (cols, D, len, TRUE, error))
     return FALSE;
   for (gsize d = 0; d < D; d++)
     memcpy (q + d * len, cols->q + d * cols->q_stride, len);
@@ -1455,7 +1456,8 @@ attention_unit (AttentionPass    *p,
     {
       while (last0 + 1 < i1 && window_start (c, p->p0 + last0 + 1) == 0)
         last0++;
-      if (!columns_pack (&wide, D, p->p0 + last0 + 1, error))
+      /* Only the unit that hands its columns to the cache needs their maxima. */
+      if (!columns_pack (&wide, D, p->p0 + last0 + 1, last0 + 1 == s->n, error))
         return FALSE;
     }
   /* The G query heads of group g, for each of the unit's positions: ((i1 - i0) G, D). */
