@@ -854,14 +854,6 @@ dc_hf_kv_cache_new (DcHfModel  *model,
                    "not enough memory for a KV cache of %u positions", context);
       return NULL;
     }
-  /* Touch every page now, as llama.cpp clears its cache when it makes it:
-   * left to the first prompt, the first touches are page faults taken by
-   * the pool's threads at once, which on the 2-vCPU VM (a paravirtualized
-   * MMU) cost 15 ms of a 64-token prefill's 75 at 2 threads, against 2 ms
-   * here on one thread. The memory is the context the caller asked for. */
-  memset (self->k_q, 0, n);
-  memset (self->v, 0, values_bytes);
-  memset (self->vq, 0, n);
   return g_steal_pointer (&self);
 }
 
@@ -1644,6 +1636,31 @@ append_kv (DcHfModel   *self,
   return first_error_propagate (&p.failed, error);
 }
 
+/* Writes zeros where the chunk's positions [p0, end) go in the cache, on
+ * the caller, before the pool's threads write them there: a fresh cache's
+ * first touches are page faults, and taken by two threads at once they
+ * cost 15 ms of a 64-token prefill's 75 on the 2-vCPU VM (a paravirtualized
+ * MMU), against 2 ms on one thread. Only the pages the chunk needs: a cache
+ * made for a long context costs memory as it fills, not at once. */
+static void
+cache_touch (DcHfKvCache *cache,
+             gsize        p0,
+             gsize        end)
+{
+  const gsize D = cache->model->config.head_dim, ctx = cache->context;
+  const gsize cells = (gsize) cache->n_layers * cache->model->config.n_kv_heads;
+
+  for (gsize cell = 0; cell < cells; cell++)
+    {
+      memset (cache->k_q + (cell * ctx + p0) * D, 0, (end - p0) * D);
+      for (gsize d = 0; d < D; d++)
+        {
+          memset (cache->v + (cell * D + d) * ctx + p0, 0, (end - p0) * sizeof (float));
+          memset (cache->vq + (cell * D + d) * ctx + p0, 0, end - p0);
+        }
+    }
+}
+
 /* A forward's buffers, kept by the model between calls: allocated anew for
  * every call, the 64-row chunk's 2.5 MB (SmolLM-135M) came back from the
  * allocator as fresh pages each time, and their first touches, page faults
@@ -1795,6 +1812,8 @@ forward_chunk (DcHfModel     *self,
     }
   if (ids == NULL)
     memcpy (s.x, x, n * C * sizeof (float));
+  if (n > 1)
+    cache_touch (cache, p0, end);
 
   for (guint l = self->first; l < self->last; l++)
     {
