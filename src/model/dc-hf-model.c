@@ -28,8 +28,12 @@
  * result independent of how the tokens were split into calls: one at a time
  * or all at once gives the same bits.
  *
- * Threads: products use the backend's threads; the backend, the model's
- * forward and a cache are used by one thread at a time.
+ * Threads: products use the backend's threads, and so do a prompt's
+ * per-position passes (appending keys and values by KV head, attention in
+ * units of a few queries of one KV head, the MLP's activation by row), each
+ * unit computed whole by one thread, so the bits do not depend on the thread
+ * count. The backend, the model's forward and a cache are used by one
+ * caller at a time.
  *
  * Devices: with a Vulkan backend, only products of at least
  * DC_HF_MODEL_OFFLOAD_ROWS rows on both sides and DC_GPT_TRAINER_OFFLOAD_MIN
@@ -80,6 +84,11 @@ typedef struct
   float         *down_b;             /* (C) or NULL */
 } Layer;
 
+/* A forward's buffers, kept between calls (forward_chunk). */
+typedef struct _Kept Kept;
+
+static void kept_free (Kept *kept);
+
 struct _DcHfModel
 {
   DcHfConfig     config;      /* owned strings */
@@ -98,6 +107,10 @@ struct _DcHfModel
    * [0, n_layers) with ends. */
   guint          first, last;
   gboolean       ends;
+  /* Held by the forward that uses the kept buffers; a concurrent one
+   * (against the rules, but harmless) allocates its own. */
+  GMutex         kept_lock;
+  Kept          *kept;
 };
 
 struct _DcHfKvCache
@@ -502,6 +515,7 @@ dc_hf_model_get_config (DcHfModel *self)
 void
 dc_hf_model_free (DcHfModel *self)
 {
+
   if (self == NULL)
     return;
   if (self->layers != NULL)
@@ -532,6 +546,8 @@ dc_hf_model_free (DcHfModel *self)
   g_free (self->config.architecture);
   g_free (self->config.model_type);
   g_free (self->config.dtype);
+  g_clear_pointer (&self->kept, kept_free);
+  g_mutex_clear (&self->kept_lock);
   g_free (self);
 }
 
@@ -723,6 +739,7 @@ dc_hf_model_load_part (const DcHfConfig  *config,
   g_return_val_if_fail (first <= last && last <= config->n_layers, NULL);
 
   self = g_new0 (DcHfModel, 1);
+  g_mutex_init (&self->kept_lock);
   copy_config (&self->config, config);
   self->backend = backend;
   self->first = first;
@@ -888,13 +905,10 @@ typedef struct
   float  *att;        /* (n, Hq D) */
   float  *mlp;        /* (n, n_up) */
   float  *tmp;        /* (n, C) */
-  float  *scores;     /* (n G, end) */
   float  *rope_cos;   /* (n, D / 2) */
   float  *rope_sin;
   gint8  *qa;         /* the left operand: up to n · max (C, F, Hq D, n_up) values */
   gint32 *ea;
-  gint8  *qb;         /* V's columns: D vectors of up to `end` positions */
-  gint32 *eb;
 } Scratch;
 
 static void
@@ -906,13 +920,10 @@ scratch_clear (Scratch *s)
   g_free (s->att);
   g_free (s->mlp);
   g_free (s->tmp);
-  g_free (s->scores);
   g_free (s->rope_cos);
   g_free (s->rope_sin);
   g_free (s->qa);
   g_free (s->ea);
-  g_free (s->qb);
-  g_free (s->eb);
 }
 
 /* Packs N vectors of length K (element (v, i) at src[v·vs + i·ks]) into the
@@ -1076,52 +1087,121 @@ residual_chunk (gsize    i0,
     p->y[i] += p->x[i];
 }
 
-/* Packs V's columns of cell LG (layer × KV heads + head) over [0, len) into
- * the quantized cache: what the packer gives for vectors of length len. */
+/* Errors from a pass on the pool: the one of the lowest failing index is
+ * kept, so the message does not depend on the thread count or timing. */
+typedef struct
+{
+  GMutex  lock;
+  gsize   at;
+  GError *error;
+} FirstError;
+
+static void
+first_error_take (FirstError *f,
+                  gsize       at,
+                  GError     *error)
+{
+  g_mutex_lock (&f->lock);
+  if (f->error == NULL || at < f->at)
+    {
+      g_clear_error (&f->error);
+      f->error = error;
+      f->at = at;
+    }
+  else
+    g_error_free (error);
+  g_mutex_unlock (&f->lock);
+}
+
+/* Hands the kept error to ERROR; returns whether there was none. */
 static gboolean
-columns_pack (DcHfKvCache  *cache,
-              gsize         lg,
-              gsize         len,
-              GError      **error)
+first_error_propagate (FirstError  *f,
+                       GError     **error)
+{
+  gboolean ok = f->error == NULL;
+
+  if (!ok)
+    g_propagate_error (error, g_steal_pointer (&f->error));
+  g_mutex_clear (&f->lock);
+  return ok;
+}
+
+/* V's columns of one cell quantized over [0, *len): column d's floats at
+ * v[d · v_stride …], its int8 values at q[d · q_stride …], its exponent
+ * e[d] and its largest |value| max[d]. The cache keeps one per cell (for
+ * decode); each worker of a prompt's attention keeps its own. */
+typedef struct
+{
+  const float *v;
+  gsize        v_stride;
+  gint8       *q;
+  gsize        q_stride;
+  gint32      *e;
+  float       *max;
+  guint       *len;
+} Columns;
+
+static Columns
+cache_columns (DcHfKvCache *cache,
+               gsize        lg)
 {
   const gsize D = cache->model->config.head_dim, ctx = cache->context;
+  Columns cols = {
+    .v = cache->v + lg * D * ctx,
+    .v_stride = ctx,
+    .q = cache->vq + lg * D * ctx,
+    .q_stride = ctx,
+    .e = cache->ve + lg * D,
+    .max = cache->vmax + lg * D,
+    .len = cache->vq_len + lg,
+  };
 
+  return cols;
+}
+
+/* Packs the D columns over [0, len): what the packer gives for vectors of
+ * length len. Their largest |values| (for columns_extend) only WITH_MAX. */
+static gboolean
+columns_pack (Columns  *cols,
+              gsize     D,
+              gsize     len,
+              gboolean  with_max,
+              GError  **error)
+{
   for (gsize d = 0; d < D; d++)
     {
-      const float *col = cache->v + (lg * D + d) * ctx;
+      const float *col = cols->v + d * cols->v_stride;
       float m = 0.0f;
       DcQuantMatrix view;
 
-      if (!pack_into ("attention V", col, 1, len, len, 1, cache->vq + (lg * D + d) * ctx,
-                      cache->ve + lg * D + d, &view, error))
+      if (!pack_into ("attention V", col, 1, len, len, 1, cols->q + d * cols->q_stride,
+                      cols->e + d, &view, error))
         return FALSE;
-      for (gsize t = 0; t < len; t++)
+      for (gsize t = 0; with_max && t < len; t++)
         m = MAX (m, ABS (col[t]));
-      cache->vmax[lg * D + d] = m;
+      cols->max[d] = m;
     }
-  cache->vq_len[lg] = (guint) len;
+  *cols->len = (guint) len;
   return TRUE;
 }
 
-/* Adds position pos (= vq_len) to the quantized columns of cell LG. A
- * vector's exponent depends only on its largest |value| and each value's
- * int8 only on itself and the exponent (the INT8 rule), so packing the pair
- * (x, the column's new maximum) gives x's int8 and the column's exponent
- * exactly; only when that exponent changes is the column packed anew, which
- * happens about log2 of the column's range times, not per position. */
+/* Adds position pos (= *len) to the quantized columns. A vector's exponent
+ * depends only on its largest |value| and each value's int8 only on itself
+ * and the exponent (the INT8 rule), so packing the pair (x, the column's new
+ * maximum) gives x's int8 and the column's exponent exactly; only when that
+ * exponent changes is the column packed anew, which happens about log2 of
+ * the column's range times, not per position. */
 static gboolean
-columns_extend (DcHfKvCache  *cache,
-                gsize         lg,
-                gsize         pos,
-                GError      **error)
+columns_extend (Columns  *cols,
+                gsize     D,
+                gsize     pos,
+                GError  **error)
 {
-  const gsize D = cache->model->config.head_dim, ctx = cache->context;
-
   for (gsize d = 0; d < D; d++)
     {
-      const gsize at = lg * D + d;
-      const float x = cache->v[at * ctx + pos];
-      const float m = pos == 0 ? ABS (x) : MAX (cache->vmax[at], ABS (x));
+      const float *col = cols->v + d * cols->v_stride;
+      const float x = col[pos];
+      const float m = pos == 0 ? ABS (x) : MAX (cols->max[d], ABS (x));
       const float pair[2] = { x, m };
       gint8 q[2];
       gint32 e;
@@ -1129,119 +1209,414 @@ columns_extend (DcHfKvCache  *cache,
 
       if (!pack_into ("attention V", pair, 1, 2, 2, 1, q, &e, &view, error))
         return FALSE;
-      if (pos == 0 || e == cache->ve[at])
+      if (pos == 0 || e == cols->e[d])
         {
-          cache->vq[at * ctx + pos] = q[0];
-          cache->ve[at] = e;
-          cache->vmax[at] = m;
+          cols->q[d * cols->q_stride + pos] = q[0];
+          cols->e[d] = e;
+          cols->max[d] = m;
         }
       else
         {
-          DcQuantMatrix col;
+          DcQuantMatrix col_view;
 
-          if (!pack_into ("attention V", cache->v + at * ctx, 1, pos + 1, pos + 1, 1,
-                          cache->vq + at * ctx, cache->ve + at, &col, error))
+          if (!pack_into ("attention V", col, 1, pos + 1, pos + 1, 1, cols->q + d * cols->q_stride,
+                          cols->e + d, &col_view, error))
             return FALSE;
-          cache->vmax[at] = m;
+          cols->max[d] = m;
         }
     }
-  cache->vq_len[lg] = (guint) pos + 1;
+  *cols->len = (guint) pos + 1;
   return TRUE;
 }
 
-/* V's columns over [0, pos] for the query at POS, into VT (D vectors of
- * length pos + 1, in the scratch buffers). */
+/* V's columns over [0, pos] for the query at POS, into VT (D contiguous
+ * vectors of length pos + 1 at Q, their exponents at E). */
 static gboolean
-columns_for_query (DcHfKvCache   *cache,
-                   gsize          lg,
-                   gsize          pos,
-                   Scratch       *s,
-                   DcQuantMatrix *vt,
-                   GError       **error)
+columns_for_query (Columns        *cols,
+                   gsize           D,
+                   gsize           pos,
+                   gint8          *q,
+                   gint32         *e,
+                   DcQuantMatrix  *vt,
+                   GError        **error)
 {
-  const gsize D = cache->model->config.head_dim, ctx = cache->context, len = pos + 1;
+  const gsize len = pos + 1;
 
-  if (cache->vq_len[lg] == pos ? !columns_extend (cache, lg, pos, error)
-                               : !columns_pack (cache, lg, len, error))
+  if (*cols->len == pos ? !columns_extend (cols, D, pos, error)
+                        : !columns_pack (cols, D, len, TRUE, error))
     return FALSE;
   for (gsize d = 0; d < D; d++)
-    memcpy (s->qb + d * len, cache->vq + (lg * D + d) * ctx, len);
-  memcpy (s->eb, cache->ve + lg * D, D * sizeof (gint32));
+    memcpy (q + d * len, cols->q + d * cols->q_stride, len);
+  memcpy (e, cols->e, D * sizeof (gint32));
   vt->n_vectors = D;
   vt->k = len;
-  vt->q = s->qb;
-  vt->exponent = s->eb;
+  vt->q = q;
+  vt->exponent = e;
   return TRUE;
 }
 
-/* Attention of the chunk's n queries (positions p0 …) over the cache. */
-static gboolean
-attention (DcHfModel   *self,
-           DcHfKvCache *cache,
-           guint        l,
-           Scratch     *s,
-           guint        p0,
-           GError     **error)
+/* Queries per unit of a prompt's attention: a unit packs its V columns
+ * once (D × its first position's keys) and extends them query by query,
+ * so smaller units repeat that pack more often; 4 gives a 64-token chunk
+ * 16 units per KV head, enough to spread over 16 threads, while the
+ * repeated packs stay under a quarter of the columns' work. */
+#define ATTENTION_QUERIES 4
+
+/* One worker's buffers for attention units. Sized for the chunk's keys
+ * (end); the prompt's units build their V columns here, not in the cache,
+ * so that units of one head can run at once. */
+typedef struct
 {
+  gint8  *qq;       /* the unit's queries: (ATTENTION_QUERIES · G, D) */
+  gint32 *qe;
+  float  *scores;   /* (ATTENTION_QUERIES · G, end) */
+  gint8  *pq;       /* P: (G, end) */
+  gint32 *pe;
+  gint8  *vt;       /* V's columns for the product: (D, len) */
+  gint32 *vte;
+  gint8  *cq;       /* the columns over the unit's widest prefix: (D, end) */
+  gint32 *ce;
+  float  *cmax;
+  guint   clen;
+  gint32 *first_e;  /* the exponents of the columns over the first query's prefix */
+} AttentionScratch;
+
+typedef struct
+{
+  DcHfModel        *self;
+  DcHfKvCache      *cache;
+  Scratch          *s;
+  guint             l;
+  guint             p0;
+  gsize             units_per_head;
+  AttentionScratch *workers;
+  FirstError        failed;
+} AttentionPass;
+
+static void
+attention_scratch_free (AttentionScratch *w)
+{
+  g_free (w->qq);
+  g_free (w->qe);
+  g_free (w->scores);
+  g_free (w->pq);
+  g_free (w->pe);
+  g_free (w->vt);
+  g_free (w->vte);
+  g_free (w->cq);
+  g_free (w->ce);
+  g_free (w->cmax);
+  g_free (w->first_e);
+}
+
+/* For units over up to `end` keys. */
+static gboolean
+attention_scratch_init (AttentionScratch *w,
+                        const DcHfConfig *c,
+                        gsize             end)
+{
+  const gsize D = c->head_dim, G = c->n_heads / c->n_kv_heads;
+  const gsize R = ATTENTION_QUERIES * G, columns = D * end;
+
+  w->qq = g_try_malloc (R * D);
+  w->qe = g_try_new (gint32, R);
+  w->scores = g_try_new (float, R * end);
+  w->pq = g_try_malloc (G * end);
+  w->pe = g_try_new (gint32, G);
+  w->vt = g_try_malloc (D * end);
+  w->vte = g_try_new (gint32, D);
+  w->cq = g_try_malloc (columns);
+  w->ce = g_try_new (gint32, D);
+  w->cmax = g_try_new (float, D);
+  w->first_e = g_try_new (gint32, D);
+  return w->first_e != NULL && w->qq != NULL && w->qe != NULL && w->scores != NULL && w->pq != NULL &&
+         w->pe != NULL && w->vt != NULL && w->vte != NULL && w->cq != NULL && w->ce != NULL &&
+         w->cmax != NULL;
+}
+
+/* c = a · bᵀ on the CPU backend: attention's products, small and run from
+ * the pool's threads (a device backend is not for several threads at once). */
+static gboolean
+product_cpu (DcHfModel            *self,
+             const DcQuantMatrix  *a,
+             const DcQuantMatrix  *b,
+             float                *c,
+             GError              **error)
+{
+  return dc_gemm_run_packed (self->cpu != NULL ? self->cpu : self->backend, a, b, c, error);
+}
+
+/* The first key a query at POS sees: 0, or past the sliding window. */
+static gsize
+window_start (const DcHfConfig *c,
+              gsize             pos)
+{
+  return c->sliding_window > 0 && pos + 1 > c->sliding_window ? pos + 1 - c->sliding_window : 0;
+}
+
+/* V's columns over [0, len) for a query of a prompt's unit, into VT. WIDE
+ * holds them packed over the unit's widest prefix. The unit's first query
+ * packs its own; the exponents of those and of WIDE bracket every query's
+ * between (a column's exponent only grows with its largest |value|), so
+ * where the two are equal each later query's column is WIDE's prefix, bit
+ * for bit (a value's int8 depends only on itself and the exponent); the
+ * few others are packed for the query. This replaces D two-value packs per
+ * query, a tenth of a one-thread prefill. */
+static gboolean
+unit_columns (AttentionScratch *w,
+              const Columns    *wide,
+              gsize             D,
+              gboolean          first,
+              gsize             len,
+              DcQuantMatrix    *vt,
+              GError          **error)
+{
+  if (first)
+    {
+      if (!pack_into ("attention V", wide->v, D, len, wide->v_stride, 1, w->vt, w->vte, vt,
+                      error))
+        return FALSE;
+      memcpy (w->first_e, w->vte, D * sizeof (gint32));
+      return TRUE;
+    }
+  for (gsize d = 0; d < D; d++)
+    if (w->first_e[d] == wide->e[d])
+      {
+        memcpy (w->vt + d * len, wide->q + d * wide->q_stride, len);
+        w->vte[d] = wide->e[d];
+      }
+    else
+      {
+        DcQuantMatrix one;
+
+        if (!pack_into ("attention V", wide->v + d * wide->v_stride, 1, len, len, 1,
+                        w->vt + d * len, w->vte + d, &one, error))
+          return FALSE;
+      }
+  vt->n_vectors = D;
+  vt->k = len;
+  vt->q = w->vt;
+  vt->exponent = w->vte;
+  return TRUE;
+}
+
+/* One unit: queries [i0, i1) of the chunk against KV head g. Each query
+ * sees keys [0, pos] only, so the unit's scores stop at its last query's
+ * position (an output depends only on its own two vectors: the same bits as
+ * scoring every key). Writes only its queries' rows of s->att. */
+static gboolean
+attention_unit (AttentionPass    *p,
+                AttentionScratch *w,
+                gsize             g,
+                gsize             i0,
+                gsize             i1,
+                GError          **error)
+{
+  DcHfModel *self = p->self;
+  DcHfKvCache *cache = p->cache;
+  Scratch *s = p->s;
   const DcHfConfig *c = &self->config;
   const gsize D = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads, G = Hq / Hkv;
-  const gsize end = p0 + s->n;     /* keys 0 … end - 1 are in the cache */
+  const gsize lg = (gsize) p->l * Hkv + g, cell = lg * cache->context;
+  const gsize keys_end = p->p0 + i1;
   /* 1/√D in f32 (√ is correctly rounded), as transformers' head_dim ** -0.5. */
   const float scale = 1.0f / __builtin_sqrtf ((float) D);
+  const float *values_t = cache->v + cell * D;   /* (D, context) */
+  DcQuantMatrix a, keys = {
+    .n_vectors = keys_end,
+    .k = D,
+    .q = cache->k_q + cell * D,
+    .exponent = cache->k_e + cell,
+  };
+  /* A decode step (one query) keeps the cache's columns up to date. */
+  Columns cols = cache_columns (cache, lg);
+  /* A prompt's unit packs the columns over its first query's prefix and
+   * over its last unwindowed query's (`wide`); see unit_columns. */
+  Columns wide = {
+    .v = values_t,
+    .v_stride = cache->context,
+    .q = w->cq,
+    .q_stride = p->p0 + s->n,
+    .e = w->ce,
+    .max = w->cmax,
+    .len = &w->clen,
+  };
+  gsize last0 = i0;
 
-  for (gsize g = 0; g < Hkv; g++)
+  w->clen = G_MAXUINT;
+  if (s->n > 1 && !cache->repack && window_start (c, p->p0 + i0) == 0)
     {
-      const gsize cell = ((gsize) l * Hkv + g) * cache->context;
-      DcQuantMatrix a, keys = {
-        .n_vectors = end,
-        .k = D,
-        .q = cache->k_q + cell * D,
-        .exponent = cache->k_e + cell,
-      };
-      const float *values_t = cache->v + cell * D;   /* (D, context) */
-
-      /* The G query heads of group g, for every position: (n G, D). */
-      for (gsize i = 0; i < s->n; i++)
-        if (!pack_into ("attention Q", s->qkv + i * self->n_qkv + g * G * D, G, D, D, 1,
-                        s->qa + i * G * D, s->ea + i * G, &a, error))
-          return FALSE;
-      a.n_vectors = s->n * G;
-      a.q = s->qa;
-      a.exponent = s->ea;
-      if (!product (self, &a, &keys, s->scores, error))
+      while (last0 + 1 < i1 && window_start (c, p->p0 + last0 + 1) == 0)
+        last0++;
+      /* Only the unit that hands its columns to the cache needs their maxima. */
+      if (!columns_pack (&wide, D, p->p0 + last0 + 1, last0 + 1 == s->n, error))
         return FALSE;
+    }
+  /* The G query heads of group g, for each of the unit's positions: ((i1 - i0) G, D). */
+  for (gsize i = i0; i < i1; i++)
+    if (!pack_into ("attention Q", s->qkv + i * self->n_qkv + g * G * D, G, D, D, 1,
+                    w->qq + (i - i0) * G * D, w->qe + (i - i0) * G, &a, error))
+      return FALSE;
+  a.n_vectors = (i1 - i0) * G;
+  a.q = w->qq;
+  a.exponent = w->qe;
+  if (!product_cpu (self, &a, &keys, w->scores, error))
+    return FALSE;
 
-      for (gsize i = 0; i < s->n; i++)
+  for (gsize i = i0; i < i1; i++)
+    {
+      const gsize pos = p->p0 + i;
+      const gsize start = window_start (c, pos);
+      const gsize len = pos + 1 - start;
+      DcQuantMatrix pm, vt;
+      gboolean ok;
+
+      for (gsize j = 0; j < G; j++)
         {
-          const gsize pos = p0 + i;
-          const gsize start = c->sliding_window > 0 && pos + 1 > c->sliding_window
-                              ? pos + 1 - c->sliding_window : 0;
-          const gsize len = pos + 1 - start;
-          DcQuantMatrix p, vt;
+          float *row = w->scores + ((i - i0) * G + j) * keys_end + start;
 
-          for (gsize j = 0; j < G; j++)
-            {
-              float *row = s->scores + (i * G + j) * end + start;
-
-              for (gsize t = 0; t < len; t++)
-                row[t] *= scale;
-              dc_math_softmax (row, row, len);
-            }
-          /* P (G, len) · V[start … pos] (len, D): V's columns are the vectors.
-           * Without a window they come from the quantized cache. */
-          if (!pack_into ("attention P", s->scores + i * G * end + start, G, len, end, 1,
-                          s->qa, s->ea, &p, error))
-            return FALSE;
-          if (start == 0 && !cache->repack
-              ? !columns_for_query (cache, (gsize) l * Hkv + g, pos, s, &vt, error)
-              : !pack_into ("attention V", values_t + start, D, len, cache->context, 1,
-                            s->qb, s->eb, &vt, error))
-            return FALSE;
-          if (!product (self, &p, &vt, s->att + i * Hq * D + g * G * D, error))
-            return FALSE;
+          for (gsize t = 0; t < len; t++)
+            row[t] *= scale;
+          dc_math_softmax (row, row, len);
         }
+      /* P (G, len) · V[start … pos] (len, D): V's columns are the vectors,
+       * quantized over exactly [start, pos]. */
+      if (!pack_into ("attention P", w->scores + (i - i0) * G * keys_end + start, G, len,
+                      keys_end, 1, w->pq, w->pe, &pm, error))
+        return FALSE;
+      if (start > 0 || cache->repack)
+        ok = pack_into ("attention V", values_t + start, D, len, cache->context, 1,
+                        w->vt, w->vte, &vt, error);
+      else if (s->n == 1)
+        ok = columns_for_query (&cols, D, pos, w->vt, w->vte, &vt, error);
+      else
+        ok = unit_columns (w, &wide, D, i == i0, len, &vt, error);
+      if (!ok || !product_cpu (self, &pm, &vt, s->att + i * Hq * D + g * G * D, error))
+        return FALSE;
+    }
+
+  /* The unit with the prompt's last query leaves its columns in the cache
+   * for the decode steps that follow. */
+  if (s->n > 1 && i1 == s->n && w->clen == p->p0 + s->n)
+    {
+      for (gsize d = 0; d < D; d++)
+        memcpy (cols.q + d * cols.q_stride, wide.q + d * wide.q_stride, w->clen);
+      memcpy (cols.e, wide.e, D * sizeof (gint32));
+      memcpy (cols.max, wide.max, D * sizeof (float));
+      *cols.len = w->clen;
     }
   return TRUE;
+}
+
+static void
+attention_chunk (gsize    u0,
+                 gsize    u1,
+                 guint    worker,
+                 gpointer data)
+{
+  AttentionPass *p = data;
+
+  for (gsize u = u0; u < u1; u++)
+    {
+      const gsize g = u / p->units_per_head, i0 = (u % p->units_per_head) * ATTENTION_QUERIES;
+      GError *error = NULL;
+
+      if (!attention_unit (p, &p->workers[worker], g, i0, MIN (i0 + ATTENTION_QUERIES, p->s->n),
+                           &error))
+        first_error_take (&p->failed, u, error);
+    }
+}
+
+/* Attention of the chunk's n queries (positions p0 …) over the cache, on
+ * the pool: units of ATTENTION_QUERIES queries × one KV head, each computed
+ * whole by one thread with the same operations as one query at a time, so
+ * the bits depend neither on the thread count nor on the split into calls. */
+static gboolean
+attention (DcHfModel        *self,
+           DcHfKvCache      *cache,
+           guint             l,
+           Scratch          *s,
+           guint             p0,
+           AttentionScratch *workers,
+           guint             n_threads,
+           GError          **error)
+{
+  const gsize Hkv = self->config.n_kv_heads;
+  AttentionPass p = {
+    .self = self,
+    .cache = cache,
+    .s = s,
+    .l = l,
+    .p0 = p0,
+    .units_per_head = (s->n + ATTENTION_QUERIES - 1) / ATTENTION_QUERIES,
+    .workers = workers,
+  };
+
+  g_mutex_init (&p.failed.lock);
+  /* The prompt's units build their own columns: the cache's are stale
+   * until the last unit of each head hands its columns over. */
+  if (s->n > 1)
+    for (gsize g = 0; g < Hkv; g++)
+      cache->vq_len[(gsize) l * Hkv + g] = G_MAXUINT;
+  dc_parallel_for (n_threads, Hkv * p.units_per_head, 1, attention_chunk, &p);
+  return first_error_propagate (&p.failed, error);
+}
+
+typedef struct
+{
+  DcHfModel   *self;
+  DcHfKvCache *cache;
+  Scratch     *s;
+  guint        l;
+  guint        p0;
+  FirstError   failed;
+} AppendPass;
+
+/* Appends the chunk's keys and values of KV heads [g0, g1) to the cache,
+ * after RoPE on them and on their groups' query heads. A KV head's values
+ * are one contiguous block of the cache, (D, context): split by head, not by
+ * position, no two threads write the same page (a fresh cache's first
+ * touches are page faults, which two threads on one page serialize) or the
+ * same cache line. */
+static void
+append_chunk (gsize    g0,
+              gsize    g1,
+              guint    worker,
+              gpointer data)
+{
+  AppendPass *p = data;
+  DcHfModel *self = p->self;
+  DcHfKvCache *cache = p->cache;
+  Scratch *s = p->s;
+  const DcHfConfig *c = &self->config;
+  const gsize D = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads, G = Hq / Hkv;
+
+  for (gsize g = g0; g < g1; g++)
+    for (gsize i = 0; i < s->n; i++)
+      {
+        float *row = s->qkv + i * self->n_qkv;
+        const gsize cell = ((gsize) p->l * Hkv + g) * cache->context + p->p0 + i;
+        float *values_t = cache->v + ((gsize) p->l * Hkv + g) * D * cache->context + p->p0 + i;
+        DcQuantMatrix key;
+        GError *error = NULL;
+
+        if (c->family == DC_HF_FAMILY_LLAMA)
+          {
+            const float *cos = s->rope_cos + i * (D / 2), *sin = s->rope_sin + i * (D / 2);
+
+            for (gsize h = g * G; h < (g + 1) * G; h++)
+              dc_math_rope_apply (row + h * D, cos, sin, D);
+            dc_math_rope_apply (row + (Hq + g) * D, cos, sin, D);
+          }
+        if (!pack_into ("attention K", row + (Hq + g) * D, 1, D, D, 1, cache->k_q + cell * D,
+                        cache->k_e + cell, &key, &error))
+          {
+            first_error_take (&p->failed, g * s->n + i, error);
+            return;
+          }
+        for (gsize d = 0; d < D; d++)
+          values_t[d * cache->context] = row[(Hq + Hkv + g) * D + d];
+      }
 }
 
 /* Appends the chunk's keys and values (after RoPE) to the cache. */
@@ -1251,31 +1626,130 @@ append_kv (DcHfModel   *self,
            guint        l,
            Scratch     *s,
            guint        p0,
+           guint        n_threads,
            GError     **error)
 {
-  const DcHfConfig *c = &self->config;
-  const gsize D = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads;
+  AppendPass p = { self, cache, s, l, p0 };
 
-  for (gsize i = 0; i < s->n; i++)
+  g_mutex_init (&p.failed.lock);
+  dc_parallel_for (n_threads, self->config.n_kv_heads, 1, append_chunk, &p);
+  return first_error_propagate (&p.failed, error);
+}
+
+/* Writes zeros where the chunk's positions [p0, end) go in the cache, on
+ * the caller, before the pool's threads write them there: a fresh cache's
+ * first touches are page faults, and taken by two threads at once they
+ * cost 15 ms of a 64-token prefill's 75 on the 2-vCPU VM (a paravirtualized
+ * MMU), against 2 ms on one thread. Only the pages the chunk needs: a cache
+ * made for a long context costs memory as it fills, not at once. */
+static void
+cache_touch (DcHfKvCache *cache,
+             gsize        p0,
+             gsize        end)
+{
+  const gsize D = cache->model->config.head_dim, ctx = cache->context;
+  const gsize cells = (gsize) cache->n_layers * cache->model->config.n_kv_heads;
+
+  for (gsize cell = 0; cell < cells; cell++)
     {
-      float *row = s->qkv + i * self->n_qkv;
-
-      if (c->family == DC_HF_FAMILY_LLAMA)
-        for (gsize h = 0; h < Hq + Hkv; h++)
-          dc_math_rope_apply (row + h * D, s->rope_cos + i * (D / 2), s->rope_sin + i * (D / 2),
-                              D);
-      for (gsize g = 0; g < Hkv; g++)
+      memset (cache->k_q + (cell * ctx + p0) * D, 0, (end - p0) * D);
+      for (gsize d = 0; d < D; d++)
         {
-          const gsize cell = ((gsize) l * Hkv + g) * cache->context + p0 + i;
-          float *values_t = cache->v + ((gsize) l * Hkv + g) * D * cache->context + p0 + i;
-          DcQuantMatrix key;
-
-          if (!pack_into ("attention K", row + (Hq + g) * D, 1, D, D, 1, cache->k_q + cell * D,
-                          cache->k_e + cell, &key, error))
-            return FALSE;
-          for (gsize d = 0; d < D; d++)
-            values_t[d * cache->context] = row[(Hq + Hkv + g) * D + d];
+          memset (cache->v + (cell * D + d) * ctx + p0, 0, (end - p0) * sizeof (float));
+          memset (cache->vq + (cell * D + d) * ctx + p0, 0, end - p0);
         }
+    }
+}
+
+/* A forward's buffers, kept by the model between calls: allocated anew for
+ * every call, the 64-row chunk's 2.5 MB (SmolLM-135M) came back from the
+ * allocator as fresh pages each time, and their first touches, page faults
+ * taken by the pool's threads at once, cost a fifth of a 2-thread prefill
+ * on the 2-vCPU VM (a paravirtualized MMU). */
+struct _Kept
+{
+  Scratch           s;          /* for `rows` positions */
+  gsize             rows;
+  AttentionScratch *workers;    /* n_workers, for up to `end` keys */
+  guint             n_workers;
+  gsize             end;
+};
+
+static void
+kept_clear (Kept *kept)
+{
+  scratch_clear (&kept->s);
+  for (guint w = 0; w < kept->n_workers; w++)
+    attention_scratch_free (&kept->workers[w]);
+  g_free (kept->workers);
+  memset (kept, 0, sizeof *kept);
+}
+
+static void
+kept_free (Kept *kept)
+{
+  kept_clear (kept);
+  g_free (kept);
+}
+
+/* Makes KEPT hold buffers for n positions, attention over `end` keys and
+ * n_threads workers. The workers' buffers grow by doubling, up to the
+ * cache's context (`most`), so that a decode step, one key longer each time,
+ * rarely reallocates them. */
+static gboolean
+kept_reserve (DcHfModel  *self,
+              Kept       *kept,
+              gsize       n,
+              gsize       end,
+              gsize       most,
+              guint       n_threads,
+              GError    **error)
+{
+  const DcHfConfig *c = &self->config;
+  const gsize C = c->hidden_size, F = c->intermediate_size, D = c->head_dim;
+  const gsize QD = (gsize) c->n_heads * D;
+  const gsize widest = MAX (MAX (C, F), MAX (QD, self->n_up));
+
+  if (n > kept->rows)
+    {
+      Scratch *s = &kept->s;
+
+      scratch_clear (s);
+      s->x = g_new (float, n * C);
+      s->h = g_new (float, n * widest);
+      s->qkv = g_new (float, n * self->n_qkv);
+      s->att = g_new (float, n * QD);
+      s->mlp = g_new (float, n * self->n_up);
+      s->tmp = g_new (float, n * C);
+      s->rope_cos = g_new (float, n * (D / 2));
+      s->rope_sin = g_new (float, n * (D / 2));
+      s->qa = g_malloc (n * widest);
+      s->ea = g_new (gint32, n);
+      kept->rows = n;
+    }
+  if (end > kept->end || n_threads > kept->n_workers)
+    {
+      const gsize keys = MAX (end, MIN (most, 2 * kept->end));
+      const guint workers = MAX (n_threads, kept->n_workers);
+
+      for (guint w = 0; w < kept->n_workers; w++)
+        attention_scratch_free (&kept->workers[w]);
+      g_free (kept->workers);
+      kept->workers = g_new0 (AttentionScratch, workers);
+      kept->n_workers = workers;
+      kept->end = keys;
+      for (guint w = 0; w < workers; w++)
+        if (!attention_scratch_init (&kept->workers[w], c, keys))
+          {
+            /* Leave nothing half made: the next call starts over. */
+            for (guint v = 0; v < workers; v++)
+              attention_scratch_free (&kept->workers[v]);
+            memset (kept->workers, 0, workers * sizeof *kept->workers);
+            kept->end = 0;
+            g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                         "not enough memory for attention over %zu positions", end);
+            return FALSE;
+          }
     }
   return TRUE;
 }
@@ -1295,35 +1769,30 @@ forward_chunk (DcHfModel     *self,
                GError       **error)
 {
   const DcHfConfig *c = &self->config;
-  const gsize C = c->hidden_size, F = c->intermediate_size, D = c->head_dim;
-  const gsize QD = (gsize) c->n_heads * D, G = c->n_heads / c->n_kv_heads;
+  const gsize C = c->hidden_size, D = c->head_dim;
   const guint p0 = cache->length;
   const gsize end = p0 + n;
-  const gsize widest = MAX (MAX (C, F), MAX (QD, self->n_up));
   const gboolean gpt2 = c->family == DC_HF_FAMILY_GPT2;
-  Scratch s = { 0 };
+  /* A prompt's per-position passes (appending keys, attention) spread over
+   * the backend's threads; a decode step's stay on the caller. */
+  const guint n_threads = pass_threads (self, n);
+  const gboolean keep = g_mutex_trylock (&self->kept_lock);
+  Kept local = { 0 }, *kept = &local;
+  AttentionScratch *workers;
+  Scratch s;
   gboolean ok = FALSE;
 
-  s.n = n;
-  s.x = g_new (float, n * C);
-  s.h = g_new (float, n * widest);
-  s.qkv = g_new (float, n * self->n_qkv);
-  s.att = g_new (float, n * QD);
-  s.mlp = g_new (float, n * self->n_up);
-  s.tmp = g_new (float, n * C);
-  s.scores = g_try_new (float, n * G * end);
-  s.rope_cos = g_new (float, n * (D / 2));
-  s.rope_sin = g_new (float, n * (D / 2));
-  s.qa = g_try_malloc (MAX (n * widest, end * G));
-  s.ea = g_new (gint32, n * G + G);
-  s.qb = g_try_malloc (D * end);
-  s.eb = g_new (gint32, D);
-  if (s.scores == NULL || s.qa == NULL || s.qb == NULL)
+  if (keep)
     {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
-                   "not enough memory for attention over %zu positions", end);
-      goto out;
+      if (self->kept == NULL)
+        self->kept = g_new0 (Kept, 1);
+      kept = self->kept;
     }
+  if (!kept_reserve (self, kept, n, end, keep ? cache->context : end, n_threads, error))
+    goto out;
+  s = kept->s;
+  s.n = n;
+  workers = kept->workers;
 
   for (gsize i = 0; i < n; i++)
     {
@@ -1343,6 +1812,8 @@ forward_chunk (DcHfModel     *self,
     }
   if (ids == NULL)
     memcpy (s.x, x, n * C * sizeof (float));
+  if (n > 1)
+    cache_touch (cache, p0, end);
 
   for (guint l = self->first; l < self->last; l++)
     {
@@ -1351,10 +1822,10 @@ forward_chunk (DcHfModel     *self,
 
       norm_rows (self, s.x, layer->norm1_w, layer->norm1_b, s.h, n);
       if (!linear (self, &s, "attention input", s.h, n, layer->qkv, layer->qkv_b, s.qkv, error) ||
-          !append_kv (self, cache, li, &s, p0, error))
+          !append_kv (self, cache, li, &s, p0, n_threads, error))
         goto out;
       /* The chunk's keys are in the cache now; attention reads them there. */
-      if (!attention (self, cache, li, &s, p0, error) ||
+      if (!attention (self, cache, li, &s, p0, workers, n_threads, error) ||
           !linear (self, &s, "attention output", s.att, n, layer->o, layer->o_b, s.tmp, error))
         goto out;
       {
@@ -1392,7 +1863,10 @@ forward_chunk (DcHfModel     *self,
   ok = TRUE;
 
 out:
-  scratch_clear (&s);
+  if (keep)
+    g_mutex_unlock (&self->kept_lock);
+  else
+    kept_clear (&local);
   return ok;
 }
 
