@@ -10,6 +10,10 @@
 
 #include "dc-preferences-window.h"
 
+#include <glib/gi18n.h>
+
+#include "dc-context.h"
+
 struct _DcPreferencesWindow
 {
   AdwPreferencesWindow  parent_instance;
@@ -26,6 +30,9 @@ struct _DcPreferencesWindow
 
   /* owned references */
   GSettings            *settings;
+
+  /* state */
+  GStrv                 device_ids;  /* the backend row's items from the 4th on */
 };
 
 enum {
@@ -38,7 +45,9 @@ static GParamSpec *properties[N_PROPS];
 
 G_DEFINE_FINAL_TYPE (DcPreferencesWindow, dc_preferences_window, ADW_TYPE_PREFERENCES_WINDOW)
 
-/* The combo row's items, in order, and the settings' enum nicks they stand for. */
+/* The backend row's first items and the settings' enum nicks they stand
+ * for; each Vulkan device follows (backend "vulkan" with its id in
+ * "vulkan-device"). */
 static const char * const backend_nicks[] = { "auto", "cpu", "vulkan" };
 
 DcPreferencesWindow *
@@ -47,34 +56,84 @@ dc_preferences_window_new (GSettings *settings)
   return g_object_new (DC_TYPE_PREFERENCES_WINDOW, "settings", settings, NULL);
 }
 
-static gboolean
-backend_get_mapping (GValue   *value,
-                     GVariant *variant,
-                     gpointer  user_data)
+/* The item the two settings stand for. */
+static guint
+backend_selected (DcPreferencesWindow *self)
 {
-  const char *nick = g_variant_get_string (variant, NULL);
+  g_autofree char *nick = g_settings_get_string (self->settings, "backend");
+  g_autofree char *device = g_settings_get_string (self->settings, "vulkan-device");
 
-  for (guint i = 0; i < G_N_ELEMENTS (backend_nicks); i++)
+  if (g_str_equal (nick, "vulkan") && *device != '\0')
     {
-      if (g_str_equal (nick, backend_nicks[i]))
-        {
-          g_value_set_uint (value, i);
-          return TRUE;
-        }
+      for (guint i = 0; self->device_ids[i] != NULL; i++)
+        if (g_str_equal (self->device_ids[i], device))
+          return G_N_ELEMENTS (backend_nicks) + i;
     }
-  return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS (backend_nicks); i++)
+    if (g_str_equal (nick, backend_nicks[i]))
+      return i;
+  return 0;
 }
 
-static GVariant *
-backend_set_mapping (const GValue       *value,
-                     const GVariantType *expected_type,
-                     gpointer            user_data)
+static void
+backend_selected_cb (DcPreferencesWindow *self)
 {
-  guint selected = g_value_get_uint (value);
+  guint selected = adw_combo_row_get_selected (self->backend_row);
 
-  if (selected >= G_N_ELEMENTS (backend_nicks))
-    return NULL;
-  return g_variant_new_string (backend_nicks[selected]);
+  if (selected == GTK_INVALID_LIST_POSITION)
+    return;
+  /* Both are read at start only: their order does not matter. */
+  if (selected < G_N_ELEMENTS (backend_nicks))
+    {
+      g_settings_set_string (self->settings, "vulkan-device", "");
+      g_settings_set_string (self->settings, "backend", backend_nicks[selected]);
+    }
+  else
+    {
+      g_settings_set_string (self->settings, "vulkan-device",
+                             self->device_ids[selected - G_N_ELEMENTS (backend_nicks)]);
+      g_settings_set_string (self->settings, "backend", "vulkan");
+    }
+}
+
+/* Automatic, CPU, the best Vulkan device, then each device; a chosen device
+ * that is gone stays listed as such, so that opening Preferences does not
+ * change the setting. */
+static void
+fill_backend_row (DcPreferencesWindow *self)
+{
+  g_autoptr(GtkStringList) model = gtk_string_list_new (NULL);
+  g_autofree char *chosen = g_settings_get_string (self->settings, "vulkan-device");
+  g_auto(GStrv) labels = NULL;
+  gboolean present = *chosen == '\0';
+
+  dc_context_list_vulkan_devices (&self->device_ids, &labels);
+  gtk_string_list_append (model, _("Automatic"));
+  gtk_string_list_append (model, _("CPU"));
+  gtk_string_list_append (model, _("Vulkan: the best device"));
+  for (guint i = 0; labels[i] != NULL; i++)
+    {
+      /* Translators: a Vulkan device, then its id as --vulkan-device takes it. */
+      g_autofree char *item = g_strdup_printf (_("Vulkan: %s, id %s"), labels[i],
+                                               self->device_ids[i]);
+
+      gtk_string_list_append (model, item);
+      present = present || g_str_equal (chosen, self->device_ids[i]);
+    }
+  if (!present)
+    {
+      g_autofree char *item = g_strdup_printf (_("Vulkan: id %s (not found)"), chosen);
+      gsize n = g_strv_length (self->device_ids);
+
+      self->device_ids = g_renew (char *, self->device_ids, n + 2);
+      self->device_ids[n] = g_strdup (chosen);
+      self->device_ids[n + 1] = NULL;
+      gtk_string_list_append (model, item);
+    }
+  adw_combo_row_set_model (self->backend_row, G_LIST_MODEL (model));
+  adw_combo_row_set_selected (self->backend_row, backend_selected (self));
+  g_signal_connect_object (self->backend_row, "notify::selected",
+                           G_CALLBACK (backend_selected_cb), self, G_CONNECT_SWAPPED);
 }
 
 /* The cache limit: megabytes in the settings, gigabytes in the window. */
@@ -117,9 +176,7 @@ dc_preferences_window_constructed (GObject *object)
                                 mb_to_gb_mapping, gb_to_mb_mapping, NULL, NULL);
   g_settings_bind (self->settings, "group-autostart", self->autostart_switch, "active",
                    G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind_with_mapping (self->settings, "backend", self->backend_row, "selected",
-                                G_SETTINGS_BIND_DEFAULT,
-                                backend_get_mapping, backend_set_mapping, NULL, NULL);
+  fill_backend_row (self);
 }
 
 static void
@@ -172,6 +229,16 @@ dc_preferences_window_dispose (GObject *object)
 }
 
 static void
+dc_preferences_window_finalize (GObject *object)
+{
+  DcPreferencesWindow *self = DC_PREFERENCES_WINDOW (object);
+
+  g_strfreev (self->device_ids);
+
+  G_OBJECT_CLASS (dc_preferences_window_parent_class)->finalize (object);
+}
+
+static void
 dc_preferences_window_class_init (DcPreferencesWindowClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
@@ -179,6 +246,7 @@ dc_preferences_window_class_init (DcPreferencesWindowClass *klass)
 
   object_class->constructed = dc_preferences_window_constructed;
   object_class->dispose = dc_preferences_window_dispose;
+  object_class->finalize = dc_preferences_window_finalize;
   object_class->get_property = dc_preferences_window_get_property;
   object_class->set_property = dc_preferences_window_set_property;
 

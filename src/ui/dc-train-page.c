@@ -58,6 +58,7 @@ struct _DcTrainPage
   GtkRevealer    *job_revealer;
   GtkProgressBar *job_progress;
   GtkMenuButton  *model_menu_button;
+  AdwActionRow   *backend_row;
 
   /* owned references */
   GSettings      *settings;
@@ -633,6 +634,48 @@ set_run (DcTrainPage   *self,
   update_actions (self);
 }
 
+/* What computes this device's share of a run: the context's backend
+ * (training uses it through src/train/), and why not a GPU when the
+ * context says so. */
+static void
+show_backend (DcTrainPage *self)
+{
+  g_autofree char *where = NULL;
+  g_autofree char *name = NULL;
+  const char *note = NULL;
+
+  if (self->context == NULL)
+    {
+      where = g_strdup (_("CPU"));
+    }
+  else
+    {
+      const char *device = dc_context_get_device_name (self->context);
+      const char *kernel = dc_context_get_kernel_name (self->context);
+
+      note = dc_context_get_backend_note (self->context);
+      if (dc_context_get_backend_kind (self->context) == DC_BACKEND_VULKAN)
+        /* Translators: the Vulkan device, then the GEMM kernel's name. */
+        where = g_strdup_printf (_("Vulkan GPU: %s, kernel %s"), device, kernel);
+      else
+        /* Translators: the processor, then the GEMM kernel's name. */
+        where = g_strdup_printf (_("CPU: %s, kernel %s"), device, kernel);
+    }
+  if (note != NULL)
+    {
+      /* Translators: the backend in use, then why it is not a GPU. */
+      g_autofree char *both = g_strdup_printf (_("%s. Not on a GPU: %s"), where, note);
+
+      g_free (where);
+      where = g_steal_pointer (&both);
+    }
+  adw_action_row_set_subtitle (self->backend_row, where);
+  /* Translators: the accessible name of the Train view's backend row. */
+  name = g_strdup_printf (_("Computes on: %s"), where);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->backend_row),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, name, -1);
+}
+
 /**
  * dc_train_page_set_context:
  * @context: (nullable): the application's context, whose backend the runs use
@@ -649,6 +692,7 @@ dc_train_page_set_context (DcTrainPage *self,
 
   g_set_object (&self->context, context);
   set_run (self, dc_training_run_new_for_context (context));
+  show_backend (self);
 }
 
 static void
@@ -1115,6 +1159,7 @@ dc_train_page_class_init (DcTrainPageClass *klass)
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                RESOURCE_BASE "/ui/dc-train-page.ui");
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, backend_row);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, width_spin);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, seq_spin);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, batch_spin);
