@@ -296,6 +296,17 @@ update_actions (DcTrainPage *self)
   gtk_widget_action_set_enabled (widget, "train.cancel", working);
 }
 
+/* Save and Load report their fraction per tensor; the other jobs pulse
+ * (Export) or count tokens (Generate). */
+static void
+run_job_fraction_cb (DcTrainPage *self)
+{
+  if (self->job_cancellable == NULL || self->job_pulse_id != 0 || self->job_tokens > 0)
+    return;
+  gtk_progress_bar_set_fraction (self->job_progress,
+                                 dc_training_run_get_job_fraction (self->run));
+}
+
 static gboolean
 job_pulse_cb (gpointer user_data)
 {
@@ -350,6 +361,7 @@ end_job (DcTrainPage *self)
 {
   g_clear_handle_id (&self->job_pulse_id, g_source_remove);
   g_clear_object (&self->job_cancellable);
+  self->job_tokens = 0;
   gtk_revealer_set_reveal_child (self->job_revealer, FALSE);
   update_actions (self);
 }
@@ -631,6 +643,8 @@ set_run (DcTrainPage   *self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->run, "notify::state", G_CALLBACK (run_state_cb), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->run, "notify::job-fraction", G_CALLBACK (run_job_fraction_cb),
+                           self, G_CONNECT_SWAPPED);
   update_actions (self);
 }
 
@@ -835,7 +849,7 @@ save_checkpoint_to_action (GtkWidget  *widget,
 
   if (self->job_cancellable != NULL)
     return;
-  cancellable = begin_job (self, _("Saving the checkpoint…"), TRUE);
+  cancellable = begin_job (self, _("Saving the checkpoint…"), FALSE);
   hold_application (self);
   dc_training_run_save_checkpoint_async (self->run, g_variant_get_string (parameter, NULL),
                                          cancellable, save_checkpoint_cb, g_object_ref (self));
@@ -884,7 +898,7 @@ load_checkpoint_from_action (GtkWidget  *widget,
 
   if (self->job_cancellable != NULL)
     return;
-  cancellable = begin_job (self, _("Loading the checkpoint…"), TRUE);
+  cancellable = begin_job (self, _("Loading the checkpoint…"), FALSE);
   dc_training_run_load_checkpoint_async (self->run, g_variant_get_string (parameter, NULL),
                                          cancellable, load_checkpoint_cb, g_object_ref (self));
 }
