@@ -320,6 +320,10 @@ int
 main (int    argc,
       char **argv)
 {
+  /* The messages checked carry curly quotes, which the CLI writes in the
+   * locale's charset: in a C locale (the Flatpak build sandbox's) they come
+   * out as '?'. C.UTF-8 is built into glibc ≥ 2.35 and is in the sandbox. */
+  g_setenv ("LC_ALL", "C.UTF-8", TRUE);
   g_test_init (&argc, &argv, NULL);
   vulkan_driver = dc_test_use_lavapipe ();  /* `info` lists lavapipe's device */
 
