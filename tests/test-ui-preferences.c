@@ -168,6 +168,16 @@ is_action_row_titled (GtkWidget *widget,
          && g_str_equal (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (widget)), title);
 }
 
+static void
+assert_setting (GSettings  *settings,
+                const char *key,
+                const char *expected)
+{
+  g_autofree char *value = g_settings_get_string (settings, key);
+
+  g_assert_cmpstr (value, ==, expected);
+}
+
 /* The position of the backend row's item containing @text, or -1. */
 static int
 find_item (AdwComboRow *row,
@@ -239,7 +249,7 @@ test_backend_choice (void)
 
   /* CPU: the CPU, even with a Vulkan device there. */
   adw_combo_row_set_selected (row, find_item (row, "CPU"));
-  g_assert_cmpstr (g_settings_get_string (settings, "backend"), ==, "cpu");
+  assert_setting (settings, "backend", "cpu");
   context = _dc_application_new_context (settings);
   g_assert_cmpint (dc_context_get_backend_kind (context), ==, DC_BACKEND_CPU);
   g_assert_null (dc_context_get_backend_note (context));
@@ -252,7 +262,7 @@ test_backend_choice (void)
   item = find_item (row, lavapipe_id);
   g_assert_cmpint (item, ==, 3);
   adw_combo_row_set_selected (row, item);
-  g_assert_cmpstr (g_settings_get_string (settings, "vulkan-device"), ==, lavapipe_id);
+  assert_setting (settings, "vulkan-device", lavapipe_id);
   context = _dc_application_new_context (settings);
   g_assert_cmpint (dc_context_get_backend_kind (context), ==, DC_BACKEND_VULKAN);
   g_assert_cmpstr (dc_context_get_device_id (context), ==, lavapipe_id);
@@ -280,12 +290,12 @@ test_backend_choice (void)
   row = ADW_COMBO_ROW (dc_test_find_descendant (window, is_combo_titled,
                                                 (gpointer) "Compute backend"));
   g_assert_cmpint (adw_combo_row_get_selected (row), ==, find_item (row, "10de:dead (not found)"));
-  g_assert_cmpstr (g_settings_get_string (settings, "vulkan-device"), ==, "10de:dead");
+  assert_setting (settings, "vulkan-device", "10de:dead");
 
   /* Automatic clears the device. */
   adw_combo_row_set_selected (row, 0);
-  g_assert_cmpstr (g_settings_get_string (settings, "backend"), ==, "auto");
-  g_assert_cmpstr (g_settings_get_string (settings, "vulkan-device"), ==, "");
+  assert_setting (settings, "backend", "auto");
+  assert_setting (settings, "vulkan-device", "");
   gtk_window_destroy (GTK_WINDOW (window));
 }
 
