@@ -9,7 +9,7 @@
  * shows (GTK labels a button by its content, an icon too, so the relation
  * alone proves nothing there). A control that only has an icon fails.
  * The Train view's "Computes on" row is named by what it shows (the
- * backend, device and kernel in use).
+ * backend, device and kernel in use) and opens Preferences.
  * The shortcuts window must list every key binding of the Train view. The
  * window renders light and dark (mean luminance of a screenshot in each).
  *
@@ -260,6 +260,11 @@ check_backend_row (DcWindow *window)
                                                  GTK_ACCESSIBLE_PROPERTY_LABEL, expected);
   if (mismatch != NULL)
     g_error ("backend row: %s", mismatch);
+  /* Activated, it opens Preferences, where the backend is chosen. */
+  g_assert_true (gtk_widget_activate (row));
+  g_assert_true (dc_test_wait_until (dc_test_toplevel_is_mapped,
+                                     GSIZE_TO_POINTER (ADW_TYPE_PREFERENCES_WINDOW), TIMEOUT_MS));
+  gtk_window_destroy (GTK_WINDOW (dc_test_find_toplevel (ADW_TYPE_PREFERENCES_WINDOW, NULL, NULL)));
 }
 
 static void
