@@ -25,6 +25,8 @@ struct _DcContext
   DcBackendKind  asked;
   char          *probe_hash;   /* 64 hex digits, or "" when the probe failed */
   char          *note;         /* why the backend is not the one asked for, or NULL */
+  GStrv          vk_ids;       /* dc_context_get_vulkan_devices ()'s, once listed */
+  GStrv          vk_labels;
 };
 
 G_DEFINE_FINAL_TYPE (DcContext, dc_context, G_TYPE_OBJECT)
@@ -144,6 +146,29 @@ dc_context_list_vulkan_devices (GStrv *ids,
     }
   *ids = g_strv_builder_end (id_builder);
   *labels = g_strv_builder_end (label_builder);
+}
+
+/**
+ * dc_context_get_vulkan_devices:
+ * @ids: (out) (transfer none): as dc_context_list_vulkan_devices ()
+ * @labels: (out) (transfer none): the same
+ *
+ * The devices listed once, on the first call (the front end makes it at
+ * start, where a Vulkan instance is made anyway): a window that shows them
+ * later does not wait for the loader on the main thread. A device added
+ * meanwhile shows after a restart, when a choice would take effect.
+ */
+void
+dc_context_get_vulkan_devices (DcContext           *self,
+                               const char * const **ids,
+                               const char * const **labels)
+{
+  g_return_if_fail (DC_IS_CONTEXT (self));
+
+  if (self->vk_ids == NULL)
+    dc_context_list_vulkan_devices (&self->vk_ids, &self->vk_labels);
+  *ids = (const char * const *) self->vk_ids;
+  *labels = (const char * const *) self->vk_labels;
 }
 
 /**
@@ -392,6 +417,8 @@ dc_context_finalize (GObject *object)
   g_clear_pointer (&self->backend, dc_gemm_backend_free);
   g_free (self->probe_hash);
   g_free (self->note);
+  g_strfreev (self->vk_ids);
+  g_strfreev (self->vk_labels);
 
   G_OBJECT_CLASS (dc_context_parent_class)->finalize (object);
 }

@@ -41,6 +41,9 @@ DcContext     *dc_context_new_for_settings    (const char     *preference,
                                                const char     *device_id);
 void           dc_context_list_vulkan_devices (GStrv          *ids,
                                                GStrv          *labels);
+void           dc_context_get_vulkan_devices  (DcContext           *self,
+                                               const char * const **ids,
+                                               const char * const **labels);
 DcGemmBackend *dc_context_get_backend         (DcContext      *self);
 DcBackendKind  dc_context_get_backend_kind    (DcContext      *self);
 const char    *dc_context_get_device_name     (DcContext      *self);

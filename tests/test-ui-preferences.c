@@ -246,6 +246,20 @@ test_backend_choice (void)
   /* Automatic, CPU, the best device, and lavapipe by its id. */
   g_assert_cmpuint (g_list_model_get_n_items (adw_combo_row_get_model (row)), ==, 4);
   g_assert_cmpint (adw_combo_row_get_selected (row), ==, 0);
+  /* The application's window shows the list its context made at start:
+   * the same items. */
+  {
+    g_autoptr(DcContext) cpu = dc_context_new (DC_BACKEND_CPU, NULL);
+    GtkWidget *shared = GTK_WIDGET (dc_preferences_window_new_for_context (settings, cpu));
+    AdwComboRow *shared_row;
+
+    gtk_window_present (GTK_WINDOW (shared));
+    g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, shared, TIMEOUT_MS));
+    shared_row = ADW_COMBO_ROW (dc_test_find_descendant (shared, is_combo_titled,
+                                                         (gpointer) "Compute backend"));
+    g_assert_cmpint (find_item (shared_row, lavapipe_id), ==, 3);
+    gtk_window_destroy (GTK_WINDOW (shared));
+  }
 
   /* CPU: the CPU, even with a Vulkan device there. */
   adw_combo_row_set_selected (row, find_item (row, "CPU"));

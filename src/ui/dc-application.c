@@ -214,6 +214,12 @@ dc_application_startup (GApplication *app)
   self->settings = g_settings_new (APP_ID);
 
   self->context = _dc_application_new_context (self->settings);
+  /* Listed now, while starting: Preferences shows them without waiting. */
+  {
+    const char * const *ids, * const *labels;
+
+    dc_context_get_vulkan_devices (self->context, &ids, &labels);
+  }
   if (self->group == NULL)
     self->group = create_group (self);
   dc_context_set_group (self->context, self->group);
@@ -298,7 +304,7 @@ dc_application_preferences_action (GSimpleAction *action,
   GtkWindow *parent = gtk_application_get_active_window (GTK_APPLICATION (self));
   DcPreferencesWindow *preferences;
 
-  preferences = dc_preferences_window_new (self->settings);
+  preferences = dc_preferences_window_new_for_context (self->settings, self->context);
   gtk_window_set_transient_for (GTK_WINDOW (preferences), parent);
   gtk_window_present (GTK_WINDOW (preferences));
 }

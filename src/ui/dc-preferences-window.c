@@ -30,6 +30,7 @@ struct _DcPreferencesWindow
 
   /* owned references */
   GSettings            *settings;
+  DcContext            *context;     /* nullable: lists the Vulkan devices */
 
   /* state */
   GStrv                 device_ids;  /* the backend row's items from the 4th on */
@@ -38,6 +39,7 @@ struct _DcPreferencesWindow
 enum {
   PROP_0,
   PROP_SETTINGS,
+  PROP_CONTEXT,
   N_PROPS
 };
 
@@ -54,6 +56,19 @@ DcPreferencesWindow *
 dc_preferences_window_new (GSettings *settings)
 {
   return g_object_new (DC_TYPE_PREFERENCES_WINDOW, "settings", settings, NULL);
+}
+
+/**
+ * dc_preferences_window_new_for_context:
+ * @context: (nullable): the application's, whose list of Vulkan devices
+ *   (made at start) the backend row shows; %NULL: listed here
+ */
+DcPreferencesWindow *
+dc_preferences_window_new_for_context (GSettings *settings,
+                                       DcContext *context)
+{
+  return g_object_new (DC_TYPE_PREFERENCES_WINDOW, "settings", settings, "context", context,
+                       NULL);
 }
 
 /* The item the two settings stand for. */
@@ -107,7 +122,18 @@ fill_backend_row (DcPreferencesWindow *self)
   g_auto(GStrv) labels = NULL;
   gboolean present = *chosen == '\0';
 
-  dc_context_list_vulkan_devices (&self->device_ids, &labels);
+  if (self->context != NULL)
+    {
+      const char * const *ids, * const *shared;
+
+      dc_context_get_vulkan_devices (self->context, &ids, &shared);
+      self->device_ids = g_strdupv ((char **) ids);
+      labels = g_strdupv ((char **) shared);
+    }
+  else
+    {
+      dc_context_list_vulkan_devices (&self->device_ids, &labels);
+    }
   gtk_string_list_append (model, _("Automatic"));
   gtk_string_list_append (model, _("CPU"));
   gtk_string_list_append (model, _("Vulkan: the best device"));
@@ -193,6 +219,10 @@ dc_preferences_window_set_property (GObject      *object,
       self->settings = g_value_dup_object (value);
       break;
 
+    case PROP_CONTEXT:
+      self->context = g_value_dup_object (value);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -212,6 +242,10 @@ dc_preferences_window_get_property (GObject    *object,
       g_value_set_object (value, self->settings);
       break;
 
+    case PROP_CONTEXT:
+      g_value_set_object (value, self->context);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -224,6 +258,7 @@ dc_preferences_window_dispose (GObject *object)
 
   gtk_widget_dispose_template (GTK_WIDGET (self), DC_TYPE_PREFERENCES_WINDOW);
   g_clear_object (&self->settings);
+  g_clear_object (&self->context);
 
   G_OBJECT_CLASS (dc_preferences_window_parent_class)->dispose (object);
 }
@@ -252,6 +287,10 @@ dc_preferences_window_class_init (DcPreferencesWindowClass *klass)
 
   properties[PROP_SETTINGS] =
     g_param_spec_object ("settings", NULL, NULL, G_TYPE_SETTINGS,
+                         G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY |
+                         G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY);
+  properties[PROP_CONTEXT] =
+    g_param_spec_object ("context", NULL, NULL, DC_TYPE_CONTEXT,
                          G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY |
                          G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY);
   g_object_class_install_properties (object_class, N_PROPS, properties);
