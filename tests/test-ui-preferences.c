@@ -8,7 +8,8 @@
  * The backend row lists the Vulkan devices; what is picked there is the
  * backend of the context the application starts with, and the Train view
  * says which (with lavapipe as the only device: CPU forces the CPU, the
- * lavapipe id selects it, an unknown id is refused, named, and the choice
+ * lavapipe id selects it, every kernel refused by its gate leaves the CPU
+ * with the gate's reason, an unknown id is refused, named, and the choice
  * falls back to Automatic).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
@@ -283,6 +284,19 @@ test_backend_choice (void)
   said = train_view_says (context);
   g_assert_true (g_str_has_prefix (said, "Vulkan GPU: llvmpipe"));
   g_assert_nonnull (strstr (said, dc_context_get_kernel_name (context)));
+  g_clear_pointer (&said, g_free);
+  g_clear_object (&context);
+
+  /* The same device with every kernel refused by its gate (the broken
+   * twins): the CPU computes, and the gate's message says why. */
+  g_setenv ("DC_TEST_BREAK_KERNEL", "all", TRUE);
+  context = _dc_application_new_context (settings);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_assert_cmpint (dc_context_get_backend_kind (context), ==, DC_BACKEND_CPU);
+  g_assert_nonnull (strstr (dc_context_get_backend_note (context), "failed verification"));
+  said = train_view_says (context);
+  g_assert_true (g_str_has_prefix (said, "CPU: "));
+  g_assert_nonnull (strstr (said, "Not on a GPU: Vulkan GEMM kernel"));
   g_clear_pointer (&said, g_free);
   g_clear_object (&context);
   gtk_window_destroy (GTK_WINDOW (window));
