@@ -255,7 +255,8 @@ check_backend_row (DcWindow *window)
   g_autofree char *mismatch = NULL;
 
   g_assert_nonnull (row);
-  expected = g_strdup_printf ("Computes on: %s", adw_action_row_get_subtitle (ADW_ACTION_ROW (row)));
+  expected = g_strdup_printf ("Computes on: %s",
+                              adw_action_row_get_subtitle (ADW_ACTION_ROW (row)));
   mismatch = gtk_test_accessible_check_property (GTK_ACCESSIBLE (row),
                                                  GTK_ACCESSIBLE_PROPERTY_LABEL, expected);
   if (mismatch != NULL)

@@ -1098,8 +1098,9 @@ _dc_training_run_set_snapshot_hook (DcTrainingRun *self,
  * Each call takes a snapshot of the idle model and works on it in a GTask
  * thread. The copy is made on that thread, first, behind the snapshot gate
  * (a Start meanwhile waits for it); then a run started (here or by another
- * device of the group) trains its own model and never races the work. The thread touches neither the run nor its signals; when it is done,
- * the inner task's callback runs on the caller's context, logs and (for
+ * device of the group) trains its own model and never races the work. The
+ * thread touches neither the run nor its signals; when it is done, the
+ * inner task's callback runs on the caller's context, logs and (for
  * Load) installs the model, then completes the caller's task. Generated
  * bytes reach the caller's context through one coalesced idle source
  * holding a weak reference to the run, which emits "generated".
