@@ -1152,6 +1152,7 @@ typedef struct
   double        fraction;   /* guarded by lock */
   GMainContext *context;
   guint         scheduled : 1;  /* guarded by lock: a delivery is attached */
+  guint         finished : 1;   /* guarded by lock: the job's result is in */
 } JobProgress;
 
 typedef struct
@@ -1223,12 +1224,16 @@ deliver_progress_cb (gpointer user_data)
   g_autoptr(DcTrainingRun) self = g_weak_ref_get (&progress->run);
   double fraction;
 
+  gboolean finished;
+
   g_mutex_lock (&progress->lock);
   fraction = progress->fraction;
+  finished = progress->finished;
   progress->scheduled = FALSE;
   g_mutex_unlock (&progress->lock);
 
-  if (self != NULL && !self->disposed)
+  /* After the result, the result's fraction stands. */
+  if (self != NULL && !self->disposed && !finished)
     set_job_fraction (self, fraction);
   return G_SOURCE_REMOVE;
 }
@@ -1247,10 +1252,8 @@ job_progress_cb (guint    done,
     {
       g_autoptr(GSource) source = g_idle_source_new ();
 
+      /* Idle priority: below the frame clock, which it must never delay. */
       progress->scheduled = TRUE;
-      /* The task's result comes at the default priority: the progress does
-       * too, so that it never arrives after the result. */
-      g_source_set_priority (source, G_PRIORITY_DEFAULT);
       g_source_set_static_name (source, "[dc] job progress");
       g_source_set_callback (source, deliver_progress_cb,
                              g_atomic_rc_box_acquire (progress),
@@ -1466,6 +1469,9 @@ job_done_cb (GObject      *object,
   g_autoptr(GError) error = NULL;
   g_autofree char *line = NULL;
 
+  g_mutex_lock (&job->progress->lock);
+  job->progress->finished = TRUE;
+  g_mutex_unlock (&job->progress->lock);
   if (!g_task_propagate_boolean (G_TASK (result), &error))
     {
       g_task_return_error (outer, g_steal_pointer (&error));
