@@ -24,6 +24,9 @@ struct _DcContext
   /* state */
   DcBackendKind  asked;
   char          *probe_hash;   /* 64 hex digits, or "" when the probe failed */
+  char          *note;         /* why the backend is not the one asked for, or NULL */
+  GStrv          vk_ids;       /* dc_context_get_vulkan_devices ()'s, once listed */
+  GStrv          vk_labels;
 };
 
 G_DEFINE_FINAL_TYPE (DcContext, dc_context, G_TYPE_OBJECT)
@@ -57,12 +60,35 @@ DcContext *
 dc_context_new (DcBackendKind   kind,
                 GError        **error)
 {
+  return dc_context_new_for_device (kind, NULL, error);
+}
+
+/**
+ * dc_context_new_for_device:
+ * @kind: the backend asked for (the CLI's --backend)
+ * @device_id: (nullable): for Vulkan, the device's id (the CLI's
+ *   --vulkan-device, dc_vk_find_device()); %NULL or "" for the best one
+ *
+ * dc_context_new() on a chosen Vulkan device. An unknown id fails, naming
+ * the ids there are.
+ *
+ * Returns: (transfer full): the context, or %NULL with @error set
+ */
+DcContext *
+dc_context_new_for_device (DcBackendKind   kind,
+                           const char     *device_id,
+                           GError        **error)
+{
   g_autoptr(DcContext) self = g_object_new (DC_TYPE_CONTEXT, NULL);
+  const char *fallback;
 
   self->asked = kind;
-  self->backend = dc_gemm_backend_new (kind, error);
+  self->backend = dc_gemm_backend_new_for_device (kind, device_id, error);
   if (self->backend == NULL)
     return NULL;
+  fallback = dc_gemm_backend_get_fallback_reason (self->backend);
+  if (fallback != NULL)
+    self->note = g_strdup (fallback);
   run_probe (self);
   return g_steal_pointer (&self);
 }
@@ -85,35 +111,145 @@ has_vulkan_gpu (void)
 }
 
 /**
+ * dc_context_list_vulkan_devices:
+ * @ids: (out) (transfer full): each device's id (dc_vk_find_device())
+ * @labels: (out) (transfer full): "name (type, driver)" for each, in the
+ *   same order
+ *
+ * The Vulkan devices with a compute queue, for a front end's choice. None
+ * when Vulkan is unusable (logged at debug level).
+ */
+void
+dc_context_list_vulkan_devices (GStrv *ids,
+                                GStrv *labels)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) devices = dc_vk_list_devices (&error);
+  g_autoptr(GStrvBuilder) id_builder = g_strv_builder_new ();
+  g_autoptr(GStrvBuilder) label_builder = g_strv_builder_new ();
+
+  if (devices == NULL)
+    g_debug ("No Vulkan devices to choose from: %s", error->message);
+  for (guint i = 0; devices != NULL && i < devices->len; i++)
+    {
+      DcVkDeviceInfo *info = devices->pdata[i];
+      g_autofree char *label = NULL;
+
+      if (!info->has_compute)
+        continue;
+      label = *info->driver != '\0'
+              ? g_strdup_printf ("%s (%s, %s)", info->name,
+                                 dc_vk_device_type_to_string (info->type), info->driver)
+              : g_strdup_printf ("%s (%s)", info->name, dc_vk_device_type_to_string (info->type));
+      g_strv_builder_add (id_builder, info->id);
+      g_strv_builder_add (label_builder, label);
+    }
+  *ids = g_strv_builder_end (id_builder);
+  *labels = g_strv_builder_end (label_builder);
+}
+
+/**
+ * dc_context_get_vulkan_devices:
+ * @ids: (out) (transfer none): as dc_context_list_vulkan_devices ()
+ * @labels: (out) (transfer none): the same
+ *
+ * The devices listed once, on the first call (the front end makes it at
+ * start, where a Vulkan instance is made anyway): a window that shows them
+ * later does not wait for the loader on the main thread. A device added
+ * meanwhile shows after a restart, when a choice would take effect.
+ */
+void
+dc_context_get_vulkan_devices (DcContext           *self,
+                               const char * const **ids,
+                               const char * const **labels)
+{
+  g_return_if_fail (DC_IS_CONTEXT (self));
+
+  if (self->vk_ids == NULL)
+    dc_context_list_vulkan_devices (&self->vk_ids, &self->vk_labels);
+  *ids = (const char * const *) self->vk_ids;
+  *labels = (const char * const *) self->vk_labels;
+}
+
+/**
  * dc_context_new_for_preference:
  * @preference: the app's "backend" setting: "auto", "cpu" or "vulkan"
  *
- * "cpu" is the CPU path; "vulkan" opens the best Vulkan device, whatever it
- * is; "auto" does so only when a GPU is there, else it is the CPU path. A
- * Vulkan device that cannot be opened falls back to the CPU with a log
- * line. Never fails: the CPU is always there.
+ * dc_context_new_for_settings() with the best Vulkan device.
  *
  * Returns: (transfer full): the context
  */
 DcContext *
 dc_context_new_for_preference (const char *preference)
 {
+  return dc_context_new_for_settings (preference, NULL);
+}
+
+/**
+ * dc_context_new_for_settings:
+ * @preference: the app's "backend" setting: "auto", "cpu" or "vulkan"
+ * @device_id: (nullable): the app's "vulkan-device" setting: a device id
+ *   (dc_vk_find_device()), or %NULL or "" for the best device
+ *
+ * "cpu" is the CPU path; "vulkan" opens @device_id, or the best Vulkan
+ * device, whatever it is; "auto" does so only when a GPU is there, else it
+ * is the CPU path. A device id that no device has is refused with a log
+ * line and "auto" is used instead. A Vulkan device that cannot be opened
+ * falls back to the CPU with a log line. dc_context_get_backend_note() says
+ * why the backend is not the one asked for. Never fails: the CPU is always
+ * there.
+ *
+ * Returns: (transfer full): the context
+ */
+DcContext *
+dc_context_new_for_settings (const char *preference,
+                             const char *device_id)
+{
   g_autoptr(GError) error = NULL;
+  g_autofree char *note = NULL;
   DcBackendKind kind = DC_BACKEND_CPU;
+  gboolean vulkan = g_strcmp0 (preference, "vulkan") == 0;
   DcContext *self;
 
-  if (g_strcmp0 (preference, "vulkan") == 0
-      || (g_strcmp0 (preference, "auto") == 0 && has_vulkan_gpu ()))
+  if (device_id != NULL && *device_id == '\0')
+    device_id = NULL;
+  if (vulkan && device_id != NULL)
+    {
+      g_autoptr(GPtrArray) devices = dc_vk_list_devices (&error);
+
+      if (devices == NULL || dc_vk_find_device (devices, device_id, &error) < 0)
+        {
+          g_message ("The chosen Vulkan device is not used: %s: choosing automatically",
+                     error->message);
+          note = g_strdup_printf ("The chosen device is not there: %s", error->message);
+          g_clear_error (&error);
+          device_id = NULL;
+          vulkan = FALSE;
+          preference = "auto";
+        }
+    }
+  if (vulkan)
     kind = DC_BACKEND_VULKAN;
-  self = dc_context_new (kind, &error);
+  else if (g_strcmp0 (preference, "auto") == 0)
+    {
+      if (has_vulkan_gpu ())
+        kind = DC_BACKEND_VULKAN;
+      else if (note == NULL)
+        note = g_strdup ("No Vulkan GPU was found");
+    }
+  self = dc_context_new_for_device (kind, device_id, &error);
   if (self == NULL)
     {
       g_message ("No Vulkan device can be used (%s): computing on the CPU", error->message);
+      g_clear_pointer (&note, g_free);
+      note = g_strdup (error->message);
       g_clear_error (&error);
       self = dc_context_new (DC_BACKEND_CPU, &error);
       /* The CPU backend needs no device: failing here is a build defect. */
       g_assert_no_error (error);
     }
+  if (self->note == NULL)
+    self->note = g_steal_pointer (&note);
   return self;
 }
 
@@ -145,6 +281,38 @@ dc_context_get_device_name (DcContext *self)
   g_return_val_if_fail (DC_IS_CONTEXT (self), NULL);
 
   return dc_gemm_backend_get_device_name (self->backend);
+}
+
+/* The Vulkan device's stable id, or NULL off Vulkan. */
+const char *
+dc_context_get_device_id (DcContext *self)
+{
+  g_return_val_if_fail (DC_IS_CONTEXT (self), NULL);
+
+  return dc_gemm_backend_get_device_id (self->backend);
+}
+
+const char *
+dc_context_get_kernel_name (DcContext *self)
+{
+  g_return_val_if_fail (DC_IS_CONTEXT (self), NULL);
+
+  return dc_gemm_backend_get_kernel_name (self->backend);
+}
+
+/**
+ * dc_context_get_backend_note:
+ *
+ * Returns: (nullable): why the backend in use is not the one asked for (a
+ *   refused device id, no GPU for "auto", a device that failed to open, every
+ *   kernel refused by its start-up gate), for the user; %NULL when it is
+ */
+const char *
+dc_context_get_backend_note (DcContext *self)
+{
+  g_return_val_if_fail (DC_IS_CONTEXT (self), NULL);
+
+  return self->note;
 }
 
 const char *
@@ -248,6 +416,9 @@ dc_context_finalize (GObject *object)
 
   g_clear_pointer (&self->backend, dc_gemm_backend_free);
   g_free (self->probe_hash);
+  g_free (self->note);
+  g_strfreev (self->vk_ids);
+  g_strfreev (self->vk_labels);
 
   G_OBJECT_CLASS (dc_context_parent_class)->finalize (object);
 }

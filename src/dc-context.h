@@ -33,10 +33,23 @@ G_DECLARE_FINAL_TYPE (DcContext, dc_context, DC, CONTEXT, GObject)
 
 DcContext     *dc_context_new                 (DcBackendKind   kind,
                                                GError        **error);
+DcContext     *dc_context_new_for_device      (DcBackendKind   kind,
+                                               const char     *device_id,
+                                               GError        **error);
 DcContext     *dc_context_new_for_preference  (const char     *preference);
+DcContext     *dc_context_new_for_settings    (const char     *preference,
+                                               const char     *device_id);
+void           dc_context_list_vulkan_devices (GStrv          *ids,
+                                               GStrv          *labels);
+void           dc_context_get_vulkan_devices  (DcContext           *self,
+                                               const char * const **ids,
+                                               const char * const **labels);
 DcGemmBackend *dc_context_get_backend         (DcContext      *self);
 DcBackendKind  dc_context_get_backend_kind    (DcContext      *self);
 const char    *dc_context_get_device_name     (DcContext      *self);
+const char    *dc_context_get_device_id       (DcContext      *self);
+const char    *dc_context_get_kernel_name     (DcContext      *self);
+const char    *dc_context_get_backend_note    (DcContext      *self);
 const char    *dc_context_get_probe_hash      (DcContext      *self);
 guint64        dc_context_get_offload_min     (DcContext      *self);
 DcHfClient    *dc_context_get_hf_client       (DcContext      *self);

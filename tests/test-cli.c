@@ -106,6 +106,45 @@ test_info_json (void)
     g_assert_cmpuint (json_array_get_length (devices), >, 0);
 }
 
+/* --vulkan-device: a listed id runs there, an unknown one is refused with
+ * the ids there are, and it goes only with --backend vulkan. */
+static void
+test_vulkan_device (void)
+{
+  const char *info[] = { "info", "--json", NULL };
+  const char *unknown[] = { "probe", "--vulkan-device", "ffff:ffff", NULL };
+  const char *not_vulkan[] = { "probe", "--backend", "cpu", "--vulkan-device", "x", NULL };
+  g_autofree char *out = NULL, *err = NULL, *out2 = NULL, *err3 = NULL;
+  g_autoptr(JsonObject) object = NULL;
+  g_autoptr(JsonObject) probe = NULL;
+  JsonArray *devices;
+  const char *id;
+
+  g_assert_cmpint (run_cli (info, &out, NULL), ==, 0);
+  object = parse_single_json_line (out);
+  devices = json_object_get_array_member (object, "vulkan_devices");
+  if (devices == NULL || json_array_get_length (devices) == 0)
+    {
+      g_test_skip ("no Vulkan device (install mesa-vulkan-drivers)");
+      return;
+    }
+  id = json_object_get_string_member (json_array_get_object_element (devices, 0), "id");
+  g_assert_nonnull (id);
+  {
+    const char *chosen[] = { "probe", "--json", "--vulkan-device", id, NULL };
+
+    g_assert_cmpint (run_cli (chosen, &out2, NULL), ==, 0);
+    probe = parse_single_json_line (out2);
+    g_assert_cmpstr (json_object_get_string_member (probe, "backend"), ==, "vulkan");
+    g_assert_cmpstr (json_object_get_string_member (probe, "device_id"), ==, id);
+  }
+  g_assert_cmpint (run_cli (unknown, NULL, &err), ==, 1);
+  g_assert_nonnull (strstr (err, "No Vulkan device has the id “ffff:ffff”"));
+  g_assert_nonnull (strstr (err, id));
+  g_assert_cmpint (run_cli (not_vulkan, NULL, &err3), ==, 2);
+  g_assert_nonnull (strstr (err3, "--vulkan-device needs --backend vulkan"));
+}
+
 static void
 test_usage_errors (void)
 {
@@ -314,6 +353,10 @@ int
 main (int    argc,
       char **argv)
 {
+  /* The messages checked carry curly quotes, which the CLI writes in the
+   * locale's charset: in a C locale (the Flatpak build sandbox's) they come
+   * out as '?'. C.UTF-8 is built into glibc ≥ 2.35 and is in the sandbox. */
+  g_setenv ("LC_ALL", "C.UTF-8", TRUE);
   g_test_init (&argc, &argv, NULL);
   vulkan_driver = dc_test_use_lavapipe ();  /* `info` lists lavapipe's device */
 
@@ -321,6 +364,7 @@ main (int    argc,
   g_test_add_func ("/dc/cli/version", test_version);
   g_test_add_func ("/dc/cli/version-json", test_version_json);
   g_test_add_func ("/dc/cli/info-json", test_info_json);
+  g_test_add_func ("/dc/cli/vulkan-device", test_vulkan_device);
   g_test_add_func ("/dc/cli/usage-errors", test_usage_errors);
   g_test_add_func ("/dc/cli/bench-gemm-rounds", test_bench_gemm_rounds);
   g_test_add_func ("/dc/cli/bench-gemm-dispatch", test_bench_gemm_dispatch);

@@ -5,7 +5,10 @@
  * installed) opens the file with weights_only=True and sees the same tensor
  * bytes; files written by PyTorch with a malicious pickle, foreign pickles,
  * truncated and corrupted files, another tokenizer and out-of-range
- * dimensions are refused with the seeds' messages, never crash.
+ * dimensions are refused with the seeds' messages, never crash. Save and
+ * load report progress once per tensor and stop when cancelled, leaving no
+ * file; a Hugging Face export cancelled leaves no partial folder and an
+ * older export as it was.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -21,6 +24,7 @@
 
 #include "dc-test-utils.h"
 #include "model/dc-checkpoint.h"
+#include "model/dc-hf-export.h"
 #include "model/dc-model-error.h"
 #include "model/dc-pt-opcodes.h"
 #include "model/dc-pt-reader.h"
@@ -732,12 +736,181 @@ test_not_regular_file (void)
   g_test_trap_assert_passed ();
 }
 
+typedef struct
+{
+  guint         calls;
+  guint         last_done;
+  guint         total;
+  gboolean      in_order;
+  guint         cancel_at;    /* cancel once @done reaches it; 0: never */
+  GCancellable *cancellable;
+} Seen;
+
+static void
+progress_cb (guint    done,
+             guint    total,
+             gpointer user_data)
+{
+  Seen *seen = user_data;
+
+  if (done != seen->last_done + 1 || (seen->total != 0 && total != seen->total))
+    seen->in_order = FALSE;
+  seen->calls++;
+  seen->last_done = done;
+  seen->total = total;
+  if (seen->cancel_at != 0 && done == seen->cancel_at)
+    g_cancellable_cancel (seen->cancellable);
+}
+
+/* Save and load count every tensor (weights, both moments) and one last
+ * unit, in order, ending at the total; cancelled midway, the save writes
+ * nothing and the load returns no model. */
+static void
+test_progress_and_cancel (void)
+{
+  g_autoptr(DcGptModel) model = make_model (32, 16);
+  g_autoptr(DcGptModel) loaded = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("dc-checkpoint-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "model.pt", NULL);
+  g_autofree char *other = g_build_filename (dir, "other.pt", NULL);
+  guint n_units = 3 * dc_gpt_config_n_tensors (&model->config) + 1;
+  DcTrainSettings settings;
+  Seen seen = { 0, 0, 0, TRUE, 0, NULL };
+
+  dc_train_settings_init_default (&settings);
+  g_assert_true (dc_checkpoint_save_full (model, &settings, path, NULL, progress_cb, &seen,
+                                          &error));
+  g_assert_no_error (error);
+  g_assert_true (seen.in_order);
+  g_assert_cmpuint (seen.calls, ==, n_units);
+  g_assert_cmpuint (seen.total, ==, n_units);
+  g_assert_cmpuint (seen.last_done, ==, n_units);
+
+  seen = (Seen) { 0, 0, 0, TRUE, 0, NULL };
+  loaded = dc_checkpoint_load_full (path, NULL, NULL, progress_cb, &seen, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (loaded);
+  g_assert_true (seen.in_order);
+  g_assert_cmpuint (seen.calls, ==, n_units);
+  g_assert_cmpuint (seen.last_done, ==, n_units);
+  g_clear_pointer (&loaded, dc_gpt_model_free);
+
+  /* Cancelled at the fifth tensor: stops there. */
+  seen = (Seen) { 0, 0, 0, TRUE, 5, g_cancellable_new () };
+  g_assert_false (dc_checkpoint_save_full (model, &settings, other, seen.cancellable,
+                                           progress_cb, &seen, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_clear_error (&error);
+  g_assert_cmpuint (seen.calls, ==, 5);
+  g_assert_false (g_file_test (other, G_FILE_TEST_EXISTS));
+  g_clear_object (&seen.cancellable);
+
+  seen = (Seen) { 0, 0, 0, TRUE, 5, g_cancellable_new () };
+  loaded = dc_checkpoint_load_full (path, NULL, seen.cancellable, progress_cb, &seen, &error);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_clear_error (&error);
+  g_assert_null (loaded);
+  g_assert_cmpuint (seen.calls, ==, 5);
+  g_clear_object (&seen.cancellable);
+
+  dc_test_remove_tree (dir);
+}
+
+static int
+compare_names (gconstpointer a,
+               gconstpointer b)
+{
+  return strcmp (*(const char * const *) a, *(const char * const *) b);
+}
+
+/* Names in @dir, sorted and joined: what a folder holds. */
+static char *
+list_folder (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  const char *name;
+
+  if (dir == NULL)
+    return g_strdup ("(none)");
+  while ((name = g_dir_read_name (dir)) != NULL)
+    g_ptr_array_add (names, g_strdup (name));
+  g_ptr_array_sort (names, compare_names);
+  g_ptr_array_add (names, NULL);
+  return g_strjoinv (" ", (char **) names->pdata);
+}
+
+/* A cancelled export leaves nothing behind (no folder, no hidden partial
+ * one) and an export already there as it was; a finished one replaces the
+ * export's files and keeps the folder's others. */
+static void
+test_hf_export_cancel (void)
+{
+  g_autoptr(DcGptModel) model = make_model (32, 16);
+  g_autoptr(DcGptModel) other = make_model (16, 16);
+  g_autoptr(GCancellable) cancelled = g_cancellable_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *parent = g_dir_make_tmp ("dc-hf-export-XXXXXX", NULL);
+  g_autofree char *dir = g_build_filename (parent, "export", NULL);
+  g_autofree char *fresh = g_build_filename (parent, "fresh", NULL);
+  g_autofree char *weights = g_build_filename (dir, "model.safetensors", NULL);
+  g_autofree char *readme = g_build_filename (dir, "README.md", NULL);
+  g_autofree char *before = NULL, *listing = NULL;
+  g_autofree char *old_bytes = NULL, *new_bytes = NULL;
+  gsize old_len = 0, new_len = 0;
+
+  g_cancellable_cancel (cancelled);
+
+  /* No folder yet: none is created. */
+  g_assert_false (dc_hf_export_full (model, fresh, cancelled, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_clear_error (&error);
+  listing = list_folder (parent);
+  g_assert_cmpstr (listing, ==, "");
+  g_clear_pointer (&listing, g_free);
+
+  /* An older export (with a file of the user's): untouched. */
+  g_assert_true (dc_hf_export_full (other, dir, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_set_contents (readme, "mine\n", -1, &error));
+  g_assert_true (g_file_get_contents (weights, &old_bytes, &old_len, &error));
+  before = list_folder (dir);
+  g_assert_false (dc_hf_export_full (model, dir, cancelled, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_clear_error (&error);
+  listing = list_folder (dir);
+  g_assert_cmpstr (listing, ==, before);
+  g_clear_pointer (&listing, g_free);
+  g_assert_true (g_file_get_contents (weights, &new_bytes, &new_len, &error));
+  g_assert_cmpmem (new_bytes, new_len, old_bytes, old_len);
+  g_clear_pointer (&new_bytes, g_free);
+  listing = list_folder (parent);
+  g_assert_cmpstr (listing, ==, "export");
+  g_clear_pointer (&listing, g_free);
+
+  /* Finished: the weights are the new model's, README.md stays. */
+  g_assert_true (dc_hf_export_full (model, dir, NULL, &error));
+  g_assert_no_error (error);
+  listing = list_folder (dir);
+  g_assert_cmpstr (listing, ==, before);
+  g_clear_pointer (&listing, g_free);
+  g_assert_true (g_file_get_contents (weights, &new_bytes, &new_len, &error));
+  g_assert_true (new_len != old_len || memcmp (new_bytes, old_bytes, old_len) != 0);
+  listing = list_folder (parent);
+  g_assert_cmpstr (listing, ==, "export");
+
+  dc_test_remove_tree (parent);
+}
+
 int
 main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/dc/model/checkpoint/round-trip", test_round_trip);
+  g_test_add_func ("/dc/model/checkpoint/progress-and-cancel", test_progress_and_cancel);
+  g_test_add_func ("/dc/model/checkpoint/hf-export-cancel", test_hf_export_cancel);
   g_test_add_func ("/dc/model/checkpoint/torch-opens", test_torch_opens);
   g_test_add_func ("/dc/model/checkpoint/malicious-refused", test_malicious_refused);
   g_test_add_func ("/dc/model/checkpoint/truncated-corrupt", test_truncated_and_corrupt);

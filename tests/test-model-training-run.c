@@ -13,6 +13,7 @@
 #include "data/dc-dataset.h"
 #include "model/dc-model-error.h"
 #include "train/dc-training-run.h"
+#include "train/dc-training-run-private.h"
 
 #define TIMEOUT_MS 120000
 
@@ -725,6 +726,109 @@ test_async_snapshot (void)
   dc_test_remove_tree (dir);
 }
 
+static void
+record_thread_cb (gpointer thread,
+                  gpointer user_data)
+{
+  g_atomic_pointer_set ((gpointer *) user_data, thread);
+}
+
+static void
+fraction_cb (DcTrainingRun *run,
+             GParamSpec    *pspec,
+             GArray        *seen)
+{
+  double fraction = dc_training_run_get_job_fraction (run);
+
+  g_array_append_val (seen, fraction);
+}
+
+/* The jobs' share of the main thread: Save and Export copy the model on
+ * their own thread (the copy of a large model took 102 ms of the frame
+ * clock), Save and Load report their progress, rising to 1; a cancelled
+ * Export leaves no partial folder and the older export as it was. */
+static void
+test_jobs_off_main (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dc-training-run-XXXXXX", NULL);
+  g_autofree char *pt = g_build_filename (dir, "model.pt", NULL);
+  g_autofree char *hf = g_build_filename (dir, "hf", NULL);
+  g_autofree char *weights = g_build_filename (hf, "model.safetensors", NULL);
+  g_autofree char *old_bytes = NULL, *new_bytes = NULL;
+  gsize old_len = 0, new_len = 0;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcTrainingRun) run = dc_training_run_new ();
+  g_autoptr(GAsyncResult) result = NULL;
+  g_autoptr(GArray) fractions = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+  DcTrainingRequest request = small_request ();
+  gpointer copied_on = NULL;
+
+  request.stop_at = 2;
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  _dc_training_run_set_snapshot_hook (run, record_thread_cb, &copied_on);
+  g_signal_connect (run, "notify::job-fraction", G_CALLBACK (fraction_cb), fractions);
+
+  dc_training_run_save_checkpoint_async (run, pt, NULL, async_done_cb, &result);
+  g_assert_true (dc_test_wait_until (has_result, &result, TIMEOUT_MS));
+  g_assert_true (dc_training_run_save_checkpoint_finish (run, result, &error));
+  g_assert_no_error (error);
+  g_clear_object (&result);
+  g_assert_nonnull (g_atomic_pointer_get (&copied_on));
+  g_assert_true (g_atomic_pointer_get (&copied_on) != g_thread_self ());
+  /* Reported on this thread, never backwards, ending at 1. */
+  g_assert_cmpuint (fractions->len, >=, 1);
+  for (guint i = 1; i < fractions->len; i++)
+    g_assert_cmpfloat (g_array_index (fractions, double, i), >=,
+                       g_array_index (fractions, double, i - 1));
+  g_assert_cmpfloat (dc_training_run_get_job_fraction (run), ==, 1.0);
+
+  g_array_set_size (fractions, 0);
+  dc_training_run_load_checkpoint_async (run, pt, NULL, async_done_cb, &result);
+  g_assert_true (dc_test_wait_until (has_result, &result, TIMEOUT_MS));
+  g_assert_true (dc_training_run_load_checkpoint_finish (run, result, &error));
+  g_assert_no_error (error);
+  g_clear_object (&result);
+  /* Reset to 0 at the start, then up to 1. */
+  g_assert_cmpuint (fractions->len, >=, 2);
+  g_assert_cmpfloat (g_array_index (fractions, double, 0), ==, 0.0);
+  g_assert_cmpfloat (dc_training_run_get_job_fraction (run), ==, 1.0);
+
+  /* An export, then a cancelled one over it. */
+  copied_on = NULL;
+  dc_training_run_export_hf_async (run, hf, NULL, async_done_cb, &result);
+  g_assert_true (dc_test_wait_until (has_result, &result, TIMEOUT_MS));
+  g_assert_true (dc_training_run_export_hf_finish (run, result, &error));
+  g_assert_no_error (error);
+  g_clear_object (&result);
+  g_assert_true (g_atomic_pointer_get (&copied_on) != g_thread_self ());
+  g_assert_true (g_file_get_contents (weights, &old_bytes, &old_len, &error));
+  request.stop_at = 3;
+  g_assert_true (dc_training_run_start (run, &request, &error));
+  g_assert_true (dc_test_wait_until (is_done, run, TIMEOUT_MS));
+  g_cancellable_cancel (cancellable);
+  dc_training_run_export_hf_async (run, hf, cancellable, async_done_cb, &result);
+  g_assert_true (dc_test_wait_until (has_result, &result, TIMEOUT_MS));
+  g_assert_false (dc_training_run_export_hf_finish (run, result, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_clear_error (&error);
+  g_clear_object (&result);
+  g_assert_true (g_file_get_contents (weights, &new_bytes, &new_len, &error));
+  g_assert_cmpmem (new_bytes, new_len, old_bytes, old_len);
+  {
+    g_autoptr(GDir) listing = g_dir_open (dir, 0, NULL);
+    const char *name;
+
+    /* Only model.pt and hf: no hidden partial folder. */
+    while ((name = g_dir_read_name (listing)) != NULL)
+      g_assert_true (g_str_equal (name, "model.pt") || g_str_equal (name, "hf"));
+  }
+
+  g_free (request.data);
+  dc_test_remove_tree (dir);
+}
+
 static guint n_fallback_logged;
 
 static void
@@ -809,6 +913,7 @@ main (int    argc,
   g_test_add_func ("/dc/train/training-run/context-backend", test_context_backend);
   g_test_add_func ("/dc/train/training-run/start-after-load", test_start_after_load);
   g_test_add_func ("/dc/train/training-run/async-snapshot", test_async_snapshot);
+  g_test_add_func ("/dc/train/training-run/jobs-off-main", test_jobs_off_main);
   g_test_add_func ("/dc/train/training-run/fallback-logged-once", test_fallback_logged_once);
 
   return g_test_run ();

@@ -8,6 +8,8 @@
  * the rows of libadwaita set to their title), or for a button the text it
  * shows (GTK labels a button by its content, an icon too, so the relation
  * alone proves nothing there). A control that only has an icon fails.
+ * The Train view's "Computes on" row is named by what it shows (the
+ * backend, device and kernel in use) and opens Preferences.
  * The shortcuts window must list every key binding of the Train view. The
  * window renders light and dark (mean luminance of a screenshot in each).
  *
@@ -234,6 +236,38 @@ check_styles (DcWindow *window)
   g_assert_cmpfloat (dark_mean, <, 0.3);
 }
 
+static gboolean
+is_backend_row (GtkWidget *widget,
+                gpointer   user_data)
+{
+  return ADW_IS_ACTION_ROW (widget)
+         && g_str_equal (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (widget)),
+                         "Computes on");
+}
+
+/* The backend row reads as "Computes on: " and what it shows. */
+static void
+check_backend_row (DcWindow *window)
+{
+  GtkWidget *row = dc_test_find_descendant (GTK_WIDGET (dc_window_get_train_page (window)),
+                                            is_backend_row, NULL);
+  g_autofree char *expected = NULL;
+  g_autofree char *mismatch = NULL;
+
+  g_assert_nonnull (row);
+  expected = g_strdup_printf ("Computes on: %s",
+                              adw_action_row_get_subtitle (ADW_ACTION_ROW (row)));
+  mismatch = gtk_test_accessible_check_property (GTK_ACCESSIBLE (row),
+                                                 GTK_ACCESSIBLE_PROPERTY_LABEL, expected);
+  if (mismatch != NULL)
+    g_error ("backend row: %s", mismatch);
+  /* Activated, it opens Preferences, where the backend is chosen. */
+  g_assert_true (gtk_widget_activate (row));
+  g_assert_true (dc_test_wait_until (dc_test_toplevel_is_mapped,
+                                     GSIZE_TO_POINTER (ADW_TYPE_PREFERENCES_WINDOW), TIMEOUT_MS));
+  gtk_window_destroy (GTK_WINDOW (dc_test_find_toplevel (ADW_TYPE_PREFERENCES_WINDOW, NULL, NULL)));
+}
+
 static void
 check_window (DcApplication *app)
 {
@@ -261,6 +295,7 @@ check_window (DcApplication *app)
       dc_test_wait_frames (GTK_WIDGET (window), 2);
       check_named (GTK_WIDGET (window), views[i]);
     }
+  check_backend_row (window);
 
   g_action_group_activate_action (G_ACTION_GROUP (app), "preferences", NULL);
   g_assert_true (dc_test_wait_until (dc_test_toplevel_is_mapped,

@@ -5,11 +5,18 @@
  * application builds its group with (_dc_application_fill_peer_config)
  * carries them: the TURN URL as typed, the first STUN server as stun://.
  * A TURN value that is not a turn:// or turns:// URL is left out.
+ * The backend row lists the Vulkan devices; what is picked there is the
+ * backend of the context the application starts with, and the Train view
+ * says which (with lavapipe as the only device: CPU forces the CPU, the
+ * lavapipe id selects it, every kernel refused by its gate leaves the CPU
+ * with the gate's reason, an unknown id is refused, named, and the choice
+ * falls back to Automatic).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include "config.h"
 
+#include <string.h>
 #include <adwaita.h>
 
 #include "dc-application-private.h"
@@ -18,6 +25,7 @@
 #include "dc-preferences-window.h"
 #include "dc-test-ui-utils.h"
 #include "dc-test-utils.h"
+#include "dc-train-page.h"
 #include "dc-ui-resources.h"
 
 #define TIMEOUT_MS 30000
@@ -145,6 +153,180 @@ test_signal_url (void)
   gtk_window_destroy (window);
 }
 
+static gboolean
+is_combo_titled (GtkWidget *widget,
+                 gpointer   title)
+{
+  return ADW_IS_COMBO_ROW (widget)
+         && g_str_equal (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (widget)), title);
+}
+
+static gboolean
+is_action_row_titled (GtkWidget *widget,
+                      gpointer   title)
+{
+  return ADW_IS_ACTION_ROW (widget) && !ADW_IS_COMBO_ROW (widget)
+         && g_str_equal (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (widget)), title);
+}
+
+static void
+assert_setting (GSettings  *settings,
+                const char *key,
+                const char *expected)
+{
+  g_autofree char *value = g_settings_get_string (settings, key);
+
+  g_assert_cmpstr (value, ==, expected);
+}
+
+/* The position of the backend row's item containing @text, or -1. */
+static int
+find_item (AdwComboRow *row,
+           const char  *text)
+{
+  GListModel *model = adw_combo_row_get_model (row);
+
+  for (guint i = 0; i < g_list_model_get_n_items (model); i++)
+    {
+      const char *item = gtk_string_list_get_string (GTK_STRING_LIST (model), i);
+
+      if (strstr (item, text) != NULL)
+        return (int) i;
+    }
+  return -1;
+}
+
+/* What the Train view's backend row says for @context. */
+static char *
+train_view_says (DcContext *context)
+{
+  GtkWindow *window = GTK_WINDOW (gtk_window_new ());
+  DcTrainPage *page = g_object_new (DC_TYPE_TRAIN_PAGE, NULL);
+  GtkWidget *row;
+  char *subtitle;
+
+  dc_train_page_set_context (page, context);
+  gtk_window_set_child (window, GTK_WIDGET (page));
+  gtk_window_present (window);
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
+  row = dc_test_find_descendant (GTK_WIDGET (page), is_action_row_titled, (gpointer) "Computes on");
+  g_assert_nonnull (row);
+  subtitle = g_strdup (adw_action_row_get_subtitle (ADW_ACTION_ROW (row)));
+  gtk_window_destroy (window);
+  return subtitle;
+}
+
+static void
+test_backend_choice (void)
+{
+  g_autoptr(GSettings) settings = g_settings_new (APP_ID);
+  g_autoptr(DcContext) context = NULL;
+  g_auto(GStrv) ids = NULL, labels = NULL;
+  g_autofree char *said = NULL;
+  g_autofree char *lavapipe_id = NULL;
+  GtkWidget *window;
+  AdwComboRow *row;
+  int item;
+
+  dc_context_list_vulkan_devices (&ids, &labels);
+  for (guint i = 0; labels[i] != NULL; i++)
+    if (strstr (labels[i], "llvmpipe") != NULL)
+      lavapipe_id = g_strdup (ids[i]);
+  if (lavapipe_id == NULL || g_strv_length (ids) != 1)
+    {
+      g_test_skip ("needs lavapipe (mesa-vulkan-drivers) as the only Vulkan device");
+      return;
+    }
+
+  window = GTK_WIDGET (dc_preferences_window_new (settings));
+  gtk_window_present (GTK_WINDOW (window));
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
+  row = ADW_COMBO_ROW (dc_test_find_descendant (window, is_combo_titled,
+                                                (gpointer) "Compute backend"));
+  g_assert_nonnull (row);
+  /* Automatic, CPU, the best device, and lavapipe by its id. */
+  g_assert_cmpuint (g_list_model_get_n_items (adw_combo_row_get_model (row)), ==, 4);
+  g_assert_cmpint (adw_combo_row_get_selected (row), ==, 0);
+  /* The application's window shows the list its context made at start:
+   * the same items. */
+  {
+    g_autoptr(DcContext) cpu = dc_context_new (DC_BACKEND_CPU, NULL);
+    GtkWidget *shared = GTK_WIDGET (dc_preferences_window_new_for_context (settings, cpu));
+    AdwComboRow *shared_row;
+
+    gtk_window_present (GTK_WINDOW (shared));
+    g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, shared, TIMEOUT_MS));
+    shared_row = ADW_COMBO_ROW (dc_test_find_descendant (shared, is_combo_titled,
+                                                         (gpointer) "Compute backend"));
+    g_assert_cmpint (find_item (shared_row, lavapipe_id), ==, 3);
+    gtk_window_destroy (GTK_WINDOW (shared));
+  }
+
+  /* CPU: the CPU, even with a Vulkan device there. */
+  adw_combo_row_set_selected (row, find_item (row, "CPU"));
+  assert_setting (settings, "backend", "cpu");
+  context = _dc_application_new_context (settings);
+  g_assert_cmpint (dc_context_get_backend_kind (context), ==, DC_BACKEND_CPU);
+  g_assert_null (dc_context_get_backend_note (context));
+  said = train_view_says (context);
+  g_assert_true (g_str_has_prefix (said, "CPU: "));
+  g_clear_pointer (&said, g_free);
+  g_clear_object (&context);
+
+  /* Lavapipe by its id: Automatic would not take it (it is no GPU). */
+  item = find_item (row, lavapipe_id);
+  g_assert_cmpint (item, ==, 3);
+  adw_combo_row_set_selected (row, item);
+  assert_setting (settings, "vulkan-device", lavapipe_id);
+  context = _dc_application_new_context (settings);
+  g_assert_cmpint (dc_context_get_backend_kind (context), ==, DC_BACKEND_VULKAN);
+  g_assert_cmpstr (dc_context_get_device_id (context), ==, lavapipe_id);
+  said = train_view_says (context);
+  g_assert_true (g_str_has_prefix (said, "Vulkan GPU: llvmpipe"));
+  g_assert_nonnull (strstr (said, dc_context_get_kernel_name (context)));
+  g_clear_pointer (&said, g_free);
+  g_clear_object (&context);
+
+  /* The same device with every kernel refused by its gate (the broken
+   * twins): the CPU computes, and the gate's message says why. */
+  g_setenv ("DC_TEST_BREAK_KERNEL", "all", TRUE);
+  context = _dc_application_new_context (settings);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_assert_cmpint (dc_context_get_backend_kind (context), ==, DC_BACKEND_CPU);
+  g_assert_nonnull (strstr (dc_context_get_backend_note (context), "failed verification"));
+  said = train_view_says (context);
+  g_assert_true (g_str_has_prefix (said, "CPU: "));
+  g_assert_nonnull (strstr (said, "Not on a GPU: Vulkan GEMM kernel"));
+  g_clear_pointer (&said, g_free);
+  g_clear_object (&context);
+  gtk_window_destroy (GTK_WINDOW (window));
+
+  /* An id no device has (a card taken out): refused with its id named,
+   * Automatic used (the CPU here), and Preferences still shows it. */
+  g_settings_set_string (settings, "vulkan-device", "10de:dead");
+  context = _dc_application_new_context (settings);
+  g_assert_cmpint (dc_context_get_backend_kind (context), ==, DC_BACKEND_CPU);
+  g_assert_nonnull (strstr (dc_context_get_backend_note (context), "10de:dead"));
+  said = train_view_says (context);
+  g_assert_true (g_str_has_prefix (said, "CPU: "));
+  g_assert_nonnull (strstr (said, "Not on a GPU: "));
+  g_assert_nonnull (strstr (said, "10de:dead"));
+  g_clear_object (&context);
+  window = GTK_WIDGET (dc_preferences_window_new (settings));
+  gtk_window_present (GTK_WINDOW (window));
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
+  row = ADW_COMBO_ROW (dc_test_find_descendant (window, is_combo_titled,
+                                                (gpointer) "Compute backend"));
+  g_assert_cmpint (adw_combo_row_get_selected (row), ==, find_item (row, "10de:dead (not found)"));
+  assert_setting (settings, "vulkan-device", "10de:dead");
+
+  /* Automatic clears the device. */
+  adw_combo_row_set_selected (row, 0);
+  assert_setting (settings, "backend", "auto");
+  assert_setting (settings, "vulkan-device", "");
+  gtk_window_destroy (GTK_WINDOW (window));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -155,6 +337,7 @@ main (int    argc,
 
   g_test_add_func ("/dc/ui/preferences/peer-servers", test_peer_servers);
   g_test_add_func ("/dc/ui/preferences/signal-url", test_signal_url);
+  g_test_add_func ("/dc/ui/preferences/backend-choice", test_backend_choice);
 
   return g_test_run ();
 }

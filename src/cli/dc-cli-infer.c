@@ -893,7 +893,7 @@ dc_cli_infer_run (const DcCliCommand  *command,
                   char               **argv)
 {
   g_autofree char *model = NULL, *prompt = NULL, *output = NULL, *score = NULL;
-  g_autofree char *backend = NULL, *token_file = NULL;
+  g_autofree char *backend = NULL, *token_file = NULL, *vulkan_device = NULL;
   int tokens = 60, context_length = 64, temperature = 0;
   gint64 seed = 1234;
   g_auto(RingArgs) ring = { 0 };
@@ -915,6 +915,9 @@ dc_cli_infer_run (const DcCliCommand  *command,
       N_("Instead of generating: each position's top-10 ids and logits for these ids"), "IDS" },
     { "backend", 0, 0, G_OPTION_ARG_STRING, &backend,
       N_("cpu (default), cpu-scalar or vulkan"), "B" },
+    { "vulkan-device", 0, 0, G_OPTION_ARG_STRING, &vulkan_device,
+      N_("The Vulkan device, by the id “daisychain-cli info” shows (implies --backend vulkan; "
+         "default: the best device)"), "ID" },
     { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
       N_("Read a Hugging Face token from FILE if the Hub asks for one (else $HF_TOKEN)"),
       "FILE" },
@@ -989,6 +992,10 @@ dc_cli_infer_run (const DcCliCommand  *command,
   if (backend != NULL && !dc_backend_kind_from_string (backend, &kind))
     return dc_cli_usage_error (command, _("unknown backend “%s” (cpu, cpu-scalar, vulkan)"),
                                backend);
+  if (vulkan_device != NULL && backend == NULL)
+    kind = DC_BACKEND_VULKAN;
+  else if (vulkan_device != NULL && kind != DC_BACKEND_VULKAN)
+    return dc_cli_usage_error (command, _("--vulkan-device needs --backend vulkan"));
   if ((ring.room != NULL || ring.min_peers != 1 || ring.verify) && ring.signal_url == NULL)
     return dc_cli_usage_error (command, _("--room, --min-peers and --verify need --signal"));
   if (ring.signal_url != NULL && score != NULL)
@@ -1016,7 +1023,7 @@ dc_cli_infer_run (const DcCliCommand  *command,
   if (score == NULL && prompt == NULL && (prompt = read_stdin (&error)) == NULL)
     return dc_cli_fail (options, error);
 
-  context = dc_context_new (kind, &error);
+  context = dc_context_new_for_device (kind, vulkan_device, &error);
   if (context == NULL)
     return dc_cli_fail (options, error);
   dc_cli_hub_token_attach (dc_context_get_hf_client (context), token_file);

@@ -56,8 +56,14 @@ dc_cli_info_run (const DcCliCommand  *command,
           json_builder_begin_object (builder);
           json_builder_set_member_name (builder, "index");
           json_builder_add_int_value (builder, i);
+          json_builder_set_member_name (builder, "id");
+          json_builder_add_string_value (builder, info->id);
           json_builder_set_member_name (builder, "name");
           json_builder_add_string_value (builder, info->name);
+          json_builder_set_member_name (builder, "uuid");
+          json_builder_add_string_value (builder, info->uuid);
+          json_builder_set_member_name (builder, "driver");
+          json_builder_add_string_value (builder, info->driver);
           json_builder_set_member_name (builder, "type");
           json_builder_add_string_value (builder, dc_vk_device_type_to_string (info->type));
           json_builder_set_member_name (builder, "compute");
@@ -91,6 +97,9 @@ dc_cli_info_run (const DcCliCommand  *command,
                    VK_API_VERSION_MAJOR (info->api_version),
                    VK_API_VERSION_MINOR (info->api_version),
                    info->has_compute ? "" : _(", no compute queue"));
+          /* The id is what --vulkan-device and Preferences take. */
+          g_print (_("  id: %s, driver: %s\n"), info->id,
+                   *info->driver != '\0' ? info->driver : _("unknown"));
         }
     }
   return DC_CLI_EXIT_OK;

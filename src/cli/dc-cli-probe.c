@@ -19,10 +19,14 @@ dc_cli_probe_run (const DcCliCommand  *command,
                   char               **argv)
 {
   g_autofree char *backend_name = NULL;
+  g_autofree char *vulkan_device = NULL;
   int n_threads = 0;
   const GOptionEntry entries[] = {
     { "backend", 'b', 0, G_OPTION_ARG_STRING, &backend_name,
       N_("Where the probe runs: cpu-scalar, cpu (default) or vulkan"), N_("BACKEND") },
+    { "vulkan-device", 0, 0, G_OPTION_ARG_STRING, &vulkan_device,
+      N_("The Vulkan device, by the id “daisychain-cli info” shows (implies --backend vulkan; "
+         "default: the best device)"), "ID" },
     { "threads", 't', 0, G_OPTION_ARG_INT, &n_threads,
       N_("CPU threads (default: all processors)"), N_("N") },
     { NULL }
@@ -39,10 +43,14 @@ dc_cli_probe_run (const DcCliCommand  *command,
   if (backend_name != NULL && !dc_backend_kind_from_string (backend_name, &kind))
     return dc_cli_usage_error (command, _("unknown backend “%s” (cpu-scalar, cpu, vulkan)"),
                                backend_name);
+  if (vulkan_device != NULL && backend_name == NULL)
+    kind = DC_BACKEND_VULKAN;
+  else if (vulkan_device != NULL && kind != DC_BACKEND_VULKAN)
+    return dc_cli_usage_error (command, _("--vulkan-device needs --backend vulkan"));
   if (n_threads < 0 || n_threads > 1024)
     return dc_cli_usage_error (command, _("--threads must be between 1 and 1024"));
 
-  backend = dc_gemm_backend_new (kind, &error);
+  backend = dc_gemm_backend_new_for_device (kind, vulkan_device, &error);
   if (backend == NULL)
     return dc_cli_fail (options, error);
   if (n_threads > 0)
@@ -64,6 +72,11 @@ dc_cli_probe_run (const DcCliCommand  *command,
       json_builder_add_string_value (builder, dc_backend_kind_to_string (used));
       json_builder_set_member_name (builder, "device");
       json_builder_add_string_value (builder, dc_gemm_backend_get_device_name (backend));
+      if (dc_gemm_backend_get_device_id (backend) != NULL)
+        {
+          json_builder_set_member_name (builder, "device_id");
+          json_builder_add_string_value (builder, dc_gemm_backend_get_device_id (backend));
+        }
       json_builder_set_member_name (builder, "hash");
       json_builder_add_string_value (builder, hash);
       json_builder_end_object (builder);

@@ -131,6 +131,7 @@ dc_cli_train_run (const DcCliCommand  *command,
   /* G_MININT64: no --seed (alone that is seed 1; a group's starter draws one). */
   TrainArgs args = { .width = 32, .seq = 32, .seed = G_MININT64, .threads = 0, .min_peers = 2 };
   g_autofree char *data = NULL, *backend = NULL, *out = NULL, *resume = NULL;
+  g_autofree char *vulkan_device = NULL;
   g_autofree char *room = NULL, *signal_url = NULL, *name = NULL, *approve = NULL;
   g_autofree char *test_probe_hash = NULL, *load_at = NULL;
   g_autofree char *token_file = NULL;
@@ -157,6 +158,9 @@ dc_cli_train_run (const DcCliCommand  *command,
       N_("Training text: builtin, a Hugging Face dataset id, or a file (builtin)"), "SOURCE" },
     { "backend", 0, 0, G_OPTION_ARG_STRING, &backend,
       N_("Where large products run: cpu, cpu-scalar or vulkan (cpu)"), "NAME" },
+    { "vulkan-device", 0, 0, G_OPTION_ARG_STRING, &vulkan_device,
+      N_("The Vulkan device, by the id “daisychain-cli info” shows (implies --backend vulkan; "
+         "default: the best device)"), "ID" },
     { "threads", 0, 0, G_OPTION_ARG_INT, &args.threads,
       N_("GEMM threads; results do not depend on it (all cores)"), "N" },
     { "out", 0, 0, G_OPTION_ARG_FILENAME, &out, N_("Save a checkpoint here at the end"), "FILE" },
@@ -208,6 +212,10 @@ dc_cli_train_run (const DcCliCommand  *command,
   if (backend != NULL && !dc_backend_kind_from_string (backend, &kind))
     return dc_cli_usage_error (command, _("unknown backend “%s” (cpu, cpu-scalar, vulkan)"),
                                backend);
+  if (vulkan_device != NULL && backend == NULL)
+    kind = DC_BACKEND_VULKAN;
+  else if (vulkan_device != NULL && kind != DC_BACKEND_VULKAN)
+    return dc_cli_usage_error (command, _("--vulkan-device needs --backend vulkan"));
   if (args.simulate_peers < 0 || args.simulate_peers > DC_TRAIN_SIMULATE_PEERS_MAX)
     return dc_cli_usage_error (command, _("--simulate-peers takes 1 to %u devices"),
                                DC_TRAIN_SIMULATE_PEERS_MAX);
@@ -292,7 +300,7 @@ dc_cli_train_run (const DcCliCommand  *command,
           if (plan == NULL)
             return dc_cli_fail (options, error);
         }
-      context = dc_context_new (kind, &error);
+      context = dc_context_new_for_device (kind, vulkan_device, &error);
       if (context == NULL)
         return dc_cli_fail (options, error);
       dc_cli_hub_token_attach (dc_context_get_hf_client (context), token_file);
@@ -329,7 +337,7 @@ dc_cli_train_run (const DcCliCommand  *command,
 
   /* This process's context: the backend its training uses (it outlives the
    * session, which borrows the backend: declared first, freed last). */
-  context = dc_context_new (kind, &error);
+  context = dc_context_new_for_device (kind, vulkan_device, &error);
   if (context == NULL)
     return dc_cli_fail (options, error);
   dc_cli_hub_token_attach (dc_context_get_hf_client (context), token_file);

@@ -21,6 +21,7 @@ struct _DcGemmBackend
   /* owned */
   DcGemmVk      *vk;            /* non-NULL only for a working Vulkan backend */
   char          *device_name;
+  char          *fallback;      /* why Vulkan computes nothing, when asked for and refused */
   /* state */
   DcBackendKind  kind;
   DcGemmIsa      isa;
@@ -76,6 +77,14 @@ DcGemmBackend *
 dc_gemm_backend_new (DcBackendKind   kind,
                      GError        **error)
 {
+  return dc_gemm_backend_new_for_device (kind, NULL, error);
+}
+
+DcGemmBackend *
+dc_gemm_backend_new_for_device (DcBackendKind   kind,
+                                const char     *device_id,
+                                GError        **error)
+{
   g_autoptr(DcGemmBackend) self = g_new0 (DcGemmBackend, 1);
   g_autofree char *cpu = NULL;
 
@@ -87,7 +96,7 @@ dc_gemm_backend_new (DcBackendKind   kind,
     {
       g_autoptr(GError) local_error = NULL;
 
-      self->vk = dc_gemm_vk_new (&local_error);
+      self->vk = dc_gemm_vk_new_for_device (device_id, &local_error);
       if (self->vk == NULL)
         {
           /* No kernel passed its gate: the device computes nothing, and the
@@ -95,6 +104,7 @@ dc_gemm_backend_new (DcBackendKind   kind,
           if (g_error_matches (local_error, DC_GEMM_ERROR, DC_GEMM_ERROR_VERIFICATION))
             {
               g_message ("%s", local_error->message);
+              self->fallback = g_strdup (local_error->message);
               self->kind = DC_BACKEND_CPU;
             }
           else
@@ -122,7 +132,22 @@ dc_gemm_backend_free (DcGemmBackend *self)
     return;
   g_clear_pointer (&self->vk, dc_gemm_vk_free);
   g_free (self->device_name);
+  g_free (self->fallback);
   g_free (self);
+}
+
+/* Why a Vulkan backend computes on the CPU (every kernel refused), or NULL. */
+const char *
+dc_gemm_backend_get_fallback_reason (DcGemmBackend *self)
+{
+  return self->fallback;
+}
+
+/* The Vulkan device's stable id (DcVkDeviceInfo.id), or NULL off Vulkan. */
+const char *
+dc_gemm_backend_get_device_id (DcGemmBackend *self)
+{
+  return self->vk != NULL ? dc_gemm_vk_get_device_id (self->vk) : NULL;
 }
 
 DcBackendKind

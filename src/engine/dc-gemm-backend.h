@@ -31,11 +31,18 @@ gboolean       dc_backend_kind_from_string        (const char           *name,
  */
 DcGemmBackend *dc_gemm_backend_new                (DcBackendKind         kind,
                                                    GError              **error);
+/* The same on the Vulkan device @device_id (dc_vk_find_device()); NULL or
+ * "" for the best one. An unknown id fails with DC_GEMM_ERROR_BACKEND. */
+DcGemmBackend *dc_gemm_backend_new_for_device     (DcBackendKind         kind,
+                                                   const char           *device_id,
+                                                   GError              **error);
 void           dc_gemm_backend_free               (DcGemmBackend        *self);
 
 /* The backend actually used (after any fallback). */
 DcBackendKind  dc_gemm_backend_get_kind           (DcGemmBackend        *self);
 const char    *dc_gemm_backend_get_device_name    (DcGemmBackend        *self);
+const char    *dc_gemm_backend_get_device_id      (DcGemmBackend        *self);
+const char    *dc_gemm_backend_get_fallback_reason (DcGemmBackend       *self);
 /* The kernel in use: "scalar", "avx2", "avx512-vnni", or a shader variant. */
 const char    *dc_gemm_backend_get_kernel_name    (DcGemmBackend        *self);
 /* CPU threads (default: the number of processors); results never depend on it. */

@@ -404,12 +404,20 @@ gate_variant (DcVkContext    *ctx,
 DcGemmVk *
 dc_gemm_vk_new (GError **error)
 {
+  return dc_gemm_vk_new_for_device (NULL, error);
+}
+
+/* @device_id: (nullable): dc_vk_context_new_for_id()'s; NULL for the best device. */
+DcGemmVk *
+dc_gemm_vk_new_for_device (const char  *device_id,
+                           GError     **error)
+{
   g_autoptr(DcGemmVk) self = g_new0 (DcGemmVk, 1);
   g_autoptr(GString) refused = g_string_new (NULL);
   g_autoptr(GError) local_error = NULL;
   const DcVkFeatures *features;
 
-  self->ctx = dc_vk_context_new (-1, &local_error);
+  self->ctx = dc_vk_context_new_for_id (device_id, &local_error);
   if (self->ctx == NULL)
     {
       g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_BACKEND, "%s", local_error->message);
@@ -491,6 +499,12 @@ const char *
 dc_gemm_vk_get_device_name (DcGemmVk *self)
 {
   return dc_vk_context_get_device_name (self->ctx);
+}
+
+const char *
+dc_gemm_vk_get_device_id (DcGemmVk *self)
+{
+  return dc_vk_context_get_device_id (self->ctx);
 }
 
 const char *

@@ -17,8 +17,11 @@ typedef struct _DcGemmVk DcGemmVk;
  * the CPU reference. Fails with DC_GEMM_ERROR_BACKEND when there is no
  * device, or when every variant was refused ("failed verification"). */
 DcGemmVk   *dc_gemm_vk_new               (GError              **error);
+DcGemmVk   *dc_gemm_vk_new_for_device    (const char           *device_id,
+                                          GError              **error);
 void        dc_gemm_vk_free              (DcGemmVk             *self);
 const char *dc_gemm_vk_get_device_name   (DcGemmVk             *self);
+const char *dc_gemm_vk_get_device_id     (DcGemmVk             *self);
 const char *dc_gemm_vk_get_kernel_name   (DcGemmVk             *self);
 /* A one-line summary of the device features the variants may use. */
 const char *dc_gemm_vk_get_features      (DcGemmVk             *self);

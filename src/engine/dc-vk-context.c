@@ -29,6 +29,7 @@ struct _DcVkContext
   VkPhysicalDeviceProperties        properties;
   VkPhysicalDeviceMemoryProperties  memory;
   DcVkFeatures                      features;
+  char                             *device_id;  /* DcVkDeviceInfo.id of the device chosen */
 };
 
 struct _DcVkBuffer
@@ -210,7 +211,103 @@ dc_vk_device_info_free (DcVkDeviceInfo *info)
   if (info == NULL)
     return;
   g_free (info->name);
+  g_free (info->id);
+  g_free (info->uuid);
+  g_free (info->driver);
   g_free (info);
+}
+
+/* deviceUUID (Vulkan 1.1) and the driver's name (Vulkan 1.2); chained only
+ * where the device's API version has them. */
+static void
+query_identity (VkPhysicalDevice  device,
+                guint32           api_version,
+                DcVkDeviceInfo   *info)
+{
+  VkPhysicalDeviceDriverProperties driver = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
+  };
+  VkPhysicalDeviceIDProperties id = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
+  };
+  VkPhysicalDeviceProperties2 props = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+    .pNext = &id,
+  };
+  g_autoptr(GString) uuid = g_string_new (NULL);
+
+  if (api_version < VK_API_VERSION_1_1)
+    {
+      info->uuid = g_strdup ("");
+      info->driver = g_strdup ("");
+      return;
+    }
+  if (api_version >= VK_API_VERSION_1_2)
+    id.pNext = &driver;
+  vkGetPhysicalDeviceProperties2 (device, &props);
+  for (guint i = 0; i < VK_UUID_SIZE; i++)
+    g_string_append_printf (uuid, "%02x", id.deviceUUID[i]);
+  info->uuid = g_string_free (g_steal_pointer (&uuid), FALSE);
+  driver.driverName[VK_MAX_DRIVER_NAME_SIZE - 1] = '\0';
+  driver.driverInfo[VK_MAX_DRIVER_INFO_SIZE - 1] = '\0';
+  if (api_version < VK_API_VERSION_1_2 || driver.driverName[0] == '\0')
+    info->driver = g_strdup ("");
+  else if (driver.driverInfo[0] == '\0')
+    info->driver = g_strdup (driver.driverName);
+  else
+    info->driver = g_strdup_printf ("%s %s", driver.driverName, driver.driverInfo);
+}
+
+/* @wanted (lower case) against 32 hex digits, ignoring dashes (8-4-4-4-12). */
+static gboolean
+uuid_matches (const char *wanted,
+              const char *uuid)
+{
+  gsize n = 0;
+
+  if (*uuid == '\0')
+    return FALSE;
+  for (const char *p = wanted; *p != '\0'; p++)
+    {
+      if (*p == '-')
+        continue;
+      if (n >= 32 || *p != uuid[n])
+        return FALSE;
+      n++;
+    }
+  return n == 32;
+}
+
+/**
+ * dc_vk_find_device:
+ * @devices: (element-type DcVkDeviceInfo): from dc_vk_list_devices()
+ * @id: a device's id ("10de:2335", "10de:2335/1") or its deviceUUID
+ *
+ * Returns: the loader's index of the device, or -1 with @error set naming
+ *   the ids there are
+ */
+int
+dc_vk_find_device (GPtrArray   *devices,
+                   const char  *id,
+                   GError     **error)
+{
+  g_autoptr(GString) known = g_string_new (NULL);
+  g_autofree char *wanted = g_ascii_strdown (id, -1);
+
+  g_strstrip (wanted);
+  for (guint i = 0; i < devices->len; i++)
+    {
+      DcVkDeviceInfo *info = g_ptr_array_index (devices, i);
+
+      if (g_str_equal (wanted, info->id) || uuid_matches (wanted, info->uuid))
+        return (int) i;
+      g_string_append_printf (known, "%s%s (%s)", known->len > 0 ? ", " : "", info->id,
+                              info->name);
+    }
+  g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_NO_DEVICE,
+               "No Vulkan device has the id “%s” (devices: %s)", id,
+               known->len > 0 ? known->str : "none");
+  return -1;
 }
 
 /**
@@ -242,16 +339,29 @@ dc_vk_list_devices (GError **error)
   for (guint i = 0; i < physical->len; i++)
     {
       DcVkDeviceInfo *info = g_new0 (DcVkDeviceInfo, 1);
+      VkPhysicalDevice device = g_ptr_array_index (physical, i);
       VkPhysicalDeviceProperties props;
+      guint same = 0;
       guint32 family;
 
-      vkGetPhysicalDeviceProperties (g_ptr_array_index (physical, i), &props);
+      vkGetPhysicalDeviceProperties (device, &props);
       info->name = g_strdup (props.deviceName);
       info->vendor_id = props.vendorID;
       info->device_id = props.deviceID;
       info->api_version = props.apiVersion;
       info->type = props.deviceType;
-      info->has_compute = find_compute_queue (g_ptr_array_index (physical, i), &family);
+      info->has_compute = find_compute_queue (device, &family);
+      for (guint j = 0; j < infos->len; j++)
+        {
+          DcVkDeviceInfo *before = g_ptr_array_index (infos, j);
+
+          if (before->vendor_id == info->vendor_id && before->device_id == info->device_id)
+            same++;
+        }
+      info->id = same == 0 ? g_strdup_printf ("%04x:%04x", info->vendor_id, info->device_id)
+                           : g_strdup_printf ("%04x:%04x/%u", info->vendor_id, info->device_id,
+                                              same);
+      query_identity (device, props.apiVersion, info);
       g_ptr_array_add (infos, info);
     }
 
@@ -404,6 +514,28 @@ dc_vk_features_to_string (const DcVkFeatures *f)
                           f->max_storage_buffer_range);
 }
 
+/* DcVkDeviceInfo.id of @chosen, counting the devices of the same pair
+ * before it in the loader's order (as dc_vk_list_devices() does). */
+static char *
+device_id_of (GPtrArray                        *physical,
+              VkPhysicalDevice                  chosen,
+              const VkPhysicalDeviceProperties *props)
+{
+  guint same = 0;
+
+  for (guint i = 0; i < physical->len && g_ptr_array_index (physical, i) != chosen; i++)
+    {
+      VkPhysicalDeviceProperties other;
+
+      vkGetPhysicalDeviceProperties (g_ptr_array_index (physical, i), &other);
+      if (other.vendorID == props->vendorID && other.deviceID == props->deviceID)
+        same++;
+    }
+  if (same == 0)
+    return g_strdup_printf ("%04x:%04x", props->vendorID, props->deviceID);
+  return g_strdup_printf ("%04x:%04x/%u", props->vendorID, props->deviceID, same);
+}
+
 /**
  * dc_vk_context_new:
  * @device_index: the loader's index of the device, or -1 to pick the best
@@ -473,6 +605,7 @@ dc_vk_context_new (int      device_index,
 
   vkGetPhysicalDeviceProperties (self->physical, &self->properties);
   vkGetPhysicalDeviceMemoryProperties (self->physical, &self->memory);
+  self->device_id = device_id_of (physical, self->physical, &self->properties);
 
   {
     VkDeviceQueueCreateInfo queue_info = {
@@ -544,6 +677,32 @@ dc_vk_context_new (int      device_index,
   return g_steal_pointer (&self);
 }
 
+/**
+ * dc_vk_context_new_for_id:
+ * @device_id: (nullable): a device id (dc_vk_find_device()), or %NULL or ""
+ *   for the best device
+ *
+ * Returns: (transfer full) (nullable): a context on that device, or %NULL
+ *   with @error set (an unknown id names the ids there are)
+ */
+DcVkContext *
+dc_vk_context_new_for_id (const char  *device_id,
+                          GError     **error)
+{
+  g_autoptr(GPtrArray) devices = NULL;
+  int index;
+
+  if (device_id == NULL || *device_id == '\0')
+    return dc_vk_context_new (-1, error);
+  devices = dc_vk_list_devices (error);
+  if (devices == NULL)
+    return NULL;
+  index = dc_vk_find_device (devices, device_id, error);
+  if (index < 0)
+    return NULL;
+  return dc_vk_context_new (index, error);
+}
+
 void
 dc_vk_context_free (DcVkContext *self)
 {
@@ -559,6 +718,7 @@ dc_vk_context_free (DcVkContext *self)
     }
   if (self->instance != VK_NULL_HANDLE)
     vkDestroyInstance (self->instance, NULL);
+  g_free (self->device_id);
   g_free (self);
 }
 
@@ -566,6 +726,13 @@ const char *
 dc_vk_context_get_device_name (DcVkContext *self)
 {
   return self->properties.deviceName;
+}
+
+/* The device's stable id (DcVkDeviceInfo.id). */
+const char *
+dc_vk_context_get_device_id (DcVkContext *self)
+{
+  return self->device_id;
 }
 
 const VkPhysicalDeviceProperties *

@@ -21,9 +21,16 @@ typedef enum
   DC_VK_ERROR_SHADER,
 } DcVkError;
 
+/* The stable identifier of a device (--vulkan-device, the app's Preferences):
+ * its PCI vendor and device ids in hex, "10de:2335", with "/N" appended for
+ * the Nth (from 1) further device of the same pair in the loader's order.
+ * Unlike the loader's index it survives another kind of device being added. */
 typedef struct
 {
   char                 *name;
+  char                 *id;        /* "vvvv:dddd" or "vvvv:dddd/N" */
+  char                 *uuid;      /* deviceUUID, 32 hex digits; also accepted as an id */
+  char                 *driver;    /* driverName and driverInfo, or "" before Vulkan 1.2 */
   guint32               vendor_id;
   guint32               device_id;
   guint32               api_version;
@@ -67,10 +74,16 @@ GQuark        dc_vk_error_quark               (void);
 GPtrArray    *dc_vk_list_devices              (GError            **error);
 void          dc_vk_device_info_free          (DcVkDeviceInfo     *info);
 const char   *dc_vk_device_type_to_string     (VkPhysicalDeviceType type);
+int           dc_vk_find_device               (GPtrArray          *devices,
+                                               const char         *id,
+                                               GError            **error);
 
 DcVkContext  *dc_vk_context_new               (int                 device_index,
                                                GError            **error);
+DcVkContext  *dc_vk_context_new_for_id        (const char         *device_id,
+                                               GError            **error);
 void          dc_vk_context_free              (DcVkContext        *self);
+const char   *dc_vk_context_get_device_id     (DcVkContext        *self);
 const char   *dc_vk_context_get_device_name   (DcVkContext        *self);
 const VkPhysicalDeviceProperties *
               dc_vk_context_get_properties    (DcVkContext        *self);

@@ -42,10 +42,51 @@ key_scalar (DcPtWriter *w,
   dc_pt_writer_tensor_f32 (w, &value, 0, NULL);
 }
 
+/* Progress and Cancel of one save or load: counted per tensor (and one
+ * more for the last step: the write, or the finite check). */
+typedef struct
+{
+  GCancellable         *cancellable;
+  DcCheckpointProgress  func;
+  gpointer              user_data;
+  guint                 done;
+  guint                 total;
+} Progress;
+
 static void
+progress_init (Progress             *p,
+               const DcGptConfig    *config,
+               GCancellable         *cancellable,
+               DcCheckpointProgress  func,
+               gpointer              user_data)
+{
+  p->cancellable = cancellable;
+  p->func = func;
+  p->user_data = user_data;
+  p->done = 0;
+  /* Weights, first and second moments; then the last step. */
+  p->total = 3 * dc_gpt_config_n_tensors (config) + 1;
+}
+
+/* One unit done; FALSE with @error set when cancelled. */
+static gboolean
+progress_step (Progress  *p,
+               GError   **error)
+{
+  if (p == NULL)
+    return TRUE;
+  p->done++;
+  if (p->func != NULL)
+    p->func (p->done, p->total, p->user_data);
+  return !g_cancellable_set_error_if_cancelled (p->cancellable, error);
+}
+
+static gboolean
 write_tensors (DcPtWriter        *w,
                const DcGptModel  *model,
-               const float       *base)
+               const float       *base,
+               Progress          *progress,
+               GError           **error)
 {
   dc_pt_writer_begin_dict (w, TRUE);
   for (guint t = 0; t < dc_gpt_config_n_tensors (&model->config); t++)
@@ -55,19 +96,18 @@ write_tensors (DcPtWriter        *w,
       dc_gpt_config_tensor (&model->config, t, &info);
       dc_pt_writer_string (w, info.name);
       dc_pt_writer_tensor_f32 (w, base + info.offset, info.n_dims, info.sizes);
+      if (!progress_step (progress, error))
+        return FALSE;
     }
   dc_pt_writer_end_dict (w);
+  return TRUE;
 }
 
-/**
- * dc_checkpoint_to_bytes:
- *
- * Returns: (transfer full): the .pt file
- */
-GBytes *
-dc_checkpoint_to_bytes (const DcGptModel       *model,
-                        const DcTrainSettings  *settings,
-                        GError                **error)
+static GBytes *
+to_bytes (const DcGptModel       *model,
+          const DcTrainSettings  *settings,
+          Progress               *progress,
+          GError                **error)
 {
   g_autoptr(DcPtWriter) w = dc_pt_writer_new ();
   const DcGptConfig *c = &model->config;
@@ -99,7 +139,8 @@ dc_checkpoint_to_bytes (const DcGptModel       *model,
 
   key_int (w, "step", (gint64) model->step);
   dc_pt_writer_string (w, "model_state_dict");
-  write_tensors (w, model, model->params);
+  if (!write_tensors (w, model, model->params, progress, error))
+    return NULL;
 
   dc_pt_writer_string (w, "optimizer");
   dc_pt_writer_begin_dict (w, FALSE);
@@ -108,13 +149,28 @@ dc_checkpoint_to_bytes (const DcGptModel       *model,
   key_scalar (w, "beta2", DC_ADAM_BETA2);
   key_scalar (w, "eps", DC_ADAM_EPS);
   dc_pt_writer_string (w, "exp_avg");
-  write_tensors (w, model, model->adam_m);
+  if (!write_tensors (w, model, model->adam_m, progress, error))
+    return NULL;
   dc_pt_writer_string (w, "exp_avg_sq");
-  write_tensors (w, model, model->adam_v);
+  if (!write_tensors (w, model, model->adam_v, progress, error))
+    return NULL;
   dc_pt_writer_end_dict (w);
   dc_pt_writer_end_dict (w);
 
   return dc_pt_writer_finish (w, "checkpoint", error);
+}
+
+/**
+ * dc_checkpoint_to_bytes:
+ *
+ * Returns: (transfer full): the .pt file
+ */
+GBytes *
+dc_checkpoint_to_bytes (const DcGptModel       *model,
+                        const DcTrainSettings  *settings,
+                        GError                **error)
+{
+  return to_bytes (model, settings, NULL, error);
 }
 
 gboolean
@@ -123,13 +179,40 @@ dc_checkpoint_save (const DcGptModel       *model,
                     const char             *path,
                     GError                **error)
 {
-  g_autoptr(GBytes) bytes = dc_checkpoint_to_bytes (model, settings, error);
+  return dc_checkpoint_save_full (model, settings, path, NULL, NULL, NULL, error);
+}
 
+/**
+ * dc_checkpoint_save_full:
+ * @cancellable: (nullable): checked after each tensor
+ * @progress: (nullable) (scope call): called on this thread after each
+ *   tensor and once the file is written
+ *
+ * dc_checkpoint_save() with progress and Cancel. Cancelled, nothing is
+ * written and the file at @path is as it was.
+ */
+gboolean
+dc_checkpoint_save_full (const DcGptModel       *model,
+                         const DcTrainSettings  *settings,
+                         const char             *path,
+                         GCancellable           *cancellable,
+                         DcCheckpointProgress    progress,
+                         gpointer                user_data,
+                         GError                **error)
+{
+  g_autoptr(GBytes) bytes = NULL;
+  Progress p;
+
+  progress_init (&p, &model->config, cancellable, progress, user_data);
+  bytes = to_bytes (model, settings, &p, error);
   if (bytes == NULL)
     return FALSE;
   /* g_file_set_contents writes a temporary file and renames it: no torn checkpoints. */
-  return g_file_set_contents (path, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes),
-                              error);
+  if (!g_file_set_contents (path, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes),
+                            error))
+    return FALSE;
+  progress_step (&p, NULL);
+  return TRUE;
 }
 
 static gboolean
@@ -173,6 +256,7 @@ read_tensors (DcPtFile         *file,
               const char       *what,
               DcGptModel       *model,
               float            *base,
+              Progress         *progress,
               GError          **error)
 {
   if (dict == NULL || dict->type != DC_PT_VALUE_DICT)
@@ -194,7 +278,8 @@ read_tensors (DcPtFile         *file,
 
       dc_gpt_config_tensor (&model->config, t, &info);
       if (!dc_pt_file_read_tensor (file, dc_pt_value_lookup (dict, info.name), info.name,
-                                   info.n_dims, info.sizes, base + info.offset, error))
+                                   info.n_dims, info.sizes, base + info.offset, error)
+          || !progress_step (progress, error))
         return FALSE;
     }
   return TRUE;
@@ -227,11 +312,30 @@ check_finite (const DcGptModel  *model,
  *
  * Returns: (transfer full): the model, or %NULL with @error set
  */
+static DcGptModel *from_bytes (GBytes                *bytes,
+                               DcTrainSettings       *settings,
+                               GCancellable          *cancellable,
+                               DcCheckpointProgress   progress,
+                               gpointer               user_data,
+                               GError               **error);
+
 DcGptModel *
 dc_checkpoint_from_bytes (GBytes           *bytes,
                           DcTrainSettings  *settings,
                           GError          **error)
 {
+  return from_bytes (bytes, settings, NULL, NULL, NULL, error);
+}
+
+static DcGptModel *
+from_bytes (GBytes                *bytes,
+            DcTrainSettings       *settings,
+            GCancellable          *cancellable,
+            DcCheckpointProgress   progress,
+            gpointer               user_data,
+            GError               **error)
+{
+  Progress p;
   g_autoptr(DcPtFile) file = NULL;
   g_autoptr(DcGptModel) model = NULL;
   const DcPtValue *config, *training, *optimizer;
@@ -301,14 +405,16 @@ dc_checkpoint_from_bytes (GBytes           *bytes,
   model = dc_gpt_model_new (&c, error);
   if (model == NULL)
     return NULL;
+  progress_init (&p, &c, cancellable, progress, user_data);
   optimizer = dc_pt_value_lookup (file->root, "optimizer");
   if (!read_tensors (file, dc_pt_value_lookup (file->root, "model_state_dict"),
-                     "model_state_dict", model, model->params, error)
+                     "model_state_dict", model, model->params, &p, error)
       || !read_tensors (file, dc_pt_value_lookup (optimizer, "exp_avg"),
-                        "optimizer.exp_avg", model, model->adam_m, error)
+                        "optimizer.exp_avg", model, model->adam_m, &p, error)
       || !read_tensors (file, dc_pt_value_lookup (optimizer, "exp_avg_sq"),
-                        "optimizer.exp_avg_sq", model, model->adam_v, error)
-      || !check_finite (model, error))
+                        "optimizer.exp_avg_sq", model, model->adam_v, &p, error)
+      || !check_finite (model, error)
+      || !progress_step (&p, error))
     return NULL;
   /* β^t exactly as the run computed it: one multiplication per step taken. */
   model->step = step;
@@ -327,6 +433,25 @@ dc_checkpoint_load (const char       *path,
                     DcTrainSettings  *settings,
                     GError          **error)
 {
+  return dc_checkpoint_load_full (path, settings, NULL, NULL, NULL, error);
+}
+
+/**
+ * dc_checkpoint_load_full:
+ * @cancellable: (nullable): checked after each tensor
+ * @progress: (nullable) (scope call): called on this thread after each
+ *   tensor and once every value is checked
+ *
+ * dc_checkpoint_load() with progress and Cancel.
+ */
+DcGptModel *
+dc_checkpoint_load_full (const char            *path,
+                         DcTrainSettings       *settings,
+                         GCancellable          *cancellable,
+                         DcCheckpointProgress   progress,
+                         gpointer               user_data,
+                         GError               **error)
+{
   g_autoptr(GMappedFile) mapped = NULL;
   g_autoptr(GBytes) bytes = NULL;
   DcGptModel *model;
@@ -335,7 +460,7 @@ dc_checkpoint_load (const char       *path,
   if (mapped == NULL)
     return NULL;
   bytes = g_mapped_file_get_bytes (mapped);
-  model = dc_checkpoint_from_bytes (bytes, settings, error);
+  model = from_bytes (bytes, settings, cancellable, progress, user_data, error);
   if (model == NULL)
     g_prefix_error (error, "%s: ", path);
   return model;

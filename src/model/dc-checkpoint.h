@@ -24,6 +24,12 @@ G_BEGIN_DECLS
 /* Adam steps a checkpoint may claim; bounds the β^t recomputation on load. */
 #define DC_CHECKPOINT_MAX_STEP 10000000
 
+/* @done of @total units (tensors, then the write or the last check),
+ * called on the thread that saves or loads. */
+typedef void (*DcCheckpointProgress) (guint    done,
+                                      guint    total,
+                                      gpointer user_data);
+
 GBytes     *dc_checkpoint_to_bytes   (const DcGptModel       *model,
                                       const DcTrainSettings  *settings,
                                       GError                **error);
@@ -36,6 +42,19 @@ DcGptModel *dc_checkpoint_from_bytes (GBytes                 *bytes,
                                       GError                **error);
 DcGptModel *dc_checkpoint_load       (const char             *path,
                                       DcTrainSettings        *settings,
+                                      GError                **error);
+gboolean    dc_checkpoint_save_full  (const DcGptModel       *model,
+                                      const DcTrainSettings  *settings,
+                                      const char             *path,
+                                      GCancellable           *cancellable,
+                                      DcCheckpointProgress    progress,
+                                      gpointer                user_data,
+                                      GError                **error);
+DcGptModel *dc_checkpoint_load_full  (const char             *path,
+                                      DcTrainSettings        *settings,
+                                      GCancellable           *cancellable,
+                                      DcCheckpointProgress    progress,
+                                      gpointer                user_data,
                                       GError                **error);
 
 G_END_DECLS

@@ -254,22 +254,107 @@ write_file (const char  *dir,
   return g_file_set_contents (path, data, len, error);
 }
 
-/**
- * dc_hf_export:
- * @dir: the folder to write into; created when missing
- */
 gboolean
 dc_hf_export (const DcGptModel  *model,
               const char        *dir,
               GError           **error)
+{
+  return dc_hf_export_full (model, dir, NULL, error);
+}
+
+static void
+remove_folder (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *file = g_build_filename (path, name, NULL);
+
+      g_unlink (file);
+    }
+  g_rmdir (path);
+}
+
+static const char * const export_files[] = {
+  "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+  "generation_config.json",
+};
+
+/* Moves the finished files of @temp into @dir, one rename each (an existing
+ * @dir keeps its other files; each file is replaced whole), or @temp
+ * becomes @dir when there is none. */
+static gboolean
+commit_folder (const char  *temp,
+               const char  *dir,
+               GError     **error)
+{
+  if (!g_file_test (dir, G_FILE_TEST_EXISTS))
+    {
+      if (g_rename (temp, dir) == 0)
+        return TRUE;
+    }
+  else if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_DIRECTORY,
+                   "cannot export into %s: it is not a folder", dir);
+      return FALSE;
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (export_files); i++)
+    {
+      g_autofree char *from = g_build_filename (temp, export_files[i], NULL);
+      g_autofree char *to = g_build_filename (dir, export_files[i], NULL);
+
+      if (g_rename (from, to) != 0)
+        {
+          int saved = errno;
+
+          g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved),
+                       "cannot write %s: %s", to, g_strerror (saved));
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/**
+ * dc_hf_export_full:
+ * @dir: the folder to write into; created when missing
+ * @cancellable: (nullable): checked before each file
+ *
+ * Writes every file into a new hidden folder beside @dir first and moves
+ * them into @dir only once all are written: cancelled or failed, no
+ * partial folder is left and an existing @dir is as it was.
+ */
+gboolean
+dc_hf_export_full (const DcGptModel  *model,
+                   const char        *dir,
+                   GCancellable      *cancellable,
+                   GError           **error)
 {
   g_autoptr(GBytes) tensors = NULL;
   g_autofree char *config = config_json (&model->config);
   g_autofree char *tokenizer = dc_hf_tokenizer_json ();
   g_autofree char *tokenizer_config = NULL;
   g_autofree char *generation = NULL;
+  g_autofree char *parent = g_path_get_dirname (dir);
+  g_autofree char *base = g_path_get_basename (dir);
+  g_autofree char *template = NULL;
+  g_autofree char *temp = NULL;
+  gboolean ok;
 
-  if (g_mkdir_with_parents (dir, 0755) != 0)
+  if (g_mkdir_with_parents (parent, 0755) != 0)
+    {
+      int saved = errno;
+
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved),
+                   "cannot create folder %s: %s", parent, g_strerror (saved));
+      return FALSE;
+    }
+  template = g_strdup_printf ("%s/.%s.partial-XXXXXX", parent, base);
+  temp = g_strdup (template);
+  if (g_mkdtemp_full (temp, 0755) == NULL)
     {
       int saved = errno;
 
@@ -277,19 +362,26 @@ dc_hf_export (const DcGptModel  *model,
                    "cannot create folder %s: %s", dir, g_strerror (saved));
       return FALSE;
     }
-  tensors = dc_safetensors_write (model, error);
-  if (tensors == NULL)
-    return FALSE;
   tokenizer_config = g_strdup_printf ("{\n  \"tokenizer_class\": \"PreTrainedTokenizerFast\",\n"
                                       "  \"model_max_length\": %u,\n"
                                       "  \"clean_up_tokenization_spaces\": false\n}\n",
                                       model->config.seq);
   generation = g_strdup ("{\n  \"bos_token_id\": 10,\n  \"eos_token_id\": 10,\n"
                          "  \"do_sample\": false\n}\n");
-  return write_file (dir, "config.json", config, -1, error)
-         && write_file (dir, "model.safetensors", g_bytes_get_data (tensors, NULL),
-                        g_bytes_get_size (tensors), error)
-         && write_file (dir, "tokenizer.json", tokenizer, -1, error)
-         && write_file (dir, "tokenizer_config.json", tokenizer_config, -1, error)
-         && write_file (dir, "generation_config.json", generation, -1, error);
+  ok = !g_cancellable_set_error_if_cancelled (cancellable, error)
+       && write_file (temp, "config.json", config, -1, error)
+       && (tensors = dc_safetensors_write (model, error)) != NULL
+       && !g_cancellable_set_error_if_cancelled (cancellable, error)
+       && write_file (temp, "model.safetensors", g_bytes_get_data (tensors, NULL),
+                      g_bytes_get_size (tensors), error)
+       && !g_cancellable_set_error_if_cancelled (cancellable, error)
+       && write_file (temp, "tokenizer.json", tokenizer, -1, error)
+       && write_file (temp, "tokenizer_config.json", tokenizer_config, -1, error)
+       && write_file (temp, "generation_config.json", generation, -1, error)
+       && !g_cancellable_set_error_if_cancelled (cancellable, error)
+       && commit_folder (temp, dir, error);
+  /* Gone after a commit that renamed it; otherwise its files go with it. */
+  if (g_file_test (temp, G_FILE_TEST_EXISTS))
+    remove_folder (temp);
+  return ok;
 }

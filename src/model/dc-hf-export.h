@@ -21,5 +21,9 @@ char     *dc_hf_tokenizer_json   (void);
 gboolean  dc_hf_export           (const DcGptModel  *model,
                                   const char        *dir,
                                   GError           **error);
+gboolean  dc_hf_export_full      (const DcGptModel  *model,
+                                  const char        *dir,
+                                  GCancellable      *cancellable,
+                                  GError           **error);
 
 G_END_DECLS

@@ -45,6 +45,7 @@
 #include "model/dc-hf-export.h"
 #include "model/dc-kit-export.h"
 #include "model/dc-model-error.h"
+#include "dc-training-run-private.h"
 
 struct _DcTrainingRun
 {
@@ -66,12 +67,18 @@ struct _DcTrainingRun
   GQueue           reports;        /* Report *, oldest first */
   GSource         *report_source;  /* the pending delivery on context, or NULL */
 
+  /* copies of the idle model being taken by jobs (shared with them) */
+  struct _SnapshotGate *gate;
+  GFunc            snapshot_hook;  /* tests: called on the thread that copies */
+  gpointer         snapshot_hook_data;
+
   /* state */
   DcTrainSettings  settings;
   DcTrainingState  state;
   guint64          step;
   double           loss;
   double           tokens_per_s;
+  double           job_fraction;   /* of the Save or Load in progress */
   char            *hash;
   char            *message;
   GError          *error;          /* the last run's failure (nullable) */
@@ -91,6 +98,7 @@ enum {
   PROP_HASH,
   PROP_MESSAGE,
   PROP_CONTEXT,
+  PROP_JOB_FRACTION,
   N_PROPS
 };
 
@@ -106,6 +114,71 @@ static GParamSpec *properties[N_PROPS];
 static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (DcTrainingRun, dc_training_run, G_TYPE_OBJECT)
+
+/* Save and Export copy the idle model on their job's thread, not on the
+ * main thread (a copy of a large model takes longer than a frame). While a
+ * copy is pending, nothing may change or free that model: every place that
+ * does (Start, a loaded model installed, another device's run taking over)
+ * first waits at the gate, which only blocks when the user acts within the
+ * copy's time. Shared by the run and its jobs (an atomic refcounted box):
+ * a job may outlive the run. */
+typedef struct _SnapshotGate
+{
+  GMutex lock;
+  GCond  done;
+  guint  pending;  /* guarded by lock: copies not taken yet */
+} SnapshotGate;
+
+static void
+gate_clear (SnapshotGate *gate)
+{
+  g_mutex_clear (&gate->lock);
+  g_cond_clear (&gate->done);
+}
+
+static SnapshotGate *
+gate_new (void)
+{
+  SnapshotGate *gate = g_atomic_rc_box_new0 (SnapshotGate);
+
+  g_mutex_init (&gate->lock);
+  g_cond_init (&gate->done);
+  return gate;
+}
+
+static void
+gate_unref (SnapshotGate *gate)
+{
+  g_atomic_rc_box_release_full (gate, (GDestroyNotify) gate_clear);
+}
+
+static void
+gate_enter (SnapshotGate *gate)
+{
+  g_mutex_lock (&gate->lock);
+  gate->pending++;
+  g_mutex_unlock (&gate->lock);
+}
+
+static void
+gate_leave (SnapshotGate *gate)
+{
+  g_mutex_lock (&gate->lock);
+  g_assert (gate->pending > 0);
+  gate->pending--;
+  g_cond_broadcast (&gate->done);
+  g_mutex_unlock (&gate->lock);
+}
+
+/* On the main thread, before the idle model changes or goes. */
+static void
+wait_for_snapshots (DcTrainingRun *self)
+{
+  g_mutex_lock (&self->gate->lock);
+  while (self->gate->pending > 0)
+    g_cond_wait (&self->gate->done, &self->gate->lock);
+  g_mutex_unlock (&self->gate->lock);
+}
 
 /* Messages from the worker to the main thread. They hold no reference to
  * the run: a queued report must not keep it alive, and dispose drops them. */
@@ -532,6 +605,7 @@ group_notice_cb (DcTrainGroup  *coordinator,
     return;
 
   /* Another device started a run: this one follows it with its model. */
+  wait_for_snapshots (self);
   self->follower = NULL;
   g_clear_object (&self->group_run);
   self->group_run = coordinator;
@@ -639,6 +713,7 @@ start_with_group (DcTrainingRun            *self,
   g_autoptr(DcTrainPlan) plan = NULL;
   g_autoptr(DcTrainGroup) coordinator = NULL;
 
+  wait_for_snapshots (self);
   /* The same checks as alone, before anything goes to the group. */
   if (self->loaded == NULL)
     {
@@ -700,6 +775,8 @@ dc_training_run_start (DcTrainingRun            *self,
 
   if (!ensure_idle (self, error))
     return FALSE;
+  /* The resumed model is trained in place; a fresh run frees the last one. */
+  wait_for_snapshots (self);
 
   if (active_group (self) != NULL && request->simulate_peers <= 1)
     return start_with_group (self, active_group (self), request, error);
@@ -919,6 +996,7 @@ install_loaded (DcTrainingRun         *self,
                 const DcTrainSettings *settings,
                 char                  *hash)
 {
+  wait_for_snapshots (self);
   g_clear_pointer (&self->session, dc_train_session_free);
   g_clear_object (&self->group_run);  /* the last group run's model is replaced too */
   g_clear_pointer (&self->loaded, dc_gpt_model_free);
@@ -990,13 +1068,39 @@ dc_training_run_generate (DcTrainingRun  *self,
   return g_utf8_make_valid ((const char *) out->data, out->len);
 }
 
+/**
+ * dc_training_run_get_job_fraction:
+ *
+ * Returns: the fraction done of the Save or Load in progress, per tensor
+ *   (the "job-fraction" property)
+ */
+double
+dc_training_run_get_job_fraction (DcTrainingRun *self)
+{
+  g_return_val_if_fail (DC_IS_TRAINING_RUN (self), 0);
+
+  return self->job_fraction;
+}
+
+/* Tests: @hook (thread, @user_data) runs on the thread that copies the
+ * model for each Save and Export started from now on. */
+void
+_dc_training_run_set_snapshot_hook (DcTrainingRun *self,
+                                    GFunc          hook,
+                                    gpointer       user_data)
+{
+  self->snapshot_hook = hook;
+  self->snapshot_hook_data = user_data;
+}
+
 /* Save, Load, Export and Generate off the main thread.
  *
- * Each call takes a snapshot of the idle model on the calling (main) thread
- * and works on it in a GTask thread: a run started meanwhile (here or by
- * another device of the group) trains its own model and never races the
- * work. The thread touches neither the run nor its signals; when it is done,
- * the inner task's callback runs on the caller's context, logs and (for
+ * Each call takes a snapshot of the idle model and works on it in a GTask
+ * thread. The copy is made on that thread, first, behind the snapshot gate
+ * (a Start meanwhile waits for it); then a run started (here or by another
+ * device of the group) trains its own model and never races the work. The
+ * thread touches neither the run nor its signals; when it is done, the
+ * inner task's callback runs on the caller's context, logs and (for
  * Load) installs the model, then completes the caller's task. Generated
  * bytes reach the caller's context through one coalesced idle source
  * holding a weak reference to the run, which emits "generated".
@@ -1011,6 +1115,23 @@ typedef enum
   JOB_GENERATE,
 } JobKind;
 
+/* A copy of @model, Adam moments included (a saved checkpoint continues
+ * exactly). */
+static DcGptModel *
+copy_model (const DcGptModel  *model,
+            GError           **error)
+{
+  DcGptModel *copy = dc_gpt_model_new (&model->config, error);
+
+  if (copy == NULL)
+    return NULL;
+  memcpy (copy->params, model->params, 3 * model->n_params * sizeof (float));
+  copy->step = model->step;
+  copy->beta1_pow = model->beta1_pow;
+  copy->beta2_pow = model->beta2_pow;
+  return copy;
+}
+
 /* The generated bytes not yet delivered; shared by the thread and the
  * delivering source (an atomic refcounted box). */
 typedef struct
@@ -1022,11 +1143,28 @@ typedef struct
   guint         scheduled : 1;  /* guarded by lock: a delivery is attached */
 } Stream;
 
+/* The fraction of a Save or Load done, from the thread to the run's
+ * "job-fraction" through one coalesced source (an atomic refcounted box). */
+typedef struct
+{
+  GWeakRef      run;
+  GMutex        lock;
+  double        fraction;   /* guarded by lock */
+  GMainContext *context;
+  guint         scheduled : 1;  /* guarded by lock: a delivery is attached */
+  guint         finished : 1;   /* guarded by lock: the job's result is in */
+} JobProgress;
+
 typedef struct
 {
   JobKind          kind;
   char            *path;
   DcGptModel      *model;     /* the snapshot, or the model Load read */
+  const DcGptModel *source;   /* the idle model to copy on the thread, until copied */
+  SnapshotGate    *gate;      /* held while @source is not copied */
+  GFunc            hook;      /* tests: called on the thread that copies */
+  gpointer         hook_data;
+  JobProgress     *progress;
   DcTrainSettings  settings;
   double           loss;      /* for the kit: NAN when unknown */
   char            *hash;      /* Save, Load: the model's weight hash, from the thread */
@@ -1055,8 +1193,92 @@ stream_unref (Stream *stream)
 }
 
 static void
+job_progress_clear (JobProgress *progress)
+{
+  g_weak_ref_clear (&progress->run);
+  g_mutex_clear (&progress->lock);
+  g_main_context_unref (progress->context);
+}
+
+static void
+job_progress_unref (JobProgress *progress)
+{
+  g_atomic_rc_box_release_full (progress, (GDestroyNotify) job_progress_clear);
+}
+
+static void
+set_job_fraction (DcTrainingRun *self,
+                  double         fraction)
+{
+  if (self->job_fraction == fraction)
+    return;
+  self->job_fraction = fraction;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_JOB_FRACTION]);
+}
+
+/* On the caller's context: the latest fraction, unless the run is gone. */
+static gboolean
+deliver_progress_cb (gpointer user_data)
+{
+  JobProgress *progress = user_data;
+  g_autoptr(DcTrainingRun) self = g_weak_ref_get (&progress->run);
+  double fraction;
+
+  gboolean finished;
+
+  g_mutex_lock (&progress->lock);
+  fraction = progress->fraction;
+  finished = progress->finished;
+  progress->scheduled = FALSE;
+  g_mutex_unlock (&progress->lock);
+
+  /* After the result, the result's fraction stands. */
+  if (self != NULL && !self->disposed && !finished)
+    set_job_fraction (self, fraction);
+  return G_SOURCE_REMOVE;
+}
+
+/* On the job's thread (DcCheckpointProgress). */
+static void
+job_progress_cb (guint    done,
+                 guint    total,
+                 gpointer user_data)
+{
+  JobProgress *progress = user_data;
+
+  g_mutex_lock (&progress->lock);
+  progress->fraction = (double) done / MAX (total, 1);
+  if (!progress->scheduled)
+    {
+      g_autoptr(GSource) source = g_idle_source_new ();
+
+      /* Idle priority: below the frame clock, which it must never delay. */
+      progress->scheduled = TRUE;
+      g_source_set_static_name (source, "[dc] job progress");
+      g_source_set_callback (source, deliver_progress_cb,
+                             g_atomic_rc_box_acquire (progress),
+                             (GDestroyNotify) job_progress_unref);
+      g_source_attach (source, progress->context);
+    }
+  g_mutex_unlock (&progress->lock);
+}
+
+/* The gate is left whatever happens to the job: a copy never taken must not
+ * hold the model forever. */
+static void
+job_release_source (Job *job)
+{
+  job->source = NULL;
+  if (job->gate != NULL)
+    gate_leave (job->gate);
+  g_clear_pointer (&job->gate, gate_unref);
+}
+
+static void
 job_free (Job *job)
 {
+  job_release_source (job);
+  g_clear_pointer (&job->progress, job_progress_unref);
   g_free (job->path);
   g_free (job->hash);
   g_clear_pointer (&job->model, dc_gpt_model_free);
@@ -1144,7 +1366,8 @@ job_save (Job           *job,
   g_autofree char *base = g_path_get_basename (job->path);
   g_autofree char *temp = g_strdup_printf ("%s/.%s.partial", dir, base);
 
-  if (!dc_checkpoint_save (job->model, &job->settings, temp, error))
+  if (!dc_checkpoint_save_full (job->model, &job->settings, temp, cancellable,
+                                job_progress_cb, job->progress, error))
     return FALSE;
   if (g_cancellable_set_error_if_cancelled (cancellable, error))
     {
@@ -1173,6 +1396,19 @@ job_thread (GTask        *task,
   GError *error = NULL;
   gboolean ok = FALSE;
 
+  if (job->source != NULL)
+    {
+      if (job->hook != NULL)
+        job->hook (g_thread_self (), job->hook_data);
+      job->model = copy_model (job->source, &error);
+      job_release_source (job);
+      if (job->model == NULL)
+        {
+          g_task_return_error (task, error);
+          return;
+        }
+    }
+
   switch (job->kind)
     {
     case JOB_SAVE:
@@ -1180,7 +1416,8 @@ job_thread (GTask        *task,
       break;
 
     case JOB_LOAD:
-      job->model = dc_checkpoint_load (job->path, &job->settings, &error);
+      job->model = dc_checkpoint_load_full (job->path, &job->settings, cancellable,
+                                            job_progress_cb, job->progress, &error);
       ok = job->model != NULL;
       break;
 
@@ -1198,7 +1435,7 @@ job_thread (GTask        *task,
       break;
 
     case JOB_EXPORT_HF:
-      ok = dc_hf_export (job->model, job->path, &error);
+      ok = dc_hf_export_full (job->model, job->path, cancellable, &error);
       break;
 
     case JOB_EXPORT_KIT:
@@ -1219,27 +1456,6 @@ job_thread (GTask        *task,
     g_task_return_error (task, error);
 }
 
-/* A copy of the idle model, Adam moments included (a saved checkpoint
- * continues exactly). */
-static DcGptModel *
-snapshot_model (DcTrainingRun  *self,
-                GError        **error)
-{
-  DcGptModel *model = idle_model (self, error);
-  DcGptModel *copy;
-
-  if (model == NULL)
-    return NULL;
-  copy = dc_gpt_model_new (&model->config, error);
-  if (copy == NULL)
-    return NULL;
-  memcpy (copy->params, model->params, 3 * model->n_params * sizeof (float));
-  copy->step = model->step;
-  copy->beta1_pow = model->beta1_pow;
-  copy->beta2_pow = model->beta2_pow;
-  return copy;
-}
-
 /* On the caller's context, once the thread is done: log, install a loaded
  * model, then complete the caller's task. */
 static void
@@ -1253,6 +1469,9 @@ job_done_cb (GObject      *object,
   g_autoptr(GError) error = NULL;
   g_autofree char *line = NULL;
 
+  g_mutex_lock (&job->progress->lock);
+  job->progress->finished = TRUE;
+  g_mutex_unlock (&job->progress->lock);
   if (!g_task_propagate_boolean (G_TASK (result), &error))
     {
       g_task_return_error (outer, g_steal_pointer (&error));
@@ -1263,6 +1482,8 @@ job_done_cb (GObject      *object,
   if (job->kind == JOB_LOAD && g_task_return_error_if_cancelled (outer))
     return;
 
+  if (job->kind == JOB_SAVE || job->kind == JOB_LOAD)
+    set_job_fraction (self, 1.0);
   switch (job->kind)
     {
     case JOB_SAVE:
@@ -1327,6 +1548,11 @@ run_job (DcTrainingRun       *self,
   g_autoptr(GTask) outer = g_task_new (self, cancellable, callback, user_data);
   g_autoptr(GTask) inner = NULL;
 
+  job->progress = g_atomic_rc_box_new0 (JobProgress);
+  g_weak_ref_init (&job->progress->run, self);
+  g_mutex_init (&job->progress->lock);
+  job->progress->context = g_main_context_ref_thread_default ();
+  set_job_fraction (self, 0.0);
   g_task_set_source_tag (outer, source_tag);
   inner = g_task_new (self, cancellable, job_done_cb, g_steal_pointer (&outer));
   g_task_set_source_tag (inner, source_tag);
@@ -1349,12 +1575,17 @@ new_snapshot_job (DcTrainingRun       *self,
 
   job->kind = kind;
   job->path = g_strdup (path);
-  job->model = snapshot_model (self, &error);
-  if (job->model == NULL)
+  job->source = idle_model (self, &error);
+  if (job->source == NULL)
     {
       g_task_report_error (self, callback, user_data, source_tag, g_steal_pointer (&error));
       return NULL;
     }
+  /* Copied on the job's thread; the model stays as it is until then. */
+  job->gate = g_atomic_rc_box_acquire (self->gate);
+  gate_enter (job->gate);
+  job->hook = self->snapshot_hook;
+  job->hook_data = self->snapshot_hook_data;
   job->settings = self->settings;
   /* The loss is known only for a model this run trained (a checkpoint does
    * not record it). */
@@ -1725,6 +1956,10 @@ dc_training_run_get_property (GObject    *object,
       g_value_set_object (value, self->context_obj);
       break;
 
+    case PROP_JOB_FRACTION:
+      g_value_set_double (value, self->job_fraction);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -1835,6 +2070,7 @@ dc_training_run_finalize (GObject *object)
   g_free (self->message);
   g_clear_error (&self->error);
   g_mutex_clear (&self->report_lock);
+  g_clear_pointer (&self->gate, gate_unref);
 
   G_OBJECT_CLASS (dc_training_run_parent_class)->finalize (object);
 }
@@ -1867,6 +2103,10 @@ dc_training_run_class_init (DcTrainingRunClass *klass)
     g_param_spec_object ("context", NULL, NULL, DC_TYPE_CONTEXT,
                          G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS
                          | G_PARAM_EXPLICIT_NOTIFY);
+  /* The fraction done of the Save or Load in progress (the last one's
+   * once it ended), reported per tensor. */
+  properties[PROP_JOB_FRACTION] =
+    g_param_spec_double ("job-fraction", NULL, NULL, 0, 1, 0, flags);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   /**
@@ -1916,5 +2156,6 @@ dc_training_run_init (DcTrainingRun *self)
 {
   g_mutex_init (&self->report_lock);
   g_queue_init (&self->reports);
+  self->gate = gate_new ();
   self->n_devices = 1;
 }

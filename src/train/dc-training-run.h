@@ -44,6 +44,7 @@ const DcTrainPlan *
 const char      *dc_training_run_get_hash        (DcTrainingRun            *self);
 const char      *dc_training_run_get_message     (DcTrainingRun            *self);
 const GError    *dc_training_run_get_error       (DcTrainingRun            *self);
+double           dc_training_run_get_job_fraction (DcTrainingRun           *self);
 
 gboolean         dc_training_run_start           (DcTrainingRun            *self,
                                                   const DcTrainingRequest  *request,

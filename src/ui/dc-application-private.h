@@ -6,11 +6,13 @@
 
 #include <gio/gio.h>
 
+#include "dc-context.h"
 #include "mesh/dc-peer.h"
 
 G_BEGIN_DECLS
 
 void _dc_application_fill_peer_config (GSettings    *settings,
                                        DcPeerConfig *config);
+DcContext *_dc_application_new_context (GSettings    *settings);
 
 G_END_DECLS

@@ -126,6 +126,22 @@ _dc_application_fill_peer_config (GSettings    *settings,
     g_message ("The TURN server setting is not a turn:// or turns:// URL: ignored");
 }
 
+/**
+ * _dc_application_new_context:
+ *
+ * Returns: (transfer full): the context on the backend the settings ask for
+ *   ("backend" and "vulkan-device"), or the fallback the context chose and
+ *   notes (dc_context_get_backend_note ())
+ */
+DcContext *
+_dc_application_new_context (GSettings *settings)
+{
+  g_autofree char *backend = g_settings_get_string (settings, "backend");
+  g_autofree char *device = g_settings_get_string (settings, "vulkan-device");
+
+  return dc_context_new_for_settings (backend, device);
+}
+
 /* The hello peers see: the device name from the settings; the backend
  * really in use, its probe hash and the numeric rule id from the context. */
 static DcGroup *
@@ -197,10 +213,12 @@ dc_application_startup (GApplication *app)
 
   self->settings = g_settings_new (APP_ID);
 
+  self->context = _dc_application_new_context (self->settings);
+  /* Listed now, while starting: Preferences shows them without waiting. */
   {
-    g_autofree char *backend = g_settings_get_string (self->settings, "backend");
+    const char * const *ids, * const *labels;
 
-    self->context = dc_context_new_for_preference (backend);
+    dc_context_get_vulkan_devices (self->context, &ids, &labels);
   }
   if (self->group == NULL)
     self->group = create_group (self);
@@ -286,7 +304,7 @@ dc_application_preferences_action (GSimpleAction *action,
   GtkWindow *parent = gtk_application_get_active_window (GTK_APPLICATION (self));
   DcPreferencesWindow *preferences;
 
-  preferences = dc_preferences_window_new (self->settings);
+  preferences = dc_preferences_window_new_for_context (self->settings, self->context);
   gtk_window_set_transient_for (GTK_WINDOW (preferences), parent);
   gtk_window_present (GTK_WINDOW (preferences));
 }

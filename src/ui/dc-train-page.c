@@ -58,6 +58,7 @@ struct _DcTrainPage
   GtkRevealer    *job_revealer;
   GtkProgressBar *job_progress;
   GtkMenuButton  *model_menu_button;
+  AdwActionRow   *backend_row;
 
   /* owned references */
   GSettings      *settings;
@@ -295,6 +296,17 @@ update_actions (DcTrainPage *self)
   gtk_widget_action_set_enabled (widget, "train.cancel", working);
 }
 
+/* Save and Load report their fraction per tensor; the other jobs pulse
+ * (Export) or count tokens (Generate). */
+static void
+run_job_fraction_cb (DcTrainPage *self)
+{
+  if (self->job_cancellable == NULL || self->job_pulse_id != 0 || self->job_tokens > 0)
+    return;
+  gtk_progress_bar_set_fraction (self->job_progress,
+                                 dc_training_run_get_job_fraction (self->run));
+}
+
 static gboolean
 job_pulse_cb (gpointer user_data)
 {
@@ -349,6 +361,7 @@ end_job (DcTrainPage *self)
 {
   g_clear_handle_id (&self->job_pulse_id, g_source_remove);
   g_clear_object (&self->job_cancellable);
+  self->job_tokens = 0;
   gtk_revealer_set_reveal_child (self->job_revealer, FALSE);
   update_actions (self);
 }
@@ -630,7 +643,51 @@ set_run (DcTrainPage   *self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->run, "notify::state", G_CALLBACK (run_state_cb), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->run, "notify::job-fraction", G_CALLBACK (run_job_fraction_cb),
+                           self, G_CONNECT_SWAPPED);
   update_actions (self);
+}
+
+/* What computes this device's share of a run: the context's backend
+ * (training uses it through src/train/), and why not a GPU when the
+ * context says so. */
+static void
+show_backend (DcTrainPage *self)
+{
+  g_autofree char *where = NULL;
+  g_autofree char *name = NULL;
+  const char *note = NULL;
+
+  if (self->context == NULL)
+    {
+      where = g_strdup (_("CPU"));
+    }
+  else
+    {
+      const char *device = dc_context_get_device_name (self->context);
+      const char *kernel = dc_context_get_kernel_name (self->context);
+
+      note = dc_context_get_backend_note (self->context);
+      if (dc_context_get_backend_kind (self->context) == DC_BACKEND_VULKAN)
+        /* Translators: the Vulkan device, then the GEMM kernel's name. */
+        where = g_strdup_printf (_("Vulkan GPU: %s, kernel %s"), device, kernel);
+      else
+        /* Translators: the processor, then the GEMM kernel's name. */
+        where = g_strdup_printf (_("CPU: %s, kernel %s"), device, kernel);
+    }
+  if (note != NULL)
+    {
+      /* Translators: the backend in use, then why it is not a GPU. */
+      g_autofree char *both = g_strdup_printf (_("%s. Not on a GPU: %s"), where, note);
+
+      g_free (where);
+      where = g_steal_pointer (&both);
+    }
+  adw_action_row_set_subtitle (self->backend_row, where);
+  /* Translators: the accessible name of the Train view's backend row. */
+  name = g_strdup_printf (_("Computes on: %s"), where);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->backend_row),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, name, -1);
 }
 
 /**
@@ -649,6 +706,7 @@ dc_train_page_set_context (DcTrainPage *self,
 
   g_set_object (&self->context, context);
   set_run (self, dc_training_run_new_for_context (context));
+  show_backend (self);
 }
 
 static void
@@ -791,7 +849,7 @@ save_checkpoint_to_action (GtkWidget  *widget,
 
   if (self->job_cancellable != NULL)
     return;
-  cancellable = begin_job (self, _("Saving the checkpoint…"), TRUE);
+  cancellable = begin_job (self, _("Saving the checkpoint…"), FALSE);
   hold_application (self);
   dc_training_run_save_checkpoint_async (self->run, g_variant_get_string (parameter, NULL),
                                          cancellable, save_checkpoint_cb, g_object_ref (self));
@@ -840,7 +898,7 @@ load_checkpoint_from_action (GtkWidget  *widget,
 
   if (self->job_cancellable != NULL)
     return;
-  cancellable = begin_job (self, _("Loading the checkpoint…"), TRUE);
+  cancellable = begin_job (self, _("Loading the checkpoint…"), FALSE);
   dc_training_run_load_checkpoint_async (self->run, g_variant_get_string (parameter, NULL),
                                          cancellable, load_checkpoint_cb, g_object_ref (self));
 }
@@ -1115,6 +1173,7 @@ dc_train_page_class_init (DcTrainPageClass *klass)
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                RESOURCE_BASE "/ui/dc-train-page.ui");
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, backend_row);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, width_spin);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, seq_spin);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, batch_spin);
