@@ -3,8 +3,8 @@
  * arithmetic only.
  *
  * Vulkan promises correctly rounded float add, sub and mul, but not division
- * or square root, and it lets a device flush subnormals (lavapipe does; it
- * offers no DenormPreserve) and pick the rounding mode. The CPU keeps
+ * or square root, and it lets a device flush subnormals (lavapipe reports no
+ * shaderDenormPreserveFloat32) and pick the rounding mode. The CPU keeps
  * subnormals. Working on the bit patterns (floats are carried as uint) makes
  * every result the CPU's, bit for bit, on any device: integer operations are
  * exact everywhere. docs/VERIFICATION.md ("Operations on the GPU") says why

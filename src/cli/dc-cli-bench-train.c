@@ -41,10 +41,14 @@ bench_ours (const BenchSize  *size,
             double           *tokens_per_s,
             guint            *steps,
             double            shares[3],
+            double            resident_shares[2],
+            const char      **resident,
             char            **device_name,
             GError          **error)
 {
   DcGptRunTimes times0, times1;
+  DcGptVkStepTimes resident0 = { 0 }, resident1 = { 0 };
+  DcGptVkStep *vk_step;
   DcParallelStats pool0, pool1;
   g_autoptr(DcGptTrainer) trainer = NULL;
   DcTrainSettings settings;
@@ -87,6 +91,10 @@ bench_ours (const BenchSize  *size,
   if (!dc_gpt_trainer_step (trainer, NULL, error))
     return FALSE;
   *steps = 0;
+  vk_step = dc_gpt_trainer_get_resident_step (trainer);
+  *resident = vk_step != NULL ? dc_gpt_vk_step_get_resident (vk_step) : NULL;
+  if (vk_step != NULL)
+    dc_gpt_vk_step_get_times (vk_step, &resident0);
   dc_gpt_run_get_times (dc_gpt_trainer_get_run (trainer), &times0);
   dc_parallel_get_stats (&pool0);
   start = g_get_monotonic_time ();
@@ -113,6 +121,15 @@ bench_ours (const BenchSize  *size,
     shares[0] = CLAMP (gemm / total_ns, 0.0, 1.0);
     shares[2] = CLAMP (wait / total_ns, 0.0, 1.0 - shares[0]);
     shares[1] = 1.0 - shares[0] - shares[2];
+    /* Of the rest, the resident step's submissions (its transfers and
+     * kernels, waited for) and its host copies. */
+    if (vk_step != NULL)
+      {
+        dc_gpt_vk_step_get_times (vk_step, &resident1);
+        resident_shares[0] = CLAMP ((resident1.device_ns - resident0.device_ns) / total_ns,
+                                    0.0, 1.0);
+        resident_shares[1] = CLAMP ((resident1.host_ns - resident0.host_ns) / total_ns, 0.0, 1.0);
+      }
   }
   return TRUE;
 }
@@ -247,12 +264,14 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
         g_autofree char *device = NULL;
         double tps = -1;
         double shares[3] = { -1, -1, -1 };
+        double resident_shares[2] = { -1, -1 };
+        const char *resident = NULL;
         guint steps = 0;
 
         if (kinds[k] == DC_BACKEND_VULKAN && no_vulkan)
           continue;
-        if (!bench_ours (&sizes[i], kinds[k], threads, min_time, corpus, &tps, &steps, shares, &device,
-                         &error))
+        if (!bench_ours (&sizes[i], kinds[k], threads, min_time, corpus, &tps, &steps, shares,
+                         resident_shares, &resident, &device, &error))
           {
             g_printerr ("daisychain-cli: bench train %s: %s\n",
                         dc_backend_kind_to_string (kinds[k]), error->message);
@@ -282,6 +301,14 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
             add_share (builder, "gemm_share", shares[0]);
             add_share (builder, "other_share", shares[1]);
             add_share (builder, "wait_share", shares[2]);
+            /* What runs resident on the device, and its part of other_share. */
+            json_builder_set_member_name (builder, "resident");
+            if (resident != NULL)
+              json_builder_add_string_value (builder, resident);
+            else
+              json_builder_add_null_value (builder);
+            add_share (builder, "resident_device_share", resident_shares[0]);
+            add_share (builder, "resident_host_share", resident_shares[1]);
             add_rate (builder, "torch_cpu_tokens_per_s", torch_cpu[i]);
             add_rate (builder, "torch_cuda_tokens_per_s", torch_cuda[i]);
             add_rate (builder, "ratio_vs_torch_cpu", torch_cpu[i] > 0 ? tps / torch_cpu[i] : -1);
