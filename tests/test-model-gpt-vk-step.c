@@ -19,6 +19,8 @@
 #include "dc-test-utils.h"
 #include "engine/dc-vk-context.h"
 #include "model/dc-gpt-trainer.h"
+#include "model/dc-gpt-vk-quant.h"
+#include "model/dc-model-error.h"
 #include "model/dc-gpt-vk-step-private.h"
 #include "train/dc-token-source.h"
 
@@ -189,6 +191,72 @@ test_gates_refuse_broken (void)
   }
 }
 
+/* The quantization kernel against dc_quant_pack () on the activations of a
+ * real forward pass (width 64: rows of the residual stream, its columns as
+ * the weight-gradient form packs them, and the MLP's ReLU outputs with their
+ * exact zeros), then its gate against its broken twin. */
+static void
+test_quantize (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptVkQuant) quant = NULL;
+  g_autoptr(DcGptModel) model = small_model (64, 32);
+  g_autoptr(DcGptRun) run = NULL;
+  g_autofree guint8 *tokens = g_new (guint8, 2 * 32 + 1);
+  const float *logits;
+  guint n_checked = 0;
+
+  if (ctx == NULL)
+    return;
+  quant = dc_gpt_vk_quant_new (ctx, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (quant);
+
+  for (guint i = 0; i < 2 * 32 + 1; i++)
+    tokens[i] = (guint8) ("the quick brown fox jumps over the lazy dog; "[i % 44]);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 32, NULL,
+                                     &error));
+  g_assert_no_error (error);
+  logits = dc_gpt_run_get_logits (run);
+  /* Logits (64 rows of 256) as rows and as columns, and the weights
+   * (the model's whole parameter array in vectors of 64). */
+  {
+    struct { const float *src; gsize n, k, vs, ks; } cases[] = {
+      { logits, 64, 256, 256, 1 },
+      { logits, 256, 64, 1, 256 },
+      { model->params, model->n_params / 64, 64, 64, 1 },
+      { model->params, 64, model->n_params / 64, 1, 64 },
+    };
+
+    for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+      {
+        g_autoptr(DcQuantMatrix) want = dc_quant_matrix_new (cases[c].n, cases[c].k, NULL);
+        g_autoptr(DcQuantMatrix) got = dc_quant_matrix_new (cases[c].n, cases[c].k, NULL);
+
+        g_assert_true (dc_quant_pack ("test", cases[c].src, cases[c].vs, cases[c].ks, want,
+                                      &error));
+        g_assert_true (dc_gpt_vk_quant_pack (quant, "test", cases[c].src, cases[c].vs,
+                                             cases[c].ks, got, &error));
+        g_assert_no_error (error);
+        g_assert_cmpmem (got->exponent, cases[c].n * 4, want->exponent, cases[c].n * 4);
+        g_assert_cmpmem (got->q, cases[c].n * cases[c].k, want->q, cases[c].n * cases[c].k);
+        n_checked += (guint) (cases[c].n * cases[c].k);
+      }
+  }
+  g_test_message ("%u values quantized on the device as on the CPU", n_checked);
+  g_clear_pointer (&quant, dc_gpt_vk_quant_free);
+
+  g_setenv ("DC_TEST_BREAK_KERNEL", "quantize", TRUE);
+  quant = dc_gpt_vk_quant_new (ctx, &error);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_assert_null (quant);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+  g_test_message ("%s", error->message);
+  g_assert_true (g_str_has_prefix (error->message, "Vulkan kernel quantize on "));
+}
+
 typedef struct
 {
   guint width, seq, batch, steps;
@@ -302,6 +370,7 @@ main (int    argc,
   dc_test_use_lavapipe ();
   g_test_add_func ("/dc/model/gpt-vk-step/f32-ops", test_f32_ops);
   g_test_add_func ("/dc/model/gpt-vk-step/gates-refuse-broken", test_gates_refuse_broken);
+  g_test_add_func ("/dc/model/gpt-vk-step/quantize", test_quantize);
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     g_test_add_data_func (names[i], &sizes[i], test_hashes);
   return g_test_run ();
