@@ -19,7 +19,9 @@
 #include "dc-test-utils.h"
 #include "engine/dc-vk-context.h"
 #include "model/dc-gpt-trainer.h"
+#include "model/dc-gpt-vk-norm.h"
 #include "model/dc-gpt-vk-quant.h"
+#include "engine/dc-math.h"
 #include "model/dc-model-error.h"
 #include "model/dc-gpt-vk-step-private.h"
 #include "train/dc-token-source.h"
@@ -257,6 +259,77 @@ test_quantize (void)
   g_assert_true (g_str_has_prefix (error->message, "Vulkan kernel quantize on "));
 }
 
+/* The layer norm kernel against dc_math_layer_norm () on a real forward
+ * pass's logits (64 rows of 256) and on the weights cut in rows of every
+ * width the seeds use, with the model's own norm weights where they fit;
+ * then its gate against its broken twin (sums left to right). */
+static void
+test_layer_norm (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptVkNorm) norm = NULL;
+  g_autoptr(DcGptModel) model = small_model (128, 16);
+  g_autoptr(DcGptRun) run = NULL;
+  guint8 tokens[2 * 16 + 1];
+  static const gsize widths[] = { 16, 24, 32, 48, 64, 96, 100, 128, 256 };
+  guint n_checked = 0;
+
+  if (ctx == NULL)
+    return;
+  norm = dc_gpt_vk_norm_new (ctx, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (norm);
+
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) (97 + (i * 7) % 26);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
+                                     &error));
+  g_assert_no_error (error);
+  for (guint c = 0; c <= G_N_ELEMENTS (widths); c++)
+    {
+      gboolean logits = c == G_N_ELEMENTS (widths);
+      gsize n = logits ? 256 : widths[c];
+      gsize rows = logits ? 32 : MIN (model->n_params / n, 400);
+      const float *x = logits ? dc_gpt_run_get_logits (run) : model->params + 1000;
+      g_autofree float *w = g_new (float, n), *b = g_new (float, n);
+      g_autofree float *y = g_new (float, rows * n), *want = g_new (float, rows * n);
+      g_autofree float *mean = g_new (float, rows), *rstd = g_new (float, rows);
+
+      for (gsize i = 0; i < n; i++)
+        {
+          /* Norm weights near 1 and biases near 0, as trained ones are. */
+          w[i] = 1.0f + model->params[i] * 0.5f;
+          b[i] = model->params[n + i] * 0.25f;
+        }
+      g_assert_true (dc_gpt_vk_norm_rows (norm, x, w, b, DC_MATH_GPT2_LN_EPS, rows, n, y, mean,
+                                          rstd, &error));
+      g_assert_no_error (error);
+      for (gsize r = 0; r < rows; r++)
+        {
+          float want_mean, want_rstd;
+
+          dc_math_layer_norm (x + r * n, w, b, DC_MATH_GPT2_LN_EPS, want + r * n, &want_mean,
+                              &want_rstd, n);
+          g_assert_cmpmem (&mean[r], 4, &want_mean, 4);
+          g_assert_cmpmem (&rstd[r], 4, &want_rstd, 4);
+        }
+      g_assert_cmpmem (y, rows * n * 4, want, rows * n * 4);
+      n_checked += (guint) (rows * n);
+    }
+  g_test_message ("%u values normalized on the device as on the CPU", n_checked);
+  g_clear_pointer (&norm, dc_gpt_vk_norm_free);
+
+  g_setenv ("DC_TEST_BREAK_KERNEL", "layer-norm", TRUE);
+  norm = dc_gpt_vk_norm_new (ctx, &error);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_assert_null (norm);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+  g_test_message ("%s", error->message);
+  g_assert_true (g_str_has_prefix (error->message, "Vulkan kernel layer-norm on "));
+}
+
 typedef struct
 {
   guint width, seq, batch, steps;
@@ -371,6 +444,7 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/f32-ops", test_f32_ops);
   g_test_add_func ("/dc/model/gpt-vk-step/gates-refuse-broken", test_gates_refuse_broken);
   g_test_add_func ("/dc/model/gpt-vk-step/quantize", test_quantize);
+  g_test_add_func ("/dc/model/gpt-vk-step/layer-norm", test_layer_norm);
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     g_test_add_data_func (names[i], &sizes[i], test_hashes);
   return g_test_run ();
