@@ -6,10 +6,7 @@
  *   rstd = 1 / √(var + eps);  y = ((x − mean)·rstd)·w + b
  *
  * Every operation is f32-exact.glsl's (integer arithmetic), and both sums
- * follow the library's one tree (docs/VERIFICATION.md, "Reductions"): up to
- * 8 elements left to right; a power of two splits into equal halves (so it is
- * blocks of 8 combined pairwise, built here with a stack); any other length
- * splits at h, the largest power of two below n, into sum[0, h) + sum[h, n).
+ * follow the library's one tree (sum-tree.glsl).
  *
  * DC_BREAK builds the deliberately wrong twin (each sum left to right), for
  * the gate's test.
@@ -36,83 +33,42 @@ layout (push_constant) uniform Push
   uint eps;
 } pc;
 
-/* Leaf i of a sum over the row at base: x, or (x − c)² when squared. */
-uint
-leaf (uint base, uint i, bool squared, uint c)
-{
-  uint v = x[base + i];
+/* The current row and leaf kind of sum-tree.glsl's sums: x, or (x − c)². */
+uint g_base;
+bool g_squared;
+uint g_c;
 
-  if (!squared)
+uint
+leaf (uint i)
+{
+  uint v = x[g_base + i];
+
+  if (!g_squared)
     return v;
-  v = f32_sub (v, c);
+  v = f32_sub (v, g_c);
   return f32_mul (v, v);
 }
 
-/* Leaves [start, start + len), len ≤ 8, left to right. */
-uint
-sum_block (uint base, uint start, uint len, bool squared, uint c)
-{
-  uint acc = leaf (base, start, squared, c);
-
-  for (uint i = 1u; i < len; i++)
-    acc = f32_add (acc, leaf (base, start + i, squared, c));
-  return acc;
-}
-
-/* The balanced tree of a power-of-two len ≥ 8: blocks of 8, then each level
- * adds neighbours (left + right), as the recursive halves do. */
-uint
-sum_pow2 (uint base, uint start, uint len, bool squared, uint c)
-{
-  uint stack[20];
-  uint level[20];
-  int top = -1;
-
-  for (uint b = 0u; b < len / 8u; b++)
-    {
-      top++;
-      stack[top] = sum_block (base, start + 8u * b, 8u, squared, c);
-      level[top] = 0u;
-      while (top > 0 && level[top] == level[top - 1])
-        {
-          stack[top - 1] = f32_add (stack[top - 1], stack[top]);
-          level[top - 1] += 1u;
-          top--;
-        }
-    }
-  return stack[0];
-}
+#define DC_SUM_LEAF(i) leaf (i)
+#include "sum-tree.glsl"
 
 uint
 row_sum (uint base, uint n, bool squared, uint c)
 {
-  uint parts[24];
-  uint n_parts = 0u, start = 0u, rest = n, acc;
-
+  g_base = base;
+  g_squared = squared;
+  g_c = c;
 #ifdef DC_BREAK
-  acc = leaf (base, 0u, squared, c);
-  for (uint i = 1u; i < n; i++)
-    acc = f32_add (acc, leaf (base, i, squared, c));
-  return acc;
-#endif
-  /* sum[0, n) = P(h1) + (P(h2) + (… + sum of the rest)): peel the largest
-   * power of two below the remaining length while it is longer than 8 and
-   * not a power of two itself. */
-  while (rest > 8u && (rest & (rest - 1u)) != 0u)
-    {
-      uint h = 1u << uint (findMSB (rest));
+  {
+    uint acc = leaf (0u);
 
-      if (h == rest)
-        h >>= 1;
-      parts[n_parts++] = sum_pow2 (base, start, h, squared, c);
-      start += h;
-      rest -= h;
-    }
-  acc = rest <= 8u ? sum_block (base, start, rest, squared, c)
-                   : sum_pow2 (base, start, rest, squared, c);
-  while (n_parts > 0u)
-    acc = f32_add (parts[--n_parts], acc);
-  return acc;
+    for (uint i = 1u; i < n; i++)
+      acc = f32_add (acc, leaf (i));
+    return acc;
+  }
+#else
+  return sum_tree (n);
+#endif
 }
 
 void

@@ -7,8 +7,10 @@
  * refuses its broken twin; training with the resident step gives the CPU's
  * weight and optimizer hashes after every step at each size class (width
  * 16, the default 32, 64 and 128), including a step after the host changed
- * the model (as the group's repair does). Skipped, with the reason, when no
- * Vulkan device is usable.
+ * the model (as the group's repair does). The stage-2 kernels (quantize,
+ * layer norm, attention's softmax with the engine's exp) give the CPU's bits
+ * on a real forward pass's values and refuse their broken twins. Skipped,
+ * with the reason, when no Vulkan device is usable.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -21,6 +23,7 @@
 #include "model/dc-gpt-trainer.h"
 #include "model/dc-gpt-vk-norm.h"
 #include "model/dc-gpt-vk-quant.h"
+#include "model/dc-gpt-vk-softmax.h"
 #include "engine/dc-math.h"
 #include "model/dc-model-error.h"
 #include "model/dc-gpt-vk-step-private.h"
@@ -330,6 +333,66 @@ test_layer_norm (void)
   g_assert_true (g_str_has_prefix (error->message, "Vulkan kernel layer-norm on "));
 }
 
+/* The attention softmax kernel against the CPU's rule on a forward pass's
+ * logits cut into (32, 32) score blocks (and 128-long rows), causal and
+ * full, at the exact scale 1/√16 and the rounded 1/√24; then its gate
+ * against its broken twin (a Taylor term short). */
+static void
+test_softmax (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptVkSoftmax) softmax = NULL;
+  g_autoptr(DcGptModel) model = small_model (32, 32);
+  g_autoptr(DcGptRun) run = NULL;
+  guint8 tokens[4 * 32 + 1];
+  const float *logits;
+  guint n_checked = 0;
+
+  if (ctx == NULL)
+    return;
+  softmax = dc_gpt_vk_softmax_new (ctx, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (softmax);
+
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) (65 + (i * 11) % 58);
+  run = dc_gpt_run_new (&model->config, 4, DC_GPT_PRECISION_INT8, 1);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 4, 32, NULL,
+                                     &error));
+  g_assert_no_error (error);
+  /* 128 rows of 256 logits: 1024 rows of 32 scores, or 256 rows of 128. */
+  logits = dc_gpt_run_get_logits (run);
+  for (guint c = 0; c < 8; c++)
+    {
+      gsize len = c < 4 ? 32 : 128, rows = 128 * 256 / len;
+      gboolean causal = c % 2 == 0;
+      float scale = (c / 2) % 2 == 0 ? 0.25f : 1.0f / __builtin_sqrtf (24.0f);
+      g_autofree float *got = g_new (float, rows * len), *want = g_new (float, rows * len);
+      g_autofree float *scores = g_new (float, rows * len);
+
+      /* Logits are small; spread them to attention's range. */
+      for (gsize i = 0; i < rows * len; i++)
+        scores[i] = logits[i] * 24.0f;
+      g_assert_true (dc_gpt_vk_softmax_rows (softmax, scores, scale, causal, rows, len, got,
+                                             &error));
+      g_assert_no_error (error);
+      dc_gpt_vk_softmax_reference (scores, scale, causal, rows, len, want);
+      g_assert_cmpmem (got, rows * len * 4, want, rows * len * 4);
+      n_checked += (guint) (rows * len);
+    }
+  g_test_message ("%u probabilities on the device as on the CPU", n_checked);
+  g_clear_pointer (&softmax, dc_gpt_vk_softmax_free);
+
+  g_setenv ("DC_TEST_BREAK_KERNEL", "softmax", TRUE);
+  softmax = dc_gpt_vk_softmax_new (ctx, &error);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_assert_null (softmax);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+  g_test_message ("%s", error->message);
+  g_assert_true (g_str_has_prefix (error->message, "Vulkan kernel softmax on "));
+}
+
 typedef struct
 {
   guint width, seq, batch, steps;
@@ -445,6 +508,7 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/gates-refuse-broken", test_gates_refuse_broken);
   g_test_add_func ("/dc/model/gpt-vk-step/quantize", test_quantize);
   g_test_add_func ("/dc/model/gpt-vk-step/layer-norm", test_layer_norm);
+  g_test_add_func ("/dc/model/gpt-vk-step/softmax", test_softmax);
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     g_test_add_data_func (names[i], &sizes[i], test_hashes);
   return g_test_run ();
