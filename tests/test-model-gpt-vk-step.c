@@ -21,6 +21,7 @@
 #include "dc-test-utils.h"
 #include "engine/dc-vk-context.h"
 #include "model/dc-gpt-trainer.h"
+#include "model/dc-gpt-vk-forward.h"
 #include "model/dc-gpt-vk-norm.h"
 #include "model/dc-gpt-vk-quant.h"
 #include "model/dc-gpt-vk-softmax.h"
@@ -393,6 +394,64 @@ test_softmax (void)
   g_assert_true (g_str_has_prefix (error->message, "Vulkan kernel softmax on "));
 }
 
+/* The resident forward pass: the logits of every size class equal
+ * dc_gpt_run_forward ()'s bit for bit, twice in a row (a replay), with new
+ * weights the second time; then its gate refuses its broken twin. */
+static void
+test_forward (gconstpointer data)
+{
+  const guint *size = data;  /* width, seq, batch */
+  g_autoptr(DcVkContext) probe = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptVkForward) fwd = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  g_autofree guint8 *tokens = NULL;
+  g_autofree float *logits = NULL;
+  gsize bt = (gsize) size[1] * size[2], n;
+
+  if (probe == NULL)
+    return;
+  g_clear_pointer (&probe, dc_vk_context_free);
+  model = small_model (size[0], size[1]);
+  fwd = dc_gpt_vk_forward_new (&model->config, size[2], &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (fwd);
+  tokens = g_new (guint8, bt + 1);
+  for (gsize i = 0; i <= bt; i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged, that a single man "[i % 57]);
+  run = dc_gpt_run_new (&model->config, size[2], DC_GPT_PRECISION_INT8, 1);
+  n = bt * model->config.vocab;
+  logits = g_new (float, n);
+  for (guint pass = 0; pass < 2; pass++)
+    {
+      if (pass == 1)
+        for (gsize i = 0; i < model->n_params; i += 3)
+          model->params[i] = model->params[i] * 1.5f;
+      g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, size[2],
+                                         size[1], NULL, &error));
+      g_assert_no_error (error);
+      g_assert_true (dc_gpt_vk_forward_run (fwd, model->params, tokens, logits, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (logits, n * 4, dc_gpt_run_get_logits (run), n * 4);
+    }
+  g_test_message ("%u × %u × %u: %" G_GSIZE_FORMAT " logits equal, %" G_GUINT64_FORMAT
+                  " dispatches in one submission", size[0], size[1], size[2], n,
+                  dc_gpt_vk_forward_get_n_dispatches (fwd));
+  if (size[0] == 16)
+    {
+      g_autoptr(DcGptVkForward) broken = NULL;
+
+      g_clear_error (&error);
+      g_setenv ("DC_TEST_BREAK_KERNEL", "resident-forward", TRUE);
+      broken = dc_gpt_vk_forward_new (&model->config, size[2], &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_null (broken);
+      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+      g_test_message ("%s", error->message);
+    }
+}
+
 typedef struct
 {
   guint width, seq, batch, steps;
@@ -509,6 +568,17 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/quantize", test_quantize);
   g_test_add_func ("/dc/model/gpt-vk-step/layer-norm", test_layer_norm);
   g_test_add_func ("/dc/model/gpt-vk-step/softmax", test_softmax);
+  {
+    static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
+                                          { 128, 16, 2 } };
+    static const char * const fwd_names[] = {
+      "/dc/model/gpt-vk-step/forward/w16", "/dc/model/gpt-vk-step/forward/w32",
+      "/dc/model/gpt-vk-step/forward/w64", "/dc/model/gpt-vk-step/forward/w128",
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS (fwd_sizes); i++)
+      g_test_add_data_func (fwd_names[i], fwd_sizes[i], test_forward);
+  }
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     g_test_add_data_func (names[i], &sizes[i], test_hashes);
   return g_test_run ();

@@ -1313,7 +1313,10 @@ dc_vk_recording_copy (DcVkRecording  *self,
 
 /**
  * dc_vk_recording_dispatch:
- * @buffers: (array): exactly the pipeline's number of buffers, in binding order
+ * @buffers: (array) (nullable): exactly the pipeline's number of buffers, in
+ *   binding order; %NULL to keep the buffers of the pipeline's previous
+ *   dispatch (required for a second dispatch of the same pipeline in one
+ *   recording: its set must not change once recorded)
  * @push: (nullable): the pipeline's push constants, recorded by value
  *
  * Records one dispatch. The pipeline's one descriptor set is written now, so
@@ -1345,7 +1348,7 @@ dc_vk_recording_dispatch (DcVkRecording      *self,
                    groups_x, groups_y, groups_z);
       return FALSE;
     }
-  for (guint i = 0; i < pipeline->n_buffers; i++)
+  for (guint i = 0; buffers != NULL && i < pipeline->n_buffers; i++)
     {
       infos[i].buffer = buffers[i]->buffer;
       infos[i].range = VK_WHOLE_SIZE;
@@ -1356,7 +1359,8 @@ dc_vk_recording_dispatch (DcVkRecording      *self,
       writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[i].pBufferInfo = &infos[i];
     }
-  vkUpdateDescriptorSets (ctx->device, pipeline->n_buffers, writes, 0, NULL);
+  if (buffers != NULL)
+    vkUpdateDescriptorSets (ctx->device, pipeline->n_buffers, writes, 0, NULL);
 
   recording_barrier (self);
   vkCmdBindPipeline (self->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
