@@ -19,6 +19,7 @@
 #include "data/dc-corpus.h"
 #include "engine/dc-parallel.h"
 #include "model/dc-gpt-trainer.h"
+#include "model/dc-gpt-vk-forward.h"
 #include "train/dc-token-source.h"
 
 typedef struct
@@ -134,6 +135,73 @@ bench_ours (const BenchSize  *size,
   return TRUE;
 }
 
+/* Forward passes per second up to the logits, resident on the device and on
+ * the CPU with n_threads (the same weights and tokens; the bits are equal,
+ * test-model-gpt-vk-step). Each side: one warm-up, then passes until
+ * min_time (at least 2). Fills tokens/s, or leaves -1 with a message. */
+static void
+bench_resident_forward (const BenchSize  *size,
+                        guint             n_threads,
+                        double            min_time,
+                        double           *resident_tps,
+                        double           *cpu_tps)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptVkForward) fwd = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  g_autofree guint8 *tokens = NULL;
+  g_autofree float *logits = NULL;
+  gsize bt = (gsize) size->batch * size->seq;
+  DcGptConfig config;
+
+  *resident_tps = *cpu_tps = -1;
+  dc_gpt_config_init_derived (&config, size->width, size->seq);
+  model = dc_gpt_model_new (&config, &error);
+  if (model == NULL)
+    return;
+  dc_gpt_model_init_weights (model, 1);
+  tokens = g_new (guint8, bt + 1);
+  for (gsize i = 0; i <= bt; i++)
+    tokens[i] = (guint8) (32 + (i * 7919) % 95);
+  logits = g_new (float, bt * config.vocab);
+  fwd = dc_gpt_vk_forward_new (&config, size->batch, &error);
+  run = dc_gpt_run_new (&config, size->batch, DC_GPT_PRECISION_INT8, n_threads);
+  for (guint side = 0; side < 2; side++)
+    {
+      guint passes = 0;
+      gint64 start = 0;
+      double elapsed = 0;
+
+      if (side == 0 && fwd == NULL)
+        {
+          g_printerr ("daisychain-cli: bench train: resident forward: %s\n", error->message);
+          continue;
+        }
+      for (guint i = 0; elapsed < min_time || passes < 2; i++)
+        {
+          gboolean ok = side == 0
+                        ? dc_gpt_vk_forward_run (fwd, model->params, tokens, logits, &error)
+                        : dc_gpt_run_forward (run, model->params, tokens, tokens + 1,
+                                              size->batch, size->seq, NULL, &error);
+
+          if (!ok)
+            {
+              g_printerr ("daisychain-cli: bench train: forward: %s\n", error->message);
+              return;
+            }
+          if (i == 0)
+            {
+              start = g_get_monotonic_time ();
+              continue;
+            }
+          passes++;
+          elapsed = (g_get_monotonic_time () - start) / 1e6;
+        }
+      *(side == 0 ? resident_tps : cpu_tps) = (double) passes * bt / elapsed;
+    }
+}
+
 /* Runs the PyTorch script; fills cpu[i] and cuda[i] (< 0 when not measured). */
 static void
 bench_torch (guint    n_threads,
@@ -228,13 +296,15 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
 {
   int threads = 0;
   double min_time = 3.0;
-  gboolean no_torch = FALSE, no_vulkan = FALSE;
+  gboolean no_torch = FALSE, no_vulkan = FALSE, resident_forward = FALSE;
   const GOptionEntry entries[] = {
     { "threads", 0, 0, G_OPTION_ARG_INT, &threads, N_("Threads for us and PyTorch (all cores)"),
       "N" },
     { "min-time", 0, 0, G_OPTION_ARG_DOUBLE, &min_time, N_("Seconds per measurement (3)"), "S" },
     { "no-torch", 0, 0, G_OPTION_ARG_NONE, &no_torch, N_("Skip the PyTorch reference"), NULL },
     { "no-vulkan", 0, 0, G_OPTION_ARG_NONE, &no_vulkan, N_("Measure the CPU only"), NULL },
+    { "resident-forward", 0, 0, G_OPTION_ARG_NONE, &resident_forward,
+      N_("Also time the forward pass resident on the Vulkan device against the CPU's"), NULL },
     { NULL }
   };
   g_autoptr(GBytes) corpus = NULL;
@@ -265,6 +335,7 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
         double tps = -1;
         double shares[3] = { -1, -1, -1 };
         double resident_shares[2] = { -1, -1 };
+        double fwd_resident = -1, fwd_cpu = -1;
         const char *resident = NULL;
         guint steps = 0;
 
@@ -277,6 +348,8 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
                         dc_backend_kind_to_string (kinds[k]), error->message);
             continue;
           }
+        if (resident_forward && kinds[k] == DC_BACKEND_VULKAN)
+          bench_resident_forward (&sizes[i], threads, min_time, &fwd_resident, &fwd_cpu);
         if (options->json)
           {
             g_autoptr(JsonBuilder) builder = json_builder_new ();
@@ -309,6 +382,9 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
               json_builder_add_null_value (builder);
             add_share (builder, "resident_device_share", resident_shares[0]);
             add_share (builder, "resident_host_share", resident_shares[1]);
+            /* --resident-forward: forward passes up to the logits, tokens/s. */
+            add_rate (builder, "resident_forward_tokens_per_s", fwd_resident);
+            add_rate (builder, "cpu_forward_tokens_per_s", fwd_cpu);
             add_rate (builder, "torch_cpu_tokens_per_s", torch_cpu[i]);
             add_rate (builder, "torch_cuda_tokens_per_s", torch_cuda[i]);
             add_rate (builder, "ratio_vs_torch_cpu", torch_cpu[i] > 0 ? tps / torch_cpu[i] : -1);
