@@ -2,7 +2,8 @@
 /* resident-forward.comp: every operation of the GPT forward pass
  * (dc-gpt.c's dc_gpt_run_forward () up to the logits) as one pipeline whose
  * push constants choose the operation, so a whole forward pass records into
- * one command buffer with one descriptor set: F holds the weights and every
+ * one command buffer with one descriptor set (the loss has its own small
+ * pipeline, resident-loss.comp, on the same buffers): F holds the weights and every
  * activation (f32 bit patterns, offsets in floats), Q the quantized
  * operands (int8), E their exponents (and in E[0] a flag set when a
  * quantized value was not finite), T the tokens.
@@ -49,6 +50,7 @@ layout (push_constant) uniform Push
 #define OP_RELU 6u
 #define OP_SOFTMAX 7u
 
+/* The current row of sum-tree.glsl's sums and its leaves: x or (x − c)². */
 uint g_base;
 bool g_squared;
 uint g_c;
@@ -198,6 +200,22 @@ op_relu (uint i)
   f[pc.a[1] + i] = f32_is_nan (x) ? x : (x & F32_SIGN) == 0u && x != 0u ? x : 0u;
 }
 
+/* dc_math_max of n values at base: left to right, the first NaN wins. */
+uint
+row_max (uint base, uint n)
+{
+  uint m = f[base];
+
+  for (uint j = 0u; j < n && !f32_is_nan (m); j++)
+    {
+      uint v = f[base + j];
+
+      if (f32_is_nan (v) || f32_order (v) > f32_order (m))
+        m = v;
+    }
+  return m;
+}
+
 /* a: scores, att, rows, len, scale, causal: head_forward ()'s row rule. */
 void
 op_softmax (uint r)
@@ -208,14 +226,7 @@ op_softmax (uint r)
 
   for (uint j = 0u; j < n; j++)
     f[base + j] = f32_mul (f[src + j], pc.a[4]);
-  max_bits = f[base];
-  for (uint j = 0u; j < n && !f32_is_nan (max_bits); j++)
-    {
-      uint v = f[base + j];
-
-      if (f32_is_nan (v) || f32_order (v) > f32_order (max_bits))
-        max_bits = v;
-    }
+  max_bits = row_max (base, n);
   for (uint j = 0u; j < n; j++)
     f[base + j] = exp_shifted (f[base + j], max_bits);
   g_base = base;

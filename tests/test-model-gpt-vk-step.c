@@ -394,8 +394,8 @@ test_softmax (void)
   g_assert_true (g_str_has_prefix (error->message, "Vulkan kernel softmax on "));
 }
 
-/* The resident forward pass: the logits of every size class equal
- * dc_gpt_run_forward ()'s bit for bit, twice in a row (a replay), with new
+/* The resident forward pass: the logits and the loss of every size class
+ * equal dc_gpt_run_forward ()'s bit for bit, twice in a row (a replay), with new
  * weights the second time; then its gate refuses its broken twin. */
 static void
 test_forward (gconstpointer data)
@@ -425,15 +425,21 @@ test_forward (gconstpointer data)
   logits = g_new (float, n);
   for (guint pass = 0; pass < 2; pass++)
     {
+      float loss = 0.0f, want_loss = 0.0f;
+
       if (pass == 1)
         for (gsize i = 0; i < model->n_params; i += 3)
           model->params[i] = model->params[i] * 1.5f;
+
       g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, size[2],
-                                         size[1], NULL, &error));
+                                         size[1], &want_loss, &error));
       g_assert_no_error (error);
-      g_assert_true (dc_gpt_vk_forward_run (fwd, model->params, tokens, logits, &error));
+      g_assert_true (dc_gpt_vk_forward_run (fwd, model->params, tokens, tokens + 1, logits,
+                                            &loss, &error));
       g_assert_no_error (error);
       g_assert_cmpmem (logits, n * 4, dc_gpt_run_get_logits (run), n * 4);
+      g_assert_cmpmem (&loss, 4, &want_loss, 4);
+      g_test_message ("pass %u: loss %.9g on both", pass + 1, loss);
     }
   g_test_message ("%u × %u × %u: %" G_GSIZE_FORMAT " logits equal, %" G_GUINT64_FORMAT
                   " dispatches in one submission", size[0], size[1], size[2], n,
@@ -444,6 +450,13 @@ test_forward (gconstpointer data)
 
       g_clear_error (&error);
       g_setenv ("DC_TEST_BREAK_KERNEL", "resident-forward", TRUE);
+      broken = dc_gpt_vk_forward_new (&model->config, size[2], &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_null (broken);
+      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+      g_test_message ("%s", error->message);
+      g_clear_error (&error);
+      g_setenv ("DC_TEST_BREAK_KERNEL", "resident-loss", TRUE);
       broken = dc_gpt_vk_forward_new (&model->config, size[2], &error);
       g_unsetenv ("DC_TEST_BREAK_KERNEL");
       g_assert_null (broken);

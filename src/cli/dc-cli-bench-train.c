@@ -181,7 +181,8 @@ bench_resident_forward (const BenchSize  *size,
       for (guint i = 0; elapsed < min_time || passes < 2; i++)
         {
           gboolean ok = side == 0
-                        ? dc_gpt_vk_forward_run (fwd, model->params, tokens, logits, &error)
+                        ? dc_gpt_vk_forward_run (fwd, model->params, tokens, tokens + 1, logits,
+                                                   NULL, &error)
                         : dc_gpt_run_forward (run, model->params, tokens, tokens + 1,
                                               size->batch, size->seq, NULL, &error);
 

@@ -20,7 +20,9 @@
  * the embedding: gate_ops ()), then a width-16 model (two layers, sequence
  * 16, batch 2) against dc_gpt_run_forward (), every logit. INT8 quantization
  * hides most one-ulp errors from the logits, hence the per-operation part. DC_TEST_BREAK_KERNEL=resident-forward (or all) loads the broken
- * twin (the exponential's polynomial a term short).
+ * twin (the exponential's polynomial a term short), =resident-loss the loss's
+ * (shaders/resident-loss.comp, its own pipeline on the same buffers: it
+ * forgets the low part of x − max).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -59,6 +61,8 @@ enum
   OP_ADD,
   OP_RELU,
   OP_SOFTMAX,
+  OP_LOSS,
+  OP_MEAN,
 };
 
 /* Invocations per workgroup (the shader's local_size_x), and the most
@@ -71,7 +75,8 @@ struct _DcGptVkForward
 {
   /* owned */
   DcVkContext   *ctx;
-  DcVkPipeline  *pipeline;
+  DcVkPipeline  *pipeline;       /* resident-forward.comp */
+  DcVkPipeline  *loss_pipeline;  /* resident-loss.comp, on the same buffers */
   DcVkBuffer    *f, *q, *e, *tokens;
   DcVkBuffer    *params_staging, *logits_staging;
   DcVkRecording *recording;
@@ -79,8 +84,9 @@ struct _DcGptVkForward
   DcGptConfig    config;
   guint          batch;
   gsize          n_params;
-  gsize          logits_off;   /* in floats, into F */
+  gsize          logits_off;   /* in floats, into F; the mean loss follows the logits */
   guint64        n_dispatches;
+  guint64        n_loss_dispatches;
   /* recording state: the regions of Q and E */
   gsize          qa, qb, ea, eb;
 };
@@ -120,6 +126,7 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->e, dc_vk_buffer_free);
   g_clear_pointer (&self->q, dc_vk_buffer_free);
   g_clear_pointer (&self->f, dc_vk_buffer_free);
+  g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->ctx, dc_vk_context_free);
   g_free (self);
@@ -137,12 +144,15 @@ record_op (DcGptVkForward  *self,
   DcVkForwardPush push = { op, { 0 } };
   DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
   gsize groups = op == OP_QUANTIZE ? work : (work + FWD_GROUP - 1) / FWD_GROUP;
+  gboolean loss = op == OP_LOSS || op == OP_MEAN;
+  guint64 *count = loss ? &self->n_loss_dispatches : &self->n_dispatches;
 
   g_assert (n_args <= G_N_ELEMENTS (push.a));
   memcpy (push.a, args, n_args * sizeof (guint32));
-  self->n_dispatches++;
-  return dc_vk_recording_dispatch (self->recording, self->pipeline,
-                                   self->n_dispatches == 1 ? buffers : NULL, &push,
+  ++*count;
+  /* Each pipeline's set is written at its first dispatch only. */
+  return dc_vk_recording_dispatch (self->recording, loss ? self->loss_pipeline : self->pipeline,
+                                   *count == 1 ? buffers : NULL, &push,
                                    (guint) CLAMP (groups, 1, FWD_MAX_GROUPS), 1, 1, error);
 }
 
@@ -235,13 +245,15 @@ tensor_offset (const DcGptConfig *c,
 static gboolean
 record_forward (DcGptVkForward  *self,
                 gboolean         broken,
+                gboolean         broken_loss,
                 GError         **error)
 {
   const DcGptConfig *cfg = &self->config;
   gsize c = cfg->width, t = cfg->seq, v = cfg->vocab, h_n = cfg->n_head, d = c / h_n;
   gsize bt = (gsize) self->batch * t;
   gsize off = self->n_params;
-  gsize res[2], ln, mean, rstd, qkv, atty, res_mid, fc, fc_act, scores, att;
+  gsize res[2], ln, mean, rstd, qkv, atty, res_mid, fc, fc_act, scores, att, row_loss,
+        loss_scratch;
   gsize q_size, e_size;
   guint lnf_index = dc_gpt_config_n_tensors (cfg) - 2;
   float scale = 1.0f / __builtin_sqrtf ((float) d);  /* dc-gpt.c's attention_scale */
@@ -259,7 +271,9 @@ record_forward (DcGptVkForward  *self,
   REGION (fc_act, bt * 4 * c);
   REGION (scores, t * t);
   REGION (att, t * t);
-  REGION (self->logits_off, bt * v);
+  REGION (row_loss, bt);
+  REGION (loss_scratch, bt * v);
+  REGION (self->logits_off, bt * v + 1);
 #undef REGION
   /* The largest left operand (M·K) and right operand (N·K) of any product. */
   self->qa = 0;
@@ -283,12 +297,16 @@ record_forward (DcGptVkForward  *self,
                                                          : "resident-forward",
                                        4, sizeof (DcVkForwardPush), error);
   if (self->pipeline == NULL
+      || (self->loss_pipeline = dc_vk_pipeline_new (self->ctx,
+                                                    broken_loss ? "resident-loss-broken"
+                                                                : "resident-loss",
+                                                    4, sizeof (DcVkForwardPush), error)) == NULL
       || (self->f = dc_vk_buffer_new_device_local (self->ctx, off * 4, error)) == NULL
       || (self->q = dc_vk_buffer_new_device_local (self->ctx, q_size, error)) == NULL
       || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
-      || (self->tokens = dc_vk_buffer_new (self->ctx, bt * 4, error)) == NULL
+      || (self->tokens = dc_vk_buffer_new (self->ctx, 2 * bt * 4, error)) == NULL
       || (self->params_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4, error)) == NULL
-      || (self->logits_staging = dc_vk_buffer_new (self->ctx, bt * v * 4, error)) == NULL
+      || (self->logits_staging = dc_vk_buffer_new (self->ctx, (bt * v + 1) * 4, error)) == NULL
       || (self->recording = dc_vk_recording_new (self->ctx, error)) == NULL)
     return FALSE;
 
@@ -350,8 +368,20 @@ record_forward (DcGptVkForward  *self,
       || !record_quantize (self, FALSE, tensor_offset (cfg, 0), c, 1, v, c, error)
       || !record_gemm (self, bt, v, c, self->logits_off, v, error))
     return FALSE;
+  /* The loss: each row's −log_softmax at its target, then their mean. */
   {
-    DcVkCopy out = { self->f, self->logits_off * 4, self->logits_staging, 0, bt * v * 4 };
+    guint32 loss[] = { (guint32) self->logits_off, (guint32) v, (guint32) bt,
+                       (guint32) row_loss, (guint32) bt, (guint32) loss_scratch };
+    guint32 mean_loss[] = { (guint32) row_loss, (guint32) bt,
+                            (guint32) (self->logits_off + bt * v), f32_bits ((float) bt) };
+
+    if (!record_op (self, OP_LOSS, bt, loss, G_N_ELEMENTS (loss), error)
+        || !record_op (self, OP_MEAN, 1, mean_loss, G_N_ELEMENTS (mean_loss), error))
+      return FALSE;
+  }
+  {
+    DcVkCopy out = { self->f, self->logits_off * 4, self->logits_staging, 0,
+                     (bt * v + 1) * 4 };
 
     dc_vk_recording_copy (self->recording, &out, 1);
   }
@@ -362,16 +392,20 @@ record_forward (DcGptVkForward  *self,
  * dc_gpt_vk_forward_run:
  * @params: the weights, laid out by dc_gpt_config_tensor ()
  * @inputs: (array): batch × seq token ids
+ * @targets: (array) (nullable): the next token at each position, for @loss
  * @logits: (out caller-allocates) (array): (batch · seq, V)
+ * @loss: (out) (optional): the mean cross-entropy (needs @targets)
  *
- * dc_gpt_run_forward ()'s logits, computed on the device. Fails when a value
- * was not finite (training diverged), as the CPU pass does.
+ * dc_gpt_run_forward ()'s logits and loss, computed on the device. Fails when
+ * a value was not finite (training diverged), as the CPU pass does.
  */
 gboolean
 dc_gpt_vk_forward_run (DcGptVkForward  *self,
                        const float     *params,
                        const guint8    *inputs,
+                       const guint8    *targets,
                        float           *logits,
+                       float           *loss,
                        GError         **error)
 {
   gsize bt = (gsize) self->batch * self->config.seq;
@@ -381,8 +415,13 @@ dc_gpt_vk_forward_run (DcGptVkForward  *self,
   memcpy (dc_vk_buffer_get_data (self->params_staging), params, self->n_params * 4);
   if (!dc_vk_buffer_copy (self->ctx, self->params_staging, self->f, self->n_params * 4, error))
     return FALSE;
+  g_return_val_if_fail (loss == NULL || targets != NULL, FALSE);
+
   for (gsize i = 0; i < bt; i++)
-    tokens[i] = inputs[i];
+    {
+      tokens[i] = inputs[i];
+      tokens[bt + i] = targets != NULL ? targets[i] : 0;
+    }
   e[0] = 0;
   if (!dc_vk_recording_submit (self->recording, error))
     return FALSE;
@@ -394,6 +433,9 @@ dc_gpt_vk_forward_run (DcGptVkForward  *self,
       return FALSE;
     }
   memcpy (logits, dc_vk_buffer_get_data (self->logits_staging), bt * self->config.vocab * 4);
+  if (loss != NULL)
+    memcpy (loss, (float *) dc_vk_buffer_get_data (self->logits_staging) + bt * self->config.vocab,
+            4);
   return TRUE;
 }
 
@@ -408,6 +450,7 @@ forward_new (DcVkContext        *ctx,
              const DcGptConfig  *config,
              guint               batch,
              gboolean            broken,
+             gboolean            broken_loss,
              GError            **error)
 {
   g_autoptr(DcGptVkForward) self = g_new0 (DcGptVkForward, 1);
@@ -416,7 +459,7 @@ forward_new (DcVkContext        *ctx,
   self->config = *config;
   self->batch = batch;
   self->n_params = dc_gpt_config_n_params (config);
-  if (!record_forward (self, broken, error))
+  if (!record_forward (self, broken, broken_loss, error))
     {
       self->ctx = NULL;  /* the caller's */
       return NULL;
@@ -472,20 +515,24 @@ same_bits (const char  *op,
 #define GATE_N 100
 #define GATE_L 33
 #define GATE_V 8
+#define GATE_LOSS_ROWS 32
 
 /* Each operation of the shader once, on fixed inputs in host-visible
  * buffers, against the CPU function it stands for. */
 static gboolean
 gate_ops (DcVkContext  *ctx,
           gboolean      broken,
+          gboolean      broken_loss,
           GError      **error)
 {
   enum { X = 0, W = X + GATE_R * GATE_N, B = W + GATE_N, Y = B + GATE_N, MEAN = Y + GATE_R * GATE_N,
          RSTD = MEAN + GATE_R, X2 = RSTD + GATE_R, OUT = X2 + GATE_R * GATE_N,
          SCORES = OUT + GATE_R * GATE_N, ATT = SCORES + GATE_L * GATE_L, MM = ATT + GATE_L * GATE_L,
          WTE = MM + GATE_R * GATE_R, WPE = WTE + GATE_V * GATE_N, EMB = WPE + GATE_L * GATE_N,
-         F_SIZE = EMB + GATE_L * GATE_N };
-  g_autoptr(DcVkPipeline) pipeline = NULL;
+         LOSS_IN = EMB + GATE_L * GATE_N, LOSS_SCRATCH = LOSS_IN + GATE_LOSS_ROWS * GATE_N,
+         LOSS_OUT = LOSS_SCRATCH + GATE_LOSS_ROWS * GATE_N,
+         F_SIZE = LOSS_OUT + GATE_LOSS_ROWS + 1 };
+  g_autoptr(DcVkPipeline) pipeline = NULL, loss_pipeline = NULL;
   g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
   g_autoptr(DcQuantMatrix) qa = dc_quant_matrix_new (GATE_R, GATE_N, NULL);
   g_autoptr(DcQuantMatrix) qb = dc_quant_matrix_new (GATE_R, GATE_N, NULL);
@@ -500,7 +547,9 @@ gate_ops (DcVkContext  *ctx,
 
   pipeline = dc_vk_pipeline_new (ctx, broken ? "resident-forward-broken" : "resident-forward",
                                  4, sizeof (DcVkForwardPush), error);
-  if (pipeline == NULL
+  loss_pipeline = dc_vk_pipeline_new (ctx, broken_loss ? "resident-loss-broken" : "resident-loss",
+                                      4, sizeof (DcVkForwardPush), error);
+  if (pipeline == NULL || loss_pipeline == NULL
       || (bf = dc_vk_buffer_new (ctx, F_SIZE * 4, error)) == NULL
       || (bq = dc_vk_buffer_new (ctx, 3 * GATE_R * GATE_N, error)) == NULL
       || (be = dc_vk_buffer_new (ctx, 4 * (1 + GATE_N + 2 * GATE_R), error)) == NULL
@@ -533,7 +582,8 @@ gate_ops (DcVkContext  *ctx,
     DcVkForwardPush push_ = { op_, { __VA_ARGS__ } }; \
     DcVkBuffer *buffers_[] = { bf, bq, be, bt }; \
     gsize groups_ = (op_) == OP_QUANTIZE ? (work_) : ((work_) + FWD_GROUP - 1) / FWD_GROUP; \
-    if (!dc_vk_dispatch (ctx, pipeline, buffers_, &push_, (guint) groups_, 1, 1, error)) \
+    DcVkPipeline *pipeline_ = (op_) == OP_LOSS || (op_) == OP_MEAN ? loss_pipeline : pipeline; \
+    if (!dc_vk_dispatch (ctx, pipeline_, buffers_, &push_, (guint) groups_, 1, 1, error)) \
       return FALSE; \
   } G_STMT_END
 
@@ -613,6 +663,32 @@ gate_ops (DcVkContext  *ctx,
        1);
   if (!same_bits ("softmax", f + ATT, want, GATE_L * GATE_L, error))
     return FALSE;
+  /* The loss of the rows of X (targets from the tokens) and their mean. */
+  {
+    float row_loss[GATE_LOSS_ROWS], mean_want;
+
+    /* Logits of ±[1, 64) with full mantissas: x − max often rounds, so its
+     * low part matters. */
+    for (guint i = 0; i < GATE_LOSS_ROWS * GATE_N; i++)
+      {
+        guint64 r = splitmix64 (&state);
+
+        f[LOSS_IN + i] = bits_f32 (((guint32) r & 0x807fffffu)
+                                   | (guint32) (127 + (r >> 40) % 6) << 23);
+      }
+    for (guint r = 0; r < GATE_LOSS_ROWS; r++)
+      {
+        dc_math_log_softmax (f + LOSS_IN + r * GATE_N, want, GATE_N);
+        row_loss[r] = -want[tok[r]];
+      }
+    mean_want = dc_math_sum (row_loss, GATE_LOSS_ROWS) / (float) GATE_LOSS_ROWS;
+    RUN (OP_LOSS, GATE_LOSS_ROWS, LOSS_IN, GATE_N, 0, LOSS_OUT, GATE_LOSS_ROWS, LOSS_SCRATCH);
+    RUN (OP_MEAN, 1, LOSS_OUT, GATE_LOSS_ROWS, LOSS_OUT + GATE_LOSS_ROWS,
+         f32_bits ((float) GATE_LOSS_ROWS));
+    if (!same_bits ("loss", f + LOSS_OUT, row_loss, GATE_LOSS_ROWS, error)
+        || !same_bits ("mean loss", f + LOSS_OUT + GATE_LOSS_ROWS, &mean_want, 1, error))
+      return FALSE;
+  }
   /* Token plus position embedding of GATE_L positions. */
   for (guint r = 0; r < GATE_L; r++)
     for (guint i = 0; i < GATE_N; i++)
@@ -635,10 +711,11 @@ gate (DcVkContext  *ctx,
   DcGptVkForward *fwd;
   DcGptConfig config;
   guint8 tokens[2 * 16 + 1];
+  float loss = 0.0f, want_loss = 0.0f;
   gboolean ok;
   gsize n;
 
-  if (!gate_ops (ctx, kernel_broken ("resident-forward"), error))
+  if (!gate_ops (ctx, kernel_broken ("resident-forward"), kernel_broken ("resident-loss"), error))
     return FALSE;
   dc_gpt_config_init_derived (&config, 16, 16);
   model = dc_gpt_model_new (&config, error);
@@ -648,14 +725,15 @@ gate (DcVkContext  *ctx,
   for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
     tokens[i] = (guint8) (i * 37 + 11);
   run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
-  if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL, error))
+  if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error))
     return FALSE;
-  fwd = forward_new (ctx, &config, 2, kernel_broken ("resident-forward"), error);
+  fwd = forward_new (ctx, &config, 2, kernel_broken ("resident-forward"),
+                     kernel_broken ("resident-loss"), error);
   if (fwd == NULL)
     return FALSE;
   n = (gsize) 2 * 16 * config.vocab;
   logits = g_new (float, n);
-  ok = dc_gpt_vk_forward_run (fwd, model->params, tokens, logits, error);
+  ok = dc_gpt_vk_forward_run (fwd, model->params, tokens, tokens + 1, logits, &loss, error);
   fwd->ctx = NULL;  /* borrowed */
   dc_gpt_vk_forward_free (fwd);
   if (!ok)
@@ -668,7 +746,7 @@ gate (DcVkContext  *ctx,
                      f32_bits (logits[i]), f32_bits (dc_gpt_run_get_logits (run)[i]));
         return FALSE;
       }
-  return TRUE;
+  return same_bits ("the small model's loss", &loss, &want_loss, 1, error);
 }
 
 /**
@@ -713,7 +791,7 @@ dc_gpt_vk_forward_new (const DcGptConfig  *config,
                    "pass stays on the CPU", dc_vk_context_get_device_name (ctx));
       return NULL;
     }
-  self = forward_new (ctx, config, batch, FALSE, error);
+  self = forward_new (ctx, config, batch, FALSE, FALSE, error);
   if (self == NULL)
     return NULL;
   g_steal_pointer (&ctx);

@@ -5,7 +5,7 @@
  * (embedding, layer norms, quantization, every INT8 product, biases,
  * attention with its softmax, ReLU, residual adds, the tied head) is
  * recorded once into one command buffer and replayed per call: tokens in,
- * logits out, one submission. shaders/resident-forward.comp holds the
+ * logits and the mean loss out, one submission. shaders/resident-forward.comp holds the
  * operations; the pass is gated when made (a small model's logits against
  * the CPU's). The loss and the backward pass still run on the CPU.
  *
@@ -30,7 +30,9 @@ void            dc_gpt_vk_forward_free  (DcGptVkForward     *self);
 gboolean        dc_gpt_vk_forward_run   (DcGptVkForward     *self,
                                          const float        *params,
                                          const guint8       *inputs,
+                                         const guint8       *targets,
                                          float              *logits,
+                                         float              *loss,
                                          GError            **error);
 guint64         dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self);
 
