@@ -1,13 +1,15 @@
 /* dc-gpt-vk-forward.h: the GPT forward pass resident on a Vulkan device, up
- * to the logits, bit for bit dc_gpt_run_forward ()'s.
+ * to the logits and the loss, bit for bit dc_gpt_run_forward ()'s.
  *
  * Weights and every activation live in one device buffer; the whole pass
  * (embedding, layer norms, quantization, every INT8 product, biases,
- * attention with its softmax, ReLU, residual adds, the tied head) is
- * recorded once into one command buffer and replayed per call: tokens in,
- * logits and the mean loss out, one submission. shaders/resident-forward.comp holds the
- * operations; the pass is gated when made (a small model's logits against
- * the CPU's). The loss and the backward pass still run on the CPU.
+ * attention with its softmax, ReLU, residual adds, the tied head, the loss)
+ * is recorded once into one command buffer and replayed per call: tokens
+ * in, logits and the mean loss out, one submission.
+ * shaders/resident-forward.comp and resident-loss.comp hold the operations;
+ * the pass is gated when made (each operation on fixed inputs, then a small
+ * model's logits and loss against the CPU's). The backward pass still runs
+ * on the CPU.
  *
  * Not thread-safe: one thread owns it and its Vulkan context.
  *
