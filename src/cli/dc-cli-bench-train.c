@@ -19,6 +19,7 @@
 #include "data/dc-corpus.h"
 #include "engine/dc-parallel.h"
 #include "model/dc-gpt-trainer.h"
+#include "model/dc-gpt-vk-forward.h"
 #include "train/dc-token-source.h"
 
 typedef struct
@@ -41,10 +42,14 @@ bench_ours (const BenchSize  *size,
             double           *tokens_per_s,
             guint            *steps,
             double            shares[3],
+            double            resident_shares[2],
+            const char      **resident,
             char            **device_name,
             GError          **error)
 {
   DcGptRunTimes times0, times1;
+  DcGptVkStepTimes resident0 = { 0 }, resident1 = { 0 };
+  DcGptVkStep *vk_step;
   DcParallelStats pool0, pool1;
   g_autoptr(DcGptTrainer) trainer = NULL;
   DcTrainSettings settings;
@@ -87,6 +92,10 @@ bench_ours (const BenchSize  *size,
   if (!dc_gpt_trainer_step (trainer, NULL, error))
     return FALSE;
   *steps = 0;
+  vk_step = dc_gpt_trainer_get_resident_step (trainer);
+  *resident = vk_step != NULL ? dc_gpt_vk_step_get_resident (vk_step) : NULL;
+  if (vk_step != NULL)
+    dc_gpt_vk_step_get_times (vk_step, &resident0);
   dc_gpt_run_get_times (dc_gpt_trainer_get_run (trainer), &times0);
   dc_parallel_get_stats (&pool0);
   start = g_get_monotonic_time ();
@@ -113,8 +122,85 @@ bench_ours (const BenchSize  *size,
     shares[0] = CLAMP (gemm / total_ns, 0.0, 1.0);
     shares[2] = CLAMP (wait / total_ns, 0.0, 1.0 - shares[0]);
     shares[1] = 1.0 - shares[0] - shares[2];
+    /* Of the rest, the resident step's submissions (its transfers and
+     * kernels, waited for) and its host copies. */
+    if (vk_step != NULL)
+      {
+        dc_gpt_vk_step_get_times (vk_step, &resident1);
+        resident_shares[0] = CLAMP ((resident1.device_ns - resident0.device_ns) / total_ns,
+                                    0.0, 1.0);
+        resident_shares[1] = CLAMP ((resident1.host_ns - resident0.host_ns) / total_ns, 0.0, 1.0);
+      }
   }
   return TRUE;
+}
+
+/* Forward passes per second up to the logits, resident on the device and on
+ * the CPU with n_threads (the same weights and tokens; the bits are equal,
+ * test-model-gpt-vk-step). Each side: one warm-up, then passes until
+ * min_time (at least 2). Fills tokens/s, or leaves -1 with a message. */
+static void
+bench_resident_forward (const BenchSize  *size,
+                        guint             n_threads,
+                        double            min_time,
+                        double           *resident_tps,
+                        double           *cpu_tps)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptVkForward) fwd = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  g_autofree guint8 *tokens = NULL;
+  g_autofree float *logits = NULL;
+  gsize bt = (gsize) size->batch * size->seq;
+  DcGptConfig config;
+
+  *resident_tps = *cpu_tps = -1;
+  dc_gpt_config_init_derived (&config, size->width, size->seq);
+  model = dc_gpt_model_new (&config, &error);
+  if (model == NULL)
+    return;
+  dc_gpt_model_init_weights (model, 1);
+  tokens = g_new (guint8, bt + 1);
+  for (gsize i = 0; i <= bt; i++)
+    tokens[i] = (guint8) (32 + (i * 7919) % 95);
+  logits = g_new (float, bt * config.vocab);
+  fwd = dc_gpt_vk_forward_new (&config, size->batch, &error);
+  run = dc_gpt_run_new (&config, size->batch, DC_GPT_PRECISION_INT8, n_threads);
+  for (guint side = 0; side < 2; side++)
+    {
+      guint passes = 0;
+      gint64 start = 0;
+      double elapsed = 0;
+
+      if (side == 0 && fwd == NULL)
+        {
+          g_printerr ("daisychain-cli: bench train: resident forward: %s\n", error->message);
+          continue;
+        }
+      for (guint i = 0; elapsed < min_time || passes < 2; i++)
+        {
+          gboolean ok = side == 0
+                        ? dc_gpt_vk_forward_run (fwd, model->params, tokens, tokens + 1, logits,
+                                                   NULL, &error)
+                        : dc_gpt_run_forward (run, model->params, tokens, tokens + 1,
+                                              size->batch, size->seq, NULL, &error);
+
+          if (!ok)
+            {
+              g_printerr ("daisychain-cli: bench train: forward: %s\n", error->message);
+              return;
+            }
+          if (i == 0)
+            {
+              start = g_get_monotonic_time ();
+              continue;
+            }
+          passes++;
+          elapsed = (g_get_monotonic_time () - start) / 1e6;
+        }
+      *(side == 0 ? resident_tps : cpu_tps) = (double) passes * bt / elapsed;
+    }
 }
 
 /* Runs the PyTorch script; fills cpu[i] and cuda[i] (< 0 when not measured). */
@@ -211,13 +297,15 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
 {
   int threads = 0;
   double min_time = 3.0;
-  gboolean no_torch = FALSE, no_vulkan = FALSE;
+  gboolean no_torch = FALSE, no_vulkan = FALSE, resident_forward = FALSE;
   const GOptionEntry entries[] = {
     { "threads", 0, 0, G_OPTION_ARG_INT, &threads, N_("Threads for us and PyTorch (all cores)"),
       "N" },
     { "min-time", 0, 0, G_OPTION_ARG_DOUBLE, &min_time, N_("Seconds per measurement (3)"), "S" },
     { "no-torch", 0, 0, G_OPTION_ARG_NONE, &no_torch, N_("Skip the PyTorch reference"), NULL },
     { "no-vulkan", 0, 0, G_OPTION_ARG_NONE, &no_vulkan, N_("Measure the CPU only"), NULL },
+    { "resident-forward", 0, 0, G_OPTION_ARG_NONE, &resident_forward,
+      N_("Also time the forward pass resident on the Vulkan device against the CPU's"), NULL },
     { NULL }
   };
   g_autoptr(GBytes) corpus = NULL;
@@ -249,17 +337,22 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
         g_autofree char *device = NULL;
         double tps = -1;
         double shares[3] = { -1, -1, -1 };
+        double resident_shares[2] = { -1, -1 };
+        double fwd_resident = -1, fwd_cpu = -1;
+        const char *resident = NULL;
         guint steps = 0;
 
         if (kinds[k] == DC_BACKEND_VULKAN && no_vulkan)
           continue;
-        if (!bench_ours (&sizes[i], kinds[k], threads, min_time, corpus, &tps, &steps, shares, &device,
-                         &error))
+        if (!bench_ours (&sizes[i], kinds[k], threads, min_time, corpus, &tps, &steps, shares,
+                         resident_shares, &resident, &device, &error))
           {
             g_printerr ("daisychain-cli: bench train %s: %s\n",
                         dc_backend_kind_to_string (kinds[k]), error->message);
             continue;
           }
+        if (resident_forward && kinds[k] == DC_BACKEND_VULKAN)
+          bench_resident_forward (&sizes[i], threads, min_time, &fwd_resident, &fwd_cpu);
         if (options->json)
           {
             g_autoptr(JsonBuilder) builder = json_builder_new ();
@@ -284,6 +377,17 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
             add_share (builder, "gemm_share", shares[0]);
             add_share (builder, "other_share", shares[1]);
             add_share (builder, "wait_share", shares[2]);
+            /* What runs resident on the device, and its part of other_share. */
+            json_builder_set_member_name (builder, "resident");
+            if (resident != NULL)
+              json_builder_add_string_value (builder, resident);
+            else
+              json_builder_add_null_value (builder);
+            add_share (builder, "resident_device_share", resident_shares[0]);
+            add_share (builder, "resident_host_share", resident_shares[1]);
+            /* --resident-forward: forward passes up to the logits, tokens/s. */
+            add_rate (builder, "resident_forward_tokens_per_s", fwd_resident);
+            add_rate (builder, "cpu_forward_tokens_per_s", fwd_cpu);
             add_rate (builder, "torch_cpu_tokens_per_s", torch_cpu[i]);
             add_rate (builder, "torch_cuda_tokens_per_s", torch_cuda[i]);
             add_rate (builder, "ratio_vs_torch_cpu", torch_cpu[i] > 0 ? tps / torch_cpu[i] : -1);

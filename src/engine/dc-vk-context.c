@@ -1376,3 +1376,226 @@ dc_vk_dispatch_with_copies (DcVkContext        *ctx,
   return submit_dispatch (ctx, pipeline, buffers, push, groups_x, groups_y, groups_z,
                           uploads, n_uploads, downloads, n_downloads, error);
 }
+
+/*
+ * Recordings: a command buffer recorded once and submitted as often as
+ * wanted (the resident training step). Between any two recorded commands
+ * there is a full compute/transfer/host memory barrier, so each command sees
+ * everything the previous ones wrote; that is simple and, for a handful of
+ * commands per step, costs nothing that matters.
+ */
+struct _DcVkRecording
+{
+  DcVkContext     *ctx;    /* borrowed: a recording never outlives its context */
+  VkCommandBuffer  cmd;
+  VkFence          fence;
+  guint            n_commands;
+  gboolean         ended;
+};
+
+/**
+ * dc_vk_recording_new:
+ *
+ * Starts recording a reusable command buffer: add copies and dispatches, end
+ * it, then submit it any number of times.
+ *
+ * Returns: (transfer full) (nullable): the recording, or %NULL with @error set
+ */
+DcVkRecording *
+dc_vk_recording_new (DcVkContext  *ctx,
+                     GError      **error)
+{
+  g_autoptr(DcVkRecording) self = g_new0 (DcVkRecording, 1);
+  VkCommandBufferAllocateInfo alloc = {
+    .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+    .commandPool = ctx->command_pool,
+    .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+    .commandBufferCount = 1,
+  };
+  VkCommandBufferBeginInfo begin = {
+    .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+  };
+  VkFenceCreateInfo fence_info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+
+  self->ctx = ctx;
+  if (!check_vk (vkAllocateCommandBuffers (ctx->device, &alloc, &self->cmd),
+                 "allocating a command buffer", error)
+      || !check_vk (vkCreateFence (ctx->device, &fence_info, NULL, &self->fence),
+                    "creating a fence", error)
+      || !check_vk (vkBeginCommandBuffer (self->cmd, &begin), "beginning a command buffer",
+                    error))
+    return NULL;
+  return g_steal_pointer (&self);
+}
+
+/* Everything recorded (or done by the host before the submission) before this
+ * point is visible to everything after it. */
+static void
+recording_barrier (DcVkRecording *self)
+{
+  VkMemoryBarrier barrier = {
+    .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+    .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                     VK_ACCESS_HOST_WRITE_BIT,
+    .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                     VK_ACCESS_HOST_READ_BIT,
+  };
+  VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+                                VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT;
+
+  vkCmdPipelineBarrier (self->cmd, stages, stages, 0, 1, &barrier, 0, NULL, 0, NULL);
+}
+
+/**
+ * dc_vk_recording_copy:
+ * @copies: (array length=n_copies): buffer-to-buffer copies, recorded together
+ */
+void
+dc_vk_recording_copy (DcVkRecording  *self,
+                      const DcVkCopy *copies,
+                      guint           n_copies)
+{
+  g_return_if_fail (!self->ended);
+
+  recording_barrier (self);
+  for (guint i = 0; i < n_copies; i++)
+    {
+      const DcVkCopy *copy = &copies[i];
+      VkBufferCopy region = {
+        .srcOffset = copy->src_offset,
+        .dstOffset = copy->dst_offset,
+        .size = copy->size,
+      };
+
+      g_return_if_fail (copy->size > 0 &&
+                        copy->src_offset <= copy->src->size &&
+                        copy->size <= copy->src->size - copy->src_offset &&
+                        copy->dst_offset <= copy->dst->size &&
+                        copy->size <= copy->dst->size - copy->dst_offset);
+      vkCmdCopyBuffer (self->cmd, copy->src->buffer, copy->dst->buffer, 1, &region);
+    }
+  self->n_commands++;
+}
+
+/**
+ * dc_vk_recording_dispatch:
+ * @buffers: (array) (nullable): exactly the pipeline's number of buffers, in
+ *   binding order; %NULL to keep the buffers of the pipeline's previous
+ *   dispatch (required for a second dispatch of the same pipeline in one
+ *   recording: its set must not change once recorded)
+ * @push: (nullable): the pipeline's push constants, recorded by value
+ *
+ * Records one dispatch. The pipeline's one descriptor set is written now, so
+ * a pipeline belongs to one recording (and one set of buffers) at a time.
+ */
+gboolean
+dc_vk_recording_dispatch (DcVkRecording      *self,
+                          DcVkPipeline       *pipeline,
+                          DcVkBuffer * const *buffers,
+                          const void         *push,
+                          guint               groups_x,
+                          guint               groups_y,
+                          guint               groups_z,
+                          GError            **error)
+{
+  DcVkContext *ctx = self->ctx;
+  const VkPhysicalDeviceLimits *limits = &ctx->properties.limits;
+  g_autofree VkDescriptorBufferInfo *infos = g_new0 (VkDescriptorBufferInfo, pipeline->n_buffers);
+  g_autofree VkWriteDescriptorSet *writes = g_new0 (VkWriteDescriptorSet, pipeline->n_buffers);
+
+  g_return_val_if_fail (!self->ended, FALSE);
+
+  if (groups_x > limits->maxComputeWorkGroupCount[0] ||
+      groups_y > limits->maxComputeWorkGroupCount[1] ||
+      groups_z > limits->maxComputeWorkGroupCount[2])
+    {
+      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
+                   "Vulkan: dispatch of %u×%u×%u groups exceeds the device's limits",
+                   groups_x, groups_y, groups_z);
+      return FALSE;
+    }
+  for (guint i = 0; buffers != NULL && i < pipeline->n_buffers; i++)
+    {
+      infos[i].buffer = buffers[i]->buffer;
+      infos[i].range = VK_WHOLE_SIZE;
+      writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      writes[i].dstSet = pipeline->set;
+      writes[i].dstBinding = i;
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+  if (buffers != NULL)
+    vkUpdateDescriptorSets (ctx->device, pipeline->n_buffers, writes, 0, NULL);
+
+  recording_barrier (self);
+  vkCmdBindPipeline (self->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
+  vkCmdBindDescriptorSets (self->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout, 0, 1,
+                           &pipeline->set, 0, NULL);
+  if (pipeline->push_size > 0 && push != NULL)
+    vkCmdPushConstants (self->cmd, pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                        pipeline->push_size, push);
+  vkCmdDispatch (self->cmd, groups_x, groups_y, groups_z);
+  self->n_commands++;
+  return TRUE;
+}
+
+/**
+ * dc_vk_recording_end:
+ *
+ * Finishes the recording (a last barrier makes every write visible to the
+ * host); nothing can be added afterwards.
+ */
+gboolean
+dc_vk_recording_end (DcVkRecording  *self,
+                     GError        **error)
+{
+  g_return_val_if_fail (!self->ended, FALSE);
+
+  recording_barrier (self);
+  self->ended = TRUE;
+  return check_vk (vkEndCommandBuffer (self->cmd), "ending a command buffer", error);
+}
+
+/**
+ * dc_vk_recording_submit:
+ *
+ * Submits the ended recording once and waits for it (a minute at most: a
+ * hang becomes an error, not a freeze). Host writes to mapped buffers made
+ * before the call are seen by it; its writes are seen by the host after.
+ */
+gboolean
+dc_vk_recording_submit (DcVkRecording  *self,
+                        GError        **error)
+{
+  DcVkContext *ctx = self->ctx;
+  VkSubmitInfo submit = {
+    .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+    .commandBufferCount = 1,
+    .pCommandBuffers = &self->cmd,
+  };
+
+  g_return_val_if_fail (self->ended, FALSE);
+
+  return check_vk (vkResetFences (ctx->device, 1, &self->fence), "resetting a fence", error)
+         && check_vk (vkQueueSubmit (ctx->queue, 1, &submit, self->fence),
+                      "submitting a recording", error)
+         && check_vk (vkWaitForFences (ctx->device, 1, &self->fence, VK_TRUE,
+                                       60ull * G_USEC_PER_SEC * 1000),
+                      "waiting for the device", error);
+}
+
+void
+dc_vk_recording_free (DcVkRecording *self)
+{
+  if (self == NULL)
+    return;
+
+  /* Nothing is in flight: every submission was waited for. */
+  if (self->fence != VK_NULL_HANDLE)
+    vkDestroyFence (self->ctx->device, self->fence, NULL);
+  if (self->cmd != VK_NULL_HANDLE)
+    vkFreeCommandBuffers (self->ctx->device, self->ctx->command_pool, 1, &self->cmd);
+  g_free (self);
+}

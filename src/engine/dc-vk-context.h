@@ -68,6 +68,7 @@ typedef struct
   gsize       size;
 } DcVkCopy;
 typedef struct _DcVkPipeline DcVkPipeline;
+typedef struct _DcVkRecording DcVkRecording;
 
 GQuark        dc_vk_error_quark               (void);
 
@@ -136,9 +137,29 @@ gboolean      dc_vk_dispatch_with_copies      (DcVkContext        *ctx,
                                                guint               n_downloads,
                                                GError            **error);
 
+DcVkRecording *dc_vk_recording_new            (DcVkContext        *ctx,
+                                               GError            **error);
+void          dc_vk_recording_copy            (DcVkRecording      *self,
+                                               const DcVkCopy     *copies,
+                                               guint               n_copies);
+gboolean      dc_vk_recording_dispatch        (DcVkRecording      *self,
+                                               DcVkPipeline       *pipeline,
+                                               DcVkBuffer * const *buffers,
+                                               const void         *push,
+                                               guint               groups_x,
+                                               guint               groups_y,
+                                               guint               groups_z,
+                                               GError            **error);
+gboolean      dc_vk_recording_end             (DcVkRecording      *self,
+                                               GError            **error);
+gboolean      dc_vk_recording_submit          (DcVkRecording      *self,
+                                               GError            **error);
+void          dc_vk_recording_free            (DcVkRecording      *self);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkContext, dc_vk_context_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkBuffer, dc_vk_buffer_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkPipeline, dc_vk_pipeline_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkRecording, dc_vk_recording_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkDeviceInfo, dc_vk_device_info_free)
 
 G_END_DECLS

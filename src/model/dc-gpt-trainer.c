@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "dc-gpt-vk-step.h"
 #include "dc-model-error.h"
 #include "engine/dc-parallel.h"
 
@@ -26,6 +27,7 @@ struct _DcGptTrainer
   guint8             *targets;   /* (B, T) */
   float              *grads;     /* n_params */
   guint               n_threads; /* of the engine's pool, for the optimizer */
+  DcGptVkStep        *vk_step;   /* owned (nullable): Adam resident on a Vulkan device */
 };
 
 /**
@@ -75,6 +77,7 @@ dc_gpt_trainer_free (DcGptTrainer *self)
   g_clear_pointer (&self->model, dc_gpt_model_free);
   g_clear_pointer (&self->run, dc_gpt_run_free);
   g_clear_pointer (&self->device, dc_gemm_backend_free);
+  g_clear_pointer (&self->vk_step, dc_gpt_vk_step_free);
   g_free (self->inputs);
   g_free (self->targets);
   g_free (self->grads);
@@ -99,6 +102,57 @@ dc_gpt_trainer_set_batch_func (DcGptTrainer          *self,
   self->batch_destroy = destroy;
 }
 
+/* A Vulkan backend whose GEMM passed its gates also gets the resident step
+ * (its own gates decide; refused, Adam stays on the CPU, with the reason
+ * logged). */
+static void
+try_resident_step (DcGptTrainer  *self,
+                   DcGemmBackend *device)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (device == NULL || dc_gemm_backend_get_kind (device) != DC_BACKEND_VULKAN
+      || self->vk_step != NULL)
+    return;
+  if (!dc_gpt_trainer_use_resident_step (self, &error))
+    g_message ("Resident training step not used: %s", error->message);
+}
+
+/**
+ * dc_gpt_trainer_use_resident_step:
+ *
+ * Moves the weights and Adam moments to the best Vulkan device and runs every
+ * later Adam step there (dc-gpt-vk-step.h), with the CPU's bits. Fails, and
+ * changes nothing, when there is no device or a kernel is refused by its gate.
+ */
+gboolean
+dc_gpt_trainer_use_resident_step (DcGptTrainer  *self,
+                                  GError       **error)
+{
+  DcGptVkStep *step;
+
+  if (self->vk_step != NULL)
+    return TRUE;
+  step = dc_gpt_vk_step_new (self->model, error);
+  if (step == NULL)
+    return FALSE;
+  g_debug ("Resident training step on %s: %s", dc_gpt_vk_step_get_device_name (step),
+           dc_gpt_vk_step_get_resident (step));
+  self->vk_step = step;
+  return TRUE;
+}
+
+/**
+ * dc_gpt_trainer_get_resident_step:
+ *
+ * Returns: (transfer none) (nullable): the resident step in use, if any
+ */
+DcGptVkStep *
+dc_gpt_trainer_get_resident_step (DcGptTrainer *self)
+{
+  return self->vk_step;
+}
+
 /**
  * dc_gpt_trainer_set_device:
  * @device: (transfer full) (nullable): a GEMM backend (Vulkan) for the large
@@ -115,6 +169,7 @@ dc_gpt_trainer_set_device (DcGptTrainer  *self,
   g_clear_pointer (&self->device, dc_gemm_backend_free);
   self->device = device;
   dc_gpt_run_set_device (self->run, device, offload_min);
+  try_resident_step (self, device);
 }
 
 /**
@@ -133,6 +188,7 @@ dc_gpt_trainer_set_shared_device (DcGptTrainer  *self,
   dc_gpt_run_set_device (self->run, NULL, 0);
   g_clear_pointer (&self->device, dc_gemm_backend_free);
   dc_gpt_run_set_device (self->run, device, offload_min);
+  try_resident_step (self, device);
 }
 
 /**
@@ -212,6 +268,18 @@ dc_gpt_trainer_apply_gradients (DcGptTrainer   *self,
   /* lr_x1000 / 1000: one correctly rounded division. */
   float lr = (float) self->settings.lr_x1000 / 1000.0f;
 
+  if (self->vk_step != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (dc_gpt_vk_step_apply_gradients (self->vk_step, self->model, grads, lr, &error))
+        return;
+      /* The model is untouched by a failed replay: this step and the later
+       * ones run on the CPU, with the same bits. */
+      g_message ("Resident training step failed (%s) — Adam continues on the CPU",
+                 error->message);
+      g_clear_pointer (&self->vk_step, dc_gpt_vk_step_free);
+    }
   dc_gpt_model_adam_step_threads (self->model, grads, lr, self->n_threads);
 }
 

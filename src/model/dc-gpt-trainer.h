@@ -17,6 +17,7 @@
 
 #include "dc-gpt.h"
 #include "dc-gpt-model.h"
+#include "dc-gpt-vk-step.h"
 
 G_BEGIN_DECLS
 
@@ -71,6 +72,9 @@ gboolean       dc_gpt_trainer_compute_gradients (DcGptTrainer           *self,
                                                  GError                **error);
 void           dc_gpt_trainer_apply_gradients   (DcGptTrainer           *self,
                                                  const float            *grads);
+gboolean       dc_gpt_trainer_use_resident_step (DcGptTrainer           *self,
+                                                 GError                **error);
+DcGptVkStep   *dc_gpt_trainer_get_resident_step (DcGptTrainer           *self);
 DcGptModel    *dc_gpt_trainer_get_model         (DcGptTrainer           *self);
 DcGptRun      *dc_gpt_trainer_get_run           (DcGptTrainer           *self);
 const DcTrainSettings *

@@ -1,0 +1,264 @@
+/* f32-exact.glsl: IEEE-754 binary32 add, subtract, multiply, divide and
+ * square root, correctly rounded to nearest-even, in 32-bit integer
+ * arithmetic only.
+ *
+ * Vulkan promises correctly rounded float add, sub and mul, but not division
+ * or square root, and it lets a device flush subnormals (lavapipe reports no
+ * shaderDenormPreserveFloat32) and pick the rounding mode. The CPU keeps
+ * subnormals. Working on the bit patterns (floats are carried as uint) makes
+ * every result the CPU's, bit for bit, on any device: integer operations are
+ * exact everywhere. docs/VERIFICATION.md ("Operations on the GPU") says why
+ * each step is exact; the kernels that use this file are gated against the
+ * CPU at start-up.
+ *
+ * NaN: a NaN operand comes back quieted (the first NaN operand); an invalid
+ * operation (∞ − ∞, 0 · ∞, 0/0, ∞/∞, √−x) gives 0x7fc00000. The CPU's NaN
+ * payloads depend on the compiler's operand order, so only "is NaN" is part
+ * of the rule; training stops at the first non-finite value anyway.
+ *
+ * Define DC_BREAK_F32 to get the deliberately wrong twin (the division
+ * forgets its remainder, so some ties round the wrong way) for the gate test.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+const uint F32_SIGN = 0x80000000u;
+const uint F32_INF = 0x7f800000u;
+const uint F32_QNAN = 0x7fc00000u;
+
+bool
+f32_is_nan (uint a)
+{
+  return (a & 0x7fffffffu) > F32_INF;
+}
+
+/* a >> dist, with a 1 in bit 0 when any bit shifted out was 1 (sticky). */
+uint
+f32_shift_right_jam (uint a, uint dist)
+{
+  if (dist == 0u)
+    return a;
+  if (dist >= 31u)
+    return a != 0u ? 1u : 0u;
+  return (a >> dist) | ((a << (32u - dist)) != 0u ? 1u : 0u);
+}
+
+/* The value sig · 2^(e − 156), sig ≠ 0 and < 2^31, rounded to a float.
+ * After normalisation sig has its leading bit at bit 30, so bits 29 … 7 are
+ * the fraction and bits 6 … 0 decide the rounding (bit 0 possibly sticky);
+ * e is then the biased exponent minus one (Berkeley SoftFloat's
+ * roundPackToF32 convention). */
+uint
+f32_round_pack (uint sign, int e, uint sig)
+{
+  int shift = 30 - findMSB (sig);
+  uint round_bits, mag;
+
+  sig <<= uint (shift);
+  e -= shift;
+  if (e < 0)
+    {
+      /* Subnormal (or zero) result: shift down to the fixed exponent. */
+      sig = f32_shift_right_jam (sig, uint (-e));
+      e = 0;
+    }
+  else if (e >= 0xfe)
+    return sign | F32_INF;
+  round_bits = sig & 0x7fu;
+  sig = (sig + 0x40u) >> 7;
+  if (round_bits == 0x40u)
+    sig &= ~1u;  /* a tie: to even */
+  /* The leading bit of sig carries into the exponent; a rounding carry out
+   * of the fraction moves it one further, exactly as needed. */
+  mag = (uint (e) << 23) + sig;
+  return sign | min (mag, F32_INF);
+}
+
+/* Fraction with the implicit bit in bit 23 and the exponent for
+ * value = m · 2^(e − 150); subnormals are normalised (e ≤ 0). a is finite
+ * and not zero. */
+void
+f32_unpack (uint a, out uint m, out int e)
+{
+  uint biased = (a >> 23) & 0xffu;
+
+  m = a & 0x7fffffu;
+  if (biased == 0u)
+    {
+      int shift = 23 - findMSB (m);
+
+      m <<= uint (shift);
+      e = 1 - shift;
+    }
+  else
+    {
+      m |= 0x800000u;
+      e = int (biased);
+    }
+}
+
+uint
+f32_quiet (uint a, uint b)
+{
+  return (f32_is_nan (a) ? a : b) | 0x400000u;
+}
+
+uint
+f32_add (uint a, uint b)
+{
+  uint mag_a = a & 0x7fffffffu, mag_b = b & 0x7fffffffu;
+  uint sig_a, sig_b, sign;
+  int e_a, e_b;
+
+  if (f32_is_nan (a) || f32_is_nan (b))
+    return f32_quiet (a, b);
+  if (mag_a == F32_INF)
+    return (mag_b == F32_INF && a != b) ? F32_QNAN : a;
+  if (mag_b == F32_INF)
+    return b;
+  if (mag_a < mag_b)
+    {
+      uint t = a;
+      a = b;
+      b = t;
+      t = mag_a;
+      mag_a = mag_b;
+      mag_b = t;
+    }
+  /* Now |a| ≥ |b|. */
+  if (mag_b == 0u)
+    return mag_a == 0u ? (a & b) : a;  /* −0 + −0 = −0, otherwise +0 */
+  sign = a & F32_SIGN;
+  /* Subnormals have exponent 1 and no implicit bit: value = m · 2^(e − 150). */
+  e_a = max (int (mag_a >> 23), 1);
+  e_b = max (int (mag_b >> 23), 1);
+  sig_a = ((mag_a & 0x7fffffu) | (mag_a >= 0x800000u ? 0x800000u : 0u)) << 6;
+  sig_b = ((mag_b & 0x7fffffu) | (mag_b >= 0x800000u ? 0x800000u : 0u)) << 6;
+  /* Six guard bits and a sticky bit: enough for correct rounding of a sum,
+   * and of a difference, which loses at most one leading bit when the
+   * exponents differ by two or more, and nothing at all otherwise. */
+  sig_b = f32_shift_right_jam (sig_b, uint (e_a - e_b));
+  if ((a ^ b) < F32_SIGN)
+    return f32_round_pack (sign, e_a, sig_a + sig_b);
+  if (sig_a == sig_b)
+    return 0u;  /* x − x = +0 under round to nearest */
+  return f32_round_pack (sign, e_a, sig_a - sig_b);
+}
+
+uint
+f32_sub (uint a, uint b)
+{
+  if (f32_is_nan (b))
+    return f32_quiet (a, b);
+  return f32_add (a, b ^ F32_SIGN);
+}
+
+uint
+f32_mul (uint a, uint b)
+{
+  uint sign = (a ^ b) & F32_SIGN;
+  uint mag_a = a & 0x7fffffffu, mag_b = b & 0x7fffffffu;
+  uint m_a, m_b, hi, lo;
+  int e_a, e_b;
+
+  if (f32_is_nan (a) || f32_is_nan (b))
+    return f32_quiet (a, b);
+  if (mag_a == F32_INF || mag_b == F32_INF)
+    return (mag_a == 0u || mag_b == 0u) ? F32_QNAN : sign | F32_INF;
+  if (mag_a == 0u || mag_b == 0u)
+    return sign;
+  f32_unpack (mag_a, m_a, e_a);
+  f32_unpack (mag_b, m_b, e_b);
+  /* (m_a · 2^7) · (m_b · 2^8) ∈ [2^61, 2^63): the exact 64-bit product; its
+   * high word with the low word as sticky is sig · 2^(e − 156) with
+   * e = e_a + e_b − 127. */
+  umulExtended (m_a << 7, m_b << 8, hi, lo);
+  return f32_round_pack (sign, e_a + e_b - 127, hi | (lo != 0u ? 1u : 0u));
+}
+
+uint
+f32_div (uint a, uint b)
+{
+  uint sign = (a ^ b) & F32_SIGN;
+  uint mag_a = a & 0x7fffffffu, mag_b = b & 0x7fffffffu;
+  uint m_a, m_b, q = 0u, r;
+  int e_a, e_b;
+
+  if (f32_is_nan (a) || f32_is_nan (b))
+    return f32_quiet (a, b);
+  if (mag_a == F32_INF)
+    return mag_b == F32_INF ? F32_QNAN : sign | F32_INF;
+  if (mag_b == F32_INF)
+    return sign;
+  if (mag_b == 0u)
+    return mag_a == 0u ? F32_QNAN : sign | F32_INF;
+  if (mag_a == 0u)
+    return sign;
+  f32_unpack (mag_a, m_a, e_a);
+  f32_unpack (mag_b, m_b, e_b);
+  if (m_a < m_b)
+    {
+      m_a <<= 1;
+      e_a -= 1;
+    }
+  /* Long division: q = floor(m_a · 2^30 / m_b) ∈ [2^30, 2^31), one bit per
+   * step; the remainder stays below 2^25. */
+  r = m_a;
+  for (int i = 0; i < 31; i++)
+    {
+      q <<= 1;
+      if (r >= m_b)
+        {
+          r -= m_b;
+          q |= 1u;
+        }
+      r <<= 1;
+    }
+#ifndef DC_BREAK_F32
+  q |= r != 0u ? 1u : 0u;  /* sticky: the quotient was not exact */
+#endif
+  /* a/b = q · 2^(e_a − e_b − 30) = q · 2^(e − 156). */
+  return f32_round_pack (sign, e_a - e_b + 126, q);
+}
+
+uint
+f32_sqrt (uint a)
+{
+  uint m, rem = 0u, root = 0u;
+  int e, k;
+
+  if (f32_is_nan (a))
+    return a | 0x400000u;
+  if ((a & 0x7fffffffu) == 0u)
+    return a;  /* √±0 = ±0 */
+  if ((a & F32_SIGN) != 0u)
+    return F32_QNAN;
+  if (a == F32_INF)
+    return a;
+  f32_unpack (a, m, e);
+  /* a = m · 2^k with k even, m ∈ [2^23, 2^25). */
+  k = e - 150;
+  if ((k & 1) != 0)
+    {
+      m <<= 1;
+      k -= 1;
+    }
+  /* root = floor(√(m · 2^34)) ∈ [2^28, 2^30), digit by digit (two bits of
+   * the radicand per step); rem ≤ 2·root keeps every value below 2^32. */
+  for (int i = 0; i < 30; i++)
+    {
+      uint pair = i <= 12 ? (m >> uint (24 - 2 * i)) & 3u : 0u;
+      uint trial;
+
+      rem = (rem << 2) | pair;
+      trial = (root << 2) | 1u;
+      root <<= 1;
+      if (rem >= trial)
+        {
+          rem -= trial;
+          root |= 1u;
+        }
+    }
+  /* √a = root · 2^(k/2 − 17) = sig · 2^(e − 156). */
+  return f32_round_pack (0u, k / 2 + 139, root | (rem != 0u ? 1u : 0u));
+}

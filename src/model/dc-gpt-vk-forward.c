@@ -1,0 +1,799 @@
+/* dc-gpt-vk-forward.c: the GPT forward pass recorded once on a Vulkan device
+ * (shaders/resident-forward.comp) and replayed per call.
+ *
+ * Layout. F (device-local, floats): the weights at offset 0 (the one weight
+ * array of dc_gpt_config_tensor ()), then two residual buffers, the normed
+ * rows, their means and rstds, qkv, the heads' outputs, the residual after
+ * attention, the MLP before and after ReLU, one head's scores and
+ * probabilities, the logits. Q (device-local, int8): the left and right
+ * operands of the current product. E (host-visible, int32): E[0] the
+ * "not finite" flag, then both operands' exponents. T (host-visible): the
+ * tokens. A product is two quantizations and one GEMM dispatch; every
+ * dispatch is separated from the next by a full barrier (dc-vk-context.c's
+ * recordings), so the operand buffers are reused in order.
+ *
+ * The order of operations is dc_gpt_run_forward ()'s, and each operation is
+ * the CPU's rule bit for bit (docs/VERIFICATION.md, "Operations on the GPU").
+ * The gate, when the pass is made, runs each operation once on fixed inputs
+ * against the CPU function it stands for (layer norm, quantization of rows
+ * and columns, a product, bias, residual add, ReLU, a causal softmax block,
+ * the embedding: gate_ops ()), then a width-16 model (two layers, sequence
+ * 16, batch 2) against dc_gpt_run_forward (), every logit. INT8 quantization
+ * hides most one-ulp errors from the logits, hence the per-operation part. DC_TEST_BREAK_KERNEL=resident-forward (or all) loads the broken
+ * twin (the exponential's polynomial a term short), =resident-loss the loss's
+ * (shaders/resident-loss.comp, its own pipeline on the same buffers: it
+ * forgets the low part of x − max).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-model"
+
+#include "config.h"
+
+#include "dc-gpt-vk-forward.h"
+
+#include <string.h>
+
+#include "engine/dc-gemm.h"
+#include "engine/dc-math.h"
+#include "engine/dc-vk-context.h"
+#include "dc-gpt.h"
+#include "dc-gpt-model.h"
+#include "dc-gpt-vk-softmax.h"
+#include "dc-model-error.h"
+
+/* Mirrors the push constants of shaders/resident-forward.comp. */
+typedef struct
+{
+  guint32 op;
+  guint32 a[15];
+} DcVkForwardPush;
+
+G_STATIC_ASSERT (sizeof (DcVkForwardPush) == 64);
+
+enum
+{
+  OP_EMBED,
+  OP_LAYER_NORM,
+  OP_QUANTIZE,
+  OP_GEMM,
+  OP_BIAS,
+  OP_ADD,
+  OP_RELU,
+  OP_SOFTMAX,
+  OP_LOSS,
+  OP_MEAN,
+};
+
+/* Invocations per workgroup (the shader's local_size_x), and the most
+ * workgroups one dispatch uses (the smallest maxComputeWorkGroupCount Vulkan
+ * allows); the shader's loops cover the rest. */
+#define FWD_GROUP 64
+#define FWD_MAX_GROUPS 65535
+
+struct _DcGptVkForward
+{
+  /* owned */
+  DcVkContext   *ctx;
+  DcVkPipeline  *pipeline;       /* resident-forward.comp */
+  DcVkPipeline  *loss_pipeline;  /* resident-loss.comp, on the same buffers */
+  DcVkBuffer    *f, *q, *e, *tokens;
+  DcVkBuffer    *params_staging, *logits_staging;
+  DcVkRecording *recording;
+  /* state */
+  DcGptConfig    config;
+  guint          batch;
+  gsize          n_params;
+  gsize          logits_off;   /* in floats, into F; the mean loss follows the logits */
+  guint64        n_dispatches;
+  guint64        n_loss_dispatches;
+  /* recording state: the regions of Q and E */
+  gsize          qa, qb, ea, eb;
+};
+
+static guint32
+f32_bits (float x)
+{
+  guint32 u;
+
+  memcpy (&u, &x, sizeof u);
+  return u;
+}
+
+static gboolean
+kernel_broken (const char *name)
+{
+  const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
+  g_auto(GStrv) names = NULL;
+
+  if (env == NULL || *env == '\0')
+    return FALSE;
+  if (g_str_equal (env, "all"))
+    return TRUE;
+  names = g_strsplit (env, ",", -1);
+  return g_strv_contains ((const char * const *) names, name);
+}
+
+void
+dc_gpt_vk_forward_free (DcGptVkForward *self)
+{
+  if (self == NULL)
+    return;
+  g_clear_pointer (&self->recording, dc_vk_recording_free);
+  g_clear_pointer (&self->logits_staging, dc_vk_buffer_free);
+  g_clear_pointer (&self->params_staging, dc_vk_buffer_free);
+  g_clear_pointer (&self->tokens, dc_vk_buffer_free);
+  g_clear_pointer (&self->e, dc_vk_buffer_free);
+  g_clear_pointer (&self->q, dc_vk_buffer_free);
+  g_clear_pointer (&self->f, dc_vk_buffer_free);
+  g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->ctx, dc_vk_context_free);
+  g_free (self);
+}
+
+/* Records one operation over `work` items (elements, rows or vectors). */
+static gboolean
+record_op (DcGptVkForward  *self,
+           guint            op,
+           gsize            work,
+           const guint32   *args,
+           guint            n_args,
+           GError         **error)
+{
+  DcVkForwardPush push = { op, { 0 } };
+  DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
+  gsize groups = op == OP_QUANTIZE ? work : (work + FWD_GROUP - 1) / FWD_GROUP;
+  gboolean loss = op == OP_LOSS || op == OP_MEAN;
+  guint64 *count = loss ? &self->n_loss_dispatches : &self->n_dispatches;
+
+  g_assert (n_args <= G_N_ELEMENTS (push.a));
+  memcpy (push.a, args, n_args * sizeof (guint32));
+  ++*count;
+  /* Each pipeline's set is written at its first dispatch only. */
+  return dc_vk_recording_dispatch (self->recording, loss ? self->loss_pipeline : self->pipeline,
+                                   *count == 1 ? buffers : NULL, &push,
+                                   (guint) CLAMP (groups, 1, FWD_MAX_GROUPS), 1, 1, error);
+}
+
+/* Quantizes n vectors of length k (element i of vector v at
+ * src + v·vs + i·ks) into the left (a) or right operand region. */
+static gboolean
+record_quantize (DcGptVkForward  *self,
+                 gboolean         left,
+                 gsize            src,
+                 gsize            vs,
+                 gsize            ks,
+                 gsize            n,
+                 gsize            k,
+                 GError         **error)
+{
+  guint32 args[] = { (guint32) src, (guint32) vs, (guint32) ks, (guint32) n, (guint32) k,
+                     (guint32) (left ? self->qa : self->qb),
+                     (guint32) (left ? self->ea : self->eb) };
+
+  return record_op (self, OP_QUANTIZE, n, args, G_N_ELEMENTS (args), error);
+}
+
+/* c[m · ldc + n] for the quantized left (M) and right (N) operands. */
+static gboolean
+record_gemm (DcGptVkForward  *self,
+             gsize            m,
+             gsize            n,
+             gsize            k,
+             gsize            out,
+             gsize            ldc,
+             GError         **error)
+{
+  guint32 args[] = { (guint32) self->qa, (guint32) self->ea, (guint32) m, (guint32) self->qb,
+                     (guint32) self->eb, (guint32) n, (guint32) k, (guint32) out,
+                     (guint32) ldc };
+
+  return record_op (self, OP_GEMM, m * n, args, G_N_ELEMENTS (args), error);
+}
+
+/* dc-gpt.c's linear_forward: y (rows, n) = x (rows, k) · w (k, n) + bias. */
+static gboolean
+record_linear (DcGptVkForward  *self,
+               gsize            x,
+               gsize            rows,
+               gsize            w,
+               gsize            bias,
+               gsize            k,
+               gsize            n,
+               gsize            y,
+               GError         **error)
+{
+  guint32 bias_args[] = { (guint32) y, (guint32) bias, (guint32) (rows * n), (guint32) n };
+
+  return record_quantize (self, TRUE, x, k, 1, rows, k, error)
+         && record_quantize (self, FALSE, w, 1, n, n, k, error)
+         && record_gemm (self, rows, n, k, y, n, error)
+         && record_op (self, OP_BIAS, rows * n, bias_args, G_N_ELEMENTS (bias_args), error);
+}
+
+static gboolean
+record_layer_norm (DcGptVkForward  *self,
+                   gsize            x,
+                   gsize            w,
+                   gsize            b,
+                   gsize            y,
+                   gsize            mean,
+                   gsize            rstd,
+                   gsize            rows,
+                   GError         **error)
+{
+  guint32 c = self->config.width;
+  guint32 args[] = { (guint32) x, (guint32) w, (guint32) b, (guint32) y, (guint32) mean,
+                     (guint32) rstd, (guint32) rows, c, f32_bits ((float) c),
+                     f32_bits (DC_MATH_GPT2_LN_EPS) };
+
+  return record_op (self, OP_LAYER_NORM, rows, args, G_N_ELEMENTS (args), error);
+}
+
+static gsize
+tensor_offset (const DcGptConfig *c,
+               guint              index)
+{
+  DcGptTensor info;
+
+  dc_gpt_config_tensor (c, index, &info);
+  return info.offset;
+}
+
+/* Lays out F, Q and E and records the whole pass. */
+static gboolean
+record_forward (DcGptVkForward  *self,
+                gboolean         broken,
+                gboolean         broken_loss,
+                GError         **error)
+{
+  const DcGptConfig *cfg = &self->config;
+  gsize c = cfg->width, t = cfg->seq, v = cfg->vocab, h_n = cfg->n_head, d = c / h_n;
+  gsize bt = (gsize) self->batch * t;
+  gsize off = self->n_params;
+  gsize res[2], ln, mean, rstd, qkv, atty, res_mid, fc, fc_act, scores, att, row_loss,
+        loss_scratch;
+  gsize q_size, e_size;
+  guint lnf_index = dc_gpt_config_n_tensors (cfg) - 2;
+  float scale = 1.0f / __builtin_sqrtf ((float) d);  /* dc-gpt.c's attention_scale */
+
+#define REGION(var, n) G_STMT_START { var = off; off += (n); } G_STMT_END
+  REGION (res[0], bt * c);
+  REGION (res[1], bt * c);
+  REGION (ln, bt * c);
+  REGION (mean, bt);
+  REGION (rstd, bt);
+  REGION (qkv, bt * 3 * c);
+  REGION (atty, bt * c);
+  REGION (res_mid, bt * c);
+  REGION (fc, bt * 4 * c);
+  REGION (fc_act, bt * 4 * c);
+  REGION (scores, t * t);
+  REGION (att, t * t);
+  REGION (row_loss, bt);
+  REGION (loss_scratch, bt * v);
+  REGION (self->logits_off, bt * v + 1);
+#undef REGION
+  /* The largest left operand (M·K) and right operand (N·K) of any product. */
+  self->qa = 0;
+  self->qb = MAX (MAX (bt * 4 * c, t * t), bt * c);
+  q_size = self->qb + MAX (MAX (4 * c * c, v * c), t * t);
+  self->ea = 1;
+  self->eb = 1 + MAX (bt, t);
+  e_size = self->eb + MAX (MAX (4 * c, v), t);
+  /* Offsets are 32-bit in the shader; one binding holds F. */
+  if (off * 4 > dc_vk_context_get_features (self->ctx)->max_storage_buffer_range
+      || off > G_MAXUINT32 / 4)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                   "the resident forward pass needs %" G_GSIZE_FORMAT " bytes in one storage "
+                   "buffer; %s allows %u", off * 4, dc_vk_context_get_device_name (self->ctx),
+                   dc_vk_context_get_features (self->ctx)->max_storage_buffer_range);
+      return FALSE;
+    }
+
+  self->pipeline = dc_vk_pipeline_new (self->ctx, broken ? "resident-forward-broken"
+                                                         : "resident-forward",
+                                       4, sizeof (DcVkForwardPush), error);
+  if (self->pipeline == NULL
+      || (self->loss_pipeline = dc_vk_pipeline_new (self->ctx,
+                                                    broken_loss ? "resident-loss-broken"
+                                                                : "resident-loss",
+                                                    4, sizeof (DcVkForwardPush), error)) == NULL
+      || (self->f = dc_vk_buffer_new_device_local (self->ctx, off * 4, error)) == NULL
+      || (self->q = dc_vk_buffer_new_device_local (self->ctx, q_size, error)) == NULL
+      || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
+      || (self->tokens = dc_vk_buffer_new (self->ctx, 2 * bt * 4, error)) == NULL
+      || (self->params_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4, error)) == NULL
+      || (self->logits_staging = dc_vk_buffer_new (self->ctx, (bt * v + 1) * 4, error)) == NULL
+      || (self->recording = dc_vk_recording_new (self->ctx, error)) == NULL)
+    return FALSE;
+
+  {
+    guint32 args[] = { (guint32) res[0], (guint32) tensor_offset (cfg, 0),
+                       (guint32) tensor_offset (cfg, 1), (guint32) (bt * c), (guint32) c,
+                       (guint32) t };
+
+    if (!record_op (self, OP_EMBED, bt * c, args, G_N_ELEMENTS (args), error))
+      return FALSE;
+  }
+  for (guint l = 0; l < cfg->n_layer; l++)
+    {
+      gsize x = res[l % 2], out = res[(l + 1) % 2];
+      gsize p[DC_GPT_TENSORS_PER_LAYER];
+
+      for (guint i = 0; i < DC_GPT_TENSORS_PER_LAYER; i++)
+        p[i] = tensor_offset (cfg, 2 + l * DC_GPT_TENSORS_PER_LAYER + i);
+      /* p: ln1 w, b; attn w, b; proj w, b; ln2 w, b; fc w, b; fcproj w, b. */
+      if (!record_layer_norm (self, x, p[0], p[1], ln, mean, rstd, bt, error)
+          || !record_linear (self, ln, bt, p[2], p[3], c, 3 * c, qkv, error))
+        return FALSE;
+      for (gsize b = 0; b < self->batch; b++)
+        for (gsize h = 0; h < h_n; h++)
+          {
+            gsize q_off = qkv + b * t * 3 * c + h * d;
+            guint32 sm[] = { (guint32) scores, (guint32) att, (guint32) t, (guint32) t,
+                             f32_bits (scale), 1 };
+
+            /* scores (t, t) = q · kᵀ; att = softmax; y (t, d) = att · v. */
+            if (!record_quantize (self, TRUE, q_off, 3 * c, 1, t, d, error)
+                || !record_quantize (self, FALSE, q_off + c, 3 * c, 1, t, d, error)
+                || !record_gemm (self, t, t, d, scores, t, error)
+                || !record_op (self, OP_SOFTMAX, t, sm, G_N_ELEMENTS (sm), error)
+                || !record_quantize (self, TRUE, att, t, 1, t, t, error)
+                || !record_quantize (self, FALSE, q_off + 2 * c, 1, 3 * c, d, t, error)
+                || !record_gemm (self, t, d, t, atty + b * t * c + h * d, c, error))
+              return FALSE;
+          }
+      {
+        guint32 add_mid[] = { (guint32) x, (guint32) res_mid, (guint32) (bt * c) };
+        guint32 relu[] = { (guint32) fc, (guint32) fc_act, (guint32) (bt * 4 * c) };
+        guint32 add_out[] = { (guint32) res_mid, (guint32) out, (guint32) (bt * c) };
+
+        if (!record_linear (self, atty, bt, p[4], p[5], c, c, res_mid, error)
+            || !record_op (self, OP_ADD, bt * c, add_mid, G_N_ELEMENTS (add_mid), error)
+            || !record_layer_norm (self, res_mid, p[6], p[7], ln, mean, rstd, bt, error)
+            || !record_linear (self, ln, bt, p[8], p[9], c, 4 * c, fc, error)
+            || !record_op (self, OP_RELU, bt * 4 * c, relu, G_N_ELEMENTS (relu), error)
+            || !record_linear (self, fc_act, bt, p[10], p[11], 4 * c, c, out, error)
+            || !record_op (self, OP_ADD, bt * c, add_out, G_N_ELEMENTS (add_out), error))
+          return FALSE;
+      }
+    }
+  /* The final norm and the tied head: logits (BT, V) = lnf · wteᵀ. */
+  if (!record_layer_norm (self, res[cfg->n_layer % 2], tensor_offset (cfg, lnf_index),
+                          tensor_offset (cfg, lnf_index + 1), ln, mean, rstd, bt, error)
+      || !record_quantize (self, TRUE, ln, c, 1, bt, c, error)
+      || !record_quantize (self, FALSE, tensor_offset (cfg, 0), c, 1, v, c, error)
+      || !record_gemm (self, bt, v, c, self->logits_off, v, error))
+    return FALSE;
+  /* The loss: each row's −log_softmax at its target, then their mean. */
+  {
+    guint32 loss[] = { (guint32) self->logits_off, (guint32) v, (guint32) bt,
+                       (guint32) row_loss, (guint32) bt, (guint32) loss_scratch };
+    guint32 mean_loss[] = { (guint32) row_loss, (guint32) bt,
+                            (guint32) (self->logits_off + bt * v), f32_bits ((float) bt) };
+
+    if (!record_op (self, OP_LOSS, bt, loss, G_N_ELEMENTS (loss), error)
+        || !record_op (self, OP_MEAN, 1, mean_loss, G_N_ELEMENTS (mean_loss), error))
+      return FALSE;
+  }
+  {
+    DcVkCopy out = { self->f, self->logits_off * 4, self->logits_staging, 0,
+                     (bt * v + 1) * 4 };
+
+    dc_vk_recording_copy (self->recording, &out, 1);
+  }
+  return dc_vk_recording_end (self->recording, error);
+}
+
+/**
+ * dc_gpt_vk_forward_run:
+ * @params: the weights, laid out by dc_gpt_config_tensor ()
+ * @inputs: (array): batch × seq token ids
+ * @targets: (array) (nullable): the next token at each position, for @loss
+ * @logits: (out caller-allocates) (array): (batch · seq, V)
+ * @loss: (out) (optional): the mean cross-entropy (needs @targets)
+ *
+ * dc_gpt_run_forward ()'s logits and loss, computed on the device. Fails when
+ * a value was not finite (training diverged), as the CPU pass does.
+ */
+gboolean
+dc_gpt_vk_forward_run (DcGptVkForward  *self,
+                       const float     *params,
+                       const guint8    *inputs,
+                       const guint8    *targets,
+                       float           *logits,
+                       float           *loss,
+                       GError         **error)
+{
+  gsize bt = (gsize) self->batch * self->config.seq;
+  guint32 *tokens = dc_vk_buffer_get_data (self->tokens);
+  gint32 *e = dc_vk_buffer_get_data (self->e);
+
+  memcpy (dc_vk_buffer_get_data (self->params_staging), params, self->n_params * 4);
+  if (!dc_vk_buffer_copy (self->ctx, self->params_staging, self->f, self->n_params * 4, error))
+    return FALSE;
+  g_return_val_if_fail (loss == NULL || targets != NULL, FALSE);
+
+  for (gsize i = 0; i < bt; i++)
+    {
+      tokens[i] = inputs[i];
+      tokens[bt + i] = targets != NULL ? targets[i] : 0;
+    }
+  e[0] = 0;
+  if (!dc_vk_recording_submit (self->recording, error))
+    return FALSE;
+  if (e[0] != 0)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "resident forward pass: a value to quantize was not finite (refused, "
+                   "never quantized)");
+      return FALSE;
+    }
+  memcpy (logits, dc_vk_buffer_get_data (self->logits_staging), bt * self->config.vocab * 4);
+  if (loss != NULL)
+    memcpy (loss, (float *) dc_vk_buffer_get_data (self->logits_staging) + bt * self->config.vocab,
+            4);
+  return TRUE;
+}
+
+guint64
+dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
+{
+  return self->n_dispatches;
+}
+
+static DcGptVkForward *
+forward_new (DcVkContext        *ctx,
+             const DcGptConfig  *config,
+             guint               batch,
+             gboolean            broken,
+             gboolean            broken_loss,
+             GError            **error)
+{
+  g_autoptr(DcGptVkForward) self = g_new0 (DcGptVkForward, 1);
+
+  self->ctx = ctx;
+  self->config = *config;
+  self->batch = batch;
+  self->n_params = dc_gpt_config_n_params (config);
+  if (!record_forward (self, broken, broken_loss, error))
+    {
+      self->ctx = NULL;  /* the caller's */
+      return NULL;
+    }
+  return g_steal_pointer (&self);
+}
+
+/* ---- The per-operation gate ---------------------------------------------- */
+
+static float
+bits_f32 (guint32 u)
+{
+  float x;
+
+  memcpy (&x, &u, sizeof x);
+  return x;
+}
+
+static guint64
+splitmix64 (guint64 *state)
+{
+  guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
+
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+static gboolean
+same_bits (const char  *op,
+           const float *got,
+           const float *want,
+           gsize        n,
+           GError     **error)
+{
+  for (gsize i = 0; i < n; i++)
+    {
+      guint32 a = f32_bits (got[i]), b = f32_bits (want[i]);
+
+      if (a != b && !((a & 0x7fffffffu) > 0x7f800000u && (b & 0x7fffffffu) > 0x7f800000u))
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                       "%s, element %" G_GSIZE_FORMAT ": 0x%08x instead of 0x%08x", op, i, a, b);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* Gate sizes: rows of a length that is not a power of two (the sum tree's
+ * peeled parts), and a causal softmax block of 33. */
+#define GATE_R 6
+#define GATE_N 100
+#define GATE_L 33
+#define GATE_V 8
+#define GATE_LOSS_ROWS 32
+
+/* Each operation of the shader once, on fixed inputs in host-visible
+ * buffers, against the CPU function it stands for. */
+static gboolean
+gate_ops (DcVkContext  *ctx,
+          gboolean      broken,
+          gboolean      broken_loss,
+          GError      **error)
+{
+  enum { X = 0, W = X + GATE_R * GATE_N, B = W + GATE_N, Y = B + GATE_N, MEAN = Y + GATE_R * GATE_N,
+         RSTD = MEAN + GATE_R, X2 = RSTD + GATE_R, OUT = X2 + GATE_R * GATE_N,
+         SCORES = OUT + GATE_R * GATE_N, ATT = SCORES + GATE_L * GATE_L, MM = ATT + GATE_L * GATE_L,
+         WTE = MM + GATE_R * GATE_R, WPE = WTE + GATE_V * GATE_N, EMB = WPE + GATE_L * GATE_N,
+         LOSS_IN = EMB + GATE_L * GATE_N, LOSS_SCRATCH = LOSS_IN + GATE_LOSS_ROWS * GATE_N,
+         LOSS_OUT = LOSS_SCRATCH + GATE_LOSS_ROWS * GATE_N,
+         F_SIZE = LOSS_OUT + GATE_LOSS_ROWS + 1 };
+  g_autoptr(DcVkPipeline) pipeline = NULL, loss_pipeline = NULL;
+  g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
+  g_autoptr(DcQuantMatrix) qa = dc_quant_matrix_new (GATE_R, GATE_N, NULL);
+  g_autoptr(DcQuantMatrix) qb = dc_quant_matrix_new (GATE_R, GATE_N, NULL);
+  g_autoptr(DcQuantMatrix) qc = dc_quant_matrix_new (GATE_N, GATE_R, NULL);
+  guint64 state = G_GUINT64_CONSTANT (0x4461697379467731);
+  float want[GATE_L * GATE_N];
+  gint32 acc[GATE_R * GATE_R];
+  float *f;
+  gint8 *q;
+  gint32 *e;
+  guint32 *tok;
+
+  pipeline = dc_vk_pipeline_new (ctx, broken ? "resident-forward-broken" : "resident-forward",
+                                 4, sizeof (DcVkForwardPush), error);
+  loss_pipeline = dc_vk_pipeline_new (ctx, broken_loss ? "resident-loss-broken" : "resident-loss",
+                                      4, sizeof (DcVkForwardPush), error);
+  if (pipeline == NULL || loss_pipeline == NULL
+      || (bf = dc_vk_buffer_new (ctx, F_SIZE * 4, error)) == NULL
+      || (bq = dc_vk_buffer_new (ctx, 3 * GATE_R * GATE_N, error)) == NULL
+      || (be = dc_vk_buffer_new (ctx, 4 * (1 + GATE_N + 2 * GATE_R), error)) == NULL
+      || (bt = dc_vk_buffer_new (ctx, 4 * GATE_L, error)) == NULL)
+    return FALSE;
+  f = dc_vk_buffer_get_data (bf);
+  q = dc_vk_buffer_get_data (bq);
+  e = dc_vk_buffer_get_data (be);
+  tok = dc_vk_buffer_get_data (bt);
+  for (guint i = 0; i < F_SIZE; i++)
+    {
+      guint64 r = splitmix64 (&state);
+      guint32 sign = (guint32) r & 0x80000000u;
+
+      /* Activations of every usual size, some exact zeros, a few subnormals
+       * and large values. */
+      switch ((r >> 32) % 16)
+        {
+        case 0: f[i] = 0.0f; break;
+        case 1: f[i] = bits_f32 (sign | (guint32) (r >> 40) % 0x800000u); break;
+        case 2: f[i] = bits_f32 (sign | (guint32) (150 + (r >> 40) % 20) << 23 | ((guint32) r & 0x7fffffu)); break;
+        default: f[i] = bits_f32 (sign | (guint32) (118 + (r >> 40) % 14) << 23 | ((guint32) r & 0x7fffffu)); break;
+        }
+    }
+  for (guint i = 0; i < GATE_L; i++)
+    tok[i] = (i * 5) % GATE_V;
+
+#define RUN(op_, work_, ...) \
+  G_STMT_START { \
+    DcVkForwardPush push_ = { op_, { __VA_ARGS__ } }; \
+    DcVkBuffer *buffers_[] = { bf, bq, be, bt }; \
+    gsize groups_ = (op_) == OP_QUANTIZE ? (work_) : ((work_) + FWD_GROUP - 1) / FWD_GROUP; \
+    DcVkPipeline *pipeline_ = (op_) == OP_LOSS || (op_) == OP_MEAN ? loss_pipeline : pipeline; \
+    if (!dc_vk_dispatch (ctx, pipeline_, buffers_, &push_, (guint) groups_, 1, 1, error)) \
+      return FALSE; \
+  } G_STMT_END
+
+  /* Layer norm of the rows of X into Y. */
+  RUN (OP_LAYER_NORM, GATE_R, X, W, B, Y, MEAN, RSTD, GATE_R, GATE_N, f32_bits ((float) GATE_N),
+       f32_bits (DC_MATH_GPT2_LN_EPS));
+  for (guint r = 0; r < GATE_R; r++)
+    {
+      float mean, rstd;
+
+      dc_math_layer_norm (f + X + r * GATE_N, f + W, f + B, DC_MATH_GPT2_LN_EPS,
+                          want + r * GATE_N, &mean, &rstd, GATE_N);
+      if (!same_bits ("layer norm", f + Y + r * GATE_N, want + r * GATE_N, GATE_N, error)
+          || !same_bits ("layer norm mean", f + MEAN + r, &mean, 1, error)
+          || !same_bits ("layer norm rstd", f + RSTD + r, &rstd, 1, error))
+        return FALSE;
+    }
+  /* Rows of X and of X2, and columns of X, quantized; the products of the
+   * rows. */
+  RUN (OP_QUANTIZE, GATE_R, X, GATE_N, 1, GATE_R, GATE_N, 0, 1);
+  RUN (OP_QUANTIZE, GATE_R, X2, GATE_N, 1, GATE_R, GATE_N, GATE_R * GATE_N, 1 + GATE_R);
+  RUN (OP_GEMM, GATE_R * GATE_R, 0, 1, GATE_R, GATE_R * GATE_N, 1 + GATE_R, GATE_R, GATE_N, MM,
+       GATE_R);
+  if (!dc_quant_pack_reference ("gate", f + X, GATE_N, 1, qa, error)
+      || !dc_quant_pack_reference ("gate", f + X2, GATE_N, 1, qb, error))
+    return FALSE;
+  if (memcmp (q, qa->q, GATE_R * GATE_N) != 0 || memcmp (e + 1, qa->exponent, GATE_R * 4) != 0
+      || memcmp (q + GATE_R * GATE_N, qb->q, GATE_R * GATE_N) != 0
+      || memcmp (e + 1 + GATE_R, qb->exponent, GATE_R * 4) != 0)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "quantized rows differ from dc_quant_pack's");
+      return FALSE;
+    }
+  dc_gemm_reference_i32 (qa, qb, acc);
+  for (guint i = 0; i < GATE_R * GATE_R; i++)
+    want[i] = dc_gemm_epilogue (acc[i], qa->exponent[i / GATE_R], qb->exponent[i % GATE_R]);
+  if (!same_bits ("product", f + MM, want, GATE_R * GATE_R, error))
+    return FALSE;
+  RUN (OP_QUANTIZE, GATE_N, X, 1, GATE_N, GATE_N, GATE_R, 2 * GATE_R * GATE_N, 1);
+  if (!dc_quant_pack_reference ("gate", f + X, 1, GATE_N, qc, error))
+    return FALSE;
+  if (memcmp (q + 2 * GATE_R * GATE_N, qc->q, GATE_R * GATE_N) != 0
+      || memcmp (e + 1, qc->exponent, GATE_N * 4) != 0)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "quantized columns differ from dc_quant_pack's");
+      return FALSE;
+    }
+  /* Bias, residual add, ReLU: Y += B; OUT = X + OUT; X2 = relu (X). */
+  for (guint i = 0; i < GATE_R * GATE_N; i++)
+    want[i] = f[Y + i] + f[B + i % GATE_N];
+  RUN (OP_BIAS, GATE_R * GATE_N, Y, B, GATE_R * GATE_N, GATE_N);
+  if (!same_bits ("bias", f + Y, want, GATE_R * GATE_N, error))
+    return FALSE;
+  for (guint i = 0; i < GATE_R * GATE_N; i++)
+    want[i] = f[X + i] + f[OUT + i];
+  RUN (OP_ADD, GATE_R * GATE_N, X, OUT, GATE_R * GATE_N);
+  if (!same_bits ("residual add", f + OUT, want, GATE_R * GATE_N, error))
+    return FALSE;
+  for (guint i = 0; i < GATE_R * GATE_N; i++)
+    want[i] = dc_math_reluf (f[X + i]);
+  RUN (OP_RELU, GATE_R * GATE_N, X, X2, GATE_R * GATE_N);
+  if (!same_bits ("ReLU", f + X2, want, GATE_R * GATE_N, error))
+    return FALSE;
+  /* Attention's causal softmax of a block of scores, scaled by 1/√24. */
+  for (guint i = 0; i < GATE_L * GATE_L; i++)
+    {
+      /* Scores in attention's range, ±16, in steps of 2^-16. */
+      guint64 r = splitmix64 (&state);
+
+      f[SCORES + i] = (float) ((gint32) (r % 2097152) - 1048576) * 0x1p-16f;
+    }
+  dc_gpt_vk_softmax_reference (f + SCORES, 1.0f / __builtin_sqrtf (24.0f), TRUE, GATE_L, GATE_L,
+                               want);
+  RUN (OP_SOFTMAX, GATE_L, SCORES, ATT, GATE_L, GATE_L, f32_bits (1.0f / __builtin_sqrtf (24.0f)),
+       1);
+  if (!same_bits ("softmax", f + ATT, want, GATE_L * GATE_L, error))
+    return FALSE;
+  /* The loss of the rows of X (targets from the tokens) and their mean. */
+  {
+    float row_loss[GATE_LOSS_ROWS], mean_want;
+
+    /* Logits of ±[1, 64) with full mantissas: x − max often rounds, so its
+     * low part matters. */
+    for (guint i = 0; i < GATE_LOSS_ROWS * GATE_N; i++)
+      {
+        guint64 r = splitmix64 (&state);
+
+        f[LOSS_IN + i] = bits_f32 (((guint32) r & 0x807fffffu)
+                                   | (guint32) (127 + (r >> 40) % 6) << 23);
+      }
+    for (guint r = 0; r < GATE_LOSS_ROWS; r++)
+      {
+        dc_math_log_softmax (f + LOSS_IN + r * GATE_N, want, GATE_N);
+        row_loss[r] = -want[tok[r]];
+      }
+    mean_want = dc_math_sum (row_loss, GATE_LOSS_ROWS) / (float) GATE_LOSS_ROWS;
+    RUN (OP_LOSS, GATE_LOSS_ROWS, LOSS_IN, GATE_N, 0, LOSS_OUT, GATE_LOSS_ROWS, LOSS_SCRATCH);
+    RUN (OP_MEAN, 1, LOSS_OUT, GATE_LOSS_ROWS, LOSS_OUT + GATE_LOSS_ROWS,
+         f32_bits ((float) GATE_LOSS_ROWS));
+    if (!same_bits ("loss", f + LOSS_OUT, row_loss, GATE_LOSS_ROWS, error)
+        || !same_bits ("mean loss", f + LOSS_OUT + GATE_LOSS_ROWS, &mean_want, 1, error))
+      return FALSE;
+  }
+  /* Token plus position embedding of GATE_L positions. */
+  for (guint r = 0; r < GATE_L; r++)
+    for (guint i = 0; i < GATE_N; i++)
+      want[r * GATE_N + i] = f[WTE + tok[r] * GATE_N + i] + f[WPE + r * GATE_N + i];
+  RUN (OP_EMBED, GATE_L * GATE_N, EMB, WTE, WPE, GATE_L * GATE_N, GATE_N, GATE_L);
+  if (!same_bits ("embedding", f + EMB, want, GATE_L * GATE_N, error))
+    return FALSE;
+#undef RUN
+  return TRUE;
+}
+
+/* A width-16 model's logits on the device and on the CPU, every bit. */
+static gboolean
+gate (DcVkContext  *ctx,
+      GError      **error)
+{
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  g_autofree float *logits = NULL;
+  DcGptVkForward *fwd;
+  DcGptConfig config;
+  guint8 tokens[2 * 16 + 1];
+  float loss = 0.0f, want_loss = 0.0f;
+  gboolean ok;
+  gsize n;
+
+  if (!gate_ops (ctx, kernel_broken ("resident-forward"), kernel_broken ("resident-loss"), error))
+    return FALSE;
+  dc_gpt_config_init_derived (&config, 16, 16);
+  model = dc_gpt_model_new (&config, error);
+  if (model == NULL)
+    return FALSE;
+  dc_gpt_model_init_weights (model, 7);
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) (i * 37 + 11);
+  run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
+  if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error))
+    return FALSE;
+  fwd = forward_new (ctx, &config, 2, kernel_broken ("resident-forward"),
+                     kernel_broken ("resident-loss"), error);
+  if (fwd == NULL)
+    return FALSE;
+  n = (gsize) 2 * 16 * config.vocab;
+  logits = g_new (float, n);
+  ok = dc_gpt_vk_forward_run (fwd, model->params, tokens, tokens + 1, logits, &loss, error);
+  fwd->ctx = NULL;  /* borrowed */
+  dc_gpt_vk_forward_free (fwd);
+  if (!ok)
+    return FALSE;
+  for (gsize i = 0; i < n; i++)
+    if (f32_bits (logits[i]) != f32_bits (dc_gpt_run_get_logits (run)[i]))
+      {
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                     "logit %" G_GSIZE_FORMAT ": 0x%08x instead of 0x%08x", i,
+                     f32_bits (logits[i]), f32_bits (dc_gpt_run_get_logits (run)[i]));
+        return FALSE;
+      }
+  return same_bits ("the small model's loss", &loss, &want_loss, 1, error);
+}
+
+/**
+ * dc_gpt_vk_forward_new:
+ * @batch: sequences per call (each of config->seq tokens)
+ *
+ * Opens the best Vulkan device, gates the pass on a small model and records
+ * the pass for @config and @batch.
+ *
+ * Returns: (transfer full) (nullable): the resident forward pass, or %NULL
+ *   with @error set
+ */
+DcGptVkForward *
+dc_gpt_vk_forward_new (const DcGptConfig  *config,
+                       guint               batch,
+                       GError            **error)
+{
+  g_autoptr(DcVkContext) ctx = NULL;
+  g_autoptr(GError) local_error = NULL;
+  DcGptVkForward *self;
+  const DcVkFeatures *features;
+
+  g_return_val_if_fail (batch > 0, NULL);
+
+  ctx = dc_vk_context_new (-1, error);
+  if (ctx == NULL)
+    return NULL;
+  features = dc_vk_context_get_features (ctx);
+  if (!features->shader_int8 || !features->storage_buffer_8bit)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "Vulkan kernel resident-forward needs shaderInt8 and "
+                   "storageBuffer8BitAccess, which %s lacks", dc_vk_context_get_device_name (ctx));
+      return NULL;
+    }
+  if (!gate (ctx, &local_error))
+    {
+      g_message ("Vulkan kernel resident-forward on %s failed verification (%s) — refused",
+                 dc_vk_context_get_device_name (ctx), local_error->message);
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "Vulkan kernel resident-forward on %s failed verification — the forward "
+                   "pass stays on the CPU", dc_vk_context_get_device_name (ctx));
+      return NULL;
+    }
+  self = forward_new (ctx, config, batch, FALSE, FALSE, error);
+  if (self == NULL)
+    return NULL;
+  g_steal_pointer (&ctx);
+  return self;
+}

@@ -1,0 +1,43 @@
+/* dc-gpt-vk-forward.h: the GPT forward pass resident on a Vulkan device, up
+ * to the logits and the loss, bit for bit dc_gpt_run_forward ()'s.
+ *
+ * Weights and every activation live in one device buffer; the whole pass
+ * (embedding, layer norms, quantization, every INT8 product, biases,
+ * attention with its softmax, ReLU, residual adds, the tied head, the loss)
+ * is recorded once into one command buffer and replayed per call: tokens
+ * in, logits and the mean loss out, one submission.
+ * shaders/resident-forward.comp and resident-loss.comp hold the operations;
+ * the pass is gated when made (each operation on fixed inputs, then a small
+ * model's logits and loss against the CPU's). The backward pass still runs
+ * on the CPU.
+ *
+ * Not thread-safe: one thread owns it and its Vulkan context.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "dc-gpt-config.h"
+
+G_BEGIN_DECLS
+
+typedef struct _DcGptVkForward DcGptVkForward;
+
+DcGptVkForward *dc_gpt_vk_forward_new   (const DcGptConfig  *config,
+                                         guint               batch,
+                                         GError            **error);
+void            dc_gpt_vk_forward_free  (DcGptVkForward     *self);
+gboolean        dc_gpt_vk_forward_run   (DcGptVkForward     *self,
+                                         const float        *params,
+                                         const guint8       *inputs,
+                                         const guint8       *targets,
+                                         float              *logits,
+                                         float              *loss,
+                                         GError            **error);
+guint64         dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptVkForward, dc_gpt_vk_forward_free)
+
+G_END_DECLS

@@ -1,0 +1,284 @@
+/* dc-gpt-vk-norm.c: layer norm of rows on the device (shaders/layer-norm.comp),
+ * with its start-up gate.
+ *
+ * The gate normalizes rows of every length from 1 to 40 and 63, 64, 65, 100,
+ * 127, 128, 129, 300, 768 (each sum tree's shapes: the left-to-right blocks,
+ * balanced powers of two, the peeled remainders) against
+ * dc_math_layer_norm (): ordinary values, a large common offset (the
+ * variance's cancellation), constant rows (exactly the bias), subnormals,
+ * values whose variance overflows and a NaN (NaN rows), and compares y, mean
+ * and rstd (NaN payloads aside, as f32-exact.glsl says).
+ * DC_TEST_BREAK_KERNEL=layer-norm (or all) loads the broken twin.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-model"
+
+#include "config.h"
+
+#include "dc-gpt-vk-norm.h"
+
+#include <string.h>
+
+#include "engine/dc-math.h"
+#include "dc-model-error.h"
+
+/* Mirrors the push constants of shaders/layer-norm.comp. */
+typedef struct
+{
+  guint32 rows;
+  guint32 n;
+  guint32 fn;
+  guint32 eps;
+} DcVkNormPush;
+
+G_STATIC_ASSERT (sizeof (DcVkNormPush) == 16);
+
+/* The kernel's sum stack holds 20 levels of blocks of 8: rows up to 2^22
+ * values (far beyond GPT-2's 768 and the library's 2^24 only in theory). */
+#define NORM_MAX_N (1u << 22)
+/* Invocations per workgroup (layer-norm.comp's local_size_x). */
+#define NORM_GROUP 64
+
+struct _DcGptVkNorm
+{
+  DcVkContext  *ctx;       /* borrowed */
+  DcVkPipeline *pipeline;  /* owned */
+};
+
+static guint32
+f32_bits (float x)
+{
+  guint32 u;
+
+  memcpy (&u, &x, sizeof u);
+  return u;
+}
+
+static float
+bits_f32 (guint32 u)
+{
+  float x;
+
+  memcpy (&x, &u, sizeof x);
+  return x;
+}
+
+static gboolean
+same_f32 (float gpu,
+          float cpu)
+{
+  guint32 a = f32_bits (gpu), b = f32_bits (cpu);
+
+  return a == b || ((a & 0x7fffffffu) > 0x7f800000u && (b & 0x7fffffffu) > 0x7f800000u);
+}
+
+static gboolean
+kernel_broken (const char *name)
+{
+  const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
+  g_auto(GStrv) names = NULL;
+
+  if (env == NULL || *env == '\0')
+    return FALSE;
+  if (g_str_equal (env, "all"))
+    return TRUE;
+  names = g_strsplit (env, ",", -1);
+  return g_strv_contains ((const char * const *) names, name);
+}
+
+void
+dc_gpt_vk_norm_free (DcGptVkNorm *self)
+{
+  if (self == NULL)
+    return;
+  g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
+  g_free (self);
+}
+
+/**
+ * dc_gpt_vk_norm_rows:
+ * @x: (array): (rows, n) row-major
+ * @y: (out caller-allocates) (array): (rows, n)
+ * @mean: (out caller-allocates) (array): (rows)
+ * @rstd: (out caller-allocates) (array): (rows)
+ *
+ * dc_math_layer_norm () of each row, computed on the device.
+ */
+gboolean
+dc_gpt_vk_norm_rows (DcGptVkNorm  *self,
+                     const float  *x,
+                     const float  *weight,
+                     const float  *bias,
+                     float         eps,
+                     gsize         rows,
+                     gsize         n,
+                     float        *y,
+                     float        *mean,
+                     float        *rstd,
+                     GError      **error)
+{
+  g_autoptr(DcVkBuffer) bx = NULL, bw = NULL, bb = NULL, by = NULL, bm = NULL, br = NULL;
+  DcVkNormPush push;
+
+  g_return_val_if_fail (rows > 0 && n > 0, FALSE);
+
+  if (n > NORM_MAX_N || rows * n > G_MAXUINT32 / 4)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                   "layer norm of %" G_GSIZE_FORMAT " rows of %" G_GSIZE_FORMAT
+                   " values is too large for the kernel", rows, n);
+      return FALSE;
+    }
+  if ((bx = dc_vk_buffer_new (self->ctx, rows * n * 4, error)) == NULL
+      || (bw = dc_vk_buffer_new (self->ctx, n * 4, error)) == NULL
+      || (bb = dc_vk_buffer_new (self->ctx, n * 4, error)) == NULL
+      || (by = dc_vk_buffer_new (self->ctx, rows * n * 4, error)) == NULL
+      || (bm = dc_vk_buffer_new (self->ctx, rows * 4, error)) == NULL
+      || (br = dc_vk_buffer_new (self->ctx, rows * 4, error)) == NULL)
+    return FALSE;
+  memcpy (dc_vk_buffer_get_data (bx), x, rows * n * 4);
+  memcpy (dc_vk_buffer_get_data (bw), weight, n * 4);
+  memcpy (dc_vk_buffer_get_data (bb), bias, n * 4);
+  push.rows = (guint32) rows;
+  push.n = (guint32) n;
+  push.fn = f32_bits ((float) n);
+  push.eps = f32_bits (eps);
+  {
+    DcVkBuffer *buffers[] = { bx, bw, bb, by, bm, br };
+
+    if (!dc_vk_dispatch (self->ctx, self->pipeline, buffers, &push,
+                         (guint) ((rows + NORM_GROUP - 1) / NORM_GROUP), 1, 1, error))
+      return FALSE;
+  }
+  memcpy (y, dc_vk_buffer_get_data (by), rows * n * 4);
+  memcpy (mean, dc_vk_buffer_get_data (bm), rows * 4);
+  memcpy (rstd, dc_vk_buffer_get_data (br), rows * 4);
+  return TRUE;
+}
+
+static guint64
+splitmix64 (guint64 *state)
+{
+  guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
+
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+/* A value for element i of a row of this kind. */
+static float
+gate_value (guint     kind,
+            gsize     i,
+            guint64  *state)
+{
+  guint64 r = splitmix64 (state);
+  guint32 sign = (guint32) r & 0x80000000u;
+  float u = bits_f32 (sign | (guint32) (124 + (r >> 40) % 6) << 23 | ((guint32) r & 0x7fffffu));
+
+  switch (kind)
+    {
+    case 0:  /* ordinary activations */
+      return u;
+    case 1:  /* a large common offset: the variance cancels */
+      return 1000.0f + u;
+    case 2:  /* a constant row: exactly the bias */
+      return 0.375f;
+    case 3:  /* subnormals */
+      return bits_f32 (sign | (guint32) (r >> 40) % 0x800000u);
+    case 4:  /* squares beyond the float range: a NaN row */
+      return i % 2 == 0 ? 3e19f : -3e19f;
+    default:  /* a NaN in the middle */
+      return i == 1 ? bits_f32 (0x7fc00000u) : u;
+    }
+}
+
+static gboolean
+gate (DcGptVkNorm  *self,
+      GError      **error)
+{
+  static const gsize extra[] = { 63, 64, 65, 100, 127, 128, 129, 300, 768 };
+  guint64 state = G_GUINT64_CONSTANT (0x446169737953746e);
+  const guint n_kinds = 6;
+
+  for (guint l = 0; l < 40 + G_N_ELEMENTS (extra); l++)
+    {
+      gsize n = l < 40 ? l + 1 : extra[l - 40];
+      gsize rows = n_kinds;
+      g_autofree float *x = g_new (float, rows * n), *w = g_new (float, n);
+      g_autofree float *b = g_new (float, n), *y = g_new (float, rows * n);
+      g_autofree float *want = g_new (float, rows * n);
+      float mean[6], rstd[6];
+
+      for (gsize i = 0; i < n; i++)
+        {
+          w[i] = gate_value (0, i, &state);
+          b[i] = gate_value (0, i, &state);
+        }
+      for (guint k = 0; k < rows; k++)
+        for (gsize i = 0; i < n; i++)
+          x[k * n + i] = gate_value (k, i, &state);
+      if (!dc_gpt_vk_norm_rows (self, x, w, b, DC_MATH_GPT2_LN_EPS, rows, n, y, mean, rstd,
+                                error))
+        return FALSE;
+      for (guint k = 0; k < rows; k++)
+        {
+          float want_mean, want_rstd;
+
+          dc_math_layer_norm (x + k * n, w, b, DC_MATH_GPT2_LN_EPS, want + k * n, &want_mean,
+                              &want_rstd, n);
+          if (!same_f32 (mean[k], want_mean) || !same_f32 (rstd[k], want_rstd))
+            {
+              g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                           "row of %" G_GSIZE_FORMAT " (kind %u): mean 0x%08x rstd 0x%08x "
+                           "instead of 0x%08x 0x%08x", n, k, f32_bits (mean[k]),
+                           f32_bits (rstd[k]), f32_bits (want_mean), f32_bits (want_rstd));
+              return FALSE;
+            }
+          for (gsize i = 0; i < n; i++)
+            if (!same_f32 (y[k * n + i], want[k * n + i]))
+              {
+                g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                             "row of %" G_GSIZE_FORMAT " (kind %u), element %" G_GSIZE_FORMAT
+                             ": 0x%08x instead of 0x%08x", n, k, i, f32_bits (y[k * n + i]),
+                             f32_bits (want[k * n + i]));
+                return FALSE;
+              }
+        }
+    }
+  return TRUE;
+}
+
+/**
+ * dc_gpt_vk_norm_new:
+ * @ctx: the device; must outlive the kernel
+ *
+ * Loads shaders/layer-norm.comp and gates it against dc_math_layer_norm ().
+ *
+ * Returns: (transfer full) (nullable): the kernel, or %NULL with @error set
+ */
+DcGptVkNorm *
+dc_gpt_vk_norm_new (DcVkContext  *ctx,
+                    GError      **error)
+{
+  g_autoptr(DcGptVkNorm) self = g_new0 (DcGptVkNorm, 1);
+  g_autoptr(GError) local_error = NULL;
+
+  self->ctx = ctx;
+  self->pipeline = dc_vk_pipeline_new (ctx, kernel_broken ("layer-norm") ? "layer-norm-broken"
+                                                                        : "layer-norm",
+                                       6, sizeof (DcVkNormPush), error);
+  if (self->pipeline == NULL)
+    return NULL;
+  if (!gate (self, &local_error))
+    {
+      g_message ("Vulkan kernel layer-norm on %s failed verification (%s) — refused",
+                 dc_vk_context_get_device_name (ctx), local_error->message);
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "Vulkan kernel layer-norm on %s failed verification — layer norm stays "
+                   "on the CPU", dc_vk_context_get_device_name (ctx));
+      return NULL;
+    }
+  return g_steal_pointer (&self);
+}

@@ -1,0 +1,35 @@
+/* dc-gpt-vk-norm.h: layer norm (dc_math_layer_norm ()) as a Vulkan kernel,
+ * bit for bit, gated against the CPU when made.
+ *
+ * Like dc-gpt-vk-quant.h, a kernel of the resident step's stage 2 that
+ * exists, is exact and gated, and runs from host arrays (tests, gate); it is
+ * not yet recorded into the resident step.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include "engine/dc-vk-context.h"
+
+G_BEGIN_DECLS
+
+typedef struct _DcGptVkNorm DcGptVkNorm;
+
+DcGptVkNorm *dc_gpt_vk_norm_new   (DcVkContext   *ctx,
+                                   GError       **error);
+void         dc_gpt_vk_norm_free  (DcGptVkNorm   *self);
+gboolean     dc_gpt_vk_norm_rows  (DcGptVkNorm   *self,
+                                   const float   *x,
+                                   const float   *weight,
+                                   const float   *bias,
+                                   float          eps,
+                                   gsize          rows,
+                                   gsize          n,
+                                   float         *y,
+                                   float         *mean,
+                                   float         *rstd,
+                                   GError       **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptVkNorm, dc_gpt_vk_norm_free)
+
+G_END_DECLS

@@ -1,0 +1,626 @@
+/* dc-gpt-vk-step.c: the training step resident on a Vulkan device (stage 1:
+ * weights and Adam moments resident, the Adam step a recorded, replayed
+ * kernel).
+ *
+ * Buffers: w, m, v and g (n floats each) in device-local memory; the step's
+ * scalars (DcVkAdamScalars) in a small host-visible buffer the kernel reads;
+ * gradients come in through a host-visible staging buffer and the new
+ * w, m, v go out through another (3n floats). The recording is
+ *   copy staging_in → g;  adam (w, g, m, v, scalars);  copy w, m, v → staging_out
+ * submitted once per step. The host model is overwritten with the device's
+ * state after every step, so everything that reads the model (hashes,
+ * checkpoints, the UI) sees the same bits as on the CPU path; copying m and v
+ * back each step is the price of that until the forward and backward passes
+ * are resident too (then only the loss and the hash inputs need to leave).
+ *
+ * Every kernel is gated when the step is made: shaders/f32-exact-check.comp
+ * on a sweep of float pairs against the CPU's own + − × ÷ √, and
+ * shaders/adam.comp for three steps on 4096 elements against
+ * dc_gpt_model_adam_step (). A refusal is logged and the caller keeps Adam on
+ * the CPU. DC_TEST_BREAK_KERNEL=f32-exact,adam (or all) swaps in the broken
+ * twins, for the tests of the gates.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#define G_LOG_DOMAIN "dc-model"
+
+#include "config.h"
+
+#include "dc-gpt-vk-step.h"
+#include "dc-gpt-vk-step-private.h"
+
+#include <string.h>
+
+#include "engine/dc-vk-context.h"
+#include "dc-model-error.h"
+
+/* Mirrors the Scalars block of shaders/adam.comp (std430: nine uint32). */
+typedef struct
+{
+  guint32 n;
+  guint32 lr;
+  guint32 bc1;
+  guint32 bc2;
+  guint32 beta1;
+  guint32 beta2;
+  guint32 one_minus_beta1;
+  guint32 one_minus_beta2;
+  guint32 eps;
+} DcVkAdamScalars;
+
+G_STATIC_ASSERT (sizeof (DcVkAdamScalars) == 36);
+G_STATIC_ASSERT (G_STRUCT_OFFSET (DcVkAdamScalars, eps) == 32);
+
+/* Invocations per workgroup of adam.comp (its local_size_x). */
+#define ADAM_GROUP 256
+/* At most this many workgroups per dispatch (the smallest maxComputeWorkGroupCount
+ * Vulkan allows is 65535); the kernel's grid-stride loop covers the rest. */
+#define ADAM_MAX_GROUPS 65535
+/* Elements of the Adam gate: enough that every kind of gradient below
+ * appears many times, and small enough for lavapipe (milliseconds). */
+#define ADAM_GATE_N 4096
+#define ADAM_GATE_STEPS 3
+
+struct _DcGptVkStep
+{
+  /* owned */
+  DcVkContext   *ctx;
+  DcVkPipeline  *adam;
+  DcVkBuffer    *w, *g, *m, *v;   /* device-local, n floats each */
+  DcVkBuffer    *scalars;         /* host-visible DcVkAdamScalars */
+  DcVkBuffer    *staging_in;      /* host-visible, n floats: gradients */
+  DcVkBuffer    *staging_out;     /* host-visible, 3n floats: w, m, v */
+  DcVkRecording *recording;
+  /* state */
+  gsize          n;
+  DcGptVkStepTimes times;
+};
+
+static inline guint32
+f32_bits (float x)
+{
+  guint32 u;
+
+  memcpy (&u, &x, sizeof u);
+  return u;
+}
+
+static inline float
+bits_f32 (guint32 u)
+{
+  float x;
+
+  memcpy (&x, &u, sizeof x);
+  return x;
+}
+
+static gboolean
+kernel_broken (const char *name)
+{
+  const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
+  g_auto(GStrv) names = NULL;
+
+  if (env == NULL || *env == '\0')
+    return FALSE;
+  if (g_str_equal (env, "all"))
+    return TRUE;
+  names = g_strsplit (env, ",", -1);
+  return g_strv_contains ((const char * const *) names, name);
+}
+
+static guint64
+splitmix64 (guint64 *state)
+{
+  guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
+
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+/* ---- The exact f32 operations -------------------------------------------- */
+
+void
+_dc_gpt_vk_step_f32_reference (guint32  a,
+                               guint32  b,
+                               guint32 *out)
+{
+  /* Separate statements: each one correctly rounded IEEE operation (the
+   * library is compiled with -ffp-contract=off). */
+  float x = bits_f32 (a), y = bits_f32 (b);
+  float sum = x + y, diff = x - y, prod = x * y, quot = x / y;
+  float root = __builtin_sqrtf (x);
+
+  out[0] = f32_bits (sum);
+  out[1] = f32_bits (diff);
+  out[2] = f32_bits (prod);
+  out[3] = f32_bits (quot);
+  out[4] = f32_bits (root);
+}
+
+gboolean
+_dc_gpt_vk_step_same_f32 (guint32 gpu,
+                          guint32 cpu)
+{
+  gboolean gpu_nan = (gpu & 0x7fffffffu) > 0x7f800000u;
+  gboolean cpu_nan = (cpu & 0x7fffffffu) > 0x7f800000u;
+
+  return gpu == cpu || (gpu_nan && cpu_nan);
+}
+
+gboolean
+_dc_gpt_vk_step_run_f32_check (DcVkContext    *ctx,
+                               const guint32  *a,
+                               const guint32  *b,
+                               gsize           n,
+                               gboolean        broken,
+                               guint32        *out,
+                               GError        **error)
+{
+  g_autoptr(DcVkPipeline) pipeline = NULL;
+  g_autoptr(DcVkBuffer) buf_a = NULL, buf_b = NULL, buf_out = NULL;
+  guint32 push;
+
+  g_return_val_if_fail (n > 0 && n <= G_MAXUINT32 / 5, FALSE);
+
+  pipeline = dc_vk_pipeline_new (ctx, broken ? "f32-exact-check-broken" : "f32-exact-check", 3,
+                                 sizeof (guint32), error);
+  if (pipeline == NULL
+      || (buf_a = dc_vk_buffer_new (ctx, n * 4, error)) == NULL
+      || (buf_b = dc_vk_buffer_new (ctx, n * 4, error)) == NULL
+      || (buf_out = dc_vk_buffer_new (ctx, n * 5 * 4, error)) == NULL)
+    return FALSE;
+  memcpy (dc_vk_buffer_get_data (buf_a), a, n * 4);
+  memcpy (dc_vk_buffer_get_data (buf_b), b, n * 4);
+  push = (guint32) n;
+  {
+    DcVkBuffer *buffers[] = { buf_a, buf_b, buf_out };
+
+    if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, (guint) ((n + 63) / 64), 1, 1, error))
+      return FALSE;
+  }
+  memcpy (out, dc_vk_buffer_get_data (buf_out), n * 5 * 4);
+  return TRUE;
+}
+
+/* Float bit patterns whose sums, differences, products, quotients and roots
+ * reach every path of f32-exact.glsl: specials, subnormals, overflow, ties,
+ * cancellation, results below the normal range. */
+static const guint32 f32_specials[] = {
+  0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x00000003, 0x007fffff, 0x807fffff,
+  0x00400000, 0x00800000, 0x80800000, 0x00800001, 0x3f800000, 0xbf800000, 0x3f800001,
+  0x3fc00000, 0x40000000, 0x40400000, 0xc0400000, 0x3dcccccd, 0x3fffffff, 0x7f7fffff,
+  0xff7fffff, 0x7f000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x33800000, 0x34000000,
+  0x4b800000, 0x4b000001, 0x5f000000, 0x1f800000, 0x0c000000, 0x2f800000, 0x322bcc77,
+  0x3a83126f, 0x3f666666, 0x3f7fbe77, 0x3c23d70a, 0x00000002, 0x7effffff, 0x01000000,
+};
+
+static void
+gate_pairs (GArray *a,
+            GArray *b)
+{
+  guint64 state = G_GUINT64_CONSTANT (0x4461697379566b31);  /* "DaisyVk1" */
+
+  for (guint i = 0; i < G_N_ELEMENTS (f32_specials); i++)
+    for (guint j = 0; j < G_N_ELEMENTS (f32_specials); j++)
+      {
+        g_array_append_val (a, f32_specials[i]);
+        g_array_append_val (b, f32_specials[j]);
+      }
+  for (guint i = 0; i < 8192; i++)
+    {
+      guint64 r = splitmix64 (&state);
+      guint32 x = (guint32) r, y = (guint32) (r >> 32);
+
+      switch (i % 4)
+        {
+        case 0:  /* any bits */
+          break;
+        case 1:  /* close exponents: cancellation, ties of sums */
+          y = (x & 0xff800000u) ^ (y & 0x81ffffffu);
+          break;
+        case 2:  /* small magnitudes: products and quotients near and below 2^-126 */
+          x = (x & 0x807fffffu) | ((0x20u + (x >> 24) % 0x30u) << 23);
+          y = (y & 0x807fffffu) | ((0x20u + (y >> 24) % 0x30u) << 23);
+          break;
+        default:  /* few mantissa bits: exact results and exact ties */
+          x &= 0xfff80000u;
+          y &= 0xfffc0000u;
+          break;
+        }
+      g_array_append_val (a, x);
+      g_array_append_val (b, y);
+    }
+}
+
+static gboolean
+gate_f32 (DcVkContext  *ctx,
+          GError      **error)
+{
+  g_autoptr(GArray) a = g_array_new (FALSE, FALSE, sizeof (guint32));
+  g_autoptr(GArray) b = g_array_new (FALSE, FALSE, sizeof (guint32));
+  g_autofree guint32 *out = NULL;
+  static const char * const op_names[] = { "sum", "difference", "product", "quotient", "root" };
+
+  gate_pairs (a, b);
+  out = g_new (guint32, (gsize) a->len * 5);
+  if (!_dc_gpt_vk_step_run_f32_check (ctx, (guint32 *) a->data, (guint32 *) b->data, a->len,
+                                      kernel_broken ("f32-exact"), out, error))
+    return FALSE;
+  for (guint i = 0; i < a->len; i++)
+    {
+      guint32 x = g_array_index (a, guint32, i), y = g_array_index (b, guint32, i);
+      guint32 want[5];
+
+      _dc_gpt_vk_step_f32_reference (x, y, want);
+      for (guint k = 0; k < 5; k++)
+        if (!_dc_gpt_vk_step_same_f32 (out[5 * i + k], want[k]))
+          {
+            g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                         "%s of 0x%08x and 0x%08x: 0x%08x instead of 0x%08x", op_names[k], x,
+                         y, out[5 * i + k], want[k]);
+            return FALSE;
+          }
+    }
+  return TRUE;
+}
+
+/* ---- The resident state and its recording -------------------------------- */
+
+void
+dc_gpt_vk_step_free (DcGptVkStep *self)
+{
+  if (self == NULL)
+    return;
+  /* Reverse order of creation; the context last. */
+  g_clear_pointer (&self->recording, dc_vk_recording_free);
+  g_clear_pointer (&self->staging_out, dc_vk_buffer_free);
+  g_clear_pointer (&self->staging_in, dc_vk_buffer_free);
+  g_clear_pointer (&self->scalars, dc_vk_buffer_free);
+  g_clear_pointer (&self->v, dc_vk_buffer_free);
+  g_clear_pointer (&self->m, dc_vk_buffer_free);
+  g_clear_pointer (&self->g, dc_vk_buffer_free);
+  g_clear_pointer (&self->w, dc_vk_buffer_free);
+  g_clear_pointer (&self->adam, dc_vk_pipeline_free);
+  g_clear_pointer (&self->ctx, dc_vk_context_free);
+  g_free (self);
+}
+
+/* Buffers, pipeline and the recorded step for n elements, on a context this
+ * step does not own (the gate's instance borrows the real one's). */
+static gboolean
+resident_build (DcGptVkStep  *self,
+                DcVkContext  *ctx,
+                gsize         n,
+                gboolean      broken,
+                GError      **error)
+{
+  const DcVkFeatures *features = dc_vk_context_get_features (ctx);
+  gsize bytes = n * sizeof (float);
+  guint groups = (guint) MIN ((n + ADAM_GROUP - 1) / ADAM_GROUP, ADAM_MAX_GROUPS);
+
+  /* One binding holds one whole tensor array: the storage buffer range caps
+   * the model (lavapipe: 128 MiB, 33.5 M parameters; the seeds' largest
+   * model has far fewer). 3n floats go through one staging buffer. */
+  if (n == 0 || n > G_MAXUINT32 || bytes > features->max_storage_buffer_range)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
+                   "%" G_GSIZE_FORMAT " parameters do not fit one storage buffer binding of "
+                   "%s (%u bytes)", n, dc_vk_context_get_device_name (ctx),
+                   features->max_storage_buffer_range);
+      return FALSE;
+    }
+  self->n = n;
+  self->adam = dc_vk_pipeline_new (ctx, broken ? "adam-broken" : "adam", 5, 0, error);
+  if (self->adam == NULL
+      || (self->w = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
+      || (self->g = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
+      || (self->m = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
+      || (self->v = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
+      || (self->scalars = dc_vk_buffer_new (ctx, sizeof (DcVkAdamScalars), error)) == NULL
+      || (self->staging_in = dc_vk_buffer_new (ctx, bytes, error)) == NULL
+      || (self->staging_out = dc_vk_buffer_new (ctx, 3 * bytes, error)) == NULL
+      || (self->recording = dc_vk_recording_new (ctx, error)) == NULL)
+    return FALSE;
+
+  {
+    DcVkCopy in = { self->staging_in, 0, self->g, 0, bytes };
+    DcVkCopy out[] = {
+      { self->w, 0, self->staging_out, 0, bytes },
+      { self->m, 0, self->staging_out, bytes, bytes },
+      { self->v, 0, self->staging_out, 2 * bytes, bytes },
+    };
+    DcVkBuffer *buffers[] = { self->w, self->g, self->m, self->v, self->scalars };
+
+    dc_vk_recording_copy (self->recording, &in, 1);
+    if (!dc_vk_recording_dispatch (self->recording, self->adam, buffers, NULL, groups, 1, 1,
+                                   error))
+      return FALSE;
+    dc_vk_recording_copy (self->recording, out, G_N_ELEMENTS (out));
+  }
+  return dc_vk_recording_end (self->recording, error);
+}
+
+/* Copies the state in, one array at a time through the start of the
+ * outgoing staging buffer (each replay overwrites it anyway). */
+static gboolean
+resident_upload (DcGptVkStep  *self,
+                 DcVkContext  *ctx,
+                 const float  *w,
+                 const float  *m,
+                 const float  *v,
+                 GError      **error)
+{
+  gsize bytes = self->n * sizeof (float);
+  const float *arrays[] = { w, m, v };
+  DcVkBuffer *targets[] = { self->w, self->m, self->v };
+
+  for (guint i = 0; i < G_N_ELEMENTS (arrays); i++)
+    {
+      memcpy (dc_vk_buffer_get_data (self->staging_out), arrays[i], bytes);
+      if (!dc_vk_buffer_copy (ctx, self->staging_out, targets[i], bytes, error))
+        return FALSE;
+    }
+  /* The outgoing staging buffer now mirrors the device, as after a replay. */
+  for (guint i = 0; i < G_N_ELEMENTS (arrays); i++)
+    memcpy ((guint8 *) dc_vk_buffer_get_data (self->staging_out) + i * bytes, arrays[i], bytes);
+  return TRUE;
+}
+
+/* Whether the host model still holds exactly what the device last gave it.
+ * The group code writes the model directly (a roster's weights, a repair, an
+ * audit's snapshot): the device must not step from a stale copy. */
+static gboolean
+resident_matches (DcGptVkStep      *self,
+                  const DcGptModel *model)
+{
+  gsize bytes = self->n * sizeof (float);
+  const guint8 *out = dc_vk_buffer_get_data (self->staging_out);
+
+  return memcmp (out, model->params, bytes) == 0
+         && memcmp (out + bytes, model->adam_m, bytes) == 0
+         && memcmp (out + 2 * bytes, model->adam_v, bytes) == 0;
+}
+
+/* One replay: gradients in, the Adam kernel, w, m, v out into the arrays. */
+static gboolean
+resident_run (DcGptVkStep  *self,
+              const float  *grads,
+              float         lr,
+              float         bc1,
+              float         bc2,
+              float        *w,
+              float        *m,
+              float        *v,
+              GError      **error)
+{
+  gsize bytes = self->n * sizeof (float);
+  const guint8 *out = dc_vk_buffer_get_data (self->staging_out);
+  DcVkAdamScalars *s = dc_vk_buffer_get_data (self->scalars);
+  const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
+  gint64 t0, t1, t2;
+
+  /* The same float constants as dc_gpt_model_adam_step (), as bits. */
+  s->n = (guint32) self->n;
+  s->lr = f32_bits (lr);
+  s->bc1 = f32_bits (bc1);
+  s->bc2 = f32_bits (bc2);
+  s->beta1 = f32_bits (b1);
+  s->beta2 = f32_bits (b2);
+  s->one_minus_beta1 = f32_bits (1.0f - b1);
+  s->one_minus_beta2 = f32_bits (1.0f - b2);
+  s->eps = f32_bits (DC_ADAM_EPS);
+
+  t0 = g_get_monotonic_time ();
+  memcpy (dc_vk_buffer_get_data (self->staging_in), grads, bytes);
+  t1 = g_get_monotonic_time ();
+  if (!dc_vk_recording_submit (self->recording, error))
+    return FALSE;
+  t2 = g_get_monotonic_time ();
+  memcpy (w, out, bytes);
+  memcpy (m, out + bytes, bytes);
+  memcpy (v, out + 2 * bytes, bytes);
+  self->times.steps++;
+  self->times.device_ns += (guint64) (t2 - t1) * 1000;
+  self->times.host_ns += (guint64) (t1 - t0 + g_get_monotonic_time () - t2) * 1000;
+  return TRUE;
+}
+
+/* The host's half of a step, exactly as dc_gpt_model_adam_step_threads ()
+ * does it: the step count and the running products β^t, then the bias
+ * corrections. */
+static void
+advance_model (DcGptModel *model,
+               float      *bc1,
+               float      *bc2)
+{
+  model->step++;
+  model->beta1_pow = model->beta1_pow * DC_ADAM_BETA1;
+  model->beta2_pow = model->beta2_pow * DC_ADAM_BETA2;
+  *bc1 = 1.0f - model->beta1_pow;
+  *bc2 = 1.0f - model->beta2_pow;
+}
+
+/* Three Adam steps on gate elements, on the device and through
+ * dc_gpt_model_adam_step (), compared bit for bit after each. */
+static gboolean
+gate_adam (DcVkContext  *ctx,
+           GError      **error)
+{
+  g_autoptr(DcGptVkStep) gate = g_new0 (DcGptVkStep, 1);
+  g_autofree float *w = g_new (float, ADAM_GATE_N), *m = g_new0 (float, ADAM_GATE_N);
+  g_autofree float *v = g_new0 (float, ADAM_GATE_N), *grads = g_new (float, ADAM_GATE_N);
+  g_autofree float *cpu_w = NULL, *cpu_m = NULL, *cpu_v = NULL;
+  guint64 state = G_GUINT64_CONSTANT (0x4461697379416431);  /* "DaisyAd1" */
+  DcGptModel cpu = { 0 }, device = { 0 };
+
+  if (!resident_build (gate, ctx, ADAM_GATE_N, kernel_broken ("adam"), error))
+    return FALSE;
+  for (guint i = 0; i < ADAM_GATE_N; i++)
+    {
+      guint64 r = splitmix64 (&state);
+
+      /* Weights of every size a model has, both signs. */
+      w[i] = bits_f32 ((guint32) (r & 0x807fffffu) | ((guint32) (100 + (r >> 40) % 40) << 23));
+    }
+  cpu.n_params = device.n_params = ADAM_GATE_N;
+  cpu.params = cpu_w = g_memdup2 (w, ADAM_GATE_N * sizeof (float));
+  cpu.adam_m = cpu_m = g_new0 (float, ADAM_GATE_N);
+  cpu.adam_v = cpu_v = g_new0 (float, ADAM_GATE_N);
+  cpu.beta1_pow = cpu.beta2_pow = device.beta1_pow = device.beta2_pow = 1.0f;
+  if (!resident_upload (gate, ctx, w, m, v, error))
+    return FALSE;
+
+  for (guint step = 0; step < ADAM_GATE_STEPS; step++)
+    {
+      float lr = step == 1 ? 0x1.47ae14p-7f /* 0.01 */ : 0x1.0624dep-10f /* 0.001 */;
+      float bc1, bc2;
+
+      for (guint i = 0; i < ADAM_GATE_N; i++)
+        {
+          guint64 r = splitmix64 (&state);
+          guint32 mant = (guint32) r & 0x807fffffu;
+          guint32 e;
+
+          /* Gradients: zeros, subnormals, values whose squares are
+           * subnormal, values near ε's scale (where √v̂ + ε rounds), and
+           * ordinary and large ones. */
+          switch ((r >> 32) % 8)
+            {
+            case 0: e = 0; mant &= 0x80000000u; break;
+            case 1: e = 0; break;
+            case 2: e = 40 + (r >> 40) % 20; break;
+            case 3: e = 90 + (r >> 40) % 10; break;
+            case 4: e = 100 + (r >> 40) % 10; break;
+            case 5: e = 150 + (r >> 40) % 20; break;
+            default: e = 110 + (r >> 40) % 20; break;
+            }
+          grads[i] = bits_f32 (mant | e << 23);
+        }
+      dc_gpt_model_adam_step (&cpu, grads, lr);
+      advance_model (&device, &bc1, &bc2);
+      if (!resident_run (gate, grads, lr, bc1, bc2, w, m, v, error))
+        return FALSE;
+      for (guint i = 0; i < ADAM_GATE_N; i++)
+        {
+          const float *got[] = { &w[i], &m[i], &v[i] };
+          const float *want[] = { &cpu_w[i], &cpu_m[i], &cpu_v[i] };
+          static const char * const names[] = { "weight", "first moment", "second moment" };
+
+          for (guint k = 0; k < 3; k++)
+            if (!_dc_gpt_vk_step_same_f32 (f32_bits (*got[k]), f32_bits (*want[k])))
+              {
+                g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                             "step %u, element %u (gradient 0x%08x): %s 0x%08x instead of "
+                             "0x%08x", step + 1, i, f32_bits (grads[i]), names[k],
+                             f32_bits (*got[k]), f32_bits (*want[k]));
+                return FALSE;
+              }
+        }
+    }
+  return TRUE;
+}
+
+/**
+ * dc_gpt_vk_step_new:
+ * @model: the state to make resident (its weights and moments are copied)
+ *
+ * Opens the best Vulkan device, gates the step's kernels against the CPU and
+ * uploads the model's weights and Adam moments.
+ *
+ * Returns: (transfer full) (nullable): the resident step, or %NULL with
+ *   @error set (no device, a kernel refused, or a model too large)
+ */
+DcGptVkStep *
+dc_gpt_vk_step_new (const DcGptModel  *model,
+                    GError           **error)
+{
+  g_autoptr(DcGptVkStep) self = g_new0 (DcGptVkStep, 1);
+  g_autoptr(GError) local_error = NULL;
+  const char *kernel = NULL;
+
+  self->ctx = dc_vk_context_new (-1, error);
+  if (self->ctx == NULL)
+    return NULL;
+  if (!gate_f32 (self->ctx, &local_error))
+    kernel = "f32-exact";
+  else if (!gate_adam (self->ctx, &local_error))
+    kernel = "adam";
+  if (kernel != NULL)
+    {
+      g_message ("Vulkan kernel %s on %s failed verification (%s) — refused", kernel,
+                 dc_vk_context_get_device_name (self->ctx), local_error->message);
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "Vulkan kernel %s on %s failed verification — Adam stays on the CPU",
+                   kernel, dc_vk_context_get_device_name (self->ctx));
+      return NULL;
+    }
+  if (!resident_build (self, self->ctx, model->n_params, FALSE, error)
+      || !resident_upload (self, self->ctx, model->params, model->adam_m, model->adam_v, error))
+    return NULL;
+  return g_steal_pointer (&self);
+}
+
+const char *
+dc_gpt_vk_step_get_device_name (DcGptVkStep *self)
+{
+  return dc_vk_context_get_device_name (self->ctx);
+}
+
+/**
+ * dc_gpt_vk_step_get_resident:
+ *
+ * Returns: what of the step runs resident on the device today ("adam")
+ */
+const char *
+dc_gpt_vk_step_get_resident (DcGptVkStep *self)
+{
+  return "adam";
+}
+
+/**
+ * dc_gpt_vk_step_apply_gradients:
+ * @model: the model the step was made from, in the state the last step left
+ * @grads: (array): n_params gradients
+ * @lr: the learning rate
+ *
+ * dc_gpt_model_adam_step () on the device: the same bits, then copied into
+ * @model (weights, moments, step, β^t).
+ */
+gboolean
+dc_gpt_vk_step_apply_gradients (DcGptVkStep  *self,
+                                DcGptModel   *model,
+                                const float  *grads,
+                                float         lr,
+                                GError      **error)
+{
+  DcGptModel next = *model;
+  float bc1, bc2;
+  gint64 t0;
+
+  g_return_val_if_fail (model->n_params == self->n, FALSE);
+
+  t0 = g_get_monotonic_time ();
+  if (!resident_matches (self, model))
+    {
+      g_debug ("Resident step: the model changed on the host; uploading it again");
+      if (!resident_upload (self, self->ctx, model->params, model->adam_m, model->adam_v, error))
+        return FALSE;
+    }
+  self->times.host_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
+  advance_model (&next, &bc1, &bc2);
+  if (!resident_run (self, grads, lr, bc1, bc2, model->params, model->adam_m, model->adam_v,
+                     error))
+    return FALSE;
+  model->step = next.step;
+  model->beta1_pow = next.beta1_pow;
+  model->beta2_pow = next.beta2_pow;
+  return TRUE;
+}
+
+void
+dc_gpt_vk_step_get_times (DcGptVkStep      *self,
+                          DcGptVkStepTimes *out)
+{
+  *out = self->times;
+}

@@ -1,0 +1,57 @@
+/* dc-gpt-vk-step.h: the training step resident on a Vulkan device.
+ *
+ * Stage 1 of issue 15: the optimizer. The weights and both Adam moments live
+ * in device memory; the step is recorded once in a command buffer (gradients
+ * in, the Adam kernel, the new state out) and replayed, one submission per
+ * step. The kernel computes dc_gpt_model_adam_step ()'s bits exactly, in
+ * integer arithmetic (shaders/include/f32-exact.glsl), and is gated at
+ * start-up against the CPU function; the forward and backward passes still
+ * run where the trainer's GEMM backend puts them. docs/ARCHITECTURE.md
+ * ("Resident training step") says what is resident and what remains.
+ *
+ * Not thread-safe: one thread owns a step and its Vulkan context.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "dc-gpt-model.h"
+
+G_BEGIN_DECLS
+
+typedef struct _DcGptVkStep DcGptVkStep;
+
+/**
+ * DcGptVkStepTimes:
+ * @steps: optimizer steps replayed
+ * @host_ns: time copying gradients into and the state out of the mapped
+ *   staging buffers (host memory traffic)
+ * @device_ns: time from submission to the fence (transfers and kernel)
+ *
+ * Totals since the step was made; `bench train` reports them.
+ */
+typedef struct
+{
+  guint64 steps;
+  guint64 host_ns;
+  guint64 device_ns;
+} DcGptVkStepTimes;
+
+DcGptVkStep *dc_gpt_vk_step_new              (const DcGptModel  *model,
+                                              GError           **error);
+void         dc_gpt_vk_step_free             (DcGptVkStep       *self);
+const char  *dc_gpt_vk_step_get_device_name  (DcGptVkStep       *self);
+const char  *dc_gpt_vk_step_get_resident     (DcGptVkStep       *self);
+gboolean     dc_gpt_vk_step_apply_gradients  (DcGptVkStep       *self,
+                                              DcGptModel        *model,
+                                              const float       *grads,
+                                              float              lr,
+                                              GError           **error);
+void         dc_gpt_vk_step_get_times        (DcGptVkStep       *self,
+                                              DcGptVkStepTimes  *out);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptVkStep, dc_gpt_vk_step_free)
+
+G_END_DECLS

@@ -1,0 +1,598 @@
+/* test-model-gpt-vk-step.c: the training step resident on Vulkan (stage 1:
+ * the weights and Adam moments on the device, Adam a replayed kernel) gives
+ * the CPU's bits.
+ *
+ * Proves: f32-exact.glsl's + − × ÷ √ equal the CPU's IEEE operations on a
+ * sweep of 200,000 pairs (and the broken twin does not); each kernel's gate
+ * refuses its broken twin; training with the resident step gives the CPU's
+ * weight and optimizer hashes after every step at each size class (width
+ * 16, the default 32, 64 and 128), including a step after the host changed
+ * the model (as the group's repair does). The stage-2 kernels (quantize,
+ * layer norm, attention's softmax with the engine's exp) give the CPU's bits
+ * on a real forward pass's values and refuse their broken twins. Skipped,
+ * with the reason, when no Vulkan device is usable.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "dc-test-utils.h"
+#include "engine/dc-vk-context.h"
+#include "model/dc-gpt-trainer.h"
+#include "model/dc-gpt-vk-forward.h"
+#include "model/dc-gpt-vk-norm.h"
+#include "model/dc-gpt-vk-quant.h"
+#include "model/dc-gpt-vk-softmax.h"
+#include "engine/dc-math.h"
+#include "model/dc-model-error.h"
+#include "model/dc-gpt-vk-step-private.h"
+#include "train/dc-token-source.h"
+
+static guint64
+splitmix64 (guint64 *state)
+{
+  guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
+
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+static DcVkContext *
+open_device (void)
+{
+  g_autoptr(GError) error = NULL;
+  DcVkContext *ctx = dc_vk_context_new (-1, &error);
+
+  if (ctx == NULL)
+    dc_test_skip_without_vulkan (error->message);
+  return ctx;
+}
+
+/* Pairs the gate does not use: every sign and exponent of a (for √) with
+ * random mantissas, random bits, close exponents, tiny magnitudes and short
+ * mantissas (exact ties). */
+static void
+sweep_pairs (GArray *a,
+             GArray *b)
+{
+  guint64 state = 12345;
+
+  for (guint32 i = 0; i < 65536; i++)
+    {
+      guint64 r = splitmix64 (&state);
+      guint32 x = (i << 16) | ((guint32) r & 0xffffu), y = (guint32) (r >> 32);
+
+      g_array_append_val (a, x);
+      g_array_append_val (b, y);
+    }
+  for (guint i = 0; i < 140000; i++)
+    {
+      guint64 r = splitmix64 (&state);
+      guint32 x = (guint32) r, y = (guint32) (r >> 32);
+
+      switch (i % 5)
+        {
+        case 0:
+          break;
+        case 1:
+          y = (x & 0xff800000u) ^ (y & 0x80ffffffu);
+          break;
+        case 2:
+          x = (x & 0x807fffffu) | ((0x28u + (x >> 24) % 0x20u) << 23);
+          y = (y & 0x807fffffu) | ((0x28u + (y >> 24) % 0x20u) << 23);
+          break;
+        case 3:
+          x &= 0xffff0000u;
+          y &= 0xfff00000u;
+          break;
+        default:  /* quotients and products near 1, the divisor's bits few */
+          x = (x & 0x007fffffu) | 0x3f800000u;
+          y = (y & 0x007e0000u) | 0x3f800000u;
+          break;
+        }
+      g_array_append_val (a, x);
+      g_array_append_val (b, y);
+    }
+}
+
+static guint
+count_mismatches (DcVkContext *ctx,
+                  GArray      *a,
+                  GArray      *b,
+                  gboolean     broken)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree guint32 *out = g_new (guint32, (gsize) a->len * 5);
+  guint bad = 0;
+
+  g_assert_true (_dc_gpt_vk_step_run_f32_check (ctx, (guint32 *) a->data, (guint32 *) b->data,
+                                                a->len, broken, out, &error));
+  g_assert_no_error (error);
+  for (guint i = 0; i < a->len; i++)
+    {
+      guint32 want[5];
+
+      _dc_gpt_vk_step_f32_reference (g_array_index (a, guint32, i),
+                                     g_array_index (b, guint32, i), want);
+      for (guint k = 0; k < 5; k++)
+        if (!_dc_gpt_vk_step_same_f32 (out[5 * i + k], want[k]))
+          {
+            if (bad++ < 5 && !broken)
+              g_test_message ("op %u of 0x%08x, 0x%08x: 0x%08x, CPU 0x%08x", k,
+                              g_array_index (a, guint32, i), g_array_index (b, guint32, i),
+                              out[5 * i + k], want[k]);
+          }
+    }
+  return bad;
+}
+
+static void
+test_f32_ops (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GArray) a = g_array_new (FALSE, FALSE, sizeof (guint32));
+  g_autoptr(GArray) b = g_array_new (FALSE, FALSE, sizeof (guint32));
+  guint bad, bad_broken;
+
+  if (ctx == NULL)
+    return;
+  sweep_pairs (a, b);
+  bad = count_mismatches (ctx, a, b, FALSE);
+  bad_broken = count_mismatches (ctx, a, b, TRUE);
+  g_test_message ("%u pairs × 5 operations: %u differ from the CPU; the broken twin: %u",
+                  a->len, bad, bad_broken);
+  g_assert_cmpuint (bad, ==, 0);
+  /* The sweep sees a division that forgets its remainder. */
+  g_assert_cmpuint (bad_broken, >, 0);
+}
+
+static DcGptModel *
+small_model (guint width,
+             guint seq)
+{
+  g_autoptr(GError) error = NULL;
+  DcGptConfig config;
+  DcGptModel *model;
+
+  dc_gpt_config_init_derived (&config, width, seq);
+  model = dc_gpt_model_new (&config, &error);
+  g_assert_no_error (error);
+  dc_gpt_model_init_weights (model, 21);
+  return model;
+}
+
+static void
+test_gates_refuse_broken (void)
+{
+  static const char * const kernels[] = { "f32-exact", "adam" };
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(DcGptModel) model = small_model (16, 16);
+
+  if (ctx == NULL)
+    return;
+  for (guint i = 0; i < G_N_ELEMENTS (kernels); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcGptVkStep) step = NULL;
+      g_autofree char *expected = g_strdup_printf ("Vulkan kernel %s on ", kernels[i]);
+
+      g_setenv ("DC_TEST_BREAK_KERNEL", kernels[i], TRUE);
+      step = dc_gpt_vk_step_new (model, &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_null (step);
+      g_assert_nonnull (error);
+      g_test_message ("%s", error->message);
+      g_assert_true (g_str_has_prefix (error->message, expected));
+      g_assert_nonnull (strstr (error->message, "failed verification — Adam stays on the CPU"));
+    }
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DcGptVkStep) step = dc_gpt_vk_step_new (model, &error);
+
+    g_assert_no_error (error);
+    g_assert_nonnull (step);
+  }
+}
+
+/* The quantization kernel against dc_quant_pack () on the activations of a
+ * real forward pass (width 64: rows of the residual stream, its columns as
+ * the weight-gradient form packs them, and the MLP's ReLU outputs with their
+ * exact zeros), then its gate against its broken twin. */
+static void
+test_quantize (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptVkQuant) quant = NULL;
+  g_autoptr(DcGptModel) model = small_model (64, 32);
+  g_autoptr(DcGptRun) run = NULL;
+  g_autofree guint8 *tokens = g_new (guint8, 2 * 32 + 1);
+  const float *logits;
+  guint n_checked = 0;
+
+  if (ctx == NULL)
+    return;
+  quant = dc_gpt_vk_quant_new (ctx, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (quant);
+
+  for (guint i = 0; i < 2 * 32 + 1; i++)
+    tokens[i] = (guint8) ("the quick brown fox jumps over the lazy dog; "[i % 44]);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 32, NULL,
+                                     &error));
+  g_assert_no_error (error);
+  logits = dc_gpt_run_get_logits (run);
+  /* Logits (64 rows of 256) as rows and as columns, and the weights
+   * (the model's whole parameter array in vectors of 64). */
+  {
+    struct { const float *src; gsize n, k, vs, ks; } cases[] = {
+      { logits, 64, 256, 256, 1 },
+      { logits, 256, 64, 1, 256 },
+      { model->params, model->n_params / 64, 64, 64, 1 },
+      { model->params, 64, model->n_params / 64, 1, 64 },
+    };
+
+    for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+      {
+        g_autoptr(DcQuantMatrix) want = dc_quant_matrix_new (cases[c].n, cases[c].k, NULL);
+        g_autoptr(DcQuantMatrix) got = dc_quant_matrix_new (cases[c].n, cases[c].k, NULL);
+
+        g_assert_true (dc_quant_pack ("test", cases[c].src, cases[c].vs, cases[c].ks, want,
+                                      &error));
+        g_assert_true (dc_gpt_vk_quant_pack (quant, "test", cases[c].src, cases[c].vs,
+                                             cases[c].ks, got, &error));
+        g_assert_no_error (error);
+        g_assert_cmpmem (got->exponent, cases[c].n * 4, want->exponent, cases[c].n * 4);
+        g_assert_cmpmem (got->q, cases[c].n * cases[c].k, want->q, cases[c].n * cases[c].k);
+        n_checked += (guint) (cases[c].n * cases[c].k);
+      }
+  }
+  g_test_message ("%u values quantized on the device as on the CPU", n_checked);
+  g_clear_pointer (&quant, dc_gpt_vk_quant_free);
+
+  g_setenv ("DC_TEST_BREAK_KERNEL", "quantize", TRUE);
+  quant = dc_gpt_vk_quant_new (ctx, &error);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_assert_null (quant);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+  g_test_message ("%s", error->message);
+  g_assert_true (g_str_has_prefix (error->message, "Vulkan kernel quantize on "));
+}
+
+/* The layer norm kernel against dc_math_layer_norm () on a real forward
+ * pass's logits (64 rows of 256) and on the weights cut in rows of every
+ * width the seeds use, with the model's own norm weights where they fit;
+ * then its gate against its broken twin (sums left to right). */
+static void
+test_layer_norm (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptVkNorm) norm = NULL;
+  g_autoptr(DcGptModel) model = small_model (128, 16);
+  g_autoptr(DcGptRun) run = NULL;
+  guint8 tokens[2 * 16 + 1];
+  static const gsize widths[] = { 16, 24, 32, 48, 64, 96, 100, 128, 256 };
+  guint n_checked = 0;
+
+  if (ctx == NULL)
+    return;
+  norm = dc_gpt_vk_norm_new (ctx, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (norm);
+
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) (97 + (i * 7) % 26);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
+                                     &error));
+  g_assert_no_error (error);
+  for (guint c = 0; c <= G_N_ELEMENTS (widths); c++)
+    {
+      gboolean logits = c == G_N_ELEMENTS (widths);
+      gsize n = logits ? 256 : widths[c];
+      gsize rows = logits ? 32 : MIN (model->n_params / n, 400);
+      const float *x = logits ? dc_gpt_run_get_logits (run) : model->params + 1000;
+      g_autofree float *w = g_new (float, n), *b = g_new (float, n);
+      g_autofree float *y = g_new (float, rows * n), *want = g_new (float, rows * n);
+      g_autofree float *mean = g_new (float, rows), *rstd = g_new (float, rows);
+
+      for (gsize i = 0; i < n; i++)
+        {
+          /* Norm weights near 1 and biases near 0, as trained ones are. */
+          w[i] = 1.0f + model->params[i] * 0.5f;
+          b[i] = model->params[n + i] * 0.25f;
+        }
+      g_assert_true (dc_gpt_vk_norm_rows (norm, x, w, b, DC_MATH_GPT2_LN_EPS, rows, n, y, mean,
+                                          rstd, &error));
+      g_assert_no_error (error);
+      for (gsize r = 0; r < rows; r++)
+        {
+          float want_mean, want_rstd;
+
+          dc_math_layer_norm (x + r * n, w, b, DC_MATH_GPT2_LN_EPS, want + r * n, &want_mean,
+                              &want_rstd, n);
+          g_assert_cmpmem (&mean[r], 4, &want_mean, 4);
+          g_assert_cmpmem (&rstd[r], 4, &want_rstd, 4);
+        }
+      g_assert_cmpmem (y, rows * n * 4, want, rows * n * 4);
+      n_checked += (guint) (rows * n);
+    }
+  g_test_message ("%u values normalized on the device as on the CPU", n_checked);
+  g_clear_pointer (&norm, dc_gpt_vk_norm_free);
+
+  g_setenv ("DC_TEST_BREAK_KERNEL", "layer-norm", TRUE);
+  norm = dc_gpt_vk_norm_new (ctx, &error);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_assert_null (norm);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+  g_test_message ("%s", error->message);
+  g_assert_true (g_str_has_prefix (error->message, "Vulkan kernel layer-norm on "));
+}
+
+/* The attention softmax kernel against the CPU's rule on a forward pass's
+ * logits cut into (32, 32) score blocks (and 128-long rows), causal and
+ * full, at the exact scale 1/√16 and the rounded 1/√24; then its gate
+ * against its broken twin (a Taylor term short). */
+static void
+test_softmax (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptVkSoftmax) softmax = NULL;
+  g_autoptr(DcGptModel) model = small_model (32, 32);
+  g_autoptr(DcGptRun) run = NULL;
+  guint8 tokens[4 * 32 + 1];
+  const float *logits;
+  guint n_checked = 0;
+
+  if (ctx == NULL)
+    return;
+  softmax = dc_gpt_vk_softmax_new (ctx, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (softmax);
+
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) (65 + (i * 11) % 58);
+  run = dc_gpt_run_new (&model->config, 4, DC_GPT_PRECISION_INT8, 1);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 4, 32, NULL,
+                                     &error));
+  g_assert_no_error (error);
+  /* 128 rows of 256 logits: 1024 rows of 32 scores, or 256 rows of 128. */
+  logits = dc_gpt_run_get_logits (run);
+  for (guint c = 0; c < 8; c++)
+    {
+      gsize len = c < 4 ? 32 : 128, rows = 128 * 256 / len;
+      gboolean causal = c % 2 == 0;
+      float scale = (c / 2) % 2 == 0 ? 0.25f : 1.0f / __builtin_sqrtf (24.0f);
+      g_autofree float *got = g_new (float, rows * len), *want = g_new (float, rows * len);
+      g_autofree float *scores = g_new (float, rows * len);
+
+      /* Logits are small; spread them to attention's range. */
+      for (gsize i = 0; i < rows * len; i++)
+        scores[i] = logits[i] * 24.0f;
+      g_assert_true (dc_gpt_vk_softmax_rows (softmax, scores, scale, causal, rows, len, got,
+                                             &error));
+      g_assert_no_error (error);
+      dc_gpt_vk_softmax_reference (scores, scale, causal, rows, len, want);
+      g_assert_cmpmem (got, rows * len * 4, want, rows * len * 4);
+      n_checked += (guint) (rows * len);
+    }
+  g_test_message ("%u probabilities on the device as on the CPU", n_checked);
+  g_clear_pointer (&softmax, dc_gpt_vk_softmax_free);
+
+  g_setenv ("DC_TEST_BREAK_KERNEL", "softmax", TRUE);
+  softmax = dc_gpt_vk_softmax_new (ctx, &error);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_assert_null (softmax);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+  g_test_message ("%s", error->message);
+  g_assert_true (g_str_has_prefix (error->message, "Vulkan kernel softmax on "));
+}
+
+/* The resident forward pass: the logits and the loss of every size class
+ * equal dc_gpt_run_forward ()'s bit for bit, twice in a row (a replay), with new
+ * weights the second time; then its gate refuses its broken twin. */
+static void
+test_forward (gconstpointer data)
+{
+  const guint *size = data;  /* width, seq, batch */
+  g_autoptr(DcVkContext) probe = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptVkForward) fwd = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  g_autofree guint8 *tokens = NULL;
+  g_autofree float *logits = NULL;
+  gsize bt = (gsize) size[1] * size[2], n;
+
+  if (probe == NULL)
+    return;
+  g_clear_pointer (&probe, dc_vk_context_free);
+  model = small_model (size[0], size[1]);
+  fwd = dc_gpt_vk_forward_new (&model->config, size[2], &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (fwd);
+  tokens = g_new (guint8, bt + 1);
+  for (gsize i = 0; i <= bt; i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged, that a single man "[i % 57]);
+  run = dc_gpt_run_new (&model->config, size[2], DC_GPT_PRECISION_INT8, 1);
+  n = bt * model->config.vocab;
+  logits = g_new (float, n);
+  for (guint pass = 0; pass < 2; pass++)
+    {
+      float loss = 0.0f, want_loss = 0.0f;
+
+      if (pass == 1)
+        for (gsize i = 0; i < model->n_params; i += 3)
+          model->params[i] = model->params[i] * 1.5f;
+
+      g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, size[2],
+                                         size[1], &want_loss, &error));
+      g_assert_no_error (error);
+      g_assert_true (dc_gpt_vk_forward_run (fwd, model->params, tokens, tokens + 1, logits,
+                                            &loss, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (logits, n * 4, dc_gpt_run_get_logits (run), n * 4);
+      g_assert_cmpmem (&loss, 4, &want_loss, 4);
+      g_test_message ("pass %u: loss %.9g on both", pass + 1, loss);
+    }
+  g_test_message ("%u × %u × %u: %" G_GSIZE_FORMAT " logits equal, %" G_GUINT64_FORMAT
+                  " dispatches in one submission", size[0], size[1], size[2], n,
+                  dc_gpt_vk_forward_get_n_dispatches (fwd));
+  if (size[0] == 16)
+    {
+      g_autoptr(DcGptVkForward) broken = NULL;
+
+      g_clear_error (&error);
+      g_setenv ("DC_TEST_BREAK_KERNEL", "resident-forward", TRUE);
+      broken = dc_gpt_vk_forward_new (&model->config, size[2], &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_null (broken);
+      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+      g_test_message ("%s", error->message);
+      g_clear_error (&error);
+      g_setenv ("DC_TEST_BREAK_KERNEL", "resident-loss", TRUE);
+      broken = dc_gpt_vk_forward_new (&model->config, size[2], &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_null (broken);
+      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+      g_test_message ("%s", error->message);
+    }
+}
+
+typedef struct
+{
+  guint width, seq, batch, steps;
+  gboolean host_change;   /* change a weight on the host after step 1 */
+  const char *pinned;     /* the CPU's hash after the last step, or NULL */
+} Size;
+
+static DcGptTrainer *
+make_trainer (const Size *size)
+{
+  g_autofree char *path = dc_test_dup_source_path ("tests", "data", "train-corpus.txt", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) corpus = NULL;
+  DcGptTrainer *trainer;
+  DcTrainSettings settings;
+  char *text = NULL;
+  gsize len = 0;
+
+  g_file_get_contents (path, &text, &len, &error);
+  g_assert_no_error (error);
+  corpus = g_bytes_new_take (text, len);
+  dc_train_settings_init_default (&settings);
+  settings.batch = size->batch;
+  trainer = dc_token_source_new_trainer (small_model (size->width, size->seq), &settings, corpus,
+                                         DC_GPT_PRECISION_INT8, 1, &error);
+  g_assert_no_error (error);
+  return trainer;
+}
+
+static void
+step_and_hash (DcGptTrainer *trainer,
+               char        **weights,
+               char        **optimizer)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (dc_gpt_trainer_step (trainer, NULL, &error));
+  g_assert_no_error (error);
+  *weights = dc_gpt_model_dup_hash (dc_gpt_trainer_get_model (trainer));
+  *optimizer = dc_gpt_model_dup_optimizer_hash (dc_gpt_trainer_get_model (trainer));
+}
+
+static void
+test_hashes (gconstpointer data)
+{
+  const Size *size = data;
+  g_autoptr(DcVkContext) probe = open_device ();
+  g_autoptr(DcGptTrainer) cpu = NULL, resident = NULL;
+  g_autoptr(GError) error = NULL;
+  DcGptVkStepTimes times;
+
+  if (probe == NULL)
+    return;
+  g_clear_pointer (&probe, dc_vk_context_free);
+  cpu = make_trainer (size);
+  resident = make_trainer (size);
+  g_assert_true (dc_gpt_trainer_use_resident_step (resident, &error));
+  g_assert_no_error (error);
+  g_assert_null (dc_gpt_trainer_get_resident_step (cpu));
+
+  for (guint s = 0; s < size->steps; s++)
+    {
+      g_autofree char *cpu_w = NULL, *cpu_o = NULL, *dev_w = NULL, *dev_o = NULL;
+
+      step_and_hash (cpu, &cpu_w, &cpu_o);
+      step_and_hash (resident, &dev_w, &dev_o);
+      g_test_message ("step %u: weights %s, optimizer %s", s + 1, cpu_w, cpu_o);
+      g_assert_cmpstr (dev_w, ==, cpu_w);
+      g_assert_cmpstr (dev_o, ==, cpu_o);
+      if (s + 1 == size->steps && size->pinned != NULL)
+        g_assert_cmpstr (cpu_w, ==, size->pinned);
+      if (s == 0 && size->host_change)
+        {
+          /* As a group repair or roster does: the host writes the model. */
+          DcGptModel *a = dc_gpt_trainer_get_model (cpu), *b = dc_gpt_trainer_get_model (resident);
+
+          a->params[3] = b->params[3] = 0.25f;
+          a->adam_v[5] = b->adam_v[5] = 1.0f;
+        }
+    }
+  dc_gpt_vk_step_get_times (dc_gpt_trainer_get_resident_step (resident), &times);
+  g_assert_cmpuint (times.steps, ==, size->steps);
+  g_test_message ("%" G_GUINT64_FORMAT " resident Adam steps: %.3f ms device, %.3f ms host each",
+                  times.steps, times.device_ns / 1e6 / times.steps,
+                  times.host_ns / 1e6 / times.steps);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  /* Each size class of dc_gpt_config_init_derived () (2 layers to width 32,
+   * 3 to 64, 4 above), batch and sequence reduced for lavapipe where the
+   * CPU's forward pass would be slow; the default is the CLI's 32 × 32 × 8.
+   * The 32 × 16 × 2 run is test-model-gpt-vk's, whose pinned hash it keeps. */
+  static const Size sizes[] = {
+    { 16, 16, 2, 4, FALSE, NULL },
+    { 32, 16, 2, 3, FALSE, "48259d750aafd7b1" },
+    { 32, 32, 8, 4, FALSE, NULL },
+    { 64, 32, 2, 3, FALSE, NULL },
+    { 128, 32, 2, 3, FALSE, NULL },
+    { 32, 16, 2, 3, TRUE, NULL },
+  };
+  static const char * const names[] = {
+    "/dc/model/gpt-vk-step/hashes/w16", "/dc/model/gpt-vk-step/hashes/pinned",
+    "/dc/model/gpt-vk-step/hashes/default", "/dc/model/gpt-vk-step/hashes/w64",
+    "/dc/model/gpt-vk-step/hashes/w128", "/dc/model/gpt-vk-step/hashes/host-change",
+  };
+
+  g_test_init (&argc, &argv, NULL);
+  dc_test_use_lavapipe ();
+  g_test_add_func ("/dc/model/gpt-vk-step/f32-ops", test_f32_ops);
+  g_test_add_func ("/dc/model/gpt-vk-step/gates-refuse-broken", test_gates_refuse_broken);
+  g_test_add_func ("/dc/model/gpt-vk-step/quantize", test_quantize);
+  g_test_add_func ("/dc/model/gpt-vk-step/layer-norm", test_layer_norm);
+  g_test_add_func ("/dc/model/gpt-vk-step/softmax", test_softmax);
+  {
+    static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
+                                          { 128, 16, 2 } };
+    static const char * const fwd_names[] = {
+      "/dc/model/gpt-vk-step/forward/w16", "/dc/model/gpt-vk-step/forward/w32",
+      "/dc/model/gpt-vk-step/forward/w64", "/dc/model/gpt-vk-step/forward/w128",
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS (fwd_sizes); i++)
+      g_test_add_data_func (fwd_names[i], fwd_sizes[i], test_forward);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    g_test_add_data_func (names[i], &sizes[i], test_hashes);
+  return g_test_run ();
+}
