@@ -35,6 +35,9 @@ G_BEGIN_DECLS
 /* Stages fetching their layers: a 1 GB slice at 2 MB/s takes 500 s; past
  * 15 minutes the download is stalled rather than slow. */
 #define DC_INFER_RING_READY_TIMEOUT_S 900
+/* The hop cost the plan assumes before a ping came back: a millisecond, a
+ * hop on the issue's shaped local network (1 Gbit/s, 1 ms). */
+#define DC_INFER_RING_DEFAULT_HOP_MS  1.0
 
 #define DC_TYPE_INFER_RING (dc_infer_ring_get_type ())
 G_DECLARE_FINAL_TYPE (DcInferRing, dc_infer_ring, DC, INFER_RING, GObject)
@@ -46,6 +49,10 @@ DcInferRing    *dc_infer_ring_new            (DcContext    *context,
                                               guint64       memory_bytes);
 /* Devices that offered to hold layers so far (this one not counted). */
 guint           dc_infer_ring_get_n_offers   (DcInferRing  *self);
+/* Offering devices whose round trips were measured (pinged on arrival). */
+guint           dc_infer_ring_get_n_measured (DcInferRing  *self);
+/* One hop's measured cost (half the median round trip), -1 before any. */
+double          dc_infer_ring_get_hop_ms     (DcInferRing  *self);
 
 /* Plans for CONTEXT positions, gives every stage its layers and loads this
  * device's; finishes when every stage is ready. */

@@ -351,6 +351,15 @@ hop_worker (GTask        *task,
 
   if (job->hop.position == 0)
     dc_hf_kv_cache_reset (part->cache);
+  else if (job->hop.position < dc_hf_kv_cache_get_length (part->cache))
+    dc_hf_kv_cache_truncate (part->cache, job->hop.position);   /* a rejected draft's tail */
+  else if (job->hop.position > dc_hf_kv_cache_get_length (part->cache))
+    {
+      g_task_return_new_error (task, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                               "a hop at position %u, but this stage holds %u positions",
+                               job->hop.position, dc_hf_kv_cache_get_length (part->cache));
+      return;
+    }
   if (!dc_hf_model_forward_part (part->model, part->cache, NULL, job->hop.data, job->hop.n,
                                  &error))
     {
