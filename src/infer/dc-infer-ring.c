@@ -815,6 +815,7 @@ prepare_check (DcInferRing *self)
   self->session = dc_infer_session_new_with_forward (self->context, self->repo, ring_forward,
                                                      self);
   dc_infer_session_set_forward_rows (self->session, ring_forward_rows);
+  emit_event (self, "prepared", NULL, dc_ring_plan_get_n_stages (self->plan));
   g_signal_connect (self->session, "started", G_CALLBACK (session_started_cb), self);
   g_signal_connect (self->session, "token", G_CALLBACK (session_token_cb), self);
   g_signal_connect (self->session, "finished", G_CALLBACK (session_finished_cb), self);
@@ -1192,7 +1193,9 @@ dc_infer_ring_class_init (DcInferRingClass *klass)
 
   /* (kind, detail, value): "offer" (name, memory), "excluded" (the line),
    * "planned" (NULL, stages), "stage-ready" (name, bytes downloaded),
-   * "refused" (message), "peer-left" (name). */
+   * "refused" (message), "peer-left" (name), "hop-measured" (name, the
+   * hop cost in µs), "prepared" (NULL, stages: every stage is ready and
+   * the session exists). */
   signals[SIGNAL_EVENT] =
     g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_UINT64);
