@@ -48,6 +48,10 @@ void     dc_parallel_set_default_threads (guint n_threads);
 
 gboolean dc_parallel_in_worker        (void);
 
+/* Keeps the helpers awake and spinning for US µs (at most 10 ms): products
+ * are about to come after an idle gap. */
+void     dc_parallel_warm             (guint           us);
+
 /**
  * DcParallelStats:
  * @jobs: calls that used helpers

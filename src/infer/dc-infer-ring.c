@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "dc-ring-server.h"
+#include "engine/dc-parallel.h"
 #include "model/dc-hf-model.h"
 #include "model/dc-model-error.h"
 
@@ -282,6 +283,8 @@ handle_hop (DcInferRing *self,
       fail_waiting (self, why);
       return;
     }
+  /* The generation thread computes the head and the next token's layers next. */
+  dc_infer_ring_warm_helpers ();
   /* Hops come back in the order they were sent. */
   g_mutex_lock (&self->lock);
   if (hop.turn > self->answered_seq && hop.turn <= self->sent_seq)
@@ -328,6 +331,26 @@ handle_offer (DcInferRing *self,
   g_hash_table_replace (self->offers, offer->id, offer);
   emit_event (self, "offer", offer->name, offer->offer.memory_bytes);
   send_ping (self, offer);
+}
+
+/* ---- waking the helpers --------------------------------------------------- */
+
+void
+dc_infer_ring_warm_helpers (void)
+{
+  static gsize once = 0;
+  static guint us = DC_INFER_RING_WARM_US;
+
+  if (g_once_init_enter (&once))
+    {
+      const char *env = g_getenv ("DC_RING_WARM_US");
+
+      if (env != NULL && *env != '\0')
+        us = (guint) CLAMP (g_ascii_strtoll (env, NULL, 10), 0, 10000);
+      g_once_init_leave (&once, 1);
+    }
+  if (us > 0)
+    dc_parallel_warm (us);
 }
 
 /* ---- hop cost ----------------------------------------------------------- */

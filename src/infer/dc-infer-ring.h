@@ -38,6 +38,16 @@ G_BEGIN_DECLS
 /* The hop cost the plan assumes before a ping came back: a millisecond, a
  * hop on the issue's shaped local network (1 Gbit/s, 1 ms). */
 #define DC_INFER_RING_DEFAULT_HOP_MS  1.0
+/* When a hop arrives, the device's product helpers are kept spinning this
+ * long (µs): its layers' products follow within microseconds, and helpers
+ * woken from sleep by the first of them came too late to help on an idle
+ * server (a ring ran near one thread's speed). 2 ms covers a stage's
+ * compute of a decoded token on a CPU; DC_RING_WARM_US overrides it
+ * (0: off), for measuring. */
+#define DC_INFER_RING_WARM_US         2000
+
+/* Warms this process's product helpers for a hop about to be computed. */
+void            dc_infer_ring_warm_helpers   (void);
 
 #define DC_TYPE_INFER_RING (dc_infer_ring_get_type ())
 G_DECLARE_FINAL_TYPE (DcInferRing, dc_infer_ring, DC, INFER_RING, GObject)

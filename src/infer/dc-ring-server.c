@@ -458,6 +458,7 @@ handle_hop (DcRingServer *self,
       goto refused;
     }
   job->from = g_strdup (dc_peer_get_id (peer));
+  dc_infer_ring_warm_helpers ();
   g_queue_push_tail (&self->hops, job);
   run_next_hop (self);
   return;
