@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <signal.h>
+#include <unistd.h>
 #include <string.h>
 #include <libsoup/soup.h>
 
@@ -509,6 +510,52 @@ test_bench_shape (void)
     }
 }
 
+/* `bench ring --netns`: the stages in network namespaces shaped to 1 Gbit/s
+ * (and 1 ms where the kernel has netem), the network named in every line,
+ * the shaped goal given for a ring of two, and the namespaces gone after.
+ * Needs root and iproute2 (skipped otherwise). No figure is checked. */
+static void
+test_bench_netns (void)
+{
+  g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
+                                                  NULL);
+  g_autofree char *ip = g_find_program_in_path ("ip");
+  g_autofree char *tc = g_find_program_in_path ("tc");
+  const char *args[] = { "bench", "ring", "--json", "--netns", "--model", dir, "--stages", "1,2",
+                         "--tokens", "4", NULL };
+  const char *list[] = { "ip", "netns", "list", NULL };
+  g_autofree char *out = NULL, *err = NULL, *before = NULL, *after = NULL;
+  g_auto(GStrv) lines = NULL;
+  int status = 0;
+
+  if (getuid () != 0 || ip == NULL || tc == NULL)
+    {
+      g_test_skip ("bench ring --netns needs root, ip and tc");
+      return;
+    }
+  g_assert_true (dc_test_spawn (list, &before, NULL, &status, EVENT_BOUND_MS));
+  g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
+  lines = g_strsplit (g_strstrip (out), "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 2);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      JsonObject *o;
+
+      json_parser_load_from_data (parser, lines[i], -1, &error);
+      g_assert_no_error (error);
+      o = json_node_get_object (json_parser_get_root (parser));
+      g_assert_true (g_str_has_prefix (json_object_get_string_member (o, "network"), "netns-"));
+      g_assert_cmpfloat (json_object_get_double_member (o, "decode_tok_s"), >, 0);
+      g_assert_true (json_object_has_member (o, "goal_ms") == (i == 1));
+      if (i == 1)
+        g_assert_cmpfloat (json_object_get_double_member (o, "hop_ms"), >, 0);
+    }
+  g_assert_true (dc_test_spawn (list, &after, NULL, &status, EVENT_BOUND_MS));
+  g_assert_cmpstr (after, ==, before);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -529,6 +576,7 @@ main (int argc, char **argv)
   g_test_add_func ("/infer/ring/stage-range-refused", test_stage_range_refused);
   g_test_add_func ("/infer/ring/probe-mismatch", test_probe_mismatch);
   g_test_add_func ("/infer/ring/bench-shape", test_bench_shape);
+  g_test_add_func ("/infer/ring/bench-netns", test_bench_netns);
   g_test_add_data_func ("/infer/ring/refused/non-finite", "nan", check_refused);
   g_test_add_data_func ("/infer/ring/refused/other-model", "model", check_refused);
   return g_test_run ();
