@@ -475,7 +475,7 @@ remove_tree (const char *path)
 typedef struct
 {
   guint  stages;
-  double prefill_tok_s, decode_tok_s, lap_ms, hop_ms;
+  double prefill_tok_s, decode_tok_s, lap_ms, hop_ms, head_compute_ms, ring_wait_ms;
   guint  prompt_tokens, tokens;
 } Result;
 
@@ -629,6 +629,7 @@ measure (DcContext   *context,
   result->decode_tok_s = (m.n_tokens - 1) / ((m.t_last - m.t_first) / 1e6);
   result->lap_ms = dc_infer_ring_get_plan (ring)->lap_ms;
   result->hop_ms = stages > 1 ? dc_infer_ring_get_hop_ms (ring) : 0.0;
+  dc_infer_ring_get_lap_times (ring, &result->head_compute_ms, &result->ring_wait_ms);
   ok = TRUE;
 
 out:
@@ -838,6 +839,13 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
           json_builder_add_double_value (builder, 1000.0 / r->decode_tok_s);
           json_builder_set_member_name (builder, "hop_ms");
           json_builder_add_double_value (builder, r->hop_ms);
+          /* Of a decoded token's lap: the head's own compute (its layers,
+           * the norm and head) and its wait for the ring (hops, the
+           * stages' compute and the threads between). */
+          json_builder_set_member_name (builder, "head_compute_ms");
+          json_builder_add_double_value (builder, r->head_compute_ms);
+          json_builder_set_member_name (builder, "ring_wait_ms");
+          json_builder_add_double_value (builder, r->ring_wait_ms);
           json_builder_set_member_name (builder, "network");
           json_builder_add_string_value (builder, !netns.on ? "loopback"
                                          : g_strcmp0 (netns.shaping, "netem") == 0

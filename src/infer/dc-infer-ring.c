@@ -106,6 +106,11 @@ struct _DcInferRing
   float          *answer;        /* its activations */
   guint32         answer_rows;
   char           *failure;       /* why the ring cannot answer */
+  /* Decoded tokens' laps (one position, logits wanted), for bench ring:
+   * this device's compute and its wait for the ring, µs. */
+  guint           lap_count;
+  gint64          lap_compute_us;
+  gint64          lap_wait_us;
 };
 
 G_DEFINE_FINAL_TYPE (DcInferRing, dc_infer_ring, G_TYPE_OBJECT)
@@ -587,6 +592,8 @@ ring_forward_any (DcInferRing    *self,
   g_autofree float *x = NULL;
   g_autofree float *answer = NULL;
   guint32 rows = 0, seq;
+  gint64 t_start = g_get_monotonic_time (), t_sent = 0, t_answer = 0;
+  gboolean ok;
 
   if (n_ids == 0 || n_ids > DC_MESH_RING_MAX_POSITIONS)
     {
@@ -615,7 +622,17 @@ ring_forward_any (DcInferRing    *self,
       if (logits == NULL)
         return TRUE;
       if (!every_row)
-        return dc_hf_model_head (self->model, x + (n_ids - 1) * C, logits, error);
+        {
+          ok = dc_hf_model_head (self->model, x + (n_ids - 1) * C, logits, error);
+          if (ok && n_ids == 1)
+            {
+              g_mutex_lock (&self->lock);
+              self->lap_count++;
+              self->lap_compute_us += g_get_monotonic_time () - t_start;
+              g_mutex_unlock (&self->lock);
+            }
+          return ok;
+        }
       for (gsize i = 0; i < n_ids; i++)
         if (!dc_hf_model_head (self->model, x + i * C, logits + i * self->vocab_size, error))
           return FALSE;
@@ -662,6 +679,7 @@ ring_forward_any (DcInferRing    *self,
   if (logits == NULL)
     return TRUE;
 
+  t_sent = g_get_monotonic_time ();
   g_mutex_lock (&self->lock);
   if (wait_answer_locked (self, seq, error))
     {
@@ -671,8 +689,22 @@ ring_forward_any (DcInferRing    *self,
   g_mutex_unlock (&self->lock);
   if (answer == NULL)
     return FALSE;
+  t_answer = g_get_monotonic_time ();
   if (!every_row)
-    return dc_hf_model_head (self->model, answer + (gsize) (rows - 1) * C, logits, error);
+    {
+      ok = dc_hf_model_head (self->model, answer + (gsize) (rows - 1) * C, logits, error);
+      if (ok && n_ids == 1)
+        {
+          gint64 t_end = g_get_monotonic_time ();
+
+          g_mutex_lock (&self->lock);
+          self->lap_count++;
+          self->lap_compute_us += (t_sent - t_start) + (t_end - t_answer);
+          self->lap_wait_us += t_answer - t_sent;
+          g_mutex_unlock (&self->lock);
+        }
+      return ok;
+    }
   if (rows != n_ids)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
@@ -795,6 +827,8 @@ clear_ring (DcInferRing *self)
   g_clear_pointer (&self->answer, g_free);
   g_clear_pointer (&self->failure, g_free);
   self->sent_seq = self->answered_seq = 0;
+  self->lap_count = 0;
+  self->lap_compute_us = self->lap_wait_us = 0;
   g_mutex_unlock (&self->lock);
   self->own_loaded = FALSE;
   self->lost_peer = FALSE;
@@ -1160,6 +1194,22 @@ _dc_infer_ring_set_test_fault (DcInferRing *self,
   g_return_if_fail (DC_IS_INFER_RING (self));
   g_free (self->test_fault);
   self->test_fault = g_strdup (fault);
+}
+
+guint
+dc_infer_ring_get_lap_times (DcInferRing *self,
+                             double      *compute_ms,
+                             double      *wait_ms)
+{
+  guint n;
+
+  g_return_val_if_fail (DC_IS_INFER_RING (self), 0);
+  g_mutex_lock (&self->lock);
+  n = self->lap_count;
+  *compute_ms = n > 0 ? self->lap_compute_us / (1000.0 * n) : 0.0;
+  *wait_ms = n > 0 ? self->lap_wait_us / (1000.0 * n) : 0.0;
+  g_mutex_unlock (&self->lock);
+  return n;
 }
 
 gboolean

@@ -82,6 +82,12 @@ guint64         dc_infer_ring_get_stage_downloaded (DcInferRing *self,
                                                     guint        stage);
 /* The session that generates through the ring (after prepare). */
 DcInferSession *dc_infer_ring_get_session    (DcInferRing  *self);
+/* Decoded tokens' laps since prepare (one position each): how many, and
+ * per lap this device's compute (its layers and the head) and its wait for
+ * the ring's answer (hops and the other stages' compute), in ms. */
+guint           dc_infer_ring_get_lap_times  (DcInferRing  *self,
+                                              double       *compute_ms,
+                                              double       *wait_ms);
 /* Whether the last failure was a stage leaving (the run may be replayed). */
 gboolean        dc_infer_ring_lost_peer      (DcInferRing  *self);
 /* Releases every stage. */
