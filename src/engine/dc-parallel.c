@@ -219,10 +219,13 @@ helper_worker (gpointer data)
       /* Spin, then sleep, until a job wants a helper. */
       if (g_atomic_int_get (&pool.wanted) <= 0)
         {
-          gint64 until = MAX (g_get_monotonic_time () + spin_budget (),
-                              __atomic_load_n (&warm_until, __ATOMIC_RELAXED));
+          gint64 until = g_get_monotonic_time () + spin_budget ();
+          gint64 now;
 
-          while (g_atomic_int_get (&pool.wanted) <= 0 && g_get_monotonic_time () < until)
+          /* The warm window is read anew each round: dc_parallel_cool ends it. */
+          while (g_atomic_int_get (&pool.wanted) <= 0 &&
+                 ((now = g_get_monotonic_time ()) < until ||
+                  now < __atomic_load_n (&warm_until, __ATOMIC_RELAXED)))
             spin_pause ();
         }
       g_mutex_lock (&pool.lock);
@@ -398,6 +401,19 @@ dc_parallel_warm (guint us)
   if (pool.n_sleeping > 0)
     g_cond_broadcast (&pool.work);
   g_mutex_unlock (&pool.lock);
+}
+
+/**
+ * dc_parallel_cool:
+ *
+ * Ends a dc_parallel_warm() window early: the helpers go back to their
+ * short spin, then sleep (the caller's products are done; spinning on
+ * would take cores from the next device of a ring on the same host).
+ */
+void
+dc_parallel_cool (void)
+{
+  __atomic_store_n (&warm_until, 0, __ATOMIC_RELAXED);
 }
 
 /**

@@ -51,6 +51,8 @@ gboolean dc_parallel_in_worker        (void);
 /* Keeps the helpers awake and spinning for US µs (at most 10 ms): products
  * are about to come after an idle gap. */
 void     dc_parallel_warm             (guint           us);
+/* Ends a warm window early: helpers spin briefly, then sleep again. */
+void     dc_parallel_cool             (void);
 
 /**
  * DcParallelStats:

@@ -358,6 +358,12 @@ dc_infer_ring_warm_helpers (void)
     dc_parallel_warm (us);
 }
 
+void
+dc_infer_ring_cool_helpers (void)
+{
+  dc_parallel_cool ();
+}
+
 /* ---- hop cost ----------------------------------------------------------- */
 
 static void
@@ -680,6 +686,9 @@ ring_forward_any (DcInferRing    *self,
     return TRUE;
 
   t_sent = g_get_monotonic_time ();
+  /* This device's products are done until the answer: its helpers sleep
+   * rather than take cores from the stages on the same host. */
+  dc_infer_ring_cool_helpers ();
   g_mutex_lock (&self->lock);
   if (wait_answer_locked (self, seq, error))
     {

@@ -48,6 +48,8 @@ G_BEGIN_DECLS
 
 /* Warms this process's product helpers for a hop about to be computed. */
 void            dc_infer_ring_warm_helpers   (void);
+/* Ends the warm window: this device's hop is computed (or it now waits). */
+void            dc_infer_ring_cool_helpers   (void);
 
 #define DC_TYPE_INFER_RING (dc_infer_ring_get_type ())
 G_DECLARE_FINAL_TYPE (DcInferRing, dc_infer_ring, DC, INFER_RING, GObject)

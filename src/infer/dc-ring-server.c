@@ -381,6 +381,9 @@ hop_done_cb (GObject      *source,
   g_autoptr(GError) error = NULL;
 
   self->computing = FALSE;
+  /* Nothing more to compute until the next hop: the helpers may sleep. */
+  if (g_queue_is_empty (&self->hops))
+    dc_infer_ring_cool_helpers ();
   if (!g_task_propagate_boolean (G_TASK (result), &error))
     {
       emit_event (self, "failed", error->message, 0);
