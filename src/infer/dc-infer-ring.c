@@ -677,6 +677,8 @@ ring_forward_any (DcInferRing    *self,
     job->to = g_strdup (g_array_index (self->stages, StageInfo, 1).id);
     job->payload = dc_mesh_ring_hop_encode (&hop);
     source = g_idle_source_new ();
+    /* Ahead of idle work and the mesh's own sources: the ring waits for it. */
+    g_source_set_priority (source, G_PRIORITY_HIGH);
     g_source_set_callback (source, send_hop_cb, job, send_job_free);
     g_source_set_static_name (source, "[dc] ring hop");
     g_source_attach (source, self->main_context);

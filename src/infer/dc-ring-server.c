@@ -412,6 +412,8 @@ run_next_hop (DcRingServer *self)
     return;
   self->computing = TRUE;
   task = g_task_new (self, NULL, hop_done_cb, NULL);
+  /* Its result goes on round the ring: ahead of the main loop's other work. */
+  g_task_set_priority (task, G_PRIORITY_HIGH);
   g_task_set_task_data (task, job, (GDestroyNotify) hop_job_free);
   g_object_set_data_full (G_OBJECT (task), "part", part_ref (self->part),
                           (GDestroyNotify) part_unref);
