@@ -655,6 +655,79 @@ out:
   return ok;
 }
 
+/* One size's line; ONE is the first size measured (the ratios' base: one
+ * device by default). */
+static void
+print_result (DcCliOptions *options,
+              Netns        *netns,
+              const Result *r,
+              const Result *one)
+{
+  if (options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "stages");
+      json_builder_add_int_value (builder, r->stages);
+      json_builder_set_member_name (builder, "prompt_tokens");
+      json_builder_add_int_value (builder, r->prompt_tokens);
+      json_builder_set_member_name (builder, "tokens");
+      json_builder_add_int_value (builder, r->tokens);
+      json_builder_set_member_name (builder, "prefill_tok_s");
+      json_builder_add_double_value (builder, r->prefill_tok_s);
+      json_builder_set_member_name (builder, "decode_tok_s");
+      json_builder_add_double_value (builder, r->decode_tok_s);
+      json_builder_set_member_name (builder, "prefill_ratio");
+      json_builder_add_double_value (builder, r->prefill_tok_s / one->prefill_tok_s);
+      json_builder_set_member_name (builder, "decode_ratio");
+      json_builder_add_double_value (builder, r->decode_tok_s / one->decode_tok_s);
+      json_builder_set_member_name (builder, "lap_estimate_ms");
+      json_builder_add_double_value (builder, r->lap_ms);
+      /* Measured: the lap a decoded token took, and one hop (half the
+       * median ping round trip): what the hops cost beside compute. */
+      json_builder_set_member_name (builder, "lap_ms");
+      json_builder_add_double_value (builder, 1000.0 / r->decode_tok_s);
+      json_builder_set_member_name (builder, "hop_ms");
+      json_builder_add_double_value (builder, r->hop_ms);
+      /* Of a decoded token's lap: the head's own compute (its layers,
+       * the norm and head) and its wait for the ring (hops, the
+       * stages' compute and the threads between). */
+      json_builder_set_member_name (builder, "head_compute_ms");
+      json_builder_add_double_value (builder, r->head_compute_ms);
+      json_builder_set_member_name (builder, "ring_wait_ms");
+      json_builder_add_double_value (builder, r->ring_wait_ms);
+      json_builder_set_member_name (builder, "network");
+      json_builder_add_string_value (builder, !netns->on ? "loopback"
+                                     : g_strcmp0 (netns->shaping, "netem") == 0
+                                     ? "netns-1gbit-1ms"
+                                     : g_strcmp0 (netns->shaping, "tbf") == 0
+                                     ? "netns-1gbit" : "netns-unshaped");
+      if (netns->on && r->stages > 1)
+        {
+          /* The issue's goal on the shaped network: a decoded token
+           * within 2 ms of one device's plus a round trip per hop. */
+          double goal = 1000.0 / one->decode_tok_s + r->stages * 2.0 * r->hop_ms + 2.0;
+
+          json_builder_set_member_name (builder, "goal_ms");
+          json_builder_add_double_value (builder, goal);
+          json_builder_set_member_name (builder, "goal_met");
+          json_builder_add_boolean_value (builder, 1000.0 / r->decode_tok_s <= goal);
+        }
+      if (netns->note != NULL)
+        {
+          json_builder_set_member_name (builder, "note");
+          json_builder_add_string_value (builder, netns->note);
+        }
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else
+    g_print (_("%u stages: prefill %.0f tokens/s (%.2f×), decode %.1f tokens/s (%.2f×)\n"),
+             r->stages, r->prefill_tok_s, r->prefill_tok_s / one->prefill_tok_s,
+             r->decode_tok_s, r->decode_tok_s / one->decode_tok_s);
+}
+
 /* ---- the command --------------------------------------------------------- */
 
 static char *
@@ -804,77 +877,10 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
                     (guint) tokens, &r, &error))
         goto out;
       g_array_append_val (results, r);
-    }
-
-  for (guint i = 0; i < results->len; i++)
-    {
-      const Result *r = &g_array_index (results, Result, i);
-      /* The ratio is to the first size measured (1 by default: one device). */
-      const Result *one = &g_array_index (results, Result, 0);
-
-      if (options->json)
-        {
-          g_autoptr(JsonBuilder) builder = json_builder_new ();
-
-          json_builder_begin_object (builder);
-          json_builder_set_member_name (builder, "stages");
-          json_builder_add_int_value (builder, r->stages);
-          json_builder_set_member_name (builder, "prompt_tokens");
-          json_builder_add_int_value (builder, r->prompt_tokens);
-          json_builder_set_member_name (builder, "tokens");
-          json_builder_add_int_value (builder, r->tokens);
-          json_builder_set_member_name (builder, "prefill_tok_s");
-          json_builder_add_double_value (builder, r->prefill_tok_s);
-          json_builder_set_member_name (builder, "decode_tok_s");
-          json_builder_add_double_value (builder, r->decode_tok_s);
-          json_builder_set_member_name (builder, "prefill_ratio");
-          json_builder_add_double_value (builder, r->prefill_tok_s / one->prefill_tok_s);
-          json_builder_set_member_name (builder, "decode_ratio");
-          json_builder_add_double_value (builder, r->decode_tok_s / one->decode_tok_s);
-          json_builder_set_member_name (builder, "lap_estimate_ms");
-          json_builder_add_double_value (builder, r->lap_ms);
-          /* Measured: the lap a decoded token took, and one hop (half the
-           * median ping round trip): what the hops cost beside compute. */
-          json_builder_set_member_name (builder, "lap_ms");
-          json_builder_add_double_value (builder, 1000.0 / r->decode_tok_s);
-          json_builder_set_member_name (builder, "hop_ms");
-          json_builder_add_double_value (builder, r->hop_ms);
-          /* Of a decoded token's lap: the head's own compute (its layers,
-           * the norm and head) and its wait for the ring (hops, the
-           * stages' compute and the threads between). */
-          json_builder_set_member_name (builder, "head_compute_ms");
-          json_builder_add_double_value (builder, r->head_compute_ms);
-          json_builder_set_member_name (builder, "ring_wait_ms");
-          json_builder_add_double_value (builder, r->ring_wait_ms);
-          json_builder_set_member_name (builder, "network");
-          json_builder_add_string_value (builder, !netns.on ? "loopback"
-                                         : g_strcmp0 (netns.shaping, "netem") == 0
-                                         ? "netns-1gbit-1ms"
-                                         : g_strcmp0 (netns.shaping, "tbf") == 0
-                                         ? "netns-1gbit" : "netns-unshaped");
-          if (netns.on && r->stages > 1)
-            {
-              /* The issue's goal on the shaped network: a decoded token
-               * within 2 ms of one device's plus a round trip per hop. */
-              double goal = 1000.0 / one->decode_tok_s + r->stages * 2.0 * r->hop_ms + 2.0;
-
-              json_builder_set_member_name (builder, "goal_ms");
-              json_builder_add_double_value (builder, goal);
-              json_builder_set_member_name (builder, "goal_met");
-              json_builder_add_boolean_value (builder, 1000.0 / r->decode_tok_s <= goal);
-            }
-          if (netns.note != NULL)
-            {
-              json_builder_set_member_name (builder, "note");
-              json_builder_add_string_value (builder, netns.note);
-            }
-          json_builder_end_object (builder);
-          dc_cli_print_json (builder);
-        }
-      else
-        g_print (_("%u stages: prefill %.0f tokens/s (%.2f×), decode %.1f tokens/s (%.2f×)\n"),
-                 r->stages, r->prefill_tok_s, r->prefill_tok_s / one->prefill_tok_s,
-                 r->decode_tok_s, r->decode_tok_s / one->decode_tok_s);
+      /* Each size is printed as soon as it is measured: a run cut short
+       * (a time limit) keeps the sizes it finished. */
+      print_result (options, &netns, &g_array_index (results, Result, results->len - 1),
+                    &g_array_index (results, Result, 0));
     }
   status = DC_CLI_EXIT_OK;
 
