@@ -726,6 +726,7 @@ print_result (DcCliOptions *options,
     g_print (_("%u stages: prefill %.0f tokens/s (%.2f×), decode %.1f tokens/s (%.2f×)\n"),
              r->stages, r->prefill_tok_s, r->prefill_tok_s / one->prefill_tok_s,
              r->decode_tok_s, r->decode_tok_s / one->decode_tok_s);
+  fflush (stdout);
 }
 
 /* ---- the command --------------------------------------------------------- */
