@@ -8,8 +8,10 @@
 
 #include "dc-test-utils.h"
 
+#include <string.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
 
 
 static gboolean
@@ -388,4 +390,190 @@ dc_test_skip_without_vulkan (const char *reason)
   else
     g_test_skip_printf ("no Vulkan driver is installed (mesa-vulkan-drivers provides "
                         "lavapipe): %s", reason);
+}
+
+/* ---- a local Hub ---------------------------------------------------------- */
+
+struct _DcTestHub
+{
+  GMainContext *context;
+  GMainLoop    *loop;
+  GThread      *thread;
+  GMutex        lock;
+  GCond         cond;
+  char         *url;
+  guint64       weight_bytes;   /* bytes of ranges past a safetensors header */
+  guint         full_files;     /* 200 answers of a safetensors file */
+  gboolean      ignore_ranges;  /* answer every Range with the whole file */
+};
+
+static guint64
+header_end (const char *contents,
+            gsize       len)
+{
+  guint64 n = 0;
+
+  if (len < 8)
+    return 0;
+  for (int i = 7; i >= 0; i--)
+    n = (n << 8) | (guint8) contents[i];
+  return 8 + n;
+}
+
+static void
+hub_handler (SoupServer        *server,
+             SoupServerMessage *msg,
+             const char        *path,
+             GHashTable        *query,
+             gpointer           user_data)
+{
+  DcTestHub *hub = user_data;
+  g_auto(GStrv) parts = g_strsplit (path + 1, "/", -1);
+  g_autofree char *file = NULL;
+  g_autofree char *contents = NULL;
+  SoupMessageHeaders *request = soup_server_message_get_request_headers (msg);
+  SoupRange *ranges = NULL;
+  int n_ranges = 0;
+  gsize len;
+
+  if (g_strv_length (parts) != 5 || !g_str_equal (parts[2], "resolve")
+      || strchr (parts[1], '.') != NULL || strchr (parts[4], '/') != NULL
+      || parts[4][0] == '.')
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  file = dc_test_dup_source_path ("tests", "data", "hf", "models", parts[1], parts[4], NULL);
+  if (!g_file_get_contents (file, &contents, &len, NULL))
+    {
+      soup_server_message_set_status (msg, 404, NULL);
+      return;
+    }
+  if (g_str_has_suffix (parts[4], ".safetensors"))
+    {
+      g_mutex_lock (&hub->lock);
+      if (hub->ignore_ranges)
+        soup_message_headers_remove (request, "Range");
+      if (soup_message_headers_get_ranges (request, (goffset) len, &ranges, &n_ranges))
+        {
+          for (int i = 0; i < n_ranges; i++)
+            if ((guint64) ranges[i].start >= header_end (contents, len))
+              hub->weight_bytes += (guint64) (ranges[i].end - ranges[i].start + 1);
+          soup_message_headers_free_ranges (request, ranges);
+        }
+      else
+        hub->full_files++;
+      g_mutex_unlock (&hub->lock);
+    }
+  /* SoupServer applies the Range header itself to a complete body. */
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg),
+                                "Accept-Ranges", "bytes");
+  soup_message_body_append (soup_server_message_get_response_body (msg), SOUP_MEMORY_TAKE,
+                            g_steal_pointer (&contents), len);
+  soup_server_message_set_status (msg, 200, NULL);
+}
+
+static gpointer
+hub_thread (gpointer data)
+{
+  DcTestHub *hub = data;
+  g_autoptr(GInetAddress) inet = g_inet_address_new_from_string ("127.0.0.1");
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (inet, 0);
+  g_autoptr(SoupServer) server = NULL;
+  g_autoptr(GError) error = NULL;
+  GSList *uris;
+
+  g_main_context_push_thread_default (hub->context);
+  server = soup_server_new (NULL, NULL);
+  soup_server_add_handler (server, "/", hub_handler, hub, NULL);
+  soup_server_listen (server, address, 0, &error);
+  g_assert_no_error (error);
+  uris = soup_server_get_uris (server);
+  g_mutex_lock (&hub->lock);
+  hub->url = g_uri_to_string (uris->data);
+  if (g_str_has_suffix (hub->url, "/"))
+    hub->url[strlen (hub->url) - 1] = '\0';
+  g_cond_signal (&hub->cond);
+  g_mutex_unlock (&hub->lock);
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  g_main_loop_run (hub->loop);
+  soup_server_disconnect (server);
+  g_main_context_pop_thread_default (hub->context);
+  return NULL;
+}
+
+/**
+ * dc_test_hub_start:
+ * @ignore_ranges: answer every Range request with the whole file (a faulty server)
+ *
+ * A local Hub on loopback, served on a thread of its own:
+ * /OWNER/NAME/resolve/REV/FILE is tests/data/hf/models/NAME/FILE, byte
+ * ranges applied by the server. It counts the weight bytes it sends.
+ *
+ * Returns: (transfer full): the running Hub; dc_test_hub_stop() ends it
+ */
+DcTestHub *
+dc_test_hub_start (gboolean ignore_ranges)
+{
+  DcTestHub *hub = g_new0 (DcTestHub, 1);
+
+  hub->ignore_ranges = ignore_ranges;
+  g_mutex_init (&hub->lock);
+  g_cond_init (&hub->cond);
+  hub->context = g_main_context_new ();
+  hub->loop = g_main_loop_new (hub->context, FALSE);
+  hub->thread = g_thread_new ("local-hub", hub_thread, hub);
+  g_mutex_lock (&hub->lock);
+  while (hub->url == NULL)
+    g_cond_wait (&hub->cond, &hub->lock);
+  g_mutex_unlock (&hub->lock);
+  return hub;
+}
+
+/* Its base URL, for HF_ENDPOINT (no trailing slash). */
+const char *
+dc_test_hub_get_url (DcTestHub *hub)
+{
+  return hub->url;
+}
+
+/* Weight bytes sent as ranges past the header; a whole weight file sent
+ * (a request without a range) fails the test. */
+guint64
+dc_test_hub_get_weight_bytes (DcTestHub *hub)
+{
+  guint64 n;
+
+  g_mutex_lock (&hub->lock);
+  n = hub->weight_bytes;
+  g_assert_cmpuint (hub->full_files, ==, 0);
+  g_mutex_unlock (&hub->lock);
+  return n;
+}
+
+static gboolean
+hub_quit_cb (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+void
+dc_test_hub_stop (DcTestHub *hub)
+{
+  GSource *source = g_idle_source_new ();
+
+  /* Attached to the server thread's context, never invoked: the quit runs
+   * there (docs: PLATFORM-NOTES, g_main_context_invoke runs at once when
+   * nobody owns the context). */
+  g_source_set_callback (source, hub_quit_cb, hub->loop, NULL);
+  g_source_attach (source, hub->context);
+  g_source_unref (source);
+  g_thread_join (hub->thread);
+  g_main_loop_unref (hub->loop);
+  g_main_context_unref (hub->context);
+  g_mutex_clear (&hub->lock);
+  g_cond_clear (&hub->cond);
+  g_free (hub->url);
+  g_free (hub);
 }

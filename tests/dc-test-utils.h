@@ -31,4 +31,12 @@ gboolean  dc_test_spawn             (const char * const *argv,
 const char *dc_test_use_lavapipe    (void);
 void      dc_test_skip_without_vulkan (const char       *reason);
 
+/* A local Hub serving tests/data/hf/models on loopback (see dc-test-utils.c). */
+typedef struct _DcTestHub DcTestHub;
+
+DcTestHub  *dc_test_hub_start            (gboolean          ignore_ranges);
+const char *dc_test_hub_get_url          (DcTestHub        *hub);
+guint64     dc_test_hub_get_weight_bytes (DcTestHub        *hub);
+void        dc_test_hub_stop             (DcTestHub        *hub);
+
 G_END_DECLS

@@ -57,6 +57,7 @@ test_argument_checks (void)
     { { "infer", "--model", "x/y", "--backend", "abacus", NULL }, "unknown backend" },
     { { "infer", "--model", "x/y", "extra", NULL }, "unexpected argument" },
     { { "infer", "--model", "x/y", "--tokens", "many", NULL }, "--tokens" },
+    { { "infer", "--model", "x/y", "--draft-span", "16", NULL }, "--draft-span must be 0–15" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -212,6 +213,48 @@ test_generate_greedy (void)
   g_assert_cmpint (json_object_get_int_member (first, "prompt_tokens"), ==, 6);
 }
 
+/* --draft-span: the model's own text repeats, spans of it are scored in
+ * one forward pass each (the model's part and head per position, the KV
+ * cache cut back after a rejected tail) and the ids stay those of one
+ * token at a time, greedy and sampled; greedy llama-tiny repeats itself,
+ * so some span is accepted. */
+static void
+test_draft_span (void)
+{
+  g_autofree char *dir = llama_tiny ();
+  const char *temperatures[] = { "0", "80" };
+
+  for (guint t = 0; t < G_N_ELEMENTS (temperatures); t++)
+    {
+      const char *plain[] = { "infer", "--model", dir, "--prompt", "The ring of devices",
+                              "--tokens", "40", "--temperature", temperatures[t], "--seed", "7",
+                              "--json", NULL };
+      const char *drafted[] = { "infer", "--model", dir, "--prompt", "The ring of devices",
+                                "--tokens", "40", "--temperature", temperatures[t], "--seed",
+                                "7", "--json", "--draft-span", "8", NULL };
+      g_autofree char *out1 = NULL, *out2 = NULL;
+      g_autoptr(JsonObject) a = NULL, b = NULL;
+      JsonArray *ids1, *ids2;
+
+      g_assert_cmpint (dc_test_run_cli (plain, &out1, NULL, CLI_MS), ==, 0);
+      g_assert_cmpint (dc_test_run_cli (drafted, &out2, NULL, CLI_MS), ==, 0);
+      a = parse_single_json_line (out1);
+      b = parse_single_json_line (out2);
+      ids1 = json_object_get_array_member (a, "ids");
+      ids2 = json_object_get_array_member (b, "ids");
+      g_assert_cmpuint (json_array_get_length (ids1), ==, 40);
+      g_assert_cmpuint (json_array_get_length (ids2), ==, 40);
+      for (guint i = 0; i < 40; i++)
+        g_assert_cmpint (json_array_get_int_element (ids1, i), ==,
+                         json_array_get_int_element (ids2, i));
+      g_assert_cmpint (json_object_get_int_member (a, "draft_proposed"), ==, 0);
+      g_assert_cmpint (json_object_get_int_member (b, "draft_accepted"), <=,
+                       json_object_get_int_member (b, "draft_proposed"));
+      if (t == 0)
+        g_assert_cmpint (json_object_get_int_member (b, "draft_accepted"), >, 0);
+    }
+}
+
 /* --output json: whatever the seed, the text is valid JSON. The prompt
  * comes on standard input. */
 static void
@@ -259,117 +302,6 @@ test_context_past_model_limit (void)
   g_assert_nonnull (strstr (err, "context length must be 2–256"));
 }
 
-/* ---- a local Hub: /OWNER/NAME/resolve/main/FILE -> tests/data/hf/models/NAME/FILE ---- */
-
-typedef struct
-{
-  GMainContext *context;
-  GMainLoop    *loop;
-  GThread      *thread;
-  GMutex        lock;
-  GCond         cond;
-  char         *url;
-} LocalHub;
-
-static void
-local_hub_handler (SoupServer        *server,
-                   SoupServerMessage *msg,
-                   const char        *path,
-                   GHashTable        *query,
-                   gpointer           user_data)
-{
-  g_auto(GStrv) parts = g_strsplit (path + 1, "/", -1);
-  g_autofree char *file = NULL;
-  g_autofree char *contents = NULL;
-  gsize len;
-
-  if (g_strv_length (parts) != 5 || !g_str_equal (parts[2], "resolve")
-      || strchr (parts[1], '.') != NULL || strchr (parts[4], '/') != NULL
-      || parts[4][0] == '.')
-    {
-      soup_server_message_set_status (msg, 404, NULL);
-      return;
-    }
-  file = dc_test_dup_source_path ("tests", "data", "hf", "models", parts[1], parts[4], NULL);
-  if (!g_file_get_contents (file, &contents, &len, NULL))
-    {
-      soup_server_message_set_status (msg, 404, NULL);
-      return;
-    }
-  /* SoupServer applies the Range header itself to a complete body. */
-  soup_message_headers_replace (soup_server_message_get_response_headers (msg),
-                                "Accept-Ranges", "bytes");
-  soup_message_body_append (soup_server_message_get_response_body (msg), SOUP_MEMORY_TAKE,
-                            g_steal_pointer (&contents), len);
-  soup_server_message_set_status (msg, 200, NULL);
-}
-
-static gpointer
-local_hub_thread (gpointer data)
-{
-  LocalHub *hub = data;
-  g_autoptr(GInetAddress) inet = g_inet_address_new_from_string ("127.0.0.1");
-  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (inet, 0);
-  g_autoptr(SoupServer) server = NULL;
-  g_autoptr(GError) error = NULL;
-  GSList *uris;
-
-  g_main_context_push_thread_default (hub->context);
-  server = soup_server_new (NULL, NULL);
-  soup_server_add_handler (server, "/", local_hub_handler, NULL, NULL);
-  soup_server_listen (server, address, 0, &error);
-  g_assert_no_error (error);
-  uris = soup_server_get_uris (server);
-  g_mutex_lock (&hub->lock);
-  hub->url = g_uri_to_string (uris->data);
-  if (g_str_has_suffix (hub->url, "/"))
-    hub->url[strlen (hub->url) - 1] = '\0';
-  g_cond_signal (&hub->cond);
-  g_mutex_unlock (&hub->lock);
-  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
-  g_main_loop_run (hub->loop);
-  soup_server_disconnect (server);
-  g_main_context_pop_thread_default (hub->context);
-  return NULL;
-}
-
-static LocalHub *
-local_hub_start (void)
-{
-  LocalHub *hub = g_new0 (LocalHub, 1);
-
-  g_mutex_init (&hub->lock);
-  g_cond_init (&hub->cond);
-  hub->context = g_main_context_new ();
-  hub->loop = g_main_loop_new (hub->context, FALSE);
-  hub->thread = g_thread_new ("local-hub", local_hub_thread, hub);
-  g_mutex_lock (&hub->lock);
-  while (hub->url == NULL)
-    g_cond_wait (&hub->cond, &hub->lock);
-  g_mutex_unlock (&hub->lock);
-  return hub;
-}
-
-static gboolean
-local_hub_quit_cb (gpointer data)
-{
-  g_main_loop_quit (data);
-  return G_SOURCE_REMOVE;
-}
-
-static void
-local_hub_stop (LocalHub *hub)
-{
-  g_main_context_invoke (hub->context, local_hub_quit_cb, hub->loop);
-  g_thread_join (hub->thread);
-  g_main_loop_unref (hub->loop);
-  g_main_context_unref (hub->context);
-  g_mutex_clear (&hub->lock);
-  g_cond_clear (&hub->cond);
-  g_free (hub->url);
-  g_free (hub);
-}
-
 /* `tokenize` and `infer` take a Hub repo id as they take a folder: through a
  * local Hub (HF_ENDPOINT) and a fresh cache, tokenize gives the reference's
  * input_ids for the Mistral fixture (its BOS template included) and infer's
@@ -378,7 +310,7 @@ local_hub_stop (LocalHub *hub)
 static void
 test_hub_repo (void)
 {
-  LocalHub *hub = local_hub_start ();
+  DcTestHub *hub = dc_test_hub_start (FALSE);
   g_autofree char *cache = g_dir_make_tmp ("dc-cli-infer-XXXXXX", NULL);
   g_autofree char *folder = dc_test_dup_source_path ("tests", "data", "hf", "models",
                                                      "llama-tiny", NULL);
@@ -394,7 +326,7 @@ test_hub_repo (void)
   JsonArray *got;
   const gint64 expected[] = { 0, 53, 374, 265, 306, 267, 85, 304 };  /* reference.json */
 
-  g_setenv ("HF_ENDPOINT", hub->url, TRUE);
+  g_setenv ("HF_ENDPOINT", dc_test_hub_get_url (hub), TRUE);
   g_setenv ("DC_MODEL_CACHE_DIR", cache, TRUE);
 
   g_assert_cmpint (dc_test_run_cli (tokenize, &out, &err, CLI_MS), ==, 0);
@@ -418,7 +350,7 @@ test_hub_repo (void)
   g_unsetenv ("HF_ENDPOINT");
   g_unsetenv ("DC_MODEL_CACHE_DIR");
   dc_test_remove_tree (cache);
-  local_hub_stop (hub);
+  dc_test_hub_stop (hub);
 }
 
 int
@@ -432,6 +364,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/infer/score-agrees-with-transformers",
                    test_score_agrees_with_transformers);
   g_test_add_func ("/cli/infer/generate-greedy", test_generate_greedy);
+  g_test_add_func ("/cli/infer/draft-span", test_draft_span);
   g_test_add_func ("/cli/infer/generate-json-output", test_generate_json_output);
   g_test_add_func ("/cli/infer/context-past-model-limit", test_context_past_model_limit);
   return g_test_run ();

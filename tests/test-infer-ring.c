@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <signal.h>
+#include <unistd.h>
 #include <string.h>
 #include <libsoup/soup.h>
 
@@ -38,172 +39,8 @@ typedef struct
 {
   const char *temperature;
   const char *prompt;
+  const char *extra;      /* one more argument of the head's */
 } Case;
-
-/* ---- a local Hub that counts what it sends ------------------------------ */
-
-typedef struct
-{
-  GMainContext *context;
-  GMainLoop    *loop;
-  GThread      *thread;
-  GMutex        lock;
-  GCond         cond;
-  char         *url;
-  guint64       weight_bytes;   /* bytes of ranges past a safetensors header */
-  guint         full_files;     /* 200 answers of a safetensors file */
-  gboolean      ignore_ranges;  /* answer every Range with the whole file */
-} LocalHub;
-
-static guint64
-header_end (const char *contents,
-            gsize       len)
-{
-  guint64 n = 0;
-
-  if (len < 8)
-    return 0;
-  for (int i = 7; i >= 0; i--)
-    n = (n << 8) | (guint8) contents[i];
-  return 8 + n;
-}
-
-static void
-local_hub_handler (SoupServer        *server,
-                   SoupServerMessage *msg,
-                   const char        *path,
-                   GHashTable        *query,
-                   gpointer           user_data)
-{
-  LocalHub *hub = user_data;
-  g_auto(GStrv) parts = g_strsplit (path + 1, "/", -1);
-  g_autofree char *file = NULL;
-  g_autofree char *contents = NULL;
-  SoupMessageHeaders *request = soup_server_message_get_request_headers (msg);
-  SoupRange *ranges = NULL;
-  int n_ranges = 0;
-  gsize len;
-
-  if (g_strv_length (parts) != 5 || !g_str_equal (parts[2], "resolve")
-      || strchr (parts[1], '.') != NULL || strchr (parts[4], '/') != NULL
-      || parts[4][0] == '.')
-    {
-      soup_server_message_set_status (msg, 404, NULL);
-      return;
-    }
-  file = dc_test_dup_source_path ("tests", "data", "hf", "models", parts[1], parts[4], NULL);
-  if (!g_file_get_contents (file, &contents, &len, NULL))
-    {
-      soup_server_message_set_status (msg, 404, NULL);
-      return;
-    }
-  if (g_str_has_suffix (parts[4], ".safetensors"))
-    {
-      g_mutex_lock (&hub->lock);
-      if (hub->ignore_ranges)
-        soup_message_headers_remove (request, "Range");
-      if (soup_message_headers_get_ranges (request, (goffset) len, &ranges, &n_ranges))
-        {
-          for (int i = 0; i < n_ranges; i++)
-            if ((guint64) ranges[i].start >= header_end (contents, len))
-              hub->weight_bytes += (guint64) (ranges[i].end - ranges[i].start + 1);
-          soup_message_headers_free_ranges (request, ranges);
-        }
-      else
-        hub->full_files++;
-      g_mutex_unlock (&hub->lock);
-    }
-  /* SoupServer applies the Range header itself to a complete body. */
-  soup_message_headers_replace (soup_server_message_get_response_headers (msg),
-                                "Accept-Ranges", "bytes");
-  soup_message_body_append (soup_server_message_get_response_body (msg), SOUP_MEMORY_TAKE,
-                            g_steal_pointer (&contents), len);
-  soup_server_message_set_status (msg, 200, NULL);
-}
-
-static gpointer
-local_hub_thread (gpointer data)
-{
-  LocalHub *hub = data;
-  g_autoptr(GInetAddress) inet = g_inet_address_new_from_string ("127.0.0.1");
-  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (inet, 0);
-  g_autoptr(SoupServer) server = NULL;
-  g_autoptr(GError) error = NULL;
-  GSList *uris;
-
-  g_main_context_push_thread_default (hub->context);
-  server = soup_server_new (NULL, NULL);
-  soup_server_add_handler (server, "/", local_hub_handler, hub, NULL);
-  soup_server_listen (server, address, 0, &error);
-  g_assert_no_error (error);
-  uris = soup_server_get_uris (server);
-  g_mutex_lock (&hub->lock);
-  hub->url = g_uri_to_string (uris->data);
-  if (g_str_has_suffix (hub->url, "/"))
-    hub->url[strlen (hub->url) - 1] = '\0';
-  g_cond_signal (&hub->cond);
-  g_mutex_unlock (&hub->lock);
-  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
-  g_main_loop_run (hub->loop);
-  soup_server_disconnect (server);
-  g_main_context_pop_thread_default (hub->context);
-  return NULL;
-}
-
-static LocalHub *
-local_hub_start (gboolean ignore_ranges)
-{
-  LocalHub *hub = g_new0 (LocalHub, 1);
-
-  hub->ignore_ranges = ignore_ranges;
-  g_mutex_init (&hub->lock);
-  g_cond_init (&hub->cond);
-  hub->context = g_main_context_new ();
-  hub->loop = g_main_loop_new (hub->context, FALSE);
-  hub->thread = g_thread_new ("local-hub", local_hub_thread, hub);
-  g_mutex_lock (&hub->lock);
-  while (hub->url == NULL)
-    g_cond_wait (&hub->cond, &hub->lock);
-  g_mutex_unlock (&hub->lock);
-  return hub;
-}
-
-static guint64
-local_hub_weight_bytes (LocalHub *hub)
-{
-  guint64 n;
-
-  g_mutex_lock (&hub->lock);
-  n = hub->weight_bytes;
-  g_assert_cmpuint (hub->full_files, ==, 0);
-  g_mutex_unlock (&hub->lock);
-  return n;
-}
-
-static gboolean
-local_hub_quit_cb (gpointer data)
-{
-  g_main_loop_quit (data);
-  return G_SOURCE_REMOVE;
-}
-
-static void
-local_hub_stop (LocalHub *hub)
-{
-  GSource *source = g_idle_source_new ();
-
-  /* Attached to the server thread's context: the quit runs there. */
-  g_source_set_callback (source, local_hub_quit_cb, hub->loop, NULL);
-  g_source_attach (source, hub->context);
-  g_source_unref (source);
-  g_thread_join (hub->thread);
-  g_main_loop_unref (hub->loop);
-  g_main_context_unref (hub->context);
-  g_mutex_clear (&hub->lock);
-  g_cond_clear (&hub->cond);
-  g_free (hub->url);
-  g_free (hub);
-}
 
 /* ---- the fixture's sizes ------------------------------------------------ */
 
@@ -280,7 +117,7 @@ typedef struct
   DcTestProc *signal;
   char       *url;
   char       *room;
-  LocalHub   *hubs[4];
+  DcTestHub  *hubs[4];
   char       *caches[4];
   DcTestProc *procs[4];      /* the head, then the stages */
   guint       n;
@@ -293,11 +130,11 @@ spawn_with_hub (Ring       *ring,
                 const char *label,
                 const char * const *args)
 {
-  ring->hubs[i] = local_hub_start (ring->ignore_ranges_of != 0 && ring->ignore_ranges_of == i);
+  ring->hubs[i] = dc_test_hub_start (ring->ignore_ranges_of != 0 && ring->ignore_ranges_of == i);
   ring->caches[i] = g_dir_make_tmp ("dc-ring-cache-XXXXXX", NULL);
   g_assert_nonnull (ring->caches[i]);
   /* The child copies the environment when it is spawned. */
-  g_setenv ("HF_ENDPOINT", ring->hubs[i]->url, TRUE);
+  g_setenv ("HF_ENDPOINT", dc_test_hub_get_url (ring->hubs[i]), TRUE);
   g_setenv ("DC_MODEL_CACHE_DIR", ring->caches[i], TRUE);
   return dc_test_proc_spawn (label, NULL, FALSE, args);
 }
@@ -363,7 +200,7 @@ ring_stop (Ring *ring)
         g_subprocess_send_signal (ring->procs[i]->process, SIGTERM);
       dc_test_proc_expect_exit (ring->procs[i], EVENT_BOUND_MS);
       g_clear_pointer (&ring->procs[i], dc_test_proc_free);
-      local_hub_stop (ring->hubs[i]);
+      dc_test_hub_stop (ring->hubs[i]);
       dc_test_remove_tree (ring->caches[i]);
       g_free (ring->caches[i]);
     }
@@ -440,14 +277,18 @@ check_three (gconstpointer data)
   g_autoptr(JsonParser) keep = NULL;
   JsonArray *alone = single_device_ids (c->temperature, c->prompt, &keep);
   Ring ring = { { 0 } };
-  JsonObject *result, *verify;
+  JsonObject *result, *verify, *plan;
   const char *names[] = { "alpha", "beta", "gamma" };
 
   ring_start_signal (&ring);
-  ring_start_head (&ring, "3", c->temperature, c->prompt, NULL);
+  ring_start_head (&ring, "3", c->temperature, c->prompt, c->extra);
   ring_add_stage (&ring, "beta", NULL, NULL);
   ring_add_stage (&ring, "gamma", NULL, NULL);
 
+  /* The plan's hop cost was measured (pings to both stages), not assumed. */
+  plan = dc_test_proc_expect (ring.procs[0], "plan", NULL, RUN_BOUND_MS);
+  g_assert_true (json_object_get_boolean_member (plan, "hop_measured"));
+  g_assert_cmpfloat (json_object_get_double_member (plan, "hop_ms"), >, 0.0);
   result = dc_test_proc_expect (ring.procs[0], "result", NULL, RUN_BOUND_MS);
   verify = dc_test_proc_expect (ring.procs[0], "verify", NULL, 1);
   g_assert_cmpstr (json_object_get_string_member (verify, "message"), ==,
@@ -460,6 +301,13 @@ check_three (gconstpointer data)
   assert_same_ids (json_object_get_array_member (result, "ids"), alone);
   if (c->prompt == (const char *) LONG_PROMPT)
     g_assert_cmpint (json_object_get_int_member (result, "prompt_tokens"), >, 32);
+  /* With draft spans (greedy llama-tiny repeats itself) some laps were
+   * saved: spans scored in one lap, cut back on every stage when rejected,
+   * and still the ids of one device. */
+  if (c->extra != NULL)
+    g_assert_cmpint (json_object_get_int_member (result, "draft_accepted"), >, 0);
+  else
+    g_assert_cmpint (json_object_get_int_member (result, "draft_proposed"), ==, 0);
   g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 0);
 
   /* Every stage saw the tokens stream, and fetched only its layers. */
@@ -480,7 +328,7 @@ check_three (gconstpointer data)
           continue;
         }
       /* The head also fetched the rest for Verify: all of it, each byte once. */
-      g_assert_cmpuint (local_hub_weight_bytes (ring.hubs[0]), ==,
+      g_assert_cmpuint (dc_test_hub_get_weight_bytes (ring.hubs[0]), ==,
                         part_download (&ring.fixture, 0, 5, TRUE));
     }
   for (guint i = 1; i < 3; i++)
@@ -488,7 +336,7 @@ check_three (gconstpointer data)
       gint64 first = 0, last = -1;
 
       g_assert_true (plan_stage (result, names[i], &first, &last));
-      g_assert_cmpuint (local_hub_weight_bytes (ring.hubs[i]), ==,
+      g_assert_cmpuint (dc_test_hub_get_weight_bytes (ring.hubs[i]), ==,
                         part_download (&ring.fixture, first, last, FALSE));
     }
   ring_stop (&ring);
@@ -621,7 +469,7 @@ test_probe_mismatch (void)
   g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 1);
   /* Nothing was assigned, so nothing was downloaded. */
   g_assert_cmpint (dc_test_proc_find (ring.procs[2], 0, "ring-assigned", NULL), <, 0);
-  g_assert_cmpuint (local_hub_weight_bytes (ring.hubs[2]), ==, 0);
+  g_assert_cmpuint (dc_test_hub_get_weight_bytes (ring.hubs[2]), ==, 0);
   ring_stop (&ring);
 }
 
@@ -662,17 +510,65 @@ test_bench_shape (void)
     }
 }
 
+/* `bench ring --netns`: the stages in network namespaces shaped to 1 Gbit/s
+ * (and 1 ms where the kernel has netem), the network named in every line,
+ * the shaped goal given for a ring of two, and the namespaces gone after.
+ * Needs root and iproute2 (skipped otherwise). No figure is checked. */
+static void
+test_bench_netns (void)
+{
+  g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
+                                                  NULL);
+  g_autofree char *ip = g_find_program_in_path ("ip");
+  g_autofree char *tc = g_find_program_in_path ("tc");
+  const char *args[] = { "bench", "ring", "--json", "--netns", "--model", dir, "--stages", "1,2",
+                         "--tokens", "4", NULL };
+  const char *list[] = { "ip", "netns", "list", NULL };
+  g_autofree char *out = NULL, *err = NULL, *before = NULL, *after = NULL;
+  g_auto(GStrv) lines = NULL;
+  int status = 0;
+
+  if (getuid () != 0 || ip == NULL || tc == NULL)
+    {
+      g_test_skip ("bench ring --netns needs root, ip and tc");
+      return;
+    }
+  g_assert_true (dc_test_spawn (list, &before, NULL, &status, EVENT_BOUND_MS));
+  g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
+  lines = g_strsplit (g_strstrip (out), "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 2);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      JsonObject *o;
+
+      json_parser_load_from_data (parser, lines[i], -1, &error);
+      g_assert_no_error (error);
+      o = json_node_get_object (json_parser_get_root (parser));
+      g_assert_true (g_str_has_prefix (json_object_get_string_member (o, "network"), "netns-"));
+      g_assert_cmpfloat (json_object_get_double_member (o, "decode_tok_s"), >, 0);
+      g_assert_true (json_object_has_member (o, "goal_ms") == (i == 1));
+      if (i == 1)
+        g_assert_cmpfloat (json_object_get_double_member (o, "hop_ms"), >, 0);
+    }
+  g_assert_true (dc_test_spawn (list, &after, NULL, &status, EVENT_BOUND_MS));
+  g_assert_cmpstr (after, ==, before);
+}
+
 int
 main (int argc, char **argv)
 {
-  static const Case greedy = { "0", PROMPT }, sampled = { "80", PROMPT },
-                    long_prompt = { "0", LONG_PROMPT };
+  static const Case greedy = { "0", PROMPT, NULL }, sampled = { "80", PROMPT, NULL },
+                    long_prompt = { "0", LONG_PROMPT, NULL },
+                    draft = { "0", PROMPT, "--draft-span=8" };
 
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_data_func ("/infer/ring/three-devices/greedy", &greedy, check_three);
   g_test_add_data_func ("/infer/ring/three-devices/sampled", &sampled, check_three);
   g_test_add_data_func ("/infer/ring/three-devices/long-prompt", &long_prompt, check_three);
+  g_test_add_data_func ("/infer/ring/three-devices/draft-span", &draft, check_three);
   g_test_add_data_func ("/infer/ring/stage-lost/replayed", GINT_TO_POINTER (FALSE),
                         check_stage_lost);
   g_test_add_data_func ("/infer/ring/stage-lost/twice", GINT_TO_POINTER (TRUE),
@@ -680,6 +576,7 @@ main (int argc, char **argv)
   g_test_add_func ("/infer/ring/stage-range-refused", test_stage_range_refused);
   g_test_add_func ("/infer/ring/probe-mismatch", test_probe_mismatch);
   g_test_add_func ("/infer/ring/bench-shape", test_bench_shape);
+  g_test_add_func ("/infer/ring/bench-netns", test_bench_netns);
   g_test_add_data_func ("/infer/ring/refused/non-finite", "nan", check_refused);
   g_test_add_data_func ("/infer/ring/refused/other-model", "model", check_refused);
   return g_test_run ();

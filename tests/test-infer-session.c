@@ -718,6 +718,143 @@ test_any_eos_stops (Fixture *f, gconstpointer data)
   g_clear_object (&f->session);   /* joins the thread before CALLS goes */
 }
 
+/* ---- draft spans --------------------------------------------------------- */
+
+typedef struct
+{
+  guint calls;        /* forward calls: laps of a ring */
+  guint positions;    /* positions computed */
+} Cycle;
+
+/* A model that mostly cycles through 7 ids (200 + (last·3 + 1) mod 7) with
+ * noise that depends on the position: greedy text repeats, so draft spans
+ * are proposed and accepted; sampled text leaves the cycle now and then,
+ * so spans are also rejected part-way. */
+static void
+cycle_logits (guint32  last,
+              guint    position,
+              float   *logits)
+{
+  for (guint k = 0; k < VOCAB; k++)
+    logits[k] = 0.7f * dc_rng_normal (5, 11, (guint64) position << 20 | k);
+  logits[200 + (last * 3 + 1) % 7] += 9.0f;
+  logits[0] = -100.0f;
+}
+
+static gboolean
+cycle_forward (gpointer        user_data,
+               const guint32  *ids,
+               gsize           n_ids,
+               guint           start,
+               float          *logits,
+               GError        **error)
+{
+  Cycle *cycle = user_data;
+
+  cycle->calls++;
+  cycle->positions += (guint) n_ids;
+  if (logits != NULL)
+    cycle_logits (ids[n_ids - 1], start + (guint) n_ids - 1, logits);
+  return TRUE;
+}
+
+static gboolean
+cycle_forward_rows (gpointer        user_data,
+                    const guint32  *ids,
+                    gsize           n_ids,
+                    guint           start,
+                    float          *logits,
+                    GError        **error)
+{
+  Cycle *cycle = user_data;
+
+  cycle->calls++;
+  cycle->positions += (guint) n_ids;
+  for (gsize i = 0; i < n_ids; i++)
+    cycle_logits (ids[i], start + (guint) i, logits + i * VOCAB);
+  return TRUE;
+}
+
+static void
+draft_count_cb (DcInferSession *session, guint id, guint proposed, guint accepted,
+                guint *counts)
+{
+  counts[0] += proposed;
+  counts[1] += accepted;
+}
+
+/* 40 tokens of the cycle model with DRAFT_SPAN; the ids, the forward calls
+ * and the draft counts [proposed, accepted]. */
+static GArray *
+run_cycle (Fixture  *f,
+           guint     draft_span,
+           guint     temperature,
+           gboolean  rows,
+           guint    *calls,
+           guint    *counts)
+{
+  Cycle cycle = { 0 };
+  DcInferFakeModel fake = {
+    .vocab_size = VOCAB, .max_positions = 256, .eos_id = 0, .bos_id = 0,
+    .forward = cycle_forward, .forward_rows = rows ? cycle_forward_rows : NULL,
+    .user_data = &cycle,
+  };
+  DcInferSettings s = settings_with (40, 64);
+  GArray *ids = g_array_new (FALSE, FALSE, sizeof (guint32));
+  guint id;
+
+  s.draft_span = draft_span;
+  s.temperature = temperature;
+  s.seed = 99;
+  g_clear_object (&f->session);
+  g_array_set_size (f->seen, 0);
+  f->session = _dc_infer_session_new_fake (load_tokenizer (), &fake);
+  g_signal_connect (f->session, "token", G_CALLBACK (token_cb), f);
+  g_signal_connect (f->session, "finished", G_CALLBACK (finished_cb), f);
+  g_signal_connect (f->session, "draft", G_CALLBACK (draft_count_cb), counts);
+  id = dc_infer_session_submit (f->session, "The ring of devices", &s);
+  wait_for (f, 'f', id, 1);
+  g_assert_null (find_finished (f, id)->text);
+  for (guint i = 0; i < f->seen->len; i++)
+    if (g_array_index (f->seen, Seen, i).kind == 't')
+      g_array_append_val (ids, g_array_index (f->seen, Seen, i).value);
+  g_clear_object (&f->session);   /* joins the thread before CYCLE goes */
+  *calls = cycle.calls;
+  return ids;
+}
+
+/* A draft span changes how many forward calls a text takes, never the
+ * text: the same ids with and without spans, greedy and sampled, and each
+ * accepted token is one call (one lap of a ring) saved. Spans scored a
+ * position at a time (a forward without rows) give the same ids too. */
+static void
+test_draft_span (Fixture *f, gconstpointer data)
+{
+  const guint temperatures[] = { 0, 80 };
+
+  for (guint t = 0; t < G_N_ELEMENTS (temperatures); t++)
+    {
+      guint plain_calls = 0, draft_calls = 0, emulated_calls = 0;
+      guint none[2] = { 0, 0 }, counts[2] = { 0, 0 }, emulated[2] = { 0, 0 };
+      g_autoptr(GArray) plain = run_cycle (f, 0, temperatures[t], TRUE, &plain_calls, none);
+      g_autoptr(GArray) drafted = run_cycle (f, 8, temperatures[t], TRUE, &draft_calls, counts);
+      g_autoptr(GArray) slow = run_cycle (f, 8, temperatures[t], FALSE, &emulated_calls,
+                                          emulated);
+
+      g_assert_cmpuint (plain->len, ==, 40);
+      g_assert_cmpuint (drafted->len, ==, plain->len);
+      g_assert_cmpmem (drafted->data, drafted->len * 4, plain->data, plain->len * 4);
+      g_assert_cmpmem (slow->data, slow->len * 4, plain->data, plain->len * 4);
+      g_assert_cmpuint (none[0], ==, 0);
+      g_assert_cmpuint (counts[1], >, 0);
+      g_assert_cmpuint (counts[1], <=, counts[0]);
+      g_assert_cmpuint (plain_calls - draft_calls, ==, counts[1]);
+      g_assert_cmpuint (emulated[1], ==, counts[1]);
+      if (temperatures[t] > 0)
+        g_assert_cmpuint (counts[1], <, counts[0]);   /* some span was cut short */
+    }
+}
+
 static void
 test_settings_defaults (void)
 {
@@ -730,6 +867,12 @@ test_settings_defaults (void)
   g_assert_cmpuint (s.temperature, ==, 0);
   g_assert_cmpuint (s.seed, ==, 1234);
   g_assert_cmpint (s.output, ==, DC_INFER_OUTPUT_FREE);
+  g_assert_cmpuint (s.draft_span, ==, 0);
+  s.draft_span = DC_INFER_MAX_DRAFT_SPAN + 1;
+  g_assert_false (dc_infer_settings_validate (&s, 64, &error));
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID);
+  g_clear_error (&error);
+  s.draft_span = DC_INFER_MAX_DRAFT_SPAN;
   g_assert_true (dc_infer_settings_validate (&s, 64, &error));
   g_assert_false (dc_infer_settings_validate (&s, 63, &error));
   g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID);
@@ -753,6 +896,7 @@ main (int argc, char **argv)
   ADD ("score", test_score);
   ADD ("prompts-wait-for-load", test_prompts_wait_for_load);
   ADD ("any-eos-stops", test_any_eos_stops);
+  ADD ("draft-span", test_draft_span);
 #undef ADD
   g_test_add_func ("/infer/session/settings-defaults", test_settings_defaults);
   return g_test_run ();

@@ -28,6 +28,8 @@
 #include "dc-token-dialog.h"
 #include "dc-train-page.h"
 #include "data/dc-data-error.h"
+#include "infer/dc-infer-ring.h"
+#include "mesh/dc-group.h"
 
 #define TIMEOUT_MS 60000
 
@@ -733,6 +735,136 @@ test_cache_settings (Fixture       *fixture,
   dc_test_remove_tree (dir);
 }
 
+/* ---- the ring display ---- */
+
+static gboolean
+ring_prepared (gpointer data)
+{
+  return *(gboolean *) data;
+}
+
+static void
+ring_prepared_cb (GObject      *source,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (dc_infer_ring_prepare_finish (DC_INFER_RING (source), result, &error));
+  g_assert_no_error (error);
+  *(gboolean *) user_data = TRUE;
+}
+
+static gboolean
+session_done (gpointer data)
+{
+  return GPOINTER_TO_UINT (g_object_get_data (data, "test-finished")) != 0;
+}
+
+static void
+session_finished_cb (DcInferSession *session, guint id, gboolean stopped, const char *message,
+                     double rate, gpointer data)
+{
+  g_assert_null (message);
+  g_object_set_data (G_OBJECT (session), "test-finished", GUINT_TO_POINTER (1));
+}
+
+/* The Ring group: hidden without a ring; a plan of three devices shows one
+ * row each with its layers, MB and ms per token, its download as it comes,
+ * then the ring's hops (stages × tokens), tokens per second and the Verify
+ * result. Then a real ring (this device alone, llama-tiny from its folder)
+ * followed through dc_infer_page_set_ring: its plan row, its download
+ * complete once prepared, and the hops of a generation. */
+static void
+test_ring_display (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  const DcRingShape shape = { .n_layers = 6, .layer_bytes = 1000000, .layer_download = 2000000,
+                              .ends_bytes = 3000000, .ends_download = 4000000,
+                              .layer_macs = 1e6, .ends_macs = 2e6, .hop_ms = 0.5 };
+  const DcRingDevice devices[] = {
+    { "", "alpha", "p", 5500000, 1.0 },
+    { "b", "beta", "p", 2500000, 1.0 },
+    { "c", "gamma", "p", 2500000, 1.0 },
+  };
+  const char *names[] = { "alpha", "beta", "gamma", NULL };
+  g_autoptr(DcRingPlan) plan = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = NULL, *dir = NULL, *after = NULL;
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autoptr(DcGroup) group = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
+  g_autoptr(DcInferRing) ring = NULL;
+  DcInferSettings settings;
+  DcInferSession *session;
+  gboolean prepared = FALSE;
+
+  text = dc_infer_page_dup_ring_text (fixture->page);
+  g_assert_cmpstr (text, ==, "");
+  g_clear_pointer (&text, g_free);
+
+  plan = dc_ring_plan_new (&shape, devices, G_N_ELEMENTS (devices), &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (dc_ring_plan_get_n_stages (plan), ==, 3);
+  dc_infer_page_show_ring_plan (fixture->page, plan, names);
+  text = dc_infer_page_dup_ring_text (fixture->page);
+  g_test_message ("%s", text);
+  g_assert_nonnull (strstr (text, "alpha: layers 0–1 and the embedding and head · 8.0 MB · "));
+  g_assert_nonnull (strstr (text, "beta: layers 2–3 · 4.0 MB · 2.0 ms per token [Waiting]"));
+  g_assert_nonnull (strstr (text, "gamma: layers 4–5 · 4.0 MB"));
+  g_assert_nonnull (strstr (text, "Ring Hops: 0 hops · 0.0 tokens/s · lap estimate"));
+  g_assert_null (strstr (text, "Verify"));
+  g_clear_pointer (&text, g_free);
+
+  dc_infer_page_set_ring_downloaded (fixture->page, 1, 2000000);
+  dc_infer_page_set_ring_downloaded (fixture->page, 2, 4000000);
+  dc_infer_page_set_ring_downloaded (fixture->page, 7, 1);   /* no such stage: ignored */
+  g_assert_cmpfloat (dc_infer_page_get_ring_fraction (fixture->page, 0), ==, 0.0);
+  g_assert_cmpfloat (dc_infer_page_get_ring_fraction (fixture->page, 1), ==, 0.5);
+  g_assert_cmpfloat (dc_infer_page_get_ring_fraction (fixture->page, 2), ==, 1.0);
+  dc_infer_page_set_ring_rate (fixture->page, 10, 25.0);
+  dc_infer_page_set_ring_verify (fixture->page, "VERIFIED: the distributed run and the "
+                                                "single-device run produced identical token ids");
+  text = dc_infer_page_dup_ring_text (fixture->page);
+  g_test_message ("%s", text);
+  g_assert_nonnull (strstr (text, "beta: layers 2–3 · 4.0 MB · 2.0 ms per token [2.0 of 4.0 MB]"));
+  g_assert_nonnull (strstr (text, "Ring Hops: 30 hops · 25.0 tokens/s"));
+  g_assert_nonnull (strstr (text, "Verify: VERIFIED: the distributed run"));
+  g_clear_pointer (&text, g_free);
+
+  /* A real ring of one device. */
+  dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny", NULL);
+  repo = dc_model_repo_open (dc_context_get_hf_client (fixture->context), dir, NULL, &error);
+  g_assert_no_error (error);
+  config.create = TRUE;
+  config.approve = DC_MESH_APPROVE_ALL;
+  config.hello = dc_context_new_hello (fixture->context, "solo");
+  group = dc_group_new (&config);
+  ring = dc_infer_ring_new (fixture->context, group, repo, config.hello->probe_hash, 0);
+  dc_infer_page_set_ring (fixture->page, ring);
+  text = dc_infer_page_dup_ring_text (fixture->page);
+  g_assert_cmpstr (text, ==, "");   /* a new ring: nothing planned yet */
+  g_clear_pointer (&text, g_free);
+  dc_infer_ring_prepare_async (ring, 64, NULL, ring_prepared_cb, &prepared);
+  g_assert_true (dc_test_wait_until (ring_prepared, &prepared, TIMEOUT_MS));
+  text = dc_infer_page_dup_ring_text (fixture->page);
+  g_test_message ("%s", text);
+  g_assert_nonnull (strstr (text, "layers 0–5 and the embedding and head"));
+  g_assert_cmpfloat (dc_infer_page_get_ring_fraction (fixture->page, 0), ==, 1.0);
+  g_assert_nonnull (strstr (text, "Ring Hops: 0 hops"));
+  session = dc_infer_ring_get_session (ring);
+  g_signal_connect (session, "finished", G_CALLBACK (session_finished_cb), NULL);
+  dc_infer_settings_init_default (&settings);
+  settings.n_tokens = 5;
+  dc_infer_session_submit (session, "The ring", &settings);
+  g_assert_true (dc_test_wait_until (session_done, session, TIMEOUT_MS));
+  after = dc_infer_page_dup_ring_text (fixture->page);
+  g_test_message ("%s", after);
+  g_assert_nonnull (strstr (after, "Ring Hops: 5 hops · "));
+  dc_infer_page_set_ring (fixture->page, NULL);
+  dc_infer_ring_close (ring);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -759,6 +891,8 @@ main (int    argc,
               test_generate_stop, fixture_tear_down);
   g_test_add ("/dc/ui/infer/cache-settings", Fixture, NULL, fixture_set_up,
               test_cache_settings, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/ring-display", Fixture, NULL, fixture_set_up,
+              test_ring_display, fixture_tear_down);
 
   status = g_test_run ();
   hub_stop ();

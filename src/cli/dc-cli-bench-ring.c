@@ -10,6 +10,14 @@
  * share of the layers, so that the plan uses exactly the stages asked.
  * One stage is the head alone: the same session and part code without a hop.
  *
+ * --netns (root, iproute2's ip and tc): every stage runs in a network
+ * namespace of its own, 198.18.0.(k + 1) on a veth to a bridge namespace,
+ * and this process (the head, the Hub and the signaling service) reaches
+ * the bridge through a veth of its own, 198.18.0.1; every device's egress
+ * is shaped to 1 Gbit/s with 1 ms of delay by netem, or, where the kernel
+ * has no sch_netem, to 1 Gbit/s by tbf without the delay (the output says
+ * which, as bench group does).
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-cli"
@@ -39,6 +47,191 @@
   "Then they joined hands in a ring."
 /* Generous for loading a 135M model's share over loopback on a busy machine. */
 #define BENCH_STEP_TIMEOUT_S 600
+/* --netns: the head's address, and the stages' are 198.18.0.(k + 1)
+ * (198.18.0.0/15 is set aside for benchmarks, RFC 2544). */
+#define NETNS_HEAD_ADDRESS   "198.18.0.1"
+#define NETNS_BRIDGE_ADDRESS "198.18.0.254"
+
+typedef struct
+{
+  gboolean  on;
+  char     *prefix;       /* of the namespaces' names */
+  guint     n_made;       /* stage namespaces made */
+  gboolean  bridge_made;
+  char     *shaping;      /* "netem" (1 Gbit/s, 1 ms), "tbf" (1 Gbit/s), "none" */
+  char     *note;         /* what could not be done as asked, and why */
+} Netns;
+
+static gboolean
+run_tool (GError **error,
+          ...) G_GNUC_NULL_TERMINATED;
+
+/* Runs ip or tc with the arguments; FALSE with its stderr in ERROR. */
+static gboolean
+run_tool (GError **error,
+          ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autofree char *err = NULL;
+  const char *arg;
+  va_list args;
+  int status;
+
+  va_start (args, error);
+  while ((arg = va_arg (args, const char *)) != NULL)
+    g_ptr_array_add (argv, (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH
+                     | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status, error))
+    return FALSE;
+  if (!g_spawn_check_wait_status (status, NULL))
+    {
+      g_autofree char *command = g_strjoinv (" ", (char **) argv->pdata);
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "bench ring --netns: “%s” failed: %s",
+                   command, err != NULL ? g_strstrip (err) : "");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static char *
+netns_stage (Netns *netns,
+             guint  k)
+{
+  return g_strdup_printf ("%s-s%u", netns->prefix, k);
+}
+
+/* Shapes DEV's egress (in namespace NS, or this one when NULL): netem
+ * (1 Gbit/s, 1 ms), else tbf (1 Gbit/s; its burst at least 1 Gbit/s over
+ * one 1000 Hz tick, 125 kB), else nothing, each fallback noted once. */
+static void
+netns_shape (Netns      *netns,
+             const char *ns,
+             const char *dev)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (g_strcmp0 (netns->shaping, "netem") == 0 || netns->shaping == NULL)
+    {
+      gboolean ok = ns != NULL
+        ? run_tool (&error, "tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "netem", "rate",
+                    "1gbit", "delay", "1ms", NULL)
+        : run_tool (&error, "tc", "qdisc", "add", "dev", dev, "root", "netem", "rate", "1gbit",
+                    "delay", "1ms", NULL);
+
+      if (ok)
+        {
+          g_free (netns->shaping);
+          netns->shaping = g_strdup ("netem");
+          return;
+        }
+      g_free (netns->shaping);
+      netns->shaping = g_strdup ("tbf");
+      g_free (netns->note);
+      netns->note = g_strdup_printf ("no netem (%s): shaped to 1 Gbit/s by tbf, without the "
+                                     "1 ms delay", error->message);
+      g_clear_error (&error);
+    }
+  if (g_strcmp0 (netns->shaping, "tbf") == 0)
+    {
+      gboolean ok = ns != NULL
+        ? run_tool (&error, "tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate",
+                    "1gbit", "burst", "256kb", "latency", "20ms", NULL)
+        : run_tool (&error, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", "1gbit",
+                    "burst", "256kb", "latency", "20ms", NULL);
+
+      if (ok)
+        return;
+      g_free (netns->shaping);
+      netns->shaping = g_strdup ("none");
+      g_free (netns->note);
+      netns->note = g_strdup_printf ("no netem and no tbf (%s): links between namespaces "
+                                     "unshaped", error->message);
+    }
+}
+
+static void
+netns_remove (Netns *netns)
+{
+  for (guint k = 1; k <= netns->n_made; k++)
+    {
+      g_autofree char *ns = netns_stage (netns, k);
+      g_autoptr(GError) error = NULL;
+
+      if (!run_tool (&error, "ip", "netns", "del", ns, NULL))
+        g_printerr ("daisychain-cli: %s\n", error->message);
+    }
+  netns->n_made = 0;
+  if (netns->bridge_made)
+    {
+      g_autofree char *br = g_strdup_printf ("%s-br", netns->prefix);
+      g_autoptr(GError) error = NULL;
+
+      /* The head's veth goes with its peer in the bridge namespace. */
+      if (!run_tool (&error, "ip", "netns", "del", br, NULL))
+        g_printerr ("daisychain-cli: %s\n", error->message);
+      netns->bridge_made = FALSE;
+    }
+  g_clear_pointer (&netns->prefix, g_free);
+  g_clear_pointer (&netns->shaping, g_free);
+  g_clear_pointer (&netns->note, g_free);
+}
+
+/* The bridge namespace, the head's veth into it (this namespace,
+ * NETNS_HEAD_ADDRESS) and one namespace per stage, N_STAGES - 1 of them. */
+static gboolean
+netns_create (Netns   *netns,
+              guint    n_stages,
+              GError **error)
+{
+  g_autofree char *br = g_strdup_printf ("%s-br", netns->prefix);
+  g_autofree char *head = g_strdup_printf ("%sh", netns->prefix);
+
+  if (g_find_program_in_path ("ip") == NULL || g_find_program_in_path ("tc") == NULL)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                           "bench ring --netns needs iproute2's “ip” and “tc” in PATH "
+                           "(scripts/device-bundle.sh carries them in build-device/bin)");
+      return FALSE;
+    }
+  if (!run_tool (error, "ip", "netns", "add", br, NULL))
+    return FALSE;
+  netns->bridge_made = TRUE;
+  if (!run_tool (error, "ip", "-n", br, "link", "set", "lo", "up", NULL)
+      || !run_tool (error, "ip", "-n", br, "link", "add", "br0", "type", "bridge", NULL)
+      || !run_tool (error, "ip", "-n", br, "addr", "add", NETNS_BRIDGE_ADDRESS "/24", "dev", "br0",
+                    NULL)
+      || !run_tool (error, "ip", "-n", br, "link", "set", "br0", "up", NULL)
+      || !run_tool (error, "ip", "link", "add", head, "type", "veth", "peer", "name", "vh",
+                    "netns", br, NULL)
+      || !run_tool (error, "ip", "-n", br, "link", "set", "vh", "master", "br0", "up", NULL)
+      || !run_tool (error, "ip", "addr", "add", NETNS_HEAD_ADDRESS "/24", "dev", head, NULL)
+      || !run_tool (error, "ip", "link", "set", head, "up", NULL))
+    return FALSE;
+  netns_shape (netns, NULL, head);
+  for (guint k = 1; k < n_stages; k++)
+    {
+      g_autofree char *ns = netns_stage (netns, k);
+      g_autofree char *veth = g_strdup_printf ("v%u", k);
+      g_autofree char *cidr = g_strdup_printf ("198.18.0.%u/24", k + 1);
+
+      if (!run_tool (error, "ip", "netns", "add", ns, NULL))
+        return FALSE;
+      netns->n_made = k;
+      if (!run_tool (error, "ip", "-n", ns, "link", "set", "lo", "up", NULL)
+          || !run_tool (error, "ip", "-n", br, "link", "add", veth, "type", "veth", "peer", "name",
+                        "eth0", "netns", ns, NULL)
+          || !run_tool (error, "ip", "-n", br, "link", "set", veth, "master", "br0", "up", NULL)
+          || !run_tool (error, "ip", "-n", ns, "addr", "add", cidr, "dev", "eth0", NULL)
+          || !run_tool (error, "ip", "-n", ns, "link", "set", "eth0", "up", NULL)
+          || !run_tool (error, "ip", "-n", ns, "route", "add", "default", "dev", "eth0", NULL))
+        return FALSE;
+      netns_shape (netns, ns, "eth0");
+    }
+  return TRUE;
+}
 
 typedef struct
 {
@@ -143,10 +336,11 @@ hub_stop (Hub *hub)
 static gboolean
 hub_start (Hub         *hub,
            const char  *dir,
+           const char  *bind,
            GError     **error)
 {
   g_autofree char *weights = g_build_filename (dir, "model.safetensors", NULL);
-  g_autoptr(GInetAddress) inet = g_inet_address_new_from_string ("127.0.0.1");
+  g_autoptr(GInetAddress) inet = g_inet_address_new_from_string (bind);
   g_autoptr(GSocketAddress) address = g_inet_socket_address_new (inet, 0);
   GSList *uris;
   gboolean ok;
@@ -194,7 +388,8 @@ measure_event_cb (DcInferRing *ring,
                   guint64      value,
                   Measure     *m)
 {
-  if (m->waiting_offers && dc_infer_ring_get_n_offers (ring) >= m->need_offers)
+  if (m->waiting_offers && dc_infer_ring_get_n_offers (ring) >= m->need_offers &&
+      dc_infer_ring_get_n_measured (ring) >= m->need_offers)
     g_main_loop_quit (m->loop);
 }
 
@@ -280,12 +475,13 @@ remove_tree (const char *path)
 typedef struct
 {
   guint  stages;
-  double prefill_tok_s, decode_tok_s, lap_ms;
+  double prefill_tok_s, decode_tok_s, lap_ms, hop_ms, head_compute_ms, ring_wait_ms;
   guint  prompt_tokens, tokens;
 } Result;
 
 static GSubprocess *
-spawn_cli (const char  *hub_url,
+spawn_cli (const char  *netns,
+           const char  *hub_url,
            const char  *cache,
            GError     **error,
            ...)
@@ -300,6 +496,13 @@ spawn_cli (const char  *hub_url,
 
   if (self_exe == NULL)
     return NULL;
+  if (netns != NULL)
+    {
+      g_ptr_array_add (argv, (gpointer) "ip");
+      g_ptr_array_add (argv, (gpointer) "netns");
+      g_ptr_array_add (argv, (gpointer) "exec");
+      g_ptr_array_add (argv, (gpointer) netns);
+    }
   g_ptr_array_add (argv, self_exe);
   va_start (args, error);
   while ((arg = va_arg (args, const char *)) != NULL)
@@ -316,6 +519,7 @@ spawn_cli (const char  *hub_url,
 static gboolean
 measure (DcContext   *context,
          DcModelRepo *repo,
+         Netns       *netns,
          const char  *signal_url,
          const char  *hub_url,
          guint        stages,
@@ -348,7 +552,7 @@ measure (DcContext   *context,
   config.approve = DC_MESH_APPROVE_ALL;
   config.hello = dc_context_new_hello (context, "head");
   config.peer.ice_addresses = g_new0 (char *, 2);
-  config.peer.ice_addresses[0] = g_strdup ("127.0.0.1");
+  config.peer.ice_addresses[0] = g_strdup (netns->on ? NETNS_HEAD_ADDRESS : "127.0.0.1");
   group = dc_group_new (&config);
   ring = dc_infer_ring_new (context, group, repo, config.hello->probe_hash,
                             stages == 1 ? 0 : ends + stage_memory);
@@ -359,14 +563,17 @@ measure (DcContext   *context,
     {
       g_autofree char *name = g_strdup_printf ("stage%u", i);
       g_autofree char *memory = g_strdup_printf ("%.6f", stage_memory / 1e6);
+      g_autofree char *ns = netns->on ? netns_stage (netns, i) : NULL;
+      g_autofree char *address = netns->on ? g_strdup_printf ("198.18.0.%u", i + 1)
+                                           : g_strdup ("127.0.0.1");
       char *cache = g_dir_make_tmp ("dc-bench-ring-XXXXXX", error);
       GSubprocess *child;
 
       if (cache == NULL)
         goto out;
       g_ptr_array_add (caches, cache);
-      child = spawn_cli (hub_url, cache, error, "join", "--serve-layers", "--signal", signal_url,
-                         "--room", room, "--name", name, "--ice-address", "127.0.0.1",
+      child = spawn_cli (ns, hub_url, cache, error, "join", "--serve-layers", "--signal",
+                         signal_url, "--room", room, "--name", name, "--ice-address", address,
                          "--memory-mb", memory, NULL);
       if (child == NULL)
         goto out;
@@ -374,7 +581,8 @@ measure (DcContext   *context,
     }
   timeout = g_timeout_add_seconds (BENCH_STEP_TIMEOUT_S, measure_timeout_cb, &m);
   m.need_offers = stages - 1;
-  if (dc_infer_ring_get_n_offers (ring) < m.need_offers)
+  if (dc_infer_ring_get_n_offers (ring) < m.need_offers ||
+      dc_infer_ring_get_n_measured (ring) < m.need_offers)
     {
       m.waiting_offers = TRUE;
       g_main_loop_run (loop);
@@ -420,6 +628,8 @@ measure (DcContext   *context,
   result->prefill_tok_s = m.n_prompt / ((m.t_first - m.t_submit) / 1e6);
   result->decode_tok_s = (m.n_tokens - 1) / ((m.t_last - m.t_first) / 1e6);
   result->lap_ms = dc_infer_ring_get_plan (ring)->lap_ms;
+  result->hop_ms = stages > 1 ? dc_infer_ring_get_hop_ms (ring) : 0.0;
+  dc_infer_ring_get_lap_times (ring, &result->head_compute_ms, &result->ring_wait_ms);
   ok = TRUE;
 
 out:
@@ -443,6 +653,80 @@ out:
   g_clear_error (&m.error);
   g_free (m.failure);
   return ok;
+}
+
+/* One size's line; ONE is the first size measured (the ratios' base: one
+ * device by default). */
+static void
+print_result (DcCliOptions *options,
+              Netns        *netns,
+              const Result *r,
+              const Result *one)
+{
+  if (options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "stages");
+      json_builder_add_int_value (builder, r->stages);
+      json_builder_set_member_name (builder, "prompt_tokens");
+      json_builder_add_int_value (builder, r->prompt_tokens);
+      json_builder_set_member_name (builder, "tokens");
+      json_builder_add_int_value (builder, r->tokens);
+      json_builder_set_member_name (builder, "prefill_tok_s");
+      json_builder_add_double_value (builder, r->prefill_tok_s);
+      json_builder_set_member_name (builder, "decode_tok_s");
+      json_builder_add_double_value (builder, r->decode_tok_s);
+      json_builder_set_member_name (builder, "prefill_ratio");
+      json_builder_add_double_value (builder, r->prefill_tok_s / one->prefill_tok_s);
+      json_builder_set_member_name (builder, "decode_ratio");
+      json_builder_add_double_value (builder, r->decode_tok_s / one->decode_tok_s);
+      json_builder_set_member_name (builder, "lap_estimate_ms");
+      json_builder_add_double_value (builder, r->lap_ms);
+      /* Measured: the lap a decoded token took, and one hop (half the
+       * median ping round trip): what the hops cost beside compute. */
+      json_builder_set_member_name (builder, "lap_ms");
+      json_builder_add_double_value (builder, 1000.0 / r->decode_tok_s);
+      json_builder_set_member_name (builder, "hop_ms");
+      json_builder_add_double_value (builder, r->hop_ms);
+      /* Of a decoded token's lap: the head's own compute (its layers,
+       * the norm and head) and its wait for the ring (hops, the
+       * stages' compute and the threads between). */
+      json_builder_set_member_name (builder, "head_compute_ms");
+      json_builder_add_double_value (builder, r->head_compute_ms);
+      json_builder_set_member_name (builder, "ring_wait_ms");
+      json_builder_add_double_value (builder, r->ring_wait_ms);
+      json_builder_set_member_name (builder, "network");
+      json_builder_add_string_value (builder, !netns->on ? "loopback"
+                                     : g_strcmp0 (netns->shaping, "netem") == 0
+                                     ? "netns-1gbit-1ms"
+                                     : g_strcmp0 (netns->shaping, "tbf") == 0
+                                     ? "netns-1gbit" : "netns-unshaped");
+      if (netns->on && r->stages > 1)
+        {
+          /* The issue's goal on the shaped network: a decoded token
+           * within 2 ms of one device's plus a round trip per hop. */
+          double goal = 1000.0 / one->decode_tok_s + r->stages * 2.0 * r->hop_ms + 2.0;
+
+          json_builder_set_member_name (builder, "goal_ms");
+          json_builder_add_double_value (builder, goal);
+          json_builder_set_member_name (builder, "goal_met");
+          json_builder_add_boolean_value (builder, 1000.0 / r->decode_tok_s <= goal);
+        }
+      if (netns->note != NULL)
+        {
+          json_builder_set_member_name (builder, "note");
+          json_builder_add_string_value (builder, netns->note);
+        }
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else
+    g_print (_("%u stages: prefill %.0f tokens/s (%.2f×), decode %.1f tokens/s (%.2f×)\n"),
+             r->stages, r->prefill_tok_s, r->prefill_tok_s / one->prefill_tok_s,
+             r->decode_tok_s, r->decode_tok_s / one->decode_tok_s);
+  fflush (stdout);
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -495,12 +779,15 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
   g_autofree char *model_arg = NULL, *stages_arg = NULL, *model_dir = NULL;
   g_autofree char *head_cache = NULL, *signal_url = NULL;
   int tokens = 64;
+  Netns netns = { 0 };
   const GOptionEntry entries[] = {
     { "model", 0, 0, G_OPTION_ARG_FILENAME, &model_arg,
       N_("A model folder with one model.safetensors (a SmolLM-135M-shaped random one)"), "DIR" },
     { "stages", 0, 0, G_OPTION_ARG_STRING, &stages_arg,
       N_("Ring sizes to measure, comma-separated (1,2,3)"), "N,N,…" },
     { "tokens", 0, 0, G_OPTION_ARG_INT, &tokens, N_("Tokens to generate (64)"), "N" },
+    { "netns", 0, 0, G_OPTION_ARG_NONE, &netns.on,
+      N_("Stages in network namespaces shaped to 1 Gbit/s and 1 ms (root, ip and tc)"), NULL },
     { NULL }
   };
   g_autoptr(GError) error = NULL;
@@ -529,7 +816,17 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
 
   /* The Hub's address is known before any thread starts: the environment
    * is set once, here. */
-  if (!hub_start (&hub, model_dir, &error))
+  if (netns.on)
+    {
+      guint most = 1;
+
+      for (guint i = 0; i < stages->len; i++)
+        most = MAX (most, g_array_index (stages, guint, i));
+      netns.prefix = g_strdup_printf ("dcbr%d", (int) getpid ());
+      if (!netns_create (&netns, most, &error))
+        goto out;
+    }
+  if (!hub_start (&hub, model_dir, netns.on ? NETNS_HEAD_ADDRESS : "127.0.0.1", &error))
     goto out;
   head_cache = g_dir_make_tmp ("dc-bench-ring-XXXXXX", &error);
   if (head_cache == NULL)
@@ -538,8 +835,8 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
   g_setenv ("DC_MODEL_CACHE_DIR", head_cache, TRUE);
   hub.thread = g_thread_new ("dc-bench-hub", hub_thread, &hub);
 
-  signal = spawn_cli (NULL, NULL, &error, "signal", "--json", "--port", "0", "--bind",
-                      "127.0.0.1", NULL);
+  signal = spawn_cli (NULL, NULL, NULL, &error, "signal", "--json", "--port", "0", "--bind",
+                      netns.on ? NETNS_HEAD_ADDRESS : "127.0.0.1", NULL);
   if (signal == NULL)
     goto out;
   signal_out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (signal));
@@ -577,46 +874,14 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
     {
       Result r = { 0 };
 
-      if (!measure (context, repo, signal_url, hub.url, g_array_index (stages, guint, i),
+      if (!measure (context, repo, &netns, signal_url, hub.url, g_array_index (stages, guint, i),
                     (guint) tokens, &r, &error))
         goto out;
       g_array_append_val (results, r);
-    }
-
-  for (guint i = 0; i < results->len; i++)
-    {
-      const Result *r = &g_array_index (results, Result, i);
-      /* The ratio is to the first size measured (1 by default: one device). */
-      const Result *one = &g_array_index (results, Result, 0);
-
-      if (options->json)
-        {
-          g_autoptr(JsonBuilder) builder = json_builder_new ();
-
-          json_builder_begin_object (builder);
-          json_builder_set_member_name (builder, "stages");
-          json_builder_add_int_value (builder, r->stages);
-          json_builder_set_member_name (builder, "prompt_tokens");
-          json_builder_add_int_value (builder, r->prompt_tokens);
-          json_builder_set_member_name (builder, "tokens");
-          json_builder_add_int_value (builder, r->tokens);
-          json_builder_set_member_name (builder, "prefill_tok_s");
-          json_builder_add_double_value (builder, r->prefill_tok_s);
-          json_builder_set_member_name (builder, "decode_tok_s");
-          json_builder_add_double_value (builder, r->decode_tok_s);
-          json_builder_set_member_name (builder, "prefill_ratio");
-          json_builder_add_double_value (builder, r->prefill_tok_s / one->prefill_tok_s);
-          json_builder_set_member_name (builder, "decode_ratio");
-          json_builder_add_double_value (builder, r->decode_tok_s / one->decode_tok_s);
-          json_builder_set_member_name (builder, "lap_estimate_ms");
-          json_builder_add_double_value (builder, r->lap_ms);
-          json_builder_end_object (builder);
-          dc_cli_print_json (builder);
-        }
-      else
-        g_print (_("%u stages: prefill %.0f tokens/s (%.2f×), decode %.1f tokens/s (%.2f×)\n"),
-                 r->stages, r->prefill_tok_s, r->prefill_tok_s / one->prefill_tok_s,
-                 r->decode_tok_s, r->decode_tok_s / one->decode_tok_s);
+      /* Each size is printed as soon as it is measured: a run cut short
+       * (a time limit) keeps the sizes it finished. */
+      print_result (options, &netns, &g_array_index (results, Result, results->len - 1),
+                    &g_array_index (results, Result, 0));
     }
   status = DC_CLI_EXIT_OK;
 
@@ -633,5 +898,6 @@ out:
   hub_stop (&hub);
   if (head_cache != NULL)
     remove_tree (head_cache);
+  netns_remove (&netns);
   return status;
 }

@@ -54,7 +54,20 @@ typedef struct
   GArray      *ids;        /* guint32 */
   GString     *text;
   int          last_percent;
+  guint        draft[2];   /* tokens proposed and accepted in draft spans */
 } InferState;
+
+/* "draft": a span of the running prompt ended; ACCEPTED forward passes saved. */
+static void
+draft_cb (DcInferSession *session,
+          guint           prompt_id,
+          guint           proposed,
+          guint           accepted,
+          guint          *counts)   /* [proposed, accepted] */
+{
+  counts[0] += proposed;
+  counts[1] += accepted;
+}
 
 static char *
 read_stdin (GError **error)
@@ -301,6 +314,7 @@ typedef struct
   gboolean       stopped;
   double         tokens_per_s;
   char          *failure;
+  guint          draft[2];     /* tokens proposed and accepted in draft spans */
 } RingState;
 
 static void
@@ -391,6 +405,10 @@ print_plan (RingState *state)
       add_plan (builder, state->ring);
       json_builder_set_member_name (builder, "lap_ms");
       json_builder_add_double_value (builder, plan->lap_ms);
+      json_builder_set_member_name (builder, "hop_ms");
+      json_builder_add_double_value (builder, plan->hop_ms);
+      json_builder_set_member_name (builder, "hop_measured");
+      json_builder_add_boolean_value (builder, dc_infer_ring_get_hop_ms (state->ring) >= 0.0);
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
       return;
@@ -415,6 +433,11 @@ print_plan (RingState *state)
     }
   g_printerr (_("daisychain-cli: lap estimate: %.1f ms per token over %u devices\n"),
               plan->lap_ms, dc_ring_plan_get_n_stages (plan));
+  if (dc_ring_plan_get_n_stages (plan) > 1)
+    g_printerr (dc_infer_ring_get_hop_ms (state->ring) >= 0.0
+                ? _("daisychain-cli: hop cost: %.2f ms, half the median measured round trip\n")
+                : _("daisychain-cli: hop cost: %.2f ms assumed (no round trip measured yet)\n"),
+                plan->hop_ms);
 }
 
 static void
@@ -434,7 +457,9 @@ ring_event_cb (DcInferRing *ring,
            g_str_equal (kind, "peer-left"))
     print_pairs (state->options, g_str_equal (kind, "peer-left") ? "ring-peer-left" : kind,
                  "message", detail, NULL);
-  if (state->waiting_offers && dc_infer_ring_get_n_offers (ring) >= state->need_offers)
+  /* Every device's round trips are in before the plan (a few ms after its offer). */
+  if (state->waiting_offers && dc_infer_ring_get_n_offers (ring) >= state->need_offers &&
+      dc_infer_ring_get_n_measured (ring) >= state->need_offers)
     g_main_loop_quit (state->loop);
 }
 
@@ -614,11 +639,13 @@ ring_generate (RingState             *state,
   g_signal_connect (session, "started", G_CALLBACK (ring_started_cb), state);
   g_signal_connect (session, "token", G_CALLBACK (ring_token_cb), state);
   g_signal_connect (session, "finished", G_CALLBACK (ring_finished_cb), state);
+  g_signal_connect (session, "draft", G_CALLBACK (draft_cb), state->draft);
   state->done = FALSE;
   state->prompt_id = dc_infer_session_submit (session, prompt, settings);
   while (!state->done)
     g_main_loop_run (state->loop);
   g_signal_handlers_disconnect_by_data (session, state);
+  g_signal_handlers_disconnect_by_data (session, state->draft);
   return state->failure == NULL;
 }
 
@@ -785,7 +812,8 @@ ring_run (DcCliOptions          *options,
   if (!dc_group_join_room (group, args->signal_url, room, &state.error))
     goto out;
   /* Wait for K devices, this one included, that offer layers. */
-  if (dc_infer_ring_get_n_offers (ring) < state.need_offers && state.error == NULL)
+  if ((dc_infer_ring_get_n_offers (ring) < state.need_offers ||
+       dc_infer_ring_get_n_measured (ring) < state.need_offers) && state.error == NULL)
     {
       state.waiting_offers = TRUE;
       g_main_loop_run (loop);
@@ -848,6 +876,10 @@ out:
       add_plan (builder, ring);
       json_builder_set_member_name (builder, "replayed");
       json_builder_add_boolean_value (builder, replayed);
+      json_builder_set_member_name (builder, "draft_proposed");
+      json_builder_add_int_value (builder, state.draft[0]);
+      json_builder_set_member_name (builder, "draft_accepted");
+      json_builder_add_int_value (builder, state.draft[1]);
       if (args->verify)
         {
           json_builder_set_member_name (builder, "verified");
@@ -894,7 +926,7 @@ dc_cli_infer_run (const DcCliCommand  *command,
 {
   g_autofree char *model = NULL, *prompt = NULL, *output = NULL, *score = NULL;
   g_autofree char *backend = NULL, *token_file = NULL, *vulkan_device = NULL;
-  int tokens = 60, context_length = 64, temperature = 0;
+  int tokens = 60, context_length = 64, temperature = 0, draft_span = 0;
   gint64 seed = 1234;
   g_auto(RingArgs) ring = { 0 };
   const GOptionEntry entries[] = {
@@ -909,6 +941,9 @@ dc_cli_infer_run (const DcCliCommand  *command,
       N_("Temperature ÷100: 0 greedy (default), 100 = 1.0, at most 1000"), "N" },
     { "seed", 0, 0, G_OPTION_ARG_INT64, &seed,
       N_("Seed of the draws above temperature 0 (1234)"), "N" },
+    { "draft-span", 0, 0, G_OPTION_ARG_INT, &draft_span,
+      N_("Score up to N tokens that continue a repeated suffix in one forward pass (0: off)"),
+      "N" },
     { "output", 0, 0, G_OPTION_ARG_STRING, &output,
       N_("free (default) or json: the completion is valid JSON"), "free|json" },
     { "score", 0, 0, G_OPTION_ARG_STRING, &score,
@@ -974,6 +1009,8 @@ dc_cli_infer_run (const DcCliCommand  *command,
                                DC_SAMPLER_MAX_TEMPERATURE);
   if (seed < 0)
     return dc_cli_usage_error (command, _("--seed must not be negative"));
+  if (draft_span < 0 || draft_span > DC_INFER_MAX_DRAFT_SPAN)
+    return dc_cli_usage_error (command, _("--draft-span must be 0–%d"), DC_INFER_MAX_DRAFT_SPAN);
   dc_infer_settings_init_default (&settings);
   if (output == NULL || g_str_equal (output, "free"))
     settings.output = DC_INFER_OUTPUT_FREE;
@@ -1017,6 +1054,7 @@ dc_cli_infer_run (const DcCliCommand  *command,
   settings.context = (guint) context_length;
   settings.temperature = (guint) temperature;
   settings.seed = (guint64) seed;
+  settings.draft_span = (guint) draft_span;
 
   /* The prompt is read before the model loads: a script piping it learns of
    * a bad prompt at once. */
@@ -1051,6 +1089,7 @@ dc_cli_infer_run (const DcCliCommand  *command,
   g_signal_connect (session, "started", G_CALLBACK (started_cb), &state);
   g_signal_connect (session, "token", G_CALLBACK (token_cb), &state);
   g_signal_connect (session, "finished", G_CALLBACK (finished_cb), &state);
+  g_signal_connect (session, "draft", G_CALLBACK (draft_cb), state.draft);
 
   dc_infer_session_load_async (session, NULL, load_done_cb, &state);
   g_main_loop_run (loop);
@@ -1097,6 +1136,10 @@ dc_cli_infer_run (const DcCliCommand  *command,
       json_builder_add_int_value (builder, state.n_prompt_tokens);
       json_builder_set_member_name (builder, "stopped");
       json_builder_add_boolean_value (builder, state.stopped);
+      json_builder_set_member_name (builder, "draft_proposed");
+      json_builder_add_int_value (builder, state.draft[0]);
+      json_builder_set_member_name (builder, "draft_accepted");
+      json_builder_add_int_value (builder, state.draft[1]);
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
     }

@@ -132,6 +132,8 @@ spin_us (void)
  * helper can also be too late on a quiet machine (short products) and only
  * a spinning one shows that helpers could help. */
 static gint spin_now_us = -1;      /* atomic; -1 until first set */
+/* Helpers spin (never sleep) until this time, µs (dc_parallel_warm). */
+static gint64 warm_until = 0;      /* __atomic builtins */
 static guint spin_calls = 0;       /* atomic */
 #define SPIN_PROBE_CALLS 64
 
@@ -215,21 +217,29 @@ helper_worker (gpointer data)
       gint ran;
 
       /* Spin, then sleep, until a job wants a helper. */
-      if (g_atomic_int_get (&pool.wanted) <= 0 && spin_budget () > 0)
+      if (g_atomic_int_get (&pool.wanted) <= 0)
         {
           gint64 until = g_get_monotonic_time () + spin_budget ();
+          gint64 now;
 
-          while (g_atomic_int_get (&pool.wanted) <= 0 && g_get_monotonic_time () < until)
+          /* The warm window is read anew each round: dc_parallel_cool ends it. */
+          while (g_atomic_int_get (&pool.wanted) <= 0 &&
+                 ((now = g_get_monotonic_time ()) < until ||
+                  now < __atomic_load_n (&warm_until, __ATOMIC_RELAXED)))
             spin_pause ();
         }
       g_mutex_lock (&pool.lock);
       while ((job = take_job_locked (&worker)) == NULL)
         {
+          if (g_get_monotonic_time () < __atomic_load_n (&warm_until, __ATOMIC_RELAXED))
+            break;   /* woken by dc_parallel_warm: spin instead */
           pool.n_sleeping++;
           g_cond_wait (&pool.work, &pool.lock);
           pool.n_sleeping--;
         }
       g_mutex_unlock (&pool.lock);
+      if (job == NULL)
+        continue;
 
       ran = run_chunks (job, worker);
       if (ran > 0 && g_atomic_int_add (&job->chunks_done, ran) + ran == (gint) job->n_chunks)
@@ -366,6 +376,44 @@ dc_parallel_for (guint          n_threads,
   g_mutex_unlock (&pool.lock);
   __atomic_add_fetch (&stat_jobs, 1, __ATOMIC_RELAXED);
   job_unref (job);
+}
+
+/**
+ * dc_parallel_warm:
+ * @us: how long helpers should stay awake, at most 10 ms
+ *
+ * Wakes the sleeping helpers and keeps every helper spinning for @us
+ * microseconds: for a caller that knows products are about to come after
+ * an idle gap (a ring's stage when a hop arrives), so that the helpers are
+ * running when the first one is published instead of starting from a
+ * futex wake, which on an idle server core costs tens to hundreds of µs
+ * and leaves a one-row product to the caller alone. Any thread.
+ */
+void
+dc_parallel_warm (guint us)
+{
+  gint64 until = g_get_monotonic_time () + MIN (us, 10000);
+
+  if (until <= __atomic_load_n (&warm_until, __ATOMIC_RELAXED))
+    return;
+  __atomic_store_n (&warm_until, until, __ATOMIC_RELAXED);
+  g_mutex_lock (&pool.lock);
+  if (pool.n_sleeping > 0)
+    g_cond_broadcast (&pool.work);
+  g_mutex_unlock (&pool.lock);
+}
+
+/**
+ * dc_parallel_cool:
+ *
+ * Ends a dc_parallel_warm() window early: the helpers go back to their
+ * short spin, then sleep (the caller's products are done; spinning on
+ * would take cores from the next device of a ring on the same host).
+ */
+void
+dc_parallel_cool (void)
+{
+  __atomic_store_n (&warm_until, 0, __ATOMIC_RELAXED);
 }
 
 /**

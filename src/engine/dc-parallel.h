@@ -48,6 +48,12 @@ void     dc_parallel_set_default_threads (guint n_threads);
 
 gboolean dc_parallel_in_worker        (void);
 
+/* Keeps the helpers awake and spinning for US µs (at most 10 ms): products
+ * are about to come after an idle gap. */
+void     dc_parallel_warm             (guint           us);
+/* Ends a warm window early: helpers spin briefly, then sleep again. */
+void     dc_parallel_cool             (void);
+
 /**
  * DcParallelStats:
  * @jobs: calls that used helpers

@@ -19,8 +19,17 @@
 #include <string.h>
 
 #include "dc-ring-server.h"
+#include "engine/dc-parallel.h"
 #include "model/dc-hf-model.h"
 #include "model/dc-model-error.h"
+
+/* Round trips measured to each device that offers layers: the plan's hop
+ * cost is half their median (one hop is one way). Five pings of 16 bytes
+ * take a few ms on a LAN and show a median that one scheduling hiccup
+ * does not move. */
+#define RING_PINGS 5
+/* The pings' first bytes, which tell them from other PINGs (bench channel). */
+#define RING_PING_TAG 0x676e6952u   /* "Ring", little-endian */
 
 typedef struct
 {
@@ -28,6 +37,10 @@ typedef struct
   char     *name;
   char     *probe_hash;
   DcMeshRingOffer offer;
+  guint32   ping_seq;  /* the ping in flight (numbered from 1) */
+  gint64    ping_sent; /* when it left, µs (monotonic) */
+  double    rtt_ms[RING_PINGS];
+  guint     n_rtt;
 } Offer;
 
 static void
@@ -80,6 +93,7 @@ struct _DcInferRing
   DcHfModel      *model;         /* this device's part */
   DcHfKvCache    *cache;
   guint           context_len;
+  gsize           vocab_size;
   DcInferSession *session;
   gboolean        lost_peer;
   char           *test_fault;    /* generation thread, set before it runs */
@@ -92,6 +106,11 @@ struct _DcInferRing
   float          *answer;        /* its activations */
   guint32         answer_rows;
   char           *failure;       /* why the ring cannot answer */
+  /* Decoded tokens' laps (one position, logits wanted), for bench ring:
+   * this device's compute and its wait for the ring, µs. */
+  guint           lap_count;
+  gint64          lap_compute_us;
+  gint64          lap_wait_us;
 };
 
 G_DEFINE_FINAL_TYPE (DcInferRing, dc_infer_ring, G_TYPE_OBJECT)
@@ -200,6 +219,7 @@ stage_of (DcInferRing *self,
 }
 
 static void prepare_check (DcInferRing *self);
+static void send_ping (DcInferRing *self, Offer *offer);
 static void prepare_fail (DcInferRing *self, GError *error);
 
 static void
@@ -268,6 +288,8 @@ handle_hop (DcInferRing *self,
       fail_waiting (self, why);
       return;
     }
+  /* The generation thread computes the head and the next token's layers next. */
+  dc_infer_ring_warm_helpers ();
   /* Hops come back in the order they were sent. */
   g_mutex_lock (&self->lock);
   if (hop.turn > self->answered_seq && hop.turn <= self->sent_seq)
@@ -301,11 +323,136 @@ handle_offer (DcInferRing *self,
   offer->probe_hash = g_strdup (hello != NULL ? hello->probe_hash : "");
   if (g_hash_table_contains (self->offers, offer->id))
     {
+      Offer *old = g_hash_table_lookup (self->offers, offer->id);
+
+      /* The same device again: what was measured still holds. */
+      offer->ping_seq = old->ping_seq;
+      offer->ping_sent = old->ping_sent;
+      offer->n_rtt = old->n_rtt;
+      memcpy (offer->rtt_ms, old->rtt_ms, sizeof offer->rtt_ms);
       g_hash_table_replace (self->offers, offer->id, offer);
       return;
     }
   g_hash_table_replace (self->offers, offer->id, offer);
   emit_event (self, "offer", offer->name, offer->offer.memory_bytes);
+  send_ping (self, offer);
+}
+
+/* ---- waking the helpers --------------------------------------------------- */
+
+void
+dc_infer_ring_warm_helpers (void)
+{
+  static gsize once = 0;
+  static guint us = DC_INFER_RING_WARM_US;
+
+  if (g_once_init_enter (&once))
+    {
+      const char *env = g_getenv ("DC_RING_WARM_US");
+
+      if (env != NULL && *env != '\0')
+        us = (guint) CLAMP (g_ascii_strtoll (env, NULL, 10), 0, 10000);
+      g_once_init_leave (&once, 1);
+    }
+  if (us > 0)
+    dc_parallel_warm (us);
+}
+
+void
+dc_infer_ring_cool_helpers (void)
+{
+  dc_parallel_cool ();
+}
+
+/* ---- hop cost ----------------------------------------------------------- */
+
+static void
+send_ping (DcInferRing *self,
+           Offer       *offer)
+{
+  guint8 body[DC_MESH_HEARTBEAT_SIZE] = { 0 };
+  g_autoptr(GBytes) payload = NULL;
+  guint32 tag = GUINT32_TO_LE (RING_PING_TAG), seq;
+
+  seq = GUINT32_TO_LE (++offer->ping_seq);
+  offer->ping_sent = g_get_monotonic_time ();
+  memcpy (body, &tag, 4);
+  memcpy (body + 4, &seq, 4);
+  payload = g_bytes_new (body, sizeof body);
+  /* A failed send leaves the hop cost to the other devices or the default. */
+  send_to (self, offer->id, DC_MESH_MSG_PING, payload, NULL);
+}
+
+static void
+handle_pong (DcInferRing *self,
+             DcPeer      *peer,
+             GBytes      *payload)
+{
+  Offer *offer = g_hash_table_lookup (self->offers, dc_peer_get_id (peer));
+  const guint8 *body;
+  guint32 tag, seq;
+  gsize size;
+
+  body = g_bytes_get_data (payload, &size);
+  if (offer == NULL || size != DC_MESH_HEARTBEAT_SIZE)
+    return;
+  memcpy (&tag, body, 4);
+  memcpy (&seq, body + 4, 4);
+  if (GUINT32_FROM_LE (tag) != RING_PING_TAG || GUINT32_FROM_LE (seq) != offer->ping_seq ||
+      offer->n_rtt >= RING_PINGS)
+    return;
+  offer->rtt_ms[offer->n_rtt++] = (g_get_monotonic_time () - offer->ping_sent) / 1000.0;
+  if (offer->n_rtt < RING_PINGS)
+    send_ping (self, offer);
+  else
+    emit_event (self, "hop-measured", offer->name, (guint64) (dc_infer_ring_get_hop_ms (self)
+                                                             * 1000.0));
+}
+
+static int
+compare_doubles (gconstpointer a,
+                 gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/**
+ * dc_infer_ring_get_hop_ms:
+ *
+ * Returns: one hop's measured cost: half the median round trip of the pings
+ *   to the devices that offered layers, or -1 before any came back
+ */
+double
+dc_infer_ring_get_hop_ms (DcInferRing *self)
+{
+  g_autoptr(GArray) all = g_array_new (FALSE, FALSE, sizeof (double));
+  GHashTableIter iter;
+  Offer *offer;
+
+  g_return_val_if_fail (DC_IS_INFER_RING (self), -1.0);
+  g_hash_table_iter_init (&iter, self->offers);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &offer))
+    g_array_append_vals (all, offer->rtt_ms, offer->n_rtt);
+  if (all->len == 0)
+    return -1.0;
+  g_array_sort (all, compare_doubles);
+  return g_array_index (all, double, all->len / 2) / 2.0;
+}
+
+guint
+dc_infer_ring_get_n_measured (DcInferRing *self)
+{
+  GHashTableIter iter;
+  Offer *offer;
+  guint n = 0;
+
+  g_return_val_if_fail (DC_IS_INFER_RING (self), 0);
+  g_hash_table_iter_init (&iter, self->offers);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &offer))
+    n += offer->n_rtt >= RING_PINGS;
+  return n;
 }
 
 static void
@@ -327,6 +474,9 @@ message_cb (DcGroup  *group,
       break;
     case DC_MESH_MSG_RING_HOP:
       handle_hop (self, peer, payload);
+      break;
+    case DC_MESH_MSG_PONG:
+      handle_pong (self, peer, payload);
       break;
     default:
       break;
@@ -436,18 +586,20 @@ wait_answer_locked (DcInferRing  *self,
  * chunk k + 1 while the next computes chunk k (each stage runs its hops in
  * order, so its cache sees the positions in order). */
 static gboolean
-ring_forward (gpointer        user_data,
-              const guint32  *ids,
-              gsize           n_ids,
-              guint           start,
-              float          *logits,
-              GError        **error)
+ring_forward_any (DcInferRing    *self,
+                  const guint32  *ids,
+                  gsize           n_ids,
+                  guint           start,
+                  float          *logits,
+                  gboolean        every_row,
+                  GError        **error)
 {
-  DcInferRing *self = user_data;
   const gsize C = dc_hf_model_get_config (self->model)->hidden_size;
   g_autofree float *x = NULL;
   g_autofree float *answer = NULL;
   guint32 rows = 0, seq;
+  gint64 t_start = g_get_monotonic_time (), t_sent = 0, t_answer = 0;
+  gboolean ok;
 
   if (n_ids == 0 || n_ids > DC_MESH_RING_MAX_POSITIONS)
     {
@@ -458,6 +610,8 @@ ring_forward (gpointer        user_data,
     }
   if (start == 0)
     dc_hf_kv_cache_reset (self->cache);
+  else if (start < dc_hf_kv_cache_get_length (self->cache))
+    dc_hf_kv_cache_truncate (self->cache, start);   /* a draft span's rejected tail */
   else if (start != dc_hf_kv_cache_get_length (self->cache))
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
@@ -470,7 +624,26 @@ ring_forward (gpointer        user_data,
     return FALSE;
 
   if (self->stages->len == 1)
-    return logits == NULL || dc_hf_model_head (self->model, x + (n_ids - 1) * C, logits, error);
+    {
+      if (logits == NULL)
+        return TRUE;
+      if (!every_row)
+        {
+          ok = dc_hf_model_head (self->model, x + (n_ids - 1) * C, logits, error);
+          if (ok && n_ids == 1)
+            {
+              g_mutex_lock (&self->lock);
+              self->lap_count++;
+              self->lap_compute_us += g_get_monotonic_time () - t_start;
+              g_mutex_unlock (&self->lock);
+            }
+          return ok;
+        }
+      for (gsize i = 0; i < n_ids; i++)
+        if (!dc_hf_model_head (self->model, x + i * C, logits + i * self->vocab_size, error))
+          return FALSE;
+      return TRUE;
+    }
 
   {
     DcMeshRingHop hop = { { 0 } };
@@ -504,6 +677,8 @@ ring_forward (gpointer        user_data,
     job->to = g_strdup (g_array_index (self->stages, StageInfo, 1).id);
     job->payload = dc_mesh_ring_hop_encode (&hop);
     source = g_idle_source_new ();
+    /* Ahead of idle work and the mesh's own sources: the ring waits for it. */
+    g_source_set_priority (source, G_PRIORITY_HIGH);
     g_source_set_callback (source, send_hop_cb, job, send_job_free);
     g_source_set_static_name (source, "[dc] ring hop");
     g_source_attach (source, self->main_context);
@@ -512,6 +687,10 @@ ring_forward (gpointer        user_data,
   if (logits == NULL)
     return TRUE;
 
+  t_sent = g_get_monotonic_time ();
+  /* This device's products are done until the answer: its helpers sleep
+   * rather than take cores from the stages on the same host. */
+  dc_infer_ring_cool_helpers ();
   g_mutex_lock (&self->lock);
   if (wait_answer_locked (self, seq, error))
     {
@@ -521,7 +700,56 @@ ring_forward (gpointer        user_data,
   g_mutex_unlock (&self->lock);
   if (answer == NULL)
     return FALSE;
-  return dc_hf_model_head (self->model, answer + (gsize) (rows - 1) * C, logits, error);
+  t_answer = g_get_monotonic_time ();
+  if (!every_row)
+    {
+      ok = dc_hf_model_head (self->model, answer + (gsize) (rows - 1) * C, logits, error);
+      if (ok && n_ids == 1)
+        {
+          gint64 t_end = g_get_monotonic_time ();
+
+          g_mutex_lock (&self->lock);
+          self->lap_count++;
+          self->lap_compute_us += (t_sent - t_start) + (t_end - t_answer);
+          self->lap_wait_us += t_answer - t_sent;
+          g_mutex_unlock (&self->lock);
+        }
+      return ok;
+    }
+  if (rows != n_ids)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "the ring answered %u positions for %" G_GSIZE_FORMAT, rows, n_ids);
+      return FALSE;
+    }
+  for (guint32 i = 0; i < rows; i++)
+    if (!dc_hf_model_head (self->model, answer + (gsize) i * C, logits + i * self->vocab_size,
+                           error))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+ring_forward (gpointer        user_data,
+              const guint32  *ids,
+              gsize           n_ids,
+              guint           start,
+              float          *logits,
+              GError        **error)
+{
+  return ring_forward_any (user_data, ids, n_ids, start, logits, FALSE, error);
+}
+
+/* A draft span: the logits of every position, still one lap. */
+static gboolean
+ring_forward_rows (gpointer        user_data,
+                   const guint32  *ids,
+                   gsize           n_ids,
+                   guint           start,
+                   float          *logits,
+                   GError        **error)
+{
+  return ring_forward_any (user_data, ids, n_ids, start, logits, TRUE, error);
 }
 
 /* ---- tokens to every stage ---------------------------------------------- */
@@ -610,6 +838,8 @@ clear_ring (DcInferRing *self)
   g_clear_pointer (&self->answer, g_free);
   g_clear_pointer (&self->failure, g_free);
   self->sent_seq = self->answered_seq = 0;
+  self->lap_count = 0;
+  self->lap_compute_us = self->lap_wait_us = 0;
   g_mutex_unlock (&self->lock);
   self->own_loaded = FALSE;
   self->lost_peer = FALSE;
@@ -652,6 +882,8 @@ prepare_check (DcInferRing *self)
       return;
   self->session = dc_infer_session_new_with_forward (self->context, self->repo, ring_forward,
                                                      self);
+  dc_infer_session_set_forward_rows (self->session, ring_forward_rows);
+  emit_event (self, "prepared", NULL, dc_ring_plan_get_n_stages (self->plan));
   g_signal_connect (self->session, "started", G_CALLBACK (session_started_cb), self);
   g_signal_connect (self->session, "token", G_CALLBACK (session_token_cb), self);
   g_signal_connect (self->session, "finished", G_CALLBACK (session_finished_cb), self);
@@ -776,8 +1008,11 @@ fill_shape (DcInferRing *self,
   shape->layer_macs = qkv * C + C * c->n_heads * D + up * C + C * F
                       + 2.0 * c->n_heads * D * context;
   shape->ends_macs = (double) c->vocab_size * C;
-  /* A hop on a local network: a millisecond (the shaped link). */
-  shape->hop_ms = 1.0;
+  /* Measured (pings to the devices that offered); before any came back, a
+   * millisecond: a hop on the issue's shaped local network. */
+  shape->hop_ms = dc_infer_ring_get_hop_ms (self);
+  if (shape->hop_ms < 0.0)
+    shape->hop_ms = DC_INFER_RING_DEFAULT_HOP_MS;
 }
 
 static int
@@ -873,6 +1108,7 @@ dc_infer_ring_prepare_async (DcInferRing         *self,
       memcpy (self->run_id + i, &r, 4);
     }
   self->context_len = context;
+  self->vocab_size = dc_model_repo_get_config (self->repo)->vocab_size;
   self->prepare = g_object_ref (task);
   emit_event (self, "planned", NULL, dc_ring_plan_get_n_stages (self->plan));
 
@@ -971,6 +1207,22 @@ _dc_infer_ring_set_test_fault (DcInferRing *self,
   self->test_fault = g_strdup (fault);
 }
 
+guint
+dc_infer_ring_get_lap_times (DcInferRing *self,
+                             double      *compute_ms,
+                             double      *wait_ms)
+{
+  guint n;
+
+  g_return_val_if_fail (DC_IS_INFER_RING (self), 0);
+  g_mutex_lock (&self->lock);
+  n = self->lap_count;
+  *compute_ms = n > 0 ? self->lap_compute_us / (1000.0 * n) : 0.0;
+  *wait_ms = n > 0 ? self->lap_wait_us / (1000.0 * n) : 0.0;
+  g_mutex_unlock (&self->lock);
+  return n;
+}
+
 gboolean
 dc_infer_ring_lost_peer (DcInferRing *self)
 {
@@ -1025,7 +1277,9 @@ dc_infer_ring_class_init (DcInferRingClass *klass)
 
   /* (kind, detail, value): "offer" (name, memory), "excluded" (the line),
    * "planned" (NULL, stages), "stage-ready" (name, bytes downloaded),
-   * "refused" (message), "peer-left" (name). */
+   * "refused" (message), "peer-left" (name), "hop-measured" (name, the
+   * hop cost in µs), "prepared" (NULL, stages: every stage is ready and
+   * the session exists). */
   signals[SIGNAL_EVENT] =
     g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_UINT64);

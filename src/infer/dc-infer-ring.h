@@ -35,6 +35,21 @@ G_BEGIN_DECLS
 /* Stages fetching their layers: a 1 GB slice at 2 MB/s takes 500 s; past
  * 15 minutes the download is stalled rather than slow. */
 #define DC_INFER_RING_READY_TIMEOUT_S 900
+/* The hop cost the plan assumes before a ping came back: a millisecond, a
+ * hop on the issue's shaped local network (1 Gbit/s, 1 ms). */
+#define DC_INFER_RING_DEFAULT_HOP_MS  1.0
+/* When a hop arrives, the device's product helpers are kept spinning this
+ * long (µs): its layers' products follow within microseconds, and helpers
+ * woken from sleep by the first of them came too late to help on an idle
+ * server (a ring ran near one thread's speed). 2 ms covers a stage's
+ * compute of a decoded token on a CPU; DC_RING_WARM_US overrides it
+ * (0: off), for measuring. */
+#define DC_INFER_RING_WARM_US         2000
+
+/* Warms this process's product helpers for a hop about to be computed. */
+void            dc_infer_ring_warm_helpers   (void);
+/* Ends the warm window: this device's hop is computed (or it now waits). */
+void            dc_infer_ring_cool_helpers   (void);
 
 #define DC_TYPE_INFER_RING (dc_infer_ring_get_type ())
 G_DECLARE_FINAL_TYPE (DcInferRing, dc_infer_ring, DC, INFER_RING, GObject)
@@ -46,6 +61,10 @@ DcInferRing    *dc_infer_ring_new            (DcContext    *context,
                                               guint64       memory_bytes);
 /* Devices that offered to hold layers so far (this one not counted). */
 guint           dc_infer_ring_get_n_offers   (DcInferRing  *self);
+/* Offering devices whose round trips were measured (pinged on arrival). */
+guint           dc_infer_ring_get_n_measured (DcInferRing  *self);
+/* One hop's measured cost (half the median round trip), -1 before any. */
+double          dc_infer_ring_get_hop_ms     (DcInferRing  *self);
 
 /* Plans for CONTEXT positions, gives every stage its layers and loads this
  * device's; finishes when every stage is ready. */
@@ -65,6 +84,12 @@ guint64         dc_infer_ring_get_stage_downloaded (DcInferRing *self,
                                                     guint        stage);
 /* The session that generates through the ring (after prepare). */
 DcInferSession *dc_infer_ring_get_session    (DcInferRing  *self);
+/* Decoded tokens' laps since prepare (one position each): how many, and
+ * per lap this device's compute (its layers and the head) and its wait for
+ * the ring's answer (hops and the other stages' compute), in ms. */
+guint           dc_infer_ring_get_lap_times  (DcInferRing  *self,
+                                              double       *compute_ms,
+                                              double       *wait_ms);
 /* Whether the last failure was a stage leaving (the run may be replayed). */
 gboolean        dc_infer_ring_lost_peer      (DcInferRing  *self);
 /* Releases every stage. */

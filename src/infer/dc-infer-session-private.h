@@ -28,6 +28,7 @@ typedef struct
   gint64              eos_ids[DC_HF_MAX_EOS_IDS];  /* else any of these */
   gint64              bos_id;        /* -1: none */
   DcInferFakeForward  forward;
+  DcInferFakeForward  forward_rows;  /* NULL: spans are scored a position at a time */
   gpointer            user_data;
   gboolean            load_later;    /* loaded by load_async, not at once */
 } DcInferFakeModel;

@@ -28,6 +28,11 @@
 /* Prompt tokens read per forward call: a Stop waits at most one chunk, and a
  * chunk costs about what one decoded token does on a CPU. */
 #define PREFILL_CHUNK 16
+/* A draft span is the continuation of the latest earlier occurrence of the
+ * text's longest repeated suffix of 2 to 8 tokens: one token repeats by
+ * chance too often to predict anything, and past 8 the match is as good. */
+#define DRAFT_MATCH_MIN 2
+#define DRAFT_MATCH_MAX 8
 
 typedef struct
 {
@@ -42,13 +47,15 @@ typedef enum
   EVENT_STARTED,
   EVENT_TOKEN,
   EVENT_FINISHED,
+  EVENT_DRAFT,
 } EventKind;
 
 typedef struct
 {
   EventKind  kind;
   guint      prompt_id;
-  guint      value;       /* STARTED: prompt tokens; TOKEN: the id */
+  guint      value;       /* STARTED: prompt tokens; TOKEN: the id; DRAFT: proposed */
+  guint      value2;      /* DRAFT: accepted */
   char      *text;        /* TOKEN: the text; FINISHED: the error or NULL */
   gboolean   stopped;
   double     tokens_per_s;
@@ -78,6 +85,7 @@ typedef struct
   DcInferFakeModel   fake_model;
   gboolean           fake_loaded;   /* under lock */
   gboolean           prefill_without_logits;  /* the forward takes NULL logits mid-prompt */
+  DcInferForwardFunc forward_rows;  /* NULL: a span is scored a position at a time */
 
   /* Under lock. */
   DcHfModel         *model;
@@ -129,6 +137,7 @@ enum
   SIGNAL_STARTED,
   SIGNAL_TOKEN,
   SIGNAL_FINISHED,
+  SIGNAL_DRAFT,
   N_SIGNALS
 };
 
@@ -218,6 +227,10 @@ dispatch_events_cb (gpointer user_data)
             g_signal_emit (self, signals[SIGNAL_FINISHED], 0, event->prompt_id,
                            event->stopped, event->text, event->tokens_per_s);
             break;
+          case EVENT_DRAFT:
+            g_signal_emit (self, signals[SIGNAL_DRAFT], 0, event->prompt_id, event->value,
+                           event->value2);
+            break;
           }
       event_free (event);
     }
@@ -270,6 +283,24 @@ post_event (Shared    *sh,
 {
   g_mutex_lock (&sh->lock);
   post_event_locked (sh, kind, prompt_id, value, text, stopped, tokens_per_s);
+  g_mutex_unlock (&sh->lock);
+}
+
+static void
+post_draft (Shared *sh,
+            guint   prompt_id,
+            guint   proposed,
+            guint   accepted)
+{
+  Event *event = g_new0 (Event, 1);
+
+  event->kind = EVENT_DRAFT;
+  event->prompt_id = prompt_id;
+  event->value = proposed;
+  event->value2 = accepted;
+  g_mutex_lock (&sh->lock);
+  g_queue_push_tail (&sh->events, event);
+  schedule_dispatch_locked (sh);
   g_mutex_unlock (&sh->lock);
 }
 
@@ -378,7 +409,72 @@ run_forward (Shared         *sh,
     return sh->fake_model.forward (sh->fake_model.user_data, ids, n_ids, start, logits, error);
   if (start == 0)
     dc_hf_kv_cache_reset (sh->cache);
+  else
+    dc_hf_kv_cache_truncate (sh->cache, start);   /* a draft span's rejected tail */
   return dc_hf_model_forward (sh->model, sh->cache, ids, n_ids, logits, error);
+}
+
+/* The logits of every position of IDS (N_IDS × vocab_size floats) into
+ * ROWS: a draft span scored in one call (one lap of a ring). The model's
+ * part and head give the bits its forward gives for each position. */
+static gboolean
+run_forward_rows (Shared         *sh,
+                  const guint32  *ids,
+                  gsize           n_ids,
+                  guint           start,
+                  float          *rows,
+                  GError        **error)
+{
+  const gsize V = sh->vocab_size;
+  g_autofree float *x = NULL;
+  gsize C;
+
+  if (sh->fake && sh->forward_rows != NULL)
+    return sh->forward_rows (sh->fake_model.user_data, ids, n_ids, start, rows, error);
+  if (sh->fake)
+    {
+      for (gsize i = 0; i < n_ids; i++)
+        if (!sh->fake_model.forward (sh->fake_model.user_data, ids + i, 1, start + (guint) i,
+                                     rows + i * V, error))
+          return FALSE;
+      return TRUE;
+    }
+  if (start == 0)
+    dc_hf_kv_cache_reset (sh->cache);
+  else
+    dc_hf_kv_cache_truncate (sh->cache, start);
+  C = dc_hf_model_get_config (sh->model)->hidden_size;
+  x = g_new (float, n_ids * C);
+  if (!dc_hf_model_forward_part (sh->model, sh->cache, ids, x, n_ids, error))
+    return FALSE;
+  for (gsize i = 0; i < n_ids; i++)
+    if (!dc_hf_model_head (sh->model, x + i * C, rows + i * V, error))
+      return FALSE;
+  return TRUE;
+}
+
+/* A draft: the tokens that followed the latest earlier occurrence of the
+ * longest repeated suffix of SEQ (LEN tokens), MAX of them, into DRAFT.
+ * Past the end of SEQ the text is taken to go on repeating with the
+ * occurrence's period ("a a a" drafts "a a …", not one "a"). Returns how
+ * many (0: no suffix repeats). */
+static guint
+propose_draft (const guint32 *seq,
+               guint          len,
+               guint          max,
+               guint32       *draft)
+{
+  for (guint m = MIN (DRAFT_MATCH_MAX, len > 0 ? len - 1 : 0); m >= DRAFT_MATCH_MIN; m--)
+    for (guint start = len - m; start-- > 0;)
+      if (memcmp (seq + start, seq + len - m, m * sizeof (guint32)) == 0)
+        {
+          const guint period = len - m - start;
+
+          for (guint j = 0; j < max; j++)
+            draft[j] = j < period ? seq[start + m + j] : draft[j - period];
+          return max;
+        }
+  return 0;
 }
 
 static gboolean
@@ -437,6 +533,13 @@ generate (Shared    *sh,
   g_autofree guint8 *allowed = g_new (guint8, sh->vocab_size);
   g_autoptr(GError) error = NULL;
   guint keep = MAX (1, s->context / 2), base = 0, fed = 0, made = 0;
+  /* A draft span: DRAFT[0, n_draft) scored in one call after the last
+   * token, ROWS its logits; draft_at of them accepted so far (a token drawn
+   * from row r that equals DRAFT[r] is already in the cache). */
+  guint32 draft[DC_INFER_MAX_DRAFT_SPAN];
+  g_autofree float *rows = NULL;
+  guint n_draft = 0, draft_at = 0;
+  gboolean draft_live = FALSE;
   gboolean stopped = FALSE;
   Utf8Stream utf8 = { { 0 }, 0 };
   gint64 t0 = g_get_monotonic_time ();
@@ -467,8 +570,47 @@ generate (Shared    *sh,
         {
           base = seq->len - keep;
           fed = 0;
+          n_draft = 0;
+          draft_live = FALSE;
           g_message ("prompt %u: the context of %u tokens is full; the window moves on "
                      "and the model reads the last %u again", turn->id, s->context, keep);
+        }
+      if (draft_live)
+        {
+          /* The token just drawn was the span's next: its logits are ready. */
+          fed++;
+          memcpy (logits, rows + (gsize) draft_at * sh->vocab_size,
+                  sh->vocab_size * sizeof (float));
+        }
+      else if (s->draft_span > 0 && made > 0 && base + fed + 1 == seq->len &&
+               seq->len - base < s->context)
+        {
+          /* Room for the span in the window and in the tokens still to make. */
+          guint max = MIN (MIN (s->draft_span, DC_INFER_MAX_DRAFT_SPAN),
+                           MIN (s->context - (seq->len - base), s->n_tokens - i - 1));
+
+          n_draft = max > 0 ? propose_draft (&g_array_index (seq, guint32, base),
+                                             seq->len - base, max, draft)
+                            : 0;
+        }
+      if (!draft_live && n_draft > 0)
+        {
+          guint32 span[DC_INFER_MAX_DRAFT_SPAN + 1];
+
+          if (g_atomic_int_get (&turn->stop))
+            {
+              stopped = TRUE;
+              goto out;
+            }
+          span[0] = g_array_index (seq, guint32, seq->len - 1);
+          memcpy (span + 1, draft, n_draft * sizeof (guint32));
+          if (rows == NULL)
+            rows = g_new (float, (gsize) (DC_INFER_MAX_DRAFT_SPAN + 1) * sh->vocab_size);
+          if (!run_forward_rows (sh, span, n_draft + 1, fed, rows, &error))
+            goto out;
+          fed++;
+          draft_at = 0;
+          memcpy (logits, rows, sh->vocab_size * sizeof (float));
         }
       while (base + fed < seq->len)
         {
@@ -512,6 +654,24 @@ generate (Shared    *sh,
                        "the model gave no finite logit for any token it may write");
           goto out;
         }
+      if (n_draft > 0)
+        {
+          if (draft_at < n_draft && next == draft[draft_at] && !is_eos (sh, next))
+            {
+              draft_at++;
+              draft_live = TRUE;
+            }
+          else
+            {
+              /* The span ends here; the cache past the last accepted token
+               * is dropped by the next forward (it starts at FED). */
+              g_message ("prompt %u: draft span: %u tokens from a repeated suffix scored in "
+                         "one lap, %u accepted", turn->id, n_draft, draft_at);
+              post_draft (sh, turn->id, n_draft, draft_at);
+              n_draft = 0;
+              draft_live = FALSE;
+            }
+        }
       if (is_eos (sh, next))
         break;
       if (s->output == DC_INFER_OUTPUT_JSON)
@@ -531,6 +691,8 @@ generate (Shared    *sh,
     }
 
 out:
+  if (n_draft > 0)
+    post_draft (sh, turn->id, n_draft, draft_at);
   *message = error != NULL ? g_strdup (error->message) : NULL;
   *stopped_out = stopped;
   *rate_out = rate (t0, made);
@@ -641,6 +803,16 @@ dc_infer_session_class_init (DcInferSessionClass *klass)
     g_signal_new ("finished", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
                   NULL, NULL, NULL, G_TYPE_NONE, 4,
                   G_TYPE_UINT, G_TYPE_BOOLEAN, G_TYPE_STRING, G_TYPE_DOUBLE);
+  /**
+   * DcInferSession::draft:
+   * @proposed: tokens of a draft span (a repeated suffix's continuation)
+   * @accepted: how many of them the model drew itself: forward passes (laps) saved
+   *
+   * Emitted when a span ends, before the token that ended it.
+   */
+  signals[SIGNAL_DRAFT] =
+    g_signal_new ("draft", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
+                  NULL, NULL, NULL, G_TYPE_NONE, 3, G_TYPE_UINT, G_TYPE_UINT, G_TYPE_UINT);
 }
 
 static void
@@ -744,6 +916,19 @@ dc_infer_session_new_with_forward (DcContext          *context,
   return self;
 }
 
+void
+dc_infer_session_set_forward_rows (DcInferSession     *self,
+                                   DcInferForwardFunc  forward_rows)
+{
+  g_return_if_fail (DC_IS_INFER_SESSION (self) && self->shared->fake);
+
+  /* Read by the generation thread only while a turn runs, which it cannot
+   * before the first submit. */
+  g_mutex_lock (&self->shared->lock);
+  self->shared->forward_rows = forward_rows;
+  g_mutex_unlock (&self->shared->lock);
+}
+
 DcInferSession *
 _dc_infer_session_new_fake (DcBpeTokenizer         *tokenizer,
                             const DcInferFakeModel *fake)
@@ -759,6 +944,7 @@ _dc_infer_session_new_fake (DcBpeTokenizer         *tokenizer,
   sh = self->shared;
   sh->fake = TRUE;
   sh->fake_model = *fake;
+  sh->forward_rows = fake->forward_rows;
   sh->fake_loaded = !fake->load_later;
   sh->owned_tokenizer = tokenizer;
   sh->tokenizer = tokenizer;
@@ -806,6 +992,7 @@ dc_infer_settings_init_default (DcInferSettings *settings)
   settings->temperature = 0;
   settings->seed = 1234;
   settings->output = DC_INFER_OUTPUT_FREE;
+  settings->draft_span = 0;
 }
 
 gboolean
@@ -833,6 +1020,13 @@ dc_infer_settings_validate (const DcInferSettings  *settings,
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
                    "temperature ÷100 must be 0–%d, not %u", DC_SAMPLER_MAX_TEMPERATURE,
                    settings->temperature);
+      return FALSE;
+    }
+  if (settings->draft_span > DC_INFER_MAX_DRAFT_SPAN)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "draft span must be 0–%d tokens, not %u", DC_INFER_MAX_DRAFT_SPAN,
+                   settings->draft_span);
       return FALSE;
     }
   if (settings->output != DC_INFER_OUTPUT_FREE && settings->output != DC_INFER_OUTPUT_JSON)

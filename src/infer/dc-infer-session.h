@@ -33,6 +33,10 @@ G_BEGIN_DECLS
 #define DC_INFER_MAX_QUEUE    64
 /* A prompt is text typed or piped in; 1 MiB is ~250k tokens, far past any context. */
 #define DC_INFER_MAX_PROMPT_BYTES (1024u * 1024u)
+/* A draft span and the token before it go through the model as one prompt
+ * chunk (16 positions): longer spans are rarely accepted whole, and a
+ * rejected tail is compute thrown away. */
+#define DC_INFER_MAX_DRAFT_SPAN 15
 
 #define DC_TYPE_INFER_SESSION (dc_infer_session_get_type ())
 G_DECLARE_FINAL_TYPE (DcInferSession, dc_infer_session, DC, INFER_SESSION, GObject)
@@ -46,6 +50,7 @@ typedef struct
   guint          temperature;   /* hundredths: 0 = greedy; 100 = 1.0 */
   guint64        seed;          /* 1234; the draw at position p depends on (seed, p) only */
   DcInferOutput  output;        /* FREE */
+  guint          draft_span;    /* 0 (off): tokens proposed from a repeated suffix, scored in one lap */
 } DcInferSettings;
 
 void            dc_infer_settings_init_default (DcInferSettings *settings);
@@ -87,6 +92,12 @@ typedef gboolean (*DcInferForwardFunc) (gpointer        user_data,
 DcInferSession *dc_infer_session_new_with_forward (DcContext *context, DcModelRepo *repo,
                                                    DcInferForwardFunc forward,
                                                    gpointer user_data);
+/* A forward that writes the logits of EVERY position (N_IDS × vocab_size
+ * floats) into LOGITS, with the same user_data: what a draft span is scored
+ * with. A session made with a forward and without this one scores a span
+ * one position at a time. Call before the first submit. */
+void            dc_infer_session_set_forward_rows (DcInferSession *self,
+                                                   DcInferForwardFunc forward_rows);
 
 /* The largest context this model allows (its max positions). */
 guint           dc_infer_session_get_max_context (DcInferSession *self);

@@ -220,6 +220,7 @@ dc_ring_plan_new (const DcRingShape   *shape,
       }
     g_assert (next == shape->n_layers);
   }
+  plan->hop_ms = shape->hop_ms;
   /* One hop to each stage after the head and one back. */
   if (plan->stages->len > 1)
     plan->lap_ms += shape->hop_ms * plan->stages->len;

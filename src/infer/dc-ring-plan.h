@@ -86,12 +86,14 @@ typedef struct
  * @stages: (element-type DcRingStage): in ring order, the head first
  * @excluded: (element-type utf8): one line per device left out, and why
  * @lap_ms: the estimated time per token of the whole ring
+ * @hop_ms: the hop cost it assumed (the shape's)
  */
 typedef struct
 {
   GArray    *stages;
   GPtrArray *excluded;
   double     lap_ms;
+  double     hop_ms;
 } DcRingPlan;
 
 /* DEVICES[0] is the head. Devices whose probe hash differs from the head's

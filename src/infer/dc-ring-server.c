@@ -351,6 +351,15 @@ hop_worker (GTask        *task,
 
   if (job->hop.position == 0)
     dc_hf_kv_cache_reset (part->cache);
+  else if (job->hop.position < dc_hf_kv_cache_get_length (part->cache))
+    dc_hf_kv_cache_truncate (part->cache, job->hop.position);   /* a rejected draft's tail */
+  else if (job->hop.position > dc_hf_kv_cache_get_length (part->cache))
+    {
+      g_task_return_new_error (task, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                               "a hop at position %u, but this stage holds %u positions",
+                               job->hop.position, dc_hf_kv_cache_get_length (part->cache));
+      return;
+    }
   if (!dc_hf_model_forward_part (part->model, part->cache, NULL, job->hop.data, job->hop.n,
                                  &error))
     {
@@ -372,6 +381,9 @@ hop_done_cb (GObject      *source,
   g_autoptr(GError) error = NULL;
 
   self->computing = FALSE;
+  /* Nothing more to compute until the next hop: the helpers may sleep. */
+  if (g_queue_is_empty (&self->hops))
+    dc_infer_ring_cool_helpers ();
   if (!g_task_propagate_boolean (G_TASK (result), &error))
     {
       emit_event (self, "failed", error->message, 0);
@@ -400,6 +412,8 @@ run_next_hop (DcRingServer *self)
     return;
   self->computing = TRUE;
   task = g_task_new (self, NULL, hop_done_cb, NULL);
+  /* Its result goes on round the ring: ahead of the main loop's other work. */
+  g_task_set_priority (task, G_PRIORITY_HIGH);
   g_task_set_task_data (task, job, (GDestroyNotify) hop_job_free);
   g_object_set_data_full (G_OBJECT (task), "part", part_ref (self->part),
                           (GDestroyNotify) part_unref);
@@ -449,6 +463,7 @@ handle_hop (DcRingServer *self,
       goto refused;
     }
   job->from = g_strdup (dc_peer_get_id (peer));
+  dc_infer_ring_warm_helpers ();
   g_queue_push_tail (&self->hops, job);
   run_next_hop (self);
   return;

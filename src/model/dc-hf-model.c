@@ -873,6 +873,26 @@ dc_hf_kv_cache_reset (DcHfKvCache *cache)
                             cache->model->config.n_kv_heads);
 }
 
+/* Forgets positions LENGTH and after (a draft span's rejected tokens). A
+ * cell whose quantized V columns reach past LENGTH is packed anew by the
+ * next query (columns_for_query packs when vq_len differs from the
+ * position), so the bits are those of a cache that never held them. */
+void
+dc_hf_kv_cache_truncate (DcHfKvCache *cache,
+                         guint        length)
+{
+  gsize cells;
+
+  g_return_if_fail (cache != NULL);
+  if (length >= cache->length)
+    return;
+  cache->length = length;
+  cells = (gsize) cache->n_layers * cache->model->config.n_kv_heads;
+  for (gsize i = 0; i < cells; i++)
+    if (cache->vq_len[i] > length)
+      cache->vq_len[i] = 0;
+}
+
 void
 _dc_hf_kv_cache_set_repack (DcHfKvCache *cache,
                             gboolean     repack)

@@ -50,6 +50,8 @@ void         dc_hf_model_free        (DcHfModel *self);
 DcHfKvCache *dc_hf_kv_cache_new      (DcHfModel *self, guint context, GError **error);
 guint        dc_hf_kv_cache_get_length (DcHfKvCache *cache);  /* positions filled */
 void         dc_hf_kv_cache_reset    (DcHfKvCache *cache);
+/* Keeps positions [0, LENGTH): later calls append from there, with the same bits. */
+void         dc_hf_kv_cache_truncate (DcHfKvCache *cache, guint length);
 void         dc_hf_kv_cache_free     (DcHfKvCache *cache);
 
 /* Appends N_IDS tokens at positions length..length+n-1 of CACHE and writes the logits of

@@ -49,6 +49,9 @@ struct _DcInferPage
   GtkLabel        *queue_label;
   GtkLabel        *rate_label;
   GtkWidget       *clear_queue_button;
+  AdwPreferencesGroup *ring_group;
+  AdwActionRow    *ring_stats_row;
+  AdwActionRow    *ring_verify_row;
 
   /* owned references */
   DcContext       *context;       /* nullable (a bare window in tests) */
@@ -62,6 +65,15 @@ struct _DcInferPage
   /* borrowed references */
   GtkWidget       *model_dialog;  /* while it is shown */
   GtkWidget       *token_dialog;  /* while it is shown */
+
+  /* The ring display. */
+  DcInferRing     *ring;          /* followed, nullable */
+  DcInferSession  *ring_session;  /* its session, once prepared */
+  GPtrArray       *ring_rows;     /* AdwActionRow*, one per stage, in the group */
+  GPtrArray       *ring_bars;     /* GtkProgressBar*, their downloads */
+  GArray          *ring_sizes;    /* guint64: bytes each stage downloads */
+  guint            ring_n_stages;
+  double           ring_lap_ms;
 
   /* state */
   guint            running_id;    /* the prompt generating now, or 0 */
@@ -765,10 +777,268 @@ dc_infer_page_set_context (DcInferPage *self,
   update_actions (self);
 }
 
+/* ---- the ring display ------------------------------------------------- */
+
+static void
+clear_ring_rows (DcInferPage *self)
+{
+  for (guint i = 0; i < self->ring_rows->len; i++)
+    adw_preferences_group_remove (self->ring_group, g_ptr_array_index (self->ring_rows, i));
+  g_ptr_array_set_size (self->ring_rows, 0);
+  g_ptr_array_set_size (self->ring_bars, 0);
+  g_array_set_size (self->ring_sizes, 0);
+}
+
+void
+dc_infer_page_show_ring_plan (DcInferPage        *self,
+                              const DcRingPlan   *plan,
+                              const char * const *names)
+{
+  g_return_if_fail (DC_IS_INFER_PAGE (self) && plan != NULL && names != NULL);
+
+  clear_ring_rows (self);
+  self->ring_n_stages = dc_ring_plan_get_n_stages (plan);
+  self->ring_lap_ms = plan->lap_ms;
+  for (guint i = 0; i < self->ring_n_stages; i++)
+    {
+      const DcRingStage *st = dc_ring_plan_get_stage (plan, i);
+      GtkWidget *row = adw_action_row_new ();
+      GtkWidget *bar = gtk_progress_bar_new ();
+      g_autofree char *layers = NULL, *subtitle = NULL;
+
+      if (st->last > st->first)
+        /* Translators: a device's layers in the ring, first and last. */
+        layers = g_strdup_printf (_("layers %u–%u"), st->first, st->last - 1);
+      else
+        layers = g_strdup (_("no layers"));
+      /* Translators: a device's share of the ring: its layers (and whether it holds
+       * the embedding and head), the MB it downloads, its estimated ms per token. */
+      subtitle = g_strdup_printf (_("%s%s · %.1f MB · %.1f ms per token"), layers,
+                                  st->ends ? _(" and the embedding and head") : "",
+                                  st->download_bytes / 1e6, st->ms_per_token);
+      adw_preferences_row_set_title (ADW_PREFERENCES_ROW (row), names[i]);
+      adw_preferences_row_set_use_markup (ADW_PREFERENCES_ROW (row), FALSE);
+      adw_action_row_set_subtitle (ADW_ACTION_ROW (row), subtitle);
+      gtk_widget_set_valign (bar, GTK_ALIGN_CENTER);
+      gtk_widget_set_size_request (bar, 120, -1);
+      gtk_progress_bar_set_show_text (GTK_PROGRESS_BAR (bar), TRUE);
+      gtk_progress_bar_set_text (GTK_PROGRESS_BAR (bar), _("Waiting"));
+      adw_action_row_add_suffix (ADW_ACTION_ROW (row), bar);
+      adw_preferences_group_add (self->ring_group, row);
+      g_ptr_array_add (self->ring_rows, row);
+      g_ptr_array_add (self->ring_bars, bar);
+      g_array_append_val (self->ring_sizes, st->download_bytes);
+    }
+  dc_infer_page_set_ring_rate (self, 0, 0.0);
+  gtk_widget_set_visible (GTK_WIDGET (self->ring_verify_row), FALSE);
+  gtk_widget_set_visible (GTK_WIDGET (self->ring_group), TRUE);
+}
+
+void
+dc_infer_page_set_ring_downloaded (DcInferPage *self,
+                                   guint        stage,
+                                   guint64      bytes)
+{
+  guint64 size;
+  g_autofree char *text = NULL;
+
+  g_return_if_fail (DC_IS_INFER_PAGE (self));
+  if (stage >= self->ring_bars->len)
+    return;
+  size = g_array_index (self->ring_sizes, guint64, stage);
+  gtk_progress_bar_set_fraction (g_ptr_array_index (self->ring_bars, stage),
+                                 size > 0 ? MIN (1.0, (double) bytes / size) : 1.0);
+  /* Translators: MB a device of the ring downloaded so far, of the MB it needs. */
+  text = g_strdup_printf (_("%.1f of %.1f MB"), bytes / 1e6, size / 1e6);
+  gtk_progress_bar_set_text (g_ptr_array_index (self->ring_bars, stage), text);
+}
+
+void
+dc_infer_page_set_ring_rate (DcInferPage *self,
+                             guint        tokens,
+                             double       tokens_per_s)
+{
+  g_autofree char *subtitle = NULL;
+  guint hops;
+
+  g_return_if_fail (DC_IS_INFER_PAGE (self));
+  /* The seed's ring hops: stages × tokens. */
+  hops = self->ring_n_stages * tokens;
+  /* Translators: ring hops (stages × tokens), the ring's tokens per second, and the
+   * plan's lap estimate. */
+  subtitle = g_strdup_printf (ngettext ("%u hop · %.1f tokens/s · lap estimate %.1f ms",
+                                        "%u hops · %.1f tokens/s · lap estimate %.1f ms", hops),
+                              hops, tokens_per_s, self->ring_lap_ms);
+  adw_action_row_set_subtitle (self->ring_stats_row, subtitle);
+}
+
+void
+dc_infer_page_set_ring_verify (DcInferPage *self,
+                               const char  *message)
+{
+  g_return_if_fail (DC_IS_INFER_PAGE (self));
+
+  adw_action_row_set_subtitle (self->ring_verify_row, message != NULL ? message : "");
+  gtk_widget_set_visible (GTK_WIDGET (self->ring_verify_row), message != NULL);
+}
+
+char *
+dc_infer_page_dup_ring_text (DcInferPage *self)
+{
+  GString *text = g_string_new (NULL);
+
+  g_return_val_if_fail (DC_IS_INFER_PAGE (self), NULL);
+  if (!gtk_widget_get_visible (GTK_WIDGET (self->ring_group)))
+    return g_string_free (text, FALSE);
+  for (guint i = 0; i < self->ring_rows->len; i++)
+    {
+      AdwActionRow *row = g_ptr_array_index (self->ring_rows, i);
+
+      g_string_append_printf (text, "%s: %s [%s]\n",
+                              adw_preferences_row_get_title (ADW_PREFERENCES_ROW (row)),
+                              adw_action_row_get_subtitle (row),
+                              gtk_progress_bar_get_text (g_ptr_array_index (self->ring_bars, i)));
+    }
+  g_string_append_printf (text, "%s: %s\n",
+                          adw_preferences_row_get_title (ADW_PREFERENCES_ROW (self->ring_stats_row)),
+                          adw_action_row_get_subtitle (self->ring_stats_row));
+  if (gtk_widget_get_visible (GTK_WIDGET (self->ring_verify_row)))
+    g_string_append_printf (text, "%s: %s\n",
+                            adw_preferences_row_get_title (
+                              ADW_PREFERENCES_ROW (self->ring_verify_row)),
+                            adw_action_row_get_subtitle (self->ring_verify_row));
+  return g_string_free (text, FALSE);
+}
+
+double
+dc_infer_page_get_ring_fraction (DcInferPage *self,
+                                 guint        stage)
+{
+  g_return_val_if_fail (DC_IS_INFER_PAGE (self), 0.0);
+  g_return_val_if_fail (stage < self->ring_bars->len, 0.0);
+
+  return gtk_progress_bar_get_fraction (g_ptr_array_index (self->ring_bars, stage));
+}
+
+/* A stage that holds its layers: its bar full, and what it fetched (less
+ * than its share when its cache already had bytes). */
+static void
+set_ring_ready (DcInferPage *self,
+                guint        stage,
+                guint64      downloaded)
+{
+  g_autofree char *text = NULL;
+
+  if (stage >= self->ring_bars->len)
+    return;
+  gtk_progress_bar_set_fraction (g_ptr_array_index (self->ring_bars, stage), 1.0);
+  /* Translators: a device of the ring holds its layers; the MB it downloaded for them. */
+  text = g_strdup_printf (_("Ready, %.1f MB downloaded"), downloaded / 1e6);
+  gtk_progress_bar_set_text (g_ptr_array_index (self->ring_bars, stage), text);
+}
+
+static void
+ring_token_cb (DcInferSession *session,
+               guint           prompt_id,
+               guint           token_id,
+               const char     *text,
+               double          tokens_per_s,
+               DcInferPage    *self)
+{
+  guint n = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (self), "dc-ring-tokens")) + 1;
+
+  g_object_set_data (G_OBJECT (self), "dc-ring-tokens", GUINT_TO_POINTER (n));
+  dc_infer_page_set_ring_rate (self, n, tokens_per_s);
+}
+
+static void
+ring_started_cb (DcInferSession *session,
+                 guint           prompt_id,
+                 guint           n_prompt_tokens,
+                 DcInferPage    *self)
+{
+  g_object_set_data (G_OBJECT (self), "dc-ring-tokens", NULL);
+  dc_infer_page_set_ring_rate (self, 0, 0.0);
+}
+
+static void
+ring_event_cb (DcInferRing *ring,
+               const char  *kind,
+               const char  *detail,
+               guint64      value,
+               DcInferPage *self)
+{
+  const DcRingPlan *plan = dc_infer_ring_get_plan (ring);
+
+  if (g_str_equal (kind, "planned") && plan != NULL)
+    {
+      g_autoptr(GPtrArray) names = g_ptr_array_new ();
+
+      for (guint i = 0; i < dc_ring_plan_get_n_stages (plan); i++)
+        g_ptr_array_add (names, (gpointer) dc_infer_ring_get_stage_name (ring, i));
+      g_ptr_array_add (names, NULL);
+      dc_infer_page_show_ring_plan (self, plan, (const char * const *) names->pdata);
+    }
+  else if (g_str_equal (kind, "stage-ready") && plan != NULL)
+    {
+      for (guint i = 1; i < dc_ring_plan_get_n_stages (plan); i++)
+        if (g_strcmp0 (dc_infer_ring_get_stage_name (ring, i), detail) == 0)
+          set_ring_ready (self, i, value);
+    }
+  else if (g_str_equal (kind, "prepared") && plan != NULL)
+    {
+      DcInferSession *session = dc_infer_ring_get_session (ring);
+
+      for (guint i = 0; i < dc_ring_plan_get_n_stages (plan); i++)
+        set_ring_ready (self, i, dc_infer_ring_get_stage_downloaded (ring, i));
+      if (session != self->ring_session)
+        {
+          if (self->ring_session != NULL)
+            g_signal_handlers_disconnect_by_data (self->ring_session, self);
+          g_set_object (&self->ring_session, session);
+          g_signal_connect_object (session, "started", G_CALLBACK (ring_started_cb), self, 0);
+          g_signal_connect_object (session, "token", G_CALLBACK (ring_token_cb), self, 0);
+        }
+    }
+}
+
+void
+dc_infer_page_set_ring (DcInferPage *self,
+                        DcInferRing *ring)
+{
+  g_return_if_fail (DC_IS_INFER_PAGE (self));
+  g_return_if_fail (ring == NULL || DC_IS_INFER_RING (ring));
+
+  if (self->ring_session != NULL)
+    g_signal_handlers_disconnect_by_data (self->ring_session, self);
+  g_clear_object (&self->ring_session);
+  if (self->ring != NULL)
+    g_signal_handlers_disconnect_by_data (self->ring, self);
+  g_set_object (&self->ring, ring);
+  clear_ring_rows (self);
+  gtk_widget_set_visible (GTK_WIDGET (self->ring_group), FALSE);
+  if (ring == NULL)
+    return;
+  g_signal_connect_object (ring, "event", G_CALLBACK (ring_event_cb), self, 0);
+  if (dc_infer_ring_get_plan (ring) != NULL)
+    {
+      ring_event_cb (ring, "planned", NULL, 0, self);
+      if (dc_infer_ring_get_session (ring) != NULL)
+        ring_event_cb (ring, "prepared", NULL, 0, self);
+    }
+}
+
 static void
 dc_infer_page_dispose (GObject *object)
 {
   DcInferPage *self = DC_INFER_PAGE (object);
+
+  if (self->ring_session != NULL)
+    g_signal_handlers_disconnect_by_data (self->ring_session, self);
+  g_clear_object (&self->ring_session);
+  if (self->ring != NULL)
+    g_signal_handlers_disconnect_by_data (self->ring, self);
+  g_clear_object (&self->ring);
 
   drop_session (self);
   if (self->model_dialog != NULL)
@@ -789,6 +1059,9 @@ static void
 dc_infer_page_finalize (GObject *object)
 {
   g_hash_table_unref (DC_INFER_PAGE (object)->prompts);
+  g_ptr_array_unref (DC_INFER_PAGE (object)->ring_rows);
+  g_ptr_array_unref (DC_INFER_PAGE (object)->ring_bars);
+  g_array_unref (DC_INFER_PAGE (object)->ring_sizes);
 
   G_OBJECT_CLASS (dc_infer_page_parent_class)->finalize (object);
 }
@@ -819,6 +1092,9 @@ dc_infer_page_class_init (DcInferPageClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcInferPage, queue_label);
   gtk_widget_class_bind_template_child (widget_class, DcInferPage, rate_label);
   gtk_widget_class_bind_template_child (widget_class, DcInferPage, clear_queue_button);
+  gtk_widget_class_bind_template_child (widget_class, DcInferPage, ring_group);
+  gtk_widget_class_bind_template_child (widget_class, DcInferPage, ring_stats_row);
+  gtk_widget_class_bind_template_child (widget_class, DcInferPage, ring_verify_row);
   gtk_widget_class_bind_template_callback (widget_class, prompt_activated_cb);
 
   gtk_widget_class_install_action (widget_class, "infer.choose-model", NULL,
@@ -845,5 +1121,8 @@ dc_infer_page_init (DcInferPage *self)
 
   g_queue_init (&self->pending);
   self->prompts = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+  self->ring_rows = g_ptr_array_new ();
+  self->ring_bars = g_ptr_array_new ();
+  self->ring_sizes = g_array_new (FALSE, TRUE, sizeof (guint64));
   update_actions (self);
 }

@@ -7,6 +7,7 @@
 #include <adwaita.h>
 
 #include "dc-context.h"
+#include "infer/dc-infer-ring.h"
 #include "infer/dc-model-repo.h"
 
 G_BEGIN_DECLS
@@ -29,5 +30,27 @@ const char  *dc_infer_page_get_status       (DcInferPage *self);
 const char  *dc_infer_page_get_held         (DcInferPage *self);
 guint        dc_infer_page_get_queue_length (DcInferPage *self);
 gboolean     dc_infer_page_is_busy          (DcInferPage *self);
+
+/* The ring display: the plan (per device: layers, MB, ms per token), each
+ * device's download, the ring's hops and tokens per second, the Verify
+ * result. set_ring follows a ring's events and session; the others set the
+ * display directly (NAMES: one per stage of PLAN, in plan order). */
+void         dc_infer_page_set_ring         (DcInferPage      *self,
+                                             DcInferRing      *ring);
+void         dc_infer_page_show_ring_plan   (DcInferPage      *self,
+                                             const DcRingPlan *plan,
+                                             const char * const *names);
+void         dc_infer_page_set_ring_downloaded (DcInferPage   *self,
+                                                guint          stage,
+                                                guint64        bytes);
+void         dc_infer_page_set_ring_rate    (DcInferPage      *self,
+                                             guint             tokens,
+                                             double            tokens_per_s);
+void         dc_infer_page_set_ring_verify  (DcInferPage      *self,
+                                             const char       *message);
+/* What the ring display shows, one line per row ("title: subtitle"), for tests. */
+char        *dc_infer_page_dup_ring_text    (DcInferPage      *self);
+double       dc_infer_page_get_ring_fraction (DcInferPage     *self,
+                                              guint            stage);
 
 G_END_DECLS
