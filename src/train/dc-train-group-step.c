@@ -1551,7 +1551,8 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
             + (guint64) model->n_params * sizeof (float);
   if (memcmp (chunk.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
       || chunk.total > largest || chunk.step + 1 < step || chunk.step > step + 1
-      || (chunk.step + 1 == step && self->state != STATE_REPORTING))
+      || (chunk.step + 1 == step && self->state != STATE_REPORTING
+          && self->state != STATE_AUDITING))
     return;
   /* A repair is of the step being taken, by a rank of this device's roster. */
   if (repair && (chunk.step != step || chunk.rank >= self->roster->len || chunk.rank == self->rank
