@@ -808,14 +808,89 @@ test_audit (void)
   g_assert_cmpuint (caught, <=, 20);
 }
 
+/* Audits off the step's critical path: alpha and beta audit every step,
+ * each verdict held until its device has published its report of the
+ * audited step (DC_TEST_FAULT=audit-after-report, at most
+ * DC_TRAIN_GROUP_WAIT_S), and gamma corrupts its gradients from step 5.
+ * Every audit finishes after its step's report (`test-fault` events say
+ * so), and gamma is still caught and removed, one step after the audited
+ * one: the two finish 20 steps with equal hashes, three devices to the
+ * step it was removed after, two after. With the audit on the step's own
+ * path (computed before the step's update, as before) a report could not
+ * go out before its step's audit ended: no event said "after". */
+static void
+test_audit_after_report (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  JsonObject *error;
+  guint removed = 0;
+
+  g_setenv ("DC_TEST_FAULT", "audit-after-report", TRUE);
+  alpha = start_host (url, "20", "3", &room);
+  beta = start_follower (url, room, "beta", "20", NULL);
+  g_setenv ("DC_TEST_FAULT", "corrupt-gradient@5", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  wait_done (alpha, 20);
+  wait_done (beta, 20);
+  for (guint p = 0; p < 2; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : beta;
+      guint held = 0;
+
+      for (int i = 0; (i = dc_test_proc_find (proc, i, "test-fault", NULL)) >= 0; i++)
+        {
+          g_assert_true (message_has (g_ptr_array_index (proc->events, i),
+                                      "finished after its step's report"));
+          held++;
+        }
+      g_test_message ("%s: %u audits held past their step's report", proc->label, held);
+      g_assert_cmpuint (held, >=, 4);
+      g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "alpha"), ==, -1);
+      g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "beta"), ==, -1);
+    }
+  g_assert_true (dc_test_proc_find (alpha, 0, "audit", "gamma") >= 0
+                 || dc_test_proc_find (beta, 0, "audit", "gamma") >= 0);
+  a = steps_of_full (alpha, TRUE);
+  b = steps_of_full (beta, TRUE);
+  for (guint s = 1; s <= 20; s++)
+    {
+      gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
+
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpint (roster, ==,
+                       json_object_get_int_member (g_ptr_array_index (b, s), "roster"));
+      if (roster == 3)
+        {
+          g_assert_cmpuint (removed, ==, s - 1);
+          removed = s;
+        }
+      else
+        g_assert_cmpint (roster, ==, 2);
+    }
+  g_test_message ("removed after step %u", removed);
+  g_assert_cmpuint (removed, >=, 5);
+  g_assert_cmpuint (removed, <, 20);
+}
+
 /* A dishonest auditor: the third device accuses another's gradient of step
- * 5 although it reproduces (DC_TEST_FAULT=false-audit@5). Every device
- * recomputes the accused gradient itself at the end of step 5, finds that
- * it reproduces and removes the accuser instead: the two log “… that
- * reproduces here: “gamma” is removed from the roster after step 5 (a
- * dishonest auditor)”, gamma stops with “AUDIT: removed from the run: this
- * device accused …” (exit 1), and the accused trains on. The two finish 20
- * steps with equal hashes, three devices to step 5 and two after, the final
+ * 5 although it reproduces (DC_TEST_FAULT=false-audit@5). The audit of
+ * step 5 is recomputed while step 6 is taken and its accusation checked at
+ * the end of step 6: every device recomputes the accused gradient itself,
+ * finds that it reproduces and removes the accuser instead: the two log
+ * “… that reproduces here: “gamma” is removed from the roster after step 6
+ * (a dishonest auditor)”, gamma stops with “AUDIT: removed from the run:
+ * this device accused …” (exit 1), and the accused trains on. The two finish 20
+ * steps with equal hashes, three devices to step 6 and two after, the final
  * hash that of a simulation with that roster history. With the auditor
  * trusted (no recomputation) the accused device was removed instead and
  * stopped with exit 1. */
@@ -849,7 +924,7 @@ test_false_audit (void)
 
       g_assert_cmpint (i, >=, 0);
       g_assert_true (message_has (g_ptr_array_index (proc->events, i),
-                                  "is removed from the roster after step 5 (a dishonest "
+                                  "is removed from the roster after step 6 (a dishonest "
                                   "auditor)"));
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "alpha"), ==, -1);
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "beta"), ==, -1);
@@ -860,9 +935,9 @@ test_false_audit (void)
     {
       g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
       g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==,
-                       s <= 5 ? 3 : 2);
+                       s <= 6 ? 3 : 2);
     }
-  expected = simulate_history (5, 20);
+  expected = simulate_history (6, 20);
   g_assert_cmpstr (hash_at (a, 20), ==, expected);
 }
 
@@ -1211,6 +1286,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/join", test_join);
   g_test_add_func ("/dc/train/group/audit", test_audit);
   g_test_add_func ("/dc/train/group/audit/false-accusation", test_false_audit);
+  g_test_add_func ("/dc/train/group/audit/after-report", test_audit_after_report);
   g_test_add_func ("/dc/train/group/refuse", test_refuse);
   g_test_add_func ("/dc/train/group/checkpoint/resume", test_resume);
   g_test_add_func ("/dc/train/group/checkpoint/load-midrun", test_load_midrun);

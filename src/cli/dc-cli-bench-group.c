@@ -507,7 +507,7 @@ netns_create (Bench   *bench,
 typedef struct
 {
   double step_ms, compute_ms, send_ms, wait_ms, combine_ms, tokens_per_s;
-  double audit_ms;   /* of compute_ms: audits' recomputations */
+  double audit_ms;   /* audits' recomputations, beside the steps (not of compute_ms) */
   double bytes_per_device_step;  /* training message bodies a device sent a step */
 } Figures;
 
@@ -821,7 +821,7 @@ print_figures (DcCliOptions  *options,
     {
       g_print ("%-9s %3u×%-3u×%-2u %2u dev %2u thr  step %8.1f ms  compute %8.1f  send %6.1f  "
                "wait %8.1f  combine %6.1f  comm %5.1f%%  %8.0f tok/s  solo %8.0f  scaling %.2f  "
-               "(audits %.1f of compute)  %.2f MB sent a device a step (%.2f gradients)\n",
+               "(audits %.1f beside the steps)  %.2f MB sent a device a step (%.2f gradients)\n",
                network, size->width, size->seq, size->batch, n_devices, n_threads, f->step_ms,
                f->compute_ms, f->send_ms, f->wait_ms, f->combine_ms, comm * 100, f->tokens_per_s,
                solo, scaling, f->audit_ms, f->bytes_per_device_step / 1e6,

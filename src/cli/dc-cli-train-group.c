@@ -247,7 +247,8 @@ step_cb (DcTrainGroup       *train,
             json_builder_set_member_name (builder, time_names[i]);
             json_builder_add_double_value (builder, times[i] / 1000.0);
           }
-      /* Of compute_ms: an audit's recomputation of another rank's gradient. */
+      /* Beside the step (not of compute_ms): an audit's recomputation of
+       * another rank's gradient of the step before. */
       if (dc_train_group_get_audit_time (train, &times[0]))
         {
           json_builder_set_member_name (builder, "audit_ms");

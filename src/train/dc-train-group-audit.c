@@ -70,25 +70,26 @@ _dc_train_group_received_hash (DcTrainGroup *self,
   return TRUE;
 }
 
-/* The audited rank's gradient, recomputed on the same weights, and its hash. */
-gboolean
-_dc_train_group_compute_audit (DcTrainGroup       *self,
-                               const ComputeData  *compute,
-                               GError            **error)
+/* An audit of step S, off the step's critical path: drawn at the end of
+ * S's exchange (the roster and the contribution hashes of S read then),
+ * recomputed on the audit trainer of the session (its own buffers, on the
+ * CPU) from the weights before S (the snapshot taken during S's compute),
+ * while S's update, its report and S + 1's compute and exchange go on. */
+struct _AuditJob
 {
-  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
-  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
-  gint64 start = g_get_monotonic_time ();
-  float loss;
-
-  if (!dc_gpt_trainer_compute_gradients (trainer, self->audit_rank, compute->n_ranks,
-                                         self->audit_grads, &loss, error))
-    return FALSE;
-  _dc_train_group_shards_hash (self->audit_grads, model->n_params, compute->n_ranks,
-                               self->audit_hash);
-  self->audit_us = g_get_monotonic_time () - start;
-  return TRUE;
-}
+  guint64       step;
+  guint64       digest;     /* of S's roster */
+  guint         rank;       /* the audited rank */
+  guint         n_ranks;
+  guint8        received[DC_MESH_HASH_SIZE];  /* its gradient as the roster used it */
+  const float  *weights;    /* before S: a snapshot buffer, kept until the
+                             * report of S + 1 (which waits for this job) */
+  guint64       weights_step;
+  float        *grads;      /* out: the recomputed gradient */
+  guint8        hash[DC_MESH_HASH_SIZE];  /* out: its shards' hash */
+  gint64        us;         /* out: how long it took */
+  gboolean      after_report; /* out: DC_TEST_FAULT=audit-after-report saw the report */
+};
 
 /* An accusation of (step, rank) by @auditor, at most one per auditor and
  * step (an auditor audits one rank a step). */
@@ -122,11 +123,12 @@ add_accusation (DcTrainGroup *self,
  * not draw the audit, DC_TEST_FAULT=audit-all on some devices only);
  * 0: it reproduces; 1: it does not. */
 static int
-check_summed (DcTrainGroup *self,
-              guint64       step)
+check_summed (DcTrainGroup   *self,
+              const AuditJob *job)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
-  guint n = self->roster->len, a = self->audit_rank;
+  guint64 step = job->step;
+  guint n = self->roster->len, a = job->rank;
   g_autofree const float **values = g_new0 (const float *, n);
   g_autofree float *sum = NULL;
   g_autofree char *summed_key = _dc_train_group_gradient_key (step, self->digest,
@@ -145,7 +147,7 @@ check_summed (DcTrainGroup *self,
 
       if (j == a)
         {
-          values[j] = self->audit_grads + start;
+          values[j] = job->grads + start;
           continue;
         }
       key = _dc_train_group_contrib_key (step, self->digest, g_ptr_array_index (self->roster, j),
@@ -162,43 +164,48 @@ check_summed (DcTrainGroup *self,
 }
 
 /* The audited rank's gradient as the roster used it (the contribution
- * hashes in the summed shards) against this device's recomputation, and
- * its summed shard re-summed (check_summed ()): a difference is sent to the
- * roster as AUDIT (before this device's report of the step, so everyone
- * has it when it has that report); every device, this one included, checks
- * the accusation at the end of the step (_dc_train_group_verify_accusations ()). */
-void
-_dc_train_group_check_audit (DcTrainGroup *self)
+ * hashes in the summed shards, read when the audit was drawn) against this
+ * device's recomputation, and its summed shard re-summed (check_summed ()):
+ * a difference is sent to the roster as AUDIT. It goes before this
+ * device's report of the step after (applied_cb () waits for the audit),
+ * so everyone has it when it has that report; every device, this one
+ * included, checks the accusation at the end of that step
+ * (_dc_train_group_verify_accusations ()). */
+static void
+check_audit (DcTrainGroup *self,
+             AuditJob     *job)
 {
-  DcGptModel *model = dc_train_session_get_model (self->session);
-  guint8 hash[DC_MESH_HASH_SIZE];
   DcMeshAudit audit = { 0 };
   g_autoptr(GBytes) payload = NULL;
   const char *id;
   g_autofree char *text = NULL;
-  guint64 step = model->step + 1;
   gboolean gradient_differs, sum_differs;
 
-  if (self->audit_rank == G_MAXUINT || self->audit_rank >= self->roster->len
-      || !_dc_train_group_received_hash (self, step, self->audit_rank, hash))
-    return;
-  if (self->fault_false_audit != 0 && step >= self->fault_false_audit)
+  /* Ranks of another roster: a device left or joined in between, and
+   * every device ignores accusations of that step (handle_audit ()). */
+  if (job->digest != self->digest)
+    {
+      g_message ("the audit of step %" G_GUINT64_FORMAT " is dropped: the roster changed "
+                 "before it was done", job->step);
+      return;
+    }
+  if (self->fault_false_audit != 0 && job->step >= self->fault_false_audit)
     {
       /* Test only (DC_TEST_FAULT=false-audit@STEP): a dishonest auditor
        * accuses a gradient that reproduces. */
-      self->audit_hash[0] = (guint8) (hash[0] ^ 1u);
+      job->hash[0] = (guint8) (job->received[0] ^ 1u);
       g_message ("DC_TEST_FAULT: a false accusation of rank %u at step %" G_GUINT64_FORMAT,
-                 self->audit_rank, step);
+                 job->rank, job->step);
     }
-  gradient_differs = memcmp (hash, self->audit_hash, DC_MESH_HASH_SIZE) != 0;
-  sum_differs = !gradient_differs && check_summed (self, step) == 1;
+  gradient_differs = memcmp (job->received, job->hash, DC_MESH_HASH_SIZE) != 0;
+  sum_differs = !gradient_differs && check_summed (self, job) == 1;
   if (!gradient_differs && !sum_differs)
     return;
-  id = g_ptr_array_index (self->roster, self->audit_rank);
+  id = g_ptr_array_index (self->roster, job->rank);
   memcpy (audit.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
-  audit.step = step;
-  audit.rank = self->audit_rank;
-  memcpy (audit.gradient_hash, self->audit_hash, DC_MESH_HASH_SIZE);
+  audit.step = job->step;
+  audit.rank = job->rank;
+  memcpy (audit.gradient_hash, job->hash, DC_MESH_HASH_SIZE);
   payload = dc_mesh_audit_encode (&audit);
   _dc_train_group_send_to_roster (self, DC_MESH_MSG_AUDIT, payload);
   add_accusation (self, audit.step, audit.rank, _dc_train_group_own_id (self));
@@ -207,6 +214,187 @@ _dc_train_group_check_audit (DcTrainGroup *self)
                           sum_differs ? "summed shard" : "gradient",
                           _dc_train_group_member_name (self, id), audit.step);
   g_message ("%s", text);
+}
+
+void
+_dc_train_group_audit_job_free (AuditJob *job)
+{
+  if (job == NULL)
+    return;
+  g_free (job->grads);
+  g_free (job);
+}
+
+static void
+audit_worker (GTask        *task,
+              gpointer      source,
+              gpointer      data,
+              GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  AuditJob *job = data;
+  GError *error = NULL;
+  gint64 start = g_get_monotonic_time ();
+  DcGptTrainer *trainer = dc_train_session_get_audit_trainer (self->session, &error);
+  DcGptModel *model;
+  float loss;
+
+  if (trainer == NULL)
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  model = dc_gpt_trainer_get_model (trainer);
+  memcpy (model->params, job->weights, model->n_params * sizeof (float));
+  model->step = job->weights_step;
+  job->grads = g_new (float, model->n_params);
+  if (!dc_gpt_trainer_compute_gradients (trainer, job->rank, job->n_ranks, job->grads, &loss,
+                                         &error))
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  _dc_train_group_shards_hash (job->grads, model->n_params, job->n_ranks, job->hash);
+  job->us = g_get_monotonic_time () - start;
+  if (self->fault_audit_after_report)
+    {
+      /* Test only (DC_TEST_FAULT=audit-after-report): the verdict waits
+       * until this device published its report of the audited step (at
+       * most DC_TRAIN_GROUP_WAIT_S), which an audit on the step's own
+       * path never sees. */
+      gint64 end = g_get_monotonic_time () + DC_TRAIN_GROUP_WAIT_S * G_TIME_SPAN_SECOND;
+
+      g_mutex_lock (&self->audit_lock);
+      while (self->published_step < job->step
+             && g_cond_wait_until (&self->audit_cond, &self->audit_lock, end))
+        ;
+      job->after_report = self->published_step >= job->step;
+      g_mutex_unlock (&self->audit_lock);
+    }
+  g_task_return_boolean (task, TRUE);
+}
+
+static void start_audit (DcTrainGroup *self,
+                         AuditJob     *job);
+
+static void
+audited_cb (GObject      *object,
+            GAsyncResult *result,
+            gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  AuditJob *job = g_steal_pointer (&self->audit_job);
+  GError *error = NULL;
+
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      _dc_train_group_audit_job_free (job);
+      if (self->state != STATE_DONE)
+        _dc_train_group_finish (self, error);
+      else
+        g_clear_error (&error);
+      return;
+    }
+  if (self->state == STATE_DONE)
+    {
+      _dc_train_group_audit_job_free (job);
+      return;
+    }
+  self->audit_us = job->us;
+  if (self->fault_audit_after_report)
+    {
+      g_autofree char *text = g_strdup_printf ("DC_TEST_FAULT: the audit of step %"
+                                               G_GUINT64_FORMAT " finished %s", job->step,
+                                               job->after_report ? "after its step's report"
+                                                                 : "before its step's report");
+
+      _dc_train_group_notice (self, "test-fault", NULL, text);
+    }
+  check_audit (self, job);
+  _dc_train_group_audit_job_free (job);
+  if (self->audit_next != NULL)
+    start_audit (self, g_steal_pointer (&self->audit_next));
+  if (self->state == STATE_AUDITING && !_dc_train_group_wait_audit (self, self->audit_then_next))
+    {
+      if (self->audit_then_next)
+        _dc_train_group_next_step (self);
+      else
+        _dc_train_group_report_step (self);
+    }
+}
+
+static void
+start_audit (DcTrainGroup *self,
+             AuditJob     *job)
+{
+  g_autoptr(GTask) task = g_task_new (self, NULL, audited_cb, NULL);
+
+  self->audit_job = job;
+  /* The job is self->audit_job's until audited_cb () takes it. */
+  g_task_set_task_data (task, job, NULL);
+  g_task_run_in_thread (task, audit_worker);
+}
+
+/* At the end of step S's exchange, before its update: S's audit, when
+ * this device draws one, starts (or waits for the one before to end). */
+void
+_dc_train_group_launch_audit (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  AuditJob *job;
+
+  if (self->audit_rank == G_MAXUINT || self->audit_rank >= self->roster->len
+      || !self->snap_taken || self->snap_step != model->step)
+    return;
+  job = g_new0 (AuditJob, 1);
+  job->step = model->step + 1;
+  job->digest = self->digest;
+  job->rank = self->audit_rank;
+  job->n_ranks = self->roster->len;
+  job->weights = self->snapshot;
+  job->weights_step = self->snap_step;
+  if (!_dc_train_group_received_hash (self, job->step, job->rank, job->received))
+    {
+      _dc_train_group_audit_job_free (job);
+      return;
+    }
+  if (self->audit_job != NULL)
+    {
+      /* The audit of the step before still runs: this one follows (a
+       * step taken again replaces its earlier draw). */
+      _dc_train_group_audit_job_free (self->audit_next);
+      self->audit_next = job;
+      return;
+    }
+  start_audit (self, job);
+}
+
+/* TRUE (and STATE_AUDITING) while this device's audit of an earlier step
+ * than the one just applied runs (@then_next: any audit, before a
+ * checkpoint switch replaces the session): its verdict must go out before
+ * the report; audited_cb () goes on. */
+gboolean
+_dc_train_group_wait_audit (DcTrainGroup *self,
+                            gboolean      then_next)
+{
+  guint64 step = dc_train_session_get_model (self->session)->step;
+
+  if (self->audit_job == NULL || (!then_next && self->audit_job->step >= step))
+    return FALSE;
+  self->audit_then_next = then_next;
+  self->state = STATE_AUDITING;
+  return TRUE;
+}
+
+/* This device's report of @step went out (DC_TEST_FAULT=audit-after-report). */
+void
+_dc_train_group_audit_published (DcTrainGroup *self,
+                                 guint64       step)
+{
+  g_mutex_lock (&self->audit_lock);
+  self->published_step = step;
+  g_cond_broadcast (&self->audit_cond);
+  g_mutex_unlock (&self->audit_lock);
 }
 
 /* After step @step: devices an audit caught leave the roster. */
@@ -232,8 +420,22 @@ _dc_train_group_remove_evicted (DcTrainGroup *self,
     _dc_train_group_set_roster (self, kept);
 }
 
+static void
+accusation_free0 (gpointer data)
+{
+  Accusation *accusation = data;
+
+  g_free (accusation->auditor);
+  g_free (accusation->accused);
+  g_free (accusation);
+}
+
 typedef struct
 {
+  guint64      step;    /* the audited step */
+  GPtrArray   *accusations;  /* Accusation*: those of that step */
+  const float *weights; /* before it (snapshot_prev) */
+  guint64      weights_step;
   guint     n;          /* roster size */
   guint     n_accused;
   guint    *ranks;      /* the accused ranks, in the order of the accusations */
@@ -255,11 +457,12 @@ verify_data_free (VerifyData *data)
   g_free (data->summed);
   g_free (data->gradient_bad);
   g_free (data->sum_bad);
+  g_ptr_array_unref (data->accusations);
   g_free (data);
 }
 
-/* Recomputes every roster gradient of the step just taken on the weights
- * before it (the snapshot the apply worker took), then puts the model back
+/* Recomputes every roster gradient of the audited step (the one before the
+ * step just taken) on the weights before it (snapshot_prev), then puts the model back
  * as it was. For each accused rank k: whether k's gradient reproduces (its
  * shards' hashes against those the reducers listed), and whether k's
  * summed shard is the canonical sum of the recomputed gradients' shard k.
@@ -286,8 +489,8 @@ verify_worker (GTask        *task,
   GError *error = NULL;
   float loss;
 
-  memcpy (model->params, self->snapshot, model->n_params * sizeof (float));
-  model->step = self->snap_step;
+  memcpy (model->params, verify->weights, model->n_params * sizeof (float));
+  model->step = verify->weights_step;
   for (guint j = 0; j < verify->n && error == NULL; j++)
     {
       if (!dc_gpt_trainer_compute_gradients (trainer, j, verify->n, grads, &loss, &error))
@@ -361,7 +564,8 @@ verified_cb (GObject      *object,
     return;
   for (guint i = 0; i < verify->n_accused; i++)
     {
-      Accusation *accusation = g_ptr_array_index (self->accusations, i);
+      Accusation *accusation = g_ptr_array_index (verify->accusations, i);
+      guint64 after = dc_train_session_get_model (self->session)->step;
       g_autofree char *auditor = g_strdup (_dc_train_group_member_name (self, accusation->auditor));
       g_autofree char *accused = g_strdup (_dc_train_group_member_name (self, accusation->accused));
       g_autofree char *text = NULL;
@@ -390,37 +594,41 @@ verified_cb (GObject      *object,
         }
       if (g_hash_table_contains (self->evicted, removed))
         continue;
-      g_hash_table_replace (self->evicted, g_strdup (removed),
-                            GSIZE_TO_POINTER (accusation->step));
+      /* Checked at the end of the step after the audited one: removed
+       * after this step (it took part in it). */
+      g_hash_table_replace (self->evicted, g_strdup (removed), GSIZE_TO_POINTER (after));
       if (reproduces)
         text = g_strdup_printf ("AUDIT: “%s” accused “%s” of a gradient of step %"
                                 G_GUINT64_FORMAT " that reproduces here: “%s” is removed from "
                                 "the roster after step %" G_GUINT64_FORMAT
                                 " (a dishonest auditor)", auditor, accused, accusation->step,
-                                auditor, accusation->step);
+                                auditor, after);
       else
         text = g_strdup_printf ("AUDIT: the %s of “%s” at step %" G_GUINT64_FORMAT
                                 " does not reproduce (audited by “%s”): removed from the roster "
                                 "after step %" G_GUINT64_FORMAT,
                                 sum ? "summed shard" : "gradient", accused, accusation->step,
-                                auditor, accusation->step);
+                                auditor, after);
       _dc_train_group_notice (self, "audit", reproduces ? auditor : accused, text);
     }
-  g_ptr_array_set_size (self->accusations, 0);
   _dc_train_group_next_step (self);
 }
 
-/* At the end of step S: accusations of S are checked on a worker
- * (STATE_VERIFYING) before the next roster is made. Returns FALSE when
- * there are none (older ones are dropped: their step's end is past, and
- * those whose summed shards are not all here: never, they are kept
- * DC_TRAIN_GROUP_REPAIR_STEPS steps). */
+/* At the end of step S + 1: accusations of step S (sent before their
+ * auditors' reports of S + 1, so every device has the same ones) are
+ * checked on a worker (STATE_VERIFYING) before the next roster is made;
+ * those of S + 1 wait for the end of S + 2. Returns FALSE when there are
+ * none (older ones are dropped: their check is past; and those whose
+ * summed shards are not all here under this roster: a device left or
+ * joined after the audited step, on every device alike). */
 gboolean
 _dc_train_group_verify_accusations (DcTrainGroup *self)
 {
-  guint64 step = dc_train_session_get_model (self->session)->step;
+  guint64 now = dc_train_session_get_model (self->session)->step;
+  guint64 step = now - 1;
   VerifyData *data;
   g_autoptr(GTask) task = NULL;
+  g_autoptr(GPtrArray) checked = g_ptr_array_new_with_free_func (accusation_free0);
   guint n = self->roster->len;
 
   for (guint i = self->accusations->len; i > 0; i--)
@@ -428,15 +636,24 @@ _dc_train_group_verify_accusations (DcTrainGroup *self)
       Accusation *accusation = g_ptr_array_index (self->accusations, i - 1);
       guint8 hash[DC_MESH_HASH_SIZE];
 
-      if (accusation->step != step
-          || !_dc_train_group_received_hash (self, step, accusation->rank, hash))
+      if (accusation->step == now)
+        continue;
+      if (now >= 1 && accusation->step == step && self->snap_prev_valid
+          && self->snap_prev_step + 1 == step
+          && _dc_train_group_received_hash (self, step, accusation->rank, hash))
+        g_ptr_array_insert (checked, 0, g_ptr_array_steal_index (self->accusations, i - 1));
+      else
         g_ptr_array_remove_index (self->accusations, i - 1);
     }
-  if (self->accusations->len == 0)
+  if (checked->len == 0)
     return FALSE;
   data = g_new0 (VerifyData, 1);
+  data->step = step;
+  data->weights = self->snapshot_prev;
+  data->weights_step = self->snap_prev_step;
+  data->accusations = g_steal_pointer (&checked);
   data->n = n;
-  data->n_accused = self->accusations->len;
+  data->n_accused = data->accusations->len;
   data->ranks = g_new (guint, data->n_accused);
   data->received = g_malloc0_n (data->n_accused, DC_MESH_HASH_SIZE);
   data->listed = g_malloc0_n ((gsize) data->n_accused * n, DC_MESH_HASH_SIZE);
@@ -445,7 +662,7 @@ _dc_train_group_verify_accusations (DcTrainGroup *self)
   data->sum_bad = g_new0 (gboolean, data->n_accused);
   for (guint i = 0; i < data->n_accused; i++)
     {
-      Accusation *accusation = g_ptr_array_index (self->accusations, i);
+      Accusation *accusation = g_ptr_array_index (data->accusations, i);
       g_autofree char *key = _dc_train_group_gradient_key (step, self->digest,
                                                            accusation->accused);
       Gradient *summed = g_hash_table_lookup (self->gradients, key);
@@ -520,11 +737,12 @@ _dc_train_group_handle_audit (DcTrainGroup *self,
       g_message ("a malformed audit from %s: %s", dc_peer_get_name (peer), error->message);
       return;
     }
-  /* The step being taken, or the one just taken while its reports come in
-   * (the step's end, where accusations are checked, is not past). */
+  /* An audit of step S comes after its auditor applied S (the
+   * recomputation runs beside the next step) and before its report of
+   * S + 1, at the end of which it is checked: while this device takes S
+   * (its auditor may be faster), S + 1, or waits for S + 1's reports. */
   if (memcmp (audit.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
-      || (audit.step != self->step_done + 1
-          && !(audit.step == self->step_done && self->state == STATE_REPORTING))
+      || audit.step > self->step_done + 1 || audit.step + 1 < self->step_done
       || audit.rank >= self->roster->len)
     return;
   /* The rank is of the auditor's roster: only when its gradient of that

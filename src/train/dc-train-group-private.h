@@ -52,6 +52,7 @@ typedef enum
   STATE_HOLDING,         /* test only: a step's report waits for a device to join */
   STATE_WAITING_CHECKPOINT, /* follower: the starter's checkpoint (a resumed run) */
   STATE_VERIFYING,       /* worker: recomputing accused gradients (audits) */
+  STATE_AUDITING,        /* this device's audit of the last step is not done yet */
   STATE_DONE,
 } State;
 
@@ -80,6 +81,8 @@ typedef struct
   char    *accused;
   guint8   recomputed[DC_MESH_HASH_SIZE];  /* this device's recomputation */
 } Accusation;
+typedef struct _AuditJob AuditJob;
+
 /* Training messages dropped from one device since its last log line. */
 typedef struct
 {
@@ -112,8 +115,16 @@ struct _DcTrainGroup
   gboolean           fault_outsider; /* DC_TEST_FAULT=outsider: training messages without a run */
   GHashTable        *refused;      /* peer id → Refusal: messages dropped, for the log */
   guint              audit_rank;   /* the rank audited this step; G_MAXUINT: none */
-  float             *audit_grads;
-  guint8             audit_hash[DC_MESH_HASH_SIZE];
+  /* Audits off the step's critical path (dc-train-group-audit.c): the
+   * audit of step S is recomputed on a trainer of its own while S + 1 is
+   * taken; its verdict goes out before this device's report of S + 1. */
+  AuditJob          *audit_job;    /* recomputing now; NULL: none */
+  AuditJob          *audit_next;   /* drawn while audit_job still ran */
+  gboolean           audit_then_next; /* STATE_AUDITING: then the next step, not the report */
+  gboolean           fault_audit_after_report; /* DC_TEST_FAULT=audit-after-report */
+  GMutex             audit_lock;   /* published_step, for that fault */
+  GCond              audit_cond;
+  guint64            published_step;
   GHashTable        *evicted;      /* id → the step after which audits removed it */
   GPtrArray         *accusations;  /* Accusation*: audits of the step, verified at its end */
   guint64            fault_false_audit; /* DC_TEST_FAULT=false-audit@STEP: accuse from STEP on */
@@ -163,6 +174,13 @@ struct _DcTrainGroup
    * without a device that left (see rollback ()). */
   float             *snapshot;
   guint64            snap_step;
+  gboolean           snap_taken;
+  /* The snapshot before that (swapped at each new step): the weights an
+   * audit of the step before the last one recomputes on (both moments too,
+   * unused). snap_prev_valid: it holds the model at snap_prev_step. */
+  float             *snapshot_prev;
+  guint64            snap_prev_step;
+  gboolean           snap_prev_valid;
   float              snap_beta1, snap_beta2;
   guint64            rollback_digest;
   gint64             deadline;     /* monotonic µs; 0: none */
@@ -292,6 +310,7 @@ gboolean _dc_train_group_in_roster (DcTrainGroup *self,
 
 /* dc-train-group-step.c */
 void _dc_train_group_start_step (DcTrainGroup *self);
+void _dc_train_group_report_step (DcTrainGroup *self);
 void _dc_train_group_start_run (DcTrainGroup *self);
 void _dc_train_group_next_step (DcTrainGroup *self);
 void _dc_train_group_advance (DcTrainGroup *self);
@@ -332,10 +351,12 @@ void _dc_train_group_handle_repair_request (DcTrainGroup *self,
                                             GBytes       *payload);
 
 /* dc-train-group-audit.c */
-gboolean _dc_train_group_compute_audit (DcTrainGroup       *self,
-                                        const ComputeData  *compute,
-                                        GError            **error);
-void _dc_train_group_check_audit (DcTrainGroup *self);
+void _dc_train_group_launch_audit (DcTrainGroup *self);
+gboolean _dc_train_group_wait_audit (DcTrainGroup *self,
+                                     gboolean      then_next);
+void _dc_train_group_audit_published (DcTrainGroup *self,
+                                      guint64       step);
+void _dc_train_group_audit_job_free (AuditJob *job);
 void _dc_train_group_shards_hash (const float *grads,
                                   gsize        n_params,
                                   guint        n_ranks,

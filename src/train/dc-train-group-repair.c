@@ -226,8 +226,11 @@ _dc_train_group_rollback (DcTrainGroup *self,
 
   memcpy (model->params, self->snapshot, 3 * model->n_params * sizeof (float));
   /* Accusations of the step name ranks of the roster it is taken back
-   * from: the step taken again is audited again. */
-  g_ptr_array_set_size (self->accusations, 0);
+   * from: the step taken again is audited again. Those of the step before
+   * (checked at the end of this one) stay. */
+  for (guint i = self->accusations->len; i > 0; i--)
+    if (((Accusation *) g_ptr_array_index (self->accusations, i - 1))->step == model->step)
+      g_ptr_array_remove_index (self->accusations, i - 1);
   model->step = self->snap_step;
   model->beta1_pow = self->snap_beta1;
   model->beta2_pow = self->snap_beta2;

@@ -40,6 +40,7 @@ snapshot_thread (gpointer data)
 
   memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
   self->snap_step = model->step;
+  self->snap_taken = TRUE;
   self->snap_beta1 = model->beta1_pow;
   self->snap_beta2 = model->beta2_pow;
   return NULL;
@@ -195,9 +196,9 @@ own_packed_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* Own gradient, then (packed and handed to the main thread to send at
- * once) the audit's recomputation: on an audit step the transfer of the
- * gradients overlaps the second gradient instead of following it. */
+/* Own gradient, packed and handed to the main thread to send at once (an
+ * audit's recomputation runs on a worker of its own, off the step:
+ * _dc_train_group_launch_audit ()). */
 static void
 compute_worker (GTask        *task,
                 gpointer      source,
@@ -215,14 +216,13 @@ compute_worker (GTask        *task,
 
   if (snapshot == NULL)
     snapshot_thread (self);
-  self->audit_us = 0;
   if (compute->n_ranks > 1)
     {
       pack_begin (self, compute);
       dc_gpt_run_set_layer_done_func (run, layer_done, &early);
     }
   ok = compute_own (self, compute, &error);
-  /* Not for the audit's recomputation, nor any later pass. */
+  /* Not for any later pass. */
   dc_gpt_run_set_layer_done_func (run, NULL, NULL);
   if (snapshot != NULL)
     g_thread_join (snapshot);
@@ -247,11 +247,6 @@ compute_worker (GTask        *task,
       g_source_set_priority (packed, G_PRIORITY_DEFAULT);
       g_source_set_callback (packed, own_packed_cb, g_object_ref (self), g_object_unref);
       g_source_attach (packed, g_task_get_context (task));
-    }
-  if (self->audit_rank != G_MAXUINT && !_dc_train_group_compute_audit (self, compute, &error))
-    {
-      g_task_return_error (task, error);
-      return;
     }
   g_task_return_boolean (task, TRUE);
 }
@@ -391,10 +386,12 @@ prepared_cb (GObject      *object,
   self->step_done = dc_train_session_get_model (session)->step;
   g_free (self->own_grads);
   g_free (self->snapshot);
-  g_free (self->audit_grads);
+  g_free (self->snapshot_prev);
   self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
   self->snapshot = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
-  self->audit_grads = g_new (float, dc_train_session_get_model (session)->n_params);
+  self->snapshot_prev = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
+  self->snap_taken = FALSE;
+  self->snap_prev_valid = FALSE;
   self->state = self->starter ? STATE_CONNECTING
                 : self->joining ? STATE_WAITING_WEIGHTS : STATE_WAITING_START;
   if (self->starter)
@@ -811,14 +808,26 @@ applied_cb (GObject      *object,
                                                          apply->optimizer_hash);
   memcpy (&self->own_report->loss_bits, &step_loss, 4);
   /* Where the step's time went (for a view's "slowest device"). */
-  /* An audit's recomputation runs after the send (compute_worker ()), in
-   * what would otherwise be waiting: it counts as compute. */
-  self->own_report->compute_us = self->t_computed - self->step_started + self->audit_us;
+  /* An audit's recomputation runs on a worker of its own, beside the
+   * step (_dc_train_group_launch_audit ()): not counted here. */
+  self->own_report->compute_us = self->t_computed - self->step_started;
   self->own_report->send_us = self->t_sent - self->t_computed;
-  self->own_report->wait_us = MAX (0, self->t_apply - self->t_sent - self->audit_us);
+  self->own_report->wait_us = MAX (0, self->t_apply - self->t_sent);
   self->own_report->combine_us = g_get_monotonic_time () - self->t_apply;
   self->last_loss = (double) step_loss;
   self->last_seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
+  /* The verdict of this device's audit of the step before goes out before
+   * this report (the group checks it at the end of this step). */
+  if (!_dc_train_group_wait_audit (self, FALSE))
+    _dc_train_group_report_step (self);
+}
+
+/* The report of the step just applied (its audit of the step before done). */
+void
+_dc_train_group_report_step (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
   if (self->fault_hold != 0 && model->step == self->fault_hold)
     {
       /* Test only (DC_TEST_FAULT=hold-join@STEP): the report of STEP waits
@@ -853,7 +862,21 @@ _dc_train_group_start_step (DcTrainGroup *self)
   self->own_sent = FALSE;
   self->own_reduced = FALSE;
   memset (self->own_shard_sent, 0, sizeof self->own_shard_sent);
+  /* A new step (not one taken again): the snapshot of the step before
+   * becomes the previous one, which an audit of that step and the check
+   * of its accusations recompute on. */
+  if (self->snap_taken && self->snap_step != model->step)
+    {
+      float *previous = self->snapshot_prev;
+
+      self->snapshot_prev = self->snapshot;
+      self->snapshot = previous;
+      self->snap_prev_step = self->snap_step;
+      self->snap_prev_valid = TRUE;
+      self->snap_taken = FALSE;
+    }
   self->audit_rank = G_MAXUINT;
+  self->audit_us = 0;
   if (self->roster->len >= 2)
     {
       /* DC_TEST_FAULT=false-audit@S: this device audits every step from S
@@ -1164,6 +1187,9 @@ _dc_train_group_next_step (DcTrainGroup *self)
 {
   guint64 step = dc_train_session_get_model (self->session)->step;
 
+  /* A checkpoint switch replaces the session the audit's worker reads. */
+  if (self->switch_config != NULL && _dc_train_group_wait_audit (self, TRUE))
+    return;
   _dc_train_group_remove_evicted (self, step);
   if (self->switch_config != NULL)
     _dc_train_group_switch_run (self);
@@ -1189,6 +1215,7 @@ _dc_train_group_advance (DcTrainGroup *self)
     case STATE_WAITING_CONFIG:
     case STATE_PREPARING:
     case STATE_VERIFYING:
+    case STATE_AUDITING:
     case STATE_COMPUTING:
     case STATE_APPLYING:
     case STATE_DONE:
@@ -1239,7 +1266,9 @@ _dc_train_group_advance (DcTrainGroup *self)
             ApplyData *data = g_new0 (ApplyData, 1);
             g_autoptr(GTask) task = g_task_new (self, NULL, applied_cb, NULL);
 
-            _dc_train_group_check_audit (self);
+            /* Before the update: the audit recomputes on the weights the
+             * step's gradients were computed on (the snapshot). */
+            _dc_train_group_launch_audit (self);
             data->grads = g_steal_pointer (&grads);
             data->n = self->roster->len;
             self->state = STATE_APPLYING;
@@ -1522,7 +1551,8 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
             + (guint64) model->n_params * sizeof (float);
   if (memcmp (chunk.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
       || chunk.total > largest || chunk.step + 1 < step || chunk.step > step + 1
-      || (chunk.step + 1 == step && self->state != STATE_REPORTING))
+      || (chunk.step + 1 == step && self->state != STATE_REPORTING
+          && self->state != STATE_AUDITING))
     return;
   /* A repair is of the step being taken, by a rank of this device's roster. */
   if (repair && (chunk.step != step || chunk.rank >= self->roster->len || chunk.rank == self->rank

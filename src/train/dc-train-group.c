@@ -477,6 +477,7 @@ _dc_train_group_publish_step (DcTrainGroup *self)
   payload = dc_mesh_step_report_encode (self->own_report, NULL);
   _dc_train_group_send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
   send_to_joiners (self, model->step, payload);
+  _dc_train_group_audit_published (self, model->step);
 
   /* The report's own: hashing the state again costs as much as the first time. */
   hash = _dc_train_group_hash_to_hex (self->own_report->weights_hash);
@@ -777,6 +778,9 @@ dc_train_group_new (DcContext               *context,
   if (fault != NULL && g_str_has_prefix (fault, "drop-contribution@"))
     self->fault_drop_contrib = g_ascii_strtoull (fault + strlen ("drop-contribution@"), NULL, 10);
   self->audit_all = g_strcmp0 (fault, "audit-all") == 0;
+  /* audit-after-report: audit-all, each verdict after its step's report. */
+  self->fault_audit_after_report = g_strcmp0 (fault, "audit-after-report") == 0;
+  self->audit_all |= self->fault_audit_after_report;
   self->fault_outsider = g_strcmp0 (fault, "outsider") == 0;
   if (fault != NULL && g_str_has_prefix (fault, "false-audit@"))
     self->fault_false_audit = g_ascii_strtoull (fault + strlen ("false-audit@"), NULL, 10);
@@ -901,8 +905,9 @@ dc_train_group_get_step_times (DcTrainGroup *self,
 
 /**
  * dc_train_group_get_audit_time:
- * @audit_us: (out): of the last step's compute time, the part spent
- *   recomputing another rank's gradient for an audit (0 on a step without)
+ * @audit_us: (out): the recomputation of another rank's gradient for an
+ *   audit (of the step before) that ended during the last step, on a worker
+ *   beside it: not part of its compute time (0 on a step without)
  *
  * Returns: FALSE before the first step
  */
@@ -979,13 +984,17 @@ dc_train_group_finalize (GObject *object)
   g_clear_pointer (&self->pending_bytes, g_bytes_unref);
   g_clear_pointer (&self->proposal, dc_mesh_run_config_free);
   g_free (self->proposal_from);
-  g_free (self->audit_grads);
+  _dc_train_group_audit_job_free (self->audit_job);
+  _dc_train_group_audit_job_free (self->audit_next);
+  g_mutex_clear (&self->audit_lock);
+  g_cond_clear (&self->audit_cond);
   g_free (self->join_from);
   g_clear_pointer (&self->weights, g_bytes_unref);
   g_hash_table_unref (self->logged);
   g_hash_table_unref (self->names);
   g_free (self->own_grads);
   g_free (self->snapshot);
+  g_free (self->snapshot_prev);
   g_free (self->sum_grads);
   g_clear_pointer (&self->own_objects, g_ptr_array_unref);
   g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
@@ -1033,6 +1042,8 @@ dc_train_group_init (DcTrainGroup *self)
   self->contribs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                           (GDestroyNotify) gradient_free);
   self->early = g_async_queue_new ();
+  g_mutex_init (&self->audit_lock);
+  g_cond_init (&self->audit_cond);
   self->assemblies = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                             (GDestroyNotify) assembly_free);
   self->reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,

@@ -17,6 +17,8 @@ struct _DcTrainSession
 {
   DcTokenSource  *source;    /* owned; feeds the trainer */
   DcGptTrainer   *trainer;   /* owned; holds the model */
+  DcGptTrainer   *audit;     /* owned, made on first use: audits' recomputations */
+  guint           n_threads;
   guint           n_ranks;
   gboolean        group_step;
   float         **grads;     /* n_ranks buffers of n_params (group step only) */
@@ -239,6 +241,7 @@ dc_train_plan_prepare (DcTrainPlan   *self,
   if (session->trainer == NULL)
     return NULL;
   dc_token_source_attach (session->source, session->trainer);
+  session->n_threads = self->n_threads;
   if (self->backend != NULL)
     dc_gpt_trainer_set_shared_device (session->trainer, self->backend, self->offload_min);
 
@@ -311,6 +314,38 @@ dc_train_session_get_model (DcTrainSession *self)
 }
 
 /**
+ * dc_train_session_get_audit_trainer:
+ *
+ * A second trainer on the same data, for recomputing another device's
+ * gradient on a worker while the session's trainer takes the next step
+ * (src/train/dc-train-group-audit.c): buffers of its own, a model of the
+ * same size whose weights the caller sets, the CPU's kernels (the same
+ * bits as any accepted backend: docs/VERIFICATION.md). Made on first use;
+ * one caller at a time.
+ *
+ * Returns: (transfer none): the trainer, or %NULL with @error set
+ */
+DcGptTrainer *
+dc_train_session_get_audit_trainer (DcTrainSession  *self,
+                                    GError         **error)
+{
+  if (self->audit == NULL)
+    {
+      DcGptModel *main_model = dc_gpt_trainer_get_model (self->trainer);
+      DcGptModel *model = dc_gpt_model_new (&main_model->config, error);
+
+      if (model == NULL)
+        return NULL;
+      self->audit = dc_gpt_trainer_new (model, dc_gpt_trainer_get_settings (self->trainer),
+                                        DC_GPT_PRECISION_INT8, self->n_threads, error);
+      if (self->audit == NULL)
+        return NULL;
+      dc_token_source_attach (self->source, self->audit);
+    }
+  return self->audit;
+}
+
+/**
  * dc_train_session_get_trainer:
  *
  * Returns: (transfer none): the trainer
@@ -341,6 +376,7 @@ dc_train_session_free (DcTrainSession *self)
     return;
   /* The trainer borrows the source: it goes first. */
   g_clear_pointer (&self->trainer, dc_gpt_trainer_free);
+  g_clear_pointer (&self->audit, dc_gpt_trainer_free);
   g_clear_pointer (&self->source, dc_token_source_free);
   if (self->grads != NULL)
     for (guint k = 0; k < self->n_ranks; k++)

@@ -100,6 +100,8 @@ gboolean         dc_train_session_step         (DcTrainSession           *self,
                                                 GError                  **error);
 DcGptModel      *dc_train_session_get_model    (DcTrainSession           *self);
 DcGptTrainer    *dc_train_session_get_trainer  (DcTrainSession           *self);
+DcGptTrainer    *dc_train_session_get_audit_trainer (DcTrainSession        *self,
+                                                     GError               **error);
 gboolean         dc_train_session_used_fallback (DcTrainSession          *self);
 guint            dc_train_session_get_n_ranks  (DcTrainSession           *self);
 void             dc_train_session_free         (DcTrainSession           *self);
