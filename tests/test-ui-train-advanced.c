@@ -141,7 +141,7 @@ check_advanced (DcApplication *app)
   g_assert_false (adw_expander_row_get_enable_expansion (row));
   g_assert_false (gtk_widget_get_visible (child (page, "memory_label")));
   set_spin (page, "advanced_width_spin", 768);
-  set_spin (page, "advanced_seq_spin", 512);
+  set_spin (page, "advanced_seq_spin", 1024);  /* the bound: DC_GPT_ADVANCED_SEQ_MAX */
   run_and_check (page, "training: width 16, 2 layers, 1 heads, sequence 16, batch 2");
 
   /* On, at width 768 and 12 layers: the CLI's figure, and the device's memory. */

@@ -1476,6 +1476,15 @@ dc_train_page_init (DcTrainPage *self)
                             G_CALLBACK (advanced_changed_cb), self);
   g_signal_connect_swapped (self->advanced_seq_spin, "value-changed",
                             G_CALLBACK (advanced_changed_cb), self);
+  /* The Advanced range's bounds are the model's (dc-gpt-config.h); the .ui
+   * holds the same numbers for the designer. 12 heads: the GPT-2-small
+   * shape's, the largest this range is meant for. */
+  gtk_adjustment_set_upper (gtk_spin_button_get_adjustment (self->advanced_width_spin),
+                            DC_GPT_ADVANCED_WIDTH_MAX);
+  gtk_adjustment_set_upper (gtk_spin_button_get_adjustment (self->advanced_layers_spin),
+                            DC_GPT_LAYERS_MAX);
+  gtk_adjustment_set_upper (gtk_spin_button_get_adjustment (self->advanced_seq_spin),
+                            DC_GPT_ADVANCED_SEQ_MAX);
   name_advanced_switch (self);
   /* The batch counts in the memory a run needs. */
   g_signal_connect_swapped (self->batch_spin, "value-changed",
