@@ -8,6 +8,7 @@
  * the rows of libadwaita set to their title), or for a button the text it
  * shows (GTK labels a button by its content, an icon too, so the relation
  * alone proves nothing there). A control that only has an icon fails.
+ * The Train view is walked with its Advanced sizes switched on and shown.
  * The Train view's "Computes on" row is named by what it shows (the
  * backend, device and kernel in use) and opens Preferences.
  * The shortcuts window must list every key binding of the Train view. The
@@ -292,6 +293,16 @@ check_window (DcApplication *app)
     {
       g_action_group_activate_action (G_ACTION_GROUP (window), "view",
                                       g_variant_new_string (views[i]));
+      /* The Advanced sizes shown: their switch, spins and memory text too. */
+      if (g_str_equal (views[i], "train"))
+        {
+          GObject *advanced = gtk_widget_get_template_child (
+            GTK_WIDGET (dc_window_get_train_page (window)), DC_TYPE_TRAIN_PAGE, "advanced_row");
+
+          g_assert_nonnull (advanced);
+          adw_expander_row_set_enable_expansion (ADW_EXPANDER_ROW (advanced), TRUE);
+          adw_expander_row_set_expanded (ADW_EXPANDER_ROW (advanced), TRUE);
+        }
       dc_test_wait_frames (GTK_WIDGET (window), 2);
       check_named (GTK_WIDGET (window), views[i]);
     }

@@ -23,6 +23,7 @@
 
 #include "dc-token-dialog.h"
 #include "dc-train-page.h"
+#include "dc-train-page-private.h"
 #include "train/dc-training-run.h"
 
 /* The log keeps this many lines; older ones are dropped from the top. */
@@ -39,6 +40,12 @@ struct _DcTrainPage
   GtkSpinButton  *steps_spin;
   GtkSpinButton  *lr_spin;
   GtkLabel       *size_hint;
+  AdwExpanderRow *advanced_row;
+  GtkSpinButton  *advanced_width_spin;
+  GtkSpinButton  *advanced_layers_spin;
+  GtkSpinButton  *advanced_heads_spin;
+  GtkSpinButton  *advanced_seq_spin;
+  GtkLabel       *memory_label;
   AdwComboRow    *dataset_row;
   AdwEntryRow    *dataset_id_row;
   DcLossChart    *chart;
@@ -79,6 +86,8 @@ struct _DcTrainPage
   guint64         first_step;  /* the step reported first, for the rate of the ETA */
   guint           job_pulse_id; /* pulses the bar of a job without a known fraction */
   guint           job_tokens;  /* the tokens asked of the generation in progress */
+  guint64         available_override; /* tests: the memory this device has, 0: ask */
+  guint           advanced_refused : 1; /* the Advanced size chosen cannot start */
 };
 
 enum {
@@ -109,10 +118,172 @@ update_size_hint (DcTrainPage *self)
                           gtk_spin_button_get_value_as_int (self->seq_spin) > 64);
 }
 
+static void update_actions (DcTrainPage *self);
+
+/* In a group (host or member of a room), the run is the group's: it trains
+ * the seeds' sizes, which every peer's limits were set for. */
+static gboolean
+in_group (DcTrainPage *self)
+{
+  DcGroup *group = self->context != NULL ? dc_context_get_group (self->context) : NULL;
+  DcGroupState state;
+
+  if (group == NULL)
+    return FALSE;
+  state = dc_group_get_state (group);
+  return state == DC_GROUP_STATE_HOST || state == DC_GROUP_STATE_MEMBER;
+}
+
+static gboolean
+advanced_enabled (DcTrainPage *self)
+{
+  return adw_expander_row_get_enable_expansion (self->advanced_row) && !in_group (self);
+}
+
+/* What Start asks for: the seeds' sizes, or the Advanced ones when chosen. */
+static void
+fill_request (DcTrainPage       *self,
+              DcTrainingRequest *request)
+{
+  if (advanced_enabled (self))
+    {
+      request->advanced = TRUE;
+      request->width = gtk_spin_button_get_value_as_int (self->advanced_width_spin);
+      request->seq = gtk_spin_button_get_value_as_int (self->advanced_seq_spin);
+      request->n_layer = gtk_spin_button_get_value_as_int (self->advanced_layers_spin);
+      request->n_head = gtk_spin_button_get_value_as_int (self->advanced_heads_spin);
+    }
+  else
+    {
+      request->width = gtk_spin_button_get_value_as_int (self->width_spin);
+      request->seq = gtk_spin_button_get_value_as_int (self->seq_spin);
+    }
+  request->batch = gtk_spin_button_get_value_as_int (self->batch_spin);
+  request->steps = gtk_spin_button_get_value_as_int (self->steps_spin);
+  request->lr_x1000 = gtk_spin_button_get_value_as_int (self->lr_spin);
+}
+
+/* The plan of the Advanced size chosen, made as the CLI's `train --dry-run`
+ * makes it (the same memory figure), with the test override of the memory
+ * available applied. */
+static DcTrainPlan *
+advanced_plan (DcTrainPage  *self,
+               GError      **error)
+{
+  DcTrainingRequest request = { 0 };
+  DcTrainPlan *plan;
+
+  fill_request (self, &request);
+  request.data = (char *) "builtin";
+  plan = dc_train_plan_new (&request, NULL, NULL, error);
+  if (plan != NULL && self->available_override > 0)
+    plan->available = self->available_override;
+  return plan;
+}
+
+/* The memory the chosen Advanced size needs, before Start; Start is refused
+ * when the size is invalid or does not fit. */
+static void
+update_advanced (DcTrainPage *self)
+{
+  gboolean grouped = in_group (self);
+  gboolean advanced = advanced_enabled (self);
+  gboolean refused = FALSE;
+
+  gtk_widget_set_sensitive (GTK_WIDGET (self->advanced_row), !grouped);
+  adw_expander_row_set_subtitle (self->advanced_row,
+                                 grouped
+                                 ? _("Not offered in a group: the group trains the seeds’ sizes, "
+                                     "which every device’s limits were set for")
+                                 : _("Larger models on this device alone, up to the GPT-2-small "
+                                     "shape; they replace the width and sequence above"));
+  /* The seeds' rows do not count while the Advanced sizes do. */
+  gtk_widget_set_sensitive (GTK_WIDGET (self->width_spin), !advanced);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->seq_spin), !advanced);
+
+  if (advanced)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcTrainPlan) plan = advanced_plan (self, &error);
+      g_autofree char *text = NULL;
+
+      if (plan == NULL)
+        {
+          /* Translators: why the Advanced size chosen cannot be trained. */
+          text = g_strdup_printf (_("This size cannot be trained: %s"), error->message);
+          refused = TRUE;
+        }
+      else
+        {
+          g_autofree char *need = g_format_size (plan->memory.total_bytes);
+          g_autofree char *have = g_format_size (plan->available);
+
+          if (plan->available == 0)
+            /* Translators: the memory a training run of this size needs. */
+            text = g_strdup_printf (_("Needs %s of memory; this device’s available memory is "
+                                      "unknown"), need);
+          else if (!dc_train_plan_check_memory (plan, NULL))
+            {
+              /* Translators: the memory the run needs, then the memory available. */
+              text = g_strdup_printf (_("Needs %s of memory, this device has %s available: "
+                                        "too large to start here, choose a smaller size"),
+                                      need, have);
+              refused = TRUE;
+            }
+          else
+            /* Translators: the memory the run needs, then the memory available. */
+            text = g_strdup_printf (_("Needs %s of memory, this device has %s available"),
+                                    need, have);
+        }
+      gtk_label_set_label (self->memory_label, text);
+    }
+  gtk_widget_set_visible (GTK_WIDGET (self->memory_label), advanced);
+  if (refused)
+    gtk_widget_add_css_class (GTK_WIDGET (self->memory_label), "error");
+  else
+    gtk_widget_remove_css_class (GTK_WIDGET (self->memory_label), "error");
+  if (self->advanced_refused != refused)
+    {
+      self->advanced_refused = refused;
+      update_actions (self);
+    }
+}
+
+/* The expander row's own switch shows no text: name it for assistive
+ * technologies (libadwaita 1.2 leaves it unnamed). */
+static void
+name_advanced_switch (DcTrainPage *self)
+{
+  GtkWidget *widget = GTK_WIDGET (self->advanced_row);
+
+  /* Depth-first: the switch sits in the row's header. */
+  while (widget != NULL && !GTK_IS_SWITCH (widget))
+    {
+      GtkWidget *next = gtk_widget_get_first_child (widget);
+
+      while (next == NULL && widget != GTK_WIDGET (self->advanced_row))
+        {
+          next = gtk_widget_get_next_sibling (widget);
+          if (next == NULL)
+            widget = gtk_widget_get_parent (widget);
+        }
+      widget = next;
+    }
+  if (widget != NULL)
+    gtk_accessible_update_property (GTK_ACCESSIBLE (widget), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                    _("Use the Advanced sizes"), -1);
+}
+
 static void
 size_changed_cb (DcTrainPage *self)
 {
   update_size_hint (self);
+}
+
+static void
+advanced_changed_cb (DcTrainPage *self)
+{
+  update_advanced (self);
 }
 
 /* The "train-dataset" setting holds "builtin", or a Hub dataset id. */
@@ -279,7 +450,8 @@ update_actions (DcTrainPage *self)
   gboolean has_model = !busy && !working && dc_training_run_get_hash (self->run) != NULL;
   GtkWidget *widget = GTK_WIDGET (self);
 
-  gtk_widget_action_set_enabled (widget, "train.start", !busy);
+  /* An Advanced size that cannot be trained here is refused before Start. */
+  gtk_widget_action_set_enabled (widget, "train.start", !busy && !self->advanced_refused);
   gtk_widget_action_set_enabled (widget, "train.stop", state == DC_TRAINING_STATE_RUNNING);
   gtk_widget_action_set_enabled (widget, "train.generate", has_model);
   gtk_widget_action_set_enabled (widget, "train.save-checkpoint", has_model);
@@ -707,6 +879,27 @@ dc_train_page_set_context (DcTrainPage *self,
   g_set_object (&self->context, context);
   set_run (self, dc_training_run_new_for_context (context));
   show_backend (self);
+  if (context != NULL && dc_context_get_group (context) != NULL)
+    g_signal_connect_object (dc_context_get_group (context), "notify::state",
+                             G_CALLBACK (advanced_changed_cb), self, G_CONNECT_SWAPPED);
+  update_advanced (self);
+}
+
+/**
+ * _dc_train_page_set_available_memory:
+ * @bytes: the memory this device is taken to have available, 0 to ask the
+ *   system again
+ *
+ * For tests: a size that cannot fit, without a machine that small.
+ */
+void
+_dc_train_page_set_available_memory (DcTrainPage *self,
+                                     guint64      bytes)
+{
+  g_return_if_fail (DC_IS_TRAIN_PAGE (self));
+
+  self->available_override = bytes;
+  update_advanced (self);
 }
 
 static void
@@ -721,15 +914,24 @@ start_action (GtkWidget  *widget,
 
   data = self->settings != NULL ? g_settings_get_string (self->settings, "train-dataset")
                                 : g_strdup ("builtin");
-  request.width = gtk_spin_button_get_value_as_int (self->width_spin);
-  request.seq = gtk_spin_button_get_value_as_int (self->seq_spin);
-  request.batch = gtk_spin_button_get_value_as_int (self->batch_spin);
-  request.steps = gtk_spin_button_get_value_as_int (self->steps_spin);
-  request.lr_x1000 = gtk_spin_button_get_value_as_int (self->lr_spin);
+  fill_request (self, &request);
   /* Alone: a fixed seed, so that a run can be repeated. With a group, the
    * coordinator draws a fresh run seed and sends it with the config. */
   request.seed = 1;
   request.data = data;
+
+  /* The memory check of the CLI's `train --advanced` (the view shows it
+   * before Start and disables Start; a shortcut may still get here). */
+  if (request.advanced)
+    {
+      g_autoptr(DcTrainPlan) plan = advanced_plan (self, &error);
+
+      if (plan == NULL || !dc_train_plan_check_memory (plan, &error))
+        {
+          report_error (self, _("Could not start training"), error);
+          return;
+        }
+    }
 
   reset_view (self);
 
@@ -1180,6 +1382,12 @@ dc_train_page_class_init (DcTrainPageClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, steps_spin);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, lr_spin);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, size_hint);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, advanced_row);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, advanced_width_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, advanced_layers_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, advanced_heads_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, advanced_seq_spin);
+  gtk_widget_class_bind_template_child (widget_class, DcTrainPage, memory_label);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, dataset_row);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, dataset_id_row);
   gtk_widget_class_bind_template_child (widget_class, DcTrainPage, chart);
@@ -1258,6 +1466,30 @@ dc_train_page_init (DcTrainPage *self)
                           G_BINDING_BIDIRECTIONAL | G_BINDING_SYNC_CREATE);
   g_signal_connect_swapped (self->width_spin, "value-changed", G_CALLBACK (size_changed_cb), self);
   g_signal_connect_swapped (self->seq_spin, "value-changed", G_CALLBACK (size_changed_cb), self);
+  g_signal_connect_swapped (self->advanced_row, "notify::enable-expansion",
+                            G_CALLBACK (advanced_changed_cb), self);
+  g_signal_connect_swapped (self->advanced_width_spin, "value-changed",
+                            G_CALLBACK (advanced_changed_cb), self);
+  g_signal_connect_swapped (self->advanced_layers_spin, "value-changed",
+                            G_CALLBACK (advanced_changed_cb), self);
+  g_signal_connect_swapped (self->advanced_heads_spin, "value-changed",
+                            G_CALLBACK (advanced_changed_cb), self);
+  g_signal_connect_swapped (self->advanced_seq_spin, "value-changed",
+                            G_CALLBACK (advanced_changed_cb), self);
+  /* The Advanced range's bounds are the model's (dc-gpt-config.h); the .ui
+   * holds the same numbers for the designer. 12 heads: the GPT-2-small
+   * shape's, the largest this range is meant for. */
+  gtk_adjustment_set_upper (gtk_spin_button_get_adjustment (self->advanced_width_spin),
+                            DC_GPT_ADVANCED_WIDTH_MAX);
+  gtk_adjustment_set_upper (gtk_spin_button_get_adjustment (self->advanced_layers_spin),
+                            DC_GPT_LAYERS_MAX);
+  gtk_adjustment_set_upper (gtk_spin_button_get_adjustment (self->advanced_seq_spin),
+                            DC_GPT_ADVANCED_SEQ_MAX);
+  name_advanced_switch (self);
+  /* The batch counts in the memory a run needs. */
+  g_signal_connect_swapped (self->batch_spin, "value-changed",
+                            G_CALLBACK (advanced_changed_cb), self);
+  update_advanced (self);
   g_signal_connect_swapped (self->dataset_row, "notify::selected",
                             G_CALLBACK (dataset_selected_cb), self);
   g_signal_connect_swapped (self->dataset_id_row, "changed",
