@@ -1392,6 +1392,13 @@ test_bias_relu_fused (void)
     {
       const float *x = y0 + r * N;
 
+      dc_math_add (x, b, act, N);
+      for (gsize j = 0; j < N; j++)
+        if (!(isnan (x[j]) && isnan (b[j])))
+          g_assert_cmphex (bits_of (act[j]), ==, bits_of (x[j] + b[j]));
+        else
+          g_assert_true (isnan (act[j]));
+
       dc_math_relu (x, act, N);
       dc_math_relu_backward (x, dy, dx, N);
       for (gsize j = 0; j < N; j++)

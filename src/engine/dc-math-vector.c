@@ -711,6 +711,28 @@ dc_math_relu_backward (const float *x,
 }
 
 /**
+ * dc_math_add:
+ * @a: (array length=n)
+ * @b: (array length=n)
+ * @y: (array length=n): a + b, each rounded once; may be @a or @b
+ *
+ * The residual adds, in 4-lane vectors (the scalar loop's adds).
+ */
+void
+dc_math_add (const float *a,
+             const float *b,
+             float       *y,
+             gsize        n)
+{
+  gsize i = 0;
+
+  for (; i + 4 <= n; i += 4)
+    store4 (y + i, load4 (a + i) + load4 (b + i));
+  for (; i < n; i++)
+    y[i] = a[i] + b[i];
+}
+
+/**
  * dc_math_bias_relu:
  * @y: (array length=n) (inout): one row of a product; y + bias on return
  * @bias: (array length=n)

@@ -448,8 +448,7 @@ add_chunk (gsize b0, gsize b1, guint worker, gpointer data)
 {
   Span *s = data;
 
-  for (gsize i = b0; i < b1; i++)
-    s->y[i] = s->x[i] + s->y2[i];
+  dc_math_add (s->x + b0, s->y2 + b0, s->y + b0, b1 - b0);
 }
 
 static void
@@ -544,8 +543,7 @@ layer_norm_dx_chunk (gsize r0, gsize r1, guint worker, gpointer data)
     {
       dc_math_layer_norm_backward (s->x + r * n, s->w, s->mean[r], s->rstd[r], s->dy + r * n,
                                    hs->norm_dx, hs->norm_dw, hs->norm_dw + n, n);
-      for (gsize i = 0; i < n; i++)
-        s->y[r * n + i] = s->y[r * n + i] + hs->norm_dx[i];
+      dc_math_add (s->y + r * n, hs->norm_dx, s->y + r * n, n);
     }
 }
 
