@@ -31,6 +31,7 @@
 
 #include "engine/dc-math.h"
 #include "engine/dc-math-private.h"
+#include "engine/dc-parallel.h"
 
 #define PREC 128
 
@@ -1298,6 +1299,117 @@ test_rms_norm (void)
   g_assert_cmpfloat (worst_fd, <=, 1e-6);
 }
 
+/* Special values for the fused bias/ReLU test: NaNs with payloads, ±0,
+ * ±inf, subnormals, the largest finite values. */
+static const guint32 relu_specials[] = {
+  0x7fc01234u, 0xffc00001u, 0x80000000u, 0x00000000u, 0xff800000u, 0x7f800000u,
+  0x00000001u, 0x80000001u, 0x40400000u, 0xc0400000u, 0x7f7fffffu, 0xff7fffffu,
+};
+
+typedef struct
+{
+  float       *y;
+  const float *b;
+  float       *act;
+  gsize        n;
+} BiasReluJob;
+
+static void
+bias_relu_rows (gsize r0, gsize r1, guint worker, gpointer data)
+{
+  BiasReluJob *job = data;
+
+  for (gsize r = r0; r < r1; r++)
+    dc_math_bias_relu (job->y + r * job->n, job->b,
+                       job->act != NULL ? job->act + r * job->n : NULL, job->n);
+}
+
+/* dc_math_bias_relu (the model's fused bias and ReLU pass) equals the two
+ * unfused passes (y + b rounded once, then dc_math_reluf) bit for bit, rows
+ * run on the pool at 1, 2, 3, 7 and 16 threads, specials included in the
+ * vector lanes and in the tail (n = 67 = 16 × 4 + 3); and the vectorized
+ * ReLU backward is the scalar rule on the same specials. */
+static void
+test_bias_relu_fused (void)
+{
+  enum { ROWS = 37, N = 67 };
+  static const guint threads[] = { 1, 2, 3, 7, 16 };
+  g_autoptr(GRand) rand = g_rand_new_with_seed (29);
+  g_autofree float *y0 = g_new (float, ROWS * N);
+  g_autofree float *want_y = g_new (float, ROWS * N);
+  g_autofree float *want_act = g_new (float, ROWS * N);
+  g_autofree float *y = g_new (float, ROWS * N);
+  g_autofree float *act = g_new (float, ROWS * N);
+  float b[N], dy[N], dx[N];
+
+  fill_uniform (rand, y0, ROWS * N, -4.0, 4.0);
+  fill_uniform (rand, b, N, -2.0, 2.0);
+  fill_uniform (rand, dy, N, -2.0, 2.0);
+  /* Specials scattered over rows, lanes and the tail; some y = -b exactly
+   * (a zero sum) and some b special too. */
+  for (gsize i = 0; i < ROWS * N; i += 5)
+    memcpy (&y0[i], &relu_specials[(i / 5) % G_N_ELEMENTS (relu_specials)], sizeof (float));
+  for (gsize i = 3; i < ROWS * N; i += 11)
+    y0[i] = -b[i % N];
+  memcpy (&b[7], &relu_specials[0], sizeof (float));
+  memcpy (&b[66], &relu_specials[4], sizeof (float));
+
+  for (gsize r = 0; r < ROWS; r++)
+    for (gsize j = 0; j < N; j++)
+      {
+        want_y[r * N + j] = y0[r * N + j] + b[j];
+        want_act[r * N + j] = dc_math_reluf (want_y[r * N + j]);
+      }
+
+  for (gsize t = 0; t < G_N_ELEMENTS (threads); t++)
+    for (int with_act = 0; with_act < 2; with_act++)
+      {
+        BiasReluJob job = { y, b, with_act ? act : NULL, N };
+
+        memcpy (y, y0, ROWS * N * sizeof (float));
+        dc_parallel_for (threads[t], ROWS, 3, bias_relu_rows, &job);
+        for (gsize i = 0; i < ROWS * N; i++)
+          {
+            /* NaN + NaN: IEEE 754 does not say whose payload the sum keeps,
+             * and the compiler may swap a commutative add's operands (in
+             * the scalar code too), so there only NaN is asked for, and the
+             * ReLU must pass the sum's own NaN on. */
+            if (isnan (y0[i]) && isnan (b[i % N]))
+              {
+                g_assert_true (isnan (y[i]));
+                if (with_act)
+                  g_assert_cmphex (bits_of (act[i]), ==, bits_of (y[i]));
+                continue;
+              }
+            g_assert_cmphex (bits_of (y[i]), ==, bits_of (want_y[i]));
+            if (with_act)
+              g_assert_cmphex (bits_of (act[i]), ==, bits_of (want_act[i]));
+          }
+      }
+
+  /* The vectorized forms of the existing passes, on the same specials. */
+  for (gsize r = 0; r < ROWS; r++)
+    {
+      const float *x = y0 + r * N;
+
+      dc_math_add (x, b, act, N);
+      for (gsize j = 0; j < N; j++)
+        if (!(isnan (x[j]) && isnan (b[j])))
+          g_assert_cmphex (bits_of (act[j]), ==, bits_of (x[j] + b[j]));
+        else
+          g_assert_true (isnan (act[j]));
+
+      dc_math_relu (x, act, N);
+      dc_math_relu_backward (x, dy, dx, N);
+      for (gsize j = 0; j < N; j++)
+        {
+          g_assert_cmphex (bits_of (act[j]), ==, bits_of (dc_math_reluf (x[j])));
+          g_assert_cmphex (bits_of (dx[j]), ==,
+                           bits_of (isnan (x[j]) ? x[j] : (x[j] > 0.0f ? dy[j] : 0.0f)));
+        }
+    }
+}
+
 /* Elementwise backward = dy × the scalar derivative, bit for bit; the
  * derivatives themselves are under the oracle above, and here also against
  * central differences of the forward in double through MPFR-free formulas. */
@@ -1862,6 +1974,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dc/engine/math/rms-norm", test_rms_norm);
   g_test_add_func ("/dc/engine/math/norm-special", test_norm_special);
   g_test_add_func ("/dc/engine/math/activation-backward", test_activation_backward);
+  g_test_add_func ("/dc/engine/math/bias-relu-fused", test_bias_relu_fused);
   g_test_add_func ("/dc/engine/math/cross-entropy", test_cross_entropy);
   g_test_add_func ("/dc/engine/math/adamw", test_adamw);
   g_test_add_func ("/dc/engine/math/rope", test_rope);

@@ -17,6 +17,8 @@
 #include "dc-math.h"
 #include "dc-math-private.h"
 
+#include <string.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define DC_MATH_X86 1
@@ -636,14 +638,53 @@ dc_math_silu_backward (const float *x,
     dx[i] = dy[i] * dc_math_silu_derivf (x[i]);
 }
 
+/* Four lanes in GCC's generic vectors (SSE2 on the baseline; 16 bytes, so
+ * they pass in registers under every ABI): the comparisons and the adds are the
+ * scalar loop's, lane by lane, so the bits are; only the loop is shorter.
+ * At -O2 GCC 12 does not vectorize the scalar loops (their length is not a
+ * multiple of the vector), and the element-by-element ReLU and bias passes
+ * were 12 % of a width-128 training step's CPU time. */
+typedef float  V4f __attribute__ ((vector_size (16)));
+typedef gint32 V4i __attribute__ ((vector_size (16)));
+
+static inline V4f
+load4 (const float *p)
+{
+  V4f v;
+
+  memcpy (&v, p, sizeof v);
+  return v;
+}
+
+static inline void
+store4 (float *p,
+        V4f    v)
+{
+  memcpy (p, &v, sizeof v);
+}
+
+/* dc_math_reluf per lane: x where x > 0 or x is NaN, else +0. */
+static inline V4f
+relu4 (V4f x)
+{
+  const V4f zero = { 0 };
+  V4i keep = (x > zero) | (x != x);
+
+  return (V4f) ((V4i) x & keep);
+}
+
 void
 dc_math_relu (const float *x,
               float       *y,
               gsize        n)
 {
+  gsize i = 0;
+
+  for (; i + 4 <= n; i += 4)
+    store4 (y + i, relu4 (load4 (x + i)));
   /* dc_math_reluf's expression, written out: a call per element into
    * dc-math.c (no inlining across files) cost more than the comparison. */
-  for (gsize i = 0; i < n; i++)
+  for (; i < n; i++)
     y[i] = is_nan (x[i]) ? x[i] : (x[i] > 0.0f ? x[i] : 0.0f);
 }
 
@@ -655,8 +696,76 @@ dc_math_relu_backward (const float *x,
                        float       *dx,
                        gsize        n)
 {
-  for (gsize i = 0; i < n; i++)
+  const V4f zero = { 0 };
+  gsize i = 0;
+
+  for (; i + 4 <= n; i += 4)
+    {
+      V4f xv = load4 (x + i);
+      V4i pass = xv > zero, nan = xv != xv;
+
+      store4 (dx + i, (V4f) (((V4i) load4 (dy + i) & pass) | ((V4i) xv & nan)));
+    }
+  for (; i < n; i++)
     dx[i] = is_nan (x[i]) ? x[i] : (x[i] > 0.0f ? dy[i] : 0.0f);
+}
+
+/**
+ * dc_math_add:
+ * @a: (array length=n)
+ * @b: (array length=n)
+ * @y: (array length=n): a + b, each rounded once; may be @a or @b
+ *
+ * The residual adds, in 4-lane vectors (the scalar loop's adds).
+ */
+void
+dc_math_add (const float *a,
+             const float *b,
+             float       *y,
+             gsize        n)
+{
+  gsize i = 0;
+
+  for (; i + 4 <= n; i += 4)
+    store4 (y + i, load4 (a + i) + load4 (b + i));
+  for (; i < n; i++)
+    y[i] = a[i] + b[i];
+}
+
+/**
+ * dc_math_bias_relu:
+ * @y: (array length=n) (inout): one row of a product; y + bias on return
+ * @bias: (array length=n)
+ * @act: (array length=n) (nullable): dc_math_relu (y + bias), or %NULL for
+ *   the bias alone
+ *
+ * The bias pass and the ReLU fused into one pass over the row: each element
+ * gets the same add (y + b, rounded once) and the same comparison as the
+ * two passes one after the other, so the bits are theirs; the row is read
+ * once instead of twice.
+ */
+void
+dc_math_bias_relu (float       *y,
+                   const float *bias,
+                   float       *act,
+                   gsize        n)
+{
+  gsize i = 0;
+
+  for (; i + 4 <= n; i += 4)
+    {
+      V4f v = load4 (y + i) + load4 (bias + i);
+
+      store4 (y + i, v);
+      if (act != NULL)
+        store4 (act + i, relu4 (v));
+    }
+  for (; i < n; i++)
+    {
+      y[i] = y[i] + bias[i];
+      if (act != NULL)
+        act[i] = is_nan (y[i]) ? y[i] : (y[i] > 0.0f ? y[i] : 0.0f);
+    }
 }
 
 /**

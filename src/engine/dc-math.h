@@ -96,6 +96,14 @@ void     dc_math_relu_backward       (const float *x,
                                       const float *dy,
                                       float       *dx,
                                       gsize        n);
+void     dc_math_add                 (const float *a,
+                                      const float *b,
+                                      float       *y,
+                                      gsize        n);
+void     dc_math_bias_relu           (float       *y,
+                                      const float *bias,
+                                      float       *act,
+                                      gsize        n);
 
 /* One row of n logits; y may be x. */
 void     dc_math_softmax             (const float *x,

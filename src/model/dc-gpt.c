@@ -410,6 +410,15 @@ typedef struct
   gsize         rows, n;
 } Span;
 
+/* Element operations each thread of a spread pass gets, at least: the
+ * threads that join a pass are capped by its work, so a pass just above
+ * SPREAD_MIN_WORK wakes 2 threads and one of 2^19 operations (the width-128
+ * model's c_proj bias, 4096 × 128) 8, not 16 that would each spend about
+ * as long waking as computing. Half SPREAD_MIN_WORK, so a pass
+ * that spreads at all gets 2 threads. Only how many threads take the fixed
+ * chunks changes, never the chunks, so the bits cannot. */
+#define SPREAD_WORK_PER_THREAD (SPREAD_MIN_WORK / 2)
+
 static void
 spread (DcGptRun       *self,
         gsize           n_items,
@@ -418,9 +427,12 @@ spread (DcGptRun       *self,
         DcParallelFunc  func,
         Span           *span)
 {
+  guint n_threads = 1;
+
   span->self = self;
-  dc_parallel_for (work >= SPREAD_MIN_WORK ? self->n_threads : 1, n_items, MAX (chunk, 1), func,
-                   span);
+  if (work >= SPREAD_MIN_WORK)
+    n_threads = (guint) MIN ((gsize) self->n_threads, work / SPREAD_WORK_PER_THREAD);
+  dc_parallel_for (n_threads, n_items, MAX (chunk, 1), func, span);
 }
 
 /* Rows per chunk for rows of n values. */
@@ -436,8 +448,7 @@ add_chunk (gsize b0, gsize b1, guint worker, gpointer data)
 {
   Span *s = data;
 
-  for (gsize i = b0; i < b1; i++)
-    s->y[i] = s->x[i] + s->y2[i];
+  dc_math_add (s->x + b0, s->y2 + b0, s->y + b0, b1 - b0);
 }
 
 static void
@@ -451,23 +462,14 @@ add_rows (DcGptRun    *self,
   spread (self, n, ELEMENT_CHUNK, n, add_chunk, &s);
 }
 
-/* y (rows, n) += b (n). */
+/* y (rows, n) += b (n); with y2, also y2 = relu (y) in the same pass. */
 static void
 bias_chunk (gsize r0, gsize r1, guint worker, gpointer data)
 {
   Span *s = data;
 
   for (gsize r = r0; r < r1; r++)
-    for (gsize j = 0; j < s->n; j++)
-      s->y[r * s->n + j] = s->y[r * s->n + j] + s->b[j];
-}
-
-static void
-relu_chunk (gsize i0, gsize i1, guint worker, gpointer data)
-{
-  Span *s = data;
-
-  dc_math_relu (s->x + i0, s->y + i0, i1 - i0);
+    dc_math_bias_relu (s->y + r * s->n, s->b, s->y2 != NULL ? s->y2 + r * s->n : NULL, s->n);
 }
 
 static void
@@ -541,8 +543,7 @@ layer_norm_dx_chunk (gsize r0, gsize r1, guint worker, gpointer data)
     {
       dc_math_layer_norm_backward (s->x + r * n, s->w, s->mean[r], s->rstd[r], s->dy + r * n,
                                    hs->norm_dx, hs->norm_dw, hs->norm_dw + n, n);
-      for (gsize i = 0; i < n; i++)
-        s->y[r * n + i] = s->y[r * n + i] + hs->norm_dx[i];
+      dc_math_add (s->y + r * n, hs->norm_dx, s->y + r * n, n);
     }
 }
 
@@ -700,7 +701,8 @@ head_dw_chunk (gsize j0, gsize j1, guint worker, gpointer data)
       s->y[v * c + j] = s->y[v * c + j] / (float) s->rows;
 }
 
-/* y (rows, n) = x (rows, k) · w (k, n) + bias, w in Hugging Face Conv1D layout. */
+/* y (rows, n) = x (rows, k) · w (k, n) + bias, w in Hugging Face Conv1D
+ * layout; act (nullable) = relu (y), in the bias's pass. */
 static gboolean
 linear_forward (DcGptRun     *self,
                 const char   *what,
@@ -711,13 +713,14 @@ linear_forward (DcGptRun     *self,
                 gsize         k,
                 gsize         n,
                 float        *y,
+                float        *act,
                 GError      **error)
 {
-  Span s = { .b = bias, .y = y, .n = n };
+  Span s = { .b = bias, .y = y, .y2 = act, .n = n };
 
   if (!matmul (self, what, x, k, 1, rows, w, 1, n, n, k, y, error))
     return FALSE;
-  spread (self, rows, row_chunk (n), rows * n, bias_chunk, &s);
+  spread (self, rows, row_chunk (n), rows * n * (act != NULL ? 2 : 1), bias_chunk, &s);
   return TRUE;
 }
 
@@ -911,10 +914,15 @@ run_heads (DcGptRun     *self,
            GError      **error)
 {
   HeadJob job = { self, a, d_atty, d_qkv, { 0 }, 0, NULL };
+  gsize pairs = (gsize) self->n_seqs * self->config.n_head;
+  /* The pairs' work, counted as their two products (len² × D each): the
+   * threads are capped by it like a spread pass's, so the default size's
+   * 16 pairs of 32 × 32 × 16 take 8 threads, not 16. */
+  gsize work = pairs * self->len * self->len * (self->config.width / self->config.n_head) * 2;
+  guint n_threads = (guint) CLAMP (work / SPREAD_WORK_PER_THREAD, 1, self->n_workers);
 
   g_mutex_init (&job.lock);
-  dc_parallel_for (self->n_workers, (gsize) self->n_seqs * self->config.n_head, 1, head_chunk,
-                   &job);
+  dc_parallel_for (n_threads, pairs, 1, head_chunk, &job);
   g_mutex_clear (&job.lock);
   if (job.error != NULL)
     {
@@ -1003,22 +1011,18 @@ dc_gpt_run_forward (DcGptRun      *self,
       layer_params (self, params, l, &p);
       layer_norm_rows (self, x, p.ln1_w, p.ln1_b, bt, c, a->ln1, a->ln1_mean, a->ln1_rstd);
       if (!linear_forward (self, "attention c_attn", a->ln1, bt, p.attn_w, p.attn_b, c, 3 * c,
-                           a->qkv, error)
+                           a->qkv, NULL, error)
           || !attention_forward (self, a, error)
           || !linear_forward (self, "attention c_proj", a->atty, bt, p.proj_w, p.proj_b, c, c,
-                              a->res_mid, error))
+                              a->res_mid, NULL, error))
         return FALSE;
       add_rows (self, x, a->res_mid, bt * c);
       layer_norm_rows (self, a->res_mid, p.ln2_w, p.ln2_b, bt, c, a->ln2, a->ln2_mean, a->ln2_rstd);
-      if (!linear_forward (self, "mlp c_fc", a->ln2, bt, p.fc_w, p.fc_b, c, 4 * c, a->fc, error))
+      if (!linear_forward (self, "mlp c_fc", a->ln2, bt, p.fc_w, p.fc_b, c, 4 * c, a->fc,
+                           a->fc_act, error))
         return FALSE;
-      {
-        Span s = { .x = a->fc, .y = a->fc_act };
-
-        spread (self, bt * 4 * c, ELEMENT_CHUNK, bt * 4 * c, relu_chunk, &s);
-      }
       if (!linear_forward (self, "mlp c_proj", a->fc_act, bt, p.fcproj_w, p.fcproj_b, 4 * c, c,
-                           out, error))
+                           out, NULL, error))
         return FALSE;
       add_rows (self, a->res_mid, out, bt * c);
     }

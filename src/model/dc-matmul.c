@@ -125,6 +125,10 @@ pack_serial (const char     *what,
 #define PARALLEL_PACK_MIN 16384
 /* Values per chunk of a parallel pack: enough to cover a wake-up. */
 #define PACK_CHUNK_VALUES 4096
+/* Values per thread of a parallel pack, at least: half PARALLEL_PACK_MIN,
+ * so an operand that is packed in parallel at all gets 2 threads, and one
+ * of 64k values (the default size's) 8, not 16 that mostly wait to wake. */
+#define PACK_VALUES_PER_THREAD (PARALLEL_PACK_MIN / 2)
 /* Vectors per chunk, at least, when their elements are strided (columns of
  * a row-major matrix, the weight gradients' operands): 16 floats are one
  * cache line of each source row. With one column per chunk (K = 4096 rows
@@ -182,6 +186,9 @@ pack (const char     *what,
   chunk = MAX (PACK_CHUNK_VALUES / MAX (k, 1), 1);
   if (k_stride != 1)
     chunk = MAX (chunk, PACK_STRIDED_MIN_VECTORS);
+  /* Threads capped by the work: each gets PACK_VALUES_PER_THREAD values at
+   * least. The chunks stay the same, so the bits do. */
+  n_threads = (guint) CLAMP (nv * k / PACK_VALUES_PER_THREAD, 1, n_threads);
   dc_parallel_for (n_threads, nv, chunk, pack_chunk, &job);
   if (g_atomic_int_get (&job.failed))
     return pack_serial (what, src, vector_stride, k_stride, out, error);
