@@ -41,6 +41,7 @@
 #include "dc-gpt-model.h"
 #include "dc-gpt-vk-softmax.h"
 #include "dc-model-error.h"
+#include "dc-gpt-vk-step-private.h"
 
 /* Mirrors the push constants of shaders/resident-forward.comp. */
 typedef struct
@@ -90,29 +91,6 @@ struct _DcGptVkForward
   /* recording state: the regions of Q and E */
   gsize          qa, qb, ea, eb;
 };
-
-static guint32
-f32_bits (float x)
-{
-  guint32 u;
-
-  memcpy (&u, &x, sizeof u);
-  return u;
-}
-
-static gboolean
-kernel_broken (const char *name)
-{
-  const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
-  g_auto(GStrv) names = NULL;
-
-  if (env == NULL || *env == '\0')
-    return FALSE;
-  if (g_str_equal (env, "all"))
-    return TRUE;
-  names = g_strsplit (env, ",", -1);
-  return g_strv_contains ((const char * const *) names, name);
-}
 
 void
 dc_gpt_vk_forward_free (DcGptVkForward *self)
@@ -469,25 +447,6 @@ forward_new (DcVkContext        *ctx,
 
 /* ---- The per-operation gate ---------------------------------------------- */
 
-static float
-bits_f32 (guint32 u)
-{
-  float x;
-
-  memcpy (&x, &u, sizeof x);
-  return x;
-}
-
-static guint64
-splitmix64 (guint64 *state)
-{
-  guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
-
-  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
 static gboolean
 same_bits (const char  *op,
            const float *got,
@@ -561,7 +520,7 @@ gate_ops (DcVkContext  *ctx,
   tok = dc_vk_buffer_get_data (bt);
   for (guint i = 0; i < F_SIZE; i++)
     {
-      guint64 r = splitmix64 (&state);
+      guint64 r = _dc_gpt_vk_splitmix64 (&state);
       guint32 sign = (guint32) r & 0x80000000u;
 
       /* Activations of every usual size, some exact zeros, a few subnormals
@@ -653,7 +612,7 @@ gate_ops (DcVkContext  *ctx,
   for (guint i = 0; i < GATE_L * GATE_L; i++)
     {
       /* Scores in attention's range, ±16, in steps of 2^-16. */
-      guint64 r = splitmix64 (&state);
+      guint64 r = _dc_gpt_vk_splitmix64 (&state);
 
       f[SCORES + i] = (float) ((gint32) (r % 2097152) - 1048576) * 0x1p-16f;
     }
@@ -671,7 +630,7 @@ gate_ops (DcVkContext  *ctx,
      * low part matters. */
     for (guint i = 0; i < GATE_LOSS_ROWS * GATE_N; i++)
       {
-        guint64 r = splitmix64 (&state);
+        guint64 r = _dc_gpt_vk_splitmix64 (&state);
 
         f[LOSS_IN + i] = bits_f32 (((guint32) r & 0x807fffffu)
                                    | (guint32) (127 + (r >> 40) % 6) << 23);
@@ -715,7 +674,8 @@ gate (DcVkContext  *ctx,
   gboolean ok;
   gsize n;
 
-  if (!gate_ops (ctx, kernel_broken ("resident-forward"), kernel_broken ("resident-loss"), error))
+  if (!gate_ops (ctx, _dc_gpt_vk_kernel_broken ("resident-forward"),
+                 _dc_gpt_vk_kernel_broken ("resident-loss"), error))
     return FALSE;
   dc_gpt_config_init_derived (&config, 16, 16);
   model = dc_gpt_model_new (&config, error);
@@ -727,8 +687,8 @@ gate (DcVkContext  *ctx,
   run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error))
     return FALSE;
-  fwd = forward_new (ctx, &config, 2, kernel_broken ("resident-forward"),
-                     kernel_broken ("resident-loss"), error);
+  fwd = forward_new (ctx, &config, 2, _dc_gpt_vk_kernel_broken ("resident-forward"),
+                     _dc_gpt_vk_kernel_broken ("resident-loss"), error);
   if (fwd == NULL)
     return FALSE;
   n = (gsize) 2 * 16 * config.vocab;

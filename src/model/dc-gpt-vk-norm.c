@@ -22,6 +22,7 @@
 
 #include "engine/dc-math.h"
 #include "dc-model-error.h"
+#include "dc-gpt-vk-step-private.h"
 
 /* Mirrors the push constants of shaders/layer-norm.comp. */
 typedef struct
@@ -45,47 +46,6 @@ struct _DcGptVkNorm
   DcVkContext  *ctx;       /* borrowed */
   DcVkPipeline *pipeline;  /* owned */
 };
-
-static guint32
-f32_bits (float x)
-{
-  guint32 u;
-
-  memcpy (&u, &x, sizeof u);
-  return u;
-}
-
-static float
-bits_f32 (guint32 u)
-{
-  float x;
-
-  memcpy (&x, &u, sizeof x);
-  return x;
-}
-
-static gboolean
-same_f32 (float gpu,
-          float cpu)
-{
-  guint32 a = f32_bits (gpu), b = f32_bits (cpu);
-
-  return a == b || ((a & 0x7fffffffu) > 0x7f800000u && (b & 0x7fffffffu) > 0x7f800000u);
-}
-
-static gboolean
-kernel_broken (const char *name)
-{
-  const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
-  g_auto(GStrv) names = NULL;
-
-  if (env == NULL || *env == '\0')
-    return FALSE;
-  if (g_str_equal (env, "all"))
-    return TRUE;
-  names = g_strsplit (env, ",", -1);
-  return g_strv_contains ((const char * const *) names, name);
-}
 
 void
 dc_gpt_vk_norm_free (DcGptVkNorm *self)
@@ -157,23 +117,13 @@ dc_gpt_vk_norm_rows (DcGptVkNorm  *self,
   return TRUE;
 }
 
-static guint64
-splitmix64 (guint64 *state)
-{
-  guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
-
-  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
 /* A value for element i of a row of this kind. */
 static float
 gate_value (guint     kind,
             gsize     i,
             guint64  *state)
 {
-  guint64 r = splitmix64 (state);
+  guint64 r = _dc_gpt_vk_splitmix64 (state);
   guint32 sign = (guint32) r & 0x80000000u;
   float u = bits_f32 (sign | (guint32) (124 + (r >> 40) % 6) << 23 | ((guint32) r & 0x7fffffu));
 
@@ -266,8 +216,9 @@ dc_gpt_vk_norm_new (DcVkContext  *ctx,
   g_autoptr(GError) local_error = NULL;
 
   self->ctx = ctx;
-  self->pipeline = dc_vk_pipeline_new (ctx, kernel_broken ("layer-norm") ? "layer-norm-broken"
-                                                                        : "layer-norm",
+  self->pipeline = dc_vk_pipeline_new (ctx,
+                                       _dc_gpt_vk_kernel_broken ("layer-norm") ? "layer-norm-broken"
+                                                                               : "layer-norm",
                                        6, sizeof (DcVkNormPush), error);
   if (self->pipeline == NULL)
     return NULL;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "dc-model-error.h"
+#include "dc-gpt-vk-step-private.h"
 
 /* Mirrors the push constants of shaders/quantize.comp. */
 typedef struct
@@ -41,20 +42,6 @@ struct _DcGptVkQuant
   DcVkContext  *ctx;       /* borrowed */
   DcVkPipeline *pipeline;  /* owned */
 };
-
-static gboolean
-kernel_broken (const char *name)
-{
-  const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
-  g_auto(GStrv) names = NULL;
-
-  if (env == NULL || *env == '\0')
-    return FALSE;
-  if (g_str_equal (env, "all"))
-    return TRUE;
-  names = g_strsplit (env, ",", -1);
-  return g_strv_contains ((const char * const *) names, name);
-}
 
 void
 dc_gpt_vk_quant_free (DcGptVkQuant *self)
@@ -130,25 +117,6 @@ dc_gpt_vk_quant_pack (DcGptVkQuant   *self,
   return TRUE;
 }
 
-static guint64
-splitmix64 (guint64 *state)
-{
-  guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
-
-  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static float
-bits_f32 (guint32 u)
-{
-  float x;
-
-  memcpy (&x, &u, sizeof x);
-  return x;
-}
-
 /* One gate case: n vectors of length k filled by kind, row vectors or
  * columns; device and reference must agree (values, exponents, or the
  * refusal's message). */
@@ -170,7 +138,7 @@ gate_case (DcGptVkQuant  *self,
 
   for (gsize i = 0; i < n * k; i++)
     {
-      guint64 r = splitmix64 (state);
+      guint64 r = _dc_gpt_vk_splitmix64 (state);
       guint32 sign = (guint32) r & 0x80000000u;
 
       switch (kind)
@@ -288,8 +256,9 @@ dc_gpt_vk_quant_new (DcVkContext  *ctx,
       return NULL;
     }
   self->ctx = ctx;
-  self->pipeline = dc_vk_pipeline_new (ctx, kernel_broken ("quantize") ? "quantize-broken"
-                                                                      : "quantize",
+  self->pipeline = dc_vk_pipeline_new (ctx,
+                                       _dc_gpt_vk_kernel_broken ("quantize") ? "quantize-broken"
+                                                                             : "quantize",
                                        4, sizeof (DcVkQuantPush), error);
   if (self->pipeline == NULL)
     return NULL;

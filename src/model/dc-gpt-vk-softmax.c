@@ -21,6 +21,7 @@
 
 #include "engine/dc-math.h"
 #include "dc-model-error.h"
+#include "dc-gpt-vk-step-private.h"
 
 /* Mirrors the push constants of shaders/softmax.comp. */
 typedef struct
@@ -44,38 +45,6 @@ struct _DcGptVkSoftmax
   DcVkContext  *ctx;       /* borrowed */
   DcVkPipeline *pipeline;  /* owned */
 };
-
-static guint32
-f32_bits (float x)
-{
-  guint32 u;
-
-  memcpy (&u, &x, sizeof u);
-  return u;
-}
-
-static float
-bits_f32 (guint32 u)
-{
-  float x;
-
-  memcpy (&x, &u, sizeof x);
-  return x;
-}
-
-static gboolean
-kernel_broken (const char *name)
-{
-  const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
-  g_auto(GStrv) names = NULL;
-
-  if (env == NULL || *env == '\0')
-    return FALSE;
-  if (g_str_equal (env, "all"))
-    return TRUE;
-  names = g_strsplit (env, ",", -1);
-  return g_strv_contains ((const char * const *) names, name);
-}
 
 /**
  * dc_gpt_vk_softmax_reference:
@@ -163,23 +132,13 @@ dc_gpt_vk_softmax_rows (DcGptVkSoftmax  *self,
   return TRUE;
 }
 
-static guint64
-splitmix64 (guint64 *state)
-{
-  guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
-
-  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
 /* Score j of a row of this kind. */
 static float
 gate_score (guint     kind,
             gsize     j,
             guint64  *state)
 {
-  guint64 r = splitmix64 (state);
+  guint64 r = _dc_gpt_vk_splitmix64 (state);
   float u = (float) (gint32) (r >> 40 & 0xffffff) * 0x1p-24f;  /* [0, 1), exact */
 
   switch (kind % 6)
@@ -197,15 +156,6 @@ gate_score (guint     kind,
     default:
       return -__builtin_inff ();
     }
-}
-
-static gboolean
-same_f32 (float gpu,
-          float cpu)
-{
-  guint32 a = f32_bits (gpu), b = f32_bits (cpu);
-
-  return a == b || ((a & 0x7fffffffu) > 0x7f800000u && (b & 0x7fffffffu) > 0x7f800000u);
 }
 
 static gboolean
@@ -264,7 +214,7 @@ dc_gpt_vk_softmax_new (DcVkContext  *ctx,
   g_autoptr(GError) local_error = NULL;
 
   self->ctx = ctx;
-  self->pipeline = dc_vk_pipeline_new (ctx, kernel_broken ("softmax") ? "softmax-broken"
+  self->pipeline = dc_vk_pipeline_new (ctx, _dc_gpt_vk_kernel_broken ("softmax") ? "softmax-broken"
                                                                      : "softmax",
                                        2, sizeof (DcVkSoftmaxPush), error);
   if (self->pipeline == NULL)

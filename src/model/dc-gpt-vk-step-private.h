@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include <string.h>
+
 #include "engine/dc-vk-context.h"
 
 G_BEGIN_DECLS
@@ -28,5 +30,42 @@ void     _dc_gpt_vk_step_f32_reference (guint32         a,
  * payloads are not part of the rule: f32-exact.glsl). */
 gboolean _dc_gpt_vk_step_same_f32      (guint32         gpu,
                                         guint32         cpu);
+
+/* Shared by the resident step's kernels (dc-gpt-vk-*.c). */
+
+/* A float's bit pattern, and back. */
+static inline guint32
+f32_bits (float x)
+{
+  guint32 u;
+
+  memcpy (&u, &x, sizeof u);
+  return u;
+}
+
+static inline float
+bits_f32 (guint32 u)
+{
+  float x;
+
+  memcpy (&x, &u, sizeof x);
+  return x;
+}
+
+/* _dc_gpt_vk_step_same_f32 () on two floats. */
+static inline gboolean
+same_f32 (float gpu,
+          float cpu)
+{
+  return _dc_gpt_vk_step_same_f32 (f32_bits (gpu), f32_bits (cpu));
+}
+
+/* For the gates' tests only: DC_TEST_BREAK_KERNEL=name[,name…] or "all"
+ * loads kernel @name's broken twin. */
+gboolean _dc_gpt_vk_kernel_broken      (const char     *name);
+
+/* The gates' input generator (splitmix64: fixed, documented, so a gate's
+ * inputs are the same on every device). */
+guint64  _dc_gpt_vk_splitmix64         (guint64        *state);
 
 G_END_DECLS

@@ -76,26 +76,8 @@ struct _DcGptVkStep
   DcGptVkStepTimes times;
 };
 
-static inline guint32
-f32_bits (float x)
-{
-  guint32 u;
-
-  memcpy (&u, &x, sizeof u);
-  return u;
-}
-
-static inline float
-bits_f32 (guint32 u)
-{
-  float x;
-
-  memcpy (&x, &u, sizeof x);
-  return x;
-}
-
-static gboolean
-kernel_broken (const char *name)
+gboolean
+_dc_gpt_vk_kernel_broken (const char *name)
 {
   const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
   g_auto(GStrv) names = NULL;
@@ -108,8 +90,8 @@ kernel_broken (const char *name)
   return g_strv_contains ((const char * const *) names, name);
 }
 
-static guint64
-splitmix64 (guint64 *state)
+guint64
+_dc_gpt_vk_splitmix64 (guint64 *state)
 {
   guint64 z = (*state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
 
@@ -209,7 +191,7 @@ gate_pairs (GArray *a,
       }
   for (guint i = 0; i < 8192; i++)
     {
-      guint64 r = splitmix64 (&state);
+      guint64 r = _dc_gpt_vk_splitmix64 (&state);
       guint32 x = (guint32) r, y = (guint32) (r >> 32);
 
       switch (i % 4)
@@ -245,7 +227,7 @@ gate_f32 (DcVkContext  *ctx,
   gate_pairs (a, b);
   out = g_new (guint32, (gsize) a->len * 5);
   if (!_dc_gpt_vk_step_run_f32_check (ctx, (guint32 *) a->data, (guint32 *) b->data, a->len,
-                                      kernel_broken ("f32-exact"), out, error))
+                                      _dc_gpt_vk_kernel_broken ("f32-exact"), out, error))
     return FALSE;
   for (guint i = 0; i < a->len; i++)
     {
@@ -454,11 +436,11 @@ gate_adam (DcVkContext  *ctx,
   guint64 state = G_GUINT64_CONSTANT (0x4461697379416431);  /* "DaisyAd1" */
   DcGptModel cpu = { 0 }, device = { 0 };
 
-  if (!resident_build (gate, ctx, ADAM_GATE_N, kernel_broken ("adam"), error))
+  if (!resident_build (gate, ctx, ADAM_GATE_N, _dc_gpt_vk_kernel_broken ("adam"), error))
     return FALSE;
   for (guint i = 0; i < ADAM_GATE_N; i++)
     {
-      guint64 r = splitmix64 (&state);
+      guint64 r = _dc_gpt_vk_splitmix64 (&state);
 
       /* Weights of every size a model has, both signs. */
       w[i] = bits_f32 ((guint32) (r & 0x807fffffu) | ((guint32) (100 + (r >> 40) % 40) << 23));
@@ -478,7 +460,7 @@ gate_adam (DcVkContext  *ctx,
 
       for (guint i = 0; i < ADAM_GATE_N; i++)
         {
-          guint64 r = splitmix64 (&state);
+          guint64 r = _dc_gpt_vk_splitmix64 (&state);
           guint32 mant = (guint32) r & 0x807fffffu;
           guint32 e;
 
