@@ -1012,8 +1012,12 @@ dc_chromium_free (DcChromium *self)
   if (self->socket != NULL && !self->closed)
     {
       g_autoptr(GError) error = NULL;
-      g_autoptr(JsonObject) result = call (self, NULL, self->bidi ? "browser.close" : "Browser.close",
-                                           NULL, 5000, &error);
+      g_autoptr(JsonObject) result = NULL;
+
+      /* Best effort: a browser that does not answer is killed below. */
+      result = call (self, NULL, self->bidi ? "browser.close" : "Browser.close", NULL, 5000, &error);
+      if (result == NULL)
+        g_debug ("closing the browser: %s", error->message);
     }
   if (self->process != NULL)
     {
