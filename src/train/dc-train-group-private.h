@@ -170,6 +170,7 @@ struct _DcTrainGroup
   guint              ahead_rank, ahead_n;
   guint64            model_version; /* bumped whenever the model changes (apply, rollback,
                                      * switch) */
+  gboolean           apply_counted; /* stepped_cb () bumped it for the step being applied */
   guint64            ahead_used;   /* steps whose gradient was computed ahead */
   gboolean           step_ahead;   /* this step's gradient was */
   GMutex             worker_lock;  /* worker_busy, for a rollback during a compute ahead */

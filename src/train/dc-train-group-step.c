@@ -339,6 +339,21 @@ optimizer_hash_thread (gpointer data)
   return dc_gpt_model_dup_optimizer_hash (data);
 }
 
+/* The Adam step is done (apply_worker () still hashes the state, which only
+ * reads it): the next gradient may start beside the hashes. */
+static gboolean
+stepped_cb (gpointer user_data)
+{
+  DcTrainGroup *self = user_data;
+
+  if (self->state != STATE_APPLYING)
+    return G_SOURCE_REMOVE;
+  self->model_version++;
+  self->apply_counted = TRUE;
+  start_ahead (self);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 apply_worker (GTask        *task,
               gpointer      source,
@@ -381,6 +396,16 @@ apply_worker (GTask        *task,
     }
   dc_gpt_trainer_apply_gradients (trainer, sum);
   apply->stepped = g_get_monotonic_time ();
+  if (apply->n > 1)
+    {
+      g_autoptr(GSource) stepped = g_idle_source_new ();
+
+      /* A source on the owner's context, not g_main_context_invoke ()
+       * (shared/PLATFORM-NOTES.md). */
+      g_source_set_priority (stepped, G_PRIORITY_DEFAULT);
+      g_source_set_callback (stepped, stepped_cb, g_object_ref (self), g_object_unref);
+      g_source_attach (stepped, g_task_get_context (task));
+    }
   /* The report's two hashes: each SHA-256 is sequential, so they run side
    * by side (the weights' here, the optimizer's on a second thread) instead
    * of one after the other on the main thread. */
@@ -889,11 +914,18 @@ applied_cb (GObject      *object,
     return;
   model = dc_train_session_get_model (self->session);
   self->step_done = model->step;
-  self->model_version++;
+  /* Counted once: by stepped_cb () when it came first. */
+  if (!self->apply_counted)
+    self->model_version++;
+  self->apply_counted = FALSE;
   if (self->fault_step != 0 && model->step == self->fault_step)
     {
       guint32 bits;
 
+      /* A gradient computed ahead read the weights before the flip: it
+       * is dropped (the version), once it stopped reading. */
+      wait_worker (self);
+      self->model_version++;
       /* Test only (DC_TEST_FAULT=corrupt-weight@STEP): one flipped bit. */
       memcpy (&bits, &model->params[0], 4);
       bits ^= 1u;
@@ -1008,8 +1040,9 @@ launch_compute (DcTrainGroup *self,
 }
 
 /* Computing ahead (docs/ARCHITECTURE.md, "Computing the next gradient
- * ahead"): right after a step is applied, while its reports (the sync
- * guard), this device's audit verdict and any verification are awaited,
+ * ahead"): right after a step's Adam step (beside the report's hashes:
+ * stepped_cb (), else applied_cb ()), while its reports (the sync guard),
+ * this device's audit verdict and any verification are awaited,
  * the worker computes the next step's gradient for the roster as it
  * stands. It only reads the model; nothing leaves before start_step ()
  * adopts it, which it does only for the same step, roster and model. A
@@ -1019,7 +1052,7 @@ start_ahead (DcTrainGroup *self)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
 
-  if (!self->overlap || self->roster->len < 2 || self->compute_running
+  if (!self->overlap || self->roster->len < 2 || self->compute_running || self->ahead_active
       || self->state == STATE_DONE || model->step >= self->stop
       || model->step >= self->config->steps || self->switch_config != NULL
       || self->pending_config != NULL)
