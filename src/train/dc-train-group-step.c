@@ -245,8 +245,9 @@ worker_done (DcTrainGroup *self)
 }
 
 /* Before the model changes under a compute task (a rollback while the next
- * gradient is computed ahead): at most the rest of one gradient's compute,
- * on a rare path (a device left mid-exchange). */
+ * gradient is computed ahead, or the corrupt-weight test fault): at most
+ * the rest of one gradient's compute, on a rare path (a device left
+ * mid-exchange). */
 static void
 wait_worker (DcTrainGroup *self)
 {
