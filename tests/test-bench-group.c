@@ -32,6 +32,39 @@ spawn_bench (const char * const *args)
   return dc_test_proc_spawn ("bench", NULL, FALSE, args);
 }
 
+/* The finer split (`phases`, then `per_device`, one object per device):
+ * every field there, none negative, and each measured step's gradient
+ * computed ahead (a stable roster of two: steps 2 on all are). */
+static void
+check_phases (JsonObject *o)
+{
+  const char *fields[] = { "compute_ms", "ahead_ms", "send_ms", "contrib_wait_ms", "sum_ms",
+                           "gather_wait_ms", "adam_ms", "hash_ms", "barrier_ms", "audit_ms" };
+  JsonObject *phases;
+  JsonArray *devices;
+
+  g_assert_true (json_object_has_member (o, "phases"));
+  phases = json_object_get_object_member (o, "phases");
+  g_assert_nonnull (phases);
+  g_assert_true (json_object_has_member (o, "per_device"));
+  devices = json_object_get_array_member (o, "per_device");
+  g_assert_nonnull (devices);
+  g_assert_cmpuint (json_array_get_length (devices), ==, 2);
+  for (guint i = 0; i < G_N_ELEMENTS (fields); i++)
+    {
+      g_test_message ("phases.%s = %g", fields[i],
+                      json_object_get_double_member_with_default (phases, fields[i], -1));
+      g_assert_cmpfloat (json_object_get_double_member_with_default (phases, fields[i], -1), >=,
+                         0);
+      for (guint k = 0; k < 2; k++)
+        g_assert_cmpfloat (json_object_get_double_member_with_default (
+                             json_array_get_object_element (devices, k), fields[i], -1), >=, 0);
+    }
+  g_assert_cmpfloat (json_object_get_double_member_with_default (phases, "compute_ms", -1), >, 0);
+  g_assert_cmpfloat (json_object_get_double_member_with_default (phases, "computed_ahead", -1),
+                     ==, 1.0);
+}
+
 static void
 check_object (JsonObject *o,
               const char *network)
@@ -70,6 +103,7 @@ check_object (JsonObject *o,
     g_assert_cmpfloat (json_object_get_double_member_with_default (o, not_negative[i], -1), >=,
                        0);
   g_assert_cmpfloat (json_object_get_double_member (o, "comm_fraction"), <=, 1);
+  check_phases (o);
 }
 
 /* The only "bench" object of @proc, which exited with 0. */

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
 #include "dc-test-proc.h"
@@ -309,6 +310,67 @@ test_repair4 (void)
     }
 }
 
+/* Computing the next gradient ahead (while the step's reports are
+ * awaited) and adopting it only for the same roster and model: four
+ * devices, delta stopping after step 8 (--stop-at), the other three going
+ * on to 16. Every step's hash equals the roster history's simulation
+ * (`--simulate-peers 4` to 8, then `--resume` with 3); every step after
+ * the first of a roster says `computed_ahead` (the gradient was computed
+ * before the step began), and step 9 does not: the gradient computed
+ * ahead for four devices is dropped once delta is gone, whether that is
+ * seen before or after the step starts. Adopting it anyway (a rank of four
+ * in a roster of three) changes step 9's hash; without computing ahead no
+ * step says so. */
+static void
+test_ahead (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "16", "4", &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "16");
+  g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "16");
+  g_autoptr(DcTestProc) delta = start_follower (url, room, "delta", "8");
+  g_autofree char *dir = g_dir_make_tmp ("dc-train-group-ahead-XXXXXX", NULL);
+  g_autofree char *checkpoint = g_build_filename (dir, "four.pt", NULL);
+  g_autoptr(DcTestProc) sim4 = spawn ("sim4", "train", "--json", "--seed", "11", "--stop-at", "8",
+                                      "--simulate-peers", "4", "--out", checkpoint, SMALL, NULL);
+  g_autoptr(DcTestProc) sim3 = NULL;
+  g_autoptr(GPtrArray) sim4_steps = NULL, sim3_steps = NULL;
+  DcTestProc *procs[] = { alpha, beta, gamma, delta };
+
+  wait_done (sim4, 8);
+  sim4_steps = steps_of (sim4);
+  sim3 = spawn ("sim3", "train", "--json", "--resume", checkpoint, "--stop-at", "16",
+                "--simulate-peers", "3", "--threads", "1", NULL);
+  wait_done (sim3, 16);
+  sim3_steps = steps_of (sim3);
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+      guint last = procs[p] == delta ? 8 : 16;
+
+      wait_done (procs[p], last);
+      steps = steps_of (procs[p]);
+      for (guint s = 1; s <= last; s++)
+        {
+          JsonObject *step = step_at (steps, s);
+          gboolean ahead = json_object_get_boolean_member (step, "computed_ahead");
+
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (s <= 8 ? sim4_steps : sim3_steps, s));
+          g_assert_cmpint (json_object_get_int_member (step, "roster"), ==, s <= 8 ? 4 : 3);
+          g_test_message ("%s step %u: computed ahead %d, ahead_ms %.1f", procs[p]->label, s,
+                          ahead, json_object_get_double_member (step, "ahead_ms"));
+          if (s == 1 || s == 9)
+            g_assert_false (ahead);
+          else
+            g_assert_true (ahead);
+        }
+    }
+  g_unlink (checkpoint);
+  g_rmdir (dir);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -318,5 +380,6 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/sharded/exact4", test_exact4);
   g_test_add_func ("/dc/train/group/sharded/wrong-sum", test_wrong_sum);
   g_test_add_func ("/dc/train/group/sharded/repair4", test_repair4);
+  g_test_add_func ("/dc/train/group/sharded/ahead", test_ahead);
   return g_test_run ();
 }

@@ -504,11 +504,24 @@ netns_create (Bench   *bench,
 
 /* One run ----------------------------------------------------------------- */
 
+/* The step lines' finer phases (dc_train_group_get_step_phases ()), whose
+ * means bench group prints, over all devices and per device. */
+static const char * const phase_names[] = {
+  "compute_ms", "ahead_ms", "send_ms", "contrib_wait_ms", "sum_ms", "gather_wait_ms",
+  "adam_ms", "hash_ms", "barrier_ms", "audit_ms",
+};
+#define N_PHASES G_N_ELEMENTS (phase_names)
+#define PHASE_DEVICES_MAX BENCH_GROUP_DEVICES_MAX
+
 typedef struct
 {
   double step_ms, compute_ms, send_ms, wait_ms, combine_ms, tokens_per_s;
   double audit_ms;   /* audits' recomputations, beside the steps (not of compute_ms) */
   double bytes_per_device_step;  /* training message bodies a device sent a step */
+  double phases[N_PHASES];       /* means over devices and steps */
+  double device_phases[PHASE_DEVICES_MAX][N_PHASES];  /* means over steps, per device */
+  double computed_ahead;         /* the share of steps whose gradient was */
+  guint  n_devices;
 } Figures;
 
 static void
@@ -598,7 +611,7 @@ run_group (Bench       *bench,
   Child *signal;
   Want want = { "listening", 0 };
   double sums[5] = { 0 };
-  guint n_samples = 0;
+  guint n_samples = 0, ahead = 0;
   double sent = 0;
   double seconds;
   int e;
@@ -673,9 +686,12 @@ run_group (Bench       *bench,
     if (!wait_for (bench, devices, all_have, &want, "training", error))
       return FALSE;
 
+    figures->n_devices = devices->len;
     for (guint k = 0; k < devices->len; k++)
       {
         Child *device = g_ptr_array_index (devices, k);
+        guint device_samples = 0;
+        double device_sums[N_PHASES] = { 0 };
 
         for (guint64 step = 2; step <= stop_at; step++)
           {
@@ -699,7 +715,19 @@ run_group (Bench       *bench,
             sums[2] += json_object_get_double_member_with_default (o, "wait_ms", 0);
             sums[3] += json_object_get_double_member_with_default (o, "combine_ms", 0);
             sums[4] += json_object_get_double_member_with_default (o, "audit_ms", 0);
+            for (guint p = 0; p < N_PHASES; p++)
+              device_sums[p] += json_object_get_double_member_with_default (o, phase_names[p],
+                                                                            0);
+            if (json_object_get_boolean_member_with_default (o, "computed_ahead", FALSE))
+              ahead++;
             n_samples++;
+            device_samples++;
+          }
+        for (guint p = 0; p < N_PHASES; p++)
+          {
+            figures->phases[p] += device_sums[p];
+            if (k < PHASE_DEVICES_MAX && device_samples > 0)
+              figures->device_phases[k][p] = device_sums[p] / device_samples;
           }
         {
           /* The devices count what they sent since the run began: the
@@ -732,6 +760,9 @@ run_group (Bench       *bench,
   figures->wait_ms = sums[2] / n_samples;
   figures->combine_ms = sums[3] / n_samples;
   figures->audit_ms = sums[4] / n_samples;
+  for (guint p = 0; p < N_PHASES; p++)
+    figures->phases[p] /= n_samples;
+  figures->computed_ahead = (double) ahead / n_samples;
   figures->tokens_per_s = (double) steps * n_devices * size->batch * size->seq / seconds;
   return TRUE;
 }
@@ -811,6 +842,24 @@ print_figures (DcCliOptions  *options,
       json_add_double (builder, "gradients_per_device_step",
                        f->bytes_per_device_step / gradient);
       json_add_double (builder, "comm_fraction", comm);
+      /* Where the step goes, finer (means over devices and steps), then
+       * per device: the slowest device shows in its own wait being short. */
+      json_builder_set_member_name (builder, "phases");
+      json_builder_begin_object (builder);
+      for (guint p = 0; p < N_PHASES; p++)
+        json_add_double (builder, phase_names[p], f->phases[p]);
+      json_add_double (builder, "computed_ahead", f->computed_ahead);
+      json_builder_end_object (builder);
+      json_builder_set_member_name (builder, "per_device");
+      json_builder_begin_array (builder);
+      for (guint k = 0; k < MIN (f->n_devices, PHASE_DEVICES_MAX); k++)
+        {
+          json_builder_begin_object (builder);
+          for (guint p = 0; p < N_PHASES; p++)
+            json_add_double (builder, phase_names[p], f->device_phases[k][p]);
+          json_builder_end_object (builder);
+        }
+      json_builder_end_array (builder);
       json_add_double (builder, "tokens_per_s", f->tokens_per_s);
       json_add_double (builder, "solo_tokens_per_s", solo);
       json_add_double (builder, "scaling", scaling);

@@ -247,6 +247,33 @@ step_cb (DcTrainGroup       *train,
             json_builder_set_member_name (builder, time_names[i]);
             json_builder_add_double_value (builder, times[i] / 1000.0);
           }
+      /* Finer: the exchange's phases, and whether the gradient was
+       * computed ahead (before the step began). */
+      {
+        DcTrainGroupPhases phases;
+        gboolean ahead;
+
+        if (dc_train_group_get_step_phases (train, &phases, &ahead))
+          {
+            const struct { const char *name; gint64 us; } fields[] = {
+              { "ahead_ms", phases.ahead_us },
+              { "contrib_wait_ms", phases.contrib_wait_us },
+              { "sum_ms", phases.sum_us },
+              { "gather_wait_ms", phases.gather_wait_us },
+              { "adam_ms", phases.adam_us },
+              { "hash_ms", phases.hash_us },
+              { "barrier_ms", phases.barrier_us },
+            };
+
+            for (guint i = 0; i < G_N_ELEMENTS (fields); i++)
+              {
+                json_builder_set_member_name (builder, fields[i].name);
+                json_builder_add_double_value (builder, fields[i].us / 1000.0);
+              }
+            json_builder_set_member_name (builder, "computed_ahead");
+            json_builder_add_boolean_value (builder, ahead);
+          }
+      }
       /* Beside the step (not of compute_ms): an audit's recomputation of
        * another rank's gradient of the step before. */
       if (dc_train_group_get_audit_time (train, &times[0]))

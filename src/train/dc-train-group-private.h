@@ -150,6 +150,32 @@ struct _DcTrainGroup
                                     * while a worker changes the model */
   gint64             step_started;
   gint64             t_computed, t_sent, t_apply;  /* monotonic µs, for the report */
+  /* The step's phases beyond the report's four (dc_train_group_get_step_phases ()). */
+  gint64             t_compute_began;  /* the gradient's compute began (maybe before the step) */
+  gint64             t_reduce_began, t_reduced;  /* maybe_reduce (): this device's shard */
+  gint64             t_published;  /* this device's report of the step before went out */
+  DcTrainGroupPhases phases;       /* of the step last applied */
+  /* The next step's gradient, computed while the step's reports (the sync
+   * guard) and this device's audit verdict are awaited (start_overlap ()):
+   * it only reads the model, nothing is sent before the step starts, and
+   * start_step () adopts it only for the same step, roster and model;
+   * otherwise it is dropped (a stale compute_gen) and computed again. */
+  gboolean           overlap;      /* DC_TRAIN_GROUP_OVERLAP=0 turns it off */
+  guint              compute_gen;  /* of the latest compute task; older ones are stale */
+  gboolean           compute_running; /* a compute task is out (main thread) */
+  gboolean           ahead_active; /* compute_gen's task is ahead, not adopted yet */
+  gboolean           ahead_ready;  /* … and its gradient is back, packed */
+  gboolean           restart_pending; /* start_step () waits for a stale task to return */
+  guint64            ahead_step, ahead_digest, ahead_version;
+  guint              ahead_rank, ahead_n;
+  guint64            model_version; /* bumped whenever the model changes (apply, rollback,
+                                     * switch) */
+  gboolean           apply_counted; /* stepped_cb () bumped it for the step being applied */
+  guint64            ahead_used;   /* steps whose gradient was computed ahead */
+  gboolean           step_ahead;   /* this step's gradient was */
+  GMutex             worker_lock;  /* worker_busy, for a rollback during a compute ahead */
+  GCond              worker_cond;
+  gboolean           worker_busy;  /* the compute worker may still read the model */
   /* The step's own work off the main thread (pack_own_gradient (), apply_worker ()). */
   GPtrArray         *own_objects;  /* GBytes*: this step's contribution to each shard,
                                     * packed by the worker */
@@ -233,6 +259,9 @@ typedef struct
   guint    n_ranks;
   guint64  digest;
   guint8   run_id[DC_MESH_RUN_ID_SIZE];
+  guint    gen;        /* DcTrainGroup.compute_gen when launched */
+  gboolean ahead;      /* for the next step, before it starts: no snapshot, nothing sent */
+  gint64   began, done;  /* monotonic µs (the worker's) */
 } ComputeData;
 
 /* dc-train-group.c */

@@ -12,6 +12,7 @@
 
 static void send_own_gradient (DcTrainGroup *self);
 static void computed_cb (GObject *object, GAsyncResult *result, gpointer user_data);
+static void start_ahead (DcTrainGroup *self);
 
 static void
 prepare_worker (GTask        *task,
@@ -118,12 +119,52 @@ pack_shard (DcTrainGroup      *self,
 
 static void send_early (DcTrainGroup *self);
 
+/* A worker's note to the main thread, for the compute task of @gen only:
+ * a later task (a gradient computed ahead and dropped, then computed
+ * again) makes it stale. */
+typedef struct
+{
+  DcTrainGroup *self;
+  guint         gen;
+} GenNote;
+
+static void
+gen_note_free (gpointer data)
+{
+  GenNote *note = data;
+
+  g_object_unref (note->self);
+  g_free (note);
+}
+
+/* Attaches @func (given a GenNote) to @context: a source on the owner's
+ * context, not g_main_context_invoke () (shared/PLATFORM-NOTES.md). */
+static void
+attach_note (DcTrainGroup *self,
+             guint         gen,
+             GMainContext *context,
+             GSourceFunc   func)
+{
+  g_autoptr(GSource) source = g_idle_source_new ();
+  GenNote *note = g_new0 (GenNote, 1);
+
+  note->self = g_object_ref (self);
+  note->gen = gen;
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, func, note, gen_note_free);
+  g_source_attach (source, context);
+}
+
 static gboolean
 early_cb (gpointer user_data)
 {
-  send_early (user_data);
+  send_early (((GenNote *) user_data)->self);
   return G_SOURCE_REMOVE;
 }
+
+/* The early queue's items: the task's generation (low 24 bits) and the
+ * shard + 1 (8 bits: DC_MESH_ROSTER_MAX is 64). */
+#define EARLY_ITEM(gen, r) GUINT_TO_POINTER ((((gen) & 0xffffffu) << 8) | ((r) + 1))
 
 typedef struct
 {
@@ -148,19 +189,13 @@ layer_done (gsize    first_final,
   for (guint r = early->compute->n_ranks; r-- > 1;)
     {
       gsize start, length;
-      g_autoptr(GSource) source = NULL;
 
       dc_train_shard_range (model->n_params, early->compute->n_ranks, r, &start, &length);
       if (self->own_packed[r] || start < first_final || r == early->compute->rank)
         continue;
       pack_shard (self, early->compute, r);
-      g_async_queue_push (self->early, GUINT_TO_POINTER (r + 1));
-      /* A source on the owner's context, not g_main_context_invoke ()
-       * (shared/PLATFORM-NOTES.md). */
-      source = g_idle_source_new ();
-      g_source_set_priority (source, G_PRIORITY_DEFAULT);
-      g_source_set_callback (source, early_cb, g_object_ref (self), g_object_unref);
-      g_source_attach (source, early->context);
+      g_async_queue_push (self->early, EARLY_ITEM (early->compute->gen, r));
+      attach_note (self, early->compute->gen, early->context, early_cb);
     }
 }
 
@@ -192,8 +227,34 @@ compute_own (DcTrainGroup       *self,
 static gboolean
 own_packed_cb (gpointer user_data)
 {
-  send_own_gradient (user_data);
+  GenNote *note = user_data;
+
+  if (note->gen == note->self->compute_gen)
+    send_own_gradient (note->self);
   return G_SOURCE_REMOVE;
+}
+
+/* The worker no longer reads the model (wait_worker ()). */
+static void
+worker_done (DcTrainGroup *self)
+{
+  g_mutex_lock (&self->worker_lock);
+  self->worker_busy = FALSE;
+  g_cond_broadcast (&self->worker_cond);
+  g_mutex_unlock (&self->worker_lock);
+}
+
+/* Before the model changes under a compute task (a rollback while the next
+ * gradient is computed ahead, or the corrupt-weight test fault): at most
+ * the rest of one gradient's compute, on a rare path (a device left
+ * mid-exchange). */
+static void
+wait_worker (DcTrainGroup *self)
+{
+  g_mutex_lock (&self->worker_lock);
+  while (self->worker_busy)
+    g_cond_wait (&self->worker_cond, &self->worker_lock);
+  g_mutex_unlock (&self->worker_lock);
 }
 
 /* Own gradient, packed and handed to the main thread to send at once (an
@@ -208,14 +269,22 @@ compute_worker (GTask        *task,
   DcTrainGroup *self = source;
   ComputeData *compute = data;
   GError *error = NULL;
-  GThread *snapshot = g_thread_try_new ("dc-snapshot", snapshot_thread, self, NULL);
+  GThread *snapshot = NULL;
   gboolean ok;
 
   EarlyData early = { self, compute, g_task_get_context (task) };
   DcGptRun *run = dc_gpt_trainer_get_run (dc_train_session_get_trainer (self->session));
 
-  if (snapshot == NULL)
-    snapshot_thread (self);
+  compute->began = g_get_monotonic_time ();
+  /* Ahead of its step, the snapshot still holds the state before the step
+   * just taken, which a rollback of it needs: start_step () takes the new
+   * one when it adopts this gradient. */
+  if (!compute->ahead)
+    {
+      snapshot = g_thread_try_new ("dc-snapshot", snapshot_thread, self, NULL);
+      if (snapshot == NULL)
+        snapshot_thread (self);
+    }
   if (compute->n_ranks > 1)
     {
       pack_begin (self, compute);
@@ -228,26 +297,22 @@ compute_worker (GTask        *task,
     g_thread_join (snapshot);
   if (!ok)
     {
+      worker_done (self);
       g_task_return_error (task, error);
       return;
     }
   /* Read by the main thread once the task's result is there. */
-  self->t_computed = g_get_monotonic_time ();
+  compute->done = g_get_monotonic_time ();
   /* Alone, nobody receives it or asks for its repair. */
   if (compute->n_ranks > 1)
     {
-      g_autoptr(GSource) packed = g_idle_source_new ();
-
       /* The shards not sent during the backward pass (shard 0 at least). */
       for (guint r = 0; r < compute->n_ranks; r++)
         if (!self->own_packed[r])
           pack_shard (self, compute, r);
-      /* A source on the owner's context, not g_main_context_invoke ()
-       * (shared/PLATFORM-NOTES.md). */
-      g_source_set_priority (packed, G_PRIORITY_DEFAULT);
-      g_source_set_callback (packed, own_packed_cb, g_object_ref (self), g_object_unref);
-      g_source_attach (packed, g_task_get_context (task));
+      attach_note (self, compute->gen, g_task_get_context (task), own_packed_cb);
     }
+  worker_done (self);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -257,6 +322,7 @@ typedef struct
   guint         n;
   char         *weights_hash;    /* out: of the state after the step */
   char         *optimizer_hash;  /* out */
+  gint64        began, stepped, hashed;  /* out: monotonic µs */
 } ApplyData;
 
 static void
@@ -274,6 +340,21 @@ optimizer_hash_thread (gpointer data)
   return dc_gpt_model_dup_optimizer_hash (data);
 }
 
+/* The Adam step is done (apply_worker () still hashes the state, which only
+ * reads it): the next gradient may start beside the hashes. */
+static gboolean
+stepped_cb (gpointer user_data)
+{
+  DcTrainGroup *self = user_data;
+
+  if (self->state != STATE_APPLYING)
+    return G_SOURCE_REMOVE;
+  self->model_version++;
+  self->apply_counted = TRUE;
+  start_ahead (self);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 apply_worker (GTask        *task,
               gpointer      source,
@@ -287,6 +368,7 @@ apply_worker (GTask        *task,
   const float *sum;
   GThread *thread;
 
+  apply->began = g_get_monotonic_time ();
   /* (The snapshot for _dc_train_group_rollback () was taken while the gradient was computed.) */
   if (apply->n == 1)
     {
@@ -314,6 +396,17 @@ apply_worker (GTask        *task,
       sum = self->sum_grads;
     }
   dc_gpt_trainer_apply_gradients (trainer, sum);
+  apply->stepped = g_get_monotonic_time ();
+  if (apply->n > 1)
+    {
+      g_autoptr(GSource) stepped = g_idle_source_new ();
+
+      /* A source on the owner's context, not g_main_context_invoke ()
+       * (shared/PLATFORM-NOTES.md). */
+      g_source_set_priority (stepped, G_PRIORITY_DEFAULT);
+      g_source_set_callback (stepped, stepped_cb, g_object_ref (self), g_object_unref);
+      g_source_attach (stepped, g_task_get_context (task));
+    }
   /* The report's two hashes: each SHA-256 is sequential, so they run side
    * by side (the weights' here, the optimizer's on a second thread) instead
    * of one after the other on the main thread. */
@@ -321,6 +414,7 @@ apply_worker (GTask        *task,
   apply->weights_hash = dc_gpt_model_dup_hash (model);
   apply->optimizer_hash = thread != NULL ? g_thread_join (thread)
                                          : dc_gpt_model_dup_optimizer_hash (model);
+  apply->hashed = g_get_monotonic_time ();
   g_task_return_boolean (task, TRUE);
 }
 
@@ -483,9 +577,18 @@ send_early (DcTrainGroup *self)
 {
   gpointer item;
 
+  /* Computed ahead: they wait in the queue until the step starts
+   * (start_step () sends them then). */
+  if (self->state != STATE_COMPUTING)
+    return;
   while ((item = g_async_queue_try_pop (self->early)) != NULL)
-    if (self->state == STATE_COMPUTING && !self->own_sent)
-      send_shard (self, GPOINTER_TO_UINT (item) - 1);
+    {
+      guint value = GPOINTER_TO_UINT (item);
+
+      /* Not those of a task dropped since. */
+      if (value >> 8 == (self->compute_gen & 0xffffffu) && !self->own_sent)
+        send_shard (self, (value & 0xffu) - 1);
+    }
 }
 
 /* This step's contributions, the rest of them, once the worker packed them
@@ -570,6 +673,7 @@ maybe_reduce (DcTrainGroup *self)
       loss_sum = loss_sum + contribution->loss;
     }
   self->own_reduced = TRUE;
+  self->t_reduce_began = g_get_monotonic_time ();
   dc_train_shard_range (model->n_params, n, self->rank, &start, &length);
   size = dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, model->n_params, n, self->rank);
   data = g_malloc (size);
@@ -656,6 +760,7 @@ maybe_reduce (DcTrainGroup *self)
           return;
         }
     }
+  self->t_reduced = g_get_monotonic_time ();
 }
 
 static void
@@ -664,9 +769,46 @@ computed_cb (GObject      *object,
              gpointer      user_data)
 {
   DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  ComputeData *compute = g_task_get_task_data (G_TASK (result));
   GError *error = NULL;
+  gboolean ok = g_task_propagate_boolean (G_TASK (result), &error);
 
-  if (!g_task_propagate_boolean (G_TASK (result), &error))
+  self->compute_running = FALSE;
+  if (compute->gen != self->compute_gen)
+    {
+      /* A gradient computed ahead and dropped since (another roster or
+       * model): the step it was for is computed again now that the worker
+       * is free, or what waited for it goes on. */
+      g_clear_error (&error);
+      if (self->state == STATE_DONE)
+        return;
+      if (self->restart_pending)
+        {
+          self->restart_pending = FALSE;
+          _dc_train_group_start_step (self);
+        }
+      else
+        _dc_train_group_advance (self);
+      return;
+    }
+  self->t_compute_began = compute->began;
+  self->t_computed = compute->done;
+  if (self->ahead_active)
+    {
+      /* Ahead of its step: kept until start_step () adopts it; a failure
+       * is dropped (the step computes again and reports its own). */
+      if (!ok)
+        {
+          g_clear_error (&error);
+          self->ahead_active = FALSE;
+          self->compute_gen++;
+        }
+      else
+        self->ahead_ready = TRUE;
+      _dc_train_group_advance (self);
+      return;
+    }
+  if (!ok)
     {
       _dc_train_group_finish (self, error);
       return;
@@ -773,10 +915,18 @@ applied_cb (GObject      *object,
     return;
   model = dc_train_session_get_model (self->session);
   self->step_done = model->step;
+  /* Counted once: by stepped_cb () when it came first. */
+  if (!self->apply_counted)
+    self->model_version++;
+  self->apply_counted = FALSE;
   if (self->fault_step != 0 && model->step == self->fault_step)
     {
       guint32 bits;
 
+      /* A gradient computed ahead read the weights before the flip: it
+       * is dropped (the version), once it stopped reading. */
+      wait_worker (self);
+      self->model_version++;
       /* Test only (DC_TEST_FAULT=corrupt-weight@STEP): one flipped bit. */
       memcpy (&bits, &model->params[0], 4);
       bits ^= 1u;
@@ -810,12 +960,36 @@ applied_cb (GObject      *object,
   /* Where the step's time went (for a view's "slowest device"). */
   /* An audit's recomputation runs on a worker of its own, beside the
    * step (_dc_train_group_launch_audit ()): not counted here. */
-  self->own_report->compute_us = self->t_computed - self->step_started;
-  self->own_report->send_us = self->t_sent - self->t_computed;
-  self->own_report->wait_us = MAX (0, self->t_apply - self->t_sent);
-  self->own_report->combine_us = g_get_monotonic_time () - self->t_apply;
+  {
+    gint64 now = g_get_monotonic_time ();
+    /* Computed ahead, the gradient may be done before the step began. */
+    gint64 from = MAX (self->t_computed, self->step_started);
+    gboolean alone = self->roster->len == 1;
+
+    self->own_report->compute_us = MAX (0, self->t_computed - self->t_compute_began);
+    self->own_report->send_us = MAX (0, self->t_sent - from);
+    self->own_report->wait_us = MAX (0, self->t_apply - self->t_sent);
+    self->own_report->combine_us = now - self->t_apply;
+    self->phases.compute_us = self->own_report->compute_us;
+    self->phases.ahead_us = self->step_ahead
+                            ? MAX (0, MIN (self->t_computed, self->step_started)
+                                      - self->t_compute_began) : 0;
+    self->phases.send_us = self->own_report->send_us;
+    self->phases.contrib_wait_us = alone ? 0 : MAX (0, self->t_reduce_began - self->t_sent);
+    self->phases.sum_us = alone ? 0 : MAX (0, self->t_reduced - self->t_reduce_began);
+    self->phases.gather_wait_us = alone ? 0 : MAX (0, self->t_apply - self->t_reduced);
+    self->phases.adam_us = apply->stepped - apply->began;
+    self->phases.hash_us = apply->hashed - apply->stepped;
+    /* (barrier_us: start_step ().) */
+    self->t_published = now;
+    /* From the gradient's start when it was computed ahead. */
+    self->last_seconds = MAX (1e-6, (now - MIN (self->step_started, self->t_compute_began))
+                                    / 1e6);
+  }
   self->last_loss = (double) step_loss;
-  self->last_seconds = MAX (1e-6, (g_get_monotonic_time () - self->step_started) / 1e6);
+  /* The next gradient, while this report's answers (and this device's
+   * audit verdict) are awaited. */
+  start_ahead (self);
   /* The verdict of this device's audit of the step before goes out before
    * this report (the group checks it at the end of this step). */
   if (!_dc_train_group_wait_audit (self, FALSE))
@@ -842,12 +1016,63 @@ _dc_train_group_report_step (DcTrainGroup *self)
   _dc_train_group_publish_step (self);
 }
 
+/* A compute task for this device's rank of the roster as it stands; @ahead:
+ * for the step after the one just applied, before it starts. */
+static void
+launch_compute (DcTrainGroup *self,
+                gboolean      ahead)
+{
+  ComputeData *compute = g_new0 (ComputeData, 1);
+  g_autoptr(GTask) task = NULL;
+
+  compute->rank = self->rank;
+  compute->n_ranks = self->roster->len;
+  compute->digest = self->digest;
+  memcpy (compute->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+  compute->gen = ++self->compute_gen;
+  compute->ahead = ahead;
+  self->compute_running = TRUE;
+  g_mutex_lock (&self->worker_lock);
+  self->worker_busy = TRUE;
+  g_mutex_unlock (&self->worker_lock);
+  task = g_task_new (self, NULL, computed_cb, NULL);
+  g_task_set_task_data (task, compute, g_free);
+  g_task_run_in_thread (task, compute_worker);
+}
+
+/* Computing ahead (docs/ARCHITECTURE.md, "Computing the next gradient
+ * ahead"): right after a step's Adam step (beside the report's hashes:
+ * stepped_cb (), else applied_cb ()), while its reports (the sync guard),
+ * this device's audit verdict and any verification are awaited,
+ * the worker computes the next step's gradient for the roster as it
+ * stands. It only reads the model; nothing leaves before start_step ()
+ * adopts it, which it does only for the same step, roster and model. A
+ * group of one has nothing to wait for. */
+static void
+start_ahead (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  if (!self->overlap || self->roster->len < 2 || self->compute_running || self->ahead_active
+      || self->state == STATE_DONE || model->step >= self->stop
+      || model->step >= self->config->steps || self->switch_config != NULL
+      || self->pending_config != NULL)
+    return;
+  self->ahead_step = model->step + 1;
+  self->ahead_digest = self->digest;
+  self->ahead_rank = self->rank;
+  self->ahead_n = self->roster->len;
+  self->ahead_version = self->model_version;
+  self->ahead_active = TRUE;
+  self->ahead_ready = FALSE;
+  launch_compute (self, TRUE);
+}
+
 void
 _dc_train_group_start_step (DcTrainGroup *self)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
-  ComputeData *compute;
-  g_autoptr(GTask) task = NULL;
+  gboolean adopt;
 
   _dc_train_group_drop_gone (self, model->step + 1);
   for (guint i = 0; i < self->roster->len; i++)
@@ -888,14 +1113,52 @@ _dc_train_group_start_step (DcTrainGroup *self)
                                                     self->rank, self->roster->len,
                                                     self->audit_all || forced);
     }
-  compute = g_new0 (ComputeData, 1);
-  compute->rank = self->rank;
-  compute->n_ranks = self->roster->len;
-  compute->digest = self->digest;
-  memcpy (compute->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
-  task = g_task_new (self, NULL, computed_cb, NULL);
-  g_task_set_task_data (task, compute, g_free);
-  g_task_run_in_thread (task, compute_worker);
+  self->phases.barrier_us = self->t_published != 0
+                            ? MAX (0, self->step_started - self->t_published) : 0;
+
+  /* The gradient computed ahead is this step's only for the same step,
+   * rank, roster and model (the digest names the roster; the version
+   * moves with every change of the model: an Adam step, a rollback, a
+   * checkpoint switch). */
+  adopt = self->ahead_active && self->ahead_step == model->step + 1
+          && self->ahead_rank == self->rank && self->ahead_n == self->roster->len
+          && self->ahead_digest == self->digest && self->ahead_version == self->model_version;
+  self->step_ahead = adopt;
+  if (adopt)
+    {
+      self->ahead_active = FALSE;
+      self->ahead_used++;
+      /* The state before this step, for a rollback of it (the worker did
+       * not take it: the buffer still held the step before's). The model
+       * is the one the gradient reads; both only read it. */
+      snapshot_thread (self);
+      if (self->ahead_ready)
+        {
+          self->ahead_ready = FALSE;
+          send_own_gradient (self);
+          self->state = STATE_EXCHANGING;
+          _dc_train_group_arm (self, DC_TRAIN_GROUP_WAIT_S);
+          _dc_train_group_advance (self);
+        }
+      else
+        send_early (self);
+      return;
+    }
+  if (self->ahead_active)
+    {
+      /* Computed for another roster or model: dropped. */
+      self->ahead_active = FALSE;
+      self->ahead_ready = FALSE;
+      self->compute_gen++;
+    }
+  if (self->compute_running)
+    {
+      /* Its worker still runs (it uses the trainer's buffers): this step
+       * starts when it returns (computed_cb ()). */
+      self->restart_pending = TRUE;
+      return;
+    }
+  launch_compute (self, FALSE);
 }
 
 /* The roster's summed shards of the step, in rank order (this device's
@@ -1192,7 +1455,12 @@ _dc_train_group_next_step (DcTrainGroup *self)
     return;
   _dc_train_group_remove_evicted (self, step);
   if (self->switch_config != NULL)
-    _dc_train_group_switch_run (self);
+    {
+      /* (No gradient is computed ahead now: the reports waited for it.) */
+      self->model_version++;
+      self->ahead_active = FALSE;
+      _dc_train_group_switch_run (self);
+    }
   else if (_dc_train_group_enter_admitting (self, step))
     _dc_train_group_advance (self);
   else
@@ -1441,6 +1709,12 @@ _dc_train_group_advance (DcTrainGroup *self)
       break;
 
     case STATE_REPORTING:
+      /* A checkpoint switch frees what a gradient computed ahead reads,
+       * and verifying accusations computes on the same trainer: both wait
+       * for its worker (computed_cb () comes back here). */
+      if (self->compute_running
+          && (self->switch_config != NULL || self->accusations->len > 0))
+        break;
       if (reports_complete (self))
         {
           DcGptModel *model = dc_train_session_get_model (self->session);
@@ -1681,6 +1955,10 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
          * left, which reached this one). */
         if (header.digest == self->digest)
           return;  /* the same step again: nothing new */
+        /* The rollback rewrites the model a gradient computed ahead may
+         * still read; that gradient is dropped (the model's version). */
+        wait_worker (self);
+        self->model_version++;
         _dc_train_group_rollback (self, peer, header.digest);
         /* … and this shard is one of the step to take again. */
       }

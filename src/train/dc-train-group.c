@@ -787,6 +787,9 @@ dc_train_group_new (DcContext               *context,
   self->audit_rank = G_MAXUINT;
   if (fault != NULL && g_str_has_prefix (fault, "hold-join@"))
     self->fault_hold = g_ascii_strtoull (fault + strlen ("hold-join@"), NULL, 10);
+  /* Computing the next step's gradient ahead (dc-train-group-step.c,
+   * start_ahead ()); 0 turns it off, for comparing in bench group. */
+  self->overlap = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_OVERLAP"), "0") != 0;
   if (fault != NULL && g_str_has_prefix (fault, "drop-repair@"))
     {
       self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-repair@"), NULL, 10);
@@ -904,6 +907,26 @@ dc_train_group_get_step_times (DcTrainGroup *self,
 }
 
 /**
+ * dc_train_group_get_step_phases:
+ * @phases: (out): the phases of the last step (#DcTrainGroupPhases)
+ * @ahead: (out): whether its gradient was computed ahead, before the step
+ *   began (docs/ARCHITECTURE.md, "Computing the next gradient ahead")
+ *
+ * Returns: FALSE before the first step
+ */
+gboolean
+dc_train_group_get_step_phases (DcTrainGroup       *self,
+                                DcTrainGroupPhases *phases,
+                                gboolean           *ahead)
+{
+  if (self->own_report == NULL)
+    return FALSE;
+  *phases = self->phases;
+  *ahead = self->step_ahead;
+  return TRUE;
+}
+
+/**
  * dc_train_group_get_audit_time:
  * @audit_us: (out): the recomputation of another rank's gradient for an
  *   audit (of the step before) that ended during the last step, on a worker
@@ -988,6 +1011,8 @@ dc_train_group_finalize (GObject *object)
   _dc_train_group_audit_job_free (self->audit_next);
   g_mutex_clear (&self->audit_lock);
   g_cond_clear (&self->audit_cond);
+  g_mutex_clear (&self->worker_lock);
+  g_cond_clear (&self->worker_cond);
   g_free (self->join_from);
   g_clear_pointer (&self->weights, g_bytes_unref);
   g_hash_table_unref (self->logged);
@@ -1044,6 +1069,8 @@ dc_train_group_init (DcTrainGroup *self)
   self->early = g_async_queue_new ();
   g_mutex_init (&self->audit_lock);
   g_cond_init (&self->audit_cond);
+  g_mutex_init (&self->worker_lock);
+  g_cond_init (&self->worker_cond);
   self->assemblies = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                             (GDestroyNotify) assembly_free);
   self->reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,

@@ -167,6 +167,39 @@ gboolean      dc_train_group_get_step_times (DcTrainGroup       *self,
                                              guint64            *send_us,
                                              guint64            *wait_us,
                                              guint64            *combine_us);
+/**
+ * DcTrainGroupPhases:
+ * @compute_us: this rank's gradient, the whole of it
+ * @ahead_us: of @compute_us: before the step began (computed ahead, while
+ *   the step before's reports were awaited)
+ * @send_us: from the gradient (or the step's start) to its contributions queued
+ * @contrib_wait_us: then to the last contribution to this device's shard
+ * @sum_us: summing that shard, hashing and queueing it to the roster
+ * @gather_wait_us: then to the last roster device's summed shard
+ * @adam_us: the Adam step
+ * @hash_us: the report's weight and optimizer hashes
+ * @barrier_us: from this device's report of the step before to this
+ *   step's start: the others' reports (the sync guard) and audit verdicts
+ *
+ * Where this device's last step went, finer than its STEP_REPORT's four
+ * times (microseconds, monotonic clock). bench group prints their means.
+ */
+typedef struct
+{
+  gint64 compute_us;
+  gint64 ahead_us;
+  gint64 send_us;
+  gint64 contrib_wait_us;
+  gint64 sum_us;
+  gint64 gather_wait_us;
+  gint64 adam_us;
+  gint64 hash_us;
+  gint64 barrier_us;
+} DcTrainGroupPhases;
+
+gboolean      dc_train_group_get_step_phases (DcTrainGroup      *self,
+                                              DcTrainGroupPhases *phases,
+                                              gboolean          *ahead);
 gboolean      dc_train_group_get_audit_time (DcTrainGroup       *self,
                                              guint64            *audit_us);
 guint64       dc_train_group_get_sent_bytes (DcTrainGroup       *self);
