@@ -884,13 +884,14 @@ test_audit_after_report (void)
 
 /* A dishonest auditor: the third device accuses another's gradient of step
  * 5 although it reproduces (DC_TEST_FAULT=false-audit@5). The audit of
- * step 5 is recomputed while step 6 is taken and its accusation checked at
- * the end of step 6: every device recomputes the accused gradient itself,
+ * step 5 is drawn at the end of step 6's exchange, recomputed while step 7
+ * is taken, and its accusation checked at the end of step 7: every device
+ * recomputes the accused gradient itself,
  * finds that it reproduces and removes the accuser instead: the two log
- * “… that reproduces here: “gamma” is removed from the roster after step 6
+ * “… that reproduces here: “gamma” is removed from the roster after step 7
  * (a dishonest auditor)”, gamma stops with “AUDIT: removed from the run:
  * this device accused …” (exit 1), and the accused trains on. The two finish 20
- * steps with equal hashes, three devices to step 6 and two after, the final
+ * steps with equal hashes, three devices to step 7 and two after, the final
  * hash that of a simulation with that roster history. With the auditor
  * trusted (no recomputation) the accused device was removed instead and
  * stopped with exit 1. */
@@ -924,7 +925,7 @@ test_false_audit (void)
 
       g_assert_cmpint (i, >=, 0);
       g_assert_true (message_has (g_ptr_array_index (proc->events, i),
-                                  "is removed from the roster after step 6 (a dishonest "
+                                  "is removed from the roster after step 7 (a dishonest "
                                   "auditor)"));
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "alpha"), ==, -1);
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "beta"), ==, -1);
@@ -935,10 +936,120 @@ test_false_audit (void)
     {
       g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
       g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==,
-                       s <= 6 ? 3 : 2);
+                       s <= 7 ? 3 : 2);
     }
-  expected = simulate_history (6, 20);
+  expected = simulate_history (7, 20);
   g_assert_cmpstr (hash_at (a, 20), ==, expected);
+}
+
+/* An audit draw no member can foresee: the third device corrupts its
+ * gradient only on the steps that the run seed's draw (the draw before
+ * 2026-12-02, dc_train_group_audit_rank ()) does not audit, from step 2 on
+ * (DC_TEST_FAULT=corrupt-unaudited@2), as a member that knows the seed can.
+ * No device audits every step here. The draw now follows from the hash of
+ * each step's contribution hashes, known only once every device has sent,
+ * so an audit falls on a corrupted step (each with 1/8), the auditor's
+ * recomputation differs and the device is removed: "AUDIT: removed from
+ * the run" (exit 1), the others finish 60 steps with equal hashes, three
+ * devices to the step it was caught at, two after. With the seed's draw
+ * it trained all 60 steps unnoticed. */
+static void
+test_audit_unpredictable (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  JsonObject *error;
+  guint caught = 0;
+
+  alpha = start_host (url, "60", "3", &room);
+  beta = start_follower (url, room, "beta", "60", NULL);
+  g_setenv ("DC_TEST_FAULT", "corrupt-unaudited@2", TRUE);
+  gamma = start_follower (url, room, "gamma", "60", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  wait_done (alpha, 60);
+  wait_done (beta, 60);
+  g_assert_true (dc_test_proc_find (alpha, 0, "audit", "gamma") >= 0
+                 || dc_test_proc_find (beta, 0, "audit", "gamma") >= 0);
+  g_assert_cmpint (dc_test_proc_find (alpha, 0, "audit", "beta"), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (beta, 0, "audit", "alpha"), ==, -1);
+  a = steps_of_full (alpha, TRUE);
+  b = steps_of_full (beta, TRUE);
+  for (guint s = 1; s <= 60; s++)
+    {
+      gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
+
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpint (roster, ==,
+                       json_object_get_int_member (g_ptr_array_index (b, s), "roster"));
+      if (roster == 3)
+        {
+          g_assert_cmpuint (caught, ==, s - 1);
+          caught = s;
+        }
+      else
+        g_assert_cmpint (roster, ==, 2);
+    }
+  g_test_message ("caught at step %u", caught);
+  g_assert_cmpuint (caught, >=, 2);
+  g_assert_cmpuint (caught, <, 60);
+}
+
+/* An audit reads its own copy of the weights it recomputes on: every
+ * device audits every step, and right after drawing it the snapshot
+ * buffer is overwritten (DC_TEST_FAULT=audit-scribble), as the compute
+ * worker of a step taken again (a rollback) rewrites it while an audit may
+ * still read it. Three honest devices train 12 steps with equal hashes,
+ * nobody is accused, and the last hash is the simulation's. When the audit
+ * read the snapshot itself, every audit recomputed on the overwritten
+ * values and accused an honest device. */
+static void
+test_audit_own_weights (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(DcTestProc) sim = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL, c = NULL, expected = NULL;
+
+  g_setenv ("DC_TEST_FAULT", "audit-scribble", TRUE);
+  url = start_signal (&signal);
+  alpha = start_host (url, "12", "3", &room);
+  beta = start_follower (url, room, "beta", "12", NULL);
+  gamma = start_follower (url, room, "gamma", "12", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  wait_done (alpha, 12);
+  wait_done (beta, 12);
+  wait_done (gamma, 12);
+  for (guint p = 0; p < 3; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : p == 1 ? beta : gamma;
+
+      g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", NULL), ==, -1);
+    }
+  a = steps_of (alpha);
+  b = steps_of (beta);
+  c = steps_of (gamma);
+  for (guint s = 1; s <= 12; s++)
+    {
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (c, s));
+      g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==, 3);
+    }
+  sim = spawn ("sim3", "train", "--json", "--seed", "11", "--stop-at", "12",
+               "--simulate-peers", "3", SMALL, NULL);
+  wait_done (sim, 12);
+  expected = steps_of (sim);
+  g_assert_cmpstr (hash_at (a, 12), ==, hash_at (expected, 12));
 }
 
 /* A device whose probe hash differs (claimed with a test option) is not
@@ -1287,6 +1398,8 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/audit", test_audit);
   g_test_add_func ("/dc/train/group/audit/false-accusation", test_false_audit);
   g_test_add_func ("/dc/train/group/audit/after-report", test_audit_after_report);
+  g_test_add_func ("/dc/train/group/audit/unpredictable", test_audit_unpredictable);
+  g_test_add_func ("/dc/train/group/audit/own-weights", test_audit_own_weights);
   g_test_add_func ("/dc/train/group/refuse", test_refuse);
   g_test_add_func ("/dc/train/group/checkpoint/resume", test_resume);
   g_test_add_func ("/dc/train/group/checkpoint/load-midrun", test_load_midrun);
