@@ -1069,6 +1069,7 @@ _dc_train_group_start_run (DcTrainGroup *self)
   request.seed = self->config->run_seed;
   request.data = *self->config->dataset_spec != '\0' ? self->config->dataset_spec : "builtin";
   request.simulate_peers = 0;
+  request.group = TRUE;  /* the audits' memory counts (dc_train_plan_audit_bytes ()) */
   /* A run from a checkpoint continues it exactly as --resume does: its
    * size and settings, the run's steps. The plan takes the model. */
   self->plan = dc_train_plan_new (&request, self->resume_model,
@@ -1076,6 +1077,8 @@ _dc_train_group_start_run (DcTrainGroup *self)
                                   &error);
   if (self->plan != NULL)
     self->resume_model = NULL;
+  if (self->plan != NULL && !dc_train_plan_check_memory (self->plan, &error))
+    g_clear_pointer (&self->plan, dc_train_plan_free);
   if (self->plan == NULL)
     {
       g_prefix_error (&error, "the run's config cannot be followed: ");
