@@ -194,9 +194,9 @@ check_summed (DcTrainGroup   *self,
  * hashes in the summed shards, read when the audit was drawn) against this
  * device's recomputation, and its summed shard re-summed (check_summed ()):
  * a difference is sent to the roster as AUDIT. It goes before this
- * device's report of the step after (applied_cb () waits for the audit),
- * so everyone has it when it has that report; every device, this one
- * included, checks the accusation at the end of that step
+ * device's report of S + 2 (_dc_train_group_wait_audit ()), so everyone
+ * has it when it has that report; every device, this one included,
+ * checks the accusation at the end of that step
  * (_dc_train_group_verify_accusations ()). */
 static void
 check_audit (DcTrainGroup *self,
@@ -359,7 +359,7 @@ maybe_conclude (DcTrainGroup *self)
   AuditJob *job = self->audit_job;
   gboolean waiting = FALSE;
 
-  if (job == NULL || !job->computed)
+  if (job == NULL || !job->computed || self->state == STATE_DONE || self->session == NULL)
     return;
   if (memcmp (job->received, job->hash, DC_MESH_HASH_SIZE) == 0 && self->fault_false_audit == 0
       && job->digest == self->digest && g_get_monotonic_time () < job->fetch_deadline)
@@ -573,6 +573,8 @@ _dc_train_group_audit_tick (DcTrainGroup *self)
 {
   gint64 now = g_get_monotonic_time ();
 
+  if (self->state == STATE_DONE || self->session == NULL)
+    return;
   for (guint i = 0; i < 2; i++)
     {
       AuditJob *job = i == 0 ? self->audit_job : self->audit_next;
@@ -697,8 +699,9 @@ _dc_train_group_handle_contrib_request (DcTrainGroup *self,
     }
   if (memcmp (request.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
     return;
-  answered_key = g_strdup_printf ("contribution/%" G_GUINT64_FORMAT "/%u/%s", request.step,
-                                  request.shard, dc_peer_get_id (peer));
+  /* The step first, as prune () reads it; "c": apart from repairs' keys. */
+  answered_key = g_strdup_printf ("%" G_GUINT64_FORMAT "/c%u/%s", request.step, request.shard,
+                                  dc_peer_get_id (peer));
   sent = GPOINTER_TO_UINT (g_hash_table_lookup (self->answered, answered_key));
   if (sent >= DC_TRAIN_GROUP_REPAIR_TRIES)
     return;
@@ -950,8 +953,8 @@ verified_cb (GObject      *object,
         }
       if (g_hash_table_contains (self->evicted, removed))
         continue;
-      /* Checked at the end of the step after the audited one: removed
-       * after this step (it took part in it). */
+      /* Checked at the end of the second step after the audited one:
+       * removed after this step (it took part in it). */
       g_hash_table_replace (self->evicted, g_strdup (removed), GSIZE_TO_POINTER (after));
       if (reproduces)
         text = g_strdup_printf ("AUDIT: “%s” accused “%s” of a gradient of step %"

@@ -120,8 +120,9 @@ struct _DcTrainGroup
   guint              audit_rank;   /* the rank audited at the step whose exchange ended
                                     * last (drawn then); G_MAXUINT: none */
   /* Audits off the step's critical path (dc-train-group-audit.c): the
-   * audit of step S is recomputed on a trainer of its own while S + 1 is
-   * taken; its verdict goes out before this device's report of S + 1. */
+   * audit of step S is drawn at the end of S + 1's exchange and recomputed
+   * on a trainer of its own while S + 2 is taken; its verdict goes out
+   * before this device's report of S + 2. */
   AuditJob          *audit_job;    /* recomputing now; NULL: none */
   AuditJob          *audit_next;   /* drawn while audit_job still ran */
   gboolean           audit_then_next; /* STATE_AUDITING: then the next step, not the report */

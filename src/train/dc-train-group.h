@@ -41,11 +41,12 @@
  * report of S; everyone adds the joiner to the roster of S+1 and waits for
  * its report of S (same hashes) before stepping on.
  *
- * Audits: a device that recomputes another's gradient and gets another
- * hash sends AUDIT to the roster before its report of the step; every
- * device recomputes that gradient itself once the step's reports agree and
- * removes the audited one after that step, or the auditor when the
- * gradient reproduces (a false accusation).
+ * Audits: the audit of step S is drawn from S + 1's contribution hashes
+ * (dc_train_group_audit_draw ()); a device that recomputes another's
+ * gradient of S and gets another hash sends AUDIT to the roster before its
+ * report of S + 2; every device recomputes that gradient itself once the
+ * reports of S + 2 agree and removes the audited one after that step, or
+ * the auditor when the gradient reproduces (a false accusation).
  *
  * Checkpoint to the group: the starter may continue a checkpoint
  * (dc_train_group_set_resume: CONFIG with the resume flag, then the file as
