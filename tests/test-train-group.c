@@ -26,51 +26,6 @@
 
 #define SMALL "--width", "16", "--seq", "16", "--batch", "2", "--steps", "100", "--threads", "1"
 
-static DcTestProc *
-spawn (const char *label,
-       ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  const char *arg;
-  va_list args;
-
-  va_start (args, label);
-  while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  return dc_test_proc_spawn (label, NULL, FALSE, (const char * const *) argv->pdata);
-}
-
-static char *
-start_signal (DcTestProc **out)
-{
-  DcTestProc *proc = spawn ("signal", "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
-                            NULL);
-  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL, EVENT_BOUND_MS);
-
-  *out = proc;
-  return g_strdup (json_object_get_string_member (listening, "url"));
-}
-
-/* The room's host, which starts the run: returns the room code it made. */
-static DcTestProc *
-start_host (const char  *url,
-            const char  *stop_at,
-            const char  *min_peers,
-            char       **room)
-{
-  DcTestProc *proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
-                            "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
-                            "--min-peers", min_peers, "--stop-at", stop_at, SMALL, NULL);
-  JsonObject *event = dc_test_proc_expect (proc, "room", NULL, EVENT_BOUND_MS);
-
-  *room = g_strdup (json_object_get_string_member (event, "room"));
-  /* The host must have created the room before anyone asks to join it. */
-  dc_test_proc_expect (proc, "joined", NULL, EVENT_BOUND_MS);
-  return proc;
-}
-
 /* A follower: its own size and seed differ from the starter's on purpose
  * (width 32, seed 99): it must follow the starter's config, not its flags. */
 static DcTestProc *
@@ -80,9 +35,9 @@ start_follower (const char *url,
                 const char *stop_at,
                 const char *extra)
 {
-  return spawn (name, "train", "--json", "--signal", url, "--room", room, "--name", name,
-                "--ice-address", "127.0.0.1", "--stop-at", stop_at, "--width", "32",
-                "--seq", "16", "--batch", "4", "--seed", "99", "--threads", "1", extra, NULL);
+  return dc_test_proc_start_follower (url, room, name, stop_at, "--width", "32", "--seq", "16",
+                                      "--batch", "4", "--seed", "99", "--threads", "1", extra,
+                                      NULL);
 }
 
 /* The step events of @proc, indexed by step (1-based; NULL where none).
@@ -149,13 +104,14 @@ static void
 test_exact (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "60", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "60", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "60", NULL);
   g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "60", NULL);
-  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "60",
-                                     "--simulate-peers", "3", SMALL, NULL);
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "60", "--simulate-peers", "3",
+                                                       SMALL, NULL);
   DcTestProc *procs[] = { alpha, beta, gamma };
   g_autoptr(GPtrArray) sim_steps = NULL;
 
@@ -197,9 +153,9 @@ static void
 test_sync_guard (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "20", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "20", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "20", NULL);
   g_autoptr(DcTestProc) gamma = NULL;
   DcTestProc *procs[3];
@@ -245,11 +201,11 @@ simulate_history (guint three,
   g_autoptr(GPtrArray) steps = NULL;
   char *hash;
 
-  sim3 = spawn ("sim3", "train", "--json", "--seed", "11", "--stop-at", three_s,
-                "--simulate-peers", "3", "--out", checkpoint, SMALL, NULL);
+  sim3 = dc_test_proc_spawn_args ("sim3", "train", "--json", "--seed", "11", "--stop-at", three_s,
+                                  "--simulate-peers", "3", "--out", checkpoint, SMALL, NULL);
   g_assert_cmpint (dc_test_proc_expect_exit (sim3, RUN_BOUND_MS), ==, 0);
-  sim2 = spawn ("sim2", "train", "--json", "--resume", checkpoint, "--stop-at", last_s,
-                "--simulate-peers", "2", "--threads", "1", NULL);
+  sim2 = dc_test_proc_spawn_args ("sim2", "train", "--json", "--resume", checkpoint, "--stop-at",
+                                  last_s, "--simulate-peers", "2", "--threads", "1", NULL);
   wait_done (sim2, last);
   steps = steps_of (sim2);
   hash = g_strdup (hash_at (steps, last));
@@ -280,9 +236,9 @@ test_leave (gconstpointer data)
 {
   int signum = GPOINTER_TO_INT (data);
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "40", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "40", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "40", NULL);
   g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "40", NULL);
   g_autoptr(GPtrArray) a = NULL, b = NULL;
@@ -344,9 +300,9 @@ static void
 test_partial_send (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "20", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "20", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "20", NULL);
   g_autoptr(DcTestProc) gamma = NULL;
   g_autoptr(GPtrArray) a = NULL, b = NULL;
@@ -393,13 +349,14 @@ static void
 test_repair (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "20", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "20", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "20", NULL);
   g_autoptr(DcTestProc) gamma = NULL;
-  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "20",
-                                     "--simulate-peers", "3", SMALL, NULL);
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "20", "--simulate-peers", "3",
+                                                       SMALL, NULL);
   g_autoptr(GPtrArray) sim_steps = NULL;
   DcTestProc *procs[3];
   JsonObject *event;
@@ -440,13 +397,14 @@ static void
 test_corrupt_chunk (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "15", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "15", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "15", NULL);
   g_autoptr(DcTestProc) gamma = NULL;
-  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "15",
-                                     "--simulate-peers", "3", SMALL, NULL);
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "15", "--simulate-peers", "3",
+                                                       SMALL, NULL);
   g_autoptr(GPtrArray) sim_steps = NULL;
   DcTestProc *procs[3];
   guint refusals = 0;
@@ -497,9 +455,9 @@ static void
 test_repair_fails (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "15", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "15", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "15", NULL);
   g_autoptr(DcTestProc) gamma = NULL;
   g_autoptr(GPtrArray) steps = NULL;
@@ -569,7 +527,7 @@ static void
 test_leader_failover (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autofree char *leader = NULL;
   g_autofree char *next = NULL;
@@ -578,7 +536,7 @@ test_leader_failover (void)
   g_autoptr(GPtrArray) reference = NULL;
   guint repaired = 0;
 
-  procs[0] = start_host (url, "40", "4", &room);
+  procs[0] = dc_test_proc_start_host (url, "40", "4", &room);
   procs[1] = start_follower (url, room, "beta", "40", NULL);
   g_setenv ("DC_TEST_FAULT", "drop-gradient@30", TRUE);
   procs[2] = start_follower (url, room, "gamma", "40", NULL);
@@ -668,7 +626,7 @@ static void
 test_join (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL;
   g_autoptr(DcTestProc) beta = NULL;
@@ -682,7 +640,7 @@ test_join (void)
   guint first = 0;
 
   g_setenv ("DC_TEST_FAULT", "hold-join@30", TRUE);
-  alpha = start_host (url, "60", "2", &room);
+  alpha = dc_test_proc_start_host (url, "60", "2", &room);
   beta = start_follower (url, room, "beta", "60", NULL);
   g_unsetenv ("DC_TEST_FAULT");
   if (!dc_test_wait_until (reached_step_29, alpha, RUN_BOUND_MS))
@@ -719,11 +677,11 @@ test_join (void)
 
   /* The same roster history in one process. */
   first_s = g_strdup_printf ("%u", first - 1);
-  sim2 = spawn ("sim2", "train", "--json", "--seed", "11", "--stop-at", first_s,
-                "--simulate-peers", "2", "--out", checkpoint, SMALL, NULL);
+  sim2 = dc_test_proc_spawn_args ("sim2", "train", "--json", "--seed", "11", "--stop-at", first_s,
+                                  "--simulate-peers", "2", "--out", checkpoint, SMALL, NULL);
   g_assert_cmpint (dc_test_proc_expect_exit (sim2, RUN_BOUND_MS), ==, 0);
-  sim3 = spawn ("sim3", "train", "--json", "--resume", checkpoint, "--stop-at", "60",
-                "--simulate-peers", "3", "--threads", "1", NULL);
+  sim3 = dc_test_proc_spawn_args ("sim3", "train", "--json", "--resume", checkpoint, "--stop-at",
+                                  "60", "--simulate-peers", "3", "--threads", "1", NULL);
   wait_done (sim3, 60);
   sim_steps = steps_of (sim3);
   g_assert_cmpstr (hash_at (a, 60), ==, hash_at (sim_steps, 60));
@@ -748,7 +706,7 @@ static void
 test_audit (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL;
   g_autoptr(DcTestProc) beta = NULL;
@@ -758,7 +716,7 @@ test_audit (void)
   guint caught = 0;
 
   g_setenv ("DC_TEST_FAULT", "audit-all", TRUE);
-  alpha = start_host (url, "30", "3", &room);
+  alpha = dc_test_proc_start_host (url, "30", "3", &room);
   beta = start_follower (url, room, "beta", "30", NULL);
   g_setenv ("DC_TEST_FAULT", "corrupt-gradient@5", TRUE);
   gamma = start_follower (url, room, "gamma", "30", NULL);
@@ -822,7 +780,7 @@ static void
 test_audit_after_report (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
   g_autoptr(GPtrArray) a = NULL, b = NULL;
@@ -830,7 +788,7 @@ test_audit_after_report (void)
   guint removed = 0;
 
   g_setenv ("DC_TEST_FAULT", "audit-after-report", TRUE);
-  alpha = start_host (url, "20", "3", &room);
+  alpha = dc_test_proc_start_host (url, "20", "3", &room);
   beta = start_follower (url, room, "beta", "20", NULL);
   g_setenv ("DC_TEST_FAULT", "corrupt-gradient@5", TRUE);
   gamma = start_follower (url, room, "gamma", "20", NULL);
@@ -899,14 +857,14 @@ static void
 test_false_audit (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
   g_autoptr(GPtrArray) a = NULL, b = NULL;
   g_autofree char *expected = NULL;
   JsonObject *error;
 
-  alpha = start_host (url, "20", "3", &room);
+  alpha = dc_test_proc_start_host (url, "20", "3", &room);
   beta = start_follower (url, room, "beta", "20", NULL);
   g_setenv ("DC_TEST_FAULT", "false-audit@5", TRUE);
   gamma = start_follower (url, room, "gamma", "20", NULL);
@@ -958,14 +916,14 @@ static void
 test_audit_unpredictable (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
   g_autoptr(GPtrArray) a = NULL, b = NULL;
   JsonObject *error;
   guint caught = 0;
 
-  alpha = start_host (url, "100", "3", &room);
+  alpha = dc_test_proc_start_host (url, "100", "3", &room);
   beta = start_follower (url, room, "beta", "100", NULL);
   g_setenv ("DC_TEST_FAULT", "corrupt-unaudited@2", TRUE);
   gamma = start_follower (url, room, "gamma", "100", NULL);
@@ -1022,8 +980,8 @@ test_audit_own_weights (void)
   g_autoptr(GPtrArray) a = NULL, b = NULL, c = NULL, expected = NULL;
 
   g_setenv ("DC_TEST_FAULT", "audit-scribble", TRUE);
-  url = start_signal (&signal);
-  alpha = start_host (url, "12", "3", &room);
+  url = dc_test_proc_start_signal (&signal);
+  alpha = dc_test_proc_start_host (url, "12", "3", &room);
   beta = start_follower (url, room, "beta", "12", NULL);
   gamma = start_follower (url, room, "gamma", "12", NULL);
   g_unsetenv ("DC_TEST_FAULT");
@@ -1046,8 +1004,8 @@ test_audit_own_weights (void)
       g_assert_cmpstr (hash_at (a, s), ==, hash_at (c, s));
       g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==, 3);
     }
-  sim = spawn ("sim3", "train", "--json", "--seed", "11", "--stop-at", "12",
-               "--simulate-peers", "3", SMALL, NULL);
+  sim = dc_test_proc_spawn_args ("sim3", "train", "--json", "--seed", "11", "--stop-at", "12",
+                                 "--simulate-peers", "3", SMALL, NULL);
   wait_done (sim, 12);
   expected = steps_of (sim);
   g_assert_cmpstr (hash_at (a, 12), ==, hash_at (expected, 12));
@@ -1060,9 +1018,9 @@ static void
 test_admission (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "5", "2", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "5", "2", &room);
   g_autoptr(DcTestProc) odd = start_follower (url, room, "odd", "5",
                                               "--test-probe-hash=00ff00ff00ff00ff");
   g_autoptr(DcTestProc) beta = NULL;
@@ -1097,8 +1055,9 @@ static char *
 make_checkpoint (const char *dir)
 {
   char *path = g_build_filename (dir, "ten.pt", NULL);
-  g_autoptr(DcTestProc) proc = spawn ("ckpt", "train", "--json", "--seed", "5", "--stop-at", "10",
-                                      "--out", path, SMALL, NULL);
+  g_autoptr(DcTestProc) proc = dc_test_proc_spawn_args ("ckpt", "train", "--json", "--seed", "5",
+                                                        "--stop-at", "10", "--out", path, SMALL,
+                                                        NULL);
 
   g_assert_cmpint (dc_test_proc_expect_exit (proc, RUN_BOUND_MS), ==, 0);
   return path;
@@ -1109,8 +1068,9 @@ static DcTestProc *
 simulate_resume (const char *checkpoint,
                  const char *last)
 {
-  return spawn ("sim", "train", "--json", "--resume", checkpoint, "--steps", "100", "--stop-at",
-                last, "--simulate-peers", "3", "--threads", "1", NULL);
+  return dc_test_proc_spawn_args ("sim", "train", "--json", "--resume", checkpoint, "--steps",
+                                  "100", "--stop-at", last, "--simulate-peers", "3", "--threads",
+                                  "1", NULL);
 }
 
 /* The host starts the run from a checkpoint of step 10 (train --room
@@ -1123,7 +1083,7 @@ static void
 test_resume (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *dir = g_dir_make_tmp ("dc-train-group-XXXXXX", NULL);
   g_autofree char *checkpoint = make_checkpoint (dir);
   g_autofree char *room = NULL;
@@ -1131,9 +1091,10 @@ test_resume (void)
   g_autoptr(GPtrArray) sim_steps = NULL;
   JsonObject *config;
 
-  alpha = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha", "--approve", "all",
-                 "--ice-address", "127.0.0.1", "--seed", "11", "--min-peers", "3", "--stop-at",
-                 "20", "--resume", checkpoint, SMALL, NULL);
+  alpha = dc_test_proc_spawn_args ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
+                                   "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
+                                   "--min-peers", "3", "--stop-at", "20", "--resume", checkpoint,
+                                   SMALL, NULL);
   room = g_strdup (json_object_get_string_member (dc_test_proc_expect (alpha, "room", NULL,
                                                                        EVENT_BOUND_MS), "room"));
   dc_test_proc_expect (alpha, "joined", NULL, EVENT_BOUND_MS);
@@ -1214,7 +1175,7 @@ static void
 test_load_midrun (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *dir = g_dir_make_tmp ("dc-train-group-XXXXXX", NULL);
   g_autofree char *checkpoint = make_checkpoint (dir);
   g_autofree char *load_15 = g_strdup_printf ("--load-at=15:%s", checkpoint);
@@ -1223,7 +1184,7 @@ test_load_midrun (void)
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL, sim = NULL;
   g_autoptr(GPtrArray) sim_steps = NULL;
 
-  alpha = start_host (url, "40", "3", &room);
+  alpha = dc_test_proc_start_host (url, "40", "3", &room);
   beta = start_follower (url, room, "beta", "40", load_15);
   gamma = start_follower (url, room, "gamma", "40", load_25);
   sim = simulate_resume (checkpoint, "40");
@@ -1311,14 +1272,14 @@ static void
 test_refuse (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL, odd = NULL, beta = NULL, gamma = NULL;
   JsonObject *first, *second;
   int i;
 
   g_setenv ("DC_TEST_FAULT", "hold-join@5", TRUE);
-  alpha = start_host (url, "20", "2", &room);
+  alpha = dc_test_proc_start_host (url, "20", "2", &room);
   g_setenv ("DC_TEST_FAULT", "outsider", TRUE);
   odd = start_follower (url, room, "odd", "20", "--test-probe-hash=00ff00ff00ff00ff");
   g_unsetenv ("DC_TEST_FAULT");
