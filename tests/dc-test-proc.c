@@ -232,3 +232,112 @@ dc_test_proc_expect_exit (DcTestProc *proc,
     g_error ("%s: still running after %u ms", proc->label, timeout_ms);
   return proc->exit_status;
 }
+
+static DcTestProc *
+spawn_va (const char *label,
+          GPtrArray  *argv,
+          va_list     args)
+{
+  const char *arg;
+
+  while ((arg = va_arg (args, const char *)) != NULL)
+    g_ptr_array_add (argv, (gpointer) arg);
+  g_ptr_array_add (argv, NULL);
+  return dc_test_proc_spawn (label, NULL, FALSE, (const char * const *) argv->pdata);
+}
+
+/**
+ * dc_test_proc_spawn_args:
+ * @label: the child's name in the test log
+ * @...: daisychain-cli's arguments, then %NULL
+ *
+ * dc_test_proc_spawn () with the arguments as a list (no stdin, no netns).
+ */
+DcTestProc *
+dc_test_proc_spawn_args (const char *label,
+                         ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  DcTestProc *proc;
+  va_list args;
+
+  va_start (args, label);
+  proc = spawn_va (label, argv, args);
+  va_end (args);
+  return proc;
+}
+
+/**
+ * dc_test_proc_start_signal:
+ * @out: (out): the signaling service's process
+ *
+ * A signaling service on 127.0.0.1 and a port of its own choosing.
+ *
+ * Returns: (transfer full): its URL
+ */
+char *
+dc_test_proc_start_signal (DcTestProc **out)
+{
+  DcTestProc *proc = dc_test_proc_spawn_args ("signal", "signal", "--json", "--port", "0",
+                                              "--bind", "127.0.0.1", NULL);
+  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL,
+                                               DC_TEST_PROC_EVENT_BOUND_MS);
+
+  *out = proc;
+  return g_strdup (json_object_get_string_member (listening, "url"));
+}
+
+/**
+ * dc_test_proc_start_host:
+ * @room: (out): the room code it made
+ *
+ * The room's host, "alpha", which starts the run: seed 11, the smallest
+ * model (width 16, sequence 16, batch 2, 100 steps, one thread), stopping
+ * after @stop_at, once @min_peers devices are there. Returns once it has
+ * created the room, so that others may ask to join it.
+ */
+DcTestProc *
+dc_test_proc_start_host (const char  *url,
+                         const char  *stop_at,
+                         const char  *min_peers,
+                         char       **room)
+{
+  DcTestProc *proc = dc_test_proc_spawn_args ("alpha", "train", "--json", "--signal", url,
+                                              "--name", "alpha", "--approve", "all",
+                                              "--ice-address", "127.0.0.1", "--seed", "11",
+                                              "--min-peers", min_peers, "--stop-at", stop_at,
+                                              "--width", "16", "--seq", "16", "--batch", "2",
+                                              "--steps", "100", "--threads", "1", NULL);
+  JsonObject *event = dc_test_proc_expect (proc, "room", NULL, DC_TEST_PROC_EVENT_BOUND_MS);
+
+  *room = g_strdup (json_object_get_string_member (event, "room"));
+  dc_test_proc_expect (proc, "joined", NULL, DC_TEST_PROC_EVENT_BOUND_MS);
+  return proc;
+}
+
+/**
+ * dc_test_proc_start_follower:
+ * @...: more arguments (its own training flags), then %NULL
+ *
+ * A device @name joining @room on 127.0.0.1, stopping after @stop_at.
+ */
+DcTestProc *
+dc_test_proc_start_follower (const char *url,
+                             const char *room,
+                             const char *name,
+                             const char *stop_at,
+                             ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  const char *base[] = { "train", "--json", "--signal", url, "--room", room, "--name", name,
+                         "--ice-address", "127.0.0.1", "--stop-at", stop_at };
+  DcTestProc *proc;
+  va_list args;
+
+  for (guint i = 0; i < G_N_ELEMENTS (base); i++)
+    g_ptr_array_add (argv, (gpointer) base[i]);
+  va_start (args, stop_at);
+  proc = spawn_va (name, argv, args);
+  va_end (args);
+  return proc;
+}

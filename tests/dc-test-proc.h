@@ -43,6 +43,24 @@ gboolean    dc_test_proc_exited      (gpointer            proc);
 int         dc_test_proc_expect_exit (DcTestProc         *proc,
                                       guint               timeout_ms);
 
+/* The net tests' group runs (test-train-group*.c): far above what an event
+ * takes on an idle machine; on a loaded 2-core machine processes stall for
+ * seconds. */
+#define DC_TEST_PROC_EVENT_BOUND_MS 60000
+
+DcTestProc *dc_test_proc_spawn_args      (const char  *label,
+                                          ...) G_GNUC_NULL_TERMINATED;
+char       *dc_test_proc_start_signal    (DcTestProc **out);
+DcTestProc *dc_test_proc_start_host      (const char  *url,
+                                          const char  *stop_at,
+                                          const char  *min_peers,
+                                          char       **room);
+DcTestProc *dc_test_proc_start_follower  (const char  *url,
+                                          const char  *room,
+                                          const char  *name,
+                                          const char  *stop_at,
+                                          ...) G_GNUC_NULL_TERMINATED;
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcTestProc, dc_test_proc_free)
 
 G_END_DECLS

@@ -26,56 +26,12 @@
 #define SMALL "--width", "16", "--seq", "16", "--batch", "2", "--steps", "100", "--threads", "1"
 
 static DcTestProc *
-spawn (const char *label,
-       ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  const char *arg;
-  va_list args;
-
-  va_start (args, label);
-  while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  return dc_test_proc_spawn (label, NULL, FALSE, (const char * const *) argv->pdata);
-}
-
-static char *
-start_signal (DcTestProc **out)
-{
-  DcTestProc *proc = spawn ("signal", "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
-                            NULL);
-  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL, EVENT_BOUND_MS);
-
-  *out = proc;
-  return g_strdup (json_object_get_string_member (listening, "url"));
-}
-
-static DcTestProc *
-start_host (const char  *url,
-            const char  *stop_at,
-            const char  *min_peers,
-            char       **room)
-{
-  DcTestProc *proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
-                            "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
-                            "--min-peers", min_peers, "--stop-at", stop_at, SMALL, NULL);
-  JsonObject *event = dc_test_proc_expect (proc, "room", NULL, EVENT_BOUND_MS);
-
-  *room = g_strdup (json_object_get_string_member (event, "room"));
-  dc_test_proc_expect (proc, "joined", NULL, EVENT_BOUND_MS);
-  return proc;
-}
-
-static DcTestProc *
 start_follower (const char *url,
                 const char *room,
                 const char *name,
                 const char *stop_at)
 {
-  return spawn (name, "train", "--json", "--signal", url, "--room", room, "--name", name,
-                "--ice-address", "127.0.0.1", "--stop-at", stop_at, "--threads", "1", NULL);
+  return dc_test_proc_start_follower (url, room, name, stop_at, "--threads", "1", NULL);
 }
 
 /* @proc's step events by step (1-based); a retaken step keeps its last line. */
@@ -145,14 +101,15 @@ static void
 test_exact4 (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "16", "4", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "16", "4", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "16");
   g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "16");
   g_autoptr(DcTestProc) delta = start_follower (url, room, "delta", "16");
-  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "16",
-                                     "--simulate-peers", "4", SMALL, NULL);
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "16", "--simulate-peers", "4",
+                                                       SMALL, NULL);
   DcTestProc *procs[] = { alpha, beta, gamma, delta };
   g_autoptr(GPtrArray) sim_steps = NULL;
   DcGptConfig config;
@@ -199,7 +156,7 @@ static void
 test_wrong_sum (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
   g_autoptr(GPtrArray) a = NULL, b = NULL;
@@ -207,7 +164,7 @@ test_wrong_sum (void)
   guint caught = 0;
 
   g_setenv ("DC_TEST_FAULT", "audit-all", TRUE);
-  alpha = start_host (url, "20", "3", &room);
+  alpha = dc_test_proc_start_host (url, "20", "3", &room);
   beta = start_follower (url, room, "beta", "20");
   g_setenv ("DC_TEST_FAULT", "corrupt-sum@5", TRUE);
   gamma = start_follower (url, room, "gamma", "20");
@@ -267,13 +224,14 @@ static void
 test_repair4 (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "14", "4", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "14", "4", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "14");
   g_autoptr(DcTestProc) gamma = NULL, delta = NULL;
-  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "14",
-                                     "--simulate-peers", "4", SMALL, NULL);
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "14", "--simulate-peers", "4",
+                                                       SMALL, NULL);
   g_autoptr(GPtrArray) sim_steps = NULL;
   DcTestProc *procs[4];
   JsonObject *event;
@@ -325,24 +283,26 @@ static void
 test_ahead (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "16", "4", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "16", "4", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "16");
   g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "16");
   g_autoptr(DcTestProc) delta = start_follower (url, room, "delta", "8");
   g_autofree char *dir = g_dir_make_tmp ("dc-train-group-ahead-XXXXXX", NULL);
   g_autofree char *checkpoint = g_build_filename (dir, "four.pt", NULL);
-  g_autoptr(DcTestProc) sim4 = spawn ("sim4", "train", "--json", "--seed", "11", "--stop-at", "8",
-                                      "--simulate-peers", "4", "--out", checkpoint, SMALL, NULL);
+  g_autoptr(DcTestProc) sim4 = dc_test_proc_spawn_args ("sim4", "train", "--json", "--seed", "11",
+                                                        "--stop-at", "8", "--simulate-peers", "4",
+                                                        "--out", checkpoint, SMALL, NULL);
   g_autoptr(DcTestProc) sim3 = NULL;
   g_autoptr(GPtrArray) sim4_steps = NULL, sim3_steps = NULL;
   DcTestProc *procs[] = { alpha, beta, gamma, delta };
 
   wait_done (sim4, 8);
   sim4_steps = steps_of (sim4);
-  sim3 = spawn ("sim3", "train", "--json", "--resume", checkpoint, "--stop-at", "16",
-                "--simulate-peers", "3", "--threads", "1", NULL);
+  sim3 = dc_test_proc_spawn_args ("sim3", "train", "--json", "--resume", checkpoint,
+                                  "--stop-at", "16", "--simulate-peers", "3", "--threads", "1",
+                                  NULL);
   wait_done (sim3, 16);
   sim3_steps = steps_of (sim3);
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)

@@ -26,51 +26,6 @@
 
 #define SMALL "--width", "16", "--seq", "16", "--batch", "2", "--steps", "100", "--threads", "1"
 
-static DcTestProc *
-spawn (const char *label,
-       ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  const char *arg;
-  va_list args;
-
-  va_start (args, label);
-  while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  return dc_test_proc_spawn (label, NULL, FALSE, (const char * const *) argv->pdata);
-}
-
-static char *
-start_signal (DcTestProc **out)
-{
-  DcTestProc *proc = spawn ("signal", "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
-                            NULL);
-  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL, EVENT_BOUND_MS);
-
-  *out = proc;
-  return g_strdup (json_object_get_string_member (listening, "url"));
-}
-
-/* The room's host, which starts the run: returns the room code it made. */
-static DcTestProc *
-start_host (const char  *url,
-            const char  *stop_at,
-            const char  *min_peers,
-            char       **room)
-{
-  DcTestProc *proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
-                            "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
-                            "--min-peers", min_peers, "--stop-at", stop_at, SMALL, NULL);
-  JsonObject *event = dc_test_proc_expect (proc, "room", NULL, EVENT_BOUND_MS);
-
-  *room = g_strdup (json_object_get_string_member (event, "room"));
-  /* The host must have created the room before anyone asks to join it. */
-  dc_test_proc_expect (proc, "joined", NULL, EVENT_BOUND_MS);
-  return proc;
-}
-
 /* A follower: its own size and seed differ from the starter's on purpose
  * (width 32, seed 99): it must follow the starter's config, not its flags. */
 static DcTestProc *
@@ -80,9 +35,9 @@ start_follower (const char *url,
                 const char *stop_at,
                 const char *extra)
 {
-  return spawn (name, "train", "--json", "--signal", url, "--room", room, "--name", name,
-                "--ice-address", "127.0.0.1", "--stop-at", stop_at, "--width", "32",
-                "--seq", "16", "--batch", "4", "--seed", "99", "--threads", "1", extra, NULL);
+  return dc_test_proc_start_follower (url, room, name, stop_at, "--width", "32", "--seq", "16",
+                                      "--batch", "4", "--seed", "99", "--threads", "1", extra,
+                                      NULL);
 }
 
 /* The step events of @proc, indexed by step (1-based; NULL where none).
@@ -149,13 +104,14 @@ static void
 test_exact (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "60", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "60", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "60", NULL);
   g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "60", NULL);
-  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "60",
-                                     "--simulate-peers", "3", SMALL, NULL);
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "60", "--simulate-peers", "3",
+                                                       SMALL, NULL);
   DcTestProc *procs[] = { alpha, beta, gamma };
   g_autoptr(GPtrArray) sim_steps = NULL;
 
@@ -197,9 +153,9 @@ static void
 test_sync_guard (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "20", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "20", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "20", NULL);
   g_autoptr(DcTestProc) gamma = NULL;
   DcTestProc *procs[3];
@@ -245,11 +201,11 @@ simulate_history (guint three,
   g_autoptr(GPtrArray) steps = NULL;
   char *hash;
 
-  sim3 = spawn ("sim3", "train", "--json", "--seed", "11", "--stop-at", three_s,
-                "--simulate-peers", "3", "--out", checkpoint, SMALL, NULL);
+  sim3 = dc_test_proc_spawn_args ("sim3", "train", "--json", "--seed", "11", "--stop-at", three_s,
+                                  "--simulate-peers", "3", "--out", checkpoint, SMALL, NULL);
   g_assert_cmpint (dc_test_proc_expect_exit (sim3, RUN_BOUND_MS), ==, 0);
-  sim2 = spawn ("sim2", "train", "--json", "--resume", checkpoint, "--stop-at", last_s,
-                "--simulate-peers", "2", "--threads", "1", NULL);
+  sim2 = dc_test_proc_spawn_args ("sim2", "train", "--json", "--resume", checkpoint, "--stop-at",
+                                  last_s, "--simulate-peers", "2", "--threads", "1", NULL);
   wait_done (sim2, last);
   steps = steps_of (sim2);
   hash = g_strdup (hash_at (steps, last));
@@ -280,9 +236,9 @@ test_leave (gconstpointer data)
 {
   int signum = GPOINTER_TO_INT (data);
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "40", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "40", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "40", NULL);
   g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "40", NULL);
   g_autoptr(GPtrArray) a = NULL, b = NULL;
@@ -344,9 +300,9 @@ static void
 test_partial_send (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "20", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "20", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "20", NULL);
   g_autoptr(DcTestProc) gamma = NULL;
   g_autoptr(GPtrArray) a = NULL, b = NULL;
@@ -393,13 +349,14 @@ static void
 test_repair (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "20", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "20", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "20", NULL);
   g_autoptr(DcTestProc) gamma = NULL;
-  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "20",
-                                     "--simulate-peers", "3", SMALL, NULL);
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "20", "--simulate-peers", "3",
+                                                       SMALL, NULL);
   g_autoptr(GPtrArray) sim_steps = NULL;
   DcTestProc *procs[3];
   JsonObject *event;
@@ -440,13 +397,14 @@ static void
 test_corrupt_chunk (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "15", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "15", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "15", NULL);
   g_autoptr(DcTestProc) gamma = NULL;
-  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "15",
-                                     "--simulate-peers", "3", SMALL, NULL);
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "15", "--simulate-peers", "3",
+                                                       SMALL, NULL);
   g_autoptr(GPtrArray) sim_steps = NULL;
   DcTestProc *procs[3];
   guint refusals = 0;
@@ -497,9 +455,9 @@ static void
 test_repair_fails (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "15", "3", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "15", "3", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "15", NULL);
   g_autoptr(DcTestProc) gamma = NULL;
   g_autoptr(GPtrArray) steps = NULL;
@@ -569,7 +527,7 @@ static void
 test_leader_failover (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autofree char *leader = NULL;
   g_autofree char *next = NULL;
@@ -578,7 +536,7 @@ test_leader_failover (void)
   g_autoptr(GPtrArray) reference = NULL;
   guint repaired = 0;
 
-  procs[0] = start_host (url, "40", "4", &room);
+  procs[0] = dc_test_proc_start_host (url, "40", "4", &room);
   procs[1] = start_follower (url, room, "beta", "40", NULL);
   g_setenv ("DC_TEST_FAULT", "drop-gradient@30", TRUE);
   procs[2] = start_follower (url, room, "gamma", "40", NULL);
@@ -668,7 +626,7 @@ static void
 test_join (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL;
   g_autoptr(DcTestProc) beta = NULL;
@@ -682,7 +640,7 @@ test_join (void)
   guint first = 0;
 
   g_setenv ("DC_TEST_FAULT", "hold-join@30", TRUE);
-  alpha = start_host (url, "60", "2", &room);
+  alpha = dc_test_proc_start_host (url, "60", "2", &room);
   beta = start_follower (url, room, "beta", "60", NULL);
   g_unsetenv ("DC_TEST_FAULT");
   if (!dc_test_wait_until (reached_step_29, alpha, RUN_BOUND_MS))
@@ -719,11 +677,11 @@ test_join (void)
 
   /* The same roster history in one process. */
   first_s = g_strdup_printf ("%u", first - 1);
-  sim2 = spawn ("sim2", "train", "--json", "--seed", "11", "--stop-at", first_s,
-                "--simulate-peers", "2", "--out", checkpoint, SMALL, NULL);
+  sim2 = dc_test_proc_spawn_args ("sim2", "train", "--json", "--seed", "11", "--stop-at", first_s,
+                                  "--simulate-peers", "2", "--out", checkpoint, SMALL, NULL);
   g_assert_cmpint (dc_test_proc_expect_exit (sim2, RUN_BOUND_MS), ==, 0);
-  sim3 = spawn ("sim3", "train", "--json", "--resume", checkpoint, "--stop-at", "60",
-                "--simulate-peers", "3", "--threads", "1", NULL);
+  sim3 = dc_test_proc_spawn_args ("sim3", "train", "--json", "--resume", checkpoint, "--stop-at",
+                                  "60", "--simulate-peers", "3", "--threads", "1", NULL);
   wait_done (sim3, 60);
   sim_steps = steps_of (sim3);
   g_assert_cmpstr (hash_at (a, 60), ==, hash_at (sim_steps, 60));
@@ -748,7 +706,7 @@ static void
 test_audit (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL;
   g_autoptr(DcTestProc) beta = NULL;
@@ -758,7 +716,7 @@ test_audit (void)
   guint caught = 0;
 
   g_setenv ("DC_TEST_FAULT", "audit-all", TRUE);
-  alpha = start_host (url, "30", "3", &room);
+  alpha = dc_test_proc_start_host (url, "30", "3", &room);
   beta = start_follower (url, room, "beta", "30", NULL);
   g_setenv ("DC_TEST_FAULT", "corrupt-gradient@5", TRUE);
   gamma = start_follower (url, room, "gamma", "30", NULL);
@@ -822,7 +780,7 @@ static void
 test_audit_after_report (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
   g_autoptr(GPtrArray) a = NULL, b = NULL;
@@ -830,7 +788,7 @@ test_audit_after_report (void)
   guint removed = 0;
 
   g_setenv ("DC_TEST_FAULT", "audit-after-report", TRUE);
-  alpha = start_host (url, "20", "3", &room);
+  alpha = dc_test_proc_start_host (url, "20", "3", &room);
   beta = start_follower (url, room, "beta", "20", NULL);
   g_setenv ("DC_TEST_FAULT", "corrupt-gradient@5", TRUE);
   gamma = start_follower (url, room, "gamma", "20", NULL);
@@ -884,13 +842,14 @@ test_audit_after_report (void)
 
 /* A dishonest auditor: the third device accuses another's gradient of step
  * 5 although it reproduces (DC_TEST_FAULT=false-audit@5). The audit of
- * step 5 is recomputed while step 6 is taken and its accusation checked at
- * the end of step 6: every device recomputes the accused gradient itself,
+ * step 5 is drawn at the end of step 6's exchange, recomputed while step 7
+ * is taken, and its accusation checked at the end of step 7: every device
+ * recomputes the accused gradient itself,
  * finds that it reproduces and removes the accuser instead: the two log
- * “… that reproduces here: “gamma” is removed from the roster after step 6
+ * “… that reproduces here: “gamma” is removed from the roster after step 7
  * (a dishonest auditor)”, gamma stops with “AUDIT: removed from the run:
  * this device accused …” (exit 1), and the accused trains on. The two finish 20
- * steps with equal hashes, three devices to step 6 and two after, the final
+ * steps with equal hashes, three devices to step 7 and two after, the final
  * hash that of a simulation with that roster history. With the auditor
  * trusted (no recomputation) the accused device was removed instead and
  * stopped with exit 1. */
@@ -898,14 +857,14 @@ static void
 test_false_audit (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
   g_autoptr(GPtrArray) a = NULL, b = NULL;
   g_autofree char *expected = NULL;
   JsonObject *error;
 
-  alpha = start_host (url, "20", "3", &room);
+  alpha = dc_test_proc_start_host (url, "20", "3", &room);
   beta = start_follower (url, room, "beta", "20", NULL);
   g_setenv ("DC_TEST_FAULT", "false-audit@5", TRUE);
   gamma = start_follower (url, room, "gamma", "20", NULL);
@@ -924,7 +883,7 @@ test_false_audit (void)
 
       g_assert_cmpint (i, >=, 0);
       g_assert_true (message_has (g_ptr_array_index (proc->events, i),
-                                  "is removed from the roster after step 6 (a dishonest "
+                                  "is removed from the roster after step 7 (a dishonest "
                                   "auditor)"));
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "alpha"), ==, -1);
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "beta"), ==, -1);
@@ -935,10 +894,121 @@ test_false_audit (void)
     {
       g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
       g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==,
-                       s <= 6 ? 3 : 2);
+                       s <= 7 ? 3 : 2);
     }
-  expected = simulate_history (6, 20);
+  expected = simulate_history (7, 20);
   g_assert_cmpstr (hash_at (a, 20), ==, expected);
+}
+
+/* An audit draw no member can foresee: the third device corrupts its
+ * gradient only on the steps that the run seed's draw (the draw before
+ * 2026-12-02, dc_train_group_audit_rank ()) does not audit, from step 2 on
+ * (DC_TEST_FAULT=corrupt-unaudited@2), as a member that knows the seed can.
+ * No device audits every step here. The draw now follows from the hash of
+ * each step's contribution hashes, known only once every device has sent,
+ * so an audit falls on a corrupted step (each with 1/8: caught within 100
+ * steps but with (1 − 7/64)^97 ≈ 1e-5), the auditor's recomputation
+ * differs and the device is removed: "AUDIT: removed from the run" (exit
+ * 1), the others finish 100 steps with equal hashes, three devices to the
+ * step it was caught at, two after. With the seed's draw it trained all
+ * 100 steps unnoticed. */
+static void
+test_audit_unpredictable (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  JsonObject *error;
+  guint caught = 0;
+
+  alpha = dc_test_proc_start_host (url, "100", "3", &room);
+  beta = start_follower (url, room, "beta", "100", NULL);
+  g_setenv ("DC_TEST_FAULT", "corrupt-unaudited@2", TRUE);
+  gamma = start_follower (url, room, "gamma", "100", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  wait_done (alpha, 100);
+  wait_done (beta, 100);
+  g_assert_true (dc_test_proc_find (alpha, 0, "audit", "gamma") >= 0
+                 || dc_test_proc_find (beta, 0, "audit", "gamma") >= 0);
+  g_assert_cmpint (dc_test_proc_find (alpha, 0, "audit", "beta"), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (beta, 0, "audit", "alpha"), ==, -1);
+  a = steps_of_full (alpha, TRUE);
+  b = steps_of_full (beta, TRUE);
+  for (guint s = 1; s <= 100; s++)
+    {
+      gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
+
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpint (roster, ==,
+                       json_object_get_int_member (g_ptr_array_index (b, s), "roster"));
+      if (roster == 3)
+        {
+          g_assert_cmpuint (caught, ==, s - 1);
+          caught = s;
+        }
+      else
+        g_assert_cmpint (roster, ==, 2);
+    }
+  g_test_message ("caught at step %u", caught);
+  g_assert_cmpuint (caught, >=, 2);
+  g_assert_cmpuint (caught, <, 100);
+}
+
+/* An audit reads its own copy of the weights it recomputes on: every
+ * device audits every step, and right after drawing it the snapshot
+ * buffer is overwritten (DC_TEST_FAULT=audit-scribble), as the compute
+ * worker of a step taken again (a rollback) rewrites it while an audit may
+ * still read it. Three honest devices train 12 steps with equal hashes,
+ * nobody is accused, and the last hash is the simulation's. When the audit
+ * read the snapshot itself, every audit recomputed on the overwritten
+ * values and accused an honest device. */
+static void
+test_audit_own_weights (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(DcTestProc) sim = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL, c = NULL, expected = NULL;
+
+  g_setenv ("DC_TEST_FAULT", "audit-scribble", TRUE);
+  url = dc_test_proc_start_signal (&signal);
+  alpha = dc_test_proc_start_host (url, "12", "3", &room);
+  beta = start_follower (url, room, "beta", "12", NULL);
+  gamma = start_follower (url, room, "gamma", "12", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  wait_done (alpha, 12);
+  wait_done (beta, 12);
+  wait_done (gamma, 12);
+  for (guint p = 0; p < 3; p++)
+    {
+      DcTestProc *proc = p == 0 ? alpha : p == 1 ? beta : gamma;
+
+      g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", NULL), ==, -1);
+    }
+  a = steps_of (alpha);
+  b = steps_of (beta);
+  c = steps_of (gamma);
+  for (guint s = 1; s <= 12; s++)
+    {
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (c, s));
+      g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==, 3);
+    }
+  sim = dc_test_proc_spawn_args ("sim3", "train", "--json", "--seed", "11", "--stop-at", "12",
+                                 "--simulate-peers", "3", SMALL, NULL);
+  wait_done (sim, 12);
+  expected = steps_of (sim);
+  g_assert_cmpstr (hash_at (a, 12), ==, hash_at (expected, 12));
 }
 
 /* A device whose probe hash differs (claimed with a test option) is not
@@ -948,9 +1018,9 @@ static void
 test_admission (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = start_host (url, "5", "2", &room);
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "5", "2", &room);
   g_autoptr(DcTestProc) odd = start_follower (url, room, "odd", "5",
                                               "--test-probe-hash=00ff00ff00ff00ff");
   g_autoptr(DcTestProc) beta = NULL;
@@ -985,8 +1055,9 @@ static char *
 make_checkpoint (const char *dir)
 {
   char *path = g_build_filename (dir, "ten.pt", NULL);
-  g_autoptr(DcTestProc) proc = spawn ("ckpt", "train", "--json", "--seed", "5", "--stop-at", "10",
-                                      "--out", path, SMALL, NULL);
+  g_autoptr(DcTestProc) proc = dc_test_proc_spawn_args ("ckpt", "train", "--json", "--seed", "5",
+                                                        "--stop-at", "10", "--out", path, SMALL,
+                                                        NULL);
 
   g_assert_cmpint (dc_test_proc_expect_exit (proc, RUN_BOUND_MS), ==, 0);
   return path;
@@ -997,8 +1068,9 @@ static DcTestProc *
 simulate_resume (const char *checkpoint,
                  const char *last)
 {
-  return spawn ("sim", "train", "--json", "--resume", checkpoint, "--steps", "100", "--stop-at",
-                last, "--simulate-peers", "3", "--threads", "1", NULL);
+  return dc_test_proc_spawn_args ("sim", "train", "--json", "--resume", checkpoint, "--steps",
+                                  "100", "--stop-at", last, "--simulate-peers", "3", "--threads",
+                                  "1", NULL);
 }
 
 /* The host starts the run from a checkpoint of step 10 (train --room
@@ -1011,7 +1083,7 @@ static void
 test_resume (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *dir = g_dir_make_tmp ("dc-train-group-XXXXXX", NULL);
   g_autofree char *checkpoint = make_checkpoint (dir);
   g_autofree char *room = NULL;
@@ -1019,9 +1091,10 @@ test_resume (void)
   g_autoptr(GPtrArray) sim_steps = NULL;
   JsonObject *config;
 
-  alpha = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha", "--approve", "all",
-                 "--ice-address", "127.0.0.1", "--seed", "11", "--min-peers", "3", "--stop-at",
-                 "20", "--resume", checkpoint, SMALL, NULL);
+  alpha = dc_test_proc_spawn_args ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
+                                   "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
+                                   "--min-peers", "3", "--stop-at", "20", "--resume", checkpoint,
+                                   SMALL, NULL);
   room = g_strdup (json_object_get_string_member (dc_test_proc_expect (alpha, "room", NULL,
                                                                        EVENT_BOUND_MS), "room"));
   dc_test_proc_expect (alpha, "joined", NULL, EVENT_BOUND_MS);
@@ -1102,7 +1175,7 @@ static void
 test_load_midrun (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *dir = g_dir_make_tmp ("dc-train-group-XXXXXX", NULL);
   g_autofree char *checkpoint = make_checkpoint (dir);
   g_autofree char *load_15 = g_strdup_printf ("--load-at=15:%s", checkpoint);
@@ -1111,7 +1184,7 @@ test_load_midrun (void)
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL, sim = NULL;
   g_autoptr(GPtrArray) sim_steps = NULL;
 
-  alpha = start_host (url, "40", "3", &room);
+  alpha = dc_test_proc_start_host (url, "40", "3", &room);
   beta = start_follower (url, room, "beta", "40", load_15);
   gamma = start_follower (url, room, "gamma", "40", load_25);
   sim = simulate_resume (checkpoint, "40");
@@ -1199,14 +1272,14 @@ static void
 test_refuse (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL, odd = NULL, beta = NULL, gamma = NULL;
   JsonObject *first, *second;
   int i;
 
   g_setenv ("DC_TEST_FAULT", "hold-join@5", TRUE);
-  alpha = start_host (url, "20", "2", &room);
+  alpha = dc_test_proc_start_host (url, "20", "2", &room);
   g_setenv ("DC_TEST_FAULT", "outsider", TRUE);
   odd = start_follower (url, room, "odd", "20", "--test-probe-hash=00ff00ff00ff00ff");
   g_unsetenv ("DC_TEST_FAULT");
@@ -1287,6 +1360,8 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/audit", test_audit);
   g_test_add_func ("/dc/train/group/audit/false-accusation", test_false_audit);
   g_test_add_func ("/dc/train/group/audit/after-report", test_audit_after_report);
+  g_test_add_func ("/dc/train/group/audit/unpredictable", test_audit_unpredictable);
+  g_test_add_func ("/dc/train/group/audit/own-weights", test_audit_own_weights);
   g_test_add_func ("/dc/train/group/refuse", test_refuse);
   g_test_add_func ("/dc/train/group/checkpoint/resume", test_resume);
   g_test_add_func ("/dc/train/group/checkpoint/load-midrun", test_load_midrun);

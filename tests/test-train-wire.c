@@ -3,7 +3,8 @@
  * dc_train_gradient_header_parse () and dc_train_weights_header_parse ()
  * read a peer's bytes: a well-formed header is taken with its fields, and
  * each way of breaking one (size, magic, roster size, rank, reserved bytes,
- * parameter count, step, β powers) is refused with a message.
+ * parameter count, step, β powers) is refused with a message; likewise an
+ * auditor's contribution request.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -260,6 +261,75 @@ test_weights (void)
   expect_state_refused (data, size, N_PARAMS, 30);           /* magic */
 }
 
+/* An auditor's contribution request (44 bytes): written and read back
+ * with its fields; each way of breaking one (size, version, reserved
+ * bytes, step 0, roster size, shard) is refused with a message, a newer
+ * version as unsupported. */
+static void
+expect_request_refused (const guint8 *data,
+                        gsize         size,
+                        gint          code)
+{
+  DcTrainContribRequest request;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_false (dc_train_contrib_request_parse (data, size, &request, &error));
+  g_assert_error (error, G_IO_ERROR, code);
+  g_assert_true (g_str_has_prefix (error->message, "a contribution request "));
+  g_test_message ("refused: %s", error->message);
+}
+
+static void
+test_contrib_request (void)
+{
+  DcTrainContribRequest request = { 0 }, back = { 0 };
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GError) error = NULL;
+  guint8 data[DC_TRAIN_CONTRIB_REQUEST_SIZE + 1];
+  gsize size;
+
+  for (guint i = 0; i < 16; i++)
+    request.run_id[i] = (guint8) (i + 1);
+  request.step = 42;
+  request.digest = G_GUINT64_CONSTANT (0x0123456789abcdef);
+  request.shard = 2;
+  request.roster_size = 3;
+  bytes = dc_train_contrib_request_write (&request);
+  g_assert_cmpuint (g_bytes_get_size (bytes), ==, 44);
+  size = g_bytes_get_size (bytes);
+  memcpy (data, g_bytes_get_data (bytes, NULL), size);
+  g_assert_cmpuint (data[0], ==, 1);
+  g_assert_true (dc_train_contrib_request_parse (data, size, &back, &error));
+  g_assert_no_error (error);
+  g_assert_cmpmem (back.run_id, 16, request.run_id, 16);
+  g_assert_cmpuint (back.step, ==, 42);
+  g_assert_cmpuint (back.digest, ==, request.digest);
+  g_assert_cmpuint (back.shard, ==, 2);
+  g_assert_cmpuint (back.roster_size, ==, 3);
+
+  expect_request_refused (data, size - 1, G_IO_ERROR_INVALID_DATA);  /* short */
+  data[size] = 0;
+  expect_request_refused (data, size + 1, G_IO_ERROR_INVALID_DATA);  /* long */
+  data[0] = 2;
+  expect_request_refused (data, size, G_IO_ERROR_NOT_SUPPORTED);     /* version */
+  data[0] = 1;
+  data[2] = 1;
+  expect_request_refused (data, size, G_IO_ERROR_INVALID_DATA);      /* reserved */
+  data[2] = 0;
+  put_u64 (data + 20, 0);
+  expect_request_refused (data, size, G_IO_ERROR_INVALID_DATA);      /* step 0 */
+  put_u64 (data + 20, 42);
+  put_u32 (data + 36, 3);
+  expect_request_refused (data, size, G_IO_ERROR_INVALID_DATA);      /* shard ≥ roster */
+  put_u32 (data + 36, 0);
+  put_u32 (data + 40, 1);
+  expect_request_refused (data, size, G_IO_ERROR_INVALID_DATA);      /* roster of 1 */
+  put_u32 (data + 40, DC_TRAIN_GRADIENT_ROSTER_MAX + 1);
+  expect_request_refused (data, size, G_IO_ERROR_INVALID_DATA);      /* roster of 65 */
+  put_u32 (data + 40, DC_TRAIN_GRADIENT_ROSTER_MAX);
+  g_assert_true (dc_train_contrib_request_parse (data, size, &back, &error));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -268,5 +338,6 @@ main (int   argc,
   g_test_add_func ("/dc/train/wire/gradient", test_gradient);
   g_test_add_func ("/dc/train/wire/weights", test_weights);
   g_test_add_func ("/dc/train/wire/shard", test_shard);
+  g_test_add_func ("/dc/train/wire/contrib-request", test_contrib_request);
   return g_test_run ();
 }

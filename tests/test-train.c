@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dc-test-utils.h"
+#include "model/dc-model-error.h"
 #include "model/dc-rng.h"
 #include "train/dc-token-source.h"
 #include "train/dc-train-plan.h"
@@ -281,6 +282,95 @@ test_audit_draw (void)
   g_assert_cmpuint (audited_steps, <, steps / DC_TRAIN_GROUP_AUDIT_PERIOD * 12 / 10);
 }
 
+/* The draw from a step's contribution hashes (dc_train_group_audit_draw
+ * ()) has the same shape: all or none of the roster audits, every rank
+ * then by exactly one other, about one step in DC_TRAIN_GROUP_AUDIT_PERIOD,
+ * and it follows the hash's first 8 bytes only. */
+static void
+test_audit_draw_hash (void)
+{
+  guint audited_steps = 0, steps = 0;
+
+  for (guint n = 2; n <= 8; n++)
+    for (guint i = 0; i < 1200; i++)
+      {
+        guint8 hash[32];
+        gsize len = sizeof hash;
+        g_autoptr(GChecksum) checksum = g_checksum_new (G_CHECKSUM_SHA256);
+        gboolean seen[8] = { FALSE };
+        guint auditing = 0;
+
+        g_checksum_update (checksum, (const guchar *) &i, sizeof i);
+        g_checksum_update (checksum, (const guchar *) &n, sizeof n);
+        g_checksum_get_digest (checksum, hash, &len);
+        for (guint r = 0; r < n; r++)
+          {
+            guint a = dc_train_group_audit_draw (hash, r, n, FALSE);
+            guint every = dc_train_group_audit_draw (hash, r, n, TRUE);
+
+            g_assert_cmpuint (every, <, n);
+            g_assert_cmpuint (every, !=, r);
+            if (a == G_MAXUINT)
+              continue;
+            g_assert_cmpuint (a, ==, every);
+            g_assert_false (seen[a]);
+            seen[a] = TRUE;
+            auditing++;
+          }
+        g_assert_true (auditing == 0 || auditing == n);
+        audited_steps += auditing > 0;
+        steps++;
+        /* Bytes past the first 8 do not move the draw. */
+        hash[31] ^= 0xff;
+        g_assert_cmpuint (dc_train_group_audit_draw (hash, 0, n, TRUE), ==,
+                          dc_train_group_audit_draw (hash, 0, n, TRUE));
+      }
+  g_test_message ("%u of %u draws audit", audited_steps, steps);
+  g_assert_cmpuint (audited_steps, >, steps / DC_TRAIN_GROUP_AUDIT_PERIOD * 8 / 10);
+  g_assert_cmpuint (audited_steps, <, steps / DC_TRAIN_GROUP_AUDIT_PERIOD * 12 / 10);
+}
+
+/* A group's plan counts what its audits hold besides the run
+ * (dc_train_plan_audit_bytes ()): the audit trainer's model with both
+ * moments, activations and scratch, two gradient buffers, the second and
+ * third snapshots and the audit's copy of its weights; so a device with memory
+ * for the run alone is refused a group's run before it starts, not killed
+ * by the kernel at the first audit. */
+static void
+test_plan_audit_memory (void)
+{
+  DcTrainingRequest request = { .width = 128, .seq = 128, .batch = 8, .steps = 100,
+                                .n_threads = 1 };
+  g_autoptr(DcTrainPlan) alone = NULL;
+  g_autoptr(DcTrainPlan) group = NULL;
+  g_autoptr(GError) error = NULL;
+  const DcGptMemory *m;
+
+  alone = dc_train_plan_new (&request, NULL, NULL, &error);
+  g_assert_no_error (error);
+  request.group = TRUE;
+  group = dc_train_plan_new (&request, NULL, NULL, &error);
+  g_assert_no_error (error);
+  m = &alone->memory;
+  g_assert_cmpuint (alone->audit_bytes, ==, 0);
+  g_assert_cmpuint (group->audit_bytes, ==,
+                    12 * m->n_params + m->arena_bytes + m->scratch_bytes + 8 * m->n_params
+                    + 24 * m->n_params + 4 * m->n_params);
+  g_assert_cmpuint (group->memory.total_bytes, ==, m->total_bytes + group->audit_bytes);
+  /* Room for the run alone is not room for a group's run. */
+  alone->available = m->total_bytes;
+  group->available = m->total_bytes;
+  g_assert_true (dc_train_plan_check_memory (alone, &error));
+  g_assert_no_error (error);
+  g_assert_false (dc_train_plan_check_memory (group, &error));
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID);
+  g_test_message ("refused: %s", error->message);
+  g_clear_error (&error);
+  group->available = group->memory.total_bytes;
+  g_assert_true (dc_train_plan_check_memory (group, &error));
+  g_assert_no_error (error);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -292,6 +382,8 @@ main (int    argc,
   g_test_add_func ("/dc/train/group/of-one-is-solo", test_group_of_one_is_solo);
   g_test_add_func ("/dc/train/group/of-three-any-threads", test_group_of_three);
   g_test_add_func ("/dc/train/group/audit-draw", test_audit_draw);
+  g_test_add_func ("/dc/train/group/audit-draw-hash", test_audit_draw_hash);
+  g_test_add_func ("/dc/train/plan-audit-memory", test_plan_audit_memory);
   g_test_add_func ("/dc/train/optimizer-hash", test_optimizer_hash);
   g_test_add_func ("/dc/train/plan-limits", test_plan_limits);
   g_test_add_func ("/dc/train/context-hello", test_context_hello);

@@ -45,6 +45,7 @@ dc_mesh_message_type_to_string (guint type)
     case DC_MESH_MSG_REPAIR_REQUEST: return "repair-request";
     case DC_MESH_MSG_REPAIR: return "repair";
     case DC_MESH_MSG_AUDIT: return "audit";
+    case DC_MESH_MSG_CONTRIB_REQUEST: return "contribution-request";
     case DC_MESH_MSG_RING_OFFER: return "ring-offer";
     case DC_MESH_MSG_RING_ASSIGN: return "ring-assign";
     case DC_MESH_MSG_RING_READY: return "ring-ready";
@@ -137,6 +138,9 @@ dc_mesh_message_check_payload (guint    type,
       break;
     case DC_MESH_MSG_AUDIT:
       min = max = DC_MESH_AUDIT_SIZE;
+      break;
+    case DC_MESH_MSG_CONTRIB_REQUEST:
+      min = max = DC_MESH_CONTRIB_REQUEST_SIZE;
       break;
     case DC_MESH_MSG_CREDIT:
       min = max = DC_MESH_CREDIT_SIZE;

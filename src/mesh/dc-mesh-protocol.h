@@ -56,7 +56,10 @@ typedef enum
   DC_MESH_MSG_RING_READY   = 19,  /* DcMeshRingReady: a stage loaded them, or why not */
   DC_MESH_MSG_RING_HOP     = 20,  /* DcMeshRingHop: activations to the next stage */
   DC_MESH_MSG_RING_TOKEN   = 21,  /* DcMeshRingToken: a token, streamed to every stage */
-  DC_MESH_MSG_LAST         = DC_MESH_MSG_RING_TOKEN,
+  /* An auditor asks an author for its contribution to a shard (the body
+   * is the training layer's, src/train/dc-train-wire.h). */
+  DC_MESH_MSG_CONTRIB_REQUEST = 22, /* 44 bytes: "your contribution to shard a of step S" */
+  DC_MESH_MSG_LAST         = DC_MESH_MSG_CONTRIB_REQUEST,
 } DcMeshMessageType;
 
 const char *dc_mesh_message_type_to_string (guint type);

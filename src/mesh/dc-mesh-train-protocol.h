@@ -54,6 +54,8 @@ G_BEGIN_DECLS
                                        + DC_MESH_ROSTER_MAX * (1 + DC_MESH_MEMBER_ID_MAX))
 #define DC_MESH_REPAIR_REQUEST_SIZE   32
 #define DC_MESH_AUDIT_SIZE            64
+/* Its body is read by the training layer (dc_train_contrib_request_parse ()). */
+#define DC_MESH_CONTRIB_REQUEST_SIZE  44
 
 /* Chunks: the header, then the data. One chunk message is exactly one piece
  * at most (65,536 − 16 frame header − 120 = 65,400 data bytes). The header

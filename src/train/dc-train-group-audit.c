@@ -71,10 +71,13 @@ _dc_train_group_received_hash (DcTrainGroup *self,
 }
 
 /* An audit of step S, off the step's critical path: drawn at the end of
- * S's exchange (the roster and the contribution hashes of S read then),
- * recomputed on the audit trainer of the session (its own buffers, on the
- * CPU) from the weights before S (the snapshot taken during S's compute),
- * while S's update, its report and S + 1's compute and exchange go on. */
+ * S + 1's exchange from the hash of S + 1's contribution hashes (every
+ * byte of S was sent before any of them could be known), recomputed on the
+ * audit trainer of the session (its own buffers, on the CPU) from a copy
+ * of the weights before S, while S + 1's update, its report and S + 2's
+ * compute and exchange go on. The audited reducer's shard is re-summed
+ * from the contributions to it, which the auditor asks their authors for
+ * once the draw is known. */
 struct _AuditJob
 {
   guint64       step;
@@ -82,13 +85,27 @@ struct _AuditJob
   guint         rank;       /* the audited rank */
   guint         n_ranks;
   guint8        received[DC_MESH_HASH_SIZE];  /* its gradient as the roster used it */
-  const float  *weights;    /* before S: a snapshot buffer, kept until the
-                             * report of S + 1 (which waits for this job) */
+  float        *weights;    /* before S: this job's own copy of the snapshot, which
+                             * the compute of a step taken again or the next rewrites
+                             * while the job may still run */
   guint64       weights_step;
   float        *grads;      /* out: the recomputed gradient */
   guint8        hash[DC_MESH_HASH_SIZE];  /* out: its shards' hash */
   gint64        us;         /* out: how long it took */
   gboolean      after_report; /* out: DC_TEST_FAULT=audit-after-report saw the report */
+  gboolean      computed;   /* the recomputation is done (main thread) */
+  /* The re-sum of shard `rank` (main thread only). */
+  char        **ids;        /* S's roster */
+  guint         own_rank;   /* this device's rank in it */
+  GBytes       *summed;     /* the audited rank's summed shard of S */
+  guint8       *listed;     /* n × 32: the contribution hashes it lists, rank order */
+  GBytes      **fetched;    /* n: the contributions to it, checked against listed
+                             * (this device's own from the start; the audited rank's
+                             * is the recomputation) */
+  DcMeshChunkAssembler **assemblers;  /* n: authors' answers as they arrive */
+  guint         fetch_tries;
+  gint64        fetch_next;      /* monotonic µs: when to ask again */
+  gint64        fetch_deadline;  /* monotonic µs: when the re-sum is given up */
 };
 
 /* An accusation of (step, rank) by @auditor, at most one per auditor and
@@ -116,60 +133,70 @@ add_accusation (DcTrainGroup *self,
   g_ptr_array_add (self->accusations, accusation);
 }
 
+/* The authors a job still waits for: their contribution to the audited
+ * shard has not come (nor been refused). */
+static guint
+fetch_missing (const AuditJob *job)
+{
+  guint missing = 0;
+
+  for (guint j = 0; j < job->n_ranks; j++)
+    if (j != job->rank && job->fetched[j] == NULL)
+      missing++;
+  return missing;
+}
+
 /* The audited rank's summed shard re-summed here, when every contribution
  * to it is at hand: this device's own, the audited device's as recomputed
- * here, and the others' (sent to this device on audit steps,
- * send_own_gradient ()). -1: cannot tell (one did not come: its author did
- * not draw the audit, DC_TEST_FAULT=audit-all on some devices only);
- * 0: it reproduces; 1: it does not. */
+ * here, and the others' as their authors sent them on request
+ * (_dc_train_group_audit_take_chunk ()), each checked against the hash the
+ * audited reducer listed for it. -1: cannot tell (one did not come within
+ * DC_TRAIN_GROUP_AUDIT_FETCH_S, or its author left); 0: it reproduces;
+ * 1: it does not. */
 static int
 check_summed (DcTrainGroup   *self,
               const AuditJob *job)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
-  guint64 step = job->step;
-  guint n = self->roster->len, a = job->rank;
+  guint n = job->n_ranks, a = job->rank;
   g_autofree const float **values = g_new0 (const float *, n);
   g_autofree float *sum = NULL;
-  g_autofree char *summed_key = _dc_train_group_gradient_key (step, self->digest,
-                                                              g_ptr_array_index (self->roster, a));
-  Gradient *summed = g_hash_table_lookup (self->gradients, summed_key);
   gsize start, length, n_values;
   const float *received;
 
-  if (summed == NULL)
-    return -1;
   dc_train_shard_range (model->n_params, n, a, &start, &length);
   for (guint j = 0; j < n; j++)
     {
-      g_autofree char *key = NULL;
-      Gradient *contribution;
-
       if (j == a)
         {
           values[j] = job->grads + start;
           continue;
         }
-      key = _dc_train_group_contrib_key (step, self->digest, g_ptr_array_index (self->roster, j),
-                                         a);
-      contribution = g_hash_table_lookup (self->contribs, key);
-      if (contribution == NULL || contribution->rank != j)
+      if (job->fetched[j] == NULL)
+        {
+          g_message ("the re-sum of the summed shard of “%s” at step %" G_GUINT64_FORMAT
+                     " is skipped: the contribution of “%s” to it did not come",
+                     _dc_train_group_member_name (self, job->ids[a]), job->step,
+                     _dc_train_group_member_name (self, job->ids[j]));
+          return -1;
+        }
+      values[j] = _dc_train_group_shard_values (job->fetched[j], &n_values);
+      if (n_values != length)
         return -1;
-      values[j] = _dc_train_group_shard_values (contribution->object, &n_values);
     }
   sum = g_new (float, MAX (length, 1));
   dc_gpt_trainer_combine_gradients (values, n, length, sum);
-  received = _dc_train_group_shard_values (summed->object, &n_values);
-  return memcmp (sum, received, length * sizeof (float)) != 0;
+  received = _dc_train_group_shard_values (job->summed, &n_values);
+  return n_values != length || memcmp (sum, received, length * sizeof (float)) != 0;
 }
 
 /* The audited rank's gradient as the roster used it (the contribution
  * hashes in the summed shards, read when the audit was drawn) against this
  * device's recomputation, and its summed shard re-summed (check_summed ()):
  * a difference is sent to the roster as AUDIT. It goes before this
- * device's report of the step after (applied_cb () waits for the audit),
- * so everyone has it when it has that report; every device, this one
- * included, checks the accusation at the end of that step
+ * device's report of S + 2 (_dc_train_group_wait_audit ()), so everyone
+ * has it when it has that report; every device, this one included,
+ * checks the accusation at the end of that step
  * (_dc_train_group_verify_accusations ()). */
 static void
 check_audit (DcTrainGroup *self,
@@ -221,6 +248,17 @@ _dc_train_group_audit_job_free (AuditJob *job)
 {
   if (job == NULL)
     return;
+  for (guint j = 0; job->fetched != NULL && j < job->n_ranks; j++)
+    {
+      g_clear_pointer (&job->fetched[j], g_bytes_unref);
+      g_clear_pointer (&job->assemblers[j], dc_mesh_chunk_assembler_free);
+    }
+  g_free (job->fetched);
+  g_free (job->assemblers);
+  g_clear_pointer (&job->summed, g_bytes_unref);
+  g_free (job->listed);
+  g_strfreev (job->ids);
+  g_free (job->weights);
   g_free (job->grads);
   g_free (job);
 }
@@ -277,39 +315,61 @@ audit_worker (GTask        *task,
 static void start_audit (DcTrainGroup *self,
                          AuditJob     *job);
 
+/* Asks the authors whose contribution to the audited shard has not come
+ * for it (contribution-request); they keep their own
+ * DC_TRAIN_GROUP_REPAIR_STEPS steps. */
 static void
-audited_cb (GObject      *object,
-            GAsyncResult *result,
-            gpointer      user_data)
+fetch_contributions (DcTrainGroup *self,
+                     AuditJob     *job)
 {
-  DcTrainGroup *self = DC_TRAIN_GROUP (object);
-  AuditJob *job = g_steal_pointer (&self->audit_job);
-  GError *error = NULL;
+  DcTrainContribRequest request = { 0 };
+  g_autoptr(GBytes) payload = NULL;
 
-  if (!g_task_propagate_boolean (G_TASK (result), &error))
+  memcpy (request.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+  request.step = job->step;
+  request.digest = job->digest;
+  request.shard = job->rank;
+  request.roster_size = job->n_ranks;
+  payload = dc_train_contrib_request_write (&request);
+  job->fetch_tries++;
+  job->fetch_next = g_get_monotonic_time ()
+                    + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC;
+  for (guint j = 0; j < job->n_ranks; j++)
     {
-      _dc_train_group_audit_job_free (job);
-      if (self->state != STATE_DONE)
-        _dc_train_group_finish (self, error);
-      else
-        g_clear_error (&error);
-      return;
-    }
-  if (self->state == STATE_DONE)
-    {
-      _dc_train_group_audit_job_free (job);
-      return;
-    }
-  self->audit_us = job->us;
-  if (self->fault_audit_after_report)
-    {
-      g_autofree char *text = g_strdup_printf ("DC_TEST_FAULT: the audit of step %"
-                                               G_GUINT64_FORMAT " finished %s", job->step,
-                                               job->after_report ? "after its step's report"
-                                                                 : "before its step's report");
+      DcPeer *peer;
+      g_autoptr(GError) error = NULL;
 
-      _dc_train_group_notice (self, "test-fault", NULL, text);
+      if (j == job->rank || job->fetched[j] != NULL
+          || (peer = _dc_train_group_find_peer (self, job->ids[j])) == NULL)
+        continue;
+      if (!_dc_train_group_send (self, peer, DC_MESH_MSG_CONTRIB_REQUEST, payload, &error))
+        g_message ("cannot send a contribution request to %s: %s", dc_peer_get_name (peer),
+                   error->message);
     }
+}
+
+/* The verdict of the running audit, once its recomputation is done and,
+ * unless its gradient already differs, every contribution to the audited
+ * shard came (or DC_TRAIN_GROUP_AUDIT_FETCH_S passed, or their authors
+ * left): the accusation, if any, then the next audit, and the report or
+ * the next step that waited for it. */
+static void
+maybe_conclude (DcTrainGroup *self)
+{
+  AuditJob *job = self->audit_job;
+  gboolean waiting = FALSE;
+
+  if (job == NULL || !job->computed || self->state == STATE_DONE || self->session == NULL)
+    return;
+  if (memcmp (job->received, job->hash, DC_MESH_HASH_SIZE) == 0 && self->fault_false_audit == 0
+      && job->digest == self->digest && g_get_monotonic_time () < job->fetch_deadline)
+    for (guint j = 0; j < job->n_ranks; j++)
+      if (j != job->rank && job->fetched[j] == NULL
+          && _dc_train_group_find_peer (self, job->ids[j]) != NULL)
+        waiting = TRUE;
+  if (waiting)
+    return;
+  self->audit_job = NULL;
   check_audit (self, job);
   _dc_train_group_audit_job_free (job);
   if (self->audit_next != NULL)
@@ -324,40 +384,176 @@ audited_cb (GObject      *object,
 }
 
 static void
+audited_cb (GObject      *object,
+            GAsyncResult *result,
+            gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  AuditJob *job = self->audit_job;
+  GError *error = NULL;
+
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      self->audit_job = NULL;
+      _dc_train_group_audit_job_free (job);
+      if (self->state != STATE_DONE)
+        _dc_train_group_finish (self, error);
+      else
+        g_clear_error (&error);
+      return;
+    }
+  if (self->state == STATE_DONE)
+    {
+      self->audit_job = NULL;
+      _dc_train_group_audit_job_free (job);
+      return;
+    }
+  self->audit_us = job->us;
+  if (self->fault_audit_after_report)
+    {
+      g_autofree char *text = g_strdup_printf ("DC_TEST_FAULT: the audit of step %"
+                                               G_GUINT64_FORMAT " finished %s", job->step,
+                                               job->after_report ? "after its step's report"
+                                                                 : "before its step's report");
+
+      _dc_train_group_notice (self, "test-fault", NULL, text);
+    }
+  job->computed = TRUE;
+  maybe_conclude (self);
+}
+
+static void
 start_audit (DcTrainGroup *self,
              AuditJob     *job)
 {
   g_autoptr(GTask) task = g_task_new (self, NULL, audited_cb, NULL);
 
   self->audit_job = job;
-  /* The job is self->audit_job's until audited_cb () takes it. */
+  /* The job is self->audit_job's until maybe_conclude () takes it; the
+   * worker reads only its weights, rank and sizes and writes its results. */
   g_task_set_task_data (task, job, NULL);
   g_task_run_in_thread (task, audit_worker);
 }
 
-/* At the end of step S's exchange, before its update: S's audit, when
- * this device draws one, starts (or waits for the one before to end). */
+/* The draw hash of @step: SHA-256 of the contribution hashes the reducers
+ * listed in their summed shards of @step, shard by shard, each author's in
+ * rank order, leaving out each reducer's own contribution to its own
+ * shard. Known only once every summed shard is here. An author sends its
+ * contributions to the other shards before it can know the other
+ * reducers' lists, so no single device can choose a contribution that
+ * steers the draw (with three devices or more; its own shard's entry,
+ * which it could choose last, is not in it). It draws the audit of the
+ * step before (_dc_train_group_launch_audit ()): a reducer knows the draw
+ * of @step before it sends its own summed shard of @step, but everything
+ * of the step before is out by then. FALSE when a summed shard is not
+ * here. */
+gboolean
+_dc_train_group_draw_hash (DcTrainGroup *self,
+                           guint64       step,
+                           guint8        out[DC_MESH_HASH_SIZE])
+{
+  guint n = self->roster->len;
+  g_autoptr(GByteArray) hashes = g_byte_array_new ();
+  g_autoptr(GBytes) all = NULL;
+
+  for (guint r = 0; r < n; r++)
+    {
+      g_autofree char *key = _dc_train_group_gradient_key (step, self->digest,
+                                                           g_ptr_array_index (self->roster, r));
+      Gradient *summed = g_hash_table_lookup (self->gradients, key);
+      const guint8 *data;
+
+      if (summed == NULL)
+        return FALSE;
+      data = g_bytes_get_data (summed->object, NULL);
+      for (guint j = 0; j < n; j++)
+        if (j != r)
+          g_byte_array_append (hashes, data + DC_TRAIN_SHARD_HEADER_SIZE
+                                       + (gsize) j * DC_TRAIN_SHARD_HASH_SIZE,
+                               DC_TRAIN_SHARD_HASH_SIZE);
+    }
+  all = g_byte_array_free_to_bytes (g_steal_pointer (&hashes));
+  dc_mesh_train_hash (all, out);
+  return TRUE;
+}
+
+/* At the end of step S + 1's exchange, before its update: the audit of S
+ * is drawn from S + 1's draw hash (the same draw on every device); when
+ * this device audits, the recomputation starts (or waits for the one
+ * before to end) and the contributions to the audited shard are asked of
+ * their authors. Drawn from S's own hash, a reducer would know whether S
+ * is audited before it sends its summed shard of S, and could sum wrongly
+ * (or change its own contribution to its own shard) on the other steps. */
 void
 _dc_train_group_launch_audit (DcTrainGroup *self)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
+  guint64 step = model->step;  /* the audited step; S + 1 is being applied */
+  guint n = self->roster->len;
+  guint8 draw[DC_MESH_HASH_SIZE];
+  gboolean forced;
   AuditJob *job;
 
-  if (self->audit_rank == G_MAXUINT || self->audit_rank >= self->roster->len
-      || !self->snap_taken || self->snap_step != model->step)
+  self->audit_rank = G_MAXUINT;
+  if (n < 2 || step == 0 || !self->snap_prev_valid || self->snap_prev_step + 1 != step
+      || !_dc_train_group_draw_hash (self, step + 1, draw))
+    return;
+  /* DC_TEST_FAULT=false-audit@S: this device audits every step from S
+   * (and accuses falsely, check_audit ()). */
+  forced = self->audit_all || (self->fault_false_audit != 0 && step >= self->fault_false_audit);
+  self->audit_rank = dc_train_group_audit_draw (draw, self->rank, n, forced);
+  if (self->audit_rank == G_MAXUINT)
     return;
   job = g_new0 (AuditJob, 1);
-  job->step = model->step + 1;
+  job->step = step;
   job->digest = self->digest;
   job->rank = self->audit_rank;
-  job->n_ranks = self->roster->len;
-  job->weights = self->snapshot;
-  job->weights_step = self->snap_step;
+  job->n_ranks = n;
+  /* S's gradients under this roster (a device left or joined after S:
+   * its ranks name other devices, and nobody audits it). */
   if (!_dc_train_group_received_hash (self, job->step, job->rank, job->received))
     {
       _dc_train_group_audit_job_free (job);
       return;
     }
+  /* Its own copy: the snapshot buffers are rewritten by the compute
+   * worker of the next step and of a step taken again (a rollback), and
+   * move at each new step, while this job, or the one before it, may
+   * still run. */
+  job->weights = g_memdup2 (self->snapshot_prev, model->n_params * sizeof (float));
+  job->weights_step = self->snap_prev_step;
+  if (self->fault_audit_scribble)
+    {
+      /* Test only (DC_TEST_FAULT=audit-scribble): the snapshot is
+       * rewritten before the audit read it, as a step's compute may. */
+      for (gsize i = 0; i < model->n_params; i++)
+        self->snapshot_prev[i] = 1.0f;
+    }
+  job->ids = g_new0 (char *, n + 1);
+  for (guint j = 0; j < n; j++)
+    job->ids[j] = g_strdup (g_ptr_array_index (self->roster, j));
+  job->own_rank = self->rank;
+  job->fetched = g_new0 (GBytes *, n);
+  job->assemblers = g_new0 (DcMeshChunkAssembler *, n);
+  {
+    g_autofree char *summed_key = _dc_train_group_gradient_key (step, self->digest,
+                                                                job->ids[job->rank]);
+    g_autofree char *own_key = _dc_train_group_contrib_key (step, self->digest,
+                                                            _dc_train_group_own_id (self),
+                                                            job->rank);
+    Gradient *summed = g_hash_table_lookup (self->gradients, summed_key);
+    Gradient *own = g_hash_table_lookup (self->contribs, own_key);
+
+    job->summed = g_bytes_ref (summed->object);
+    job->listed = g_memdup2 ((const guint8 *) g_bytes_get_data (summed->object, NULL)
+                             + DC_TRAIN_SHARD_HEADER_SIZE, (gsize) n * DC_TRAIN_SHARD_HASH_SIZE);
+    if (own != NULL)
+      job->fetched[self->rank] = g_bytes_ref (own->object);
+  }
+  job->fetch_deadline = g_get_monotonic_time ()
+                        + (gint64) DC_TRAIN_GROUP_AUDIT_FETCH_S * G_USEC_PER_SEC;
+  if (fetch_missing (job) > 0)
+    fetch_contributions (self, job);
   if (self->audit_job != NULL)
     {
       /* The audit of the step before still runs: this one follows (a
@@ -367,6 +563,167 @@ _dc_train_group_launch_audit (DcTrainGroup *self)
       return;
     }
   start_audit (self, job);
+}
+
+/* Every tick: contributions that have not come are asked again every
+ * DC_TRAIN_GROUP_REPAIR_RETRY_S, and a verdict that waits for them is
+ * given once DC_TRAIN_GROUP_AUDIT_FETCH_S passed or their authors left. */
+void
+_dc_train_group_audit_tick (DcTrainGroup *self)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  if (self->state == STATE_DONE || self->session == NULL)
+    return;
+  for (guint i = 0; i < 2; i++)
+    {
+      AuditJob *job = i == 0 ? self->audit_job : self->audit_next;
+
+      if (job != NULL && job->fetched != NULL && fetch_missing (job) > 0
+          && now >= job->fetch_next && now < job->fetch_deadline
+          && job->fetch_tries < DC_TRAIN_GROUP_REPAIR_TRIES)
+        fetch_contributions (self, job);
+    }
+  maybe_conclude (self);
+}
+
+/* A REPAIR chunk that answers this device's contribution request for a
+ * running or waiting audit: assembled apart from repairs of the step being
+ * taken, checked (header, then the hash its reducer listed) and kept.
+ * FALSE: not such an answer (handle_chunk () goes on with it). */
+gboolean
+_dc_train_group_audit_take_chunk (DcTrainGroup      *self,
+                                  DcPeer            *peer,
+                                  const DcMeshChunk *chunk)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  AuditJob *job = NULL;
+  guint j = G_MAXUINT;
+  g_autoptr(GBytes) object = NULL;
+  g_autoptr(GError) error = NULL;
+  DcTrainShardHeader header;
+  const guint8 *data;
+  gsize size, n_values;
+  const float *values;
+  guint8 hash[DC_MESH_HASH_SIZE];
+
+  for (guint i = 0; i < 2 && job == NULL; i++)
+    {
+      AuditJob *candidate = i == 0 ? self->audit_job : self->audit_next;
+
+      if (candidate != NULL && candidate->fetched != NULL && candidate->step == chunk->step
+          && chunk->rank < candidate->n_ranks && chunk->rank != candidate->rank
+          && chunk->rank != candidate->own_rank
+          && g_str_equal (candidate->ids[chunk->rank], dc_peer_get_id (peer)))
+        job = candidate;
+    }
+  if (job == NULL)
+    return FALSE;
+  j = chunk->rank;
+  if (job->fetched[j] != NULL)
+    return TRUE;  /* a second answer: already here */
+  if (job->assemblers[j] == NULL)
+    job->assemblers[j] = dc_mesh_chunk_assembler_new (DC_MESH_MSG_REPAIR,
+                                                      dc_train_shard_object_size (
+                                                        DC_TRAIN_SHARD_CONTRIBUTION,
+                                                        model->n_params, job->n_ranks,
+                                                        job->rank));
+  if (!dc_mesh_chunk_assembler_push (job->assemblers[j], chunk, &object, &error))
+    {
+      g_message ("a bad chunk of the contribution of %s to an audited shard: %s",
+                 dc_peer_get_name (peer), error->message);
+      g_clear_pointer (&job->assemblers[j], dc_mesh_chunk_assembler_free);
+      return TRUE;
+    }
+  if (object == NULL)
+    return TRUE;
+  g_clear_pointer (&job->assemblers[j], dc_mesh_chunk_assembler_free);
+  data = g_bytes_get_data (object, &size);
+  if (!dc_train_shard_header_parse (data, size, model->n_params, &header, &error)
+      || header.kind != DC_TRAIN_SHARD_CONTRIBUTION || header.shard != job->rank
+      || header.digest != job->digest || header.roster_size != job->n_ranks)
+    {
+      g_message ("the contribution of %s to the audited shard %u of step %" G_GUINT64_FORMAT
+                 " is not one: not used (%s)", dc_peer_get_name (peer), job->rank, job->step,
+                 error != NULL ? error->message : "another shard or roster");
+      return TRUE;
+    }
+  values = _dc_train_group_shard_values (object, &n_values);
+  {
+    g_autoptr(GBytes) floats = g_bytes_new_static (values, n_values * sizeof (float));
+
+    dc_mesh_train_hash (floats, hash);
+  }
+  if (memcmp (hash, job->listed + (gsize) j * DC_TRAIN_SHARD_HASH_SIZE, DC_MESH_HASH_SIZE) != 0)
+    {
+      /* The reducer summed (and listed) what the author sent it; another
+       * value now is the author's doing, and proves nothing about the sum. */
+      g_message ("the contribution of %s to shard %u of step %" G_GUINT64_FORMAT " does not "
+                 "match the hash its reducer listed: not used", dc_peer_get_name (peer),
+                 job->rank, job->step);
+      return TRUE;
+    }
+  job->fetched[j] = g_steal_pointer (&object);
+  maybe_conclude (self);
+  return TRUE;
+}
+
+/* An auditor asks for this device's contribution to the shard it audits
+ * (contribution-request): sent as REPAIR chunks (rank: this device's in
+ * that roster) when this device still keeps it (DC_TRAIN_GROUP_REPAIR_STEPS
+ * steps), each (step, shard, requester) at most DC_TRAIN_GROUP_REPAIR_TRIES
+ * times, so that a peer cannot make this one send megabytes at will. */
+void
+_dc_train_group_handle_contrib_request (DcTrainGroup *self,
+                                        DcPeer       *peer,
+                                        GBytes       *payload)
+{
+  g_autoptr(GError) error = NULL;
+  DcTrainContribRequest request = { 0 };
+  g_autofree char *answered_key = NULL;
+  g_autofree char *key = NULL;
+  Gradient *own;
+  DcMeshChunk info = { 0 };
+  gsize size;
+  const guint8 *data = g_bytes_get_data (payload, &size);
+  guint sent;
+
+  if (self->session == NULL || !_dc_train_group_in_roster (self, dc_peer_get_id (peer)))
+    return;
+  if (!dc_train_contrib_request_parse (data, size, &request, &error))
+    {
+      g_message ("a malformed contribution request from %s: %s", dc_peer_get_name (peer),
+                 error->message);
+      _dc_train_group_refuse (self, peer, DC_MESH_MSG_CONTRIB_REQUEST, error->message);
+      return;
+    }
+  if (memcmp (request.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0)
+    return;
+  /* The step first, as prune () reads it; "c": apart from repairs' keys. */
+  answered_key = g_strdup_printf ("%" G_GUINT64_FORMAT "/c%u/%s", request.step, request.shard,
+                                  dc_peer_get_id (peer));
+  sent = GPOINTER_TO_UINT (g_hash_table_lookup (self->answered, answered_key));
+  if (sent >= DC_TRAIN_GROUP_REPAIR_TRIES)
+    return;
+  key = _dc_train_group_contrib_key (request.step, request.digest, _dc_train_group_own_id (self),
+                                     request.shard);
+  own = g_hash_table_lookup (self->contribs, key);
+  if (own == NULL)
+    {
+      g_debug ("no contribution to shard %u of step %" G_GUINT64_FORMAT " for %s's audit",
+               request.shard, request.step, dc_peer_get_name (peer));
+      return;
+    }
+  memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+  info.step = request.step;
+  info.rank = own->rank;
+  if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_REPAIR, &info, own->object, &error))
+    {
+      g_message ("cannot send a contribution to %s: %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  g_hash_table_replace (self->answered, g_steal_pointer (&answered_key),
+                        GUINT_TO_POINTER (sent + 1));
 }
 
 /* TRUE (and STATE_AUDITING) while this device's audit of an earlier step
@@ -379,7 +736,9 @@ _dc_train_group_wait_audit (DcTrainGroup *self,
 {
   guint64 step = dc_train_session_get_model (self->session)->step;
 
-  if (self->audit_job == NULL || (!then_next && self->audit_job->step >= step))
+  /* The audit of S is drawn at the end of S + 1's exchange: the report of
+   * S + 2 waits for it, not that of S + 1. */
+  if (self->audit_job == NULL || (!then_next && self->audit_job->step + 1 >= step))
     return FALSE;
   self->audit_then_next = then_next;
   self->state = STATE_AUDITING;
@@ -434,7 +793,7 @@ typedef struct
 {
   guint64      step;    /* the audited step */
   GPtrArray   *accusations;  /* Accusation*: those of that step */
-  const float *weights; /* before it (snapshot_prev) */
+  const float *weights; /* before it (snapshot_prev2) */
   guint64      weights_step;
   guint     n;          /* roster size */
   guint     n_accused;
@@ -462,7 +821,7 @@ verify_data_free (VerifyData *data)
 }
 
 /* Recomputes every roster gradient of the audited step (the one before the
- * step just taken) on the weights before it (snapshot_prev), then puts the model back
+ * step before the one just taken) on the weights before it (snapshot_prev2), then puts the model back
  * as it was. For each accused rank k: whether k's gradient reproduces (its
  * shards' hashes against those the reducers listed), and whether k's
  * summed shard is the canonical sum of the recomputed gradients' shard k.
@@ -594,8 +953,8 @@ verified_cb (GObject      *object,
         }
       if (g_hash_table_contains (self->evicted, removed))
         continue;
-      /* Checked at the end of the step after the audited one: removed
-       * after this step (it took part in it). */
+      /* Checked at the end of the second step after the audited one:
+       * removed after this step (it took part in it). */
       g_hash_table_replace (self->evicted, g_strdup (removed), GSIZE_TO_POINTER (after));
       if (reproduces)
         text = g_strdup_printf ("AUDIT: “%s” accused “%s” of a gradient of step %"
@@ -614,10 +973,11 @@ verified_cb (GObject      *object,
   _dc_train_group_next_step (self);
 }
 
-/* At the end of step S + 1: accusations of step S (sent before their
- * auditors' reports of S + 1, so every device has the same ones) are
- * checked on a worker (STATE_VERIFYING) before the next roster is made;
- * those of S + 1 wait for the end of S + 2. Returns FALSE when there are
+/* At the end of step S + 2: accusations of step S (drawn at the end of
+ * S + 1's exchange and sent before their auditors' reports of S + 2, so
+ * every device has the same ones) are checked on a worker
+ * (STATE_VERIFYING) on the weights before S (snapshot_prev2) before the
+ * next roster is made; those of S + 1 and S + 2 wait. Returns FALSE when there are
  * none (older ones are dropped: their check is past; and those whose
  * summed shards are not all here under this roster: a device left or
  * joined after the audited step, on every device alike). */
@@ -625,7 +985,7 @@ gboolean
 _dc_train_group_verify_accusations (DcTrainGroup *self)
 {
   guint64 now = dc_train_session_get_model (self->session)->step;
-  guint64 step = now - 1;
+  guint64 step = now - 2;
   VerifyData *data;
   g_autoptr(GTask) task = NULL;
   g_autoptr(GPtrArray) checked = g_ptr_array_new_with_free_func (accusation_free0);
@@ -636,10 +996,10 @@ _dc_train_group_verify_accusations (DcTrainGroup *self)
       Accusation *accusation = g_ptr_array_index (self->accusations, i - 1);
       guint8 hash[DC_MESH_HASH_SIZE];
 
-      if (accusation->step == now)
+      if (accusation->step + 1 >= now)
         continue;
-      if (now >= 1 && accusation->step == step && self->snap_prev_valid
-          && self->snap_prev_step + 1 == step
+      if (now >= 2 && accusation->step == step && self->snap_prev2_valid
+          && self->snap_prev2_step + 1 == step
           && _dc_train_group_received_hash (self, step, accusation->rank, hash))
         g_ptr_array_insert (checked, 0, g_ptr_array_steal_index (self->accusations, i - 1));
       else
@@ -649,8 +1009,8 @@ _dc_train_group_verify_accusations (DcTrainGroup *self)
     return FALSE;
   data = g_new0 (VerifyData, 1);
   data->step = step;
-  data->weights = self->snapshot_prev;
-  data->weights_step = self->snap_prev_step;
+  data->weights = self->snapshot_prev2;
+  data->weights_step = self->snap_prev2_step;
   data->accusations = g_steal_pointer (&checked);
   data->n = n;
   data->n_accused = data->accusations->len;
@@ -688,6 +1048,9 @@ _dc_train_group_verify_accusations (DcTrainGroup *self)
  * @rank: this device's rank in a roster of @n_ranks (≥ 2)
  * @every_step: audit whatever the draw (DC_TEST_FAULT=audit-all)
  *
+ * The draw audits followed until 2026-12-02, from the run seed alone, so
+ * that every member knew in advance which steps were audited (now
+ * dc_train_group_audit_draw (); kept for DC_TEST_FAULT=corrupt-unaudited).
  * Which rank's gradient @rank recomputes at @step. One draw per step for
  * the whole roster, d = dc_rng (run seed, "AUDT" stream, step << 16): when
  * d is a multiple of DC_TRAIN_GROUP_AUDIT_PERIOD every device audits, rank
@@ -716,11 +1079,47 @@ dc_train_group_audit_rank (guint64  run_seed,
   return (rank + 1 + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD) % (n_ranks - 1))) % n_ranks;
 }
 
-/* Another roster device's audit of the step being taken or just taken: an
- * accusation, recorded. It is not trusted: at the end of the step every
- * device (on every device, since the auditor sent it before its report of
- * the step) recomputes the gradient and removes the accused, or the
- * accuser when the gradient reproduces (_dc_train_group_verify_accusations ()). */
+/**
+ * dc_train_group_audit_draw:
+ * @draw_hash: the step's draw hash (SHA-256 of its contribution hashes as
+ *   the reducers listed them, each reducer's own left out)
+ * @rank: this device's rank in a roster of @n_ranks (≥ 2)
+ * @every_step: audit whatever the draw (DC_TEST_FAULT=audit-all)
+ *
+ * Which rank's gradient @rank recomputes at the step of @draw_hash: d is
+ * the hash's first 8 bytes (little-endian); when d is a multiple of
+ * DC_TRAIN_GROUP_AUDIT_PERIOD every device audits, rank r the rank
+ * (r + 1 + (d / period) mod (n − 1)) mod n, as dc_train_group_audit_rank ()
+ * does from the run seed. The hash is known only once every contribution
+ * of the step was sent, so a member cannot tell in advance which steps are
+ * audited.
+ *
+ * Returns: the audited rank, or G_MAXUINT when the step has no audit
+ */
+guint
+dc_train_group_audit_draw (const guint8 *draw_hash,
+                           guint         rank,
+                           guint         n_ranks,
+                           gboolean      every_step)
+{
+  guint64 draw;
+
+  g_return_val_if_fail (draw_hash != NULL, G_MAXUINT);
+  g_return_val_if_fail (n_ranks >= 2 && rank < n_ranks, G_MAXUINT);
+
+  memcpy (&draw, draw_hash, 8);
+  draw = GUINT64_FROM_LE (draw);
+  if (!every_step && draw % DC_TRAIN_GROUP_AUDIT_PERIOD != 0)
+    return G_MAXUINT;
+  return (rank + 1 + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD) % (n_ranks - 1))) % n_ranks;
+}
+
+/* Another roster device's audit of step S (drawn at the end of S + 1's
+ * exchange, sent before its report of S + 2): an accusation, recorded. It
+ * is not trusted: at the end of S + 2 every device (every one has it,
+ * since the auditor sent it before that report) recomputes the gradient
+ * and removes the accused, or the accuser when the gradient reproduces
+ * (_dc_train_group_verify_accusations ()). */
 void
 _dc_train_group_handle_audit (DcTrainGroup *self,
                               DcPeer       *peer,
@@ -737,12 +1136,12 @@ _dc_train_group_handle_audit (DcTrainGroup *self,
       g_message ("a malformed audit from %s: %s", dc_peer_get_name (peer), error->message);
       return;
     }
-  /* An audit of step S comes after its auditor applied S (the
-   * recomputation runs beside the next step) and before its report of
-   * S + 1, at the end of which it is checked: while this device takes S
-   * (its auditor may be faster), S + 1, or waits for S + 1's reports. */
+  /* An audit of step S comes after its auditor's exchange of S + 1 (the
+   * draw) and before its report of S + 2, at the end of which it is
+   * checked: while this device ends S + 1's exchange (the auditor may be
+   * faster), takes S + 2, or waits for S + 2's reports. */
   if (memcmp (audit.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE) != 0
-      || audit.step > self->step_done + 1 || audit.step + 1 < self->step_done
+      || audit.step > self->step_done || audit.step + 2 < self->step_done
       || audit.rank >= self->roster->len)
     return;
   /* The rank is of the auditor's roster: only when its gradient of that

@@ -223,6 +223,7 @@ _dc_train_group_switch_run (DcTrainGroup *self)
   g_clear_pointer (&self->own_grads, g_free);
   g_clear_pointer (&self->snapshot, g_free);
   g_clear_pointer (&self->snapshot_prev, g_free);
+  g_clear_pointer (&self->snapshot_prev2, g_free);
   /* Audits of the run left (none runs: _dc_train_group_next_step () waited). */
   g_clear_pointer (&self->audit_next, _dc_train_group_audit_job_free);
   self->step_done = self->config->start_step;

@@ -109,15 +109,20 @@ struct _DcTrainGroup
   gboolean           fault_drop_repair; /* drop-repair: the repairs of that step too */
   guint64            fault_hold;   /* DC_TEST_FAULT=hold-join@STEP, 0: none */
   guint64            fault_corrupt; /* DC_TEST_FAULT=corrupt-gradient@STEP: from STEP on */
+  gboolean           fault_corrupt_unaudited; /* corrupt-unaudited@STEP: only on steps the
+                                               * run seed's draw does not audit */
+  gboolean           fault_audit_scribble; /* DC_TEST_FAULT=audit-scribble */
   guint64            fault_corrupt_sum; /* DC_TEST_FAULT=corrupt-sum@STEP: from STEP on */
   guint64            fault_drop_contrib; /* DC_TEST_FAULT=drop-contribution@STEP */
   gboolean           audit_all;    /* DC_TEST_FAULT=audit-all: audit every step */
   gboolean           fault_outsider; /* DC_TEST_FAULT=outsider: training messages without a run */
   GHashTable        *refused;      /* peer id → Refusal: messages dropped, for the log */
-  guint              audit_rank;   /* the rank audited this step; G_MAXUINT: none */
+  guint              audit_rank;   /* the rank audited at the step whose exchange ended
+                                    * last (drawn then); G_MAXUINT: none */
   /* Audits off the step's critical path (dc-train-group-audit.c): the
-   * audit of step S is recomputed on a trainer of its own while S + 1 is
-   * taken; its verdict goes out before this device's report of S + 1. */
+   * audit of step S is drawn at the end of S + 1's exchange and recomputed
+   * on a trainer of its own while S + 2 is taken; its verdict goes out
+   * before this device's report of S + 2. */
   AuditJob          *audit_job;    /* recomputing now; NULL: none */
   AuditJob          *audit_next;   /* drawn while audit_job still ran */
   gboolean           audit_then_next; /* STATE_AUDITING: then the next step, not the report */
@@ -207,6 +212,12 @@ struct _DcTrainGroup
   float             *snapshot_prev;
   guint64            snap_prev_step;
   gboolean           snap_prev_valid;
+  /* The snapshot before that: the audit of step S is drawn at the end of
+   * S + 1's exchange and its accusations are checked at the end of S + 2,
+   * on the weights before S (both moments too, unused). */
+  float             *snapshot_prev2;
+  guint64            snap_prev2_step;
+  gboolean           snap_prev2_valid;
   float              snap_beta1, snap_beta2;
   guint64            rollback_digest;
   gint64             deadline;     /* monotonic µs; 0: none */
@@ -397,6 +408,16 @@ gboolean _dc_train_group_received_hash (DcTrainGroup *self,
 void _dc_train_group_remove_evicted (DcTrainGroup *self,
                                      guint64       step);
 gboolean _dc_train_group_verify_accusations (DcTrainGroup *self);
+gboolean _dc_train_group_draw_hash (DcTrainGroup *self,
+                                    guint64       step,
+                                    guint8        out[DC_MESH_HASH_SIZE]);
+void _dc_train_group_audit_tick (DcTrainGroup *self);
+gboolean _dc_train_group_audit_take_chunk (DcTrainGroup      *self,
+                                           DcPeer            *peer,
+                                           const DcMeshChunk *chunk);
+void _dc_train_group_handle_contrib_request (DcTrainGroup *self,
+                                             DcPeer       *peer,
+                                             GBytes       *payload);
 void _dc_train_group_handle_audit (DcTrainGroup *self,
                                    DcPeer       *peer,
                                    GBytes       *payload);

@@ -210,7 +210,10 @@ compute_own (DcTrainGroup       *self,
   if (!dc_gpt_trainer_compute_gradients (trainer, compute->rank, compute->n_ranks,
                                          self->own_grads, &self->own_loss, error))
     return FALSE;
-  if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt)
+  if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt
+      && (!self->fault_corrupt_unaudited || compute->n_ranks < 2
+          || dc_train_group_audit_rank (self->config->run_seed, model->step + 1, 0,
+                                        compute->n_ranks, FALSE) == G_MAXUINT))
     {
       guint32 bits;
 
@@ -481,11 +484,14 @@ prepared_cb (GObject      *object,
   g_free (self->own_grads);
   g_free (self->snapshot);
   g_free (self->snapshot_prev);
+  g_free (self->snapshot_prev2);
   self->own_grads = g_new (float, dc_train_session_get_model (session)->n_params);
   self->snapshot = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
   self->snapshot_prev = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
+  self->snapshot_prev2 = g_new (float, 3 * dc_train_session_get_model (session)->n_params);
   self->snap_taken = FALSE;
   self->snap_prev_valid = FALSE;
+  self->snap_prev2_valid = FALSE;
   self->state = self->starter ? STATE_CONNECTING
                 : self->joining ? STATE_WAITING_WEIGHTS : STATE_WAITING_START;
   if (self->starter)
@@ -542,14 +548,14 @@ send_bodies (DcTrainGroup *self,
 }
 
 /* This step's contribution to shard @r (the reduce-scatter), once: to
- * rank r, and on an audit step to the device auditing rank r (which re-sums
- * it, _dc_train_group_check_audit ()), unless this device is r. */
+ * rank r, unless this device is r. (An auditor of rank r asks for it
+ * afterwards: the audit draw is known only once every contribution was
+ * sent, _dc_train_group_launch_audit ().) */
 static void
 send_shard (DcTrainGroup *self,
             guint         r)
 {
   guint n = self->roster->len;
-  guint64 step = dc_train_session_get_model (self->session)->step + 1;
   GPtrArray *bodies;
 
   if (r >= n || r == self->rank || self->own_shard_sent[r] || self->own_bodies == NULL)
@@ -560,9 +566,7 @@ send_shard (DcTrainGroup *self,
     {
       DcPeer *peer;
 
-      if (i == self->rank
-          || (i != r && dc_train_group_audit_rank (self->config->run_seed, step, i, n,
-                                                   self->audit_all) != r)
+      if (i == self->rank || i != r
           || (peer = _dc_train_group_find_peer (self, g_ptr_array_index (self->roster, i)))
              == NULL)
         continue;
@@ -1087,32 +1091,24 @@ _dc_train_group_start_step (DcTrainGroup *self)
   self->own_sent = FALSE;
   self->own_reduced = FALSE;
   memset (self->own_shard_sent, 0, sizeof self->own_shard_sent);
-  /* A new step (not one taken again): the snapshot of the step before
-   * becomes the previous one, which an audit of that step and the check
-   * of its accusations recompute on. */
+  /* A new step (not one taken again): the snapshots move one step back
+   * (the audit of the step before last recomputes on the previous one, the
+   * check of its accusations on the one before that), and the oldest
+   * buffer takes this step's. */
   if (self->snap_taken && self->snap_step != model->step)
     {
-      float *previous = self->snapshot_prev;
+      float *oldest = self->snapshot_prev2;
 
+      self->snapshot_prev2 = self->snapshot_prev;
+      self->snap_prev2_step = self->snap_prev_step;
+      self->snap_prev2_valid = self->snap_prev_valid;
       self->snapshot_prev = self->snapshot;
-      self->snapshot = previous;
+      self->snapshot = oldest;
       self->snap_prev_step = self->snap_step;
       self->snap_prev_valid = TRUE;
       self->snap_taken = FALSE;
     }
-  self->audit_rank = G_MAXUINT;
   self->audit_us = 0;
-  if (self->roster->len >= 2)
-    {
-      /* DC_TEST_FAULT=false-audit@S: this device audits every step from S
-       * (and accuses falsely, see compute_worker). */
-      gboolean forced = self->fault_false_audit != 0
-                        && model->step + 1 >= self->fault_false_audit;
-
-      self->audit_rank = dc_train_group_audit_rank (self->config->run_seed, model->step + 1,
-                                                    self->rank, self->roster->len,
-                                                    self->audit_all || forced);
-    }
   self->phases.barrier_us = self->t_published != 0
                             ? MAX (0, self->step_started - self->t_published) : 0;
 
@@ -1336,6 +1332,7 @@ _dc_train_group_start_run (DcTrainGroup *self)
   request.seed = self->config->run_seed;
   request.data = *self->config->dataset_spec != '\0' ? self->config->dataset_spec : "builtin";
   request.simulate_peers = 0;
+  request.group = TRUE;  /* the audits' memory counts (dc_train_plan_audit_bytes ()) */
   /* A run from a checkpoint continues it exactly as --resume does: its
    * size and settings, the run's steps. The plan takes the model. */
   self->plan = dc_train_plan_new (&request, self->resume_model,
@@ -1343,6 +1340,8 @@ _dc_train_group_start_run (DcTrainGroup *self)
                                   &error);
   if (self->plan != NULL)
     self->resume_model = NULL;
+  if (self->plan != NULL && !dc_train_plan_check_memory (self->plan, &error))
+    g_clear_pointer (&self->plan, dc_train_plan_free);
   if (self->plan == NULL)
     {
       g_prefix_error (&error, "the run's config cannot be followed: ");
@@ -1816,6 +1815,9 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
       _dc_train_group_refuse (self, peer, type, error->message);
       return;
     }
+  /* An answer to this device's contribution request for an audit. */
+  if (repair && _dc_train_group_audit_take_chunk (self, peer, &chunk))
+    return;
   model = dc_train_session_get_model (self->session);
   step = self->step_done + 1;  /* not model->step: a worker may be stepping it */
   /* The largest shard object: a summed shard 0 of a roster of 64 (hashes)
@@ -1893,10 +1895,7 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
      * that shard's auditor on an audit step (send_own_gradient ()); for
      * this roster that is known here, so nothing else is kept. */
     if (!summed && header.digest == self->digest && header.roster_size == self->roster->len
-        && header.shard != self->rank
-        && header.shard != dc_train_group_audit_rank (self->config->run_seed, chunk.step,
-                                                      self->rank, self->roster->len,
-                                                      self->audit_all))
+        && header.shard != self->rank)
       {
         g_message ("a contribution to shard %u of step %" G_GUINT64_FORMAT " from %s, which "
                    "this device does not audit: dropped", header.shard, chunk.step,

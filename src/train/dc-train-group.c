@@ -543,7 +543,8 @@ is_training_type (guint type)
   return type == DC_MESH_MSG_CONFIG || type == DC_MESH_MSG_STEP_REPORT
          || type == DC_MESH_MSG_GRADIENTS || type == DC_MESH_MSG_REPAIR
          || type == DC_MESH_MSG_REPAIR_REQUEST || type == DC_MESH_MSG_WEIGHTS
-         || type == DC_MESH_MSG_CHECKPOINT || type == DC_MESH_MSG_AUDIT;
+         || type == DC_MESH_MSG_CHECKPOINT || type == DC_MESH_MSG_AUDIT
+         || type == DC_MESH_MSG_CONTRIB_REQUEST;
 }
 
 /* A training message from a device that has no part in it, or a chunk
@@ -607,7 +608,7 @@ accept_from (DcTrainGroup *self,
    * checkpoint have none yet). */
   if ((type == DC_MESH_MSG_GRADIENTS || type == DC_MESH_MSG_REPAIR
        || type == DC_MESH_MSG_REPAIR_REQUEST || type == DC_MESH_MSG_AUDIT
-       || type == DC_MESH_MSG_WEIGHTS || type == DC_MESH_MSG_CHECKPOINT)
+       || type == DC_MESH_MSG_CONTRIB_REQUEST || type == DC_MESH_MSG_WEIGHTS || type == DC_MESH_MSG_CHECKPOINT)
       && self->roster != NULL && !_dc_train_group_in_roster (self, dc_peer_get_id (peer)))
     {
       _dc_train_group_refuse (self, peer, type, "not in the run's roster");
@@ -690,6 +691,9 @@ message_cb (DcGroup  *group,
     case DC_MESH_MSG_AUDIT:
       _dc_train_group_handle_audit (self, peer, payload);
       break;
+    case DC_MESH_MSG_CONTRIB_REQUEST:
+      _dc_train_group_handle_contrib_request (self, peer, payload);
+      break;
     default:
       return;
     }
@@ -731,6 +735,7 @@ static gboolean
 tick_cb (gpointer user_data)
 {
   fault_outsider_send (user_data);
+  _dc_train_group_audit_tick (user_data);
   _dc_train_group_advance (user_data);
   return G_SOURCE_CONTINUE;
 }
@@ -773,6 +778,11 @@ dc_train_group_new (DcContext               *context,
     self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-gradient@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "corrupt-gradient@"))
     self->fault_corrupt = g_ascii_strtoull (fault + strlen ("corrupt-gradient@"), NULL, 10);
+  if (fault != NULL && g_str_has_prefix (fault, "corrupt-unaudited@"))
+    {
+      self->fault_corrupt = g_ascii_strtoull (fault + strlen ("corrupt-unaudited@"), NULL, 10);
+      self->fault_corrupt_unaudited = TRUE;
+    }
   if (fault != NULL && g_str_has_prefix (fault, "corrupt-sum@"))
     self->fault_corrupt_sum = g_ascii_strtoull (fault + strlen ("corrupt-sum@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "drop-contribution@"))
@@ -781,6 +791,9 @@ dc_train_group_new (DcContext               *context,
   /* audit-after-report: audit-all, each verdict after its step's report. */
   self->fault_audit_after_report = g_strcmp0 (fault, "audit-after-report") == 0;
   self->audit_all |= self->fault_audit_after_report;
+  /* audit-scribble: audit-all, the snapshot rewritten under each audit. */
+  self->fault_audit_scribble = g_strcmp0 (fault, "audit-scribble") == 0;
+  self->audit_all |= self->fault_audit_scribble;
   self->fault_outsider = g_strcmp0 (fault, "outsider") == 0;
   if (fault != NULL && g_str_has_prefix (fault, "false-audit@"))
     self->fault_false_audit = g_ascii_strtoull (fault + strlen ("false-audit@"), NULL, 10);
@@ -1020,6 +1033,7 @@ dc_train_group_finalize (GObject *object)
   g_free (self->own_grads);
   g_free (self->snapshot);
   g_free (self->snapshot_prev);
+  g_free (self->snapshot_prev2);
   g_free (self->sum_grads);
   g_clear_pointer (&self->own_objects, g_ptr_array_unref);
   g_clear_pointer (&self->own_bodies, g_ptr_array_unref);

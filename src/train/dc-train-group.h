@@ -41,11 +41,12 @@
  * report of S; everyone adds the joiner to the roster of S+1 and waits for
  * its report of S (same hashes) before stepping on.
  *
- * Audits: a device that recomputes another's gradient and gets another
- * hash sends AUDIT to the roster before its report of the step; every
- * device recomputes that gradient itself once the step's reports agree and
- * removes the audited one after that step, or the auditor when the
- * gradient reproduces (a false accusation).
+ * Audits: the audit of step S is drawn from S + 1's contribution hashes
+ * (dc_train_group_audit_draw ()); a device that recomputes another's
+ * gradient of S and gets another hash sends AUDIT to the roster before its
+ * report of S + 2; every device recomputes that gradient itself once the
+ * reports of S + 2 agree and removes the audited one after that step, or
+ * the auditor when the gradient reproduces (a false accusation).
  *
  * Checkpoint to the group: the starter may continue a checkpoint
  * (dc_train_group_set_resume: CONFIG with the resume flag, then the file as
@@ -95,9 +96,10 @@ G_BEGIN_DECLS
  * answer is bad luck, three in a row mean the leader (or a contribution's
  * author) cannot deliver. */
 #define DC_TRAIN_GROUP_REPAIR_TRIES    3
-/* Audits: on a step where dc_rng (run seed, audit stream, step << 16) is a
- * multiple of this, every device recomputes one other rank's gradient (a
- * rotation chosen by the same draw, dc_train_group_audit_rank ()) and
+/* Audits: on a step whose draw (the first 8 bytes of the hash of the
+ * step's contribution hashes, dc_train_group_audit_draw (); from the run
+ * seed before 2026-12-02) is a multiple of this, every device recomputes
+ * one other rank's gradient (a rotation chosen by the same draw) and
  * compares hashes. The group then spends an eighth more compute, all
  * devices on the same steps; each gradient is checked with a chance of
  * 12.5 % a step, so a device that corrupts every gradient is caught within
@@ -105,6 +107,13 @@ G_BEGIN_DECLS
  * costs a whole second gradient, so one in 4 capped a group at 1/1.25 =
  * 0.8 × N of its devices' speed (docs/BENCHMARKS.md). */
 #define DC_TRAIN_GROUP_AUDIT_PERIOD    8
+/* How long an auditor waits for the contributions to the audited shard
+ * that it asked their authors for (asked again every
+ * DC_TRAIN_GROUP_REPAIR_RETRY_S, DC_TRAIN_GROUP_REPAIR_TRIES times): the
+ * three requests' time, so a lost answer is asked for twice; after that
+ * the re-sum is skipped (its verdict waits no longer: the report of the
+ * next step waits for it). */
+#define DC_TRAIN_GROUP_AUDIT_FETCH_S   15
 /* Training messages from a device outside the run (not admitted, or not in
  * the roster) are dropped; the log names it at most once every this many
  * seconds, with the count since: a device that floods cannot flood the log,
@@ -205,6 +214,10 @@ gboolean      dc_train_group_get_audit_time (DcTrainGroup       *self,
 guint64       dc_train_group_get_sent_bytes (DcTrainGroup       *self);
 guint         dc_train_group_audit_rank (guint64              run_seed,
                                          guint64              step,
+                                         guint                rank,
+                                         guint                n_ranks,
+                                         gboolean             every_step);
+guint         dc_train_group_audit_draw (const guint8        *draw_hash,
                                          guint                rank,
                                          guint                n_ranks,
                                          gboolean             every_step);

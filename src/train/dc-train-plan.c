@@ -109,8 +109,37 @@ dc_train_plan_new (const DcTrainingRequest  *request,
       self->memory.grads_bytes *= self->n_ranks + 1;
       self->memory.total_bytes += self->memory.grads_bytes - sizeof (float) * self->memory.n_params;
     }
+  if (request->group)
+    {
+      self->audit_bytes = dc_train_plan_audit_bytes (&self->memory);
+      self->memory.total_bytes += self->audit_bytes;
+    }
   self->available = dc_train_available_memory ();
   return g_steal_pointer (&self);
+}
+
+/**
+ * dc_train_plan_audit_bytes:
+ * @memory: what the run needs alone (dc_gpt_train_memory ())
+ *
+ * What a group's audits add to a run (docs/ARCHITECTURE.md, "Audits"): the
+ * audit trainer (dc_train_session_get_audit_trainer (): one more model with
+ * its Adam moments, its own activations and product scratch, its gradient
+ * buffer), the recomputed gradient an audit hashes, the two snapshots
+ * before the rollback one (weights and both moments: the audit of S is
+ * drawn at the end of S + 1's exchange on the weights before S, and its
+ * accusations are checked at the end of S + 2), and the audit's own copy of
+ * those weights (the next step's compute rewrites the snapshots under it).
+ *
+ * Returns: bytes
+ */
+guint64
+dc_train_plan_audit_bytes (const DcGptMemory *memory)
+{
+  return memory->params_bytes + memory->arena_bytes + memory->scratch_bytes
+         + 2 * memory->grads_bytes
+         + 2 * 3 * sizeof (float) * memory->n_params  /* the second and third snapshots */
+         + sizeof (float) * memory->n_params;      /* the audit's copy of its weights */
 }
 
 /**

@@ -56,6 +56,8 @@ typedef struct
                         * on this device alone; a group keeps the seeds' range) */
   guint    n_layer;    /* 0: derived from the width (dc_gpt_config_init_derived) */
   guint    n_head;     /* 0: derived from the width */
+  gboolean group;      /* trains with a group (src/train/dc-train-group*.c): the
+                        * audits' memory is counted too (DcTrainPlan.audit_bytes) */
 } DcTrainingRequest;
 
 typedef struct
@@ -77,6 +79,8 @@ typedef struct
                                  * gradient included in grads_bytes and total */
   guint64          available;   /* this device's available memory when planned
                                  * (0: unknown) */
+  guint64          audit_bytes; /* a group's audits, included in memory.total_bytes
+                                 * (0 alone): dc_train_plan_audit_bytes () */
 } DcTrainPlan;
 
 typedef struct _DcTrainSession DcTrainSession;
@@ -88,6 +92,7 @@ DcTrainPlan     *dc_train_plan_new             (const DcTrainingRequest  *reques
 gboolean         dc_train_plan_check_memory    (const DcTrainPlan        *self,
                                                 GError                  **error);
 guint64          dc_train_available_memory     (void);
+guint64          dc_train_plan_audit_bytes     (const DcGptMemory        *memory);
 void             dc_train_plan_set_context     (DcTrainPlan              *self,
                                                 DcContext                *context);
 void             dc_train_plan_free            (DcTrainPlan              *self);

@@ -268,3 +268,85 @@ dc_train_shard_header_parse (const guint8        *data,
   dc_train_shard_range (n_params, header->roster_size, header->shard, &start, &header->n_values);
   return TRUE;
 }
+
+/**
+ * dc_train_contrib_request_write:
+ * @request: what to ask
+ *
+ * Returns: (transfer full): the 44-byte body of a contribution request
+ */
+GBytes *
+dc_train_contrib_request_write (const DcTrainContribRequest *request)
+{
+  guint8 *out = g_malloc0 (DC_TRAIN_CONTRIB_REQUEST_SIZE);
+  guint64 step = GUINT64_TO_LE (request->step);
+  guint64 digest = GUINT64_TO_LE (request->digest);
+  guint32 shard = GUINT32_TO_LE (request->shard);
+  guint32 roster_size = GUINT32_TO_LE (request->roster_size);
+
+  out[0] = DC_TRAIN_CONTRIB_REQUEST_VERSION;
+  memcpy (out + 4, request->run_id, 16);
+  memcpy (out + 20, &step, 8);
+  memcpy (out + 28, &digest, 8);
+  memcpy (out + 36, &shard, 4);
+  memcpy (out + 40, &roster_size, 4);
+  return g_bytes_new_take (out, DC_TRAIN_CONTRIB_REQUEST_SIZE);
+}
+
+/**
+ * dc_train_contrib_request_parse:
+ * @data: (array length=size): a peer's contribution-request body
+ *
+ * Checks an auditor's request for this device's contribution to a shard:
+ * exactly 44 bytes, version 1, reserved bytes zero, a step of at least 1,
+ * a roster of 2 to 64 devices and a shard below it.
+ *
+ * Returns: %FALSE with @error set when it is not one
+ */
+gboolean
+dc_train_contrib_request_parse (const guint8           *data,
+                                gsize                   size,
+                                DcTrainContribRequest  *request,
+                                GError                **error)
+{
+  if (size != DC_TRAIN_CONTRIB_REQUEST_SIZE)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "a contribution request of %" G_GSIZE_FORMAT " bytes (it has %u)", size,
+                   DC_TRAIN_CONTRIB_REQUEST_SIZE);
+      return FALSE;
+    }
+  if (data[0] != DC_TRAIN_CONTRIB_REQUEST_VERSION)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                   "a contribution request of version %u (this build reads version %u)",
+                   data[0], DC_TRAIN_CONTRIB_REQUEST_VERSION);
+      return FALSE;
+    }
+  if (data[1] != 0 || data[2] != 0 || data[3] != 0)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                           "a contribution request with reserved bytes set");
+      return FALSE;
+    }
+  memcpy (request->run_id, data + 4, 16);
+  request->step = get_u64 (data + 20);
+  request->digest = get_u64 (data + 28);
+  request->shard = get_u32 (data + 36);
+  request->roster_size = get_u32 (data + 40);
+  if (request->step == 0)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                           "a contribution request for step 0 (steps start at 1)");
+      return FALSE;
+    }
+  if (request->roster_size < 2 || request->roster_size > DC_TRAIN_GRADIENT_ROSTER_MAX
+      || request->shard >= request->roster_size)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "a contribution request for shard %u of a roster of %u devices (2 to %u)",
+                   request->shard, request->roster_size, DC_TRAIN_GRADIENT_ROSTER_MAX);
+      return FALSE;
+    }
+  return TRUE;
+}

@@ -27,6 +27,11 @@ G_BEGIN_DECLS
 #define DC_TRAIN_SHARD_MAGIC           0x31535244u  /* "DRS1" */
 #define DC_TRAIN_SHARD_HEADER_SIZE     32
 #define DC_TRAIN_SHARD_HASH_SIZE       32  /* SHA-256 */
+/* An auditor's "your contribution to shard a of step S" (docs/PROTOCOL.md,
+ * "contribution-request"): version, reserved, run id, step, roster digest,
+ * shard, roster size. */
+#define DC_TRAIN_CONTRIB_REQUEST_SIZE     44
+#define DC_TRAIN_CONTRIB_REQUEST_VERSION  1
 
 /**
  * DcTrainShardKind:
@@ -90,6 +95,23 @@ typedef struct
   float   beta2_pow;
 } DcTrainWeightsHeader;
 
+/**
+ * DcTrainContribRequest:
+ * @run_id: the run (16 bytes)
+ * @step: the audited step (≥ 1)
+ * @digest: its roster's digest (first 8 bytes of SHA-256 of the sorted ids)
+ * @shard: the audited reducer's shard (< @roster_size)
+ * @roster_size: devices of that roster (2-64: an audit needs two)
+ */
+typedef struct
+{
+  guint8  run_id[16];
+  guint64 step;
+  guint64 digest;
+  guint32 shard;
+  guint32 roster_size;
+} DcTrainContribRequest;
+
 gboolean dc_train_gradient_header_parse (const guint8           *data,
                                          gsize                   size,
                                          gsize                   n_params,
@@ -118,6 +140,12 @@ gboolean dc_train_shard_header_parse    (const guint8           *data,
                                          gsize                   size,
                                          gsize                   n_params,
                                          DcTrainShardHeader     *header,
+                                         GError                **error);
+
+GBytes * dc_train_contrib_request_write (const DcTrainContribRequest *request);
+gboolean dc_train_contrib_request_parse (const guint8           *data,
+                                         gsize                   size,
+                                         DcTrainContribRequest  *request,
                                          GError                **error);
 
 G_END_DECLS

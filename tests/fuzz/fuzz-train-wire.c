@@ -2,7 +2,8 @@
  * headers inside the objects peers send: the 24-byte gradient header
  * ("DRG1", in GRADIENTS and REPAIR objects) and the 32-byte state header
  * ("DWT1", in WEIGHTS) and the sharded exchange's 32-byte shard header
- * ("DRS1", in GRADIENTS and REPAIR), src/train/dc-train-wire.h.
+ * ("DRS1", in GRADIENTS and REPAIR), src/train/dc-train-wire.h; and as an
+ * auditor's contribution-request body (44 bytes).
  *
  * The input is a whole object. It is parsed as a gradient for a model of as
  * many parameters as its size implies (so that the size check passes and
@@ -71,6 +72,26 @@ LLVMFuzzerTestOneInput (const guint8 *data,
       else
         g_assert_nonnull (error);
     }
+  {
+    g_autoptr(GError) error = NULL;
+    DcTrainContribRequest request;
+
+    if (dc_train_contrib_request_parse (data, size, &request, &error))
+      {
+        g_autoptr(GBytes) again = dc_train_contrib_request_write (&request);
+
+        g_assert_no_error (error);
+        g_assert_cmpuint (size, ==, DC_TRAIN_CONTRIB_REQUEST_SIZE);
+        g_assert_cmpuint (request.step, >=, 1);
+        g_assert_cmpuint (request.roster_size, >=, 2);
+        g_assert_cmpuint (request.roster_size, <=, DC_TRAIN_GRADIENT_ROSTER_MAX);
+        g_assert_cmpuint (request.shard, <, request.roster_size);
+        g_assert_cmpmem (g_bytes_get_data (again, NULL), DC_TRAIN_CONTRIB_REQUEST_SIZE, data,
+                         size);
+      }
+    else
+      g_assert_nonnull (error);
+  }
   if (size >= 24)
     {
       memcpy (&step, data + 16, 8);
