@@ -1472,6 +1472,11 @@ job_done_cb (GObject      *object,
   g_mutex_lock (&job->progress->lock);
   job->progress->finished = TRUE;
   g_mutex_unlock (&job->progress->lock);
+  /* Bytes still waiting for their idle source go out now: the thread's
+   * result is dispatched at a higher priority than that source, and every
+   * streamed byte must reach "generated" before the caller's result. */
+  if (job->stream != NULL)
+    deliver_generated_cb (job->stream);
   if (!g_task_propagate_boolean (G_TASK (result), &error))
     {
       g_task_return_error (outer, g_steal_pointer (&error));
