@@ -8,8 +8,10 @@
  * So every thread of the pool runs a register-only loop of the kernel's own
  * multiply-accumulate instructions at once, and the peak is the sum of what
  * each thread did per second of its own CPU time (CLOCK_THREAD_CPUTIME_ID:
- * time other programs took from it does not count against it, as a loaded
- * machine would otherwise make the peak, and every ratio to it, too low).
+ * time other programs took from it does not count against it). On the
+ * loaded 2-vCPU VM it still read 40 % low (host steal time, or the other
+ * programs sharing the cores' caches; not separated), so ratios are to be
+ * compared from quiet machines (docs/BENCHMARKS.md).
  * More threads than CPUs cannot add to the peak: the sum is scaled down to
  * the CPUs' share.
  *
