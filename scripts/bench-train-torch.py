@@ -88,8 +88,12 @@ def bench(c, t, b, layers, h, min_time, device):
 threads = int(sys.argv[1])
 min_time = float(sys.argv[2])
 torch.set_num_threads(threads)
-devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-for spec in sys.argv[3:]:
+specs = sys.argv[3:]
+# --cpu-only (bench train --no-vulkan): no CUDA run either.
+cpu_only = "--cpu-only" in specs
+specs = [s for s in specs if s != "--cpu-only"]
+devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() and not cpu_only else [])
+for spec in specs:
     c, t, b, layers, h = (int(x) for x in spec.split(","))
     for device in devices:
         tps, steps = bench(c, t, b, layers, h, min_time, device)

@@ -390,7 +390,64 @@ test_bench (Fixture       *f,
         g_assert_cmpfloat (gemm + other + wait, >, 0.99);
         g_assert_cmpfloat (gemm + other + wait, <, 1.01);
       }
+      /* The same time by pass (issue 14's Xeon profile): every kind of
+       * pass named, shares that sum to 1, and how wide each kind ran. */
+      {
+        static const char *const phases[] = { "gemm", "embed", "norm", "attention", "bias",
+                                              "loss", "optimizer", "rest" };
+        JsonObject *shares = json_object_get_object_member (o, "phase_shares");
+        JsonObject *widths = json_object_get_object_member (o, "phase_threads");
+        double sum = 0;
+
+        g_assert_nonnull (shares);
+        g_assert_nonnull (widths);
+        for (guint p = 0; p < G_N_ELEMENTS (phases); p++)
+          {
+            double share = json_object_get_double_member (shares, phases[p]);
+
+            g_assert_cmpfloat (share, >=, 0.0);
+            sum += share;
+          }
+        g_assert_cmpfloat (json_object_get_double_member (shares, "attention"), >, 0.0);
+        g_assert_cmpfloat (sum, >, 0.98);
+        g_assert_cmpfloat (sum, <, 1.02);
+        g_assert_cmpfloat (json_object_get_double_member (widths, "norm"), >=, 1.0);
+      }
+      g_assert_cmpint (json_object_get_int_member (o, "rounds"), ==, 1);
     }
+}
+
+/* --rounds alternates PyTorch and ours: one object per size still, with
+ * the number of rounds and the range of tokens/s; bad counts are refused. */
+static void
+test_bench_rounds (Fixture       *f,
+                   gconstpointer  data)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  const char *args[] = { "bench", "train", "--json", "--no-torch", "--no-vulkan",
+                         "--min-time", "0.01", "--rounds", "3", NULL };
+  const char *bad[] = { "bench", "train", "--rounds", "21", NULL };
+  g_autoptr(GPtrArray) lines = NULL;
+
+  g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+  lines = json_lines (out);
+  g_assert_cmpuint (lines->len, ==, 2);
+  for (guint i = 0; i < lines->len; i++)
+    {
+      JsonObject *o = lines->pdata[i];
+      double lo = json_object_get_double_member (o, "tokens_per_s_min");
+      double hi = json_object_get_double_member (o, "tokens_per_s_max");
+      double median = json_object_get_double_member (o, "tokens_per_s");
+
+      g_assert_cmpint (json_object_get_int_member (o, "rounds"), ==, 3);
+      g_assert_cmpfloat (lo, >, 0);
+      g_assert_cmpfloat (lo, <=, median);
+      g_assert_cmpfloat (median, <=, hi);
+      g_assert_true (json_object_get_null_member (o, "ratio_vs_torch_cpu_min"));
+    }
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (run_cli (bad, NULL, &err), ==, 2);
+  g_assert_nonnull (strstr (err, "--rounds must be between 1 and 20"));
 }
 /* --dry-run prints the plan and its memory without training; the Advanced
  * sizes only with --advanced, and never with a group. */
@@ -458,6 +515,8 @@ main (int    argc,
   g_test_add ("/dc/cli/train/simulate-peers", Fixture, NULL, fixture_set_up, test_simulate_peers,
               fixture_tear_down);
   g_test_add ("/dc/cli/train/bench", Fixture, NULL, fixture_set_up, test_bench,
+              fixture_tear_down);
+  g_test_add ("/dc/cli/train/bench-rounds", Fixture, NULL, fixture_set_up, test_bench_rounds,
               fixture_tear_down);
   g_test_add ("/dc/cli/train/dry-run-advanced", Fixture, NULL, fixture_set_up,
               test_dry_run_advanced, fixture_tear_down);

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <glib/gi18n.h>
+#include <string.h>
 
 #include "dc-cli.h"
 #include "dc-cli-python.h"
@@ -32,6 +33,27 @@ static const BenchSize sizes[] = {
   { 128, 128, 32 },  /* the largest */
 };
 
+/* One measurement of ours: tokens per second and where the calling
+ * thread's time went, as shares of the measured steps' wall time. */
+typedef struct
+{
+  double      tokens_per_s;
+  guint       steps;
+  double      shares[3];            /* gemm, other, wait (sum 1) */
+  double      resident_shares[2];   /* resident device, resident host */
+  double      phase_shares[DC_GPT_N_PHASES];
+  double      phase_threads[DC_GPT_N_PHASES];   /* threads a pass asked for, on average */
+  double      gemm_total_share;     /* products, their waits included */
+  double      optimizer_share;      /* the Adam step */
+  double      rest_share;           /* batches, copies, anything not above */
+} Measure;
+
+static guint64
+now_ns (void)
+{
+  return (guint64) g_get_monotonic_time () * 1000u;
+}
+
 /* Our tokens per second: one warm-up step, then steps until min_time. */
 static gboolean
 bench_ours (const BenchSize  *size,
@@ -39,10 +61,7 @@ bench_ours (const BenchSize  *size,
             guint             n_threads,
             double            min_time,
             GBytes           *corpus,
-            double           *tokens_per_s,
-            guint            *steps,
-            double            shares[3],
-            double            resident_shares[2],
+            Measure          *m,
             const char      **resident,
             char            **device_name,
             GError          **error)
@@ -52,9 +71,11 @@ bench_ours (const BenchSize  *size,
   DcGptVkStep *vk_step;
   DcParallelStats pool0, pool1;
   g_autoptr(DcGptTrainer) trainer = NULL;
+  g_autofree float *grads = NULL;
   DcTrainSettings settings;
   DcGptConfig config;
   DcGptModel *model;
+  guint64 optimizer_ns = 0;
   gint64 start;
   double elapsed;
 
@@ -91,7 +112,10 @@ bench_ours (const BenchSize  *size,
 
   if (!dc_gpt_trainer_step (trainer, NULL, error))
     return FALSE;
-  *steps = 0;
+  /* The measured steps are dc_gpt_trainer_step ()'s two halves, so that
+   * the optimizer's time can be told apart. */
+  grads = g_new (float, dc_gpt_trainer_get_model (trainer)->n_params);
+  m->steps = 0;
   vk_step = dc_gpt_trainer_get_resident_step (trainer);
   *resident = vk_step != NULL ? dc_gpt_vk_step_get_resident (vk_step) : NULL;
   if (vk_step != NULL)
@@ -101,13 +125,18 @@ bench_ours (const BenchSize  *size,
   start = g_get_monotonic_time ();
   do
     {
-      if (!dc_gpt_trainer_step (trainer, NULL, error))
+      guint64 t0;
+
+      if (!dc_gpt_trainer_compute_gradients (trainer, 0, 1, grads, NULL, error))
         return FALSE;
-      (*steps)++;
+      t0 = now_ns ();
+      dc_gpt_trainer_apply_gradients (trainer, grads);
+      optimizer_ns += now_ns () - t0;
+      m->steps++;
       elapsed = (g_get_monotonic_time () - start) / 1e6;
     }
-  while (elapsed < min_time || *steps < 2);
-  *tokens_per_s = (double) *steps * size->batch * size->seq / elapsed;
+  while (elapsed < min_time || m->steps < 2);
+  m->tokens_per_s = (double) m->steps * size->batch * size->seq / elapsed;
   /* Where the calling thread's time went: products (without their waits),
    * waiting for the pool's helpers anywhere, and the rest (other kernels,
    * attention, the optimizer, on this thread). */
@@ -118,18 +147,39 @@ bench_ours (const BenchSize  *size,
     double gemm = (double) (times1.gemm_ns - times0.gemm_ns)
                   - (double) (times1.gemm_wait_ns - times0.gemm_wait_ns);
     double wait = (double) (pool1.wait_ns - pool0.wait_ns);
+    double rest = total_ns;
 
-    shares[0] = CLAMP (gemm / total_ns, 0.0, 1.0);
-    shares[2] = CLAMP (wait / total_ns, 0.0, 1.0 - shares[0]);
-    shares[1] = 1.0 - shares[0] - shares[2];
+    m->shares[0] = CLAMP (gemm / total_ns, 0.0, 1.0);
+    m->shares[2] = CLAMP (wait / total_ns, 0.0, 1.0 - m->shares[0]);
+    m->shares[1] = 1.0 - m->shares[0] - m->shares[2];
+    /* The same time by pass (each with its waits): the products, each kind
+     * of pass between them, the optimizer and what is left. */
+    m->gemm_total_share = CLAMP ((double) (times1.gemm_ns - times0.gemm_ns) / total_ns, 0.0, 1.0);
+    rest -= (double) (times1.gemm_ns - times0.gemm_ns);
+    for (guint p = 0; p < DC_GPT_N_PHASES; p++)
+      {
+        guint64 passes = times1.phase_passes[p] - times0.phase_passes[p];
+
+        m->phase_shares[p] = CLAMP ((double) (times1.phase_ns[p] - times0.phase_ns[p]) / total_ns,
+                                    0.0, 1.0);
+        m->phase_threads[p] = passes > 0
+                              ? (double) (times1.phase_threads[p] - times0.phase_threads[p])
+                                / (double) passes
+                              : -1;
+        rest -= (double) (times1.phase_ns[p] - times0.phase_ns[p]);
+      }
+    m->optimizer_share = CLAMP ((double) optimizer_ns / total_ns, 0.0, 1.0);
+    rest -= (double) optimizer_ns;
+    m->rest_share = CLAMP (rest / total_ns, 0.0, 1.0);
     /* Of the rest, the resident step's submissions (its transfers and
      * kernels, waited for) and its host copies. */
     if (vk_step != NULL)
       {
         dc_gpt_vk_step_get_times (vk_step, &resident1);
-        resident_shares[0] = CLAMP ((resident1.device_ns - resident0.device_ns) / total_ns,
-                                    0.0, 1.0);
-        resident_shares[1] = CLAMP ((resident1.host_ns - resident0.host_ns) / total_ns, 0.0, 1.0);
+        m->resident_shares[0] = CLAMP ((resident1.device_ns - resident0.device_ns) / total_ns,
+                                       0.0, 1.0);
+        m->resident_shares[1] = CLAMP ((resident1.host_ns - resident0.host_ns) / total_ns,
+                                       0.0, 1.0);
       }
   }
   return TRUE;
@@ -205,11 +255,12 @@ bench_resident_forward (const BenchSize  *size,
 
 /* Runs the PyTorch script; fills cpu[i] and cuda[i] (< 0 when not measured). */
 static void
-bench_torch (guint    n_threads,
-             double   min_time,
-             double  *cpu,
-             double  *cuda,
-             char   **version)
+bench_torch (guint     n_threads,
+             double    min_time,
+             gboolean  cpu_only,
+             double   *cpu,
+             double   *cuda,
+             char    **version)
 {
   g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *out = NULL;
@@ -221,6 +272,9 @@ bench_torch (guint    n_threads,
   g_ptr_array_add (args, g_strdup_printf ("%u", n_threads));
   g_ptr_array_add (args, g_strdup (g_ascii_dtostr (min_time_text, sizeof min_time_text,
                                                    min_time)));
+  /* --no-vulkan: PyTorch stays on the CPU too. */
+  if (cpu_only)
+    g_ptr_array_add (args, g_strdup ("--cpu-only"));
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     {
       DcGptConfig config;
@@ -289,19 +343,150 @@ add_share (JsonBuilder *builder,
     json_builder_add_double_value (builder, (double) (gint64) (value * 1000.0 + 0.5) / 1000.0);
 }
 
+/* The median of n values (sorted in place); -1 when there are none. */
+static double
+median_of (double *v,
+           guint   n)
+{
+  if (n == 0)
+    return -1;
+  for (guint i = 1; i < n; i++)
+    for (guint j = i; j > 0 && v[j - 1] > v[j]; j--)
+      {
+        double t = v[j];
+
+        v[j] = v[j - 1];
+        v[j - 1] = t;
+      }
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Most rounds: each is a PyTorch run and ours for every size, about 4 ×
+ * min-time; 20 rounds of 3 s are 4 minutes, longer than anyone waits for a
+ * figure that 5 rounds already pin down. */
+#define MAX_ROUNDS 20
+
+/* Every round's figures of one size and backend, and the shares summed. */
+typedef struct
+{
+  double   tps[MAX_ROUNDS];
+  double   torch[MAX_ROUNDS];
+  double   ratio[MAX_ROUNDS];
+  guint    n, n_ratio;
+  guint    steps;
+  Measure  sum;                 /* shares summed over the rounds */
+  char    *device;
+  const char *resident;
+  double   fwd_resident, fwd_cpu;
+  double   torch_cuda;
+} Rounds;
+
+static void
+print_object (const BenchSize *size,
+              DcBackendKind    kind,
+              guint            threads,
+              Rounds          *r,
+              const char      *torch_version)
+{
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  double tps, torch_cpu, ratio, lo = -1, hi = -1, tps_lo, tps_hi;
+  const Measure *m = &r->sum;
+
+  tps = median_of (r->tps, r->n);
+  tps_lo = r->tps[0];
+  tps_hi = r->tps[r->n - 1];
+  torch_cpu = median_of (r->torch, r->n_ratio);
+  ratio = median_of (r->ratio, r->n_ratio);
+  if (r->n_ratio > 0)
+    {
+      lo = r->ratio[0];
+      hi = r->ratio[r->n_ratio - 1];
+    }
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "width");
+  json_builder_add_int_value (builder, size->width);
+  json_builder_set_member_name (builder, "seq");
+  json_builder_add_int_value (builder, size->seq);
+  json_builder_set_member_name (builder, "batch");
+  json_builder_add_int_value (builder, size->batch);
+  json_builder_set_member_name (builder, "backend");
+  json_builder_add_string_value (builder, dc_backend_kind_to_string (kind));
+  json_builder_set_member_name (builder, "device");
+  json_builder_add_string_value (builder, r->device);
+  json_builder_set_member_name (builder, "threads");
+  json_builder_add_int_value (builder, threads);
+  json_builder_set_member_name (builder, "steps");
+  json_builder_add_int_value (builder, r->steps);
+  /* Medians over the rounds, and their range. */
+  json_builder_set_member_name (builder, "rounds");
+  json_builder_add_int_value (builder, r->n);
+  add_rate (builder, "tokens_per_s", tps);
+  add_rate (builder, "tokens_per_s_min", tps_lo);
+  add_rate (builder, "tokens_per_s_max", tps_hi);
+  /* Shares of the calling thread's time per step (sum 1), means over the rounds. */
+  add_share (builder, "gemm_share", m->shares[0] / r->n);
+  add_share (builder, "other_share", m->shares[1] / r->n);
+  add_share (builder, "wait_share", m->shares[2] / r->n);
+  /* The same time by pass, each with its waits for the pool (sum 1), and
+   * how many threads each kind of pass asked for on average. */
+  json_builder_set_member_name (builder, "phase_shares");
+  json_builder_begin_object (builder);
+  add_share (builder, "gemm", m->gemm_total_share / r->n);
+  for (guint p = 0; p < DC_GPT_N_PHASES; p++)
+    add_share (builder, dc_gpt_phase_to_string (p), m->phase_shares[p] / r->n);
+  add_share (builder, "optimizer", m->optimizer_share / r->n);
+  add_share (builder, "rest", m->rest_share / r->n);
+  json_builder_end_object (builder);
+  json_builder_set_member_name (builder, "phase_threads");
+  json_builder_begin_object (builder);
+  for (guint p = 0; p < DC_GPT_N_PHASES; p++)
+    add_share (builder, dc_gpt_phase_to_string (p),
+               m->phase_threads[p] >= 0 ? m->phase_threads[p] / r->n : -1);
+  json_builder_end_object (builder);
+  /* What runs resident on the device, and its part of other_share. */
+  json_builder_set_member_name (builder, "resident");
+  if (r->resident != NULL)
+    json_builder_add_string_value (builder, r->resident);
+  else
+    json_builder_add_null_value (builder);
+  add_share (builder, "resident_device_share",
+             m->resident_shares[0] >= 0 ? m->resident_shares[0] / r->n : -1);
+  add_share (builder, "resident_host_share",
+             m->resident_shares[1] >= 0 ? m->resident_shares[1] / r->n : -1);
+  /* --resident-forward: forward passes up to the logits, tokens/s. */
+  add_rate (builder, "resident_forward_tokens_per_s", r->fwd_resident);
+  add_rate (builder, "cpu_forward_tokens_per_s", r->fwd_cpu);
+  add_rate (builder, "torch_cpu_tokens_per_s", torch_cpu);
+  add_rate (builder, "torch_cuda_tokens_per_s", r->torch_cuda);
+  /* Each round's ratio is ours over PyTorch's run just before it. */
+  add_rate (builder, "ratio_vs_torch_cpu", ratio);
+  add_rate (builder, "ratio_vs_torch_cpu_min", lo);
+  add_rate (builder, "ratio_vs_torch_cpu_max", hi);
+  json_builder_set_member_name (builder, "torch");
+  if (torch_version != NULL)
+    json_builder_add_string_value (builder, torch_version);
+  else
+    json_builder_add_null_value (builder);
+  json_builder_end_object (builder);
+  dc_cli_print_json (builder);
+}
+
 int
 dc_cli_bench_train_run (const DcCliCommand  *command,
                         DcCliOptions        *options,
                         int                  argc,
                         char               **argv)
 {
-  int threads = 0;
+  int threads = 0, n_rounds = 1;
   double min_time = 3.0;
   gboolean no_torch = FALSE, no_vulkan = FALSE, resident_forward = FALSE;
   const GOptionEntry entries[] = {
     { "threads", 0, 0, G_OPTION_ARG_INT, &threads, N_("Threads for us and PyTorch (all cores)"),
       "N" },
     { "min-time", 0, 0, G_OPTION_ARG_DOUBLE, &min_time, N_("Seconds per measurement (3)"), "S" },
+    { "rounds", 0, 0, G_OPTION_ARG_INT, &n_rounds,
+      N_("Alternate PyTorch and ours N times and report medians and ranges (1)"), "N" },
     { "no-torch", 0, 0, G_OPTION_ARG_NONE, &no_torch, N_("Skip the PyTorch reference"), NULL },
     { "no-vulkan", 0, 0, G_OPTION_ARG_NONE, &no_vulkan, N_("Measure the CPU only"), NULL },
     { "resident-forward", 0, 0, G_OPTION_ARG_NONE, &resident_forward,
@@ -310,8 +495,8 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
   };
   g_autoptr(GBytes) corpus = NULL;
   g_autofree char *torch_version = NULL;
-  double torch_cpu[G_N_ELEMENTS (sizes)], torch_cuda[G_N_ELEMENTS (sizes)];
   const DcBackendKind kinds[] = { DC_BACKEND_CPU, DC_BACKEND_VULKAN };
+  Rounds rounds[G_N_ELEMENTS (sizes)][G_N_ELEMENTS (kinds)];
 
   if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
     return DC_CLI_EXIT_USAGE;
@@ -323,87 +508,103 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
   dc_parallel_set_default_threads ((guint) threads);
   if (min_time <= 0 || min_time > 600)
     return dc_cli_usage_error (command, _("--min-time must be in (0, 600]"));
+  if (n_rounds < 1 || n_rounds > MAX_ROUNDS)
+    return dc_cli_usage_error (command, _("--rounds must be between 1 and %d"), MAX_ROUNDS);
 
+  memset (rounds, 0, sizeof rounds);
   corpus = dc_corpus_dup_builtin ();
-  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
-    torch_cpu[i] = torch_cuda[i] = -1;
-  if (!no_torch)
-    bench_torch (threads, min_time, torch_cpu, torch_cuda, &torch_version);
+  for (int round = 0; round < n_rounds; round++)
+    {
+      double torch_cpu[G_N_ELEMENTS (sizes)], torch_cuda[G_N_ELEMENTS (sizes)];
+
+      for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+        torch_cpu[i] = torch_cuda[i] = -1;
+      /* PyTorch first in every round, then ours: the two alternate, so a
+       * machine whose speed drifts moves both sides of each ratio. */
+      if (!no_torch)
+        bench_torch (threads, min_time, no_vulkan, torch_cpu, torch_cuda, &torch_version);
+
+      for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+        for (guint k = 0; k < G_N_ELEMENTS (kinds); k++)
+          {
+            g_autoptr(GError) error = NULL;
+            g_autofree char *device = NULL;
+            Rounds *r = &rounds[i][k];
+            Measure m = { .resident_shares = { -1, -1 } };
+            const char *resident = NULL;
+
+            if (kinds[k] == DC_BACKEND_VULKAN && no_vulkan)
+              continue;
+            if (!bench_ours (&sizes[i], kinds[k], threads, min_time, corpus, &m, &resident,
+                             &device, &error))
+              {
+                g_printerr ("daisychain-cli: bench train %s: %s\n",
+                            dc_backend_kind_to_string (kinds[k]), error->message);
+                continue;
+              }
+            if (r->n == 0)
+              {
+                r->device = g_steal_pointer (&device);
+                r->resident = resident;
+                r->fwd_resident = r->fwd_cpu = -1;
+                r->sum.resident_shares[0] = r->sum.resident_shares[1] = -1;
+                for (guint p = 0; p < DC_GPT_N_PHASES; p++)
+                  r->sum.phase_threads[p] = -1;
+                if (resident_forward && kinds[k] == DC_BACKEND_VULKAN)
+                  bench_resident_forward (&sizes[i], threads, min_time, &r->fwd_resident,
+                                          &r->fwd_cpu);
+              }
+            r->tps[r->n++] = m.tokens_per_s;
+            r->steps += m.steps;
+            r->torch_cuda = torch_cuda[i];
+            if (torch_cpu[i] > 0)
+              {
+                r->torch[r->n_ratio] = torch_cpu[i];
+                r->ratio[r->n_ratio++] = m.tokens_per_s / torch_cpu[i];
+              }
+            for (guint j = 0; j < 3; j++)
+              r->sum.shares[j] += m.shares[j];
+            for (guint j = 0; j < 2; j++)
+              if (m.resident_shares[j] >= 0)
+                r->sum.resident_shares[j] = MAX (r->sum.resident_shares[j], 0)
+                                            + m.resident_shares[j];
+            for (guint p = 0; p < DC_GPT_N_PHASES; p++)
+              {
+                r->sum.phase_shares[p] += m.phase_shares[p];
+                if (m.phase_threads[p] >= 0)
+                  r->sum.phase_threads[p] = MAX (r->sum.phase_threads[p], 0) + m.phase_threads[p];
+              }
+            r->sum.gemm_total_share += m.gemm_total_share;
+            r->sum.optimizer_share += m.optimizer_share;
+            r->sum.rest_share += m.rest_share;
+          }
+    }
 
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     for (guint k = 0; k < G_N_ELEMENTS (kinds); k++)
       {
-        g_autoptr(GError) error = NULL;
-        g_autofree char *device = NULL;
-        double tps = -1;
-        double shares[3] = { -1, -1, -1 };
-        double resident_shares[2] = { -1, -1 };
-        double fwd_resident = -1, fwd_cpu = -1;
-        const char *resident = NULL;
-        guint steps = 0;
+        Rounds *r = &rounds[i][k];
 
-        if (kinds[k] == DC_BACKEND_VULKAN && no_vulkan)
+        if (r->n == 0)
           continue;
-        if (!bench_ours (&sizes[i], kinds[k], threads, min_time, corpus, &tps, &steps, shares,
-                         resident_shares, &resident, &device, &error))
-          {
-            g_printerr ("daisychain-cli: bench train %s: %s\n",
-                        dc_backend_kind_to_string (kinds[k]), error->message);
-            continue;
-          }
-        if (resident_forward && kinds[k] == DC_BACKEND_VULKAN)
-          bench_resident_forward (&sizes[i], threads, min_time, &fwd_resident, &fwd_cpu);
         if (options->json)
-          {
-            g_autoptr(JsonBuilder) builder = json_builder_new ();
-
-            json_builder_begin_object (builder);
-            json_builder_set_member_name (builder, "width");
-            json_builder_add_int_value (builder, sizes[i].width);
-            json_builder_set_member_name (builder, "seq");
-            json_builder_add_int_value (builder, sizes[i].seq);
-            json_builder_set_member_name (builder, "batch");
-            json_builder_add_int_value (builder, sizes[i].batch);
-            json_builder_set_member_name (builder, "backend");
-            json_builder_add_string_value (builder, dc_backend_kind_to_string (kinds[k]));
-            json_builder_set_member_name (builder, "device");
-            json_builder_add_string_value (builder, device);
-            json_builder_set_member_name (builder, "threads");
-            json_builder_add_int_value (builder, threads);
-            json_builder_set_member_name (builder, "steps");
-            json_builder_add_int_value (builder, steps);
-            add_rate (builder, "tokens_per_s", tps);
-            /* Shares of the calling thread's time per step (sum 1). */
-            add_share (builder, "gemm_share", shares[0]);
-            add_share (builder, "other_share", shares[1]);
-            add_share (builder, "wait_share", shares[2]);
-            /* What runs resident on the device, and its part of other_share. */
-            json_builder_set_member_name (builder, "resident");
-            if (resident != NULL)
-              json_builder_add_string_value (builder, resident);
-            else
-              json_builder_add_null_value (builder);
-            add_share (builder, "resident_device_share", resident_shares[0]);
-            add_share (builder, "resident_host_share", resident_shares[1]);
-            /* --resident-forward: forward passes up to the logits, tokens/s. */
-            add_rate (builder, "resident_forward_tokens_per_s", fwd_resident);
-            add_rate (builder, "cpu_forward_tokens_per_s", fwd_cpu);
-            add_rate (builder, "torch_cpu_tokens_per_s", torch_cpu[i]);
-            add_rate (builder, "torch_cuda_tokens_per_s", torch_cuda[i]);
-            add_rate (builder, "ratio_vs_torch_cpu", torch_cpu[i] > 0 ? tps / torch_cpu[i] : -1);
-            json_builder_set_member_name (builder, "torch");
-            if (torch_version != NULL)
-              json_builder_add_string_value (builder, torch_version);
-            else
-              json_builder_add_null_value (builder);
-            json_builder_end_object (builder);
-            dc_cli_print_json (builder);
-          }
+          print_object (&sizes[i], kinds[k], threads, r, torch_version);
         else
-          g_print ("width %3u seq %3u batch %2u  %-6s %10.0f tokens/s   torch cpu %10.0f   "
-                   "ratio %.2f\n", sizes[i].width, sizes[i].seq, sizes[i].batch,
-                   dc_backend_kind_to_string (kinds[k]), tps, torch_cpu[i],
-                   torch_cpu[i] > 0 ? tps / torch_cpu[i] : 0.0);
+          {
+            double tps = median_of (r->tps, r->n);
+            double torch_cpu = median_of (r->torch, r->n_ratio);
+            double ratio = median_of (r->ratio, r->n_ratio);
+
+            g_print ("width %3u seq %3u batch %2u  %-6s %10.0f tokens/s   torch cpu %10.0f   "
+                     "ratio %.2f", sizes[i].width, sizes[i].seq, sizes[i].batch,
+                     dc_backend_kind_to_string (kinds[k]), tps, torch_cpu,
+                     ratio > 0 ? ratio : 0.0);
+            if (r->n_ratio > 1)
+              g_print (" (%.2f – %.2f over %u rounds)", r->ratio[0], r->ratio[r->n_ratio - 1],
+                       r->n_ratio);
+            g_print ("\n");
+          }
+        g_free (r->device);
       }
   if (!options->json && torch_version != NULL)
     g_print ("PyTorch: %s\n", torch_version);

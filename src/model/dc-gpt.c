@@ -15,6 +15,7 @@
 #include "dc-gpt.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "engine/dc-gemm.h"
 #include "engine/dc-gemm-backend.h"
@@ -89,6 +90,11 @@ struct _DcGptRun
 
   float          *arena;
   gsize           arena_floats;
+
+  /* The passes' time on the calling thread, by kind (DcGptRunTimes). */
+  guint64         phase_ns[DC_GPT_N_PHASES];
+  guint64         phase_passes[DC_GPT_N_PHASES];
+  guint64         phase_threads[DC_GPT_N_PHASES];
 
   DcGptLayerDoneFunc layer_done;  /* dc_gpt_run_set_layer_done_func () */
   gpointer           layer_done_data;
@@ -350,6 +356,42 @@ dc_gpt_run_get_times (DcGptRun      *self,
   dc_matmul_get_times (self->mm, &t);
   out->gemm_ns = t.ns;
   out->gemm_wait_ns = t.wait_ns;
+  memcpy (out->phase_ns, self->phase_ns, sizeof self->phase_ns);
+  memcpy (out->phase_passes, self->phase_passes, sizeof self->phase_passes);
+  memcpy (out->phase_threads, self->phase_threads, sizeof self->phase_threads);
+}
+
+const char *
+dc_gpt_phase_to_string (DcGptPhase phase)
+{
+  static const char *const names[DC_GPT_N_PHASES] = {
+    "embed", "norm", "attention", "bias", "loss",
+  };
+
+  g_return_val_if_fail (phase < DC_GPT_N_PHASES, "unknown");
+  return names[phase];
+}
+
+/* A monotonic clock in ns: passes take microseconds, below
+ * g_get_monotonic_time ()'s resolution. */
+static guint64
+now_ns (void)
+{
+  struct timespec t;
+
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  return (guint64) t.tv_sec * 1000000000u + (guint64) t.tv_nsec;
+}
+
+static void
+phase_add (DcGptRun   *self,
+           DcGptPhase  phase,
+           guint64     start_ns,
+           guint       n_threads)
+{
+  self->phase_ns[phase] += now_ns () - start_ns;
+  self->phase_passes[phase]++;
+  self->phase_threads[phase] += n_threads;
 }
 
 /**
@@ -419,6 +461,8 @@ typedef struct
  * chunks changes, never the chunks, so the bits cannot. */
 #define SPREAD_WORK_PER_THREAD (SPREAD_MIN_WORK / 2)
 
+static DcGptPhase phase_of (DcParallelFunc func);
+
 static void
 spread (DcGptRun       *self,
         gsize           n_items,
@@ -427,12 +471,14 @@ spread (DcGptRun       *self,
         DcParallelFunc  func,
         Span           *span)
 {
+  guint64 start = now_ns ();
   guint n_threads = 1;
 
   span->self = self;
   if (work >= SPREAD_MIN_WORK)
     n_threads = (guint) MIN ((gsize) self->n_threads, work / SPREAD_WORK_PER_THREAD);
   dc_parallel_for (n_threads, n_items, MAX (chunk, 1), func, span);
+  phase_add (self, phase_of (func), start, n_threads);
 }
 
 /* Rows per chunk for rows of n values. */
@@ -920,16 +966,31 @@ run_heads (DcGptRun     *self,
    * 16 pairs of 32 × 32 × 16 take 8 threads, not 16. */
   gsize work = pairs * self->len * self->len * (self->config.width / self->config.n_head) * 2;
   guint n_threads = (guint) CLAMP (work / SPREAD_WORK_PER_THREAD, 1, self->n_workers);
+  guint64 start = now_ns ();
 
   g_mutex_init (&job.lock);
   dc_parallel_for (n_threads, pairs, 1, head_chunk, &job);
   g_mutex_clear (&job.lock);
+  phase_add (self, DC_GPT_PHASE_ATTENTION, start, n_threads);
   if (job.error != NULL)
     {
       g_propagate_error (error, job.error);
       return FALSE;
     }
   return TRUE;
+}
+
+/* Which kind of pass a spread pass is, for the time split. */
+static DcGptPhase
+phase_of (DcParallelFunc func)
+{
+  if (func == embed_chunk || func == embed_backward_chunk)
+    return DC_GPT_PHASE_EMBED;
+  if (func == layer_norm_chunk || func == layer_norm_dx_chunk || func == layer_norm_grad_chunk)
+    return DC_GPT_PHASE_NORM;
+  if (func == loss_chunk || func == head_dx_chunk || func == head_dw_chunk)
+    return DC_GPT_PHASE_LOSS;
+  return DC_GPT_PHASE_BIAS;
 }
 
 static gboolean

@@ -70,11 +70,37 @@ void         dc_gpt_run_set_layer_done_func (DcGptRun           *self,
                                              gpointer            user_data);
 
 /**
+ * DcGptPhase:
+ * The passes between the products, by kind, for `bench train`'s time split:
+ * @DC_GPT_PHASE_EMBED: the embeddings, forward and backward
+ * @DC_GPT_PHASE_NORM: the layer norms, forward and backward
+ * @DC_GPT_PHASE_ATTENTION: the heads (their small products included)
+ * @DC_GPT_PHASE_BIAS: biases, ReLU, residual adds, bias gradients
+ * @DC_GPT_PHASE_LOSS: softmax and cross-entropy, the tied head's scatter
+ */
+typedef enum
+{
+  DC_GPT_PHASE_EMBED,
+  DC_GPT_PHASE_NORM,
+  DC_GPT_PHASE_ATTENTION,
+  DC_GPT_PHASE_BIAS,
+  DC_GPT_PHASE_LOSS,
+  DC_GPT_N_PHASES
+} DcGptPhase;
+
+const char  *dc_gpt_phase_to_string (DcGptPhase          phase);
+
+/**
  * DcGptRunTimes:
  * @gemm_ns: the calling thread's time in the products it runs (packing
  *   included; attention's per-head products run inside the attention pass
  *   and are not counted)
  * @gemm_wait_ns: of that, time spent waiting for the pool's helpers
+ * @phase_ns: the calling thread's time in each kind of pass, its waits for
+ *   the pool included
+ * @phase_passes: how many passes of each kind ran
+ * @phase_threads: the threads those passes asked for, summed (divided by
+ *   @phase_passes: how wide a pass of that kind ran on average)
  *
  * Totals since the run was made; `bench train` splits a step's time with them.
  */
@@ -82,6 +108,9 @@ typedef struct
 {
   guint64 gemm_ns;
   guint64 gemm_wait_ns;
+  guint64 phase_ns[DC_GPT_N_PHASES];
+  guint64 phase_passes[DC_GPT_N_PHASES];
+  guint64 phase_threads[DC_GPT_N_PHASES];
 } DcGptRunTimes;
 
 void         dc_gpt_run_get_times   (DcGptRun           *self,
