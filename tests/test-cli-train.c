@@ -449,8 +449,10 @@ test_bench_rounds (Fixture       *f,
   g_assert_cmpint (run_cli (bad, NULL, &err), ==, 2);
   g_assert_nonnull (strstr (err, "--rounds must be between 1 and 20"));
 }
-/* --dry-run prints the plan and its memory without training; the Advanced
- * sizes only with --advanced, and never with a group. */
+
+/* --dry-run prints the plan and its memory without training, never with a
+ * group; the Advanced sizes only with --advanced (a group's are tested in
+ * test-train-group-advanced). */
 static void
 test_dry_run_advanced (Fixture       *f,
                        gconstpointer  data)
@@ -459,7 +461,7 @@ test_dry_run_advanced (Fixture       *f,
                          "--width", "768", "--layers", "12", "--heads", "12", "--seq", "1024",
                          "--batch", "2", NULL };
   const char *unasked[] = { "train", "--data", f->corpus, "--width", "768", "--seq", "32", NULL };
-  const char *group[] = { "train", "--advanced", "--room", "x", "--signal",
+  const char *group[] = { "train", "--dry-run", "--room", "x", "--signal",
                           "ws://127.0.0.1:1/signal", NULL };
   const char *bad_heads[] = { "train", "--dry-run", "--advanced", "--data", f->corpus,
                               "--width", "768", "--heads", "7", NULL };

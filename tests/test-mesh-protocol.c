@@ -388,6 +388,110 @@ test_malformed_bodies (void)
   }
 }
 
+/* The hello's optional memory: round trip, absent (the older layout,
+ * byte for byte), the encoder's clamp, and the decoder's refusals. */
+static void
+test_hello_memory (void)
+{
+  g_autoptr(DcMeshReader) reader = dc_mesh_reader_new ();
+  g_autoptr(DcMeshHello) hello = dc_mesh_hello_new ("name", "cpu", "hash", 3);
+  g_autoptr(DcMeshHello) copy = NULL, back = NULL;
+  g_autoptr(GBytes) without = NULL, with = NULL, bad = NULL;
+  g_autoptr(GPtrArray) pieces = NULL;
+  g_autoptr(DcMeshMessage) message = NULL;
+  g_autoptr(GError) error = NULL;
+  char name[300];
+
+  /* Not announced: exactly the layout older builds send and accept. */
+  without = dc_mesh_hello_encode (hello);
+  g_assert_cmpuint (g_bytes_get_size (without), ==, 4 + 1 + 4 + 1 + 3 + 1 + 4);
+  back = dc_mesh_hello_decode (without, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (back->memory, ==, 0);
+  g_clear_pointer (&back, dc_mesh_hello_free);
+
+  /* Announced: 8 more bytes, through the framing layer, and kept by a copy. */
+  hello->memory = G_GUINT64_CONSTANT (3) << 30;
+  with = dc_mesh_hello_encode (hello);
+  g_assert_cmpuint (g_bytes_get_size (with), ==, g_bytes_get_size (without) + 8);
+  pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_HELLO, with, &error);
+  g_assert_no_error (error);
+  message = reassemble (reader, pieces);
+  back = dc_mesh_hello_decode (message->payload, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (back->memory, ==, G_GUINT64_CONSTANT (3) << 30);
+  g_assert_cmpstr (back->probe_hash, ==, "hash");
+  copy = dc_mesh_hello_copy (back);
+  g_assert_cmpuint (copy->memory, ==, back->memory);
+  g_assert_cmpstr (copy->name, ==, "name");
+  g_clear_pointer (&back, dc_mesh_hello_free);
+
+  /* More than the maximum is sent as the maximum. */
+  hello->memory = G_MAXUINT64;
+  g_clear_pointer (&with, g_bytes_unref);
+  with = dc_mesh_hello_encode (hello);
+  back = dc_mesh_hello_decode (with, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (back->memory, ==, DC_MESH_HELLO_MEMORY_MAX);
+  g_clear_pointer (&back, dc_mesh_hello_free);
+
+  /* The largest hello (three 255-byte strings and the memory) fits the
+   * frame's limit. */
+  memset (name, 'x', sizeof name - 1);
+  name[sizeof name - 1] = '\0';
+  {
+    g_autoptr(DcMeshHello) big = dc_mesh_hello_new (name, name, name, 1);
+    g_autoptr(GBytes) big_bytes = NULL;
+
+    big->memory = 1;
+    big_bytes = dc_mesh_hello_encode (big);
+    g_assert_cmpuint (g_bytes_get_size (big_bytes), ==, 7 + 3 * 255 + 8);
+    g_assert_true (dc_mesh_message_check_payload (DC_MESH_MSG_HELLO,
+                                                  g_bytes_get_size (big_bytes), &error));
+    g_assert_no_error (error);
+    back = dc_mesh_hello_decode (big_bytes, &error);
+    g_assert_no_error (error);
+    g_assert_cmpuint (back->memory, ==, 1);
+    g_clear_pointer (&back, dc_mesh_hello_free);
+  }
+
+  /* A zero memory (absent is how one says "none"), one over 1 PiB, and
+   * other trailing lengths are refused. */
+  {
+    gsize size = g_bytes_get_size (without);
+    const guint8 *base = g_bytes_get_data (without, NULL);
+    const guint64 values[] = { 0, DC_MESH_HELLO_MEMORY_MAX + 1, G_MAXUINT64 };
+    const gsize tails[] = { 1, 4, 7, 9 };
+
+    for (guint i = 0; i < G_N_ELEMENTS (values); i++)
+      {
+        guint8 *data = g_malloc (size + 8);
+        guint64 le = GUINT64_TO_LE (values[i]);
+
+        memcpy (data, base, size);
+        memcpy (data + size, &le, 8);
+        bad = g_bytes_new_take (data, size + 8);
+        g_assert_null (dc_mesh_hello_decode (bad, &error));
+        g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+        g_test_message ("hello refused as expected: %s", error->message);
+        g_clear_error (&error);
+        g_clear_pointer (&bad, g_bytes_unref);
+      }
+    for (guint i = 0; i < G_N_ELEMENTS (tails); i++)
+      {
+        guint8 *data = g_malloc0 (size + tails[i]);
+
+        memcpy (data, base, size);
+        data[size] = 1;
+        bad = g_bytes_new_take (data, size + tails[i]);
+        g_assert_null (dc_mesh_hello_decode (bad, &error));
+        g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+        g_clear_error (&error);
+        g_clear_pointer (&bad, g_bytes_unref);
+      }
+  }
+}
+
 static void
 test_encode_limits (void)
 {
@@ -541,14 +645,12 @@ test_train_config (void)
   expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
   g_clear_pointer (&bad, g_bytes_unref);
 
-  /* Another body version; unknown flags; reserved bytes. */
+  /* Another body version; unknown flags. Bytes 2 and 3, reserved before,
+   * are the layers and heads (test_train_config_size). */
   bad = patched (body, 0, DC_MESH_TRAIN_BODY_VERSION + 1);
   expect_config_refused (bad, DC_MESH_ERROR_UNSUPPORTED);
   g_clear_pointer (&bad, g_bytes_unref);
   bad = patched (body, 1, 0x03);
-  expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
-  g_clear_pointer (&bad, g_bytes_unref);
-  bad = patched (body, 3, 1);
   expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
   g_clear_pointer (&bad, g_bytes_unref);
 
@@ -658,6 +760,47 @@ expect_report_refused (GBytes *body,
   g_assert_null (dc_mesh_step_report_decode (body, &error));
   g_assert_error (error, DC_MESH_ERROR, code);
   g_test_message ("step report refused as expected: %s", error->message);
+}
+
+/* Layers and heads (bytes 2 and 3): 0 for a size derived from the width,
+ * which is the layout older builds send; any other value round-trips. */
+static void
+test_train_config_size (void)
+{
+  g_autoptr(DcMeshRunConfig) config = sample_config ();
+  g_autoptr(DcMeshRunConfig) back = NULL;
+  g_autoptr(GBytes) body = NULL, payload = NULL;
+  g_autoptr(GError) error = NULL;
+  const guint8 *p;
+
+  body = dc_mesh_run_config_encode (config, &error);
+  g_assert_no_error (error);
+  p = g_bytes_get_data (body, NULL);
+  g_assert_cmpuint (p[2], ==, 0);
+  g_assert_cmpuint (p[3], ==, 0);
+  back = dc_mesh_run_config_decode (body, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (back->n_layer, ==, 0);
+  g_assert_cmpuint (back->n_head, ==, 0);
+  g_clear_pointer (&back, dc_mesh_run_config_free);
+  g_clear_pointer (&body, g_bytes_unref);
+
+  config->width = 768;
+  config->seq = 1024;
+  config->n_layer = 12;
+  config->n_head = 12;
+  body = dc_mesh_run_config_encode (config, &error);
+  g_assert_no_error (error);
+  p = g_bytes_get_data (body, NULL);
+  g_assert_cmpuint (p[2], ==, 12);
+  g_assert_cmpuint (p[3], ==, 12);
+  payload = through_frames (DC_MESH_MSG_CONFIG, body);
+  back = dc_mesh_run_config_decode (payload, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (back->width, ==, 768);
+  g_assert_cmpuint (back->seq, ==, 1024);
+  g_assert_cmpuint (back->n_layer, ==, 12);
+  g_assert_cmpuint (back->n_head, ==, 12);
 }
 
 static void
@@ -1244,6 +1387,109 @@ test_train_assemble_refused (void)
   g_assert_cmpuint (dc_mesh_chunk_assembler_get_count (small), ==, 0);
 }
 
+/* A gradient over the default 64 MiB cap: refused by the plain decoder and
+ * by a cap the caller derived from a small run, accepted only under a cap
+ * raised for the run (dc_mesh_chunk_decode_capped), and never past the
+ * type's ceiling whatever the caller asks. The sender's split takes it. */
+static void
+test_train_chunk_capped (void)
+{
+  DcMeshChunk chunk = chunk_info (5, 1), back;
+  g_autoptr(GBytes) data = pattern_bytes (DC_MESH_CHUNK_DATA_MAX, 3);
+  g_autoptr(GBytes) body = NULL;
+  g_autoptr(GError) error = NULL;
+  guint64 total = (guint64) DC_MESH_GRADIENT_MAX_TOTAL + 1000;
+
+  g_assert_cmpuint (dc_mesh_chunk_ceiling_total (DC_MESH_MSG_GRADIENTS), ==,
+                    DC_MESH_GRADIENT_CEILING_TOTAL);
+  g_assert_cmpuint (dc_mesh_chunk_ceiling_total (DC_MESH_MSG_REPAIR), ==,
+                    DC_MESH_GRADIENT_CEILING_TOTAL);
+  g_assert_cmpuint (dc_mesh_chunk_ceiling_total (DC_MESH_MSG_WEIGHTS), ==,
+                    DC_MESH_WEIGHTS_CEILING_TOTAL);
+  g_assert_cmpuint (dc_mesh_chunk_ceiling_total (DC_MESH_MSG_CHECKPOINT), ==,
+                    DC_MESH_WEIGHTS_MAX_TOTAL);
+  g_assert_cmpuint (DC_MESH_GRADIENT_CEILING_TOTAL, >, DC_MESH_GRADIENT_MAX_TOTAL);
+
+  /* A weights chunk of the same object size encodes (its cap is 256 MiB);
+   * its bytes are those of a gradient chunk but for the type. */
+  chunk.total = total;
+  chunk.count = (guint32) ((total + DC_MESH_CHUNK_DATA_MAX - 1) / DC_MESH_CHUNK_DATA_MAX);
+  chunk.data = data;
+  body = dc_mesh_chunk_encode (DC_MESH_MSG_WEIGHTS, &chunk, &error);
+  g_assert_no_error (error);
+
+  expect_chunk_refused (DC_MESH_MSG_GRADIENTS, body, DC_MESH_ERROR_TOO_LARGE);
+  g_assert_false (dc_mesh_chunk_decode_capped (DC_MESH_MSG_GRADIENTS, body,
+                                               DC_MESH_GRADIENT_MAX_TOTAL, &back, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+  g_assert_false (dc_mesh_chunk_decode_capped (DC_MESH_MSG_GRADIENTS, body, total - 1, &back,
+                                               &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+  g_assert_true (dc_mesh_chunk_decode_capped (DC_MESH_MSG_GRADIENTS, body, total, &back,
+                                              &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (back.total, ==, total);
+  dc_mesh_chunk_clear (&back);
+  g_assert_true (dc_mesh_chunk_decode_capped (DC_MESH_MSG_REPAIR, body, G_MAXUINT64, &back,
+                                              &error));
+  g_assert_no_error (error);
+  dc_mesh_chunk_clear (&back);
+
+  /* Over the ceiling: refused whatever cap is asked for. */
+  {
+    g_autoptr(GBytes) over = NULL;
+    guint64 huge = (guint64) DC_MESH_GRADIENT_CEILING_TOTAL + 1;
+    guint8 *bytes = g_memdup2 (g_bytes_get_data (body, NULL), g_bytes_get_size (body));
+    guint64 le_total = GUINT64_TO_LE (huge);
+    guint32 le_count = GUINT32_TO_LE ((guint32) ((huge + DC_MESH_CHUNK_DATA_MAX - 1)
+                                                 / DC_MESH_CHUNK_DATA_MAX));
+
+    /* No encoder writes it: the total and count are patched in. */
+    memcpy (bytes + 36, &le_count, 4);
+    memcpy (bytes + 40, &le_total, 8);
+    over = g_bytes_new_take (bytes, g_bytes_get_size (body));
+    g_assert_false (dc_mesh_chunk_decode_capped (DC_MESH_MSG_GRADIENTS, over, G_MAXUINT64,
+                                                 &back, &error));
+    g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+    g_clear_error (&error);
+  }
+
+  /* An assembler takes the raised cap, bounded by the ceiling. */
+  {
+    g_autoptr(DcMeshChunkAssembler) plain = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS,
+                                                                         0);
+    g_autoptr(DcMeshChunkAssembler) raised = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS,
+                                                                          total);
+    g_autoptr(GBytes) object = NULL;
+
+    chunk.total = total;
+    chunk.count = (guint32) ((total + DC_MESH_CHUNK_DATA_MAX - 1) / DC_MESH_CHUNK_DATA_MAX);
+    dc_mesh_train_hash (data, chunk.chunk_hash);
+    g_assert_false (dc_mesh_chunk_assembler_push (plain, &chunk, &object, &error));
+    g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
+    g_clear_error (&error);
+    g_assert_true (dc_mesh_chunk_assembler_push (raised, &chunk, &object, &error));
+    g_assert_no_error (error);
+    g_assert_null (object);
+  }
+
+  /* The sender cuts such an object (its own) into chunks. */
+  {
+    g_autofree guint8 *whole = g_malloc0 (DC_MESH_GRADIENT_MAX_TOTAL + 1);
+    g_autoptr(GBytes) object = g_bytes_new_take (g_steal_pointer (&whole),
+                                                 DC_MESH_GRADIENT_MAX_TOTAL + 1);
+    g_autoptr(GPtrArray) bodies = NULL;
+    DcMeshChunk info = chunk_info (5, 1);
+
+    bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object, &error);
+    g_assert_no_error (error);
+    g_assert_cmpuint (bodies->len, ==, (DC_MESH_GRADIENT_MAX_TOTAL + 1 + DC_MESH_CHUNK_DATA_MAX
+                                        - 1) / DC_MESH_CHUNK_DATA_MAX);
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1257,7 +1503,10 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/protocol/malformed/bodies", test_malformed_bodies);
   g_test_add_func ("/dc/mesh/protocol/credit", test_credit);
   g_test_add_func ("/dc/mesh/protocol/encode-limits", test_encode_limits);
+  g_test_add_func ("/dc/mesh/protocol/hello-memory", test_hello_memory);
   g_test_add_func ("/dc/mesh/protocol/train/config", test_train_config);
+  g_test_add_func ("/dc/mesh/protocol/train/config-size", test_train_config_size);
+  g_test_add_func ("/dc/mesh/protocol/train/chunk-capped", test_train_chunk_capped);
   g_test_add_func ("/dc/mesh/protocol/train/step-report", test_train_step_report);
   g_test_add_func ("/dc/mesh/protocol/train/repair-audit", test_train_repair_audit);
   g_test_add_func ("/dc/mesh/protocol/train/chunk-refused", test_train_chunk_refused);

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <gio/gio.h>
 
+#include "mesh/dc-mesh-train-protocol.h"
+#include "model/dc-gpt-config.h"
 #include "train/dc-train-wire.h"
 
 #define N_PARAMS 6
@@ -330,6 +332,60 @@ test_contrib_request (void)
   g_assert_true (dc_train_contrib_request_parse (data, size, &back, &error));
 }
 
+static gsize
+params_of (guint width,
+           guint seq,
+           guint n_layer)
+{
+  DcGptConfig config;
+
+  dc_gpt_config_init_derived (&config, width, seq);
+  if (n_layer > 0)
+    config.n_layer = n_layer;
+  return dc_gpt_config_n_params (&config);
+}
+
+/* The caps on what a peer may send follow the run's parameter count: the
+ * seeds' sizes keep the old caps (64 MiB gradients, 256 MiB state), an
+ * Advanced size's whole gradient and state fit theirs exactly, and no
+ * count (a model past the Advanced range, or garbage) raises them past
+ * the GPT-2-small shape's nor the mesh's ceiling. */
+static void
+test_caps (void)
+{
+  gsize seeds_max = params_of (DC_GPT_WIDTH_MAX, DC_GPT_SEQ_MAX, DC_GPT_LAYERS_MAX);
+  gsize gpt2 = params_of (768, 1024, 12);
+  gsize mid = params_of (256, 32, 6);
+  guint64 extra = DC_TRAIN_SHARD_HEADER_SIZE
+                  + (guint64) DC_TRAIN_GRADIENT_ROSTER_MAX * DC_TRAIN_SHARD_HASH_SIZE;
+
+  g_assert_cmpuint (gpt2, ==, 86039040);
+  g_assert_cmpuint (dc_train_wire_gradient_cap (0), ==, DC_MESH_GRADIENT_MAX_TOTAL);
+  g_assert_cmpuint (dc_train_wire_gradient_cap (seeds_max), ==, DC_MESH_GRADIENT_MAX_TOTAL);
+  g_assert_cmpuint (dc_train_wire_weights_cap (seeds_max), ==, DC_MESH_WEIGHTS_MAX_TOTAL);
+  /* Width 256, 6 layers: under the old caps, which stay. */
+  g_assert_cmpuint (dc_train_wire_gradient_cap (mid), ==, DC_MESH_GRADIENT_MAX_TOTAL);
+
+  /* The GPT-2-small shape: over the old caps, exactly what it needs. */
+  g_assert_cmpuint (dc_train_wire_gradient_cap (gpt2), ==, extra + 4 * (guint64) gpt2);
+  g_assert_cmpuint (dc_train_wire_gradient_cap (gpt2), >, DC_MESH_GRADIENT_MAX_TOTAL);
+  g_assert_cmpuint (dc_train_wire_gradient_cap (gpt2), <=, DC_MESH_GRADIENT_CEILING_TOTAL);
+  g_assert_cmpuint (dc_train_wire_weights_cap (gpt2), ==,
+                    DC_TRAIN_WEIGHTS_HEADER_SIZE + 12 * (guint64) gpt2);
+  g_assert_cmpuint (dc_train_wire_weights_cap (gpt2), >, DC_MESH_WEIGHTS_MAX_TOTAL);
+  g_assert_cmpuint (dc_train_wire_weights_cap (gpt2), <=, DC_MESH_WEIGHTS_CEILING_TOTAL);
+  /* The largest summed shard of a roster of 2 fits under the cap. */
+  g_assert_cmpuint (dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, gpt2, 2, 0), <=,
+                    dc_train_wire_gradient_cap (gpt2));
+  g_assert_cmpuint (dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, gpt2, 1, 0), <=,
+                    dc_train_wire_gradient_cap (gpt2));
+
+  /* Past the Advanced range: bounded by the GPT-2-small shape. */
+  g_assert_cmpuint (dc_train_wire_gradient_cap (gpt2 + 1), ==, dc_train_wire_gradient_cap (gpt2));
+  g_assert_cmpuint (dc_train_wire_gradient_cap (G_MAXSIZE), ==, dc_train_wire_gradient_cap (gpt2));
+  g_assert_cmpuint (dc_train_wire_weights_cap (G_MAXSIZE), ==, dc_train_wire_weights_cap (gpt2));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -339,5 +395,6 @@ main (int   argc,
   g_test_add_func ("/dc/train/wire/weights", test_weights);
   g_test_add_func ("/dc/train/wire/shard", test_shard);
   g_test_add_func ("/dc/train/wire/contrib-request", test_contrib_request);
+  g_test_add_func ("/dc/train/wire/caps", test_caps);
   return g_test_run ();
 }

@@ -25,6 +25,7 @@
 #include "dc-window.h"
 #include "mesh/dc-mesh.h"
 #include "model/dc-gpt.h"
+#include "train/dc-train-group.h"
 
 #define TIMEOUT_MS 120000
 
@@ -211,7 +212,9 @@ check_advanced (DcApplication *app)
   g_assert_true (start_enabled (GTK_WIDGET (page)));
   run_and_check (page, "training: width 16, 1 layers, 2 heads, sequence 192, batch 2");
 
-  /* In a room (this device hosts it): not offered, and why. */
+  /* In a room (this device hosts it, alone): offered with the memory each
+   * device of a group needs and the group's smallest; refused when that is
+   * too little. */
   if (!dc_mesh_check_plugins (&error))
     g_test_message ("no group part: %s", error->message);
   else
@@ -222,9 +225,27 @@ check_advanced (DcApplication *app)
       g_assert_true (dc_group_create_room (group, "127.0.0.1", &error));
       g_assert_no_error (error);
       g_assert_true (dc_test_wait_until (group_is, host, TIMEOUT_MS));
-      g_assert_false (gtk_widget_get_sensitive (GTK_WIDGET (row)));
-      g_assert_false (gtk_widget_get_visible (child (page, "memory_label")));
-      g_assert_nonnull (strstr (adw_expander_row_get_subtitle (row), "Not offered in a group"));
+      g_assert_true (gtk_widget_get_sensitive (GTK_WIDGET (row)));
+      g_assert_nonnull (strstr (adw_expander_row_get_subtitle (row),
+                                "offered when every device of the group can hold them"));
+      g_assert_true (gtk_widget_get_visible (child (page, "memory_label")));
+      {
+        DcGptConfig small = { 16, 192, 1, 2, DC_GPT_VOCAB };
+        g_autofree char *group_need = g_format_size (dc_train_group_memory_need (&small, 2));
+        g_autofree char *expected = g_strdup_printf ("Needs %s of memory on each device of the "
+                                                     "group; the smallest is %s (this device)",
+                                                     group_need, have_size);
+        g_autofree char *tiny = g_format_size (1000);
+
+        g_test_message ("memory in a group: %s", memory_text (page));
+        g_assert_cmpstr (memory_text (page), ==, expected);
+        g_assert_true (start_enabled (GTK_WIDGET (page)));
+        _dc_train_page_set_available_memory (page, 1000);
+        g_assert_nonnull (strstr (memory_text (page), "not offered, choose a smaller size"));
+        g_assert_nonnull (strstr (memory_text (page), tiny));
+        g_assert_false (start_enabled (GTK_WIDGET (page)));
+        _dc_train_page_set_available_memory (page, G_GUINT64_CONSTANT (1000000000000));
+      }
       dc_group_leave (group);
       g_assert_true (dc_test_wait_until (group_is, offline, TIMEOUT_MS));
       g_assert_true (gtk_widget_get_sensitive (GTK_WIDGET (row)));

@@ -368,6 +368,9 @@ dc_cli_train_group_run (DcCliOptions            *options,
   config.approve = args->approve;
   config.hello = dc_context_new_hello (context, args->name != NULL ? args->name
                                                                    : g_get_host_name ());
+  /* A group trains an Advanced size only when every device announced
+   * enough memory for it. */
+  config.hello->memory = dc_train_group_announced_memory ();
   if (args->test_probe_hash != NULL)
     {
       g_free (config.hello->probe_hash);

@@ -142,7 +142,8 @@ dc_cli_train_run (const DcCliCommand  *command,
     { "seq", 0, 0, G_OPTION_ARG_INT, &args.seq,
       N_("Sequence length, 16–128, with --advanced up to 1024 (32)"), "N" },
     { "advanced", 0, 0, G_OPTION_ARG_NONE, &args.advanced,
-      N_("Allow the Advanced sizes: width up to 768, sequence up to 1024 (this device alone)"),
+      N_("Allow the Advanced sizes: width up to 768, sequence up to 1024 (in a group: when "
+         "every device announced the memory they need)"),
       NULL },
     { "layers", 0, 0, G_OPTION_ARG_INT, &args.layers,
       N_("Layers, 1–12 (from the width: 2 up to 32, 3 up to 64, else 4)"), "N" },
@@ -247,10 +248,10 @@ dc_cli_train_run (const DcCliCommand  *command,
       if (signal_url == NULL)
         return dc_cli_usage_error (command, _("--room needs --signal"));
 
-      if (args.advanced || args.dry_run)
+      if (args.dry_run)
         return dc_cli_usage_error (command,
-                                   _("--advanced and --dry-run are for a run on this device "
-                                     "alone, not with --room: a group trains the seeds' sizes"));
+                                   _("--dry-run is for a run on this device alone, not with "
+                                     "--room"));
       if (out != NULL || args.simulate_peers > 0)
         return dc_cli_usage_error (command,
                                    _("--out and --simulate-peers are for a run on "

@@ -124,9 +124,7 @@ dc_group_new (const DcMeshConfig *config)
   self->config.fingerprint_override = g_strdup (config->fingerprint_override);
   self->config.create = config->create;
   self->config.approve = config->approve;
-  self->config.hello = dc_mesh_hello_new (config->hello->name, config->hello->backend,
-                                          config->hello->probe_hash,
-                                          config->hello->numeric_rule_id);
+  self->config.hello = dc_mesh_hello_copy (config->hello);
   self->config.peer.stun_server = g_strdup (config->peer.stun_server);
   self->config.peer.turn_server = g_strdup (config->peer.turn_server);
   self->config.peer.ice_addresses = g_strdupv (config->peer.ice_addresses);

@@ -113,7 +113,7 @@ dc_mesh_message_check_payload (guint    type,
     {
     case DC_MESH_MSG_HELLO:
       min = 7;
-      max = 7 + 3 * DC_MESH_HELLO_MAX_STRING;
+      max = 7 + 3 * DC_MESH_HELLO_MAX_STRING + DC_MESH_HELLO_MEMORY_SIZE;
       break;
     case DC_MESH_MSG_HEARTBEAT:
     case DC_MESH_MSG_PING:
@@ -417,6 +417,21 @@ dc_mesh_hello_new (const char *name,
   return hello;
 }
 
+/**
+ * dc_mesh_hello_copy:
+ *
+ * Returns: (transfer full): a copy of @hello, every field included
+ */
+DcMeshHello *
+dc_mesh_hello_copy (const DcMeshHello *hello)
+{
+  DcMeshHello *copy = dc_mesh_hello_new (hello->name, hello->backend, hello->probe_hash,
+                                         hello->numeric_rule_id);
+
+  copy->memory = hello->memory;
+  return copy;
+}
+
 void
 dc_mesh_hello_free (DcMeshHello *hello)
 {
@@ -452,7 +467,10 @@ append_string (GByteArray *out,
  * dc_mesh_hello_encode:
  *
  * Layout: u32 numeric_rule_id, then name, backend and probe_hash, each as a
- * u8 length and that many UTF-8 bytes.
+ * u8 length and that many UTF-8 bytes, then, only when @hello->memory is
+ * not 0, the memory as a u64 (a device that announces none sends the hello
+ * older builds read). A memory over %DC_MESH_HELLO_MEMORY_MAX is sent as
+ * that maximum.
  */
 GBytes *
 dc_mesh_hello_encode (const DcMeshHello *hello)
@@ -465,6 +483,13 @@ dc_mesh_hello_encode (const DcMeshHello *hello)
   append_string (out, hello->name);
   append_string (out, hello->backend);
   append_string (out, hello->probe_hash);
+  if (hello->memory > 0)
+    {
+      guint8 memory[DC_MESH_HELLO_MEMORY_SIZE];
+
+      put_u64 (memory, MIN (hello->memory, DC_MESH_HELLO_MEMORY_MAX));
+      g_byte_array_append (out, memory, sizeof memory);
+    }
   return g_byte_array_free_to_bytes (out);
 }
 
@@ -517,6 +542,19 @@ dc_mesh_hello_decode (GBytes  *payload,
       || (hello->backend = read_string (data, size, &offset, "backend", error)) == NULL
       || (hello->probe_hash = read_string (data, size, &offset, "probe hash", error)) == NULL)
     return NULL;
+  /* The memory is optional: older builds end after the probe hash. */
+  if (size - offset == DC_MESH_HELLO_MEMORY_SIZE)
+    {
+      hello->memory = get_u64 (data + offset);
+      offset += DC_MESH_HELLO_MEMORY_SIZE;
+      if (hello->memory == 0 || hello->memory > DC_MESH_HELLO_MEMORY_MAX)
+        {
+          g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                       "hello announces %" G_GUINT64_FORMAT " bytes of memory (1 byte to "
+                       "%" G_GUINT64_FORMAT ")", hello->memory, DC_MESH_HELLO_MEMORY_MAX);
+          return NULL;
+        }
+    }
   if (offset != size)
     {
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,

@@ -66,6 +66,12 @@ const char *dc_mesh_message_type_to_string (guint type);
 
 /* Limits of the typed bodies. */
 #define DC_MESH_HELLO_MAX_STRING   255
+/* The hello's optional last field: u64 bytes of memory available for
+ * training. Refused above 1 PiB: far beyond any one device (the largest
+ * servers hold tens of TiB), so a larger value is garbage or a lie, and
+ * sums of 64 such values cannot overflow 64 bits. */
+#define DC_MESH_HELLO_MEMORY_SIZE  8
+#define DC_MESH_HELLO_MEMORY_MAX   (G_GUINT64_CONSTANT (1) << 50)
 #define DC_MESH_HEARTBEAT_SIZE     16
 #define DC_MESH_BULK_HEADER_SIZE   32
 #define DC_MESH_CREDIT_SIZE        8
@@ -117,9 +123,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcMeshReader, dc_mesh_reader_free)
  * @backend: where its matrix products run ("vulkan", "cpu", …)
  * @probe_hash: hex hash of the engine's probe results
  * @numeric_rule_id: which numeric rules the build follows; peers must agree
+ * @memory: bytes of memory the device has available for training (at most
+ *   %DC_MESH_HELLO_MEMORY_MAX); 0: not announced (an older build, or a
+ *   device that does not train), which a group reads as "the seeds' sizes
+ *   only"
  *
- * The engine supplies @backend, @probe_hash and @numeric_rule_id; the mesh
- * only carries them.
+ * The engine supplies @backend, @probe_hash and @numeric_rule_id, the
+ * training layer @memory; the mesh only carries them.
  */
 typedef struct
 {
@@ -127,12 +137,14 @@ typedef struct
   char    *backend;
   char    *probe_hash;
   guint32  numeric_rule_id;
+  guint64  memory;
 } DcMeshHello;
 
 DcMeshHello *dc_mesh_hello_new    (const char   *name,
                                    const char   *backend,
                                    const char   *probe_hash,
                                    guint32       numeric_rule_id);
+DcMeshHello *dc_mesh_hello_copy   (const DcMeshHello *hello);
 void         dc_mesh_hello_free   (DcMeshHello  *hello);
 GBytes      *dc_mesh_hello_encode (const DcMeshHello *hello);
 DcMeshHello *dc_mesh_hello_decode (GBytes       *payload,

@@ -31,7 +31,8 @@ all_zero (const guint8 *p,
 
 /* The first four bytes of every training body: u8 body version, then
  * reserved bytes [@reserved_from, @reserved_to) that must be zero (the
- * config's flags and the step report's roster count use the others). */
+ * config's flags, layers and heads and the step report's roster count use
+ * the others). */
 static gboolean
 check_body_start (guint          type,
                   const guint8  *p,
@@ -239,6 +240,8 @@ dc_mesh_run_config_encode (const DcMeshRunConfig  *config,
 
   fixed[0] = DC_MESH_TRAIN_BODY_VERSION;
   fixed[1] = config->resume ? CONFIG_FLAG_RESUME : 0;
+  fixed[2] = config->n_layer;
+  fixed[3] = config->n_head;
   memcpy (fixed + 4, config->run_id, DC_MESH_RUN_ID_SIZE);
   put_u32 (fixed + 20, config->width);
   put_u32 (fixed + 24, config->seq);
@@ -271,7 +274,8 @@ dc_mesh_run_config_decode (GBytes  *payload,
   gsize size, offset = DC_MESH_CONFIG_FIXED_SIZE;
   const guint8 *p = g_bytes_get_data (payload, &size);
 
-  if (!check_body_start (DC_MESH_MSG_CONFIG, p, size, 2, 4, error))
+  /* Bytes 2 and 3 were reserved before they named layers and heads. */
+  if (!check_body_start (DC_MESH_MSG_CONFIG, p, size, 4, 4, error))
     return NULL;
   if ((p[1] & ~CONFIG_FLAG_RESUME) != 0)
     {
@@ -280,6 +284,8 @@ dc_mesh_run_config_decode (GBytes  *payload,
       return NULL;
     }
   config->resume = (p[1] & CONFIG_FLAG_RESUME) != 0;
+  config->n_layer = p[2];
+  config->n_head = p[3];
   memcpy (config->run_id, p + 4, DC_MESH_RUN_ID_SIZE);
   config->width = get_u32 (p + 20);
   config->seq = get_u32 (p + 24);
@@ -547,6 +553,40 @@ dc_mesh_chunk_max_total (guint type)
     }
 }
 
+/**
+ * dc_mesh_chunk_ceiling_total:
+ *
+ * Returns: the most a caller that knows the run may raise
+ *   dc_mesh_chunk_max_total () to (DC_MESH_GRADIENT_CEILING_TOTAL for
+ *   GRADIENTS and REPAIR, DC_MESH_WEIGHTS_CEILING_TOTAL for WEIGHTS; a
+ *   CHECKPOINT keeps its cap), 0 for types that are not chunked
+ */
+guint64
+dc_mesh_chunk_ceiling_total (guint type)
+{
+  switch (type)
+    {
+    case DC_MESH_MSG_GRADIENTS:
+    case DC_MESH_MSG_REPAIR:
+      return DC_MESH_GRADIENT_CEILING_TOTAL;
+    case DC_MESH_MSG_WEIGHTS:
+      return DC_MESH_WEIGHTS_CEILING_TOTAL;
+    default:
+      return dc_mesh_chunk_max_total (type);
+    }
+}
+
+/* The cap of an object of @type when the caller asks for @max_total:
+ * 0 is the type's default cap, anything else is bounded by its ceiling. */
+static guint64
+resolve_cap (guint   type,
+             guint64 max_total)
+{
+  if (max_total == 0)
+    return dc_mesh_chunk_max_total (type);
+  return MIN (max_total, dc_mesh_chunk_ceiling_total (type));
+}
+
 static guint64
 chunk_count_for (guint64 total)
 {
@@ -632,10 +672,10 @@ static gboolean
 check_chunk_fields (guint               type,
                     const DcMeshChunk  *chunk,
                     gsize               data_size,
+                    guint64             max,
                     GError            **error)
 {
   const char *what = dc_mesh_message_type_to_string (type);
-  guint64 max = dc_mesh_chunk_max_total (type);
 
   if (chunk->total == 0)
     {
@@ -701,6 +741,26 @@ dc_mesh_chunk_decode (guint         type,
                       DcMeshChunk  *chunk,
                       GError      **error)
 {
+  return dc_mesh_chunk_decode_capped (type, payload, 0, chunk, error);
+}
+
+/**
+ * dc_mesh_chunk_decode_capped:
+ * @max_total: the largest object to accept: 0 for the type's cap
+ *   (dc_mesh_chunk_max_total ()); more is bounded by its ceiling
+ *   (dc_mesh_chunk_ceiling_total ()). The caller derives it from what it
+ *   knows of the run, never from the chunk
+ *
+ * dc_mesh_chunk_decode () with the cap on the object's declared total
+ * chosen by the caller.
+ */
+gboolean
+dc_mesh_chunk_decode_capped (guint         type,
+                             GBytes       *payload,
+                             guint64       max_total,
+                             DcMeshChunk  *chunk,
+                             GError      **error)
+{
   gsize size;
   const guint8 *p = g_bytes_get_data (payload, &size);
   DcMeshChunk c;
@@ -724,7 +784,8 @@ dc_mesh_chunk_decode (guint         type,
   c.position = get_u64 (p + 48);
   memcpy (c.hash, p + 56, DC_MESH_HASH_SIZE);
   memcpy (c.chunk_hash, p + 88, DC_MESH_HASH_SIZE);
-  if (!check_chunk_fields (type, &c, size - DC_MESH_CHUNK_HEADER_SIZE, error))
+  if (!check_chunk_fields (type, &c, size - DC_MESH_CHUNK_HEADER_SIZE,
+                           resolve_cap (type, max_total), error))
     return FALSE;
   /* Checked here, as it arrives: a receiver may use a chunk before the
    * rest of its object has come. */
@@ -748,6 +809,7 @@ static GBytes *
 chunk_encode_hashed (guint               type,
                      const DcMeshChunk  *chunk,
                      const guint8        chunk_hash[DC_MESH_HASH_SIZE],
+                     guint64             max,
                      GError            **error)
 {
   gsize size = chunk->data != NULL ? g_bytes_get_size (chunk->data) : 0;
@@ -759,7 +821,7 @@ chunk_encode_hashed (guint               type,
                    "%s messages are not chunked", dc_mesh_message_type_to_string (type));
       return NULL;
     }
-  if (!check_chunk_fields (type, chunk, size, error))
+  if (!check_chunk_fields (type, chunk, size, max, error))
     return NULL;
 
   out = g_malloc0 (DC_MESH_CHUNK_HEADER_SIZE + size);
@@ -795,7 +857,7 @@ dc_mesh_chunk_encode (guint               type,
 
   if (chunk->data != NULL)
     dc_mesh_train_hash (chunk->data, chunk_hash);
-  return chunk_encode_hashed (type, chunk, chunk_hash, error);
+  return chunk_encode_hashed (type, chunk, chunk_hash, dc_mesh_chunk_max_total (type), error);
 }
 
 /**
@@ -828,13 +890,16 @@ dc_mesh_chunks_split (guint               type,
       return NULL;
     }
   c.total = total;
-  /* Checked against the cap before the count is computed, so it fits 32 bits. */
-  if (total == 0 || total > dc_mesh_chunk_max_total (type))
+  /* Checked against the ceiling before the count is computed, so it fits
+   * 32 bits. The sender's own object may exceed the type's default cap
+   * (an Advanced size's gradient): each receiver caps what it accepts by
+   * what it knows of the run. */
+  if (total == 0 || total > dc_mesh_chunk_ceiling_total (type))
     {
       c.count = 1;
       c.index = 0;
       c.data = NULL;
-      check_chunk_fields (type, &c, 0, error);
+      check_chunk_fields (type, &c, 0, dc_mesh_chunk_ceiling_total (type), error);
       return NULL;
     }
   c.count = (guint32) chunk_count_for (total);
@@ -855,7 +920,8 @@ dc_mesh_chunks_split (guint               type,
       GBytes *body;
 
       c.data = slice;
-      body = chunk_encode_hashed (type, &c, list + (gsize) c.index * DC_MESH_HASH_SIZE, error);
+      body = chunk_encode_hashed (type, &c, list + (gsize) c.index * DC_MESH_HASH_SIZE,
+                                  dc_mesh_chunk_ceiling_total (type), error);
       if (body == NULL)
         return NULL;
       g_ptr_array_add (bodies, body);
@@ -882,8 +948,10 @@ struct _DcMeshChunkAssembler
 /**
  * dc_mesh_chunk_assembler_new:
  * @type: GRADIENTS, WEIGHTS, CHECKPOINT or REPAIR
- * @max_total: the largest object to accept; 0 or more than the type's cap
- *   means the type's cap
+ * @max_total: the largest object to accept; 0 means the type's cap
+ *   (dc_mesh_chunk_max_total ()); a larger one is bounded by the type's
+ *   ceiling (dc_mesh_chunk_ceiling_total ()): the caller derives it from
+ *   the run it knows (an Advanced size's gradient), never from a chunk
  */
 DcMeshChunkAssembler *
 dc_mesh_chunk_assembler_new (guint   type,
@@ -895,9 +963,7 @@ dc_mesh_chunk_assembler_new (guint   type,
 
   self = g_new0 (DcMeshChunkAssembler, 1);
   self->type = type;
-  self->max_total = dc_mesh_chunk_max_total (type);
-  if (max_total > 0 && max_total < self->max_total)
-    self->max_total = max_total;
+  self->max_total = resolve_cap (type, max_total);
   return self;
 }
 
@@ -994,7 +1060,8 @@ dc_mesh_chunk_assembler_push (DcMeshChunkAssembler  *self,
     }
   /* Decoded chunks are already consistent; this covers callers that build
    * chunks by hand and the assembler's own cap. */
-  if (!check_chunk_fields (self->type, chunk, size, error))
+  if (!check_chunk_fields (self->type, chunk, size,
+                           MAX (self->max_total, dc_mesh_chunk_max_total (self->type)), error))
     return FALSE;
   if (chunk->total > self->max_total)
     {

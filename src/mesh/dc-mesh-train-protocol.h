@@ -71,6 +71,16 @@ G_BEGIN_DECLS
 /* Weights plus both Adam moments are three times a gradient; the frame
  * limit (256 MiB) already bounds them. */
 #define DC_MESH_WEIGHTS_MAX_TOTAL     DC_MESH_MAX_PAYLOAD
+/* What a caller that knows the run may raise those caps to
+ * (dc_mesh_chunk_decode_capped (), dc_mesh_chunk_assembler_new ()): the
+ * training layer's Advanced range ends at the GPT-2-small shape (width 768,
+ * 12 layers, 1,024 positions: 86,039,040 parameters), whose whole f32
+ * gradient is 328.2 MiB (a shard object adds at most 2 KiB of header and
+ * hashes) and whose weights with both Adam moments are 984.6 MiB; 384 MiB
+ * and 1 GiB hold those with a little room and nothing more. Objects are
+ * chunks of one piece each, so the frame limit does not bound them. */
+#define DC_MESH_GRADIENT_CEILING_TOTAL (384u * 1024u * 1024u)
+#define DC_MESH_WEIGHTS_CEILING_TOTAL  (1024u * 1024u * 1024u)
 
 /**
  * DcMeshRunConfig:
@@ -80,6 +90,11 @@ G_BEGIN_DECLS
  * @batch: sequences per device and step
  * @steps: the run's last step
  * @lr_x1000: learning rate × 1000
+ * @n_layer: layers (1 byte on the wire); 0: derived from @width, as the
+ *   seeds' sizes are. Only a config of an Advanced size names it, so that
+ *   an older build, which reads the byte as reserved, refuses that config
+ *   instead of training another model
+ * @n_head: attention heads (1 byte); 0: derived from @width
  * @numeric_rule_id: the numeric rules the starter's build follows
  * @run_seed: seeds the weights and every device's data slice
  * @start_step: the step the run begins at (0, or a checkpoint's step)
@@ -100,6 +115,8 @@ typedef struct
   guint32  batch;
   guint32  steps;
   guint32  lr_x1000;
+  guint8   n_layer;
+  guint8   n_head;
   guint32  numeric_rule_id;
   guint64  run_seed;
   guint64  start_step;
@@ -235,6 +252,11 @@ gboolean   dc_mesh_chunk_decode (guint              type,
                                  GBytes            *payload,
                                  DcMeshChunk       *chunk,
                                  GError           **error);
+gboolean   dc_mesh_chunk_decode_capped (guint        type,
+                                        GBytes      *payload,
+                                        guint64      max_total,
+                                        DcMeshChunk *chunk,
+                                        GError     **error);
 GBytes    *dc_mesh_chunk_encode (guint              type,
                                  const DcMeshChunk *chunk,
                                  GError           **error);
@@ -243,6 +265,7 @@ GPtrArray *dc_mesh_chunks_split (guint              type,
                                  GBytes            *object,
                                  GError           **error);
 guint64    dc_mesh_chunk_max_total (guint           type);
+guint64    dc_mesh_chunk_ceiling_total (guint       type);
 void       dc_mesh_train_hash   (GBytes            *object,
                                  guint8             hash[DC_MESH_HASH_SIZE]);
 void       dc_mesh_chunk_object_hash (GBytes       *object,

@@ -882,8 +882,7 @@ dc_peer_new (const char         *id,
 
   self->id = g_strdup (id);
   self->offerer = offerer;
-  self->local_hello = dc_mesh_hello_new (hello->name, hello->backend, hello->probe_hash,
-                                         hello->numeric_rule_id);
+  self->local_hello = dc_mesh_hello_copy (hello);
   if (config != NULL)
     {
       self->config.stun_server = g_strdup (config->stun_server);

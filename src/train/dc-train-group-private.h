@@ -435,4 +435,20 @@ void _dc_train_group_handle_checkpoint (DcTrainGroup *self,
                                         DcPeer       *peer,
                                         GBytes       *payload);
 
+/* dc-train-group-memory.c: Advanced sizes in a group. */
+void     _dc_train_group_config_set_size       (DcTrainGroup          *self,
+                                                DcMeshRunConfig       *config);
+void     _dc_train_group_request_set_size      (DcTrainGroup          *self,
+                                                DcTrainingRequest     *request);
+gboolean _dc_train_group_check_roster_memory   (DcTrainGroup          *self,
+                                                const DcMeshRunConfig *config,
+                                                GError               **error);
+gboolean _dc_train_group_check_own_memory_for  (DcTrainGroup          *self,
+                                                const DcMeshRunConfig *config,
+                                                GError               **error);
+gboolean _dc_train_group_joiner_can_hold       (DcTrainGroup          *self,
+                                                DcPeer                *peer);
+guint64  _dc_train_group_gradient_cap          (DcTrainGroup          *self);
+guint64  _dc_train_group_weights_cap           (DcTrainGroup          *self);
+
 G_END_DECLS

@@ -36,12 +36,15 @@ _dc_train_group_announce_joiners (DcTrainGroup *self)
 
       if (_dc_train_group_find_peer (self, id) == NULL || _dc_train_group_in_roster (self, id)
           || g_hash_table_contains (self->joiners, id) || !_dc_train_group_admitted (self, peer)
-          || self->roster->len + g_hash_table_size (self->joiners) >= DC_MESH_ROSTER_MAX)
+          || self->roster->len + g_hash_table_size (self->joiners) >= DC_MESH_ROSTER_MAX
+          || !_dc_train_group_joiner_can_hold (self, peer))
         continue;
       config = dc_mesh_run_config_new ();
       memcpy (config->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
       config->width = self->config->width;
       config->seq = self->config->seq;
+      config->n_layer = self->config->n_layer;
+      config->n_head = self->config->n_head;
       config->batch = self->config->batch;
       config->steps = self->config->steps;
       config->lr_x1000 = self->config->lr_x1000;
@@ -412,7 +415,8 @@ _dc_train_group_handle_weights (DcTrainGroup *self,
   if (!self->joining || self->weights != NULL || self->state == STATE_ADMITTING
       || g_strcmp0 (self->join_from, dc_peer_get_id (peer)) != 0)
     return;
-  if (!dc_mesh_chunk_decode (DC_MESH_MSG_WEIGHTS, payload, &chunk, &error))
+  if (!dc_mesh_chunk_decode_capped (DC_MESH_MSG_WEIGHTS, payload,
+                                    _dc_train_group_weights_cap (self), &chunk, &error))
     {
       g_message ("a malformed weights chunk from %s: %s", dc_peer_get_name (peer), error->message);
       return;
@@ -426,7 +430,7 @@ _dc_train_group_handle_weights (DcTrainGroup *self,
     {
       assembly = g_new0 (Assembly, 1);
       assembly->assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_WEIGHTS,
-                                                         DC_MESH_WEIGHTS_MAX_TOTAL);
+                                                         _dc_train_group_weights_cap (self));
       g_hash_table_insert (self->assemblies, g_strdup (assembly_key), assembly);
     }
   if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))

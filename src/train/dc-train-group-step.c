@@ -1333,6 +1333,7 @@ _dc_train_group_start_run (DcTrainGroup *self)
   request.data = *self->config->dataset_spec != '\0' ? self->config->dataset_spec : "builtin";
   request.simulate_peers = 0;
   request.group = TRUE;  /* the audits' memory counts (dc_train_plan_audit_bytes ()) */
+  _dc_train_group_request_set_size (self, &request);
   /* A run from a checkpoint continues it exactly as --resume does: its
    * size and settings, the run's steps. The plan takes the model. */
   self->plan = dc_train_plan_new (&request, self->resume_model,
@@ -1345,6 +1346,13 @@ _dc_train_group_start_run (DcTrainGroup *self)
   if (self->plan == NULL)
     {
       g_prefix_error (&error, "the run's config cannot be followed: ");
+      _dc_train_group_finish (self, error);
+      return;
+    }
+  /* A device that received an Advanced config measures its own memory
+   * again, whatever its hello said. */
+  if (!_dc_train_group_check_own_memory_for (self, self->config, &error))
+    {
       _dc_train_group_finish (self, error);
       return;
     }
@@ -1377,6 +1385,7 @@ send_config (DcTrainGroup *self)
   dc_train_settings_init_default (&settings);
   config->width = self->request.width;
   config->seq = self->request.seq;
+  _dc_train_group_config_set_size (self, config);
   config->batch = self->request.batch > 0 ? self->request.batch : settings.batch;
   config->steps = self->request.steps > 0 ? self->request.steps : settings.steps;
   config->lr_x1000 = self->request.lr_x1000 > 0 ? self->request.lr_x1000 : settings.lr_x1000;
@@ -1395,7 +1404,7 @@ send_config (DcTrainGroup *self)
   self->config = config;
 
   payload = dc_mesh_run_config_encode (config, &error);
-  if (payload == NULL)
+  if (payload == NULL || !_dc_train_group_check_roster_memory (self, config, &error))
     {
       _dc_train_group_finish (self, g_steal_pointer (&error));
       return;
@@ -1807,7 +1816,8 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
 
   if (self->session == NULL || !_dc_train_group_in_roster (self, from))
     return;
-  if (!dc_mesh_chunk_decode (type, payload, &chunk, &error))
+  if (!dc_mesh_chunk_decode_capped (type, payload, _dc_train_group_gradient_cap (self), &chunk,
+                                    &error))
     {
       g_message ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
       /* Named to the front end too (rate-limited): a chunk that fails its

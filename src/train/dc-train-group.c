@@ -808,9 +808,7 @@ dc_train_group_new (DcContext               *context,
       self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-repair@"), NULL, 10);
       self->fault_drop_repair = TRUE;
     }
-  g_object_set_data_full (G_OBJECT (self), "dc-hello",
-                          dc_mesh_hello_new (hello->name, hello->backend, hello->probe_hash,
-                                             hello->numeric_rule_id),
+  g_object_set_data_full (G_OBJECT (self), "dc-hello", dc_mesh_hello_copy (hello),
                           (GDestroyNotify) dc_mesh_hello_free);
   return self;
 }

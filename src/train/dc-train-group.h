@@ -129,6 +129,7 @@ typedef enum
   DC_TRAIN_GROUP_ERROR_SYNC,       /* the sync guard stopped the run */
   DC_TRAIN_GROUP_ERROR_TIMEOUT,    /* a connected device stayed silent */
   DC_TRAIN_GROUP_ERROR_ALONE,      /* the mesh is gone */
+  DC_TRAIN_GROUP_ERROR_MEMORY,     /* a device cannot hold the run's Advanced size */
 } DcTrainGroupError;
 
 /**
@@ -149,6 +150,10 @@ typedef enum
 
 #define DC_TYPE_TRAIN_GROUP (dc_train_group_get_type ())
 G_DECLARE_FINAL_TYPE (DcTrainGroup, dc_train_group, DC, TRAIN_GROUP, GObject)
+
+guint64       dc_train_group_memory_need      (const DcGptConfig *config,
+                                               guint              batch);
+guint64       dc_train_group_announced_memory (void);
 
 DcTrainGroup *dc_train_group_new      (DcContext                *context,
                                        DcGroup                  *group,

@@ -11,6 +11,8 @@
 #include <gio/gio.h>
 
 #include "dc-train-wire.h"
+#include "mesh/dc-mesh-train-protocol.h"
+#include "model/dc-gpt-config.h"
 
 static guint32
 get_u32 (const guint8 *p)
@@ -349,4 +351,61 @@ dc_train_contrib_request_parse (const guint8           *data,
       return FALSE;
     }
   return TRUE;
+}
+
+/* The most parameters any run a group may agree on has: the Advanced
+ * range's largest model (the GPT-2-small shape). */
+static gsize
+advanced_max_params (void)
+{
+  DcGptConfig config;
+
+  dc_gpt_config_init_derived (&config, DC_GPT_ADVANCED_WIDTH_MAX, DC_GPT_ADVANCED_SEQ_MAX);
+  config.n_layer = DC_GPT_LAYERS_MAX;
+  return dc_gpt_config_n_params (&config);
+}
+
+/**
+ * dc_train_wire_gradient_cap:
+ * @n_params: parameters of the run's model, as built from the accepted
+ *   config (never a number a peer sent on its own)
+ *
+ * The largest GRADIENTS or REPAIR object a device accepts in that run: a
+ * shard object of the whole gradient with a roster of 64's hashes, but
+ * never less than the seeds' cap (DC_MESH_GRADIENT_MAX_TOTAL, so that a run
+ * of the seeds' sizes accepts what it always did) nor more than the
+ * Advanced range's largest model needs (bounded again by the mesh's
+ * ceiling). A parameter count beyond that range gives that bound.
+ *
+ * Returns: the cap in bytes, for dc_mesh_chunk_decode_capped () and the
+ *   assemblers
+ */
+guint64
+dc_train_wire_gradient_cap (gsize n_params)
+{
+  guint64 fixed = DC_TRAIN_SHARD_HEADER_SIZE
+                  + (guint64) DC_TRAIN_GRADIENT_ROSTER_MAX * DC_TRAIN_SHARD_HASH_SIZE;
+  guint64 need = fixed + (guint64) MIN (n_params, advanced_max_params ()) * sizeof (float);
+
+  return MIN (MAX (need, (guint64) DC_MESH_GRADIENT_MAX_TOTAL),
+              (guint64) DC_MESH_GRADIENT_CEILING_TOTAL);
+}
+
+/**
+ * dc_train_wire_weights_cap:
+ * @n_params: as for dc_train_wire_gradient_cap ()
+ *
+ * The largest WEIGHTS object (a joiner's state: header, weights and both
+ * Adam moments) a device accepts in that run, at least the seeds' cap
+ * (DC_MESH_WEIGHTS_MAX_TOTAL), at most the Advanced range's largest
+ * model's state (bounded again by the mesh's ceiling).
+ */
+guint64
+dc_train_wire_weights_cap (gsize n_params)
+{
+  guint64 need = DC_TRAIN_WEIGHTS_HEADER_SIZE
+                 + 3 * (guint64) MIN (n_params, advanced_max_params ()) * sizeof (float);
+
+  return MIN (MAX (need, (guint64) DC_MESH_WEIGHTS_MAX_TOTAL),
+              (guint64) DC_MESH_WEIGHTS_CEILING_TOTAL);
 }

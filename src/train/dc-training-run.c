@@ -680,7 +680,12 @@ new_coordinator (DcTrainingRun            *self,
 {
   g_autoptr(DcMeshHello) hello = dc_context_new_hello (self->context_obj,
                                                        dc_group_get_name (group));
-  DcTrainGroup *coordinator = dc_train_group_new (self->context_obj, group, hello, request,
+  DcTrainGroup *coordinator;
+
+  /* As the application's group announces it (the coordinator's copy is
+   * only compared and named, but stays true). */
+  hello->memory = dc_train_group_announced_memory ();
+  coordinator = dc_train_group_new (self->context_obj, group, hello, request,
                                                   FALSE, 1);
 
   dc_train_group_set_starter (coordinator, starter);

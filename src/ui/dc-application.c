@@ -18,6 +18,7 @@
 #include "dc-preferences-window.h"
 #include "dc-ui-resources.h"
 #include "dc-window.h"
+#include "train/dc-train-group.h"
 
 struct _DcApplication
 {
@@ -155,6 +156,9 @@ create_group (DcApplication *self)
   config.approve = DC_MESH_APPROVE_ASK;
   config.hello = dc_context_new_hello (self->context,
                                        *name != '\0' ? name : g_get_host_name ());
+  /* A group trains an Advanced size only when every device announced
+   * enough memory for it. */
+  config.hello->memory = dc_train_group_announced_memory ();
   _dc_application_fill_peer_config (self->settings, &config.peer);
   return dc_group_new (&config);
 }

@@ -24,6 +24,9 @@
 #include "dc-token-dialog.h"
 #include "dc-train-page.h"
 #include "dc-train-page-private.h"
+#include "mesh/dc-mesh.h"
+#include "mesh/dc-peer.h"
+#include "train/dc-train-group.h"
 #include "train/dc-training-run.h"
 
 /* The log keeps this many lines; older ones are dropped from the top. */
@@ -120,8 +123,8 @@ update_size_hint (DcTrainPage *self)
 
 static void update_actions (DcTrainPage *self);
 
-/* In a group (host or member of a room), the run is the group's: it trains
- * the seeds' sizes, which every peer's limits were set for. */
+/* In a group (host or member of a room), the run is the group's: an
+ * Advanced size is offered when every device can hold it. */
 static gboolean
 in_group (DcTrainPage *self)
 {
@@ -137,7 +140,7 @@ in_group (DcTrainPage *self)
 static gboolean
 advanced_enabled (DcTrainPage *self)
 {
-  return adw_expander_row_get_enable_expansion (self->advanced_row) && !in_group (self);
+  return adw_expander_row_get_enable_expansion (self->advanced_row);
 }
 
 /* What Start asks for: the seeds' sizes, or the Advanced ones when chosen. */
@@ -181,6 +184,67 @@ advanced_plan (DcTrainPage  *self,
   return plan;
 }
 
+/* In a group: the text about the memory each device needs for @plan's
+ * size and the smallest memory of the group (this device's, and what each
+ * connected peer announced in its hello); *@refused when a device cannot
+ * hold it or did not announce its memory, as the starter would refuse. */
+static char *
+group_memory_text (DcTrainPage       *self,
+                   const DcTrainPlan *plan,
+                   gboolean          *refused)
+{
+  DcGroup *group = dc_context_get_group (self->context);
+  DcMesh *mesh = dc_group_get_mesh (group);
+  g_autoptr(GPtrArray) peers = mesh != NULL ? dc_mesh_dup_peers (mesh) : NULL;
+  guint64 need = dc_train_group_memory_need (&plan->config, plan->settings.batch);
+  guint64 smallest = self->available_override > 0 ? self->available_override
+                                                  : dc_train_group_announced_memory ();
+  g_autofree char *need_text = g_format_size (need);
+  g_autofree char *smallest_text = NULL;
+  /* Translators: the device itself, as the one with the least memory. */
+  const char *who = _("this device");
+
+  for (guint i = 0; peers != NULL && i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+      DcMeshHello *hello = dc_peer_get_hello (peer);
+
+      if (dc_peer_get_state (peer) != DC_PEER_STATE_OPEN || hello == NULL)
+        continue;
+      if (hello->memory == 0)
+        {
+          *refused = TRUE;
+          /* Translators: a peer's name; its build is older than this one. */
+          return g_strdup_printf (_("Not offered in this group: “%s” did not announce its "
+                                    "memory (an older version); the group trains the seeds’ "
+                                    "sizes"), dc_peer_get_name (peer));
+        }
+      if (hello->memory < smallest)
+        {
+          smallest = hello->memory;
+          who = dc_peer_get_name (peer);
+        }
+    }
+  smallest_text = g_format_size (smallest);
+  if (smallest > 0 && smallest < need)
+    {
+      *refused = TRUE;
+      /* Translators: the memory each device needs, the smallest memory of the
+       * group, the device that has it. */
+      return g_strdup_printf (_("Needs %s of memory on each device of the group; the smallest "
+                                "is %s (%s): not offered, choose a smaller size"), need_text,
+                              smallest_text, who);
+    }
+  if (smallest == 0)
+    /* Translators: the memory each device of a group needs. */
+    return g_strdup_printf (_("Needs %s of memory on each device of the group; this device’s "
+                              "available memory is unknown"), need_text);
+  /* Translators: the memory each device needs, the smallest memory of the
+   * group, the device that has it. */
+  return g_strdup_printf (_("Needs %s of memory on each device of the group; the smallest is "
+                            "%s (%s)"), need_text, smallest_text, who);
+}
+
 /* The memory the chosen Advanced size needs, before Start; Start is refused
  * when the size is invalid or does not fit. */
 static void
@@ -190,11 +254,10 @@ update_advanced (DcTrainPage *self)
   gboolean advanced = advanced_enabled (self);
   gboolean refused = FALSE;
 
-  gtk_widget_set_sensitive (GTK_WIDGET (self->advanced_row), !grouped);
   adw_expander_row_set_subtitle (self->advanced_row,
                                  grouped
-                                 ? _("Not offered in a group: the group trains the seeds’ sizes, "
-                                     "which every device’s limits were set for")
+                                 ? _("Larger models, up to the GPT-2-small shape, offered when "
+                                     "every device of the group can hold them")
                                  : _("Larger models on this device alone, up to the GPT-2-small "
                                      "shape; they replace the width and sequence above"));
   /* The seeds' rows do not count while the Advanced sizes do. */
@@ -213,6 +276,8 @@ update_advanced (DcTrainPage *self)
           text = g_strdup_printf (_("This size cannot be trained: %s"), error->message);
           refused = TRUE;
         }
+      else if (grouped)
+        text = group_memory_text (self, plan, &refused);
       else
         {
           g_autofree char *need = g_format_size (plan->memory.total_bytes);
@@ -880,8 +945,13 @@ dc_train_page_set_context (DcTrainPage *self,
   set_run (self, dc_training_run_new_for_context (context));
   show_backend (self);
   if (context != NULL && dc_context_get_group (context) != NULL)
-    g_signal_connect_object (dc_context_get_group (context), "notify::state",
-                             G_CALLBACK (advanced_changed_cb), self, G_CONNECT_SWAPPED);
+    {
+      g_signal_connect_object (dc_context_get_group (context), "notify::state",
+                               G_CALLBACK (advanced_changed_cb), self, G_CONNECT_SWAPPED);
+      /* A device that comes or goes changes the group's smallest memory. */
+      g_signal_connect_object (dc_context_get_group (context), "event",
+                               G_CALLBACK (advanced_changed_cb), self, G_CONNECT_SWAPPED);
+    }
   update_advanced (self);
 }
 

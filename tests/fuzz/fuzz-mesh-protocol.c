@@ -60,6 +60,12 @@ decode_chunk (FuzzState *state,
       g_assert (object == NULL || g_bytes_get_size (object) == chunk.total);
       dc_mesh_chunk_clear (&chunk);
     }
+  /* With the cap raised as far as a caller may: never past the ceiling. */
+  if (dc_mesh_chunk_decode_capped (type, payload, G_MAXUINT64, &chunk, NULL))
+    {
+      g_assert (chunk.total <= dc_mesh_chunk_ceiling_total (type));
+      dc_mesh_chunk_clear (&chunk);
+    }
 }
 
 /* @payload with bytes 88–119 (the chunk's own hash) set to the SHA-256 of
@@ -93,6 +99,8 @@ decode_body (FuzzState     *state,
         g_autoptr(DcMeshHello) hello = dc_mesh_hello_decode (message->payload, &error);
 
         g_assert (hello == NULL || hello->name != NULL);
+        /* The optional memory: absent (0) or 1 byte to 1 PiB. */
+        g_assert (hello == NULL || hello->memory <= DC_MESH_HELLO_MEMORY_MAX);
       }
       break;
     case DC_MESH_MSG_CONFIG:

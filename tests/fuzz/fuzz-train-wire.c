@@ -18,6 +18,7 @@
 
 #include <string.h>
 
+#include "mesh/dc-mesh-train-protocol.h"
 #include "train/dc-train-wire.h"
 
 int LLVMFuzzerTestOneInput (const guint8 *data, gsize size);
@@ -91,6 +92,25 @@ LLVMFuzzerTestOneInput (const guint8 *data,
       }
     else
       g_assert_nonnull (error);
+  }
+
+  /* The caps of a run of as many parameters as the input's size implies
+   * (and of a count from its first bytes): between the seeds' caps and
+   * the mesh's ceilings. */
+  {
+    guint64 counts[2] = { grad_params, 0 };
+
+    if (size >= 8)
+      memcpy (&counts[1], data, 8);
+    for (guint i = 0; i < G_N_ELEMENTS (counts); i++)
+      {
+        gsize n = (gsize) MIN (counts[i], (guint64) G_MAXSIZE);
+
+        g_assert_cmpuint (dc_train_wire_gradient_cap (n), >=, DC_MESH_GRADIENT_MAX_TOTAL);
+        g_assert_cmpuint (dc_train_wire_gradient_cap (n), <=, DC_MESH_GRADIENT_CEILING_TOTAL);
+        g_assert_cmpuint (dc_train_wire_weights_cap (n), >=, DC_MESH_WEIGHTS_MAX_TOTAL);
+        g_assert_cmpuint (dc_train_wire_weights_cap (n), <=, DC_MESH_WEIGHTS_CEILING_TOTAL);
+      }
   }
   if (size >= 24)
     {

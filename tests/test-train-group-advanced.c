@@ -1,0 +1,326 @@
+/* test-train-group-advanced.c: an Advanced size in a group (issue 15,
+ * item 3), as separate processes (suite net).
+ *
+ * A signaling service and `daisychain-cli train --room …` processes run as
+ * child processes; ICE is limited to 127.0.0.1. The training run is an
+ * Advanced size that stays affordable: width 256 (beyond the seeds' 128), 2
+ * layers, sequence 32, batch 2 (1.7 M parameters); the memory checks use a cheaper one (width
+ * 16, 1 layer, sequence 160). Memory is made explicit with DC_TEST_AVAILABLE_MEMORY (what
+ * a device measures) and DC_TEST_ANNOUNCE_MEMORY (what its hello claims),
+ * so that the checks do not depend on this machine's load. What is checked
+ * is exactness and the messages, never timing: every wait has a generous
+ * deadline and fails with the event's name.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <string.h>
+#include <json-glib/json-glib.h>
+
+#include "dc-test-proc.h"
+#include "dc-test-utils.h"
+
+/* Far above what an event takes on an idle machine; on a loaded 2-core
+ * machine processes stall for seconds. */
+#define EVENT_BOUND_MS 60000
+/* A few steps of a 1.7 M-parameter model by processes sharing two cores,
+ * each step moving a 6.6 MB gradient over loopback. */
+#define RUN_BOUND_MS   240000
+
+#define ADVANCED "--advanced", "--width", "256", "--layers", "2", "--seq", "32", "--batch", "2", \
+                 "--threads", "1"
+/* The memory checks need an Advanced size, not a large one: sequence 160
+ * (beyond the seeds' 128) of a width-16 model of one layer costs little, so
+ * that three processes on a loaded machine keep their heartbeats. */
+#define ADVANCED_CHEAP "--advanced", "--width", "16", "--layers", "1", "--heads", "2", "--seq", \
+                       "160", "--batch", "2", "--threads", "1"
+#define CHEAP_SIZE "(width 16, 1 layers, 2 heads, sequence 160, batch 2)"
+/* Plenty for the sizes (at most about 0.3 GB a device), on any machine. */
+#define PLENTY   "17179869184"
+/* Far too little, even for the cheap size: 1 kB. */
+/* g_format_size () puts a no-break space before the unit. */
+#define NBSP "\xc2\xa0"
+#define TOO_LITTLE "1000"
+
+static DcTestProc *
+spawn (const char *label,
+       ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  const char *arg;
+  va_list args;
+
+  va_start (args, label);
+  while ((arg = va_arg (args, const char *)) != NULL)
+    g_ptr_array_add (argv, (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  return dc_test_proc_spawn (label, NULL, FALSE, (const char * const *) argv->pdata);
+}
+
+/* @available and @announce: the memory the next process measures and
+ * claims (NULL: unset). */
+static void
+set_memory (const char *available,
+            const char *announce)
+{
+  if (available != NULL)
+    g_setenv ("DC_TEST_AVAILABLE_MEMORY", available, TRUE);
+  else
+    g_unsetenv ("DC_TEST_AVAILABLE_MEMORY");
+  if (announce != NULL)
+    g_setenv ("DC_TEST_ANNOUNCE_MEMORY", announce, TRUE);
+  else
+    g_unsetenv ("DC_TEST_ANNOUNCE_MEMORY");
+}
+
+static char *
+start_signal (DcTestProc **out)
+{
+  DcTestProc *proc = spawn ("signal", "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
+                            NULL);
+  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL, EVENT_BOUND_MS);
+
+  *out = proc;
+  return g_strdup (json_object_get_string_member (listening, "url"));
+}
+
+/* The room's host, which starts an Advanced run once @min_peers devices
+ * are there; it measures plenty of memory. */
+static DcTestProc *
+start_host (const char  *url,
+            const char  *stop_at,
+            const char  *min_peers,
+            gboolean     cheap,
+            char       **room)
+{
+  DcTestProc *proc;
+  JsonObject *event;
+
+  set_memory (PLENTY, NULL);
+  if (cheap)
+    proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
+                  "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
+                  "--min-peers", min_peers, "--steps", "10000", "--stop-at", stop_at,
+                  ADVANCED_CHEAP, NULL);
+  else
+    proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
+                  "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
+                  "--min-peers", min_peers, "--steps", "10000", "--stop-at", stop_at, ADVANCED,
+                  NULL);
+  set_memory (NULL, NULL);
+  event = dc_test_proc_expect (proc, "room", NULL, EVENT_BOUND_MS);
+  *room = g_strdup (json_object_get_string_member (event, "room"));
+  dc_test_proc_expect (proc, "joined", NULL, EVENT_BOUND_MS);
+  return proc;
+}
+
+/* A follower with the seeds' flags of its own (width 32): it must follow
+ * the starter's Advanced config, layers and heads included. */
+static DcTestProc *
+start_follower (const char *url,
+                const char *room,
+                const char *name,
+                const char *stop_at,
+                const char *available,
+                const char *announce)
+{
+  DcTestProc *proc;
+
+  set_memory (available, announce);
+  proc = spawn (name, "train", "--json", "--signal", url, "--room", room, "--name", name,
+                "--ice-address", "127.0.0.1", "--width", "32", "--seq", "16", "--batch", "4",
+                "--seed", "99", "--threads", "1", "--stop-at", stop_at, NULL);
+  set_memory (NULL, NULL);
+  return proc;
+}
+
+static gboolean
+message_has (JsonObject *event,
+             const char *text)
+{
+  return strstr (json_object_get_string_member_with_default (event, "message", ""), text) != NULL;
+}
+
+/* The hash of each step event of @proc, by step (1-based). */
+static GPtrArray *
+hashes_of (DcTestProc *proc)
+{
+  GPtrArray *hashes = g_ptr_array_new_with_free_func (g_free);
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
+    {
+      JsonObject *o = g_ptr_array_index (proc->events, i);
+      gint64 step = json_object_get_int_member (o, "step");
+
+      g_assert_cmpint (step, ==, hashes->len + 1);
+      g_ptr_array_add (hashes, g_strdup (json_object_get_string_member (o, "hash")));
+    }
+  return hashes;
+}
+
+static void
+wait_done (DcTestProc *proc,
+           guint       step)
+{
+  JsonObject *done = dc_test_proc_expect (proc, "done", NULL, RUN_BOUND_MS);
+
+  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, step);
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, EVENT_BOUND_MS), ==, 0);
+}
+
+/* Two devices train width 256, 2 layers, sequence 32 for 3 steps: the same
+ * weight hash at every step on both, equal to one process simulating the
+ * group of two at the same seed (which the solo tests tie to the solo
+ * step), and the follower's config names the size. */
+static void
+test_exact (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "3", "2", FALSE, &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "3", PLENTY, NULL);
+  g_autoptr(DcTestProc) sim = NULL;
+  g_autoptr(GPtrArray) sim_hashes = NULL, alpha_hashes = NULL, beta_hashes = NULL;
+  JsonObject *config;
+
+  wait_done (alpha, 3);
+  wait_done (beta, 3);
+  /* After the group: three computing processes on two loaded cores could
+   * starve a device's heartbeats past the 4 s a peer is given. */
+  sim = spawn ("sim", "train", "--json", "--seed", "11", "--steps", "10000", "--stop-at", "3",
+               "--simulate-peers", "2", ADVANCED, NULL);
+  wait_done (sim, 3);
+  config = dc_test_proc_expect (beta, "config", NULL, EVENT_BOUND_MS);
+  g_test_message ("beta: %s", json_object_get_string_member (config, "message"));
+  g_assert_true (message_has (config, "width 256"));
+  sim_hashes = hashes_of (sim);
+  alpha_hashes = hashes_of (alpha);
+  beta_hashes = hashes_of (beta);
+  g_assert_cmpuint (sim_hashes->len, ==, 3);
+  g_assert_cmpuint (alpha_hashes->len, ==, 3);
+  g_assert_cmpuint (beta_hashes->len, ==, 3);
+  for (guint s = 0; s < 3; s++)
+    {
+      g_assert_cmpstr (g_ptr_array_index (alpha_hashes, s), ==,
+                       g_ptr_array_index (sim_hashes, s));
+      g_assert_cmpstr (g_ptr_array_index (beta_hashes, s), ==,
+                       g_ptr_array_index (sim_hashes, s));
+    }
+}
+
+/* A follower that announces 1 MB: the starter does not send the Advanced
+ * config, and stops with a message naming the device, the size and both
+ * amounts. */
+static void
+test_too_little (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "3", "2", TRUE, &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "3", TOO_LITTLE, NULL);
+  JsonObject *error = dc_test_proc_expect (alpha, "error", NULL, RUN_BOUND_MS);
+
+  g_test_message ("alpha: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "the Advanced size " CHEAP_SIZE " needs"));
+  g_assert_true (message_has (error, "of memory on each device of a group, and “beta” has "
+                                     "1.0" NBSP "kB available"));
+  g_assert_cmpint (dc_test_proc_expect_exit (alpha, EVENT_BOUND_MS), ==, 1);
+  g_assert_cmpint (dc_test_proc_find (alpha, 0, "step", NULL), ==, -1);
+  /* Beta never got a config. */
+  g_assert_cmpint (dc_test_proc_find (beta, 0, "config", NULL), ==, -1);
+  g_subprocess_send_signal (beta->process, SIGTERM);
+  dc_test_proc_expect_exit (beta, EVENT_BOUND_MS);
+}
+
+/* A follower whose hello claims plenty but that has 1 MB: it checks its
+ * own memory when the config comes and stops with a clear message; a
+ * claim is never what decides on the device that trains. */
+static void
+test_recheck (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "3", "2", TRUE, &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "3", TOO_LITTLE, PLENTY);
+  JsonObject *error = dc_test_proc_expect (beta, "error", NULL, RUN_BOUND_MS);
+
+  g_test_message ("beta: %s", json_object_get_string_member (error, "message"));
+  g_assert_true (message_has (error, "this device cannot hold the run's Advanced size "
+                                     CHEAP_SIZE));
+  g_assert_true (message_has (error, "this one has 1.0" NBSP "kB available"));
+  g_assert_cmpint (dc_test_proc_expect_exit (beta, EVENT_BOUND_MS), ==, 1);
+  g_assert_cmpint (dc_test_proc_find (beta, 0, "step", NULL), ==, -1);
+  g_subprocess_send_signal (alpha->process, SIGTERM);
+  dc_test_proc_expect_exit (alpha, EVENT_BOUND_MS);
+}
+
+static gboolean
+someone_refused_gamma (gpointer user_data)
+{
+  DcTestProc **procs = user_data;
+
+  return dc_test_proc_find (procs[0], 0, "cannot-join", "gamma") >= 0
+         || dc_test_proc_find (procs[1], 0, "cannot-join", "gamma") >= 0;
+}
+
+/* A device joining an Advanced run under way that announces too little is
+ * not announced as a joiner: the leader (the first device of the roster in
+ * id order: alpha or beta) says why, once, and the run goes on without
+ * it. */
+static void
+test_join_refused (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = start_host (url, "10000", "2", TRUE, &room);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "10000", PLENTY, NULL);
+  g_autoptr(DcTestProc) gamma = NULL;
+  DcTestProc *pair[2];
+  DcTestProc *leader;
+  JsonObject *notice;
+  int first;
+
+  pair[0] = alpha;
+  pair[1] = beta;
+  dc_test_proc_expect (alpha, "step", NULL, RUN_BOUND_MS);
+  gamma = start_follower (url, room, "gamma", "10000", TOO_LITTLE, NULL);
+  if (!dc_test_wait_until (someone_refused_gamma, pair, RUN_BOUND_MS))
+    g_error ("no cannot-join event for gamma within %u ms", RUN_BOUND_MS);
+  leader = dc_test_proc_find (alpha, 0, "cannot-join", "gamma") >= 0 ? alpha : beta;
+  first = dc_test_proc_find (leader, 0, "cannot-join", "gamma");
+  notice = g_ptr_array_index (leader->events, first);
+  g_test_message ("%s: %s", leader->label, json_object_get_string_member (notice, "message"));
+  g_assert_true (message_has (notice, "“gamma” cannot join the run: the Advanced size "
+                                      CHEAP_SIZE " needs"));
+  g_assert_true (message_has (notice, "and “gamma” has 1.0" NBSP "kB available"));
+  /* One notice, and gamma was never announced as a joiner. */
+  g_assert_cmpint (dc_test_proc_find (leader, first + 1, "cannot-join", "gamma"), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (alpha, 0, "join", "gamma"), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (beta, 0, "join", "gamma"), ==, -1);
+  g_assert_cmpint (dc_test_proc_find (gamma, 0, "joined-run", NULL), ==, -1);
+  g_subprocess_send_signal (gamma->process, SIGTERM);
+  g_subprocess_send_signal (beta->process, SIGTERM);
+  g_subprocess_send_signal (alpha->process, SIGTERM);
+  dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS);
+  dc_test_proc_expect_exit (beta, EVENT_BOUND_MS);
+  dc_test_proc_expect_exit (alpha, EVENT_BOUND_MS);
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/dc/train/group/advanced/exact", test_exact);
+  g_test_add_func ("/dc/train/group/advanced/too-little", test_too_little);
+  g_test_add_func ("/dc/train/group/advanced/recheck", test_recheck);
+  g_test_add_func ("/dc/train/group/advanced/join-refused", test_join_refused);
+  return g_test_run ();
+}
