@@ -56,7 +56,9 @@ typedef enum
   DC_MESH_MSG_RING_READY   = 19,  /* DcMeshRingReady: a stage loaded them, or why not */
   DC_MESH_MSG_RING_HOP     = 20,  /* DcMeshRingHop: activations to the next stage */
   DC_MESH_MSG_RING_TOKEN   = 21,  /* DcMeshRingToken: a token, streamed to every stage */
-  DC_MESH_MSG_LAST         = DC_MESH_MSG_RING_TOKEN,
+  DC_MESH_MSG_RING_FETCH   = 22,  /* DcMeshRingFetch: a stage asks the head for weight bytes */
+  DC_MESH_MSG_RING_BYTES   = 23,  /* DcMeshRingBytes: the head's bytes, or why not */
+  DC_MESH_MSG_LAST         = DC_MESH_MSG_RING_BYTES,
 } DcMeshMessageType;
 
 const char *dc_mesh_message_type_to_string (guint type);
