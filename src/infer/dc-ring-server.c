@@ -932,8 +932,9 @@ dc_ring_server_class_init (DcRingServerClass *klass)
 
   /* (kind, detail, value): "assigned" (what, stage), "loaded" (model,
    * bytes downloaded), "from-head" (the head's name, bytes of them it
-   * sent), "head-refused" (why the Hub was used instead), "token" (text, id), "turn-ended", "refused"
-   * (message), "failed" (message), "released", "closed". */
+   * sent), "head-refused" (why the Hub was used instead), "token" (text,
+   * id), "turn-ended", "refused" (message), "failed" (message), "released",
+   * "closed". */
   signals[SIGNAL_EVENT] =
     g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_UINT64);
