@@ -498,9 +498,10 @@ dc_infer_ring_get_n_measured (DcInferRing *self)
 
 /* ---- weight bytes for the stages -------------------------------------- */
 
-/* Cache reads for stages at once: each of a stage's loading threads waits
- * on one answer; 8 reads hold at most 8 × (a 16 MiB cached piece and a
- * 4 MiB answer), 160 MB. More are refused (the stage uses the Hub). */
+/* Cache reads for stages at once: a stage reads its tensors one at a time
+ * and waits for each answer, so 8 stages load at once; 8 reads hold at most
+ * 8 × (a 16 MiB cached piece and a 4 MiB answer), 160 MB. More are refused
+ * (that stage uses its Hub). */
 #define RING_MAX_SERVING 8
 
 typedef struct
