@@ -55,6 +55,7 @@ typedef struct
   gboolean      ready;
   guint         gated_requests;
   guint         gated_with_token;  /* of them, with "Bearer hf_secret" */
+  guint         stalled;           /* weight requests under /stall, never answered */
 } Hub;
 
 static Hub *hub;
@@ -70,6 +71,15 @@ hub_handler (SoupServer        *server,
   g_autofree char *contents = NULL;
   g_autofree char *file = NULL;
   gsize length;
+  gboolean stall = FALSE;
+
+  /* A Hub that stalls: under /stall the same files, but weight bytes (a
+   * range past the safetensors header) never come. */
+  if (g_str_has_prefix (path, "/stall/"))
+    {
+      path += strlen ("/stall");
+      stall = TRUE;
+    }
 
   if (strstr (path, "gated/") != NULL)
     {
@@ -116,6 +126,23 @@ hub_handler (SoupServer        *server,
     {
       soup_server_message_set_status (msg, 404, NULL);
       return;
+    }
+  if (stall && g_str_has_suffix (path, ".safetensors") && length >= 8)
+    {
+      const char *range = soup_message_headers_get_one (
+          soup_server_message_get_request_headers (msg), "Range");
+      guint64 header_len = GUINT64_FROM_LE (*(guint64 *) contents);
+      guint64 first = range != NULL && g_str_has_prefix (range, "bytes=")
+                      ? g_ascii_strtoull (range + 6, NULL, 10) : 0;
+
+      if (first >= 8 + header_len)
+        {
+          g_mutex_lock (&hub->lock);
+          hub->stalled++;
+          g_mutex_unlock (&hub->lock);
+          soup_server_message_pause (msg);
+          return;
+        }
     }
   /* SoupServer answers a Range itself (206) from the whole body. */
   soup_message_headers_append (soup_server_message_get_response_headers (msg),
@@ -910,6 +937,12 @@ offer_arrived (gpointer data)
 }
 
 static gboolean
+group_is_host (gpointer data)
+{
+  return dc_group_get_state (data) == DC_GROUP_STATE_HOST;
+}
+
+static gboolean
 is_run_on_row (GtkWidget *widget,
                gpointer   user_data)
 {
@@ -963,6 +996,8 @@ test_across_group (Fixture       *fixture,
   group = dc_group_new (&config);
   g_assert_true (dc_group_join_room (group, url, room, &error));
   g_assert_no_error (error);
+  /* This device hosts the room before the other asks to join it. */
+  g_assert_true (dc_test_wait_until (group_is_host, group, TIMEOUT_MS));
   dc_infer_page_set_group (fixture->page, group);
   _dc_infer_page_set_ring_memory (fixture->page, ends + 2 * layer + layer / 2);
   g_settings_set_int (fixture->settings, "infer-tokens", 8);
@@ -1032,6 +1067,122 @@ test_across_group (Fixture       *fixture,
   g_subprocess_send_signal (signal_proc->process, SIGTERM);
   dc_test_proc_free (signal_proc);
   dc_test_remove_tree (cache);
+}
+
+static gboolean
+hub_stalled (gpointer data)
+{
+  guint n;
+
+  g_mutex_lock (&hub->lock);
+  n = hub->stalled;
+  g_mutex_unlock (&hub->lock);
+  return n > 0;
+}
+
+static gboolean
+head_loaded (gpointer data)
+{
+  DcInferRing *ring = data;
+
+  return dc_infer_ring_get_plan (ring) != NULL &&
+         dc_infer_ring_get_stage_downloaded (ring, 0) > 0;
+}
+
+static gboolean
+page_not_busy (gpointer data)
+{
+  return !dc_infer_page_is_busy (data);
+}
+
+/* Stop while a device of the group is still fetching its layers (its Hub
+ * stalls; this device's cache is empty, so it cannot send them) ends the
+ * run at once: “Stopped”, the device released, Run On back on. Without
+ * the ring's cancel it would wait for that device (15 minutes). */
+static void
+test_group_stop (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  const char *signal_args[] = { "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
+                                NULL };
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autoptr(DcGroup) group = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *room = dc_room_generate_code ();
+  g_autofree char *cache = NULL, *head_cache = NULL, *stage_memory = NULL, *url = NULL;
+  g_autofree char *stall_url = g_strdup_printf ("%s/stall", hub->url);
+  char *ice[] = { (char *) "127.0.0.1", NULL };
+  DcModelRepoOptions options = { 0 };
+  DcTestProc *signal_proc, *stage;
+  const DcHfConfig *hf;
+  guint64 layer, ends;
+  GtkWidget *run_on;
+
+  signal_proc = dc_test_proc_spawn ("signal", NULL, FALSE, signal_args);
+  url = g_strdup (json_object_get_string_member (
+    dc_test_proc_expect (signal_proc, "listening", NULL, TIMEOUT_MS), "url"));
+  head_cache = g_dir_make_tmp ("dc-ui-ring-head-XXXXXX", NULL);
+  options.cache_dir = head_cache;
+  repo = dc_model_repo_open_full (dc_context_get_hf_client (fixture->context),
+                                  "open/llama-tiny", &options, NULL, &error);
+  g_assert_no_error (error);
+  hf = dc_model_repo_get_config (repo);
+  layer = dc_hf_model_part_memory_bytes (hf, 0, 1, FALSE, 64);
+  ends = dc_hf_model_part_memory_bytes (hf, 0, 0, TRUE, 64);
+  config.create = TRUE;
+  config.approve = DC_MESH_APPROVE_ALL;
+  config.hello = dc_context_new_hello (fixture->context, "alpha");
+  config.peer.ice_addresses = g_strdupv (ice);
+  group = dc_group_new (&config);
+  g_assert_true (dc_group_join_room (group, url, room, &error));
+  g_assert_true (dc_test_wait_until (group_is_host, group, TIMEOUT_MS));
+  dc_infer_page_set_group (fixture->page, group);
+  _dc_infer_page_set_ring_memory (fixture->page, ends + 2 * layer + layer / 2);
+  g_settings_set_int (fixture->settings, "infer-context", 64);
+  dc_infer_page_set_repo (fixture->page, repo);
+
+  cache = g_dir_make_tmp ("dc-ui-ring-XXXXXX", NULL);
+  stage_memory = g_strdup_printf ("%.6f", (4 * layer + layer / 2) / 1e6);
+  {
+    const char *stage_args[] = { "join", "--json", "--serve-layers", "--signal", url, "--room",
+                                 room, "--name", "beta", "--ice-address", "127.0.0.1",
+                                 "--memory-mb", stage_memory, NULL };
+
+    g_setenv ("DC_MODEL_CACHE_DIR", cache, TRUE);
+    g_setenv ("HF_ENDPOINT", stall_url, TRUE);
+    stage = dc_test_proc_spawn ("beta", NULL, FALSE, stage_args);
+    g_setenv ("HF_ENDPOINT", hub->url, TRUE);
+    g_unsetenv ("DC_MODEL_CACHE_DIR");
+  }
+  g_assert_true (dc_test_wait_until (ring_has_offer,
+                                     dc_infer_page_get_group_ring (fixture->page),
+                                     TIMEOUT_MS));
+  run_on = dc_test_find_descendant (GTK_WIDGET (fixture->page), is_run_on_row, NULL);
+  adw_combo_row_set_selected (ADW_COMBO_ROW (run_on), 1);
+  dc_infer_page_set_prompt (fixture->page, "The ring of devices");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->page), "infer.generate",
+                                             NULL));
+  /* This device holds its part; the other waits for its Hub. */
+  g_assert_true (dc_test_wait_until (hub_stalled, NULL, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (head_loaded, dc_infer_page_get_group_ring (fixture->page),
+                                     TIMEOUT_MS));
+  g_assert_true (dc_infer_page_is_busy (fixture->page));
+  g_assert_false (gtk_widget_get_sensitive (run_on));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->page), "infer.stop", NULL));
+  g_assert_true (dc_test_wait_until (page_not_busy, fixture->page, TIMEOUT_MS));
+  g_assert_cmpstr (dc_infer_page_get_status (fixture->page), ==, "Stopped");
+  g_assert_true (gtk_widget_get_sensitive (run_on));
+  dc_test_proc_expect (stage, "ring-closed", NULL, TIMEOUT_MS);
+
+  dc_infer_page_set_group (fixture->page, NULL);
+  g_subprocess_send_signal (stage->process, SIGTERM);
+  dc_test_proc_expect_exit (stage, TIMEOUT_MS);
+  dc_test_proc_free (stage);
+  g_subprocess_send_signal (signal_proc->process, SIGTERM);
+  dc_test_proc_free (signal_proc);
+  dc_test_remove_tree (cache);
+  dc_test_remove_tree (head_cache);
 }
 
 /* This device as another device's stage: the Serving row (and the line
@@ -1106,6 +1257,8 @@ main (int    argc,
               test_across_group, fixture_tear_down);
   g_test_add ("/dc/ui/infer/serving-display", Fixture, NULL, fixture_set_up,
               test_serving_display, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/group-stop", Fixture, NULL, fixture_set_up,
+              test_group_stop, fixture_tear_down);
 
   status = g_test_run ();
   hub_stop ();

@@ -92,6 +92,8 @@ struct _DcInferRing
   GTask          *prepare;       /* while preparing */
   guint           prepare_gen;   /* which prepare a finishing load belongs to */
   guint           prepare_timeout;
+  GCancellable   *prepare_cancellable;   /* the caller's, while preparing */
+  gulong          prepare_cancel_id;
   gboolean        own_loaded;
   DcHfModel      *model;         /* this device's part */
   DcHfKvCache    *cache;
@@ -1078,6 +1080,11 @@ prepare_finish_task (DcInferRing *self,
   if (self->prepare_timeout != 0)
     g_source_remove (self->prepare_timeout);
   self->prepare_timeout = 0;
+  /* Never called from the cancelled handler itself (it only schedules). */
+  if (self->prepare_cancel_id != 0)
+    g_cancellable_disconnect (self->prepare_cancellable, self->prepare_cancel_id);
+  self->prepare_cancel_id = 0;
+  g_clear_object (&self->prepare_cancellable);
   if (task == NULL)
     {
       g_clear_error (&error);
@@ -1124,6 +1131,33 @@ prepare_timeout_cb (gpointer data)
                                    "the ring's devices were not ready within %u s",
                                    DC_INFER_RING_READY_TIMEOUT_S));
   return G_SOURCE_REMOVE;
+}
+
+static gboolean
+prepare_cancelled_idle_cb (gpointer data)
+{
+  DcInferRing *self = data;
+
+  if (self->prepare != NULL && self->prepare_cancellable != NULL &&
+      g_cancellable_is_cancelled (self->prepare_cancellable))
+    prepare_fail (self, g_error_new_literal (G_IO_ERROR, G_IO_ERROR_CANCELLED,
+                                             "the run was stopped"));
+  return G_SOURCE_REMOVE;
+}
+
+/* A cancel while the stages fetch their layers ends the prepare at once,
+ * not when they are ready. The handler may run on any thread: it only
+ * schedules the end on the ring's context. */
+static void
+prepare_cancelled_cb (GCancellable *cancellable,
+                      gpointer      data)
+{
+  DcInferRing *self = data;
+  g_autoptr(GSource) source = g_idle_source_new ();
+
+  g_source_set_callback (source, prepare_cancelled_idle_cb, g_object_ref (self),
+                         g_object_unref);
+  g_source_attach (source, self->main_context);
 }
 
 typedef struct
@@ -1362,6 +1396,13 @@ dc_infer_ring_prepare_async (DcInferRing         *self,
     }
   self->prepare_timeout = g_timeout_add_seconds (DC_INFER_RING_READY_TIMEOUT_S,
                                                  prepare_timeout_cb, self);
+  if (cancellable != NULL)
+    {
+      self->prepare_cancellable = g_object_ref (cancellable);
+      self->prepare_cancel_id = g_cancellable_connect (cancellable,
+                                                       G_CALLBACK (prepare_cancelled_cb),
+                                                       self, NULL);
+    }
   own = g_new0 (OwnLoad, 1);
   own->first = dc_ring_plan_get_stage (self->plan, 0)->first;
   own->last = dc_ring_plan_get_stage (self->plan, 0)->last;
