@@ -130,9 +130,13 @@ spawn_with_hub (Ring       *ring,
                 const char *label,
                 const char * const *args)
 {
-  ring->hubs[i] = dc_test_hub_start (ring->ignore_ranges_of != 0 && ring->ignore_ranges_of == i);
-  ring->caches[i] = g_dir_make_tmp ("dc-ring-cache-XXXXXX", NULL);
-  g_assert_nonnull (ring->caches[i]);
+  if (ring->hubs[i] == NULL)   /* else warmed by ring_warm_head_cache() */
+    {
+      ring->hubs[i] = dc_test_hub_start (ring->ignore_ranges_of != 0 &&
+                                         ring->ignore_ranges_of == i);
+      ring->caches[i] = g_dir_make_tmp ("dc-ring-cache-XXXXXX", NULL);
+      g_assert_nonnull (ring->caches[i]);
+    }
   /* The child copies the environment when it is spawned. */
   g_setenv ("HF_ENDPOINT", dc_test_hub_get_url (ring->hubs[i]), TRUE);
   g_setenv ("DC_MODEL_CACHE_DIR", ring->caches[i], TRUE);
@@ -149,6 +153,27 @@ ring_start_signal (Ring *ring)
   ring->signal = dc_test_proc_spawn ("signal", NULL, FALSE, args);
   listening = dc_test_proc_expect (ring->signal, "listening", NULL, EVENT_BOUND_MS);
   ring->url = g_strdup (json_object_get_string_member (listening, "url"));
+}
+
+/* The head's model cache holds the whole model before the ring starts: one
+ * run on that device alone, through its Hub. Returns the weight bytes its
+ * Hub sent (the whole model). */
+static guint64
+ring_warm_head_cache (Ring *ring)
+{
+  const char *args[] = { "infer", "--json", "--model", MODEL, "--prompt", PROMPT, "--tokens",
+                         "1", "--context", "64", NULL };
+  g_autofree char *out = NULL, *err = NULL;
+
+  ring->hubs[0] = dc_test_hub_start (FALSE);
+  ring->caches[0] = g_dir_make_tmp ("dc-ring-cache-XXXXXX", NULL);
+  g_assert_nonnull (ring->caches[0]);
+  g_setenv ("HF_ENDPOINT", dc_test_hub_get_url (ring->hubs[0]), TRUE);
+  g_setenv ("DC_MODEL_CACHE_DIR", ring->caches[0], TRUE);
+  g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
+  g_assert_cmpuint (dc_test_hub_get_weight_bytes (ring->hubs[0]), ==,
+                    part_download (&ring->fixture, 0, 5, TRUE));
+  return dc_test_hub_get_weight_bytes (ring->hubs[0]);
 }
 
 /* The head: generates TOKENS at TEMPERATURE once MIN_PEERS devices are there. */
@@ -266,6 +291,23 @@ plan_stage (JsonObject *result,
       return TRUE;
     }
   return FALSE;
+}
+
+/* The weight bytes the head says it sent the plan's stage NAME. */
+static gint64
+plan_served (JsonObject *result,
+             const char *name)
+{
+  JsonArray *plan = json_object_get_array_member (result, "plan");
+
+  for (guint i = 0; i < json_array_get_length (plan); i++)
+    {
+      JsonObject *s = json_array_get_object_element (plan, i);
+
+      if (g_str_equal (json_object_get_string_member (s, "name"), name))
+        return json_object_get_int_member (s, "served_bytes");
+    }
+  g_assert_not_reached ();
 }
 
 /* ---- the cases ---------------------------------------------------------- */
@@ -417,6 +459,76 @@ check_refused (gconstpointer data)
                                    dc_test_proc_find (ring.procs[i], 0, "ring-refused", NULL));
   g_assert_nonnull (refused);
   g_assert_true (g_str_has_prefix (json_object_get_string_member (refused, "detail"), says));
+  ring_stop (&ring);
+}
+
+/* The head has the model cached: the stages fetch their layers' bytes from
+ * it over the ring's channels, and their Hubs send no weight byte; each
+ * stage received exactly its own layers' bytes, and the ids are one
+ * device's. A head whose bytes do not match the sha256 it sends with them
+ * (LIE) is refused: the stages say so and use their Hubs, and the run is
+ * still right. */
+static void
+check_head_cache (gconstpointer data)
+{
+  gboolean lie = GPOINTER_TO_INT (data);
+  g_autoptr(JsonParser) keep = NULL;
+  JsonArray *alone = single_device_ids ("0", PROMPT, &keep);
+  Ring ring = { { 0 } };
+  JsonObject *result, *verify;
+  const char *names[] = { "alpha", "beta", "gamma" };
+  guint64 warm;
+
+  ring_start_signal (&ring);
+  warm = ring_warm_head_cache (&ring);
+  ring_start_head (&ring, "3", "0", PROMPT, lie ? "--test-serve-lie" : NULL);
+  ring_add_stage (&ring, "beta", NULL, NULL);
+  ring_add_stage (&ring, "gamma", NULL, NULL);
+
+  result = dc_test_proc_expect (ring.procs[0], "result", NULL, RUN_BOUND_MS);
+  verify = dc_test_proc_expect (ring.procs[0], "verify", NULL, 1);
+  g_assert_cmpstr (json_object_get_string_member (verify, "message"), ==,
+                   "VERIFIED: the distributed run and the single-device run produced "
+                   "identical token ids");
+  assert_same_ids (json_object_get_array_member (result, "ids"), alone);
+  g_assert_cmpint (dc_test_proc_expect_exit (ring.procs[0], EVENT_BOUND_MS), ==, 0);
+  /* The head ran from its cache: its Hub sent nothing more. */
+  g_assert_cmpuint (dc_test_hub_get_weight_bytes (ring.hubs[0]), ==, warm);
+
+  for (guint i = 1; i < 3; i++)
+    {
+      gint64 first = 0, last = -1;
+      guint64 expect;
+      JsonObject *loaded, *refused;
+      int from, refused_at;
+
+      g_assert_true (plan_stage (result, names[i], &first, &last));
+      expect = part_download (&ring.fixture, first, last, FALSE);
+      loaded = dc_test_proc_expect (ring.procs[i], "ring-loaded", NULL, 1);
+      g_assert_cmpint (json_object_get_int_member (loaded, "value"), ==, (gint64) expect);
+      from = dc_test_proc_find (ring.procs[i], 0, "ring-from-head", NULL);
+      refused_at = dc_test_proc_find (ring.procs[i], 0, "ring-head-refused", NULL);
+      if (!lie)
+        {
+          /* All from the head, only its layers, none from the Hub. */
+          g_assert_cmpint (from, >=, 0);
+          g_assert_cmpint (refused_at, <, 0);
+          g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (ring.procs[i]->events,
+                                                                          from), "value"),
+                           ==, (gint64) expect);
+          g_assert_cmpint (plan_served (result, names[i]), ==, (gint64) expect);
+          g_assert_cmpuint (dc_test_hub_get_weight_bytes (ring.hubs[i]), ==, 0);
+          continue;
+        }
+      g_assert_cmpint (from, <, 0);
+      g_assert_cmpint (refused_at, >=, 0);
+      refused = g_ptr_array_index (ring.procs[i]->events, refused_at);
+      g_assert_true (g_str_has_prefix (json_object_get_string_member (refused, "detail"),
+                                       "REFUSED bytes from the head “alpha”: bytes "));
+      g_assert_nonnull (strstr (json_object_get_string_member (refused, "detail"),
+                                "do not match the sha256 sent with them"));
+      g_assert_cmpuint (dc_test_hub_get_weight_bytes (ring.hubs[i]), ==, expect);
+    }
   ring_stop (&ring);
 }
 
@@ -573,6 +685,10 @@ main (int argc, char **argv)
                         check_stage_lost);
   g_test_add_data_func ("/infer/ring/stage-lost/twice", GINT_TO_POINTER (TRUE),
                         check_stage_lost);
+  g_test_add_data_func ("/infer/ring/head-cache/served", GINT_TO_POINTER (FALSE),
+                        check_head_cache);
+  g_test_add_data_func ("/infer/ring/head-cache/lying-head", GINT_TO_POINTER (TRUE),
+                        check_head_cache);
   g_test_add_func ("/infer/ring/stage-range-refused", test_stage_range_refused);
   g_test_add_func ("/infer/ring/probe-mismatch", test_probe_mismatch);
   g_test_add_func ("/infer/ring/bench-shape", test_bench_shape);

@@ -167,6 +167,78 @@ test_refusals (void)
   g_assert_false (dc_mesh_message_check_payload (DC_MESH_MSG_RING_OFFER, 20, NULL));
 }
 
+/* A stage's request for weight bytes and the head's answer: they round-trip,
+ * and what no answer may carry is refused before anything is allocated. */
+static void
+test_fetch_bytes (void)
+{
+  DcMeshRingFetch fetch = { { 3 }, 9, 4096, 1024, (char *) "model.safetensors" };
+  g_autoptr(GBytes) data = g_bytes_new_static ("abcdefgh", 8);
+  DcMeshRingBytes bytes = { { 3 }, 9, 4096, { 0x11, 0x22 }, (char *) "", data };
+  DcMeshRingBytes refusal = { { 3 }, 9, 4096, { 0 }, (char *) "not cached", NULL };
+  g_autoptr(GBytes) e1 = dc_mesh_ring_fetch_encode (&fetch);
+  g_autoptr(GBytes) e2 = dc_mesh_ring_bytes_encode (&bytes);
+  g_autoptr(GBytes) e3 = dc_mesh_ring_bytes_encode (&refusal);
+  g_auto(DcMeshRingFetch) f = { { 0 } };
+  g_auto(DcMeshRingBytes) b = { { 0 } };
+  g_auto(DcMeshRingBytes) r = { { 0 } };
+  g_autoptr(GError) error = NULL;
+  /* The fetch's length (after version, run id, request and offset). */
+  const gsize length_at = 1 + 16 + 4 + 8;
+  struct
+  {
+    GBytes     *bytes;
+    gboolean    is_fetch;
+    const char *says;
+  } cases[] = {
+    { mutate (e1, length_at + 1, 0, 0), TRUE, "outside 1–" },
+    /* 0x01000000 + 1024 bytes: over 4 MiB. */
+    { mutate (e1, length_at + 3, 1, 0), TRUE, "outside 1–" },
+    { mutate (e1, 0, 1, 1), TRUE, "trailing bytes" },
+    /* A refusal that also carries bytes. */
+    { mutate (e3, g_bytes_get_size (e3), 'x', 1), FALSE, "bytes with a refusal" },
+    { mutate (e2, 0, 1, -40), FALSE, "truncated" },
+  };
+
+  g_assert_true (dc_mesh_message_check_payload (DC_MESH_MSG_RING_FETCH,
+                                                g_bytes_get_size (e1), NULL));
+  g_assert_true (dc_mesh_ring_fetch_decode (e1, &f, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (f.file, ==, "model.safetensors");
+  g_assert_cmpuint (f.request, ==, 9);
+  g_assert_cmpuint (f.offset, ==, 4096);
+  g_assert_cmpuint (f.length, ==, 1024);
+  g_assert_cmpuint (f.run_id[0], ==, 3);
+  g_assert_true (dc_mesh_ring_bytes_decode (e2, &b, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (b.message, ==, "");
+  g_assert_true (g_bytes_equal (b.data, data));
+  g_assert_cmpuint (b.sha256[1], ==, 0x22);
+  g_assert_true (dc_mesh_ring_bytes_decode (e3, &r, &error));
+  g_assert_cmpstr (r.message, ==, "not cached");
+  g_assert_null (r.data);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_auto(DcMeshRingFetch) fo = { { 0 } };
+      g_auto(DcMeshRingBytes) bo = { { 0 } };
+      g_autoptr(GError) local_error = NULL;
+      gboolean ok = cases[i].is_fetch ? dc_mesh_ring_fetch_decode (cases[i].bytes, &fo,
+                                                                   &local_error)
+                                      : dc_mesh_ring_bytes_decode (cases[i].bytes, &bo,
+                                                                   &local_error);
+
+      g_assert_false (ok);
+      g_assert_error (local_error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+      g_assert_nonnull (strstr (local_error->message, cases[i].says));
+      g_assert_null (fo.file);
+      g_assert_null (bo.data);
+      g_bytes_unref (cases[i].bytes);
+    }
+  /* An answer past one chunk is refused by the frame check. */
+  g_assert_false (dc_mesh_message_check_payload (DC_MESH_MSG_RING_BYTES,
+                                                 DC_MESH_RING_BYTES_MAX + 1, NULL));
+}
+
 /* What a stage (and the head) refuses in a well-formed hop. */
 static void
 test_check_hop (void)
@@ -199,6 +271,7 @@ main (int argc, char **argv)
 
   g_test_add_func ("/mesh/ring-protocol/round-trips", test_round_trips);
   g_test_add_func ("/mesh/ring-protocol/refusals", test_refusals);
+  g_test_add_func ("/mesh/ring-protocol/fetch-bytes", test_fetch_bytes);
   g_test_add_func ("/mesh/ring-protocol/check-hop", test_check_hop);
   return g_test_run ();
 }

@@ -17,7 +17,10 @@
  */
 #include "config.h"
 
+#include <signal.h>
+
 #include <adwaita.h>
+#include <gst/gst.h>
 #include <libsoup/soup.h>
 
 #include "dc-infer-page.h"
@@ -28,8 +31,12 @@
 #include "dc-token-dialog.h"
 #include "dc-train-page.h"
 #include "data/dc-data-error.h"
+#include "dc-test-proc.h"
 #include "infer/dc-infer-ring.h"
+#include "infer/dc-ring-server.h"
 #include "mesh/dc-group.h"
+#include "mesh/dc-room.h"
+#include "model/dc-hf-model.h"
 
 #define TIMEOUT_MS 60000
 
@@ -48,6 +55,7 @@ typedef struct
   gboolean      ready;
   guint         gated_requests;
   guint         gated_with_token;  /* of them, with "Bearer hf_secret" */
+  guint         stalled;           /* weight requests under /stall, never answered */
 } Hub;
 
 static Hub *hub;
@@ -63,6 +71,15 @@ hub_handler (SoupServer        *server,
   g_autofree char *contents = NULL;
   g_autofree char *file = NULL;
   gsize length;
+  gboolean stall = FALSE;
+
+  /* A Hub that stalls: under /stall the same files, but weight bytes (a
+   * range past the safetensors header) never come. */
+  if (g_str_has_prefix (path, "/stall/"))
+    {
+      path += strlen ("/stall");
+      stall = TRUE;
+    }
 
   if (strstr (path, "gated/") != NULL)
     {
@@ -109,6 +126,23 @@ hub_handler (SoupServer        *server,
     {
       soup_server_message_set_status (msg, 404, NULL);
       return;
+    }
+  if (stall && g_str_has_suffix (path, ".safetensors") && length >= 8)
+    {
+      const char *range = soup_message_headers_get_one (
+          soup_server_message_get_request_headers (msg), "Range");
+      guint64 header_len = GUINT64_FROM_LE (*(guint64 *) contents);
+      guint64 first = range != NULL && g_str_has_prefix (range, "bytes=")
+                      ? g_ascii_strtoull (range + 6, NULL, 10) : 0;
+
+      if (first >= 8 + header_len)
+        {
+          g_mutex_lock (&hub->lock);
+          hub->stalled++;
+          g_mutex_unlock (&hub->lock);
+          soup_server_message_pause (msg);
+          return;
+        }
     }
   /* SoupServer answers a Range itself (206) from the whole body. */
   soup_message_headers_append (soup_server_message_get_response_headers (msg),
@@ -865,6 +899,330 @@ test_ring_display (Fixture       *fixture,
   dc_infer_ring_close (ring);
 }
 
+/* ---- running across the group ---- */
+
+static gboolean
+ring_has_offer (gpointer data)
+{
+  DcInferRing *ring = data;
+
+  return dc_infer_ring_get_n_offers (ring) >= 1 && dc_infer_ring_get_n_measured (ring) >= 1;
+}
+
+static gboolean
+group_run_over (gpointer data)
+{
+  DcInferPage *page = data;
+  g_autofree char *text = dc_infer_page_dup_ring_text (page);
+
+  return strstr (text, "Verify: ") != NULL ||
+         g_str_has_prefix (dc_infer_page_get_status (page), "Could not");
+}
+
+static void
+count_offers_cb (DcGroup  *group,
+                 DcPeer   *peer,
+                 guint     type,
+                 GBytes   *payload,
+                 guint    *offers)
+{
+  if (type == DC_MESH_MSG_RING_OFFER)
+    (*offers)++;
+}
+
+static gboolean
+offer_arrived (gpointer data)
+{
+  return *(guint *) data > 0;
+}
+
+static gboolean
+group_is_host (gpointer data)
+{
+  return dc_group_get_state (data) == DC_GROUP_STATE_HOST;
+}
+
+static gboolean
+is_run_on_row (GtkWidget *widget,
+               gpointer   user_data)
+{
+  return ADW_IS_COMBO_ROW (widget) &&
+         g_strcmp0 (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (widget)), "Run On") == 0;
+}
+
+/* Issue 16 (starting a ring from the app): the Infer view runs its prompt
+ * across the group. This app is the head of a room it created; a
+ * `daisychain-cli join --serve-layers` process (its own cache, the same
+ * local Hub) joins it.
+ * Run On is off until that device is there; then “Across the Group” plans
+ * (the Ring group shows both devices before anything runs), streams the
+ * answer into the output and checks it on this device: VERIFIED. The
+ * memory this device offers (two of llama-tiny's six layers and the ends)
+ * makes the plan need the other device. */
+static void
+test_across_group (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  const char *signal_args[] = { "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
+                                NULL };
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autoptr(DcGroup) group = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *room = dc_room_generate_code ();
+  g_autofree char *cache = NULL, *stage_memory = NULL, *output = NULL, *text = NULL;
+  g_autofree char *url = NULL;
+  char *ice[] = { (char *) "127.0.0.1", NULL };
+  DcTestProc *signal_proc, *stage;
+  const DcHfConfig *hf;
+  guint offers = 0;
+  guint64 layer, ends;
+  GtkWidget *run_on;
+
+  signal_proc = dc_test_proc_spawn ("signal", NULL, FALSE, signal_args);
+  url = g_strdup (json_object_get_string_member (
+    dc_test_proc_expect (signal_proc, "listening", NULL, TIMEOUT_MS), "url"));
+
+  repo = dc_model_repo_open (dc_context_get_hf_client (fixture->context), "open/llama-tiny",
+                             NULL, &error);
+  g_assert_no_error (error);
+  hf = dc_model_repo_get_config (repo);
+  layer = dc_hf_model_part_memory_bytes (hf, 0, 1, FALSE, 64);
+  ends = dc_hf_model_part_memory_bytes (hf, 0, 0, TRUE, 64);
+  config.create = TRUE;
+  config.approve = DC_MESH_APPROVE_ALL;
+  config.hello = dc_context_new_hello (fixture->context, "alpha");
+  config.peer.ice_addresses = g_strdupv (ice);
+  group = dc_group_new (&config);
+  g_assert_true (dc_group_join_room (group, url, room, &error));
+  g_assert_no_error (error);
+  /* This device hosts the room before the other asks to join it. */
+  g_assert_true (dc_test_wait_until (group_is_host, group, TIMEOUT_MS));
+  dc_infer_page_set_group (fixture->page, group);
+  _dc_infer_page_set_ring_memory (fixture->page, ends + 2 * layer + layer / 2);
+  g_settings_set_int (fixture->settings, "infer-tokens", 8);
+  g_settings_set_int (fixture->settings, "infer-context", 64);
+  g_settings_set_int (fixture->settings, "infer-temperature-x100", 0);
+  g_signal_connect (group, "message", G_CALLBACK (count_offers_cb), &offers);
+  run_on = dc_test_find_descendant (GTK_WIDGET (fixture->page), is_run_on_row, NULL);
+  g_assert_nonnull (run_on);
+  /* No model yet: this device only. */
+  g_assert_false (gtk_widget_get_sensitive (run_on));
+
+  /* The other device: a CLI stage with a cache of its own. It joins, and
+   * offers its layers, before a model is chosen here: the view's ring,
+   * made then, must ask for that offer again. */
+  cache = g_dir_make_tmp ("dc-ui-ring-XXXXXX", NULL);
+  g_assert_nonnull (cache);
+  stage_memory = g_strdup_printf ("%.6f", (4 * layer + layer / 2) / 1e6);
+  {
+    const char *stage_args[] = { "join", "--json", "--serve-layers", "--signal", url, "--room",
+                                 room, "--name", "beta", "--ice-address", "127.0.0.1",
+                                 "--memory-mb", stage_memory, NULL };
+
+    /* The child copies the environment when it is spawned. */
+    g_setenv ("DC_MODEL_CACHE_DIR", cache, TRUE);
+    stage = dc_test_proc_spawn ("beta", NULL, FALSE, stage_args);
+    g_unsetenv ("DC_MODEL_CACHE_DIR");
+  }
+  g_assert_true (dc_test_wait_until (offer_arrived, &offers, TIMEOUT_MS));
+  g_assert_false (gtk_widget_get_sensitive (run_on));
+  dc_infer_page_set_repo (fixture->page, repo);
+  g_assert_true (dc_test_wait_until (ring_has_offer,
+                                     dc_infer_page_get_group_ring (fixture->page),
+                                     TIMEOUT_MS));
+  g_assert_true (gtk_widget_get_sensitive (run_on));
+
+  adw_combo_row_set_selected (ADW_COMBO_ROW (run_on), 1);
+  dc_infer_page_set_prompt (fixture->page, "The ring of devices");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->page), "infer.generate",
+                                             NULL));
+  g_assert_true (dc_infer_page_is_busy (fixture->page));
+  g_assert_true (dc_test_wait_until (group_run_over, fixture->page, 3 * TIMEOUT_MS));
+  text = dc_infer_page_dup_ring_text (fixture->page);
+  g_test_message ("%s", text);
+  g_test_message ("status: %s", dc_infer_page_get_status (fixture->page));
+  /* The plan as shown: this device with the ends, the other with the rest. */
+  g_assert_nonnull (strstr (text, "alpha: layers 0–"));
+  g_assert_nonnull (strstr (text, "and the embedding and head"));
+  g_assert_nonnull (strstr (text, "beta: layers "));
+  g_assert_nonnull (strstr (text, "Verify: VERIFIED: the distributed run and the single-device "
+                                  "run produced identical token ids"));
+  g_assert_cmpstr (dc_infer_page_get_status (fixture->page), ==, "Done");
+  g_assert_false (dc_infer_page_is_busy (fixture->page));
+  output = dc_infer_page_dup_output (fixture->page);
+  g_assert_true (g_str_has_prefix (output, "The ring of devices"));
+  g_assert_cmpuint (strlen (output), >, strlen ("The ring of devices"));
+  g_object_unref (dc_test_render_widget (GTK_WIDGET (fixture->window), "infer-across-group"));
+  /* The other device held its layers, saw the answer, and was released. */
+  dc_test_proc_expect (stage, "ring-assigned", NULL, TIMEOUT_MS);
+  dc_test_proc_expect (stage, "ring-token", NULL, TIMEOUT_MS);
+  dc_test_proc_expect (stage, "ring-closed", NULL, TIMEOUT_MS);
+
+  dc_infer_page_set_group (fixture->page, NULL);
+  g_signal_handlers_disconnect_by_data (group, &offers);
+  g_subprocess_send_signal (stage->process, SIGTERM);
+  dc_test_proc_expect_exit (stage, TIMEOUT_MS);
+  dc_test_proc_free (stage);
+  g_subprocess_send_signal (signal_proc->process, SIGTERM);
+  dc_test_proc_free (signal_proc);
+  dc_test_remove_tree (cache);
+}
+
+static gboolean
+hub_stalled (gpointer data)
+{
+  guint n;
+
+  g_mutex_lock (&hub->lock);
+  n = hub->stalled;
+  g_mutex_unlock (&hub->lock);
+  return n > 0;
+}
+
+static gboolean
+head_loaded (gpointer data)
+{
+  DcInferRing *ring = data;
+
+  return dc_infer_ring_get_plan (ring) != NULL &&
+         dc_infer_ring_get_stage_downloaded (ring, 0) > 0;
+}
+
+static gboolean
+page_not_busy (gpointer data)
+{
+  return !dc_infer_page_is_busy (data);
+}
+
+/* Stop while a device of the group is still fetching its layers (its Hub
+ * stalls; this device's cache is empty, so it cannot send them) ends the
+ * run at once: “Stopped”, the device released, Run On back on. Without
+ * the ring's cancel it would wait for that device (15 minutes). */
+static void
+test_group_stop (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  const char *signal_args[] = { "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
+                                NULL };
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autoptr(DcGroup) group = NULL;
+  g_autoptr(DcModelRepo) repo = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *room = dc_room_generate_code ();
+  g_autofree char *cache = NULL, *head_cache = NULL, *stage_memory = NULL, *url = NULL;
+  g_autofree char *stall_url = g_strdup_printf ("%s/stall", hub->url);
+  char *ice[] = { (char *) "127.0.0.1", NULL };
+  DcModelRepoOptions options = { 0 };
+  DcTestProc *signal_proc, *stage;
+  const DcHfConfig *hf;
+  guint64 layer, ends;
+  GtkWidget *run_on;
+
+  signal_proc = dc_test_proc_spawn ("signal", NULL, FALSE, signal_args);
+  url = g_strdup (json_object_get_string_member (
+    dc_test_proc_expect (signal_proc, "listening", NULL, TIMEOUT_MS), "url"));
+  head_cache = g_dir_make_tmp ("dc-ui-ring-head-XXXXXX", NULL);
+  options.cache_dir = head_cache;
+  repo = dc_model_repo_open_full (dc_context_get_hf_client (fixture->context),
+                                  "open/llama-tiny", &options, NULL, &error);
+  g_assert_no_error (error);
+  hf = dc_model_repo_get_config (repo);
+  layer = dc_hf_model_part_memory_bytes (hf, 0, 1, FALSE, 64);
+  ends = dc_hf_model_part_memory_bytes (hf, 0, 0, TRUE, 64);
+  config.create = TRUE;
+  config.approve = DC_MESH_APPROVE_ALL;
+  config.hello = dc_context_new_hello (fixture->context, "alpha");
+  config.peer.ice_addresses = g_strdupv (ice);
+  group = dc_group_new (&config);
+  g_assert_true (dc_group_join_room (group, url, room, &error));
+  g_assert_true (dc_test_wait_until (group_is_host, group, TIMEOUT_MS));
+  dc_infer_page_set_group (fixture->page, group);
+  _dc_infer_page_set_ring_memory (fixture->page, ends + 2 * layer + layer / 2);
+  g_settings_set_int (fixture->settings, "infer-context", 64);
+  dc_infer_page_set_repo (fixture->page, repo);
+
+  cache = g_dir_make_tmp ("dc-ui-ring-XXXXXX", NULL);
+  stage_memory = g_strdup_printf ("%.6f", (4 * layer + layer / 2) / 1e6);
+  {
+    const char *stage_args[] = { "join", "--json", "--serve-layers", "--signal", url, "--room",
+                                 room, "--name", "beta", "--ice-address", "127.0.0.1",
+                                 "--memory-mb", stage_memory, NULL };
+
+    g_setenv ("DC_MODEL_CACHE_DIR", cache, TRUE);
+    g_setenv ("HF_ENDPOINT", stall_url, TRUE);
+    stage = dc_test_proc_spawn ("beta", NULL, FALSE, stage_args);
+    g_setenv ("HF_ENDPOINT", hub->url, TRUE);
+    g_unsetenv ("DC_MODEL_CACHE_DIR");
+  }
+  g_assert_true (dc_test_wait_until (ring_has_offer,
+                                     dc_infer_page_get_group_ring (fixture->page),
+                                     TIMEOUT_MS));
+  run_on = dc_test_find_descendant (GTK_WIDGET (fixture->page), is_run_on_row, NULL);
+  adw_combo_row_set_selected (ADW_COMBO_ROW (run_on), 1);
+  dc_infer_page_set_prompt (fixture->page, "The ring of devices");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->page), "infer.generate",
+                                             NULL));
+  /* This device holds its part; the other waits for its Hub. */
+  g_assert_true (dc_test_wait_until (hub_stalled, NULL, TIMEOUT_MS));
+  g_assert_true (dc_test_wait_until (head_loaded, dc_infer_page_get_group_ring (fixture->page),
+                                     TIMEOUT_MS));
+  g_assert_true (dc_infer_page_is_busy (fixture->page));
+  g_assert_false (gtk_widget_get_sensitive (run_on));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->page), "infer.stop", NULL));
+  g_assert_true (dc_test_wait_until (page_not_busy, fixture->page, TIMEOUT_MS));
+  g_assert_cmpstr (dc_infer_page_get_status (fixture->page), ==, "Stopped");
+  g_assert_true (gtk_widget_get_sensitive (run_on));
+  dc_test_proc_expect (stage, "ring-closed", NULL, TIMEOUT_MS);
+
+  dc_infer_page_set_group (fixture->page, NULL);
+  g_subprocess_send_signal (stage->process, SIGTERM);
+  dc_test_proc_expect_exit (stage, TIMEOUT_MS);
+  dc_test_proc_free (stage);
+  g_subprocess_send_signal (signal_proc->process, SIGTERM);
+  dc_test_proc_free (signal_proc);
+  dc_test_remove_tree (cache);
+  dc_test_remove_tree (head_cache);
+}
+
+/* This device as another device's stage: the Serving row (and the line
+ * under Choose Model) says what it holds and for what, a toast announces
+ * the request, the answer streams into the output, and the row goes when
+ * the ring closes. The events are the DcRingServer's (test-infer-ring runs
+ * the server itself against a real head). */
+static void
+test_serving_display (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_auto(DcMeshConfig) config = { 0 };
+  g_autoptr(DcGroup) group = NULL;
+  g_autoptr(DcRingServer) server = NULL;
+  g_autofree char *output = NULL;
+  const char *says = "A device of the group runs a model across it: this device holds "
+                     "test/llama-tiny layers 2-3";
+
+  config.create = TRUE;
+  config.hello = dc_context_new_hello (fixture->context, "beta");
+  group = dc_group_new (&config);
+  server = dc_ring_server_new (fixture->context, group, 1000000);
+  dc_infer_page_set_ring_server (fixture->page, server);
+  g_assert_cmpstr (dc_infer_page_get_serving (fixture->page), ==, "");
+
+  g_signal_emit_by_name (server, "event", "assigned", "test/llama-tiny layers 2-3",
+                         (guint64) 1);
+  g_assert_cmpstr (dc_infer_page_get_serving (fixture->page), ==, says);
+  g_assert_cmpstr (fixture->last_toast, ==, says);
+  g_signal_emit_by_name (server, "event", "loaded", "test/llama-tiny", (guint64) 1452032);
+  g_assert_true (g_str_has_prefix (dc_infer_page_get_serving (fixture->page),
+                                   "Holding the layers of test/llama-tiny for the group ("));
+  g_signal_emit_by_name (server, "event", "token", " ring", (guint64) 7);
+  output = dc_infer_page_dup_output (fixture->page);
+  g_assert_cmpstr (output, ==, " ring");
+  g_signal_emit_by_name (server, "event", "closed", "alpha", (guint64) 0);
+  g_assert_cmpstr (dc_infer_page_get_serving (fixture->page), ==, "");
+  dc_infer_page_set_ring_server (fixture->page, NULL);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -873,6 +1231,8 @@ main (int    argc,
 
   gtk_test_init (&argc, &argv, NULL);
   adw_init ();
+  /* The group's peers are webrtcbin pipelines (the app's main does this). */
+  gst_init (&argc, &argv);
   /* DcApplication registers them at startup; these tests run without it. */
   dc_ui_register_resource ();
   hub_start ();
@@ -893,6 +1253,12 @@ main (int    argc,
               test_cache_settings, fixture_tear_down);
   g_test_add ("/dc/ui/infer/ring-display", Fixture, NULL, fixture_set_up,
               test_ring_display, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/across-group", Fixture, NULL, fixture_set_up,
+              test_across_group, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/serving-display", Fixture, NULL, fixture_set_up,
+              test_serving_display, fixture_tear_down);
+  g_test_add ("/dc/ui/infer/group-stop", Fixture, NULL, fixture_set_up,
+              test_group_stop, fixture_tear_down);
 
   status = g_test_run ();
   hub_stop ();

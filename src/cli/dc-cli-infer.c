@@ -277,6 +277,7 @@ typedef struct
   int       min_peers;
   double    memory_mb;
   gboolean  verify;
+  gboolean  test_lie;
 } RingArgs;
 
 static void
@@ -384,6 +385,9 @@ add_plan (JsonBuilder *builder,
       json_builder_add_double_value (builder, s->ms_per_token);
       json_builder_set_member_name (builder, "head");
       json_builder_add_boolean_value (builder, s->ends);
+      /* Weight bytes this device sent the stage from its model cache. */
+      json_builder_set_member_name (builder, "served_bytes");
+      json_builder_add_int_value (builder, (gint64) dc_infer_ring_get_stage_served (ring, i));
       json_builder_end_object (builder);
     }
   json_builder_end_array (builder);
@@ -710,7 +714,6 @@ ring_verify (DcContext             *context,
   g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
   g_autoptr(GArray) ids = g_array_new (FALSE, FALSE, sizeof (guint32));
   VerifyState v = { loop, FALSE, NULL, 0, FALSE, ids, NULL };
-  guint n;
 
   *verified = FALSE;
   dc_infer_session_load_async (session, NULL, verify_loaded_cb, &v);
@@ -733,19 +736,7 @@ ring_verify (DcContext             *context,
       g_free (v.failure);
       return NULL;
     }
-  n = MIN (ids->len, ring_ids->len);
-  for (guint i = 0; i < n; i++)
-    if (g_array_index (ids, guint32, i) != g_array_index (ring_ids, guint32, i))
-      return g_strdup_printf ("NOT VERIFIED: the distributed run and the single-device run "
-                              "differ first at token %u (%u distributed, %u on one device)", i,
-                              g_array_index (ring_ids, guint32, i),
-                              g_array_index (ids, guint32, i));
-  if (ids->len != ring_ids->len)
-    return g_strdup_printf ("NOT VERIFIED: the distributed run made %u tokens, the "
-                            "single-device run %u", ring_ids->len, ids->len);
-  *verified = TRUE;
-  return g_strdup ("VERIFIED: the distributed run and the single-device run produced "
-                   "identical token ids");
+  return dc_infer_ring_compare_ids (ring_ids, ids, verified);
 }
 
 static int
@@ -788,6 +779,7 @@ ring_run (DcCliOptions          *options,
                             (guint64) (args->memory_mb * 1e6));
   if (args->test_fault != NULL)
     _dc_infer_ring_set_test_fault (ring, args->test_fault);
+  _dc_infer_ring_set_test_lie (ring, args->test_lie);
 
   if (room == NULL)
     {
@@ -978,6 +970,8 @@ dc_cli_infer_run (const DcCliCommand  *command,
       N_("Test: claim this kernel probe hash"), "HEX" },
     { "test-hop-fault", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &ring.test_fault,
       N_("Test: the first hop carries a NaN (nan) or another model's id (model)"), "nan|model" },
+    { "test-serve-lie", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &ring.test_lie,
+      N_("Test: weight bytes sent to the stages do not match their sha256"), NULL },
     { NULL }
   };
   g_autoptr(GError) error = NULL;

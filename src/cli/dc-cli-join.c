@@ -348,6 +348,9 @@ ring_server_event_cb (DcRingServer *server,
   else if (g_str_equal (kind, "loaded"))
     g_printerr (_("daisychain-cli: my slice of %s is loaded (%" G_GUINT64_FORMAT
                   " bytes downloaded)\n"), detail, value);
+  else if (g_str_equal (kind, "from-head"))
+    g_printerr (_("daisychain-cli: %" G_GUINT64_FORMAT " bytes of my slice came from the "
+                  "cache of the head “%s”\n"), value, detail);
   else if (g_str_equal (kind, "assigned"))
     g_printerr (_("daisychain-cli: the head gives this device %s\n"), detail);
   else

@@ -58,6 +58,8 @@ typedef struct
   char     *name;
   gboolean  ready;
   guint64   downloaded;
+  guint64   served;    /* weight bytes this device sent it from its cache */
+  GPtrArray *tensors;  /* its layers' DcSafetensorsTensor*, once it asked for bytes */
 } StageInfo;
 
 static void
@@ -67,6 +69,7 @@ stage_info_clear (gpointer data)
 
   g_free (info->id);
   g_free (info->name);
+  g_clear_pointer (&info->tensors, g_ptr_array_unref);
 }
 
 struct _DcInferRing
@@ -89,6 +92,8 @@ struct _DcInferRing
   GTask          *prepare;       /* while preparing */
   guint           prepare_gen;   /* which prepare a finishing load belongs to */
   guint           prepare_timeout;
+  GCancellable   *prepare_cancellable;   /* the caller's, while preparing */
+  gulong          prepare_cancel_id;
   gboolean        own_loaded;
   DcHfModel      *model;         /* this device's part */
   DcHfKvCache    *cache;
@@ -97,6 +102,8 @@ struct _DcInferRing
   DcInferSession *session;
   gboolean        lost_peer;
   char           *test_fault;    /* generation thread, set before it runs */
+  gboolean        test_lie;      /* serve stages bytes that do not match their sha256 */
+  guint           serving;       /* cache reads for stages under way */
 
   /* Between the generation thread and the main thread. */
   GMutex          lock;
@@ -170,8 +177,12 @@ static DcPeer *
 find_peer (DcInferRing *self,
            const char  *id)
 {
-  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (dc_group_get_mesh (self->group));
+  g_autoptr(GPtrArray) peers = NULL;
 
+  /* The group left its room: no peer. */
+  if (dc_group_get_mesh (self->group) == NULL)
+    return NULL;
+  peers = dc_mesh_dup_peers (dc_group_get_mesh (self->group));
   for (guint i = 0; i < peers->len; i++)
     if (g_strcmp0 (dc_peer_get_id (g_ptr_array_index (peers, i)), id) == 0)
       return g_object_ref (g_ptr_array_index (peers, i));
@@ -318,6 +329,12 @@ handle_offer (DcInferRing *self,
       offer_free (offer);
       return;
     }
+  /* Another head asking for offers: for this device's ring server. */
+  if (offer->offer.flags & DC_MESH_RING_OFFER_ASK)
+    {
+      offer_free (offer);
+      return;
+    }
   offer->id = g_strdup (dc_peer_get_id (peer));
   offer->name = g_strdup (dc_peer_get_name (peer));
   offer->probe_hash = g_strdup (hello != NULL ? hello->probe_hash : "");
@@ -336,6 +353,32 @@ handle_offer (DcInferRing *self,
   g_hash_table_replace (self->offers, offer->id, offer);
   emit_event (self, "offer", offer->name, offer->offer.memory_bytes);
   send_ping (self, offer);
+}
+
+/* Devices already in the group offered their layers when they met this one,
+ * before this ring existed: they are asked again (an app that chooses a
+ * model after its group formed). Newcomers offer by themselves. */
+static void
+ask_offers (DcInferRing *self)
+{
+  DcMeshRingOffer ask = { 0, 1.0, DC_MESH_RING_OFFER_ASK };
+  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GPtrArray) peers = NULL;
+
+  if (dc_group_get_mesh (self->group) == NULL)
+    return;   /* in no room yet */
+  payload = dc_mesh_ring_offer_encode (&ask);
+  peers = dc_mesh_dup_peers (dc_group_get_mesh (self->group));
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+      g_autoptr(GError) error = NULL;
+
+      if (dc_peer_get_state (peer) == DC_PEER_STATE_OPEN &&
+          !dc_peer_send (peer, DC_MESH_MSG_RING_OFFER, payload, &error))
+        g_message ("ring: could not ask %s for layers: %s", dc_peer_get_name (peer),
+                   error->message);
+    }
 }
 
 /* ---- waking the helpers --------------------------------------------------- */
@@ -455,6 +498,186 @@ dc_infer_ring_get_n_measured (DcInferRing *self)
   return n;
 }
 
+/* ---- weight bytes for the stages -------------------------------------- */
+
+/* Cache reads for stages at once: a stage reads its tensors one at a time
+ * and waits for each answer, so 8 stages load at once; 8 reads hold at most
+ * 8 × (a 16 MiB cached piece and a 4 MiB answer), 160 MB. More are refused
+ * (that stage uses its Hub). */
+#define RING_MAX_SERVING 8
+
+typedef struct
+{
+  DcModelRepo *repo;
+  char        *peer_id;
+  guint        stage;
+  guint8       run_id[DC_MESH_RING_RUN_ID_SIZE];
+  guint32      request;
+  guint64      offset;
+  guint32      length;
+  char        *file;
+  gboolean     lie;
+  GBytes      *data;       /* the answer */
+  guint8       sha256[32];
+  char        *message;    /* or why not */
+} ServeJob;
+
+static void
+serve_job_free (ServeJob *job)
+{
+  g_object_unref (job->repo);
+  g_free (job->peer_id);
+  g_free (job->file);
+  g_clear_pointer (&job->data, g_bytes_unref);
+  g_free (job->message);
+  g_free (job);
+}
+
+static void
+send_bytes (DcInferRing  *self,
+            const char   *peer_id,
+            const guint8 *run_id,
+            guint32       request,
+            guint64       offset,
+            const guint8 *sha256,
+            GBytes       *data,
+            const char   *message)
+{
+  DcMeshRingBytes answer = { { 0 } };
+  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GError) error = NULL;
+
+  memcpy (answer.run_id, run_id, sizeof answer.run_id);
+  answer.request = request;
+  answer.offset = offset;
+  if (sha256 != NULL)
+    memcpy (answer.sha256, sha256, sizeof answer.sha256);
+  answer.message = (char *) message;
+  answer.data = data;
+  payload = dc_mesh_ring_bytes_encode (&answer);
+  if (!send_to (self, peer_id, DC_MESH_MSG_RING_BYTES, payload, &error))
+    g_message ("ring: could not send weight bytes to %s: %s", peer_id, error->message);
+}
+
+static void
+serve_worker (GTask        *task,
+              gpointer      source,
+              gpointer      data,
+              GCancellable *cancellable)
+{
+  ServeJob *job = data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GChecksum) checksum = NULL;
+  gsize len = sizeof job->sha256;
+
+  job->data = dc_model_repo_read_held (job->repo, job->file, job->offset, job->length, &error);
+  if (job->data == NULL)
+    {
+      job->message = g_strdup (error->message);
+      g_task_return_boolean (task, TRUE);
+      return;
+    }
+  checksum = g_checksum_new (G_CHECKSUM_SHA256);
+  g_checksum_update (checksum, g_bytes_get_data (job->data, NULL), job->length);
+  g_checksum_get_digest (checksum, job->sha256, &len);
+  if (job->lie)
+    {
+      /* Tests: the bytes differ from the ones hashed. */
+      g_autofree guint8 *copy = g_memdup2 (g_bytes_get_data (job->data, NULL), job->length);
+
+      copy[0] ^= 0x5a;
+      g_bytes_unref (job->data);
+      job->data = g_bytes_new_take (g_steal_pointer (&copy), job->length);
+    }
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+serve_done_cb (GObject      *source,
+               GAsyncResult *result,
+               gpointer      user_data)
+{
+  DcInferRing *self = DC_INFER_RING (source);
+  ServeJob *job = g_task_get_task_data (G_TASK (result));
+
+  self->serving--;
+  /* A ring replanned meanwhile: that stage's run is over. */
+  if (self->stages == NULL || memcmp (job->run_id, self->run_id, sizeof self->run_id) != 0)
+    return;
+  if (job->data != NULL && job->stage < self->stages->len)
+    g_array_index (self->stages, StageInfo, job->stage).served += job->length;
+  send_bytes (self, job->peer_id, job->run_id, job->request, job->offset, job->sha256,
+              job->data, job->message);
+}
+
+/* A stage asks for bytes of its layers: served from this device's cache
+ * only (never downloaded for it), and only inside its own tensors. */
+static void
+handle_fetch (DcInferRing *self,
+              DcPeer      *peer,
+              GBytes      *payload)
+{
+  g_auto(DcMeshRingFetch) fetch = { { 0 } };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GTask) task = NULL;
+  int stage = stage_of (self, dc_peer_get_id (peer));
+  const DcRingStage *s;
+  StageInfo *info;
+  ServeJob *job;
+
+  if (!dc_mesh_ring_fetch_decode (payload, &fetch, &error))
+    {
+      g_message ("ring: %s sent %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (stage < 0 || self->plan == NULL ||
+      memcmp (fetch.run_id, self->run_id, sizeof self->run_id) != 0)
+    {
+      send_bytes (self, dc_peer_get_id (peer), fetch.run_id, fetch.request, fetch.offset, NULL,
+                  NULL, "this device runs no ring with you");
+      return;
+    }
+  info = &g_array_index (self->stages, StageInfo, stage);
+  s = dc_ring_plan_get_stage (self->plan, (guint) stage);
+  if (info->tensors == NULL)
+    info->tensors = dc_hf_model_list_part_tensors (dc_model_repo_get_config (self->repo),
+                                                   DC_TENSOR_SOURCE (self->repo), s->first,
+                                                   s->last, FALSE, &error);
+  if (info->tensors == NULL ||
+      !dc_model_repo_range_in_tensors (self->repo, fetch.file, fetch.offset,
+                                       fetch.offset + fetch.length, info->tensors))
+    {
+      g_autofree char *why =
+        g_strdup_printf ("bytes %" G_GUINT64_FORMAT "–%" G_GUINT64_FORMAT " of %s are not in "
+                         "layers %u to %u", fetch.offset, fetch.offset + fetch.length,
+                         fetch.file, s->first, s->last - 1);
+
+      send_bytes (self, dc_peer_get_id (peer), fetch.run_id, fetch.request, fetch.offset, NULL,
+                  NULL, why);
+      return;
+    }
+  if (self->serving >= RING_MAX_SERVING)
+    {
+      send_bytes (self, dc_peer_get_id (peer), fetch.run_id, fetch.request, fetch.offset, NULL,
+                  NULL, "too many requests at once");
+      return;
+    }
+  job = g_new0 (ServeJob, 1);
+  job->repo = g_object_ref (self->repo);
+  job->peer_id = g_strdup (dc_peer_get_id (peer));
+  job->stage = (guint) stage;
+  memcpy (job->run_id, fetch.run_id, sizeof job->run_id);
+  job->request = fetch.request;
+  job->offset = fetch.offset;
+  job->length = fetch.length;
+  job->file = g_steal_pointer (&fetch.file);
+  job->lie = self->test_lie;
+  self->serving++;
+  task = g_task_new (self, NULL, serve_done_cb, NULL);
+  g_task_set_task_data (task, job, (GDestroyNotify) serve_job_free);
+  g_task_run_in_thread (task, serve_worker);
+}
+
 static void
 message_cb (DcGroup  *group,
             DcPeer   *peer,
@@ -477,6 +700,9 @@ message_cb (DcGroup  *group,
       break;
     case DC_MESH_MSG_PONG:
       handle_pong (self, peer, payload);
+      break;
+    case DC_MESH_MSG_RING_FETCH:
+      handle_fetch (self, peer, payload);
       break;
     default:
       break;
@@ -854,6 +1080,11 @@ prepare_finish_task (DcInferRing *self,
   if (self->prepare_timeout != 0)
     g_source_remove (self->prepare_timeout);
   self->prepare_timeout = 0;
+  /* Never called from the cancelled handler itself (it only schedules). */
+  if (self->prepare_cancel_id != 0)
+    g_cancellable_disconnect (self->prepare_cancellable, self->prepare_cancel_id);
+  self->prepare_cancel_id = 0;
+  g_clear_object (&self->prepare_cancellable);
   if (task == NULL)
     {
       g_clear_error (&error);
@@ -900,6 +1131,33 @@ prepare_timeout_cb (gpointer data)
                                    "the ring's devices were not ready within %u s",
                                    DC_INFER_RING_READY_TIMEOUT_S));
   return G_SOURCE_REMOVE;
+}
+
+static gboolean
+prepare_cancelled_idle_cb (gpointer data)
+{
+  DcInferRing *self = data;
+
+  if (self->prepare != NULL && self->prepare_cancellable != NULL &&
+      g_cancellable_is_cancelled (self->prepare_cancellable))
+    prepare_fail (self, g_error_new_literal (G_IO_ERROR, G_IO_ERROR_CANCELLED,
+                                             "the run was stopped"));
+  return G_SOURCE_REMOVE;
+}
+
+/* A cancel while the stages fetch their layers ends the prepare at once,
+ * not when they are ready. The handler may run on any thread: it only
+ * schedules the end on the ring's context. */
+static void
+prepare_cancelled_cb (GCancellable *cancellable,
+                      gpointer      data)
+{
+  DcInferRing *self = data;
+  g_autoptr(GSource) source = g_idle_source_new ();
+
+  g_source_set_callback (source, prepare_cancelled_idle_cb, g_object_ref (self),
+                         g_object_unref);
+  g_source_attach (source, self->main_context);
 }
 
 typedef struct
@@ -1138,6 +1396,13 @@ dc_infer_ring_prepare_async (DcInferRing         *self,
     }
   self->prepare_timeout = g_timeout_add_seconds (DC_INFER_RING_READY_TIMEOUT_S,
                                                  prepare_timeout_cb, self);
+  if (cancellable != NULL)
+    {
+      self->prepare_cancellable = g_object_ref (cancellable);
+      self->prepare_cancel_id = g_cancellable_connect (cancellable,
+                                                       G_CALLBACK (prepare_cancelled_cb),
+                                                       self, NULL);
+    }
   own = g_new0 (OwnLoad, 1);
   own->first = dc_ring_plan_get_stage (self->plan, 0)->first;
   own->last = dc_ring_plan_get_stage (self->plan, 0)->last;
@@ -1189,6 +1454,61 @@ dc_infer_ring_get_stage_downloaded (DcInferRing *self,
   g_return_val_if_fail (DC_IS_INFER_RING (self) && self->stages != NULL, 0);
   g_return_val_if_fail (stage < self->stages->len, 0);
   return g_array_index (self->stages, StageInfo, stage).downloaded;
+}
+
+DcModelRepo *
+dc_infer_ring_get_repo (DcInferRing *self)
+{
+  g_return_val_if_fail (DC_IS_INFER_RING (self), NULL);
+  return self->repo;
+}
+
+/**
+ * dc_infer_ring_compare_ids:
+ * @ring_ids: (element-type guint32): the distributed run's token ids
+ * @ids: (element-type guint32): the single-device run's
+ * @verified: (out): whether they are identical
+ *
+ * Returns: (transfer full): the Verify line: “VERIFIED: …” or “NOT
+ *   VERIFIED: …” with the first token that differs
+ */
+char *
+dc_infer_ring_compare_ids (GArray   *ring_ids,
+                           GArray   *ids,
+                           gboolean *verified)
+{
+  guint n = MIN (ids->len, ring_ids->len);
+
+  *verified = FALSE;
+  for (guint i = 0; i < n; i++)
+    if (g_array_index (ids, guint32, i) != g_array_index (ring_ids, guint32, i))
+      return g_strdup_printf ("NOT VERIFIED: the distributed run and the single-device run "
+                              "differ first at token %u (%u distributed, %u on one device)", i,
+                              g_array_index (ring_ids, guint32, i),
+                              g_array_index (ids, guint32, i));
+  if (ids->len != ring_ids->len)
+    return g_strdup_printf ("NOT VERIFIED: the distributed run made %u tokens, the "
+                            "single-device run %u", ring_ids->len, ids->len);
+  *verified = TRUE;
+  return g_strdup ("VERIFIED: the distributed run and the single-device run produced "
+                   "identical token ids");
+}
+
+guint64
+dc_infer_ring_get_stage_served (DcInferRing *self,
+                                guint        stage)
+{
+  g_return_val_if_fail (DC_IS_INFER_RING (self) && self->stages != NULL, 0);
+  g_return_val_if_fail (stage < self->stages->len, 0);
+  return g_array_index (self->stages, StageInfo, stage).served;
+}
+
+void
+_dc_infer_ring_set_test_lie (DcInferRing *self,
+                             gboolean     lie)
+{
+  g_return_if_fail (DC_IS_INFER_RING (self));
+  self->test_lie = lie;
 }
 
 DcInferSession *
@@ -1323,5 +1643,6 @@ dc_infer_ring_new (DcContext   *context,
   self->gmacs = dc_ring_measure_gmacs (dc_context_get_backend (context));
   g_signal_connect (group, "message", G_CALLBACK (message_cb), self);
   g_signal_connect (group, "event", G_CALLBACK (group_event_cb), self);
+  ask_offers (self);
   return self;
 }

@@ -82,6 +82,14 @@ const char     *dc_infer_ring_get_stage_name (DcInferRing  *self,
                                               guint         stage);
 guint64         dc_infer_ring_get_stage_downloaded (DcInferRing *self,
                                                     guint        stage);
+DcModelRepo    *dc_infer_ring_get_repo       (DcInferRing  *self);
+/* The Verify line for a distributed run's ids against one device's. */
+char           *dc_infer_ring_compare_ids    (GArray       *ring_ids,
+                                              GArray       *ids,
+                                              gboolean     *verified);
+/* Weight bytes this device sent STAGE from its model cache (ring-fetch). */
+guint64         dc_infer_ring_get_stage_served (DcInferRing *self,
+                                                guint        stage);
 /* The session that generates through the ring (after prepare). */
 DcInferSession *dc_infer_ring_get_session    (DcInferRing  *self);
 /* Decoded tokens' laps since prepare (one position each): how many, and
@@ -99,6 +107,11 @@ void            dc_infer_ring_close          (DcInferRing  *self);
  * or another model's id ("model"), to see the stage refuse it. */
 void            _dc_infer_ring_set_test_fault (DcInferRing *self,
                                                const char  *fault);
+
+/* Tests: the weight bytes this head serves its stages differ from the
+ * sha256 sent with them, to see the stages refuse them. */
+void            _dc_infer_ring_set_test_lie   (DcInferRing *self,
+                                               gboolean     lie);
 
 /* The checks every received hop passes: NULL when HOP may be used, else the
  * "REFUSED activation …" message (its model is not MODEL, its width not

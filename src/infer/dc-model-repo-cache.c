@@ -398,7 +398,44 @@ disable_cache (DcModelRepo *self,
     }
 }
 
-/* Fetches one piece into @dst and records it in the cache. */
+/* Asks the peer (the ring's head) for one piece. FALSE when it did not send
+ * it: its first refusal is kept and the peer is not asked again, so that a
+ * head without the file costs one round trip, not one per piece. */
+static gboolean
+fetch_piece_from_peer (DcModelRepo  *self,
+                       DcRepoFile   *file,
+                       DcRepoPiece  *p,
+                       guint8       *dst,
+                       GCancellable *cancellable)
+{
+  gsize len = (gsize) (p->end - p->begin);
+  g_autoptr(GError) error = NULL;
+  gboolean ask;
+
+  g_mutex_lock (&self->lock);
+  ask = self->peer_fetch != NULL && self->peer_refusal == NULL;
+  g_mutex_unlock (&self->lock);
+  if (!ask)
+    return FALSE;
+  if (self->peer_fetch (file->name, p->begin, dst, len, self->peer_data, cancellable, &error))
+    {
+      __atomic_add_fetch (&self->bytes_from_peer, len, __ATOMIC_RELAXED);
+      return TRUE;
+    }
+  if (g_cancellable_is_cancelled (cancellable))
+    return FALSE;
+  g_mutex_lock (&self->lock);
+  if (self->peer_refusal == NULL)
+    {
+      self->peer_refusal = g_strdup (error->message);
+      g_message ("%s; fetching the weights of %s from the Hub", error->message, self->repo_id);
+    }
+  g_mutex_unlock (&self->lock);
+  return FALSE;
+}
+
+/* Fetches one piece into @dst (from the peer when one is set, else the
+ * Hub) and records it in the cache. */
 static gboolean
 fetch_piece (DcModelRepo   *self,
              DcRepoFile    *file,
@@ -418,6 +455,13 @@ fetch_piece (DcModelRepo   *self,
   gboolean off;
   DcRepoPiece done;
 
+  if (fetch_piece_from_peer (self, file, p, dst, cancellable))
+    {
+      _dc_model_repo_add_downloaded (self, len);
+      goto record;
+    }
+  if (g_cancellable_set_error_if_cancelled (cancellable, error))
+    return FALSE;
   bytes = dc_hf_client_fetch_range (self->client, file->url, file->st->data_start + p->begin,
                                     len, &total, &linked, cancellable, error);
   if (bytes == NULL)
@@ -438,6 +482,7 @@ fetch_piece (DcModelRepo   *self,
   memcpy (dst, g_bytes_get_data (bytes, NULL), len);
   _dc_model_repo_add_downloaded (self, len);
 
+record:
   g_mutex_lock (&self->lock);
   off = file->cache_off;
   g_mutex_unlock (&self->lock);
@@ -557,3 +602,112 @@ _dc_model_repo_read_hub_tensor (DcModelRepo                *self,
   return TRUE;
 }
 
+
+/* Copies the held bytes of [offset, offset + length) of FILE's data area
+ * into DST: every piece it touches must be in the cache and match its
+ * sha256. */
+static gboolean
+read_held_pieces (DcModelRepo  *self,
+                  DcRepoFile   *file,
+                  guint64       offset,
+                  gsize         length,
+                  guint8       *dst,
+                  GError      **error)
+{
+  guint64 end = offset + length;
+  guint lo = 0, hi;
+
+  g_mutex_lock (&self->lock);
+  if (!file->cache_ready)
+    {
+      g_autoptr(GError) local_error = NULL;
+
+      build_pieces (self, file);
+      if (!open_file_cache (self, file, &local_error))
+        disable_cache (self, file, local_error->message);
+      file->cache_ready = TRUE;
+    }
+  g_mutex_unlock (&self->lock);
+
+  /* The first piece that ends after OFFSET, by binary search. */
+  hi = file->pieces->len;
+  while (lo < hi)
+    {
+      guint mid = lo + (hi - lo) / 2;
+
+      if (g_array_index (file->pieces, DcRepoPiece, mid).end <= offset)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  for (guint64 at = offset; at < end; lo++)
+    {
+      DcRepoPiece copy;
+      gboolean present, off;
+      g_autofree guint8 *buf = NULL;
+      guint64 from, to;
+
+      if (lo >= file->pieces->len)
+        break;
+      g_mutex_lock (&self->lock);
+      copy = g_array_index (file->pieces, DcRepoPiece, lo);
+      present = copy.present;
+      off = file->cache_off;
+      g_mutex_unlock (&self->lock);
+      /* Tensors are contiguous pieces, but a gap between tensors is never held. */
+      if (copy.begin > at || !present || off || file->fd < 0)
+        break;
+      buf = g_malloc (copy.end - copy.begin);
+      if (!read_cached_piece (file, &copy, buf))
+        break;
+      from = at;
+      to = MIN (end, copy.end);
+      memcpy (dst + (from - offset), buf + (from - copy.begin), to - from);
+      at = to;
+      if (at == end)
+        return TRUE;
+    }
+  g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_NOT_FOUND,
+               "bytes %" G_GUINT64_FORMAT "–%" G_GUINT64_FORMAT " of %s are not in this "
+               "device's model cache", offset, end, file->name);
+  return FALSE;
+}
+
+GBytes *
+dc_model_repo_read_held (DcModelRepo   *self,
+                         const char    *file_name,
+                         guint64        offset,
+                         gsize          length,
+                         GError       **error)
+{
+  g_autofree guint8 *dst = NULL;
+  DcRepoFile *file = NULL;
+
+  g_return_val_if_fail (DC_IS_MODEL_REPO (self) && file_name != NULL, NULL);
+
+  for (guint i = 0; i < self->files->len && file == NULL; i++)
+    if (g_str_equal (((DcRepoFile *) g_ptr_array_index (self->files, i))->name, file_name))
+      file = g_ptr_array_index (self->files, i);
+  if (file == NULL || length == 0 || offset > file->st->data_size ||
+      length > file->st->data_size - offset)
+    {
+      g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_NOT_FOUND,
+                   "%s has no weight file “%s” with %" G_GSIZE_FORMAT " bytes at %"
+                   G_GUINT64_FORMAT, self->spec, file_name, length, offset);
+      return NULL;
+    }
+  dst = g_malloc (length);
+  if (self->local_dir != NULL)
+    {
+      if (!_dc_model_repo_pread_all (file->fd, dst, length, file->st->data_start + offset))
+        {
+          g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_NOT_FOUND,
+                       "%s ended before byte %" G_GUINT64_FORMAT, file->path,
+                       offset + length);
+          return NULL;
+        }
+    }
+  else if (!read_held_pieces (self, file, offset, length, dst, error))
+    return NULL;
+  return g_bytes_new_take (g_steal_pointer (&dst), length);
+}

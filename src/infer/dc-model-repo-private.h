@@ -66,6 +66,13 @@ struct _DcModelRepo
   GMutex          lock;               /* the files' cache state and cache_evicted */
   gboolean        cache_evicted;
   gboolean        cache_warned;
+
+  /* Weights from another device first (set before any read). */
+  DcModelRepoPeerFetch peer_fetch;
+  gpointer        peer_data;
+  GDestroyNotify  peer_destroy;
+  guint64         bytes_from_peer;    /* atomic */
+  char           *peer_refusal;       /* under lock; set once: the peer is not asked again */
 };
 
 void      _dc_model_repo_add_downloaded   (DcModelRepo                *self,

@@ -88,6 +88,9 @@ dc_model_repo_finalize (GObject *object)
   g_free (self->local_dir);
   g_free (self->cache_dir);
   g_free (self->dtype);
+  g_free (self->peer_refusal);
+  if (self->peer_destroy != NULL)
+    self->peer_destroy (self->peer_data);
   g_mutex_clear (&self->lock);
 
   G_OBJECT_CLASS (dc_model_repo_parent_class)->finalize (object);
@@ -933,6 +936,66 @@ dc_model_repo_get_bytes_downloaded (DcModelRepo *self)
 {
   g_return_val_if_fail (DC_IS_MODEL_REPO (self), 0);
   return __atomic_load_n (&self->bytes_downloaded, __ATOMIC_RELAXED);
+}
+
+void
+dc_model_repo_set_peer_fetch (DcModelRepo          *self,
+                              DcModelRepoPeerFetch  fetch,
+                              gpointer              user_data,
+                              GDestroyNotify        destroy)
+{
+  g_return_if_fail (DC_IS_MODEL_REPO (self));
+  g_return_if_fail (self->peer_fetch == NULL);
+
+  if (self->local_dir != NULL)
+    {
+      if (destroy != NULL)
+        destroy (user_data);
+      return;
+    }
+  self->peer_fetch = fetch;
+  self->peer_data = user_data;
+  self->peer_destroy = destroy;
+}
+
+guint64
+dc_model_repo_get_bytes_from_peer (DcModelRepo *self)
+{
+  g_return_val_if_fail (DC_IS_MODEL_REPO (self), 0);
+  return __atomic_load_n (&self->bytes_from_peer, __ATOMIC_RELAXED);
+}
+
+char *
+dc_model_repo_dup_peer_refusal (DcModelRepo *self)
+{
+  char *refusal;
+
+  g_return_val_if_fail (DC_IS_MODEL_REPO (self), NULL);
+  g_mutex_lock (&self->lock);
+  refusal = g_strdup (self->peer_refusal);
+  g_mutex_unlock (&self->lock);
+  return refusal;
+}
+
+gboolean
+dc_model_repo_range_in_tensors (DcModelRepo *self,
+                                const char  *file,
+                                guint64      begin,
+                                guint64      end,
+                                GPtrArray   *tensors)
+{
+  g_return_val_if_fail (DC_IS_MODEL_REPO (self) && file != NULL && tensors != NULL, FALSE);
+
+  for (guint i = 0; i < tensors->len; i++)
+    {
+      const DcSafetensorsTensor *t = g_ptr_array_index (tensors, i);
+      DcRepoFile *f = g_hash_table_lookup (self->by_tensor, t);
+
+      if (f != NULL && g_str_equal (f->name, file) && begin >= t->begin && end <= t->end &&
+          begin < end)
+        return TRUE;
+    }
+  return FALSE;
 }
 
 /**

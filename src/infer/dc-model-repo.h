@@ -104,6 +104,52 @@ guint64           dc_model_repo_get_memory_bytes (DcModelRepo *self,
                                                   guint        context);
 const char       *dc_model_repo_get_cache_dir  (DcModelRepo *self);
 GBytes           *dc_model_repo_get_tokenizer_config (DcModelRepo *self);
+/**
+ * DcModelRepoPeerFetch:
+ * @file: the weight file ("model.safetensors" or a shard's name)
+ * @offset: the first byte, counted from the start of @file's data area
+ * @dst: (out caller-allocates): receives @length bytes
+ * @error: why the other device did not send them (the repo then fetches
+ *   them from the Hub)
+ *
+ * Fills @dst with weight bytes from another device (the ring's head, from
+ * its cache), each range checked by the fetcher. Runs on the threads that
+ * load the model.
+ */
+typedef gboolean (*DcModelRepoPeerFetch) (const char    *file,
+                                          guint64        offset,
+                                          guint8        *dst,
+                                          gsize          length,
+                                          gpointer       user_data,
+                                          GCancellable  *cancellable,
+                                          GError       **error);
+
+/* Weights are asked of FETCH first, then (after its first refusal, for the
+ * rest of the repo's life) of the Hub. Before anything is read; Hub repos only. */
+void              dc_model_repo_set_peer_fetch (DcModelRepo          *self,
+                                                DcModelRepoPeerFetch  fetch,
+                                                gpointer              user_data,
+                                                GDestroyNotify        destroy);
+/* Of the bytes downloaded, those the peer sent. */
+guint64           dc_model_repo_get_bytes_from_peer (DcModelRepo *self);
+/* The peer's first refusal (the Hub was used after it), or NULL. */
+char             *dc_model_repo_dup_peer_refusal (DcModelRepo *self);
+/* LENGTH bytes at data-area OFFSET of weight file FILE, only from what this
+ * repo holds (its cache, every piece's sha256 checked, or its local folder);
+ * nothing is downloaded. Any thread. */
+GBytes           *dc_model_repo_read_held    (DcModelRepo   *self,
+                                              const char    *file,
+                                              guint64        offset,
+                                              gsize          length,
+                                              GError       **error);
+/* Whether FILE's data-area range [BEGIN, END) lies inside one tensor of TENSORS
+ * (DcSafetensorsTensor *, of this repo). */
+gboolean          dc_model_repo_range_in_tensors (DcModelRepo *self,
+                                                  const char  *file,
+                                                  guint64      begin,
+                                                  guint64      end,
+                                                  GPtrArray   *tensors);
+
 /* What the dialog shows: "LlamaForCausalLM, 30 layers, 135 M parameters, ..." */
 char             *dc_model_repo_dup_summary    (DcModelRepo *self);
 

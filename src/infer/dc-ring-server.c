@@ -24,6 +24,60 @@
  * each may be 4 MiB. */
 #define MAX_QUEUED_HOPS 8
 
+/* A ring-bytes answer the head has not sent within this long is given up
+ * and the Hub is asked instead: 4 MiB at 1 MB/s (a slow link) takes 4 s;
+ * a head silent for a minute is stuck, not slow. */
+#define HEAD_FETCH_TIMEOUT_S 60
+
+/* Weight bytes asked of the head: shared by the server (main thread) and
+ * the loading threads that wait for the answers. */
+typedef struct
+{
+  gint          ref_count;
+  GMutex        lock;
+  GCond         cond;
+  GMainContext *main_context;   /* the server's */
+  guint8        run_id[DC_MESH_RING_RUN_ID_SIZE];
+  char         *head_id;
+  char         *head_name;
+  /* under lock */
+  DcRingServer *server;         /* NULL once released; main thread only reads it */
+  guint32       next_request;
+  GHashTable   *pending;        /* request → Pending*, owned by the waiting thread */
+} HeadFetch;
+
+typedef struct
+{
+  gboolean  done;
+  guint64   offset;
+  guint8    sha256[32];
+  GBytes   *data;
+  char     *message;
+} Pending;
+
+static HeadFetch *
+head_fetch_ref (HeadFetch *fetch)
+{
+  g_atomic_int_inc (&fetch->ref_count);
+  return fetch;
+}
+
+static void
+head_fetch_unref (gpointer data)
+{
+  HeadFetch *fetch = data;
+
+  if (!g_atomic_int_dec_and_test (&fetch->ref_count))
+    return;
+  g_mutex_clear (&fetch->lock);
+  g_cond_clear (&fetch->cond);
+  g_main_context_unref (fetch->main_context);
+  g_hash_table_unref (fetch->pending);
+  g_free (fetch->head_id);
+  g_free (fetch->head_name);
+  g_free (fetch);
+}
+
 /* The layers and cache a stage holds; shared with the worker that runs a hop. */
 typedef struct
 {
@@ -67,6 +121,7 @@ struct _DcRingServer
   GCancellable  *cancellable;   /* of the load */
   gboolean       computing;
   GQueue         hops;          /* HopJob*, waiting for the worker */
+  HeadFetch     *fetch;         /* weight bytes asked of the head; NULL when none */
 };
 
 G_DEFINE_FINAL_TYPE (DcRingServer, dc_ring_server, G_TYPE_OBJECT)
@@ -106,8 +161,12 @@ static DcPeer *
 find_peer (DcRingServer *self,
            const char   *id)
 {
-  g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (dc_group_get_mesh (self->group));
+  g_autoptr(GPtrArray) peers = NULL;
 
+  /* The group left its room: no peer. */
+  if (dc_group_get_mesh (self->group) == NULL)
+    return NULL;
+  peers = dc_mesh_dup_peers (dc_group_get_mesh (self->group));
   for (guint i = 0; i < peers->len; i++)
     if (g_strcmp0 (dc_peer_get_id (g_ptr_array_index (peers, i)), id) == 0)
       return g_object_ref (g_ptr_array_index (peers, i));
@@ -164,6 +223,17 @@ send_offer (DcRingServer *self,
 static void
 release (DcRingServer *self)
 {
+  /* Cancelled first: a thread that wakes sees the cancel, not a refusal. */
+  g_cancellable_cancel (self->cancellable);
+  if (self->fetch != NULL)
+    {
+      /* Threads still waiting for the head's bytes give up at once. */
+      g_mutex_lock (&self->fetch->lock);
+      self->fetch->server = NULL;
+      g_cond_broadcast (&self->fetch->cond);
+      g_mutex_unlock (&self->fetch->lock);
+      g_clear_pointer (&self->fetch, head_fetch_unref);
+    }
   g_cancellable_cancel (self->cancellable);
   g_clear_object (&self->cancellable);
   g_clear_pointer (&self->part, part_unref);
@@ -171,6 +241,210 @@ release (DcRingServer *self)
   dc_mesh_ring_assign_clear (&self->assign);
   memset (&self->assign, 0, sizeof self->assign);
   g_clear_pointer (&self->head_id, g_free);
+}
+
+/* ---- weight bytes from the head's cache -------------------------------- */
+
+typedef struct
+{
+  HeadFetch *fetch;
+  guint32    request;
+  GBytes    *payload;
+} FetchSend;
+
+static void
+fetch_send_free (gpointer data)
+{
+  FetchSend *send = data;
+
+  head_fetch_unref (send->fetch);
+  g_bytes_unref (send->payload);
+  g_free (send);
+}
+
+/* Ends the wait of REQUEST with MESSAGE (under the lock). */
+static void
+pending_fail_locked (HeadFetch  *fetch,
+                     guint32     request,
+                     const char *message)
+{
+  Pending *pending = g_hash_table_lookup (fetch->pending, GUINT_TO_POINTER (request));
+
+  if (pending == NULL || pending->done)
+    return;
+  pending->done = TRUE;
+  pending->message = g_strdup (message);
+  g_cond_broadcast (&fetch->cond);
+}
+
+/* Main thread: sends a loading thread's request to the head. */
+static gboolean
+fetch_send_cb (gpointer data)
+{
+  FetchSend *send = data;
+  HeadFetch *fetch = send->fetch;
+  g_autoptr(DcPeer) peer = NULL;
+  g_autoptr(GError) error = NULL;
+  DcRingServer *server;
+
+  g_mutex_lock (&fetch->lock);
+  server = fetch->server;
+  g_mutex_unlock (&fetch->lock);
+  /* The server is released on this thread: SERVER cannot go meanwhile. */
+  if (server != NULL)
+    peer = find_peer (server, fetch->head_id);
+  if (peer == NULL || !dc_peer_send (peer, DC_MESH_MSG_RING_FETCH, send->payload, &error))
+    {
+      g_mutex_lock (&fetch->lock);
+      pending_fail_locked (fetch, send->request,
+                           error != NULL ? error->message : "it left the ring");
+      g_mutex_unlock (&fetch->lock);
+    }
+  return G_SOURCE_REMOVE;
+}
+
+/* One request of at most DC_MESH_RING_CHUNK_MAX bytes, checked: the answer
+ * must carry exactly the range asked (its offsets come from the safetensors
+ * header this device read and checked itself) and match the sha256 the head
+ * sent with it. */
+static gboolean
+head_fetch_chunk (HeadFetch     *fetch,
+                  const char    *file,
+                  guint64        offset,
+                  guint8        *dst,
+                  gsize          length,
+                  GCancellable  *cancellable,
+                  GError       **error)
+{
+  DcMeshRingFetch request = { { 0 } };
+  g_autoptr(GChecksum) checksum = g_checksum_new (G_CHECKSUM_SHA256);
+  g_autoptr(GSource) source = NULL;
+  Pending pending = { 0 };
+  FetchSend *send;
+  guint8 sha[32];
+  gsize sha_len = sizeof sha;
+  gint64 deadline = g_get_monotonic_time () + HEAD_FETCH_TIMEOUT_S * G_TIME_SPAN_SECOND;
+  gboolean ok = FALSE, released;
+  const char *from = fetch->head_name;
+
+  memcpy (request.run_id, fetch->run_id, sizeof request.run_id);
+  request.offset = offset;
+  request.length = (guint32) length;
+  request.file = (char *) file;
+
+  send = g_new0 (FetchSend, 1);
+  send->fetch = head_fetch_ref (fetch);
+  g_mutex_lock (&fetch->lock);
+  send->request = request.request = ++fetch->next_request;
+  g_hash_table_insert (fetch->pending, GUINT_TO_POINTER (request.request), &pending);
+  g_mutex_unlock (&fetch->lock);
+  send->payload = dc_mesh_ring_fetch_encode (&request);
+  /* Sends go out on the main thread, through a source on its context. */
+  source = g_idle_source_new ();
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, fetch_send_cb, send, fetch_send_free);
+  g_source_attach (source, fetch->main_context);
+
+  g_mutex_lock (&fetch->lock);
+  /* Woken by the answer or a release; the slices only notice a cancel. */
+  while (!pending.done && fetch->server != NULL && !g_cancellable_is_cancelled (cancellable) &&
+         g_get_monotonic_time () < deadline)
+    g_cond_wait_until (&fetch->cond, &fetch->lock,
+                       MIN (deadline, g_get_monotonic_time () + 100 * G_TIME_SPAN_MILLISECOND));
+  g_hash_table_remove (fetch->pending, GUINT_TO_POINTER (request.request));
+  released = fetch->server == NULL;
+  g_mutex_unlock (&fetch->lock);
+
+  if (g_cancellable_set_error_if_cancelled (cancellable, error))
+    goto out;
+  if (!pending.done && released)
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED, "the ring was closed");
+  else if (!pending.done)
+    g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                 "the head “%s” did not send bytes of %s within %u s", from, file,
+                 HEAD_FETCH_TIMEOUT_S);
+  else if (pending.message != NULL)
+    g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                 "the head “%s” did not send bytes of %s: %s", from, file, pending.message);
+  else if (pending.data == NULL || g_bytes_get_size (pending.data) != length ||
+           pending.offset != offset)
+    g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                 "REFUSED bytes from the head “%s”: %" G_GSIZE_FORMAT " bytes at %"
+                 G_GUINT64_FORMAT " of %s for %" G_GSIZE_FORMAT " asked at %" G_GUINT64_FORMAT,
+                 from, pending.data != NULL ? g_bytes_get_size (pending.data) : 0,
+                 pending.offset, file, length, offset);
+  else
+    {
+      g_checksum_update (checksum, g_bytes_get_data (pending.data, NULL), length);
+      g_checksum_get_digest (checksum, sha, &sha_len);
+      if (memcmp (sha, pending.sha256, sizeof sha) != 0)
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                     "REFUSED bytes from the head “%s”: bytes %" G_GUINT64_FORMAT "–%"
+                     G_GUINT64_FORMAT " of %s do not match the sha256 sent with them",
+                     from, offset, offset + length, file);
+      else
+        {
+          memcpy (dst, g_bytes_get_data (pending.data, NULL), length);
+          ok = TRUE;
+        }
+    }
+
+out:
+  g_clear_pointer (&pending.data, g_bytes_unref);
+  g_free (pending.message);
+  return ok;
+}
+
+/* DcModelRepoPeerFetch: a piece, in requests the protocol carries. */
+static gboolean
+head_fetch_read (const char    *file,
+                 guint64        offset,
+                 guint8        *dst,
+                 gsize          length,
+                 gpointer       user_data,
+                 GCancellable  *cancellable,
+                 GError       **error)
+{
+  for (gsize done = 0; done < length; done += DC_MESH_RING_CHUNK_MAX)
+    if (!head_fetch_chunk (user_data, file, offset + done, dst + done,
+                           MIN (length - done, DC_MESH_RING_CHUNK_MAX), cancellable, error))
+      return FALSE;
+  return TRUE;
+}
+
+static void
+handle_bytes (DcRingServer *self,
+              DcPeer       *peer,
+              GBytes       *payload)
+{
+  g_auto(DcMeshRingBytes) bytes = { { 0 } };
+  g_autoptr(GError) error = NULL;
+  Pending *pending;
+
+  if (self->fetch == NULL || g_strcmp0 (dc_peer_get_id (peer), self->fetch->head_id) != 0)
+    return;
+  if (!dc_mesh_ring_bytes_decode (payload, &bytes, &error))
+    {
+      g_message ("ring: %s sent %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (memcmp (bytes.run_id, self->fetch->run_id, DC_MESH_RING_RUN_ID_SIZE) != 0)
+    return;
+  g_mutex_lock (&self->fetch->lock);
+  /* An answer after its wait gave up finds nothing: it is dropped. */
+  pending = g_hash_table_lookup (self->fetch->pending, GUINT_TO_POINTER (bytes.request));
+  if (pending != NULL && !pending->done)
+    {
+      pending->done = TRUE;
+      pending->offset = bytes.offset;
+      memcpy (pending->sha256, bytes.sha256, sizeof pending->sha256);
+      if (*bytes.message != '\0')
+        pending->message = g_strdup (bytes.message);
+      else
+        pending->data = g_steal_pointer (&bytes.data);
+      g_cond_broadcast (&self->fetch->cond);
+    }
+  g_mutex_unlock (&self->fetch->lock);
 }
 
 /* ---- loading the assigned layers --------------------------------------- */
@@ -224,6 +498,7 @@ load_done_cb (GObject      *source,
   DcRingServer *self = DC_RING_SERVER (source);
   LoadJob *job = g_task_get_task_data (G_TASK (result));
   g_autoptr(GError) error = NULL;
+  g_autofree char *refusal = NULL;
   guint64 downloaded;
 
   if (!g_task_propagate_boolean (G_TASK (result), &error))
@@ -238,6 +513,12 @@ load_done_cb (GObject      *source,
   if (g_task_get_cancellable (G_TASK (result)) != self->cancellable)
     return;   /* a later assignment replaced this one */
   downloaded = dc_model_repo_get_bytes_downloaded (job->part->repo);
+  refusal = dc_model_repo_dup_peer_refusal (job->part->repo);
+  if (refusal != NULL)
+    emit_event (self, "head-refused", refusal, 0);
+  if (dc_model_repo_get_bytes_from_peer (job->part->repo) > 0)
+    emit_event (self, "from-head", self->fetch != NULL ? self->fetch->head_name : "",
+                dc_model_repo_get_bytes_from_peer (job->part->repo));
   self->part = part_ref (job->part);
   emit_event (self, "loaded", dc_model_repo_get_spec (job->part->repo), downloaded);
   send_ready (self, TRUE, downloaded, NULL);
@@ -292,6 +573,12 @@ repo_opened_cb (GObject      *source,
       send_ready (self, FALSE, 0, message);
       return;
     }
+  /* The head is asked first: it may have the file cached (this device may
+   * have no Hub access, or the Hub is spared); the Hub after its first
+   * refusal. */
+  if (self->fetch != NULL)
+    dc_model_repo_set_peer_fetch (repo, head_fetch_read, head_fetch_ref (self->fetch),
+                                  head_fetch_unref);
   job = g_new0 (LoadJob, 1);
   job->part = g_new0 (Part, 1);
   job->part->ref_count = 1;
@@ -328,6 +615,16 @@ handle_assign (DcRingServer *self,
   memset (&assign, 0, sizeof assign);   /* moved */
   self->head_id = g_strdup (dc_peer_get_id (peer));
   self->cancellable = g_cancellable_new ();
+  self->fetch = g_new0 (HeadFetch, 1);
+  self->fetch->ref_count = 1;
+  g_mutex_init (&self->fetch->lock);
+  g_cond_init (&self->fetch->cond);
+  self->fetch->main_context = g_main_context_ref_thread_default ();
+  memcpy (self->fetch->run_id, self->assign.run_id, DC_MESH_RING_RUN_ID_SIZE);
+  self->fetch->head_id = g_strdup (self->head_id);
+  self->fetch->head_name = g_strdup (dc_peer_get_name (peer));
+  self->fetch->server = self;
+  self->fetch->pending = g_hash_table_new (NULL, NULL);
   range = g_strdup_printf ("%s layers %u-%u", self->assign.model, self->assign.first,
                            self->assign.last - 1);
   emit_event (self, "assigned", range, self->assign.stage);
@@ -519,6 +816,19 @@ message_cb (DcGroup  *group,
     case DC_MESH_MSG_RING_TOKEN:
       handle_token (self, peer, payload);
       break;
+    case DC_MESH_MSG_RING_BYTES:
+      handle_bytes (self, peer, payload);
+      break;
+    case DC_MESH_MSG_RING_OFFER:
+      {
+        DcMeshRingOffer offer;
+
+        /* A head that came after this device met it asks for the offer. */
+        if (dc_mesh_ring_offer_decode (payload, &offer, NULL) &&
+            (offer.flags & DC_MESH_RING_OFFER_ASK))
+          send_offer (self, peer);
+      }
+      break;
     default:
       break;
     }
@@ -621,8 +931,10 @@ dc_ring_server_class_init (DcRingServerClass *klass)
   object_class->dispose = dc_ring_server_dispose;
 
   /* (kind, detail, value): "assigned" (what, stage), "loaded" (model,
-   * bytes downloaded), "token" (text, id), "turn-ended", "refused"
-   * (message), "failed" (message), "released", "closed". */
+   * bytes downloaded), "from-head" (the head's name, bytes of them it
+   * sent), "head-refused" (why the Hub was used instead), "token" (text,
+   * id), "turn-ended", "refused" (message), "failed" (message), "released",
+   * "closed". */
   signals[SIGNAL_EVENT] =
     g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 3, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_UINT64);

@@ -51,6 +51,8 @@ dc_mesh_message_type_to_string (guint type)
     case DC_MESH_MSG_RING_READY: return "ring-ready";
     case DC_MESH_MSG_RING_HOP: return "ring-hop";
     case DC_MESH_MSG_RING_TOKEN: return "ring-token";
+    case DC_MESH_MSG_RING_FETCH: return "ring-fetch";
+    case DC_MESH_MSG_RING_BYTES: return "ring-bytes";
     default: return "unknown";
     }
 }
@@ -174,6 +176,14 @@ dc_mesh_message_check_payload (guint    type,
     case DC_MESH_MSG_RING_TOKEN:
       min = DC_MESH_RING_TOKEN_FIXED;
       max = DC_MESH_RING_TOKEN_MAX;
+      break;
+    case DC_MESH_MSG_RING_FETCH:
+      min = DC_MESH_RING_FETCH_FIXED + 1;
+      max = DC_MESH_RING_FETCH_MAX;
+      break;
+    case DC_MESH_MSG_RING_BYTES:
+      min = DC_MESH_RING_BYTES_FIXED;
+      max = DC_MESH_RING_BYTES_MAX;
       break;
     default:
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,

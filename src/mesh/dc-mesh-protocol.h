@@ -56,9 +56,11 @@ typedef enum
   DC_MESH_MSG_RING_READY   = 19,  /* DcMeshRingReady: a stage loaded them, or why not */
   DC_MESH_MSG_RING_HOP     = 20,  /* DcMeshRingHop: activations to the next stage */
   DC_MESH_MSG_RING_TOKEN   = 21,  /* DcMeshRingToken: a token, streamed to every stage */
+  DC_MESH_MSG_RING_FETCH   = 22,  /* DcMeshRingFetch: a stage asks the head for weight bytes */
+  DC_MESH_MSG_RING_BYTES   = 23,  /* DcMeshRingBytes: the head's bytes, or why not */
   /* An auditor asks an author for its contribution to a shard (the body
    * is the training layer's, src/train/dc-train-wire.h). */
-  DC_MESH_MSG_CONTRIB_REQUEST = 22, /* 44 bytes: "your contribution to shard a of step S" */
+  DC_MESH_MSG_CONTRIB_REQUEST = 24, /* 44 bytes: "your contribution to shard a of step S" */
   DC_MESH_MSG_LAST         = DC_MESH_MSG_CONTRIB_REQUEST,
 } DcMeshMessageType;
 

@@ -504,3 +504,129 @@ dc_mesh_ring_token_clear (DcMeshRingToken *token)
 {
   g_clear_pointer (&token->text, g_free);
 }
+
+/* ---- fetch ------------------------------------------------------------ */
+
+GBytes *
+dc_mesh_ring_fetch_encode (const DcMeshRingFetch *fetch)
+{
+  GByteArray *b;
+
+  g_return_val_if_fail (fetch->file != NULL && strlen (fetch->file) <= DC_MESH_RING_FILE_MAX,
+                        NULL);
+
+  b = w_start (fetch->run_id);
+  w_u32 (b, fetch->request);
+  w_u64 (b, fetch->offset);
+  w_u32 (b, fetch->length);
+  w_str (b, fetch->file);
+  return g_byte_array_free_to_bytes (b);
+}
+
+gboolean
+dc_mesh_ring_fetch_decode (GBytes           *payload,
+                           DcMeshRingFetch  *fetch,
+                           GError          **error)
+{
+  Reader r;
+
+  memset (fetch, 0, sizeof *fetch);
+  if (!r_begin (&r, payload, "ring fetch", fetch->run_id, error))
+    return FALSE;
+  fetch->request = r_u32 (&r);
+  fetch->offset = r_u64 (&r);
+  fetch->length = r_u32 (&r);
+  fetch->file = r_str (&r, DC_MESH_RING_FILE_MAX, "file name");
+  if (!r.failed && (fetch->length == 0 || fetch->length > DC_MESH_RING_CHUNK_MAX))
+    {
+      g_autofree char *why = g_strdup_printf ("%u bytes asked for, outside 1–%u", fetch->length,
+                                              DC_MESH_RING_CHUNK_MAX);
+
+      r_fail (&r, why);
+    }
+  else if (!r.failed && (*fetch->file == '\0' || fetch->offset > G_MAXUINT64 - fetch->length))
+    r_fail (&r, "an empty file name or a range past 2⁶⁴");
+  if (!r_end (&r))
+    {
+      dc_mesh_ring_fetch_clear (fetch);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+void
+dc_mesh_ring_fetch_clear (DcMeshRingFetch *fetch)
+{
+  g_clear_pointer (&fetch->file, g_free);
+}
+
+/* ---- bytes ------------------------------------------------------------ */
+
+GBytes *
+dc_mesh_ring_bytes_encode (const DcMeshRingBytes *bytes)
+{
+  gsize size = bytes->data != NULL ? g_bytes_get_size (bytes->data) : 0;
+  GByteArray *b;
+
+  g_return_val_if_fail (bytes->message == NULL ||
+                        strlen (bytes->message) <= DC_MESH_RING_MESSAGE_MAX, NULL);
+  g_return_val_if_fail (size <= DC_MESH_RING_CHUNK_MAX, NULL);
+  g_return_val_if_fail (size == 0 || bytes->message == NULL || *bytes->message == '\0', NULL);
+
+  b = w_start (bytes->run_id);
+  w_u32 (b, bytes->request);
+  w_u64 (b, bytes->offset);
+  g_byte_array_append (b, bytes->sha256, sizeof bytes->sha256);
+  w_str (b, bytes->message);
+  if (size > 0)
+    g_byte_array_append (b, g_bytes_get_data (bytes->data, NULL), (guint) size);
+  return g_byte_array_free_to_bytes (b);
+}
+
+gboolean
+dc_mesh_ring_bytes_decode (GBytes           *payload,
+                           DcMeshRingBytes  *bytes,
+                           GError          **error)
+{
+  Reader r;
+  const guint8 *sha;
+
+  memset (bytes, 0, sizeof *bytes);
+  if (!r_begin (&r, payload, "ring bytes", bytes->run_id, error))
+    return FALSE;
+  bytes->request = r_u32 (&r);
+  bytes->offset = r_u64 (&r);
+  sha = r_take (&r, sizeof bytes->sha256);
+  if (sha != NULL)
+    memcpy (bytes->sha256, sha, sizeof bytes->sha256);
+  bytes->message = r_str (&r, DC_MESH_RING_MESSAGE_MAX, "message");
+  if (r.failed)
+    goto fail;
+  if (r.left > DC_MESH_RING_CHUNK_MAX || (r.left > 0 && *bytes->message != '\0'))
+    {
+      r_fail (&r, "more bytes than one answer carries, or bytes with a refusal");
+      goto fail;
+    }
+  /* The rest of the body is the data: a slice of the payload, no copy. */
+  if (r.left > 0)
+    {
+      gsize size = g_bytes_get_size (payload);
+
+      bytes->data = g_bytes_new_from_bytes (payload, size - r.left, r.left);
+      r_take (&r, r.left);
+    }
+  if (!r_end (&r))
+    goto fail;
+  return TRUE;
+
+fail:
+  dc_mesh_ring_bytes_clear (bytes);
+  return FALSE;
+}
+
+void
+dc_mesh_ring_bytes_clear (DcMeshRingBytes *bytes)
+{
+  g_clear_pointer (&bytes->message, g_free);
+  g_clear_pointer (&bytes->data, g_bytes_unref);
+}

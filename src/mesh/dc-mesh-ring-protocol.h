@@ -40,6 +40,14 @@ G_BEGIN_DECLS
  * 3.1 405B: 16,384). 64 × 16,384 × 4 bytes = 4 MiB a hop at most. */
 #define DC_MESH_RING_MAX_WIDTH      16384
 
+/* A weight file's name in a checkpoint ("model-00001-of-00004.safetensors"):
+ * 255 bytes, a file name's limit on common file systems. */
+#define DC_MESH_RING_FILE_MAX       255
+/* Weight bytes one ring-bytes answer carries: 4 MiB, the size of the
+ * largest hop, which the ring's channels already carry; a 16 MiB cached
+ * piece is four requests. */
+#define DC_MESH_RING_CHUNK_MAX      (4u * 1024u * 1024u)
+
 #define DC_MESH_RING_OFFER_SIZE     21
 #define DC_MESH_RING_ASSIGN_FIXED   (1 + DC_MESH_RING_RUN_ID_SIZE + 4 * 5 + 2 + 2)
 #define DC_MESH_RING_ASSIGN_MAX     (DC_MESH_RING_ASSIGN_FIXED + DC_MESH_RING_MODEL_MAX \
@@ -51,15 +59,23 @@ G_BEGIN_DECLS
                                      + 4u * DC_MESH_RING_MAX_POSITIONS * DC_MESH_RING_MAX_WIDTH)
 #define DC_MESH_RING_TOKEN_FIXED    (1 + DC_MESH_RING_RUN_ID_SIZE + 4 * 3 + 1 + 2)
 #define DC_MESH_RING_TOKEN_MAX      (DC_MESH_RING_TOKEN_FIXED + DC_MESH_RING_TEXT_MAX)
+#define DC_MESH_RING_FETCH_FIXED    (1 + DC_MESH_RING_RUN_ID_SIZE + 4 + 8 + 4 + 2)
+#define DC_MESH_RING_FETCH_MAX      (DC_MESH_RING_FETCH_FIXED + DC_MESH_RING_FILE_MAX)
+#define DC_MESH_RING_BYTES_FIXED    (1 + DC_MESH_RING_RUN_ID_SIZE + 4 + 8 + 32 + 2)
+#define DC_MESH_RING_BYTES_MAX      (DC_MESH_RING_BYTES_FIXED + DC_MESH_RING_MESSAGE_MAX \
+                                     + DC_MESH_RING_CHUNK_MAX)
 
 /**
  * DcMeshRingOffer:
  * @memory_bytes: what the device offers to hold
  * @gmacs: its measured speed (billions of INT8 multiply-adds a second)
- * @flags: reserved, 0
+ * @flags: %DC_MESH_RING_OFFER_ASK or 0 (other bits are ignored)
  *
- * A `join --serve-layers` device's offer, sent to each peer that joins.
+ * A `join --serve-layers` device's offer, sent to each peer that joins. With
+ * %DC_MESH_RING_OFFER_ASK it is a head asking the devices already there for
+ * theirs (its memory and speed are then not an offer).
  */
+#define DC_MESH_RING_OFFER_ASK 1
 typedef struct
 {
   guint64 memory_bytes;
@@ -147,6 +163,45 @@ typedef struct
   char    *text;
 } DcMeshRingToken;
 
+/**
+ * DcMeshRingFetch:
+ * @request: the stage's number for the request, echoed in the answer
+ * @offset: the first byte wanted, counted from the start of @file's data
+ *   area (the offsets of its safetensors header)
+ * @length: bytes wanted, 1 … %DC_MESH_RING_CHUNK_MAX
+ * @file: the weight file ("model.safetensors" or a shard's name)
+ *
+ * A stage asks the head for bytes of its layers' tensors from the head's
+ * model cache (docs/PROTOCOL.md, "The inference ring").
+ */
+typedef struct
+{
+  guint8   run_id[DC_MESH_RING_RUN_ID_SIZE];
+  guint32  request;
+  guint64  offset;
+  guint32  length;
+  char    *file;
+} DcMeshRingFetch;
+
+/**
+ * DcMeshRingBytes:
+ * @request: the ring-fetch this answers
+ * @offset: the offset of @data, as asked
+ * @sha256: of @data
+ * @message: empty when @data holds the bytes; else why the head refuses
+ *   (then @data is empty)
+ * @data: (nullable): the bytes
+ */
+typedef struct
+{
+  guint8   run_id[DC_MESH_RING_RUN_ID_SIZE];
+  guint32  request;
+  guint64  offset;
+  guint8   sha256[32];
+  char    *message;
+  GBytes  *data;
+} DcMeshRingBytes;
+
 GBytes   *dc_mesh_ring_offer_encode  (const DcMeshRingOffer *offer);
 gboolean  dc_mesh_ring_offer_decode  (GBytes *payload, DcMeshRingOffer *offer, GError **error);
 
@@ -167,6 +222,16 @@ GBytes   *dc_mesh_ring_token_encode  (const DcMeshRingToken *token);
 gboolean  dc_mesh_ring_token_decode  (GBytes *payload, DcMeshRingToken *token, GError **error);
 void      dc_mesh_ring_token_clear   (DcMeshRingToken *token);
 
+GBytes   *dc_mesh_ring_fetch_encode  (const DcMeshRingFetch *fetch);
+gboolean  dc_mesh_ring_fetch_decode  (GBytes *payload, DcMeshRingFetch *fetch, GError **error);
+void      dc_mesh_ring_fetch_clear   (DcMeshRingFetch *fetch);
+
+GBytes   *dc_mesh_ring_bytes_encode  (const DcMeshRingBytes *bytes);
+gboolean  dc_mesh_ring_bytes_decode  (GBytes *payload, DcMeshRingBytes *bytes, GError **error);
+void      dc_mesh_ring_bytes_clear   (DcMeshRingBytes *bytes);
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingFetch, dc_mesh_ring_fetch_clear)
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingBytes, dc_mesh_ring_bytes_clear)
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingAssign, dc_mesh_ring_assign_clear)
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingReady, dc_mesh_ring_ready_clear)
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingHop, dc_mesh_ring_hop_clear)

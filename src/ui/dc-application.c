@@ -28,6 +28,7 @@ struct _DcApplication
   GSettings      *settings;
   DcContext      *context;   /* from startup on */
   DcGroup        *group;     /* a group given before startup, until then */
+  DcRingServer   *ring_server;  /* this device as a stage of the group's rings */
 };
 
 G_DEFINE_FINAL_TYPE (DcApplication, dc_application, ADW_TYPE_APPLICATION)
@@ -54,6 +55,20 @@ dc_application_get_settings (DcApplication *self)
   g_return_val_if_fail (DC_IS_APPLICATION (self), NULL);
 
   return self->settings;
+}
+
+/**
+ * dc_application_get_ring_server:
+ *
+ * Returns: (transfer none) (nullable): this device as a stage of the
+ *   group's inference rings, from startup on
+ */
+DcRingServer *
+dc_application_get_ring_server (DcApplication *self)
+{
+  g_return_val_if_fail (DC_IS_APPLICATION (self), NULL);
+
+  return self->ring_server;
 }
 
 /**
@@ -227,6 +242,9 @@ dc_application_startup (GApplication *app)
   if (self->group == NULL)
     self->group = create_group (self);
   dc_context_set_group (self->context, self->group);
+  /* Any device of the group may run a model across it: this one holds
+   * layers when a head asks (issue 16), as `join --serve-layers` does. */
+  self->ring_server = dc_ring_server_new (self->context, self->group, 0);
   g_clear_object (&self->group);
   g_signal_connect_object (self->settings, "changed::group-autostart",
                            G_CALLBACK (autostart_changed_cb), self, 0);
@@ -337,6 +355,7 @@ dc_application_dispose (GObject *object)
   DcApplication *self = DC_APPLICATION (object);
 
   g_clear_object (&self->settings);
+  g_clear_object (&self->ring_server);
   g_clear_object (&self->group);
   g_clear_object (&self->context);
 

@@ -7,6 +7,7 @@
 #include <adwaita.h>
 
 #include "dc-context.h"
+#include "infer/dc-ring-server.h"
 #include "mesh/dc-group.h"
 
 G_BEGIN_DECLS
@@ -19,6 +20,7 @@ DcApplication *dc_application_new          (void);
 GSettings     *dc_application_get_settings (DcApplication *self);
 DcGroup       *dc_application_get_group    (DcApplication *self);
 DcContext     *dc_application_get_context  (DcApplication *self);
+DcRingServer  *dc_application_get_ring_server (DcApplication *self);
 void           dc_application_set_group    (DcApplication *self,
                                             DcGroup       *group);
 

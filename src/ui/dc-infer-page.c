@@ -9,6 +9,14 @@
  * and the queue length shows the prompts waiting. A 401 or 403 while
  * loading opens the token dialog, and loading is retried with the token.
  *
+ * Run On “Across the Group” (with a group that has peers) runs the prompt
+ * through a DcInferRing on the group's devices instead: the plan shows in
+ * the Ring group before anything runs, the tokens stream into the output,
+ * then the prompt runs again on this device alone and the Verify row says
+ * whether the ids were identical. The Serving row (and, without a model,
+ * a line under Choose Model) shows this device's share of another
+ * device's ring (the application's DcRingServer).
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-ui"
@@ -21,6 +29,7 @@
 #include "dc-model-dialog.h"
 #include "dc-token-dialog.h"
 #include "infer/dc-infer-session.h"
+#include "infer/dc-ring-server.h"
 
 /* The context spin never offers more than the settings key allows. */
 #define CONTEXT_KEY_MAX 32768
@@ -52,6 +61,9 @@ struct _DcInferPage
   AdwPreferencesGroup *ring_group;
   AdwActionRow    *ring_stats_row;
   AdwActionRow    *ring_verify_row;
+  AdwComboRow     *run_on_row;
+  AdwActionRow    *serving_row;
+  GtkLabel        *serving_label;
 
   /* owned references */
   DcContext       *context;       /* nullable (a bare window in tests) */
@@ -74,6 +86,19 @@ struct _DcInferPage
   GArray          *ring_sizes;    /* guint64: bytes each stage downloads */
   guint            ring_n_stages;
   double           ring_lap_ms;
+
+  /* Running across the group. */
+  DcGroup         *group;         /* nullable */
+  DcRingServer    *ring_server;   /* nullable: this device as another's stage */
+  DcInferRing     *group_ring;    /* for the model of the view, while a group is set */
+  guint64          ring_memory;   /* what this device offers as head; 0: the default */
+  GCancellable    *ring_cancellable;  /* of the prepare; NULL when no group run */
+  DcInferSession  *ring_run;      /* the ring's session while it generates */
+  DcInferSession  *verify_session;    /* the single-device rerun */
+  char            *ring_prompt;
+  DcInferSettings  ring_settings;
+  GArray          *ring_ids;      /* guint32: the ring's tokens */
+  GArray          *verify_ids;    /* guint32: the rerun's */
 
   /* state */
   guint            running_id;    /* the prompt generating now, or 0 */
@@ -107,6 +132,13 @@ toast (DcInferPage *self,
 {
   g_signal_emit (self, signals[SIGNAL_TOAST], 0, message);
 }
+
+static gboolean group_generate (DcInferPage           *self,
+                                const char            *prompt,
+                                const DcInferSettings *settings);
+static void     group_run_end  (DcInferPage           *self,
+                                const char            *status);
+static void     follow_group_ring (DcInferPage        *self);
 
 static DcHfClient *
 get_client (DcInferPage *self)
@@ -154,7 +186,8 @@ dc_infer_page_is_busy (DcInferPage *self)
 {
   g_return_val_if_fail (DC_IS_INFER_PAGE (self), FALSE);
 
-  return is_loading (self) || g_hash_table_size (self->prompts) > 0;
+  return is_loading (self) || g_hash_table_size (self->prompts) > 0 ||
+         self->ring_cancellable != NULL;
 }
 
 static void
@@ -163,6 +196,11 @@ update_actions (DcInferPage *self)
   GtkWidget *widget = GTK_WIDGET (self);
   guint queued = dc_infer_page_get_queue_length (self);
 
+  /* Across the group: a model chosen (its ring follows the group) and
+   * another device there; not switched while a group run goes on. */
+  gtk_widget_set_sensitive (GTK_WIDGET (self->run_on_row),
+                            self->group_ring != NULL && self->ring_cancellable == NULL &&
+                            dc_group_get_n_peers (self->group) > 0);
   gtk_widget_action_set_enabled (widget, "infer.generate", self->session != NULL);
   gtk_widget_action_set_enabled (widget, "infer.stop", dc_infer_page_is_busy (self));
   gtk_widget_action_set_enabled (widget, "infer.clear-queue", queued > 0);
@@ -471,6 +509,8 @@ drop_session (DcInferPage *self)
       dc_infer_session_stop (self->session);
     }
   g_clear_object (&self->session);
+  if (self->ring_cancellable != NULL)
+    group_run_end (self, NULL);
   g_queue_clear_full (&self->pending, (GDestroyNotify) pending_free);
   g_hash_table_remove_all (self->prompts);
   self->running_id = 0;
@@ -513,6 +553,7 @@ dc_infer_page_set_repo (DcInferPage *self,
     gtk_spin_button_set_range (self->context_spin, 8,
                                MAX (8, MIN (config->max_positions, CONTEXT_KEY_MAX)));
 
+  follow_group_ring (self);
   gtk_text_buffer_set_text (gtk_text_view_get_buffer (self->output_view), "", -1);
   gtk_label_set_label (self->rate_label, "—");
   set_status (self, _("The weights download when you generate"));
@@ -630,6 +671,14 @@ generate_action (GtkWidget  *widget,
       return;
     }
 
+  if (adw_combo_row_get_selected (self->run_on_row) == 1)
+    {
+      if (group_generate (self, prompt, &settings))
+        gtk_editable_set_text (GTK_EDITABLE (self->prompt_row), "");
+      update_actions (self);
+      return;
+    }
+
   /* While a load is under way its prompts go first, in order, even if the
    * session already counts as loaded before load_cb has run. */
   if (!is_loading (self) && dc_infer_session_is_loaded (self->session))
@@ -660,6 +709,16 @@ stop_action (GtkWidget  *widget,
 {
   DcInferPage *self = DC_INFER_PAGE (widget);
 
+  if (self->ring_cancellable != NULL)
+    {
+      /* A group run: its plan, its generation or its Verify. */
+      g_cancellable_cancel (self->ring_cancellable);
+      if (self->ring_run != NULL)
+        dc_infer_session_stop (self->ring_run);
+      else if (self->verify_session != NULL)
+        group_run_end (self, _("Stopped"));
+      return;
+    }
   if (self->session == NULL)
     return;
   if (is_loading (self))
@@ -1028,6 +1087,404 @@ dc_infer_page_set_ring (DcInferPage *self,
     }
 }
 
+/* ---- running across the group ------------------------------------------ */
+
+/* The group's ring for the model of the view: made when both are there, so
+ * that the devices' offers (and their round trips) arrive before the user
+ * asks for a run. */
+static void
+follow_group_ring (DcInferPage *self)
+{
+  DcModelRepo *repo = self->session != NULL ? dc_infer_session_get_repo (self->session) : NULL;
+
+  if (self->group_ring != NULL &&
+      (repo == NULL || dc_infer_ring_get_repo (self->group_ring) != repo))
+    {
+      if (self->ring == self->group_ring)
+        dc_infer_page_set_ring (self, NULL);
+      dc_infer_ring_close (self->group_ring);
+      g_clear_object (&self->group_ring);
+    }
+  if (self->group_ring == NULL && repo != NULL && self->group != NULL && self->context != NULL)
+    {
+      self->group_ring = dc_infer_ring_new (self->context, self->group, repo,
+                                            dc_context_get_probe_hash (self->context),
+                                            self->ring_memory);
+      dc_infer_page_set_ring (self, self->group_ring);
+    }
+  update_actions (self);
+}
+
+static gboolean
+unref_idle_cb (gpointer data)
+{
+  g_object_unref (data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+group_disconnect_run (DcInferPage *self)
+{
+  if (self->ring_run != NULL)
+    g_signal_handlers_disconnect_by_data (self->ring_run, self->ring_ids);
+  g_clear_object (&self->ring_run);
+  if (self->verify_session != NULL)
+    {
+      g_signal_handlers_disconnect_by_data (self->verify_session, self->verify_ids);
+      dc_infer_session_stop (self->verify_session);
+      /* This may run inside the session's own "finished": it goes once
+       * that returned. */
+      g_idle_add (unref_idle_cb, g_steal_pointer (&self->verify_session));
+    }
+}
+
+/* Ends the group run; STATUS (nullable) is what the view says then. The
+ * stages release their layers. */
+static void
+group_run_end (DcInferPage *self,
+               const char  *status)
+{
+  group_disconnect_run (self);
+  if (self->ring_cancellable != NULL)
+    g_cancellable_cancel (self->ring_cancellable);
+  g_clear_object (&self->ring_cancellable);
+  g_clear_pointer (&self->ring_prompt, g_free);
+  if (self->group_ring != NULL)
+    dc_infer_ring_close (self->group_ring);
+  if (status != NULL)
+    set_status (self, status);
+  update_actions (self);
+}
+
+static void
+group_fail (DcInferPage *self,
+            const char  *message)
+{
+  /* Translators: a run across the group failed; the reason follows. */
+  g_autofree char *text = g_strdup_printf (_("Could not run across the group: %s"), message);
+
+  toast (self, text);
+  group_run_end (self, text);
+}
+
+static void
+verify_token_cb (DcInferSession *session,
+                 guint           prompt_id,
+                 guint           token_id,
+                 const char     *text,
+                 double          tokens_per_s,
+                 GArray         *ids)
+{
+  g_array_append_val (ids, token_id);
+}
+
+static void
+verify_finished_cb (DcInferSession *session,
+                    guint           prompt_id,
+                    gboolean        stopped,
+                    const char     *error_message,
+                    double          tokens_per_s,
+                    GArray         *ids)
+{
+  DcInferPage *self = g_object_get_data (G_OBJECT (session), "dc-infer-page");
+  g_autofree char *message = NULL;
+  gboolean verified;
+
+  if (error_message != NULL || stopped)
+    {
+      group_fail (self, error_message != NULL ? error_message : _("stopped"));
+      return;
+    }
+  message = dc_infer_ring_compare_ids (self->ring_ids, ids, &verified);
+  dc_infer_page_set_ring_verify (self, message);
+  group_run_end (self, _("Done"));
+}
+
+static void
+verify_loaded_cb (GObject      *source,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  g_autoptr(DcInferPage) self = user_data;
+  g_autoptr(GError) error = NULL;
+  DcInferSession *session = DC_INFER_SESSION (source);
+
+  if (!dc_infer_session_load_finish (session, result, &error))
+    {
+      if (session == self->verify_session)
+        group_fail (self, error->message);
+      return;
+    }
+  if (session != self->verify_session)
+    return;
+  g_signal_connect (session, "token", G_CALLBACK (verify_token_cb), self->verify_ids);
+  g_signal_connect (session, "finished", G_CALLBACK (verify_finished_cb), self->verify_ids);
+  dc_infer_session_submit (session, self->ring_prompt, &self->ring_settings);
+}
+
+/* The ring's answer is in: the same prompt again with every layer here. */
+static void
+group_verify (DcInferPage *self)
+{
+  DcModelRepo *repo = dc_infer_ring_get_repo (self->group_ring);
+
+  set_status (self, _("Verifying on this device…"));
+  g_array_set_size (self->verify_ids, 0);
+  self->verify_session = dc_infer_session_new (self->context, repo);
+  g_object_set_data (G_OBJECT (self->verify_session), "dc-infer-page", self);
+  dc_infer_session_load_async (self->verify_session, self->ring_cancellable, verify_loaded_cb,
+                               g_object_ref (self));
+}
+
+static void
+group_token_cb (DcInferSession *session,
+                guint           prompt_id,
+                guint           token_id,
+                const char     *text,
+                double          tokens_per_s,
+                GArray         *ids)
+{
+  DcInferPage *self = g_object_get_data (G_OBJECT (session), "dc-infer-page");
+
+  g_array_append_val (ids, token_id);
+  if (text != NULL)
+    append_output (self, text);
+  show_rate (self, tokens_per_s);
+}
+
+static void
+group_finished_cb (DcInferSession *session,
+                   guint           prompt_id,
+                   gboolean        stopped,
+                   const char     *error_message,
+                   double          tokens_per_s,
+                   GArray         *ids)
+{
+  DcInferPage *self = g_object_get_data (G_OBJECT (session), "dc-infer-page");
+
+  show_rate (self, tokens_per_s);
+  g_signal_handlers_disconnect_by_data (session, ids);
+  g_clear_object (&self->ring_run);
+  if (error_message != NULL)
+    group_fail (self, error_message);
+  else if (stopped)
+    group_run_end (self, _("Stopped"));
+  else
+    group_verify (self);
+}
+
+static void
+group_prepared_cb (GObject      *source,
+                   GAsyncResult *result,
+                   gpointer      user_data)
+{
+  g_autoptr(DcInferPage) self = user_data;
+  g_autoptr(GError) error = NULL;
+  DcInferRing *ring = DC_INFER_RING (source);
+  DcInferSession *session;
+
+  if (!dc_infer_ring_prepare_finish (ring, result, &error))
+    {
+      if (ring != self->group_ring || self->ring_cancellable == NULL)
+        return;
+      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        group_run_end (self, _("Stopped"));
+      else
+        group_fail (self, error->message);
+      return;
+    }
+  if (ring != self->group_ring || self->ring_cancellable == NULL ||
+      g_cancellable_is_cancelled (self->ring_cancellable))
+    {
+      if (ring == self->group_ring && self->ring_cancellable != NULL)
+        group_run_end (self, _("Stopped"));
+      return;
+    }
+  session = dc_infer_ring_get_session (ring);
+  self->ring_run = g_object_ref (session);
+  g_object_set_data (G_OBJECT (session), "dc-infer-page", self);
+  g_signal_connect (session, "token", G_CALLBACK (group_token_cb), self->ring_ids);
+  g_signal_connect (session, "finished", G_CALLBACK (group_finished_cb), self->ring_ids);
+  /* Translators: the prompt runs through the devices of the group. */
+  set_status (self, _("Generating across the group…"));
+  dc_infer_session_submit (session, self->ring_prompt, &self->ring_settings);
+}
+
+/* Plans the ring for PROMPT (the plan shows in the Ring group as soon as it
+ * is made, before anything downloads or runs), then generates through it. */
+static gboolean
+group_generate (DcInferPage           *self,
+                const char            *prompt,
+                const DcInferSettings *settings)
+{
+  if (self->group_ring == NULL || dc_group_get_n_peers (self->group) == 0 ||
+      dc_infer_ring_get_n_offers (self->group_ring) == 0)
+    {
+      toast (self, _("No other device of the group offers to hold layers yet: open the app "
+                     "or “daisychain-cli join --serve-layers” on another device, or run on "
+                     "this device"));
+      return FALSE;
+    }
+  if (self->ring_cancellable != NULL)
+    {
+      toast (self, _("The group is running a prompt: wait for it to finish, or stop it"));
+      return FALSE;
+    }
+  self->ring_cancellable = g_cancellable_new ();
+  self->ring_prompt = g_strdup (prompt);
+  self->ring_settings = *settings;
+  g_array_set_size (self->ring_ids, 0);
+  gtk_text_buffer_set_text (gtk_text_view_get_buffer (self->output_view), prompt, -1);
+  gtk_label_set_label (self->rate_label, "—");
+  dc_infer_page_set_ring_verify (self, NULL);
+  /* Translators: the devices of the group are given their layers. */
+  set_status (self, _("Planning the run across the group…"));
+  dc_infer_page_set_ring (self, self->group_ring);
+  dc_infer_ring_prepare_async (self->group_ring, settings->context, self->ring_cancellable,
+                               group_prepared_cb, g_object_ref (self));
+  return TRUE;
+}
+
+/**
+ * dc_infer_page_set_group:
+ * @group: (nullable): the application's group
+ *
+ * Lets the view run prompts across @group's devices (Run On).
+ */
+void
+dc_infer_page_set_group (DcInferPage *self,
+                         DcGroup     *group)
+{
+  g_return_if_fail (DC_IS_INFER_PAGE (self));
+  g_return_if_fail (group == NULL || DC_IS_GROUP (group));
+
+  if (self->group != NULL)
+    g_signal_handlers_disconnect_by_data (self->group, self);
+  if (self->ring_cancellable != NULL)
+    group_run_end (self, NULL);
+  if (self->group_ring != NULL)
+    {
+      if (self->ring == self->group_ring)
+        dc_infer_page_set_ring (self, NULL);
+      g_clear_object (&self->group_ring);
+    }
+  g_set_object (&self->group, group);
+  if (group != NULL)
+    g_signal_connect_object (group, "notify::n-peers", G_CALLBACK (update_actions), self,
+                             G_CONNECT_SWAPPED);
+  follow_group_ring (self);
+}
+
+/* Tests: the memory this device offers as a ring's head (0: half of what is
+ * installed). Before the model is chosen. */
+void
+_dc_infer_page_set_ring_memory (DcInferPage *self,
+                                guint64      bytes)
+{
+  g_return_if_fail (DC_IS_INFER_PAGE (self));
+  self->ring_memory = bytes;
+}
+
+/**
+ * dc_infer_page_get_group_ring:
+ *
+ * Returns: (transfer none) (nullable): the ring that runs the model of the
+ *   view across the group
+ */
+DcInferRing *
+dc_infer_page_get_group_ring (DcInferPage *self)
+{
+  g_return_val_if_fail (DC_IS_INFER_PAGE (self), NULL);
+  return self->group_ring;
+}
+
+/* ---- this device as another's stage ------------------------------------ */
+
+static void
+set_serving (DcInferPage *self,
+             const char  *text)
+{
+  adw_action_row_set_subtitle (self->serving_row, text != NULL ? text : "");
+  gtk_widget_set_visible (GTK_WIDGET (self->serving_row), text != NULL);
+  gtk_label_set_label (self->serving_label, text != NULL ? text : "");
+  gtk_widget_set_visible (GTK_WIDGET (self->serving_label), text != NULL);
+}
+
+static void
+ring_server_event_cb (DcRingServer *server,
+                      const char   *kind,
+                      const char   *detail,
+                      guint64       value,
+                      DcInferPage  *self)
+{
+  g_autofree char *text = NULL;
+
+  if (g_str_equal (kind, "assigned"))
+    {
+      /* Translators: another device runs a model across the group and asked
+       * this one to hold some of its layers ("MODEL layers A-B"). */
+      text = g_strdup_printf (_("A device of the group runs a model across it: this device "
+                                "holds %s"), detail);
+      toast (self, text);
+      gtk_text_buffer_set_text (gtk_text_view_get_buffer (self->output_view), "", -1);
+    }
+  else if (g_str_equal (kind, "loaded"))
+    {
+      g_autofree char *size = g_format_size (value);
+
+      /* Translators: this device holds its layers of another device's run. */
+      text = g_strdup_printf (_("Holding the layers of %s for the group (%s downloaded)"),
+                              detail, size);
+    }
+  else if (g_str_equal (kind, "token"))
+    {
+      /* The answer streams on every device of the ring. */
+      append_output (self, detail);
+      return;
+    }
+  else if (g_str_equal (kind, "refused") || g_str_equal (kind, "failed"))
+    {
+      /* Translators: this device cannot hold its layers of another's run. */
+      text = g_strdup_printf (_("Could not serve layers for the group: %s"), detail);
+      toast (self, text);
+    }
+  else if (g_str_equal (kind, "released") || g_str_equal (kind, "closed"))
+    text = NULL;   /* the run is over: nothing held */
+  else
+    return;
+  set_serving (self, text);
+}
+
+/**
+ * dc_infer_page_set_ring_server:
+ * @server: (nullable): this device as a stage of the group's rings
+ *
+ * Shows what @server holds for other devices' runs, and their answers.
+ */
+void
+dc_infer_page_set_ring_server (DcInferPage  *self,
+                               DcRingServer *server)
+{
+  g_return_if_fail (DC_IS_INFER_PAGE (self));
+  g_return_if_fail (server == NULL || DC_IS_RING_SERVER (server));
+
+  if (self->ring_server != NULL)
+    g_signal_handlers_disconnect_by_data (self->ring_server, self);
+  g_set_object (&self->ring_server, server);
+  set_serving (self, NULL);
+  if (server != NULL)
+    g_signal_connect_object (server, "event", G_CALLBACK (ring_server_event_cb), self, 0);
+}
+
+/* Returns: (transfer none): what the Serving row says ("" when nothing is held) */
+const char *
+dc_infer_page_get_serving (DcInferPage *self)
+{
+  g_return_val_if_fail (DC_IS_INFER_PAGE (self), NULL);
+  return gtk_widget_get_visible (GTK_WIDGET (self->serving_row))
+         ? adw_action_row_get_subtitle (self->serving_row) : "";
+}
+
 static void
 dc_infer_page_dispose (GObject *object)
 {
@@ -1039,6 +1496,17 @@ dc_infer_page_dispose (GObject *object)
   if (self->ring != NULL)
     g_signal_handlers_disconnect_by_data (self->ring, self);
   g_clear_object (&self->ring);
+  if (self->ring_cancellable != NULL)
+    group_run_end (self, NULL);
+  if (self->group != NULL)
+    g_signal_handlers_disconnect_by_data (self->group, self);
+  g_clear_object (&self->group);
+  if (self->group_ring != NULL)
+    dc_infer_ring_close (self->group_ring);
+  g_clear_object (&self->group_ring);
+  if (self->ring_server != NULL)
+    g_signal_handlers_disconnect_by_data (self->ring_server, self);
+  g_clear_object (&self->ring_server);
 
   drop_session (self);
   if (self->model_dialog != NULL)
@@ -1062,6 +1530,8 @@ dc_infer_page_finalize (GObject *object)
   g_ptr_array_unref (DC_INFER_PAGE (object)->ring_rows);
   g_ptr_array_unref (DC_INFER_PAGE (object)->ring_bars);
   g_array_unref (DC_INFER_PAGE (object)->ring_sizes);
+  g_array_unref (DC_INFER_PAGE (object)->ring_ids);
+  g_array_unref (DC_INFER_PAGE (object)->verify_ids);
 
   G_OBJECT_CLASS (dc_infer_page_parent_class)->finalize (object);
 }
@@ -1095,6 +1565,9 @@ dc_infer_page_class_init (DcInferPageClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcInferPage, ring_group);
   gtk_widget_class_bind_template_child (widget_class, DcInferPage, ring_stats_row);
   gtk_widget_class_bind_template_child (widget_class, DcInferPage, ring_verify_row);
+  gtk_widget_class_bind_template_child (widget_class, DcInferPage, run_on_row);
+  gtk_widget_class_bind_template_child (widget_class, DcInferPage, serving_row);
+  gtk_widget_class_bind_template_child (widget_class, DcInferPage, serving_label);
   gtk_widget_class_bind_template_callback (widget_class, prompt_activated_cb);
 
   gtk_widget_class_install_action (widget_class, "infer.choose-model", NULL,
@@ -1124,5 +1597,7 @@ dc_infer_page_init (DcInferPage *self)
   self->ring_rows = g_ptr_array_new ();
   self->ring_bars = g_ptr_array_new ();
   self->ring_sizes = g_array_new (FALSE, TRUE, sizeof (guint64));
+  self->ring_ids = g_array_new (FALSE, FALSE, sizeof (guint32));
+  self->verify_ids = g_array_new (FALSE, FALSE, sizeof (guint32));
   update_actions (self);
 }

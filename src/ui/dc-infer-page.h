@@ -8,6 +8,7 @@
 
 #include "dc-context.h"
 #include "infer/dc-infer-ring.h"
+#include "infer/dc-ring-server.h"
 #include "infer/dc-model-repo.h"
 
 G_BEGIN_DECLS
@@ -52,5 +53,18 @@ void         dc_infer_page_set_ring_verify  (DcInferPage      *self,
 char        *dc_infer_page_dup_ring_text    (DcInferPage      *self);
 double       dc_infer_page_get_ring_fraction (DcInferPage     *self,
                                               guint            stage);
+
+/* Running across the group (Run On): the group's devices hold the layers
+ * through a DcInferRing the view makes for its model; SERVER shows this
+ * device's share of other devices' runs. */
+void         dc_infer_page_set_group        (DcInferPage      *self,
+                                             DcGroup          *group);
+DcInferRing *dc_infer_page_get_group_ring   (DcInferPage      *self);
+void         dc_infer_page_set_ring_server  (DcInferPage      *self,
+                                             DcRingServer     *server);
+const char  *dc_infer_page_get_serving      (DcInferPage      *self);
+/* Tests: the memory this device offers as head (before the model is chosen). */
+void         _dc_infer_page_set_ring_memory (DcInferPage      *self,
+                                             guint64           bytes);
 
 G_END_DECLS

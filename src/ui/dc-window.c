@@ -54,6 +54,13 @@ dc_window_new (DcApplication *application)
 
   /* Not in constructed(): GtkWindow:application is set after it runs. */
   dc_group_page_set_group (self->group_page, dc_application_get_group (application));
+  /* The Infer view runs prompts across the group and shows this device's
+   * share of other devices' runs. */
+  if (dc_application_get_group (application) != NULL)
+    dc_infer_page_set_group (self->infer_page, dc_application_get_group (application));
+  if (dc_application_get_ring_server (application) != NULL)
+    dc_infer_page_set_ring_server (self->infer_page,
+                                   dc_application_get_ring_server (application));
   /* The Devices tab counts the connected devices. */
   g_object_bind_property (dc_application_get_group (application), "n-peers",
                           self->devices_stack_page, "badge-number", G_BINDING_SYNC_CREATE);

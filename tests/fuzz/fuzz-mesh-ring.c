@@ -1,6 +1,7 @@
 /* fuzz-mesh-ring.c: libFuzzer target for the inference ring's body decoders.
  *
- * The first byte picks the message type (offer, assign, ready, hop, token),
+ * The first byte picks the message type (offer, assign, ready, hop, token,
+ * fetch, bytes),
  * the rest is its body. Whatever decodes is encoded again and must decode to
  * the same values (the encoders and decoders agree on every accepted body).
  *
@@ -24,9 +25,9 @@ LLVMFuzzerTestOneInput (const guint8 *data,
   if (size < 1)
     return 0;
   body = g_bytes_new (data + 1, size - 1);
-  if (!dc_mesh_message_check_payload (DC_MESH_MSG_RING_OFFER + data[0] % 5, size - 1, NULL))
+  if (!dc_mesh_message_check_payload (DC_MESH_MSG_RING_OFFER + data[0] % 7, size - 1, NULL))
     return 0;
-  switch (data[0] % 5)
+  switch (data[0] % 7)
     {
     case 0:
       {
@@ -85,7 +86,7 @@ LLVMFuzzerTestOneInput (const guint8 *data,
           }
       }
       break;
-    default:
+    case 4:
       {
         g_auto(DcMeshRingToken) a = { { 0 } };
         g_auto(DcMeshRingToken) b = { { 0 } };
@@ -96,6 +97,38 @@ LLVMFuzzerTestOneInput (const guint8 *data,
 
             g_assert (dc_mesh_ring_token_decode (again, &b, NULL));
             g_assert (g_str_equal (a.text, b.text) && a.id == b.id);
+          }
+      }
+      break;
+    case 5:
+      {
+        g_auto(DcMeshRingFetch) a = { { 0 } };
+        g_auto(DcMeshRingFetch) b = { { 0 } };
+
+        if (dc_mesh_ring_fetch_decode (body, &a, &error))
+          {
+            g_autoptr(GBytes) again = dc_mesh_ring_fetch_encode (&a);
+
+            g_assert (dc_mesh_ring_fetch_decode (again, &b, NULL));
+            g_assert (g_str_equal (a.file, b.file) && a.offset == b.offset);
+            g_assert (a.length >= 1 && a.length <= DC_MESH_RING_CHUNK_MAX);
+          }
+      }
+      break;
+    default:
+      {
+        g_auto(DcMeshRingBytes) a = { { 0 } };
+        g_auto(DcMeshRingBytes) b = { { 0 } };
+
+        if (dc_mesh_ring_bytes_decode (body, &a, &error))
+          {
+            g_autoptr(GBytes) again = dc_mesh_ring_bytes_encode (&a);
+
+            g_assert (dc_mesh_ring_bytes_decode (again, &b, NULL));
+            g_assert (g_str_equal (a.message, b.message) && a.offset == b.offset);
+            g_assert ((a.data == NULL) == (b.data == NULL));
+            g_assert (a.data == NULL || g_bytes_equal (a.data, b.data));
+            g_assert (a.data == NULL || *a.message == '\0');
           }
       }
       break;
