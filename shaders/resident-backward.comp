@@ -169,13 +169,14 @@ op_relu_back (uint i)
                    : (x & F32_SIGN) == 0u && x != 0u ? f[pc.a[1] + i] : 0u;
 }
 
-/* a: att, d_att, len, scale: head_backward ()'s row t of the causal softmax:
- * dc_math_softmax_backward over t + 1 values in place, times the scale, the
- * rest zero. */
+/* a: att, d_att, len, scale, rows: head_backward ()'s row t of the causal
+ * softmax: dc_math_softmax_backward over t mod len + 1 values in place, times
+ * the scale, the rest zero (the rows of several pairs' blocks follow each
+ * other). */
 void
 op_softmax_back (uint t)
 {
-  uint len = pc.a[2], y = pc.a[0] + t * len, row = pc.a[1] + t * len, n = t + 1u, d;
+  uint len = pc.a[2], y = pc.a[0] + t * len, row = pc.a[1] + t * len, n = t % len + 1u, d;
 
   g_mode = 1u;
   g_a = y;
@@ -221,7 +222,7 @@ main ()
     case OP_LN_DW: total = pc.a[5]; break;
     case OP_COLSUM: total = pc.a[2]; break;
     case OP_RELU_BACK: total = pc.a[3]; break;
-    case OP_SOFTMAX_BACK: total = pc.a[2]; break;
+    case OP_SOFTMAX_BACK: total = max (pc.a[4], pc.a[2]); break;
     default: total = pc.a[4]; break;
     }
   for (uint i = gl_GlobalInvocationID.x; i < total; i += stride)

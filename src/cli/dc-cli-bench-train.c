@@ -42,14 +42,16 @@ bench_ours (const BenchSize  *size,
             double           *tokens_per_s,
             guint            *steps,
             double            shares[3],
-            double            resident_shares[2],
+            double            resident_shares[4],
             const char      **resident,
             char            **device_name,
             GError          **error)
 {
   DcGptRunTimes times0, times1;
   DcGptVkStepTimes resident0 = { 0 }, resident1 = { 0 };
+  DcGptVkForwardTimes pass0 = { 0 }, pass1 = { 0 };
   DcGptVkStep *vk_step;
+  DcGptVkForward *vk_pass;
   DcParallelStats pool0, pool1;
   g_autoptr(DcGptTrainer) trainer = NULL;
   DcTrainSettings settings;
@@ -93,9 +95,13 @@ bench_ours (const BenchSize  *size,
     return FALSE;
   *steps = 0;
   vk_step = dc_gpt_trainer_get_resident_step (trainer);
-  *resident = vk_step != NULL ? dc_gpt_vk_step_get_resident (vk_step) : NULL;
+  vk_pass = dc_gpt_trainer_get_resident_pass (trainer);
+  *resident = vk_step == NULL ? NULL
+              : vk_pass != NULL ? "forward,backward,adam" : dc_gpt_vk_step_get_resident (vk_step);
   if (vk_step != NULL)
     dc_gpt_vk_step_get_times (vk_step, &resident0);
+  if (vk_pass != NULL)
+    dc_gpt_vk_forward_get_times (vk_pass, &pass0);
   dc_gpt_run_get_times (dc_gpt_trainer_get_run (trainer), &times0);
   dc_parallel_get_stats (&pool0);
   start = g_get_monotonic_time ();
@@ -130,6 +136,16 @@ bench_ours (const BenchSize  *size,
         resident_shares[0] = CLAMP ((resident1.device_ns - resident0.device_ns) / total_ns,
                                     0.0, 1.0);
         resident_shares[1] = CLAMP ((resident1.host_ns - resident0.host_ns) / total_ns, 0.0, 1.0);
+      }
+    /* The resident forward and backward passes' submission (the weights'
+     * upload, every kernel, the gradients' download) and host copies;
+     * fetched again, as a failed replay hands the passes back to the CPU. */
+    vk_pass = dc_gpt_trainer_get_resident_pass (trainer);
+    if (vk_pass != NULL)
+      {
+        dc_gpt_vk_forward_get_times (vk_pass, &pass1);
+        resident_shares[2] = CLAMP ((pass1.device_ns - pass0.device_ns) / total_ns, 0.0, 1.0);
+        resident_shares[3] = CLAMP ((pass1.host_ns - pass0.host_ns) / total_ns, 0.0, 1.0);
       }
   }
   return TRUE;
@@ -337,7 +353,7 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
         g_autofree char *device = NULL;
         double tps = -1;
         double shares[3] = { -1, -1, -1 };
-        double resident_shares[2] = { -1, -1 };
+        double resident_shares[4] = { -1, -1, -1, -1 };
         double fwd_resident = -1, fwd_cpu = -1;
         const char *resident = NULL;
         guint steps = 0;
@@ -385,6 +401,10 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
               json_builder_add_null_value (builder);
             add_share (builder, "resident_device_share", resident_shares[0]);
             add_share (builder, "resident_host_share", resident_shares[1]);
+            /* The resident forward and backward passes (resident names
+             * "forward"): their submission and host copies, of other_share. */
+            add_share (builder, "resident_pass_device_share", resident_shares[2]);
+            add_share (builder, "resident_pass_host_share", resident_shares[3]);
             /* --resident-forward: forward passes up to the logits, tokens/s. */
             add_rate (builder, "resident_forward_tokens_per_s", fwd_resident);
             add_rate (builder, "cpu_forward_tokens_per_s", fwd_cpu);

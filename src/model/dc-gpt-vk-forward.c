@@ -113,6 +113,7 @@ struct _DcGptVkForward
   guint64        n_dispatches;
   guint64        n_loss_dispatches;
   guint64        n_backward_dispatches;
+  DcGptVkForwardTimes times;
   /* recording state: the regions of Q and E; a dry run only measures them */
   gboolean       dry;
   gsize          q_left, q_right, e_left, e_right;
@@ -174,8 +175,49 @@ record_op (DcGptVkForward  *self,
                                    (guint) CLAMP (groups, 1, FWD_MAX_GROUPS), 1, 1, error);
 }
 
+/* The attention's (sequence, head) pairs side by side in one dispatch:
+ * pair p is sequence p / heads, head p mod heads, its matrix at
+ * seq_stride · sequence + head_stride · head from the base offset. */
+typedef struct
+{
+  gsize pairs, heads, seq_stride, head_stride;
+} Pairs;
+
+static const Pairs ONE = { 1, 1, 0, 0 };
+
 /* Quantizes n vectors of length k (element i of vector v at
- * src + v·vs + i·ks) into the left (a) or right operand region. */
+ * src + v·vs + i·ks) of each pair into the left (a) or right operand
+ * region. */
+static gboolean
+record_quantize_pairs (DcGptVkForward  *self,
+                       gboolean         left,
+                       gsize            src,
+                       gsize            vs,
+                       gsize            ks,
+                       gsize            n,
+                       gsize            k,
+                       const Pairs     *pairs,
+                       GError         **error)
+{
+  guint32 args[] = { (guint32) src, (guint32) vs, (guint32) ks, (guint32) (n * pairs->pairs),
+                     (guint32) k, (guint32) (left ? self->qa : self->qb),
+                     (guint32) (left ? self->ea : self->eb), (guint32) n,
+                     (guint32) pairs->heads, (guint32) pairs->seq_stride,
+                     (guint32) pairs->head_stride };
+
+  /* The dry run measures the largest operand on each side. */
+  if (self->dry)
+    {
+      gsize *q = left ? &self->q_left : &self->q_right;
+      gsize *e = left ? &self->e_left : &self->e_right;
+
+      *q = MAX (*q, n * pairs->pairs * k);
+      *e = MAX (*e, n * pairs->pairs);
+      return TRUE;
+    }
+  return record_op (self, OP_QUANTIZE, n * pairs->pairs, args, G_N_ELEMENTS (args), error);
+}
+
 static gboolean
 record_quantize (DcGptVkForward  *self,
                  gboolean         left,
@@ -186,24 +228,29 @@ record_quantize (DcGptVkForward  *self,
                  gsize            k,
                  GError         **error)
 {
-  guint32 args[] = { (guint32) src, (guint32) vs, (guint32) ks, (guint32) n, (guint32) k,
-                     (guint32) (left ? self->qa : self->qb),
-                     (guint32) (left ? self->ea : self->eb) };
-
-  /* The dry run measures the largest operand on each side. */
-  if (self->dry)
-    {
-      gsize *q = left ? &self->q_left : &self->q_right;
-      gsize *e = left ? &self->e_left : &self->e_right;
-
-      *q = MAX (*q, n * k);
-      *e = MAX (*e, n);
-      return TRUE;
-    }
-  return record_op (self, OP_QUANTIZE, n, args, G_N_ELEMENTS (args), error);
+  return record_quantize_pairs (self, left, src, vs, ks, n, k, &ONE, error);
 }
 
-/* c[m · ldc + n] for the quantized left (M) and right (N) operands. */
+/* c[m · ldc + n] of each pair (its output matrix placed as its operands'
+ * are) for the quantized left (M) and right (N) operands. */
+static gboolean
+record_gemm_pairs (DcGptVkForward  *self,
+                   gsize            m,
+                   gsize            n,
+                   gsize            k,
+                   gsize            out,
+                   gsize            ldc,
+                   const Pairs     *pairs,
+                   GError         **error)
+{
+  guint32 args[] = { (guint32) self->qa, (guint32) self->ea, (guint32) m, (guint32) self->qb,
+                     (guint32) self->eb, (guint32) n, (guint32) k, (guint32) out,
+                     (guint32) ldc, (guint32) pairs->pairs, (guint32) pairs->heads,
+                     (guint32) pairs->seq_stride, (guint32) pairs->head_stride };
+
+  return record_op (self, OP_GEMM, m * n * pairs->pairs, args, G_N_ELEMENTS (args), error);
+}
+
 static gboolean
 record_gemm (DcGptVkForward  *self,
              gsize            m,
@@ -213,11 +260,7 @@ record_gemm (DcGptVkForward  *self,
              gsize            ldc,
              GError         **error)
 {
-  guint32 args[] = { (guint32) self->qa, (guint32) self->ea, (guint32) m, (guint32) self->qb,
-                     (guint32) self->eb, (guint32) n, (guint32) k, (guint32) out,
-                     (guint32) ldc };
-
-  return record_op (self, OP_GEMM, m * n, args, G_N_ELEMENTS (args), error);
+  return record_gemm_pairs (self, m, n, k, out, ldc, &ONE, error);
 }
 
 /* dc-gpt.c's linear_forward: y (rows, n) = x (rows, k) · w (k, n) + bias. */
@@ -355,24 +398,24 @@ record_body (DcGptVkForward  *self,
       if (!record_layer_norm (self, x, p[0], p[1], a->ln1, a->ln1_mean, a->ln1_rstd, bt, error)
           || !record_linear (self, a->ln1, bt, p[2], p[3], c, 3 * c, a->qkv, error))
         return FALSE;
-      for (gsize b = 0; b < self->batch; b++)
-        for (gsize h = 0; h < h_n; h++)
-          {
-            gsize q_off = a->qkv + b * t * 3 * c + h * d;
-            gsize att = a->att + (b * h_n + h) * t * t;
-            guint32 sm[] = { (guint32) self->scores, (guint32) att, (guint32) t, (guint32) t,
-                             f32_bits (scale), 1 };
+      {
+        /* Every (sequence, head) pair at once, each as head_forward ():
+         * scores (t, t) = q · kᵀ; att = softmax; y (t, d) = att · v. */
+        Pairs in = { self->batch * h_n, h_n, t * 3 * c, d };
+        Pairs sq = { self->batch * h_n, h_n, h_n * t * t, t * t };
+        Pairs y = { self->batch * h_n, h_n, t * c, d };
+        guint32 sm[] = { (guint32) self->scores, (guint32) a->att,
+                         (guint32) (self->batch * h_n * t), (guint32) t, f32_bits (scale), 1 };
 
-            /* scores (t, t) = q · kᵀ; att = softmax; y (t, d) = att · v. */
-            if (!record_quantize (self, TRUE, q_off, 3 * c, 1, t, d, error)
-                || !record_quantize (self, FALSE, q_off + c, 3 * c, 1, t, d, error)
-                || !record_gemm (self, t, t, d, self->scores, t, error)
-                || !record_op (self, OP_SOFTMAX, t, sm, G_N_ELEMENTS (sm), error)
-                || !record_quantize (self, TRUE, att, t, 1, t, t, error)
-                || !record_quantize (self, FALSE, q_off + 2 * c, 1, 3 * c, d, t, error)
-                || !record_gemm (self, t, d, t, a->atty + b * t * c + h * d, c, error))
-              return FALSE;
-          }
+        if (!record_quantize_pairs (self, TRUE, a->qkv, 3 * c, 1, t, d, &in, error)
+            || !record_quantize_pairs (self, FALSE, a->qkv + c, 3 * c, 1, t, d, &in, error)
+            || !record_gemm_pairs (self, t, t, d, self->scores, t, &sq, error)
+            || !record_op (self, OP_SOFTMAX, self->batch * h_n * t, sm, G_N_ELEMENTS (sm), error)
+            || !record_quantize_pairs (self, TRUE, a->att, t, 1, t, t, &sq, error)
+            || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 1, 3 * c, d, t, &in, error)
+            || !record_gemm_pairs (self, t, d, t, a->atty, c, &y, error))
+          return FALSE;
+      }
       {
         guint32 add_mid[] = { (guint32) x, (guint32) a->res_mid, (guint32) (bt * c) };
         guint32 relu[] = { (guint32) a->fc, (guint32) a->fc_act, (guint32) (bt * 4 * c) };
@@ -469,34 +512,33 @@ record_body (DcGptVkForward  *self,
                                         g[4], g[5], error))
           return FALSE;
       }
-      for (gsize b = 0; b < self->batch; b++)
-        for (gsize h = 0; h < h_n; h++)
-          {
-            /* head_backward (): q, k, v and their gradients in qkv's layout. */
-            gsize q_off = a->qkv + b * t * 3 * c + h * d;
-            gsize dq = self->d_qkv + b * t * 3 * c + h * d;
-            gsize dy = self->d_a + b * t * c + h * d;
-            gsize att = a->att + (b * h_n + h) * t * t;
-            guint32 sm[] = { (guint32) att, (guint32) self->scores, (guint32) t,
-                             f32_bits (scale) };
+      {
+        /* Every pair at once, each as head_backward (): d_att = dy · vᵀ;
+         * dv = attᵀ · dy; d_scores through the softmax and the scale;
+         * dq = d_scores · k; dk = d_scoresᵀ · q (q, k, v and their
+         * gradients in qkv's layout). */
+        Pairs in = { self->batch * h_n, h_n, t * 3 * c, d };
+        Pairs sq = { self->batch * h_n, h_n, h_n * t * t, t * t };
+        Pairs dy = { self->batch * h_n, h_n, t * c, d };
+        guint32 sm[] = { (guint32) a->att, (guint32) self->scores, (guint32) t, f32_bits (scale),
+                         (guint32) (self->batch * h_n * t) };
 
-            /* d_att = dy · vᵀ; dv = attᵀ · dy; d_scores; dq = d_scores · k;
-             * dk = d_scoresᵀ · q. */
-            if (!record_quantize (self, TRUE, dy, c, 1, t, d, error)
-                || !record_quantize (self, FALSE, q_off + 2 * c, 3 * c, 1, t, d, error)
-                || !record_gemm (self, t, t, d, self->scores, t, error)
-                || !record_quantize (self, TRUE, att, 1, t, t, t, error)
-                || !record_quantize (self, FALSE, dy, 1, c, d, t, error)
-                || !record_gemm (self, t, d, t, dq + 2 * c, 3 * c, error)
-                || !record_op (self, OP_SOFTMAX_BACK, t, sm, G_N_ELEMENTS (sm), error)
-                || !record_quantize (self, TRUE, self->scores, t, 1, t, t, error)
-                || !record_quantize (self, FALSE, q_off + c, 1, 3 * c, d, t, error)
-                || !record_gemm (self, t, d, t, dq, 3 * c, error)
-                || !record_quantize (self, TRUE, self->scores, 1, t, t, t, error)
-                || !record_quantize (self, FALSE, q_off, 1, 3 * c, d, t, error)
-                || !record_gemm (self, t, d, t, dq + c, 3 * c, error))
-              return FALSE;
-          }
+        if (!record_quantize_pairs (self, TRUE, self->d_a, c, 1, t, d, &dy, error)
+            || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 3 * c, 1, t, d, &in, error)
+            || !record_gemm_pairs (self, t, t, d, self->scores, t, &sq, error)
+            || !record_quantize_pairs (self, TRUE, a->att, 1, t, t, t, &sq, error)
+            || !record_quantize_pairs (self, FALSE, self->d_a, 1, c, d, t, &dy, error)
+            || !record_gemm_pairs (self, t, d, t, self->d_qkv + 2 * c, 3 * c, &in, error)
+            || !record_op (self, OP_SOFTMAX_BACK, self->batch * h_n * t, sm, G_N_ELEMENTS (sm),
+                           error)
+            || !record_quantize_pairs (self, TRUE, self->scores, t, 1, t, t, &sq, error)
+            || !record_quantize_pairs (self, FALSE, a->qkv + c, 1, 3 * c, d, t, &in, error)
+            || !record_gemm_pairs (self, t, d, t, self->d_qkv, 3 * c, &in, error)
+            || !record_quantize_pairs (self, TRUE, self->scores, 1, t, t, t, &sq, error)
+            || !record_quantize_pairs (self, FALSE, a->qkv, 1, 3 * c, d, t, &in, error)
+            || !record_gemm_pairs (self, t, d, t, self->d_qkv + c, 3 * c, &in, error))
+          return FALSE;
+      }
       if (!record_linear_backward (self, a->ln1, self->d_qkv, bt, p[2], c, 3 * c, self->d_b,
                                    g[2], g[3], error)
           || !record_layer_norm_backward (self, x, p[0], a->ln1_mean, a->ln1_rstd, self->d_b, bt,
@@ -554,7 +596,7 @@ record_forward (DcGptVkForward  *self,
   REGION (self->lnf, bt * c);
   REGION (self->lnf_mean, bt);
   REGION (self->lnf_rstd, bt);
-  REGION (self->scores, t * t);
+  REGION (self->scores, (gsize) self->batch * cfg->n_head * t * t);
   REGION (self->row_loss, bt);
   REGION (self->loss_scratch, bt * v);
   REGION (self->logits_off, bt * v + 1);
@@ -653,6 +695,8 @@ submit (DcGptVkForward  *self,
   guint32 *tokens = dc_vk_buffer_get_data (self->tokens);
   gint32 *e = dc_vk_buffer_get_data (self->e);
 
+  gint64 t0 = g_get_monotonic_time (), t1;
+
   memcpy (dc_vk_buffer_get_data (self->params_staging), params, self->n_params * 4);
   for (gsize i = 0; i < bt; i++)
     {
@@ -660,8 +704,12 @@ submit (DcGptVkForward  *self,
       tokens[bt + i] = targets != NULL ? targets[i] : 0;
     }
   e[0] = 0;
+  t1 = g_get_monotonic_time ();
   if (!dc_vk_recording_submit (self->recording, error))
     return FALSE;
+  self->times.passes++;
+  self->times.host_ns += (guint64) (t1 - t0) * 1000;
+  self->times.device_ns += (guint64) (g_get_monotonic_time () - t1) * 1000;
   if (e[0] != 0)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
@@ -728,13 +776,16 @@ dc_gpt_vk_forward_gradients (DcGptVkForward  *self,
                              GError         **error)
 {
   gsize n = (gsize) self->batch * self->config.seq * self->config.vocab;
+  gint64 t0;
 
   g_return_val_if_fail (self->backward, FALSE);
   g_return_val_if_fail (targets != NULL, FALSE);
 
   if (!submit (self, params, inputs, targets, error))
     return FALSE;
+  t0 = g_get_monotonic_time ();
   memcpy (grads, dc_vk_buffer_get_data (self->grads_staging), self->n_params * 4);
+  self->times.host_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
   if (loss != NULL)
     memcpy (loss, (float *) dc_vk_buffer_get_data (self->logits_staging) + n, 4);
   return TRUE;
@@ -1292,4 +1343,16 @@ const char *
 dc_gpt_vk_forward_get_device_name (DcGptVkForward *self)
 {
   return dc_vk_context_get_device_name (self->ctx);
+}
+
+/**
+ * dc_gpt_vk_forward_get_times:
+ *
+ * Totals since the pass was made (`bench train` reports them).
+ */
+void
+dc_gpt_vk_forward_get_times (DcGptVkForward      *self,
+                             DcGptVkForwardTimes *out)
+{
+  *out = self->times;
 }

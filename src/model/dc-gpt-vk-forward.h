@@ -29,6 +29,21 @@ G_BEGIN_DECLS
 
 typedef struct _DcGptVkForward DcGptVkForward;
 
+/**
+ * DcGptVkForwardTimes:
+ * @passes: replays
+ * @host_ns: time writing the weights and tokens into, and the gradients out
+ *   of, the mapped staging buffers (host memory traffic)
+ * @device_ns: time from submission to the fence (the weights' upload, every
+ *   kernel, the results' download)
+ */
+typedef struct
+{
+  guint64 passes;
+  guint64 host_ns;
+  guint64 device_ns;
+} DcGptVkForwardTimes;
+
 DcGptVkForward *dc_gpt_vk_forward_new   (const DcGptConfig  *config,
                                          guint               batch,
                                          GError            **error);
@@ -52,6 +67,8 @@ gboolean        dc_gpt_vk_forward_gradients (DcGptVkForward     *self,
                                              GError            **error);
 guint64         dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self);
 const char     *dc_gpt_vk_forward_get_device_name  (DcGptVkForward *self);
+void            dc_gpt_vk_forward_get_times        (DcGptVkForward      *self,
+                                                    DcGptVkForwardTimes *out);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptVkForward, dc_gpt_vk_forward_free)
 
