@@ -153,8 +153,7 @@ dc_gpt_trainer_use_resident_step (DcGptTrainer  *self,
       self->vk_pass = dc_gpt_vk_forward_new_training (&self->model->config,
                                                       self->settings.batch, &pass_error);
       if (self->vk_pass == NULL)
-        g_message ("Resident forward and backward passes not used (%s) — they stay on the CPU",
-                   pass_error->message);
+        g_message ("Resident forward and backward passes not used: %s", pass_error->message);
     }
   return TRUE;
 }
