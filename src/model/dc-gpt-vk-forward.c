@@ -615,8 +615,9 @@ record_forward (DcGptVkForward  *self,
   if (!record_body (self, error))
     return FALSE;
   self->dry = FALSE;
+  /* The right operands start 16-byte aligned (the GEMM's wide loads). */
   self->qa = 0;
-  self->qb = self->q_left;
+  self->qb = (self->q_left + 15) / 16 * 16;
   q_size = self->qb + self->q_right;
   self->ea = 1;
   self->eb = 1 + self->e_left;
