@@ -9,7 +9,12 @@
  * 16, the default 32, 64 and 128), including a step after the host changed
  * the model (as the group's repair does). The stage-2 kernels (quantize,
  * layer norm, attention's softmax with the engine's exp) give the CPU's bits
- * on a real forward pass's values and refuse their broken twins. Skipped,
+ * on a real forward pass's values and refuse their broken twins. The
+ * resident forward pass gives the CPU's logits and loss, the resident
+ * training pass (forward, loss, backward in one submission) every gradient,
+ * at each size class; training with forward, backward and Adam resident
+ * gives the CPU's hashes step for step, and with the backward's broken twin
+ * refused by its gate the passes fall back to the CPU, same hashes. Skipped,
  * with the reason, when no Vulkan device is usable.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later

@@ -1,28 +1,38 @@
-/* dc-gpt-vk-forward.c: the GPT forward pass recorded once on a Vulkan device
- * (shaders/resident-forward.comp) and replayed per call.
+/* dc-gpt-vk-forward.c: the GPT forward pass, and for training the backward
+ * pass after it, recorded once on a Vulkan device
+ * (shaders/resident-forward.comp, resident-loss.comp, resident-backward.comp)
+ * and replayed per call.
  *
  * Layout. F (device-local, floats): the weights at offset 0 (the one weight
- * array of dc_gpt_config_tensor ()), then two residual buffers, the normed
- * rows, their means and rstds, qkv, the heads' outputs, the residual after
- * attention, the MLP before and after ReLU, one head's scores and
- * probabilities, the logits. Q (device-local, int8): the left and right
- * operands of the current product. E (host-visible, int32): E[0] the
- * "not finite" flag, then both operands' exponents. T (host-visible): the
- * tokens. A product is two quantizations and one GEMM dispatch; every
- * dispatch is separated from the next by a full barrier (dc-vk-context.c's
- * recordings), so the operand buffers are reused in order.
+ * array of dc_gpt_config_tensor ()), for training their gradients next,
+ * then every activation kept per layer as dc-gpt.c's LayerActs (the
+ * residual stream at each block's input, the norms with their means and
+ * rstds, qkv, every (sequence, head) pair's probabilities, the heads'
+ * outputs, the residual after attention, the MLP before and after ReLU), the
+ * final norm, the pairs' scores, the logits, and the backward's scratch.
+ * Q (device-local, int8): the left and right operands of the current
+ * product, sized by a dry run of the recording. E (host-visible, int32): E[0]
+ * the "not finite" flag, then both operands' exponents. T (host-visible): the
+ * tokens, then the targets. A product is two quantizations and one GEMM
+ * dispatch (the attention's pairs side by side in each); every dispatch is
+ * separated from the next by a full barrier (dc-vk-context.c's recordings),
+ * so the operand buffers are reused in order.
  *
- * The order of operations is dc_gpt_run_forward ()'s, and each operation is
- * the CPU's rule bit for bit (docs/VERIFICATION.md, "Operations on the GPU").
- * The gate, when the pass is made, runs each operation once on fixed inputs
- * against the CPU function it stands for (layer norm, quantization of rows
- * and columns, a product, bias, residual add, ReLU, a causal softmax block,
- * the embedding: gate_ops ()), then a width-16 model (two layers, sequence
- * 16, batch 2) against dc_gpt_run_forward (), every logit. INT8 quantization
- * hides most one-ulp errors from the logits, hence the per-operation part. DC_TEST_BREAK_KERNEL=resident-forward (or all) loads the broken
- * twin (the exponential's polynomial a term short), =resident-loss the loss's
- * (shaders/resident-loss.comp, its own pipeline on the same buffers: it
- * forgets the low part of x − max).
+ * The order of operations is dc_gpt_run_forward ()'s and
+ * dc_gpt_run_backward ()'s, and each operation is the CPU's rule bit for bit
+ * (docs/VERIFICATION.md, "Operations on the GPU"). The forward gate runs
+ * each forward operation once on fixed inputs against the CPU function it
+ * stands for (layer norm, quantization of rows and columns, a product, bias,
+ * residual add, ReLU, a causal softmax block, the loss, the embedding:
+ * gate_ops ()), then a width-16 model (two layers, sequence 16, batch 2)
+ * against dc_gpt_run_forward (), every logit. INT8 quantization hides most
+ * one-ulp errors from the logits, hence the per-operation part. The training
+ * pass adds the backward's gate (gate_backward_ops (), then that model's every
+ * gradient against dc_gpt_run_backward ()). DC_TEST_BREAK_KERNEL=
+ * resident-forward (or all) loads the broken twin (the exponential's
+ * polynomial a term short), =resident-loss the loss's (it forgets the low
+ * part of x − max), =resident-backward the backward's (the norm's input
+ * gradient without its n̂ · mean (g n̂) term).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
