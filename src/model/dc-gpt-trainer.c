@@ -154,6 +154,9 @@ dc_gpt_trainer_use_resident_step (DcGptTrainer  *self,
                                                       self->settings.batch, &pass_error);
       if (self->vk_pass == NULL)
         g_message ("Resident forward and backward passes not used: %s", pass_error->message);
+      else
+        g_debug ("Resident forward and backward passes on %s",
+                 dc_gpt_vk_forward_get_device_name (self->vk_pass));
     }
   return TRUE;
 }
