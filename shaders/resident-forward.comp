@@ -31,6 +31,8 @@ layout (local_size_x = 64) in;
 
 layout (std430, binding = 0) buffer F { uint f[]; };
 layout (std430, binding = 1) buffer Q { int8_t q8[]; };
+/* The same operands 16 bytes at a time, for the GEMM's loads. */
+layout (std430, binding = 1) readonly buffer Q16 { ivec4 q16[]; };
 layout (std430, binding = 2) buffer E { int e32[]; };
 layout (std430, binding = 3) readonly buffer T { uint tok[]; };
 
@@ -112,16 +114,21 @@ op_layer_norm (uint r)
   f[pc.a[5] + r] = rstd;
 }
 
-/* a: src, vector_stride, k_stride, n_vectors, k, q, e: one workgroup per
- * vector (a uniform loop, so the barriers are in uniform control flow). */
+/* a: src, vector_stride, k_stride, n_vectors, k, q, e, then for the
+ * attention's (sequence, head) pairs side by side: vectors per pair, heads,
+ * sequence stride, head stride (0 for one matrix): one workgroup per vector
+ * (a uniform loop, so the barriers are in uniform control flow). Vector v is
+ * pair p = v / per, row v mod per, at src + (p / H)·sb + (p mod H)·sh. */
 void
 op_quantize ()
 {
   uint lid = gl_LocalInvocationID.x, k = pc.a[4];
+  uint per = pc.a[7] == 0u ? pc.a[3] : pc.a[7], heads = max (pc.a[8], 1u);
 
   for (uint v = gl_WorkGroupID.x; v < pc.a[3]; v += gl_NumWorkGroups.x)
     {
-      uint base = pc.a[0] + v * pc.a[1];
+      uint p = v / per;
+      uint base = pc.a[0] + (p / heads) * pc.a[9] + (p % heads) * pc.a[10] + (v % per) * pc.a[1];
       uint amax = 0u;
       int e;
 
@@ -164,17 +171,34 @@ op_quantize ()
     }
 }
 
-/* a: qa, ea, M, qb, eb, N, K, out, ldc: output i = (m, n). */
+/* a: qa, ea, M, qb, eb, N, K, out, ldc, then for pairs side by side: pairs,
+ * heads, the output's sequence and head strides: output i = (p, m, n) from
+ * left vector p·M + m and right vector p·N + n. */
 void
 op_gemm (uint i)
 {
-  uint n_cols = pc.a[5], k = pc.a[6], m = i / n_cols, n = i % n_cols;
-  uint qa = pc.a[0] + m * k, qb = pc.a[3] + n * k;
+  uint n_cols = pc.a[5], k = pc.a[6], mn = pc.a[2] * n_cols, heads = max (pc.a[10], 1u);
+  uint p = i / mn, m = (i % mn) / n_cols, n = i % n_cols;
+  uint va = p * pc.a[2] + m, vb = p * n_cols + n;
+  uint qa = pc.a[0] + va * k, qb = pc.a[3] + vb * k;
   int acc = 0;
 
-  for (uint t = 0u; t < k; t++)
-    acc += int (q8[qa + t]) * int (q8[qb + t]);
-  f[pc.a[7] + m * pc.a[8] + n] = dc_gemm_epilogue (acc, e32[pc.a[1] + m], e32[pc.a[4] + n]);
+  /* int32 sums are exact in any order (|acc| ≤ 127² · K < 2³¹), so
+   * 16-byte loads, four bytes per word, give the byte loop's bits. */
+  if ((k & 15u) == 0u && ((qa | qb) & 15u) == 0u)
+    for (uint t = 0u; t < k / 16u; t++)
+      {
+        ivec4 x = q16[qa / 16u + t], y = q16[qb / 16u + t];
+
+        for (int w = 0; w < 4; w++)
+          for (int b = 0; b < 32; b += 8)
+            acc += bitfieldExtract (x[w], b, 8) * bitfieldExtract (y[w], b, 8);
+      }
+  else
+    for (uint t = 0u; t < k; t++)
+      acc += int (q8[qa + t]) * int (q8[qb + t]);
+  f[pc.a[7] + (p / heads) * pc.a[11] + (p % heads) * pc.a[12] + m * pc.a[8] + n]
+    = dc_gemm_epilogue (acc, e32[pc.a[1] + va], e32[pc.a[4] + vb]);
 }
 
 /* a: y, b, total, n: y[i] = y[i] + b[i mod n]. */
@@ -216,7 +240,9 @@ row_max (uint base, uint n)
   return m;
 }
 
-/* a: scores, att, rows, len, scale, causal: head_forward ()'s row rule. */
+/* a: scores, att, rows, len, scale, causal: head_forward ()'s row rule;
+ * rows of several (sequence, head) pairs follow each other (row r is row
+ * r mod len of its block). */
 void
 op_softmax (uint r)
 {
@@ -253,7 +279,7 @@ main ()
     {
     case OP_EMBED: total = pc.a[3]; break;
     case OP_LAYER_NORM: total = pc.a[6]; break;
-    case OP_GEMM: total = pc.a[2] * pc.a[5]; break;
+    case OP_GEMM: total = pc.a[2] * pc.a[5] * max (pc.a[9], 1u); break;
     case OP_BIAS: total = pc.a[2]; break;
     case OP_ADD: total = pc.a[2]; break;
     case OP_RELU: total = pc.a[2]; break;

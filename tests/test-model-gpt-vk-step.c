@@ -9,7 +9,12 @@
  * 16, the default 32, 64 and 128), including a step after the host changed
  * the model (as the group's repair does). The stage-2 kernels (quantize,
  * layer norm, attention's softmax with the engine's exp) give the CPU's bits
- * on a real forward pass's values and refuse their broken twins. Skipped,
+ * on a real forward pass's values and refuse their broken twins. The
+ * resident forward pass gives the CPU's logits and loss, the resident
+ * training pass (forward, loss, backward in one submission) every gradient,
+ * at each size class; training with forward, backward and Adam resident
+ * gives the CPU's hashes step for step, and with the backward's broken twin
+ * refused by its gate the passes fall back to the CPU, same hashes. Skipped,
  * with the reason, when no Vulkan device is usable.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
@@ -465,10 +470,78 @@ test_forward (gconstpointer data)
     }
 }
 
+/* The resident training pass (forward, loss, backward in one submission):
+ * every gradient and the loss of each size class equal dc_gpt_run_backward ()'s
+ * and dc_gpt_run_forward ()'s bit for bit, twice (a replay, with new weights
+ * the second time); then its gate refuses the backward's broken twin. */
+static void
+test_gradients (gconstpointer data)
+{
+  const guint *size = data;  /* width, seq, batch */
+  g_autoptr(DcVkContext) probe = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptVkForward) pass = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  g_autofree guint8 *tokens = NULL;
+  g_autofree float *grads = NULL, *want = NULL;
+  gsize bt = (gsize) size[1] * size[2];
+
+  if (probe == NULL)
+    return;
+  g_clear_pointer (&probe, dc_vk_context_free);
+  model = small_model (size[0], size[1]);
+  pass = dc_gpt_vk_forward_new_training (&model->config, size[2], &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (pass);
+  tokens = g_new (guint8, bt + 1);
+  for (gsize i = 0; i <= bt; i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged, that a single man "[i % 57]);
+  run = dc_gpt_run_new (&model->config, size[2], DC_GPT_PRECISION_INT8, 1);
+  grads = g_new (float, model->n_params);
+  want = g_new (float, model->n_params);
+  for (guint pass_i = 0; pass_i < 2; pass_i++)
+    {
+      float loss = 0.0f, want_loss = 0.0f;
+
+      if (pass_i == 1)
+        for (gsize i = 0; i < model->n_params; i += 3)
+          model->params[i] = model->params[i] * 1.5f;
+      g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, size[2],
+                                         size[1], &want_loss, &error));
+      g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
+      g_assert_no_error (error);
+      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
+                                                  &loss, &error));
+      g_assert_no_error (error);
+      for (gsize i = 0; i < model->n_params; i++)
+        if (memcmp (&grads[i], &want[i], 4) != 0)
+          g_error ("pass %u, gradient %" G_GSIZE_FORMAT ": %a instead of %a", pass_i + 1, i,
+                   grads[i], want[i]);
+      g_assert_cmpmem (&loss, 4, &want_loss, 4);
+      g_test_message ("pass %u: loss %.9g and %" G_GSIZE_FORMAT " gradients on both",
+                      pass_i + 1, loss, model->n_params);
+    }
+  g_test_message ("%u × %u × %u: %" G_GUINT64_FORMAT " dispatches in one submission", size[0],
+                  size[1], size[2], dc_gpt_vk_forward_get_n_dispatches (pass));
+  if (size[0] == 16)
+    {
+      g_autoptr(DcGptVkForward) broken = NULL;
+
+      g_setenv ("DC_TEST_BREAK_KERNEL", "resident-backward", TRUE);
+      broken = dc_gpt_vk_forward_new_training (&model->config, size[2], &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_null (broken);
+      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+      g_test_message ("%s", error->message);
+    }
+}
+
 typedef struct
 {
   guint width, seq, batch, steps;
   gboolean host_change;   /* change a weight on the host after step 1 */
+  gboolean broken_backward;  /* the backward's broken twin: refused, the CPU passes */
   const char *pinned;     /* the CPU's hash after the last step, or NULL */
 } Size;
 
@@ -521,9 +594,18 @@ test_hashes (gconstpointer data)
   g_clear_pointer (&probe, dc_vk_context_free);
   cpu = make_trainer (size);
   resident = make_trainer (size);
+  if (size->broken_backward)
+    g_setenv ("DC_TEST_BREAK_KERNEL", "resident-backward", TRUE);
   g_assert_true (dc_gpt_trainer_use_resident_step (resident, &error));
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
   g_assert_no_error (error);
   g_assert_null (dc_gpt_trainer_get_resident_step (cpu));
+  /* The whole chain resident, unless its gate refused the broken twin: then
+   * the passes stay on the CPU and Adam alone is resident, same bits. */
+  if (size->broken_backward)
+    g_assert_null (dc_gpt_trainer_get_resident_pass (resident));
+  else
+    g_assert_nonnull (dc_gpt_trainer_get_resident_pass (resident));
 
   for (guint s = 0; s < size->steps; s++)
     {
@@ -561,17 +643,19 @@ main (int    argc,
    * CPU's forward pass would be slow; the default is the CLI's 32 × 32 × 8.
    * The 32 × 16 × 2 run is test-model-gpt-vk's, whose pinned hash it keeps. */
   static const Size sizes[] = {
-    { 16, 16, 2, 4, FALSE, NULL },
-    { 32, 16, 2, 3, FALSE, "48259d750aafd7b1" },
-    { 32, 32, 8, 4, FALSE, NULL },
-    { 64, 32, 2, 3, FALSE, NULL },
-    { 128, 32, 2, 3, FALSE, NULL },
-    { 32, 16, 2, 3, TRUE, NULL },
+    { 16, 16, 2, 4, FALSE, FALSE, NULL },
+    { 32, 16, 2, 3, FALSE, FALSE, "48259d750aafd7b1" },
+    { 32, 32, 8, 4, FALSE, FALSE, NULL },
+    { 64, 32, 2, 3, FALSE, FALSE, NULL },
+    { 128, 32, 2, 3, FALSE, FALSE, NULL },
+    { 32, 16, 2, 3, TRUE, FALSE, NULL },
+    { 32, 16, 2, 2, FALSE, TRUE, NULL },
   };
   static const char * const names[] = {
     "/dc/model/gpt-vk-step/hashes/w16", "/dc/model/gpt-vk-step/hashes/pinned",
     "/dc/model/gpt-vk-step/hashes/default", "/dc/model/gpt-vk-step/hashes/w64",
     "/dc/model/gpt-vk-step/hashes/w128", "/dc/model/gpt-vk-step/hashes/host-change",
+    "/dc/model/gpt-vk-step/hashes/backward-refused",
   };
 
   g_test_init (&argc, &argv, NULL);
@@ -588,9 +672,16 @@ main (int    argc,
       "/dc/model/gpt-vk-step/forward/w16", "/dc/model/gpt-vk-step/forward/w32",
       "/dc/model/gpt-vk-step/forward/w64", "/dc/model/gpt-vk-step/forward/w128",
     };
+    static const char * const grad_names[] = {
+      "/dc/model/gpt-vk-step/gradients/w16", "/dc/model/gpt-vk-step/gradients/w32",
+      "/dc/model/gpt-vk-step/gradients/w64", "/dc/model/gpt-vk-step/gradients/w128",
+    };
 
     for (guint i = 0; i < G_N_ELEMENTS (fwd_sizes); i++)
       g_test_add_data_func (fwd_names[i], fwd_sizes[i], test_forward);
+
+    for (guint i = 0; i < G_N_ELEMENTS (fwd_sizes); i++)
+      g_test_add_data_func (grad_names[i], fwd_sizes[i], test_gradients);
   }
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     g_test_add_data_func (names[i], &sizes[i], test_hashes);

@@ -40,7 +40,7 @@ typedef struct
   double      tokens_per_s;
   guint       steps;
   double      shares[3];            /* gemm, other, wait (sum 1) */
-  double      resident_shares[2];   /* resident device, resident host */
+  double      resident_shares[4];   /* resident step device, host; resident passes device, host */
   double      phase_shares[DC_GPT_N_PHASES];
   double      phase_threads[DC_GPT_N_PHASES];   /* threads a pass asked for, on average */
   double      gemm_total_share;     /* products, their waits included */
@@ -68,7 +68,9 @@ bench_ours (const BenchSize  *size,
 {
   DcGptRunTimes times0, times1;
   DcGptVkStepTimes resident0 = { 0 }, resident1 = { 0 };
+  DcGptVkForwardTimes pass0 = { 0 }, pass1 = { 0 };
   DcGptVkStep *vk_step;
+  DcGptVkForward *vk_pass;
   DcParallelStats pool0, pool1;
   g_autoptr(DcGptTrainer) trainer = NULL;
   g_autofree float *grads = NULL;
@@ -117,9 +119,13 @@ bench_ours (const BenchSize  *size,
   grads = g_new (float, dc_gpt_trainer_get_model (trainer)->n_params);
   m->steps = 0;
   vk_step = dc_gpt_trainer_get_resident_step (trainer);
-  *resident = vk_step != NULL ? dc_gpt_vk_step_get_resident (vk_step) : NULL;
+  vk_pass = dc_gpt_trainer_get_resident_pass (trainer);
+  *resident = vk_step == NULL ? NULL
+              : vk_pass != NULL ? "forward,backward,adam" : dc_gpt_vk_step_get_resident (vk_step);
   if (vk_step != NULL)
     dc_gpt_vk_step_get_times (vk_step, &resident0);
+  if (vk_pass != NULL)
+    dc_gpt_vk_forward_get_times (vk_pass, &pass0);
   dc_gpt_run_get_times (dc_gpt_trainer_get_run (trainer), &times0);
   dc_parallel_get_stats (&pool0);
   start = g_get_monotonic_time ();
@@ -180,6 +186,16 @@ bench_ours (const BenchSize  *size,
                                        0.0, 1.0);
         m->resident_shares[1] = CLAMP ((resident1.host_ns - resident0.host_ns) / total_ns,
                                        0.0, 1.0);
+      }
+    /* The resident forward and backward passes' submission (the weights'
+     * upload, every kernel, the gradients' download) and host copies;
+     * fetched again, as a failed replay hands the passes back to the CPU. */
+    vk_pass = dc_gpt_trainer_get_resident_pass (trainer);
+    if (vk_pass != NULL)
+      {
+        dc_gpt_vk_forward_get_times (vk_pass, &pass1);
+        m->resident_shares[2] = CLAMP ((pass1.device_ns - pass0.device_ns) / total_ns, 0.0, 1.0);
+        m->resident_shares[3] = CLAMP ((pass1.host_ns - pass0.host_ns) / total_ns, 0.0, 1.0);
       }
   }
   return TRUE;
@@ -454,6 +470,12 @@ print_object (const BenchSize *size,
              m->resident_shares[0] >= 0 ? m->resident_shares[0] / r->n : -1);
   add_share (builder, "resident_host_share",
              m->resident_shares[1] >= 0 ? m->resident_shares[1] / r->n : -1);
+  /* The resident forward and backward passes (resident names "forward"):
+   * their submission and host copies, of other_share. */
+  add_share (builder, "resident_pass_device_share",
+             m->resident_shares[2] >= 0 ? m->resident_shares[2] / r->n : -1);
+  add_share (builder, "resident_pass_host_share",
+             m->resident_shares[3] >= 0 ? m->resident_shares[3] / r->n : -1);
   /* --resident-forward: forward passes up to the logits, tokens/s. */
   add_rate (builder, "resident_forward_tokens_per_s", r->fwd_resident);
   add_rate (builder, "cpu_forward_tokens_per_s", r->fwd_cpu);
@@ -530,7 +552,7 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
             g_autoptr(GError) error = NULL;
             g_autofree char *device = NULL;
             Rounds *r = &rounds[i][k];
-            Measure m = { .resident_shares = { -1, -1 } };
+            Measure m = { .resident_shares = { -1, -1, -1, -1 } };
             const char *resident = NULL;
 
             if (kinds[k] == DC_BACKEND_VULKAN && no_vulkan)
@@ -547,7 +569,8 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
                 r->device = g_steal_pointer (&device);
                 r->resident = resident;
                 r->fwd_resident = r->fwd_cpu = -1;
-                r->sum.resident_shares[0] = r->sum.resident_shares[1] = -1;
+                for (guint j = 0; j < 4; j++)
+                  r->sum.resident_shares[j] = -1;
                 for (guint p = 0; p < DC_GPT_N_PHASES; p++)
                   r->sum.phase_threads[p] = -1;
                 if (resident_forward && kinds[k] == DC_BACKEND_VULKAN)
@@ -564,7 +587,7 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
               }
             for (guint j = 0; j < 3; j++)
               r->sum.shares[j] += m.shares[j];
-            for (guint j = 0; j < 2; j++)
+            for (guint j = 0; j < 4; j++)
               if (m.resident_shares[j] >= 0)
                 r->sum.resident_shares[j] = MAX (r->sum.resident_shares[j], 0)
                                             + m.resident_shares[j];

@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "dc-gpt-vk-forward.h"
 #include "dc-gpt-vk-step.h"
 #include "dc-model-error.h"
 #include "engine/dc-parallel.h"
@@ -28,6 +29,8 @@ struct _DcGptTrainer
   float              *grads;     /* n_params */
   guint               n_threads; /* of the engine's pool, for the optimizer */
   DcGptVkStep        *vk_step;   /* owned (nullable): Adam resident on a Vulkan device */
+  DcGptVkForward     *vk_pass;   /* owned (nullable): forward and backward resident there */
+  DcGptPrecision      precision;
 };
 
 /**
@@ -57,6 +60,7 @@ dc_gpt_trainer_new (DcGptModel             *model,
   self = g_new0 (DcGptTrainer, 1);
   self->model = model;
   self->settings = *settings;
+  self->precision = precision;
   /* 0: the engine pool's process default (`--threads`, the settings). */
   self->n_threads = n_threads > 0 ? n_threads : dc_parallel_get_default_threads ();
   self->run = dc_gpt_run_new (&model->config, settings->batch, precision, self->n_threads);
@@ -78,6 +82,7 @@ dc_gpt_trainer_free (DcGptTrainer *self)
   g_clear_pointer (&self->run, dc_gpt_run_free);
   g_clear_pointer (&self->device, dc_gemm_backend_free);
   g_clear_pointer (&self->vk_step, dc_gpt_vk_step_free);
+  g_clear_pointer (&self->vk_pass, dc_gpt_vk_forward_free);
   g_free (self->inputs);
   g_free (self->targets);
   g_free (self->grads);
@@ -139,7 +144,33 @@ dc_gpt_trainer_use_resident_step (DcGptTrainer  *self,
   g_debug ("Resident training step on %s: %s", dc_gpt_vk_step_get_device_name (step),
            dc_gpt_vk_step_get_resident (step));
   self->vk_step = step;
+  /* The forward and backward passes join it where their own gates pass (the
+   * INT8 products only: the f32 reference stays on the CPU). */
+  if (self->precision == DC_GPT_PRECISION_INT8)
+    {
+      g_autoptr(GError) pass_error = NULL;
+
+      self->vk_pass = dc_gpt_vk_forward_new_training (&self->model->config,
+                                                      self->settings.batch, &pass_error);
+      if (self->vk_pass == NULL)
+        g_message ("Resident forward and backward passes not used: %s", pass_error->message);
+      else
+        g_debug ("Resident forward and backward passes on %s",
+                 dc_gpt_vk_forward_get_device_name (self->vk_pass));
+    }
   return TRUE;
+}
+
+/**
+ * dc_gpt_trainer_get_resident_pass:
+ *
+ * Returns: (transfer none) (nullable): the resident forward and backward
+ *   passes in use, if any
+ */
+DcGptVkForward *
+dc_gpt_trainer_get_resident_pass (DcGptTrainer *self)
+{
+  return self->vk_pass;
 }
 
 /**
@@ -244,8 +275,28 @@ dc_gpt_trainer_compute_gradients (DcGptTrainer  *self,
   g_return_val_if_fail (rank < n_ranks, FALSE);
 
   if (!self->batch_func (self->batch_data, model->step, rank, n_ranks, self->inputs,
-                         self->targets, error)
-      || !dc_gpt_run_forward (self->run, model->params, self->inputs, self->targets,
+                         self->targets, error))
+    {
+      g_prefix_error (error, "step %" G_GUINT64_FORMAT ": ", model->step + 1);
+      return FALSE;
+    }
+  if (self->vk_pass != NULL)
+    {
+      g_autoptr(GError) pass_error = NULL;
+
+      if (dc_gpt_vk_forward_gradients (self->vk_pass, model->params, self->inputs, self->targets,
+                                       grads, loss, &pass_error))
+        {
+          dc_gpt_run_report_layers_done (self->run);
+          return TRUE;
+        }
+      /* The CPU's passes give the same bits, and fail with their own
+       * message where the device's found a value not finite. */
+      g_message ("Resident forward and backward passes failed (%s) — they continue on the CPU",
+                 pass_error->message);
+      g_clear_pointer (&self->vk_pass, dc_gpt_vk_forward_free);
+    }
+  if (!dc_gpt_run_forward (self->run, model->params, self->inputs, self->targets,
                               self->settings.batch, model->config.seq, loss, error)
       || !dc_gpt_run_backward (self->run, model->params, grads, error))
     {

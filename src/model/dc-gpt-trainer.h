@@ -17,6 +17,7 @@
 
 #include "dc-gpt.h"
 #include "dc-gpt-model.h"
+#include "dc-gpt-vk-forward.h"
 #include "dc-gpt-vk-step.h"
 
 G_BEGIN_DECLS
@@ -75,6 +76,7 @@ void           dc_gpt_trainer_apply_gradients   (DcGptTrainer           *self,
 gboolean       dc_gpt_trainer_use_resident_step (DcGptTrainer           *self,
                                                  GError                **error);
 DcGptVkStep   *dc_gpt_trainer_get_resident_step (DcGptTrainer           *self);
+DcGptVkForward *dc_gpt_trainer_get_resident_pass (DcGptTrainer          *self);
 DcGptModel    *dc_gpt_trainer_get_model         (DcGptTrainer           *self);
 DcGptRun      *dc_gpt_trainer_get_run           (DcGptTrainer           *self);
 const DcTrainSettings *

@@ -1,28 +1,38 @@
-/* dc-gpt-vk-forward.c: the GPT forward pass recorded once on a Vulkan device
- * (shaders/resident-forward.comp) and replayed per call.
+/* dc-gpt-vk-forward.c: the GPT forward pass, and for training the backward
+ * pass after it, recorded once on a Vulkan device
+ * (shaders/resident-forward.comp, resident-loss.comp, resident-backward.comp)
+ * and replayed per call.
  *
  * Layout. F (device-local, floats): the weights at offset 0 (the one weight
- * array of dc_gpt_config_tensor ()), then two residual buffers, the normed
- * rows, their means and rstds, qkv, the heads' outputs, the residual after
- * attention, the MLP before and after ReLU, one head's scores and
- * probabilities, the logits. Q (device-local, int8): the left and right
- * operands of the current product. E (host-visible, int32): E[0] the
- * "not finite" flag, then both operands' exponents. T (host-visible): the
- * tokens. A product is two quantizations and one GEMM dispatch; every
- * dispatch is separated from the next by a full barrier (dc-vk-context.c's
- * recordings), so the operand buffers are reused in order.
+ * array of dc_gpt_config_tensor ()), for training their gradients next,
+ * then every activation kept per layer as dc-gpt.c's LayerActs (the
+ * residual stream at each block's input, the norms with their means and
+ * rstds, qkv, every (sequence, head) pair's probabilities, the heads'
+ * outputs, the residual after attention, the MLP before and after ReLU), the
+ * final norm, the pairs' scores, the logits, and the backward's scratch.
+ * Q (device-local, int8): the left and right operands of the current
+ * product, sized by a dry run of the recording. E (host-visible, int32): E[0]
+ * the "not finite" flag, then both operands' exponents. T (host-visible): the
+ * tokens, then the targets. A product is two quantizations and one GEMM
+ * dispatch (the attention's pairs side by side in each); every dispatch is
+ * separated from the next by a full barrier (dc-vk-context.c's recordings),
+ * so the operand buffers are reused in order.
  *
- * The order of operations is dc_gpt_run_forward ()'s, and each operation is
- * the CPU's rule bit for bit (docs/VERIFICATION.md, "Operations on the GPU").
- * The gate, when the pass is made, runs each operation once on fixed inputs
- * against the CPU function it stands for (layer norm, quantization of rows
- * and columns, a product, bias, residual add, ReLU, a causal softmax block,
- * the embedding: gate_ops ()), then a width-16 model (two layers, sequence
- * 16, batch 2) against dc_gpt_run_forward (), every logit. INT8 quantization
- * hides most one-ulp errors from the logits, hence the per-operation part. DC_TEST_BREAK_KERNEL=resident-forward (or all) loads the broken
- * twin (the exponential's polynomial a term short), =resident-loss the loss's
- * (shaders/resident-loss.comp, its own pipeline on the same buffers: it
- * forgets the low part of x − max).
+ * The order of operations is dc_gpt_run_forward ()'s and
+ * dc_gpt_run_backward ()'s, and each operation is the CPU's rule bit for bit
+ * (docs/VERIFICATION.md, "Operations on the GPU"). The forward gate runs
+ * each forward operation once on fixed inputs against the CPU function it
+ * stands for (layer norm, quantization of rows and columns, a product, bias,
+ * residual add, ReLU, a causal softmax block, the loss, the embedding:
+ * gate_ops ()), then a width-16 model (two layers, sequence 16, batch 2)
+ * against dc_gpt_run_forward (), every logit. INT8 quantization hides most
+ * one-ulp errors from the logits, hence the per-operation part. The training
+ * pass adds the backward's gate (gate_backward_ops (), then that model's every
+ * gradient against dc_gpt_run_backward ()). DC_TEST_BREAK_KERNEL=
+ * resident-forward (or all) loads the broken twin (the exponential's
+ * polynomial a term short), =resident-loss the loss's (it forgets the low
+ * part of x − max), =resident-backward the backward's (the norm's input
+ * gradient without its n̂ · mean (g n̂) term).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -64,6 +74,16 @@ enum
   OP_SOFTMAX,
   OP_LOSS,
   OP_MEAN,
+  /* shaders/resident-backward.comp */
+  OP_HEAD_DX,
+  OP_HEAD_DW,
+  OP_ZERO,
+  OP_LN_DX,
+  OP_LN_DW,
+  OP_COLSUM,
+  OP_RELU_BACK,
+  OP_SOFTMAX_BACK,
+  OP_EMBED_BACK,
 };
 
 /* Invocations per workgroup (the shader's local_size_x), and the most
@@ -72,39 +92,59 @@ enum
 #define FWD_GROUP 64
 #define FWD_MAX_GROUPS 65535
 
+/* One layer's activations in F, kept for the backward pass (dc-gpt.c's
+ * LayerActs), offsets in floats. */
+typedef struct
+{
+  gsize ln1, ln1_mean, ln1_rstd, qkv, att, atty, res_mid, ln2, ln2_mean, ln2_rstd, fc, fc_act;
+} VkLayerActs;
+
 struct _DcGptVkForward
 {
   /* owned */
   DcVkContext   *ctx;
   DcVkPipeline  *pipeline;       /* resident-forward.comp */
   DcVkPipeline  *loss_pipeline;  /* resident-loss.comp, on the same buffers */
+  DcVkPipeline  *backward_pipeline;  /* resident-backward.comp (with a backward) */
   DcVkBuffer    *f, *q, *e, *tokens;
-  DcVkBuffer    *params_staging, *logits_staging;
+  DcVkBuffer    *params_staging, *logits_staging, *grads_staging;
   DcVkRecording *recording;
+  VkLayerActs   *layers;         /* (n_layer) */
   /* state */
   DcGptConfig    config;
   guint          batch;
+  gboolean       backward;       /* the recording ends with the gradients, not the logits */
   gsize          n_params;
+  gsize          grads_off;    /* in floats, into F: the gradients, after the weights */
   gsize          logits_off;   /* in floats, into F; the mean loss follows the logits */
+  gsize          res;          /* (L + 1, BT, C): the residual stream at each block's input */
+  gsize          lnf, lnf_mean, lnf_rstd, scores, row_loss, loss_scratch;
+  gsize          probs, d_res, d_a, d_b, d_qkv;  /* the backward's */
   guint64        n_dispatches;
   guint64        n_loss_dispatches;
-  /* recording state: the regions of Q and E */
+  guint64        n_backward_dispatches;
+  DcGptVkForwardTimes times;
+  /* recording state: the regions of Q and E; a dry run only measures them */
+  gboolean       dry;
+  gsize          q_left, q_right, e_left, e_right;
   gsize          qa, qb, ea, eb;
 };
-
 void
 dc_gpt_vk_forward_free (DcGptVkForward *self)
 {
   if (self == NULL)
     return;
   g_clear_pointer (&self->recording, dc_vk_recording_free);
+  g_clear_pointer (&self->grads_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->logits_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->params_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->tokens, dc_vk_buffer_free);
   g_clear_pointer (&self->e, dc_vk_buffer_free);
   g_clear_pointer (&self->q, dc_vk_buffer_free);
   g_clear_pointer (&self->f, dc_vk_buffer_free);
+  g_clear_pointer (&self->backward_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
+  g_free (self->layers);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->ctx, dc_vk_context_free);
   g_free (self);
@@ -122,20 +162,72 @@ record_op (DcGptVkForward  *self,
   DcVkForwardPush push = { op, { 0 } };
   DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
   gsize groups = op == OP_QUANTIZE ? work : (work + FWD_GROUP - 1) / FWD_GROUP;
-  gboolean loss = op == OP_LOSS || op == OP_MEAN;
-  guint64 *count = loss ? &self->n_loss_dispatches : &self->n_dispatches;
+  DcVkPipeline *pipeline = self->pipeline;
+  guint64 *count = &self->n_dispatches;
 
   g_assert (n_args <= G_N_ELEMENTS (push.a));
+  if (self->dry)
+    return TRUE;
+  if (op == OP_LOSS || op == OP_MEAN)
+    {
+      pipeline = self->loss_pipeline;
+      count = &self->n_loss_dispatches;
+    }
+  else if (op >= OP_HEAD_DX)
+    {
+      pipeline = self->backward_pipeline;
+      count = &self->n_backward_dispatches;
+    }
   memcpy (push.a, args, n_args * sizeof (guint32));
   ++*count;
   /* Each pipeline's set is written at its first dispatch only. */
-  return dc_vk_recording_dispatch (self->recording, loss ? self->loss_pipeline : self->pipeline,
-                                   *count == 1 ? buffers : NULL, &push,
+  return dc_vk_recording_dispatch (self->recording, pipeline, *count == 1 ? buffers : NULL, &push,
                                    (guint) CLAMP (groups, 1, FWD_MAX_GROUPS), 1, 1, error);
 }
 
+/* The attention's (sequence, head) pairs side by side in one dispatch:
+ * pair p is sequence p / heads, head p mod heads, its matrix at
+ * seq_stride · sequence + head_stride · head from the base offset. */
+typedef struct
+{
+  gsize pairs, heads, seq_stride, head_stride;
+} Pairs;
+
+static const Pairs ONE = { 1, 1, 0, 0 };
+
 /* Quantizes n vectors of length k (element i of vector v at
- * src + v·vs + i·ks) into the left (a) or right operand region. */
+ * src + v·vs + i·ks) of each pair into the left (a) or right operand
+ * region. */
+static gboolean
+record_quantize_pairs (DcGptVkForward  *self,
+                       gboolean         left,
+                       gsize            src,
+                       gsize            vs,
+                       gsize            ks,
+                       gsize            n,
+                       gsize            k,
+                       const Pairs     *pairs,
+                       GError         **error)
+{
+  guint32 args[] = { (guint32) src, (guint32) vs, (guint32) ks, (guint32) (n * pairs->pairs),
+                     (guint32) k, (guint32) (left ? self->qa : self->qb),
+                     (guint32) (left ? self->ea : self->eb), (guint32) n,
+                     (guint32) pairs->heads, (guint32) pairs->seq_stride,
+                     (guint32) pairs->head_stride };
+
+  /* The dry run measures the largest operand on each side. */
+  if (self->dry)
+    {
+      gsize *q = left ? &self->q_left : &self->q_right;
+      gsize *e = left ? &self->e_left : &self->e_right;
+
+      *q = MAX (*q, n * pairs->pairs * k);
+      *e = MAX (*e, n * pairs->pairs);
+      return TRUE;
+    }
+  return record_op (self, OP_QUANTIZE, n * pairs->pairs, args, G_N_ELEMENTS (args), error);
+}
+
 static gboolean
 record_quantize (DcGptVkForward  *self,
                  gboolean         left,
@@ -146,14 +238,29 @@ record_quantize (DcGptVkForward  *self,
                  gsize            k,
                  GError         **error)
 {
-  guint32 args[] = { (guint32) src, (guint32) vs, (guint32) ks, (guint32) n, (guint32) k,
-                     (guint32) (left ? self->qa : self->qb),
-                     (guint32) (left ? self->ea : self->eb) };
-
-  return record_op (self, OP_QUANTIZE, n, args, G_N_ELEMENTS (args), error);
+  return record_quantize_pairs (self, left, src, vs, ks, n, k, &ONE, error);
 }
 
-/* c[m · ldc + n] for the quantized left (M) and right (N) operands. */
+/* c[m · ldc + n] of each pair (its output matrix placed as its operands'
+ * are) for the quantized left (M) and right (N) operands. */
+static gboolean
+record_gemm_pairs (DcGptVkForward  *self,
+                   gsize            m,
+                   gsize            n,
+                   gsize            k,
+                   gsize            out,
+                   gsize            ldc,
+                   const Pairs     *pairs,
+                   GError         **error)
+{
+  guint32 args[] = { (guint32) self->qa, (guint32) self->ea, (guint32) m, (guint32) self->qb,
+                     (guint32) self->eb, (guint32) n, (guint32) k, (guint32) out,
+                     (guint32) ldc, (guint32) pairs->pairs, (guint32) pairs->heads,
+                     (guint32) pairs->seq_stride, (guint32) pairs->head_stride };
+
+  return record_op (self, OP_GEMM, m * n * pairs->pairs, args, G_N_ELEMENTS (args), error);
+}
+
 static gboolean
 record_gemm (DcGptVkForward  *self,
              gsize            m,
@@ -163,11 +270,7 @@ record_gemm (DcGptVkForward  *self,
              gsize            ldc,
              GError         **error)
 {
-  guint32 args[] = { (guint32) self->qa, (guint32) self->ea, (guint32) m, (guint32) self->qb,
-                     (guint32) self->eb, (guint32) n, (guint32) k, (guint32) out,
-                     (guint32) ldc };
-
-  return record_op (self, OP_GEMM, m * n, args, G_N_ELEMENTS (args), error);
+  return record_gemm_pairs (self, m, n, k, out, ldc, &ONE, error);
 }
 
 /* dc-gpt.c's linear_forward: y (rows, n) = x (rows, k) · w (k, n) + bias. */
@@ -219,47 +322,316 @@ tensor_offset (const DcGptConfig *c,
   return info.offset;
 }
 
-/* Lays out F, Q and E and records the whole pass. */
+/* dc-gpt.c's linear_backward: from dy (rows, n), dx (rows, k) = dy · wᵀ
+ * (unless dx is NO_DX), dw (k, n) = xᵀ · dy, dbias (n) = Σ rows dy. */
+#define NO_DX G_MAXSIZE
+
 static gboolean
-record_forward (DcGptVkForward  *self,
-                gboolean         broken,
-                gboolean         broken_loss,
-                GError         **error)
+record_linear_backward (DcGptVkForward  *self,
+                        gsize            x,
+                        gsize            dy,
+                        gsize            rows,
+                        gsize            w,
+                        gsize            k,
+                        gsize            n,
+                        gsize            dx,
+                        gsize            dw,
+                        gsize            dbias,
+                        GError         **error)
+{
+  guint32 colsum[] = { (guint32) dy, (guint32) rows, (guint32) n, (guint32) dbias };
+
+  if (dx != NO_DX
+      && !(record_quantize (self, TRUE, dy, n, 1, rows, n, error)
+           && record_quantize (self, FALSE, w, n, 1, k, n, error)
+           && record_gemm (self, rows, k, n, dx, k, error)))
+    return FALSE;
+  return record_quantize (self, TRUE, x, 1, k, k, rows, error)
+         && record_quantize (self, FALSE, dy, 1, n, n, rows, error)
+         && record_gemm (self, k, n, rows, dw, n, error)
+         && record_op (self, OP_COLSUM, n, colsum, G_N_ELEMENTS (colsum), error);
+}
+
+/* dc-gpt.c's layer_norm_rows_backward: the input gradient of each row added
+ * to d_res, then the weight and bias gradients by columns. */
+static gboolean
+record_layer_norm_backward (DcGptVkForward  *self,
+                            gsize            x,
+                            gsize            w,
+                            gsize            mean,
+                            gsize            rstd,
+                            gsize            dy,
+                            gsize            rows,
+                            gsize            dw,
+                            gsize            db,
+                            GError         **error)
+{
+  guint32 c = self->config.width;
+  guint32 dx[] = { (guint32) x, (guint32) w, (guint32) mean, (guint32) rstd, (guint32) dy,
+                   (guint32) self->d_res, (guint32) rows, c, f32_bits ((float) c) };
+  guint32 grad[] = { (guint32) x, (guint32) dy, (guint32) mean, (guint32) rstd, (guint32) rows,
+                     c, (guint32) dw, (guint32) db };
+
+  return record_op (self, OP_LN_DX, rows, dx, G_N_ELEMENTS (dx), error)
+         && record_op (self, OP_LN_DW, c, grad, G_N_ELEMENTS (grad), error);
+}
+
+/* The body of the pass, in dc_gpt_run_forward ()'s and dc_gpt_run_backward ()'s
+ * order: recorded once dry (measuring Q and E), then for real. */
+static gboolean
+record_body (DcGptVkForward  *self,
+             GError         **error)
 {
   const DcGptConfig *cfg = &self->config;
   gsize c = cfg->width, t = cfg->seq, v = cfg->vocab, h_n = cfg->n_head, d = c / h_n;
   gsize bt = (gsize) self->batch * t;
-  gsize off = self->n_params;
-  gsize res[2], ln, mean, rstd, qkv, atty, res_mid, fc, fc_act, scores, att, row_loss,
-        loss_scratch;
-  gsize q_size, e_size;
   guint lnf_index = dc_gpt_config_n_tensors (cfg) - 2;
   float scale = 1.0f / __builtin_sqrtf ((float) d);  /* dc-gpt.c's attention_scale */
+  gsize wte = tensor_offset (cfg, 0), g_wte = self->grads_off + wte;
+
+  {
+    guint32 args[] = { (guint32) self->res, (guint32) wte, (guint32) tensor_offset (cfg, 1),
+                       (guint32) (bt * c), (guint32) c, (guint32) t };
+
+    if (!record_op (self, OP_EMBED, bt * c, args, G_N_ELEMENTS (args), error))
+      return FALSE;
+  }
+  for (guint l = 0; l < cfg->n_layer; l++)
+    {
+      const VkLayerActs *a = &self->layers[l];
+      gsize x = self->res + l * bt * c, out = x + bt * c;
+      gsize p[DC_GPT_TENSORS_PER_LAYER];
+
+      for (guint i = 0; i < DC_GPT_TENSORS_PER_LAYER; i++)
+        p[i] = tensor_offset (cfg, 2 + l * DC_GPT_TENSORS_PER_LAYER + i);
+      /* p: ln1 w, b; attn w, b; proj w, b; ln2 w, b; fc w, b; fcproj w, b. */
+      if (!record_layer_norm (self, x, p[0], p[1], a->ln1, a->ln1_mean, a->ln1_rstd, bt, error)
+          || !record_linear (self, a->ln1, bt, p[2], p[3], c, 3 * c, a->qkv, error))
+        return FALSE;
+      {
+        /* Every (sequence, head) pair at once, each as head_forward ():
+         * scores (t, t) = q · kᵀ; att = softmax; y (t, d) = att · v. */
+        Pairs in = { self->batch * h_n, h_n, t * 3 * c, d };
+        Pairs sq = { self->batch * h_n, h_n, h_n * t * t, t * t };
+        Pairs y = { self->batch * h_n, h_n, t * c, d };
+        guint32 sm[] = { (guint32) self->scores, (guint32) a->att,
+                         (guint32) (self->batch * h_n * t), (guint32) t, f32_bits (scale), 1 };
+
+        if (!record_quantize_pairs (self, TRUE, a->qkv, 3 * c, 1, t, d, &in, error)
+            || !record_quantize_pairs (self, FALSE, a->qkv + c, 3 * c, 1, t, d, &in, error)
+            || !record_gemm_pairs (self, t, t, d, self->scores, t, &sq, error)
+            || !record_op (self, OP_SOFTMAX, self->batch * h_n * t, sm, G_N_ELEMENTS (sm), error)
+            || !record_quantize_pairs (self, TRUE, a->att, t, 1, t, t, &sq, error)
+            || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 1, 3 * c, d, t, &in, error)
+            || !record_gemm_pairs (self, t, d, t, a->atty, c, &y, error))
+          return FALSE;
+      }
+      {
+        guint32 add_mid[] = { (guint32) x, (guint32) a->res_mid, (guint32) (bt * c) };
+        guint32 relu[] = { (guint32) a->fc, (guint32) a->fc_act, (guint32) (bt * 4 * c) };
+        guint32 add_out[] = { (guint32) a->res_mid, (guint32) out, (guint32) (bt * c) };
+
+        if (!record_linear (self, a->atty, bt, p[4], p[5], c, c, a->res_mid, error)
+            || !record_op (self, OP_ADD, bt * c, add_mid, G_N_ELEMENTS (add_mid), error)
+            || !record_layer_norm (self, a->res_mid, p[6], p[7], a->ln2, a->ln2_mean,
+                                   a->ln2_rstd, bt, error)
+            || !record_linear (self, a->ln2, bt, p[8], p[9], c, 4 * c, a->fc, error)
+            || !record_op (self, OP_RELU, bt * 4 * c, relu, G_N_ELEMENTS (relu), error)
+            || !record_linear (self, a->fc_act, bt, p[10], p[11], 4 * c, c, out, error)
+            || !record_op (self, OP_ADD, bt * c, add_out, G_N_ELEMENTS (add_out), error))
+          return FALSE;
+      }
+    }
+  /* The final norm and the tied head: logits (BT, V) = lnf · wteᵀ. */
+  if (!record_layer_norm (self, self->res + cfg->n_layer * bt * c, tensor_offset (cfg, lnf_index),
+                          tensor_offset (cfg, lnf_index + 1), self->lnf, self->lnf_mean,
+                          self->lnf_rstd, bt, error)
+      || !record_quantize (self, TRUE, self->lnf, c, 1, bt, c, error)
+      || !record_quantize (self, FALSE, wte, c, 1, v, c, error)
+      || !record_gemm (self, bt, v, c, self->logits_off, v, error))
+    return FALSE;
+  /* The loss: each row's −log_softmax at its target, then their mean. */
+  {
+    guint32 loss[] = { (guint32) self->logits_off, (guint32) v, (guint32) bt,
+                       (guint32) self->row_loss, (guint32) bt, (guint32) self->loss_scratch };
+    guint32 mean_loss[] = { (guint32) self->row_loss, (guint32) bt,
+                            (guint32) (self->logits_off + bt * v), f32_bits ((float) bt) };
+
+    if (!record_op (self, OP_LOSS, bt, loss, G_N_ELEMENTS (loss), error)
+        || !record_op (self, OP_MEAN, 1, mean_loss, G_N_ELEMENTS (mean_loss), error))
+      return FALSE;
+  }
+  if (!self->backward)
+    return TRUE;
+
+  /* The backward pass (dc_gpt_run_backward ()): the probabilities (the
+   * softmax of each row, dc_math_softmax: the scale 1 is exact), the head's
+   * two products on them, the target rows' exact corrections, then / BT. */
+  {
+    guint32 probs[] = { (guint32) self->logits_off, (guint32) self->probs, (guint32) bt,
+                        (guint32) v, f32_bits (1.0f), 0 };
+    guint32 head_dx[] = { (guint32) self->d_a, (guint32) wte, (guint32) (bt * c), (guint32) c,
+                          (guint32) bt, f32_bits ((float) bt) };
+    guint32 head_dw[] = { (guint32) g_wte, (guint32) self->lnf, (guint32) bt, (guint32) c,
+                          (guint32) v, (guint32) bt, f32_bits ((float) bt) };
+    guint32 zero[] = { (guint32) self->d_res, (guint32) (bt * c) };
+
+    if (!record_op (self, OP_SOFTMAX, bt, probs, G_N_ELEMENTS (probs), error)
+        || !record_quantize (self, TRUE, self->probs, v, 1, bt, v, error)
+        || !record_quantize (self, FALSE, wte, 1, c, c, v, error)
+        || !record_gemm (self, bt, c, v, self->d_a, c, error)
+        || !record_quantize (self, TRUE, self->probs, 1, v, v, bt, error)
+        || !record_quantize (self, FALSE, self->lnf, 1, c, c, bt, error)
+        || !record_gemm (self, v, c, bt, g_wte, c, error)
+        || !record_op (self, OP_HEAD_DX, bt * c, head_dx, G_N_ELEMENTS (head_dx), error)
+        || !record_op (self, OP_HEAD_DW, c, head_dw, G_N_ELEMENTS (head_dw), error)
+        || !record_op (self, OP_ZERO, bt * c, zero, G_N_ELEMENTS (zero), error)
+        || !record_layer_norm_backward (self, self->res + cfg->n_layer * bt * c,
+                                        tensor_offset (cfg, lnf_index), self->lnf_mean,
+                                        self->lnf_rstd, self->d_a, bt,
+                                        self->grads_off + tensor_offset (cfg, lnf_index),
+                                        self->grads_off + tensor_offset (cfg, lnf_index + 1),
+                                        error))
+      return FALSE;
+  }
+  for (guint l = cfg->n_layer; l-- > 0;)
+    {
+      const VkLayerActs *a = &self->layers[l];
+      gsize x = self->res + l * bt * c;
+      gsize p[DC_GPT_TENSORS_PER_LAYER], g[DC_GPT_TENSORS_PER_LAYER];
+
+      for (guint i = 0; i < DC_GPT_TENSORS_PER_LAYER; i++)
+        {
+          p[i] = tensor_offset (cfg, 2 + l * DC_GPT_TENSORS_PER_LAYER + i);
+          g[i] = self->grads_off + p[i];
+        }
+      {
+        guint32 relu[] = { (guint32) a->fc, (guint32) self->d_a, (guint32) self->d_a,
+                           (guint32) (bt * 4 * c) };
+
+        /* MLP: out = res_mid + c_proj (relu (c_fc (ln2 (res_mid)))). */
+        if (!record_linear_backward (self, a->fc_act, self->d_res, bt, p[10], 4 * c, c,
+                                     self->d_a, g[10], g[11], error)
+            || !record_op (self, OP_RELU_BACK, bt * 4 * c, relu, G_N_ELEMENTS (relu), error)
+            || !record_linear_backward (self, a->ln2, self->d_a, bt, p[8], c, 4 * c, self->d_b,
+                                        g[8], g[9], error)
+            || !record_layer_norm_backward (self, a->res_mid, p[6], a->ln2_mean, a->ln2_rstd,
+                                            self->d_b, bt, g[6], g[7], error)
+            /* Attention: res_mid = x + c_proj (attn (c_attn (ln1 (x)))). */
+            || !record_linear_backward (self, a->atty, self->d_res, bt, p[4], c, c, self->d_a,
+                                        g[4], g[5], error))
+          return FALSE;
+      }
+      {
+        /* Every pair at once, each as head_backward (): d_att = dy · vᵀ;
+         * dv = attᵀ · dy; d_scores through the softmax and the scale;
+         * dq = d_scores · k; dk = d_scoresᵀ · q (q, k, v and their
+         * gradients in qkv's layout). */
+        Pairs in = { self->batch * h_n, h_n, t * 3 * c, d };
+        Pairs sq = { self->batch * h_n, h_n, h_n * t * t, t * t };
+        Pairs dy = { self->batch * h_n, h_n, t * c, d };
+        guint32 sm[] = { (guint32) a->att, (guint32) self->scores, (guint32) t, f32_bits (scale),
+                         (guint32) (self->batch * h_n * t) };
+
+        if (!record_quantize_pairs (self, TRUE, self->d_a, c, 1, t, d, &dy, error)
+            || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 3 * c, 1, t, d, &in, error)
+            || !record_gemm_pairs (self, t, t, d, self->scores, t, &sq, error)
+            || !record_quantize_pairs (self, TRUE, a->att, 1, t, t, t, &sq, error)
+            || !record_quantize_pairs (self, FALSE, self->d_a, 1, c, d, t, &dy, error)
+            || !record_gemm_pairs (self, t, d, t, self->d_qkv + 2 * c, 3 * c, &in, error)
+            || !record_op (self, OP_SOFTMAX_BACK, self->batch * h_n * t, sm, G_N_ELEMENTS (sm),
+                           error)
+            || !record_quantize_pairs (self, TRUE, self->scores, t, 1, t, t, &sq, error)
+            || !record_quantize_pairs (self, FALSE, a->qkv + c, 1, 3 * c, d, t, &in, error)
+            || !record_gemm_pairs (self, t, d, t, self->d_qkv, 3 * c, &in, error)
+            || !record_quantize_pairs (self, TRUE, self->scores, 1, t, t, t, &sq, error)
+            || !record_quantize_pairs (self, FALSE, a->qkv, 1, 3 * c, d, t, &in, error)
+            || !record_gemm_pairs (self, t, d, t, self->d_qkv + c, 3 * c, &in, error))
+          return FALSE;
+      }
+      if (!record_linear_backward (self, a->ln1, self->d_qkv, bt, p[2], c, 3 * c, self->d_b,
+                                   g[2], g[3], error)
+          || !record_layer_norm_backward (self, x, p[0], a->ln1_mean, a->ln1_rstd, self->d_b, bt,
+                                          g[0], g[1], error))
+        return FALSE;
+    }
+  /* The embeddings: rows in order into d_wte (which holds the head's share)
+   * and d_wpe. */
+  {
+    guint32 args[] = { (guint32) g_wte, (guint32) (self->grads_off + tensor_offset (cfg, 1)),
+                       (guint32) self->d_res, (guint32) bt, (guint32) c, (guint32) t,
+                       (guint32) t };
+
+    return record_op (self, OP_EMBED_BACK, c, args, G_N_ELEMENTS (args), error);
+  }
+}
+
+/* Lays out F, Q and E and records the whole pass: the weights' upload, the
+ * body, the results' download. */
+static gboolean
+record_forward (DcGptVkForward  *self,
+                gboolean         broken,
+                gboolean         broken_loss,
+                gboolean         broken_backward,
+                GError         **error)
+{
+  const DcGptConfig *cfg = &self->config;
+  gsize c = cfg->width, t = cfg->seq, v = cfg->vocab;
+  gsize bt = (gsize) self->batch * t;
+  gsize off = self->n_params;
+  gsize q_size, e_size;
 
 #define REGION(var, n) G_STMT_START { var = off; off += (n); } G_STMT_END
-  REGION (res[0], bt * c);
-  REGION (res[1], bt * c);
-  REGION (ln, bt * c);
-  REGION (mean, bt);
-  REGION (rstd, bt);
-  REGION (qkv, bt * 3 * c);
-  REGION (atty, bt * c);
-  REGION (res_mid, bt * c);
-  REGION (fc, bt * 4 * c);
-  REGION (fc_act, bt * 4 * c);
-  REGION (scores, t * t);
-  REGION (att, t * t);
-  REGION (row_loss, bt);
-  REGION (loss_scratch, bt * v);
+  if (self->backward)
+    REGION (self->grads_off, self->n_params);
+  REGION (self->res, (cfg->n_layer + 1) * bt * c);
+  self->layers = g_new0 (VkLayerActs, cfg->n_layer);
+  for (guint l = 0; l < cfg->n_layer; l++)
+    {
+      VkLayerActs *a = &self->layers[l];
+
+      REGION (a->ln1, bt * c);
+      REGION (a->ln1_mean, bt);
+      REGION (a->ln1_rstd, bt);
+      REGION (a->qkv, bt * 3 * c);
+      REGION (a->att, (gsize) self->batch * cfg->n_head * t * t);
+      REGION (a->atty, bt * c);
+      REGION (a->res_mid, bt * c);
+      REGION (a->ln2, bt * c);
+      REGION (a->ln2_mean, bt);
+      REGION (a->ln2_rstd, bt);
+      REGION (a->fc, bt * 4 * c);
+      REGION (a->fc_act, bt * 4 * c);
+    }
+  REGION (self->lnf, bt * c);
+  REGION (self->lnf_mean, bt);
+  REGION (self->lnf_rstd, bt);
+  REGION (self->scores, (gsize) self->batch * cfg->n_head * t * t);
+  REGION (self->row_loss, bt);
+  REGION (self->loss_scratch, bt * v);
   REGION (self->logits_off, bt * v + 1);
+  if (self->backward)
+    {
+      REGION (self->probs, bt * v);
+      REGION (self->d_res, bt * c);
+      REGION (self->d_a, bt * 4 * c);
+      REGION (self->d_b, bt * 4 * c);
+      REGION (self->d_qkv, bt * 3 * c);
+    }
 #undef REGION
-  /* The largest left operand (M·K) and right operand (N·K) of any product. */
+  /* The largest left operand (M·K) and right operand (N·K) of any product,
+   * and their exponents, from a dry run of the body. */
+  self->dry = TRUE;
+  if (!record_body (self, error))
+    return FALSE;
+  self->dry = FALSE;
+  /* The right operands start 16-byte aligned (the GEMM's wide loads). */
   self->qa = 0;
-  self->qb = MAX (MAX (bt * 4 * c, t * t), bt * c);
-  q_size = self->qb + MAX (MAX (4 * c * c, v * c), t * t);
+  self->qb = (self->q_left + 15) / 16 * 16;
+  q_size = self->qb + self->q_right;
   self->ea = 1;
-  self->eb = 1 + MAX (bt, t);
-  e_size = self->eb + MAX (MAX (4 * c, v), t);
+  self->eb = 1 + self->e_left;
+  e_size = self->eb + self->e_right;
   /* Offsets are 32-bit in the shader; one binding holds F. */
   if (off * 4 > dc_vk_context_get_features (self->ctx)->max_storage_buffer_range
       || off > G_MAXUINT32 / 4)
@@ -279,91 +651,84 @@ record_forward (DcGptVkForward  *self,
                                                     broken_loss ? "resident-loss-broken"
                                                                 : "resident-loss",
                                                     4, sizeof (DcVkForwardPush), error)) == NULL
+      || (self->backward
+          && (self->backward_pipeline
+                = dc_vk_pipeline_new (self->ctx, broken_backward ? "resident-backward-broken"
+                                                                 : "resident-backward",
+                                      4, sizeof (DcVkForwardPush), error)) == NULL)
       || (self->f = dc_vk_buffer_new_device_local (self->ctx, off * 4, error)) == NULL
-      || (self->q = dc_vk_buffer_new_device_local (self->ctx, q_size, error)) == NULL
+      || (self->q = dc_vk_buffer_new_device_local (self->ctx, MAX (q_size, 4), error)) == NULL
       || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
       || (self->tokens = dc_vk_buffer_new (self->ctx, 2 * bt * 4, error)) == NULL
       || (self->params_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4, error)) == NULL
       || (self->logits_staging = dc_vk_buffer_new (self->ctx, (bt * v + 1) * 4, error)) == NULL
+      || (self->backward
+          && (self->grads_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4,
+                                                      error)) == NULL)
       || (self->recording = dc_vk_recording_new (self->ctx, error)) == NULL)
     return FALSE;
 
   {
-    guint32 args[] = { (guint32) res[0], (guint32) tensor_offset (cfg, 0),
-                       (guint32) tensor_offset (cfg, 1), (guint32) (bt * c), (guint32) c,
-                       (guint32) t };
+    DcVkCopy in = { self->params_staging, 0, self->f, 0, self->n_params * 4 };
 
-    if (!record_op (self, OP_EMBED, bt * c, args, G_N_ELEMENTS (args), error))
-      return FALSE;
+    dc_vk_recording_copy (self->recording, &in, 1);
   }
-  for (guint l = 0; l < cfg->n_layer; l++)
-    {
-      gsize x = res[l % 2], out = res[(l + 1) % 2];
-      gsize p[DC_GPT_TENSORS_PER_LAYER];
-
-      for (guint i = 0; i < DC_GPT_TENSORS_PER_LAYER; i++)
-        p[i] = tensor_offset (cfg, 2 + l * DC_GPT_TENSORS_PER_LAYER + i);
-      /* p: ln1 w, b; attn w, b; proj w, b; ln2 w, b; fc w, b; fcproj w, b. */
-      if (!record_layer_norm (self, x, p[0], p[1], ln, mean, rstd, bt, error)
-          || !record_linear (self, ln, bt, p[2], p[3], c, 3 * c, qkv, error))
-        return FALSE;
-      for (gsize b = 0; b < self->batch; b++)
-        for (gsize h = 0; h < h_n; h++)
-          {
-            gsize q_off = qkv + b * t * 3 * c + h * d;
-            guint32 sm[] = { (guint32) scores, (guint32) att, (guint32) t, (guint32) t,
-                             f32_bits (scale), 1 };
-
-            /* scores (t, t) = q · kᵀ; att = softmax; y (t, d) = att · v. */
-            if (!record_quantize (self, TRUE, q_off, 3 * c, 1, t, d, error)
-                || !record_quantize (self, FALSE, q_off + c, 3 * c, 1, t, d, error)
-                || !record_gemm (self, t, t, d, scores, t, error)
-                || !record_op (self, OP_SOFTMAX, t, sm, G_N_ELEMENTS (sm), error)
-                || !record_quantize (self, TRUE, att, t, 1, t, t, error)
-                || !record_quantize (self, FALSE, q_off + 2 * c, 1, 3 * c, d, t, error)
-                || !record_gemm (self, t, d, t, atty + b * t * c + h * d, c, error))
-              return FALSE;
-          }
-      {
-        guint32 add_mid[] = { (guint32) x, (guint32) res_mid, (guint32) (bt * c) };
-        guint32 relu[] = { (guint32) fc, (guint32) fc_act, (guint32) (bt * 4 * c) };
-        guint32 add_out[] = { (guint32) res_mid, (guint32) out, (guint32) (bt * c) };
-
-        if (!record_linear (self, atty, bt, p[4], p[5], c, c, res_mid, error)
-            || !record_op (self, OP_ADD, bt * c, add_mid, G_N_ELEMENTS (add_mid), error)
-            || !record_layer_norm (self, res_mid, p[6], p[7], ln, mean, rstd, bt, error)
-            || !record_linear (self, ln, bt, p[8], p[9], c, 4 * c, fc, error)
-            || !record_op (self, OP_RELU, bt * 4 * c, relu, G_N_ELEMENTS (relu), error)
-            || !record_linear (self, fc_act, bt, p[10], p[11], 4 * c, c, out, error)
-            || !record_op (self, OP_ADD, bt * c, add_out, G_N_ELEMENTS (add_out), error))
-          return FALSE;
-      }
-    }
-  /* The final norm and the tied head: logits (BT, V) = lnf · wteᵀ. */
-  if (!record_layer_norm (self, res[cfg->n_layer % 2], tensor_offset (cfg, lnf_index),
-                          tensor_offset (cfg, lnf_index + 1), ln, mean, rstd, bt, error)
-      || !record_quantize (self, TRUE, ln, c, 1, bt, c, error)
-      || !record_quantize (self, FALSE, tensor_offset (cfg, 0), c, 1, v, c, error)
-      || !record_gemm (self, bt, v, c, self->logits_off, v, error))
+  if (!record_body (self, error))
     return FALSE;
-  /* The loss: each row's −log_softmax at its target, then their mean. */
-  {
-    guint32 loss[] = { (guint32) self->logits_off, (guint32) v, (guint32) bt,
-                       (guint32) row_loss, (guint32) bt, (guint32) loss_scratch };
-    guint32 mean_loss[] = { (guint32) row_loss, (guint32) bt,
-                            (guint32) (self->logits_off + bt * v), f32_bits ((float) bt) };
+  if (self->backward)
+    {
+      DcVkCopy out[] = {
+        { self->f, self->grads_off * 4, self->grads_staging, 0, self->n_params * 4 },
+        { self->f, (self->logits_off + bt * v) * 4, self->logits_staging, bt * v * 4, 4 },
+      };
 
-    if (!record_op (self, OP_LOSS, bt, loss, G_N_ELEMENTS (loss), error)
-        || !record_op (self, OP_MEAN, 1, mean_loss, G_N_ELEMENTS (mean_loss), error))
-      return FALSE;
-  }
-  {
-    DcVkCopy out = { self->f, self->logits_off * 4, self->logits_staging, 0,
-                     (bt * v + 1) * 4 };
+      dc_vk_recording_copy (self->recording, out, G_N_ELEMENTS (out));
+    }
+  else
+    {
+      DcVkCopy out = { self->f, self->logits_off * 4, self->logits_staging, 0,
+                       (bt * v + 1) * 4 };
 
-    dc_vk_recording_copy (self->recording, &out, 1);
-  }
+      dc_vk_recording_copy (self->recording, &out, 1);
+    }
   return dc_vk_recording_end (self->recording, error);
+}
+
+/* One replay: the weights and tokens in, the recording submitted. */
+static gboolean
+submit (DcGptVkForward  *self,
+        const float     *params,
+        const guint8    *inputs,
+        const guint8    *targets,
+        GError         **error)
+{
+  gsize bt = (gsize) self->batch * self->config.seq;
+  guint32 *tokens = dc_vk_buffer_get_data (self->tokens);
+  gint32 *e = dc_vk_buffer_get_data (self->e);
+
+  gint64 t0 = g_get_monotonic_time (), t1;
+
+  memcpy (dc_vk_buffer_get_data (self->params_staging), params, self->n_params * 4);
+  for (gsize i = 0; i < bt; i++)
+    {
+      tokens[i] = inputs[i];
+      tokens[bt + i] = targets != NULL ? targets[i] : 0;
+    }
+  e[0] = 0;
+  t1 = g_get_monotonic_time ();
+  if (!dc_vk_recording_submit (self->recording, error))
+    return FALSE;
+  self->times.passes++;
+  self->times.host_ns += (guint64) (t1 - t0) * 1000;
+  self->times.device_ns += (guint64) (g_get_monotonic_time () - t1) * 1000;
+  if (e[0] != 0)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "resident %s pass: a value to quantize was not finite (refused, "
+                   "never quantized)", self->backward ? "training" : "forward");
+      return FALSE;
+    }
+  return TRUE;
 }
 
 /**
@@ -375,7 +740,8 @@ record_forward (DcGptVkForward  *self,
  * @loss: (out) (optional): the mean cross-entropy (needs @targets)
  *
  * dc_gpt_run_forward ()'s logits and loss, computed on the device. Fails when
- * a value was not finite (training diverged), as the CPU pass does.
+ * a value was not finite (training diverged), as the CPU pass does. Only for
+ * a pass made by dc_gpt_vk_forward_new ().
  */
 gboolean
 dc_gpt_vk_forward_run (DcGptVkForward  *self,
@@ -386,49 +752,70 @@ dc_gpt_vk_forward_run (DcGptVkForward  *self,
                        float           *loss,
                        GError         **error)
 {
-  gsize bt = (gsize) self->batch * self->config.seq;
-  guint32 *tokens = dc_vk_buffer_get_data (self->tokens);
-  gint32 *e = dc_vk_buffer_get_data (self->e);
+  gsize n = (gsize) self->batch * self->config.seq * self->config.vocab;
 
-  memcpy (dc_vk_buffer_get_data (self->params_staging), params, self->n_params * 4);
-  if (!dc_vk_buffer_copy (self->ctx, self->params_staging, self->f, self->n_params * 4, error))
-    return FALSE;
+  g_return_val_if_fail (!self->backward, FALSE);
   g_return_val_if_fail (loss == NULL || targets != NULL, FALSE);
 
-  for (gsize i = 0; i < bt; i++)
-    {
-      tokens[i] = inputs[i];
-      tokens[bt + i] = targets != NULL ? targets[i] : 0;
-    }
-  e[0] = 0;
-  if (!dc_vk_recording_submit (self->recording, error))
+  if (!submit (self, params, inputs, targets, error))
     return FALSE;
-  if (e[0] != 0)
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                   "resident forward pass: a value to quantize was not finite (refused, "
-                   "never quantized)");
-      return FALSE;
-    }
-  memcpy (logits, dc_vk_buffer_get_data (self->logits_staging), bt * self->config.vocab * 4);
+  memcpy (logits, dc_vk_buffer_get_data (self->logits_staging), n * 4);
   if (loss != NULL)
-    memcpy (loss, (float *) dc_vk_buffer_get_data (self->logits_staging) + bt * self->config.vocab,
-            4);
+    memcpy (loss, (float *) dc_vk_buffer_get_data (self->logits_staging) + n, 4);
+  return TRUE;
+}
+
+/**
+ * dc_gpt_vk_forward_gradients:
+ * @params: the weights, laid out by dc_gpt_config_tensor ()
+ * @inputs: (array): batch × seq token ids
+ * @targets: (array): the next token at each position
+ * @grads: (out caller-allocates) (array): n_params gradients of the mean loss
+ * @loss: (out) (optional): the mean cross-entropy
+ *
+ * dc_gpt_run_forward () then dc_gpt_run_backward (), their bits, in one
+ * submission: the weights and tokens in, the gradients and the loss out.
+ * Only for a pass made by dc_gpt_vk_forward_new_training ().
+ */
+gboolean
+dc_gpt_vk_forward_gradients (DcGptVkForward  *self,
+                             const float     *params,
+                             const guint8    *inputs,
+                             const guint8    *targets,
+                             float           *grads,
+                             float           *loss,
+                             GError         **error)
+{
+  gsize n = (gsize) self->batch * self->config.seq * self->config.vocab;
+  gint64 t0;
+
+  g_return_val_if_fail (self->backward, FALSE);
+  g_return_val_if_fail (targets != NULL, FALSE);
+
+  if (!submit (self, params, inputs, targets, error))
+    return FALSE;
+  t0 = g_get_monotonic_time ();
+  memcpy (grads, dc_vk_buffer_get_data (self->grads_staging), self->n_params * 4);
+  self->times.host_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
+  if (loss != NULL)
+    memcpy (loss, (float *) dc_vk_buffer_get_data (self->logits_staging) + n, 4);
   return TRUE;
 }
 
 guint64
 dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
 {
-  return self->n_dispatches;
+  return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches;
 }
 
+/* With @twins, each kernel named in DC_TEST_BREAK_KERNEL is its broken twin
+ * (the gates' tests). */
 static DcGptVkForward *
 forward_new (DcVkContext        *ctx,
              const DcGptConfig  *config,
              guint               batch,
-             gboolean            broken,
-             gboolean            broken_loss,
+             gboolean            backward,
+             gboolean            twins,
              GError            **error)
 {
   g_autoptr(DcGptVkForward) self = g_new0 (DcGptVkForward, 1);
@@ -436,8 +823,11 @@ forward_new (DcVkContext        *ctx,
   self->ctx = ctx;
   self->config = *config;
   self->batch = batch;
+  self->backward = backward;
   self->n_params = dc_gpt_config_n_params (config);
-  if (!record_forward (self, broken, broken_loss, error))
+  if (!record_forward (self, twins && _dc_gpt_vk_kernel_broken ("resident-forward"),
+                       twins && _dc_gpt_vk_kernel_broken ("resident-loss"),
+                       twins && _dc_gpt_vk_kernel_broken ("resident-backward"), error))
     {
       self->ctx = NULL;  /* the caller's */
       return NULL;
@@ -687,8 +1077,7 @@ gate (DcVkContext  *ctx,
   run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error))
     return FALSE;
-  fwd = forward_new (ctx, &config, 2, _dc_gpt_vk_kernel_broken ("resident-forward"),
-                     _dc_gpt_vk_kernel_broken ("resident-loss"), error);
+  fwd = forward_new (ctx, &config, 2, FALSE, TRUE, error);
   if (fwd == NULL)
     return FALSE;
   n = (gsize) 2 * 16 * config.vocab;
@@ -709,6 +1098,216 @@ gate (DcVkContext  *ctx,
   return same_bits ("the small model's loss", &loss, &want_loss, 1, error);
 }
 
+/* The backward operations once each on fixed inputs, against the CPU
+ * functions they stand for: the norm's input and weight gradients, the
+ * causal softmax's backward, ReLU's, a column sum. Their results reach the
+ * weights' gradients through INT8 products, which hide most one-ulp errors,
+ * hence this part besides the small model's gradients. */
+static gboolean
+gate_backward_ops (DcVkContext  *ctx,
+                   gboolean      broken,
+                   GError      **error)
+{
+  enum { X = 0, W = X + GATE_R * GATE_N, DY = W + GATE_N, MEAN = DY + GATE_R * GATE_N,
+         RSTD = MEAN + GATE_R, DRES = RSTD + GATE_R, DW = DRES + GATE_R * GATE_N,
+         DB = DW + GATE_N, ATT = DB + GATE_N, DATT = ATT + GATE_L * GATE_L,
+         RELU = DATT + GATE_L * GATE_L, COLS = RELU + GATE_R * GATE_N,
+         F_SIZE = COLS + GATE_N };
+  g_autoptr(DcVkPipeline) pipeline = NULL;
+  g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
+  guint64 state = G_GUINT64_CONSTANT (0x4461697379427731);
+  g_autofree float *want = g_new0 (float, F_SIZE);
+  float scale = 1.0f / __builtin_sqrtf (24.0f);
+  float *f;
+
+  pipeline = dc_vk_pipeline_new (ctx, broken ? "resident-backward-broken" : "resident-backward",
+                                 4, sizeof (DcVkForwardPush), error);
+  if (pipeline == NULL
+      || (bf = dc_vk_buffer_new (ctx, F_SIZE * 4, error)) == NULL
+      || (bq = dc_vk_buffer_new (ctx, 4, error)) == NULL
+      || (be = dc_vk_buffer_new (ctx, 4, error)) == NULL
+      || (bt = dc_vk_buffer_new (ctx, 4, error)) == NULL)
+    return FALSE;
+  f = dc_vk_buffer_get_data (bf);
+  for (guint i = 0; i < F_SIZE; i++)
+    {
+      guint64 r = _dc_gpt_vk_splitmix64 (&state);
+      guint32 sign = (guint32) r & 0x80000000u;
+
+      /* Gradients and activations of the usual sizes, some exact zeros
+       * (ReLU's +0 and −0) and a few subnormals. */
+      switch ((r >> 32) % 16)
+        {
+        case 0: f[i] = 0.0f; break;
+        case 1: f[i] = bits_f32 (sign); break;
+        case 2: f[i] = bits_f32 (sign | (guint32) (r >> 40) % 0x800000u); break;
+        default: f[i] = bits_f32 (sign | (guint32) (112 + (r >> 40) % 20) << 23 | ((guint32) r & 0x7fffffu)); break;
+        }
+    }
+  for (guint r = 0; r < GATE_R; r++)
+    {
+      /* Real statistics of the rows. */
+      dc_math_layer_norm (f + X + r * GATE_N, f + W, f + W, DC_MATH_GPT2_LN_EPS, want, f + MEAN + r,
+                          f + RSTD + r, GATE_N);
+    }
+  for (guint i = 0; i < GATE_L * GATE_L; i++)
+    f[ATT + i] = 0.0f;
+  for (guint t = 0; t < GATE_L; t++)
+    {
+      float row[GATE_L];
+
+      for (guint j = 0; j <= t; j++)
+        row[j] = (float) ((gint32) (_dc_gpt_vk_splitmix64 (&state) % 65536) - 32768) * 0x1p-11f;
+      dc_math_softmax (row, f + ATT + t * GATE_L, t + 1);
+    }
+
+#define RUN(op_, work_, ...) \
+  G_STMT_START { \
+    DcVkForwardPush push_ = { op_, { __VA_ARGS__ } }; \
+    DcVkBuffer *buffers_[] = { bf, bq, be, bt }; \
+    if (!dc_vk_dispatch (ctx, pipeline, buffers_, &push_, \
+                         (guint) (((work_) + FWD_GROUP - 1) / FWD_GROUP), 1, 1, error)) \
+      return FALSE; \
+  } G_STMT_END
+
+  /* The norm's backward: dx added to DRES, then dw, db by columns. */
+  {
+    float dx[GATE_N], dw[GATE_N] = { 0 }, db[GATE_N] = { 0 };
+
+    memcpy (want + DRES, f + DRES, GATE_R * GATE_N * 4);
+    for (guint r = 0; r < GATE_R; r++)
+      {
+        dc_math_layer_norm_backward (f + X + r * GATE_N, f + W, f[MEAN + r], f[RSTD + r],
+                                     f + DY + r * GATE_N, dx, dw, db, GATE_N);
+        dc_math_add (want + DRES + r * GATE_N, dx, want + DRES + r * GATE_N, GATE_N);
+      }
+    RUN (OP_LN_DX, GATE_R, X, W, MEAN, RSTD, DY, DRES, GATE_R, GATE_N, f32_bits ((float) GATE_N));
+    RUN (OP_LN_DW, GATE_N, X, DY, MEAN, RSTD, GATE_R, GATE_N, DW, DB);
+    if (!same_bits ("layer norm backward", f + DRES, want + DRES, GATE_R * GATE_N, error)
+        || !same_bits ("layer norm weight gradient", f + DW, dw, GATE_N, error)
+        || !same_bits ("layer norm bias gradient", f + DB, db, GATE_N, error))
+      return FALSE;
+  }
+  /* The causal softmax's backward, in place on DATT, scaled. */
+  for (guint t = 0; t < GATE_L; t++)
+    {
+      float *row = want + DATT + t * GATE_L;
+
+      memcpy (row, f + DATT + t * GATE_L, GATE_L * 4);
+      dc_math_softmax_backward (f + ATT + t * GATE_L, row, row, t + 1);
+      for (guint j = 0; j < GATE_L; j++)
+        row[j] = j <= t ? row[j] * scale : 0.0f;
+    }
+  RUN (OP_SOFTMAX_BACK, GATE_L, ATT, DATT, GATE_L, f32_bits (scale));
+  if (!same_bits ("softmax backward", f + DATT, want + DATT, GATE_L * GATE_L, error))
+    return FALSE;
+  /* ReLU's backward (x from X, dy from DY) and a column sum of DY. */
+  dc_math_relu_backward (f + X, f + DY, want + RELU, GATE_R * GATE_N);
+  RUN (OP_RELU_BACK, GATE_R * GATE_N, X, DY, RELU, GATE_R * GATE_N);
+  for (guint j = 0; j < GATE_N; j++)
+    {
+      float acc = 0.0f;
+
+      for (guint r = 0; r < GATE_R; r++)
+        acc = acc + f[DY + r * GATE_N + j];
+      want[COLS + j] = acc;
+    }
+  RUN (OP_COLSUM, GATE_N, DY, GATE_R, GATE_N, COLS);
+  if (!same_bits ("ReLU backward", f + RELU, want + RELU, GATE_R * GATE_N, error)
+      || !same_bits ("column sum", f + COLS, want + COLS, GATE_N, error))
+    return FALSE;
+#undef RUN
+  return TRUE;
+}
+
+/* A width-16 model's gradients and loss on the device and on the CPU,
+ * every bit: the backward operations in place, the head's and the
+ * embeddings' scatter-adds, every product of the backward pass. */
+static gboolean
+gate_backward (DcVkContext  *ctx,
+               GError      **error)
+{
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  g_autofree float *grads = NULL, *want = NULL;
+  DcGptVkForward *pass;
+  DcGptConfig config;
+  guint8 tokens[2 * 16 + 1];
+  float loss = 0.0f, want_loss = 0.0f;
+  gboolean ok;
+
+  if (!gate_backward_ops (ctx, _dc_gpt_vk_kernel_broken ("resident-backward"), error))
+    return FALSE;
+  dc_gpt_config_init_derived (&config, 16, 16);
+  model = dc_gpt_model_new (&config, error);
+  if (model == NULL)
+    return FALSE;
+  dc_gpt_model_init_weights (model, 7);
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) (i * 37 + 11);
+  run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
+  want = g_new (float, model->n_params);
+  grads = g_new (float, model->n_params);
+  if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error)
+      || !dc_gpt_run_backward (run, model->params, want, error))
+    return FALSE;
+  pass = forward_new (ctx, &config, 2, TRUE, TRUE, error);
+  if (pass == NULL)
+    return FALSE;
+  ok = dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads, &loss, error);
+  pass->ctx = NULL;  /* borrowed */
+  dc_gpt_vk_forward_free (pass);
+  return ok
+         && same_bits ("the small model's gradients", grads, want, model->n_params, error)
+         && same_bits ("the small model's loss", &loss, &want_loss, 1, error);
+}
+
+/* Opens the best Vulkan device, gates what the pass needs and records it. */
+static DcGptVkForward *
+pass_new (const DcGptConfig  *config,
+          guint               batch,
+          gboolean            backward,
+          GError            **error)
+{
+  g_autoptr(DcVkContext) ctx = NULL;
+  g_autoptr(GError) local_error = NULL;
+  DcGptVkForward *self;
+  const DcVkFeatures *features;
+  const char *kernel = "resident-forward";
+
+  g_return_val_if_fail (batch > 0, NULL);
+
+  ctx = dc_vk_context_new (-1, error);
+  if (ctx == NULL)
+    return NULL;
+  features = dc_vk_context_get_features (ctx);
+  if (!features->shader_int8 || !features->storage_buffer_8bit)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "Vulkan kernel resident-forward needs shaderInt8 and "
+                   "storageBuffer8BitAccess, which %s lacks", dc_vk_context_get_device_name (ctx));
+      return NULL;
+    }
+  if (gate (ctx, &local_error)
+      && (!backward || (kernel = "resident-backward", gate_backward (ctx, &local_error))))
+    ;
+  else
+    {
+      g_message ("Vulkan kernel %s on %s failed verification (%s) — refused", kernel,
+                 dc_vk_context_get_device_name (ctx), local_error->message);
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "Vulkan kernel %s on %s failed verification — the %s pass stays on the CPU",
+                   kernel, dc_vk_context_get_device_name (ctx),
+                   backward ? "training" : "forward");
+      return NULL;
+    }
+  self = forward_new (ctx, config, batch, backward, FALSE, error);
+  if (self == NULL)
+    return NULL;
+  g_steal_pointer (&ctx);
+  return self;
+}
+
 /**
  * dc_gpt_vk_forward_new:
  * @batch: sequences per call (each of config->seq tokens)
@@ -724,36 +1323,47 @@ dc_gpt_vk_forward_new (const DcGptConfig  *config,
                        guint               batch,
                        GError            **error)
 {
-  g_autoptr(DcVkContext) ctx = NULL;
-  g_autoptr(GError) local_error = NULL;
-  DcGptVkForward *self;
-  const DcVkFeatures *features;
+  return pass_new (config, batch, FALSE, error);
+}
 
-  g_return_val_if_fail (batch > 0, NULL);
+/**
+ * dc_gpt_vk_forward_new_training:
+ * @batch: sequences per call (each of config->seq tokens)
+ *
+ * Like dc_gpt_vk_forward_new (), with the backward pass recorded after the
+ * loss (and gated too: its operations, then a small model's every
+ * gradient): dc_gpt_vk_forward_gradients () replays both.
+ *
+ * Returns: (transfer full) (nullable): the resident training pass, or %NULL
+ *   with @error set
+ */
+DcGptVkForward *
+dc_gpt_vk_forward_new_training (const DcGptConfig  *config,
+                                guint               batch,
+                                GError            **error)
+{
+  return pass_new (config, batch, TRUE, error);
+}
 
-  ctx = dc_vk_context_new (-1, error);
-  if (ctx == NULL)
-    return NULL;
-  features = dc_vk_context_get_features (ctx);
-  if (!features->shader_int8 || !features->storage_buffer_8bit)
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "Vulkan kernel resident-forward needs shaderInt8 and "
-                   "storageBuffer8BitAccess, which %s lacks", dc_vk_context_get_device_name (ctx));
-      return NULL;
-    }
-  if (!gate (ctx, &local_error))
-    {
-      g_message ("Vulkan kernel resident-forward on %s failed verification (%s) — refused",
-                 dc_vk_context_get_device_name (ctx), local_error->message);
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "Vulkan kernel resident-forward on %s failed verification — the forward "
-                   "pass stays on the CPU", dc_vk_context_get_device_name (ctx));
-      return NULL;
-    }
-  self = forward_new (ctx, config, batch, FALSE, FALSE, error);
-  if (self == NULL)
-    return NULL;
-  g_steal_pointer (&ctx);
-  return self;
+/**
+ * dc_gpt_vk_forward_get_device_name:
+ *
+ * Returns: (transfer none): the Vulkan device the pass runs on
+ */
+const char *
+dc_gpt_vk_forward_get_device_name (DcGptVkForward *self)
+{
+  return dc_vk_context_get_device_name (self->ctx);
+}
+
+/**
+ * dc_gpt_vk_forward_get_times:
+ *
+ * Totals since the pass was made (`bench train` reports them).
+ */
+void
+dc_gpt_vk_forward_get_times (DcGptVkForward      *self,
+                             DcGptVkForwardTimes *out)
+{
+  *out = self->times;
 }

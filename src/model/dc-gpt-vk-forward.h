@@ -8,8 +8,12 @@
  * in, logits and the mean loss out, one submission.
  * shaders/resident-forward.comp and resident-loss.comp hold the operations;
  * the pass is gated when made (each operation on fixed inputs, then a small
- * model's logits and loss against the CPU's). The backward pass still runs
- * on the CPU.
+ * model's logits and loss against the CPU's).
+ *
+ * dc_gpt_vk_forward_new_training () records the backward pass after the loss
+ * (shaders/resident-backward.comp and the same products, transposed as
+ * dc-gpt.c's backward quantizes them): weights and tokens in, every gradient
+ * and the loss out, one submission, bit for bit dc_gpt_run_backward ()'s.
  *
  * Not thread-safe: one thread owns it and its Vulkan context.
  *
@@ -25,6 +29,21 @@ G_BEGIN_DECLS
 
 typedef struct _DcGptVkForward DcGptVkForward;
 
+/**
+ * DcGptVkForwardTimes:
+ * @passes: replays
+ * @host_ns: time writing the weights and tokens into, and the gradients out
+ *   of, the mapped staging buffers (host memory traffic)
+ * @device_ns: time from submission to the fence (the weights' upload, every
+ *   kernel, the results' download)
+ */
+typedef struct
+{
+  guint64 passes;
+  guint64 host_ns;
+  guint64 device_ns;
+} DcGptVkForwardTimes;
+
 DcGptVkForward *dc_gpt_vk_forward_new   (const DcGptConfig  *config,
                                          guint               batch,
                                          GError            **error);
@@ -36,7 +55,20 @@ gboolean        dc_gpt_vk_forward_run   (DcGptVkForward     *self,
                                          float              *logits,
                                          float              *loss,
                                          GError            **error);
+DcGptVkForward *dc_gpt_vk_forward_new_training (const DcGptConfig  *config,
+                                                guint               batch,
+                                                GError            **error);
+gboolean        dc_gpt_vk_forward_gradients (DcGptVkForward     *self,
+                                             const float        *params,
+                                             const guint8       *inputs,
+                                             const guint8       *targets,
+                                             float              *grads,
+                                             float              *loss,
+                                             GError            **error);
 guint64         dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self);
+const char     *dc_gpt_vk_forward_get_device_name  (DcGptVkForward *self);
+void            dc_gpt_vk_forward_get_times        (DcGptVkForward      *self,
+                                                    DcGptVkForwardTimes *out);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptVkForward, dc_gpt_vk_forward_free)
 

@@ -5,9 +5,11 @@
  * in, the Adam kernel, the new state out) and replayed, one submission per
  * step. The kernel computes dc_gpt_model_adam_step ()'s bits exactly, in
  * integer arithmetic (shaders/include/f32-exact.glsl), and is gated at
- * start-up against the CPU function; the forward and backward passes still
- * run where the trainer's GEMM backend puts them. docs/ARCHITECTURE.md
- * ("Resident training step") says what is resident and what remains.
+ * start-up against the CPU function. The forward and backward passes are
+ * resident too where their own gates pass (dc-gpt-vk-forward.h, the
+ * trainer's resident pass), in their own submission for now.
+ * docs/ARCHITECTURE.md ("Resident training step") says what is resident and
+ * what remains.
  *
  * Not thread-safe: one thread owns a step and its Vulkan context.
  *

@@ -1127,6 +1127,23 @@ dc_gpt_run_set_layer_done_func (DcGptRun           *self,
 }
 
 /**
+ * dc_gpt_run_report_layers_done:
+ *
+ * For gradients formed elsewhere (the resident passes, dc-gpt-vk-forward.h),
+ * whole: the layer-done function's calls of a backward pass, last block
+ * first, as dc_gpt_run_backward () makes them.
+ */
+void
+dc_gpt_run_report_layers_done (DcGptRun *self)
+{
+  if (self->layer_done == NULL)
+    return;
+  for (guint l = self->config.n_layer; l-- > 0;)
+    self->layer_done (tensor_offset (self, 2 + l * DC_GPT_TENSORS_PER_LAYER),
+                      self->layer_done_data);
+}
+
+/**
  * dc_gpt_run_backward:
  * @grads: (out) (array): n_params gradients of the mean loss, overwritten
  *

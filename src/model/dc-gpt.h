@@ -68,6 +68,7 @@ typedef void (*DcGptLayerDoneFunc) (gsize    first_final,
 void         dc_gpt_run_set_layer_done_func (DcGptRun           *self,
                                              DcGptLayerDoneFunc  func,
                                              gpointer            user_data);
+void         dc_gpt_run_report_layers_done  (DcGptRun           *self);
 
 /**
  * DcGptPhase:
