@@ -159,6 +159,8 @@ check_summed (DcTrainGroup   *self,
     }
   sum = g_new (float, MAX (length, 1));
   dc_gpt_trainer_combine_gradients (values, n, length, sum);
+  /* As the reducer rounded its summed shard (a bf16 run). */
+  dc_train_session_round (self->session, sum, length, NULL);
   received = _dc_train_group_shard_values (summed->object, &n_values);
   return memcmp (sum, received, length * sizeof (float)) != 0;
 }
@@ -254,6 +256,9 @@ audit_worker (GTask        *task,
       g_task_return_error (task, error);
       return;
     }
+  /* Rounded as its author rounded what it sent (a bf16 run): the hashes
+   * compared are of the values the roster summed. */
+  dc_train_session_round (self->session, job->grads, model->n_params, NULL);
   _dc_train_group_shards_hash (job->grads, model->n_params, job->n_ranks, job->hash);
   job->us = g_get_monotonic_time () - start;
   if (self->fault_audit_after_report)
@@ -495,6 +500,8 @@ verify_worker (GTask        *task,
     {
       if (!dc_gpt_trainer_compute_gradients (trainer, j, verify->n, grads, &loss, &error))
         break;
+      /* As its author rounded it (a bf16 run). */
+      dc_train_session_round (self->session, grads, model->n_params, NULL);
       for (guint i = 0; i < verify->n_accused; i++)
         {
           guint k = verify->ranks[i];
@@ -530,6 +537,7 @@ verify_worker (GTask        *task,
       dc_train_shard_range (model->n_params, verify->n, verify->ranks[i], &start, &length);
       for (gsize e = 0; e < length; e++)
         sums[i][e] = sums[i][e] / divisor;
+      dc_train_session_round (self->session, sums[i], length, NULL);
       verify->sum_bad[i] = !listed_bad[i]
                            && memcmp (sums[i], received, length * sizeof (float)) != 0;
     }
