@@ -108,6 +108,12 @@ pack_shard (DcTrainGroup      *self,
   info.rank = compute->rank;
   dc_train_shard_range (model->n_params, compute->n_ranks, r, &start, &length);
   dc_train_shard_header_write (data, &header);
+  /* A bf16 run keeps the contribution as it sends it (rounded), since it
+   * sums and audits with it; a shard packed during the backward pass is
+   * not rounded yet (compute_own () rounds the whole gradient after, the
+   * same values again, and reports a non-finite one). */
+  if (_dc_train_group_wire (self) == DC_TRAIN_WIRE_BF16)
+    dc_train_bf16_round (self->own_grads + start, length);
   /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
    * checked in meson: every supported target is little-endian). */
   memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, self->own_grads + start, length * sizeof (float));
