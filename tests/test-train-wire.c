@@ -386,6 +386,133 @@ test_caps (void)
   g_assert_cmpuint (dc_train_wire_weights_cap (G_MAXSIZE), ==, dc_train_wire_weights_cap (gpt2));
 }
 
+static float
+from_bits (guint32 bits)
+{
+  float f;
+
+  memcpy (&f, &bits, 4);
+  return f;
+}
+
+static guint32
+to_bits (float f)
+{
+  guint32 bits;
+
+  memcpy (&bits, &f, 4);
+  return bits;
+}
+
+/* bf16 rounding is to nearest, ties to even, on the bits (the same on every
+ * host); a value that is or becomes NaN or an infinity is reported. */
+static void
+test_bf16_round (void)
+{
+  /* in, out: exact, below half, half (to even: down, then up), above half,
+   * a carry into the exponent, negative, subnormal, zero */
+  static const guint32 cases[][2] = {
+    { 0x3f800000u, 0x3f800000u }, { 0x3f807fffu, 0x3f800000u },
+    { 0x3f808000u, 0x3f800000u }, { 0x3f818000u, 0x3f820000u },
+    { 0x3f808001u, 0x3f810000u }, { 0x3fffffffu, 0x40000000u },
+    { 0xbf808001u, 0xbf810000u }, { 0x00008001u, 0x00010000u },
+    { 0x00000000u, 0x00000000u }, { 0x80000000u, 0x80000000u },
+  };
+  float v;
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      v = from_bits (cases[i][0]);
+      g_assert_true (dc_train_bf16_round (&v, 1));
+      g_assert_cmphex (to_bits (v), ==, cases[i][1]);
+      /* Idempotent: a rounded value stays. */
+      g_assert_true (dc_train_bf16_round (&v, 1));
+      g_assert_cmphex (to_bits (v), ==, cases[i][1]);
+    }
+  v = from_bits (0x7f7fffffu);                   /* FLT_MAX rounds past bf16's largest */
+  g_assert_false (dc_train_bf16_round (&v, 1));
+  v = from_bits (0x7fc00001u);                   /* NaN */
+  g_assert_false (dc_train_bf16_round (&v, 1));
+  g_assert_cmphex (to_bits (v), ==, 0x7fc00001u);
+  v = from_bits (0xff800000u);                   /* −∞ */
+  g_assert_false (dc_train_bf16_round (&v, 1));
+}
+
+/* A contribution (shard 1 of 3 of 6 parameters: 2 values) in f32, then as
+ * a bf16 run sends it: element type 1, 2 bytes a value, and widened back
+ * to the same float32 object exactly. A bf16 object with a wrong length, a
+ * NaN or an infinity, or an unknown element type is refused. */
+static void
+test_shard_bf16 (void)
+{
+  DcTrainShardHeader header = { DC_TRAIN_SHARD_CONTRIBUTION, 3, 1,
+                                G_GUINT64_CONSTANT (0x0123456789abcdef), 0, 0,
+                                DC_TRAIN_WIRE_F32 };
+  gsize size = dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, N_PARAMS, 3, 1);
+  g_autofree guint8 *data = g_malloc0 (size);
+  g_autoptr(GBytes) object = NULL;
+  g_autoptr(GBytes) wire = NULL;
+  g_autoptr(GBytes) wide = NULL;
+  g_autoptr(GError) error = NULL;
+  float values[2] = { 1.5f, -0.00390625f };
+  DcTrainShardHeader parsed;
+  g_autofree guint8 *bad = NULL;
+  const guint8 *w;
+  gsize wire_size;
+
+  g_assert_true (dc_train_bf16_round (values, 2));
+  dc_train_shard_header_write (data, &header);
+  memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, values, sizeof values);
+  object = g_bytes_new (data, size);
+
+  g_assert_true (g_bytes_equal (dc_train_shard_encode (object, DC_TRAIN_WIRE_F32), object));
+  g_bytes_unref (object);  /* the reference dc_train_shard_encode () gave */
+  wire = dc_train_shard_encode (object, DC_TRAIN_WIRE_BF16);
+  w = g_bytes_get_data (wire, &wire_size);
+  g_assert_cmpuint (wire_size, ==, DC_TRAIN_SHARD_HEADER_SIZE + 2 * 2);
+  g_assert_cmpuint (wire_size, ==, dc_train_shard_wire_size (DC_TRAIN_SHARD_CONTRIBUTION,
+                                                             DC_TRAIN_WIRE_BF16, N_PARAMS, 3, 1));
+  g_assert_cmpuint (w[5], ==, DC_TRAIN_WIRE_BF16);
+  g_assert_cmpuint (w[DC_TRAIN_SHARD_HEADER_SIZE], ==, 0xc0);      /* 1.5: 0x3fc0, LE */
+  g_assert_cmpuint (w[DC_TRAIN_SHARD_HEADER_SIZE + 1], ==, 0x3f);
+  g_assert_true (dc_train_shard_header_parse (w, wire_size, N_PARAMS, &parsed, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (parsed.wire, ==, DC_TRAIN_WIRE_BF16);
+  g_assert_cmpuint (parsed.n_values, ==, 2);
+  wide = dc_train_shard_decode (wire, &parsed, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_bytes_equal (wide, object));
+
+  /* The f32 object's length with element type bf16, and the reverse. */
+  bad = g_memdup2 (data, size);
+  bad[5] = DC_TRAIN_WIRE_BF16;
+  expect_shard_refused (bad, size, N_PARAMS);
+  g_free (bad);
+  bad = g_memdup2 (w, wire_size);
+  bad[5] = DC_TRAIN_WIRE_F32;
+  expect_shard_refused (bad, wire_size, N_PARAMS);
+  bad[5] = 2;                                                 /* unknown element type */
+  expect_shard_refused (bad, wire_size, N_PARAMS);
+  bad[5] = DC_TRAIN_WIRE_BF16;
+  expect_shard_refused (bad, wire_size - 1, N_PARAMS);        /* one byte short */
+  /* A NaN, then an infinity, among the values. */
+  for (guint k = 0; k < 2; k++)
+    {
+      g_autoptr(GBytes) nan = NULL;
+      g_autoptr(GBytes) none = NULL;
+
+      bad[DC_TRAIN_SHARD_HEADER_SIZE + 2] = k == 0 ? 0xc1 : 0x80;
+      bad[DC_TRAIN_SHARD_HEADER_SIZE + 3] = 0x7f;
+      nan = g_bytes_new_static (bad, wire_size);
+      g_assert_true (dc_train_shard_header_parse (bad, wire_size, N_PARAMS, &parsed, NULL));
+      none = dc_train_shard_decode (nan, &parsed, &error);
+      g_assert_null (none);
+      g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+      g_test_message ("refused: %s", error->message);
+      g_clear_error (&error);
+    }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -396,5 +523,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/wire/shard", test_shard);
   g_test_add_func ("/dc/train/wire/contrib-request", test_contrib_request);
   g_test_add_func ("/dc/train/wire/caps", test_caps);
+  g_test_add_func ("/dc/train/wire/bf16-round", test_bf16_round);
+  g_test_add_func ("/dc/train/wire/shard-bf16", test_shard_bf16);
   return g_test_run ();
 }

@@ -111,6 +111,40 @@ test_peer_servers (void)
 }
 
 static gboolean
+is_action_row_prefixed (GtkWidget *widget,
+                        gpointer   prefix)
+{
+  return ADW_IS_ACTION_ROW (widget)
+         && g_str_has_prefix (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (widget)),
+                              prefix);
+}
+
+/* The group's gradient wire: the switch is the setting the Train view's
+ * Start reads (off by default: f32, whose hashes match runs before it). */
+static void
+test_gradient_wire (void)
+{
+  g_autoptr(GSettings) settings = g_settings_new (APP_ID);
+  GtkWidget *window = GTK_WIDGET (dc_preferences_window_new (settings));
+  GtkWidget *row, *toggle;
+
+  g_assert_false (g_settings_get_boolean (settings, "group-gradient-bf16"));
+  gtk_window_present (GTK_WINDOW (window));
+  g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
+  row = dc_test_find_descendant (window, is_action_row_prefixed,
+                                 (gpointer) "Half-size gradients");
+  g_assert_nonnull (row);
+  toggle = adw_action_row_get_activatable_widget (ADW_ACTION_ROW (row));
+  g_assert_true (GTK_IS_SWITCH (toggle));
+  g_assert_false (gtk_switch_get_active (GTK_SWITCH (toggle)));
+  gtk_switch_set_active (GTK_SWITCH (toggle), TRUE);
+  g_assert_true (g_settings_get_boolean (settings, "group-gradient-bf16"));
+  gtk_switch_set_active (GTK_SWITCH (toggle), FALSE);
+  g_assert_false (g_settings_get_boolean (settings, "group-gradient-bf16"));
+  gtk_window_destroy (GTK_WINDOW (window));
+}
+
+static gboolean
 join_dialog_shown (gpointer user_data)
 {
   return dc_test_find_toplevel (DC_TYPE_JOIN_ROOM_DIALOG, NULL, NULL) != NULL;
@@ -338,6 +372,7 @@ main (int    argc,
   g_test_add_func ("/dc/ui/preferences/peer-servers", test_peer_servers);
   g_test_add_func ("/dc/ui/preferences/signal-url", test_signal_url);
   g_test_add_func ("/dc/ui/preferences/backend-choice", test_backend_choice);
+  g_test_add_func ("/dc/ui/preferences/gradient-wire", test_gradient_wire);
 
   return g_test_run ();
 }

@@ -69,6 +69,7 @@ typedef struct
 typedef struct
 {
   gboolean  netns;
+  const char *gradient_wire;  /* the starter's --gradient-wire: "f32" or "bf16" */
   char     *prefix;           /* namespace names: PREFIX-br, PREFIX-d0 … */
   guint     n_made;           /* device namespaces made (for removal) */
   gboolean  bridge_made;
@@ -648,7 +649,11 @@ run_group (Bench       *bench,
       g_ptr_array_add (args, g_strdup_printf ("--ice-address=%s", address));
       g_ptr_array_add (args, g_strdup ("--approve=all"));
       if (k == 0)
-        g_ptr_array_add (args, g_strdup_printf ("--min-peers=%u", n_devices));
+        {
+          g_ptr_array_add (args, g_strdup_printf ("--min-peers=%u", n_devices));
+          /* The starter's CONFIG carries it to the others. */
+          g_ptr_array_add (args, g_strdup_printf ("--gradient-wire=%s", bench->gradient_wire));
+        }
       else
         g_ptr_array_add (args, g_strdup_printf ("--room=%s", room));
       add_size_args (args, size, n_threads, stop_at);
@@ -794,6 +799,7 @@ json_add_int (JsonBuilder *builder,
 
 static void
 print_figures (DcCliOptions  *options,
+               const char    *gradient_wire,
                const char    *network,
                const Size    *size,
                guint          n_devices,
@@ -829,6 +835,8 @@ print_figures (DcCliOptions  *options,
       json_add_int (builder, "batch", size->batch);
       json_add_int (builder, "threads", n_threads);
       json_add_int (builder, "steps", steps);
+      json_builder_set_member_name (builder, "gradient_wire");
+      json_builder_add_string_value (builder, gradient_wire);
       json_add_double (builder, "step_ms", f->step_ms);
       json_add_double (builder, "compute_ms", f->compute_ms);
       json_add_double (builder, "send_ms", f->send_ms);
@@ -837,7 +845,8 @@ print_figures (DcCliOptions  *options,
       json_add_double (builder, "audit_ms", f->audit_ms);
       json_add_double (builder, "bytes_per_device_step", f->bytes_per_device_step);
       /* What the exchange costs in gradients: 2 (n − 1)/n with the sharded
-       * exchange (reduce-scatter, then all-gather), plus headers and reports. */
+       * exchange (reduce-scatter, then all-gather), plus headers and reports;
+       * counted in float32 gradients, so that bf16 shows as about half. */
       json_add_double (builder, "gradient_bytes", gradient);
       json_add_double (builder, "gradients_per_device_step",
                        f->bytes_per_device_step / gradient);
@@ -938,6 +947,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
   g_autofree char *devices_text = NULL;
   int width = 0, seq = 0, batch = 0, steps = 5, threads = 0;
   gboolean netns = FALSE;
+  g_autofree char *gradient_wire = NULL;
   const GOptionEntry entries[] = {
     { "devices", 0, 0, G_OPTION_ARG_STRING, &devices_text,
       N_("Comma-separated device counts, 1–8 (default: 1,2,3,4)"), N_("N,…") },
@@ -955,6 +965,9 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
       N_("Threads per device (default: processors / devices, at least 1)"), "N" },
     { "netns", 0, 0, G_OPTION_ARG_NONE, &netns,
       N_("Between network namespaces shaped to 1 Gbit/s, 1 ms (root, ip, tc)"), NULL },
+    { "gradient-wire", 0, 0, G_OPTION_ARG_STRING, &gradient_wire,
+      N_("Gradients on the wire as f32 or bf16, as train --gradient-wire (default: f32)"),
+      "f32|bf16" },
     { NULL }
   };
   g_autoptr(GArray) counts = g_array_new (FALSE, FALSE, sizeof (guint));
@@ -979,6 +992,10 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("--steps takes 1 to %u"), BENCH_GROUP_STEPS_MAX);
   if (threads < 0 || threads > 1024)
     return dc_cli_usage_error (command, _("--threads must be between 1 and 1024"));
+  if (gradient_wire != NULL && !g_str_equal (gradient_wire, "f32")
+      && !g_str_equal (gradient_wire, "bf16"))
+    return dc_cli_usage_error (command, _("--gradient-wire takes f32 or bf16, not “%s”"),
+                               gradient_wire);
   if ((seq != 0 || batch != 0) && width == 0)
     return dc_cli_usage_error (command, _("--seq and --batch go with --width"));
   if (width != 0)
@@ -1007,6 +1024,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
     max_devices = MAX (max_devices, g_array_index (counts, guint, i));
 
   bench.netns = netns;
+  bench.gradient_wire = gradient_wire != NULL ? gradient_wire : "f32";
   bench.self_exe = g_file_read_link ("/proc/self/exe", NULL);
   if (bench.self_exe == NULL)
     bench.self_exe = g_strdup ("daisychain-cli");
@@ -1054,7 +1072,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
           }
         if (!run_group (&bench, size, n, n_threads, (guint) steps, &figures, &error))
           goto fail;
-        print_figures (options, network, size, n, n_threads, (guint) steps, &figures, *solo);
+        print_figures (options, bench.gradient_wire, network, size, n, n_threads, (guint) steps, &figures, *solo);
       }
   goto out;
 

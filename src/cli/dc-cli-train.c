@@ -133,7 +133,7 @@ dc_cli_train_run (const DcCliCommand  *command,
   g_autofree char *data = NULL, *backend = NULL, *out = NULL, *resume = NULL;
   g_autofree char *vulkan_device = NULL;
   g_autofree char *room = NULL, *signal_url = NULL, *name = NULL, *approve = NULL;
-  g_autofree char *test_probe_hash = NULL, *load_at = NULL;
+  g_autofree char *test_probe_hash = NULL, *load_at = NULL, *gradient_wire = NULL;
   g_autofree char *token_file = NULL;
   g_auto(GStrv) ice_addresses = NULL;
   const GOptionEntry entries[] = {
@@ -170,6 +170,9 @@ dc_cli_train_run (const DcCliCommand  *command,
       N_("Stop (and save) after this step, before the run's end"), "STEP" },
     { "simulate-peers", 0, 0, G_OPTION_ARG_INT, &args.simulate_peers,
       N_("Train as a group of N devices, simulated in this process (1)"), "N" },
+    { "gradient-wire", 0, 0, G_OPTION_ARG_STRING, &gradient_wire,
+      N_("A group's gradients on the wire: f32, or bf16 (half the bytes, rounded the same "
+         "way on every device; the starter's choice holds) (f32)"), "f32|bf16" },
     { "room", 0, 0, G_OPTION_ARG_STRING, &room,
       N_("Train with the group in this room (with --signal and no --room: generate one)"),
       N_("CODE") },
@@ -237,6 +240,13 @@ dc_cli_train_run (const DcCliCommand  *command,
   /* Negative values wrap to huge ones that the ranges refuse. */
   request.n_layer = (guint) args.layers;
   request.n_head = (guint) args.heads;
+  if (gradient_wire != NULL
+      && !dc_train_wire_from_string (gradient_wire, &request.gradient_wire))
+    return dc_cli_usage_error (command, _("--gradient-wire takes f32 or bf16, not “%s”"),
+                               gradient_wire);
+  if (gradient_wire != NULL && room == NULL && signal_url == NULL && args.simulate_peers == 0)
+    return dc_cli_usage_error (command, _("--gradient-wire is for a group: with --room or "
+                                          "--simulate-peers"));
 
   if (room != NULL || signal_url != NULL)
     {

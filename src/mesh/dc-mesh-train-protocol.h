@@ -103,6 +103,8 @@ G_BEGIN_DECLS
  * @dataset_spec: the dataset as the starter named it ("" for the built-in corpus)
  * @probe_hash: the starter's probe hash, as in its hello
  * @starter_id: the member id of the device that started the run
+ * @gradient_bf16: gradients go on the wire as bfloat16 instead of float32
+ *   (flag 0x02; the training layer rounds every device's values the same way)
  *
  * The run config the starter sends to the group (type CONFIG). The mesh
  * checks only the shape; the training layer checks the values.
@@ -125,6 +127,7 @@ typedef struct
   char    *dataset_spec;
   char    *probe_hash;
   char    *starter_id;
+  gboolean gradient_bf16;
 } DcMeshRunConfig;
 
 DcMeshRunConfig *dc_mesh_run_config_new    (void);

@@ -186,6 +186,8 @@ check_summed (DcTrainGroup   *self,
     }
   sum = g_new (float, MAX (length, 1));
   dc_gpt_trainer_combine_gradients (values, n, length, sum);
+  /* As the reducer rounded its summed shard (a bf16 run). */
+  dc_train_session_round (self->session, sum, length, NULL);
   received = _dc_train_group_shard_values (job->summed, &n_values);
   return n_values != length || memcmp (sum, received, length * sizeof (float)) != 0;
 }
@@ -292,6 +294,9 @@ audit_worker (GTask        *task,
       g_task_return_error (task, error);
       return;
     }
+  /* Rounded as its author rounded what it sent (a bf16 run): the hashes
+   * compared are of the values the roster summed. */
+  dc_train_session_round (self->session, job->grads, model->n_params, NULL);
   _dc_train_group_shards_hash (job->grads, model->n_params, job->n_ranks, job->hash);
   job->us = g_get_monotonic_time () - start;
   if (self->fault_audit_after_report)
@@ -648,6 +653,29 @@ _dc_train_group_audit_take_chunk (DcTrainGroup      *self,
                  error != NULL ? error->message : "another shard or roster");
       return TRUE;
     }
+  /* In the run's element type, kept in float32 as every shard is
+   * (handle_chunk () does the same for the step's). */
+  if (header.wire != _dc_train_group_wire (self))
+    {
+      g_message ("the contribution of %s to the audited shard %u of step %" G_GUINT64_FORMAT
+                 " is in %s, but the run's CONFIG says %s: not used", dc_peer_get_name (peer),
+                 job->rank, job->step, dc_train_wire_to_string (header.wire),
+                 dc_train_wire_to_string (_dc_train_group_wire (self)));
+      return TRUE;
+    }
+  {
+    GBytes *wide = dc_train_shard_decode (object, &header, &error);
+
+    if (wide == NULL)
+      {
+        g_message ("the contribution of %s to the audited shard %u of step %" G_GUINT64_FORMAT
+                   " is not one: not used (%s)", dc_peer_get_name (peer), job->rank, job->step,
+                   error->message);
+        return TRUE;
+      }
+    g_bytes_unref (object);
+    object = wide;
+  }
   values = _dc_train_group_shard_values (object, &n_values);
   {
     g_autoptr(GBytes) floats = g_bytes_new_static (values, n_values * sizeof (float));
@@ -682,6 +710,7 @@ _dc_train_group_handle_contrib_request (DcTrainGroup *self,
   DcTrainContribRequest request = { 0 };
   g_autofree char *answered_key = NULL;
   g_autofree char *key = NULL;
+  g_autoptr(GBytes) wire = NULL;
   Gradient *own;
   DcMeshChunk info = { 0 };
   gsize size;
@@ -717,7 +746,8 @@ _dc_train_group_handle_contrib_request (DcTrainGroup *self,
   memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   info.step = request.step;
   info.rank = own->rank;
-  if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_REPAIR, &info, own->object, &error))
+  wire = dc_train_shard_encode (own->object, _dc_train_group_send_wire (self));
+  if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_REPAIR, &info, wire, &error))
     {
       g_message ("cannot send a contribution to %s: %s", dc_peer_get_name (peer), error->message);
       return;
@@ -854,6 +884,8 @@ verify_worker (GTask        *task,
     {
       if (!dc_gpt_trainer_compute_gradients (trainer, j, verify->n, grads, &loss, &error))
         break;
+      /* As its author rounded it (a bf16 run). */
+      dc_train_session_round (self->session, grads, model->n_params, NULL);
       for (guint i = 0; i < verify->n_accused; i++)
         {
           guint k = verify->ranks[i];
@@ -889,6 +921,7 @@ verify_worker (GTask        *task,
       dc_train_shard_range (model->n_params, verify->n, verify->ranks[i], &start, &length);
       for (gsize e = 0; e < length; e++)
         sums[i][e] = sums[i][e] / divisor;
+      dc_train_session_round (self->session, sums[i], length, NULL);
       verify->sum_bad[i] = !listed_bad[i]
                            && memcmp (sums[i], received, length * sizeof (float)) != 0;
     }

@@ -66,6 +66,9 @@ resume_config_new (DcTrainGroup          *self,
   config->probe_hash = g_strdup (_dc_train_group_own_hello (self)->probe_hash);
   g_free (config->starter_id);
   config->starter_id = g_strdup (_dc_train_group_own_id (self));
+  /* A checkpoint loaded mid-run keeps the run's gradient wire. */
+  config->gradient_bf16 = self->config != NULL ? self->config->gradient_bf16
+                                               : self->request.gradient_wire == DC_TRAIN_WIRE_BF16;
   return config;
 }
 

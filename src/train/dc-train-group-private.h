@@ -113,6 +113,8 @@ struct _DcTrainGroup
                                                * run seed's draw does not audit */
   gboolean           fault_audit_scribble; /* DC_TEST_FAULT=audit-scribble */
   guint64            fault_corrupt_sum; /* DC_TEST_FAULT=corrupt-sum@STEP: from STEP on */
+  gboolean           fault_wire_f32;    /* DC_TEST_FAULT=wire-f32: shards sent as f32 whatever
+                                         * the run's CONFIG says */
   guint64            fault_drop_contrib; /* DC_TEST_FAULT=drop-contribution@STEP */
   gboolean           audit_all;    /* DC_TEST_FAULT=audit-all: audit every step */
   gboolean           fault_outsider; /* DC_TEST_FAULT=outsider: training messages without a run */
@@ -333,6 +335,22 @@ char * _dc_train_group_contrib_key (guint64     step,
                                     guint64     digest,
                                     const char *id,
                                     guint       shard);
+/* The run's gradient wire (its CONFIG): every device sends and uses the same. */
+static inline DcTrainWire
+_dc_train_group_wire (DcTrainGroup *self)
+{
+  return self->config != NULL && self->config->gradient_bf16 ? DC_TRAIN_WIRE_BF16
+                                                             : DC_TRAIN_WIRE_F32;
+}
+
+/* The element type this device encodes its shards in: the run's, but for
+ * the wire-f32 test fault. */
+static inline DcTrainWire
+_dc_train_group_send_wire (DcTrainGroup *self)
+{
+  return self->fault_wire_f32 ? DC_TRAIN_WIRE_F32 : _dc_train_group_wire (self);
+}
+
 const float * _dc_train_group_shard_values (GBytes *object,
                                             gsize  *n_values);
 void _dc_train_group_arm (DcTrainGroup *self,

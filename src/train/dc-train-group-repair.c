@@ -292,6 +292,7 @@ _dc_train_group_handle_repair_request (DcTrainGroup *self,
       Gradient *gradient = value;
       DcMeshChunk info = { 0 };
       g_autoptr(GError) send_error = NULL;
+      g_autoptr(GBytes) wire = NULL;
 
       /* Every roster this device kept a shard (rank) for: the requester
        * keeps the one of its own roster (the header's digest). */
@@ -301,8 +302,8 @@ _dc_train_group_handle_repair_request (DcTrainGroup *self,
       memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
       info.step = request.step;
       info.rank = gradient->rank;
-      if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_REPAIR, &info, gradient->object,
-                                        &send_error))
+      wire = dc_train_shard_encode (gradient->object, _dc_train_group_send_wire (self));
+      if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_REPAIR, &info, wire, &send_error))
         g_message ("cannot send a repair to %s: %s", dc_peer_get_name (peer),
                    send_error->message);
       count++;

@@ -57,6 +57,7 @@ _dc_train_group_announce_joiners (DcTrainGroup *self)
       config->probe_hash = g_strdup (self->config->probe_hash);
       g_free (config->starter_id);
       config->starter_id = g_strdup (id);
+      config->gradient_bf16 = self->config->gradient_bf16;
       payload = dc_mesh_run_config_encode (config, &error);
       if (payload == NULL)
         {

@@ -78,7 +78,8 @@ pack_begin (DcTrainGroup      *self,
 }
 
 /* This device's contribution to shard @r (dc-train-wire.h: the "DRS1"
- * header, then shard r's little-endian float32) and its chunks, made on
+ * header, then shard r's little-endian float32; kept so, and sent as the
+ * run's wire says: dc_train_shard_encode ()) and its chunks, made on
  * the worker: hashing and cutting them is most of the cost of sending, and
  * is done once, not once per peer on the main thread. A split that fails
  * leaves the slot's chunks NULL and its error for send_shard () to log. */
@@ -95,6 +96,7 @@ pack_shard (DcTrainGroup      *self,
                                            compute->n_ranks, r);
   guint8 *data = g_malloc (size);
   GBytes *object;
+  g_autoptr(GBytes) wire = NULL;
 
   header.kind = DC_TRAIN_SHARD_CONTRIBUTION;
   header.roster_size = compute->n_ranks;
@@ -106,12 +108,19 @@ pack_shard (DcTrainGroup      *self,
   info.rank = compute->rank;
   dc_train_shard_range (model->n_params, compute->n_ranks, r, &start, &length);
   dc_train_shard_header_write (data, &header);
+  /* A bf16 run keeps the contribution as it sends it (rounded), since it
+   * sums and audits with it; a shard packed during the backward pass is
+   * not rounded yet (compute_own () rounds the whole gradient after, the
+   * same values again, and reports a non-finite one). */
+  if (_dc_train_group_wire (self) == DC_TRAIN_WIRE_BF16)
+    dc_train_bf16_round (self->own_grads + start, length);
   /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
    * checked in meson: every supported target is little-endian). */
   memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, self->own_grads + start, length * sizeof (float));
   object = g_bytes_new_take (data, size);
   self->own_objects->pdata[r] = object;
-  self->own_bodies->pdata[r] = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object,
+  wire = dc_train_shard_encode (object, _dc_train_group_send_wire (self));
+  self->own_bodies->pdata[r] = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, wire,
                                                      self->own_pack_error == NULL
                                                      ? &self->own_pack_error : NULL);
   self->own_packed[r] = TRUE;
@@ -207,8 +216,11 @@ compute_own (DcTrainGroup       *self,
   DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
   DcGptModel *model = dc_gpt_trainer_get_model (trainer);
 
+  /* A bf16 run rounds its own gradient as it sends it, so that its own
+   * contribution is summed as the others receive it. */
   if (!dc_gpt_trainer_compute_gradients (trainer, compute->rank, compute->n_ranks,
-                                         self->own_grads, &self->own_loss, error))
+                                         self->own_grads, &self->own_loss, error)
+      || !dc_train_session_round (self->session, self->own_grads, model->n_params, error))
     return FALSE;
   if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt
       && (!self->fault_corrupt_unaudited || compute->n_ranks < 2
@@ -219,9 +231,9 @@ compute_own (DcTrainGroup       *self,
 
       /* Test only (DC_TEST_FAULT=corrupt-gradient@STEP): one flipped bit
        * in every gradient from STEP on, summed here too (the replicas stay
-       * equal: only an audit can tell). */
+       * equal: only an audit can tell); bf16's lowest bit in a bf16 run. */
       memcpy (&bits, &self->own_grads[0], 4);
-      bits ^= 1u;
+      bits ^= _dc_train_group_wire (self) == DC_TRAIN_WIRE_BF16 ? 1u << 16 : 1u;
       memcpy (&self->own_grads[0], &bits, 4);
     }
   return TRUE;
@@ -655,6 +667,7 @@ maybe_reduce (DcTrainGroup *self)
   guint8 *data;
   float loss_sum = 0.0f, loss;
   g_autoptr(GBytes) object = NULL;
+  g_autoptr(GBytes) wire = NULL;
   g_autoptr(GPtrArray) bodies = NULL;
   g_autoptr(GError) error = NULL;
   Gradient *own;
@@ -700,6 +713,11 @@ maybe_reduce (DcTrainGroup *self)
                             + (gsize) n * DC_TRAIN_SHARD_HASH_SIZE);
 
     dc_gpt_trainer_combine_gradients (values, n, length, out);
+    /* A bf16 run applies its own summed shard as the others receive it.
+     * A mean of finite bf16 values is finite (no larger than the largest),
+     * so this rounding cannot fail. */
+    if (_dc_train_group_wire (self) == DC_TRAIN_WIRE_BF16)
+      dc_train_bf16_round (out, length);
     if (self->fault_corrupt_sum != 0 && step >= self->fault_corrupt_sum && length > 0)
       {
         guint32 bits;
@@ -708,7 +726,7 @@ maybe_reduce (DcTrainGroup *self)
          * this device's summed shard from STEP on, applied here too (the
          * replicas stay equal: only an audit can tell). */
         memcpy (&bits, &out[0], 4);
-        bits ^= 1u;
+        bits ^= _dc_train_group_wire (self) == DC_TRAIN_WIRE_BF16 ? 1u << 16 : 1u;
         memcpy (&out[0], &bits, 4);
       }
   }
@@ -725,7 +743,8 @@ maybe_reduce (DcTrainGroup *self)
   memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   info.step = step;
   info.rank = self->rank;
-  bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object, &error);
+  wire = dc_train_shard_encode (object, _dc_train_group_send_wire (self));
+  bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, wire, &error);
   for (guint i = 0; i < n; i++)
     {
       DcPeer *peer;
@@ -1334,6 +1353,7 @@ _dc_train_group_start_run (DcTrainGroup *self)
   request.simulate_peers = 0;
   request.group = TRUE;  /* the audits' memory counts (dc_train_plan_audit_bytes ()) */
   _dc_train_group_request_set_size (self, &request);
+  request.gradient_wire = _dc_train_group_wire (self);
   /* A run from a checkpoint continues it exactly as --resume does: its
    * size and settings, the run's steps. The plan takes the model. */
   self->plan = dc_train_plan_new (&request, self->resume_model,
@@ -1401,6 +1421,7 @@ send_config (DcTrainGroup *self)
   config->probe_hash = g_strdup (_dc_train_group_own_hello (self)->probe_hash);
   g_free (config->starter_id);
   config->starter_id = g_strdup (_dc_train_group_own_id (self));
+  config->gradient_bf16 = self->request.gradient_wire == DC_TRAIN_WIRE_BF16;
   self->config = config;
 
   payload = dc_mesh_run_config_encode (config, &error);
@@ -1892,6 +1913,33 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
                    error->message);
         return;
       }
+    /* The run's CONFIG says the element type every device sends: another
+     * one would be summed with values rounded otherwise. */
+    if (header.wire != _dc_train_group_wire (self))
+      {
+        g_autofree char *why = g_strdup_printf ("a gradient shard in %s, but the run's CONFIG "
+                                                "says %s",
+                                                dc_train_wire_to_string (header.wire),
+                                                dc_train_wire_to_string (_dc_train_group_wire (self)));
+
+        g_message ("a gradient from %s: dropped (%s)", dc_peer_get_name (peer), why);
+        _dc_train_group_refuse (self, peer, type, why);
+        return;
+      }
+    {
+      /* Kept in float32 (bf16 widened: exact); a bf16 NaN or infinity is
+       * refused here. */
+      GBytes *wide = dc_train_shard_decode (object, &header, &error);
+
+      if (wide == NULL)
+        {
+          g_message ("a gradient from %s: dropped (%s)", dc_peer_get_name (peer), error->message);
+          _dc_train_group_refuse (self, peer, type, error->message);
+          return;
+        }
+      g_bytes_unref (object);
+      object = wide;
+    }
     summed = header.kind == DC_TRAIN_SHARD_SUMMED;
     /* A contribution's author and a summed shard's reducer is the chunk's
      * rank; a reducer sums only its own shard. */

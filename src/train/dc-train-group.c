@@ -788,6 +788,7 @@ dc_train_group_new (DcContext               *context,
   if (fault != NULL && g_str_has_prefix (fault, "drop-contribution@"))
     self->fault_drop_contrib = g_ascii_strtoull (fault + strlen ("drop-contribution@"), NULL, 10);
   self->audit_all = g_strcmp0 (fault, "audit-all") == 0;
+  self->fault_wire_f32 = g_strcmp0 (fault, "wire-f32") == 0;
   /* audit-after-report: audit-all, each verdict after its step's report. */
   self->fault_audit_after_report = g_strcmp0 (fault, "audit-after-report") == 0;
   self->audit_all |= self->fault_audit_after_report;

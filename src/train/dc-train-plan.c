@@ -21,6 +21,7 @@ struct _DcTrainSession
   guint           n_threads;
   guint           n_ranks;
   gboolean        group_step;
+  DcTrainWire     wire;
   float         **grads;     /* n_ranks buffers of n_params (group step only) */
 };
 
@@ -90,6 +91,7 @@ dc_train_plan_new (const DcTrainingRequest  *request,
 
   self->n_ranks = MAX (request->simulate_peers, 1);
   self->group_step = request->simulate_peers > 0;
+  self->gradient_wire = request->gradient_wire;
   if (self->n_ranks > DC_TRAIN_SIMULATE_PEERS_MAX)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
@@ -276,6 +278,7 @@ dc_train_plan_prepare (DcTrainPlan   *self,
 
   session->n_ranks = self->n_ranks;
   session->group_step = self->group_step;
+  session->wire = self->gradient_wire;
   if (session->group_step)
     {
       gsize n_params = dc_gpt_trainer_get_model (session->trainer)->n_params;
@@ -288,6 +291,30 @@ dc_train_plan_prepare (DcTrainPlan   *self,
 }
 
 /**
+ * dc_train_session_round:
+ * @values: (array length=n): a gradient or a sum of gradients, rounded in place
+ *
+ * Rounds @values to the session's gradient wire (dc_train_bf16_round ()
+ * for bf16; nothing for f32), as every device of a group does with what it
+ * sends and what it uses.
+ *
+ * Returns: %FALSE with @error set when a value is not finite in bf16
+ */
+gboolean
+dc_train_session_round (DcTrainSession  *self,
+                        float           *values,
+                        gsize            n,
+                        GError         **error)
+{
+  if (self->wire != DC_TRAIN_WIRE_BF16 || dc_train_bf16_round (values, n))
+    return TRUE;
+  g_set_error_literal (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                       "a gradient value is not finite in bf16 (NaN, an infinity, or beyond "
+                       "bf16's range): training diverged");
+  return FALSE;
+}
+
+/**
  * dc_train_session_step:
  * @loss: (out) (optional): the step's loss: alone, the batch's mean loss;
  *   in a group, the mean of the ranks' losses, summed in rank order
@@ -297,7 +324,9 @@ dc_train_plan_prepare (DcTrainPlan   *self,
  * reduces to the solo step), every
  * rank k computes the gradient of its batch (rank k of n), the n gradients
  * are combined in the canonical order (dc_gpt_trainer_combine_gradients ()),
- * and the deterministic Adam step applies the result.
+ * and the deterministic Adam step applies the result. With a bf16 wire
+ * each rank's gradient is rounded before the sum and the sum before the
+ * Adam step, as a real group's devices round what they send and use.
  */
 gboolean
 dc_train_session_step (DcTrainSession  *self,
@@ -319,12 +348,15 @@ dc_train_session_step (DcTrainSession  *self,
       float rank_loss = 0.0f;
 
       if (!dc_gpt_trainer_compute_gradients (self->trainer, k, self->n_ranks, self->grads[k],
-                                             &rank_loss, error))
+                                             &rank_loss, error)
+          || !dc_train_session_round (self, self->grads[k], model->n_params, error))
         return FALSE;
       loss_sum = loss_sum + rank_loss;
     }
   dc_gpt_trainer_combine_gradients ((const float * const *) self->grads, self->n_ranks,
                                     model->n_params, self->grads[0]);
+  if (!dc_train_session_round (self, self->grads[0], model->n_params, error))
+    return FALSE;
   dc_gpt_trainer_apply_gradients (self->trainer, self->grads[0]);
   if (loss != NULL)
     *loss = loss_sum / (float) self->n_ranks;

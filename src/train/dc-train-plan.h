@@ -23,6 +23,7 @@
 
 #include "dc-context.h"
 #include "dc-token-source.h"
+#include "dc-train-wire.h"
 #include "model/dc-gpt.h"
 #include "model/dc-gpt-model.h"
 #include "model/dc-gpt-trainer.h"
@@ -58,6 +59,8 @@ typedef struct
   guint    n_head;     /* 0: derived from the width */
   gboolean group;      /* trains with a group (src/train/dc-train-group*.c): the
                         * audits' memory is counted too (DcTrainPlan.audit_bytes) */
+  DcTrainWire gradient_wire;  /* a group's gradients on the wire (f32 by default),
+                               * rounded the same way in --simulate-peers */
 } DcTrainingRequest;
 
 typedef struct
@@ -70,6 +73,8 @@ typedef struct
   guint            n_ranks;     /* 1 alone, else simulated devices */
   gboolean         group_step;  /* step as a group (compute, combine, apply),
                                  * even of one: simulate_peers was given */
+  DcTrainWire      gradient_wire;  /* group step: every rank's gradient and the
+                                    * sum rounded to it (bf16) before use */
   DcGptModel      *resume;      /* owned (nullable): the model to continue */
   DcGemmBackend   *backend;     /* borrowed from the context (nullable: CPU) */
   guint64          offload_min;
@@ -109,6 +114,10 @@ DcGptTrainer    *dc_train_session_get_audit_trainer (DcTrainSession        *self
                                                      GError               **error);
 gboolean         dc_train_session_used_fallback (DcTrainSession          *self);
 guint            dc_train_session_get_n_ranks  (DcTrainSession           *self);
+gboolean         dc_train_session_round        (DcTrainSession           *self,
+                                                float                    *values,
+                                                gsize                     n,
+                                                GError                  **error);
 void             dc_train_session_free         (DcTrainSession           *self);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcTrainPlan, dc_train_plan_free)

@@ -162,10 +162,33 @@ dc_train_shard_range (gsize  n_params,
 }
 
 /**
+ * dc_train_shard_wire_size:
+ *
+ * The exact size of a shard object whose values are @wire: the 32-byte
+ * header, for a summed shard @n_ranks SHA-256 hashes, then the shard's
+ * values (4 bytes each in f32, 2 in bf16).
+ */
+gsize
+dc_train_shard_wire_size (DcTrainShardKind kind,
+                          DcTrainWire      wire,
+                          gsize            n_params,
+                          guint            n_ranks,
+                          guint            shard)
+{
+  gsize start, length;
+
+  dc_train_shard_range (n_params, n_ranks, shard, &start, &length);
+  return DC_TRAIN_SHARD_HEADER_SIZE
+         + (kind == DC_TRAIN_SHARD_SUMMED ? (gsize) n_ranks * DC_TRAIN_SHARD_HASH_SIZE : 0)
+         + length * (wire == DC_TRAIN_WIRE_BF16 ? 2 : sizeof (float));
+}
+
+/**
  * dc_train_shard_object_size:
  *
- * The exact size of a shard object: the 32-byte header, for a summed shard
- * @n_ranks SHA-256 hashes, then the shard's float32 values.
+ * The exact size of a shard object in float32 (as kept in memory, and on
+ * the wire of an f32 run): dc_train_shard_wire_size () of
+ * %DC_TRAIN_WIRE_F32.
  */
 gsize
 dc_train_shard_object_size (DcTrainShardKind kind,
@@ -173,12 +196,7 @@ dc_train_shard_object_size (DcTrainShardKind kind,
                             guint            n_ranks,
                             guint            shard)
 {
-  gsize start, length;
-
-  dc_train_shard_range (n_params, n_ranks, shard, &start, &length);
-  return DC_TRAIN_SHARD_HEADER_SIZE
-         + (kind == DC_TRAIN_SHARD_SUMMED ? (gsize) n_ranks * DC_TRAIN_SHARD_HASH_SIZE : 0)
-         + length * sizeof (float);
+  return dc_train_shard_wire_size (kind, DC_TRAIN_WIRE_F32, n_params, n_ranks, shard);
 }
 
 static void
@@ -204,6 +222,7 @@ dc_train_shard_header_write (guint8                   *data,
   memset (data, 0, DC_TRAIN_SHARD_HEADER_SIZE);
   put_u32 (data, DC_TRAIN_SHARD_MAGIC);
   data[4] = (guint8) header->kind;
+  data[5] = (guint8) header->wire;
   put_u32 (data + 8, header->roster_size);
   put_u32 (data + 12, header->shard);
   memcpy (data + 16, &digest, 8);
@@ -216,8 +235,9 @@ dc_train_shard_header_write (guint8                   *data,
  * @n_params: the receiving model's parameters
  *
  * Checks a shard object (docs/PROTOCOL.md): magic "DRS1", kind 1 or 2,
- * reserved bytes zero, roster size 1-64, shard below it, and exactly the
- * size dc_train_shard_object_size () gives for them.
+ * element type 0 (f32) or 1 (bf16), reserved bytes zero, roster size 1-64,
+ * shard below it, and exactly the size dc_train_shard_wire_size () gives
+ * for them. It does not read the values (dc_train_shard_decode () does).
  *
  * Returns: %FALSE with @error set when it is not one
  */
@@ -237,13 +257,16 @@ dc_train_shard_header_parse (const guint8        *data,
       return FALSE;
     }
   if ((data[4] != DC_TRAIN_SHARD_CONTRIBUTION && data[4] != DC_TRAIN_SHARD_SUMMED)
-      || data[5] != 0 || data[6] != 0 || data[7] != 0 || get_u32 (data + 28) != 0)
+      || (data[5] != DC_TRAIN_WIRE_F32 && data[5] != DC_TRAIN_WIRE_BF16)
+      || data[6] != 0 || data[7] != 0 || get_u32 (data + 28) != 0)
     {
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                           "a gradient shard of unknown kind or with reserved bytes set");
+                           "a gradient shard of unknown kind or element type, or with reserved "
+                           "bytes set");
       return FALSE;
     }
   header->kind = data[4];
+  header->wire = data[5];
   header->roster_size = get_u32 (data + 8);
   header->shard = get_u32 (data + 12);
   header->digest = get_u64 (data + 16);
@@ -259,12 +282,13 @@ dc_train_shard_header_parse (const guint8        *data,
   /* Bounded before any product (dc_train_shard_range () multiplies by the
    * shard, ≤ 64): far above any model (a gradient is at most 64 MiB). */
   if (n_params > G_MAXUINT32
-      || size != dc_train_shard_object_size (header->kind, n_params, header->roster_size,
-                                             header->shard))
+      || size != dc_train_shard_wire_size (header->kind, header->wire, n_params,
+                                           header->roster_size, header->shard))
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                   "a gradient shard of %" G_GSIZE_FORMAT " bytes for a model of %"
-                   G_GSIZE_FORMAT " parameters", size, n_params);
+                   "a gradient shard of %" G_GSIZE_FORMAT " bytes (%s) for a model of %"
+                   G_GSIZE_FORMAT " parameters", size, dc_train_wire_to_string (header->wire),
+                   n_params);
       return FALSE;
     }
   dc_train_shard_range (n_params, header->roster_size, header->shard, &start, &header->n_values);
@@ -408,4 +432,174 @@ dc_train_wire_weights_cap (gsize n_params)
 
   return MIN (MAX (need, (guint64) DC_MESH_WEIGHTS_MAX_TOTAL),
               (guint64) DC_MESH_WEIGHTS_CEILING_TOTAL);
+}
+
+/**
+ * dc_train_wire_to_string:
+ *
+ * Returns: "f32" or "bf16", as `train --gradient-wire` names them
+ */
+const char *
+dc_train_wire_to_string (DcTrainWire wire)
+{
+  return wire == DC_TRAIN_WIRE_BF16 ? "bf16" : "f32";
+}
+
+/**
+ * dc_train_wire_from_string:
+ *
+ * Returns: %FALSE when @text is neither "f32" nor "bf16"
+ */
+gboolean
+dc_train_wire_from_string (const char  *text,
+                           DcTrainWire *wire)
+{
+  if (g_strcmp0 (text, "f32") == 0)
+    *wire = DC_TRAIN_WIRE_F32;
+  else if (g_strcmp0 (text, "bf16") == 0)
+    *wire = DC_TRAIN_WIRE_BF16;
+  else
+    return FALSE;
+  return TRUE;
+}
+
+/* The exponent of a binary32 with all bits set: NaN or an infinity (a
+ * bfloat16's is the same bits, its top half). */
+#define F32_EXP_MASK 0x7f800000u
+
+static inline guint32
+bf16_round_bits (guint32 bits)
+{
+  /* Round to nearest, ties to even, on the 16 bits dropped; a carry into
+   * the exponent is right (it rounds up to the next binade, or to an
+   * infinity past bfloat16's largest finite value). */
+  return (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+}
+
+/**
+ * dc_train_bf16_round:
+ * @values: (array length=n): rounded in place
+ *
+ * Rounds each value to the nearest bfloat16 (ties to even), kept as
+ * binary32 with its low 16 bits zero: what a bf16 run sends and uses, so
+ * that a device's own contribution and summed shard are the values the
+ * others receive. The same on every host (integer operations only).
+ *
+ * Returns: %FALSE when a value is (or rounds to) NaN or an infinity; the
+ *   values are rounded anyway, the non-finite ones left as they were
+ */
+gboolean
+dc_train_bf16_round (float *values,
+                     gsize  n)
+{
+  guint32 bad = 0;
+
+  for (gsize i = 0; i < n; i++)
+    {
+      guint32 bits, rounded;
+
+      memcpy (&bits, values + i, 4);
+      rounded = bf16_round_bits (bits);
+      /* NaN and infinities stay (their payload is not rounded into another). */
+      if ((bits & F32_EXP_MASK) == F32_EXP_MASK)
+        rounded = bits;
+      bad |= (rounded & F32_EXP_MASK) == F32_EXP_MASK;
+      memcpy (values + i, &rounded, 4);
+    }
+  return bad == 0;
+}
+
+/* The byte offset of a shard object's values. */
+static gsize
+values_offset (const guint8 *data)
+{
+  return DC_TRAIN_SHARD_HEADER_SIZE
+         + (data[4] == DC_TRAIN_SHARD_SUMMED ? (gsize) get_u32 (data + 8) * DC_TRAIN_SHARD_HASH_SIZE
+                                             : 0);
+}
+
+/**
+ * dc_train_shard_encode:
+ * @object: a float32 shard object this device wrote (header and sizes right)
+ *
+ * The object as @wire sends it: @object itself for f32; for bf16 a copy
+ * with element type 1 and each value's top 16 bits, rounded to nearest
+ * even (the values are already rounded by dc_train_bf16_round (), so this
+ * only drops zero bits).
+ *
+ * Returns: (transfer full): the object to send
+ */
+GBytes *
+dc_train_shard_encode (GBytes      *object,
+                       DcTrainWire  wire)
+{
+  gsize size, skip, n;
+  const guint8 *data = g_bytes_get_data (object, &size);
+  guint8 *out;
+
+  if (wire == DC_TRAIN_WIRE_F32)
+    return g_bytes_ref (object);
+  skip = values_offset (data);
+  n = (size - skip) / sizeof (float);
+  out = g_malloc (skip + 2 * n);
+  memcpy (out, data, skip);
+  out[5] = DC_TRAIN_WIRE_BF16;
+  for (gsize i = 0; i < n; i++)
+    {
+      guint32 bits = bf16_round_bits (get_u32 (data + skip + 4 * i));
+      guint16 half = GUINT16_TO_LE ((guint16) (bits >> 16));
+
+      memcpy (out + skip + 2 * i, &half, 2);
+    }
+  return g_bytes_new_take (out, skip + 2 * n);
+}
+
+/**
+ * dc_train_shard_decode:
+ * @object: a shard object received, its header checked by
+ *   dc_train_shard_header_parse () into @header
+ *
+ * The object in float32, as it is kept: @object itself when it is f32;
+ * for bf16 a copy with each value widened (exact) and element type 0.
+ * A bf16 value that is NaN or an infinity is refused, as a diverged
+ * gradient is.
+ *
+ * Returns: (transfer full): the float32 object, or %NULL with @error set
+ */
+GBytes *
+dc_train_shard_decode (GBytes                   *object,
+                       const DcTrainShardHeader *header,
+                       GError                  **error)
+{
+  gsize size, skip;
+  const guint8 *data = g_bytes_get_data (object, &size);
+  g_autofree guint8 *out = NULL;
+  gboolean bad = FALSE;
+
+  if (header->wire == DC_TRAIN_WIRE_F32)
+    return g_bytes_ref (object);
+  skip = values_offset (data);
+  /* header->n_values was checked against the size: skip + 2 n bytes. */
+  out = g_malloc (skip + header->n_values * sizeof (float));
+  memcpy (out, data, skip);
+  out[5] = DC_TRAIN_WIRE_F32;
+  for (gsize i = 0; i < header->n_values; i++)
+    {
+      guint16 half;
+      guint32 bits;
+
+      memcpy (&half, data + skip + 2 * i, 2);
+      half = GUINT16_FROM_LE (half);
+      bad |= (half & 0x7f80u) == 0x7f80u;
+      bits = GUINT32_TO_LE ((guint32) half << 16);
+      memcpy (out + skip + 4 * i, &bits, 4);
+    }
+  if (bad)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                           "a bf16 gradient shard with a value that is not finite (NaN or an "
+                           "infinity)");
+      return NULL;
+    }
+  return g_bytes_new_take (g_steal_pointer (&out), skip + header->n_values * sizeof (float));
 }

@@ -34,6 +34,24 @@ G_BEGIN_DECLS
 #define DC_TRAIN_CONTRIB_REQUEST_VERSION  1
 
 /**
+ * DcTrainWire:
+ * @DC_TRAIN_WIRE_F32: gradient values on the wire as IEEE-754 binary32
+ *   (the default: every pinned hash is of f32 runs)
+ * @DC_TRAIN_WIRE_BF16: as bfloat16 (binary32's top 16 bits, rounded to
+ *   nearest even): half the bytes. The run's CONFIG says which; every
+ *   device rounds its own contribution and its own summed shard the same
+ *   way before use, so every device sums and applies the same values
+ *
+ * The element type of a shard object on the wire (byte 5 of the DRS1
+ * header). Shards kept in memory are always binary32.
+ */
+typedef enum
+{
+  DC_TRAIN_WIRE_F32 = 0,
+  DC_TRAIN_WIRE_BF16 = 1,
+} DcTrainWire;
+
+/**
  * DcTrainShardKind:
  * @DC_TRAIN_SHARD_CONTRIBUTION: shard r of one device's gradient, sent to
  *   rank r (the reducer of shard r) and, on audit steps, to r's auditor
@@ -55,7 +73,8 @@ typedef enum
  * @digest: first 8 bytes of SHA-256 of that roster's sorted ids
  * @loss_bits: a contribution: its author's batch loss; a summed shard: the
  *   step's loss (the roster's losses summed in rank order, ÷ n), binary32 bits
- * @n_values: float32 values of the shard (dc_train_shard_range ())
+ * @n_values: values of the shard (dc_train_shard_range ())
+ * @wire: the values' element type (%DC_TRAIN_WIRE_F32 in memory)
  */
 typedef struct
 {
@@ -65,6 +84,7 @@ typedef struct
   guint64 digest;
   guint32 loss_bits;
   gsize   n_values;
+  DcTrainWire wire;
 } DcTrainShardHeader;
 
 /**
@@ -134,6 +154,11 @@ gsize    dc_train_shard_object_size     (DcTrainShardKind        kind,
                                          gsize                   n_params,
                                          guint                   n_ranks,
                                          guint                   shard);
+gsize    dc_train_shard_wire_size       (DcTrainShardKind        kind,
+                                         DcTrainWire             wire,
+                                         gsize                   n_params,
+                                         guint                   n_ranks,
+                                         guint                   shard);
 void     dc_train_shard_header_write    (guint8                 *data,
                                          const DcTrainShardHeader *header);
 guint64  dc_train_wire_gradient_cap     (gsize                   n_params);
@@ -148,6 +173,16 @@ GBytes * dc_train_contrib_request_write (const DcTrainContribRequest *request);
 gboolean dc_train_contrib_request_parse (const guint8           *data,
                                          gsize                   size,
                                          DcTrainContribRequest  *request,
+                                         GError                **error);
+const char *dc_train_wire_to_string     (DcTrainWire             wire);
+gboolean dc_train_wire_from_string      (const char             *text,
+                                         DcTrainWire            *wire);
+gboolean dc_train_bf16_round            (float                  *values,
+                                         gsize                   n);
+GBytes  *dc_train_shard_encode          (GBytes                 *object,
+                                         DcTrainWire             wire);
+GBytes  *dc_train_shard_decode          (GBytes                 *object,
+                                         const DcTrainShardHeader *header,
                                          GError                **error);
 
 G_END_DECLS

@@ -27,6 +27,7 @@ struct _DcPreferencesWindow
   AdwEntryRow          *cache_dir_row;
   GtkSpinButton        *cache_limit_spin;
   GtkSwitch            *autostart_switch;
+  GtkSwitch            *gradient_bf16_switch;
 
   /* owned references */
   GSettings            *settings;
@@ -200,6 +201,8 @@ dc_preferences_window_constructed (GObject *object)
   g_settings_bind_with_mapping (self->settings, "model-cache-limit-mb", self->cache_limit_spin,
                                 "value", G_SETTINGS_BIND_DEFAULT,
                                 mb_to_gb_mapping, gb_to_mb_mapping, NULL, NULL);
+  g_settings_bind (self->settings, "group-gradient-bf16", self->gradient_bf16_switch, "active",
+                   G_SETTINGS_BIND_DEFAULT);
   g_settings_bind (self->settings, "group-autostart", self->autostart_switch, "active",
                    G_SETTINGS_BIND_DEFAULT);
   fill_backend_row (self);
@@ -305,6 +308,7 @@ dc_preferences_window_class_init (DcPreferencesWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, cache_dir_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, cache_limit_spin);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, autostart_switch);
+  gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, gradient_bf16_switch);
 }
 
 static void

@@ -989,6 +989,9 @@ start_action (GtkWidget  *widget,
    * coordinator draws a fresh run seed and sends it with the config. */
   request.seed = 1;
   request.data = data;
+  /* A group's gradient wire (Preferences): the starter's CONFIG carries it. */
+  if (self->settings != NULL && g_settings_get_boolean (self->settings, "group-gradient-bf16"))
+    request.gradient_wire = DC_TRAIN_WIRE_BF16;
 
   /* The memory check of the CLI's `train --advanced` (the view shows it
    * before Start and disables Start; a shortcut may still get here). */

@@ -53,8 +53,8 @@ LLVMFuzzerTestOneInput (const guint8 *data,
         g_assert_nonnull (error);
     }
   /* As a shard object (DRS1) for a model of 0, 1, … parameters up to
-   * what its size could hold. */
-  for (gsize params = 0; params <= size / 4 + 1; params += 1 + params / 8)
+   * what its size could hold (2 bytes a value in bf16). */
+  for (gsize params = 0; params <= size / 2 + 1; params += 1 + params / 8)
     {
       g_autoptr(GError) error = NULL;
       DcTrainShardHeader shard;
@@ -65,10 +65,25 @@ LLVMFuzzerTestOneInput (const guint8 *data,
           g_assert_cmpuint (shard.roster_size, >=, 1);
           g_assert_cmpuint (shard.roster_size, <=, DC_TRAIN_GRADIENT_ROSTER_MAX);
           g_assert_cmpuint (shard.shard, <, shard.roster_size);
-          g_assert_cmpuint (size, ==, dc_train_shard_object_size (shard.kind, params,
-                                                                  shard.roster_size,
-                                                                  shard.shard));
-          g_assert_cmpuint (size, >=, DC_TRAIN_SHARD_HEADER_SIZE + 4 * shard.n_values);
+          g_assert_cmpuint (size, ==, dc_train_shard_wire_size (shard.kind, shard.wire, params,
+                                                                shard.roster_size,
+                                                                shard.shard));
+          g_assert_cmpuint (size, >=, DC_TRAIN_SHARD_HEADER_SIZE
+                                      + (shard.wire == DC_TRAIN_WIRE_BF16 ? 2 : 4)
+                                        * shard.n_values);
+          /* Widening a bf16 shard reads exactly its values; a NaN or an
+           * infinity among them is refused. */
+          {
+            g_autoptr(GBytes) object = g_bytes_new_static (data, size);
+            g_autoptr(GBytes) wide = dc_train_shard_decode (object, &shard, &error);
+
+            if (wide != NULL)
+              g_assert_cmpuint (g_bytes_get_size (wide), ==,
+                                dc_train_shard_object_size (shard.kind, params, shard.roster_size,
+                                                            shard.shard));
+            else
+              g_assert_nonnull (error);
+          }
         }
       else
         g_assert_nonnull (error);
