@@ -449,10 +449,13 @@ hop_done_cb (GObject      *source,
  * worker: the two thread hand-offs it saves (to the worker and back, each
  * a wake-up of an idle thread) are a stage's share of the lap that is
  * neither compute nor wire, and a decode step takes no longer than the
- * last hop (a prompt chunk reads the same weights for more rows). 4 ms,
- * a quarter of a 60 Hz frame, bounds the main loop's stall where the
- * stage is the app (DC_RING_INLINE_US overrides it; 0: always the worker). */
-#define INLINE_MAX_US_DEFAULT 4000
+ * last hop (a prompt chunk reads the same weights for more rows). 8 ms,
+ * half a 60 Hz frame, bounds the main loop's stall where the stage is the
+ * app, and covers a stage's decode step of the SmolLM-135M-shaped model
+ * at 2 and 3 stages on the H200 host's Xeon (2.6–3.6 ms at full speed)
+ * with room for a slower machine (DC_RING_INLINE_US overrides it; 0:
+ * always the worker). */
+#define INLINE_MAX_US_DEFAULT 8000
 
 static gint64
 inline_max_us (void)

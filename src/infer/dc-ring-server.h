@@ -8,7 +8,7 @@
  * KV cache of its own, and passes the result to the next device of the
  * ring. Hops that are not finite or belong to another model are refused.
  * Main thread; the layers run on a worker thread, except a decoded
- * token's hop after a hop computed in under 4 ms, which runs at once on
+ * token's hop after a hop computed in under 8 ms, which runs at once on
  * the main thread (two thread hand-offs fewer a lap).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
