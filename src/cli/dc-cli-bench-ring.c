@@ -381,6 +381,7 @@ typedef struct
   gboolean   waiting_offers;
   guint      need_offers;
   char      *failure;
+  gboolean   timed_out;   /* the step's timeout fired (and removed itself) */
 } Measure;
 
 static void
@@ -451,6 +452,7 @@ measure_timeout_cb (gpointer data)
   if (m->error == NULL && m->failure == NULL)
     m->failure = g_strdup_printf ("no result within %u s", BENCH_STEP_TIMEOUT_S);
   m->done = TRUE;
+  m->timed_out = TRUE;
   g_main_loop_quit (m->loop);
   return G_SOURCE_REMOVE;
 }
@@ -675,7 +677,8 @@ measure (DcContext   *context,
     }
   if (!m.ok || m.failure != NULL)
     {
-      g_source_remove (timeout);
+      if (!m.timed_out)
+        g_source_remove (timeout);
       if (m.error != NULL)
         g_propagate_error (error, g_steal_pointer (&m.error));
       else
@@ -693,7 +696,8 @@ measure (DcContext   *context,
   dc_infer_session_submit (session, BENCH_PROMPT_TEXT, &settings);
   while (!m.done)
     g_main_loop_run (loop);
-  g_source_remove (timeout);
+  if (!m.timed_out)
+    g_source_remove (timeout);
   g_signal_handlers_disconnect_by_data (session, &m);
   if (m.failure != NULL || m.n_tokens < 2)
     {

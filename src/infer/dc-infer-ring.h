@@ -43,10 +43,11 @@ G_BEGIN_DECLS
  * (µs): its layers' products follow within microseconds, and helpers
  * woken from sleep by the first of them came too late to help on an idle
  * server (a ring ran near one thread's speed). 10 ms, dc_parallel_warm's
- * cap, is the bound for a device that never cools: the first 2 ms window
- * ended inside a stage's decode step on the H200 host's Xeon (2.6–3.6 ms
- * of products too small to keep dc-parallel's adaptive spin up), and the
- * rest of the step ran at one thread's speed. DC_RING_WARM_US overrides
+ * cap, is the bound for a device that never cools: the earlier 2 ms was
+ * shorter than a stage's decode step on the H200 host's Xeon (2.6–3.6 ms
+ * at full speed, of products too small to keep dc-parallel's adaptive spin
+ * up), and that host's 2- and 3-stage laps fit stages computing at about
+ * one thread's speed (not yet confirmed there). DC_RING_WARM_US overrides
  * it (0: off), for measuring. */
 #define DC_INFER_RING_WARM_US         10000
 

@@ -477,6 +477,8 @@ inline_max_us (void)
 static void
 run_next_hop (DcRingServer *self)
 {
+  /* The events a hop computed here emits may drop every other reference. */
+  g_autoptr(DcRingServer) keep = g_object_ref (self);
   g_autoptr(GTask) task = NULL;
   HopJob *job;
 
