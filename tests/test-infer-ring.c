@@ -600,7 +600,11 @@ test_bench_shape (void)
   g_auto(GStrv) lines = NULL;
 
   g_assert_cmpint (dc_test_run_cli (bad, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  /* Every decoded token's hop on the stages' main threads, whatever the
+   * machine's speed (the stages inherit the environment). */
+  g_setenv ("DC_RING_INLINE_US", "1000000", TRUE);
   g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
+  g_unsetenv ("DC_RING_INLINE_US");
   lines = g_strsplit (g_strstrip (out), "\n", -1);
   g_assert_cmpuint (g_strv_length (lines), ==, 2);
   for (guint i = 0; i < 2; i++)
@@ -618,7 +622,35 @@ test_bench_shape (void)
       g_assert_cmpfloat (json_object_get_double_member (o, "decode_tok_s"), >, 0);
       g_assert_cmpfloat (json_object_get_double_member (o, "lap_estimate_ms"), >, 0);
       if (i == 0)
-        g_assert_cmpfloat (json_object_get_double_member (o, "decode_ratio"), ==, 1.0);
+        {
+          g_assert_cmpfloat (json_object_get_double_member (o, "decode_ratio"), ==, 1.0);
+          g_assert_false (json_object_has_member (o, "stage_hops"));
+          continue;
+        }
+      /* Where a decoded token's wait went: the head's two hand-offs, each
+       * stage's queue, compute and send (written by the stage's process),
+       * and the rest, the transport. */
+      {
+        JsonArray *hops = json_object_get_array_member (o, "stage_hops");
+
+        g_assert_cmpfloat (json_object_get_double_member (o, "head_send_ms"), >, 0);
+        g_assert_cmpfloat (json_object_get_double_member (o, "head_wake_ms"), >=, 0);
+        g_assert_true (json_object_has_member (o, "transport_ms"));
+        g_assert_cmpuint (json_array_get_length (hops), ==, 2);
+        for (guint k = 0; k < 2; k++)
+          {
+            JsonObject *stage = json_array_get_object_element (hops, k);
+
+            g_assert_cmpint (json_object_get_int_member (stage, "stage"), ==, k + 1);
+            /* Three decoded tokens after the first, each computed at once
+             * on the main thread. */
+            g_assert_cmpint (json_object_get_int_member (stage, "hops"), ==, 3);
+            g_assert_cmpint (json_object_get_int_member (stage, "inline_hops"), ==, 3);
+            g_assert_cmpfloat (json_object_get_double_member (stage, "queue_ms"), >=, 0);
+            g_assert_cmpfloat (json_object_get_double_member (stage, "compute_ms"), >, 0);
+            g_assert_cmpfloat (json_object_get_double_member (stage, "send_ms"), >=, 0);
+          }
+      }
     }
 }
 

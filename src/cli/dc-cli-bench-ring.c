@@ -34,6 +34,8 @@
 #include "dc-cli-python.h"
 #include "dc-cli-resources.h"
 #include "dc-context.h"
+#include "dc-json-bounds.h"
+#include "dc-regular-file.h"
 #include "infer/dc-infer-ring.h"
 #include "infer/dc-model-repo.h"
 #include "mesh/dc-room.h"
@@ -379,6 +381,7 @@ typedef struct
   gboolean   waiting_offers;
   guint      need_offers;
   char      *failure;
+  gboolean   timed_out;   /* the step's timeout fired (and removed itself) */
 } Measure;
 
 static void
@@ -449,8 +452,40 @@ measure_timeout_cb (gpointer data)
   if (m->error == NULL && m->failure == NULL)
     m->failure = g_strdup_printf ("no result within %u s", BENCH_STEP_TIMEOUT_S);
   m->done = TRUE;
+  m->timed_out = TRUE;
   g_main_loop_quit (m->loop);
   return G_SOURCE_REMOVE;
+}
+
+/* Copies the files under SRC into DST (a folder that exists), folders
+ * included; what cannot be copied is left out (the stage fetches it). */
+static void
+copy_tree (const char *src,
+           const char *dst)
+{
+  g_autoptr(GDir) dir = g_dir_open (src, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *from = g_build_filename (src, name, NULL);
+      g_autofree char *to = g_build_filename (dst, name, NULL);
+
+      if (g_file_test (from, G_FILE_TEST_IS_SYMLINK))
+        continue;
+      if (g_file_test (from, G_FILE_TEST_IS_DIR))
+        {
+          if (g_mkdir (to, 0700) == 0)
+            copy_tree (from, to);
+        }
+      else if (g_file_test (from, G_FILE_TEST_IS_REGULAR))
+        {
+          g_autoptr(GFile) a = g_file_new_for_path (from);
+          g_autoptr(GFile) b = g_file_new_for_path (to);
+
+          g_file_copy (a, b, G_FILE_COPY_NONE, NULL, NULL, NULL, NULL);
+        }
+    }
 }
 
 /* A stage's cache folder, made here for one measurement. */
@@ -472,12 +507,47 @@ remove_tree (const char *path)
   g_rmdir (path);
 }
 
+/* A stage's decoded hops, as its process wrote them (DC_RING_STAGE_TIMINGS). */
+typedef struct
+{
+  gboolean known;
+  gint64   hops, inline_hops;
+  double   queue_ms, compute_ms, send_ms;
+} StageTimes;
+
 typedef struct
 {
   guint  stages;
   double prefill_tok_s, decode_tok_s, lap_ms, hop_ms, head_compute_ms, ring_wait_ms;
+  double head_send_ms, head_wake_ms;
+  StageTimes stage_times[8];   /* of stages 1 … stages - 1 (parse_stages: at most 8) */
   guint  prompt_tokens, tokens;
 } Result;
+
+/* Reads what a stage's process wrote at the turn's end; FALSE when it
+ * wrote nothing readable. */
+static gboolean
+read_stage_times (const char *path,
+                  StageTimes *out)
+{
+  g_autofree char *text = NULL;
+  g_autoptr(JsonNode) root = NULL;
+  JsonObject *object;
+
+  /* A few hundred bytes: anything larger is not a stage's. */
+  if (!dc_regular_file_get_contents (path, 4096, &text, NULL, NULL) ||
+      (root = dc_json_parse_bounded (text, -1, 4096, 8, NULL)) == NULL ||
+      !JSON_NODE_HOLDS_OBJECT (root))
+    return FALSE;
+  object = json_node_get_object (root);
+  out->hops = json_object_get_int_member_with_default (object, "hops", 0);
+  out->inline_hops = json_object_get_int_member_with_default (object, "inline_hops", 0);
+  out->queue_ms = json_object_get_double_member_with_default (object, "queue_ms", 0.0);
+  out->compute_ms = json_object_get_double_member_with_default (object, "compute_ms", 0.0);
+  out->send_ms = json_object_get_double_member_with_default (object, "send_ms", 0.0);
+  out->known = TRUE;
+  return TRUE;
+}
 
 static GSubprocess *
 spawn_cli (const char  *netns,
@@ -512,7 +582,12 @@ spawn_cli (const char  *netns,
   if (hub_url != NULL)
     g_subprocess_launcher_setenv (launcher, "HF_ENDPOINT", hub_url, TRUE);
   if (cache != NULL)
-    g_subprocess_launcher_setenv (launcher, "DC_MODEL_CACHE_DIR", cache, TRUE);
+    {
+      g_autofree char *times = g_build_filename (cache, "hop-times.json", NULL);
+
+      g_subprocess_launcher_setenv (launcher, "DC_MODEL_CACHE_DIR", cache, TRUE);
+      g_subprocess_launcher_setenv (launcher, "DC_RING_STAGE_TIMINGS", times, TRUE);
+    }
   return g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, error);
 }
 
@@ -532,6 +607,7 @@ measure (DcContext   *context,
   const guint context_len = 256;
   g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func (g_object_unref);
   g_autoptr(GPtrArray) caches = g_ptr_array_new_with_free_func (g_free);
+  const char *head_cache = g_getenv ("DC_MODEL_CACHE_DIR");
   g_autofree char *room = dc_room_generate_code ();
   g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
   g_auto(DcMeshConfig) config = { 0 };
@@ -572,6 +648,12 @@ measure (DcContext   *context,
       if (cache == NULL)
         goto out;
       g_ptr_array_add (caches, cache);
+      /* What the head has cached (all of it after a one-device size): the
+       * stage reads its layers from disk, checked against the journal's
+       * hashes, instead of fetching them over loopback, which took most
+       * of a size's minute on the H200 host. Loading is not measured. */
+      if (head_cache != NULL)
+        copy_tree (head_cache, cache);
       child = spawn_cli (ns, hub_url, cache, error, "join", "--serve-layers", "--signal",
                          signal_url, "--room", room, "--name", name, "--ice-address", address,
                          "--memory-mb", memory, NULL);
@@ -595,7 +677,8 @@ measure (DcContext   *context,
     }
   if (!m.ok || m.failure != NULL)
     {
-      g_source_remove (timeout);
+      if (!m.timed_out)
+        g_source_remove (timeout);
       if (m.error != NULL)
         g_propagate_error (error, g_steal_pointer (&m.error));
       else
@@ -613,7 +696,8 @@ measure (DcContext   *context,
   dc_infer_session_submit (session, BENCH_PROMPT_TEXT, &settings);
   while (!m.done)
     g_main_loop_run (loop);
-  g_source_remove (timeout);
+  if (!m.timed_out)
+    g_source_remove (timeout);
   g_signal_handlers_disconnect_by_data (session, &m);
   if (m.failure != NULL || m.n_tokens < 2)
     {
@@ -630,6 +714,7 @@ measure (DcContext   *context,
   result->lap_ms = dc_infer_ring_get_plan (ring)->lap_ms;
   result->hop_ms = stages > 1 ? dc_infer_ring_get_hop_ms (ring) : 0.0;
   dc_infer_ring_get_lap_times (ring, &result->head_compute_ms, &result->ring_wait_ms);
+  dc_infer_ring_get_lap_handoffs (ring, &result->head_send_ms, &result->head_wake_ms);
   ok = TRUE;
 
 out:
@@ -648,7 +733,14 @@ out:
       g_subprocess_wait (g_ptr_array_index (children, i), NULL, NULL);
     }
   for (guint i = 0; i < caches->len; i++)
-    remove_tree (g_ptr_array_index (caches, i));
+    {
+      g_autofree char *times = g_build_filename (g_ptr_array_index (caches, i),
+                                                 "hop-times.json", NULL);
+
+      if (ok && i < G_N_ELEMENTS (result->stage_times))
+        read_stage_times (times, &result->stage_times[i]);
+      remove_tree (g_ptr_array_index (caches, i));
+    }
   g_signal_handlers_disconnect_by_data (ring, &m);
   g_clear_error (&m.error);
   g_free (m.failure);
@@ -697,6 +789,54 @@ print_result (DcCliOptions *options,
       json_builder_add_double_value (builder, r->head_compute_ms);
       json_builder_set_member_name (builder, "ring_wait_ms");
       json_builder_add_double_value (builder, r->ring_wait_ms);
+      if (r->stages > 1)
+        {
+          double rest = r->ring_wait_ms - r->head_send_ms - r->head_wake_ms;
+          gboolean all = TRUE;
+
+          /* Of the wait: on the head, the hop's way from the generation
+           * thread to the send and the answer's from its arrival back to
+           * the generation thread; on each stage, arrival → compute start
+           * (queue), compute, compute end → sent; what is left is the
+           * wires and the receiving threads (transport_ms). */
+          json_builder_set_member_name (builder, "head_send_ms");
+          json_builder_add_double_value (builder, r->head_send_ms);
+          json_builder_set_member_name (builder, "head_wake_ms");
+          json_builder_add_double_value (builder, r->head_wake_ms);
+          json_builder_set_member_name (builder, "stage_hops");
+          json_builder_begin_array (builder);
+          for (guint i = 0; i + 1 < r->stages && i < G_N_ELEMENTS (r->stage_times); i++)
+            {
+              const StageTimes *t = &r->stage_times[i];
+
+              json_builder_begin_object (builder);
+              json_builder_set_member_name (builder, "stage");
+              json_builder_add_int_value (builder, i + 1);
+              if (t->known)
+                {
+                  json_builder_set_member_name (builder, "hops");
+                  json_builder_add_int_value (builder, t->hops);
+                  json_builder_set_member_name (builder, "inline_hops");
+                  json_builder_add_int_value (builder, t->inline_hops);
+                  json_builder_set_member_name (builder, "queue_ms");
+                  json_builder_add_double_value (builder, t->queue_ms);
+                  json_builder_set_member_name (builder, "compute_ms");
+                  json_builder_add_double_value (builder, t->compute_ms);
+                  json_builder_set_member_name (builder, "send_ms");
+                  json_builder_add_double_value (builder, t->send_ms);
+                  rest -= t->queue_ms + t->compute_ms + t->send_ms;
+                }
+              else
+                all = FALSE;
+              json_builder_end_object (builder);
+            }
+          json_builder_end_array (builder);
+          if (all)
+            {
+              json_builder_set_member_name (builder, "transport_ms");
+              json_builder_add_double_value (builder, rest);
+            }
+        }
       json_builder_set_member_name (builder, "network");
       json_builder_add_string_value (builder, !netns->on ? "loopback"
                                      : g_strcmp0 (netns->shaping, "netem") == 0

@@ -110,6 +110,7 @@ struct _DcInferRing
   GCond           cond;
   guint32         sent_seq;      /* hops sent so far (numbered from 1) */
   guint32         answered_seq;  /* the last hop that came back */
+  guint32         awaited_seq;   /* the hop the generation thread waits for (0: none) */
   float          *answer;        /* its activations */
   guint32         answer_rows;
   char           *failure;       /* why the ring cannot answer */
@@ -118,6 +119,13 @@ struct _DcInferRing
   guint           lap_count;
   gint64          lap_compute_us;
   gint64          lap_wait_us;
+  /* Inside the wait, on this device: from the generation thread's hand-off
+   * to the main thread's send, and from the answer's arrival on the main
+   * thread to the generation thread running again, µs. */
+  guint           lap_sends;
+  gint64          lap_send_us;
+  gint64          lap_wake_us;
+  gint64          answer_at;     /* when the answer arrived, µs (monotonic) */
 };
 
 G_DEFINE_FINAL_TYPE (DcInferRing, dc_infer_ring, G_TYPE_OBJECT)
@@ -299,13 +307,18 @@ handle_hop (DcInferRing *self,
       fail_waiting (self, why);
       return;
     }
-  /* The generation thread computes the head and the next token's layers next. */
-  dc_infer_ring_warm_helpers ();
   /* Hops come back in the order they were sent. */
   g_mutex_lock (&self->lock);
   if (hop.turn > self->answered_seq && hop.turn <= self->sent_seq)
     {
+      /* The generation thread computes the head and the next token's
+       * layers next; an answer nobody waits for yet (a prompt's earlier
+       * chunk) warms nothing: its helpers would spin on cores the stages
+       * on this host are computing on. */
+      if (self->awaited_seq != 0 && hop.turn >= self->awaited_seq)
+        dc_infer_ring_warm_helpers ();
       self->answered_seq = hop.turn;
+      self->answer_at = g_get_monotonic_time ();
       g_free (self->answer);
       self->answer = g_steal_pointer (&hop.data);
       self->answer_rows = hop.n;
@@ -760,6 +773,7 @@ typedef struct
   DcInferRing *ring;     /* ref */
   char        *to;
   GBytes      *payload;
+  gint64       queued;   /* µs; 0 when not a decoded token's hop */
 } SendJob;
 
 static gboolean
@@ -770,6 +784,15 @@ send_hop_cb (gpointer data)
 
   if (!send_to (job->ring, job->to, DC_MESH_MSG_RING_HOP, job->payload, &error))
     fail_waiting (job->ring, error->message);
+  else if (job->queued != 0)
+    {
+      gint64 now = g_get_monotonic_time ();
+
+      g_mutex_lock (&job->ring->lock);
+      job->ring->lap_sends++;
+      job->ring->lap_send_us += now - job->queued;
+      g_mutex_unlock (&job->ring->lock);
+    }
   return G_SOURCE_REMOVE;
 }
 
@@ -793,9 +816,11 @@ wait_answer_locked (DcInferRing  *self,
 {
   gint64 deadline = g_get_monotonic_time () + DC_INFER_RING_HOP_TIMEOUT_S * G_TIME_SPAN_SECOND;
 
+  self->awaited_seq = seq;
   while (self->answered_seq < seq && self->failure == NULL)
     if (!g_cond_wait_until (&self->cond, &self->lock, deadline))
       break;
+  self->awaited_seq = 0;
   if (self->answered_seq >= seq)
     return TRUE;
   if (self->failure != NULL)
@@ -824,7 +849,7 @@ ring_forward_any (DcInferRing    *self,
   g_autofree float *x = NULL;
   g_autofree float *answer = NULL;
   guint32 rows = 0, seq;
-  gint64 t_start = g_get_monotonic_time (), t_sent = 0, t_answer = 0;
+  gint64 t_start = g_get_monotonic_time (), t_sent = 0, t_answer = 0, answer_at = 0;
   gboolean ok;
 
   if (n_ids == 0 || n_ids > DC_MESH_RING_MAX_POSITIONS)
@@ -902,6 +927,8 @@ ring_forward_any (DcInferRing    *self,
     job->ring = g_object_ref (self);
     job->to = g_strdup (g_array_index (self->stages, StageInfo, 1).id);
     job->payload = dc_mesh_ring_hop_encode (&hop);
+    if (n_ids == 1 && logits != NULL && !every_row)
+      job->queued = g_get_monotonic_time ();
     source = g_idle_source_new ();
     /* Ahead of idle work and the mesh's own sources: the ring waits for it. */
     g_source_set_priority (source, G_PRIORITY_HIGH);
@@ -922,6 +949,7 @@ ring_forward_any (DcInferRing    *self,
     {
       answer = g_steal_pointer (&self->answer);
       rows = self->answer_rows;
+      answer_at = self->answer_at;
     }
   g_mutex_unlock (&self->lock);
   if (answer == NULL)
@@ -938,6 +966,7 @@ ring_forward_any (DcInferRing    *self,
           self->lap_count++;
           self->lap_compute_us += (t_sent - t_start) + (t_end - t_answer);
           self->lap_wait_us += t_answer - t_sent;
+          self->lap_wake_us += t_answer - MAX (answer_at, t_sent);
           g_mutex_unlock (&self->lock);
         }
       return ok;
@@ -1066,6 +1095,8 @@ clear_ring (DcInferRing *self)
   self->sent_seq = self->answered_seq = 0;
   self->lap_count = 0;
   self->lap_compute_us = self->lap_wait_us = 0;
+  self->lap_sends = 0;
+  self->lap_send_us = self->lap_wake_us = 0;
   g_mutex_unlock (&self->lock);
   self->own_loaded = FALSE;
   self->lost_peer = FALSE;
@@ -1541,6 +1572,27 @@ dc_infer_ring_get_lap_times (DcInferRing *self,
   *wait_ms = n > 0 ? self->lap_wait_us / (1000.0 * n) : 0.0;
   g_mutex_unlock (&self->lock);
   return n;
+}
+
+/**
+ * dc_infer_ring_get_lap_handoffs:
+ * @send_ms: (out): per decoded token, from the generation thread's hand-off
+ *   of the hop to the main thread's send
+ * @wake_ms: (out): per decoded token, from the answer's arrival on the main
+ *   thread to the generation thread running again
+ *
+ * The parts of dc_infer_ring_get_lap_times()'s wait spent on this device.
+ */
+void
+dc_infer_ring_get_lap_handoffs (DcInferRing *self,
+                                double      *send_ms,
+                                double      *wake_ms)
+{
+  g_return_if_fail (DC_IS_INFER_RING (self));
+  g_mutex_lock (&self->lock);
+  *send_ms = self->lap_sends > 0 ? self->lap_send_us / (1000.0 * self->lap_sends) : 0.0;
+  *wake_ms = self->lap_count > 0 ? self->lap_wake_us / (1000.0 * self->lap_count) : 0.0;
+  g_mutex_unlock (&self->lock);
 }
 
 gboolean

@@ -38,13 +38,18 @@ G_BEGIN_DECLS
 /* The hop cost the plan assumes before a ping came back: a millisecond, a
  * hop on the issue's shaped local network (1 Gbit/s, 1 ms). */
 #define DC_INFER_RING_DEFAULT_HOP_MS  1.0
-/* When a hop arrives, the device's product helpers are kept spinning this
- * long (µs): its layers' products follow within microseconds, and helpers
+/* When a hop arrives, the device's product helpers are kept spinning until
+ * its part is computed (dc_infer_ring_cool_helpers), at most this long
+ * (µs): its layers' products follow within microseconds, and helpers
  * woken from sleep by the first of them came too late to help on an idle
- * server (a ring ran near one thread's speed). 2 ms covers a stage's
- * compute of a decoded token on a CPU; DC_RING_WARM_US overrides it
- * (0: off), for measuring. */
-#define DC_INFER_RING_WARM_US         2000
+ * server (a ring ran near one thread's speed). 10 ms, dc_parallel_warm's
+ * cap, is the bound for a device that never cools: the earlier 2 ms was
+ * shorter than a stage's decode step on the H200 host's Xeon (2.6–3.6 ms
+ * at full speed, of products too small to keep dc-parallel's adaptive spin
+ * up), and that host's 2- and 3-stage laps fit stages computing at about
+ * one thread's speed (not yet confirmed there). DC_RING_WARM_US overrides
+ * it (0: off), for measuring. */
+#define DC_INFER_RING_WARM_US         10000
 
 /* Warms this process's product helpers for a hop about to be computed. */
 void            dc_infer_ring_warm_helpers   (void);
@@ -98,6 +103,9 @@ DcInferSession *dc_infer_ring_get_session    (DcInferRing  *self);
 guint           dc_infer_ring_get_lap_times  (DcInferRing  *self,
                                               double       *compute_ms,
                                               double       *wait_ms);
+void            dc_infer_ring_get_lap_handoffs (DcInferRing *self,
+                                                double      *send_ms,
+                                                double      *wake_ms);
 /* Whether the last failure was a stage leaving (the run may be replayed). */
 gboolean        dc_infer_ring_lost_peer      (DcInferRing  *self);
 /* Releases every stage. */

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
+#include <json-glib/json-glib.h>
 
 #include "dc-infer-ring.h"
 #include "dc-model-repo.h"
@@ -122,6 +123,13 @@ struct _DcRingServer
   gboolean       computing;
   GQueue         hops;          /* HopJob*, waiting for the worker */
   HeadFetch     *fetch;         /* weight bytes asked of the head; NULL when none */
+
+
+  /* Decoded tokens' hops since the assignment, µs (dc_ring_server_get_hop_times). */
+  guint          timed_hops;
+  guint          inline_hops;   /* of them, computed on the main thread */
+  gint64         queue_us, compute_us, send_us;
+  gint64         last_compute_us;   /* the last hop's computation (0: none yet) */
 };
 
 G_DEFINE_FINAL_TYPE (DcRingServer, dc_ring_server, G_TYPE_OBJECT)
@@ -138,6 +146,9 @@ typedef struct
 {
   DcMeshRingHop  hop;
   char          *from;
+  /* µs (monotonic): arrival on the main thread; start and end of the
+   * computation on the worker (read after the task returned). */
+  gint64         arrived, started, ended;
 } HopJob;
 
 static void
@@ -241,6 +252,8 @@ release (DcRingServer *self)
   dc_mesh_ring_assign_clear (&self->assign);
   memset (&self->assign, 0, sizeof self->assign);
   g_clear_pointer (&self->head_id, g_free);
+  self->timed_hops = self->inline_hops = 0;
+  self->queue_us = self->compute_us = self->send_us = self->last_compute_us = 0;
 }
 
 /* ---- weight bytes from the head's cache -------------------------------- */
@@ -636,36 +649,83 @@ handle_assign (DcRingServer *self,
 
 static void run_next_hop (DcRingServer *self);
 
-static void
-hop_worker (GTask        *task,
-            gpointer      source,
-            gpointer      data,
-            GCancellable *cancellable)
+/* Runs JOB's positions through PART's layers; any thread, one at a time
+ * per part. */
+static gboolean
+compute_hop (Part    *part,
+             HopJob  *job,
+             GError **error)
 {
-  HopJob *job = data;
-  Part *part = g_object_get_data (G_OBJECT (task), "part");
-  GError *error = NULL;
-
+  job->started = g_get_monotonic_time ();
   if (job->hop.position == 0)
     dc_hf_kv_cache_reset (part->cache);
   else if (job->hop.position < dc_hf_kv_cache_get_length (part->cache))
     dc_hf_kv_cache_truncate (part->cache, job->hop.position);   /* a rejected draft's tail */
   else if (job->hop.position > dc_hf_kv_cache_get_length (part->cache))
     {
-      g_task_return_new_error (task, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                               "a hop at position %u, but this stage holds %u positions",
-                               job->hop.position, dc_hf_kv_cache_get_length (part->cache));
-      return;
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+                   "a hop at position %u, but this stage holds %u positions",
+                   job->hop.position, dc_hf_kv_cache_get_length (part->cache));
+      return FALSE;
     }
   if (!dc_hf_model_forward_part (part->model, part->cache, NULL, job->hop.data, job->hop.n,
-                                 &error))
+                                 error))
     {
       /* A failure inside the computation leaves the cache undefined. */
       dc_hf_kv_cache_reset (part->cache);
-      g_task_return_error (task, error);
+      return FALSE;
+    }
+  job->ended = g_get_monotonic_time ();
+  return TRUE;
+}
+
+static void
+hop_worker (GTask        *task,
+            gpointer      source,
+            gpointer      data,
+            GCancellable *cancellable)
+{
+  GError *error = NULL;
+
+  if (!compute_hop (g_object_get_data (G_OBJECT (task), "part"), data, &error))
+    g_task_return_error (task, error);
+  else
+    g_task_return_boolean (task, TRUE);
+}
+
+/* A computed hop (ERROR NULL) goes on to the next device; main thread. */
+static void
+hop_computed (DcRingServer *self,
+              HopJob       *job,
+              GError       *error,
+              gboolean      on_main)
+{
+  self->computing = FALSE;
+  /* Nothing more to compute until the next hop: the helpers may sleep. */
+  if (g_queue_is_empty (&self->hops))
+    dc_infer_ring_cool_helpers ();
+  if (error != NULL)
+    {
+      emit_event (self, "failed", error->message, 0);
+      send_ready (self, FALSE, 0, error->message);
       return;
     }
-  g_task_return_boolean (task, TRUE);
+  self->last_compute_us = job->ended - job->started;
+  if (self->part != NULL &&
+      memcmp (job->hop.run_id, self->assign.run_id, DC_MESH_RING_RUN_ID_SIZE) == 0)
+    {
+      g_autoptr(GBytes) payload = dc_mesh_ring_hop_encode (&job->hop);
+
+      send_to (self, self->assign.next, DC_MESH_MSG_RING_HOP, payload);
+      if (job->hop.n == 1)
+        {
+          self->timed_hops++;
+          self->inline_hops += on_main;
+          self->queue_us += job->started - job->arrived;
+          self->compute_us += job->ended - job->started;
+          self->send_us += g_get_monotonic_time () - job->ended;
+        }
+    }
 }
 
 static void
@@ -677,31 +737,63 @@ hop_done_cb (GObject      *source,
   HopJob *job = g_task_get_task_data (G_TASK (result));
   g_autoptr(GError) error = NULL;
 
-  self->computing = FALSE;
-  /* Nothing more to compute until the next hop: the helpers may sleep. */
-  if (g_queue_is_empty (&self->hops))
-    dc_infer_ring_cool_helpers ();
-  if (!g_task_propagate_boolean (G_TASK (result), &error))
-    {
-      emit_event (self, "failed", error->message, 0);
-      send_ready (self, FALSE, 0, error->message);
-    }
-  else if (self->part != NULL &&
-           memcmp (job->hop.run_id, self->assign.run_id, DC_MESH_RING_RUN_ID_SIZE) == 0)
-    {
-      g_autoptr(GBytes) payload = dc_mesh_ring_hop_encode (&job->hop);
-
-      send_to (self, self->assign.next, DC_MESH_MSG_RING_HOP, payload);
-    }
+  g_task_propagate_boolean (G_TASK (result), &error);
+  hop_computed (self, job, error, FALSE);
   run_next_hop (self);
+}
+
+/* Longest computation, µs, of the last hop for which the next decoded
+ * token's hop (one position) runs on the main thread instead of the
+ * worker: the two thread hand-offs it saves (to the worker and back, each
+ * a wake-up of an idle thread) are a stage's share of the lap that is
+ * neither compute nor wire, and a decode step takes no longer than the
+ * last hop (a prompt chunk reads the same weights for more rows). 8 ms,
+ * half a 60 Hz frame, bounds the main loop's stall where the stage is the
+ * app, and covers a stage's decode step of the SmolLM-135M-shaped model
+ * at 2 and 3 stages on the H200 host's Xeon (2.6–3.6 ms at full speed)
+ * with room for a slower machine (DC_RING_INLINE_US overrides it; 0:
+ * always the worker). */
+#define INLINE_MAX_US_DEFAULT 8000
+
+static gint64
+inline_max_us (void)
+{
+  static gsize once = 0;
+  static gint64 us = INLINE_MAX_US_DEFAULT;
+
+  if (g_once_init_enter (&once))
+    {
+      const char *env = g_getenv ("DC_RING_INLINE_US");
+
+      if (env != NULL && *env != '\0')
+        us = CLAMP (g_ascii_strtoll (env, NULL, 10), 0, G_USEC_PER_SEC);
+      g_once_init_leave (&once, 1);
+    }
+  return us;
 }
 
 static void
 run_next_hop (DcRingServer *self)
 {
+  /* The events a hop computed here emits may drop every other reference. */
+  g_autoptr(DcRingServer) keep = g_object_ref (self);
   g_autoptr(GTask) task = NULL;
   HopJob *job;
 
+  while (!self->computing && self->part != NULL &&
+         (job = g_queue_peek_head (&self->hops)) != NULL &&
+         job->hop.n == 1 && self->last_compute_us < inline_max_us ())
+    {
+      g_autoptr(GError) error = NULL;
+      Part *part = part_ref (self->part);
+
+      g_queue_pop_head (&self->hops);
+      self->computing = TRUE;
+      compute_hop (part, job, &error);
+      part_unref (part);
+      hop_computed (self, job, error, TRUE);
+      hop_job_free (job);
+    }
   if (self->computing || self->part == NULL)
     return;
   job = g_queue_pop_head (&self->hops);
@@ -736,6 +828,7 @@ handle_hop (DcRingServer *self,
   g_autoptr(GError) error = NULL;
   g_autofree char *why = NULL;
 
+  job->arrived = g_get_monotonic_time ();
   if (!dc_mesh_ring_hop_decode (payload, &job->hop, &error))
     {
       why = g_strdup_printf ("REFUSED activation from “%s”: %s", dc_peer_get_name (peer),
@@ -770,6 +863,52 @@ refused:
   refuse (self, why);
 }
 
+/* bench ring: with DC_RING_STAGE_TIMINGS set to a path, a turn's end (and
+ * the ring's close) writes this stage's hop times there as one JSON
+ * object, for the head's process to read (docs/BENCHMARKS.md). */
+static void
+write_hop_times (DcRingServer *self)
+{
+  const char *path = g_getenv ("DC_RING_STAGE_TIMINGS");
+  g_autoptr(JsonBuilder) builder = NULL;
+  g_autoptr(JsonGenerator) generator = NULL;
+  g_autoptr(JsonNode) root = NULL;
+  g_autofree char *text = NULL;
+  g_autoptr(GError) error = NULL;
+  double queue_ms, compute_ms, send_ms;
+  guint n;
+
+  if (path == NULL || *path == '\0' || self->part == NULL)
+    return;
+  n = dc_ring_server_get_hop_times (self, &queue_ms, &compute_ms, &send_ms);
+  builder = json_builder_new ();
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "stage");
+  json_builder_add_int_value (builder, self->assign.stage);
+  json_builder_set_member_name (builder, "layers");
+  json_builder_begin_array (builder);
+  json_builder_add_int_value (builder, self->assign.first);
+  json_builder_add_int_value (builder, (gint64) self->assign.last - 1);
+  json_builder_end_array (builder);
+  json_builder_set_member_name (builder, "hops");
+  json_builder_add_int_value (builder, n);
+  json_builder_set_member_name (builder, "inline_hops");
+  json_builder_add_int_value (builder, self->inline_hops);
+  json_builder_set_member_name (builder, "queue_ms");
+  json_builder_add_double_value (builder, queue_ms);
+  json_builder_set_member_name (builder, "compute_ms");
+  json_builder_add_double_value (builder, compute_ms);
+  json_builder_set_member_name (builder, "send_ms");
+  json_builder_add_double_value (builder, send_ms);
+  json_builder_end_object (builder);
+  root = json_builder_get_root (builder);
+  generator = json_generator_new ();
+  json_generator_set_root (generator, root);
+  text = json_generator_to_data (generator, NULL);
+  if (!g_file_set_contents (path, text, -1, &error))
+    g_message ("ring: could not write the hop times: %s", error->message);
+}
+
 static void
 handle_token (DcRingServer *self,
               DcPeer       *peer,
@@ -787,11 +926,15 @@ handle_token (DcRingServer *self,
     }
   if (token.flags & DC_MESH_RING_TOKEN_CLOSE)
     {
+      write_hop_times (self);
       emit_event (self, "closed", dc_peer_get_name (peer), 0);
       release (self);
     }
   else if (token.flags & DC_MESH_RING_TOKEN_END)
-    emit_event (self, "turn-ended", "", token.turn);
+    {
+      write_hop_times (self);
+      emit_event (self, "turn-ended", "", token.turn);
+    }
   else
     emit_event (self, "token", token.text, token.id);
 }
@@ -977,6 +1120,22 @@ _dc_ring_server_set_gmacs (DcRingServer *self,
 {
   g_return_if_fail (DC_IS_RING_SERVER (self) && gmacs > 0.0);
   self->gmacs = gmacs;
+}
+
+guint
+dc_ring_server_get_hop_times (DcRingServer *self,
+                              double       *queue_ms,
+                              double       *compute_ms,
+                              double       *send_ms)
+{
+  guint n;
+
+  g_return_val_if_fail (DC_IS_RING_SERVER (self), 0);
+  n = self->timed_hops;
+  *queue_ms = n > 0 ? self->queue_us / (1000.0 * n) : 0.0;
+  *compute_ms = n > 0 ? self->compute_us / (1000.0 * n) : 0.0;
+  *send_ms = n > 0 ? self->send_us / (1000.0 * n) : 0.0;
+  return n;
 }
 
 double
