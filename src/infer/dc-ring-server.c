@@ -124,7 +124,6 @@ struct _DcRingServer
   GQueue         hops;          /* HopJob*, waiting for the worker */
   HeadFetch     *fetch;         /* weight bytes asked of the head; NULL when none */
 
-
   /* Decoded tokens' hops since the assignment, µs (dc_ring_server_get_hop_times). */
   guint          timed_hops;
   guint          inline_hops;   /* of them, computed on the main thread */
