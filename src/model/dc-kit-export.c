@@ -38,9 +38,9 @@ typedef struct
 } Slot;
 
 /* Why 768 KiB of blob per chunk: a multiple of 3 (whole base64 quads), a
- * few milliseconds of encoding and writing, so Cancel answers at once and
- * the progress moves in steps of about 1% for the largest model (~70 MB of
- * base64). */
+ * few milliseconds of encoding and writing, so Cancel answers at once; the
+ * GPT-2-small shape (about 124 MB of int8 blob) moves in ~160 steps, the
+ * seeds' largest model (about 2.4 MB) in 4. */
 #define KIT_CHUNK (768 * 1024)
 
 static GBytes *
