@@ -141,6 +141,14 @@ stage_runtime () {
   log "runtime: copying /usr and /etc"
   cp -al "$rootfs/usr/." "$work/runtime/usr/"
   cp -al "$rootfs/etc" "$work/runtime/usr/etc"
+  # flatpak-builder sets LC_ALL=en_US.utf8 for builds and their tests (its
+  # manifest documentation); the GNOME SDK has that locale, minbase only
+  # C.utf8, which is what en_US.utf8 becomes here (as flatpak-builder's own
+  # tests/make-test-runtime.sh does): without it the build's tests ran in
+  # the C locale's ASCII.
+  if [ -d "$work/runtime/usr/lib/locale/C.utf8" ] && [ ! -e "$work/runtime/usr/lib/locale/en_US.utf8" ]; then
+    cp -r "$work/runtime/usr/lib/locale/C.utf8" "$work/runtime/usr/lib/locale/en_US.utf8"
+  fi
   # flatpak provides these from the host or itself.
   rm -f "$work/runtime/usr/etc/resolv.conf" "$work/runtime/usr/etc/hostname" \
     "$work/runtime/usr/etc/machine-id"
