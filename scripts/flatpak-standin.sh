@@ -68,7 +68,9 @@ export FLATPAK_USER_DIR="$work/flatpak-user"
 # app uses (docs/INSTALL.md lists the evidence for each), taken from Debian 12.
 # Left out on purpose, because the GNOME SDK lacks them and the manifest must
 # provide or avoid them: snappy and MPFR's headers (modules) and glslc (the
-# build falls back to glslangValidator, which the SDK has). Xvfb, xauth and mesa-vulkan-drivers are
+# build falls back to glslangValidator, which the SDK has). librsvg2-common:
+# appstream-compose loads the SVG icon through gdk-pixbuf, as in the GNOME
+# SDK (without it: "Failed to load icon"). Xvfb, xauth and mesa-vulkan-drivers are
 # extra, so that the ui and gpu suites can run in the build sandbox here.
 sdk_packages="
 meson ninja-build pkg-config cmake gcc g++ libc6-dev python3 git
@@ -78,7 +80,7 @@ gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 gstreamer1.0-nice libnice-dev libssl-dev
 libvulkan-dev mesa-vulkan-drivers glslang-tools
 libzstd-dev nettle-dev zlib1g-dev libgmp-dev
-gettext desktop-file-utils appstream appstream-util
+gettext desktop-file-utils appstream appstream-util librsvg2-common
 xvfb xauth dbus iproute2 ca-certificates
 "
 
