@@ -92,8 +92,14 @@ scroll_to_new_rows (DcTrainPage *page)
   g_assert_true (gtk_widget_compute_bounds (advanced, scroller, &top));
   g_assert_true (gtk_widget_compute_bounds (backend, scroller, &bottom));
   g_assert_cmpfloat (top.origin.y, >=, 0);
-  g_assert_cmpfloat (bottom.origin.y + bottom.size.height, <=,
-                     gtk_widget_get_height (scroller));
+  /* Other fonts (the Flatpak stand-in's) can make the column too tall for
+   * both: then the Advanced row is the one shown. */
+  if (bottom.origin.y + bottom.size.height - top.origin.y + 12
+      <= gtk_adjustment_get_page_size (adjustment))
+    g_assert_cmpfloat (bottom.origin.y + bottom.size.height, <=,
+                       gtk_widget_get_height (scroller));
+  else
+    g_test_message ("the rows from Advanced sizes to Computes on are taller than the view");
 }
 
 static void
