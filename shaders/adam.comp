@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 /* adam.comp: the deterministic Adam step of dc_gpt_model_adam_step ()
  * (src/model/dc-gpt-model.c) on resident weights and moments, element by
  * element, each line of the CPU's order one exactly rounded f32 operation of

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 /* f32-exact-check.comp: the five operations of f32-exact.glsl on pairs of
  * floats, for the start-up gate and the tests: out[5i + j] is a[i] + b[i],
  * a[i] − b[i], a[i] · b[i], a[i] / b[i], √a[i] for j = 0 … 4 (bit patterns).

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 /* layer-norm.comp: dc_math_layer_norm () on the device, bit for bit: one
  * invocation per row of n values.
  *

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 /* quantize.comp: dc_quant_pack () on the device, bit for bit
  * (docs/VERIFICATION.md §2): one workgroup per vector of k floats (element i
  * of vector v at src[v · vector_stride + i · k_stride]), int8 values and one

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 /* resident-forward.comp: every operation of the GPT forward pass
  * (dc-gpt.c's dc_gpt_run_forward () up to the logits) as one pipeline whose
  * push constants choose the operation, so a whole forward pass records into

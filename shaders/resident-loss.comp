@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 /* resident-loss.comp: the loss of the resident forward pass (dc-gpt.c's
  * loss_chunk and the mean of dc_gpt_run_forward ()), on the buffers of
  * resident-forward.comp, bit for bit the CPU's: f32-exact.glsl's arithmetic,

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 /* softmax.comp: attention's softmax on the device, bit for bit the CPU's
  * (dc-gpt.c's head_forward ()): for row t of a (len, len) block of scores,
  *   row[j] = scores[t][j] · scale for j < n_t;  dc_math_softmax (row, n_t);

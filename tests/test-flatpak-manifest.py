@@ -6,7 +6,10 @@
 # (files only through portals); every source is pinned (a git commit, or a
 # sha256 for archives and files), except this tree itself, built with meson;
 # and, where flatpak-builder is installed, `flatpak-builder --show-manifest`
-# prints no WARNING (it exits 0 even on unknown keys). Prints TAP.
+# prints no WARNING (it exits 0 even on unknown keys). Every shader that
+# uses #include names GL_GOOGLE_include_directive: the GNOME SDK has no
+# glslc, only glslangValidator, which refuses #include without it (glslc
+# enables it by itself, so the host's build cannot tell). Prints TAP.
 #
 # Usage: test-flatpak-manifest.py SOURCE_ROOT [FLATPAK_DIR]
 # FLATPAK_DIR (default SOURCE_ROOT/flatpak) lets the check run on other
@@ -120,6 +123,22 @@ for name, app_id, devel in ((base + '.json', base, False),
         check(name + ' flatpak-builder --show-manifest', not bad, p.stderr.strip())
     else:
         check(name + ' flatpak-builder --show-manifest', None, 'flatpak-builder is not installed')
+
+# Shaders built by meson: those of shaders/ (the includes themselves are
+# included, never compiled alone).
+shader_dir = os.path.join(root, 'shaders')
+missing = []
+for name in sorted(os.listdir(shader_dir)):
+    if not name.endswith('.comp'):
+        continue
+    with open(os.path.join(shader_dir, name), encoding='utf-8') as f:
+        text = f.read()
+    if re.search(r'^\s*#\s*include\b', text, re.M) and \
+            not re.search(r'^\s*#\s*extension\s+GL_GOOGLE_include_directive\b', text, re.M):
+        missing.append('shaders/%s: #include without '
+                       '“#extension GL_GOOGLE_include_directive : require”' % name)
+check('shaders that include name GL_GOOGLE_include_directive (glslangValidator)',
+      not missing, '\n'.join(missing))
 
 print('1..%d' % len(results))
 failed = False

@@ -38,6 +38,7 @@
 #include "dc-test-utils.h"
 #include "dc-cli-chromium.h"
 #include "model/dc-checkpoint.h"
+#include "model/dc-kit-blob.h"
 #include "model/dc-kit-export.h"
 
 #define CLI_TIMEOUT_MS     300000
@@ -181,6 +182,94 @@ test_export_cancel_and_replace (void)
   g_assert_nonnull (error);
   g_assert_nonnull (strstr (error->message, "could not write the kit"));
   g_assert_nonnull (strstr (error->message, missing));
+}
+
+typedef struct
+{
+  GArray       *done;         /* each report's @done */
+  guint         total;
+  guint         cancel_at;    /* cancel when @done reaches it; 0: never */
+  GCancellable *cancellable;
+} KitProgress;
+
+static void
+kit_progress_cb (guint    done,
+                 guint    total,
+                 gpointer user_data)
+{
+  KitProgress *p = user_data;
+
+  g_array_append_val (p->done, done);
+  if (p->total == 0)
+    p->total = total;
+  g_assert_cmpuint (total, ==, p->total);
+  if (p->cancel_at != 0 && done == p->cancel_at)
+    g_cancellable_cancel (p->cancellable);
+}
+
+/* The kit reports each chunk of its weights written, then the rename,
+ * rising to its total; cancelled after the first chunk (the file half
+ * written), the old kit stays whole and no partial file is left. The
+ * largest model makes several chunks. */
+static void
+test_export_progress (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("dc-kit-progress-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "kit.html", NULL);
+  g_autofree char *text = NULL, *b64 = NULL;
+  g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+  g_autoptr(GArray) done = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(GBytes) blob = NULL;
+  g_autoptr(GDir) listing = NULL;
+  KitProgress progress = { done, 0, 0, cancellable };
+  DcGptConfig config;
+  const char *data;
+
+  dc_gpt_config_init_derived (&config, DC_GPT_WIDTH_MAX, DC_GPT_SEQ_MAX);
+  config.n_layer = DC_GPT_LAYERS_MAX;
+  model = dc_gpt_model_new (&config, &error);
+  g_assert_no_error (error);
+  dc_gpt_model_init_weights (model, 5);
+  g_assert_true (g_file_set_contents (path, "old", -1, NULL));
+
+  progress.cancel_at = 1;
+  g_assert_false (dc_kit_export_full (model, NAN, path, cancellable, kit_progress_cb,
+                                      &progress, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_clear_error (&error);
+  g_assert_cmpuint (done->len, ==, 1);
+  g_assert_cmpuint (progress.total, >, 2);
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  g_assert_cmpstr (text, ==, "old");
+  g_clear_pointer (&text, g_free);
+  listing = g_dir_open (dir, 0, NULL);
+  g_assert_cmpstr (g_dir_read_name (listing), ==, "kit.html");
+  g_assert_null (g_dir_read_name (listing));
+
+  g_array_set_size (done, 0);
+  progress.total = 0;
+  progress.cancel_at = 0;
+  g_assert_true (dc_kit_export_full (model, NAN, path, NULL, kit_progress_cb, &progress,
+                                     &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (done->len, ==, progress.total);
+  for (guint i = 0; i < done->len; i++)
+    g_assert_cmpuint (g_array_index (done, guint, i), ==, i + 1);
+  /* Encoded chunk by chunk: the blob's base64 whole, in its slot. */
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  data = strstr (text, "id=\"dc-kit-data\">");
+  g_assert_nonnull (data);
+  data = strchr (data, '>') + 1;
+  blob = dc_kit_blob_new (model, NAN, &error);
+  g_assert_no_error (error);
+  b64 = g_base64_encode (g_bytes_get_data (blob, NULL), g_bytes_get_size (blob));
+  g_assert_true (g_str_has_prefix (data, b64));
+  g_assert_true (g_str_has_prefix (data + strlen (b64), "</script>"));
+  g_assert_true (g_str_has_suffix (text, "</html>\n"));
+
+  dc_test_remove_tree (dir);
 }
 
 static DcChromium *
@@ -653,6 +742,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/dc/kit/export/file", test_export_file);
   g_test_add_func ("/dc/kit/export/cancel-and-replace", test_export_cancel_and_replace);
+  g_test_add_func ("/dc/kit/export/progress", test_export_progress);
   g_test_add_func ("/dc/kit/page/ids", test_page_ids);
   g_test_add_func ("/dc/kit/page/tampered", test_page_tampered);
   g_test_add_func ("/dc/kit/page/stop", test_page_stop);

@@ -903,6 +903,87 @@ test_hf_export_cancel (void)
   dc_test_remove_tree (parent);
 }
 
+typedef struct
+{
+  GArray       *done;         /* each report's @done */
+  guint         total;
+  guint         cancel_at;    /* cancel when @done reaches it; 0: never */
+  GCancellable *cancellable;
+} ExportProgress;
+
+static void
+export_progress_cb (guint    done,
+                    guint    total,
+                    gpointer user_data)
+{
+  ExportProgress *p = user_data;
+
+  g_array_append_val (p->done, done);
+  if (p->total == 0)
+    p->total = total;
+  g_assert_cmpuint (total, ==, p->total);
+  if (p->cancel_at != 0 && done == p->cancel_at)
+    g_cancellable_cancel (p->cancellable);
+}
+
+/* The Hugging Face export reports each tensor of model.safetensors written,
+ * then the move into the folder, rising to its total; cancelled after the
+ * first tensor (half-way through model.safetensors), it leaves the older
+ * export as it was and no partial folder. */
+static void
+test_hf_export_progress (void)
+{
+  g_autoptr(DcGptModel) model = make_model (32, 16);
+  g_autoptr(DcGptModel) other = make_model (16, 16);
+  g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+  g_autoptr(GArray) done = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autoptr(GError) error = NULL;
+  g_autofree char *parent = g_dir_make_tmp ("dc-hf-progress-XXXXXX", NULL);
+  g_autofree char *dir = g_build_filename (parent, "export", NULL);
+  g_autofree char *weights = g_build_filename (dir, "model.safetensors", NULL);
+  g_autofree char *old_bytes = NULL, *new_bytes = NULL, *listing = NULL;
+  g_autoptr(GBytes) expected = NULL;
+  gsize old_len = 0, new_len = 0;
+  guint n_tensors = dc_gpt_config_n_tensors (&model->config);
+  ExportProgress progress = { done, 0, 0, cancellable };
+
+  g_assert_true (dc_hf_export_progress (other, dir, NULL, export_progress_cb, &progress,
+                                        &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (progress.total, ==, dc_gpt_config_n_tensors (&other->config) + 1);
+  g_assert_cmpuint (done->len, ==, progress.total);
+  for (guint i = 0; i < done->len; i++)
+    g_assert_cmpuint (g_array_index (done, guint, i), ==, i + 1);
+  g_assert_true (g_file_get_contents (weights, &old_bytes, &old_len, &error));
+
+  /* Cancelled after the first of several tensors. */
+  g_assert_cmpuint (n_tensors, >, 2);
+  g_array_set_size (done, 0);
+  progress.total = 0;
+  progress.cancel_at = 1;
+  g_assert_false (dc_hf_export_progress (model, dir, cancellable, export_progress_cb, &progress,
+                                         &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_clear_error (&error);
+  g_assert_cmpuint (done->len, ==, 1);
+  g_assert_true (g_file_get_contents (weights, &new_bytes, &new_len, &error));
+  g_assert_cmpmem (new_bytes, new_len, old_bytes, old_len);
+  g_clear_pointer (&new_bytes, g_free);
+  listing = list_folder (parent);
+  g_assert_cmpstr (listing, ==, "export");
+
+  /* Written tensor by tensor: the same bytes as the whole file at once. */
+  g_assert_true (dc_hf_export_progress (model, dir, NULL, NULL, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (weights, &new_bytes, &new_len, &error));
+  expected = dc_safetensors_write (model, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (new_bytes, new_len, g_bytes_get_data (expected, NULL),
+                   g_bytes_get_size (expected));
+
+  dc_test_remove_tree (parent);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -911,6 +992,7 @@ main (int    argc,
   g_test_add_func ("/dc/model/checkpoint/round-trip", test_round_trip);
   g_test_add_func ("/dc/model/checkpoint/progress-and-cancel", test_progress_and_cancel);
   g_test_add_func ("/dc/model/checkpoint/hf-export-cancel", test_hf_export_cancel);
+  g_test_add_func ("/dc/model/checkpoint/hf-export-progress", test_hf_export_progress);
   g_test_add_func ("/dc/model/checkpoint/torch-opens", test_torch_opens);
   g_test_add_func ("/dc/model/checkpoint/malicious-refused", test_malicious_refused);
   g_test_add_func ("/dc/model/checkpoint/truncated-corrupt", test_truncated_and_corrupt);

@@ -828,6 +828,7 @@ test_ring_display (Fixture       *fixture,
   g_auto(DcMeshConfig) config = { 0 };
   g_autoptr(DcGroup) group = NULL;
   g_autoptr(DcModelRepo) repo = NULL;
+  g_autoptr(DcModelRepo) shown = NULL;
   g_autoptr(DcInferRing) ring = NULL;
   DcInferSettings settings;
   DcInferSession *session;
@@ -836,6 +837,13 @@ test_ring_display (Fixture       *fixture,
   text = dc_infer_page_dup_ring_text (fixture->page);
   g_assert_cmpstr (text, ==, "");
   g_clear_pointer (&text, g_free);
+
+  /* The model the ring runs, from the test's Hub, as the view shows it for
+   * the screenshot. */
+  shown = dc_model_repo_open (dc_context_get_hf_client (fixture->context), "open/llama-tiny",
+                              NULL, &error);
+  g_assert_no_error (error);
+  dc_infer_page_set_repo (fixture->page, shown);
 
   plan = dc_ring_plan_new (&shape, devices, G_N_ELEMENTS (devices), &error);
   g_assert_no_error (error);
@@ -865,6 +873,8 @@ test_ring_display (Fixture       *fixture,
   g_assert_nonnull (strstr (text, "Ring Hops: 30 hops · 25.0 tokens/s"));
   g_assert_nonnull (strstr (text, "Verify: VERIFIED: the distributed run"));
   g_clear_pointer (&text, g_free);
+  /* The view with its model and the Ring group (docs/screenshots/infer.png). */
+  g_object_unref (dc_test_render_widget (GTK_WIDGET (fixture->window), "infer-view-ring"));
 
   /* A real ring of one device. */
   dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny", NULL);

@@ -7,7 +7,9 @@
  * through the Train view's actions, while a tick callback on the window
  * records the longest gap between two frame clock ticks. Done on the main
  * thread, each of these blocks it for several hundred milliseconds: the
- * test asks for a tick at least every 100 ms while they work. The text
+ * test asks for a tick at least every 100 ms while they work. The exports
+ * show real progress (the job bar's fraction rises, never backwards, to 1;
+ * it used to pulse and stay at 0). The text
  * generated token by token off the main thread must equal dc_generate ()'s
  * in one call, greedy and sampled. The kit action is disabled without a
  * model, enabled with one, and writes an .html file while frames keep
@@ -133,6 +135,29 @@ measure_action (GtkWidget  *page,
   return ticks->max_gap;
 }
 
+static void
+bar_fraction_cb (GtkProgressBar *bar,
+                 GParamSpec     *pspec,
+                 GArray         *seen)
+{
+  double fraction = gtk_progress_bar_get_fraction (bar);
+
+  g_array_append_val (seen, fraction);
+}
+
+/* The job bar's fractions since @seen was emptied: from 0 (the job's
+ * start), never backwards, ending at 1. */
+static void
+assert_bar_rose (GtkProgressBar *bar,
+                 GArray         *seen)
+{
+  g_assert_cmpuint (seen->len, >=, 1);
+  for (guint i = 1; i < seen->len; i++)
+    g_assert_cmpfloat (g_array_index (seen, double, i), >=, g_array_index (seen, double, i - 1));
+  g_assert_cmpfloat (gtk_progress_bar_get_fraction (bar), ==, 1.0);
+  g_array_set_size (seen, 0);
+}
+
 static gboolean
 is_actionable_for (GtkWidget *widget,
                    gpointer   action_name)
@@ -226,6 +251,10 @@ check_responsive (DcApplication *app)
   g_autoptr(GError) error = NULL;
   g_autofree char *log = NULL;
   Ticks ticks = { .page = page };
+  GtkProgressBar *bar = GTK_PROGRESS_BAR (gtk_widget_get_template_child (widget,
+                                                                         DC_TYPE_TRAIN_PAGE,
+                                                                         "job_progress"));
+  g_autoptr(GArray) fractions = g_array_new (FALSE, FALSE, sizeof (double));
   DcTrainSettings train_settings;
   guint tick_id;
   gint64 gap;
@@ -277,7 +306,13 @@ check_responsive (DcApplication *app)
   g_assert_true (g_file_test (saved, G_FILE_TEST_IS_REGULAR));
   g_assert_cmpint (gap, <, max_gap_us ());
 
+  g_signal_connect (bar, "notify::fraction", G_CALLBACK (bar_fraction_cb), fractions);
+  /* Away from 0, so that the job's start shows as a 0. */
+  gtk_progress_bar_set_fraction (bar, 0.5);
+  g_array_set_size (fractions, 0);
   gap = measure_action (widget, &ticks, "train.export-hf-to", hf);
+  g_assert_cmpfloat (g_array_index (fractions, double, 0), ==, 0.0);
+  assert_bar_rose (bar, fractions);
   {
     g_autofree char *safetensors = g_build_filename (hf, "model.safetensors", NULL);
 
@@ -308,7 +343,11 @@ check_responsive (DcApplication *app)
   {
     g_autofree char *html = NULL;
 
+    gtk_progress_bar_set_fraction (bar, 0.5);
+    g_array_set_size (fractions, 0);
     gap = measure_action (widget, &ticks, "train.export-kit-to", kit);
+    g_assert_cmpfloat (g_array_index (fractions, double, 0), ==, 0.0);
+    assert_bar_rose (bar, fractions);
     g_assert_true (dc_test_wait_until (page_has_no_job, page, TIMEOUT_MS));
     g_clear_pointer (&log, g_free);
     log = dc_train_page_dup_log (page);
@@ -320,6 +359,7 @@ check_responsive (DcApplication *app)
   g_assert_true (action_enabled (widget, "train.export-kit"));
 
   gtk_widget_remove_tick_callback (GTK_WIDGET (window), tick_id);
+  g_signal_handlers_disconnect_by_func (bar, bar_fraction_cb, fractions);
 
   /* Closing the window while a checkpoint is written does not lose it: the
    * application runs until the file is there (test_responsive checks). */

@@ -2,7 +2,9 @@
  *
  * Under Xvfb: a small model on FineWeb-Edu with the Hub unreachable (so the
  * built-in corpus, as the seeds say), Start, wait for 20 steps
- * (the chart holds them and the statistics moved), a screenshot mid-run, Stop,
+ * (the chart holds them and the statistics moved), a screenshot mid-run, one
+ * with the settings column scrolled to the Advanced sizes and Computes on
+ * rows (both checked to be in view: docs/screenshots/train.png), Stop,
  * Generate, Save a .pt, Export a Hugging Face folder; then closing the window
  * mid-run asks first; Start after Load continues the loaded model.
  *
@@ -61,6 +63,45 @@ action_enabled (GtkWidget  *page,
   return gtk_widget_is_sensitive (button);
 }
 
+/* Scrolls the settings column so that the rows from Advanced sizes to
+ * Computes on and the Start button are in view, and checks that they are. */
+static void
+scroll_to_new_rows (DcTrainPage *page)
+{
+  GtkWidget *widget = GTK_WIDGET (page);
+  GtkWidget *advanced = GTK_WIDGET (gtk_widget_get_template_child (widget, DC_TYPE_TRAIN_PAGE,
+                                                                   "advanced_row"));
+  GtkWidget *backend = GTK_WIDGET (gtk_widget_get_template_child (widget, DC_TYPE_TRAIN_PAGE,
+                                                                  "backend_row"));
+  GtkWidget *scroller = gtk_widget_get_ancestor (advanced, GTK_TYPE_SCROLLED_WINDOW);
+  GtkWidget *content;
+  GtkAdjustment *adjustment;
+  graphene_rect_t top, bottom;
+
+  g_assert_nonnull (scroller);
+  content = gtk_scrolled_window_get_child (GTK_SCROLLED_WINDOW (scroller));
+  adjustment = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (scroller));
+  g_assert_true (gtk_widget_compute_bounds (advanced, content, &top));
+  g_assert_true (gtk_widget_compute_bounds (backend, content, &bottom));
+  /* The Start button sits about 80 px below Computes on. */
+  gtk_adjustment_set_value (adjustment,
+                            MIN (top.origin.y - 12,
+                                 bottom.origin.y + bottom.size.height + 90
+                                 - gtk_adjustment_get_page_size (adjustment)));
+  dc_test_wait_frames (widget, 3);
+  g_assert_true (gtk_widget_compute_bounds (advanced, scroller, &top));
+  g_assert_true (gtk_widget_compute_bounds (backend, scroller, &bottom));
+  g_assert_cmpfloat (top.origin.y, >=, 0);
+  /* Other fonts (the Flatpak stand-in's) can make the column too tall for
+   * both: then the Advanced row is the one shown. */
+  if (bottom.origin.y + bottom.size.height - top.origin.y + 12
+      <= gtk_adjustment_get_page_size (adjustment))
+    g_assert_cmpfloat (bottom.origin.y + bottom.size.height, <=,
+                       gtk_widget_get_height (scroller));
+  else
+    g_test_message ("the rows from Advanced sizes to Computes on are taller than the view");
+}
+
 static void
 check_train_view (DcApplication *app)
 {
@@ -117,6 +158,10 @@ check_train_view (DcApplication *app)
   log = dc_train_page_dup_log (page);
   g_assert_nonnull (strstr (log, "dataset unreachable — using built-in corpus"));
   shot = dc_test_render_widget (GTK_WIDGET (window), "train-view-mid-run");
+  g_assert_nonnull (shot);
+  g_clear_object (&shot);
+  scroll_to_new_rows (page);
+  shot = dc_test_render_widget (GTK_WIDGET (window), "train-view-new-rows");
   g_assert_nonnull (shot);
 
   g_assert_true (action_enabled (widget, "stop"));

@@ -34,19 +34,15 @@ builder_to_string (JsonBuilder *builder)
   return json_generator_to_data (generator, NULL);
 }
 
-/**
- * dc_safetensors_write:
- *
- * Returns: (transfer full): the model.safetensors file
- */
-GBytes *
-dc_safetensors_write (const DcGptModel  *model,
-                      GError           **error)
+/* model.safetensors' header: the length, the JSON padded with spaces to a
+ * multiple of 8; the tensors follow in table order. */
+static GByteArray *
+safetensors_header (const DcGptModel *model)
 {
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   g_autoptr(JsonGenerator) generator = json_generator_new ();
   g_autoptr(JsonNode) root = NULL;
-  g_autoptr(GByteArray) out = g_byte_array_new ();
+  GByteArray *out = g_byte_array_new ();
   g_autofree char *header = NULL;
   gsize header_len, padded;
   guint64 offset = 0;
@@ -91,9 +87,61 @@ dc_safetensors_write (const DcGptModel  *model,
   g_byte_array_append (out, (const guint8 *) header, header_len);
   for (gsize i = header_len; i < padded; i++)
     g_byte_array_append (out, (const guint8 *) " ", 1);
-  /* Tensors are packed in table order, exactly the offsets above. */
+  return out;
+}
+
+/**
+ * dc_safetensors_write:
+ *
+ * Returns: (transfer full): the model.safetensors file
+ */
+GBytes *
+dc_safetensors_write (const DcGptModel  *model,
+                      GError           **error)
+{
+  GByteArray *out = safetensors_header (model);
+
+  /* Tensors are packed in table order, exactly the header's offsets. */
   g_byte_array_append (out, (const guint8 *) model->params, model->n_params * sizeof (float));
-  return g_byte_array_free_to_bytes (g_steal_pointer (&out));
+  return g_byte_array_free_to_bytes (out);
+}
+
+/* model.safetensors into @dir, tensor by tensor: @cancellable is checked
+ * and @progress told (@done of @total) after each one. */
+static gboolean
+write_safetensors (const DcGptModel      *model,
+                   const char            *dir,
+                   GCancellable          *cancellable,
+                   DcCheckpointProgress   progress,
+                   gpointer               user_data,
+                   guint                  total,
+                   GError               **error)
+{
+  g_autofree char *path = g_build_filename (dir, "model.safetensors", NULL);
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  g_autoptr(GFileOutputStream) stream = NULL;
+  g_autoptr(GByteArray) header = safetensors_header (model);
+  guint n_tensors = dc_gpt_config_n_tensors (&model->config);
+
+  stream = g_file_replace (file, NULL, FALSE, G_FILE_CREATE_NONE, cancellable, error);
+  if (stream == NULL
+      || !g_output_stream_write_all (G_OUTPUT_STREAM (stream), header->data, header->len,
+                                     NULL, cancellable, error))
+    return FALSE;
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      DcGptTensor info;
+
+      dc_gpt_config_tensor (&model->config, t, &info);
+      if (!g_output_stream_write_all (G_OUTPUT_STREAM (stream), model->params + info.offset,
+                                      info.numel * sizeof (float), NULL, cancellable, error))
+        return FALSE;
+      if (progress != NULL)
+        progress (t + 1, total, user_data);
+      if (g_cancellable_set_error_if_cancelled (cancellable, error))
+        return FALSE;
+    }
+  return g_output_stream_close (G_OUTPUT_STREAM (stream), cancellable, error);
 }
 
 /* GPT-2's byte-to-character map (bytes_to_unicode in openai/gpt-2's
@@ -259,7 +307,16 @@ dc_hf_export (const DcGptModel  *model,
               const char        *dir,
               GError           **error)
 {
-  return dc_hf_export_full (model, dir, NULL, error);
+  return dc_hf_export_progress (model, dir, NULL, NULL, NULL, error);
+}
+
+gboolean
+dc_hf_export_full (const DcGptModel  *model,
+                   const char        *dir,
+                   GCancellable      *cancellable,
+                   GError           **error)
+{
+  return dc_hf_export_progress (model, dir, cancellable, NULL, NULL, error);
 }
 
 static void
@@ -319,21 +376,25 @@ commit_folder (const char  *temp,
 }
 
 /**
- * dc_hf_export_full:
+ * dc_hf_export_progress:
  * @dir: the folder to write into; created when missing
- * @cancellable: (nullable): checked before each file
+ * @cancellable: (nullable): checked before each file and after each tensor
+ * @progress: (nullable): told the tensors of model.safetensors written (one
+ *   unit each) and, last, the move into @dir (one unit), on this thread
  *
  * Writes every file into a new hidden folder beside @dir first and moves
  * them into @dir only once all are written: cancelled or failed, no
  * partial folder is left and an existing @dir is as it was.
  */
 gboolean
-dc_hf_export_full (const DcGptModel  *model,
-                   const char        *dir,
-                   GCancellable      *cancellable,
-                   GError           **error)
+dc_hf_export_progress (const DcGptModel      *model,
+                       const char            *dir,
+                       GCancellable          *cancellable,
+                       DcCheckpointProgress   progress,
+                       gpointer               user_data,
+                       GError               **error)
 {
-  g_autoptr(GBytes) tensors = NULL;
+  guint total = dc_gpt_config_n_tensors (&model->config) + 1;
   g_autofree char *config = config_json (&model->config);
   g_autofree char *tokenizer = dc_hf_tokenizer_json ();
   g_autofree char *tokenizer_config = NULL;
@@ -370,16 +431,15 @@ dc_hf_export_full (const DcGptModel  *model,
                          "  \"do_sample\": false\n}\n");
   ok = !g_cancellable_set_error_if_cancelled (cancellable, error)
        && write_file (temp, "config.json", config, -1, error)
-       && (tensors = dc_safetensors_write (model, error)) != NULL
-       && !g_cancellable_set_error_if_cancelled (cancellable, error)
-       && write_file (temp, "model.safetensors", g_bytes_get_data (tensors, NULL),
-                      g_bytes_get_size (tensors), error)
+       && write_safetensors (model, temp, cancellable, progress, user_data, total, error)
        && !g_cancellable_set_error_if_cancelled (cancellable, error)
        && write_file (temp, "tokenizer.json", tokenizer, -1, error)
        && write_file (temp, "tokenizer_config.json", tokenizer_config, -1, error)
        && write_file (temp, "generation_config.json", generation, -1, error)
        && !g_cancellable_set_error_if_cancelled (cancellable, error)
        && commit_folder (temp, dir, error);
+  if (ok && progress != NULL)
+    progress (total, total, user_data);
   /* Gone after a commit that renamed it; otherwise its files go with it. */
   if (g_file_test (temp, G_FILE_TEST_EXISTS))
     remove_folder (temp);

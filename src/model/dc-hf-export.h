@@ -11,6 +11,7 @@
 
 #include <gio/gio.h>
 
+#include "dc-checkpoint.h"
 #include "dc-gpt-model.h"
 
 G_BEGIN_DECLS
@@ -25,5 +26,11 @@ gboolean  dc_hf_export_full      (const DcGptModel  *model,
                                   const char        *dir,
                                   GCancellable      *cancellable,
                                   GError           **error);
+gboolean  dc_hf_export_progress  (const DcGptModel      *model,
+                                  const char            *dir,
+                                  GCancellable          *cancellable,
+                                  DcCheckpointProgress   progress,
+                                  gpointer               user_data,
+                                  GError               **error);
 
 G_END_DECLS

@@ -12,6 +12,7 @@
 
 #include <gio/gio.h>
 
+#include "dc-checkpoint.h"
 #include "dc-gpt-model.h"
 
 G_BEGIN_DECLS
@@ -31,5 +32,21 @@ gboolean dc_kit_export (const DcGptModel  *model,
                         const char        *path,
                         GCancellable      *cancellable,
                         GError           **error);
+
+/**
+ * dc_kit_export_full:
+ * @progress: (nullable): told the chunks of the weights written (and, last,
+ *   the rename, with @done = @total), on this thread; @cancellable is also
+ *   checked after each chunk
+ *
+ * dc_kit_export () with progress.
+ */
+gboolean dc_kit_export_full (const DcGptModel      *model,
+                             double                 loss,
+                             const char            *path,
+                             GCancellable          *cancellable,
+                             DcCheckpointProgress   progress,
+                             gpointer               user_data,
+                             GError               **error);
 
 G_END_DECLS

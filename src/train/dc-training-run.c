@@ -78,7 +78,7 @@ struct _DcTrainingRun
   guint64          step;
   double           loss;
   double           tokens_per_s;
-  double           job_fraction;   /* of the Save or Load in progress */
+  double           job_fraction;   /* of the Save, Load or Export in progress */
   char            *hash;
   char            *message;
   GError          *error;          /* the last run's failure (nullable) */
@@ -1076,8 +1076,8 @@ dc_training_run_generate (DcTrainingRun  *self,
 /**
  * dc_training_run_get_job_fraction:
  *
- * Returns: the fraction done of the Save or Load in progress, per tensor
- *   (the "job-fraction" property)
+ * Returns: the fraction done of the Save, Load or Export in progress, per
+ *   tensor (per chunk of the weights for the kit; the "job-fraction" property)
  */
 double
 dc_training_run_get_job_fraction (DcTrainingRun *self)
@@ -1148,7 +1148,7 @@ typedef struct
   guint         scheduled : 1;  /* guarded by lock: a delivery is attached */
 } Stream;
 
-/* The fraction of a Save or Load done, from the thread to the run's
+/* The fraction of a Save, Load or Export done, from the thread to the run's
  * "job-fraction" through one coalesced source (an atomic refcounted box). */
 typedef struct
 {
@@ -1440,11 +1440,13 @@ job_thread (GTask        *task,
       break;
 
     case JOB_EXPORT_HF:
-      ok = dc_hf_export_full (job->model, job->path, cancellable, &error);
+      ok = dc_hf_export_progress (job->model, job->path, cancellable, job_progress_cb,
+                                  job->progress, &error);
       break;
 
     case JOB_EXPORT_KIT:
-      ok = dc_kit_export (job->model, job->loss, job->path, cancellable, &error);
+      ok = dc_kit_export_full (job->model, job->loss, job->path, cancellable, job_progress_cb,
+                               job->progress, &error);
       break;
 
     case JOB_GENERATE:
@@ -1492,7 +1494,7 @@ job_done_cb (GObject      *object,
   if (job->kind == JOB_LOAD && g_task_return_error_if_cancelled (outer))
     return;
 
-  if (job->kind == JOB_SAVE || job->kind == JOB_LOAD)
+  if (job->kind != JOB_GENERATE)
     set_job_fraction (self, 1.0);
   switch (job->kind)
     {
@@ -2113,8 +2115,8 @@ dc_training_run_class_init (DcTrainingRunClass *klass)
     g_param_spec_object ("context", NULL, NULL, DC_TYPE_CONTEXT,
                          G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS
                          | G_PARAM_EXPLICIT_NOTIFY);
-  /* The fraction done of the Save or Load in progress (the last one's
-   * once it ended), reported per tensor. */
+  /* The fraction done of the Save, Load or Export in progress (the last
+   * one's once it ended), reported per tensor (per chunk for the kit). */
   properties[PROP_JOB_FRACTION] =
     g_param_spec_double ("job-fraction", NULL, NULL, 0, 1, 0, flags);
   g_object_class_install_properties (object_class, N_PROPS, properties);

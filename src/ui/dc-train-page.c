@@ -10,7 +10,8 @@
  *
  * Save, Load, Export and Generate run off the main thread too (the run's
  * _async calls, on a snapshot of the model), one at a time: a bar at the
- * top shows what runs, its progress (generated tokens; the others pulse)
+ * top shows what runs, its progress (tensors or chunks written or read,
+ * generated tokens)
  * and Cancel. Generated text streams in as it comes.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
@@ -87,7 +88,6 @@ struct _DcTrainPage
   DcTrainingState last_state;  /* to see a run begin, whoever started it */
   gint64          started_at;  /* monotonic µs at the run's first step report */
   guint64         first_step;  /* the step reported first, for the rate of the ETA */
-  guint           job_pulse_id; /* pulses the bar of a job without a known fraction */
   guint           job_tokens;  /* the tokens asked of the generation in progress */
   guint64         available_override; /* tests: the memory this device has, 0: ask */
   guint           advanced_refused : 1; /* the Advanced size chosen cannot start */
@@ -533,39 +533,28 @@ update_actions (DcTrainPage *self)
   gtk_widget_action_set_enabled (widget, "train.cancel", working);
 }
 
-/* Save and Load report their fraction per tensor; the other jobs pulse
- * (Export) or count tokens (Generate). */
+/* Save, Load and Export report their fraction (per tensor, or per chunk
+ * of the kit's weights); Generate counts tokens. */
 static void
 run_job_fraction_cb (DcTrainPage *self)
 {
-  if (self->job_cancellable == NULL || self->job_pulse_id != 0 || self->job_tokens > 0)
+  if (self->job_cancellable == NULL || self->job_tokens > 0)
     return;
   gtk_progress_bar_set_fraction (self->job_progress,
                                  dc_training_run_get_job_fraction (self->run));
 }
 
-static gboolean
-job_pulse_cb (gpointer user_data)
-{
-  gtk_progress_bar_pulse (DC_TRAIN_PAGE (user_data)->job_progress);
-  return G_SOURCE_CONTINUE;
-}
-
-/* A job begins: the bar says what runs; @pulse when its length is unknown.
+/* A job begins: the bar says what runs.
  * Returns: (transfer none): the job's cancellable */
 static GCancellable *
 begin_job (DcTrainPage *self,
-           const char  *what,
-           gboolean     pulse)
+           const char  *what)
 {
   g_assert (self->job_cancellable == NULL);
 
   self->job_cancellable = g_cancellable_new ();
   gtk_progress_bar_set_text (self->job_progress, what);
   gtk_progress_bar_set_fraction (self->job_progress, 0.0);
-  /* Why 100 ms: a steady pulse that costs nothing next to the work. */
-  if (pulse)
-    self->job_pulse_id = g_timeout_add (100, job_pulse_cb, self);
   gtk_revealer_set_reveal_child (self->job_revealer, TRUE);
   update_actions (self);
   return self->job_cancellable;
@@ -596,7 +585,6 @@ release_application (DcTrainPage *self)
 static void
 end_job (DcTrainPage *self)
 {
-  g_clear_handle_id (&self->job_pulse_id, g_source_remove);
   g_clear_object (&self->job_cancellable);
   self->job_tokens = 0;
   gtk_revealer_set_reveal_child (self->job_revealer, FALSE);
@@ -1059,7 +1047,7 @@ generate_action (GtkWidget  *widget,
   self->job_tokens = gtk_spin_button_get_value_as_int (self->tokens_spin);
   gtk_label_set_label (self->generated_label, "");
   self->generated = g_byte_array_new ();
-  cancellable = begin_job (self, _("Generating…"), FALSE);
+  cancellable = begin_job (self, _("Generating…"));
   dc_training_run_generate_async (self->run,
                                   gtk_editable_get_text (GTK_EDITABLE (self->prompt_row)),
                                   self->job_tokens,
@@ -1124,7 +1112,7 @@ save_checkpoint_to_action (GtkWidget  *widget,
 
   if (self->job_cancellable != NULL)
     return;
-  cancellable = begin_job (self, _("Saving the checkpoint…"), FALSE);
+  cancellable = begin_job (self, _("Saving the checkpoint…"));
   hold_application (self);
   dc_training_run_save_checkpoint_async (self->run, g_variant_get_string (parameter, NULL),
                                          cancellable, save_checkpoint_cb, g_object_ref (self));
@@ -1173,7 +1161,7 @@ load_checkpoint_from_action (GtkWidget  *widget,
 
   if (self->job_cancellable != NULL)
     return;
-  cancellable = begin_job (self, _("Loading the checkpoint…"), FALSE);
+  cancellable = begin_job (self, _("Loading the checkpoint…"));
   dc_training_run_load_checkpoint_async (self->run, g_variant_get_string (parameter, NULL),
                                          cancellable, load_checkpoint_cb, g_object_ref (self));
 }
@@ -1203,7 +1191,7 @@ export_hf_to_action (GtkWidget  *widget,
 
   if (self->job_cancellable != NULL)
     return;
-  cancellable = begin_job (self, _("Exporting the Hugging Face folder…"), TRUE);
+  cancellable = begin_job (self, _("Exporting the Hugging Face folder…"));
   hold_application (self);
   dc_training_run_export_hf_async (self->run, g_variant_get_string (parameter, NULL),
                                    cancellable, export_hf_cb, g_object_ref (self));
@@ -1234,7 +1222,7 @@ export_kit_to_action (GtkWidget  *widget,
 
   if (self->job_cancellable != NULL)
     return;
-  cancellable = begin_job (self, _("Writing the inference kit…"), TRUE);
+  cancellable = begin_job (self, _("Writing the inference kit…"));
   hold_application (self);
   dc_training_run_export_kit_async (self->run, g_variant_get_string (parameter, NULL),
                                     cancellable, export_kit_cb, g_object_ref (self));
@@ -1424,7 +1412,6 @@ dc_train_page_dispose (GObject *object)
   if (self->job_cancellable != NULL && self->held == NULL)
     g_cancellable_cancel (self->job_cancellable);
   g_clear_object (&self->job_cancellable);
-  g_clear_handle_id (&self->job_pulse_id, g_source_remove);
   g_clear_pointer (&self->generated, g_byte_array_unref);
   if (self->token_dialog != NULL)
     gtk_window_destroy (GTK_WINDOW (self->token_dialog));
