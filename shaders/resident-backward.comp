@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 /* resident-backward.comp: the non-GEMM operations of the GPT backward pass
  * (dc-gpt.c's dc_gpt_run_backward ()) on the buffers of
  * resident-forward.comp, whose quantization and GEMM operations form the
