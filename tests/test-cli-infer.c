@@ -356,6 +356,11 @@ test_hub_repo (void)
 int
 main (int argc, char **argv)
 {
+  /* The messages checked carry en dashes and curly quotes, which the CLI
+   * writes in the locale's charset: in a C locale (the Flatpak sandbox's
+   * when it lacks the build's locale) they come out as '?'. C.UTF-8 is
+   * built into glibc ≥ 2.35 and is in the sandbox (as in test-cli). */
+  g_setenv ("LC_ALL", "C.UTF-8", TRUE);
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/cli/infer/argument-checks", test_argument_checks);
