@@ -11,6 +11,7 @@
 
 #include "engine/dc-gemm.h"
 #include "engine/dc-quant-simd-private.h"
+#include "engine/dc-test-break.h"
 
 static float
 bits_float (guint32 u)
@@ -443,6 +444,41 @@ test_quant_simd_gate (void)
   g_test_trap_assert_stderr ("*AVX2 quantizer failed verification*refused*");
 }
 
+/* "all" breaks the quantizer too, as it does every other gated kernel;
+ * a longer name that merely contains "quant-avx2" does not. */
+static void
+test_quant_simd_gate_all (void)
+{
+  if (!__builtin_cpu_supports ("avx2"))
+    {
+      g_test_skip ("no AVX2 on this CPU");
+      return;
+    }
+  if (g_test_subprocess ())
+    {
+      g_setenv ("DC_TEST_BREAK_KERNEL", "avx512-vnni,all", TRUE);
+      g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "scalar");
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*AVX2 quantizer failed verification*refused*");
+}
+
+/* The one reader every gate uses: whole names in a comma list, or "all". */
+static void
+test_break_matches (void)
+{
+  g_assert_false (dc_test_break_matches (NULL, "quant-avx2"));
+  g_assert_false (dc_test_break_matches ("", "quant-avx2"));
+  g_assert_true (dc_test_break_matches ("all", "quant-avx2"));
+  g_assert_true (dc_test_break_matches ("adam,all", "softmax"));
+  g_assert_true (dc_test_break_matches ("adam,quant-avx2", "quant-avx2"));
+  g_assert_false (dc_test_break_matches ("adam,quant-avx2", "avx2"));
+  g_assert_false (dc_test_break_matches ("quant-avx2-extra", "quant-avx2"));
+  g_assert_false (dc_test_break_matches ("allx", "quant-avx2"));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -460,6 +496,8 @@ main (int    argc,
   g_test_add_func ("/dc/engine/quant/simd-random", test_quant_simd_random);
   g_test_add_func ("/dc/engine/quant/simd-not-finite", test_quant_simd_not_finite);
   g_test_add_func ("/dc/engine/quant/simd-gate", test_quant_simd_gate);
+  g_test_add_func ("/dc/engine/quant/simd-gate-all", test_quant_simd_gate_all);
+  g_test_add_func ("/dc/engine/quant/break-matches", test_break_matches);
   g_test_add_func ("/dc/engine/quant/matrix-new-limits", test_matrix_new_limits);
   g_test_add_func ("/dc/engine/quant/check-refuses-minus-128", test_check_refuses_minus_128);
   g_test_add_func ("/dc/engine/gemm/epilogue", test_epilogue);

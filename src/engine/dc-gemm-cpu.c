@@ -46,6 +46,7 @@
 #include "dc-gemm-cpu.h"
 #include "dc-gemm-private.h"
 #include "dc-parallel.h"
+#include "dc-test-break.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -1301,25 +1302,22 @@ kernel_for (DcGemmIsa isa,
 
 /* For the gate's tests only: DC_TEST_BREAK_KERNEL=name[,name…] or "all"
  * makes the named SIMD kernels corrupt one value of every tile, so that the
- * gate must catch each of them. Read once per process. */
+ * gate must catch each of them. Read once per process: this is asked for
+ * every product, and the tests that set it do so in a subprocess. */
 static gboolean
 kernel_broken_for_test (const Kernel *kernel)
 {
   static gsize read = 0;
-  static char **names = NULL;
+  static char *spec = NULL;
 
   if (g_once_init_enter (&read))
     {
-      const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
-
-      if (env != NULL && *env != '\0')
-        names = g_strsplit (env, ",", -1);
+      spec = g_strdup (g_getenv ("DC_TEST_BREAK_KERNEL"));
       g_once_init_leave (&read, 1);
     }
-  if (names == NULL || g_str_equal (kernel->name, "scalar"))
+  if (g_str_equal (kernel->name, "scalar"))
     return FALSE;
-  return g_strv_contains ((const char * const *) names, "all") ||
-         g_strv_contains ((const char * const *) names, kernel->name);
+  return dc_test_break_matches (spec, kernel->name);
 }
 
 typedef struct

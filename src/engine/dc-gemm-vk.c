@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "dc-shader-params.h"
+#include "dc-test-break.h"
 #include "dc-vk-context.h"
 
 typedef struct
@@ -197,15 +198,7 @@ round_up (gsize x,
 static gboolean
 variant_broken_for_test (const Variant *variant)
 {
-  const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
-  g_auto(GStrv) names = NULL;
-
-  if (env == NULL || *env == '\0')
-    return FALSE;
-  if (g_str_equal (env, "all"))
-    return TRUE;
-  names = g_strsplit (env, ",", -1);
-  return g_strv_contains ((const char * const *) names, variant->name);
+  return dc_test_break_kernel (variant->name);
 }
 
 /* Uploads, dispatches and reads back. out is (M, N): int32 or f32 bits. */

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "engine/dc-vk-context.h"
+#include "engine/dc-test-break.h"
 #include "dc-model-error.h"
 
 /* Mirrors the Scalars block of shaders/adam.comp (std430: nine uint32). */
@@ -79,15 +80,7 @@ struct _DcGptVkStep
 gboolean
 _dc_gpt_vk_kernel_broken (const char *name)
 {
-  const char *env = g_getenv ("DC_TEST_BREAK_KERNEL");
-  g_auto(GStrv) names = NULL;
-
-  if (env == NULL || *env == '\0')
-    return FALSE;
-  if (g_str_equal (env, "all"))
-    return TRUE;
-  names = g_strsplit (env, ",", -1);
-  return g_strv_contains ((const char * const *) names, name);
+  return dc_test_break_kernel (name);
 }
 
 guint64
