@@ -198,9 +198,18 @@ m['runtime'], m['sdk'], m['runtime-version'] = platform, sdk, branch
 # no appstream-compose, which flatpak-builder runs at the end.
 sdk_bin = os.path.join(os.environ['FLATPAK_USER_DIR'], 'runtime', sdk, 'x86_64', branch,
                        'active', 'files', 'bin')
+# One exported before librsvg2-common was has no SVG loader for gdk-pixbuf,
+# and appstream-compose stops at the icon ("Failed to load icon"), after
+# the tests and before the app is installed.
+svg_loader = os.path.join(os.path.dirname(sdk_bin), 'lib', 'x86_64-linux-gnu', 'gdk-pixbuf-2.0',
+                          '2.10.0', 'loaders', 'libpixbufloader-svg.so')
 if os.path.isdir(sdk_bin) and not os.path.exists(os.path.join(sdk_bin, 'appstream-compose')):
     m['appstream-compose'] = False
     print('flatpak-standin: the stand-in SDK has no appstream-compose: skipped', file=sys.stderr)
+elif os.path.isdir(sdk_bin) and not os.path.exists(svg_loader):
+    m['appstream-compose'] = False
+    print('flatpak-standin: the stand-in SDK has no SVG loader for gdk-pixbuf (librsvg2-common:'
+          ' run the rootfs and runtime stages again): appstream-compose skipped', file=sys.stderr)
 git = dict(pair.split('=', 1) for pair in os.environ.get('DC_STANDIN_GIT', '').split())
 urls = dict(pair.split('=', 1) for pair in os.environ.get('DC_STANDIN_URLS', '').split())
 github_tag = re.compile(r'^(https://github\.com/[^/]+/([^/]+))/archive/refs/tags/([^/]+)\.tar\.gz$')
