@@ -32,13 +32,16 @@
 #   DC_STANDIN_MANIFEST manifest in flatpak/ (default the .Devel one)
 #   DC_STANDIN_MIRROR   Debian mirror (default http://deb.debian.org/debian)
 #   DC_STANDIN_GIT      space-separated URL=PATH pairs: a local git mirror for
-#                       a git source's URL (the same pinned commit is built)
+#                       a git source's URL (the same pinned commit is built),
+#                       or for the repository of a GitHub tag tarball
+#                       (https://github.com/O/R.git=PATH: the tarball is made
+#                       from it as GitHub makes it; the pinned sha256 is
+#                       checked), as for snappy
 #   DC_STANDIN_URLS     space-separated URL=URL pairs: where an archive can be
 #                       fetched here (the pinned sha256 is still checked);
 #                       default: MPFR's tarball from Debian's pool, the same file
-#                       A source with neither is replaced by Debian 12's source
-#                       package of the module's name (a different version,
-#                       said in the log)
+#                       A source with neither is left as it is: flatpak-builder
+#                       downloads it (where there is internet) or stops
 #   DC_STANDIN_JOBS     flatpak-builder --jobs (default: the CPU count)
 #   DC_STANDIN_BUILDER_ARGS  more flatpak-builder options (--disable-tests
 #                       installs the app even when a test fails)
@@ -186,7 +189,7 @@ stage_manifest () {
   mkdir -p "$work/sources"
   python3 - "$manifest" "$work/standin.json" "$repo" "$work/sources" \
     "$standin_platform" "$standin_sdk" "$branch" "$mirror" <<'EOF'
-import json, os, subprocess, sys, tempfile
+import json, os, re, subprocess, sys
 src, dst, repo, sources, platform, sdk, branch, mirror = sys.argv[1:]
 with open(src, encoding='utf-8') as f:
     m = json.load(f)
@@ -195,35 +198,43 @@ m['runtime'], m['sdk'], m['runtime-version'] = platform, sdk, branch
 # no appstream-compose, which flatpak-builder runs at the end.
 sdk_bin = os.path.join(os.environ['FLATPAK_USER_DIR'], 'runtime', sdk, 'x86_64', branch,
                        'active', 'files', 'bin')
+# One exported before librsvg2-common was has no SVG loader for gdk-pixbuf,
+# and appstream-compose stops at the icon ("Failed to load icon"), after
+# the tests and before the app is installed.
+svg_loader = os.path.join(os.path.dirname(sdk_bin), 'lib', 'x86_64-linux-gnu', 'gdk-pixbuf-2.0',
+                          '2.10.0', 'loaders', 'libpixbufloader-svg.so')
 if os.path.isdir(sdk_bin) and not os.path.exists(os.path.join(sdk_bin, 'appstream-compose')):
     m['appstream-compose'] = False
     print('flatpak-standin: the stand-in SDK has no appstream-compose: skipped', file=sys.stderr)
+elif os.path.isdir(sdk_bin) and not os.path.exists(svg_loader):
+    m['appstream-compose'] = False
+    print('flatpak-standin: the stand-in SDK has no SVG loader for gdk-pixbuf (librsvg2-common:'
+          ' run the rootfs and runtime stages again): appstream-compose skipped', file=sys.stderr)
 git = dict(pair.split('=', 1) for pair in os.environ.get('DC_STANDIN_GIT', '').split())
 urls = dict(pair.split('=', 1) for pair in os.environ.get('DC_STANDIN_URLS', '').split())
-# Debian's source package where its name differs from the module's.
-debian_names = {'mpfr': 'mpfr4'}
+github_tag = re.compile(r'^(https://github\.com/[^/]+/([^/]+))/archive/refs/tags/([^/]+)\.tar\.gz$')
 
-def debian_source(module):
-    """Debian 12's source package for MODULE, unpacked, as a `dir` source."""
-    name = debian_names.get(module, module)
-    out = os.path.join(sources, name)
-    if not os.path.isdir(out):
-        lists = tempfile.mkdtemp(dir=sources)
-        with open(os.path.join(lists, 'sources.list'), 'w') as f:
-            f.write('deb-src %s bookworm main\n' % mirror)
-        opts = ['-o', 'Dir::Etc::SourceList=' + os.path.join(lists, 'sources.list'),
-                '-o', 'Dir::Etc::SourceParts=/dev/null',
-                '-o', 'Dir::State::Lists=' + lists]
-        subprocess.run(['apt-get', '-q'] + opts + ['update'], check=True)
-        subprocess.run(['apt-get', '-q', '--download-only'] + opts + ['source', name],
-                       check=True, cwd=lists)
-        orig = [f for f in os.listdir(lists) if '.orig.tar.' in f]
-        os.makedirs(out)
-        subprocess.run(['tar', '-xf', os.path.join(lists, orig[0]), '-C', out,
-                        '--strip-components=1'], check=True)
-        print('flatpak-standin: %s: Debian source %s instead of the pinned revision'
-              % (name, orig[0]), file=sys.stderr)
-    return {'type': 'dir', 'path': out}
+def github_tarball(module, url):
+    """A GitHub tag tarball made here from a local mirror of its repository,
+    as a file:// URL, or None. GitHub makes them as `git archive --format=tar
+    --prefix=REPO-TAG/ TAG | gzip -n` does (same bytes: snappy 1.2.2's
+    sha256 was checked so); flatpak-builder still checks the pinned sha256."""
+    found = github_tag.match(url)
+    if not found or found.group(1) + '.git' not in git:
+        return None
+    mirror_dir, name, tag = git[found.group(1) + '.git'], found.group(2), found.group(3)
+    out = os.path.join(sources, '%s-%s.tar.gz' % (name, tag))
+    with open(out + '.part', 'wb') as f:
+        archive = subprocess.Popen(['git', '-C', mirror_dir, 'archive', '--format=tar',
+                                    '--prefix=%s-%s/' % (name, tag), tag],
+                                   stdout=subprocess.PIPE)
+        subprocess.run(['gzip', '-n'], stdin=archive.stdout, stdout=f, check=True)
+        if archive.wait() != 0:
+            sys.exit('flatpak-standin: %s: git archive %s in %s failed' % (module, tag, mirror_dir))
+    os.replace(out + '.part', out)
+    print('flatpak-standin: %s: %s made from the local mirror %s' % (module, url, mirror_dir),
+          file=sys.stderr)
+    return 'file://' + out
 
 for module in m['modules']:
     new = []
@@ -234,8 +245,13 @@ for module in m['modules']:
             s = dict(s, url='file://' + os.path.abspath(git[s['url']]))
         elif s.get('type') in ('archive', 'file') and s.get('url') in urls:
             s = dict(s, url=urls[s['url']])
-        elif s.get('type') in ('git', 'archive', 'file'):
-            s = debian_source(module['name'])
+        elif s.get('type') == 'archive' and (local := github_tarball(module['name'], s['url'])):
+            s = dict(s, url=local)
+        elif 'url' in s:
+            # Left as it is: flatpak-builder fetches it, or says it cannot.
+            print('flatpak-standin: %s: no local copy of %s (DC_STANDIN_GIT, DC_STANDIN_URLS):'
+                  ' flatpak-builder will download it' % (module['name'], s['url']),
+                  file=sys.stderr)
         new.append(s)
     module['sources'] = new
 with open(dst, 'w', encoding='utf-8') as f:

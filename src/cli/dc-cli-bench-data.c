@@ -13,6 +13,9 @@
 
 #include "config.h"
 
+/* PRId64 and PRIu64 in translatable strings: xgettext knows them, not
+ * GLib's G_GINT64_FORMAT (the msgid would end at the "%"). */
+#include <inttypes.h>
 #include <glib/gi18n.h>
 
 #include "dc-cli.h"
@@ -203,7 +206,7 @@ bench_file (DcCliOptions  *options,
     }
   else
     {
-      g_print (_("%s: %" G_GINT64_FORMAT " rows, %.1f MB of text: %.1f MB/s"), path, count.rows,
+      g_print (_("%s: %" PRId64 " rows, %.1f MB of text: %.1f MB/s"), path, count.rows,
                count.bytes / 1e6, mb_per_s);
       if (wasm != NULL)
         g_print (_("; parquet-wasm %s: %.1f MB/s (ratio %.2f×)\n"),

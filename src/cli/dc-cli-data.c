@@ -10,6 +10,9 @@
 
 #include "config.h"
 
+/* PRId64 and PRIu64 in translatable strings: xgettext knows them, not
+ * GLib's G_GINT64_FORMAT (the msgid would end at the "%"). */
+#include <inttypes.h>
 #include <glib/gi18n.h>
 
 #include "dc-cli.h"
@@ -164,8 +167,8 @@ dc_cli_data_read_run (const DcCliCommand  *command,
     }
   else
     {
-      g_print (_("rows: %" G_GINT64_FORMAT "\n"), summary.rows);
-      g_print (_("bytes: %" G_GUINT64_FORMAT "\n"), summary.bytes);
+      g_print (_("rows: %" PRId64 "\n"), summary.rows);
+      g_print (_("bytes: %" PRIu64 "\n"), summary.bytes);
       g_print (_("first: %s\n"), summary.first != NULL ? summary.first->str : "(none)");
       g_print (_("last: %s\n"), summary.last != NULL ? summary.last->str : "(none)");
     }

@@ -12,6 +12,9 @@
 
 #include <stdio.h>
 #include <unistd.h>
+/* PRId64 and PRIu64 in translatable strings: xgettext knows them, not
+ * GLib's G_GINT64_FORMAT (the msgid would end at the "%"). */
+#include <inttypes.h>
 #include <glib/gi18n.h>
 #include <glib-unix.h>
 
@@ -346,10 +349,10 @@ ring_server_event_cb (DcRingServer *server,
   else if (g_str_equal (kind, "turn-ended"))
     g_print ("\n");
   else if (g_str_equal (kind, "loaded"))
-    g_printerr (_("daisychain-cli: my slice of %s is loaded (%" G_GUINT64_FORMAT
+    g_printerr (_("daisychain-cli: my slice of %s is loaded (%" PRIu64
                   " bytes downloaded)\n"), detail, value);
   else if (g_str_equal (kind, "from-head"))
-    g_printerr (_("daisychain-cli: %" G_GUINT64_FORMAT " bytes of my slice came from the "
+    g_printerr (_("daisychain-cli: %" PRIu64 " bytes of my slice came from the "
                   "cache of the head “%s”\n"), value, detail);
   else if (g_str_equal (kind, "assigned"))
     g_printerr (_("daisychain-cli: the head gives this device %s\n"), detail);

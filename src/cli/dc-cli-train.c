@@ -6,6 +6,9 @@
 
 #include "config.h"
 
+/* PRId64 and PRIu64 in translatable strings: xgettext knows them, not
+ * GLib's G_GINT64_FORMAT (the msgid would end at the "%"). */
+#include <inttypes.h>
 #include <glib/gi18n.h>
 
 #include "dc-cli.h"
@@ -114,7 +117,7 @@ print_plan (DcCliOptions      *options,
       g_autofree char *need = g_format_size (m->total_bytes);
       g_autofree char *have = g_format_size (plan->available);
 
-      g_print (_("width %u, sequence %u, %u layers, %u heads: %" G_GUINT64_FORMAT
+      g_print (_("width %u, sequence %u, %u layers, %u heads: %" PRIu64
                  " parameters\n"), plan->config.width, plan->config.seq, plan->config.n_layer,
                plan->config.n_head, m->n_params);
       g_print (_("memory at batch %u: %s (available: %s)%s\n"), plan->settings.batch, need,
@@ -407,6 +410,6 @@ dc_cli_train_run (const DcCliCommand  *command,
       dc_cli_print_json (builder);
     }
   else if (out != NULL)
-    g_print (_("Saved %s at step %" G_GUINT64_FORMAT "\n"), out, model->step);
+    g_print (_("Saved %s at step %" PRIu64 "\n"), out, model->step);
   return DC_CLI_EXIT_OK;
 }
