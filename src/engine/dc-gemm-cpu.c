@@ -2,8 +2,9 @@
  *
  * a is (M, K) int8 and b is (N, K) int8, both K-contiguous ("vectors"); the
  * output is (M, N) row-major. The output is cut into a grid of tiles
- * (TILE_M × TILE_N, smaller for products with few of them: choose_tiles,
- * from the shape alone), and each tile is computed whole by one thread, with
+ * (TILE_M × TILE_N, PACKED_TILE_M × PACKED_TILE_N for the packed VNNI
+ * kernel, smaller for products with few of them: choose_tiles), and each
+ * tile is computed whole by one thread, with
  * the same kernel and the same order of additions whichever thread it is:
  * the threads (the caller plus helpers of the engine's pool, dc-parallel.h) claim
  * tiles from an atomic counter, so a thread slowed down by other programs
@@ -27,8 +28,9 @@
  *   arithmetic is exact. Three kernels: products of at most SKINNY_M rows
  *   (decode) read B once, in address order; larger ones with K ≤
  *   PACKED_MAX_K, or at least PACKED_MIN_M rows, repack B into 16-vector
- *   panels and broadcast A (no horizontal sums); the rest use 4 × 4
- *   register blocks of dot products.
+ *   panels and broadcast A (no horizontal sums; K in steps of PACKED_KQ
+ *   quads, the partial sums kept in the output between steps); the rest use
+ *   4 × 4 register blocks of dot products.
  * - NEON (aarch64): vmull_s8 gives exact int16 products (|p| ≤ 16129) and
  *   vpadalq_s16 adds their pairs into int32 lanes. NEON is part of the
  *   aarch64 baseline. It was compile-checked with clang for aarch64 but has
