@@ -591,6 +591,45 @@ test_few_tile_shapes (void)
     }
 }
 
+/* The packed VNNI kernel's K steps (64 quads) and its 128 × 128 tiles
+ * (issue 14): K of one step exactly, one step and a byte, three steps with
+ * a partial quad; M past a tile with a ragged 8-row block; N past a panel
+ * pair and a tile; and A's row sums, now computed in chunks beside B's
+ * repack, over several chunks. Every ISA and thread count against the
+ * reference. */
+static void
+test_packed_k_steps (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (29);
+  static const gsize shapes[][3] = {
+    { 256, 33, 256 }, { 259, 129, 257 }, { 300, 161, 771 }, { 517, 100, 1030 },
+  };
+
+  for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      g_autoptr(DcQuantMatrix) a = random_matrix (rand, shapes[s][0], shapes[s][2]);
+      g_autoptr(DcQuantMatrix) b = random_matrix (rand, shapes[s][1], shapes[s][2]);
+
+      /* ±127 in the last rows and columns: the largest partial sums carried
+       * from one K step to the next. */
+      for (gsize i = (shapes[s][0] - 3) * shapes[s][2]; i < shapes[s][0] * shapes[s][2]; i++)
+        a->q[i] = i % 2 ? 127 : -127;
+      for (gsize i = (shapes[s][1] - 2) * shapes[s][2]; i < shapes[s][1] * shapes[s][2]; i++)
+        b->q[i] = -127;
+      check_all_paths (a, b);
+      /* 16 threads, more than this machine may have: more tiles in flight. */
+      {
+        const gsize M = shapes[s][0], N = shapes[s][1];
+        g_autofree gint32 *ref = g_new (gint32, M * N);
+        g_autofree gint32 *acc = g_new (gint32, M * N);
+
+        dc_gemm_reference_i32 (a, b, ref);
+        dc_gemm_cpu_i32 (a, b, acc, dc_gemm_isa_best (), 16);
+        g_assert_cmpmem (acc, M * N * sizeof *acc, ref, M * N * sizeof *ref);
+      }
+    }
+}
+
 /* Quantized vectors start on a cache line: the VNNI kernels' 64-byte loads
  * from malloc's 16-byte alignment straddled two lines each. */
 static void
@@ -661,6 +700,7 @@ main (int    argc,
   g_test_add_func ("/dc/engine/gemm/cpu/run-packed", test_run_packed);
   g_test_add_func ("/dc/engine/gemm/cpu/operands-aligned", test_operands_aligned);
   g_test_add_func ("/dc/engine/gemm/cpu/few-tile-shapes", test_few_tile_shapes);
+  g_test_add_func ("/dc/engine/gemm/cpu/packed-k-steps", test_packed_k_steps);
   g_test_add_func ("/dc/engine/gemm/cpu/skinny-and-prefill-shapes", test_skinny_and_prefill_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/edge-shapes", test_edge_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/random-shapes", test_random_shapes);

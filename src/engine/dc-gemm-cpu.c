@@ -2,8 +2,9 @@
  *
  * a is (M, K) int8 and b is (N, K) int8, both K-contiguous ("vectors"); the
  * output is (M, N) row-major. The output is cut into a grid of tiles
- * (TILE_M × TILE_N, smaller for products with few of them: choose_tiles,
- * from the shape alone), and each tile is computed whole by one thread, with
+ * (TILE_M × TILE_N, PACKED_TILE_M × PACKED_TILE_N for the packed VNNI
+ * kernel, smaller for products with few of them: choose_tiles), and each
+ * tile is computed whole by one thread, with
  * the same kernel and the same order of additions whichever thread it is:
  * the threads (the caller plus helpers of the engine's pool, dc-parallel.h) claim
  * tiles from an atomic counter, so a thread slowed down by other programs
@@ -27,8 +28,9 @@
  *   arithmetic is exact. Three kernels: products of at most SKINNY_M rows
  *   (decode) read B once, in address order; larger ones with K ≤
  *   PACKED_MAX_K, or at least PACKED_MIN_M rows, repack B into 16-vector
- *   panels and broadcast A (no horizontal sums); the rest use 4 × 4
- *   register blocks of dot products.
+ *   panels and broadcast A (no horizontal sums; K in steps of PACKED_KQ
+ *   quads, the partial sums kept in the output between steps); the rest use
+ *   4 × 4 register blocks of dot products.
  * - NEON (aarch64): vmull_s8 gives exact int16 products (|p| ≤ 16129) and
  *   vpadalq_s16 adds their pairs into int32 lanes. NEON is part of the
  *   aarch64 baseline. It was compile-checked with clang for aarch64 but has
@@ -48,6 +50,7 @@
 #include "dc-parallel.h"
 #include "dc-test-break.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +68,18 @@
  * (1024³ went from ~95 to ~106 GOPS on one core). */
 #define TILE_M 32
 #define TILE_N 64
+
+/* The packed VNNI kernel's tiles are larger: it blocks K itself (PACKED_KQ),
+ * so a tile's rows need not fit L1, and each tile reads its A rows and B
+ * columns from L2 or L3 once. 128 × 128 at K = 1024 reads 256 KiB per 16 M
+ * multiply-adds; the 32 × 64 tiles read 96 KiB per 2 M, 2.7 times the
+ * traffic per product, which is what 16 threads sharing one L3 ran out of
+ * at 1024³ (docs/BENCHMARKS.md, issue 14). choose_tiles still halves them
+ * down to the small sizes for products with few tiles. */
+#define PACKED_TILE_M 128
+#define PACKED_TILE_N 128
+#define MAX_TILE_M MAX (TILE_M, PACKED_TILE_M)
+#define MAX_TILE_N MAX (TILE_N, PACKED_TILE_N)
 
 /* Products of at most this many rows are "skinny" (a decode step: one row
  * per sequence, a few sequences): they stream B once and read it in address
@@ -144,7 +159,7 @@ dc_gemm_isa_supported (DcGemmIsa isa)
  * wrong kernel must cost speed, not bits. The shapes reach every kernel of
  * the ISA (VNNI: skinny for M ≤ SKINNY_M, packed for K ≤ PACKED_MAX_K or
  * M ≥ PACKED_MIN_M, the dot-product blocks for the rest) with K tails and
- * ragged M and N; one failing
+ * ragged M and N, and the packed kernel over three K steps; one failing
  * kernel refuses the whole ISA.
  * DC_TEST_BREAK_KERNEL (see kernel_broken_for_test) breaks kernels on
  * purpose, for the tests of this gate only. */
@@ -154,6 +169,8 @@ isa_verify (DcGemmIsa isa)
   static const gsize shapes[][3] = {
     { 1, 1, 1 }, { 3, 5, 31 }, { 2, 4, 32 }, { 5, 7, 65 }, { 67, 65, 97 }, { 2, 9, 300 },
     { 4, 8, 16 }, { 3, 9, 48 }, { 8, 13, 130 }, { 9, 6, 64 }, { 12, 37, 301 }, { 257, 9, 301 },
+    /* The packed kernel's first, middle and last K step (PACKED_KQ). */
+    { 257, 9, 601 },
   };
   guint64 state = 0x9e3779b97f4a7c15u;
 
@@ -931,19 +948,41 @@ pack_b_panels_vnni (const DcQuantMatrix *b,
 
 typedef struct
 {
+  const DcQuantMatrix *a;
   const DcQuantMatrix *b;
   guint8              *packed;
+  gint32              *row_sum;
+  gsize                pack_chunks;   /* chunks [0, pack_chunks) repack B */
+  gsize                panels_per_chunk;
+  gsize                rows_per_chunk;
 } PackBJob;
 
+/* One chunk of the preparation: a run of B's panels, or a run of A's row
+ * sums (the chunks after the repack's), so that both share one call of the
+ * pool instead of the row sums running on the caller alone. */
 static void
-pack_b_chunk (gsize    p0,
-              gsize    p1,
+pack_b_chunk (gsize    c0,
+              gsize    c1,
               guint    worker,
               gpointer data)
 {
   PackBJob *job = data;
 
-  pack_b_panels_vnni (job->b, job->packed, p0, p1);
+  for (gsize c = c0; c < c1; c++)
+    if (c < job->pack_chunks)
+      {
+        const gsize p0 = c * job->panels_per_chunk;
+
+        pack_b_panels_vnni (job->b, job->packed, p0,
+                            MIN (p0 + job->panels_per_chunk, (job->b->n_vectors + 31) / 32 * 2));
+      }
+    else
+      {
+        const gsize r0 = (c - job->pack_chunks) * job->rows_per_chunk;
+        const gsize r1 = MIN (r0 + job->rows_per_chunk, job->a->n_vectors);
+
+        row_sums_vnni (job->a->q + r0 * job->a->k, r1 - r0, job->a->k, job->row_sum + r0);
+      }
 }
 
 /* Bytes of packed panels per chunk of a parallel repack (each panel is
@@ -974,12 +1013,15 @@ pack_buffer_free (gpointer data)
 
 static GPrivate pack_buffer_key = G_PRIVATE_INIT (pack_buffer_free);
 
-/* B repacked for the packed kernel, on up to @n_threads threads of the
- * pool (at 1024³ and 16 threads the serial repack took as long as the
- * product), into the calling thread's buffer. Returns it (owned by the
- * thread: not to be freed), or NULL without memory. */
+/* B repacked for the packed kernel, and A's row sums into @row_sum, on up
+ * to @n_threads threads of the pool (at 1024³ and 16 threads the serial
+ * repack took as long as the product), B into the calling thread's buffer.
+ * Returns it (owned by the thread: not to be freed), or NULL without memory
+ * (then @row_sum is not filled). */
 static guint8 *
-pack_b_vnni (const DcQuantMatrix *b,
+pack_b_vnni (const DcQuantMatrix *a,
+             const DcQuantMatrix *b,
+             gint32              *row_sum,
              guint                n_threads)
 {
   const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4, n32 = (N + 31) / 32 * 32;
@@ -987,6 +1029,7 @@ pack_b_vnni (const DcQuantMatrix *b,
   PackBuffer *buffer = g_private_get (&pack_buffer_key);
   guint8 *packed = NULL;
   PackBJob job;
+  gsize sum_chunks;
 
   if (buffer == NULL)
     {
@@ -1004,15 +1047,25 @@ pack_b_vnni (const DcQuantMatrix *b,
       buffer->size = size;
     }
   packed = buffer->data;
+  job.a = a;
   job.b = b;
   job.packed = packed;
-  dc_parallel_for (n32 * k4 * 4 >= 2 * PACK_B_CHUNK_BYTES ? n_threads : 1, n32 / 16,
-                   MAX (PACK_B_CHUNK_BYTES / (k4 * 64), 1), pack_b_chunk, &job);
+  job.row_sum = row_sum;
+  job.panels_per_chunk = MAX (PACK_B_CHUNK_BYTES / (k4 * 64), 1);
+  job.pack_chunks = (n32 / 16 + job.panels_per_chunk - 1) / job.panels_per_chunk;
+  /* Row sums read A once: chunks of about the same number of bytes. */
+  job.rows_per_chunk = MAX (PACK_B_CHUNK_BYTES / MAX (a->k, 1), 1);
+  sum_chunks = (a->n_vectors + job.rows_per_chunk - 1) / job.rows_per_chunk;
+  dc_parallel_for (size + a->n_vectors * a->k >= 2 * PACK_B_CHUNK_BYTES ? n_threads : 1,
+                   job.pack_chunks + sum_chunks, 1, pack_b_chunk, &job);
   return packed;
 }
 
-/* R rows of A against the 32 vectors of two consecutive panels; the first
- * @cols outputs of each row are stored. */
+/* R rows of A against the 32 vectors of two consecutive panels, over quads
+ * [q0, q1) of K: the first K step starts from zero, later ones from the
+ * partial sums stored in @out by the step before; the last one subtracts
+ * the correction. Only the first @cols outputs of each row are loaded and
+ * stored. Integer sums in any grouping: the same bits (file header). */
 VNNI_TARGET static inline __attribute__ ((always_inline)) void
 block_packed_vnni (const int     R,
                    const gint8  *a0,
@@ -1020,6 +1073,8 @@ block_packed_vnni (const int     R,
                    const guint8 *panels,
                    const gint32 *a_sum,
                    int           cols,
+                   gsize         q0,
+                   gsize         q1,
                    gint32       *out,
                    gsize         ld_out)
 {
@@ -1030,40 +1085,159 @@ block_packed_vnni (const int     R,
                                        : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
   __m512i acc[PACKED_R][2];
 
+  if (q0 == 0)
+    {
 #pragma GCC unroll 8
-  for (int r = 0; r < R; r++)
-    acc[r][0] = acc[r][1] = _mm512_setzero_si512 ();
-  for (gsize q = 0; q < k4; q++)
+      for (int r = 0; r < R; r++)
+        acc[r][0] = acc[r][1] = _mm512_setzero_si512 ();
+    }
+  else
+    {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++)
+        {
+          acc[r][0] = _mm512_maskz_loadu_epi32 (mask0, out + r * ld_out);
+          acc[r][1] = _mm512_maskz_loadu_epi32 (mask1, out + r * ld_out + 16);
+        }
+    }
+  /* Whole quads: four bytes of each row, broadcast. */
+  for (gsize q = q0; q < MIN (q1, whole); q++)
     {
       const __m512i vb0 = _mm512_load_si512 (panels + q * 64);
       const __m512i vb1 = _mm512_load_si512 (panel1 + q * 64);
-      /* Four bytes of each row (fewer in the last, partial quad). */
-      const gsize bytes = q < whole ? 4 : k - 4 * whole;
 
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++)
         {
-          gint32 x = 0;
+          gint32 x;
           __m512i va;
 
-          if (G_LIKELY (bytes == 4))
-            memcpy (&x, a0 + r * k + 4 * q, 4);
-          else
-            memcpy (&x, a0 + r * k + 4 * q, bytes);
+          memcpy (&x, a0 + r * k + 4 * q, 4);
           va = _mm512_set1_epi32 (x);
           acc[r][0] = _mm512_dpbusd_epi32 (acc[r][0], vb0, va);
           acc[r][1] = _mm512_dpbusd_epi32 (acc[r][1], vb1, va);
         }
     }
+  /* The last, partial quad: its bytes past K are 0 in A. */
+  if (q1 > whole && whole < k4)
+    {
+      const __m512i vb0 = _mm512_load_si512 (panels + whole * 64);
+      const __m512i vb1 = _mm512_load_si512 (panel1 + whole * 64);
+
+      for (int r = 0; r < R; r++)
+        {
+          gint32 x = 0;
+          __m512i va;
+
+          memcpy (&x, a0 + r * k + 4 * whole, k - 4 * whole);
+          va = _mm512_set1_epi32 (x);
+          acc[r][0] = _mm512_dpbusd_epi32 (acc[r][0], vb0, va);
+          acc[r][1] = _mm512_dpbusd_epi32 (acc[r][1], vb1, va);
+        }
+    }
+  if (q1 == k4)
+    {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++)
+        {
+          const __m512i correction = _mm512_set1_epi32 ((int) ((guint32) a_sum[r] << 7));
+
+          acc[r][0] = _mm512_sub_epi32 (acc[r][0], correction);
+          acc[r][1] = _mm512_sub_epi32 (acc[r][1], correction);
+        }
+    }
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++)
     {
-      const __m512i correction = _mm512_set1_epi32 ((int) ((guint32) a_sum[r] << 7));
-
-      _mm512_mask_storeu_epi32 (out + r * ld_out, mask0, _mm512_sub_epi32 (acc[r][0], correction));
-      _mm512_mask_storeu_epi32 (out + r * ld_out + 16, mask1,
-                                _mm512_sub_epi32 (acc[r][1], correction));
+      _mm512_mask_storeu_epi32 (out + r * ld_out, mask0, acc[r][0]);
+      _mm512_mask_storeu_epi32 (out + r * ld_out + 16, mask1, acc[r][1]);
     }
+}
+
+/* block_packed_vnni for R = PACKED_R, the block of every full 8-row step,
+ * with its 16 accumulators as named variables: GCC 12 kept the array form's
+ * accumulators moving between registers and the stack on every quad (32
+ * register copies and 2 stores per 16 vpdpbusd). The same instructions on
+ * the same values otherwise; the partial quad and the end go through
+ * block_packed_vnni's array form, outside the loop. */
+VNNI_TARGET static void
+block_packed8_vnni (const gint8  *a0,
+                    gsize         k,
+                    const guint8 *panels,
+                    const gint32 *a_sum,
+                    int           cols,
+                    gsize         q0,
+                    gsize         q1,
+                    gint32       *out,
+                    gsize         ld_out)
+{
+  const gsize k4 = (k + 3) / 4, whole = k / 4, end = MIN (q1, whole);
+  const guint8 *panel1 = panels + k4 * 64;
+  const __mmask16 mask0 = (__mmask16) (cols >= 16 ? 0xffff : (1u << cols) - 1);
+  const __mmask16 mask1 = (__mmask16) (cols >= 32 ? 0xffff
+                                       : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
+  __m512i c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
+  __m512i acc[PACKED_R][2];
+
+#define DC_ROW_INIT(R)                                                          \
+  c##R##0 = q0 == 0 ? _mm512_setzero_si512 ()                                   \
+                    : _mm512_maskz_loadu_epi32 (mask0, out + (R) * ld_out);     \
+  c##R##1 = q0 == 0 ? _mm512_setzero_si512 ()                                   \
+                    : _mm512_maskz_loadu_epi32 (mask1, out + (R) * ld_out + 16);
+  DC_ROW_INIT (0) DC_ROW_INIT (1) DC_ROW_INIT (2) DC_ROW_INIT (3)
+  DC_ROW_INIT (4) DC_ROW_INIT (5) DC_ROW_INIT (6) DC_ROW_INIT (7)
+#undef DC_ROW_INIT
+
+  for (gsize q = q0; q < end; q++)
+    {
+      const __m512i vb0 = _mm512_load_si512 (panels + q * 64);
+      const __m512i vb1 = _mm512_load_si512 (panel1 + q * 64);
+      const gint8 *x = a0 + 4 * q;
+
+#define DC_ROW_STEP(R)                                          \
+      {                                                         \
+        gint32 v;                                               \
+        __m512i va;                                             \
+                                                                \
+        memcpy (&v, x + (R) * k, 4);                            \
+        va = _mm512_set1_epi32 (v);                             \
+        c##R##0 = _mm512_dpbusd_epi32 (c##R##0, vb0, va);       \
+        c##R##1 = _mm512_dpbusd_epi32 (c##R##1, vb1, va);       \
+      }
+      DC_ROW_STEP (0) DC_ROW_STEP (1) DC_ROW_STEP (2) DC_ROW_STEP (3)
+      DC_ROW_STEP (4) DC_ROW_STEP (5) DC_ROW_STEP (6) DC_ROW_STEP (7)
+#undef DC_ROW_STEP
+    }
+
+  if (q1 <= whole)
+    {
+      /* Not the K step with the partial quad: store (or correct and store). */
+#define DC_ROW_STORE(R)                                                                    \
+      if (q1 == k4)                                                                        \
+        {                                                                                  \
+          const __m512i corr = _mm512_set1_epi32 ((int) ((guint32) a_sum[R] << 7));        \
+                                                                                           \
+          c##R##0 = _mm512_sub_epi32 (c##R##0, corr);                                      \
+          c##R##1 = _mm512_sub_epi32 (c##R##1, corr);                                      \
+        }                                                                                  \
+      _mm512_mask_storeu_epi32 (out + (R) * ld_out, mask0, c##R##0);                       \
+      _mm512_mask_storeu_epi32 (out + (R) * ld_out + 16, mask1, c##R##1);
+      DC_ROW_STORE (0) DC_ROW_STORE (1) DC_ROW_STORE (2) DC_ROW_STORE (3)
+      DC_ROW_STORE (4) DC_ROW_STORE (5) DC_ROW_STORE (6) DC_ROW_STORE (7)
+#undef DC_ROW_STORE
+      return;
+    }
+  /* The partial quad: stored partial sums, then the array form's last step. */
+  acc[0][0] = c00; acc[0][1] = c01; acc[1][0] = c10; acc[1][1] = c11;
+  acc[2][0] = c20; acc[2][1] = c21; acc[3][0] = c30; acc[3][1] = c31;
+  acc[4][0] = c40; acc[4][1] = c41; acc[5][0] = c50; acc[5][1] = c51;
+  acc[6][0] = c60; acc[6][1] = c61; acc[7][0] = c70; acc[7][1] = c71;
+  for (int r = 0; r < PACKED_R; r++)
+    {
+      _mm512_mask_storeu_epi32 (out + r * ld_out, mask0, acc[r][0]);
+      _mm512_mask_storeu_epi32 (out + r * ld_out + 16, mask1, acc[r][1]);
+    }
+  block_packed_vnni (PACKED_R, a0, k, panels, a_sum, cols, whole, q1, out, ld_out);
 }
 
 VNNI_TARGET static void
@@ -1073,11 +1247,13 @@ block_packed_vnni_any (int           rows,
                        const guint8 *panels,
                        const gint32 *a_sum,
                        int           cols,
+                       gsize         q0,
+                       gsize         q1,
                        gint32       *out,
                        gsize         ld_out)
 {
 #define CASE(R) \
-  case R: block_packed_vnni (R, a0, k, panels, a_sum, cols, out, ld_out); return;
+  case R: block_packed_vnni (R, a0, k, panels, a_sum, cols, q0, q1, out, ld_out); return;
   switch (rows)
     {
     CASE (1) CASE (2) CASE (3) CASE (4) CASE (5) CASE (6) CASE (7)
@@ -1085,6 +1261,13 @@ block_packed_vnni_any (int           rows,
     }
 #undef CASE
 }
+
+/* The packed kernel's K step, in quads: 64 quads (256 bytes) of a panel
+ * pair are 8 KiB and the 8 rows of A 2 KiB, so the pair stays in a 32 KiB
+ * L1 while every 8-row block of the tile passes over it (the tile's A slice,
+ * up to PACKED_TILE_M × 256 = 32 KiB, comes from L2). Whole K at once, as
+ * before, streamed the pair (32 KiB at K = 1024) from L2 for every block. */
+#define PACKED_KQ 64
 
 VNNI_TARGET static void
 tile_vnni_packed (const DcQuantMatrix *a,
@@ -1100,21 +1283,27 @@ tile_vnni_packed (const DcQuantMatrix *a,
 {
   const gsize K = a->k, k4 = (K + 3) / 4;
 
-  /* n0 is a multiple of the tile width, so of 32: blocks start on a panel pair. */
-  for (gsize n = n0; n < n1; n += 32)
+  for (gsize q0 = 0; q0 < k4; q0 += PACKED_KQ)
     {
-      const guint8 *panels = packed + (n / 16) * k4 * 64;
-      const int cols = (int) MIN ((gsize) 32, n1 - n);
+      const gsize q1 = MIN (q0 + PACKED_KQ, k4);
 
-      for (gsize m = m0; m < m1; m += PACKED_R)
+      /* n0 is a multiple of the tile width, so of 32: blocks start on a panel pair. */
+      for (gsize n = n0; n < n1; n += 32)
         {
-          const int rows = (int) MIN ((gsize) PACKED_R, m1 - m);
-          gint32 *o = out + (m - m0) * ld_out + (n - n0);
+          const guint8 *panels = packed + (n / 16) * k4 * 64;
+          const int cols = (int) MIN ((gsize) 32, n1 - n);
 
-          if (rows == PACKED_R)
-            block_packed_vnni (PACKED_R, a->q + m * K, K, panels, a_sum + m, cols, o, ld_out);
-          else
-            block_packed_vnni_any (rows, a->q + m * K, K, panels, a_sum + m, cols, o, ld_out);
+          for (gsize m = m0; m < m1; m += PACKED_R)
+            {
+              const int rows = (int) MIN ((gsize) PACKED_R, m1 - m);
+              gint32 *o = out + (m - m0) * ld_out + (n - n0);
+
+              if (rows == PACKED_R)
+                block_packed8_vnni (a->q + m * K, K, panels, a_sum + m, cols, q0, q1, o, ld_out);
+              else
+                block_packed_vnni_any (rows, a->q + m * K, K, panels, a_sum + m, cols, q0, q1,
+                                       o, ld_out);
+            }
         }
     }
 }
@@ -1331,8 +1520,8 @@ typedef struct
   EpilogueFunc         epilogue;
   gint32              *acc;     /* (M, N) int32 output, or NULL */
   float               *c;       /* (M, N) f32 output, or NULL */
-  gsize                tile_m;  /* ≤ TILE_M, a multiple of 8 */
-  gsize                tile_n;  /* ≤ TILE_N, a multiple of 32 */
+  gsize                tile_m;  /* ≤ MAX_TILE_M, a multiple of 8 */
+  gsize                tile_n;  /* ≤ MAX_TILE_N, a multiple of 32 */
   gsize                tiles_m;
   gsize                tiles_n;
   guint                n_threads;
@@ -1347,7 +1536,7 @@ run_tiles (gsize    first,
            gpointer data)
 {
   Job *job = data;
-  gint32 scratch[TILE_M * TILE_N];
+  gint32 scratch[MAX_TILE_M * MAX_TILE_N];
 
   for (gsize t = first; t < end; t++)
     {
@@ -1392,14 +1581,46 @@ run_tiles (gsize    first,
  * split along K, its size cannot change a bit either. */
 #define MIN_TILES 64
 
+/* DC_GEMM_TILE=MxN (M a multiple of 8 up to MAX_TILE_M, N of 32 up to
+ * MAX_TILE_N) sets the largest tile, for measuring tile sizes against each
+ * other on one machine; tiles never change a bit. Read once per process. */
+static void
+tile_size_for_test (gsize *tile_m,
+                    gsize *tile_n)
+{
+  static gsize read = 0;
+  static gsize m = 0, n = 0;
+
+  if (g_once_init_enter (&read))
+    {
+      const char *env = g_getenv ("DC_GEMM_TILE");
+      unsigned tm = 0, tn = 0;
+
+      if (env != NULL && sscanf (env, "%ux%u", &tm, &tn) == 2 && tm >= 8 && tm % 8 == 0 &&
+          tm <= MAX_TILE_M && tn >= 32 && tn % 32 == 0 && tn <= MAX_TILE_N)
+        {
+          m = tm;
+          n = tn;
+        }
+      g_once_init_leave (&read, 1);
+    }
+  if (m != 0)
+    {
+      *tile_m = m;
+      *tile_n = n;
+    }
+}
+
 static void
 choose_tiles (Job *job)
 {
   const gsize M = job->a->n_vectors, N = job->b->n_vectors;
   const double macs = (double) M * N * job->a->k;
+  const gboolean packed = job->packed != NULL;
 
-  job->tile_m = TILE_M;
-  job->tile_n = TILE_N;
+  job->tile_m = packed ? PACKED_TILE_M : TILE_M;
+  job->tile_n = packed ? PACKED_TILE_N : TILE_N;
+  tile_size_for_test (&job->tile_m, &job->tile_n);
   for (;;)
     {
       gsize tiles = ((M + job->tile_m - 1) / job->tile_m) * ((N + job->tile_n - 1) / job->tile_n);
@@ -1461,27 +1682,26 @@ run_cpu (const DcQuantMatrix *a,
   job->epilogue = epilogue_func_for (isa);
   job->acc = acc;
   job->c = c;
-  choose_tiles (job);
   job->n_threads = MAX (n_threads, 1);
-  /* The pool's chunk counter is a gint; no allocatable output comes near this. */
-  g_assert (job->tiles_m * job->tiles_n < G_MAXINT / 2);
 
 #ifdef DC_GEMM_X86
   if (isa == DC_GEMM_ISA_AVX512_VNNI)
-    {
-      row_sum = g_new (gint32, a->n_vectors);
-      row_sums_vnni (a->q, a->n_vectors, a->k, row_sum);
-    }
+    row_sum = g_new (gint32, a->n_vectors);
   if (kernel->tile == tile_vnni_packed)
     {
-      packed = pack_b_vnni (b, job->n_threads);
+      packed = pack_b_vnni (a, b, row_sum, job->n_threads);
       /* Out of memory for the copy: the dot-product blocks need none. */
       if (packed == NULL)
         job->tile = tile_vnni;
     }
+  if (isa == DC_GEMM_ISA_AVX512_VNNI && packed == NULL)
+    row_sums_vnni (a->q, a->n_vectors, a->k, row_sum);
 #endif
   job->row_sum = row_sum;
   job->packed = packed;
+  choose_tiles (job);
+  /* The pool's chunk counter is a gint; no allocatable output comes near this. */
+  g_assert (job->tiles_m * job->tiles_n < G_MAXINT / 2);
   run_job (job);
 }
 
