@@ -132,6 +132,7 @@ struct _DcRingServer
   guint          inline_hops;   /* of them, computed on the main thread */
   gint64         queue_us, compute_us, send_us;
   gint64         last_compute_us;   /* the last hop's computation (0: none yet) */
+  guint32        last_positions;    /* and its positions */
 };
 
 G_DEFINE_FINAL_TYPE (DcRingServer, dc_ring_server, G_TYPE_OBJECT)
@@ -915,6 +916,7 @@ hop_computed (DcRingServer *self,
       return;
     }
   self->last_compute_us = job->ended - job->started;
+  self->last_positions = job->hop.n;
   if (self->part != NULL &&
       memcmp (job->hop.run_id, self->assign.run_id, DC_MESH_RING_RUN_ID_SIZE) == 0)
     {
@@ -950,8 +952,12 @@ hop_done_cb (GObject      *source,
  * token's hop (one position) runs on the main thread instead of the
  * worker: the two thread hand-offs it saves (to the worker and back, each
  * a wake-up of an idle thread) are a stage's share of the lap that is
- * neither compute nor wire, and a decode step takes no longer than the
- * last hop (a prompt chunk reads the same weights for more rows). 8 ms,
+ * neither compute nor wire. After a prompt chunk (several positions) its
+ * time per position is the guess: a decode step costs more than that and
+ * less than the whole chunk, so a wrong guess stalls the main loop once,
+ * for one decode step, and the next hop goes by the step's own time;
+ * the whole chunk's time sent the first decoded hops to the worker (stage
+ * 1's 1.08 ms queue on the H200 host, 2026-12-02 03:28). 8 ms,
  * half a 60 Hz frame, bounds the main loop's stall where the stage is the
  * app, and covers a stage's decode step of the SmolLM-135M-shaped model
  * at 2 and 3 stages on the H200 host's Xeon (2.6–3.6 ms at full speed)
@@ -986,7 +992,8 @@ run_next_hop (DcRingServer *self)
 
   while (!self->computing && self->part != NULL &&
          (job = g_queue_peek_head (&self->hops)) != NULL &&
-         job->hop.n == 1 && self->last_compute_us < inline_max_us ())
+         job->hop.n == 1 &&
+         self->last_compute_us / MAX (self->last_positions, 1) < inline_max_us ())
     {
       g_autoptr(GError) error = NULL;
       Part *part = part_ref (self->part);
