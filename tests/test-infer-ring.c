@@ -641,10 +641,15 @@ test_bench_shape (void)
   const char *args[] = { "bench", "ring", "--json", "--model", dir, "--stages", "1,3",
                          "--tokens", "4", NULL };
   const char *bad[] = { "bench", "ring", "--stages", "0", NULL };
+  const char *bad_threads[] = { "bench", "ring", "--threads", "2000", NULL };
+  const char *join_threads[] = { "join", "--threads", "4", NULL };
   g_autofree char *out = NULL, *err = NULL;
   g_auto(GStrv) lines = NULL;
 
   g_assert_cmpint (dc_test_run_cli (bad, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  g_assert_cmpint (dc_test_run_cli (bad_threads, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  /* --threads is a stage's: without --serve-layers it is a usage error. */
+  g_assert_cmpint (dc_test_run_cli (join_threads, NULL, NULL, EVENT_BOUND_MS), ==, 2);
   /* Every decoded token's hop on the stages' main threads, whatever the
    * machine's speed (the stages inherit the environment). */
   g_setenv ("DC_RING_INLINE_US", "1000000", TRUE);
@@ -663,6 +668,9 @@ test_bench_shape (void)
       o = json_node_get_object (json_parser_get_root (parser));
       g_assert_cmpint (json_object_get_int_member (o, "stages"), ==, i == 0 ? 1 : 3);
       g_assert_cmpint (json_object_get_int_member (o, "tokens"), ==, 4);
+      /* The devices of a size share this host's processors. */
+      g_assert_cmpint (json_object_get_int_member (o, "threads"), ==,
+                       MAX (1, g_get_num_processors () / (i == 0 ? 1 : 3)));
       g_assert_cmpfloat (json_object_get_double_member (o, "prefill_tok_s"), >, 0);
       g_assert_cmpfloat (json_object_get_double_member (o, "decode_tok_s"), >, 0);
       g_assert_cmpfloat (json_object_get_double_member (o, "lap_estimate_ms"), >, 0);
