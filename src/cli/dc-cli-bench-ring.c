@@ -272,10 +272,36 @@ hub_handler (SoupServer        *server,
                                 "Accept-Ranges", "bytes");
   if (g_str_equal (file, "model.safetensors"))
     {
-      /* Mapped once; the server cuts the range out of it without a copy. */
+      SoupMessageHeaders *request = soup_server_message_get_request_headers (msg);
+      const char *data = g_mapped_file_get_contents (hub->weights);
+      goffset total = (goffset) g_mapped_file_get_length (hub->weights);
+      SoupRange *ranges = NULL;
+      int n_ranges = 0;
+
+      /* One range (all the client asks): answered here, a slice of the
+       * mapped file. Given the whole file, SoupServer cuts the range out of
+       * a flattened copy, 270 MB copied for every request: that, not the
+       * loopback, made the head's download take minutes. */
+      if (soup_message_headers_get_ranges (request, total, &ranges, &n_ranges))
+        {
+          if (n_ranges == 1)
+            {
+              goffset start = ranges[0].start, end = ranges[0].end;
+
+              soup_message_headers_set_content_range (
+                soup_server_message_get_response_headers (msg), start, end, total);
+              soup_message_body_append (soup_server_message_get_response_body (msg),
+                                        SOUP_MEMORY_STATIC, data + start,
+                                        (gsize) (end - start + 1));
+              soup_server_message_set_status (msg, 206, NULL);
+              soup_message_headers_free_ranges (request, ranges);
+              return;
+            }
+          soup_message_headers_free_ranges (request, ranges);
+        }
+      /* No range, several or none satisfiable: SoupServer answers. */
       soup_message_body_append (soup_server_message_get_response_body (msg), SOUP_MEMORY_STATIC,
-                                g_mapped_file_get_contents (hub->weights),
-                                g_mapped_file_get_length (hub->weights));
+                                data, (gsize) total);
       soup_server_message_set_status (msg, 200, NULL);
       return;
     }
@@ -640,6 +666,23 @@ measure (DcContext   *context,
   ring = dc_infer_ring_new (context, group, repo, config.hello->probe_hash,
                             stages == 1 ? 0 : ends + stage_memory);
   g_signal_connect (ring, "event", G_CALLBACK (measure_event_cb), &m);
+  /* What the head has cached (all of it after a one-device size): each
+   * stage reads its layers from disk, checked against the journal's
+   * hashes, instead of fetching them over loopback, which took most of a
+   * size's minute on the H200 host. Loading is not measured. Copied before
+   * the head joins the room: copying blocks this thread (seconds on a busy
+   * disk), and a join left unanswered that long is closed by the signaling
+   * service, which left the stages waiting for a head that was gone. */
+  for (guint i = 1; i < stages; i++)
+    {
+      char *cache = g_dir_make_tmp ("dc-bench-ring-XXXXXX", error);
+
+      if (cache == NULL)
+        goto out;
+      g_ptr_array_add (caches, cache);
+      if (head_cache != NULL)
+        copy_tree (head_cache, cache);
+    }
   if (!dc_group_join_room (group, signal_url, room, error))
     goto out;
   for (guint i = 1; i < stages; i++)
@@ -650,18 +693,9 @@ measure (DcContext   *context,
       g_autofree char *ns = netns->on ? netns_stage (netns, i) : NULL;
       g_autofree char *address = netns->on ? g_strdup_printf ("198.18.0.%u", i + 1)
                                            : g_strdup ("127.0.0.1");
-      char *cache = g_dir_make_tmp ("dc-bench-ring-XXXXXX", error);
+      const char *cache = g_ptr_array_index (caches, i - 1);
       GSubprocess *child;
 
-      if (cache == NULL)
-        goto out;
-      g_ptr_array_add (caches, cache);
-      /* What the head has cached (all of it after a one-device size): the
-       * stage reads its layers from disk, checked against the journal's
-       * hashes, instead of fetching them over loopback, which took most
-       * of a size's minute on the H200 host. Loading is not measured. */
-      if (head_cache != NULL)
-        copy_tree (head_cache, cache);
       child = spawn_cli (ns, hub_url, cache, error, "join", "--serve-layers", "--signal",
                          signal_url, "--room", room, "--name", name, "--ice-address", address,
                          "--memory-mb", memory, "--threads", n_threads, NULL);
