@@ -122,7 +122,31 @@ typedef struct
   DcTestProc *procs[4];      /* the head, then the stages */
   guint       n;
   guint       ignore_ranges_of;   /* this process's Hub ignores ranges (0: none) */
+  char       *dead_hub;           /* non-NULL: the stages' HF_ENDPOINT, where nothing listens */
 } Ring;
+
+/* A loopback URL where nothing listens: a port the kernel gave and took back. */
+static char *
+dead_hub_url (void)
+{
+  g_autoptr(GSocket) socket = NULL;
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  g_autoptr(GError) error = NULL;
+  guint16 port;
+
+  socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
+                         &error);
+  g_assert_no_error (error);
+  g_socket_bind (socket, any, FALSE, &error);
+  g_assert_no_error (error);
+  bound = g_socket_get_local_address (socket, &error);
+  g_assert_no_error (error);
+  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  g_socket_close (socket, NULL);
+  return g_strdup_printf ("http://127.0.0.1:%u", port);
+}
 
 static DcTestProc *
 spawn_with_hub (Ring       *ring,
@@ -138,7 +162,9 @@ spawn_with_hub (Ring       *ring,
       g_assert_nonnull (ring->caches[i]);
     }
   /* The child copies the environment when it is spawned. */
-  g_setenv ("HF_ENDPOINT", dc_test_hub_get_url (ring->hubs[i]), TRUE);
+  g_setenv ("HF_ENDPOINT", i > 0 && ring->dead_hub != NULL ? ring->dead_hub
+                                                           : dc_test_hub_get_url (ring->hubs[i]),
+            TRUE);
   g_setenv ("DC_MODEL_CACHE_DIR", ring->caches[i], TRUE);
   return dc_test_proc_spawn (label, NULL, FALSE, args);
 }
@@ -233,6 +259,7 @@ ring_stop (Ring *ring)
   g_clear_pointer (&ring->signal, dc_test_proc_free);
   g_free (ring->url);
   g_free (ring->room);
+  g_free (ring->dead_hub);
   fixture_close (&ring->fixture);
   g_unsetenv ("HF_ENDPOINT");
   g_unsetenv ("DC_MODEL_CACHE_DIR");
@@ -462,16 +489,27 @@ check_refused (gconstpointer data)
   ring_stop (&ring);
 }
 
+enum
+{
+  HEAD_SERVES,       /* the stages' Hubs are there but unused */
+  HEAD_LIES,         /* weight bytes that do not match their sha256 */
+  HEAD_LIES_FILES,   /* config.json, … that do not match theirs */
+  NO_STAGE_HUB,      /* the stages' Hub URL points where nothing listens */
+};
+
 /* The head has the model cached: the stages fetch their layers' bytes from
  * it over the ring's channels, and their Hubs send no weight byte; each
  * stage received exactly its own layers' bytes, and the ids are one
  * device's. A head whose bytes do not match the sha256 it sends with them
- * (LIE) is refused: the stages say so and use their Hubs, and the run is
- * still right. */
+ * (HEAD_LIES) is refused: the stages say so and use their Hubs, and the run
+ * is still right; so is one whose model files (config.json, the tokenizer,
+ * the headers) do not match (HEAD_LIES_FILES). With NO_STAGE_HUB the stages
+ * read those files from the head too, so they need no Hub at all. */
 static void
 check_head_cache (gconstpointer data)
 {
-  gboolean lie = GPOINTER_TO_INT (data);
+  int mode = GPOINTER_TO_INT (data);
+  gboolean lie = mode == HEAD_LIES || mode == HEAD_LIES_FILES;
   g_autoptr(JsonParser) keep = NULL;
   JsonArray *alone = single_device_ids ("0", PROMPT, &keep);
   Ring ring = { { 0 } };
@@ -481,7 +519,11 @@ check_head_cache (gconstpointer data)
 
   ring_start_signal (&ring);
   warm = ring_warm_head_cache (&ring);
-  ring_start_head (&ring, "3", "0", PROMPT, lie ? "--test-serve-lie" : NULL);
+  if (mode == NO_STAGE_HUB)
+    ring.dead_hub = dead_hub_url ();
+  ring_start_head (&ring, "3", "0", PROMPT,
+                   mode == HEAD_LIES ? "--test-serve-lie"
+                   : mode == HEAD_LIES_FILES ? "--test-serve-lie-files" : NULL);
   ring_add_stage (&ring, "beta", NULL, NULL);
   ring_add_stage (&ring, "gamma", NULL, NULL);
 
@@ -523,8 +565,11 @@ check_head_cache (gconstpointer data)
       g_assert_cmpint (from, <, 0);
       g_assert_cmpint (refused_at, >=, 0);
       refused = g_ptr_array_index (ring.procs[i]->events, refused_at);
+      /* The first file a stage reads is config.json. */
       g_assert_true (g_str_has_prefix (json_object_get_string_member (refused, "detail"),
-                                       "REFUSED bytes from the head “alpha”: bytes "));
+                                       mode == HEAD_LIES
+                                       ? "REFUSED bytes from the head “alpha”: bytes "
+                                       : "REFUSED config.json from the head “alpha”: bytes "));
       g_assert_nonnull (strstr (json_object_get_string_member (refused, "detail"),
                                 "do not match the sha256 sent with them"));
       g_assert_cmpuint (dc_test_hub_get_weight_bytes (ring.hubs[i]), ==, expect);
@@ -596,10 +641,15 @@ test_bench_shape (void)
   const char *args[] = { "bench", "ring", "--json", "--model", dir, "--stages", "1,3",
                          "--tokens", "4", NULL };
   const char *bad[] = { "bench", "ring", "--stages", "0", NULL };
+  const char *bad_threads[] = { "bench", "ring", "--threads", "2000", NULL };
+  const char *join_threads[] = { "join", "--threads", "4", NULL };
   g_autofree char *out = NULL, *err = NULL;
   g_auto(GStrv) lines = NULL;
 
   g_assert_cmpint (dc_test_run_cli (bad, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  g_assert_cmpint (dc_test_run_cli (bad_threads, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  /* --threads is a stage's: without --serve-layers it is a usage error. */
+  g_assert_cmpint (dc_test_run_cli (join_threads, NULL, NULL, EVENT_BOUND_MS), ==, 2);
   /* Every decoded token's hop on the stages' main threads, whatever the
    * machine's speed (the stages inherit the environment). */
   g_setenv ("DC_RING_INLINE_US", "1000000", TRUE);
@@ -618,6 +668,9 @@ test_bench_shape (void)
       o = json_node_get_object (json_parser_get_root (parser));
       g_assert_cmpint (json_object_get_int_member (o, "stages"), ==, i == 0 ? 1 : 3);
       g_assert_cmpint (json_object_get_int_member (o, "tokens"), ==, 4);
+      /* The devices of a size share this host's processors. */
+      g_assert_cmpint (json_object_get_int_member (o, "threads"), ==,
+                       MAX (1, g_get_num_processors () / (i == 0 ? 1 : 3)));
       g_assert_cmpfloat (json_object_get_double_member (o, "prefill_tok_s"), >, 0);
       g_assert_cmpfloat (json_object_get_double_member (o, "decode_tok_s"), >, 0);
       g_assert_cmpfloat (json_object_get_double_member (o, "lap_estimate_ms"), >, 0);
@@ -717,9 +770,13 @@ main (int argc, char **argv)
                         check_stage_lost);
   g_test_add_data_func ("/infer/ring/stage-lost/twice", GINT_TO_POINTER (TRUE),
                         check_stage_lost);
-  g_test_add_data_func ("/infer/ring/head-cache/served", GINT_TO_POINTER (FALSE),
+  g_test_add_data_func ("/infer/ring/head-cache/served", GINT_TO_POINTER (HEAD_SERVES),
                         check_head_cache);
-  g_test_add_data_func ("/infer/ring/head-cache/lying-head", GINT_TO_POINTER (TRUE),
+  g_test_add_data_func ("/infer/ring/head-cache/lying-head", GINT_TO_POINTER (HEAD_LIES),
+                        check_head_cache);
+  g_test_add_data_func ("/infer/ring/head-cache/lying-head-files",
+                        GINT_TO_POINTER (HEAD_LIES_FILES), check_head_cache);
+  g_test_add_data_func ("/infer/ring/head-cache/no-stage-hub", GINT_TO_POINTER (NO_STAGE_HUB),
                         check_head_cache);
   g_test_add_func ("/infer/ring/stage-range-refused", test_stage_range_refused);
   g_test_add_func ("/infer/ring/probe-mismatch", test_probe_mismatch);

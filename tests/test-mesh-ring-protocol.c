@@ -239,6 +239,95 @@ test_fetch_bytes (void)
                                                  DC_MESH_RING_BYTES_MAX + 1, NULL));
 }
 
+/* A stage's request for a model file (or a header) and the head's answer:
+ * they round-trip; a kind, a length or an offset no request may carry, and
+ * an answer whose bytes lie outside the size it states (or whose size is
+ * past the largest file), are refused before anything is allocated. */
+static void
+test_file_fetch (void)
+{
+  DcMeshRingFileFetch fetch = { { 4 }, 11, DC_MESH_RING_FILE_HEADER, 0, 1024,
+                                (char *) "model.safetensors" };
+  g_autoptr(GBytes) data = g_bytes_new_static ("abcdefgh", 8);
+  DcMeshRingFile file = { { 4 }, 11, 0, 8, 1000, { 0x33, 0x44 }, (char *) "", data };
+  DcMeshRingFile absent = { { 4 }, 12, 0, 0, 0, { 0 }, (char *) "", NULL };
+  g_autoptr(GBytes) e1 = dc_mesh_ring_file_fetch_encode (&fetch);
+  g_autoptr(GBytes) e2 = dc_mesh_ring_file_encode (&file);
+  g_autoptr(GBytes) e3 = dc_mesh_ring_file_encode (&absent);
+  g_auto(DcMeshRingFileFetch) f = { { 0 } };
+  g_auto(DcMeshRingFile) b = { { 0 } };
+  g_auto(DcMeshRingFile) a = { { 0 } };
+  g_autoptr(GError) error = NULL;
+  /* Offsets in the bodies: after the version and the run id (17 bytes),
+   * the fetch's request (4), kind (1), offset (8), length (4); the answer's
+   * request (4), offset (8), total (8). */
+  const gsize kind_at = 17 + 4, length_at = 17 + 4 + 1 + 8;
+  const gsize answer_offset_at = 17 + 4, total_at = 17 + 4 + 8;
+  struct
+  {
+    GBytes     *bytes;
+    gboolean    is_fetch;
+    const char *says;
+  } cases[] = {
+    { mutate (e1, kind_at, 3, 0), TRUE, "an unknown kind of file" },
+    { mutate (e1, length_at + 1, 0, 0), TRUE, "outside 1–" },
+    /* 0x01000000 + 1024 bytes: over 4 MiB. */
+    { mutate (e1, length_at + 3, 1, 0), TRUE, "outside 1–" },
+    /* An offset of 2⁵⁶ and more. */
+    { mutate (e1, kind_at + 8, 1, 0), TRUE, "an offset past the largest file" },
+    { mutate (e1, 0, 1, 1), TRUE, "trailing bytes" },
+    /* 8 bytes of data in a file said to hold 4. */
+    { mutate (e2, total_at, 4, 0), FALSE, "outside the file's size" },
+    /* A file of 2⁵⁶ bytes and more. */
+    { mutate (e2, total_at + 7, 1, 0), FALSE, "past the largest one" },
+    /* Bytes at offset 200 of an 8-byte file. */
+    { mutate (e2, answer_offset_at, 200, 0), FALSE, "outside the file's size" },
+    { mutate (e2, 0, 1, -40), FALSE, "truncated" },
+  };
+
+  g_assert_true (dc_mesh_message_check_payload (DC_MESH_MSG_RING_FILE_FETCH,
+                                                g_bytes_get_size (e1), NULL));
+  g_assert_true (dc_mesh_message_check_payload (DC_MESH_MSG_RING_FILE,
+                                                g_bytes_get_size (e2), NULL));
+  g_assert_cmpstr (dc_mesh_message_type_to_string (DC_MESH_MSG_RING_FILE_FETCH), ==,
+                   "ring-file-fetch");
+  g_assert_true (dc_mesh_ring_file_fetch_decode (e1, &f, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (f.name, ==, "model.safetensors");
+  g_assert_cmpuint (f.kind, ==, DC_MESH_RING_FILE_HEADER);
+  g_assert_cmpuint (f.request, ==, 11);
+  g_assert_cmpuint (f.length, ==, 1024);
+  g_assert_cmpuint (f.run_id[0], ==, 4);
+  g_assert_true (dc_mesh_ring_file_decode (e2, &b, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_bytes_equal (b.data, data));
+  g_assert_cmpuint (b.total, ==, 8);
+  g_assert_cmpuint (b.file_size, ==, 1000);
+  g_assert_cmpuint (b.sha256[1], ==, 0x44);
+  g_assert_true (dc_mesh_ring_file_decode (e3, &a, &error));
+  g_assert_cmpuint (a.total, ==, 0);
+  g_assert_null (a.data);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_auto(DcMeshRingFileFetch) fo = { { 0 } };
+      g_auto(DcMeshRingFile) bo = { { 0 } };
+      g_autoptr(GError) local_error = NULL;
+      gboolean ok = cases[i].is_fetch ? dc_mesh_ring_file_fetch_decode (cases[i].bytes, &fo,
+                                                                        &local_error)
+                                      : dc_mesh_ring_file_decode (cases[i].bytes, &bo,
+                                                                  &local_error);
+
+      g_assert_false (ok);
+      g_assert_error (local_error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+      g_assert_nonnull (strstr (local_error->message, cases[i].says));
+      g_assert_null (fo.name);
+      g_assert_null (bo.data);
+      g_bytes_unref (cases[i].bytes);
+    }
+  g_assert_false (dc_mesh_message_check_payload (DC_MESH_MSG_RING_FILE,
+                                                 DC_MESH_RING_FILE_BODY_MAX + 1, NULL));
+}
+
 /* What a stage (and the head) refuses in a well-formed hop. */
 static void
 test_check_hop (void)
@@ -272,6 +361,7 @@ main (int argc, char **argv)
   g_test_add_func ("/mesh/ring-protocol/round-trips", test_round_trips);
   g_test_add_func ("/mesh/ring-protocol/refusals", test_refusals);
   g_test_add_func ("/mesh/ring-protocol/fetch-bytes", test_fetch_bytes);
+  g_test_add_func ("/mesh/ring-protocol/file-fetch", test_file_fetch);
   g_test_add_func ("/mesh/ring-protocol/check-hop", test_check_hop);
   return g_test_run ();
 }

@@ -36,6 +36,7 @@
 #include "dc-context.h"
 #include "dc-json-bounds.h"
 #include "dc-regular-file.h"
+#include "engine/dc-gemm-backend.h"
 #include "infer/dc-infer-ring.h"
 #include "infer/dc-model-repo.h"
 #include "mesh/dc-room.h"
@@ -271,10 +272,36 @@ hub_handler (SoupServer        *server,
                                 "Accept-Ranges", "bytes");
   if (g_str_equal (file, "model.safetensors"))
     {
-      /* Mapped once; the server cuts the range out of it without a copy. */
+      SoupMessageHeaders *request = soup_server_message_get_request_headers (msg);
+      const char *data = g_mapped_file_get_contents (hub->weights);
+      goffset total = (goffset) g_mapped_file_get_length (hub->weights);
+      SoupRange *ranges = NULL;
+      int n_ranges = 0;
+
+      /* One range (all the client asks): answered here, a slice of the
+       * mapped file. Given the whole file, SoupServer cuts the range out of
+       * a flattened copy, 270 MB copied for every request: that, not the
+       * loopback, made the head's download take minutes. */
+      if (soup_message_headers_get_ranges (request, total, &ranges, &n_ranges))
+        {
+          if (n_ranges == 1)
+            {
+              goffset start = ranges[0].start, end = ranges[0].end;
+
+              soup_message_headers_set_content_range (
+                soup_server_message_get_response_headers (msg), start, end, total);
+              soup_message_body_append (soup_server_message_get_response_body (msg),
+                                        SOUP_MEMORY_STATIC, data + start,
+                                        (gsize) (end - start + 1));
+              soup_server_message_set_status (msg, 206, NULL);
+              soup_message_headers_free_ranges (request, ranges);
+              return;
+            }
+          soup_message_headers_free_ranges (request, ranges);
+        }
+      /* No range, several or none satisfiable: SoupServer answers. */
       soup_message_body_append (soup_server_message_get_response_body (msg), SOUP_MEMORY_STATIC,
-                                g_mapped_file_get_contents (hub->weights),
-                                g_mapped_file_get_length (hub->weights));
+                                data, (gsize) total);
       soup_server_message_set_status (msg, 200, NULL);
       return;
     }
@@ -517,7 +544,7 @@ typedef struct
 
 typedef struct
 {
-  guint  stages;
+  guint  stages, threads;
   double prefill_tok_s, decode_tok_s, lap_ms, hop_ms, head_compute_ms, ring_wait_ms;
   double head_send_ms, head_wake_ms;
   StageTimes stage_times[8];   /* of stages 1 … stages - 1 (parse_stages: at most 8) */
@@ -599,6 +626,7 @@ measure (DcContext   *context,
          const char  *hub_url,
          guint        stages,
          guint        tokens,
+         guint        threads,
          Result      *result,
          GError     **error)
 {
@@ -624,6 +652,11 @@ measure (DcContext   *context,
   gboolean ok = FALSE;
 
   m.loop = loop;
+  /* Every process of this size (the head here, the stages below) computes
+   * with THREADS: stages sharing one host split its cores instead of each
+   * running as many threads as there are cores. */
+  dc_gemm_backend_set_n_threads (dc_context_get_backend (context), threads);
+  result->threads = threads;
   config.create = TRUE;
   config.approve = DC_MESH_APPROVE_ALL;
   config.hello = dc_context_new_hello (context, "head");
@@ -633,30 +666,39 @@ measure (DcContext   *context,
   ring = dc_infer_ring_new (context, group, repo, config.hello->probe_hash,
                             stages == 1 ? 0 : ends + stage_memory);
   g_signal_connect (ring, "event", G_CALLBACK (measure_event_cb), &m);
+  /* What the head has cached (all of it after a one-device size): each
+   * stage reads its layers from disk, checked against the journal's
+   * hashes, instead of fetching them over loopback, which took most of a
+   * size's minute on the H200 host. Loading is not measured. Copied before
+   * the head joins the room: copying blocks this thread (seconds on a busy
+   * disk), and a join left unanswered that long is closed by the signaling
+   * service, which left the stages waiting for a head that was gone. */
+  for (guint i = 1; i < stages; i++)
+    {
+      char *cache = g_dir_make_tmp ("dc-bench-ring-XXXXXX", error);
+
+      if (cache == NULL)
+        goto out;
+      g_ptr_array_add (caches, cache);
+      if (head_cache != NULL)
+        copy_tree (head_cache, cache);
+    }
   if (!dc_group_join_room (group, signal_url, room, error))
     goto out;
   for (guint i = 1; i < stages; i++)
     {
       g_autofree char *name = g_strdup_printf ("stage%u", i);
       g_autofree char *memory = g_strdup_printf ("%.6f", stage_memory / 1e6);
+      g_autofree char *n_threads = g_strdup_printf ("%u", threads);
       g_autofree char *ns = netns->on ? netns_stage (netns, i) : NULL;
       g_autofree char *address = netns->on ? g_strdup_printf ("198.18.0.%u", i + 1)
                                            : g_strdup ("127.0.0.1");
-      char *cache = g_dir_make_tmp ("dc-bench-ring-XXXXXX", error);
+      const char *cache = g_ptr_array_index (caches, i - 1);
       GSubprocess *child;
 
-      if (cache == NULL)
-        goto out;
-      g_ptr_array_add (caches, cache);
-      /* What the head has cached (all of it after a one-device size): the
-       * stage reads its layers from disk, checked against the journal's
-       * hashes, instead of fetching them over loopback, which took most
-       * of a size's minute on the H200 host. Loading is not measured. */
-      if (head_cache != NULL)
-        copy_tree (head_cache, cache);
       child = spawn_cli (ns, hub_url, cache, error, "join", "--serve-layers", "--signal",
                          signal_url, "--room", room, "--name", name, "--ice-address", address,
-                         "--memory-mb", memory, NULL);
+                         "--memory-mb", memory, "--threads", n_threads, NULL);
       if (child == NULL)
         goto out;
       g_ptr_array_add (children, child);
@@ -762,6 +804,8 @@ print_result (DcCliOptions *options,
       json_builder_begin_object (builder);
       json_builder_set_member_name (builder, "stages");
       json_builder_add_int_value (builder, r->stages);
+      json_builder_set_member_name (builder, "threads");
+      json_builder_add_int_value (builder, r->threads);
       json_builder_set_member_name (builder, "prompt_tokens");
       json_builder_add_int_value (builder, r->prompt_tokens);
       json_builder_set_member_name (builder, "tokens");
@@ -918,7 +962,7 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
 {
   g_autofree char *model_arg = NULL, *stages_arg = NULL, *model_dir = NULL;
   g_autofree char *head_cache = NULL, *signal_url = NULL;
-  int tokens = 64;
+  int tokens = 64, threads = 0;
   Netns netns = { 0 };
   const GOptionEntry entries[] = {
     { "model", 0, 0, G_OPTION_ARG_FILENAME, &model_arg,
@@ -926,6 +970,9 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
     { "stages", 0, 0, G_OPTION_ARG_STRING, &stages_arg,
       N_("Ring sizes to measure, comma-separated (1,2,3)"), "N,N,…" },
     { "tokens", 0, 0, G_OPTION_ARG_INT, &tokens, N_("Tokens to generate (64)"), "N" },
+    { "threads", 0, 0, G_OPTION_ARG_INT, &threads,
+      N_("Threads of every device's products (default: processors / stages of each size)"),
+      "N" },
     { "netns", 0, 0, G_OPTION_ARG_NONE, &netns.on,
       N_("Stages in network namespaces shaped to 1 Gbit/s and 1 ms (root, ip and tc)"), NULL },
     { NULL }
@@ -948,6 +995,8 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("--stages takes ring sizes of 1–8, comma-separated"));
   if (tokens < 2 || tokens > 1024)
     return dc_cli_usage_error (command, _("--tokens must be 2–1024"));
+  if (threads < 0 || threads > 1024)
+    return dc_cli_usage_error (command, _("--threads must be 1–1024"));
   if (!dc_mesh_check_plugins (&error))
     return dc_cli_fail (options, error);
   model_dir = model_arg != NULL ? g_strdup (model_arg) : ensure_default_model (&error);
@@ -1013,9 +1062,13 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
   for (guint i = 0; i < stages->len; i++)
     {
       Result r = { 0 };
+      guint n = g_array_index (stages, guint, i);
+      /* The devices of a size share this host: each gets its share of the
+       * cores, so one device alone uses them all. */
+      guint n_threads = threads > 0 ? (guint) threads : MAX (1, g_get_num_processors () / n);
 
-      if (!measure (context, repo, &netns, signal_url, hub.url, g_array_index (stages, guint, i),
-                    (guint) tokens, &r, &error))
+      if (!measure (context, repo, &netns, signal_url, hub.url, n, (guint) tokens, n_threads,
+                    &r, &error))
         goto out;
       g_array_append_val (results, r);
       /* Each size is printed as soon as it is measured: a run cut short

@@ -278,6 +278,7 @@ typedef struct
   double    memory_mb;
   gboolean  verify;
   gboolean  test_lie;
+  gboolean  test_lie_files;
 } RingArgs;
 
 static void
@@ -780,6 +781,7 @@ ring_run (DcCliOptions          *options,
   if (args->test_fault != NULL)
     _dc_infer_ring_set_test_fault (ring, args->test_fault);
   _dc_infer_ring_set_test_lie (ring, args->test_lie);
+  _dc_infer_ring_set_test_lie_files (ring, args->test_lie_files);
 
   if (room == NULL)
     {
@@ -972,6 +974,8 @@ dc_cli_infer_run (const DcCliCommand  *command,
       N_("Test: the first hop carries a NaN (nan) or another model's id (model)"), "nan|model" },
     { "test-serve-lie", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &ring.test_lie,
       N_("Test: weight bytes sent to the stages do not match their sha256"), NULL },
+    { "test-serve-lie-files", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &ring.test_lie_files,
+      N_("Test: model files sent to the stages do not match their sha256"), NULL },
     { NULL }
   };
   g_autoptr(GError) error = NULL;

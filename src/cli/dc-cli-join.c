@@ -22,6 +22,7 @@
 #include "dc-cli-answers.h"
 #include "dc-cli-hub-token.h"
 #include "dc-context.h"
+#include "engine/dc-gemm-backend.h"
 #include "infer/dc-ring-server.h"
 #include "mesh/dc-group.h"
 #include "mesh/dc-identity.h"
@@ -461,6 +462,7 @@ dc_cli_join_run (const DcCliCommand  *command,
   g_auto(GStrv) ice_addresses = NULL;
   gboolean no_create = FALSE, serve = FALSE, serve_layers = FALSE;
   int numeric_rule = 0, expect_peers = 0, send_garbage = 0, exit_after_hops = 0;
+  int threads = 0;
   double memory_mb = 0, test_gmacs = 0;
   g_autofree char *token_file = NULL;
   g_autoptr(DcContext) context = NULL;
@@ -504,6 +506,9 @@ dc_cli_join_run (const DcCliCommand  *command,
     { "memory-mb", 0, 0, G_OPTION_ARG_DOUBLE, &memory_mb,
       N_("With --serve-layers: the memory offered (default: half of what is installed)"),
       N_("MB") },
+    { "threads", 0, 0, G_OPTION_ARG_INT, &threads,
+      N_("With --serve-layers: threads for the stage's products (default: all processors; "
+         "stages sharing a host should split its cores)"), N_("N") },
     { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
       N_("With --serve-layers: read a Hugging Face token from FILE if the Hub asks for one "
          "(else $HF_TOKEN)"), N_("FILE") },
@@ -547,6 +552,9 @@ dc_cli_join_run (const DcCliCommand  *command,
   if (!serve_layers && (memory_mb > 0 || exit_after_hops != 0 || token_file != NULL ||
                         test_gmacs != 0))
     return dc_cli_usage_error (command, _("--memory-mb and --token-file go with --serve-layers"));
+  /* 1024: past any host's processors; beyond that it is a typo. */
+  if (threads < 0 || threads > 1024 || (threads > 0 && !serve_layers))
+    return dc_cli_usage_error (command, _("--threads takes 1–1024 and goes with --serve-layers"));
 
   if (!dc_mesh_check_plugins (&error))
     return dc_cli_fail (options, error);
@@ -556,6 +564,10 @@ dc_cli_join_run (const DcCliCommand  *command,
       context = dc_context_new (DC_BACKEND_CPU, &error);
       if (context == NULL)
         return dc_cli_fail (options, error);
+      /* Before the speed is measured: the offer then tells the head the
+       * speed of the threads the stage will really use. */
+      if (threads > 0)
+        dc_gemm_backend_set_n_threads (dc_context_get_backend (context), (guint) threads);
       dc_cli_hub_token_attach (dc_context_get_hf_client (context), token_file);
       if (probe_hash == NULL)
         probe_hash = g_strdup (dc_context_get_probe_hash (context));

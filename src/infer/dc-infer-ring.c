@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "dc-ring-server.h"
+#include "data/dc-data-error.h"
 #include "engine/dc-parallel.h"
 #include "model/dc-hf-model.h"
 #include "model/dc-model-error.h"
@@ -103,6 +104,7 @@ struct _DcInferRing
   gboolean        lost_peer;
   char           *test_fault;    /* generation thread, set before it runs */
   gboolean        test_lie;      /* serve stages bytes that do not match their sha256 */
+  gboolean        test_lie_files;   /* and model files */
   guint           serving;       /* cache reads for stages under way */
 
   /* Between the generation thread and the main thread. */
@@ -692,6 +694,108 @@ handle_fetch (DcInferRing *self,
 }
 
 static void
+send_file (DcInferRing                *self,
+           const char                 *peer_id,
+           const DcMeshRingFileFetch  *fetch,
+           guint64                     total,
+           guint64                     file_size,
+           GBytes                     *data,
+           const char                 *message)
+{
+  DcMeshRingFile answer = { { 0 } };
+  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GError) error = NULL;
+
+  memcpy (answer.run_id, fetch->run_id, sizeof answer.run_id);
+  answer.request = fetch->request;
+  answer.offset = fetch->offset;
+  answer.total = total;
+  answer.file_size = file_size;
+  answer.message = (char *) message;
+  answer.data = data;
+  if (data != NULL)
+    {
+      g_autoptr(GChecksum) checksum = g_checksum_new (G_CHECKSUM_SHA256);
+      gsize len = sizeof answer.sha256;
+      gsize size;
+      const guint8 *p = g_bytes_get_data (data, &size);
+
+      g_checksum_update (checksum, p, (gssize) size);
+      g_checksum_get_digest (checksum, answer.sha256, &len);
+      if (self->test_lie_files && size > 0)
+        {
+          /* Tests: the bytes differ from the ones hashed. */
+          g_autofree guint8 *copy = g_memdup2 (p, size);
+
+          copy[0] ^= 0x5a;
+          answer.data = g_bytes_new_take (g_steal_pointer (&copy), size);
+        }
+    }
+  payload = dc_mesh_ring_file_encode (&answer);
+  if (answer.data != data)
+    g_bytes_unref (answer.data);
+  if (!send_to (self, peer_id, DC_MESH_MSG_RING_FILE, payload, &error))
+    g_message ("ring: could not send a model file to %s: %s", peer_id, error->message);
+}
+
+/* A stage asks for one of the files it reads when it opens the model
+ * (config.json, the tokenizer's, the index, a weight file's header): what
+ * this device read when it opened it, so the stage needs no Hub. Only a
+ * stage of this run, only those files; a missing optional one is an answer
+ * of size 0. At most 4 MiB is hashed here, on the main thread, while the
+ * stages load (never while tokens are made). */
+static void
+handle_file_fetch (DcInferRing *self,
+                   DcPeer      *peer,
+                   GBytes      *payload)
+{
+  g_auto(DcMeshRingFileFetch) fetch = { { 0 } };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) whole = NULL;
+  g_autoptr(GBytes) slice = NULL;
+  int stage = stage_of (self, dc_peer_get_id (peer));
+  guint64 file_size = 0;
+  gsize total;
+
+  if (!dc_mesh_ring_file_fetch_decode (payload, &fetch, &error))
+    {
+      g_message ("ring: %s sent %s", dc_peer_get_name (peer), error->message);
+      return;
+    }
+  if (stage < 0 || self->plan == NULL ||
+      memcmp (fetch.run_id, self->run_id, sizeof self->run_id) != 0)
+    {
+      send_file (self, dc_peer_get_id (peer), &fetch, 0, 0, NULL,
+                 "this device runs no ring with you");
+      return;
+    }
+  whole = dc_model_repo_dup_opened_file (self->repo, fetch.name,
+                                         fetch.kind == DC_MESH_RING_FILE_HEADER, &file_size,
+                                         &error);
+  if (whole == NULL)
+    {
+      /* Size 0 and no message: the model has no such file. */
+      if (g_error_matches (error, DC_DATA_ERROR, DC_DATA_ERROR_NOT_FOUND))
+        send_file (self, dc_peer_get_id (peer), &fetch, 0, 0, NULL, NULL);
+      else
+        send_file (self, dc_peer_get_id (peer), &fetch, 0, 0, NULL, error->message);
+      return;
+    }
+  total = g_bytes_get_size (whole);
+  if (total == 0 || total > DC_MESH_RING_FILE_TOTAL_MAX || fetch.offset >= total)
+    {
+      g_autofree char *why = g_strdup_printf ("byte %" G_GUINT64_FORMAT " of %s is past its %"
+                                              G_GSIZE_FORMAT " bytes", fetch.offset,
+                                              fetch.name, total);
+
+      send_file (self, dc_peer_get_id (peer), &fetch, 0, 0, NULL, why);
+      return;
+    }
+  slice = g_bytes_new_from_bytes (whole, fetch.offset, MIN (total - fetch.offset, fetch.length));
+  send_file (self, dc_peer_get_id (peer), &fetch, total, file_size, slice, NULL);
+}
+
+static void
 message_cb (DcGroup  *group,
             DcPeer   *peer,
             guint     type,
@@ -716,6 +820,9 @@ message_cb (DcGroup  *group,
       break;
     case DC_MESH_MSG_RING_FETCH:
       handle_fetch (self, peer, payload);
+      break;
+    case DC_MESH_MSG_RING_FILE_FETCH:
+      handle_file_fetch (self, peer, payload);
       break;
     default:
       break;
@@ -1540,6 +1647,14 @@ _dc_infer_ring_set_test_lie (DcInferRing *self,
 {
   g_return_if_fail (DC_IS_INFER_RING (self));
   self->test_lie = lie;
+}
+
+void
+_dc_infer_ring_set_test_lie_files (DcInferRing *self,
+                                   gboolean     lie)
+{
+  g_return_if_fail (DC_IS_INFER_RING (self));
+  self->test_lie_files = lie;
 }
 
 DcInferSession *

@@ -120,6 +120,9 @@ void            _dc_infer_ring_set_test_fault (DcInferRing *self,
  * sha256 sent with them, to see the stages refuse them. */
 void            _dc_infer_ring_set_test_lie   (DcInferRing *self,
                                                gboolean     lie);
+/* Tests: so do the model files (config.json, headers, …) it serves them. */
+void            _dc_infer_ring_set_test_lie_files (DcInferRing *self,
+                                                   gboolean     lie);
 
 /* The checks every received hop passes: NULL when HOP may be used, else the
  * "REFUSED activation …" message (its model is not MODEL, its width not

@@ -28,6 +28,7 @@ typedef struct
   guint64        file_size;
   char          *header_sha256;   /* hex, of the 8-byte length and the header */
   char          *linked_sha256;   /* the Hub's sha256 of the whole file, or NULL */
+  GBytes        *header_bytes;    /* Hub: the 8-byte length and the header, as read */
   int            fd;              /* local: the file; Hub: NAME.data once opened; else -1 */
 
   /* cache state, under the repo's lock */
@@ -47,6 +48,9 @@ struct _DcModelRepo
   DcHfConfig     *config;
   DcBpeTokenizer *tokenizer;
   GBytes         *tokenizer_config;  /* NULL when the repo has none */
+  GBytes         *config_bytes;      /* the files as read, served to ring stages */
+  GBytes         *tokenizer_bytes;
+  GBytes         *index_bytes;       /* NULL when the checkpoint is one file */
   GPtrArray      *files;          /* DcRepoFile */
   GHashTable     *by_name;        /* tensor name -> DcRepoFile (borrowed) */
   GHashTable     *by_tensor;      /* DcSafetensorsTensor * -> DcRepoFile (borrowed) */
@@ -73,6 +77,11 @@ struct _DcModelRepo
   GDestroyNotify  peer_destroy;
   guint64         bytes_from_peer;    /* atomic */
   char           *peer_refusal;       /* under lock; set once: the peer is not asked again */
+
+  /* The small files and headers from another device first (while opening). */
+  DcModelRepoPeerFile peer_file;
+  gpointer        peer_file_data;
+  gboolean        peer_file_failed;   /* the Hub for the rest of the open */
 };
 
 void      _dc_model_repo_add_downloaded   (DcModelRepo                *self,

@@ -55,6 +55,7 @@ repo_file_free (gpointer data)
   g_free (file->path);
   g_free (file->header_sha256);
   g_free (file->linked_sha256);
+  g_clear_pointer (&file->header_bytes, g_bytes_unref);
   g_free (file);
 }
 
@@ -79,6 +80,9 @@ dc_model_repo_finalize (GObject *object)
   g_clear_pointer (&self->config, dc_hf_config_free);
   g_clear_pointer (&self->tokenizer, dc_bpe_tokenizer_free);
   g_clear_pointer (&self->tokenizer_config, g_bytes_unref);
+  g_clear_pointer (&self->config_bytes, g_bytes_unref);
+  g_clear_pointer (&self->tokenizer_bytes, g_bytes_unref);
+  g_clear_pointer (&self->index_bytes, g_bytes_unref);
   g_clear_pointer (&self->by_name, g_hash_table_unref);
   g_clear_pointer (&self->by_tensor, g_hash_table_unref);
   g_clear_pointer (&self->files, g_ptr_array_unref);
@@ -256,6 +260,47 @@ parse_spec (DcModelRepo  *self,
 
 /* Small files ------------------------------------------------------------- */
 
+/* The other device failed to send a file: the Hub for the rest of the
+ * open, and its first refusal is what the stage reports. */
+static void
+peer_file_failed (DcModelRepo *self,
+                  const char  *why)
+{
+  self->peer_file_failed = TRUE;
+  g_mutex_lock (&self->lock);
+  if (self->peer_refusal == NULL)
+    self->peer_refusal = g_strdup (why);
+  g_mutex_unlock (&self->lock);
+}
+
+/* From the other device, when one is set: the bytes, or NULL with ERROR
+ * set (the model has no such file, or a cancel) or not (ask the Hub). */
+static GBytes *
+peer_file_get (DcModelRepo   *self,
+               const char    *name,
+               gboolean       header,
+               gsize          max_size,
+               guint64       *file_size,
+               GCancellable  *cancellable,
+               GError       **error)
+{
+  g_autoptr(GError) local_error = NULL;
+  GBytes *bytes;
+
+  if (self->peer_file == NULL || self->peer_file_failed)
+    return NULL;
+  bytes = self->peer_file (name, header, max_size, file_size, self->peer_file_data, cancellable,
+                           &local_error);
+  if (bytes != NULL)
+    return bytes;
+  if (g_error_matches (local_error, DC_DATA_ERROR, DC_DATA_ERROR_NOT_FOUND) ||
+      g_error_matches (local_error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    g_propagate_error (error, g_steal_pointer (&local_error));
+  else
+    peer_file_failed (self, local_error->message);
+  return NULL;
+}
+
 /* config.json, tokenizer.json, tokenizer_config.json, the index. With
  * @optional, a missing file gives NULL and no error. */
 static GBytes *
@@ -285,6 +330,16 @@ get_small_file (DcModelRepo   *self,
       g_autofree char *url = dc_hf_url_model_file (dc_hf_client_get_base_url (self->client),
                                                    self->repo_id, self->revision, name);
 
+      bytes = peer_file_get (self, name, FALSE, max_size, NULL, cancellable, &local_error);
+      if (bytes != NULL)
+        return bytes;
+      if (local_error != NULL)
+        {
+          if (optional && g_error_matches (local_error, DC_DATA_ERROR, DC_DATA_ERROR_NOT_FOUND))
+            return NULL;
+          g_propagate_error (error, g_steal_pointer (&local_error));
+          return NULL;
+        }
       bytes = dc_hf_client_fetch_file (self->client, url, NULL, max_size, cancellable,
                                        &local_error);
       if (bytes == NULL && optional
@@ -311,6 +366,43 @@ sha256_of_two (const guint8 *a,
   return g_strdup (g_checksum_get_string (checksum));
 }
 
+/* A header another device sent (BLOB: the 8-byte length and the header):
+ * checked as one read from the Hub is; the Hub's own sha256 of the file is
+ * then unknown (the cache does without it). */
+static gboolean
+open_peer_header (DcModelRepo   *self,
+                  DcRepoFile    *file,
+                  GBytes        *blob,
+                  guint64        file_size,
+                  GError       **error)
+{
+  gsize size;
+  const guint8 *data = g_bytes_get_data (blob, &size);
+  guint64 header_len;
+
+  if (size < 8 ||
+      !dc_safetensors_read_prefix (data, 8, file_size, &header_len, error) ||
+      header_len != size - 8)
+    {
+      if (error != NULL && *error == NULL)
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_FORMAT,
+                     "the head sent %" G_GSIZE_FORMAT " bytes for the header of %s", size,
+                     file->name);
+      g_prefix_error (error, "%s of %s: ", file->name, self->repo_id);
+      return FALSE;
+    }
+  file->st = dc_safetensors_parse_header ((const char *) data + 8, header_len, file_size, error);
+  if (file->st == NULL)
+    {
+      g_prefix_error (error, "%s of %s: ", file->name, self->repo_id);
+      return FALSE;
+    }
+  file->file_size = file_size;
+  file->header_sha256 = sha256_of_two (data, 8, data + 8, header_len);
+  file->header_bytes = g_bytes_ref (blob);
+  return TRUE;
+}
+
 /* The 8-byte length, then the header: two range requests, nothing else. */
 static gboolean
 open_hub_file (DcModelRepo   *self,
@@ -325,6 +417,21 @@ open_hub_file (DcModelRepo   *self,
 
   file->url = dc_hf_url_model_file (dc_hf_client_get_base_url (self->client), self->repo_id,
                                     self->revision, file->name);
+  if (self->peer_file != NULL && !self->peer_file_failed)
+    {
+      g_autoptr(GError) local_error = NULL;
+      g_autoptr(GBytes) blob = peer_file_get (self, file->name, TRUE,
+                                              8 + DC_SAFETENSORS_MAX_HEADER, &file_size,
+                                              cancellable, &local_error);
+
+      if (local_error != NULL)
+        {
+          g_propagate_error (error, g_steal_pointer (&local_error));
+          return FALSE;
+        }
+      if (blob != NULL)
+        return open_peer_header (self, file, blob, file_size, error);
+    }
   prefix = dc_hf_client_fetch_range (self->client, file->url, 0, 8, &file_size,
                                      &file->linked_sha256, cancellable, error);
   if (prefix == NULL)
@@ -357,6 +464,13 @@ open_hub_file (DcModelRepo   *self,
   file->file_size = file_size;
   file->header_sha256 = sha256_of_two (g_bytes_get_data (prefix, NULL), 8,
                                        g_bytes_get_data (header, NULL), header_len);
+  {
+    GByteArray *both = g_byte_array_sized_new ((guint) (8 + header_len));
+
+    g_byte_array_append (both, g_bytes_get_data (prefix, NULL), 8);
+    g_byte_array_append (both, g_bytes_get_data (header, NULL), (guint) header_len);
+    file->header_bytes = g_byte_array_free_to_bytes (both);
+  }
   return TRUE;
 }
 
@@ -550,6 +664,11 @@ repo_open (DcModelRepo               *self,
   self->piece_size = options != NULL && options->piece_size > 0 ? options->piece_size
                                                                  : DC_MODEL_REPO_PIECE;
   self->piece_size = MIN (self->piece_size, (guint64) DC_HF_MAX_REQUEST);
+  if (!local && options != NULL)
+    {
+      self->peer_file = options->peer_file;
+      self->peer_file_data = options->peer_file_data;
+    }
 
   config = get_small_file (self, "config.json", DC_HF_CONFIG_MAX_BYTES, FALSE, cancellable,
                            error);
@@ -562,6 +681,7 @@ repo_open (DcModelRepo               *self,
       g_prefix_error (error, "%s: ", describe (self));
       return FALSE;
     }
+  self->config_bytes = g_bytes_ref (config);
 
   tokenizer = get_small_file (self, "tokenizer.json", DC_BPE_JSON_MAX_BYTES, FALSE, cancellable,
                               error);
@@ -575,6 +695,7 @@ repo_open (DcModelRepo               *self,
       g_prefix_error (error, "%s: ", describe (self));
       return FALSE;
     }
+  self->tokenizer_bytes = g_bytes_ref (tokenizer);
   self->tokenizer_config = get_small_file (self, "tokenizer_config.json",
                                            DC_MODEL_REPO_TOKENIZER_CONFIG_MAX_BYTES, TRUE,
                                            cancellable, &local_error);
@@ -635,6 +756,7 @@ repo_open (DcModelRepo               *self,
           g_prefix_error (error, "%s: ", describe (self));
           return FALSE;
         }
+      self->index_bytes = g_bytes_ref (index_bytes);
       if (index->shards->len > DC_MODEL_REPO_MAX_SHARDS)
         {
           g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
@@ -655,6 +777,9 @@ repo_open (DcModelRepo               *self,
 
   if (!index_tensors (self, index, error))
     return FALSE;
+  /* Only while opening: the callback's data is the caller's. */
+  self->peer_file = NULL;
+  self->peer_file_data = NULL;
   if (!local && !check_cache_limit (self, error))
     return FALSE;
   return TRUE;
@@ -996,6 +1121,62 @@ dc_model_repo_range_in_tensors (DcModelRepo *self,
         return TRUE;
     }
   return FALSE;
+}
+
+GBytes *
+dc_model_repo_dup_opened_file (DcModelRepo  *self,
+                               const char   *name,
+                               gboolean      header,
+                               guint64      *file_size,
+                               GError      **error)
+{
+  GBytes *bytes = NULL;
+
+  g_return_val_if_fail (DC_IS_MODEL_REPO (self) && name != NULL, NULL);
+
+  if (header)
+    {
+      for (guint i = 0; i < self->files->len; i++)
+        {
+          DcRepoFile *file = g_ptr_array_index (self->files, i);
+
+          if (!g_str_equal (file->name, name))
+            continue;
+          if (file->header_bytes == NULL)
+            {
+              /* A local folder's headers were parsed in place, not kept. */
+              g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                           "the header of %s was not kept", name);
+              return NULL;
+            }
+          if (file_size != NULL)
+            *file_size = file->file_size;
+          return g_bytes_ref (file->header_bytes);
+        }
+    }
+  else if (g_str_equal (name, "config.json"))
+    bytes = self->config_bytes;
+  else if (g_str_equal (name, "tokenizer.json"))
+    bytes = self->tokenizer_bytes;
+  else if (g_str_equal (name, "tokenizer_config.json"))
+    bytes = self->tokenizer_config;
+  else if (g_str_equal (name, "model.safetensors.index.json"))
+    bytes = self->index_bytes;
+  else
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                   "“%s” is not a file a stage asks for", name);
+      return NULL;
+    }
+  if (bytes == NULL)
+    {
+      g_set_error (error, DC_DATA_ERROR, DC_DATA_ERROR_NOT_FOUND, "%s has no %s%s",
+                   describe (self), header ? "header of " : "", name);
+      return NULL;
+    }
+  if (file_size != NULL)
+    *file_size = g_bytes_get_size (bytes);
+  return g_bytes_ref (bytes);
 }
 
 /**

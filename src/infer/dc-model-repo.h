@@ -52,6 +52,31 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (DcModelRepo, dc_model_repo, DC, MODEL_REPO, GObject)
 
 /**
+ * DcModelRepoPeerFile:
+ * @name: the file ("config.json", "tokenizer.json", …); with @header, the
+ *   weight file whose 8-byte header length and header are wanted
+ * @header: whether the header of weight file @name is wanted
+ * @max_size: the most bytes the repo accepts for it
+ * @file_size: (out): with @header, the size of the whole weight file
+ * @error: %DC_DATA_ERROR_NOT_FOUND when the model has no such file (an
+ *   optional one is then taken as absent); else why the other device did
+ *   not send it (the repo then asks the Hub)
+ *
+ * A file the repo reads when it opens, from another device (a ring's head)
+ * instead of the Hub, checked by the fetcher as weight bytes are. Runs on
+ * the opening thread.
+ *
+ * Returns: (transfer full) (nullable): the bytes, at most @max_size
+ */
+typedef GBytes *(*DcModelRepoPeerFile) (const char    *name,
+                                        gboolean       header,
+                                        gsize          max_size,
+                                        guint64       *file_size,
+                                        gpointer       user_data,
+                                        GCancellable  *cancellable,
+                                        GError       **error);
+
+/**
  * DcModelRepoOptions:
  * @cache_dir: (nullable): the cache's root folder; %NULL: `$DC_MODEL_CACHE_DIR`,
  *   else `daisychain/models` in the user's cache directory
@@ -60,12 +85,17 @@ G_DECLARE_FINAL_TYPE (DcModelRepo, dc_model_repo, DC, MODEL_REPO, GObject)
  *   %DC_MODEL_REPO_DEFAULT_CACHE_LIMIT
  * @piece_size: bytes per cached piece; 0: %DC_MODEL_REPO_PIECE (tests use
  *   small pieces to exercise resuming inside a tensor)
+ * @peer_file: (nullable): asked first for the small files and the weight
+ *   files' headers (Hub repos only); after its first failure, the Hub
+ * @peer_file_data: for @peer_file; must outlive the open
  */
 typedef struct
 {
-  const char *cache_dir;
-  guint64     cache_limit;
-  guint64     piece_size;
+  const char          *cache_dir;
+  guint64              cache_limit;
+  guint64              piece_size;
+  DcModelRepoPeerFile  peer_file;
+  gpointer             peer_file_data;
 } DcModelRepoOptions;
 
 /* SPEC: a repo id "owner/name" (optionally "owner/name@revision") or a path to a local folder. */
@@ -150,6 +180,16 @@ gboolean          dc_model_repo_range_in_tensors (DcModelRepo *self,
                                                   guint64      end,
                                                   GPtrArray   *tensors);
 
+/* What this repo read when it opened, for a ring stage: with HEADER, the
+ * 8-byte length and header of weight file NAME (FILE_SIZE: the whole
+ * file's size); else the small file NAME (config.json, tokenizer.json,
+ * tokenizer_config.json, model.safetensors.index.json). Hub repos only;
+ * %DC_DATA_ERROR_NOT_FOUND when the model has no such file. Any thread. */
+GBytes           *dc_model_repo_dup_opened_file (DcModelRepo  *self,
+                                                 const char   *name,
+                                                 gboolean      header,
+                                                 guint64      *file_size,
+                                                 GError      **error);
 /* What the dialog shows: "LlamaForCausalLM, 30 layers, 135 M parameters, ..." */
 char             *dc_model_repo_dup_summary    (DcModelRepo *self);
 

@@ -53,6 +53,8 @@ dc_mesh_message_type_to_string (guint type)
     case DC_MESH_MSG_RING_TOKEN: return "ring-token";
     case DC_MESH_MSG_RING_FETCH: return "ring-fetch";
     case DC_MESH_MSG_RING_BYTES: return "ring-bytes";
+    case DC_MESH_MSG_RING_FILE_FETCH: return "ring-file-fetch";
+    case DC_MESH_MSG_RING_FILE: return "ring-file";
     default: return "unknown";
     }
 }
@@ -184,6 +186,14 @@ dc_mesh_message_check_payload (guint    type,
     case DC_MESH_MSG_RING_BYTES:
       min = DC_MESH_RING_BYTES_FIXED;
       max = DC_MESH_RING_BYTES_MAX;
+      break;
+    case DC_MESH_MSG_RING_FILE_FETCH:
+      min = DC_MESH_RING_FILE_FETCH_FIXED + 1;
+      max = DC_MESH_RING_FILE_FETCH_MAX;
+      break;
+    case DC_MESH_MSG_RING_FILE:
+      min = DC_MESH_RING_FILE_FIXED;
+      max = DC_MESH_RING_FILE_BODY_MAX;
       break;
     default:
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,

@@ -61,7 +61,10 @@ typedef enum
   /* An auditor asks an author for its contribution to a shard (the body
    * is the training layer's, src/train/dc-train-wire.h). */
   DC_MESH_MSG_CONTRIB_REQUEST = 24, /* 44 bytes: "your contribution to shard a of step S" */
-  DC_MESH_MSG_LAST         = DC_MESH_MSG_CONTRIB_REQUEST,
+  /* The ring again: what a stage needs besides weights, so it needs no Hub. */
+  DC_MESH_MSG_RING_FILE_FETCH = 25, /* DcMeshRingFileFetch: a stage asks for a model file */
+  DC_MESH_MSG_RING_FILE    = 26,  /* DcMeshRingFile: the head's bytes of it, or why not */
+  DC_MESH_MSG_LAST         = DC_MESH_MSG_RING_FILE,
 } DcMeshMessageType;
 
 const char *dc_mesh_message_type_to_string (guint type);

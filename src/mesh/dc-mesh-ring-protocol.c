@@ -630,3 +630,144 @@ dc_mesh_ring_bytes_clear (DcMeshRingBytes *bytes)
   g_clear_pointer (&bytes->message, g_free);
   g_clear_pointer (&bytes->data, g_bytes_unref);
 }
+
+/* ---- file fetch ------------------------------------------------------- */
+
+GBytes *
+dc_mesh_ring_file_fetch_encode (const DcMeshRingFileFetch *fetch)
+{
+  GByteArray *b;
+
+  g_return_val_if_fail (fetch->name != NULL && strlen (fetch->name) <= DC_MESH_RING_FILE_MAX,
+                        NULL);
+
+  b = w_start (fetch->run_id);
+  w_u32 (b, fetch->request);
+  w_u8 (b, fetch->kind);
+  w_u64 (b, fetch->offset);
+  w_u32 (b, fetch->length);
+  w_str (b, fetch->name);
+  return g_byte_array_free_to_bytes (b);
+}
+
+gboolean
+dc_mesh_ring_file_fetch_decode (GBytes               *payload,
+                                DcMeshRingFileFetch  *fetch,
+                                GError              **error)
+{
+  Reader r;
+
+  memset (fetch, 0, sizeof *fetch);
+  if (!r_begin (&r, payload, "ring file fetch", fetch->run_id, error))
+    return FALSE;
+  fetch->request = r_u32 (&r);
+  fetch->kind = r_u8 (&r);
+  fetch->offset = r_u64 (&r);
+  fetch->length = r_u32 (&r);
+  fetch->name = r_str (&r, DC_MESH_RING_FILE_MAX, "file name");
+  if (!r.failed && fetch->kind != DC_MESH_RING_FILE_WHOLE &&
+      fetch->kind != DC_MESH_RING_FILE_HEADER)
+    r_fail (&r, "an unknown kind of file");
+  else if (!r.failed && (fetch->length == 0 || fetch->length > DC_MESH_RING_CHUNK_MAX))
+    {
+      g_autofree char *why = g_strdup_printf ("%u bytes asked for, outside 1–%u", fetch->length,
+                                              DC_MESH_RING_CHUNK_MAX);
+
+      r_fail (&r, why);
+    }
+  else if (!r.failed && (*fetch->name == '\0' || fetch->offset >= DC_MESH_RING_FILE_TOTAL_MAX))
+    r_fail (&r, "an empty file name or an offset past the largest file");
+  if (!r_end (&r))
+    {
+      dc_mesh_ring_file_fetch_clear (fetch);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+void
+dc_mesh_ring_file_fetch_clear (DcMeshRingFileFetch *fetch)
+{
+  g_clear_pointer (&fetch->name, g_free);
+}
+
+/* ---- file ------------------------------------------------------------- */
+
+GBytes *
+dc_mesh_ring_file_encode (const DcMeshRingFile *file)
+{
+  gsize size = file->data != NULL ? g_bytes_get_size (file->data) : 0;
+  GByteArray *b;
+
+  g_return_val_if_fail (file->message == NULL ||
+                        strlen (file->message) <= DC_MESH_RING_MESSAGE_MAX, NULL);
+  g_return_val_if_fail (size <= DC_MESH_RING_CHUNK_MAX, NULL);
+  g_return_val_if_fail (size == 0 || file->message == NULL || *file->message == '\0', NULL);
+
+  b = w_start (file->run_id);
+  w_u32 (b, file->request);
+  w_u64 (b, file->offset);
+  w_u64 (b, file->total);
+  w_u64 (b, file->file_size);
+  g_byte_array_append (b, file->sha256, sizeof file->sha256);
+  w_str (b, file->message);
+  if (size > 0)
+    g_byte_array_append (b, g_bytes_get_data (file->data, NULL), (guint) size);
+  return g_byte_array_free_to_bytes (b);
+}
+
+gboolean
+dc_mesh_ring_file_decode (GBytes          *payload,
+                          DcMeshRingFile  *file,
+                          GError         **error)
+{
+  Reader r;
+  const guint8 *sha;
+
+  memset (file, 0, sizeof *file);
+  if (!r_begin (&r, payload, "ring file", file->run_id, error))
+    return FALSE;
+  file->request = r_u32 (&r);
+  file->offset = r_u64 (&r);
+  file->total = r_u64 (&r);
+  file->file_size = r_u64 (&r);
+  sha = r_take (&r, sizeof file->sha256);
+  if (sha != NULL)
+    memcpy (file->sha256, sha, sizeof file->sha256);
+  file->message = r_str (&r, DC_MESH_RING_MESSAGE_MAX, "message");
+  if (r.failed)
+    goto fail;
+  if (r.left > DC_MESH_RING_CHUNK_MAX || (r.left > 0 && *file->message != '\0'))
+    {
+      r_fail (&r, "more bytes than one answer carries, or bytes with a refusal");
+      goto fail;
+    }
+  if (file->total > DC_MESH_RING_FILE_TOTAL_MAX || file->offset > file->total ||
+      r.left > file->total - file->offset)
+    {
+      r_fail (&r, "bytes outside the file's size, or a file past the largest one asked for");
+      goto fail;
+    }
+  /* The rest of the body is the data: a slice of the payload, no copy. */
+  if (r.left > 0)
+    {
+      gsize size = g_bytes_get_size (payload);
+
+      file->data = g_bytes_new_from_bytes (payload, size - r.left, r.left);
+      r_take (&r, r.left);
+    }
+  if (!r_end (&r))
+    goto fail;
+  return TRUE;
+
+fail:
+  dc_mesh_ring_file_clear (file);
+  return FALSE;
+}
+
+void
+dc_mesh_ring_file_clear (DcMeshRingFile *file)
+{
+  g_clear_pointer (&file->message, g_free);
+  g_clear_pointer (&file->data, g_bytes_unref);
+}

@@ -64,6 +64,16 @@ G_BEGIN_DECLS
 #define DC_MESH_RING_BYTES_FIXED    (1 + DC_MESH_RING_RUN_ID_SIZE + 4 + 8 + 32 + 2)
 #define DC_MESH_RING_BYTES_MAX      (DC_MESH_RING_BYTES_FIXED + DC_MESH_RING_MESSAGE_MAX \
                                      + DC_MESH_RING_CHUNK_MAX)
+/* The largest file a stage asks the head for: a safetensors header may be
+ * 100 MiB (the format's own cap, DC_SAFETENSORS_MAX_HEADER) after its 8-byte
+ * length; tokenizer.json's cap is 64 MiB. The stage checks its own, smaller
+ * cap per file before it allocates anything. */
+#define DC_MESH_RING_FILE_TOTAL_MAX (100u * 1024u * 1024u + 8u)
+#define DC_MESH_RING_FILE_FETCH_FIXED (1 + DC_MESH_RING_RUN_ID_SIZE + 4 + 1 + 8 + 4 + 2)
+#define DC_MESH_RING_FILE_FETCH_MAX (DC_MESH_RING_FILE_FETCH_FIXED + DC_MESH_RING_FILE_MAX)
+#define DC_MESH_RING_FILE_FIXED     (1 + DC_MESH_RING_RUN_ID_SIZE + 4 + 8 + 8 + 8 + 32 + 2)
+#define DC_MESH_RING_FILE_BODY_MAX  (DC_MESH_RING_FILE_FIXED + DC_MESH_RING_MESSAGE_MAX \
+                                     + DC_MESH_RING_CHUNK_MAX)
 
 /**
  * DcMeshRingOffer:
@@ -202,6 +212,58 @@ typedef struct
   GBytes  *data;
 } DcMeshRingBytes;
 
+/* What a ring-file-fetch asks for. */
+typedef enum
+{
+  DC_MESH_RING_FILE_WHOLE  = 1,   /* a small file of the model by name: config.json, … */
+  DC_MESH_RING_FILE_HEADER = 2,   /* a weight file's 8-byte header length and its header */
+} DcMeshRingFileKind;
+
+/**
+ * DcMeshRingFileFetch:
+ * @request: the stage's number for the request, echoed in the answer
+ * @kind: a #DcMeshRingFileKind
+ * @offset: the first byte wanted, counted from the start of what @kind names
+ * @length: bytes wanted, 1 … %DC_MESH_RING_CHUNK_MAX
+ * @name: the file ("config.json", or for a header "model.safetensors")
+ *
+ * A stage asks the head for a file it needs besides weight bytes, so that
+ * it needs no Hub (docs/PROTOCOL.md, "The inference ring").
+ */
+typedef struct
+{
+  guint8   run_id[DC_MESH_RING_RUN_ID_SIZE];
+  guint32  request;
+  guint8   kind;
+  guint64  offset;
+  guint32  length;
+  char    *name;
+} DcMeshRingFileFetch;
+
+/**
+ * DcMeshRingFile:
+ * @request: the ring-file-fetch this answers
+ * @offset: the offset of @data, as asked
+ * @total: the size of the whole of what was asked for
+ *   (≤ %DC_MESH_RING_FILE_TOTAL_MAX)
+ * @file_size: for a header, the size of the whole weight file; else @total
+ * @sha256: of @data
+ * @message: empty when @data holds the bytes; else why the head refuses
+ *   (then @data is empty)
+ * @data: (nullable): the bytes, within @total
+ */
+typedef struct
+{
+  guint8   run_id[DC_MESH_RING_RUN_ID_SIZE];
+  guint32  request;
+  guint64  offset;
+  guint64  total;
+  guint64  file_size;
+  guint8   sha256[32];
+  char    *message;
+  GBytes  *data;
+} DcMeshRingFile;
+
 GBytes   *dc_mesh_ring_offer_encode  (const DcMeshRingOffer *offer);
 gboolean  dc_mesh_ring_offer_decode  (GBytes *payload, DcMeshRingOffer *offer, GError **error);
 
@@ -230,6 +292,17 @@ GBytes   *dc_mesh_ring_bytes_encode  (const DcMeshRingBytes *bytes);
 gboolean  dc_mesh_ring_bytes_decode  (GBytes *payload, DcMeshRingBytes *bytes, GError **error);
 void      dc_mesh_ring_bytes_clear   (DcMeshRingBytes *bytes);
 
+GBytes   *dc_mesh_ring_file_fetch_encode (const DcMeshRingFileFetch *fetch);
+gboolean  dc_mesh_ring_file_fetch_decode (GBytes *payload, DcMeshRingFileFetch *fetch,
+                                          GError **error);
+void      dc_mesh_ring_file_fetch_clear  (DcMeshRingFileFetch *fetch);
+
+GBytes   *dc_mesh_ring_file_encode   (const DcMeshRingFile *file);
+gboolean  dc_mesh_ring_file_decode   (GBytes *payload, DcMeshRingFile *file, GError **error);
+void      dc_mesh_ring_file_clear    (DcMeshRingFile *file);
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingFileFetch, dc_mesh_ring_file_fetch_clear)
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingFile, dc_mesh_ring_file_clear)
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingFetch, dc_mesh_ring_fetch_clear)
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingBytes, dc_mesh_ring_bytes_clear)
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (DcMeshRingAssign, dc_mesh_ring_assign_clear)

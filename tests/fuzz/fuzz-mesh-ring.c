@@ -1,7 +1,7 @@
 /* fuzz-mesh-ring.c: libFuzzer target for the inference ring's body decoders.
  *
  * The first byte picks the message type (offer, assign, ready, hop, token,
- * fetch, bytes),
+ * fetch, bytes, file fetch, file),
  * the rest is its body. Whatever decodes is encoded again and must decode to
  * the same values (the encoders and decoders agree on every accepted body).
  *
@@ -19,15 +19,20 @@ int
 LLVMFuzzerTestOneInput (const guint8 *data,
                         gsize         size)
 {
+  static const guint types[] = {
+    DC_MESH_MSG_RING_OFFER, DC_MESH_MSG_RING_ASSIGN, DC_MESH_MSG_RING_READY,
+    DC_MESH_MSG_RING_HOP, DC_MESH_MSG_RING_TOKEN, DC_MESH_MSG_RING_FETCH,
+    DC_MESH_MSG_RING_BYTES, DC_MESH_MSG_RING_FILE_FETCH, DC_MESH_MSG_RING_FILE,
+  };
   g_autoptr(GBytes) body = NULL;
   g_autoptr(GError) error = NULL;
 
   if (size < 1)
     return 0;
   body = g_bytes_new (data + 1, size - 1);
-  if (!dc_mesh_message_check_payload (DC_MESH_MSG_RING_OFFER + data[0] % 7, size - 1, NULL))
+  if (!dc_mesh_message_check_payload (types[data[0] % G_N_ELEMENTS (types)], size - 1, NULL))
     return 0;
-  switch (data[0] % 7)
+  switch (data[0] % G_N_ELEMENTS (types))
     {
     case 0:
       {
@@ -112,6 +117,41 @@ LLVMFuzzerTestOneInput (const guint8 *data,
             g_assert (dc_mesh_ring_fetch_decode (again, &b, NULL));
             g_assert (g_str_equal (a.file, b.file) && a.offset == b.offset);
             g_assert (a.length >= 1 && a.length <= DC_MESH_RING_CHUNK_MAX);
+          }
+      }
+      break;
+    case 7:
+      {
+        g_auto(DcMeshRingFileFetch) a = { { 0 } };
+        g_auto(DcMeshRingFileFetch) b = { { 0 } };
+
+        if (dc_mesh_ring_file_fetch_decode (body, &a, &error))
+          {
+            g_autoptr(GBytes) again = dc_mesh_ring_file_fetch_encode (&a);
+
+            g_assert (dc_mesh_ring_file_fetch_decode (again, &b, NULL));
+            g_assert (g_str_equal (a.name, b.name) && a.offset == b.offset && a.kind == b.kind);
+            g_assert (a.length >= 1 && a.length <= DC_MESH_RING_CHUNK_MAX);
+            g_assert (a.offset < DC_MESH_RING_FILE_TOTAL_MAX);
+          }
+      }
+      break;
+    case 8:
+      {
+        g_auto(DcMeshRingFile) a = { { 0 } };
+        g_auto(DcMeshRingFile) b = { { 0 } };
+
+        if (dc_mesh_ring_file_decode (body, &a, &error))
+          {
+            g_autoptr(GBytes) again = dc_mesh_ring_file_encode (&a);
+
+            g_assert (dc_mesh_ring_file_decode (again, &b, NULL));
+            g_assert (g_str_equal (a.message, b.message) && a.offset == b.offset);
+            g_assert (a.total == b.total && a.file_size == b.file_size);
+            g_assert ((a.data == NULL) == (b.data == NULL));
+            g_assert (a.data == NULL || g_bytes_equal (a.data, b.data));
+            g_assert (a.total <= DC_MESH_RING_FILE_TOTAL_MAX);
+            g_assert (a.data == NULL || a.offset + g_bytes_get_size (a.data) <= a.total);
           }
       }
       break;
