@@ -12,11 +12,13 @@
 // 64·(s / 4) … +64 and columns WN·(s % 4) … +WN (WN = BN / 4), 4 × NF
 // accumulators (NF = WN / FN); K goes 64 bytes at a time through shared
 // memory with 16-byte loads, then each subgroup loads its A and B fragments
-// per 32 bytes of K. int8 × int8 sums in int32 are exact whatever order the
+// per 32 bytes of K (KT = 8: 128 bytes per stage). int8 × int8 sums in int32 are exact whatever order the
 // hardware adds them in (|q| ≤ 127, K ≤ 131072). The accumulators leave
 // through a 16 × BN int32 staging tile, one fragment row at a time (8 passes),
-// so that shared memory stays at (BM + BN) · 64 + 64 · BN bytes (40 KiB at
-// 128 × 256, under the 48 KiB Vulkan gives a workgroup on the H200).
+// so that shared memory stays at (BM + BN) · 16 · KT + 64 · BN bytes (40 KiB
+// at 128 × 256 or at KT = 8, under the 48 KiB Vulkan gives a workgroup on the
+// H200; 24 KiB at 128 × 128, where coop's 48 KiB leaves fewer workgroups per
+// multiprocessor).
 //
 // Layouts as in gemm-int8.comp: a (Mp, Kp), b (Np, Kp), zero-padded, Mp a
 // multiple of BM, Np of BN, Kp of 32; c (M, N) row-major, int32 (mode 0) or
@@ -62,7 +64,11 @@ layout(std430, binding = 2) readonly buffer BufEa { int ea[]; };
 layout(std430, binding = 3) readonly buffer BufEb { int eb[]; };
 layout(std430, binding = 4) writeonly buffer BufC { uint c[]; };
 
-#define KT 4u  // 16-byte words per row of a K tile: 64 bytes
+// 16-byte words per row of a K tile: 4 (64 bytes, as coop) or 8 (128 bytes:
+// half the barriers per K, twice the loads in flight per step).
+#ifndef KT
+#define KT 4u
+#endif
 
 shared uvec4 tile_a[BM * KT];
 shared uvec4 tile_b[BN * KT];
@@ -89,9 +95,8 @@ void main()
   n_halves -= 1u;
 #endif
 
-  for (uint h0 = 0u; h0 < n_halves; h0 += 2u) {
-    // A second half step past the end of K (odd step count) loads zeros and
-    // is skipped below.
+  for (uint h0 = 0u; h0 < n_halves; h0 += KT / 2u) {
+    // Half steps past the end of K load zeros and are skipped below.
     for (uint w = tid; w < BM * KT; w += 256u) {
       uint r = w / KT, q = w % KT;
       bool inside = h0 * 2u + q < n_halves * 2u;
@@ -104,7 +109,7 @@ void main()
     }
     barrier();
 
-    for (uint h = 0u; h < 2u && h0 + h < n_halves; h++) {
+    for (uint h = 0u; h < KT / 2u && h0 + h < n_halves; h++) {
       icoopmatNV<8, gl_ScopeSubgroup, 16, 32> fa[4];
       icoopmatNV<8, gl_ScopeSubgroup, 32, FN> fb[NF];
 

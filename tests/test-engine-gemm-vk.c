@@ -100,7 +100,7 @@ test_each_variant (void)
   static const char *names[] = { "tiled", "dot", "dot128", "coop", "coop2", "coop2-w4",
                                  "coop2-128x256", "coop2-256x128", "coop2-k32", "coop2-nopad",
                                  "coop-khr", "khr16", "khr16-128x256", "khr8-128x256",
-                                 "coopk8-128x256" };
+                                 "coopk8-128x256", "coopk8", "coopk8-k128", "khr16-k128" };
   g_autoptr(GRand) rand = g_rand_new_with_seed (13);
   g_autoptr(DcQuantMatrix) a = random_matrix (rand, 130, 67);
   g_autoptr(DcQuantMatrix) b = random_matrix (rand, 70, 67);
@@ -558,11 +558,12 @@ test_time_queued (void)
     return;
   g_assert_true (dc_gemm_backend_time_queued (backend, a, b, 5, &t, &error));
   g_assert_no_error (error);
-  g_test_message ("queued %g s, gpu %g s, fence wait %g s, poll %g s", t.queued, t.gpu,
-                  t.fence_wait, t.fence_poll);
+  g_test_message ("queued %g s, gpu %g s, fence wait %g s, poll %g s, fresh %g s", t.queued,
+                  t.gpu, t.fence_wait, t.fence_poll, t.fresh);
   g_assert_cmpfloat (t.queued, >, 0);
   g_assert_cmpfloat (t.fence_wait, >, 0);
   g_assert_cmpfloat (t.fence_poll, >, 0);
+  g_assert_cmpfloat (t.fresh, >, 0);
   g_assert_true (t.gpu > 0 || t.gpu == -1);
   /* The product is still right after the timing reused its buffers. */
   check_against_reference (backend, a, b);

@@ -75,6 +75,7 @@ typedef struct
   GArray *gpu_gops;
   GArray *fence_wait_ms;
   GArray *fence_poll_ms;
+  GArray *fresh_ms;   /* the same with a command buffer and fence made per dispatch */
 } Result;
 
 static void
@@ -89,6 +90,7 @@ result_clear (Result *result)
   g_clear_pointer (&result->gpu_gops, g_array_unref);
   g_clear_pointer (&result->fence_wait_ms, g_array_unref);
   g_clear_pointer (&result->fence_poll_ms, g_array_unref);
+  g_clear_pointer (&result->fresh_ms, g_array_unref);
 }
 
 static int
@@ -466,6 +468,7 @@ dc_cli_bench_run (const DcCliCommand  *command,
         .gpu_gops = g_array_new (FALSE, FALSE, sizeof (double)),
         .fence_wait_ms = g_array_new (FALSE, FALSE, sizeof (double)),
         .fence_poll_ms = g_array_new (FALSE, FALSE, sizeof (double)),
+        .fresh_ms = g_array_new (FALSE, FALSE, sizeof (double)),
       };
 
       g_array_append_val (results, result);
@@ -576,6 +579,12 @@ dc_cli_bench_run (const DcCliCommand  *command,
                       double v = t.fence_poll * 1e3;
 
                       g_array_append_val (result->fence_poll_ms, v);
+                    }
+                  if (t.fresh > 0)
+                    {
+                      double v = t.fresh * 1e3;
+
+                      g_array_append_val (result->fresh_ms, v);
                     }
                 }
               if (torch != NULL && torch->gflops > 0)
@@ -698,6 +707,8 @@ dc_cli_bench_run (const DcCliCommand  *command,
                                          median (result->fence_wait_ms));
                 json_add_double_or_null (builder, "fence_poll_ms",
                                          median (result->fence_poll_ms));
+                json_add_double_or_null (builder, "fence_wait_fresh_ms",
+                                         median (result->fresh_ms));
                 if (int8 > 0)
                   json_add_double_or_null (builder, "queued_ratio_vs_torch_int8", queued / int8);
               }

@@ -330,5 +330,6 @@ dc_gemm_backend_time_queued (DcGemmBackend        *self,
   timing->gpu = t.gpu;
   timing->fence_wait = t.fence_wait;
   timing->fence_poll = t.fence_poll;
+  timing->fresh = t.fresh;
   return TRUE;
 }

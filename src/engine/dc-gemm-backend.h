@@ -92,6 +92,7 @@ typedef struct
   double gpu;         /* the same by GPU timestamps: the kernels' own time */
   double fence_wait;  /* one dispatch per submission, vkWaitForFences */
   double fence_poll;  /* one dispatch per submission, vkGetFenceStatus polled */
+  double fresh;       /* one per submission, command buffer and fence made each time */
 } DcGemmQueuedTiming;
 
 /* Vulkan only (G_IO_ERROR_NOT_SUPPORTED elsewhere): times @repeat dispatches

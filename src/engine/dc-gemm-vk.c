@@ -67,7 +67,7 @@ typedef enum
 
 /* gemm-int8-coopk.comp's shared memory: the two 64-byte K tiles and a
  * 16 × BN int32 staging tile for the epilogue. */
-#define COOPK_SHARED(bm, bn) (((bm) + (bn)) * 64 + 16 * (bn) * 4)
+#define COOPK_SHARED(bm, bn, kt) (((bm) + (bn)) * 16 * (kt) + 16 * (bn) * 4)
 
 /* coop2's shared memory: two stages of (BM + BN) rows of BKQ + 1 16-byte
  * words, and 512 bytes per subgroup for the epilogue (gemm-int8-coop2.comp). */
@@ -84,13 +84,21 @@ static const Variant variants[] = {
    * (the shape the H200 lists under KHR only) or 128 × 256 tiles. */
   { "coop-khr", "gemm-int8-coop+khr", 128, 128, 32, 256, 2 * 128 * 64 + 64 * 128 * 4, FALSE,
     COOP_KHR8 },
-  { "khr16", "gemm-int8-coopk+khr", 128, 128, 32, 256, COOPK_SHARED (128, 128), FALSE,
+  { "khr16", "gemm-int8-coopk+khr", 128, 128, 32, 256, COOPK_SHARED (128, 128, 4), FALSE,
     COOP_KHR16 },
-  { "khr16-128x256", "gemm-int8-coopk-128x256+khr", 128, 256, 32, 256, COOPK_SHARED (128, 256),
+  { "khr16-128x256", "gemm-int8-coopk-128x256+khr", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
     FALSE, COOP_KHR16 },
-  { "khr8-128x256", "gemm-int8-coopk8-128x256+khr", 128, 256, 32, 256, COOPK_SHARED (128, 256),
+  { "khr8-128x256", "gemm-int8-coopk8-128x256+khr", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
     FALSE, COOP_KHR8 },
-  { "coopk8-128x256", "gemm-int8-coopk8-128x256", 128, 256, 32, 256, COOPK_SHARED (128, 256),
+  /* coop's tile with a 16-row epilogue (24 KiB of shared memory against 48),
+   * and with 128 bytes of K per stage. */
+  { "coopk8", "gemm-int8-coopk8", 128, 128, 32, 256, COOPK_SHARED (128, 128, 4), FALSE,
+    COOP_NV8 },
+  { "coopk8-k128", "gemm-int8-coopk8-k128", 128, 128, 32, 256, COOPK_SHARED (128, 128, 8), FALSE,
+    COOP_NV8 },
+  { "khr16-k128", "gemm-int8-coopk-k128+khr", 128, 128, 32, 256, COOPK_SHARED (128, 128, 8),
+    FALSE, COOP_KHR16 },
+  { "coopk8-128x256", "gemm-int8-coopk8-128x256", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
     FALSE, COOP_NV8 },
   { "coop2-w4", "gemm-int8-coop2-w4", 128, 128, 64, 128, COOP2_SHARED (128, 128, 4, 4),
     FALSE, COOP_NV8 },

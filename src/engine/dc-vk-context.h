@@ -153,6 +153,8 @@ typedef struct
   double fence_wait;  /* one dispatch submitted and waited for with
                        * vkWaitForFences, as dc_vk_dispatch() does */
   double fence_poll;  /* the same, polling vkGetFenceStatus instead */
+  double fresh;       /* one dispatch in a command buffer and fence made, recorded
+                       * and freed for each submission, as dc_vk_dispatch() does */
 } DcVkDispatchTiming;
 
 gboolean      dc_vk_time_dispatches           (DcVkContext        *ctx,
