@@ -50,7 +50,7 @@ run)
   log="$out/gemm-log.txt"
   sizes="${SIZES:-1024,4096,8192}"
   min_time="${MIN_TIME:-0.5}"
-  variants="${*:-coop coop-khr khr16 khr16-128x256 khr8-128x256 coopk8-128x256}"
+  variants="${*:-coop coop-khr coopk8 coopk8-k128 khr16 khr16-k128 khr16-128x256 khr8-128x256 coopk8-128x256}"
   # The Vulkan loader's and GLVND's packages, where the image lacks them
   # (GL_DEBS: a folder of .deb files; /work/.library/device/README.md).
   if [ -n "${GL_DEBS:-}" ]; then

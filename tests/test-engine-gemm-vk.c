@@ -15,9 +15,6 @@
 #include "engine/dc-gemm-vk.h"
 #include "engine/dc-spirv-coop.h"
 
-/* shaders/dc-shaders-resources.c (gnome.compile_resources, manual registration) */
-GResource *dc_shaders_get_resource (void);
-
 static DcQuantMatrix *
 random_matrix (GRand *rand,
                gsize  n,
@@ -402,10 +399,8 @@ test_variant_offered_khr (void)
 static GBytes *
 shader_bytes (const char *name)
 {
-  g_autofree char *path = g_strdup_printf (RESOURCE_BASE "/shaders/%s.spv", name);
   g_autoptr(GError) error = NULL;
-  GBytes *bytes = g_resource_lookup_data (dc_shaders_get_resource (), path,
-                                          G_RESOURCE_LOOKUP_FLAGS_NONE, &error);
+  GBytes *bytes = dc_vk_shader_lookup (name, &error);
 
   g_assert_no_error (error);
   return bytes;

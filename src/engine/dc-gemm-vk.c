@@ -10,6 +10,12 @@
  *           They pass the gate on the H200 but ran 39–46 TOPS at 4096³
  *           against coop's 53, so they come after it: kept for tuning
  *           (DC_GEMM_VK_KERNEL) and as fallbacks.
+ *   coop-khr, coopk8…, khr16…, khr8…  coop's kernel and gemm-int8-coopk.comp
+ *           (16 × 8 or 16 × 16 fragments, 128 × 128 or 128 × 256 tiles, 64 or
+ *           128 bytes of K per stage), the "khr" ones rewritten for
+ *           VK_KHR_cooperative_matrix when loaded (dc-spirv-coop.c). All pass
+ *           the gate on the H200; none beats coop (65–81 TOPS queued at 4096³
+ *           against coop's 81), so they come after it.
  *   dot     64 × 64 tiles, packed OpSDot     (needs shaderIntegerDotProduct)
  *   dot128  128 × 128 tiles, packed OpSDot   (needs shaderIntegerDotProduct)
  *   tiled   64 × 64 tiles, plain int32 math  (needs shaderInt8, 8-bit storage)
@@ -73,31 +79,35 @@ typedef enum
  * words, and 512 bytes per subgroup for the epilogue (gemm-int8-coop2.comp). */
 #define COOP2_SHARED(bm, bn, bkq, warps) (2 * ((bm) + (bn)) * ((bkq) + 1) * 16 + (warps) * 512)
 
-/* Most preferred first, by the H200's figures at 4096³ (docs/BENCHMARKS.md,
- * 2026-12-01 23:17): coop 53.2 TOPS, coop2-w4 46.3, coop2-128x256 45.2,
- * coop2-nopad 45.2, coop2 44.4, coop2-256x128 41.8, coop2-k32 39.5. */
+/* Most preferred first, by the H200's figures at 4096³ (docs/BENCHMARKS.md;
+ * 2026-12-02, the dispatches queued in one submission): coop 80.2–81.2 TOPS,
+ * coop-khr 81.0, coopk8 71.7, coopk8-k128 69.2, khr16 65.2, khr16-k128 64.9,
+ * khr16-128x256 64.6, khr8-128x256 60.2, coopk8-128x256 59.5; 2026-12-01
+ * 23:17, each dispatch waited for: coop 53.2, coop2-w4 46.3, coop2-128x256
+ * 45.2, coop2-nopad 45.2, coop2 44.4, coop2-256x128 41.8, coop2-k32 39.5. */
 static const Variant variants[] = {
   /* 2 × 128 × 64 bytes of tiles and a 64 × 128 int32 half tile. */
   { "coop", "gemm-int8-coop", 128, 128, 32, 256, 2 * 128 * 64 + 64 * 128 * 4, FALSE, COOP_NV8 },
   /* Rewritten for VK_KHR_cooperative_matrix (dc-spirv-coop.c): the same
-   * kernel as coop, and gemm-int8-coopk.comp with 16 × 16 × 32 fragments
-   * (the shape the H200 lists under KHR only) or 128 × 256 tiles. */
+   * kernel as coop, for devices that list the int8 shape under KHR only. */
   { "coop-khr", "gemm-int8-coop+khr", 128, 128, 32, 256, 2 * 128 * 64 + 64 * 128 * 4, FALSE,
     COOP_KHR8 },
-  { "khr16", "gemm-int8-coopk+khr", 128, 128, 32, 256, COOPK_SHARED (128, 128, 4), FALSE,
-    COOP_KHR16 },
-  { "khr16-128x256", "gemm-int8-coopk-128x256+khr", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
-    FALSE, COOP_KHR16 },
-  { "khr8-128x256", "gemm-int8-coopk8-128x256+khr", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
-    FALSE, COOP_KHR8 },
-  /* coop's tile with a 16-row epilogue (24 KiB of shared memory against 48),
-   * and with 128 bytes of K per stage. */
+  /* gemm-int8-coopk.comp: coop's tile with a 16-row epilogue (24 KiB of
+   * shared memory against 48), and with 128 bytes of K per stage. */
   { "coopk8", "gemm-int8-coopk8", 128, 128, 32, 256, COOPK_SHARED (128, 128, 4), FALSE,
     COOP_NV8 },
   { "coopk8-k128", "gemm-int8-coopk8-k128", 128, 128, 32, 256, COOPK_SHARED (128, 128, 8), FALSE,
     COOP_NV8 },
+  /* 16 × 16 × 32 fragments (the largest int8 shape the H200 lists, under KHR
+   * only) and 128 × 256 tiles. */
+  { "khr16", "gemm-int8-coopk+khr", 128, 128, 32, 256, COOPK_SHARED (128, 128, 4), FALSE,
+    COOP_KHR16 },
   { "khr16-k128", "gemm-int8-coopk-k128+khr", 128, 128, 32, 256, COOPK_SHARED (128, 128, 8),
     FALSE, COOP_KHR16 },
+  { "khr16-128x256", "gemm-int8-coopk-128x256+khr", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
+    FALSE, COOP_KHR16 },
+  { "khr8-128x256", "gemm-int8-coopk8-128x256+khr", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
+    FALSE, COOP_KHR8 },
   { "coopk8-128x256", "gemm-int8-coopk8-128x256", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
     FALSE, COOP_NV8 },
   { "coop2-w4", "gemm-int8-coop2-w4", 128, 128, 64, 128, COOP2_SHARED (128, 128, 4, 4),

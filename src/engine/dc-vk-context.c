@@ -109,6 +109,25 @@ ensure_shader_resources (void)
     }
 }
 
+/**
+ * dc_vk_shader_lookup:
+ * @name: a kernel's base name in shaders/ ("smoke" for smoke.comp)
+ *
+ * The kernel's SPIR-V as built into the program, without a device (tests of
+ * what is done to it before it reaches the driver).
+ *
+ * Returns: (transfer full) (nullable): the bytes, or %NULL with @error set
+ */
+GBytes *
+dc_vk_shader_lookup (const char  *name,
+                     GError     **error)
+{
+  g_autofree char *path = g_strdup_printf (RESOURCE_BASE "/shaders/%s.spv", name);
+
+  ensure_shader_resources ();
+  return g_resources_lookup_data (path, G_RESOURCE_LOOKUP_FLAGS_NONE, error);
+}
+
 static VkInstance
 create_instance (GError **error)
 {

@@ -113,6 +113,9 @@ gpointer      dc_vk_buffer_get_data           (DcVkBuffer         *self);
 gsize         dc_vk_buffer_get_size           (DcVkBuffer         *self);
 void          dc_vk_buffer_free               (DcVkBuffer         *self);
 
+GBytes       *dc_vk_shader_lookup             (const char         *name,
+                                               GError            **error);
+
 DcVkPipeline *dc_vk_pipeline_new              (DcVkContext        *ctx,
                                                const char         *shader_name,
                                                guint               n_buffers,
