@@ -24,6 +24,8 @@
 # folder of that checkout and carry it, e.g. on 2026-12-01:
 #   GL_DEBS=.dc-gpu-gemm/gl BUNDLE=.dc-gpu-gemm/bundle.tar.xz \
 #     sh .dc-gpu-gemm/device-gemm.sh run          (carry [".dc-gpu-gemm"], 59 s)
+# and on 2026-12-02 (gpu-coop, 60-65 s each): GL_DEBS=.dc-gpu-coop/gl
+#   BUNDLE=.dc-gpu-coop/bundle.tar.xz MIN_TIME=0.3 sh .dc-gpu-coop/device-gemm.sh run
 set -u
 cd "$(dirname "$0")/.."
 

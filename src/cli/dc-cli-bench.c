@@ -547,7 +547,7 @@ dc_cli_bench_run (const DcCliCommand  *command,
 
                   g_array_append_val (result->cpu_gops, cpu_gops);
                 }
-              if (dc_gemm_backend_get_kind (backend) == DC_BACKEND_VULKAN && !slow)
+              if (dc_gemm_backend_get_kind (backend) == DC_BACKEND_VULKAN)
                 {
                   DcGemmQueuedTiming t;
 

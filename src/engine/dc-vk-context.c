@@ -34,6 +34,11 @@ struct _DcVkContext
   VkPhysicalDeviceMemoryProperties  memory;
   DcVkFeatures                      features;
   char                             *device_id;  /* DcVkDeviceInfo.id of the device chosen */
+  /* dc_vk_dispatch ()'s command buffer and fence, made once and reset for
+   * each call: making them per call cost about 0.5 ms on the H200
+   * (docs/BENCHMARKS.md, fence_wait_fresh_ms), more than a 1024³ product. */
+  VkCommandBuffer                   dispatch_cmd;
+  VkFence                           dispatch_fence;
 };
 
 struct _DcVkBuffer
@@ -825,6 +830,8 @@ dc_vk_context_free (DcVkContext *self)
   if (self->device != VK_NULL_HANDLE)
     {
       vkDeviceWaitIdle (self->device);
+      if (self->dispatch_fence != VK_NULL_HANDLE)
+        vkDestroyFence (self->device, self->dispatch_fence, NULL);
       if (self->command_pool != VK_NULL_HANDLE)
         vkDestroyCommandPool (self->device, self->command_pool, NULL);
       vkDestroyDevice (self->device, NULL);
@@ -1351,10 +1358,15 @@ submit_dispatch (DcVkContext        *ctx,
       .commandBufferCount = 1,
     };
 
-    if (!check_vk (vkAllocateCommandBuffers (ctx->device, &alloc, &cmd),
+    /* The context's command buffer and fence, reused: nothing is in flight
+     * between calls (each waits for its submission). */
+    if (ctx->dispatch_cmd == VK_NULL_HANDLE &&
+        !check_vk (vkAllocateCommandBuffers (ctx->device, &alloc, &ctx->dispatch_cmd),
                    "allocating a command buffer", error))
       goto out;
-    if (!check_vk (vkBeginCommandBuffer (cmd, &begin), "beginning a command buffer", error))
+    cmd = ctx->dispatch_cmd;
+    if (!check_vk (vkResetCommandBuffer (cmd, 0), "resetting a command buffer", error) ||
+        !check_vk (vkBeginCommandBuffer (cmd, &begin), "beginning a command buffer", error))
       goto out;
     if (n_uploads > 0)
       {
@@ -1427,8 +1439,12 @@ submit_dispatch (DcVkContext        *ctx,
     if (!check_vk (vkEndCommandBuffer (cmd), "ending a command buffer", error))
       goto out;
 
-    if (!check_vk (vkCreateFence (ctx->device, &fence_info, NULL, &fence),
+    if (ctx->dispatch_fence == VK_NULL_HANDLE &&
+        !check_vk (vkCreateFence (ctx->device, &fence_info, NULL, &ctx->dispatch_fence),
                    "creating a fence", error))
+      goto out;
+    fence = ctx->dispatch_fence;
+    if (!check_vk (vkResetFences (ctx->device, 1, &fence), "resetting a fence", error))
       goto out;
     submit.pCommandBuffers = &cmd;
     if (!check_vk (vkQueueSubmit (ctx->queue, 1, &submit, fence), "submitting work", error))
@@ -1442,10 +1458,16 @@ submit_dispatch (DcVkContext        *ctx,
   ok = TRUE;
 
 out:
-  if (fence != VK_NULL_HANDLE)
-    vkDestroyFence (ctx->device, fence, NULL);
-  if (cmd != VK_NULL_HANDLE)
-    vkFreeCommandBuffers (ctx->device, ctx->command_pool, 1, &cmd);
+  /* After a failure start afresh next time, as before the reuse. */
+  if (!ok)
+    {
+      if (ctx->dispatch_fence != VK_NULL_HANDLE)
+        vkDestroyFence (ctx->device, ctx->dispatch_fence, NULL);
+      if (ctx->dispatch_cmd != VK_NULL_HANDLE)
+        vkFreeCommandBuffers (ctx->device, ctx->command_pool, 1, &ctx->dispatch_cmd);
+      ctx->dispatch_fence = VK_NULL_HANDLE;
+      ctx->dispatch_cmd = VK_NULL_HANDLE;
+    }
   return ok;
 }
 
@@ -1704,7 +1726,8 @@ dc_vk_time_dispatches (DcVkContext        *ctx,
         *(poll ? &timing->fence_poll : &timing->fence_wait) =
           (double) (g_get_monotonic_time () - start) / G_USEC_PER_SEC / n_single;
       }
-    /* What dc_vk_dispatch () does per call, less the descriptor update. */
+    /* What dc_vk_dispatch () did per call before it kept one command buffer
+     * and fence per context, less the descriptor update. */
     start = g_get_monotonic_time ();
     for (guint i = 0; i < n_single; i++)
       {

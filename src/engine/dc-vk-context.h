@@ -157,7 +157,8 @@ typedef struct
                        * vkWaitForFences, as dc_vk_dispatch() does */
   double fence_poll;  /* the same, polling vkGetFenceStatus instead */
   double fresh;       /* one dispatch in a command buffer and fence made, recorded
-                       * and freed for each submission, as dc_vk_dispatch() does */
+                       * and freed for each submission, as dc_vk_dispatch() did
+                       * until it kept one per context (2026-12-02) */
 } DcVkDispatchTiming;
 
 gboolean      dc_vk_time_dispatches           (DcVkContext        *ctx,
