@@ -10,10 +10,11 @@
 //
 // As gemm-int8-coop.comp: 8 subgroups of 32, subgroup s owns rows
 // 64·(s / 4) … +64 and columns WN·(s % 4) … +WN (WN = BN / 4), 4 × NF
-// accumulators (NF = WN / FN); K goes 64 bytes at a time through shared
-// memory with 16-byte loads, then each subgroup loads its A and B fragments
-// per 32 bytes of K (KT = 8: 128 bytes per stage). int8 × int8 sums in int32 are exact whatever order the
-// hardware adds them in (|q| ≤ 127, K ≤ 131072). The accumulators leave
+// accumulators (NF = WN / FN); K goes 16 · KT bytes at a time (64, or 128
+// with KT = 8) through shared memory with 16-byte loads, then each subgroup
+// loads its A and B fragments per 32 bytes of K. int8 × int8 sums in int32
+// are exact whatever order the hardware adds them in (|q| ≤ 127,
+// K ≤ 131072). The accumulators leave
 // through a 16 × BN int32 staging tile, one fragment row at a time (8 passes),
 // so that shared memory stays at (BM + BN) · 16 · KT + 64 · BN bytes (40 KiB
 // at 128 × 256 or at KT = 8, under the 48 KiB Vulkan gives a workgroup on the
