@@ -11,7 +11,10 @@
 #         variant (DC_GEMM_VK_KERNEL), torch._int_mm with the first variant
 #         only. Everything goes to $OUT/gemm-log.txt (one file: a call brings
 #         back at most eight).
-# SIZES (default 1024,4096,8192) and MIN_TIME (default 0.5) override.
+# SIZES (default 1024,4096,8192) and MIN_TIME (default 0.5) override. Each
+# Vulkan row carries queued_gops (the dispatches queued in one submission,
+# one wait: the figure to hold against torch._int_mm), gpu_timestamp_gops,
+# fence_wait_ms and fence_poll_ms beside the per-dispatch gops.
 # BUNDLE names the bundle (default build-devpack/bundle.tar.xz); GL_DEBS a
 # folder of the loader's .deb files (libvulkan1 libegl1 libglvnd0 libopengl0
 # libgl1 libglx0 libgles2, fetched as /work/.library/device/README.md says),
@@ -21,6 +24,8 @@
 # folder of that checkout and carry it, e.g. on 2026-12-01:
 #   GL_DEBS=.dc-gpu-gemm/gl BUNDLE=.dc-gpu-gemm/bundle.tar.xz \
 #     sh .dc-gpu-gemm/device-gemm.sh run          (carry [".dc-gpu-gemm"], 59 s)
+# and on 2026-12-02 (gpu-coop, 60-65 s each): GL_DEBS=.dc-gpu-coop/gl
+#   BUNDLE=.dc-gpu-coop/bundle.tar.xz MIN_TIME=0.3 sh .dc-gpu-coop/device-gemm.sh run
 set -u
 cd "$(dirname "$0")/.."
 
@@ -47,7 +52,7 @@ run)
   log="$out/gemm-log.txt"
   sizes="${SIZES:-1024,4096,8192}"
   min_time="${MIN_TIME:-0.5}"
-  variants="${*:-coop2 coop2-w4 coop2-128x256 coop2-256x128 coop2-k32 coop2-nopad coop}"
+  variants="${*:-coop coop-khr coopk8 coopk8-k128 khr16 khr16-k128 khr16-128x256 khr8-128x256 coopk8-128x256}"
   # The Vulkan loader's and GLVND's packages, where the image lacks them
   # (GL_DEBS: a folder of .deb files; /work/.library/device/README.md).
   if [ -n "${GL_DEBS:-}" ]; then
@@ -64,6 +69,11 @@ run)
     date -u
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1
     build-device/run.sh info 2>&1 | head -40
+    # The device's features, VK_KHR_cooperative_matrix's shapes among them
+    # (coopMatrixKHRShapes: MxNxK:A,B,C,Result component types/scope).
+    G_MESSAGES_DEBUG=dc-engine DC_GEMM_VK_KERNEL=tiled timeout 60 build-device/run.sh bench gemm \
+      --json --paths vulkan --sizes 128 --min-time 0.05 --no-model-shapes --no-torch 2>&1 |
+      grep -m1 "Vulkan GEMM on"
     echo "== test-engine-gemm-vk (preferred variant, gate, broken twins)"
     LD_LIBRARY_PATH="$PWD/build-device/lib" timeout 60 build-device/tests/test-engine-gemm-vk 2>&1
     echo "rc=$?"

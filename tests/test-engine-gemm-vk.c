@@ -13,6 +13,7 @@
 #include "engine/dc-gemm-backend.h"
 #include "engine/dc-gemm-probe.h"
 #include "engine/dc-gemm-vk.h"
+#include "engine/dc-spirv-coop.h"
 
 static DcQuantMatrix *
 random_matrix (GRand *rand,
@@ -94,7 +95,9 @@ static void
 test_each_variant (void)
 {
   static const char *names[] = { "tiled", "dot", "dot128", "coop", "coop2", "coop2-w4",
-                                 "coop2-128x256", "coop2-256x128", "coop2-k32", "coop2-nopad" };
+                                 "coop2-128x256", "coop2-256x128", "coop2-k32", "coop2-nopad",
+                                 "coop-khr", "khr16", "khr16-128x256", "khr8-128x256",
+                                 "coopk8-128x256", "coopk8", "coopk8-k128", "khr16-k128" };
   g_autoptr(GRand) rand = g_rand_new_with_seed (13);
   g_autoptr(DcQuantMatrix) a = random_matrix (rand, 130, 67);
   g_autoptr(DcQuantMatrix) b = random_matrix (rand, 70, 67);
@@ -341,6 +344,231 @@ test_variant_offered (void)
   }
 }
 
+/* The KHR kernels are offered only where the device lists their shape under
+ * VK_KHR_cooperative_matrix (the H200 lists 16 × 16 × 32 there only). */
+static void
+test_variant_offered_khr (void)
+{
+  const DcVkFeatures nv_only = {
+    .shader_int8 = TRUE, .storage_buffer_8bit = TRUE, .coop_matrix_nv_int8 = TRUE,
+    .subgroup_size = 32, .max_shared_memory = 49152, .max_invocations = 1024,
+    .max_storage_buffer_range = G_MAXUINT32,
+  };
+  DcVkFeatures f = nv_only;
+  static const char *khr_names[] = { "coop-khr", "khr16", "khr16-128x256", "khr8-128x256" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (khr_names); i++)
+    {
+      g_autofree char *why = NULL;
+
+      g_assert_false (dc_gemm_vk_variant_offered (&nv_only, khr_names[i], &why));
+      g_assert_nonnull (strstr (why, "under VK_KHR_cooperative_matrix"));
+    }
+  g_assert_true (dc_gemm_vk_variant_offered (&nv_only, "coopk8-128x256", NULL));
+
+  /* Both KHR shapes: every KHR variant (and the NV ones still). */
+  f.coop_matrix_khr_int8 = 3;
+  for (gsize i = 0; i < G_N_ELEMENTS (khr_names); i++)
+    g_assert_true (dc_gemm_vk_variant_offered (&f, khr_names[i], NULL));
+  g_assert_true (dc_gemm_vk_variant_offered (&f, "coop", NULL));
+
+  /* Only 16 × 8 × 32 under KHR: not the 16 × 16 fragments. */
+  f.coop_matrix_khr_int8 = 1;
+  {
+    g_autofree char *why = NULL;
+
+    g_assert_false (dc_gemm_vk_variant_offered (&f, "khr16", &why));
+    g_assert_nonnull (strstr (why, "16 × 16 × 32"));
+  }
+  g_assert_true (dc_gemm_vk_variant_offered (&f, "coop-khr", NULL));
+  g_assert_true (dc_gemm_vk_variant_offered (&f, "khr8-128x256", NULL));
+
+  /* KHR without the NV extension: the NV kernels are not offered. */
+  f.coop_matrix_khr_int8 = 2;
+  f.coop_matrix_nv_int8 = FALSE;
+  g_assert_true (dc_gemm_vk_variant_offered (&f, "khr16-128x256", NULL));
+  g_assert_false (dc_gemm_vk_variant_offered (&f, "coop", NULL));
+  g_assert_false (dc_gemm_vk_variant_offered (&f, "coopk8-128x256", NULL));
+
+  /* 128 × 256 tiles with 16 × 16 fragments take 40,960 bytes. */
+  f.max_shared_memory = 40959;
+  g_assert_false (dc_gemm_vk_variant_offered (&f, "khr16-128x256", NULL));
+  g_assert_true (dc_gemm_vk_variant_offered (&f, "khr16", NULL));
+}
+
+static GBytes *
+shader_bytes (const char *name)
+{
+  g_autoptr(GError) error = NULL;
+  GBytes *bytes = dc_vk_shader_lookup (name, &error);
+
+  g_assert_no_error (error);
+  return bytes;
+}
+
+/* The NV → KHR rewrite of each coop kernel: well-formed instructions, no NV
+ * instruction left, one KHR type per NV type with its use, loads with a
+ * layout id, every multiply-add marked signed (without that operand KHR
+ * multiplies int8 as unsigned), the capability and extension renamed. */
+static void
+test_spirv_rewrite (void)
+{
+  static const char *names[] = { "gemm-int8-coop", "gemm-int8-coopk", "gemm-int8-coopk-128x256",
+                                 "gemm-int8-coopk8-128x256", "gemm-int8-coopk-broken" };
+
+  for (gsize s = 0; s < G_N_ELEMENTS (names); s++)
+    {
+      g_autoptr(GBytes) in = shader_bytes (names[s]);
+      g_autoptr(GBytes) out = NULL;
+      g_autoptr(GError) error = NULL;
+      gsize n_in, n_out;
+      const guint32 *w = g_bytes_get_data (in, &n_in), *o;
+      guint nv_types = 0, khr_types = 0, muladds = 0, loads = 0, col_major = 0;
+      guint uses[3] = { 0 };
+      gboolean cap = FALSE, ext = FALSE;
+
+      out = dc_spirv_coop_nv_to_khr (in, &error);
+      g_assert_no_error (error);
+      o = g_bytes_get_data (out, &n_out);
+      n_in /= 4;
+      n_out /= 4;
+      g_assert_cmpuint (o[0], ==, 0x07230203);
+      g_assert_cmpuint (o[3], ==, w[3] + 3);
+      for (gsize i = 5; i < n_in; i += w[i] >> 16)
+        nv_types += (w[i] & 0xffff) == 5358;
+      for (gsize i = 5; i < n_out; i += o[i] >> 16)
+        {
+          guint len = o[i] >> 16, op = o[i] & 0xffff;
+
+          g_assert_cmpuint (len, >, 0);
+          g_assert_cmpuint (i + len, <=, n_out);
+          g_assert_false (op >= 5357 && op <= 5362);
+          if (op == 17)
+            {
+              g_assert_cmpuint (o[i + 1], !=, 5357);
+              cap |= o[i + 1] == 6022;
+            }
+          if (op == 10)
+            {
+              g_assert_null (strstr ((const char *) &o[i + 1], "SPV_NV_cooperative_matrix"));
+              ext |= g_str_equal ((const char *) &o[i + 1], "SPV_KHR_cooperative_matrix");
+            }
+          if (op == 4456)
+            {
+              g_assert_cmpuint (len, ==, 7);
+              g_assert_cmpuint (o[i + 6], >=, w[3]);
+              uses[o[i + 6] - w[3]]++;
+              khr_types++;
+            }
+          if (op == 4457)
+            {
+              /* type, result, pointer, layout (new uint 0 or 1), stride */
+              g_assert_cmpuint (len, >=, 6);
+              g_assert_true (o[i + 4] == w[3] || o[i + 4] == w[3] + 1);
+              col_major += o[i + 4] == w[3] + 1;
+              loads++;
+            }
+          if (op == 4459)
+            {
+              g_assert_cmpuint (len, ==, 7);
+              g_assert_cmpuint (o[i + 6], ==, 0xf);
+              muladds++;
+            }
+        }
+      g_test_message ("%s: %u matrix types (A %u, B %u, accumulator %u), %u loads "
+                      "(%u column-major), %u multiply-adds", names[s], khr_types, uses[0],
+                      uses[1], uses[2], loads, col_major, muladds);
+      g_assert_true (cap);
+      g_assert_true (ext);
+      g_assert_cmpuint (khr_types, ==, nv_types);
+      g_assert_cmpuint (uses[0], ==, 1);
+      g_assert_cmpuint (uses[1], ==, 1);
+      g_assert_cmpuint (uses[2], ==, 1);
+      g_assert_cmpuint (muladds, >, 0);
+      /* B is (N, K) row-major: its fragments load column-major. */
+      g_assert_cmpuint (col_major, >, 0);
+      g_assert_cmpuint (col_major, <, loads);
+    }
+}
+
+/* Input the rewrite must refuse with a message, not crash on: a truncated
+ * module, the wrong magic, a kernel without cooperative matrices, and every
+ * prefix of a real one. */
+static void
+test_spirv_rewrite_refuses (void)
+{
+  g_autoptr(GBytes) coop = shader_bytes ("gemm-int8-coop");
+  g_autoptr(GBytes) smoke = shader_bytes ("smoke");
+  gsize n;
+  const guint8 *data = g_bytes_get_data (coop, &n);
+
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GBytes) out = dc_spirv_coop_nv_to_khr (smoke, &error);
+
+    g_assert_null (out);
+    g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+    g_assert_nonnull (strstr (error->message, "does not use SPV_NV_cooperative_matrix"));
+  }
+  {
+    g_autoptr(GError) error = NULL;
+    g_autofree guint8 *copy = g_memdup2 (data, n);
+    g_autoptr(GBytes) bad = NULL;
+    g_autoptr(GBytes) out = NULL;
+
+    copy[0] ^= 0xff;
+    bad = g_bytes_new (copy, n);
+    out = dc_spirv_coop_nv_to_khr (bad, &error);
+    g_assert_null (out);
+    g_assert_nonnull (strstr (error->message, "magic"));
+  }
+  for (gsize cut = 0; cut < n; cut += 4)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(GBytes) prefix = g_bytes_new_from_bytes (coop, 0, cut);
+      g_autoptr(GBytes) out = dc_spirv_coop_nv_to_khr (prefix, &error);
+
+      /* A prefix that ends between instructions may still be rewritable;
+       * it must never be read past its end (valgrind/ASan catch that). */
+      if (out == NULL)
+        g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+    }
+}
+
+/* The queued timing on whatever Vulkan device there is (lavapipe in the
+ * suite): every figure positive but the timestamps (absent on queues
+ * without them); the CPU path refuses it by name. */
+static void
+test_time_queued (void)
+{
+  g_autoptr(DcGemmBackend) backend = vulkan_backend_or_skip ();
+  g_autoptr(DcGemmBackend) cpu = NULL;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (13);
+  g_autoptr(DcQuantMatrix) a = random_matrix (rand, 65, 64);
+  g_autoptr(DcQuantMatrix) b = random_matrix (rand, 33, 64);
+  g_autoptr(GError) error = NULL;
+  DcGemmQueuedTiming t;
+
+  if (backend == NULL)
+    return;
+  g_assert_true (dc_gemm_backend_time_queued (backend, a, b, 5, &t, &error));
+  g_assert_no_error (error);
+  g_test_message ("queued %g s, gpu %g s, fence wait %g s, poll %g s, fresh %g s", t.queued,
+                  t.gpu, t.fence_wait, t.fence_poll, t.fresh);
+  g_assert_cmpfloat (t.queued, >, 0);
+  g_assert_cmpfloat (t.fence_wait, >, 0);
+  g_assert_cmpfloat (t.fence_poll, >, 0);
+  g_assert_cmpfloat (t.fresh, >, 0);
+  g_assert_true (t.gpu > 0 || t.gpu == -1);
+  /* The product is still right after the timing reused its buffers. */
+  check_against_reference (backend, a, b);
+
+  cpu = dc_gemm_backend_new (DC_BACKEND_CPU, &error);
+  g_assert_no_error (error);
+  g_assert_false (dc_gemm_backend_time_queued (cpu, a, b, 5, &t, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -356,6 +584,10 @@ main (int    argc,
   g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-all", test_gate_refuses_broken_kernel);
   g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-one", test_gate_refuses_one_kernel);
   g_test_add_func ("/dc/engine/gemm/vulkan/variant-offered", test_variant_offered);
+  g_test_add_func ("/dc/engine/gemm/vulkan/variant-offered-khr", test_variant_offered_khr);
+  g_test_add_func ("/dc/engine/gemm/vulkan/spirv-rewrite", test_spirv_rewrite);
+  g_test_add_func ("/dc/engine/gemm/vulkan/spirv-rewrite-refuses", test_spirv_rewrite_refuses);
+  g_test_add_func ("/dc/engine/gemm/vulkan/time-queued", test_time_queued);
 
   return g_test_run ();
 }

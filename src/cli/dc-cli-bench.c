@@ -68,6 +68,14 @@ typedef struct
   GArray *torch;      /* torch f32 GFLOP/s per round, when measured */
   GArray *ratio;      /* gops / torch of the same round */
   GArray *int8;       /* torch._int_mm GOPS per round, when measured */
+  /* Vulkan, per round (dc_gemm_backend_time_queued ()): GOPS with the
+   * dispatches queued in one submission, GOPS by GPU timestamps, and one
+   * dispatch per submission in ms, waited for by fence wait and by poll. */
+  GArray *queued_gops;
+  GArray *gpu_gops;
+  GArray *fence_wait_ms;
+  GArray *fence_poll_ms;
+  GArray *fresh_ms;   /* the same with a command buffer and fence made per dispatch */
 } Result;
 
 static void
@@ -78,6 +86,11 @@ result_clear (Result *result)
   g_clear_pointer (&result->torch, g_array_unref);
   g_clear_pointer (&result->ratio, g_array_unref);
   g_clear_pointer (&result->int8, g_array_unref);
+  g_clear_pointer (&result->queued_gops, g_array_unref);
+  g_clear_pointer (&result->gpu_gops, g_array_unref);
+  g_clear_pointer (&result->fence_wait_ms, g_array_unref);
+  g_clear_pointer (&result->fence_poll_ms, g_array_unref);
+  g_clear_pointer (&result->fresh_ms, g_array_unref);
 }
 
 static int
@@ -451,6 +464,11 @@ dc_cli_bench_run (const DcCliCommand  *command,
         .torch = g_array_new (FALSE, FALSE, sizeof (double)),
         .ratio = g_array_new (FALSE, FALSE, sizeof (double)),
         .int8 = g_array_new (FALSE, FALSE, sizeof (double)),
+        .queued_gops = g_array_new (FALSE, FALSE, sizeof (double)),
+        .gpu_gops = g_array_new (FALSE, FALSE, sizeof (double)),
+        .fence_wait_ms = g_array_new (FALSE, FALSE, sizeof (double)),
+        .fence_poll_ms = g_array_new (FALSE, FALSE, sizeof (double)),
+        .fresh_ms = g_array_new (FALSE, FALSE, sizeof (double)),
       };
 
       g_array_append_val (results, result);
@@ -528,6 +546,46 @@ dc_cli_bench_run (const DcCliCommand  *command,
                   double cpu_gops = ops * repeat / (cpu1 - cpu0) / 1e9;
 
                   g_array_append_val (result->cpu_gops, cpu_gops);
+                }
+              if (dc_gemm_backend_get_kind (backend) == DC_BACKEND_VULKAN)
+                {
+                  DcGemmQueuedTiming t;
+
+                  /* The same number of dispatches, queued in one command
+                   * buffer; 10,000 at most keeps the recording a few MB. */
+                  if (!dc_gemm_backend_time_queued (backend, a, b, CLAMP (repeat, 2, 10000), &t,
+                                                    &error))
+                    return dc_cli_fail (options, error);
+                  if (t.queued > 0)
+                    {
+                      double v = ops / t.queued / 1e9;
+
+                      g_array_append_val (result->queued_gops, v);
+                    }
+                  if (t.gpu > 0)
+                    {
+                      double v = ops / t.gpu / 1e9;
+
+                      g_array_append_val (result->gpu_gops, v);
+                    }
+                  if (t.fence_wait > 0)
+                    {
+                      double v = t.fence_wait * 1e3;
+
+                      g_array_append_val (result->fence_wait_ms, v);
+                    }
+                  if (t.fence_poll > 0)
+                    {
+                      double v = t.fence_poll * 1e3;
+
+                      g_array_append_val (result->fence_poll_ms, v);
+                    }
+                  if (t.fresh > 0)
+                    {
+                      double v = t.fresh * 1e3;
+
+                      g_array_append_val (result->fresh_ms, v);
+                    }
                 }
               if (torch != NULL && torch->gflops > 0)
                 {
@@ -633,6 +691,26 @@ dc_cli_bench_run (const DcCliCommand  *command,
               {
                 json_add_double_or_null (builder, "torch_int8_gops", int8);
                 json_add_double_or_null (builder, "ratio_vs_torch_int8", gops / int8);
+              }
+            /* Vulkan: the dispatches queued in one submission with one wait
+             * at the end (queued_gops: the figure that compares with
+             * torch._int_mm's timing), the same by GPU timestamps, and one
+             * dispatch per submission by fence wait and by fence poll. */
+            if (result->queued_gops->len > 0)
+              {
+                double queued = median (result->queued_gops);
+
+                json_add_double_or_null (builder, "queued_gops", queued);
+                json_add_double_or_null (builder, "gpu_timestamp_gops",
+                                         median (result->gpu_gops));
+                json_add_double_or_null (builder, "fence_wait_ms",
+                                         median (result->fence_wait_ms));
+                json_add_double_or_null (builder, "fence_poll_ms",
+                                         median (result->fence_poll_ms));
+                json_add_double_or_null (builder, "fence_wait_fresh_ms",
+                                         median (result->fresh_ms));
+                if (int8 > 0)
+                  json_add_double_or_null (builder, "queued_ratio_vs_torch_int8", queued / int8);
               }
             json_builder_end_object (builder);
             dc_cli_print_json (builder);

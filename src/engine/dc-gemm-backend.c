@@ -305,3 +305,31 @@ dc_gemm_backend_time (DcGemmBackend        *self,
   *seconds = (double) (g_get_monotonic_time () - start) / G_USEC_PER_SEC;
   return TRUE;
 }
+
+gboolean
+dc_gemm_backend_time_queued (DcGemmBackend        *self,
+                             const DcQuantMatrix  *a,
+                             const DcQuantMatrix  *b,
+                             guint                 repeat,
+                             DcGemmQueuedTiming   *timing,
+                             GError              **error)
+{
+  DcVkDispatchTiming t;
+
+  if (!check_operands (a, b, FALSE, error))
+    return FALSE;
+  if (self->vk == NULL)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                           "Queued timing is for the Vulkan path only");
+      return FALSE;
+    }
+  if (!dc_gemm_vk_time_queued (self->vk, a, b, repeat, &t, error))
+    return FALSE;
+  timing->queued = t.queued;
+  timing->gpu = t.gpu;
+  timing->fence_wait = t.fence_wait;
+  timing->fence_poll = t.fence_poll;
+  timing->fresh = t.fresh;
+  return TRUE;
+}

@@ -84,6 +84,26 @@ gboolean       dc_gemm_run_i32                    (DcGemmBackend        *self,
                                                    gint32               *acc,
                                                    GError              **error);
 
+/* dc_gemm_backend_time_queued()'s figures, seconds per product; -1 where not
+ * measured. */
+typedef struct
+{
+  double queued;      /* @repeat dispatches in one submission, one wait (as torch times) */
+  double gpu;         /* the same by GPU timestamps: the kernels' own time */
+  double fence_wait;  /* one dispatch per submission, vkWaitForFences */
+  double fence_poll;  /* one dispatch per submission, vkGetFenceStatus polled */
+  double fresh;       /* one per submission, command buffer and fence made each time */
+} DcGemmQueuedTiming;
+
+/* Vulkan only (G_IO_ERROR_NOT_SUPPORTED elsewhere): times @repeat dispatches
+ * of one product queued in one command buffer (dc-gemm-vk.c). */
+gboolean       dc_gemm_backend_time_queued        (DcGemmBackend        *self,
+                                                   const DcQuantMatrix  *a,
+                                                   const DcQuantMatrix  *b,
+                                                   guint                 repeat,
+                                                   DcGemmQueuedTiming   *timing,
+                                                   GError              **error);
+
 /**
  * dc_gemm_backend_time:
  * @repeat: products to time, at least one

@@ -10,6 +10,12 @@
  *           They pass the gate on the H200 but ran 39–46 TOPS at 4096³
  *           against coop's 53, so they come after it: kept for tuning
  *           (DC_GEMM_VK_KERNEL) and as fallbacks.
+ *   coop-khr, coopk8…, khr16…, khr8…  coop's kernel and gemm-int8-coopk.comp
+ *           (16 × 8 or 16 × 16 fragments, 128 × 128 or 128 × 256 tiles, 64 or
+ *           128 bytes of K per stage), the "khr" ones rewritten for
+ *           VK_KHR_cooperative_matrix when loaded (dc-spirv-coop.c). All pass
+ *           the gate on the H200; none beats coop (65–81 TOPS queued at 4096³
+ *           against coop's 81), so they come after it.
  *   dot     64 × 64 tiles, packed OpSDot     (needs shaderIntegerDotProduct)
  *   dot128  128 × 128 tiles, packed OpSDot   (needs shaderIntegerDotProduct)
  *   tiled   64 × 64 tiles, plain int32 math  (needs shaderInt8, 8-bit storage)
@@ -54,33 +60,71 @@ typedef struct
   guint       invocations;    /* per workgroup */
   guint       shared_bytes;   /* shared memory per workgroup */
   gboolean    needs_dot;
-  gboolean    needs_coop;
+  guint       needs_coop;     /* a Coop value */
 } Variant;
+
+/* Which cooperative-matrix shape a variant needs, under which extension. */
+typedef enum
+{
+  COOP_NONE,
+  COOP_NV8,     /* VK_NV_cooperative_matrix, int8 16 × 8 × 32 */
+  COOP_KHR8,    /* VK_KHR_cooperative_matrix, int8 16 × 8 × 32 ("+khr" shaders) */
+  COOP_KHR16,   /* VK_KHR_cooperative_matrix, int8 16 × 16 × 32 */
+} Coop;
+
+/* gemm-int8-coopk.comp's shared memory: the two 64-byte K tiles and a
+ * 16 × BN int32 staging tile for the epilogue. */
+#define COOPK_SHARED(bm, bn, kt) (((bm) + (bn)) * 16 * (kt) + 16 * (bn) * 4)
 
 /* coop2's shared memory: two stages of (BM + BN) rows of BKQ + 1 16-byte
  * words, and 512 bytes per subgroup for the epilogue (gemm-int8-coop2.comp). */
 #define COOP2_SHARED(bm, bn, bkq, warps) (2 * ((bm) + (bn)) * ((bkq) + 1) * 16 + (warps) * 512)
 
-/* Most preferred first, by the H200's figures at 4096³ (docs/BENCHMARKS.md,
- * 2026-12-01 23:17): coop 53.2 TOPS, coop2-w4 46.3, coop2-128x256 45.2,
- * coop2-nopad 45.2, coop2 44.4, coop2-256x128 41.8, coop2-k32 39.5. */
+/* Most preferred first, by the H200's figures at 4096³ (docs/BENCHMARKS.md;
+ * 2026-12-02, the dispatches queued in one submission): coop 80.2–81.2 TOPS,
+ * coop-khr 81.0, coopk8 71.7, coopk8-k128 69.2, khr16 65.2, khr16-k128 64.9,
+ * khr16-128x256 64.6, khr8-128x256 60.2, coopk8-128x256 59.5; 2026-12-01
+ * 23:17, each dispatch waited for: coop 53.2, coop2-w4 46.3, coop2-128x256
+ * 45.2, coop2-nopad 45.2, coop2 44.4, coop2-256x128 41.8, coop2-k32 39.5. */
 static const Variant variants[] = {
   /* 2 × 128 × 64 bytes of tiles and a 64 × 128 int32 half tile. */
-  { "coop", "gemm-int8-coop", 128, 128, 32, 256, 2 * 128 * 64 + 64 * 128 * 4, FALSE, TRUE },
+  { "coop", "gemm-int8-coop", 128, 128, 32, 256, 2 * 128 * 64 + 64 * 128 * 4, FALSE, COOP_NV8 },
+  /* Rewritten for VK_KHR_cooperative_matrix (dc-spirv-coop.c): the same
+   * kernel as coop, for devices that list the int8 shape under KHR only. */
+  { "coop-khr", "gemm-int8-coop+khr", 128, 128, 32, 256, 2 * 128 * 64 + 64 * 128 * 4, FALSE,
+    COOP_KHR8 },
+  /* gemm-int8-coopk.comp: coop's tile with a 16-row epilogue (24 KiB of
+   * shared memory against 48), and with 128 bytes of K per stage. */
+  { "coopk8", "gemm-int8-coopk8", 128, 128, 32, 256, COOPK_SHARED (128, 128, 4), FALSE,
+    COOP_NV8 },
+  { "coopk8-k128", "gemm-int8-coopk8-k128", 128, 128, 32, 256, COOPK_SHARED (128, 128, 8), FALSE,
+    COOP_NV8 },
+  /* 16 × 16 × 32 fragments (the largest int8 shape the H200 lists, under KHR
+   * only) and 128 × 256 tiles. */
+  { "khr16", "gemm-int8-coopk+khr", 128, 128, 32, 256, COOPK_SHARED (128, 128, 4), FALSE,
+    COOP_KHR16 },
+  { "khr16-k128", "gemm-int8-coopk-k128+khr", 128, 128, 32, 256, COOPK_SHARED (128, 128, 8),
+    FALSE, COOP_KHR16 },
+  { "khr16-128x256", "gemm-int8-coopk-128x256+khr", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
+    FALSE, COOP_KHR16 },
+  { "khr8-128x256", "gemm-int8-coopk8-128x256+khr", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
+    FALSE, COOP_KHR8 },
+  { "coopk8-128x256", "gemm-int8-coopk8-128x256", 128, 256, 32, 256, COOPK_SHARED (128, 256, 4),
+    FALSE, COOP_NV8 },
   { "coop2-w4", "gemm-int8-coop2-w4", 128, 128, 64, 128, COOP2_SHARED (128, 128, 4, 4),
-    FALSE, TRUE },
+    FALSE, COOP_NV8 },
   { "coop2-128x256", "gemm-int8-coop2-128x256", 128, 256, 32, 256,
-    COOP2_SHARED (128, 256, 2, 8), FALSE, TRUE },
+    COOP2_SHARED (128, 256, 2, 8), FALSE, COOP_NV8 },
   { "coop2-nopad", "gemm-int8-coop2-nopad", 128, 128, 64, 256,
-    2 * (128 + 128) * 4 * 16 + 8 * 512, FALSE, TRUE },
-  { "coop2", "gemm-int8-coop2", 128, 128, 64, 256, COOP2_SHARED (128, 128, 4, 8), FALSE, TRUE },
+    2 * (128 + 128) * 4 * 16 + 8 * 512, FALSE, COOP_NV8 },
+  { "coop2", "gemm-int8-coop2", 128, 128, 64, 256, COOP2_SHARED (128, 128, 4, 8), FALSE, COOP_NV8 },
   { "coop2-256x128", "gemm-int8-coop2-256x128", 256, 128, 32, 256,
-    COOP2_SHARED (256, 128, 2, 8), FALSE, TRUE },
+    COOP2_SHARED (256, 128, 2, 8), FALSE, COOP_NV8 },
   { "coop2-k32", "gemm-int8-coop2-k32", 128, 128, 32, 256, COOP2_SHARED (128, 128, 2, 8),
-    FALSE, TRUE },
-  { "dot", "gemm-int8-dot", 64, 64, 32, 256, 2 * 64 * 9 * 4, TRUE, FALSE },
-  { "dot128", "gemm-int8-dot128", 128, 128, 32, 256, 2 * 128 * 9 * 4, TRUE, FALSE },
-  { "tiled", "gemm-int8-tiled", 64, 64, 32, 256, 2 * 64 * 9 * 4, FALSE, FALSE },
+    FALSE, COOP_NV8 },
+  { "dot", "gemm-int8-dot", 64, 64, 32, 256, 2 * 64 * 9 * 4, TRUE, COOP_NONE },
+  { "dot128", "gemm-int8-dot128", 128, 128, 32, 256, 2 * 128 * 9 * 4, TRUE, COOP_NONE },
+  { "tiled", "gemm-int8-tiled", 64, 64, 32, 256, 2 * 64 * 9 * 4, FALSE, COOP_NONE },
 };
 
 /**
@@ -118,10 +162,21 @@ dc_gemm_vk_variant_offered (const DcVkFeatures  *features,
         *why = g_strdup ("no shaderIntegerDotProduct");
       return FALSE;
     }
-  if (variant->needs_coop && (!features->coop_matrix_nv_int8 || features->subgroup_size != 32))
+  if (variant->needs_coop != COOP_NONE && features->subgroup_size != 32)
     {
       if (why != NULL)
         *why = g_strdup ("no int8 cooperative matrix on 32-wide subgroups");
+      return FALSE;
+    }
+  if ((variant->needs_coop == COOP_NV8 && !features->coop_matrix_nv_int8) ||
+      (variant->needs_coop == COOP_KHR8 && !(features->coop_matrix_khr_int8 & 1)) ||
+      (variant->needs_coop == COOP_KHR16 && !(features->coop_matrix_khr_int8 & 2)))
+    {
+      if (why != NULL)
+        *why = g_strdup_printf ("no int8 cooperative matrix of 16 × %u × 32 under %s",
+                                variant->needs_coop == COOP_KHR16 ? 16 : 8,
+                                variant->needs_coop == COOP_NV8 ? "VK_NV_cooperative_matrix"
+                                                                : "VK_KHR_cooperative_matrix");
       return FALSE;
     }
   if (variant->shared_bytes > features->max_shared_memory ||
@@ -213,6 +268,7 @@ run_variant (DcVkContext          *ctx,
              gboolean              poison,
              guint                 repeat,
              gint64               *dispatch_usec,
+             DcVkDispatchTiming   *queued,
              guint32              *out,
              GError              **error)
 {
@@ -300,12 +356,21 @@ run_variant (DcVkContext          *ctx,
         if (!dc_vk_dispatch_with_copies (ctx, pipeline, bindings, &push, groups_x, groups_y, 1,
                                          uploads, 2, NULL, 0, error))
           return FALSE;
-        start = g_get_monotonic_time ();
-        for (guint r = 1; r < repeat; r++)
-          if (!dc_vk_dispatch (ctx, pipeline, bindings, &push, groups_x, groups_y, 1, error))
-            return FALSE;
-        if (dispatch_usec != NULL)
-          *dispatch_usec = (g_get_monotonic_time () - start) * repeat / (repeat - 1);
+        if (queued != NULL)
+          {
+            if (!dc_vk_time_dispatches (ctx, pipeline, bindings, &push, groups_x, groups_y, 1,
+                                        repeat, queued, error))
+              return FALSE;
+          }
+        else
+          {
+            start = g_get_monotonic_time ();
+            for (guint r = 1; r < repeat; r++)
+              if (!dc_vk_dispatch (ctx, pipeline, bindings, &push, groups_x, groups_y, 1, error))
+                return FALSE;
+            if (dispatch_usec != NULL)
+              *dispatch_usec = (g_get_monotonic_time () - start) * repeat / (repeat - 1);
+          }
         if (!dc_vk_buffer_copy (ctx, buffers->c, buffers->staging, size_c, error))
           return FALSE;
       }
@@ -372,7 +437,8 @@ gate_variant (DcVkContext    *ctx,
         {
           const void *ref = mode == 0 ? (const void *) ref_acc : (const void *) ref_c;
 
-          if (!run_variant (ctx, buffers, pipeline, variant, a, b, mode, TRUE, 1, NULL, got, error))
+          if (!run_variant (ctx, buffers, pipeline, variant, a, b, mode, TRUE, 1, NULL, NULL, got,
+                            error))
             return FALSE;
           if (memcmp (got, ref, M * N * 4) != 0)
             {
@@ -447,7 +513,17 @@ dc_gemm_vk_new_for_device (const char  *device_id,
           continue;
         }
 
-      shader = broken ? g_strconcat (variant->shader, "-broken", NULL) : g_strdup (variant->shader);
+      if (broken)
+        {
+          /* The twin of "NAME+khr" is "NAME-broken+khr". */
+          gsize stem = g_str_has_suffix (variant->shader, "+khr") ? strlen (variant->shader) - 4
+                                                                  : strlen (variant->shader);
+
+          shader = g_strdup_printf ("%.*s-broken%s", (int) stem, variant->shader,
+                                    variant->shader + stem);
+        }
+      else
+        shader = g_strdup (variant->shader);
       pipeline = dc_vk_pipeline_new (self->ctx, shader, 5, sizeof (DcGemmPush), &local_error);
       if (pipeline != NULL &&
           gate_variant (self->ctx, &self->buffers, pipeline, variant, &local_error))
@@ -523,7 +599,7 @@ dc_gemm_vk_run (DcGemmVk             *self,
   g_return_val_if_fail ((acc == NULL) != (c == NULL), FALSE);
 
   if (!run_variant (self->ctx, &self->buffers, self->pipeline, self->variant, a, b,
-                    acc != NULL ? 0 : 1, FALSE, 1, NULL,
+                    acc != NULL ? 0 : 1, FALSE, 1, NULL, NULL,
                     acc != NULL ? (guint32 *) acc : (guint32 *) c, error))
     {
       g_prefix_error (error, "Vulkan GEMM: ");
@@ -556,8 +632,36 @@ dc_gemm_vk_time (DcGemmVk             *self,
       return FALSE;
     }
   if (!run_variant (self->ctx, &self->buffers, self->pipeline, self->variant, a, b,
-                    1, FALSE, repeat, &usec, out, error))
+                    1, FALSE, repeat, &usec, NULL, out, error))
     return FALSE;
   *seconds = (double) usec / G_USEC_PER_SEC;
   return TRUE;
+}
+
+/**
+ * dc_gemm_vk_time_queued:
+ * @repeat: dispatches to queue in one command buffer, at least one
+ * @timing: (out): seconds per product (dc_vk_time_dispatches())
+ *
+ * Benchmark: uploads once, then times the product's dispatch queued @repeat
+ * times in one submission (how torch times launches), by GPU timestamps, and
+ * one per submission waited for by fence wait and by fence poll.
+ */
+gboolean
+dc_gemm_vk_time_queued (DcGemmVk             *self,
+                        const DcQuantMatrix  *a,
+                        const DcQuantMatrix  *b,
+                        guint                 repeat,
+                        DcVkDispatchTiming   *timing,
+                        GError              **error)
+{
+  g_autofree guint32 *out = g_try_new (guint32, a->n_vectors * b->n_vectors);
+
+  if (out == NULL)
+    {
+      g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE, "Out of memory for the output");
+      return FALSE;
+    }
+  return run_variant (self->ctx, &self->buffers, self->pipeline, self->variant, a, b,
+                      1, FALSE, MAX (repeat, 2), NULL, timing, out, error);
 }

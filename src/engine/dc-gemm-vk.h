@@ -42,6 +42,15 @@ gboolean    dc_gemm_vk_time              (DcGemmVk             *self,
                                           double               *seconds,
                                           GError              **error);
 
+/* Benchmark: uploads once, then times @repeat dispatches queued in one
+ * submission, by GPU timestamps, and single ones by fence wait and poll. */
+gboolean    dc_gemm_vk_time_queued       (DcGemmVk             *self,
+                                          const DcQuantMatrix  *a,
+                                          const DcQuantMatrix  *b,
+                                          guint                 repeat,
+                                          DcVkDispatchTiming   *timing,
+                                          GError              **error);
+
 /* Whether @features allow the variant @name, before its gate (the test of
  * that decision uses features of devices it does not have). */
 gboolean    dc_gemm_vk_variant_offered   (const DcVkFeatures   *features,

@@ -54,6 +54,11 @@ typedef struct
   guint32   max_shared_memory;        /* bytes per workgroup */
   guint32   max_invocations;
   guint32   max_storage_buffer_range; /* bytes per binding */
+  /* VK_KHR_cooperative_matrix's subgroup int8 → int32 shapes, enabled when
+   * any: bit 0 16 × 8 × 32, bit 1 16 × 16 × 32 (the kernels are rewritten
+   * from NV SPIR-V, dc-spirv-coop.c); every shape listed, for the logs. */
+  guint32   coop_matrix_khr_int8;
+  char      coop_matrix_khr_shapes[512];
 } DcVkFeatures;
 
 typedef struct _DcVkBuffer   DcVkBuffer;
@@ -108,6 +113,9 @@ gpointer      dc_vk_buffer_get_data           (DcVkBuffer         *self);
 gsize         dc_vk_buffer_get_size           (DcVkBuffer         *self);
 void          dc_vk_buffer_free               (DcVkBuffer         *self);
 
+GBytes       *dc_vk_shader_lookup             (const char         *name,
+                                               GError            **error);
+
 DcVkPipeline *dc_vk_pipeline_new              (DcVkContext        *ctx,
                                                const char         *shader_name,
                                                guint               n_buffers,
@@ -135,6 +143,33 @@ gboolean      dc_vk_dispatch_with_copies      (DcVkContext        *ctx,
                                                guint               n_uploads,
                                                const DcVkCopy     *downloads,
                                                guint               n_downloads,
+                                               GError            **error);
+
+/* dc_vk_time_dispatches()'s figures, in seconds per dispatch; -1 where not
+ * measured. */
+typedef struct
+{
+  double queued;      /* n dispatches in one command buffer, one submission, one
+                       * fence wait at the end: how torch times queued launches */
+  double gpu;         /* the same, from timestamps written before the first and
+                       * after the last dispatch (kernel time, barriers included) */
+  double fence_wait;  /* one dispatch submitted and waited for with
+                       * vkWaitForFences, as dc_vk_dispatch() does */
+  double fence_poll;  /* the same, polling vkGetFenceStatus instead */
+  double fresh;       /* one dispatch in a command buffer and fence made, recorded
+                       * and freed for each submission, as dc_vk_dispatch() did
+                       * until it kept one per context (2026-12-02) */
+} DcVkDispatchTiming;
+
+gboolean      dc_vk_time_dispatches           (DcVkContext        *ctx,
+                                               DcVkPipeline       *pipeline,
+                                               DcVkBuffer * const *buffers,
+                                               const void         *push,
+                                               guint               groups_x,
+                                               guint               groups_y,
+                                               guint               groups_z,
+                                               guint               n,
+                                               DcVkDispatchTiming *timing,
                                                GError            **error);
 
 DcVkRecording *dc_vk_recording_new            (DcVkContext        *ctx,
