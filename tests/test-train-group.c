@@ -840,6 +840,73 @@ test_audit_after_report (void)
   g_assert_cmpuint (removed, <, 20);
 }
 
+/* Audits in the step's waits (docs/ARCHITECTURE.md): three honest devices
+ * audit every step for 16 steps, each audit begun only once its device's
+ * gradient computes (computed ahead) or the step waits for the verdict
+ * (DC_TEST_FAULT=audit-overlap), so that every audit meets its gate. No
+ * kernel of an audit's recomputation begins while its device's own
+ * gradient computes (`audit_beside` 0 on every step line): the audits
+ * waited for the gradients (`audit_paused_ms` > 0 on each device), or went
+ * first while a step waited for a verdict. Every device audits
+ * (`audit_ms`), nobody is accused, and the three end every step with the
+ * hash of `--simulate-peers 3`. With the audits beside the step (before
+ * 2026-12-02 06:00 the lines have no `audit_beside`;
+ * DC_TRAIN_GROUP_AUDIT_GATE=0) the test fails. */
+static void
+test_audit_in_waits (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL, sim = NULL;
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  DcTestProc *procs[3];
+
+  g_setenv ("DC_TEST_FAULT", "audit-overlap", TRUE);
+  alpha = dc_test_proc_start_host (url, "16", "3", &room);
+  beta = start_follower (url, room, "beta", "16", NULL);
+  gamma = start_follower (url, room, "gamma", "16", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11", "--stop-at", "16",
+                                 "--simulate-peers", "3", SMALL, NULL);
+  procs[0] = alpha;
+  procs[1] = beta;
+  procs[2] = gamma;
+  wait_done (sim, 16);
+  sim_steps = steps_of (sim);
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+      guint audited = 0;
+      double paused = 0, ahead_paused = 0;
+
+      wait_done (procs[p], 16);
+      steps = steps_of (procs[p]);
+      g_assert_cmpint (dc_test_proc_find (procs[p], 0, "audit", NULL), ==, -1);
+      for (guint s = 1; s <= 16; s++)
+        {
+          JsonObject *o = g_ptr_array_index (steps, s);
+
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (o, "roster"), ==, 3);
+          g_assert_true (json_object_has_member (o, "audit_beside"));
+          g_assert_cmpint (json_object_get_int_member (o, "audit_beside"), ==, 0);
+          if (json_object_get_double_member_with_default (o, "audit_ms", 0) > 0)
+            audited++;
+          paused += json_object_get_double_member_with_default (o, "audit_paused_ms", 0);
+          ahead_paused += json_object_get_double_member_with_default (o, "ahead_paused_ms", 0);
+        }
+      g_test_message ("%s: %u audits; audits waited %.1f ms for the gradients, gradients "
+                      "computed ahead %.1f ms for audits", procs[p]->label, audited, paused,
+                      ahead_paused);
+      /* Every step from 2 on draws an audit, which ends before the report
+       * two steps later: most step lines show one (two ending within one
+       * step show as one). */
+      g_assert_cmpuint (audited, >=, 6);
+      g_assert_cmpfloat (paused, >, 0);
+    }
+}
+
 /* A dishonest auditor: the third device accuses another's gradient of step
  * 5 although it reproduces (DC_TEST_FAULT=false-audit@5). The audit of
  * step 5 is drawn at the end of step 6's exchange, recomputed while step 7
@@ -1360,6 +1427,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/audit", test_audit);
   g_test_add_func ("/dc/train/group/audit/false-accusation", test_false_audit);
   g_test_add_func ("/dc/train/group/audit/after-report", test_audit_after_report);
+  g_test_add_func ("/dc/train/group/audit/in-waits", test_audit_in_waits);
   g_test_add_func ("/dc/train/group/audit/unpredictable", test_audit_unpredictable);
   g_test_add_func ("/dc/train/group/audit/own-weights", test_audit_own_weights);
   g_test_add_func ("/dc/train/group/refuse", test_refuse);

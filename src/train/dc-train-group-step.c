@@ -291,6 +291,12 @@ compute_worker (GTask        *task,
   DcGptRun *run = dc_gpt_trainer_get_run (dc_train_session_get_trainer (self->session));
 
   compute->began = g_get_monotonic_time ();
+  /* An audit waits while this gradient computes (docs/ARCHITECTURE.md,
+   * "Audits in the step's waits"); computed ahead, it waits instead while
+   * the step waits for the audit's verdict. */
+  _dc_train_group_lane_compute (self, TRUE);
+  if (compute->ahead)
+    dc_parallel_set_gate (_dc_train_group_ahead_gate, self);
   /* Ahead of its step, the snapshot still holds the state before the step
    * just taken, which a rollback of it needs: start_step () takes the new
    * one when it adopts this gradient. */
@@ -308,6 +314,12 @@ compute_worker (GTask        *task,
   ok = compute_own (self, compute, &error);
   /* Not for any later pass. */
   dc_gpt_run_set_layer_done_func (run, NULL, NULL);
+  /* This thread goes back to GTask's pool. */
+  dc_parallel_set_gate (NULL, NULL);
+  g_mutex_lock (&self->lane_lock);
+  compute->paused_us = self->lane_ahead_paused_us;
+  g_mutex_unlock (&self->lane_lock);
+  _dc_train_group_lane_compute (self, FALSE);
   if (snapshot != NULL)
     g_thread_join (snapshot);
   if (!ok)
@@ -816,6 +828,7 @@ computed_cb (GObject      *object,
     }
   self->t_compute_began = compute->began;
   self->t_computed = compute->done;
+  self->t_compute_paused = compute->paused_us;
   if (self->ahead_active)
     {
       /* Ahead of its step: kept until start_step () adopts it; a failure
@@ -1004,6 +1017,9 @@ applied_cb (GObject      *object,
     self->phases.adam_us = apply->stepped - apply->began;
     self->phases.hash_us = apply->hashed - apply->stepped;
     /* (barrier_us: start_step ().) */
+    self->phases.audit_paused_us = self->audit_paused_us;
+    self->phases.audit_beside = self->audit_beside;
+    self->phases.ahead_paused_us = self->t_compute_paused;
     self->t_published = now;
     /* From the gradient's start when it was computed ahead. */
     self->last_seconds = MAX (1e-6, (now - MIN (self->step_started, self->t_compute_began))
@@ -1128,6 +1144,8 @@ _dc_train_group_start_step (DcTrainGroup *self)
       self->snap_taken = FALSE;
     }
   self->audit_us = 0;
+  self->audit_paused_us = 0;
+  self->audit_beside = 0;
   self->phases.barrier_us = self->t_published != 0
                             ? MAX (0, self->step_started - self->t_published) : 0;
 

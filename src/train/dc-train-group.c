@@ -795,6 +795,10 @@ dc_train_group_new (DcContext               *context,
   /* audit-scribble: audit-all, the snapshot rewritten under each audit. */
   self->fault_audit_scribble = g_strcmp0 (fault, "audit-scribble") == 0;
   self->audit_all |= self->fault_audit_scribble;
+  /* audit-overlap: audit-all, each audit begun with the gradient computed
+   * ahead (audit_gate ()). */
+  self->fault_audit_overlap = g_strcmp0 (fault, "audit-overlap") == 0;
+  self->audit_all |= self->fault_audit_overlap;
   self->fault_outsider = g_strcmp0 (fault, "outsider") == 0;
   if (fault != NULL && g_str_has_prefix (fault, "false-audit@"))
     self->fault_false_audit = g_ascii_strtoull (fault + strlen ("false-audit@"), NULL, 10);
@@ -804,6 +808,9 @@ dc_train_group_new (DcContext               *context,
   /* Computing the next step's gradient ahead (dc-train-group-step.c,
    * start_ahead ()); 0 turns it off, for comparing in bench group. */
   self->overlap = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_OVERLAP"), "0") != 0;
+  /* Audits in the step's waits (dc-train-group-audit.c, audit_gate ());
+   * 0 lets them run beside the step's compute, for comparing. */
+  self->lane_gate = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_GATE"), "0") != 0;
   if (fault != NULL && g_str_has_prefix (fault, "drop-repair@"))
     {
       self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-repair@"), NULL, 10);
@@ -1025,6 +1032,8 @@ dc_train_group_finalize (GObject *object)
   g_cond_clear (&self->audit_cond);
   g_mutex_clear (&self->worker_lock);
   g_cond_clear (&self->worker_cond);
+  g_mutex_clear (&self->lane_lock);
+  g_cond_clear (&self->lane_cond);
   g_free (self->join_from);
   g_clear_pointer (&self->weights, g_bytes_unref);
   g_hash_table_unref (self->logged);
@@ -1084,6 +1093,8 @@ dc_train_group_init (DcTrainGroup *self)
   g_cond_init (&self->audit_cond);
   g_mutex_init (&self->worker_lock);
   g_cond_init (&self->worker_cond);
+  g_mutex_init (&self->lane_lock);
+  g_cond_init (&self->lane_cond);
   self->assemblies = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                             (GDestroyNotify) assembly_free);
   self->reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,

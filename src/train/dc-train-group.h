@@ -209,6 +209,14 @@ typedef struct
   gint64 adam_us;
   gint64 hash_us;
   gint64 barrier_us;
+  /* Audits in the step's waits (docs/ARCHITECTURE.md): of the audit that
+   * ended during the step, the time it waited for this device's own
+   * gradient and its kernels begun while that gradient computed (0 with
+   * the gate); the time this step's gradient, computed ahead, waited for
+   * an audit whose verdict the step before's report waited for. */
+  gint64 audit_paused_us;
+  guint  audit_beside;
+  gint64 ahead_paused_us;
 } DcTrainGroupPhases;
 
 gboolean      dc_train_group_get_step_phases (DcTrainGroup      *self,
