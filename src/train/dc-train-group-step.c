@@ -1163,18 +1163,23 @@ _dc_train_group_start_step (DcTrainGroup *self)
       self->ahead_used++;
       /* The state before this step, for a rollback of it (the worker did
        * not take it: the buffer still held the step before's). The model
-       * is the one the gradient reads; both only read it. */
-      snapshot_thread (self);
+       * is the one the gradient reads; both only read it. Copied (10 MB
+       * at width 128) once the gradient is on its way, not before: nothing
+       * changes the model before the exchange below goes on. */
       if (self->ahead_ready)
         {
           self->ahead_ready = FALSE;
           send_own_gradient (self);
+          snapshot_thread (self);
           self->state = STATE_EXCHANGING;
           _dc_train_group_arm (self, DC_TRAIN_GROUP_WAIT_S);
           _dc_train_group_advance (self);
         }
       else
-        send_early (self);
+        {
+          send_early (self);
+          snapshot_thread (self);
+        }
       return;
     }
   if (self->ahead_active)
