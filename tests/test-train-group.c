@@ -907,6 +907,61 @@ test_audit_in_waits (void)
     }
 }
 
+/* This device's audit rate (DC_TRAIN_GROUP_AUDIT_PERIOD): alpha audits
+ * every step (1), beta and gamma none (0), and gamma corrupts its
+ * gradients from step 5. Each says its rate once (`audit-rate`); beta's
+ * step lines never show an audit of its own; alpha alone still catches
+ * gamma (each step it recomputes one of the two others: caught by step 20
+ * but with (1/2)^15), which is removed, and alpha and beta finish 20 steps
+ * with equal hashes. Without the setting beta would audit at the default
+ * rate and nobody would say so. */
+static void
+test_audit_period (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  JsonObject *error;
+  int i;
+
+  g_setenv ("DC_TRAIN_GROUP_AUDIT_PERIOD", "1", TRUE);
+  alpha = dc_test_proc_start_host (url, "20", "3", &room);
+  g_setenv ("DC_TRAIN_GROUP_AUDIT_PERIOD", "0", TRUE);
+  beta = start_follower (url, room, "beta", "20", NULL);
+  g_setenv ("DC_TEST_FAULT", "corrupt-gradient@5", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  i = dc_test_proc_find (gamma, 0, "audit-rate", NULL);
+  g_assert_cmpint (i, >=, 0);
+  g_assert_true (message_has (g_ptr_array_index (gamma->events, i), "audits: off"));
+  wait_done (alpha, 20);
+  wait_done (beta, 20);
+  i = dc_test_proc_find (alpha, 0, "audit-rate", NULL);
+  g_assert_cmpint (i, >=, 0);
+  g_assert_true (message_has (g_ptr_array_index (alpha->events, i), "one step in 1 "));
+  g_assert_cmpint (dc_test_proc_find (alpha, i + 1, "audit-rate", NULL), ==, -1);
+  i = dc_test_proc_find (beta, 0, "audit-rate", NULL);
+  g_assert_cmpint (i, >=, 0);
+  g_assert_true (message_has (g_ptr_array_index (beta->events, i), "audits: off"));
+  g_assert_true (dc_test_proc_find (alpha, 0, "audit", "gamma") >= 0);
+  g_assert_cmpint (dc_test_proc_find (alpha, 0, "audit", "beta"), ==, -1);
+  a = steps_of_full (alpha, TRUE);
+  b = steps_of_full (beta, TRUE);
+  for (guint s = 1; s <= 20; s++)
+    {
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpfloat (json_object_get_double_member_with_default (
+                           g_ptr_array_index (b, s), "audit_ms", 0), ==, 0);
+    }
+}
+
 /* A dishonest auditor: the third device accuses another's gradient of step
  * 5 although it reproduces (DC_TEST_FAULT=false-audit@5). The audit of
  * step 5 is drawn at the end of step 6's exchange, recomputed while step 7
@@ -1428,6 +1483,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/audit/false-accusation", test_false_audit);
   g_test_add_func ("/dc/train/group/audit/after-report", test_audit_after_report);
   g_test_add_func ("/dc/train/group/audit/in-waits", test_audit_in_waits);
+  g_test_add_func ("/dc/train/group/audit/period", test_audit_period);
   g_test_add_func ("/dc/train/group/audit/unpredictable", test_audit_unpredictable);
   g_test_add_func ("/dc/train/group/audit/own-weights", test_audit_own_weights);
   g_test_add_func ("/dc/train/group/refuse", test_refuse);

@@ -625,6 +625,32 @@ _dc_train_group_launch_audit (DcTrainGroup *self)
   /* DC_TEST_FAULT=false-audit@S: this device audits every step from S
    * (and accuses falsely, check_audit ()). */
   forced = self->audit_all || (self->fault_false_audit != 0 && step >= self->fault_false_audit);
+  if (self->audit_period != DC_TRAIN_GROUP_AUDIT_PERIOD && !self->audit_period_noted)
+    {
+      g_autofree char *text = NULL;
+
+      if (self->audit_period == 0)
+        text = g_strdup ("audits: off on this device (DC_TRAIN_GROUP_AUDIT_PERIOD=0): it checks "
+                         "no other device's gradients");
+      else
+        text = g_strdup_printf ("audits: this device audits one step in %u "
+                                "(DC_TRAIN_GROUP_AUDIT_PERIOD; the default is one in %u)",
+                                self->audit_period, DC_TRAIN_GROUP_AUDIT_PERIOD);
+      self->audit_period_noted = TRUE;
+      _dc_train_group_notice (self, "audit-rate", NULL, text);
+    }
+  if (!forced && self->audit_period != DC_TRAIN_GROUP_AUDIT_PERIOD)
+    {
+      guint64 d;
+
+      /* The same draw, another period (the rotation as
+       * dc_train_group_audit_draw () makes it). */
+      memcpy (&d, draw, 8);
+      d = GUINT64_FROM_LE (d);
+      if (self->audit_period == 0 || d % self->audit_period != 0)
+        return;
+      forced = TRUE;
+    }
   self->audit_rank = dc_train_group_audit_draw (draw, self->rank, n, forced);
   if (self->audit_rank == G_MAXUINT)
     return;

@@ -114,6 +114,10 @@ struct _DcTrainGroup
                                                * run seed's draw does not audit */
   gboolean           fault_audit_scribble; /* DC_TEST_FAULT=audit-scribble */
   gboolean           fault_audit_overlap;  /* DC_TEST_FAULT=audit-overlap */
+  guint              audit_period; /* DC_TRAIN_GROUP_AUDIT_PERIOD: this device audits one step
+                                    * in this many (0: none); default
+                                    * DC_TRAIN_GROUP_AUDIT_PERIOD */
+  gboolean           audit_period_noted; /* the notice saying so went out */
   guint64            fault_corrupt_sum; /* DC_TEST_FAULT=corrupt-sum@STEP: from STEP on */
   gboolean           fault_wire_f32;    /* DC_TEST_FAULT=wire-f32: shards sent as f32 whatever
                                          * the run's CONFIG says */

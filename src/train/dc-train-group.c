@@ -811,6 +811,25 @@ dc_train_group_new (DcContext               *context,
   /* Audits in the step's waits (dc-train-group-audit.c, audit_gate ());
    * 0 lets them run beside the step's compute, for comparing. */
   self->lane_gate = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_GATE"), "0") != 0;
+  /* This device's audit rate (docs/ARCHITECTURE.md, "Audits"): fewer
+   * audits for speed in a group of trusted devices, said in the log at
+   * the first audit draw. */
+  self->audit_period = DC_TRAIN_GROUP_AUDIT_PERIOD;
+  {
+    const char *period = g_getenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
+    guint64 value;
+
+    if (period != NULL && *period != '\0')
+      {
+        if (g_ascii_string_to_unsigned (period, 10, 0, DC_TRAIN_GROUP_AUDIT_PERIOD_MAX, &value,
+                                        NULL))
+          self->audit_period = (guint) value;
+        else
+          g_message ("DC_TRAIN_GROUP_AUDIT_PERIOD=%s is not a number from 0 to %u: audits "
+                     "stay at one step in %u", period, DC_TRAIN_GROUP_AUDIT_PERIOD_MAX,
+                     DC_TRAIN_GROUP_AUDIT_PERIOD);
+      }
+  }
   if (fault != NULL && g_str_has_prefix (fault, "drop-repair@"))
     {
       self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-repair@"), NULL, 10);
