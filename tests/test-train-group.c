@@ -840,8 +840,9 @@ test_audit_after_report (void)
   g_assert_cmpuint (removed, <, 20);
 }
 
-/* Audits in the step's waits (docs/ARCHITECTURE.md): three honest devices
- * audit every step for 16 steps, each audit begun only once its device's
+/* Audits in the step's waits (docs/ARCHITECTURE.md), gate on
+ * (DC_TRAIN_GROUP_AUDIT_GATE=1): three honest devices audit every step for
+ * 16 steps, each audit begun only once its device's
  * gradient computes (computed ahead) or the step waits for the verdict
  * (DC_TEST_FAULT=audit-overlap), so that every audit meets its gate. No
  * kernel of an audit's recomputation begins while its device's own
@@ -850,8 +851,8 @@ test_audit_after_report (void)
  * first while a step waited for a verdict. Every device audits
  * (`audit_ms`), nobody is accused, and the three end every step with the
  * hash of `--simulate-peers 3`. With the audits beside the step (before
- * 2026-12-02 06:00 the lines have no `audit_beside`;
- * DC_TRAIN_GROUP_AUDIT_GATE=0) the test fails. */
+ * 2026-12-02 06:00 the lines have no `audit_beside`; without the gate
+ * they count kernels begun beside the gradient) the test fails. */
 static void
 test_audit_in_waits (void)
 {
@@ -863,10 +864,12 @@ test_audit_in_waits (void)
   DcTestProc *procs[3];
 
   g_setenv ("DC_TEST_FAULT", "audit-overlap", TRUE);
+  g_setenv ("DC_TRAIN_GROUP_AUDIT_GATE", "1", TRUE);
   alpha = dc_test_proc_start_host (url, "16", "3", &room);
   beta = start_follower (url, room, "beta", "16", NULL);
   gamma = start_follower (url, room, "gamma", "16", NULL);
   g_unsetenv ("DC_TEST_FAULT");
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_GATE");
   sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11", "--stop-at", "16",
                                  "--simulate-peers", "3", SMALL, NULL);
   procs[0] = alpha;

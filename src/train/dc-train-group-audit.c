@@ -269,7 +269,9 @@ _dc_train_group_audit_job_free (AuditJob *job)
   g_free (job);
 }
 
-/* Audits in the step's waits (docs/ARCHITECTURE.md). An audit step costs
+/* Audits in the step's waits (docs/ARCHITECTURE.md), with
+ * DC_TRAIN_GROUP_AUDIT_GATE=1 (off by default: measured slower on the H200
+ * host, docs/BENCHMARKS.md). An audit step costs
  * every device a whole second gradient; run beside the step's own
  * gradient, both shared one process's pool and cores (two callers, one
  * set of helpers, 4 + 1 threads on 4 cores), and the step's compute grew
@@ -339,7 +341,7 @@ audit_gate (gpointer data)
       job->paused_us += g_get_monotonic_time () - start;
     }
   else if (self->lane_computing && !self->lane_urgent)
-    job->beside++;  /* DC_TRAIN_GROUP_AUDIT_GATE=0 */
+    job->beside++;  /* without DC_TRAIN_GROUP_AUDIT_GATE=1 */
   g_mutex_unlock (&self->lane_lock);
 }
 

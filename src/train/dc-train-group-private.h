@@ -218,7 +218,7 @@ struct _DcTrainGroup
    * lane_lock. */
   GMutex             lane_lock;
   GCond              lane_cond;
-  gboolean           lane_gate;     /* DC_TRAIN_GROUP_AUDIT_GATE=0 turns it off (measuring) */
+  gboolean           lane_gate;     /* DC_TRAIN_GROUP_AUDIT_GATE=1 turns it on (off by default) */
   gboolean           lane_computing; /* the compute worker computes this device's gradient */
   gboolean           lane_auditing; /* the audit worker recomputes */
   gboolean           lane_urgent;   /* the step waits for the audit's verdict */

@@ -1017,8 +1017,6 @@ applied_cb (GObject      *object,
     self->phases.adam_us = apply->stepped - apply->began;
     self->phases.hash_us = apply->hashed - apply->stepped;
     /* (barrier_us: start_step ().) */
-    self->phases.audit_paused_us = self->audit_paused_us;
-    self->phases.audit_beside = self->audit_beside;
     self->phases.ahead_paused_us = self->t_compute_paused;
     self->t_published = now;
     /* From the gradient's start when it was computed ahead. */

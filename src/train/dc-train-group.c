@@ -808,9 +808,11 @@ dc_train_group_new (DcContext               *context,
   /* Computing the next step's gradient ahead (dc-train-group-step.c,
    * start_ahead ()); 0 turns it off, for comparing in bench group. */
   self->overlap = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_OVERLAP"), "0") != 0;
-  /* Audits in the step's waits (dc-train-group-audit.c, audit_gate ());
-   * 0 lets them run beside the step's compute, for comparing. */
-  self->lane_gate = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_GATE"), "0") != 0;
+  /* Audits only in the step's waits (dc-train-group-audit.c, audit_gate
+   * ()): 1 turns the gate on. Off by default: on the H200 host an audit
+   * step cost the group about 320 ms gated against about 180 beside the
+   * step (docs/BENCHMARKS.md, "Audits in the step's waits"). */
+  self->lane_gate = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_GATE"), "1") == 0;
   /* This device's audit rate (docs/ARCHITECTURE.md, "Audits"): fewer
    * audits for speed in a group of trusted devices, said in the log at
    * the first audit draw. */
@@ -960,6 +962,10 @@ dc_train_group_get_step_phases (DcTrainGroup       *self,
   if (self->own_report == NULL)
     return FALSE;
   *phases = self->phases;
+  /* The audit that ended during the step ends after its update (the step's
+   * report waits for it): read now, as dc_train_group_get_audit_time (). */
+  phases->audit_paused_us = self->audit_paused_us;
+  phases->audit_beside = self->audit_beside;
   *ahead = self->step_ahead;
   return TRUE;
 }
