@@ -840,6 +840,131 @@ test_audit_after_report (void)
   g_assert_cmpuint (removed, <, 20);
 }
 
+/* Audits in the step's waits (docs/ARCHITECTURE.md), gate on
+ * (DC_TRAIN_GROUP_AUDIT_GATE=1): three honest devices audit every step for
+ * 16 steps, each audit begun only once its device's
+ * gradient computes (computed ahead) or the step waits for the verdict
+ * (DC_TEST_FAULT=audit-overlap), so that every audit meets its gate. No
+ * kernel of an audit's recomputation begins while its device's own
+ * gradient computes (`audit_beside` 0 on every step line): the audits
+ * waited for the gradients (`audit_paused_ms` > 0 on each device), or went
+ * first while a step waited for a verdict. Every device audits
+ * (`audit_ms`), nobody is accused, and the three end every step with the
+ * hash of `--simulate-peers 3`. With the audits beside the step (before
+ * 2026-12-02 06:00 the lines have no `audit_beside`; without the gate
+ * they count kernels begun beside the gradient) the test fails. */
+static void
+test_audit_in_waits (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL, sim = NULL;
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  DcTestProc *procs[3];
+
+  g_setenv ("DC_TEST_FAULT", "audit-overlap", TRUE);
+  g_setenv ("DC_TRAIN_GROUP_AUDIT_GATE", "1", TRUE);
+  alpha = dc_test_proc_start_host (url, "16", "3", &room);
+  beta = start_follower (url, room, "beta", "16", NULL);
+  gamma = start_follower (url, room, "gamma", "16", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_GATE");
+  sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11", "--stop-at", "16",
+                                 "--simulate-peers", "3", SMALL, NULL);
+  procs[0] = alpha;
+  procs[1] = beta;
+  procs[2] = gamma;
+  wait_done (sim, 16);
+  sim_steps = steps_of (sim);
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+      guint audited = 0;
+      double paused = 0, ahead_paused = 0;
+
+      wait_done (procs[p], 16);
+      steps = steps_of (procs[p]);
+      g_assert_cmpint (dc_test_proc_find (procs[p], 0, "audit", NULL), ==, -1);
+      for (guint s = 1; s <= 16; s++)
+        {
+          JsonObject *o = g_ptr_array_index (steps, s);
+
+          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (o, "roster"), ==, 3);
+          g_assert_true (json_object_has_member (o, "audit_beside"));
+          g_assert_cmpint (json_object_get_int_member (o, "audit_beside"), ==, 0);
+          if (json_object_get_double_member_with_default (o, "audit_ms", 0) > 0)
+            audited++;
+          paused += json_object_get_double_member_with_default (o, "audit_paused_ms", 0);
+          ahead_paused += json_object_get_double_member_with_default (o, "ahead_paused_ms", 0);
+        }
+      g_test_message ("%s: %u audits; audits waited %.1f ms for the gradients, gradients "
+                      "computed ahead %.1f ms for audits", procs[p]->label, audited, paused,
+                      ahead_paused);
+      /* Every step from 2 on draws an audit, which ends before the report
+       * two steps later: most step lines show one (two ending within one
+       * step show as one). */
+      g_assert_cmpuint (audited, >=, 6);
+      g_assert_cmpfloat (paused, >, 0);
+    }
+}
+
+/* This device's audit rate (DC_TRAIN_GROUP_AUDIT_PERIOD): alpha audits
+ * every step (1), beta and gamma none (0), and gamma corrupts its
+ * gradients from step 5. Each says its rate once (`audit-rate`); beta's
+ * step lines never show an audit of its own; alpha alone still catches
+ * gamma (each step it recomputes one of the two others: caught by step 20
+ * but with (1/2)^15), which is removed, and alpha and beta finish 20 steps
+ * with equal hashes. Without the setting beta would audit at the default
+ * rate and nobody would say so. */
+static void
+test_audit_period (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL;
+  JsonObject *error;
+  int i;
+
+  g_setenv ("DC_TRAIN_GROUP_AUDIT_PERIOD", "1", TRUE);
+  alpha = dc_test_proc_start_host (url, "20", "3", &room);
+  g_setenv ("DC_TRAIN_GROUP_AUDIT_PERIOD", "0", TRUE);
+  beta = start_follower (url, room, "beta", "20", NULL);
+  g_setenv ("DC_TEST_FAULT", "corrupt-gradient@5", TRUE);
+  gamma = start_follower (url, room, "gamma", "20", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
+
+  error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
+  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
+  i = dc_test_proc_find (gamma, 0, "audit-rate", NULL);
+  g_assert_cmpint (i, >=, 0);
+  g_assert_true (message_has (g_ptr_array_index (gamma->events, i), "audits: off"));
+  wait_done (alpha, 20);
+  wait_done (beta, 20);
+  i = dc_test_proc_find (alpha, 0, "audit-rate", NULL);
+  g_assert_cmpint (i, >=, 0);
+  g_assert_true (message_has (g_ptr_array_index (alpha->events, i), "one step in 1 "));
+  g_assert_cmpint (dc_test_proc_find (alpha, i + 1, "audit-rate", NULL), ==, -1);
+  i = dc_test_proc_find (beta, 0, "audit-rate", NULL);
+  g_assert_cmpint (i, >=, 0);
+  g_assert_true (message_has (g_ptr_array_index (beta->events, i), "audits: off"));
+  g_assert_true (dc_test_proc_find (alpha, 0, "audit", "gamma") >= 0);
+  g_assert_cmpint (dc_test_proc_find (alpha, 0, "audit", "beta"), ==, -1);
+  a = steps_of_full (alpha, TRUE);
+  b = steps_of_full (beta, TRUE);
+  for (guint s = 1; s <= 20; s++)
+    {
+      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpfloat (json_object_get_double_member_with_default (
+                           g_ptr_array_index (b, s), "audit_ms", 0), ==, 0);
+    }
+}
+
 /* A dishonest auditor: the third device accuses another's gradient of step
  * 5 although it reproduces (DC_TEST_FAULT=false-audit@5). The audit of
  * step 5 is drawn at the end of step 6's exchange, recomputed while step 7
@@ -1360,6 +1485,8 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/audit", test_audit);
   g_test_add_func ("/dc/train/group/audit/false-accusation", test_false_audit);
   g_test_add_func ("/dc/train/group/audit/after-report", test_audit_after_report);
+  g_test_add_func ("/dc/train/group/audit/in-waits", test_audit_in_waits);
+  g_test_add_func ("/dc/train/group/audit/period", test_audit_period);
   g_test_add_func ("/dc/train/group/audit/unpredictable", test_audit_unpredictable);
   g_test_add_func ("/dc/train/group/audit/own-weights", test_audit_own_weights);
   g_test_add_func ("/dc/train/group/refuse", test_refuse);

@@ -509,7 +509,7 @@ netns_create (Bench   *bench,
  * means bench group prints, over all devices and per device. */
 static const char * const phase_names[] = {
   "compute_ms", "ahead_ms", "send_ms", "contrib_wait_ms", "sum_ms", "gather_wait_ms",
-  "adam_ms", "hash_ms", "barrier_ms", "audit_ms",
+  "adam_ms", "hash_ms", "barrier_ms", "audit_ms", "audit_paused_ms", "ahead_paused_ms",
 };
 #define N_PHASES G_N_ELEMENTS (phase_names)
 #define PHASE_DEVICES_MAX BENCH_GROUP_DEVICES_MAX
@@ -522,6 +522,9 @@ typedef struct
   double phases[N_PHASES];       /* means over devices and steps */
   double device_phases[PHASE_DEVICES_MAX][N_PHASES];  /* means over steps, per device */
   double computed_ahead;         /* the share of steps whose gradient was */
+  double audits;                 /* audits a device ended in the measured steps (mean):
+                                  * the draw's luck, for reading audit_ms */
+  gint64 audit_beside;           /* audit kernels begun beside a device's own gradient */
   guint  n_devices;
 } Figures;
 
@@ -725,6 +728,10 @@ run_group (Bench       *bench,
                                                                             0);
             if (json_object_get_boolean_member_with_default (o, "computed_ahead", FALSE))
               ahead++;
+            if (json_object_get_double_member_with_default (o, "audit_ms", 0) > 0)
+              figures->audits += 1;
+            figures->audit_beside += json_object_get_int_member_with_default (o, "audit_beside",
+                                                                              0);
             n_samples++;
             device_samples++;
           }
@@ -768,6 +775,7 @@ run_group (Bench       *bench,
   for (guint p = 0; p < N_PHASES; p++)
     figures->phases[p] /= n_samples;
   figures->computed_ahead = (double) ahead / n_samples;
+  figures->audits /= figures->n_devices;
   figures->tokens_per_s = (double) steps * n_devices * size->batch * size->seq / seconds;
   return TRUE;
 }
@@ -858,6 +866,8 @@ print_figures (DcCliOptions  *options,
       for (guint p = 0; p < N_PHASES; p++)
         json_add_double (builder, phase_names[p], f->phases[p]);
       json_add_double (builder, "computed_ahead", f->computed_ahead);
+      json_add_double (builder, "audits", f->audits);
+      json_add_int (builder, "audit_beside", f->audit_beside);
       json_builder_end_object (builder);
       json_builder_set_member_name (builder, "per_device");
       json_builder_begin_array (builder);

@@ -263,6 +263,8 @@ step_cb (DcTrainGroup       *train,
               { "adam_ms", phases.adam_us },
               { "hash_ms", phases.hash_us },
               { "barrier_ms", phases.barrier_us },
+              { "audit_paused_ms", phases.audit_paused_us },
+              { "ahead_paused_ms", phases.ahead_paused_us },
             };
 
             for (guint i = 0; i < G_N_ELEMENTS (fields); i++)
@@ -272,6 +274,8 @@ step_cb (DcTrainGroup       *train,
               }
             json_builder_set_member_name (builder, "computed_ahead");
             json_builder_add_boolean_value (builder, ahead);
+            json_builder_set_member_name (builder, "audit_beside");
+            json_builder_add_int_value (builder, phases.audit_beside);
           }
       }
       /* Beside the step (not of compute_ms): an audit's recomputation of

@@ -81,6 +81,14 @@ static guint64 stat_wait_ns = 0;
 
 static GPrivate in_worker_key;     /* non-NULL inside a chunk */
 
+typedef struct
+{
+  DcParallelGateFunc func;
+  gpointer           data;
+} Gate;
+
+static GPrivate gate_key = G_PRIVATE_INIT (g_free);  /* Gate *: dc_parallel_set_gate () */
+
 
 /* One round of a spin: a few pause instructions, or, with
  * DC_PARALLEL_SPIN_YIELD=1, a yield of the CPU (measuring). */
@@ -306,6 +314,13 @@ dc_parallel_for (guint          n_threads,
   g_return_if_fail (func != NULL);
   if (n == 0)
     return;
+  if (g_private_get (&in_worker_key) == NULL)
+    {
+      Gate *gate = g_private_get (&gate_key);
+
+      if (gate != NULL && gate->func != NULL)
+        gate->func (gate->data);
+    }
   chunk = MAX (chunk, 1);
   n_chunks = n / chunk + (n % chunk != 0);
   if (n_threads == 0)
@@ -376,6 +391,34 @@ dc_parallel_for (guint          n_threads,
   g_mutex_unlock (&pool.lock);
   __atomic_add_fetch (&stat_jobs, 1, __ATOMIC_RELAXED);
   job_unref (job);
+}
+
+/**
+ * dc_parallel_set_gate:
+ * @func: (nullable): called before each of this thread's top-level calls;
+ *   %NULL clears the gate
+ * @data: passed to @func
+ *
+ * Background work on this thread (a group's audit) waits in @func between
+ * two kernels while more urgent work of the process runs: cooperative, so
+ * it needs no scheduler priorities (an unprivileged process cannot raise a
+ * lowered thread's priority again).
+ */
+void
+dc_parallel_set_gate (DcParallelGateFunc func,
+                      gpointer           data)
+{
+  Gate *gate = g_private_get (&gate_key);
+
+  if (gate == NULL)
+    {
+      if (func == NULL)
+        return;
+      gate = g_new0 (Gate, 1);
+      g_private_set (&gate_key, gate);
+    }
+  gate->func = func;
+  gate->data = data;
 }
 
 /**

@@ -55,6 +55,23 @@ void     dc_parallel_warm             (guint           us);
 void     dc_parallel_cool             (void);
 
 /**
+ * DcParallelGateFunc:
+ * @data: the data given to dc_parallel_set_gate ()
+ *
+ * Called on the calling thread before each of its dc_parallel_for () calls
+ * (not the nested ones inside a chunk); it may block until that thread's
+ * work may go on. For background work that must yield its cores to more
+ * urgent work of the same process between two kernels (a group's audit
+ * while the device's own gradient computes: src/train/).
+ */
+typedef void (*DcParallelGateFunc) (gpointer data);
+
+/* Sets (or, with a NULL @func, clears) the calling thread's gate. A thread
+ * of a pool (GTask's) must clear it before it returns to the pool. */
+void     dc_parallel_set_gate         (DcParallelGateFunc func,
+                                       gpointer           data);
+
+/**
  * DcParallelStats:
  * @jobs: calls that used helpers
  * @inline_jobs: calls run on the caller alone

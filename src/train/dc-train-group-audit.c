@@ -92,6 +92,10 @@ struct _AuditJob
   float        *grads;      /* out: the recomputed gradient */
   guint8        hash[DC_MESH_HASH_SIZE];  /* out: its shards' hash */
   gint64        us;         /* out: how long it took */
+  gint64        paused_us;  /* out: of us, waiting for this device's own gradient */
+  gboolean      begun;      /* audit_gate () ran once */
+  guint         beside;     /* out: kernels begun while it computed (gate off) */
+  DcTrainGroup *group;      /* for audit_gate () (the worker's task holds it) */
   gboolean      after_report; /* out: DC_TEST_FAULT=audit-after-report saw the report */
   gboolean      computed;   /* the recomputation is done (main thread) */
   /* The re-sum of shard `rank` (main thread only). */
@@ -265,6 +269,105 @@ _dc_train_group_audit_job_free (AuditJob *job)
   g_free (job);
 }
 
+/* Audits in the step's waits (docs/ARCHITECTURE.md), with
+ * DC_TRAIN_GROUP_AUDIT_GATE=1 (off by default: measured slower on the H200
+ * host, docs/BENCHMARKS.md). An audit step costs
+ * every device a whole second gradient; run beside the step's own
+ * gradient, both shared one process's pool and cores (two callers, one
+ * set of helpers, 4 + 1 threads on 4 cores), and the step's compute grew
+ * by more than the audit's own work. The audit instead runs only while
+ * this device's gradient does not compute: in the exchange's waits, after
+ * the gradient was sent, and while the step waits for its verdict, when
+ * it goes first and a gradient computed ahead yields instead. Either
+ * waits only between two kernels (dc_parallel_set_gate ()); the hashes
+ * and the verdict are the same. */
+
+/* The compute worker begins (@computing) or ends this device's gradient.
+ * Compute worker. */
+void
+_dc_train_group_lane_compute (DcTrainGroup *self,
+                              gboolean      computing)
+{
+  g_mutex_lock (&self->lane_lock);
+  self->lane_computing = computing;
+  if (computing)
+    self->lane_ahead_paused_us = 0;
+  g_cond_broadcast (&self->lane_cond);
+  g_mutex_unlock (&self->lane_lock);
+}
+
+/* The step waits for the running audit's verdict (STATE_AUDITING), or no
+ * longer. Main thread. */
+void
+_dc_train_group_lane_urgent (DcTrainGroup *self,
+                             gboolean      urgent)
+{
+  g_mutex_lock (&self->lane_lock);
+  self->lane_urgent = urgent;
+  g_cond_broadcast (&self->lane_cond);
+  g_mutex_unlock (&self->lane_lock);
+}
+
+/* Before each kernel of the audit's recomputation: waits while this
+ * device's own gradient computes, unless the step waits for this audit.
+ * Audit worker. */
+static void
+audit_gate (gpointer data)
+{
+  AuditJob *job = data;
+  DcTrainGroup *self = job->group;
+
+  g_mutex_lock (&self->lane_lock);
+  if (self->fault_audit_overlap && !job->begun)
+    {
+      /* Test only (DC_TEST_FAULT=audit-overlap): the first kernel waits
+       * until this device's gradient computes (computed ahead, it starts
+       * right after the Adam step) or the step waits for this audit, at
+       * most a second (the run's last audits have no gradient after them),
+       * so that every audit meets the gate. */
+      gint64 end = g_get_monotonic_time () + G_TIME_SPAN_SECOND;
+
+      while (!self->lane_computing && !self->lane_urgent
+             && g_cond_wait_until (&self->lane_cond, &self->lane_lock, end))
+        ;
+    }
+  job->begun = TRUE;
+  if (self->lane_gate && self->lane_computing && !self->lane_urgent)
+    {
+      gint64 start = g_get_monotonic_time ();
+
+      while (self->lane_computing && !self->lane_urgent)
+        g_cond_wait (&self->lane_cond, &self->lane_lock);
+      job->paused_us += g_get_monotonic_time () - start;
+    }
+  else if (self->lane_computing && !self->lane_urgent)
+    job->beside++;  /* without DC_TRAIN_GROUP_AUDIT_GATE=1 */
+  g_mutex_unlock (&self->lane_lock);
+}
+
+/* Before each kernel of a gradient computed ahead: waits while the step
+ * waits for the running audit's verdict (its report cannot go out before
+ * it). Compute worker. */
+void
+_dc_train_group_ahead_gate (gpointer data)
+{
+  DcTrainGroup *self = data;
+
+  g_mutex_lock (&self->lane_lock);
+  if (self->lane_gate && self->lane_urgent && self->lane_auditing)
+    {
+      gint64 start = g_get_monotonic_time ();
+
+      self->lane_computing = FALSE;
+      g_cond_broadcast (&self->lane_cond);
+      while (self->lane_urgent && self->lane_auditing)
+        g_cond_wait (&self->lane_cond, &self->lane_lock);
+      self->lane_computing = TRUE;
+      self->lane_ahead_paused_us += g_get_monotonic_time () - start;
+    }
+  g_mutex_unlock (&self->lane_lock);
+}
+
 static void
 audit_worker (GTask        *task,
               gpointer      source,
@@ -278,6 +381,7 @@ audit_worker (GTask        *task,
   DcGptTrainer *trainer = dc_train_session_get_audit_trainer (self->session, &error);
   DcGptModel *model;
   float loss;
+  gboolean ok;
 
   if (trainer == NULL)
     {
@@ -288,8 +392,20 @@ audit_worker (GTask        *task,
   memcpy (model->params, job->weights, model->n_params * sizeof (float));
   model->step = job->weights_step;
   job->grads = g_new (float, model->n_params);
-  if (!dc_gpt_trainer_compute_gradients (trainer, job->rank, job->n_ranks, job->grads, &loss,
-                                         &error))
+  job->group = self;
+  g_mutex_lock (&self->lane_lock);
+  self->lane_auditing = TRUE;
+  g_mutex_unlock (&self->lane_lock);
+  dc_parallel_set_gate (audit_gate, job);
+  ok = dc_gpt_trainer_compute_gradients (trainer, job->rank, job->n_ranks, job->grads, &loss,
+                                         &error);
+  /* This thread goes back to GTask's pool. */
+  dc_parallel_set_gate (NULL, NULL);
+  g_mutex_lock (&self->lane_lock);
+  self->lane_auditing = FALSE;
+  g_cond_broadcast (&self->lane_cond);
+  g_mutex_unlock (&self->lane_lock);
+  if (!ok)
     {
       g_task_return_error (task, error);
       return;
@@ -375,6 +491,7 @@ maybe_conclude (DcTrainGroup *self)
   if (waiting)
     return;
   self->audit_job = NULL;
+  _dc_train_group_lane_urgent (self, FALSE);
   check_audit (self, job);
   _dc_train_group_audit_job_free (job);
   if (self->audit_next != NULL)
@@ -414,6 +531,8 @@ audited_cb (GObject      *object,
       return;
     }
   self->audit_us = job->us;
+  self->audit_paused_us = job->paused_us;
+  self->audit_beside = job->beside;
   if (self->fault_audit_after_report)
     {
       g_autofree char *text = g_strdup_printf ("DC_TEST_FAULT: the audit of step %"
@@ -434,6 +553,8 @@ start_audit (DcTrainGroup *self,
   g_autoptr(GTask) task = g_task_new (self, NULL, audited_cb, NULL);
 
   self->audit_job = job;
+  /* Not urgent until the step waits for it (_dc_train_group_wait_audit ()). */
+  _dc_train_group_lane_urgent (self, FALSE);
   /* The job is self->audit_job's until maybe_conclude () takes it; the
    * worker reads only its weights, rank and sizes and writes its results. */
   g_task_set_task_data (task, job, NULL);
@@ -506,6 +627,32 @@ _dc_train_group_launch_audit (DcTrainGroup *self)
   /* DC_TEST_FAULT=false-audit@S: this device audits every step from S
    * (and accuses falsely, check_audit ()). */
   forced = self->audit_all || (self->fault_false_audit != 0 && step >= self->fault_false_audit);
+  if (self->audit_period != DC_TRAIN_GROUP_AUDIT_PERIOD && !self->audit_period_noted)
+    {
+      g_autofree char *text = NULL;
+
+      if (self->audit_period == 0)
+        text = g_strdup ("audits: off on this device (DC_TRAIN_GROUP_AUDIT_PERIOD=0): it checks "
+                         "no other device's gradients");
+      else
+        text = g_strdup_printf ("audits: this device audits one step in %u "
+                                "(DC_TRAIN_GROUP_AUDIT_PERIOD; the default is one in %u)",
+                                self->audit_period, DC_TRAIN_GROUP_AUDIT_PERIOD);
+      self->audit_period_noted = TRUE;
+      _dc_train_group_notice (self, "audit-rate", NULL, text);
+    }
+  if (!forced && self->audit_period != DC_TRAIN_GROUP_AUDIT_PERIOD)
+    {
+      guint64 d;
+
+      /* The same draw, another period (the rotation as
+       * dc_train_group_audit_draw () makes it). */
+      memcpy (&d, draw, 8);
+      d = GUINT64_FROM_LE (d);
+      if (self->audit_period == 0 || d % self->audit_period != 0)
+        return;
+      forced = TRUE;
+    }
   self->audit_rank = dc_train_group_audit_draw (draw, self->rank, n, forced);
   if (self->audit_rank == G_MAXUINT)
     return;
@@ -772,6 +919,7 @@ _dc_train_group_wait_audit (DcTrainGroup *self,
     return FALSE;
   self->audit_then_next = then_next;
   self->state = STATE_AUDITING;
+  _dc_train_group_lane_urgent (self, TRUE);
   return TRUE;
 }
 

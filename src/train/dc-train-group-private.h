@@ -10,6 +10,7 @@
 
 #include "dc-train-group.h"
 #include "dc-train-wire.h"
+#include "engine/dc-parallel.h"
 #include "mesh/dc-mesh-train-protocol.h"
 #include "model/dc-checkpoint.h"
 #include "model/dc-rng.h"
@@ -112,6 +113,11 @@ struct _DcTrainGroup
   gboolean           fault_corrupt_unaudited; /* corrupt-unaudited@STEP: only on steps the
                                                * run seed's draw does not audit */
   gboolean           fault_audit_scribble; /* DC_TEST_FAULT=audit-scribble */
+  gboolean           fault_audit_overlap;  /* DC_TEST_FAULT=audit-overlap */
+  guint              audit_period; /* DC_TRAIN_GROUP_AUDIT_PERIOD: this device audits one step
+                                    * in this many (0: none); default
+                                    * DC_TRAIN_GROUP_AUDIT_PERIOD */
+  gboolean           audit_period_noted; /* the notice saying so went out */
   guint64            fault_corrupt_sum; /* DC_TEST_FAULT=corrupt-sum@STEP: from STEP on */
   gboolean           fault_wire_f32;    /* DC_TEST_FAULT=wire-f32: shards sent as f32 whatever
                                          * the run's CONFIG says */
@@ -159,6 +165,7 @@ struct _DcTrainGroup
   gint64             t_computed, t_sent, t_apply;  /* monotonic µs, for the report */
   /* The step's phases beyond the report's four (dc_train_group_get_step_phases ()). */
   gint64             t_compute_began;  /* the gradient's compute began (maybe before the step) */
+  gint64             t_compute_paused; /* of that, waiting for an audit (ComputeData.paused_us) */
   gint64             t_reduce_began, t_reduced;  /* maybe_reduce (): this device's shard */
   gint64             t_published;  /* this device's report of the step before went out */
   DcTrainGroupPhases phases;       /* of the step last applied */
@@ -200,6 +207,22 @@ struct _DcTrainGroup
   float             *sum_grads;    /* the combined gradient, kept from step to step */
   gsize              sum_len;
   gint64             audit_us;     /* of compute_us: recomputing the audited gradient */
+  gint64             audit_paused_us; /* … of which it waited for the step's compute */
+  guint              audit_beside; /* … its kernels begun while the step's gradient computed */
+  /* Audits in the step's waits (docs/ARCHITECTURE.md, "Audits in the
+   * step's waits"): the audit's recomputation yields the cores to this
+   * device's own gradient between two kernels (dc_parallel_set_gate ()),
+   * and runs while the step waits for the exchange; when the step waits
+   * for the audit's verdict (STATE_AUDITING) the audit goes first and a
+   * gradient computed ahead yields instead. Workers and main thread, under
+   * lane_lock. */
+  GMutex             lane_lock;
+  GCond              lane_cond;
+  gboolean           lane_gate;     /* DC_TRAIN_GROUP_AUDIT_GATE=1 turns it on (off by default) */
+  gboolean           lane_computing; /* the compute worker computes this device's gradient */
+  gboolean           lane_auditing; /* the audit worker recomputes */
+  gboolean           lane_urgent;   /* the step waits for the audit's verdict */
+  gint64             lane_ahead_paused_us; /* the gradient computed ahead waited for it */
   guint64            sent_bytes;   /* training message bodies sent since the run began */
 
   /* The model before the last step (weights, both moments, step, β powers):
@@ -275,6 +298,7 @@ typedef struct
   guint    gen;        /* DcTrainGroup.compute_gen when launched */
   gboolean ahead;      /* for the next step, before it starts: no snapshot, nothing sent */
   gint64   began, done;  /* monotonic µs (the worker's) */
+  gint64   paused_us;  /* of done − began: ahead, waiting for an audit's verdict */
 } ComputeData;
 
 /* dc-train-group.c */
@@ -409,6 +433,11 @@ void _dc_train_group_handle_repair_request (DcTrainGroup *self,
                                             GBytes       *payload);
 
 /* dc-train-group-audit.c */
+void _dc_train_group_lane_compute (DcTrainGroup *self,
+                                   gboolean      computing);
+void _dc_train_group_lane_urgent (DcTrainGroup *self,
+                                  gboolean      urgent);
+void _dc_train_group_ahead_gate (gpointer data);
 void _dc_train_group_launch_audit (DcTrainGroup *self);
 gboolean _dc_train_group_wait_audit (DcTrainGroup *self,
                                      gboolean      then_next);

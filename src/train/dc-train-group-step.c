@@ -291,6 +291,12 @@ compute_worker (GTask        *task,
   DcGptRun *run = dc_gpt_trainer_get_run (dc_train_session_get_trainer (self->session));
 
   compute->began = g_get_monotonic_time ();
+  /* An audit waits while this gradient computes (docs/ARCHITECTURE.md,
+   * "Audits in the step's waits"); computed ahead, it waits instead while
+   * the step waits for the audit's verdict. */
+  _dc_train_group_lane_compute (self, TRUE);
+  if (compute->ahead)
+    dc_parallel_set_gate (_dc_train_group_ahead_gate, self);
   /* Ahead of its step, the snapshot still holds the state before the step
    * just taken, which a rollback of it needs: start_step () takes the new
    * one when it adopts this gradient. */
@@ -308,6 +314,12 @@ compute_worker (GTask        *task,
   ok = compute_own (self, compute, &error);
   /* Not for any later pass. */
   dc_gpt_run_set_layer_done_func (run, NULL, NULL);
+  /* This thread goes back to GTask's pool. */
+  dc_parallel_set_gate (NULL, NULL);
+  g_mutex_lock (&self->lane_lock);
+  compute->paused_us = self->lane_ahead_paused_us;
+  g_mutex_unlock (&self->lane_lock);
+  _dc_train_group_lane_compute (self, FALSE);
   if (snapshot != NULL)
     g_thread_join (snapshot);
   if (!ok)
@@ -816,6 +828,7 @@ computed_cb (GObject      *object,
     }
   self->t_compute_began = compute->began;
   self->t_computed = compute->done;
+  self->t_compute_paused = compute->paused_us;
   if (self->ahead_active)
     {
       /* Ahead of its step: kept until start_step () adopts it; a failure
@@ -1004,6 +1017,7 @@ applied_cb (GObject      *object,
     self->phases.adam_us = apply->stepped - apply->began;
     self->phases.hash_us = apply->hashed - apply->stepped;
     /* (barrier_us: start_step ().) */
+    self->phases.ahead_paused_us = self->t_compute_paused;
     self->t_published = now;
     /* From the gradient's start when it was computed ahead. */
     self->last_seconds = MAX (1e-6, (now - MIN (self->step_started, self->t_compute_began))
@@ -1128,6 +1142,8 @@ _dc_train_group_start_step (DcTrainGroup *self)
       self->snap_taken = FALSE;
     }
   self->audit_us = 0;
+  self->audit_paused_us = 0;
+  self->audit_beside = 0;
   self->phases.barrier_us = self->t_published != 0
                             ? MAX (0, self->step_started - self->t_published) : 0;
 
@@ -1145,18 +1161,23 @@ _dc_train_group_start_step (DcTrainGroup *self)
       self->ahead_used++;
       /* The state before this step, for a rollback of it (the worker did
        * not take it: the buffer still held the step before's). The model
-       * is the one the gradient reads; both only read it. */
-      snapshot_thread (self);
+       * is the one the gradient reads; both only read it. Copied (10 MB
+       * at width 128) once the gradient is on its way, not before: nothing
+       * changes the model before the exchange below goes on. */
       if (self->ahead_ready)
         {
           self->ahead_ready = FALSE;
           send_own_gradient (self);
+          snapshot_thread (self);
           self->state = STATE_EXCHANGING;
           _dc_train_group_arm (self, DC_TRAIN_GROUP_WAIT_S);
           _dc_train_group_advance (self);
         }
       else
-        send_early (self);
+        {
+          send_early (self);
+          snapshot_thread (self);
+        }
       return;
     }
   if (self->ahead_active)

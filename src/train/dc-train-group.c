@@ -795,6 +795,10 @@ dc_train_group_new (DcContext               *context,
   /* audit-scribble: audit-all, the snapshot rewritten under each audit. */
   self->fault_audit_scribble = g_strcmp0 (fault, "audit-scribble") == 0;
   self->audit_all |= self->fault_audit_scribble;
+  /* audit-overlap: audit-all, each audit begun with the gradient computed
+   * ahead (audit_gate ()). */
+  self->fault_audit_overlap = g_strcmp0 (fault, "audit-overlap") == 0;
+  self->audit_all |= self->fault_audit_overlap;
   self->fault_outsider = g_strcmp0 (fault, "outsider") == 0;
   if (fault != NULL && g_str_has_prefix (fault, "false-audit@"))
     self->fault_false_audit = g_ascii_strtoull (fault + strlen ("false-audit@"), NULL, 10);
@@ -804,6 +808,30 @@ dc_train_group_new (DcContext               *context,
   /* Computing the next step's gradient ahead (dc-train-group-step.c,
    * start_ahead ()); 0 turns it off, for comparing in bench group. */
   self->overlap = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_OVERLAP"), "0") != 0;
+  /* Audits only in the step's waits (dc-train-group-audit.c, audit_gate
+   * ()): 1 turns the gate on. Off by default: on the H200 host an audit
+   * step cost the group about 320 ms gated against about 180 beside the
+   * step (docs/BENCHMARKS.md, "Audits in the step's waits"). */
+  self->lane_gate = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_GATE"), "1") == 0;
+  /* This device's audit rate (docs/ARCHITECTURE.md, "Audits"): fewer
+   * audits for speed in a group of trusted devices, said in the log at
+   * the first audit draw. */
+  self->audit_period = DC_TRAIN_GROUP_AUDIT_PERIOD;
+  {
+    const char *period = g_getenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
+    guint64 value;
+
+    if (period != NULL && *period != '\0')
+      {
+        if (g_ascii_string_to_unsigned (period, 10, 0, DC_TRAIN_GROUP_AUDIT_PERIOD_MAX, &value,
+                                        NULL))
+          self->audit_period = (guint) value;
+        else
+          g_message ("DC_TRAIN_GROUP_AUDIT_PERIOD=%s is not a number from 0 to %u: audits "
+                     "stay at one step in %u", period, DC_TRAIN_GROUP_AUDIT_PERIOD_MAX,
+                     DC_TRAIN_GROUP_AUDIT_PERIOD);
+      }
+  }
   if (fault != NULL && g_str_has_prefix (fault, "drop-repair@"))
     {
       self->fault_drop = g_ascii_strtoull (fault + strlen ("drop-repair@"), NULL, 10);
@@ -934,6 +962,10 @@ dc_train_group_get_step_phases (DcTrainGroup       *self,
   if (self->own_report == NULL)
     return FALSE;
   *phases = self->phases;
+  /* The audit that ended during the step ends after its update (the step's
+   * report waits for it): read now, as dc_train_group_get_audit_time (). */
+  phases->audit_paused_us = self->audit_paused_us;
+  phases->audit_beside = self->audit_beside;
   *ahead = self->step_ahead;
   return TRUE;
 }
@@ -1025,6 +1057,8 @@ dc_train_group_finalize (GObject *object)
   g_cond_clear (&self->audit_cond);
   g_mutex_clear (&self->worker_lock);
   g_cond_clear (&self->worker_cond);
+  g_mutex_clear (&self->lane_lock);
+  g_cond_clear (&self->lane_cond);
   g_free (self->join_from);
   g_clear_pointer (&self->weights, g_bytes_unref);
   g_hash_table_unref (self->logged);
@@ -1084,6 +1118,8 @@ dc_train_group_init (DcTrainGroup *self)
   g_cond_init (&self->audit_cond);
   g_mutex_init (&self->worker_lock);
   g_cond_init (&self->worker_cond);
+  g_mutex_init (&self->lane_lock);
+  g_cond_init (&self->lane_cond);
   self->assemblies = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                             (GDestroyNotify) assembly_free);
   self->reports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,

@@ -107,6 +107,11 @@ G_BEGIN_DECLS
  * costs a whole second gradient, so one in 4 capped a group at 1/1.25 =
  * 0.8 × N of its devices' speed (docs/BENCHMARKS.md). */
 #define DC_TRAIN_GROUP_AUDIT_PERIOD    8
+/* The most steps DC_TRAIN_GROUP_AUDIT_PERIOD=N may put between a device's
+ * audits (0 turns them off): at one in 64 a device that corrupts every
+ * gradient is still caught within about 250 steps with 98 %, minutes of a
+ * run at width 128; a larger N is as good as off and should say so. */
+#define DC_TRAIN_GROUP_AUDIT_PERIOD_MAX 64
 /* How long an auditor waits for the contributions to the audited shard
  * that it asked their authors for (asked again every
  * DC_TRAIN_GROUP_REPAIR_RETRY_S, DC_TRAIN_GROUP_REPAIR_TRIES times): the
@@ -209,6 +214,14 @@ typedef struct
   gint64 adam_us;
   gint64 hash_us;
   gint64 barrier_us;
+  /* Audits in the step's waits (docs/ARCHITECTURE.md): of the audit that
+   * ended during the step, the time it waited for this device's own
+   * gradient and its kernels begun while that gradient computed (0 with
+   * the gate); the time this step's gradient, computed ahead, waited for
+   * an audit whose verdict the step before's report waited for. */
+  gint64 audit_paused_us;
+  guint  audit_beside;
+  gint64 ahead_paused_us;
 } DcTrainGroupPhases;
 
 gboolean      dc_train_group_get_step_phases (DcTrainGroup      *self,
