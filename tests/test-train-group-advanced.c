@@ -44,22 +44,6 @@
 #define NBSP "\xc2\xa0"
 #define TOO_LITTLE "1000"
 
-static DcTestProc *
-spawn (const char *label,
-       ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  const char *arg;
-  va_list args;
-
-  va_start (args, label);
-  while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  return dc_test_proc_spawn (label, NULL, FALSE, (const char * const *) argv->pdata);
-}
-
 /* @available and @announce: the memory the next process measures and
  * claims (NULL: unset). */
 static void
@@ -76,17 +60,6 @@ set_memory (const char *available,
     g_unsetenv ("DC_TEST_ANNOUNCE_MEMORY");
 }
 
-static char *
-start_signal (DcTestProc **out)
-{
-  DcTestProc *proc = spawn ("signal", "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
-                            NULL);
-  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL, EVENT_BOUND_MS);
-
-  *out = proc;
-  return g_strdup (json_object_get_string_member (listening, "url"));
-}
-
 /* The room's host, which starts an Advanced run once @min_peers devices
  * are there; it measures plenty of memory. */
 static DcTestProc *
@@ -97,23 +70,15 @@ start_host (const char  *url,
             char       **room)
 {
   DcTestProc *proc;
-  JsonObject *event;
 
   set_memory (PLENTY, NULL);
   if (cheap)
-    proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
-                  "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
-                  "--min-peers", min_peers, "--steps", "10000", "--stop-at", stop_at,
-                  ADVANCED_CHEAP, NULL);
+    proc = dc_test_proc_start_host_with (url, stop_at, min_peers, room, "--steps", "10000",
+                                         ADVANCED_CHEAP, NULL);
   else
-    proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
-                  "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
-                  "--min-peers", min_peers, "--steps", "10000", "--stop-at", stop_at, ADVANCED,
-                  NULL);
+    proc = dc_test_proc_start_host_with (url, stop_at, min_peers, room, "--steps", "10000",
+                                         ADVANCED, NULL);
   set_memory (NULL, NULL);
-  event = dc_test_proc_expect (proc, "room", NULL, EVENT_BOUND_MS);
-  *room = g_strdup (json_object_get_string_member (event, "room"));
-  dc_test_proc_expect (proc, "joined", NULL, EVENT_BOUND_MS);
   return proc;
 }
 
@@ -130,45 +95,10 @@ start_follower (const char *url,
   DcTestProc *proc;
 
   set_memory (available, announce);
-  proc = spawn (name, "train", "--json", "--signal", url, "--room", room, "--name", name,
-                "--ice-address", "127.0.0.1", "--width", "32", "--seq", "16", "--batch", "4",
-                "--seed", "99", "--threads", "1", "--stop-at", stop_at, NULL);
+  proc = dc_test_proc_start_follower (url, room, name, stop_at, "--width", "32", "--seq", "16",
+                                      "--batch", "4", "--seed", "99", "--threads", "1", NULL);
   set_memory (NULL, NULL);
   return proc;
-}
-
-static gboolean
-message_has (JsonObject *event,
-             const char *text)
-{
-  return strstr (json_object_get_string_member_with_default (event, "message", ""), text) != NULL;
-}
-
-/* The hash of each step event of @proc, by step (1-based). */
-static GPtrArray *
-hashes_of (DcTestProc *proc)
-{
-  GPtrArray *hashes = g_ptr_array_new_with_free_func (g_free);
-
-  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
-    {
-      JsonObject *o = g_ptr_array_index (proc->events, i);
-      gint64 step = json_object_get_int_member (o, "step");
-
-      g_assert_cmpint (step, ==, hashes->len + 1);
-      g_ptr_array_add (hashes, g_strdup (json_object_get_string_member (o, "hash")));
-    }
-  return hashes;
-}
-
-static void
-wait_done (DcTestProc *proc,
-           guint       step)
-{
-  JsonObject *done = dc_test_proc_expect (proc, "done", NULL, RUN_BOUND_MS);
-
-  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, step);
-  g_assert_cmpint (dc_test_proc_expect_exit (proc, EVENT_BOUND_MS), ==, 0);
 }
 
 /* Two devices train width 256, 2 layers, sequence 32 for 3 steps: the same
@@ -179,36 +109,37 @@ static void
 test_exact (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = start_host (url, "3", "2", FALSE, &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "3", PLENTY, NULL);
   g_autoptr(DcTestProc) sim = NULL;
-  g_autoptr(GPtrArray) sim_hashes = NULL, alpha_hashes = NULL, beta_hashes = NULL;
+  g_autoptr(GPtrArray) sim_steps = NULL, alpha_steps = NULL, beta_steps = NULL;
   JsonObject *config;
 
-  wait_done (alpha, 3);
-  wait_done (beta, 3);
+  dc_test_proc_wait_done (alpha, 3, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 3, RUN_BOUND_MS);
   /* After the group: three computing processes on two loaded cores could
    * starve a device's heartbeats past the 4 s a peer is given. */
-  sim = spawn ("sim", "train", "--json", "--seed", "11", "--steps", "10000", "--stop-at", "3",
+  sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11", "--steps", "10000",
+                                 "--stop-at", "3",
                "--simulate-peers", "2", ADVANCED, NULL);
-  wait_done (sim, 3);
+  dc_test_proc_wait_done (sim, 3, RUN_BOUND_MS);
   config = dc_test_proc_expect (beta, "config", NULL, EVENT_BOUND_MS);
   g_test_message ("beta: %s", json_object_get_string_member (config, "message"));
-  g_assert_true (message_has (config, "width 256"));
-  sim_hashes = hashes_of (sim);
-  alpha_hashes = hashes_of (alpha);
-  beta_hashes = hashes_of (beta);
-  g_assert_cmpuint (sim_hashes->len, ==, 3);
-  g_assert_cmpuint (alpha_hashes->len, ==, 3);
-  g_assert_cmpuint (beta_hashes->len, ==, 3);
-  for (guint s = 0; s < 3; s++)
+  g_assert_true (dc_test_proc_message_has (config, "width 256"));
+  sim_steps = dc_test_proc_steps (sim, FALSE);
+  alpha_steps = dc_test_proc_steps (alpha, FALSE);
+  beta_steps = dc_test_proc_steps (beta, FALSE);
+  g_assert_cmpuint (sim_steps->len, ==, 4);
+  g_assert_cmpuint (alpha_steps->len, ==, 4);
+  g_assert_cmpuint (beta_steps->len, ==, 4);
+  for (guint s = 1; s <= 3; s++)
     {
-      g_assert_cmpstr (g_ptr_array_index (alpha_hashes, s), ==,
-                       g_ptr_array_index (sim_hashes, s));
-      g_assert_cmpstr (g_ptr_array_index (beta_hashes, s), ==,
-                       g_ptr_array_index (sim_hashes, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (alpha_steps, s), ==,
+                       dc_test_proc_hash_at (sim_steps, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (beta_steps, s), ==,
+                       dc_test_proc_hash_at (sim_steps, s));
     }
 }
 
@@ -219,15 +150,16 @@ static void
 test_too_little (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = start_host (url, "3", "2", TRUE, &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "3", TOO_LITTLE, NULL);
   JsonObject *error = dc_test_proc_expect (alpha, "error", NULL, RUN_BOUND_MS);
 
   g_test_message ("alpha: %s", json_object_get_string_member (error, "message"));
-  g_assert_true (message_has (error, "the Advanced size " CHEAP_SIZE " needs"));
-  g_assert_true (message_has (error, "of memory on each device of a group, and “beta” has "
+  g_assert_true (dc_test_proc_message_has (error, "the Advanced size " CHEAP_SIZE " needs"));
+  g_assert_true (dc_test_proc_message_has (error,
+                                           "of memory on each device of a group, and “beta” has "
                                      "1.0" NBSP "kB available"));
   g_assert_cmpint (dc_test_proc_expect_exit (alpha, EVENT_BOUND_MS), ==, 1);
   g_assert_cmpint (dc_test_proc_find (alpha, 0, "step", NULL), ==, -1);
@@ -244,16 +176,16 @@ static void
 test_recheck (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = start_host (url, "3", "2", TRUE, &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "3", TOO_LITTLE, PLENTY);
   JsonObject *error = dc_test_proc_expect (beta, "error", NULL, RUN_BOUND_MS);
 
   g_test_message ("beta: %s", json_object_get_string_member (error, "message"));
-  g_assert_true (message_has (error, "this device cannot hold the run's Advanced size "
+  g_assert_true (dc_test_proc_message_has (error, "this device cannot hold the run's Advanced size "
                                      CHEAP_SIZE));
-  g_assert_true (message_has (error, "this one has 1.0" NBSP "kB available"));
+  g_assert_true (dc_test_proc_message_has (error, "this one has 1.0" NBSP "kB available"));
   g_assert_cmpint (dc_test_proc_expect_exit (beta, EVENT_BOUND_MS), ==, 1);
   g_assert_cmpint (dc_test_proc_find (beta, 0, "step", NULL), ==, -1);
   g_subprocess_send_signal (alpha->process, SIGTERM);
@@ -277,7 +209,7 @@ static void
 test_join_refused (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = start_host (url, "10000", "2", TRUE, &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "10000", PLENTY, NULL);
@@ -297,9 +229,9 @@ test_join_refused (void)
   first = dc_test_proc_find (leader, 0, "cannot-join", "gamma");
   notice = g_ptr_array_index (leader->events, first);
   g_test_message ("%s: %s", leader->label, json_object_get_string_member (notice, "message"));
-  g_assert_true (message_has (notice, "“gamma” cannot join the run: the Advanced size "
+  g_assert_true (dc_test_proc_message_has (notice, "“gamma” cannot join the run: the Advanced size "
                                       CHEAP_SIZE " needs"));
-  g_assert_true (message_has (notice, "and “gamma” has 1.0" NBSP "kB available"));
+  g_assert_true (dc_test_proc_message_has (notice, "and “gamma” has 1.0" NBSP "kB available"));
   /* One notice, and gamma was never announced as a joiner. */
   g_assert_cmpint (dc_test_proc_find (leader, first + 1, "cannot-join", "gamma"), ==, -1);
   g_assert_cmpint (dc_test_proc_find (alpha, 0, "join", "gamma"), ==, -1);
