@@ -245,6 +245,83 @@ test_join_refused (void)
   dc_test_proc_expect_exit (alpha, EVENT_BOUND_MS);
 }
 
+static gboolean
+reached_step_2 (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
+    if (json_object_get_int_member (g_ptr_array_index (proc->events, i), "step") >= 2)
+      return TRUE;
+  return proc->eof;
+}
+
+/* Whether a peer of @proc was reported gone for its silence (the 4 s
+ * heartbeat timeout). */
+static gboolean
+lost_a_peer (DcTestProc *proc)
+{
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "peer-left", NULL)) >= 0; i++)
+    if (g_strcmp0 (json_object_get_string_member_with_default (
+                     g_ptr_array_index (proc->events, i), "reason", ""), "timeout") == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* The long operations of a large group's start and join keep the main
+ * loop free: every hash of the whole state at a start or a join (weights
+ * and both moments: about 1.7 GB read at a GPT-2-small width, seconds on
+ * a loaded machine) is made to take 6 s more (DC_TEST_SLOW_HASH=1), longer
+ * than the 4 s a peer is given to answer. Two devices start a run, a third
+ * joins after step 3 (both hold their report of step 3 for it, whichever
+ * leads: DC_TEST_FAULT=hold-join@3); all three finish step 6 with the same hashes
+ * and none lost a peer to the heartbeat timeout. A hash taken on the main
+ * thread (the starter's step-0 report, the follower's check of it, the
+ * joiner's check of its weights) silences that device for 6 s: its peers
+ * report it gone and the run fails. The model is the smallest: the delay,
+ * not the size, is what is tested, whatever the machine's speed. */
+static void
+test_slow_hash (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL, g = NULL;
+
+  g_setenv ("DC_TEST_SLOW_HASH", "1", TRUE);
+  g_setenv ("DC_TEST_FAULT", "hold-join@3", TRUE);
+  alpha = dc_test_proc_start_host (url, "6", "2", &room);
+  beta = dc_test_proc_start_follower (url, room, "beta", "6", "--threads", "1", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  if (!dc_test_wait_until (reached_step_2, alpha, RUN_BOUND_MS) || alpha->eof)
+    g_error ("alpha: no step 2 within %u ms", RUN_BOUND_MS);
+  g_assert_false (lost_a_peer (alpha));
+  g_assert_false (lost_a_peer (beta));
+  gamma = dc_test_proc_start_follower (url, room, "gamma", "6", "--threads", "1", NULL);
+  g_unsetenv ("DC_TEST_SLOW_HASH");
+  dc_test_proc_expect (gamma, "joined-run", NULL, RUN_BOUND_MS);
+  dc_test_proc_wait_done (alpha, 6, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 6, RUN_BOUND_MS);
+  dc_test_proc_wait_done (gamma, 6, RUN_BOUND_MS);
+  g_assert_false (lost_a_peer (alpha));
+  g_assert_false (lost_a_peer (beta));
+  g_assert_false (lost_a_peer (gamma));
+  a = dc_test_proc_steps (alpha, FALSE);
+  b = dc_test_proc_steps (beta, FALSE);
+  g = dc_test_proc_steps (gamma, FALSE);
+  g_assert_cmpuint (a->len, ==, 7);
+  for (guint s = 1; s <= 6; s++)
+    g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
+  /* Gamma took part from step 4. */
+  g_assert_cmpuint (g->len, ==, 7);
+  for (guint s = 4; s <= 6; s++)
+    {
+      g_assert_cmpstr (dc_test_proc_hash_at (g, s), ==, dc_test_proc_hash_at (a, s));
+      g_assert_cmpint (json_object_get_int_member (dc_test_proc_step_at (a, s), "roster"), ==, 3);
+    }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -254,5 +331,6 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/advanced/too-little", test_too_little);
   g_test_add_func ("/dc/train/group/advanced/recheck", test_recheck);
   g_test_add_func ("/dc/train/group/advanced/join-refused", test_join_refused);
+  g_test_add_func ("/dc/train/group/advanced/slow-hash", test_slow_hash);
   return g_test_run ();
 }
