@@ -21,6 +21,7 @@
 
 #include "dc-test-proc.h"
 #include "dc-test-utils.h"
+#include "model/dc-gpt-config.h"
 
 /* Far above what an event takes on an idle machine; on a loaded 2-core
  * machine processes stall for seconds. */
@@ -322,6 +323,81 @@ test_slow_hash (void)
     }
 }
 
+/* The large-gradient test's size: width 768 (GPT-2 small's), 5 layers, 12
+ * heads, sequence 16, batch 2 (the least): 36 M parameters, so that each of the two
+ * devices' shard objects (half the gradient, 72 MB in f32) is larger than
+ * the seeds' 64 MiB cap on a GRADIENTS object, and the whole gradient
+ * (144 MB) twice that. The shortest sequence and batch keep the compute
+ * small: the exchange is what is tested. */
+#define LARGE "--advanced", "--width", "768", "--layers", "5", "--heads", "12", "--seq", "16", \
+              "--batch", "2", "--threads", "1"
+/* Two steps of 36 M parameters by processes sharing two cores: each step
+ * hashes, copies and sends several hundred MB per device. */
+#define LARGE_BOUND_MS 480000
+/* The step's exchange still encodes, checks and sums its 140 MB on the
+ * main thread: on a loaded 2-core machine that stalls a device for 5 s and
+ * more (measured), past the peers' 4 s. This test is about the size of
+ * what crosses, not liveness (/advanced/slow-hash is), so the silence a
+ * peer is given is 2 minutes here (DC_TEST_PEER_TIMEOUT_MS). */
+#define LARGE_PEER_TIMEOUT_MS "120000"
+
+/* Two devices take 2 steps of a model whose gradient shards are larger
+ * than 64 MiB each: both reach the same weight hash as `--simulate-peers
+ * 2` at both steps, and each sent more than a whole gradient a step (its
+ * contribution to the other's shard, then its summed shard: both over
+ * 64 MiB). A device that capped a GRADIENTS object at the seeds' 64 MiB
+ * would refuse them and the run would stop. */
+static void
+test_large_gradient (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, sim = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL, sim_steps = NULL;
+  DcGptConfig config;
+  double shard;
+
+  dc_gpt_config_init_derived (&config, 768, 16);
+  config.n_layer = 5;
+  config.n_head = 12;
+  shard = 4.0 * (double) dc_gpt_config_n_params (&config) / 2;
+  g_test_message ("%" G_GSIZE_FORMAT " parameters, shards of %.0f bytes",
+                  dc_gpt_config_n_params (&config), shard);
+  g_assert_cmpfloat (shard, >, 64.0 * 1024 * 1024);
+
+  set_memory (PLENTY, NULL);
+  g_setenv ("DC_TEST_PEER_TIMEOUT_MS", LARGE_PEER_TIMEOUT_MS, TRUE);
+  alpha = dc_test_proc_start_host_with (url, "2", "2", &room, "--steps", "10000", LARGE, NULL);
+  beta = dc_test_proc_start_follower (url, room, "beta", "2", "--threads", "1", NULL);
+  g_unsetenv ("DC_TEST_PEER_TIMEOUT_MS");
+  set_memory (NULL, NULL);
+  dc_test_proc_wait_done (alpha, 2, LARGE_BOUND_MS);
+  dc_test_proc_wait_done (beta, 2, LARGE_BOUND_MS);
+  /* After the group, as in test_exact (). */
+  sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11", "--steps", "10000",
+                                 "--stop-at", "2", "--simulate-peers", "2", LARGE, NULL);
+  dc_test_proc_wait_done (sim, 2, LARGE_BOUND_MS);
+  a = dc_test_proc_steps (alpha, FALSE);
+  b = dc_test_proc_steps (beta, FALSE);
+  sim_steps = dc_test_proc_steps (sim, FALSE);
+  for (guint s = 1; s <= 2; s++)
+    {
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (sim_steps, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (b, s), ==, dc_test_proc_hash_at (sim_steps, s));
+    }
+  for (guint s = 1; s <= 2; s++)
+    {
+      g_test_message ("step %u: alpha sent %" G_GINT64_FORMAT " bytes, beta %" G_GINT64_FORMAT,
+                      s, json_object_get_int_member (dc_test_proc_step_at (a, s), "sent_bytes"),
+                      json_object_get_int_member (dc_test_proc_step_at (b, s), "sent_bytes"));
+    }
+  g_assert_cmpfloat (json_object_get_int_member (dc_test_proc_step_at (a, 1), "sent_bytes"), >,
+                     2 * shard);
+  g_assert_cmpfloat (json_object_get_int_member (dc_test_proc_step_at (b, 1), "sent_bytes"), >,
+                     2 * shard);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -332,5 +408,6 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/advanced/recheck", test_recheck);
   g_test_add_func ("/dc/train/group/advanced/join-refused", test_join_refused);
   g_test_add_func ("/dc/train/group/advanced/slow-hash", test_slow_hash);
+  g_test_add_func ("/dc/train/group/advanced/large-gradient", test_large_gradient);
   return g_test_run ();
 }
