@@ -10,6 +10,7 @@
 #include "dc-test-proc.h"
 
 #include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
 
 #include "dc-test-utils.h"
@@ -288,13 +289,47 @@ dc_test_proc_start_signal (DcTestProc **out)
 }
 
 /**
+ * dc_test_proc_start_host_with:
+ * @room: (out): the room code it made
+ * @...: its training flags (size, steps, threads, wire…), then %NULL
+ *
+ * The room's host, "alpha", which starts the run at seed 11 with the given
+ * training flags, stopping after @stop_at, once @min_peers devices are
+ * there. Returns once it has created the room, so that others may ask to
+ * join it.
+ */
+DcTestProc *
+dc_test_proc_start_host_with (const char  *url,
+                              const char  *stop_at,
+                              const char  *min_peers,
+                              char       **room,
+                              ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  const char *base[] = { "train", "--json", "--signal", url, "--name", "alpha",
+                         "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
+                         "--min-peers", min_peers, "--stop-at", stop_at };
+  DcTestProc *proc;
+  JsonObject *event;
+  va_list args;
+
+  for (guint i = 0; i < G_N_ELEMENTS (base); i++)
+    g_ptr_array_add (argv, (gpointer) base[i]);
+  va_start (args, room);
+  proc = spawn_va ("alpha", argv, args);
+  va_end (args);
+  event = dc_test_proc_expect (proc, "room", NULL, DC_TEST_PROC_EVENT_BOUND_MS);
+  *room = g_strdup (json_object_get_string_member (event, "room"));
+  dc_test_proc_expect (proc, "joined", NULL, DC_TEST_PROC_EVENT_BOUND_MS);
+  return proc;
+}
+
+/**
  * dc_test_proc_start_host:
  * @room: (out): the room code it made
  *
- * The room's host, "alpha", which starts the run: seed 11, the smallest
- * model (width 16, sequence 16, batch 2, 100 steps, one thread), stopping
- * after @stop_at, once @min_peers devices are there. Returns once it has
- * created the room, so that others may ask to join it.
+ * dc_test_proc_start_host_with () at the smallest model (width 16,
+ * sequence 16, batch 2, 100 steps, one thread).
  */
 DcTestProc *
 dc_test_proc_start_host (const char  *url,
@@ -302,17 +337,9 @@ dc_test_proc_start_host (const char  *url,
                          const char  *min_peers,
                          char       **room)
 {
-  DcTestProc *proc = dc_test_proc_spawn_args ("alpha", "train", "--json", "--signal", url,
-                                              "--name", "alpha", "--approve", "all",
-                                              "--ice-address", "127.0.0.1", "--seed", "11",
-                                              "--min-peers", min_peers, "--stop-at", stop_at,
-                                              "--width", "16", "--seq", "16", "--batch", "2",
-                                              "--steps", "100", "--threads", "1", NULL);
-  JsonObject *event = dc_test_proc_expect (proc, "room", NULL, DC_TEST_PROC_EVENT_BOUND_MS);
-
-  *room = g_strdup (json_object_get_string_member (event, "room"));
-  dc_test_proc_expect (proc, "joined", NULL, DC_TEST_PROC_EVENT_BOUND_MS);
-  return proc;
+  return dc_test_proc_start_host_with (url, stop_at, min_peers, room, "--width", "16",
+                                       "--seq", "16", "--batch", "2", "--steps", "100",
+                                       "--threads", "1", NULL);
 }
 
 /**
@@ -340,4 +367,76 @@ dc_test_proc_start_follower (const char *url,
   proc = spawn_va (name, argv, args);
   va_end (args);
   return proc;
+}
+
+/**
+ * dc_test_proc_steps:
+ * @retakes: whether a step may be printed again (after a rollback); the
+ *   last line of a step counts. Without it, a second line fails the test.
+ *
+ * Returns: (transfer container): @proc's step events indexed by step
+ *   (1-based; %NULL where none)
+ */
+GPtrArray *
+dc_test_proc_steps (DcTestProc *proc,
+                    gboolean    retakes)
+{
+  GPtrArray *steps = g_ptr_array_new ();
+
+  for (guint i = 0; i < proc->events->len; i++)
+    {
+      JsonObject *o = g_ptr_array_index (proc->events, i);
+      gint64 step;
+
+      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), "step") != 0)
+        continue;
+      step = json_object_get_int_member (o, "step");
+      g_assert_cmpint (step, >=, 1);
+      g_assert_cmpint (step, <=, 10000);
+      if ((guint) step >= steps->len)
+        g_ptr_array_set_size (steps, step + 1);
+      if (!retakes)
+        g_assert_null (g_ptr_array_index (steps, step));
+      g_ptr_array_index (steps, step) = o;
+    }
+  return steps;
+}
+
+/* The event of @step in dc_test_proc_steps ()' array; fails when none. */
+JsonObject *
+dc_test_proc_step_at (GPtrArray *steps,
+                      guint      step)
+{
+  g_assert_cmpuint (step, <, steps->len);
+  g_assert_nonnull (g_ptr_array_index (steps, step));
+  return g_ptr_array_index (steps, step);
+}
+
+const char *
+dc_test_proc_hash_at (GPtrArray *steps,
+                      guint      step)
+{
+  return json_object_get_string_member (dc_test_proc_step_at (steps, step), "hash");
+}
+
+/* Waits for @proc's "done" event at @step (within @timeout_ms), then for
+ * its exit with status 0. */
+void
+dc_test_proc_wait_done (DcTestProc *proc,
+                        guint       step,
+                        guint       timeout_ms)
+{
+  JsonObject *done = dc_test_proc_expect (proc, "done", NULL, timeout_ms);
+
+  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, step);
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, DC_TEST_PROC_EVENT_BOUND_MS), ==, 0);
+}
+
+/* Whether @event's "message" contains @text. */
+gboolean
+dc_test_proc_message_has (JsonObject *event,
+                          const char *text)
+{
+  return strstr (json_object_get_string_member_with_default (event, "message", ""), text)
+         != NULL;
 }

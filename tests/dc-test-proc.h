@@ -55,11 +55,29 @@ DcTestProc *dc_test_proc_start_host      (const char  *url,
                                           const char  *stop_at,
                                           const char  *min_peers,
                                           char       **room);
+DcTestProc *dc_test_proc_start_host_with (const char  *url,
+                                          const char  *stop_at,
+                                          const char  *min_peers,
+                                          char       **room,
+                                          ...) G_GNUC_NULL_TERMINATED;
 DcTestProc *dc_test_proc_start_follower  (const char  *url,
                                           const char  *room,
                                           const char  *name,
                                           const char  *stop_at,
                                           ...) G_GNUC_NULL_TERMINATED;
+
+/* Reading a group run's events. */
+GPtrArray  *dc_test_proc_steps           (DcTestProc  *proc,
+                                          gboolean     retakes);
+JsonObject *dc_test_proc_step_at         (GPtrArray   *steps,
+                                          guint        step);
+const char *dc_test_proc_hash_at         (GPtrArray   *steps,
+                                          guint        step);
+void        dc_test_proc_wait_done       (DcTestProc  *proc,
+                                          guint        step,
+                                          guint        timeout_ms);
+gboolean    dc_test_proc_message_has     (JsonObject  *event,
+                                          const char  *text);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcTestProc, dc_test_proc_free)
 

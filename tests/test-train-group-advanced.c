@@ -21,6 +21,7 @@
 
 #include "dc-test-proc.h"
 #include "dc-test-utils.h"
+#include "model/dc-gpt-config.h"
 
 /* Far above what an event takes on an idle machine; on a loaded 2-core
  * machine processes stall for seconds. */
@@ -44,22 +45,6 @@
 #define NBSP "\xc2\xa0"
 #define TOO_LITTLE "1000"
 
-static DcTestProc *
-spawn (const char *label,
-       ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  const char *arg;
-  va_list args;
-
-  va_start (args, label);
-  while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  return dc_test_proc_spawn (label, NULL, FALSE, (const char * const *) argv->pdata);
-}
-
 /* @available and @announce: the memory the next process measures and
  * claims (NULL: unset). */
 static void
@@ -76,17 +61,6 @@ set_memory (const char *available,
     g_unsetenv ("DC_TEST_ANNOUNCE_MEMORY");
 }
 
-static char *
-start_signal (DcTestProc **out)
-{
-  DcTestProc *proc = spawn ("signal", "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
-                            NULL);
-  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL, EVENT_BOUND_MS);
-
-  *out = proc;
-  return g_strdup (json_object_get_string_member (listening, "url"));
-}
-
 /* The room's host, which starts an Advanced run once @min_peers devices
  * are there; it measures plenty of memory. */
 static DcTestProc *
@@ -97,23 +71,15 @@ start_host (const char  *url,
             char       **room)
 {
   DcTestProc *proc;
-  JsonObject *event;
 
   set_memory (PLENTY, NULL);
   if (cheap)
-    proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
-                  "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
-                  "--min-peers", min_peers, "--steps", "10000", "--stop-at", stop_at,
-                  ADVANCED_CHEAP, NULL);
+    proc = dc_test_proc_start_host_with (url, stop_at, min_peers, room, "--steps", "10000",
+                                         ADVANCED_CHEAP, NULL);
   else
-    proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
-                  "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
-                  "--min-peers", min_peers, "--steps", "10000", "--stop-at", stop_at, ADVANCED,
-                  NULL);
+    proc = dc_test_proc_start_host_with (url, stop_at, min_peers, room, "--steps", "10000",
+                                         ADVANCED, NULL);
   set_memory (NULL, NULL);
-  event = dc_test_proc_expect (proc, "room", NULL, EVENT_BOUND_MS);
-  *room = g_strdup (json_object_get_string_member (event, "room"));
-  dc_test_proc_expect (proc, "joined", NULL, EVENT_BOUND_MS);
   return proc;
 }
 
@@ -130,45 +96,10 @@ start_follower (const char *url,
   DcTestProc *proc;
 
   set_memory (available, announce);
-  proc = spawn (name, "train", "--json", "--signal", url, "--room", room, "--name", name,
-                "--ice-address", "127.0.0.1", "--width", "32", "--seq", "16", "--batch", "4",
-                "--seed", "99", "--threads", "1", "--stop-at", stop_at, NULL);
+  proc = dc_test_proc_start_follower (url, room, name, stop_at, "--width", "32", "--seq", "16",
+                                      "--batch", "4", "--seed", "99", "--threads", "1", NULL);
   set_memory (NULL, NULL);
   return proc;
-}
-
-static gboolean
-message_has (JsonObject *event,
-             const char *text)
-{
-  return strstr (json_object_get_string_member_with_default (event, "message", ""), text) != NULL;
-}
-
-/* The hash of each step event of @proc, by step (1-based). */
-static GPtrArray *
-hashes_of (DcTestProc *proc)
-{
-  GPtrArray *hashes = g_ptr_array_new_with_free_func (g_free);
-
-  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
-    {
-      JsonObject *o = g_ptr_array_index (proc->events, i);
-      gint64 step = json_object_get_int_member (o, "step");
-
-      g_assert_cmpint (step, ==, hashes->len + 1);
-      g_ptr_array_add (hashes, g_strdup (json_object_get_string_member (o, "hash")));
-    }
-  return hashes;
-}
-
-static void
-wait_done (DcTestProc *proc,
-           guint       step)
-{
-  JsonObject *done = dc_test_proc_expect (proc, "done", NULL, RUN_BOUND_MS);
-
-  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, step);
-  g_assert_cmpint (dc_test_proc_expect_exit (proc, EVENT_BOUND_MS), ==, 0);
 }
 
 /* Two devices train width 256, 2 layers, sequence 32 for 3 steps: the same
@@ -179,36 +110,37 @@ static void
 test_exact (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = start_host (url, "3", "2", FALSE, &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "3", PLENTY, NULL);
   g_autoptr(DcTestProc) sim = NULL;
-  g_autoptr(GPtrArray) sim_hashes = NULL, alpha_hashes = NULL, beta_hashes = NULL;
+  g_autoptr(GPtrArray) sim_steps = NULL, alpha_steps = NULL, beta_steps = NULL;
   JsonObject *config;
 
-  wait_done (alpha, 3);
-  wait_done (beta, 3);
+  dc_test_proc_wait_done (alpha, 3, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 3, RUN_BOUND_MS);
   /* After the group: three computing processes on two loaded cores could
    * starve a device's heartbeats past the 4 s a peer is given. */
-  sim = spawn ("sim", "train", "--json", "--seed", "11", "--steps", "10000", "--stop-at", "3",
+  sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11", "--steps", "10000",
+                                 "--stop-at", "3",
                "--simulate-peers", "2", ADVANCED, NULL);
-  wait_done (sim, 3);
+  dc_test_proc_wait_done (sim, 3, RUN_BOUND_MS);
   config = dc_test_proc_expect (beta, "config", NULL, EVENT_BOUND_MS);
   g_test_message ("beta: %s", json_object_get_string_member (config, "message"));
-  g_assert_true (message_has (config, "width 256"));
-  sim_hashes = hashes_of (sim);
-  alpha_hashes = hashes_of (alpha);
-  beta_hashes = hashes_of (beta);
-  g_assert_cmpuint (sim_hashes->len, ==, 3);
-  g_assert_cmpuint (alpha_hashes->len, ==, 3);
-  g_assert_cmpuint (beta_hashes->len, ==, 3);
-  for (guint s = 0; s < 3; s++)
+  g_assert_true (dc_test_proc_message_has (config, "width 256"));
+  sim_steps = dc_test_proc_steps (sim, FALSE);
+  alpha_steps = dc_test_proc_steps (alpha, FALSE);
+  beta_steps = dc_test_proc_steps (beta, FALSE);
+  g_assert_cmpuint (sim_steps->len, ==, 4);
+  g_assert_cmpuint (alpha_steps->len, ==, 4);
+  g_assert_cmpuint (beta_steps->len, ==, 4);
+  for (guint s = 1; s <= 3; s++)
     {
-      g_assert_cmpstr (g_ptr_array_index (alpha_hashes, s), ==,
-                       g_ptr_array_index (sim_hashes, s));
-      g_assert_cmpstr (g_ptr_array_index (beta_hashes, s), ==,
-                       g_ptr_array_index (sim_hashes, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (alpha_steps, s), ==,
+                       dc_test_proc_hash_at (sim_steps, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (beta_steps, s), ==,
+                       dc_test_proc_hash_at (sim_steps, s));
     }
 }
 
@@ -219,15 +151,16 @@ static void
 test_too_little (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = start_host (url, "3", "2", TRUE, &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "3", TOO_LITTLE, NULL);
   JsonObject *error = dc_test_proc_expect (alpha, "error", NULL, RUN_BOUND_MS);
 
   g_test_message ("alpha: %s", json_object_get_string_member (error, "message"));
-  g_assert_true (message_has (error, "the Advanced size " CHEAP_SIZE " needs"));
-  g_assert_true (message_has (error, "of memory on each device of a group, and “beta” has "
+  g_assert_true (dc_test_proc_message_has (error, "the Advanced size " CHEAP_SIZE " needs"));
+  g_assert_true (dc_test_proc_message_has (error,
+                                           "of memory on each device of a group, and “beta” has "
                                      "1.0" NBSP "kB available"));
   g_assert_cmpint (dc_test_proc_expect_exit (alpha, EVENT_BOUND_MS), ==, 1);
   g_assert_cmpint (dc_test_proc_find (alpha, 0, "step", NULL), ==, -1);
@@ -244,16 +177,16 @@ static void
 test_recheck (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = start_host (url, "3", "2", TRUE, &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "3", TOO_LITTLE, PLENTY);
   JsonObject *error = dc_test_proc_expect (beta, "error", NULL, RUN_BOUND_MS);
 
   g_test_message ("beta: %s", json_object_get_string_member (error, "message"));
-  g_assert_true (message_has (error, "this device cannot hold the run's Advanced size "
+  g_assert_true (dc_test_proc_message_has (error, "this device cannot hold the run's Advanced size "
                                      CHEAP_SIZE));
-  g_assert_true (message_has (error, "this one has 1.0" NBSP "kB available"));
+  g_assert_true (dc_test_proc_message_has (error, "this one has 1.0" NBSP "kB available"));
   g_assert_cmpint (dc_test_proc_expect_exit (beta, EVENT_BOUND_MS), ==, 1);
   g_assert_cmpint (dc_test_proc_find (beta, 0, "step", NULL), ==, -1);
   g_subprocess_send_signal (alpha->process, SIGTERM);
@@ -277,7 +210,7 @@ static void
 test_join_refused (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = start_host (url, "10000", "2", TRUE, &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "10000", PLENTY, NULL);
@@ -297,9 +230,9 @@ test_join_refused (void)
   first = dc_test_proc_find (leader, 0, "cannot-join", "gamma");
   notice = g_ptr_array_index (leader->events, first);
   g_test_message ("%s: %s", leader->label, json_object_get_string_member (notice, "message"));
-  g_assert_true (message_has (notice, "“gamma” cannot join the run: the Advanced size "
+  g_assert_true (dc_test_proc_message_has (notice, "“gamma” cannot join the run: the Advanced size "
                                       CHEAP_SIZE " needs"));
-  g_assert_true (message_has (notice, "and “gamma” has 1.0" NBSP "kB available"));
+  g_assert_true (dc_test_proc_message_has (notice, "and “gamma” has 1.0" NBSP "kB available"));
   /* One notice, and gamma was never announced as a joiner. */
   g_assert_cmpint (dc_test_proc_find (leader, first + 1, "cannot-join", "gamma"), ==, -1);
   g_assert_cmpint (dc_test_proc_find (alpha, 0, "join", "gamma"), ==, -1);
@@ -313,6 +246,158 @@ test_join_refused (void)
   dc_test_proc_expect_exit (alpha, EVENT_BOUND_MS);
 }
 
+static gboolean
+reached_step_2 (gpointer user_data)
+{
+  DcTestProc *proc = user_data;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "step", NULL)) >= 0; i++)
+    if (json_object_get_int_member (g_ptr_array_index (proc->events, i), "step") >= 2)
+      return TRUE;
+  return proc->eof;
+}
+
+/* Whether a peer of @proc was reported gone for its silence (the 4 s
+ * heartbeat timeout). */
+static gboolean
+lost_a_peer (DcTestProc *proc)
+{
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "peer-left", NULL)) >= 0; i++)
+    if (g_strcmp0 (json_object_get_string_member_with_default (
+                     g_ptr_array_index (proc->events, i), "reason", ""), "timeout") == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* The long operations of a large group's start and join keep the main
+ * loop free: every hash of the whole state at a start or a join (weights
+ * and both moments: about 1.7 GB read at a GPT-2-small width, seconds on
+ * a loaded machine) is made to take 6 s more (DC_TEST_SLOW_HASH=1), longer
+ * than the 4 s a peer is given to answer. Two devices start a run, a third
+ * joins after step 3 (both hold their report of step 3 for it, whichever
+ * leads: DC_TEST_FAULT=hold-join@3); all three finish step 6 with the same hashes
+ * and none lost a peer to the heartbeat timeout. A hash taken on the main
+ * thread (the starter's step-0 report, the follower's check of it, the
+ * joiner's check of its weights) silences that device for 6 s: its peers
+ * report it gone and the run fails. The model is the smallest: the delay,
+ * not the size, is what is tested, whatever the machine's speed. */
+static void
+test_slow_hash (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL, g = NULL;
+
+  g_setenv ("DC_TEST_SLOW_HASH", "1", TRUE);
+  g_setenv ("DC_TEST_FAULT", "hold-join@3", TRUE);
+  alpha = dc_test_proc_start_host (url, "6", "2", &room);
+  beta = dc_test_proc_start_follower (url, room, "beta", "6", "--threads", "1", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+  if (!dc_test_wait_until (reached_step_2, alpha, RUN_BOUND_MS) || alpha->eof)
+    g_error ("alpha: no step 2 within %u ms", RUN_BOUND_MS);
+  g_assert_false (lost_a_peer (alpha));
+  g_assert_false (lost_a_peer (beta));
+  gamma = dc_test_proc_start_follower (url, room, "gamma", "6", "--threads", "1", NULL);
+  g_unsetenv ("DC_TEST_SLOW_HASH");
+  dc_test_proc_expect (gamma, "joined-run", NULL, RUN_BOUND_MS);
+  dc_test_proc_wait_done (alpha, 6, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 6, RUN_BOUND_MS);
+  dc_test_proc_wait_done (gamma, 6, RUN_BOUND_MS);
+  g_assert_false (lost_a_peer (alpha));
+  g_assert_false (lost_a_peer (beta));
+  g_assert_false (lost_a_peer (gamma));
+  a = dc_test_proc_steps (alpha, FALSE);
+  b = dc_test_proc_steps (beta, FALSE);
+  g = dc_test_proc_steps (gamma, FALSE);
+  g_assert_cmpuint (a->len, ==, 7);
+  for (guint s = 1; s <= 6; s++)
+    g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
+  /* Gamma took part from step 4. */
+  g_assert_cmpuint (g->len, ==, 7);
+  for (guint s = 4; s <= 6; s++)
+    {
+      g_assert_cmpstr (dc_test_proc_hash_at (g, s), ==, dc_test_proc_hash_at (a, s));
+      g_assert_cmpint (json_object_get_int_member (dc_test_proc_step_at (a, s), "roster"), ==, 3);
+    }
+}
+
+/* The large-gradient test's size: width 768 (GPT-2 small's), 5 layers, 12
+ * heads, sequence 16, batch 2 (the least): 36 M parameters, so that each of the two
+ * devices' shard objects (half the gradient, 72 MB in f32) is larger than
+ * the seeds' 64 MiB cap on a GRADIENTS object, and the whole gradient
+ * (144 MB) twice that. The shortest sequence and batch keep the compute
+ * small: the exchange is what is tested. */
+#define LARGE "--advanced", "--width", "768", "--layers", "5", "--heads", "12", "--seq", "16", \
+              "--batch", "2", "--threads", "1"
+/* Two steps of 36 M parameters by processes sharing two cores: each step
+ * hashes, copies and sends several hundred MB per device. */
+#define LARGE_BOUND_MS 480000
+/* The step's exchange still encodes, checks and sums its 140 MB on the
+ * main thread: on a loaded 2-core machine that stalls a device for 5 s and
+ * more (measured), past the peers' 4 s. This test is about the size of
+ * what crosses, not liveness (/advanced/slow-hash is), so the silence a
+ * peer is given is 2 minutes here (DC_TEST_PEER_TIMEOUT_MS). */
+#define LARGE_PEER_TIMEOUT_MS "120000"
+
+/* Two devices take 2 steps of a model whose gradient shards are larger
+ * than 64 MiB each: both reach the same weight hash as `--simulate-peers
+ * 2` at both steps, and each sent more than a whole gradient a step (its
+ * contribution to the other's shard, then its summed shard: both over
+ * 64 MiB). A device that capped a GRADIENTS object at the seeds' 64 MiB
+ * would refuse them and the run would stop. */
+static void
+test_large_gradient (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, sim = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL, sim_steps = NULL;
+  DcGptConfig config;
+  double shard;
+
+  dc_gpt_config_init_derived (&config, 768, 16);
+  config.n_layer = 5;
+  config.n_head = 12;
+  shard = 4.0 * (double) dc_gpt_config_n_params (&config) / 2;
+  g_test_message ("%" G_GSIZE_FORMAT " parameters, shards of %.0f bytes",
+                  dc_gpt_config_n_params (&config), shard);
+  g_assert_cmpfloat (shard, >, 64.0 * 1024 * 1024);
+
+  set_memory (PLENTY, NULL);
+  g_setenv ("DC_TEST_PEER_TIMEOUT_MS", LARGE_PEER_TIMEOUT_MS, TRUE);
+  alpha = dc_test_proc_start_host_with (url, "2", "2", &room, "--steps", "10000", LARGE, NULL);
+  beta = dc_test_proc_start_follower (url, room, "beta", "2", "--threads", "1", NULL);
+  g_unsetenv ("DC_TEST_PEER_TIMEOUT_MS");
+  set_memory (NULL, NULL);
+  dc_test_proc_wait_done (alpha, 2, LARGE_BOUND_MS);
+  dc_test_proc_wait_done (beta, 2, LARGE_BOUND_MS);
+  /* After the group, as in test_exact (). */
+  sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11", "--steps", "10000",
+                                 "--stop-at", "2", "--simulate-peers", "2", LARGE, NULL);
+  dc_test_proc_wait_done (sim, 2, LARGE_BOUND_MS);
+  a = dc_test_proc_steps (alpha, FALSE);
+  b = dc_test_proc_steps (beta, FALSE);
+  sim_steps = dc_test_proc_steps (sim, FALSE);
+  for (guint s = 1; s <= 2; s++)
+    {
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (sim_steps, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (b, s), ==, dc_test_proc_hash_at (sim_steps, s));
+    }
+  for (guint s = 1; s <= 2; s++)
+    {
+      g_test_message ("step %u: alpha sent %" G_GINT64_FORMAT " bytes, beta %" G_GINT64_FORMAT,
+                      s, json_object_get_int_member (dc_test_proc_step_at (a, s), "sent_bytes"),
+                      json_object_get_int_member (dc_test_proc_step_at (b, s), "sent_bytes"));
+    }
+  g_assert_cmpfloat (json_object_get_int_member (dc_test_proc_step_at (a, 1), "sent_bytes"), >,
+                     2 * shard);
+  g_assert_cmpfloat (json_object_get_int_member (dc_test_proc_step_at (b, 1), "sent_bytes"), >,
+                     2 * shard);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -322,5 +407,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/advanced/too-little", test_too_little);
   g_test_add_func ("/dc/train/group/advanced/recheck", test_recheck);
   g_test_add_func ("/dc/train/group/advanced/join-refused", test_join_refused);
+  g_test_add_func ("/dc/train/group/advanced/slow-hash", test_slow_hash);
+  g_test_add_func ("/dc/train/group/advanced/large-gradient", test_large_gradient);
   return g_test_run ();
 }

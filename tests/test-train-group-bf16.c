@@ -32,33 +32,6 @@
  * of the run's numerics, and a change to it must show. */
 #define BF16_SIM4_HASH16 "fdbff7416d83b887"
 
-static DcTestProc *
-spawn (const char *label,
-       ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  const char *arg;
-  va_list args;
-
-  va_start (args, label);
-  while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  return dc_test_proc_spawn (label, NULL, FALSE, (const char * const *) argv->pdata);
-}
-
-static char *
-start_signal (DcTestProc **out)
-{
-  DcTestProc *proc = spawn ("signal", "signal", "--json", "--port", "0", "--bind", "127.0.0.1",
-                            NULL);
-  JsonObject *listening = dc_test_proc_expect (proc, "listening", NULL, EVENT_BOUND_MS);
-
-  *out = proc;
-  return g_strdup (json_object_get_string_member (listening, "url"));
-}
-
 /* The starter: only its --gradient-wire counts (the followers follow its
  * CONFIG and name none). */
 static DcTestProc *
@@ -67,15 +40,8 @@ start_host (const char  *url,
             const char  *min_peers,
             char       **room)
 {
-  DcTestProc *proc = spawn ("alpha", "train", "--json", "--signal", url, "--name", "alpha",
-                            "--approve", "all", "--ice-address", "127.0.0.1", "--seed", "11",
-                            "--min-peers", min_peers, "--stop-at", stop_at,
-                            "--gradient-wire", "bf16", SMALL, NULL);
-  JsonObject *event = dc_test_proc_expect (proc, "room", NULL, EVENT_BOUND_MS);
-
-  *room = g_strdup (json_object_get_string_member (event, "room"));
-  dc_test_proc_expect (proc, "joined", NULL, EVENT_BOUND_MS);
-  return proc;
+  return dc_test_proc_start_host_with (url, stop_at, min_peers, room, "--gradient-wire", "bf16",
+                                       SMALL, NULL);
 }
 
 static DcTestProc *
@@ -84,57 +50,7 @@ start_follower (const char *url,
                 const char *name,
                 const char *stop_at)
 {
-  return spawn (name, "train", "--json", "--signal", url, "--room", room, "--name", name,
-                "--ice-address", "127.0.0.1", "--stop-at", stop_at, "--threads", "1", NULL);
-}
-
-/* @proc's step events by step (1-based); a retaken step keeps its last line. */
-static GPtrArray *
-steps_of (DcTestProc *proc)
-{
-  GPtrArray *steps = g_ptr_array_new ();
-
-  for (guint i = 0; i < proc->events->len; i++)
-    {
-      JsonObject *o = g_ptr_array_index (proc->events, i);
-      gint64 step;
-
-      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), "step") != 0)
-        continue;
-      step = json_object_get_int_member (o, "step");
-      g_assert_cmpint (step, >=, 1);
-      g_assert_cmpint (step, <=, 10000);
-      if ((guint) step >= steps->len)
-        g_ptr_array_set_size (steps, step + 1);
-      g_ptr_array_index (steps, step) = o;
-    }
-  return steps;
-}
-
-static JsonObject *
-step_at (GPtrArray *steps,
-         guint      step)
-{
-  g_assert_cmpuint (step, <, steps->len);
-  g_assert_nonnull (g_ptr_array_index (steps, step));
-  return g_ptr_array_index (steps, step);
-}
-
-static const char *
-hash_at (GPtrArray *steps,
-         guint      step)
-{
-  return json_object_get_string_member (step_at (steps, step), "hash");
-}
-
-static void
-wait_done (DcTestProc *proc,
-           guint       step)
-{
-  JsonObject *done = dc_test_proc_expect (proc, "done", NULL, RUN_BOUND_MS);
-
-  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, step);
-  g_assert_cmpint (dc_test_proc_expect_exit (proc, EVENT_BOUND_MS), ==, 0);
+  return dc_test_proc_start_follower (url, room, name, stop_at, "--threads", "1", NULL);
 }
 
 /* Four processes, the starter's CONFIG saying bf16, and `--simulate-peers 4
@@ -150,13 +66,14 @@ static void
 test_exact4 (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = start_host (url, "16", "4", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "16");
   g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "16");
   g_autoptr(DcTestProc) delta = start_follower (url, room, "delta", "16");
-  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "16",
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "16",
                                      "--simulate-peers", "4", "--gradient-wire", "bf16", SMALL,
                                      NULL);
   DcTestProc *procs[] = { alpha, beta, gamma, delta };
@@ -166,26 +83,31 @@ test_exact4 (void)
 
   dc_gpt_config_init_derived (&config, 16, 16);
   gradient = 4.0 * (double) dc_gpt_config_n_params (&config);
-  wait_done (sim, 16);
-  sim_steps = steps_of (sim);
-  g_assert_cmpstr (hash_at (sim_steps, 16), ==, BF16_SIM4_HASH16);
+  dc_test_proc_wait_done (sim, 16, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, TRUE);
+  g_assert_cmpstr (dc_test_proc_hash_at (sim_steps, 16), ==, BF16_SIM4_HASH16);
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
     {
       g_autoptr(GPtrArray) steps = NULL;
       double per_step;
 
-      wait_done (procs[p], 16);
-      steps = steps_of (procs[p]);
+      dc_test_proc_wait_done (procs[p], 16, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (procs[p], TRUE);
       g_assert_cmpuint (steps->len, ==, 17);
       for (guint s = 1; s <= 16; s++)
         {
-          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
-          g_assert_cmpfloat (json_object_get_double_member (step_at (steps, s), "loss"), ==,
-                             json_object_get_double_member (step_at (sim_steps, s), "loss"));
-          g_assert_cmpint (json_object_get_int_member (step_at (steps, s), "roster"), ==, 4);
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                           dc_test_proc_hash_at (sim_steps, s));
+          g_assert_cmpfloat (json_object_get_double_member (dc_test_proc_step_at (steps, s),
+                                                            "loss"), ==,
+                             json_object_get_double_member (dc_test_proc_step_at (sim_steps, s),
+                                                            "loss"));
+          g_assert_cmpint (json_object_get_int_member (dc_test_proc_step_at (steps, s), "roster"),
+                           ==, 4);
         }
-      per_step = (json_object_get_int_member (step_at (steps, 16), "sent_bytes")
-                  - json_object_get_int_member (step_at (steps, 1), "sent_bytes")) / 15.0;
+      per_step = (json_object_get_int_member (dc_test_proc_step_at (steps, 16), "sent_bytes")
+                  - json_object_get_int_member (dc_test_proc_step_at (steps, 1),
+                                                "sent_bytes")) / 15.0;
       g_test_message ("%s: %.0f bytes a step, %.2f float32 gradients of %.0f bytes",
                       procs[p]->label, per_step, per_step / gradient, gradient);
       g_assert_cmpfloat (per_step, >, 0.6 * gradient);
@@ -205,10 +127,11 @@ static void
 test_audits3 (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
-  g_autoptr(DcTestProc) sim = spawn ("sim", "train", "--json", "--seed", "11", "--stop-at", "10",
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "10",
                                      "--simulate-peers", "3", "--gradient-wire", "bf16", SMALL,
                                      NULL);
   g_autoptr(GPtrArray) sim_steps = NULL;
@@ -223,19 +146,21 @@ test_audits3 (void)
   procs[1] = beta;
   procs[2] = gamma;
 
-  wait_done (sim, 10);
-  sim_steps = steps_of (sim);
+  dc_test_proc_wait_done (sim, 10, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, TRUE);
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
     {
       g_autoptr(GPtrArray) steps = NULL;
 
-      wait_done (procs[p], 10);
-      steps = steps_of (procs[p]);
+      dc_test_proc_wait_done (procs[p], 10, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (procs[p], TRUE);
       g_assert_cmpint (dc_test_proc_find (procs[p], 0, "audit", NULL), ==, -1);
       for (guint s = 1; s <= 10; s++)
         {
-          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
-          g_assert_cmpint (json_object_get_int_member (step_at (steps, s), "roster"), ==, 3);
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                           dc_test_proc_hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (dc_test_proc_step_at (steps, s), "roster"),
+                           ==, 3);
         }
     }
 }
@@ -249,7 +174,7 @@ static void
 test_wrong_wire (void)
 {
   g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = start_signal (&signal);
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
   JsonObject *event;

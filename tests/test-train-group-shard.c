@@ -34,62 +34,6 @@ start_follower (const char *url,
   return dc_test_proc_start_follower (url, room, name, stop_at, "--threads", "1", NULL);
 }
 
-/* @proc's step events by step (1-based); a retaken step keeps its last line. */
-static GPtrArray *
-steps_of (DcTestProc *proc)
-{
-  GPtrArray *steps = g_ptr_array_new ();
-
-  for (guint i = 0; i < proc->events->len; i++)
-    {
-      JsonObject *o = g_ptr_array_index (proc->events, i);
-      gint64 step;
-
-      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), "step") != 0)
-        continue;
-      step = json_object_get_int_member (o, "step");
-      g_assert_cmpint (step, >=, 1);
-      g_assert_cmpint (step, <=, 10000);
-      if ((guint) step >= steps->len)
-        g_ptr_array_set_size (steps, step + 1);
-      g_ptr_array_index (steps, step) = o;
-    }
-  return steps;
-}
-
-static JsonObject *
-step_at (GPtrArray *steps,
-         guint      step)
-{
-  g_assert_cmpuint (step, <, steps->len);
-  g_assert_nonnull (g_ptr_array_index (steps, step));
-  return g_ptr_array_index (steps, step);
-}
-
-static const char *
-hash_at (GPtrArray *steps,
-         guint      step)
-{
-  return json_object_get_string_member (step_at (steps, step), "hash");
-}
-
-static void
-wait_done (DcTestProc *proc,
-           guint       step)
-{
-  JsonObject *done = dc_test_proc_expect (proc, "done", NULL, RUN_BOUND_MS);
-
-  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, step);
-  g_assert_cmpint (dc_test_proc_expect_exit (proc, EVENT_BOUND_MS), ==, 0);
-}
-
-static gboolean
-message_has (JsonObject *event,
-             const char *text)
-{
-  return strstr (json_object_get_string_member_with_default (event, "message", ""), text) != NULL;
-}
-
 /* Four processes and `--simulate-peers 4`: the same weight hash and loss at
  * every step, four devices in every roster; and each device sends about
  * 2 · 3/4 of a gradient a step (its three contributions, then its summed
@@ -117,25 +61,30 @@ test_exact4 (void)
 
   dc_gpt_config_init_derived (&config, 16, 16);
   gradient = 4.0 * (double) dc_gpt_config_n_params (&config);
-  wait_done (sim, 16);
-  sim_steps = steps_of (sim);
+  dc_test_proc_wait_done (sim, 16, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, TRUE);
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
     {
       g_autoptr(GPtrArray) steps = NULL;
       double per_step;
 
-      wait_done (procs[p], 16);
-      steps = steps_of (procs[p]);
+      dc_test_proc_wait_done (procs[p], 16, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (procs[p], TRUE);
       g_assert_cmpuint (steps->len, ==, 17);
       for (guint s = 1; s <= 16; s++)
         {
-          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
-          g_assert_cmpfloat (json_object_get_double_member (step_at (steps, s), "loss"), ==,
-                             json_object_get_double_member (step_at (sim_steps, s), "loss"));
-          g_assert_cmpint (json_object_get_int_member (step_at (steps, s), "roster"), ==, 4);
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                           dc_test_proc_hash_at (sim_steps, s));
+          g_assert_cmpfloat (json_object_get_double_member (dc_test_proc_step_at (steps, s),
+                                                            "loss"), ==,
+                             json_object_get_double_member (dc_test_proc_step_at (sim_steps, s),
+                                                            "loss"));
+          g_assert_cmpint (json_object_get_int_member (dc_test_proc_step_at (steps, s), "roster"),
+                           ==, 4);
         }
-      per_step = (json_object_get_int_member (step_at (steps, 16), "sent_bytes")
-                  - json_object_get_int_member (step_at (steps, 1), "sent_bytes")) / 15.0;
+      per_step = (json_object_get_int_member (dc_test_proc_step_at (steps, 16), "sent_bytes")
+                  - json_object_get_int_member (dc_test_proc_step_at (steps, 1),
+                                                "sent_bytes")) / 15.0;
       g_test_message ("%s: %.0f bytes a step, %.2f gradients of %.0f bytes",
                       procs[p]->label, per_step, per_step / gradient, gradient);
       g_assert_cmpfloat (per_step, >, 1.2 * gradient);
@@ -172,31 +121,33 @@ test_wrong_sum (void)
 
   error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
   g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
-  g_assert_true (message_has (error, "AUDIT: removed from the run"));
-  g_assert_true (message_has (error, "summed shard"));
+  g_assert_true (dc_test_proc_message_has (error, "AUDIT: removed from the run"));
+  g_assert_true (dc_test_proc_message_has (error, "summed shard"));
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
-  wait_done (alpha, 20);
-  wait_done (beta, 20);
+  dc_test_proc_wait_done (alpha, 20, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 20, RUN_BOUND_MS);
   for (guint p = 0; p < 2; p++)
     {
       DcTestProc *proc = p == 0 ? alpha : beta;
       int i = dc_test_proc_find (proc, 0, "audit", "gamma");
 
       g_assert_cmpint (i, >=, 0);
-      g_assert_true (message_has (g_ptr_array_index (proc->events, i),
+      g_assert_true (dc_test_proc_message_has (g_ptr_array_index (proc->events, i),
                                   "the summed shard of “gamma”"));
-      g_assert_true (message_has (g_ptr_array_index (proc->events, i), "does not reproduce"));
+      g_assert_true (dc_test_proc_message_has (g_ptr_array_index (proc->events, i),
+                                               "does not reproduce"));
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "alpha"), ==, -1);
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "beta"), ==, -1);
     }
-  a = steps_of (alpha);
-  b = steps_of (beta);
+  a = dc_test_proc_steps (alpha, TRUE);
+  b = dc_test_proc_steps (beta, TRUE);
   for (guint s = 1; s <= 20; s++)
     {
-      gint64 roster = json_object_get_int_member (step_at (a, s), "roster");
+      gint64 roster = json_object_get_int_member (dc_test_proc_step_at (a, s), "roster");
 
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
-      g_assert_cmpint (roster, ==, json_object_get_int_member (step_at (b, s), "roster"));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
+      g_assert_cmpint (roster, ==, json_object_get_int_member (dc_test_proc_step_at (b, s),
+                                                               "roster"));
       if (roster == 3)
         {
           g_assert_cmpuint (caught, ==, s - 1);
@@ -246,24 +197,26 @@ test_repair4 (void)
   procs[2] = gamma;
   procs[3] = delta;
 
-  wait_done (sim, 14);
-  sim_steps = steps_of (sim);
+  dc_test_proc_wait_done (sim, 14, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, TRUE);
   event = dc_test_proc_expect (gamma, "repair", NULL, RUN_BOUND_MS);
-  g_assert_true (message_has (event, "missing the contribution of"));
-  g_assert_true (message_has (event, "shard of step 10"));
+  g_assert_true (dc_test_proc_message_has (event, "missing the contribution of"));
+  g_assert_true (dc_test_proc_message_has (event, "shard of step 10"));
   event = dc_test_proc_expect (delta, "repair", NULL, RUN_BOUND_MS);
-  g_assert_true (message_has (event, "missing a roster gradient of step 10"));
-  g_assert_true (message_has (event, "requesting repair from the leader"));
+  g_assert_true (dc_test_proc_message_has (event, "missing a roster gradient of step 10"));
+  g_assert_true (dc_test_proc_message_has (event, "requesting repair from the leader"));
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
     {
       g_autoptr(GPtrArray) steps = NULL;
 
-      wait_done (procs[p], 14);
-      steps = steps_of (procs[p]);
+      dc_test_proc_wait_done (procs[p], 14, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (procs[p], TRUE);
       for (guint s = 1; s <= 14; s++)
         {
-          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
-          g_assert_cmpint (json_object_get_int_member (step_at (steps, s), "roster"), ==, 4);
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                           dc_test_proc_hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (dc_test_proc_step_at (steps, s), "roster"),
+                           ==, 4);
         }
     }
 }
@@ -298,26 +251,27 @@ test_ahead (void)
   g_autoptr(GPtrArray) sim4_steps = NULL, sim3_steps = NULL;
   DcTestProc *procs[] = { alpha, beta, gamma, delta };
 
-  wait_done (sim4, 8);
-  sim4_steps = steps_of (sim4);
+  dc_test_proc_wait_done (sim4, 8, RUN_BOUND_MS);
+  sim4_steps = dc_test_proc_steps (sim4, TRUE);
   sim3 = dc_test_proc_spawn_args ("sim3", "train", "--json", "--resume", checkpoint,
                                   "--stop-at", "16", "--simulate-peers", "3", "--threads", "1",
                                   NULL);
-  wait_done (sim3, 16);
-  sim3_steps = steps_of (sim3);
+  dc_test_proc_wait_done (sim3, 16, RUN_BOUND_MS);
+  sim3_steps = dc_test_proc_steps (sim3, TRUE);
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
     {
       g_autoptr(GPtrArray) steps = NULL;
       guint last = procs[p] == delta ? 8 : 16;
 
-      wait_done (procs[p], last);
-      steps = steps_of (procs[p]);
+      dc_test_proc_wait_done (procs[p], last, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (procs[p], TRUE);
       for (guint s = 1; s <= last; s++)
         {
-          JsonObject *step = step_at (steps, s);
+          JsonObject *step = dc_test_proc_step_at (steps, s);
           gboolean ahead = json_object_get_boolean_member (step, "computed_ahead");
 
-          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (s <= 8 ? sim4_steps : sim3_steps, s));
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                           dc_test_proc_hash_at (s <= 8 ? sim4_steps : sim3_steps, s));
           g_assert_cmpint (json_object_get_int_member (step, "roster"), ==, s <= 8 ? 4 : 3);
           g_test_message ("%s step %u: computed ahead %d, ahead_ms %.1f", procs[p]->label, s,
                           ahead, json_object_get_double_member (step, "ahead_ms"));

@@ -40,62 +40,6 @@ start_follower (const char *url,
                                       NULL);
 }
 
-/* The step events of @proc, indexed by step (1-based; NULL where none).
- * A step taken again after a rollback prints a second line, which holds:
- * only where @retakes is TRUE. */
-static GPtrArray *
-steps_of_full (DcTestProc *proc,
-               gboolean    retakes)
-{
-  GPtrArray *steps = g_ptr_array_new ();
-
-  for (guint i = 0; i < proc->events->len; i++)
-    {
-      JsonObject *o = g_ptr_array_index (proc->events, i);
-      gint64 step;
-
-      if (g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), "step") != 0)
-        continue;
-      step = json_object_get_int_member (o, "step");
-      g_assert_cmpint (step, >=, 1);
-      g_assert_cmpint (step, <=, 10000);
-      if ((guint) step >= steps->len)
-        g_ptr_array_set_size (steps, step + 1);
-      if (!retakes)
-        g_assert_null (g_ptr_array_index (steps, step));
-      g_ptr_array_index (steps, step) = o;
-    }
-  return steps;
-}
-
-static GPtrArray *
-steps_of (DcTestProc *proc)
-{
-  return steps_of_full (proc, FALSE);
-}
-
-static const char *
-hash_at (GPtrArray *steps,
-         guint      step)
-{
-  JsonObject *o;
-
-  g_assert_cmpuint (step, <, steps->len);
-  o = g_ptr_array_index (steps, step);
-  g_assert_nonnull (o);
-  return json_object_get_string_member (o, "hash");
-}
-
-static void
-wait_done (DcTestProc *proc,
-           guint       step)
-{
-  JsonObject *done = dc_test_proc_expect (proc, "done", NULL, RUN_BOUND_MS);
-
-  g_assert_cmpint (json_object_get_int_member (done, "step"), ==, step);
-  g_assert_cmpint (dc_test_proc_expect_exit (proc, EVENT_BOUND_MS), ==, 0);
-}
-
 /* Three processes train 60 steps: the same weight hash (and loss) at every
  * step on all three, equal to `--simulate-peers 3` in one process at every
  * step; every step's roster holds the three. The followers were given other
@@ -115,14 +59,14 @@ test_exact (void)
   DcTestProc *procs[] = { alpha, beta, gamma };
   g_autoptr(GPtrArray) sim_steps = NULL;
 
-  wait_done (sim, 60);
-  sim_steps = steps_of (sim);
+  dc_test_proc_wait_done (sim, 60, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, FALSE);
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
     {
       g_autoptr(GPtrArray) steps = NULL;
 
-      wait_done (procs[p], 60);
-      steps = steps_of (procs[p]);
+      dc_test_proc_wait_done (procs[p], 60, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (procs[p], FALSE);
       g_assert_cmpuint (steps->len, ==, 61);
       for (guint s = 1; s <= 60; s++)
         {
@@ -130,20 +74,14 @@ test_exact (void)
           JsonObject *expected = g_ptr_array_index (sim_steps, s);
           JsonArray *members = json_object_get_array_member (o, "members");
 
-          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                           dc_test_proc_hash_at (sim_steps, s));
           g_assert_cmpfloat (json_object_get_double_member (o, "loss"), ==,
                              json_object_get_double_member (expected, "loss"));
           g_assert_cmpint (json_object_get_int_member (o, "roster"), ==, 3);
           g_assert_cmpuint (json_array_get_length (members), ==, 3);
         }
     }
-}
-
-static gboolean
-message_has (JsonObject *event,
-             const char *text)
-{
-  return strstr (json_object_get_string_member_with_default (event, "message", ""), text) != NULL;
 }
 
 /* One device flips a weight bit after step 5 (test fault switch): all three
@@ -175,13 +113,14 @@ test_sync_guard (void)
 
       g_test_message ("%s: %s", procs[p]->label,
                       json_object_get_string_member (error, "message"));
-      g_assert_true (message_has (error, "SYNC GUARD: stopped — weight hash mismatch at step 5:"));
+      g_assert_true (dc_test_proc_message_has (error,
+                                               "SYNC GUARD: stopped — weight hash mismatch at step 5:"));
       /* Everyone names every device with its hash, and gamma as the odd one. */
-      g_assert_true (message_has (error, "“alpha”"));
-      g_assert_true (message_has (error, "“beta”"));
-      g_assert_true (message_has (error, "(“gamma” disagrees with the others)"));
+      g_assert_true (dc_test_proc_message_has (error, "“alpha”"));
+      g_assert_true (dc_test_proc_message_has (error, "“beta”"));
+      g_assert_true (dc_test_proc_message_has (error, "(“gamma” disagrees with the others)"));
       g_assert_cmpint (dc_test_proc_expect_exit (procs[p], EVENT_BOUND_MS), ==, 1);
-      steps = steps_of (procs[p]);
+      steps = dc_test_proc_steps (procs[p], FALSE);
       g_assert_cmpuint (steps->len, ==, 6);
       g_assert_cmpint (dc_test_proc_find (procs[p], 0, "done", NULL), ==, -1);
     }
@@ -206,9 +145,9 @@ simulate_history (guint three,
   g_assert_cmpint (dc_test_proc_expect_exit (sim3, RUN_BOUND_MS), ==, 0);
   sim2 = dc_test_proc_spawn_args ("sim2", "train", "--json", "--resume", checkpoint, "--stop-at",
                                   last_s, "--simulate-peers", "2", "--threads", "1", NULL);
-  wait_done (sim2, last);
-  steps = steps_of (sim2);
-  hash = g_strdup (hash_at (steps, last));
+  dc_test_proc_wait_done (sim2, last, RUN_BOUND_MS);
+  steps = dc_test_proc_steps (sim2, FALSE);
+  hash = g_strdup (dc_test_proc_hash_at (steps, last));
   g_unlink (checkpoint);
   g_rmdir (dir);
   return hash;
@@ -251,19 +190,19 @@ test_leave (gconstpointer data)
   if (signum == SIGTERM)
     g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 0);
 
-  wait_done (alpha, 40);
-  wait_done (beta, 40);
+  dc_test_proc_wait_done (alpha, 40, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 40, RUN_BOUND_MS);
   dc_test_proc_expect (alpha, "dropped", "gamma", EVENT_BOUND_MS);
   dc_test_proc_expect (beta, "dropped", "gamma", EVENT_BOUND_MS);
   /* A kill can land while its gradient is on the way to one of the two:
    * that one then takes the step again (retake); the last line holds. */
-  a = steps_of_full (alpha, TRUE);
-  b = steps_of_full (beta, TRUE);
+  a = dc_test_proc_steps (alpha, TRUE);
+  b = dc_test_proc_steps (beta, TRUE);
   for (guint s = 1; s <= 40; s++)
     {
       gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
 
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
       g_assert_cmpint (roster, ==,
                        json_object_get_int_member (g_ptr_array_index (b, s), "roster"));
       if (roster == 3)
@@ -283,7 +222,7 @@ test_leave (gconstpointer data)
 
   /* The same roster history in one process. */
   expected = simulate_history (last_three, 40);
-  g_assert_cmpstr (hash_at (a, 40), ==, expected);
+  g_assert_cmpstr (dc_test_proc_hash_at (a, 40), ==, expected);
 }
 
 /* The third device's gradient of step 10 reaches one of the two others only,
@@ -314,10 +253,10 @@ test_partial_send (void)
   g_unsetenv ("DC_TEST_FAULT");
 
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, RUN_BOUND_MS), ==, 3);
-  wait_done (alpha, 20);
-  wait_done (beta, 20);
-  a = steps_of_full (alpha, TRUE);
-  b = steps_of_full (beta, TRUE);
+  dc_test_proc_wait_done (alpha, 20, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 20, RUN_BOUND_MS);
+  a = dc_test_proc_steps (alpha, TRUE);
+  b = dc_test_proc_steps (beta, TRUE);
   /* Step 10 with three (repaired) or two (taken again), the same on both. */
   last_three = json_object_get_int_member (g_ptr_array_index (a, 10), "roster") == 3 ? 10 : 9;
   if (last_three == 10)
@@ -329,14 +268,14 @@ test_partial_send (void)
   g_test_message ("step 10 taken with %u devices", last_three == 10 ? 3 : 2);
   for (guint s = 1; s <= 20; s++)
     {
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
       g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==,
                        s <= last_three ? 3 : 2);
       g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (b, s), "roster"), ==,
                        s <= last_three ? 3 : 2);
     }
   expected = simulate_history (last_three, 20);
-  g_assert_cmpstr (hash_at (a, 20), ==, expected);
+  g_assert_cmpstr (dc_test_proc_hash_at (a, 20), ==, expected);
 }
 
 /* The third device drops every gradient of step 10 that reaches it (test
@@ -368,20 +307,21 @@ test_repair (void)
   procs[1] = beta;
   procs[2] = gamma;
 
-  wait_done (sim, 20);
-  sim_steps = steps_of (sim);
+  dc_test_proc_wait_done (sim, 20, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, FALSE);
   event = dc_test_proc_expect (gamma, "repair", NULL, RUN_BOUND_MS);
-  g_assert_true (message_has (event, "missing a roster gradient of step 10"));
-  g_assert_true (message_has (event, "requesting repair from the leader"));
+  g_assert_true (dc_test_proc_message_has (event, "missing a roster gradient of step 10"));
+  g_assert_true (dc_test_proc_message_has (event, "requesting repair from the leader"));
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
     {
       g_autoptr(GPtrArray) steps = NULL;
 
-      wait_done (procs[p], 20);
-      steps = steps_of (procs[p]);
+      dc_test_proc_wait_done (procs[p], 20, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (procs[p], FALSE);
       for (guint s = 1; s <= 20; s++)
         {
-          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                           dc_test_proc_hash_at (sim_steps, s));
           g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (steps, s), "roster"),
                            ==, 3);
         }
@@ -416,18 +356,19 @@ test_corrupt_chunk (void)
   procs[1] = beta;
   procs[2] = gamma;
 
-  wait_done (sim, 15);
-  sim_steps = steps_of (sim);
+  dc_test_proc_wait_done (sim, 15, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, FALSE);
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
     {
       g_autoptr(GPtrArray) steps = NULL;
       int i;
 
-      wait_done (procs[p], 15);
-      steps = steps_of (procs[p]);
+      dc_test_proc_wait_done (procs[p], 15, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (procs[p], FALSE);
       for (guint s = 1; s <= 15; s++)
         {
-          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                           dc_test_proc_hash_at (sim_steps, s));
           g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (steps, s), "roster"),
                            ==, 3);
         }
@@ -437,9 +378,9 @@ test_corrupt_chunk (void)
           JsonObject *event = g_ptr_array_index (procs[p]->events, i);
 
           g_assert_true (procs[p] != gamma);
-          g_assert_true (message_has (event, "“gamma”"));
-          g_assert_true (message_has (event, "(step 10, rank"));
-          g_assert_true (message_has (event, "fails its hash"));
+          g_assert_true (dc_test_proc_message_has (event, "“gamma”"));
+          g_assert_true (dc_test_proc_message_has (event, "(step 10, rank"));
+          g_assert_true (dc_test_proc_message_has (event, "fails its hash"));
           refusals++;
         }
     }
@@ -471,24 +412,25 @@ test_repair_fails (void)
 
   error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
   g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
-  g_assert_true (message_has (error, "SYNC GUARD: stopped — roster gradient of step 10 from"));
-  g_assert_true (message_has (error, "not repaired after 3 requests"));
+  g_assert_true (dc_test_proc_message_has (error,
+                                           "SYNC GUARD: stopped — roster gradient of step 10 from"));
+  g_assert_true (dc_test_proc_message_has (error, "not repaired after 3 requests"));
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
   /* One request per lost gradient and try; a notice may name both. */
   while ((i = dc_test_proc_find (gamma, i, "repair", NULL)) >= 0)
     {
       JsonObject *event = g_ptr_array_index (gamma->events, i);
 
-      g_assert_false (message_has (event, "(request 4 of"));
-      if (message_has (event, "(request 3 of 3)"))
+      g_assert_false (dc_test_proc_message_has (event, "(request 4 of"));
+      if (dc_test_proc_message_has (event, "(request 3 of 3)"))
         requests++;
       i++;
     }
   g_assert_cmpuint (requests, >=, 1);
-  steps = steps_of (gamma);
+  steps = dc_test_proc_steps (gamma, FALSE);
   g_assert_cmpuint (steps->len, ==, 10);
-  wait_done (alpha, 15);
-  wait_done (beta, 15);
+  dc_test_proc_wait_done (alpha, 15, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 15, RUN_BOUND_MS);
 }
 
 static gboolean
@@ -560,11 +502,11 @@ test_leader_failover (void)
 
       if (procs[p] == killed)
         continue;
-      wait_done (procs[p], 40);
+      dc_test_proc_wait_done (procs[p], 40, RUN_BOUND_MS);
       dc_test_proc_expect (procs[p], "dropped", leader, EVENT_BOUND_MS);
       /* The leader may die with its gradient of a step sent to some only:
        * those take that step again (retake), and the last line holds. */
-      steps = steps_of_full (procs[p], TRUE);
+      steps = dc_test_proc_steps (procs[p], TRUE);
       for (guint s = 1; s <= 40; s++)
         {
           JsonObject *o = g_ptr_array_index (steps, s);
@@ -572,7 +514,8 @@ test_leader_failover (void)
           const char *first = json_array_get_string_element (members, 0);
 
           if (reference != NULL)
-            g_assert_cmpstr (hash_at (steps, s), ==, hash_at (reference, s));
+            g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                             dc_test_proc_hash_at (reference, s));
           if (json_object_get_int_member (o, "roster") == 3)
             {
               g_assert_cmpstr (first, !=, leader);
@@ -590,7 +533,7 @@ test_leader_failover (void)
           JsonObject *event = g_ptr_array_index (procs[p]->events,
                                                  dc_test_proc_find (procs[p], 0, "repair", NULL));
 
-          g_assert_true (message_has (event, "missing a roster gradient of step 30"));
+          g_assert_true (dc_test_proc_message_has (event, "missing a roster gradient of step 30"));
           repaired++;
         }
       now = leader_of (procs[p]);
@@ -647,25 +590,25 @@ test_join (void)
     g_error ("alpha: no step 29 within %u ms", RUN_BOUND_MS);
   gamma = start_follower (url, room, "gamma", "60", NULL);
   dc_test_proc_expect (gamma, "joined-run", NULL, RUN_BOUND_MS);
-  wait_done (alpha, 60);
-  wait_done (beta, 60);
-  wait_done (gamma, 60);
+  dc_test_proc_wait_done (alpha, 60, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 60, RUN_BOUND_MS);
+  dc_test_proc_wait_done (gamma, 60, RUN_BOUND_MS);
   /* (named by its member id where it was not connected to it yet) */
   dc_test_proc_expect (alpha, "join", NULL, EVENT_BOUND_MS);
   dc_test_proc_expect (beta, "join", NULL, EVENT_BOUND_MS);
-  a = steps_of (alpha);
-  b = steps_of (beta);
-  g = steps_of (gamma);
+  a = dc_test_proc_steps (alpha, FALSE);
+  b = dc_test_proc_steps (beta, FALSE);
+  g = dc_test_proc_steps (gamma, FALSE);
   for (guint s = 1; s <= 60; s++)
     {
       gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
 
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
       if (s < g->len && g_ptr_array_index (g, s) != NULL)
         {
           if (first == 0)
             first = s;
-          g_assert_cmpstr (hash_at (g, s), ==, hash_at (a, s));
+          g_assert_cmpstr (dc_test_proc_hash_at (g, s), ==, dc_test_proc_hash_at (a, s));
           g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (g, s), "roster"),
                            ==, 3);
         }
@@ -682,9 +625,9 @@ test_join (void)
   g_assert_cmpint (dc_test_proc_expect_exit (sim2, RUN_BOUND_MS), ==, 0);
   sim3 = dc_test_proc_spawn_args ("sim3", "train", "--json", "--resume", checkpoint, "--stop-at",
                                   "60", "--simulate-peers", "3", "--threads", "1", NULL);
-  wait_done (sim3, 60);
-  sim_steps = steps_of (sim3);
-  g_assert_cmpstr (hash_at (a, 60), ==, hash_at (sim_steps, 60));
+  dc_test_proc_wait_done (sim3, 60, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim3, FALSE);
+  g_assert_cmpstr (dc_test_proc_hash_at (a, 60), ==, dc_test_proc_hash_at (sim_steps, 60));
   g_unlink (checkpoint);
   g_rmdir (dir);
 }
@@ -724,10 +667,10 @@ test_audit (void)
 
   error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
   g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
-  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_true (dc_test_proc_message_has (error, "AUDIT: removed from the run"));
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
-  wait_done (alpha, 30);
-  wait_done (beta, 30);
+  dc_test_proc_wait_done (alpha, 30, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 30, RUN_BOUND_MS);
   /* The auditor reports it; the other too, unless the third's bye came
    * first (then it was dropped as one that left, and the step taken again). */
   for (guint p = 0; p < 2; p++)
@@ -736,7 +679,8 @@ test_audit (void)
       int i = dc_test_proc_find (proc, 0, "audit", "gamma");
 
       if (i >= 0)
-        g_assert_true (message_has (g_ptr_array_index (proc->events, i), "does not reproduce"));
+        g_assert_true (dc_test_proc_message_has (g_ptr_array_index (proc->events, i),
+                                                 "does not reproduce"));
       else
         dc_test_proc_expect (proc, "dropped", "gamma", EVENT_BOUND_MS);
     }
@@ -744,13 +688,13 @@ test_audit (void)
                  || dc_test_proc_find (beta, 0, "audit", "gamma") >= 0);
   g_assert_cmpint (dc_test_proc_find (alpha, 0, "audit", "beta"), ==, -1);
   g_assert_cmpint (dc_test_proc_find (beta, 0, "audit", "alpha"), ==, -1);
-  a = steps_of_full (alpha, TRUE);
-  b = steps_of_full (beta, TRUE);
+  a = dc_test_proc_steps (alpha, TRUE);
+  b = dc_test_proc_steps (beta, TRUE);
   for (guint s = 1; s <= 30; s++)
     {
       gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
 
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
       g_assert_cmpint (roster, ==,
                        json_object_get_int_member (g_ptr_array_index (b, s), "roster"));
       if (roster == 3)
@@ -796,10 +740,10 @@ test_audit_after_report (void)
 
   error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
   g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
-  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_true (dc_test_proc_message_has (error, "AUDIT: removed from the run"));
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
-  wait_done (alpha, 20);
-  wait_done (beta, 20);
+  dc_test_proc_wait_done (alpha, 20, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 20, RUN_BOUND_MS);
   for (guint p = 0; p < 2; p++)
     {
       DcTestProc *proc = p == 0 ? alpha : beta;
@@ -807,7 +751,7 @@ test_audit_after_report (void)
 
       for (int i = 0; (i = dc_test_proc_find (proc, i, "test-fault", NULL)) >= 0; i++)
         {
-          g_assert_true (message_has (g_ptr_array_index (proc->events, i),
+          g_assert_true (dc_test_proc_message_has (g_ptr_array_index (proc->events, i),
                                       "finished after its step's report"));
           held++;
         }
@@ -818,13 +762,13 @@ test_audit_after_report (void)
     }
   g_assert_true (dc_test_proc_find (alpha, 0, "audit", "gamma") >= 0
                  || dc_test_proc_find (beta, 0, "audit", "gamma") >= 0);
-  a = steps_of_full (alpha, TRUE);
-  b = steps_of_full (beta, TRUE);
+  a = dc_test_proc_steps (alpha, TRUE);
+  b = dc_test_proc_steps (beta, TRUE);
   for (guint s = 1; s <= 20; s++)
     {
       gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
 
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
       g_assert_cmpint (roster, ==,
                        json_object_get_int_member (g_ptr_array_index (b, s), "roster"));
       if (roster == 3)
@@ -997,32 +941,33 @@ test_false_audit (void)
 
   error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
   g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
-  g_assert_true (message_has (error, "AUDIT: removed from the run: this device accused"));
+  g_assert_true (dc_test_proc_message_has (error,
+                                           "AUDIT: removed from the run: this device accused"));
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
-  wait_done (alpha, 20);
-  wait_done (beta, 20);
+  dc_test_proc_wait_done (alpha, 20, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 20, RUN_BOUND_MS);
   for (guint p = 0; p < 2; p++)
     {
       DcTestProc *proc = p == 0 ? alpha : beta;
       int i = dc_test_proc_find (proc, 0, "audit", "gamma");
 
       g_assert_cmpint (i, >=, 0);
-      g_assert_true (message_has (g_ptr_array_index (proc->events, i),
+      g_assert_true (dc_test_proc_message_has (g_ptr_array_index (proc->events, i),
                                   "is removed from the roster after step 7 (a dishonest "
                                   "auditor)"));
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "alpha"), ==, -1);
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "beta"), ==, -1);
     }
-  a = steps_of (alpha);
-  b = steps_of (beta);
+  a = dc_test_proc_steps (alpha, FALSE);
+  b = dc_test_proc_steps (beta, FALSE);
   for (guint s = 1; s <= 20; s++)
     {
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
       g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==,
                        s <= 7 ? 3 : 2);
     }
   expected = simulate_history (7, 20);
-  g_assert_cmpstr (hash_at (a, 20), ==, expected);
+  g_assert_cmpstr (dc_test_proc_hash_at (a, 20), ==, expected);
 }
 
 /* An audit draw no member can foresee: the third device corrupts its
@@ -1056,21 +1001,21 @@ test_audit_unpredictable (void)
 
   error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
   g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
-  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_true (dc_test_proc_message_has (error, "AUDIT: removed from the run"));
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
-  wait_done (alpha, 100);
-  wait_done (beta, 100);
+  dc_test_proc_wait_done (alpha, 100, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 100, RUN_BOUND_MS);
   g_assert_true (dc_test_proc_find (alpha, 0, "audit", "gamma") >= 0
                  || dc_test_proc_find (beta, 0, "audit", "gamma") >= 0);
   g_assert_cmpint (dc_test_proc_find (alpha, 0, "audit", "beta"), ==, -1);
   g_assert_cmpint (dc_test_proc_find (beta, 0, "audit", "alpha"), ==, -1);
-  a = steps_of_full (alpha, TRUE);
-  b = steps_of_full (beta, TRUE);
+  a = dc_test_proc_steps (alpha, TRUE);
+  b = dc_test_proc_steps (beta, TRUE);
   for (guint s = 1; s <= 100; s++)
     {
       gint64 roster = json_object_get_int_member (g_ptr_array_index (a, s), "roster");
 
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
       g_assert_cmpint (roster, ==,
                        json_object_get_int_member (g_ptr_array_index (b, s), "roster"));
       if (roster == 3)
@@ -1111,29 +1056,29 @@ test_audit_own_weights (void)
   gamma = start_follower (url, room, "gamma", "12", NULL);
   g_unsetenv ("DC_TEST_FAULT");
 
-  wait_done (alpha, 12);
-  wait_done (beta, 12);
-  wait_done (gamma, 12);
+  dc_test_proc_wait_done (alpha, 12, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 12, RUN_BOUND_MS);
+  dc_test_proc_wait_done (gamma, 12, RUN_BOUND_MS);
   for (guint p = 0; p < 3; p++)
     {
       DcTestProc *proc = p == 0 ? alpha : p == 1 ? beta : gamma;
 
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", NULL), ==, -1);
     }
-  a = steps_of (alpha);
-  b = steps_of (beta);
-  c = steps_of (gamma);
+  a = dc_test_proc_steps (alpha, FALSE);
+  b = dc_test_proc_steps (beta, FALSE);
+  c = dc_test_proc_steps (gamma, FALSE);
   for (guint s = 1; s <= 12; s++)
     {
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (c, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (c, s));
       g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (a, s), "roster"), ==, 3);
     }
   sim = dc_test_proc_spawn_args ("sim3", "train", "--json", "--seed", "11", "--stop-at", "12",
                                  "--simulate-peers", "3", SMALL, NULL);
-  wait_done (sim, 12);
-  expected = steps_of (sim);
-  g_assert_cmpstr (hash_at (a, 12), ==, hash_at (expected, 12));
+  dc_test_proc_wait_done (sim, 12, RUN_BOUND_MS);
+  expected = dc_test_proc_steps (sim, FALSE);
+  g_assert_cmpstr (dc_test_proc_hash_at (a, 12), ==, dc_test_proc_hash_at (expected, 12));
 }
 
 /* A device whose probe hash differs (claimed with a test option) is not
@@ -1153,12 +1098,12 @@ test_admission (void)
   g_autoptr(GPtrArray) steps = NULL;
 
   event = dc_test_proc_expect (alpha, "not-admitted", "odd", EVENT_BOUND_MS);
-  g_assert_true (message_has (event, "probe hash mismatch"));
-  g_assert_true (message_has (event, "rejoin"));
+  g_assert_true (dc_test_proc_message_has (event, "probe hash mismatch"));
+  g_assert_true (dc_test_proc_message_has (event, "rejoin"));
   beta = start_follower (url, room, "beta", "5", NULL);
-  wait_done (alpha, 5);
-  wait_done (beta, 5);
-  steps = steps_of (alpha);
+  dc_test_proc_wait_done (alpha, 5, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 5, RUN_BOUND_MS);
+  steps = dc_test_proc_steps (alpha, FALSE);
   for (guint s = 1; s <= 5; s++)
     {
       JsonArray *members = json_object_get_array_member (g_ptr_array_index (steps, s), "members");
@@ -1168,7 +1113,7 @@ test_admission (void)
         g_assert_cmpstr (json_array_get_string_element (members, i), !=, "odd");
     }
   event = dc_test_proc_expect (odd, "not-admitted", NULL, EVENT_BOUND_MS);
-  g_assert_true (message_has (event, "probe hash mismatch"));
+  g_assert_true (dc_test_proc_message_has (event, "probe hash mismatch"));
   g_assert_cmpint (dc_test_proc_find (odd, 0, "step", NULL), ==, -1);
   g_subprocess_send_signal (odd->process, SIGTERM);
   g_assert_cmpint (dc_test_proc_expect_exit (odd, EVENT_BOUND_MS), ==, 0);
@@ -1226,23 +1171,24 @@ test_resume (void)
   beta = start_follower (url, room, "beta", "20", NULL);
   gamma = start_follower (url, room, "gamma", "20", NULL);
   sim = simulate_resume (checkpoint, "20");
-  wait_done (sim, 20);
-  sim_steps = steps_of (sim);
+  dc_test_proc_wait_done (sim, 20, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, FALSE);
   config = dc_test_proc_expect (beta, "config", NULL, EVENT_BOUND_MS);
-  g_assert_true (message_has (config, "from its checkpoint at step 10"));
+  g_assert_true (dc_test_proc_message_has (config, "from its checkpoint at step 10"));
   for (guint p = 0; p < 3; p++)
     {
       DcTestProc *proc = p == 0 ? alpha : p == 1 ? beta : gamma;
       g_autoptr(GPtrArray) steps = NULL;
 
-      wait_done (proc, 20);
-      steps = steps_of (proc);
+      dc_test_proc_wait_done (proc, 20, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (proc, FALSE);
       g_assert_cmpuint (steps->len, ==, 21);
       for (guint s = 1; s <= 10; s++)
         g_assert_null (g_ptr_array_index (steps, s));
       for (guint s = 11; s <= 20; s++)
         {
-          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                           dc_test_proc_hash_at (sim_steps, s));
           g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (steps, s), "roster"),
                            ==, 3);
         }
@@ -1259,7 +1205,7 @@ find_message (DcTestProc *proc,
               const char *text)
 {
   for (int i = 0; (i = dc_test_proc_find (proc, i, event, NULL)) >= 0; i++)
-    if (message_has (g_ptr_array_index (proc->events, i), text))
+    if (dc_test_proc_message_has (g_ptr_array_index (proc->events, i), text))
       return i;
   return -1;
 }
@@ -1313,8 +1259,8 @@ test_load_midrun (void)
   beta = start_follower (url, room, "beta", "40", load_15);
   gamma = start_follower (url, room, "gamma", "40", load_25);
   sim = simulate_resume (checkpoint, "40");
-  wait_done (sim, 40);
-  sim_steps = steps_of (sim);
+  dc_test_proc_wait_done (sim, 40, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, FALSE);
   for (guint p = 0; p < 3; p++)
     {
       DcTestProc *proc = p == 0 ? alpha : p == 1 ? beta : gamma;
@@ -1322,10 +1268,11 @@ test_load_midrun (void)
       guint switches = 0;
       gint64 before, after;
 
-      wait_done (proc, 40);
+      dc_test_proc_wait_done (proc, 40, RUN_BOUND_MS);
       for (int i = 0; (i = dc_test_proc_find (proc, i, "checkpoint", NULL)) >= 0; i++)
         {
-          if (!message_has (g_ptr_array_index (proc->events, i), "continuing from the checkpoint"))
+          if (!dc_test_proc_message_has (g_ptr_array_index (proc->events, i),
+                                         "continuing from the checkpoint"))
             continue;
           /* At a step boundary after the load's step, then step 11. */
           steps_around (proc, i, &before, &after);
@@ -1337,10 +1284,10 @@ test_load_midrun (void)
         }
       g_assert_cmpuint (switches, ==, 2);
       /* The last line of each step is the one after the last switch. */
-      steps = steps_of_full (proc, TRUE);
+      steps = dc_test_proc_steps (proc, TRUE);
       g_assert_cmpuint (steps->len, ==, 41);
       for (guint s = 11; s <= 40; s++)
-        g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+        g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==, dc_test_proc_hash_at (sim_steps, s));
     }
   g_assert_true (find_message (beta, "checkpoint", "sent to the leader") >= 0
                  || find_message (gamma, "checkpoint", "sent to the leader") >= 0);
@@ -1415,12 +1362,13 @@ test_refuse (void)
   second = g_ptr_array_index (alpha->events, dc_test_proc_find (alpha, i + 1, "refused", "odd"));
   g_test_message ("alpha: %s / %s", json_object_get_string_member (first, "message"),
                   json_object_get_string_member (second, "message"));
-  g_assert_true (message_has (first, "dropped 1 training message from “odd”"));
-  g_assert_true (message_has (first, "not admitted to training (probe hash mismatch)"));
+  g_assert_true (dc_test_proc_message_has (first, "dropped 1 training message from “odd”"));
+  g_assert_true (dc_test_proc_message_has (first,
+                                           "not admitted to training (probe hash mismatch)"));
   /* Every 250 ms three messages for 10 s: far more than one line each. */
-  g_assert_true (message_has (second, "training messages from “odd”"));
-  g_assert_false (message_has (second, "dropped 1 "));
-  g_assert_false (message_has (second, "dropped 2 "));
+  g_assert_true (dc_test_proc_message_has (second, "training messages from “odd”"));
+  g_assert_false (dc_test_proc_message_has (second, "dropped 1 "));
+  g_assert_false (dc_test_proc_message_has (second, "dropped 2 "));
 
   g_setenv ("DC_TEST_FAULT", "hold-join@5", TRUE);
   beta = start_follower (url, room, "beta", "20", NULL);
@@ -1431,17 +1379,17 @@ test_refuse (void)
   gamma = start_follower (url, room, "gamma", "20", NULL);
   g_unsetenv ("DC_TEST_FAULT");
   dc_test_proc_expect (gamma, "joined-run", NULL, RUN_BOUND_MS);
-  wait_done (alpha, 20);
-  wait_done (beta, 20);
-  wait_done (gamma, 20);
+  dc_test_proc_wait_done (alpha, 20, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 20, RUN_BOUND_MS);
+  dc_test_proc_wait_done (gamma, 20, RUN_BOUND_MS);
   for (guint p = 0; p < 2; p++)
     {
       DcTestProc *proc = p == 0 ? alpha : beta;
-      g_autoptr(GPtrArray) steps = steps_of (proc);
+      g_autoptr(GPtrArray) steps = dc_test_proc_steps (proc, FALSE);
 
       i = dc_test_proc_find (proc, 0, "refused", "gamma");
       if (i >= 0)
-        g_assert_true (message_has (g_ptr_array_index (proc->events, i),
+        g_assert_true (dc_test_proc_message_has (g_ptr_array_index (proc->events, i),
                                     "not in the run's roster"));
       for (guint s = 1; s <= 20; s++)
         {
@@ -1457,10 +1405,10 @@ test_refuse (void)
   g_assert_true (dc_test_proc_find (alpha, 0, "refused", "gamma") >= 0
                  || dc_test_proc_find (beta, 0, "refused", "gamma") >= 0);
   {
-    g_autoptr(GPtrArray) a = steps_of (alpha);
-    g_autoptr(GPtrArray) g = steps_of (gamma);
+    g_autoptr(GPtrArray) a = dc_test_proc_steps (alpha, FALSE);
+    g_autoptr(GPtrArray) g = dc_test_proc_steps (gamma, FALSE);
 
-    g_assert_cmpstr (hash_at (a, 20), ==, hash_at (g, 20));
+    g_assert_cmpstr (dc_test_proc_hash_at (a, 20), ==, dc_test_proc_hash_at (g, 20));
   }
   g_subprocess_send_signal (odd->process, SIGTERM);
   g_assert_cmpint (dc_test_proc_expect_exit (odd, EVENT_BOUND_MS), ==, 0);

@@ -35,6 +35,15 @@ G_BEGIN_DECLS
 
 /* How often the waits look at the clock and at the peers. */
 #define TICK_MS 250
+/* A main-loop stall longer than this is logged (debug): a peer hears
+ * nothing while it lasts and gives up after DC_PEER_TIMEOUT_MS (4 s), so
+ * 500 ms shows a stall well before it costs peers. */
+#define STALL_LOG_MS 500
+/* DC_TEST_SLOW_HASH=1: every start or join hash of the state waits
+ * this long first, as hashing a GPT-2-small state (about 1.7 GB read)
+ * does on a loaded machine; longer than DC_PEER_TIMEOUT_MS (4 s), so that
+ * a hash taken on the main thread costs the device its peers. */
+#define SLOW_HASH_US (6 * G_USEC_PER_SEC)
 
 typedef enum
 {
@@ -281,7 +290,17 @@ struct _DcTrainGroup
   DcMeshRunConfig   *proposal;        /* leader: a roster device's forwarded checkpoint */
   char              *proposal_from;
 
+  /* The state's hashes at a run's start, taken by prepare_worker () (never
+   * on the main thread: see _dc_train_group_hash_state ()); NULL once used
+   * or when the model has moved on from start_hash_step. */
+  char              *start_hash;
+  char              *start_optimizer;
+  guint64            start_hash_step;
+  gboolean           fault_slow_hash; /* DC_TEST_SLOW_HASH=1 */
+  gboolean           loading_weights; /* joiner: load_weights_worker () runs */
+
   guint              tick_id;
+  gint64             last_tick;    /* monotonic µs: the stall log (STALL_LOG_MS) */
   gulong             event_handler;
   gulong             message_handler;
 };
@@ -350,6 +369,11 @@ DcMeshStepReport * _dc_train_group_make_report_hashed (DcTrainGroup *self,
                                                        const char   *hash,
                                                        const char   *optimizer);
 DcMeshStepReport * _dc_train_group_make_report (DcTrainGroup *self);
+void _dc_train_group_hash_state (DcTrainGroup      *self,
+                                 const DcGptModel  *model,
+                                 char             **hash,
+                                 char             **optimizer);
+DcMeshStepReport * _dc_train_group_make_start_report (DcTrainGroup *self);
 char * _dc_train_group_report_key (guint64     step,
                                    const char *id);
 char * _dc_train_group_gradient_key (guint64     step,

@@ -10,6 +10,74 @@
 
 #include "dc-train-group-private.h"
 
+/* The WEIGHTS object for the devices joining after a step, cut into
+ * chunks (each hashed) on a worker: at a GPT-2-small width 1 GB to hash,
+ * seconds that the main thread (the peers' heartbeats) must not wait. */
+typedef struct
+{
+  GBytes      *state;
+  DcMeshChunk  info;
+  GPtrArray   *ids;     /* char*: the joiners to send it to */
+  GPtrArray   *bodies;  /* GBytes*: its chunks, once split */
+} SplitWeights;
+
+static void
+split_weights_free (SplitWeights *split)
+{
+  g_clear_pointer (&split->state, g_bytes_unref);
+  g_clear_pointer (&split->ids, g_ptr_array_unref);
+  g_clear_pointer (&split->bodies, g_ptr_array_unref);
+  g_free (split);
+}
+
+static void
+split_weights_worker (GTask        *task,
+                      gpointer      source,
+                      gpointer      data,
+                      GCancellable *cancellable)
+{
+  SplitWeights *split = data;
+  GError *error = NULL;
+
+  split->bodies = dc_mesh_chunks_split (DC_MESH_MSG_WEIGHTS, &split->info, split->state,
+                                        &error);
+  if (split->bodies == NULL)
+    g_task_return_error (task, error);
+  else
+    g_task_return_boolean (task, TRUE);
+}
+
+static void
+weights_split_cb (GObject      *object,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  SplitWeights *split = g_task_get_task_data (G_TASK (result));
+  g_autoptr(GError) error = NULL;
+
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      g_message ("cannot send the weights: %s", error->message);
+      return;
+    }
+  if (self->state == STATE_DONE)
+    return;
+  for (guint i = 0; i < split->ids->len; i++)
+    {
+      const char *id = g_ptr_array_index (split->ids, i);
+      DcPeer *peer = _dc_train_group_find_peer (self, id);
+      g_autoptr(GError) send_error = NULL;
+
+      /* One that left meanwhile is dropped at the boundary's wait. */
+      if (peer != NULL
+          && !_dc_train_group_send_chunks (self, peer, DC_MESH_MSG_WEIGHTS, split->bodies,
+                                           &send_error))
+        g_message ("cannot send the weights to %s: %s", dc_peer_get_name (peer),
+                   send_error->message);
+    }
+}
+
 /* The leader, after step S: every admitted device connected to it that is
  * not in the roster joins after S. It announces each with a CONFIG whose
  * start_step is S and starter_id the joiner's id, sent to the roster and
@@ -22,7 +90,7 @@ _dc_train_group_announce_joiners (DcTrainGroup *self)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
   g_autoptr(GPtrArray) peers = dc_mesh_dup_peers (_dc_train_group_get_mesh (self));
-  g_autoptr(GBytes) state = NULL;
+  SplitWeights *split = NULL;
 
   for (guint i = 0; i < peers->len; i++)
     {
@@ -31,7 +99,6 @@ _dc_train_group_announce_joiners (DcTrainGroup *self)
       g_autoptr(DcMeshRunConfig) config = NULL;
       g_autoptr(GBytes) payload = NULL;
       g_autoptr(GError) error = NULL;
-      DcMeshChunk info = { 0 };
       g_autofree char *text = NULL;
 
       if (_dc_train_group_find_peer (self, id) == NULL || _dc_train_group_in_roster (self, id)
@@ -70,13 +137,14 @@ _dc_train_group_announce_joiners (DcTrainGroup *self)
         g_message ("cannot send the config to %s: %s", dc_peer_get_name (peer), error->message);
       g_clear_error (&error);
 
-      if (state == NULL)
+      if (split == NULL)
         {
           gsize size = WEIGHTS_HEADER_SIZE + 3 * model->n_params * sizeof (float);
-          guint8 *data = g_malloc0 (size);
+          guint8 *data = g_malloc (size);
           guint32 word = GUINT32_TO_LE (WEIGHTS_MAGIC);
           guint64 wide;
 
+          memset (data, 0, WEIGHTS_HEADER_SIZE);
           memcpy (data, &word, 4);
           wide = GUINT64_TO_LE ((guint64) model->n_params);
           memcpy (data + 8, &wide, 8);
@@ -84,21 +152,31 @@ _dc_train_group_announce_joiners (DcTrainGroup *self)
           memcpy (data + 16, &wide, 8);
           memcpy (data + 24, &model->beta1_pow, 4);
           memcpy (data + 28, &model->beta2_pow, 4);
+          /* A copy (one pass, far below a heartbeat's timeout), so that the
+           * worker never reads a model the next step may change. */
           memcpy (data + WEIGHTS_HEADER_SIZE, model->params, 3 * model->n_params * sizeof (float));
-          state = g_bytes_new_take (data, size);
+          split = g_new0 (SplitWeights, 1);
+          split->state = g_bytes_new_take (data, size);
+          split->ids = g_ptr_array_new_with_free_func (g_free);
+          memcpy (split->info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+          split->info.step = model->step;
+          split->info.rank = self->rank;
+          /* Every batch is drawn from (run seed, rank, step): the step is
+           * the data position. */
+          split->info.position = model->step;
         }
-      memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
-      info.step = model->step;
-      info.rank = self->rank;
-      /* Every batch is drawn from (run seed, rank, step): the step is the
-       * data position. */
-      info.position = model->step;
-      if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_WEIGHTS, &info, state, &error))
-        g_message ("cannot send the weights to %s: %s", dc_peer_get_name (peer), error->message);
+      g_ptr_array_add (split->ids, g_strdup (id));
       text = g_strdup_printf ("“%s” joins the run after step %" G_GUINT64_FORMAT
                               ": sending it the weights",
                               _dc_train_group_member_name (self, id), model->step);
       _dc_train_group_notice (self, "join", _dc_train_group_member_name (self, id), text);
+    }
+  if (split != NULL)
+    {
+      g_autoptr(GTask) task = g_task_new (self, NULL, weights_split_cb, NULL);
+
+      g_task_set_task_data (task, split, (GDestroyNotify) split_weights_free);
+      g_task_run_in_thread (task, split_weights_worker);
     }
 }
 
@@ -165,7 +243,12 @@ _dc_train_group_adopt_start (DcTrainGroup *self)
       return FALSE;
     }
   _dc_train_group_set_roster (self, roster);
-  hash = dc_gpt_model_dup_hash (dc_train_session_get_model (self->session));
+  /* Hashed by prepare_worker (): seconds at the Advanced sizes. */
+  if (self->start_hash != NULL
+      && self->start_hash_step == dc_train_session_get_model (self->session)->step)
+    hash = g_strdup (self->start_hash);
+  else
+    hash = dc_gpt_model_dup_hash (dc_train_session_get_model (self->session));
   _dc_train_group_hash_to_bytes (hash, own);
   if (memcmp (own, report->weights_hash, DC_MESH_HASH_SIZE) != 0)
     {
@@ -211,8 +294,113 @@ _dc_train_group_enter_admitting (DcTrainGroup *self,
   return TRUE;
 }
 
-/* The joiner: the state after step S from the leader, checked against the
- * leader's report of S (which also names the roster it joins). */
+/* What load_weights_worker () is given and hands back. */
+typedef struct
+{
+  GBytes  *weights;
+  guint64  step;
+  float    beta1_pow, beta2_pow;
+  char    *hash, *optimizer;
+} LoadWeights;
+
+static void
+load_weights_free (LoadWeights *load)
+{
+  g_clear_pointer (&load->weights, g_bytes_unref);
+  g_free (load->hash);
+  g_free (load->optimizer);
+  g_free (load);
+}
+
+/* The copy of the state into the model and its hashes: at a GPT-2-small
+ * width 1 GB copied and 1.7 GB hashed, seconds that the main thread (the
+ * peers' heartbeats) must not wait. Nothing else touches the model while
+ * the joiner waits for its weights. */
+static void
+load_weights_worker (GTask        *task,
+                     gpointer      source,
+                     gpointer      data,
+                     GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  LoadWeights *load = data;
+  DcGptModel *model = dc_train_session_get_model (self->session);
+  const guint8 *bytes = g_bytes_get_data (load->weights, NULL);
+
+  memcpy (model->params, bytes + WEIGHTS_HEADER_SIZE, 3 * model->n_params * sizeof (float));
+  model->beta1_pow = load->beta1_pow;
+  model->beta2_pow = load->beta2_pow;
+  model->step = load->step;
+  g_clear_pointer (&load->weights, g_bytes_unref);
+  _dc_train_group_hash_state (self, model, &load->hash, &load->optimizer);
+  g_task_return_boolean (task, TRUE);
+}
+
+/* The joiner, on the main thread again: the loaded state checked against
+ * the leader's report of S (which also names the roster it joins). */
+static void
+weights_loaded_cb (GObject      *object,
+                   GAsyncResult *result,
+                   gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  LoadWeights *load = g_task_get_task_data (G_TASK (result));
+  DcGptModel *model;
+  g_autofree char *key = NULL;
+  DcMeshStepReport *report;
+  g_autoptr(GPtrArray) roster = NULL;
+  guint8 own[DC_MESH_HASH_SIZE], own_optimizer[DC_MESH_HASH_SIZE];
+  g_autofree char *text = NULL;
+
+  self->loading_weights = FALSE;
+  if (self->state != STATE_WAITING_WEIGHTS)
+    return;
+  model = dc_train_session_get_model (self->session);
+  self->step_done = model->step;
+  key = _dc_train_group_report_key (self->config->start_step, self->join_from);
+  report = g_hash_table_lookup (self->reports, key);
+  if (report == NULL)
+    {
+      /* Only a checkpoint switched to meanwhile drops it. */
+      _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_CONFIG,
+                            "the report of step %" G_GUINT64_FORMAT " from “%s” went away "
+                            "while its weights were loaded", model->step,
+                            _dc_train_group_member_name (self, self->join_from));
+      return;
+    }
+  _dc_train_group_hash_to_bytes (load->hash, own);
+  _dc_train_group_hash_to_bytes (load->optimizer, own_optimizer);
+  if (memcmp (own, report->weights_hash, DC_MESH_HASH_SIZE) != 0
+      || memcmp (own_optimizer, report->optimizer_hash, DC_MESH_HASH_SIZE) != 0)
+    {
+      g_autofree char *theirs = _dc_train_group_hash_to_hex (report->weights_hash);
+
+      _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                            "SYNC GUARD: stopped — weight hash mismatch at step %"
+                            G_GUINT64_FORMAT ": “%s” %s, “%s” (joining) %s", model->step,
+                            _dc_train_group_member_name (self, self->join_from), theirs,
+                            _dc_train_group_own_hello (self)->name, load->hash);
+      return;
+    }
+  roster = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; report->roster[i] != NULL && i + 1 < DC_MESH_ROSTER_MAX; i++)
+    if (!g_str_equal (report->roster[i], _dc_train_group_own_id (self)))
+      g_ptr_array_add (roster, g_strdup (report->roster[i]));
+  g_ptr_array_add (roster, g_strdup (_dc_train_group_own_id (self)));
+  _dc_train_group_set_roster (self, roster);
+  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
+  self->own_report = _dc_train_group_make_report_hashed (self, load->hash, load->optimizer);
+  g_hash_table_remove_all (self->start_sent);
+  text = g_strdup_printf ("joined the run after step %" G_GUINT64_FORMAT " with %u devices "
+                          "(weights %s)", model->step, self->roster->len, load->hash);
+  _dc_train_group_notice (self, "joined-run", NULL, text);
+  self->state = STATE_ADMITTING;
+  _dc_train_group_arm (self, DC_TRAIN_GROUP_CONNECT_S);
+  _dc_train_group_advance (self);
+}
+
+/* The joiner: the state after step S from the leader, loaded on a worker
+ * (weights_loaded_cb () checks it). */
 void
 _dc_train_group_load_weights (DcTrainGroup *self)
 {
@@ -223,12 +411,11 @@ _dc_train_group_load_weights (DcTrainGroup *self)
   gsize size;
   DcTrainWeightsHeader header;
   g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) roster = NULL;
-  g_autofree char *hash = NULL;
-  g_autofree char *optimizer = NULL;
-  guint8 own[DC_MESH_HASH_SIZE], own_optimizer[DC_MESH_HASH_SIZE];
-  g_autofree char *text = NULL;
+  g_autoptr(GTask) task = NULL;
+  LoadWeights *load;
 
+  if (self->loading_weights)
+    return;
   key = _dc_train_group_report_key (self->config->start_step, self->join_from);
   report = g_hash_table_lookup (self->reports, key);
   if (self->weights == NULL || report == NULL)
@@ -244,44 +431,15 @@ _dc_train_group_load_weights (DcTrainGroup *self)
                             model->n_params, error->message);
       return;
     }
-  memcpy (model->params, data + WEIGHTS_HEADER_SIZE, 3 * model->n_params * sizeof (float));
-  model->beta1_pow = header.beta1_pow;
-  model->beta2_pow = header.beta2_pow;
-  model->step = self->config->start_step;
-  self->step_done = model->step;
-  g_clear_pointer (&self->weights, g_bytes_unref);
-
-  hash = dc_gpt_model_dup_hash (model);
-  optimizer = dc_gpt_model_dup_optimizer_hash (model);
-  _dc_train_group_hash_to_bytes (hash, own);
-  _dc_train_group_hash_to_bytes (optimizer, own_optimizer);
-  if (memcmp (own, report->weights_hash, DC_MESH_HASH_SIZE) != 0
-      || memcmp (own_optimizer, report->optimizer_hash, DC_MESH_HASH_SIZE) != 0)
-    {
-      g_autofree char *theirs = _dc_train_group_hash_to_hex (report->weights_hash);
-
-      _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
-                            "SYNC GUARD: stopped — weight hash mismatch at step %"
-                            G_GUINT64_FORMAT ": “%s” %s, “%s” (joining) %s", model->step,
-                            _dc_train_group_member_name (self, self->join_from), theirs,
-                            _dc_train_group_own_hello (self)->name, hash);
-      return;
-    }
-  roster = g_ptr_array_new_with_free_func (g_free);
-  for (guint i = 0; report->roster[i] != NULL && i + 1 < DC_MESH_ROSTER_MAX; i++)
-    if (!g_str_equal (report->roster[i], _dc_train_group_own_id (self)))
-      g_ptr_array_add (roster, g_strdup (report->roster[i]));
-  g_ptr_array_add (roster, g_strdup (_dc_train_group_own_id (self)));
-  _dc_train_group_set_roster (self, roster);
-  g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
-  self->own_report = _dc_train_group_make_report (self);
-  g_hash_table_remove_all (self->start_sent);
-  text = g_strdup_printf ("joined the run after step %" G_GUINT64_FORMAT " with %u devices "
-                          "(weights %s)", model->step, self->roster->len, hash);
-  _dc_train_group_notice (self, "joined-run", NULL, text);
-  self->state = STATE_ADMITTING;
-  _dc_train_group_arm (self, DC_TRAIN_GROUP_CONNECT_S);
-  _dc_train_group_advance (self);
+  load = g_new0 (LoadWeights, 1);
+  load->weights = g_steal_pointer (&self->weights);
+  load->step = self->config->start_step;
+  load->beta1_pow = header.beta1_pow;
+  load->beta2_pow = header.beta2_pow;
+  self->loading_weights = TRUE;
+  task = g_task_new (self, NULL, weights_loaded_cb, NULL);
+  g_task_set_task_data (task, load, (GDestroyNotify) load_weights_free);
+  g_task_run_in_thread (task, load_weights_worker);
 }
 
 void

@@ -14,6 +14,24 @@ static void send_own_gradient (DcTrainGroup *self);
 static void computed_cb (GObject *object, GAsyncResult *result, gpointer user_data);
 static void start_ahead (DcTrainGroup *self);
 
+/* What prepare_worker () hands back: the session and its state's hashes,
+ * which the step-0 report and the follower's check of the starter's need. */
+typedef struct
+{
+  DcTrainSession *session;
+  char           *hash;
+  char           *optimizer;
+} Prepared;
+
+static void
+prepared_free (Prepared *prepared)
+{
+  g_clear_pointer (&prepared->session, dc_train_session_free);
+  g_free (prepared->hash);
+  g_free (prepared->optimizer);
+  g_free (prepared);
+}
+
 static void
 prepare_worker (GTask        *task,
                 gpointer      source,
@@ -23,11 +41,19 @@ prepare_worker (GTask        *task,
   DcTrainGroup *self = source;
   GError *error = NULL;
   DcTrainSession *session = dc_train_plan_prepare (self->plan, cancellable, &error);
+  Prepared *prepared;
 
   if (session == NULL)
-    g_task_return_error (task, error);
-  else
-    g_task_return_pointer (task, session, (GDestroyNotify) dc_train_session_free);
+    {
+      g_task_return_error (task, error);
+      return;
+    }
+  prepared = g_new0 (Prepared, 1);
+  prepared->session = session;
+  /* Here, not on the main thread: seconds at the Advanced sizes. */
+  _dc_train_group_hash_state (self, dc_train_session_get_model (session), &prepared->hash,
+                              &prepared->optimizer);
+  g_task_return_pointer (task, prepared, (GDestroyNotify) prepared_free);
 }
 
 /* The model before the step (weights, both moments, step, β powers) for
@@ -477,7 +503,7 @@ static void
 send_start_report (DcTrainGroup *self)
 {
   g_clear_pointer (&self->own_report, dc_mesh_step_report_free);
-  self->own_report = _dc_train_group_make_report (self);
+  self->own_report = _dc_train_group_make_start_report (self);
   g_hash_table_remove_all (self->start_sent);
   resend_start_report (self);
   _dc_train_group_arm (self, DC_TRAIN_GROUP_CONNECT_S);
@@ -490,19 +516,27 @@ prepared_cb (GObject      *object,
 {
   DcTrainGroup *self = DC_TRAIN_GROUP (object);
   GError *error = NULL;
-  DcTrainSession *session = g_task_propagate_pointer (G_TASK (result), &error);
+  Prepared *prepared = g_task_propagate_pointer (G_TASK (result), &error);
+  DcTrainSession *session;
 
   if (self->state == STATE_DONE)
     {
-      g_clear_pointer (&session, dc_train_session_free);
+      g_clear_pointer (&prepared, prepared_free);
       g_clear_error (&error);
       return;
     }
-  if (session == NULL)
+  if (prepared == NULL)
     {
       _dc_train_group_finish (self, error);
       return;
     }
+  session = g_steal_pointer (&prepared->session);
+  g_free (self->start_hash);
+  g_free (self->start_optimizer);
+  self->start_hash = g_steal_pointer (&prepared->hash);
+  self->start_optimizer = g_steal_pointer (&prepared->optimizer);
+  self->start_hash_step = dc_train_session_get_model (session)->step;
+  prepared_free (prepared);
   self->session = session;
   self->step_done = dc_train_session_get_model (session)->step;
   g_free (self->own_grads);

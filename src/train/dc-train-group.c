@@ -393,14 +393,45 @@ _dc_train_group_make_report_hashed (DcTrainGroup *self,
   return report;
 }
 
+/* The weight and optimizer hashes of @model (dc_gpt_model_dup_hash (),
+ * dc_gpt_model_dup_optimizer_hash ()). They read the weights and both
+ * moments, then the moments again: about 1.7 GB at a GPT-2-small width,
+ * seconds on a loaded machine. Take them on a worker, never on the main
+ * thread: the peers' heartbeats are answered there. */
+void
+_dc_train_group_hash_state (DcTrainGroup      *self,
+                            const DcGptModel  *model,
+                            char             **hash,
+                            char             **optimizer)
+{
+  if (self->fault_slow_hash)
+    g_usleep (SLOW_HASH_US);
+  *hash = dc_gpt_model_dup_hash (model);
+  *optimizer = dc_gpt_model_dup_optimizer_hash (model);
+}
+
 DcMeshStepReport *
 _dc_train_group_make_report (DcTrainGroup *self)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
-  g_autofree char *hash = dc_gpt_model_dup_hash (model);
-  g_autofree char *optimizer = dc_gpt_model_dup_optimizer_hash (model);
+  g_autofree char *hash = NULL;
+  g_autofree char *optimizer = NULL;
 
+  _dc_train_group_hash_state (self, model, &hash, &optimizer);
   return _dc_train_group_make_report_hashed (self, hash, optimizer);
+}
+
+/* The step-0 report, with the hashes prepare_worker () took; hashed here
+ * (on the main thread) only when the model moved on since, which a run's
+ * start does not do. */
+DcMeshStepReport *
+_dc_train_group_make_start_report (DcTrainGroup *self)
+{
+  DcGptModel *model = dc_train_session_get_model (self->session);
+
+  if (self->start_hash == NULL || self->start_hash_step != model->step)
+    return _dc_train_group_make_report (self);
+  return _dc_train_group_make_report_hashed (self, self->start_hash, self->start_optimizer);
 }
 
 char *
@@ -734,6 +765,15 @@ event_cb (DcGroup    *group,
 static gboolean
 tick_cb (gpointer user_data)
 {
+  DcTrainGroup *self = user_data;
+  gint64 now = g_get_monotonic_time ();
+
+  /* A late tick is a main loop that did not run: heartbeats were not
+   * answered meanwhile. */
+  if (self->last_tick != 0 && now - self->last_tick > (TICK_MS + STALL_LOG_MS) * 1000)
+    g_debug ("main loop stalled for %" G_GINT64_FORMAT " ms (state %d)",
+             (now - self->last_tick) / 1000 - TICK_MS, self->state);
+  self->last_tick = now;
   fault_outsider_send (user_data);
   _dc_train_group_audit_tick (user_data);
   _dc_train_group_advance (user_data);
@@ -800,6 +840,8 @@ dc_train_group_new (DcContext               *context,
   self->fault_audit_overlap = g_strcmp0 (fault, "audit-overlap") == 0;
   self->audit_all |= self->fault_audit_overlap;
   self->fault_outsider = g_strcmp0 (fault, "outsider") == 0;
+  /* Apart from DC_TEST_FAULT, so that it combines with one of those. */
+  self->fault_slow_hash = g_strcmp0 (g_getenv ("DC_TEST_SLOW_HASH"), "1") == 0;
   if (fault != NULL && g_str_has_prefix (fault, "false-audit@"))
     self->fault_false_audit = g_ascii_strtoull (fault + strlen ("false-audit@"), NULL, 10);
   self->audit_rank = G_MAXUINT;
@@ -1064,6 +1106,8 @@ dc_train_group_finalize (GObject *object)
   g_hash_table_unref (self->logged);
   g_hash_table_unref (self->names);
   g_free (self->own_grads);
+  g_free (self->start_hash);
+  g_free (self->start_optimizer);
   g_free (self->snapshot);
   g_free (self->snapshot_prev);
   g_free (self->snapshot_prev2);
