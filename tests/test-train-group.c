@@ -819,22 +819,22 @@ test_audit_in_waits (void)
   procs[0] = alpha;
   procs[1] = beta;
   procs[2] = gamma;
-  wait_done (sim, 16);
-  sim_steps = steps_of (sim);
+  dc_test_proc_wait_done (sim, 16, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, FALSE);
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
     {
       g_autoptr(GPtrArray) steps = NULL;
       guint audited = 0;
       double paused = 0, ahead_paused = 0;
 
-      wait_done (procs[p], 16);
-      steps = steps_of (procs[p]);
+      dc_test_proc_wait_done (procs[p], 16, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (procs[p], FALSE);
       g_assert_cmpint (dc_test_proc_find (procs[p], 0, "audit", NULL), ==, -1);
       for (guint s = 1; s <= 16; s++)
         {
           JsonObject *o = g_ptr_array_index (steps, s);
 
-          g_assert_cmpstr (hash_at (steps, s), ==, hash_at (sim_steps, s));
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==, dc_test_proc_hash_at (sim_steps, s));
           g_assert_cmpint (json_object_get_int_member (o, "roster"), ==, 3);
           g_assert_true (json_object_has_member (o, "audit_beside"));
           g_assert_cmpint (json_object_get_int_member (o, "audit_beside"), ==, 0);
@@ -883,27 +883,27 @@ test_audit_period (void)
   g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
 
   error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
-  g_assert_true (message_has (error, "AUDIT: removed from the run"));
+  g_assert_true (dc_test_proc_message_has (error, "AUDIT: removed from the run"));
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
   i = dc_test_proc_find (gamma, 0, "audit-rate", NULL);
   g_assert_cmpint (i, >=, 0);
-  g_assert_true (message_has (g_ptr_array_index (gamma->events, i), "audits: off"));
-  wait_done (alpha, 20);
-  wait_done (beta, 20);
+  g_assert_true (dc_test_proc_message_has (g_ptr_array_index (gamma->events, i), "audits: off"));
+  dc_test_proc_wait_done (alpha, 20, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 20, RUN_BOUND_MS);
   i = dc_test_proc_find (alpha, 0, "audit-rate", NULL);
   g_assert_cmpint (i, >=, 0);
-  g_assert_true (message_has (g_ptr_array_index (alpha->events, i), "one step in 1 "));
+  g_assert_true (dc_test_proc_message_has (g_ptr_array_index (alpha->events, i), "one step in 1 "));
   g_assert_cmpint (dc_test_proc_find (alpha, i + 1, "audit-rate", NULL), ==, -1);
   i = dc_test_proc_find (beta, 0, "audit-rate", NULL);
   g_assert_cmpint (i, >=, 0);
-  g_assert_true (message_has (g_ptr_array_index (beta->events, i), "audits: off"));
+  g_assert_true (dc_test_proc_message_has (g_ptr_array_index (beta->events, i), "audits: off"));
   g_assert_true (dc_test_proc_find (alpha, 0, "audit", "gamma") >= 0);
   g_assert_cmpint (dc_test_proc_find (alpha, 0, "audit", "beta"), ==, -1);
-  a = steps_of_full (alpha, TRUE);
-  b = steps_of_full (beta, TRUE);
+  a = dc_test_proc_steps (alpha, TRUE);
+  b = dc_test_proc_steps (beta, TRUE);
   for (guint s = 1; s <= 20; s++)
     {
-      g_assert_cmpstr (hash_at (a, s), ==, hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
       g_assert_cmpfloat (json_object_get_double_member_with_default (
                            g_ptr_array_index (b, s), "audit_ms", 0), ==, 0);
     }
