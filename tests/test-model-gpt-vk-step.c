@@ -107,6 +107,7 @@ static guint
 count_mismatches (DcVkContext *ctx,
                   GArray      *a,
                   GArray      *b,
+                  gboolean     native,
                   gboolean     broken)
 {
   g_autoptr(GError) error = NULL;
@@ -114,7 +115,7 @@ count_mismatches (DcVkContext *ctx,
   guint bad = 0;
 
   g_assert_true (_dc_gpt_vk_step_run_f32_check (ctx, (guint32 *) a->data, (guint32 *) b->data,
-                                                a->len, broken, out, &error));
+                                                a->len, native, broken, out, &error));
   g_assert_no_error (error);
   for (guint i = 0; i < a->len; i++)
     {
@@ -145,8 +146,8 @@ test_f32_ops (void)
   if (ctx == NULL)
     return;
   sweep_pairs (a, b);
-  bad = count_mismatches (ctx, a, b, FALSE);
-  bad_broken = count_mismatches (ctx, a, b, TRUE);
+  bad = count_mismatches (ctx, a, b, FALSE, FALSE);
+  bad_broken = count_mismatches (ctx, a, b, FALSE, TRUE);
   g_test_message ("%u pairs × 5 operations: %u differ from the CPU; the broken twin: %u",
                   a->len, bad, bad_broken);
   g_assert_cmpuint (bad, ==, 0);
@@ -634,6 +635,141 @@ test_hashes (gconstpointer data)
                   times.host_ns / 1e6 / times.steps);
 }
 
+/* The native-float kernels (f32-exact.glsl's DC_NATIVE_F32: + − × on the
+ * device's float unit) on the sweep of test_f32_ops (): where the device
+ * promises subnormals kept and round to nearest even, none may differ from
+ * the CPU; elsewhere (lavapipe) whatever differs is reported, and the
+ * resident step must refuse native float there (test_native_selection). */
+static void
+test_native_f32_ops (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GArray) a = g_array_new (FALSE, FALSE, sizeof (guint32));
+  g_autoptr(GArray) b = g_array_new (FALSE, FALSE, sizeof (guint32));
+  g_autofree char *why_not = NULL;
+  gboolean promised;
+  guint bad;
+
+  if (ctx == NULL)
+    return;
+  g_unsetenv ("DC_VK_F32");
+  promised = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  sweep_pairs (a, b);
+  bad = count_mismatches (ctx, a, b, TRUE, FALSE);
+  g_test_message ("%s: native float %s; %u of %u pairs × 5 operations differ from the CPU",
+                  dc_vk_context_get_device_name (ctx), promised ? "promised" : why_not, bad,
+                  a->len);
+  if (promised)
+    g_assert_cmpuint (bad, ==, 0);
+}
+
+/* Gates the native-float kernels; with @expect_native they must be
+ * chosen, otherwise refused in favour of the emulated ones. Either way the
+ * resident training (Adam, forward, backward) gives the CPU's hashes for
+ * three steps at width 16. */
+static void
+train_native (gboolean expect_native)
+{
+  static const Size size = { 16, 16, 2, 3, FALSE, FALSE, NULL };
+  g_autoptr(DcGptTrainer) cpu = make_trainer (&size), resident = make_trainer (&size);
+  g_autoptr(GError) error = NULL;
+  DcGptVkStep *step;
+  DcGptVkForward *pass;
+
+  g_assert_true (dc_gpt_trainer_use_resident_step (resident, &error));
+  g_assert_no_error (error);
+  step = dc_gpt_trainer_get_resident_step (resident);
+  pass = dc_gpt_trainer_get_resident_pass (resident);
+  g_assert_nonnull (pass);
+  g_test_message ("Adam: %s, forward and backward: %s", dc_gpt_vk_step_get_arithmetic (step),
+                  dc_gpt_vk_forward_get_arithmetic (pass));
+  g_assert_cmpstr (dc_gpt_vk_step_get_arithmetic (step), ==,
+                   expect_native ? "native" : "emulated");
+  g_assert_cmpstr (dc_gpt_vk_forward_get_arithmetic (pass), ==,
+                   expect_native ? "native" : "emulated");
+  for (guint s = 0; s < size.steps; s++)
+    {
+      g_autofree char *cpu_w = NULL, *cpu_o = NULL, *dev_w = NULL, *dev_o = NULL;
+
+      step_and_hash (cpu, &cpu_w, &cpu_o);
+      step_and_hash (resident, &dev_w, &dev_o);
+      g_assert_cmpstr (dev_w, ==, cpu_w);
+      g_assert_cmpstr (dev_o, ==, cpu_o);
+    }
+}
+
+/* The choice between native and emulated float: DC_VK_F32=native makes the
+ * native kernels face their gates on any device (lavapipe included), and
+ * they are used exactly when f32-exact-check's native twin matches the CPU
+ * on the gate's pairs (else refused, with the reason logged);
+ * DC_VK_F32=emulated never uses them. */
+static void
+test_native_selection (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) gate_error = NULL;
+  gboolean exact;
+
+  if (ctx == NULL)
+    return;
+  exact = _dc_gpt_vk_step_gate_f32 (ctx, TRUE, &gate_error);
+  g_test_message ("%s: native f32-exact-check %s%s", dc_vk_context_get_device_name (ctx),
+                  exact ? "passes" : "refused: ", exact ? "" : gate_error->message);
+  g_clear_pointer (&ctx, dc_vk_context_free);
+
+  g_setenv ("DC_VK_F32", "native", TRUE);
+  /* Refused twice: by the step's gates, then by the passes'. */
+  for (guint i = 0; i < (exact ? 0 : 2); i++)
+    g_test_expect_message ("dc-model", G_LOG_LEVEL_MESSAGE,
+                           "Vulkan kernel f32-exact-native on * failed verification (*) — using "
+                           "the emulated kernels");
+  train_native (exact);
+  g_test_assert_expected_messages ();
+  g_setenv ("DC_VK_F32", "emulated", TRUE);
+  train_native (FALSE);
+  g_unsetenv ("DC_VK_F32");
+}
+
+/* The native Adam kernel's broken twin (+ − × flush subnormal results to
+ * zero, as a device without DenormPreserve may) is refused by the Adam gate,
+ * and the emulated kernel takes over. Skipped where native float is refused
+ * anyway (f32-exact-check's native kernel differs from the CPU). */
+static void
+test_native_twin_refused (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = small_model (16, 16);
+  g_autoptr(DcGptVkStep) step = NULL, broken = NULL;
+
+  if (ctx == NULL)
+    return;
+  if (!_dc_gpt_vk_step_gate_f32 (ctx, TRUE, &error))
+    {
+      g_autofree char *reason = g_strdup_printf ("native float arithmetic is refused on %s (%s)",
+                                                 dc_vk_context_get_device_name (ctx),
+                                                 error->message);
+
+      g_test_skip (reason);
+      return;
+    }
+  g_clear_pointer (&ctx, dc_vk_context_free);
+  g_setenv ("DC_VK_F32", "native", TRUE);
+  step = dc_gpt_vk_step_new (model, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (dc_gpt_vk_step_get_arithmetic (step), ==, "native");
+  g_test_expect_message ("dc-model", G_LOG_LEVEL_MESSAGE,
+                         "Vulkan kernel adam-native on * failed verification (*) — using the "
+                         "emulated kernels");
+  g_setenv ("DC_TEST_BREAK_KERNEL", "adam-native", TRUE);
+  broken = dc_gpt_vk_step_new (model, &error);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_unsetenv ("DC_VK_F32");
+  g_test_assert_expected_messages ();
+  g_assert_no_error (error);
+  g_assert_cmpstr (dc_gpt_vk_step_get_arithmetic (broken), ==, "emulated");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -665,6 +801,9 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/quantize", test_quantize);
   g_test_add_func ("/dc/model/gpt-vk-step/layer-norm", test_layer_norm);
   g_test_add_func ("/dc/model/gpt-vk-step/softmax", test_softmax);
+  g_test_add_func ("/dc/model/gpt-vk-step/native/f32-ops", test_native_f32_ops);
+  g_test_add_func ("/dc/model/gpt-vk-step/native/selection", test_native_selection);
+  g_test_add_func ("/dc/model/gpt-vk-step/native/twin-refused", test_native_twin_refused);
   {
     static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
                                           { 128, 16, 2 } };

@@ -459,8 +459,12 @@ query_features (DcVkContext *self)
   VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR dot_props = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR,
   };
+  VkPhysicalDeviceFloatControlsProperties float_controls = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES,
+  };
   VkPhysicalDeviceSubgroupProperties subgroup = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+    .pNext = &float_controls,
   };
   VkPhysicalDeviceProperties2 props = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
@@ -472,7 +476,7 @@ query_features (DcVkContext *self)
   if (has_dot)
     {
       features12.pNext = &dot_features;
-      subgroup.pNext = &dot_props;
+      float_controls.pNext = &dot_props;
     }
   vkGetPhysicalDeviceFeatures2 (self->physical, &features);
   vkGetPhysicalDeviceProperties2 (self->physical, &props);
@@ -489,6 +493,10 @@ query_features (DcVkContext *self)
   self->features.max_shared_memory = self->properties.limits.maxComputeSharedMemorySize;
   self->features.max_invocations = self->properties.limits.maxComputeWorkGroupInvocations;
   self->features.max_storage_buffer_range = self->properties.limits.maxStorageBufferRange;
+  self->features.float32_denorm_preserve = float_controls.shaderDenormPreserveFloat32;
+  self->features.float32_rounding_rte = float_controls.shaderRoundingModeRTEFloat32;
+  self->features.float32_signed_zero_inf_nan =
+    float_controls.shaderSignedZeroInfNanPreserveFloat32;
 }
 
 const DcVkFeatures *
@@ -507,11 +515,14 @@ dc_vk_features_to_string (const DcVkFeatures *f)
 {
   return g_strdup_printf ("shaderInt8=%d storageBuffer8BitAccess=%d shaderIntegerDotProduct=%d "
                           "dot4x8PackedSignedAccelerated=%d cooperativeMatrix=%d coopMatrixNVInt8=%d subgroup=%u "
-                          "sharedMemory=%u invocations=%u storageBufferRange=%u",
+                          "sharedMemory=%u invocations=%u storageBufferRange=%u "
+                          "denormPreserveFloat32=%d roundingModeRTEFloat32=%d "
+                          "signedZeroInfNanPreserveFloat32=%d",
                           f->shader_int8, f->storage_buffer_8bit, f->integer_dot_product,
                           f->dot_4x8_packed_signed_accelerated, f->cooperative_matrix,
                           f->coop_matrix_nv_int8, f->subgroup_size, f->max_shared_memory, f->max_invocations,
-                          f->max_storage_buffer_range);
+                          f->max_storage_buffer_range, f->float32_denorm_preserve,
+                          f->float32_rounding_rte, f->float32_signed_zero_inf_nan);
 }
 
 /* DcVkDeviceInfo.id of @chosen, counting the devices of the same pair

@@ -54,6 +54,12 @@ typedef struct
   guint32   max_shared_memory;        /* bytes per workgroup */
   guint32   max_invocations;
   guint32   max_storage_buffer_range; /* bytes per binding */
+  /* VkPhysicalDeviceFloatControlsProperties for 32-bit floats: whether a
+   * shader may ask for subnormals kept, round to nearest even, and signed
+   * zeros, infinities and NaNs honoured (the native-float kernels need all) */
+  gboolean  float32_denorm_preserve;
+  gboolean  float32_rounding_rte;
+  gboolean  float32_signed_zero_inf_nan;
 } DcVkFeatures;
 
 typedef struct _DcVkBuffer   DcVkBuffer;

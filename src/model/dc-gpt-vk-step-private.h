@@ -17,6 +17,7 @@ gboolean _dc_gpt_vk_step_run_f32_check (DcVkContext    *ctx,
                                         const guint32  *a,
                                         const guint32  *b,
                                         gsize           n,
+                                        gboolean        native,
                                         gboolean        broken,
                                         guint32        *out,
                                         GError        **error);
@@ -63,6 +64,20 @@ same_f32 (float gpu,
 /* For the gates' tests only: DC_TEST_BREAK_KERNEL=name[,name…] or "all"
  * loads kernel @name's broken twin. */
 gboolean _dc_gpt_vk_kernel_broken      (const char     *name);
+
+gboolean _dc_gpt_vk_kernel_twin        (const char     *name,
+                                        gboolean        native);
+
+char    *_dc_gpt_vk_kernel_file        (const char     *shader,
+                                        gboolean        native,
+                                        gboolean        broken);
+
+gboolean _dc_gpt_vk_native_wanted      (DcVkContext    *ctx,
+                                        char          **why_not);
+
+gboolean _dc_gpt_vk_step_gate_f32      (DcVkContext    *ctx,
+                                        gboolean        native,
+                                        GError        **error);
 
 /* The gates' input generator (splitmix64: fixed, documented, so a gate's
  * inputs are the same on every device). */

@@ -73,6 +73,7 @@ struct _DcGptVkStep
   DcVkRecording *recording;
   /* state */
   gsize          n;
+  gboolean       native;          /* + − × on the float unit (f32-exact.glsl) */
   DcGptVkStepTimes times;
 };
 
@@ -88,6 +89,63 @@ _dc_gpt_vk_kernel_broken (const char *name)
     return TRUE;
   names = g_strsplit (env, ",", -1);
   return g_strv_contains ((const char * const *) names, name);
+}
+
+/* Whether the gates' tests asked for @name's broken twin: for a native
+ * kernel, "name" (both variants) or "name-native" (the native one only, so
+ * a test sees the emulated kernels take over). */
+gboolean
+_dc_gpt_vk_kernel_twin (const char *name,
+                        gboolean    native)
+{
+  g_autofree char *native_name = NULL;
+
+  if (_dc_gpt_vk_kernel_broken (name))
+    return TRUE;
+  if (!native)
+    return FALSE;
+  native_name = g_strconcat (name, "-native", NULL);
+  return _dc_gpt_vk_kernel_broken (native_name);
+}
+
+/* The SPIR-V file of a kernel variant (shaders/meson.build):
+ * shader[-native][-broken]. */
+char *
+_dc_gpt_vk_kernel_file (const char *shader,
+                        gboolean    native,
+                        gboolean    broken)
+{
+  return g_strconcat (shader, native ? "-native" : "", broken ? "-broken" : "", NULL);
+}
+
+/* Whether to try the native-float kernels on @ctx (their gates decide);
+ * otherwise @why_not says why not. The device must promise subnormals kept,
+ * rounding to nearest even and signed zeros, infinities and NaNs honoured
+ * for 32-bit floats. DC_VK_F32=native tries them regardless (so their gates
+ * run on lavapipe too), DC_VK_F32=emulated never. */
+gboolean
+_dc_gpt_vk_native_wanted (DcVkContext  *ctx,
+                          char        **why_not)
+{
+  const DcVkFeatures *f = dc_vk_context_get_features (ctx);
+  const char *env = g_getenv ("DC_VK_F32");
+  const char *missing = NULL;
+
+  if (env != NULL && g_str_equal (env, "native"))
+    return TRUE;
+  if (env != NULL && g_str_equal (env, "emulated"))
+    missing = "DC_VK_F32=emulated";
+  else if (!f->float32_denorm_preserve)
+    missing = "the device does not report shaderDenormPreserveFloat32";
+  else if (!f->float32_rounding_rte)
+    missing = "the device does not report shaderRoundingModeRTEFloat32";
+  else if (!f->float32_signed_zero_inf_nan)
+    missing = "the device does not report shaderSignedZeroInfNanPreserveFloat32";
+  if (missing == NULL)
+    return TRUE;
+  if (why_not != NULL)
+    *why_not = g_strdup (missing);
+  return FALSE;
 }
 
 guint64
@@ -135,18 +193,19 @@ _dc_gpt_vk_step_run_f32_check (DcVkContext    *ctx,
                                const guint32  *a,
                                const guint32  *b,
                                gsize           n,
+                               gboolean        native,
                                gboolean        broken,
                                guint32        *out,
                                GError        **error)
 {
   g_autoptr(DcVkPipeline) pipeline = NULL;
   g_autoptr(DcVkBuffer) buf_a = NULL, buf_b = NULL, buf_out = NULL;
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("f32-exact-check", native, broken);
   guint32 push;
 
   g_return_val_if_fail (n > 0 && n <= G_MAXUINT32 / 5, FALSE);
 
-  pipeline = dc_vk_pipeline_new (ctx, broken ? "f32-exact-check-broken" : "f32-exact-check", 3,
-                                 sizeof (guint32), error);
+  pipeline = dc_vk_pipeline_new (ctx, file, 3, sizeof (guint32), error);
   if (pipeline == NULL
       || (buf_a = dc_vk_buffer_new (ctx, n * 4, error)) == NULL
       || (buf_b = dc_vk_buffer_new (ctx, n * 4, error)) == NULL
@@ -215,9 +274,10 @@ gate_pairs (GArray *a,
     }
 }
 
-static gboolean
-gate_f32 (DcVkContext  *ctx,
-          GError      **error)
+gboolean
+_dc_gpt_vk_step_gate_f32 (DcVkContext  *ctx,
+                          gboolean      native,
+                          GError      **error)
 {
   g_autoptr(GArray) a = g_array_new (FALSE, FALSE, sizeof (guint32));
   g_autoptr(GArray) b = g_array_new (FALSE, FALSE, sizeof (guint32));
@@ -227,7 +287,8 @@ gate_f32 (DcVkContext  *ctx,
   gate_pairs (a, b);
   out = g_new (guint32, (gsize) a->len * 5);
   if (!_dc_gpt_vk_step_run_f32_check (ctx, (guint32 *) a->data, (guint32 *) b->data, a->len,
-                                      _dc_gpt_vk_kernel_broken ("f32-exact"), out, error))
+                                      native, _dc_gpt_vk_kernel_twin ("f32-exact", native), out,
+                                      error))
     return FALSE;
   for (guint i = 0; i < a->len; i++)
     {
@@ -274,10 +335,12 @@ static gboolean
 resident_build (DcGptVkStep  *self,
                 DcVkContext  *ctx,
                 gsize         n,
+                gboolean      native,
                 gboolean      broken,
                 GError      **error)
 {
   const DcVkFeatures *features = dc_vk_context_get_features (ctx);
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("adam", native, broken);
   gsize bytes = n * sizeof (float);
   guint groups = (guint) MIN ((n + ADAM_GROUP - 1) / ADAM_GROUP, ADAM_MAX_GROUPS);
 
@@ -293,7 +356,8 @@ resident_build (DcGptVkStep  *self,
       return FALSE;
     }
   self->n = n;
-  self->adam = dc_vk_pipeline_new (ctx, broken ? "adam-broken" : "adam", 5, 0, error);
+  self->native = native;
+  self->adam = dc_vk_pipeline_new (ctx, file, 5, 0, error);
   if (self->adam == NULL
       || (self->w = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
       || (self->g = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
@@ -427,6 +491,7 @@ advance_model (DcGptModel *model,
  * dc_gpt_model_adam_step (), compared bit for bit after each. */
 static gboolean
 gate_adam (DcVkContext  *ctx,
+           gboolean      native,
            GError      **error)
 {
   g_autoptr(DcGptVkStep) gate = g_new0 (DcGptVkStep, 1);
@@ -436,7 +501,8 @@ gate_adam (DcVkContext  *ctx,
   guint64 state = G_GUINT64_CONSTANT (0x4461697379416431);  /* "DaisyAd1" */
   DcGptModel cpu = { 0 }, device = { 0 };
 
-  if (!resident_build (gate, ctx, ADAM_GATE_N, _dc_gpt_vk_kernel_broken ("adam"), error))
+  if (!resident_build (gate, ctx, ADAM_GATE_N, native, _dc_gpt_vk_kernel_twin ("adam", native),
+                       error))
     return FALSE;
   for (guint i = 0; i < ADAM_GATE_N; i++)
     {
@@ -519,14 +585,38 @@ dc_gpt_vk_step_new (const DcGptModel  *model,
 {
   g_autoptr(DcGptVkStep) self = g_new0 (DcGptVkStep, 1);
   g_autoptr(GError) local_error = NULL;
+  g_autofree char *why_not = NULL;
   const char *kernel = NULL;
+  gboolean native;
 
   self->ctx = dc_vk_context_new (-1, error);
   if (self->ctx == NULL)
     return NULL;
-  if (!gate_f32 (self->ctx, &local_error))
+  native = _dc_gpt_vk_native_wanted (self->ctx, &why_not);
+  if (native)
+    {
+      if (!_dc_gpt_vk_step_gate_f32 (self->ctx, TRUE, &local_error))
+        kernel = "f32-exact";
+      else if (!gate_adam (self->ctx, TRUE, &local_error))
+        kernel = "adam";
+      if (kernel != NULL)
+        {
+          g_message ("Vulkan kernel %s-native on %s failed verification (%s) — using the "
+                     "emulated kernels", kernel, dc_vk_context_get_device_name (self->ctx),
+                     local_error->message);
+          g_clear_error (&local_error);
+          native = FALSE;
+          kernel = NULL;
+        }
+    }
+  else
+    g_info ("Resident step on %s: emulated float arithmetic (%s)",
+            dc_vk_context_get_device_name (self->ctx), why_not);
+  if (native)
+    ;
+  else if (!_dc_gpt_vk_step_gate_f32 (self->ctx, FALSE, &local_error))
     kernel = "f32-exact";
-  else if (!gate_adam (self->ctx, &local_error))
+  else if (!gate_adam (self->ctx, FALSE, &local_error))
     kernel = "adam";
   if (kernel != NULL)
     {
@@ -537,7 +627,7 @@ dc_gpt_vk_step_new (const DcGptModel  *model,
                    kernel, dc_vk_context_get_device_name (self->ctx));
       return NULL;
     }
-  if (!resident_build (self, self->ctx, model->n_params, FALSE, error)
+  if (!resident_build (self, self->ctx, model->n_params, native, FALSE, error)
       || !resident_upload (self, self->ctx, model->params, model->adam_m, model->adam_v, error))
     return NULL;
   return g_steal_pointer (&self);
@@ -547,6 +637,18 @@ const char *
 dc_gpt_vk_step_get_device_name (DcGptVkStep *self)
 {
   return dc_vk_context_get_device_name (self->ctx);
+}
+
+/**
+ * dc_gpt_vk_step_get_arithmetic:
+ *
+ * Returns: how the Adam kernel does float + − ×: "native" (the device's
+ *   float unit, its gates passed) or "emulated" (in integers)
+ */
+const char *
+dc_gpt_vk_step_get_arithmetic (DcGptVkStep *self)
+{
+  return self->native ? "native" : "emulated";
 }
 
 /**
