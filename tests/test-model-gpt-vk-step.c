@@ -14,8 +14,12 @@
  * training pass (forward, loss, backward in one submission) every gradient,
  * at each size class; training with forward, backward and Adam resident
  * gives the CPU's hashes step for step, and with the backward's broken twin
- * refused by its gate the passes fall back to the CPU, same hashes. Skipped,
- * with the reason, when no Vulkan device is usable.
+ * refused by its gate the passes fall back to the CPU, same hashes. The
+ * native-float kernels (+ − × on the float unit) match the CPU on the sweep
+ * where the device promises IEEE float controls, are taken exactly when their
+ * gates pass (DC_VK_F32=native on any device) and give the CPU's hashes, and
+ * their broken twin (subnormals flushed) is refused. Skipped, with the
+ * reason, when no Vulkan device is usable.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
