@@ -111,7 +111,7 @@ static guint
 count_mismatches (DcVkContext *ctx,
                   GArray      *a,
                   GArray      *b,
-                  gboolean     native,
+                  DcVkF32Mode  native,
                   gboolean     broken)
 {
   g_autoptr(GError) error = NULL;
@@ -150,8 +150,8 @@ test_f32_ops (void)
   if (ctx == NULL)
     return;
   sweep_pairs (a, b);
-  bad = count_mismatches (ctx, a, b, FALSE, FALSE);
-  bad_broken = count_mismatches (ctx, a, b, FALSE, TRUE);
+  bad = count_mismatches (ctx, a, b, DC_VK_F32_EMULATED, FALSE);
+  bad_broken = count_mismatches (ctx, a, b, DC_VK_F32_EMULATED, TRUE);
   g_test_message ("%u pairs × 5 operations: %u differ from the CPU; the broken twin: %u",
                   a->len, bad, bad_broken);
   g_assert_cmpuint (bad, ==, 0);
@@ -459,6 +459,9 @@ test_forward (gconstpointer data)
       g_autoptr(DcGptVkForward) broken = NULL;
 
       g_clear_error (&error);
+      /* The emulated kernels' twins: where native float passes its gates
+       * (lavapipe) the emulated kernels would not even be tried. */
+      g_setenv ("DC_VK_F32", "emulated", TRUE);
       g_setenv ("DC_TEST_BREAK_KERNEL", "resident-forward", TRUE);
       broken = dc_gpt_vk_forward_new (&model->config, size[2], &error);
       g_unsetenv ("DC_TEST_BREAK_KERNEL");
@@ -469,6 +472,7 @@ test_forward (gconstpointer data)
       g_setenv ("DC_TEST_BREAK_KERNEL", "resident-loss", TRUE);
       broken = dc_gpt_vk_forward_new (&model->config, size[2], &error);
       g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_unsetenv ("DC_VK_F32");
       g_assert_null (broken);
       g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
       g_test_message ("%s", error->message);
@@ -533,9 +537,11 @@ test_gradients (gconstpointer data)
     {
       g_autoptr(DcGptVkForward) broken = NULL;
 
+      g_setenv ("DC_VK_F32", "emulated", TRUE);  /* the emulated kernel's twin */
       g_setenv ("DC_TEST_BREAK_KERNEL", "resident-backward", TRUE);
       broken = dc_gpt_vk_forward_new_training (&model->config, size[2], &error);
       g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_unsetenv ("DC_VK_F32");
       g_assert_null (broken);
       g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
       g_test_message ("%s", error->message);
@@ -600,9 +606,14 @@ test_hashes (gconstpointer data)
   cpu = make_trainer (size);
   resident = make_trainer (size);
   if (size->broken_backward)
-    g_setenv ("DC_TEST_BREAK_KERNEL", "resident-backward", TRUE);
+    {
+      /* The emulated kernel's twin; native float would not reach it. */
+      g_setenv ("DC_VK_F32", "emulated", TRUE);
+      g_setenv ("DC_TEST_BREAK_KERNEL", "resident-backward", TRUE);
+    }
   g_assert_true (dc_gpt_trainer_use_resident_step (resident, &error));
   g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_unsetenv ("DC_VK_F32");
   g_assert_no_error (error);
   g_assert_null (dc_gpt_trainer_get_resident_step (cpu));
   /* The whole chain resident, unless its gate refused the broken twin: then
@@ -640,10 +651,11 @@ test_hashes (gconstpointer data)
 }
 
 /* The native-float kernels (f32-exact.glsl's DC_NATIVE_F32: + − × on the
- * device's float unit) on the sweep of test_f32_ops (): where the device
- * promises subnormals kept and round to nearest even, none may differ from
- * the CPU; elsewhere (lavapipe) whatever differs is reported, and the
- * resident step must refuse native float there (test_native_selection). */
+ * device's float unit), in the variant the default would try, on the sweep
+ * of test_f32_ops (): where the device promises subnormals kept
+ * (DenormPreserve reported, so the kernels declare it) none may differ from
+ * the CPU; elsewhere whatever differs is reported, and the gates decide
+ * (test_native_selection). */
 static void
 test_native_f32_ops (void)
 {
@@ -651,19 +663,28 @@ test_native_f32_ops (void)
   g_autoptr(GArray) a = g_array_new (FALSE, FALSE, sizeof (guint32));
   g_autoptr(GArray) b = g_array_new (FALSE, FALSE, sizeof (guint32));
   g_autofree char *why_not = NULL;
-  gboolean promised;
+  DcVkF32Mode mode;
   guint bad;
 
   if (ctx == NULL)
     return;
   g_unsetenv ("DC_VK_F32");
-  promised = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  mode = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  if (mode == DC_VK_F32_EMULATED)
+    {
+      g_autofree char *reason = g_strdup_printf ("no native-float variant is valid on %s (%s)",
+                                                 dc_vk_context_get_device_name (ctx), why_not);
+
+      g_test_skip (reason);
+      return;
+    }
   sweep_pairs (a, b);
-  bad = count_mismatches (ctx, a, b, TRUE, FALSE);
-  g_test_message ("%s: native float %s%s%s; %u of %u pairs × 5 operations differ from the CPU",
-                  dc_vk_context_get_device_name (ctx), promised ? "promised" : "not promised (",
-                  promised ? "" : why_not, promised ? "" : ")", bad, a->len);
-  if (promised)
+  bad = count_mismatches (ctx, a, b, mode, FALSE);
+  g_test_message ("%s: native float, subnormals %s; %u of %u pairs × 5 operations differ "
+                  "from the CPU", dc_vk_context_get_device_name (ctx),
+                  mode == DC_VK_F32_NATIVE ? "promised (DenormPreserve)"
+                                           : "not promised (left to the gates)", bad, a->len);
+  if (mode == DC_VK_F32_NATIVE)
     g_assert_cmpuint (bad, ==, 0);
 }
 
@@ -702,42 +723,85 @@ train_native (gboolean expect_native)
     }
 }
 
-/* The choice between native and emulated float: DC_VK_F32=native makes the
- * native kernels face their gates on any device (lavapipe included), and
- * they are used exactly when f32-exact-check's native twin matches the CPU
- * on the gate's pairs (else refused, with the reason logged);
- * DC_VK_F32=emulated never uses them. */
+/* Whether the default (no DC_VK_F32) takes native float on the test's
+ * device: a variant valid for its float controls, whose f32 gate passes.
+ * @mode gets the variant. */
+static gboolean
+default_native (DcVkContext *ctx,
+                DcVkF32Mode *mode)
+{
+  g_autoptr(GError) gate_error = NULL;
+  g_autofree char *why_not = NULL;
+  gboolean exact;
+
+  g_unsetenv ("DC_VK_F32");
+  *mode = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  if (*mode == DC_VK_F32_EMULATED)
+    {
+      g_test_message ("%s: no native-float variant is valid (%s)",
+                      dc_vk_context_get_device_name (ctx), why_not);
+      return FALSE;
+    }
+  exact = _dc_gpt_vk_step_gate_f32 (ctx, *mode, &gate_error);
+  g_test_message ("%s: native%s f32-exact-check %s%s", dc_vk_context_get_device_name (ctx),
+                  *mode == DC_VK_F32_NATIVE_NODENORM ? "-nodenorm" : "",
+                  exact ? "passes" : "refused: ", exact ? "" : gate_error->message);
+  return exact;
+}
+
+/* The choice between native and emulated float. By default the native
+ * kernels of the variant valid for the device's float controls face their
+ * gates and are used exactly when they pass (else refused, with the reason
+ * logged); lavapipe reports RTE and signed zero/inf/NaN but not
+ * DenormPreserve, keeps subnormals, so takes -native-nodenorm. DC_VK_F32=
+ * native (all three modes declared) faces the same gates; DC_VK_F32=emulated
+ * never uses them. */
 static void
 test_native_selection (void)
 {
   g_autoptr(DcVkContext) ctx = open_device ();
   g_autoptr(GError) gate_error = NULL;
-  gboolean exact;
+  DcVkF32Mode mode;
+  gboolean exact, forced_exact;
 
   if (ctx == NULL)
     return;
-  exact = _dc_gpt_vk_step_gate_f32 (ctx, TRUE, &gate_error);
-  g_test_message ("%s: native f32-exact-check %s%s", dc_vk_context_get_device_name (ctx),
-                  exact ? "passes" : "refused: ", exact ? "" : gate_error->message);
+  exact = default_native (ctx, &mode);
+  if (g_str_has_prefix (dc_vk_context_get_device_name (ctx), "llvmpipe"))
+    {
+      /* What lavapipe really does: RTE and signed zeros reported, DenormPreserve
+       * not, subnormals kept (the gate passes). */
+      g_assert_cmpint (mode, ==, DC_VK_F32_NATIVE_NODENORM);
+      g_assert_true (exact);
+    }
+  forced_exact = _dc_gpt_vk_step_gate_f32 (ctx, DC_VK_F32_NATIVE, &gate_error);
   g_clear_pointer (&ctx, dc_vk_context_free);
 
-  g_setenv ("DC_VK_F32", "native", TRUE);
   /* Refused twice: by the step's gates, then by the passes'. */
-  for (guint i = 0; i < (exact ? 0 : 2); i++)
+  for (guint i = 0; i < (exact || mode == DC_VK_F32_EMULATED ? 0 : 2); i++)
     g_test_expect_message ("dc-model", G_LOG_LEVEL_MESSAGE,
                            "Vulkan kernel f32-exact-native on * failed verification (*) — using "
                            "the emulated kernels");
   train_native (exact);
+  g_test_assert_expected_messages ();
+
+  g_setenv ("DC_VK_F32", "native", TRUE);
+  for (guint i = 0; i < (forced_exact ? 0 : 2); i++)
+    g_test_expect_message ("dc-model", G_LOG_LEVEL_MESSAGE,
+                           "Vulkan kernel f32-exact-native on * failed verification (*) — using "
+                           "the emulated kernels");
+  train_native (forced_exact);
   g_test_assert_expected_messages ();
   g_setenv ("DC_VK_F32", "emulated", TRUE);
   train_native (FALSE);
   g_unsetenv ("DC_VK_F32");
 }
 
-/* The native Adam kernel's broken twin (+ − × flush subnormal results to
- * zero, as a device without DenormPreserve may) is refused by the Adam gate,
- * and the emulated kernel takes over. Skipped where native float is refused
- * anyway (f32-exact-check's native kernel differs from the CPU). */
+/* The default native variant's broken twins (+ − × flush subnormal results
+ * to zero, as a device without DenormPreserve may) are refused: f32's gate
+ * on its pairs, the Adam gate in the step, the backward's gate in the
+ * training pass; the emulated kernels take over and the training gives the
+ * CPU's hashes. Skipped where native float is not taken by default anyway. */
 static void
 test_native_twin_refused (void)
 {
@@ -745,20 +809,25 @@ test_native_twin_refused (void)
   g_autoptr(GError) error = NULL;
   g_autoptr(DcGptModel) model = small_model (16, 16);
   g_autoptr(DcGptVkStep) step = NULL, broken = NULL;
+  DcVkF32Mode mode;
 
   if (ctx == NULL)
     return;
-  if (!_dc_gpt_vk_step_gate_f32 (ctx, TRUE, &error))
+  if (!default_native (ctx, &mode))
     {
-      g_autofree char *reason = g_strdup_printf ("native float arithmetic is refused on %s (%s)",
-                                                 dc_vk_context_get_device_name (ctx),
-                                                 error->message);
+      g_autofree char *reason = g_strdup_printf ("native float arithmetic is not taken on %s",
+                                                 dc_vk_context_get_device_name (ctx));
 
       g_test_skip (reason);
       return;
     }
+  g_setenv ("DC_TEST_BREAK_KERNEL", "f32-exact-native", TRUE);
+  g_assert_false (_dc_gpt_vk_step_gate_f32 (ctx, mode, &error));
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_test_message ("f32 gate on the FTZ twin: %s", error->message);
+  g_clear_error (&error);
   g_clear_pointer (&ctx, dc_vk_context_free);
-  g_setenv ("DC_VK_F32", "native", TRUE);
+
   step = dc_gpt_vk_step_new (model, &error);
   g_assert_no_error (error);
   g_assert_cmpstr (dc_gpt_vk_step_get_arithmetic (step), ==, "native");
@@ -768,10 +837,38 @@ test_native_twin_refused (void)
   g_setenv ("DC_TEST_BREAK_KERNEL", "adam-native", TRUE);
   broken = dc_gpt_vk_step_new (model, &error);
   g_unsetenv ("DC_TEST_BREAK_KERNEL");
-  g_unsetenv ("DC_VK_F32");
   g_test_assert_expected_messages ();
   g_assert_no_error (error);
   g_assert_cmpstr (dc_gpt_vk_step_get_arithmetic (broken), ==, "emulated");
+
+  /* The training pass: Adam stays native, forward and backward emulated. */
+  {
+    static const Size size = { 16, 16, 2, 2, FALSE, FALSE, NULL };
+    g_autoptr(DcGptTrainer) cpu = make_trainer (&size), resident = make_trainer (&size);
+
+    g_test_expect_message ("dc-model", G_LOG_LEVEL_MESSAGE,
+                           "Vulkan kernel resident-forward-native on * failed verification (*) "
+                           "— using the emulated kernels");
+    g_setenv ("DC_TEST_BREAK_KERNEL", "resident-forward-native", TRUE);
+    g_assert_true (dc_gpt_trainer_use_resident_step (resident, &error));
+    g_unsetenv ("DC_TEST_BREAK_KERNEL");
+    g_test_assert_expected_messages ();
+    g_assert_no_error (error);
+    g_assert_cmpstr (dc_gpt_vk_step_get_arithmetic (dc_gpt_trainer_get_resident_step (resident)),
+                     ==, "native");
+    g_assert_nonnull (dc_gpt_trainer_get_resident_pass (resident));
+    g_assert_cmpstr (dc_gpt_vk_forward_get_arithmetic (dc_gpt_trainer_get_resident_pass
+                                                         (resident)), ==, "emulated");
+    for (guint s = 0; s < size.steps; s++)
+      {
+        g_autofree char *cpu_w = NULL, *cpu_o = NULL, *dev_w = NULL, *dev_o = NULL;
+
+        step_and_hash (cpu, &cpu_w, &cpu_o);
+        step_and_hash (resident, &dev_w, &dev_o);
+        g_assert_cmpstr (dev_w, ==, cpu_w);
+        g_assert_cmpstr (dev_o, ==, cpu_o);
+      }
+  }
 }
 
 int

@@ -32,6 +32,14 @@
  * multiply-add would not do as a twin: Vulkan lets fma () round twice, and
  * lavapipe does.)
  *
+ * With DC_NATIVE_NO_DENORM_MODE too, DenormPreserve is not declared: the
+ * variant for devices that report RTE rounding and signed zero/inf/NaN
+ * preservation but not shaderDenormPreserveFloat32 (lavapipe, the H200).
+ * A shader must not ask for a mode the device does not report; what the
+ * device then does with subnormals is its own, so only the gates (their
+ * pairs have subnormal operands and results of every op) decide whether
+ * the variant is used on it.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 
@@ -41,7 +49,9 @@
  * (4461) and RoundingModeRTE (4462) for 32-bit floats, with their
  * capabilities (4464, 4466, 4467); SPV_KHR_float_controls is core in the
  * SPIR-V 1.5 of --target-env=vulkan1.2. */
+#ifndef DC_NATIVE_NO_DENORM_MODE
 spirv_execution_mode (extensions = ["SPV_KHR_float_controls"], capabilities = [4464], 4459, 32);
+#endif
 spirv_execution_mode (extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 32);
 spirv_execution_mode (extensions = ["SPV_KHR_float_controls"], capabilities = [4467], 4462, 32);
 #endif

@@ -217,15 +217,20 @@ dc_vk_device_info_free (DcVkDeviceInfo *info)
   g_free (info);
 }
 
-/* deviceUUID (Vulkan 1.1) and the driver's name (Vulkan 1.2); chained only
+/* deviceUUID (Vulkan 1.1), the driver's name and the float controls
+ * (Vulkan 1.2); chained only
  * where the device's API version has them. */
 static void
 query_identity (VkPhysicalDevice  device,
                 guint32           api_version,
                 DcVkDeviceInfo   *info)
 {
+  VkPhysicalDeviceFloatControlsProperties float_controls = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES,
+  };
   VkPhysicalDeviceDriverProperties driver = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
+    .pNext = &float_controls,
   };
   VkPhysicalDeviceIDProperties id = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
@@ -248,6 +253,12 @@ query_identity (VkPhysicalDevice  device,
   for (guint i = 0; i < VK_UUID_SIZE; i++)
     g_string_append_printf (uuid, "%02x", id.deviceUUID[i]);
   info->uuid = g_string_free (g_steal_pointer (&uuid), FALSE);
+  if (api_version >= VK_API_VERSION_1_2)
+    {
+      info->float32_denorm_preserve = float_controls.shaderDenormPreserveFloat32;
+      info->float32_rounding_rte = float_controls.shaderRoundingModeRTEFloat32;
+      info->float32_signed_zero_inf_nan = float_controls.shaderSignedZeroInfNanPreserveFloat32;
+    }
   driver.driverName[VK_MAX_DRIVER_NAME_SIZE - 1] = '\0';
   driver.driverInfo[VK_MAX_DRIVER_INFO_SIZE - 1] = '\0';
   if (api_version < VK_API_VERSION_1_2 || driver.driverName[0] == '\0')

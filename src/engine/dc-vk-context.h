@@ -36,6 +36,11 @@ typedef struct
   guint32               api_version;
   VkPhysicalDeviceType  type;
   gboolean              has_compute;
+  /* VkPhysicalDeviceFloatControlsProperties for 32-bit floats (Vulkan 1.2;
+   * all FALSE before): what the native-float kernels may declare */
+  gboolean              float32_denorm_preserve;
+  gboolean              float32_rounding_rte;
+  gboolean              float32_signed_zero_inf_nan;
 } DcVkDeviceInfo;
 
 /* What kernel variants may rely on; queried once when the context opens.

@@ -114,7 +114,7 @@ struct _DcGptVkForward
   DcGptConfig    config;
   guint          batch;
   gboolean       backward;       /* the recording ends with the gradients, not the logits */
-  gboolean       native;         /* + − × on the float unit (f32-exact.glsl's DC_NATIVE_F32) */
+  DcVkF32Mode    native;         /* + − × on the float unit (f32-exact.glsl's DC_NATIVE_F32) */
   gsize          n_params;
   gsize          grads_off;    /* in floats, into F: the gradients, after the weights */
   gsize          logits_off;   /* in floats, into F; the mean loss follows the logits */
@@ -816,7 +816,7 @@ forward_new (DcVkContext        *ctx,
              const DcGptConfig  *config,
              guint               batch,
              gboolean            backward,
-             gboolean            native,
+             DcVkF32Mode         native,
              gboolean            twins,
              GError            **error)
 {
@@ -873,7 +873,7 @@ same_bits (const char  *op,
  * buffers, against the CPU function it stands for. */
 static gboolean
 gate_ops (DcVkContext  *ctx,
-          gboolean      native,
+          DcVkF32Mode   native,
           gboolean      broken,
           gboolean      broken_loss,
           GError      **error)
@@ -1057,7 +1057,7 @@ gate_ops (DcVkContext  *ctx,
 /* A width-16 model's logits on the device and on the CPU, every bit. */
 static gboolean
 gate (DcVkContext  *ctx,
-      gboolean      native,
+      DcVkF32Mode   native,
       GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1111,7 +1111,7 @@ gate (DcVkContext  *ctx,
  * hence this part besides the small model's gradients. */
 static gboolean
 gate_backward_ops (DcVkContext  *ctx,
-                   gboolean      native,
+                   DcVkF32Mode   native,
                    gboolean      broken,
                    GError      **error)
 {
@@ -1233,7 +1233,7 @@ gate_backward_ops (DcVkContext  *ctx,
  * embeddings' scatter-adds, every product of the backward pass. */
 static gboolean
 gate_backward (DcVkContext  *ctx,
-               gboolean      native,
+               DcVkF32Mode   native,
                GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1277,7 +1277,7 @@ gate_backward (DcVkContext  *ctx,
 static gboolean
 gates (DcVkContext  *ctx,
        gboolean      backward,
-       gboolean      native,
+       DcVkF32Mode   native,
        const char  **kernel,
        GError      **error)
 {
@@ -1303,7 +1303,7 @@ pass_new (const DcGptConfig  *config,
   const DcVkFeatures *features;
   const char *kernel = "resident-forward";
   g_autofree char *why_not = NULL;
-  gboolean native;
+  DcVkF32Mode native;
 
   g_return_val_if_fail (batch > 0, NULL);
 
@@ -1322,20 +1322,25 @@ pass_new (const DcGptConfig  *config,
   if (native)
     {
       kernel = "f32-exact";
-      if (!(_dc_gpt_vk_step_gate_f32 (ctx, TRUE, &local_error)
-            && gates (ctx, backward, TRUE, &kernel, &local_error)))
+      if (!(_dc_gpt_vk_step_gate_f32 (ctx, native, &local_error)
+            && gates (ctx, backward, native, &kernel, &local_error)))
         {
           g_message ("Vulkan kernel %s-native on %s failed verification (%s) — using the "
                      "emulated kernels", kernel, dc_vk_context_get_device_name (ctx),
                      local_error->message);
           g_clear_error (&local_error);
-          native = FALSE;
+          native = DC_VK_F32_EMULATED;
         }
+      else
+        g_debug ("Resident %s pass on %s: native float arithmetic (%s), its gates passed",
+                 backward ? "training" : "forward", dc_vk_context_get_device_name (ctx),
+                 native == DC_VK_F32_NATIVE_NODENORM ? "DenormPreserve not declared"
+                                                     : "DenormPreserve declared");
     }
   else
     g_info ("Resident %s pass on %s: emulated float arithmetic (%s)",
             backward ? "training" : "forward", dc_vk_context_get_device_name (ctx), why_not);
-  if (native || gates (ctx, backward, FALSE, &kernel, &local_error))
+  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, &kernel, &local_error))
     ;
   else
     {

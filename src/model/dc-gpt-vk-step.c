@@ -73,7 +73,7 @@ struct _DcGptVkStep
   DcVkRecording *recording;
   /* state */
   gsize          n;
-  gboolean       native;          /* + − × on the float unit (f32-exact.glsl) */
+  DcVkF32Mode    native;          /* + − × on the float unit (f32-exact.glsl) */
   DcGptVkStepTimes times;
 };
 
@@ -109,21 +109,29 @@ _dc_gpt_vk_kernel_twin (const char *name,
 }
 
 /* The SPIR-V file of a kernel variant (shaders/meson.build):
- * shader[-native][-broken]. */
+ * shader[-native[-nodenorm]][-broken]. */
 char *
-_dc_gpt_vk_kernel_file (const char *shader,
-                        gboolean    native,
-                        gboolean    broken)
+_dc_gpt_vk_kernel_file (const char  *shader,
+                        DcVkF32Mode  native,
+                        gboolean     broken)
 {
-  return g_strconcat (shader, native ? "-native" : "", broken ? "-broken" : "", NULL);
+  return g_strconcat (shader,
+                      native == DC_VK_F32_NATIVE ? "-native"
+                      : native == DC_VK_F32_NATIVE_NODENORM ? "-native-nodenorm" : "",
+                      broken ? "-broken" : "", NULL);
 }
 
-/* Whether to try the native-float kernels on @ctx (their gates decide);
- * otherwise @why_not says why not. The device must promise subnormals kept,
- * rounding to nearest even and signed zeros, infinities and NaNs honoured
- * for 32-bit floats. DC_VK_F32=native tries them regardless (so their gates
- * run on lavapipe too), DC_VK_F32=emulated never. */
-gboolean
+/* Which native-float kernels to try on @ctx (their gates decide), or
+ * DC_VK_F32_EMULATED with @why_not saying why none. A kernel declares only
+ * the float controls the device reports: it must report RTE rounding and
+ * signed zero/inf/NaN preservation for 32-bit floats; where it also reports
+ * DenormPreserve the kernels declare it, otherwise (-nodenorm) the gates,
+ * whose pairs have subnormal operands and results of every op, alone prove
+ * that the device keeps subnormals. DC_VK_F32=emulated never tries native;
+ * DC_VK_F32=native declares all three modes whatever the device reports (an
+ * experiment outside the Vulkan spec where one is unreported, never the
+ * default). */
+DcVkF32Mode
 _dc_gpt_vk_native_wanted (DcVkContext  *ctx,
                           char        **why_not)
 {
@@ -131,21 +139,23 @@ _dc_gpt_vk_native_wanted (DcVkContext  *ctx,
   const char *env = g_getenv ("DC_VK_F32");
   const char *missing = NULL;
 
+  g_debug ("Vulkan device %s reports float controls denormPreserveFloat32=%d "
+           "roundingModeRTEFloat32=%d signedZeroInfNanPreserveFloat32=%d",
+           dc_vk_context_get_device_name (ctx), f->float32_denorm_preserve,
+           f->float32_rounding_rte, f->float32_signed_zero_inf_nan);
   if (env != NULL && g_str_equal (env, "native"))
-    return TRUE;
+    return DC_VK_F32_NATIVE;
   if (env != NULL && g_str_equal (env, "emulated"))
     missing = "DC_VK_F32=emulated";
-  else if (!f->float32_denorm_preserve)
-    missing = "the device does not report shaderDenormPreserveFloat32";
   else if (!f->float32_rounding_rte)
     missing = "the device does not report shaderRoundingModeRTEFloat32";
   else if (!f->float32_signed_zero_inf_nan)
     missing = "the device does not report shaderSignedZeroInfNanPreserveFloat32";
   if (missing == NULL)
-    return TRUE;
+    return f->float32_denorm_preserve ? DC_VK_F32_NATIVE : DC_VK_F32_NATIVE_NODENORM;
   if (why_not != NULL)
     *why_not = g_strdup (missing);
-  return FALSE;
+  return DC_VK_F32_EMULATED;
 }
 
 guint64
@@ -193,7 +203,7 @@ _dc_gpt_vk_step_run_f32_check (DcVkContext    *ctx,
                                const guint32  *a,
                                const guint32  *b,
                                gsize           n,
-                               gboolean        native,
+                               DcVkF32Mode     native,
                                gboolean        broken,
                                guint32        *out,
                                GError        **error)
@@ -272,11 +282,41 @@ gate_pairs (GArray *a,
       g_array_append_val (a, x);
       g_array_append_val (b, y);
     }
+  /* Subnormals in and out of every op, for native kernels on devices that
+   * do not promise to keep them: random subnormal operands, not only the
+   * specials above. */
+  for (guint i = 0; i < 2048; i++)
+    {
+      guint64 r = _dc_gpt_vk_splitmix64 (&state);
+      guint32 x = (guint32) r, y = (guint32) (r >> 32);
+
+      switch (i % 4)
+        {
+        case 0:  /* subnormal ± subnormal */
+          x &= 0x807fffffu;
+          y &= 0x807fffffu;
+          break;
+        case 1:  /* subnormal × normal of 2^-27 to 2^33: subnormal and normal products */
+          x &= 0x807fffffu;
+          y = (y & 0x807fffffu) | ((100u + (y >> 24) % 60u) << 23);
+          break;
+        case 2:  /* subnormal ± normal near 2^-126: sums across the boundary */
+          x &= 0x807fffffu;
+          y = (y & 0x807fffffu) | ((1u + (y >> 24) % 3u) << 23);
+          break;
+        default:  /* normal − normal near 2^-126, same sign: subnormal differences */
+          x = (x & 0x007fffffu) | ((1u + (x >> 24) % 2u) << 23);
+          y = (y & 0x007fffffu) | ((1u + (y >> 24) % 2u) << 23);
+          break;
+        }
+      g_array_append_val (a, x);
+      g_array_append_val (b, y);
+    }
 }
 
 gboolean
 _dc_gpt_vk_step_gate_f32 (DcVkContext  *ctx,
-                          gboolean      native,
+                          DcVkF32Mode   native,
                           GError      **error)
 {
   g_autoptr(GArray) a = g_array_new (FALSE, FALSE, sizeof (guint32));
@@ -335,7 +375,7 @@ static gboolean
 resident_build (DcGptVkStep  *self,
                 DcVkContext  *ctx,
                 gsize         n,
-                gboolean      native,
+                DcVkF32Mode   native,
                 gboolean      broken,
                 GError      **error)
 {
@@ -491,7 +531,7 @@ advance_model (DcGptModel *model,
  * dc_gpt_model_adam_step (), compared bit for bit after each. */
 static gboolean
 gate_adam (DcVkContext  *ctx,
-           gboolean      native,
+           DcVkF32Mode   native,
            GError      **error)
 {
   g_autoptr(DcGptVkStep) gate = g_new0 (DcGptVkStep, 1);
@@ -587,7 +627,7 @@ dc_gpt_vk_step_new (const DcGptModel  *model,
   g_autoptr(GError) local_error = NULL;
   g_autofree char *why_not = NULL;
   const char *kernel = NULL;
-  gboolean native;
+  DcVkF32Mode native;
 
   self->ctx = dc_vk_context_new (-1, error);
   if (self->ctx == NULL)
@@ -595,9 +635,9 @@ dc_gpt_vk_step_new (const DcGptModel  *model,
   native = _dc_gpt_vk_native_wanted (self->ctx, &why_not);
   if (native)
     {
-      if (!_dc_gpt_vk_step_gate_f32 (self->ctx, TRUE, &local_error))
+      if (!_dc_gpt_vk_step_gate_f32 (self->ctx, native, &local_error))
         kernel = "f32-exact";
-      else if (!gate_adam (self->ctx, TRUE, &local_error))
+      else if (!gate_adam (self->ctx, native, &local_error))
         kernel = "adam";
       if (kernel != NULL)
         {
@@ -605,18 +645,23 @@ dc_gpt_vk_step_new (const DcGptModel  *model,
                      "emulated kernels", kernel, dc_vk_context_get_device_name (self->ctx),
                      local_error->message);
           g_clear_error (&local_error);
-          native = FALSE;
+          native = DC_VK_F32_EMULATED;
           kernel = NULL;
         }
+      else
+        g_debug ("Resident step on %s: native float arithmetic (%s), its gates passed",
+                 dc_vk_context_get_device_name (self->ctx),
+                 native == DC_VK_F32_NATIVE_NODENORM ? "DenormPreserve not declared"
+                                                     : "DenormPreserve declared");
     }
   else
     g_info ("Resident step on %s: emulated float arithmetic (%s)",
             dc_vk_context_get_device_name (self->ctx), why_not);
   if (native)
     ;
-  else if (!_dc_gpt_vk_step_gate_f32 (self->ctx, FALSE, &local_error))
+  else if (!_dc_gpt_vk_step_gate_f32 (self->ctx, DC_VK_F32_EMULATED, &local_error))
     kernel = "f32-exact";
-  else if (!gate_adam (self->ctx, FALSE, &local_error))
+  else if (!gate_adam (self->ctx, DC_VK_F32_EMULATED, &local_error))
     kernel = "adam";
   if (kernel != NULL)
     {
