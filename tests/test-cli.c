@@ -103,7 +103,19 @@ test_info_json (void)
   g_assert_true (json_array_get_length (devices) > 0 ||
                  json_object_has_member (object, "vulkan_error"));
   if (vulkan_driver != NULL)
-    g_assert_cmpuint (json_array_get_length (devices), >, 0);
+    {
+      JsonObject *controls;
+
+      g_assert_cmpuint (json_array_get_length (devices), >, 0);
+      /* The float controls the native-float kernels may declare: lavapipe
+       * reports RTE rounding and signed zero/inf/NaN, not DenormPreserve. */
+      controls = json_object_get_object_member (json_array_get_object_element (devices, 0),
+                                                "float32_controls");
+      g_assert_nonnull (controls);
+      g_assert_false (json_object_get_boolean_member (controls, "denorm_preserve"));
+      g_assert_true (json_object_get_boolean_member (controls, "rounding_mode_rte"));
+      g_assert_true (json_object_get_boolean_member (controls, "signed_zero_inf_nan_preserve"));
+    }
 }
 
 /* --vulkan-device: a listed id runs there, an unknown one is refused with

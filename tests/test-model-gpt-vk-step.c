@@ -14,8 +14,12 @@
  * training pass (forward, loss, backward in one submission) every gradient,
  * at each size class; training with forward, backward and Adam resident
  * gives the CPU's hashes step for step, and with the backward's broken twin
- * refused by its gate the passes fall back to the CPU, same hashes. Skipped,
- * with the reason, when no Vulkan device is usable.
+ * refused by its gate the passes fall back to the CPU, same hashes. The
+ * native-float kernels (+ − × on the float unit) match the CPU on the sweep
+ * where the device promises IEEE float controls, are taken exactly when their
+ * gates pass (DC_VK_F32=native on any device) and give the CPU's hashes, and
+ * their broken twin (subnormals flushed) is refused. Skipped, with the
+ * reason, when no Vulkan device is usable.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -107,6 +111,7 @@ static guint
 count_mismatches (DcVkContext *ctx,
                   GArray      *a,
                   GArray      *b,
+                  DcVkF32Mode  native,
                   gboolean     broken)
 {
   g_autoptr(GError) error = NULL;
@@ -114,7 +119,7 @@ count_mismatches (DcVkContext *ctx,
   guint bad = 0;
 
   g_assert_true (_dc_gpt_vk_step_run_f32_check (ctx, (guint32 *) a->data, (guint32 *) b->data,
-                                                a->len, broken, out, &error));
+                                                a->len, native, broken, out, &error));
   g_assert_no_error (error);
   for (guint i = 0; i < a->len; i++)
     {
@@ -145,8 +150,8 @@ test_f32_ops (void)
   if (ctx == NULL)
     return;
   sweep_pairs (a, b);
-  bad = count_mismatches (ctx, a, b, FALSE);
-  bad_broken = count_mismatches (ctx, a, b, TRUE);
+  bad = count_mismatches (ctx, a, b, DC_VK_F32_EMULATED, FALSE);
+  bad_broken = count_mismatches (ctx, a, b, DC_VK_F32_EMULATED, TRUE);
   g_test_message ("%u pairs × 5 operations: %u differ from the CPU; the broken twin: %u",
                   a->len, bad, bad_broken);
   g_assert_cmpuint (bad, ==, 0);
@@ -454,6 +459,9 @@ test_forward (gconstpointer data)
       g_autoptr(DcGptVkForward) broken = NULL;
 
       g_clear_error (&error);
+      /* The emulated kernels' twins: where native float passes its gates
+       * (lavapipe) the emulated kernels would not even be tried. */
+      g_setenv ("DC_VK_F32", "emulated", TRUE);
       g_setenv ("DC_TEST_BREAK_KERNEL", "resident-forward", TRUE);
       broken = dc_gpt_vk_forward_new (&model->config, size[2], &error);
       g_unsetenv ("DC_TEST_BREAK_KERNEL");
@@ -464,6 +472,7 @@ test_forward (gconstpointer data)
       g_setenv ("DC_TEST_BREAK_KERNEL", "resident-loss", TRUE);
       broken = dc_gpt_vk_forward_new (&model->config, size[2], &error);
       g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_unsetenv ("DC_VK_F32");
       g_assert_null (broken);
       g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
       g_test_message ("%s", error->message);
@@ -528,9 +537,11 @@ test_gradients (gconstpointer data)
     {
       g_autoptr(DcGptVkForward) broken = NULL;
 
+      g_setenv ("DC_VK_F32", "emulated", TRUE);  /* the emulated kernel's twin */
       g_setenv ("DC_TEST_BREAK_KERNEL", "resident-backward", TRUE);
       broken = dc_gpt_vk_forward_new_training (&model->config, size[2], &error);
       g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_unsetenv ("DC_VK_F32");
       g_assert_null (broken);
       g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
       g_test_message ("%s", error->message);
@@ -595,9 +606,14 @@ test_hashes (gconstpointer data)
   cpu = make_trainer (size);
   resident = make_trainer (size);
   if (size->broken_backward)
-    g_setenv ("DC_TEST_BREAK_KERNEL", "resident-backward", TRUE);
+    {
+      /* The emulated kernel's twin; native float would not reach it. */
+      g_setenv ("DC_VK_F32", "emulated", TRUE);
+      g_setenv ("DC_TEST_BREAK_KERNEL", "resident-backward", TRUE);
+    }
   g_assert_true (dc_gpt_trainer_use_resident_step (resident, &error));
   g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_unsetenv ("DC_VK_F32");
   g_assert_no_error (error);
   g_assert_null (dc_gpt_trainer_get_resident_step (cpu));
   /* The whole chain resident, unless its gate refused the broken twin: then
@@ -634,6 +650,227 @@ test_hashes (gconstpointer data)
                   times.host_ns / 1e6 / times.steps);
 }
 
+/* The native-float kernels (f32-exact.glsl's DC_NATIVE_F32: + − × on the
+ * device's float unit), in the variant the default would try, on the sweep
+ * of test_f32_ops (): where the device promises subnormals kept
+ * (DenormPreserve reported, so the kernels declare it) none may differ from
+ * the CPU; elsewhere whatever differs is reported, and the gates decide
+ * (test_native_selection). */
+static void
+test_native_f32_ops (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GArray) a = g_array_new (FALSE, FALSE, sizeof (guint32));
+  g_autoptr(GArray) b = g_array_new (FALSE, FALSE, sizeof (guint32));
+  g_autofree char *why_not = NULL;
+  DcVkF32Mode mode;
+  guint bad;
+
+  if (ctx == NULL)
+    return;
+  g_unsetenv ("DC_VK_F32");
+  mode = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  if (mode == DC_VK_F32_EMULATED)
+    {
+      g_autofree char *reason = g_strdup_printf ("no native-float variant is valid on %s (%s)",
+                                                 dc_vk_context_get_device_name (ctx), why_not);
+
+      g_test_skip (reason);
+      return;
+    }
+  sweep_pairs (a, b);
+  bad = count_mismatches (ctx, a, b, mode, FALSE);
+  g_test_message ("%s: native float, subnormals %s; %u of %u pairs × 5 operations differ "
+                  "from the CPU", dc_vk_context_get_device_name (ctx),
+                  mode == DC_VK_F32_NATIVE ? "promised (DenormPreserve)"
+                                           : "not promised (left to the gates)", bad, a->len);
+  if (mode == DC_VK_F32_NATIVE)
+    g_assert_cmpuint (bad, ==, 0);
+}
+
+/* Gates the native-float kernels; with @expect_native they must be
+ * chosen, otherwise refused in favour of the emulated ones. Either way the
+ * resident training (Adam, forward, backward) gives the CPU's hashes for
+ * three steps at width 16. */
+static void
+train_native (gboolean expect_native)
+{
+  static const Size size = { 16, 16, 2, 3, FALSE, FALSE, NULL };
+  g_autoptr(DcGptTrainer) cpu = make_trainer (&size), resident = make_trainer (&size);
+  g_autoptr(GError) error = NULL;
+  DcGptVkStep *step;
+  DcGptVkForward *pass;
+
+  g_assert_true (dc_gpt_trainer_use_resident_step (resident, &error));
+  g_assert_no_error (error);
+  step = dc_gpt_trainer_get_resident_step (resident);
+  pass = dc_gpt_trainer_get_resident_pass (resident);
+  g_assert_nonnull (pass);
+  g_test_message ("Adam: %s, forward and backward: %s", dc_gpt_vk_step_get_arithmetic (step),
+                  dc_gpt_vk_forward_get_arithmetic (pass));
+  g_assert_cmpstr (dc_gpt_vk_step_get_arithmetic (step), ==,
+                   expect_native ? "native" : "emulated");
+  g_assert_cmpstr (dc_gpt_vk_forward_get_arithmetic (pass), ==,
+                   expect_native ? "native" : "emulated");
+  for (guint s = 0; s < size.steps; s++)
+    {
+      g_autofree char *cpu_w = NULL, *cpu_o = NULL, *dev_w = NULL, *dev_o = NULL;
+
+      step_and_hash (cpu, &cpu_w, &cpu_o);
+      step_and_hash (resident, &dev_w, &dev_o);
+      g_assert_cmpstr (dev_w, ==, cpu_w);
+      g_assert_cmpstr (dev_o, ==, cpu_o);
+    }
+}
+
+/* Whether the default (no DC_VK_F32) takes native float on the test's
+ * device: a variant valid for its float controls, whose f32 gate passes.
+ * @mode gets the variant. */
+static gboolean
+default_native (DcVkContext *ctx,
+                DcVkF32Mode *mode)
+{
+  g_autoptr(GError) gate_error = NULL;
+  g_autofree char *why_not = NULL;
+  gboolean exact;
+
+  g_unsetenv ("DC_VK_F32");
+  *mode = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  if (*mode == DC_VK_F32_EMULATED)
+    {
+      g_test_message ("%s: no native-float variant is valid (%s)",
+                      dc_vk_context_get_device_name (ctx), why_not);
+      return FALSE;
+    }
+  exact = _dc_gpt_vk_step_gate_f32 (ctx, *mode, &gate_error);
+  g_test_message ("%s: native%s f32-exact-check %s%s", dc_vk_context_get_device_name (ctx),
+                  *mode == DC_VK_F32_NATIVE_NODENORM ? "-nodenorm" : "",
+                  exact ? "passes" : "refused: ", exact ? "" : gate_error->message);
+  return exact;
+}
+
+/* The choice between native and emulated float. By default the native
+ * kernels of the variant valid for the device's float controls face their
+ * gates and are used exactly when they pass (else refused, with the reason
+ * logged); lavapipe reports RTE and signed zero/inf/NaN but not
+ * DenormPreserve, keeps subnormals, so takes -native-nodenorm. DC_VK_F32=
+ * native (all three modes declared) faces the same gates; DC_VK_F32=emulated
+ * never uses them. */
+static void
+test_native_selection (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) gate_error = NULL;
+  DcVkF32Mode mode;
+  gboolean exact, forced_exact;
+
+  if (ctx == NULL)
+    return;
+  exact = default_native (ctx, &mode);
+  if (g_str_has_prefix (dc_vk_context_get_device_name (ctx), "llvmpipe"))
+    {
+      /* What lavapipe really does: RTE and signed zeros reported, DenormPreserve
+       * not, subnormals kept (the gate passes). */
+      g_assert_cmpint (mode, ==, DC_VK_F32_NATIVE_NODENORM);
+      g_assert_true (exact);
+    }
+  forced_exact = _dc_gpt_vk_step_gate_f32 (ctx, DC_VK_F32_NATIVE, &gate_error);
+  g_clear_pointer (&ctx, dc_vk_context_free);
+
+  /* Refused twice: by the step's gates, then by the passes'. */
+  for (guint i = 0; i < (exact || mode == DC_VK_F32_EMULATED ? 0 : 2); i++)
+    g_test_expect_message ("dc-model", G_LOG_LEVEL_MESSAGE,
+                           "Vulkan kernel f32-exact-native on * failed verification (*) — using "
+                           "the emulated kernels");
+  train_native (exact);
+  g_test_assert_expected_messages ();
+
+  g_setenv ("DC_VK_F32", "native", TRUE);
+  for (guint i = 0; i < (forced_exact ? 0 : 2); i++)
+    g_test_expect_message ("dc-model", G_LOG_LEVEL_MESSAGE,
+                           "Vulkan kernel f32-exact-native on * failed verification (*) — using "
+                           "the emulated kernels");
+  train_native (forced_exact);
+  g_test_assert_expected_messages ();
+  g_setenv ("DC_VK_F32", "emulated", TRUE);
+  train_native (FALSE);
+  g_unsetenv ("DC_VK_F32");
+}
+
+/* The default native variant's broken twins (+ − × flush subnormal results
+ * to zero, as a device without DenormPreserve may) are refused: f32's gate
+ * on its pairs, the Adam gate in the step, the backward's gate in the
+ * training pass; the emulated kernels take over and the training gives the
+ * CPU's hashes. Skipped where native float is not taken by default anyway. */
+static void
+test_native_twin_refused (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = small_model (16, 16);
+  g_autoptr(DcGptVkStep) step = NULL, broken = NULL;
+  DcVkF32Mode mode;
+
+  if (ctx == NULL)
+    return;
+  if (!default_native (ctx, &mode))
+    {
+      g_autofree char *reason = g_strdup_printf ("native float arithmetic is not taken on %s",
+                                                 dc_vk_context_get_device_name (ctx));
+
+      g_test_skip (reason);
+      return;
+    }
+  g_setenv ("DC_TEST_BREAK_KERNEL", "f32-exact-native", TRUE);
+  g_assert_false (_dc_gpt_vk_step_gate_f32 (ctx, mode, &error));
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_test_message ("f32 gate on the FTZ twin: %s", error->message);
+  g_clear_error (&error);
+  g_clear_pointer (&ctx, dc_vk_context_free);
+
+  step = dc_gpt_vk_step_new (model, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (dc_gpt_vk_step_get_arithmetic (step), ==, "native");
+  g_test_expect_message ("dc-model", G_LOG_LEVEL_MESSAGE,
+                         "Vulkan kernel adam-native on * failed verification (*) — using the "
+                         "emulated kernels");
+  g_setenv ("DC_TEST_BREAK_KERNEL", "adam-native", TRUE);
+  broken = dc_gpt_vk_step_new (model, &error);
+  g_unsetenv ("DC_TEST_BREAK_KERNEL");
+  g_test_assert_expected_messages ();
+  g_assert_no_error (error);
+  g_assert_cmpstr (dc_gpt_vk_step_get_arithmetic (broken), ==, "emulated");
+
+  /* The training pass: Adam stays native, forward and backward emulated. */
+  {
+    static const Size size = { 16, 16, 2, 2, FALSE, FALSE, NULL };
+    g_autoptr(DcGptTrainer) cpu = make_trainer (&size), resident = make_trainer (&size);
+
+    g_test_expect_message ("dc-model", G_LOG_LEVEL_MESSAGE,
+                           "Vulkan kernel resident-forward-native on * failed verification (*) "
+                           "— using the emulated kernels");
+    g_setenv ("DC_TEST_BREAK_KERNEL", "resident-forward-native", TRUE);
+    g_assert_true (dc_gpt_trainer_use_resident_step (resident, &error));
+    g_unsetenv ("DC_TEST_BREAK_KERNEL");
+    g_test_assert_expected_messages ();
+    g_assert_no_error (error);
+    g_assert_cmpstr (dc_gpt_vk_step_get_arithmetic (dc_gpt_trainer_get_resident_step (resident)),
+                     ==, "native");
+    g_assert_nonnull (dc_gpt_trainer_get_resident_pass (resident));
+    g_assert_cmpstr (dc_gpt_vk_forward_get_arithmetic (dc_gpt_trainer_get_resident_pass
+                                                         (resident)), ==, "emulated");
+    for (guint s = 0; s < size.steps; s++)
+      {
+        g_autofree char *cpu_w = NULL, *cpu_o = NULL, *dev_w = NULL, *dev_o = NULL;
+
+        step_and_hash (cpu, &cpu_w, &cpu_o);
+        step_and_hash (resident, &dev_w, &dev_o);
+        g_assert_cmpstr (dev_w, ==, cpu_w);
+        g_assert_cmpstr (dev_o, ==, cpu_o);
+      }
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -665,6 +902,9 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/quantize", test_quantize);
   g_test_add_func ("/dc/model/gpt-vk-step/layer-norm", test_layer_norm);
   g_test_add_func ("/dc/model/gpt-vk-step/softmax", test_softmax);
+  g_test_add_func ("/dc/model/gpt-vk-step/native/f32-ops", test_native_f32_ops);
+  g_test_add_func ("/dc/model/gpt-vk-step/native/selection", test_native_selection);
+  g_test_add_func ("/dc/model/gpt-vk-step/native/twin-refused", test_native_twin_refused);
   {
     static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
                                           { 128, 16, 2 } };

@@ -19,8 +19,42 @@
  * Define DC_BREAK_F32 to get the deliberately wrong twin (the division
  * forgets its remainder, so some ties round the wrong way) for the gate test.
  *
+ * Define DC_NATIVE_F32 to have + − × done by the device's own float unit:
+ * Vulkan rounds them correctly, and the execution modes below forbid the
+ * rest of the difference (flushed subnormals, another rounding mode, ignored
+ * signed zeros, infinities and NaNs); `precise` (NoContraction) forbids
+ * fusing a product into a following sum. Only for devices that report
+ * shaderDenormPreserveFloat32, shaderRoundingModeRTEFloat32 and
+ * shaderSignedZeroInfNanPreserveFloat32, and gated like the emulated kernels.
+ * ÷ and √ stay emulated (Vulkan allows them 2.5 ulp and 3 ulp). With
+ * DC_BREAK_FTZ too, + − × flush subnormal results to zero, as a device
+ * without DenormPreserve may: the native kernels' broken twin. (A fused
+ * multiply-add would not do as a twin: Vulkan lets fma () round twice, and
+ * lavapipe does.)
+ *
+ * With DC_NATIVE_NO_DENORM_MODE too, DenormPreserve is not declared: the
+ * variant for devices that report RTE rounding and signed zero/inf/NaN
+ * preservation but not shaderDenormPreserveFloat32 (lavapipe, the H200).
+ * A shader must not ask for a mode the device does not report; what the
+ * device then does with subnormals is its own, so only the gates (their
+ * pairs have subnormal operands and results of every op) decide whether
+ * the variant is used on it.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
+
+#ifdef DC_NATIVE_F32
+#extension GL_EXT_spirv_intrinsics : require
+/* SPIR-V execution modes DenormPreserve (4459), SignedZeroInfNanPreserve
+ * (4461) and RoundingModeRTE (4462) for 32-bit floats, with their
+ * capabilities (4464, 4466, 4467); SPV_KHR_float_controls is core in the
+ * SPIR-V 1.5 of --target-env=vulkan1.2. */
+#ifndef DC_NATIVE_NO_DENORM_MODE
+spirv_execution_mode (extensions = ["SPV_KHR_float_controls"], capabilities = [4464], 4459, 32);
+#endif
+spirv_execution_mode (extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 32);
+spirv_execution_mode (extensions = ["SPV_KHR_float_controls"], capabilities = [4467], 4462, 32);
+#endif
 
 const uint F32_SIGN = 0x80000000u;
 const uint F32_INF = 0x7f800000u;
@@ -103,6 +137,43 @@ f32_quiet (uint a, uint b)
   return (f32_is_nan (a) ? a : b) | 0x400000u;
 }
 
+#ifdef DC_NATIVE_F32
+uint
+f32_native_result (float r)
+{
+#ifdef DC_BREAK_FTZ
+  uint bits = floatBitsToUint (r);
+
+  return (bits & F32_INF) == 0u ? bits & F32_SIGN : bits;
+#else
+  return floatBitsToUint (r);
+#endif
+}
+
+uint
+f32_add (uint a, uint b)
+{
+  precise float r = uintBitsToFloat (a) + uintBitsToFloat (b);
+
+  return f32_native_result (r);
+}
+
+uint
+f32_sub (uint a, uint b)
+{
+  precise float r = uintBitsToFloat (a) - uintBitsToFloat (b);
+
+  return f32_native_result (r);
+}
+
+uint
+f32_mul (uint a, uint b)
+{
+  precise float r = uintBitsToFloat (a) * uintBitsToFloat (b);
+
+  return f32_native_result (r);
+}
+#else
 uint
 f32_add (uint a, uint b)
 {
@@ -175,6 +246,7 @@ f32_mul (uint a, uint b)
   umulExtended (m_a << 7, m_b << 8, hi, lo);
   return f32_round_pack (sign, e_a + e_b - 127, hi | (lo != 0u ? 1u : 0u));
 }
+#endif
 
 uint
 f32_div (uint a, uint b)

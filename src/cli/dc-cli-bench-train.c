@@ -46,6 +46,7 @@ typedef struct
   double      gemm_total_share;     /* products, their waits included */
   double      optimizer_share;      /* the Adam step */
   double      rest_share;           /* batches, copies, anything not above */
+  const char *arithmetic;           /* the resident passes' float + − ×: "native", "emulated" */
 } Measure;
 
 static guint64
@@ -122,6 +123,8 @@ bench_ours (const BenchSize  *size,
   vk_pass = dc_gpt_trainer_get_resident_pass (trainer);
   *resident = vk_step == NULL ? NULL
               : vk_pass != NULL ? "forward,backward,adam" : dc_gpt_vk_step_get_resident (vk_step);
+  m->arithmetic = vk_pass != NULL ? dc_gpt_vk_forward_get_arithmetic (vk_pass)
+                  : vk_step != NULL ? dc_gpt_vk_step_get_arithmetic (vk_step) : NULL;
   if (vk_step != NULL)
     dc_gpt_vk_step_get_times (vk_step, &resident0);
   if (vk_pass != NULL)
@@ -393,6 +396,7 @@ typedef struct
   Measure  sum;                 /* shares summed over the rounds */
   char    *device;
   const char *resident;
+  const char *arithmetic;       /* Measure.arithmetic of the first round */
   double   fwd_resident, fwd_cpu;
   double   torch_cuda;
 } Rounds;
@@ -464,6 +468,13 @@ print_object (const BenchSize *size,
   json_builder_set_member_name (builder, "resident");
   if (r->resident != NULL)
     json_builder_add_string_value (builder, r->resident);
+  else
+    json_builder_add_null_value (builder);
+  /* How the resident kernels do float + − × (docs/VERIFICATION.md, "Native
+   * + − ×"): "native" or "emulated"; null when nothing is resident. */
+  json_builder_set_member_name (builder, "resident_arithmetic");
+  if (r->arithmetic != NULL)
+    json_builder_add_string_value (builder, r->arithmetic);
   else
     json_builder_add_null_value (builder);
   add_share (builder, "resident_device_share",
@@ -568,6 +579,7 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
               {
                 r->device = g_steal_pointer (&device);
                 r->resident = resident;
+                r->arithmetic = m.arithmetic;
                 r->fwd_resident = r->fwd_cpu = -1;
                 for (guint j = 0; j < 4; j++)
                   r->sum.resident_shares[j] = -1;

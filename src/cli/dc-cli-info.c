@@ -68,6 +68,15 @@ dc_cli_info_run (const DcCliCommand  *command,
           json_builder_add_string_value (builder, dc_vk_device_type_to_string (info->type));
           json_builder_set_member_name (builder, "compute");
           json_builder_add_boolean_value (builder, info->has_compute);
+          json_builder_set_member_name (builder, "float32_controls");
+          json_builder_begin_object (builder);
+          json_builder_set_member_name (builder, "denorm_preserve");
+          json_builder_add_boolean_value (builder, info->float32_denorm_preserve);
+          json_builder_set_member_name (builder, "rounding_mode_rte");
+          json_builder_add_boolean_value (builder, info->float32_rounding_rte);
+          json_builder_set_member_name (builder, "signed_zero_inf_nan_preserve");
+          json_builder_add_boolean_value (builder, info->float32_signed_zero_inf_nan);
+          json_builder_end_object (builder);
           json_builder_end_object (builder);
         }
       json_builder_end_array (builder);
@@ -100,6 +109,12 @@ dc_cli_info_run (const DcCliCommand  *command,
           /* The id is what --vulkan-device and Preferences take. */
           g_print (_("  id: %s, driver: %s\n"), info->id,
                    *info->driver != '\0' ? info->driver : _("unknown"));
+          /* What the native-float kernels may declare (docs/VERIFICATION.md). */
+          g_print (_("  float controls (32-bit): denormPreserve=%s roundingModeRTE=%s "
+                     "signedZeroInfNanPreserve=%s\n"),
+                   info->float32_denorm_preserve ? "yes" : "no",
+                   info->float32_rounding_rte ? "yes" : "no",
+                   info->float32_signed_zero_inf_nan ? "yes" : "no");
         }
     }
   return DC_CLI_EXIT_OK;

@@ -245,15 +245,20 @@ dc_vk_device_info_free (DcVkDeviceInfo *info)
   g_free (info);
 }
 
-/* deviceUUID (Vulkan 1.1) and the driver's name (Vulkan 1.2); chained only
+/* deviceUUID (Vulkan 1.1), the driver's name and the float controls
+ * (Vulkan 1.2); chained only
  * where the device's API version has them. */
 static void
 query_identity (VkPhysicalDevice  device,
                 guint32           api_version,
                 DcVkDeviceInfo   *info)
 {
+  VkPhysicalDeviceFloatControlsProperties float_controls = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES,
+  };
   VkPhysicalDeviceDriverProperties driver = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
+    .pNext = &float_controls,
   };
   VkPhysicalDeviceIDProperties id = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
@@ -276,6 +281,12 @@ query_identity (VkPhysicalDevice  device,
   for (guint i = 0; i < VK_UUID_SIZE; i++)
     g_string_append_printf (uuid, "%02x", id.deviceUUID[i]);
   info->uuid = g_string_free (g_steal_pointer (&uuid), FALSE);
+  if (api_version >= VK_API_VERSION_1_2)
+    {
+      info->float32_denorm_preserve = float_controls.shaderDenormPreserveFloat32;
+      info->float32_rounding_rte = float_controls.shaderRoundingModeRTEFloat32;
+      info->float32_signed_zero_inf_nan = float_controls.shaderSignedZeroInfNanPreserveFloat32;
+    }
   driver.driverName[VK_MAX_DRIVER_NAME_SIZE - 1] = '\0';
   driver.driverInfo[VK_MAX_DRIVER_INFO_SIZE - 1] = '\0';
   if (api_version < VK_API_VERSION_1_2 || driver.driverName[0] == '\0')
@@ -566,8 +577,12 @@ query_features (DcVkContext *self)
   VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR dot_props = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR,
   };
+  VkPhysicalDeviceFloatControlsProperties float_controls = {
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES,
+  };
   VkPhysicalDeviceSubgroupProperties subgroup = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+    .pNext = &float_controls,
   };
   VkPhysicalDeviceProperties2 props = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
@@ -579,7 +594,7 @@ query_features (DcVkContext *self)
   if (has_dot)
     {
       features12.pNext = &dot_features;
-      subgroup.pNext = &dot_props;
+      float_controls.pNext = &dot_props;
     }
   vkGetPhysicalDeviceFeatures2 (self->physical, &features);
   vkGetPhysicalDeviceProperties2 (self->physical, &props);
@@ -597,6 +612,10 @@ query_features (DcVkContext *self)
   self->features.max_shared_memory = self->properties.limits.maxComputeSharedMemorySize;
   self->features.max_invocations = self->properties.limits.maxComputeWorkGroupInvocations;
   self->features.max_storage_buffer_range = self->properties.limits.maxStorageBufferRange;
+  self->features.float32_denorm_preserve = float_controls.shaderDenormPreserveFloat32;
+  self->features.float32_rounding_rte = float_controls.shaderRoundingModeRTEFloat32;
+  self->features.float32_signed_zero_inf_nan =
+    float_controls.shaderSignedZeroInfNanPreserveFloat32;
 }
 
 const DcVkFeatures *
@@ -616,12 +635,15 @@ dc_vk_features_to_string (const DcVkFeatures *f)
   return g_strdup_printf ("shaderInt8=%d storageBuffer8BitAccess=%d shaderIntegerDotProduct=%d "
                           "dot4x8PackedSignedAccelerated=%d cooperativeMatrix=%d coopMatrixNVInt8=%d subgroup=%u "
                           "sharedMemory=%u invocations=%u storageBufferRange=%u "
-                          "coopMatrixKHRInt8=%u coopMatrixKHRShapes=[%s]",
+                          "coopMatrixKHRInt8=%u coopMatrixKHRShapes=[%s] "
+                          "denormPreserveFloat32=%d roundingModeRTEFloat32=%d "
+                          "signedZeroInfNanPreserveFloat32=%d",
                           f->shader_int8, f->storage_buffer_8bit, f->integer_dot_product,
                           f->dot_4x8_packed_signed_accelerated, f->cooperative_matrix,
                           f->coop_matrix_nv_int8, f->subgroup_size, f->max_shared_memory, f->max_invocations,
                           f->max_storage_buffer_range, f->coop_matrix_khr_int8,
-                          f->coop_matrix_khr_shapes);
+                          f->coop_matrix_khr_shapes, f->float32_denorm_preserve,
+                          f->float32_rounding_rte, f->float32_signed_zero_inf_nan);
 }
 
 /* DcVkDeviceInfo.id of @chosen, counting the devices of the same pair

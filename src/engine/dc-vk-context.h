@@ -36,6 +36,11 @@ typedef struct
   guint32               api_version;
   VkPhysicalDeviceType  type;
   gboolean              has_compute;
+  /* VkPhysicalDeviceFloatControlsProperties for 32-bit floats (Vulkan 1.2;
+   * all FALSE before): what the native-float kernels may declare */
+  gboolean              float32_denorm_preserve;
+  gboolean              float32_rounding_rte;
+  gboolean              float32_signed_zero_inf_nan;
 } DcVkDeviceInfo;
 
 /* What kernel variants may rely on; queried once when the context opens.
@@ -59,6 +64,12 @@ typedef struct
    * from NV SPIR-V, dc-spirv-coop.c); every shape listed, for the logs. */
   guint32   coop_matrix_khr_int8;
   char      coop_matrix_khr_shapes[512];
+  /* VkPhysicalDeviceFloatControlsProperties for 32-bit floats: whether a
+   * shader may ask for subnormals kept, round to nearest even, and signed
+   * zeros, infinities and NaNs honoured (the native-float kernels need all) */
+  gboolean  float32_denorm_preserve;
+  gboolean  float32_rounding_rte;
+  gboolean  float32_signed_zero_inf_nan;
 } DcVkFeatures;
 
 typedef struct _DcVkBuffer   DcVkBuffer;

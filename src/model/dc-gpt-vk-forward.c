@@ -114,6 +114,7 @@ struct _DcGptVkForward
   DcGptConfig    config;
   guint          batch;
   gboolean       backward;       /* the recording ends with the gradients, not the logits */
+  DcVkF32Mode    native;         /* + − × on the float unit (f32-exact.glsl's DC_NATIVE_F32) */
   gsize          n_params;
   gsize          grads_off;    /* in floats, into F: the gradients, after the weights */
   gsize          logits_off;   /* in floats, into F; the mean loss follows the logits */
@@ -580,6 +581,7 @@ record_forward (DcGptVkForward  *self,
   gsize bt = (gsize) self->batch * t;
   gsize off = self->n_params;
   gsize q_size, e_size;
+  g_autofree char *forward_file = NULL, *loss_file = NULL, *backward_file = NULL;
 
 #define REGION(var, n) G_STMT_START { var = off; off += (n); } G_STMT_END
   if (self->backward)
@@ -643,19 +645,18 @@ record_forward (DcGptVkForward  *self,
       return FALSE;
     }
 
-  self->pipeline = dc_vk_pipeline_new (self->ctx, broken ? "resident-forward-broken"
-                                                         : "resident-forward",
-                                       4, sizeof (DcVkForwardPush), error);
+  forward_file = _dc_gpt_vk_kernel_file ("resident-forward", self->native, broken);
+  loss_file = _dc_gpt_vk_kernel_file ("resident-loss", self->native, broken_loss);
+  backward_file = _dc_gpt_vk_kernel_file ("resident-backward", self->native, broken_backward);
+  self->pipeline = dc_vk_pipeline_new (self->ctx, forward_file, 4, sizeof (DcVkForwardPush),
+                                       error);
   if (self->pipeline == NULL
-      || (self->loss_pipeline = dc_vk_pipeline_new (self->ctx,
-                                                    broken_loss ? "resident-loss-broken"
-                                                                : "resident-loss",
-                                                    4, sizeof (DcVkForwardPush), error)) == NULL
+      || (self->loss_pipeline = dc_vk_pipeline_new (self->ctx, loss_file, 4,
+                                                    sizeof (DcVkForwardPush), error)) == NULL
       || (self->backward
           && (self->backward_pipeline
-                = dc_vk_pipeline_new (self->ctx, broken_backward ? "resident-backward-broken"
-                                                                 : "resident-backward",
-                                      4, sizeof (DcVkForwardPush), error)) == NULL)
+                = dc_vk_pipeline_new (self->ctx, backward_file, 4, sizeof (DcVkForwardPush),
+                                      error)) == NULL)
       || (self->f = dc_vk_buffer_new_device_local (self->ctx, off * 4, error)) == NULL
       || (self->q = dc_vk_buffer_new_device_local (self->ctx, MAX (q_size, 4), error)) == NULL
       || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
@@ -815,6 +816,7 @@ forward_new (DcVkContext        *ctx,
              const DcGptConfig  *config,
              guint               batch,
              gboolean            backward,
+             DcVkF32Mode         native,
              gboolean            twins,
              GError            **error)
 {
@@ -824,10 +826,11 @@ forward_new (DcVkContext        *ctx,
   self->config = *config;
   self->batch = batch;
   self->backward = backward;
+  self->native = native;
   self->n_params = dc_gpt_config_n_params (config);
-  if (!record_forward (self, twins && _dc_gpt_vk_kernel_broken ("resident-forward"),
-                       twins && _dc_gpt_vk_kernel_broken ("resident-loss"),
-                       twins && _dc_gpt_vk_kernel_broken ("resident-backward"), error))
+  if (!record_forward (self, twins && _dc_gpt_vk_kernel_twin ("resident-forward", native),
+                       twins && _dc_gpt_vk_kernel_twin ("resident-loss", native),
+                       twins && _dc_gpt_vk_kernel_twin ("resident-backward", native), error))
     {
       self->ctx = NULL;  /* the caller's */
       return NULL;
@@ -870,6 +873,7 @@ same_bits (const char  *op,
  * buffers, against the CPU function it stands for. */
 static gboolean
 gate_ops (DcVkContext  *ctx,
+          DcVkF32Mode   native,
           gboolean      broken,
           gboolean      broken_loss,
           GError      **error)
@@ -894,10 +898,11 @@ gate_ops (DcVkContext  *ctx,
   gint32 *e;
   guint32 *tok;
 
-  pipeline = dc_vk_pipeline_new (ctx, broken ? "resident-forward-broken" : "resident-forward",
-                                 4, sizeof (DcVkForwardPush), error);
-  loss_pipeline = dc_vk_pipeline_new (ctx, broken_loss ? "resident-loss-broken" : "resident-loss",
-                                      4, sizeof (DcVkForwardPush), error);
+  g_autofree char *forward_file = _dc_gpt_vk_kernel_file ("resident-forward", native, broken);
+  g_autofree char *loss_file = _dc_gpt_vk_kernel_file ("resident-loss", native, broken_loss);
+
+  pipeline = dc_vk_pipeline_new (ctx, forward_file, 4, sizeof (DcVkForwardPush), error);
+  loss_pipeline = dc_vk_pipeline_new (ctx, loss_file, 4, sizeof (DcVkForwardPush), error);
   if (pipeline == NULL || loss_pipeline == NULL
       || (bf = dc_vk_buffer_new (ctx, F_SIZE * 4, error)) == NULL
       || (bq = dc_vk_buffer_new (ctx, 3 * GATE_R * GATE_N, error)) == NULL
@@ -1052,6 +1057,7 @@ gate_ops (DcVkContext  *ctx,
 /* A width-16 model's logits on the device and on the CPU, every bit. */
 static gboolean
 gate (DcVkContext  *ctx,
+      DcVkF32Mode   native,
       GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1064,8 +1070,8 @@ gate (DcVkContext  *ctx,
   gboolean ok;
   gsize n;
 
-  if (!gate_ops (ctx, _dc_gpt_vk_kernel_broken ("resident-forward"),
-                 _dc_gpt_vk_kernel_broken ("resident-loss"), error))
+  if (!gate_ops (ctx, native, _dc_gpt_vk_kernel_twin ("resident-forward", native),
+                 _dc_gpt_vk_kernel_twin ("resident-loss", native), error))
     return FALSE;
   dc_gpt_config_init_derived (&config, 16, 16);
   model = dc_gpt_model_new (&config, error);
@@ -1077,7 +1083,7 @@ gate (DcVkContext  *ctx,
   run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error))
     return FALSE;
-  fwd = forward_new (ctx, &config, 2, FALSE, TRUE, error);
+  fwd = forward_new (ctx, &config, 2, FALSE, native, TRUE, error);
   if (fwd == NULL)
     return FALSE;
   n = (gsize) 2 * 16 * config.vocab;
@@ -1105,6 +1111,7 @@ gate (DcVkContext  *ctx,
  * hence this part besides the small model's gradients. */
 static gboolean
 gate_backward_ops (DcVkContext  *ctx,
+                   DcVkF32Mode   native,
                    gboolean      broken,
                    GError      **error)
 {
@@ -1120,8 +1127,9 @@ gate_backward_ops (DcVkContext  *ctx,
   float scale = 1.0f / __builtin_sqrtf (24.0f);
   float *f;
 
-  pipeline = dc_vk_pipeline_new (ctx, broken ? "resident-backward-broken" : "resident-backward",
-                                 4, sizeof (DcVkForwardPush), error);
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-backward", native, broken);
+
+  pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkForwardPush), error);
   if (pipeline == NULL
       || (bf = dc_vk_buffer_new (ctx, F_SIZE * 4, error)) == NULL
       || (bq = dc_vk_buffer_new (ctx, 4, error)) == NULL
@@ -1225,6 +1233,7 @@ gate_backward_ops (DcVkContext  *ctx,
  * embeddings' scatter-adds, every product of the backward pass. */
 static gboolean
 gate_backward (DcVkContext  *ctx,
+               DcVkF32Mode   native,
                GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1236,7 +1245,8 @@ gate_backward (DcVkContext  *ctx,
   float loss = 0.0f, want_loss = 0.0f;
   gboolean ok;
 
-  if (!gate_backward_ops (ctx, _dc_gpt_vk_kernel_broken ("resident-backward"), error))
+  if (!gate_backward_ops (ctx, native, _dc_gpt_vk_kernel_twin ("resident-backward", native),
+                          error))
     return FALSE;
   dc_gpt_config_init_derived (&config, 16, 16);
   model = dc_gpt_model_new (&config, error);
@@ -1251,7 +1261,7 @@ gate_backward (DcVkContext  *ctx,
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error)
       || !dc_gpt_run_backward (run, model->params, want, error))
     return FALSE;
-  pass = forward_new (ctx, &config, 2, TRUE, TRUE, error);
+  pass = forward_new (ctx, &config, 2, TRUE, native, TRUE, error);
   if (pass == NULL)
     return FALSE;
   ok = dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads, &loss, error);
@@ -1262,7 +1272,25 @@ gate_backward (DcVkContext  *ctx,
          && same_bits ("the small model's loss", &loss, &want_loss, 1, error);
 }
 
-/* Opens the best Vulkan device, gates what the pass needs and records it. */
+/* The forward gate, and with @backward the backward's, for the native or
+ * the emulated kernels; @kernel names the one refused. */
+static gboolean
+gates (DcVkContext  *ctx,
+       gboolean      backward,
+       DcVkF32Mode   native,
+       const char  **kernel,
+       GError      **error)
+{
+  *kernel = "resident-forward";
+  if (!gate (ctx, native, error))
+    return FALSE;
+  *kernel = "resident-backward";
+  return !backward || gate_backward (ctx, native, error);
+}
+
+/* Opens the best Vulkan device, gates what the pass needs and records it:
+ * with the native-float kernels where the device promises IEEE + − × and
+ * their gates (f32-exact-check's too) pass, otherwise the emulated ones. */
 static DcGptVkForward *
 pass_new (const DcGptConfig  *config,
           guint               batch,
@@ -1274,6 +1302,8 @@ pass_new (const DcGptConfig  *config,
   DcGptVkForward *self;
   const DcVkFeatures *features;
   const char *kernel = "resident-forward";
+  g_autofree char *why_not = NULL;
+  DcVkF32Mode native;
 
   g_return_val_if_fail (batch > 0, NULL);
 
@@ -1288,8 +1318,29 @@ pass_new (const DcGptConfig  *config,
                    "storageBuffer8BitAccess, which %s lacks", dc_vk_context_get_device_name (ctx));
       return NULL;
     }
-  if (gate (ctx, &local_error)
-      && (!backward || (kernel = "resident-backward", gate_backward (ctx, &local_error))))
+  native = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  if (native)
+    {
+      kernel = "f32-exact";
+      if (!(_dc_gpt_vk_step_gate_f32 (ctx, native, &local_error)
+            && gates (ctx, backward, native, &kernel, &local_error)))
+        {
+          g_message ("Vulkan kernel %s-native on %s failed verification (%s) — using the "
+                     "emulated kernels", kernel, dc_vk_context_get_device_name (ctx),
+                     local_error->message);
+          g_clear_error (&local_error);
+          native = DC_VK_F32_EMULATED;
+        }
+      else
+        g_debug ("Resident %s pass on %s: native float arithmetic (%s), its gates passed",
+                 backward ? "training" : "forward", dc_vk_context_get_device_name (ctx),
+                 native == DC_VK_F32_NATIVE_NODENORM ? "DenormPreserve not declared"
+                                                     : "DenormPreserve declared");
+    }
+  else
+    g_info ("Resident %s pass on %s: emulated float arithmetic (%s)",
+            backward ? "training" : "forward", dc_vk_context_get_device_name (ctx), why_not);
+  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, &kernel, &local_error))
     ;
   else
     {
@@ -1301,7 +1352,7 @@ pass_new (const DcGptConfig  *config,
                    backward ? "training" : "forward");
       return NULL;
     }
-  self = forward_new (ctx, config, batch, backward, FALSE, error);
+  self = forward_new (ctx, config, batch, backward, native, FALSE, error);
   if (self == NULL)
     return NULL;
   g_steal_pointer (&ctx);
@@ -1354,6 +1405,18 @@ const char *
 dc_gpt_vk_forward_get_device_name (DcGptVkForward *self)
 {
   return dc_vk_context_get_device_name (self->ctx);
+}
+
+/**
+ * dc_gpt_vk_forward_get_arithmetic:
+ *
+ * Returns: how the pass's kernels do float + − ×: "native" (the device's
+ *   float unit, its gates passed) or "emulated" (in integers)
+ */
+const char *
+dc_gpt_vk_forward_get_arithmetic (DcGptVkForward *self)
+{
+  return self->native ? "native" : "emulated";
 }
 
 /**

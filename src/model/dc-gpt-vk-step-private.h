@@ -10,6 +10,19 @@
 
 G_BEGIN_DECLS
 
+/* How the resident kernels do float + − × (shaders/meson.build's variants):
+ * in integers, or on the float unit declaring RTE rounding, signed
+ * zero/inf/NaN preservation and DenormPreserve (-native), or the first two
+ * only (-native-nodenorm, for devices that do not report DenormPreserve:
+ * there the gates alone prove subnormals kept). 0 is emulated, so the value
+ * reads as "native?" too. */
+typedef enum
+{
+  DC_VK_F32_EMULATED = 0,
+  DC_VK_F32_NATIVE,
+  DC_VK_F32_NATIVE_NODENORM,
+} DcVkF32Mode;
+
 /* Runs shaders/f32-exact-check.comp (its broken twin when @broken) on n
  * pairs of float bit patterns: out (5n) is a + b, a − b, a · b, a / b, √a
  * per pair. */
@@ -17,6 +30,7 @@ gboolean _dc_gpt_vk_step_run_f32_check (DcVkContext    *ctx,
                                         const guint32  *a,
                                         const guint32  *b,
                                         gsize           n,
+                                        DcVkF32Mode     native,
                                         gboolean        broken,
                                         guint32        *out,
                                         GError        **error);
@@ -63,6 +77,20 @@ same_f32 (float gpu,
 /* For the gates' tests only: DC_TEST_BREAK_KERNEL=name[,name…] or "all"
  * loads kernel @name's broken twin. */
 gboolean _dc_gpt_vk_kernel_broken      (const char     *name);
+
+gboolean _dc_gpt_vk_kernel_twin        (const char     *name,
+                                        gboolean        native);
+
+char    *_dc_gpt_vk_kernel_file        (const char     *shader,
+                                        DcVkF32Mode     native,
+                                        gboolean        broken);
+
+DcVkF32Mode _dc_gpt_vk_native_wanted   (DcVkContext    *ctx,
+                                        char          **why_not);
+
+gboolean _dc_gpt_vk_step_gate_f32      (DcVkContext    *ctx,
+                                        DcVkF32Mode     native,
+                                        GError        **error);
 
 /* The gates' input generator (splitmix64: fixed, documented, so a gate's
  * inputs are the same on every device). */

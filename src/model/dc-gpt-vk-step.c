@@ -74,6 +74,7 @@ struct _DcGptVkStep
   DcVkRecording *recording;
   /* state */
   gsize          n;
+  DcVkF32Mode    native;          /* + − × on the float unit (f32-exact.glsl) */
   DcGptVkStepTimes times;
 };
 
@@ -81,6 +82,73 @@ gboolean
 _dc_gpt_vk_kernel_broken (const char *name)
 {
   return dc_test_break_kernel (name);
+}
+
+/* Whether the gates' tests asked for @name's broken twin: for a native
+ * kernel, "name" (both variants) or "name-native" (the native one only, so
+ * a test sees the emulated kernels take over). */
+gboolean
+_dc_gpt_vk_kernel_twin (const char *name,
+                        gboolean    native)
+{
+  g_autofree char *native_name = NULL;
+
+  if (_dc_gpt_vk_kernel_broken (name))
+    return TRUE;
+  if (!native)
+    return FALSE;
+  native_name = g_strconcat (name, "-native", NULL);
+  return _dc_gpt_vk_kernel_broken (native_name);
+}
+
+/* The SPIR-V file of a kernel variant (shaders/meson.build):
+ * shader[-native[-nodenorm]][-broken]. */
+char *
+_dc_gpt_vk_kernel_file (const char  *shader,
+                        DcVkF32Mode  native,
+                        gboolean     broken)
+{
+  return g_strconcat (shader,
+                      native == DC_VK_F32_NATIVE ? "-native"
+                      : native == DC_VK_F32_NATIVE_NODENORM ? "-native-nodenorm" : "",
+                      broken ? "-broken" : "", NULL);
+}
+
+/* Which native-float kernels to try on @ctx (their gates decide), or
+ * DC_VK_F32_EMULATED with @why_not saying why none. A kernel declares only
+ * the float controls the device reports: it must report RTE rounding and
+ * signed zero/inf/NaN preservation for 32-bit floats; where it also reports
+ * DenormPreserve the kernels declare it, otherwise (-nodenorm) the gates,
+ * whose pairs have subnormal operands and results of every op, alone prove
+ * that the device keeps subnormals. DC_VK_F32=emulated never tries native;
+ * DC_VK_F32=native declares all three modes whatever the device reports (an
+ * experiment outside the Vulkan spec where one is unreported, never the
+ * default). */
+DcVkF32Mode
+_dc_gpt_vk_native_wanted (DcVkContext  *ctx,
+                          char        **why_not)
+{
+  const DcVkFeatures *f = dc_vk_context_get_features (ctx);
+  const char *env = g_getenv ("DC_VK_F32");
+  const char *missing = NULL;
+
+  g_debug ("Vulkan device %s reports float controls denormPreserveFloat32=%d "
+           "roundingModeRTEFloat32=%d signedZeroInfNanPreserveFloat32=%d",
+           dc_vk_context_get_device_name (ctx), f->float32_denorm_preserve,
+           f->float32_rounding_rte, f->float32_signed_zero_inf_nan);
+  if (env != NULL && g_str_equal (env, "native"))
+    return DC_VK_F32_NATIVE;
+  if (env != NULL && g_str_equal (env, "emulated"))
+    missing = "DC_VK_F32=emulated";
+  else if (!f->float32_rounding_rte)
+    missing = "the device does not report shaderRoundingModeRTEFloat32";
+  else if (!f->float32_signed_zero_inf_nan)
+    missing = "the device does not report shaderSignedZeroInfNanPreserveFloat32";
+  if (missing == NULL)
+    return f->float32_denorm_preserve ? DC_VK_F32_NATIVE : DC_VK_F32_NATIVE_NODENORM;
+  if (why_not != NULL)
+    *why_not = g_strdup (missing);
+  return DC_VK_F32_EMULATED;
 }
 
 guint64
@@ -128,18 +196,19 @@ _dc_gpt_vk_step_run_f32_check (DcVkContext    *ctx,
                                const guint32  *a,
                                const guint32  *b,
                                gsize           n,
+                               DcVkF32Mode     native,
                                gboolean        broken,
                                guint32        *out,
                                GError        **error)
 {
   g_autoptr(DcVkPipeline) pipeline = NULL;
   g_autoptr(DcVkBuffer) buf_a = NULL, buf_b = NULL, buf_out = NULL;
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("f32-exact-check", native, broken);
   guint32 push;
 
   g_return_val_if_fail (n > 0 && n <= G_MAXUINT32 / 5, FALSE);
 
-  pipeline = dc_vk_pipeline_new (ctx, broken ? "f32-exact-check-broken" : "f32-exact-check", 3,
-                                 sizeof (guint32), error);
+  pipeline = dc_vk_pipeline_new (ctx, file, 3, sizeof (guint32), error);
   if (pipeline == NULL
       || (buf_a = dc_vk_buffer_new (ctx, n * 4, error)) == NULL
       || (buf_b = dc_vk_buffer_new (ctx, n * 4, error)) == NULL
@@ -206,11 +275,42 @@ gate_pairs (GArray *a,
       g_array_append_val (a, x);
       g_array_append_val (b, y);
     }
+  /* Subnormals in and out of every op, for native kernels on devices that
+   * do not promise to keep them: random subnormal operands, not only the
+   * specials above. */
+  for (guint i = 0; i < 2048; i++)
+    {
+      guint64 r = _dc_gpt_vk_splitmix64 (&state);
+      guint32 x = (guint32) r, y = (guint32) (r >> 32);
+
+      switch (i % 4)
+        {
+        case 0:  /* subnormal ± subnormal */
+          x &= 0x807fffffu;
+          y &= 0x807fffffu;
+          break;
+        case 1:  /* subnormal × normal of 2^-27 to 2^33: subnormal and normal products */
+          x &= 0x807fffffu;
+          y = (y & 0x807fffffu) | ((100u + (y >> 24) % 60u) << 23);
+          break;
+        case 2:  /* subnormal ± normal near 2^-126: sums across the boundary */
+          x &= 0x807fffffu;
+          y = (y & 0x807fffffu) | ((1u + (y >> 24) % 3u) << 23);
+          break;
+        default:  /* normal − normal near 2^-126, same sign: subnormal differences */
+          x = (x & 0x007fffffu) | ((1u + (x >> 24) % 2u) << 23);
+          y = (y & 0x007fffffu) | ((1u + (y >> 24) % 2u) << 23);
+          break;
+        }
+      g_array_append_val (a, x);
+      g_array_append_val (b, y);
+    }
 }
 
-static gboolean
-gate_f32 (DcVkContext  *ctx,
-          GError      **error)
+gboolean
+_dc_gpt_vk_step_gate_f32 (DcVkContext  *ctx,
+                          DcVkF32Mode   native,
+                          GError      **error)
 {
   g_autoptr(GArray) a = g_array_new (FALSE, FALSE, sizeof (guint32));
   g_autoptr(GArray) b = g_array_new (FALSE, FALSE, sizeof (guint32));
@@ -220,7 +320,8 @@ gate_f32 (DcVkContext  *ctx,
   gate_pairs (a, b);
   out = g_new (guint32, (gsize) a->len * 5);
   if (!_dc_gpt_vk_step_run_f32_check (ctx, (guint32 *) a->data, (guint32 *) b->data, a->len,
-                                      _dc_gpt_vk_kernel_broken ("f32-exact"), out, error))
+                                      native, _dc_gpt_vk_kernel_twin ("f32-exact", native), out,
+                                      error))
     return FALSE;
   for (guint i = 0; i < a->len; i++)
     {
@@ -267,10 +368,12 @@ static gboolean
 resident_build (DcGptVkStep  *self,
                 DcVkContext  *ctx,
                 gsize         n,
+                DcVkF32Mode   native,
                 gboolean      broken,
                 GError      **error)
 {
   const DcVkFeatures *features = dc_vk_context_get_features (ctx);
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("adam", native, broken);
   gsize bytes = n * sizeof (float);
   guint groups = (guint) MIN ((n + ADAM_GROUP - 1) / ADAM_GROUP, ADAM_MAX_GROUPS);
 
@@ -286,7 +389,8 @@ resident_build (DcGptVkStep  *self,
       return FALSE;
     }
   self->n = n;
-  self->adam = dc_vk_pipeline_new (ctx, broken ? "adam-broken" : "adam", 5, 0, error);
+  self->native = native;
+  self->adam = dc_vk_pipeline_new (ctx, file, 5, 0, error);
   if (self->adam == NULL
       || (self->w = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
       || (self->g = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
@@ -420,6 +524,7 @@ advance_model (DcGptModel *model,
  * dc_gpt_model_adam_step (), compared bit for bit after each. */
 static gboolean
 gate_adam (DcVkContext  *ctx,
+           DcVkF32Mode   native,
            GError      **error)
 {
   g_autoptr(DcGptVkStep) gate = g_new0 (DcGptVkStep, 1);
@@ -429,7 +534,8 @@ gate_adam (DcVkContext  *ctx,
   guint64 state = G_GUINT64_CONSTANT (0x4461697379416431);  /* "DaisyAd1" */
   DcGptModel cpu = { 0 }, device = { 0 };
 
-  if (!resident_build (gate, ctx, ADAM_GATE_N, _dc_gpt_vk_kernel_broken ("adam"), error))
+  if (!resident_build (gate, ctx, ADAM_GATE_N, native, _dc_gpt_vk_kernel_twin ("adam", native),
+                       error))
     return FALSE;
   for (guint i = 0; i < ADAM_GATE_N; i++)
     {
@@ -512,14 +618,43 @@ dc_gpt_vk_step_new (const DcGptModel  *model,
 {
   g_autoptr(DcGptVkStep) self = g_new0 (DcGptVkStep, 1);
   g_autoptr(GError) local_error = NULL;
+  g_autofree char *why_not = NULL;
   const char *kernel = NULL;
+  DcVkF32Mode native;
 
   self->ctx = dc_vk_context_new (-1, error);
   if (self->ctx == NULL)
     return NULL;
-  if (!gate_f32 (self->ctx, &local_error))
+  native = _dc_gpt_vk_native_wanted (self->ctx, &why_not);
+  if (native)
+    {
+      if (!_dc_gpt_vk_step_gate_f32 (self->ctx, native, &local_error))
+        kernel = "f32-exact";
+      else if (!gate_adam (self->ctx, native, &local_error))
+        kernel = "adam";
+      if (kernel != NULL)
+        {
+          g_message ("Vulkan kernel %s-native on %s failed verification (%s) — using the "
+                     "emulated kernels", kernel, dc_vk_context_get_device_name (self->ctx),
+                     local_error->message);
+          g_clear_error (&local_error);
+          native = DC_VK_F32_EMULATED;
+          kernel = NULL;
+        }
+      else
+        g_debug ("Resident step on %s: native float arithmetic (%s), its gates passed",
+                 dc_vk_context_get_device_name (self->ctx),
+                 native == DC_VK_F32_NATIVE_NODENORM ? "DenormPreserve not declared"
+                                                     : "DenormPreserve declared");
+    }
+  else
+    g_info ("Resident step on %s: emulated float arithmetic (%s)",
+            dc_vk_context_get_device_name (self->ctx), why_not);
+  if (native)
+    ;
+  else if (!_dc_gpt_vk_step_gate_f32 (self->ctx, DC_VK_F32_EMULATED, &local_error))
     kernel = "f32-exact";
-  else if (!gate_adam (self->ctx, &local_error))
+  else if (!gate_adam (self->ctx, DC_VK_F32_EMULATED, &local_error))
     kernel = "adam";
   if (kernel != NULL)
     {
@@ -530,7 +665,7 @@ dc_gpt_vk_step_new (const DcGptModel  *model,
                    kernel, dc_vk_context_get_device_name (self->ctx));
       return NULL;
     }
-  if (!resident_build (self, self->ctx, model->n_params, FALSE, error)
+  if (!resident_build (self, self->ctx, model->n_params, native, FALSE, error)
       || !resident_upload (self, self->ctx, model->params, model->adam_m, model->adam_v, error))
     return NULL;
   return g_steal_pointer (&self);
@@ -540,6 +675,18 @@ const char *
 dc_gpt_vk_step_get_device_name (DcGptVkStep *self)
 {
   return dc_vk_context_get_device_name (self->ctx);
+}
+
+/**
+ * dc_gpt_vk_step_get_arithmetic:
+ *
+ * Returns: how the Adam kernel does float + − ×: "native" (the device's
+ *   float unit, its gates passed) or "emulated" (in integers)
+ */
+const char *
+dc_gpt_vk_step_get_arithmetic (DcGptVkStep *self)
+{
+  return self->native ? "native" : "emulated";
 }
 
 /**

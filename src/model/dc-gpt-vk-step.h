@@ -46,6 +46,7 @@ DcGptVkStep *dc_gpt_vk_step_new              (const DcGptModel  *model,
 void         dc_gpt_vk_step_free             (DcGptVkStep       *self);
 const char  *dc_gpt_vk_step_get_device_name  (DcGptVkStep       *self);
 const char  *dc_gpt_vk_step_get_resident     (DcGptVkStep       *self);
+const char  *dc_gpt_vk_step_get_arithmetic   (DcGptVkStep       *self);
 gboolean     dc_gpt_vk_step_apply_gradients  (DcGptVkStep       *self,
                                               DcGptModel        *model,
                                               const float       *grads,
