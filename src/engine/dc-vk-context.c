@@ -1311,6 +1311,51 @@ dc_vk_pipeline_free (DcVkPipeline *self)
   g_free (self);
 }
 
+/* A dispatch's group counts within the device's limits. */
+static gboolean
+check_groups (DcVkContext  *ctx,
+              guint         groups_x,
+              guint         groups_y,
+              guint         groups_z,
+              GError      **error)
+{
+  const VkPhysicalDeviceLimits *limits = &ctx->properties.limits;
+
+  if (groups_x > limits->maxComputeWorkGroupCount[0] ||
+      groups_y > limits->maxComputeWorkGroupCount[1] ||
+      groups_z > limits->maxComputeWorkGroupCount[2])
+    {
+      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
+                   "Vulkan: dispatch of %u×%u×%u groups exceeds the device's limits",
+                   groups_x, groups_y, groups_z);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Points the pipeline's one descriptor set at @buffers, in binding order. */
+static void
+write_descriptors (DcVkContext        *ctx,
+                   DcVkPipeline       *pipeline,
+                   DcVkBuffer * const *buffers)
+{
+  g_autofree VkDescriptorBufferInfo *infos = g_new0 (VkDescriptorBufferInfo, pipeline->n_buffers);
+  g_autofree VkWriteDescriptorSet *writes = g_new0 (VkWriteDescriptorSet, pipeline->n_buffers);
+
+  for (guint i = 0; i < pipeline->n_buffers; i++)
+    {
+      infos[i].buffer = buffers[i]->buffer;
+      infos[i].range = VK_WHOLE_SIZE;
+      writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      writes[i].dstSet = pipeline->set;
+      writes[i].dstBinding = i;
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+  vkUpdateDescriptorSets (ctx->device, pipeline->n_buffers, writes, 0, NULL);
+}
+
 /* Records optional copies in, one dispatch, optional copies out, in one
  * command buffer with one submission and one fence wait. */
 static gboolean
@@ -1327,36 +1372,14 @@ submit_dispatch (DcVkContext        *ctx,
                  guint               n_downloads,
                  GError            **error)
 {
-  g_autofree VkDescriptorBufferInfo *infos = g_new0 (VkDescriptorBufferInfo, pipeline->n_buffers);
-  g_autofree VkWriteDescriptorSet *writes = g_new0 (VkWriteDescriptorSet, pipeline->n_buffers);
   VkCommandBuffer cmd = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   gboolean ok = FALSE;
-  const VkPhysicalDeviceLimits *limits = &ctx->properties.limits;
 
-  if (groups_x > limits->maxComputeWorkGroupCount[0] ||
-      groups_y > limits->maxComputeWorkGroupCount[1] ||
-      groups_z > limits->maxComputeWorkGroupCount[2])
-    {
-      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
-                   "Vulkan: dispatch of %u×%u×%u groups exceeds the device's limits",
-                   groups_x, groups_y, groups_z);
-      return FALSE;
-    }
+  if (!check_groups (ctx, groups_x, groups_y, groups_z, error))
+    return FALSE;
 
-  for (guint i = 0; i < pipeline->n_buffers; i++)
-    {
-      infos[i].buffer = buffers[i]->buffer;
-      infos[i].offset = 0;
-      infos[i].range = VK_WHOLE_SIZE;
-      writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-      writes[i].dstSet = pipeline->set;
-      writes[i].dstBinding = i;
-      writes[i].descriptorCount = 1;
-      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[i].pBufferInfo = &infos[i];
-    }
-  vkUpdateDescriptorSets (ctx->device, pipeline->n_buffers, writes, 0, NULL);
+  write_descriptors (ctx, pipeline, buffers);
 
   {
     VkCommandBufferAllocateInfo alloc = {
@@ -1619,33 +1642,13 @@ dc_vk_time_dispatches (DcVkContext        *ctx,
   /* Single submissions: 1000 average out the timer and scheduling noise
    * and take at most a few seconds at the shapes benchmarked. */
   const guint n_single = MIN (n, 1000);
-  g_autofree VkDescriptorBufferInfo *infos = g_new0 (VkDescriptorBufferInfo, pipeline->n_buffers);
-  g_autofree VkWriteDescriptorSet *writes = g_new0 (VkWriteDescriptorSet, pipeline->n_buffers);
 
   g_return_val_if_fail (n > 0, FALSE);
 
   timing->queued = timing->gpu = timing->fence_wait = timing->fence_poll = timing->fresh = -1;
-  if (groups_x > limits->maxComputeWorkGroupCount[0] ||
-      groups_y > limits->maxComputeWorkGroupCount[1] ||
-      groups_z > limits->maxComputeWorkGroupCount[2])
-    {
-      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
-                   "Vulkan: dispatch of %u×%u×%u groups exceeds the device's limits",
-                   groups_x, groups_y, groups_z);
-      return FALSE;
-    }
-  for (guint i = 0; i < pipeline->n_buffers; i++)
-    {
-      infos[i].buffer = buffers[i]->buffer;
-      infos[i].range = VK_WHOLE_SIZE;
-      writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-      writes[i].dstSet = pipeline->set;
-      writes[i].dstBinding = i;
-      writes[i].descriptorCount = 1;
-      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[i].pBufferInfo = &infos[i];
-    }
-  vkUpdateDescriptorSets (ctx->device, pipeline->n_buffers, writes, 0, NULL);
+  if (!check_groups (ctx, groups_x, groups_y, groups_z, error))
+    return FALSE;
+  write_descriptors (ctx, pipeline, buffers);
 
   {
     guint32 n_families = 0;
@@ -1932,34 +1935,13 @@ dc_vk_recording_dispatch (DcVkRecording      *self,
                           GError            **error)
 {
   DcVkContext *ctx = self->ctx;
-  const VkPhysicalDeviceLimits *limits = &ctx->properties.limits;
-  g_autofree VkDescriptorBufferInfo *infos = g_new0 (VkDescriptorBufferInfo, pipeline->n_buffers);
-  g_autofree VkWriteDescriptorSet *writes = g_new0 (VkWriteDescriptorSet, pipeline->n_buffers);
 
   g_return_val_if_fail (!self->ended, FALSE);
 
-  if (groups_x > limits->maxComputeWorkGroupCount[0] ||
-      groups_y > limits->maxComputeWorkGroupCount[1] ||
-      groups_z > limits->maxComputeWorkGroupCount[2])
-    {
-      g_set_error (error, DC_VK_ERROR, DC_VK_ERROR_FAILED,
-                   "Vulkan: dispatch of %u×%u×%u groups exceeds the device's limits",
-                   groups_x, groups_y, groups_z);
-      return FALSE;
-    }
-  for (guint i = 0; buffers != NULL && i < pipeline->n_buffers; i++)
-    {
-      infos[i].buffer = buffers[i]->buffer;
-      infos[i].range = VK_WHOLE_SIZE;
-      writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-      writes[i].dstSet = pipeline->set;
-      writes[i].dstBinding = i;
-      writes[i].descriptorCount = 1;
-      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[i].pBufferInfo = &infos[i];
-    }
+  if (!check_groups (ctx, groups_x, groups_y, groups_z, error))
+    return FALSE;
   if (buffers != NULL)
-    vkUpdateDescriptorSets (ctx->device, pipeline->n_buffers, writes, 0, NULL);
+    write_descriptors (ctx, pipeline, buffers);
 
   recording_barrier (self);
   vkCmdBindPipeline (self->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->pipeline);
