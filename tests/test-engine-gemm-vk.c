@@ -90,24 +90,34 @@ test_vulkan_equals_reference (void)
     }
 }
 
-/* Each variant on its own (the preferred one hides the others otherwise). */
+static void
+collect_message (const char     *domain,
+                 GLogLevelFlags  level,
+                 const char     *message,
+                 gpointer        user_data)
+{
+  g_ptr_array_add (user_data, g_strdup (message));
+}
+
+/* Each variant on its own (the preferred one hides the others otherwise),
+ * and its broken twin refused by the gate, by name. */
 static void
 test_each_variant (void)
 {
-  static const char *names[] = { "tiled", "dot", "dot128", "coop", "coop2", "coop2-w4",
-                                 "coop2-128x256", "coop2-256x128", "coop2-k32", "coop2-nopad",
-                                 "coop-khr", "khr16", "khr16-128x256", "khr8-128x256",
-                                 "coopk8-128x256", "coopk8", "coopk8-k128", "khr16-k128" };
+  const char * const *names = dc_gemm_vk_variant_names ();
   g_autoptr(GRand) rand = g_rand_new_with_seed (13);
   g_autoptr(DcQuantMatrix) a = random_matrix (rand, 130, 67);
   g_autoptr(DcQuantMatrix) b = random_matrix (rand, 70, 67);
   g_autoptr(GString) refused = g_string_new (NULL);
   guint n_checked = 0;
 
-  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+  for (gsize i = 0; names[i] != NULL; i++)
     {
       g_autoptr(DcGemmBackend) backend = NULL;
+      g_autoptr(DcGemmBackend) broken = NULL;
+      g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func (g_free);
       g_autoptr(GError) error = NULL;
+      guint handler;
 
       g_setenv ("DC_GEMM_VK_KERNEL", names[i], TRUE);
       backend = dc_gemm_backend_new (DC_BACKEND_VULKAN, &error);
@@ -125,6 +135,20 @@ test_each_variant (void)
       check_against_reference (backend, a, b);
       g_test_message ("%s: equal to the reference", names[i]);
       n_checked++;
+
+      g_setenv ("DC_GEMM_VK_KERNEL", names[i], TRUE);
+      g_setenv ("DC_TEST_BREAK_KERNEL", names[i], TRUE);
+      handler = g_log_set_handler ("dc-engine", G_LOG_LEVEL_MESSAGE, collect_message, messages);
+      broken = dc_gemm_backend_new (DC_BACKEND_VULKAN, &error);
+      g_log_remove_handler ("dc-engine", handler);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_unsetenv ("DC_GEMM_VK_KERNEL");
+      g_assert_no_error (error);
+      g_assert_cmpint (dc_gemm_backend_get_kind (broken), ==, DC_BACKEND_CPU);
+      g_assert_cmpuint (messages->len, >=, 1);
+      g_assert_nonnull (strstr (g_ptr_array_index (messages, 0), names[i]));
+      g_assert_nonnull (strstr (g_ptr_array_index (messages, 0), "failed verification"));
+      g_test_message ("%s: broken twin refused", names[i]);
     }
   /* Not one variant compared is not a pass. */
   if (n_checked == 0)
@@ -197,14 +221,6 @@ test_vulkan_refuses_bad_operands (void)
   g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_RANGE);
 }
 
-static void
-collect_message (const char     *domain,
-                 GLogLevelFlags  level,
-                 const char     *message,
-                 gpointer        user_data)
-{
-  g_ptr_array_add (user_data, g_strdup (message));
-}
 
 /* The gate: with every variant swapped for its broken twin, each is refused
  * by name and the backend computes on the CPU, still exactly. */
@@ -258,7 +274,29 @@ test_gate_refuses_one_kernel (void)
 
   if (normal == NULL)
     return;
+  /* "preferred+large" where a second kernel takes the large products. */
   preferred = g_strdup (dc_gemm_backend_get_kernel_name (normal));
+  if (strchr (preferred, '+') != NULL)
+    {
+      const char *large = strchr (preferred, '+') + 1;
+
+      /* Breaking the large products' kernel leaves the preferred one alone. */
+      g_setenv ("DC_TEST_BREAK_KERNEL", large, TRUE);
+      handler = g_log_set_handler ("dc-engine", G_LOG_LEVEL_MESSAGE, collect_message, messages);
+      backend = dc_gemm_backend_new (DC_BACKEND_VULKAN, &error);
+      g_log_remove_handler ("dc-engine", handler);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_no_error (error);
+      g_assert_cmpuint (messages->len, >=, 1);
+      g_assert_nonnull (strstr (g_ptr_array_index (messages, 0), large));
+      g_assert_nonnull (strstr (g_ptr_array_index (messages, 0), "failed verification"));
+      g_assert_null (strstr (dc_gemm_backend_get_kernel_name (backend), large));
+      g_test_message ("refused %s for large products, using %s", large,
+                      dc_gemm_backend_get_kernel_name (backend));
+      g_clear_pointer (&backend, dc_gemm_backend_free);
+      g_ptr_array_set_size (messages, 0);
+      *strchr (preferred, '+') = '\0';
+    }
   g_clear_pointer (&normal, dc_gemm_backend_free);
 
   g_setenv ("DC_TEST_BREAK_KERNEL", preferred, TRUE);
@@ -273,6 +311,53 @@ test_gate_refuses_one_kernel (void)
   g_assert_nonnull (strstr (g_ptr_array_index (messages, 0), "failed verification"));
   g_assert_cmpstr (dc_gemm_backend_get_kernel_name (backend), !=, preferred);
   g_test_message ("refused %s, using %s", preferred, dc_gemm_backend_get_kernel_name (backend));
+}
+
+/* The tile sweep's variants (gemm-int8-coopsc.comp, one module specialized
+ * per tile shape): every one needs the NV int8 fragment and 32-wide
+ * subgroups, and is offered by what its tile takes. */
+static void
+test_variant_offered_sc (void)
+{
+  const char * const *names = dc_gemm_vk_variant_names ();
+  const DcVkFeatures h200 = {
+    .shader_int8 = TRUE, .storage_buffer_8bit = TRUE, .integer_dot_product = TRUE,
+    .coop_matrix_nv_int8 = TRUE, .subgroup_size = 32, .max_shared_memory = 49152,
+    .max_invocations = 1024, .max_storage_buffer_range = G_MAXUINT32,
+  };
+  DcVkFeatures f = h200;
+  g_autofree char *why = NULL;
+  guint n_sc = 0;
+
+  for (gsize i = 0; names[i] != NULL; i++)
+    if (g_str_has_prefix (names[i], "sc"))
+      {
+        g_autofree char *no = NULL;
+
+        n_sc++;
+        /* All of them fit the H200's 48 KiB and 1024 invocations. */
+        g_assert_true (dc_gemm_vk_variant_offered (&h200, names[i], NULL));
+        f = h200;
+        f.coop_matrix_nv_int8 = FALSE;
+        g_assert_false (dc_gemm_vk_variant_offered (&f, names[i], &no));
+        g_assert_nonnull (strstr (no, "VK_NV_cooperative_matrix"));
+      }
+  /* The sweep: at least 20 tile shapes. */
+  g_assert_cmpuint (n_sc, >=, 20);
+
+  /* Shared memory: 2 stages × 256 rows × 5 words × 16 bytes = 40,960; one
+   * stage 20,480. */
+  f = h200;
+  f.max_shared_memory = 40959;
+  g_assert_false (dc_gemm_vk_variant_offered (&f, "sc128x128-w64x32-k64-p1-s2", &why));
+  g_assert_nonnull (strstr (why, "40960 bytes of shared memory"));
+  g_assert_true (dc_gemm_vk_variant_offered (&f, "sc128x128-w64x32-k64-p1-s1", NULL));
+  /* Invocations: 32 × 32 subgroup tiles in a 128 × 128 tile are 16
+   * subgroups, 512 invocations. */
+  f = h200;
+  f.max_invocations = 256;
+  g_assert_false (dc_gemm_vk_variant_offered (&f, "sc128x128-w32x32-k64-p1-s1", NULL));
+  g_assert_true (dc_gemm_vk_variant_offered (&f, "sc128x128-w64x32-k64-p1-s1", NULL));
 }
 
 /* Which variants a device is offered before any gate, with the features of
@@ -585,6 +670,7 @@ main (int    argc,
   g_test_add_func ("/dc/engine/gemm/vulkan/gate-refuses-one", test_gate_refuses_one_kernel);
   g_test_add_func ("/dc/engine/gemm/vulkan/variant-offered", test_variant_offered);
   g_test_add_func ("/dc/engine/gemm/vulkan/variant-offered-khr", test_variant_offered_khr);
+  g_test_add_func ("/dc/engine/gemm/vulkan/variant-offered-sc", test_variant_offered_sc);
   g_test_add_func ("/dc/engine/gemm/vulkan/spirv-rewrite", test_spirv_rewrite);
   g_test_add_func ("/dc/engine/gemm/vulkan/spirv-rewrite-refuses", test_spirv_rewrite_refuses);
   g_test_add_func ("/dc/engine/gemm/vulkan/time-queued", test_time_queued);

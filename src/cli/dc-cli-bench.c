@@ -312,6 +312,7 @@ dc_cli_bench_run (const DcCliCommand  *command,
 {
   g_autofree char *paths_text = NULL;
   g_autofree char *sizes_text = NULL;
+  g_autofree char *kernels_text = NULL;
   gboolean no_model = FALSE, no_torch = FALSE;
   int n_threads = 0;
   int rounds = 1;
@@ -321,6 +322,9 @@ dc_cli_bench_run (const DcCliCommand  *command,
       N_("Comma-separated paths (default: cpu-scalar,cpu,vulkan)"), N_("PATHS") },
     { "sizes", 0, 0, G_OPTION_ARG_STRING, &sizes_text,
       N_("Comma-separated M=N=K sizes (default: 128,512,1024,2048)"), N_("SIZES") },
+    { "kernels", 0, 0, G_OPTION_ARG_STRING, &kernels_text,
+      N_("Comma-separated Vulkan kernels, each measured as its own path (a sweep)"),
+      N_("KERNELS") },
     { "no-model-shapes", 0, 0, G_OPTION_ARG_NONE, &no_model, N_("Skip the model shapes"), NULL },
     { "no-torch", 0, 0, G_OPTION_ARG_NONE, &no_torch, N_("Skip the PyTorch reference"), NULL },
     { "threads", 't', 0, G_OPTION_ARG_INT, &n_threads,
@@ -338,6 +342,7 @@ dc_cli_bench_run (const DcCliCommand  *command,
   g_autofree char *torch_version = NULL;
   g_auto(GStrv) paths = NULL;
   g_auto(GStrv) sizes = NULL;
+  g_auto(GStrv) kernels = NULL;  /* per path with --kernels: the Vulkan kernel */
   g_autoptr(GRand) rand = g_rand_new_with_seed (42);
   g_autoptr(GPtrArray) backends = NULL;
   g_autoptr(GPtrArray) operands = NULL;
@@ -364,7 +369,24 @@ dc_cli_bench_run (const DcCliCommand  *command,
   /* The process's pool default too, for any kernel not handed a count. */
   dc_parallel_set_default_threads ((guint) n_threads);
 
-  paths = g_strsplit (paths_text ? paths_text : "cpu-scalar,cpu,vulkan", ",", -1);
+  if (kernels_text != NULL)
+    {
+      /* One Vulkan path per kernel: DC_GEMM_VK_KERNEL while it is made. */
+      guint n;
+
+      if (paths_text != NULL)
+        return dc_cli_usage_error (command, _("--kernels and --paths exclude each other"));
+      kernels = g_strsplit (kernels_text, ",", -1);
+      n = g_strv_length (kernels);
+      /* Each kernel has its own Vulkan context and buffers. */
+      if (n == 0 || n > 64)
+        return dc_cli_usage_error (command, _("--kernels takes 1 to 64 names"));
+      paths = g_new0 (char *, n + 1);
+      for (guint i = 0; i < n; i++)
+        paths[i] = g_strdup ("vulkan");
+    }
+  else
+    paths = g_strsplit (paths_text ? paths_text : "cpu-scalar,cpu,vulkan", ",", -1);
   sizes = g_strsplit (sizes_text ? sizes_text : "128,512,1024,2048", ",", -1);
   for (guint i = 0; paths[i] != NULL; i++)
     {
@@ -403,13 +425,25 @@ dc_cli_bench_run (const DcCliCommand  *command,
       DcBackendKind kind;
 
       dc_backend_kind_from_string (paths[p], &kind);
-      backend = dc_gemm_backend_new (kind, &local_error);
+      if (kernels != NULL)
+        {
+          g_autofree char *saved = g_strdup (g_getenv ("DC_GEMM_VK_KERNEL"));
+
+          g_setenv ("DC_GEMM_VK_KERNEL", kernels[p], TRUE);
+          backend = dc_gemm_backend_new (kind, &local_error);
+          if (saved != NULL)
+            g_setenv ("DC_GEMM_VK_KERNEL", saved, TRUE);
+          else
+            g_unsetenv ("DC_GEMM_VK_KERNEL");
+        }
+      else
+        backend = dc_gemm_backend_new (kind, &local_error);
       peaks[p] = -1;
       measured_peaks[p] = -1;
       dispatch_s[p] = -1;
       if (backend == NULL || dc_gemm_backend_get_kind (backend) != kind)
         {
-          g_printerr (_("bench: path %s unavailable: %s\n"), paths[p],
+          g_printerr (_("bench: path %s unavailable: %s\n"), kernels ? kernels[p] : paths[p],
                       local_error ? local_error->message
                                   : _("its kernels failed verification"));
           g_clear_pointer (&backend, dc_gemm_backend_free);

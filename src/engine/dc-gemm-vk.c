@@ -61,7 +61,13 @@ typedef struct
   guint       shared_bytes;   /* shared memory per workgroup */
   gboolean    needs_dot;
   guint       needs_coop;     /* a Coop value */
+  /* gemm-int8-coopsc.comp's specialization constants 0-8 (BM, BN, WM, WN,
+   * BKQ, PAD, STAGES, PACKED, SWZ; 9, the invocations, follows from them);
+   * all zero for the other shaders. */
+  guint32     sc[9];
 } Variant;
+
+enum { SC_BM, SC_BN, SC_WM, SC_WN, SC_BKQ, SC_PAD, SC_STAGES, SC_PACKED, SC_SWZ, SC_N };
 
 /* Which cooperative-matrix shape a variant needs, under which extension. */
 typedef enum
@@ -79,6 +85,23 @@ typedef enum
 /* coop2's shared memory: two stages of (BM + BN) rows of BKQ + 1 16-byte
  * words, and 512 bytes per subgroup for the epilogue (gemm-int8-coop2.comp). */
 #define COOP2_SHARED(bm, bn, bkq, warps) (2 * ((bm) + (bn)) * ((bkq) + 1) * 16 + (warps) * 512)
+
+/* gemm-int8-coopsc.comp's shared memory: STAGES stages of (BM + BN) rows of
+ * BKQ + PAD 16-byte words (the epilogue's 512 bytes per subgroup fit in one). */
+#define SC_SHARED(bm, bn, bkq, pad, st) ((st) * ((bm) + (bn)) * ((bkq) + (pad)) * 16)
+
+/* One gemm-int8-coopsc variant: block tile bm × bn, subgroup tile wm × wn,
+ * bkq 16-byte words of K a step, pad words per staged row, st stages, pk
+ * (operands packed in blocks), swz (bands of tile rows). */
+#define SC(name, bm, bn, wm, wn, bkq, pad, st, pk, swz) \
+  SCX (name, "gemm-int8-coopsc", bm, bn, wm, wn, bkq, pad, st, pk, swz)
+/* …, shared memory as 32-bit elements (gemm-int8-coopsc32). */
+#define SC32(name, bm, bn, wm, wn, bkq, pad, st, pk, swz) \
+  SCX (name, "gemm-int8-coopsc32", bm, bn, wm, wn, bkq, pad, st, pk, swz)
+#define SCX(name, shader, bm, bn, wm, wn, bkq, pad, st, pk, swz) \
+  { name, shader, bm, bn, (bkq) * 16, (bm) / (wm) * ((bn) / (wn)) * 32, \
+    SC_SHARED (bm, bn, bkq, pad, st), FALSE, COOP_NV8, \
+    { bm, bn, wm, wn, bkq, pad, st, pk, swz } }
 
 /* Most preferred first, by the H200's figures at 4096³ (docs/BENCHMARKS.md;
  * 2026-12-02, the dispatches queued in one submission): coop 80.2–81.2 TOPS,
@@ -122,10 +145,49 @@ static const Variant variants[] = {
     COOP2_SHARED (256, 128, 2, 8), FALSE, COOP_NV8 },
   { "coop2-k32", "gemm-int8-coop2-k32", 128, 128, 32, 256, COOP2_SHARED (128, 128, 2, 8),
     FALSE, COOP_NV8 },
+  /* The tile sweep (gemm-int8-coopsc.comp, docs/BENCHMARKS.md "Tile
+   * sweep"): names say block tile, subgroup tile, K bytes a step, padding
+   * words, stages, packed operands, swizzle bands, 32-bit shared elements. */
+  SC ("sc128x128-w64x32-k64-p0-s1", 128, 128, 64, 32, 4, 0, 1, 0, 0),
+  SC ("sc128x128-w64x32-k64-p1-s1", 128, 128, 64, 32, 4, 1, 1, 0, 0),
+  SC ("sc128x128-w64x32-k64-p0-s2", 128, 128, 64, 32, 4, 0, 2, 0, 0),
+  SC ("sc128x128-w64x32-k64-p1-s2", 128, 128, 64, 32, 4, 1, 2, 0, 0),
+  SC ("sc128x128-w64x32-k64-p1-s1-pk", 128, 128, 64, 32, 4, 1, 1, 1, 0),
+  SC ("sc128x128-w64x32-k64-p1-s2-pk", 128, 128, 64, 32, 4, 1, 2, 1, 0),
+  SC ("sc128x128-w64x32-k64-p1-s1-z8", 128, 128, 64, 32, 4, 1, 1, 0, 8),
+  SC ("sc128x128-w64x32-k128-p1-s1", 128, 128, 64, 32, 8, 1, 1, 0, 0),
+  SC ("sc128x128-w64x32-k128-p1-s1-pk", 128, 128, 64, 32, 8, 1, 1, 1, 0),
+  SC ("sc128x128-w64x64-k32-p1-s2-pk", 128, 128, 64, 64, 2, 1, 2, 1, 0),
+  SC ("sc128x128-w64x32-k32-p1-s1", 128, 128, 64, 32, 2, 1, 1, 0, 0),
+  SC ("sc128x128-w64x32-k32-p1-s2-pk", 128, 128, 64, 32, 2, 1, 2, 1, 0),
+  SC ("sc128x128-w32x64-k64-p1-s1", 128, 128, 32, 64, 4, 1, 1, 0, 0),
+  SC ("sc128x128-w64x64-k64-p1-s1", 128, 128, 64, 64, 4, 1, 1, 0, 0),
+  SC ("sc128x128-w64x64-k64-p1-s2-pk", 128, 128, 64, 64, 4, 1, 2, 1, 0),
+  SC ("sc128x128-w32x32-k64-p1-s1", 128, 128, 32, 32, 4, 1, 1, 0, 0),
+  SC ("sc128x256-w64x64-k64-p1-s1", 128, 256, 64, 64, 4, 1, 1, 0, 0),
+  SC ("sc128x256-w64x64-k32-p1-s2-pk", 128, 256, 64, 64, 2, 1, 2, 1, 0),
+  SC ("sc128x256-w64x64-k64-p1-s1-z8", 128, 256, 64, 64, 4, 1, 1, 0, 8),
+  SC ("sc256x128-w64x64-k64-p1-s1", 256, 128, 64, 64, 4, 1, 1, 0, 0),
+  SC ("sc256x128-w64x64-k32-p1-s2-pk", 256, 128, 64, 64, 2, 1, 2, 1, 0),
+  SC ("sc64x128-w32x64-k64-p1-s1", 64, 128, 32, 64, 4, 1, 1, 0, 0),
+  SC ("sc64x128-w32x64-k64-p1-s2-pk", 64, 128, 32, 64, 4, 1, 2, 1, 0),
+  SC32 ("sc128x128-w64x32-k64-p0-s1-e32", 128, 128, 64, 32, 4, 0, 1, 0, 0),
+  SC32 ("sc128x128-w64x32-k64-p1-s1-e32", 128, 128, 64, 32, 4, 1, 1, 0, 0),
+  SC32 ("sc128x128-w64x32-k64-p1-s2-pk-e32", 128, 128, 64, 32, 4, 1, 2, 1, 0),
+  SC32 ("sc128x128-w64x64-k64-p1-s1-e32", 128, 128, 64, 64, 4, 1, 1, 0, 0),
+  SC32 ("sc128x256-w64x64-k64-p1-s1-e32", 128, 256, 64, 64, 4, 1, 1, 0, 0),
   { "dot", "gemm-int8-dot", 64, 64, 32, 256, 2 * 64 * 9 * 4, TRUE, COOP_NONE },
   { "dot128", "gemm-int8-dot128", 128, 128, 32, 256, 2 * 128 * 9 * 4, TRUE, COOP_NONE },
   { "tiled", "gemm-int8-tiled", 64, 64, 32, 256, 2 * 64 * 9 * 4, FALSE, COOP_NONE },
 };
+
+/* Kernels for large products, most preferred first, and from which size:
+ * set from the tile sweep on the H200 (docs/BENCHMARKS.md, "Tile sweep"). */
+static const char * const large_variants[] = {
+  "sc128x128-w64x32-k64-p1-s2-pk",
+};
+/* 2 · M · N · K from which large_variants' kernel runs: 2048³, TODO sweep. */
+#define LARGE_MIN_OPS (2048.0 * 2048.0 * 2048.0)
 
 /**
  * dc_gemm_vk_variant_offered:
@@ -192,6 +254,21 @@ dc_gemm_vk_variant_offered (const DcVkFeatures  *features,
   return TRUE;
 }
 
+const char * const *
+dc_gemm_vk_variant_names (void)
+{
+  static const char *names[G_N_ELEMENTS (variants) + 1];
+  static gsize done = 0;
+
+  if (g_once_init_enter (&done))
+    {
+      for (gsize v = 0; v < G_N_ELEMENTS (variants); v++)
+        names[v] = variants[v].name;
+      g_once_init_leave (&done, 1);
+    }
+  return names;
+}
+
 /* Buffers kept between products: allocating device memory costs far more
  * than a small product, so each grows to the largest size asked for and is
  * reused (the descriptors bind whole buffers; kernels index only what the
@@ -238,10 +315,34 @@ struct _DcGemmVk
   DcVkContext   *ctx;
   Buffers        buffers;
   DcVkPipeline  *pipeline;
+  DcVkPipeline  *large_pipeline;  /* nullable: products of LARGE_MIN_OPS and up */
   char          *features;
+  char          *kernel_name;     /* nullable: "preferred+large" */
   /* borrowed */
   const Variant *variant;
+  const Variant *large_variant;
 };
+
+/* The kernel for a product of M × N × K. */
+static void
+pick (DcGemmVk       *self,
+      gsize           M,
+      gsize           N,
+      gsize           K,
+      const Variant **variant,
+      DcVkPipeline  **pipeline)
+{
+  if (self->large_pipeline != NULL && (double) M * N * K >= LARGE_MIN_OPS)
+    {
+      *variant = self->large_variant;
+      *pipeline = self->large_pipeline;
+    }
+  else
+    {
+      *variant = self->variant;
+      *pipeline = self->pipeline;
+    }
+}
 
 static gsize
 round_up (gsize x,
@@ -254,6 +355,34 @@ static gboolean
 variant_broken_for_test (const Variant *variant)
 {
   return dc_test_break_kernel (variant->name);
+}
+
+/* Copies @m's rows into @dst, zeroed beforehand, rows of @kp bytes. With
+ * @block (bytes of K a step), blocked instead: for each tile of @tile rows and
+ * each K step, the tile's rows' @block bytes one after another, so that a
+ * workgroup's step reads one contiguous span (gemm-int8-coopsc.comp's
+ * PACKED). The copy in is made for every product anyway, so the packing costs
+ * no extra pass; operands that stay on the device (a model's weights) would
+ * be packed once when uploaded. */
+static void
+pack_rows (guint8              *dst,
+           const DcQuantMatrix *m,
+           gsize                kp,
+           gsize                tile,
+           gsize                block)
+{
+  const gsize K = m->k;
+
+  if (block == 0)
+    {
+      for (gsize r = 0; r < m->n_vectors; r++)
+        memcpy (dst + r * kp, m->q + r * K, K);
+      return;
+    }
+  for (gsize r = 0; r < m->n_vectors; r++)
+    for (gsize k0 = 0; k0 < K; k0 += block)
+      memcpy (dst + ((r / tile * (kp / block) + k0 / block) * tile + r % tile) * block,
+              m->q + r * K + k0, MIN (block, K - k0));
 }
 
 /* Uploads, dispatches and reads back. out is (M, N): int32 or f32 bits. */
@@ -313,10 +442,8 @@ run_variant (DcVkContext          *ctx,
 
   host = dc_vk_buffer_get_data (buffers->staging);
   memset (host, 0, size_a + size_b);
-  for (gsize m = 0; m < M; m++)
-    memcpy (host + m * Kp, a->q + m * K, K);
-  for (gsize n = 0; n < N; n++)
-    memcpy (host + size_a + n * Kp, b->q + n * K, K);
+  pack_rows (host, a, Kp, variant->tile_m, variant->sc[SC_PACKED] ? variant->pad_k : 0);
+  pack_rows (host + size_a, b, Kp, variant->tile_n, variant->sc[SC_PACKED] ? variant->pad_k : 0);
   /* The gate fills the output with a pattern first: a kernel that skips
    * outputs must not pass on what an earlier product left in the reused
    * buffer (or on zeroed fresh memory). */
@@ -460,6 +587,60 @@ gate_variant (DcVkContext    *ctx,
   return TRUE;
 }
 
+static const Variant *
+find_variant (const char *name)
+{
+  for (gsize v = 0; v < G_N_ELEMENTS (variants); v++)
+    if (g_str_equal (variants[v].name, name))
+      return &variants[v];
+  return NULL;
+}
+
+/* The variant's pipeline once it has passed its gate (its broken twin's under
+ * DC_TEST_BREAK_KERNEL); NULL, with the refusal logged, otherwise. */
+static DcVkPipeline *
+gated_pipeline (DcGemmVk      *self,
+                const Variant *variant)
+{
+  g_autoptr(DcVkPipeline) pipeline = NULL;
+  g_autoptr(GError) local_error = NULL;
+  g_autofree char *shader = NULL;
+
+  if (variant_broken_for_test (variant))
+    {
+      /* The twin of "NAME+khr" is "NAME-broken+khr". */
+      gsize stem = g_str_has_suffix (variant->shader, "+khr") ? strlen (variant->shader) - 4
+                                                              : strlen (variant->shader);
+
+      shader = g_strdup_printf ("%.*s-broken%s", (int) stem, variant->shader,
+                                variant->shader + stem);
+    }
+  else
+    shader = g_strdup (variant->shader);
+  if (variant->sc[SC_BM] != 0)
+    {
+      guint32 constants[SC_N + 1];
+
+      memcpy (constants, variant->sc, sizeof variant->sc);
+      constants[SC_N] = variant->invocations;
+      pipeline = dc_vk_pipeline_new_specialized (self->ctx, shader, 5, sizeof (DcGemmPush),
+                                                 constants, G_N_ELEMENTS (constants),
+                                                 &local_error);
+    }
+  else
+    pipeline = dc_vk_pipeline_new (self->ctx, shader, 5, sizeof (DcGemmPush), &local_error);
+  if (pipeline != NULL &&
+      gate_variant (self->ctx, &self->buffers, pipeline, variant, &local_error))
+    {
+      g_debug ("GEMM kernel %s passed its gate on %s", variant->name,
+               dc_vk_context_get_device_name (self->ctx));
+      return g_steal_pointer (&pipeline);
+    }
+  g_message ("Vulkan GEMM kernel %s on %s failed verification (%s) — refused",
+             variant->name, dc_vk_context_get_device_name (self->ctx), local_error->message);
+  return NULL;
+}
+
 DcGemmVk *
 dc_gemm_vk_new (GError **error)
 {
@@ -475,6 +656,9 @@ dc_gemm_vk_new_for_device (const char  *device_id,
   g_autoptr(GString) refused = g_string_new (NULL);
   g_autoptr(GError) local_error = NULL;
   const DcVkFeatures *features;
+  const char * const *large;
+  const char *large_env;
+  gsize n_large;
 
   self->ctx = dc_vk_context_new_for_id (device_id, &local_error);
   if (self->ctx == NULL)
@@ -499,10 +683,7 @@ dc_gemm_vk_new_for_device (const char  *device_id,
   for (gsize v = 0; v < G_N_ELEMENTS (variants); v++)
     {
       const Variant *variant = &variants[v];
-      g_autoptr(DcVkPipeline) pipeline = NULL;
-      g_autofree char *shader = NULL;
       g_autofree char *why = NULL;
-      gboolean broken = variant_broken_for_test (variant);
 
       if (g_getenv ("DC_GEMM_VK_KERNEL") != NULL &&
           !g_str_equal (g_getenv ("DC_GEMM_VK_KERNEL"), variant->name))
@@ -512,33 +693,42 @@ dc_gemm_vk_new_for_device (const char  *device_id,
           g_debug ("GEMM kernel %s not offered: %s", variant->name, why);
           continue;
         }
-
-      if (broken)
-        {
-          /* The twin of "NAME+khr" is "NAME-broken+khr". */
-          gsize stem = g_str_has_suffix (variant->shader, "+khr") ? strlen (variant->shader) - 4
-                                                                  : strlen (variant->shader);
-
-          shader = g_strdup_printf ("%.*s-broken%s", (int) stem, variant->shader,
-                                    variant->shader + stem);
-        }
-      else
-        shader = g_strdup (variant->shader);
-      pipeline = dc_vk_pipeline_new (self->ctx, shader, 5, sizeof (DcGemmPush), &local_error);
-      if (pipeline != NULL &&
-          gate_variant (self->ctx, &self->buffers, pipeline, variant, &local_error))
+      self->pipeline = gated_pipeline (self, variant);
+      if (self->pipeline != NULL)
         {
           self->variant = variant;
-          self->pipeline = g_steal_pointer (&pipeline);
-          g_debug ("GEMM kernel %s passed its gate on %s", variant->name,
-                   dc_vk_context_get_device_name (self->ctx));
           break;
         }
-
-      g_message ("Vulkan GEMM kernel %s on %s failed verification (%s) — refused",
-                 variant->name, dc_vk_context_get_device_name (self->ctx), local_error->message);
       g_string_append_printf (refused, "%s%s", refused->len ? ", " : "", variant->name);
-      g_clear_error (&local_error);
+    }
+
+  /* Large products: the first of large_variants that passes its gate, beside
+   * the preferred kernel (none when a test or benchmark names one kernel).
+   * DC_GEMM_VK_LARGE_KERNEL=name offers that one instead (the sweep's
+   * candidates, before one is made the default); still gated. */
+  large = large_variants;
+  n_large = G_N_ELEMENTS (large_variants);
+  if (g_getenv ("DC_GEMM_VK_LARGE_KERNEL") != NULL)
+    {
+      large_env = g_getenv ("DC_GEMM_VK_LARGE_KERNEL");
+      large = &large_env;
+      n_large = 1;
+    }
+  for (gsize l = 0; self->pipeline != NULL && g_getenv ("DC_GEMM_VK_KERNEL") == NULL &&
+                    l < n_large; l++)
+    {
+      const Variant *variant = find_variant (large[l]);
+
+      if (variant == NULL || variant == self->variant ||
+          !dc_gemm_vk_variant_offered (features, variant->name, NULL))
+        continue;
+      self->large_pipeline = gated_pipeline (self, variant);
+      if (self->large_pipeline != NULL)
+        {
+          self->large_variant = variant;
+          self->kernel_name = g_strdup_printf ("%s+%s", self->variant->name, variant->name);
+          break;
+        }
     }
 
   if (self->pipeline == NULL)
@@ -558,6 +748,8 @@ dc_gemm_vk_free (DcGemmVk *self)
   if (self == NULL)
     return;
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->large_pipeline, dc_vk_pipeline_free);
+  g_free (self->kernel_name);
   buffers_clear (&self->buffers);
   g_clear_pointer (&self->ctx, dc_vk_context_free);
   g_free (self->features);
@@ -579,7 +771,7 @@ dc_gemm_vk_get_device_id (DcGemmVk *self)
 const char *
 dc_gemm_vk_get_kernel_name (DcGemmVk *self)
 {
-  return self->variant->name;
+  return self->kernel_name != NULL ? self->kernel_name : self->variant->name;
 }
 
 const char *
@@ -596,9 +788,13 @@ dc_gemm_vk_run (DcGemmVk             *self,
                 float                *c,
                 GError              **error)
 {
+  const Variant *variant;
+  DcVkPipeline *pipeline;
+
   g_return_val_if_fail ((acc == NULL) != (c == NULL), FALSE);
 
-  if (!run_variant (self->ctx, &self->buffers, self->pipeline, self->variant, a, b,
+  pick (self, a->n_vectors, b->n_vectors, a->k, &variant, &pipeline);
+  if (!run_variant (self->ctx, &self->buffers, pipeline, variant, a, b,
                     acc != NULL ? 0 : 1, FALSE, 1, NULL, NULL,
                     acc != NULL ? (guint32 *) acc : (guint32 *) c, error))
     {
@@ -624,14 +820,17 @@ dc_gemm_vk_time (DcGemmVk             *self,
                  GError              **error)
 {
   g_autofree guint32 *out = g_try_new (guint32, a->n_vectors * b->n_vectors);
+  const Variant *variant;
+  DcVkPipeline *pipeline;
   gint64 usec = 0;
 
+  pick (self, a->n_vectors, b->n_vectors, a->k, &variant, &pipeline);
   if (out == NULL)
     {
       g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE, "Out of memory for the output");
       return FALSE;
     }
-  if (!run_variant (self->ctx, &self->buffers, self->pipeline, self->variant, a, b,
+  if (!run_variant (self->ctx, &self->buffers, pipeline, variant, a, b,
                     1, FALSE, repeat, &usec, NULL, out, error))
     return FALSE;
   *seconds = (double) usec / G_USEC_PER_SEC;
@@ -656,12 +855,15 @@ dc_gemm_vk_time_queued (DcGemmVk             *self,
                         GError              **error)
 {
   g_autofree guint32 *out = g_try_new (guint32, a->n_vectors * b->n_vectors);
+  const Variant *variant;
+  DcVkPipeline *pipeline;
 
+  pick (self, a->n_vectors, b->n_vectors, a->k, &variant, &pipeline);
   if (out == NULL)
     {
       g_set_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_TOO_LARGE, "Out of memory for the output");
       return FALSE;
     }
-  return run_variant (self->ctx, &self->buffers, self->pipeline, self->variant, a, b,
+  return run_variant (self->ctx, &self->buffers, pipeline, variant, a, b,
                       1, FALSE, MAX (repeat, 2), NULL, timing, out, error);
 }

@@ -57,6 +57,10 @@ gboolean    dc_gemm_vk_variant_offered   (const DcVkFeatures   *features,
                                           const char           *name,
                                           char                **why);
 
+/* Every variant's name, most preferred first (NULL-terminated, static): the
+ * tests run each one, the tile sweep (`bench gemm --kernels`) lists them. */
+const char * const *dc_gemm_vk_variant_names (void);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGemmVk, dc_gemm_vk_free)
 
 G_END_DECLS

@@ -1132,6 +1132,29 @@ dc_vk_pipeline_new (DcVkContext  *ctx,
                     guint         push_size,
                     GError      **error)
 {
+  return dc_vk_pipeline_new_specialized (ctx, shader_name, n_buffers, push_size, NULL, 0, error);
+}
+
+/**
+ * dc_vk_pipeline_new_specialized:
+ * @constants: (array length=n_constants) (nullable): 32-bit values of the
+ *   shader's specialization constants 0 … n_constants − 1
+ *
+ * dc_vk_pipeline_new() for a kernel whose shape is set by specialization
+ * constants (gemm-int8-coopsc.comp): one SPIR-V module, one pipeline per set
+ * of values, each compiled by the driver with the values as constants.
+ *
+ * Returns: (transfer full) (nullable): the pipeline.
+ */
+DcVkPipeline *
+dc_vk_pipeline_new_specialized (DcVkContext    *ctx,
+                                const char     *shader_name,
+                                guint           n_buffers,
+                                guint           push_size,
+                                const guint32  *constants,
+                                guint           n_constants,
+                                GError        **error)
+{
   g_autoptr(DcVkPipeline) self = g_new0 (DcVkPipeline, 1);
   g_autoptr(GBytes) code = NULL;
   g_autofree char *path = NULL;
@@ -1243,6 +1266,14 @@ dc_vk_pipeline_new (DcVkContext  *ctx,
   }
 
   {
+    g_autofree VkSpecializationMapEntry *entries = g_new0 (VkSpecializationMapEntry,
+                                                           MAX (n_constants, 1));
+    VkSpecializationInfo specialization = {
+      .mapEntryCount = n_constants,
+      .pMapEntries = entries,
+      .dataSize = n_constants * sizeof (guint32),
+      .pData = constants,
+    };
     VkComputePipelineCreateInfo info = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
       .stage = {
@@ -1250,9 +1281,17 @@ dc_vk_pipeline_new (DcVkContext  *ctx,
         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
         .module = self->module,
         .pName = "main",
+        .pSpecializationInfo = n_constants > 0 ? &specialization : NULL,
       },
       .layout = self->layout,
     };
+
+    for (guint i = 0; i < n_constants; i++)
+      {
+        entries[i].constantID = i;
+        entries[i].offset = i * sizeof (guint32);
+        entries[i].size = sizeof (guint32);
+      }
 
     if (!check_vk (vkCreateComputePipelines (ctx->device, VK_NULL_HANDLE, 1, &info, NULL,
                                              &self->pipeline),

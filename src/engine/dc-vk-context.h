@@ -132,6 +132,13 @@ DcVkPipeline *dc_vk_pipeline_new              (DcVkContext        *ctx,
                                                guint               n_buffers,
                                                guint               push_size,
                                                GError            **error);
+DcVkPipeline *dc_vk_pipeline_new_specialized  (DcVkContext        *ctx,
+                                               const char         *shader_name,
+                                               guint               n_buffers,
+                                               guint               push_size,
+                                               const guint32      *constants,
+                                               guint               n_constants,
+                                               GError            **error);
 void          dc_vk_pipeline_free             (DcVkPipeline       *self);
 
 gboolean      dc_vk_dispatch                  (DcVkContext        *ctx,
