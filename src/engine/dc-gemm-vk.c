@@ -3,6 +3,11 @@
  * Kernel variants (shaders/gemm-int8*.comp), most preferred first:
  *   coop    128 × 128 tiles on cooperative matrices (needs VK_NV_cooperative_matrix
  *           with its int8 16 × 8 × 32 shape and 32-wide subgroups)
+ *   sc…     gemm-int8-coopsc.comp: coop's fragments with the tile shape set by
+ *           specialization constants (the tile sweep, docs/BENCHMARKS.md);
+ *           the best, sc128x128-w64x32-k128-p1-s1 (385 TOPS queued at 4096³
+ *           on the H200, 4.8× coop), is the second kernel kept for products
+ *           of 2048³ and up (large_variants); coop keeps the smaller ones.
  *   coop2…  gemm-int8-coop2.comp: cooperative matrices with block tiles of
  *           128 × 128 to 256 × 128, padded double-buffered staging and one
  *           barrier per K step (same needs as coop, plus the shared memory
@@ -181,12 +186,18 @@ static const Variant variants[] = {
   { "tiled", "gemm-int8-tiled", 64, 64, 32, 256, 2 * 64 * 9 * 4, FALSE, COOP_NONE },
 };
 
-/* Kernels for large products, most preferred first, and from which size:
- * set from the tile sweep on the H200 (docs/BENCHMARKS.md, "Tile sweep"). */
+/* Kernels for large products, most preferred first: the tile sweep's best on
+ * the H200 (docs/BENCHMARKS.md, "Tile sweep", 2026-12-02 08:06 UTC, queued
+ * TOPS at 2048³ / 4096³ / 8192³: 270 / 385 / 462 against coop's 74 / 81 / 85
+ * and torch._int_mm's 100 / 121 / 126), then the next best at 4096³. */
 static const char * const large_variants[] = {
-  "sc128x128-w64x32-k64-p1-s2-pk",
+  "sc128x128-w64x32-k128-p1-s1",
+  "sc128x128-w64x32-k64-p1-s1-pk",
 };
-/* 2 · M · N · K from which large_variants' kernel runs: 2048³, TODO sweep. */
+/* M · N · K from which the large products' kernel runs: 2048³, the smallest
+ * size the sweep measured (3.7× coop there); below it coop stays, unmeasured
+ * against the sweep's kernels (its 32-byte K padding against their 64–128
+ * suits the short products of decoding). */
 #define LARGE_MIN_OPS (2048.0 * 2048.0 * 2048.0)
 
 /**
