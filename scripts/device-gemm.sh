@@ -11,6 +11,12 @@
 #         variant (DC_GEMM_VK_KERNEL), torch._int_mm with the first variant
 #         only. Everything goes to $OUT/gemm-log.txt (one file: a call brings
 #         back at most eight).
+#         scripts/device-gemm.sh sweep   the tile sweep (docs/BENCHMARKS.md,
+#         "Tile sweep"): `bench gemm --kernels` over coop and every `sc…`
+#         variant (build-devpack/kernels.txt, written by pack), seven kernels
+#         an invocation (each prints its rows: a timeout loses one chunk), at
+#         SIZES (default here 2048,4096,8192) and MIN_TIME (default 0.08);
+#         torch._int_mm with the first chunk; $OUT/sweep.json and sweep.txt.
 # SIZES (default 1024,4096,8192) and MIN_TIME (default 0.5) override. Each
 # Vulkan row carries queued_gops (the dispatches queued in one submission,
 # one wait: the figure to hold against torch._int_mm), gpu_timestamp_gops,
@@ -45,6 +51,43 @@ pack)
   strip --strip-unneeded build-device/tests/test-engine-gemm-vk 2>/dev/null || true
   tar -cf - build-device | xz -1 -T2 >build-devpack/bundle.tar.xz
   du -sh build-devpack/bundle.tar.xz
+  sed -n 's/.*SC3\{0,1\}2\{0,1\} ("\([^"]*\)".*/\1/p' src/engine/dc-gemm-vk.c |
+    paste -sd, >build-devpack/kernels.txt
+  ;;
+sweep)
+  out="${OUT:-/tmp}"
+  if [ -n "${GL_DEBS:-}" ]; then
+    for f in "$GL_DEBS"/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+  fi
+  kernels_file="$(dirname "${BUNDLE:-build-devpack/bundle.tar.xz}")/kernels.txt"
+  tar -xJf "${BUNDLE:-build-devpack/bundle.tar.xz}" || exit 1
+  export DC_BENCH_PYTHON=python3
+  if ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1 &&
+     [ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  fi
+  kernels="coop,$(cat "$kernels_file")"
+  torch=
+  {
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv 2>&1
+    n=$(echo "$kernels" | tr , '\n' | wc -l)
+    i=1
+    while [ "$i" -le "$n" ]; do
+      chunk=$(echo "$kernels" | cut -d, -f"$i-$((i + 6))")
+      echo "== $chunk"
+      timeout 60 build-device/run.sh bench gemm --json --kernels "$chunk" $torch \
+        --sizes "${SIZES:-2048,4096,8192}" --min-time "${MIN_TIME:-0.08}" --no-model-shapes \
+        >>"$out/sweep.json" 2>"$out/sweep-err.txt"
+      echo "rc=$?"
+      grep -v DEBUG "$out/sweep-err.txt" | head -20
+      torch=--no-torch
+      i=$((i + 7))
+    done
+    date -u
+  } >"$out/sweep.txt" 2>&1
+  cat "$out/sweep.txt"
   ;;
 run)
   shift
@@ -92,7 +135,7 @@ run)
   cat "$log"
   ;;
 *)
-  echo "usage: $0 pack | run [VARIANT…]" >&2
+  echo "usage: $0 pack | run [VARIANT…] | sweep" >&2
   exit 2
   ;;
 esac
