@@ -271,6 +271,38 @@ test_bench_gemm_dispatch (void)
                   json_object_get_double_member (object, "queued_gops"));
 }
 
+/* Issue 15 item 2: --kernels measures each named Vulkan kernel as its own
+ * path in one invocation (the tile sweep); one the device cannot run is
+ * reported by name and skipped; --paths with it is a usage error. */
+static void
+test_bench_gemm_kernels (void)
+{
+  const char *args[] = { "bench", "gemm", "--json", "--kernels", "tiled,no-such-kernel,dot",
+                         "--sizes", "64", "--no-model-shapes", "--no-torch", "--min-time",
+                         "0.02", NULL };
+  const char *both[] = { "bench", "gemm", "--kernels", "tiled", "--paths", "cpu", NULL };
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autofree char *both_err = NULL;
+
+  g_assert_cmpint (run_cli (both, NULL, &both_err), ==, 2);
+  g_assert_nonnull (strstr (both_err, "--kernels and --paths exclude each other"));
+
+  g_assert_cmpint (run_cli (args, &out, &err), ==, 0);
+  if (out == NULL || strstr (out, "\"kernel\":\"tiled\"") == NULL)
+    {
+      dc_test_skip_without_vulkan (err != NULL ? err : "no Vulkan row");
+      return;
+    }
+  g_assert_nonnull (strstr (err, "path no-such-kernel unavailable"));
+  /* Each kernel its own row, in the order asked for. */
+  g_assert_nonnull (strstr (out, "\"path\":\"vulkan\",\"kernel\":\"tiled\""));
+  if (strstr (out, "\"kernel\":\"dot\"") != NULL)
+    g_assert_true (strstr (out, "\"kernel\":\"tiled\"") < strstr (out, "\"kernel\":\"dot\""));
+  else
+    g_test_message ("dot not offered here: %s", err);
+}
+
 /* Runs @args, whose @path is a FIFO nobody writes to: the command must exit 1
  * with "“PATH” is not a regular file" instead of blocking in open (). A
  * reader that still blocks is killed at TIMEOUT_MS and the test fails. */
@@ -406,6 +438,7 @@ main (int    argc,
   g_test_add_func ("/dc/cli/usage-errors", test_usage_errors);
   g_test_add_func ("/dc/cli/bench-gemm-rounds", test_bench_gemm_rounds);
   g_test_add_func ("/dc/cli/bench-gemm-dispatch", test_bench_gemm_dispatch);
+  g_test_add_func ("/dc/cli/bench-gemm-kernels", test_bench_gemm_kernels);
   g_test_add_func ("/dc/cli/fifo-refused", test_fifo_refused);
   g_test_add_func ("/dc/cli/tokenize", test_tokenize);
 
