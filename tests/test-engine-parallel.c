@@ -168,6 +168,56 @@ test_default_threads (void)
   dc_parallel_set_default_threads (saved);
 }
 
+/* Polls the pool until every helper sleeps, or 20 s pass (a loaded
+ * machine's scheduler, never a timing assertion): whether they did. */
+static gboolean
+wait_all_asleep (void)
+{
+  gint64 until = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+  while (g_get_monotonic_time () < until)
+    {
+      DcParallelStats stats;
+
+      dc_parallel_get_stats (&stats);
+      if (stats.sleeping == stats.helpers)
+        return TRUE;
+      g_usleep (1000);
+    }
+  return FALSE;
+}
+
+/* A warm for 3 threads wakes at most 2 helpers to spin, however many the
+ * pool started earlier (it never shrinks): the others sleep on instead of
+ * spinning on cores the products will not use. dc_parallel_warm () woke
+ * every helper (a ring's head after a 16-thread size: 15 spinning beside
+ * the other stages). The warm is renewed for 300 ms so that every woken
+ * helper runs inside it, even on a loaded machine. */
+static void
+test_warm_threads (void)
+{
+  DcParallelStats stats;
+  gint64 until;
+
+  check_once (9, 999, 10);
+  dc_parallel_get_stats (&stats);
+  g_assert_cmpuint (stats.helpers, >=, 8);
+  g_assert_cmpuint (stats.warm_helpers, ==, 0);
+  g_assert_true (wait_all_asleep ());
+  until = g_get_monotonic_time () + 300 * 1000;
+  while (g_get_monotonic_time () < until)
+    {
+      dc_parallel_warm_threads (10000, 3);
+      g_usleep (1000);
+    }
+  dc_parallel_cool ();
+  g_assert_true (wait_all_asleep ());
+  dc_parallel_get_stats (&stats);
+  g_assert_cmpuint (stats.warm_helpers, >=, 1);
+  g_assert_cmpuint (stats.warm_helpers, <=, 2);
+  check_once (3, 999, 10);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -177,5 +227,6 @@ main (int    argc,
   g_test_add_func ("/dc/engine/parallel/nested-inline", test_nested_inline);
   g_test_add_func ("/dc/engine/parallel/oversubscribed-callers", test_oversubscribed_callers);
   g_test_add_func ("/dc/engine/parallel/default-threads", test_default_threads);
+  g_test_add_func ("/dc/engine/parallel/warm-threads", test_warm_threads);
   return g_test_run ();
 }

@@ -639,8 +639,9 @@ test_bench_shape (void)
   g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
                                                   NULL);
   const char *args[] = { "bench", "ring", "--json", "--model", dir, "--stages", "1,3",
-                         "--tokens", "4", NULL };
+                         "--tokens", "4", "--rounds", "2", NULL };
   const char *bad[] = { "bench", "ring", "--stages", "0", NULL };
+  const char *bad_rounds[] = { "bench", "ring", "--rounds", "0", NULL };
   const char *bad_threads[] = { "bench", "ring", "--threads", "2000", NULL };
   const char *join_threads[] = { "join", "--threads", "4", NULL };
   g_autofree char *out = NULL, *err = NULL;
@@ -648,6 +649,7 @@ test_bench_shape (void)
 
   g_assert_cmpint (dc_test_run_cli (bad, NULL, NULL, EVENT_BOUND_MS), ==, 2);
   g_assert_cmpint (dc_test_run_cli (bad_threads, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  g_assert_cmpint (dc_test_run_cli (bad_rounds, NULL, NULL, EVENT_BOUND_MS), ==, 2);
   /* --threads is a stage's: without --serve-layers it is a usage error. */
   g_assert_cmpint (dc_test_run_cli (join_threads, NULL, NULL, EVENT_BOUND_MS), ==, 2);
   /* Every decoded token's hop on the stages' main threads, whatever the
@@ -655,17 +657,46 @@ test_bench_shape (void)
   g_setenv ("DC_RING_INLINE_US", "1000000", TRUE);
   g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
   g_unsetenv ("DC_RING_INLINE_US");
+  /* Two rounds (1, 3 measured in that order, then 3, 1), each printed in
+   * the order of --stages, then one summary per size. */
   lines = g_strsplit (g_strstrip (out), "\n", -1);
-  g_assert_cmpuint (g_strv_length (lines), ==, 2);
-  for (guint i = 0; i < 2; i++)
+  g_assert_cmpuint (g_strv_length (lines), ==, 6);
+  for (guint k = 4; k < 6; k++)
     {
       g_autoptr(JsonParser) parser = json_parser_new ();
       g_autoptr(GError) error = NULL;
       JsonObject *o;
+      double median, lo, hi;
 
-      json_parser_load_from_data (parser, lines[i], -1, &error);
+      json_parser_load_from_data (parser, lines[k], -1, &error);
       g_assert_no_error (error);
       o = json_node_get_object (json_parser_get_root (parser));
+      g_assert_true (json_object_get_boolean_member (o, "summary"));
+      g_assert_cmpint (json_object_get_int_member (o, "stages"), ==, k == 4 ? 1 : 3);
+      g_assert_cmpint (json_object_get_int_member (o, "rounds"), ==, 2);
+      median = json_object_get_double_member (o, "decode_tok_s_median");
+      lo = json_object_get_double_member (o, "decode_tok_s_min");
+      hi = json_object_get_double_member (o, "decode_tok_s_max");
+      g_assert_cmpfloat (lo, >, 0);
+      g_assert_cmpfloat (lo, <=, median);
+      g_assert_cmpfloat (median, <=, hi);
+      g_assert_cmpfloat (json_object_get_double_member (o, "lap_ms_median"), >, 0);
+      if (k == 4)
+        g_assert_cmpfloat (json_object_get_double_member (o, "decode_ratio_of_medians"), ==, 1.0);
+      else
+        g_assert_cmpfloat (json_object_get_double_member (o, "decode_ratio_of_medians"), >, 0);
+    }
+  for (guint k = 0; k < 4; k++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      JsonObject *o;
+      guint i = k % 2;
+
+      json_parser_load_from_data (parser, lines[k], -1, &error);
+      g_assert_no_error (error);
+      o = json_node_get_object (json_parser_get_root (parser));
+      g_assert_cmpint (json_object_get_int_member (o, "round"), ==, k / 2 + 1);
       g_assert_cmpint (json_object_get_int_member (o, "stages"), ==, i == 0 ? 1 : 3);
       g_assert_cmpint (json_object_get_int_member (o, "tokens"), ==, 4);
       /* The devices of a size share this host's processors. */
@@ -689,12 +720,17 @@ test_bench_shape (void)
         g_assert_cmpfloat (json_object_get_double_member (o, "head_send_ms"), >, 0);
         g_assert_cmpfloat (json_object_get_double_member (o, "head_wake_ms"), >=, 0);
         g_assert_true (json_object_has_member (o, "transport_ms"));
+        /* The answers' and hops' way from webrtcbin's signal to our
+         * handlers, a part of the transport. */
+        g_assert_cmpfloat (json_object_get_double_member (o, "head_receive_ms"), >=, 0);
+        g_assert_cmpfloat (json_object_get_double_member (o, "receive_handoff_ms"), >=,
+                           json_object_get_double_member (o, "head_receive_ms"));
         g_assert_cmpuint (json_array_get_length (hops), ==, 2);
-        for (guint k = 0; k < 2; k++)
+        for (guint h = 0; h < 2; h++)
           {
-            JsonObject *stage = json_array_get_object_element (hops, k);
+            JsonObject *stage = json_array_get_object_element (hops, h);
 
-            g_assert_cmpint (json_object_get_int_member (stage, "stage"), ==, k + 1);
+            g_assert_cmpint (json_object_get_int_member (stage, "stage"), ==, h + 1);
             /* Three decoded tokens after the first, each computed at once
              * on the main thread. */
             g_assert_cmpint (json_object_get_int_member (stage, "hops"), ==, 3);
@@ -702,6 +738,7 @@ test_bench_shape (void)
             g_assert_cmpfloat (json_object_get_double_member (stage, "queue_ms"), >=, 0);
             g_assert_cmpfloat (json_object_get_double_member (stage, "compute_ms"), >, 0);
             g_assert_cmpfloat (json_object_get_double_member (stage, "send_ms"), >=, 0);
+            g_assert_cmpfloat (json_object_get_double_member (stage, "receive_ms"), >=, 0);
           }
       }
     }

@@ -539,14 +539,14 @@ typedef struct
 {
   gboolean known;
   gint64   hops, inline_hops;
-  double   queue_ms, compute_ms, send_ms;
+  double   queue_ms, compute_ms, send_ms, receive_ms;
 } StageTimes;
 
 typedef struct
 {
-  guint  stages, threads;
+  guint  stages, threads, round;
   double prefill_tok_s, decode_tok_s, lap_ms, hop_ms, head_compute_ms, ring_wait_ms;
-  double head_send_ms, head_wake_ms;
+  double head_send_ms, head_wake_ms, head_receive_ms;
   StageTimes stage_times[8];   /* of stages 1 … stages - 1 (parse_stages: at most 8) */
   guint  prompt_tokens, tokens;
 } Result;
@@ -572,6 +572,7 @@ read_stage_times (const char *path,
   out->queue_ms = json_object_get_double_member_with_default (object, "queue_ms", 0.0);
   out->compute_ms = json_object_get_double_member_with_default (object, "compute_ms", 0.0);
   out->send_ms = json_object_get_double_member_with_default (object, "send_ms", 0.0);
+  out->receive_ms = json_object_get_double_member_with_default (object, "receive_ms", 0.0);
   out->known = TRUE;
   return TRUE;
 }
@@ -757,6 +758,7 @@ measure (DcContext   *context,
   result->hop_ms = stages > 1 ? dc_infer_ring_get_hop_ms (ring) : 0.0;
   dc_infer_ring_get_lap_times (ring, &result->head_compute_ms, &result->ring_wait_ms);
   dc_infer_ring_get_lap_handoffs (ring, &result->head_send_ms, &result->head_wake_ms);
+  result->head_receive_ms = dc_infer_ring_get_lap_receive_ms (ring);
   ok = TRUE;
 
 out:
@@ -806,6 +808,8 @@ print_result (DcCliOptions *options,
       json_builder_add_int_value (builder, r->stages);
       json_builder_set_member_name (builder, "threads");
       json_builder_add_int_value (builder, r->threads);
+      json_builder_set_member_name (builder, "round");
+      json_builder_add_int_value (builder, r->round);
       json_builder_set_member_name (builder, "prompt_tokens");
       json_builder_add_int_value (builder, r->prompt_tokens);
       json_builder_set_member_name (builder, "tokens");
@@ -836,6 +840,7 @@ print_result (DcCliOptions *options,
       if (r->stages > 1)
         {
           double rest = r->ring_wait_ms - r->head_send_ms - r->head_wake_ms;
+          double receive = r->head_receive_ms;
           gboolean all = TRUE;
 
           /* Of the wait: on the head, the hop's way from the generation
@@ -847,6 +852,8 @@ print_result (DcCliOptions *options,
           json_builder_add_double_value (builder, r->head_send_ms);
           json_builder_set_member_name (builder, "head_wake_ms");
           json_builder_add_double_value (builder, r->head_wake_ms);
+          json_builder_set_member_name (builder, "head_receive_ms");
+          json_builder_add_double_value (builder, r->head_receive_ms);
           json_builder_set_member_name (builder, "stage_hops");
           json_builder_begin_array (builder);
           for (guint i = 0; i + 1 < r->stages && i < G_N_ELEMENTS (r->stage_times); i++)
@@ -868,7 +875,10 @@ print_result (DcCliOptions *options,
                   json_builder_add_double_value (builder, t->compute_ms);
                   json_builder_set_member_name (builder, "send_ms");
                   json_builder_add_double_value (builder, t->send_ms);
+                  json_builder_set_member_name (builder, "receive_ms");
+                  json_builder_add_double_value (builder, t->receive_ms);
                   rest -= t->queue_ms + t->compute_ms + t->send_ms;
+                  receive += t->receive_ms;
                 }
               else
                 all = FALSE;
@@ -879,6 +889,12 @@ print_result (DcCliOptions *options,
             {
               json_builder_set_member_name (builder, "transport_ms");
               json_builder_add_double_value (builder, rest);
+              /* Of transport_ms: every hop's way from webrtcbin's
+               * on-message-data signal to our handler (the head's
+               * head_receive_ms and the stages' receive_ms); the rest is
+               * the wires, SCTP/DTLS and webrtcbin's own threads. */
+              json_builder_set_member_name (builder, "receive_handoff_ms");
+              json_builder_add_double_value (builder, receive);
             }
         }
       json_builder_set_member_name (builder, "network");
@@ -910,6 +926,99 @@ print_result (DcCliOptions *options,
     g_print (_("%u stages: prefill %.0f tokens/s (%.2f×), decode %.1f tokens/s (%.2f×)\n"),
              r->stages, r->prefill_tok_s, r->prefill_tok_s / one->prefill_tok_s,
              r->decode_tok_s, r->decode_tok_s / one->decode_tok_s);
+  fflush (stdout);
+}
+
+static int
+compare_double (gconstpointer a,
+                gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+static double
+median (GArray *values)
+{
+  guint n = values->len;
+
+  g_array_sort (values, compare_double);
+  return n % 2 == 1 ? g_array_index (values, double, n / 2)
+                    : (g_array_index (values, double, n / 2 - 1)
+                       + g_array_index (values, double, n / 2)) / 2.0;
+}
+
+/* The rounds' figure of size I (of N_SIZES, RESULTS round after round):
+ * its decode median and range, and the ratio of its median to the first
+ * size's median, which no single round's order shifts. */
+static void
+print_summary (DcCliOptions *options,
+               GArray       *results,
+               guint         n_sizes,
+               guint         i)
+{
+  g_autoptr(GArray) decode = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr(GArray) base = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr(GArray) prefill = g_array_new (FALSE, FALSE, sizeof (double));
+  g_autoptr(GArray) base_prefill = g_array_new (FALSE, FALSE, sizeof (double));
+  const Result *first = &g_array_index (results, Result, i);
+  double d_median, b_median, p_median, bp_median, lo, hi;
+
+  for (guint k = i; k < results->len; k += n_sizes)
+    {
+      const Result *r = &g_array_index (results, Result, k);
+      const Result *b = &g_array_index (results, Result, k - i);
+
+      g_array_append_val (decode, r->decode_tok_s);
+      g_array_append_val (prefill, r->prefill_tok_s);
+      g_array_append_val (base, b->decode_tok_s);
+      g_array_append_val (base_prefill, b->prefill_tok_s);
+    }
+  d_median = median (decode);
+  lo = g_array_index (decode, double, 0);
+  hi = g_array_index (decode, double, decode->len - 1);
+  b_median = median (base);
+  p_median = median (prefill);
+  bp_median = median (base_prefill);
+  if (options->json)
+    {
+      g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "summary");
+      json_builder_add_boolean_value (builder, TRUE);
+      json_builder_set_member_name (builder, "stages");
+      json_builder_add_int_value (builder, first->stages);
+      json_builder_set_member_name (builder, "threads");
+      json_builder_add_int_value (builder, first->threads);
+      json_builder_set_member_name (builder, "rounds");
+      json_builder_add_int_value (builder, decode->len);
+      json_builder_set_member_name (builder, "decode_tok_s_median");
+      json_builder_add_double_value (builder, d_median);
+      json_builder_set_member_name (builder, "decode_tok_s_min");
+      json_builder_add_double_value (builder, lo);
+      json_builder_set_member_name (builder, "decode_tok_s_max");
+      json_builder_add_double_value (builder, hi);
+      json_builder_set_member_name (builder, "lap_ms_median");
+      json_builder_add_double_value (builder, 1000.0 / d_median);
+      json_builder_set_member_name (builder, "lap_ms_min");
+      json_builder_add_double_value (builder, 1000.0 / hi);
+      json_builder_set_member_name (builder, "lap_ms_max");
+      json_builder_add_double_value (builder, 1000.0 / lo);
+      json_builder_set_member_name (builder, "prefill_tok_s_median");
+      json_builder_add_double_value (builder, p_median);
+      json_builder_set_member_name (builder, "decode_ratio_of_medians");
+      json_builder_add_double_value (builder, d_median / b_median);
+      json_builder_set_member_name (builder, "prefill_ratio_of_medians");
+      json_builder_add_double_value (builder, p_median / bp_median);
+      json_builder_end_object (builder);
+      dc_cli_print_json (builder);
+    }
+  else
+    g_print (_("%u stages over %u rounds: decode median %.1f tokens/s (%.1f–%.1f), "
+               "%.2f× the first size's median\n"),
+             first->stages, decode->len, d_median, lo, hi, d_median / b_median);
   fflush (stdout);
 }
 
@@ -962,7 +1071,7 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
 {
   g_autofree char *model_arg = NULL, *stages_arg = NULL, *model_dir = NULL;
   g_autofree char *head_cache = NULL, *signal_url = NULL;
-  int tokens = 64, threads = 0;
+  int tokens = 64, threads = 0, rounds = 1;
   Netns netns = { 0 };
   const GOptionEntry entries[] = {
     { "model", 0, 0, G_OPTION_ARG_FILENAME, &model_arg,
@@ -970,6 +1079,8 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
     { "stages", 0, 0, G_OPTION_ARG_STRING, &stages_arg,
       N_("Ring sizes to measure, comma-separated (1,2,3)"), "N,N,…" },
     { "tokens", 0, 0, G_OPTION_ARG_INT, &tokens, N_("Tokens to generate (64)"), "N" },
+    { "rounds", 0, 0, G_OPTION_ARG_INT, &rounds,
+      N_("Rounds of every size, the order reversed every other round (1)"), "N" },
     { "threads", 0, 0, G_OPTION_ARG_INT, &threads,
       N_("Threads of every device's products (default: processors / stages of each size)"),
       "N" },
@@ -995,6 +1106,9 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("--stages takes ring sizes of 1–8, comma-separated"));
   if (tokens < 2 || tokens > 1024)
     return dc_cli_usage_error (command, _("--tokens must be 2–1024"));
+  /* 20 rounds of three sizes is an hour on the H200 host: past that, a typo. */
+  if (rounds < 1 || rounds > 20)
+    return dc_cli_usage_error (command, _("--rounds must be 1–20"));
   if (threads < 0 || threads > 1024)
     return dc_cli_usage_error (command, _("--threads must be 1–1024"));
   if (!dc_mesh_check_plugins (&error))
@@ -1059,23 +1173,38 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
   repo = dc_model_repo_open (dc_context_get_hf_client (context), BENCH_REPO, NULL, &error);
   if (repo == NULL)
     goto out;
-  for (guint i = 0; i < stages->len; i++)
+  for (guint round = 0; round < (guint) rounds; round++)
     {
-      Result r = { 0 };
-      guint n = g_array_index (stages, guint, i);
-      /* The devices of a size share this host: each gets its share of the
-       * cores, so one device alone uses them all. */
-      guint n_threads = threads > 0 ? (guint) threads : MAX (1, g_get_num_processors () / n);
+      Result row[8] = { { 0 } };   /* parse_stages: at most 8 sizes */
 
-      if (!measure (context, repo, &netns, signal_url, hub.url, n, (guint) tokens, n_threads,
-                    &r, &error))
-        goto out;
-      g_array_append_val (results, r);
-      /* Each size is printed as soon as it is measured: a run cut short
-       * (a time limit) keeps the sizes it finished. */
-      print_result (options, &netns, &g_array_index (results, Result, results->len - 1),
-                    &g_array_index (results, Result, 0));
+      /* Odd rounds measure the sizes in reverse: whichever size runs
+       * second in one invocation was shifted (docs/BENCHMARKS.md), so
+       * each size runs first as often as last. */
+      for (guint j = 0; j < stages->len; j++)
+        {
+          guint i = round % 2 == 0 ? j : stages->len - 1 - j;
+          guint n = g_array_index (stages, guint, i);
+          /* The devices of a size share this host: each gets its share of
+           * the cores, so one device alone uses them all. */
+          guint n_threads = threads > 0 ? (guint) threads : MAX (1, g_get_num_processors () / n);
+
+          if (!measure (context, repo, &netns, signal_url, hub.url, n, (guint) tokens, n_threads,
+                        &row[i], &error))
+            goto out;
+          row[i].round = round + 1;
+        }
+      /* Each round is printed as soon as it is measured (a run cut short
+       * keeps the rounds it finished), in the order of --stages, the ratios
+       * to the first size of the same round. */
+      for (guint i = 0; i < stages->len; i++)
+        {
+          g_array_append_val (results, row[i]);
+          print_result (options, &netns, &row[i], &row[0]);
+        }
     }
+  if (rounds > 1)
+    for (guint i = 0; i < stages->len; i++)
+      print_summary (options, results, stages->len, i);
   status = DC_CLI_EXIT_OK;
 
 out:

@@ -69,6 +69,7 @@ typedef struct
   gint    wanted;        /* atomic: Σ helpers_wanted, the spinners' flag */
   guint   n_helpers;     /* under lock: threads started */
   guint   n_sleeping;    /* under lock */
+  gint    n_warm;        /* atomic: helpers 0 … n_warm - 1 keep a warm window */
   gint64  spin_us;
 } Pool;
 
@@ -78,6 +79,7 @@ static gint default_threads = 1;   /* atomic */
 static guint64 stat_jobs = 0;      /* __atomic builtins: GLib has no 64-bit atomics */
 static guint64 stat_inline = 0;
 static guint64 stat_wait_ns = 0;
+static gint stat_warm_seen = 0;    /* atomic: 1 + the highest helper index woken to spin warm */
 
 static GPrivate in_worker_key;     /* non-NULL inside a chunk */
 
@@ -215,9 +217,23 @@ take_job_locked (guint *worker)
   return g_atomic_rc_box_acquire (job);
 }
 
+/* Whether helper INDEX spins through the warm window: only as many as
+ * the warming caller's products will use. The pool never shrinks, so after
+ * a 16-thread call a process that now computes with 5 threads kept 15
+ * helpers spinning on a warm, on cores its neighbours (a ring's other
+ * stages on the same host) and its own generation thread needed. */
+static inline gboolean
+warm_for (guint index)
+{
+  return (gint) index < g_atomic_int_get (&pool.n_warm) &&
+         g_get_monotonic_time () < __atomic_load_n (&warm_until, __ATOMIC_RELAXED);
+}
+
 static gpointer
 helper_worker (gpointer data)
 {
+  const guint index = GPOINTER_TO_UINT (data);
+
   for (;;)
     {
       Job *job;
@@ -232,15 +248,22 @@ helper_worker (gpointer data)
 
           /* The warm window is read anew each round: dc_parallel_cool ends it. */
           while (g_atomic_int_get (&pool.wanted) <= 0 &&
-                 ((now = g_get_monotonic_time ()) < until ||
-                  now < __atomic_load_n (&warm_until, __ATOMIC_RELAXED)))
+                 ((now = g_get_monotonic_time ()) < until || warm_for (index)))
             spin_pause ();
         }
       g_mutex_lock (&pool.lock);
       while ((job = take_job_locked (&worker)) == NULL)
         {
-          if (g_get_monotonic_time () < __atomic_load_n (&warm_until, __ATOMIC_RELAXED))
-            break;   /* woken by dc_parallel_warm: spin instead */
+          if (warm_for (index))
+            {
+              /* Woken by dc_parallel_warm: spin instead. */
+              gint seen = (gint) index + 1;
+              gint old = g_atomic_int_get (&stat_warm_seen);
+
+              while (old < seen && !g_atomic_int_compare_and_exchange (&stat_warm_seen, old, seen))
+                old = g_atomic_int_get (&stat_warm_seen);
+              break;
+            }
           pool.n_sleeping++;
           g_cond_wait (&pool.work, &pool.lock);
           pool.n_sleeping--;
@@ -272,7 +295,8 @@ grow_locked (guint n)
   while (pool.n_helpers < n)
     {
       GError *error = NULL;
-      GThread *thread = g_thread_try_new ("dc-parallel", helper_worker, NULL, &error);
+      GThread *thread = g_thread_try_new ("dc-parallel", helper_worker,
+                                          GUINT_TO_POINTER (pool.n_helpers), &error);
 
       if (thread == NULL)
         {
@@ -435,9 +459,27 @@ dc_parallel_set_gate (DcParallelGateFunc func,
 void
 dc_parallel_warm (guint us)
 {
-  gint64 until = g_get_monotonic_time () + MIN (us, 10000);
+  dc_parallel_warm_threads (us, DC_PARALLEL_MAX_THREADS);
+}
 
-  if (until <= __atomic_load_n (&warm_until, __ATOMIC_RELAXED))
+/**
+ * dc_parallel_warm_threads:
+ * @us: how long helpers should stay awake, at most 10 ms
+ * @n_threads: the threads the coming products use, the caller included
+ *
+ * dc_parallel_warm() for @n_threads - 1 helpers: the pool's other helpers
+ * (started by an earlier call with more threads) sleep on, instead of
+ * spinning on cores that the products will not use.
+ */
+void
+dc_parallel_warm_threads (guint us,
+                          guint n_threads)
+{
+  gint64 until = g_get_monotonic_time () + MIN (us, 10000);
+  gint n_warm = (gint) CLAMP (n_threads, 1, DC_PARALLEL_MAX_THREADS) - 1;
+
+  g_atomic_int_set (&pool.n_warm, n_warm);
+  if (n_warm == 0 || until <= __atomic_load_n (&warm_until, __ATOMIC_RELAXED))
     return;
   __atomic_store_n (&warm_until, until, __ATOMIC_RELAXED);
   g_mutex_lock (&pool.lock);
@@ -495,4 +537,9 @@ dc_parallel_get_stats (DcParallelStats *out)
   out->jobs = __atomic_load_n (&stat_jobs, __ATOMIC_RELAXED);
   out->inline_jobs = __atomic_load_n (&stat_inline, __ATOMIC_RELAXED);
   out->wait_ns = __atomic_load_n (&stat_wait_ns, __ATOMIC_RELAXED);
+  g_mutex_lock (&pool.lock);
+  out->warm_helpers = (guint) g_atomic_int_get (&stat_warm_seen);
+  out->helpers = pool.n_helpers;
+  out->sleeping = pool.n_sleeping;
+  g_mutex_unlock (&pool.lock);
 }

@@ -51,6 +51,10 @@ gboolean dc_parallel_in_worker        (void);
 /* Keeps the helpers awake and spinning for US µs (at most 10 ms): products
  * are about to come after an idle gap. */
 void     dc_parallel_warm             (guint           us);
+/* The same for the N_THREADS - 1 helpers that products of N_THREADS use:
+ * the pool's other helpers sleep on. */
+void     dc_parallel_warm_threads     (guint           us,
+                                       guint           n_threads);
 /* Ends a warm window early: helpers spin briefly, then sleep again. */
 void     dc_parallel_cool             (void);
 
@@ -76,6 +80,10 @@ void     dc_parallel_set_gate         (DcParallelGateFunc func,
  * @jobs: calls that used helpers
  * @inline_jobs: calls run on the caller alone
  * @wait_ns: time callers spent waiting for helpers to finish their chunks
+ * @helpers: helper threads started (the pool never shrinks)
+ * @sleeping: helpers asleep now
+ * @warm_helpers: the most helpers a warm window woke to spin (the highest
+ *   helper index so woken, plus one)
  *
  * Totals since the process started, for `bench train`'s time split.
  */
@@ -84,6 +92,9 @@ typedef struct
   guint64 jobs;
   guint64 inline_jobs;
   guint64 wait_ns;
+  guint   helpers;
+  guint   sleeping;
+  guint   warm_helpers;
 } DcParallelStats;
 
 void     dc_parallel_get_stats        (DcParallelStats *out);

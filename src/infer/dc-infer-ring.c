@@ -20,6 +20,7 @@
 
 #include "dc-ring-server.h"
 #include "data/dc-data-error.h"
+#include "engine/dc-gemm-backend.h"
 #include "engine/dc-parallel.h"
 #include "model/dc-hf-model.h"
 #include "model/dc-model-error.h"
@@ -128,6 +129,8 @@ struct _DcInferRing
   gint64          lap_send_us;
   gint64          lap_wake_us;
   gint64          answer_at;     /* when the answer arrived, µs (monotonic) */
+  gint64          answer_received;  /* when webrtcbin handed it over, µs */
+  gint64          lap_receive_us;
 };
 
 G_DEFINE_FINAL_TYPE (DcInferRing, dc_infer_ring, G_TYPE_OBJECT)
@@ -291,6 +294,7 @@ handle_hop (DcInferRing *self,
   g_autoptr(GError) error = NULL;
   g_autofree char *why = NULL;
   int stage = stage_of (self, dc_peer_get_id (peer));
+  gboolean warm = FALSE;
 
   if (!dc_mesh_ring_hop_decode (payload, &hop, &error))
     why = g_strdup_printf ("REFUSED activation from “%s”: %s", dc_peer_get_name (peer),
@@ -317,16 +321,22 @@ handle_hop (DcInferRing *self,
        * layers next; an answer nobody waits for yet (a prompt's earlier
        * chunk) warms nothing: its helpers would spin on cores the stages
        * on this host are computing on. */
-      if (self->awaited_seq != 0 && hop.turn >= self->awaited_seq)
-        dc_infer_ring_warm_helpers ();
+      warm = self->awaited_seq != 0 && hop.turn >= self->awaited_seq;
       self->answered_seq = hop.turn;
       self->answer_at = g_get_monotonic_time ();
+      self->answer_received = dc_peer_get_message_received_us (peer);
       g_free (self->answer);
       self->answer = g_steal_pointer (&hop.data);
       self->answer_rows = hop.n;
       g_cond_broadcast (&self->cond);
     }
   g_mutex_unlock (&self->lock);
+  /* After the generation thread's wake-up, not before: the helpers' wake
+   * is a broadcast, and the woken helpers came first to the free cores
+   * (head_wake_ms). */
+  if (warm)
+    dc_infer_ring_warm_helpers (dc_gemm_backend_get_n_threads (
+                                  dc_context_get_backend (self->context)));
 }
 
 static void
@@ -399,7 +409,7 @@ ask_offers (DcInferRing *self)
 /* ---- waking the helpers --------------------------------------------------- */
 
 void
-dc_infer_ring_warm_helpers (void)
+dc_infer_ring_warm_helpers (guint n_threads)
 {
   static gsize once = 0;
   static guint us = DC_INFER_RING_WARM_US;
@@ -412,8 +422,11 @@ dc_infer_ring_warm_helpers (void)
         us = (guint) CLAMP (g_ascii_strtoll (env, NULL, 10), 0, 10000);
       g_once_init_leave (&once, 1);
     }
-  if (us > 0)
+  /* DC_RING_WARM_ALL=1: every helper of the pool, as before (an A/B). */
+  if (us > 0 && g_strcmp0 (g_getenv ("DC_RING_WARM_ALL"), "1") == 0)
     dc_parallel_warm (us);
+  else if (us > 0)
+    dc_parallel_warm_threads (us, n_threads);
 }
 
 void
@@ -957,6 +970,7 @@ ring_forward_any (DcInferRing    *self,
   g_autofree float *answer = NULL;
   guint32 rows = 0, seq;
   gint64 t_start = g_get_monotonic_time (), t_sent = 0, t_answer = 0, answer_at = 0;
+  gint64 answer_received = 0;
   gboolean ok;
 
   if (n_ids == 0 || n_ids > DC_MESH_RING_MAX_POSITIONS)
@@ -1057,6 +1071,7 @@ ring_forward_any (DcInferRing    *self,
       answer = g_steal_pointer (&self->answer);
       rows = self->answer_rows;
       answer_at = self->answer_at;
+      answer_received = self->answer_received;
     }
   g_mutex_unlock (&self->lock);
   if (answer == NULL)
@@ -1074,6 +1089,8 @@ ring_forward_any (DcInferRing    *self,
           self->lap_compute_us += (t_sent - t_start) + (t_end - t_answer);
           self->lap_wait_us += t_answer - t_sent;
           self->lap_wake_us += t_answer - MAX (answer_at, t_sent);
+          if (answer_received > 0 && answer_received <= answer_at)
+            self->lap_receive_us += answer_at - answer_received;
           g_mutex_unlock (&self->lock);
         }
       return ok;
@@ -1204,6 +1221,7 @@ clear_ring (DcInferRing *self)
   self->lap_compute_us = self->lap_wait_us = 0;
   self->lap_sends = 0;
   self->lap_send_us = self->lap_wake_us = 0;
+  self->lap_receive_us = 0;
   g_mutex_unlock (&self->lock);
   self->own_loaded = FALSE;
   self->lost_peer = FALSE;
@@ -1708,6 +1726,25 @@ dc_infer_ring_get_lap_handoffs (DcInferRing *self,
   *send_ms = self->lap_sends > 0 ? self->lap_send_us / (1000.0 * self->lap_sends) : 0.0;
   *wake_ms = self->lap_count > 0 ? self->lap_wake_us / (1000.0 * self->lap_count) : 0.0;
   g_mutex_unlock (&self->lock);
+}
+
+/**
+ * dc_infer_ring_get_lap_receive_ms:
+ *
+ * Returns: of a decoded token's wait, the answer's way from webrtcbin's
+ *   on-message-data signal (its thread) to our handler on the main
+ *   context, ms on average (a part of what `bench ring` calls transport)
+ */
+double
+dc_infer_ring_get_lap_receive_ms (DcInferRing *self)
+{
+  double ms;
+
+  g_return_val_if_fail (DC_IS_INFER_RING (self), 0.0);
+  g_mutex_lock (&self->lock);
+  ms = self->lap_count > 0 ? self->lap_receive_us / (1000.0 * self->lap_count) : 0.0;
+  g_mutex_unlock (&self->lock);
+  return ms;
 }
 
 gboolean

@@ -51,8 +51,9 @@ G_BEGIN_DECLS
  * it (0: off), for measuring. */
 #define DC_INFER_RING_WARM_US         10000
 
-/* Warms this process's product helpers for a hop about to be computed. */
-void            dc_infer_ring_warm_helpers   (void);
+/* Warms this process's product helpers for a hop about to be computed
+ * with N_THREADS (the backend's threads: only those helpers spin). */
+void            dc_infer_ring_warm_helpers   (guint n_threads);
 /* Ends the warm window: this device's hop is computed (or it now waits). */
 void            dc_infer_ring_cool_helpers   (void);
 
@@ -106,6 +107,7 @@ guint           dc_infer_ring_get_lap_times  (DcInferRing  *self,
 void            dc_infer_ring_get_lap_handoffs (DcInferRing *self,
                                                 double      *send_ms,
                                                 double      *wake_ms);
+double          dc_infer_ring_get_lap_receive_ms (DcInferRing *self);
 /* Whether the last failure was a stage leaving (the run may be replayed). */
 gboolean        dc_infer_ring_lost_peer      (DcInferRing  *self);
 /* Releases every stage. */

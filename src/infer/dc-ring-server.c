@@ -131,6 +131,7 @@ struct _DcRingServer
   guint          timed_hops;
   guint          inline_hops;   /* of them, computed on the main thread */
   gint64         queue_us, compute_us, send_us;
+  gint64         receive_us;    /* webrtcbin's signal → our handler, of timed hops */
   gint64         last_compute_us;   /* the last hop's computation (0: none yet) */
   guint32        last_positions;    /* and its positions */
 };
@@ -152,6 +153,7 @@ typedef struct
   /* µs (monotonic): arrival on the main thread; start and end of the
    * computation on the worker (read after the task returned). */
   gint64         arrived, started, ended;
+  gint64         received;   /* webrtcbin's signal, before our main context */
 } HopJob;
 
 static void
@@ -257,6 +259,7 @@ release (DcRingServer *self)
   g_clear_pointer (&self->head_id, g_free);
   self->timed_hops = self->inline_hops = 0;
   self->queue_us = self->compute_us = self->send_us = self->last_compute_us = 0;
+  self->receive_us = 0;
 }
 
 /* ---- weight bytes from the head's cache -------------------------------- */
@@ -928,6 +931,8 @@ hop_computed (DcRingServer *self,
           self->timed_hops++;
           self->inline_hops += on_main;
           self->queue_us += job->started - job->arrived;
+          if (job->received > 0 && job->received <= job->arrived)
+            self->receive_us += job->arrived - job->received;
           self->compute_us += job->ended - job->started;
           self->send_us += g_get_monotonic_time () - job->ended;
         }
@@ -1040,6 +1045,7 @@ handle_hop (DcRingServer *self,
   g_autofree char *why = NULL;
 
   job->arrived = g_get_monotonic_time ();
+  job->received = dc_peer_get_message_received_us (peer);
   if (!dc_mesh_ring_hop_decode (payload, &job->hop, &error))
     {
       why = g_strdup_printf ("REFUSED activation from “%s”: %s", dc_peer_get_name (peer),
@@ -1064,7 +1070,8 @@ handle_hop (DcRingServer *self,
       goto refused;
     }
   job->from = g_strdup (dc_peer_get_id (peer));
-  dc_infer_ring_warm_helpers ();
+  dc_infer_ring_warm_helpers (dc_gemm_backend_get_n_threads (
+                                dc_context_get_backend (self->context)));
   g_queue_push_tail (&self->hops, job);
   run_next_hop (self);
   return;
@@ -1111,6 +1118,10 @@ write_hop_times (DcRingServer *self)
   json_builder_add_double_value (builder, compute_ms);
   json_builder_set_member_name (builder, "send_ms");
   json_builder_add_double_value (builder, send_ms);
+  /* Before queue_ms: webrtcbin's on-message-data (its thread) → our
+   * handler on the main context, through link_push's idle source. */
+  json_builder_set_member_name (builder, "receive_ms");
+  json_builder_add_double_value (builder, n > 0 ? self->receive_us / (1000.0 * n) : 0.0);
   json_builder_end_object (builder);
   root = json_builder_get_root (builder);
   generator = json_generator_new ();

@@ -93,6 +93,7 @@ typedef struct
   GBytes               *bytes;
   GstWebRTCDataChannel *channel;
   GstWebRTCSessionDescription *description;
+  gint64                at;     /* HOP_PIECE: when webrtcbin handed it over, µs */
 } Hop;
 
 typedef struct
@@ -131,6 +132,7 @@ struct _DcPeer
   guint64               rx_bytes;     /* bytes of pieces received */
   guint64               rx_credited;  /* rx_bytes in our latest credit */
   gint64                last_rx_us;
+  gint64                piece_at;     /* the piece being handled: Hop.at */
   gint64                started_us;
   guint64               heartbeat_seq;
   guint                 faults;
@@ -454,6 +456,7 @@ channel_data_cb (GstWebRTCDataChannel *channel,
   Hop *hop = g_new0 (Hop, 1);
 
   hop->kind = HOP_PIECE;
+  hop->at = g_get_monotonic_time ();
   hop->bytes = bytes != NULL ? g_bytes_ref (bytes) : g_bytes_new (NULL, 0);
   link_push (user_data, hop);
 }
@@ -847,6 +850,7 @@ handle_hop (DcPeer *self,
       set_state (self, DC_PEER_STATE_FAILED, "error");
       break;
     case HOP_PIECE:
+      self->piece_at = hop->at;
       handle_piece (self, hop->bytes);
       break;
     case HOP_TEXT:
@@ -1458,4 +1462,19 @@ dc_peer_init (DcPeer *self)
   self->link = link_new (self);
   self->reader = dc_mesh_reader_new ();
   g_queue_init (&self->out);
+}
+
+/**
+ * dc_peer_get_message_received_us:
+ *
+ * Returns: while a message is delivered (the group's and the ring's
+ *   handlers), when webrtcbin's data channel handed its last piece over
+ *   (its on-message-data signal, on webrtcbin's thread), monotonic µs: the
+ *   hand-off from there to our main context is the difference to now
+ */
+gint64
+dc_peer_get_message_received_us (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), 0);
+  return self->piece_at;
 }
