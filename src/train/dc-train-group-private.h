@@ -92,6 +92,7 @@ typedef struct
   guint8   recomputed[DC_MESH_HASH_SIZE];  /* this device's recomputation */
 } Accusation;
 typedef struct _AuditJob AuditJob;
+typedef struct _ParseJob ParseJob;
 
 /* Training messages dropped from one device since its last log line. */
 typedef struct
@@ -287,6 +288,9 @@ struct _DcTrainGroup
   char              *checkpoint_from; /* follower: who sends the checkpoint it waits for */
   DcMeshRunConfig   *switch_config;   /* the run to switch to after the step being taken */
   GBytes            *switch_bytes;    /* its checkpoint, once whole */
+  ParseJob          *switch_parsed;   /* … read and hashed on a worker (parse_begin ()) */
+  gboolean           parsing;         /* a checkpoint read is out */
+  guint              parse_gen;       /* of the read out; older results are dropped */
   GHashTable        *switch_reports;  /* "step/id" → reports of that run, before the switch */
   DcMeshRunConfig   *pending_config;  /* leader: a loaded checkpoint, sent at the next step */
   GBytes            *pending_bytes;
@@ -506,6 +510,8 @@ void _dc_train_group_handle_audit (DcTrainGroup *self,
                                    GBytes       *payload);
 
 /* dc-train-group-checkpoint.c */
+void     _dc_train_group_parse_job_free (ParseJob *job);
+gboolean _dc_train_group_switch_waits (DcTrainGroup *self);
 guint64 _dc_train_group_checkpoint_cap (guint32 width,
                                         guint32 seq);
 void _dc_train_group_send_switch (DcTrainGroup *self);

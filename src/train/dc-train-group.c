@@ -828,8 +828,16 @@ tick_cb (gpointer user_data)
   /* A late tick is a main loop that did not run: heartbeats were not
    * answered meanwhile. */
   if (self->last_tick != 0 && now - self->last_tick > (TICK_MS + STALL_LOG_MS) * 1000)
-    g_debug ("main loop stalled for %" G_GINT64_FORMAT " ms (state %d)",
-             (now - self->last_tick) / 1000 - TICK_MS, self->state);
+    {
+      g_debug ("main loop stalled for %" G_GINT64_FORMAT " ms (state %d)",
+               (now - self->last_tick) / 1000 - TICK_MS, self->state);
+      /* Whether the thread worked (its own CPU time) or waited: for a
+       * lock, for memory, or for a core on a loaded machine. */
+      g_debug ("… of the %" G_GINT64_FORMAT " ms since the last tick, %" G_GINT64_FORMAT
+               " ms were the main thread's own CPU time (state %u before)",
+               (now - self->last_tick) / 1000, (cpu - self->last_tick_cpu) / 1000,
+               self->last_tick_state);
+    }
   /* Test only: the late tick is this thread's own work (its CPU time since
    * the last tick, not a machine that gave the core to others) in a step:
    * the work that belongs on a worker. */
@@ -1164,6 +1172,7 @@ dc_train_group_finalize (GObject *object)
   g_free (self->checkpoint_from);
   g_clear_pointer (&self->switch_config, dc_mesh_run_config_free);
   g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+  g_clear_pointer (&self->switch_parsed, _dc_train_group_parse_job_free);
   g_clear_pointer (&self->pending_config, dc_mesh_run_config_free);
   g_clear_pointer (&self->pending_bytes, g_bytes_unref);
   g_clear_pointer (&self->proposal, dc_mesh_run_config_free);
