@@ -206,7 +206,10 @@ parsed_cb (GObject      *object,
       kept->error = g_steal_pointer (&job->error);
       _dc_train_group_parse_job_free (self->switch_parsed);
       self->switch_parsed = kept;
-      _dc_train_group_advance (self);
+      if (self->switch_next_pending)
+        _dc_train_group_next_step (self);
+      else
+        _dc_train_group_advance (self);
     }
   else if (self->state == STATE_WAITING_CHECKPOINT)
     start_from_checkpoint (self, job);

@@ -291,6 +291,7 @@ struct _DcTrainGroup
   ParseJob          *switch_parsed;   /* … read and hashed on a worker (parse_begin ()) */
   gboolean           parsing;         /* a checkpoint read is out */
   guint              parse_gen;       /* of the read out; older results are dropped */
+  gboolean           switch_next_pending; /* _dc_train_group_next_step () waits for that read */
   GHashTable        *switch_reports;  /* "step/id" → reports of that run, before the switch */
   DcMeshRunConfig   *pending_config;  /* leader: a loaded checkpoint, sent at the next step */
   GBytes            *pending_bytes;

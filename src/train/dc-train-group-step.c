@@ -1706,10 +1706,14 @@ _dc_train_group_next_step (DcTrainGroup *self)
   /* A checkpoint switch replaces the session the audit's worker reads. */
   if (self->switch_config != NULL && _dc_train_group_wait_audit (self, TRUE))
     return;
-  /* The checkpoint is still read and hashed on its worker (parsed_cb ()
-   * advances again). */
+  /* The checkpoint is still read and hashed on its worker: parsed_cb ()
+   * comes back here (the step's reports were agreed and pruned already). */
   if (_dc_train_group_switch_waits (self))
-    return;
+    {
+      self->switch_next_pending = TRUE;
+      return;
+    }
+  self->switch_next_pending = FALSE;
   _dc_train_group_remove_evicted (self, step);
   if (self->switch_config != NULL)
     {
@@ -1971,6 +1975,9 @@ _dc_train_group_advance (DcTrainGroup *self)
        * for its worker (computed_cb () comes back here). */
       if (self->compute_running
           && (self->switch_config != NULL || self->accusations->len > 0))
+        break;
+      /* Agreed already; the switch waits for its checkpoint's read. */
+      if (self->switch_next_pending)
         break;
       if (reports_complete (self))
         {
