@@ -1055,6 +1055,66 @@ object_hash_zeroed (GBytes *body)
   return g_bytes_new_take (copy, size);
 }
 
+static gpointer
+frames_thread (gpointer data)
+{
+  return dc_mesh_chunk_frames_encode (DC_MESH_MSG_GRADIENTS, data, NULL);
+}
+
+/* dc_mesh_chunk_frames_encode (), which a sender runs on a worker to
+ * frame an object once for every peer: on another thread, each chunk's
+ * frame is the pieces dc_mesh_message_encode_pieces () makes of its body,
+ * byte for byte, and a reader gives back each body (the frame's CRC-32
+ * holds, the chunk decodes); a type that is not chunked is refused. */
+static void
+test_train_chunk_frames (void)
+{
+  g_autoptr(GBytes) object = pattern_bytes (2 * DC_MESH_CHUNK_DATA_MAX + 100, 7);
+  DcMeshChunk info = chunk_info (3, 1);
+  g_autoptr(GPtrArray) bodies = NULL;
+  g_autoptr(GPtrArray) frames = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcMeshReader) reader = dc_mesh_reader_new ();
+
+  bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (bodies->len, ==, 3);
+  frames = g_thread_join (g_thread_new ("frames", frames_thread, bodies));
+  g_assert_nonnull (frames);
+  g_assert_cmpuint (frames->len, ==, bodies->len);
+  for (guint i = 0; i < frames->len; i++)
+    {
+      GPtrArray *pieces = g_ptr_array_index (frames, i);
+      g_autoptr(GPtrArray) expected = dc_mesh_message_encode_pieces (DC_MESH_MSG_GRADIENTS,
+                                                                     g_ptr_array_index (bodies,
+                                                                                        i),
+                                                                     &error);
+      g_autoptr(DcMeshMessage) message = NULL;
+      DcMeshChunk chunk = { 0 };
+
+      g_assert_no_error (error);
+      /* A chunk is one piece: the credit window is checked between chunks. */
+      g_assert_cmpuint (pieces->len, ==, 1);
+      g_assert_cmpuint (expected->len, ==, 1);
+      g_assert_true (g_bytes_equal (g_ptr_array_index (pieces, 0),
+                                    g_ptr_array_index (expected, 0)));
+      message = dc_mesh_reader_push (reader, g_bytes_get_data (g_ptr_array_index (pieces, 0),
+                                                               NULL),
+                                     g_bytes_get_size (g_ptr_array_index (pieces, 0)), &error);
+      g_assert_no_error (error);
+      g_assert_nonnull (message);
+      g_assert_cmpuint (message->type, ==, DC_MESH_MSG_GRADIENTS);
+      g_assert_true (g_bytes_equal (message->payload, g_ptr_array_index (bodies, i)));
+      g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_GRADIENTS, message->payload, &chunk,
+                                           &error));
+      g_assert_no_error (error);
+      g_assert_cmpuint (chunk.index, ==, i);
+      dc_mesh_chunk_clear (&chunk);
+    }
+  g_assert_null (dc_mesh_chunk_frames_encode (DC_MESH_MSG_DATA, bodies, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+}
+
 /* Every chunk refusal the decoder has, on the chunks of a 3-chunk gradient. */
 static void
 test_train_chunk_refused (void)
@@ -1525,6 +1585,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/protocol/train/step-report", test_train_step_report);
   g_test_add_func ("/dc/mesh/protocol/train/repair-audit", test_train_repair_audit);
   g_test_add_func ("/dc/mesh/protocol/train/chunk-refused", test_train_chunk_refused);
+  g_test_add_func ("/dc/mesh/protocol/train/chunk-frames", test_train_chunk_frames);
   g_test_add_func ("/dc/mesh/protocol/train/assemble-5mb", test_train_assemble_5mb);
   g_test_add_func ("/dc/mesh/protocol/train/assemble-refused", test_train_assemble_refused);
 

@@ -932,6 +932,47 @@ dc_mesh_chunks_split (guint               type,
   return g_steal_pointer (&bodies);
 }
 
+/**
+ * dc_mesh_chunk_frames_encode:
+ * @type: GRADIENTS, WEIGHTS, CHECKPOINT or REPAIR
+ * @bodies: (element-type GBytes): chunk bodies from dc_mesh_chunks_split()
+ *
+ * Frames every chunk (dc_mesh_message_encode_pieces (): the copy behind
+ * the frame header and its CRC-32) once, for dc_peer_send_frames (). Pure:
+ * callable from any thread, so a sender frames a large object on a worker
+ * and every peer it goes to shares the same bytes.
+ *
+ * Returns: (transfer full) (element-type GPtrArray) (nullable): one array
+ *   of pieces per chunk, in order
+ */
+GPtrArray *
+dc_mesh_chunk_frames_encode (guint      type,
+                             GPtrArray *bodies,
+                             GError   **error)
+{
+  g_autoptr(GPtrArray) frames = NULL;
+
+  g_return_val_if_fail (bodies != NULL, NULL);
+
+  if (!is_chunk_type (type))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s messages are not chunked", dc_mesh_message_type_to_string (type));
+      return NULL;
+    }
+  frames = g_ptr_array_new_full (bodies->len, (GDestroyNotify) g_ptr_array_unref);
+  for (guint i = 0; i < bodies->len; i++)
+    {
+      GPtrArray *pieces = dc_mesh_message_encode_pieces (type, g_ptr_array_index (bodies, i),
+                                                         error);
+
+      if (pieces == NULL)
+        return NULL;
+      g_ptr_array_add (frames, pieces);
+    }
+  return g_steal_pointer (&frames);
+}
+
 /* The assembler. */
 
 struct _DcMeshChunkAssembler

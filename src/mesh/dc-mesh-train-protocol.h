@@ -268,6 +268,9 @@ GPtrArray *dc_mesh_chunks_split (guint              type,
                                  GBytes            *object,
                                  GError           **error);
 guint64    dc_mesh_chunk_max_total (guint           type);
+GPtrArray *dc_mesh_chunk_frames_encode (guint      type,
+                                       GPtrArray *bodies,
+                                       GError   **error);
 guint64    dc_mesh_chunk_ceiling_total (guint       type);
 void       dc_mesh_train_hash   (GBytes            *object,
                                  guint8             hash[DC_MESH_HASH_SIZE]);

@@ -1184,26 +1184,47 @@ dc_peer_send_chunks (DcPeer     *self,
                    self->id);
       return FALSE;
     }
+  frames = dc_mesh_chunk_frames_encode (type, bodies, error);
+  return frames != NULL && dc_peer_send_frames (self, type, frames, error);
+}
+
+/**
+ * dc_peer_send_frames:
+ * @type: GRADIENTS, WEIGHTS, CHECKPOINT or REPAIR
+ * @frames: (element-type GPtrArray): chunks already framed by
+ *   dc_mesh_chunk_frames_encode () (on any thread); shared, not copied, so
+ *   one encoding serves every peer
+ *
+ * dc_peer_send_chunks () without the framing: queues references only, so
+ * the calling (main) thread neither copies nor checksums the object.
+ */
+gboolean
+dc_peer_send_frames (DcPeer     *self,
+                     guint       type,
+                     GPtrArray  *frames,
+                     GError    **error)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), FALSE);
+  g_return_val_if_fail (frames != NULL, FALSE);
+
+  if (self->state != DC_PEER_STATE_OPEN)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER, "peer %s is not connected",
+                   self->id);
+      return FALSE;
+    }
   if (dc_mesh_chunk_max_total (type) == 0)
     {
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
                    "%s messages are not chunked", dc_mesh_message_type_to_string (type));
       return FALSE;
     }
-  frames = g_ptr_array_new_full (bodies->len, (GDestroyNotify) g_ptr_array_unref);
-  for (guint i = 0; i < bodies->len; i++)
-    {
-      GPtrArray *pieces = dc_mesh_message_encode_pieces (type, g_ptr_array_index (bodies, i),
-                                                         error);
-
-      if (pieces == NULL)
-        return FALSE;
-      g_ptr_array_add (frames, pieces);
-    }
   for (guint i = 0; i < frames->len; i++)
     {
       GPtrArray *pieces = g_ptr_array_index (frames, i);
 
+      /* A peer reads a frame's pieces by its own index (OutFrame.next):
+       * the array itself is never changed, so peers may share it. */
       for (guint j = 0; j < pieces->len; j++)
         self->queued += g_bytes_get_size (g_ptr_array_index (pieces, j));
       g_queue_push_tail (&self->out, out_frame_new (pieces, TRUE));

@@ -68,6 +68,10 @@ gboolean     dc_peer_send_chunks   (DcPeer              *self,
                                     guint                type,
                                     GPtrArray           *bodies,
                                     GError             **error);
+gboolean     dc_peer_send_frames   (DcPeer              *self,
+                                    guint                type,
+                                    GPtrArray           *frames,
+                                    GError             **error);
 gboolean     dc_peer_send_object   (DcPeer              *self,
                                     guint                type,
                                     const DcMeshChunk   *info,

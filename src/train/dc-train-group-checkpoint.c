@@ -72,18 +72,16 @@ resume_config_new (DcTrainGroup          *self,
   return config;
 }
 
-/* The checkpoint file @blob, checked against the @config that announced it
- * (size, settings, step and weight hash): the model to continue. */
+/* The checkpoint file @blob read, and its weight hash (@hash): no group
+ * state is touched, so a worker runs it (ParseJob). */
 static DcGptModel *
-checkpoint_parse (GBytes                 *blob,
-                  const DcMeshRunConfig  *config,
-                  DcTrainSettings        *settings,
-                  GError                **error)
+checkpoint_read (GBytes           *blob,
+                 DcTrainSettings  *settings,
+                 char            **hash,
+                 GError          **error)
 {
   g_autoptr(GError) local = NULL;
   DcGptModel *model = dc_checkpoint_from_bytes (blob, settings, &local);
-  g_autofree char *hash = NULL;
-  guint8 bytes[DC_MESH_HASH_SIZE];
 
   if (model == NULL)
     {
@@ -91,7 +89,21 @@ checkpoint_parse (GBytes                 *blob,
                    "the group's checkpoint cannot be read: %s", local->message);
       return NULL;
     }
-  hash = dc_gpt_model_dup_hash (model);
+  *hash = dc_gpt_model_dup_hash (model);
+  return model;
+}
+
+/* @model (read by checkpoint_read (), weight hash @hash) checked against
+ * the @config that announced it (size, settings, step and weight hash). */
+static gboolean
+checkpoint_check (const DcGptModel       *model,
+                  const char             *hash,
+                  const DcTrainSettings  *settings,
+                  const DcMeshRunConfig  *config,
+                  GError                **error)
+{
+  guint8 bytes[DC_MESH_HASH_SIZE];
+
   _dc_train_group_hash_to_bytes (hash, bytes);
   if (model->config.width != config->width || model->config.seq != config->seq
       || settings->batch != config->batch || settings->lr_x1000 != config->lr_x1000
@@ -106,10 +118,135 @@ checkpoint_parse (GBytes                 *blob,
                    "step %" G_GUINT64_FORMAT ", weight hash %s)", model->config.width,
                    model->config.seq, model->step, hash, config->width, config->seq,
                    config->start_step, announced);
-      dc_gpt_model_free (model);
-      return NULL;
+      return FALSE;
     }
+  return TRUE;
+}
+
+/* The checkpoint file @blob, checked against the @config that announced it
+ * (size, settings, step and weight hash): the model to continue. */
+static DcGptModel *
+checkpoint_parse (GBytes                 *blob,
+                  const DcMeshRunConfig  *config,
+                  DcTrainSettings        *settings,
+                  GError                **error)
+{
+  g_autofree char *hash = NULL;
+  DcGptModel *model = checkpoint_read (blob, settings, &hash, error);
+
+  if (model != NULL && !checkpoint_check (model, hash, settings, config, error))
+    g_clear_pointer (&model, dc_gpt_model_free);
   return model;
+}
+
+/* A checkpoint read on a worker (parse_worker ()): reading a GPT-2-small
+ * state and hashing it (about 1.7 GB) takes seconds, which on the main
+ * thread cost a device its peers (4 s). */
+struct _ParseJob
+{
+  guint            gen;       /* self->parse_gen when it began */
+  GBytes          *blob;
+  /* out */
+  DcTrainSettings  settings;
+  DcGptModel      *model;
+  char            *hash;
+  GError          *error;
+};
+
+void
+_dc_train_group_parse_job_free (ParseJob *job)
+{
+  if (job == NULL)
+    return;
+  g_clear_pointer (&job->blob, g_bytes_unref);
+  g_clear_pointer (&job->model, dc_gpt_model_free);
+  g_free (job->hash);
+  g_clear_error (&job->error);
+  g_free (job);
+}
+
+static void
+parse_worker (GTask        *task,
+              gpointer      source,
+              gpointer      task_data,
+              GCancellable *cancellable)
+{
+  ParseJob *job = task_data;
+
+  job->model = checkpoint_read (job->blob, &job->settings, &job->hash, &job->error);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void start_from_checkpoint (DcTrainGroup *self,
+                                   ParseJob     *job);
+
+/* Back on the main thread: the checkpoint the run switches to is ready
+ * (_dc_train_group_switch_run () takes it), or the one a follower waited
+ * for starts its run. A later checkpoint or the run's end drops it. */
+static void
+parsed_cb (GObject      *object,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  ParseJob *job = g_task_get_task_data (G_TASK (result));
+
+  if (job->gen != self->parse_gen || self->state == STATE_DONE)
+    return;
+  self->parsing = FALSE;
+  if (self->switch_config != NULL && self->switch_bytes != NULL)
+    {
+      ParseJob *kept = g_new0 (ParseJob, 1);
+
+      /* The results move out; the task frees the rest with its data. */
+      kept->gen = job->gen;
+      kept->settings = job->settings;
+      kept->model = g_steal_pointer (&job->model);
+      kept->hash = g_steal_pointer (&job->hash);
+      kept->error = g_steal_pointer (&job->error);
+      _dc_train_group_parse_job_free (self->switch_parsed);
+      self->switch_parsed = kept;
+      if (self->switch_next_pending)
+        _dc_train_group_next_step (self);
+      else
+        _dc_train_group_advance (self);
+    }
+  else if (self->state == STATE_WAITING_CHECKPOINT)
+    start_from_checkpoint (self, job);
+}
+
+/* Reads @blob on a worker; parsed_cb () goes on. One at a time: a new one
+ * drops the one out (parse_gen). */
+static void
+parse_begin (DcTrainGroup *self,
+             GBytes       *blob)
+{
+  g_autoptr(GTask) task = g_task_new (self, NULL, parsed_cb, NULL);
+  ParseJob *job = g_new0 (ParseJob, 1);
+
+  job->gen = ++self->parse_gen;
+  job->blob = g_bytes_ref (blob);
+  self->parsing = TRUE;
+  g_clear_pointer (&self->switch_parsed, _dc_train_group_parse_job_free);
+  g_task_set_source_tag (task, parse_begin);
+  g_task_set_task_data (task, job, (GDestroyNotify) _dc_train_group_parse_job_free);
+  g_task_run_in_thread (task, parse_worker);
+}
+
+/* Drops a read that is out or done (a switch replaced or abandoned). */
+static void
+parse_drop (DcTrainGroup *self)
+{
+  self->parse_gen++;
+  self->parsing = FALSE;
+  g_clear_pointer (&self->switch_parsed, _dc_train_group_parse_job_free);
+}
+
+/* Whether the switch to a checkpoint waits for its read (parse_begin ()). */
+gboolean
+_dc_train_group_switch_waits (DcTrainGroup *self)
+{
+  return self->switch_config != NULL && self->switch_bytes != NULL && self->parsing;
 }
 
 /* CONFIG, then the checkpoint as CHECKPOINT chunks (step and data position
@@ -160,6 +297,8 @@ _dc_train_group_send_switch (DcTrainGroup *self)
   g_clear_pointer (&self->switch_bytes, g_bytes_unref);
   self->switch_config = g_steal_pointer (&self->pending_config);
   self->switch_bytes = g_steal_pointer (&self->pending_bytes);
+  if (self->switch_bytes != NULL)
+    parse_begin (self, self->switch_bytes);
   text = g_strdup_printf ("sending the checkpoint of step %" G_GUINT64_FORMAT " to the group: "
                           "every device continues from it after step %" G_GUINT64_FORMAT,
                           self->switch_config->start_step,
@@ -190,13 +329,30 @@ _dc_train_group_switch_run (DcTrainGroup *self)
                             "did not arrive whole", from);
       return;
     }
-  model = checkpoint_parse (self->switch_bytes, self->switch_config, &self->resume_settings,
-                            &error);
-  if (model == NULL)
+  /* Read and hashed on a worker (parse_begin ()); _dc_train_group_next_step ()
+   * waited for it. */
+  if (self->switch_parsed == NULL)
+    {
+      _dc_train_group_fail (self, DC_TRAIN_GROUP_ERROR_SYNC,
+                            "SYNC GUARD: stopped — the checkpoint “%s” sent to the group "
+                            "did not arrive whole", from);
+      return;
+    }
+  if (self->switch_parsed->model == NULL)
+    {
+      _dc_train_group_finish (self, g_steal_pointer (&self->switch_parsed->error));
+      return;
+    }
+  if (!checkpoint_check (self->switch_parsed->model, self->switch_parsed->hash,
+                         &self->switch_parsed->settings, self->switch_config, &error))
     {
       _dc_train_group_finish (self, g_steal_pointer (&error));
       return;
     }
+  model = g_steal_pointer (&self->switch_parsed->model);
+  self->resume_settings = self->switch_parsed->settings;
+  hash = g_steal_pointer (&self->switch_parsed->hash);
+  parse_drop (self);
   g_clear_pointer (&self->resume_model, dc_gpt_model_free);
   self->resume_model = model;
   g_clear_pointer (&self->config, dc_mesh_run_config_free);
@@ -230,7 +386,6 @@ _dc_train_group_switch_run (DcTrainGroup *self)
   /* Audits of the run left (none runs: _dc_train_group_next_step () waited). */
   g_clear_pointer (&self->audit_next, _dc_train_group_audit_job_free);
   self->step_done = self->config->start_step;
-  hash = dc_gpt_model_dup_hash (model);
   text = g_strdup_printf ("continuing from the checkpoint “%s” sent to the group: step %"
                           G_GUINT64_FORMAT ", weight hash %s, %u devices", from,
                           model->step, hash, self->roster->len);
@@ -336,6 +491,7 @@ _dc_train_group_handle_checkpoint_config (DcTrainGroup *self,
                               _dc_train_group_member_name (self, from), config->start_step);
       self->switch_config = g_steal_pointer (&config);
       g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+      parse_drop (self);
       g_hash_table_remove_all (self->switch_reports);
       _dc_train_group_notice (self, "checkpoint", _dc_train_group_member_name (self, from), text);
     }
@@ -349,6 +505,30 @@ _dc_train_group_handle_checkpoint_config (DcTrainGroup *self,
       self->proposal_from = g_strdup (from);
     }
   return TRUE;
+}
+
+/* The starter's checkpoint this follower waited for, read on a worker:
+ * checked against the run's config, it starts the run. */
+static void
+start_from_checkpoint (DcTrainGroup *self,
+                       ParseJob     *job)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (job->model == NULL)
+    {
+      _dc_train_group_finish (self, g_steal_pointer (&job->error));
+      return;
+    }
+  if (!checkpoint_check (job->model, job->hash, &job->settings, self->config, &error))
+    {
+      _dc_train_group_finish (self, g_steal_pointer (&error));
+      return;
+    }
+  self->resume_settings = job->settings;
+  g_clear_pointer (&self->resume_model, dc_gpt_model_free);
+  self->resume_model = g_steal_pointer (&job->model);
+  _dc_train_group_start_run (self);
 }
 
 /* A CHECKPOINT chunk: the starter's checkpoint this follower waits for, the
@@ -407,19 +587,15 @@ _dc_train_group_handle_checkpoint (DcTrainGroup *self,
 
   if (config == self->config)
     {
-      DcGptModel *model = checkpoint_parse (object, config, &self->resume_settings, &error);
-
-      if (model == NULL)
-        {
-          _dc_train_group_finish (self, g_steal_pointer (&error));
-          return;
-        }
-      g_clear_pointer (&self->resume_model, dc_gpt_model_free);
-      self->resume_model = model;
-      _dc_train_group_start_run (self);
+      /* Read and hashed on a worker; start_from_checkpoint () goes on. */
+      if (!self->parsing)
+        parse_begin (self, object);
     }
   else if (config == self->switch_config)
-    self->switch_bytes = g_steal_pointer (&object);
+    {
+      self->switch_bytes = g_steal_pointer (&object);
+      parse_begin (self, self->switch_bytes);
+    }
   else
     {
       DcTrainSettings settings;

@@ -92,6 +92,7 @@ typedef struct
   guint8   recomputed[DC_MESH_HASH_SIZE];  /* this device's recomputation */
 } Accusation;
 typedef struct _AuditJob AuditJob;
+typedef struct _ParseJob ParseJob;
 
 /* Training messages dropped from one device since its last log line. */
 typedef struct
@@ -202,9 +203,12 @@ struct _DcTrainGroup
   /* The step's own work off the main thread (pack_own_gradient (), apply_worker ()). */
   GPtrArray         *own_objects;  /* GBytes*: this step's contribution to each shard,
                                     * packed by the worker */
-  GPtrArray         *own_bodies;   /* GPtrArray* per shard: their chunks, split (and
-                                    * hashed) once */
-  gboolean           own_reduced;  /* this device's summed shard made and sent this step */
+  GPtrArray         *own_frames;   /* GPtrArray* per shard: their chunks, split (and
+                                    * hashed) and framed once, shared by the peers */
+  gboolean           own_reduced;  /* this device's summed shard begun (maybe_reduce ())
+                                    * this step: reduced_cb () keeps and sends it */
+  guint              reduce_gen;   /* of the reduce out; older results are dropped */
+  GCancellable      *reduce_cancel; /* cancels that reduce's worker */
   /* Sending during the backward pass: the worker packs a contribution as
    * soon as its shard's gradients are final (dc_gpt_run_set_layer_done_func
    * ()) and pushes its index + 1 here; the main thread sends it. */
@@ -284,6 +288,10 @@ struct _DcTrainGroup
   char              *checkpoint_from; /* follower: who sends the checkpoint it waits for */
   DcMeshRunConfig   *switch_config;   /* the run to switch to after the step being taken */
   GBytes            *switch_bytes;    /* its checkpoint, once whole */
+  ParseJob          *switch_parsed;   /* … read and hashed on a worker (parse_begin ()) */
+  gboolean           parsing;         /* a checkpoint read is out */
+  guint              parse_gen;       /* of the read out; older results are dropped */
+  gboolean           switch_next_pending; /* _dc_train_group_next_step () waits for that read */
   GHashTable        *switch_reports;  /* "step/id" → reports of that run, before the switch */
   DcMeshRunConfig   *pending_config;  /* leader: a loaded checkpoint, sent at the next step */
   GBytes            *pending_bytes;
@@ -301,6 +309,9 @@ struct _DcTrainGroup
 
   guint              tick_id;
   gint64             last_tick;    /* monotonic µs: the stall log (STALL_LOG_MS) */
+  gint64             last_tick_cpu; /* µs of the main thread's own CPU time then */
+  guint              last_tick_state;
+  guint              max_stall_ms; /* DC_TEST_MAX_STALL_MS: 0, or the child aborts past it */
   gulong             event_handler;
   gulong             message_handler;
 };
@@ -330,6 +341,11 @@ gboolean _dc_train_group_send_chunks (DcTrainGroup  *self,
                                       DcPeer        *peer,
                                       guint          type,
                                       GPtrArray     *bodies,
+                                      GError       **error);
+gboolean _dc_train_group_send_frames (DcTrainGroup  *self,
+                                      DcPeer        *peer,
+                                      guint          type,
+                                      GPtrArray     *frames,
                                       GError       **error);
 gboolean _dc_train_group_send_object (DcTrainGroup       *self,
                                       DcPeer             *peer,
@@ -415,6 +431,7 @@ gboolean _dc_train_group_in_roster (DcTrainGroup *self,
                                     const char   *id);
 
 /* dc-train-group-step.c */
+void     _dc_train_group_drop_reduce (DcTrainGroup *self);
 void _dc_train_group_start_step (DcTrainGroup *self);
 void _dc_train_group_report_step (DcTrainGroup *self);
 void _dc_train_group_start_run (DcTrainGroup *self);
@@ -494,6 +511,8 @@ void _dc_train_group_handle_audit (DcTrainGroup *self,
                                    GBytes       *payload);
 
 /* dc-train-group-checkpoint.c */
+void     _dc_train_group_parse_job_free (ParseJob *job);
+gboolean _dc_train_group_switch_waits (DcTrainGroup *self);
 guint64 _dc_train_group_checkpoint_cap (guint32 width,
                                         guint32 seq);
 void _dc_train_group_send_switch (DcTrainGroup *self);

@@ -244,6 +244,85 @@ _dc_train_group_rollback (DcTrainGroup *self,
   _dc_train_group_notice (self, "retake", dc_peer_get_name (peer), text);
 }
 
+/* A repair answer framed on a worker (repair_frame_worker ()): a shard
+ * object is encoded (bf16), cut, hashed and framed (copied and
+ * checksummed) there, which for a 72 MB shard held the main thread for
+ * hundreds of ms; repair_framed_cb () queues it to the requester, if it is
+ * still connected. */
+typedef struct
+{
+  char        *peer_id;
+  DcMeshChunk  info;
+  GBytes      *object;     /* float32 shard object, as kept */
+  DcTrainWire  send_wire;
+  GPtrArray   *frames;     /* out */
+  GError      *error;      /* out */
+} RepairSend;
+
+static void
+repair_send_free (RepairSend *send)
+{
+  g_free (send->peer_id);
+  g_clear_pointer (&send->object, g_bytes_unref);
+  g_clear_pointer (&send->frames, g_ptr_array_unref);
+  g_clear_error (&send->error);
+  g_free (send);
+}
+
+static void
+repair_frame_worker (GTask        *task,
+                     gpointer      source,
+                     gpointer      task_data,
+                     GCancellable *cancellable)
+{
+  RepairSend *send = task_data;
+  g_autoptr(GBytes) wire = dc_train_shard_encode (send->object, send->send_wire);
+  g_autoptr(GPtrArray) bodies = dc_mesh_chunks_split (DC_MESH_MSG_REPAIR, &send->info, wire,
+                                                      &send->error);
+
+  if (bodies != NULL)
+    send->frames = dc_mesh_chunk_frames_encode (DC_MESH_MSG_REPAIR, bodies, &send->error);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+repair_framed_cb (GObject      *object,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  RepairSend *send = g_task_get_task_data (G_TASK (result));
+  g_autoptr(GError) error = NULL;
+  DcPeer *peer;
+
+  if (self->state == STATE_DONE || (peer = _dc_train_group_find_peer (self, send->peer_id)) == NULL)
+    return;
+  if (send->frames == NULL)
+    g_message ("cannot send a repair to %s: %s", dc_peer_get_name (peer),
+               send->error != NULL ? send->error->message : "not framed");
+  else if (!_dc_train_group_send_frames (self, peer, DC_MESH_MSG_REPAIR, send->frames, &error))
+    g_message ("cannot send a repair to %s: %s", dc_peer_get_name (peer), error->message);
+}
+
+static void
+repair_send_later (DcTrainGroup      *self,
+                   DcPeer            *peer,
+                   const DcMeshChunk *info,
+                   GBytes            *object)
+{
+  g_autoptr(GTask) task = g_task_new (self, NULL, repair_framed_cb, NULL);
+  RepairSend *send = g_new0 (RepairSend, 1);
+
+  send->peer_id = g_strdup (dc_peer_get_id (peer));
+  send->info = *info;
+  send->info.data = NULL;
+  send->object = g_bytes_ref (object);
+  send->send_wire = _dc_train_group_send_wire (self);
+  g_task_set_source_tag (task, repair_send_later);
+  g_task_set_task_data (task, send, (GDestroyNotify) repair_send_free);
+  g_task_run_in_thread (task, repair_frame_worker);
+}
+
 /* A roster device asks for the gradient of (step, rank) it lacks: sent as
  * REPAIR chunks, each (step, rank) at most DC_TRAIN_GROUP_REPAIR_TRIES
  * times to one device, so that a peer cannot make this one send megabytes
@@ -291,8 +370,6 @@ _dc_train_group_handle_repair_request (DcTrainGroup *self,
     {
       Gradient *gradient = value;
       DcMeshChunk info = { 0 };
-      g_autoptr(GError) send_error = NULL;
-      g_autoptr(GBytes) wire = NULL;
 
       /* Every roster this device kept a shard (rank) for: the requester
        * keeps the one of its own roster (the header's digest). */
@@ -302,10 +379,8 @@ _dc_train_group_handle_repair_request (DcTrainGroup *self,
       memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
       info.step = request.step;
       info.rank = gradient->rank;
-      wire = dc_train_shard_encode (gradient->object, _dc_train_group_send_wire (self));
-      if (!_dc_train_group_send_object (self, peer, DC_MESH_MSG_REPAIR, &info, wire, &send_error))
-        g_message ("cannot send a repair to %s: %s", dc_peer_get_name (peer),
-                   send_error->message);
+      /* Framed on a worker, then queued (repair_framed_cb ()). */
+      repair_send_later (self, peer, &info, gradient->object);
       count++;
     }
   /* A request this device had nothing for (an author asked before it

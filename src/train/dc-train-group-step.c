@@ -94,21 +94,22 @@ pack_begin (DcTrainGroup      *self,
             const ComputeData *compute)
 {
   g_clear_pointer (&self->own_objects, g_ptr_array_unref);
-  g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  g_clear_pointer (&self->own_frames, g_ptr_array_unref);
   g_clear_error (&self->own_pack_error);
   self->own_objects = g_ptr_array_new_full (compute->n_ranks, bytes_unref0);
-  self->own_bodies = g_ptr_array_new_full (compute->n_ranks, ptr_array_unref0);
+  self->own_frames = g_ptr_array_new_full (compute->n_ranks, ptr_array_unref0);
   g_ptr_array_set_size (self->own_objects, compute->n_ranks);
-  g_ptr_array_set_size (self->own_bodies, compute->n_ranks);
+  g_ptr_array_set_size (self->own_frames, compute->n_ranks);
   memset (self->own_packed, 0, sizeof self->own_packed);
 }
 
 /* This device's contribution to shard @r (dc-train-wire.h: the "DRS1"
  * header, then shard r's little-endian float32; kept so, and sent as the
- * run's wire says: dc_train_shard_encode ()) and its chunks, made on
- * the worker: hashing and cutting them is most of the cost of sending, and
- * is done once, not once per peer on the main thread. A split that fails
- * leaves the slot's chunks NULL and its error for send_shard () to log. */
+ * run's wire says: dc_train_shard_encode ()) and its chunks, framed, made
+ * on the worker: hashing, cutting and framing them (the frame's copy and
+ * CRC-32) is all the cost of sending, and is done once, not once per peer
+ * on the main thread. A split that fails leaves the slot's frames NULL and
+ * its error for send_shard () to log. */
 static void
 pack_shard (DcTrainGroup      *self,
             const ComputeData *compute,
@@ -123,6 +124,8 @@ pack_shard (DcTrainGroup      *self,
   guint8 *data = g_malloc (size);
   GBytes *object;
   g_autoptr(GBytes) wire = NULL;
+  g_autoptr(GPtrArray) bodies = NULL;
+  GError **error = self->own_pack_error == NULL ? &self->own_pack_error : NULL;
 
   header.kind = DC_TRAIN_SHARD_CONTRIBUTION;
   header.roster_size = compute->n_ranks;
@@ -146,9 +149,10 @@ pack_shard (DcTrainGroup      *self,
   object = g_bytes_new_take (data, size);
   self->own_objects->pdata[r] = object;
   wire = dc_train_shard_encode (object, _dc_train_group_send_wire (self));
-  self->own_bodies->pdata[r] = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, wire,
-                                                     self->own_pack_error == NULL
-                                                     ? &self->own_pack_error : NULL);
+  bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, wire, error);
+  if (bodies != NULL)
+    self->own_frames->pdata[r] = dc_mesh_chunk_frames_encode (DC_MESH_MSG_GRADIENTS, bodies,
+                                                              error);
   self->own_packed[r] = TRUE;
 }
 
@@ -298,6 +302,36 @@ wait_worker (DcTrainGroup *self)
   g_mutex_unlock (&self->worker_lock);
 }
 
+static void
+snapshot_worker (GTask        *task,
+                 gpointer      source,
+                 gpointer      task_data,
+                 GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+
+  snapshot_thread (self);
+  worker_done (self);
+  g_task_return_boolean (task, TRUE);
+}
+
+/* The step's snapshot (snapshot_thread ()) for a gradient computed ahead,
+ * on a GTask thread: 3 × 4 bytes a parameter (428 MB for 36 M), which on
+ * the main thread held it for seconds. It only reads the model; it counts
+ * as the worker (worker_busy), so a rollback (wait_worker ()) and the
+ * Adam step (apply_worker ()) wait for it before changing the model. */
+static void
+snapshot_later (DcTrainGroup *self)
+{
+  g_autoptr(GTask) task = g_task_new (self, NULL, NULL, NULL);
+
+  g_mutex_lock (&self->worker_lock);
+  self->worker_busy = TRUE;
+  g_mutex_unlock (&self->worker_lock);
+  g_task_set_source_tag (task, snapshot_later);
+  g_task_run_in_thread (task, snapshot_worker);
+}
+
 /* Own gradient, packed and handed to the main thread to send at once (an
  * audit's recomputation runs on a worker of its own, off the step:
  * _dc_train_group_launch_audit ()). */
@@ -422,7 +456,9 @@ apply_worker (GTask        *task,
   GThread *thread;
 
   apply->began = g_get_monotonic_time ();
-  /* (The snapshot for _dc_train_group_rollback () was taken while the gradient was computed.) */
+  /* (The snapshot for _dc_train_group_rollback () was taken while the gradient was computed,
+   * or, for one computed ahead, is being taken: snapshot_later ().) */
+  wait_worker (self);
   if (apply->n == 1)
     {
       /* x / 1 = x: a group of one applies its own gradient, as the solo step does. */
@@ -564,44 +600,52 @@ fault_exit_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* @bodies with one data byte of its second chunk (or only one) flipped. */
+/* @frames with one data byte of its second chunk (or only one) flipped:
+ * that chunk framed again from a changed copy of its body (@bodies), so it
+ * passes the frame's checksum and fails the chunk's own hash. */
 static GPtrArray *
-corrupt_chunk (GPtrArray *bodies)
+corrupt_chunk (GPtrArray *bodies,
+               GPtrArray *frames)
 {
-  GPtrArray *copy = g_ptr_array_new_full (bodies->len, (GDestroyNotify) g_bytes_unref);
-  guint which = MIN (1u, bodies->len - 1);
+  GPtrArray *copy = g_ptr_array_new_full (frames->len, (GDestroyNotify) g_ptr_array_unref);
+  guint which = MIN (1u, frames->len - 1);
 
-  for (guint i = 0; i < bodies->len; i++)
+  for (guint i = 0; i < frames->len; i++)
     {
-      GBytes *body = g_ptr_array_index (bodies, i);
+      g_autoptr(GBytes) body = NULL;
       gsize size;
       guint8 *data;
+      GPtrArray *pieces;
 
       if (i != which)
         {
-          g_ptr_array_add (copy, g_bytes_ref (body));
+          g_ptr_array_add (copy, g_ptr_array_ref (g_ptr_array_index (frames, i)));
           continue;
         }
-      data = g_bytes_unref_to_data (g_bytes_ref (body), &size);
+      data = g_bytes_unref_to_data (g_bytes_ref (g_ptr_array_index (bodies, i)), &size);
       data[DC_MESH_CHUNK_HEADER_SIZE] ^= 1u;
-      g_ptr_array_add (copy, g_bytes_new_take (data, size));
+      body = g_bytes_new_take (data, size);
+      pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_GRADIENTS, body, NULL);
+      g_ptr_array_add (copy, pieces != NULL ? pieces
+                             : g_ptr_array_ref (g_ptr_array_index (frames, i)));
     }
   return copy;
 }
 
-/* Sends @object's chunks (@bodies) to @peer, counting them; logs a failure. */
+/* Sends @object's framed chunks (@frames) to @peer, counting them; logs a
+ * failure. */
 static void
-send_bodies (DcTrainGroup *self,
+send_frames (DcTrainGroup *self,
              DcPeer       *peer,
-             GPtrArray    *bodies,
+             GPtrArray    *frames,
              const char   *what)
 {
   g_autoptr(GError) error = NULL;
 
-  if (bodies == NULL)
+  if (frames == NULL)
     g_message ("cannot send the %s to %s: %s", what, dc_peer_get_name (peer),
                self->own_pack_error != NULL ? self->own_pack_error->message : "not packed");
-  else if (!_dc_train_group_send_chunks (self, peer, DC_MESH_MSG_GRADIENTS, bodies, &error))
+  else if (!_dc_train_group_send_frames (self, peer, DC_MESH_MSG_GRADIENTS, frames, &error))
     g_message ("cannot send the %s to %s: %s", what, dc_peer_get_name (peer), error->message);
 }
 
@@ -614,12 +658,12 @@ send_shard (DcTrainGroup *self,
             guint         r)
 {
   guint n = self->roster->len;
-  GPtrArray *bodies;
+  GPtrArray *frames;
 
-  if (r >= n || r == self->rank || self->own_shard_sent[r] || self->own_bodies == NULL)
+  if (r >= n || r == self->rank || self->own_shard_sent[r] || self->own_frames == NULL)
     return;
   self->own_shard_sent[r] = TRUE;
-  bodies = g_ptr_array_index (self->own_bodies, r);
+  frames = g_ptr_array_index (self->own_frames, r);
   for (guint i = 0; i < n; i++)
     {
       DcPeer *peer;
@@ -628,7 +672,7 @@ send_shard (DcTrainGroup *self,
           || (peer = _dc_train_group_find_peer (self, g_ptr_array_index (self->roster, i)))
              == NULL)
         continue;
-      send_bodies (self, peer, bodies, "gradient");
+      send_frames (self, peer, frames, "gradient");
     }
 }
 
@@ -660,7 +704,7 @@ send_own_gradient (DcTrainGroup *self)
 {
   guint64 step;
   g_autoptr(GPtrArray) objects = NULL;
-  g_autoptr(GPtrArray) bodies = NULL;
+  g_autoptr(GPtrArray) frames = NULL;
 
   if (self->own_sent || self->state != STATE_COMPUTING)
     return;
@@ -671,7 +715,7 @@ send_own_gradient (DcTrainGroup *self)
   step = dc_train_session_get_model (self->session)->step + 1;
   /* Packed by the worker (pack_shard ()). */
   objects = g_steal_pointer (&self->own_objects);
-  bodies = g_steal_pointer (&self->own_bodies);
+  frames = g_steal_pointer (&self->own_frames);
   for (guint r = 0; objects != NULL && r < objects->len; r++)
     {
       /* Kept: this device may be asked for them again, and re-sums with
@@ -692,31 +736,145 @@ send_own_gradient (DcTrainGroup *self)
   self->t_sent = g_get_monotonic_time ();
 }
 
+/* What reduce_worker () needs, copied on the main thread (the worker
+ * touches nothing of the group), and what it hands back. */
+typedef struct
+{
+  guint         gen;           /* self->reduce_gen when it began */
+  guint         n;
+  guint         rank;
+  guint64       step;
+  guint64       digest;
+  gsize         n_params;
+  float         loss;
+  DcTrainWire   wire;          /* the run's: a bf16 run rounds its sum */
+  DcTrainWire   send_wire;     /* what goes out (dc_train_shard_encode ()) */
+  guint64       fault_corrupt_sum;
+  guint8        run_id[DC_MESH_RUN_ID_SIZE];
+  GBytes      **objects;       /* n contributions to this device's shard, in rank order */
+  /* out */
+  GBytes       *object;        /* the summed shard object (kept, audited, repaired from) */
+  GPtrArray    *bodies;        /* its chunks (a corrupted copy is made from them) */
+  GPtrArray    *frames;        /* … framed once, shared by every peer */
+  GError       *error;         /* why the chunks could not be made */
+} ReduceData;
+
+static void
+reduce_data_free (ReduceData *data)
+{
+  for (guint i = 0; i < data->n; i++)
+    g_clear_pointer (&data->objects[i], g_bytes_unref);
+  g_free (data->objects);
+  g_clear_pointer (&data->object, g_bytes_unref);
+  g_clear_pointer (&data->bodies, g_ptr_array_unref);
+  g_clear_pointer (&data->frames, g_ptr_array_unref);
+  g_clear_error (&data->error);
+  g_free (data);
+}
+
+/* The sum of this device's shard, on a GTask thread: for a 36 M-parameter
+ * model of two devices that is 72 MB hashed twice, summed, cut into chunks
+ * (hashed again) and framed (copied and checksummed), seconds on a loaded
+ * machine, which on the main thread kept heartbeats from being answered.
+ * Its result comes back through the task's completion (a GSource on the
+ * group's context). */
+static void
+reduce_worker (GTask        *task,
+               gpointer      source,
+               gpointer      task_data,
+               GCancellable *cancellable)
+{
+  ReduceData *data = task_data;
+  guint n = data->n;
+  g_autofree const float **values = g_new0 (const float *, n);
+  DcTrainShardHeader header = { 0 };
+  DcMeshChunk info = { 0 };
+  gsize start, length, size;
+  guint8 *bytes;
+  float *out;
+  g_autoptr(GBytes) wire = NULL;
+
+  for (guint i = 0; i < n; i++)
+    {
+      gsize n_values;
+
+      values[i] = _dc_train_group_shard_values (data->objects[i], &n_values);
+    }
+  dc_train_shard_range (data->n_params, n, data->rank, &start, &length);
+  size = dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, data->n_params, n, data->rank);
+  bytes = g_malloc (size);
+  header.kind = DC_TRAIN_SHARD_SUMMED;
+  header.roster_size = n;
+  header.shard = data->rank;
+  header.digest = data->digest;
+  memcpy (&header.loss_bits, &data->loss, 4);
+  dc_train_shard_header_write (bytes, &header);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(GBytes) floats = g_bytes_new_static (values[i], length * sizeof (float));
+
+      dc_mesh_train_hash (floats, bytes + DC_TRAIN_SHARD_HEADER_SIZE
+                                  + (gsize) i * DC_TRAIN_SHARD_HASH_SIZE);
+    }
+  out = (float *) (bytes + DC_TRAIN_SHARD_HEADER_SIZE + (gsize) n * DC_TRAIN_SHARD_HASH_SIZE);
+  dc_gpt_trainer_combine_gradients (values, n, length, out);
+  /* A bf16 run applies its own summed shard as the others receive it.
+   * A mean of finite bf16 values is finite (no larger than the largest),
+   * so this rounding cannot fail. */
+  if (data->wire == DC_TRAIN_WIRE_BF16)
+    dc_train_bf16_round (out, length);
+  if (data->fault_corrupt_sum != 0 && data->step >= data->fault_corrupt_sum && length > 0)
+    {
+      guint32 bits;
+
+      /* Test only (DC_TEST_FAULT=corrupt-sum@STEP): one flipped bit in
+       * this device's summed shard from STEP on, applied here too (the
+       * replicas stay equal: only an audit can tell). */
+      memcpy (&bits, &out[0], 4);
+      bits ^= data->wire == DC_TRAIN_WIRE_BF16 ? 1u << 16 : 1u;
+      memcpy (&out[0], &bits, 4);
+    }
+  data->object = g_bytes_new_take (bytes, size);
+  /* Dropped meanwhile (the step restarts, the run ends): the rest is not
+   * needed. */
+  if (g_cancellable_is_cancelled (cancellable))
+    {
+      g_task_return_boolean (task, FALSE);
+      return;
+    }
+  memcpy (info.run_id, data->run_id, DC_MESH_RUN_ID_SIZE);
+  info.step = data->step;
+  info.rank = data->rank;
+  wire = dc_train_shard_encode (data->object, data->send_wire);
+  data->bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, wire, &data->error);
+  if (data->bodies != NULL && !g_cancellable_is_cancelled (cancellable))
+    data->frames = dc_mesh_chunk_frames_encode (DC_MESH_MSG_GRADIENTS, data->bodies,
+                                                &data->error);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void reduced_cb (GObject      *object,
+                        GAsyncResult *result,
+                        gpointer      user_data);
+
 /* The summed shard of this device's rank (the all-gather), once every
  * roster device's contribution to it is here (its own included): summed in
  * the canonical order (dc_gpt_trainer_combine_gradients (): ranks 0..n-1,
  * then ÷ n, element by element, so the result is bit for bit the whole
  * gradient's sum), with the SHA-256 of each contribution it used (the
  * audits compare them) and the step's loss, kept and sent to every roster
- * device. */
+ * device. The sum runs on a worker (reduce_worker ()); reduced_cb () keeps
+ * and sends it. One reduce is out at a time (own_reduced), so its memory
+ * is bounded by one summed shard, its chunks and one framing of them. */
 static void
 maybe_reduce (DcTrainGroup *self)
 {
   DcGptModel *model = dc_train_session_get_model (self->session);
   guint64 step = model->step + 1;
   guint n = self->roster->len;
-  g_autofree const float **values = g_new0 (const float *, n);
-  g_autofree GBytes **objects = g_new0 (GBytes *, n);
-  DcTrainShardHeader header = { 0 };
-  DcMeshChunk info = { 0 };
-  gsize start, length, size;
-  guint8 *data;
-  float loss_sum = 0.0f, loss;
-  g_autoptr(GBytes) object = NULL;
-  g_autoptr(GBytes) wire = NULL;
-  g_autoptr(GPtrArray) bodies = NULL;
-  g_autoptr(GError) error = NULL;
-  Gradient *own;
+  ReduceData *data;
+  float loss_sum = 0.0f;
+  g_autoptr(GTask) task = NULL;
 
   if (!self->own_sent || self->own_reduced || n < 2 || self->state != STATE_EXCHANGING)
     return;
@@ -726,110 +884,120 @@ maybe_reduce (DcTrainGroup *self)
                                                           g_ptr_array_index (self->roster, i),
                                                           self->rank);
       Gradient *contribution = g_hash_table_lookup (self->contribs, key);
-      gsize n_values;
 
       if (contribution == NULL || contribution->rank != i)
         return;
-      objects[i] = contribution->object;
-      values[i] = _dc_train_group_shard_values (contribution->object, &n_values);
+    }
+  data = g_new0 (ReduceData, 1);
+  data->objects = g_new0 (GBytes *, n);
+  data->n = n;
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *key = _dc_train_group_contrib_key (step, self->digest,
+                                                          g_ptr_array_index (self->roster, i),
+                                                          self->rank);
+      Gradient *contribution = g_hash_table_lookup (self->contribs, key);
+
+      /* A reference: the table may drop it while the worker reads it. */
+      data->objects[i] = g_bytes_ref (contribution->object);
       /* The losses as the simulation sums them: rank order. */
       loss_sum = loss_sum + contribution->loss;
     }
   self->own_reduced = TRUE;
   self->t_reduce_began = g_get_monotonic_time ();
-  dc_train_shard_range (model->n_params, n, self->rank, &start, &length);
-  size = dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, model->n_params, n, self->rank);
-  data = g_malloc (size);
-  loss = loss_sum / (float) n;
-  header.kind = DC_TRAIN_SHARD_SUMMED;
-  header.roster_size = n;
-  header.shard = self->rank;
-  header.digest = self->digest;
-  memcpy (&header.loss_bits, &loss, 4);
-  dc_train_shard_header_write (data, &header);
-  for (guint i = 0; i < n; i++)
-    {
-      g_autoptr(GBytes) floats = g_bytes_new_static (values[i], length * sizeof (float));
+  data->gen = ++self->reduce_gen;
+  data->rank = self->rank;
+  data->step = step;
+  data->digest = self->digest;
+  data->n_params = model->n_params;
+  data->loss = loss_sum / (float) n;
+  data->wire = _dc_train_group_wire (self);
+  data->send_wire = _dc_train_group_send_wire (self);
+  data->fault_corrupt_sum = self->fault_corrupt_sum;
+  memcpy (data->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
+  g_clear_object (&self->reduce_cancel);
+  self->reduce_cancel = g_cancellable_new ();
+  task = g_task_new (self, self->reduce_cancel, reduced_cb, NULL);
+  g_task_set_source_tag (task, maybe_reduce);
+  g_task_set_task_data (task, data, (GDestroyNotify) reduce_data_free);
+  g_task_run_in_thread (task, reduce_worker);
+}
 
-      dc_mesh_train_hash (floats, data + DC_TRAIN_SHARD_HEADER_SIZE
-                                  + (gsize) i * DC_TRAIN_SHARD_HASH_SIZE);
-    }
-  {
-    float *out = (float *) (data + DC_TRAIN_SHARD_HEADER_SIZE
-                            + (gsize) n * DC_TRAIN_SHARD_HASH_SIZE);
+/* Drops the reduce that is out, if any: its step is taken again or the run
+ * ended (start_step (), _dc_train_group_finish ()). */
+void
+_dc_train_group_drop_reduce (DcTrainGroup *self)
+{
+  self->reduce_gen++;
+  if (self->reduce_cancel != NULL)
+    g_cancellable_cancel (self->reduce_cancel);
+  g_clear_object (&self->reduce_cancel);
+}
 
-    dc_gpt_trainer_combine_gradients (values, n, length, out);
-    /* A bf16 run applies its own summed shard as the others receive it.
-     * A mean of finite bf16 values is finite (no larger than the largest),
-     * so this rounding cannot fail. */
-    if (_dc_train_group_wire (self) == DC_TRAIN_WIRE_BF16)
-      dc_train_bf16_round (out, length);
-    if (self->fault_corrupt_sum != 0 && step >= self->fault_corrupt_sum && length > 0)
-      {
-        guint32 bits;
+/* Back on the main thread: keeps this device's summed shard and queues the
+ * same framed chunks to every roster device. */
+static void
+reduced_cb (GObject      *object,
+            GAsyncResult *result,
+            gpointer      user_data)
+{
+  DcTrainGroup *self = DC_TRAIN_GROUP (object);
+  ReduceData *data = g_task_get_task_data (G_TASK (result));
+  gboolean done = g_task_propagate_boolean (G_TASK (result), NULL);
+  Gradient *own;
 
-        /* Test only (DC_TEST_FAULT=corrupt-sum@STEP): one flipped bit in
-         * this device's summed shard from STEP on, applied here too (the
-         * replicas stay equal: only an audit can tell). */
-        memcpy (&bits, &out[0], 4);
-        bits ^= _dc_train_group_wire (self) == DC_TRAIN_WIRE_BF16 ? 1u << 16 : 1u;
-        memcpy (&out[0], &bits, 4);
-      }
-  }
-  object = g_bytes_new_take (data, size);
+  if (!done || data->gen != self->reduce_gen || self->state == STATE_DONE
+      || self->session == NULL)
+    return;
+  g_clear_object (&self->reduce_cancel);
   own = g_new0 (Gradient, 1);
-  own->rank = self->rank;
-  own->loss = loss;
-  own->object = g_bytes_ref (object);
+  own->rank = data->rank;
+  own->loss = data->loss;
+  own->object = g_bytes_ref (data->object);
   g_hash_table_replace (self->gradients,
-                        _dc_train_group_gradient_key (step, self->digest,
+                        _dc_train_group_gradient_key (data->step, data->digest,
                                                       _dc_train_group_own_id (self)),
                         own);
-
-  memcpy (info.run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
-  info.step = step;
-  info.rank = self->rank;
-  wire = dc_train_shard_encode (object, _dc_train_group_send_wire (self));
-  bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, wire, &error);
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; i < data->n && i < self->roster->len; i++)
     {
       DcPeer *peer;
       g_autoptr(GPtrArray) corrupt = NULL;
 
-      if (i == self->rank || (peer = _dc_train_group_find_peer (self,
+      if (i == data->rank || (peer = _dc_train_group_find_peer (self,
                                                                 g_ptr_array_index (self->roster,
                                                                                    i))) == NULL)
         continue;
-      if (bodies == NULL)
+      if (data->frames == NULL)
         {
           g_message ("cannot send the summed shard to %s: %s", dc_peer_get_name (peer),
-                     error->message);
+                     data->error != NULL ? data->error->message : "not framed");
           continue;
         }
-      if (self->fault_chunk != 0 && step == self->fault_chunk && i != 0)
+      if (self->fault_chunk != 0 && data->step == self->fault_chunk && i != 0)
         {
           /* Test only (DC_TEST_FAULT=corrupt-chunk@STEP): one byte of one
            * chunk's data changed on the way to one device that is not the
            * leader (rank 0), which keeps a clean copy to repair it from. */
           self->fault_chunk = 0;
-          corrupt = corrupt_chunk (bodies);
+          corrupt = corrupt_chunk (data->bodies, data->frames);
           g_message ("DC_TEST_FAULT: a corrupted chunk of the gradient of step %" G_GUINT64_FORMAT
-                     " to %s", step, dc_peer_get_name (peer));
+                     " to %s", data->step, dc_peer_get_name (peer));
         }
-      send_bodies (self, peer, corrupt != NULL ? corrupt : bodies, "summed shard");
-      if (self->fault_partial != 0 && step == self->fault_partial)
+      send_frames (self, peer, corrupt != NULL ? corrupt : data->frames, "summed shard");
+      if (self->fault_partial != 0 && data->step == self->fault_partial)
         {
           /* Test only (DC_TEST_FAULT=partial-send@STEP): this device's
            * summed shard (the step's gradient) reaches one device, then it
            * dies without a bye. */
           g_message ("DC_TEST_FAULT: gradient of step %" G_GUINT64_FORMAT " sent to one device "
-                     "only; exiting in 1 s", step);
+                     "only; exiting in 1 s", data->step);
           self->state = STATE_DONE;
           g_timeout_add_seconds (1, fault_exit_cb, NULL);
           return;
         }
     }
   self->t_reduced = g_get_monotonic_time ();
+  _dc_train_group_advance (self);
 }
 
 static void
@@ -1157,6 +1325,7 @@ _dc_train_group_start_step (DcTrainGroup *self)
   self->state = STATE_COMPUTING;
   self->own_sent = FALSE;
   self->own_reduced = FALSE;
+  _dc_train_group_drop_reduce (self);
   memset (self->own_shard_sent, 0, sizeof self->own_shard_sent);
   /* A new step (not one taken again): the snapshots move one step back
    * (the audit of the step before last recomputes on the previous one, the
@@ -1202,7 +1371,7 @@ _dc_train_group_start_step (DcTrainGroup *self)
         {
           self->ahead_ready = FALSE;
           send_own_gradient (self);
-          snapshot_thread (self);
+          snapshot_later (self);
           self->state = STATE_EXCHANGING;
           _dc_train_group_arm (self, DC_TRAIN_GROUP_WAIT_S);
           _dc_train_group_advance (self);
@@ -1210,7 +1379,7 @@ _dc_train_group_start_step (DcTrainGroup *self)
       else
         {
           send_early (self);
-          snapshot_thread (self);
+          snapshot_later (self);
         }
       return;
     }
@@ -1537,6 +1706,14 @@ _dc_train_group_next_step (DcTrainGroup *self)
   /* A checkpoint switch replaces the session the audit's worker reads. */
   if (self->switch_config != NULL && _dc_train_group_wait_audit (self, TRUE))
     return;
+  /* The checkpoint is still read and hashed on its worker: parsed_cb ()
+   * comes back here (the step's reports were agreed and pruned already). */
+  if (_dc_train_group_switch_waits (self))
+    {
+      self->switch_next_pending = TRUE;
+      return;
+    }
+  self->switch_next_pending = FALSE;
   _dc_train_group_remove_evicted (self, step);
   if (self->switch_config != NULL)
     {
@@ -1798,6 +1975,9 @@ _dc_train_group_advance (DcTrainGroup *self)
        * for its worker (computed_cb () comes back here). */
       if (self->compute_running
           && (self->switch_config != NULL || self->accusations->len > 0))
+        break;
+      /* Agreed already; the switch waits for its checkpoint's read. */
+      if (self->switch_next_pending)
         break;
       if (reports_complete (self))
         {

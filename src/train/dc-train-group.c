@@ -20,6 +20,8 @@
 
 #include "dc-train-group-private.h"
 
+#include <time.h>
+
 G_DEFINE_FINAL_TYPE (DcTrainGroup, dc_train_group, G_TYPE_OBJECT)
 G_DEFINE_QUARK (dc-train-group-error-quark, dc_train_group_error)
 
@@ -135,6 +137,7 @@ _dc_train_group_finish (DcTrainGroup *self,
     }
   self->state = STATE_DONE;
   g_clear_handle_id (&self->tick_id, g_source_remove);
+  _dc_train_group_drop_reduce (self);
   if (error != NULL)
     g_message ("%s", error->message);
   g_signal_emit (self, signals[SIGNAL_FINISHED], 0, error);
@@ -310,6 +313,28 @@ _dc_train_group_send_chunks (DcTrainGroup  *self,
     return FALSE;
   for (guint i = 0; i < bodies->len; i++)
     self->sent_bytes += g_bytes_get_size (g_ptr_array_index (bodies, i));
+  return TRUE;
+}
+
+/* _dc_train_group_send_chunks () of chunks framed already
+ * (dc_mesh_chunk_frames_encode ()), counted as their bodies. */
+gboolean
+_dc_train_group_send_frames (DcTrainGroup  *self,
+                             DcPeer        *peer,
+                             guint          type,
+                             GPtrArray     *frames,
+                             GError       **error)
+{
+  if (!dc_peer_send_frames (peer, type, frames, error))
+    return FALSE;
+  for (guint i = 0; i < frames->len; i++)
+    {
+      GPtrArray *pieces = g_ptr_array_index (frames, i);
+
+      for (guint j = 0; j < pieces->len; j++)
+        self->sent_bytes += g_bytes_get_size (g_ptr_array_index (pieces, j));
+      self->sent_bytes -= DC_MESH_HEADER_SIZE;
+    }
   return TRUE;
 }
 
@@ -762,18 +787,71 @@ event_cb (DcGroup    *group,
   _dc_train_group_advance (self);
 }
 
+/* This thread's own CPU time, in µs (0 where the clock is missing). */
+static gint64
+thread_cpu_us (void)
+{
+  struct timespec ts;
+
+  if (clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    return 0;
+  return (gint64) ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+/* The states of a step (computing to auditing), where a stall is the
+ * step's own work on the main thread. */
+static gboolean
+is_step_state (guint state)
+{
+  switch (state)
+    {
+    case STATE_COMPUTING:
+    case STATE_EXCHANGING:
+    case STATE_APPLYING:
+    case STATE_REPORTING:
+    case STATE_ROLLING_BACK:
+    case STATE_VERIFYING:
+    case STATE_AUDITING:
+      return TRUE;
+    default:
+      return FALSE;
+    }
+}
+
 static gboolean
 tick_cb (gpointer user_data)
 {
   DcTrainGroup *self = user_data;
   gint64 now = g_get_monotonic_time ();
+  gint64 cpu = thread_cpu_us ();
 
   /* A late tick is a main loop that did not run: heartbeats were not
    * answered meanwhile. */
   if (self->last_tick != 0 && now - self->last_tick > (TICK_MS + STALL_LOG_MS) * 1000)
-    g_debug ("main loop stalled for %" G_GINT64_FORMAT " ms (state %d)",
-             (now - self->last_tick) / 1000 - TICK_MS, self->state);
+    {
+      g_debug ("main loop stalled for %" G_GINT64_FORMAT " ms (state %d)",
+               (now - self->last_tick) / 1000 - TICK_MS, self->state);
+      /* Whether the thread worked (its own CPU time) or waited: for a
+       * lock, for memory, or for a core on a loaded machine. */
+      g_debug ("… of the %" G_GINT64_FORMAT " ms since the last tick, %" G_GINT64_FORMAT
+               " ms were the main thread's own CPU time (state %u before)",
+               (now - self->last_tick) / 1000, (cpu - self->last_tick_cpu) / 1000,
+               self->last_tick_state);
+    }
+  /* Test only: the late tick is this thread's own work (its CPU time since
+   * the last tick, not a machine that gave the core to others) in a step:
+   * the work that belongs on a worker. */
+  if (self->max_stall_ms != 0 && self->last_tick != 0
+      && (is_step_state (self->state) || is_step_state (self->last_tick_state))
+      && now - self->last_tick > (gint64) (TICK_MS + self->max_stall_ms) * 1000
+      && cpu - self->last_tick_cpu > (gint64) self->max_stall_ms * 1000)
+    g_error ("DC_TEST_MAX_STALL_MS: the main thread was busy for %" G_GINT64_FORMAT " ms of "
+             "%" G_GINT64_FORMAT " ms between two ticks in a step (state %u, then %d), over %u ms",
+             (cpu - self->last_tick_cpu) / 1000, (now - self->last_tick) / 1000,
+             self->last_tick_state, self->state, self->max_stall_ms);
   self->last_tick = now;
+  self->last_tick_cpu = cpu;
+  self->last_tick_state = self->state;
   fault_outsider_send (user_data);
   _dc_train_group_audit_tick (user_data);
   _dc_train_group_advance (user_data);
@@ -842,6 +920,11 @@ dc_train_group_new (DcContext               *context,
   self->fault_outsider = g_strcmp0 (fault, "outsider") == 0;
   /* Apart from DC_TEST_FAULT, so that it combines with one of those. */
   self->fault_slow_hash = g_strcmp0 (g_getenv ("DC_TEST_SLOW_HASH"), "1") == 0;
+  /* DC_TEST_MAX_STALL_MS=N: a step's main-thread work of more than N ms
+   * between two ticks aborts this process (tick_cb ()). */
+  if (g_getenv ("DC_TEST_MAX_STALL_MS") != NULL)
+    self->max_stall_ms = (guint) MIN (g_ascii_strtoull (g_getenv ("DC_TEST_MAX_STALL_MS"), NULL,
+                                                        10), G_MAXUINT);
   if (fault != NULL && g_str_has_prefix (fault, "false-audit@"))
     self->fault_false_audit = g_ascii_strtoull (fault + strlen ("false-audit@"), NULL, 10);
   self->audit_rank = G_MAXUINT;
@@ -1089,6 +1172,7 @@ dc_train_group_finalize (GObject *object)
   g_free (self->checkpoint_from);
   g_clear_pointer (&self->switch_config, dc_mesh_run_config_free);
   g_clear_pointer (&self->switch_bytes, g_bytes_unref);
+  g_clear_pointer (&self->switch_parsed, _dc_train_group_parse_job_free);
   g_clear_pointer (&self->pending_config, dc_mesh_run_config_free);
   g_clear_pointer (&self->pending_bytes, g_bytes_unref);
   g_clear_pointer (&self->proposal, dc_mesh_run_config_free);
@@ -1113,7 +1197,8 @@ dc_train_group_finalize (GObject *object)
   g_free (self->snapshot_prev2);
   g_free (self->sum_grads);
   g_clear_pointer (&self->own_objects, g_ptr_array_unref);
-  g_clear_pointer (&self->own_bodies, g_ptr_array_unref);
+  g_clear_pointer (&self->own_frames, g_ptr_array_unref);
+  g_clear_object (&self->reduce_cancel);
   g_async_queue_unref (self->early);
   g_clear_error (&self->own_pack_error);
   g_free ((char *) self->request.data);
