@@ -105,6 +105,9 @@ transpose_buffer (gsize n)
   return buffer->data;
 }
 
+/* One cache line of floats. */
+#define TRANSPOSE_PAD 16
+
 static gboolean
 pack_serial (const char     *what,
              const float    *src,
@@ -115,22 +118,26 @@ pack_serial (const char     *what,
 {
   float *rows;
   gsize nv = out->n_vectors, k = out->k;
+  /* The transposed rows are TRANSPOSE_PAD floats longer than k: at k =
+   * 4096 (a weight gradient's operand) rows 16 KiB apart all fell into the
+   * same L1 sets, and the transpose's stores evicted each other. */
+  gsize ld = k + TRANSPOSE_PAD;
 
   if (k_stride == 1 || k < 2)
     return dc_quant_pack (what, src, vector_stride, k_stride, out, error);
-  rows = transpose_buffer (nv * k);
+  rows = transpose_buffer (nv * ld);
   if (vector_stride == 1)
     {
       /* Columns of a row-major (k, ≥ nv) matrix: a plain transpose. */
-      dc_transpose_f32 (src, k_stride, k, nv, rows, k);
-      return dc_quant_pack (what, rows, k, 1, out, error);
+      dc_transpose_f32 (src, k_stride, k, nv, rows, ld);
+      return dc_quant_pack (what, rows, ld, 1, out, error);
     }
   for (gsize i0 = 0; i0 < k; i0 += 32)
     for (gsize v0 = 0; v0 < nv; v0 += 32)
       for (gsize i = i0; i < MIN (i0 + 32, k); i++)
         for (gsize v = v0; v < MIN (v0 + 32, nv); v++)
-          rows[v * k + i] = src[v * vector_stride + i * k_stride];
-  return dc_quant_pack (what, rows, k, 1, out, error);
+          rows[v * ld + i] = src[v * vector_stride + i * k_stride];
+  return dc_quant_pack (what, rows, ld, 1, out, error);
 }
 
 /* Operands of at least this many values are packed by several threads. */
