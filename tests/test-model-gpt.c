@@ -451,6 +451,28 @@ test_causal_matmul (void)
             check_causal (mm, DC_MATMUL_CAUSAL_A_LOWER, lens[l], ds[k], rand);
             check_causal (mm, DC_MATMUL_CAUSAL_A_UPPER, lens[l], ds[k], rand);
           }
+      /* A value that is not finite is refused with the full product's
+       * message (the same vector and index), not a block's. */
+      for (guint kind = DC_MATMUL_CAUSAL_A_LOWER; kind <= DC_MATMUL_CAUSAL_A_UPPER; kind++)
+        {
+          gsize len = 70, d = 16;
+          g_autofree float *p = g_new0 (float, len * len);
+          g_autofree float *y = g_new0 (float, len * d);
+          g_autofree float *out = g_new (float, len * d);
+          g_autoptr(GError) full_error = NULL;
+          g_autoptr(GError) causal_error = NULL;
+          gsize a_vs = kind == DC_MATMUL_CAUSAL_A_LOWER ? len : 1;
+          gsize a_ks = kind == DC_MATMUL_CAUSAL_A_LOWER ? 1 : len;
+
+          p[50 * len + 40] = NAN;  /* below the diagonal: row 50, column 40 */
+          g_assert_false (dc_matmul_run_in_worker (mm, 0, "attention", p, a_vs, a_ks, len, y, 1,
+                                                   d, d, len, out, &full_error));
+          g_assert_false (dc_matmul_run_causal_in_worker (mm, 0, kind, "attention", p, a_vs, a_ks,
+                                                          len, y, 1, d, d, len, out,
+                                                          &causal_error));
+          g_assert_error (causal_error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE);
+          g_assert_cmpstr (causal_error->message, ==, full_error->message);
+        }
       g_test_message ("%s: causal products equal the full ones", dc_gemm_isa_to_string (isas[i]));
     }
   if (saved != NULL)

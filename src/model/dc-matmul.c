@@ -448,11 +448,12 @@ slice_k (QuantSlot            *slot,
  * dc_matmul_run_causal_in_worker:
  * @causal: which zeros of the product it may skip (#DcMatmulCausal)
  *
- * dc_matmul_run_in_worker() for a causal attention product: both operands
- * are quantized whole, as there, then the rows are computed in blocks of
- * CAUSAL_BLOCK that leave out the outputs or the stretch of K that the
- * causal mask makes zero. Every wanted element is the same exact int32 sum
- * with the same exponents, so the bits are those of the full product.
+ * dc_matmul_run_in_worker() for a causal attention product: the rows are
+ * computed in blocks of CAUSAL_BLOCK that leave out the outputs or the
+ * stretch of K that the causal mask makes zero, and a block of A's rows is
+ * quantized over its own stretch only (5/8 of the packing at 128 rows).
+ * Every wanted element is the same exact int32 sum with the same
+ * exponents, so the bits are those of the full product.
  */
 gboolean
 dc_matmul_run_causal_in_worker (DcMatmul       *self,
@@ -480,9 +481,18 @@ dc_matmul_run_causal_in_worker (DcMatmul       *self,
   if (self->f32_reference || m <= CAUSAL_BLOCK)
     return run_on (self, lane, 1, FALSE, what, a, a_vs, a_ks, m, b, b_vs, b_ks, n, depth, c,
                    error);
-  qa = quant_slot_reserve (&lane->qa, m, depth, error);
-  if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, 1, error))
-    return FALSE;
+  /* A is quantized whole here only for the output mask; otherwise each
+   * block quantizes its own rows over its stretch of K below. */
+  if (causal == DC_MATMUL_CAUSAL_OUT)
+    {
+      qa = quant_slot_reserve (&lane->qa, m, depth, error);
+      if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, 1, error))
+        return FALSE;
+    }
+  else
+    {
+      qa = NULL;
+    }
   qb = quant_slot_reserve (&lane->qb, n, depth, error);
   if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, 1, error))
     return FALSE;
@@ -525,8 +535,24 @@ dc_matmul_run_causal_in_worker (DcMatmul       *self,
               memset (c + i0 * n, 0, (i1 - i0) * n * sizeof (float));
               continue;
             }
-          sa = slice_k (&lane->sa, qa, i0, i1, k0, k1 - k0, error);
-          sb = sa != NULL ? slice_k (&lane->sb, qb, 0, n, k0, k1 - k0, error) : NULL;
+          /* The block's rows quantized over [k0, k1) alone: what is left
+           * out is zero, so the largest magnitude, hence every value and
+           * exponent, is that of the whole row. */
+          sa = quant_slot_reserve (&lane->sa, i1 - i0, k1 - k0, error);
+          if (sa == NULL)
+            return FALSE;
+          if (!pack (what, a + i0 * a_vs + k0 * a_ks, a_vs, a_ks, sa, 1, NULL))
+            {
+              /* A value that is not finite: the whole operand again, so
+               * that the error names the vector and index it always did. */
+              qa = quant_slot_reserve (&lane->qa, m, depth, error);
+              if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, 1, error))
+                return FALSE;
+              sa = slice_k (&lane->sa, qa, i0, i1, k0, k1 - k0, error);
+              if (sa == NULL)
+                return FALSE;
+            }
+          sb = slice_k (&lane->sb, qb, 0, n, k0, k1 - k0, error);
           if (sb == NULL || !dc_gemm_run_packed (lane->cpu, sa, sb, c + i0 * n, error))
             return FALSE;
         }
