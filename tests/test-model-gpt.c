@@ -175,10 +175,27 @@ test_gradients (void)
 }
 
 static GPtrArray *
+train_hashes_seq (guint  width,
+                  guint  seq,
+                  guint  batch,
+                  guint  steps,
+                  guint  n_threads);
+
+static GPtrArray *
 train_hashes_sized (guint  width,
                     guint  batch,
                     guint  steps,
                     guint  n_threads)
+{
+  return train_hashes_seq (width, 32, batch, steps, n_threads);
+}
+
+static GPtrArray *
+train_hashes_seq (guint  width,
+                  guint  seq,
+                  guint  batch,
+                  guint  steps,
+                  guint  n_threads)
 {
   g_autoptr(GBytes) corpus = load_corpus ();
   g_autoptr(GError) error = NULL;
@@ -188,7 +205,7 @@ train_hashes_sized (guint  width,
 
   dc_train_settings_init_default (&settings);
   settings.batch = batch;
-  trainer = dc_token_source_new_trainer (new_model (width, 32, 3), &settings, corpus,
+  trainer = dc_token_source_new_trainer (new_model (width, seq, 3), &settings, corpus,
                                          DC_GPT_PRECISION_INT8, n_threads, &error);
   g_assert_no_error (error);
   for (guint s = 0; s < steps; s++)
@@ -362,6 +379,46 @@ test_pinned_every_path (void)
   else
     g_unsetenv ("DC_GEMM_ISA");
   g_test_message ("%u CPU paths gave the pinned hashes", paths);
+}
+
+/* Sequences of 128 (the attention's causal products then run in four
+ * blocks of 32 rows; every other test here trains at 32, one block), width
+ * 64, batch 8: two steps on every CPU path at 1, 2, 3, 7 and 16 threads
+ * give the hash main's full products gave (pinned below: measured with
+ * main's dc-gpt.c, which called dc_matmul_run_in_worker for all six). */
+#define PINNED_HASH_W64_SEQ128_STEP2 "91667602a0c00d51"
+
+static void
+test_determinism_threads_causal (void)
+{
+  static const guint thread_counts[] = { 1, 2, 3, 7, 16 };
+  static const DcGemmIsa isas[] = {
+    DC_GEMM_ISA_SCALAR, DC_GEMM_ISA_AVX2, DC_GEMM_ISA_AVX512_VNNI,
+  };
+  g_autofree char *saved = g_strdup (g_getenv ("DC_GEMM_ISA"));
+
+  for (guint i = 0; i < G_N_ELEMENTS (isas); i++)
+    {
+      if (!dc_gemm_isa_supported (isas[i]))
+        continue;
+      g_setenv ("DC_GEMM_ISA", dc_gemm_isa_to_string (isas[i]), TRUE);
+      for (guint t = 0; t < G_N_ELEMENTS (thread_counts); t++)
+        {
+          g_autoptr(GPtrArray) hashes = NULL;
+
+          /* The scalar path is slow: 1 and 3 threads show it alone. */
+          if (isas[i] == DC_GEMM_ISA_SCALAR && thread_counts[t] != 1 && thread_counts[t] != 3)
+            continue;
+          hashes = train_hashes_seq (64, 128, 8, 2, thread_counts[t]);
+          g_test_message ("%s, %u threads: %s", dc_gemm_isa_to_string (isas[i]),
+                          thread_counts[t], (const char *) hashes->pdata[1]);
+          g_assert_cmpstr (hashes->pdata[1], ==, PINNED_HASH_W64_SEQ128_STEP2);
+        }
+    }
+  if (saved != NULL)
+    g_setenv ("DC_GEMM_ISA", saved, TRUE);
+  else
+    g_unsetenv ("DC_GEMM_ISA");
 }
 
 /* One causal product against the same product in full: every wanted
@@ -583,6 +640,7 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt/determinism-threads-wide", test_determinism_threads_wide);
   g_test_add_func ("/dc/model/gpt/default-threads", test_default_threads);
   g_test_add_func ("/dc/model/gpt/causal-matmul", test_causal_matmul);
+  g_test_add_func ("/dc/model/gpt/determinism-threads-causal", test_determinism_threads_causal);
   g_test_add_func ("/dc/model/gpt/resume", test_resume);
   g_test_add_func ("/dc/model/gpt/convergence", test_convergence);
   return g_test_run ();
