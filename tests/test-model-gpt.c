@@ -24,6 +24,7 @@
 #include "model/dc-gpt.h"
 #include "model/dc-rng.h"
 #include "model/dc-gpt-trainer.h"
+#include "model/dc-matmul.h"
 #include "train/dc-token-source.h"
 
 static GBytes *
@@ -174,10 +175,27 @@ test_gradients (void)
 }
 
 static GPtrArray *
+train_hashes_seq (guint  width,
+                  guint  seq,
+                  guint  batch,
+                  guint  steps,
+                  guint  n_threads);
+
+static GPtrArray *
 train_hashes_sized (guint  width,
                     guint  batch,
                     guint  steps,
                     guint  n_threads)
+{
+  return train_hashes_seq (width, 32, batch, steps, n_threads);
+}
+
+static GPtrArray *
+train_hashes_seq (guint  width,
+                  guint  seq,
+                  guint  batch,
+                  guint  steps,
+                  guint  n_threads)
 {
   g_autoptr(GBytes) corpus = load_corpus ();
   g_autoptr(GError) error = NULL;
@@ -187,7 +205,7 @@ train_hashes_sized (guint  width,
 
   dc_train_settings_init_default (&settings);
   settings.batch = batch;
-  trainer = dc_token_source_new_trainer (new_model (width, 32, 3), &settings, corpus,
+  trainer = dc_token_source_new_trainer (new_model (width, seq, 3), &settings, corpus,
                                          DC_GPT_PRECISION_INT8, n_threads, &error);
   g_assert_no_error (error);
   for (guint s = 0; s < steps; s++)
@@ -363,6 +381,163 @@ test_pinned_every_path (void)
   g_test_message ("%u CPU paths gave the pinned hashes", paths);
 }
 
+/* Sequences of 128 (the attention's causal products then run in four
+ * blocks of 32 rows; every other test here trains at 32, one block), width
+ * 64, batch 8: two steps on every CPU path at 1, 2, 3, 7 and 16 threads
+ * give the hash main's full products gave (pinned below: measured with
+ * main's dc-gpt.c, which called dc_matmul_run_in_worker for all six). */
+#define PINNED_HASH_W64_SEQ128_STEP2 "91667602a0c00d51"
+
+static void
+test_determinism_threads_causal (void)
+{
+  static const guint thread_counts[] = { 1, 2, 3, 7, 16 };
+  static const DcGemmIsa isas[] = {
+    DC_GEMM_ISA_SCALAR, DC_GEMM_ISA_AVX2, DC_GEMM_ISA_AVX512_VNNI,
+  };
+  g_autofree char *saved = g_strdup (g_getenv ("DC_GEMM_ISA"));
+
+  for (guint i = 0; i < G_N_ELEMENTS (isas); i++)
+    {
+      if (!dc_gemm_isa_supported (isas[i]))
+        continue;
+      g_setenv ("DC_GEMM_ISA", dc_gemm_isa_to_string (isas[i]), TRUE);
+      for (guint t = 0; t < G_N_ELEMENTS (thread_counts); t++)
+        {
+          g_autoptr(GPtrArray) hashes = NULL;
+
+          /* The scalar path is slow: 1 and 3 threads show it alone. */
+          if (isas[i] == DC_GEMM_ISA_SCALAR && thread_counts[t] != 1 && thread_counts[t] != 3)
+            continue;
+          hashes = train_hashes_seq (64, 128, 8, 2, thread_counts[t]);
+          g_test_message ("%s, %u threads: %s", dc_gemm_isa_to_string (isas[i]),
+                          thread_counts[t], (const char *) hashes->pdata[1]);
+          g_assert_cmpstr (hashes->pdata[1], ==, PINNED_HASH_W64_SEQ128_STEP2);
+        }
+    }
+  if (saved != NULL)
+    g_setenv ("DC_GEMM_ISA", saved, TRUE);
+  else
+    g_unsetenv ("DC_GEMM_ISA");
+}
+
+/* One causal product against the same product in full: every wanted
+ * element must have the full product's bits. */
+static void
+check_causal (DcMatmul       *mm,
+              DcMatmulCausal  causal,
+              gsize           len,
+              gsize           d,
+              GRand          *rand)
+{
+  g_autofree float *p = g_new (float, len * len);    /* causal rows: zero past the diagonal */
+  g_autofree float *x = g_new (float, len * d);
+  g_autofree float *y = g_new (float, len * d);
+  g_autofree float *full = NULL, *part = NULL;
+  g_autoptr(GError) error = NULL;
+  gsize m, n, depth, a_vs, a_ks, b_vs, b_ks;
+  const float *a, *b;
+
+  for (gsize i = 0; i < len; i++)
+    for (gsize j = 0; j < len; j++)
+      p[i * len + j] = j <= i ? (float) g_rand_double_range (rand, -1.0, 1.0) *
+                                ldexpf (1.0f, g_rand_int_range (rand, -8, 8)) : 0.0f;
+  for (gsize i = 0; i < len * d; i++)
+    {
+      x[i] = (float) g_rand_double_range (rand, -3.0, 3.0);
+      y[i] = (float) g_rand_double_range (rand, -3.0, 3.0);
+    }
+  switch (causal)
+    {
+    case DC_MATMUL_CAUSAL_OUT:  /* scores = x · yᵀ */
+      a = x, a_vs = d, a_ks = 1, m = len, b = y, b_vs = d, b_ks = 1, n = len, depth = d;
+      break;
+    case DC_MATMUL_CAUSAL_A_LOWER:  /* p · y */
+      a = p, a_vs = len, a_ks = 1, m = len, b = y, b_vs = 1, b_ks = d, n = d, depth = len;
+      break;
+    case DC_MATMUL_CAUSAL_A_UPPER:  /* pᵀ · y */
+    default:
+      a = p, a_vs = 1, a_ks = len, m = len, b = y, b_vs = 1, b_ks = d, n = d, depth = len;
+      break;
+    }
+  full = g_new (float, m * n);
+  part = g_new (float, m * n);
+  g_assert_true (dc_matmul_run_in_worker (mm, 0, "full", a, a_vs, a_ks, m, b, b_vs, b_ks, n,
+                                          depth, full, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_matmul_run_causal_in_worker (mm, 0, causal, "causal", a, a_vs, a_ks, m, b,
+                                                 b_vs, b_ks, n, depth, part, &error));
+  g_assert_no_error (error);
+  for (gsize i = 0; i < m; i++)
+    {
+      gsize wanted = causal == DC_MATMUL_CAUSAL_OUT ? i + 1 : n;
+
+      if (memcmp (full + i * n, part + i * n, wanted * sizeof (float)) != 0)
+        g_error ("causal kind %d, len %" G_GSIZE_FORMAT ", d %" G_GSIZE_FORMAT
+                 ": row %" G_GSIZE_FORMAT " differs from the full product", causal, len, d, i);
+    }
+}
+
+/* The attention's causal products (dc_matmul_run_causal_in_worker: rows in
+ * blocks, the masked outputs or stretches of K left out) give the bits of
+ * the full products on every CPU path, at lengths below, at and between
+ * the block size and at the width-128 model's 128. */
+static void
+test_causal_matmul (void)
+{
+  static const gsize lens[] = { 1, 5, 31, 32, 33, 63, 70, 100, 128 };
+  static const gsize ds[] = { 16, 32 };
+  static const DcGemmIsa isas[] = {
+    DC_GEMM_ISA_SCALAR, DC_GEMM_ISA_AVX2, DC_GEMM_ISA_AVX512_VNNI,
+  };
+  g_autofree char *saved = g_strdup (g_getenv ("DC_GEMM_ISA"));
+  g_autoptr(GRand) rand = g_rand_new_with_seed (14);
+
+  for (guint i = 0; i < G_N_ELEMENTS (isas); i++)
+    {
+      g_autoptr(DcMatmul) mm = NULL;
+
+      if (!dc_gemm_isa_supported (isas[i]))
+        continue;
+      g_setenv ("DC_GEMM_ISA", dc_gemm_isa_to_string (isas[i]), TRUE);
+      mm = dc_matmul_new (FALSE, 1, 1);
+      for (guint l = 0; l < G_N_ELEMENTS (lens); l++)
+        for (guint k = 0; k < G_N_ELEMENTS (ds); k++)
+          {
+            check_causal (mm, DC_MATMUL_CAUSAL_OUT, lens[l], ds[k], rand);
+            check_causal (mm, DC_MATMUL_CAUSAL_A_LOWER, lens[l], ds[k], rand);
+            check_causal (mm, DC_MATMUL_CAUSAL_A_UPPER, lens[l], ds[k], rand);
+          }
+      /* A value that is not finite is refused with the full product's
+       * message (the same vector and index), not a block's. */
+      for (guint kind = DC_MATMUL_CAUSAL_A_LOWER; kind <= DC_MATMUL_CAUSAL_A_UPPER; kind++)
+        {
+          gsize len = 70, d = 16;
+          g_autofree float *p = g_new0 (float, len * len);
+          g_autofree float *y = g_new0 (float, len * d);
+          g_autofree float *out = g_new (float, len * d);
+          g_autoptr(GError) full_error = NULL;
+          g_autoptr(GError) causal_error = NULL;
+          gsize a_vs = kind == DC_MATMUL_CAUSAL_A_LOWER ? len : 1;
+          gsize a_ks = kind == DC_MATMUL_CAUSAL_A_LOWER ? 1 : len;
+
+          p[50 * len + 40] = NAN;  /* below the diagonal: row 50, column 40 */
+          g_assert_false (dc_matmul_run_in_worker (mm, 0, "attention", p, a_vs, a_ks, len, y, 1,
+                                                   d, d, len, out, &full_error));
+          g_assert_false (dc_matmul_run_causal_in_worker (mm, 0, kind, "attention", p, a_vs, a_ks,
+                                                          len, y, 1, d, d, len, out,
+                                                          &causal_error));
+          g_assert_error (causal_error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE);
+          g_assert_cmpstr (causal_error->message, ==, full_error->message);
+        }
+      g_test_message ("%s: causal products equal the full ones", dc_gemm_isa_to_string (isas[i]));
+    }
+  if (saved != NULL)
+    g_setenv ("DC_GEMM_ISA", saved, TRUE);
+  else
+    g_unsetenv ("DC_GEMM_ISA");
+}
+
 static void
 test_resume (void)
 {
@@ -464,6 +639,8 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt/pinned-every-path", test_pinned_every_path);
   g_test_add_func ("/dc/model/gpt/determinism-threads-wide", test_determinism_threads_wide);
   g_test_add_func ("/dc/model/gpt/default-threads", test_default_threads);
+  g_test_add_func ("/dc/model/gpt/causal-matmul", test_causal_matmul);
+  g_test_add_func ("/dc/model/gpt/determinism-threads-causal", test_determinism_threads_causal);
   g_test_add_func ("/dc/model/gpt/resume", test_resume);
   g_test_add_func ("/dc/model/gpt/convergence", test_convergence);
   return g_test_run ();

@@ -346,6 +346,9 @@ dc_gpt_run_get_logits (DcGptRun *self)
 /* The calling thread's products, and a parallel pass's (dc-matmul.h). */
 #define matmul(self, ...) dc_matmul_run ((self)->mm, __VA_ARGS__)
 #define matmul_in(self, hs, ...) dc_matmul_run_in_worker ((self)->mm, (hs)->worker, __VA_ARGS__)
+/* A causal attention product: the masked zeros are skipped (dc-matmul.h). */
+#define matmul_causal(self, hs, causal, ...) \
+  dc_matmul_run_causal_in_worker ((self)->mm, (hs)->worker, DC_MATMUL_CAUSAL_##causal, __VA_ARGS__)
 
 void
 dc_gpt_run_get_times (DcGptRun      *self,
@@ -821,8 +824,8 @@ head_forward (DcGptRun     *self,
   float *att = a->att + ((gsize) b * h_n + h) * t_max * t_max;
 
   /* scores (len, len) = q · kᵀ */
-  if (!matmul_in (self, hs, "attention Q·Kᵀ", q, 3 * c, 1, len, k, 3 * c, 1, len, d,
-                  hs->scores, error))
+  if (!matmul_causal (self, hs, OUT, "attention Q·Kᵀ", q, 3 * c, 1, len, k, 3 * c, 1, len, d,
+                      hs->scores, error))
     return;
   for (guint t = 0; t < len; t++)
     {
@@ -836,8 +839,8 @@ head_forward (DcGptRun     *self,
           row[j] = 0.0f;
     }
   /* y (len, D) = att · v */
-  if (!matmul_in (self, hs, "attention P·V", att, len, 1, len, v, 1, 3 * c, d, len,
-                  hs->out_a, error))
+  if (!matmul_causal (self, hs, A_LOWER, "attention P·V", att, len, 1, len, v, 1, 3 * c, d,
+                      len, hs->out_a, error))
     return;
   for (guint t = 0; t < len; t++)
     memcpy (a->atty + ((gsize) b * len + t) * c + h * d, hs->out_a + (gsize) t * d,
@@ -868,12 +871,12 @@ head_backward (DcGptRun     *self,
   float *d_att = hs->scores;
 
   /* d_att (len, len) = dy · vᵀ */
-  if (!matmul_in (self, hs, "attention dP", dy, c, 1, len, v, 3 * c, 1, len, d, d_att,
-                  error))
+  if (!matmul_causal (self, hs, OUT, "attention dP", dy, c, 1, len, v, 3 * c, 1, len, d,
+                      d_att, error))
     return;
   /* dv (len, D) = attᵀ · dy */
-  if (!matmul_in (self, hs, "attention dV", att, 1, len, len, dy, 1, c, d, len,
-                  hs->out_a, error))
+  if (!matmul_causal (self, hs, A_UPPER, "attention dV", att, 1, len, len, dy, 1, c, d, len,
+                      hs->out_a, error))
     return;
   for (guint t = 0; t < len; t++)
     memcpy (dv + (gsize) t * 3 * c, hs->out_a + (gsize) t * d, d * sizeof (float));
@@ -889,10 +892,10 @@ head_backward (DcGptRun     *self,
         row[j] = 0.0f;
     }
   /* dq (len, D) = d_scores · k;  dk (len, D) = d_scoresᵀ · q */
-  if (!matmul_in (self, hs, "attention dQ", d_att, len, 1, len, k, 1, 3 * c, d, len,
-                  hs->out_a, error)
-      || !matmul_in (self, hs, "attention dK", d_att, 1, len, len, q, 1, 3 * c, d, len,
-                     hs->out_b, error))
+  if (!matmul_causal (self, hs, A_LOWER, "attention dQ", d_att, len, 1, len, k, 1, 3 * c, d,
+                      len, hs->out_a, error)
+      || !matmul_causal (self, hs, A_UPPER, "attention dK", d_att, 1, len, len, q, 1, 3 * c, d,
+                         len, hs->out_b, error))
     return;
   for (guint t = 0; t < len; t++)
     {

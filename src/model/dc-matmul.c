@@ -12,6 +12,8 @@
 #include "engine/dc-parallel.h"
 #include "engine/dc-transpose.h"
 
+#include <string.h>
+
 /* Quantized operands kept between products of one thread: a step makes
  * thousands of small products (six per head and sequence), and allocating
  * and zeroing their operands each time showed in the profile. Only the
@@ -28,7 +30,17 @@ typedef struct
 {
   DcGemmBackend *cpu;   /* owned */
   QuantSlot      qa, qb;
+  QuantSlot      sa, sb;       /* a causal product's K slices of qa and qb */
+  float         *block;        /* a causal product's (CAUSAL_BLOCK, n) output block */
+  gsize          block_cap;
 } Lane;
+
+/* Rows of a causal product computed together: each block skips what lies
+ * past its last row (or before its first), so with 32 rows a 128-row
+ * product does 5/8 of the full one's multiply-adds; smaller blocks skip
+ * more but make more, smaller products (four GEMM calls per product of the
+ * width-128 model's attention here, eight with 16 rows). */
+#define CAUSAL_BLOCK 32
 
 /* Below about 2 M multiply-adds a product runs on its caller alone: waking
  * helpers costs more than they save (the GEMM applies its own finer limit
@@ -93,6 +105,9 @@ transpose_buffer (gsize n)
   return buffer->data;
 }
 
+/* One cache line of floats. */
+#define TRANSPOSE_PAD 16
+
 static gboolean
 pack_serial (const char     *what,
              const float    *src,
@@ -103,22 +118,26 @@ pack_serial (const char     *what,
 {
   float *rows;
   gsize nv = out->n_vectors, k = out->k;
+  /* The transposed rows are TRANSPOSE_PAD floats longer than k: at k =
+   * 4096 (a weight gradient's operand) rows 16 KiB apart all fell into the
+   * same L1 sets, and the transpose's stores evicted each other. */
+  gsize ld = k + TRANSPOSE_PAD;
 
   if (k_stride == 1 || k < 2)
     return dc_quant_pack (what, src, vector_stride, k_stride, out, error);
-  rows = transpose_buffer (nv * k);
+  rows = transpose_buffer (nv * ld);
   if (vector_stride == 1)
     {
       /* Columns of a row-major (k, ≥ nv) matrix: a plain transpose. */
-      dc_transpose_f32 (src, k_stride, k, nv, rows, k);
-      return dc_quant_pack (what, rows, k, 1, out, error);
+      dc_transpose_f32 (src, k_stride, k, nv, rows, ld);
+      return dc_quant_pack (what, rows, ld, 1, out, error);
     }
   for (gsize i0 = 0; i0 < k; i0 += 32)
     for (gsize v0 = 0; v0 < nv; v0 += 32)
       for (gsize i = i0; i < MIN (i0 + 32, k); i++)
         for (gsize v = v0; v < MIN (v0 + 32, nv); v++)
-          rows[v * k + i] = src[v * vector_stride + i * k_stride];
-  return dc_quant_pack (what, rows, k, 1, out, error);
+          rows[v * ld + i] = src[v * vector_stride + i * k_stride];
+  return dc_quant_pack (what, rows, ld, 1, out, error);
 }
 
 /* Operands of at least this many values are packed by several threads. */
@@ -262,6 +281,9 @@ lane_clear (Lane *lane)
   g_clear_pointer (&lane->cpu, dc_gemm_backend_free);
   g_clear_pointer (&lane->qa.m, dc_quant_matrix_free);
   g_clear_pointer (&lane->qb.m, dc_quant_matrix_free);
+  g_clear_pointer (&lane->sa.m, dc_quant_matrix_free);
+  g_clear_pointer (&lane->sb.m, dc_quant_matrix_free);
+  g_clear_pointer (&lane->block, g_free);
 }
 
 void
@@ -399,6 +421,143 @@ dc_matmul_run_in_worker (DcMatmul     *self,
   g_return_val_if_fail (worker < self->n_workers, FALSE);
   return run_on (self, &self->workers[worker], 1, FALSE, what, a, a_vs, a_ks, m, b, b_vs, b_ks,
                  n, depth, c, error);
+}
+
+/* Elements [k0, k0 + len) of every vector of @src into @slot's matrix; the
+ * exponents are the whole vectors' (each vector was quantized whole). */
+static DcQuantMatrix *
+slice_k (QuantSlot            *slot,
+         const DcQuantMatrix  *src,
+         gsize                 v0,
+         gsize                 v1,
+         gsize                 k0,
+         gsize                 len,
+         GError              **error)
+{
+  DcQuantMatrix *out = quant_slot_reserve (slot, v1 - v0, len, error);
+
+  if (out == NULL)
+    return NULL;
+  for (gsize v = v0; v < v1; v++)
+    memcpy (out->q + (v - v0) * len, src->q + v * src->k + k0, len);
+  memcpy (out->exponent, src->exponent + v0, (v1 - v0) * sizeof (gint32));
+  return out;
+}
+
+/**
+ * dc_matmul_run_causal_in_worker:
+ * @causal: which zeros of the product it may skip (#DcMatmulCausal)
+ *
+ * dc_matmul_run_in_worker() for a causal attention product: the rows are
+ * computed in blocks of CAUSAL_BLOCK that leave out the outputs or the
+ * stretch of K that the causal mask makes zero, and a block of A's rows is
+ * quantized over its own stretch only (5/8 of the packing at 128 rows).
+ * Every wanted element is the same exact int32 sum with the same
+ * exponents, so the bits are those of the full product.
+ */
+gboolean
+dc_matmul_run_causal_in_worker (DcMatmul       *self,
+                                guint           worker,
+                                DcMatmulCausal  causal,
+                                const char     *what,
+                                const float    *a,
+                                gsize           a_vs,
+                                gsize           a_ks,
+                                gsize           m,
+                                const float    *b,
+                                gsize           b_vs,
+                                gsize           b_ks,
+                                gsize           n,
+                                gsize           depth,
+                                float          *c,
+                                GError        **error)
+{
+  Lane *lane;
+  DcQuantMatrix *qa, *qb;
+
+  g_return_val_if_fail (worker < self->n_workers, FALSE);
+  g_return_val_if_fail (causal != DC_MATMUL_CAUSAL_OUT || m == n, FALSE);
+  lane = &self->workers[worker];
+  if (self->f32_reference || m <= CAUSAL_BLOCK)
+    return run_on (self, lane, 1, FALSE, what, a, a_vs, a_ks, m, b, b_vs, b_ks, n, depth, c,
+                   error);
+  /* A is quantized whole here only for the output mask; otherwise each
+   * block quantizes its own rows over its stretch of K below. */
+  if (causal == DC_MATMUL_CAUSAL_OUT)
+    {
+      qa = quant_slot_reserve (&lane->qa, m, depth, error);
+      if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, 1, error))
+        return FALSE;
+    }
+  else
+    {
+      qa = NULL;
+    }
+  qb = quant_slot_reserve (&lane->qb, n, depth, error);
+  if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, 1, error))
+    return FALSE;
+  dc_gemm_backend_set_n_threads (lane->cpu, 1);
+  if (causal == DC_MATMUL_CAUSAL_OUT && lane->block_cap < CAUSAL_BLOCK * n)
+    {
+      g_free (lane->block);
+      lane->block = g_new (float, CAUSAL_BLOCK * n);
+      lane->block_cap = CAUSAL_BLOCK * n;
+    }
+
+  for (gsize i0 = 0; i0 < m; i0 += CAUSAL_BLOCK)
+    {
+      gsize i1 = MIN (i0 + CAUSAL_BLOCK, m);
+      DcQuantMatrix va, vb;
+
+      if (causal == DC_MATMUL_CAUSAL_OUT)
+        {
+          /* Rows [i0, i1) against B's first i1 vectors: whole vectors, so
+           * views of qa and qb, no copy. */
+          va = (DcQuantMatrix) { i1 - i0, depth, qa->q + i0 * depth, qa->exponent + i0 };
+          vb = (DcQuantMatrix) { i1, depth, qb->q, qb->exponent };
+          if (!dc_gemm_run_packed (lane->cpu, &va, &vb, lane->block, error))
+            return FALSE;
+          for (gsize i = i0; i < i1; i++)
+            memcpy (c + i * n, lane->block + (i - i0) * i1, i1 * sizeof (float));
+        }
+      else
+        {
+          /* A's rows [i0, i1) are zero past i1 - 1 (lower) or before i0
+           * (upper): K is cut to the rest, in both operands. */
+          gsize k0 = causal == DC_MATMUL_CAUSAL_A_LOWER ? 0 : MIN (i0, depth);
+          gsize k1 = causal == DC_MATMUL_CAUSAL_A_LOWER ? MIN (i1, depth) : depth;
+          DcQuantMatrix *sa, *sb;
+
+          if (k1 <= k0)
+            {
+              /* Nothing left to add: the exact sum is 0, which the epilogue
+               * writes as +0. */
+              memset (c + i0 * n, 0, (i1 - i0) * n * sizeof (float));
+              continue;
+            }
+          /* The block's rows quantized over [k0, k1) alone: what is left
+           * out is zero, so the largest magnitude, hence every value and
+           * exponent, is that of the whole row. */
+          sa = quant_slot_reserve (&lane->sa, i1 - i0, k1 - k0, error);
+          if (sa == NULL)
+            return FALSE;
+          if (!pack (what, a + i0 * a_vs + k0 * a_ks, a_vs, a_ks, sa, 1, NULL))
+            {
+              /* A value that is not finite: the whole operand again, so
+               * that the error names the vector and index it always did. */
+              qa = quant_slot_reserve (&lane->qa, m, depth, error);
+              if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, 1, error))
+                return FALSE;
+              sa = slice_k (&lane->sa, qa, i0, i1, k0, k1 - k0, error);
+              if (sa == NULL)
+                return FALSE;
+            }
+          sb = slice_k (&lane->sb, qb, 0, n, k0, k1 - k0, error);
+          if (sb == NULL || !dc_gemm_run_packed (lane->cpu, sa, sb, c + i0 * n, error))
+            return FALSE;
+        }
+    }
+  return TRUE;
 }
 
 void

@@ -42,6 +42,27 @@ typedef struct
   guint64 wait_ns;
 } DcMatmulTimes;
 
+/**
+ * DcMatmulCausal:
+ * @DC_MATMUL_CAUSAL_OUT: only c[i][j] with j ≤ i is wanted (Q·Kᵀ, dP); the
+ *   other elements of c are unspecified afterwards
+ * @DC_MATMUL_CAUSAL_A_LOWER: A's row i is exactly zero past element i
+ *   (a causal softmax's rows: P·V, dQ)
+ * @DC_MATMUL_CAUSAL_A_UPPER: A's row i is exactly zero before element i
+ *   (its columns: dV, dK)
+ *
+ * The structure of a causal attention product that
+ * dc_matmul_run_causal_in_worker() skips. Zero floats quantize to zero and
+ * add nothing to an exact int32 sum, and each vector is still quantized
+ * whole, so skipping them cannot change a bit.
+ */
+typedef enum
+{
+  DC_MATMUL_CAUSAL_OUT,
+  DC_MATMUL_CAUSAL_A_LOWER,
+  DC_MATMUL_CAUSAL_A_UPPER,
+} DcMatmulCausal;
+
 DcMatmul *dc_matmul_new            (gboolean        f32_reference,
                                     guint           n_threads,
                                     guint           n_workers);
@@ -76,6 +97,21 @@ gboolean  dc_matmul_run_in_worker  (DcMatmul       *self,
                                     gsize           depth,
                                     float          *c,
                                     GError        **error);
+gboolean  dc_matmul_run_causal_in_worker (DcMatmul       *self,
+                                          guint           worker,
+                                          DcMatmulCausal  causal,
+                                          const char     *what,
+                                          const float    *a,
+                                          gsize           a_vs,
+                                          gsize           a_ks,
+                                          gsize           m,
+                                          const float    *b,
+                                          gsize           b_vs,
+                                          gsize           b_ks,
+                                          gsize           n,
+                                          gsize           depth,
+                                          float          *c,
+                                          GError        **error);
 void      dc_matmul_get_times      (DcMatmul       *self,
                                     DcMatmulTimes  *out);
 
