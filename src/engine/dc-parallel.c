@@ -433,8 +433,10 @@ dc_parallel_for (guint          n_threads,
   if (n_threads == 0)
     n_threads = dc_parallel_get_default_threads ();
   n_threads = MIN (n_threads, DC_PARALLEL_MAX_THREADS);
-  /* In idle mode the caller runs no chunk: even one chunk goes to a helper. */
-  helpers = (guint) MIN ((gsize) n_threads - 1, idle ? n_chunks : n_chunks - 1);
+  /* In idle mode the caller runs no chunk: helpers take every worker
+   * index, 0 included, even for one chunk or one thread. */
+  helpers = idle ? (guint) MIN ((gsize) n_threads, n_chunks)
+                 : (guint) MIN ((gsize) n_threads - 1, n_chunks - 1);
   /* The chunk counter is a gint; no caller comes near this. */
   g_return_if_fail (n_chunks < G_MAXINT / 2);
 
@@ -453,7 +455,7 @@ dc_parallel_for (guint          n_threads,
   job->chunk = chunk;
   job->n_chunks = n_chunks;
   job->helpers_wanted = (gint) helpers;
-  job->next_worker = 1;
+  job->next_worker = idle ? 0 : 1;
   g_mutex_init (&job->lock);
   g_cond_init (&job->done);
 
@@ -484,7 +486,28 @@ dc_parallel_for (guint          n_threads,
       __atomic_add_fetch (&stat_idle_wait_ns, (guint64) (g_get_monotonic_time () - start) * 1000,
                           __ATOMIC_RELAXED);
       __atomic_add_fetch (&stat_idle_jobs, 1, __ATOMIC_RELAXED);
-      ran = run_chunks (job, 0);
+      ran = 0;
+      if (g_atomic_int_get (&job->chunks_done) != (gint) n_chunks)
+        {
+          guint worker = 0;
+          gboolean join = FALSE;
+
+          /* Urgent: the caller takes a worker index that no helper took
+           * yet (a helper that already has one finishes its chunk; the
+           * rest of the chunks come to the caller). */
+          g_mutex_lock (&p->lock);
+          if (job->helpers_wanted > 0)
+            {
+              worker = (guint) job->next_worker++;
+              g_atomic_int_add (&p->wanted, -1);
+              if (--job->helpers_wanted == 0 && g_queue_remove (&p->jobs, job))
+                job_unref (job);
+              join = TRUE;
+            }
+          g_mutex_unlock (&p->lock);
+          if (join)
+            ran = run_chunks (job, worker);
+        }
     }
   else
     {
@@ -601,7 +624,8 @@ dc_parallel_cool (void)
  * *@urgent is set, a waiting caller joins the chunks left and later calls
  * run on the step's pool as usual. The calling thread keeps its priority
  * (it may be a shared pool's thread, GTask's): clear the mode before it
- * goes back. With one thread a call has no helper and runs on the caller.
+ * goes back. Helpers take the worker indices 0 … n_threads − 1 (a call of
+ * one thread goes to one helper); the urgent caller takes one none took.
  */
 void
 dc_parallel_set_idle (const gint *urgent)
