@@ -525,6 +525,10 @@ typedef struct
   double audits;                 /* audits a device ended in the measured steps (mean):
                                   * the draw's luck, for reading audit_ms */
   gint64 audit_beside;           /* audit kernels begun beside a device's own gradient */
+  /* Per device: audits it ended in the measured steps, and of them those
+   * whose kernels ran on the idle pool (`audit_priority` idle or nice). */
+  guint  device_audits[PHASE_DEVICES_MAX];
+  guint  device_idle_audits[PHASE_DEVICES_MAX];
   guint  n_devices;
 } Figures;
 
@@ -729,7 +733,18 @@ run_group (Bench       *bench,
             if (json_object_get_boolean_member_with_default (o, "computed_ahead", FALSE))
               ahead++;
             if (json_object_get_double_member_with_default (o, "audit_ms", 0) > 0)
-              figures->audits += 1;
+              {
+                const char *priority = json_object_get_string_member_with_default (
+                                         o, "audit_priority", "normal");
+
+                figures->audits += 1;
+                if (k < PHASE_DEVICES_MAX)
+                  {
+                    figures->device_audits[k]++;
+                    if (g_strcmp0 (priority, "normal") != 0)
+                      figures->device_idle_audits[k]++;
+                  }
+              }
             figures->audit_beside += json_object_get_int_member_with_default (o, "audit_beside",
                                                                               0);
             n_samples++;
@@ -876,6 +891,8 @@ print_figures (DcCliOptions  *options,
           json_builder_begin_object (builder);
           for (guint p = 0; p < N_PHASES; p++)
             json_add_double (builder, phase_names[p], f->device_phases[k][p]);
+          json_add_int (builder, "audits", f->device_audits[k]);
+          json_add_int (builder, "idle_audits", f->device_idle_audits[k]);
           json_builder_end_object (builder);
         }
       json_builder_end_array (builder);
