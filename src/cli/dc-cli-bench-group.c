@@ -20,9 +20,12 @@
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-cli"
+/* sched_setaffinity, CPU_SET */
+#define _GNU_SOURCE
 
 #include "config.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <glib/gi18n.h>
@@ -80,6 +83,7 @@ typedef struct
   gboolean  interrupted;
   gint64    last_event;
   char     *self_exe;
+  gboolean  pin;              /* --pin-cores: device k on cores [k·threads, (k+1)·threads) */
 } Bench;
 
 static void read_next (Child *child);
@@ -146,14 +150,44 @@ read_next (Child *child)
 }
 
 /* Runs this binary with @args, inside namespace @netns when not NULL. */
+/* In the child, before exec (--pin-cores): only a system call. */
+static void
+pin_child_setup (gpointer data)
+{
+  (void) sched_setaffinity (0, sizeof (cpu_set_t), data);
+}
+
+/* @n_cores cores from @first_core for a child of --pin-cores, or none (-1)
+ * when the run's devices and threads do not fit in this machine's cores. */
+static Child *
+child_spawn_pinned (Bench       *bench,
+                    const char  *netns,
+                    GPtrArray   *args,
+                    gint         first_core,
+                    guint        n_cores,
+                    GError     **error);
+
 static Child *
 child_spawn (Bench       *bench,
              const char  *netns,
              GPtrArray   *args,
              GError     **error)
 {
+  return child_spawn_pinned (bench, netns, args, -1, 0, error);
+}
+
+static Child *
+child_spawn_pinned (Bench       *bench,
+                    const char  *netns,
+                    GPtrArray   *args,
+                    gint         first_core,
+                    guint        n_cores,
+                    GError     **error)
+{
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
   g_autoptr(Child) child = g_new0 (Child, 1);
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autofree cpu_set_t *cpus = NULL;
 
   child->cancellable = g_cancellable_new ();
   if (netns != NULL)
@@ -168,9 +202,17 @@ child_spawn (Bench       *bench,
     g_ptr_array_add (argv, g_ptr_array_index (args, i));
   g_ptr_array_add (argv, NULL);
 
-  child->process = g_subprocess_newv ((const char * const *) argv->pdata,
-                                      G_SUBPROCESS_FLAGS_STDOUT_PIPE
-                                      | G_SUBPROCESS_FLAGS_STDERR_SILENCE, error);
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                       | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  if (first_core >= 0 && n_cores > 0 && first_core + n_cores <= CPU_SETSIZE)
+    {
+      cpus = g_new0 (cpu_set_t, 1);
+      for (guint c = 0; c < n_cores; c++)
+        CPU_SET ((guint) first_core + c, cpus);
+      g_subprocess_launcher_set_child_setup (launcher, pin_child_setup, cpus, NULL);
+    }
+  child->process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata,
+                                                 error);
   if (child->process == NULL)
     return NULL;
   child->lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (child->process));
@@ -584,7 +626,8 @@ run_solo (Bench       *bench,
   g_ptr_array_add (args, g_strdup ("train"));
   g_ptr_array_add (args, g_strdup ("--json"));
   add_size_args (args, size, n_threads, steps + 1);
-  child = child_spawn (bench, NULL, args, error);
+  /* Pinned as the first device of a group is. */
+  child = child_spawn_pinned (bench, NULL, args, bench->pin ? 0 : -1, n_threads, error);
   if (child == NULL)
     return FALSE;
   g_ptr_array_add (children, child);
@@ -664,7 +707,12 @@ run_group (Bench       *bench,
       else
         g_ptr_array_add (args, g_strdup_printf ("--room=%s", room));
       add_size_args (args, size, n_threads, stop_at);
-      device = child_spawn (bench, ns, args, error);
+      /* --pin-cores: each device on cores of its own, when all fit. */
+      device = child_spawn_pinned (bench, ns, args,
+                                   bench->pin && n_devices * n_threads
+                                                 <= g_get_num_processors ()
+                                   ? (gint) (k * n_threads) : -1,
+                                   n_threads, error);
       if (device == NULL)
         return FALSE;
       g_ptr_array_add (children, device);
@@ -973,7 +1021,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
 {
   g_autofree char *devices_text = NULL;
   int width = 0, seq = 0, batch = 0, steps = 5, threads = 0;
-  gboolean netns = FALSE;
+  gboolean netns = FALSE, pin = FALSE;
   g_autofree char *gradient_wire = NULL;
   const GOptionEntry entries[] = {
     { "devices", 0, 0, G_OPTION_ARG_STRING, &devices_text,
@@ -995,6 +1043,8 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
     { "gradient-wire", 0, 0, G_OPTION_ARG_STRING, &gradient_wire,
       N_("Gradients on the wire as f32 or bf16, as train --gradient-wire (default: f32)"),
       "f32|bf16" },
+    { "pin-cores", 0, 0, G_OPTION_ARG_NONE, &pin,
+      N_("Each device on cores of its own (device k: cores k×threads…), when they fit"), NULL },
     { NULL }
   };
   g_autoptr(GArray) counts = g_array_new (FALSE, FALSE, sizeof (guint));
@@ -1051,6 +1101,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
     max_devices = MAX (max_devices, g_array_index (counts, guint, i));
 
   bench.netns = netns;
+  bench.pin = pin;
   bench.gradient_wire = gradient_wire != NULL ? gradient_wire : "f32";
   bench.self_exe = g_file_read_link ("/proc/self/exe", NULL);
   if (bench.self_exe == NULL)
