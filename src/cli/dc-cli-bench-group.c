@@ -67,6 +67,7 @@ typedef struct
   GCancellable     *cancellable;
   gboolean          eof;
   gint64           *last_event;
+  char             *cpus;     /* the cores it may run on, read back ("0-3,8") */
 } Child;
 
 typedef struct
@@ -104,6 +105,7 @@ child_free (Child *child)
   g_clear_object (&child->lines);
   g_clear_pointer (&child->events, g_ptr_array_unref);
   g_clear_pointer (&child->times, g_array_unref);
+  g_free (child->cpus);
   g_free (child);
 }
 
@@ -150,6 +152,39 @@ read_next (Child *child)
 }
 
 /* Runs this binary with @args, inside namespace @netns when not NULL. */
+/* The cores process @pid may run on, as a list ("0-3,8"), read back from
+ * the kernel; NULL when it cannot be read. */
+static char *
+read_cpus (const char *pid)
+{
+  cpu_set_t set;
+  GString *list;
+  int first = -1;
+
+  if (pid == NULL || sched_getaffinity ((pid_t) g_ascii_strtoll (pid, NULL, 10), sizeof set,
+                                        &set) != 0)
+    return NULL;
+  list = g_string_new (NULL);
+  for (int c = 0; c <= CPU_SETSIZE; c++)
+    {
+      gboolean in = c < CPU_SETSIZE && CPU_ISSET (c, &set);
+
+      if (in && first < 0)
+        first = c;
+      else if (!in && first >= 0)
+        {
+          if (list->len > 0)
+            g_string_append_c (list, ',');
+          if (c - 1 == first)
+            g_string_append_printf (list, "%d", first);
+          else
+            g_string_append_printf (list, "%d-%d", first, c - 1);
+          first = -1;
+        }
+    }
+  return g_string_free (list, FALSE);
+}
+
 /* In the child, before exec (--pin-cores): only a system call. */
 static void
 pin_child_setup (gpointer data)
@@ -215,6 +250,7 @@ child_spawn_pinned (Bench       *bench,
                                                  error);
   if (child->process == NULL)
     return NULL;
+  child->cpus = read_cpus (g_subprocess_get_identifier (child->process));
   child->lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (child->process));
   child->events = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
   child->times = g_array_new (FALSE, FALSE, sizeof (gint64));
@@ -571,8 +607,16 @@ typedef struct
    * whose kernels ran on the idle pool (`audit_priority` idle or nice). */
   guint  device_audits[PHASE_DEVICES_MAX];
   guint  device_idle_audits[PHASE_DEVICES_MAX];
+  char  *device_cpus[PHASE_DEVICES_MAX];  /* its cores, read back at its start */
   guint  n_devices;
 } Figures;
+
+static void
+figures_clear (Figures *figures)
+{
+  for (guint k = 0; k < PHASE_DEVICES_MAX; k++)
+    g_clear_pointer (&figures->device_cpus[k], g_free);
+}
 
 static void
 add_size_args (GPtrArray  *args,
@@ -752,6 +796,12 @@ run_group (Bench       *bench,
         Child *device = g_ptr_array_index (devices, k);
         guint device_samples = 0;
         double device_sums[N_PHASES] = { 0 };
+
+        if (k < PHASE_DEVICES_MAX)
+          {
+            g_free (figures->device_cpus[k]);
+            figures->device_cpus[k] = g_strdup (device->cpus);
+          }
 
         for (guint64 step = 2; step <= stop_at; step++)
           {
@@ -941,6 +991,11 @@ print_figures (DcCliOptions  *options,
             json_add_double (builder, phase_names[p], f->device_phases[k][p]);
           json_add_int (builder, "audits", f->device_audits[k]);
           json_add_int (builder, "idle_audits", f->device_idle_audits[k]);
+          if (f->device_cpus[k] != NULL)
+            {
+              json_builder_set_member_name (builder, "cpus");
+              json_builder_add_string_value (builder, f->device_cpus[k]);
+            }
           json_builder_end_object (builder);
         }
       json_builder_end_array (builder);
@@ -1149,8 +1204,12 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
               goto fail;
           }
         if (!run_group (&bench, size, n, n_threads, (guint) steps, &figures, &error))
-          goto fail;
+          {
+            figures_clear (&figures);
+            goto fail;
+          }
         print_figures (options, bench.gradient_wire, network, size, n, n_threads, (guint) steps, &figures, *solo);
+        figures_clear (&figures);
       }
   goto out;
 
