@@ -357,10 +357,12 @@ _dc_train_group_ahead_gate (gpointer data)
   DcTrainGroup *self = data;
 
   g_mutex_lock (&self->lane_lock);
-  /* An audit at idle priority gets no core while the gradient computed
-   * ahead keeps this device's four busy: when the step waits for its
-   * verdict, the gradient yields to it, as with the gate. */
-  if ((self->lane_gate || self->audit_idle) && self->lane_urgent && self->lane_auditing)
+  /* Not for an audit at idle priority: once urgent, its kernels run on the
+   * step's pool beside this gradient, and the cores of the devices waiting
+   * for this one's report help both (pausing the gradient left them idle:
+   * measured on the H200 host, docs/BENCHMARKS.md "Audits at idle
+   * priority"). */
+  if (self->lane_gate && self->lane_urgent && self->lane_auditing)
     {
       gint64 start = g_get_monotonic_time ();
 
