@@ -217,6 +217,53 @@ netns_available (void)
   return TRUE;
 }
 
+/* --pin-cores, two devices of one thread: device k reads back core k
+ * alone (`per_device` `cpus`, from sched_getaffinity on its process)
+ * where this machine has two processors or more; without it each may run
+ * on all of them (“0-N”, or what this test may use). Before the option
+ * every device could run anywhere. */
+static void
+test_pin_cores (void)
+{
+  const char *pinned[] = { "bench", "group", "--json", "--devices", "2", "--steps", "2",
+                           "--pin-cores", SMALL, NULL };
+  const char *free_args[] = { "bench", "group", "--json", "--devices", "2", "--steps", "2",
+                              SMALL, NULL };
+  g_autoptr(DcTestProc) proc = NULL;
+  g_autoptr(DcTestProc) free_proc = NULL;
+  JsonArray *per_device;
+
+  if (g_get_num_processors () < 2)
+    {
+      g_test_skip ("--pin-cores needs two processors for two devices of one thread");
+      return;
+    }
+  proc = spawn_bench (pinned);
+  g_assert_cmpint (dc_test_proc_expect_exit (proc, BENCH_BOUND_MS), ==, 0);
+  per_device = json_object_get_array_member (only_object (proc), "per_device");
+  g_assert_cmpuint (json_array_get_length (per_device), ==, 2);
+  for (guint k = 0; k < 2; k++)
+    {
+      g_autofree char *want = g_strdup_printf ("%u", k);
+
+      g_assert_cmpstr (json_object_get_string_member (json_array_get_object_element (per_device,
+                                                                                    k),
+                                                      "cpus"), ==, want);
+    }
+
+  free_proc = spawn_bench (free_args);
+  g_assert_cmpint (dc_test_proc_expect_exit (free_proc, BENCH_BOUND_MS), ==, 0);
+  per_device = json_object_get_array_member (only_object (free_proc), "per_device");
+  for (guint k = 0; k < 2; k++)
+    {
+      g_autofree char *alone = g_strdup_printf ("%u", k);
+
+      g_assert_cmpstr (json_object_get_string_member (json_array_get_object_element (per_device,
+                                                                                    k),
+                                                      "cpus"), !=, alone);
+    }
+}
+
 /* Between namespaces: the object, then none of the bench's namespaces
  * left; a run that fails after making them (batch 1 is refused by train)
  * removes them too. */
@@ -287,6 +334,7 @@ main (int    argc,
   g_test_add_func ("/dc/bench/group/usage", test_usage);
   g_test_add_func ("/dc/bench/group/loopback", test_loopback);
   g_test_add_func ("/dc/bench/group/runs", test_runs);
+  g_test_add_func ("/dc/bench/group/pin-cores", test_pin_cores);
   g_test_add_func ("/dc/bench/group/netns", test_netns);
   g_test_add_func ("/dc/bench/group/netns-no-iproute", test_netns_no_iproute);
   return g_test_run ();

@@ -20,9 +20,12 @@
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-cli"
+/* sched_setaffinity, CPU_SET */
+#define _GNU_SOURCE
 
 #include "config.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <glib/gi18n.h>
@@ -64,6 +67,7 @@ typedef struct
   GCancellable     *cancellable;
   gboolean          eof;
   gint64           *last_event;
+  char             *cpus;     /* the cores it may run on, read back ("0-3,8") */
 } Child;
 
 typedef struct
@@ -80,6 +84,7 @@ typedef struct
   gboolean  interrupted;
   gint64    last_event;
   char     *self_exe;
+  gboolean  pin;              /* --pin-cores: device k on cores [k·threads, (k+1)·threads) */
 } Bench;
 
 static void read_next (Child *child);
@@ -100,6 +105,7 @@ child_free (Child *child)
   g_clear_object (&child->lines);
   g_clear_pointer (&child->events, g_ptr_array_unref);
   g_clear_pointer (&child->times, g_array_unref);
+  g_free (child->cpus);
   g_free (child);
 }
 
@@ -146,14 +152,77 @@ read_next (Child *child)
 }
 
 /* Runs this binary with @args, inside namespace @netns when not NULL. */
+/* The cores process @pid may run on, as a list ("0-3,8"), read back from
+ * the kernel; NULL when it cannot be read. */
+static char *
+read_cpus (const char *pid)
+{
+  cpu_set_t set;
+  GString *list;
+  int first = -1;
+
+  if (pid == NULL || sched_getaffinity ((pid_t) g_ascii_strtoll (pid, NULL, 10), sizeof set,
+                                        &set) != 0)
+    return NULL;
+  list = g_string_new (NULL);
+  for (int c = 0; c <= CPU_SETSIZE; c++)
+    {
+      gboolean in = c < CPU_SETSIZE && CPU_ISSET (c, &set);
+
+      if (in && first < 0)
+        first = c;
+      else if (!in && first >= 0)
+        {
+          if (list->len > 0)
+            g_string_append_c (list, ',');
+          if (c - 1 == first)
+            g_string_append_printf (list, "%d", first);
+          else
+            g_string_append_printf (list, "%d-%d", first, c - 1);
+          first = -1;
+        }
+    }
+  return g_string_free (list, FALSE);
+}
+
+/* In the child, before exec (--pin-cores): only a system call. */
+static void
+pin_child_setup (gpointer data)
+{
+  (void) sched_setaffinity (0, sizeof (cpu_set_t), data);
+}
+
+/* @n_cores cores from @first_core for a child of --pin-cores, or none (-1)
+ * when the run's devices and threads do not fit in this machine's cores. */
+static Child *
+child_spawn_pinned (Bench       *bench,
+                    const char  *netns,
+                    GPtrArray   *args,
+                    gint         first_core,
+                    guint        n_cores,
+                    GError     **error);
+
 static Child *
 child_spawn (Bench       *bench,
              const char  *netns,
              GPtrArray   *args,
              GError     **error)
 {
+  return child_spawn_pinned (bench, netns, args, -1, 0, error);
+}
+
+static Child *
+child_spawn_pinned (Bench       *bench,
+                    const char  *netns,
+                    GPtrArray   *args,
+                    gint         first_core,
+                    guint        n_cores,
+                    GError     **error)
+{
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
   g_autoptr(Child) child = g_new0 (Child, 1);
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autofree cpu_set_t *cpus = NULL;
 
   child->cancellable = g_cancellable_new ();
   if (netns != NULL)
@@ -168,11 +237,20 @@ child_spawn (Bench       *bench,
     g_ptr_array_add (argv, g_ptr_array_index (args, i));
   g_ptr_array_add (argv, NULL);
 
-  child->process = g_subprocess_newv ((const char * const *) argv->pdata,
-                                      G_SUBPROCESS_FLAGS_STDOUT_PIPE
-                                      | G_SUBPROCESS_FLAGS_STDERR_SILENCE, error);
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
+                                       | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  if (first_core >= 0 && n_cores > 0 && first_core + n_cores <= CPU_SETSIZE)
+    {
+      cpus = g_new0 (cpu_set_t, 1);
+      for (guint c = 0; c < n_cores; c++)
+        CPU_SET ((guint) first_core + c, cpus);
+      g_subprocess_launcher_set_child_setup (launcher, pin_child_setup, cpus, NULL);
+    }
+  child->process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata,
+                                                 error);
   if (child->process == NULL)
     return NULL;
+  child->cpus = read_cpus (g_subprocess_get_identifier (child->process));
   child->lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (child->process));
   child->events = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
   child->times = g_array_new (FALSE, FALSE, sizeof (gint64));
@@ -525,8 +603,20 @@ typedef struct
   double audits;                 /* audits a device ended in the measured steps (mean):
                                   * the draw's luck, for reading audit_ms */
   gint64 audit_beside;           /* audit kernels begun beside a device's own gradient */
+  /* Per device: audits it ended in the measured steps, and of them those
+   * whose kernels ran on the idle pool (`audit_priority` idle or nice). */
+  guint  device_audits[PHASE_DEVICES_MAX];
+  guint  device_idle_audits[PHASE_DEVICES_MAX];
+  char  *device_cpus[PHASE_DEVICES_MAX];  /* its cores, read back at its start */
   guint  n_devices;
 } Figures;
+
+static void
+figures_clear (Figures *figures)
+{
+  for (guint k = 0; k < PHASE_DEVICES_MAX; k++)
+    g_clear_pointer (&figures->device_cpus[k], g_free);
+}
 
 static void
 add_size_args (GPtrArray  *args,
@@ -580,7 +670,8 @@ run_solo (Bench       *bench,
   g_ptr_array_add (args, g_strdup ("train"));
   g_ptr_array_add (args, g_strdup ("--json"));
   add_size_args (args, size, n_threads, steps + 1);
-  child = child_spawn (bench, NULL, args, error);
+  /* Pinned as the first device of a group is. */
+  child = child_spawn_pinned (bench, NULL, args, bench->pin ? 0 : -1, n_threads, error);
   if (child == NULL)
     return FALSE;
   g_ptr_array_add (children, child);
@@ -660,7 +751,12 @@ run_group (Bench       *bench,
       else
         g_ptr_array_add (args, g_strdup_printf ("--room=%s", room));
       add_size_args (args, size, n_threads, stop_at);
-      device = child_spawn (bench, ns, args, error);
+      /* --pin-cores: each device on cores of its own, when all fit. */
+      device = child_spawn_pinned (bench, ns, args,
+                                   bench->pin && n_devices * n_threads
+                                                 <= g_get_num_processors ()
+                                   ? (gint) (k * n_threads) : -1,
+                                   n_threads, error);
       if (device == NULL)
         return FALSE;
       g_ptr_array_add (children, device);
@@ -701,6 +797,12 @@ run_group (Bench       *bench,
         guint device_samples = 0;
         double device_sums[N_PHASES] = { 0 };
 
+        if (k < PHASE_DEVICES_MAX)
+          {
+            g_free (figures->device_cpus[k]);
+            figures->device_cpus[k] = g_strdup (device->cpus);
+          }
+
         for (guint64 step = 2; step <= stop_at; step++)
           {
             int i = step_index (device, step);
@@ -729,7 +831,18 @@ run_group (Bench       *bench,
             if (json_object_get_boolean_member_with_default (o, "computed_ahead", FALSE))
               ahead++;
             if (json_object_get_double_member_with_default (o, "audit_ms", 0) > 0)
-              figures->audits += 1;
+              {
+                const char *priority = json_object_get_string_member_with_default (
+                                         o, "audit_priority", "normal");
+
+                figures->audits += 1;
+                if (k < PHASE_DEVICES_MAX)
+                  {
+                    figures->device_audits[k]++;
+                    if (g_strcmp0 (priority, "normal") != 0)
+                      figures->device_idle_audits[k]++;
+                  }
+              }
             figures->audit_beside += json_object_get_int_member_with_default (o, "audit_beside",
                                                                               0);
             n_samples++;
@@ -876,6 +989,13 @@ print_figures (DcCliOptions  *options,
           json_builder_begin_object (builder);
           for (guint p = 0; p < N_PHASES; p++)
             json_add_double (builder, phase_names[p], f->device_phases[k][p]);
+          json_add_int (builder, "audits", f->device_audits[k]);
+          json_add_int (builder, "idle_audits", f->device_idle_audits[k]);
+          if (f->device_cpus[k] != NULL)
+            {
+              json_builder_set_member_name (builder, "cpus");
+              json_builder_add_string_value (builder, f->device_cpus[k]);
+            }
           json_builder_end_object (builder);
         }
       json_builder_end_array (builder);
@@ -956,7 +1076,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
 {
   g_autofree char *devices_text = NULL;
   int width = 0, seq = 0, batch = 0, steps = 5, threads = 0;
-  gboolean netns = FALSE;
+  gboolean netns = FALSE, pin = FALSE;
   g_autofree char *gradient_wire = NULL;
   const GOptionEntry entries[] = {
     { "devices", 0, 0, G_OPTION_ARG_STRING, &devices_text,
@@ -978,6 +1098,8 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
     { "gradient-wire", 0, 0, G_OPTION_ARG_STRING, &gradient_wire,
       N_("Gradients on the wire as f32 or bf16, as train --gradient-wire (default: f32)"),
       "f32|bf16" },
+    { "pin-cores", 0, 0, G_OPTION_ARG_NONE, &pin,
+      N_("Each device on cores of its own (device k: cores k×threads…), when they fit"), NULL },
     { NULL }
   };
   g_autoptr(GArray) counts = g_array_new (FALSE, FALSE, sizeof (guint));
@@ -1034,6 +1156,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
     max_devices = MAX (max_devices, g_array_index (counts, guint, i));
 
   bench.netns = netns;
+  bench.pin = pin;
   bench.gradient_wire = gradient_wire != NULL ? gradient_wire : "f32";
   bench.self_exe = g_file_read_link ("/proc/self/exe", NULL);
   if (bench.self_exe == NULL)
@@ -1081,8 +1204,12 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
               goto fail;
           }
         if (!run_group (&bench, size, n, n_threads, (guint) steps, &figures, &error))
-          goto fail;
+          {
+            figures_clear (&figures);
+            goto fail;
+          }
         print_figures (options, bench.gradient_wire, network, size, n, n_threads, (guint) steps, &figures, *solo);
+        figures_clear (&figures);
       }
   goto out;
 

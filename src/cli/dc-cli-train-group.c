@@ -16,6 +16,7 @@
 #include "dc-cli.h"
 #include "dc-cli-answers.h"
 #include "dc-cli-train-group.h"
+#include "engine/dc-parallel.h"
 #include "mesh/dc-identity.h"
 #include "mesh/dc-room.h"
 #include "train/dc-train-group.h"
@@ -276,6 +277,12 @@ step_cb (DcTrainGroup       *train,
             json_builder_add_boolean_value (builder, ahead);
             json_builder_set_member_name (builder, "audit_beside");
             json_builder_add_int_value (builder, phases.audit_beside);
+            if (phases.audit_priority >= 0)
+              {
+                json_builder_set_member_name (builder, "audit_priority");
+                json_builder_add_string_value (
+                  builder, dc_parallel_priority_to_string (phases.audit_priority));
+              }
           }
       }
       /* Beside the step (not of compute_ms): an audit's recomputation of

@@ -23,15 +23,37 @@
  * attention head) run inline on the calling thread: the result is the same
  * and no helper ever waits for another.
  *
+ * Two pools: the step's, and the idle pool for background work that must
+ * use only the cycles the step leaves (a group's audits). The idle pool's
+ * helpers run at the lowest CPU priority (SCHED_IDLE on Linux, nice 19
+ * where that is refused); the step's pool and its threads are never
+ * touched. A thread in idle mode (dc_parallel_set_idle ()) sends its calls
+ * there and runs no chunk itself, only the serial code between them, at
+ * its own priority: a lowered thread could not be raised again, and when
+ * the step waits for that work (its `urgent` flag) the caller joins in
+ * and later calls go to the step's pool, so that work waited for never
+ * starves behind other programs' normal threads. Same chunks, same bits.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-engine"
+/* SCHED_IDLE */
+#define _GNU_SOURCE
 
 #include "config.h"
 
 #include "dc-parallel.h"
 
 #include <stdlib.h>
+
+#ifdef __linux__
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 /* How long an idle helper or a waiting caller spins before sleeping. 50 µs
  * covers the gap between the products and kernels of a training step or a
@@ -69,19 +91,36 @@ typedef struct
   gint    wanted;        /* atomic: Σ helpers_wanted, the spinners' flag */
   guint   n_helpers;     /* under lock: threads started */
   guint   n_sleeping;    /* under lock */
+  gboolean idle;         /* helpers lower themselves (the idle pool) */
+  gint    lowest;        /* atomic: the weakest DcParallelPriority its helpers read back */
+  /* The adaptive spin (spin_adapt ()), and helpers spin (never sleep)
+   * until warm_until, µs (dc_parallel_warm (), the step's pool only). */
+  gint    spin_now_us;   /* atomic; -1 until first set */
+  guint   spin_calls;    /* atomic */
+  gint64  warm_until;    /* __atomic builtins */
   gint    n_warm;        /* atomic: helpers 0 … n_warm - 1 keep a warm window */
-  gint64  spin_us;
 } Pool;
 
-static Pool pool = { 0 };
+static Pool pool = { .spin_now_us = -1, .lowest = DC_PARALLEL_PRIORITY_IDLE };
+static Pool idle_pool = { .idle = TRUE, .spin_now_us = -1, .lowest = DC_PARALLEL_PRIORITY_IDLE };
+static gint64 spin_us_config = 0;
 static gint default_threads = 1;   /* atomic */
 
 static guint64 stat_jobs = 0;      /* __atomic builtins: GLib has no 64-bit atomics */
 static guint64 stat_inline = 0;
 static guint64 stat_wait_ns = 0;
 static gint stat_warm_seen = 0;    /* atomic: 1 + the highest helper index woken to spin warm */
+static guint64 stat_idle_wait_ns = 0;
+static guint64 stat_idle_jobs = 0;
+
+/* How often a caller in idle mode looks at its urgent flag while the idle
+ * helpers compute: 1 ms is far below a training kernel's length on the
+ * idle pool and costs a thousand wake-ups a second at most, on a thread
+ * that otherwise sleeps. */
+#define IDLE_POLL_US 1000
 
 static GPrivate in_worker_key;     /* non-NULL inside a chunk */
+static GPrivate idle_key;          /* const gint *: dc_parallel_set_idle ()'s urgent flag */
 
 typedef struct
 {
@@ -128,10 +167,10 @@ spin_us (void)
 
       if (env != NULL && *env != '\0')
         v = CLAMP (g_ascii_strtoll (env, NULL, 10), 0, 10000);
-      pool.spin_us = v;
+      spin_us_config = v;
       g_once_init_leave (&once, 1);
     }
-  return pool.spin_us;
+  return spin_us_config;
 }
 
 /* The spin actually used, in µs, between 0 and spin_us (): halved after a
@@ -141,31 +180,77 @@ spin_us (void)
  * SPIN_PROBE_CALLS calls it is reset to the full spin, because a sleeping
  * helper can also be too late on a quiet machine (short products) and only
  * a spinning one shows that helpers could help. */
-static gint spin_now_us = -1;      /* atomic; -1 until first set */
-/* Helpers spin (never sleep) until this time, µs (dc_parallel_warm). */
-static gint64 warm_until = 0;      /* __atomic builtins */
-static guint spin_calls = 0;       /* atomic */
 #define SPIN_PROBE_CALLS 64
 
 static gint64
-spin_budget (void)
+spin_budget (Pool *p)
 {
-  gint v = g_atomic_int_get (&spin_now_us);
+  gint v = g_atomic_int_get (&p->spin_now_us);
 
   return v < 0 ? spin_us () : v;
 }
 
 static void
-spin_adapt (gboolean helped)
+spin_adapt (Pool     *p,
+            gboolean  helped)
 {
   gint max = (gint) spin_us ();
-  gint v = g_atomic_int_get (&spin_now_us);
+  gint v = g_atomic_int_get (&p->spin_now_us);
 
-  if (v < 0 || (guint) g_atomic_int_add (&spin_calls, 1) % SPIN_PROBE_CALLS == 0)
+  if (v < 0 || (guint) g_atomic_int_add (&p->spin_calls, 1) % SPIN_PROBE_CALLS == 0)
     v = max;
   else
     v = helped ? MIN (max, v * 2 + 1) : v / 2;
-  g_atomic_int_set (&spin_now_us, v);
+  g_atomic_int_set (&p->spin_now_us, v);
+}
+
+#ifdef __linux__
+static pid_t
+thread_id (void)
+{
+  return (pid_t) syscall (SYS_gettid);
+}
+#endif
+
+/**
+ * dc_parallel_get_thread_priority:
+ *
+ * Reads the calling thread's scheduling back from the kernel (not from
+ * what was asked): SCHED_IDLE, else a nice value of 19, else normal.
+ *
+ * Returns: the calling thread's priority
+ */
+DcParallelPriority
+dc_parallel_get_thread_priority (void)
+{
+#ifdef __linux__
+  int nice_value;
+
+  /* On Linux, pid 0 and a thread id name one thread, not the process. */
+  if (sched_getscheduler (0) == SCHED_IDLE)
+    return DC_PARALLEL_PRIORITY_IDLE;
+  errno = 0;
+  nice_value = getpriority (PRIO_PROCESS, (id_t) thread_id ());
+  if (errno == 0 && nice_value >= 19)
+    return DC_PARALLEL_PRIORITY_NICE;
+#endif
+  return DC_PARALLEL_PRIORITY_NORMAL;
+}
+
+/* Lowers the calling thread (an idle pool's helper), for good (an
+ * unprivileged process cannot raise it again): SCHED_IDLE runs it only on a core no normal thread
+ * wants; where that is refused, nice 19 gives it the least share. Not on
+ * other systems, where nice is the whole process's. */
+static DcParallelPriority
+lower_thread (void)
+{
+#ifdef __linux__
+  struct sched_param param = { 0 };
+
+  if (pthread_setschedparam (pthread_self (), SCHED_IDLE, &param) != 0)
+    (void) setpriority (PRIO_PROCESS, (id_t) thread_id (), 19);
+#endif
+  return dc_parallel_get_thread_priority ();
 }
 
 static void
@@ -202,38 +287,60 @@ run_chunks (Job   *job,
 }
 
 /* Takes the first job that still wants a helper, with a reference (the
- * queue's own when it is the last helper wanted); pool.lock held. */
+ * queue's own when it is the last helper wanted); p->lock held. */
 static Job *
-take_job_locked (guint *worker)
+take_job_locked (Pool  *p,
+                 guint *worker)
 {
-  Job *job = g_queue_peek_head (&pool.jobs);
+  Job *job = g_queue_peek_head (&p->jobs);
 
   if (job == NULL)
     return NULL;
   *worker = (guint) job->next_worker++;
-  g_atomic_int_add (&pool.wanted, -1);
+  g_atomic_int_add (&p->wanted, -1);
   if (--job->helpers_wanted == 0)
-    return g_queue_pop_head (&pool.jobs);
+    return g_queue_pop_head (&p->jobs);
   return g_atomic_rc_box_acquire (job);
 }
 
-/* Whether helper INDEX spins through the warm window: only as many as
+/* Whether helper INDEX of P spins through the warm window: only as many as
  * the warming caller's products will use. The pool never shrinks, so after
  * a 16-thread call a process that now computes with 5 threads kept 15
  * helpers spinning on a warm, on cores its neighbours (a ring's other
  * stages on the same host) and its own generation thread needed. */
 static inline gboolean
-warm_for (guint index)
+warm_for (Pool  *p,
+          guint  index)
 {
-  return (gint) index < g_atomic_int_get (&pool.n_warm) &&
-         g_get_monotonic_time () < __atomic_load_n (&warm_until, __ATOMIC_RELAXED);
+  return (gint) index < g_atomic_int_get (&p->n_warm) &&
+         g_get_monotonic_time () < __atomic_load_n (&p->warm_until, __ATOMIC_RELAXED);
 }
+
+/* What a helper thread starts with: its pool and its index in it. */
+typedef struct
+{
+  Pool  *pool;
+  guint  index;
+} HelperStart;
 
 static gpointer
 helper_worker (gpointer data)
 {
-  const guint index = GPOINTER_TO_UINT (data);
+  HelperStart *start = data;
+  Pool *p = start->pool;
+  const guint index = start->index;
 
+  g_free (start);
+
+  if (p->idle)
+    {
+      DcParallelPriority got = lower_thread ();
+      gint lowest = g_atomic_int_get (&p->lowest);
+
+      /* The weakest of the helpers' priorities, read back. */
+      while ((gint) got < lowest && !g_atomic_int_compare_and_exchange (&p->lowest, lowest, got))
+        lowest = g_atomic_int_get (&p->lowest);
+    }
   for (;;)
     {
       Job *job;
@@ -241,20 +348,20 @@ helper_worker (gpointer data)
       gint ran;
 
       /* Spin, then sleep, until a job wants a helper. */
-      if (g_atomic_int_get (&pool.wanted) <= 0)
+      if (g_atomic_int_get (&p->wanted) <= 0)
         {
-          gint64 until = g_get_monotonic_time () + spin_budget ();
+          gint64 until = g_get_monotonic_time () + spin_budget (p);
           gint64 now;
 
           /* The warm window is read anew each round: dc_parallel_cool ends it. */
-          while (g_atomic_int_get (&pool.wanted) <= 0 &&
-                 ((now = g_get_monotonic_time ()) < until || warm_for (index)))
+          while (g_atomic_int_get (&p->wanted) <= 0 &&
+                 ((now = g_get_monotonic_time ()) < until || warm_for (p, index)))
             spin_pause ();
         }
-      g_mutex_lock (&pool.lock);
-      while ((job = take_job_locked (&worker)) == NULL)
+      g_mutex_lock (&p->lock);
+      while ((job = take_job_locked (p, &worker)) == NULL)
         {
-          if (warm_for (index))
+          if (warm_for (p, index))
             {
               /* Woken by dc_parallel_warm: spin instead. */
               gint seen = (gint) index + 1;
@@ -264,11 +371,11 @@ helper_worker (gpointer data)
                 old = g_atomic_int_get (&stat_warm_seen);
               break;
             }
-          pool.n_sleeping++;
-          g_cond_wait (&pool.work, &pool.lock);
-          pool.n_sleeping--;
+          p->n_sleeping++;
+          g_cond_wait (&p->work, &p->lock);
+          p->n_sleeping--;
         }
-      g_mutex_unlock (&pool.lock);
+      g_mutex_unlock (&p->lock);
       if (job == NULL)
         continue;
 
@@ -287,26 +394,32 @@ helper_worker (gpointer data)
   return NULL;
 }
 
-/* Starts helpers until the pool has @n; pool.lock held. A helper that cannot
+/* Starts helpers until the pool has @n; p->lock held. A helper that cannot
  * be started leaves the pool smaller: calls still complete, on fewer threads. */
 static void
-grow_locked (guint n)
+grow_locked (Pool  *p,
+             guint  n)
 {
-  while (pool.n_helpers < n)
+  while (p->n_helpers < n)
     {
       GError *error = NULL;
-      GThread *thread = g_thread_try_new ("dc-parallel", helper_worker,
-                                          GUINT_TO_POINTER (pool.n_helpers), &error);
+      HelperStart *start = g_new (HelperStart, 1);
+      GThread *thread;
 
+      start->pool = p;
+      start->index = p->n_helpers;
+      thread = g_thread_try_new (p->idle ? "dc-parallel-idle" : "dc-parallel",
+                                 helper_worker, start, &error);
       if (thread == NULL)
         {
+          g_free (start);
           g_warning ("could not start a helper thread (%s); running on %u threads",
-                     error->message, pool.n_helpers + 1);
+                     error->message, p->n_helpers + 1);
           g_error_free (error);
           return;
         }
       g_thread_unref (thread);
-      pool.n_helpers++;
+      p->n_helpers++;
     }
 }
 
@@ -330,6 +443,9 @@ dc_parallel_for (guint          n_threads,
                  DcParallelFunc func,
                  gpointer       data)
 {
+  const gint *urgent = NULL;
+  gboolean idle = FALSE;
+  Pool *p = &pool;
   gsize n_chunks;
   guint helpers;
   Job *job;
@@ -344,13 +460,21 @@ dc_parallel_for (guint          n_threads,
 
       if (gate != NULL && gate->func != NULL)
         gate->func (gate->data);
+      /* Read after the gate, which may have set it. */
+      urgent = g_private_get (&idle_key);
+      idle = urgent != NULL && !g_atomic_int_get (urgent);
+      if (idle)
+        p = &idle_pool;
     }
   chunk = MAX (chunk, 1);
   n_chunks = n / chunk + (n % chunk != 0);
   if (n_threads == 0)
     n_threads = dc_parallel_get_default_threads ();
   n_threads = MIN (n_threads, DC_PARALLEL_MAX_THREADS);
-  helpers = (guint) MIN ((gsize) n_threads - 1, n_chunks - 1);
+  /* In idle mode the caller runs no chunk: helpers take every worker
+   * index, 0 included, even for one chunk or one thread. */
+  helpers = idle ? (guint) MIN ((gsize) n_threads, n_chunks)
+                 : (guint) MIN ((gsize) n_threads - 1, n_chunks - 1);
   /* The chunk counter is a gint; no caller comes near this. */
   g_return_if_fail (n_chunks < G_MAXINT / 2);
 
@@ -369,27 +493,69 @@ dc_parallel_for (guint          n_threads,
   job->chunk = chunk;
   job->n_chunks = n_chunks;
   job->helpers_wanted = (gint) helpers;
-  job->next_worker = 1;
+  job->next_worker = idle ? 0 : 1;
   g_mutex_init (&job->lock);
   g_cond_init (&job->done);
 
   (void) spin_us ();
-  g_mutex_lock (&pool.lock);
-  grow_locked (helpers);
-  g_queue_push_tail (&pool.jobs, g_atomic_rc_box_acquire (job));
-  g_atomic_int_add (&pool.wanted, (gint) helpers);
+  g_mutex_lock (&p->lock);
+  grow_locked (p, helpers);
+  g_queue_push_tail (&p->jobs, g_atomic_rc_box_acquire (job));
+  g_atomic_int_add (&p->wanted, (gint) helpers);
   /* Spinning helpers see `wanted` without a wake-up; sleeping ones need one
    * each, up to the number wanted. */
-  for (guint i = 0; i < MIN (helpers, pool.n_sleeping); i++)
-    g_cond_signal (&pool.work);
-  g_mutex_unlock (&pool.lock);
+  for (guint i = 0; i < MIN (helpers, p->n_sleeping); i++)
+    g_cond_signal (&p->work);
+  g_mutex_unlock (&p->lock);
 
-  ran = run_chunks (job, 0);
-  spin_adapt (ran < (gint) n_chunks);
+  if (idle)
+    {
+      /* Idle mode: the helpers compute; the caller joins once the work is
+       * urgent (checked every IDLE_POLL_US while it waits). */
+      gint64 start = g_get_monotonic_time ();
+
+      g_mutex_lock (&job->lock);
+      job->caller_asleep = TRUE;
+      while (!job->finished && g_atomic_int_get (&job->chunks_done) != (gint) n_chunks
+             && !g_atomic_int_get (urgent))
+        g_cond_wait_until (&job->done, &job->lock, g_get_monotonic_time () + IDLE_POLL_US);
+      job->caller_asleep = FALSE;
+      g_mutex_unlock (&job->lock);
+      __atomic_add_fetch (&stat_idle_wait_ns, (guint64) (g_get_monotonic_time () - start) * 1000,
+                          __ATOMIC_RELAXED);
+      __atomic_add_fetch (&stat_idle_jobs, 1, __ATOMIC_RELAXED);
+      ran = 0;
+      if (g_atomic_int_get (&job->chunks_done) != (gint) n_chunks)
+        {
+          guint worker = 0;
+          gboolean join = FALSE;
+
+          /* Urgent: the caller takes a worker index that no helper took
+           * yet (a helper that already has one finishes its chunk; the
+           * rest of the chunks come to the caller). */
+          g_mutex_lock (&p->lock);
+          if (job->helpers_wanted > 0)
+            {
+              worker = (guint) job->next_worker++;
+              g_atomic_int_add (&p->wanted, -1);
+              if (--job->helpers_wanted == 0 && g_queue_remove (&p->jobs, job))
+                job_unref (job);
+              join = TRUE;
+            }
+          g_mutex_unlock (&p->lock);
+          if (join)
+            ran = run_chunks (job, worker);
+        }
+    }
+  else
+    {
+      ran = run_chunks (job, 0);
+      spin_adapt (p, ran < (gint) n_chunks);
+    }
   if (g_atomic_int_add (&job->chunks_done, ran) + ran != (gint) n_chunks)
     {
       gint64 start = g_get_monotonic_time ();
-      gint64 until = start + spin_budget ();
+      gint64 until = start + spin_budget (p);
 
       while (g_atomic_int_get (&job->chunks_done) != (gint) n_chunks &&
              g_get_monotonic_time () < until)
@@ -404,15 +570,15 @@ dc_parallel_for (guint          n_threads,
     }
 
   /* Helpers that never came must not take the job later. */
-  g_mutex_lock (&pool.lock);
+  g_mutex_lock (&p->lock);
   if (job->helpers_wanted > 0)
     {
-      g_atomic_int_add (&pool.wanted, -job->helpers_wanted);
+      g_atomic_int_add (&p->wanted, -job->helpers_wanted);
       job->helpers_wanted = 0;
-      if (g_queue_remove (&pool.jobs, job))
+      if (g_queue_remove (&p->jobs, job))
         job_unref (job);
     }
-  g_mutex_unlock (&pool.lock);
+  g_mutex_unlock (&p->lock);
   __atomic_add_fetch (&stat_jobs, 1, __ATOMIC_RELAXED);
   job_unref (job);
 }
@@ -479,9 +645,9 @@ dc_parallel_warm_threads (guint us,
   gint n_warm = (gint) CLAMP (n_threads, 1, DC_PARALLEL_MAX_THREADS) - 1;
 
   g_atomic_int_set (&pool.n_warm, n_warm);
-  if (n_warm == 0 || until <= __atomic_load_n (&warm_until, __ATOMIC_RELAXED))
+  if (n_warm == 0 || until <= __atomic_load_n (&pool.warm_until, __ATOMIC_RELAXED))
     return;
-  __atomic_store_n (&warm_until, until, __ATOMIC_RELAXED);
+  __atomic_store_n (&pool.warm_until, until, __ATOMIC_RELAXED);
   g_mutex_lock (&pool.lock);
   if (pool.n_sleeping > 0)
     g_cond_broadcast (&pool.work);
@@ -498,7 +664,41 @@ dc_parallel_warm_threads (guint us,
 void
 dc_parallel_cool (void)
 {
-  __atomic_store_n (&warm_until, 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&pool.warm_until, 0, __ATOMIC_RELAXED);
+}
+
+/**
+ * dc_parallel_set_idle:
+ * @urgent: (nullable): a flag (read atomically) that says the work is
+ *   waited for; %NULL leaves idle mode
+ *
+ * Puts the calling thread in idle mode: while *@urgent is 0, its top-level
+ * dc_parallel_for () calls run their chunks on the idle pool, whose
+ * helpers run at the lowest CPU priority (SCHED_IDLE; nice 19 where that
+ * is refused), and the caller runs none itself; the kernel gives them only
+ * the cycles that normal threads (the step's pool) leave idle. Once
+ * *@urgent is set, a waiting caller joins the chunks left and later calls
+ * run on the step's pool as usual. The calling thread keeps its priority
+ * (it may be a shared pool's thread, GTask's): clear the mode before it
+ * goes back. Helpers take the worker indices 0 … n_threads − 1 (a call of
+ * one thread goes to one helper); the urgent caller takes one none took.
+ */
+void
+dc_parallel_set_idle (const gint *urgent)
+{
+  g_private_set (&idle_key, (gpointer) urgent);
+}
+
+/**
+ * dc_parallel_get_idle_pool_priority:
+ *
+ * Returns: the weakest priority that the idle pool's helpers read back
+ *   (IDLE while none was started)
+ */
+DcParallelPriority
+dc_parallel_get_idle_pool_priority (void)
+{
+  return (DcParallelPriority) g_atomic_int_get (&idle_pool.lowest);
 }
 
 /**
@@ -537,9 +737,31 @@ dc_parallel_get_stats (DcParallelStats *out)
   out->jobs = __atomic_load_n (&stat_jobs, __ATOMIC_RELAXED);
   out->inline_jobs = __atomic_load_n (&stat_inline, __ATOMIC_RELAXED);
   out->wait_ns = __atomic_load_n (&stat_wait_ns, __ATOMIC_RELAXED);
+  out->idle_wait_ns = __atomic_load_n (&stat_idle_wait_ns, __ATOMIC_RELAXED);
+  out->idle_jobs = __atomic_load_n (&stat_idle_jobs, __ATOMIC_RELAXED);
   g_mutex_lock (&pool.lock);
   out->warm_helpers = (guint) g_atomic_int_get (&stat_warm_seen);
   out->helpers = pool.n_helpers;
   out->sleeping = pool.n_sleeping;
   g_mutex_unlock (&pool.lock);
+}
+
+/**
+ * dc_parallel_priority_to_string:
+ *
+ * Returns: "normal", "nice" or "idle" (step lines, `bench group`)
+ */
+const char *
+dc_parallel_priority_to_string (DcParallelPriority priority)
+{
+  switch (priority)
+    {
+    case DC_PARALLEL_PRIORITY_IDLE:
+      return "idle";
+    case DC_PARALLEL_PRIORITY_NICE:
+      return "nice";
+    case DC_PARALLEL_PRIORITY_NORMAL:
+    default:
+      return "normal";
+    }
 }

@@ -76,6 +76,26 @@ void     dc_parallel_set_gate         (DcParallelGateFunc func,
                                        gpointer           data);
 
 /**
+ * DcParallelPriority:
+ * @DC_PARALLEL_PRIORITY_NORMAL: the scheduler's normal policy
+ * @DC_PARALLEL_PRIORITY_NICE: nice 19 (SCHED_IDLE was refused)
+ * @DC_PARALLEL_PRIORITY_IDLE: SCHED_IDLE: runs only where no normal thread wants the core
+ *
+ * A thread's CPU priority, lowest last.
+ */
+typedef enum
+{
+  DC_PARALLEL_PRIORITY_NORMAL,
+  DC_PARALLEL_PRIORITY_NICE,
+  DC_PARALLEL_PRIORITY_IDLE,
+} DcParallelPriority;
+
+void               dc_parallel_set_idle               (const gint *urgent);
+DcParallelPriority dc_parallel_get_thread_priority    (void);
+DcParallelPriority dc_parallel_get_idle_pool_priority (void);
+const char *       dc_parallel_priority_to_string     (DcParallelPriority priority);
+
+/**
  * DcParallelStats:
  * @jobs: calls that used helpers
  * @inline_jobs: calls run on the caller alone
@@ -84,6 +104,9 @@ void     dc_parallel_set_gate         (DcParallelGateFunc func,
  * @sleeping: helpers asleep now
  * @warm_helpers: the most helpers a warm window woke to spin (the highest
  *   helper index so woken, plus one)
+ * @idle_wait_ns: time callers in idle mode (dc_parallel_set_idle ()) waited
+ *   for the idle pool's helpers (not in @wait_ns)
+ * @idle_jobs: calls run on the idle pool
  *
  * Totals since the process started, for `bench train`'s time split.
  */
@@ -95,6 +118,8 @@ typedef struct
   guint   helpers;
   guint   sleeping;
   guint   warm_helpers;
+  guint64 idle_wait_ns;
+  guint64 idle_jobs;
 } DcParallelStats;
 
 void     dc_parallel_get_stats        (DcParallelStats *out);

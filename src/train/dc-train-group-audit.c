@@ -97,6 +97,7 @@ struct _AuditJob
   guint         beside;     /* out: kernels begun while it computed (gate off) */
   DcTrainGroup *group;      /* for audit_gate () (the worker's task holds it) */
   gboolean      after_report; /* out: DC_TEST_FAULT=audit-after-report saw the report */
+  gint          priority;   /* out: the weakest DcParallelPriority it ran at (read back) */
   gboolean      computed;   /* the recomputation is done (main thread) */
   /* The re-sum of shard `rank` (main thread only). */
   char        **ids;        /* S's roster */
@@ -303,7 +304,9 @@ _dc_train_group_lane_urgent (DcTrainGroup *self,
                              gboolean      urgent)
 {
   g_mutex_lock (&self->lane_lock);
-  self->lane_urgent = urgent;
+  /* Atomic: the audit's caller reads it without the lock while it waits
+   * for the idle pool (dc_parallel_set_idle ()). */
+  g_atomic_int_set (&self->lane_urgent, urgent);
   g_cond_broadcast (&self->lane_cond);
   g_mutex_unlock (&self->lane_lock);
 }
@@ -354,6 +357,11 @@ _dc_train_group_ahead_gate (gpointer data)
   DcTrainGroup *self = data;
 
   g_mutex_lock (&self->lane_lock);
+  /* Not for an audit at idle priority: once urgent, its kernels run on the
+   * step's pool beside this gradient, and the cores of the devices waiting
+   * for this one's report help both (pausing the gradient left them idle:
+   * measured on the H200 host, docs/BENCHMARKS.md "Audits at idle
+   * priority"). */
   if (self->lane_gate && self->lane_urgent && self->lane_auditing)
     {
       gint64 start = g_get_monotonic_time ();
@@ -380,6 +388,7 @@ audit_worker (GTask        *task,
   gint64 start = g_get_monotonic_time ();
   DcGptTrainer *trainer = dc_train_session_get_audit_trainer (self->session, &error);
   DcGptModel *model;
+  DcParallelStats before, after;
   float loss;
   gboolean ok;
 
@@ -397,10 +406,20 @@ audit_worker (GTask        *task,
   self->lane_auditing = TRUE;
   g_mutex_unlock (&self->lane_lock);
   dc_parallel_set_gate (audit_gate, job);
+  /* The kernels on the idle pool until the step waits for the verdict. */
+  if (self->audit_idle)
+    dc_parallel_set_idle (&self->lane_urgent);
+  dc_parallel_get_stats (&before);
   ok = dc_gpt_trainer_compute_gradients (trainer, job->rank, job->n_ranks, job->grads, &loss,
                                          &error);
+  dc_parallel_get_stats (&after);
   /* This thread goes back to GTask's pool. */
+  dc_parallel_set_idle (NULL);
   dc_parallel_set_gate (NULL, NULL);
+  /* What its kernels ran at, read back by the idle pool's helpers; normal
+   * when none ran there (one thread, or urgent from the start). */
+  job->priority = after.idle_jobs > before.idle_jobs ? dc_parallel_get_idle_pool_priority ()
+                                                     : DC_PARALLEL_PRIORITY_NORMAL;
   g_mutex_lock (&self->lane_lock);
   self->lane_auditing = FALSE;
   g_cond_broadcast (&self->lane_cond);
@@ -533,6 +552,7 @@ audited_cb (GObject      *object,
   self->audit_us = job->us;
   self->audit_paused_us = job->paused_us;
   self->audit_beside = job->beside;
+  self->audit_priority = job->priority;
   if (self->fault_audit_after_report)
     {
       g_autofree char *text = g_strdup_printf ("DC_TEST_FAULT: the audit of step %"
@@ -553,6 +573,7 @@ start_audit (DcTrainGroup *self,
   g_autoptr(GTask) task = g_task_new (self, NULL, audited_cb, NULL);
 
   self->audit_job = job;
+  job->priority = DC_PARALLEL_PRIORITY_NORMAL;
   /* Not urgent until the step waits for it (_dc_train_group_wait_audit ()). */
   _dc_train_group_lane_urgent (self, FALSE);
   /* The job is self->audit_job's until maybe_conclude () takes it; the

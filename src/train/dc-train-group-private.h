@@ -236,6 +236,15 @@ struct _DcTrainGroup
   gboolean           lane_auditing; /* the audit worker recomputes */
   gboolean           lane_urgent;   /* the step waits for the audit's verdict */
   gint64             lane_ahead_paused_us; /* the gradient computed ahead waited for it */
+  /* Audits at the lowest CPU priority (docs/ARCHITECTURE.md, "Audits at
+   * idle priority"): the recomputation's kernels run on the engine's idle
+   * pool (dc_parallel_set_idle ()) until the step waits for the verdict
+   * (lane_urgent, read atomically there), so the kernel gives them only
+   * the cycles the step leaves. DC_TRAIN_GROUP_AUDIT_IDLE=0 runs them on
+   * the step's pool beside the step, as before (for measuring). */
+  gboolean           audit_idle;
+  gint               audit_priority; /* DcParallelPriority of the audit that ended during
+                                      * the step, -1 without one (main thread) */
   guint64            sent_bytes;   /* training message bodies sent since the run began */
 
   /* The model before the last step (weights, both moments, step, β powers):

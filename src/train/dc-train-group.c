@@ -938,6 +938,13 @@ dc_train_group_new (DcContext               *context,
    * step cost the group about 320 ms gated against about 180 beside the
    * step (docs/BENCHMARKS.md, "Audits in the step's waits"). */
   self->lane_gate = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_GATE"), "1") == 0;
+  /* Audits at the lowest CPU priority (dc-train-group-audit.c,
+   * audit_worker ()); 0 runs them at normal priority, for comparing. The
+   * gate keeps its own scheme (normal priority, only in the step's waits),
+   * as measured before. */
+  self->audit_idle = !self->lane_gate
+                     && g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_IDLE"), "0") != 0;
+  self->audit_priority = -1;
   /* This device's audit rate (docs/ARCHITECTURE.md, "Audits"): fewer
    * audits for speed in a group of trusted devices, said in the log at
    * the first audit draw. */
@@ -1091,6 +1098,7 @@ dc_train_group_get_step_phases (DcTrainGroup       *self,
    * report waits for it): read now, as dc_train_group_get_audit_time (). */
   phases->audit_paused_us = self->audit_paused_us;
   phases->audit_beside = self->audit_beside;
+  phases->audit_priority = self->audit_priority;
   *ahead = self->step_ahead;
   return TRUE;
 }

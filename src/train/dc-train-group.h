@@ -222,6 +222,10 @@ typedef struct
   gint64 audit_paused_us;
   guint  audit_beside;
   gint64 ahead_paused_us;
+  /* The weakest CPU priority (a DcParallelPriority: dc-parallel.h) that
+   * the audit ending during the step ran at, its thread and its idle
+   * pool's helpers read back; -1 without one. */
+  gint   audit_priority;
 } DcTrainGroupPhases;
 
 gboolean      dc_train_group_get_step_phases (DcTrainGroup      *self,
