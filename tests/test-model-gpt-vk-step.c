@@ -660,6 +660,10 @@ test_hashes (gconstpointer data)
           a->adam_v[5] = b->adam_v[5] = 1.0f;
         }
     }
+  /* Still resident: a replay that failed (a lost device, a wait past its
+   * minute) hands the passes to the CPU, whose hashes would match anyway. */
+  if (!size->broken_backward)
+    g_assert_nonnull (dc_gpt_trainer_get_resident_pass (resident));
   dc_gpt_vk_step_get_times (dc_gpt_trainer_get_resident_step (resident), &times);
   g_assert_cmpuint (times.steps, ==, size->steps);
   g_test_message ("%" G_GUINT64_FORMAT " resident Adam steps: %.3f ms device, %.3f ms host each",
@@ -702,6 +706,14 @@ test_layout_gpt2_small (void)
   g_assert_cmpuint (m1.f_bytes, ==, 1993998340);
   g_assert_cmpuint (fwd.f_bytes, <, m1.f_bytes);
   g_assert_cmpuint (m1.device_bytes, ==, m1.f_bytes + m1.q_bytes);
+  {
+    guint64 device_bytes, host_bytes;
+
+    /* The resident Adam step adds w, g, m, v on the device. */
+    dc_gpt_vk_train_memory (&config, 1, &device_bytes, &host_bytes);
+    g_assert_cmpuint (device_bytes, ==, m1.device_bytes + 16 * n);
+    g_assert_cmpuint (host_bytes, >, m1.host_bytes + 16 * n);
+  }
   /* The largest operand: the heads' T² probabilities side by side. */
   g_assert_cmpuint (m1.q_bytes, >=, h * t * t);
   g_test_message ("GPT-2-small, batch 1: F %" G_GUINT64_FORMAT " bytes, Q %" G_GUINT64_FORMAT
@@ -989,9 +1001,10 @@ main (int    argc,
     { 32, 16, 2, 3, TRUE, FALSE, NULL },
     { 32, 16, 2, 2, FALSE, TRUE, NULL },
     /* The Advanced range (issue 15) at a reduced sequence and batch:
-     * GPT-2-small's width and heads in 2 layers (F 119 MB, inside
-     * lavapipe's 128 MiB binding), and width 256 with 8 heads of 32. */
-    { 768, 16, 2, 2, FALSE, FALSE, NULL, 2, 12 },
+     * GPT-2-small's width and heads in 1 layer (F 62 MB, inside
+     * lavapipe's 128 MiB binding; 2 layers pass its 60 s fence wait on
+     * two busy cores), and width 256 with 8 heads of 32 in 2 layers. */
+    { 768, 16, 2, 2, FALSE, FALSE, NULL, 1, 12 },
     { 256, 32, 2, 2, FALSE, FALSE, NULL, 2, 8 },
   };
   static const char * const names[] = {

@@ -609,6 +609,16 @@ print_object (const BenchSize *size,
   /* --resident-forward: forward passes up to the logits, tokens/s. */
   add_rate (builder, "resident_forward_tokens_per_s", r->fwd_resident);
   add_rate (builder, "cpu_forward_tokens_per_s", r->fwd_cpu);
+  /* What the resident step allocates on the device and in host-visible
+   * memory (dc_gpt_vk_train_memory ()); null on the CPU. */
+  {
+    guint64 device_bytes = 0, host_bytes = 0;
+
+    if (kind == DC_BACKEND_VULKAN)
+      dc_gpt_vk_train_memory (&config, size->batch, &device_bytes, &host_bytes);
+    add_rate (builder, "resident_device_bytes", (double) device_bytes);
+    add_rate (builder, "resident_host_bytes", (double) host_bytes);
+  }
   add_rate (builder, "torch_cpu_tokens_per_s", torch_cpu);
   add_rate (builder, "torch_cuda_tokens_per_s", torch_cuda);
   /* Ours (the median) over PyTorch CUDA's median: the Vulkan goal's figure. */

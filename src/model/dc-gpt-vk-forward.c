@@ -677,6 +677,31 @@ dc_gpt_vk_forward_measure (const DcGptConfig     *config,
 }
 
 /**
+ * dc_gpt_vk_train_memory:
+ * @device_bytes: (out): device-local memory
+ * @host_bytes: (out): host-visible memory
+ *
+ * What training @config at @batch resident on a Vulkan device allocates:
+ * the training pass (dc_gpt_vk_forward_measure ()) and the resident Adam
+ * step's buffers (dc-gpt-vk-step.c: w, g, m, v device-local; the gradients
+ * in and w, m, v out host-visible; its 36 bytes of scalars). Shown before a
+ * run beside what the CPU needs (`train --dry-run`, `bench train`).
+ */
+void
+dc_gpt_vk_train_memory (const DcGptConfig *config,
+                        guint              batch,
+                        guint64           *device_bytes,
+                        guint64           *host_bytes)
+{
+  DcGptVkForwardMemory pass;
+  guint64 n = dc_gpt_config_n_params (config);
+
+  measure (config, batch, TRUE, &pass);
+  *device_bytes = pass.device_bytes + 4 * 4 * n;
+  *host_bytes = pass.host_bytes + 4 * 4 * n + 36;
+}
+
+/**
  * dc_gpt_vk_forward_fits:
  * @max_storage_buffer_range: the device's limit, bytes per binding
  *

@@ -71,6 +71,10 @@ void            dc_gpt_vk_forward_measure (const DcGptConfig     *config,
                                            guint                  batch,
                                            gboolean               backward,
                                            DcGptVkForwardMemory  *out);
+void            dc_gpt_vk_train_memory    (const DcGptConfig     *config,
+                                           guint                  batch,
+                                           guint64               *device_bytes,
+                                           guint64               *host_bytes);
 gboolean        dc_gpt_vk_forward_fits    (const DcGptVkForwardMemory  *memory,
                                            guint32                      max_storage_buffer_range,
                                            const char                  *device_name,
