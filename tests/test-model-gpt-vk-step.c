@@ -1001,7 +1001,7 @@ main (int    argc,
     { 32, 16, 2, 3, TRUE, FALSE, NULL },
     { 32, 16, 2, 2, FALSE, TRUE, NULL },
     /* The Advanced range (issue 15) at a reduced sequence and batch:
-     * GPT-2-small's width and heads in 1 layer (F 62 MB, inside
+     * GPT-2-small's width and heads in 1 layer (F about 60 MB, inside
      * lavapipe's 128 MiB binding; 2 layers pass its 60 s fence wait on
      * two busy cores), and width 256 with 8 heads of 32 in 2 layers. */
     { 768, 16, 2, 2, FALSE, FALSE, NULL, 1, 12 },
