@@ -449,9 +449,9 @@ main (int    argc,
   g_test_add_func ("/dc/cli/info-json", test_info_json);
   g_test_add_func ("/dc/cli/vulkan-device", test_vulkan_device);
   g_test_add_func ("/dc/cli/usage-errors", test_usage_errors);
+  g_test_add_func ("/dc/cli/bench-train-sizes", test_bench_train_sizes);
   g_test_add_func ("/dc/cli/bench-gemm-rounds", test_bench_gemm_rounds);
   g_test_add_func ("/dc/cli/bench-gemm-dispatch", test_bench_gemm_dispatch);
-  g_test_add_func ("/dc/cli/bench-train-sizes", test_bench_train_sizes);
   g_test_add_func ("/dc/cli/fifo-refused", test_fifo_refused);
   g_test_add_func ("/dc/cli/tokenize", test_tokenize);
 
