@@ -4,7 +4,8 @@
 # (byte vocabulary, learned positions, pre-norm, ReLU MLP of 4·C, tied head,
 # Adam lr 0.01) in plain f32 and prints one JSON line per configuration with
 # its training tokens per second. Batches are random bytes: speed does not
-# depend on the text. Usage: bench-train-torch.py THREADS MIN_TIME W,T,B,L,H ...
+# depend on the text. Usage: bench-train-torch.py THREADS MIN_TIME
+# [--cpu-only] [--no-cpu] W,T,B,L,H ...
 import json
 import sys
 import time
@@ -91,8 +92,10 @@ torch.set_num_threads(threads)
 specs = sys.argv[3:]
 # --cpu-only (bench train --no-vulkan): no CUDA run either.
 cpu_only = "--cpu-only" in specs
-specs = [s for s in specs if s != "--cpu-only"]
-devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() and not cpu_only else [])
+# --no-cpu (bench train --backends vulkan): CUDA alone.
+no_cpu = "--no-cpu" in specs
+specs = [s for s in specs if s not in ("--cpu-only", "--no-cpu")]
+devices = ([] if no_cpu else ["cpu"]) + (["cuda"] if torch.cuda.is_available() and not cpu_only else [])
 for spec in specs:
     c, t, b, layers, h = (int(x) for x in spec.split(","))
     for device in devices:

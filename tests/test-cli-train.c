@@ -21,6 +21,7 @@
 #include <json-glib/json-glib.h>
 
 #include "dc-test-utils.h"
+#include "model/dc-gpt-vk-forward.h"
 
 #define TIMEOUT_MS 120000
 
@@ -491,6 +492,22 @@ test_dry_run_advanced (Fixture       *f,
   g_assert_cmpint (total, >, 3500000000);
   g_assert_true (json_object_has_member (plan, "available_bytes"));
   g_assert_true (json_object_has_member (plan, "fits"));
+  /* Issue 15: the resident step's buffers are shown too (F 3.30 GB at batch
+   * 2, Adam's w, g, m, v 1.4 GB). */
+  {
+    DcGptConfig config;
+    guint64 device_bytes, host_bytes;
+
+    dc_gpt_config_init_derived (&config, 768, 1024);
+    config.n_layer = 12;
+    config.n_head = 12;
+    dc_gpt_vk_train_memory (&config, 2, &device_bytes, &host_bytes);
+    g_assert_cmpint (json_object_get_int_member (plan, "resident_device_bytes"), ==,
+                     (gint64) device_bytes);
+    g_assert_cmpint (json_object_get_int_member (plan, "resident_host_bytes"), ==,
+                     (gint64) host_bytes);
+    g_assert_cmpint (device_bytes, >, 3299684356 + 16 * (gint64) 86039040);
+  }
 
   g_assert_cmpint (run_cli (unasked, NULL, &err), ==, 1);
   g_assert_nonnull (strstr (err, "Advanced range"));

@@ -232,6 +232,51 @@ test_bench_gemm_rounds (void)
   g_assert_nonnull (strstr (err, "--rounds must be between 1 and 50"));
 }
 
+/* Issue 15: bench train --sizes takes presets and W/S/B[/L/H] shapes, builds
+ * the layers and heads asked for (the JSON says which), measures only the
+ * backends named, and refuses what no run could take. */
+static void
+test_bench_train_sizes (void)
+{
+  const char *args[] = { "bench", "train", "--json", "--no-torch", "--backends", "cpu",
+                         "--sizes", "16/16/2/1/2", "--min-time", "0.01", "--threads", "1",
+                         NULL };
+  const char *bad[][8] = {
+    { "bench", "train", "--sizes", "gpt3", NULL },
+    { "bench", "train", "--sizes", "16/16", NULL },
+    { "bench", "train", "--sizes", "16/16/33", NULL },
+    { "bench", "train", "--sizes", "16/16/1", NULL },
+    { "bench", "train", "--sizes", "768/2048/2", NULL },
+    { "bench", "train", "--sizes", "96/16/2/2/7", NULL },
+    { "bench", "train", "--backends", "tpu", NULL },
+  };
+  const char *why[] = { "expected default, w128, gpt2-small", "expected default",
+                        "batch must be 2–32", "batch must be 2–32", "outside the Advanced range",
+                        "heads must divide the width", "unknown backend “tpu”" };
+  g_autofree char *out = NULL;
+  g_autoptr(JsonObject) object = NULL;
+
+  g_assert_cmpint (run_cli (args, &out, NULL), ==, 0);
+  object = parse_single_json_line (out);
+  g_assert_cmpstr (json_object_get_string_member (object, "size"), ==, "16/16/2/1/2");
+  g_assert_cmpstr (json_object_get_string_member (object, "backend"), ==, "cpu");
+  g_assert_cmpint (json_object_get_int_member (object, "width"), ==, 16);
+  g_assert_cmpint (json_object_get_int_member (object, "batch"), ==, 2);
+  g_assert_cmpint (json_object_get_int_member (object, "layers"), ==, 1);
+  g_assert_cmpint (json_object_get_int_member (object, "heads"), ==, 2);
+  g_assert_cmpfloat (json_object_get_double_member (object, "tokens_per_s"), >, 0);
+  g_assert_true (json_object_get_null_member (object, "torch_cuda_tokens_per_s"));
+  g_assert_true (json_object_get_null_member (object, "ratio_vs_torch_cuda"));
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autofree char *err = NULL;
+
+      g_assert_cmpint (run_cli (bad[i], NULL, &err), ==, 2);
+      if (strstr (err, why[i]) == NULL)
+        g_error ("%s: %s", bad[i][3], err);
+    }
+}
+
 /* Issue 15: bench gemm on the Vulkan path reports the latency of an almost
  * empty dispatch (1 × 1 × 32) and the rate with it taken out, so that a
  * product's time can be split into submission and kernel. */
@@ -436,6 +481,7 @@ main (int    argc,
   g_test_add_func ("/dc/cli/info-json", test_info_json);
   g_test_add_func ("/dc/cli/vulkan-device", test_vulkan_device);
   g_test_add_func ("/dc/cli/usage-errors", test_usage_errors);
+  g_test_add_func ("/dc/cli/bench-train-sizes", test_bench_train_sizes);
   g_test_add_func ("/dc/cli/bench-gemm-rounds", test_bench_gemm_rounds);
   g_test_add_func ("/dc/cli/bench-gemm-dispatch", test_bench_gemm_dispatch);
   g_test_add_func ("/dc/cli/bench-gemm-kernels", test_bench_gemm_kernels);

@@ -159,19 +159,34 @@ test_f32_ops (void)
   g_assert_cmpuint (bad_broken, >, 0);
 }
 
+/* A model of the derived shape, or with @layers and @heads where not 0
+ * (the Advanced range's shapes). */
 static DcGptModel *
-small_model (guint width,
-             guint seq)
+shaped_model (guint width,
+              guint seq,
+              guint layers,
+              guint heads)
 {
   g_autoptr(GError) error = NULL;
   DcGptConfig config;
   DcGptModel *model;
 
   dc_gpt_config_init_derived (&config, width, seq);
+  if (layers > 0)
+    config.n_layer = layers;
+  if (heads > 0)
+    config.n_head = heads;
   model = dc_gpt_model_new (&config, &error);
   g_assert_no_error (error);
   dc_gpt_model_init_weights (model, 21);
   return model;
+}
+
+static DcGptModel *
+small_model (guint width,
+             guint seq)
+{
+  return shaped_model (width, seq, 0, 0);
 }
 
 static void
@@ -554,6 +569,7 @@ typedef struct
   gboolean host_change;   /* change a weight on the host after step 1 */
   gboolean broken_backward;  /* the backward's broken twin: refused, the CPU passes */
   const char *pinned;     /* the CPU's hash after the last step, or NULL */
+  guint layers, heads;    /* 0: dc_gpt_config_init_derived ()'s */
 } Size;
 
 static DcGptTrainer *
@@ -572,8 +588,9 @@ make_trainer (const Size *size)
   corpus = g_bytes_new_take (text, len);
   dc_train_settings_init_default (&settings);
   settings.batch = size->batch;
-  trainer = dc_token_source_new_trainer (small_model (size->width, size->seq), &settings, corpus,
-                                         DC_GPT_PRECISION_INT8, 1, &error);
+  trainer = dc_token_source_new_trainer (shaped_model (size->width, size->seq, size->layers,
+                                                       size->heads),
+                                         &settings, corpus, DC_GPT_PRECISION_INT8, 1, &error);
   g_assert_no_error (error);
   return trainer;
 }
@@ -643,11 +660,107 @@ test_hashes (gconstpointer data)
           a->adam_v[5] = b->adam_v[5] = 1.0f;
         }
     }
+  /* Still resident: a replay that failed (a lost device, a wait past its
+   * minute) hands the passes to the CPU, whose hashes would match anyway. */
+  if (!size->broken_backward)
+    g_assert_nonnull (dc_gpt_trainer_get_resident_pass (resident));
   dc_gpt_vk_step_get_times (dc_gpt_trainer_get_resident_step (resident), &times);
   g_assert_cmpuint (times.steps, ==, size->steps);
   g_test_message ("%" G_GUINT64_FORMAT " resident Adam steps: %.3f ms device, %.3f ms host each",
                   times.steps, times.device_ns / 1e6 / times.steps,
                   times.host_ns / 1e6 / times.steps);
+}
+
+/* Issue 15: the resident pass's index arithmetic at the GPT-2-small shape
+ * (width 768, 12 layers of 12 heads, sequence 1024). F, the one binding the
+ * shaders index with 32-bit offsets, is laid out without a device: its size
+ * is the sum of the documented regions (docs/ARCHITECTURE.md), batch 1 fits
+ * a 2 GiB binding, batch 2 needs 4 GiB − 1, and batch 3 passes 2³² bytes, so
+ * it is refused on any device rather than indexed past 32 bits. */
+static void
+test_layout_gpt2_small (void)
+{
+  g_autoptr(GError) error = NULL;
+  DcGptVkForwardMemory m1, m2, m3, fwd;
+  DcGptConfig config;
+  guint64 n, per_batch, c = 768, t = 1024, v = 256, h = 12, l = 12;
+
+  dc_gpt_config_init_derived (&config, 768, 1024);
+  config.n_layer = 12;
+  config.n_head = 12;
+  g_assert_true (dc_gpt_config_validate (&config, NULL));
+  n = dc_gpt_config_n_params (&config);
+  g_assert_cmpuint (n, ==, 86039040);
+  /* Per sequence: the residual stream at each block's input, each layer's
+   * 15 (T, C) activations, 4 row statistics and the heads' T² probabilities,
+   * the final norm, the scores, the loss rows, the logits and their scratch,
+   * and the backward's d_res, d_a, d_b (4C each), d_qkv and probabilities. */
+  per_batch = (l + 1) * t * c + l * (15 * t * c + 4 * t + h * t * t) + t * c + 2 * t
+              + h * t * t + t + 3 * t * v + t * c + 8 * t * c + 3 * t * c;
+  dc_gpt_vk_forward_measure (&config, 1, TRUE, &m1);
+  dc_gpt_vk_forward_measure (&config, 2, TRUE, &m2);
+  dc_gpt_vk_forward_measure (&config, 3, TRUE, &m3);
+  dc_gpt_vk_forward_measure (&config, 1, FALSE, &fwd);
+  g_assert_cmpuint (m1.f_bytes, ==, 4 * (2 * n + per_batch + 1));
+  g_assert_cmpuint (m2.f_bytes, ==, 4 * (2 * n + 2 * per_batch + 1));
+  g_assert_cmpuint (m1.f_bytes, ==, 1993998340);
+  g_assert_cmpuint (fwd.f_bytes, <, m1.f_bytes);
+  g_assert_cmpuint (m1.device_bytes, ==, m1.f_bytes + m1.q_bytes);
+  {
+    guint64 device_bytes, host_bytes;
+
+    /* The resident Adam step adds w, g, m, v on the device. */
+    dc_gpt_vk_train_memory (&config, 1, &device_bytes, &host_bytes);
+    g_assert_cmpuint (device_bytes, ==, m1.device_bytes + 16 * n);
+    g_assert_cmpuint (host_bytes, >, m1.host_bytes + 16 * n);
+  }
+  /* The largest operand: the heads' T² probabilities side by side. */
+  g_assert_cmpuint (m1.q_bytes, >=, h * t * t);
+  g_test_message ("GPT-2-small, batch 1: F %" G_GUINT64_FORMAT " bytes, Q %" G_GUINT64_FORMAT
+                  ", host-visible %" G_GUINT64_FORMAT "; batch 2: F %" G_GUINT64_FORMAT,
+                  m1.f_bytes, m1.q_bytes, m1.host_bytes, m2.f_bytes);
+  g_assert_true (dc_gpt_vk_forward_fits (&m1, 1u << 31, "a 2 GiB device", &error));
+  g_assert_no_error (error);
+  g_assert_false (dc_gpt_vk_forward_fits (&m2, 1u << 31, "a 2 GiB device", &error));
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+  g_assert_true (dc_gpt_vk_forward_fits (&m2, G_MAXUINT32, "a 4 GiB device", &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (m3.f_bytes, >, G_MAXUINT32);
+  g_assert_false (dc_gpt_vk_forward_fits (&m3, G_MAXUINT32, "a 4 GiB device", &error));
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE);
+  g_test_message ("%s", error->message);
+}
+
+/* A shape whose F passes the device's binding is refused with a clear
+ * message before any gate runs (lavapipe: 128 MiB; width 768 in 2 layers
+ * at sequence 256 needs 145 MB). */
+static void
+test_too_large_refused (void)
+{
+  g_autoptr(DcVkContext) probe = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptVkForward) pass = NULL;
+  DcGptVkForwardMemory memory;
+  guint32 range;
+
+  if (probe == NULL)
+    return;
+  range = dc_vk_context_get_features (probe)->max_storage_buffer_range;
+  g_clear_pointer (&probe, dc_vk_context_free);
+  model = shaped_model (768, 256, 2, 12);
+  dc_gpt_vk_forward_measure (&model->config, 1, TRUE, &memory);
+  if (memory.f_bytes <= range)
+    {
+      g_test_skip ("this device's storage-buffer binding holds the shape");
+      return;
+    }
+  pass = dc_gpt_vk_forward_new_training (&model->config, 1, &error);
+  g_assert_null (pass);
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE);
+  g_assert_nonnull (strstr (error->message, "bytes in one storage buffer"));
+  g_test_message ("%s", error->message);
 }
 
 /* The native-float kernels (f32-exact.glsl's DC_NATIVE_F32: + − × on the
@@ -887,12 +1000,19 @@ main (int    argc,
     { 128, 32, 2, 3, FALSE, FALSE, NULL },
     { 32, 16, 2, 3, TRUE, FALSE, NULL },
     { 32, 16, 2, 2, FALSE, TRUE, NULL },
+    /* The Advanced range (issue 15) at a reduced sequence and batch:
+     * GPT-2-small's width and heads in 1 layer (F about 60 MB, inside
+     * lavapipe's 128 MiB binding; 2 layers pass its 60 s fence wait on
+     * two busy cores), and width 256 with 8 heads of 32 in 2 layers. */
+    { 768, 16, 2, 2, FALSE, FALSE, NULL, 1, 12 },
+    { 256, 32, 2, 2, FALSE, FALSE, NULL, 2, 8 },
   };
   static const char * const names[] = {
     "/dc/model/gpt-vk-step/hashes/w16", "/dc/model/gpt-vk-step/hashes/pinned",
     "/dc/model/gpt-vk-step/hashes/default", "/dc/model/gpt-vk-step/hashes/w64",
     "/dc/model/gpt-vk-step/hashes/w128", "/dc/model/gpt-vk-step/hashes/host-change",
     "/dc/model/gpt-vk-step/hashes/backward-refused",
+    "/dc/model/gpt-vk-step/hashes/advanced-w768", "/dc/model/gpt-vk-step/hashes/advanced-w256",
   };
 
   g_test_init (&argc, &argv, NULL);
@@ -925,5 +1045,7 @@ main (int    argc,
   }
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     g_test_add_data_func (names[i], &sizes[i], test_hashes);
+  g_test_add_func ("/dc/model/gpt-vk-step/layout/gpt2-small", test_layout_gpt2_small);
+  g_test_add_func ("/dc/model/gpt-vk-step/too-large-refused", test_too_large_refused);
   return g_test_run ();
 }

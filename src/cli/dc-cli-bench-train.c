@@ -23,15 +23,113 @@
 #include "model/dc-gpt-vk-forward.h"
 #include "train/dc-token-source.h"
 
+/* One size of --sizes: layers and heads 0 take dc_gpt_config_init_derived ()'s. */
 typedef struct
 {
-  guint width, seq, batch;
+  const char *name;
+  guint width, seq, batch, layers, heads;
 } BenchSize;
 
-static const BenchSize sizes[] = {
-  { 32, 32, 8 },     /* the seeds' default */
-  { 128, 128, 32 },  /* the largest */
+static const BenchSize presets[] = {
+  { "default", 32, 32, 8, 0, 0 },      /* the seeds' default */
+  { "w128", 128, 128, 32, 0, 0 },      /* the seeds' largest */
+  /* GPT-2-small's shape at batch 2, the smallest a run takes: the resident
+   * pass keeps every activation in one storage buffer with 32-bit offsets
+   * (dc-gpt-vk-forward.c, F), 3.30 GB at batch 2, inside the 4 GiB − 1
+   * binding the largest devices report; batch 3 (4.61 GB) would pass 2³²
+   * bytes, which no binding holds. */
+  { "gpt2-small", 768, 1024, 2, 12, 12 },
 };
+
+/* --sizes takes at most this many entries: each costs a PyTorch run and
+ * ours per round, and 8 already spans every preset and a few shapes. */
+#define MAX_SIZES 8
+/* Batch of a W/S/B size: what a run takes (DcTrainSettings, 2–32). */
+#define BENCH_BATCH_MIN 2
+#define BENCH_BATCH_MAX 32
+
+static void
+size_config (const BenchSize *size,
+             DcGptConfig     *config)
+{
+  dc_gpt_config_init_derived (config, size->width, size->seq);
+  if (size->layers > 0)
+    config->n_layer = size->layers;
+  if (size->heads > 0)
+    config->n_head = size->heads;
+}
+
+/* Parses --sizes: names of presets[] or W/S/B[/L/H], comma-separated. */
+static GArray *
+parse_sizes (const char  *text,
+             GError     **error)
+{
+  g_autoptr(GArray) out = g_array_new (FALSE, TRUE, sizeof (BenchSize));
+  g_auto(GStrv) items = g_strsplit (text, ",", -1);
+
+  for (guint i = 0; items[i] != NULL; i++)
+    {
+      g_auto(GStrv) parts = NULL;
+      BenchSize size = { NULL, 0, 0, 0, 0, 0 };
+      guint *fields[] = { &size.width, &size.seq, &size.batch, &size.layers, &size.heads };
+      guint n_parts, j;
+      DcGptConfig config;
+
+      g_strstrip (items[i]);
+      for (j = 0; j < G_N_ELEMENTS (presets); j++)
+        if (g_str_equal (items[i], presets[j].name))
+          break;
+      if (j < G_N_ELEMENTS (presets))
+        size = presets[j];
+      else
+        {
+          parts = g_strsplit (items[i], "/", -1);
+          n_parts = g_strv_length (parts);
+          if (n_parts != 3 && n_parts != 5)
+            {
+              g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                           "size “%s”: expected default, w128, gpt2-small or "
+                           "WIDTH/SEQ/BATCH[/LAYERS/HEADS]", items[i]);
+              return NULL;
+            }
+          for (j = 0; j < n_parts; j++)
+            {
+              guint64 value;
+
+              if (!g_ascii_string_to_unsigned (parts[j], 10, 1, G_MAXUINT16, &value, NULL))
+                {
+                  g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                               "size “%s”: “%s” is not a number from 1 to %u", items[i],
+                               parts[j], G_MAXUINT16);
+                  return NULL;
+                }
+              *fields[j] = (guint) value;
+            }
+          size.name = g_intern_string (items[i]);
+          if (size.batch < BENCH_BATCH_MIN || size.batch > BENCH_BATCH_MAX)
+            {
+              g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                           "size “%s”: batch must be %d–%d", items[i], BENCH_BATCH_MIN,
+                           BENCH_BATCH_MAX);
+              return NULL;
+            }
+        }
+      size_config (&size, &config);
+      if (!dc_gpt_config_validate (&config, error))
+        {
+          g_prefix_error (error, "size “%s”: ", items[i]);
+          return NULL;
+        }
+      if (out->len == MAX_SIZES)
+        {
+          g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                       "at most %d sizes", MAX_SIZES);
+          return NULL;
+        }
+      g_array_append_val (out, size);
+    }
+  return g_steal_pointer (&out);
+}
 
 /* One measurement of ours: tokens per second and where the calling
  * thread's time went, as shares of the measured steps' wall time. */
@@ -84,7 +182,7 @@ bench_ours (const BenchSize  *size,
 
   dc_train_settings_init_default (&settings);
   settings.batch = size->batch;
-  dc_gpt_config_init_derived (&config, size->width, size->seq);
+  size_config (size, &config);
   model = dc_gpt_model_new (&config, error);
   if (model == NULL)
     return FALSE;
@@ -225,7 +323,7 @@ bench_resident_forward (const BenchSize  *size,
   DcGptConfig config;
 
   *resident_tps = *cpu_tps = -1;
-  dc_gpt_config_init_derived (&config, size->width, size->seq);
+  size_config (size, &config);
   model = dc_gpt_model_new (&config, &error);
   if (model == NULL)
     return;
@@ -272,21 +370,36 @@ bench_resident_forward (const BenchSize  *size,
     }
 }
 
-/* Runs the PyTorch script; fills cpu[i] and cuda[i] (< 0 when not measured). */
+/* The PyTorch script's spec of a size: "W,T,B,L,H". */
+static char *
+torch_spec (const BenchSize *size)
+{
+  DcGptConfig config;
+
+  size_config (size, &config);
+  return g_strdup_printf ("%u,%u,%u,%u,%u", size->width, size->seq, size->batch,
+                          config.n_layer, config.n_head);
+}
+
+/* Runs the PyTorch script on the CPU (unless !with_cpu) and on CUDA (unless
+ * cpu_only or absent); fills cpu[i] and cuda[i] (< 0 when not measured). */
 static void
-bench_torch (guint     n_threads,
-             double    min_time,
-             gboolean  cpu_only,
-             double   *cpu,
-             double   *cuda,
-             char    **version)
+bench_torch (const BenchSize *sizes,
+             guint            n_sizes,
+             guint            n_threads,
+             double           min_time,
+             gboolean         cpu_only,
+             gboolean         with_cpu,
+             double          *cpu,
+             double          *cuda,
+             char           **version)
 {
   g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *out = NULL;
   g_auto(GStrv) lines = NULL;
   char min_time_text[G_ASCII_DTOSTR_BUF_SIZE];
 
-  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+  for (guint i = 0; i < n_sizes; i++)
     cpu[i] = cuda[i] = -1;
   g_ptr_array_add (args, g_strdup_printf ("%u", n_threads));
   g_ptr_array_add (args, g_strdup (g_ascii_dtostr (min_time_text, sizeof min_time_text,
@@ -294,14 +407,11 @@ bench_torch (guint     n_threads,
   /* --no-vulkan: PyTorch stays on the CPU too. */
   if (cpu_only)
     g_ptr_array_add (args, g_strdup ("--cpu-only"));
-  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
-    {
-      DcGptConfig config;
-
-      dc_gpt_config_init_derived (&config, sizes[i].width, sizes[i].seq);
-      g_ptr_array_add (args, g_strdup_printf ("%u,%u,%u,%u,%u", sizes[i].width, sizes[i].seq,
-                                              sizes[i].batch, config.n_layer, config.n_head));
-    }
+  /* --backends vulkan: PyTorch on CUDA only. */
+  if (!with_cpu)
+    g_ptr_array_add (args, g_strdup ("--no-cpu"));
+  for (guint i = 0; i < n_sizes; i++)
+    g_ptr_array_add (args, torch_spec (&sizes[i]));
   g_ptr_array_add (args, NULL);
   out = dc_cli_python_run (RESOURCE_BASE "/cli/bench-train-torch.py",
                            (const char * const *) args->pdata, NULL);
@@ -324,12 +434,11 @@ bench_torch (guint     n_threads,
       *version = g_strdup_printf ("torch %s, %" G_GINT64_FORMAT " threads",
                                   json_object_get_string_member_with_default (o, "torch", "?"),
                                   json_object_get_int_member_with_default (o, "threads", 0));
-      for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+      for (guint i = 0; i < n_sizes; i++)
         {
-          g_autofree char *prefix = g_strdup_printf ("%u,%u,%u,", sizes[i].width,
-                                                     sizes[i].seq, sizes[i].batch);
+          g_autofree char *want = torch_spec (&sizes[i]);
 
-          if (g_str_has_prefix (spec, prefix))
+          if (g_str_equal (spec, want))
             *(g_str_equal (device, "cuda") ? &cuda[i] : &cpu[i]) =
               json_object_get_double_member_with_default (o, "tokens_per_s", -1);
         }
@@ -398,7 +507,8 @@ typedef struct
   const char *resident;
   const char *arithmetic;       /* Measure.arithmetic of the first round */
   double   fwd_resident, fwd_cpu;
-  double   torch_cuda;
+  double   torch_cuda[MAX_ROUNDS];  /* PyTorch CUDA's run of each round that had one */
+  guint    n_cuda;
 } Rounds;
 
 static void
@@ -409,13 +519,16 @@ print_object (const BenchSize *size,
               const char      *torch_version)
 {
   g_autoptr(JsonBuilder) builder = json_builder_new ();
-  double tps, torch_cpu, ratio, lo = -1, hi = -1, tps_lo, tps_hi;
+  double tps, torch_cpu, torch_cuda, ratio, lo = -1, hi = -1, tps_lo, tps_hi;
   const Measure *m = &r->sum;
+  DcGptConfig config;
 
   tps = median_of (r->tps, r->n);
   tps_lo = r->tps[0];
   tps_hi = r->tps[r->n - 1];
   torch_cpu = median_of (r->torch, r->n_ratio);
+  torch_cuda = median_of (r->torch_cuda, r->n_cuda);
+  size_config (size, &config);
   ratio = median_of (r->ratio, r->n_ratio);
   if (r->n_ratio > 0)
     {
@@ -430,6 +543,12 @@ print_object (const BenchSize *size,
   json_builder_add_int_value (builder, size->seq);
   json_builder_set_member_name (builder, "batch");
   json_builder_add_int_value (builder, size->batch);
+  json_builder_set_member_name (builder, "size");
+  json_builder_add_string_value (builder, size->name);
+  json_builder_set_member_name (builder, "layers");
+  json_builder_add_int_value (builder, config.n_layer);
+  json_builder_set_member_name (builder, "heads");
+  json_builder_add_int_value (builder, config.n_head);
   json_builder_set_member_name (builder, "backend");
   json_builder_add_string_value (builder, dc_backend_kind_to_string (kind));
   json_builder_set_member_name (builder, "device");
@@ -490,8 +609,20 @@ print_object (const BenchSize *size,
   /* --resident-forward: forward passes up to the logits, tokens/s. */
   add_rate (builder, "resident_forward_tokens_per_s", r->fwd_resident);
   add_rate (builder, "cpu_forward_tokens_per_s", r->fwd_cpu);
+  /* What the resident step allocates on the device and in host-visible
+   * memory (dc_gpt_vk_train_memory ()); null on the CPU. */
+  {
+    guint64 device_bytes = 0, host_bytes = 0;
+
+    if (kind == DC_BACKEND_VULKAN)
+      dc_gpt_vk_train_memory (&config, size->batch, &device_bytes, &host_bytes);
+    add_rate (builder, "resident_device_bytes", (double) device_bytes);
+    add_rate (builder, "resident_host_bytes", (double) host_bytes);
+  }
   add_rate (builder, "torch_cpu_tokens_per_s", torch_cpu);
-  add_rate (builder, "torch_cuda_tokens_per_s", r->torch_cuda);
+  add_rate (builder, "torch_cuda_tokens_per_s", torch_cuda);
+  /* Ours (the median) over PyTorch CUDA's median: the Vulkan goal's figure. */
+  add_rate (builder, "ratio_vs_torch_cuda", torch_cuda > 0 ? tps / torch_cuda : -1);
   /* Each round's ratio is ours over PyTorch's run just before it. */
   add_rate (builder, "ratio_vs_torch_cpu", ratio);
   add_rate (builder, "ratio_vs_torch_cpu_min", lo);
@@ -514,6 +645,8 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
   int threads = 0, n_rounds = 1;
   double min_time = 3.0;
   gboolean no_torch = FALSE, no_vulkan = FALSE, resident_forward = FALSE;
+  gboolean with_kind[2] = { TRUE, TRUE };
+  g_autofree char *sizes_text = NULL, *backends_text = NULL;
   const GOptionEntry entries[] = {
     { "threads", 0, 0, G_OPTION_ARG_INT, &threads, N_("Threads for us and PyTorch (all cores)"),
       "N" },
@@ -524,12 +657,22 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
     { "no-vulkan", 0, 0, G_OPTION_ARG_NONE, &no_vulkan, N_("Measure the CPU only"), NULL },
     { "resident-forward", 0, 0, G_OPTION_ARG_NONE, &resident_forward,
       N_("Also time the forward pass resident on the Vulkan device against the CPU's"), NULL },
+    { "sizes", 0, 0, G_OPTION_ARG_STRING, &sizes_text,
+      N_("Sizes, comma-separated: default, w128, gpt2-small or WIDTH/SEQ/BATCH[/LAYERS/HEADS] "
+         "(default,w128)"), "LIST" },
+    { "backends", 0, 0, G_OPTION_ARG_STRING, &backends_text,
+      N_("Our backends to measure, comma-separated: cpu, vulkan (cpu,vulkan); PyTorch runs on "
+         "the CPU only when cpu is named"), "LIST" },
     { NULL }
   };
+  g_autoptr(GArray) size_list = NULL;
+  g_autoptr(GError) sizes_error = NULL;
+  g_autofree Rounds *rounds = NULL;
+  const BenchSize *sizes;
+  guint n_sizes;
   g_autoptr(GBytes) corpus = NULL;
   g_autofree char *torch_version = NULL;
   const DcBackendKind kinds[] = { DC_BACKEND_CPU, DC_BACKEND_VULKAN };
-  Rounds rounds[G_N_ELEMENTS (sizes)][G_N_ELEMENTS (kinds)];
 
   if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
     return DC_CLI_EXIT_USAGE;
@@ -543,30 +686,57 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
     return dc_cli_usage_error (command, _("--min-time must be in (0, 600]"));
   if (n_rounds < 1 || n_rounds > MAX_ROUNDS)
     return dc_cli_usage_error (command, _("--rounds must be between 1 and %d"), MAX_ROUNDS);
+  size_list = parse_sizes (sizes_text != NULL ? sizes_text : "default,w128", &sizes_error);
+  if (size_list == NULL)
+    return dc_cli_usage_error (command, _("--sizes: %s"), sizes_error->message);
+  sizes = (const BenchSize *) size_list->data;
+  n_sizes = size_list->len;
+  if (backends_text != NULL)
+    {
+      g_auto(GStrv) names = g_strsplit (backends_text, ",", -1);
 
-  memset (rounds, 0, sizeof rounds);
+      with_kind[0] = with_kind[1] = FALSE;
+      for (guint i = 0; names[i] != NULL; i++)
+        {
+          g_strstrip (names[i]);
+          if (g_str_equal (names[i], "cpu"))
+            with_kind[0] = TRUE;
+          else if (g_str_equal (names[i], "vulkan"))
+            with_kind[1] = TRUE;
+          else
+            return dc_cli_usage_error (command, _("--backends: unknown backend “%s” (cpu, vulkan)"),
+                                       names[i]);
+        }
+    }
+  if (no_vulkan)
+    with_kind[1] = FALSE;
+  if (!with_kind[0] && !with_kind[1])
+    return dc_cli_usage_error (command, _("--backends: nothing left to measure"));
+
+  rounds = g_new0 (Rounds, (gsize) n_sizes * G_N_ELEMENTS (kinds));
   corpus = dc_corpus_dup_builtin ();
   for (int round = 0; round < n_rounds; round++)
     {
-      double torch_cpu[G_N_ELEMENTS (sizes)], torch_cuda[G_N_ELEMENTS (sizes)];
+      double torch_cpu[MAX_SIZES], torch_cuda[MAX_SIZES];
 
-      for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+      for (guint i = 0; i < n_sizes; i++)
         torch_cpu[i] = torch_cuda[i] = -1;
       /* PyTorch first in every round, then ours: the two alternate, so a
        * machine whose speed drifts moves both sides of each ratio. */
       if (!no_torch)
-        bench_torch (threads, min_time, no_vulkan, torch_cpu, torch_cuda, &torch_version);
+        bench_torch (sizes, n_sizes, threads, min_time, no_vulkan, with_kind[0], torch_cpu,
+                     torch_cuda, &torch_version);
 
-      for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+      for (guint i = 0; i < n_sizes; i++)
         for (guint k = 0; k < G_N_ELEMENTS (kinds); k++)
           {
             g_autoptr(GError) error = NULL;
             g_autofree char *device = NULL;
-            Rounds *r = &rounds[i][k];
+            Rounds *r = &rounds[i * G_N_ELEMENTS (kinds) + k];
             Measure m = { .resident_shares = { -1, -1, -1, -1 } };
             const char *resident = NULL;
 
-            if (kinds[k] == DC_BACKEND_VULKAN && no_vulkan)
+            if (!with_kind[k])
               continue;
             if (!bench_ours (&sizes[i], kinds[k], threads, min_time, corpus, &m, &resident,
                              &device, &error))
@@ -591,7 +761,8 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
               }
             r->tps[r->n++] = m.tokens_per_s;
             r->steps += m.steps;
-            r->torch_cuda = torch_cuda[i];
+            if (torch_cuda[i] > 0)
+              r->torch_cuda[r->n_cuda++] = torch_cuda[i];
             if (torch_cpu[i] > 0)
               {
                 r->torch[r->n_ratio] = torch_cpu[i];
@@ -615,10 +786,10 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
           }
     }
 
-  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+  for (guint i = 0; i < n_sizes; i++)
     for (guint k = 0; k < G_N_ELEMENTS (kinds); k++)
       {
-        Rounds *r = &rounds[i][k];
+        Rounds *r = &rounds[i * G_N_ELEMENTS (kinds) + k];
 
         if (r->n == 0)
           continue;
@@ -637,6 +808,12 @@ dc_cli_bench_train_run (const DcCliCommand  *command,
             if (r->n_ratio > 1)
               g_print (" (%.2f – %.2f over %u rounds)", r->ratio[0], r->ratio[r->n_ratio - 1],
                        r->n_ratio);
+            if (kinds[k] == DC_BACKEND_VULKAN && r->n_cuda > 0)
+              {
+                double cuda = median_of (r->torch_cuda, r->n_cuda);
+
+                g_print ("   torch cuda %10.0f   ratio %.2f", cuda, tps / cuda);
+              }
             g_print ("\n");
           }
         g_free (r->device);

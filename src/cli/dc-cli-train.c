@@ -17,6 +17,7 @@
 #include "dc-context.h"
 #include "data/dc-dataset.h"
 #include "model/dc-checkpoint.h"
+#include "model/dc-gpt-vk-forward.h"
 #include "train/dc-train-plan.h"
 
 typedef struct
@@ -82,6 +83,10 @@ print_plan (DcCliOptions      *options,
 {
   const DcGptMemory *m = &plan->memory;
   gboolean fits = plan->available == 0 || m->total_bytes <= plan->available;
+  guint64 vk_device = 0, vk_host = 0;
+
+  /* With a Vulkan device the resident step adds its own buffers (issue 15). */
+  dc_gpt_vk_train_memory (&plan->config, plan->settings.batch, &vk_device, &vk_host);
 
   if (options->json)
     {
@@ -95,6 +100,7 @@ print_plan (DcCliOptions      *options,
         { "grads_bytes", m->grads_bytes }, { "arena_bytes", m->arena_bytes },
         { "scratch_bytes", m->scratch_bytes }, { "memory_bytes", m->total_bytes },
         { "available_bytes", plan->available },
+        { "resident_device_bytes", vk_device }, { "resident_host_bytes", vk_host },
       };
 
       json_builder_begin_object (builder);
@@ -122,6 +128,13 @@ print_plan (DcCliOptions      *options,
                plan->config.n_head, m->n_params);
       g_print (_("memory at batch %u: %s (available: %s)%s\n"), plan->settings.batch, need,
                plan->available > 0 ? have : _("unknown"), fits ? "" : _(" — does not fit"));
+      {
+        g_autofree char *device = g_format_size (vk_device);
+        g_autofree char *host = g_format_size (vk_host);
+
+        g_print (_("resident on a Vulkan device: %s of device memory, %s host-visible\n"),
+                 device, host);
+      }
     }
 }
 

@@ -1865,6 +1865,7 @@ struct _DcVkRecording
   VkFence          fence;
   guint            n_commands;
   gboolean         ended;
+  gboolean         in_flight;  /* submitted and not yet seen done (its wait timed out) */
 };
 
 /**
@@ -2031,12 +2032,18 @@ dc_vk_recording_submit (DcVkRecording  *self,
 
   g_return_val_if_fail (self->ended, FALSE);
 
-  return check_vk (vkResetFences (ctx->device, 1, &self->fence), "resetting a fence", error)
-         && check_vk (vkQueueSubmit (ctx->queue, 1, &submit, self->fence),
-                      "submitting a recording", error)
-         && check_vk (vkWaitForFences (ctx->device, 1, &self->fence, VK_TRUE,
-                                       60ull * G_USEC_PER_SEC * 1000),
-                      "waiting for the device", error);
+  if (!check_vk (vkResetFences (ctx->device, 1, &self->fence), "resetting a fence", error)
+      || !check_vk (vkQueueSubmit (ctx->queue, 1, &submit, self->fence),
+                    "submitting a recording", error))
+    return FALSE;
+  self->in_flight = TRUE;
+  /* A failed wait leaves it in flight: dc_vk_recording_free () waits. */
+  if (!check_vk (vkWaitForFences (ctx->device, 1, &self->fence, VK_TRUE,
+                                  60ull * G_USEC_PER_SEC * 1000),
+                 "waiting for the device", error))
+    return FALSE;
+  self->in_flight = FALSE;
+  return TRUE;
 }
 
 void
@@ -2045,7 +2052,11 @@ dc_vk_recording_free (DcVkRecording *self)
   if (self == NULL)
     return;
 
-  /* Nothing is in flight: every submission was waited for. */
+  /* A submission whose wait timed out may still run (lavapipe under load):
+   * it reads the buffers the owner frees next, so it is waited for (a lost
+   * device answers at once). A fence never submitted is never waited on. */
+  if (self->in_flight)
+    vkWaitForFences (self->ctx->device, 1, &self->fence, VK_TRUE, UINT64_MAX);
   if (self->fence != VK_NULL_HANDLE)
     vkDestroyFence (self->ctx->device, self->fence, NULL);
   if (self->cmd != VK_NULL_HANDLE)

@@ -567,21 +567,15 @@ record_body (DcGptVkForward  *self,
   }
 }
 
-/* Lays out F, Q and E and records the whole pass: the weights' upload, the
- * body, the results' download. */
-static gboolean
-record_forward (DcGptVkForward  *self,
-                gboolean         broken,
-                gboolean         broken_loss,
-                gboolean         broken_backward,
-                GError         **error)
+/* Lays out F (returns its size in floats), Q and E: the offsets, then a dry
+ * run of the body for the operands' regions. Needs no device. */
+static gsize
+layout (DcGptVkForward *self)
 {
   const DcGptConfig *cfg = &self->config;
   gsize c = cfg->width, t = cfg->seq, v = cfg->vocab;
   gsize bt = (gsize) self->batch * t;
   gsize off = self->n_params;
-  gsize q_size, e_size;
-  g_autofree char *forward_file = NULL, *loss_file = NULL, *backward_file = NULL;
 
 #define REGION(var, n) G_STMT_START { var = off; off += (n); } G_STMT_END
   if (self->backward)
@@ -622,28 +616,142 @@ record_forward (DcGptVkForward  *self,
     }
 #undef REGION
   /* The largest left operand (M·K) and right operand (N·K) of any product,
-   * and their exponents, from a dry run of the body. */
+   * and their exponents, from a dry run of the body (it cannot fail: a dry
+   * run records nothing). */
   self->dry = TRUE;
-  if (!record_body (self, error))
-    return FALSE;
+  record_body (self, NULL);
   self->dry = FALSE;
   /* The right operands start 16-byte aligned (the GEMM's wide loads). */
   self->qa = 0;
   self->qb = (self->q_left + 15) / 16 * 16;
-  q_size = self->qb + self->q_right;
   self->ea = 1;
   self->eb = 1 + self->e_left;
-  e_size = self->eb + self->e_right;
-  /* Offsets are 32-bit in the shader; one binding holds F. */
-  if (off * 4 > dc_vk_context_get_features (self->ctx)->max_storage_buffer_range
-      || off > G_MAXUINT32 / 4)
+  return off;
+}
+
+/* Fills the memory a pass of @config at @batch takes (its layout, no
+ * device). */
+static void
+measure (const DcGptConfig     *config,
+         guint                  batch,
+         gboolean               backward,
+         DcGptVkForwardMemory  *out)
+{
+  g_autoptr(DcGptVkForward) self = g_new0 (DcGptVkForward, 1);
+  gsize bt = (gsize) batch * config->seq, f;
+
+  self->config = *config;
+  self->batch = batch;
+  self->backward = backward;
+  self->n_params = dc_gpt_config_n_params (config);
+  f = layout (self);
+  out->f_bytes = (guint64) f * 4;
+  out->q_bytes = MAX (self->qb + self->q_right, 4);
+  out->e_bytes = (guint64) (self->eb + self->e_right) * 4;
+  out->tokens_bytes = (guint64) 2 * bt * 4;
+  out->staging_bytes = (guint64) (backward ? 2 : 1) * self->n_params * 4
+                       + (guint64) (bt * config->vocab + 1) * 4;
+  out->device_bytes = out->f_bytes + out->q_bytes;
+  out->host_bytes = out->e_bytes + out->tokens_bytes + out->staging_bytes;
+}
+
+/**
+ * dc_gpt_vk_forward_measure:
+ * @backward: the training pass (dc_gpt_vk_forward_new_training ())
+ * @out: (out): the buffers' sizes
+ *
+ * What the resident pass of @config at @batch allocates, without a device:
+ * F (weights, gradients and every activation, one storage-buffer binding
+ * with 32-bit offsets: it must fit both the device's maxStorageBufferRange
+ * and 4 GiB − 1), the int8 operands, and the host-visible buffers. The
+ * memory shown before a run (`bench train`, docs/ARCHITECTURE.md) adds it.
+ */
+void
+dc_gpt_vk_forward_measure (const DcGptConfig     *config,
+                           guint                  batch,
+                           gboolean               backward,
+                           DcGptVkForwardMemory  *out)
+{
+  g_return_if_fail (batch > 0);
+  measure (config, batch, backward, out);
+}
+
+/**
+ * dc_gpt_vk_train_memory:
+ * @device_bytes: (out): device-local memory
+ * @host_bytes: (out): host-visible memory
+ *
+ * What training @config at @batch resident on a Vulkan device allocates:
+ * the training pass (dc_gpt_vk_forward_measure ()) and the resident Adam
+ * step's buffers (dc-gpt-vk-step.c: w, g, m, v device-local; the gradients
+ * in and w, m, v out host-visible; its 36 bytes of scalars). Shown before a
+ * run beside what the CPU needs (`train --dry-run`, `bench train`).
+ */
+void
+dc_gpt_vk_train_memory (const DcGptConfig *config,
+                        guint              batch,
+                        guint64           *device_bytes,
+                        guint64           *host_bytes)
+{
+  DcGptVkForwardMemory pass;
+  guint64 n = dc_gpt_config_n_params (config);
+
+  measure (config, batch, TRUE, &pass);
+  *device_bytes = pass.device_bytes + 4 * 4 * n;
+  *host_bytes = pass.host_bytes + 4 * 4 * n + 36;
+}
+
+/**
+ * dc_gpt_vk_forward_fits:
+ * @max_storage_buffer_range: the device's limit, bytes per binding
+ *
+ * Whether @memory's F fits one binding of such a device with the shaders'
+ * 32-bit offsets (in floats, and the bytes under 4 GiB: the largest range
+ * Vulkan can report). Otherwise sets @error with the message the pass
+ * refuses with.
+ */
+gboolean
+dc_gpt_vk_forward_fits (const DcGptVkForwardMemory  *memory,
+                        guint32                      max_storage_buffer_range,
+                        const char                  *device_name,
+                        GError                     **error)
+{
+  if (memory->f_bytes > max_storage_buffer_range || memory->f_bytes > G_MAXUINT32)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_TOO_LARGE,
-                   "the resident forward pass needs %" G_GSIZE_FORMAT " bytes in one storage "
-                   "buffer; %s allows %u", off * 4, dc_vk_context_get_device_name (self->ctx),
-                   dc_vk_context_get_features (self->ctx)->max_storage_buffer_range);
+                   "the resident forward pass needs %" G_GUINT64_FORMAT " bytes in one storage "
+                   "buffer; %s allows %u", memory->f_bytes, device_name,
+                   max_storage_buffer_range);
       return FALSE;
     }
+  return TRUE;
+}
+
+/* Lays out F, Q and E and records the whole pass: the weights' upload, the
+ * body, the results' download. */
+static gboolean
+record_forward (DcGptVkForward  *self,
+                gboolean         broken,
+                gboolean         broken_loss,
+                gboolean         broken_backward,
+                GError         **error)
+{
+  const DcGptConfig *cfg = &self->config;
+  gsize v = cfg->vocab;
+  gsize bt = (gsize) self->batch * cfg->seq;
+  gsize off, q_size, e_size;
+  g_autofree char *forward_file = NULL, *loss_file = NULL, *backward_file = NULL;
+  DcGptVkForwardMemory memory = { 0 };
+
+  off = layout (self);
+  q_size = self->qb + self->q_right;
+  e_size = self->eb + self->e_right;
+  /* Offsets are 32-bit in the shader; one binding holds F. */
+  memory.f_bytes = (guint64) off * 4;
+  if (!dc_gpt_vk_forward_fits (&memory,
+                               dc_vk_context_get_features (self->ctx)->max_storage_buffer_range,
+                               dc_vk_context_get_device_name (self->ctx), error))
+    return FALSE;
 
   forward_file = _dc_gpt_vk_kernel_file ("resident-forward", self->native, broken);
   loss_file = _dc_gpt_vk_kernel_file ("resident-loss", self->native, broken_loss);
@@ -1318,6 +1426,15 @@ pass_new (const DcGptConfig  *config,
                    "storageBuffer8BitAccess, which %s lacks", dc_vk_context_get_device_name (ctx));
       return NULL;
     }
+  /* Too large for one binding: refused before the gates run. */
+  {
+    DcGptVkForwardMemory memory;
+
+    measure (config, batch, backward, &memory);
+    if (!dc_gpt_vk_forward_fits (&memory, features->max_storage_buffer_range,
+                                 dc_vk_context_get_device_name (ctx), error))
+      return NULL;
+  }
   native = _dc_gpt_vk_native_wanted (ctx, &why_not);
   if (native)
     {

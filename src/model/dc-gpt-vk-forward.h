@@ -44,6 +44,41 @@ typedef struct
   guint64 device_ns;
 } DcGptVkForwardTimes;
 
+/**
+ * DcGptVkForwardMemory:
+ * @f_bytes: F, one storage-buffer binding (weights, gradients, activations)
+ * @q_bytes: the products' int8 operands
+ * @e_bytes: their exponents (host-visible)
+ * @tokens_bytes: the tokens and targets (host-visible)
+ * @staging_bytes: the weights in, the logits or gradients out (host-visible)
+ * @device_bytes: device-local: F and Q
+ * @host_bytes: host-visible: the rest
+ *
+ * What a resident pass allocates (dc_gpt_vk_forward_measure ()).
+ */
+typedef struct
+{
+  guint64 f_bytes;
+  guint64 q_bytes;
+  guint64 e_bytes;
+  guint64 tokens_bytes;
+  guint64 staging_bytes;
+  guint64 device_bytes;
+  guint64 host_bytes;
+} DcGptVkForwardMemory;
+
+void            dc_gpt_vk_forward_measure (const DcGptConfig     *config,
+                                           guint                  batch,
+                                           gboolean               backward,
+                                           DcGptVkForwardMemory  *out);
+void            dc_gpt_vk_train_memory    (const DcGptConfig     *config,
+                                           guint                  batch,
+                                           guint64               *device_bytes,
+                                           guint64               *host_bytes);
+gboolean        dc_gpt_vk_forward_fits    (const DcGptVkForwardMemory  *memory,
+                                           guint32                      max_storage_buffer_range,
+                                           const char                  *device_name,
+                                           GError                     **error);
 DcGptVkForward *dc_gpt_vk_forward_new   (const DcGptConfig  *config,
                                          guint               batch,
                                          GError            **error);
