@@ -91,6 +91,8 @@ enum
  * allows); the shader's loops cover the rest. */
 #define FWD_GROUP 64
 #define FWD_MAX_GROUPS 65535
+/* Outputs per side of resident-gemm.comp's workgroup (its TILE). */
+#define GEMM_TILE 64
 
 /* One layer's activations in F, kept for the backward pass (dc-gpt.c's
  * LayerActs), offsets in floats. */
@@ -106,6 +108,7 @@ struct _DcGptVkForward
   DcVkPipeline  *pipeline;       /* resident-forward.comp */
   DcVkPipeline  *loss_pipeline;  /* resident-loss.comp, on the same buffers */
   DcVkPipeline  *backward_pipeline;  /* resident-backward.comp (with a backward) */
+  DcVkPipeline  *gemm_pipeline;  /* resident-gemm.comp: the tiled products */
   DcVkBuffer    *f, *q, *e, *tokens;
   DcVkBuffer    *params_staging, *logits_staging, *grads_staging;
   DcVkRecording *recording;
@@ -115,6 +118,7 @@ struct _DcGptVkForward
   guint          batch;
   gboolean       backward;       /* the recording ends with the gradients, not the logits */
   DcVkF32Mode    native;         /* + − × on the float unit (f32-exact.glsl's DC_NATIVE_F32) */
+  gboolean       tiled;          /* the products through resident-gemm.comp (its gate passed) */
   gsize          n_params;
   gsize          grads_off;    /* in floats, into F: the gradients, after the weights */
   gsize          logits_off;   /* in floats, into F; the mean loss follows the logits */
@@ -124,6 +128,7 @@ struct _DcGptVkForward
   guint64        n_dispatches;
   guint64        n_loss_dispatches;
   guint64        n_backward_dispatches;
+  guint64        n_gemm_dispatches;
   DcGptVkForwardTimes times;
   /* recording state: the regions of Q and E; a dry run only measures them */
   gboolean       dry;
@@ -135,6 +140,17 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
 {
   if (self == NULL)
     return;
+  if (self->recording != NULL)
+    {
+      /* DC_VK_PROFILE=1: where the device's time went, for the developers
+       * (docs/BENCHMARKS.md). */
+      g_autofree char *table = dc_vk_recording_profile_table (self->recording, 15);
+
+      if (table != NULL)
+        g_printerr ("DC_VK_PROFILE: resident %s pass, width %u, seq %u, batch %u, %u layers: "
+                    "%s", self->backward ? "training" : "forward", self->config.width,
+                    self->config.seq, self->batch, self->config.n_layer, table);
+    }
   g_clear_pointer (&self->recording, dc_vk_recording_free);
   g_clear_pointer (&self->grads_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->logits_staging, dc_vk_buffer_free);
@@ -144,11 +160,37 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->q, dc_vk_buffer_free);
   g_clear_pointer (&self->f, dc_vk_buffer_free);
   g_clear_pointer (&self->backward_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->gemm_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
   g_free (self->layers);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->ctx, dc_vk_context_free);
   g_free (self);
+}
+
+/* The ops' names, for DC_VK_PROFILE's table. */
+static const char * const op_names[] = {
+  "embed", "layer-norm", "quantize", "gemm", "bias", "add", "relu", "softmax", "loss", "mean",
+  "head-dx", "head-dw", "zero", "ln-dx", "ln-dw", "colsum", "relu-back", "softmax-back",
+  "embed-back",
+};
+
+G_STATIC_ASSERT (G_N_ELEMENTS (op_names) == OP_EMBED_BACK + 1);
+
+/* The profile's label of an op: its name and shape (a product's M×N×K and
+ * pairs, a quantization's vectors × length, by rows or by columns). */
+static char *
+op_label (guint          op,
+          gsize          work,
+          const guint32 *args)
+{
+  if (op == OP_GEMM)
+    return args[9] > 1 ? g_strdup_printf ("gemm %ux%ux%u x%u pairs", args[2], args[5], args[6],
+                                          args[9])
+                       : g_strdup_printf ("gemm %ux%ux%u", args[2], args[5], args[6]);
+  if (op == OP_QUANTIZE)
+    return g_strdup_printf ("quantize %ux%u %s", args[3], args[4], args[2] == 1 ? "rows" : "cols");
+  return g_strdup_printf ("%s %" G_GSIZE_FORMAT, op_names[op], work);
 }
 
 /* Records one operation over `work` items (elements, rows or vectors). */
@@ -181,6 +223,12 @@ record_op (DcGptVkForward  *self,
     }
   memcpy (push.a, args, n_args * sizeof (guint32));
   ++*count;
+  if (dc_vk_recording_is_profiled (self->recording))
+    {
+      g_autofree char *label = op_label (op, work, push.a);
+
+      dc_vk_recording_label (self->recording, label);
+    }
   /* Each pipeline's set is written at its first dispatch only. */
   return dc_vk_recording_dispatch (self->recording, pipeline, *count == 1 ? buffers : NULL, &push,
                                    (guint) CLAMP (groups, 1, FWD_MAX_GROUPS), 1, 1, error);
@@ -258,8 +306,32 @@ record_gemm_pairs (DcGptVkForward  *self,
                      (guint32) self->eb, (guint32) n, (guint32) k, (guint32) out,
                      (guint32) ldc, (guint32) pairs->pairs, (guint32) pairs->heads,
                      (guint32) pairs->seq_stride, (guint32) pairs->head_stride };
+  gsize groups_x = (n + GEMM_TILE - 1) / GEMM_TILE, groups_y = (m + GEMM_TILE - 1) / GEMM_TILE;
 
-  return record_op (self, OP_GEMM, m * n * pairs->pairs, args, G_N_ELEMENTS (args), error);
+  /* resident-gemm.comp reads the operands a word at a time, and its grid is
+   * one workgroup per 64 × 64 block of each pair; elsewhere the untiled
+   * product of resident-forward.comp. */
+  if (self->dry || self->gemm_pipeline == NULL || k % 4 != 0 || self->qa % 4 != 0
+      || self->qb % 4 != 0 || groups_x > FWD_MAX_GROUPS || groups_y > FWD_MAX_GROUPS
+      || pairs->pairs > FWD_MAX_GROUPS)
+    return record_op (self, OP_GEMM, m * n * pairs->pairs, args, G_N_ELEMENTS (args), error);
+  {
+    DcVkForwardPush push = { OP_GEMM, { 0 } };
+    DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
+
+    memcpy (push.a, args, sizeof args);
+    if (dc_vk_recording_is_profiled (self->recording))
+      {
+        g_autofree char *label = op_label (OP_GEMM, m * n * pairs->pairs, push.a);
+        g_autofree char *tiled = g_strconcat ("tiled-", label, NULL);
+
+        dc_vk_recording_label (self->recording, tiled);
+      }
+    return dc_vk_recording_dispatch (self->recording, self->gemm_pipeline,
+                                     ++self->n_gemm_dispatches == 1 ? buffers : NULL, &push,
+                                     (guint) groups_x, (guint) groups_y, (guint) pairs->pairs,
+                                     error);
+  }
 }
 
 static gboolean
@@ -574,6 +646,7 @@ record_forward (DcGptVkForward  *self,
                 gboolean         broken,
                 gboolean         broken_loss,
                 gboolean         broken_backward,
+                gboolean         broken_gemm,
                 GError         **error)
 {
   const DcGptConfig *cfg = &self->config;
@@ -582,6 +655,7 @@ record_forward (DcGptVkForward  *self,
   gsize off = self->n_params;
   gsize q_size, e_size;
   g_autofree char *forward_file = NULL, *loss_file = NULL, *backward_file = NULL;
+  g_autofree char *gemm_file = NULL;
 
 #define REGION(var, n) G_STMT_START { var = off; off += (n); } G_STMT_END
   if (self->backward)
@@ -648,6 +722,8 @@ record_forward (DcGptVkForward  *self,
   forward_file = _dc_gpt_vk_kernel_file ("resident-forward", self->native, broken);
   loss_file = _dc_gpt_vk_kernel_file ("resident-loss", self->native, broken_loss);
   backward_file = _dc_gpt_vk_kernel_file ("resident-backward", self->native, broken_backward);
+  /* Integers only: one variant whatever the float mode. */
+  gemm_file = _dc_gpt_vk_kernel_file ("resident-gemm", DC_VK_F32_EMULATED, broken_gemm);
   self->pipeline = dc_vk_pipeline_new (self->ctx, forward_file, 4, sizeof (DcVkForwardPush),
                                        error);
   if (self->pipeline == NULL
@@ -657,6 +733,9 @@ record_forward (DcGptVkForward  *self,
           && (self->backward_pipeline
                 = dc_vk_pipeline_new (self->ctx, backward_file, 4, sizeof (DcVkForwardPush),
                                       error)) == NULL)
+      || (self->tiled
+          && (self->gemm_pipeline = dc_vk_pipeline_new (self->ctx, gemm_file, 4,
+                                                    sizeof (DcVkForwardPush), error)) == NULL)
       || (self->f = dc_vk_buffer_new_device_local (self->ctx, off * 4, error)) == NULL
       || (self->q = dc_vk_buffer_new_device_local (self->ctx, MAX (q_size, 4), error)) == NULL
       || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
@@ -806,7 +885,8 @@ dc_gpt_vk_forward_gradients (DcGptVkForward  *self,
 guint64
 dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
 {
-  return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches;
+  return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches
+         + self->n_gemm_dispatches;
 }
 
 /* With @twins, each kernel named in DC_TEST_BREAK_KERNEL is its broken twin
@@ -817,6 +897,7 @@ forward_new (DcVkContext        *ctx,
              guint               batch,
              gboolean            backward,
              DcVkF32Mode         native,
+             gboolean            tiled,
              gboolean            twins,
              GError            **error)
 {
@@ -827,10 +908,12 @@ forward_new (DcVkContext        *ctx,
   self->batch = batch;
   self->backward = backward;
   self->native = native;
+  self->tiled = tiled;
   self->n_params = dc_gpt_config_n_params (config);
   if (!record_forward (self, twins && _dc_gpt_vk_kernel_twin ("resident-forward", native),
                        twins && _dc_gpt_vk_kernel_twin ("resident-loss", native),
-                       twins && _dc_gpt_vk_kernel_twin ("resident-backward", native), error))
+                       twins && _dc_gpt_vk_kernel_twin ("resident-backward", native),
+                       twins && _dc_gpt_vk_kernel_broken ("resident-gemm"), error))
     {
       self->ctx = NULL;  /* the caller's */
       return NULL;
@@ -1058,6 +1141,7 @@ gate_ops (DcVkContext  *ctx,
 static gboolean
 gate (DcVkContext  *ctx,
       DcVkF32Mode   native,
+      gboolean      tiled,
       GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1083,7 +1167,7 @@ gate (DcVkContext  *ctx,
   run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error))
     return FALSE;
-  fwd = forward_new (ctx, &config, 2, FALSE, native, TRUE, error);
+  fwd = forward_new (ctx, &config, 2, FALSE, native, tiled, TRUE, error);
   if (fwd == NULL)
     return FALSE;
   n = (gsize) 2 * 16 * config.vocab;
@@ -1234,6 +1318,7 @@ gate_backward_ops (DcVkContext  *ctx,
 static gboolean
 gate_backward (DcVkContext  *ctx,
                DcVkF32Mode   native,
+               gboolean      tiled,
                GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1261,7 +1346,7 @@ gate_backward (DcVkContext  *ctx,
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error)
       || !dc_gpt_run_backward (run, model->params, want, error))
     return FALSE;
-  pass = forward_new (ctx, &config, 2, TRUE, native, TRUE, error);
+  pass = forward_new (ctx, &config, 2, TRUE, native, tiled, TRUE, error);
   if (pass == NULL)
     return FALSE;
   ok = dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads, &loss, error);
@@ -1272,20 +1357,103 @@ gate_backward (DcVkContext  *ctx,
          && same_bits ("the small model's loss", &loss, &want_loss, 1, error);
 }
 
+/* resident-gemm.comp's gate: products of random int8 operands with random
+ * exponents against the integer dot products and dc_gemm_epilogue (), on a
+ * shape with partial tiles on every side (M, N not multiples of 64, K not of
+ * 32) and pairs placed as the attention's are (two heads side by side). */
+#define GEMM_GATE_M 70
+#define GEMM_GATE_N 67
+#define GEMM_GATE_K 100
+#define GEMM_GATE_PAIRS 4
+#define GEMM_GATE_HEADS 2
+
+static gboolean
+gate_gemm (DcVkContext  *ctx,
+           gboolean      broken,
+           GError      **error)
+{
+  enum { M = GEMM_GATE_M, N = GEMM_GATE_N, K = GEMM_GATE_K, P = GEMM_GATE_PAIRS,
+         H = GEMM_GATE_HEADS, QB = P * M * K, LDC = H * N, OUT = 1 };
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-gemm", DC_VK_F32_EMULATED, broken);
+  g_autoptr(DcVkPipeline) pipeline = NULL;
+  g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
+  guint64 state = G_GUINT64_CONSTANT (0x4461697379476d31);  /* "DaisyGm1" */
+  const gsize n_out = (gsize) (P / H) * M * LDC;
+  gint8 *q;
+  gint32 *e;
+  float *f;
+
+  G_STATIC_ASSERT (QB % 16 == 0 && P % H == 0);
+  pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkForwardPush), error);
+  if (pipeline == NULL
+      || (bf = dc_vk_buffer_new (ctx, (OUT + n_out) * 4, error)) == NULL
+      || (bq = dc_vk_buffer_new (ctx, 2 * QB, error)) == NULL
+      || (be = dc_vk_buffer_new (ctx, 4 * (1 + P * (M + N)), error)) == NULL
+      || (bt = dc_vk_buffer_new (ctx, 4, error)) == NULL)
+    return FALSE;
+  q = dc_vk_buffer_get_data (bq);
+  e = dc_vk_buffer_get_data (be);
+  f = dc_vk_buffer_get_data (bf);
+  /* Values of the whole range, −127 to 127 (the extremes often: they
+   * carry the largest sums), and exponents that reach the epilogue's
+   * rounding, its subnormal and its overflow cases. */
+  for (gsize i = 0; i < 2 * QB; i++)
+    {
+      guint64 r = _dc_gpt_vk_splitmix64 (&state);
+
+      q[i] = (gint8) ((r >> 8) % 4 == 0 ? ((r & 1) ? 127 : -127) : (gint) (r % 255) - 127);
+    }
+  for (gsize i = 0; i < 1 + P * (M + N); i++)
+    e[i] = (gint32) (_dc_gpt_vk_splitmix64 (&state) % 40) - 30 - (i % 7 == 0 ? 50 : 0)
+           + (i % 11 == 0 ? 60 : 0);
+  memset (f, 0xff, (OUT + n_out) * 4);
+  {
+    DcVkForwardPush push = { OP_GEMM, { 0, 1, M, QB, 1 + P * M, N, K, OUT, LDC, P, H,
+                                        M * LDC, N } };
+    DcVkBuffer *buffers[] = { bf, bq, be, bt };
+
+    if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, (N + GEMM_TILE - 1) / GEMM_TILE,
+                         (M + GEMM_TILE - 1) / GEMM_TILE, P, error))
+      return FALSE;
+  }
+  for (guint p = 0; p < P; p++)
+    for (guint m = 0; m < M; m++)
+      for (guint n = 0; n < N; n++)
+        {
+          const gint8 *a = q + ((gsize) p * M + m) * K, *b = q + QB + ((gsize) p * N + n) * K;
+          gsize at = OUT + (p / H) * M * LDC + (p % H) * N + (gsize) m * LDC + n;
+          gint32 acc = 0;
+          float want;
+
+          for (guint k = 0; k < K; k++)
+            acc += (gint32) a[k] * b[k];
+          want = dc_gemm_epilogue (acc, e[1 + p * M + m], e[1 + P * M + p * N + n]);
+          if (!same_f32 (f[at], want))
+            {
+              g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                           "product of pair %u, row %u, column %u: 0x%08x instead of 0x%08x",
+                           p, m, n, f32_bits (f[at]), f32_bits (want));
+              return FALSE;
+            }
+        }
+  return TRUE;
+}
+
 /* The forward gate, and with @backward the backward's, for the native or
  * the emulated kernels; @kernel names the one refused. */
 static gboolean
 gates (DcVkContext  *ctx,
        gboolean      backward,
        DcVkF32Mode   native,
+       gboolean      tiled,
        const char  **kernel,
        GError      **error)
 {
   *kernel = "resident-forward";
-  if (!gate (ctx, native, error))
+  if (!gate (ctx, native, tiled, error))
     return FALSE;
   *kernel = "resident-backward";
-  return !backward || gate_backward (ctx, native, error);
+  return !backward || gate_backward (ctx, native, tiled, error);
 }
 
 /* Opens the best Vulkan device, gates what the pass needs and records it:
@@ -1304,6 +1472,7 @@ pass_new (const DcGptConfig  *config,
   const char *kernel = "resident-forward";
   g_autofree char *why_not = NULL;
   DcVkF32Mode native;
+  gboolean tiled;
 
   g_return_val_if_fail (batch > 0, NULL);
 
@@ -1318,12 +1487,20 @@ pass_new (const DcGptConfig  *config,
                    "storageBuffer8BitAccess, which %s lacks", dc_vk_context_get_device_name (ctx));
       return NULL;
     }
+  /* The tiled products first: the model gates below run with them. */
+  tiled = gate_gemm (ctx, _dc_gpt_vk_kernel_broken ("resident-gemm"), &local_error);
+  if (!tiled)
+    {
+      g_message ("Vulkan kernel resident-gemm on %s failed verification (%s) — using the "
+                 "untiled products", dc_vk_context_get_device_name (ctx), local_error->message);
+      g_clear_error (&local_error);
+    }
   native = _dc_gpt_vk_native_wanted (ctx, &why_not);
   if (native)
     {
       kernel = "f32-exact";
       if (!(_dc_gpt_vk_step_gate_f32 (ctx, native, &local_error)
-            && gates (ctx, backward, native, &kernel, &local_error)))
+            && gates (ctx, backward, native, tiled, &kernel, &local_error)))
         {
           g_message ("Vulkan kernel %s-native on %s failed verification (%s) — using the "
                      "emulated kernels", kernel, dc_vk_context_get_device_name (ctx),
@@ -1340,7 +1517,7 @@ pass_new (const DcGptConfig  *config,
   else
     g_info ("Resident %s pass on %s: emulated float arithmetic (%s)",
             backward ? "training" : "forward", dc_vk_context_get_device_name (ctx), why_not);
-  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, &kernel, &local_error))
+  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, tiled, &kernel, &local_error))
     ;
   else
     {
@@ -1352,7 +1529,7 @@ pass_new (const DcGptConfig  *config,
                    backward ? "training" : "forward");
       return NULL;
     }
-  self = forward_new (ctx, config, batch, backward, native, FALSE, error);
+  self = forward_new (ctx, config, batch, backward, native, tiled, FALSE, error);
   if (self == NULL)
     return NULL;
   g_steal_pointer (&ctx);
@@ -1405,6 +1582,19 @@ const char *
 dc_gpt_vk_forward_get_device_name (DcGptVkForward *self)
 {
   return dc_vk_context_get_device_name (self->ctx);
+}
+
+/**
+ * dc_gpt_vk_forward_get_products:
+ *
+ * Returns: how the pass's products run: "tiled" (resident-gemm.comp, its
+ *   gate passed) or "untiled" (resident-forward.comp's, one invocation per
+ *   output)
+ */
+const char *
+dc_gpt_vk_forward_get_products (DcGptVkForward *self)
+{
+  return self->tiled ? "tiled" : "untiled";
 }
 
 /**
