@@ -120,6 +120,45 @@ op_layer_norm (uint r)
  * sequence stride, head stride (0 for one matrix): one workgroup per vector
  * (a uniform loop, so the barriers are in uniform control flow). Vector v is
  * pair p = v / per, row v mod per, at src + (p / H)·sb + (p mod H)·sh. */
+/* Vectors this short are quantized one per invocation (QUANT_SMALL_K in
+ * src/model/dc-gpt-vk-forward.c, which sizes the grid to match): a
+ * workgroup of 64 would leave most of its invocations idle, and the amax is
+ * a max, the same in any order. Same address rule as op_quantize (). */
+#define QUANT_SMALL_K 32u
+
+void
+op_quantize_small (uint v)
+{
+  uint k = pc.a[4];
+  uint per = pc.a[7] == 0u ? pc.a[3] : pc.a[7], heads = max (pc.a[8], 1u);
+  uint p = v / per;
+  uint base = pc.a[0] + (p / heads) * pc.a[9] + (p % heads) * pc.a[10] + (v % per) * pc.a[1];
+  uint amax = 0u;
+  bool bad = false;
+  int e;
+
+  for (uint i = 0u; i < k; i++)
+    {
+      uint m = f[base + i * pc.a[2]] & 0x7fffffffu;
+
+      if (m >= F32_INF)
+        bad = true;
+      else
+        amax = max (amax, m);
+    }
+  e = amax == 0u ? 0 : floor_log2 (amax) - 6;
+  for (uint i = 0u; i < k; i++)
+    {
+      uint bits = f[base + i * pc.a[2]];
+
+      q8[pc.a[5] + v * k + i] = int8_t ((bits & 0x7fffffffu) >= F32_INF || amax == 0u
+                                        ? 0 : quantize_one (bits, e));
+    }
+  e32[pc.a[6] + v] = e;
+  if (bad)
+    e32[0] = 1;
+}
+
 void
 op_quantize ()
 {
@@ -271,6 +310,12 @@ main ()
   uint stride = gl_NumWorkGroups.x * 64u;
   uint total;
 
+  if (pc.op == OP_QUANTIZE && pc.a[4] <= QUANT_SMALL_K)
+    {
+      for (uint v = gl_GlobalInvocationID.x; v < pc.a[3]; v += stride)
+        op_quantize_small (v);
+      return;
+    }
   if (pc.op == OP_QUANTIZE)
     {
       op_quantize ();

@@ -955,14 +955,17 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/gemm/twin-refused", test_gemm_twin_refused);
   {
     static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
-                                          { 128, 16, 2 } };
+                                          { 128, 16, 2 }, { 32, 32, 32 } };
     static const char * const fwd_names[] = {
       "/dc/model/gpt-vk-step/forward/w16", "/dc/model/gpt-vk-step/forward/w32",
       "/dc/model/gpt-vk-step/forward/w64", "/dc/model/gpt-vk-step/forward/w128",
+      "/dc/model/gpt-vk-step/forward/rows1024",
     };
     static const char * const grad_names[] = {
       "/dc/model/gpt-vk-step/gradients/w16", "/dc/model/gpt-vk-step/gradients/w32",
       "/dc/model/gpt-vk-step/gradients/w64", "/dc/model/gpt-vk-step/gradients/w128",
+      /* 1,024 rows: the weights' gradients are split over K (resident-gemm.comp) */
+      "/dc/model/gpt-vk-step/gradients/rows1024",
     };
 
     for (guint i = 0; i < G_N_ELEMENTS (fwd_sizes); i++)

@@ -84,6 +84,8 @@ enum
   OP_RELU_BACK,
   OP_SOFTMAX_BACK,
   OP_EMBED_BACK,
+  /* shaders/resident-gemm.comp: the slices of a split product summed */
+  OP_GEMM_SUM = 100,
 };
 
 /* Invocations per workgroup (the shader's local_size_x), and the most
@@ -91,8 +93,21 @@ enum
  * allows); the shader's loops cover the rest. */
 #define FWD_GROUP 64
 #define FWD_MAX_GROUPS 65535
+/* Vectors up to this length are quantized one per invocation, longer ones
+ * one per workgroup (resident-forward.comp's QUANT_SMALL_K): the attention's
+ * heads of 8 and 16 channels and the short sequences fall below it. */
+#define QUANT_SMALL_K 32
 /* Outputs per side of resident-gemm.comp's workgroup (its TILE). */
 #define GEMM_TILE 64
+/* A product of one matrix with fewer 64 × 64 blocks than this is split over
+ * K, for about this many workgroups: a few per multiprocessor of a large GPU
+ * (the H200 has 132), where the weights' gradients (128 × 512 outputs,
+ * 16 blocks) would otherwise occupy 16 of them. K must be this long
+ * (bytes), and each slice at least GEMM_SPLIT_MIN_WORDS words of it, so that
+ * a slice's work outweighs writing and re-reading its int32 partial sums. */
+#define GEMM_SPLIT_BLOCKS 512
+#define GEMM_SPLIT_MIN_K 1024
+#define GEMM_SPLIT_MIN_WORDS 32
 
 /* One layer's activations in F, kept for the backward pass (dc-gpt.c's
  * LayerActs), offsets in floats. */
@@ -125,6 +140,8 @@ struct _DcGptVkForward
   gsize          res;          /* (L + 1, BT, C): the residual stream at each block's input */
   gsize          lnf, lnf_mean, lnf_rstd, scores, row_loss, loss_scratch;
   gsize          probs, d_res, d_a, d_b, d_qkv;  /* the backward's */
+  gsize          split_scratch;  /* in floats, into F: split products' int32 partial sums */
+  gsize          split_words;    /* their size, from the dry run (0: no split product) */
   guint64        n_dispatches;
   guint64        n_loss_dispatches;
   guint64        n_backward_dispatches;
@@ -204,7 +221,10 @@ record_op (DcGptVkForward  *self,
 {
   DcVkForwardPush push = { op, { 0 } };
   DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
-  gsize groups = op == OP_QUANTIZE ? work : (work + FWD_GROUP - 1) / FWD_GROUP;
+  /* A workgroup per vector to quantize, or an invocation per short one
+   * (resident-forward.comp's QUANT_SMALL_K). */
+  gsize groups = op == OP_QUANTIZE && args[4] > QUANT_SMALL_K ? work
+                 : (work + FWD_GROUP - 1) / FWD_GROUP;
   DcVkPipeline *pipeline = self->pipeline;
   guint64 *count = &self->n_dispatches;
 
@@ -307,30 +327,60 @@ record_gemm_pairs (DcGptVkForward  *self,
                      (guint32) ldc, (guint32) pairs->pairs, (guint32) pairs->heads,
                      (guint32) pairs->seq_stride, (guint32) pairs->head_stride };
   gsize groups_x = (n + GEMM_TILE - 1) / GEMM_TILE, groups_y = (m + GEMM_TILE - 1) / GEMM_TILE;
+  gsize slice_words = 0, slices = 1;
 
   /* resident-gemm.comp reads the operands a word at a time, and its grid is
    * one workgroup per 64 × 64 block of each pair; elsewhere the untiled
    * product of resident-forward.comp. */
-  if (self->dry || self->gemm_pipeline == NULL || k % 4 != 0 || self->qa % 4 != 0
-      || self->qb % 4 != 0 || groups_x > FWD_MAX_GROUPS || groups_y > FWD_MAX_GROUPS
-      || pairs->pairs > FWD_MAX_GROUPS)
+  if (!self->tiled || k % 4 != 0 || self->qa % 4 != 0 || self->qb % 4 != 0
+      || groups_x > FWD_MAX_GROUPS || groups_y > FWD_MAX_GROUPS || pairs->pairs > FWD_MAX_GROUPS)
     return record_op (self, OP_GEMM, m * n * pairs->pairs, args, G_N_ELEMENTS (args), error);
+  /* One matrix of few blocks and a long K (the weights' gradients): split
+   * K so that the device has GEMM_SPLIT_BLOCKS workgroups to run. */
+  if (pairs->pairs == 1 && k >= GEMM_SPLIT_MIN_K && groups_x * groups_y < GEMM_SPLIT_BLOCKS)
+    {
+      slices = MIN ((GEMM_SPLIT_BLOCKS + groups_x * groups_y - 1) / (groups_x * groups_y),
+                    k / 4 / GEMM_SPLIT_MIN_WORDS);
+      slice_words = ((k / 4 + slices - 1) / slices + 7) / 8 * 8;  /* whole stages of 8 words */
+      slices = (k / 4 + slice_words - 1) / slice_words;
+      if (slices <= 1)
+        slice_words = 0, slices = 1;
+    }
+  if (self->dry)
+    {
+      if (slices > 1)
+        self->split_words = MAX (self->split_words, slices * m * n);
+      return TRUE;
+    }
   {
     DcVkForwardPush push = { OP_GEMM, { 0 } };
     DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
 
     memcpy (push.a, args, sizeof args);
+    push.a[13] = (guint32) slice_words;
+    push.a[14] = (guint32) self->split_scratch;
     if (dc_vk_recording_is_profiled (self->recording))
       {
         g_autofree char *label = op_label (OP_GEMM, m * n * pairs->pairs, push.a);
-        g_autofree char *tiled = g_strconcat ("tiled-", label, NULL);
+        g_autofree char *tiled = g_strdup_printf ("tiled-%s%s", label,
+                                                  slices > 1 ? " split" : "");
 
         dc_vk_recording_label (self->recording, tiled);
       }
-    return dc_vk_recording_dispatch (self->recording, self->gemm_pipeline,
-                                     ++self->n_gemm_dispatches == 1 ? buffers : NULL, &push,
-                                     (guint) groups_x, (guint) groups_y, (guint) pairs->pairs,
-                                     error);
+    if (!dc_vk_recording_dispatch (self->recording, self->gemm_pipeline,
+                                   ++self->n_gemm_dispatches == 1 ? buffers : NULL, &push,
+                                   (guint) groups_x, (guint) groups_y,
+                                   (guint) (slices > 1 ? slices : pairs->pairs), error))
+      return FALSE;
+    if (slices == 1)
+      return TRUE;
+    push.op = OP_GEMM_SUM;
+    push.a[13] = (guint32) slices;
+    if (dc_vk_recording_is_profiled (self->recording))
+      dc_vk_recording_label (self->recording, "gemm-sum");
+    self->n_gemm_dispatches++;
+    return dc_vk_recording_dispatch (self->recording, self->gemm_pipeline, NULL, &push,
+                                     (guint) ((m * n + 255) / 256), 1, 1, error);
   }
 }
 
@@ -557,7 +607,7 @@ record_body (DcGptVkForward  *self,
         || !record_quantize (self, FALSE, self->lnf, 1, c, c, bt, error)
         || !record_gemm (self, v, c, bt, g_wte, c, error)
         || !record_op (self, OP_HEAD_DX, bt * c, head_dx, G_N_ELEMENTS (head_dx), error)
-        || !record_op (self, OP_HEAD_DW, c, head_dw, G_N_ELEMENTS (head_dw), error)
+        || !record_op (self, OP_HEAD_DW, v * c, head_dw, G_N_ELEMENTS (head_dw), error)
         || !record_op (self, OP_ZERO, bt * c, zero, G_N_ELEMENTS (zero), error)
         || !record_layer_norm_backward (self, self->res + cfg->n_layer * bt * c,
                                         tensor_offset (cfg, lnf_index), self->lnf_mean,
@@ -633,9 +683,9 @@ record_body (DcGptVkForward  *self,
   {
     guint32 args[] = { (guint32) g_wte, (guint32) (self->grads_off + tensor_offset (cfg, 1)),
                        (guint32) self->d_res, (guint32) bt, (guint32) c, (guint32) t,
-                       (guint32) t };
+                       (guint32) t, (guint32) v };
 
-    return record_op (self, OP_EMBED_BACK, c, args, G_N_ELEMENTS (args), error);
+    return record_op (self, OP_EMBED_BACK, (v + t) * c, args, G_N_ELEMENTS (args), error);
   }
 }
 
@@ -701,6 +751,9 @@ record_forward (DcGptVkForward  *self,
   if (!record_body (self, error))
     return FALSE;
   self->dry = FALSE;
+  /* The split products' int32 partial sums, after everything else in F. */
+  self->split_scratch = off;
+  off += self->split_words;
   /* The right operands start 16-byte aligned (the GEMM's wide loads). */
   self->qa = 0;
   self->qb = (self->q_left + 15) / 16 * 16;
@@ -1360,35 +1413,36 @@ gate_backward (DcVkContext  *ctx,
 /* resident-gemm.comp's gate: products of random int8 operands with random
  * exponents against the integer dot products and dc_gemm_epilogue (), on a
  * shape with partial tiles on every side (M, N not multiples of 64, K not of
- * 32) and pairs placed as the attention's are (two heads side by side). */
+ * 32): pairs placed as the attention's are (two heads side by side), then
+ * one matrix split over K into slices (the last one short) and summed by
+ * OP_GEMM_SUM. */
 #define GEMM_GATE_M 70
 #define GEMM_GATE_N 67
-#define GEMM_GATE_K 100
-#define GEMM_GATE_PAIRS 4
-#define GEMM_GATE_HEADS 2
 
 static gboolean
-gate_gemm (DcVkContext  *ctx,
-           gboolean      broken,
-           GError      **error)
+gate_gemm_case (DcVkContext   *ctx,
+                DcVkPipeline  *pipeline,
+                guint          k,
+                guint          pairs,
+                guint          heads,
+                guint          slice_words,
+                guint64       *state,
+                GError       **error)
 {
-  enum { M = GEMM_GATE_M, N = GEMM_GATE_N, K = GEMM_GATE_K, P = GEMM_GATE_PAIRS,
-         H = GEMM_GATE_HEADS, QB = P * M * K, LDC = H * N, OUT = 1 };
-  g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-gemm", DC_VK_F32_EMULATED, broken);
-  g_autoptr(DcVkPipeline) pipeline = NULL;
+  const guint m_rows = GEMM_GATE_M, n_cols = GEMM_GATE_N, ldc = heads * n_cols;
+  const gsize qb = (gsize) pairs * m_rows * k, n_out = (gsize) (pairs / heads) * m_rows * ldc;
+  const guint slices = slice_words > 0 ? (k / 4 + slice_words - 1) / slice_words : 1;
+  const gsize scratch = 1 + n_out, n_f = scratch + (gsize) slices * m_rows * n_cols;
   g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
-  guint64 state = G_GUINT64_CONSTANT (0x4461697379476d31);  /* "DaisyGm1" */
-  const gsize n_out = (gsize) (P / H) * M * LDC;
+  DcVkBuffer *buffers[4];
   gint8 *q;
   gint32 *e;
   float *f;
 
-  G_STATIC_ASSERT (QB % 16 == 0 && P % H == 0);
-  pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkForwardPush), error);
-  if (pipeline == NULL
-      || (bf = dc_vk_buffer_new (ctx, (OUT + n_out) * 4, error)) == NULL
-      || (bq = dc_vk_buffer_new (ctx, 2 * QB, error)) == NULL
-      || (be = dc_vk_buffer_new (ctx, 4 * (1 + P * (M + N)), error)) == NULL
+  g_assert (qb % 16 == 0 && pairs % heads == 0 && k % 4 == 0);
+  if ((bf = dc_vk_buffer_new (ctx, n_f * 4, error)) == NULL
+      || (bq = dc_vk_buffer_new (ctx, 2 * qb, error)) == NULL
+      || (be = dc_vk_buffer_new (ctx, 4 * (1 + pairs * (m_rows + n_cols)), error)) == NULL
       || (bt = dc_vk_buffer_new (ctx, 4, error)) == NULL)
     return FALSE;
   q = dc_vk_buffer_get_data (bq);
@@ -1397,46 +1451,77 @@ gate_gemm (DcVkContext  *ctx,
   /* Values of the whole range, −127 to 127 (the extremes often: they
    * carry the largest sums), and exponents that reach the epilogue's
    * rounding, its subnormal and its overflow cases. */
-  for (gsize i = 0; i < 2 * QB; i++)
+  for (gsize i = 0; i < 2 * qb; i++)
     {
-      guint64 r = _dc_gpt_vk_splitmix64 (&state);
+      guint64 r = _dc_gpt_vk_splitmix64 (state);
 
       q[i] = (gint8) ((r >> 8) % 4 == 0 ? ((r & 1) ? 127 : -127) : (gint) (r % 255) - 127);
     }
-  for (gsize i = 0; i < 1 + P * (M + N); i++)
-    e[i] = (gint32) (_dc_gpt_vk_splitmix64 (&state) % 40) - 30 - (i % 7 == 0 ? 50 : 0)
+  for (gsize i = 0; i < 1 + pairs * (m_rows + n_cols); i++)
+    e[i] = (gint32) (_dc_gpt_vk_splitmix64 (state) % 40) - 30 - (i % 7 == 0 ? 50 : 0)
            + (i % 11 == 0 ? 60 : 0);
-  memset (f, 0xff, (OUT + n_out) * 4);
+  memset (f, 0xff, n_f * 4);
+  buffers[0] = bf;
+  buffers[1] = bq;
+  buffers[2] = be;
+  buffers[3] = bt;
   {
-    DcVkForwardPush push = { OP_GEMM, { 0, 1, M, QB, 1 + P * M, N, K, OUT, LDC, P, H,
-                                        M * LDC, N } };
-    DcVkBuffer *buffers[] = { bf, bq, be, bt };
+    DcVkForwardPush push = { OP_GEMM, { 0, 1, m_rows, (guint32) qb, 1 + pairs * m_rows, n_cols,
+                                        k, 1, ldc, pairs, heads, m_rows * ldc, n_cols,
+                                        slice_words, (guint32) scratch } };
 
-    if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, (N + GEMM_TILE - 1) / GEMM_TILE,
-                         (M + GEMM_TILE - 1) / GEMM_TILE, P, error))
+    if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, (n_cols + GEMM_TILE - 1) / GEMM_TILE,
+                         (m_rows + GEMM_TILE - 1) / GEMM_TILE, slice_words > 0 ? slices : pairs,
+                         error))
       return FALSE;
+    if (slice_words > 0)
+      {
+        push.op = OP_GEMM_SUM;
+        push.a[13] = slices;
+        if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, (m_rows * n_cols + 255) / 256, 1, 1,
+                             error))
+          return FALSE;
+      }
   }
-  for (guint p = 0; p < P; p++)
-    for (guint m = 0; m < M; m++)
-      for (guint n = 0; n < N; n++)
+  for (guint p = 0; p < pairs; p++)
+    for (guint m = 0; m < m_rows; m++)
+      for (guint n = 0; n < n_cols; n++)
         {
-          const gint8 *a = q + ((gsize) p * M + m) * K, *b = q + QB + ((gsize) p * N + n) * K;
-          gsize at = OUT + (p / H) * M * LDC + (p % H) * N + (gsize) m * LDC + n;
+          const gint8 *a = q + ((gsize) p * m_rows + m) * k;
+          const gint8 *b = q + qb + ((gsize) p * n_cols + n) * k;
+          gsize at = 1 + (p / heads) * m_rows * ldc + (p % heads) * n_cols + (gsize) m * ldc + n;
           gint32 acc = 0;
           float want;
 
-          for (guint k = 0; k < K; k++)
-            acc += (gint32) a[k] * b[k];
-          want = dc_gemm_epilogue (acc, e[1 + p * M + m], e[1 + P * M + p * N + n]);
+          for (guint i = 0; i < k; i++)
+            acc += (gint32) a[i] * b[i];
+          want = dc_gemm_epilogue (acc, e[1 + p * m_rows + m], e[1 + pairs * m_rows + p * n_cols + n]);
           if (!same_f32 (f[at], want))
             {
               g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                           "product of pair %u, row %u, column %u: 0x%08x instead of 0x%08x",
-                           p, m, n, f32_bits (f[at]), f32_bits (want));
+                           "product (K %u%s) of pair %u, row %u, column %u: 0x%08x instead of "
+                           "0x%08x", k, slice_words > 0 ? ", split" : "", p, m, n,
+                           f32_bits (f[at]), f32_bits (want));
               return FALSE;
             }
         }
   return TRUE;
+}
+
+static gboolean
+gate_gemm (DcVkContext  *ctx,
+           gboolean      broken,
+           GError      **error)
+{
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-gemm", DC_VK_F32_EMULATED, broken);
+  g_autoptr(DcVkPipeline) pipeline = NULL;
+  guint64 state = G_GUINT64_CONSTANT (0x4461697379476d31);  /* "DaisyGm1" */
+
+  pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkForwardPush), error);
+  return pipeline != NULL
+         && gate_gemm_case (ctx, pipeline, 100, 4, 2, 0, &state, error)
+         /* 250 words of K in slices of 64: three whole, one of 58. */
+         && gate_gemm_case (ctx, pipeline, 1000, 1, 1, 64, &state, error);
 }
 
 /* The forward gate, and with @backward the backward's, for the native or
