@@ -130,9 +130,9 @@ op_ln_dx (uint r)
 
 /* Rows a column sum loads before it adds them: the sums over rows are
  * serial chains (the CPU's order), so each row's load would otherwise wait
- * its whole memory latency in the chain; 16 loads in flight hide most of
- * it, and 16 values of each array stay in registers. */
-#define COL_BATCH 16u
+ * its whole memory latency in the chain; 32 loads in flight hide most of
+ * it, and 32 values of each array stay in registers. */
+#define COL_BATCH 32u
 
 /* a: x, dy, mean, rstd, rows, n, dw, db: layer_norm_grad_chunk for column
  * j, rows in order from +0 (loaded COL_BATCH rows ahead, added in order). */

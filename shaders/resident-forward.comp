@@ -117,14 +117,15 @@ op_layer_norm (uint r)
 
 /* a: src, vector_stride, k_stride, n_vectors, k, q, e, then for the
  * attention's (sequence, head) pairs side by side: vectors per pair, heads,
- * sequence stride, head stride (0 for one matrix): one workgroup per vector
+ * sequence stride, head stride (0 for one matrix), then a[11] (0 here): one workgroup per vector
  * (a uniform loop, so the barriers are in uniform control flow). Vector v is
  * pair p = v / per, row v mod per, at src + (p / H)·sb + (p mod H)·sh. */
-/* Vectors this short are quantized one per invocation (QUANT_SMALL_K in
- * src/model/dc-gpt-vk-forward.c, which sizes the grid to match): a
- * workgroup of 64 would leave most of its invocations idle, and the amax is
- * a max, the same in any order. Same address rule as op_quantize (). */
-#define QUANT_SMALL_K 32u
+/* a[11] != 0: one vector per invocation (src/model/dc-gpt-vk-forward.c
+ * chooses it for short vectors, where a workgroup of 64 would leave most
+ * invocations idle, and for many columns side by side, whose neighbouring
+ * invocations then load neighbouring floats). The amax is a max, the same
+ * in any order, and each element the same function. Same address rule as
+ * op_quantize (). */
 
 void
 op_quantize_small (uint v)
@@ -310,7 +311,7 @@ main ()
   uint stride = gl_NumWorkGroups.x * 64u;
   uint total;
 
-  if (pc.op == OP_QUANTIZE && pc.a[4] <= QUANT_SMALL_K)
+  if (pc.op == OP_QUANTIZE && pc.a[11] != 0u)
     {
       for (uint v = gl_GlobalInvocationID.x; v < pc.a[3]; v += stride)
         op_quantize_small (v);

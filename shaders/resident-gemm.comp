@@ -78,7 +78,8 @@ main ()
   /* a[13] != 0: split over K for one matrix, workgroup z the slice of
    * a[13] words of K, its int32 sums into F at a[14] for OP_GEMM_SUM. */
   bool split = pc.a[13] != 0u;
-  uint p = split ? 0u : gl_WorkGroupID.z, m0 = gl_WorkGroupID.y * TILE, n0 = gl_WorkGroupID.x * TILE;
+  uint p = split ? 0u : gl_WorkGroupID.z;
+  uint m0 = gl_WorkGroupID.y * TILE, n0 = gl_WorkGroupID.x * TILE;
   uint kw = k / 4u, kbeg = 0u;
   /* Word offsets of this pair's first left and right vectors. */
   uint qa = (pc.a[0] + p * m_rows * k) / 4u, qb = (pc.a[3] + p * n_cols * k) / 4u;
@@ -166,8 +167,9 @@ main ()
             uint n = n0 + tx + 16u * j;
 
             if (n < n_cols)
-              f[base + m * pc.a[8] + n] = dc_gemm_epilogue (acc[i][j], e32[pc.a[1] + p * m_rows + m],
-                                                            e32[pc.a[4] + p * n_cols + n]);
+              f[base + m * pc.a[8] + n]
+                = dc_gemm_epilogue (acc[i][j], e32[pc.a[1] + p * m_rows + m],
+                                    e32[pc.a[4] + p * n_cols + n]);
           }
       }
   }

@@ -94,9 +94,14 @@ enum
 #define FWD_GROUP 64
 #define FWD_MAX_GROUPS 65535
 /* Vectors up to this length are quantized one per invocation, longer ones
- * one per workgroup (resident-forward.comp's QUANT_SMALL_K): the attention's
- * heads of 8 and 16 channels and the short sequences fall below it. */
+ * one per workgroup: the attention's heads of 8 and 16 channels and the
+ * short sequences fall below it. So are columns side by side when there are
+ * at least QUANT_COLUMNS_MIN of them (the attention's probabilities: 32,768
+ * columns at width 128, 2,048 at the tests' 1,024 rows): 32 workgroups of
+ * 64; fewer columns (a weight's 128 to 512) keep a workgroup each, which
+ * spreads their long vectors over more of the device. */
 #define QUANT_SMALL_K 32
+#define QUANT_COLUMNS_MIN 2048
 /* Outputs per side of resident-gemm.comp's workgroup (its TILE). */
 #define GEMM_TILE 64
 /* A product of one matrix with fewer 64 × 64 blocks than this is split over
@@ -223,7 +228,7 @@ record_op (DcGptVkForward  *self,
   DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
   /* A workgroup per vector to quantize, or an invocation per short one
    * (resident-forward.comp's QUANT_SMALL_K). */
-  gsize groups = op == OP_QUANTIZE && args[4] > QUANT_SMALL_K ? work
+  gsize groups = op == OP_QUANTIZE && !(n_args > 11 && args[11] != 0) ? work
                  : (work + FWD_GROUP - 1) / FWD_GROUP;
   DcVkPipeline *pipeline = self->pipeline;
   guint64 *count = &self->n_dispatches;
@@ -278,11 +283,16 @@ record_quantize_pairs (DcGptVkForward  *self,
                        const Pairs     *pairs,
                        GError         **error)
 {
+  /* One invocation per vector for short vectors, and for many columns
+   * side by side (neighbouring invocations then load neighbouring
+   * floats); a workgroup per vector otherwise. */
+  gboolean per_invocation = k <= QUANT_SMALL_K
+                            || (vs == 1 && ks != 1 && n * pairs->pairs >= QUANT_COLUMNS_MIN);
   guint32 args[] = { (guint32) src, (guint32) vs, (guint32) ks, (guint32) (n * pairs->pairs),
                      (guint32) k, (guint32) (left ? self->qa : self->qb),
                      (guint32) (left ? self->ea : self->eb), (guint32) n,
                      (guint32) pairs->heads, (guint32) pairs->seq_stride,
-                     (guint32) pairs->head_stride };
+                     (guint32) pairs->head_stride, (guint32) per_invocation };
 
   /* The dry run measures the largest operand on each side. */
   if (self->dry)
@@ -1091,37 +1101,45 @@ gate_ops (DcVkContext  *ctx,
           || !same_bits ("layer norm rstd", f + RSTD + r, &rstd, 1, error))
         return FALSE;
     }
-  /* Rows of X and of X2, and columns of X, quantized; the products of the
-   * rows. */
-  RUN (OP_QUANTIZE, GATE_R, X, GATE_N, 1, GATE_R, GATE_N, 0, 1);
-  RUN (OP_QUANTIZE, GATE_R, X2, GATE_N, 1, GATE_R, GATE_N, GATE_R * GATE_N, 1 + GATE_R);
-  RUN (OP_GEMM, GATE_R * GATE_R, 0, 1, GATE_R, GATE_R * GATE_N, 1 + GATE_R, GATE_R, GATE_N, MM,
-       GATE_R);
-  if (!dc_quant_pack_reference ("gate", f + X, GATE_N, 1, qa, error)
-      || !dc_quant_pack_reference ("gate", f + X2, GATE_N, 1, qb, error))
-    return FALSE;
-  if (memcmp (q, qa->q, GATE_R * GATE_N) != 0 || memcmp (e + 1, qa->exponent, GATE_R * 4) != 0
-      || memcmp (q + GATE_R * GATE_N, qb->q, GATE_R * GATE_N) != 0
-      || memcmp (e + 1 + GATE_R, qb->exponent, GATE_R * 4) != 0)
+  /* Rows of X and of X2, and columns of X, quantized, both ways (a[11]: a
+   * workgroup or an invocation per vector); the products of the rows. */
+  for (guint32 mode = 0; mode < 2; mode++)
     {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "quantized rows differ from dc_quant_pack's");
-      return FALSE;
-    }
-  dc_gemm_reference_i32 (qa, qb, acc);
-  for (guint i = 0; i < GATE_R * GATE_R; i++)
-    want[i] = dc_gemm_epilogue (acc[i], qa->exponent[i / GATE_R], qb->exponent[i % GATE_R]);
-  if (!same_bits ("product", f + MM, want, GATE_R * GATE_R, error))
-    return FALSE;
-  RUN (OP_QUANTIZE, GATE_N, X, 1, GATE_N, GATE_N, GATE_R, 2 * GATE_R * GATE_N, 1);
-  if (!dc_quant_pack_reference ("gate", f + X, 1, GATE_N, qc, error))
-    return FALSE;
-  if (memcmp (q + 2 * GATE_R * GATE_N, qc->q, GATE_R * GATE_N) != 0
-      || memcmp (e + 1, qc->exponent, GATE_N * 4) != 0)
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "quantized columns differ from dc_quant_pack's");
-      return FALSE;
+      memset (q, 0x55, 3 * GATE_R * GATE_N);
+      RUN (OP_QUANTIZE, GATE_R, X, GATE_N, 1, GATE_R, GATE_N, 0, 1, 0, 0, 0, 0, mode);
+      RUN (OP_QUANTIZE, GATE_R, X2, GATE_N, 1, GATE_R, GATE_N, GATE_R * GATE_N, 1 + GATE_R,
+           0, 0, 0, 0, mode);
+      RUN (OP_GEMM, GATE_R * GATE_R, 0, 1, GATE_R, GATE_R * GATE_N, 1 + GATE_R, GATE_R, GATE_N,
+           MM, GATE_R);
+      if (!dc_quant_pack_reference ("gate", f + X, GATE_N, 1, qa, error)
+          || !dc_quant_pack_reference ("gate", f + X2, GATE_N, 1, qb, error))
+        return FALSE;
+      if (memcmp (q, qa->q, GATE_R * GATE_N) != 0 || memcmp (e + 1, qa->exponent, GATE_R * 4) != 0
+          || memcmp (q + GATE_R * GATE_N, qb->q, GATE_R * GATE_N) != 0
+          || memcmp (e + 1 + GATE_R, qb->exponent, GATE_R * 4) != 0)
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                       "quantized rows differ from dc_quant_pack's (%s)",
+                       mode ? "an invocation per vector" : "a workgroup per vector");
+          return FALSE;
+        }
+      dc_gemm_reference_i32 (qa, qb, acc);
+      for (guint i = 0; i < GATE_R * GATE_R; i++)
+        want[i] = dc_gemm_epilogue (acc[i], qa->exponent[i / GATE_R], qb->exponent[i % GATE_R]);
+      if (!same_bits ("product", f + MM, want, GATE_R * GATE_R, error))
+        return FALSE;
+      RUN (OP_QUANTIZE, GATE_N, X, 1, GATE_N, GATE_N, GATE_R, 2 * GATE_R * GATE_N, 1, 0, 0, 0, 0,
+           mode);
+      if (!dc_quant_pack_reference ("gate", f + X, 1, GATE_N, qc, error))
+        return FALSE;
+      if (memcmp (q + 2 * GATE_R * GATE_N, qc->q, GATE_R * GATE_N) != 0
+          || memcmp (e + 1, qc->exponent, GATE_N * 4) != 0)
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                       "quantized columns differ from dc_quant_pack's (%s)",
+                       mode ? "an invocation per vector" : "a workgroup per vector");
+          return FALSE;
+        }
     }
   /* Bias, residual add, ReLU: Y += B; OUT = X + OUT; X2 = relu (X). */
   for (guint i = 0; i < GATE_R * GATE_N; i++)
@@ -1495,7 +1513,8 @@ gate_gemm_case (DcVkContext   *ctx,
 
           for (guint i = 0; i < k; i++)
             acc += (gint32) a[i] * b[i];
-          want = dc_gemm_epilogue (acc, e[1 + p * m_rows + m], e[1 + pairs * m_rows + p * n_cols + n]);
+          want = dc_gemm_epilogue (acc, e[1 + p * m_rows + m],
+                                   e[1 + pairs * m_rows + p * n_cols + n]);
           if (!same_f32 (f[at], want))
             {
               g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
