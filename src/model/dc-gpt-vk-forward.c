@@ -226,8 +226,8 @@ record_op (DcGptVkForward  *self,
 {
   DcVkForwardPush push = { op, { 0 } };
   DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
-  /* A workgroup per vector to quantize, or an invocation per short one
-   * (resident-forward.comp's QUANT_SMALL_K). */
+  /* A workgroup per vector to quantize, or an invocation per vector where
+   * record_quantize_pairs () chose it (args[11]). */
   gsize groups = op == OP_QUANTIZE && !(n_args > 11 && args[11] != 0) ? work
                  : (work + FWD_GROUP - 1) / FWD_GROUP;
   DcVkPipeline *pipeline = self->pipeline;
