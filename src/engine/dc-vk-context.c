@@ -996,37 +996,6 @@ dc_vk_buffer_new (DcVkContext  *ctx,
 }
 
 /**
- * dc_vk_buffer_new_readback:
- * @size: bytes, more than zero
- *
- * dc_vk_buffer_new (), in host-cached memory where the device offers it
- * coherent: for buffers the host reads every step (the resident step's
- * downloads). Uncached host-visible memory is write-combined on discrete
- * GPUs, where the CPU reads it several times slower.
- *
- * Returns: (transfer full) (nullable): the buffer, zero-filled.
- */
-DcVkBuffer *
-dc_vk_buffer_new_readback (DcVkContext  *ctx,
-                           gsize         size,
-                           GError      **error)
-{
-  g_autoptr(DcVkBuffer) self = buffer_create (ctx, size,
-                                              VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                              VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
-                                              VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
-                                              FALSE, NULL);
-
-  if (self == NULL)
-    return dc_vk_buffer_new (ctx, size, error);
-  if (!check_vk (vkMapMemory (ctx->device, self->memory, 0, VK_WHOLE_SIZE, 0, &self->data),
-                 "mapping buffer memory", error))
-    return NULL;
-  memset (self->data, 0, size);
-  return g_steal_pointer (&self);
-}
-
-/**
  * dc_vk_buffer_new_device_local:
  * @size: bytes, more than zero
  *

@@ -112,9 +112,6 @@ char         *dc_vk_features_to_string        (const DcVkFeatures *features);
 DcVkBuffer   *dc_vk_buffer_new                (DcVkContext        *ctx,
                                                gsize               size,
                                                GError            **error);
-DcVkBuffer   *dc_vk_buffer_new_readback       (DcVkContext        *ctx,
-                                               gsize               size,
-                                               GError            **error);
 DcVkBuffer   *dc_vk_buffer_new_device_local   (DcVkContext        *ctx,
                                                gsize               size,
                                                GError            **error);

@@ -804,11 +804,10 @@ record_forward (DcGptVkForward  *self,
       || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
       || (self->tokens = dc_vk_buffer_new (self->ctx, 2 * bt * 4, error)) == NULL
       || (self->params_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4, error)) == NULL
-      || (self->logits_staging = dc_vk_buffer_new_readback (self->ctx, (bt * v + 1) * 4,
-                                                            error)) == NULL
+      || (self->logits_staging = dc_vk_buffer_new (self->ctx, (bt * v + 1) * 4, error)) == NULL
       || (self->backward
-          && (self->grads_staging = dc_vk_buffer_new_readback (self->ctx, self->n_params * 4,
-                                                               error)) == NULL)
+          && (self->grads_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4,
+                                                      error)) == NULL)
       || (self->recording = dc_vk_recording_new (self->ctx, error)) == NULL)
     return FALSE;
 

@@ -398,7 +398,7 @@ resident_build (DcGptVkStep  *self,
       || (self->v = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
       || (self->scalars = dc_vk_buffer_new (ctx, sizeof (DcVkAdamScalars), error)) == NULL
       || (self->staging_in = dc_vk_buffer_new (ctx, bytes, error)) == NULL
-      || (self->staging_out = dc_vk_buffer_new_readback (ctx, 3 * bytes, error)) == NULL
+      || (self->staging_out = dc_vk_buffer_new (ctx, 3 * bytes, error)) == NULL
       || (self->recording = dc_vk_recording_new (ctx, error)) == NULL)
     return FALSE;
 
