@@ -74,20 +74,19 @@ op_head_dx (uint i)
                             pc.a[5]);
 }
 
-/* a: d_wte, lnf, rows, C, V, targets, fn: head_dw_chunk for column j. */
+/* a: d_wte, lnf, rows, C, V, targets, fn: head_dw_chunk, one invocation per
+ * element (v, j) of d_wte: the rows whose target is v subtracted in order,
+ * then / fn. Each element's chain is the CPU's (rows in order, from the
+ * head's product); elements are independent, so they run side by side. */
 void
-op_head_dw (uint j)
+op_head_dw (uint i)
 {
-  uint c = pc.a[3];
+  uint c = pc.a[3], v = i / c, j = i % c, dst = pc.a[0] + i, acc = f[dst];
 
   for (uint r = 0u; r < pc.a[2]; r++)
-    {
-      uint dst = pc.a[0] + tok[pc.a[5] + r] * c + j;
-
-      f[dst] = f32_sub (f[dst], f[pc.a[1] + r * c + j]);
-    }
-  for (uint v = 0u; v < pc.a[4]; v++)
-    f[pc.a[0] + v * c + j] = f32_div (f[pc.a[0] + v * c + j], pc.a[6]);
+    if (tok[pc.a[5] + r] == v)
+      acc = f32_sub (acc, f[pc.a[1] + r * c + j]);
+  f[dst] = f32_div (acc, pc.a[6]);
 }
 
 /* a: y, total: y = +0. */
@@ -129,14 +128,36 @@ op_ln_dx (uint r)
     }
 }
 
+/* Rows a column sum loads before it adds them: the sums over rows are
+ * serial chains (the CPU's order), so each row's load would otherwise wait
+ * its whole memory latency in the chain; 32 loads in flight hide most of
+ * it, and 32 values of each array stay in registers. */
+#define COL_BATCH 32u
+
 /* a: x, dy, mean, rstd, rows, n, dw, db: layer_norm_grad_chunk for column
- * j, rows in order from +0. */
+ * j, rows in order from +0 (loaded COL_BATCH rows ahead, added in order). */
 void
 op_ln_dw (uint j)
 {
-  uint n = pc.a[5], dw = 0u, db = 0u;
+  uint n = pc.a[5], rows = pc.a[4], dw = 0u, db = 0u, r = 0u;
 
-  for (uint r = 0u; r < pc.a[4]; r++)
+  for (; r + COL_BATCH <= rows; r += COL_BATCH)
+    {
+      uint dy[COL_BATCH], norm[COL_BATCH];
+
+      for (uint u = 0u; u < COL_BATCH; u++)
+        {
+          dy[u] = f[pc.a[1] + (r + u) * n + j];
+          norm[u] = f32_mul (f32_sub (f[pc.a[0] + (r + u) * n + j], f[pc.a[2] + r + u]),
+                             f[pc.a[3] + r + u]);
+        }
+      for (uint u = 0u; u < COL_BATCH; u++)
+        {
+          dw = f32_add (dw, f32_mul (dy[u], norm[u]));
+          db = f32_add (db, dy[u]);
+        }
+    }
+  for (; r < rows; r++)
     {
       uint dy = f[pc.a[1] + r * n + j];
       uint norm = f32_mul (f32_sub (f[pc.a[0] + r * n + j], f[pc.a[2] + r]), f[pc.a[3] + r]);
@@ -148,14 +169,24 @@ op_ln_dw (uint j)
   f[pc.a[7] + j] = db;
 }
 
-/* a: dy, rows, n, out: column_sum_chunk for column j, rows in order. */
+/* a: dy, rows, n, out: column_sum_chunk for column j, rows in order
+ * (loaded COL_BATCH rows ahead). */
 void
 op_colsum (uint j)
 {
-  uint n = pc.a[2], acc = 0u;
+  uint n = pc.a[2], rows = pc.a[1], base = pc.a[0] + j, acc = 0u, r = 0u;
 
-  for (uint r = 0u; r < pc.a[1]; r++)
-    acc = f32_add (acc, f[pc.a[0] + r * n + j]);
+  for (; r + COL_BATCH <= rows; r += COL_BATCH)
+    {
+      uint v[COL_BATCH];
+
+      for (uint u = 0u; u < COL_BATCH; u++)
+        v[u] = f[base + (r + u) * n];
+      for (uint u = 0u; u < COL_BATCH; u++)
+        acc = f32_add (acc, v[u]);
+    }
+  for (; r < rows; r++)
+    acc = f32_add (acc, f[base + r * n]);
   f[pc.a[3] + j] = acc;
 }
 
@@ -189,22 +220,32 @@ op_softmax_back (uint t)
     f[row + j] = 0u;
 }
 
-/* a: d_wte, d_wpe, dy, rows, C, seq, len: embed_backward_chunk for column
- * j: d_wpe zeroed, then every row in order into both. */
+/* a: d_wte, d_wpe, dy, rows, C, seq, len, V: embed_backward_chunk, one
+ * invocation per element: i < V·C is d_wte's (v, j), the rows whose input
+ * token is v added in order to what the head left there; the next seq·C are
+ * d_wpe's (t, j), the rows at position t added in order from +0. Each
+ * element's chain is the CPU's; elements are independent. */
 void
-op_embed_back (uint j)
+op_embed_back (uint i)
 {
-  uint c = pc.a[4];
+  uint c = pc.a[4], rows = pc.a[3], n_wte = pc.a[7] * c;
 
-  for (uint t = 0u; t < pc.a[5]; t++)
-    f[pc.a[1] + t * c + j] = 0u;
-  for (uint r = 0u; r < pc.a[3]; r++)
+  if (i < n_wte)
     {
-      uint dy = f[pc.a[2] + r * c + j];
-      uint te = pc.a[0] + tok[r] * c + j, pe = pc.a[1] + (r % pc.a[6]) * c + j;
+      uint v = i / c, j = i % c, dst = pc.a[0] + i, acc = f[dst];
 
-      f[te] = f32_add (f[te], dy);
-      f[pe] = f32_add (f[pe], dy);
+      for (uint r = 0u; r < rows; r++)
+        if (tok[r] == v)
+          acc = f32_add (acc, f[pc.a[2] + r * c + j]);
+      f[dst] = acc;
+    }
+  else
+    {
+      uint t = (i - n_wte) / c, j = (i - n_wte) % c, acc = 0u;
+
+      for (uint r = t; t < pc.a[6] && r < rows; r += pc.a[6])
+        acc = f32_add (acc, f[pc.a[2] + r * c + j]);
+      f[pc.a[1] + t * c + j] = acc;
     }
 }
 
@@ -217,14 +258,14 @@ main ()
   switch (pc.op)
     {
     case OP_HEAD_DX: total = pc.a[2]; break;
-    case OP_HEAD_DW: total = pc.a[3]; break;
+    case OP_HEAD_DW: total = pc.a[4] * pc.a[3]; break;
     case OP_ZERO: total = pc.a[1]; break;
     case OP_LN_DX: total = pc.a[6]; break;
     case OP_LN_DW: total = pc.a[5]; break;
     case OP_COLSUM: total = pc.a[2]; break;
     case OP_RELU_BACK: total = pc.a[3]; break;
     case OP_SOFTMAX_BACK: total = max (pc.a[4], pc.a[2]); break;
-    default: total = pc.a[4]; break;
+    default: total = (pc.a[7] + pc.a[5]) * pc.a[4]; break;
     }
   for (uint i = gl_GlobalInvocationID.x; i < total; i += stride)
     {

@@ -117,9 +117,49 @@ op_layer_norm (uint r)
 
 /* a: src, vector_stride, k_stride, n_vectors, k, q, e, then for the
  * attention's (sequence, head) pairs side by side: vectors per pair, heads,
- * sequence stride, head stride (0 for one matrix): one workgroup per vector
+ * sequence stride, head stride (0 for one matrix), then a[11] (0 here): one workgroup per vector
  * (a uniform loop, so the barriers are in uniform control flow). Vector v is
  * pair p = v / per, row v mod per, at src + (p / H)·sb + (p mod H)·sh. */
+/* a[11] != 0: one vector per invocation (src/model/dc-gpt-vk-forward.c
+ * chooses it for short vectors, where a workgroup of 64 would leave most
+ * invocations idle, and for many columns side by side, whose neighbouring
+ * invocations then load neighbouring floats). The amax is a max, the same
+ * in any order, and each element the same function. Same address rule as
+ * op_quantize (). */
+
+void
+op_quantize_small (uint v)
+{
+  uint k = pc.a[4];
+  uint per = pc.a[7] == 0u ? pc.a[3] : pc.a[7], heads = max (pc.a[8], 1u);
+  uint p = v / per;
+  uint base = pc.a[0] + (p / heads) * pc.a[9] + (p % heads) * pc.a[10] + (v % per) * pc.a[1];
+  uint amax = 0u;
+  bool bad = false;
+  int e;
+
+  for (uint i = 0u; i < k; i++)
+    {
+      uint m = f[base + i * pc.a[2]] & 0x7fffffffu;
+
+      if (m >= F32_INF)
+        bad = true;
+      else
+        amax = max (amax, m);
+    }
+  e = amax == 0u ? 0 : floor_log2 (amax) - 6;
+  for (uint i = 0u; i < k; i++)
+    {
+      uint bits = f[base + i * pc.a[2]];
+
+      q8[pc.a[5] + v * k + i] = int8_t ((bits & 0x7fffffffu) >= F32_INF || amax == 0u
+                                        ? 0 : quantize_one (bits, e));
+    }
+  e32[pc.a[6] + v] = e;
+  if (bad)
+    e32[0] = 1;
+}
+
 void
 op_quantize ()
 {
@@ -271,6 +311,12 @@ main ()
   uint stride = gl_NumWorkGroups.x * 64u;
   uint total;
 
+  if (pc.op == OP_QUANTIZE && pc.a[11] != 0u)
+    {
+      for (uint v = gl_GlobalInvocationID.x; v < pc.a[3]; v += stride)
+        op_quantize_small (v);
+      return;
+    }
   if (pc.op == OP_QUANTIZE)
     {
       op_quantize ();

@@ -563,6 +563,53 @@ test_gradients (gconstpointer data)
     }
 }
 
+/* The tiled products (resident-gemm.comp): taken when their gate passes;
+ * their broken twin (it forgets the last four bytes of K) is refused by the
+ * gate, and the pass then keeps the untiled products, every gradient still
+ * the CPU's. */
+static void
+test_gemm_twin_refused (void)
+{
+  g_autoptr(DcVkContext) probe = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  guint8 tokens[2 * 16 + 1];
+  g_autofree float *grads = NULL, *want = NULL;
+
+  if (probe == NULL)
+    return;
+  g_clear_pointer (&probe, dc_vk_context_free);
+  model = small_model (16, 16);
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  grads = g_new (float, model->n_params);
+  want = g_new (float, model->n_params);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
+                                     &error));
+  g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
+  g_assert_no_error (error);
+  for (guint broken = 0; broken < 2; broken++)
+    {
+      g_autoptr(DcGptVkForward) pass = NULL;
+
+      if (broken)
+        g_setenv ("DC_TEST_BREAK_KERNEL", "resident-gemm", TRUE);
+      pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_no_error (error);
+      g_assert_nonnull (pass);
+      g_assert_cmpstr (dc_gpt_vk_forward_get_products (pass), ==, broken ? "untiled" : "tiled");
+      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
+                                                  NULL, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (grads, model->n_params * 4, want, model->n_params * 4);
+      g_test_message ("%s products: %" G_GSIZE_FORMAT " gradients equal",
+                      dc_gpt_vk_forward_get_products (pass), model->n_params);
+    }
+}
+
 typedef struct
 {
   guint width, seq, batch, steps;
@@ -683,7 +730,7 @@ test_layout_gpt2_small (void)
   g_autoptr(GError) error = NULL;
   DcGptVkForwardMemory m1, m2, m3, fwd;
   DcGptConfig config;
-  guint64 n, per_batch, c = 768, t = 1024, v = 256, h = 12, l = 12;
+  guint64 n, per_batch, split, c = 768, t = 1024, v = 256, h = 12, l = 12;
 
   dc_gpt_config_init_derived (&config, 768, 1024);
   config.n_layer = 12;
@@ -701,9 +748,13 @@ test_layout_gpt2_small (void)
   dc_gpt_vk_forward_measure (&config, 2, TRUE, &m2);
   dc_gpt_vk_forward_measure (&config, 3, TRUE, &m3);
   dc_gpt_vk_forward_measure (&config, 1, FALSE, &fwd);
-  g_assert_cmpuint (m1.f_bytes, ==, 4 * (2 * n + per_batch + 1));
-  g_assert_cmpuint (m2.f_bytes, ==, 4 * (2 * n + 2 * per_batch + 1));
-  g_assert_cmpuint (m1.f_bytes, ==, 1993998340);
+  /* Then the tiled products' split partial sums (int32, one product's at
+   * a time): the largest split product here is the q/k/v weights' gradient,
+   * (3C × C) from 2 slices of K (432 workgroups of 64 × 64, under 512). */
+  split = 2 * 3 * c * c;
+  g_assert_cmpuint (m1.f_bytes, ==, 4 * (2 * n + per_batch + 1 + split));
+  g_assert_cmpuint (m2.f_bytes, ==, 4 * (2 * n + 2 * per_batch + 1 + split));
+  g_assert_cmpuint (m1.f_bytes, ==, 2008154116);
   g_assert_cmpuint (fwd.f_bytes, <, m1.f_bytes);
   g_assert_cmpuint (m1.device_bytes, ==, m1.f_bytes + m1.q_bytes);
   {
@@ -1025,16 +1076,20 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/native/f32-ops", test_native_f32_ops);
   g_test_add_func ("/dc/model/gpt-vk-step/native/selection", test_native_selection);
   g_test_add_func ("/dc/model/gpt-vk-step/native/twin-refused", test_native_twin_refused);
+  g_test_add_func ("/dc/model/gpt-vk-step/gemm/twin-refused", test_gemm_twin_refused);
   {
     static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
-                                          { 128, 16, 2 } };
+                                          { 128, 16, 2 }, { 32, 32, 32 } };
     static const char * const fwd_names[] = {
       "/dc/model/gpt-vk-step/forward/w16", "/dc/model/gpt-vk-step/forward/w32",
       "/dc/model/gpt-vk-step/forward/w64", "/dc/model/gpt-vk-step/forward/w128",
+      "/dc/model/gpt-vk-step/forward/rows1024",
     };
     static const char * const grad_names[] = {
       "/dc/model/gpt-vk-step/gradients/w16", "/dc/model/gpt-vk-step/gradients/w32",
       "/dc/model/gpt-vk-step/gradients/w64", "/dc/model/gpt-vk-step/gradients/w128",
+      /* 1,024 rows: the weights' gradients are split over K (resident-gemm.comp) */
+      "/dc/model/gpt-vk-step/gradients/rows1024",
     };
 
     for (guint i = 0; i < G_N_ELEMENTS (fwd_sizes); i++)

@@ -61,6 +61,7 @@ struct _DcVkPipeline
   VkDescriptorSet        set;
   guint                  n_buffers;
   guint                  push_size;
+  const char            *name;    /* interned shader name: the profile's default label */
 };
 
 G_DEFINE_QUARK (dc-vk-error-quark, dc_vk_error)
@@ -1169,6 +1170,7 @@ dc_vk_pipeline_new_specialized (DcVkContext    *ctx,
   self->ctx = ctx;
   self->n_buffers = n_buffers;
   self->push_size = push_size;
+  self->name = g_intern_string (shader_name);
 
   if (push_size > ctx->properties.limits.maxPushConstantsSize)
     {
@@ -1866,7 +1868,43 @@ struct _DcVkRecording
   guint            n_commands;
   gboolean         ended;
   gboolean         in_flight;  /* submitted and not yet seen done (its wait timed out) */
+  /* DC_VK_PROFILE=1: a timestamp at the start and after each command; mark
+   * i's time is stamps[i + 1] − stamps[i], summed over the submissions */
+  VkQueryPool      pool;
+  guint64          stamp_mask;
+  double           stamp_ns;     /* timestampPeriod: nanoseconds per tick */
+  const char      *next_label;   /* interned; NULL: the pipeline's shader */
+  GPtrArray       *labels;       /* (element-type utf8) interned, one per mark */
+  guint64         *mark_ns;      /* (labels->len) */
+  guint64          profiled;     /* submissions read back */
 };
+
+/* Marks one profiled recording holds at most: the GPT-2-small step records
+ * about 1,000 commands; past this the rest go unmarked (the last mark then
+ * covers them). */
+#define PROFILE_MAX_MARKS 8192
+
+/* The queue's valid timestamp bits, 0 where it writes none. */
+static guint32
+queue_timestamp_bits (DcVkContext *ctx)
+{
+  guint32 n_families = 0;
+  g_autofree VkQueueFamilyProperties *families = NULL;
+
+  vkGetPhysicalDeviceQueueFamilyProperties (ctx->physical, &n_families, NULL);
+  families = g_new0 (VkQueueFamilyProperties, MAX (n_families, 1));
+  vkGetPhysicalDeviceQueueFamilyProperties (ctx->physical, &n_families, families);
+  return ctx->queue_family < n_families ? families[ctx->queue_family].timestampValidBits : 0;
+}
+
+/* Whether DC_VK_PROFILE asks for per-command timestamps in recordings. */
+static gboolean
+profile_wanted (void)
+{
+  const char *env = g_getenv ("DC_VK_PROFILE");
+
+  return env != NULL && env[0] != '\0' && !g_str_equal (env, "0");
+}
 
 /**
  * dc_vk_recording_new:
@@ -1900,7 +1938,189 @@ dc_vk_recording_new (DcVkContext  *ctx,
       || !check_vk (vkBeginCommandBuffer (self->cmd, &begin), "beginning a command buffer",
                     error))
     return NULL;
+  if (profile_wanted ())
+    {
+      guint32 bits = queue_timestamp_bits (ctx);
+      VkQueryPoolCreateInfo pool_info = {
+        .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+        .queryType = VK_QUERY_TYPE_TIMESTAMP,
+        .queryCount = PROFILE_MAX_MARKS + 1,
+      };
+
+      if (bits == 0 || ctx->properties.limits.timestampPeriod <= 0)
+        g_message ("DC_VK_PROFILE: %s writes no timestamps on its compute queue — not "
+                   "profiled", ctx->properties.deviceName);
+      else if (!check_vk (vkCreateQueryPool (ctx->device, &pool_info, NULL, &self->pool),
+                          "creating a timestamp pool", error))
+        return NULL;
+      else
+        {
+          self->stamp_mask = bits >= 64 ? G_MAXUINT64 : (G_GUINT64_CONSTANT (1) << bits) - 1;
+          self->stamp_ns = ctx->properties.limits.timestampPeriod;
+          self->labels = g_ptr_array_new ();
+          vkCmdResetQueryPool (self->cmd, self->pool, 0, PROFILE_MAX_MARKS + 1);
+          vkCmdWriteTimestamp (self->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self->pool, 0);
+        }
+    }
   return g_steal_pointer (&self);
+}
+
+/* After a command: its timestamp, under the label given for it. */
+static void
+recording_mark (DcVkRecording *self,
+                const char    *label)
+{
+  if (self->pool == VK_NULL_HANDLE || self->labels->len >= PROFILE_MAX_MARKS)
+    return;
+  g_ptr_array_add (self->labels, (gpointer) (self->next_label != NULL ? self->next_label : label));
+  self->next_label = NULL;
+  vkCmdWriteTimestamp (self->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self->pool,
+                       self->labels->len);
+}
+
+/**
+ * dc_vk_recording_label:
+ * @label: what the next command is, for DC_VK_PROFILE's table (by default a
+ *   dispatch's shader name, or "copy")
+ */
+void
+dc_vk_recording_label (DcVkRecording *self,
+                       const char    *label)
+{
+  self->next_label = g_intern_string (label);
+}
+
+/**
+ * dc_vk_recording_is_profiled:
+ *
+ * Returns: whether the recording writes a timestamp after each command
+ *   (DC_VK_PROFILE=1 and a queue with timestamps)
+ */
+gboolean
+dc_vk_recording_is_profiled (DcVkRecording *self)
+{
+  return self->pool != VK_NULL_HANDLE;
+}
+
+typedef struct
+{
+  const char *label;
+  guint64     ns;
+  guint       count;
+} ProfileRow;
+
+static int
+profile_row_cmp (gconstpointer a,
+                 gconstpointer b)
+{
+  const ProfileRow *x = a, *y = b;
+
+  return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : g_strcmp0 (x->label, y->label);
+}
+
+/* Sums the marks by label (up to the first space with @by_kernel), largest
+ * first. */
+static GArray *
+profile_rows (DcVkRecording *self,
+              gboolean       by_kernel)
+{
+  g_autoptr(GHashTable) index = g_hash_table_new (g_str_hash, g_str_equal);
+  GArray *rows = g_array_new (FALSE, TRUE, sizeof (ProfileRow));
+
+  for (guint i = 0; i < self->labels->len; i++)
+    {
+      const char *label = g_ptr_array_index (self->labels, i);
+      const char *space = by_kernel ? strchr (label, ' ') : NULL;
+      gpointer at;
+      ProfileRow *row;
+
+      if (space != NULL)
+        {
+          g_autofree char *kernel = g_strndup (label, space - label);
+
+          label = g_intern_string (kernel);
+        }
+      if (!g_hash_table_lookup_extended (index, label, NULL, &at))
+        {
+          ProfileRow fresh = { label, 0, 0 };
+
+          at = GUINT_TO_POINTER (rows->len);
+          g_array_append_val (rows, fresh);
+          g_hash_table_insert (index, (gpointer) label, at);
+        }
+      row = &g_array_index (rows, ProfileRow, GPOINTER_TO_UINT (at));
+      row->ns += self->mark_ns[i];
+      row->count++;
+    }
+  g_array_sort (rows, profile_row_cmp);
+  return rows;
+}
+
+/**
+ * dc_vk_recording_profile_table:
+ * @top: rows of the table by label
+ *
+ * The profile so far: the @top labels by device time per submission, then
+ * every kernel (a label up to its first space), with their share of the
+ * marked time.
+ *
+ * Returns: (transfer full) (nullable): the table, %NULL when not profiled or
+ *   never submitted
+ */
+char *
+dc_vk_recording_profile_table (DcVkRecording *self,
+                               guint          top)
+{
+  g_autoptr(GString) out = NULL;
+  guint64 total = 0;
+
+  if (self->pool == VK_NULL_HANDLE || self->profiled == 0)
+    return NULL;
+  for (guint i = 0; i < self->labels->len; i++)
+    total += self->mark_ns[i];
+  out = g_string_new (NULL);
+  g_string_append_printf (out, "%u commands, %.1f µs a submission (%" G_GUINT64_FORMAT
+                          " submissions)\n", self->labels->len,
+                          (double) total / self->profiled / 1e3, self->profiled);
+  for (guint pass = 0; pass < 2; pass++)
+    {
+      g_autoptr(GArray) rows = profile_rows (self, pass == 1);
+
+      g_string_append (out, pass == 0 ? "  by command:\n" : "  by kernel:\n");
+      for (guint i = 0; i < rows->len && (pass == 1 || i < top); i++)
+        {
+          const ProfileRow *row = &g_array_index (rows, ProfileRow, i);
+
+          g_string_append_printf (out, "  %9.1f µs %5.1f %%  ×%-4u %s\n",
+                                  (double) row->ns / self->profiled / 1e3,
+                                  total > 0 ? 100.0 * (double) row->ns / (double) total : 0.0,
+                                  row->count, row->label);
+        }
+    }
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+/* Adds the last submission's timestamps to the marks' sums. */
+static gboolean
+recording_read_profile (DcVkRecording  *self,
+                        GError        **error)
+{
+  guint n = self->labels->len;
+  g_autofree guint64 *stamps = NULL;
+
+  if (n == 0)
+    return TRUE;
+  stamps = g_new (guint64, n + 1);
+  if (!check_vk (vkGetQueryPoolResults (self->ctx->device, self->pool, 0, n + 1,
+                                        (n + 1) * sizeof (guint64), stamps, sizeof (guint64),
+                                        VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                 "reading timestamps", error))
+    return FALSE;
+  for (guint i = 0; i < n; i++)
+    self->mark_ns[i] += (guint64) ((double) ((stamps[i + 1] - stamps[i]) & self->stamp_mask)
+                                   * self->stamp_ns);
+  self->profiled++;
+  return TRUE;
 }
 
 /* Everything recorded (or done by the host before the submission) before this
@@ -1951,6 +2171,7 @@ dc_vk_recording_copy (DcVkRecording  *self,
       vkCmdCopyBuffer (self->cmd, copy->src->buffer, copy->dst->buffer, 1, &region);
     }
   self->n_commands++;
+  recording_mark (self, "copy");
 }
 
 /**
@@ -1992,6 +2213,7 @@ dc_vk_recording_dispatch (DcVkRecording      *self,
                         pipeline->push_size, push);
   vkCmdDispatch (self->cmd, groups_x, groups_y, groups_z);
   self->n_commands++;
+  recording_mark (self, pipeline->name);
   return TRUE;
 }
 
@@ -2009,6 +2231,8 @@ dc_vk_recording_end (DcVkRecording  *self,
 
   recording_barrier (self);
   self->ended = TRUE;
+  if (self->pool != VK_NULL_HANDLE)
+    self->mark_ns = g_new0 (guint64, MAX (self->labels->len, 1));
   return check_vk (vkEndCommandBuffer (self->cmd), "ending a command buffer", error);
 }
 
@@ -2043,7 +2267,7 @@ dc_vk_recording_submit (DcVkRecording  *self,
                  "waiting for the device", error))
     return FALSE;
   self->in_flight = FALSE;
-  return TRUE;
+  return self->pool == VK_NULL_HANDLE || recording_read_profile (self, error);
 }
 
 void
@@ -2057,6 +2281,10 @@ dc_vk_recording_free (DcVkRecording *self)
    * device answers at once). A fence never submitted is never waited on. */
   if (self->in_flight)
     vkWaitForFences (self->ctx->device, 1, &self->fence, VK_TRUE, UINT64_MAX);
+  if (self->pool != VK_NULL_HANDLE)
+    vkDestroyQueryPool (self->ctx->device, self->pool, NULL);
+  g_clear_pointer (&self->labels, g_ptr_array_unref);
+  g_free (self->mark_ns);
   if (self->fence != VK_NULL_HANDLE)
     vkDestroyFence (self->ctx->device, self->fence, NULL);
   if (self->cmd != VK_NULL_HANDLE)

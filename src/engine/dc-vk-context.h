@@ -208,6 +208,11 @@ gboolean      dc_vk_recording_end             (DcVkRecording      *self,
 gboolean      dc_vk_recording_submit          (DcVkRecording      *self,
                                                GError            **error);
 void          dc_vk_recording_free            (DcVkRecording      *self);
+void          dc_vk_recording_label           (DcVkRecording      *self,
+                                               const char         *label);
+gboolean      dc_vk_recording_is_profiled     (DcVkRecording      *self);
+char         *dc_vk_recording_profile_table   (DcVkRecording      *self,
+                                               guint               top);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkContext, dc_vk_context_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcVkBuffer, dc_vk_buffer_free)

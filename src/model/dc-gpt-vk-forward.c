@@ -84,6 +84,8 @@ enum
   OP_RELU_BACK,
   OP_SOFTMAX_BACK,
   OP_EMBED_BACK,
+  /* shaders/resident-gemm.comp: the slices of a split product summed */
+  OP_GEMM_SUM = 100,
 };
 
 /* Invocations per workgroup (the shader's local_size_x), and the most
@@ -91,6 +93,26 @@ enum
  * allows); the shader's loops cover the rest. */
 #define FWD_GROUP 64
 #define FWD_MAX_GROUPS 65535
+/* Vectors up to this length are quantized one per invocation, longer ones
+ * one per workgroup: the attention's heads of 8 and 16 channels and the
+ * short sequences fall below it. So are columns side by side when there are
+ * at least QUANT_COLUMNS_MIN of them (the attention's probabilities: 32,768
+ * columns at width 128, 2,048 at the tests' 1,024 rows): 32 workgroups of
+ * 64; fewer columns (a weight's 128 to 512) keep a workgroup each, which
+ * spreads their long vectors over more of the device. */
+#define QUANT_SMALL_K 32
+#define QUANT_COLUMNS_MIN 2048
+/* Outputs per side of resident-gemm.comp's workgroup (its TILE). */
+#define GEMM_TILE 64
+/* A product of one matrix with fewer 64 × 64 blocks than this is split over
+ * K, for about this many workgroups: a few per multiprocessor of a large GPU
+ * (the H200 has 132), where the weights' gradients (128 × 512 outputs,
+ * 16 blocks) would otherwise occupy 16 of them. K must be this long
+ * (bytes), and each slice at least GEMM_SPLIT_MIN_WORDS words of it, so that
+ * a slice's work outweighs writing and re-reading its int32 partial sums. */
+#define GEMM_SPLIT_BLOCKS 512
+#define GEMM_SPLIT_MIN_K 1024
+#define GEMM_SPLIT_MIN_WORDS 32
 
 /* One layer's activations in F, kept for the backward pass (dc-gpt.c's
  * LayerActs), offsets in floats. */
@@ -106,6 +128,7 @@ struct _DcGptVkForward
   DcVkPipeline  *pipeline;       /* resident-forward.comp */
   DcVkPipeline  *loss_pipeline;  /* resident-loss.comp, on the same buffers */
   DcVkPipeline  *backward_pipeline;  /* resident-backward.comp (with a backward) */
+  DcVkPipeline  *gemm_pipeline;  /* resident-gemm.comp: the tiled products */
   DcVkBuffer    *f, *q, *e, *tokens;
   DcVkBuffer    *params_staging, *logits_staging, *grads_staging;
   DcVkRecording *recording;
@@ -115,15 +138,19 @@ struct _DcGptVkForward
   guint          batch;
   gboolean       backward;       /* the recording ends with the gradients, not the logits */
   DcVkF32Mode    native;         /* + − × on the float unit (f32-exact.glsl's DC_NATIVE_F32) */
+  gboolean       tiled;          /* the products through resident-gemm.comp (its gate passed) */
   gsize          n_params;
   gsize          grads_off;    /* in floats, into F: the gradients, after the weights */
   gsize          logits_off;   /* in floats, into F; the mean loss follows the logits */
   gsize          res;          /* (L + 1, BT, C): the residual stream at each block's input */
   gsize          lnf, lnf_mean, lnf_rstd, scores, row_loss, loss_scratch;
   gsize          probs, d_res, d_a, d_b, d_qkv;  /* the backward's */
+  gsize          split_scratch;  /* in floats, into F: split products' int32 partial sums */
+  gsize          split_words;    /* their size, from the dry run (0: no split product) */
   guint64        n_dispatches;
   guint64        n_loss_dispatches;
   guint64        n_backward_dispatches;
+  guint64        n_gemm_dispatches;
   DcGptVkForwardTimes times;
   /* recording state: the regions of Q and E; a dry run only measures them */
   gboolean       dry;
@@ -135,6 +162,17 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
 {
   if (self == NULL)
     return;
+  if (self->recording != NULL)
+    {
+      /* DC_VK_PROFILE=1: where the device's time went, for the developers
+       * (docs/BENCHMARKS.md). */
+      g_autofree char *table = dc_vk_recording_profile_table (self->recording, 15);
+
+      if (table != NULL)
+        g_printerr ("DC_VK_PROFILE: resident %s pass, width %u, seq %u, batch %u, %u layers: "
+                    "%s", self->backward ? "training" : "forward", self->config.width,
+                    self->config.seq, self->batch, self->config.n_layer, table);
+    }
   g_clear_pointer (&self->recording, dc_vk_recording_free);
   g_clear_pointer (&self->grads_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->logits_staging, dc_vk_buffer_free);
@@ -144,11 +182,37 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->q, dc_vk_buffer_free);
   g_clear_pointer (&self->f, dc_vk_buffer_free);
   g_clear_pointer (&self->backward_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->gemm_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
   g_free (self->layers);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->ctx, dc_vk_context_free);
   g_free (self);
+}
+
+/* The ops' names, for DC_VK_PROFILE's table. */
+static const char * const op_names[] = {
+  "embed", "layer-norm", "quantize", "gemm", "bias", "add", "relu", "softmax", "loss", "mean",
+  "head-dx", "head-dw", "zero", "ln-dx", "ln-dw", "colsum", "relu-back", "softmax-back",
+  "embed-back",
+};
+
+G_STATIC_ASSERT (G_N_ELEMENTS (op_names) == OP_EMBED_BACK + 1);
+
+/* The profile's label of an op: its name and shape (a product's M×N×K and
+ * pairs, a quantization's vectors × length, by rows or by columns). */
+static char *
+op_label (guint          op,
+          gsize          work,
+          const guint32 *args)
+{
+  if (op == OP_GEMM)
+    return args[9] > 1 ? g_strdup_printf ("gemm %ux%ux%u x%u pairs", args[2], args[5], args[6],
+                                          args[9])
+                       : g_strdup_printf ("gemm %ux%ux%u", args[2], args[5], args[6]);
+  if (op == OP_QUANTIZE)
+    return g_strdup_printf ("quantize %ux%u %s", args[3], args[4], args[2] == 1 ? "rows" : "cols");
+  return g_strdup_printf ("%s %" G_GSIZE_FORMAT, op_names[op], work);
 }
 
 /* Records one operation over `work` items (elements, rows or vectors). */
@@ -162,7 +226,10 @@ record_op (DcGptVkForward  *self,
 {
   DcVkForwardPush push = { op, { 0 } };
   DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
-  gsize groups = op == OP_QUANTIZE ? work : (work + FWD_GROUP - 1) / FWD_GROUP;
+  /* A workgroup per vector to quantize, or an invocation per vector where
+   * record_quantize_pairs () chose it (args[11]). */
+  gsize groups = op == OP_QUANTIZE && !(n_args > 11 && args[11] != 0) ? work
+                 : (work + FWD_GROUP - 1) / FWD_GROUP;
   DcVkPipeline *pipeline = self->pipeline;
   guint64 *count = &self->n_dispatches;
 
@@ -181,6 +248,12 @@ record_op (DcGptVkForward  *self,
     }
   memcpy (push.a, args, n_args * sizeof (guint32));
   ++*count;
+  if (dc_vk_recording_is_profiled (self->recording))
+    {
+      g_autofree char *label = op_label (op, work, push.a);
+
+      dc_vk_recording_label (self->recording, label);
+    }
   /* Each pipeline's set is written at its first dispatch only. */
   return dc_vk_recording_dispatch (self->recording, pipeline, *count == 1 ? buffers : NULL, &push,
                                    (guint) CLAMP (groups, 1, FWD_MAX_GROUPS), 1, 1, error);
@@ -210,11 +283,16 @@ record_quantize_pairs (DcGptVkForward  *self,
                        const Pairs     *pairs,
                        GError         **error)
 {
+  /* One invocation per vector for short vectors, and for many columns
+   * side by side (neighbouring invocations then load neighbouring
+   * floats); a workgroup per vector otherwise. */
+  gboolean per_invocation = k <= QUANT_SMALL_K
+                            || (vs == 1 && ks != 1 && n * pairs->pairs >= QUANT_COLUMNS_MIN);
   guint32 args[] = { (guint32) src, (guint32) vs, (guint32) ks, (guint32) (n * pairs->pairs),
                      (guint32) k, (guint32) (left ? self->qa : self->qb),
                      (guint32) (left ? self->ea : self->eb), (guint32) n,
                      (guint32) pairs->heads, (guint32) pairs->seq_stride,
-                     (guint32) pairs->head_stride };
+                     (guint32) pairs->head_stride, (guint32) per_invocation };
 
   /* The dry run measures the largest operand on each side. */
   if (self->dry)
@@ -258,8 +336,62 @@ record_gemm_pairs (DcGptVkForward  *self,
                      (guint32) self->eb, (guint32) n, (guint32) k, (guint32) out,
                      (guint32) ldc, (guint32) pairs->pairs, (guint32) pairs->heads,
                      (guint32) pairs->seq_stride, (guint32) pairs->head_stride };
+  gsize groups_x = (n + GEMM_TILE - 1) / GEMM_TILE, groups_y = (m + GEMM_TILE - 1) / GEMM_TILE;
+  gsize slice_words = 0, slices = 1;
 
-  return record_op (self, OP_GEMM, m * n * pairs->pairs, args, G_N_ELEMENTS (args), error);
+  /* resident-gemm.comp reads the operands a word at a time, and its grid is
+   * one workgroup per 64 × 64 block of each pair; elsewhere the untiled
+   * product of resident-forward.comp. */
+  if (!self->tiled || k % 4 != 0 || self->qa % 4 != 0 || self->qb % 4 != 0
+      || groups_x > FWD_MAX_GROUPS || groups_y > FWD_MAX_GROUPS || pairs->pairs > FWD_MAX_GROUPS)
+    return record_op (self, OP_GEMM, m * n * pairs->pairs, args, G_N_ELEMENTS (args), error);
+  /* One matrix of few blocks and a long K (the weights' gradients): split
+   * K so that the device has GEMM_SPLIT_BLOCKS workgroups to run. */
+  if (pairs->pairs == 1 && k >= GEMM_SPLIT_MIN_K && groups_x * groups_y < GEMM_SPLIT_BLOCKS)
+    {
+      slices = MIN ((GEMM_SPLIT_BLOCKS + groups_x * groups_y - 1) / (groups_x * groups_y),
+                    k / 4 / GEMM_SPLIT_MIN_WORDS);
+      slice_words = ((k / 4 + slices - 1) / slices + 7) / 8 * 8;  /* whole stages of 8 words */
+      slices = (k / 4 + slice_words - 1) / slice_words;
+      if (slices <= 1)
+        slice_words = 0, slices = 1;
+    }
+  if (self->dry)
+    {
+      if (slices > 1)
+        self->split_words = MAX (self->split_words, slices * m * n);
+      return TRUE;
+    }
+  {
+    DcVkForwardPush push = { OP_GEMM, { 0 } };
+    DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
+
+    memcpy (push.a, args, sizeof args);
+    push.a[13] = (guint32) slice_words;
+    push.a[14] = (guint32) self->split_scratch;
+    if (dc_vk_recording_is_profiled (self->recording))
+      {
+        g_autofree char *label = op_label (OP_GEMM, m * n * pairs->pairs, push.a);
+        g_autofree char *tiled = g_strdup_printf ("tiled-%s%s", label,
+                                                  slices > 1 ? " split" : "");
+
+        dc_vk_recording_label (self->recording, tiled);
+      }
+    if (!dc_vk_recording_dispatch (self->recording, self->gemm_pipeline,
+                                   ++self->n_gemm_dispatches == 1 ? buffers : NULL, &push,
+                                   (guint) groups_x, (guint) groups_y,
+                                   (guint) (slices > 1 ? slices : pairs->pairs), error))
+      return FALSE;
+    if (slices == 1)
+      return TRUE;
+    push.op = OP_GEMM_SUM;
+    push.a[13] = (guint32) slices;
+    if (dc_vk_recording_is_profiled (self->recording))
+      dc_vk_recording_label (self->recording, "gemm-sum");
+    self->n_gemm_dispatches++;
+    return dc_vk_recording_dispatch (self->recording, self->gemm_pipeline, NULL, &push,
+                                     (guint) ((m * n + 255) / 256), 1, 1, error);
+  }
 }
 
 static gboolean
@@ -485,7 +617,7 @@ record_body (DcGptVkForward  *self,
         || !record_quantize (self, FALSE, self->lnf, 1, c, c, bt, error)
         || !record_gemm (self, v, c, bt, g_wte, c, error)
         || !record_op (self, OP_HEAD_DX, bt * c, head_dx, G_N_ELEMENTS (head_dx), error)
-        || !record_op (self, OP_HEAD_DW, c, head_dw, G_N_ELEMENTS (head_dw), error)
+        || !record_op (self, OP_HEAD_DW, v * c, head_dw, G_N_ELEMENTS (head_dw), error)
         || !record_op (self, OP_ZERO, bt * c, zero, G_N_ELEMENTS (zero), error)
         || !record_layer_norm_backward (self, self->res + cfg->n_layer * bt * c,
                                         tensor_offset (cfg, lnf_index), self->lnf_mean,
@@ -561,9 +693,9 @@ record_body (DcGptVkForward  *self,
   {
     guint32 args[] = { (guint32) g_wte, (guint32) (self->grads_off + tensor_offset (cfg, 1)),
                        (guint32) self->d_res, (guint32) bt, (guint32) c, (guint32) t,
-                       (guint32) t };
+                       (guint32) t, (guint32) v };
 
-    return record_op (self, OP_EMBED_BACK, c, args, G_N_ELEMENTS (args), error);
+    return record_op (self, OP_EMBED_BACK, (v + t) * c, args, G_N_ELEMENTS (args), error);
   }
 }
 
@@ -621,6 +753,9 @@ layout (DcGptVkForward *self)
   self->dry = TRUE;
   record_body (self, NULL);
   self->dry = FALSE;
+  /* The split products' int32 partial sums, after everything else in F. */
+  self->split_scratch = off;
+  off += self->split_words;
   /* The right operands start 16-byte aligned (the GEMM's wide loads). */
   self->qa = 0;
   self->qb = (self->q_left + 15) / 16 * 16;
@@ -644,6 +779,9 @@ measure (const DcGptConfig     *config,
   self->batch = batch;
   self->backward = backward;
   self->n_params = dc_gpt_config_n_params (config);
+  /* As with the tiled products (their gate usually passes): the split
+   * products' scratch is then part of F, so this is the larger layout. */
+  self->tiled = TRUE;
   f = layout (self);
   out->f_bytes = (guint64) f * 4;
   out->q_bytes = MAX (self->qb + self->q_right, 4);
@@ -734,6 +872,7 @@ record_forward (DcGptVkForward  *self,
                 gboolean         broken,
                 gboolean         broken_loss,
                 gboolean         broken_backward,
+                gboolean         broken_gemm,
                 GError         **error)
 {
   const DcGptConfig *cfg = &self->config;
@@ -741,6 +880,7 @@ record_forward (DcGptVkForward  *self,
   gsize bt = (gsize) self->batch * cfg->seq;
   gsize off, q_size, e_size;
   g_autofree char *forward_file = NULL, *loss_file = NULL, *backward_file = NULL;
+  g_autofree char *gemm_file = NULL;
   DcGptVkForwardMemory memory = { 0 };
 
   off = layout (self);
@@ -756,6 +896,8 @@ record_forward (DcGptVkForward  *self,
   forward_file = _dc_gpt_vk_kernel_file ("resident-forward", self->native, broken);
   loss_file = _dc_gpt_vk_kernel_file ("resident-loss", self->native, broken_loss);
   backward_file = _dc_gpt_vk_kernel_file ("resident-backward", self->native, broken_backward);
+  /* Integers only: one variant whatever the float mode. */
+  gemm_file = _dc_gpt_vk_kernel_file ("resident-gemm", DC_VK_F32_EMULATED, broken_gemm);
   self->pipeline = dc_vk_pipeline_new (self->ctx, forward_file, 4, sizeof (DcVkForwardPush),
                                        error);
   if (self->pipeline == NULL
@@ -765,6 +907,9 @@ record_forward (DcGptVkForward  *self,
           && (self->backward_pipeline
                 = dc_vk_pipeline_new (self->ctx, backward_file, 4, sizeof (DcVkForwardPush),
                                       error)) == NULL)
+      || (self->tiled
+          && (self->gemm_pipeline = dc_vk_pipeline_new (self->ctx, gemm_file, 4,
+                                                    sizeof (DcVkForwardPush), error)) == NULL)
       || (self->f = dc_vk_buffer_new_device_local (self->ctx, off * 4, error)) == NULL
       || (self->q = dc_vk_buffer_new_device_local (self->ctx, MAX (q_size, 4), error)) == NULL
       || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
@@ -914,7 +1059,8 @@ dc_gpt_vk_forward_gradients (DcGptVkForward  *self,
 guint64
 dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
 {
-  return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches;
+  return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches
+         + self->n_gemm_dispatches;
 }
 
 /* With @twins, each kernel named in DC_TEST_BREAK_KERNEL is its broken twin
@@ -925,6 +1071,7 @@ forward_new (DcVkContext        *ctx,
              guint               batch,
              gboolean            backward,
              DcVkF32Mode         native,
+             gboolean            tiled,
              gboolean            twins,
              GError            **error)
 {
@@ -935,10 +1082,12 @@ forward_new (DcVkContext        *ctx,
   self->batch = batch;
   self->backward = backward;
   self->native = native;
+  self->tiled = tiled;
   self->n_params = dc_gpt_config_n_params (config);
   if (!record_forward (self, twins && _dc_gpt_vk_kernel_twin ("resident-forward", native),
                        twins && _dc_gpt_vk_kernel_twin ("resident-loss", native),
-                       twins && _dc_gpt_vk_kernel_twin ("resident-backward", native), error))
+                       twins && _dc_gpt_vk_kernel_twin ("resident-backward", native),
+                       twins && _dc_gpt_vk_kernel_broken ("resident-gemm"), error))
     {
       self->ctx = NULL;  /* the caller's */
       return NULL;
@@ -1063,37 +1212,45 @@ gate_ops (DcVkContext  *ctx,
           || !same_bits ("layer norm rstd", f + RSTD + r, &rstd, 1, error))
         return FALSE;
     }
-  /* Rows of X and of X2, and columns of X, quantized; the products of the
-   * rows. */
-  RUN (OP_QUANTIZE, GATE_R, X, GATE_N, 1, GATE_R, GATE_N, 0, 1);
-  RUN (OP_QUANTIZE, GATE_R, X2, GATE_N, 1, GATE_R, GATE_N, GATE_R * GATE_N, 1 + GATE_R);
-  RUN (OP_GEMM, GATE_R * GATE_R, 0, 1, GATE_R, GATE_R * GATE_N, 1 + GATE_R, GATE_R, GATE_N, MM,
-       GATE_R);
-  if (!dc_quant_pack_reference ("gate", f + X, GATE_N, 1, qa, error)
-      || !dc_quant_pack_reference ("gate", f + X2, GATE_N, 1, qb, error))
-    return FALSE;
-  if (memcmp (q, qa->q, GATE_R * GATE_N) != 0 || memcmp (e + 1, qa->exponent, GATE_R * 4) != 0
-      || memcmp (q + GATE_R * GATE_N, qb->q, GATE_R * GATE_N) != 0
-      || memcmp (e + 1 + GATE_R, qb->exponent, GATE_R * 4) != 0)
+  /* Rows of X and of X2, and columns of X, quantized, both ways (a[11]: a
+   * workgroup or an invocation per vector); the products of the rows. */
+  for (guint32 mode = 0; mode < 2; mode++)
     {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "quantized rows differ from dc_quant_pack's");
-      return FALSE;
-    }
-  dc_gemm_reference_i32 (qa, qb, acc);
-  for (guint i = 0; i < GATE_R * GATE_R; i++)
-    want[i] = dc_gemm_epilogue (acc[i], qa->exponent[i / GATE_R], qb->exponent[i % GATE_R]);
-  if (!same_bits ("product", f + MM, want, GATE_R * GATE_R, error))
-    return FALSE;
-  RUN (OP_QUANTIZE, GATE_N, X, 1, GATE_N, GATE_N, GATE_R, 2 * GATE_R * GATE_N, 1);
-  if (!dc_quant_pack_reference ("gate", f + X, 1, GATE_N, qc, error))
-    return FALSE;
-  if (memcmp (q + 2 * GATE_R * GATE_N, qc->q, GATE_R * GATE_N) != 0
-      || memcmp (e + 1, qc->exponent, GATE_N * 4) != 0)
-    {
-      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                   "quantized columns differ from dc_quant_pack's");
-      return FALSE;
+      memset (q, 0x55, 3 * GATE_R * GATE_N);
+      RUN (OP_QUANTIZE, GATE_R, X, GATE_N, 1, GATE_R, GATE_N, 0, 1, 0, 0, 0, 0, mode);
+      RUN (OP_QUANTIZE, GATE_R, X2, GATE_N, 1, GATE_R, GATE_N, GATE_R * GATE_N, 1 + GATE_R,
+           0, 0, 0, 0, mode);
+      RUN (OP_GEMM, GATE_R * GATE_R, 0, 1, GATE_R, GATE_R * GATE_N, 1 + GATE_R, GATE_R, GATE_N,
+           MM, GATE_R);
+      if (!dc_quant_pack_reference ("gate", f + X, GATE_N, 1, qa, error)
+          || !dc_quant_pack_reference ("gate", f + X2, GATE_N, 1, qb, error))
+        return FALSE;
+      if (memcmp (q, qa->q, GATE_R * GATE_N) != 0 || memcmp (e + 1, qa->exponent, GATE_R * 4) != 0
+          || memcmp (q + GATE_R * GATE_N, qb->q, GATE_R * GATE_N) != 0
+          || memcmp (e + 1 + GATE_R, qb->exponent, GATE_R * 4) != 0)
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                       "quantized rows differ from dc_quant_pack's (%s)",
+                       mode ? "an invocation per vector" : "a workgroup per vector");
+          return FALSE;
+        }
+      dc_gemm_reference_i32 (qa, qb, acc);
+      for (guint i = 0; i < GATE_R * GATE_R; i++)
+        want[i] = dc_gemm_epilogue (acc[i], qa->exponent[i / GATE_R], qb->exponent[i % GATE_R]);
+      if (!same_bits ("product", f + MM, want, GATE_R * GATE_R, error))
+        return FALSE;
+      RUN (OP_QUANTIZE, GATE_N, X, 1, GATE_N, GATE_N, GATE_R, 2 * GATE_R * GATE_N, 1, 0, 0, 0, 0,
+           mode);
+      if (!dc_quant_pack_reference ("gate", f + X, 1, GATE_N, qc, error))
+        return FALSE;
+      if (memcmp (q + 2 * GATE_R * GATE_N, qc->q, GATE_R * GATE_N) != 0
+          || memcmp (e + 1, qc->exponent, GATE_N * 4) != 0)
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                       "quantized columns differ from dc_quant_pack's (%s)",
+                       mode ? "an invocation per vector" : "a workgroup per vector");
+          return FALSE;
+        }
     }
   /* Bias, residual add, ReLU: Y += B; OUT = X + OUT; X2 = relu (X). */
   for (guint i = 0; i < GATE_R * GATE_N; i++)
@@ -1166,6 +1323,7 @@ gate_ops (DcVkContext  *ctx,
 static gboolean
 gate (DcVkContext  *ctx,
       DcVkF32Mode   native,
+      gboolean      tiled,
       GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1191,7 +1349,7 @@ gate (DcVkContext  *ctx,
   run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error))
     return FALSE;
-  fwd = forward_new (ctx, &config, 2, FALSE, native, TRUE, error);
+  fwd = forward_new (ctx, &config, 2, FALSE, native, tiled, TRUE, error);
   if (fwd == NULL)
     return FALSE;
   n = (gsize) 2 * 16 * config.vocab;
@@ -1342,6 +1500,7 @@ gate_backward_ops (DcVkContext  *ctx,
 static gboolean
 gate_backward (DcVkContext  *ctx,
                DcVkF32Mode   native,
+               gboolean      tiled,
                GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1369,7 +1528,7 @@ gate_backward (DcVkContext  *ctx,
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error)
       || !dc_gpt_run_backward (run, model->params, want, error))
     return FALSE;
-  pass = forward_new (ctx, &config, 2, TRUE, native, TRUE, error);
+  pass = forward_new (ctx, &config, 2, TRUE, native, tiled, TRUE, error);
   if (pass == NULL)
     return FALSE;
   ok = dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads, &loss, error);
@@ -1380,20 +1539,136 @@ gate_backward (DcVkContext  *ctx,
          && same_bits ("the small model's loss", &loss, &want_loss, 1, error);
 }
 
+/* resident-gemm.comp's gate: products of random int8 operands with random
+ * exponents against the integer dot products and dc_gemm_epilogue (), on a
+ * shape with partial tiles on every side (M, N not multiples of 64, K not of
+ * 32): pairs placed as the attention's are (two heads side by side), then
+ * one matrix split over K into slices (the last one short) and summed by
+ * OP_GEMM_SUM. */
+#define GEMM_GATE_M 70
+#define GEMM_GATE_N 67
+
+static gboolean
+gate_gemm_case (DcVkContext   *ctx,
+                DcVkPipeline  *pipeline,
+                guint          k,
+                guint          pairs,
+                guint          heads,
+                guint          slice_words,
+                guint64       *state,
+                GError       **error)
+{
+  const guint m_rows = GEMM_GATE_M, n_cols = GEMM_GATE_N, ldc = heads * n_cols;
+  const gsize qb = (gsize) pairs * m_rows * k, n_out = (gsize) (pairs / heads) * m_rows * ldc;
+  const guint slices = slice_words > 0 ? (k / 4 + slice_words - 1) / slice_words : 1;
+  const gsize scratch = 1 + n_out, n_f = scratch + (gsize) slices * m_rows * n_cols;
+  g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
+  DcVkBuffer *buffers[4];
+  gint8 *q;
+  gint32 *e;
+  float *f;
+
+  g_assert (qb % 16 == 0 && pairs % heads == 0 && k % 4 == 0);
+  if ((bf = dc_vk_buffer_new (ctx, n_f * 4, error)) == NULL
+      || (bq = dc_vk_buffer_new (ctx, 2 * qb, error)) == NULL
+      || (be = dc_vk_buffer_new (ctx, 4 * (1 + pairs * (m_rows + n_cols)), error)) == NULL
+      || (bt = dc_vk_buffer_new (ctx, 4, error)) == NULL)
+    return FALSE;
+  q = dc_vk_buffer_get_data (bq);
+  e = dc_vk_buffer_get_data (be);
+  f = dc_vk_buffer_get_data (bf);
+  /* Values of the whole range, −127 to 127 (the extremes often: they
+   * carry the largest sums), and exponents that reach the epilogue's
+   * rounding, its subnormal and its overflow cases. */
+  for (gsize i = 0; i < 2 * qb; i++)
+    {
+      guint64 r = _dc_gpt_vk_splitmix64 (state);
+
+      q[i] = (gint8) ((r >> 8) % 4 == 0 ? ((r & 1) ? 127 : -127) : (gint) (r % 255) - 127);
+    }
+  for (gsize i = 0; i < 1 + pairs * (m_rows + n_cols); i++)
+    e[i] = (gint32) (_dc_gpt_vk_splitmix64 (state) % 40) - 30 - (i % 7 == 0 ? 50 : 0)
+           + (i % 11 == 0 ? 60 : 0);
+  memset (f, 0xff, n_f * 4);
+  buffers[0] = bf;
+  buffers[1] = bq;
+  buffers[2] = be;
+  buffers[3] = bt;
+  {
+    DcVkForwardPush push = { OP_GEMM, { 0, 1, m_rows, (guint32) qb, 1 + pairs * m_rows, n_cols,
+                                        k, 1, ldc, pairs, heads, m_rows * ldc, n_cols,
+                                        slice_words, (guint32) scratch } };
+
+    if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, (n_cols + GEMM_TILE - 1) / GEMM_TILE,
+                         (m_rows + GEMM_TILE - 1) / GEMM_TILE, slice_words > 0 ? slices : pairs,
+                         error))
+      return FALSE;
+    if (slice_words > 0)
+      {
+        push.op = OP_GEMM_SUM;
+        push.a[13] = slices;
+        if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, (m_rows * n_cols + 255) / 256, 1, 1,
+                             error))
+          return FALSE;
+      }
+  }
+  for (guint p = 0; p < pairs; p++)
+    for (guint m = 0; m < m_rows; m++)
+      for (guint n = 0; n < n_cols; n++)
+        {
+          const gint8 *a = q + ((gsize) p * m_rows + m) * k;
+          const gint8 *b = q + qb + ((gsize) p * n_cols + n) * k;
+          gsize at = 1 + (p / heads) * m_rows * ldc + (p % heads) * n_cols + (gsize) m * ldc + n;
+          gint32 acc = 0;
+          float want;
+
+          for (guint i = 0; i < k; i++)
+            acc += (gint32) a[i] * b[i];
+          want = dc_gemm_epilogue (acc, e[1 + p * m_rows + m],
+                                   e[1 + pairs * m_rows + p * n_cols + n]);
+          if (!same_f32 (f[at], want))
+            {
+              g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                           "product (K %u%s) of pair %u, row %u, column %u: 0x%08x instead of "
+                           "0x%08x", k, slice_words > 0 ? ", split" : "", p, m, n,
+                           f32_bits (f[at]), f32_bits (want));
+              return FALSE;
+            }
+        }
+  return TRUE;
+}
+
+static gboolean
+gate_gemm (DcVkContext  *ctx,
+           gboolean      broken,
+           GError      **error)
+{
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-gemm", DC_VK_F32_EMULATED, broken);
+  g_autoptr(DcVkPipeline) pipeline = NULL;
+  guint64 state = G_GUINT64_CONSTANT (0x4461697379476d31);  /* "DaisyGm1" */
+
+  pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkForwardPush), error);
+  return pipeline != NULL
+         && gate_gemm_case (ctx, pipeline, 100, 4, 2, 0, &state, error)
+         /* 250 words of K in slices of 64: three whole, one of 58. */
+         && gate_gemm_case (ctx, pipeline, 1000, 1, 1, 64, &state, error);
+}
+
 /* The forward gate, and with @backward the backward's, for the native or
  * the emulated kernels; @kernel names the one refused. */
 static gboolean
 gates (DcVkContext  *ctx,
        gboolean      backward,
        DcVkF32Mode   native,
+       gboolean      tiled,
        const char  **kernel,
        GError      **error)
 {
   *kernel = "resident-forward";
-  if (!gate (ctx, native, error))
+  if (!gate (ctx, native, tiled, error))
     return FALSE;
   *kernel = "resident-backward";
-  return !backward || gate_backward (ctx, native, error);
+  return !backward || gate_backward (ctx, native, tiled, error);
 }
 
 /* Opens the best Vulkan device, gates what the pass needs and records it:
@@ -1412,6 +1687,7 @@ pass_new (const DcGptConfig  *config,
   const char *kernel = "resident-forward";
   g_autofree char *why_not = NULL;
   DcVkF32Mode native;
+  gboolean tiled;
 
   g_return_val_if_fail (batch > 0, NULL);
 
@@ -1435,12 +1711,20 @@ pass_new (const DcGptConfig  *config,
                                  dc_vk_context_get_device_name (ctx), error))
       return NULL;
   }
+  /* The tiled products first: the model gates below run with them. */
+  tiled = gate_gemm (ctx, _dc_gpt_vk_kernel_broken ("resident-gemm"), &local_error);
+  if (!tiled)
+    {
+      g_message ("Vulkan kernel resident-gemm on %s failed verification (%s) — using the "
+                 "untiled products", dc_vk_context_get_device_name (ctx), local_error->message);
+      g_clear_error (&local_error);
+    }
   native = _dc_gpt_vk_native_wanted (ctx, &why_not);
   if (native)
     {
       kernel = "f32-exact";
       if (!(_dc_gpt_vk_step_gate_f32 (ctx, native, &local_error)
-            && gates (ctx, backward, native, &kernel, &local_error)))
+            && gates (ctx, backward, native, tiled, &kernel, &local_error)))
         {
           g_message ("Vulkan kernel %s-native on %s failed verification (%s) — using the "
                      "emulated kernels", kernel, dc_vk_context_get_device_name (ctx),
@@ -1457,7 +1741,7 @@ pass_new (const DcGptConfig  *config,
   else
     g_info ("Resident %s pass on %s: emulated float arithmetic (%s)",
             backward ? "training" : "forward", dc_vk_context_get_device_name (ctx), why_not);
-  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, &kernel, &local_error))
+  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, tiled, &kernel, &local_error))
     ;
   else
     {
@@ -1469,7 +1753,7 @@ pass_new (const DcGptConfig  *config,
                    backward ? "training" : "forward");
       return NULL;
     }
-  self = forward_new (ctx, config, batch, backward, native, FALSE, error);
+  self = forward_new (ctx, config, batch, backward, native, tiled, FALSE, error);
   if (self == NULL)
     return NULL;
   g_steal_pointer (&ctx);
@@ -1522,6 +1806,19 @@ const char *
 dc_gpt_vk_forward_get_device_name (DcGptVkForward *self)
 {
   return dc_vk_context_get_device_name (self->ctx);
+}
+
+/**
+ * dc_gpt_vk_forward_get_products:
+ *
+ * Returns: how the pass's products run: "tiled" (resident-gemm.comp, its
+ *   gate passed) or "untiled" (resident-forward.comp's, one invocation per
+ *   output)
+ */
+const char *
+dc_gpt_vk_forward_get_products (DcGptVkForward *self)
+{
+  return self->tiled ? "tiled" : "untiled";
 }
 
 /**
