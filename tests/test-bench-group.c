@@ -221,17 +221,22 @@ netns_available (void)
  * alone (`per_device` `cpus`, from sched_getaffinity on its process)
  * where this machine has two processors or more; without it each may run
  * on all of them (“0-N”, or what this test may use). Before the option
- * every device could run anywhere. */
+ * every device could run anywhere. The pinned run also asks for
+ * --concurrent-solo: two devices training alone at once give
+ * `concurrent_solo_tokens_per_s`, and `scaling_vs_concurrent` is the
+ * group's rate over twice it; the run without the option has neither. */
 static void
 test_pin_cores (void)
 {
   const char *pinned[] = { "bench", "group", "--json", "--devices", "2", "--steps", "2",
-                           "--pin-cores", SMALL, NULL };
+                           "--pin-cores", "--concurrent-solo", SMALL, NULL };
   const char *free_args[] = { "bench", "group", "--json", "--devices", "2", "--steps", "2",
                               SMALL, NULL };
   g_autoptr(DcTestProc) proc = NULL;
   g_autoptr(DcTestProc) free_proc = NULL;
   JsonArray *per_device;
+  JsonObject *object;
+  double concurrent;
 
   if (g_get_num_processors () < 2)
     {
@@ -240,8 +245,15 @@ test_pin_cores (void)
     }
   proc = spawn_bench (pinned);
   g_assert_cmpint (dc_test_proc_expect_exit (proc, BENCH_BOUND_MS), ==, 0);
-  per_device = json_object_get_array_member (only_object (proc), "per_device");
+  object = only_object (proc);
+  per_device = json_object_get_array_member (object, "per_device");
   g_assert_cmpuint (json_array_get_length (per_device), ==, 2);
+  g_assert_true (json_object_has_member (object, "concurrent_solo_tokens_per_s"));
+  concurrent = json_object_get_double_member (object, "concurrent_solo_tokens_per_s");
+  g_assert_cmpfloat (concurrent, >, 0);
+  g_assert_cmpfloat_with_epsilon (json_object_get_double_member (object, "scaling_vs_concurrent"),
+                                  json_object_get_double_member (object, "tokens_per_s")
+                                  / (2 * concurrent), 1e-9);
   for (guint k = 0; k < 2; k++)
     {
       g_autofree char *want = g_strdup_printf ("%u", k);
@@ -253,7 +265,10 @@ test_pin_cores (void)
 
   free_proc = spawn_bench (free_args);
   g_assert_cmpint (dc_test_proc_expect_exit (free_proc, BENCH_BOUND_MS), ==, 0);
-  per_device = json_object_get_array_member (only_object (free_proc), "per_device");
+  object = only_object (free_proc);
+  g_assert_false (json_object_has_member (object, "concurrent_solo_tokens_per_s"));
+  g_assert_false (json_object_has_member (object, "scaling_vs_concurrent"));
+  per_device = json_object_get_array_member (object, "per_device");
   for (guint k = 0; k < 2; k++)
     {
       g_autofree char *alone = g_strdup_printf ("%u", k);

@@ -653,38 +653,56 @@ measured_seconds (Child *child,
           - g_array_index (child->times, gint64, first)) / 1e6;
 }
 
-/* One device alone: `train` without a room, the same size and threads. */
+/* One device alone: `train` without a room, the same size and threads;
+ * with @n_at_once > 1, that many such runs at once, each on its own (no
+ * room, nothing exchanged), pinned as the devices of a group are: what
+ * one device computes while N share the host's memory, caches and clock
+ * (--concurrent-solo). @tokens_per_s gets one run's mean rate. */
 static gboolean
 run_solo (Bench       *bench,
           const Size  *size,
           guint        n_threads,
           guint        steps,
+          guint        n_at_once,
           double      *tokens_per_s,
           GError     **error)
 {
   g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) child_free);
-  Child *child;
-  double seconds;
+  double sum = 0;
 
   g_ptr_array_add (args, g_strdup ("train"));
   g_ptr_array_add (args, g_strdup ("--json"));
   add_size_args (args, size, n_threads, steps + 1);
-  /* Pinned as the first device of a group is. */
-  child = child_spawn_pinned (bench, NULL, args, bench->pin ? 0 : -1, n_threads, error);
-  if (child == NULL)
-    return FALSE;
-  g_ptr_array_add (children, child);
-  if (!wait_for (bench, children, all_exited, NULL, "training alone", error))
-    return FALSE;
-  seconds = measured_seconds (child, steps + 1);
-  if (seconds <= 0)
+  for (guint k = 0; k < n_at_once; k++)
     {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
-                   "bench group: training alone did not print its steps");
-      return FALSE;
+      /* Pinned as device k of a group is. */
+      Child *child = child_spawn_pinned (bench, NULL, args,
+                                         bench->pin && n_at_once * n_threads
+                                                       <= g_get_num_processors ()
+                                         ? (gint) (k * n_threads) : -1,
+                                         n_threads, error);
+
+      if (child == NULL)
+        return FALSE;
+      g_ptr_array_add (children, child);
     }
-  *tokens_per_s = (double) steps * size->batch * size->seq / seconds;
+  if (!wait_for (bench, children, all_exited, NULL,
+                 n_at_once > 1 ? "training alone, several at once" : "training alone", error))
+    return FALSE;
+  for (guint k = 0; k < children->len; k++)
+    {
+      double seconds = measured_seconds (g_ptr_array_index (children, k), steps + 1);
+
+      if (seconds <= 0)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                       "bench group: training alone did not print its steps");
+          return FALSE;
+        }
+      sum += (double) steps * size->batch * size->seq / seconds;
+    }
+  *tokens_per_s = sum / n_at_once;
   return TRUE;
 }
 
@@ -927,7 +945,8 @@ print_figures (DcCliOptions  *options,
                guint          n_threads,
                guint          steps,
                const Figures *f,
-               double         solo)
+               double         solo,
+               double         concurrent_solo)
 {
   /* Everything in a step that is not this device's own arithmetic: sending,
    * waiting for the others' gradients (the slowest device included) and
@@ -1002,6 +1021,12 @@ print_figures (DcCliOptions  *options,
       json_add_double (builder, "tokens_per_s", f->tokens_per_s);
       json_add_double (builder, "solo_tokens_per_s", solo);
       json_add_double (builder, "scaling", scaling);
+      if (concurrent_solo > 0)
+        {
+          json_add_double (builder, "concurrent_solo_tokens_per_s", concurrent_solo);
+          json_add_double (builder, "scaling_vs_concurrent",
+                           f->tokens_per_s / (n_devices * concurrent_solo));
+        }
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
     }
@@ -1076,7 +1101,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
 {
   g_autofree char *devices_text = NULL;
   int width = 0, seq = 0, batch = 0, steps = 5, threads = 0;
-  gboolean netns = FALSE, pin = FALSE;
+  gboolean netns = FALSE, pin = FALSE, concurrent = FALSE;
   g_autofree char *gradient_wire = NULL;
   const GOptionEntry entries[] = {
     { "devices", 0, 0, G_OPTION_ARG_STRING, &devices_text,
@@ -1100,6 +1125,8 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
       "f32|bf16" },
     { "pin-cores", 0, 0, G_OPTION_ARG_NONE, &pin,
       N_("Each device on cores of its own (device k: cores k×threads…), when they fit"), NULL },
+    { "concurrent-solo", 0, 0, G_OPTION_ARG_NONE, &concurrent,
+      N_("Also time N devices training alone at once, the baseline of a shared host"), NULL },
     { NULL }
   };
   g_autoptr(GArray) counts = g_array_new (FALSE, FALSE, sizeof (guint));
@@ -1193,6 +1220,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
         g_autofree char *key = g_strdup_printf ("%u/%u", s, n_threads);
         double *solo = g_hash_table_lookup (solo_rates, key);
         Figures figures = { 0 };
+        double concurrent_solo = 0;
 
         /* One device's rate with a device's share of the processors,
          * measured once per size and share, in this run. */
@@ -1200,15 +1228,22 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
           {
             solo = g_new (double, 1);
             g_hash_table_insert (solo_rates, g_strdup (key), solo);
-            if (!run_solo (&bench, size, n_threads, (guint) steps, solo, &error))
+            if (!run_solo (&bench, size, n_threads, (guint) steps, 1, solo, &error))
               goto fail;
           }
+        /* N devices on one host share its memory bandwidth, caches and
+         * clock even with cores of their own: N runs alone at once show
+         * what the host leaves each, without any exchange. */
+        if (concurrent && n > 1
+            && !run_solo (&bench, size, n_threads, (guint) steps, n, &concurrent_solo, &error))
+          goto fail;
         if (!run_group (&bench, size, n, n_threads, (guint) steps, &figures, &error))
           {
             figures_clear (&figures);
             goto fail;
           }
-        print_figures (options, bench.gradient_wire, network, size, n, n_threads, (guint) steps, &figures, *solo);
+        print_figures (options, bench.gradient_wire, network, size, n, n_threads, (guint) steps, &figures, *solo,
+                       concurrent_solo);
         figures_clear (&figures);
       }
   goto out;
