@@ -639,8 +639,9 @@ test_bench_shape (void)
   g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
                                                   NULL);
   const char *args[] = { "bench", "ring", "--json", "--model", dir, "--stages", "1,3",
-                         "--tokens", "4", "--rounds", "2", NULL };
+                         "--tokens", "4", "--rounds", "2", "--stage-threads", "3", NULL };
   const char *bad[] = { "bench", "ring", "--stages", "0", NULL };
+  const char *bad_stage_threads[] = { "bench", "ring", "--stage-threads", "2000", NULL };
   const char *bad_rounds[] = { "bench", "ring", "--rounds", "0", NULL };
   const char *bad_threads[] = { "bench", "ring", "--threads", "2000", NULL };
   const char *join_threads[] = { "join", "--threads", "4", NULL };
@@ -649,6 +650,7 @@ test_bench_shape (void)
 
   g_assert_cmpint (dc_test_run_cli (bad, NULL, NULL, EVENT_BOUND_MS), ==, 2);
   g_assert_cmpint (dc_test_run_cli (bad_threads, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  g_assert_cmpint (dc_test_run_cli (bad_stage_threads, NULL, NULL, EVENT_BOUND_MS), ==, 2);
   g_assert_cmpint (dc_test_run_cli (bad_rounds, NULL, NULL, EVENT_BOUND_MS), ==, 2);
   /* --threads is a stage's: without --serve-layers it is a usage error. */
   g_assert_cmpint (dc_test_run_cli (join_threads, NULL, NULL, EVENT_BOUND_MS), ==, 2);
@@ -699,9 +701,10 @@ test_bench_shape (void)
       g_assert_cmpint (json_object_get_int_member (o, "round"), ==, k / 2 + 1);
       g_assert_cmpint (json_object_get_int_member (o, "stages"), ==, i == 0 ? 1 : 3);
       g_assert_cmpint (json_object_get_int_member (o, "tokens"), ==, 4);
-      /* The devices of a size share this host's processors. */
+      /* One device alone takes every processor; --stage-threads sets the
+       * 3-stage ring's devices' threads. */
       g_assert_cmpint (json_object_get_int_member (o, "threads"), ==,
-                       MAX (1, g_get_num_processors () / (i == 0 ? 1 : 3)));
+                       i == 0 ? MAX (1, g_get_num_processors ()) : 3);
       g_assert_cmpfloat (json_object_get_double_member (o, "prefill_tok_s"), >, 0);
       g_assert_cmpfloat (json_object_get_double_member (o, "decode_tok_s"), >, 0);
       g_assert_cmpfloat (json_object_get_double_member (o, "lap_estimate_ms"), >, 0);

@@ -1071,7 +1071,7 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
 {
   g_autofree char *model_arg = NULL, *stages_arg = NULL, *model_dir = NULL;
   g_autofree char *head_cache = NULL, *signal_url = NULL;
-  int tokens = 64, threads = 0, rounds = 1;
+  int tokens = 64, threads = 0, stage_threads = 0, rounds = 1;
   Netns netns = { 0 };
   const GOptionEntry entries[] = {
     { "model", 0, 0, G_OPTION_ARG_FILENAME, &model_arg,
@@ -1083,6 +1083,9 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
       N_("Rounds of every size, the order reversed every other round (1)"), "N" },
     { "threads", 0, 0, G_OPTION_ARG_INT, &threads,
       N_("Threads of every device's products (default: processors / stages of each size)"),
+      "N" },
+    { "stage-threads", 0, 0, G_OPTION_ARG_INT, &stage_threads,
+      N_("Threads of each device of the sizes of 2 or more stages (default: as --threads)"),
       "N" },
     { "netns", 0, 0, G_OPTION_ARG_NONE, &netns.on,
       N_("Stages in network namespaces shaped to 1 Gbit/s and 1 ms (root, ip and tc)"), NULL },
@@ -1109,7 +1112,7 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
   /* 20 rounds of three sizes is an hour on the H200 host: past that, a typo. */
   if (rounds < 1 || rounds > 20)
     return dc_cli_usage_error (command, _("--rounds must be 1–20"));
-  if (threads < 0 || threads > 1024)
+  if (threads < 0 || threads > 1024 || stage_threads < 0 || stage_threads > 1024)
     return dc_cli_usage_error (command, _("--threads must be 1–1024"));
   if (!dc_mesh_check_plugins (&error))
     return dc_cli_fail (options, error);
@@ -1187,6 +1190,11 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
           /* The devices of a size share this host: each gets its share of
            * the cores, so one device alone uses them all. */
           guint n_threads = threads > 0 ? (guint) threads : MAX (1, g_get_num_processors () / n);
+
+          /* A ring decodes one stage at a time: its devices may each take
+           * more than their share of the cores (measuring). */
+          if (n > 1 && stage_threads > 0)
+            n_threads = (guint) stage_threads;
 
           if (!measure (context, repo, &netns, signal_url, hub.url, n, (guint) tokens, n_threads,
                         &row[i], &error))
