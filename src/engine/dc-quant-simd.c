@@ -192,10 +192,11 @@ dc_quant_pack_avx2 (const char     *what,
 /*
  * The column quantizer: vectors that are columns of a row-major matrix
  * (out->k rows, row r at src + r · ld, column v at src + v), as a weight
- * gradient's operands are. Eight columns at a time: one pass over the rows
- * finds each column's amax exactly as amax_bits_avx2 does for a row, then a
- * second pass scales eight rows of the eight columns, quantizes them with
- * quant8_avx2 (the row path's arithmetic, so the same bits), transposes the
+ * gradient's operands are. Sixteen columns at a time (COLUMN_GROUP): one
+ * pass over the rows finds each column's amax exactly as amax_bits_avx2
+ * does for a row, then a second pass scales eight rows of eight columns
+ * with quant8_avx2's arithmetic (multiply, round to nearest even, clamp,
+ * convert: the same bits), transposes the
  * 8 × 8 int32 block in registers and narrows 32 rows of a column to 32
  * contiguous int8: the layout dc_quant_pack gives, without the float
  * transpose into a buffer that the products used to make first.
@@ -293,6 +294,11 @@ quant_columns_block_avx2 (const float *src,
     }
 }
 
+/* Columns per group: 16 floats are one cache line of each row, so the
+ * second pass re-reads from L2 the lines the first brought in (a group of
+ * a 4096-row operand is 256 KiB), and each line is used whole, once. */
+#define COLUMN_GROUP 16
+
 __attribute__ ((target ("avx2"))) gboolean
 dc_quant_pack_columns_avx2 (const char     *what,
                             const float    *src,
@@ -301,44 +307,49 @@ dc_quant_pack_columns_avx2 (const char     *what,
                             GError        **error)
 {
   const __m256i abs_mask = _mm256_set1_epi32 (0x7fffffff);
+  const __m256i lane = _mm256_setr_epi32 (0, 1, 2, 3, 4, 5, 6, 7);
   const gsize k = out->k, nv = out->n_vectors;
 
-  for (gsize c0 = 0; c0 < nv; c0 += 8)
+  for (gsize c0 = 0; c0 < nv; c0 += COLUMN_GROUP)
     {
-      const gsize w = MIN (nv - c0, 8);
-      const __m256i lane = _mm256_setr_epi32 (0, 1, 2, 3, 4, 5, 6, 7);
-      const __m256i mask = _mm256_cmpgt_epi32 (_mm256_set1_epi32 ((int) w), lane);
+      /* Two halves of eight columns; the second may be short or empty. */
+      const gsize w = MIN (nv - c0, COLUMN_GROUP);
+      const gsize w0 = MIN (w, 8), w1 = w - w0;
+      const __m256i mask0 = _mm256_cmpgt_epi32 (_mm256_set1_epi32 ((int) w0), lane);
+      const __m256i mask1 = _mm256_cmpgt_epi32 (_mm256_set1_epi32 ((int) w1), lane);
       __m256i m0 = _mm256_setzero_si256 (), m1 = m0;
-      guint32 amax[8];
-      float scales[8];
-      gboolean slow[8] = { FALSE };
-      gsize i = 0;
+      guint32 amax[COLUMN_GROUP];
+      float scales[COLUMN_GROUP];
+      gboolean slow[COLUMN_GROUP] = { FALSE };
 
       /* Pass 1: each column's largest magnitude on the bits. */
-      for (; i + 2 <= k; i += 2)
+      for (gsize i = 0; i < k; i++)
         {
+          const float *row = src + i * ld + c0;
+
           m0 = _mm256_max_epu32 (m0, _mm256_and_si256 (_mm256_castps_si256 (
-                                   load_row8 (src + i * ld + c0, mask, w == 8)), abs_mask));
-          m1 = _mm256_max_epu32 (m1, _mm256_and_si256 (_mm256_castps_si256 (
-                                   load_row8 (src + (i + 1) * ld + c0, mask, w == 8)), abs_mask));
+                                   load_row8 (row, mask0, w0 == 8)), abs_mask));
+          if (w1 > 0)
+            m1 = _mm256_max_epu32 (m1, _mm256_and_si256 (_mm256_castps_si256 (
+                                     load_row8 (row + 8, mask1, w1 == 8)), abs_mask));
         }
-      if (i < k)
-        m0 = _mm256_max_epu32 (m0, _mm256_and_si256 (_mm256_castps_si256 (
-                                 load_row8 (src + i * ld + c0, mask, w == 8)), abs_mask));
-      _mm256_storeu_si256 ((__m256i *) amax, _mm256_max_epu32 (m0, m1));
+      _mm256_storeu_si256 ((__m256i *) amax, m0);
+      _mm256_storeu_si256 ((__m256i *) (amax + 8), m1);
 
       /* Each column's exponent, by the row path's rule. */
-      for (gsize c = 0; c < w; c++)
+      for (gsize c = 0; c < COLUMN_GROUP; c++)
         {
           int e;
 
+          scales[c] = 1.0f;
+          if (c >= w)
+            continue;
           if (amax[c] >= 0x7f800000u)
             {
               /* Not finite: the reference over the whole matrix gives the
                * same error, naming the same vector and index. */
               return dc_quant_pack_reference (what, src, 1, ld, out, error);
             }
-          scales[c] = 1.0f;
           if (amax[c] == 0)
             {
               out->exponent[c0 + c] = 0;  /* ±0 · 1 rounds to 0 */
@@ -353,12 +364,17 @@ dc_quant_pack_columns_avx2 (const char     *what,
           scales[c] = float_pow2 (-e);
           out->exponent[c0 + c] = e;
         }
-      for (gsize c = w; c < 8; c++)
-        scales[c] = 1.0f;
 
-      /* Pass 2: scale, round, clamp, transpose and narrow. */
+      /* Pass 2: scale, round, clamp, transpose and narrow, both halves of
+       * a 32-row block together (the same cache lines). */
       for (gsize i0 = 0; i0 < k; i0 += 32)
-        quant_columns_block_avx2 (src, ld, k, i0, c0, w, mask, _mm256_loadu_ps (scales), out->q);
+        {
+          quant_columns_block_avx2 (src, ld, k, i0, c0, w0, mask0, _mm256_loadu_ps (scales),
+                                    out->q);
+          if (w1 > 0)
+            quant_columns_block_avx2 (src, ld, k, i0, c0 + 8, w1, mask1,
+                                      _mm256_loadu_ps (scales + 8), out->q);
+        }
 
       for (gsize c = 0; c < w; c++)
         if (slow[c])
