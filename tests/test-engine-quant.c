@@ -573,6 +573,10 @@ test_quant_columns_adversarial (void)
               }
           }
       x[(k - 1) * ld + 4] = bits_float ((guint32) b << 23 | 0x7fffffu);
+      /* ±127.5 round to ±128, which clamp to ±127 (never -128). */
+      x[2 * ld + 0] = -127.5f;
+      x[3 * ld + 6] = 127.5f;
+      x[5 * ld + 6] = -127.5f;
       assert_column_packers_agree (x, k, nv, ld);
     }
 }

@@ -267,8 +267,10 @@ quant_columns_block_avx2 (const float *src,
           __m256 x = i < k ? load_row8 (src + i * ld + c0, mask, full) : _mm256_setzero_ps ();
           __m256 y = _mm256_mul_ps (x, scale);
 
+          /* |y| < 128 (see the file header), so the rounded value lies in
+           * [-128, 128] and converts exactly; the clamp to [-127, 127] is
+           * done once on the bytes below. */
           y = _mm256_round_ps (y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          y = _mm256_min_ps (_mm256_max_ps (y, _mm256_set1_ps (-127.0f)), _mm256_set1_ps (127.0f));
           r[j] = _mm256_cvtps_epi32 (y);
         }
       transpose_8x8_epi32 (r, cols[s]);
@@ -279,6 +281,10 @@ quant_columns_block_avx2 (const float *src,
       __m256i cd = _mm256_packs_epi32 (cols[2][c], cols[3][c]);
       __m256i p = _mm256_permutevar8x32_epi32 (_mm256_packs_epi16 (ab, cd), order);
       gint8 *dst = q + (c0 + c) * k + i0;
+
+      /* The packs saturate 128 to 127; -128 is raised to -127 here: the
+       * float path's clamp, in one instruction per 32 values. */
+      p = _mm256_max_epi8 (p, _mm256_set1_epi8 (-127));
 
       if (rows == 32)
         {
