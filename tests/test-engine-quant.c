@@ -281,6 +281,12 @@ test_rule_id (void)
   g_assert_true (id == dc_gemm_rule_id ());
 }
 
+static gboolean
+cpu_has_avx512 (void)
+{
+  return __builtin_cpu_supports ("avx512f") && __builtin_cpu_supports ("avx512bw");
+}
+
 /* Packs x (nv vectors of length k) with the reference, the AVX2 packer and
  * dc_quant_pack, and asserts all three give the same bits. */
 static void
@@ -295,6 +301,19 @@ assert_packers_agree (const float *x,
   g_assert_true (dc_quant_pack_reference ("ref", x, k, 1, ref, NULL));
   g_assert_true (dc_quant_pack_avx2 ("avx2", x, k, simd, NULL));
   g_assert_true (dc_quant_pack ("best", x, k, 1, best, NULL));
+  if (cpu_has_avx512 ())
+    {
+      /* The 16-lane packer, at every length (dc_quant_pack uses it up to 64). */
+      g_autoptr(DcQuantMatrix) wide = dc_quant_matrix_new (nv, k, NULL);
+
+      g_assert_true (dc_quant_pack_avx512 ("avx512", x, k, wide, NULL));
+      g_assert_cmpmem (wide->exponent, nv * sizeof (gint32), ref->exponent, nv * sizeof (gint32));
+      for (gsize i = 0; i < nv * k; i++)
+        if (wide->q[i] != ref->q[i])
+          g_error ("avx512 packer disagrees at vector %" G_GSIZE_FORMAT " index %" G_GSIZE_FORMAT
+                   " (x = %a): reference %d, avx512 %d", i / k, i % k, (double) x[i], ref->q[i],
+                   wide->q[i]);
+    }
   for (gsize v = 0; v < nv; v++)
     {
       g_assert_cmpint (simd->exponent[v], ==, ref->exponent[v]);
@@ -323,6 +342,7 @@ test_quant_simd_adversarial (void)
   /* The packer in use is the AVX2 one: otherwise this test would compare
    * the reference with itself. */
   g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "avx2");
+  g_assert_cmpstr (dc_quant_pack_avx512_name (), ==, cpu_has_avx512 () ? "avx512" : "none");
 
   for (gsize l = 0; l < G_N_ELEMENTS (lengths); l++)
     {
@@ -648,6 +668,37 @@ test_quant_columns_gate (void)
   g_test_trap_assert_stderr ("*AVX2 column quantizer failed verification*refused*");
 }
 
+/* The 16-lane packer's gate refuses its broken twin by name; the AVX2
+ * packer stays in use, and short vectors go to it. */
+static void
+test_quant_avx512_gate (void)
+{
+  if (!cpu_has_avx512 ())
+    {
+      g_test_skip ("no AVX-512 F and BW on this CPU");
+      return;
+    }
+  if (g_test_subprocess ())
+    {
+      float x[32];
+      g_autoptr(DcQuantMatrix) m = dc_quant_matrix_new (1, 32, NULL);
+      g_autoptr(DcQuantMatrix) r = dc_quant_matrix_new (1, 32, NULL);
+
+      g_setenv ("DC_TEST_BREAK_KERNEL", "quant-avx512", TRUE);
+      g_assert_cmpstr (dc_quant_pack_avx512_name (), ==, "none");
+      g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "avx2");
+      for (gsize i = 0; i < 32; i++)
+        x[i] = (float) i * 0.37f - 5.0f;
+      g_assert_true (dc_quant_pack ("short", x, 32, 1, m, NULL));
+      g_assert_true (dc_quant_pack_reference ("short", x, 32, 1, r, NULL));
+      g_assert_cmpmem (m->q, 32, r->q, 32);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*AVX-512 quantizer failed verification*refused*");
+}
+
 /* "all" breaks the quantizer too, as it does every other gated kernel;
  * a longer name that merely contains "quant-avx2" does not. */
 static void
@@ -663,6 +714,7 @@ test_quant_simd_gate_all (void)
       g_setenv ("DC_TEST_BREAK_KERNEL", "avx512-vnni,all", TRUE);
       g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "scalar");
       g_assert_cmpstr (dc_quant_pack_columns_simd_name (), ==, "scalar");
+      g_assert_cmpstr (dc_quant_pack_avx512_name (), ==, "none");
       return;
     }
   g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
@@ -702,6 +754,7 @@ main (int    argc,
   g_test_add_func ("/dc/engine/quant/simd-not-finite", test_quant_simd_not_finite);
   g_test_add_func ("/dc/engine/quant/simd-gate", test_quant_simd_gate);
   g_test_add_func ("/dc/engine/quant/simd-gate-all", test_quant_simd_gate_all);
+  g_test_add_func ("/dc/engine/quant/avx512-gate", test_quant_avx512_gate);
   g_test_add_func ("/dc/engine/quant/columns-random", test_quant_columns_random);
   g_test_add_func ("/dc/engine/quant/columns-adversarial", test_quant_columns_adversarial);
   g_test_add_func ("/dc/engine/quant/columns-not-finite", test_quant_columns_not_finite);
