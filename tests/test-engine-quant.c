@@ -12,6 +12,7 @@
 #include "engine/dc-gemm.h"
 #include "engine/dc-quant-simd-private.h"
 #include "engine/dc-test-break.h"
+#include "engine/dc-transpose.h"
 
 static float
 bits_float (guint32 u)
@@ -280,6 +281,12 @@ test_rule_id (void)
   g_assert_true (id == dc_gemm_rule_id ());
 }
 
+static gboolean
+cpu_has_avx512 (void)
+{
+  return __builtin_cpu_supports ("avx512f") && __builtin_cpu_supports ("avx512bw");
+}
+
 /* Packs x (nv vectors of length k) with the reference, the AVX2 packer and
  * dc_quant_pack, and asserts all three give the same bits. */
 static void
@@ -294,6 +301,19 @@ assert_packers_agree (const float *x,
   g_assert_true (dc_quant_pack_reference ("ref", x, k, 1, ref, NULL));
   g_assert_true (dc_quant_pack_avx2 ("avx2", x, k, simd, NULL));
   g_assert_true (dc_quant_pack ("best", x, k, 1, best, NULL));
+  if (cpu_has_avx512 ())
+    {
+      /* The 16-lane packer, at every length (dc_quant_pack uses it up to 64). */
+      g_autoptr(DcQuantMatrix) wide = dc_quant_matrix_new (nv, k, NULL);
+
+      g_assert_true (dc_quant_pack_avx512 ("avx512", x, k, wide, NULL));
+      g_assert_cmpmem (wide->exponent, nv * sizeof (gint32), ref->exponent, nv * sizeof (gint32));
+      for (gsize i = 0; i < nv * k; i++)
+        if (wide->q[i] != ref->q[i])
+          g_error ("avx512 packer disagrees at vector %" G_GSIZE_FORMAT " index %" G_GSIZE_FORMAT
+                   " (x = %a): reference %d, avx512 %d", i / k, i % k, (double) x[i], ref->q[i],
+                   wide->q[i]);
+    }
   for (gsize v = 0; v < nv; v++)
     {
       g_assert_cmpint (simd->exponent[v], ==, ref->exponent[v]);
@@ -322,6 +342,7 @@ test_quant_simd_adversarial (void)
   /* The packer in use is the AVX2 one: otherwise this test would compare
    * the reference with itself. */
   g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "avx2");
+  g_assert_cmpstr (dc_quant_pack_avx512_name (), ==, cpu_has_avx512 () ? "avx512" : "none");
 
   for (gsize l = 0; l < G_N_ELEMENTS (lengths); l++)
     {
@@ -444,6 +465,240 @@ test_quant_simd_gate (void)
   g_test_trap_assert_stderr ("*AVX2 quantizer failed verification*refused*");
 }
 
+/* Columns of a (k, ld) row-major matrix, first nv of them, packed four
+ * ways: the old route (transpose the floats, then the row reference), the
+ * strided reference, the AVX2 column packer and dc_quant_pack; all four
+ * must be the same bytes. */
+static void
+assert_column_packers_agree (const float *x,
+                             gsize        k,
+                             gsize        nv,
+                             gsize        ld)
+{
+  g_autofree float *rows = g_new (float, nv * k);
+  g_autoptr(DcQuantMatrix) old = dc_quant_matrix_new (nv, k, NULL);
+  g_autoptr(DcQuantMatrix) ref = dc_quant_matrix_new (nv, k, NULL);
+  g_autoptr(DcQuantMatrix) simd = dc_quant_matrix_new (nv, k, NULL);
+  g_autoptr(DcQuantMatrix) best = dc_quant_matrix_new (nv, k, NULL);
+
+  dc_transpose_f32_reference (x, ld, k, nv, rows, k);
+  g_assert_true (dc_quant_pack_reference ("old", rows, k, 1, old, NULL));
+  g_assert_true (dc_quant_pack_reference ("ref", x, 1, ld, ref, NULL));
+  g_assert_true (dc_quant_pack_columns_avx2 ("cols", x, ld, simd, NULL));
+  g_assert_true (dc_quant_pack ("best", x, 1, ld, best, NULL));
+  for (gsize v = 0; v < nv; v++)
+    {
+      g_assert_cmpint (ref->exponent[v], ==, old->exponent[v]);
+      g_assert_cmpint (simd->exponent[v], ==, old->exponent[v]);
+      g_assert_cmpint (best->exponent[v], ==, old->exponent[v]);
+    }
+  for (gsize i = 0; i < nv * k; i++)
+    {
+      if (ref->q[i] != old->q[i] || simd->q[i] != old->q[i] || best->q[i] != old->q[i])
+        g_error ("column packers disagree at column %" G_GSIZE_FORMAT " row %" G_GSIZE_FORMAT
+                 " of a %" G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT " matrix (x = %a, e = %d): "
+                 "transpose+rows %d, reference %d, avx2 columns %d, dc_quant_pack %d",
+                 i / k, i % k, k, nv, (double) x[(i % k) * ld + i / k], old->exponent[i / k],
+                 old->q[i], ref->q[i], simd->q[i], best->q[i]);
+    }
+}
+
+static void
+test_quant_columns_random (void)
+{
+  static const gsize ks[] = { 1, 2, 7, 31, 32, 33, 65, 100, 257 };
+  static const gsize nvs[] = { 1, 5, 8, 9, 16, 23, 40 };
+  guint64 state = 777;
+
+  if (!__builtin_cpu_supports ("avx2"))
+    {
+      g_test_skip ("no AVX2 on this CPU");
+      return;
+    }
+  g_assert_cmpstr (dc_quant_pack_columns_simd_name (), ==, "avx2");
+  for (int round = 0; round < 3 * (int) (G_N_ELEMENTS (ks) * G_N_ELEMENTS (nvs)); round++)
+    {
+      const gsize k = ks[round % G_N_ELEMENTS (ks)];
+      const gsize nv = nvs[(round / G_N_ELEMENTS (ks)) % G_N_ELEMENTS (nvs)];
+      const gsize ld = nv + (gsize) (round % 5);
+      g_autofree float *x = g_new (float, k * ld);
+
+      for (gsize i = 0; i < k * ld; i++)
+        {
+          guint32 u;
+
+          state = state * 6364136223846793005u + 1442695040888963407u;
+          u = (guint32) (state >> 32);
+          switch (round % 3)
+            {
+            case 0:   /* any finite float, subnormals included */
+              if ((u & 0x7f800000u) == 0x7f800000u)
+                u ^= 0x40000000u;
+              x[i] = bits_float (u);
+              break;
+            case 1:   /* training-like: a few binades, ties */
+              x[i] = (float) ((gint32) (u >> 8) - (1 << 23)) / (float) (1 << (round % 24));
+              break;
+            default:  /* subnormals and zeros only */
+              x[i] = bits_float (u & 0x807fffffu & ((u & 0x100) ? 0xffffffffu : 0x80000000u));
+              break;
+            }
+        }
+      assert_column_packers_agree (x, k, nv, ld);
+    }
+}
+
+/* Each column its own case: ties at the top, all ±0, subnormal amax, huge
+ * amax over tiny values, and amax at every binade (the fast path's edges
+ * e = -127, -126 and 126 included), side by side in one matrix. */
+static void
+test_quant_columns_adversarial (void)
+{
+  const gsize k = 45, nv = 11, ld = 13;
+  float x[45 * 13];
+
+  if (!__builtin_cpu_supports ("avx2"))
+    {
+      g_test_skip ("no AVX2 on this CPU");
+      return;
+    }
+  for (int b = 1; b < 255; b++)
+    {
+      for (gsize i = 0; i < k; i++)
+        for (gsize c = 0; c < ld; c++)
+          {
+            float *p = &x[i * ld + c];
+            guint32 mant = (guint32) ((i * 13 + c) * 0x2f3d1u) & 0x7fffffu;
+            int bc = (b + (int) c * 23) % 255;
+
+            switch (c % 6)
+              {
+              case 0:
+                *p = (float) ((gint64) ((i * 37 + c) % 255) - 127) + 0.5f;
+                break;
+              case 1:
+                *p = (i & 1) ? -0.0f : 0.0f;
+                break;
+              case 2:
+                *p = bits_float ((guint32) (i * 977 + c + 1) & 0x007fffffu) * ((i & 1) ? -1.0f : 1.0f);
+                break;
+              case 3:
+                *p = (i % 4 == 0) ? -3.0e38f : bits_float (0x00000001u + (guint32) i);
+                break;
+              default:
+                *p = bits_float ((guint32) MAX (bc - (int) (i % 9), 0) << 23 | mant);
+                if (i & 1)
+                  *p = -*p;
+                break;
+              }
+          }
+      x[(k - 1) * ld + 4] = bits_float ((guint32) b << 23 | 0x7fffffu);
+      /* ±127.5 round to ±128, which clamp to ±127 (never -128). */
+      x[2 * ld + 0] = -127.5f;
+      x[3 * ld + 6] = 127.5f;
+      x[5 * ld + 6] = -127.5f;
+      assert_column_packers_agree (x, k, nv, ld);
+    }
+}
+
+/* A NaN or infinity in a column: the reference's error, naming the same
+ * vector (the first bad column) and index (its first bad row). */
+static void
+test_quant_columns_not_finite (void)
+{
+  const gsize k = 40, nv = 19, ld = 21;
+  float x[40 * 21];
+
+  for (int which = 0; which < 2; which++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(GError) want = NULL;
+      g_autoptr(DcQuantMatrix) m = dc_quant_matrix_new (nv, k, NULL);
+      g_autoptr(DcQuantMatrix) r = dc_quant_matrix_new (nv, k, NULL);
+
+      for (gsize i = 0; i < G_N_ELEMENTS (x); i++)
+        x[i] = (float) i;
+      x[33 * ld + 17] = which ? INFINITY : NAN;
+      x[35 * ld + 12] = NAN;          /* an earlier column, a later row */
+      x[20 * ld + 19] = INFINITY;     /* past nv: not an operand value */
+      g_assert_false (dc_quant_pack ("cols", x, 1, ld, m, &error));
+      g_assert_false (dc_quant_pack_reference ("cols", x, 1, ld, r, &want));
+      g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE);
+      g_assert_cmpstr (error->message, ==, want->message);
+      g_assert_cmpstr (error->message, ==, "cols: NaN at vector 12, index 35 (refused, never quantized)");
+      if (__builtin_cpu_supports ("avx2"))
+        {
+          g_clear_error (&error);
+          g_assert_false (dc_quant_pack_columns_avx2 ("cols", x, ld, m, &error));
+          g_assert_cmpstr (error->message, ==, want->message);
+        }
+    }
+}
+
+/* The column packer's gate refuses its broken twin and leaves the row
+ * packer (its own gate) in use. A subprocess: verdicts are cached. */
+static void
+test_quant_columns_gate (void)
+{
+  if (!__builtin_cpu_supports ("avx2"))
+    {
+      g_test_skip ("no AVX2 on this CPU");
+      return;
+    }
+  if (g_test_subprocess ())
+    {
+      const gsize k = 40, nv = 9, ld = 9;
+      float x[40 * 9];
+      g_autoptr(DcQuantMatrix) m = dc_quant_matrix_new (nv, k, NULL);
+      g_autoptr(DcQuantMatrix) r = dc_quant_matrix_new (nv, k, NULL);
+
+      g_setenv ("DC_TEST_BREAK_KERNEL", "quant-columns-avx2", TRUE);
+      g_assert_cmpstr (dc_quant_pack_columns_simd_name (), ==, "scalar");
+      g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "avx2");
+      /* Refused, dc_quant_pack still packs columns: with the reference. */
+      for (gsize i = 0; i < G_N_ELEMENTS (x); i++)
+        x[i] = (float) i * 0.37f - 50.0f;
+      g_assert_true (dc_quant_pack ("cols", x, 1, ld, m, NULL));
+      g_assert_true (dc_quant_pack_reference ("cols", x, 1, ld, r, NULL));
+      g_assert_cmpmem (m->q, nv * k, r->q, nv * k);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*AVX2 column quantizer failed verification*refused*");
+}
+
+/* The 16-lane packer's gate refuses its broken twin by name; the AVX2
+ * packer stays in use, and short vectors go to it. */
+static void
+test_quant_avx512_gate (void)
+{
+  if (!cpu_has_avx512 ())
+    {
+      g_test_skip ("no AVX-512 F and BW on this CPU");
+      return;
+    }
+  if (g_test_subprocess ())
+    {
+      float x[32];
+      g_autoptr(DcQuantMatrix) m = dc_quant_matrix_new (1, 32, NULL);
+      g_autoptr(DcQuantMatrix) r = dc_quant_matrix_new (1, 32, NULL);
+
+      g_setenv ("DC_TEST_BREAK_KERNEL", "quant-avx512", TRUE);
+      g_assert_cmpstr (dc_quant_pack_avx512_name (), ==, "none");
+      g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "avx2");
+      for (gsize i = 0; i < 32; i++)
+        x[i] = (float) i * 0.37f - 5.0f;
+      g_assert_true (dc_quant_pack ("short", x, 32, 1, m, NULL));
+      g_assert_true (dc_quant_pack_reference ("short", x, 32, 1, r, NULL));
+      g_assert_cmpmem (m->q, 32, r->q, 32);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*AVX-512 quantizer failed verification*refused*");
+}
+
 /* "all" breaks the quantizer too, as it does every other gated kernel;
  * a longer name that merely contains "quant-avx2" does not. */
 static void
@@ -458,6 +713,8 @@ test_quant_simd_gate_all (void)
     {
       g_setenv ("DC_TEST_BREAK_KERNEL", "avx512-vnni,all", TRUE);
       g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "scalar");
+      g_assert_cmpstr (dc_quant_pack_columns_simd_name (), ==, "scalar");
+      g_assert_cmpstr (dc_quant_pack_avx512_name (), ==, "none");
       return;
     }
   g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
@@ -497,6 +754,11 @@ main (int    argc,
   g_test_add_func ("/dc/engine/quant/simd-not-finite", test_quant_simd_not_finite);
   g_test_add_func ("/dc/engine/quant/simd-gate", test_quant_simd_gate);
   g_test_add_func ("/dc/engine/quant/simd-gate-all", test_quant_simd_gate_all);
+  g_test_add_func ("/dc/engine/quant/avx512-gate", test_quant_avx512_gate);
+  g_test_add_func ("/dc/engine/quant/columns-random", test_quant_columns_random);
+  g_test_add_func ("/dc/engine/quant/columns-adversarial", test_quant_columns_adversarial);
+  g_test_add_func ("/dc/engine/quant/columns-not-finite", test_quant_columns_not_finite);
+  g_test_add_func ("/dc/engine/quant/columns-gate", test_quant_columns_gate);
   g_test_add_func ("/dc/engine/quant/break-matches", test_break_matches);
   g_test_add_func ("/dc/engine/quant/matrix-new-limits", test_matrix_new_limits);
   g_test_add_func ("/dc/engine/quant/check-refuses-minus-128", test_check_refuses_minus_128);

@@ -174,10 +174,13 @@ dc_quant_pack (const char     *what,
   g_return_val_if_fail (src != NULL, FALSE);
   g_return_val_if_fail (out != NULL, FALSE);
 
-  /* Contiguous vectors go to the SIMD packer (same bits, gated at start-up);
-   * strided ones stay on the reference. */
+  /* Contiguous vectors go to the SIMD packer, columns of a row-major matrix
+   * to the SIMD column packer (same bits, each gated at start-up); other
+   * strides stay on the reference. */
   if (k_stride == 1)
     return dc_quant_pack_simd (what, src, vector_stride, out, error);
+  if (vector_stride == 1 && out->k > 1)
+    return dc_quant_pack_columns_simd (what, src, k_stride, out, error);
   return dc_quant_pack_reference (what, src, vector_stride, k_stride, out, error);
 }
 

@@ -30,4 +30,38 @@ gboolean    dc_quant_pack_avx2       (const char           *what,
                                       DcQuantMatrix        *out,
                                       GError              **error);
 
+/* "avx512" when the CPU has AVX-512 F and BW and the 16-lane quantizer
+ * passed its own gate, else "none"; dc_quant_pack_simd() then uses it for
+ * vectors of at most 64 values. */
+const char *dc_quant_pack_avx512_name (void);
+
+/* The 16-lane packer itself, ungated, for the gate and the tests. Only
+ * call it when the CPU supports AVX-512 F and BW. */
+gboolean    dc_quant_pack_avx512     (const char           *what,
+                                      const float          *src,
+                                      gsize                 vector_stride,
+                                      DcQuantMatrix        *out,
+                                      GError              **error);
+
+/* The same for the column quantizer below: its own gate, so that a broken
+ * one leaves the row quantizer in use. */
+const char *dc_quant_pack_columns_simd_name (void);
+
+/* dc_quant_pack() for vectors that are columns of a row-major matrix
+ * (vector_stride 1, k_stride ld): out->k rows, row r at src + r · ld, with
+ * the packer named by dc_quant_pack_columns_simd_name(). */
+gboolean    dc_quant_pack_columns_simd (const char         *what,
+                                        const float        *src,
+                                        gsize               ld,
+                                        DcQuantMatrix      *out,
+                                        GError            **error);
+
+/* The AVX2 column packer itself, ungated, for the gate and the tests. Only
+ * call it when the CPU supports AVX2; elsewhere it is the reference. */
+gboolean    dc_quant_pack_columns_avx2 (const char         *what,
+                                        const float        *src,
+                                        gsize               ld,
+                                        DcQuantMatrix      *out,
+                                        GError            **error);
+
 G_END_DECLS

@@ -189,6 +189,311 @@ dc_quant_pack_avx2 (const char     *what,
   return TRUE;
 }
 
+/*
+ * The column quantizer: vectors that are columns of a row-major matrix
+ * (out->k rows, row r at src + r · ld, column v at src + v), as a weight
+ * gradient's operands are. Sixteen columns at a time (COLUMN_GROUP): one
+ * pass over the rows finds each column's amax exactly as amax_bits_avx2
+ * does for a row, then a second pass scales eight rows of eight columns
+ * with quant8_avx2's arithmetic (multiply, round to nearest even, clamp,
+ * convert: the same bits), transposes the
+ * 8 × 8 int32 block in registers and narrows 32 rows of a column to 32
+ * contiguous int8: the layout dc_quant_pack gives, without the float
+ * transpose into a buffer that the products used to make first.
+ */
+
+/* Columns [c0, c0 + w) of row r, w ≤ 8; lanes past w read as 0. */
+__attribute__ ((target ("avx2"))) static inline __m256
+load_row8 (const float *row,
+           __m256i      mask,
+           gboolean     full)
+{
+  return full ? _mm256_loadu_ps (row) : _mm256_maskload_ps (row, mask);
+}
+
+/* r[0..7] (eight rows of eight int32) into t[c] = column c's eight rows. */
+__attribute__ ((target ("avx2"))) static inline void
+transpose_8x8_epi32 (const __m256i r_in[8],
+                     __m256i       t_out[8])
+{
+  __m256 r[8], t[8], s[8];
+
+  for (int i = 0; i < 8; i++)
+    r[i] = _mm256_castsi256_ps (r_in[i]);
+  for (int i = 0; i < 8; i += 2)
+    {
+      t[i] = _mm256_unpacklo_ps (r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps (r[i], r[i + 1]);
+    }
+  for (int i = 0; i < 8; i += 4)
+    {
+      s[i] = _mm256_shuffle_ps (t[i], t[i + 2], _MM_SHUFFLE (1, 0, 1, 0));
+      s[i + 1] = _mm256_shuffle_ps (t[i], t[i + 2], _MM_SHUFFLE (3, 2, 3, 2));
+      s[i + 2] = _mm256_shuffle_ps (t[i + 1], t[i + 3], _MM_SHUFFLE (1, 0, 1, 0));
+      s[i + 3] = _mm256_shuffle_ps (t[i + 1], t[i + 3], _MM_SHUFFLE (3, 2, 3, 2));
+    }
+  for (int i = 0; i < 4; i++)
+    {
+      t_out[i] = _mm256_castps_si256 (_mm256_permute2f128_ps (s[i], s[i + 4], 0x20));
+      t_out[i + 4] = _mm256_castps_si256 (_mm256_permute2f128_ps (s[i], s[i + 4], 0x31));
+    }
+}
+
+/* Rows [i0, i0 + 32) of columns [c0, c0 + w) into q (column v at q + v · k);
+ * rows at or past k count as zero and are not stored. */
+__attribute__ ((target ("avx2"))) static inline void
+quant_columns_block_avx2 (const float *src,
+                          gsize        ld,
+                          gsize        k,
+                          gsize        i0,
+                          gsize        c0,
+                          gsize        w,
+                          __m256i      mask,
+                          __m256       scale,
+                          gint8       *q)
+{
+  const __m256i order = _mm256_setr_epi32 (0, 4, 1, 5, 2, 6, 3, 7);
+  const gboolean full = w == 8;
+  const gsize rows = MIN (k - i0, 32);
+  __m256i cols[4][8];
+
+  for (int s = 0; s < 4; s++)
+    {
+      __m256i r[8];
+
+      for (int j = 0; j < 8; j++)
+        {
+          gsize i = i0 + (gsize) (s * 8 + j);
+          __m256 x = i < k ? load_row8 (src + i * ld + c0, mask, full) : _mm256_setzero_ps ();
+          __m256 y = _mm256_mul_ps (x, scale);
+
+          /* |y| < 128 (see the file header), so the rounded value lies in
+           * [-128, 128] and converts exactly; the clamp to [-127, 127] is
+           * done once on the bytes below. */
+          y = _mm256_round_ps (y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          r[j] = _mm256_cvtps_epi32 (y);
+        }
+      transpose_8x8_epi32 (r, cols[s]);
+    }
+  for (gsize c = 0; c < w; c++)
+    {
+      __m256i ab = _mm256_packs_epi32 (cols[0][c], cols[1][c]);
+      __m256i cd = _mm256_packs_epi32 (cols[2][c], cols[3][c]);
+      __m256i p = _mm256_permutevar8x32_epi32 (_mm256_packs_epi16 (ab, cd), order);
+      gint8 *dst = q + (c0 + c) * k + i0;
+
+      /* The packs saturate 128 to 127; -128 is raised to -127 here: the
+       * float path's clamp, in one instruction per 32 values. */
+      p = _mm256_max_epi8 (p, _mm256_set1_epi8 (-127));
+
+      if (rows == 32)
+        {
+          _mm256_storeu_si256 ((__m256i *) dst, p);
+        }
+      else
+        {
+          gint8 tail[32];
+
+          _mm256_storeu_si256 ((__m256i *) tail, p);
+          memcpy (dst, tail, rows);
+        }
+    }
+}
+
+/* Columns per group: 16 floats are one cache line of each row, so the
+ * second pass re-reads from L2 the lines the first brought in (a group of
+ * a 4096-row operand is 256 KiB), and each line is used whole, once. */
+#define COLUMN_GROUP 16
+
+__attribute__ ((target ("avx2"))) gboolean
+dc_quant_pack_columns_avx2 (const char     *what,
+                            const float    *src,
+                            gsize           ld,
+                            DcQuantMatrix  *out,
+                            GError        **error)
+{
+  const __m256i abs_mask = _mm256_set1_epi32 (0x7fffffff);
+  const __m256i lane = _mm256_setr_epi32 (0, 1, 2, 3, 4, 5, 6, 7);
+  const gsize k = out->k, nv = out->n_vectors;
+
+  for (gsize c0 = 0; c0 < nv; c0 += COLUMN_GROUP)
+    {
+      /* Two halves of eight columns; the second may be short or empty. */
+      const gsize w = MIN (nv - c0, COLUMN_GROUP);
+      const gsize w0 = MIN (w, 8), w1 = w - w0;
+      const __m256i mask0 = _mm256_cmpgt_epi32 (_mm256_set1_epi32 ((int) w0), lane);
+      const __m256i mask1 = _mm256_cmpgt_epi32 (_mm256_set1_epi32 ((int) w1), lane);
+      __m256i m0 = _mm256_setzero_si256 (), m1 = m0;
+      guint32 amax[COLUMN_GROUP];
+      float scales[COLUMN_GROUP];
+      gboolean slow[COLUMN_GROUP] = { FALSE };
+
+      /* Pass 1: each column's largest magnitude on the bits. */
+      for (gsize i = 0; i < k; i++)
+        {
+          const float *row = src + i * ld + c0;
+
+          m0 = _mm256_max_epu32 (m0, _mm256_and_si256 (_mm256_castps_si256 (
+                                   load_row8 (row, mask0, w0 == 8)), abs_mask));
+          if (w1 > 0)
+            m1 = _mm256_max_epu32 (m1, _mm256_and_si256 (_mm256_castps_si256 (
+                                     load_row8 (row + 8, mask1, w1 == 8)), abs_mask));
+        }
+      _mm256_storeu_si256 ((__m256i *) amax, m0);
+      _mm256_storeu_si256 ((__m256i *) (amax + 8), m1);
+
+      /* Each column's exponent, by the row path's rule. */
+      for (gsize c = 0; c < COLUMN_GROUP; c++)
+        {
+          int e;
+
+          scales[c] = 1.0f;
+          if (c >= w)
+            continue;
+          if (amax[c] >= 0x7f800000u)
+            {
+              /* Not finite: the reference over the whole matrix gives the
+               * same error, naming the same vector and index. */
+              return dc_quant_pack_reference (what, src, 1, ld, out, error);
+            }
+          if (amax[c] == 0)
+            {
+              out->exponent[c0 + c] = 0;  /* ±0 · 1 rounds to 0 */
+              continue;
+            }
+          e = (int) (amax[c] >> 23) - 127 - 6;
+          if ((amax[c] >> 23) == 0 || e < E_MIN || e > E_MAX)
+            {
+              slow[c] = TRUE;  /* the reference below, this column only */
+              continue;
+            }
+          scales[c] = float_pow2 (-e);
+          out->exponent[c0 + c] = e;
+        }
+
+      /* Pass 2: scale, round, clamp, transpose and narrow, both halves of
+       * a 32-row block together (the same cache lines). */
+      for (gsize i0 = 0; i0 < k; i0 += 32)
+        {
+          quant_columns_block_avx2 (src, ld, k, i0, c0, w0, mask0, _mm256_loadu_ps (scales),
+                                    out->q);
+          if (w1 > 0)
+            quant_columns_block_avx2 (src, ld, k, i0, c0 + 8, w1, mask1,
+                                      _mm256_loadu_ps (scales + 8), out->q);
+        }
+
+      for (gsize c = 0; c < w; c++)
+        if (slow[c])
+          {
+            DcQuantMatrix one = { 1, k, out->q + (c0 + c) * k, out->exponent + c0 + c };
+
+            if (!dc_quant_pack_reference (what, src + c0 + c, 1, ld, &one, error))
+              return FALSE;
+          }
+    }
+  return TRUE;
+}
+
+/*
+ * The 16-lane quantizer (AVX-512 F and BW): the AVX2 packer's rule and
+ * arithmetic, sixteen floats at a time, for the short vectors of the
+ * attention (a head's 32 values are two steps instead of four). The ragged
+ * end is a masked load (zeros, which quantize to 0) and a masked store.
+ * Rounded values lie in [-128, 128] (see the file header): they are raised
+ * to -127 as int32 and narrowed with signed saturation (128 → 127), the
+ * float clamp's bits. It has its own gate and broken twin ("quant-avx512").
+ */
+#define AVX512_TARGET __attribute__ ((target ("avx512f,avx512bw")))
+
+AVX512_TARGET static gboolean
+quant_vector_avx512 (const float *x,
+                     gsize        k,
+                     gint8       *q,
+                     gint32      *exponent)
+{
+  /* The maskz forms with every lane set: GCC 12's unmasked ones trip
+   * -Wmaybe-uninitialized on their undefined pass-through operand. */
+  const __mmask16 all = 0xffff;
+  const __m512i abs_mask = _mm512_set1_epi32 (0x7fffffff);
+  __m512i m = _mm512_setzero_si512 ();
+  __m256i m8;
+  __m128i s4;
+  __m512 scale;
+  guint32 amax;
+  gsize i;
+  int e;
+
+  for (i = 0; i < k; i += 16)
+    {
+      __mmask16 live = k - i >= 16 ? 0xffff : (__mmask16) ((1u << (k - i)) - 1);
+
+      m = _mm512_maskz_max_epu32 (all, m, _mm512_and_si512 (_mm512_castps_si512 (
+                                      _mm512_maskz_loadu_ps (live, x + i)), abs_mask));
+    }
+  m8 = _mm256_max_epu32 (_mm512_maskz_extracti64x4_epi64 (0xf, m, 0),
+                         _mm512_maskz_extracti64x4_epi64 (0xf, m, 1));
+  s4 = _mm_max_epu32 (_mm256_castsi256_si128 (m8), _mm256_extracti128_si256 (m8, 1));
+  s4 = _mm_max_epu32 (s4, _mm_shuffle_epi32 (s4, _MM_SHUFFLE (1, 0, 3, 2)));
+  s4 = _mm_max_epu32 (s4, _mm_shuffle_epi32 (s4, _MM_SHUFFLE (2, 3, 0, 1)));
+  amax = (guint32) _mm_cvtsi128_si32 (s4);
+  if (amax >= 0x7f800000u)
+    return FALSE;
+  if (amax == 0)
+    {
+      memset (q, 0, k);
+      *exponent = 0;
+      return TRUE;
+    }
+  if ((amax >> 23) == 0)
+    return FALSE;
+  e = (int) (amax >> 23) - 127 - 6;
+  if (e < E_MIN || e > E_MAX)
+    return FALSE;
+
+  scale = _mm512_set1_ps (float_pow2 (-e));
+  for (i = 0; i < k; i += 16)
+    {
+      __mmask16 live = k - i >= 16 ? 0xffff : (__mmask16) ((1u << (k - i)) - 1);
+      __m512 y = _mm512_mul_ps (_mm512_maskz_loadu_ps (live, x + i), scale);
+      __m512i v;
+
+      y = _mm512_maskz_roundscale_ps (all, y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      v = _mm512_maskz_max_epi32 (all, _mm512_maskz_cvtps_epi32 (all, y),
+                                  _mm512_set1_epi32 (-127));
+      _mm512_mask_cvtsepi32_storeu_epi8 (q + i, live, v);
+    }
+  *exponent = e;
+  return TRUE;
+}
+
+AVX512_TARGET gboolean
+dc_quant_pack_avx512 (const char     *what,
+                      const float    *src,
+                      gsize           vector_stride,
+                      DcQuantMatrix  *out,
+                      GError        **error)
+{
+  for (gsize v = 0; v < out->n_vectors; v++)
+    {
+      const float *x = src + v * vector_stride;
+
+      if (!quant_vector_avx512 (x, out->k, out->q + v * out->k, out->exponent + v))
+        {
+          DcQuantMatrix one = { 1, out->k, out->q + v * out->k, out->exponent + v };
+
+          if (!dc_quant_pack_reference (what, x, out->k, 1, &one, NULL))
+            return dc_quant_pack_reference (what, src, vector_stride, 1, out, error);
+        }
+    }
+  return TRUE;
+}
+
+static gboolean
+cpu_has_avx512 (void)
+{
+  return __builtin_cpu_supports ("avx512f") && __builtin_cpu_supports ("avx512bw");
+}
+
 /* Inputs chosen to break a wrong packer: ties at .5 (even and odd), values
  * that round to 127.5 and 128, ±0, subnormals, amax near both ends of the
  * float range and at the edges of the fast path, ragged lengths, all-zero
@@ -245,11 +550,16 @@ gate_input (guint        s,
   return TRUE;
 }
 
+typedef gboolean (*RowPacker) (const char *, const float *, gsize, DcQuantMatrix *, GError **);
+
+/* Gates a row packer; label names it in the refusal ("AVX2", "AVX-512"). */
 static gboolean
-gate (void)
+gate_rows (RowPacker   packer,
+           const char *twin,
+           const char *label)
 {
-  static const gsize lengths[] = { 1, 7, 8, 31, 32, 33, 64, 100, 257 };
-  const gboolean broken = dc_test_break_kernel ("quant-avx2");
+  static const gsize lengths[] = { 1, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 257 };
+  const gboolean broken = dc_test_break_kernel (twin);
   guint64 state = 0x2545f4914f6cdd1du;
 
   for (guint s = 0; s < 6 * 40; s++)
@@ -261,15 +571,54 @@ gate (void)
 
       gate_input (s, x, nv * k, &state);
       if (!dc_quant_pack_reference ("quantizer gate", x, k, 1, ref, NULL) ||
-          !dc_quant_pack_avx2 ("quantizer gate", x, k, got, NULL))
+          !packer ("quantizer gate", x, k, got, NULL))
         return FALSE;
       if (broken)
         got->q[0] ^= 1;
       if (memcmp (ref->q, got->q, nv * k) != 0 ||
           memcmp (ref->exponent, got->exponent, nv * sizeof *ref->exponent) != 0)
         {
-          g_message ("AVX2 quantizer failed verification on vectors of length %"
-                     G_GSIZE_FORMAT " — refused", k);
+          g_message ("%s quantizer failed verification on vectors of length %"
+                     G_GSIZE_FORMAT " — refused", label, k);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* The column quantizer's gate: the same inputs laid out as (k, nv)
+ * matrices with a row stride wider than nv (as a weight gradient's operand
+ * is a slice of its activations), every column-group remainder and every
+ * row remainder of the 32-row blocks. DC_TEST_BREAK_KERNEL containing
+ * "quant-columns-avx2" corrupts its answer here, for the test of the gate. */
+static gboolean
+gate_columns (void)
+{
+  static const gsize rows[] = { 1, 2, 7, 31, 32, 33, 64, 100 };
+  static const gsize cols[] = { 1, 3, 8, 9, 16, 21 };
+  const gboolean broken = dc_test_break_kernel ("quant-columns-avx2");
+  guint64 state = 0x9e3779b97f4a7c15u;
+
+  for (guint s = 0; s < 6 * 16; s++)
+    {
+      const gsize k = rows[s % G_N_ELEMENTS (rows)];
+      const gsize nv = cols[(s / G_N_ELEMENTS (rows) + s) % G_N_ELEMENTS (cols)];
+      const gsize ld = nv + 3;
+      g_autofree float *x = g_new (float, k * ld);
+      g_autoptr(DcQuantMatrix) ref = dc_quant_matrix_new (nv, k, NULL);
+      g_autoptr(DcQuantMatrix) got = dc_quant_matrix_new (nv, k, NULL);
+
+      gate_input (s, x, k * ld, &state);
+      if (!dc_quant_pack_reference ("quantizer gate", x, 1, ld, ref, NULL) ||
+          !dc_quant_pack_columns_avx2 ("quantizer gate", x, ld, got, NULL))
+        return FALSE;
+      if (broken)
+        got->q[nv * k - 1] ^= 1;
+      if (memcmp (ref->q, got->q, nv * k) != 0 ||
+          memcmp (ref->exponent, got->exponent, nv * sizeof *ref->exponent) != 0)
+        {
+          g_message ("AVX2 column quantizer failed verification on a %" G_GSIZE_FORMAT
+                     " × %" G_GSIZE_FORMAT " matrix — refused", k, nv);
           return FALSE;
         }
     }
@@ -288,7 +637,64 @@ dc_quant_pack_avx2 (const char     *what,
   return dc_quant_pack_reference (what, src, vector_stride, 1, out, error);
 }
 
+gboolean
+dc_quant_pack_columns_avx2 (const char     *what,
+                            const float    *src,
+                            gsize           ld,
+                            DcQuantMatrix  *out,
+                            GError        **error)
+{
+  return dc_quant_pack_reference (what, src, 1, ld, out, error);
+}
+
+gboolean
+dc_quant_pack_avx512 (const char     *what,
+                      const float    *src,
+                      gsize           vector_stride,
+                      DcQuantMatrix  *out,
+                      GError        **error)
+{
+  return dc_quant_pack_reference (what, src, vector_stride, 1, out, error);
+}
+
 #endif /* DC_QUANT_X86 */
+
+const char *
+dc_quant_pack_avx512_name (void)
+{
+#ifdef DC_QUANT_X86
+  static gsize decided = 0;
+  static const char *name;
+
+  if (g_once_init_enter (&decided))
+    {
+      name = cpu_has_avx512 () &&
+             gate_rows (dc_quant_pack_avx512, "quant-avx512", "AVX-512") ? "avx512" : "none";
+      g_once_init_leave (&decided, 1);
+    }
+  return name;
+#else
+  return "none";
+#endif
+}
+
+const char *
+dc_quant_pack_columns_simd_name (void)
+{
+#ifdef DC_QUANT_X86
+  static gsize decided = 0;
+  static const char *name;
+
+  if (g_once_init_enter (&decided))
+    {
+      name = __builtin_cpu_supports ("avx2") && gate_columns () ? "avx2" : "scalar";
+      g_once_init_leave (&decided, 1);
+    }
+  return name;
+#else
+  return "scalar";
+#endif
+}
 
 const char *
 dc_quant_pack_simd_name (void)
@@ -299,7 +705,8 @@ dc_quant_pack_simd_name (void)
 
   if (g_once_init_enter (&decided))
     {
-      name = __builtin_cpu_supports ("avx2") && gate () ? "avx2" : "scalar";
+      name = __builtin_cpu_supports ("avx2") &&
+             gate_rows (dc_quant_pack_avx2, "quant-avx2", "AVX2") ? "avx2" : "scalar";
       g_once_init_leave (&decided, 1);
     }
   return name;
@@ -316,8 +723,28 @@ dc_quant_pack_simd (const char     *what,
                     GError        **error)
 {
 #ifdef DC_QUANT_X86
+  /* Vectors of at most 64 values (the attention's heads) take the 16-lane
+   * packer where it passed its gate: there the AVX2 one's fixed costs (the
+   * reduction, the 32-value tail copy) are most of the work. Longer ones
+   * stay on AVX2, whose speed on them is memory's. */
+  if (out->k <= 64 && g_str_equal (dc_quant_pack_avx512_name (), "avx512"))
+    return dc_quant_pack_avx512 (what, src, vector_stride, out, error);
   if (g_str_equal (dc_quant_pack_simd_name (), "avx2"))
     return dc_quant_pack_avx2 (what, src, vector_stride, out, error);
 #endif
   return dc_quant_pack_reference (what, src, vector_stride, 1, out, error);
+}
+
+gboolean
+dc_quant_pack_columns_simd (const char     *what,
+                            const float    *src,
+                            gsize           ld,
+                            DcQuantMatrix  *out,
+                            GError        **error)
+{
+#ifdef DC_QUANT_X86
+  if (g_str_equal (dc_quant_pack_columns_simd_name (), "avx2"))
+    return dc_quant_pack_columns_avx2 (what, src, ld, out, error);
+#endif
+  return dc_quant_pack_reference (what, src, 1, ld, out, error);
 }

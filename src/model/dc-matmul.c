@@ -10,7 +10,6 @@
 
 #include "engine/dc-gemm.h"
 #include "engine/dc-parallel.h"
-#include "engine/dc-transpose.h"
 
 #include <string.h>
 
@@ -123,15 +122,12 @@ pack_serial (const char     *what,
    * same L1 sets, and the transpose's stores evicted each other. */
   gsize ld = k + TRANSPOSE_PAD;
 
-  if (k_stride == 1 || k < 2)
+  /* Rows, and columns of a row-major (k, ≥ nv) matrix: dc_quant_pack's own
+   * SIMD packers (the column one quantizes and transposes in one pass, with
+   * no float copy in between). */
+  if (k_stride == 1 || vector_stride == 1 || k < 2)
     return dc_quant_pack (what, src, vector_stride, k_stride, out, error);
   rows = transpose_buffer (nv * ld);
-  if (vector_stride == 1)
-    {
-      /* Columns of a row-major (k, ≥ nv) matrix: a plain transpose. */
-      dc_transpose_f32 (src, k_stride, k, nv, rows, ld);
-      return dc_quant_pack (what, rows, ld, 1, out, error);
-    }
   for (gsize i0 = 0; i0 < k; i0 += 32)
     for (gsize v0 = 0; v0 < nv; v0 += 32)
       for (gsize i = i0; i < MIN (i0 + 32, k); i++)
