@@ -243,15 +243,6 @@ tcp_child (GSocket  *socket,
     }
 }
 
-static int
-compare_double (gconstpointer a,
-                gconstpointer b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-
-  return x < y ? -1 : x > y;
-}
-
 static double
 percentile (GArray *sorted,
             double  p)
@@ -266,7 +257,7 @@ add_latency (JsonBuilder *builder,
              const char  *transport,
              GArray      *rtts_ms)
 {
-  g_array_sort (rtts_ms, compare_double);
+  g_array_sort (rtts_ms, dc_cli_compare_doubles);
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "transport");
   json_builder_add_string_value (builder, transport);

@@ -929,26 +929,6 @@ print_result (DcCliOptions *options,
   fflush (stdout);
 }
 
-static int
-compare_double (gconstpointer a,
-                gconstpointer b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-
-  return x < y ? -1 : x > y;
-}
-
-static double
-median (GArray *values)
-{
-  guint n = values->len;
-
-  g_array_sort (values, compare_double);
-  return n % 2 == 1 ? g_array_index (values, double, n / 2)
-                    : (g_array_index (values, double, n / 2 - 1)
-                       + g_array_index (values, double, n / 2)) / 2.0;
-}
-
 /* The rounds' figure of size I (of N_SIZES, RESULTS round after round):
  * its decode median and range, and the ratio of its median to the first
  * size's median, which no single round's order shifts. */
@@ -975,12 +955,12 @@ print_summary (DcCliOptions *options,
       g_array_append_val (base, b->decode_tok_s);
       g_array_append_val (base_prefill, b->prefill_tok_s);
     }
-  d_median = median (decode);
+  d_median = dc_cli_median (decode);
   lo = g_array_index (decode, double, 0);
   hi = g_array_index (decode, double, decode->len - 1);
-  b_median = median (base);
-  p_median = median (prefill);
-  bp_median = median (base_prefill);
+  b_median = dc_cli_median (base);
+  p_median = dc_cli_median (prefill);
+  bp_median = dc_cli_median (base_prefill);
   if (options->json)
     {
       g_autoptr(JsonBuilder) builder = json_builder_new ();

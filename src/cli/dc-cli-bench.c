@@ -93,28 +93,6 @@ result_clear (Result *result)
   g_clear_pointer (&result->fresh_ms, g_array_unref);
 }
 
-static int
-compare_doubles (gconstpointer a,
-                 gconstpointer b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-
-  return x < y ? -1 : x > y;
-}
-
-/* The median of @values (sorted in place), or -1 when empty. */
-static double
-median (GArray *values)
-{
-  guint n = values->len;
-
-  if (n == 0)
-    return -1;
-  g_array_sort (values, compare_doubles);
-  return n % 2 ? g_array_index (values, double, n / 2)
-               : (g_array_index (values, double, n / 2 - 1) + g_array_index (values, double, n / 2)) / 2;
-}
-
 /* Seconds each thread runs the peak loop: the clock settles within
  * milliseconds; a quarter second per thread averages out timer reads and a
  * preemption or two, and adds under a second to a benchmark. */
@@ -648,17 +626,17 @@ dc_cli_bench_run (const DcCliCommand  *command,
 
         if (backend == NULL || result->gops->len == 0)
           continue;
-        gops = median (result->gops);
-        cpu_gops = median (result->cpu_gops);
+        gops = dc_cli_median (result->gops);
+        cpu_gops = dc_cli_median (result->cpu_gops);
         /* The measured peak where there is one, else the estimate. */
         peak = measured_peaks[p] > 0 ? measured_peaks[p] : peaks[p];
         /* One thread's peak: CPU-seconds add up over the threads. */
         core_peak = peak > 0 ? peak / (dc_gemm_backend_get_kind (backend) == DC_BACKEND_CPU
                                        ? n_threads : 1)
                              : -1;
-        torch_gflops = median (result->torch);
-        ratio = median (result->ratio);   /* sorts: first and last are the range */
-        int8 = median (result->int8);
+        torch_gflops = dc_cli_median (result->torch);
+        ratio = dc_cli_median (result->ratio);   /* sorts: first and last are the range */
+        int8 = dc_cli_median (result->int8);
         if (result->ratio->len > 0)
           {
             ratio_min = g_array_index (result->ratio, double, 0);
@@ -732,17 +710,17 @@ dc_cli_bench_run (const DcCliCommand  *command,
              * dispatch per submission by fence wait and by fence poll. */
             if (result->queued_gops->len > 0)
               {
-                double queued = median (result->queued_gops);
+                double queued = dc_cli_median (result->queued_gops);
 
                 json_add_double_or_null (builder, "queued_gops", queued);
                 json_add_double_or_null (builder, "gpu_timestamp_gops",
-                                         median (result->gpu_gops));
+                                         dc_cli_median (result->gpu_gops));
                 json_add_double_or_null (builder, "fence_wait_ms",
-                                         median (result->fence_wait_ms));
+                                         dc_cli_median (result->fence_wait_ms));
                 json_add_double_or_null (builder, "fence_poll_ms",
-                                         median (result->fence_poll_ms));
+                                         dc_cli_median (result->fence_poll_ms));
                 json_add_double_or_null (builder, "fence_wait_fresh_ms",
-                                         median (result->fresh_ms));
+                                         dc_cli_median (result->fresh_ms));
                 if (int8 > 0)
                   json_add_double_or_null (builder, "queued_ratio_vs_torch_int8", queued / int8);
               }

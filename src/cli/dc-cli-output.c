@@ -14,6 +14,31 @@
 
 #include "dc-cli.h"
 
+/* A g_array_sort () order for doubles, ascending (the benches' figures). */
+int
+dc_cli_compare_doubles (gconstpointer a,
+                        gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* The median of @values (doubles, sorted in place, so that the first and
+ * last are then the range), or -1 when empty. */
+double
+dc_cli_median (GArray *values)
+{
+  guint n = values->len;
+
+  if (n == 0)
+    return -1;
+  g_array_sort (values, dc_cli_compare_doubles);
+  return n % 2 ? g_array_index (values, double, n / 2)
+               : (g_array_index (values, double, n / 2 - 1)
+                  + g_array_index (values, double, n / 2)) / 2;
+}
+
 gboolean
 dc_cli_parse_options (const DcCliCommand  *command,
                       DcCliOptions        *options,

@@ -43,6 +43,9 @@ gboolean dc_cli_parse_options   (const DcCliCommand  *command,
                                  int                 *argc,
                                  char              ***argv);
 void     dc_cli_print_json      (JsonBuilder         *builder);
+int      dc_cli_compare_doubles (gconstpointer        a,
+                                 gconstpointer        b);
+double   dc_cli_median          (GArray              *values);
 int      dc_cli_fail            (DcCliOptions        *options,
                                  const GError        *error);
 int      dc_cli_usage_error     (const DcCliCommand  *command,
