@@ -31,6 +31,7 @@
 
 #include "dc-quant-simd-private.h"
 #include "dc-test-break.h"
+#include "dc-transpose-private.h"
 
 #include <string.h>
 
@@ -216,27 +217,13 @@ __attribute__ ((target ("avx2"))) static inline void
 transpose_8x8_epi32 (const __m256i r_in[8],
                      __m256i       t_out[8])
 {
-  __m256 r[8], t[8], s[8];
+  __m256 r[8], t[8];
 
   for (int i = 0; i < 8; i++)
     r[i] = _mm256_castsi256_ps (r_in[i]);
-  for (int i = 0; i < 8; i += 2)
-    {
-      t[i] = _mm256_unpacklo_ps (r[i], r[i + 1]);
-      t[i + 1] = _mm256_unpackhi_ps (r[i], r[i + 1]);
-    }
-  for (int i = 0; i < 8; i += 4)
-    {
-      s[i] = _mm256_shuffle_ps (t[i], t[i + 2], _MM_SHUFFLE (1, 0, 1, 0));
-      s[i + 1] = _mm256_shuffle_ps (t[i], t[i + 2], _MM_SHUFFLE (3, 2, 3, 2));
-      s[i + 2] = _mm256_shuffle_ps (t[i + 1], t[i + 3], _MM_SHUFFLE (1, 0, 1, 0));
-      s[i + 3] = _mm256_shuffle_ps (t[i + 1], t[i + 3], _MM_SHUFFLE (3, 2, 3, 2));
-    }
-  for (int i = 0; i < 4; i++)
-    {
-      t_out[i] = _mm256_castps_si256 (_mm256_permute2f128_ps (s[i], s[i + 4], 0x20));
-      t_out[i + 4] = _mm256_castps_si256 (_mm256_permute2f128_ps (s[i], s[i + 4], 0x31));
-    }
+  dc_transpose_8x8_ps (r, t);
+  for (int i = 0; i < 8; i++)
+    t_out[i] = _mm256_castps_si256 (t[i]);
 }
 
 /* Rows [i0, i0 + 32) of columns [c0, c0 + w) into q (column v at q + v · k);

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "dc-transpose.h"
+#include "dc-transpose-private.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -42,27 +43,13 @@ block_8x8_avx (const float *src,
                float       *dst,
                gsize        ld_dst)
 {
-  __m256 r[8], t[8], s[8];
+  __m256 r[8], t[8];
 
   for (int i = 0; i < 8; i++)
     r[i] = _mm256_loadu_ps (src + i * ld_src);
-  for (int i = 0; i < 8; i += 2)
-    {
-      t[i] = _mm256_unpacklo_ps (r[i], r[i + 1]);
-      t[i + 1] = _mm256_unpackhi_ps (r[i], r[i + 1]);
-    }
-  for (int i = 0; i < 8; i += 4)
-    {
-      s[i] = _mm256_shuffle_ps (t[i], t[i + 2], _MM_SHUFFLE (1, 0, 1, 0));
-      s[i + 1] = _mm256_shuffle_ps (t[i], t[i + 2], _MM_SHUFFLE (3, 2, 3, 2));
-      s[i + 2] = _mm256_shuffle_ps (t[i + 1], t[i + 3], _MM_SHUFFLE (1, 0, 1, 0));
-      s[i + 3] = _mm256_shuffle_ps (t[i + 1], t[i + 3], _MM_SHUFFLE (3, 2, 3, 2));
-    }
-  for (int i = 0; i < 4; i++)
-    {
-      _mm256_storeu_ps (dst + i * ld_dst, _mm256_permute2f128_ps (s[i], s[i + 4], 0x20));
-      _mm256_storeu_ps (dst + (i + 4) * ld_dst, _mm256_permute2f128_ps (s[i], s[i + 4], 0x31));
-    }
+  dc_transpose_8x8_ps (r, t);
+  for (int i = 0; i < 8; i++)
+    _mm256_storeu_ps (dst + i * ld_dst, t[i]);
 }
 
 __attribute__ ((target ("avx"))) static void
