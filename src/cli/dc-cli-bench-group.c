@@ -259,6 +259,19 @@ child_spawn_pinned (Bench       *bench,
   return g_steal_pointer (&child);
 }
 
+/* --pin-cores: device @k of @n_devices on cores k × threads … (k + 1) ×
+ * threads − 1, when all fit in the machine's processors; else -1 (the
+ * kernel places every thread). */
+static gint
+first_core (Bench *bench,
+            guint  k,
+            guint  n_devices,
+            guint  n_threads)
+{
+  return bench->pin && n_devices * n_threads <= g_get_num_processors ()
+         ? (gint) (k * n_threads) : -1;
+}
+
 /* The first event @name of @child at or after @from, or -1. */
 static int
 child_find (Child      *child,
@@ -678,9 +691,7 @@ run_solo (Bench       *bench,
     {
       /* Pinned as device k of a group is. */
       Child *child = child_spawn_pinned (bench, NULL, args,
-                                         bench->pin && n_at_once * n_threads
-                                                       <= g_get_num_processors ()
-                                         ? (gint) (k * n_threads) : -1,
+                                         first_core (bench, k, n_at_once, n_threads),
                                          n_threads, error);
 
       if (child == NULL)
@@ -770,10 +781,7 @@ run_group (Bench       *bench,
         g_ptr_array_add (args, g_strdup_printf ("--room=%s", room));
       add_size_args (args, size, n_threads, stop_at);
       /* --pin-cores: each device on cores of its own, when all fit. */
-      device = child_spawn_pinned (bench, ns, args,
-                                   bench->pin && n_devices * n_threads
-                                                 <= g_get_num_processors ()
-                                   ? (gint) (k * n_threads) : -1,
+      device = child_spawn_pinned (bench, ns, args, first_core (bench, k, n_devices, n_threads),
                                    n_threads, error);
       if (device == NULL)
         return FALSE;
