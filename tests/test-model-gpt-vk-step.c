@@ -35,6 +35,7 @@
 #include "model/dc-gpt-vk-quant.h"
 #include "model/dc-gpt-vk-softmax.h"
 #include "engine/dc-math.h"
+#include "engine/dc-spirv-coop.h"
 #include "model/dc-model-error.h"
 #include "model/dc-gpt-vk-step-private.h"
 #include "train/dc-token-source.h"
@@ -58,6 +59,16 @@ open_device (void)
   if (ctx == NULL)
     dc_test_skip_without_vulkan (error->message);
   return ctx;
+}
+
+/* The products a pass on @ctx's device takes when their gates pass: on
+ * cooperative matrices where the device offers them, else @otherwise. */
+static const char *
+expected_products (DcVkContext *ctx,
+                   const char  *otherwise)
+{
+  return dc_gpt_vk_forward_coop_offered (dc_vk_context_get_features (ctx), NULL, NULL)
+         ? "coop" : otherwise;
 }
 
 /* Pairs the gate does not use: every sign and exponent of a (for √) with
@@ -513,11 +524,15 @@ test_gradients (gconstpointer data)
 
   if (probe == NULL)
     return;
-  g_clear_pointer (&probe, dc_vk_context_free);
   model = small_model (size[0], size[1]);
   pass = dc_gpt_vk_forward_new_training (&model->config, size[2], &error);
   g_assert_no_error (error);
   g_assert_nonnull (pass);
+  /* Where the device has cooperative matrices, they ran the products. */
+  g_assert_cmpstr (dc_gpt_vk_forward_get_products (pass), ==, expected_products (probe, "tiled"));
+  g_test_message ("%s products on %s", dc_gpt_vk_forward_get_products (pass),
+                  dc_gpt_vk_forward_get_device_name (pass));
+  g_clear_pointer (&probe, dc_vk_context_free);
   tokens = g_new (guint8, bt + 1);
   for (gsize i = 0; i <= bt; i++)
     tokens[i] = (guint8) ("It is a truth universally acknowledged, that a single man "[i % 57]);
@@ -579,7 +594,6 @@ test_gemm_twin_refused (void)
 
   if (probe == NULL)
     return;
-  g_clear_pointer (&probe, dc_vk_context_free);
   model = small_model (16, 16);
   for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
     tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
@@ -594,13 +608,153 @@ test_gemm_twin_refused (void)
     {
       g_autoptr(DcGptVkForward) pass = NULL;
 
-      if (broken)
-        g_setenv ("DC_TEST_BREAK_KERNEL", "resident-gemm", TRUE);
+      /* Without cooperative matrices resident-gemm.comp would take the products
+       * whose K is a multiple of 16: refuse them for this test. */
+      g_setenv ("DC_TEST_BREAK_KERNEL", broken ? "resident-gemm,resident-coop" : "resident-coop",
+                TRUE);
       pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
       g_unsetenv ("DC_TEST_BREAK_KERNEL");
       g_assert_no_error (error);
       g_assert_nonnull (pass);
       g_assert_cmpstr (dc_gpt_vk_forward_get_products (pass), ==, broken ? "untiled" : "tiled");
+      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
+                                                  NULL, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (grads, model->n_params * 4, want, model->n_params * 4);
+      g_test_message ("%s products: %" G_GSIZE_FORMAT " gradients equal",
+                      dc_gpt_vk_forward_get_products (pass), model->n_params);
+    }
+}
+
+/* Whether the products may run on cooperative matrices, decided on the
+ * features of devices the test may not have: the H200's (NV int8 16 × 8 ×
+ * 32 on 32-wide subgroups), one listing the shape under KHR only (the kernel
+ * rewritten), lavapipe's (none), and the H200's with one need taken away;
+ * resident-coop.comp's NV SPIR-V (and its twin's) rewrites for KHR. On the
+ * device at hand, the pass takes them exactly when offered (their gate
+ * passing: lavapipe has none, so there it proves the fallback). */
+static void
+test_coop_selection (void)
+{
+  const DcVkFeatures h200 = {
+    .shader_int8 = TRUE, .storage_buffer_8bit = TRUE, .coop_matrix_nv_int8 = TRUE,
+    .coop_matrix_khr_int8 = 3, .subgroup_size = 32, .max_shared_memory = 49152,
+    .max_invocations = 1024, .max_storage_buffer_range = G_MAXUINT32,
+  };
+  const DcVkFeatures lavapipe = {
+    .shader_int8 = TRUE, .storage_buffer_8bit = TRUE, .subgroup_size = 8,
+    .max_shared_memory = 32768, .max_invocations = 1024, .max_storage_buffer_range = 1 << 27,
+  };
+  static const char * const names[] = { "resident-coop", "resident-coop-broken" };
+  g_autoptr(DcVkContext) ctx = NULL;
+  DcVkFeatures f;
+  gboolean khr = TRUE;
+  char *why = NULL;
+
+  g_assert_true (dc_gpt_vk_forward_coop_offered (&h200, &khr, NULL));
+  g_assert_false (khr);
+  f = h200;
+  f.coop_matrix_nv_int8 = FALSE;
+  g_assert_true (dc_gpt_vk_forward_coop_offered (&f, &khr, NULL));
+  g_assert_true (khr);
+  f.coop_matrix_khr_int8 = 2;  /* 16 × 16 × 32 only */
+  g_assert_false (dc_gpt_vk_forward_coop_offered (&f, NULL, &why));
+  g_assert_nonnull (strstr (why, "cooperative matrix"));
+  g_clear_pointer (&why, g_free);
+  g_assert_false (dc_gpt_vk_forward_coop_offered (&lavapipe, NULL, &why));
+  g_assert_nonnull (strstr (why, "cooperative matrix"));
+  g_clear_pointer (&why, g_free);
+  f = h200;
+  f.subgroup_size = 64;
+  g_assert_false (dc_gpt_vk_forward_coop_offered (&f, NULL, &why));
+  g_assert_nonnull (strstr (why, "64-wide"));
+  g_clear_pointer (&why, g_free);
+  f = h200;
+  f.max_shared_memory = 32768;  /* the wide tile takes 36,864 bytes */
+  g_assert_false (dc_gpt_vk_forward_coop_offered (&f, NULL, &why));
+  g_assert_nonnull (strstr (why, "36864 bytes"));
+  g_clear_pointer (&why, g_free);
+  f = h200;
+  f.max_invocations = 128;
+  g_assert_false (dc_gpt_vk_forward_coop_offered (&f, NULL, NULL));
+
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(GBytes) in = dc_vk_shader_lookup (names[i], &error);
+      g_autoptr(GBytes) out = NULL;
+
+      g_assert_no_error (error);
+      out = dc_spirv_coop_nv_to_khr (in, &error);
+      g_assert_no_error (error);
+      g_assert_cmpuint (g_bytes_get_size (out), >, g_bytes_get_size (in));
+    }
+
+  ctx = open_device ();
+  if (ctx == NULL)
+    return;
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DcGptModel) model = small_model (16, 16);
+    g_autoptr(DcGptVkForward) pass = dc_gpt_vk_forward_new (&model->config, 2, &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpstr (dc_gpt_vk_forward_get_products (pass), ==, expected_products (ctx, "tiled"));
+    g_test_message ("%s: %s products", dc_vk_context_get_device_name (ctx),
+                    dc_gpt_vk_forward_get_products (pass));
+  }
+}
+
+/* Where the device has cooperative matrices: their broken twin (it forgets
+ * the last 16 bytes of K) is refused by the gate, the pass then keeps
+ * resident-gemm.comp's products, and every gradient is the CPU's with and
+ * without the twin named. Skipped on devices without them (lavapipe): there
+ * the selection test proves the fallback. */
+static void
+test_coop_twin_refused (void)
+{
+  g_autoptr(DcVkContext) probe = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  guint8 tokens[2 * 32 + 1];
+  g_autofree float *grads = NULL, *want = NULL;
+  g_autofree char *why = NULL;
+
+  if (probe == NULL)
+    return;
+  if (!dc_gpt_vk_forward_coop_offered (dc_vk_context_get_features (probe), NULL, &why))
+    {
+      g_autofree char *reason = g_strdup_printf ("%s has no products on cooperative matrices "
+                                                 "(%s)", dc_vk_context_get_device_name (probe),
+                                                 why);
+
+      g_test_skip (reason);
+      return;
+    }
+  g_clear_pointer (&probe, dc_vk_context_free);
+  /* Width 64 (4 heads of 16): every product's K a multiple of 16. */
+  model = small_model (64, 32);
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  grads = g_new (float, model->n_params);
+  want = g_new (float, model->n_params);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 32, NULL,
+                                     &error));
+  g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
+  g_assert_no_error (error);
+  for (guint broken = 0; broken < 2; broken++)
+    {
+      g_autoptr(DcGptVkForward) pass = NULL;
+
+      if (broken)
+        g_setenv ("DC_TEST_BREAK_KERNEL", "resident-coop", TRUE);
+      pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_no_error (error);
+      g_assert_nonnull (pass);
+      g_assert_cmpstr (dc_gpt_vk_forward_get_products (pass), ==, broken ? "tiled" : "coop");
       g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
                                                   NULL, &error));
       g_assert_no_error (error);
@@ -730,7 +884,7 @@ test_layout_gpt2_small (void)
   g_autoptr(GError) error = NULL;
   DcGptVkForwardMemory m1, m2, m3, fwd;
   DcGptConfig config;
-  guint64 n, per_batch, split, c = 768, t = 1024, v = 256, h = 12, l = 12;
+  guint64 n, per_batch, split, split2, c = 768, t = 1024, v = 256, h = 12, l = 12;
 
   dc_gpt_config_init_derived (&config, 768, 1024);
   config.n_layer = 12;
@@ -748,13 +902,18 @@ test_layout_gpt2_small (void)
   dc_gpt_vk_forward_measure (&config, 2, TRUE, &m2);
   dc_gpt_vk_forward_measure (&config, 3, TRUE, &m3);
   dc_gpt_vk_forward_measure (&config, 1, FALSE, &fwd);
-  /* Then the tiled products' split partial sums (int32, one product's at
-   * a time): the largest split product here is the q/k/v weights' gradient,
-   * (3C × C) from 2 slices of K (432 workgroups of 64 × 64, under 512). */
-  split = 2 * 3 * c * c;
+  /* Then the split products' partial sums (int32, one product's at a time,
+   * sized for the tiled kernel and the one on cooperative matrices): the
+   * largest here are the MLP's weights' gradient (C × 4C) from 2 slices of
+   * K on cooperative matrices (144 workgroups of 128 × 128, under 264), and
+   * its projection's input gradient (T × C) from 6 (48 workgroups); at
+   * batch 2 (K twice as long), the q/k/v weights' gradient (C × 3C) from 3
+   * (108 workgroups). */
+  split = 2 * 4 * c * c;
+  split2 = 3 * 3 * c * c;
   g_assert_cmpuint (m1.f_bytes, ==, 4 * (2 * n + per_batch + 1 + split));
-  g_assert_cmpuint (m2.f_bytes, ==, 4 * (2 * n + 2 * per_batch + 1 + split));
-  g_assert_cmpuint (m1.f_bytes, ==, 2008154116);
+  g_assert_cmpuint (m2.f_bytes, ==, 4 * (2 * n + 2 * per_batch + 1 + split2));
+  g_assert_cmpuint (m1.f_bytes, ==, 2012872708);
   g_assert_cmpuint (fwd.f_bytes, <, m1.f_bytes);
   g_assert_cmpuint (m1.device_bytes, ==, m1.f_bytes + m1.q_bytes);
   {
@@ -1077,6 +1236,8 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/native/selection", test_native_selection);
   g_test_add_func ("/dc/model/gpt-vk-step/native/twin-refused", test_native_twin_refused);
   g_test_add_func ("/dc/model/gpt-vk-step/gemm/twin-refused", test_gemm_twin_refused);
+  g_test_add_func ("/dc/model/gpt-vk-step/coop/selection", test_coop_selection);
+  g_test_add_func ("/dc/model/gpt-vk-step/coop/twin-refused", test_coop_twin_refused);
   {
     static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
                                           { 128, 16, 2 }, { 32, 32, 32 } };

@@ -114,6 +114,42 @@ enum
 #define GEMM_SPLIT_MIN_K 1024
 #define GEMM_SPLIT_MIN_WORDS 32
 
+/* Which kernels run the products (pass_new ()'s gates decide): flags. */
+enum
+{
+  PRODUCTS_TILED = 1 << 0,     /* resident-gemm.comp */
+  PRODUCTS_COOP = 1 << 1,      /* resident-coop.comp, where K is a multiple of 16 */
+  PRODUCTS_COOP_KHR = 1 << 2,  /* …rewritten for VK_KHR_cooperative_matrix */
+};
+
+/* resident-coop.comp's tile shapes, its specialization constants BM, BN,
+ * WM, WN, BKQ, PAD, NT: the standalone GEMM's best on the H200
+ * (dc-gemm-vk.c's sc128x128-w64x32-k128-p1-s1: 128 × 128 outputs, eight
+ * subgroups of 64 × 32, 128 bytes of K a step, rows padded by one word),
+ * and the same with 64 columns for products of at most 64 (the attention's
+ * att · v and its gradients, one head's D columns), where the wide tile would
+ * compute half its outputs for nothing. */
+enum { COOP_WIDE, COOP_NARROW, N_COOP };
+static const guint32 coop_shapes[N_COOP][7] = {
+  { 128, 128, 64, 32, 8, 1, 256 },
+  { 128, 64, 64, 32, 8, 1, 128 },
+};
+#define COOP_BM 128
+#define COOP_NARROW_N 64
+/* Shared memory of a shape: (BM + BN) rows of BKQ + PAD 16-byte words. */
+#define COOP_SHARED(sc) (((sc)[0] + (sc)[1]) * ((sc)[4] + (sc)[5]) * 16)
+/* The causal structure of the attention's products (resident-coop.comp's
+ * op bits 8-9; dc-gpt.c's matmul_causal ()). */
+enum { CAUSAL_NONE, CAUSAL_OUT, CAUSAL_A_LOWER, CAUSAL_A_UPPER };
+/* A product on cooperative matrices of one matrix with fewer 128 × 128
+ * blocks than this is split over K: two workgroups per multiprocessor of the
+ * H200 (132), the most that its registers hold at once (256 invocations, at
+ * most 128 registers each, of 65,536): more slices would only add partial
+ * sums to write and read. Each slice is at least COOP_SPLIT_MIN_WORDS 16-byte
+ * words (512 bytes, four steps) of K. */
+#define COOP_SPLIT_BLOCKS 264
+#define COOP_SPLIT_MIN_WORDS 32
+
 /* One layer's activations in F, kept for the backward pass (dc-gpt.c's
  * LayerActs), offsets in floats. */
 typedef struct
@@ -129,6 +165,7 @@ struct _DcGptVkForward
   DcVkPipeline  *loss_pipeline;  /* resident-loss.comp, on the same buffers */
   DcVkPipeline  *backward_pipeline;  /* resident-backward.comp (with a backward) */
   DcVkPipeline  *gemm_pipeline;  /* resident-gemm.comp: the tiled products */
+  DcVkPipeline  *coop_pipelines[N_COOP];  /* resident-coop.comp (with PRODUCTS_COOP) */
   DcVkBuffer    *f, *q, *e, *tokens;
   DcVkBuffer    *params_staging, *logits_staging, *grads_staging;
   DcVkRecording *recording;
@@ -139,6 +176,7 @@ struct _DcGptVkForward
   gboolean       backward;       /* the recording ends with the gradients, not the logits */
   DcVkF32Mode    native;         /* + − × on the float unit (f32-exact.glsl's DC_NATIVE_F32) */
   gboolean       tiled;          /* the products through resident-gemm.comp (its gate passed) */
+  guint          products;       /* PRODUCTS_* */
   gsize          n_params;
   gsize          grads_off;    /* in floats, into F: the gradients, after the weights */
   gsize          logits_off;   /* in floats, into F; the mean loss follows the logits */
@@ -151,6 +189,7 @@ struct _DcGptVkForward
   guint64        n_loss_dispatches;
   guint64        n_backward_dispatches;
   guint64        n_gemm_dispatches;
+  guint64        n_coop_dispatches[N_COOP];
   DcGptVkForwardTimes times;
   /* recording state: the regions of Q and E; a dry run only measures them */
   gboolean       dry;
@@ -183,6 +222,8 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->f, dc_vk_buffer_free);
   g_clear_pointer (&self->backward_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->gemm_pipeline, dc_vk_pipeline_free);
+  for (guint i = 0; i < N_COOP; i++)
+    g_clear_pointer (&self->coop_pipelines[i], dc_vk_pipeline_free);
   g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
   g_free (self->layers);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
@@ -320,17 +361,119 @@ record_quantize (DcGptVkForward  *self,
   return record_quantize_pairs (self, left, src, vs, ks, n, k, &ONE, error);
 }
 
-/* c[m · ldc + n] of each pair (its output matrix placed as its operands'
- * are) for the quantized left (M) and right (N) operands. */
+/* How a product of one matrix with @blocks workgroups and @k_words words of
+ * K is split over K for about @target workgroups, each slice at least
+ * @min_words long and a whole number of @step_words: the slice's words (0:
+ * not split) and, in @slices, their number. */
+static gsize
+split_plan (gsize  k_words,
+            gsize  blocks,
+            gsize  target,
+            gsize  min_words,
+            gsize  step_words,
+            gsize *slices)
+{
+  gsize slice_words;
+
+  *slices = MIN ((target + blocks - 1) / blocks, k_words / min_words);
+  if (*slices <= 1)
+    {
+      *slices = 1;
+      return 0;
+    }
+  slice_words = ((k_words + *slices - 1) / *slices + step_words - 1) / step_words * step_words;
+  *slices = (k_words + slice_words - 1) / slice_words;
+  if (*slices <= 1)
+    {
+      *slices = 1;
+      return 0;
+    }
+  return slice_words;
+}
+
+/* The product on cooperative matrices (resident-coop.comp), when the pass
+ * has them and K and both operands' starts are multiples of 16 bytes (its
+ * wide loads); *recorded says whether it took it. */
 static gboolean
-record_gemm_pairs (DcGptVkForward  *self,
-                   gsize            m,
-                   gsize            n,
-                   gsize            k,
-                   gsize            out,
-                   gsize            ldc,
-                   const Pairs     *pairs,
-                   GError         **error)
+record_gemm_coop (DcGptVkForward  *self,
+                  const guint32   *args,
+                  gsize            m,
+                  gsize            n,
+                  gsize            k,
+                  gsize            pairs,
+                  guint            causal,
+                  gboolean        *recorded,
+                  GError         **error)
+{
+  guint shape = n <= COOP_NARROW_N ? COOP_NARROW : COOP_WIDE;
+  gsize groups_x = (n + coop_shapes[shape][1] - 1) / coop_shapes[shape][1];
+  gsize groups_y = (m + COOP_BM - 1) / COOP_BM;
+  gsize slice_words = 0, slices = 1;
+
+  *recorded = FALSE;
+  if (!(self->products & PRODUCTS_COOP) || k % 16 != 0 || self->qa % 16 != 0
+      || self->qb % 16 != 0 || groups_x > FWD_MAX_GROUPS || groups_y > FWD_MAX_GROUPS
+      || pairs > FWD_MAX_GROUPS)
+    return TRUE;
+  *recorded = TRUE;
+  if (pairs == 1 && k >= GEMM_SPLIT_MIN_K && groups_x * groups_y < COOP_SPLIT_BLOCKS)
+    slice_words = split_plan (k / 16, groups_x * groups_y, COOP_SPLIT_BLOCKS,
+                              COOP_SPLIT_MIN_WORDS, coop_shapes[shape][4], &slices);
+  if (self->dry)
+    {
+      if (slices > 1)
+        self->split_words = MAX (self->split_words, slices * m * n);
+      return TRUE;
+    }
+  {
+    DcVkForwardPush push = { OP_GEMM | causal << 8, { 0 } };
+    DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
+
+    memcpy (push.a, args, 13 * sizeof (guint32));
+    push.a[13] = (guint32) slice_words;
+    push.a[14] = (guint32) self->split_scratch;
+    if (dc_vk_recording_is_profiled (self->recording))
+      {
+        g_autofree char *label = op_label (OP_GEMM, m * n * pairs, push.a);
+        static const char * const causal_names[] = { "", " causal-out", " causal-a-lower",
+                                                     " causal-a-upper" };
+        g_autofree char *coop = g_strdup_printf ("coop-%s%s%s", label,
+                                                 slices > 1 ? " split" : "",
+                                                 causal_names[causal]);
+
+        dc_vk_recording_label (self->recording, coop);
+      }
+    if (!dc_vk_recording_dispatch (self->recording, self->coop_pipelines[shape],
+                                   ++self->n_coop_dispatches[shape] == 1 ? buffers : NULL,
+                                   &push, (guint) groups_x, (guint) groups_y,
+                                   (guint) (slices > 1 ? slices : pairs), error))
+      return FALSE;
+    if (slices == 1)
+      return TRUE;
+    /* The slices summed by the wide pipeline (256 invocations a workgroup). */
+    push.op = OP_GEMM_SUM;
+    push.a[13] = (guint32) slices;
+    if (dc_vk_recording_is_profiled (self->recording))
+      dc_vk_recording_label (self->recording, "coop-gemm-sum");
+    return dc_vk_recording_dispatch (self->recording, self->coop_pipelines[COOP_WIDE],
+                                     ++self->n_coop_dispatches[COOP_WIDE] == 1 ? buffers : NULL,
+                                     &push, (guint) ((m * n + 255) / 256), 1, 1, error);
+  }
+}
+
+/* c[m · ldc + n] of each pair (its output matrix placed as its operands'
+ * are) for the quantized left (M) and right (N) operands; @causal (CAUSAL_*)
+ * what the cooperative-matrix kernel may skip. */
+static gboolean
+record_gemm_causal (DcGptVkForward  *self,
+                    gsize            m,
+                    gsize            n,
+                    gsize            k,
+                    gsize            out,
+                    gsize            ldc,
+                    const Pairs     *pairs,
+                    guint            causal,
+                    GError         **error)
 {
   guint32 args[] = { (guint32) self->qa, (guint32) self->ea, (guint32) m, (guint32) self->qb,
                      (guint32) self->eb, (guint32) n, (guint32) k, (guint32) out,
@@ -338,7 +481,14 @@ record_gemm_pairs (DcGptVkForward  *self,
                      (guint32) pairs->seq_stride, (guint32) pairs->head_stride };
   gsize groups_x = (n + GEMM_TILE - 1) / GEMM_TILE, groups_y = (m + GEMM_TILE - 1) / GEMM_TILE;
   gsize slice_words = 0, slices = 1;
+  gboolean coop;
 
+  if (!record_gemm_coop (self, args, m, n, k, pairs->pairs, causal, &coop, error))
+    return FALSE;
+  /* The dry run sizes the split scratch for both kernels: measure () assumes
+   * both gates pass, and either kernel may take a product. */
+  if (coop && !self->dry)
+    return TRUE;
   /* resident-gemm.comp reads the operands a word at a time, and its grid is
    * one workgroup per 64 × 64 block of each pair; elsewhere the untiled
    * product of resident-forward.comp. */
@@ -346,16 +496,11 @@ record_gemm_pairs (DcGptVkForward  *self,
       || groups_x > FWD_MAX_GROUPS || groups_y > FWD_MAX_GROUPS || pairs->pairs > FWD_MAX_GROUPS)
     return record_op (self, OP_GEMM, m * n * pairs->pairs, args, G_N_ELEMENTS (args), error);
   /* One matrix of few blocks and a long K (the weights' gradients): split
-   * K so that the device has GEMM_SPLIT_BLOCKS workgroups to run. */
+   * K so that the device has GEMM_SPLIT_BLOCKS workgroups to run (in whole
+   * stages of 8 words). */
   if (pairs->pairs == 1 && k >= GEMM_SPLIT_MIN_K && groups_x * groups_y < GEMM_SPLIT_BLOCKS)
-    {
-      slices = MIN ((GEMM_SPLIT_BLOCKS + groups_x * groups_y - 1) / (groups_x * groups_y),
-                    k / 4 / GEMM_SPLIT_MIN_WORDS);
-      slice_words = ((k / 4 + slices - 1) / slices + 7) / 8 * 8;  /* whole stages of 8 words */
-      slices = (k / 4 + slice_words - 1) / slice_words;
-      if (slices <= 1)
-        slice_words = 0, slices = 1;
-    }
+    slice_words = split_plan (k / 4, groups_x * groups_y, GEMM_SPLIT_BLOCKS,
+                              GEMM_SPLIT_MIN_WORDS, 8, &slices);
   if (self->dry)
     {
       if (slices > 1)
@@ -392,6 +537,19 @@ record_gemm_pairs (DcGptVkForward  *self,
     return dc_vk_recording_dispatch (self->recording, self->gemm_pipeline, NULL, &push,
                                      (guint) ((m * n + 255) / 256), 1, 1, error);
   }
+}
+
+static gboolean
+record_gemm_pairs (DcGptVkForward  *self,
+                   gsize            m,
+                   gsize            n,
+                   gsize            k,
+                   gsize            out,
+                   gsize            ldc,
+                   const Pairs     *pairs,
+                   GError         **error)
+{
+  return record_gemm_causal (self, m, n, k, out, ldc, pairs, CAUSAL_NONE, error);
 }
 
 static gboolean
@@ -552,11 +710,11 @@ record_body (DcGptVkForward  *self,
 
         if (!record_quantize_pairs (self, TRUE, a->qkv, 3 * c, 1, t, d, &in, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + c, 3 * c, 1, t, d, &in, error)
-            || !record_gemm_pairs (self, t, t, d, self->scores, t, &sq, error)
+            || !record_gemm_causal (self, t, t, d, self->scores, t, &sq, CAUSAL_OUT, error)
             || !record_op (self, OP_SOFTMAX, self->batch * h_n * t, sm, G_N_ELEMENTS (sm), error)
             || !record_quantize_pairs (self, TRUE, a->att, t, 1, t, t, &sq, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 1, 3 * c, d, t, &in, error)
-            || !record_gemm_pairs (self, t, d, t, a->atty, c, &y, error))
+            || !record_gemm_causal (self, t, d, t, a->atty, c, &y, CAUSAL_A_LOWER, error))
           return FALSE;
       }
       {
@@ -668,18 +826,21 @@ record_body (DcGptVkForward  *self,
 
         if (!record_quantize_pairs (self, TRUE, self->d_a, c, 1, t, d, &dy, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 3 * c, 1, t, d, &in, error)
-            || !record_gemm_pairs (self, t, t, d, self->scores, t, &sq, error)
+            || !record_gemm_causal (self, t, t, d, self->scores, t, &sq, CAUSAL_OUT, error)
             || !record_quantize_pairs (self, TRUE, a->att, 1, t, t, t, &sq, error)
             || !record_quantize_pairs (self, FALSE, self->d_a, 1, c, d, t, &dy, error)
-            || !record_gemm_pairs (self, t, d, t, self->d_qkv + 2 * c, 3 * c, &in, error)
+            || !record_gemm_causal (self, t, d, t, self->d_qkv + 2 * c, 3 * c, &in,
+                                    CAUSAL_A_UPPER, error)
             || !record_op (self, OP_SOFTMAX_BACK, self->batch * h_n * t, sm, G_N_ELEMENTS (sm),
                            error)
             || !record_quantize_pairs (self, TRUE, self->scores, t, 1, t, t, &sq, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + c, 1, 3 * c, d, t, &in, error)
-            || !record_gemm_pairs (self, t, d, t, self->d_qkv, 3 * c, &in, error)
+            || !record_gemm_causal (self, t, d, t, self->d_qkv, 3 * c, &in, CAUSAL_A_LOWER,
+                                    error)
             || !record_quantize_pairs (self, TRUE, self->scores, 1, t, t, t, &sq, error)
             || !record_quantize_pairs (self, FALSE, a->qkv, 1, 3 * c, d, t, &in, error)
-            || !record_gemm_pairs (self, t, d, t, self->d_qkv + c, 3 * c, &in, error))
+            || !record_gemm_causal (self, t, d, t, self->d_qkv + c, 3 * c, &in, CAUSAL_A_UPPER,
+                                    error))
           return FALSE;
       }
       if (!record_linear_backward (self, a->ln1, self->d_qkv, bt, p[2], c, 3 * c, self->d_b,
@@ -779,9 +940,11 @@ measure (const DcGptConfig     *config,
   self->batch = batch;
   self->backward = backward;
   self->n_params = dc_gpt_config_n_params (config);
-  /* As with the tiled products (their gate usually passes): the split
-   * products' scratch is then part of F, so this is the larger layout. */
+  /* As with the tiled products and those on cooperative matrices (their
+   * gates usually pass where offered): the split products' scratch is then
+   * part of F, sized for either kernel, so this is the larger layout. */
   self->tiled = TRUE;
+  self->products = PRODUCTS_TILED | PRODUCTS_COOP;
   f = layout (self);
   out->f_bytes = (guint64) f * 4;
   out->q_bytes = MAX (self->qb + self->q_right, 4);
@@ -865,6 +1028,78 @@ dc_gpt_vk_forward_fits (const DcGptVkForwardMemory  *memory,
   return TRUE;
 }
 
+/**
+ * dc_gpt_vk_forward_coop_offered:
+ * @features: what a device offers
+ * @khr: (out) (optional): whether the kernel must be rewritten for
+ *   VK_KHR_cooperative_matrix (the device lists the shape under it only)
+ * @why: (out) (optional) (transfer full): why not, when not offered
+ *
+ * Whether the resident pass's products may run on cooperative matrices
+ * (resident-coop.comp) on such a device, before their gate: an int8
+ * 16 × 8 × 32 shape under VK_NV_cooperative_matrix or
+ * VK_KHR_cooperative_matrix on 32-wide subgroups, and the shared memory and
+ * invocations of its wide tile. Split out so that the test can check the
+ * decision with the features of devices it does not have (lavapipe has no
+ * cooperative matrices).
+ */
+gboolean
+dc_gpt_vk_forward_coop_offered (const DcVkFeatures  *features,
+                                gboolean            *khr,
+                                char               **why)
+{
+  guint32 shared = COOP_SHARED (coop_shapes[COOP_WIDE]);
+
+  if (khr != NULL)
+    *khr = !features->coop_matrix_nv_int8;
+  if (!features->coop_matrix_nv_int8 && !(features->coop_matrix_khr_int8 & 1))
+    {
+      if (why != NULL)
+        *why = g_strdup ("no int8 cooperative matrix of 16 × 8 × 32");
+      return FALSE;
+    }
+  if (features->subgroup_size != 32)
+    {
+      if (why != NULL)
+        *why = g_strdup_printf ("cooperative matrices on %u-wide subgroups, not 32",
+                                features->subgroup_size);
+      return FALSE;
+    }
+  if (features->max_shared_memory < shared
+      || features->max_invocations < coop_shapes[COOP_WIDE][6])
+    {
+      if (why != NULL)
+        *why = g_strdup_printf ("its tile takes %u bytes of shared memory and %u invocations, "
+                                "the device allows %u and %u", shared,
+                                coop_shapes[COOP_WIDE][6], features->max_shared_memory,
+                                features->max_invocations);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* resident-coop.comp's pipelines, one per tile shape, when @products has
+ * PRODUCTS_COOP (with @broken, the twin's). */
+static gboolean
+coop_pipelines_new (DcVkContext   *ctx,
+                    guint          products,
+                    gboolean       broken,
+                    DcVkPipeline **pipelines,
+                    GError       **error)
+{
+  g_autofree char *file = NULL;
+
+  if (!(products & PRODUCTS_COOP))
+    return TRUE;
+  file = g_strconcat ("resident-coop", broken ? "-broken" : "",
+                      products & PRODUCTS_COOP_KHR ? "+khr" : "", NULL);
+  for (guint i = 0; i < N_COOP; i++)
+    if ((pipelines[i] = dc_vk_pipeline_new_specialized (ctx, file, 4, sizeof (DcVkForwardPush),
+                                                        coop_shapes[i], 7, error)) == NULL)
+      return FALSE;
+  return TRUE;
+}
+
 /* Lays out F, Q and E and records the whole pass: the weights' upload, the
  * body, the results' download. */
 static gboolean
@@ -873,6 +1108,7 @@ record_forward (DcGptVkForward  *self,
                 gboolean         broken_loss,
                 gboolean         broken_backward,
                 gboolean         broken_gemm,
+                gboolean         broken_coop,
                 GError         **error)
 {
   const DcGptConfig *cfg = &self->config;
@@ -910,6 +1146,7 @@ record_forward (DcGptVkForward  *self,
       || (self->tiled
           && (self->gemm_pipeline = dc_vk_pipeline_new (self->ctx, gemm_file, 4,
                                                     sizeof (DcVkForwardPush), error)) == NULL)
+      || !coop_pipelines_new (self->ctx, self->products, broken_coop, self->coop_pipelines, error)
       || (self->f = dc_vk_buffer_new_device_local (self->ctx, off * 4, error)) == NULL
       || (self->q = dc_vk_buffer_new_device_local (self->ctx, MAX (q_size, 4), error)) == NULL
       || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
@@ -1060,7 +1297,8 @@ guint64
 dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
 {
   return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches
-         + self->n_gemm_dispatches;
+         + self->n_gemm_dispatches + self->n_coop_dispatches[COOP_WIDE]
+         + self->n_coop_dispatches[COOP_NARROW];
 }
 
 /* With @twins, each kernel named in DC_TEST_BREAK_KERNEL is its broken twin
@@ -1071,7 +1309,7 @@ forward_new (DcVkContext        *ctx,
              guint               batch,
              gboolean            backward,
              DcVkF32Mode         native,
-             gboolean            tiled,
+             guint               products,
              gboolean            twins,
              GError            **error)
 {
@@ -1082,12 +1320,14 @@ forward_new (DcVkContext        *ctx,
   self->batch = batch;
   self->backward = backward;
   self->native = native;
-  self->tiled = tiled;
+  self->tiled = (products & PRODUCTS_TILED) != 0;
+  self->products = products;
   self->n_params = dc_gpt_config_n_params (config);
   if (!record_forward (self, twins && _dc_gpt_vk_kernel_twin ("resident-forward", native),
                        twins && _dc_gpt_vk_kernel_twin ("resident-loss", native),
                        twins && _dc_gpt_vk_kernel_twin ("resident-backward", native),
-                       twins && _dc_gpt_vk_kernel_broken ("resident-gemm"), error))
+                       twins && _dc_gpt_vk_kernel_broken ("resident-gemm"),
+                       twins && _dc_gpt_vk_kernel_broken ("resident-coop"), error))
     {
       self->ctx = NULL;  /* the caller's */
       return NULL;
@@ -1323,7 +1563,7 @@ gate_ops (DcVkContext  *ctx,
 static gboolean
 gate (DcVkContext  *ctx,
       DcVkF32Mode   native,
-      gboolean      tiled,
+      guint         products,
       GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1349,7 +1589,7 @@ gate (DcVkContext  *ctx,
   run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error))
     return FALSE;
-  fwd = forward_new (ctx, &config, 2, FALSE, native, tiled, TRUE, error);
+  fwd = forward_new (ctx, &config, 2, FALSE, native, products, TRUE, error);
   if (fwd == NULL)
     return FALSE;
   n = (gsize) 2 * 16 * config.vocab;
@@ -1500,7 +1740,7 @@ gate_backward_ops (DcVkContext  *ctx,
 static gboolean
 gate_backward (DcVkContext  *ctx,
                DcVkF32Mode   native,
-               gboolean      tiled,
+               guint         products,
                GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1528,7 +1768,7 @@ gate_backward (DcVkContext  *ctx,
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error)
       || !dc_gpt_run_backward (run, model->params, want, error))
     return FALSE;
-  pass = forward_new (ctx, &config, 2, TRUE, native, tiled, TRUE, error);
+  pass = forward_new (ctx, &config, 2, TRUE, native, products, TRUE, error);
   if (pass == NULL)
     return FALSE;
   ok = dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads, &loss, error);
@@ -1654,21 +1894,163 @@ gate_gemm (DcVkContext  *ctx,
          && gate_gemm_case (ctx, pipeline, 1000, 1, 1, 64, &state, error);
 }
 
+/* resident-coop.comp's gate, each tile shape: products of random int8
+ * operands with random exponents against the integer dot products and
+ * dc_gemm_epilogue (), on shapes with partial tiles on every side and K
+ * both shorter than one step and several steps long: pairs placed as the
+ * attention's; one matrix split over K into slices (the last one short)
+ * summed by OP_GEMM_SUM; and the three causal structures (the left operand's
+ * skipped triangle zero, as the softmaxes leave it; of CAUSAL_OUT's outputs
+ * only those read, n ≤ m, compared). */
+typedef struct
+{
+  guint m, n, k, pairs, heads, slice_words, causal;
+} CoopCase;
+
+static const CoopCase coop_cases[] = {
+  { 200, 137, 400, 4, 2, 0, CAUSAL_NONE },
+  { 150, 70, 96, 2, 1, 0, CAUSAL_NONE },
+  /* 63 words of K in slices of 16: three whole, one of 15. */
+  { 150, 130, 1008, 1, 1, 16, CAUSAL_NONE },
+  { 144, 144, 32, 2, 2, 0, CAUSAL_OUT },
+  { 272, 40, 272, 2, 1, 0, CAUSAL_A_LOWER },
+  { 272, 40, 272, 2, 1, 0, CAUSAL_A_UPPER },
+};
+
+static gboolean
+gate_coop_case (DcVkContext     *ctx,
+                DcVkPipeline    *pipeline,
+                DcVkPipeline    *sum_pipeline,
+                const guint32   *shape,
+                const CoopCase  *c,
+                guint64         *state,
+                GError         **error)
+{
+  const guint m_rows = c->m, n_cols = c->n, k = c->k, pairs = c->pairs, heads = c->heads;
+  const guint ldc = heads * n_cols;
+  const gsize qb = (gsize) pairs * m_rows * k, n_out = (gsize) (pairs / heads) * m_rows * ldc;
+  const guint slices = c->slice_words > 0 ? (k / 16 + c->slice_words - 1) / c->slice_words : 1;
+  const gsize scratch = 1 + n_out, n_f = scratch + (gsize) slices * m_rows * n_cols;
+  g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
+  DcVkBuffer *buffers[4];
+  gint8 *q;
+  gint32 *e;
+  float *f;
+
+  g_assert (qb % 16 == 0 && pairs % heads == 0 && k % 16 == 0);
+  g_assert (c->causal == CAUSAL_NONE || c->causal == CAUSAL_OUT || m_rows == k);
+  if ((bf = dc_vk_buffer_new (ctx, n_f * 4, error)) == NULL
+      || (bq = dc_vk_buffer_new (ctx, qb + (gsize) pairs * n_cols * k, error)) == NULL
+      || (be = dc_vk_buffer_new (ctx, 4 * (1 + pairs * (m_rows + n_cols)), error)) == NULL
+      || (bt = dc_vk_buffer_new (ctx, 4, error)) == NULL)
+    return FALSE;
+  q = dc_vk_buffer_get_data (bq);
+  e = dc_vk_buffer_get_data (be);
+  f = dc_vk_buffer_get_data (bf);
+  /* As gate_gemm_case (): the whole range, the extremes often; exponents
+   * that reach the epilogue's rounding, subnormal and overflow cases. */
+  for (gsize i = 0; i < qb + (gsize) pairs * n_cols * k; i++)
+    {
+      guint64 r = _dc_gpt_vk_splitmix64 (state);
+      gsize row = i / k % m_rows, col = i % k;
+
+      q[i] = (gint8) ((r >> 8) % 4 == 0 ? ((r & 1) ? 127 : -127) : (gint) (r % 255) - 127);
+      if (i < qb && ((c->causal == CAUSAL_A_LOWER && col > row)
+                     || (c->causal == CAUSAL_A_UPPER && col < row)))
+        q[i] = 0;
+    }
+  for (gsize i = 0; i < 1 + pairs * (m_rows + n_cols); i++)
+    e[i] = (gint32) (_dc_gpt_vk_splitmix64 (state) % 40) - 30 - (i % 7 == 0 ? 50 : 0)
+           + (i % 11 == 0 ? 60 : 0);
+  memset (f, 0xff, n_f * 4);
+  buffers[0] = bf;
+  buffers[1] = bq;
+  buffers[2] = be;
+  buffers[3] = bt;
+  {
+    DcVkForwardPush push = { OP_GEMM | c->causal << 8,
+                             { 0, 1, m_rows, (guint32) qb, 1 + pairs * m_rows, n_cols, k, 1,
+                               ldc, pairs, heads, m_rows * ldc, n_cols, c->slice_words,
+                               (guint32) scratch } };
+
+    if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, (n_cols + shape[1] - 1) / shape[1],
+                         (m_rows + shape[0] - 1) / shape[0],
+                         c->slice_words > 0 ? slices : pairs, error))
+      return FALSE;
+    if (c->slice_words > 0)
+      {
+        push.op = OP_GEMM_SUM;
+        push.a[13] = slices;
+        if (!dc_vk_dispatch (ctx, sum_pipeline, buffers, &push, (m_rows * n_cols + 255) / 256,
+                             1, 1, error))
+          return FALSE;
+      }
+  }
+  for (guint p = 0; p < pairs; p++)
+    for (guint m = 0; m < m_rows; m++)
+      for (guint n = 0; n < n_cols; n++)
+        {
+          const gint8 *a = q + ((gsize) p * m_rows + m) * k;
+          const gint8 *b = q + qb + ((gsize) p * n_cols + n) * k;
+          gsize at = 1 + (p / heads) * m_rows * ldc + (p % heads) * n_cols + (gsize) m * ldc + n;
+          gint32 acc = 0;
+          float want;
+
+          if (c->causal == CAUSAL_OUT && n > m)
+            continue;
+          for (guint i = 0; i < k; i++)
+            acc += (gint32) a[i] * b[i];
+          want = dc_gemm_epilogue (acc, e[1 + p * m_rows + m],
+                                   e[1 + pairs * m_rows + p * n_cols + n]);
+          if (!same_f32 (f[at], want))
+            {
+              g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                           "product on cooperative matrices (%u × %u tiles, %u × %u × %u%s, "
+                           "causal %u) of pair %u, row %u, column %u: 0x%08x instead of 0x%08x",
+                           shape[0], shape[1], m_rows, n_cols, k,
+                           c->slice_words > 0 ? ", split" : "", c->causal, p, m, n,
+                           f32_bits (f[at]), f32_bits (want));
+              return FALSE;
+            }
+        }
+  return TRUE;
+}
+
+static gboolean
+gate_coop (DcVkContext  *ctx,
+           gboolean      khr,
+           gboolean      broken,
+           GError      **error)
+{
+  DcVkPipeline *pipelines[N_COOP] = { NULL };
+  guint64 state = G_GUINT64_CONSTANT (0x4461697379436d31);  /* "DaisyCm1" */
+  gboolean ok = coop_pipelines_new (ctx, PRODUCTS_COOP | (khr ? PRODUCTS_COOP_KHR : 0), broken,
+                                    pipelines, error);
+
+  for (guint s = 0; ok && s < N_COOP; s++)
+    for (guint i = 0; ok && i < G_N_ELEMENTS (coop_cases); i++)
+      ok = gate_coop_case (ctx, pipelines[s], pipelines[COOP_WIDE], coop_shapes[s],
+                           &coop_cases[i], &state, error);
+  for (guint s = 0; s < N_COOP; s++)
+    g_clear_pointer (&pipelines[s], dc_vk_pipeline_free);
+  return ok;
+}
+
 /* The forward gate, and with @backward the backward's, for the native or
  * the emulated kernels; @kernel names the one refused. */
 static gboolean
 gates (DcVkContext  *ctx,
        gboolean      backward,
        DcVkF32Mode   native,
-       gboolean      tiled,
+       guint         products,
        const char  **kernel,
        GError      **error)
 {
   *kernel = "resident-forward";
-  if (!gate (ctx, native, tiled, error))
+  if (!gate (ctx, native, products, error))
     return FALSE;
   *kernel = "resident-backward";
-  return !backward || gate_backward (ctx, native, tiled, error);
+  return !backward || gate_backward (ctx, native, products, error);
 }
 
 /* Opens the best Vulkan device, gates what the pass needs and records it:
@@ -1687,7 +2069,8 @@ pass_new (const DcGptConfig  *config,
   const char *kernel = "resident-forward";
   g_autofree char *why_not = NULL;
   DcVkF32Mode native;
-  gboolean tiled;
+  gboolean tiled, khr = FALSE;
+  guint products;
 
   g_return_val_if_fail (batch > 0, NULL);
 
@@ -1719,12 +2102,35 @@ pass_new (const DcGptConfig  *config,
                  "untiled products", dc_vk_context_get_device_name (ctx), local_error->message);
       g_clear_error (&local_error);
     }
+  products = tiled ? PRODUCTS_TILED : 0;
+  /* Then the products on cooperative matrices, where the device has them:
+   * the model gates below run with them too. */
+  if (!dc_gpt_vk_forward_coop_offered (features, &khr, &why_not))
+    {
+      g_info ("Resident %s pass on %s: no products on cooperative matrices (%s)",
+              backward ? "training" : "forward", dc_vk_context_get_device_name (ctx), why_not);
+      g_clear_pointer (&why_not, g_free);
+    }
+  else if (!gate_coop (ctx, khr, _dc_gpt_vk_kernel_broken ("resident-coop"), &local_error))
+    {
+      g_message ("Vulkan kernel resident-coop on %s failed verification (%s) — using the %s "
+                 "products", dc_vk_context_get_device_name (ctx), local_error->message,
+                 tiled ? "tiled" : "untiled");
+      g_clear_error (&local_error);
+    }
+  else
+    {
+      products |= PRODUCTS_COOP | (khr ? PRODUCTS_COOP_KHR : 0);
+      g_info ("Resident %s pass on %s: products on cooperative matrices (resident-coop%s), "
+              "their gate passed", backward ? "training" : "forward",
+              dc_vk_context_get_device_name (ctx), khr ? " rewritten for KHR" : "");
+    }
   native = _dc_gpt_vk_native_wanted (ctx, &why_not);
   if (native)
     {
       kernel = "f32-exact";
       if (!(_dc_gpt_vk_step_gate_f32 (ctx, native, &local_error)
-            && gates (ctx, backward, native, tiled, &kernel, &local_error)))
+            && gates (ctx, backward, native, products, &kernel, &local_error)))
         {
           g_message ("Vulkan kernel %s-native on %s failed verification (%s) — using the "
                      "emulated kernels", kernel, dc_vk_context_get_device_name (ctx),
@@ -1741,7 +2147,7 @@ pass_new (const DcGptConfig  *config,
   else
     g_info ("Resident %s pass on %s: emulated float arithmetic (%s)",
             backward ? "training" : "forward", dc_vk_context_get_device_name (ctx), why_not);
-  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, tiled, &kernel, &local_error))
+  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, products, &kernel, &local_error))
     ;
   else
     {
@@ -1753,7 +2159,7 @@ pass_new (const DcGptConfig  *config,
                    backward ? "training" : "forward");
       return NULL;
     }
-  self = forward_new (ctx, config, batch, backward, native, tiled, FALSE, error);
+  self = forward_new (ctx, config, batch, backward, native, products, FALSE, error);
   if (self == NULL)
     return NULL;
   g_steal_pointer (&ctx);
@@ -1811,13 +2217,17 @@ dc_gpt_vk_forward_get_device_name (DcGptVkForward *self)
 /**
  * dc_gpt_vk_forward_get_products:
  *
- * Returns: how the pass's products run: "tiled" (resident-gemm.comp, its
+ * Returns: how the pass's products run: "coop" (resident-coop.comp on
+ *   cooperative matrices, its gate passed, for the products whose K is a
+ *   multiple of 16; the others as below), "tiled" (resident-gemm.comp, its
  *   gate passed) or "untiled" (resident-forward.comp's, one invocation per
  *   output)
  */
 const char *
 dc_gpt_vk_forward_get_products (DcGptVkForward *self)
 {
+  if (self->products & PRODUCTS_COOP)
+    return "coop";
   return self->tiled ? "tiled" : "untiled";
 }
 

@@ -24,6 +24,7 @@
 #include <glib.h>
 
 #include "dc-gpt-config.h"
+#include "engine/dc-vk-context.h"
 
 G_BEGIN_DECLS
 
@@ -106,6 +107,9 @@ const char     *dc_gpt_vk_forward_get_arithmetic   (DcGptVkForward *self);
 const char     *dc_gpt_vk_forward_get_products     (DcGptVkForward *self);
 void            dc_gpt_vk_forward_get_times        (DcGptVkForward      *self,
                                                     DcGptVkForwardTimes *out);
+gboolean        dc_gpt_vk_forward_coop_offered     (const DcVkFeatures  *features,
+                                                    gboolean            *khr,
+                                                    char               **why);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptVkForward, dc_gpt_vk_forward_free)
 

@@ -1,0 +1,213 @@
+// resident-coop.comp: the products of the resident pass (resident-gemm.comp's,
+// same push constants, same buffers) on cooperative matrices: 16 × 8 × 32
+// int8 fragments (VK_NV_cooperative_matrix, rewritten for
+// VK_KHR_cooperative_matrix where only that lists the shape: "+khr",
+// dc-spirv-coop.c) in the tile scheme of gemm-int8-coopsc.comp, the
+// standalone GEMM's best (sc128x128-w64x32-k128-p1-s1). int32 sums are exact
+// in any order (|acc| ≤ 127² · K < 2³¹), so the accumulators hold the byte
+// loop's integers and the epilogue (gemm-epilogue.glsl, integers only) the
+// CPU's bits.
+//
+// Unlike the standalone GEMM, the operands are not padded: they lie in Q as
+// the quantizer wrote them, (M, K) and (N, K) int8 row-major per pair. Words
+// of 16 bytes are staged through shared memory with every row and K word
+// bounds-checked (zeros beyond, which add nothing), so any M and N work; the
+// recording sends a product here only when K and both operands' starts are
+// multiples of 16 bytes (the uvec4 loads), resident-gemm.comp otherwise.
+//
+// Specialization constants (dc-gpt-vk-forward.c's COOP_* tables):
+//   BM × BN  the workgroup's outputs; WM × WN a subgroup's
+//   BKQ      16-byte words of K staged a step; PAD words added to a staged
+//            row (an odd stride spreads a fragment's rows over the banks)
+//   NT       invocations: (BM / WM) · (BN / WN) · 32
+//
+// Push constants (resident-forward.comp's OP_GEMM): a = qa, ea, M, qb, eb, N,
+// K, out, ldc, pairs, heads, the output's sequence and head strides, then
+// a[13] the split's slice in 16-byte words of K (0: no split) and a[14] the
+// slices' int32 partial sums in F. op's low byte is OP_GEMM or OP_GEMM_SUM;
+// bits 8-9 the causal structure of the attention's products, the CPU's
+// matmul_causal () (dc-gpt.c):
+//   1 OUT      only outputs n ≤ m are read (the scores and d_att, whose
+//              softmaxes read the lower triangle): blocks wholly above the
+//              diagonal are skipped
+//   2 A_LOWER  A (m, k) is zero for k > m (the probabilities, d_scores):
+//              row block m0 stops K at m0 + BM
+//   3 A_UPPER  A (m, k) is zero for k < m (their transposes): K starts at
+//              the row block's first row
+// Zeros skipped add nothing to an int32 sum, so the bits do not change.
+//
+// Workgroup (x, y, z): the block at column BN·x, row BM·y of pair z, or,
+// split, of slice z of K (the int32 sums to F, then OP_GEMM_SUM adds them and
+// applies the epilogue, one invocation per output). DC_BREAK builds the
+// deliberately wrong twin (it forgets the last 16 bytes of K), for the gate's
+// test.
+//
+// SPDX-License-Identifier: GPL-3.0-or-later
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_NV_integer_cooperative_matrix : require
+
+#include "gemm-epilogue.glsl"
+
+layout(constant_id = 0) const uint BM = 128;
+layout(constant_id = 1) const uint BN = 128;
+layout(constant_id = 2) const uint WM = 64;
+layout(constant_id = 3) const uint WN = 32;
+layout(constant_id = 4) const uint BKQ = 8;
+layout(constant_id = 5) const uint PAD = 1;
+layout(constant_id = 6) const uint NT = 256;
+
+layout(local_size_x_id = 6, local_size_y = 1, local_size_z = 1) in;
+
+const uint FM = WM / 16u;
+const uint FN = WN / 8u;
+const uint WARPS_N = BN / WN;
+const uint ROWQ = BKQ + PAD;
+const uint STAGE = (BM + BN) * ROWQ;
+const uint LOADS = (BM + BN) * BKQ / NT;
+
+layout(std430, binding = 0) buffer F { uint f[]; };
+// The int8 operands sixteen to a word.
+layout(std430, binding = 1) readonly buffer Q { uvec4 q[]; };
+layout(std430, binding = 2) readonly buffer E { int e32[]; };
+
+layout(push_constant) uniform Push {
+  uint op;
+  uint a[15];
+} pc;
+
+#define OP_GEMM_SUM 100u
+#define CAUSAL_OUT 1u
+#define CAUSAL_A_LOWER 2u
+#define CAUSAL_A_UPPER 3u
+
+// One stage; after the last step, 32 words per subgroup for the epilogue
+// (STAGE ≥ NT words: BM + BN ≥ 64, BKQ ≥ 2).
+shared uvec4 smem[STAGE];
+
+// OP_GEMM_SUM: as resident-gemm.comp's, a[13] slices, a[14] their sums.
+void sum_slices()
+{
+  const uint i = gl_WorkGroupID.x * NT + gl_LocalInvocationID.x;
+  const uint m_rows = pc.a[2], n_cols = pc.a[5];
+
+  if (i < m_rows * n_cols) {
+    const uint m = i / n_cols, n = i % n_cols;
+    int acc = 0;
+
+    for (uint s = 0u; s < pc.a[13]; s++)
+      acc += int(f[pc.a[14] + s * m_rows * n_cols + i]);
+    f[pc.a[7] + m * pc.a[8] + n] = dc_gemm_epilogue(acc, e32[pc.a[1] + m], e32[pc.a[4] + n]);
+  }
+}
+
+void main()
+{
+  if ((pc.op & 0xffu) == OP_GEMM_SUM) {
+    sum_slices();
+    return;
+  }
+
+  const uint tid = gl_LocalInvocationID.x;
+  const uint warp = gl_SubgroupID;
+  const uint lane = gl_SubgroupInvocationID;
+  const uint causal = (pc.op >> 8u) & 3u;
+  const uint m_rows = pc.a[2], n_cols = pc.a[5], k = pc.a[6];
+  const bool split = pc.a[13] != 0u;
+  const uint p = split ? 0u : gl_WorkGroupID.z;
+  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+  const uint wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
+  // 16-byte words: a row's, and this pair's first left and right vectors.
+  const uint kq = k / 16u;
+  const uint qa = (pc.a[0] + p * m_rows * k) / 16u, qb = (pc.a[3] + p * n_cols * k) / 16u;
+  uint kbeg = 0u, kend = kq;
+  icoopmatNV<32, gl_ScopeSubgroup, 16, 8> acc[FM * FN];
+
+  // Uniform over the workgroup: every output of the block lies above the
+  // diagonal, and none is read.
+  if (causal == CAUSAL_OUT && n0 > m0 + BM - 1u)
+    return;
+#ifdef DC_BREAK
+  kend -= 1u;
+#endif
+  if (split) {
+    kbeg = gl_WorkGroupID.z * pc.a[13];
+    kend = min(kend, kbeg + pc.a[13]);
+  }
+  if (causal == CAUSAL_A_LOWER)
+    kend = min(kend, (m0 + BM + 15u) / 16u);
+  if (causal == CAUSAL_A_UPPER)
+    kbeg = max(kbeg, m0 / 16u);
+
+  [[unroll]] for (uint i = 0u; i < FM * FN; i++)
+    acc[i] = icoopmatNV<32, gl_ScopeSubgroup, 16, 8>(0);
+
+  for (uint k0 = kbeg; k0 < kend; k0 += BKQ) {
+    // Word w of the stage: row w / BKQ (A's BM rows, then B's BN), word
+    // w % BKQ of its K step.
+    [[unroll]] for (uint l = 0u; l < LOADS; l++) {
+      const uint w = tid + l * NT, r = w / BKQ, c = w % BKQ, kk = k0 + c;
+      uvec4 v = uvec4(0u);
+
+      if (kk < kend) {
+        if (r < BM) {
+          if (m0 + r < m_rows)
+            v = q[qa + (m0 + r) * kq + kk];
+        } else if (n0 + r - BM < n_cols) {
+          v = q[qb + (n0 + r - BM) * kq + kk];
+        }
+      }
+      smem[r * ROWQ + c] = v;
+    }
+    barrier();
+    [[unroll]] for (uint h = 0u; h < BKQ / 2u; h++) {
+      icoopmatNV<8, gl_ScopeSubgroup, 16, 32> fa[FM];
+      icoopmatNV<8, gl_ScopeSubgroup, 32, 8> fb[FN];
+
+      [[unroll]] for (uint i = 0u; i < FM; i++)
+        coopMatLoadNV(fa[i], smem, (wm0 + 16u * i) * ROWQ + 2u * h, ROWQ, false);
+      [[unroll]] for (uint j = 0u; j < FN; j++)
+        coopMatLoadNV(fb[j], smem, (BM + wn0 + 8u * j) * ROWQ + 2u * h, ROWQ, true);
+      [[unroll]] for (uint i = 0u; i < FM; i++)
+        [[unroll]] for (uint j = 0u; j < FN; j++)
+          acc[i * FN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * FN + j]);
+    }
+    barrier();
+  }
+
+  // Lane l takes elements 4l … 4l + 3 of each 16 × 8 fragment (row-major).
+  {
+    const uint heads = max(pc.a[10], 1u);
+    const uint base = split ? pc.a[14] + gl_WorkGroupID.z * m_rows * n_cols
+                            : pc.a[7] + (p / heads) * pc.a[11] + (p % heads) * pc.a[12];
+    const uint ldc = split ? n_cols : pc.a[8];
+
+    [[unroll]] for (uint i = 0u; i < FM; i++)
+      [[unroll]] for (uint j = 0u; j < FN; j++) {
+        const uint m = m0 + wm0 + 16u * i + lane / 2u;
+        const uint n = n0 + wn0 + 8u * j + (lane % 2u) * 4u;
+
+        coopMatStoreNV(acc[i * FN + j], smem, warp * 32u, 2u, false);
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        if (m < m_rows) {
+          const uvec4 v = smem[warp * 32u + lane];
+
+          [[unroll]] for (uint t = 0u; t < 4u; t++)
+            if (n + t < n_cols)
+              f[base + m * ldc + n + t]
+                = split ? v[t]
+                        : dc_gemm_epilogue(int(v[t]), e32[pc.a[1] + p * m_rows + m],
+                                           e32[pc.a[4] + p * n_cols + n + t]);
+        }
+        subgroupBarrier();
+      }
+  }
+}
