@@ -167,10 +167,14 @@ void main()
       smem[r * ROWQ + c] = v;
     }
     barrier();
+    // 32 bytes of K a fragment; those wholly past kend (a short K: the
+    // attention's heads of 16 to 64 channels) are skipped, uniformly.
     [[unroll]] for (uint h = 0u; h < BKQ / 2u; h++) {
       icoopmatNV<8, gl_ScopeSubgroup, 16, 32> fa[FM];
       icoopmatNV<8, gl_ScopeSubgroup, 32, 8> fb[FN];
 
+      if (k0 + 2u * h >= kend)
+        break;
       [[unroll]] for (uint i = 0u; i < FM; i++)
         coopMatLoadNV(fa[i], smem, (wm0 + 16u * i) * ROWQ + 2u * h, ROWQ, false);
       [[unroll]] for (uint j = 0u; j < FN; j++)
