@@ -450,14 +450,22 @@ record_gemm_coop (DcGptVkForward  *self,
       return FALSE;
     if (slices == 1)
       return TRUE;
-    /* The slices summed by the wide pipeline (256 invocations a workgroup). */
+    /* The slices summed (256 invocations a workgroup) by resident-gemm.comp's
+     * OP_GEMM_SUM where the pass has it: the same rule, and a light kernel
+     * keeps more workgroups in flight than the wide tile's (its 36 KiB of
+     * shared memory; on the H200 the sums took 48 µs each through it). */
     push.op = OP_GEMM_SUM;
     push.a[13] = (guint32) slices;
     if (dc_vk_recording_is_profiled (self->recording))
       dc_vk_recording_label (self->recording, "coop-gemm-sum");
-    return dc_vk_recording_dispatch (self->recording, self->coop_pipelines[COOP_WIDE],
-                                     ++self->n_coop_dispatches[COOP_WIDE] == 1 ? buffers : NULL,
-                                     &push, (guint) ((m * n + 255) / 256), 1, 1, error);
+    {
+      DcVkPipeline *sum = self->tiled ? self->gemm_pipeline : self->coop_pipelines[COOP_WIDE];
+      guint64 *count = self->tiled ? &self->n_gemm_dispatches
+                                   : &self->n_coop_dispatches[COOP_WIDE];
+
+      return dc_vk_recording_dispatch (self->recording, sum, ++*count == 1 ? buffers : NULL,
+                                       &push, (guint) ((m * n + 255) / 256), 1, 1, error);
+    }
   }
 }
 
