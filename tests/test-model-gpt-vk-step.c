@@ -18,7 +18,10 @@
  * native-float kernels (+ − × on the float unit) match the CPU on the sweep
  * where the device promises IEEE float controls, are taken exactly when their
  * gates pass (DC_VK_F32=native on any device) and give the CPU's hashes, and
- * their broken twin (subnormals flushed) is refused. Skipped, with the
+ * their broken twin (subnormals flushed) is refused. The products on
+ * cooperative matrices are offered exactly on devices that have them (the
+ * decision on stated features; lavapipe has none), taken there with every
+ * gradient the CPU's, and their broken twin is refused. Skipped, with the
  * reason, when no Vulkan device is usable.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later

@@ -32,7 +32,10 @@
  * resident-forward (or all) loads the broken twin (the exponential's
  * polynomial a term short), =resident-loss the loss's (it forgets the low
  * part of x − max), =resident-backward the backward's (the norm's input
- * gradient without its n̂ · mean (g n̂) term).
+ * gradient without its n̂ · mean (g n̂) term). The products run on
+ * resident-gemm.comp, and where the device has int8 cooperative matrices
+ * and their gate passes on resident-coop.comp (=resident-coop: its twin
+ * forgets the last 16 bytes of K).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -2115,8 +2118,8 @@ pass_new (const DcGptConfig  *config,
    * the model gates below run with them too. */
   if (!dc_gpt_vk_forward_coop_offered (features, &khr, &why_not))
     {
-      g_info ("Resident %s pass on %s: no products on cooperative matrices (%s)",
-              backward ? "training" : "forward", dc_vk_context_get_device_name (ctx), why_not);
+      g_debug ("Resident %s pass on %s: no products on cooperative matrices (%s)",
+               backward ? "training" : "forward", dc_vk_context_get_device_name (ctx), why_not);
       g_clear_pointer (&why_not, g_free);
     }
   else if (!gate_coop (ctx, khr, _dc_gpt_vk_kernel_broken ("resident-coop"), &local_error))
@@ -2129,9 +2132,9 @@ pass_new (const DcGptConfig  *config,
   else
     {
       products |= PRODUCTS_COOP | (khr ? PRODUCTS_COOP_KHR : 0);
-      g_info ("Resident %s pass on %s: products on cooperative matrices (resident-coop%s), "
-              "their gate passed", backward ? "training" : "forward",
-              dc_vk_context_get_device_name (ctx), khr ? " rewritten for KHR" : "");
+      g_debug ("Resident %s pass on %s: products on cooperative matrices (resident-coop%s), "
+               "their gate passed", backward ? "training" : "forward",
+               dc_vk_context_get_device_name (ctx), khr ? " rewritten for KHR" : "");
     }
   native = _dc_gpt_vk_native_wanted (ctx, &why_not);
   if (native)
