@@ -32,7 +32,10 @@
  * resident-forward (or all) loads the broken twin (the exponential's
  * polynomial a term short), =resident-loss the loss's (it forgets the low
  * part of x − max), =resident-backward the backward's (the norm's input
- * gradient without its n̂ · mean (g n̂) term).
+ * gradient without its n̂ · mean (g n̂) term). Where their own gates pass
+ * (dc-gpt-vk-rows.c), the quantizations run on resident-quant.comp's
+ * coalesced tiles and the softmax rows on resident-softmax.comp, a
+ * workgroup per row; the model gates then run with them.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
