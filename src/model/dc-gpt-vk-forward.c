@@ -303,8 +303,9 @@ record_rows (DcGptVkForward  *self,
 }
 
 /* A softmax operation (OP_SOFTMAX, OP_SOFTMAX_BACK) over rows of len: a
- * workgroup per row (resident-softmax.comp) where its gate passed and the
- * row fits its shared memory, else an invocation per row. */
+ * workgroup per row, or per few short rows (resident-softmax.comp), where
+ * its gate passed and the row fits its shared memory, else an invocation
+ * per row. */
 static gboolean
 record_softmax (DcGptVkForward  *self,
                 guint            op,
@@ -323,8 +324,15 @@ record_softmax (DcGptVkForward  *self,
   if (dc_vk_recording_is_profiled (self->recording))
     label = g_strdup_printf ("%s-rows %" G_GSIZE_FORMAT "x%" G_GSIZE_FORMAT,
                              op_names[op], rows, len);
-  return record_rows (self, self->softmax_pipeline, &self->n_softmax_dispatches, label, op, args,
-                      n_args, rows, 1, error);
+  {
+    guint32 rows_args[15] = { 0 };
+
+    memcpy (rows_args, args, n_args * sizeof (guint32));
+    rows_args[14] = dc_gpt_vk_rows_softmax_lanes_log2 (len);
+    return record_rows (self, self->softmax_pipeline, &self->n_softmax_dispatches, label, op,
+                        rows_args, G_N_ELEMENTS (rows_args),
+                        dc_gpt_vk_rows_softmax_groups (rows, len), 1, error);
+  }
 }
 
 /* The attention's (sequence, head) pairs side by side in one dispatch:

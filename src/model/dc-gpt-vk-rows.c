@@ -12,8 +12,9 @@
  * written outside the operand. DC_TEST_BREAK_KERNEL=resident-quant (or all)
  * loads the broken twin (ties away from zero).
  *
- * The softmax gate runs causal blocks (two blocks of 33 rows, one of 200)
- * at 1/√24 and full rows (lengths 1, 7, 300 and the longest, 4,096) at
+ * The softmax gate runs causal blocks (two blocks of 33 rows, one of 200:
+ * four and two rows a workgroup) at 1/√24 and full rows (lengths 1, 7, 300
+ * and the longest, 4,096: four, four, one and one a workgroup) at
  * scale 1, with ordinary and wide scores, −∞ masks, NaN, +∞, all −∞ and
  * signed-zero rows, against dc_gpt_vk_softmax_reference (); then the
  * backward of causal blocks against dc_math_softmax_backward () times the
@@ -113,6 +114,36 @@ dc_gpt_vk_rows_quant_tile (gsize              n_vectors,
           out->slices = (guint32) slices;
         }
     }
+}
+
+/* resident-softmax.comp's workgroup (its GROUP). */
+#define SOFTMAX_GROUP 128
+
+/**
+ * dc_gpt_vk_rows_softmax_lanes_log2:
+ *
+ * A row of len takes about len / 4 invocations, a power of two from 32 (a
+ * subgroup of most GPUs) to the workgroup's 128; a workgroup takes
+ * 128 / lanes rows at once, so short rows (attention's at sequence 128) do
+ * not leave most of it idle in the barriers.
+ */
+guint32
+dc_gpt_vk_rows_softmax_lanes_log2 (gsize len)
+{
+  gsize lanes = 32;
+
+  while (lanes < SOFTMAX_GROUP && lanes * 4 < len)
+    lanes *= 2;
+  return (guint32) g_bit_nth_lsf (lanes, -1);
+}
+
+guint32
+dc_gpt_vk_rows_softmax_groups (gsize rows,
+                               gsize len)
+{
+  gsize per_group = SOFTMAX_GROUP >> dc_gpt_vk_rows_softmax_lanes_log2 (len);
+
+  return (guint32) MIN ((rows + per_group - 1) / per_group, ROWS_MAX_GROUPS);
 }
 
 /* ---- The quantization gate --------------------------------------------- */
@@ -395,8 +426,9 @@ gate_softmax_case (DcVkContext   *ctx,
                                              (guint32) rows } };
     DcVkBuffer *buffers[] = { bf, bd, bd, bd };
 
+    fwd.a[14] = back.a[14] = dc_gpt_vk_rows_softmax_lanes_log2 (len);
     if (!dc_vk_dispatch (ctx, pipeline, buffers, backward ? &back : &fwd,
-                         (guint) MIN (rows, ROWS_MAX_GROUPS), 1, 1, error))
+                         dc_gpt_vk_rows_softmax_groups (rows, len), 1, 1, error))
       return FALSE;
   }
   for (gsize i = 0; i < n; i++)

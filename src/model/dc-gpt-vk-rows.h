@@ -38,6 +38,11 @@ typedef struct
 #define DC_GPT_VK_QUANT_AMAX_SCRATCH(tile, n_vectors) \
   ((tile)->slices > 1 ? (gsize) (tile)->slices * (n_vectors) * 4 : 0)
 
+/* resident-softmax.comp's lanes a row for rows of len (a[14] is its log2),
+ * and the workgroups for that many rows. */
+guint32  dc_gpt_vk_rows_softmax_lanes_log2 (gsize          len);
+guint32  dc_gpt_vk_rows_softmax_groups (gsize              rows,
+                                        gsize              len);
 void     dc_gpt_vk_rows_quant_tile    (gsize               n_vectors,
                                        gsize               k,
                                        gsize               vector_stride,
