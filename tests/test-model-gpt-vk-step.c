@@ -33,6 +33,7 @@
 #include "model/dc-gpt-vk-forward.h"
 #include "model/dc-gpt-vk-norm.h"
 #include "model/dc-gpt-vk-quant.h"
+#include "model/dc-gpt-vk-rows.h"
 #include "model/dc-gpt-vk-softmax.h"
 #include "engine/dc-math.h"
 #include "model/dc-model-error.h"
@@ -610,6 +611,81 @@ test_gemm_twin_refused (void)
     }
 }
 
+/* The quantization tiles (resident-quant.comp) and the softmax rows
+ * (resident-softmax.comp): their gates pass on the device and refuse their
+ * broken twins (ties away from zero; the blocks summed left to right, not
+ * in the library's tree); a pass takes them when their gates pass and keeps
+ * the one-vector and one-row kernels when a twin is refused, every gradient
+ * still the CPU's either way. */
+static void
+test_rows_twins_refused (void)
+{
+  static const char * const twins[] = { NULL, "resident-quant", "resident-softmax",
+                                         "resident-softmax-native" };
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  guint8 tokens[2 * 16 + 1];
+  g_autofree float *grads = NULL, *want = NULL;
+
+  if (ctx == NULL)
+    return;
+  g_assert_true (dc_gpt_vk_rows_gate_quant (ctx, FALSE, &error));
+  g_assert_no_error (error);
+  g_assert_false (dc_gpt_vk_rows_gate_quant (ctx, TRUE, &error));
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+  g_test_message ("resident-quant's twin: %s", error->message);
+  g_clear_error (&error);
+  g_assert_true (dc_gpt_vk_rows_gate_softmax (ctx, DC_VK_F32_EMULATED, FALSE, &error));
+  g_assert_no_error (error);
+  g_assert_false (dc_gpt_vk_rows_gate_softmax (ctx, DC_VK_F32_EMULATED, TRUE, &error));
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+  g_test_message ("resident-softmax's twin: %s", error->message);
+  g_clear_error (&error);
+  g_clear_pointer (&ctx, dc_vk_context_free);
+
+  model = small_model (16, 16);
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  grads = g_new (float, model->n_params);
+  want = g_new (float, model->n_params);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
+                                     &error));
+  g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
+  g_assert_no_error (error);
+  for (guint i = 0; i < G_N_ELEMENTS (twins); i++)
+    {
+      g_autoptr(DcGptVkForward) pass = NULL;
+      gboolean native_twin = twins[i] != NULL && g_str_has_suffix (twins[i], "-native");
+
+      if (twins[i] != NULL)
+        g_setenv ("DC_TEST_BREAK_KERNEL", twins[i], TRUE);
+      pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_no_error (error);
+      g_assert_nonnull (pass);
+      g_assert_cmpstr (dc_gpt_vk_forward_get_quantize (pass), ==,
+                       g_strcmp0 (twins[i], "resident-quant") == 0 ? "vectors" : "tiles");
+      /* The native twin is refused only where the pass runs native. */
+      if (native_twin && g_strcmp0 (dc_gpt_vk_forward_get_arithmetic (pass), "native") != 0)
+        g_assert_cmpstr (dc_gpt_vk_forward_get_softmax (pass), ==, "rows");
+      else
+        g_assert_cmpstr (dc_gpt_vk_forward_get_softmax (pass), ==,
+                         twins[i] != NULL && g_str_has_prefix (twins[i], "resident-softmax")
+                         ? "invocations" : "rows");
+      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
+                                                  NULL, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (grads, model->n_params * 4, want, model->n_params * 4);
+      g_test_message ("%s twin: quantize %s, softmax %s (%s), %" G_GSIZE_FORMAT
+                      " gradients equal", twins[i] != NULL ? twins[i] : "no",
+                      dc_gpt_vk_forward_get_quantize (pass), dc_gpt_vk_forward_get_softmax (pass),
+                      dc_gpt_vk_forward_get_arithmetic (pass), model->n_params);
+    }
+}
+
 typedef struct
 {
   guint width, seq, batch, steps;
@@ -1077,6 +1153,7 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/native/selection", test_native_selection);
   g_test_add_func ("/dc/model/gpt-vk-step/native/twin-refused", test_native_twin_refused);
   g_test_add_func ("/dc/model/gpt-vk-step/gemm/twin-refused", test_gemm_twin_refused);
+  g_test_add_func ("/dc/model/gpt-vk-step/rows/twins-refused", test_rows_twins_refused);
   {
     static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
                                           { 128, 16, 2 }, { 32, 32, 32 } };

@@ -32,7 +32,10 @@
  * resident-forward (or all) loads the broken twin (the exponential's
  * polynomial a term short), =resident-loss the loss's (it forgets the low
  * part of x − max), =resident-backward the backward's (the norm's input
- * gradient without its n̂ · mean (g n̂) term).
+ * gradient without its n̂ · mean (g n̂) term). Where their own gates pass
+ * (dc-gpt-vk-rows.c), the quantizations run on resident-quant.comp's
+ * coalesced tiles and the softmax rows on resident-softmax.comp, a
+ * workgroup per row; the model gates then run with them.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -49,6 +52,7 @@
 #include "engine/dc-vk-context.h"
 #include "dc-gpt.h"
 #include "dc-gpt-model.h"
+#include "dc-gpt-vk-rows.h"
 #include "dc-gpt-vk-softmax.h"
 #include "dc-model-error.h"
 #include "dc-gpt-vk-step-private.h"
@@ -139,6 +143,16 @@ struct _DcGptVkForward
   gboolean       backward;       /* the recording ends with the gradients, not the logits */
   DcVkF32Mode    native;         /* + − × on the float unit (f32-exact.glsl's DC_NATIVE_F32) */
   gboolean       tiled;          /* the products through resident-gemm.comp (its gate passed) */
+  /* Quantization through resident-quant.comp's tiles, the softmax rows
+   * through resident-softmax.comp (their gates passed). */
+  gboolean       quant_tiles;
+  gboolean       softmax_rows;
+  DcVkPipeline  *quant_pipeline;    /* owned */
+  DcVkPipeline  *softmax_pipeline;  /* owned */
+  guint64        n_quant_dispatches;
+  guint64        n_softmax_dispatches;
+  gsize          quant_scratch;        /* bytes into Q: split columns' slice maxima */
+  gsize          quant_scratch_bytes;  /* their largest size, from the dry run */
   gsize          n_params;
   gsize          grads_off;    /* in floats, into F: the gradients, after the weights */
   gsize          logits_off;   /* in floats, into F; the mean loss follows the logits */
@@ -183,6 +197,8 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->f, dc_vk_buffer_free);
   g_clear_pointer (&self->backward_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->gemm_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->quant_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->softmax_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
   g_free (self->layers);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
@@ -259,6 +275,66 @@ record_op (DcGptVkForward  *self,
                                    (guint) CLAMP (groups, 1, FWD_MAX_GROUPS), 1, 1, error);
 }
 
+/* Records one dispatch of a row kernel (resident-quant.comp,
+ * resident-softmax.comp) on the pass's buffers, labelled for DC_VK_PROFILE. */
+static gboolean
+record_rows (DcGptVkForward  *self,
+             DcVkPipeline    *pipeline,
+             guint64         *count,
+             const char      *label,
+             guint32          op,
+             const guint32   *args,
+             guint            n_args,
+             gsize            groups,
+             gsize            groups_y,
+             GError         **error)
+{
+  DcVkForwardPush push = { op, { 0 } };
+  DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
+
+  g_assert (n_args <= G_N_ELEMENTS (push.a));
+  memcpy (push.a, args, n_args * sizeof (guint32));
+  if (dc_vk_recording_is_profiled (self->recording))
+    dc_vk_recording_label (self->recording, label);
+  /* Each pipeline's set is written at its first dispatch only. */
+  return dc_vk_recording_dispatch (self->recording, pipeline, ++*count == 1 ? buffers : NULL,
+                                   &push, (guint) CLAMP (groups, 1, FWD_MAX_GROUPS),
+                                   (guint) groups_y, 1, error);
+}
+
+/* A softmax operation (OP_SOFTMAX, OP_SOFTMAX_BACK) over rows of len: a
+ * workgroup per row, or per few short rows (resident-softmax.comp), where
+ * its gate passed and the row fits its shared memory, else an invocation
+ * per row. */
+static gboolean
+record_softmax (DcGptVkForward  *self,
+                guint            op,
+                gsize            rows,
+                gsize            len,
+                const guint32   *args,
+                guint            n_args,
+                GError         **error)
+{
+  g_autofree char *label = NULL;
+
+  if (!self->softmax_rows || len > DC_GPT_VK_ROWS_SOFTMAX_MAX_LEN)
+    return record_op (self, op, rows, args, n_args, error);
+  if (self->dry)
+    return TRUE;
+  if (dc_vk_recording_is_profiled (self->recording))
+    label = g_strdup_printf ("%s-rows %" G_GSIZE_FORMAT "x%" G_GSIZE_FORMAT,
+                             op_names[op], rows, len);
+  {
+    guint32 rows_args[15] = { 0 };
+
+    memcpy (rows_args, args, n_args * sizeof (guint32));
+    rows_args[14] = dc_gpt_vk_rows_softmax_lanes_log2 (len);
+    return record_rows (self, self->softmax_pipeline, &self->n_softmax_dispatches, label, op,
+                        rows_args, G_N_ELEMENTS (rows_args),
+                        dc_gpt_vk_rows_softmax_groups (rows, len), 1, error);
+  }
+}
+
 /* The attention's (sequence, head) pairs side by side in one dispatch:
  * pair p is sequence p / heads, head p mod heads, its matrix at
  * seq_stride · sequence + head_stride · head from the base offset. */
@@ -294,7 +370,11 @@ record_quantize_pairs (DcGptVkForward  *self,
                      (guint32) pairs->heads, (guint32) pairs->seq_stride,
                      (guint32) pairs->head_stride, (guint32) per_invocation };
 
-  /* The dry run measures the largest operand on each side. */
+  DcGptVkQuantTile tile;
+
+  dc_gpt_vk_rows_quant_tile (n * pairs->pairs, k, vs, ks, &tile);
+  /* The dry run measures the largest operand on each side (and the split
+   * columns' scratch). */
   if (self->dry)
     {
       gsize *q = left ? &self->q_left : &self->q_right;
@@ -302,7 +382,35 @@ record_quantize_pairs (DcGptVkForward  *self,
 
       *q = MAX (*q, n * pairs->pairs * k);
       *e = MAX (*e, n * pairs->pairs);
+      if (self->quant_tiles)
+        self->quant_scratch_bytes = MAX (self->quant_scratch_bytes,
+                                         DC_GPT_VK_QUANT_AMAX_SCRATCH (&tile, n * pairs->pairs));
       return TRUE;
+    }
+  if (self->quant_tiles)
+    {
+      /* Coalesced tiles (resident-quant.comp): a[11] to a[14] say how;
+       * split columns take a dispatch for their slices' maxima first. */
+      guint32 tiled_args[15];
+      g_autofree char *label = NULL;
+
+      memcpy (tiled_args, args, 11 * sizeof (guint32));
+      tiled_args[11] = tile.columns;
+      tiled_args[12] = tile.tv_log2;
+      tiled_args[13] = tile.slice;
+      tiled_args[14] = (guint32) self->quant_scratch;
+      if (dc_vk_recording_is_profiled (self->recording))
+        label = g_strdup_printf ("quantize-tile %" G_GSIZE_FORMAT "x%" G_GSIZE_FORMAT " %s%s",
+                                 n * pairs->pairs, k, ks == 1 ? "rows" : "cols",
+                                 tile.slices > 1 ? " split" : "");
+      if (tile.slices > 1
+          && !record_rows (self, self->quant_pipeline, &self->n_quant_dispatches, label,
+                           DC_GPT_VK_QUANT_OP_AMAX, tiled_args, G_N_ELEMENTS (tiled_args),
+                           tile.groups, tile.slices, error))
+        return FALSE;
+      return record_rows (self, self->quant_pipeline, &self->n_quant_dispatches, label,
+                          OP_QUANTIZE, tiled_args, G_N_ELEMENTS (tiled_args), tile.groups,
+                          tile.slices, error);
     }
   return record_op (self, OP_QUANTIZE, n * pairs->pairs, args, G_N_ELEMENTS (args), error);
 }
@@ -553,7 +661,8 @@ record_body (DcGptVkForward  *self,
         if (!record_quantize_pairs (self, TRUE, a->qkv, 3 * c, 1, t, d, &in, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + c, 3 * c, 1, t, d, &in, error)
             || !record_gemm_pairs (self, t, t, d, self->scores, t, &sq, error)
-            || !record_op (self, OP_SOFTMAX, self->batch * h_n * t, sm, G_N_ELEMENTS (sm), error)
+            || !record_softmax (self, OP_SOFTMAX, self->batch * h_n * t, t, sm, G_N_ELEMENTS (sm),
+                                error)
             || !record_quantize_pairs (self, TRUE, a->att, t, 1, t, t, &sq, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 1, 3 * c, d, t, &in, error)
             || !record_gemm_pairs (self, t, d, t, a->atty, c, &y, error))
@@ -609,7 +718,7 @@ record_body (DcGptVkForward  *self,
                           (guint32) v, (guint32) bt, f32_bits ((float) bt) };
     guint32 zero[] = { (guint32) self->d_res, (guint32) (bt * c) };
 
-    if (!record_op (self, OP_SOFTMAX, bt, probs, G_N_ELEMENTS (probs), error)
+    if (!record_softmax (self, OP_SOFTMAX, bt, v, probs, G_N_ELEMENTS (probs), error)
         || !record_quantize (self, TRUE, self->probs, v, 1, bt, v, error)
         || !record_quantize (self, FALSE, wte, 1, c, c, v, error)
         || !record_gemm (self, bt, c, v, self->d_a, c, error)
@@ -672,8 +781,8 @@ record_body (DcGptVkForward  *self,
             || !record_quantize_pairs (self, TRUE, a->att, 1, t, t, t, &sq, error)
             || !record_quantize_pairs (self, FALSE, self->d_a, 1, c, d, t, &dy, error)
             || !record_gemm_pairs (self, t, d, t, self->d_qkv + 2 * c, 3 * c, &in, error)
-            || !record_op (self, OP_SOFTMAX_BACK, self->batch * h_n * t, sm, G_N_ELEMENTS (sm),
-                           error)
+            || !record_softmax (self, OP_SOFTMAX_BACK, self->batch * h_n * t, t, sm,
+                                G_N_ELEMENTS (sm), error)
             || !record_quantize_pairs (self, TRUE, self->scores, t, 1, t, t, &sq, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + c, 1, 3 * c, d, t, &in, error)
             || !record_gemm_pairs (self, t, d, t, self->d_qkv, 3 * c, &in, error)
@@ -759,6 +868,7 @@ layout (DcGptVkForward *self)
   /* The right operands start 16-byte aligned (the GEMM's wide loads). */
   self->qa = 0;
   self->qb = (self->q_left + 15) / 16 * 16;
+  self->quant_scratch = (self->qb + self->q_right + 15) / 16 * 16;
   self->ea = 1;
   self->eb = 1 + self->e_left;
   return off;
@@ -779,12 +889,15 @@ measure (const DcGptConfig     *config,
   self->batch = batch;
   self->backward = backward;
   self->n_params = dc_gpt_config_n_params (config);
-  /* As with the tiled products (their gate usually passes): the split
-   * products' scratch is then part of F, so this is the larger layout. */
+  /* As with the tiled products and quantization tiles (their gates usually
+   * pass): the split products' scratch is then part of F and the split
+   * columns' maxima of Q, so this is the larger layout. */
   self->tiled = TRUE;
+  self->quant_tiles = TRUE;
   f = layout (self);
   out->f_bytes = (guint64) f * 4;
-  out->q_bytes = MAX (self->qb + self->q_right, 4);
+  out->q_bytes = MAX (MAX (self->qb + self->q_right, 4),
+                      self->quant_scratch + self->quant_scratch_bytes);
   out->e_bytes = (guint64) (self->eb + self->e_right) * 4;
   out->tokens_bytes = (guint64) 2 * bt * 4;
   out->staging_bytes = (guint64) (backward ? 2 : 1) * self->n_params * 4
@@ -873,6 +986,8 @@ record_forward (DcGptVkForward  *self,
                 gboolean         broken_loss,
                 gboolean         broken_backward,
                 gboolean         broken_gemm,
+                gboolean         broken_quant,
+                gboolean         broken_softmax,
                 GError         **error)
 {
   const DcGptConfig *cfg = &self->config;
@@ -881,10 +996,11 @@ record_forward (DcGptVkForward  *self,
   gsize off, q_size, e_size;
   g_autofree char *forward_file = NULL, *loss_file = NULL, *backward_file = NULL;
   g_autofree char *gemm_file = NULL;
+  g_autofree char *quant_file = NULL, *softmax_file = NULL;
   DcGptVkForwardMemory memory = { 0 };
 
   off = layout (self);
-  q_size = self->qb + self->q_right;
+  q_size = MAX (self->qb + self->q_right, self->quant_scratch + self->quant_scratch_bytes);
   e_size = self->eb + self->e_right;
   /* Offsets are 32-bit in the shader; one binding holds F. */
   memory.f_bytes = (guint64) off * 4;
@@ -898,6 +1014,8 @@ record_forward (DcGptVkForward  *self,
   backward_file = _dc_gpt_vk_kernel_file ("resident-backward", self->native, broken_backward);
   /* Integers only: one variant whatever the float mode. */
   gemm_file = _dc_gpt_vk_kernel_file ("resident-gemm", DC_VK_F32_EMULATED, broken_gemm);
+  quant_file = _dc_gpt_vk_kernel_file ("resident-quant", DC_VK_F32_EMULATED, broken_quant);
+  softmax_file = _dc_gpt_vk_kernel_file ("resident-softmax", self->native, broken_softmax);
   self->pipeline = dc_vk_pipeline_new (self->ctx, forward_file, 4, sizeof (DcVkForwardPush),
                                        error);
   if (self->pipeline == NULL
@@ -910,6 +1028,14 @@ record_forward (DcGptVkForward  *self,
       || (self->tiled
           && (self->gemm_pipeline = dc_vk_pipeline_new (self->ctx, gemm_file, 4,
                                                     sizeof (DcVkForwardPush), error)) == NULL)
+      || (self->quant_tiles
+          && (self->quant_pipeline = dc_vk_pipeline_new (self->ctx, quant_file, 4,
+                                                         sizeof (DcVkForwardPush),
+                                                         error)) == NULL)
+      || (self->softmax_rows
+          && (self->softmax_pipeline = dc_vk_pipeline_new (self->ctx, softmax_file, 4,
+                                                           sizeof (DcVkForwardPush),
+                                                           error)) == NULL)
       || (self->f = dc_vk_buffer_new_device_local (self->ctx, off * 4, error)) == NULL
       || (self->q = dc_vk_buffer_new_device_local (self->ctx, MAX (q_size, 4), error)) == NULL
       || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
@@ -1060,7 +1186,7 @@ guint64
 dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
 {
   return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches
-         + self->n_gemm_dispatches;
+         + self->n_gemm_dispatches + self->n_quant_dispatches + self->n_softmax_dispatches;
 }
 
 /* With @twins, each kernel named in DC_TEST_BREAK_KERNEL is its broken twin
@@ -1072,6 +1198,8 @@ forward_new (DcVkContext        *ctx,
              gboolean            backward,
              DcVkF32Mode         native,
              gboolean            tiled,
+             gboolean            quant_tiles,
+             gboolean            softmax_rows,
              gboolean            twins,
              GError            **error)
 {
@@ -1083,11 +1211,15 @@ forward_new (DcVkContext        *ctx,
   self->backward = backward;
   self->native = native;
   self->tiled = tiled;
+  self->quant_tiles = quant_tiles;
+  self->softmax_rows = softmax_rows;
   self->n_params = dc_gpt_config_n_params (config);
   if (!record_forward (self, twins && _dc_gpt_vk_kernel_twin ("resident-forward", native),
                        twins && _dc_gpt_vk_kernel_twin ("resident-loss", native),
                        twins && _dc_gpt_vk_kernel_twin ("resident-backward", native),
-                       twins && _dc_gpt_vk_kernel_broken ("resident-gemm"), error))
+                       twins && _dc_gpt_vk_kernel_broken ("resident-gemm"),
+                       twins && _dc_gpt_vk_kernel_broken ("resident-quant"),
+                       twins && _dc_gpt_vk_kernel_twin ("resident-softmax", native), error))
     {
       self->ctx = NULL;  /* the caller's */
       return NULL;
@@ -1324,6 +1456,8 @@ static gboolean
 gate (DcVkContext  *ctx,
       DcVkF32Mode   native,
       gboolean      tiled,
+      gboolean      quant_tiles,
+      gboolean      softmax_rows,
       GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1349,7 +1483,8 @@ gate (DcVkContext  *ctx,
   run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error))
     return FALSE;
-  fwd = forward_new (ctx, &config, 2, FALSE, native, tiled, TRUE, error);
+  fwd = forward_new (ctx, &config, 2, FALSE, native, tiled, quant_tiles, softmax_rows, TRUE,
+                     error);
   if (fwd == NULL)
     return FALSE;
   n = (gsize) 2 * 16 * config.vocab;
@@ -1501,6 +1636,8 @@ static gboolean
 gate_backward (DcVkContext  *ctx,
                DcVkF32Mode   native,
                gboolean      tiled,
+               gboolean      quant_tiles,
+               gboolean      softmax_rows,
                GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1528,7 +1665,8 @@ gate_backward (DcVkContext  *ctx,
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error)
       || !dc_gpt_run_backward (run, model->params, want, error))
     return FALSE;
-  pass = forward_new (ctx, &config, 2, TRUE, native, tiled, TRUE, error);
+  pass = forward_new (ctx, &config, 2, TRUE, native, tiled, quant_tiles, softmax_rows, TRUE,
+                      error);
   if (pass == NULL)
     return FALSE;
   ok = dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads, &loss, error);
@@ -1661,14 +1799,34 @@ gates (DcVkContext  *ctx,
        gboolean      backward,
        DcVkF32Mode   native,
        gboolean      tiled,
+       gboolean      quant_tiles,
+       gboolean      softmax_rows,
        const char  **kernel,
        GError      **error)
 {
   *kernel = "resident-forward";
-  if (!gate (ctx, native, tiled, error))
+  if (!gate (ctx, native, tiled, quant_tiles, softmax_rows, error))
     return FALSE;
   *kernel = "resident-backward";
-  return !backward || gate_backward (ctx, native, tiled, error);
+  return !backward || gate_backward (ctx, native, tiled, quant_tiles, softmax_rows, error);
+}
+
+/* Whether resident-softmax.comp's variant for @native passes its gate; a
+ * refusal keeps the softmax rows on an invocation each (same bits). */
+static gboolean
+softmax_rows_gate (DcVkContext *ctx,
+                   DcVkF32Mode  native)
+{
+  g_autoptr(GError) local_error = NULL;
+
+  if (dc_gpt_vk_rows_gate_softmax (ctx, native, _dc_gpt_vk_kernel_twin ("resident-softmax",
+                                                                         native),
+                                   &local_error))
+    return TRUE;
+  g_message ("Vulkan kernel resident-softmax%s on %s failed verification (%s) — the softmax "
+             "keeps an invocation per row", native ? "-native" : "",
+             dc_vk_context_get_device_name (ctx), local_error->message);
+  return FALSE;
 }
 
 /* Opens the best Vulkan device, gates what the pass needs and records it:
@@ -1687,7 +1845,7 @@ pass_new (const DcGptConfig  *config,
   const char *kernel = "resident-forward";
   g_autofree char *why_not = NULL;
   DcVkF32Mode native;
-  gboolean tiled;
+  gboolean tiled, quant_tiles, softmax_rows = FALSE;
 
   g_return_val_if_fail (batch > 0, NULL);
 
@@ -1719,12 +1877,27 @@ pass_new (const DcGptConfig  *config,
                  "untiled products", dc_vk_context_get_device_name (ctx), local_error->message);
       g_clear_error (&local_error);
     }
+  /* The quantization tiles likewise (integers only: one variant). */
+  quant_tiles = dc_gpt_vk_rows_gate_quant (ctx, _dc_gpt_vk_kernel_broken ("resident-quant"),
+                                           &local_error);
+  if (!quant_tiles)
+    {
+      g_message ("Vulkan kernel resident-quant on %s failed verification (%s) — quantizing a "
+                 "vector per workgroup", dc_vk_context_get_device_name (ctx),
+                 local_error->message);
+      g_clear_error (&local_error);
+    }
   native = _dc_gpt_vk_native_wanted (ctx, &why_not);
   if (native)
     {
+      gboolean f32_ok = _dc_gpt_vk_step_gate_f32 (ctx, native, &local_error);
+
       kernel = "f32-exact";
-      if (!(_dc_gpt_vk_step_gate_f32 (ctx, native, &local_error)
-            && gates (ctx, backward, native, tiled, &kernel, &local_error)))
+      /* The softmax rows in the same float mode, before the model gates
+       * that run with them. */
+      softmax_rows = f32_ok && softmax_rows_gate (ctx, native);
+      if (!(f32_ok && gates (ctx, backward, native, tiled, quant_tiles, softmax_rows, &kernel,
+                             &local_error)))
         {
           g_message ("Vulkan kernel %s-native on %s failed verification (%s) — using the "
                      "emulated kernels", kernel, dc_vk_context_get_device_name (ctx),
@@ -1741,7 +1914,10 @@ pass_new (const DcGptConfig  *config,
   else
     g_info ("Resident %s pass on %s: emulated float arithmetic (%s)",
             backward ? "training" : "forward", dc_vk_context_get_device_name (ctx), why_not);
-  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, tiled, &kernel, &local_error))
+  if (!native)
+    softmax_rows = softmax_rows_gate (ctx, DC_VK_F32_EMULATED);
+  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, tiled, quant_tiles, softmax_rows,
+                       &kernel, &local_error))
     ;
   else
     {
@@ -1753,7 +1929,8 @@ pass_new (const DcGptConfig  *config,
                    backward ? "training" : "forward");
       return NULL;
     }
-  self = forward_new (ctx, config, batch, backward, native, tiled, FALSE, error);
+  self = forward_new (ctx, config, batch, backward, native, tiled, quant_tiles, softmax_rows,
+                      FALSE, error);
   if (self == NULL)
     return NULL;
   g_steal_pointer (&ctx);
@@ -1819,6 +1996,32 @@ const char *
 dc_gpt_vk_forward_get_products (DcGptVkForward *self)
 {
   return self->tiled ? "tiled" : "untiled";
+}
+
+/**
+ * dc_gpt_vk_forward_get_quantize:
+ *
+ * Returns: how the pass quantizes its operands: "tiles" (resident-quant.comp,
+ *   coalesced tiles, its gate passed) or "vectors" (resident-forward.comp's,
+ *   a workgroup or an invocation per vector)
+ */
+const char *
+dc_gpt_vk_forward_get_quantize (DcGptVkForward *self)
+{
+  return self->quant_tiles ? "tiles" : "vectors";
+}
+
+/**
+ * dc_gpt_vk_forward_get_softmax:
+ *
+ * Returns: how the pass runs its softmax rows and their backward: "rows"
+ *   (resident-softmax.comp, a workgroup per row, its gate passed) or
+ *   "invocations" (an invocation per row)
+ */
+const char *
+dc_gpt_vk_forward_get_softmax (DcGptVkForward *self)
+{
+  return self->softmax_rows ? "rows" : "invocations";
 }
 
 /**
