@@ -31,6 +31,9 @@
  *   panels and broadcast A (no horizontal sums; K in steps of PACKED_KQ
  *   quads, the partial sums kept in the output between steps); the rest use
  *   4 × 4 register blocks of dot products.
+ * - AMX-INT8 (a fourth kernel of the VNNI ISA, where the CPU and Linux
+ *   allow it): tdpbsud tiles of 16 rows × 64 bytes against the packed
+ *   kernel's panels; see tile_amx and dc_gemm_amx_state.
  * - NEON (aarch64): vmull_s8 gives exact int16 products (|p| ≤ 16129) and
  *   vpadalq_s16 adds their pairs into int32 lanes. NEON is part of the
  *   aarch64 baseline. It was compile-checked with clang for aarch64 but has
@@ -1751,7 +1754,7 @@ epilogue_avx2 (const gint32 *acc,
 
 /* The scalar ISA keeps the scalar epilogue (it is the readable path); the
  * x86 SIMD ISAs use the AVX2 one, which every AVX-512 CPU also has. Its
- * output is part of what isa_verify compares with the reference. */
+ * output is part of what kernels_verify compares with the reference. */
 static EpilogueFunc
 epilogue_func_for (DcGemmIsa isa)
 {
