@@ -200,6 +200,7 @@ kernels_verify (DcGemmIsa isa,
       g_autofree gint32 *acc = g_new (gint32, M * N);
       g_autofree float *ref_c = g_new (float, M * N);
       g_autofree float *c = g_new (float, M * N);
+      const Kernel *kernel;
 
       for (gsize i = 0; i < M * K; i++)
         {
@@ -220,8 +221,7 @@ kernels_verify (DcGemmIsa isa,
       for (gsize v = 0; v < N; v++)
         b->exponent[v] = s == 4 ? (int) (v % 11) * 13 - 70 : (int) (v % 5) - 2;
 
-      const Kernel *kernel = kernel_choose (isa, M, K, amx_min_k);
-
+      kernel = kernel_choose (isa, M, K, amx_min_k);
       dc_gemm_reference_i32 (a, b, ref);
       dc_gemm_reference (a, b, ref_c);
       run_cpu (a, b, acc, NULL, isa, 2, kernel);
