@@ -49,6 +49,7 @@
 #include "engine/dc-vk-context.h"
 #include "dc-gpt.h"
 #include "dc-gpt-model.h"
+#include "dc-gpt-vk-norm.h"
 #include "dc-gpt-vk-softmax.h"
 #include "dc-model-error.h"
 #include "dc-gpt-vk-step-private.h"
@@ -129,6 +130,7 @@ struct _DcGptVkForward
   DcVkPipeline  *loss_pipeline;  /* resident-loss.comp, on the same buffers */
   DcVkPipeline  *backward_pipeline;  /* resident-backward.comp (with a backward) */
   DcVkPipeline  *gemm_pipeline;  /* resident-gemm.comp: the tiled products */
+  DcVkPipeline  *colsum_pipeline;  /* resident-colsum.comp: the sums over rows (gate passed) */
   DcVkBuffer    *f, *q, *e, *tokens;
   DcVkBuffer    *params_staging, *logits_staging, *grads_staging;
   DcVkRecording *recording;
@@ -151,6 +153,8 @@ struct _DcGptVkForward
   guint64        n_loss_dispatches;
   guint64        n_backward_dispatches;
   guint64        n_gemm_dispatches;
+  guint64        n_colsum_dispatches;
+  gboolean       gating;         /* a gate's pass (forward_new's twins): refusals are quiet */
   DcGptVkForwardTimes times;
   /* recording state: the regions of Q and E; a dry run only measures them */
   gboolean       dry;
@@ -183,6 +187,7 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->f, dc_vk_buffer_free);
   g_clear_pointer (&self->backward_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->gemm_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->colsum_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
   g_free (self->layers);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
@@ -240,6 +245,13 @@ record_op (DcGptVkForward  *self,
     {
       pipeline = self->loss_pipeline;
       count = &self->n_loss_dispatches;
+    }
+  else if ((op == OP_LN_DW || op == OP_COLSUM) && self->colsum_pipeline != NULL)
+    {
+      /* resident-colsum.comp: a workgroup per DC_GPT_VK_COLSUM_COLUMNS columns. */
+      pipeline = self->colsum_pipeline;
+      count = &self->n_colsum_dispatches;
+      groups = (work + DC_GPT_VK_COLSUM_COLUMNS - 1) / DC_GPT_VK_COLSUM_COLUMNS;
     }
   else if (op >= OP_HEAD_DX)
     {
@@ -921,6 +933,21 @@ record_forward (DcGptVkForward  *self,
                                                       error)) == NULL)
       || (self->recording = dc_vk_recording_new (self->ctx, error)) == NULL)
     return FALSE;
+  /* The backward's sums over rows through resident-colsum.comp where its
+   * gate passes; resident-backward.comp's otherwise (same bits, slower). */
+  if (self->backward)
+    {
+      g_autoptr(GError) local_error = NULL;
+
+      self->colsum_pipeline
+        = _dc_gpt_vk_colsum_new (self->ctx, self->native,
+                                 _dc_gpt_vk_kernel_twin ("resident-colsum", self->native),
+                                 &local_error);
+      if (self->colsum_pipeline == NULL && !self->gating)
+        g_message ("Vulkan kernel resident-colsum on %s failed verification (%s) — using "
+                   "resident-backward's column sums",
+                   dc_vk_context_get_device_name (self->ctx), local_error->message);
+    }
 
   {
     DcVkCopy in = { self->params_staging, 0, self->f, 0, self->n_params * 4 };
@@ -1060,7 +1087,7 @@ guint64
 dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
 {
   return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches
-         + self->n_gemm_dispatches;
+         + self->n_gemm_dispatches + self->n_colsum_dispatches;
 }
 
 /* With @twins, each kernel named in DC_TEST_BREAK_KERNEL is its broken twin
@@ -1083,6 +1110,7 @@ forward_new (DcVkContext        *ctx,
   self->backward = backward;
   self->native = native;
   self->tiled = tiled;
+  self->gating = twins;
   self->n_params = dc_gpt_config_n_params (config);
   if (!record_forward (self, twins && _dc_gpt_vk_kernel_twin ("resident-forward", native),
                        twins && _dc_gpt_vk_kernel_twin ("resident-loss", native),
@@ -1819,6 +1847,20 @@ const char *
 dc_gpt_vk_forward_get_products (DcGptVkForward *self)
 {
   return self->tiled ? "tiled" : "untiled";
+}
+
+/**
+ * dc_gpt_vk_forward_get_column_sums:
+ *
+ * Returns: which kernel runs the backward's sums over rows (the norms'
+ *   weight and bias gradients, the biases' gradients): "resident-colsum"
+ *   (a workgroup per 8 columns, its gate passed) or "resident-backward"
+ *   (an invocation per column); "resident-backward" for a forward pass
+ */
+const char *
+dc_gpt_vk_forward_get_column_sums (DcGptVkForward *self)
+{
+  return self->colsum_pipeline != NULL ? "resident-colsum" : "resident-backward";
 }
 
 /**

@@ -1,0 +1,148 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+/* resident-colsum.comp: the backward's sums over rows, a workgroup per CW
+ * columns: the layer norms' weight and bias gradients (OP_LN_DW, dc-gpt.c's
+ * layer_norm_grad_chunk) and the biases' gradients (OP_COLSUM,
+ * column_sum_chunk), on resident-forward.comp's buffers, with
+ * resident-backward.comp's push constants for the same ops.
+ *
+ * Each column's sum stays the CPU's serial chain: rows in order from +0
+ * (docs/VERIFICATION.md: the order is the rule). What changes is who waits
+ * for memory: resident-backward.comp's invocation per column loads its rows
+ * itself (a handful of multiprocessors, each row's load in the chain's
+ * path). Here the workgroup loads a block of RB rows × CW columns (each row's
+ * CW floats one 32-byte sector), computes the leaves (dy · x̂ and dy, or dy)
+ * side by side into shared memory, and while one invocation per chain adds
+ * the block in row order, the loads of the next block are in flight.
+ *
+ * DC_BREAK (and the native twins' DC_BREAK_FTZ) builds the deliberately
+ * wrong twin: each block's first two rows added in the wrong order.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "f32-exact.glsl"
+
+layout (local_size_x = 64) in;
+
+layout (std430, binding = 0) buffer F { uint f[]; };
+layout (std430, binding = 1) buffer Q { uint q_unused[]; };
+layout (std430, binding = 2) buffer E { int e_unused[]; };
+layout (std430, binding = 3) readonly buffer T { uint tok_unused[]; };
+
+/* Mirrors DcVkForwardPush (src/model/dc-gpt-vk-forward.c). */
+layout (push_constant) uniform Push
+{
+  uint op;
+  uint a[15];
+} pc;
+
+#define OP_LN_DW 14u
+#define OP_COLSUM 15u
+
+/* Columns per workgroup (a row's CW floats: one 32-byte sector) and rows per
+ * block: 64 invocations load 8 rows × 8 columns at a time, RB / 8 = 16 rows
+ * each, which 4 × 16 registers hold; adding RB rows takes about as long as
+ * the next block's loads (DC_GPT_VK_COLSUM_COLUMNS mirrors CW). */
+#define CW 8u
+#define RB 128u
+#define LANES (64u / CW)
+#define PER (RB / LANES)
+
+/* The leaves of the block: the first chain's (dy · x̂, or dy), then the
+ * second's (dy, OP_LN_DW only). */
+shared uint s_leaf[2u * RB * CW];
+
+/* The block of rows [r0, r0 + RB) that this invocation loads. */
+uint p_dy[PER], p_x[PER], p_mean[PER], p_rstd[PER];
+
+void
+load_block (bool ln, uint r0, uint rows, uint n, uint col, uint row_lane)
+{
+  for (uint k = 0u; k < PER; k++)
+    {
+      uint r = r0 + row_lane + k * LANES;
+
+      if (r < rows)
+        {
+          if (ln)
+            {
+              p_dy[k] = f[pc.a[1] + r * n + col];
+              p_x[k] = f[pc.a[0] + r * n + col];
+              p_mean[k] = f[pc.a[2] + r];
+              p_rstd[k] = f[pc.a[3] + r];
+            }
+          else
+            p_dy[k] = f[pc.a[0] + r * n + col];
+        }
+    }
+}
+
+void
+main ()
+{
+  bool ln = pc.op == OP_LN_DW;
+  uint rows = ln ? pc.a[4] : pc.a[1], n = ln ? pc.a[5] : pc.a[2];
+  uint lane = gl_LocalInvocationID.x, c = lane % CW, row_lane = lane / CW;
+  uint chains = ln ? 2u * CW : CW;
+  uint n_groups = (n + CW - 1u) / CW;
+
+  for (uint g = gl_WorkGroupID.x; g < n_groups; g += gl_NumWorkGroups.x)
+    {
+      uint j = g * CW + c;
+      uint col = min (j, n - 1u);  /* the last group's spare lanes load a real column */
+      uint acc = 0u;
+
+      load_block (ln, 0u, rows, n, col, row_lane);
+      for (uint r0 = 0u; r0 < rows; r0 += RB)
+        {
+          uint m = min (RB, rows - r0);
+
+          /* The previous block's chains are done with s_leaf. */
+          barrier ();
+          for (uint k = 0u; k < PER; k++)
+            {
+              uint i = row_lane + k * LANES;
+
+              if (i < m)
+                {
+                  if (ln)
+                    {
+                      uint norm = f32_mul (f32_sub (p_x[k], p_mean[k]), p_rstd[k]);
+
+                      s_leaf[i * CW + c] = f32_mul (p_dy[k], norm);
+                      s_leaf[RB * CW + i * CW + c] = p_dy[k];
+                    }
+                  else
+                    s_leaf[i * CW + c] = p_dy[k];
+                }
+            }
+          barrier ();
+          /* The next block's loads, in flight while the chains add. */
+          if (r0 + RB < rows)
+            load_block (ln, r0 + RB, rows, n, col, row_lane);
+          if (lane < chains)
+            {
+              uint base = (lane >= CW ? RB * CW : 0u) + c;
+
+#if defined(DC_BREAK) || defined(DC_BREAK_FTZ)
+              if (m >= 2u)
+                {
+                  acc = f32_add (acc, s_leaf[base + CW]);
+                  acc = f32_add (acc, s_leaf[base]);
+                }
+              for (uint i = min (m, 2u); i < m; i++)
+                acc = f32_add (acc, s_leaf[base + i * CW]);
+#else
+              if (m == RB)
+                for (uint i = 0u; i < RB; i++)
+                  acc = f32_add (acc, s_leaf[base + i * CW]);
+              else
+                for (uint i = 0u; i < m; i++)
+                  acc = f32_add (acc, s_leaf[base + i * CW]);
+#endif
+            }
+        }
+      if (lane < chains && j < n)
+        f[(lane >= CW ? pc.a[7] : ln ? pc.a[6] : pc.a[3]) + j] = acc;
+    }
+}
