@@ -36,6 +36,7 @@ layout (push_constant) uniform Push
   uint a[15];
 } pc;
 
+#define OP_LN_DX 13u
 #define OP_LN_DW 14u
 #define OP_COLSUM 15u
 
@@ -50,7 +51,7 @@ layout (push_constant) uniform Push
 
 /* The leaves of the block: the first chain's (dy · x̂, or dy), then the
  * second's (dy, OP_LN_DW only). */
-shared uint s_leaf[2u * RB * CW];
+shared uint s_cols[2u * RB * CW];
 
 /* The block of rows [r0, r0 + RB) that this invocation loads. */
 uint p_dy[PER], p_x[PER], p_mean[PER], p_rstd[PER];
@@ -77,9 +78,54 @@ load_block (bool ln, uint r0, uint rows, uint n, uint col, uint row_lane)
     }
 }
 
+#include "sum-tree-wg.glsl"
+
+/* op_ln_dx () with a[9] != 0 (rows of n ≤ WG_SUM_MAX): a workgroup per
+ * row, both sums' leaves in shared memory and each sum sum-tree-wg.glsl's
+ * (the same tree), then the row's elements side by side. */
+void
+ln_dx_rows_wg ()
+{
+  uint n = pc.a[7], lane = gl_LocalInvocationID.x, w = pc.a[1];
+
+  for (uint r = gl_WorkGroupID.x; r < pc.a[6]; r += gl_NumWorkGroups.x)
+    {
+      uint x = pc.a[0] + r * n, dy = pc.a[4] + r * n, d_res = pc.a[5] + r * n;
+      uint mean = f[pc.a[2] + r], rstd = f[pc.a[3] + r];
+      uint g_mean_v, gn_mean;
+
+      for (uint i = lane; i < n; i += 64u)
+        s_leaf[i] = f32_mul (f[w + i], f[dy + i]);
+      barrier ();
+      g_mean_v = f32_div (wg_sum_tree (n), pc.a[8]);
+      for (uint i = lane; i < n; i += 64u)
+        s_leaf[i] = f32_mul (f32_mul (f[w + i], f[dy + i]),
+                             f32_mul (f32_sub (f[x + i], mean), rstd));
+      barrier ();
+      gn_mean = f32_div (wg_sum_tree (n), pc.a[8]);
+      for (uint i = lane; i < n; i += 64u)
+        {
+          uint norm = f32_mul (f32_sub (f[x + i], mean), rstd);
+          uint g = f32_mul (f[w + i], f[dy + i]);
+#if defined(DC_BREAK) || defined(DC_BREAK_FTZ)
+          uint dx = f32_mul (f32_sub (g, g_mean_v), rstd);
+#else
+          uint dx = f32_mul (f32_sub (f32_sub (g, g_mean_v), f32_mul (norm, gn_mean)), rstd);
+#endif
+
+          f[d_res + i] = f32_add (f[d_res + i], dx);
+        }
+    }
+}
+
 void
 main ()
 {
+  if (pc.op == OP_LN_DX)
+    {
+      ln_dx_rows_wg ();
+      return;
+    }
   bool ln = pc.op == OP_LN_DW;
   uint rows = ln ? pc.a[4] : pc.a[1], n = ln ? pc.a[5] : pc.a[2];
   uint lane = gl_LocalInvocationID.x, c = lane % CW, row_lane = lane / CW;
@@ -97,7 +143,7 @@ main ()
         {
           uint m = min (RB, rows - r0);
 
-          /* The previous block's chains are done with s_leaf. */
+          /* The previous block's chains are done with s_cols. */
           barrier ();
           for (uint k = 0u; k < PER; k++)
             {
@@ -109,11 +155,11 @@ main ()
                     {
                       uint norm = f32_mul (f32_sub (p_x[k], p_mean[k]), p_rstd[k]);
 
-                      s_leaf[i * CW + c] = f32_mul (p_dy[k], norm);
-                      s_leaf[RB * CW + i * CW + c] = p_dy[k];
+                      s_cols[i * CW + c] = f32_mul (p_dy[k], norm);
+                      s_cols[RB * CW + i * CW + c] = p_dy[k];
                     }
                   else
-                    s_leaf[i * CW + c] = p_dy[k];
+                    s_cols[i * CW + c] = p_dy[k];
                 }
             }
           barrier ();
@@ -127,18 +173,18 @@ main ()
 #if defined(DC_BREAK) || defined(DC_BREAK_FTZ)
               if (m >= 2u)
                 {
-                  acc = f32_add (acc, s_leaf[base + CW]);
-                  acc = f32_add (acc, s_leaf[base]);
+                  acc = f32_add (acc, s_cols[base + CW]);
+                  acc = f32_add (acc, s_cols[base]);
                 }
               for (uint i = min (m, 2u); i < m; i++)
-                acc = f32_add (acc, s_leaf[base + i * CW]);
+                acc = f32_add (acc, s_cols[base + i * CW]);
 #else
               if (m == RB)
                 for (uint i = 0u; i < RB; i++)
-                  acc = f32_add (acc, s_leaf[base + i * CW]);
+                  acc = f32_add (acc, s_cols[base + i * CW]);
               else
                 for (uint i = 0u; i < m; i++)
-                  acc = f32_add (acc, s_leaf[base + i * CW]);
+                  acc = f32_add (acc, s_cols[base + i * CW]);
 #endif
             }
         }

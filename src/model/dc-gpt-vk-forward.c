@@ -112,6 +112,10 @@ enum
  * (bytes), and each slice at least GEMM_SPLIT_MIN_WORDS words of it, so that
  * a slice's work outweighs writing and re-reading its int32 partial sums. */
 #define GEMM_SPLIT_BLOCKS 512
+/* Rows this long or shorter are normalized (and their norm's input gradient
+ * formed) a workgroup per row, their sums in shared memory: the shaders'
+ * WG_SUM_MAX (sum-tree-wg.glsl: 4.6 KB, GPT-2's 768 with room). */
+#define NORM_ROW_WG_MAX 1024
 #define GEMM_SPLIT_MIN_K 1024
 #define GEMM_SPLIT_MIN_WORDS 32
 
@@ -241,17 +245,24 @@ record_op (DcGptVkForward  *self,
   g_assert (n_args <= G_N_ELEMENTS (push.a));
   if (self->dry)
     return TRUE;
+  /* A workgroup per row where record_layer_norm () chose it (args[10]). */
+  if (op == OP_LAYER_NORM && args[10] != 0)
+    groups = work;
   if (op == OP_LOSS || op == OP_MEAN)
     {
       pipeline = self->loss_pipeline;
       count = &self->n_loss_dispatches;
     }
-  else if ((op == OP_LN_DW || op == OP_COLSUM) && self->colsum_pipeline != NULL)
+  else if ((op == OP_LN_DW || op == OP_COLSUM || (op == OP_LN_DX && args[9] != 0))
+           && self->colsum_pipeline != NULL)
     {
-      /* resident-colsum.comp: a workgroup per DC_GPT_VK_COLSUM_COLUMNS columns. */
+      /* resident-colsum.comp: a workgroup per DC_GPT_VK_COLSUM_COLUMNS columns,
+       * or per row of the norm's input gradient (record_layer_norm_backward ()
+       * chose it: args[9]; resident-backward.comp ignores it). */
       pipeline = self->colsum_pipeline;
       count = &self->n_colsum_dispatches;
-      groups = (work + DC_GPT_VK_COLSUM_COLUMNS - 1) / DC_GPT_VK_COLSUM_COLUMNS;
+      groups = op == OP_LN_DX ? work
+               : (work + DC_GPT_VK_COLSUM_COLUMNS - 1) / DC_GPT_VK_COLSUM_COLUMNS;
     }
   else if (op >= OP_HEAD_DX)
     {
@@ -452,7 +463,7 @@ record_layer_norm (DcGptVkForward  *self,
   guint32 c = self->config.width;
   guint32 args[] = { (guint32) x, (guint32) w, (guint32) b, (guint32) y, (guint32) mean,
                      (guint32) rstd, (guint32) rows, c, f32_bits ((float) c),
-                     f32_bits (DC_MATH_GPT2_LN_EPS) };
+                     f32_bits (DC_MATH_GPT2_LN_EPS), c <= NORM_ROW_WG_MAX };
 
   return record_op (self, OP_LAYER_NORM, rows, args, G_N_ELEMENTS (args), error);
 }
@@ -513,7 +524,8 @@ record_layer_norm_backward (DcGptVkForward  *self,
 {
   guint32 c = self->config.width;
   guint32 dx[] = { (guint32) x, (guint32) w, (guint32) mean, (guint32) rstd, (guint32) dy,
-                   (guint32) self->d_res, (guint32) rows, c, f32_bits ((float) c) };
+                   (guint32) self->d_res, (guint32) rows, c, f32_bits ((float) c),
+                   c <= NORM_ROW_WG_MAX };
   guint32 grad[] = { (guint32) x, (guint32) dy, (guint32) mean, (guint32) rstd, (guint32) rows,
                      c, (guint32) dw, (guint32) db };
 
@@ -1226,19 +1238,24 @@ gate_ops (DcVkContext  *ctx,
       return FALSE; \
   } G_STMT_END
 
-  /* Layer norm of the rows of X into Y. */
-  RUN (OP_LAYER_NORM, GATE_R, X, W, B, Y, MEAN, RSTD, GATE_R, GATE_N, f32_bits ((float) GATE_N),
-       f32_bits (DC_MATH_GPT2_LN_EPS));
-  for (guint r = 0; r < GATE_R; r++)
+  /* Layer norm of the rows of X into Y: an invocation, then a workgroup,
+   * per row (a[10]). */
+  for (guint32 wg = 0; wg < 2; wg++)
     {
-      float mean, rstd;
+      RUN (OP_LAYER_NORM, GATE_R, X, W, B, Y, MEAN, RSTD, GATE_R, GATE_N,
+           f32_bits ((float) GATE_N), f32_bits (DC_MATH_GPT2_LN_EPS), wg);
+      for (guint r = 0; r < GATE_R; r++)
+        {
+          float mean, rstd;
 
-      dc_math_layer_norm (f + X + r * GATE_N, f + W, f + B, DC_MATH_GPT2_LN_EPS,
-                          want + r * GATE_N, &mean, &rstd, GATE_N);
-      if (!same_bits ("layer norm", f + Y + r * GATE_N, want + r * GATE_N, GATE_N, error)
-          || !same_bits ("layer norm mean", f + MEAN + r, &mean, 1, error)
-          || !same_bits ("layer norm rstd", f + RSTD + r, &rstd, 1, error))
-        return FALSE;
+          dc_math_layer_norm (f + X + r * GATE_N, f + W, f + B, DC_MATH_GPT2_LN_EPS,
+                              want + r * GATE_N, &mean, &rstd, GATE_N);
+          if (!same_bits (wg ? "layer norm (a workgroup per row)" : "layer norm",
+                          f + Y + r * GATE_N, want + r * GATE_N, GATE_N, error)
+              || !same_bits ("layer norm mean", f + MEAN + r, &mean, 1, error)
+              || !same_bits ("layer norm rstd", f + RSTD + r, &rstd, 1, error))
+            return FALSE;
+        }
     }
   /* Rows of X and of X2, and columns of X, quantized, both ways (a[11]: a
    * workgroup or an invocation per vector); the products of the rows. */

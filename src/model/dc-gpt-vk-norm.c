@@ -246,6 +246,7 @@ typedef struct
 
 G_STATIC_ASSERT (sizeof (DcVkColsumPush) == 64);
 
+#define COLSUM_OP_LN_DX 13
 #define COLSUM_OP_LN_DW 14
 #define COLSUM_OP_COLSUM 15
 
@@ -267,8 +268,10 @@ colsum_gate_value (guint64 *state)
     }
 }
 
-/* One shape: @rows rows of @n columns through OP_LN_DW and OP_COLSUM,
- * against layer_norm_grad_chunk's and column_sum_chunk's serial chains. */
+/* One shape: @rows rows of @n columns through OP_LN_DX (a workgroup per
+ * row: the sum trees in shared memory), OP_LN_DW and OP_COLSUM, against
+ * dc_math_layer_norm_backward () added to d_res and layer_norm_grad_chunk's
+ * and column_sum_chunk's serial chains. */
 static gboolean
 colsum_gate_case (DcVkContext   *ctx,
                   DcVkPipeline  *pipeline,
@@ -279,9 +282,11 @@ colsum_gate_case (DcVkContext   *ctx,
 {
   const gsize X = 0, DY = X + (gsize) rows * n, MEAN = DY + (gsize) rows * n;
   const gsize RSTD = MEAN + rows, DW = RSTD + rows, DB = DW + n, COLS = DB + n;
-  const gsize size = COLS + n;
+  const gsize WN = COLS + n, DRES = WN + n, size = DRES + (gsize) rows * n;
   g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
   g_autofree float *y = g_new (float, n), *w = g_new (float, n);
+  g_autofree float *dx = g_new (float, n), *dw_row = g_new0 (float, n);
+  g_autofree float *db_row = g_new0 (float, n), *want = g_new (float, (gsize) rows * n);
   float *f;
 
   if ((bf = dc_vk_buffer_new (ctx, size * 4, error)) == NULL
@@ -298,16 +303,36 @@ colsum_gate_case (DcVkContext   *ctx,
   for (guint r = 0; r < rows; r++)
     dc_math_layer_norm (f + X + (gsize) r * n, w, w, DC_MATH_GPT2_LN_EPS, y, f + MEAN + r,
                         f + RSTD + r, n);
+  memcpy (want, f + DRES, (gsize) rows * n * 4);
+  for (guint r = 0; r < rows; r++)
+    {
+      gsize at = (gsize) r * n;
+
+      dc_math_layer_norm_backward (f + X + at, f + WN, f[MEAN + r], f[RSTD + r], f + DY + at, dx,
+                                   dw_row, db_row, n);
+      dc_math_add (want + at, dx, want + at, n);
+    }
   {
     DcVkBuffer *buffers[] = { bf, bq, be, bt };
     guint groups = (n + DC_GPT_VK_COLSUM_COLUMNS - 1) / DC_GPT_VK_COLSUM_COLUMNS;
     DcVkColsumPush ln = { COLSUM_OP_LN_DW, { X, DY, MEAN, RSTD, rows, n, DW, DB } };
     DcVkColsumPush cs = { COLSUM_OP_COLSUM, { DY, rows, n, COLS } };
+    DcVkColsumPush dx_push = { COLSUM_OP_LN_DX, { X, WN, MEAN, RSTD, DY, DRES, rows, n,
+                                                  f32_bits ((float) n), 1 } };
 
     if (!dc_vk_dispatch (ctx, pipeline, buffers, &ln, groups, 1, 1, error)
-        || !dc_vk_dispatch (ctx, pipeline, buffers, &cs, groups, 1, 1, error))
+        || !dc_vk_dispatch (ctx, pipeline, buffers, &cs, groups, 1, 1, error)
+        || !dc_vk_dispatch (ctx, pipeline, buffers, &dx_push, rows, 1, 1, error))
       return FALSE;
   }
+  for (gsize i = 0; i < (gsize) rows * n; i++)
+    if (!same_f32 (f[DRES + i], want[i]))
+      {
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                     "%u rows of %u, norm input gradient %" G_GSIZE_FORMAT ": 0x%08x instead "
+                     "of 0x%08x", rows, n, i, f32_bits (f[DRES + i]), f32_bits (want[i]));
+        return FALSE;
+      }
   for (guint j = 0; j < n; j++)
     {
       float dw = 0.0f, db = 0.0f;
@@ -360,7 +385,8 @@ _dc_gpt_vk_colsum_new (DcVkContext  *ctx,
   pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkColsumPush), error);
   if (pipeline == NULL
       || !colsum_gate_case (ctx, pipeline, 5, 3, &state, error)
-      || !colsum_gate_case (ctx, pipeline, 300, 13, &state, error))
+      || !colsum_gate_case (ctx, pipeline, 300, 13, &state, error)
+      || !colsum_gate_case (ctx, pipeline, 3, 200, &state, error))
     return NULL;
   return g_steal_pointer (&pipeline);
 }
