@@ -27,7 +27,7 @@ layout (local_size_x = 64) in;
 layout (std430, binding = 0) buffer F { uint f[]; };
 layout (std430, binding = 1) buffer Q { uint q_unused[]; };
 layout (std430, binding = 2) buffer E { int e_unused[]; };
-layout (std430, binding = 3) readonly buffer T { uint tok_unused[]; };
+layout (std430, binding = 3) readonly buffer T { uint tok[]; };
 
 /* Mirrors DcVkForwardPush (src/model/dc-gpt-vk-forward.c). */
 layout (push_constant) uniform Push
@@ -36,9 +36,11 @@ layout (push_constant) uniform Push
   uint a[15];
 } pc;
 
+#define OP_HEAD_DW 11u
 #define OP_LN_DX 13u
 #define OP_LN_DW 14u
 #define OP_COLSUM 15u
+#define OP_EMBED_BACK 18u
 
 /* Columns per workgroup (a row's CW floats: one 32-byte sector) and rows per
  * block: 64 invocations load 8 rows × 8 columns at a time, RB / 8 = 16 rows
@@ -48,6 +50,9 @@ layout (push_constant) uniform Push
 #define RB 128u
 #define LANES (64u / CW)
 #define PER (RB / LANES)
+/* Leaves a chain reads from shared memory before it adds them (RB is a
+ * multiple). */
+#define CHAIN_LOADS 16u
 
 /* The leaves of the block: the first chain's (dy · x̂, or dy), then the
  * second's (dy, OP_LN_DW only). */
@@ -118,9 +123,78 @@ ln_dx_rows_wg ()
     }
 }
 
+/* Tokens a workgroup stages in shared memory at a time for the head's and
+ * the embeddings' scatter-adds: every element of d_wte scans every row's
+ * token, which resident-backward.comp's invocations each read from T
+ * (host-visible memory) themselves; 256 tokens are 1 KB. */
+#define TOK_CHUNK 256u
+
+shared uint s_tok[TOK_CHUNK];
+
+/* resident-backward.comp's op_head_dw () and op_embed_back () with the
+ * tokens staged: one invocation per element of d_wte, which subtracts (the
+ * head: lnf's rows whose target is v, then / rows) or adds (the embeddings:
+ * d_res's rows whose input token is v) its rows in row order onto what is
+ * there, the CPU's chain; d_wpe's elements (t, j) add the rows at position t
+ * in order from +0. a (head): d_wte, lnf, rows, C, V, targets, fn;
+ * (embeddings): d_wte, d_wpe, dy, rows, C, seq, len, V. */
+void
+scatter_main ()
+{
+  bool head = pc.op == OP_HEAD_DW;
+  uint c = head ? pc.a[3] : pc.a[4], rows = head ? pc.a[2] : pc.a[3];
+  uint tok_off = head ? pc.a[5] : 0u, src = head ? pc.a[1] : pc.a[2];
+  uint n_wte = (head ? pc.a[4] : pc.a[7]) * c;
+  uint total = head ? n_wte : (pc.a[7] + pc.a[5]) * c;
+  uint lane = gl_LocalInvocationID.x, stride = gl_NumWorkGroups.x * 64u;
+
+  for (uint base = gl_WorkGroupID.x * 64u; base < total; base += stride)
+    {
+      uint i = base + lane, v = i / c, j = i % c, dst = pc.a[0] + i;
+      bool scan = i < n_wte;
+      uint acc = scan ? f[dst] : 0u;
+
+      /* Uniform: the whole workgroup stages the tokens, or none of it. */
+      if (base < n_wte)
+        for (uint r0 = 0u; r0 < rows; r0 += TOK_CHUNK)
+          {
+            uint m = min (TOK_CHUNK, rows - r0);
+
+            barrier ();
+            for (uint k = lane; k < m; k += 64u)
+              s_tok[k] = tok[tok_off + r0 + k];
+            barrier ();
+            if (scan)
+              for (uint k = 0u; k < m; k++)
+                if (s_tok[k] == v)
+                  {
+                    uint y = f[src + (r0 + k) * c + j];
+
+                    acc = head ? f32_sub (acc, y) : f32_add (acc, y);
+                  }
+          }
+      if (scan)
+        f[dst] = head ? f32_div (acc, pc.a[6]) : acc;
+      else if (i < total)
+        {
+          uint t = (i - n_wte) / c, jw = (i - n_wte) % c;
+
+          acc = 0u;
+          for (uint r = t; t < pc.a[6] && r < rows; r += pc.a[6])
+            acc = f32_add (acc, f[src + r * c + jw]);
+          f[pc.a[1] + t * c + jw] = acc;
+        }
+    }
+}
+
 void
 main ()
 {
+  if (pc.op == OP_HEAD_DW || pc.op == OP_EMBED_BACK)
+    {
+      scatter_main ();
+      return;
+    }
   if (pc.op == OP_LN_DX)
     {
       ln_dx_rows_wg ();
@@ -179,9 +253,20 @@ main ()
               for (uint i = min (m, 2u); i < m; i++)
                 acc = f32_add (acc, s_cols[base + i * CW]);
 #else
+              /* A whole block: CHAIN_LOADS leaves read from shared memory at
+               * once, then added in order (one read a row in the chain's path
+               * waited a shared-memory latency per add: 150 µs a dispatch of
+               * 4,096 rows on the H200). */
               if (m == RB)
-                for (uint i = 0u; i < RB; i++)
-                  acc = f32_add (acc, s_cols[base + i * CW]);
+                for (uint i = 0u; i < RB; i += CHAIN_LOADS)
+                  {
+                    uint v[CHAIN_LOADS];
+
+                    for (uint u = 0u; u < CHAIN_LOADS; u++)
+                      v[u] = s_cols[base + (i + u) * CW];
+                    for (uint u = 0u; u < CHAIN_LOADS; u++)
+                      acc = f32_add (acc, v[u]);
+                  }
               else
                 for (uint i = 0u; i < m; i++)
                   acc = f32_add (acc, s_cols[base + i * CW]);

@@ -253,6 +253,12 @@ record_op (DcGptVkForward  *self,
       pipeline = self->loss_pipeline;
       count = &self->n_loss_dispatches;
     }
+  else if ((op == OP_HEAD_DW || op == OP_EMBED_BACK) && self->colsum_pipeline != NULL)
+    {
+      /* resident-colsum.comp: the tokens staged in shared memory. */
+      pipeline = self->colsum_pipeline;
+      count = &self->n_colsum_dispatches;
+    }
   else if ((op == OP_LN_DW || op == OP_COLSUM || (op == OP_LN_DX && args[9] != 0))
            && self->colsum_pipeline != NULL)
     {
