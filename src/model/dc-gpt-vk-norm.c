@@ -10,6 +10,13 @@
  * and rstd (NaN payloads aside, as f32-exact.glsl says).
  * DC_TEST_BREAK_KERNEL=layer-norm (or all) loads the broken twin.
  *
+ * Also the gate of shaders/resident-colsum.comp, the resident training
+ * pass's kernel for its sums over rows (the norms' weight and bias
+ * gradients, the biases' gradients), the norm's input gradient a workgroup
+ * per row, and the head's and embeddings' scatter-adds
+ * (_dc_gpt_vk_colsum_new ()); DC_TEST_BREAK_KERNEL=resident-colsum loads its
+ * broken twin.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-model"
