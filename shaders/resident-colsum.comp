@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 /* resident-colsum.comp: the backward's sums over rows, a workgroup per CW
  * columns: the layer norms' weight and bias gradients (OP_LN_DW, dc-gpt.c's
  * layer_norm_grad_chunk) and the biases' gradients (OP_COLSUM,
@@ -64,7 +65,9 @@ uint p_dy[PER], p_x[PER], p_mean[PER], p_rstd[PER];
 void
 load_block (bool ln, uint r0, uint rows, uint n, uint col, uint row_lane)
 {
-  for (uint k = 0u; k < PER; k++)
+  /* Unrolled: p_*[k] must be registers (a dynamic index puts them in local
+   * memory, and each load then waits before the next is issued). */
+  [[unroll]] for (uint k = 0u; k < PER; k++)
     {
       uint r = r0 + row_lane + k * LANES;
 
@@ -219,7 +222,7 @@ main ()
 
           /* The previous block's chains are done with s_cols. */
           barrier ();
-          for (uint k = 0u; k < PER; k++)
+          [[unroll]] for (uint k = 0u; k < PER; k++)
             {
               uint i = row_lane + k * LANES;
 
@@ -262,9 +265,9 @@ main ()
                   {
                     uint v[CHAIN_LOADS];
 
-                    for (uint u = 0u; u < CHAIN_LOADS; u++)
+                    [[unroll]] for (uint u = 0u; u < CHAIN_LOADS; u++)
                       v[u] = s_cols[base + (i + u) * CW];
-                    for (uint u = 0u; u < CHAIN_LOADS; u++)
+                    [[unroll]] for (uint u = 0u; u < CHAIN_LOADS; u++)
                       acc = f32_add (acc, v[u]);
                   }
               else

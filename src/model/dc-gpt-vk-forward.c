@@ -253,18 +253,23 @@ record_op (DcGptVkForward  *self,
       pipeline = self->loss_pipeline;
       count = &self->n_loss_dispatches;
     }
-  else if ((op == OP_HEAD_DW || op == OP_EMBED_BACK) && self->colsum_pipeline != NULL)
+  else if (op == OP_EMBED_BACK && self->colsum_pipeline != NULL)
     {
-      /* resident-colsum.comp: the tokens staged in shared memory. */
+      /* resident-colsum.comp: the tokens staged in shared memory (the H200:
+       * 790 → 327 µs at width 128; the head's, staged too, went 262 → 418 µs
+       * at GPT-2's 50,257 rows of few tokens, so it stays per invocation). */
       pipeline = self->colsum_pipeline;
       count = &self->n_colsum_dispatches;
     }
-  else if ((op == OP_LN_DW || op == OP_COLSUM || (op == OP_LN_DX && args[9] != 0))
+  else if ((op == OP_LN_DW || (op == OP_LN_DX && args[9] != 0))
            && self->colsum_pipeline != NULL)
     {
       /* resident-colsum.comp: a workgroup per DC_GPT_VK_COLSUM_COLUMNS columns,
        * or per row of the norm's input gradient (record_layer_norm_backward ()
-       * chose it: args[9]; resident-backward.comp ignores it). */
+       * chose it: args[9]; resident-backward.comp ignores it). The biases'
+       * column sums stay resident-backward.comp's: on the H200 they took
+       * 150 µs a 4,096-row dispatch there against 68 µs (docs/BENCHMARKS.md,
+       * gpu-norm); its OP_COLSUM is gated and can be routed here again. */
       pipeline = self->colsum_pipeline;
       count = &self->n_colsum_dispatches;
       groups = op == OP_LN_DX ? work
