@@ -393,7 +393,9 @@ _dc_gpt_vk_colsum_new (DcVkContext  *ctx,
   if (pipeline == NULL
       || !colsum_gate_case (ctx, pipeline, 5, 3, &state, error)
       || !colsum_gate_case (ctx, pipeline, 300, 13, &state, error)
-      || !colsum_gate_case (ctx, pipeline, 3, 200, &state, error))
+      || !colsum_gate_case (ctx, pipeline, 3, 200, &state, error)
+      /* 768 = 512 + 256 as GPT-2's rows: a power-of-two part after a peeled one */
+      || !colsum_gate_case (ctx, pipeline, 2, 768, &state, error))
     return NULL;
   return g_steal_pointer (&pipeline);
 }
