@@ -611,6 +611,72 @@ test_gemm_twin_refused (void)
     }
 }
 
+/* The backward's sums over rows (shaders/resident-colsum.comp): its gate
+ * passes in each float mode and refuses the broken twin (each block's first
+ * two rows added in the wrong order); a training pass takes the kernel when
+ * its gate passes and otherwise keeps resident-backward.comp's sums, every
+ * gradient the CPU's either way. */
+static void
+test_colsum_twin_refused (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *why_not = NULL;
+  g_autofree float *grads = NULL, *want = NULL;
+  guint8 tokens[2 * 16 + 1];
+  DcVkF32Mode modes[2] = { DC_VK_F32_EMULATED, DC_VK_F32_EMULATED };
+
+  if (ctx == NULL)
+    return;
+  modes[1] = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  for (guint m = 0; m < (modes[1] != DC_VK_F32_EMULATED ? 2 : 1); m++)
+    {
+      g_autoptr(DcVkPipeline) good = NULL, broken = NULL;
+
+      good = _dc_gpt_vk_colsum_new (ctx, modes[m], FALSE, &error);
+      g_assert_no_error (error);
+      g_assert_nonnull (good);
+      broken = _dc_gpt_vk_colsum_new (ctx, modes[m], TRUE, &error);
+      g_assert_null (broken);
+      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+      g_test_message ("mode %d, twin refused: %s", modes[m], error->message);
+      g_clear_error (&error);
+    }
+  g_clear_pointer (&ctx, dc_vk_context_free);
+
+  model = small_model (16, 16);
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  grads = g_new (float, model->n_params);
+  want = g_new (float, model->n_params);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
+                                     &error));
+  g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
+  g_assert_no_error (error);
+  for (guint broken = 0; broken < 2; broken++)
+    {
+      g_autoptr(DcGptVkForward) pass = NULL;
+
+      if (broken)
+        g_setenv ("DC_TEST_BREAK_KERNEL", "resident-colsum", TRUE);
+      pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_no_error (error);
+      g_assert_nonnull (pass);
+      g_assert_cmpstr (dc_gpt_vk_forward_get_column_sums (pass), ==,
+                       broken ? "resident-backward" : "resident-colsum");
+      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
+                                                  NULL, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (grads, model->n_params * 4, want, model->n_params * 4);
+      g_test_message ("%s column sums: %" G_GSIZE_FORMAT " gradients equal",
+                      dc_gpt_vk_forward_get_column_sums (pass), model->n_params);
+    }
+}
+
 /* The quantization tiles (resident-quant.comp) and the softmax rows
  * (resident-softmax.comp): their gates pass on the device and refuse their
  * broken twins (ties away from zero; the blocks summed left to right, not
@@ -1154,19 +1220,22 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/native/twin-refused", test_native_twin_refused);
   g_test_add_func ("/dc/model/gpt-vk-step/gemm/twin-refused", test_gemm_twin_refused);
   g_test_add_func ("/dc/model/gpt-vk-step/rows/twins-refused", test_rows_twins_refused);
+  g_test_add_func ("/dc/model/gpt-vk-step/colsum/twin-refused", test_colsum_twin_refused);
   {
     static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
-                                          { 128, 16, 2 }, { 32, 32, 32 } };
+                                          { 128, 16, 2 }, { 32, 32, 32 }, { 16, 20, 7 } };
     static const char * const fwd_names[] = {
       "/dc/model/gpt-vk-step/forward/w16", "/dc/model/gpt-vk-step/forward/w32",
       "/dc/model/gpt-vk-step/forward/w64", "/dc/model/gpt-vk-step/forward/w128",
-      "/dc/model/gpt-vk-step/forward/rows1024",
+      "/dc/model/gpt-vk-step/forward/rows1024", "/dc/model/gpt-vk-step/forward/rows140",
     };
     static const char * const grad_names[] = {
       "/dc/model/gpt-vk-step/gradients/w16", "/dc/model/gpt-vk-step/gradients/w32",
       "/dc/model/gpt-vk-step/gradients/w64", "/dc/model/gpt-vk-step/gradients/w128",
       /* 1,024 rows: the weights' gradients are split over K (resident-gemm.comp) */
       "/dc/model/gpt-vk-step/gradients/rows1024",
+      /* 140 rows: resident-colsum.comp's blocks of 128 rows, one whole, one partial */
+      "/dc/model/gpt-vk-step/gradients/rows140",
     };
 
     for (guint i = 0; i < G_N_ELEMENTS (fwd_sizes); i++)

@@ -53,6 +53,7 @@
 #include "dc-gpt.h"
 #include "dc-gpt-model.h"
 #include "dc-gpt-vk-rows.h"
+#include "dc-gpt-vk-norm.h"
 #include "dc-gpt-vk-softmax.h"
 #include "dc-model-error.h"
 #include "dc-gpt-vk-step-private.h"
@@ -115,6 +116,10 @@ enum
  * (bytes), and each slice at least GEMM_SPLIT_MIN_WORDS words of it, so that
  * a slice's work outweighs writing and re-reading its int32 partial sums. */
 #define GEMM_SPLIT_BLOCKS 512
+/* Rows this long or shorter are normalized (and their norm's input gradient
+ * formed) a workgroup per row, their sums in shared memory: the shaders'
+ * WG_SUM_MAX (sum-tree-wg.glsl: 4.6 KB, GPT-2's 768 with room). */
+#define NORM_ROW_WG_MAX 1024
 #define GEMM_SPLIT_MIN_K 1024
 #define GEMM_SPLIT_MIN_WORDS 32
 
@@ -133,6 +138,7 @@ struct _DcGptVkForward
   DcVkPipeline  *loss_pipeline;  /* resident-loss.comp, on the same buffers */
   DcVkPipeline  *backward_pipeline;  /* resident-backward.comp (with a backward) */
   DcVkPipeline  *gemm_pipeline;  /* resident-gemm.comp: the tiled products */
+  DcVkPipeline  *colsum_pipeline;  /* resident-colsum.comp: the sums over rows (gate passed) */
   DcVkBuffer    *f, *q, *e, *tokens;
   DcVkBuffer    *params_staging, *logits_staging, *grads_staging;
   DcVkRecording *recording;
@@ -165,6 +171,8 @@ struct _DcGptVkForward
   guint64        n_loss_dispatches;
   guint64        n_backward_dispatches;
   guint64        n_gemm_dispatches;
+  guint64        n_colsum_dispatches;
+  gboolean       gating;         /* a gate's pass (forward_new's twins): refusals are quiet */
   DcGptVkForwardTimes times;
   /* recording state: the regions of Q and E; a dry run only measures them */
   gboolean       dry;
@@ -199,6 +207,7 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->gemm_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->quant_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->softmax_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->colsum_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
   g_free (self->layers);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
@@ -252,10 +261,35 @@ record_op (DcGptVkForward  *self,
   g_assert (n_args <= G_N_ELEMENTS (push.a));
   if (self->dry)
     return TRUE;
+  /* A workgroup per row where record_layer_norm () chose it (args[10]). */
+  if (op == OP_LAYER_NORM && args[10] != 0)
+    groups = work;
   if (op == OP_LOSS || op == OP_MEAN)
     {
       pipeline = self->loss_pipeline;
       count = &self->n_loss_dispatches;
+    }
+  else if (op == OP_EMBED_BACK && self->colsum_pipeline != NULL)
+    {
+      /* resident-colsum.comp: the tokens staged in shared memory (the H200:
+       * 790 → 327 µs at width 128; the head's, staged too, went 262 → 418 µs
+       * at GPT-2's 50,257 rows of few tokens, so it stays per invocation). */
+      pipeline = self->colsum_pipeline;
+      count = &self->n_colsum_dispatches;
+    }
+  else if ((op == OP_LN_DW || (op == OP_LN_DX && args[9] != 0))
+           && self->colsum_pipeline != NULL)
+    {
+      /* resident-colsum.comp: a workgroup per DC_GPT_VK_COLSUM_COLUMNS columns,
+       * or per row of the norm's input gradient (record_layer_norm_backward ()
+       * chose it: args[9]; resident-backward.comp ignores it). The biases'
+       * column sums stay resident-backward.comp's: on the H200 they took
+       * 150 µs a 4,096-row dispatch there against 68 µs (docs/BENCHMARKS.md,
+       * gpu-norm); its OP_COLSUM is gated and can be routed here again. */
+      pipeline = self->colsum_pipeline;
+      count = &self->n_colsum_dispatches;
+      groups = op == OP_LN_DX ? work
+               : (work + DC_GPT_VK_COLSUM_COLUMNS - 1) / DC_GPT_VK_COLSUM_COLUMNS;
     }
   else if (op >= OP_HEAD_DX)
     {
@@ -548,7 +582,7 @@ record_layer_norm (DcGptVkForward  *self,
   guint32 c = self->config.width;
   guint32 args[] = { (guint32) x, (guint32) w, (guint32) b, (guint32) y, (guint32) mean,
                      (guint32) rstd, (guint32) rows, c, f32_bits ((float) c),
-                     f32_bits (DC_MATH_GPT2_LN_EPS) };
+                     f32_bits (DC_MATH_GPT2_LN_EPS), c <= NORM_ROW_WG_MAX };
 
   return record_op (self, OP_LAYER_NORM, rows, args, G_N_ELEMENTS (args), error);
 }
@@ -609,7 +643,8 @@ record_layer_norm_backward (DcGptVkForward  *self,
 {
   guint32 c = self->config.width;
   guint32 dx[] = { (guint32) x, (guint32) w, (guint32) mean, (guint32) rstd, (guint32) dy,
-                   (guint32) self->d_res, (guint32) rows, c, f32_bits ((float) c) };
+                   (guint32) self->d_res, (guint32) rows, c, f32_bits ((float) c),
+                   c <= NORM_ROW_WG_MAX };
   guint32 grad[] = { (guint32) x, (guint32) dy, (guint32) mean, (guint32) rstd, (guint32) rows,
                      c, (guint32) dw, (guint32) db };
 
@@ -1047,6 +1082,21 @@ record_forward (DcGptVkForward  *self,
                                                       error)) == NULL)
       || (self->recording = dc_vk_recording_new (self->ctx, error)) == NULL)
     return FALSE;
+  /* The backward's sums over rows through resident-colsum.comp where its
+   * gate passes; resident-backward.comp's otherwise (same bits, slower). */
+  if (self->backward)
+    {
+      g_autoptr(GError) local_error = NULL;
+
+      self->colsum_pipeline
+        = _dc_gpt_vk_colsum_new (self->ctx, self->native,
+                                 _dc_gpt_vk_kernel_twin ("resident-colsum", self->native),
+                                 &local_error);
+      if (self->colsum_pipeline == NULL && !self->gating)
+        g_message ("Vulkan kernel resident-colsum on %s failed verification (%s) — using "
+                   "resident-backward's column sums",
+                   dc_vk_context_get_device_name (self->ctx), local_error->message);
+    }
 
   {
     DcVkCopy in = { self->params_staging, 0, self->f, 0, self->n_params * 4 };
@@ -1186,7 +1236,8 @@ guint64
 dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
 {
   return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches
-         + self->n_gemm_dispatches + self->n_quant_dispatches + self->n_softmax_dispatches;
+         + self->n_gemm_dispatches + self->n_quant_dispatches + self->n_softmax_dispatches
+         + self->n_colsum_dispatches;
 }
 
 /* With @twins, each kernel named in DC_TEST_BREAK_KERNEL is its broken twin
@@ -1213,6 +1264,7 @@ forward_new (DcVkContext        *ctx,
   self->tiled = tiled;
   self->quant_tiles = quant_tiles;
   self->softmax_rows = softmax_rows;
+  self->gating = twins;
   self->n_params = dc_gpt_config_n_params (config);
   if (!record_forward (self, twins && _dc_gpt_vk_kernel_twin ("resident-forward", native),
                        twins && _dc_gpt_vk_kernel_twin ("resident-loss", native),
@@ -1330,19 +1382,24 @@ gate_ops (DcVkContext  *ctx,
       return FALSE; \
   } G_STMT_END
 
-  /* Layer norm of the rows of X into Y. */
-  RUN (OP_LAYER_NORM, GATE_R, X, W, B, Y, MEAN, RSTD, GATE_R, GATE_N, f32_bits ((float) GATE_N),
-       f32_bits (DC_MATH_GPT2_LN_EPS));
-  for (guint r = 0; r < GATE_R; r++)
+  /* Layer norm of the rows of X into Y: an invocation, then a workgroup,
+   * per row (a[10]). */
+  for (guint32 wg = 0; wg < 2; wg++)
     {
-      float mean, rstd;
+      RUN (OP_LAYER_NORM, GATE_R, X, W, B, Y, MEAN, RSTD, GATE_R, GATE_N,
+           f32_bits ((float) GATE_N), f32_bits (DC_MATH_GPT2_LN_EPS), wg);
+      for (guint r = 0; r < GATE_R; r++)
+        {
+          float mean, rstd;
 
-      dc_math_layer_norm (f + X + r * GATE_N, f + W, f + B, DC_MATH_GPT2_LN_EPS,
-                          want + r * GATE_N, &mean, &rstd, GATE_N);
-      if (!same_bits ("layer norm", f + Y + r * GATE_N, want + r * GATE_N, GATE_N, error)
-          || !same_bits ("layer norm mean", f + MEAN + r, &mean, 1, error)
-          || !same_bits ("layer norm rstd", f + RSTD + r, &rstd, 1, error))
-        return FALSE;
+          dc_math_layer_norm (f + X + r * GATE_N, f + W, f + B, DC_MATH_GPT2_LN_EPS,
+                              want + r * GATE_N, &mean, &rstd, GATE_N);
+          if (!same_bits (wg ? "layer norm (a workgroup per row)" : "layer norm",
+                          f + Y + r * GATE_N, want + r * GATE_N, GATE_N, error)
+              || !same_bits ("layer norm mean", f + MEAN + r, &mean, 1, error)
+              || !same_bits ("layer norm rstd", f + RSTD + r, &rstd, 1, error))
+            return FALSE;
+        }
     }
   /* Rows of X and of X2, and columns of X, quantized, both ways (a[11]: a
    * workgroup or an invocation per vector); the products of the rows. */
@@ -2022,6 +2079,20 @@ const char *
 dc_gpt_vk_forward_get_softmax (DcGptVkForward *self)
 {
   return self->softmax_rows ? "rows" : "invocations";
+}
+
+/**
+ * dc_gpt_vk_forward_get_column_sums:
+ *
+ * Returns: which kernel runs the backward's sums over rows (the norms'
+ *   weight and bias gradients, the biases' gradients): "resident-colsum"
+ *   (a workgroup per 8 columns, its gate passed) or "resident-backward"
+ *   (an invocation per column); "resident-backward" for a forward pass
+ */
+const char *
+dc_gpt_vk_forward_get_column_sums (DcGptVkForward *self)
+{
+  return self->colsum_pipeline != NULL ? "resident-colsum" : "resident-backward";
 }
 
 /**
