@@ -832,9 +832,10 @@ dc_gpt_vk_forward_measure (const DcGptConfig     *config,
  *
  * What training @config at @batch resident on a Vulkan device allocates:
  * the training pass (dc_gpt_vk_forward_measure ()) and the resident Adam
- * step's buffers (dc-gpt-vk-step.c: w, g, m, v device-local; the gradients
- * in and w, m, v out host-visible; its 36 bytes of scalars). Shown before a
- * run beside what the CPU needs (`train --dry-run`, `bench train`).
+ * step's buffers (dc-gpt-vk-step.c: m and v device-local, w and g being the
+ * pass's own; the gradients in and w, m, v out host-visible; its 36 bytes
+ * of scalars). Shown before a run beside what the CPU needs
+ * (`train --dry-run`, `bench train`).
  */
 void
 dc_gpt_vk_train_memory (const DcGptConfig *config,
@@ -846,7 +847,7 @@ dc_gpt_vk_train_memory (const DcGptConfig *config,
   guint64 n = dc_gpt_config_n_params (config);
 
   measure (config, batch, TRUE, &pass);
-  *device_bytes = pass.device_bytes + 4 * 4 * n;
+  *device_bytes = pass.device_bytes + 2 * 4 * n;
   *host_bytes = pass.host_bytes + 4 * 4 * n + 36;
 }
 
