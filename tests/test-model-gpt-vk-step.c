@@ -778,8 +778,10 @@ test_lazy_host (void)
   b = dc_gpt_trainer_get_model (resident);
   g_assert_cmpmem (b->params, b->n_params * 4, a->params, a->n_params * 4);
   {
-    g_autofree char *cpu_w = dc_gpt_model_dup_hash (a), *cpu_o = dc_gpt_model_dup_optimizer_hash (a);
-    g_autofree char *dev_w = dc_gpt_model_dup_hash (b), *dev_o = dc_gpt_model_dup_optimizer_hash (b);
+    g_autofree char *cpu_w = dc_gpt_model_dup_hash (a);
+    g_autofree char *cpu_o = dc_gpt_model_dup_optimizer_hash (a);
+    g_autofree char *dev_w = dc_gpt_model_dup_hash (b);
+    g_autofree char *dev_o = dc_gpt_model_dup_optimizer_hash (b);
 
     g_assert_cmpstr (dev_w, ==, cpu_w);
     g_assert_cmpstr (dev_o, ==, cpu_o);
@@ -811,8 +813,10 @@ test_lazy_host (void)
   a = dc_gpt_trainer_get_model (cpu);
   b = dc_gpt_trainer_get_model (resident);
   {
-    g_autofree char *cpu_w = dc_gpt_model_dup_hash (a), *cpu_o = dc_gpt_model_dup_optimizer_hash (a);
-    g_autofree char *dev_w = dc_gpt_model_dup_hash (b), *dev_o = dc_gpt_model_dup_optimizer_hash (b);
+    g_autofree char *cpu_w = dc_gpt_model_dup_hash (a);
+    g_autofree char *cpu_o = dc_gpt_model_dup_optimizer_hash (a);
+    g_autofree char *dev_w = dc_gpt_model_dup_hash (b);
+    g_autofree char *dev_o = dc_gpt_model_dup_optimizer_hash (b);
 
     g_assert_cmpstr (dev_w, ==, cpu_w);
     g_assert_cmpstr (dev_o, ==, cpu_o);

@@ -184,7 +184,8 @@ dc_gpt_trainer_use_resident_step (DcGptTrainer  *self,
 static gboolean
 shared_resident (DcGptTrainer *self)
 {
-  return self->vk_pass != NULL && self->vk_step != NULL && dc_gpt_vk_step_get_shared (self->vk_step);
+  return self->vk_pass != NULL && self->vk_step != NULL
+         && dc_gpt_vk_step_get_shared (self->vk_step);
 }
 
 /* Makes the host model current (weights and moments) and hands everything
