@@ -2,16 +2,20 @@
  * weights and Adam moments resident, the Adam step a recorded, replayed
  * kernel).
  *
- * Buffers: w, m, v and g (n floats each) in device-local memory; the step's
- * scalars (DcVkAdamScalars) in a small host-visible buffer the kernel reads;
- * gradients come in through a host-visible staging buffer and the new
- * w, m, v go out through another (3n floats). The recording is
- *   copy staging_in → g;  adam (w, g, m, v, scalars);  copy w, m, v → staging_out
- * submitted once per step. The host model is overwritten with the device's
- * state after every step, so everything that reads the model (hashes,
- * checkpoints, the UI) sees the same bits as on the CPU path; copying m and v
- * back each step is the price of that until the forward and backward passes
- * are resident too (then only the loss and the hash inputs need to leave).
+ * Buffers: w, m, v and g (n floats each) in device-local memory, w and g
+ * being views of the training pass's F when the step is shared with it
+ * (dc_gpt_vk_step_new_shared ()); the step's scalars (DcVkAdamScalars) in a
+ * small host-visible buffer the kernel reads; gradients from the host come
+ * in through a host-visible staging buffer and w, m, v go out through
+ * another (3n floats, host-cached). Four recordings, each submitted when
+ * needed: the Adam kernel; copy staging_in → g (gradients from the host: a
+ * group's, or a step not shared); copy w → staging_out; copy w, m, v →
+ * staging_out. By default the host model is overwritten with the device's
+ * state after every step, so everything that keeps the model's pointer
+ * (hashes, checkpoints, the UI) sees the CPU path's bits; a lazy step
+ * (dc_gpt_vk_step_set_lazy ()) reads back only when asked
+ * (dc_gpt_vk_step_sync_host ()), and a shared lazy step lets nothing but
+ * the loss leave the device.
  *
  * Every kernel is gated when the step is made: shaders/f32-exact-check.comp
  * on a sweep of float pairs against the CPU's own + − × ÷ √, and

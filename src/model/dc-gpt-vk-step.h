@@ -7,7 +7,8 @@
  * integer arithmetic (shaders/include/f32-exact.glsl), and is gated at
  * start-up against the CPU function. The forward and backward passes are
  * resident too where their own gates pass (dc-gpt-vk-forward.h, the
- * trainer's resident pass), in their own submission for now.
+ * trainer's resident pass), in their own submission; the step then shares
+ * their weights and gradients on the device (dc_gpt_vk_step_new_shared ()).
  * docs/ARCHITECTURE.md ("Resident training step") says what is resident and
  * what remains.
  *
