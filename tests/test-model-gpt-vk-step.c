@@ -713,6 +713,13 @@ test_hashes (gconstpointer data)
     g_assert_nonnull (dc_gpt_trainer_get_resident_pass (resident));
   dc_gpt_vk_step_get_times (dc_gpt_trainer_get_resident_step (resident), &times);
   g_assert_cmpuint (times.steps, ==, size->steps);
+  /* The default rule: the state read back after every step, uploaded only
+   * when made and when the host changed it; the step shares the pass's
+   * buffer wherever the pass is resident. */
+  g_assert_cmpuint (times.state_downloads, ==, size->steps);
+  g_assert_cmpuint (times.uploads, ==, size->host_change ? 2 : 1);
+  g_assert_true (dc_gpt_vk_step_get_shared (dc_gpt_trainer_get_resident_step (resident))
+                 == !size->broken_backward);
   g_test_message ("%" G_GUINT64_FORMAT " resident Adam steps: %.3f ms device, %.3f ms host each",
                   times.steps, times.device_ns / 1e6 / times.steps,
                   times.host_ns / 1e6 / times.steps);
