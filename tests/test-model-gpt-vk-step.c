@@ -855,9 +855,128 @@ test_hashes (gconstpointer data)
     g_assert_nonnull (dc_gpt_trainer_get_resident_pass (resident));
   dc_gpt_vk_step_get_times (dc_gpt_trainer_get_resident_step (resident), &times);
   g_assert_cmpuint (times.steps, ==, size->steps);
+  /* The default rule: the state read back after every step, uploaded only
+   * when made and when the host changed it; the step shares the pass's
+   * buffer wherever the pass is resident. */
+  g_assert_cmpuint (times.state_downloads, ==, size->steps);
+  g_assert_cmpuint (times.uploads, ==, size->host_change ? 2 : 1);
+  g_assert_true (dc_gpt_vk_step_get_shared (dc_gpt_trainer_get_resident_step (resident))
+                 == !size->broken_backward);
   g_test_message ("%" G_GUINT64_FORMAT " resident Adam steps: %.3f ms device, %.3f ms host each",
                   times.steps, times.device_ns / 1e6 / times.steps,
                   times.host_ns / 1e6 / times.steps);
+}
+
+/* Issue 15, "only the loss leaves the device": with a lazy host model, the
+ * shared step (the pass's weights and gradients, Adam's moments) reads
+ * nothing back between steps; the host model is refreshed when asked (the
+ * weights alone, or everything through dc_gpt_trainer_get_model ()), and
+ * then has the CPU's bits; a host write after that is uploaded at the next
+ * step; the group's two halves (gradients out, combined gradients in) keep
+ * the CPU's bits too. The counters fail this test if any step copies the
+ * state out or in. */
+static void
+test_lazy_host (void)
+{
+  static const Size size = { 32, 16, 2, 3, FALSE, FALSE, NULL };
+  g_autoptr(DcVkContext) probe = open_device ();
+  g_autoptr(DcGptTrainer) cpu = NULL, resident = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree float *grads = NULL;
+  DcGptModel *a, *b;
+  DcGptVkStep *step;
+  DcGptVkStepTimes times;
+
+  if (probe == NULL)
+    return;
+  g_clear_pointer (&probe, dc_vk_context_free);
+  cpu = make_trainer (&size);
+  resident = make_trainer (&size);
+  dc_gpt_trainer_set_lazy_host (resident, TRUE);
+  g_assert_true (dc_gpt_trainer_use_resident_step (resident, &error));
+  g_assert_no_error (error);
+  g_assert_nonnull (dc_gpt_trainer_get_resident_pass (resident));
+  step = dc_gpt_trainer_get_resident_step (resident);
+  g_assert_true (dc_gpt_vk_step_get_shared (step));
+
+  /* Steps alone: nothing of the state leaves the device or comes back. */
+  for (guint s = 0; s < size.steps; s++)
+    {
+      float cpu_loss = 0.0f, dev_loss = 1.0f;
+
+      g_assert_true (dc_gpt_trainer_step (cpu, &cpu_loss, &error));
+      g_assert_true (dc_gpt_trainer_step (resident, &dev_loss, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (&dev_loss, sizeof dev_loss, &cpu_loss, sizeof cpu_loss);
+    }
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.steps, ==, size.steps);
+  g_assert_cmpuint (times.state_downloads, ==, 0);
+  g_assert_cmpuint (times.weight_downloads, ==, 0);
+  g_assert_cmpuint (times.uploads, ==, 1);
+
+  /* The weights alone, asked for: the CPU's bits. */
+  a = dc_gpt_trainer_get_model (cpu);
+  g_assert_true (dc_gpt_trainer_sync_host (resident, FALSE, &error));
+  g_assert_no_error (error);
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.weight_downloads, ==, 1);
+  g_assert_cmpuint (times.state_downloads, ==, 0);
+
+  /* Everything, through the model's accessor: both hashes are the CPU's. */
+  b = dc_gpt_trainer_get_model (resident);
+  g_assert_cmpmem (b->params, b->n_params * 4, a->params, a->n_params * 4);
+  {
+    g_autofree char *cpu_w = dc_gpt_model_dup_hash (a);
+    g_autofree char *cpu_o = dc_gpt_model_dup_optimizer_hash (a);
+    g_autofree char *dev_w = dc_gpt_model_dup_hash (b);
+    g_autofree char *dev_o = dc_gpt_model_dup_optimizer_hash (b);
+
+    g_assert_cmpstr (dev_w, ==, cpu_w);
+    g_assert_cmpstr (dev_o, ==, cpu_o);
+  }
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.state_downloads, ==, 1);
+
+  /* As a group repair or roster does: the host writes the model it was
+   * given; the next step uploads it once. */
+  a->params[3] = b->params[3] = 0.25f;
+  a->adam_v[5] = b->adam_v[5] = 1.0f;
+  g_assert_true (dc_gpt_trainer_step (cpu, NULL, &error));
+  g_assert_true (dc_gpt_trainer_step (resident, NULL, &error));
+  g_assert_no_error (error);
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.uploads, ==, 2);
+
+  /* The group's halves: this rank's gradients out, the combined ones in. */
+  grads = g_new (float, a->n_params);
+  g_assert_true (dc_gpt_trainer_compute_gradients (cpu, 0, 1, grads, NULL, &error));
+  dc_gpt_trainer_apply_gradients (cpu, grads);
+  g_assert_true (dc_gpt_trainer_compute_gradients (resident, 0, 1, grads, NULL, &error));
+  g_assert_no_error (error);
+  dc_gpt_trainer_apply_gradients (resident, grads);
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.state_downloads, ==, 1);
+  g_assert_cmpuint (times.uploads, ==, 2);
+
+  a = dc_gpt_trainer_get_model (cpu);
+  b = dc_gpt_trainer_get_model (resident);
+  {
+    g_autofree char *cpu_w = dc_gpt_model_dup_hash (a);
+    g_autofree char *cpu_o = dc_gpt_model_dup_optimizer_hash (a);
+    g_autofree char *dev_w = dc_gpt_model_dup_hash (b);
+    g_autofree char *dev_o = dc_gpt_model_dup_optimizer_hash (b);
+
+    g_assert_cmpstr (dev_w, ==, cpu_w);
+    g_assert_cmpstr (dev_o, ==, cpu_o);
+    g_test_message ("step %" G_GUINT64_FORMAT ": weights %s, optimizer %s", b->step, dev_w,
+                    dev_o);
+  }
+  /* Still resident, still shared: nothing fell back to the CPU. */
+  g_assert_true (dc_gpt_trainer_get_resident_step (resident) == step);
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.steps, ==, size.steps + 2);
+  g_assert_cmpuint (times.state_downloads, ==, 2);
 }
 
 /* Issue 15: the resident pass's index arithmetic at the GPT-2-small shape
@@ -902,9 +1021,10 @@ test_layout_gpt2_small (void)
   {
     guint64 device_bytes, host_bytes;
 
-    /* The resident Adam step adds w, g, m, v on the device. */
+    /* The resident Adam step adds m and v on the device (it shares the
+     * pass's w and g). */
     dc_gpt_vk_train_memory (&config, 1, &device_bytes, &host_bytes);
-    g_assert_cmpuint (device_bytes, ==, m1.device_bytes + 16 * n);
+    g_assert_cmpuint (device_bytes, ==, m1.device_bytes + 8 * n);
     g_assert_cmpuint (host_bytes, >, m1.host_bytes + 16 * n);
   }
   /* The largest operand: the heads' T² probabilities side by side. */
@@ -1248,5 +1368,6 @@ main (int    argc,
     g_test_add_data_func (names[i], &sizes[i], test_hashes);
   g_test_add_func ("/dc/model/gpt-vk-step/layout/gpt2-small", test_layout_gpt2_small);
   g_test_add_func ("/dc/model/gpt-vk-step/too-large-refused", test_too_large_refused);
+  g_test_add_func ("/dc/model/gpt-vk-step/hashes/lazy-host", test_lazy_host);
   return g_test_run ();
 }

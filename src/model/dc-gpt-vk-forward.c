@@ -44,6 +44,7 @@
 #include "config.h"
 
 #include "dc-gpt-vk-forward.h"
+#include "dc-gpt-vk-forward-private.h"
 
 #include <string.h>
 
@@ -141,7 +142,9 @@ struct _DcGptVkForward
   DcVkPipeline  *colsum_pipeline;  /* resident-colsum.comp: the sums over rows (gate passed) */
   DcVkBuffer    *f, *q, *e, *tokens;
   DcVkBuffer    *params_staging, *logits_staging, *grads_staging;
-  DcVkRecording *recording;
+  DcVkRecording *recording;      /* the body: tokens in F, the loss (or logits) out */
+  DcVkRecording *upload;         /* the weights in: params_staging → F */
+  DcVkRecording *download;       /* the gradients out: F → grads_staging (with a backward) */
   VkLayerActs   *layers;         /* (n_layer) */
   /* state */
   DcGptConfig    config;
@@ -196,6 +199,8 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
                     self->config.seq, self->batch, self->config.n_layer, table);
     }
   g_clear_pointer (&self->recording, dc_vk_recording_free);
+  g_clear_pointer (&self->upload, dc_vk_recording_free);
+  g_clear_pointer (&self->download, dc_vk_recording_free);
   g_clear_pointer (&self->grads_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->logits_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->params_staging, dc_vk_buffer_free);
@@ -855,7 +860,13 @@ layout (DcGptVkForward *self)
 
 #define REGION(var, n) G_STMT_START { var = off; off += (n); } G_STMT_END
   if (self->backward)
-    REGION (self->grads_off, self->n_params);
+    {
+      /* The gradients start at a multiple of 64 floats (256 bytes, the
+       * largest minStorageBufferOffsetAlignment Vulkan allows): the resident
+       * Adam step binds them as a range of F of their own. */
+      off = (off + 63) / 64 * 64;
+      REGION (self->grads_off, self->n_params);
+    }
   REGION (self->res, (cfg->n_layer + 1) * bt * c);
   self->layers = g_new0 (VkLayerActs, cfg->n_layer);
   for (guint l = 0; l < cfg->n_layer; l++)
@@ -969,9 +980,10 @@ dc_gpt_vk_forward_measure (const DcGptConfig     *config,
  *
  * What training @config at @batch resident on a Vulkan device allocates:
  * the training pass (dc_gpt_vk_forward_measure ()) and the resident Adam
- * step's buffers (dc-gpt-vk-step.c: w, g, m, v device-local; the gradients
- * in and w, m, v out host-visible; its 36 bytes of scalars). Shown before a
- * run beside what the CPU needs (`train --dry-run`, `bench train`).
+ * step's buffers (dc-gpt-vk-step.c: m and v device-local, w and g being the
+ * pass's own; the gradients in and w, m, v out host-visible; its 36 bytes
+ * of scalars). Shown before a run beside what the CPU needs
+ * (`train --dry-run`, `bench train`).
  */
 void
 dc_gpt_vk_train_memory (const DcGptConfig *config,
@@ -983,7 +995,7 @@ dc_gpt_vk_train_memory (const DcGptConfig *config,
   guint64 n = dc_gpt_config_n_params (config);
 
   measure (config, batch, TRUE, &pass);
-  *device_bytes = pass.device_bytes + 4 * 4 * n;
+  *device_bytes = pass.device_bytes + 2 * 4 * n;
   *host_bytes = pass.host_bytes + 4 * 4 * n + 36;
 }
 
@@ -1078,8 +1090,10 @@ record_forward (DcGptVkForward  *self,
       || (self->params_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4, error)) == NULL
       || (self->logits_staging = dc_vk_buffer_new (self->ctx, (bt * v + 1) * 4, error)) == NULL
       || (self->backward
-          && (self->grads_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4,
-                                                      error)) == NULL)
+          && (self->grads_staging = dc_vk_buffer_new_cached (self->ctx, self->n_params * 4,
+                                                             error)) == NULL)
+      || (self->upload = dc_vk_recording_new (self->ctx, error)) == NULL
+      || (self->backward && (self->download = dc_vk_recording_new (self->ctx, error)) == NULL)
       || (self->recording = dc_vk_recording_new (self->ctx, error)) == NULL)
     return FALSE;
   /* The backward's sums over rows through resident-colsum.comp where its
@@ -1098,21 +1112,33 @@ record_forward (DcGptVkForward  *self,
                    dc_vk_context_get_device_name (self->ctx), local_error->message);
     }
 
+  /* The weights' upload and the gradients' download are recordings of their
+   * own: a resident step (dc-gpt-vk-step.c) keeps the weights in F and the
+   * gradients there for its Adam kernel, and submits the body alone. */
   {
     DcVkCopy in = { self->params_staging, 0, self->f, 0, self->n_params * 4 };
 
-    dc_vk_recording_copy (self->recording, &in, 1);
+    dc_vk_recording_copy (self->upload, &in, 1);
+    if (!dc_vk_recording_end (self->upload, error))
+      return FALSE;
   }
+  if (self->backward)
+    {
+      DcVkCopy out = { self->f, self->grads_off * 4, self->grads_staging, 0,
+                       self->n_params * 4 };
+
+      dc_vk_recording_copy (self->download, &out, 1);
+      if (!dc_vk_recording_end (self->download, error))
+        return FALSE;
+    }
   if (!record_body (self, error))
     return FALSE;
   if (self->backward)
     {
-      DcVkCopy out[] = {
-        { self->f, self->grads_off * 4, self->grads_staging, 0, self->n_params * 4 },
-        { self->f, (self->logits_off + bt * v) * 4, self->logits_staging, bt * v * 4, 4 },
-      };
+      DcVkCopy out = { self->f, (self->logits_off + bt * v) * 4, self->logits_staging,
+                       bt * v * 4, 4 };
 
-      dc_vk_recording_copy (self->recording, out, G_N_ELEMENTS (out));
+      dc_vk_recording_copy (self->recording, &out, 1);
     }
   else
     {
@@ -1124,7 +1150,8 @@ record_forward (DcGptVkForward  *self,
   return dc_vk_recording_end (self->recording, error);
 }
 
-/* One replay: the weights and tokens in, the recording submitted. */
+/* One replay: the weights (unless @params is NULL: those in F already) and
+ * tokens in, the recording submitted. */
 static gboolean
 submit (DcGptVkForward  *self,
         const float     *params,
@@ -1138,7 +1165,8 @@ submit (DcGptVkForward  *self,
 
   gint64 t0 = g_get_monotonic_time (), t1;
 
-  memcpy (dc_vk_buffer_get_data (self->params_staging), params, self->n_params * 4);
+  if (params != NULL)
+    memcpy (dc_vk_buffer_get_data (self->params_staging), params, self->n_params * 4);
   for (gsize i = 0; i < bt; i++)
     {
       tokens[i] = inputs[i];
@@ -1146,7 +1174,8 @@ submit (DcGptVkForward  *self,
     }
   e[0] = 0;
   t1 = g_get_monotonic_time ();
-  if (!dc_vk_recording_submit (self->recording, error))
+  if ((params != NULL && !dc_vk_recording_submit (self->upload, error))
+      || !dc_vk_recording_submit (self->recording, error))
     return FALSE;
   self->times.passes++;
   self->times.host_ns += (guint64) (t1 - t0) * 1000;
@@ -1216,6 +1245,23 @@ dc_gpt_vk_forward_gradients (DcGptVkForward  *self,
                              float           *loss,
                              GError         **error)
 {
+  g_return_val_if_fail (params != NULL, FALSE);
+
+  return _dc_gpt_vk_forward_gradients_resident (self, params, inputs, targets, grads, loss, error);
+}
+
+/* dc_gpt_vk_forward_gradients () where @params may be NULL (the weights in F
+ * already: a resident step's) and @grads may be NULL (the gradients stay in
+ * F for the step's Adam kernel): only the loss then leaves the device. */
+gboolean
+_dc_gpt_vk_forward_gradients_resident (DcGptVkForward  *self,
+                                       const float     *params,
+                                       const guint8    *inputs,
+                                       const guint8    *targets,
+                                       float           *grads,
+                                       float           *loss,
+                                       GError         **error)
+{
   gsize n = (gsize) self->batch * self->config.seq * self->config.vocab;
   gint64 t0;
 
@@ -1224,12 +1270,35 @@ dc_gpt_vk_forward_gradients (DcGptVkForward  *self,
 
   if (!submit (self, params, inputs, targets, error))
     return FALSE;
-  t0 = g_get_monotonic_time ();
-  memcpy (grads, dc_vk_buffer_get_data (self->grads_staging), self->n_params * 4);
-  self->times.host_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
+  if (grads != NULL)
+    {
+      t0 = g_get_monotonic_time ();
+      if (!dc_vk_recording_submit (self->download, error))
+        return FALSE;
+      self->times.device_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
+      t0 = g_get_monotonic_time ();
+      memcpy (grads, dc_vk_buffer_get_data (self->grads_staging), self->n_params * 4);
+      self->times.host_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
+    }
   if (loss != NULL)
     memcpy (loss, (float *) dc_vk_buffer_get_data (self->logits_staging) + n, 4);
   return TRUE;
+}
+
+/* The pass's context and F, with the offset (floats) of the gradients in
+ * it: a resident step shares them (dc-gpt-vk-step.c). */
+DcVkContext *
+_dc_gpt_vk_forward_get_context (DcGptVkForward *self)
+{
+  return self->ctx;
+}
+
+DcVkBuffer *
+_dc_gpt_vk_forward_get_f (DcGptVkForward *self,
+                          gsize          *grads_off)
+{
+  *grads_off = self->grads_off;
+  return self->f;
 }
 
 guint64
