@@ -24,7 +24,7 @@
 /* Far above what an event takes on an idle machine; on a loaded 2-core
  * machine processes stall for seconds. */
 #define EVENT_BOUND_MS 60000
-/* 120 steps of the smallest model by three processes sharing two cores. */
+/* 300 steps of the smallest model by three processes sharing two cores. */
 #define RUN_BOUND_MS   600000
 
 #define N_CHUNKS 64
@@ -117,17 +117,21 @@ test_idle_pool (void)
     g_assert_cmpint (urgent.priority[i], ==, DC_PARALLEL_PRIORITY_NORMAL);
 }
 
-/* Audits at the default rate (1 in 8, DC_TRAIN_GROUP_AUDIT_PERIOD unset)
+/* Audits at the default rate (1 in 32, DC_TRAIN_GROUP_AUDIT_PERIOD unset)
  * on the idle pool: three devices of two threads (two idle helpers each),
  * the third flipping a bit of every gradient it sends from step 5
  * (DC_TEST_FAULT=corrupt-gradient@5). The third is still caught and
  * removed ("AUDIT: removed from the run", exit 1); the two others finish
- * 120 steps with equal hashes, three devices to the step it was caught
- * at, two after. Each step an honest device audits with 1/8 and picks the
- * third with 1/2: caught by step 120 but with (15/16)^(2 · 115) ≈ 4 · 10⁻⁷.
+ * IDLE_STEPS steps with equal hashes, three devices to the step it was
+ * caught at, two after. On an audited step (1 in 32) every device audits
+ * and the third is audited by one of the two others (the rotation): caught
+ * by step 300 but with (31/32)^293 ≈ 10⁻⁴ (the run's seed is fixed, so
+ * the draws, and the step it is caught at, are the same every run).
  * Their step lines name the priority the audits' kernels read back
  * (`audit_priority`): idle (or nice) on at least one audit; without the
  * idle pool no line says so. */
+#define IDLE_STEPS 300
+
 static void
 test_idle_audits (void)
 {
@@ -141,25 +145,27 @@ test_idle_audits (void)
 
   g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
   g_unsetenv ("DC_TRAIN_GROUP_AUDIT_IDLE");
-  alpha = dc_test_proc_start_host_with (url, "120", "3", &room, "--width", "16", "--seq", "16",
-                                        "--batch", "2", "--steps", "200", "--threads", "2",
-                                        NULL);
-  beta = dc_test_proc_start_follower (url, room, "beta", "120", "--threads", "2", NULL);
+  alpha = dc_test_proc_start_host_with (url, G_STRINGIFY (IDLE_STEPS), "3", &room, "--width",
+                                        "16", "--seq", "16", "--batch", "2", "--steps",
+                                        G_STRINGIFY (IDLE_STEPS), "--threads", "2", NULL);
+  beta = dc_test_proc_start_follower (url, room, "beta", G_STRINGIFY (IDLE_STEPS), "--threads",
+                                      "2", NULL);
   g_setenv ("DC_TEST_FAULT", "corrupt-gradient@5", TRUE);
-  gamma = dc_test_proc_start_follower (url, room, "gamma", "120", "--threads", "2", NULL);
+  gamma = dc_test_proc_start_follower (url, room, "gamma", G_STRINGIFY (IDLE_STEPS),
+                                       "--threads", "2", NULL);
   g_unsetenv ("DC_TEST_FAULT");
 
   error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
   g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
   g_assert_true (dc_test_proc_message_has (error, "AUDIT: removed from the run"));
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
-  dc_test_proc_wait_done (alpha, 120, RUN_BOUND_MS);
-  dc_test_proc_wait_done (beta, 120, RUN_BOUND_MS);
+  dc_test_proc_wait_done (alpha, IDLE_STEPS, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, IDLE_STEPS, RUN_BOUND_MS);
   g_assert_cmpint (dc_test_proc_find (alpha, 0, "audit", "beta"), ==, -1);
   g_assert_cmpint (dc_test_proc_find (beta, 0, "audit", "alpha"), ==, -1);
   a = dc_test_proc_steps (alpha, TRUE);
   b = dc_test_proc_steps (beta, TRUE);
-  for (guint s = 1; s <= 120; s++)
+  for (guint s = 1; s <= IDLE_STEPS; s++)
     {
       JsonObject *oa = g_ptr_array_index (a, s), *ob = g_ptr_array_index (b, s);
       gint64 roster = json_object_get_int_member (oa, "roster");
@@ -191,7 +197,7 @@ test_idle_audits (void)
   g_test_message ("caught at step %u; %u audits, %u of them on the idle pool", caught, audits,
                   idle);
   g_assert_cmpuint (caught, >=, 4);
-  g_assert_cmpuint (caught, <, 120);
+  g_assert_cmpuint (caught, <, IDLE_STEPS);
   g_assert_cmpuint (idle, >=, 1);
 }
 
