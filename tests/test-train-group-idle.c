@@ -24,7 +24,7 @@
 /* Far above what an event takes on an idle machine; on a loaded 2-core
  * machine processes stall for seconds. */
 #define EVENT_BOUND_MS 60000
-/* 300 steps of the smallest model by three processes sharing two cores. */
+/* 400 steps of the smallest model by three processes sharing two cores. */
 #define RUN_BOUND_MS   600000
 
 #define N_CHUNKS 64
@@ -125,12 +125,12 @@ test_idle_pool (void)
  * IDLE_STEPS steps with equal hashes, three devices to the step it was
  * caught at, two after. On an audited step (1 in 32) every device audits
  * and the third is audited by one of the two others (the rotation): caught
- * by step 300 but with (31/32)^293 ≈ 10⁻⁴ (the run's seed is fixed, so
- * the draws, and the step it is caught at, are the same every run).
+ * by step 400 but with (31/32)^393 ≈ 4 · 10⁻⁶ (the member ids, hence the
+ * ranks, batches and draws, are new each run).
  * Their step lines name the priority the audits' kernels read back
  * (`audit_priority`): idle (or nice) on at least one audit; without the
  * idle pool no line says so. */
-#define IDLE_STEPS 300
+#define IDLE_STEPS 400
 
 static void
 test_idle_audits (void)
