@@ -118,7 +118,8 @@ test_idle_pool (void)
 }
 
 /* Audits at the default rate (1 in 32, DC_TRAIN_GROUP_AUDIT_PERIOD unset)
- * on the idle pool: three devices of two threads (two idle helpers each),
+ * on the idle pool (DC_TRAIN_GROUP_AUDIT_IDLE=1, off by default since
+ * 2026-12-02): three devices of two threads (two idle helpers each),
  * the third flipping a bit of every gradient it sends from step 5
  * (DC_TEST_FAULT=corrupt-gradient@5). The third is still caught and
  * removed ("AUDIT: removed from the run", exit 1); the two others finish
@@ -144,7 +145,7 @@ test_idle_audits (void)
   guint caught = 0, idle = 0, audits = 0;
 
   g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
-  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_IDLE");
+  g_setenv ("DC_TRAIN_GROUP_AUDIT_IDLE", "1", TRUE);
   alpha = dc_test_proc_start_host_with (url, G_STRINGIFY (IDLE_STEPS), "3", &room, "--width",
                                         "16", "--seq", "16", "--batch", "2", "--steps",
                                         G_STRINGIFY (IDLE_STEPS), "--threads", "2", NULL);
@@ -154,6 +155,7 @@ test_idle_audits (void)
   gamma = dc_test_proc_start_follower (url, room, "gamma", G_STRINGIFY (IDLE_STEPS),
                                        "--threads", "2", NULL);
   g_unsetenv ("DC_TEST_FAULT");
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_IDLE");
 
   error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
   g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
@@ -201,6 +203,61 @@ test_idle_audits (void)
   g_assert_cmpuint (idle, >=, 1);
 }
 
+/* By default (DC_TRAIN_GROUP_AUDIT_IDLE unset, since 2026-12-02) audits
+ * run beside the step on its own pool at normal priority, not on the idle
+ * pool: on the H200 host the idle pool's starved helpers made an audit
+ * cost the group 470–570 ms of step time against ≈ 190 beside
+ * (docs/BENCHMARKS.md). Three devices of two threads (so that the idle
+ * pool would have helpers) audit every step (DC_TEST_FAULT=audit-all) for
+ * 12 steps with equal hashes; every step line that shows an audit says
+ * `audit_priority` `normal`, and there are some. With the idle pool the
+ * default, they said `idle` (or `nice`). */
+static void
+test_default_beside (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL, c = NULL;
+  guint audits = 0;
+
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_IDLE");
+  g_setenv ("DC_TEST_FAULT", "audit-all", TRUE);
+  alpha = dc_test_proc_start_host_with (url, "12", "3", &room, "--width", "16", "--seq", "16",
+                                        "--batch", "2", "--steps", "100", "--threads", "2",
+                                        NULL);
+  beta = dc_test_proc_start_follower (url, room, "beta", "12", "--threads", "2", NULL);
+  gamma = dc_test_proc_start_follower (url, room, "gamma", "12", "--threads", "2", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  dc_test_proc_wait_done (alpha, 12, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 12, RUN_BOUND_MS);
+  dc_test_proc_wait_done (gamma, 12, RUN_BOUND_MS);
+  a = dc_test_proc_steps (alpha, TRUE);
+  b = dc_test_proc_steps (beta, TRUE);
+  c = dc_test_proc_steps (gamma, TRUE);
+  for (guint s = 1; s <= 12; s++)
+    {
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (c, s));
+      for (guint p = 0; p < 3; p++)
+        {
+          JsonObject *o = g_ptr_array_index (p == 0 ? a : p == 1 ? b : c, s);
+          const char *priority = json_object_get_string_member_with_default (o, "audit_priority",
+                                                                             NULL);
+
+          if (priority == NULL)
+            continue;
+          audits++;
+          g_assert_cmpstr (priority, ==, "normal");
+        }
+    }
+  g_test_message ("%u audits, all at normal priority", audits);
+  g_assert_cmpuint (audits, >=, 3);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -208,5 +265,6 @@ main (int   argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/dc/train/group/idle/pool", test_idle_pool);
   g_test_add_func ("/dc/train/group/idle/audits", test_idle_audits);
+  g_test_add_func ("/dc/train/group/idle/default-beside", test_default_beside);
   return g_test_run ();
 }
