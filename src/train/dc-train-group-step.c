@@ -786,32 +786,6 @@ reduce_data_free (ReduceData *data)
   g_free (data);
 }
 
-typedef struct
-{
-  const float **values;   /* n contributions to the shard, in rank order */
-  gsize         length;   /* values in each */
-  guint8       *hashes;   /* out: n × DC_TRAIN_SHARD_HASH_SIZE */
-} ContribHashes;
-
-/* Contributions [begin, end)'s SHA-256, each into its own slot (the same
- * bytes whichever thread hashes which). */
-static void
-hash_contributions (gsize    begin,
-                    gsize    end,
-                    guint    worker,
-                    gpointer user_data)
-{
-  ContribHashes *hashes = user_data;
-
-  for (gsize i = begin; i < end; i++)
-    {
-      g_autoptr(GBytes) floats = g_bytes_new_static (hashes->values[i],
-                                                     hashes->length * sizeof (float));
-
-      dc_mesh_train_hash (floats, hashes->hashes + i * DC_TRAIN_SHARD_HASH_SIZE);
-    }
-}
-
 /* The sum of this device's shard, on a GTask thread: for a 36 M-parameter
  * model of two devices that is 72 MB hashed twice, summed, cut into chunks
  * (hashed again) and framed (copied and checksummed), seconds on a loaded
@@ -849,16 +823,13 @@ reduce_worker (GTask        *task,
   header.digest = data->digest;
   memcpy (&header.loss_bits, &data->loss, 4);
   dc_train_shard_header_write (bytes, &header);
-  {
-    ContribHashes hashes = { values, length, bytes + DC_TRAIN_SHARD_HEADER_SIZE };
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(GBytes) floats = g_bytes_new_static (values[i], length * sizeof (float));
 
-    /* Side by side: each SHA-256 is sequential, and the n of them (4 ×
-     * 842 KB at width 128, 4 devices: ≈ 6 ms of the 7 ms sum on the H200
-     * host, one after the other) sit on the step's critical path, while
-     * this device's cores wait for the exchange with nothing to compute. */
-    dc_parallel_for (MIN (n, MAX (1u, dc_parallel_get_default_threads ())), n, 1,
-                     hash_contributions, &hashes);
-  }
+      dc_mesh_train_hash (floats, bytes + DC_TRAIN_SHARD_HEADER_SIZE
+                                  + (gsize) i * DC_TRAIN_SHARD_HASH_SIZE);
+    }
   out = (float *) (bytes + DC_TRAIN_SHARD_HEADER_SIZE + (gsize) n * DC_TRAIN_SHARD_HASH_SIZE);
   dc_gpt_trainer_combine_gradients (values, n, length, out);
   /* A bf16 run applies its own summed shard as the others receive it.
