@@ -206,7 +206,7 @@ test_idle_audits (void)
 /* By default (DC_TRAIN_GROUP_AUDIT_IDLE unset, since 2026-12-02) audits
  * run beside the step on its own pool at normal priority, not on the idle
  * pool: on the H200 host the idle pool's starved helpers made an audit
- * cost the group 470–570 ms of step time against ≈ 190 beside
+ * cost the group 300–570 ms of step time against 190–245 beside
  * (docs/BENCHMARKS.md). Three devices of two threads (so that the idle
  * pool would have helpers) audit every step (DC_TEST_FAULT=audit-all) for
  * 12 steps with equal hashes; every step line that shows an audit says

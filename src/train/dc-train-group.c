@@ -940,10 +940,10 @@ dc_train_group_new (DcContext               *context,
   self->lane_gate = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_GATE"), "1") == 0;
   /* Audits at the lowest CPU priority (dc-train-group-audit.c,
    * audit_worker ()) with 1; off by default since 2026-12-02: on the H200
-   * host an audit on the idle pool cost the group 470–570 ms of step time
-   * against ≈ 190 beside the step (docs/BENCHMARKS.md, "Audits one step in
-   * 32"): the idle helpers, starved by the 16 compute threads, held chunks
-   * of an audit that the step then waited for. The gate keeps its own
+   * host an audit on the idle pool cost the group 300–570 ms of step time
+   * against 190–245 beside the step (docs/BENCHMARKS.md, "Audits one step
+   * in 32"): the idle helpers, starved by the 16 compute threads, held
+   * chunks of an audit that the step then waited for. The gate keeps its own
    * scheme (normal priority, only in the step's waits), as measured
    * before. */
   self->audit_idle = !self->lane_gate
