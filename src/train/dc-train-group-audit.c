@@ -1255,8 +1255,9 @@ _dc_train_group_verify_accusations (DcTrainGroup *self)
  * dc_train_group_audit_draw (); kept for DC_TEST_FAULT=corrupt-unaudited).
  * Which rank's gradient @rank recomputes at @step. One draw per step for
  * the whole roster, d = dc_rng (run seed, "AUDT" stream, step << 16): when
- * d is a multiple of DC_TRAIN_GROUP_AUDIT_PERIOD every device audits, rank
- * r the rank (r + 1 + (d / period) mod (n − 1)) mod n, a rotation, so each
+ * d is a multiple of DC_TRAIN_GROUP_AUDIT_PERIOD_SEED_DRAW (8, the rate of
+ * that time) every device audits, rank r the rank (r + 1 + (d / period)
+ * mod (n − 1)) mod n, a rotation, so each
  * gradient is checked by exactly one other device. Drawn per device, audits
  * fell on different steps and the step waited for whichever device was
  * auditing: with four devices on 68 % of steps, where auditing together
@@ -1276,9 +1277,10 @@ dc_train_group_audit_rank (guint64  run_seed,
   g_return_val_if_fail (n_ranks >= 2 && rank < n_ranks, G_MAXUINT);
 
   draw = dc_rng_u64 (run_seed, AUDIT_STREAM, step << 16);
-  if (!every_step && draw % DC_TRAIN_GROUP_AUDIT_PERIOD != 0)
+  if (!every_step && draw % DC_TRAIN_GROUP_AUDIT_PERIOD_SEED_DRAW != 0)
     return G_MAXUINT;
-  return (rank + 1 + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD) % (n_ranks - 1))) % n_ranks;
+  return (rank + 1 + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD_SEED_DRAW) % (n_ranks - 1)))
+         % n_ranks;
 }
 
 /**

@@ -240,8 +240,9 @@ struct _DcTrainGroup
    * idle priority"): the recomputation's kernels run on the engine's idle
    * pool (dc_parallel_set_idle ()) until the step waits for the verdict
    * (lane_urgent, read atomically there), so the kernel gives them only
-   * the cycles the step leaves. DC_TRAIN_GROUP_AUDIT_IDLE=0 runs them on
-   * the step's pool beside the step, as before (for measuring). */
+   * the cycles the step leaves; DC_TRAIN_GROUP_AUDIT_IDLE=1 only, since
+   * 2026-12-02 (slower on the H200 host): by default they run on the
+   * step's pool beside the step. */
   gboolean           audit_idle;
   gint               audit_priority; /* DcParallelPriority of the audit that ended during
                                       * the step, -1 without one (main thread) */

@@ -148,12 +148,16 @@ pack_shard (DcTrainGroup      *self,
   memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, self->own_grads + start, length * sizeof (float));
   object = g_bytes_new_take (data, size);
   self->own_objects->pdata[r] = object;
+  self->own_packed[r] = TRUE;
+  /* This device's contribution to its own shard is summed here and never
+   * sent (send_shard ()): no chunks, no frames. */
+  if (r == compute->rank)
+    return;
   wire = dc_train_shard_encode (object, _dc_train_group_send_wire (self));
   bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, wire, error);
   if (bodies != NULL)
     self->own_frames->pdata[r] = dc_mesh_chunk_frames_encode (DC_MESH_MSG_GRADIENTS, bodies,
                                                               error);
-  self->own_packed[r] = TRUE;
 }
 
 static void send_early (DcTrainGroup *self);
@@ -393,10 +397,20 @@ compute_worker (GTask        *task,
   /* Alone, nobody receives it or asks for its repair. */
   if (compute->n_ranks > 1)
     {
-      /* The shards not sent during the backward pass (shard 0 at least). */
+      /* The shards not sent during the backward pass (shard 0 at least),
+       * each handed to the main thread as soon as it is packed, as
+       * layer_done () does: the first leaves while the next is packed.
+       * This device's own contribution to its own shard last: it is only
+       * summed here. */
       for (guint r = 0; r < compute->n_ranks; r++)
-        if (!self->own_packed[r])
-          pack_shard (self, compute, r);
+        if (!self->own_packed[r] && r != compute->rank)
+          {
+            pack_shard (self, compute, r);
+            g_async_queue_push (self->early, EARLY_ITEM (compute->gen, r));
+            attach_note (self, compute->gen, g_task_get_context (task), early_cb);
+          }
+      if (!self->own_packed[compute->rank])
+        pack_shard (self, compute, compute->rank);
       attach_note (self, compute->gen, g_task_get_context (task), own_packed_cb);
     }
   worker_done (self);
