@@ -114,6 +114,7 @@ struct _DcPeer
   GstElement           *pipeline;
   GstElement           *webrtc;
   GstWebRTCDataChannel *channel;
+  GPtrArray            *ignored;      /* GstWebRTCDataChannel*: second ones, closed at the end */
   DcMeshReader         *reader;
   DcMeshHello          *local_hello;
   DcMeshHello          *remote_hello;
@@ -541,6 +542,17 @@ pump (DcPeer *self)
       self->tx_bytes += size;
       if (!gst_webrtc_data_channel_send_data_full (self->channel, piece, &error))
         {
+          GstWebRTCDataChannelState ready = GST_WEBRTC_DATA_CHANNEL_STATE_OPEN;
+
+          /* The remote closed the channel (its end stopped: dc_peer_dispose
+           * ()) and the close is on its way here: it left, nothing failed. */
+          g_object_get (self->channel, "ready-state", &ready, NULL);
+          if (ready == GST_WEBRTC_DATA_CHANNEL_STATE_CLOSING
+              || ready == GST_WEBRTC_DATA_CHANNEL_STATE_CLOSED)
+            {
+              set_state (self, DC_PEER_STATE_CLOSED, "channel-closed");
+              return;
+            }
           g_message ("peer %s: send failed: %s", self->id, error->message);
           set_state (self, DC_PEER_STATE_FAILED, "send-failed");
           return;
@@ -778,6 +790,8 @@ connect_channel (DcPeer               *self,
       g_message ("peer %s: a second data channel was offered and ignored", self->id);
       g_signal_handlers_disconnect_matched (channel, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
                                             self->link);
+      /* Kept only to be closed before the pipeline stops (close_channels ()). */
+      g_ptr_array_add (self->ignored, g_object_ref (channel));
       return;
     }
   self->channel = g_object_ref (channel);
@@ -1386,6 +1400,177 @@ dc_peer_get_queued (DcPeer *self)
   return self->queued;
 }
 
+/* Teardown ---------------------------------------------------------------
+ *
+ * GStreamer 1.22's webrtcbin races with its own pipeline going to NULL while
+ * a data channel is open: in PAUSED_TO_READY, sctpdec removes its source
+ * pads, which webrtcbin reads as the remote's stream reset
+ * (_on_sctp_stream_reset ()), so its own thread closes the channel and
+ * releases the channel's request pad on sctpenc (_close_sctp_stream ());
+ * meanwhile this thread's state change cleans sctpenc up and removes that
+ * pad. When the release comes second: "gst_element_release_request_pad:
+ * assertion 'GST_PAD_PARENT (pad) == element' failed". A stream reset that
+ * the remote sends while the pipeline stops does the same. So the channels
+ * are closed first and the pipeline stops once they are CLOSED: then every
+ * later reset finds the channel closed and releases nothing. */
+
+/* How long a peer's end waits for its channels to close (the remote's
+ * answer to our stream reset) before it stops the pipeline anyway: the
+ * round trip is a few ms on loopback and tens on a loaded machine; 1 s
+ * bounds how long a remote that stopped answering holds this thread. */
+#define CLOSE_WAIT_MS 1000
+
+/* Shared with webrtcbin's threads: the channels' notify::ready-state and
+ * the barrier promise's reply wake the waiting thread. */
+typedef struct
+{
+  GMutex   lock;
+  GCond    cond;
+  gboolean woken;    /* guarded by lock */
+  gint     barrier;  /* atomic: webrtcbin ran every task queued before it */
+} Closing;
+
+static void
+closing_clear (Closing *closing)
+{
+  g_mutex_clear (&closing->lock);
+  g_cond_clear (&closing->cond);
+}
+
+static void
+closing_unref (Closing *closing)
+{
+  g_atomic_rc_box_release_full (closing, (GDestroyNotify) closing_clear);
+}
+
+static void
+closing_wake (Closing *closing)
+{
+  g_mutex_lock (&closing->lock);
+  closing->woken = TRUE;
+  g_cond_broadcast (&closing->cond);
+  g_mutex_unlock (&closing->lock);
+}
+
+/* webrtcbin's thread. */
+static void
+closing_state_cb (GObject    *channel,
+                  GParamSpec *pspec,
+                  gpointer    user_data)
+{
+  closing_wake (user_data);
+}
+
+static void
+closing_closure_notify (gpointer  data,
+                        GClosure *closure)
+{
+  closing_unref (data);
+}
+
+/* webrtcbin's thread (or this one when webrtcbin is closed already). */
+static void
+closing_barrier_cb (GstPromise *promise,
+                    gpointer    user_data)
+{
+  Closing *closing = user_data;
+
+  g_atomic_int_set (&closing->barrier, 1);
+  closing_wake (closing);
+}
+
+static gboolean
+channels_closed (GPtrArray *channels)
+{
+  for (guint i = 0; i < channels->len; i++)
+    {
+      GstWebRTCDataChannelState ready = GST_WEBRTC_DATA_CHANNEL_STATE_CLOSED;
+
+      g_object_get (g_ptr_array_index (channels, i), "ready-state", &ready, NULL);
+      if (ready != GST_WEBRTC_DATA_CHANNEL_STATE_CLOSED)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Closes the open or closing channels and waits, at most CLOSE_WAIT_MS, for
+ * them to be CLOSED. A remote that went silent (the peer timed out) never
+ * answers the reset: then it waits only until webrtcbin's own thread has
+ * run the close it queued, which the "get-stats" promise's reply marks (its
+ * task runs after every task queued before it). The wait blocks this thread
+ * rather than iterating its main context: the peer is being disposed, from
+ * whatever callback dropped it, and nothing of the close needs this thread. */
+static void
+close_channels (DcPeer *self)
+{
+  g_autoptr(GPtrArray) channels = g_ptr_array_new_with_free_func (g_object_unref);
+  gboolean silent = self->state == DC_PEER_STATE_FAILED
+                    && (g_strcmp0 (self->reason, "timeout") == 0
+                        || g_strcmp0 (self->reason, "connect-timeout") == 0);
+  Closing *closing;
+  GstPromise *promise;
+  gint64 began = g_get_monotonic_time ();
+  gint64 deadline = began + (gint64) CLOSE_WAIT_MS * 1000;
+  gboolean timed_out = FALSE;
+
+  for (guint i = 0; i <= self->ignored->len; i++)
+    {
+      GstWebRTCDataChannel *channel = i < self->ignored->len
+                                      ? g_ptr_array_index (self->ignored, i) : self->channel;
+      GstWebRTCDataChannelState ready = GST_WEBRTC_DATA_CHANNEL_STATE_CLOSED;
+
+      if (channel == NULL)
+        continue;
+      g_object_get (channel, "ready-state", &ready, NULL);
+      /* A channel still connecting has no stream to release yet. */
+      if (ready == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN
+          || ready == GST_WEBRTC_DATA_CHANNEL_STATE_CLOSING)
+        g_ptr_array_add (channels, g_object_ref (channel));
+    }
+  if (channels->len == 0)
+    return;
+
+  closing = g_atomic_rc_box_new0 (Closing);
+  g_mutex_init (&closing->lock);
+  g_cond_init (&closing->cond);
+  for (guint i = 0; i < channels->len; i++)
+    {
+      GstWebRTCDataChannel *channel = g_ptr_array_index (channels, i);
+
+      g_signal_connect_data (channel, "notify::ready-state", G_CALLBACK (closing_state_cb),
+                             g_atomic_rc_box_acquire (closing), closing_closure_notify, 0);
+      gst_webrtc_data_channel_close (channel);
+    }
+  promise = gst_promise_new_with_change_func (closing_barrier_cb,
+                                              g_atomic_rc_box_acquire (closing),
+                                              (GDestroyNotify) closing_unref);
+  g_signal_emit_by_name (self->webrtc, "get-stats", NULL, promise);
+  gst_promise_unref (promise);
+
+  /* The states are read outside the lock: their notify may be emitted
+   * while the channel's own lock is held. */
+  while (!channels_closed (channels) && !(silent && g_atomic_int_get (&closing->barrier)))
+    {
+      g_mutex_lock (&closing->lock);
+      if (!closing->woken && !g_cond_wait_until (&closing->cond, &closing->lock, deadline))
+        timed_out = TRUE;
+      closing->woken = FALSE;
+      g_mutex_unlock (&closing->lock);
+      if (timed_out)
+        break;
+    }
+  for (guint i = 0; i < channels->len; i++)
+    g_signal_handlers_disconnect_matched (g_ptr_array_index (channels, i), G_SIGNAL_MATCH_DATA,
+                                          0, 0, NULL, NULL, closing);
+  closing_unref (closing);
+  if (timed_out)
+    g_debug ("peer %s: its data channel did not close within %d ms; stopping its pipeline "
+             "anyway", self->id, CLOSE_WAIT_MS);
+  else
+    g_debug ("peer %s: data channel closed in %" G_GINT64_FORMAT " µs", self->id,
+             g_get_monotonic_time () - began);
+}
+
 static void
 dc_peer_dispose (GObject *object)
 {
@@ -1401,8 +1586,12 @@ dc_peer_dispose (GObject *object)
     g_signal_handlers_disconnect_matched (self->webrtc, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
                                           self->link);
   if (self->pipeline != NULL)
-    gst_element_set_state (self->pipeline, GST_STATE_NULL);
+    {
+      close_channels (self);
+      gst_element_set_state (self->pipeline, GST_STATE_NULL);
+    }
   g_clear_object (&self->channel);
+  g_ptr_array_set_size (self->ignored, 0);
   g_clear_pointer (&self->webrtc, gst_object_unref);
   g_clear_pointer (&self->pipeline, gst_object_unref);
   clear_out (self);
@@ -1416,6 +1605,7 @@ dc_peer_finalize (GObject *object)
   DcPeer *self = DC_PEER (object);
 
   g_clear_pointer (&self->link, link_unref);
+  g_clear_pointer (&self->ignored, g_ptr_array_unref);
   g_clear_pointer (&self->reader, dc_mesh_reader_free);
   g_clear_pointer (&self->local_hello, dc_mesh_hello_free);
   g_clear_pointer (&self->remote_hello, dc_mesh_hello_free);
@@ -1481,6 +1671,7 @@ static void
 dc_peer_init (DcPeer *self)
 {
   self->link = link_new (self);
+  self->ignored = g_ptr_array_new_with_free_func (g_object_unref);
   self->reader = dc_mesh_reader_new ();
   g_queue_init (&self->out);
 }
