@@ -28,6 +28,7 @@ typedef struct
   GBytes    *object;
   guint      next_index;  /* the index the next chunk must have (ordered channel) */
   guint      faults;      /* chunks refused by the decoder or the assembler */
+  guint      prehashed;   /* chunks delivered with their data hash taken */
   gboolean   data_after;  /* a DATA message came after the object was complete */
 } Side;
 
@@ -73,7 +74,12 @@ message_cb (DcPeer  *peer,
       g_autoptr(GError) error = NULL;
       DcMeshChunk chunk;
 
-      if (!dc_mesh_chunk_decode (type, payload, &chunk, &error))
+      /* Each 64 KiB chunk's SHA-256 was taken on the peer's receipt
+       * worker (and its frame checked there); the decode compares it. */
+      if (dc_peer_get_message_data_hash (peer) != NULL)
+        side->prehashed++;
+      if (!dc_mesh_chunk_decode_prehashed (type, payload, 0, dc_peer_get_message_data_hash (peer),
+                                           &chunk, &error))
         {
           g_test_message ("chunk refused: %s", error->message);
           side->faults++;
@@ -275,6 +281,7 @@ test_chunked_object (void)
       g_assert_cmpuint (sides[i].faults, ==, 0);
       g_assert_cmpuint (sides[i].next_index, ==,
                         (size + DC_MESH_CHUNK_DATA_MAX - 1) / DC_MESH_CHUNK_DATA_MAX);
+      g_assert_cmpuint (sides[i].prehashed, ==, sides[i].next_index);
       g_assert_true (g_bytes_equal (sides[i].object, objects[1 - i]));
       g_assert_true (sides[i].data_after);
       g_assert_cmpuint (dc_peer_get_queued (sides[i].peer), ==, 0);
@@ -309,6 +316,111 @@ test_chunked_object (void)
       dc_mesh_chunk_assembler_free (sides[i].assembler);
       g_clear_pointer (&sides[i].object, g_bytes_unref);
       g_bytes_unref (objects[i]);
+    }
+  g_assert_finalize_object (sides[0].peer);
+  g_assert_finalize_object (sides[1].peer);
+}
+
+static gboolean
+three_messages_and_closed (gpointer user_data)
+{
+  Side *side = user_data;
+
+  return side->messages->len >= 3 && dc_peer_get_state (side->peer) >= DC_PEER_STATE_CLOSED;
+}
+
+/* One piece: @payload framed as a DATA message, one payload byte flipped
+ * when @corrupt (its frame then fails the checksum). */
+static GBytes *
+data_frame (GBytes   *payload,
+            gboolean  corrupt)
+{
+  g_autoptr(GPtrArray) pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_DATA, payload, NULL);
+  gsize size;
+  const guint8 *bytes;
+  guint8 *copy;
+
+  g_assert_nonnull (pieces);
+  g_assert_cmpuint (pieces->len, ==, 1);
+  bytes = g_bytes_get_data (g_ptr_array_index (pieces, 0), &size);
+  copy = g_memdup2 (bytes, size);
+  if (corrupt)
+    copy[size - 1] ^= 0x40;
+  return g_bytes_new_take (copy, size);
+}
+
+/* The receipt's checks run on a worker, in order with everything else the
+ * peer receives: a 60 KB message, then three frames that fail their
+ * checksum with small messages between them, then one more. The receiver
+ * delivers the large one and the two small ones between the faults, in
+ * that order, and the third fault ends the peer (reason "faults") before
+ * the last small message: a fault is counted where it came, not when a
+ * check happened to finish. */
+static void
+test_checked_in_order (void)
+{
+  const char *loopback[] = { "127.0.0.1", NULL };
+  DcPeerConfig config = { NULL, NULL, (GStrv) loopback };
+  g_autoptr(DcMeshHello) hello_a = dc_mesh_hello_new ("a", "cpu", "aa", 1);
+  g_autoptr(DcMeshHello) hello_b = dc_mesh_hello_new ("b", "cpu", "aa", 1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) large = NULL;
+  const char *small[] = { "b", "c", "d" };
+  Side sides[2] = { { 0 } };
+  guint8 *data = g_malloc (60000);
+
+  for (guint i = 0; i < 60000; i++)
+    data[i] = (guint8) (i * 13 + 1);
+  large = g_bytes_new_take (data, 60000);
+  sides[0].peer = dc_peer_new ("id-b", TRUE, &config, hello_a);
+  sides[1].peer = dc_peer_new ("id-a", FALSE, &config, hello_b);
+  for (guint i = 0; i < 2; i++)
+    {
+      sides[i].other = sides[1 - i].peer;
+      sides[i].messages = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+      g_signal_connect (sides[i].peer, "signal-out", G_CALLBACK (signal_out_cb), &sides[i]);
+      g_signal_connect (sides[i].peer, "message", G_CALLBACK (message_cb), &sides[i]);
+    }
+  g_assert_true (dc_peer_start (sides[1].peer, &error));
+  g_assert_true (dc_peer_start (sides[0].peer, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (both_named, sides, 30000));
+
+  {
+    g_autoptr(GBytes) good = data_frame (large, FALSE);
+
+    g_assert_true (dc_peer_send_raw (sides[0].peer, good, &error));
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (small); i++)
+    {
+      g_autoptr(GBytes) bad = data_frame (large, TRUE);
+      g_autoptr(GBytes) text = g_bytes_new_static (small[i], 1);
+      g_autoptr(GBytes) frame = data_frame (text, FALSE);
+
+      g_assert_true (dc_peer_send_raw (sides[0].peer, bad, &error));
+      g_assert_true (dc_peer_send_raw (sides[0].peer, frame, &error));
+    }
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (three_messages_and_closed, &sides[1], 30000));
+  /* Anything still on its way would have arrived by now. */
+  g_usleep (200 * 1000);
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_assert_cmpint (dc_peer_get_state (sides[1].peer), ==, DC_PEER_STATE_FAILED);
+  g_assert_cmpstr (dc_peer_get_reason (sides[1].peer), ==, "faults");
+  g_assert_cmpuint (sides[1].messages->len, ==, 3);
+  g_assert_true (g_bytes_equal (g_ptr_array_index (sides[1].messages, 0), large));
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(GBytes) text = g_bytes_new_static (small[i], 1);
+
+      g_assert_true (g_bytes_equal (g_ptr_array_index (sides[1].messages, i + 1), text));
+    }
+
+  for (guint i = 0; i < 2; i++)
+    {
+      g_signal_handlers_disconnect_by_data (sides[i].peer, &sides[i]);
+      g_ptr_array_unref (sides[i].messages);
     }
   g_assert_finalize_object (sides[0].peer);
   g_assert_finalize_object (sides[1].peer);
@@ -513,6 +625,7 @@ main (int    argc,
 
   g_test_add_func ("/dc/mesh/peer/loopback-open", test_loopback_open);
   g_test_add_func ("/dc/mesh/peer/chunked-object", test_chunked_object);
+  g_test_add_func ("/dc/mesh/peer/checked-in-order", test_checked_in_order);
   g_test_add_func ("/dc/mesh/peer/teardown-race", test_teardown_race);
 
   return g_test_run ();

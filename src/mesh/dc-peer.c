@@ -37,12 +37,28 @@
 #include <sys/socket.h>
 
 #include "dc-mesh-error.h"
+#include "dc-mesh-train-protocol.h"
 
 #define HIGH_WATER  (4u * 1024u * 1024u)
 #define LOW_WATER   (1u * 1024u * 1024u)
 #define PUMP_POLL_MS 20
 #define SEND_WINDOW (768u * 1024u)
 #define CREDIT_STEP (256u * 1024u)
+/* The receipt's checks (a frame's CRC-32 and a chunk's SHA-256, about 80
+ * and 250 µs per 64 KiB piece on the 2-vCPU VM) run on a worker, in order
+ * (check_next ()). A message under CHECK_INLINE_MAX bytes that finds nothing
+ * waiting is checked here at once: heartbeats, credits and reports cost
+ * microseconds, and a thread hop would only delay them. */
+#define CHECK_INLINE_MAX 4096
+/* Messages a worker checks before the main thread gets them: 32 pieces are
+ * about 2 MiB and 10 ms of checks here, the most a small message waits
+ * behind chunks before it is handled. */
+#define CHECK_BATCH_MAX 32
+/* Received bytes waiting for their checks beyond which this side holds its
+ * credits back, so that a sender stops after its window (SEND_WINDOW): a
+ * worker slower than the link then bounds the queue at this plus a window.
+ * 8 MiB is 40 ms of checks here, so a worker keeping up never reaches it. */
+#define CHECK_QUEUE_MAX (8u * 1024u * 1024u)
 
 /* One frame on its way out: its pieces go to the channel back to back. */
 typedef struct
@@ -68,6 +84,32 @@ out_frame_new (GPtrArray *pieces,
   frame->pieces = g_ptr_array_ref (pieces);
   frame->queued = queued;
   return frame;
+}
+
+/* A received message on its way to be checked, in arrival order; or a
+ * reader's fault in its place, so that faults count in order too. */
+typedef struct
+{
+  DcMeshMessage *message;   /* NULL for a fault */
+  GError        *error;     /* the fault, or the frame check's verdict */
+  guint32        checksum;  /* the frame's, for dc_mesh_message_verify () */
+  gint64         at;        /* its last piece's Hop.at */
+  gboolean       hashed;    /* hash holds its chunk data's SHA-256 */
+  guint8         hash[DC_MESH_HASH_SIZE];
+} Checked;
+
+static void
+checked_free (Checked *checked)
+{
+  g_clear_pointer (&checked->message, dc_mesh_message_free);
+  g_clear_error (&checked->error);
+  g_free (checked);
+}
+
+static gsize
+checked_size (Checked *checked)
+{
+  return checked->message != NULL ? g_bytes_get_size (checked->message->payload) : 0;
 }
 
 typedef enum
@@ -120,6 +162,8 @@ struct _DcPeer
   DcMeshHello          *remote_hello;
   GQueue                out;          /* OutFrame* waiting for the channel */
   OutFrame             *current;      /* the frame whose pieces are going out */
+  GQueue                checking;     /* Checked*: received, not yet checked */
+  GCancellable         *check_cancel; /* the checks in flight (one batch at most) */
   DcPeerConfig          config;
 
   /* state */
@@ -134,6 +178,8 @@ struct _DcPeer
   guint64               rx_credited;  /* rx_bytes in our latest credit */
   gint64                last_rx_us;
   gint64                piece_at;     /* the piece being handled: Hop.at */
+  gsize                 checking_bytes; /* payload bytes in checking and in flight */
+  const guint8         *message_hash; /* the message being handled: Checked.hash, or NULL */
   gint64                started_us;
   guint64               heartbeat_seq;
   guint                 faults;
@@ -145,6 +191,7 @@ struct _DcPeer
   guint                 hello_sent : 1;
   guint                 credit_due : 1;   /* a credit waits for a frame boundary */
   guint                 window_on : 1;    /* the peer sends credits */
+  guint                 check_busy : 1;   /* a batch is being checked */
 };
 
 G_DEFINE_FINAL_TYPE (DcPeer, dc_peer, G_TYPE_OBJECT)
@@ -311,6 +358,16 @@ clear_out (DcPeer *self)
   self->credit_due = FALSE;
 }
 
+/* Nothing received is delivered any more: what waits is dropped and the
+ * batch in flight, if any, is cancelled (its results are dropped). */
+static void
+clear_checking (DcPeer *self)
+{
+  g_queue_clear_full (&self->checking, (GDestroyNotify) checked_free);
+  g_cancellable_cancel (self->check_cancel);
+  self->checking_bytes = 0;
+}
+
 static void
 set_state (DcPeer      *self,
            DcPeerState  state,
@@ -333,6 +390,7 @@ set_state (DcPeer      *self,
       g_clear_handle_id (&self->tick_id, g_source_remove);
       g_clear_handle_id (&self->pump_id, g_source_remove);
       clear_out (self);
+      clear_checking (self);
     }
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
@@ -642,6 +700,109 @@ handle_message (DcPeer        *self,
   g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, message->type, message->payload);
 }
 
+/* A credit is due every CREDIT_STEP bytes received, unless too much waits
+ * for its checks (CHECK_QUEUE_MAX): then it goes once they catch up. */
+static void
+maybe_credit (DcPeer *self)
+{
+  if (self->rx_bytes - self->rx_credited >= CREDIT_STEP && !self->credit_due
+      && self->checking_bytes <= CHECK_QUEUE_MAX)
+    {
+      self->credit_due = TRUE;
+      pump (self);
+    }
+}
+
+/* Hands a checked message (or its fault) on; returns whether the peer
+ * still takes messages. */
+static gboolean
+deliver (DcPeer  *self,
+         Checked *checked)
+{
+  if (checked->error != NULL)
+    add_fault (self, checked->error);
+  else
+    {
+      self->piece_at = checked->at;
+      self->message_hash = checked->hashed ? checked->hash : NULL;
+      handle_message (self, checked->message);
+      self->message_hash = NULL;
+    }
+  return self->state != DC_PEER_STATE_CLOSED && self->state != DC_PEER_STATE_FAILED;
+}
+
+/* A worker: each message's frame check and, for a chunk, its data's hash. */
+static void
+check_worker (GTask        *task,
+              gpointer      source_object,
+              gpointer      task_data,
+              GCancellable *cancellable)
+{
+  GPtrArray *batch = task_data;
+
+  for (guint i = 0; i < batch->len && !g_cancellable_is_cancelled (cancellable); i++)
+    {
+      Checked *checked = g_ptr_array_index (batch, i);
+
+      if (checked->error != NULL
+          || !dc_mesh_message_verify (checked->message, checked->checksum, &checked->error))
+        continue;
+      checked->hashed = dc_mesh_chunk_data_hash (checked->message->type,
+                                                 checked->message->payload, checked->hash);
+    }
+  g_task_return_boolean (task, TRUE);
+}
+
+static void check_next (DcPeer *self);
+
+/* Main thread: a batch came back; delivered in order unless the peer ended
+ * meanwhile (then clear_checking () cancelled it and its results go). */
+static void
+checked_cb (GObject      *source,
+            GAsyncResult *result,
+            gpointer      user_data)
+{
+  DcPeer *self = DC_PEER (source);
+  GTask *task = G_TASK (result);
+  GPtrArray *batch = g_task_get_task_data (task);
+
+  self->check_busy = FALSE;
+  if (g_cancellable_is_cancelled (g_task_get_cancellable (task)))
+    return;
+  for (guint i = 0; i < batch->len; i++)
+    {
+      Checked *checked = g_ptr_array_index (batch, i);
+
+      self->checking_bytes -= MIN (self->checking_bytes, checked_size (checked));
+      if (!deliver (self, checked))
+        return;
+    }
+  maybe_credit (self);
+  check_next (self);
+}
+
+/* Starts a worker on the next batch of waiting messages, one batch at a
+ * time, so that the messages reach the main thread in the order they came. */
+static void
+check_next (DcPeer *self)
+{
+  g_autoptr(GTask) task = NULL;
+  GPtrArray *batch;
+
+  if (self->check_busy || g_queue_is_empty (&self->checking))
+    return;
+  batch = g_ptr_array_new_with_free_func ((GDestroyNotify) checked_free);
+  while (batch->len < CHECK_BATCH_MAX && !g_queue_is_empty (&self->checking))
+    g_ptr_array_add (batch, g_queue_pop_head (&self->checking));
+  /* check_cancel is cancelled only when the peer ends, after which
+   * nothing more is checked (set_state ()). */
+  task = g_task_new (self, self->check_cancel, checked_cb, NULL);
+  g_task_set_source_tag (task, check_next);
+  g_task_set_task_data (task, batch, (GDestroyNotify) g_ptr_array_unref);
+  self->check_busy = TRUE;
+  g_task_run_in_thread (task, check_worker);
+}
+
 static void
 handle_piece (DcPeer *self,
               GBytes *bytes)
@@ -650,20 +811,37 @@ handle_piece (DcPeer *self,
   g_autoptr(DcMeshMessage) message = NULL;
   gsize size;
   const guint8 *data = g_bytes_get_data (bytes, &size);
+  guint32 checksum = 0;
+  Checked *checked;
 
   self->last_rx_us = g_get_monotonic_time ();
   self->rx_bytes += size;
-  if (self->rx_bytes - self->rx_credited >= CREDIT_STEP && !self->credit_due)
+  maybe_credit (self);
+  message = dc_mesh_reader_push_unchecked (self->reader, data != NULL ? data
+                                                          : (const guint8 *) "",
+                                           size, &checksum, &error);
+  if (message == NULL && error == NULL)
+    return;
+  /* Small, with nothing ahead of it: checked and handled now. */
+  if (g_queue_is_empty (&self->checking) && !self->check_busy
+      && (error != NULL || g_bytes_get_size (message->payload) < CHECK_INLINE_MAX))
     {
-      self->credit_due = TRUE;
-      pump (self);
+      if (error == NULL)
+        dc_mesh_message_verify (message, checksum, &error);
+      if (error != NULL)
+        add_fault (self, error);
+      else
+        handle_message (self, message);
+      return;
     }
-  message = dc_mesh_reader_push (self->reader, data != NULL ? data : (const guint8 *) "",
-                                 size, &error);
-  if (error != NULL)
-    add_fault (self, error);
-  else if (message != NULL)
-    handle_message (self, message);
+  checked = g_new0 (Checked, 1);
+  checked->message = g_steal_pointer (&message);
+  checked->error = g_steal_pointer (&error);
+  checked->checksum = checksum;
+  checked->at = self->piece_at;
+  self->checking_bytes += checked_size (checked);
+  g_queue_push_tail (&self->checking, checked);
+  check_next (self);
 }
 
 static void
@@ -1606,6 +1784,7 @@ dc_peer_finalize (GObject *object)
 
   g_clear_pointer (&self->link, link_unref);
   g_clear_pointer (&self->ignored, g_ptr_array_unref);
+  g_clear_object (&self->check_cancel);
   g_clear_pointer (&self->reader, dc_mesh_reader_free);
   g_clear_pointer (&self->local_hello, dc_mesh_hello_free);
   g_clear_pointer (&self->remote_hello, dc_mesh_hello_free);
@@ -1673,7 +1852,9 @@ dc_peer_init (DcPeer *self)
   self->link = link_new (self);
   self->ignored = g_ptr_array_new_with_free_func (g_object_unref);
   self->reader = dc_mesh_reader_new ();
+  self->check_cancel = g_cancellable_new ();
   g_queue_init (&self->out);
+  g_queue_init (&self->checking);
 }
 
 /**
@@ -1689,4 +1870,19 @@ dc_peer_get_message_received_us (DcPeer *self)
 {
   g_return_val_if_fail (DC_IS_PEER (self), 0);
   return self->piece_at;
+}
+
+/**
+ * dc_peer_get_message_data_hash:
+ *
+ * Returns: (nullable): while a chunked message is delivered (::message),
+ *   the SHA-256 of its chunk data, taken on the receipt's worker
+ *   (dc_mesh_chunk_data_hash ()) for dc_mesh_chunk_decode_prehashed (); %NULL
+ *   when it was not taken (a small message checked on the main thread)
+ */
+const guint8 *
+dc_peer_get_message_data_hash (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), NULL);
+  return self->message_hash;
 }

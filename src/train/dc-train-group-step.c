@@ -2073,8 +2073,9 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
 
   if (self->session == NULL || !_dc_train_group_in_roster (self, from))
     return;
-  if (!dc_mesh_chunk_decode_capped (type, payload, _dc_train_group_gradient_cap (self), &chunk,
-                                    &error))
+  /* The chunk's SHA-256 was taken on the peer's receipt worker. */
+  if (!dc_mesh_chunk_decode_prehashed (type, payload, _dc_train_group_gradient_cap (self),
+                                       dc_peer_get_message_data_hash (peer), &chunk, &error))
     {
       g_message ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
       /* Named to the front end too (rate-limited): a chunk that fails its
