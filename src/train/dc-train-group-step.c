@@ -65,6 +65,8 @@ snapshot_thread (gpointer data)
   DcTrainGroup *self = data;
   DcGptModel *model = dc_train_session_get_model (self->session);
 
+  /* An audit's launch may still copy from this buffer (two steps ago). */
+  _dc_train_group_audit_copy_wait (self, self->snapshot);
   memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
   self->snap_step = model->step;
   self->snap_taken = TRUE;
@@ -576,6 +578,8 @@ prepared_cb (GObject      *object,
   self->session = session;
   self->step_done = dc_train_session_get_model (session)->step;
   g_free (self->own_grads);
+  _dc_train_group_audit_copy_wait (self, self->snapshot_prev);
+  _dc_train_group_audit_copy_wait (self, self->snapshot_prev2);
   g_free (self->snapshot);
   g_free (self->snapshot_prev);
   g_free (self->snapshot_prev2);
