@@ -65,6 +65,8 @@ snapshot_thread (gpointer data)
   DcTrainGroup *self = data;
   DcGptModel *model = dc_train_session_get_model (self->session);
 
+  /* An audit's launch may still copy from this buffer (two steps ago). */
+  _dc_train_group_audit_copy_wait (self, self->snapshot);
   memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
   self->snap_step = model->step;
   self->snap_taken = TRUE;
@@ -590,6 +592,8 @@ prepared_cb (GObject      *object,
   self->session = session;
   self->step_done = dc_train_session_get_model (session)->step;
   g_free (self->own_grads);
+  _dc_train_group_audit_copy_wait (self, self->snapshot_prev);
+  _dc_train_group_audit_copy_wait (self, self->snapshot_prev2);
   g_free (self->snapshot);
   g_free (self->snapshot_prev);
   g_free (self->snapshot_prev2);
@@ -2087,8 +2091,9 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
 
   if (self->session == NULL || !_dc_train_group_in_roster (self, from))
     return;
-  if (!dc_mesh_chunk_decode_capped (type, payload, _dc_train_group_gradient_cap (self), &chunk,
-                                    &error))
+  /* The chunk's SHA-256 was taken on the peer's receipt worker. */
+  if (!dc_mesh_chunk_decode_prehashed (type, payload, _dc_train_group_gradient_cap (self),
+                                       dc_peer_get_message_data_hash (peer), &chunk, &error))
     {
       g_message ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
       /* Named to the front end too (rate-limited): a chunk that fails its
