@@ -793,7 +793,8 @@ test_bench_head_threads (void)
       g_assert_false (json_object_get_boolean_member (o, "tokens_first"));
       g_assert_true (json_object_get_boolean_member (o, "same_ids"));
       g_assert_cmpfloat (json_object_get_double_member (o, "head_layers_ms"), >, 0);
-      g_assert_cmpfloat (json_object_get_double_member (o, "head_lm_ms"), >, 0);
+      /* llama-tiny's head is microseconds: a fast machine may round it to 0. */
+      g_assert_cmpfloat (json_object_get_double_member (o, "head_lm_ms"), >=, 0);
       g_assert_cmpfloat (json_object_get_double_member (o, "head_between_ms"), >=, 0);
       /* The head holds all six layers alone, two in the ring. */
       g_assert_cmpfloat (json_object_get_double_member (o, "head_layer_ms"), ==,
