@@ -544,14 +544,13 @@ remove_tree (const char *path)
 typedef struct
 {
   gboolean known;
-  gint64   hops, inline_hops, first_layer, last_layer, helper_wakes, tokens_before_hop;
+  gint64   hops, inline_hops, first_layer, last_layer, helper_wakes;
   double   queue_ms, compute_ms, send_ms, receive_ms, helper_wake_ms;
 } StageTimes;
 
 typedef struct
 {
   guint  stages, threads, head_threads, round, head_layers;
-  gboolean tokens_first;
   double prefill_tok_s, decode_tok_s, lap_ms, hop_ms, head_compute_ms, ring_wait_ms;
   double head_send_ms, head_wake_ms, head_receive_ms;
   double head_layers_ms, head_lm_ms, head_between_ms, head_helper_wake_ms;
@@ -583,8 +582,6 @@ read_stage_times (const char *path,
   out->send_ms = json_object_get_double_member_with_default (object, "send_ms", 0.0);
   out->receive_ms = json_object_get_double_member_with_default (object, "receive_ms", 0.0);
   out->helper_wakes = json_object_get_int_member_with_default (object, "helper_wakes", 0);
-  out->tokens_before_hop = json_object_get_int_member_with_default (object, "tokens_before_hop",
-                                                                    0);
   out->helper_wake_ms = json_object_get_double_member_with_default (object, "helper_wake_ms",
                                                                     0.0);
   out->first_layer = 0;
@@ -656,7 +653,6 @@ measure (DcContext   *context,
          guint        tokens,
          guint        threads,
          guint        head_threads,
-         gboolean     tokens_first,
          Result      *result,
          GError     **error)
 {
@@ -698,8 +694,6 @@ measure (DcContext   *context,
                             stages == 1 ? 0 : ends + stage_memory);
   g_signal_connect (ring, "event", G_CALLBACK (measure_event_cb), &m);
   dc_infer_ring_set_head_threads (ring, head_threads);
-  dc_infer_ring_set_tokens_first (ring, tokens_first);
-  result->tokens_first = tokens_first;
   result->head_threads = stages > 1 && head_threads > 0 ? head_threads : threads;
   /* What the head has cached (all of it after a one-device size): each
    * stage reads its layers from disk, checked against the journal's
@@ -860,9 +854,6 @@ print_result (DcCliOptions *options,
       /* The head's final norm and head ran on these (--head-threads). */
       json_builder_set_member_name (builder, "head_threads");
       json_builder_add_int_value (builder, r->head_threads);
-      /* Tokens streamed to the stages before the next hop (the old order). */
-      json_builder_set_member_name (builder, "tokens_first");
-      json_builder_add_boolean_value (builder, r->tokens_first);
       json_builder_set_member_name (builder, "round");
       json_builder_add_int_value (builder, r->round);
       /* The same ids as the first size of the round (one device): the
@@ -948,8 +939,6 @@ print_result (DcCliOptions *options,
                   json_builder_add_int_value (builder, t->hops);
                   json_builder_set_member_name (builder, "inline_hops");
                   json_builder_add_int_value (builder, t->inline_hops);
-                  json_builder_set_member_name (builder, "tokens_before_hop");
-                  json_builder_add_int_value (builder, t->tokens_before_hop);
                   json_builder_set_member_name (builder, "queue_ms");
                   json_builder_add_double_value (builder, t->queue_ms);
                   json_builder_set_member_name (builder, "compute_ms");
@@ -1067,8 +1056,6 @@ print_summary (DcCliOptions *options,
       json_builder_add_int_value (builder, first->threads);
       json_builder_set_member_name (builder, "head_threads");
       json_builder_add_int_value (builder, first->head_threads);
-      json_builder_set_member_name (builder, "tokens_first");
-      json_builder_add_boolean_value (builder, first->tokens_first);
       json_builder_set_member_name (builder, "same_ids");
       json_builder_add_boolean_value (builder, same_ids);
       json_builder_set_member_name (builder, "rounds");
@@ -1149,9 +1136,8 @@ parse_list (const char *text,
  * head's threads for its final norm and head (0: as its layers). */
 typedef struct
 {
-  guint    stages;
-  guint    head_threads;
-  gboolean tokens_first;
+  guint stages;
+  guint head_threads;
 } Run;
 
 int
@@ -1164,7 +1150,6 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
   g_autofree char *head_threads_arg = NULL;
   g_autofree char *head_cache = NULL, *signal_url = NULL;
   int tokens = 64, threads = 0, stage_threads = 0, rounds = 1;
-  gboolean tokens_first_too = FALSE;
   Netns netns = { 0 };
   const GOptionEntry entries[] = {
     { "model", 0, 0, G_OPTION_ARG_FILENAME, &model_arg,
@@ -1184,9 +1169,6 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
       N_("Threads of the head's final norm and head at 2 or more stages, comma-separated: "
          "each ring size runs once per value (0: as its layers; default: processors)"),
       "N,N,…" },
-    { "tokens-first-too", 0, 0, G_OPTION_ARG_NONE, &tokens_first_too,
-      N_("Each ring size of 2 or more also runs streaming each token to the stages before "
-         "the next hop, as before (an A/B)"), NULL },
     { "netns", 0, 0, G_OPTION_ARG_NONE, &netns.on,
       N_("Stages in network namespaces shaped to 1 Gbit/s and 1 ms (root, ip and tc)"), NULL },
     { NULL }
@@ -1222,9 +1204,8 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
       guint n = g_array_index (stages, guint, i);
 
       for (guint k = 0; k < (n > 1 ? head_threads->len : 1); k++)
-        for (guint first = 0; first < (n > 1 && tokens_first_too ? 2 : 1); first++)
-          g_array_append_val (runs, ((Run) { n, n > 1 ? g_array_index (head_threads, guint, k)
-                                                      : 0, first }));
+        g_array_append_val (runs, ((Run) { n, n > 1 ? g_array_index (head_threads, guint, k)
+                                                    : 0 }));
     }
   if (tokens < 2 || tokens > 1024)
     return dc_cli_usage_error (command, _("--tokens must be 2–1024"));
@@ -1317,7 +1298,7 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
             n_threads = (guint) stage_threads;
 
           if (!measure (context, repo, &netns, signal_url, hub.url, n, (guint) tokens, n_threads,
-                        run->head_threads, run->tokens_first, &row[i], &error))
+                        run->head_threads, &row[i], &error))
             goto out;
           row[i].round = round + 1;
         }

@@ -145,10 +145,6 @@ struct _DcInferRing
    * warms (the most either uses); both atomic. */
   gint            head_threads;
   gint            warm_threads;
-  /* Main thread: decoded tokens' messages (GBytes) held until the next
-   * hop is sent, so that the hop goes first (dc_infer_ring_set_tokens_first). */
-  GPtrArray      *held_tokens;
-  gboolean        tokens_first;
 };
 
 G_DEFINE_FINAL_TYPE (DcInferRing, dc_infer_ring, G_TYPE_OBJECT)
@@ -261,7 +257,6 @@ stage_of (DcInferRing *self,
 }
 
 static void prepare_check (DcInferRing *self);
-static void flush_tokens (DcInferRing *self);
 static void send_ping (DcInferRing *self, Offer *offer);
 static void prepare_fail (DcInferRing *self, GError *error);
 
@@ -931,8 +926,6 @@ send_hop_cb (gpointer data)
       job->ring->lap_send_us += now - job->queued;
       g_mutex_unlock (&job->ring->lock);
     }
-  /* The tokens made before this hop follow it (broadcast_token). */
-  flush_tokens (job->ring);
   return G_SOURCE_REMOVE;
 }
 
@@ -1204,46 +1197,18 @@ ring_forward_rows (gpointer        user_data,
 /* ---- tokens to every stage ---------------------------------------------- */
 
 static void
-send_token_payload (DcInferRing *self,
-                    GBytes      *payload)
-{
-  for (guint i = 1; self->stages != NULL && i < self->stages->len; i++)
-    send_to (self, g_array_index (self->stages, StageInfo, i).id, DC_MESH_MSG_RING_TOKEN,
-             payload, NULL);
-}
-
-/* Sends the tokens held for the hop that was just sent (or for a turn's
- * end), in order. Main thread. */
-static void
-flush_tokens (DcInferRing *self)
-{
-  for (guint i = 0; i < self->held_tokens->len; i++)
-    send_token_payload (self, g_ptr_array_index (self->held_tokens, i));
-  g_ptr_array_set_size (self->held_tokens, 0);
-}
-
-/* A token (or a turn's end) to every stage. A decoded token is held
- * (HOLD) until the next hop is sent: the generation thread computes the
- * head's layers for it at once, and the token's messages, sent on this
- * process's streaming threads and handled on the stages' main threads
- * meanwhile, would share the lap with that hop instead of following it
- * (bench ring's head_layer_ms stood 0.03–0.05 ms above the stages' on the
- * H200 host). It waits at most the head's layers; a turn's end sends what
- * is held first. */
-static void
 broadcast_token (DcInferRing *self,
                  guint        turn,
                  guint        index,
                  guint        id,
                  guint8       flags,
-                 const char  *text,
-                 gboolean     hold)
+                 const char  *text)
 {
   DcMeshRingToken token = { { 0 } };
   g_autoptr(GBytes) payload = NULL;
   g_autofree char *cut = NULL;
 
-  if (self->stages == NULL || self->stages->len < 2)
+  if (self->stages == NULL)
     return;
   memcpy (token.run_id, self->run_id, sizeof token.run_id);
   token.turn = turn;
@@ -1253,13 +1218,9 @@ broadcast_token (DcInferRing *self,
   cut = g_strndup (text != NULL ? text : "", DC_MESH_RING_TEXT_MAX);
   token.text = cut;
   payload = dc_mesh_ring_token_encode (&token);
-  if (hold && !self->tokens_first)
-    {
-      g_ptr_array_add (self->held_tokens, g_steal_pointer (&payload));
-      return;
-    }
-  flush_tokens (self);
-  send_token_payload (self, payload);
+  for (guint i = 1; i < self->stages->len; i++)
+    send_to (self, g_array_index (self->stages, StageInfo, i).id, DC_MESH_MSG_RING_TOKEN,
+             payload, NULL);
 }
 
 static void
@@ -1281,7 +1242,7 @@ session_token_cb (DcInferSession *session,
 {
   guint index = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (session), "dc-ring-index"));
 
-  broadcast_token (self, prompt_id, index, token_id, 0, text, TRUE);
+  broadcast_token (self, prompt_id, index, token_id, 0, text);
   g_object_set_data (G_OBJECT (session), "dc-ring-index", GUINT_TO_POINTER (index + 1));
 }
 
@@ -1293,7 +1254,7 @@ session_finished_cb (DcInferSession *session,
                      double          tokens_per_s,
                      DcInferRing    *self)
 {
-  broadcast_token (self, prompt_id, 0, 0, DC_MESH_RING_TOKEN_END, "", FALSE);
+  broadcast_token (self, prompt_id, 0, 0, DC_MESH_RING_TOKEN_END, "");
 }
 
 /* ---- preparing ------------------------------------------------------- */
@@ -1324,10 +1285,7 @@ clear_ring (DcInferRing *self)
   self->lap_sends = 0;
   self->lap_send_us = self->lap_wake_us = 0;
   self->lap_receive_us = 0;
-  self->lap_layers_us = self->lap_head_us = self->lap_between_us = 0;
-  self->lap_between_count = 0;
   g_mutex_unlock (&self->lock);
-  g_ptr_array_set_size (self->held_tokens, 0);
   self->own_loaded = FALSE;
   self->lost_peer = FALSE;
 }
@@ -1897,24 +1855,6 @@ dc_infer_ring_set_head_threads (DcInferRing *self,
   g_atomic_int_set (&self->head_threads, (gint) MIN (n_threads, DC_PARALLEL_MAX_THREADS));
 }
 
-/**
- * dc_infer_ring_set_tokens_first:
- * @first: stream each decoded token to the stages as soon as it is made,
- *   before the next hop (as before 2026-12-02, s11), instead of right after
- *   that hop is sent
- *
- * For `bench ring --tokens-first-too` (an A/B). Main thread.
- */
-void
-dc_infer_ring_set_tokens_first (DcInferRing *self,
-                                gboolean     first)
-{
-  g_return_if_fail (DC_IS_INFER_RING (self));
-  self->tokens_first = first;
-  if (first)
-    flush_tokens (self);
-}
-
 gboolean
 dc_infer_ring_lost_peer (DcInferRing *self)
 {
@@ -1927,7 +1867,7 @@ dc_infer_ring_close (DcInferRing *self)
 {
   g_return_if_fail (DC_IS_INFER_RING (self));
 
-  broadcast_token (self, 0, 0, 0, DC_MESH_RING_TOKEN_CLOSE, "", FALSE);
+  broadcast_token (self, 0, 0, 0, DC_MESH_RING_TOKEN_CLOSE, "");
 }
 
 static void
@@ -1953,7 +1893,6 @@ dc_infer_ring_finalize (GObject *object)
 
   g_free (self->probe_hash);
   g_free (self->test_fault);
-  g_ptr_array_unref (self->held_tokens);
   g_main_context_unref (self->main_context);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
@@ -1986,7 +1925,6 @@ dc_infer_ring_init (DcInferRing *self)
   self->main_context = g_main_context_ref_thread_default ();
   self->offers = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                         (GDestroyNotify) offer_free);
-  self->held_tokens = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
 }
 
 /**

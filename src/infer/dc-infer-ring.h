@@ -114,8 +114,6 @@ void            dc_infer_ring_get_lap_split  (DcInferRing  *self,
                                               double       *between_ms);
 void            dc_infer_ring_set_head_threads (DcInferRing *self,
                                                 guint        n_threads);
-void            dc_infer_ring_set_tokens_first (DcInferRing *self,
-                                                gboolean     first);
 /* Whether the last failure was a stage leaving (the run may be replayed). */
 gboolean        dc_infer_ring_lost_peer      (DcInferRing  *self);
 /* Releases every stage. */

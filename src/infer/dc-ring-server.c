@@ -133,12 +133,6 @@ struct _DcRingServer
   guint          inline_hops;   /* of them, computed on the main thread */
   gint64         queue_us, compute_us, send_us;
   gint64         receive_us;    /* webrtcbin's signal → our handler, of timed hops */
-  /* The head's order of a decoded token's messages: the token's own
-   * message arrives after the hop that carries it (its next position),
-   * not before (bench ring: tokens_before_hop counts the other order). */
-  guint          turn_tokens;   /* token messages of the prompt so far */
-  gint64         first_decoded; /* the prompt's first one-position hop's position (-1: none) */
-  guint          tokens_before_hop;
   gint64         last_compute_us;   /* the last hop's computation (0: none yet) */
   guint32        last_positions;    /* and its positions */
 };
@@ -267,9 +261,6 @@ release (DcRingServer *self)
   self->timed_hops = self->inline_hops = 0;
   self->queue_us = self->compute_us = self->send_us = self->last_compute_us = 0;
   self->receive_us = 0;
-  self->turn_tokens = 0;
-  self->first_decoded = -1;
-  self->tokens_before_hop = 0;
 }
 
 /* ---- weight bytes from the head's cache -------------------------------- */
@@ -1080,20 +1071,6 @@ handle_hop (DcRingServer *self,
       goto refused;
     }
   job->from = g_strdup (dc_peer_get_id (peer));
-  if (job->hop.position == 0)
-    {
-      self->turn_tokens = 0;
-      self->first_decoded = -1;
-    }
-  else if (job->hop.n == 1)
-    {
-      if (self->first_decoded < 0)
-        self->first_decoded = job->hop.position;
-      /* The decode's hop k carries token k (made from the hop before):
-       * k tokens came before it, unless token k's message came first. */
-      if (self->turn_tokens > job->hop.position - self->first_decoded)
-        self->tokens_before_hop++;
-    }
   dc_infer_ring_warm_helpers (dc_gemm_backend_get_n_threads (
                                 dc_context_get_backend (self->context)));
   g_queue_push_tail (&self->hops, job);
@@ -1136,8 +1113,6 @@ write_hop_times (DcRingServer *self)
   json_builder_add_int_value (builder, n);
   json_builder_set_member_name (builder, "inline_hops");
   json_builder_add_int_value (builder, self->inline_hops);
-  json_builder_set_member_name (builder, "tokens_before_hop");
-  json_builder_add_int_value (builder, self->tokens_before_hop);
   json_builder_set_member_name (builder, "queue_ms");
   json_builder_add_double_value (builder, queue_ms);
   json_builder_set_member_name (builder, "compute_ms");
@@ -1198,10 +1173,7 @@ handle_token (DcRingServer *self,
       emit_event (self, "turn-ended", "", token.turn);
     }
   else
-    {
-      self->turn_tokens++;
-      emit_event (self, "token", token.text, token.id);
-    }
+    emit_event (self, "token", token.text, token.id);
 }
 
 static void
@@ -1355,7 +1327,6 @@ static void
 dc_ring_server_init (DcRingServer *self)
 {
   g_queue_init (&self->hops);
-  self->first_decoded = -1;
 }
 
 /**
