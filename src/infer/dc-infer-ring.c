@@ -1285,6 +1285,8 @@ clear_ring (DcInferRing *self)
   self->lap_sends = 0;
   self->lap_send_us = self->lap_wake_us = 0;
   self->lap_receive_us = 0;
+  self->lap_layers_us = self->lap_head_us = self->lap_between_us = 0;
+  self->lap_between_count = 0;
   g_mutex_unlock (&self->lock);
   self->own_loaded = FALSE;
   self->lost_peer = FALSE;
