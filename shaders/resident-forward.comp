@@ -84,6 +84,8 @@ row_sum (uint base, uint n, bool squared, uint c)
 shared uint s_amax[64];
 shared uint s_bad;
 
+#include "sum-tree-wg.glsl"
+
 /* a: out, wte, wpe, total (rows · C), C, len. */
 void
 op_embed (uint i)
@@ -113,6 +115,50 @@ op_layer_norm (uint r)
                                    f[pc.a[1] + i]), f[pc.a[2] + i]);
   f[pc.a[4] + r] = mean;
   f[pc.a[5] + r] = rstd;
+}
+
+/* op_layer_norm () with a[10] != 0 (rows of n ≤ WG_SUM_MAX): a workgroup
+ * per row, the leaves of both sums in shared memory and each sum
+ * sum-tree-wg.glsl's (the same tree), the outputs side by side. One
+ * invocation per row reads its row alone (neighbours 4n bytes apart) and
+ * walks both trees serially; here the row's loads are coalesced and the
+ * tree's levels run in parallel. */
+void
+layer_norm_rows_wg ()
+{
+  uint n = pc.a[7], lane = gl_LocalInvocationID.x;
+
+  for (uint r = gl_WorkGroupID.x; r < pc.a[6]; r += gl_NumWorkGroups.x)
+    {
+      uint base = pc.a[0] + r * n, dst = pc.a[3] + r * n, mean, var, rstd;
+
+      for (uint i = lane; i < n; i += 64u)
+        s_leaf[i] = f[base + i];
+      barrier ();
+      mean = f32_div (wg_sum_tree (n), pc.a[8]);
+      for (uint i = lane; i < n; i += 64u)
+        {
+          uint v = f32_sub (f[base + i], mean);
+
+          s_leaf[i] = f32_mul (v, v);
+        }
+      barrier ();
+      var = f32_div (wg_sum_tree (n), pc.a[8]);
+      if ((var & 0x7fffffffu) >= F32_INF)
+        {
+          mean = F32_QNAN;
+          var = F32_QNAN;
+        }
+      rstd = f32_div (0x3f800000u, f32_sqrt (f32_add (var, pc.a[9])));
+      for (uint i = lane; i < n; i += 64u)
+        f[dst + i] = f32_add (f32_mul (f32_mul (f32_sub (f[base + i], mean), rstd),
+                                       f[pc.a[1] + i]), f[pc.a[2] + i]);
+      if (lane == 0u)
+        {
+          f[pc.a[4] + r] = mean;
+          f[pc.a[5] + r] = rstd;
+        }
+    }
 }
 
 /* a: src, vector_stride, k_stride, n_vectors, k, q, e, then for the
@@ -320,6 +366,11 @@ main ()
   if (pc.op == OP_QUANTIZE)
     {
       op_quantize ();
+      return;
+    }
+  if (pc.op == OP_LAYER_NORM && pc.a[10] != 0u)
+    {
+      layer_norm_rows_wg ();
       return;
     }
   switch (pc.op)

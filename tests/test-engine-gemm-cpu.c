@@ -685,6 +685,143 @@ test_gate_refuses_each_vnni_kernel (void)
   g_unsetenv ("DC_TEST_KERNEL_UNDER_TEST");
 }
 
+/* AMX-INT8 selection, every branch, with stand-ins for Linux's permission
+ * and the gate (the development machines have no AMX): each step is asked
+ * only when the ones before it allow, and only "active" selects the kernel. */
+static guint amx_permit_calls, amx_verify_calls;
+static gboolean amx_permit_answer, amx_verify_answer;
+
+static gboolean
+fake_amx_permit (void)
+{
+  amx_permit_calls++;
+  return amx_permit_answer;
+}
+
+static gboolean
+fake_amx_verify (void)
+{
+  amx_verify_calls++;
+  return amx_verify_answer;
+}
+
+static void
+test_amx_decide (void)
+{
+  static const struct
+  {
+    gboolean       cpu_has;
+    const char    *env;
+    gboolean       permit;
+    gboolean       verify;
+    DcGemmAmxState state;
+    guint          permit_calls;
+    guint          verify_calls;
+    gsize          min_k;
+  } cases[] = {
+    { FALSE, NULL, TRUE, TRUE, DC_GEMM_AMX_UNSUPPORTED, 0, 0, 64 },
+    { FALSE, "1", TRUE, TRUE, DC_GEMM_AMX_UNSUPPORTED, 0, 0, 64 },
+    { TRUE, "0", TRUE, TRUE, DC_GEMM_AMX_DISABLED, 0, 0, 64 },
+    { TRUE, "off", TRUE, TRUE, DC_GEMM_AMX_DISABLED, 0, 0, 64 },
+    { TRUE, NULL, FALSE, TRUE, DC_GEMM_AMX_NOT_PERMITTED, 1, 0, 64 },
+    { TRUE, NULL, TRUE, FALSE, DC_GEMM_AMX_REFUSED, 1, 1, 64 },
+    { TRUE, NULL, TRUE, TRUE, DC_GEMM_AMX_ACTIVE, 1, 1, 64 },
+    { TRUE, "16", TRUE, TRUE, DC_GEMM_AMX_ACTIVE, 1, 1, 16 },
+    { TRUE, "junk", TRUE, TRUE, DC_GEMM_AMX_ACTIVE, 1, 1, 64 },
+    { TRUE, "1000000", TRUE, TRUE, DC_GEMM_AMX_ACTIVE, 1, 1, 64 },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      gsize min_k = 0;
+      DcGemmAmxState state;
+
+      amx_permit_calls = amx_verify_calls = 0;
+      amx_permit_answer = cases[i].permit;
+      amx_verify_answer = cases[i].verify;
+      state = dc_gemm_amx_decide (cases[i].cpu_has, cases[i].env, fake_amx_permit,
+                                  fake_amx_verify, &min_k);
+      g_assert_cmpstr (dc_gemm_amx_state_to_string (state), ==,
+                       dc_gemm_amx_state_to_string (cases[i].state));
+      g_assert_cmpuint (amx_permit_calls, ==, cases[i].permit_calls);
+      g_assert_cmpuint (amx_verify_calls, ==, cases[i].verify_calls);
+      g_assert_cmpuint (min_k, ==, cases[i].min_k);
+    }
+}
+
+/* On this machine the process's own answer is consistent with the CPU: no
+ * AVX-512 VNNI, no AMX; and whatever it is, every product keeps the
+ * reference's bits (check_all_paths runs through the chosen kernels). */
+static void
+test_amx_state_here (void)
+{
+  DcGemmAmxState state = dc_gemm_amx_state ();
+
+  if (!dc_gemm_isa_supported (DC_GEMM_ISA_AVX512_VNNI))
+    g_assert_cmpint (state, ==, DC_GEMM_AMX_UNSUPPORTED);
+  g_test_message ("AMX-INT8 kernel: %s", dc_gemm_amx_state_to_string (state));
+  g_assert_cmpstr (dc_gemm_amx_state_to_string (state), !=, "unknown");
+}
+
+/* Where the AMX kernel is active: from K = 1 on (DC_GEMM_AMX=1), the
+ * attention's shapes (K = 16, N = 16), ragged rows, vectors and K steps
+ * give the reference's bits at every thread count; and its broken twin is
+ * refused by its own gate while the VNNI kernels stay in use. */
+static void
+test_amx_shapes (void)
+{
+  static const gsize shapes[][3] = {
+    { 9, 1, 1 }, { 32, 128, 16 }, { 128, 16, 128 }, { 96, 32, 32 }, { 33, 33, 65 },
+    { 100, 70, 200 }, { 128, 384, 128 }, { 257, 130, 1000 }, { 64, 48, 4099 },
+  };
+
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GRand) rand = g_rand_new_with_seed (14);
+
+      g_setenv ("DC_GEMM_AMX", "1", TRUE);
+      g_assert_cmpint (dc_gemm_amx_state (), ==, DC_GEMM_AMX_ACTIVE);
+      for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+        {
+          g_autoptr(DcQuantMatrix) a = random_matrix (rand, shapes[s][0], shapes[s][2]);
+          g_autoptr(DcQuantMatrix) b = random_matrix (rand, shapes[s][1], shapes[s][2]);
+
+          check_all_paths (a, b);
+        }
+      return;
+    }
+  if (dc_gemm_amx_state () != DC_GEMM_AMX_ACTIVE)
+    {
+      g_test_skip_printf ("the AMX-INT8 kernel is not in use here (%s)",
+                          dc_gemm_amx_state_to_string (dc_gemm_amx_state ()));
+      return;
+    }
+  g_test_trap_subprocess (NULL, 120 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+static void
+test_amx_gate_refuses_broken (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_setenv ("DC_TEST_BREAK_KERNEL", "avx512-amx", TRUE);
+      g_assert_cmpint (dc_gemm_isa_best (), ==, DC_GEMM_ISA_AVX512_VNNI);
+      g_assert_cmpint (dc_gemm_amx_state (), ==, DC_GEMM_AMX_REFUSED);
+      return;
+    }
+  if (dc_gemm_amx_state () != DC_GEMM_AMX_ACTIVE)
+    {
+      g_test_skip_printf ("the AMX-INT8 kernel is not in use here (%s)",
+                          dc_gemm_amx_state_to_string (dc_gemm_amx_state ()));
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*CPU GEMM kernel avx512-amx failed verification*refused*");
+  g_test_trap_assert_stderr_unmatched ("*kernel avx512-vnni*failed*");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -697,6 +834,10 @@ main (int    argc,
   g_test_add_func ("/dc/engine/gemm/cpu/epilogue-edge-exponents", test_epilogue_edge_exponents);
   g_test_add_func ("/dc/engine/gemm/cpu/gate-refuses-each-vnni-kernel",
                    test_gate_refuses_each_vnni_kernel);
+  g_test_add_func ("/dc/engine/gemm/cpu/amx-decide", test_amx_decide);
+  g_test_add_func ("/dc/engine/gemm/cpu/amx-state-here", test_amx_state_here);
+  g_test_add_func ("/dc/engine/gemm/cpu/amx-shapes", test_amx_shapes);
+  g_test_add_func ("/dc/engine/gemm/cpu/amx-gate-refuses-broken", test_amx_gate_refuses_broken);
   g_test_add_func ("/dc/engine/gemm/cpu/run-packed", test_run_packed);
   g_test_add_func ("/dc/engine/gemm/cpu/operands-aligned", test_operands_aligned);
   g_test_add_func ("/dc/engine/gemm/cpu/few-tile-shapes", test_few_tile_shapes);

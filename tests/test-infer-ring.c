@@ -747,6 +747,74 @@ test_bench_shape (void)
     }
 }
 
+/* `bench ring --head-threads A,B`: each ring size of two or more runs
+ * once per value in a round (an A/B within one run), the head's final
+ * norm and head on that many threads (0: as its layers), every line
+ * with the ids of one device (same_ids: the products are exact on any
+ * thread count), and a decoded token's compute split: the head's layers
+ * and head, the session's work between tokens, and each stage's time per
+ * layer. No figure is checked. */
+static void
+test_bench_head_threads (void)
+{
+  g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
+                                                  NULL);
+  const char *args[] = { "bench", "ring", "--json", "--model", dir, "--stages", "1,3",
+                         "--tokens", "4", "--stage-threads", "1", "--head-threads", "3,0",
+                         NULL };
+  const char *too_many[] = { "bench", "ring", "--head-threads", "1,2,3,4,5", NULL };
+  const char *too_large[] = { "bench", "ring", "--head-threads", "2000", NULL };
+  const gint64 head_threads[] = { MAX (1, g_get_num_processors ()), 3, 1 };
+  g_autofree char *out = NULL, *err = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  g_assert_cmpint (dc_test_run_cli (too_many, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  g_assert_cmpint (dc_test_run_cli (too_large, NULL, NULL, EVENT_BOUND_MS), ==, 2);
+  g_setenv ("DC_RING_INLINE_US", "1000000", TRUE);
+  g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
+  g_unsetenv ("DC_RING_INLINE_US");
+  /* One round: one device, then the 3-stage ring with the head's head on
+   * 3 threads, then on its layers' 1. */
+  lines = g_strsplit (g_strstrip (out), "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 3);
+  for (guint k = 0; k < 3; k++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      JsonObject *o;
+
+      json_parser_load_from_data (parser, lines[k], -1, &error);
+      g_assert_no_error (error);
+      o = json_node_get_object (json_parser_get_root (parser));
+      g_assert_cmpint (json_object_get_int_member (o, "stages"), ==, k == 0 ? 1 : 3);
+      g_assert_cmpint (json_object_get_int_member (o, "head_threads"), ==, head_threads[k]);
+      g_assert_true (json_object_get_boolean_member (o, "same_ids"));
+      g_assert_cmpfloat (json_object_get_double_member (o, "head_layers_ms"), >, 0);
+      /* llama-tiny's head is microseconds: a fast machine may round it to 0. */
+      g_assert_cmpfloat (json_object_get_double_member (o, "head_lm_ms"), >=, 0);
+      g_assert_cmpfloat (json_object_get_double_member (o, "head_between_ms"), >=, 0);
+      /* The head holds all six layers alone, two in the ring. */
+      g_assert_cmpfloat (json_object_get_double_member (o, "head_layer_ms"), ==,
+                         json_object_get_double_member (o, "head_layers_ms") / (k == 0 ? 6 : 2));
+      g_assert_cmpfloat (json_object_get_double_member (o, "head_layers_ms") +
+                         json_object_get_double_member (o, "head_lm_ms"), <=,
+                         json_object_get_double_member (o, "head_compute_ms") * 1.000001);
+      if (k == 0)
+        continue;
+      g_assert_cmpint (json_object_get_int_member (o, "head_helper_wakes"), >=, 0);
+      for (guint h = 0; h < 2; h++)
+        {
+          JsonObject *stage = json_array_get_object_element (
+            json_object_get_array_member (o, "stage_hops"), h);
+
+          g_assert_cmpfloat (json_object_get_double_member (stage, "layer_ms"), ==,
+                             json_object_get_double_member (stage, "compute_ms") / 2);
+          g_assert_cmpint (json_object_get_int_member (stage, "helper_wakes"), >=, 0);
+          g_assert_cmpfloat (json_object_get_double_member (stage, "helper_wake_ms"), >=, 0);
+        }
+    }
+}
+
 /* `bench ring --netns`: the stages in network namespaces shaped to 1 Gbit/s
  * (and 1 ms where the kernel has netem), the network named in every line,
  * the shaped goal given for a ring of two, and the namespaces gone after.
@@ -821,6 +889,7 @@ main (int argc, char **argv)
   g_test_add_func ("/infer/ring/stage-range-refused", test_stage_range_refused);
   g_test_add_func ("/infer/ring/probe-mismatch", test_probe_mismatch);
   g_test_add_func ("/infer/ring/bench-shape", test_bench_shape);
+  g_test_add_func ("/infer/ring/bench-head-threads", test_bench_head_threads);
   g_test_add_func ("/infer/ring/bench-netns", test_bench_netns);
   g_test_add_data_func ("/infer/ring/refused/non-finite", "nan", check_refused);
   g_test_add_data_func ("/infer/ring/refused/other-model", "model", check_refused);

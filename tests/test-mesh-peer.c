@@ -28,6 +28,7 @@ typedef struct
   GBytes    *object;
   guint      next_index;  /* the index the next chunk must have (ordered channel) */
   guint      faults;      /* chunks refused by the decoder or the assembler */
+  guint      prehashed;   /* chunks delivered with their data hash taken */
   gboolean   data_after;  /* a DATA message came after the object was complete */
 } Side;
 
@@ -73,7 +74,12 @@ message_cb (DcPeer  *peer,
       g_autoptr(GError) error = NULL;
       DcMeshChunk chunk;
 
-      if (!dc_mesh_chunk_decode (type, payload, &chunk, &error))
+      /* Each 64 KiB chunk's SHA-256 was taken on the peer's receipt
+       * worker (and its frame checked there); the decode compares it. */
+      if (dc_peer_get_message_data_hash (peer) != NULL)
+        side->prehashed++;
+      if (!dc_mesh_chunk_decode_prehashed (type, payload, 0, dc_peer_get_message_data_hash (peer),
+                                           &chunk, &error))
         {
           g_test_message ("chunk refused: %s", error->message);
           side->faults++;
@@ -275,6 +281,7 @@ test_chunked_object (void)
       g_assert_cmpuint (sides[i].faults, ==, 0);
       g_assert_cmpuint (sides[i].next_index, ==,
                         (size + DC_MESH_CHUNK_DATA_MAX - 1) / DC_MESH_CHUNK_DATA_MAX);
+      g_assert_cmpuint (sides[i].prehashed, ==, sides[i].next_index);
       g_assert_true (g_bytes_equal (sides[i].object, objects[1 - i]));
       g_assert_true (sides[i].data_after);
       g_assert_cmpuint (dc_peer_get_queued (sides[i].peer), ==, 0);
@@ -314,6 +321,301 @@ test_chunked_object (void)
   g_assert_finalize_object (sides[1].peer);
 }
 
+static gboolean
+three_messages_and_closed (gpointer user_data)
+{
+  Side *side = user_data;
+
+  return side->messages->len >= 3 && dc_peer_get_state (side->peer) >= DC_PEER_STATE_CLOSED;
+}
+
+/* One piece: @payload framed as a DATA message, one payload byte flipped
+ * when @corrupt (its frame then fails the checksum). */
+static GBytes *
+data_frame (GBytes   *payload,
+            gboolean  corrupt)
+{
+  g_autoptr(GPtrArray) pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_DATA, payload, NULL);
+  gsize size;
+  const guint8 *bytes;
+  guint8 *copy;
+
+  g_assert_nonnull (pieces);
+  g_assert_cmpuint (pieces->len, ==, 1);
+  bytes = g_bytes_get_data (g_ptr_array_index (pieces, 0), &size);
+  copy = g_memdup2 (bytes, size);
+  if (corrupt)
+    copy[size - 1] ^= 0x40;
+  return g_bytes_new_take (copy, size);
+}
+
+/* The receipt's checks run on a worker, in order with everything else the
+ * peer receives: a 60 KB message, then three frames that fail their
+ * checksum with small messages between them, then one more. The receiver
+ * delivers the large one and the two small ones between the faults, in
+ * that order, and the third fault ends the peer (reason "faults") before
+ * the last small message: a fault is counted where it came, not when a
+ * check happened to finish. */
+static void
+test_checked_in_order (void)
+{
+  const char *loopback[] = { "127.0.0.1", NULL };
+  DcPeerConfig config = { NULL, NULL, (GStrv) loopback };
+  g_autoptr(DcMeshHello) hello_a = dc_mesh_hello_new ("a", "cpu", "aa", 1);
+  g_autoptr(DcMeshHello) hello_b = dc_mesh_hello_new ("b", "cpu", "aa", 1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) large = NULL;
+  const char *small[] = { "b", "c", "d" };
+  Side sides[2] = { { 0 } };
+  guint8 *data = g_malloc (60000);
+
+  for (guint i = 0; i < 60000; i++)
+    data[i] = (guint8) (i * 13 + 1);
+  large = g_bytes_new_take (data, 60000);
+  sides[0].peer = dc_peer_new ("id-b", TRUE, &config, hello_a);
+  sides[1].peer = dc_peer_new ("id-a", FALSE, &config, hello_b);
+  for (guint i = 0; i < 2; i++)
+    {
+      sides[i].other = sides[1 - i].peer;
+      sides[i].messages = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+      g_signal_connect (sides[i].peer, "signal-out", G_CALLBACK (signal_out_cb), &sides[i]);
+      g_signal_connect (sides[i].peer, "message", G_CALLBACK (message_cb), &sides[i]);
+    }
+  g_assert_true (dc_peer_start (sides[1].peer, &error));
+  g_assert_true (dc_peer_start (sides[0].peer, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (both_named, sides, 30000));
+
+  {
+    g_autoptr(GBytes) good = data_frame (large, FALSE);
+
+    g_assert_true (dc_peer_send_raw (sides[0].peer, good, &error));
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (small); i++)
+    {
+      g_autoptr(GBytes) bad = data_frame (large, TRUE);
+      g_autoptr(GBytes) text = g_bytes_new_static (small[i], 1);
+      g_autoptr(GBytes) frame = data_frame (text, FALSE);
+
+      g_assert_true (dc_peer_send_raw (sides[0].peer, bad, &error));
+      g_assert_true (dc_peer_send_raw (sides[0].peer, frame, &error));
+    }
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (three_messages_and_closed, &sides[1], 30000));
+  /* Anything still on its way would have arrived by now. */
+  g_usleep (200 * 1000);
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_assert_cmpint (dc_peer_get_state (sides[1].peer), ==, DC_PEER_STATE_FAILED);
+  g_assert_cmpstr (dc_peer_get_reason (sides[1].peer), ==, "faults");
+  g_assert_cmpuint (sides[1].messages->len, ==, 3);
+  g_assert_true (g_bytes_equal (g_ptr_array_index (sides[1].messages, 0), large));
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(GBytes) text = g_bytes_new_static (small[i], 1);
+
+      g_assert_true (g_bytes_equal (g_ptr_array_index (sides[1].messages, i + 1), text));
+    }
+
+  for (guint i = 0; i < 2; i++)
+    {
+      g_signal_handlers_disconnect_by_data (sides[i].peer, &sides[i]);
+      g_ptr_array_unref (sides[i].messages);
+    }
+  g_assert_finalize_object (sides[0].peer);
+  g_assert_finalize_object (sides[1].peer);
+}
+
+/* The teardown race (dc-peer.c, "Teardown"): two hooks in GStreamer's own
+ * debug log widen its window until it is certain. When a stopping
+ * pipeline's sctpdec goes to READY (removing its pads, which webrtcbin
+ * reads as a stream reset) before its sctpenc, this thread waits before
+ * sctpenc's cleanup, at most RACE_WAIT_MS, until webrtcbin's own thread is
+ * about to release the channel's pad on sctpenc (its trace "removing sctpenc
+ * pad"); that thread then sleeps RACE_HOLD_MS while this one cleans sctpenc
+ * up. Without the fix the release comes second and fails GStreamer's
+ * assertion; with it the channel is closed before the pipeline stops,
+ * nothing is released then, and the hook only waits its bound. */
+#define RACE_WAIT_MS 500
+#define RACE_HOLD_MS 300
+
+typedef struct
+{
+  GThread *main_thread;
+  GMutex   lock;
+  GCond    cond;
+  gboolean stopping;    /* sctpdec went to READY, its webrtcbin not to NULL yet */
+  gboolean releasing;   /* webrtcbin's thread reached the release meanwhile */
+  guint    holds;       /* times the release was held (a count for the log) */
+  guint    criticals;   /* GStreamer criticals, any thread (atomic) */
+} Race;
+
+static Race race;
+
+static gboolean
+is_element_of (GObject    *object,
+               const char *factory)
+{
+  GstElementFactory *made_by;
+
+  if (object == NULL || !GST_IS_ELEMENT (object))
+    return FALSE;
+  made_by = gst_element_get_factory (GST_ELEMENT (object));
+  return made_by != NULL
+         && g_str_equal (gst_plugin_feature_get_name (GST_PLUGIN_FEATURE (made_by)), factory);
+}
+
+static void
+race_log (GstDebugCategory *category,
+          GstDebugLevel     level,
+          const char       *file,
+          const char       *function,
+          gint              line,
+          GObject          *object,
+          GstDebugMessage  *message,
+          gpointer          user_data)
+{
+  const char *text;
+
+  if (level != GST_LEVEL_TRACE && level != GST_LEVEL_INFO)
+    return;
+  text = gst_debug_message_get (message);
+  if (text == NULL)
+    return;
+  if (g_thread_self () == race.main_thread && g_str_has_prefix (text, "current PAUSED")
+      && g_str_has_suffix (text, "desired next READY"))
+    {
+      if (is_element_of (object, "sctpdec"))
+        {
+          g_mutex_lock (&race.lock);
+          race.stopping = TRUE;
+          race.releasing = FALSE;
+          g_mutex_unlock (&race.lock);
+        }
+      else if (is_element_of (object, "sctpenc"))
+        {
+          gint64 deadline = g_get_monotonic_time () + RACE_WAIT_MS * 1000;
+
+          g_mutex_lock (&race.lock);
+          while (race.stopping && !race.releasing
+                 && g_cond_wait_until (&race.cond, &race.lock, deadline))
+            ;
+          race.stopping = FALSE;
+          g_mutex_unlock (&race.lock);
+        }
+    }
+  else if (g_thread_self () == race.main_thread
+           && g_str_has_prefix (text, "completed state change to NULL")
+           && is_element_of (object, "webrtcbin"))
+    {
+      /* This pipeline stopped (its sctpenc may have gone first). */
+      g_mutex_lock (&race.lock);
+      race.stopping = FALSE;
+      g_mutex_unlock (&race.lock);
+    }
+  else if (g_str_has_prefix (text, "removing sctpenc pad"))
+    {
+      gboolean hold;
+
+      g_mutex_lock (&race.lock);
+      hold = race.stopping;
+      race.releasing = TRUE;
+      race.holds += hold;
+      g_cond_broadcast (&race.cond);
+      g_mutex_unlock (&race.lock);
+      if (hold)
+        g_usleep (RACE_HOLD_MS * 1000);
+    }
+}
+
+static gboolean
+race_fatal (const char     *domain,
+            GLogLevelFlags  level,
+            const char     *message,
+            gpointer        user_data)
+{
+  if (g_strcmp0 (domain, "GStreamer") == 0 && (level & G_LOG_LEVEL_CRITICAL) != 0)
+    {
+      g_atomic_int_inc (&race.criticals);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+both_open (gpointer user_data)
+{
+  Side *sides = user_data;
+
+  return dc_peer_get_state (sides[0].peer) == DC_PEER_STATE_OPEN
+         && dc_peer_get_state (sides[1].peer) == DC_PEER_STATE_OPEN;
+}
+
+/* Two open peers are dropped, one then the other, twice (the offerer first,
+ * then the answerer: webrtcbin stops sctpenc and sctpdec in a different
+ * order on either side), with the race's window held open: no GStreamer
+ * critical is logged, and each peer's close reaches the other (it closes
+ * with "channel-closed" before it is dropped, not after a silence). */
+static void
+test_teardown_race (void)
+{
+  const char *loopback[] = { "127.0.0.1", NULL };
+  DcPeerConfig config = { NULL, NULL, (GStrv) loopback };
+  g_autoptr(DcMeshHello) hello_a = dc_mesh_hello_new ("a", "cpu", "aa", 1);
+  g_autoptr(DcMeshHello) hello_b = dc_mesh_hello_new ("b", "cpu", "aa", 1);
+  GstDebugLevel threshold = gst_debug_get_default_threshold ();
+  char *reasons[2] = { NULL, NULL };
+
+  race.main_thread = g_thread_self ();
+  g_test_log_set_fatal_handler (race_fatal, NULL);
+  gst_debug_remove_log_function (gst_debug_log_default);
+  gst_debug_add_log_function (race_log, NULL, NULL);
+  gst_debug_set_threshold_for_name ("webrtcdatachannel", GST_LEVEL_TRACE);
+  gst_debug_set_threshold_for_name ("GST_STATES", GST_LEVEL_INFO);
+
+  for (guint round = 0; round < 2; round++)
+    {
+      g_autoptr(GError) error = NULL;
+      Side sides[2] = { { 0 } };
+      guint first = round;  /* 0: the offerer dropped first */
+
+      sides[0].peer = dc_peer_new ("id-b", TRUE, &config, hello_a);
+      sides[1].peer = dc_peer_new ("id-a", FALSE, &config, hello_b);
+      for (guint i = 0; i < 2; i++)
+        {
+          sides[i].other = sides[1 - i].peer;
+          g_signal_connect (sides[i].peer, "signal-out", G_CALLBACK (signal_out_cb), &sides[i]);
+        }
+      g_assert_true (dc_peer_start (sides[1].peer, &error));
+      g_assert_no_error (error);
+      g_assert_true (dc_peer_start (sides[0].peer, &error));
+      g_assert_no_error (error);
+      g_assert_true (dc_test_wait_until (both_open, sides, 30000));
+
+      g_signal_handlers_disconnect_by_data (sides[first].peer, &sides[first]);
+      g_assert_finalize_object (sides[first].peer);
+      /* Well inside the peers' 4 s of silence: only a close that reached
+       * the other side ends it this soon. Checked after the race's count. */
+      if (dc_test_wait_until (closed, &sides[1 - first], 3000))
+        reasons[round] = g_strdup (dc_peer_get_reason (sides[1 - first].peer));
+      g_signal_handlers_disconnect_by_data (sides[1 - first].peer, &sides[1 - first]);
+      g_assert_finalize_object (sides[1 - first].peer);
+    }
+
+  gst_debug_set_threshold_for_name ("webrtcdatachannel", threshold);
+  gst_debug_set_threshold_for_name ("GST_STATES", threshold);
+  gst_debug_remove_log_function (race_log);
+  gst_debug_add_log_function (gst_debug_log_default, NULL, NULL);
+  g_test_log_set_fatal_handler (NULL, NULL);
+  g_test_message ("the release held %u times, %u GStreamer criticals", race.holds,
+                  g_atomic_int_get (&race.criticals));
+  g_assert_cmpuint (g_atomic_int_get (&race.criticals), ==, 0);
+  g_assert_cmpstr (reasons[0], ==, "channel-closed");
+  g_assert_cmpstr (reasons[1], ==, "channel-closed");
+  g_free (reasons[0]);
+  g_free (reasons[1]);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -323,6 +625,8 @@ main (int    argc,
 
   g_test_add_func ("/dc/mesh/peer/loopback-open", test_loopback_open);
   g_test_add_func ("/dc/mesh/peer/chunked-object", test_chunked_object);
+  g_test_add_func ("/dc/mesh/peer/checked-in-order", test_checked_in_order);
+  g_test_add_func ("/dc/mesh/peer/teardown-race", test_teardown_race);
 
   return g_test_run ();
 }

@@ -1565,6 +1565,83 @@ test_train_chunk_capped (void)
   }
 }
 
+/* The receipt's checks taken apart (dc-peer.c runs them on a worker): a
+ * frame read without its checksum and verified afterwards, and a chunk
+ * decoded with its data's SHA-256 taken beforehand. A corrupted payload
+ * passes dc_mesh_reader_push_unchecked () (only the checksum would catch
+ * it) and fails dc_mesh_message_verify () with the checked reader's
+ * message; a chunk whose given hash is not its data's is refused, so the
+ * comparison is still made; a type that is not chunked has no data hash. */
+static void
+test_deferred_checks (void)
+{
+  g_autoptr(GBytes) object = pattern_bytes (DC_MESH_CHUNK_DATA_MAX + 100, 7);
+  DcMeshChunk info = chunk_info (3, 0);
+  g_autoptr(GPtrArray) bodies = NULL;
+  g_autoptr(GPtrArray) pieces = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcMeshReader) reader = dc_mesh_reader_new ();
+  g_autoptr(DcMeshMessage) message = NULL;
+  g_autofree guint8 *copy = NULL;
+  g_autoptr(GBytes) tiny = g_bytes_new_static ("x", 1);
+  guint8 hash[DC_MESH_HASH_SIZE];
+  guint32 checksum = 0;
+  gsize size;
+  GBytes *body;
+  DcMeshChunk chunk;
+
+  bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object, &error);
+  g_assert_no_error (error);
+  body = g_ptr_array_index (bodies, 0);
+  pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_GRADIENTS, body, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (pieces->len, ==, 1);
+
+  /* The frame as sent: read unchecked, then verified. */
+  message = dc_mesh_reader_push_unchecked (reader, g_bytes_get_data (g_ptr_array_index (pieces, 0),
+                                                                     NULL),
+                                           g_bytes_get_size (g_ptr_array_index (pieces, 0)),
+                                           &checksum, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (message);
+  g_assert_true (g_bytes_equal (message->payload, body));
+  g_assert_true (dc_mesh_message_verify (message, checksum, &error));
+  g_assert_no_error (error);
+  g_clear_pointer (&message, dc_mesh_message_free);
+
+  /* One payload byte changed on the way. */
+  size = g_bytes_get_size (g_ptr_array_index (pieces, 0));
+  copy = g_memdup2 (g_bytes_get_data (g_ptr_array_index (pieces, 0), NULL), size);
+  copy[size - 1] ^= 0x40;
+  message = dc_mesh_reader_push_unchecked (reader, copy, size, &checksum, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (message);
+  g_assert_false (dc_mesh_message_verify (message, checksum, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_assert_nonnull (strstr (error->message, "fails its checksum"));
+  g_clear_error (&error);
+  g_clear_pointer (&message, dc_mesh_message_free);
+  g_assert_null (dc_mesh_reader_push (reader, copy, size, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_clear_error (&error);
+
+  /* The chunk's data hash taken first, then the decode. */
+  g_assert_true (dc_mesh_chunk_data_hash (DC_MESH_MSG_GRADIENTS, body, hash));
+  g_assert_true (dc_mesh_chunk_decode_prehashed (DC_MESH_MSG_GRADIENTS, body, 0, hash, &chunk,
+                                                 &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (chunk.index, ==, 0);
+  dc_mesh_chunk_clear (&chunk);
+  hash[5] ^= 1;
+  g_assert_false (dc_mesh_chunk_decode_prehashed (DC_MESH_MSG_GRADIENTS, body, 0, hash, &chunk,
+                                                  &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_assert_nonnull (strstr (error->message, "fails its hash"));
+  g_clear_error (&error);
+  g_assert_false (dc_mesh_chunk_data_hash (DC_MESH_MSG_DATA, body, hash));
+  g_assert_false (dc_mesh_chunk_data_hash (DC_MESH_MSG_GRADIENTS, tiny, hash));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1588,6 +1665,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/protocol/train/chunk-frames", test_train_chunk_frames);
   g_test_add_func ("/dc/mesh/protocol/train/assemble-5mb", test_train_assemble_5mb);
   g_test_add_func ("/dc/mesh/protocol/train/assemble-refused", test_train_assemble_refused);
+  g_test_add_func ("/dc/mesh/protocol/deferred-checks", test_deferred_checks);
 
   return g_test_run ();
 }

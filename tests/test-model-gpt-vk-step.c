@@ -36,6 +36,7 @@
 #include "model/dc-gpt-vk-forward.h"
 #include "model/dc-gpt-vk-norm.h"
 #include "model/dc-gpt-vk-quant.h"
+#include "model/dc-gpt-vk-rows.h"
 #include "model/dc-gpt-vk-softmax.h"
 #include "engine/dc-math.h"
 #include "engine/dc-spirv-coop.h"
@@ -767,6 +768,147 @@ test_coop_twin_refused (void)
     }
 }
 
+/* The backward's sums over rows (shaders/resident-colsum.comp): its gate
+ * passes in each float mode and refuses the broken twin (each block's first
+ * two rows added in the wrong order); a training pass takes the kernel when
+ * its gate passes and otherwise keeps resident-backward.comp's sums, every
+ * gradient the CPU's either way. */
+static void
+test_colsum_twin_refused (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *why_not = NULL;
+  g_autofree float *grads = NULL, *want = NULL;
+  guint8 tokens[2 * 16 + 1];
+  DcVkF32Mode modes[2] = { DC_VK_F32_EMULATED, DC_VK_F32_EMULATED };
+
+  if (ctx == NULL)
+    return;
+  modes[1] = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  for (guint m = 0; m < (modes[1] != DC_VK_F32_EMULATED ? 2 : 1); m++)
+    {
+      g_autoptr(DcVkPipeline) good = NULL, broken = NULL;
+
+      good = _dc_gpt_vk_colsum_new (ctx, modes[m], FALSE, &error);
+      g_assert_no_error (error);
+      g_assert_nonnull (good);
+      broken = _dc_gpt_vk_colsum_new (ctx, modes[m], TRUE, &error);
+      g_assert_null (broken);
+      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+      g_test_message ("mode %d, twin refused: %s", modes[m], error->message);
+      g_clear_error (&error);
+    }
+  g_clear_pointer (&ctx, dc_vk_context_free);
+
+  model = small_model (16, 16);
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  grads = g_new (float, model->n_params);
+  want = g_new (float, model->n_params);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
+                                     &error));
+  g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
+  g_assert_no_error (error);
+  for (guint broken = 0; broken < 2; broken++)
+    {
+      g_autoptr(DcGptVkForward) pass = NULL;
+
+      if (broken)
+        g_setenv ("DC_TEST_BREAK_KERNEL", "resident-colsum", TRUE);
+      pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_no_error (error);
+      g_assert_nonnull (pass);
+      g_assert_cmpstr (dc_gpt_vk_forward_get_column_sums (pass), ==,
+                       broken ? "resident-backward" : "resident-colsum");
+      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
+                                                  NULL, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (grads, model->n_params * 4, want, model->n_params * 4);
+      g_test_message ("%s column sums: %" G_GSIZE_FORMAT " gradients equal",
+                      dc_gpt_vk_forward_get_column_sums (pass), model->n_params);
+    }
+}
+
+/* The quantization tiles (resident-quant.comp) and the softmax rows
+ * (resident-softmax.comp): their gates pass on the device and refuse their
+ * broken twins (ties away from zero; the blocks summed left to right, not
+ * in the library's tree); a pass takes them when their gates pass and keeps
+ * the one-vector and one-row kernels when a twin is refused, every gradient
+ * still the CPU's either way. */
+static void
+test_rows_twins_refused (void)
+{
+  static const char * const twins[] = { NULL, "resident-quant", "resident-softmax",
+                                         "resident-softmax-native" };
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  guint8 tokens[2 * 16 + 1];
+  g_autofree float *grads = NULL, *want = NULL;
+
+  if (ctx == NULL)
+    return;
+  g_assert_true (dc_gpt_vk_rows_gate_quant (ctx, FALSE, &error));
+  g_assert_no_error (error);
+  g_assert_false (dc_gpt_vk_rows_gate_quant (ctx, TRUE, &error));
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+  g_test_message ("resident-quant's twin: %s", error->message);
+  g_clear_error (&error);
+  g_assert_true (dc_gpt_vk_rows_gate_softmax (ctx, DC_VK_F32_EMULATED, FALSE, &error));
+  g_assert_no_error (error);
+  g_assert_false (dc_gpt_vk_rows_gate_softmax (ctx, DC_VK_F32_EMULATED, TRUE, &error));
+  g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+  g_test_message ("resident-softmax's twin: %s", error->message);
+  g_clear_error (&error);
+  g_clear_pointer (&ctx, dc_vk_context_free);
+
+  model = small_model (16, 16);
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  grads = g_new (float, model->n_params);
+  want = g_new (float, model->n_params);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
+                                     &error));
+  g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
+  g_assert_no_error (error);
+  for (guint i = 0; i < G_N_ELEMENTS (twins); i++)
+    {
+      g_autoptr(DcGptVkForward) pass = NULL;
+      gboolean native_twin = twins[i] != NULL && g_str_has_suffix (twins[i], "-native");
+
+      if (twins[i] != NULL)
+        g_setenv ("DC_TEST_BREAK_KERNEL", twins[i], TRUE);
+      pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_no_error (error);
+      g_assert_nonnull (pass);
+      g_assert_cmpstr (dc_gpt_vk_forward_get_quantize (pass), ==,
+                       g_strcmp0 (twins[i], "resident-quant") == 0 ? "vectors" : "tiles");
+      /* The native twin is refused only where the pass runs native. */
+      if (native_twin && g_strcmp0 (dc_gpt_vk_forward_get_arithmetic (pass), "native") != 0)
+        g_assert_cmpstr (dc_gpt_vk_forward_get_softmax (pass), ==, "rows");
+      else
+        g_assert_cmpstr (dc_gpt_vk_forward_get_softmax (pass), ==,
+                         twins[i] != NULL && g_str_has_prefix (twins[i], "resident-softmax")
+                         ? "invocations" : "rows");
+      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
+                                                  NULL, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (grads, model->n_params * 4, want, model->n_params * 4);
+      g_test_message ("%s twin: quantize %s, softmax %s (%s), %" G_GSIZE_FORMAT
+                      " gradients equal", twins[i] != NULL ? twins[i] : "no",
+                      dc_gpt_vk_forward_get_quantize (pass), dc_gpt_vk_forward_get_softmax (pass),
+                      dc_gpt_vk_forward_get_arithmetic (pass), model->n_params);
+    }
+}
+
 typedef struct
 {
   guint width, seq, batch, steps;
@@ -870,9 +1012,128 @@ test_hashes (gconstpointer data)
     g_assert_nonnull (dc_gpt_trainer_get_resident_pass (resident));
   dc_gpt_vk_step_get_times (dc_gpt_trainer_get_resident_step (resident), &times);
   g_assert_cmpuint (times.steps, ==, size->steps);
+  /* The default rule: the state read back after every step, uploaded only
+   * when made and when the host changed it; the step shares the pass's
+   * buffer wherever the pass is resident. */
+  g_assert_cmpuint (times.state_downloads, ==, size->steps);
+  g_assert_cmpuint (times.uploads, ==, size->host_change ? 2 : 1);
+  g_assert_true (dc_gpt_vk_step_get_shared (dc_gpt_trainer_get_resident_step (resident))
+                 == !size->broken_backward);
   g_test_message ("%" G_GUINT64_FORMAT " resident Adam steps: %.3f ms device, %.3f ms host each",
                   times.steps, times.device_ns / 1e6 / times.steps,
                   times.host_ns / 1e6 / times.steps);
+}
+
+/* Issue 15, "only the loss leaves the device": with a lazy host model, the
+ * shared step (the pass's weights and gradients, Adam's moments) reads
+ * nothing back between steps; the host model is refreshed when asked (the
+ * weights alone, or everything through dc_gpt_trainer_get_model ()), and
+ * then has the CPU's bits; a host write after that is uploaded at the next
+ * step; the group's two halves (gradients out, combined gradients in) keep
+ * the CPU's bits too. The counters fail this test if any step copies the
+ * state out or in. */
+static void
+test_lazy_host (void)
+{
+  static const Size size = { 32, 16, 2, 3, FALSE, FALSE, NULL };
+  g_autoptr(DcVkContext) probe = open_device ();
+  g_autoptr(DcGptTrainer) cpu = NULL, resident = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree float *grads = NULL;
+  DcGptModel *a, *b;
+  DcGptVkStep *step;
+  DcGptVkStepTimes times;
+
+  if (probe == NULL)
+    return;
+  g_clear_pointer (&probe, dc_vk_context_free);
+  cpu = make_trainer (&size);
+  resident = make_trainer (&size);
+  dc_gpt_trainer_set_lazy_host (resident, TRUE);
+  g_assert_true (dc_gpt_trainer_use_resident_step (resident, &error));
+  g_assert_no_error (error);
+  g_assert_nonnull (dc_gpt_trainer_get_resident_pass (resident));
+  step = dc_gpt_trainer_get_resident_step (resident);
+  g_assert_true (dc_gpt_vk_step_get_shared (step));
+
+  /* Steps alone: nothing of the state leaves the device or comes back. */
+  for (guint s = 0; s < size.steps; s++)
+    {
+      float cpu_loss = 0.0f, dev_loss = 1.0f;
+
+      g_assert_true (dc_gpt_trainer_step (cpu, &cpu_loss, &error));
+      g_assert_true (dc_gpt_trainer_step (resident, &dev_loss, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (&dev_loss, sizeof dev_loss, &cpu_loss, sizeof cpu_loss);
+    }
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.steps, ==, size.steps);
+  g_assert_cmpuint (times.state_downloads, ==, 0);
+  g_assert_cmpuint (times.weight_downloads, ==, 0);
+  g_assert_cmpuint (times.uploads, ==, 1);
+
+  /* The weights alone, asked for: the CPU's bits. */
+  a = dc_gpt_trainer_get_model (cpu);
+  g_assert_true (dc_gpt_trainer_sync_host (resident, FALSE, &error));
+  g_assert_no_error (error);
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.weight_downloads, ==, 1);
+  g_assert_cmpuint (times.state_downloads, ==, 0);
+
+  /* Everything, through the model's accessor: both hashes are the CPU's. */
+  b = dc_gpt_trainer_get_model (resident);
+  g_assert_cmpmem (b->params, b->n_params * 4, a->params, a->n_params * 4);
+  {
+    g_autofree char *cpu_w = dc_gpt_model_dup_hash (a);
+    g_autofree char *cpu_o = dc_gpt_model_dup_optimizer_hash (a);
+    g_autofree char *dev_w = dc_gpt_model_dup_hash (b);
+    g_autofree char *dev_o = dc_gpt_model_dup_optimizer_hash (b);
+
+    g_assert_cmpstr (dev_w, ==, cpu_w);
+    g_assert_cmpstr (dev_o, ==, cpu_o);
+  }
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.state_downloads, ==, 1);
+
+  /* As a group repair or roster does: the host writes the model it was
+   * given; the next step uploads it once. */
+  a->params[3] = b->params[3] = 0.25f;
+  a->adam_v[5] = b->adam_v[5] = 1.0f;
+  g_assert_true (dc_gpt_trainer_step (cpu, NULL, &error));
+  g_assert_true (dc_gpt_trainer_step (resident, NULL, &error));
+  g_assert_no_error (error);
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.uploads, ==, 2);
+
+  /* The group's halves: this rank's gradients out, the combined ones in. */
+  grads = g_new (float, a->n_params);
+  g_assert_true (dc_gpt_trainer_compute_gradients (cpu, 0, 1, grads, NULL, &error));
+  dc_gpt_trainer_apply_gradients (cpu, grads);
+  g_assert_true (dc_gpt_trainer_compute_gradients (resident, 0, 1, grads, NULL, &error));
+  g_assert_no_error (error);
+  dc_gpt_trainer_apply_gradients (resident, grads);
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.state_downloads, ==, 1);
+  g_assert_cmpuint (times.uploads, ==, 2);
+
+  a = dc_gpt_trainer_get_model (cpu);
+  b = dc_gpt_trainer_get_model (resident);
+  {
+    g_autofree char *cpu_w = dc_gpt_model_dup_hash (a);
+    g_autofree char *cpu_o = dc_gpt_model_dup_optimizer_hash (a);
+    g_autofree char *dev_w = dc_gpt_model_dup_hash (b);
+    g_autofree char *dev_o = dc_gpt_model_dup_optimizer_hash (b);
+
+    g_assert_cmpstr (dev_w, ==, cpu_w);
+    g_assert_cmpstr (dev_o, ==, cpu_o);
+    g_test_message ("step %" G_GUINT64_FORMAT ": weights %s, optimizer %s", b->step, dev_w,
+                    dev_o);
+  }
+  /* Still resident, still shared: nothing fell back to the CPU. */
+  g_assert_true (dc_gpt_trainer_get_resident_step (resident) == step);
+  dc_gpt_vk_step_get_times (step, &times);
+  g_assert_cmpuint (times.steps, ==, size.steps + 2);
+  g_assert_cmpuint (times.state_downloads, ==, 2);
 }
 
 /* Issue 15: the resident pass's index arithmetic at the GPT-2-small shape
@@ -911,7 +1172,14 @@ test_layout_gpt2_small (void)
    * K on cooperative matrices (144 workgroups of 128 × 128, under 264), and
    * its projection's input gradient (T × C) from 6 (48 workgroups); at
    * batch 2 (K twice as long), the q/k/v weights' gradient (C × 3C) from 3
-   * (108 workgroups). */
+   * (108 workgroups). The gradients start at a multiple of 64 floats
+   * (branch gpu-host: the resident Adam step binds them as a range of F);
+   * GPT-2-small's 86,039,040 parameters are 64 × 1,344,360, so no padding
+   * comes before them and F is 2n + per_batch + 1 + split floats: the pin
+   * is gpu-coop's 2,012,872,708 bytes (4 × 503,218,177; gpu-host's own pin,
+   * 2,008,154,116, is 4,718,592 bytes less: the split scratch was the tiled
+   * kernel's 6 · C² floats there, 2 · 4C² on cooperative matrices here). */
+  g_assert_cmpuint (n % 64, ==, 0);
   split = 2 * 4 * c * c;
   split2 = 3 * 3 * c * c;
   g_assert_cmpuint (m1.f_bytes, ==, 4 * (2 * n + per_batch + 1 + split));
@@ -922,9 +1190,10 @@ test_layout_gpt2_small (void)
   {
     guint64 device_bytes, host_bytes;
 
-    /* The resident Adam step adds w, g, m, v on the device. */
+    /* The resident Adam step adds m and v on the device (it shares the
+     * pass's w and g). */
     dc_gpt_vk_train_memory (&config, 1, &device_bytes, &host_bytes);
-    g_assert_cmpuint (device_bytes, ==, m1.device_bytes + 16 * n);
+    g_assert_cmpuint (device_bytes, ==, m1.device_bytes + 8 * n);
     g_assert_cmpuint (host_bytes, >, m1.host_bytes + 16 * n);
   }
   /* The largest operand: the heads' T² probabilities side by side. */
@@ -1241,19 +1510,23 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/gemm/twin-refused", test_gemm_twin_refused);
   g_test_add_func ("/dc/model/gpt-vk-step/coop/selection", test_coop_selection);
   g_test_add_func ("/dc/model/gpt-vk-step/coop/twin-refused", test_coop_twin_refused);
+  g_test_add_func ("/dc/model/gpt-vk-step/rows/twins-refused", test_rows_twins_refused);
+  g_test_add_func ("/dc/model/gpt-vk-step/colsum/twin-refused", test_colsum_twin_refused);
   {
     static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
-                                          { 128, 16, 2 }, { 32, 32, 32 } };
+                                          { 128, 16, 2 }, { 32, 32, 32 }, { 16, 20, 7 } };
     static const char * const fwd_names[] = {
       "/dc/model/gpt-vk-step/forward/w16", "/dc/model/gpt-vk-step/forward/w32",
       "/dc/model/gpt-vk-step/forward/w64", "/dc/model/gpt-vk-step/forward/w128",
-      "/dc/model/gpt-vk-step/forward/rows1024",
+      "/dc/model/gpt-vk-step/forward/rows1024", "/dc/model/gpt-vk-step/forward/rows140",
     };
     static const char * const grad_names[] = {
       "/dc/model/gpt-vk-step/gradients/w16", "/dc/model/gpt-vk-step/gradients/w32",
       "/dc/model/gpt-vk-step/gradients/w64", "/dc/model/gpt-vk-step/gradients/w128",
       /* 1,024 rows: the weights' gradients are split over K (resident-gemm.comp) */
       "/dc/model/gpt-vk-step/gradients/rows1024",
+      /* 140 rows: resident-colsum.comp's blocks of 128 rows, one whole, one partial */
+      "/dc/model/gpt-vk-step/gradients/rows140",
     };
 
     for (guint i = 0; i < G_N_ELEMENTS (fwd_sizes); i++)
@@ -1266,5 +1539,6 @@ main (int    argc,
     g_test_add_data_func (names[i], &sizes[i], test_hashes);
   g_test_add_func ("/dc/model/gpt-vk-step/layout/gpt2-small", test_layout_gpt2_small);
   g_test_add_func ("/dc/model/gpt-vk-step/too-large-refused", test_too_large_refused);
+  g_test_add_func ("/dc/model/gpt-vk-step/hashes/lazy-host", test_lazy_host);
   return g_test_run ();
 }

@@ -339,22 +339,23 @@ test_slow_hash (void)
  * (docs/ARCHITECTURE.md, "The group step's threads"): the main thread only
  * queues references and answers heartbeats, so the peers keep their
  * default 4 s of silence (DC_TEST_PEER_TIMEOUT_MS is not raised), and a
- * step's main-thread work of more than 500 ms between two of the group's
- * 250 ms ticks aborts a device (DC_TEST_MAX_STALL_MS: the thread's own CPU
- * time, so a machine that gives the core to others does not count). At
- * main d42c88e that work was 3-11 s a step on a loaded 2-core machine.
- * The bound is 1000 ms: what stays on the main thread (each received
- * piece's frame check and chunk hash, 64 KiB at a time) added up to 501 ms
- * between two ticks that the whole suite's load had spread 1.1 s apart
- * (the lead's run, 2026-12-02 08:52); the snapshot copied on the main
- * thread (1,988 ms) is still caught, the reduce there (774 ms) no longer. */
-#define LARGE_MAX_STALL_MS "1000"
-/* An audit's launch still copies the audited step's weights (143 MB here)
- * on the main thread (dc-train-group-audit.c, _dc_train_group_launch_audit
- * ()): 956 ms of the thread's CPU measured at step 2, where the draw picks
- * an audit. That is the audits' scheduling, not the exchange this test is
- * about: its devices do not audit (DC_TRAIN_GROUP_AUDIT_PERIOD=0). */
-#define LARGE_AUDIT_PERIOD "0"
+ * step's main-thread work of more than LARGE_MAX_STALL_MS between two of
+ * the group's 250 ms ticks aborts a device (DC_TEST_MAX_STALL_MS: the
+ * thread's own CPU time, so a machine that gives the core to others does
+ * not count). At main d42c88e that work was 3-11 s a step on a loaded
+ * 2-core machine. The bound is 750 ms: since each received piece's frame
+ * check and chunk hash run on the peer's worker too (group-robust,
+ * 2026-12-02), the most measured between two ticks on the loaded 2-vCPU VM
+ * was 445 ms (before: 508 ms, and 501 ms in the lead's whole-suite run);
+ * what is left is the per-piece hop, the reader's copy and an object's
+ * concatenation, and 750 leaves the suite's load a margin. It catches the
+ * audit launch's 143 MB weight copy back on the main thread (956 ms) and
+ * the snapshot copied there (1,988 ms), not the receipt's checks (508). */
+#define LARGE_MAX_STALL_MS "750"
+/* Audits on, at the default rate: the draw picks an audit at step 2, whose
+ * launch copies the weights of step 1 (143 MB) on a worker
+ * (dc-train-group-audit.c, start_copy ()). The variable is cleared so that
+ * a developer's own setting does not turn them off. */
 /* meson test sets MALLOC_PERTURB_ (a random byte): glibc then fills every
  * allocation, the devices' 4.4 GB included, byte by byte as it is made,
  * and both devices' main loops stood still for 45 s while their prepare
@@ -406,13 +407,12 @@ test_large_gradient (void)
 
   set_memory (PLENTY, NULL);
   g_setenv ("DC_TEST_MAX_STALL_MS", LARGE_MAX_STALL_MS, TRUE);
-  g_setenv ("DC_TRAIN_GROUP_AUDIT_PERIOD", LARGE_AUDIT_PERIOD, TRUE);
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
   perturb = g_strdup (g_getenv ("MALLOC_PERTURB_"));
   g_setenv ("MALLOC_PERTURB_", "0", TRUE);
   alpha = dc_test_proc_start_host_with (url, "2", "2", &room, "--steps", "10000", LARGE, NULL);
   beta = dc_test_proc_start_follower (url, room, "beta", "2", "--threads", "1", NULL);
   g_unsetenv ("DC_TEST_MAX_STALL_MS");
-  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
   if (perturb != NULL)
     g_setenv ("MALLOC_PERTURB_", perturb, TRUE);
   else

@@ -24,7 +24,7 @@
 /* Far above what an event takes on an idle machine; on a loaded 2-core
  * machine processes stall for seconds. */
 #define EVENT_BOUND_MS 60000
-/* 120 steps of the smallest model by three processes sharing two cores. */
+/* 400 steps of the smallest model by three processes sharing two cores. */
 #define RUN_BOUND_MS   600000
 
 #define N_CHUNKS 64
@@ -117,17 +117,22 @@ test_idle_pool (void)
     g_assert_cmpint (urgent.priority[i], ==, DC_PARALLEL_PRIORITY_NORMAL);
 }
 
-/* Audits at the default rate (1 in 8, DC_TRAIN_GROUP_AUDIT_PERIOD unset)
- * on the idle pool: three devices of two threads (two idle helpers each),
+/* Audits at the default rate (1 in 32, DC_TRAIN_GROUP_AUDIT_PERIOD unset)
+ * on the idle pool (DC_TRAIN_GROUP_AUDIT_IDLE=1, off by default since
+ * 2026-12-02): three devices of two threads (two idle helpers each),
  * the third flipping a bit of every gradient it sends from step 5
  * (DC_TEST_FAULT=corrupt-gradient@5). The third is still caught and
  * removed ("AUDIT: removed from the run", exit 1); the two others finish
- * 120 steps with equal hashes, three devices to the step it was caught
- * at, two after. Each step an honest device audits with 1/8 and picks the
- * third with 1/2: caught by step 120 but with (15/16)^(2 · 115) ≈ 4 · 10⁻⁷.
+ * IDLE_STEPS steps with equal hashes, three devices to the step it was
+ * caught at, two after. On an audited step (1 in 32) every device audits
+ * and the third is audited by one of the two others (the rotation): caught
+ * by step 400 but with (31/32)^393 ≈ 4 · 10⁻⁶ (the member ids, hence the
+ * ranks, batches and draws, are new each run).
  * Their step lines name the priority the audits' kernels read back
  * (`audit_priority`): idle (or nice) on at least one audit; without the
  * idle pool no line says so. */
+#define IDLE_STEPS 400
+
 static void
 test_idle_audits (void)
 {
@@ -140,26 +145,29 @@ test_idle_audits (void)
   guint caught = 0, idle = 0, audits = 0;
 
   g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
-  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_IDLE");
-  alpha = dc_test_proc_start_host_with (url, "120", "3", &room, "--width", "16", "--seq", "16",
-                                        "--batch", "2", "--steps", "200", "--threads", "2",
-                                        NULL);
-  beta = dc_test_proc_start_follower (url, room, "beta", "120", "--threads", "2", NULL);
+  g_setenv ("DC_TRAIN_GROUP_AUDIT_IDLE", "1", TRUE);
+  alpha = dc_test_proc_start_host_with (url, G_STRINGIFY (IDLE_STEPS), "3", &room, "--width",
+                                        "16", "--seq", "16", "--batch", "2", "--steps",
+                                        G_STRINGIFY (IDLE_STEPS), "--threads", "2", NULL);
+  beta = dc_test_proc_start_follower (url, room, "beta", G_STRINGIFY (IDLE_STEPS), "--threads",
+                                      "2", NULL);
   g_setenv ("DC_TEST_FAULT", "corrupt-gradient@5", TRUE);
-  gamma = dc_test_proc_start_follower (url, room, "gamma", "120", "--threads", "2", NULL);
+  gamma = dc_test_proc_start_follower (url, room, "gamma", G_STRINGIFY (IDLE_STEPS),
+                                       "--threads", "2", NULL);
   g_unsetenv ("DC_TEST_FAULT");
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_IDLE");
 
   error = dc_test_proc_expect (gamma, "error", NULL, RUN_BOUND_MS);
   g_test_message ("gamma: %s", json_object_get_string_member (error, "message"));
   g_assert_true (dc_test_proc_message_has (error, "AUDIT: removed from the run"));
   g_assert_cmpint (dc_test_proc_expect_exit (gamma, EVENT_BOUND_MS), ==, 1);
-  dc_test_proc_wait_done (alpha, 120, RUN_BOUND_MS);
-  dc_test_proc_wait_done (beta, 120, RUN_BOUND_MS);
+  dc_test_proc_wait_done (alpha, IDLE_STEPS, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, IDLE_STEPS, RUN_BOUND_MS);
   g_assert_cmpint (dc_test_proc_find (alpha, 0, "audit", "beta"), ==, -1);
   g_assert_cmpint (dc_test_proc_find (beta, 0, "audit", "alpha"), ==, -1);
   a = dc_test_proc_steps (alpha, TRUE);
   b = dc_test_proc_steps (beta, TRUE);
-  for (guint s = 1; s <= 120; s++)
+  for (guint s = 1; s <= IDLE_STEPS; s++)
     {
       JsonObject *oa = g_ptr_array_index (a, s), *ob = g_ptr_array_index (b, s);
       gint64 roster = json_object_get_int_member (oa, "roster");
@@ -191,8 +199,63 @@ test_idle_audits (void)
   g_test_message ("caught at step %u; %u audits, %u of them on the idle pool", caught, audits,
                   idle);
   g_assert_cmpuint (caught, >=, 4);
-  g_assert_cmpuint (caught, <, 120);
+  g_assert_cmpuint (caught, <, IDLE_STEPS);
   g_assert_cmpuint (idle, >=, 1);
+}
+
+/* By default (DC_TRAIN_GROUP_AUDIT_IDLE unset, since 2026-12-02) audits
+ * run beside the step on its own pool at normal priority, not on the idle
+ * pool: on the H200 host the idle pool's starved helpers made an audit
+ * cost the group 300–570 ms of step time against 190–245 beside
+ * (docs/BENCHMARKS.md). Three devices of two threads (so that the idle
+ * pool would have helpers) audit every step (DC_TEST_FAULT=audit-all) for
+ * 12 steps with equal hashes; every step line that shows an audit says
+ * `audit_priority` `normal`, and there are some. With the idle pool the
+ * default, they said `idle` (or `nice`). */
+static void
+test_default_beside (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL;
+  g_autoptr(GPtrArray) a = NULL, b = NULL, c = NULL;
+  guint audits = 0;
+
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_IDLE");
+  g_setenv ("DC_TEST_FAULT", "audit-all", TRUE);
+  alpha = dc_test_proc_start_host_with (url, "12", "3", &room, "--width", "16", "--seq", "16",
+                                        "--batch", "2", "--steps", "100", "--threads", "2",
+                                        NULL);
+  beta = dc_test_proc_start_follower (url, room, "beta", "12", "--threads", "2", NULL);
+  gamma = dc_test_proc_start_follower (url, room, "gamma", "12", "--threads", "2", NULL);
+  g_unsetenv ("DC_TEST_FAULT");
+
+  dc_test_proc_wait_done (alpha, 12, RUN_BOUND_MS);
+  dc_test_proc_wait_done (beta, 12, RUN_BOUND_MS);
+  dc_test_proc_wait_done (gamma, 12, RUN_BOUND_MS);
+  a = dc_test_proc_steps (alpha, TRUE);
+  b = dc_test_proc_steps (beta, TRUE);
+  c = dc_test_proc_steps (gamma, TRUE);
+  for (guint s = 1; s <= 12; s++)
+    {
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (b, s));
+      g_assert_cmpstr (dc_test_proc_hash_at (a, s), ==, dc_test_proc_hash_at (c, s));
+      for (guint p = 0; p < 3; p++)
+        {
+          JsonObject *o = g_ptr_array_index (p == 0 ? a : p == 1 ? b : c, s);
+          const char *priority = json_object_get_string_member_with_default (o, "audit_priority",
+                                                                             NULL);
+
+          if (priority == NULL)
+            continue;
+          audits++;
+          g_assert_cmpstr (priority, ==, "normal");
+        }
+    }
+  g_test_message ("%u audits, all at normal priority", audits);
+  g_assert_cmpuint (audits, >=, 3);
 }
 
 int
@@ -202,5 +265,6 @@ main (int   argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/dc/train/group/idle/pool", test_idle_pool);
   g_test_add_func ("/dc/train/group/idle/audits", test_idle_audits);
+  g_test_add_func ("/dc/train/group/idle/default-beside", test_default_beside);
   return g_test_run ();
 }

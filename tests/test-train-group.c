@@ -976,8 +976,10 @@ test_false_audit (void)
  * (DC_TEST_FAULT=corrupt-unaudited@2), as a member that knows the seed can.
  * No device audits every step here. The draw now follows from the hash of
  * each step's contribution hashes, known only once every device has sent,
- * so an audit falls on a corrupted step (each with 1/8: caught within 100
- * steps but with (1 − 7/64)^97 ≈ 1e-5), the auditor's recomputation
+ * so an audit falls on a corrupted step (alpha and beta audit one step in
+ * 8, DC_TRAIN_GROUP_AUDIT_PERIOD=8, the default of that draw's time, not
+ * today's 32, so that 100 steps suffice: caught within 100 steps but with
+ * (1 − 7/64)^97 ≈ 1e-5), the auditor's recomputation
  * differs and the device is removed: "AUDIT: removed from the run" (exit
  * 1), the others finish 100 steps with equal hashes, three devices to the
  * step it was caught at, two after. With the seed's draw it trained all
@@ -993,8 +995,10 @@ test_audit_unpredictable (void)
   JsonObject *error;
   guint caught = 0;
 
+  g_setenv ("DC_TRAIN_GROUP_AUDIT_PERIOD", "8", TRUE);
   alpha = dc_test_proc_start_host (url, "100", "3", &room);
   beta = start_follower (url, room, "beta", "100", NULL);
+  g_unsetenv ("DC_TRAIN_GROUP_AUDIT_PERIOD");
   g_setenv ("DC_TEST_FAULT", "corrupt-unaudited@2", TRUE);
   gamma = start_follower (url, room, "gamma", "100", NULL);
   g_unsetenv ("DC_TEST_FAULT");

@@ -37,6 +37,7 @@
 #include "dc-json-bounds.h"
 #include "dc-regular-file.h"
 #include "engine/dc-gemm-backend.h"
+#include "engine/dc-parallel.h"
 #include "infer/dc-infer-ring.h"
 #include "infer/dc-model-repo.h"
 #include "mesh/dc-room.h"
@@ -409,6 +410,7 @@ typedef struct
   guint      need_offers;
   char      *failure;
   gboolean   timed_out;   /* the step's timeout fired (and removed itself) */
+  guint64    ids_hash;    /* FNV-1a of the generated ids, in order */
 } Measure;
 
 static void
@@ -456,6 +458,10 @@ measure_token_cb (DcInferSession *session,
   if (m->n_tokens++ == 0)
     m->t_first = now;
   m->t_last = now;
+  /* Every size must make one device's ids (same_ids): a 64-bit FNV-1a of
+   * them, in order, is enough to compare. */
+  for (guint b = 0; b < 4; b++)
+    m->ids_hash = (m->ids_hash ^ ((token >> (8 * b)) & 0xff)) * G_GUINT64_CONSTANT (0x100000001b3);
 }
 
 static void
@@ -538,16 +544,18 @@ remove_tree (const char *path)
 typedef struct
 {
   gboolean known;
-  gint64   hops, inline_hops;
-  double   queue_ms, compute_ms, send_ms, receive_ms;
+  gint64   hops, inline_hops, first_layer, last_layer, helper_wakes;
+  double   queue_ms, compute_ms, send_ms, receive_ms, helper_wake_ms;
 } StageTimes;
 
 typedef struct
 {
-  guint  stages, threads, round;
+  guint  stages, threads, head_threads, round, head_layers;
   double prefill_tok_s, decode_tok_s, lap_ms, hop_ms, head_compute_ms, ring_wait_ms;
   double head_send_ms, head_wake_ms, head_receive_ms;
-  StageTimes stage_times[8];   /* of stages 1 … stages - 1 (parse_stages: at most 8) */
+  double head_layers_ms, head_lm_ms, head_between_ms, head_helper_wake_ms;
+  guint64 ids_hash, head_helper_wakes;
+  StageTimes stage_times[8];   /* of stages 1 … stages - 1 (--stages: at most 8) */
   guint  prompt_tokens, tokens;
 } Result;
 
@@ -573,6 +581,22 @@ read_stage_times (const char *path,
   out->compute_ms = json_object_get_double_member_with_default (object, "compute_ms", 0.0);
   out->send_ms = json_object_get_double_member_with_default (object, "send_ms", 0.0);
   out->receive_ms = json_object_get_double_member_with_default (object, "receive_ms", 0.0);
+  out->helper_wakes = json_object_get_int_member_with_default (object, "helper_wakes", 0);
+  out->helper_wake_ms = json_object_get_double_member_with_default (object, "helper_wake_ms",
+                                                                    0.0);
+  out->first_layer = 0;
+  out->last_layer = -1;
+  if (json_object_has_member (object, "layers") &&
+      JSON_NODE_HOLDS_ARRAY (json_object_get_member (object, "layers")))
+    {
+      JsonArray *layers = json_object_get_array_member (object, "layers");
+
+      if (json_array_get_length (layers) == 2)
+        {
+          out->first_layer = json_array_get_int_element (layers, 0);
+          out->last_layer = json_array_get_int_element (layers, 1);
+        }
+    }
   out->known = TRUE;
   return TRUE;
 }
@@ -628,6 +652,7 @@ measure (DcContext   *context,
          guint        stages,
          guint        tokens,
          guint        threads,
+         guint        head_threads,
          Result      *result,
          GError     **error)
 {
@@ -647,6 +672,7 @@ measure (DcContext   *context,
   /* Half a layer of slack: the plan then has no room for one more. */
   guint64 stage_memory = layer * share + layer / 2;
   Measure m = { 0 };
+  DcParallelStats before, after;
   DcInferSettings settings;
   DcInferSession *session;
   guint timeout;
@@ -667,6 +693,8 @@ measure (DcContext   *context,
   ring = dc_infer_ring_new (context, group, repo, config.hello->probe_hash,
                             stages == 1 ? 0 : ends + stage_memory);
   g_signal_connect (ring, "event", G_CALLBACK (measure_event_cb), &m);
+  dc_infer_ring_set_head_threads (ring, head_threads);
+  result->head_threads = stages > 1 && head_threads > 0 ? head_threads : threads;
   /* What the head has cached (all of it after a one-device size): each
    * stage reads its layers from disk, checked against the journal's
    * hashes, instead of fetching them over loopback, which took most of a
@@ -735,6 +763,7 @@ measure (DcContext   *context,
   dc_infer_settings_init_default (&settings);
   settings.n_tokens = tokens;
   settings.context = context_len;
+  dc_parallel_get_stats (&before);
   m.t_submit = g_get_monotonic_time ();
   dc_infer_session_submit (session, BENCH_PROMPT_TEXT, &settings);
   while (!m.done)
@@ -759,6 +788,20 @@ measure (DcContext   *context,
   dc_infer_ring_get_lap_times (ring, &result->head_compute_ms, &result->ring_wait_ms);
   dc_infer_ring_get_lap_handoffs (ring, &result->head_send_ms, &result->head_wake_ms);
   result->head_receive_ms = dc_infer_ring_get_lap_receive_ms (ring);
+  dc_infer_ring_get_lap_split (ring, &result->head_layers_ms, &result->head_lm_ms,
+                               &result->head_between_ms);
+  {
+    const DcRingStage *head = dc_ring_plan_get_stage (dc_infer_ring_get_plan (ring), 0);
+
+    result->head_layers = head->last - head->first;
+  }
+  result->ids_hash = m.ids_hash;
+  dc_parallel_get_stats (&after);
+  result->head_helper_wakes = after.warm_wakes - before.warm_wakes;
+  result->head_helper_wake_ms = result->head_helper_wakes > 0
+                                ? (after.warm_wake_ns - before.warm_wake_ns)
+                                  / (1e6 * result->head_helper_wakes)
+                                : 0.0;
   ok = TRUE;
 
 out:
@@ -808,8 +851,16 @@ print_result (DcCliOptions *options,
       json_builder_add_int_value (builder, r->stages);
       json_builder_set_member_name (builder, "threads");
       json_builder_add_int_value (builder, r->threads);
+      /* The head's final norm and head ran on these (--head-threads). */
+      json_builder_set_member_name (builder, "head_threads");
+      json_builder_add_int_value (builder, r->head_threads);
       json_builder_set_member_name (builder, "round");
       json_builder_add_int_value (builder, r->round);
+      /* The same ids as the first size of the round (one device): the
+       * ring's products are exact, so anything else is a bug. */
+      json_builder_set_member_name (builder, "same_ids");
+      json_builder_add_boolean_value (builder, r->ids_hash == one->ids_hash &&
+                                               r->tokens == one->tokens);
       json_builder_set_member_name (builder, "prompt_tokens");
       json_builder_add_int_value (builder, r->prompt_tokens);
       json_builder_set_member_name (builder, "tokens");
@@ -837,6 +888,20 @@ print_result (DcCliOptions *options,
       json_builder_add_double_value (builder, r->head_compute_ms);
       json_builder_set_member_name (builder, "ring_wait_ms");
       json_builder_add_double_value (builder, r->ring_wait_ms);
+      /* Of head_compute_ms: the head's layers (the embedding, its layers
+       * and, in a ring, the hop's encoding) and its final norm and head;
+       * per layer, to hold against a stage's layer_ms and one device's;
+       * and the session's own work between two tokens (sampling, …),
+       * outside head_compute_ms and ring_wait_ms. */
+      json_builder_set_member_name (builder, "head_layers_ms");
+      json_builder_add_double_value (builder, r->head_layers_ms);
+      json_builder_set_member_name (builder, "head_layer_ms");
+      json_builder_add_double_value (builder, r->head_layers > 0
+                                              ? r->head_layers_ms / r->head_layers : 0.0);
+      json_builder_set_member_name (builder, "head_lm_ms");
+      json_builder_add_double_value (builder, r->head_lm_ms);
+      json_builder_set_member_name (builder, "head_between_ms");
+      json_builder_add_double_value (builder, r->head_between_ms);
       if (r->stages > 1)
         {
           double rest = r->ring_wait_ms - r->head_send_ms - r->head_wake_ms;
@@ -854,6 +919,11 @@ print_result (DcCliOptions *options,
           json_builder_add_double_value (builder, r->head_wake_ms);
           json_builder_set_member_name (builder, "head_receive_ms");
           json_builder_add_double_value (builder, r->head_receive_ms);
+          /* The head's helpers woken by an answer, and their wake's time. */
+          json_builder_set_member_name (builder, "head_helper_wakes");
+          json_builder_add_int_value (builder, (gint64) r->head_helper_wakes);
+          json_builder_set_member_name (builder, "head_helper_wake_ms");
+          json_builder_add_double_value (builder, r->head_helper_wake_ms);
           json_builder_set_member_name (builder, "stage_hops");
           json_builder_begin_array (builder);
           for (guint i = 0; i + 1 < r->stages && i < G_N_ELEMENTS (r->stage_times); i++)
@@ -873,10 +943,20 @@ print_result (DcCliOptions *options,
                   json_builder_add_double_value (builder, t->queue_ms);
                   json_builder_set_member_name (builder, "compute_ms");
                   json_builder_add_double_value (builder, t->compute_ms);
+                  if (t->last_layer >= t->first_layer)
+                    {
+                      json_builder_set_member_name (builder, "layer_ms");
+                      json_builder_add_double_value (builder, t->compute_ms /
+                                                     (t->last_layer - t->first_layer + 1));
+                    }
                   json_builder_set_member_name (builder, "send_ms");
                   json_builder_add_double_value (builder, t->send_ms);
                   json_builder_set_member_name (builder, "receive_ms");
                   json_builder_add_double_value (builder, t->receive_ms);
+                  json_builder_set_member_name (builder, "helper_wakes");
+                  json_builder_add_int_value (builder, t->helper_wakes);
+                  json_builder_set_member_name (builder, "helper_wake_ms");
+                  json_builder_add_double_value (builder, t->helper_wake_ms);
                   rest -= t->queue_ms + t->compute_ms + t->send_ms;
                   receive += t->receive_ms;
                 }
@@ -944,12 +1024,14 @@ print_summary (DcCliOptions *options,
   g_autoptr(GArray) base_prefill = g_array_new (FALSE, FALSE, sizeof (double));
   const Result *first = &g_array_index (results, Result, i);
   double d_median, b_median, p_median, bp_median, lo, hi;
+  gboolean same_ids = TRUE;
 
   for (guint k = i; k < results->len; k += n_sizes)
     {
       const Result *r = &g_array_index (results, Result, k);
       const Result *b = &g_array_index (results, Result, k - i);
 
+      same_ids = same_ids && r->ids_hash == b->ids_hash && r->tokens == b->tokens;
       g_array_append_val (decode, r->decode_tok_s);
       g_array_append_val (prefill, r->prefill_tok_s);
       g_array_append_val (base, b->decode_tok_s);
@@ -972,6 +1054,10 @@ print_summary (DcCliOptions *options,
       json_builder_add_int_value (builder, first->stages);
       json_builder_set_member_name (builder, "threads");
       json_builder_add_int_value (builder, first->threads);
+      json_builder_set_member_name (builder, "head_threads");
+      json_builder_add_int_value (builder, first->head_threads);
+      json_builder_set_member_name (builder, "same_ids");
+      json_builder_add_boolean_value (builder, same_ids);
       json_builder_set_member_name (builder, "rounds");
       json_builder_add_int_value (builder, decode->len);
       json_builder_set_member_name (builder, "decode_tok_s_median");
@@ -1025,9 +1111,13 @@ ensure_default_model (GError **error)
   return g_steal_pointer (&dir);
 }
 
+/* Comma-separated numbers of [LO, HI], at most MOST of them, into OUT. */
 static gboolean
-parse_stages (const char *text,
-              GArray     *out)
+parse_list (const char *text,
+            guint       lo,
+            guint       hi,
+            guint       most,
+            GArray     *out)
 {
   g_auto(GStrv) parts = g_strsplit (text, ",", -1);
 
@@ -1035,13 +1125,20 @@ parse_stages (const char *text,
     {
       guint64 v;
 
-      /* Eight stages of 2 cores each is past what one machine shows. */
-      if (!g_ascii_string_to_unsigned (parts[i], 10, 1, 8, &v, NULL))
+      if (out->len >= most || !g_ascii_string_to_unsigned (parts[i], 10, lo, hi, &v, NULL))
         return FALSE;
       g_array_append_val (out, (guint) { (guint) v });
     }
   return out->len > 0;
 }
+
+/* What one line measures: a ring size, and for rings of two or more the
+ * head's threads for its final norm and head (0: as its layers). */
+typedef struct
+{
+  guint stages;
+  guint head_threads;
+} Run;
 
 int
 dc_cli_bench_ring_run (const DcCliCommand  *command,
@@ -1050,6 +1147,7 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
                        char               **argv)
 {
   g_autofree char *model_arg = NULL, *stages_arg = NULL, *model_dir = NULL;
+  g_autofree char *head_threads_arg = NULL;
   g_autofree char *head_cache = NULL, *signal_url = NULL;
   int tokens = 64, threads = 0, stage_threads = 0, rounds = 1;
   Netns netns = { 0 };
@@ -1067,12 +1165,18 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
     { "stage-threads", 0, 0, G_OPTION_ARG_INT, &stage_threads,
       N_("Threads of each device of the sizes of 2 or more stages (default: as --threads)"),
       "N" },
+    { "head-threads", 0, 0, G_OPTION_ARG_STRING, &head_threads_arg,
+      N_("Threads of the head's final norm and head at 2 or more stages, comma-separated: "
+         "each ring size runs once per value (0: as its layers; default: processors)"),
+      "N,N,…" },
     { "netns", 0, 0, G_OPTION_ARG_NONE, &netns.on,
       N_("Stages in network namespaces shaped to 1 Gbit/s and 1 ms (root, ip and tc)"), NULL },
     { NULL }
   };
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) stages = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autoptr(GArray) head_threads = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autoptr(GArray) runs = g_array_new (FALSE, FALSE, sizeof (Run));
   g_autoptr(GArray) results = g_array_new (FALSE, TRUE, sizeof (Result));
   g_autoptr(DcContext) context = NULL;
   g_autoptr(DcModelRepo) repo = NULL;
@@ -1085,8 +1189,24 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
     return DC_CLI_EXIT_USAGE;
   if (argc > 1)
     return dc_cli_usage_error (command, _("unexpected argument “%s”"), argv[1]);
-  if (!parse_stages (stages_arg != NULL ? stages_arg : "1,2,3", stages))
+  /* Eight stages of 2 cores each is past what one machine shows. */
+  if (!parse_list (stages_arg != NULL ? stages_arg : "1,2,3", 1, 8, 8, stages))
     return dc_cli_usage_error (command, _("--stages takes ring sizes of 1–8, comma-separated"));
+  /* Four values: an A/B (or A/B/C/D) within one run's rounds, where the
+   * host's drift between runs is larger than what is compared. */
+  if (head_threads_arg != NULL && !parse_list (head_threads_arg, 0, 1024, 4, head_threads))
+    return dc_cli_usage_error (command, _("--head-threads takes 1 to 4 thread counts of 0–1024, "
+                                          "comma-separated"));
+  if (head_threads->len == 0)
+    g_array_append_val (head_threads, (guint) { MAX (1, g_get_num_processors ()) });
+  for (guint i = 0; i < stages->len; i++)
+    {
+      guint n = g_array_index (stages, guint, i);
+
+      for (guint k = 0; k < (n > 1 ? head_threads->len : 1); k++)
+        g_array_append_val (runs, ((Run) { n, n > 1 ? g_array_index (head_threads, guint, k)
+                                                    : 0 }));
+    }
   if (tokens < 2 || tokens > 1024)
     return dc_cli_usage_error (command, _("--tokens must be 2–1024"));
   /* 20 rounds of three sizes is an hour on the H200 host: past that, a typo. */
@@ -1158,15 +1278,16 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
     goto out;
   for (guint round = 0; round < (guint) rounds; round++)
     {
-      Result row[8] = { { 0 } };   /* parse_stages: at most 8 sizes */
+      g_autofree Result *row = g_new0 (Result, runs->len);
 
       /* Odd rounds measure the sizes in reverse: whichever size runs
        * second in one invocation was shifted (docs/BENCHMARKS.md), so
        * each size runs first as often as last. */
-      for (guint j = 0; j < stages->len; j++)
+      for (guint j = 0; j < runs->len; j++)
         {
-          guint i = round % 2 == 0 ? j : stages->len - 1 - j;
-          guint n = g_array_index (stages, guint, i);
+          guint i = round % 2 == 0 ? j : runs->len - 1 - j;
+          const Run *run = &g_array_index (runs, Run, i);
+          guint n = run->stages;
           /* The devices of a size share this host: each gets its share of
            * the cores, so one device alone uses them all. */
           guint n_threads = threads > 0 ? (guint) threads : MAX (1, g_get_num_processors () / n);
@@ -1177,22 +1298,22 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
             n_threads = (guint) stage_threads;
 
           if (!measure (context, repo, &netns, signal_url, hub.url, n, (guint) tokens, n_threads,
-                        &row[i], &error))
+                        run->head_threads, &row[i], &error))
             goto out;
           row[i].round = round + 1;
         }
       /* Each round is printed as soon as it is measured (a run cut short
        * keeps the rounds it finished), in the order of --stages, the ratios
        * to the first size of the same round. */
-      for (guint i = 0; i < stages->len; i++)
+      for (guint i = 0; i < runs->len; i++)
         {
           g_array_append_val (results, row[i]);
           print_result (options, &netns, &row[i], &row[0]);
         }
     }
   if (rounds > 1)
-    for (guint i = 0; i < stages->len; i++)
-      print_summary (options, results, stages->len, i);
+    for (guint i = 0; i < runs->len; i++)
+      print_summary (options, results, runs->len, i);
   status = DC_CLI_EXIT_OK;
 
 out:

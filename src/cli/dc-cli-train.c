@@ -17,7 +17,6 @@
 #include "dc-context.h"
 #include "data/dc-dataset.h"
 #include "model/dc-checkpoint.h"
-#include "model/dc-gpt-vk-forward.h"
 #include "train/dc-train-plan.h"
 
 typedef struct
@@ -83,10 +82,7 @@ print_plan (DcCliOptions      *options,
 {
   const DcGptMemory *m = &plan->memory;
   gboolean fits = plan->available == 0 || m->total_bytes <= plan->available;
-  guint64 vk_device = 0, vk_host = 0;
-
-  /* With a Vulkan device the resident step adds its own buffers (issue 15). */
-  dc_gpt_vk_train_memory (&plan->config, plan->settings.batch, &vk_device, &vk_host);
+  guint64 vk_device = plan->resident_device_bytes, vk_host = plan->resident_host_bytes;
 
   if (options->json)
     {

@@ -31,6 +31,9 @@
  *   panels and broadcast A (no horizontal sums; K in steps of PACKED_KQ
  *   quads, the partial sums kept in the output between steps); the rest use
  *   4 × 4 register blocks of dot products.
+ * - AMX-INT8 (a fourth kernel of the VNNI ISA, where the CPU and Linux
+ *   allow it): tdpbsud tiles of 16 rows × 64 bytes against the packed
+ *   kernel's panels; see tile_amx and dc_gemm_amx_state.
  * - NEON (aarch64): vmull_s8 gives exact int16 products (|p| ≤ 16129) and
  *   vpadalq_s16 adds their pairs into int32 lanes. NEON is part of the
  *   aarch64 baseline. It was compile-checked with clang for aarch64 but has
@@ -110,6 +113,17 @@ typedef struct
 static const Kernel *kernel_for (DcGemmIsa isa,
                                  gsize     m,
                                  gsize     k);
+static const Kernel *kernel_choose (DcGemmIsa isa,
+                                    gsize     m,
+                                    gsize     k,
+                                    gsize     amx_min_k);
+static void run_cpu (const DcQuantMatrix *a,
+                     const DcQuantMatrix *b,
+                     gint32              *acc,
+                     float               *c,
+                     DcGemmIsa            isa,
+                     guint                n_threads,
+                     const Kernel        *kernel);
 
 /* The epilogue over one row of a tile: c[j] = epilogue (acc[j], ea, eb[j]). */
 typedef void (*EpilogueFunc) (const gint32 *acc,
@@ -164,13 +178,16 @@ dc_gemm_isa_supported (DcGemmIsa isa)
  * DC_TEST_BREAK_KERNEL (see kernel_broken_for_test) breaks kernels on
  * purpose, for the tests of this gate only. */
 static gboolean
-isa_verify (DcGemmIsa isa)
+kernels_verify (DcGemmIsa isa,
+                gsize     amx_min_k)
 {
   static const gsize shapes[][3] = {
     { 1, 1, 1 }, { 3, 5, 31 }, { 2, 4, 32 }, { 5, 7, 65 }, { 67, 65, 97 }, { 2, 9, 300 },
     { 4, 8, 16 }, { 3, 9, 48 }, { 8, 13, 130 }, { 9, 6, 64 }, { 12, 37, 301 }, { 257, 9, 301 },
     /* The packed kernel's first, middle and last K step (PACKED_KQ). */
     { 257, 9, 601 },
+    /* AMX: whole 16-row groups and 64-byte steps, and partial ones of both. */
+    { 32, 32, 64 }, { 48, 96, 256 }, { 33, 17, 16 }, { 40, 70, 131 },
   };
   guint64 state = 0x9e3779b97f4a7c15u;
 
@@ -183,6 +200,7 @@ isa_verify (DcGemmIsa isa)
       g_autofree gint32 *acc = g_new (gint32, M * N);
       g_autofree float *ref_c = g_new (float, M * N);
       g_autofree float *c = g_new (float, M * N);
+      const Kernel *kernel;
 
       for (gsize i = 0; i < M * K; i++)
         {
@@ -203,15 +221,16 @@ isa_verify (DcGemmIsa isa)
       for (gsize v = 0; v < N; v++)
         b->exponent[v] = s == 4 ? (int) (v % 11) * 13 - 70 : (int) (v % 5) - 2;
 
+      kernel = kernel_choose (isa, M, K, amx_min_k);
       dc_gemm_reference_i32 (a, b, ref);
       dc_gemm_reference (a, b, ref_c);
-      dc_gemm_cpu_i32 (a, b, acc, isa, 2);
-      dc_gemm_cpu (a, b, c, isa, 2);
+      run_cpu (a, b, acc, NULL, isa, 2, kernel);
+      run_cpu (a, b, NULL, c, isa, 2, kernel);
       if (memcmp (acc, ref, M * N * sizeof *acc) != 0 || memcmp (c, ref_c, M * N * sizeof *c) != 0)
         {
           g_message ("CPU GEMM kernel %s failed verification on %" G_GSIZE_FORMAT " × %"
                      G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT " — refused",
-                     kernel_for (isa, M, K)->name, M, N, K);
+                     kernel->name, M, N, K);
           return FALSE;
         }
     }
@@ -229,7 +248,7 @@ isa_usable (DcGemmIsa isa)
     {
       usable[DC_GEMM_ISA_SCALAR] = TRUE;
       for (int i = 1; i < DC_GEMM_N_ISAS; i++)
-        usable[i] = dc_gemm_isa_supported (i) && isa_verify (i);
+        usable[i] = dc_gemm_isa_supported (i) && kernels_verify (i, 0);
       g_once_init_leave (&verified, 1);
     }
   return usable[isa];
@@ -252,6 +271,138 @@ dc_gemm_isa_best (void)
     if (isa_usable (isa))
       return isa;
   return DC_GEMM_ISA_SCALAR;
+}
+
+/* AMX-INT8 (tile_amx): a kernel of the AVX-512 VNNI ISA for products of
+ * more than SKINNY_M rows and K of at least AMX_MIN_K, used only where
+ * the CPU has it, Linux permits its tile data to this process, and it has
+ * passed its own start-up gate against the scalar reference; the VNNI
+ * kernels otherwise. At K = 16 (the attention's Q·Kᵀ at width 128) three
+ * quarters of each 64-byte step would be padding, copied per product. */
+#define AMX_MIN_K 64
+
+#ifdef DC_GEMM_X86
+#include <cpuid.h>
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* arch_prctl's request for a dynamically enabled state component, and the
+ * component of the tiles' data (Linux's asm/prctl.h, fpu/types.h). */
+#define DC_ARCH_REQ_XCOMP_PERM 0x1023
+#define DC_XFEATURE_XTILEDATA 18
+
+static gboolean
+amx_cpu_has (void)
+{
+  unsigned eax, ebx, ecx, edx;
+
+  if (!dc_gemm_isa_supported (DC_GEMM_ISA_AVX512_VNNI) ||
+      !__get_cpuid_count (7, 0, &eax, &ebx, &ecx, &edx))
+    return FALSE;
+  /* CPUID.(7, 0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8. */
+  return (edx >> 24 & 1) && (edx >> 25 & 1);
+}
+
+static gboolean
+amx_permit (void)
+{
+  if (syscall (SYS_arch_prctl, DC_ARCH_REQ_XCOMP_PERM, DC_XFEATURE_XTILEDATA) == 0)
+    return TRUE;
+  g_message ("AMX-INT8: Linux did not permit tile data to this process (%s) — using "
+             "AVX-512 VNNI", g_strerror (errno));
+  return FALSE;
+}
+
+static gboolean
+amx_verify (void)
+{
+  /* Every shape of more than SKINNY_M rows through tile_amx, K = 16 too. */
+  return kernels_verify (DC_GEMM_ISA_AVX512_VNNI, 1);
+}
+#endif
+
+const char *
+dc_gemm_amx_state_to_string (DcGemmAmxState state)
+{
+  switch (state)
+    {
+    case DC_GEMM_AMX_UNSUPPORTED: return "unsupported";
+    case DC_GEMM_AMX_DISABLED: return "disabled";
+    case DC_GEMM_AMX_NOT_PERMITTED: return "not-permitted";
+    case DC_GEMM_AMX_REFUSED: return "refused";
+    case DC_GEMM_AMX_ACTIVE: return "active";
+    default: return "unknown";
+    }
+}
+
+/**
+ * dc_gemm_amx_decide:
+ * @cpu_has: whether CPUID reports AMX-TILE and AMX-INT8 (and AVX-512 VNNI)
+ * @env: DC_GEMM_AMX's value (nullable): "0" or "off" disables the kernel, a
+ *   number N ≥ 1 uses it from K = N on (measuring), anything else is ignored
+ * @permit: asks Linux for the tile data (called only where @cpu_has and
+ *   not disabled)
+ * @verify: the start-up gate (called only after @permit succeeded)
+ * @min_k: (out): the smallest K for the kernel, where the result is active
+ *
+ * The AMX kernel's selection, apart from the CPU so that tests can walk
+ * every branch on machines without AMX. Returns: the state.
+ */
+DcGemmAmxState
+dc_gemm_amx_decide (gboolean    cpu_has,
+                    const char *env,
+                    gboolean  (*permit) (void),
+                    gboolean  (*verify) (void),
+                    gsize      *min_k)
+{
+  guint64 n = 0;
+
+  *min_k = AMX_MIN_K;
+  if (!cpu_has)
+    return DC_GEMM_AMX_UNSUPPORTED;
+  if (env != NULL && (g_str_equal (env, "0") || g_ascii_strcasecmp (env, "off") == 0))
+    return DC_GEMM_AMX_DISABLED;
+  if (env != NULL && g_ascii_string_to_unsigned (env, 10, 1, DC_GEMM_MAX_K, &n, NULL))
+    *min_k = (gsize) n;
+  if (!permit ())
+    return DC_GEMM_AMX_NOT_PERMITTED;
+  if (!verify ())
+    return DC_GEMM_AMX_REFUSED;
+  return DC_GEMM_AMX_ACTIVE;
+}
+
+static gsize amx_min_k_active;  /* 0 unless the kernel is active */
+
+/**
+ * dc_gemm_amx_state:
+ *
+ * Decided once per process (DC_GEMM_AMX, the CPU, Linux, the gate).
+ * Returns: whether the AVX-512 VNNI ISA's larger products take AMX tiles
+ */
+DcGemmAmxState
+dc_gemm_amx_state (void)
+{
+  static gsize decided = 0;
+  static DcGemmAmxState state = DC_GEMM_AMX_UNSUPPORTED;
+
+  if (g_once_init_enter (&decided))
+    {
+#ifdef DC_GEMM_X86
+      gsize min_k;
+
+      state = dc_gemm_amx_decide (amx_cpu_has (), g_getenv ("DC_GEMM_AMX"), amx_permit,
+                                  amx_verify, &min_k);
+      if (state == DC_GEMM_AMX_ACTIVE)
+        {
+          amx_min_k_active = min_k;
+          g_debug ("CPU GEMM: AMX-INT8 tiles for products of more than %d rows and K ≥ %"
+                   G_GSIZE_FORMAT, SKINNY_M, min_k);
+        }
+#endif
+      g_once_init_leave (&decided, 1);
+    }
+  return state;
 }
 
 static inline gint32
@@ -901,6 +1052,9 @@ tile_vnni_skinny (const DcQuantMatrix *a,
  * slower, hence 256, not 64. */
 #define PACKED_MIN_M 256
 #define PACKED_R 8
+/* Spare bytes after the repacked panels: the AMX kernel's last K step reads
+ * whole 16-quad B tiles (tile_amx). */
+#define AMX_B_OVERRUN (16 * 64)
 
 /* Panels [p0, p1) of 16 vectors of ceil (k / 4) quads each, into @packed
  * (n rounded up to 32: two panels per block). */
@@ -1025,7 +1179,7 @@ pack_b_vnni (const DcQuantMatrix *a,
              guint                n_threads)
 {
   const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4, n32 = (N + 31) / 32 * 32;
-  const gsize size = MAX (n32 * k4 * 4, 64);
+  const gsize size = MAX (n32 * k4 * 4, 64) + AMX_B_OVERRUN;
   PackBuffer *buffer = g_private_get (&pack_buffer_key);
   guint8 *packed = NULL;
   PackBJob job;
@@ -1308,6 +1462,164 @@ tile_vnni_packed (const DcQuantMatrix *a,
     }
 }
 
+
+/* AMX-INT8 (Sapphire Rapids and later): one tdpbsud multiplies a tile of
+ * 16 rows × 64 bytes of A (signed) by a tile of 16 quads × 16 vectors of B
+ * (unsigned: the packed kernel's flipped panels, whose 64-byte quads are
+ * exactly the B tile's rows) into 16 × 16 int32 sums, 16,384 multiply-adds
+ * an instruction against vpdpbusd's 64. The offset of B's flip comes off
+ * with A's row sums as in the VNNI kernels, and the sums are exact int32
+ * in any order (file header), so the bits are the VNNI kernels'. Tiles:
+ * 0–3 the 2 × 2 accumulators (32 rows × 32 vectors), 4–5 A, 6–7 B. A's
+ * bytes past K would meet B's padding (flipped zeros, +128) and the next
+ * panel's quads: a K step that reaches past K, and rows past M, are copied
+ * into a zeroed 16 × 64 buffer first (zeros add nothing, whatever B holds
+ * there); the repack buffer ends with AMX_B_OVERRUN spare bytes, because
+ * the last step's B tile reads whole 16-quad rows. */
+#define AMX_TARGET __attribute__ ((target ("avx512f,avx512bw,avx512vnni,amx-tile,amx-int8")))
+#define AMX_STEP 64   /* bytes of K per tdpbsud */
+
+typedef struct
+{
+  guint8  palette;
+  guint8  start_row;
+  guint8  reserved[14];
+  guint16 colsb[16];
+  guint8  rows[16];
+} AmxTileConfig;
+
+/* Whether this thread has loaded the kernel's tile configuration: nothing
+ * else in the process uses AMX, so it stays loaded (the kernel saves it
+ * with the thread's state). */
+static __thread gboolean amx_configured;
+
+AMX_TARGET static void
+amx_configure (void)
+{
+  AmxTileConfig config = { 0 };
+
+  config.palette = 1;
+  for (int t = 0; t < 8; t++)
+    {
+      config.colsb[t] = 64;
+      config.rows[t] = 16;
+    }
+  _tile_loadconfig (&config);
+  amx_configured = TRUE;
+}
+
+/* A's 16 rows from @m over K step [k0, k0 + 64) as a tile source: in place
+ * when every byte is A's own, else copied into @buf (zeros elsewhere).
+ * Returns the base, and its stride in @stride. */
+static inline const gint8 *
+amx_a_rows (const DcQuantMatrix *a,
+            gsize                m,
+            gsize                k0,
+            gint8               *buf,
+            gsize               *stride)
+{
+  const gsize M = a->n_vectors, K = a->k;
+  const gsize rows = MIN ((gsize) 16, M - MIN (m, M)), len = MIN ((gsize) AMX_STEP, K - k0);
+
+  if (rows == 16 && len == AMX_STEP)
+    {
+      *stride = K;
+      return a->q + m * K + k0;
+    }
+  memset (buf, 0, 16 * AMX_STEP);
+  for (gsize r = 0; r < rows; r++)
+    memcpy (buf + r * AMX_STEP, a->q + (m + r) * K + k0, len);
+  *stride = AMX_STEP;
+  return buf;
+}
+
+/* One 16 × 16 accumulator tile's sums, less 128 · Σ a of each row
+ * (wrapping, exact), into the outputs of @out that lie inside the tile
+ * [m0, m1) × [n0, n1). */
+AMX_TARGET static inline void
+amx_store (const gint32 *c,
+           const gint32 *a_sum,
+           gsize         m,
+           gsize         n,
+           gsize         m0,
+           gsize         m1,
+           gsize         n0,
+           gsize         n1,
+           gint32       *out,
+           gsize         ld_out)
+{
+  __mmask16 cols;
+
+  if (m >= m1 || n >= n1)
+    return;
+  cols = (__mmask16) (n1 - n >= 16 ? 0xffff : (1u << (n1 - n)) - 1);
+  for (gsize r = 0; r < MIN ((gsize) 16, m1 - m); r++)
+    {
+      const __m512i corr = _mm512_set1_epi32 ((int) ((guint32) a_sum[m + r] << 7));
+
+      _mm512_mask_storeu_epi32 (out + (m - m0 + r) * ld_out + (n - n0), cols,
+                                _mm512_sub_epi32 (_mm512_load_si512 (c + r * 16), corr));
+    }
+}
+
+AMX_TARGET static void
+tile_amx (const DcQuantMatrix *a,
+          const DcQuantMatrix *b,
+          const gint32        *a_sum,
+          const guint8        *packed,
+          gsize                m0,
+          gsize                m1,
+          gsize                n0,
+          gsize                n1,
+          gint32              *out,
+          gsize                ld_out)
+{
+  const gsize K = a->k, k4 = (K + 3) / 4;
+  gint8 buf0[16 * AMX_STEP] __attribute__ ((aligned (64)));
+  gint8 buf1[16 * AMX_STEP] __attribute__ ((aligned (64)));
+  gint32 c[4][16 * 16] __attribute__ ((aligned (64)));
+
+  if (!amx_configured)
+    amx_configure ();
+  /* n0 is a multiple of the tile width, so of 32: blocks start on a panel pair. */
+  for (gsize n = n0; n < n1; n += 32)
+    {
+      const guint8 *panel0 = packed + (n / 16) * k4 * 64;
+      const guint8 *panel1 = panel0 + k4 * 64;
+
+      for (gsize m = m0; m < m1; m += 32)
+        {
+          _tile_zero (0);
+          _tile_zero (1);
+          _tile_zero (2);
+          _tile_zero (3);
+          for (gsize k0 = 0; k0 < K; k0 += AMX_STEP)
+            {
+              gsize s0, s1;
+              const gint8 *a0 = amx_a_rows (a, m, k0, buf0, &s0);
+              const gint8 *a1 = amx_a_rows (a, m + 16, k0, buf1, &s1);
+
+              _tile_loadd (4, a0, s0);
+              _tile_loadd (5, a1, s1);
+              _tile_loadd (6, panel0 + k0 * 16, 64);
+              _tile_loadd (7, panel1 + k0 * 16, 64);
+              _tile_dpbsud (0, 4, 6);
+              _tile_dpbsud (1, 4, 7);
+              _tile_dpbsud (2, 5, 6);
+              _tile_dpbsud (3, 5, 7);
+            }
+          _tile_stored (0, c[0], 64);
+          _tile_stored (1, c[1], 64);
+          _tile_stored (2, c[2], 64);
+          _tile_stored (3, c[3], 64);
+          amx_store (c[0], a_sum, m, n, m0, m1, n0, n1, out, ld_out);
+          amx_store (c[1], a_sum, m, n + 16, m0, m1, n0, n1, out, ld_out);
+          amx_store (c[2], a_sum, m + 16, n, m0, m1, n0, n1, out, ld_out);
+          amx_store (c[3], a_sum, m + 16, n + 16, m0, m1, n0, n1, out, ld_out);
+        }
+    }
+}
+
 #endif /* DC_GEMM_X86 */
 
 #ifdef DC_GEMM_NEON
@@ -1442,7 +1754,7 @@ epilogue_avx2 (const gint32 *acc,
 
 /* The scalar ISA keeps the scalar epilogue (it is the readable path); the
  * x86 SIMD ISAs use the AVX2 one, which every AVX-512 CPU also has. Its
- * output is part of what isa_verify compares with the reference. */
+ * output is part of what kernels_verify compares with the reference. */
 static EpilogueFunc
 epilogue_func_for (DcGemmIsa isa)
 {
@@ -1454,10 +1766,13 @@ epilogue_func_for (DcGemmIsa isa)
   return epilogue_scalar;
 }
 
+/* The ISA's kernel for an (m, ·, k) product, AMX's from K = @amx_min_k
+ * on (0: never). */
 static const Kernel *
-kernel_for (DcGemmIsa isa,
-            gsize     m,
-            gsize     k)
+kernel_choose (DcGemmIsa isa,
+               gsize     m,
+               gsize     k,
+               gsize     amx_min_k)
 {
   static const Kernel scalar = { "scalar", tile_scalar };
 #ifdef DC_GEMM_X86
@@ -1465,6 +1780,7 @@ kernel_for (DcGemmIsa isa,
   static const Kernel vnni = { "avx512-vnni", tile_vnni };
   static const Kernel vnni_skinny = { "avx512-vnni-skinny", tile_vnni_skinny };
   static const Kernel vnni_packed = { "avx512-vnni-packed", tile_vnni_packed };
+  static const Kernel amx = { "avx512-amx", tile_amx };
 #endif
 #ifdef DC_GEMM_NEON
   static const Kernel neon = { "neon", tile_neon };
@@ -1477,6 +1793,8 @@ kernel_for (DcGemmIsa isa,
 #ifdef DC_GEMM_X86
     case DC_GEMM_ISA_AVX2: return &avx2;
     case DC_GEMM_ISA_AVX512_VNNI:
+      if (amx_min_k > 0 && m > SKINNY_M && k >= amx_min_k)
+        return &amx;
       return m <= SKINNY_M ? &vnni_skinny
            : k <= PACKED_MAX_K || m >= PACKED_MIN_M ? &vnni_packed : &vnni;
 #endif
@@ -1487,6 +1805,16 @@ kernel_for (DcGemmIsa isa,
     default:
       return &scalar;
     }
+}
+
+static const Kernel *
+kernel_for (DcGemmIsa isa,
+            gsize     m,
+            gsize     k)
+{
+  if (isa == DC_GEMM_ISA_AVX512_VNNI && dc_gemm_amx_state () == DC_GEMM_AMX_ACTIVE)
+    return kernel_choose (isa, m, k, amx_min_k_active);
+  return kernel_choose (isa, m, k, 0);
 }
 
 /* For the gate's tests only: DC_TEST_BREAK_KERNEL=name[,name…] or "all"
@@ -1617,6 +1945,12 @@ choose_tiles (Job *job)
   const gsize M = job->a->n_vectors, N = job->b->n_vectors;
   const double macs = (double) M * N * job->a->k;
   const gboolean packed = job->packed != NULL;
+#ifdef DC_GEMM_X86
+  /* AMX computes 32 rows at a time: smaller tiles would compute padding. */
+  const gsize min_m = job->tile == tile_amx ? 32 : 8;
+#else
+  const gsize min_m = 8;
+#endif
 
   job->tile_m = packed ? PACKED_TILE_M : TILE_M;
   job->tile_n = packed ? PACKED_TILE_N : TILE_N;
@@ -1631,7 +1965,7 @@ choose_tiles (Job *job)
       /* Halve the longer side of the tile that still splits the output. */
       if (job->tile_n > 32 && N > 32)
         next_n = job->tile_n / 2;
-      else if (job->tile_m > 8 && M > 8)
+      else if (job->tile_m > min_m && M > min_m)
         next_m = job->tile_m / 2;
       else
         break;
@@ -1666,10 +2000,10 @@ run_cpu (const DcQuantMatrix *a,
          gint32              *acc,
          float               *c,
          DcGemmIsa            isa,
-         guint                n_threads)
+         guint                n_threads,
+         const Kernel        *kernel)
 {
   g_autofree gint32 *row_sum = NULL;
-  const Kernel *kernel = kernel_for (isa, a->n_vectors, a->k);
   guint8 *packed = NULL;  /* the thread's repack buffer: not freed here */
   Job job_box = { 0 }, *job = &job_box;
 
@@ -1687,7 +2021,7 @@ run_cpu (const DcQuantMatrix *a,
 #ifdef DC_GEMM_X86
   if (isa == DC_GEMM_ISA_AVX512_VNNI)
     row_sum = g_new (gint32, a->n_vectors);
-  if (kernel->tile == tile_vnni_packed)
+  if (kernel->tile == tile_vnni_packed || kernel->tile == tile_amx)
     {
       packed = pack_b_vnni (a, b, row_sum, job->n_threads);
       /* Out of memory for the copy: the dot-product blocks need none. */
@@ -1712,7 +2046,7 @@ dc_gemm_cpu_i32 (const DcQuantMatrix *a,
                  DcGemmIsa            isa,
                  guint                n_threads)
 {
-  run_cpu (a, b, acc, NULL, isa, n_threads);
+  run_cpu (a, b, acc, NULL, isa, n_threads, kernel_for (isa, a->n_vectors, a->k));
 }
 
 void
@@ -1722,5 +2056,5 @@ dc_gemm_cpu (const DcQuantMatrix *a,
              DcGemmIsa            isa,
              guint                n_threads)
 {
-  run_cpu (a, b, NULL, c, isa, n_threads);
+  run_cpu (a, b, NULL, c, isa, n_threads, kernel_for (isa, a->n_vectors, a->k));
 }

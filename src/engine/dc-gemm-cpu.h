@@ -26,6 +26,24 @@ gboolean    dc_gemm_isa_supported      (DcGemmIsa             isa);
  * against the scalar reference (a refused kernel is logged by name). */
 DcGemmIsa   dc_gemm_isa_best           (void);
 
+/* The AMX-INT8 kernel of the AVX-512 VNNI ISA (Sapphire Rapids and later). */
+typedef enum
+{
+  DC_GEMM_AMX_UNSUPPORTED,   /* no AMX-TILE and AMX-INT8 (or no AVX-512 VNNI) */
+  DC_GEMM_AMX_DISABLED,      /* DC_GEMM_AMX=0 */
+  DC_GEMM_AMX_NOT_PERMITTED, /* Linux refused the tile data (arch_prctl) */
+  DC_GEMM_AMX_REFUSED,       /* it failed its start-up gate */
+  DC_GEMM_AMX_ACTIVE,
+} DcGemmAmxState;
+
+DcGemmAmxState dc_gemm_amx_state       (void);
+const char *   dc_gemm_amx_state_to_string (DcGemmAmxState state);
+DcGemmAmxState dc_gemm_amx_decide      (gboolean              cpu_has,
+                                        const char           *env,
+                                        gboolean            (*permit) (void),
+                                        gboolean            (*verify) (void),
+                                        gsize                *min_k);
+
 /* acc is (M, N) row-major int32; c is (M, N) row-major f32. Operands must have
  * passed dc_quant_matrix_check and share k. n_threads ≥ 1; the result does not
  * depend on it (tests/test-engine-gemm-cpu.c). */

@@ -110,6 +110,9 @@ static guint64 stat_jobs = 0;      /* __atomic builtins: GLib has no 64-bit atom
 static guint64 stat_inline = 0;
 static guint64 stat_wait_ns = 0;
 static gint stat_warm_seen = 0;    /* atomic: 1 + the highest helper index woken to spin warm */
+static gint64 warm_woken_at = 0;   /* __atomic: when the last warm woke sleeping helpers, µs */
+static guint64 stat_warm_wakes = 0;
+static guint64 stat_warm_wake_ns = 0;
 static guint64 stat_idle_wait_ns = 0;
 static guint64 stat_idle_jobs = 0;
 
@@ -359,22 +362,38 @@ helper_worker (gpointer data)
             spin_pause ();
         }
       g_mutex_lock (&p->lock);
-      while ((job = take_job_locked (p, &worker)) == NULL)
-        {
-          if (warm_for (p, index))
-            {
-              /* Woken by dc_parallel_warm: spin instead. */
-              gint seen = (gint) index + 1;
-              gint old = g_atomic_int_get (&stat_warm_seen);
+      {
+        gboolean slept = FALSE;
 
-              while (old < seen && !g_atomic_int_compare_and_exchange (&stat_warm_seen, old, seen))
-                old = g_atomic_int_get (&stat_warm_seen);
-              break;
-            }
-          p->n_sleeping++;
-          g_cond_wait (&p->work, &p->lock);
-          p->n_sleeping--;
-        }
+        while ((job = take_job_locked (p, &worker)) == NULL)
+          {
+            if (warm_for (p, index))
+              {
+                /* Woken by dc_parallel_warm: spin instead. */
+                gint seen = (gint) index + 1;
+                gint old = g_atomic_int_get (&stat_warm_seen);
+                gint64 woken_at = __atomic_load_n (&warm_woken_at, __ATOMIC_RELAXED);
+
+                while (old < seen &&
+                       !g_atomic_int_compare_and_exchange (&stat_warm_seen, old, seen))
+                  old = g_atomic_int_get (&stat_warm_seen);
+                /* How long the wake took (a ring's stage: a hop's products
+                 * start before its helpers run). */
+                if (slept && woken_at > 0)
+                  {
+                    __atomic_add_fetch (&stat_warm_wakes, 1, __ATOMIC_RELAXED);
+                    __atomic_add_fetch (&stat_warm_wake_ns,
+                                        (guint64) MAX (g_get_monotonic_time () - woken_at, 0)
+                                        * 1000, __ATOMIC_RELAXED);
+                  }
+                break;
+              }
+            p->n_sleeping++;
+            g_cond_wait (&p->work, &p->lock);
+            p->n_sleeping--;
+            slept = TRUE;
+          }
+      }
       g_mutex_unlock (&p->lock);
       if (job == NULL)
         continue;
@@ -650,7 +669,10 @@ dc_parallel_warm_threads (guint us,
   __atomic_store_n (&pool.warm_until, until, __ATOMIC_RELAXED);
   g_mutex_lock (&pool.lock);
   if (pool.n_sleeping > 0)
-    g_cond_broadcast (&pool.work);
+    {
+      __atomic_store_n (&warm_woken_at, g_get_monotonic_time (), __ATOMIC_RELAXED);
+      g_cond_broadcast (&pool.work);
+    }
   g_mutex_unlock (&pool.lock);
 }
 
@@ -739,6 +761,8 @@ dc_parallel_get_stats (DcParallelStats *out)
   out->wait_ns = __atomic_load_n (&stat_wait_ns, __ATOMIC_RELAXED);
   out->idle_wait_ns = __atomic_load_n (&stat_idle_wait_ns, __ATOMIC_RELAXED);
   out->idle_jobs = __atomic_load_n (&stat_idle_jobs, __ATOMIC_RELAXED);
+  out->warm_wakes = __atomic_load_n (&stat_warm_wakes, __ATOMIC_RELAXED);
+  out->warm_wake_ns = __atomic_load_n (&stat_warm_wake_ns, __ATOMIC_RELAXED);
   g_mutex_lock (&pool.lock);
   out->warm_helpers = (guint) g_atomic_int_get (&stat_warm_seen);
   out->helpers = pool.n_helpers;

@@ -107,6 +107,8 @@ const char *       dc_parallel_priority_to_string     (DcParallelPriority priori
  * @idle_wait_ns: time callers in idle mode (dc_parallel_set_idle ()) waited
  *   for the idle pool's helpers (not in @wait_ns)
  * @idle_jobs: calls run on the idle pool
+ * @warm_wakes: sleeping helpers a warm window woke
+ * @warm_wake_ns: their time from the warm's wake-up call to running
  *
  * Totals since the process started, for `bench train`'s time split.
  */
@@ -120,6 +122,8 @@ typedef struct
   guint   warm_helpers;
   guint64 idle_wait_ns;
   guint64 idle_jobs;
+  guint64 warm_wakes;
+  guint64 warm_wake_ns;
 } DcParallelStats;
 
 void     dc_parallel_get_stats        (DcParallelStats *out);

@@ -115,6 +115,13 @@ DcVkBuffer   *dc_vk_buffer_new                (DcVkContext        *ctx,
 DcVkBuffer   *dc_vk_buffer_new_device_local   (DcVkContext        *ctx,
                                                gsize               size,
                                                GError            **error);
+DcVkBuffer   *dc_vk_buffer_new_cached         (DcVkContext        *ctx,
+                                               gsize               size,
+                                               GError            **error);
+DcVkBuffer   *dc_vk_buffer_new_view           (DcVkBuffer         *parent,
+                                               gsize               offset,
+                                               gsize               size,
+                                               GError            **error);
 gboolean      dc_vk_buffer_copy               (DcVkContext        *ctx,
                                                DcVkBuffer         *src,
                                                DcVkBuffer         *dst,

@@ -131,6 +131,20 @@ struct _DcInferRing
   gint64          answer_at;     /* when the answer arrived, µs (monotonic) */
   gint64          answer_received;  /* when webrtcbin handed it over, µs */
   gint64          lap_receive_us;
+  /* Of lap_compute_us: this device's layers (embedding, layers, the hop's
+   * encoding) and its final norm and head, µs; and between two decoded
+   * tokens' forward passes, the session's own work (sampling, the token's
+   * bytes and event), µs over lap_between_count. */
+  gint64          lap_layers_us;
+  gint64          lap_head_us;
+  gint64          lap_between_us;
+  guint           lap_between_count;
+  gint64          last_forward_end;   /* generation thread: the last call with logits, µs */
+  /* Threads of the final norm and head in a ring of two or more (0: the
+   * backend's, as the layers), and how many helpers an answer's arrival
+   * warms (the most either uses); both atomic. */
+  gint            head_threads;
+  gint            warm_threads;
 };
 
 G_DEFINE_FINAL_TYPE (DcInferRing, dc_infer_ring, G_TYPE_OBJECT)
@@ -335,8 +349,7 @@ handle_hop (DcInferRing *self,
    * is a broadcast, and the woken helpers came first to the free cores
    * (head_wake_ms). */
   if (warm)
-    dc_infer_ring_warm_helpers (dc_gemm_backend_get_n_threads (
-                                  dc_context_get_backend (self->context)));
+    dc_infer_ring_warm_helpers ((guint) MAX (g_atomic_int_get (&self->warm_threads), 1));
 }
 
 static void
@@ -951,6 +964,35 @@ wait_answer_locked (DcInferRing  *self,
   return FALSE;
 }
 
+/* The final norm and head of one position, on the head's own thread count
+ * (dc_infer_ring_set_head_threads) in a ring of two or more: every other
+ * device waits for the token meanwhile, so the head may take the cores
+ * its share left idle. The products' chunks do not depend on the thread
+ * count (dc-parallel.h): the same bits on any count. Generation thread,
+ * the only one computing with this device's backend while a ring runs. */
+static gboolean
+run_head (DcInferRing  *self,
+          const float  *x,
+          float        *logits,
+          GError      **error)
+{
+  DcGemmBackend *backend = dc_context_get_backend (self->context);
+  guint layers = dc_gemm_backend_get_n_threads (backend);
+  guint head = (guint) g_atomic_int_get (&self->head_threads);
+  gboolean ok;
+
+  if (head == 0 || head == layers || self->stages->len < 2)
+    return dc_hf_model_head (self->model, x, logits, error);
+  dc_gemm_backend_set_n_threads (backend, head);
+  ok = dc_hf_model_head (self->model, x, logits, error);
+  dc_gemm_backend_set_n_threads (backend, layers);
+  /* The answer warmed the head's helpers; the layers next use fewer: the
+   * others sleep instead of spinning beside the sends on this host. */
+  if (head > layers)
+    dc_infer_ring_warm_helpers (layers);
+  return ok;
+}
+
 /* The session's forward pass through the ring. A prompt's chunks before
  * its last (LOGITS NULL) do not wait for their answer: up to
  * DC_INFER_RING_IN_FLIGHT hops go round at once, so that a stage computes
@@ -970,9 +1012,22 @@ ring_forward_any (DcInferRing    *self,
   g_autofree float *answer = NULL;
   guint32 rows = 0, seq;
   gint64 t_start = g_get_monotonic_time (), t_sent = 0, t_answer = 0, answer_at = 0;
-  gint64 answer_received = 0;
-  gboolean ok;
+  gint64 answer_received = 0, t_part;
+  gboolean ok, decoded = n_ids == 1 && logits != NULL && !every_row;
+  guint layer_threads = dc_gemm_backend_get_n_threads (dc_context_get_backend (self->context));
 
+  g_atomic_int_set (&self->warm_threads,
+                    (gint) MAX (layer_threads, (guint) g_atomic_int_get (&self->head_threads)));
+  if (start == 0)
+    self->last_forward_end = 0;
+  else if (decoded && self->last_forward_end != 0)
+    {
+      /* The session's work between two tokens' passes (sampling, …). */
+      g_mutex_lock (&self->lock);
+      self->lap_between_us += t_start - self->last_forward_end;
+      self->lap_between_count++;
+      g_mutex_unlock (&self->lock);
+    }
   if (n_ids == 0 || n_ids > DC_MESH_RING_MAX_POSITIONS)
     {
       g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
@@ -994,6 +1049,7 @@ ring_forward_any (DcInferRing    *self,
   x = g_new (float, n_ids * C);
   if (!dc_hf_model_forward_part (self->model, self->cache, ids, x, n_ids, error))
     return FALSE;
+  t_part = g_get_monotonic_time ();
 
   if (self->stages->len == 1)
     {
@@ -1001,19 +1057,23 @@ ring_forward_any (DcInferRing    *self,
         return TRUE;
       if (!every_row)
         {
-          ok = dc_hf_model_head (self->model, x + (n_ids - 1) * C, logits, error);
+          ok = run_head (self, x + (n_ids - 1) * C, logits, error);
+          self->last_forward_end = g_get_monotonic_time ();
           if (ok && n_ids == 1)
             {
               g_mutex_lock (&self->lock);
               self->lap_count++;
-              self->lap_compute_us += g_get_monotonic_time () - t_start;
+              self->lap_compute_us += self->last_forward_end - t_start;
+              self->lap_layers_us += t_part - t_start;
+              self->lap_head_us += self->last_forward_end - t_part;
               g_mutex_unlock (&self->lock);
             }
           return ok;
         }
       for (gsize i = 0; i < n_ids; i++)
-        if (!dc_hf_model_head (self->model, x + i * C, logits + i * self->vocab_size, error))
+        if (!run_head (self, x + i * C, logits + i * self->vocab_size, error))
           return FALSE;
+      self->last_forward_end = g_get_monotonic_time ();
       return TRUE;
     }
 
@@ -1079,14 +1139,17 @@ ring_forward_any (DcInferRing    *self,
   t_answer = g_get_monotonic_time ();
   if (!every_row)
     {
-      ok = dc_hf_model_head (self->model, answer + (gsize) (rows - 1) * C, logits, error);
+      ok = run_head (self, answer + (gsize) (rows - 1) * C, logits, error);
+      self->last_forward_end = g_get_monotonic_time ();
       if (ok && n_ids == 1)
         {
-          gint64 t_end = g_get_monotonic_time ();
+          gint64 t_end = self->last_forward_end;
 
           g_mutex_lock (&self->lock);
           self->lap_count++;
           self->lap_compute_us += (t_sent - t_start) + (t_end - t_answer);
+          self->lap_layers_us += t_sent - t_start;
+          self->lap_head_us += t_end - t_answer;
           self->lap_wait_us += t_answer - t_sent;
           self->lap_wake_us += t_answer - MAX (answer_at, t_sent);
           if (answer_received > 0 && answer_received <= answer_at)
@@ -1102,9 +1165,9 @@ ring_forward_any (DcInferRing    *self,
       return FALSE;
     }
   for (guint32 i = 0; i < rows; i++)
-    if (!dc_hf_model_head (self->model, answer + (gsize) i * C, logits + i * self->vocab_size,
-                           error))
+    if (!run_head (self, answer + (gsize) i * C, logits + i * self->vocab_size, error))
       return FALSE;
+  self->last_forward_end = g_get_monotonic_time ();
   return TRUE;
 }
 
@@ -1222,6 +1285,8 @@ clear_ring (DcInferRing *self)
   self->lap_sends = 0;
   self->lap_send_us = self->lap_wake_us = 0;
   self->lap_receive_us = 0;
+  self->lap_layers_us = self->lap_head_us = self->lap_between_us = 0;
+  self->lap_between_count = 0;
   g_mutex_unlock (&self->lock);
   self->own_loaded = FALSE;
   self->lost_peer = FALSE;
@@ -1745,6 +1810,51 @@ dc_infer_ring_get_lap_receive_ms (DcInferRing *self)
   ms = self->lap_count > 0 ? self->lap_receive_us / (1000.0 * self->lap_count) : 0.0;
   g_mutex_unlock (&self->lock);
   return ms;
+}
+
+/**
+ * dc_infer_ring_get_lap_split:
+ * @layers_ms: (out): per decoded token, this device's layers (from the
+ *   token's embedding to the hop handed to the main thread, or to the head)
+ * @head_ms: (out): per decoded token, its final norm and head
+ * @between_ms: (out): per decoded token after the first, the session's
+ *   work between two forward passes (sampling, the token's text and event)
+ *
+ * The parts of dc_infer_ring_get_lap_times()'s compute, and what a lap
+ * spends outside the forward pass (`bench ring`'s head_layers_ms, …).
+ */
+void
+dc_infer_ring_get_lap_split (DcInferRing *self,
+                             double      *layers_ms,
+                             double      *head_ms,
+                             double      *between_ms)
+{
+  g_return_if_fail (DC_IS_INFER_RING (self));
+  g_mutex_lock (&self->lock);
+  *layers_ms = self->lap_count > 0 ? self->lap_layers_us / (1000.0 * self->lap_count) : 0.0;
+  *head_ms = self->lap_count > 0 ? self->lap_head_us / (1000.0 * self->lap_count) : 0.0;
+  *between_ms = self->lap_between_count > 0
+                ? self->lap_between_us / (1000.0 * self->lap_between_count) : 0.0;
+  g_mutex_unlock (&self->lock);
+}
+
+/**
+ * dc_infer_ring_set_head_threads:
+ * @n_threads: threads of this device's final norm and head when the ring
+ *   has two or more devices (0: the backend's, as its layers)
+ *
+ * While the head computes the token's logits every other device of the
+ * ring waits, so where the ring's devices share one host (`bench ring`)
+ * the head may use the cores their shares left idle. Set it before a
+ * prompt runs. The ids do not change: the products give the same bits on
+ * any thread count.
+ */
+void
+dc_infer_ring_set_head_threads (DcInferRing *self,
+                                guint        n_threads)
+{
+  g_return_if_fail (DC_IS_INFER_RING (self));
+  g_atomic_int_set (&self->head_threads, (gint) MIN (n_threads, DC_PARALLEL_MAX_THREADS));
 }
 
 gboolean

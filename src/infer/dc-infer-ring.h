@@ -108,6 +108,12 @@ void            dc_infer_ring_get_lap_handoffs (DcInferRing *self,
                                                 double      *send_ms,
                                                 double      *wake_ms);
 double          dc_infer_ring_get_lap_receive_ms (DcInferRing *self);
+void            dc_infer_ring_get_lap_split  (DcInferRing  *self,
+                                              double       *layers_ms,
+                                              double       *head_ms,
+                                              double       *between_ms);
+void            dc_infer_ring_set_head_threads (DcInferRing *self,
+                                                guint        n_threads);
 /* Whether the last failure was a stage leaving (the run may be replayed). */
 gboolean        dc_infer_ring_lost_peer      (DcInferRing  *self);
 /* Releases every stage. */

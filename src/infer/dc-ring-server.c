@@ -17,6 +17,7 @@
 #include "dc-model-repo.h"
 #include "data/dc-data-error.h"
 #include "engine/dc-gemm.h"
+#include "engine/dc-parallel.h"
 #include "mesh/dc-mesh-ring-protocol.h"
 #include "model/dc-hf-model.h"
 #include "model/dc-model-error.h"
@@ -1122,6 +1123,20 @@ write_hop_times (DcRingServer *self)
    * handler on the main context, through link_push's idle source. */
   json_builder_set_member_name (builder, "receive_ms");
   json_builder_add_double_value (builder, n > 0 ? self->receive_us / (1000.0 * n) : 0.0);
+  /* A hop's arrival wakes the sleeping helpers (dc_infer_ring_warm_helpers):
+   * how many woke so far in this process, and how long each took to run,
+   * while the hop's first products had started without them. */
+  {
+    DcParallelStats stats;
+
+    dc_parallel_get_stats (&stats);
+    json_builder_set_member_name (builder, "helper_wakes");
+    json_builder_add_int_value (builder, (gint64) stats.warm_wakes);
+    json_builder_set_member_name (builder, "helper_wake_ms");
+    json_builder_add_double_value (builder, stats.warm_wakes > 0
+                                            ? stats.warm_wake_ns / (1e6 * stats.warm_wakes)
+                                            : 0.0);
+  }
   json_builder_end_object (builder);
   root = json_builder_get_root (builder);
   generator = json_generator_new ();

@@ -80,6 +80,21 @@ frame_checksum (const guint8 *header,
   return (guint32) crc;
 }
 
+/* The frame header's first 12 bytes, which the checksum covers: fully
+ * determined by the type and the payload's size, since a reader refuses any
+ * other magic, version or flags. */
+static void
+frame_head (guint8  head[12],
+            guint   type,
+            guint32 size)
+{
+  put_u32 (head, DC_MESH_PROTOCOL_MAGIC);
+  head[4] = DC_MESH_PROTOCOL_VERSION;
+  head[5] = (guint8) type;
+  head[6] = head[7] = 0;
+  put_u32 (head + 8, size);
+}
+
 DcMeshMessage *
 dc_mesh_message_new (guint   type,
                      GBytes *payload)
@@ -244,11 +259,7 @@ dc_mesh_message_encode_pieces (guint    type,
 
   first = MIN (size, (gsize) DC_MESH_PIECE_SIZE - DC_MESH_HEADER_SIZE);
   head = g_malloc (DC_MESH_HEADER_SIZE + first);
-  put_u32 (head, DC_MESH_PROTOCOL_MAGIC);
-  head[4] = DC_MESH_PROTOCOL_VERSION;
-  head[5] = (guint8) type;
-  head[6] = head[7] = 0;
-  put_u32 (head + 8, (guint32) size);
+  frame_head (head, type, (guint32) size);
   put_u32 (head + 12, frame_checksum (head, data, size));
   if (first > 0)
     memcpy (head + DC_MESH_HEADER_SIZE, data, first);
@@ -291,25 +302,66 @@ dc_mesh_reader_is_idle (DcMeshReader *reader)
   return reader->buffer == NULL;
 }
 
+static gboolean
+check_frame (guint          type,
+             const guint8  *payload,
+             gsize          size,
+             guint32        want,
+             GError       **error)
+{
+  guint8 head[12];
+  guint32 got;
+
+  frame_head (head, type, (guint32) size);
+  got = frame_checksum (head, payload, size);
+  if (want != got)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s message of %" G_GSIZE_FORMAT " bytes fails its checksum (0x%08x, "
+                   "expected 0x%08x)", dc_mesh_message_type_to_string (type), size, got, want);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * dc_mesh_message_verify:
+ * @checksum: the frame's checksum, from dc_mesh_reader_push_unchecked ()
+ *
+ * The frame check dc_mesh_reader_push () makes, for a message read without
+ * it. Any thread: it only reads @message.
+ */
+gboolean
+dc_mesh_message_verify (const DcMeshMessage  *message,
+                        guint32               checksum,
+                        GError              **error)
+{
+  gsize size;
+  const guint8 *data = g_bytes_get_data (message->payload, &size);
+
+  g_return_val_if_fail (message != NULL, FALSE);
+  return check_frame (message->type, data, size, checksum, error);
+}
+
 static DcMeshMessage *
 finish_message (DcMeshReader  *reader,
+                guint32       *checksum,
                 GError       **error)
 {
   g_autoptr(GByteArray) buffer = g_steal_pointer (&reader->buffer);
   guint32 want = get_u32 (reader->header + 12);
-  guint32 got = frame_checksum (reader->header, buffer->data, buffer->len);
   g_autoptr(GBytes) payload = NULL;
 
-  if (want != got)
-    {
-      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
-                   "%s message of %u bytes fails its checksum (0x%08x, expected 0x%08x)",
-                   dc_mesh_message_type_to_string (reader->type), buffer->len, got, want);
-      return NULL;
-    }
+  if (checksum != NULL)
+    *checksum = want;
+  else if (!check_frame (reader->type, buffer->data, buffer->len, want, error))
+    return NULL;
   payload = g_byte_array_free_to_bytes (g_steal_pointer (&buffer));
   return dc_mesh_message_new (reader->type, payload);
 }
+
+static DcMeshMessage *reader_push (DcMeshReader *reader, const guint8 *piece, gsize size,
+                                   guint32 *checksum, GError **error);
 
 /**
  * dc_mesh_reader_push:
@@ -327,6 +379,38 @@ dc_mesh_reader_push (DcMeshReader  *reader,
                      const guint8  *piece,
                      gsize          size,
                      GError       **error)
+{
+  return reader_push (reader, piece, size, NULL, error);
+}
+
+/**
+ * dc_mesh_reader_push_unchecked:
+ * @checksum: (out): the frame's checksum, set when a message is returned
+ *
+ * dc_mesh_reader_push () without the frame checksum (a CRC-32 over the whole
+ * payload), which the caller makes with dc_mesh_message_verify () before it
+ * uses the message, on whichever thread it likes. Every other check (magic,
+ * version, flags, sizes, the type's limits) is made here.
+ *
+ * Returns: (transfer full) (nullable): a complete message, not yet verified
+ */
+DcMeshMessage *
+dc_mesh_reader_push_unchecked (DcMeshReader  *reader,
+                               const guint8  *piece,
+                               gsize          size,
+                               guint32       *checksum,
+                               GError       **error)
+{
+  g_return_val_if_fail (checksum != NULL, NULL);
+  return reader_push (reader, piece, size, checksum, error);
+}
+
+static DcMeshMessage *
+reader_push (DcMeshReader  *reader,
+             const guint8  *piece,
+             gsize          size,
+             guint32       *checksum,
+             GError       **error)
 {
   gsize take;
 
@@ -418,7 +502,7 @@ dc_mesh_reader_push (DcMeshReader  *reader,
   take = size;
   g_byte_array_append (reader->buffer, piece, take);
   if (reader->buffer->len == reader->expected)
-    return finish_message (reader, error);
+    return finish_message (reader, checksum, error);
   return NULL;
 }
 

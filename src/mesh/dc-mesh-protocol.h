@@ -103,6 +103,9 @@ gboolean   dc_mesh_message_check_payload (guint           type,
 GPtrArray *dc_mesh_message_encode_pieces (guint           type,
                                           GBytes         *payload,
                                           GError        **error);
+gboolean   dc_mesh_message_verify        (const DcMeshMessage *message,
+                                          guint32         checksum,
+                                          GError        **error);
 
 /**
  * DcMeshReader:
@@ -119,6 +122,11 @@ DcMeshMessage *dc_mesh_reader_push   (DcMeshReader  *reader,
                                       const guint8  *piece,
                                       gsize          size,
                                       GError       **error);
+DcMeshMessage *dc_mesh_reader_push_unchecked (DcMeshReader  *reader,
+                                              const guint8  *piece,
+                                              gsize          size,
+                                              guint32       *checksum,
+                                              GError       **error);
 gboolean       dc_mesh_reader_is_idle (DcMeshReader *reader);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcMeshReader, dc_mesh_reader_free)
 

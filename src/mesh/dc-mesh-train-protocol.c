@@ -764,6 +764,51 @@ dc_mesh_chunk_decode_capped (guint         type,
                              DcMeshChunk  *chunk,
                              GError      **error)
 {
+  return dc_mesh_chunk_decode_prehashed (type, payload, max_total, NULL, chunk, error);
+}
+
+/**
+ * dc_mesh_chunk_data_hash:
+ * @payload: a message body that may be a chunk
+ * @hash: (out): SHA-256 of the chunk's data (the body after its header)
+ *
+ * The hash dc_mesh_chunk_decode () checks against the chunk's own, taken
+ * alone: a receiver takes it on a worker, as the chunk arrives, and hands
+ * it to dc_mesh_chunk_decode_prehashed (). Nothing else is checked.
+ *
+ * Returns: whether @type is chunked and @payload long enough to hold a
+ *   chunk header (else @hash is untouched)
+ */
+gboolean
+dc_mesh_chunk_data_hash (guint   type,
+                         GBytes *payload,
+                         guint8  hash[DC_MESH_HASH_SIZE])
+{
+  gsize size;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+
+  if (!is_chunk_type (type) || size < DC_MESH_CHUNK_HEADER_SIZE)
+    return FALSE;
+  data_hash (p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE, hash);
+  return TRUE;
+}
+
+/**
+ * dc_mesh_chunk_decode_prehashed:
+ * @data_hash: (nullable): dc_mesh_chunk_data_hash () of @payload, taken
+ *   elsewhere; %NULL to take it here
+ *
+ * dc_mesh_chunk_decode_capped () with the SHA-256 of the chunk's data
+ * already taken: it is still compared with the hash the chunk carries.
+ */
+gboolean
+dc_mesh_chunk_decode_prehashed (guint          type,
+                                GBytes        *payload,
+                                guint64        max_total,
+                                const guint8  *data_hash_given,
+                                DcMeshChunk   *chunk,
+                                GError       **error)
+{
   gsize size;
   const guint8 *p = g_bytes_get_data (payload, &size);
   DcMeshChunk c;
@@ -792,7 +837,10 @@ dc_mesh_chunk_decode_capped (guint         type,
     return FALSE;
   /* Checked here, as it arrives: a receiver may use a chunk before the
    * rest of its object has come. */
-  data_hash (p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE, hash);
+  if (data_hash_given != NULL)
+    memcpy (hash, data_hash_given, DC_MESH_HASH_SIZE);
+  else
+    data_hash (p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE, hash);
   if (memcmp (hash, c.chunk_hash, DC_MESH_HASH_SIZE) != 0)
     {
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,

@@ -260,6 +260,15 @@ gboolean   dc_mesh_chunk_decode_capped (guint        type,
                                         guint64      max_total,
                                         DcMeshChunk *chunk,
                                         GError     **error);
+gboolean   dc_mesh_chunk_decode_prehashed (guint         type,
+                                           GBytes       *payload,
+                                           guint64       max_total,
+                                           const guint8 *data_hash,
+                                           DcMeshChunk  *chunk,
+                                           GError      **error);
+gboolean   dc_mesh_chunk_data_hash (guint           type,
+                                    GBytes         *payload,
+                                    guint8          hash[DC_MESH_HASH_SIZE]);
 GBytes    *dc_mesh_chunk_encode (guint              type,
                                  const DcMeshChunk *chunk,
                                  GError           **error);

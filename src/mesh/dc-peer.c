@@ -37,12 +37,28 @@
 #include <sys/socket.h>
 
 #include "dc-mesh-error.h"
+#include "dc-mesh-train-protocol.h"
 
 #define HIGH_WATER  (4u * 1024u * 1024u)
 #define LOW_WATER   (1u * 1024u * 1024u)
 #define PUMP_POLL_MS 20
 #define SEND_WINDOW (768u * 1024u)
 #define CREDIT_STEP (256u * 1024u)
+/* The receipt's checks (a frame's CRC-32 and a chunk's SHA-256, about 80
+ * and 250 µs per 64 KiB piece on the 2-vCPU VM) run on a worker, in order
+ * (check_next ()). A message under CHECK_INLINE_MAX bytes that finds nothing
+ * waiting is checked here at once: heartbeats, credits and reports cost
+ * microseconds, and a thread hop would only delay them. */
+#define CHECK_INLINE_MAX 4096
+/* Messages a worker checks before the main thread gets them: 32 pieces are
+ * about 2 MiB and 10 ms of checks here, the most a small message waits
+ * behind chunks before it is handled. */
+#define CHECK_BATCH_MAX 32
+/* Received bytes waiting for their checks beyond which this side holds its
+ * credits back, so that a sender stops after its window (SEND_WINDOW): a
+ * worker slower than the link then bounds the queue at this plus a window.
+ * 8 MiB is 40 ms of checks here, so a worker keeping up never reaches it. */
+#define CHECK_QUEUE_MAX (8u * 1024u * 1024u)
 
 /* One frame on its way out: its pieces go to the channel back to back. */
 typedef struct
@@ -68,6 +84,32 @@ out_frame_new (GPtrArray *pieces,
   frame->pieces = g_ptr_array_ref (pieces);
   frame->queued = queued;
   return frame;
+}
+
+/* A received message on its way to be checked, in arrival order; or a
+ * reader's fault in its place, so that faults count in order too. */
+typedef struct
+{
+  DcMeshMessage *message;   /* NULL for a fault */
+  GError        *error;     /* the fault, or the frame check's verdict */
+  guint32        checksum;  /* the frame's, for dc_mesh_message_verify () */
+  gint64         at;        /* its last piece's Hop.at */
+  gboolean       hashed;    /* hash holds its chunk data's SHA-256 */
+  guint8         hash[DC_MESH_HASH_SIZE];
+} Checked;
+
+static void
+checked_free (Checked *checked)
+{
+  g_clear_pointer (&checked->message, dc_mesh_message_free);
+  g_clear_error (&checked->error);
+  g_free (checked);
+}
+
+static gsize
+checked_size (Checked *checked)
+{
+  return checked->message != NULL ? g_bytes_get_size (checked->message->payload) : 0;
 }
 
 typedef enum
@@ -114,11 +156,14 @@ struct _DcPeer
   GstElement           *pipeline;
   GstElement           *webrtc;
   GstWebRTCDataChannel *channel;
+  GPtrArray            *ignored;      /* GstWebRTCDataChannel*: second ones, closed at the end */
   DcMeshReader         *reader;
   DcMeshHello          *local_hello;
   DcMeshHello          *remote_hello;
   GQueue                out;          /* OutFrame* waiting for the channel */
   OutFrame             *current;      /* the frame whose pieces are going out */
+  GQueue                checking;     /* Checked*: received, not yet checked */
+  GCancellable         *check_cancel; /* the checks in flight (one batch at most) */
   DcPeerConfig          config;
 
   /* state */
@@ -133,6 +178,8 @@ struct _DcPeer
   guint64               rx_credited;  /* rx_bytes in our latest credit */
   gint64                last_rx_us;
   gint64                piece_at;     /* the piece being handled: Hop.at */
+  gsize                 checking_bytes; /* payload bytes in checking and in flight */
+  const guint8         *message_hash; /* the message being handled: Checked.hash, or NULL */
   gint64                started_us;
   guint64               heartbeat_seq;
   guint                 faults;
@@ -144,6 +191,7 @@ struct _DcPeer
   guint                 hello_sent : 1;
   guint                 credit_due : 1;   /* a credit waits for a frame boundary */
   guint                 window_on : 1;    /* the peer sends credits */
+  guint                 check_busy : 1;   /* a batch is being checked */
 };
 
 G_DEFINE_FINAL_TYPE (DcPeer, dc_peer, G_TYPE_OBJECT)
@@ -310,6 +358,16 @@ clear_out (DcPeer *self)
   self->credit_due = FALSE;
 }
 
+/* Nothing received is delivered any more: what waits is dropped and the
+ * batch in flight, if any, is cancelled (its results are dropped). */
+static void
+clear_checking (DcPeer *self)
+{
+  g_queue_clear_full (&self->checking, (GDestroyNotify) checked_free);
+  g_cancellable_cancel (self->check_cancel);
+  self->checking_bytes = 0;
+}
+
 static void
 set_state (DcPeer      *self,
            DcPeerState  state,
@@ -332,6 +390,7 @@ set_state (DcPeer      *self,
       g_clear_handle_id (&self->tick_id, g_source_remove);
       g_clear_handle_id (&self->pump_id, g_source_remove);
       clear_out (self);
+      clear_checking (self);
     }
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
@@ -541,6 +600,17 @@ pump (DcPeer *self)
       self->tx_bytes += size;
       if (!gst_webrtc_data_channel_send_data_full (self->channel, piece, &error))
         {
+          GstWebRTCDataChannelState ready = GST_WEBRTC_DATA_CHANNEL_STATE_OPEN;
+
+          /* The remote closed the channel (its end stopped: dc_peer_dispose
+           * ()) and the close is on its way here: it left, nothing failed. */
+          g_object_get (self->channel, "ready-state", &ready, NULL);
+          if (ready == GST_WEBRTC_DATA_CHANNEL_STATE_CLOSING
+              || ready == GST_WEBRTC_DATA_CHANNEL_STATE_CLOSED)
+            {
+              set_state (self, DC_PEER_STATE_CLOSED, "channel-closed");
+              return;
+            }
           g_message ("peer %s: send failed: %s", self->id, error->message);
           set_state (self, DC_PEER_STATE_FAILED, "send-failed");
           return;
@@ -630,6 +700,109 @@ handle_message (DcPeer        *self,
   g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, message->type, message->payload);
 }
 
+/* A credit is due every CREDIT_STEP bytes received, unless too much waits
+ * for its checks (CHECK_QUEUE_MAX): then it goes once they catch up. */
+static void
+maybe_credit (DcPeer *self)
+{
+  if (self->rx_bytes - self->rx_credited >= CREDIT_STEP && !self->credit_due
+      && self->checking_bytes <= CHECK_QUEUE_MAX)
+    {
+      self->credit_due = TRUE;
+      pump (self);
+    }
+}
+
+/* Hands a checked message (or its fault) on; returns whether the peer
+ * still takes messages. */
+static gboolean
+deliver (DcPeer  *self,
+         Checked *checked)
+{
+  if (checked->error != NULL)
+    add_fault (self, checked->error);
+  else
+    {
+      self->piece_at = checked->at;
+      self->message_hash = checked->hashed ? checked->hash : NULL;
+      handle_message (self, checked->message);
+      self->message_hash = NULL;
+    }
+  return self->state != DC_PEER_STATE_CLOSED && self->state != DC_PEER_STATE_FAILED;
+}
+
+/* A worker: each message's frame check and, for a chunk, its data's hash. */
+static void
+check_worker (GTask        *task,
+              gpointer      source_object,
+              gpointer      task_data,
+              GCancellable *cancellable)
+{
+  GPtrArray *batch = task_data;
+
+  for (guint i = 0; i < batch->len && !g_cancellable_is_cancelled (cancellable); i++)
+    {
+      Checked *checked = g_ptr_array_index (batch, i);
+
+      if (checked->error != NULL
+          || !dc_mesh_message_verify (checked->message, checked->checksum, &checked->error))
+        continue;
+      checked->hashed = dc_mesh_chunk_data_hash (checked->message->type,
+                                                 checked->message->payload, checked->hash);
+    }
+  g_task_return_boolean (task, TRUE);
+}
+
+static void check_next (DcPeer *self);
+
+/* Main thread: a batch came back; delivered in order unless the peer ended
+ * meanwhile (then clear_checking () cancelled it and its results go). */
+static void
+checked_cb (GObject      *source,
+            GAsyncResult *result,
+            gpointer      user_data)
+{
+  DcPeer *self = DC_PEER (source);
+  GTask *task = G_TASK (result);
+  GPtrArray *batch = g_task_get_task_data (task);
+
+  self->check_busy = FALSE;
+  if (g_cancellable_is_cancelled (g_task_get_cancellable (task)))
+    return;
+  for (guint i = 0; i < batch->len; i++)
+    {
+      Checked *checked = g_ptr_array_index (batch, i);
+
+      self->checking_bytes -= MIN (self->checking_bytes, checked_size (checked));
+      if (!deliver (self, checked))
+        return;
+    }
+  maybe_credit (self);
+  check_next (self);
+}
+
+/* Starts a worker on the next batch of waiting messages, one batch at a
+ * time, so that the messages reach the main thread in the order they came. */
+static void
+check_next (DcPeer *self)
+{
+  g_autoptr(GTask) task = NULL;
+  GPtrArray *batch;
+
+  if (self->check_busy || g_queue_is_empty (&self->checking))
+    return;
+  batch = g_ptr_array_new_with_free_func ((GDestroyNotify) checked_free);
+  while (batch->len < CHECK_BATCH_MAX && !g_queue_is_empty (&self->checking))
+    g_ptr_array_add (batch, g_queue_pop_head (&self->checking));
+  /* check_cancel is cancelled only when the peer ends, after which
+   * nothing more is checked (set_state ()). */
+  task = g_task_new (self, self->check_cancel, checked_cb, NULL);
+  g_task_set_source_tag (task, check_next);
+  g_task_set_task_data (task, batch, (GDestroyNotify) g_ptr_array_unref);
+  self->check_busy = TRUE;
+  g_task_run_in_thread (task, check_worker);
+}
+
 static void
 handle_piece (DcPeer *self,
               GBytes *bytes)
@@ -638,20 +811,37 @@ handle_piece (DcPeer *self,
   g_autoptr(DcMeshMessage) message = NULL;
   gsize size;
   const guint8 *data = g_bytes_get_data (bytes, &size);
+  guint32 checksum = 0;
+  Checked *checked;
 
   self->last_rx_us = g_get_monotonic_time ();
   self->rx_bytes += size;
-  if (self->rx_bytes - self->rx_credited >= CREDIT_STEP && !self->credit_due)
+  maybe_credit (self);
+  message = dc_mesh_reader_push_unchecked (self->reader, data != NULL ? data
+                                                          : (const guint8 *) "",
+                                           size, &checksum, &error);
+  if (message == NULL && error == NULL)
+    return;
+  /* Small, with nothing ahead of it: checked and handled now. */
+  if (g_queue_is_empty (&self->checking) && !self->check_busy
+      && (error != NULL || g_bytes_get_size (message->payload) < CHECK_INLINE_MAX))
     {
-      self->credit_due = TRUE;
-      pump (self);
+      if (error == NULL)
+        dc_mesh_message_verify (message, checksum, &error);
+      if (error != NULL)
+        add_fault (self, error);
+      else
+        handle_message (self, message);
+      return;
     }
-  message = dc_mesh_reader_push (self->reader, data != NULL ? data : (const guint8 *) "",
-                                 size, &error);
-  if (error != NULL)
-    add_fault (self, error);
-  else if (message != NULL)
-    handle_message (self, message);
+  checked = g_new0 (Checked, 1);
+  checked->message = g_steal_pointer (&message);
+  checked->error = g_steal_pointer (&error);
+  checked->checksum = checksum;
+  checked->at = self->piece_at;
+  self->checking_bytes += checked_size (checked);
+  g_queue_push_tail (&self->checking, checked);
+  check_next (self);
 }
 
 static void
@@ -778,6 +968,8 @@ connect_channel (DcPeer               *self,
       g_message ("peer %s: a second data channel was offered and ignored", self->id);
       g_signal_handlers_disconnect_matched (channel, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
                                             self->link);
+      /* Kept only to be closed before the pipeline stops (close_channels ()). */
+      g_ptr_array_add (self->ignored, g_object_ref (channel));
       return;
     }
   self->channel = g_object_ref (channel);
@@ -1386,6 +1578,177 @@ dc_peer_get_queued (DcPeer *self)
   return self->queued;
 }
 
+/* Teardown ---------------------------------------------------------------
+ *
+ * GStreamer 1.22's webrtcbin races with its own pipeline going to NULL while
+ * a data channel is open: in PAUSED_TO_READY, sctpdec removes its source
+ * pads, which webrtcbin reads as the remote's stream reset
+ * (_on_sctp_stream_reset ()), so its own thread closes the channel and
+ * releases the channel's request pad on sctpenc (_close_sctp_stream ());
+ * meanwhile this thread's state change cleans sctpenc up and removes that
+ * pad. When the release comes second: "gst_element_release_request_pad:
+ * assertion 'GST_PAD_PARENT (pad) == element' failed". A stream reset that
+ * the remote sends while the pipeline stops does the same. So the channels
+ * are closed first and the pipeline stops once they are CLOSED: then every
+ * later reset finds the channel closed and releases nothing. */
+
+/* How long a peer's end waits for its channels to close (the remote's
+ * answer to our stream reset) before it stops the pipeline anyway: the
+ * round trip is a few ms on loopback and tens on a loaded machine; 1 s
+ * bounds how long a remote that stopped answering holds this thread. */
+#define CLOSE_WAIT_MS 1000
+
+/* Shared with webrtcbin's threads: the channels' notify::ready-state and
+ * the barrier promise's reply wake the waiting thread. */
+typedef struct
+{
+  GMutex   lock;
+  GCond    cond;
+  gboolean woken;    /* guarded by lock */
+  gint     barrier;  /* atomic: webrtcbin ran every task queued before it */
+} Closing;
+
+static void
+closing_clear (Closing *closing)
+{
+  g_mutex_clear (&closing->lock);
+  g_cond_clear (&closing->cond);
+}
+
+static void
+closing_unref (Closing *closing)
+{
+  g_atomic_rc_box_release_full (closing, (GDestroyNotify) closing_clear);
+}
+
+static void
+closing_wake (Closing *closing)
+{
+  g_mutex_lock (&closing->lock);
+  closing->woken = TRUE;
+  g_cond_broadcast (&closing->cond);
+  g_mutex_unlock (&closing->lock);
+}
+
+/* webrtcbin's thread. */
+static void
+closing_state_cb (GObject    *channel,
+                  GParamSpec *pspec,
+                  gpointer    user_data)
+{
+  closing_wake (user_data);
+}
+
+static void
+closing_closure_notify (gpointer  data,
+                        GClosure *closure)
+{
+  closing_unref (data);
+}
+
+/* webrtcbin's thread (or this one when webrtcbin is closed already). */
+static void
+closing_barrier_cb (GstPromise *promise,
+                    gpointer    user_data)
+{
+  Closing *closing = user_data;
+
+  g_atomic_int_set (&closing->barrier, 1);
+  closing_wake (closing);
+}
+
+static gboolean
+channels_closed (GPtrArray *channels)
+{
+  for (guint i = 0; i < channels->len; i++)
+    {
+      GstWebRTCDataChannelState ready = GST_WEBRTC_DATA_CHANNEL_STATE_CLOSED;
+
+      g_object_get (g_ptr_array_index (channels, i), "ready-state", &ready, NULL);
+      if (ready != GST_WEBRTC_DATA_CHANNEL_STATE_CLOSED)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Closes the open or closing channels and waits, at most CLOSE_WAIT_MS, for
+ * them to be CLOSED. A remote that went silent (the peer timed out) never
+ * answers the reset: then it waits only until webrtcbin's own thread has
+ * run the close it queued, which the "get-stats" promise's reply marks (its
+ * task runs after every task queued before it). The wait blocks this thread
+ * rather than iterating its main context: the peer is being disposed, from
+ * whatever callback dropped it, and nothing of the close needs this thread. */
+static void
+close_channels (DcPeer *self)
+{
+  g_autoptr(GPtrArray) channels = g_ptr_array_new_with_free_func (g_object_unref);
+  gboolean silent = self->state == DC_PEER_STATE_FAILED
+                    && (g_strcmp0 (self->reason, "timeout") == 0
+                        || g_strcmp0 (self->reason, "connect-timeout") == 0);
+  Closing *closing;
+  GstPromise *promise;
+  gint64 began = g_get_monotonic_time ();
+  gint64 deadline = began + (gint64) CLOSE_WAIT_MS * 1000;
+  gboolean timed_out = FALSE;
+
+  for (guint i = 0; i <= self->ignored->len; i++)
+    {
+      GstWebRTCDataChannel *channel = i < self->ignored->len
+                                      ? g_ptr_array_index (self->ignored, i) : self->channel;
+      GstWebRTCDataChannelState ready = GST_WEBRTC_DATA_CHANNEL_STATE_CLOSED;
+
+      if (channel == NULL)
+        continue;
+      g_object_get (channel, "ready-state", &ready, NULL);
+      /* A channel still connecting has no stream to release yet. */
+      if (ready == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN
+          || ready == GST_WEBRTC_DATA_CHANNEL_STATE_CLOSING)
+        g_ptr_array_add (channels, g_object_ref (channel));
+    }
+  if (channels->len == 0)
+    return;
+
+  closing = g_atomic_rc_box_new0 (Closing);
+  g_mutex_init (&closing->lock);
+  g_cond_init (&closing->cond);
+  for (guint i = 0; i < channels->len; i++)
+    {
+      GstWebRTCDataChannel *channel = g_ptr_array_index (channels, i);
+
+      g_signal_connect_data (channel, "notify::ready-state", G_CALLBACK (closing_state_cb),
+                             g_atomic_rc_box_acquire (closing), closing_closure_notify, 0);
+      gst_webrtc_data_channel_close (channel);
+    }
+  promise = gst_promise_new_with_change_func (closing_barrier_cb,
+                                              g_atomic_rc_box_acquire (closing),
+                                              (GDestroyNotify) closing_unref);
+  g_signal_emit_by_name (self->webrtc, "get-stats", NULL, promise);
+  gst_promise_unref (promise);
+
+  /* The states are read outside the lock: their notify may be emitted
+   * while the channel's own lock is held. */
+  while (!channels_closed (channels) && !(silent && g_atomic_int_get (&closing->barrier)))
+    {
+      g_mutex_lock (&closing->lock);
+      if (!closing->woken && !g_cond_wait_until (&closing->cond, &closing->lock, deadline))
+        timed_out = TRUE;
+      closing->woken = FALSE;
+      g_mutex_unlock (&closing->lock);
+      if (timed_out)
+        break;
+    }
+  for (guint i = 0; i < channels->len; i++)
+    g_signal_handlers_disconnect_matched (g_ptr_array_index (channels, i), G_SIGNAL_MATCH_DATA,
+                                          0, 0, NULL, NULL, closing);
+  closing_unref (closing);
+  if (timed_out)
+    g_debug ("peer %s: its data channel did not close within %d ms; stopping its pipeline "
+             "anyway", self->id, CLOSE_WAIT_MS);
+  else
+    g_debug ("peer %s: data channel closed in %" G_GINT64_FORMAT " µs", self->id,
+             g_get_monotonic_time () - began);
+}
+
 static void
 dc_peer_dispose (GObject *object)
 {
@@ -1401,8 +1764,12 @@ dc_peer_dispose (GObject *object)
     g_signal_handlers_disconnect_matched (self->webrtc, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
                                           self->link);
   if (self->pipeline != NULL)
-    gst_element_set_state (self->pipeline, GST_STATE_NULL);
+    {
+      close_channels (self);
+      gst_element_set_state (self->pipeline, GST_STATE_NULL);
+    }
   g_clear_object (&self->channel);
+  g_ptr_array_set_size (self->ignored, 0);
   g_clear_pointer (&self->webrtc, gst_object_unref);
   g_clear_pointer (&self->pipeline, gst_object_unref);
   clear_out (self);
@@ -1416,6 +1783,8 @@ dc_peer_finalize (GObject *object)
   DcPeer *self = DC_PEER (object);
 
   g_clear_pointer (&self->link, link_unref);
+  g_clear_pointer (&self->ignored, g_ptr_array_unref);
+  g_clear_object (&self->check_cancel);
   g_clear_pointer (&self->reader, dc_mesh_reader_free);
   g_clear_pointer (&self->local_hello, dc_mesh_hello_free);
   g_clear_pointer (&self->remote_hello, dc_mesh_hello_free);
@@ -1481,8 +1850,11 @@ static void
 dc_peer_init (DcPeer *self)
 {
   self->link = link_new (self);
+  self->ignored = g_ptr_array_new_with_free_func (g_object_unref);
   self->reader = dc_mesh_reader_new ();
+  self->check_cancel = g_cancellable_new ();
   g_queue_init (&self->out);
+  g_queue_init (&self->checking);
 }
 
 /**
@@ -1498,4 +1870,19 @@ dc_peer_get_message_received_us (DcPeer *self)
 {
   g_return_val_if_fail (DC_IS_PEER (self), 0);
   return self->piece_at;
+}
+
+/**
+ * dc_peer_get_message_data_hash:
+ *
+ * Returns: (nullable): while a chunked message is delivered (::message),
+ *   the SHA-256 of its chunk data, taken on the receipt's worker
+ *   (dc_mesh_chunk_data_hash ()) for dc_mesh_chunk_decode_prehashed (); %NULL
+ *   when it was not taken (a small message checked on the main thread)
+ */
+const guint8 *
+dc_peer_get_message_data_hash (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), NULL);
+  return self->message_hash;
 }

@@ -12,6 +12,7 @@
 
 #include "dc-gpt-vk-forward.h"
 #include "dc-gpt-vk-step.h"
+#include "dc-gpt-vk-forward-private.h"
 #include "dc-model-error.h"
 #include "engine/dc-parallel.h"
 
@@ -31,6 +32,7 @@ struct _DcGptTrainer
   DcGptVkStep        *vk_step;   /* owned (nullable): Adam resident on a Vulkan device */
   DcGptVkForward     *vk_pass;   /* owned (nullable): forward and backward resident there */
   DcGptPrecision      precision;
+  gboolean            lazy_host; /* the host model refreshed on demand (set_lazy_host) */
 };
 
 /**
@@ -134,31 +136,109 @@ gboolean
 dc_gpt_trainer_use_resident_step (DcGptTrainer  *self,
                                   GError       **error)
 {
-  DcGptVkStep *step;
+  g_autoptr(DcGptVkForward) pass = NULL;
+  DcGptVkStep *step = NULL;
 
   if (self->vk_step != NULL)
     return TRUE;
-  step = dc_gpt_vk_step_new (self->model, error);
-  if (step == NULL)
-    return FALSE;
-  g_debug ("Resident training step on %s: %s", dc_gpt_vk_step_get_device_name (step),
-           dc_gpt_vk_step_get_resident (step));
-  self->vk_step = step;
   /* The forward and backward passes join it where their own gates pass (the
-   * INT8 products only: the f32 reference stays on the CPU). */
+   * INT8 products only: the f32 reference stays on the CPU); then the step
+   * shares their weights and gradients on the device. */
   if (self->precision == DC_GPT_PRECISION_INT8)
     {
       g_autoptr(GError) pass_error = NULL;
 
-      self->vk_pass = dc_gpt_vk_forward_new_training (&self->model->config,
-                                                      self->settings.batch, &pass_error);
-      if (self->vk_pass == NULL)
+      pass = dc_gpt_vk_forward_new_training (&self->model->config, self->settings.batch,
+                                             &pass_error);
+      if (pass == NULL)
         g_message ("Resident forward and backward passes not used: %s", pass_error->message);
       else
-        g_debug ("Resident forward and backward passes on %s",
-                 dc_gpt_vk_forward_get_device_name (self->vk_pass));
+        {
+          g_autoptr(GError) shared_error = NULL;
+
+          g_debug ("Resident forward and backward passes on %s",
+                   dc_gpt_vk_forward_get_device_name (pass));
+          step = dc_gpt_vk_step_new_shared (self->model, pass, &shared_error);
+          /* Its own buffers then, the weights and gradients copied each
+           * step (a gate's refusal says the same again, below). */
+          if (step == NULL)
+            g_message ("Resident training step not shared with the passes: %s",
+                       shared_error->message);
+        }
     }
+  if (step == NULL)
+    step = dc_gpt_vk_step_new (self->model, error);
+  if (step == NULL)
+    return FALSE;
+  g_debug ("Resident training step on %s: %s%s", dc_gpt_vk_step_get_device_name (step),
+           dc_gpt_vk_step_get_resident (step),
+           dc_gpt_vk_step_get_shared (step) ? ", sharing the pass's weights and gradients" : "");
+  dc_gpt_vk_step_set_lazy (step, self->lazy_host);
+  self->vk_step = step;
+  self->vk_pass = g_steal_pointer (&pass);
   return TRUE;
+}
+
+/* Whether the pass and the step share the weights and gradients on the
+ * device (the weights then live there, not in the host model). */
+static gboolean
+shared_resident (DcGptTrainer *self)
+{
+  return self->vk_pass != NULL && self->vk_step != NULL
+         && dc_gpt_vk_step_get_shared (self->vk_step);
+}
+
+/* Makes the host model current (weights and moments) and hands everything
+ * to the CPU: a failed replay's fallback. The step shares the pass's
+ * buffers, so they go together. */
+static void
+drop_resident (DcGptTrainer *self)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (self->vk_step != NULL
+      && !dc_gpt_vk_step_sync_host (self->vk_step, self->model, TRUE, &error))
+    g_warning ("Resident training step: the model's state could not be read back (%s) — "
+               "training continues from the last state the host holds", error->message);
+  g_clear_pointer (&self->vk_step, dc_gpt_vk_step_free);
+  g_clear_pointer (&self->vk_pass, dc_gpt_vk_forward_free);
+}
+
+/**
+ * dc_gpt_trainer_set_lazy_host:
+ * @lazy: %TRUE: with a resident step, the host model's weights and Adam
+ *   moments are read back only when dc_gpt_trainer_get_model () or
+ *   dc_gpt_trainer_sync_host () asks; %FALSE (the default): after every
+ *   step, for callers that keep the model's pointer across steps
+ *
+ * A lazy caller must fetch the model with dc_gpt_trainer_get_model () (or
+ * call dc_gpt_trainer_sync_host ()) before each time it reads or writes
+ * the model's arrays.
+ */
+void
+dc_gpt_trainer_set_lazy_host (DcGptTrainer *self,
+                              gboolean      lazy)
+{
+  self->lazy_host = lazy;
+  if (self->vk_step != NULL)
+    dc_gpt_vk_step_set_lazy (self->vk_step, lazy);
+}
+
+/**
+ * dc_gpt_trainer_sync_host:
+ * @moments: also the Adam moments (a checkpoint, the optimizer hash); the
+ *   weights alone otherwise (the weight hash)
+ *
+ * Reads back from the device what of the host model is stale.
+ */
+gboolean
+dc_gpt_trainer_sync_host (DcGptTrainer  *self,
+                          gboolean       moments,
+                          GError       **error)
+{
+  if (self->vk_step == NULL)
+    return TRUE;
+  return dc_gpt_vk_step_sync_host (self->vk_step, self->model, moments, error);
 }
 
 /**
@@ -230,6 +310,18 @@ dc_gpt_trainer_set_shared_device (DcGptTrainer  *self,
 DcGptModel *
 dc_gpt_trainer_get_model (DcGptTrainer *self)
 {
+  g_autoptr(GError) error = NULL;
+
+  /* Whoever asks may read any array (a checkpoint, both hashes) or write
+   * them (the group's roster and repair): all current, and compared with
+   * what they were given at the next step. */
+  if (!dc_gpt_trainer_sync_host (self, TRUE, &error))
+    {
+      g_message ("Resident training step failed (%s) — Adam continues on the CPU",
+                 error->message);
+      g_clear_pointer (&self->vk_step, dc_gpt_vk_step_free);
+      g_clear_pointer (&self->vk_pass, dc_gpt_vk_forward_free);
+    }
   return self->model;
 }
 
@@ -283,9 +375,15 @@ dc_gpt_trainer_compute_gradients (DcGptTrainer  *self,
   if (self->vk_pass != NULL)
     {
       g_autoptr(GError) pass_error = NULL;
+      gboolean shared = shared_resident (self);
 
-      if (dc_gpt_vk_forward_gradients (self->vk_pass, model->params, self->inputs, self->targets,
-                                       grads, loss, &pass_error))
+      /* Shared: the weights are the step's, on the device (uploaded again
+       * first where the host changed them). @grads NULL: they stay there
+       * for dc_gpt_trainer_step ()'s Adam step. */
+      if ((!shared || dc_gpt_vk_step_prepare (self->vk_step, model, &pass_error))
+          && _dc_gpt_vk_forward_gradients_resident (self->vk_pass, shared ? NULL : model->params,
+                                                    self->inputs, self->targets, grads, loss,
+                                                    &pass_error))
         {
           dc_gpt_run_report_layers_done (self->run);
           return TRUE;
@@ -294,7 +392,12 @@ dc_gpt_trainer_compute_gradients (DcGptTrainer  *self,
        * message where the device's found a value not finite. */
       g_message ("Resident forward and backward passes failed (%s) — they continue on the CPU",
                  pass_error->message);
-      g_clear_pointer (&self->vk_pass, dc_gpt_vk_forward_free);
+      if (shared)
+        drop_resident (self);
+      else
+        g_clear_pointer (&self->vk_pass, dc_gpt_vk_forward_free);
+      if (grads == NULL)
+        grads = self->grads;
     }
   if (!dc_gpt_run_forward (self->run, model->params, self->inputs, self->targets,
                               self->settings.batch, model->config.seq, loss, error)
@@ -325,11 +428,15 @@ dc_gpt_trainer_apply_gradients (DcGptTrainer   *self,
 
       if (dc_gpt_vk_step_apply_gradients (self->vk_step, self->model, grads, lr, &error))
         return;
-      /* The model is untouched by a failed replay: this step and the later
-       * ones run on the CPU, with the same bits. */
+      /* The model is untouched by a failed replay (read back first where
+       * it was stale): this step and the later ones run on the CPU, with
+       * the same bits. */
       g_message ("Resident training step failed (%s) — Adam continues on the CPU",
                  error->message);
-      g_clear_pointer (&self->vk_step, dc_gpt_vk_step_free);
+      drop_resident (self);
+      /* dc_gpt_trainer_step () recomputes them on the CPU. */
+      if (grads == NULL)
+        return;
     }
   dc_gpt_model_adam_step_threads (self->model, grads, lr, self->n_threads);
 }
@@ -345,9 +452,24 @@ dc_gpt_trainer_step (DcGptTrainer  *self,
                      float      *loss,
                      GError    **error)
 {
-  if (!dc_gpt_trainer_compute_gradients (self, 0, 1, self->grads, loss, error))
+  /* Shared on the device: the gradients never leave it, only the loss. */
+  gboolean shared = shared_resident (self);
+
+  guint64 step = self->model->step;
+
+  if (!dc_gpt_trainer_compute_gradients (self, 0, 1, shared ? NULL : self->grads, loss, error))
     return FALSE;
-  dc_gpt_trainer_apply_gradients (self, self->grads);
+  /* A failed pass handed the step back to the CPU, which wrote self->grads. */
+  shared = shared && shared_resident (self);
+  dc_gpt_trainer_apply_gradients (self, shared ? NULL : self->grads);
+  /* A failed Adam replay lost the device's gradients: the CPU does the
+   * whole step again, from the state read back. */
+  if (shared && self->model->step == step)
+    {
+      if (!dc_gpt_trainer_compute_gradients (self, 0, 1, self->grads, loss, error))
+        return FALSE;
+      dc_gpt_trainer_apply_gradients (self, self->grads);
+    }
   return TRUE;
 }
 

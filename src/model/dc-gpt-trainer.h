@@ -76,6 +76,11 @@ void           dc_gpt_trainer_apply_gradients   (DcGptTrainer           *self,
 gboolean       dc_gpt_trainer_use_resident_step (DcGptTrainer           *self,
                                                  GError                **error);
 DcGptVkStep   *dc_gpt_trainer_get_resident_step (DcGptTrainer           *self);
+void           dc_gpt_trainer_set_lazy_host     (DcGptTrainer           *self,
+                                                 gboolean                lazy);
+gboolean       dc_gpt_trainer_sync_host         (DcGptTrainer           *self,
+                                                 gboolean                moments,
+                                                 GError                **error);
 DcGptVkForward *dc_gpt_trainer_get_resident_pass (DcGptTrainer          *self);
 DcGptModel    *dc_gpt_trainer_get_model         (DcGptTrainer           *self);
 DcGptRun      *dc_gpt_trainer_get_run           (DcGptTrainer           *self);

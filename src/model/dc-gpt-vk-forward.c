@@ -35,7 +35,10 @@
  * gradient without its n̂ · mean (g n̂) term). The products run on
  * resident-gemm.comp, and where the device has int8 cooperative matrices
  * and their gate passes on resident-coop.comp (=resident-coop: its twin
- * forgets the last 16 bytes of K).
+ * forgets the last 16 bytes of K). Where their own gates pass
+ * (dc-gpt-vk-rows.c), the quantizations run on resident-quant.comp's
+ * coalesced tiles and the softmax rows on resident-softmax.comp, a
+ * workgroup per row; the model gates then run with them.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -44,6 +47,7 @@
 #include "config.h"
 
 #include "dc-gpt-vk-forward.h"
+#include "dc-gpt-vk-forward-private.h"
 
 #include <string.h>
 
@@ -52,6 +56,8 @@
 #include "engine/dc-vk-context.h"
 #include "dc-gpt.h"
 #include "dc-gpt-model.h"
+#include "dc-gpt-vk-rows.h"
+#include "dc-gpt-vk-norm.h"
 #include "dc-gpt-vk-softmax.h"
 #include "dc-model-error.h"
 #include "dc-gpt-vk-step-private.h"
@@ -114,6 +120,10 @@ enum
  * (bytes), and each slice at least GEMM_SPLIT_MIN_WORDS words of it, so that
  * a slice's work outweighs writing and re-reading its int32 partial sums. */
 #define GEMM_SPLIT_BLOCKS 512
+/* Rows this long or shorter are normalized (and their norm's input gradient
+ * formed) a workgroup per row, their sums in shared memory: the shaders'
+ * WG_SUM_MAX (sum-tree-wg.glsl: 4.6 KB, GPT-2's 768 with room). */
+#define NORM_ROW_WG_MAX 1024
 #define GEMM_SPLIT_MIN_K 1024
 #define GEMM_SPLIT_MIN_WORDS 32
 
@@ -169,9 +179,12 @@ struct _DcGptVkForward
   DcVkPipeline  *backward_pipeline;  /* resident-backward.comp (with a backward) */
   DcVkPipeline  *gemm_pipeline;  /* resident-gemm.comp: the tiled products */
   DcVkPipeline  *coop_pipelines[N_COOP];  /* resident-coop.comp (with PRODUCTS_COOP) */
+  DcVkPipeline  *colsum_pipeline;  /* resident-colsum.comp: the sums over rows (gate passed) */
   DcVkBuffer    *f, *q, *e, *tokens;
   DcVkBuffer    *params_staging, *logits_staging, *grads_staging;
-  DcVkRecording *recording;
+  DcVkRecording *recording;      /* the body: tokens in F, the loss (or logits) out */
+  DcVkRecording *upload;         /* the weights in: params_staging → F */
+  DcVkRecording *download;       /* the gradients out: F → grads_staging (with a backward) */
   VkLayerActs   *layers;         /* (n_layer) */
   /* state */
   DcGptConfig    config;
@@ -180,6 +193,16 @@ struct _DcGptVkForward
   DcVkF32Mode    native;         /* + − × on the float unit (f32-exact.glsl's DC_NATIVE_F32) */
   gboolean       tiled;          /* the products through resident-gemm.comp (its gate passed) */
   guint          products;       /* PRODUCTS_* */
+  /* Quantization through resident-quant.comp's tiles, the softmax rows
+   * through resident-softmax.comp (their gates passed). */
+  gboolean       quant_tiles;
+  gboolean       softmax_rows;
+  DcVkPipeline  *quant_pipeline;    /* owned */
+  DcVkPipeline  *softmax_pipeline;  /* owned */
+  guint64        n_quant_dispatches;
+  guint64        n_softmax_dispatches;
+  gsize          quant_scratch;        /* bytes into Q: split columns' slice maxima */
+  gsize          quant_scratch_bytes;  /* their largest size, from the dry run */
   gsize          n_params;
   gsize          grads_off;    /* in floats, into F: the gradients, after the weights */
   gsize          logits_off;   /* in floats, into F; the mean loss follows the logits */
@@ -193,6 +216,8 @@ struct _DcGptVkForward
   guint64        n_backward_dispatches;
   guint64        n_gemm_dispatches;
   guint64        n_coop_dispatches[N_COOP];
+  guint64        n_colsum_dispatches;
+  gboolean       gating;         /* a gate's pass (forward_new's twins): refusals are quiet */
   DcGptVkForwardTimes times;
   /* recording state: the regions of Q and E; a dry run only measures them */
   gboolean       dry;
@@ -216,6 +241,8 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
                     self->config.seq, self->batch, self->config.n_layer, table);
     }
   g_clear_pointer (&self->recording, dc_vk_recording_free);
+  g_clear_pointer (&self->upload, dc_vk_recording_free);
+  g_clear_pointer (&self->download, dc_vk_recording_free);
   g_clear_pointer (&self->grads_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->logits_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->params_staging, dc_vk_buffer_free);
@@ -227,6 +254,9 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->gemm_pipeline, dc_vk_pipeline_free);
   for (guint i = 0; i < N_COOP; i++)
     g_clear_pointer (&self->coop_pipelines[i], dc_vk_pipeline_free);
+  g_clear_pointer (&self->quant_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->softmax_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->colsum_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
   g_free (self->layers);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
@@ -280,10 +310,35 @@ record_op (DcGptVkForward  *self,
   g_assert (n_args <= G_N_ELEMENTS (push.a));
   if (self->dry)
     return TRUE;
+  /* A workgroup per row where record_layer_norm () chose it (args[10]). */
+  if (op == OP_LAYER_NORM && args[10] != 0)
+    groups = work;
   if (op == OP_LOSS || op == OP_MEAN)
     {
       pipeline = self->loss_pipeline;
       count = &self->n_loss_dispatches;
+    }
+  else if (op == OP_EMBED_BACK && self->colsum_pipeline != NULL)
+    {
+      /* resident-colsum.comp: the tokens staged in shared memory (the H200:
+       * 790 → 327 µs at width 128; the head's, staged too, went 262 → 418 µs
+       * at GPT-2's 50,257 rows of few tokens, so it stays per invocation). */
+      pipeline = self->colsum_pipeline;
+      count = &self->n_colsum_dispatches;
+    }
+  else if ((op == OP_LN_DW || (op == OP_LN_DX && args[9] != 0))
+           && self->colsum_pipeline != NULL)
+    {
+      /* resident-colsum.comp: a workgroup per DC_GPT_VK_COLSUM_COLUMNS columns,
+       * or per row of the norm's input gradient (record_layer_norm_backward ()
+       * chose it: args[9]; resident-backward.comp ignores it). The biases'
+       * column sums stay resident-backward.comp's: on the H200 they took
+       * 150 µs a 4,096-row dispatch there against 68 µs (docs/BENCHMARKS.md,
+       * gpu-norm); its OP_COLSUM is gated and can be routed here again. */
+      pipeline = self->colsum_pipeline;
+      count = &self->n_colsum_dispatches;
+      groups = op == OP_LN_DX ? work
+               : (work + DC_GPT_VK_COLSUM_COLUMNS - 1) / DC_GPT_VK_COLSUM_COLUMNS;
     }
   else if (op >= OP_HEAD_DX)
     {
@@ -301,6 +356,66 @@ record_op (DcGptVkForward  *self,
   /* Each pipeline's set is written at its first dispatch only. */
   return dc_vk_recording_dispatch (self->recording, pipeline, *count == 1 ? buffers : NULL, &push,
                                    (guint) CLAMP (groups, 1, FWD_MAX_GROUPS), 1, 1, error);
+}
+
+/* Records one dispatch of a row kernel (resident-quant.comp,
+ * resident-softmax.comp) on the pass's buffers, labelled for DC_VK_PROFILE. */
+static gboolean
+record_rows (DcGptVkForward  *self,
+             DcVkPipeline    *pipeline,
+             guint64         *count,
+             const char      *label,
+             guint32          op,
+             const guint32   *args,
+             guint            n_args,
+             gsize            groups,
+             gsize            groups_y,
+             GError         **error)
+{
+  DcVkForwardPush push = { op, { 0 } };
+  DcVkBuffer *buffers[] = { self->f, self->q, self->e, self->tokens };
+
+  g_assert (n_args <= G_N_ELEMENTS (push.a));
+  memcpy (push.a, args, n_args * sizeof (guint32));
+  if (dc_vk_recording_is_profiled (self->recording))
+    dc_vk_recording_label (self->recording, label);
+  /* Each pipeline's set is written at its first dispatch only. */
+  return dc_vk_recording_dispatch (self->recording, pipeline, ++*count == 1 ? buffers : NULL,
+                                   &push, (guint) CLAMP (groups, 1, FWD_MAX_GROUPS),
+                                   (guint) groups_y, 1, error);
+}
+
+/* A softmax operation (OP_SOFTMAX, OP_SOFTMAX_BACK) over rows of len: a
+ * workgroup per row, or per few short rows (resident-softmax.comp), where
+ * its gate passed and the row fits its shared memory, else an invocation
+ * per row. */
+static gboolean
+record_softmax (DcGptVkForward  *self,
+                guint            op,
+                gsize            rows,
+                gsize            len,
+                const guint32   *args,
+                guint            n_args,
+                GError         **error)
+{
+  g_autofree char *label = NULL;
+
+  if (!self->softmax_rows || len > DC_GPT_VK_ROWS_SOFTMAX_MAX_LEN)
+    return record_op (self, op, rows, args, n_args, error);
+  if (self->dry)
+    return TRUE;
+  if (dc_vk_recording_is_profiled (self->recording))
+    label = g_strdup_printf ("%s-rows %" G_GSIZE_FORMAT "x%" G_GSIZE_FORMAT,
+                             op_names[op], rows, len);
+  {
+    guint32 rows_args[15] = { 0 };
+
+    memcpy (rows_args, args, n_args * sizeof (guint32));
+    rows_args[14] = dc_gpt_vk_rows_softmax_lanes_log2 (len);
+    return record_rows (self, self->softmax_pipeline, &self->n_softmax_dispatches, label, op,
+                        rows_args, G_N_ELEMENTS (rows_args),
+                        dc_gpt_vk_rows_softmax_groups (rows, len), 1, error);
+  }
 }
 
 /* The attention's (sequence, head) pairs side by side in one dispatch:
@@ -338,7 +453,11 @@ record_quantize_pairs (DcGptVkForward  *self,
                      (guint32) pairs->heads, (guint32) pairs->seq_stride,
                      (guint32) pairs->head_stride, (guint32) per_invocation };
 
-  /* The dry run measures the largest operand on each side. */
+  DcGptVkQuantTile tile;
+
+  dc_gpt_vk_rows_quant_tile (n * pairs->pairs, k, vs, ks, &tile);
+  /* The dry run measures the largest operand on each side (and the split
+   * columns' scratch). */
   if (self->dry)
     {
       gsize *q = left ? &self->q_left : &self->q_right;
@@ -346,7 +465,35 @@ record_quantize_pairs (DcGptVkForward  *self,
 
       *q = MAX (*q, n * pairs->pairs * k);
       *e = MAX (*e, n * pairs->pairs);
+      if (self->quant_tiles)
+        self->quant_scratch_bytes = MAX (self->quant_scratch_bytes,
+                                         DC_GPT_VK_QUANT_AMAX_SCRATCH (&tile, n * pairs->pairs));
       return TRUE;
+    }
+  if (self->quant_tiles)
+    {
+      /* Coalesced tiles (resident-quant.comp): a[11] to a[14] say how;
+       * split columns take a dispatch for their slices' maxima first. */
+      guint32 tiled_args[15];
+      g_autofree char *label = NULL;
+
+      memcpy (tiled_args, args, 11 * sizeof (guint32));
+      tiled_args[11] = tile.columns;
+      tiled_args[12] = tile.tv_log2;
+      tiled_args[13] = tile.slice;
+      tiled_args[14] = (guint32) self->quant_scratch;
+      if (dc_vk_recording_is_profiled (self->recording))
+        label = g_strdup_printf ("quantize-tile %" G_GSIZE_FORMAT "x%" G_GSIZE_FORMAT " %s%s",
+                                 n * pairs->pairs, k, ks == 1 ? "rows" : "cols",
+                                 tile.slices > 1 ? " split" : "");
+      if (tile.slices > 1
+          && !record_rows (self, self->quant_pipeline, &self->n_quant_dispatches, label,
+                           DC_GPT_VK_QUANT_OP_AMAX, tiled_args, G_N_ELEMENTS (tiled_args),
+                           tile.groups, tile.slices, error))
+        return FALSE;
+      return record_rows (self, self->quant_pipeline, &self->n_quant_dispatches, label,
+                          OP_QUANTIZE, tiled_args, G_N_ELEMENTS (tiled_args), tile.groups,
+                          tile.slices, error);
     }
   return record_op (self, OP_QUANTIZE, n * pairs->pairs, args, G_N_ELEMENTS (args), error);
 }
@@ -609,7 +756,7 @@ record_layer_norm (DcGptVkForward  *self,
   guint32 c = self->config.width;
   guint32 args[] = { (guint32) x, (guint32) w, (guint32) b, (guint32) y, (guint32) mean,
                      (guint32) rstd, (guint32) rows, c, f32_bits ((float) c),
-                     f32_bits (DC_MATH_GPT2_LN_EPS) };
+                     f32_bits (DC_MATH_GPT2_LN_EPS), c <= NORM_ROW_WG_MAX };
 
   return record_op (self, OP_LAYER_NORM, rows, args, G_N_ELEMENTS (args), error);
 }
@@ -670,7 +817,8 @@ record_layer_norm_backward (DcGptVkForward  *self,
 {
   guint32 c = self->config.width;
   guint32 dx[] = { (guint32) x, (guint32) w, (guint32) mean, (guint32) rstd, (guint32) dy,
-                   (guint32) self->d_res, (guint32) rows, c, f32_bits ((float) c) };
+                   (guint32) self->d_res, (guint32) rows, c, f32_bits ((float) c),
+                   c <= NORM_ROW_WG_MAX };
   guint32 grad[] = { (guint32) x, (guint32) dy, (guint32) mean, (guint32) rstd, (guint32) rows,
                      c, (guint32) dw, (guint32) db };
 
@@ -722,7 +870,8 @@ record_body (DcGptVkForward  *self,
         if (!record_quantize_pairs (self, TRUE, a->qkv, 3 * c, 1, t, d, &in, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + c, 3 * c, 1, t, d, &in, error)
             || !record_gemm_causal (self, t, t, d, self->scores, t, &sq, CAUSAL_OUT, error)
-            || !record_op (self, OP_SOFTMAX, self->batch * h_n * t, sm, G_N_ELEMENTS (sm), error)
+            || !record_softmax (self, OP_SOFTMAX, self->batch * h_n * t, t, sm, G_N_ELEMENTS (sm),
+                                error)
             || !record_quantize_pairs (self, TRUE, a->att, t, 1, t, t, &sq, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 1, 3 * c, d, t, &in, error)
             || !record_gemm_causal (self, t, d, t, a->atty, c, &y, CAUSAL_A_LOWER, error))
@@ -778,7 +927,7 @@ record_body (DcGptVkForward  *self,
                           (guint32) v, (guint32) bt, f32_bits ((float) bt) };
     guint32 zero[] = { (guint32) self->d_res, (guint32) (bt * c) };
 
-    if (!record_op (self, OP_SOFTMAX, bt, probs, G_N_ELEMENTS (probs), error)
+    if (!record_softmax (self, OP_SOFTMAX, bt, v, probs, G_N_ELEMENTS (probs), error)
         || !record_quantize (self, TRUE, self->probs, v, 1, bt, v, error)
         || !record_quantize (self, FALSE, wte, 1, c, c, v, error)
         || !record_gemm (self, bt, c, v, self->d_a, c, error)
@@ -842,8 +991,8 @@ record_body (DcGptVkForward  *self,
             || !record_quantize_pairs (self, FALSE, self->d_a, 1, c, d, t, &dy, error)
             || !record_gemm_causal (self, t, d, t, self->d_qkv + 2 * c, 3 * c, &in,
                                     CAUSAL_A_UPPER, error)
-            || !record_op (self, OP_SOFTMAX_BACK, self->batch * h_n * t, sm, G_N_ELEMENTS (sm),
-                           error)
+            || !record_softmax (self, OP_SOFTMAX_BACK, self->batch * h_n * t, t, sm,
+                                G_N_ELEMENTS (sm), error)
             || !record_quantize_pairs (self, TRUE, self->scores, t, 1, t, t, &sq, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + c, 1, 3 * c, d, t, &in, error)
             || !record_gemm_causal (self, t, d, t, self->d_qkv, 3 * c, &in, CAUSAL_A_LOWER,
@@ -883,7 +1032,13 @@ layout (DcGptVkForward *self)
 
 #define REGION(var, n) G_STMT_START { var = off; off += (n); } G_STMT_END
   if (self->backward)
-    REGION (self->grads_off, self->n_params);
+    {
+      /* The gradients start at a multiple of 64 floats (256 bytes, the
+       * largest minStorageBufferOffsetAlignment Vulkan allows): the resident
+       * Adam step binds them as a range of F of their own. */
+      off = (off + 63) / 64 * 64;
+      REGION (self->grads_off, self->n_params);
+    }
   REGION (self->res, (cfg->n_layer + 1) * bt * c);
   self->layers = g_new0 (VkLayerActs, cfg->n_layer);
   for (guint l = 0; l < cfg->n_layer; l++)
@@ -931,6 +1086,7 @@ layout (DcGptVkForward *self)
   /* The right operands start 16-byte aligned (the GEMM's wide loads). */
   self->qa = 0;
   self->qb = (self->q_left + 15) / 16 * 16;
+  self->quant_scratch = (self->qb + self->q_right + 15) / 16 * 16;
   self->ea = 1;
   self->eb = 1 + self->e_left;
   return off;
@@ -952,13 +1108,16 @@ measure (const DcGptConfig     *config,
   self->backward = backward;
   self->n_params = dc_gpt_config_n_params (config);
   /* As with the tiled products and those on cooperative matrices (their
-   * gates usually pass where offered): the split products' scratch is then
-   * part of F, sized for either kernel, so this is the larger layout. */
+   * gates usually pass where offered) and the quantization tiles: the split
+   * products' scratch is then part of F, sized for either kernel, and the
+   * split columns' maxima part of Q, so this is the larger layout. */
   self->tiled = TRUE;
   self->products = PRODUCTS_TILED | PRODUCTS_COOP;
+  self->quant_tiles = TRUE;
   f = layout (self);
   out->f_bytes = (guint64) f * 4;
-  out->q_bytes = MAX (self->qb + self->q_right, 4);
+  out->q_bytes = MAX (MAX (self->qb + self->q_right, 4),
+                      self->quant_scratch + self->quant_scratch_bytes);
   out->e_bytes = (guint64) (self->eb + self->e_right) * 4;
   out->tokens_bytes = (guint64) 2 * bt * 4;
   out->staging_bytes = (guint64) (backward ? 2 : 1) * self->n_params * 4
@@ -995,9 +1154,10 @@ dc_gpt_vk_forward_measure (const DcGptConfig     *config,
  *
  * What training @config at @batch resident on a Vulkan device allocates:
  * the training pass (dc_gpt_vk_forward_measure ()) and the resident Adam
- * step's buffers (dc-gpt-vk-step.c: w, g, m, v device-local; the gradients
- * in and w, m, v out host-visible; its 36 bytes of scalars). Shown before a
- * run beside what the CPU needs (`train --dry-run`, `bench train`).
+ * step's buffers (dc-gpt-vk-step.c: m and v device-local, w and g being the
+ * pass's own; the gradients in and w, m, v out host-visible; its 36 bytes
+ * of scalars). Shown before a run beside what the CPU needs
+ * (`train --dry-run`, `bench train`).
  */
 void
 dc_gpt_vk_train_memory (const DcGptConfig *config,
@@ -1009,7 +1169,7 @@ dc_gpt_vk_train_memory (const DcGptConfig *config,
   guint64 n = dc_gpt_config_n_params (config);
 
   measure (config, batch, TRUE, &pass);
-  *device_bytes = pass.device_bytes + 4 * 4 * n;
+  *device_bytes = pass.device_bytes + 2 * 4 * n;
   *host_bytes = pass.host_bytes + 4 * 4 * n + 36;
 }
 
@@ -1120,6 +1280,8 @@ record_forward (DcGptVkForward  *self,
                 gboolean         broken_backward,
                 gboolean         broken_gemm,
                 gboolean         broken_coop,
+                gboolean         broken_quant,
+                gboolean         broken_softmax,
                 GError         **error)
 {
   const DcGptConfig *cfg = &self->config;
@@ -1128,10 +1290,11 @@ record_forward (DcGptVkForward  *self,
   gsize off, q_size, e_size;
   g_autofree char *forward_file = NULL, *loss_file = NULL, *backward_file = NULL;
   g_autofree char *gemm_file = NULL;
+  g_autofree char *quant_file = NULL, *softmax_file = NULL;
   DcGptVkForwardMemory memory = { 0 };
 
   off = layout (self);
-  q_size = self->qb + self->q_right;
+  q_size = MAX (self->qb + self->q_right, self->quant_scratch + self->quant_scratch_bytes);
   e_size = self->eb + self->e_right;
   /* Offsets are 32-bit in the shader; one binding holds F. */
   memory.f_bytes = (guint64) off * 4;
@@ -1145,6 +1308,8 @@ record_forward (DcGptVkForward  *self,
   backward_file = _dc_gpt_vk_kernel_file ("resident-backward", self->native, broken_backward);
   /* Integers only: one variant whatever the float mode. */
   gemm_file = _dc_gpt_vk_kernel_file ("resident-gemm", DC_VK_F32_EMULATED, broken_gemm);
+  quant_file = _dc_gpt_vk_kernel_file ("resident-quant", DC_VK_F32_EMULATED, broken_quant);
+  softmax_file = _dc_gpt_vk_kernel_file ("resident-softmax", self->native, broken_softmax);
   self->pipeline = dc_vk_pipeline_new (self->ctx, forward_file, 4, sizeof (DcVkForwardPush),
                                        error);
   if (self->pipeline == NULL
@@ -1158,6 +1323,14 @@ record_forward (DcGptVkForward  *self,
           && (self->gemm_pipeline = dc_vk_pipeline_new (self->ctx, gemm_file, 4,
                                                     sizeof (DcVkForwardPush), error)) == NULL)
       || !coop_pipelines_new (self->ctx, self->products, broken_coop, self->coop_pipelines, error)
+      || (self->quant_tiles
+          && (self->quant_pipeline = dc_vk_pipeline_new (self->ctx, quant_file, 4,
+                                                         sizeof (DcVkForwardPush),
+                                                         error)) == NULL)
+      || (self->softmax_rows
+          && (self->softmax_pipeline = dc_vk_pipeline_new (self->ctx, softmax_file, 4,
+                                                           sizeof (DcVkForwardPush),
+                                                           error)) == NULL)
       || (self->f = dc_vk_buffer_new_device_local (self->ctx, off * 4, error)) == NULL
       || (self->q = dc_vk_buffer_new_device_local (self->ctx, MAX (q_size, 4), error)) == NULL
       || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
@@ -1165,26 +1338,55 @@ record_forward (DcGptVkForward  *self,
       || (self->params_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4, error)) == NULL
       || (self->logits_staging = dc_vk_buffer_new (self->ctx, (bt * v + 1) * 4, error)) == NULL
       || (self->backward
-          && (self->grads_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4,
-                                                      error)) == NULL)
+          && (self->grads_staging = dc_vk_buffer_new_cached (self->ctx, self->n_params * 4,
+                                                             error)) == NULL)
+      || (self->upload = dc_vk_recording_new (self->ctx, error)) == NULL
+      || (self->backward && (self->download = dc_vk_recording_new (self->ctx, error)) == NULL)
       || (self->recording = dc_vk_recording_new (self->ctx, error)) == NULL)
     return FALSE;
+  /* The backward's sums over rows through resident-colsum.comp where its
+   * gate passes; resident-backward.comp's otherwise (same bits, slower). */
+  if (self->backward)
+    {
+      g_autoptr(GError) local_error = NULL;
 
+      self->colsum_pipeline
+        = _dc_gpt_vk_colsum_new (self->ctx, self->native,
+                                 _dc_gpt_vk_kernel_twin ("resident-colsum", self->native),
+                                 &local_error);
+      if (self->colsum_pipeline == NULL && !self->gating)
+        g_message ("Vulkan kernel resident-colsum on %s failed verification (%s) — using "
+                   "resident-backward's column sums",
+                   dc_vk_context_get_device_name (self->ctx), local_error->message);
+    }
+
+  /* The weights' upload and the gradients' download are recordings of their
+   * own: a resident step (dc-gpt-vk-step.c) keeps the weights in F and the
+   * gradients there for its Adam kernel, and submits the body alone. */
   {
     DcVkCopy in = { self->params_staging, 0, self->f, 0, self->n_params * 4 };
 
-    dc_vk_recording_copy (self->recording, &in, 1);
+    dc_vk_recording_copy (self->upload, &in, 1);
+    if (!dc_vk_recording_end (self->upload, error))
+      return FALSE;
   }
+  if (self->backward)
+    {
+      DcVkCopy out = { self->f, self->grads_off * 4, self->grads_staging, 0,
+                       self->n_params * 4 };
+
+      dc_vk_recording_copy (self->download, &out, 1);
+      if (!dc_vk_recording_end (self->download, error))
+        return FALSE;
+    }
   if (!record_body (self, error))
     return FALSE;
   if (self->backward)
     {
-      DcVkCopy out[] = {
-        { self->f, self->grads_off * 4, self->grads_staging, 0, self->n_params * 4 },
-        { self->f, (self->logits_off + bt * v) * 4, self->logits_staging, bt * v * 4, 4 },
-      };
+      DcVkCopy out = { self->f, (self->logits_off + bt * v) * 4, self->logits_staging,
+                       bt * v * 4, 4 };
 
-      dc_vk_recording_copy (self->recording, out, G_N_ELEMENTS (out));
+      dc_vk_recording_copy (self->recording, &out, 1);
     }
   else
     {
@@ -1196,7 +1398,8 @@ record_forward (DcGptVkForward  *self,
   return dc_vk_recording_end (self->recording, error);
 }
 
-/* One replay: the weights and tokens in, the recording submitted. */
+/* One replay: the weights (unless @params is NULL: those in F already) and
+ * tokens in, the recording submitted. */
 static gboolean
 submit (DcGptVkForward  *self,
         const float     *params,
@@ -1210,7 +1413,8 @@ submit (DcGptVkForward  *self,
 
   gint64 t0 = g_get_monotonic_time (), t1;
 
-  memcpy (dc_vk_buffer_get_data (self->params_staging), params, self->n_params * 4);
+  if (params != NULL)
+    memcpy (dc_vk_buffer_get_data (self->params_staging), params, self->n_params * 4);
   for (gsize i = 0; i < bt; i++)
     {
       tokens[i] = inputs[i];
@@ -1218,7 +1422,8 @@ submit (DcGptVkForward  *self,
     }
   e[0] = 0;
   t1 = g_get_monotonic_time ();
-  if (!dc_vk_recording_submit (self->recording, error))
+  if ((params != NULL && !dc_vk_recording_submit (self->upload, error))
+      || !dc_vk_recording_submit (self->recording, error))
     return FALSE;
   self->times.passes++;
   self->times.host_ns += (guint64) (t1 - t0) * 1000;
@@ -1288,6 +1493,23 @@ dc_gpt_vk_forward_gradients (DcGptVkForward  *self,
                              float           *loss,
                              GError         **error)
 {
+  g_return_val_if_fail (params != NULL, FALSE);
+
+  return _dc_gpt_vk_forward_gradients_resident (self, params, inputs, targets, grads, loss, error);
+}
+
+/* dc_gpt_vk_forward_gradients () where @params may be NULL (the weights in F
+ * already: a resident step's) and @grads may be NULL (the gradients stay in
+ * F for the step's Adam kernel): only the loss then leaves the device. */
+gboolean
+_dc_gpt_vk_forward_gradients_resident (DcGptVkForward  *self,
+                                       const float     *params,
+                                       const guint8    *inputs,
+                                       const guint8    *targets,
+                                       float           *grads,
+                                       float           *loss,
+                                       GError         **error)
+{
   gsize n = (gsize) self->batch * self->config.seq * self->config.vocab;
   gint64 t0;
 
@@ -1296,12 +1518,35 @@ dc_gpt_vk_forward_gradients (DcGptVkForward  *self,
 
   if (!submit (self, params, inputs, targets, error))
     return FALSE;
-  t0 = g_get_monotonic_time ();
-  memcpy (grads, dc_vk_buffer_get_data (self->grads_staging), self->n_params * 4);
-  self->times.host_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
+  if (grads != NULL)
+    {
+      t0 = g_get_monotonic_time ();
+      if (!dc_vk_recording_submit (self->download, error))
+        return FALSE;
+      self->times.device_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
+      t0 = g_get_monotonic_time ();
+      memcpy (grads, dc_vk_buffer_get_data (self->grads_staging), self->n_params * 4);
+      self->times.host_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
+    }
   if (loss != NULL)
     memcpy (loss, (float *) dc_vk_buffer_get_data (self->logits_staging) + n, 4);
   return TRUE;
+}
+
+/* The pass's context and F, with the offset (floats) of the gradients in
+ * it: a resident step shares them (dc-gpt-vk-step.c). */
+DcVkContext *
+_dc_gpt_vk_forward_get_context (DcGptVkForward *self)
+{
+  return self->ctx;
+}
+
+DcVkBuffer *
+_dc_gpt_vk_forward_get_f (DcGptVkForward *self,
+                          gsize          *grads_off)
+{
+  *grads_off = self->grads_off;
+  return self->f;
 }
 
 guint64
@@ -1309,7 +1554,8 @@ dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
 {
   return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches
          + self->n_gemm_dispatches + self->n_coop_dispatches[COOP_WIDE]
-         + self->n_coop_dispatches[COOP_NARROW];
+         + self->n_coop_dispatches[COOP_NARROW] + self->n_quant_dispatches
+         + self->n_softmax_dispatches + self->n_colsum_dispatches;
 }
 
 /* With @twins, each kernel named in DC_TEST_BREAK_KERNEL is its broken twin
@@ -1321,6 +1567,8 @@ forward_new (DcVkContext        *ctx,
              gboolean            backward,
              DcVkF32Mode         native,
              guint               products,
+             gboolean            quant_tiles,
+             gboolean            softmax_rows,
              gboolean            twins,
              GError            **error)
 {
@@ -1333,12 +1581,17 @@ forward_new (DcVkContext        *ctx,
   self->native = native;
   self->tiled = (products & PRODUCTS_TILED) != 0;
   self->products = products;
+  self->quant_tiles = quant_tiles;
+  self->softmax_rows = softmax_rows;
+  self->gating = twins;
   self->n_params = dc_gpt_config_n_params (config);
   if (!record_forward (self, twins && _dc_gpt_vk_kernel_twin ("resident-forward", native),
                        twins && _dc_gpt_vk_kernel_twin ("resident-loss", native),
                        twins && _dc_gpt_vk_kernel_twin ("resident-backward", native),
                        twins && _dc_gpt_vk_kernel_broken ("resident-gemm"),
-                       twins && _dc_gpt_vk_kernel_broken ("resident-coop"), error))
+                       twins && _dc_gpt_vk_kernel_broken ("resident-coop"),
+                       twins && _dc_gpt_vk_kernel_broken ("resident-quant"),
+                       twins && _dc_gpt_vk_kernel_twin ("resident-softmax", native), error))
     {
       self->ctx = NULL;  /* the caller's */
       return NULL;
@@ -1449,19 +1702,24 @@ gate_ops (DcVkContext  *ctx,
       return FALSE; \
   } G_STMT_END
 
-  /* Layer norm of the rows of X into Y. */
-  RUN (OP_LAYER_NORM, GATE_R, X, W, B, Y, MEAN, RSTD, GATE_R, GATE_N, f32_bits ((float) GATE_N),
-       f32_bits (DC_MATH_GPT2_LN_EPS));
-  for (guint r = 0; r < GATE_R; r++)
+  /* Layer norm of the rows of X into Y: an invocation, then a workgroup,
+   * per row (a[10]). */
+  for (guint32 wg = 0; wg < 2; wg++)
     {
-      float mean, rstd;
+      RUN (OP_LAYER_NORM, GATE_R, X, W, B, Y, MEAN, RSTD, GATE_R, GATE_N,
+           f32_bits ((float) GATE_N), f32_bits (DC_MATH_GPT2_LN_EPS), wg);
+      for (guint r = 0; r < GATE_R; r++)
+        {
+          float mean, rstd;
 
-      dc_math_layer_norm (f + X + r * GATE_N, f + W, f + B, DC_MATH_GPT2_LN_EPS,
-                          want + r * GATE_N, &mean, &rstd, GATE_N);
-      if (!same_bits ("layer norm", f + Y + r * GATE_N, want + r * GATE_N, GATE_N, error)
-          || !same_bits ("layer norm mean", f + MEAN + r, &mean, 1, error)
-          || !same_bits ("layer norm rstd", f + RSTD + r, &rstd, 1, error))
-        return FALSE;
+          dc_math_layer_norm (f + X + r * GATE_N, f + W, f + B, DC_MATH_GPT2_LN_EPS,
+                              want + r * GATE_N, &mean, &rstd, GATE_N);
+          if (!same_bits (wg ? "layer norm (a workgroup per row)" : "layer norm",
+                          f + Y + r * GATE_N, want + r * GATE_N, GATE_N, error)
+              || !same_bits ("layer norm mean", f + MEAN + r, &mean, 1, error)
+              || !same_bits ("layer norm rstd", f + RSTD + r, &rstd, 1, error))
+            return FALSE;
+        }
     }
   /* Rows of X and of X2, and columns of X, quantized, both ways (a[11]: a
    * workgroup or an invocation per vector); the products of the rows. */
@@ -1575,6 +1833,8 @@ static gboolean
 gate (DcVkContext  *ctx,
       DcVkF32Mode   native,
       guint         products,
+      gboolean      quant_tiles,
+      gboolean      softmax_rows,
       GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1600,7 +1860,8 @@ gate (DcVkContext  *ctx,
   run = dc_gpt_run_new (&config, 2, DC_GPT_PRECISION_INT8, 1);
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error))
     return FALSE;
-  fwd = forward_new (ctx, &config, 2, FALSE, native, products, TRUE, error);
+  fwd = forward_new (ctx, &config, 2, FALSE, native, products, quant_tiles, softmax_rows, TRUE,
+                     error);
   if (fwd == NULL)
     return FALSE;
   n = (gsize) 2 * 16 * config.vocab;
@@ -1752,6 +2013,8 @@ static gboolean
 gate_backward (DcVkContext  *ctx,
                DcVkF32Mode   native,
                guint         products,
+               gboolean      quant_tiles,
+               gboolean      softmax_rows,
                GError      **error)
 {
   g_autoptr(DcGptModel) model = NULL;
@@ -1779,7 +2042,8 @@ gate_backward (DcVkContext  *ctx,
   if (!dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, &want_loss, error)
       || !dc_gpt_run_backward (run, model->params, want, error))
     return FALSE;
-  pass = forward_new (ctx, &config, 2, TRUE, native, products, TRUE, error);
+  pass = forward_new (ctx, &config, 2, TRUE, native, products, quant_tiles, softmax_rows, TRUE,
+                      error);
   if (pass == NULL)
     return FALSE;
   ok = dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads, &loss, error);
@@ -2054,14 +2318,34 @@ gates (DcVkContext  *ctx,
        gboolean      backward,
        DcVkF32Mode   native,
        guint         products,
+       gboolean      quant_tiles,
+       gboolean      softmax_rows,
        const char  **kernel,
        GError      **error)
 {
   *kernel = "resident-forward";
-  if (!gate (ctx, native, products, error))
+  if (!gate (ctx, native, products, quant_tiles, softmax_rows, error))
     return FALSE;
   *kernel = "resident-backward";
-  return !backward || gate_backward (ctx, native, products, error);
+  return !backward || gate_backward (ctx, native, products, quant_tiles, softmax_rows, error);
+}
+
+/* Whether resident-softmax.comp's variant for @native passes its gate; a
+ * refusal keeps the softmax rows on an invocation each (same bits). */
+static gboolean
+softmax_rows_gate (DcVkContext *ctx,
+                   DcVkF32Mode  native)
+{
+  g_autoptr(GError) local_error = NULL;
+
+  if (dc_gpt_vk_rows_gate_softmax (ctx, native, _dc_gpt_vk_kernel_twin ("resident-softmax",
+                                                                         native),
+                                   &local_error))
+    return TRUE;
+  g_message ("Vulkan kernel resident-softmax%s on %s failed verification (%s) — the softmax "
+             "keeps an invocation per row", native ? "-native" : "",
+             dc_vk_context_get_device_name (ctx), local_error->message);
+  return FALSE;
 }
 
 /* Opens the best Vulkan device, gates what the pass needs and records it:
@@ -2080,7 +2364,7 @@ pass_new (const DcGptConfig  *config,
   const char *kernel = "resident-forward";
   g_autofree char *why_not = NULL;
   DcVkF32Mode native;
-  gboolean tiled, khr = FALSE;
+  gboolean tiled, khr = FALSE, quant_tiles, softmax_rows = FALSE;
   guint products;
 
   g_return_val_if_fail (batch > 0, NULL);
@@ -2136,12 +2420,27 @@ pass_new (const DcGptConfig  *config,
                "their gate passed", backward ? "training" : "forward",
                dc_vk_context_get_device_name (ctx), khr ? " rewritten for KHR" : "");
     }
+  /* The quantization tiles likewise (integers only: one variant). */
+  quant_tiles = dc_gpt_vk_rows_gate_quant (ctx, _dc_gpt_vk_kernel_broken ("resident-quant"),
+                                           &local_error);
+  if (!quant_tiles)
+    {
+      g_message ("Vulkan kernel resident-quant on %s failed verification (%s) — quantizing a "
+                 "vector per workgroup", dc_vk_context_get_device_name (ctx),
+                 local_error->message);
+      g_clear_error (&local_error);
+    }
   native = _dc_gpt_vk_native_wanted (ctx, &why_not);
   if (native)
     {
+      gboolean f32_ok = _dc_gpt_vk_step_gate_f32 (ctx, native, &local_error);
+
       kernel = "f32-exact";
-      if (!(_dc_gpt_vk_step_gate_f32 (ctx, native, &local_error)
-            && gates (ctx, backward, native, products, &kernel, &local_error)))
+      /* The softmax rows in the same float mode, before the model gates
+       * that run with them. */
+      softmax_rows = f32_ok && softmax_rows_gate (ctx, native);
+      if (!(f32_ok && gates (ctx, backward, native, products, quant_tiles, softmax_rows, &kernel,
+                             &local_error)))
         {
           g_message ("Vulkan kernel %s-native on %s failed verification (%s) — using the "
                      "emulated kernels", kernel, dc_vk_context_get_device_name (ctx),
@@ -2158,7 +2457,10 @@ pass_new (const DcGptConfig  *config,
   else
     g_info ("Resident %s pass on %s: emulated float arithmetic (%s)",
             backward ? "training" : "forward", dc_vk_context_get_device_name (ctx), why_not);
-  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, products, &kernel, &local_error))
+  if (!native)
+    softmax_rows = softmax_rows_gate (ctx, DC_VK_F32_EMULATED);
+  if (native || gates (ctx, backward, DC_VK_F32_EMULATED, products, quant_tiles, softmax_rows,
+                       &kernel, &local_error))
     ;
   else
     {
@@ -2170,7 +2472,8 @@ pass_new (const DcGptConfig  *config,
                    backward ? "training" : "forward");
       return NULL;
     }
-  self = forward_new (ctx, config, batch, backward, native, products, FALSE, error);
+  self = forward_new (ctx, config, batch, backward, native, products, quant_tiles, softmax_rows,
+                      FALSE, error);
   if (self == NULL)
     return NULL;
   g_steal_pointer (&ctx);
@@ -2240,6 +2543,46 @@ dc_gpt_vk_forward_get_products (DcGptVkForward *self)
   if (self->products & PRODUCTS_COOP)
     return "coop";
   return self->tiled ? "tiled" : "untiled";
+}
+
+/**
+ * dc_gpt_vk_forward_get_quantize:
+ *
+ * Returns: how the pass quantizes its operands: "tiles" (resident-quant.comp,
+ *   coalesced tiles, its gate passed) or "vectors" (resident-forward.comp's,
+ *   a workgroup or an invocation per vector)
+ */
+const char *
+dc_gpt_vk_forward_get_quantize (DcGptVkForward *self)
+{
+  return self->quant_tiles ? "tiles" : "vectors";
+}
+
+/**
+ * dc_gpt_vk_forward_get_softmax:
+ *
+ * Returns: how the pass runs its softmax rows and their backward: "rows"
+ *   (resident-softmax.comp, a workgroup per row, its gate passed) or
+ *   "invocations" (an invocation per row)
+ */
+const char *
+dc_gpt_vk_forward_get_softmax (DcGptVkForward *self)
+{
+  return self->softmax_rows ? "rows" : "invocations";
+}
+
+/**
+ * dc_gpt_vk_forward_get_column_sums:
+ *
+ * Returns: which kernel runs the backward's sums over rows (the norms'
+ *   weight and bias gradients, the biases' gradients): "resident-colsum"
+ *   (a workgroup per 8 columns, its gate passed) or "resident-backward"
+ *   (an invocation per column); "resident-backward" for a forward pass
+ */
+const char *
+dc_gpt_vk_forward_get_column_sums (DcGptVkForward *self)
+{
+  return self->colsum_pipeline != NULL ? "resident-colsum" : "resident-backward";
 }
 
 /**

@@ -105,6 +105,9 @@ guint64         dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self);
 const char     *dc_gpt_vk_forward_get_device_name  (DcGptVkForward *self);
 const char     *dc_gpt_vk_forward_get_arithmetic   (DcGptVkForward *self);
 const char     *dc_gpt_vk_forward_get_products     (DcGptVkForward *self);
+const char     *dc_gpt_vk_forward_get_quantize     (DcGptVkForward *self);
+const char     *dc_gpt_vk_forward_get_softmax      (DcGptVkForward *self);
+const char     *dc_gpt_vk_forward_get_column_sums  (DcGptVkForward *self);
 void            dc_gpt_vk_forward_get_times        (DcGptVkForward      *self,
                                                     DcGptVkForwardTimes *out);
 gboolean        dc_gpt_vk_forward_coop_offered     (const DcVkFeatures  *features,

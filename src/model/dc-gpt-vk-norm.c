@@ -10,6 +10,13 @@
  * and rstd (NaN payloads aside, as f32-exact.glsl says).
  * DC_TEST_BREAK_KERNEL=layer-norm (or all) loads the broken twin.
  *
+ * Also the gate of shaders/resident-colsum.comp, the resident training
+ * pass's kernel for its sums over rows (the norms' weight and bias
+ * gradients, the biases' gradients), the norm's input gradient a workgroup
+ * per row, and the head's and embeddings' scatter-adds
+ * (_dc_gpt_vk_colsum_new ()); DC_TEST_BREAK_KERNEL=resident-colsum loads its
+ * broken twin.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-model"
@@ -232,4 +239,163 @@ dc_gpt_vk_norm_new (DcVkContext  *ctx,
       return NULL;
     }
   return g_steal_pointer (&self);
+}
+
+/* ---- resident-colsum.comp: the resident backward's sums over rows -------- */
+
+/* Mirrors DcVkForwardPush (dc-gpt-vk-forward.c): the op, then its
+ * arguments, as resident-backward.comp's OP_LN_DW and OP_COLSUM take them. */
+typedef struct
+{
+  guint32 op;
+  guint32 a[15];
+} DcVkColsumPush;
+
+G_STATIC_ASSERT (sizeof (DcVkColsumPush) == 64);
+
+#define COLSUM_OP_LN_DX 13
+#define COLSUM_OP_LN_DW 14
+#define COLSUM_OP_COLSUM 15
+
+/* A gate value: activations and gradients of the usual sizes, exact zeros
+ * of both signs (ReLU's) and subnormals, as gate_backward_ops () draws. */
+static float
+colsum_gate_value (guint64 *state)
+{
+  guint64 r = _dc_gpt_vk_splitmix64 (state);
+  guint32 sign = (guint32) r & 0x80000000u;
+
+  switch ((r >> 32) % 16)
+    {
+    case 0: return 0.0f;
+    case 1: return bits_f32 (sign);
+    case 2: return bits_f32 (sign | (guint32) (r >> 40) % 0x800000u);
+    default: return bits_f32 (sign | (guint32) (112 + (r >> 40) % 20) << 23
+                              | ((guint32) r & 0x7fffffu));
+    }
+}
+
+/* One shape: @rows rows of @n columns through OP_LN_DX (a workgroup per
+ * row: the sum trees in shared memory), OP_LN_DW and OP_COLSUM, against
+ * dc_math_layer_norm_backward () added to d_res and layer_norm_grad_chunk's
+ * and column_sum_chunk's serial chains. */
+static gboolean
+colsum_gate_case (DcVkContext   *ctx,
+                  DcVkPipeline  *pipeline,
+                  guint          rows,
+                  guint          n,
+                  guint64       *state,
+                  GError       **error)
+{
+  const gsize X = 0, DY = X + (gsize) rows * n, MEAN = DY + (gsize) rows * n;
+  const gsize RSTD = MEAN + rows, DW = RSTD + rows, DB = DW + n, COLS = DB + n;
+  const gsize WN = COLS + n, DRES = WN + n, size = DRES + (gsize) rows * n;
+  g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
+  g_autofree float *y = g_new (float, n), *w = g_new (float, n);
+  g_autofree float *dx = g_new (float, n), *dw_row = g_new0 (float, n);
+  g_autofree float *db_row = g_new0 (float, n), *want = g_new (float, (gsize) rows * n);
+  float *f;
+
+  if ((bf = dc_vk_buffer_new (ctx, size * 4, error)) == NULL
+      || (bq = dc_vk_buffer_new (ctx, 4, error)) == NULL
+      || (be = dc_vk_buffer_new (ctx, 4, error)) == NULL
+      || (bt = dc_vk_buffer_new (ctx, 4, error)) == NULL)
+    return FALSE;
+  f = dc_vk_buffer_get_data (bf);
+  for (gsize i = 0; i < size; i++)
+    f[i] = colsum_gate_value (state);
+  for (guint i = 0; i < n; i++)
+    w[i] = 1.0f;
+  /* Real statistics of the rows. */
+  for (guint r = 0; r < rows; r++)
+    dc_math_layer_norm (f + X + (gsize) r * n, w, w, DC_MATH_GPT2_LN_EPS, y, f + MEAN + r,
+                        f + RSTD + r, n);
+  memcpy (want, f + DRES, (gsize) rows * n * 4);
+  for (guint r = 0; r < rows; r++)
+    {
+      gsize at = (gsize) r * n;
+
+      dc_math_layer_norm_backward (f + X + at, f + WN, f[MEAN + r], f[RSTD + r], f + DY + at, dx,
+                                   dw_row, db_row, n);
+      dc_math_add (want + at, dx, want + at, n);
+    }
+  {
+    DcVkBuffer *buffers[] = { bf, bq, be, bt };
+    guint groups = (n + DC_GPT_VK_COLSUM_COLUMNS - 1) / DC_GPT_VK_COLSUM_COLUMNS;
+    DcVkColsumPush ln = { COLSUM_OP_LN_DW, { X, DY, MEAN, RSTD, rows, n, DW, DB } };
+    DcVkColsumPush cs = { COLSUM_OP_COLSUM, { DY, rows, n, COLS } };
+    DcVkColsumPush dx_push = { COLSUM_OP_LN_DX, { X, WN, MEAN, RSTD, DY, DRES, rows, n,
+                                                  f32_bits ((float) n), 1 } };
+
+    if (!dc_vk_dispatch (ctx, pipeline, buffers, &ln, groups, 1, 1, error)
+        || !dc_vk_dispatch (ctx, pipeline, buffers, &cs, groups, 1, 1, error)
+        || !dc_vk_dispatch (ctx, pipeline, buffers, &dx_push, rows, 1, 1, error))
+      return FALSE;
+  }
+  for (gsize i = 0; i < (gsize) rows * n; i++)
+    if (!same_f32 (f[DRES + i], want[i]))
+      {
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                     "%u rows of %u, norm input gradient %" G_GSIZE_FORMAT ": 0x%08x instead "
+                     "of 0x%08x", rows, n, i, f32_bits (f[DRES + i]), f32_bits (want[i]));
+        return FALSE;
+      }
+  for (guint j = 0; j < n; j++)
+    {
+      float dw = 0.0f, db = 0.0f;
+
+      for (guint r = 0; r < rows; r++)
+        {
+          gsize at = (gsize) r * n + j;
+          float norm = (f[X + at] - f[MEAN + r]) * f[RSTD + r];
+
+          dw = dw + f[DY + at] * norm;
+          db = db + f[DY + at];
+        }
+      if (!same_f32 (f[DW + j], dw) || !same_f32 (f[DB + j], db)
+          || !same_f32 (f[COLS + j], db))
+        {
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                       "%u rows of %u, column %u: weight gradient 0x%08x, bias gradient "
+                       "0x%08x, column sum 0x%08x instead of 0x%08x, 0x%08x, 0x%08x", rows, n, j,
+                       f32_bits (f[DW + j]), f32_bits (f[DB + j]), f32_bits (f[COLS + j]),
+                       f32_bits (dw), f32_bits (db), f32_bits (db));
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/**
+ * _dc_gpt_vk_colsum_new:
+ * @native: the pass's float mode (the variant loaded)
+ * @broken: load the broken twin (DC_TEST_BREAK_KERNEL=resident-colsum)
+ *
+ * Loads shaders/resident-colsum.comp and gates it: the norm's weight and
+ * bias gradients and a column sum on shapes that reach every path of its
+ * blocks (fewer rows than a block, whole blocks and a partial one; a last
+ * group of columns partly empty) against the CPU's chains.
+ *
+ * Returns: (transfer full) (nullable): the pipeline, or %NULL with @error
+ *   set (the caller keeps resident-backward.comp's sums)
+ */
+DcVkPipeline *
+_dc_gpt_vk_colsum_new (DcVkContext  *ctx,
+                       DcVkF32Mode   native,
+                       gboolean      broken,
+                       GError      **error)
+{
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-colsum", native, broken);
+  g_autoptr(DcVkPipeline) pipeline = NULL;
+  guint64 state = G_GUINT64_CONSTANT (0x446169737943736d);  /* "DaisyCsm" */
+
+  pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkColsumPush), error);
+  if (pipeline == NULL
+      || !colsum_gate_case (ctx, pipeline, 5, 3, &state, error)
+      || !colsum_gate_case (ctx, pipeline, 300, 13, &state, error)
+      || !colsum_gate_case (ctx, pipeline, 3, 200, &state, error)
+      /* 768 = 512 + 256 as GPT-2's rows: a power-of-two part after a peeled one */
+      || !colsum_gate_case (ctx, pipeline, 2, 768, &state, error))
+    return NULL;
+  return g_steal_pointer (&pipeline);
 }

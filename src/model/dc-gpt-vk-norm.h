@@ -10,6 +10,7 @@
 #pragma once
 
 #include "engine/dc-vk-context.h"
+#include "dc-gpt-vk-step-private.h"
 
 G_BEGIN_DECLS
 
@@ -31,5 +32,14 @@ gboolean     dc_gpt_vk_norm_rows  (DcGptVkNorm   *self,
                                    GError       **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptVkNorm, dc_gpt_vk_norm_free)
+
+/* Columns per workgroup of shaders/resident-colsum.comp (its CW): a
+ * dispatch of n columns takes ⌈n / 8⌉ workgroups. */
+#define DC_GPT_VK_COLSUM_COLUMNS 8
+
+DcVkPipeline *_dc_gpt_vk_colsum_new (DcVkContext   *ctx,
+                                     DcVkF32Mode    native,
+                                     gboolean       broken,
+                                     GError       **error);
 
 G_END_DECLS

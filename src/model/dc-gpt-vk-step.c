@@ -2,16 +2,20 @@
  * weights and Adam moments resident, the Adam step a recorded, replayed
  * kernel).
  *
- * Buffers: w, m, v and g (n floats each) in device-local memory; the step's
- * scalars (DcVkAdamScalars) in a small host-visible buffer the kernel reads;
- * gradients come in through a host-visible staging buffer and the new
- * w, m, v go out through another (3n floats). The recording is
- *   copy staging_in → g;  adam (w, g, m, v, scalars);  copy w, m, v → staging_out
- * submitted once per step. The host model is overwritten with the device's
- * state after every step, so everything that reads the model (hashes,
- * checkpoints, the UI) sees the same bits as on the CPU path; copying m and v
- * back each step is the price of that until the forward and backward passes
- * are resident too (then only the loss and the hash inputs need to leave).
+ * Buffers: w, m, v and g (n floats each) in device-local memory, w and g
+ * being views of the training pass's F when the step is shared with it
+ * (dc_gpt_vk_step_new_shared ()); the step's scalars (DcVkAdamScalars) in a
+ * small host-visible buffer the kernel reads; gradients from the host come
+ * in through a host-visible staging buffer and w, m, v go out through
+ * another (3n floats, host-cached). Four recordings, each submitted when
+ * needed: the Adam kernel; copy staging_in → g (gradients from the host: a
+ * group's, or a step not shared); copy w → staging_out; copy w, m, v →
+ * staging_out. By default the host model is overwritten with the device's
+ * state after every step, so everything that keeps the model's pointer
+ * (hashes, checkpoints, the UI) sees the CPU path's bits; a lazy step
+ * (dc_gpt_vk_step_set_lazy ()) reads back only when asked
+ * (dc_gpt_vk_step_sync_host ()), and a shared lazy step lets nothing but
+ * the loss leave the device.
  *
  * Every kernel is gated when the step is made: shaders/f32-exact-check.comp
  * on a sweep of float pairs against the CPU's own + − × ÷ √, and
@@ -33,7 +37,9 @@
 
 #include "engine/dc-vk-context.h"
 #include "engine/dc-test-break.h"
+#include "engine/dc-parallel.h"
 #include "dc-model-error.h"
+#include "dc-gpt-vk-forward-private.h"
 
 /* Mirrors the Scalars block of shaders/adam.comp (std430: nine uint32). */
 typedef struct
@@ -65,16 +71,28 @@ G_STATIC_ASSERT (G_STRUCT_OFFSET (DcVkAdamScalars, eps) == 32);
 struct _DcGptVkStep
 {
   /* owned */
-  DcVkContext   *ctx;
+  DcVkContext   *ctx;             /* borrowed from the pass when shared */
   DcVkPipeline  *adam;
-  DcVkBuffer    *w, *g, *m, *v;   /* device-local, n floats each */
+  DcVkBuffer    *w, *g, *m, *v;   /* device-local, n floats each; w and g are views
+                                   * of the training pass's F when shared */
   DcVkBuffer    *scalars;         /* host-visible DcVkAdamScalars */
   DcVkBuffer    *staging_in;      /* host-visible, n floats: gradients */
-  DcVkBuffer    *staging_out;     /* host-visible, 3n floats: w, m, v */
-  DcVkRecording *recording;
+  DcVkBuffer    *staging_out;     /* host-visible (cached), 3n floats: w, m, v */
+  DcVkRecording *recording;       /* the Adam kernel alone */
+  DcVkRecording *grads_in;        /* staging_in → g */
+  DcVkRecording *down_w;          /* w → staging_out */
+  DcVkRecording *down_all;        /* w, m, v → staging_out */
   /* state */
   gsize          n;
   DcVkF32Mode    native;          /* + − × on the float unit (f32-exact.glsl) */
+  gboolean       ctx_owned;
+  gboolean       shared;          /* w and g are the training pass's */
+  gboolean       lazy;            /* the host model is refreshed on demand only */
+  /* Whether the host model's arrays hold the device's current weights, and
+   * moments; staging_out always holds what the host arrays were last given
+   * (by a download or an upload), so a host write shows as a difference. */
+  gboolean       host_w, host_mv;
+  gboolean       exposed;         /* the host arrays were handed out since the last step */
   DcGptVkStepTimes times;
 };
 
@@ -353,12 +371,16 @@ dc_gpt_vk_step_free (DcGptVkStep *self)
   g_clear_pointer (&self->staging_out, dc_vk_buffer_free);
   g_clear_pointer (&self->staging_in, dc_vk_buffer_free);
   g_clear_pointer (&self->scalars, dc_vk_buffer_free);
+  g_clear_pointer (&self->grads_in, dc_vk_recording_free);
+  g_clear_pointer (&self->down_w, dc_vk_recording_free);
+  g_clear_pointer (&self->down_all, dc_vk_recording_free);
   g_clear_pointer (&self->v, dc_vk_buffer_free);
   g_clear_pointer (&self->m, dc_vk_buffer_free);
   g_clear_pointer (&self->g, dc_vk_buffer_free);
   g_clear_pointer (&self->w, dc_vk_buffer_free);
   g_clear_pointer (&self->adam, dc_vk_pipeline_free);
-  g_clear_pointer (&self->ctx, dc_vk_context_free);
+  if (self->ctx_owned)
+    g_clear_pointer (&self->ctx, dc_vk_context_free);
   g_free (self);
 }
 
@@ -370,6 +392,8 @@ resident_build (DcGptVkStep  *self,
                 gsize         n,
                 DcVkF32Mode   native,
                 gboolean      broken,
+                DcVkBuffer   *f,
+                gsize         grads_off,
                 GError      **error)
 {
   const DcVkFeatures *features = dc_vk_context_get_features (ctx);
@@ -391,15 +415,31 @@ resident_build (DcGptVkStep  *self,
   self->n = n;
   self->native = native;
   self->adam = dc_vk_pipeline_new (ctx, file, 5, 0, error);
-  if (self->adam == NULL
-      || (self->w = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
-      || (self->g = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
-      || (self->m = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
+  if (self->adam == NULL)
+    return FALSE;
+  /* Shared: the weights at the start of the training pass's F and the
+   * gradients where its backward leaves them, so neither is copied between
+   * the pass and the step. */
+  self->shared = f != NULL;
+  if (f != NULL)
+    {
+      if ((self->w = dc_vk_buffer_new_view (f, 0, bytes, error)) == NULL
+          || (self->g = dc_vk_buffer_new_view (f, grads_off * sizeof (float), bytes,
+                                               error)) == NULL)
+        return FALSE;
+    }
+  else if ((self->w = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
+           || (self->g = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL)
+    return FALSE;
+  if ((self->m = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
       || (self->v = dc_vk_buffer_new_device_local (ctx, bytes, error)) == NULL
       || (self->scalars = dc_vk_buffer_new (ctx, sizeof (DcVkAdamScalars), error)) == NULL
       || (self->staging_in = dc_vk_buffer_new (ctx, bytes, error)) == NULL
-      || (self->staging_out = dc_vk_buffer_new (ctx, 3 * bytes, error)) == NULL
-      || (self->recording = dc_vk_recording_new (ctx, error)) == NULL)
+      || (self->staging_out = dc_vk_buffer_new_cached (ctx, 3 * bytes, error)) == NULL
+      || (self->recording = dc_vk_recording_new (ctx, error)) == NULL
+      || (self->grads_in = dc_vk_recording_new (ctx, error)) == NULL
+      || (self->down_w = dc_vk_recording_new (ctx, error)) == NULL
+      || (self->down_all = dc_vk_recording_new (ctx, error)) == NULL)
     return FALSE;
 
   {
@@ -411,13 +451,74 @@ resident_build (DcGptVkStep  *self,
     };
     DcVkBuffer *buffers[] = { self->w, self->g, self->m, self->v, self->scalars };
 
-    dc_vk_recording_copy (self->recording, &in, 1);
+    dc_vk_recording_copy (self->grads_in, &in, 1);
+    dc_vk_recording_copy (self->down_w, out, 1);
+    dc_vk_recording_copy (self->down_all, out, G_N_ELEMENTS (out));
     if (!dc_vk_recording_dispatch (self->recording, self->adam, buffers, NULL, groups, 1, 1,
-                                   error))
+                                   error)
+        || !dc_vk_recording_end (self->grads_in, error)
+        || !dc_vk_recording_end (self->down_w, error)
+        || !dc_vk_recording_end (self->down_all, error))
       return FALSE;
-    dc_vk_recording_copy (self->recording, out, G_N_ELEMENTS (out));
   }
   return dc_vk_recording_end (self->recording, error);
+}
+
+/* The host's copies and comparisons of the state (3n floats: 1 GB at
+ * GPT-2-small) in chunks of this many bytes on the engine's pool: one core
+ * reads cached memory at a fraction of the machine's bandwidth. */
+#define HOST_CHUNK ((gsize) 1 << 20)
+
+typedef struct
+{
+  guint8       *dst;
+  const guint8 *src;
+  gint          differs;
+} HostBytes;
+
+static void
+copy_chunk (gsize    begin,
+            gsize    end,
+            guint    worker,
+            gpointer data)
+{
+  HostBytes *h = data;
+
+  memcpy (h->dst + begin, h->src + begin, end - begin);
+}
+
+static void
+compare_chunk (gsize    begin,
+               gsize    end,
+               guint    worker,
+               gpointer data)
+{
+  HostBytes *h = data;
+
+  if (!g_atomic_int_get (&h->differs)
+      && memcmp (h->dst + begin, h->src + begin, end - begin) != 0)
+    g_atomic_int_set (&h->differs, 1);
+}
+
+static void
+host_copy (void       *dst,
+           const void *src,
+           gsize       bytes)
+{
+  HostBytes h = { dst, src, 0 };
+
+  dc_parallel_for (dc_parallel_get_default_threads (), bytes, HOST_CHUNK, copy_chunk, &h);
+}
+
+static gboolean
+host_equal (const void *a,
+            const void *b,
+            gsize       bytes)
+{
+  HostBytes h = { (guint8 *) a, b, 0 };
+
+  dc_parallel_for (dc_parallel_get_default_threads (), bytes, HOST_CHUNK, compare_chunk, &h);
+  return !h.differs;
 }
 
 /* Copies the state in, one array at a time through the start of the
@@ -436,13 +537,15 @@ resident_upload (DcGptVkStep  *self,
 
   for (guint i = 0; i < G_N_ELEMENTS (arrays); i++)
     {
-      memcpy (dc_vk_buffer_get_data (self->staging_out), arrays[i], bytes);
+      host_copy (dc_vk_buffer_get_data (self->staging_out), arrays[i], bytes);
       if (!dc_vk_buffer_copy (ctx, self->staging_out, targets[i], bytes, error))
         return FALSE;
     }
   /* The outgoing staging buffer now mirrors the device, as after a replay. */
   for (guint i = 0; i < G_N_ELEMENTS (arrays); i++)
-    memcpy ((guint8 *) dc_vk_buffer_get_data (self->staging_out) + i * bytes, arrays[i], bytes);
+    host_copy ((guint8 *) dc_vk_buffer_get_data (self->staging_out) + i * bytes, arrays[i], bytes);
+  self->host_w = self->host_mv = TRUE;
+  self->times.uploads++;
   return TRUE;
 }
 
@@ -456,25 +559,60 @@ resident_matches (DcGptVkStep      *self,
   gsize bytes = self->n * sizeof (float);
   const guint8 *out = dc_vk_buffer_get_data (self->staging_out);
 
-  return memcmp (out, model->params, bytes) == 0
-         && memcmp (out + bytes, model->adam_m, bytes) == 0
-         && memcmp (out + 2 * bytes, model->adam_v, bytes) == 0;
+  return host_equal (out, model->params, bytes)
+         && host_equal (out + bytes, model->adam_m, bytes)
+         && host_equal (out + 2 * bytes, model->adam_v, bytes);
 }
 
-/* One replay: gradients in, the Adam kernel, w, m, v out into the arrays. */
+/* Brings the host arrays up to the device's state: the weights, and with
+ * @moments the Adam moments too, read back only where the host's are
+ * stale. */
 static gboolean
-resident_run (DcGptVkStep  *self,
-              const float  *grads,
-              float         lr,
-              float         bc1,
-              float         bc2,
-              float        *w,
-              float        *m,
-              float        *v,
-              GError      **error)
+resident_download (DcGptVkStep  *self,
+                   gboolean      moments,
+                   float        *w,
+                   float        *m,
+                   float        *v,
+                   GError      **error)
 {
   gsize bytes = self->n * sizeof (float);
   const guint8 *out = dc_vk_buffer_get_data (self->staging_out);
+  gboolean all = moments && !self->host_mv;
+  gint64 t0, t1;
+
+  if (self->host_w && !all)
+    return TRUE;
+  t0 = g_get_monotonic_time ();
+  if (!dc_vk_recording_submit (all ? self->down_all : self->down_w, error))
+    return FALSE;
+  t1 = g_get_monotonic_time ();
+  host_copy (w, out, bytes);
+  self->host_w = TRUE;
+  if (all)
+    {
+      host_copy (m, out + bytes, bytes);
+      host_copy (v, out + 2 * bytes, bytes);
+      self->host_mv = TRUE;
+      self->times.state_downloads++;
+    }
+  else
+    self->times.weight_downloads++;
+  self->times.device_ns += (guint64) (t1 - t0) * 1000;
+  self->times.host_ns += (guint64) (g_get_monotonic_time () - t1) * 1000;
+  return TRUE;
+}
+
+/* One replay: gradients in (unless @grads is NULL: the training pass's,
+ * already in g), the Adam kernel; the host arrays are then stale. */
+static gboolean
+resident_adam (DcGptVkStep  *self,
+               const float  *grads,
+               float         lr,
+               float         bc1,
+               float         bc2,
+               GError      **error)
+{
+  gsize bytes = self->n * sizeof (float);
   DcVkAdamScalars *s = dc_vk_buffer_get_data (self->scalars);
   const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
   gint64 t0, t1, t2;
@@ -490,19 +628,37 @@ resident_run (DcGptVkStep  *self,
   s->one_minus_beta2 = f32_bits (1.0f - b2);
   s->eps = f32_bits (DC_ADAM_EPS);
 
+  g_return_val_if_fail (grads != NULL || self->shared, FALSE);
+
   t0 = g_get_monotonic_time ();
-  memcpy (dc_vk_buffer_get_data (self->staging_in), grads, bytes);
+  if (grads != NULL)
+    host_copy (dc_vk_buffer_get_data (self->staging_in), grads, bytes);
   t1 = g_get_monotonic_time ();
-  if (!dc_vk_recording_submit (self->recording, error))
+  if ((grads != NULL && !dc_vk_recording_submit (self->grads_in, error))
+      || !dc_vk_recording_submit (self->recording, error))
     return FALSE;
   t2 = g_get_monotonic_time ();
-  memcpy (w, out, bytes);
-  memcpy (m, out + bytes, bytes);
-  memcpy (v, out + 2 * bytes, bytes);
+  self->host_w = self->host_mv = FALSE;
   self->times.steps++;
   self->times.device_ns += (guint64) (t2 - t1) * 1000;
-  self->times.host_ns += (guint64) (t1 - t0 + g_get_monotonic_time () - t2) * 1000;
+  self->times.host_ns += (guint64) (t1 - t0) * 1000;
   return TRUE;
+}
+
+/* resident_adam (), then every array read back (the gate's check). */
+static gboolean
+resident_run (DcGptVkStep  *self,
+              const float  *grads,
+              float         lr,
+              float         bc1,
+              float         bc2,
+              float        *w,
+              float        *m,
+              float        *v,
+              GError      **error)
+{
+  return resident_adam (self, grads, lr, bc1, bc2, error)
+         && resident_download (self, TRUE, w, m, v, error);
 }
 
 /* The host's half of a step, exactly as dc_gpt_model_adam_step_threads ()
@@ -535,7 +691,7 @@ gate_adam (DcVkContext  *ctx,
   DcGptModel cpu = { 0 }, device = { 0 };
 
   if (!resident_build (gate, ctx, ADAM_GATE_N, native, _dc_gpt_vk_kernel_twin ("adam", native),
-                       error))
+                       NULL, 0, error))
     return FALSE;
   for (guint i = 0; i < ADAM_GATE_N; i++)
     {
@@ -602,6 +758,10 @@ gate_adam (DcVkContext  *ctx,
   return TRUE;
 }
 
+static DcGptVkStep *step_new (const DcGptModel  *model,
+                              DcGptVkForward    *pass,
+                              GError           **error);
+
 /**
  * dc_gpt_vk_step_new:
  * @model: the state to make resident (its weights and moments are copied)
@@ -616,15 +776,59 @@ DcGptVkStep *
 dc_gpt_vk_step_new (const DcGptModel  *model,
                     GError           **error)
 {
+  return step_new (model, NULL, error);
+}
+
+/**
+ * dc_gpt_vk_step_new_shared:
+ * @model: the state to make resident (its weights and moments are copied)
+ * @pass: (transfer none): a training pass (dc_gpt_vk_forward_new_training ())
+ *   of @model's config, which must outlive the step
+ *
+ * Like dc_gpt_vk_step_new (), on @pass's device, with the weights and the
+ * gradients in @pass's own buffer: the pass reads the weights the step
+ * writes and the step reads the gradients the pass leaves, on the device.
+ * Then dc_gpt_vk_step_apply_gradients () takes %NULL gradients (the pass's)
+ * and only what the caller asks for leaves the device.
+ *
+ * Returns: (transfer full) (nullable): the resident step, or %NULL with
+ *   @error set
+ */
+DcGptVkStep *
+dc_gpt_vk_step_new_shared (const DcGptModel  *model,
+                           DcGptVkForward    *pass,
+                           GError           **error)
+{
+  g_return_val_if_fail (pass != NULL, NULL);
+
+  return step_new (model, pass, error);
+}
+
+static DcGptVkStep *
+step_new (const DcGptModel  *model,
+          DcGptVkForward    *pass,
+          GError           **error)
+{
   g_autoptr(DcGptVkStep) self = g_new0 (DcGptVkStep, 1);
   g_autoptr(GError) local_error = NULL;
   g_autofree char *why_not = NULL;
   const char *kernel = NULL;
+  DcVkBuffer *f = NULL;
+  gsize grads_off = 0;
   DcVkF32Mode native;
 
-  self->ctx = dc_vk_context_new (-1, error);
-  if (self->ctx == NULL)
-    return NULL;
+  if (pass != NULL)
+    {
+      self->ctx = _dc_gpt_vk_forward_get_context (pass);
+      f = _dc_gpt_vk_forward_get_f (pass, &grads_off);
+    }
+  else
+    {
+      self->ctx = dc_vk_context_new (-1, error);
+      if (self->ctx == NULL)
+        return NULL;
+      self->ctx_owned = TRUE;
+    }
   native = _dc_gpt_vk_native_wanted (self->ctx, &why_not);
   if (native)
     {
@@ -665,7 +869,7 @@ dc_gpt_vk_step_new (const DcGptModel  *model,
                    kernel, dc_vk_context_get_device_name (self->ctx));
       return NULL;
     }
-  if (!resident_build (self, self->ctx, model->n_params, native, FALSE, error)
+  if (!resident_build (self, self->ctx, model->n_params, native, FALSE, f, grads_off, error)
       || !resident_upload (self, self->ctx, model->params, model->adam_m, model->adam_v, error))
     return NULL;
   return g_steal_pointer (&self);
@@ -701,13 +905,98 @@ dc_gpt_vk_step_get_resident (DcGptVkStep *self)
 }
 
 /**
+ * dc_gpt_vk_step_get_shared:
+ *
+ * Returns: whether the step shares the training pass's weights and
+ *   gradients (dc_gpt_vk_step_new_shared ())
+ */
+gboolean
+dc_gpt_vk_step_get_shared (DcGptVkStep *self)
+{
+  return self->shared;
+}
+
+/**
+ * dc_gpt_vk_step_set_lazy:
+ * @lazy: %TRUE: after a step the host model's weights and moments are stale
+ *   until dc_gpt_vk_step_sync_host () reads them back; %FALSE (the default):
+ *   every step reads them back, so the host model is always current
+ */
+void
+dc_gpt_vk_step_set_lazy (DcGptVkStep *self,
+                         gboolean     lazy)
+{
+  self->lazy = lazy;
+}
+
+/**
+ * dc_gpt_vk_step_sync_host:
+ * @model: the model the step runs for
+ * @moments: also the Adam moments (a checkpoint, the optimizer hash); the
+ *   weights alone otherwise (the weight hash)
+ *
+ * Reads back from the device what of @model's arrays is stale (nothing when
+ * all is current). The arrays are then the caller's to read or write: the
+ * next step compares them with what they were given and uploads them again
+ * where the caller changed them.
+ */
+gboolean
+dc_gpt_vk_step_sync_host (DcGptVkStep  *self,
+                          DcGptModel   *model,
+                          gboolean      moments,
+                          GError      **error)
+{
+  g_return_val_if_fail (model->n_params == self->n, FALSE);
+
+  self->exposed = TRUE;
+  return resident_download (self, moments, model->params, model->adam_m, model->adam_v, error);
+}
+
+/**
+ * dc_gpt_vk_step_prepare:
+ * @model: the model the step runs for
+ *
+ * Uploads @model's weights and moments if the host changed them since the
+ * step last handed them out (the group code writes the model directly: a
+ * roster's weights, a repair, an audit's snapshot); the device must not
+ * step from a stale copy. A shared step's pass calls it before reading the
+ * weights.
+ */
+gboolean
+dc_gpt_vk_step_prepare (DcGptVkStep  *self,
+                        DcGptModel   *model,
+                        GError      **error)
+{
+  gint64 t0;
+  gboolean ok = TRUE;
+
+  g_return_val_if_fail (model->n_params == self->n, FALSE);
+
+  /* A lazy step whose arrays nobody was given cannot have been written
+   * through them; otherwise the mirror in staging_out tells. */
+  if (self->lazy && !self->exposed)
+    return TRUE;
+  t0 = g_get_monotonic_time ();
+  self->exposed = FALSE;
+  if (!resident_matches (self, model))
+    {
+      g_debug ("Resident step: the model changed on the host; uploading it again");
+      ok = resident_upload (self, self->ctx, model->params, model->adam_m, model->adam_v, error);
+    }
+  self->times.host_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
+  return ok;
+}
+
+/**
  * dc_gpt_vk_step_apply_gradients:
  * @model: the model the step was made from, in the state the last step left
- * @grads: (array): n_params gradients
+ * @grads: (array) (nullable): n_params gradients; %NULL for a shared step:
+ *   those its training pass left on the device
  * @lr: the learning rate
  *
- * dc_gpt_model_adam_step () on the device: the same bits, then copied into
- * @model (weights, moments, step, β^t).
+ * dc_gpt_model_adam_step () on the device: the same bits. @model's step and
+ * β^t advance; its weights and moments are read back at once, or with
+ * dc_gpt_vk_step_set_lazy () only when dc_gpt_vk_step_sync_host () asks.
  */
 gboolean
 dc_gpt_vk_step_apply_gradients (DcGptVkStep  *self,
@@ -718,21 +1007,17 @@ dc_gpt_vk_step_apply_gradients (DcGptVkStep  *self,
 {
   DcGptModel next = *model;
   float bc1, bc2;
-  gint64 t0;
 
   g_return_val_if_fail (model->n_params == self->n, FALSE);
+  g_return_val_if_fail (grads != NULL || self->shared, FALSE);
 
-  t0 = g_get_monotonic_time ();
-  if (!resident_matches (self, model))
-    {
-      g_debug ("Resident step: the model changed on the host; uploading it again");
-      if (!resident_upload (self, self->ctx, model->params, model->adam_m, model->adam_v, error))
-        return FALSE;
-    }
-  self->times.host_ns += (guint64) (g_get_monotonic_time () - t0) * 1000;
+  if (!dc_gpt_vk_step_prepare (self, model, error))
+    return FALSE;
   advance_model (&next, &bc1, &bc2);
-  if (!resident_run (self, grads, lr, bc1, bc2, model->params, model->adam_m, model->adam_v,
-                     error))
+  if (!resident_adam (self, grads, lr, bc1, bc2, error)
+      || (!self->lazy
+          && !resident_download (self, TRUE, model->params, model->adam_m, model->adam_v,
+                                 error)))
     return FALSE;
   model->step = next.step;
   model->beta1_pow = next.beta1_pow;

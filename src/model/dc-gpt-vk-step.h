@@ -7,7 +7,8 @@
  * integer arithmetic (shaders/include/f32-exact.glsl), and is gated at
  * start-up against the CPU function. The forward and backward passes are
  * resident too where their own gates pass (dc-gpt-vk-forward.h, the
- * trainer's resident pass), in their own submission for now.
+ * trainer's resident pass), in their own submission; the step then shares
+ * their weights and gradients on the device (dc_gpt_vk_step_new_shared ()).
  * docs/ARCHITECTURE.md ("Resident training step") says what is resident and
  * what remains.
  *
@@ -20,6 +21,7 @@
 #include <glib.h>
 
 #include "dc-gpt-model.h"
+#include "dc-gpt-vk-forward.h"
 
 G_BEGIN_DECLS
 
@@ -31,6 +33,11 @@ typedef struct _DcGptVkStep DcGptVkStep;
  * @host_ns: time copying gradients into and the state out of the mapped
  *   staging buffers (host memory traffic)
  * @device_ns: time from submission to the fence (transfers and kernel)
+ * @state_downloads: times the weights and both Adam moments were read back
+ *   (every step unless lazy; the tests count them)
+ * @weight_downloads: times the weights alone were read back
+ * @uploads: times the host's weights and moments were written to the
+ *   device (when made, and when the host changed them)
  *
  * Totals since the step was made; `bench train` reports them.
  */
@@ -39,11 +46,27 @@ typedef struct
   guint64 steps;
   guint64 host_ns;
   guint64 device_ns;
+  guint64 state_downloads;   /* weights and both moments read back */
+  guint64 weight_downloads;  /* the weights alone read back */
+  guint64 uploads;           /* weights and moments written from the host */
 } DcGptVkStepTimes;
 
 DcGptVkStep *dc_gpt_vk_step_new              (const DcGptModel  *model,
                                               GError           **error);
+DcGptVkStep *dc_gpt_vk_step_new_shared       (const DcGptModel  *model,
+                                              DcGptVkForward    *pass,
+                                              GError           **error);
 void         dc_gpt_vk_step_free             (DcGptVkStep       *self);
+gboolean     dc_gpt_vk_step_get_shared       (DcGptVkStep       *self);
+void         dc_gpt_vk_step_set_lazy         (DcGptVkStep       *self,
+                                              gboolean           lazy);
+gboolean     dc_gpt_vk_step_sync_host        (DcGptVkStep       *self,
+                                              DcGptModel        *model,
+                                              gboolean           moments,
+                                              GError           **error);
+gboolean     dc_gpt_vk_step_prepare          (DcGptVkStep       *self,
+                                              DcGptModel        *model,
+                                              GError           **error);
 const char  *dc_gpt_vk_step_get_device_name  (DcGptVkStep       *self);
 const char  *dc_gpt_vk_step_get_resident     (DcGptVkStep       *self);
 const char  *dc_gpt_vk_step_get_arithmetic   (DcGptVkStep       *self);

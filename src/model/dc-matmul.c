@@ -151,6 +151,18 @@ pack_serial (const char     *what,
  * 16 times the operand's bytes in all. */
 #define PACK_STRIDED_MIN_VECTORS 16
 
+/* Vectors per chunk of a parallel pack of (·, k) vectors with @k_stride. */
+static gsize
+pack_chunk_vectors (gsize k,
+                    gsize k_stride)
+{
+  gsize chunk = MAX (PACK_CHUNK_VALUES / MAX (k, 1), 1);
+
+  if (k_stride != 1)
+    chunk = MAX (chunk, PACK_STRIDED_MIN_VECTORS);
+  return chunk;
+}
+
 typedef struct
 {
   const char    *what;
@@ -198,15 +210,81 @@ pack (const char     *what,
 
   if (n_threads <= 1 || nv < 2 || nv * k < PARALLEL_PACK_MIN)
     return pack_serial (what, src, vector_stride, k_stride, out, error);
-  chunk = MAX (PACK_CHUNK_VALUES / MAX (k, 1), 1);
-  if (k_stride != 1)
-    chunk = MAX (chunk, PACK_STRIDED_MIN_VECTORS);
+  chunk = pack_chunk_vectors (k, k_stride);
   /* Threads capped by the work: each gets PACK_VALUES_PER_THREAD values at
    * least. The chunks stay the same, so the bits do. */
   n_threads = (guint) CLAMP (nv * k / PACK_VALUES_PER_THREAD, 1, n_threads);
   dc_parallel_for (n_threads, nv, chunk, pack_chunk, &job);
   if (g_atomic_int_get (&job.failed))
     return pack_serial (what, src, vector_stride, k_stride, out, error);
+  return TRUE;
+}
+
+typedef struct
+{
+  PackJob a, b;
+  gsize   a_chunks;
+  gsize   a_chunk, b_chunk;   /* vectors per chunk of each operand */
+} PackPairJob;
+
+/* Chunks [0, a_chunks) are A's, the rest B's. */
+static void
+pack_pair_chunk (gsize    c0,
+                 gsize    c1,
+                 guint    worker,
+                 gpointer data)
+{
+  PackPairJob *job = data;
+
+  for (gsize c = c0; c < c1; c++)
+    {
+      gboolean is_a = c < job->a_chunks;
+      PackJob *one = is_a ? &job->a : &job->b;
+      gsize chunk = is_a ? job->a_chunk : job->b_chunk;
+      gsize v0 = (is_a ? c : c - job->a_chunks) * chunk;
+
+      pack_chunk (v0, MIN (v0 + chunk, one->out->n_vectors), worker, one);
+    }
+}
+
+/*
+ * Both operands of a product packed in one call of the pool: pack ()'s
+ * chunks of A, then of B. At 16 threads a weight gradient's operands (128
+ * columns of 4,096 rows: 8 chunks of 16 columns) kept half the threads
+ * waiting when each was packed alone, and each call is a wake-up and a
+ * wait of the whole pool (docs/BENCHMARKS.md, issue 14). Every vector is
+ * quantized on its own, so the chunks cannot change a bit; on any failure
+ * both are packed again on this thread, A first, for the same error.
+ */
+static gboolean
+pack_pair (const char     *what,
+           const float    *a,
+           gsize           a_vs,
+           gsize           a_ks,
+           DcQuantMatrix  *qa,
+           const float    *b,
+           gsize           b_vs,
+           gsize           b_ks,
+           DcQuantMatrix  *qb,
+           guint           n_threads,
+           GError        **error)
+{
+  PackPairJob job = { { what, a, a_vs, a_ks, qa, 0 }, { what, b, b_vs, b_ks, qb, 0 }, 0, 0, 0 };
+  gsize values = qa->n_vectors * qa->k + qb->n_vectors * qb->k, b_chunks;
+
+  if (n_threads <= 1 || values < PARALLEL_PACK_MIN)
+    return pack_serial (what, a, a_vs, a_ks, qa, error) &&
+           pack_serial (what, b, b_vs, b_ks, qb, error);
+  job.a_chunk = pack_chunk_vectors (qa->k, a_ks);
+  job.b_chunk = pack_chunk_vectors (qb->k, b_ks);
+  job.a_chunks = (qa->n_vectors + job.a_chunk - 1) / job.a_chunk;
+  b_chunks = (qb->n_vectors + job.b_chunk - 1) / job.b_chunk;
+  /* Threads capped by the work as in pack (); the chunks stay the same. */
+  n_threads = (guint) CLAMP (values / PACK_VALUES_PER_THREAD, 1, n_threads);
+  dc_parallel_for (n_threads, job.a_chunks + b_chunks, 1, pack_pair_chunk, &job);
+  if (g_atomic_int_get (&job.a.failed) || g_atomic_int_get (&job.b.failed))
+    return pack_serial (what, a, a_vs, a_ks, qa, error) &&
+           pack_serial (what, b, b_vs, b_ks, qb, error);
   return TRUE;
 }
 
@@ -344,10 +422,10 @@ run_on (DcMatmul     *self,
   if (macs < THREADED_MIN_MACS)
     n_threads = 1;
   qa = quant_slot_reserve (&lane->qa, m, depth, error);
-  if (qa == NULL || !pack (what, a, a_vs, a_ks, qa, n_threads, error))
+  if (qa == NULL)
     return FALSE;
   qb = quant_slot_reserve (&lane->qb, n, depth, error);
-  if (qb == NULL || !pack (what, b, b_vs, b_ks, qb, n_threads, error))
+  if (qb == NULL || !pack_pair (what, a, a_vs, a_ks, qa, b, b_vs, b_ks, qb, n_threads, error))
     return FALSE;
   if (may_offload && self->device != NULL && macs >= self->offload_min)
     return dc_gemm_run_packed (self->device, qa, qb, c, error);

@@ -87,7 +87,9 @@ struct _AuditJob
   guint8        received[DC_MESH_HASH_SIZE];  /* its gradient as the roster used it */
   float        *weights;    /* before S: this job's own copy of the snapshot, which
                              * the compute of a step taken again or the next rewrites
-                             * while the job may still run */
+                             * while the job may still run; made on a worker
+                             * (copy_worker ()) */
+  gboolean      copying;    /* weights are being copied (the group's worker_lock) */
   guint64       weights_step;
   float        *grads;      /* out: the recomputed gradient */
   guint8        hash[DC_MESH_HASH_SIZE];  /* out: its shards' hash */
@@ -250,11 +252,45 @@ check_audit (DcTrainGroup *self,
   g_message ("%s", text);
 }
 
+/* Until @job's weights are copied (copy_worker ()); any thread. */
+static void
+wait_copied (AuditJob *job)
+{
+  DcTrainGroup *self = job->group;
+
+  g_mutex_lock (&self->worker_lock);
+  while (job->copying)
+    g_cond_wait (&self->worker_cond, &self->worker_lock);
+  g_mutex_unlock (&self->worker_lock);
+}
+
+/**
+ * _dc_train_group_audit_copy_wait:
+ * @buffer: a snapshot buffer about to be rewritten or freed
+ *
+ * Waits until no audit launch copies from @buffer (at most the copy of one
+ * snapshot's weights, which started at the end of the step before). Any
+ * thread: the compute worker's snapshot calls it before it writes.
+ */
+void
+_dc_train_group_audit_copy_wait (DcTrainGroup *self,
+                                 const float  *buffer)
+{
+  g_mutex_lock (&self->worker_lock);
+  while (buffer != NULL && self->audit_copy_from == buffer)
+    g_cond_wait (&self->worker_cond, &self->worker_lock);
+  g_mutex_unlock (&self->worker_lock);
+}
+
 void
 _dc_train_group_audit_job_free (AuditJob *job)
 {
   if (job == NULL)
     return;
+  /* A job dropped while its weights are copied (a step taken again draws
+   * anew): the copy writes into it until it ends. */
+  if (job->group != NULL)
+    wait_copied (job);
   for (guint j = 0; job->fetched != NULL && j < job->n_ranks; j++)
     {
       g_clear_pointer (&job->fetched[j], g_bytes_unref);
@@ -398,10 +434,10 @@ audit_worker (GTask        *task,
       return;
     }
   model = dc_gpt_trainer_get_model (trainer);
+  wait_copied (job);
   memcpy (model->params, job->weights, model->n_params * sizeof (float));
   model->step = job->weights_step;
   job->grads = g_new (float, model->n_params);
-  job->group = self;
   g_mutex_lock (&self->lane_lock);
   self->lane_auditing = TRUE;
   g_mutex_unlock (&self->lane_lock);
@@ -624,6 +660,65 @@ _dc_train_group_draw_hash (DcTrainGroup *self,
   return TRUE;
 }
 
+typedef struct
+{
+  AuditJob    *job;
+  const float *from;
+  gsize        n;
+} CopyData;
+
+/* A GTask thread: the job's weights, copied from the snapshot buffer that
+ * its launch named. The buffer is not rewritten meanwhile (its writers
+ * wait: _dc_train_group_audit_copy_wait ()) and the job is not freed
+ * (wait_copied ()). */
+static void
+copy_worker (GTask        *task,
+             gpointer      source,
+             gpointer      task_data,
+             GCancellable *cancellable)
+{
+  DcTrainGroup *self = source;
+  CopyData *copy = task_data;
+  gint64 began = g_get_monotonic_time ();
+  float *weights = g_memdup2 (copy->from, copy->n * sizeof (float));
+
+  g_debug ("the audit of step %" G_GUINT64_FORMAT ": its %" G_GSIZE_FORMAT " weights copied on "
+           "a worker in %" G_GINT64_FORMAT " ms", copy->job->step, copy->n,
+           (g_get_monotonic_time () - began) / 1000);
+
+  g_mutex_lock (&self->worker_lock);
+  copy->job->weights = weights;
+  copy->job->copying = FALSE;
+  self->audit_copy_from = NULL;
+  g_cond_broadcast (&self->worker_cond);
+  g_mutex_unlock (&self->worker_lock);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+start_copy (DcTrainGroup *self,
+            AuditJob     *job,
+            const float  *from,
+            gsize         n)
+{
+  g_autoptr(GTask) task = g_task_new (self, NULL, NULL, NULL);
+  CopyData *copy = g_new0 (CopyData, 1);
+
+  copy->job = job;
+  copy->from = from;
+  copy->n = n;
+  g_mutex_lock (&self->worker_lock);
+  /* One copy at a time: the one before (a step ago) has long ended. */
+  while (self->audit_copy_from != NULL)
+    g_cond_wait (&self->worker_cond, &self->worker_lock);
+  job->copying = TRUE;
+  self->audit_copy_from = from;
+  g_mutex_unlock (&self->worker_lock);
+  g_task_set_source_tag (task, start_copy);
+  g_task_set_task_data (task, copy, g_free);
+  g_task_run_in_thread (task, copy_worker);
+}
+
 /* At the end of step S + 1's exchange, before its update: the audit of S
  * is drawn from S + 1's draw hash (the same draw on every device); when
  * this device audits, the recomputation starts (or waits for the one
@@ -692,13 +787,17 @@ _dc_train_group_launch_audit (DcTrainGroup *self)
   /* Its own copy: the snapshot buffers are rewritten by the compute
    * worker of the next step and of a step taken again (a rollback), and
    * move at each new step, while this job, or the one before it, may
-   * still run. */
-  job->weights = g_memdup2 (self->snapshot_prev, model->n_params * sizeof (float));
+   * still run. Made on a worker (143 MB held the main thread for about a
+   * second at 36 M parameters); whoever rewrites the buffer waits for it. */
+  job->group = self;
   job->weights_step = self->snap_prev_step;
+  start_copy (self, job, self->snapshot_prev, model->n_params);
   if (self->fault_audit_scribble)
     {
       /* Test only (DC_TEST_FAULT=audit-scribble): the snapshot is
-       * rewritten before the audit read it, as a step's compute may. */
+       * rewritten before the audit read it, as a step's compute may (once
+       * the copy is made, which any writer waits for). */
+      _dc_train_group_audit_copy_wait (self, self->snapshot_prev);
       for (gsize i = 0; i < model->n_params; i++)
         self->snapshot_prev[i] = 1.0f;
     }
@@ -1255,8 +1354,9 @@ _dc_train_group_verify_accusations (DcTrainGroup *self)
  * dc_train_group_audit_draw (); kept for DC_TEST_FAULT=corrupt-unaudited).
  * Which rank's gradient @rank recomputes at @step. One draw per step for
  * the whole roster, d = dc_rng (run seed, "AUDT" stream, step << 16): when
- * d is a multiple of DC_TRAIN_GROUP_AUDIT_PERIOD every device audits, rank
- * r the rank (r + 1 + (d / period) mod (n − 1)) mod n, a rotation, so each
+ * d is a multiple of DC_TRAIN_GROUP_AUDIT_PERIOD_SEED_DRAW (8, the rate of
+ * that time) every device audits, rank r the rank (r + 1 + (d / period)
+ * mod (n − 1)) mod n, a rotation, so each
  * gradient is checked by exactly one other device. Drawn per device, audits
  * fell on different steps and the step waited for whichever device was
  * auditing: with four devices on 68 % of steps, where auditing together
@@ -1276,9 +1376,10 @@ dc_train_group_audit_rank (guint64  run_seed,
   g_return_val_if_fail (n_ranks >= 2 && rank < n_ranks, G_MAXUINT);
 
   draw = dc_rng_u64 (run_seed, AUDIT_STREAM, step << 16);
-  if (!every_step && draw % DC_TRAIN_GROUP_AUDIT_PERIOD != 0)
+  if (!every_step && draw % DC_TRAIN_GROUP_AUDIT_PERIOD_SEED_DRAW != 0)
     return G_MAXUINT;
-  return (rank + 1 + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD) % (n_ranks - 1))) % n_ranks;
+  return (rank + 1 + (guint) ((draw / DC_TRAIN_GROUP_AUDIT_PERIOD_SEED_DRAW) % (n_ranks - 1)))
+         % n_ranks;
 }
 
 /**

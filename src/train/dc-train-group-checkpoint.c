@@ -557,7 +557,8 @@ _dc_train_group_handle_checkpoint (DcTrainGroup *self,
     config = self->proposal;
   else
     return;
-  if (!dc_mesh_chunk_decode (DC_MESH_MSG_CHECKPOINT, payload, &chunk, &error))
+  if (!dc_mesh_chunk_decode_prehashed (DC_MESH_MSG_CHECKPOINT, payload, 0,
+                                       dc_peer_get_message_data_hash (peer), &chunk, &error))
     {
       g_message ("a malformed checkpoint chunk from %s: %s", dc_peer_get_name (peer),
                  error->message);

@@ -143,6 +143,10 @@ struct _DcTrainGroup
    * before this device's report of S + 2. */
   AuditJob          *audit_job;    /* recomputing now; NULL: none */
   AuditJob          *audit_next;   /* drawn while audit_job still ran */
+  /* The snapshot buffer an audit's launch copies on a worker (worker_lock;
+   * NULL: none): whoever rewrites or frees it waits for the copy first
+   * (_dc_train_group_audit_copy_wait ()). */
+  const float       *audit_copy_from;
   gboolean           audit_then_next; /* STATE_AUDITING: then the next step, not the report */
   gboolean           fault_audit_after_report; /* DC_TEST_FAULT=audit-after-report */
   GMutex             audit_lock;   /* published_step, for that fault */
@@ -240,8 +244,9 @@ struct _DcTrainGroup
    * idle priority"): the recomputation's kernels run on the engine's idle
    * pool (dc_parallel_set_idle ()) until the step waits for the verdict
    * (lane_urgent, read atomically there), so the kernel gives them only
-   * the cycles the step leaves. DC_TRAIN_GROUP_AUDIT_IDLE=0 runs them on
-   * the step's pool beside the step, as before (for measuring). */
+   * the cycles the step leaves; DC_TRAIN_GROUP_AUDIT_IDLE=1 only, since
+   * 2026-12-02 (slower on the H200 host): by default they run on the
+   * step's pool beside the step. */
   gboolean           audit_idle;
   gint               audit_priority; /* DcParallelPriority of the audit that ended during
                                       * the step, -1 without one (main thread) */
@@ -494,6 +499,8 @@ gboolean _dc_train_group_wait_audit (DcTrainGroup *self,
 void _dc_train_group_audit_published (DcTrainGroup *self,
                                       guint64       step);
 void _dc_train_group_audit_job_free (AuditJob *job);
+void _dc_train_group_audit_copy_wait (DcTrainGroup *self,
+                                      const float  *buffer);
 void _dc_train_group_shards_hash (const float *grads,
                                   gsize        n_params,
                                   guint        n_ranks,

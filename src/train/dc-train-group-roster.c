@@ -574,8 +574,9 @@ _dc_train_group_handle_weights (DcTrainGroup *self,
   if (!self->joining || self->weights != NULL || self->state == STATE_ADMITTING
       || g_strcmp0 (self->join_from, dc_peer_get_id (peer)) != 0)
     return;
-  if (!dc_mesh_chunk_decode_capped (DC_MESH_MSG_WEIGHTS, payload,
-                                    _dc_train_group_weights_cap (self), &chunk, &error))
+  if (!dc_mesh_chunk_decode_prehashed (DC_MESH_MSG_WEIGHTS, payload,
+                                       _dc_train_group_weights_cap (self),
+                                       dc_peer_get_message_data_hash (peer), &chunk, &error))
     {
       g_message ("a malformed weights chunk from %s: %s", dc_peer_get_name (peer), error->message);
       return;

@@ -65,6 +65,8 @@ snapshot_thread (gpointer data)
   DcTrainGroup *self = data;
   DcGptModel *model = dc_train_session_get_model (self->session);
 
+  /* An audit's launch may still copy from this buffer (two steps ago). */
+  _dc_train_group_audit_copy_wait (self, self->snapshot);
   memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
   self->snap_step = model->step;
   self->snap_taken = TRUE;
@@ -148,12 +150,16 @@ pack_shard (DcTrainGroup      *self,
   memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, self->own_grads + start, length * sizeof (float));
   object = g_bytes_new_take (data, size);
   self->own_objects->pdata[r] = object;
+  self->own_packed[r] = TRUE;
+  /* This device's contribution to its own shard is summed here and never
+   * sent (send_shard ()): no chunks, no frames. */
+  if (r == compute->rank)
+    return;
   wire = dc_train_shard_encode (object, _dc_train_group_send_wire (self));
   bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, wire, error);
   if (bodies != NULL)
     self->own_frames->pdata[r] = dc_mesh_chunk_frames_encode (DC_MESH_MSG_GRADIENTS, bodies,
                                                               error);
-  self->own_packed[r] = TRUE;
 }
 
 static void send_early (DcTrainGroup *self);
@@ -393,10 +399,20 @@ compute_worker (GTask        *task,
   /* Alone, nobody receives it or asks for its repair. */
   if (compute->n_ranks > 1)
     {
-      /* The shards not sent during the backward pass (shard 0 at least). */
+      /* The shards not sent during the backward pass (shard 0 at least),
+       * each handed to the main thread as soon as it is packed, as
+       * layer_done () does: the first leaves while the next is packed.
+       * This device's own contribution to its own shard last: it is only
+       * summed here. */
       for (guint r = 0; r < compute->n_ranks; r++)
-        if (!self->own_packed[r])
-          pack_shard (self, compute, r);
+        if (!self->own_packed[r] && r != compute->rank)
+          {
+            pack_shard (self, compute, r);
+            g_async_queue_push (self->early, EARLY_ITEM (compute->gen, r));
+            attach_note (self, compute->gen, g_task_get_context (task), early_cb);
+          }
+      if (!self->own_packed[compute->rank])
+        pack_shard (self, compute, compute->rank);
       attach_note (self, compute->gen, g_task_get_context (task), own_packed_cb);
     }
   worker_done (self);
@@ -576,6 +592,8 @@ prepared_cb (GObject      *object,
   self->session = session;
   self->step_done = dc_train_session_get_model (session)->step;
   g_free (self->own_grads);
+  _dc_train_group_audit_copy_wait (self, self->snapshot_prev);
+  _dc_train_group_audit_copy_wait (self, self->snapshot_prev2);
   g_free (self->snapshot);
   g_free (self->snapshot_prev);
   g_free (self->snapshot_prev2);
@@ -2073,8 +2091,9 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
 
   if (self->session == NULL || !_dc_train_group_in_roster (self, from))
     return;
-  if (!dc_mesh_chunk_decode_capped (type, payload, _dc_train_group_gradient_cap (self), &chunk,
-                                    &error))
+  /* The chunk's SHA-256 was taken on the peer's receipt worker. */
+  if (!dc_mesh_chunk_decode_prehashed (type, payload, _dc_train_group_gradient_cap (self),
+                                       dc_peer_get_message_data_hash (peer), &chunk, &error))
     {
       g_message ("a malformed gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
       /* Named to the front end too (rate-limited): a chunk that fails its

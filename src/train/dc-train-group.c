@@ -939,11 +939,15 @@ dc_train_group_new (DcContext               *context,
    * step (docs/BENCHMARKS.md, "Audits in the step's waits"). */
   self->lane_gate = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_GATE"), "1") == 0;
   /* Audits at the lowest CPU priority (dc-train-group-audit.c,
-   * audit_worker ()); 0 runs them at normal priority, for comparing. The
-   * gate keeps its own scheme (normal priority, only in the step's waits),
-   * as measured before. */
+   * audit_worker ()) with 1; off by default since 2026-12-02: on the H200
+   * host an audit on the idle pool cost the group 300–570 ms of step time
+   * against 190–245 beside the step (docs/BENCHMARKS.md, "Audits one step
+   * in 32"): the idle helpers, starved by the 16 compute threads, held
+   * chunks of an audit that the step then waited for. The gate keeps its own
+   * scheme (normal priority, only in the step's waits), as measured
+   * before. */
   self->audit_idle = !self->lane_gate
-                     && g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_IDLE"), "0") != 0;
+                     && g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_AUDIT_IDLE"), "1") == 0;
   self->audit_priority = -1;
   /* This device's audit rate (docs/ARCHITECTURE.md, "Audits"): fewer
    * audits for speed in a group of trusted devices, said in the log at

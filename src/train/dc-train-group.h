@@ -100,13 +100,21 @@ G_BEGIN_DECLS
  * step's contribution hashes, dc_train_group_audit_draw (); from the run
  * seed before 2026-12-02) is a multiple of this, every device recomputes
  * one other rank's gradient (a rotation chosen by the same draw) and
- * compares hashes. The group then spends an eighth more compute, all
- * devices on the same steps; each gradient is checked with a chance of
- * 12.5 % a step, so a device that corrupts every gradient is caught within
- * 30 steps with 98 %, within 60 with 99.97 %. Why 8, not 4: an audit step
- * costs a whole second gradient, so one in 4 capped a group at 1/1.25 =
- * 0.8 × N of its devices' speed (docs/BENCHMARKS.md). */
-#define DC_TRAIN_GROUP_AUDIT_PERIOD    8
+ * compares hashes. The group then spends 1/32 more compute, all devices on
+ * the same steps; each gradient is checked with a chance of 1/32 a step,
+ * so a device that corrupts every gradient escapes k steps with
+ * (31/32)^k: caught within 124 steps with 98 %, within 256 with 99.97 %
+ * (half a minute and a minute at width 128 on the H200 host). Why 32, not
+ * 8 (until 2026-12-02): an audit is a whole second gradient, which on a
+ * host the step already fills costs the group 200–570 ms of step time
+ * (docs/BENCHMARKS.md), 25–70 ms a step at one in 8: more than issue 11's
+ * 0.8 × N leaves for it; at 32 it is 6–18 ms. */
+#define DC_TRAIN_GROUP_AUDIT_PERIOD    32
+/* The period of the run seed's draw (dc_train_group_audit_rank ()), the
+ * one audits followed until 2026-12-02: kept as it was then, since only
+ * DC_TEST_FAULT=corrupt-unaudited still uses it, to cheat on the steps it
+ * did not audit. */
+#define DC_TRAIN_GROUP_AUDIT_PERIOD_SEED_DRAW 8
 /* The most steps DC_TRAIN_GROUP_AUDIT_PERIOD=N may put between a device's
  * audits (0 turns them off): at one in 64 a device that corrupts every
  * gradient is still caught within about 250 steps with 98 %, minutes of a

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/dc-gpt-vk-forward.h"
 #include "model/dc-model-error.h"
 
 struct _DcTrainSession
@@ -116,6 +117,9 @@ dc_train_plan_new (const DcTrainingRequest  *request,
       self->audit_bytes = dc_train_plan_audit_bytes (&self->memory);
       self->memory.total_bytes += self->audit_bytes;
     }
+  /* With a Vulkan device the resident step adds its own buffers (issue 15). */
+  dc_gpt_vk_train_memory (&self->config, self->settings.batch, &self->resident_device_bytes,
+                          &self->resident_host_bytes);
   self->available = dc_train_available_memory ();
   return g_steal_pointer (&self);
 }

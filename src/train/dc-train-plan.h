@@ -86,6 +86,10 @@ typedef struct
                                  * (0: unknown) */
   guint64          audit_bytes; /* a group's audits, included in memory.total_bytes
                                  * (0 alone): dc_train_plan_audit_bytes () */
+  guint64          resident_device_bytes; /* what the resident Vulkan step keeps in a
+                                           * GPU's memory, and in host-visible */
+  guint64          resident_host_bytes;   /* memory, if it trains there
+                                           * (dc_gpt_vk_train_memory ()) */
 } DcTrainPlan;
 
 typedef struct _DcTrainSession DcTrainSession;

@@ -300,6 +300,21 @@ update_advanced (DcTrainPage *self)
             text = g_strdup_printf (_("Needs %s of memory, this device has %s available"),
                                     need, have);
         }
+      if (plan != NULL && self->context != NULL
+          && dc_context_get_backend_kind (self->context) == DC_BACKEND_VULKAN)
+        {
+          /* The resident step's own buffers on the GPU this device trains
+           * on (issue 15), beside the host memory above. */
+          g_autofree char *device = g_format_size (plan->resident_device_bytes);
+          g_autofree char *both = NULL;
+
+          /* Translators: the memory text above, the GPU's name, then the
+           * GPU memory the run keeps resident there. */
+          both = g_strdup_printf (_("%s; on the GPU (%s): %s of device memory"), text,
+                                  dc_context_get_device_name (self->context), device);
+          g_free (text);
+          text = g_steal_pointer (&both);
+        }
       gtk_label_set_label (self->memory_label, text);
     }
   gtk_widget_set_visible (GTK_WIDGET (self->memory_label), advanced);

@@ -167,6 +167,7 @@ LLVMFuzzerTestOneInput (const guint8 *data,
                         gsize         size)
 {
   g_autoptr(DcMeshReader) reader = dc_mesh_reader_new ();
+  g_autoptr(DcMeshReader) unchecked = dc_mesh_reader_new ();
   FuzzState state = { { NULL } };
 
   while (size >= 2)
@@ -174,8 +175,32 @@ LLVMFuzzerTestOneInput (const guint8 *data,
       gsize n = MIN ((gsize) (data[0] | (data[1] << 8)) + 1, size - 2);
       g_autoptr(GError) error = NULL;
       g_autoptr(DcMeshMessage) message = NULL;
+      g_autoptr(DcMeshMessage) later = NULL;
+      guint32 checksum = 0;
 
       message = dc_mesh_reader_push (reader, data + 2, n, &error);
+      /* DcPeer's way (checks on a worker): the same messages, once
+       * verified, with the same chunk verdict from a hash taken apart. */
+      later = dc_mesh_reader_push_unchecked (unchecked, data + 2, n, &checksum, NULL);
+      if (later != NULL && !dc_mesh_message_verify (later, checksum, NULL))
+        g_clear_pointer (&later, dc_mesh_message_free);
+      g_assert ((message == NULL) == (later == NULL));
+      if (later != NULL)
+        {
+          guint8 hash[DC_MESH_HASH_SIZE];
+          DcMeshChunk a, b;
+          gboolean hashed = dc_mesh_chunk_data_hash (later->type, later->payload, hash);
+          gboolean ok_a = dc_mesh_chunk_decode_capped (later->type, later->payload, 0, &a, NULL);
+          gboolean ok_b = dc_mesh_chunk_decode_prehashed (later->type, later->payload, 0,
+                                                          hashed ? hash : NULL, &b, NULL);
+
+          g_assert (g_bytes_equal (message->payload, later->payload));
+          g_assert (ok_a == ok_b);
+          if (ok_a)
+            dc_mesh_chunk_clear (&a);
+          if (ok_b)
+            dc_mesh_chunk_clear (&b);
+        }
       if (message != NULL)
         decode_body (&state, message);
       data += 2 + n;

@@ -1,0 +1,282 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+/* resident-colsum.comp: the backward's sums over rows, a workgroup per CW
+ * columns: the layer norms' weight and bias gradients (OP_LN_DW, dc-gpt.c's
+ * layer_norm_grad_chunk) and the biases' gradients (OP_COLSUM,
+ * column_sum_chunk), on resident-forward.comp's buffers, with
+ * resident-backward.comp's push constants for the same ops.
+ *
+ * Each column's sum stays the CPU's serial chain: rows in order from +0
+ * (docs/VERIFICATION.md: the order is the rule). What changes is who waits
+ * for memory: resident-backward.comp's invocation per column loads its rows
+ * itself (a handful of multiprocessors, each row's load in the chain's
+ * path). Here the workgroup loads a block of RB rows × CW columns (each row's
+ * CW floats one 32-byte sector), computes the leaves (dy · x̂ and dy, or dy)
+ * side by side into shared memory, and while one invocation per chain adds
+ * the block in row order, the loads of the next block are in flight.
+ *
+ * DC_BREAK (and the native twins' DC_BREAK_FTZ) builds the deliberately
+ * wrong twin: each block's first two rows added in the wrong order.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "f32-exact.glsl"
+
+layout (local_size_x = 64) in;
+
+layout (std430, binding = 0) buffer F { uint f[]; };
+layout (std430, binding = 1) buffer Q { uint q_unused[]; };
+layout (std430, binding = 2) buffer E { int e_unused[]; };
+layout (std430, binding = 3) readonly buffer T { uint tok[]; };
+
+/* Mirrors DcVkForwardPush (src/model/dc-gpt-vk-forward.c). */
+layout (push_constant) uniform Push
+{
+  uint op;
+  uint a[15];
+} pc;
+
+#define OP_HEAD_DW 11u
+#define OP_LN_DX 13u
+#define OP_LN_DW 14u
+#define OP_COLSUM 15u
+#define OP_EMBED_BACK 18u
+
+/* Columns per workgroup (a row's CW floats: one 32-byte sector) and rows per
+ * block: 64 invocations load 8 rows × 8 columns at a time, RB / 8 = 16 rows
+ * each, which 4 × 16 registers hold; adding RB rows takes about as long as
+ * the next block's loads (DC_GPT_VK_COLSUM_COLUMNS mirrors CW). */
+#define CW 8u
+#define RB 128u
+#define LANES (64u / CW)
+#define PER (RB / LANES)
+/* Leaves a chain reads from shared memory before it adds them (RB is a
+ * multiple). */
+#define CHAIN_LOADS 16u
+
+/* The leaves of the block: the first chain's (dy · x̂, or dy), then the
+ * second's (dy, OP_LN_DW only). */
+shared uint s_cols[2u * RB * CW];
+
+/* The block of rows [r0, r0 + RB) that this invocation loads. */
+uint p_dy[PER], p_x[PER], p_mean[PER], p_rstd[PER];
+
+void
+load_block (bool ln, uint r0, uint rows, uint n, uint col, uint row_lane)
+{
+  /* Unrolled: p_*[k] must be registers (a dynamic index puts them in local
+   * memory, and each load then waits before the next is issued). */
+  [[unroll]] for (uint k = 0u; k < PER; k++)
+    {
+      uint r = r0 + row_lane + k * LANES;
+
+      if (r < rows)
+        {
+          if (ln)
+            {
+              p_dy[k] = f[pc.a[1] + r * n + col];
+              p_x[k] = f[pc.a[0] + r * n + col];
+              p_mean[k] = f[pc.a[2] + r];
+              p_rstd[k] = f[pc.a[3] + r];
+            }
+          else
+            p_dy[k] = f[pc.a[0] + r * n + col];
+        }
+    }
+}
+
+#include "sum-tree-wg.glsl"
+
+/* op_ln_dx () with a[9] != 0 (rows of n ≤ WG_SUM_MAX): a workgroup per
+ * row, both sums' leaves in shared memory and each sum sum-tree-wg.glsl's
+ * (the same tree), then the row's elements side by side. */
+void
+ln_dx_rows_wg ()
+{
+  uint n = pc.a[7], lane = gl_LocalInvocationID.x, w = pc.a[1];
+
+  for (uint r = gl_WorkGroupID.x; r < pc.a[6]; r += gl_NumWorkGroups.x)
+    {
+      uint x = pc.a[0] + r * n, dy = pc.a[4] + r * n, d_res = pc.a[5] + r * n;
+      uint mean = f[pc.a[2] + r], rstd = f[pc.a[3] + r];
+      uint g_mean_v, gn_mean;
+
+      for (uint i = lane; i < n; i += 64u)
+        s_leaf[i] = f32_mul (f[w + i], f[dy + i]);
+      barrier ();
+      g_mean_v = f32_div (wg_sum_tree (n), pc.a[8]);
+      for (uint i = lane; i < n; i += 64u)
+        s_leaf[i] = f32_mul (f32_mul (f[w + i], f[dy + i]),
+                             f32_mul (f32_sub (f[x + i], mean), rstd));
+      barrier ();
+      gn_mean = f32_div (wg_sum_tree (n), pc.a[8]);
+      for (uint i = lane; i < n; i += 64u)
+        {
+          uint norm = f32_mul (f32_sub (f[x + i], mean), rstd);
+          uint g = f32_mul (f[w + i], f[dy + i]);
+#if defined(DC_BREAK) || defined(DC_BREAK_FTZ)
+          uint dx = f32_mul (f32_sub (g, g_mean_v), rstd);
+#else
+          uint dx = f32_mul (f32_sub (f32_sub (g, g_mean_v), f32_mul (norm, gn_mean)), rstd);
+#endif
+
+          f[d_res + i] = f32_add (f[d_res + i], dx);
+        }
+    }
+}
+
+/* Tokens a workgroup stages in shared memory at a time for the head's and
+ * the embeddings' scatter-adds: every element of d_wte scans every row's
+ * token, which resident-backward.comp's invocations each read from T
+ * (host-visible memory) themselves; 256 tokens are 1 KB. */
+#define TOK_CHUNK 256u
+
+shared uint s_tok[TOK_CHUNK];
+
+/* resident-backward.comp's op_head_dw () and op_embed_back () with the
+ * tokens staged: one invocation per element of d_wte, which subtracts (the
+ * head: lnf's rows whose target is v, then / rows) or adds (the embeddings:
+ * d_res's rows whose input token is v) its rows in row order onto what is
+ * there, the CPU's chain; d_wpe's elements (t, j) add the rows at position t
+ * in order from +0. a (head): d_wte, lnf, rows, C, V, targets, fn;
+ * (embeddings): d_wte, d_wpe, dy, rows, C, seq, len, V. */
+void
+scatter_main ()
+{
+  bool head = pc.op == OP_HEAD_DW;
+  uint c = head ? pc.a[3] : pc.a[4], rows = head ? pc.a[2] : pc.a[3];
+  uint tok_off = head ? pc.a[5] : 0u, src = head ? pc.a[1] : pc.a[2];
+  uint n_wte = (head ? pc.a[4] : pc.a[7]) * c;
+  uint total = head ? n_wte : (pc.a[7] + pc.a[5]) * c;
+  uint lane = gl_LocalInvocationID.x, stride = gl_NumWorkGroups.x * 64u;
+
+  for (uint base = gl_WorkGroupID.x * 64u; base < total; base += stride)
+    {
+      uint i = base + lane, v = i / c, j = i % c, dst = pc.a[0] + i;
+      bool scan = i < n_wte;
+      uint acc = scan ? f[dst] : 0u;
+
+      /* Uniform: the whole workgroup stages the tokens, or none of it. */
+      if (base < n_wte)
+        for (uint r0 = 0u; r0 < rows; r0 += TOK_CHUNK)
+          {
+            uint m = min (TOK_CHUNK, rows - r0);
+
+            barrier ();
+            for (uint k = lane; k < m; k += 64u)
+              s_tok[k] = tok[tok_off + r0 + k];
+            barrier ();
+            if (scan)
+              for (uint k = 0u; k < m; k++)
+                if (s_tok[k] == v)
+                  {
+                    uint y = f[src + (r0 + k) * c + j];
+
+                    acc = head ? f32_sub (acc, y) : f32_add (acc, y);
+                  }
+          }
+      if (scan)
+        f[dst] = head ? f32_div (acc, pc.a[6]) : acc;
+      else if (i < total)
+        {
+          uint t = (i - n_wte) / c, jw = (i - n_wte) % c;
+
+          acc = 0u;
+          for (uint r = t; t < pc.a[6] && r < rows; r += pc.a[6])
+            acc = f32_add (acc, f[src + r * c + jw]);
+          f[pc.a[1] + t * c + jw] = acc;
+        }
+    }
+}
+
+void
+main ()
+{
+  if (pc.op == OP_HEAD_DW || pc.op == OP_EMBED_BACK)
+    {
+      scatter_main ();
+      return;
+    }
+  if (pc.op == OP_LN_DX)
+    {
+      ln_dx_rows_wg ();
+      return;
+    }
+  bool ln = pc.op == OP_LN_DW;
+  uint rows = ln ? pc.a[4] : pc.a[1], n = ln ? pc.a[5] : pc.a[2];
+  uint lane = gl_LocalInvocationID.x, c = lane % CW, row_lane = lane / CW;
+  uint chains = ln ? 2u * CW : CW;
+  uint n_groups = (n + CW - 1u) / CW;
+
+  for (uint g = gl_WorkGroupID.x; g < n_groups; g += gl_NumWorkGroups.x)
+    {
+      uint j = g * CW + c;
+      uint col = min (j, n - 1u);  /* the last group's spare lanes load a real column */
+      uint acc = 0u;
+
+      load_block (ln, 0u, rows, n, col, row_lane);
+      for (uint r0 = 0u; r0 < rows; r0 += RB)
+        {
+          uint m = min (RB, rows - r0);
+
+          /* The previous block's chains are done with s_cols. */
+          barrier ();
+          [[unroll]] for (uint k = 0u; k < PER; k++)
+            {
+              uint i = row_lane + k * LANES;
+
+              if (i < m)
+                {
+                  if (ln)
+                    {
+                      uint norm = f32_mul (f32_sub (p_x[k], p_mean[k]), p_rstd[k]);
+
+                      s_cols[i * CW + c] = f32_mul (p_dy[k], norm);
+                      s_cols[RB * CW + i * CW + c] = p_dy[k];
+                    }
+                  else
+                    s_cols[i * CW + c] = p_dy[k];
+                }
+            }
+          barrier ();
+          /* The next block's loads, in flight while the chains add. */
+          if (r0 + RB < rows)
+            load_block (ln, r0 + RB, rows, n, col, row_lane);
+          if (lane < chains)
+            {
+              uint base = (lane >= CW ? RB * CW : 0u) + c;
+
+#if defined(DC_BREAK) || defined(DC_BREAK_FTZ)
+              if (m >= 2u)
+                {
+                  acc = f32_add (acc, s_cols[base + CW]);
+                  acc = f32_add (acc, s_cols[base]);
+                }
+              for (uint i = min (m, 2u); i < m; i++)
+                acc = f32_add (acc, s_cols[base + i * CW]);
+#else
+              /* A whole block: CHAIN_LOADS leaves read from shared memory at
+               * once, then added in order (one read a row in the chain's path
+               * waited a shared-memory latency per add: 150 µs a dispatch of
+               * 4,096 rows on the H200). */
+              if (m == RB)
+                for (uint i = 0u; i < RB; i += CHAIN_LOADS)
+                  {
+                    uint v[CHAIN_LOADS];
+
+                    [[unroll]] for (uint u = 0u; u < CHAIN_LOADS; u++)
+                      v[u] = s_cols[base + (i + u) * CW];
+                    [[unroll]] for (uint u = 0u; u < CHAIN_LOADS; u++)
+                      acc = f32_add (acc, v[u]);
+                  }
+              else
+                for (uint i = 0u; i < m; i++)
+                  acc = f32_add (acc, s_cols[base + i * CW]);
+#endif
+            }
+        }
+      if (lane < chains && j < n)
+        f[(lane >= CW ? pc.a[7] : ln ? pc.a[6] : pc.a[3]) + j] = acc;
+    }
+}

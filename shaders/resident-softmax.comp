@@ -1,0 +1,296 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+/* resident-softmax.comp: the resident pass's softmax (resident-forward.comp's
+ * OP_SOFTMAX: head_forward ()'s row rule, and the probabilities at scale 1)
+ * and its backward (resident-backward.comp's OP_SOFTMAX_BACK:
+ * head_backward ()'s dc_math_softmax_backward), a workgroup per row, on the
+ * same buffers (F floats).
+ *
+ * The row is staged in shared memory with coalesced loads; every
+ * elementwise step (the scale, e^(x − max), the products y · dy, the
+ * division, the output) runs on all invocations at once, each element by
+ * the same function as the one-invocation kernels. Only the reductions have
+ * an order, and they keep the CPU's:
+ *
+ * - the maximum is dc_math_max's left-to-right scan: its result is the first
+ *   NaN if there is one, else the first element of the largest f32_order ()
+ *   (−0 and +0 tie, and the first wins). A reduction of (value, index)
+ *   pairs that keeps exactly that element is the same in any order;
+ * - the sums are the library's tree (sum-tree.glsl, docs/VERIFICATION.md
+ *   "Reductions"): blocks of 8 leaves left to right, each power-of-two part
+ *   a balanced tree of its blocks, the parts added right to left. All the
+ *   parts start at a multiple of their length, so their nodes are those of
+ *   one aligned binary tree over the blocks: one invocation per block, then
+ *   one per node level by level, then one invocation adds the parts' roots
+ *   in the CPU's order.
+ *
+ * Short rows would leave most of a workgroup idle and spend their time in
+ * its barriers: a workgroup takes 128 / LANES rows at once, LANES
+ * invocations each (a power of two from 32 to 128, a[14] its log2; the
+ * rows' loops and barriers are the workgroup's, each row's reductions stay
+ * within its lanes).
+ *
+ * Push constants (DcVkForwardPush): op OP_SOFTMAX (7), a: scores, att, rows,
+ * len, scale, causal; op OP_SOFTMAX_BACK (17), a: att, d_att, len, scale,
+ * rows; both a[14] log2 LANES. Rows of len ≤ MAX_LEN, and (128 / LANES) ·
+ * len ≤ MAX_LEN (src/model/dc-gpt-vk-rows.c keeps longer ones on the
+ * one-invocation kernels).
+ *
+ * DC_BREAK builds the deliberately wrong twin (the blocks' sums added left to
+ * right instead of in the tree), for the gate's test.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "f32-exact.glsl"
+#include "exp-exact.glsl"
+
+#define GROUP 128u
+/* Mirrors DC_GPT_VK_ROWS_SOFTMAX_MAX_LEN (src/model/dc-gpt-vk-rows.h). */
+#define MAX_LEN 4096u
+#define NONE 0xffffffffu
+
+layout (local_size_x = 128) in;
+
+layout (std430, binding = 0) buffer F { uint f[]; };
+
+/* Mirrors DcVkForwardPush (src/model/dc-gpt-vk-forward.c). */
+layout (push_constant) uniform Push
+{
+  uint op;
+  uint a[15];
+} pc;
+
+#define OP_SOFTMAX 7u
+#define OP_SOFTMAX_BACK 17u
+
+/* The rows' values (row s of the workgroup at s · len), then each row's
+ * tree nodes level by level (the blocks' sums at level 0, then half as many
+ * per level: fewer than 2 · ⌈len / 8⌉ a row), the maximum's candidates, the
+ * rows' sums. */
+shared uint s_v[MAX_LEN];
+shared uint s_t[MAX_LEN / 4u + 32u];
+shared uint s_mb[GROUP];
+shared uint s_mi[GROUP];
+shared uint s_sum[4];
+
+/* This invocation's row in the workgroup (its segment), its lane, the
+ * lanes a row, and the blocks of a whole row. */
+uint g_seg, g_l, g_lanes, g_nbm;
+
+/* Whether candidate (bb, bi) replaces (ab, ai) in dc_math_max's scan. */
+bool
+replaces (uint ab, uint ai, uint bb, uint bi)
+{
+  bool an, bn;
+  int oa, ob;
+
+  if (bi == NONE)
+    return false;
+  if (ai == NONE)
+    return true;
+  an = f32_is_nan (ab);
+  bn = f32_is_nan (bb);
+  if (an != bn)
+    return bn;
+  if (an)
+    return bi < ai;
+  oa = f32_order (ab);
+  ob = f32_order (bb);
+  return ob > oa || (ob == oa && bi < ai);
+}
+
+/* dc_math_max of the segment's s_v[v, v + n). Called by every invocation. */
+uint
+row_max (uint v, uint n)
+{
+  uint lid = gl_LocalInvocationID.x, mb = 0u, mi = NONE;
+
+  for (uint j = g_l; j < n; j += g_lanes)
+    if (replaces (mb, mi, s_v[v + j], j))
+      {
+        mb = s_v[v + j];
+        mi = j;
+      }
+  s_mb[lid] = mb;
+  s_mi[lid] = mi;
+  barrier ();
+  for (uint w = g_lanes / 2u; w > 0u; w >>= 1)
+    {
+      if (g_l < w && replaces (s_mb[lid], s_mi[lid], s_mb[lid + w], s_mi[lid + w]))
+        {
+          s_mb[lid] = s_mb[lid + w];
+          s_mi[lid] = s_mi[lid + w];
+        }
+      barrier ();
+    }
+  /* s_mb is rewritten by the next rows only after more barriers. */
+  return s_mb[g_seg * g_lanes];
+}
+
+/* The offset in a row's s_t region of level `level`'s nodes, nb blocks at
+ * level 0 (each level keeps the whole pairs of the one below). */
+uint
+level_offset (uint nb, uint level)
+{
+  uint off = 0u;
+
+  for (uint i = 0u; i < level; i++)
+    {
+      off += nb;
+      nb /= 2u;
+    }
+  return off;
+}
+
+/* The aligned node covering leaves [start, start + len) of the row whose
+ * tree (of nb blocks) is at t, len a power of two ≥ 8 and start a multiple
+ * of it. */
+uint
+node (uint t, uint nb, uint start, uint len)
+{
+  uint level = uint (findMSB (len / 8u));
+
+  return s_t[t + level_offset (nb, level) + start / len];
+}
+
+/* Σ of the segment's s_v[v, v + n) in the library's tree (n = 0: a row
+ * past the end, no sum). Called by every invocation; each row's lanes get
+ * its sum. */
+uint
+tree_sum (uint v, uint n)
+{
+  uint nb = (n + 7u) / 8u, t = g_seg * 2u * g_nbm;
+  /* The tree's blocks: the row's own where the workgroup has one row (the
+   * same for all its invocations), else a whole row's, so that the loops
+   * below are the workgroup's. */
+  uint tnb = g_lanes == GROUP ? nb : g_nbm;
+
+  for (uint b = g_l; b < tnb; b += g_lanes)
+    {
+      uint acc = 0u;
+
+      if (b < nb)
+        {
+          uint start = 8u * b, end = min (start + 8u, n);
+
+          acc = s_v[v + start];
+          for (uint i = start + 1u; i < end; i++)
+            acc = f32_add (acc, s_v[v + i]);
+        }
+      s_t[t + b] = acc;
+    }
+  barrier ();
+  /* Each level: node m is the sum of nodes 2m and 2m + 1 below (left +
+   * right), as sum_pow2 ()'s stack combines equal levels. The levels of a
+   * whole row for every row (the same loop for the workgroup); a shorter
+   * row uses only the nodes inside it. */
+  {
+    uint off = 0u, count = tnb;
+
+    while (count > 1u)
+      {
+        uint next = off + count, pairs = count / 2u;
+
+        for (uint m = g_l; m < pairs; m += g_lanes)
+          s_t[t + next + m] = f32_add (s_t[t + off + 2u * m], s_t[t + off + 2u * m + 1u]);
+        barrier ();
+        off = next;
+        count = pairs;
+      }
+  }
+  if (g_l == 0u && n > 0u)
+    {
+      uint parts[16];
+      uint n_parts = 0u, start = 0u, rest = n, acc;
+
+#ifdef DC_BREAK
+      acc = s_t[t];
+      for (uint b = 1u; b < nb; b++)
+        acc = f32_add (acc, s_t[t + b]);
+#else
+      /* sum_tree (): sum[0, n) = P(h1) + (P(h2) + (… + the rest)). */
+      while (rest > 8u && (rest & (rest - 1u)) != 0u)
+        {
+          uint h = 1u << uint (findMSB (rest));
+
+          parts[n_parts++] = node (t, tnb, start, h);
+          start += h;
+          rest -= h;
+        }
+      acc = rest <= 8u ? s_t[t + start / 8u] : node (t, tnb, start, rest);
+      while (n_parts > 0u)
+        acc = f32_add (parts[--n_parts], acc);
+#endif
+      s_sum[g_seg] = acc;
+    }
+  barrier ();
+  return s_sum[g_seg];
+}
+
+/* head_forward ()'s row r (rows of several blocks follow each other: row r
+ * is row r mod len of its block); live is false past the last row. */
+void
+softmax_row (uint r, bool live)
+{
+  uint len = pc.a[3], v = g_seg * len;
+  uint src = pc.a[0] + r * len, dst = pc.a[1] + r * len;
+  uint n = !live ? 0u : pc.a[5] != 0u ? r % len + 1u : len;
+  uint max_bits, sum;
+
+  for (uint j = g_l; j < n; j += g_lanes)
+    s_v[v + j] = f32_mul (f[src + j], pc.a[4]);
+  barrier ();
+  max_bits = row_max (v, n);
+  for (uint j = g_l; j < n; j += g_lanes)
+    s_v[v + j] = exp_shifted (s_v[v + j], max_bits);
+  barrier ();
+  sum = tree_sum (v, n);
+  if (live)
+    for (uint j = g_l; j < len; j += g_lanes)
+      f[dst + j] = j < n ? f32_div (s_v[v + j], sum) : 0u;
+}
+
+/* head_backward ()'s row t of the causal softmax, in place on d_att:
+ * dc_math_softmax_backward over t mod len + 1 values, times the scale, the
+ * rest zero. */
+void
+softmax_back_row (uint t, bool live)
+{
+  uint len = pc.a[2], v = g_seg * len;
+  uint y = pc.a[0] + t * len, row = pc.a[1] + t * len, n = live ? t % len + 1u : 0u;
+  uint d;
+
+  for (uint j = g_l; j < n; j += g_lanes)
+    s_v[v + j] = f32_mul (f[y + j], f[row + j]);
+  barrier ();
+  d = tree_sum (v, n);
+  if (live)
+    for (uint j = g_l; j < len; j += g_lanes)
+      f[row + j] = j < n ? f32_mul (f32_mul (f[y + j], f32_sub (f[row + j], d)), pc.a[3]) : 0u;
+}
+
+void
+main ()
+{
+  uint rows = pc.op == OP_SOFTMAX ? pc.a[2] : pc.a[4];
+  uint len = pc.op == OP_SOFTMAX ? pc.a[3] : pc.a[2];
+  uint per_group;
+
+  g_lanes = 1u << pc.a[14];
+  per_group = GROUP / g_lanes;
+  g_seg = gl_LocalInvocationID.x / g_lanes;
+  g_l = gl_LocalInvocationID.x % g_lanes;
+  g_nbm = (len + 7u) / 8u;
+  /* A uniform loop: the barriers are in uniform control flow. */
+  for (uint r0 = gl_WorkGroupID.x * per_group; r0 < rows; r0 += gl_NumWorkGroups.x * per_group)
+    {
+      uint r = r0 + g_seg;
+
+      if (pc.op == OP_SOFTMAX)
+        softmax_row (r, r < rows);
+      else
+        softmax_back_row (r, r < rows);
+      /* s_v and s_t are reused by the next rows. */
+      barrier ();
+    }
+}
