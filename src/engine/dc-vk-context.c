@@ -969,6 +969,20 @@ buffer_create (DcVkContext           *ctx,
   return g_steal_pointer (&self);
 }
 
+/* Maps a host-visible buffer for good and zero-fills it. */
+static gboolean
+buffer_map_zeroed (DcVkContext  *ctx,
+                   DcVkBuffer   *self,
+                   gsize         size,
+                   GError      **error)
+{
+  if (!check_vk (vkMapMemory (ctx->device, self->memory, 0, VK_WHOLE_SIZE, 0, &self->data),
+                 "mapping buffer memory", error))
+    return FALSE;
+  memset (self->data, 0, size);
+  return TRUE;
+}
+
 /**
  * dc_vk_buffer_new:
  * @size: bytes, more than zero
@@ -989,13 +1003,8 @@ dc_vk_buffer_new (DcVkContext  *ctx,
                                               VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                               FALSE, error);
 
-  if (self == NULL)
+  if (self == NULL || !buffer_map_zeroed (ctx, self, size, error))
     return NULL;
-  if (!check_vk (vkMapMemory (ctx->device, self->memory, 0, VK_WHOLE_SIZE, 0, &self->data),
-                 "mapping buffer memory", error))
-    return NULL;
-
-  memset (self->data, 0, size);
   return g_steal_pointer (&self);
 }
 
@@ -1024,10 +1033,8 @@ dc_vk_buffer_new_cached (DcVkContext  *ctx,
 
   if (self == NULL)
     return dc_vk_buffer_new (ctx, size, error);
-  if (!check_vk (vkMapMemory (ctx->device, self->memory, 0, VK_WHOLE_SIZE, 0, &self->data),
-                 "mapping buffer memory", error))
+  if (!buffer_map_zeroed (ctx, self, size, error))
     return NULL;
-  memset (self->data, 0, size);
   return g_steal_pointer (&self);
 }
 
