@@ -2054,6 +2054,84 @@ gate_backward (DcVkContext  *ctx,
          && same_bits ("the small model's loss", &loss, &want_loss, 1, error);
 }
 
+/* A product gate's operands: int8 values of the whole range, −127 to 127
+ * (the extremes often: they carry the largest sums), the left operand's
+ * (the first @qb of @n_q) zero where @causal says A is; and exponents that
+ * reach the epilogue's rounding, its subnormal and its overflow cases. */
+static void
+gate_product_fill (gint8    *q,
+                   gsize     n_q,
+                   gsize     qb,
+                   guint     k,
+                   guint     m_rows,
+                   guint     causal,
+                   gint32   *e,
+                   gsize     n_e,
+                   guint64  *state)
+{
+  for (gsize i = 0; i < n_q; i++)
+    {
+      guint64 r = _dc_gpt_vk_splitmix64 (state);
+      gsize row = i / k % m_rows, col = i % k;
+
+      q[i] = (gint8) ((r >> 8) % 4 == 0 ? ((r & 1) ? 127 : -127) : (gint) (r % 255) - 127);
+      if (i < qb && ((causal == CAUSAL_A_LOWER && col > row)
+                     || (causal == CAUSAL_A_UPPER && col < row)))
+        q[i] = 0;
+    }
+  for (gsize i = 0; i < n_e; i++)
+    e[i] = (gint32) (_dc_gpt_vk_splitmix64 (state) % 40) - 30 - (i % 7 == 0 ? 50 : 0)
+           + (i % 11 == 0 ? 60 : 0);
+}
+
+/* The first output of a product gate's @f (pairs placed as the attention's)
+ * that differs from the integer dot product through dc_gemm_epilogue ();
+ * with CAUSAL_OUT only the outputs on and below the diagonal count.
+ * Returns: FALSE with the pair, row, column and both values, or TRUE. */
+static gboolean
+gate_product_check (const float   *f,
+                    const gint8   *q,
+                    gsize          qb,
+                    const gint32  *e,
+                    guint          pairs,
+                    guint          heads,
+                    guint          m_rows,
+                    guint          n_cols,
+                    guint          k,
+                    guint          causal,
+                    guint         *where,
+                    float         *got,
+                    float         *want)
+{
+  const guint ldc = heads * n_cols;
+
+  for (guint p = 0; p < pairs; p++)
+    for (guint m = 0; m < m_rows; m++)
+      for (guint n = 0; n < n_cols; n++)
+        {
+          const gint8 *a = q + ((gsize) p * m_rows + m) * k;
+          const gint8 *b = q + qb + ((gsize) p * n_cols + n) * k;
+          gsize at = 1 + (p / heads) * m_rows * ldc + (p % heads) * n_cols + (gsize) m * ldc + n;
+          gint32 acc = 0;
+
+          if (causal == CAUSAL_OUT && n > m)
+            continue;
+          for (guint i = 0; i < k; i++)
+            acc += (gint32) a[i] * b[i];
+          *want = dc_gemm_epilogue (acc, e[1 + p * m_rows + m],
+                                    e[1 + pairs * m_rows + p * n_cols + n]);
+          if (!same_f32 (f[at], *want))
+            {
+              where[0] = p;
+              where[1] = m;
+              where[2] = n;
+              *got = f[at];
+              return FALSE;
+            }
+        }
+  return TRUE;
+}
+
 /* resident-gemm.comp's gate: products of random int8 operands with random
  * exponents against the integer dot products and dc_gemm_epilogue (), on a
  * shape with partial tiles on every side (M, N not multiples of 64, K not of
@@ -2092,18 +2170,8 @@ gate_gemm_case (DcVkContext   *ctx,
   q = dc_vk_buffer_get_data (bq);
   e = dc_vk_buffer_get_data (be);
   f = dc_vk_buffer_get_data (bf);
-  /* Values of the whole range, −127 to 127 (the extremes often: they
-   * carry the largest sums), and exponents that reach the epilogue's
-   * rounding, its subnormal and its overflow cases. */
-  for (gsize i = 0; i < 2 * qb; i++)
-    {
-      guint64 r = _dc_gpt_vk_splitmix64 (state);
-
-      q[i] = (gint8) ((r >> 8) % 4 == 0 ? ((r & 1) ? 127 : -127) : (gint) (r % 255) - 127);
-    }
-  for (gsize i = 0; i < 1 + pairs * (m_rows + n_cols); i++)
-    e[i] = (gint32) (_dc_gpt_vk_splitmix64 (state) % 40) - 30 - (i % 7 == 0 ? 50 : 0)
-           + (i % 11 == 0 ? 60 : 0);
+  gate_product_fill (q, 2 * qb, qb, k, m_rows, CAUSAL_NONE, e, 1 + pairs * (m_rows + n_cols),
+                     state);
   memset (f, 0xff, n_f * 4);
   buffers[0] = bf;
   buffers[1] = bq;
@@ -2127,29 +2195,20 @@ gate_gemm_case (DcVkContext   *ctx,
           return FALSE;
       }
   }
-  for (guint p = 0; p < pairs; p++)
-    for (guint m = 0; m < m_rows; m++)
-      for (guint n = 0; n < n_cols; n++)
-        {
-          const gint8 *a = q + ((gsize) p * m_rows + m) * k;
-          const gint8 *b = q + qb + ((gsize) p * n_cols + n) * k;
-          gsize at = 1 + (p / heads) * m_rows * ldc + (p % heads) * n_cols + (gsize) m * ldc + n;
-          gint32 acc = 0;
-          float want;
+  {
+    guint where[3];
+    float got, want;
 
-          for (guint i = 0; i < k; i++)
-            acc += (gint32) a[i] * b[i];
-          want = dc_gemm_epilogue (acc, e[1 + p * m_rows + m],
-                                   e[1 + pairs * m_rows + p * n_cols + n]);
-          if (!same_f32 (f[at], want))
-            {
-              g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                           "product (K %u%s) of pair %u, row %u, column %u: 0x%08x instead of "
-                           "0x%08x", k, slice_words > 0 ? ", split" : "", p, m, n,
-                           f32_bits (f[at]), f32_bits (want));
-              return FALSE;
-            }
-        }
+    if (!gate_product_check (f, q, qb, e, pairs, heads, m_rows, n_cols, k, CAUSAL_NONE, where,
+                             &got, &want))
+      {
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                     "product (K %u%s) of pair %u, row %u, column %u: 0x%08x instead of "
+                     "0x%08x", k, slice_words > 0 ? ", split" : "", where[0], where[1], where[2],
+                     f32_bits (got), f32_bits (want));
+        return FALSE;
+      }
+  }
   return TRUE;
 }
 
@@ -2222,21 +2281,8 @@ gate_coop_case (DcVkContext     *ctx,
   q = dc_vk_buffer_get_data (bq);
   e = dc_vk_buffer_get_data (be);
   f = dc_vk_buffer_get_data (bf);
-  /* As gate_gemm_case (): the whole range, the extremes often; exponents
-   * that reach the epilogue's rounding, subnormal and overflow cases. */
-  for (gsize i = 0; i < qb + (gsize) pairs * n_cols * k; i++)
-    {
-      guint64 r = _dc_gpt_vk_splitmix64 (state);
-      gsize row = i / k % m_rows, col = i % k;
-
-      q[i] = (gint8) ((r >> 8) % 4 == 0 ? ((r & 1) ? 127 : -127) : (gint) (r % 255) - 127);
-      if (i < qb && ((c->causal == CAUSAL_A_LOWER && col > row)
-                     || (c->causal == CAUSAL_A_UPPER && col < row)))
-        q[i] = 0;
-    }
-  for (gsize i = 0; i < 1 + pairs * (m_rows + n_cols); i++)
-    e[i] = (gint32) (_dc_gpt_vk_splitmix64 (state) % 40) - 30 - (i % 7 == 0 ? 50 : 0)
-           + (i % 11 == 0 ? 60 : 0);
+  gate_product_fill (q, qb + (gsize) pairs * n_cols * k, qb, k, m_rows, c->causal, e,
+                     1 + pairs * (m_rows + n_cols), state);
   memset (f, 0xff, n_f * 4);
   buffers[0] = bf;
   buffers[1] = bq;
@@ -2261,33 +2307,22 @@ gate_coop_case (DcVkContext     *ctx,
           return FALSE;
       }
   }
-  for (guint p = 0; p < pairs; p++)
-    for (guint m = 0; m < m_rows; m++)
-      for (guint n = 0; n < n_cols; n++)
-        {
-          const gint8 *a = q + ((gsize) p * m_rows + m) * k;
-          const gint8 *b = q + qb + ((gsize) p * n_cols + n) * k;
-          gsize at = 1 + (p / heads) * m_rows * ldc + (p % heads) * n_cols + (gsize) m * ldc + n;
-          gint32 acc = 0;
-          float want;
+  {
+    guint where[3];
+    float got, want;
 
-          if (c->causal == CAUSAL_OUT && n > m)
-            continue;
-          for (guint i = 0; i < k; i++)
-            acc += (gint32) a[i] * b[i];
-          want = dc_gemm_epilogue (acc, e[1 + p * m_rows + m],
-                                   e[1 + pairs * m_rows + p * n_cols + n]);
-          if (!same_f32 (f[at], want))
-            {
-              g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
-                           "product on cooperative matrices (%u × %u tiles, %u × %u × %u%s, "
-                           "causal %u) of pair %u, row %u, column %u: 0x%08x instead of 0x%08x",
-                           shape[0], shape[1], m_rows, n_cols, k,
-                           c->slice_words > 0 ? ", split" : "", c->causal, p, m, n,
-                           f32_bits (f[at]), f32_bits (want));
-              return FALSE;
-            }
-        }
+    if (!gate_product_check (f, q, qb, e, pairs, heads, m_rows, n_cols, k, c->causal, where,
+                             &got, &want))
+      {
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                     "product on cooperative matrices (%u × %u tiles, %u × %u × %u%s, "
+                     "causal %u) of pair %u, row %u, column %u: 0x%08x instead of 0x%08x",
+                     shape[0], shape[1], m_rows, n_cols, k,
+                     c->slice_words > 0 ? ", split" : "", c->causal, where[0], where[1],
+                     where[2], f32_bits (got), f32_bits (want));
+        return FALSE;
+      }
+  }
   return TRUE;
 }
 
