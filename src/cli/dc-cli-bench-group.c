@@ -200,23 +200,6 @@ child_spawn_pinned (Bench       *bench,
                     GPtrArray   *args,
                     gint         first_core,
                     guint        n_cores,
-                    GError     **error);
-
-static Child *
-child_spawn (Bench       *bench,
-             const char  *netns,
-             GPtrArray   *args,
-             GError     **error)
-{
-  return child_spawn_pinned (bench, netns, args, -1, 0, error);
-}
-
-static Child *
-child_spawn_pinned (Bench       *bench,
-                    const char  *netns,
-                    GPtrArray   *args,
-                    gint         first_core,
-                    guint        n_cores,
                     GError     **error)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
@@ -257,6 +240,15 @@ child_spawn_pinned (Bench       *bench,
   child->last_event = &bench->last_event;
   read_next (child);
   return g_steal_pointer (&child);
+}
+
+static Child *
+child_spawn (Bench       *bench,
+             const char  *netns,
+             GPtrArray   *args,
+             GError     **error)
+{
+  return child_spawn_pinned (bench, netns, args, -1, 0, error);
 }
 
 /* --pin-cores: device @k of @n_devices on cores k × threads … (k + 1) ×
