@@ -791,8 +791,13 @@ test_audit_after_report (void)
  * (DC_TEST_FAULT=audit-overlap), so that every audit meets its gate. No
  * kernel of an audit's recomputation begins while its device's own
  * gradient computes (`audit_beside` 0 on every step line): the audits
- * waited for the gradients (`audit_paused_ms` > 0 on each device), or went
- * first while a step waited for a verdict. Every device audits
+ * waited for the gradients, or went first while a step waited for a
+ * verdict. Which of the two happens to an audit is the scheduler's: on a
+ * loaded machine one device's audits may all go first (CI, 2026-12-02:
+ * `audit_paused_ms` 0 on one device of three), so only the three
+ * devices' sum of `audit_paused_ms` must be > 0 (the gate did hold an
+ * audit back; measured 2–40 ms in all, 0.2 ms at least on one device
+ * beside three busy loops). Every device audits
  * (`audit_ms`), nobody is accused, and the three end every step with the
  * hash of `--simulate-peers 3`. With the audits beside the step (before
  * 2026-12-02 06:00 the lines have no `audit_beside`; without the gate
@@ -806,6 +811,7 @@ test_audit_in_waits (void)
   g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL, sim = NULL;
   g_autoptr(GPtrArray) sim_steps = NULL;
   DcTestProc *procs[3];
+  double paused_all = 0;
 
   g_setenv ("DC_TEST_FAULT", "audit-overlap", TRUE);
   g_setenv ("DC_TRAIN_GROUP_AUDIT_GATE", "1", TRUE);
@@ -850,8 +856,9 @@ test_audit_in_waits (void)
        * two steps later: most step lines show one (two ending within one
        * step show as one). */
       g_assert_cmpuint (audited, >=, 6);
-      g_assert_cmpfloat (paused, >, 0);
+      paused_all += paused;
     }
+  g_assert_cmpfloat (paused_all, >, 0);
 }
 
 /* This device's audit rate (DC_TRAIN_GROUP_AUDIT_PERIOD): alpha audits
