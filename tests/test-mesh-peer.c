@@ -322,6 +322,93 @@ test_chunked_object (void)
 }
 
 static gboolean
+object_arrived_or_closed (gpointer user_data)
+{
+  Side *sides = user_data;
+
+  return sides[1].object != NULL || sides[1].faults > 0
+         || dc_peer_get_state (sides[0].peer) >= DC_PEER_STATE_CLOSED
+         || dc_peer_get_state (sides[1].peer) >= DC_PEER_STATE_CLOSED;
+}
+
+/* A receiver whose own checks lag does not take the sender's silence for
+ * its absence. One side sends a 12 MB gradient; the receiver's first batch
+ * of checks waits 6 s on its worker (DC_TEST_CHECK_STALL_MS), longer than
+ * a peer's silence may last (DC_PEER_TIMEOUT_MS, 4 s). Past 8 MiB waiting
+ * for checks the receiver holds its credits back, the sender stops after
+ * its window and sends nothing (its heartbeats wait behind its queue): the
+ * silence is the receiver's own. Both stay open and the object arrives
+ * whole. Before the fix the receiver reported the sender gone ("timeout")
+ * 4 s into the stall, as two devices of a 140 MB gradient did on a loaded
+ * 2-core machine. */
+static void
+test_slow_checks_not_silence (void)
+{
+  const char *loopback[] = { "127.0.0.1", NULL };
+  DcPeerConfig config = { NULL, NULL, (GStrv) loopback };
+  g_autoptr(DcMeshHello) hello_a = dc_mesh_hello_new ("a", "cpu", "aa", 1);
+  g_autoptr(DcMeshHello) hello_b = dc_mesh_hello_new ("b", "cpu", "aa", 1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) object = NULL;
+  Side sides[2] = { { 0 } };
+  const gsize size = 12 * 1000 * 1000 + 5;
+  guint8 *data = g_malloc (size);
+  DcMeshChunk info;
+
+  G_STATIC_ASSERT (DC_PEER_TIMEOUT_MS < 6000);
+  for (gsize k = 0; k < size; k++)
+    data[k] = (guint8) ((k * 2654435761u) >> 13);
+  object = g_bytes_new_take (data, size);
+  /* Read when a peer is made; only the receiver gets messages large
+   * enough to go to its worker. */
+  g_setenv ("DC_TEST_CHECK_STALL_MS", "6000", TRUE);
+  sides[0].peer = dc_peer_new ("id-b", TRUE, &config, hello_a);
+  sides[1].peer = dc_peer_new ("id-a", FALSE, &config, hello_b);
+  g_unsetenv ("DC_TEST_CHECK_STALL_MS");
+  for (guint i = 0; i < 2; i++)
+    {
+      sides[i].other = sides[1 - i].peer;
+      sides[i].states = g_array_new (FALSE, FALSE, sizeof (DcPeerState));
+      sides[i].messages = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+      sides[i].assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, size);
+      g_signal_connect (sides[i].peer, "signal-out", G_CALLBACK (signal_out_cb), &sides[i]);
+      g_signal_connect (sides[i].peer, "message", G_CALLBACK (message_cb), &sides[i]);
+    }
+  g_assert_true (dc_peer_start (sides[1].peer, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_peer_start (sides[0].peer, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (both_named, sides, 30000));
+
+  memset (&info, 0, sizeof info);
+  memset (info.run_id, 0x5a, sizeof info.run_id);
+  info.step = 3;
+  g_assert_true (dc_peer_send_object (sides[0].peer, DC_MESH_MSG_GRADIENTS, &info, object,
+                                      &error));
+  g_assert_no_error (error);
+  /* The stall (6 s) and the transfer: a bound only a hang reaches. */
+  g_assert_true (dc_test_wait_until (object_arrived_or_closed, sides, 60000));
+  g_assert_cmpint (dc_peer_get_state (sides[1].peer), ==, DC_PEER_STATE_OPEN);
+  g_assert_cmpint (dc_peer_get_state (sides[0].peer), ==, DC_PEER_STATE_OPEN);
+  g_assert_cmpuint (sides[1].faults, ==, 0);
+  g_assert_nonnull (sides[1].object);
+  g_assert_true (g_bytes_equal (sides[1].object, object));
+
+  dc_peer_close (sides[0].peer, "leave");
+  dc_peer_close (sides[1].peer, "leave");
+  for (guint i = 0; i < 2; i++)
+    {
+      g_signal_handlers_disconnect_by_data (sides[i].peer, &sides[i]);
+      g_array_unref (sides[i].states);
+      g_ptr_array_unref (sides[i].messages);
+      dc_mesh_chunk_assembler_free (sides[i].assembler);
+      g_clear_pointer (&sides[i].object, g_bytes_unref);
+    }
+  g_assert_finalize_object (sides[0].peer);
+  g_assert_finalize_object (sides[1].peer);
+}
+
+static gboolean
 three_messages_and_closed (gpointer user_data)
 {
   Side *side = user_data;
@@ -627,6 +714,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/peer/chunked-object", test_chunked_object);
   g_test_add_func ("/dc/mesh/peer/checked-in-order", test_checked_in_order);
   g_test_add_func ("/dc/mesh/peer/teardown-race", test_teardown_race);
+  g_test_add_func ("/dc/mesh/peer/slow-checks-not-silence", test_slow_checks_not_silence);
 
   return g_test_run ();
 }

@@ -192,6 +192,10 @@ struct _DcPeer
   guint                 credit_due : 1;   /* a credit waits for a frame boundary */
   guint                 window_on : 1;    /* the peer sends credits */
   guint                 check_busy : 1;   /* a batch is being checked */
+  /* Not a bit field: the check worker writes it while the main thread
+   * writes the bits above. */
+  gboolean              test_check_stalled; /* DC_TEST_CHECK_STALL_MS spent (worker) */
+  guint                 test_check_stall_ms;  /* DC_TEST_CHECK_STALL_MS, read at creation */
 };
 
 G_DEFINE_FINAL_TYPE (DcPeer, dc_peer, G_TYPE_OBJECT)
@@ -738,8 +742,16 @@ check_worker (GTask        *task,
               gpointer      task_data,
               GCancellable *cancellable)
 {
+  DcPeer *self = source_object;
   GPtrArray *batch = task_data;
 
+  /* Test only: the first batch waits (one batch at a time: only this worker
+   * touches the flag), as a worker starved on a loaded machine would. */
+  if (self->test_check_stall_ms > 0 && !self->test_check_stalled)
+    {
+      self->test_check_stalled = TRUE;
+      g_usleep ((gulong) self->test_check_stall_ms * 1000);
+    }
   for (guint i = 0; i < batch->len && !g_cancellable_is_cancelled (cancellable); i++)
     {
       Checked *checked = g_ptr_array_index (batch, i);
@@ -894,6 +906,13 @@ tick_cb (gpointer user_data)
 
   if (self->state == DC_PEER_STATE_OPEN)
     {
+      /* While this side's own checks still hold the peer's data, its
+       * credits may be held back (CHECK_QUEUE_MAX) and the peer waits for
+       * them, sending nothing, not even heartbeats behind its queue: that
+       * silence is ours. Two devices exchanging 140 MB gradients on a
+       * loaded 2-core machine reported each other gone so (2026-12-02). */
+      if (self->check_busy || !g_queue_is_empty (&self->checking))
+        self->last_rx_us = now;
       if (now - self->last_rx_us > (gint64) peer_timeout_ms () * 1000)
         {
           g_message ("peer %s: nothing received for %u ms, reporting it gone",
@@ -1100,6 +1119,11 @@ dc_peer_new (const char         *id,
   self->id = g_strdup (id);
   self->offerer = offerer;
   self->local_hello = dc_mesh_hello_copy (hello);
+  /* Test only (DC_TEST_CHECK_STALL_MS=N, at most a minute): the first batch
+   * of received messages waits N ms on the worker before its checks. */
+  if (g_getenv ("DC_TEST_CHECK_STALL_MS") != NULL)
+    self->test_check_stall_ms = (guint) MIN (g_ascii_strtoull (g_getenv ("DC_TEST_CHECK_STALL_MS"),
+                                                               NULL, 10), 60000);
   if (config != NULL)
     {
       self->config.stun_server = g_strdup (config->stun_server);
