@@ -236,7 +236,9 @@ check_advanced (DcApplication *app)
     {
       GtkWidget *spin = child (page, names[i]);
 
-      g_assert_true (gtk_widget_get_mapped (spin));
+      /* Mapped once the expanded row is laid out: a few frames, longer on
+       * a loaded machine (a bound only a hang reaches). */
+      g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, spin, 20000));
       g_assert_true (gtk_test_accessible_has_relation (GTK_ACCESSIBLE (spin),
                                                        GTK_ACCESSIBLE_RELATION_LABELLED_BY));
     }
