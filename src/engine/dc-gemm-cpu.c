@@ -1908,6 +1908,26 @@ run_tiles (gsize    first,
  * claims the tiles they do not. */
 #define MIN_B_BYTES_PER_THREAD_SKINNY (1u << 16)
 
+/* DC_GEMM_SKINNY_KIB=N (4–4096) sets that share, for comparing it with
+ * the old 256 on one machine in one sitting; the split never changes a
+ * bit. Read once per process. */
+static double
+skinny_share_bytes (void)
+{
+  static gsize read = 0;
+  static double bytes = MIN_B_BYTES_PER_THREAD_SKINNY;
+
+  if (g_once_init_enter (&read))
+    {
+      const char *env = g_getenv ("DC_GEMM_SKINNY_KIB");
+
+      if (env != NULL && *env != '\0')
+        bytes = 1024.0 * CLAMP (g_ascii_strtoll (env, NULL, 10), 4, 4096);
+      g_once_init_leave (&read, 1);
+    }
+  return bytes;
+}
+
 /* A product with fewer tiles than this has smaller tiles, down to 8 × 32,
  * while each keeps at least MIN_MACS_PER_THREAD of work (a claim costs far
  * less): the weight gradients of the width-128 model (128 × 128 and
@@ -1999,7 +2019,7 @@ run_job (Job *job)
   const gsize n_tiles = job->tiles_m * job->tiles_n;
   const double b_bytes = (double) job->b->n_vectors * job->a->k;
   const double macs = b_bytes * job->a->n_vectors;
-  const double b_share = job->a->n_vectors <= SKINNY_M ? MIN_B_BYTES_PER_THREAD_SKINNY
+  const double b_share = job->a->n_vectors <= SKINNY_M ? skinny_share_bytes ()
                                                         : MIN_B_BYTES_PER_THREAD;
   const double work = MAX (macs / MIN_MACS_PER_THREAD, b_bytes / b_share);
   guint useful = (guint) MIN (work, (double) G_MAXUINT);
