@@ -11,6 +11,7 @@
 #include "engine/dc-gemm-backend.h"
 #include "engine/dc-gemm-cpu.h"
 #include "engine/dc-gemm-peak.h"
+#include "engine/dc-parallel.h"
 
 static const guint thread_counts[] = { 1, 2, 3, 7 };
 
@@ -563,6 +564,60 @@ test_skinny_and_prefill_shapes (void)
     }
 }
 
+/* A decode step's one-row products (the SmolLM-135M shape: attention
+ * input 960 × 576, output 576 × 576, MLP 3072 × 576 and 576 × 1536) split
+ * over helpers by 64 KiB of weights a thread (issue 16): the attention's
+ * output, 324 KiB, uses 4 threads where 256 KiB a thread ran it on the
+ * caller alone; and every ISA and thread count from 1 to 16 gives the
+ * reference's bits. */
+static void
+test_one_row_split (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (31);
+  static const gsize shapes[][2] = { { 960, 576 }, { 576, 576 }, { 3072, 576 }, { 576, 1536 } };
+  DcParallelStats before, after;
+
+  for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      const gsize N = shapes[s][0], K = shapes[s][1];
+      g_autoptr(DcQuantMatrix) a = random_matrix (rand, 1, K);
+      g_autoptr(DcQuantMatrix) b = random_matrix (rand, N, K);
+      g_autofree float *ref = g_new (float, N);
+      g_autofree float *c = g_new (float, N);
+
+      dc_gemm_reference (a, b, ref);
+      for (int isa = 0; isa < DC_GEMM_N_ISAS; isa++)
+        {
+          if (!dc_gemm_isa_supported (isa))
+            continue;
+          for (guint t = 1; t <= 16; t++)
+            {
+              memset (c, 0x55, N * sizeof *c);
+              dc_gemm_cpu (a, b, c, isa, t);
+              if (memcmp (c, ref, N * sizeof *c) != 0)
+                g_error ("%s with %u threads differs from the reference at 1 × %" G_GSIZE_FORMAT
+                         " × %" G_GSIZE_FORMAT, dc_gemm_isa_to_string (isa), t, N, K);
+            }
+        }
+    }
+
+  {
+    g_autoptr(DcQuantMatrix) a = random_matrix (rand, 1, 576);
+    g_autoptr(DcQuantMatrix) b = random_matrix (rand, 576, 576);
+    g_autofree float *c = g_new (float, 576);
+
+    /* Only this thread computes here, so the pool's counters move by this
+     * call alone (the first call's start-up checks are done by then): one
+     * call with helpers, none inline. */
+    dc_gemm_cpu (a, b, c, dc_gemm_isa_best (), 4);
+    dc_parallel_get_stats (&before);
+    dc_gemm_cpu (a, b, c, dc_gemm_isa_best (), 4);
+    dc_parallel_get_stats (&after);
+    g_assert_cmpuint (after.jobs - before.jobs, ==, 1);
+    g_assert_cmpuint (after.inline_jobs - before.inline_jobs, ==, 0);
+  }
+}
+
 /* Products with few tiles of the default size (deep K, small outputs: the
  * weight gradients) are cut into smaller tiles; every ISA and 1, 2, 3, 7
  * and 16 threads give the reference's bits, ragged edges included. */
@@ -827,6 +882,8 @@ main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  /* one-row-split checks the default share, not a measuring override. */
+  g_unsetenv ("DC_GEMM_SKINNY_KIB");
 
   g_test_add_func ("/dc/engine/gemm/cpu/isas", test_isas_reported);
   g_test_add_func ("/dc/engine/gemm/cpu/peak-measured", test_peak_measured);
@@ -843,6 +900,7 @@ main (int    argc,
   g_test_add_func ("/dc/engine/gemm/cpu/few-tile-shapes", test_few_tile_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/packed-k-steps", test_packed_k_steps);
   g_test_add_func ("/dc/engine/gemm/cpu/skinny-and-prefill-shapes", test_skinny_and_prefill_shapes);
+  g_test_add_func ("/dc/engine/gemm/cpu/one-row-split", test_one_row_split);
   g_test_add_func ("/dc/engine/gemm/cpu/edge-shapes", test_edge_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/random-shapes", test_random_shapes);
   g_test_add_func ("/dc/engine/gemm/cpu/extreme-values", test_extreme_values);

@@ -1895,10 +1895,38 @@ run_tiles (gsize    first,
  * pooled thread takes microseconds on a quiet machine, far more on a loaded
  * one): 2^20 multiply-adds (about 3 µs of one core's VNNI work, 8 of
  * AVX2's), or 2^18 bytes of B for products that stream their weights (about
- * 13 µs at 20 GB/s). A decode step's attention products (1 × 576 × 576 and
- * smaller) run on the caller alone; its MLP and output products split N. */
+ * 13 µs at 20 GB/s); one-row products have a smaller share, below. */
 #define MIN_MACS_PER_THREAD (1u << 20)
 #define MIN_B_BYTES_PER_THREAD (1u << 18)
+
+/* A one-row (skinny) product's share: 64 KiB of weights, about 4 µs of one
+ * core streaming at 15 GB/s, still several times a claim by a helper that
+ * is spinning (decode's products come microseconds apart, and a ring's hop
+ * warms them). With 256 KiB a decode step's attention projections (576 ×
+ * 576) ran on one thread and its MLP's on 3 and 6 of the H200 host's 16
+ * cores; with 64 KiB they use 5–16. Late helpers cost nothing: the caller
+ * claims the tiles they do not. */
+#define MIN_B_BYTES_PER_THREAD_SKINNY (1u << 16)
+
+/* DC_GEMM_SKINNY_KIB=N (4–4096) sets that share, for comparing it with
+ * the old 256 on one machine in one sitting; the split never changes a
+ * bit. Read once per process. */
+static double
+skinny_share_bytes (void)
+{
+  static gsize read = 0;
+  static double bytes = MIN_B_BYTES_PER_THREAD_SKINNY;
+
+  if (g_once_init_enter (&read))
+    {
+      const char *env = g_getenv ("DC_GEMM_SKINNY_KIB");
+
+      if (env != NULL && *env != '\0')
+        bytes = 1024.0 * CLAMP (g_ascii_strtoll (env, NULL, 10), 4, 4096);
+      g_once_init_leave (&read, 1);
+    }
+  return bytes;
+}
 
 /* A product with fewer tiles than this has smaller tiles, down to 8 × 32,
  * while each keeps at least MIN_MACS_PER_THREAD of work (a claim costs far
@@ -1969,7 +1997,11 @@ choose_tiles (Job *job)
         next_m = job->tile_m / 2;
       else
         break;
-      if (macs / (((M + next_m - 1) / next_m) * ((N + next_n - 1) / next_n)) <
+      /* A skinny product's tiles are columns of B, split by bytes
+       * (run_job), down to 32 columns: 576 outputs in 18 tiles, not 9, so
+       * 5 threads take them in four even rounds. */
+      if (M > SKINNY_M &&
+          macs / (((M + next_m - 1) / next_m) * ((N + next_n - 1) / next_n)) <
           (double) MIN_MACS_PER_THREAD)
         break;
       job->tile_m = next_m;
@@ -1987,7 +2019,9 @@ run_job (Job *job)
   const gsize n_tiles = job->tiles_m * job->tiles_n;
   const double b_bytes = (double) job->b->n_vectors * job->a->k;
   const double macs = b_bytes * job->a->n_vectors;
-  const double work = MAX (macs / MIN_MACS_PER_THREAD, b_bytes / MIN_B_BYTES_PER_THREAD);
+  const double b_share = job->a->n_vectors <= SKINNY_M ? skinny_share_bytes ()
+                                                        : MIN_B_BYTES_PER_THREAD;
+  const double work = MAX (macs / MIN_MACS_PER_THREAD, b_bytes / b_share);
   guint useful = (guint) MIN (work, (double) G_MAXUINT);
 
   job->n_threads = (guint) MIN ((gsize) MIN (job->n_threads, MAX (useful, 1)), n_tiles);
