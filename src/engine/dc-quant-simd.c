@@ -483,7 +483,8 @@ dc_quant_pack_avx512 (const char     *what,
  * packs of four rows leave, in each 128-bit lane, a 4 × 4 block of bytes
  * (four rows of four columns), one vpshufb turns each block to column
  * order, and four unpacks of four such registers give, per lane, one
- * column's 16 consecutive rows, stored as they are. The AVX2 packer moves
+ * column's 16 consecutive rows; four of those (64 rows) are stored as one
+ * 64-byte line per column. The AVX2 packer moves
  * every value through an 8 × 8 int32 transpose first (about twice the
  * instructions per value). The packs saturate 128 to 127 and -128 is raised
  * to -127 on the bytes, as the AVX2 packer does. Its own gate and broken
@@ -491,27 +492,24 @@ dc_quant_pack_avx512 (const char     *what,
  */
 #define COLUMNS512_TARGET __attribute__ ((target ("avx512f,avx512bw,avx512vl")))
 
-/* Rows [i0, i0 + 16) of the group's columns [c0, c0 + w), w ≤ 16, into q
- * (column v at q + v · k); rows at or past k count as zero and are not
- * stored, nor are columns at or past w. */
-COLUMNS512_TARGET static inline void
-quant_columns_block_avx512 (const float *src,
-                            gsize        ld,
-                            gsize        k,
-                            gsize        i0,
-                            gsize        c0,
-                            gsize        w,
-                            __mmask16    cols,
-                            __m512       scale,
-                            gint8       *q)
+/* Rows [i0, i0 + 16) of the group's 16 columns (lanes off in @cols, and
+ * rows at or past k, read as zero), quantized: lane L of u[m] is column
+ * 4L + m's 16 rows, as int8. */
+COLUMNS512_TARGET static inline __attribute__ ((always_inline)) void
+quant_rows16_avx512 (const float *src,
+                     gsize        ld,
+                     gsize        k,
+                     gsize        i0,
+                     gsize        c0,
+                     __mmask16    cols,
+                     __m512       scale,
+                     __m512i      u[4])
 {
   const __mmask16 all = 0xffff;
   /* Within each lane: the 4 × 4 block from row order to column order. */
   const __m512i to_columns = _mm512_maskz_broadcast_i32x4 (
     all, _mm_setr_epi8 (0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-  const gsize rows = MIN (k - i0, 16);
-  const __mmask16 store_rows = (__mmask16) ((1u << rows) - 1);
-  __m512i z[4], lo01, hi01, lo23, hi23, u[4];
+  __m512i z[4], lo01, hi01, lo23, hi23;
 
   for (int j = 0; j < 4; j++)
     {
@@ -543,19 +541,62 @@ quant_columns_block_avx512 (const float *src,
   u[1] = _mm512_maskz_unpackhi_epi64 (0xff, lo01, lo23);
   u[2] = _mm512_maskz_unpacklo_epi64 (0xff, hi01, hi23);
   u[3] = _mm512_maskz_unpackhi_epi64 (0xff, hi01, hi23);
-  /* Lane L of u[m]: column 4L + m's 16 rows. */
-  for (gsize c = 0; c < w; c++)
-    {
-      __m128i v;
+}
 
-      switch (c / 4)
+/* Rows [i0, i0 + 64) of columns [c0, c0 + w), w ≤ 16, into q (column v at
+ * q + v · k), one 64-byte store per column: the columns' outputs are k
+ * bytes apart (4 KiB at a weight gradient's K), so 16 of them share one
+ * L1 set, and storing each line in four 16-byte pieces, 16 rows at a time,
+ * evicted them between pieces (4096 × 512 ran slower than the AVX2
+ * packer). Rows at or past k count as zero and are not stored. */
+COLUMNS512_TARGET static void
+quant_columns_block_avx512 (const float *src,
+                            gsize        ld,
+                            gsize        k,
+                            gsize        i0,
+                            gsize        c0,
+                            gsize        w,
+                            __mmask16    cols,
+                            __m512       scale,
+                            gint8       *q)
+{
+  const gsize rows = MIN (k - i0, 64);
+  const __mmask64 store_rows = rows == 64 ? ~0ull : (1ull << rows) - 1;
+  __m512i u[4][4];
+
+  for (int s = 0; s < 4; s++)
+    {
+      if (i0 + (gsize) s * 16 < k)
+        quant_rows16_avx512 (src, ld, k, i0 + (gsize) s * 16, c0, cols, scale, u[s]);
+      else
+        for (int m = 0; m < 4; m++)
+          u[s][m] = _mm512_setzero_si512 ();
+    }
+  /* Per m, a 4 × 4 transpose of 128-bit lanes: lane s of v[L] is column
+   * 4L + m's rows 16s … 16s + 15. */
+  for (int m = 0; m < 4; m++)
+    {
+      const __m512i t0 = _mm512_maskz_shuffle_i32x4 (0xffff, u[0][m], u[1][m],
+                                                         _MM_SHUFFLE (1, 0, 1, 0));
+      const __m512i t1 = _mm512_maskz_shuffle_i32x4 (0xffff, u[0][m], u[1][m],
+                                                         _MM_SHUFFLE (3, 2, 3, 2));
+      const __m512i t2 = _mm512_maskz_shuffle_i32x4 (0xffff, u[2][m], u[3][m],
+                                                         _MM_SHUFFLE (1, 0, 1, 0));
+      const __m512i t3 = _mm512_maskz_shuffle_i32x4 (0xffff, u[2][m], u[3][m],
+                                                         _MM_SHUFFLE (3, 2, 3, 2));
+      __m512i v[4];
+
+      v[0] = _mm512_maskz_shuffle_i32x4 (0xffff, t0, t2, _MM_SHUFFLE (2, 0, 2, 0));
+      v[1] = _mm512_maskz_shuffle_i32x4 (0xffff, t0, t2, _MM_SHUFFLE (3, 1, 3, 1));
+      v[2] = _mm512_maskz_shuffle_i32x4 (0xffff, t1, t3, _MM_SHUFFLE (2, 0, 2, 0));
+      v[3] = _mm512_maskz_shuffle_i32x4 (0xffff, t1, t3, _MM_SHUFFLE (3, 1, 3, 1));
+      for (int l = 0; l < 4; l++)
         {
-        case 0: v = _mm512_maskz_extracti32x4_epi32 (0xf, u[c % 4], 0); break;
-        case 1: v = _mm512_maskz_extracti32x4_epi32 (0xf, u[c % 4], 1); break;
-        case 2: v = _mm512_maskz_extracti32x4_epi32 (0xf, u[c % 4], 2); break;
-        default: v = _mm512_maskz_extracti32x4_epi32 (0xf, u[c % 4], 3); break;
+          const gsize c = (gsize) (4 * l + m);
+
+          if (c < w)
+            _mm512_mask_storeu_epi8 (q + (c0 + c) * k + i0, store_rows, v[l]);
         }
-      _mm_mask_storeu_epi8 (q + (c0 + c) * k + i0, store_rows, v);
     }
 }
 
@@ -611,7 +652,7 @@ dc_quant_pack_columns_avx512 (const char     *what,
         }
 
       /* Pass 2. */
-      for (gsize i0 = 0; i0 < k; i0 += 16)
+      for (gsize i0 = 0; i0 < k; i0 += 64)
         quant_columns_block_avx512 (src, ld, k, i0, c0, w, cols, _mm512_loadu_ps (scales),
                                     out->q);
 
