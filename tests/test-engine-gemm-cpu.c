@@ -615,6 +615,42 @@ test_fill_in_preparation (void)
     }
 }
 
+/* dc_gemm_run_fill through both CPU backends: the bits of dc_gemm_run on
+ * the filled operands, and a failed fill is DC_GEMM_ERROR_NOT_FINITE. */
+static void
+test_run_fill_backends (void)
+{
+  const gsize M = 300, N = 50, K = 96;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (29);
+  g_autoptr(DcQuantMatrix) src_a = random_matrix (rand, M, K);
+  g_autoptr(DcQuantMatrix) src_b = random_matrix (rand, N, K);
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (M, K, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (N, K, NULL);
+  g_autofree float *ref = g_new (float, M * N);
+  g_autofree float *c = g_new (float, M * N);
+  g_autofree gint *filled_a = g_new0 (gint, M);
+  g_autofree gint *filled_b = g_new0 (gint, N);
+  static const DcBackendKind kinds[] = { DC_BACKEND_CPU, DC_BACKEND_CPU_SCALAR };
+
+  dc_gemm_reference (src_a, src_b, ref);
+  for (gsize i = 0; i < G_N_ELEMENTS (kinds); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcGemmBackend) backend = dc_gemm_backend_new (kinds[i], &error);
+      FillCase fc = { src_a, src_b, a, b, filled_a, filled_b, G_MAXSIZE };
+      DcGemmFill fill = { fill_copy, &fc, 9, 13, 3 };
+
+      g_assert_no_error (error);
+      dc_gemm_backend_set_n_threads (backend, 3);
+      g_assert_true (dc_gemm_run_fill (backend, a, b, &fill, c, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (c, M * N * sizeof *c, ref, M * N * sizeof *ref);
+      fc.fail_b = 20;
+      g_assert_false (dc_gemm_run_fill (backend, a, b, &fill, c, &error));
+      g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE);
+    }
+}
+
 /* The shape classes of decode and prefill (issue 14): one to nine rows (the
  * skinny kernel's limit, 8, and one past it), K with and without a tail of
  * the 64-byte step (1, 63, 65, 577), N not a multiple of the four-vector
@@ -955,6 +991,7 @@ main (int    argc,
   g_test_add_func ("/dc/engine/gemm/bug/denormal-inputs", test_bug_denormal_inputs);
   g_test_add_func ("/dc/engine/gemm/bug/max-k-overflow", test_bug_max_k_overflow);
   g_test_add_func ("/dc/engine/gemm/fill-in-preparation", test_fill_in_preparation);
+  g_test_add_func ("/dc/engine/gemm/run-fill-backends", test_run_fill_backends);
 
   return g_test_run ();
 }
