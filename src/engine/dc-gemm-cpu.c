@@ -1206,7 +1206,8 @@ prepare (const DcQuantMatrix *a,
     job.pack_chunks = ((N + 31) / 32 * 2 + job.panels_per_chunk - 1) / job.panels_per_chunk;
   else if (fill != NULL)
     job.pack_chunks = (N + job.vectors_per_chunk - 1) / job.vectors_per_chunk;
-  a_chunks = fill != NULL || row_sum != NULL ? (M + job.rows_per_chunk - 1) / job.rows_per_chunk : 0;
+  a_chunks = fill != NULL || row_sum != NULL
+             ? (M + job.rows_per_chunk - 1) / job.rows_per_chunk : 0;
   dc_parallel_for (n_threads, job.pack_chunks + a_chunks, 1, pack_b_chunk, &job);
   return !g_atomic_int_get (&job.failed);
 }

@@ -622,8 +622,11 @@ dc_quant_pack_columns_avx512 (const char     *what,
 
       /* Pass 1: each column's largest magnitude on the bits. */
       for (gsize i = 0; i < k; i++)
-        m = _mm512_maskz_max_epu32 (all, m, _mm512_and_si512 (_mm512_castps_si512 (
-                                        _mm512_maskz_loadu_ps (cols, src + i * ld + c0)), abs_mask));
+        {
+          __m512 x = _mm512_maskz_loadu_ps (cols, src + i * ld + c0);
+
+          m = _mm512_maskz_max_epu32 (all, m, _mm512_and_si512 (_mm512_castps_si512 (x), abs_mask));
+        }
       _mm512_storeu_si512 (amax, m);
 
       /* Each column's exponent, by the row path's rule. */

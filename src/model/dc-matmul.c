@@ -324,19 +324,19 @@ fill_operand (gboolean is_b,
  * for pack_pair ()'s error.
  */
 static gboolean
-run_filled (Lane         *lane,
-            guint         n_threads,
-            const char   *what,
-            const float  *a,
-            gsize         a_vs,
-            gsize         a_ks,
-            DcQuantMatrix *qa,
-            const float  *b,
-            gsize         b_vs,
-            gsize         b_ks,
-            DcQuantMatrix *qb,
-            float        *c,
-            GError      **error)
+run_filled (Lane           *lane,
+            guint           n_threads,
+            const char     *what,
+            const float    *a,
+            gsize           a_vs,
+            gsize           a_ks,
+            DcQuantMatrix  *qa,
+            const float    *b,
+            gsize           b_vs,
+            gsize           b_ks,
+            DcQuantMatrix  *qb,
+            float          *c,
+            GError        **error)
 {
   PackPairJob job = { { what, a, a_vs, a_ks, qa, 0 }, { what, b, b_vs, b_ks, qb, 0 }, 0, 0, 0 };
   gsize values = qa->n_vectors * qa->k + qb->n_vectors * qb->k;
@@ -355,7 +355,8 @@ run_filled (Lane         *lane,
       g_propagate_error (error, g_steal_pointer (&local));
       return FALSE;
     }
-  if (!pack_serial (what, a, a_vs, a_ks, qa, error) || !pack_serial (what, b, b_vs, b_ks, qb, error))
+  if (!pack_serial (what, a, a_vs, a_ks, qa, error) ||
+      !pack_serial (what, b, b_vs, b_ks, qb, error))
     return FALSE;
   /* Not reached: a fill that failed fails again here. */
   return dc_gemm_run_packed (lane->cpu, qa, qb, c, error);
