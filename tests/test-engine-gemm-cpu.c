@@ -516,6 +516,142 @@ test_run_packed (void)
   g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_RANGE);
 }
 
+typedef struct
+{
+  const DcQuantMatrix *src_a, *src_b;
+  DcQuantMatrix       *a, *b;
+  gint                *filled_a, *filled_b;  /* atomic: fills per vector */
+  gsize                fail_b;               /* fail the chunk holding B's vector, or G_MAXSIZE */
+} FillCase;
+
+static gboolean
+fill_copy (gboolean is_b,
+           gsize    v0,
+           gsize    v1,
+           gpointer data)
+{
+  FillCase *fc = data;
+  const DcQuantMatrix *src = is_b ? fc->src_b : fc->src_a;
+  DcQuantMatrix *dst = is_b ? fc->b : fc->a;
+  gint *filled = is_b ? fc->filled_b : fc->filled_a;
+
+  g_assert_cmpuint (v0, <, v1);
+  g_assert_cmpuint (v1, <=, src->n_vectors);
+  if (is_b && fc->fail_b >= v0 && fc->fail_b < v1)
+    return FALSE;
+  memcpy (dst->q + v0 * src->k, src->q + v0 * src->k, (v1 - v0) * src->k);
+  memcpy (dst->exponent + v0, src->exponent + v0, (v1 - v0) * sizeof (gint32));
+  for (gsize v = v0; v < v1; v++)
+    g_atomic_int_inc (&filled[v]);
+  return TRUE;
+}
+
+/* dc_gemm_cpu_fill (the operands quantized inside the GEMM's preparation,
+ * issue 14) gives dc_gemm_cpu's bits on every ISA, kernel (skinny, dot
+ * blocks, packed panels) and thread count, with chunks that do not divide
+ * the operands nor a panel, fills every vector exactly once, and computes
+ * nothing when a fill fails. */
+static void
+test_fill_in_preparation (void)
+{
+  static const gsize shapes[][3] = {
+    { 5, 66, 130 }, { 70, 66, 130 }, { 70, 17, 300 }, { 300, 33, 300 }, { 40, 1, 64 },
+  };
+  static const gsize chunks[][2] = { { 1, 1 }, { 7, 5 }, { 64, 40 } };
+  g_autoptr(GRand) rand = g_rand_new_with_seed (23);
+
+  for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      const gsize M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+      g_autoptr(DcQuantMatrix) src_a = random_matrix (rand, M, K);
+      g_autoptr(DcQuantMatrix) src_b = random_matrix (rand, N, K);
+      g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (M, K, NULL);
+      g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (N, K, NULL);
+      g_autofree float *ref = g_new (float, M * N);
+      g_autofree float *c = g_new (float, M * N);
+      g_autofree gint *filled_a = g_new0 (gint, M);
+      g_autofree gint *filled_b = g_new0 (gint, N);
+
+      dc_gemm_reference (src_a, src_b, ref);
+      for (int isa = 0; isa < DC_GEMM_N_ISAS; isa++)
+        {
+          if (!dc_gemm_isa_supported (isa))
+            continue;
+          for (gsize t = 0; t < G_N_ELEMENTS (thread_counts); t++)
+            for (gsize ch = 0; ch < G_N_ELEMENTS (chunks); ch++)
+              for (int fail = 0; fail < 2; fail++)
+                {
+                  FillCase fc = { src_a, src_b, a, b, filled_a, filled_b,
+                                  fail ? N - 1 : G_MAXSIZE };
+                  DcGemmFill fill = { fill_copy, &fc, chunks[ch][0], chunks[ch][1],
+                                      thread_counts[t] };
+                  gboolean ok;
+
+                  memset (a->q, 0x55, M * K);
+                  memset (b->q, 0x55, N * K);
+                  memset (c, 0x55, M * N * sizeof *c);
+                  memset (filled_a, 0, M * sizeof *filled_a);
+                  memset (filled_b, 0, N * sizeof *filled_b);
+                  ok = dc_gemm_cpu_fill (a, b, &fill, c, isa, thread_counts[t]);
+                  if (fail)
+                    {
+                      g_assert_false (ok);
+                      for (gsize i = 0; i < M * N; i++)
+                        g_assert_cmphex (((guint32 *) c)[i], ==, 0x55555555u);
+                      continue;
+                    }
+                  g_assert_true (ok);
+                  for (gsize v = 0; v < M; v++)
+                    g_assert_cmpint (filled_a[v], ==, 1);
+                  for (gsize v = 0; v < N; v++)
+                    g_assert_cmpint (filled_b[v], ==, 1);
+                  if (memcmp (c, ref, M * N * sizeof *c) != 0)
+                    g_error ("%s with %u threads and fill chunks %" G_GSIZE_FORMAT "/%"
+                             G_GSIZE_FORMAT " differs from the reference at M=%" G_GSIZE_FORMAT
+                             " N=%" G_GSIZE_FORMAT " K=%" G_GSIZE_FORMAT,
+                             dc_gemm_isa_to_string (isa), thread_counts[t], chunks[ch][0],
+                             chunks[ch][1], M, N, K);
+                }
+        }
+    }
+}
+
+/* dc_gemm_run_fill through both CPU backends: the bits of dc_gemm_run on
+ * the filled operands, and a failed fill is DC_GEMM_ERROR_NOT_FINITE. */
+static void
+test_run_fill_backends (void)
+{
+  const gsize M = 300, N = 50, K = 96;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (29);
+  g_autoptr(DcQuantMatrix) src_a = random_matrix (rand, M, K);
+  g_autoptr(DcQuantMatrix) src_b = random_matrix (rand, N, K);
+  g_autoptr(DcQuantMatrix) a = dc_quant_matrix_new (M, K, NULL);
+  g_autoptr(DcQuantMatrix) b = dc_quant_matrix_new (N, K, NULL);
+  g_autofree float *ref = g_new (float, M * N);
+  g_autofree float *c = g_new (float, M * N);
+  g_autofree gint *filled_a = g_new0 (gint, M);
+  g_autofree gint *filled_b = g_new0 (gint, N);
+  static const DcBackendKind kinds[] = { DC_BACKEND_CPU, DC_BACKEND_CPU_SCALAR };
+
+  dc_gemm_reference (src_a, src_b, ref);
+  for (gsize i = 0; i < G_N_ELEMENTS (kinds); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcGemmBackend) backend = dc_gemm_backend_new (kinds[i], &error);
+      FillCase fc = { src_a, src_b, a, b, filled_a, filled_b, G_MAXSIZE };
+      DcGemmFill fill = { fill_copy, &fc, 9, 13, 3 };
+
+      g_assert_no_error (error);
+      dc_gemm_backend_set_n_threads (backend, 3);
+      g_assert_true (dc_gemm_run_fill (backend, a, b, &fill, c, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (c, M * N * sizeof *c, ref, M * N * sizeof *ref);
+      fc.fail_b = 20;
+      g_assert_false (dc_gemm_run_fill (backend, a, b, &fill, c, &error));
+      g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE);
+    }
+}
+
 /* The shape classes of decode and prefill (issue 14): one to nine rows (the
  * skinny kernel's limit, 8, and one past it), K with and without a tail of
  * the 64-byte step (1, 63, 65, 577), N not a multiple of the four-vector
@@ -912,6 +1048,8 @@ main (int    argc,
   g_test_add_func ("/dc/engine/gemm/bug/thread-count", test_bug_thread_count);
   g_test_add_func ("/dc/engine/gemm/bug/denormal-inputs", test_bug_denormal_inputs);
   g_test_add_func ("/dc/engine/gemm/bug/max-k-overflow", test_bug_max_k_overflow);
+  g_test_add_func ("/dc/engine/gemm/fill-in-preparation", test_fill_in_preparation);
+  g_test_add_func ("/dc/engine/gemm/run-fill-backends", test_run_fill_backends);
 
   return g_test_run ();
 }

@@ -465,10 +465,16 @@ test_quant_simd_gate (void)
   g_test_trap_assert_stderr ("*AVX2 quantizer failed verification*refused*");
 }
 
-/* Columns of a (k, ld) row-major matrix, first nv of them, packed four
+static gboolean
+cpu_has_avx512_vl (void)
+{
+  return cpu_has_avx512 () && __builtin_cpu_supports ("avx512vl");
+}
+
+/* Columns of a (k, ld) row-major matrix, first nv of them, packed five
  * ways: the old route (transpose the floats, then the row reference), the
- * strided reference, the AVX2 column packer and dc_quant_pack; all four
- * must be the same bytes. */
+ * strided reference, the AVX2 column packer, the AVX-512 one (where the
+ * CPU has it) and dc_quant_pack; all must be the same bytes. */
 static void
 assert_column_packers_agree (const float *x,
                              gsize        k,
@@ -480,8 +486,14 @@ assert_column_packers_agree (const float *x,
   g_autoptr(DcQuantMatrix) ref = dc_quant_matrix_new (nv, k, NULL);
   g_autoptr(DcQuantMatrix) simd = dc_quant_matrix_new (nv, k, NULL);
   g_autoptr(DcQuantMatrix) best = dc_quant_matrix_new (nv, k, NULL);
+  g_autoptr(DcQuantMatrix) wide = dc_quant_matrix_new (nv, k, NULL);
+  const gboolean has_wide = cpu_has_avx512_vl ();
 
   dc_transpose_f32_reference (x, ld, k, nv, rows, k);
+  /* Garbage first: every byte must be written. */
+  memset (wide->q, 0x55, nv * k);
+  if (has_wide)
+    g_assert_true (dc_quant_pack_columns_avx512 ("cols", x, ld, wide, NULL));
   g_assert_true (dc_quant_pack_reference ("old", rows, k, 1, old, NULL));
   g_assert_true (dc_quant_pack_reference ("ref", x, 1, ld, ref, NULL));
   g_assert_true (dc_quant_pack_columns_avx2 ("cols", x, ld, simd, NULL));
@@ -491,23 +503,27 @@ assert_column_packers_agree (const float *x,
       g_assert_cmpint (ref->exponent[v], ==, old->exponent[v]);
       g_assert_cmpint (simd->exponent[v], ==, old->exponent[v]);
       g_assert_cmpint (best->exponent[v], ==, old->exponent[v]);
+      if (has_wide)
+        g_assert_cmpint (wide->exponent[v], ==, old->exponent[v]);
     }
   for (gsize i = 0; i < nv * k; i++)
     {
-      if (ref->q[i] != old->q[i] || simd->q[i] != old->q[i] || best->q[i] != old->q[i])
+      if (ref->q[i] != old->q[i] || simd->q[i] != old->q[i] || best->q[i] != old->q[i] ||
+          (has_wide && wide->q[i] != old->q[i]))
         g_error ("column packers disagree at column %" G_GSIZE_FORMAT " row %" G_GSIZE_FORMAT
                  " of a %" G_GSIZE_FORMAT " × %" G_GSIZE_FORMAT " matrix (x = %a, e = %d): "
-                 "transpose+rows %d, reference %d, avx2 columns %d, dc_quant_pack %d",
+                 "transpose+rows %d, reference %d, avx2 columns %d, avx512 columns %d, "
+                 "dc_quant_pack %d",
                  i / k, i % k, k, nv, (double) x[(i % k) * ld + i / k], old->exponent[i / k],
-                 old->q[i], ref->q[i], simd->q[i], best->q[i]);
+                 old->q[i], ref->q[i], simd->q[i], has_wide ? wide->q[i] : old->q[i], best->q[i]);
     }
 }
 
 static void
 test_quant_columns_random (void)
 {
-  static const gsize ks[] = { 1, 2, 7, 31, 32, 33, 65, 100, 257 };
-  static const gsize nvs[] = { 1, 5, 8, 9, 16, 23, 40 };
+  static const gsize ks[] = { 1, 2, 7, 15, 16, 17, 31, 32, 33, 65, 100, 257 };
+  static const gsize nvs[] = { 1, 5, 8, 9, 15, 16, 17, 23, 40 };
   guint64 state = 777;
 
   if (!__builtin_cpu_supports ("avx2"))
@@ -632,6 +648,12 @@ test_quant_columns_not_finite (void)
           g_assert_false (dc_quant_pack_columns_avx2 ("cols", x, ld, m, &error));
           g_assert_cmpstr (error->message, ==, want->message);
         }
+      if (cpu_has_avx512_vl ())
+        {
+          g_clear_error (&error);
+          g_assert_false (dc_quant_pack_columns_avx512 ("cols", x, ld, m, &error));
+          g_assert_cmpstr (error->message, ==, want->message);
+        }
     }
 }
 
@@ -666,6 +688,41 @@ test_quant_columns_gate (void)
   g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
   g_test_trap_assert_passed ();
   g_test_trap_assert_stderr ("*AVX2 column quantizer failed verification*refused*");
+}
+
+/* The 16-lane column packer is the one in use where the CPU has it (else
+ * these tests would not reach it through dc_quant_pack), and its gate
+ * refuses its broken twin by name, leaving the AVX2 column packer in use.
+ * A subprocess: verdicts are cached. */
+static void
+test_quant_columns_avx512_gate (void)
+{
+  if (!cpu_has_avx512_vl ())
+    {
+      g_test_skip ("no AVX-512 F, BW and VL on this CPU");
+      return;
+    }
+  if (g_test_subprocess ())
+    {
+      const gsize k = 40, nv = 9, ld = 9;
+      float x[40 * 9];
+      g_autoptr(DcQuantMatrix) m = dc_quant_matrix_new (nv, k, NULL);
+      g_autoptr(DcQuantMatrix) r = dc_quant_matrix_new (nv, k, NULL);
+
+      g_setenv ("DC_TEST_BREAK_KERNEL", "quant-columns-avx512", TRUE);
+      g_assert_cmpstr (dc_quant_pack_columns_avx512_name (), ==, "none");
+      g_assert_cmpstr (dc_quant_pack_columns_simd_name (), ==, "avx2");
+      for (gsize i = 0; i < G_N_ELEMENTS (x); i++)
+        x[i] = (float) i * 0.37f - 50.0f;
+      g_assert_true (dc_quant_pack ("cols", x, 1, ld, m, NULL));
+      g_assert_true (dc_quant_pack_reference ("cols", x, 1, ld, r, NULL));
+      g_assert_cmpmem (m->q, nv * k, r->q, nv * k);
+      return;
+    }
+  g_assert_cmpstr (dc_quant_pack_columns_avx512_name (), ==, "avx512");
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*AVX-512 column quantizer failed verification*refused*");
 }
 
 /* The 16-lane packer's gate refuses its broken twin by name; the AVX2
@@ -715,6 +772,7 @@ test_quant_simd_gate_all (void)
       g_assert_cmpstr (dc_quant_pack_simd_name (), ==, "scalar");
       g_assert_cmpstr (dc_quant_pack_columns_simd_name (), ==, "scalar");
       g_assert_cmpstr (dc_quant_pack_avx512_name (), ==, "none");
+      g_assert_cmpstr (dc_quant_pack_columns_avx512_name (), ==, "none");
       return;
     }
   g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
@@ -759,6 +817,7 @@ main (int    argc,
   g_test_add_func ("/dc/engine/quant/columns-adversarial", test_quant_columns_adversarial);
   g_test_add_func ("/dc/engine/quant/columns-not-finite", test_quant_columns_not_finite);
   g_test_add_func ("/dc/engine/quant/columns-gate", test_quant_columns_gate);
+  g_test_add_func ("/dc/engine/quant/columns-avx512-gate", test_quant_columns_avx512_gate);
   g_test_add_func ("/dc/engine/quant/break-matches", test_break_matches);
   g_test_add_func ("/dc/engine/quant/matrix-new-limits", test_matrix_new_limits);
   g_test_add_func ("/dc/engine/quant/check-refuses-minus-128", test_check_refuses_minus_128);

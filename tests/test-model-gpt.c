@@ -681,6 +681,72 @@ test_matmul_pack_one_call (void)
   g_test_trap_assert_passed ();
 }
 
+/* A threaded product on the packed VNNI kernel (or AMX) is two calls of
+ * the pool: the operands' quantization, B's repack and A's row sums in
+ * one (dc_gemm_run_fill), the tiles in the other; it was three (pack_pair,
+ * then the repack). The bits are those of the one-thread product, rows and
+ * columns alike, and a NaN is still named as pack_pair named it. */
+static void
+test_matmul_fill_two_calls (void)
+{
+  enum { ROWS = 4096, IN = 128, OUT = 384 };
+
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(GError) error1 = NULL;
+      g_autofree float *x = g_new (float, ROWS * IN);
+      g_autofree float *w = g_new (float, OUT * IN);
+      g_autofree float *dy = g_new (float, ROWS * OUT);
+      g_autofree float *y = g_new (float, ROWS * OUT);
+      g_autofree float *y1 = g_new (float, ROWS * OUT);
+      g_autofree float *dw = g_new (float, OUT * IN);
+      g_autofree float *dw1 = g_new (float, OUT * IN);
+      DcParallelStats before, after;
+      g_autoptr(DcMatmul) mm = dc_matmul_new (FALSE, 4, 1);
+      g_autoptr(DcMatmul) mm1 = dc_matmul_new (FALSE, 1, 1);
+      guint64 state = 11;
+
+      for (gsize i = 0; i < ROWS * IN; i++)
+        x[i] = (float) ((state = state * 6364136223846793005u + 1442695040888963407u) >> 40) / 1e6f - 8.0f;
+      for (gsize i = 0; i < OUT * IN; i++)
+        w[i] = (float) ((state = state * 6364136223846793005u + 1442695040888963407u) >> 40) / 1e8f - 0.08f;
+      for (gsize i = 0; i < ROWS * OUT; i++)
+        dy[i] = (float) ((state = state * 6364136223846793005u + 1442695040888963407u) >> 40) / 1e7f - 0.8f;
+      /* Once to start the pool's helpers and size the buffers. */
+      g_assert_true (dc_matmul_run (mm, "fwd", x, IN, 1, ROWS, w, IN, 1, OUT, IN, y, &error));
+      /* The forward (K = 128: packed) and a weight gradient (columns,
+       * K = 4096, 384 rows: packed). */
+      dc_parallel_get_stats (&before);
+      g_assert_true (dc_matmul_run (mm, "fwd", x, IN, 1, ROWS, w, IN, 1, OUT, IN, y, &error));
+      dc_parallel_get_stats (&after);
+      g_assert_cmpuint (after.jobs - before.jobs, ==, 2);
+      dc_parallel_get_stats (&before);
+      g_assert_true (dc_matmul_run (mm, "dw", dy, 1, OUT, OUT, x, 1, IN, IN, ROWS, dw, &error));
+      dc_parallel_get_stats (&after);
+      g_assert_no_error (error);
+      g_assert_cmpuint (after.jobs - before.jobs, ==, 2);
+      g_assert_true (dc_matmul_run (mm1, "fwd", x, IN, 1, ROWS, w, IN, 1, OUT, IN, y1, &error));
+      g_assert_true (dc_matmul_run (mm1, "dw", dy, 1, OUT, OUT, x, 1, IN, IN, ROWS, dw1, &error));
+      g_assert_cmpmem (y, ROWS * OUT * sizeof (float), y1, ROWS * OUT * sizeof (float));
+      g_assert_cmpmem (dw, OUT * IN * sizeof (float), dw1, OUT * IN * sizeof (float));
+      /* A NaN in B (after a chunk of A and B that fill well). */
+      x[3000 * IN + 77] = NAN;
+      g_assert_false (dc_matmul_run (mm, "dw", dy, 1, OUT, OUT, x, 1, IN, IN, ROWS, dw, &error));
+      g_assert_false (dc_matmul_run (mm1, "dw", dy, 1, OUT, OUT, x, 1, IN, IN, ROWS, dw1, &error1));
+      g_assert_error (error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE);
+      g_assert_cmpstr (error->message, ==, error1->message);
+      return;
+    }
+  if (!dc_gemm_isa_supported (DC_GEMM_ISA_AVX512_VNNI))
+    {
+      g_test_skip ("this CPU has no AVX-512 VNNI (the packed kernel's repack is what is folded)");
+      return;
+    }
+  g_test_trap_subprocess (NULL, 120 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int    argc,
       char **argv)
@@ -695,6 +761,7 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt/default-threads", test_default_threads);
   g_test_add_func ("/dc/model/gpt/causal-matmul", test_causal_matmul);
   g_test_add_func ("/dc/model/gpt/matmul-pack-one-call", test_matmul_pack_one_call);
+  g_test_add_func ("/dc/model/gpt/matmul-fill-two-calls", test_matmul_fill_two_calls);
   g_test_add_func ("/dc/model/gpt/determinism-threads-causal", test_determinism_threads_causal);
   g_test_add_func ("/dc/model/gpt/resume", test_resume);
   g_test_add_func ("/dc/model/gpt/convergence", test_convergence);

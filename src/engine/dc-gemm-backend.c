@@ -266,6 +266,36 @@ dc_gemm_run_packed (DcGemmBackend        *self,
 }
 
 gboolean
+dc_gemm_run_fill (DcGemmBackend        *self,
+                  DcQuantMatrix        *a,
+                  DcQuantMatrix        *b,
+                  const DcGemmFill     *fill,
+                  float                *c,
+                  GError              **error)
+{
+  gboolean ok;
+
+  g_return_val_if_fail (self != NULL && a != NULL && b != NULL && c != NULL, FALSE);
+  g_return_val_if_fail (fill != NULL && fill->func != NULL, FALSE);
+  g_return_val_if_fail (fill->a_chunk > 0 && fill->b_chunk > 0, FALSE);
+  if (!check_operands (a, b, TRUE, error))
+    return FALSE;
+  if (self->vk == NULL)
+    ok = dc_gemm_cpu_fill (a, b, fill, c, self->isa,
+                           self->kind == DC_BACKEND_CPU_SCALAR ? 1 : self->n_threads);
+  else
+    {
+      ok = dc_gemm_cpu_fill_operands (a, b, fill);
+      if (ok)
+        return dc_gemm_vk_run (self->vk, a, b, NULL, c, error);
+    }
+  if (!ok)
+    g_set_error_literal (error, DC_GEMM_ERROR, DC_GEMM_ERROR_NOT_FINITE,
+                         "an operand of the product could not be quantized");
+  return ok;
+}
+
+gboolean
 dc_gemm_run_i32 (DcGemmBackend        *self,
                  const DcQuantMatrix  *a,
                  const DcQuantMatrix  *b,

@@ -77,6 +77,64 @@ gboolean       dc_gemm_run_packed                 (DcGemmBackend        *self,
                                                    const DcQuantMatrix  *b,
                                                    float                *c,
                                                    GError              **error);
+/**
+ * DcGemmFillFunc:
+ * @is_b: %FALSE for A's vectors, %TRUE for B's
+ * @v0: the first vector to fill
+ * @v1: one past the last
+ * @data: #DcGemmFill's data
+ *
+ * Quantizes vectors [@v0, @v1) of one operand into its matrix, as
+ * dc_quant_pack() would (each vector on its own, so any split gives the
+ * same bytes). May run on any thread of the pool, never twice for a vector.
+ *
+ * Returns: %FALSE when they could not be filled (a value not finite)
+ */
+typedef gboolean (*DcGemmFillFunc) (gboolean  is_b,
+                                    gsize     v0,
+                                    gsize     v1,
+                                    gpointer  data);
+
+/**
+ * DcGemmFill:
+ * @func: fills a run of vectors
+ * @data: passed to @func
+ * @a_chunk: A's vectors per call of @func, at least 1
+ * @b_chunk: B's, at least 1 (the CPU backend rounds it up to the 16
+ *   vectors of one repacked panel)
+ * @n_threads: the most threads of the pool that fill
+ */
+typedef struct
+{
+  DcGemmFillFunc func;
+  gpointer       data;
+  gsize          a_chunk;
+  gsize          b_chunk;
+  guint          n_threads;
+} DcGemmFill;
+
+/**
+ * dc_gemm_run_fill:
+ * @a: M vectors of length K, allocated, values not yet written
+ * @b: N vectors of length K, the same
+ * @fill: how to write them
+ *
+ * dc_gemm_run_packed() for operands that @fill quantizes inside the
+ * backend's own preparation: on the CPU one call of the pool quantizes a
+ * run of vectors and at once derives from them what the kernel needs (B's
+ * repacked panels, A's row sums), then a second computes the tiles, where
+ * quantizing apart took a call of its own (docs/BENCHMARKS.md, issue 14).
+ * Other backends fill first, then multiply. The same bits as
+ * dc_gemm_run_packed() on the filled operands. When @func fails for any
+ * vector nothing is computed and this fails with %DC_GEMM_ERROR_NOT_FINITE
+ * (the caller's @data knows which vector).
+ */
+gboolean       dc_gemm_run_fill                   (DcGemmBackend        *self,
+                                                   DcQuantMatrix        *a,
+                                                   DcQuantMatrix        *b,
+                                                   const DcGemmFill     *fill,
+                                                   float                *c,
+                                                   GError              **error);
 /* The same, stopping at the exact int32 accumulators acc[m * N + n]. */
 gboolean       dc_gemm_run_i32                    (DcGemmBackend        *self,
                                                    const DcQuantMatrix  *a,

@@ -117,13 +117,14 @@ static const Kernel *kernel_choose (DcGemmIsa isa,
                                     gsize     m,
                                     gsize     k,
                                     gsize     amx_min_k);
-static void run_cpu (const DcQuantMatrix *a,
-                     const DcQuantMatrix *b,
-                     gint32              *acc,
-                     float               *c,
-                     DcGemmIsa            isa,
-                     guint                n_threads,
-                     const Kernel        *kernel);
+static gboolean run_cpu (const DcQuantMatrix *a,
+                         const DcQuantMatrix *b,
+                         const DcGemmFill    *fill,
+                         gint32              *acc,
+                         float               *c,
+                         DcGemmIsa            isa,
+                         guint                n_threads,
+                         const Kernel        *kernel);
 
 /* The epilogue over one row of a tile: c[j] = epilogue (acc[j], ea, eb[j]). */
 typedef void (*EpilogueFunc) (const gint32 *acc,
@@ -224,8 +225,8 @@ kernels_verify (DcGemmIsa isa,
       kernel = kernel_choose (isa, M, K, amx_min_k);
       dc_gemm_reference_i32 (a, b, ref);
       dc_gemm_reference (a, b, ref_c);
-      run_cpu (a, b, acc, NULL, isa, 2, kernel);
-      run_cpu (a, b, NULL, c, isa, 2, kernel);
+      run_cpu (a, b, NULL, acc, NULL, isa, 2, kernel);
+      run_cpu (a, b, NULL, NULL, c, isa, 2, kernel);
       if (memcmp (acc, ref, M * N * sizeof *acc) != 0 || memcmp (c, ref_c, M * N * sizeof *c) != 0)
         {
           g_message ("CPU GEMM kernel %s failed verification on %" G_GSIZE_FORMAT " × %"
@@ -1104,16 +1105,20 @@ typedef struct
 {
   const DcQuantMatrix *a;
   const DcQuantMatrix *b;
-  guint8              *packed;
-  gint32              *row_sum;
-  gsize                pack_chunks;   /* chunks [0, pack_chunks) repack B */
-  gsize                panels_per_chunk;
+  const DcGemmFill    *fill;    /* NULL: the operands are filled already */
+  guint8              *packed;  /* NULL: B is not repacked */
+  gint32              *row_sum; /* NULL: no row sums */
+  gsize                pack_chunks;   /* chunks [0, pack_chunks) are B's */
+  gsize                panels_per_chunk;  /* with packed */
+  gsize                vectors_per_chunk; /* without */
   gsize                rows_per_chunk;
+  gint                 failed;  /* atomic: a fill failed */
 } PackBJob;
 
-/* One chunk of the preparation: a run of B's panels, or a run of A's row
- * sums (the chunks after the repack's), so that both share one call of the
- * pool instead of the row sums running on the caller alone. */
+/* One chunk of the preparation: a run of B's vectors (filled, then
+ * repacked into their panels while they are in cache), or a run of A's
+ * rows (filled, then summed), so that all of it is one call of the pool.
+ * A run whose fill failed is not used: the product is abandoned. */
 static void
 pack_b_chunk (gsize    c0,
               gsize    c1,
@@ -1121,22 +1126,90 @@ pack_b_chunk (gsize    c0,
               gpointer data)
 {
   PackBJob *job = data;
+  const DcGemmFill *fill = job->fill;
 
   for (gsize c = c0; c < c1; c++)
     if (c < job->pack_chunks)
       {
-        const gsize p0 = c * job->panels_per_chunk;
+        const gsize N = job->b->n_vectors;
+        gsize p0 = 0, p1 = 0, v0, v1;
 
-        pack_b_panels_vnni (job->b, job->packed, p0,
-                            MIN (p0 + job->panels_per_chunk, (job->b->n_vectors + 31) / 32 * 2));
+        if (job->packed != NULL)
+          {
+            p0 = c * job->panels_per_chunk;
+            p1 = MIN (p0 + job->panels_per_chunk, (N + 31) / 32 * 2);
+            v0 = MIN (p0 * 16, N);
+            v1 = MIN (p1 * 16, N);
+          }
+        else
+          {
+            v0 = c * job->vectors_per_chunk;
+            v1 = MIN (v0 + job->vectors_per_chunk, N);
+          }
+        if (fill != NULL && v0 < v1 && !fill->func (TRUE, v0, v1, fill->data))
+          {
+            g_atomic_int_set (&job->failed, 1);
+            continue;
+          }
+#ifdef DC_GEMM_X86
+        if (job->packed != NULL)
+          pack_b_panels_vnni (job->b, job->packed, p0, p1);
+#endif
       }
     else
       {
         const gsize r0 = (c - job->pack_chunks) * job->rows_per_chunk;
         const gsize r1 = MIN (r0 + job->rows_per_chunk, job->a->n_vectors);
 
-        row_sums_vnni (job->a->q + r0 * job->a->k, r1 - r0, job->a->k, job->row_sum + r0);
+        if (fill != NULL && !fill->func (FALSE, r0, r1, fill->data))
+          {
+            g_atomic_int_set (&job->failed, 1);
+            continue;
+          }
+#ifdef DC_GEMM_X86
+        if (job->row_sum != NULL)
+          row_sums_vnni (job->a->q + r0 * job->a->k, r1 - r0, job->a->k, job->row_sum + r0);
+#endif
       }
+}
+
+/* Runs the preparation: with @fill, both operands filled in chunks of its
+ * sizes (B's rounded up to whole panels), each followed by its panels or
+ * row sums; without, B's panels and A's row sums from the filled operands.
+ * FALSE when a fill failed. */
+static gboolean
+prepare (const DcQuantMatrix *a,
+         const DcQuantMatrix *b,
+         const DcGemmFill    *fill,
+         guint8              *packed,
+         gint32              *row_sum,
+         gsize                panels_per_chunk,
+         gsize                rows_per_chunk,
+         guint                n_threads)
+{
+  const gsize M = a->n_vectors, N = b->n_vectors;
+  PackBJob job = { a, b, fill, packed, row_sum, 0, 0, 0, 0, 0 };
+  gsize a_chunks;
+
+  if (fill != NULL)
+    {
+      job.panels_per_chunk = MAX ((fill->b_chunk + 15) / 16, 1);
+      job.vectors_per_chunk = fill->b_chunk;
+      job.rows_per_chunk = fill->a_chunk;
+    }
+  else
+    {
+      job.panels_per_chunk = panels_per_chunk;
+      job.rows_per_chunk = rows_per_chunk;
+    }
+  if (packed != NULL)
+    job.pack_chunks = ((N + 31) / 32 * 2 + job.panels_per_chunk - 1) / job.panels_per_chunk;
+  else if (fill != NULL)
+    job.pack_chunks = (N + job.vectors_per_chunk - 1) / job.vectors_per_chunk;
+  a_chunks = fill != NULL || row_sum != NULL
+             ? (M + job.rows_per_chunk - 1) / job.rows_per_chunk : 0;
+  dc_parallel_for (n_threads, job.pack_chunks + a_chunks, 1, pack_b_chunk, &job);
+  return !g_atomic_int_get (&job.failed);
 }
 
 /* Bytes of packed panels per chunk of a parallel repack (each panel is
@@ -1167,23 +1240,13 @@ pack_buffer_free (gpointer data)
 
 static GPrivate pack_buffer_key = G_PRIVATE_INIT (pack_buffer_free);
 
-/* B repacked for the packed kernel, and A's row sums into @row_sum, on up
- * to @n_threads threads of the pool (at 1024³ and 16 threads the serial
- * repack took as long as the product), B into the calling thread's buffer.
- * Returns it (owned by the thread: not to be freed), or NULL without memory
- * (then @row_sum is not filled). */
+/* The calling thread's repack buffer of at least @size bytes, or NULL
+ * without memory. */
 static guint8 *
-pack_b_vnni (const DcQuantMatrix *a,
-             const DcQuantMatrix *b,
-             gint32              *row_sum,
-             guint                n_threads)
+pack_buffer_get (gsize size)
 {
-  const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4, n32 = (N + 31) / 32 * 32;
-  const gsize size = MAX (n32 * k4 * 4, 64) + AMX_B_OVERRUN;
   PackBuffer *buffer = g_private_get (&pack_buffer_key);
   guint8 *packed = NULL;
-  PackBJob job;
-  gsize sum_chunks;
 
   if (buffer == NULL)
     {
@@ -1200,18 +1263,35 @@ pack_b_vnni (const DcQuantMatrix *a,
       buffer->data = packed;
       buffer->size = size;
     }
-  packed = buffer->data;
-  job.a = a;
-  job.b = b;
-  job.packed = packed;
-  job.row_sum = row_sum;
-  job.panels_per_chunk = MAX (PACK_B_CHUNK_BYTES / (k4 * 64), 1);
-  job.pack_chunks = (n32 / 16 + job.panels_per_chunk - 1) / job.panels_per_chunk;
+  return buffer->data;
+}
+
+/* B repacked for the packed kernel, and A's row sums into @row_sum, on up
+ * to @n_threads threads of the pool (at 1024³ and 16 threads the serial
+ * repack took as long as the product), B into the calling thread's buffer;
+ * with @fill, the operands are filled in the same call first (prepare ()).
+ * Returns the buffer (owned by the thread: not to be freed), or NULL
+ * without memory (then nothing was done). *@failed says a fill failed. */
+static guint8 *
+pack_b_vnni (const DcQuantMatrix *a,
+             const DcQuantMatrix *b,
+             gint32              *row_sum,
+             const DcGemmFill    *fill,
+             guint                n_threads,
+             gboolean            *failed)
+{
+  const gsize K = b->k, N = b->n_vectors, k4 = (K + 3) / 4, n32 = (N + 31) / 32 * 32;
+  const gsize size = MAX (n32 * k4 * 4, 64) + AMX_B_OVERRUN;
+  guint8 *packed = pack_buffer_get (size);
+
+  *failed = FALSE;
+  if (packed == NULL)
+    return NULL;
+  if (fill == NULL && size + a->n_vectors * a->k < 2 * PACK_B_CHUNK_BYTES)
+    n_threads = 1;
   /* Row sums read A once: chunks of about the same number of bytes. */
-  job.rows_per_chunk = MAX (PACK_B_CHUNK_BYTES / MAX (a->k, 1), 1);
-  sum_chunks = (a->n_vectors + job.rows_per_chunk - 1) / job.rows_per_chunk;
-  dc_parallel_for (size + a->n_vectors * a->k >= 2 * PACK_B_CHUNK_BYTES ? n_threads : 1,
-                   job.pack_chunks + sum_chunks, 1, pack_b_chunk, &job);
+  *failed = !prepare (a, b, fill, packed, row_sum, MAX (PACK_B_CHUNK_BYTES / (k4 * 64), 1),
+                      MAX (PACK_B_CHUNK_BYTES / MAX (a->k, 1), 1), n_threads);
   return packed;
 }
 
@@ -2028,9 +2108,12 @@ run_job (Job *job)
   dc_parallel_for (MAX (job->n_threads, 1), n_tiles, 1, run_tiles, job);
 }
 
-static void
+/* With @fill, the operands are filled in the preparation's pool call
+ * first; FALSE (nothing computed) when a fill failed. */
+static gboolean
 run_cpu (const DcQuantMatrix *a,
          const DcQuantMatrix *b,
+         const DcGemmFill    *fill,
          gint32              *acc,
          float               *c,
          DcGemmIsa            isa,
@@ -2040,8 +2123,9 @@ run_cpu (const DcQuantMatrix *a,
   g_autofree gint32 *row_sum = NULL;
   guint8 *packed = NULL;  /* the thread's repack buffer: not freed here */
   Job job_box = { 0 }, *job = &job_box;
+  gboolean failed = FALSE, prepared = fill == NULL;
 
-  g_return_if_fail (a->k == b->k);
+  g_return_val_if_fail (a->k == b->k, FALSE);
 
   job->a = a;
   job->b = b;
@@ -2057,20 +2141,33 @@ run_cpu (const DcQuantMatrix *a,
     row_sum = g_new (gint32, a->n_vectors);
   if (kernel->tile == tile_vnni_packed || kernel->tile == tile_amx)
     {
-      packed = pack_b_vnni (a, b, row_sum, job->n_threads);
+      packed = pack_b_vnni (a, b, row_sum, fill,
+                            fill != NULL ? MIN (fill->n_threads, job->n_threads) : job->n_threads,
+                            &failed);
+      prepared = fill == NULL || packed != NULL;
       /* Out of memory for the copy: the dot-product blocks need none. */
       if (packed == NULL)
         job->tile = tile_vnni;
     }
-  if (isa == DC_GEMM_ISA_AVX512_VNNI && packed == NULL)
+#endif
+  if (!prepared)
+    {
+      /* The fill, with A's row sums where the kernel needs them. */
+      failed = !prepare (a, b, fill, NULL, row_sum, 1, 1, MIN (fill->n_threads, job->n_threads));
+    }
+#ifdef DC_GEMM_X86
+  else if (isa == DC_GEMM_ISA_AVX512_VNNI && packed == NULL)
     row_sums_vnni (a->q, a->n_vectors, a->k, row_sum);
 #endif
+  if (failed)
+    return FALSE;
   job->row_sum = row_sum;
   job->packed = packed;
   choose_tiles (job);
   /* The pool's chunk counter is a gint; no allocatable output comes near this. */
   g_assert (job->tiles_m * job->tiles_n < G_MAXINT / 2);
   run_job (job);
+  return TRUE;
 }
 
 void
@@ -2080,7 +2177,7 @@ dc_gemm_cpu_i32 (const DcQuantMatrix *a,
                  DcGemmIsa            isa,
                  guint                n_threads)
 {
-  run_cpu (a, b, acc, NULL, isa, n_threads, kernel_for (isa, a->n_vectors, a->k));
+  run_cpu (a, b, NULL, acc, NULL, isa, n_threads, kernel_for (isa, a->n_vectors, a->k));
 }
 
 void
@@ -2090,5 +2187,24 @@ dc_gemm_cpu (const DcQuantMatrix *a,
              DcGemmIsa            isa,
              guint                n_threads)
 {
-  run_cpu (a, b, NULL, c, isa, n_threads, kernel_for (isa, a->n_vectors, a->k));
+  run_cpu (a, b, NULL, NULL, c, isa, n_threads, kernel_for (isa, a->n_vectors, a->k));
+}
+
+gboolean
+dc_gemm_cpu_fill (const DcQuantMatrix *a,
+                  const DcQuantMatrix *b,
+                  const DcGemmFill    *fill,
+                  float               *c,
+                  DcGemmIsa            isa,
+                  guint                n_threads)
+{
+  return run_cpu (a, b, fill, NULL, c, isa, n_threads, kernel_for (isa, a->n_vectors, a->k));
+}
+
+gboolean
+dc_gemm_cpu_fill_operands (const DcQuantMatrix *a,
+                           const DcQuantMatrix *b,
+                           const DcGemmFill    *fill)
+{
+  return prepare (a, b, fill, NULL, NULL, 1, 1, fill->n_threads);
 }

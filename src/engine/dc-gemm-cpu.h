@@ -7,6 +7,7 @@
 #pragma once
 
 #include "dc-gemm.h"
+#include "dc-gemm-backend.h"
 
 G_BEGIN_DECLS
 
@@ -57,5 +58,19 @@ void        dc_gemm_cpu                (const DcQuantMatrix  *a,
                                         float                *c,
                                         DcGemmIsa             isa,
                                         guint                 n_threads);
+
+/* dc_gemm_cpu() with the operands quantized by @fill in the preparation's
+ * pool call (dc_gemm_run_fill()); FALSE, with nothing computed, when a
+ * fill failed. */
+gboolean    dc_gemm_cpu_fill           (const DcQuantMatrix  *a,
+                                        const DcQuantMatrix  *b,
+                                        const DcGemmFill     *fill,
+                                        float                *c,
+                                        DcGemmIsa             isa,
+                                        guint                 n_threads);
+/* Only the filling, on the pool (for a backend that multiplies elsewhere). */
+gboolean    dc_gemm_cpu_fill_operands  (const DcQuantMatrix  *a,
+                                        const DcQuantMatrix  *b,
+                                        const DcGemmFill     *fill);
 
 G_END_DECLS

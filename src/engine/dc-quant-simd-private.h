@@ -64,4 +64,17 @@ gboolean    dc_quant_pack_columns_avx2 (const char         *what,
                                         DcQuantMatrix      *out,
                                         GError            **error);
 
+/* "avx512" when the CPU has AVX-512 F, BW and VL and the 16-lane column
+ * quantizer passed its own gate, else "none"; dc_quant_pack_columns_simd()
+ * then prefers it to the AVX2 one. */
+const char *dc_quant_pack_columns_avx512_name (void);
+
+/* The 16-lane column packer itself, ungated, for the gate and the tests.
+ * Only call it when the CPU supports AVX-512 F, BW and VL. */
+gboolean    dc_quant_pack_columns_avx512 (const char       *what,
+                                          const float      *src,
+                                          gsize             ld,
+                                          DcQuantMatrix    *out,
+                                          GError          **error);
+
 G_END_DECLS

@@ -475,10 +475,212 @@ dc_quant_pack_avx512 (const char     *what,
   return TRUE;
 }
 
+/*
+ * The 16-lane column quantizer (AVX-512 F and BW): the AVX2 column
+ * packer's rule and arithmetic (pass 1: each column's amax on the bits;
+ * pass 2: multiply by 2^-e, round to nearest even, convert), sixteen
+ * columns a row, one cache line. Its transpose is cheaper: the saturating
+ * packs of four rows leave, in each 128-bit lane, a 4 × 4 block of bytes
+ * (four rows of four columns), one vpshufb turns each block to column
+ * order, and four unpacks of four such registers give, per lane, one
+ * column's 16 consecutive rows; four of those (64 rows) are stored as one
+ * 64-byte line per column. The AVX2 packer moves
+ * every value through an 8 × 8 int32 transpose first (about twice the
+ * instructions per value). The packs saturate 128 to 127 and -128 is raised
+ * to -127 on the bytes, as the AVX2 packer does. Its own gate and broken
+ * twin ("quant-columns-avx512"). VL for the 16-byte masked stores.
+ */
+#define COLUMNS512_TARGET __attribute__ ((target ("avx512f,avx512bw,avx512vl")))
+
+/* Rows [i0, i0 + 16) of the group's 16 columns (lanes off in @cols, and
+ * rows at or past k, read as zero), quantized: lane L of u[m] is column
+ * 4L + m's 16 rows, as int8. */
+COLUMNS512_TARGET static inline __attribute__ ((always_inline)) void
+quant_rows16_avx512 (const float *src,
+                     gsize        ld,
+                     gsize        k,
+                     gsize        i0,
+                     gsize        c0,
+                     __mmask16    cols,
+                     __m512       scale,
+                     __m512i      u[4])
+{
+  const __mmask16 all = 0xffff;
+  /* Within each lane: the 4 × 4 block from row order to column order. */
+  const __m512i to_columns = _mm512_maskz_broadcast_i32x4 (
+    all, _mm_setr_epi8 (0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  __m512i z[4], lo01, hi01, lo23, hi23;
+
+  for (int j = 0; j < 4; j++)
+    {
+      __m512i r[4];
+
+      for (int s = 0; s < 4; s++)
+        {
+          const gsize i = i0 + (gsize) (j * 4 + s);
+          __m512 y = _mm512_mul_ps (_mm512_maskz_loadu_ps (i < k ? cols : 0, src + i * ld + c0),
+                                    scale);
+
+          /* |y| < 128 (see the file header): the rounded value lies in
+           * [-128, 128] and converts exactly. */
+          y = _mm512_maskz_roundscale_ps (all, y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          r[s] = _mm512_maskz_cvtps_epi32 (all, y);
+        }
+      z[j] = _mm512_maskz_packs_epi16 ((__mmask64) ~0ull,
+                                       _mm512_maskz_packs_epi32 ((__mmask32) ~0u, r[0], r[1]),
+                                       _mm512_maskz_packs_epi32 ((__mmask32) ~0u, r[2], r[3]));
+      z[j] = _mm512_maskz_max_epi8 ((__mmask64) ~0ull, z[j], _mm512_set1_epi8 (-127));
+      z[j] = _mm512_maskz_shuffle_epi8 ((__mmask64) ~0ull, z[j], to_columns);
+    }
+  /* Lane L of z[j], dword m: column 4L + m, rows 4j … 4j + 3. */
+  lo01 = _mm512_maskz_unpacklo_epi32 (all, z[0], z[1]);
+  hi01 = _mm512_maskz_unpackhi_epi32 (all, z[0], z[1]);
+  lo23 = _mm512_maskz_unpacklo_epi32 (all, z[2], z[3]);
+  hi23 = _mm512_maskz_unpackhi_epi32 (all, z[2], z[3]);
+  u[0] = _mm512_maskz_unpacklo_epi64 (0xff, lo01, lo23);
+  u[1] = _mm512_maskz_unpackhi_epi64 (0xff, lo01, lo23);
+  u[2] = _mm512_maskz_unpacklo_epi64 (0xff, hi01, hi23);
+  u[3] = _mm512_maskz_unpackhi_epi64 (0xff, hi01, hi23);
+}
+
+/* Rows [i0, i0 + 64) of columns [c0, c0 + w), w ≤ 16, into q (column v at
+ * q + v · k), one 64-byte store per column: the columns' outputs are k
+ * bytes apart (4 KiB at a weight gradient's K), so 16 of them share one
+ * L1 set, and storing each line in four 16-byte pieces, 16 rows at a time,
+ * evicted them between pieces (4096 × 512 ran slower than the AVX2
+ * packer). Rows at or past k count as zero and are not stored. */
+COLUMNS512_TARGET static void
+quant_columns_block_avx512 (const float *src,
+                            gsize        ld,
+                            gsize        k,
+                            gsize        i0,
+                            gsize        c0,
+                            gsize        w,
+                            __mmask16    cols,
+                            __m512       scale,
+                            gint8       *q)
+{
+  const gsize rows = MIN (k - i0, 64);
+  const __mmask64 store_rows = rows == 64 ? ~0ull : (1ull << rows) - 1;
+  __m512i u[4][4];
+
+  for (int s = 0; s < 4; s++)
+    {
+      if (i0 + (gsize) s * 16 < k)
+        quant_rows16_avx512 (src, ld, k, i0 + (gsize) s * 16, c0, cols, scale, u[s]);
+      else
+        for (int m = 0; m < 4; m++)
+          u[s][m] = _mm512_setzero_si512 ();
+    }
+  /* Per m, a 4 × 4 transpose of 128-bit lanes: lane s of v[L] is column
+   * 4L + m's rows 16s … 16s + 15. */
+  for (int m = 0; m < 4; m++)
+    {
+      const __m512i t0 = _mm512_maskz_shuffle_i32x4 (0xffff, u[0][m], u[1][m],
+                                                         _MM_SHUFFLE (1, 0, 1, 0));
+      const __m512i t1 = _mm512_maskz_shuffle_i32x4 (0xffff, u[0][m], u[1][m],
+                                                         _MM_SHUFFLE (3, 2, 3, 2));
+      const __m512i t2 = _mm512_maskz_shuffle_i32x4 (0xffff, u[2][m], u[3][m],
+                                                         _MM_SHUFFLE (1, 0, 1, 0));
+      const __m512i t3 = _mm512_maskz_shuffle_i32x4 (0xffff, u[2][m], u[3][m],
+                                                         _MM_SHUFFLE (3, 2, 3, 2));
+      __m512i v[4];
+
+      v[0] = _mm512_maskz_shuffle_i32x4 (0xffff, t0, t2, _MM_SHUFFLE (2, 0, 2, 0));
+      v[1] = _mm512_maskz_shuffle_i32x4 (0xffff, t0, t2, _MM_SHUFFLE (3, 1, 3, 1));
+      v[2] = _mm512_maskz_shuffle_i32x4 (0xffff, t1, t3, _MM_SHUFFLE (2, 0, 2, 0));
+      v[3] = _mm512_maskz_shuffle_i32x4 (0xffff, t1, t3, _MM_SHUFFLE (3, 1, 3, 1));
+      for (int l = 0; l < 4; l++)
+        {
+          const gsize c = (gsize) (4 * l + m);
+
+          if (c < w)
+            _mm512_mask_storeu_epi8 (q + (c0 + c) * k + i0, store_rows, v[l]);
+        }
+    }
+}
+
+COLUMNS512_TARGET gboolean
+dc_quant_pack_columns_avx512 (const char     *what,
+                              const float    *src,
+                              gsize           ld,
+                              DcQuantMatrix  *out,
+                              GError        **error)
+{
+  const __mmask16 all = 0xffff;
+  const __m512i abs_mask = _mm512_set1_epi32 (0x7fffffff);
+  const gsize k = out->k, nv = out->n_vectors;
+
+  for (gsize c0 = 0; c0 < nv; c0 += COLUMN_GROUP)
+    {
+      const gsize w = MIN (nv - c0, COLUMN_GROUP);
+      const __mmask16 cols = (__mmask16) ((1u << w) - 1);
+      __m512i m = _mm512_setzero_si512 ();
+      guint32 amax[COLUMN_GROUP];
+      float scales[COLUMN_GROUP];
+      gboolean slow[COLUMN_GROUP] = { FALSE };
+
+      /* Pass 1: each column's largest magnitude on the bits. */
+      for (gsize i = 0; i < k; i++)
+        {
+          __m512 x = _mm512_maskz_loadu_ps (cols, src + i * ld + c0);
+
+          m = _mm512_maskz_max_epu32 (all, m, _mm512_and_si512 (_mm512_castps_si512 (x), abs_mask));
+        }
+      _mm512_storeu_si512 (amax, m);
+
+      /* Each column's exponent, by the row path's rule. */
+      for (gsize c = 0; c < COLUMN_GROUP; c++)
+        {
+          int e;
+
+          scales[c] = 1.0f;
+          if (c >= w)
+            continue;
+          if (amax[c] >= 0x7f800000u)
+            return dc_quant_pack_reference (what, src, 1, ld, out, error);
+          if (amax[c] == 0)
+            {
+              out->exponent[c0 + c] = 0;
+              continue;
+            }
+          e = (int) (amax[c] >> 23) - 127 - 6;
+          if ((amax[c] >> 23) == 0 || e < E_MIN || e > E_MAX)
+            {
+              slow[c] = TRUE;
+              continue;
+            }
+          scales[c] = float_pow2 (-e);
+          out->exponent[c0 + c] = e;
+        }
+
+      /* Pass 2. */
+      for (gsize i0 = 0; i0 < k; i0 += 64)
+        quant_columns_block_avx512 (src, ld, k, i0, c0, w, cols, _mm512_loadu_ps (scales),
+                                    out->q);
+
+      for (gsize c = 0; c < w; c++)
+        if (slow[c])
+          {
+            DcQuantMatrix one = { 1, k, out->q + (c0 + c) * k, out->exponent + c0 + c };
+
+            if (!dc_quant_pack_reference (what, src + c0 + c, 1, ld, &one, error))
+              return FALSE;
+          }
+    }
+  return TRUE;
+}
+
 static gboolean
 cpu_has_avx512 (void)
 {
   return __builtin_cpu_supports ("avx512f") && __builtin_cpu_supports ("avx512bw");
+}
+
+static gboolean
+cpu_has_avx512_vl (void)
+{
+  return cpu_has_avx512 () && __builtin_cpu_supports ("avx512vl");
 }
 
 /* Inputs chosen to break a wrong packer: ties at .5 (even and odd), values
@@ -578,12 +780,16 @@ gate_rows (RowPacker   packer,
  * is a slice of its activations), every column-group remainder and every
  * row remainder of the 32-row blocks. DC_TEST_BREAK_KERNEL containing
  * "quant-columns-avx2" corrupts its answer here, for the test of the gate. */
+typedef gboolean (*ColumnPacker) (const char *, const float *, gsize, DcQuantMatrix *, GError **);
+
 static gboolean
-gate_columns (void)
+gate_columns (ColumnPacker  packer,
+              const char   *twin,
+              const char   *label)
 {
   static const gsize rows[] = { 1, 2, 7, 31, 32, 33, 64, 100 };
   static const gsize cols[] = { 1, 3, 8, 9, 16, 21 };
-  const gboolean broken = dc_test_break_kernel ("quant-columns-avx2");
+  const gboolean broken = dc_test_break_kernel (twin);
   guint64 state = 0x9e3779b97f4a7c15u;
 
   for (guint s = 0; s < 6 * 16; s++)
@@ -597,15 +803,15 @@ gate_columns (void)
 
       gate_input (s, x, k * ld, &state);
       if (!dc_quant_pack_reference ("quantizer gate", x, 1, ld, ref, NULL) ||
-          !dc_quant_pack_columns_avx2 ("quantizer gate", x, ld, got, NULL))
+          !packer ("quantizer gate", x, ld, got, NULL))
         return FALSE;
       if (broken)
         got->q[nv * k - 1] ^= 1;
       if (memcmp (ref->q, got->q, nv * k) != 0 ||
           memcmp (ref->exponent, got->exponent, nv * sizeof *ref->exponent) != 0)
         {
-          g_message ("AVX2 column quantizer failed verification on a %" G_GSIZE_FORMAT
-                     " × %" G_GSIZE_FORMAT " matrix — refused", k, nv);
+          g_message ("%s column quantizer failed verification on a %" G_GSIZE_FORMAT
+                     " × %" G_GSIZE_FORMAT " matrix — refused", label, k, nv);
           return FALSE;
         }
     }
@@ -644,6 +850,16 @@ dc_quant_pack_avx512 (const char     *what,
   return dc_quant_pack_reference (what, src, vector_stride, 1, out, error);
 }
 
+gboolean
+dc_quant_pack_columns_avx512 (const char     *what,
+                              const float    *src,
+                              gsize           ld,
+                              DcQuantMatrix  *out,
+                              GError        **error)
+{
+  return dc_quant_pack_reference (what, src, 1, ld, out, error);
+}
+
 #endif /* DC_QUANT_X86 */
 
 const char *
@@ -674,12 +890,34 @@ dc_quant_pack_columns_simd_name (void)
 
   if (g_once_init_enter (&decided))
     {
-      name = __builtin_cpu_supports ("avx2") && gate_columns () ? "avx2" : "scalar";
+      name = __builtin_cpu_supports ("avx2") &&
+             gate_columns (dc_quant_pack_columns_avx2, "quant-columns-avx2", "AVX2")
+             ? "avx2" : "scalar";
       g_once_init_leave (&decided, 1);
     }
   return name;
 #else
   return "scalar";
+#endif
+}
+
+const char *
+dc_quant_pack_columns_avx512_name (void)
+{
+#ifdef DC_QUANT_X86
+  static gsize decided = 0;
+  static const char *name;
+
+  if (g_once_init_enter (&decided))
+    {
+      name = cpu_has_avx512_vl () &&
+             gate_columns (dc_quant_pack_columns_avx512, "quant-columns-avx512", "AVX-512")
+             ? "avx512" : "none";
+      g_once_init_leave (&decided, 1);
+    }
+  return name;
+#else
+  return "none";
 #endif
 }
 
@@ -730,6 +968,10 @@ dc_quant_pack_columns_simd (const char     *what,
                             GError        **error)
 {
 #ifdef DC_QUANT_X86
+  /* The 16-lane packer where it passed its gate: about half the AVX2
+   * one's instructions per value (docs/BENCHMARKS.md, issue 14). */
+  if (g_str_equal (dc_quant_pack_columns_avx512_name (), "avx512"))
+    return dc_quant_pack_columns_avx512 (what, src, ld, out, error);
   if (g_str_equal (dc_quant_pack_columns_simd_name (), "avx2"))
     return dc_quant_pack_columns_avx2 (what, src, ld, out, error);
 #endif

@@ -288,6 +288,80 @@ pack_pair (const char     *what,
   return TRUE;
 }
 
+/* A DcGemmFillFunc over a PackPairJob: pack ()'s chunks, called by the
+ * GEMM's own preparation. */
+static gboolean
+fill_operand (gboolean is_b,
+              gsize    v0,
+              gsize    v1,
+              gpointer data)
+{
+  PackPairJob *job = data;
+  PackJob *one = is_b ? &job->b : &job->a;
+  gsize k = one->out->k;
+  DcQuantMatrix view;
+
+  v1 = MIN (v1, one->out->n_vectors);
+  if (v0 >= v1)
+    return TRUE;
+  view = (DcQuantMatrix) { v1 - v0, k, one->out->q + v0 * k, one->out->exponent + v0 };
+  if (pack_serial (one->what, one->src + v0 * one->vector_stride, one->vector_stride,
+                   one->k_stride, &view, NULL))
+    return TRUE;
+  g_atomic_int_set (&one->failed, 1);
+  return FALSE;
+}
+
+/*
+ * A threaded product on the CPU whose operands the GEMM quantizes in its
+ * own preparation (dc_gemm_run_fill): pack ()'s chunks of A and B, each
+ * followed on the same thread by B's repacked panels or A's row sums, in
+ * one call of the pool, then the tiles in a second. pack_pair () and the
+ * GEMM's repack were two calls before the tiles: at 16 threads each call
+ * is a wake-up and a wait of the whole pool (docs/BENCHMARKS.md, issue
+ * 14). Each vector is quantized on its own: the same bits. On a value that
+ * is not finite both operands are packed again on this thread, A first,
+ * for pack_pair ()'s error.
+ */
+static gboolean
+run_filled (Lane           *lane,
+            guint           n_threads,
+            const char     *what,
+            const float    *a,
+            gsize           a_vs,
+            gsize           a_ks,
+            DcQuantMatrix  *qa,
+            const float    *b,
+            gsize           b_vs,
+            gsize           b_ks,
+            DcQuantMatrix  *qb,
+            float          *c,
+            GError        **error)
+{
+  PackPairJob job = { { what, a, a_vs, a_ks, qa, 0 }, { what, b, b_vs, b_ks, qb, 0 }, 0, 0, 0 };
+  gsize values = qa->n_vectors * qa->k + qb->n_vectors * qb->k;
+  DcGemmFill fill = {
+    fill_operand, &job, pack_chunk_vectors (qa->k, a_ks), pack_chunk_vectors (qb->k, b_ks),
+    /* Threads capped by the work as in pack (); the chunks stay the same. */
+    (guint) CLAMP (values / PACK_VALUES_PER_THREAD, 1, n_threads),
+  };
+  g_autoptr(GError) local = NULL;
+
+  dc_gemm_backend_set_n_threads (lane->cpu, n_threads);
+  if (dc_gemm_run_fill (lane->cpu, qa, qb, &fill, c, &local))
+    return TRUE;
+  if (!g_atomic_int_get (&job.a.failed) && !g_atomic_int_get (&job.b.failed))
+    {
+      g_propagate_error (error, g_steal_pointer (&local));
+      return FALSE;
+    }
+  if (!pack_serial (what, a, a_vs, a_ks, qa, error) ||
+      !pack_serial (what, b, b_vs, b_ks, qb, error))
+    return FALSE;
+  /* Not reached: a fill that failed fails again here. */
+  return dc_gemm_run_packed (lane->cpu, qa, qb, c, error);
+}
+
 /* slot's matrix shaped (n_vectors, k), reallocated only when it grows. */
 static DcQuantMatrix *
 quant_slot_reserve (QuantSlot  *slot,
@@ -413,6 +487,7 @@ run_on (DcMatmul     *self,
 {
   guint64 macs = (guint64) m * n * depth;
   DcQuantMatrix *qa, *qb;
+  gboolean offload;
 
   if (self->f32_reference)
     {
@@ -425,9 +500,14 @@ run_on (DcMatmul     *self,
   if (qa == NULL)
     return FALSE;
   qb = quant_slot_reserve (&lane->qb, n, depth, error);
-  if (qb == NULL || !pack_pair (what, a, a_vs, a_ks, qa, b, b_vs, b_ks, qb, n_threads, error))
+  if (qb == NULL)
     return FALSE;
-  if (may_offload && self->device != NULL && macs >= self->offload_min)
+  offload = may_offload && self->device != NULL && macs >= self->offload_min;
+  if (!offload && n_threads > 1 && (m + n) * depth >= PARALLEL_PACK_MIN)
+    return run_filled (lane, n_threads, what, a, a_vs, a_ks, qa, b, b_vs, b_ks, qb, c, error);
+  if (!pack_pair (what, a, a_vs, a_ks, qa, b, b_vs, b_ks, qb, n_threads, error))
+    return FALSE;
+  if (offload)
     return dc_gemm_run_packed (self->device, qa, qb, c, error);
   dc_gemm_backend_set_n_threads (lane->cpu, n_threads);
   return dc_gemm_run_packed (lane->cpu, qa, qb, c, error);
