@@ -710,6 +710,33 @@ test_audit (void)
   g_assert_cmpuint (caught, <=, 20);
 }
 
+/* Every audit that ended (a `test-fault` notice of DC_TEST_FAULT=
+ * audit-after-report, written when its result comes) shows on the next
+ * step line (`audit_ms` > 0), wherever in the step it ended. An audit that
+ * ended after its device's step line, while the step waited for the
+ * others' reports, showed on no line before 2026-12-02 13:10 (its time was
+ * reset at the next step's start): on a loaded machine a device's lines
+ * then showed 5 of its 14 audits. Returns the audits checked. */
+static guint
+assert_audits_shown (DcTestProc *proc)
+{
+  guint checked = 0;
+
+  for (int i = 0; (i = dc_test_proc_find (proc, i, "test-fault", NULL)) >= 0; i++)
+    {
+      int line = dc_test_proc_find (proc, i, "step", NULL);
+
+      if (line < 0)
+        break;  /* ended after the last step line */
+      if (json_object_get_double_member_with_default (g_ptr_array_index (proc->events, line),
+                                                      "audit_ms", 0) <= 0)
+        g_error ("%s: the audit that ended at event %d shows on no step line (the next, "
+                 "event %d, has no audit_ms)", proc->label, i, line);
+      checked++;
+    }
+  return checked;
+}
+
 /* Audits off the step's critical path: alpha and beta audit every step,
  * each verdict held until its device has published its report of the
  * audited step (DC_TEST_FAULT=audit-after-report, at most
@@ -757,6 +784,7 @@ test_audit_after_report (void)
         }
       g_test_message ("%s: %u audits held past their step's report", proc->label, held);
       g_assert_cmpuint (held, >=, 4);
+      g_assert_cmpuint (assert_audits_shown (proc), >=, 4);
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "alpha"), ==, -1);
       g_assert_cmpint (dc_test_proc_find (proc, 0, "audit", "beta"), ==, -1);
     }

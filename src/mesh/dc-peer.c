@@ -177,6 +177,7 @@ struct _DcPeer
   guint64               rx_bytes;     /* bytes of pieces received */
   guint64               rx_credited;  /* rx_bytes in our latest credit */
   gint64                last_rx_us;
+  gint64                last_tick_us; /* tick_cb ()'s last run: a late one is this side's stall */
   gint64                piece_at;     /* the piece being handled: Hop.at */
   gsize                 checking_bytes; /* payload bytes in checking and in flight */
   const guint8         *message_hash; /* the message being handled: Checked.hash, or NULL */
@@ -904,13 +905,20 @@ tick_cb (gpointer user_data)
   DcPeer *self = user_data;
   gint64 now = g_get_monotonic_time ();
 
+  /* A late tick is this side's own main loop that did not run (a loaded
+   * machine, a long callback): the peer's messages may wait behind it, and
+   * it sent none either. Silence counts only while this loop ran, or both
+   * sides of a stalled process would report each other gone on waking. */
+  if (now - self->last_tick_us > 2 * DC_PEER_HEARTBEAT_MS * 1000)
+    self->last_rx_us += now - self->last_tick_us - DC_PEER_HEARTBEAT_MS * 1000;
+  self->last_tick_us = now;
   if (self->state == DC_PEER_STATE_OPEN)
     {
       /* While this side's own checks still hold the peer's data, its
        * credits may be held back (CHECK_QUEUE_MAX) and the peer waits for
        * them, sending nothing, not even heartbeats behind its queue: that
-       * silence is ours. Two devices exchanging 140 MB gradients on a
-       * loaded 2-core machine reported each other gone so (2026-12-02). */
+       * silence is ours (a check worker starved on a loaded machine:
+       * /dc/mesh/peer/slow-checks-not-silence). */
       if (self->check_busy || !g_queue_is_empty (&self->checking))
         self->last_rx_us = now;
       if (now - self->last_rx_us > (gint64) peer_timeout_ms () * 1000)
@@ -1276,6 +1284,7 @@ dc_peer_start (DcPeer  *self,
     }
   set_state (self, DC_PEER_STATE_SIGNALING, NULL);
   self->tick_id = g_timeout_add (DC_PEER_HEARTBEAT_MS, tick_cb, self);
+  self->last_tick_us = g_get_monotonic_time ();
   if (gst_element_set_state (self->pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE)
     {
       g_set_error_literal (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER,

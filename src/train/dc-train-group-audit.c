@@ -585,9 +585,11 @@ audited_cb (GObject      *object,
       _dc_train_group_audit_job_free (job);
       return;
     }
-  self->audit_us = job->us;
-  self->audit_paused_us = job->paused_us;
-  self->audit_beside = job->beside;
+  /* Summed until the next step line shows them (report_step ()): an audit
+   * may end after this device's report, while it waits for the others'. */
+  self->audit_us += job->us;
+  self->audit_paused_us += job->paused_us;
+  self->audit_beside += job->beside;
   self->audit_priority = job->priority;
   if (self->fault_audit_after_report)
     {

@@ -223,7 +223,7 @@ struct _DcTrainGroup
   gboolean           own_sent;     /* send_own_gradient () ran this step */
   float             *sum_grads;    /* the combined gradient, kept from step to step */
   gsize              sum_len;
-  gint64             audit_us;     /* of compute_us: recomputing the audited gradient */
+  gint64             audit_us;     /* recomputing audited gradients, since the last step line */
   gint64             audit_paused_us; /* … of which it waited for the step's compute */
   guint              audit_beside; /* … its kernels begun while the step's gradient computed */
   /* Audits in the step's waits (docs/ARCHITECTURE.md, "Audits in the
@@ -248,8 +248,8 @@ struct _DcTrainGroup
    * 2026-12-02 (slower on the H200 host): by default they run on the
    * step's pool beside the step. */
   gboolean           audit_idle;
-  gint               audit_priority; /* DcParallelPriority of the audit that ended during
-                                      * the step, -1 without one (main thread) */
+  gint               audit_priority; /* DcParallelPriority of the last audit that ended since
+                                      * the last step line, -1 without one (main thread) */
   guint64            sent_bytes;   /* training message bodies sent since the run began */
 
   /* The model before the last step (weights, both moments, step, β powers):

@@ -1362,10 +1362,6 @@ _dc_train_group_start_step (DcTrainGroup *self)
       self->snap_prev_valid = TRUE;
       self->snap_taken = FALSE;
     }
-  self->audit_us = 0;
-  self->audit_paused_us = 0;
-  self->audit_beside = 0;
-  self->audit_priority = -1;
   self->phases.barrier_us = self->t_published != 0
                             ? MAX (0, self->step_started - self->t_published) : 0;
 

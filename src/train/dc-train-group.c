@@ -542,6 +542,13 @@ _dc_train_group_publish_step (DcTrainGroup *self)
                  (double) self->roster->len * self->plan->settings.batch * model->config.seq
                  / self->last_seconds,
                  hash, names);
+  /* The line above showed the audits that ended since the last one; one
+   * that ends while this step waits for the roster's reports belongs to
+   * the next (reset at the next step's start, it showed on no line). */
+  self->audit_us = 0;
+  self->audit_paused_us = 0;
+  self->audit_beside = 0;
+  self->audit_priority = -1;
 
   self->state = STATE_REPORTING;
   _dc_train_group_arm (self, DC_TRAIN_GROUP_WAIT_S);
