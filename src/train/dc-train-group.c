@@ -485,6 +485,14 @@ _dc_train_group_contrib_key (guint64     step,
                           id, shard);
 }
 
+/* How @model's gradients are cut into shards (dc_train_shard_range ()). */
+void
+_dc_train_group_layout (const DcGptModel   *model,
+                        DcTrainShardLayout *layout)
+{
+  dc_train_shard_layout_init_model (layout, &model->config);
+}
+
 /* The float32 values of a kept shard object (its header was checked when
  * it came, or this device wrote it). */
 const float *
