@@ -91,6 +91,30 @@ LLVMFuzzerTestOneInput (const guint8 *data,
       else
         g_assert_nonnull (error);
     }
+  /* The same object for a model whose shards are cut by the tail layout
+   * (dc_train_shard_range (): a third of it final last, two later blocks
+   * of a quarter): the header's roster and shard pick the range. */
+  for (gsize params = 256; params <= size / 2 + 1; params += 1 + params / 8)
+    {
+      g_autoptr(GError) error = NULL;
+      DcTrainShardLayout tail;
+      DcTrainShardHeader shard;
+
+      dc_train_shard_layout_init_tail (&tail, params, params / 3, params / 4, 2);
+      if (dc_train_shard_header_parse (data, size, &tail, &shard, &error))
+        {
+          gsize start, length;
+
+          dc_train_shard_range (&tail, shard.roster_size, shard.shard, &start, &length);
+          g_assert_cmpuint (shard.n_values, ==, length);
+          g_assert_cmpuint (start + length, <=, params);
+          g_assert_cmpuint (size, ==, dc_train_shard_wire_size (shard.kind, shard.wire, &tail,
+                                                                shard.roster_size,
+                                                                shard.shard));
+        }
+      else
+        g_assert_nonnull (error);
+    }
   {
     g_autoptr(GError) error = NULL;
     DcTrainContribRequest request;
