@@ -35,7 +35,7 @@ get_u64 (const guint8 *p)
 /**
  * dc_train_gradient_header_parse:
  * @data: (array length=size): a whole gradient object
- * @layout: the receiving model's shard layout
+ * @n_params: the receiving model's parameters
  * @rank: the rank the chunk claims (must be < the roster size)
  *
  * Checks a gradient object: exactly 24 + 4 × @n_params bytes, magic
@@ -88,7 +88,7 @@ dc_train_gradient_header_parse (const guint8           *data,
 /**
  * dc_train_weights_header_parse:
  * @data: (array length=size): a whole state blob (WEIGHTS)
- * @layout: the receiving model's shard layout
+ * @n_params: the receiving model's parameters
  * @step: the step the blob must be of
  *
  * Checks a joiner's state blob: exactly 32 + 12 × @n_params bytes, magic
@@ -298,7 +298,7 @@ dc_train_shard_late_count (const DcTrainShardLayout *layout,
 
 /**
  * dc_train_shard_range:
- * @layout: the model's (dc_train_shard_layout_init_tail ())
+ * @layout: the model's (dc_train_shard_layout_init_model ())
  * @n_ranks: the roster's size (≥ 1)
  * @shard: < @n_ranks
  *
