@@ -55,12 +55,15 @@ test_exact4 (void)
                                                        "--stop-at", "16", "--simulate-peers", "4",
                                                        SMALL, NULL);
   DcTestProc *procs[] = { alpha, beta, gamma, delta };
+  GPtrArray *all_steps[G_N_ELEMENTS (procs)] = { NULL };
   g_autoptr(GPtrArray) sim_steps = NULL;
   DcGptConfig config;
+  DcGptTensor block1;
   double gradient;
 
   dc_gpt_config_init_derived (&config, 16, 16);
   gradient = 4.0 * (double) dc_gpt_config_n_params (&config);
+  dc_gpt_config_tensor (&config, 2 + DC_GPT_TENSORS_PER_LAYER, &block1);
   dc_test_proc_wait_done (sim, 16, RUN_BOUND_MS);
   sim_steps = dc_test_proc_steps (sim, TRUE);
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
@@ -89,7 +92,33 @@ test_exact4 (void)
                       procs[p]->label, per_step, per_step / gradient, gradient);
       g_assert_cmpfloat (per_step, >, 1.2 * gradient);
       g_assert_cmpfloat (per_step, <, 2.0 * gradient);
+      all_steps[p] = g_steal_pointer (&steps);
     }
+  /* The tail layout (docs/ARCHITECTURE.md, "The sharded exchange"): what
+   * the devices send once their backward pass has passed block 1 is
+   * exactly the values final only then (the embeddings and block 0,
+   * [0, block 1)), each by the three devices that do not reduce it; none
+   * of the values final earlier waits for the end. Even shards send
+   * 24,624 values then at width 16 (shard 2 begins inside block 0 and
+   * ends in block 1), not 3 × 7,632. */
+  for (guint s = 1; s <= 16; s++)
+    {
+      gint64 tail = 0;
+
+      for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+        {
+          gint64 values = json_object_get_int_member (dc_test_proc_step_at (all_steps[p], s),
+                                                      "tail_values");
+
+          g_test_message ("step %u, %s: tail_values %" G_GINT64_FORMAT, s, procs[p]->label,
+                          values);
+          g_assert_cmpint (values, <=, (gint64) block1.offset);
+          tail += values;
+        }
+      g_assert_cmpint (tail, ==, 3 * (gint64) block1.offset);
+    }
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    g_ptr_array_unref (all_steps[p]);
 }
 
 /* A reducer that sums its shard wrongly (one flipped bit from step 5 on,

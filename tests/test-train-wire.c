@@ -18,6 +18,9 @@
 #include "model/dc-gpt-config.h"
 #include "train/dc-train-wire.h"
 
+/* An even shard layout of @n parameters (dc_train_shard_layout_init_even ()). */
+#define EVEN(n) (&(const DcTrainShardLayout) { .n_params = (n) })
+
 #define N_PARAMS 6
 
 static void
@@ -110,7 +113,7 @@ summed_shard (gsize *size)
   guint8 *data;
 
   memcpy (&header.loss_bits, &loss, 4);
-  *size = dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, N_PARAMS, 3, 1);
+  *size = dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, EVEN (N_PARAMS), 3, 1);
   g_assert_cmpuint (*size, ==, DC_TRAIN_SHARD_HEADER_SIZE + 3 * 32 + 2 * 4);
   data = g_malloc0 (*size);
   dc_train_shard_header_write (data, &header);
@@ -125,7 +128,7 @@ expect_shard_refused (const guint8 *data,
   DcTrainShardHeader header;
   g_autoptr(GError) error = NULL;
 
-  g_assert_false (dc_train_shard_header_parse (data, size, n_params, &header, &error));
+  g_assert_false (dc_train_shard_header_parse (data, size, EVEN (n_params), &header, &error));
   g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
   g_test_message ("refused: %s", error->message);
 }
@@ -150,14 +153,14 @@ test_shard (void)
           {
             gsize start, length;
 
-            dc_train_shard_range (params, n, r, &start, &length);
+            dc_train_shard_range (EVEN (params), n, r, &start, &length);
             g_assert_cmpuint (start, ==, next);
             next = start + length;
           }
         g_assert_cmpuint (next, ==, params);
       }
 
-  g_assert_true (dc_train_shard_header_parse (data, size, N_PARAMS, &header, &error));
+  g_assert_true (dc_train_shard_header_parse (data, size, EVEN (N_PARAMS), &header, &error));
   g_assert_no_error (error);
   g_assert_cmpint (header.kind, ==, DC_TRAIN_SHARD_SUMMED);
   g_assert_cmpuint (header.roster_size, ==, 3);
@@ -173,7 +176,7 @@ test_shard (void)
   expect_shard_refused (data, size, G_MAXSIZE / 2);           /* a count that overflows */
   data[4] = DC_TRAIN_SHARD_CONTRIBUTION;
   expect_shard_refused (data, size, N_PARAMS);                /* a contribution has no hashes */
-  g_assert_true (dc_train_shard_header_parse (data, size - 3 * 32, N_PARAMS, &header, NULL));
+  g_assert_true (dc_train_shard_header_parse (data, size - 3 * 32, EVEN (N_PARAMS), &header, NULL));
   data[4] = 3;
   expect_shard_refused (data, size, N_PARAMS);                /* kind */
   data[4] = DC_TRAIN_SHARD_SUMMED;
@@ -375,9 +378,9 @@ test_caps (void)
   g_assert_cmpuint (dc_train_wire_weights_cap (gpt2), >, DC_MESH_WEIGHTS_MAX_TOTAL);
   g_assert_cmpuint (dc_train_wire_weights_cap (gpt2), <=, DC_MESH_WEIGHTS_CEILING_TOTAL);
   /* The largest summed shard of a roster of 2 fits under the cap. */
-  g_assert_cmpuint (dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, gpt2, 2, 0), <=,
+  g_assert_cmpuint (dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, EVEN (gpt2), 2, 0), <=,
                     dc_train_wire_gradient_cap (gpt2));
-  g_assert_cmpuint (dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, gpt2, 1, 0), <=,
+  g_assert_cmpuint (dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, EVEN (gpt2), 1, 0), <=,
                     dc_train_wire_gradient_cap (gpt2));
 
   /* Past the Advanced range: bounded by the GPT-2-small shape. */
@@ -448,7 +451,7 @@ test_shard_bf16 (void)
   DcTrainShardHeader header = { DC_TRAIN_SHARD_CONTRIBUTION, 3, 1,
                                 G_GUINT64_CONSTANT (0x0123456789abcdef), 0, 0,
                                 DC_TRAIN_WIRE_F32 };
-  gsize size = dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, N_PARAMS, 3, 1);
+  gsize size = dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, EVEN (N_PARAMS), 3, 1);
   g_autofree guint8 *data = g_malloc0 (size);
   g_autoptr(GBytes) object = NULL;
   g_autoptr(GBytes) wire = NULL;
@@ -471,11 +474,11 @@ test_shard_bf16 (void)
   w = g_bytes_get_data (wire, &wire_size);
   g_assert_cmpuint (wire_size, ==, DC_TRAIN_SHARD_HEADER_SIZE + 2 * 2);
   g_assert_cmpuint (wire_size, ==, dc_train_shard_wire_size (DC_TRAIN_SHARD_CONTRIBUTION,
-                                                             DC_TRAIN_WIRE_BF16, N_PARAMS, 3, 1));
+                                                             DC_TRAIN_WIRE_BF16, EVEN (N_PARAMS), 3, 1));
   g_assert_cmpuint (w[5], ==, DC_TRAIN_WIRE_BF16);
   g_assert_cmpuint (w[DC_TRAIN_SHARD_HEADER_SIZE], ==, 0xc0);      /* 1.5: 0x3fc0, LE */
   g_assert_cmpuint (w[DC_TRAIN_SHARD_HEADER_SIZE + 1], ==, 0x3f);
-  g_assert_true (dc_train_shard_header_parse (w, wire_size, N_PARAMS, &parsed, &error));
+  g_assert_true (dc_train_shard_header_parse (w, wire_size, EVEN (N_PARAMS), &parsed, &error));
   g_assert_no_error (error);
   g_assert_cmpint (parsed.wire, ==, DC_TRAIN_WIRE_BF16);
   g_assert_cmpuint (parsed.n_values, ==, 2);
@@ -504,12 +507,94 @@ test_shard_bf16 (void)
       bad[DC_TRAIN_SHARD_HEADER_SIZE + 2] = k == 0 ? 0xc1 : 0x80;
       bad[DC_TRAIN_SHARD_HEADER_SIZE + 3] = 0x7f;
       nan = g_bytes_new_static (bad, wire_size);
-      g_assert_true (dc_train_shard_header_parse (bad, wire_size, N_PARAMS, &parsed, NULL));
+      g_assert_true (dc_train_shard_header_parse (bad, wire_size, EVEN (N_PARAMS), &parsed, NULL));
       none = dc_train_shard_decode (nan, &parsed, &error);
       g_assert_null (none);
       g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
       g_test_message ("refused: %s", error->message);
       g_clear_error (&error);
+    }
+}
+
+/* The tail layout (issue 11's exchange tail): for every model the group
+ * trains and every roster, the shards cover every parameter once, in
+ * order; the values final only at the end of the backward pass (the
+ * embeddings and block 0: [0, block 1)) are in the first k ≥ ⌊n/2⌋ shards
+ * and nothing else is, so what is left to send, sum and gather after the
+ * last gradient is those values, none of these shards larger than an even
+ * one; among the other shards one final earlier is never smaller. Even
+ * shards (before) put 421,248 values of width 128 in the two shards final
+ * last at n = 4, 210,624 a reducer, against 123,712 now, and fail. */
+static void
+test_shard_tail (void)
+{
+  static const guint widths[] = { 16, 32, 64, 128, 256, 768 };
+
+  for (guint w = 0; w < G_N_ELEMENTS (widths); w++)
+    {
+      DcGptConfig config;
+      DcTrainShardLayout layout;
+      DcGptTensor block1;
+      gsize n_params;
+
+      dc_gpt_config_init_derived (&config, widths[w], MIN (widths[w], 256));
+      n_params = dc_gpt_config_n_params (&config);
+      dc_train_shard_layout_init_model (&layout, &config);
+      g_assert_cmpuint (layout.n_params, ==, n_params);
+      g_assert_cmpuint (config.n_layer, >=, 2);
+      dc_gpt_config_tensor (&config, 2 + DC_GPT_TENSORS_PER_LAYER, &block1);
+      g_assert_cmpuint (layout.late_end, ==, block1.offset);
+      for (guint n = 1; n <= DC_TRAIN_GRADIENT_ROSTER_MAX; n++)
+        {
+          gsize next = 0, late = 0, late_max = 0, previous = 0;
+          guint k = dc_train_shard_late_count (&layout, n);
+
+          for (guint r = 0; r < n; r++)
+            {
+              gsize start, length;
+
+              dc_train_shard_range (&layout, n, r, &start, &length);
+              g_assert_cmpuint (start, ==, next);
+              g_assert_cmpuint (length, >, 0);
+              next = start + length;
+              if (k == 0)
+                {
+                  /* Even shards. */
+                  g_assert_cmpuint (start, ==, (guint64) r * n_params / n);
+                  continue;
+                }
+              if (start < block1.offset)
+                {
+                  late += length;
+                  late_max = MAX (late_max, length);
+                }
+              if (r > k)
+                g_assert_cmpuint (length + 1, >=, previous);
+              previous = length;
+            }
+          g_assert_cmpuint (next, ==, n_params);
+          if (n < 2)
+            continue;
+          /* Where the values final last need all n shards (width 16 at
+           * n ≤ 3: 70 % of it), even shards. */
+          if (((guint64) n * block1.offset + n_params - 1) / n_params > n - 1)
+            {
+              g_assert_cmpuint (k, ==, 0);
+              continue;
+            }
+          g_assert_cmpuint (k, >=, n / 2);
+          g_assert_cmpuint (k, <, n);
+          g_assert_cmpuint (late, ==, block1.offset);
+          g_assert_cmpuint (late_max, <=, (block1.offset + k - 1) / k);
+          g_assert_cmpuint (late_max, <=, (n_params + n - 1) / n);
+          if (widths[w] == 128 && n == 4)
+            {
+              g_test_message ("width 128 (%u blocks, %" G_GSIZE_FORMAT " parameters), 4 devices: "
+                              "%" G_GSIZE_FORMAT " values final last, at most %" G_GSIZE_FORMAT
+                              " a reducer", config.n_layer, n_params, late, late_max);
+              g_assert_cmpuint (late_max, <, n_params / 4);
+            }
+        }
     }
 }
 
@@ -525,5 +610,6 @@ main (int   argc,
   g_test_add_func ("/dc/train/wire/caps", test_caps);
   g_test_add_func ("/dc/train/wire/bf16-round", test_bf16_round);
   g_test_add_func ("/dc/train/wire/shard-bf16", test_shard_bf16);
+  g_test_add_func ("/dc/train/wire/shard-tail", test_shard_tail);
   return g_test_run ();
 }

@@ -273,6 +273,8 @@ step_cb (DcTrainGroup       *train,
                 json_builder_set_member_name (builder, fields[i].name);
                 json_builder_add_double_value (builder, fields[i].us / 1000.0);
               }
+            json_builder_set_member_name (builder, "tail_values");
+            json_builder_add_int_value (builder, (gint64) phases.tail_values);
             json_builder_set_member_name (builder, "computed_ahead");
             json_builder_add_boolean_value (builder, ahead);
             json_builder_set_member_name (builder, "audit_beside");

@@ -15,9 +15,9 @@
  * can be compared with the contribution hashes the reducers list in their
  * summed shards (_dc_train_group_received_hash ()). */
 void
-_dc_train_group_shards_hash (const float *grads,
-                             gsize        n_params,
-                             guint        n_ranks,
+_dc_train_group_shards_hash (const float              *grads,
+                             const DcTrainShardLayout *layout,
+                             guint                     n_ranks,
                              guint8       out[DC_MESH_HASH_SIZE])
 {
   g_autofree guint8 *hashes = g_malloc ((gsize) n_ranks * DC_MESH_HASH_SIZE);
@@ -28,7 +28,7 @@ _dc_train_group_shards_hash (const float *grads,
       gsize start, length;
       g_autoptr(GBytes) shard = NULL;
 
-      dc_train_shard_range (n_params, n_ranks, r, &start, &length);
+      dc_train_shard_range (layout, n_ranks, r, &start, &length);
       shard = g_bytes_new_static (grads + start, length * sizeof (float));
       dc_mesh_train_hash (shard, hashes + (gsize) r * DC_MESH_HASH_SIZE);
     }
@@ -170,8 +170,10 @@ check_summed (DcTrainGroup   *self,
   g_autofree float *sum = NULL;
   gsize start, length, n_values;
   const float *received;
+  DcTrainShardLayout layout;
 
-  dc_train_shard_range (model->n_params, n, a, &start, &length);
+  _dc_train_group_layout (model, &layout);
+  dc_train_shard_range (&layout, n, a, &start, &length);
   for (guint j = 0; j < n; j++)
     {
       if (j == a)
@@ -425,6 +427,7 @@ audit_worker (GTask        *task,
   DcGptTrainer *trainer = dc_train_session_get_audit_trainer (self->session, &error);
   DcGptModel *model;
   DcParallelStats before, after;
+  DcTrainShardLayout layout;
   float loss;
   gboolean ok;
 
@@ -468,7 +471,8 @@ audit_worker (GTask        *task,
   /* Rounded as its author rounded what it sent (a bf16 run): the hashes
    * compared are of the values the roster summed. */
   dc_train_session_round (self->session, job->grads, model->n_params, NULL);
-  _dc_train_group_shards_hash (job->grads, model->n_params, job->n_ranks, job->hash);
+  _dc_train_group_layout (model, &layout);
+  _dc_train_group_shards_hash (job->grads, &layout, job->n_ranks, job->hash);
   job->us = g_get_monotonic_time () - start;
   if (self->fault_audit_after_report)
     {
@@ -880,7 +884,9 @@ _dc_train_group_audit_take_chunk (DcTrainGroup      *self,
   gsize size, n_values;
   const float *values;
   guint8 hash[DC_MESH_HASH_SIZE];
+  DcTrainShardLayout layout;
 
+  _dc_train_group_layout (model, &layout);
   for (guint i = 0; i < 2 && job == NULL; i++)
     {
       AuditJob *candidate = i == 0 ? self->audit_job : self->audit_next;
@@ -900,7 +906,7 @@ _dc_train_group_audit_take_chunk (DcTrainGroup      *self,
     job->assemblers[j] = dc_mesh_chunk_assembler_new (DC_MESH_MSG_REPAIR,
                                                       dc_train_shard_object_size (
                                                         DC_TRAIN_SHARD_CONTRIBUTION,
-                                                        model->n_params, job->n_ranks,
+                                                        &layout, job->n_ranks,
                                                         job->rank));
   if (!dc_mesh_chunk_assembler_push (job->assemblers[j], chunk, &object, &error))
     {
@@ -913,7 +919,7 @@ _dc_train_group_audit_take_chunk (DcTrainGroup      *self,
     return TRUE;
   g_clear_pointer (&job->assemblers[j], dc_mesh_chunk_assembler_free);
   data = g_bytes_get_data (object, &size);
-  if (!dc_train_shard_header_parse (data, size, model->n_params, &header, &error)
+  if (!dc_train_shard_header_parse (data, size, &layout, &header, &error)
       || header.kind != DC_TRAIN_SHARD_CONTRIBUTION || header.shard != job->rank
       || header.digest != job->digest || header.roster_size != job->n_ranks)
     {
@@ -1146,7 +1152,10 @@ verify_worker (GTask        *task,
   const float divisor = (float) verify->n;
   guint64 step = model->step;
   GError *error = NULL;
+  DcTrainShardLayout layout;
   float loss;
+
+  _dc_train_group_layout (model, &layout);
 
   memcpy (model->params, verify->weights, model->n_params * sizeof (float));
   model->step = verify->weights_step;
@@ -1165,10 +1174,10 @@ verify_worker (GTask        *task,
 
           if (j == k)
             {
-              _dc_train_group_shards_hash (grads, model->n_params, verify->n, hash);
+              _dc_train_group_shards_hash (grads, &layout, verify->n, hash);
               verify->gradient_bad[i] = memcmp (hash, verify->received[i], DC_MESH_HASH_SIZE) != 0;
             }
-          dc_train_shard_range (model->n_params, verify->n, k, &start, &length);
+          dc_train_shard_range (&layout, verify->n, k, &start, &length);
           shard = g_bytes_new_static (grads + start, length * sizeof (float));
           dc_mesh_train_hash (shard, hash);
           if (memcmp (hash, verify->listed + ((gsize) i * verify->n + j) * DC_MESH_HASH_SIZE,
@@ -1188,7 +1197,7 @@ verify_worker (GTask        *task,
       gsize start, length, n_values;
       const float *received = _dc_train_group_shard_values (verify->summed[i], &n_values);
 
-      dc_train_shard_range (model->n_params, verify->n, verify->ranks[i], &start, &length);
+      dc_train_shard_range (&layout, verify->n, verify->ranks[i], &start, &length);
       for (gsize e = 0; e < length; e++)
         sums[i][e] = sums[i][e] / divisor;
       dc_train_session_round (self->session, sums[i], length, NULL);

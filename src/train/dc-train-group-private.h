@@ -180,6 +180,7 @@ struct _DcTrainGroup
   /* The step's phases beyond the report's four (dc_train_group_get_step_phases ()). */
   gint64             t_compute_began;  /* the gradient's compute began (maybe before the step) */
   gint64             t_compute_paused; /* of that, waiting for an audit (ComputeData.paused_us) */
+  gsize              t_tail_values;    /* ComputeData.tail_values */
   gint64             t_reduce_began, t_reduced;  /* maybe_reduce (): this device's shard */
   gint64             t_published;  /* this device's report of the step before went out */
   DcTrainGroupPhases phases;       /* of the step last applied */
@@ -343,6 +344,7 @@ typedef struct
   gboolean ahead;      /* for the next step, before it starts: no snapshot, nothing sent */
   gint64   began, done;  /* monotonic µs (the worker's) */
   gint64   paused_us;  /* of done − began: ahead, waiting for an audit's verdict */
+  gsize    tail_values; /* of the contributions sent, those packed past block 1 */
 } ComputeData;
 
 /* dc-train-group.c */
@@ -429,6 +431,8 @@ _dc_train_group_send_wire (DcTrainGroup *self)
   return self->fault_wire_f32 ? DC_TRAIN_WIRE_F32 : _dc_train_group_wire (self);
 }
 
+void _dc_train_group_layout (const DcGptModel   *model,
+                             DcTrainShardLayout *layout);
 const float * _dc_train_group_shard_values (GBytes *object,
                                             gsize  *n_values);
 void _dc_train_group_arm (DcTrainGroup *self,
@@ -501,8 +505,8 @@ void _dc_train_group_audit_published (DcTrainGroup *self,
 void _dc_train_group_audit_job_free (AuditJob *job);
 void _dc_train_group_audit_copy_wait (DcTrainGroup *self,
                                       const float  *buffer);
-void _dc_train_group_shards_hash (const float *grads,
-                                  gsize        n_params,
+void _dc_train_group_shards_hash (const float              *grads,
+                                  const DcTrainShardLayout *layout,
                                   guint        n_ranks,
                                   guint8       out[DC_MESH_HASH_SIZE]);
 gboolean _dc_train_group_received_hash (DcTrainGroup *self,

@@ -121,14 +121,17 @@ pack_shard (DcTrainGroup      *self,
   DcTrainShardHeader header = { 0 };
   DcMeshChunk info = { 0 };
   gsize start, length;
-  gsize size = dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, model->n_params,
-                                           compute->n_ranks, r);
-  guint8 *data = g_malloc (size);
+  DcTrainShardLayout layout;
+  gsize size;
+  guint8 *data;
   GBytes *object;
   g_autoptr(GBytes) wire = NULL;
   g_autoptr(GPtrArray) bodies = NULL;
   GError **error = self->own_pack_error == NULL ? &self->own_pack_error : NULL;
 
+  _dc_train_group_layout (model, &layout);
+  size = dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, &layout, compute->n_ranks, r);
+  data = g_malloc (size);
   header.kind = DC_TRAIN_SHARD_CONTRIBUTION;
   header.roster_size = compute->n_ranks;
   header.shard = r;
@@ -137,7 +140,7 @@ pack_shard (DcTrainGroup      *self,
   memcpy (info.run_id, compute->run_id, DC_MESH_RUN_ID_SIZE);
   info.step = model->step + 1;
   info.rank = compute->rank;
-  dc_train_shard_range (model->n_params, compute->n_ranks, r, &start, &length);
+  dc_train_shard_range (&layout, compute->n_ranks, r, &start, &length);
   dc_train_shard_header_write (data, &header);
   /* A bf16 run keeps the contribution as it sends it (rounded), since it
    * sums and audits with it; a shard packed during the backward pass is
@@ -213,9 +216,9 @@ early_cb (gpointer user_data)
 
 typedef struct
 {
-  DcTrainGroup      *self;
-  const ComputeData *compute;
-  GMainContext      *context;
+  DcTrainGroup *self;
+  ComputeData  *compute;
+  GMainContext *context;
 } EarlyData;
 
 /* From the backward pass (the worker), once every gradient from
@@ -230,14 +233,20 @@ layer_done (gsize    first_final,
   EarlyData *early = user_data;
   DcTrainGroup *self = early->self;
   DcGptModel *model = dc_train_session_get_model (self->session);
+  DcTrainShardLayout layout;
 
+  _dc_train_group_layout (model, &layout);
   for (guint r = early->compute->n_ranks; r-- > 1;)
     {
       gsize start, length;
 
-      dc_train_shard_range (model->n_params, early->compute->n_ranks, r, &start, &length);
+      dc_train_shard_range (&layout, early->compute->n_ranks, r, &start, &length);
       if (self->own_packed[r] || start < first_final || r == early->compute->rank)
         continue;
+      /* Packed once block 0 is all that is left (the tail layout's values
+       * final last, dc_train_shard_range ()): the exchange's tail. */
+      if (first_final < layout.late_end)
+        early->compute->tail_values += length;
       pack_shard (self, early->compute, r);
       g_async_queue_push (self->early, EARLY_ITEM (early->compute->gen, r));
       attach_note (self, early->compute->gen, early->context, early_cb);
@@ -399,14 +408,23 @@ compute_worker (GTask        *task,
   /* Alone, nobody receives it or asks for its repair. */
   if (compute->n_ranks > 1)
     {
+      DcTrainShardLayout layout;
+
       /* The shards not sent during the backward pass (shard 0 at least),
        * each handed to the main thread as soon as it is packed, as
        * layer_done () does: the first leaves while the next is packed.
        * This device's own contribution to its own shard last: it is only
        * summed here. */
+      _dc_train_group_layout (dc_train_session_get_model (self->session), &layout);
       for (guint r = 0; r < compute->n_ranks; r++)
         if (!self->own_packed[r] && r != compute->rank)
           {
+            gsize start, length;
+
+            /* What is left to send after the last gradient (the step
+             * line's tail_values). */
+            dc_train_shard_range (&layout, compute->n_ranks, r, &start, &length);
+            compute->tail_values += length;
             pack_shard (self, compute, r);
             g_async_queue_push (self->early, EARLY_ITEM (compute->gen, r));
             attach_note (self, compute->gen, g_task_get_context (task), early_cb);
@@ -482,6 +500,8 @@ apply_worker (GTask        *task,
     }
   else
     {
+      DcTrainShardLayout layout;
+
       /* Kept from step to step: a fresh n_params buffer a step costs page faults. */
       if (self->sum_len != model->n_params)
         {
@@ -491,11 +511,12 @@ apply_worker (GTask        *task,
         }
       /* The summed shards, each already the canonical sum of its elements
        * (maybe_reduce ()), side by side in rank order. */
+      _dc_train_group_layout (model, &layout);
       for (guint r = 0; r < apply->n; r++)
         {
           gsize start, length;
 
-          dc_train_shard_range (model->n_params, apply->n, r, &start, &length);
+          dc_train_shard_range (&layout, apply->n, r, &start, &length);
           memcpy (self->sum_grads + start, apply->grads[r], length * sizeof (float));
         }
       sum = self->sum_grads;
@@ -763,7 +784,7 @@ typedef struct
   guint         rank;
   guint64       step;
   guint64       digest;
-  gsize         n_params;
+  DcTrainShardLayout layout;    /* the model's (_dc_train_group_layout ()) */
   float         loss;
   DcTrainWire   wire;          /* the run's: a bf16 run rounds its sum */
   DcTrainWire   send_wire;     /* what goes out (dc_train_shard_encode ()) */
@@ -818,8 +839,8 @@ reduce_worker (GTask        *task,
 
       values[i] = _dc_train_group_shard_values (data->objects[i], &n_values);
     }
-  dc_train_shard_range (data->n_params, n, data->rank, &start, &length);
-  size = dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, data->n_params, n, data->rank);
+  dc_train_shard_range (&data->layout, n, data->rank, &start, &length);
+  size = dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, &data->layout, n, data->rank);
   bytes = g_malloc (size);
   header.kind = DC_TRAIN_SHARD_SUMMED;
   header.roster_size = n;
@@ -927,7 +948,7 @@ maybe_reduce (DcTrainGroup *self)
   data->rank = self->rank;
   data->step = step;
   data->digest = self->digest;
-  data->n_params = model->n_params;
+  _dc_train_group_layout (model, &data->layout);
   data->loss = loss_sum / (float) n;
   data->wire = _dc_train_group_wire (self);
   data->send_wire = _dc_train_group_send_wire (self);
@@ -1049,6 +1070,7 @@ computed_cb (GObject      *object,
   self->t_compute_began = compute->began;
   self->t_computed = compute->done;
   self->t_compute_paused = compute->paused_us;
+  self->t_tail_values = compute->tail_values;
   if (self->ahead_active)
     {
       /* Ahead of its step: kept until start_step () adopts it; a failure
@@ -1238,6 +1260,7 @@ applied_cb (GObject      *object,
     self->phases.hash_us = apply->hashed - apply->stepped;
     /* (barrier_us: start_step ().) */
     self->phases.ahead_paused_us = self->t_compute_paused;
+    self->phases.tail_values = alone ? 0 : self->t_tail_values;
     self->t_published = now;
     /* From the gradient's start when it was computed ahead. */
     self->last_seconds = MAX (1e-6, (now - MIN (self->step_started, self->t_compute_began))
@@ -2157,8 +2180,10 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
     GHashTable *table;
     g_autofree char *prefix = g_strdup_printf ("%" G_GUINT64_FORMAT "/", chunk.step);
     g_autofree char *infix = g_strdup_printf ("/%s", id);
+    DcTrainShardLayout layout;
 
-    if (!dc_train_shard_header_parse (data, size, model->n_params, &header, &error))
+    _dc_train_group_layout (model, &layout);
+    if (!dc_train_shard_header_parse (data, size, &layout, &header, &error))
       {
         g_message ("a gradient from %s with a bad header: dropped (%s)", dc_peer_get_name (peer),
                    error->message);

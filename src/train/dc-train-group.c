@@ -485,6 +485,25 @@ _dc_train_group_contrib_key (guint64     step,
                           id, shard);
 }
 
+/* How @model's gradients are cut into shards (dc_train_shard_range ()):
+ * the tail layout, or with DC_TRAIN_GROUP_SHARDS=even the even shards of
+ * before, for comparing in bench group (every device of the run must say
+ * the same: the other's shards have other sizes and are refused). */
+void
+_dc_train_group_layout (const DcGptModel   *model,
+                        DcTrainShardLayout *layout)
+{
+  static gsize even = 0;
+
+  if (g_once_init_enter (&even))
+    g_once_init_leave (&even, g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_SHARDS"), "even") == 0
+                              ? 2 : 1);
+  if (even == 2)
+    dc_train_shard_layout_init_even (layout, model->n_params);
+  else
+    dc_train_shard_layout_init_model (layout, &model->config);
+}
+
 /* The float32 values of a kept shard object (its header was checked when
  * it came, or this device wrote it). */
 const float *

@@ -234,6 +234,12 @@ typedef struct
    * the audit ending during the step ran at, its thread and its idle
    * pool's helpers read back; -1 without one. */
   gint   audit_priority;
+  /* The gradient values of this device's contributions packed and sent
+   * once its backward pass had passed block 1 (block 0 and the embeddings
+   * left to compute) or after it: what the exchange's tail carries from
+   * this device (docs/ARCHITECTURE.md, "The sharded exchange", the tail
+   * layout); the rest left while a block or more was still computed. */
+  gsize  tail_values;
 } DcTrainGroupPhases;
 
 gboolean      dc_train_group_get_step_phases (DcTrainGroup      *self,

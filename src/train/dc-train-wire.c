@@ -137,26 +137,213 @@ dc_train_weights_header_parse (const guint8           *data,
 }
 
 /**
+ * dc_train_shard_layout_init_even:
+ *
+ * Even shards: shard r is [⌊r·n/N⌋, ⌊(r+1)·n/N⌋) (the layout before
+ * 2026-12-02 afternoon; what a model without blocks gets).
+ */
+void
+dc_train_shard_layout_init_even (DcTrainShardLayout *layout,
+                                 gsize               n_params)
+{
+  memset (layout, 0, sizeof *layout);
+  layout->n_params = n_params;
+}
+
+/**
+ * dc_train_shard_layout_init_tail:
+ * @late_end: where block 1 begins (the embeddings and block 0 before it)
+ * @block_len: values of each block after it
+ * @n_blocks: blocks after block 0
+ *
+ * The tail layout (dc_train_shard_range ()); an even one when the model
+ * has no block after block 0 or the sizes do not add up.
+ */
+void
+dc_train_shard_layout_init_tail (DcTrainShardLayout *layout,
+                                 gsize               n_params,
+                                 gsize               late_end,
+                                 gsize               block_len,
+                                 guint               n_blocks)
+{
+  dc_train_shard_layout_init_even (layout, n_params);
+  if (n_blocks == 0 || block_len == 0 || late_end == 0 || late_end >= n_params
+      || block_len > (n_params - late_end) / n_blocks)
+    return;
+  layout->late_end = late_end;
+  layout->block_len = block_len;
+  layout->n_blocks = n_blocks;
+}
+
+/**
+ * dc_train_shard_layout_init_model:
+ * @config: the run's model
+ *
+ * The tail layout of @config's gradients: block 1 begins the values final
+ * before the end of the backward pass (the tied head makes the token
+ * embedding final only at the very end, block 0 just before it).
+ */
+void
+dc_train_shard_layout_init_model (DcTrainShardLayout *layout,
+                                  const DcGptConfig  *config)
+{
+  gsize n_params = dc_gpt_config_n_params (config);
+  DcGptTensor block1, block2;
+
+  if (config->n_layer < 2)
+    {
+      dc_train_shard_layout_init_even (layout, n_params);
+      return;
+    }
+  dc_gpt_config_tensor (config, 2 + DC_GPT_TENSORS_PER_LAYER, &block1);
+  if (config->n_layer > 2)
+    dc_gpt_config_tensor (config, 2 + 2 * DC_GPT_TENSORS_PER_LAYER, &block2);
+  else
+    block2.offset = n_params;
+  /* With two blocks block 1's length includes the final norm, which the
+   * layout counts with the last block anyway. */
+  dc_train_shard_layout_init_tail (layout, n_params, block1.offset,
+                                   block2.offset - block1.offset, config->n_layer - 1);
+}
+
+/* Weights of the tail layout's early values: block l (1 ≤ l, final l
+ * blocks of the backward pass before its end) weighs 1/(1 + l), as
+ * integers: lcm (1..12) / (1 + l), exact for up to 11 later blocks
+ * (DC_GPT_LAYERS_MAX is 12); later blocks weigh as the 11th. */
+#define SHARD_WEIGHT_UNIT 27720u
+#define SHARD_WEIGHT_BLOCKS 11u
+
+static guint64
+block_weight (guint l)
+{
+  return SHARD_WEIGHT_UNIT / (1u + MIN (l, SHARD_WEIGHT_BLOCKS));
+}
+
+/* [start, end) of early block l (1-based; the last ends at n_params). */
+static void
+block_bounds (const DcTrainShardLayout *layout,
+              guint                     l,
+              gsize                    *start,
+              gsize                    *end)
+{
+  *start = layout->late_end + (gsize) (l - 1) * layout->block_len;
+  *end = l == layout->n_blocks ? layout->n_params : *start + layout->block_len;
+}
+
+static guint64
+early_weight (const DcTrainShardLayout *layout)
+{
+  guint64 total = 0;
+
+  for (guint l = 1; l <= layout->n_blocks; l++)
+    {
+      gsize start, end;
+
+      block_bounds (layout, l, &start, &end);
+      total += (guint64) (end - start) * block_weight (l);
+    }
+  return total;
+}
+
+/* The first value at which the early values' weight reaches @target. */
+static gsize
+early_position (const DcTrainShardLayout *layout,
+                guint64                   target)
+{
+  for (guint l = 1; l <= layout->n_blocks; l++)
+    {
+      gsize start, end;
+      guint64 w = block_weight (l);
+
+      block_bounds (layout, l, &start, &end);
+      if (target <= (guint64) (end - start) * w)
+        return start + (gsize) ((target + w - 1) / w);
+      target -= (guint64) (end - start) * w;
+    }
+  return layout->n_params;
+}
+
+/**
+ * dc_train_shard_late_count:
+ * @layout: the model's
+ * @n_ranks: the roster's size (1-64)
+ *
+ * How many of the first shards hold the values final last (the tail
+ * layout's k, dc_train_shard_range ()): ⌊N/2⌋, or more where those values
+ * are more than ⌊N/2⌋ even shards' worth, so that none of these shards is
+ * larger than an even one. 0 means even shards: one device alone, an even
+ * layout, a model whose values final last need all N shards (width 16 at
+ * N = 2: 70 % of it), or too few values for a late shard each and 64 for
+ * an early one.
+ */
+guint
+dc_train_shard_late_count (const DcTrainShardLayout *layout,
+                           guint                     n_ranks)
+{
+  gsize n_params = layout->n_params;
+  guint64 k;
+
+  if (layout->late_end == 0 || n_ranks < 2)
+    return 0;
+  /* n_params < 2^32 (dc_train_shard_header_parse () checks it; a model
+   * is far smaller) and n_ranks ≤ 64: no overflow here, nor in
+   * dc_train_shard_range ()'s weights (under 2^32 × 27720 × 64 < 2^53). */
+  k = ((guint64) n_ranks * layout->late_end + n_params - 1) / n_params;
+  k = MAX (k, n_ranks / 2);
+  if (k > n_ranks - 1 || layout->late_end < k
+      || (n_params - layout->late_end) / 64 < n_ranks - k)
+    return 0;
+  return (guint) k;
+}
+
+/**
  * dc_train_shard_range:
- * @n_params: the model's parameters
+ * @layout: the model's (dc_train_shard_layout_init_model ())
  * @n_ranks: the roster's size (≥ 1)
  * @shard: < @n_ranks
  *
- * Shard r of a gradient: [⌊r·n/N⌋, ⌊(r+1)·n/N⌋), contiguous, in rank
- * order, covering every parameter once.
+ * Shard r of a gradient: contiguous, in rank order, covering every
+ * parameter once. Even layout: [⌊r·n/N⌋, ⌊(r+1)·n/N⌋). Tail layout
+ * (issue 11's exchange tail, 2026-12-02): the values final only at the
+ * end of the backward pass, [0, late_end), are cut evenly into the first
+ * k shards (dc_train_shard_late_count (): ⌊N/2⌋ or more, never larger
+ * than an even shard), so that each of their reducers has little to sum and
+ * forward after the last gradient; the rest is cut into the other N − k
+ * in equal *weight*, block l weighing 1/(1 + l), so that a shard final
+ * only one block before the end is smaller than one final three blocks
+ * before (each has about as long to cross the network as its weight
+ * says). Any cut gives the same sums, element by element.
  */
 void
-dc_train_shard_range (gsize  n_params,
-                      guint  n_ranks,
-                      guint  shard,
-                      gsize *start,
-                      gsize *length)
+dc_train_shard_range (const DcTrainShardLayout *layout,
+                      guint                     n_ranks,
+                      guint                     shard,
+                      gsize                    *start,
+                      gsize                    *length)
 {
-  /* n_params < 2^32 (dc_train_shard_header_parse () checks it; a model
-   * is far smaller) and n_ranks ≤ 64: no overflow. */
-  guint64 a = (guint64) shard * n_params / n_ranks;
-  guint64 b = (guint64) (shard + 1) * n_params / n_ranks;
+  gsize n_params = layout->n_params;
+  guint k = dc_train_shard_late_count (layout, n_ranks);
+  guint m = n_ranks - k;
+  guint64 a, b;
 
+  if (k == 0)
+    {
+      a = (guint64) shard * n_params / n_ranks;
+      b = (guint64) (shard + 1) * n_params / n_ranks;
+    }
+  else if (shard < k)
+    {
+      a = (guint64) shard * layout->late_end / k;
+      b = (guint64) (shard + 1) * layout->late_end / k;
+    }
+  else
+    {
+      guint64 total = early_weight (layout);
+      guint j = shard - k;
+
+      a = j == 0 ? layout->late_end : early_position (layout, total * j / m);
+      b = j + 1 == m ? n_params : early_position (layout, total * (j + 1) / m);
+    }
   *start = a;
   *length = b - a;
 }
@@ -171,13 +358,13 @@ dc_train_shard_range (gsize  n_params,
 gsize
 dc_train_shard_wire_size (DcTrainShardKind kind,
                           DcTrainWire      wire,
-                          gsize            n_params,
+                          const DcTrainShardLayout *layout,
                           guint            n_ranks,
                           guint            shard)
 {
   gsize start, length;
 
-  dc_train_shard_range (n_params, n_ranks, shard, &start, &length);
+  dc_train_shard_range (layout, n_ranks, shard, &start, &length);
   return DC_TRAIN_SHARD_HEADER_SIZE
          + (kind == DC_TRAIN_SHARD_SUMMED ? (gsize) n_ranks * DC_TRAIN_SHARD_HASH_SIZE : 0)
          + length * (wire == DC_TRAIN_WIRE_BF16 ? 2 : sizeof (float));
@@ -191,12 +378,12 @@ dc_train_shard_wire_size (DcTrainShardKind kind,
  * %DC_TRAIN_WIRE_F32.
  */
 gsize
-dc_train_shard_object_size (DcTrainShardKind kind,
-                            gsize            n_params,
-                            guint            n_ranks,
-                            guint            shard)
+dc_train_shard_object_size (DcTrainShardKind          kind,
+                            const DcTrainShardLayout *layout,
+                            guint                     n_ranks,
+                            guint                     shard)
 {
-  return dc_train_shard_wire_size (kind, DC_TRAIN_WIRE_F32, n_params, n_ranks, shard);
+  return dc_train_shard_wire_size (kind, DC_TRAIN_WIRE_F32, layout, n_ranks, shard);
 }
 
 static void
@@ -232,7 +419,7 @@ dc_train_shard_header_write (guint8                   *data,
 /**
  * dc_train_shard_header_parse:
  * @data: (array length=size): a whole shard object
- * @n_params: the receiving model's parameters
+ * @layout: the receiving model's shard layout
  *
  * Checks a shard object (docs/PROTOCOL.md): magic "DRS1", kind 1 or 2,
  * element type 0 (f32) or 1 (bf16), reserved bytes zero, roster size 1-64,
@@ -244,7 +431,7 @@ dc_train_shard_header_write (guint8                   *data,
 gboolean
 dc_train_shard_header_parse (const guint8        *data,
                              gsize                size,
-                             gsize                n_params,
+                             const DcTrainShardLayout *layout,
                              DcTrainShardHeader  *header,
                              GError             **error)
 {
@@ -281,17 +468,17 @@ dc_train_shard_header_parse (const guint8        *data,
     }
   /* Bounded before any product (dc_train_shard_range () multiplies by the
    * shard, ≤ 64): far above any model (a gradient is at most 64 MiB). */
-  if (n_params > G_MAXUINT32
-      || size != dc_train_shard_wire_size (header->kind, header->wire, n_params,
+  if (layout->n_params > G_MAXUINT32
+      || size != dc_train_shard_wire_size (header->kind, header->wire, layout,
                                            header->roster_size, header->shard))
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
                    "a gradient shard of %" G_GSIZE_FORMAT " bytes (%s) for a model of %"
                    G_GSIZE_FORMAT " parameters", size, dc_train_wire_to_string (header->wire),
-                   n_params);
+                   layout->n_params);
       return FALSE;
     }
-  dc_train_shard_range (n_params, header->roster_size, header->shard, &start, &header->n_values);
+  dc_train_shard_range (layout, header->roster_size, header->shard, &start, &header->n_values);
   return TRUE;
 }
 

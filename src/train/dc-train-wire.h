@@ -15,6 +15,8 @@
 
 #include <glib.h>
 
+#include "model/dc-gpt-config.h"
+
 G_BEGIN_DECLS
 
 #define DC_TRAIN_GRADIENT_MAGIC        0x31475244u  /* "DRG1" */
@@ -88,6 +90,27 @@ typedef struct
 } DcTrainShardHeader;
 
 /**
+ * DcTrainShardLayout:
+ * @n_params: the model's parameters (< 2^32)
+ * @late_end: the values that become final last, [0, @late_end): the
+ *   embeddings and block 0, which the backward pass finishes last; 0 for
+ *   even shards (dc_train_shard_layout_init_even ())
+ * @block_len: values of each later block
+ * @n_blocks: blocks after block 0 (the final norm counts with the last)
+ *
+ * How a gradient is cut into shards (docs/ARCHITECTURE.md, "The sharded
+ * exchange"): a pure function of the model's shape, the same on every
+ * device. dc_train_shard_range () reads it.
+ */
+typedef struct
+{
+  gsize n_params;
+  gsize late_end;
+  gsize block_len;
+  guint n_blocks;
+} DcTrainShardLayout;
+
+/**
  * DcTrainGradientHeader:
  * @roster_size: devices of the roster the gradient was computed for (1-64)
  * @digest: first 8 bytes of SHA-256 of that roster's sorted ids
@@ -145,18 +168,29 @@ gboolean dc_train_weights_header_parse  (const guint8           *data,
                                          DcTrainWeightsHeader   *header,
                                          GError                **error);
 
-void     dc_train_shard_range           (gsize                   n_params,
+void     dc_train_shard_layout_init_even (DcTrainShardLayout   *layout,
+                                         gsize                   n_params);
+void     dc_train_shard_layout_init_tail (DcTrainShardLayout   *layout,
+                                         gsize                   n_params,
+                                         gsize                   late_end,
+                                         gsize                   block_len,
+                                         guint                   n_blocks);
+void     dc_train_shard_layout_init_model (DcTrainShardLayout  *layout,
+                                          const DcGptConfig   *config);
+guint    dc_train_shard_late_count      (const DcTrainShardLayout *layout,
+                                         guint                   n_ranks);
+void     dc_train_shard_range           (const DcTrainShardLayout *layout,
                                          guint                   n_ranks,
                                          guint                   shard,
                                          gsize                  *start,
                                          gsize                  *length);
 gsize    dc_train_shard_object_size     (DcTrainShardKind        kind,
-                                         gsize                   n_params,
+                                         const DcTrainShardLayout *layout,
                                          guint                   n_ranks,
                                          guint                   shard);
 gsize    dc_train_shard_wire_size       (DcTrainShardKind        kind,
                                          DcTrainWire             wire,
-                                         gsize                   n_params,
+                                         const DcTrainShardLayout *layout,
                                          guint                   n_ranks,
                                          guint                   shard);
 void     dc_train_shard_header_write    (guint8                 *data,
@@ -165,7 +199,7 @@ guint64  dc_train_wire_gradient_cap     (gsize                   n_params);
 guint64  dc_train_wire_weights_cap      (gsize                   n_params);
 gboolean dc_train_shard_header_parse    (const guint8           *data,
                                          gsize                   size,
-                                         gsize                   n_params,
+                                         const DcTrainShardLayout *layout,
                                          DcTrainShardHeader     *header,
                                          GError                **error);
 
