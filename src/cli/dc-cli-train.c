@@ -17,6 +17,8 @@
 #include "dc-context.h"
 #include "data/dc-dataset.h"
 #include "model/dc-checkpoint.h"
+#include "model/dc-gpt-trainer.h"
+#include "model/dc-gpt-vk-step.h"
 #include "train/dc-train-plan.h"
 
 typedef struct
@@ -217,6 +219,7 @@ dc_cli_train_run (const DcCliCommand  *command,
   DcTrainingRequest request = { 0 };
   DcTrainSettings settings;
   DcGptModel *model = NULL;
+  DcGptTrainer *trainer = NULL;
   DcBackendKind kind = DC_BACKEND_CPU;
   float loss = 0.0f;
   g_autofree char *hash = NULL;
@@ -378,6 +381,12 @@ dc_cli_train_run (const DcCliCommand  *command,
   if (dc_train_session_used_fallback (session) && options->json)
     print_data_fallback ();
   settings = plan->settings;
+  /* The resident step (a Vulkan backend whose gates pass) keeps the state
+   * on the device: per step only the loss and the hash's piece digests
+   * leave it; the model is read back for the checkpoint. The model's
+   * pointer stays valid; its step counter is always the host's. */
+  trainer = dc_train_session_get_trainer (session);
+  dc_gpt_trainer_set_lazy_host (trainer, TRUE);
   model = dc_train_session_get_model (session);
 
   while (model->step < plan->stop)
@@ -389,16 +398,18 @@ dc_cli_train_run (const DcCliCommand  *command,
         return dc_cli_fail (options, error);
       seconds = MAX (1e-6, (g_get_monotonic_time () - start) / 1e6);
       g_free (hash);
-      hash = dc_gpt_model_dup_hash (model);
+      hash = NULL;
+      dc_gpt_trainer_dup_hashes (trainer, &hash, NULL);
       print_step (options, model->step, loss,
                   (double) plan->n_ranks * settings.batch * model->config.seq / seconds, hash,
                   plan->n_ranks);
     }
-  if (out != NULL && !dc_checkpoint_save (model, &settings, out, &error))
+  if (out != NULL
+      && !dc_checkpoint_save (dc_train_session_get_model (session), &settings, out, &error))
     return dc_cli_fail (options, error);
 
   if (hash == NULL)
-    hash = dc_gpt_model_dup_hash (model);
+    dc_gpt_trainer_dup_hashes (trainer, &hash, NULL);
   if (options->json)
     {
       g_autoptr(JsonBuilder) builder = json_builder_new ();
@@ -410,6 +421,26 @@ dc_cli_train_run (const DcCliCommand  *command,
       json_builder_add_int_value (builder, model->step);
       json_builder_set_member_name (builder, "hash");
       json_builder_add_string_value (builder, hash);
+      if (dc_gpt_trainer_get_resident_step (trainer) != NULL)
+        {
+          DcGptVkStepTimes times;
+
+          /* What crossed between host and device (docs/CLI.md). */
+          dc_gpt_vk_step_get_times (dc_gpt_trainer_get_resident_step (trainer), &times);
+          json_builder_set_member_name (builder, "resident");
+          json_builder_begin_object (builder);
+          json_builder_set_member_name (builder, "steps");
+          json_builder_add_int_value (builder, (gint64) times.steps);
+          json_builder_set_member_name (builder, "state_downloads");
+          json_builder_add_int_value (builder, (gint64) times.state_downloads);
+          json_builder_set_member_name (builder, "weight_downloads");
+          json_builder_add_int_value (builder, (gint64) times.weight_downloads);
+          json_builder_set_member_name (builder, "uploads");
+          json_builder_add_int_value (builder, (gint64) times.uploads);
+          json_builder_set_member_name (builder, "device_hashes");
+          json_builder_add_int_value (builder, (gint64) times.hashes);
+          json_builder_end_object (builder);
+        }
       if (out != NULL)
         {
           json_builder_set_member_name (builder, "checkpoint");

@@ -29,8 +29,12 @@ G_BEGIN_DECLS
  * 2: every chunk carries the SHA-256 of its own data (120-byte chunk header).
  * 3: the step exchange is sharded (reduce-scatter, then all-gather): a
  *    GRADIENTS object is a shard ("DRS1", src/train/dc-train-wire.h), not a
- *    whole gradient, so a version-2 peer would misread every one. */
-#define DC_MESH_TRAIN_BODY_VERSION    3
+ *    whole gradient, so a version-2 peer would misread every one.
+ * 4: the step report's weight and optimizer hashes are the piece-wise state
+ *    hash (docs/VERIFICATION.md, "State hash"), not SHA-256 of the whole
+ *    state: a version-3 peer's hashes would never match, and each would
+ *    take the other for diverged. */
+#define DC_MESH_TRAIN_BODY_VERSION    4
 
 #define DC_MESH_RUN_ID_SIZE           16
 #define DC_MESH_HASH_SIZE             32   /* SHA-256 */

@@ -117,43 +117,173 @@ dc_gpt_model_init_weights (DcGptModel *self,
   self->beta2_pow = 1.0f;
 }
 
+/* ---- The state hash (docs/VERIFICATION.md, "State hash") -----------------
+ *
+ * SHA-256 is sequential, so one hash of 3n floats runs on one core (about a
+ * second a step at GPT-2-small's 1.5 GB) and not at all on a GPU. The state
+ * hash is SHA-256 over the SHA-256 digests of consecutive pieces of
+ * DC_GPT_HASH_PIECE_FLOATS floats of each array (the last piece shorter),
+ * so that the pieces are digested in parallel, on the engine's pool or on
+ * the device (shaders/resident-hash.comp), and only their digests are
+ * combined in order. */
+
+typedef struct
+{
+  const float *data;
+  gsize        n;
+  guint8      *digests;
+} PieceJob;
+
+static void
+hash_piece_chunk (gsize    begin,
+                  gsize    end,
+                  guint    worker,
+                  gpointer data)
+{
+  PieceJob *job = data;
+
+  for (gsize k = begin; k < end; k++)
+    {
+      g_autoptr(DcSha256) sum = dc_sha256_new ();
+      gsize first = k * DC_GPT_HASH_PIECE_FLOATS;
+      gsize len = MIN ((gsize) DC_GPT_HASH_PIECE_FLOATS, job->n - first);
+
+      dc_sha256_update (sum, job->data + first, len * sizeof (float));
+      dc_sha256_get_digest (sum, job->digests + k * DC_SHA256_SIZE);
+    }
+}
+
+/**
+ * dc_gpt_hash_n_pieces:
+ * @n: floats in an array
+ *
+ * Returns: the pieces of an array of @n floats in the state hash
+ */
+gsize
+dc_gpt_hash_n_pieces (gsize n)
+{
+  return (n + DC_GPT_HASH_PIECE_FLOATS - 1) / DC_GPT_HASH_PIECE_FLOATS;
+}
+
+/**
+ * dc_gpt_hash_pieces:
+ * @data: (array length=n): little-endian float32
+ * @digests: (out caller-allocates): dc_gpt_hash_n_pieces (@n) × 32 bytes
+ *
+ * The SHA-256 digest of each piece of @data, on the engine's pool (the same
+ * bytes at every thread count: each piece is digested alone).
+ */
+void
+dc_gpt_hash_pieces (const float *data,
+                    gsize        n,
+                    guint8      *digests)
+{
+  PieceJob job = { data, n, digests };
+
+  G_STATIC_ASSERT (G_BYTE_ORDER == G_LITTLE_ENDIAN);
+  /* One piece a chunk: 64 KiB is already tens of microseconds of work. */
+  dc_parallel_for (0, dc_gpt_hash_n_pieces (n), 1, hash_piece_chunk, &job);
+}
+
+/**
+ * dc_gpt_model_finish_hashes:
+ * @digests_w: (nullable): the weights' piece digests (dc_gpt_hash_pieces ());
+ *   %NULL when @weights is %NULL
+ * @digests_mv: the first moments' piece digests, then the second moments'
+ * @weights: (out) (optional): the weight hash
+ * @optimizer: (out) (optional): the optimizer hash
+ *
+ * Combines the piece digests (from the host or a device) into the hashes
+ * dc_gpt_model_dup_hash () and dc_gpt_model_dup_optimizer_hash () return;
+ * @self gives the step and β^t.
+ */
+void
+dc_gpt_model_finish_hashes (const DcGptModel  *self,
+                            const guint8      *digests_w,
+                            const guint8      *digests_mv,
+                            char             **weights,
+                            char             **optimizer)
+{
+  gsize bytes = dc_gpt_hash_n_pieces (self->n_params) * DC_SHA256_SIZE;
+
+  if (weights != NULL)
+    {
+      g_autoptr(DcSha256) sum = dc_sha256_new ();
+
+      g_return_if_fail (digests_w != NULL);
+      dc_sha256_update (sum, digests_w, bytes);
+      dc_sha256_update (sum, digests_mv, 2 * bytes);
+      *weights = dc_sha256_dup_hex (sum, 16);
+    }
+  if (optimizer != NULL)
+    {
+      g_autoptr(DcSha256) sum = dc_sha256_new ();
+      guint64 step = GUINT64_TO_LE (self->step);
+      float pows[2] = { self->beta1_pow, self->beta2_pow };
+
+      dc_sha256_update (sum, digests_mv, 2 * bytes);
+      dc_sha256_update (sum, &step, sizeof step);
+      dc_sha256_update (sum, pows, sizeof pows);
+      *optimizer = dc_sha256_dup_hex (sum, 16);
+    }
+}
+
+/**
+ * dc_gpt_model_dup_hashes:
+ * @weights: (out) (optional): dc_gpt_model_dup_hash ()
+ * @optimizer: (out) (optional): dc_gpt_model_dup_optimizer_hash ()
+ *
+ * Both hashes for the price of one: the moments' pieces are digested once.
+ */
+void
+dc_gpt_model_dup_hashes (const DcGptModel  *self,
+                         char             **weights,
+                         char             **optimizer)
+{
+  gsize bytes = dc_gpt_hash_n_pieces (self->n_params) * DC_SHA256_SIZE;
+  g_autofree guint8 *digests = g_malloc (3 * bytes);
+
+  if (weights != NULL)
+    dc_gpt_hash_pieces (self->params, self->n_params, digests);
+  dc_gpt_hash_pieces (self->adam_m, self->n_params, digests + bytes);
+  dc_gpt_hash_pieces (self->adam_v, self->n_params, digests + 2 * bytes);
+  dc_gpt_model_finish_hashes (self, weights != NULL ? digests : NULL, digests + bytes, weights,
+                              optimizer);
+}
+
 /**
  * dc_gpt_model_dup_hash:
  *
- * Returns: (transfer full): the first 16 hex digits of the SHA-256 of the
- *   weights and both Adam moments (little-endian float32), so that two
- *   replicas with the same hash continue identically.
+ * Returns: (transfer full): the first 16 hex digits of the state hash of the
+ *   weights and both Adam moments (little-endian float32): SHA-256 over the
+ *   piece digests of the weights, then the first moments, then the second
+ *   moments; two replicas with the same hash continue identically.
  */
 char *
 dc_gpt_model_dup_hash (const DcGptModel *self)
 {
-  g_autoptr(DcSha256) sum = dc_sha256_new ();
+  char *hash = NULL;
 
-  dc_sha256_update (sum, self->params, 3 * self->n_params * sizeof (float));
-  return dc_sha256_dup_hex (sum, 16);
+  dc_gpt_model_dup_hashes (self, &hash, NULL);
+  return hash;
 }
 
 /**
  * dc_gpt_model_dup_optimizer_hash:
  *
- * Returns: (transfer full): the first 16 hex digits of the SHA-256 of the
- *   optimizer state alone: both Adam moments (little-endian float32), then
- *   the step (little-endian uint64) and β1^t, β2^t (float32). Next to the
- *   weight hash it tells a diverged optimizer from diverged weights.
+ * Returns: (transfer full): the first 16 hex digits of the hash of the
+ *   optimizer state alone: SHA-256 over the piece digests of both Adam
+ *   moments (little-endian float32), then the step (little-endian uint64)
+ *   and β1^t, β2^t (float32). Next to the weight hash it tells a diverged
+ *   optimizer from diverged weights.
  */
 char *
 dc_gpt_model_dup_optimizer_hash (const DcGptModel *self)
 {
-  g_autoptr(DcSha256) sum = dc_sha256_new ();
-  guint64 step = GUINT64_TO_LE (self->step);
-  float pows[2] = { self->beta1_pow, self->beta2_pow };
+  char *hash = NULL;
 
-  G_STATIC_ASSERT (G_BYTE_ORDER == G_LITTLE_ENDIAN);
-  dc_sha256_update (sum, self->adam_m, self->n_params * sizeof (float));
-  dc_sha256_update (sum, self->adam_v, self->n_params * sizeof (float));
-  dc_sha256_update (sum, &step, sizeof step);
-  dc_sha256_update (sum, pows, sizeof pows);
-  return dc_sha256_dup_hex (sum, 16);
+  dc_gpt_model_dup_hashes (self, NULL, &hash);
+  return hash;
 }
 
 /**

@@ -27,6 +27,13 @@ typedef struct
   guint64 seed;
 } DcTrainSettings;
 
+/* The state hash's pieces (docs/VERIFICATION.md, "State hash"): 64 KiB of
+ * floats. Why this number: a piece's digest adds 32 bytes (0.05 %) to the
+ * final, sequential pass and one padding block (0.1 %) to the work, while
+ * GPT-2-small's arrays still give 7,600 pieces each to spread over threads
+ * or a GPU's invocations and width 128's (about 1 M floats) 64 each. */
+#define DC_GPT_HASH_PIECE_FLOATS 16384
+
 /* Adam's constants, fixed for every run (docs/ARCHITECTURE.md). */
 #define DC_ADAM_BETA1 0.9f
 #define DC_ADAM_BETA2 0.999f
@@ -56,6 +63,18 @@ void        dc_gpt_model_init_weights      (DcGptModel         *self,
                                             guint64             seed);
 char       *dc_gpt_model_dup_hash          (const DcGptModel   *self);
 char       *dc_gpt_model_dup_optimizer_hash (const DcGptModel  *self);
+void        dc_gpt_model_dup_hashes        (const DcGptModel   *self,
+                                            char              **weights,
+                                            char              **optimizer);
+void        dc_gpt_model_finish_hashes     (const DcGptModel   *self,
+                                            const guint8       *digests_w,
+                                            const guint8       *digests_mv,
+                                            char              **weights,
+                                            char              **optimizer);
+gsize       dc_gpt_hash_n_pieces           (gsize               n);
+void        dc_gpt_hash_pieces             (const float        *data,
+                                            gsize               n,
+                                            guint8             *digests);
 float      *dc_gpt_model_tensor            (DcGptModel         *self,
                                             const char         *name);
 void        dc_gpt_model_adam_step         (DcGptModel         *self,

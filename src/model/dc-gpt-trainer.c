@@ -326,6 +326,34 @@ dc_gpt_trainer_get_model (DcGptTrainer *self)
 }
 
 /**
+ * dc_gpt_trainer_dup_hashes:
+ * @weights: (out) (optional): dc_gpt_model_dup_hash () of the state
+ * @optimizer: (out) (optional): dc_gpt_model_dup_optimizer_hash () of it
+ *
+ * The state's hashes without reading the state back where a resident step
+ * holds it (a lazy host): its pieces are digested on the device and only
+ * the digests leave it. Otherwise, or when that fails, the host model's
+ * (read back first where stale).
+ */
+void
+dc_gpt_trainer_dup_hashes (DcGptTrainer  *self,
+                           char         **weights,
+                           char         **optimizer)
+{
+  if (self->vk_step != NULL && dc_gpt_vk_step_can_hash (self->vk_step))
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (dc_gpt_vk_step_dup_hashes (self->vk_step, self->model, weights, optimizer, &error))
+        return;
+      /* The state is still there: read back, it is hashed on the host. */
+      g_message ("The state hash on the device failed (%s) — computed on the CPU",
+                 error->message);
+    }
+  dc_gpt_model_dup_hashes (dc_gpt_trainer_get_model (self), weights, optimizer);
+}
+
+/**
  * dc_gpt_trainer_get_run:
  *
  * Returns: (transfer none): the forward and backward workspace (for its

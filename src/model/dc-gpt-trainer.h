@@ -83,6 +83,9 @@ gboolean       dc_gpt_trainer_sync_host         (DcGptTrainer           *self,
                                                  GError                **error);
 DcGptVkForward *dc_gpt_trainer_get_resident_pass (DcGptTrainer          *self);
 DcGptModel    *dc_gpt_trainer_get_model         (DcGptTrainer           *self);
+void           dc_gpt_trainer_dup_hashes        (DcGptTrainer           *self,
+                                                 char                  **weights,
+                                                 char                  **optimizer);
 DcGptRun      *dc_gpt_trainer_get_run           (DcGptTrainer           *self);
 const DcTrainSettings *
                dc_gpt_trainer_get_settings      (DcGptTrainer           *self);

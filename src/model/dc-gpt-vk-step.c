@@ -40,6 +40,7 @@
 #include "engine/dc-parallel.h"
 #include "dc-model-error.h"
 #include "dc-gpt-vk-forward-private.h"
+#include "dc-sha256.h"
 
 /* Mirrors the Scalars block of shaders/adam.comp (std430: nine uint32). */
 typedef struct
@@ -82,6 +83,9 @@ struct _DcGptVkStep
   DcVkRecording *grads_in;        /* staging_in → g */
   DcVkRecording *down_w;          /* w → staging_out */
   DcVkRecording *down_all;        /* w, m, v → staging_out */
+  DcVkPipeline  *hash;            /* resident-hash.comp (nullable: its gate refused it) */
+  DcVkBuffer    *digests;         /* host-visible: the piece digests of w, m, v */
+  DcVkRecording *hash_all;        /* the digests of w, m and v */
   /* state */
   gsize          n;
   DcVkF32Mode    native;          /* + − × on the float unit (f32-exact.glsl) */
@@ -368,6 +372,9 @@ dc_gpt_vk_step_free (DcGptVkStep *self)
     return;
   /* Reverse order of creation; the context last. */
   g_clear_pointer (&self->recording, dc_vk_recording_free);
+  g_clear_pointer (&self->hash_all, dc_vk_recording_free);
+  g_clear_pointer (&self->digests, dc_vk_buffer_free);
+  g_clear_pointer (&self->hash, dc_vk_pipeline_free);
   g_clear_pointer (&self->staging_out, dc_vk_buffer_free);
   g_clear_pointer (&self->staging_in, dc_vk_buffer_free);
   g_clear_pointer (&self->scalars, dc_vk_buffer_free);
@@ -758,6 +765,179 @@ gate_adam (DcVkContext  *ctx,
   return TRUE;
 }
 
+/* ---- The state hash's piece digests (resident-hash.comp) ----------------- */
+
+/* Mirrors resident-hash.comp's push constants. */
+typedef struct
+{
+  guint32 n;
+  guint32 piece_words;
+} DcVkHashPush;
+
+/* Invocations per workgroup of resident-hash.comp (its local_size_x): one
+ * piece each. */
+#define HASH_GROUP 64
+
+/* Array lengths of the hash gate, in floats: whole pieces, and last pieces
+ * that end within a block, in a block's last two words (the padding then
+ * needs a block of its own) and on a block's end; small enough for
+ * lavapipe. */
+static const gsize hash_gate_n[] = {
+  2 * DC_GPT_HASH_PIECE_FLOATS + 15, DC_GPT_HASH_PIECE_FLOATS + 14, 3, 16,
+};
+
+/* The kernel over three arrays of n floats: one grid row each (a pipeline
+ * has one descriptor set, so one dispatch binds all three). */
+static guint
+hash_groups (gsize n)
+{
+  return (guint) ((dc_gpt_hash_n_pieces (n) + HASH_GROUP - 1) / HASH_GROUP);
+}
+
+/* The hash kernel (its twin when the gates' tests ask) against
+ * dc_gpt_hash_pieces () on splitmix64 bits: a digest wrong anywhere, or a
+ * piece's tail or padding handled unlike SHA-256, refuses it. */
+static DcVkPipeline *
+gate_hash (DcVkContext  *ctx,
+           GError      **error)
+{
+  g_autoptr(DcVkPipeline) pipeline = NULL;
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-hash", DC_VK_F32_EMULATED,
+                                                  _dc_gpt_vk_kernel_broken ("resident-hash"));
+  guint64 state = G_GUINT64_CONSTANT (0x4461697379486131);  /* "DaisyHa1" */
+
+  pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkHashPush), error);
+  if (pipeline == NULL)
+    return NULL;
+  for (guint i = 0; i < G_N_ELEMENTS (hash_gate_n); i++)
+    {
+      gsize n = hash_gate_n[i], pieces = dc_gpt_hash_n_pieces (n);
+      g_autoptr(DcVkBuffer) a0 = NULL, a1 = NULL, a2 = NULL, digests = NULL;
+      g_autofree guint8 *want = g_malloc (3 * pieces * DC_SHA256_SIZE);
+      DcVkHashPush push = { (guint32) n, DC_GPT_HASH_PIECE_FLOATS };
+
+      if ((a0 = dc_vk_buffer_new (ctx, n * sizeof (float), error)) == NULL
+          || (a1 = dc_vk_buffer_new (ctx, n * sizeof (float), error)) == NULL
+          || (a2 = dc_vk_buffer_new (ctx, n * sizeof (float), error)) == NULL
+          || (digests = dc_vk_buffer_new (ctx, 3 * pieces * DC_SHA256_SIZE, error)) == NULL)
+        return NULL;
+      {
+        DcVkBuffer *buffers[] = { a0, a1, a2, digests };
+
+        for (guint k = 0; k < 3; k++)
+          {
+            guint32 *words = dc_vk_buffer_get_data (buffers[k]);
+
+            for (gsize j = 0; j < n; j++)
+              words[j] = (guint32) _dc_gpt_vk_splitmix64 (&state);
+            dc_gpt_hash_pieces ((const float *) words, n, want + k * pieces * DC_SHA256_SIZE);
+          }
+        if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, hash_groups (n), 3, 1, error))
+          return NULL;
+      }
+      for (gsize k = 0; k < 3 * pieces; k++)
+        if (memcmp ((const guint8 *) dc_vk_buffer_get_data (digests) + k * DC_SHA256_SIZE,
+                    want + k * DC_SHA256_SIZE, DC_SHA256_SIZE) != 0)
+          {
+            g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                         "array %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT " floats, piece %"
+                         G_GSIZE_FORMAT ": the digest is not the CPU's SHA-256",
+                         k / pieces + 1, n, k % pieces + 1);
+            return NULL;
+          }
+    }
+  return g_steal_pointer (&pipeline);
+}
+
+/* The hash kernel's gate, then its recording over w, m and v. A refusal is
+ * logged and leaves the hash on the host (the state read back for it). */
+static void
+hash_build (DcGptVkStep *self)
+{
+  g_autoptr(GError) error = NULL;
+  gsize pieces = dc_gpt_hash_n_pieces (self->n);
+  DcVkHashPush push = { (guint32) self->n, DC_GPT_HASH_PIECE_FLOATS };
+  DcVkBuffer *buffers[4];
+
+  self->hash = gate_hash (self->ctx, &error);
+  if (self->hash == NULL)
+    {
+      g_message ("Vulkan kernel resident-hash on %s failed verification (%s) — the state "
+                 "hash is computed on the CPU", dc_vk_context_get_device_name (self->ctx),
+                 error->message);
+      return;
+    }
+  if ((self->digests = dc_vk_buffer_new (self->ctx, 3 * pieces * DC_SHA256_SIZE, &error)) != NULL)
+    {
+      buffers[0] = self->w;
+      buffers[1] = self->m;
+      buffers[2] = self->v;
+      buffers[3] = self->digests;
+    }
+  if (self->digests == NULL
+      || (self->hash_all = dc_vk_recording_new (self->ctx, &error)) == NULL
+      || !dc_vk_recording_dispatch (self->hash_all, self->hash, buffers, &push,
+                                    hash_groups (self->n), 3, 1, &error)
+      || !dc_vk_recording_end (self->hash_all, &error))
+    {
+      g_message ("The state hash on %s could not be set up (%s) — it is computed on the CPU",
+                 dc_vk_context_get_device_name (self->ctx), error->message);
+      g_clear_pointer (&self->hash_all, dc_vk_recording_free);
+      g_clear_pointer (&self->digests, dc_vk_buffer_free);
+      g_clear_pointer (&self->hash, dc_vk_pipeline_free);
+    }
+}
+
+/**
+ * dc_gpt_vk_step_can_hash:
+ *
+ * Returns: whether dc_gpt_vk_step_dup_hashes () digests the state on the
+ *   device now: its kernel passed its gate and the device holds the
+ *   current state (the host's arrays are stale, and nobody was handed
+ *   them since the last step, who might have written them)
+ */
+gboolean
+dc_gpt_vk_step_can_hash (DcGptVkStep *self)
+{
+  return self->hash_all != NULL && !self->exposed && !(self->host_w && self->host_mv);
+}
+
+/**
+ * dc_gpt_vk_step_dup_hashes:
+ * @model: the model the step runs for (its step and β^t)
+ * @weights: (out) (optional): dc_gpt_model_dup_hash () of the device's state
+ * @optimizer: (out) (optional): dc_gpt_model_dup_optimizer_hash () of it
+ *
+ * The state hashes with the pieces digested on the device: only the
+ * digests (32 bytes a piece) are read back. Only where
+ * dc_gpt_vk_step_can_hash () says so.
+ */
+gboolean
+dc_gpt_vk_step_dup_hashes (DcGptVkStep       *self,
+                           const DcGptModel  *model,
+                           char             **weights,
+                           char             **optimizer,
+                           GError           **error)
+{
+  gsize bytes = dc_gpt_hash_n_pieces (self->n) * DC_SHA256_SIZE;
+  const guint8 *digests;
+  gint64 t0, t1;
+
+  g_return_val_if_fail (model->n_params == self->n, FALSE);
+  g_return_val_if_fail (dc_gpt_vk_step_can_hash (self), FALSE);
+
+  t0 = g_get_monotonic_time ();
+  if (!dc_vk_recording_submit (self->hash_all, error))
+    return FALSE;
+  t1 = g_get_monotonic_time ();
+  digests = dc_vk_buffer_get_data (self->digests);
+  dc_gpt_model_finish_hashes (model, digests, digests + bytes, weights, optimizer);
+  self->times.hashes++;
+  self->times.device_ns += (guint64) (t1 - t0) * 1000;
+  self->times.host_ns += (guint64) (g_get_monotonic_time () - t1) * 1000;
+  return TRUE;
+}
+
 static DcGptVkStep *step_new (const DcGptModel  *model,
                               DcGptVkForward    *pass,
                               GError           **error);
@@ -872,6 +1052,7 @@ step_new (const DcGptModel  *model,
   if (!resident_build (self, self->ctx, model->n_params, native, FALSE, f, grads_off, error)
       || !resident_upload (self, self->ctx, model->params, model->adam_m, model->adam_v, error))
     return NULL;
+  hash_build (self);
   return g_steal_pointer (&self);
 }
 

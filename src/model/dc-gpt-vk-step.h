@@ -38,6 +38,8 @@ typedef struct _DcGptVkStep DcGptVkStep;
  * @weight_downloads: times the weights alone were read back
  * @uploads: times the host's weights and moments were written to the
  *   device (when made, and when the host changed them)
+ * @hashes: state hashes whose pieces were digested on the device
+ *   (dc_gpt_vk_step_dup_hashes ())
  *
  * Totals since the step was made; `bench train` reports them.
  */
@@ -49,6 +51,7 @@ typedef struct
   guint64 state_downloads;   /* weights and both moments read back */
   guint64 weight_downloads;  /* the weights alone read back */
   guint64 uploads;           /* weights and moments written from the host */
+  guint64 hashes;            /* state hashes digested on the device */
 } DcGptVkStepTimes;
 
 DcGptVkStep *dc_gpt_vk_step_new              (const DcGptModel  *model,
@@ -74,6 +77,12 @@ gboolean     dc_gpt_vk_step_apply_gradients  (DcGptVkStep       *self,
                                               DcGptModel        *model,
                                               const float       *grads,
                                               float              lr,
+                                              GError           **error);
+gboolean     dc_gpt_vk_step_can_hash         (DcGptVkStep       *self);
+gboolean     dc_gpt_vk_step_dup_hashes       (DcGptVkStep       *self,
+                                              const DcGptModel  *model,
+                                              char             **weights,
+                                              char             **optimizer,
                                               GError           **error);
 void         dc_gpt_vk_step_get_times        (DcGptVkStep       *self,
                                               DcGptVkStepTimes  *out);

@@ -1213,8 +1213,7 @@ applied_cb (GObject      *object,
       /* The worker hashed the state before the flip. */
       g_free (apply->weights_hash);
       g_free (apply->optimizer_hash);
-      apply->weights_hash = dc_gpt_model_dup_hash (model);
-      apply->optimizer_hash = dc_gpt_model_dup_optimizer_hash (model);
+      dc_gpt_model_dup_hashes (model, &apply->weights_hash, &apply->optimizer_hash);
     }
 
   /* The loss as the simulation computes it: the ranks' losses in rank

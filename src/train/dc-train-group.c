@@ -431,8 +431,7 @@ _dc_train_group_hash_state (DcTrainGroup      *self,
 {
   if (self->fault_slow_hash)
     g_usleep (SLOW_HASH_US);
-  *hash = dc_gpt_model_dup_hash (model);
-  *optimizer = dc_gpt_model_dup_optimizer_hash (model);
+  dc_gpt_model_dup_hashes (model, hash, optimizer);
 }
 
 DcMeshStepReport *

@@ -337,11 +337,14 @@ dc_train_session_step (DcTrainSession  *self,
                        float           *loss,
                        GError         **error)
 {
-  DcGptModel *model = dc_gpt_trainer_get_model (self->trainer);
+  DcGptModel *model;
   float loss_sum = 0.0f;
 
+  /* Alone, the model is not fetched: with a lazy host (the CLI's `train`,
+   * the app) that would read the state back every step. */
   if (!self->group_step)
     return dc_gpt_trainer_step (self->trainer, loss, error);
+  model = dc_gpt_trainer_get_model (self->trainer);
 
   /* The seam for the group coordinator: a real group computes only its own
    * rank here and receives the others' gradients from the mesh. The ranks

@@ -441,6 +441,7 @@ training_worker (gpointer user_data)
   DcTrainingRun *self = user_data;
   g_autoptr(GMainContext) worker_context = g_main_context_new ();
   Report *done = g_new0 (Report, 1);
+  DcGptTrainer *trainer;
   DcGptModel *model;
   guint batch_tokens;
 
@@ -468,6 +469,11 @@ training_worker (gpointer user_data)
       report->logged = TRUE;
       post_report (self, report);
     }
+  /* The resident step (the GPU's gates passed) keeps the state on the
+   * device: per step only the loss and the hash's piece digests leave it.
+   * The model is read back below, before the main thread may read it. */
+  trainer = dc_train_session_get_trainer (self->session);
+  dc_gpt_trainer_set_lazy_host (trainer, TRUE);
   model = dc_train_session_get_model (self->session);
   batch_tokens = self->settings.batch * model->config.seq
                  * dc_train_session_get_n_ranks (self->session);
@@ -486,10 +492,13 @@ training_worker (gpointer user_data)
       report->step = model->step;
       report->loss = loss;
       report->tokens_per_s = batch_tokens / MAX (1e-6, (g_get_monotonic_time () - start) / 1e6);
-      report->hash = dc_gpt_model_dup_hash (model);
+      dc_gpt_trainer_dup_hashes (trainer, &report->hash, NULL);
       post_report (self, report);
     }
 
+  /* Current on the host before the main thread gets the session back (a
+   * checkpoint, an export, the next run's start). */
+  model = dc_train_session_get_model (self->session);
   if (done->error == NULL)
     {
       g_autofree char *hash = dc_gpt_model_dup_hash (model);
