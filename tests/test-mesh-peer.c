@@ -105,6 +105,57 @@ both_named (gpointer user_data)
   return dc_peer_get_name (sides[0].peer) != NULL && dc_peer_get_name (sides[1].peer) != NULL;
 }
 
+/* Two peers joined by the test's own signaling (signal_out_cb), on
+ * loopback: states and DATA messages recorded, chunked objects of
+ * @object_size bytes reassembled (none when 0). The answerer starts first,
+ * so that the offer finds it started; returns once each has the other's
+ * hello. */
+static void
+sides_open (Side        sides[2],
+            const char *backend_b,
+            gsize       object_size)
+{
+  const char *loopback[] = { "127.0.0.1", NULL };
+  DcPeerConfig config = { NULL, NULL, (GStrv) loopback };
+  g_autoptr(DcMeshHello) hello_a = dc_mesh_hello_new ("a", "cpu", "aa", 1);
+  g_autoptr(DcMeshHello) hello_b = dc_mesh_hello_new ("b", "cpu", backend_b, 1);
+  g_autoptr(GError) error = NULL;
+
+  sides[0].peer = dc_peer_new ("id-b", TRUE, &config, hello_a);
+  sides[1].peer = dc_peer_new ("id-a", FALSE, &config, hello_b);
+  for (guint i = 0; i < 2; i++)
+    {
+      sides[i].other = sides[1 - i].peer;
+      sides[i].states = g_array_new (FALSE, FALSE, sizeof (DcPeerState));
+      sides[i].messages = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+      if (object_size > 0)
+        sides[i].assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, object_size);
+      g_signal_connect (sides[i].peer, "signal-out", G_CALLBACK (signal_out_cb), &sides[i]);
+      g_signal_connect (sides[i].peer, "message", G_CALLBACK (message_cb), &sides[i]);
+    }
+  g_assert_true (dc_peer_start (sides[1].peer, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_peer_start (sides[0].peer, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (both_named, sides, 30000));
+}
+
+/* Ends what sides_open () made; both peers are finalized. */
+static void
+sides_free (Side sides[2])
+{
+  for (guint i = 0; i < 2; i++)
+    {
+      g_signal_handlers_disconnect_by_data (sides[i].peer, &sides[i]);
+      g_array_unref (sides[i].states);
+      g_ptr_array_unref (sides[i].messages);
+      g_clear_pointer (&sides[i].assembler, dc_mesh_chunk_assembler_free);
+      g_clear_pointer (&sides[i].object, g_bytes_unref);
+    }
+  g_assert_finalize_object (sides[0].peer);
+  g_assert_finalize_object (sides[1].peer);
+}
+
 static gboolean
 got_message (gpointer user_data)
 {
@@ -225,29 +276,11 @@ never (gpointer user_data)
 static void
 test_own_stall (void)
 {
-  const char *loopback[] = { "127.0.0.1", NULL };
-  DcPeerConfig config = { NULL, NULL, (GStrv) loopback };
-  g_autoptr(DcMeshHello) hello_a = dc_mesh_hello_new ("a", "cpu", "aa", 1);
-  g_autoptr(DcMeshHello) hello_b = dc_mesh_hello_new ("b", "cpu", "bb", 1);
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) ping = g_bytes_new_static ("0123456789abcdef", 16);
   Side sides[2] = { { 0 } };
 
-  sides[0].peer = dc_peer_new ("id-b", TRUE, &config, hello_a);
-  sides[1].peer = dc_peer_new ("id-a", FALSE, &config, hello_b);
-  for (guint i = 0; i < 2; i++)
-    {
-      sides[i].other = sides[1 - i].peer;
-      sides[i].states = g_array_new (FALSE, FALSE, sizeof (DcPeerState));
-      sides[i].messages = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
-      g_signal_connect (sides[i].peer, "signal-out", G_CALLBACK (signal_out_cb), &sides[i]);
-      g_signal_connect (sides[i].peer, "message", G_CALLBACK (message_cb), &sides[i]);
-    }
-  g_assert_true (dc_peer_start (sides[1].peer, &error));
-  g_assert_no_error (error);
-  g_assert_true (dc_peer_start (sides[0].peer, &error));
-  g_assert_no_error (error);
-  g_assert_true (dc_test_wait_until (both_named, sides, 30000));
+  sides_open (sides, "bb", 0);
 
   /* The main loop stands still: no tick, no heartbeat, no receipt. */
   g_usleep ((DC_PEER_TIMEOUT_MS + 1500) * G_TIME_SPAN_MILLISECOND);
@@ -263,15 +296,9 @@ test_own_stall (void)
   g_assert_no_error (error);
   g_assert_true (dc_test_wait_until (got_pong, &sides[1], 10000));
 
-  for (guint i = 0; i < 2; i++)
-    {
-      dc_peer_close (sides[i].peer, "leave");
-      g_signal_handlers_disconnect_by_data (sides[i].peer, &sides[i]);
-      g_array_unref (sides[i].states);
-      g_ptr_array_unref (sides[i].messages);
-    }
-  g_assert_finalize_object (sides[0].peer);
-  g_assert_finalize_object (sides[1].peer);
+  dc_peer_close (sides[0].peer, "leave");
+  dc_peer_close (sides[1].peer, "leave");
+  sides_free (sides);
 }
 
 static gboolean
@@ -292,18 +319,12 @@ both_have_objects (gpointer user_data)
 static void
 test_chunked_object (void)
 {
-  const char *loopback[] = { "127.0.0.1", NULL };
-  DcPeerConfig config = { NULL, NULL, (GStrv) loopback };
-  g_autoptr(DcMeshHello) hello_a = dc_mesh_hello_new ("a", "cpu", "aa", 1);
-  g_autoptr(DcMeshHello) hello_b = dc_mesh_hello_new ("b", "cpu", "aa", 1);
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) after = g_bytes_new_static ("after", 5);
   GBytes *objects[2];
   Side sides[2] = { { 0 } };
   const gsize size = 5 * 1000 * 1000 + 3;
 
-  sides[0].peer = dc_peer_new ("id-b", TRUE, &config, hello_a);
-  sides[1].peer = dc_peer_new ("id-a", FALSE, &config, hello_b);
   for (guint i = 0; i < 2; i++)
     {
       guint8 *data = g_malloc (size);
@@ -311,18 +332,8 @@ test_chunked_object (void)
       for (gsize k = 0; k < size; k++)
         data[k] = (guint8) ((k * 2654435761u + i) >> 11);
       objects[i] = g_bytes_new_take (data, size);
-      sides[i].other = sides[1 - i].peer;
-      sides[i].states = g_array_new (FALSE, FALSE, sizeof (DcPeerState));
-      sides[i].messages = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
-      sides[i].assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, size);
-      g_signal_connect (sides[i].peer, "signal-out", G_CALLBACK (signal_out_cb), &sides[i]);
-      g_signal_connect (sides[i].peer, "message", G_CALLBACK (message_cb), &sides[i]);
     }
-  g_assert_true (dc_peer_start (sides[1].peer, &error));
-  g_assert_no_error (error);
-  g_assert_true (dc_peer_start (sides[0].peer, &error));
-  g_assert_no_error (error);
-  g_assert_true (dc_test_wait_until (both_named, sides, 30000));
+  sides_open (sides, "aa", size);
 
   for (guint i = 0; i < 2; i++)
     {
@@ -374,17 +385,9 @@ test_chunked_object (void)
 
   dc_peer_close (sides[0].peer, "leave");
   dc_peer_close (sides[1].peer, "leave");
+  sides_free (sides);
   for (guint i = 0; i < 2; i++)
-    {
-      g_signal_handlers_disconnect_by_data (sides[i].peer, &sides[i]);
-      g_array_unref (sides[i].states);
-      g_ptr_array_unref (sides[i].messages);
-      dc_mesh_chunk_assembler_free (sides[i].assembler);
-      g_clear_pointer (&sides[i].object, g_bytes_unref);
-      g_bytes_unref (objects[i]);
-    }
-  g_assert_finalize_object (sides[0].peer);
-  g_assert_finalize_object (sides[1].peer);
+    g_bytes_unref (objects[i]);
 }
 
 static gboolean
@@ -409,10 +412,6 @@ object_arrived_or_closed (gpointer user_data)
 static void
 test_slow_checks_not_silence (void)
 {
-  const char *loopback[] = { "127.0.0.1", NULL };
-  DcPeerConfig config = { NULL, NULL, (GStrv) loopback };
-  g_autoptr(DcMeshHello) hello_a = dc_mesh_hello_new ("a", "cpu", "aa", 1);
-  g_autoptr(DcMeshHello) hello_b = dc_mesh_hello_new ("b", "cpu", "aa", 1);
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) object = NULL;
   Side sides[2] = { { 0 } };
@@ -427,23 +426,8 @@ test_slow_checks_not_silence (void)
   /* Read when a peer is made; only the receiver gets messages large
    * enough to go to its worker. */
   g_setenv ("DC_TEST_CHECK_STALL_MS", "6000", TRUE);
-  sides[0].peer = dc_peer_new ("id-b", TRUE, &config, hello_a);
-  sides[1].peer = dc_peer_new ("id-a", FALSE, &config, hello_b);
+  sides_open (sides, "aa", size);
   g_unsetenv ("DC_TEST_CHECK_STALL_MS");
-  for (guint i = 0; i < 2; i++)
-    {
-      sides[i].other = sides[1 - i].peer;
-      sides[i].states = g_array_new (FALSE, FALSE, sizeof (DcPeerState));
-      sides[i].messages = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
-      sides[i].assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, size);
-      g_signal_connect (sides[i].peer, "signal-out", G_CALLBACK (signal_out_cb), &sides[i]);
-      g_signal_connect (sides[i].peer, "message", G_CALLBACK (message_cb), &sides[i]);
-    }
-  g_assert_true (dc_peer_start (sides[1].peer, &error));
-  g_assert_no_error (error);
-  g_assert_true (dc_peer_start (sides[0].peer, &error));
-  g_assert_no_error (error);
-  g_assert_true (dc_test_wait_until (both_named, sides, 30000));
 
   memset (&info, 0, sizeof info);
   memset (info.run_id, 0x5a, sizeof info.run_id);
@@ -461,16 +445,7 @@ test_slow_checks_not_silence (void)
 
   dc_peer_close (sides[0].peer, "leave");
   dc_peer_close (sides[1].peer, "leave");
-  for (guint i = 0; i < 2; i++)
-    {
-      g_signal_handlers_disconnect_by_data (sides[i].peer, &sides[i]);
-      g_array_unref (sides[i].states);
-      g_ptr_array_unref (sides[i].messages);
-      dc_mesh_chunk_assembler_free (sides[i].assembler);
-      g_clear_pointer (&sides[i].object, g_bytes_unref);
-    }
-  g_assert_finalize_object (sides[0].peer);
-  g_assert_finalize_object (sides[1].peer);
+  sides_free (sides);
 }
 
 static gboolean
