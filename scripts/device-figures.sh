@@ -9,7 +9,8 @@
 #   libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2, fetched with
 #   `apt-get download` as /work/.library/device/README.md says), unpacked into
 #   / first: the image has the NVIDIA ICD but no loader. Carry that folder too.
-#   ONLY: a space-separated subset of "train decode group ring gemm" (all).
+#   ONLY: a space-separated subset of "train cpu clitrain decode group ring gemm"
+#   (all: about 8 minutes after the start; each issue's goal figure is one item).
 # Everything goes to $OUT/figures.txt and to standard output.
 set -u
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ pack)
 run)
   out="${OUT:-/tmp}"
   log="$out/figures.txt"
-  only="${ONLY:-train decode group ring gemm}"
+  only="${ONLY:-train cpu clitrain decode group ring gemm}"
   if [ -n "${GL_DEBS:-}" ]; then
     for f in "$GL_DEBS"/*.deb; do dpkg -x "$f" /; done
     ldconfig
@@ -43,16 +44,39 @@ run)
       echo "== $what $(date -u +%H:%M:%S)"
       case "$what" in
       train)
-        timeout 150 $cli bench train --json --threads 16 --min-time 2 2>&1 | grep -v DEBUG ;;
+        # Issue 15: the resident Vulkan step against PyTorch CUDA, both sizes.
+        timeout 90 $cli bench train --json --threads 16 --min-time 1.5 --backends vulkan \
+          --sizes w128,gpt2-small 2>&1 | grep -v DEBUG ;;
+      cpu)
+        # Issue 14: 16 threads against PyTorch CPU at width 128.
+        timeout 90 $cli bench train --json --no-vulkan --threads 16 --min-time 1.5 --rounds 3 \
+          --sizes w128 2>&1 | grep -v DEBUG ;;
+      clitrain)
+        # Issue 15 item 1: the CLI's own train at GPT-2-small on the GPU (state and
+        # hashes on the device: its `done` line's `resident` counters), against the
+        # train item's Vulkan figure.
+        timeout 120 $cli train --json --backend vulkan --advanced --width 768 --layers 12 \
+          --heads 12 --seq 1024 --batch 8 --steps 100 --stop-at 6 --threads 16 2>&1 |
+          grep -v DEBUG | grep '^{' ;;
       decode)
-        for t in 2 16; do
-          timeout 60 $cli bench decode --json --threads "$t" --runs 3 2>&1 | grep -v DEBUG
+        # Issue 16's lever: the one-row products' share a thread (256 was the old one).
+        for k in 256 64; do
+          for t in 16 5; do
+            DC_GEMM_SKINNY_KIB=$k timeout 60 $cli bench decode --json --threads "$t" --runs 3 \
+              --no-torch 2>&1 | grep -v DEBUG
+          done
         done ;;
       group)
-        timeout 120 $cli bench group --json --devices 1,4 --threads 4 --width 128 --seq 128 \
-          --batch 32 --steps 12 2>&1 | grep -v DEBUG ;;
+        # Issue 11: four devices of 4 threads, then the even shards for the tail's A/B.
+        timeout 150 $cli bench group --json --devices 1,4 --threads 4 --width 128 --seq 128 \
+          --batch 32 --steps 32 --gradient-wire bf16 --concurrent-solo 2>&1 | grep -v DEBUG
+        pkill -f daisychain-cli 2>/dev/null; sleep 1
+        DC_TRAIN_GROUP_SHARDS=even timeout 90 $cli bench group --json --devices 4 --threads 4 \
+          --width 128 --seq 128 --batch 32 --steps 16 --gradient-wire bf16 2>&1 | grep -v DEBUG ;;
       ring)
-        timeout 90 $cli bench ring --json --stages 1,3 --tokens 32 2>&1 | grep -v DEBUG ;;
+        # Issue 16: one device against three stages on loopback.
+        XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring --json --stages 1,3 \
+          --rounds 5 --tokens 24 2>&1 | grep -v DEBUG ;;
       gemm)
         timeout 60 $cli bench gemm --json --paths vulkan --sizes 1024,4096 --min-time 0.5 \
           --no-model-shapes 2>&1 | grep -v DEBUG ;;
