@@ -1031,8 +1031,12 @@ struct _DcMeshChunkAssembler
   DcMeshChunk  key;
   gboolean     started;
   gboolean     complete;
-  /* One slot per chunk (count ≤ cap / chunk size), NULL until it arrives. */
-  GBytes     **chunks;
+  /* The object, filled chunk by chunk at index × DC_MESH_CHUNK_DATA_MAX as
+   * each arrives (total ≤ max_total, checked before it is allocated): no
+   * whole-object copy when the last one comes, which on the main thread was
+   * the longest single piece of a step's receipt (a 114 MB shard). */
+  guint8      *buffer;
+  guint8      *arrived;       /* count flags: which chunks are in buffer */
   guint8      *chunk_hashes;  /* count × 32 bytes: each chunk's, as decoded */
   guint        received;
 };
@@ -1062,10 +1066,8 @@ dc_mesh_chunk_assembler_new (guint   type,
 static void
 assembler_reset (DcMeshChunkAssembler *self)
 {
-  if (self->chunks != NULL)
-    for (guint i = 0; i < self->key.count; i++)
-      g_clear_pointer (&self->chunks[i], g_bytes_unref);
-  g_clear_pointer (&self->chunks, g_free);
+  g_clear_pointer (&self->buffer, g_free);
+  g_clear_pointer (&self->arrived, g_free);
   g_clear_pointer (&self->chunk_hashes, g_free);
   self->received = 0;
   self->started = FALSE;
@@ -1136,7 +1138,6 @@ dc_mesh_chunk_assembler_push (DcMeshChunkAssembler  *self,
 {
   const char *what = dc_mesh_message_type_to_string (self->type);
   gsize size = chunk->data != NULL ? g_bytes_get_size (chunk->data) : 0;
-  g_autoptr(GByteArray) whole = NULL;
   g_autoptr(GBytes) bytes = NULL;
   guint8 hash[DC_MESH_HASH_SIZE];
 
@@ -1165,10 +1166,20 @@ dc_mesh_chunk_assembler_push (DcMeshChunkAssembler  *self,
 
   if (!self->started)
     {
+      /* total ≤ max_total (above): a bounded request, refused with a
+       * message rather than aborting where memory is short. */
+      self->buffer = g_try_malloc ((gsize) chunk->total);
+      if (self->buffer == NULL)
+        {
+          g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE,
+                       "%s object of %" G_GUINT64_FORMAT " bytes: not enough memory to "
+                       "collect it", what, chunk->total);
+          return FALSE;
+        }
       self->key = *chunk;
       self->key.data = NULL;
       self->key.index = 0;
-      self->chunks = g_new0 (GBytes *, chunk->count);
+      self->arrived = g_new0 (guint8, chunk->count);
       self->chunk_hashes = g_malloc ((gsize) chunk->count * DC_MESH_HASH_SIZE);
       self->started = TRUE;
     }
@@ -1181,7 +1192,7 @@ dc_mesh_chunk_assembler_push (DcMeshChunkAssembler  *self,
                    self->key.step, self->key.rank);
       return FALSE;
     }
-  if (self->chunks[chunk->index] != NULL)
+  if (self->arrived[chunk->index])
     {
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
                    "%s chunk %u of %u arrived twice", what, chunk->index, chunk->count);
@@ -1191,23 +1202,18 @@ dc_mesh_chunk_assembler_push (DcMeshChunkAssembler  *self,
   /* The object's hash as soon as a chunk carries it (the last always does). */
   if (all_zero (self->key.hash, DC_MESH_HASH_SIZE))
     memcpy (self->key.hash, chunk->hash, DC_MESH_HASH_SIZE);
-  self->chunks[chunk->index] = g_bytes_ref (chunk->data);
+  /* size is chunk_size_for (total, index): check_chunk_fields () above. */
+  if (size > 0)
+    memcpy (self->buffer + (gsize) chunk->index * DC_MESH_CHUNK_DATA_MAX,
+            g_bytes_get_data (chunk->data, NULL), size);
+  self->arrived[chunk->index] = TRUE;
   memcpy (self->chunk_hashes + (gsize) chunk->index * DC_MESH_HASH_SIZE, chunk->chunk_hash,
           DC_MESH_HASH_SIZE);
   self->received++;
   if (self->received < self->key.count)
     return TRUE;
 
-  whole = g_byte_array_sized_new ((guint) self->key.total);
-  for (guint i = 0; i < self->key.count; i++)
-    {
-      gsize n;
-      const guint8 *d = g_bytes_get_data (self->chunks[i], &n);
-
-      g_byte_array_append (whole, d, (guint) n);
-      g_clear_pointer (&self->chunks[i], g_bytes_unref);
-    }
-  bytes = g_byte_array_free_to_bytes (g_steal_pointer (&whole));
+  bytes = g_bytes_new_take (g_steal_pointer (&self->buffer), (gsize) self->key.total);
   /* Each chunk's data was checked against its own hash as it was decoded;
    * the object's hash binds those hashes together, in order. */
   hash_list_hash (self->chunk_hashes, self->key.count, hash);
