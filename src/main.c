@@ -8,6 +8,7 @@
 #include <glib/gi18n.h>
 
 #include "dc-application.h"
+#include "mesh/dc-gst-quirks.h"
 
 int
 main (int    argc,
@@ -20,6 +21,7 @@ main (int    argc,
   bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
   textdomain (GETTEXT_PACKAGE);
 
+  dc_gst_quirks_install ();
   app = dc_application_new ();
   return g_application_run (G_APPLICATION (app), argc, argv);
 }

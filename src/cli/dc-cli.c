@@ -17,6 +17,7 @@
 
 #include "dc-cli.h"
 #include "dc-version.h"
+#include "mesh/dc-gst-quirks.h"
 
 static void
 print_help (FILE *stream)
@@ -90,6 +91,7 @@ main (int    argc,
   bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
   textdomain (GETTEXT_PACKAGE);
   g_set_prgname ("daisychain-cli");
+  dc_gst_quirks_install ();
 
   /* Options before the command: only --help, --version and --json. */
   for (; first < argc && argv[first][0] == '-'; first++)

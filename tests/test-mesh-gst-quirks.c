@@ -1,0 +1,130 @@
+/* test-mesh-gst-quirks.c: the sctp plugin's teardown warning, and only it,
+ * is kept from aborting a program that runs with fatal warnings.
+ *
+ * The warning is produced the way the plugin produces it: GObject's own
+ * checked cast of a finalised instance (zeroed memory, as G_DEBUG=gc-friendly
+ * leaves it) to a type named GstSctpAssociation, registered here so that the
+ * test needs no plugin.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include <glib-object.h>
+
+#include "mesh/dc-gst-quirks.h"
+
+typedef struct { GObject parent; int field; } FakeAssociation;
+typedef struct { GObjectClass parent; } FakeAssociationClass;
+
+static GType
+fake_association_get_type (void)
+{
+  static GType type;
+
+  if (type == 0)
+    type = g_type_register_static_simple (G_TYPE_OBJECT, "GstSctpAssociation",
+                                          sizeof (FakeAssociationClass), NULL,
+                                          sizeof (FakeAssociation), NULL, 0);
+  return type;
+}
+
+static GType
+other_type_get_type (void)
+{
+  static GType type;
+
+  if (type == 0)
+    type = g_type_register_static_simple (G_TYPE_OBJECT, "DcQuirksOther",
+                                          sizeof (FakeAssociationClass), NULL,
+                                          sizeof (FakeAssociation), NULL, 0);
+  return type;
+}
+
+/* What the plugin's callback does with a freed association. */
+static int
+cast_freed (GType type)
+{
+  FakeAssociation *freed = g_malloc0 (sizeof *freed);
+  FakeAssociation *cast;
+  int field;
+
+  cast = G_TYPE_CHECK_INSTANCE_CAST (freed, type, FakeAssociation);
+  field = cast->field;
+  g_free (freed);
+  return field;
+}
+
+static void
+test_matches (void)
+{
+  g_assert_true (dc_gst_quirks_is_sctp_teardown_warning (
+    "GLib-GObject", "invalid uninstantiatable type '(null)' in cast to 'GstSctpAssociation'"));
+  g_assert_true (dc_gst_quirks_is_sctp_teardown_warning (
+    "GLib-GObject", "invalid unclassed pointer in cast to 'GstSctpAssociation'"));
+  g_assert_true (dc_gst_quirks_is_sctp_teardown_warning (
+    "GLib-GObject", "invalid cast from 'GstBuffer' to 'GstSctpAssociation'"));
+  g_assert_false (dc_gst_quirks_is_sctp_teardown_warning (
+    "GLib-GObject", "invalid uninstantiatable type '(null)' in cast to 'DcPeer'"));
+  g_assert_false (dc_gst_quirks_is_sctp_teardown_warning (
+    "dc-mesh", "invalid uninstantiatable type '(null)' in cast to 'GstSctpAssociation'"));
+  g_assert_false (dc_gst_quirks_is_sctp_teardown_warning (
+    "GLib-GObject", "instance of invalid non-instantiatable type 'GstSctpAssociation'"));
+  g_assert_false (dc_gst_quirks_is_sctp_teardown_warning (NULL, NULL));
+}
+
+/* In a child with warnings fatal: the plugin's warning is printed and the
+ * program goes on; a cast to any other type still aborts it. */
+static void
+test_child (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
+      dc_gst_quirks_install ();
+      if (g_strcmp0 (g_getenv ("QUIRKS_CASE"), "sctp") == 0)
+        {
+          g_assert_cmpint (cast_freed (fake_association_get_type ()), ==, 0);
+          g_print ("went on\n");
+        }
+      else
+        {
+          cast_freed (other_type_get_type ());
+          g_print ("went on\n");
+        }
+    }
+}
+
+static void
+test_sctp_warning_not_fatal (void)
+{
+  g_setenv ("QUIRKS_CASE", "sctp", TRUE);
+  g_test_trap_subprocess ("/mesh/gst-quirks/child", 10 * G_USEC_PER_SEC,
+                          G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stderr ("*in cast to 'GstSctpAssociation'*");
+  g_test_trap_assert_stdout ("*went on*");
+}
+
+static void
+test_other_warning_fatal (void)
+{
+  g_setenv ("QUIRKS_CASE", "other", TRUE);
+  g_test_trap_subprocess ("/mesh/gst-quirks/child", 10 * G_USEC_PER_SEC,
+                          G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed ();
+  g_test_trap_assert_stderr ("*in cast to 'DcQuirksOther'*");
+  g_test_trap_assert_stdout_unmatched ("*went on*");
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/mesh/gst-quirks/matches", test_matches);
+  g_test_add_func ("/mesh/gst-quirks/child", test_child);
+  g_test_add_func ("/mesh/gst-quirks/sctp-warning-not-fatal", test_sctp_warning_not_fatal);
+  g_test_add_func ("/mesh/gst-quirks/other-warning-fatal", test_other_warning_fatal);
+  return g_test_run ();
+}
