@@ -455,12 +455,6 @@ apply_data_free (ApplyData *data)
   g_free (data);
 }
 
-static gpointer
-optimizer_hash_thread (gpointer data)
-{
-  return dc_gpt_model_dup_optimizer_hash (data);
-}
-
 /* The Adam step is done (apply_worker () still hashes the state, which only
  * reads it): the next gradient may start beside the hashes. */
 static gboolean
@@ -487,7 +481,6 @@ apply_worker (GTask        *task,
   DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
   DcGptModel *model = dc_gpt_trainer_get_model (trainer);
   const float *sum;
-  GThread *thread;
 
   apply->began = g_get_monotonic_time ();
   /* (The snapshot for _dc_train_group_rollback () was taken while the gradient was computed,
@@ -533,13 +526,10 @@ apply_worker (GTask        *task,
       g_source_set_callback (stepped, stepped_cb, g_object_ref (self), g_object_unref);
       g_source_attach (stepped, g_task_get_context (task));
     }
-  /* The report's two hashes: each SHA-256 is sequential, so they run side
-   * by side (the weights' here, the optimizer's on a second thread) instead
-   * of one after the other on the main thread. */
-  thread = g_thread_try_new ("dc-hash", optimizer_hash_thread, model, NULL);
-  apply->weights_hash = dc_gpt_model_dup_hash (model);
-  apply->optimizer_hash = thread != NULL ? g_thread_join (thread)
-                                         : dc_gpt_model_dup_optimizer_hash (model);
+  /* The report's two hashes at once: their 64 KiB pieces are digested on
+   * the pool, the moments' once for both (they were hashed twice, on two
+   * threads, while each hash was one sequential SHA-256). */
+  dc_gpt_model_dup_hashes (model, &apply->weights_hash, &apply->optimizer_hash);
   apply->hashed = g_get_monotonic_time ();
   g_task_return_boolean (task, TRUE);
 }

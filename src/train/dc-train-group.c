@@ -420,8 +420,8 @@ _dc_train_group_make_report_hashed (DcTrainGroup *self,
 
 /* The weight and optimizer hashes of @model (dc_gpt_model_dup_hash (),
  * dc_gpt_model_dup_optimizer_hash ()). They read the weights and both
- * moments, then the moments again: about 1.7 GB at a GPT-2-small width,
- * seconds on a loaded machine. Take them on a worker, never on the main
+ * moments once: about 1 GB at a GPT-2-small width, seconds on a loaded
+ * machine. Take them on a worker, never on the main
  * thread: the peers' heartbeats are answered there. */
 void
 _dc_train_group_hash_state (DcTrainGroup      *self,
