@@ -3,12 +3,13 @@
 # `device` call (the session's device time is short: one cold start, every
 # benchmark after it).
 #
-# Here:   scripts/device-figures.sh pack      (device-bundle.sh into build-devpack/)
-# There:  scripts/device-figures.sh run       (carry ["build-devpack"])
+# Here:   scripts/device-figures.sh pack      (device-bundle.sh into build-devpack/,
+#                                               and the loader's .debs into build-devpack/gl)
+# There:  scripts/device-figures.sh run       (carry ["build-devpack"]: about 23 MB)
 #   GL_DEBS: a folder of the Vulkan loader's and GLVND's .deb files (libvulkan1
-#   libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2, fetched with
-#   `apt-get download` as /work/.library/device/README.md says), unpacked into
-#   / first: the image has the NVIDIA ICD but no loader. Carry that folder too.
+#   libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2), unpacked into /
+#   first: the image has the NVIDIA ICD but no loader. Default: build-devpack/gl,
+#   which `pack` fills with `apt-get download` (the device has no network).
 #   ONLY: a space-separated subset of "train cpu clitrain decode group ring gemm"
 #   (all: about 8 minutes after the start; each issue's goal figure is one item).
 # Everything goes to $OUT/figures.txt and to standard output.
@@ -19,11 +20,24 @@ case "${1:-}" in
 pack)
   set -e
   ./scripts/device-bundle.sh
+  rm -rf build-devpack/gl
+  mkdir -p build-devpack/gl
+  # apt-get download writes into the current folder.
+  if ! (cd build-devpack/gl && apt-get download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 \
+          libglx0 libgles2 >/dev/null); then
+    echo "device-figures.sh: could not download the Vulkan loader's packages (apt-get update" \
+         "first?): the device run will find no Vulkan" >&2
+    exit 1
+  fi
+  du -sh build-devpack
   ;;
 run)
   out="${OUT:-/tmp}"
   log="$out/figures.txt"
   only="${ONLY:-train cpu clitrain decode group ring gemm}"
+  if [ -z "${GL_DEBS:-}" ] && [ -d build-devpack/gl ]; then
+    GL_DEBS=build-devpack/gl
+  fi
   if [ -n "${GL_DEBS:-}" ]; then
     for f in "$GL_DEBS"/*.deb; do dpkg -x "$f" /; done
     ldconfig
