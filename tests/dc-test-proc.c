@@ -67,6 +67,12 @@ wait_cb (GObject      *object,
       proc->exited = TRUE;
       proc->exit_status = g_subprocess_get_if_exited (proc->process)
                           ? g_subprocess_get_exit_status (proc->process) : -1;
+      /* A status of -1 alone does not say what happened (an abort from a
+       * fatal warning, a crash, the test's own kill). */
+      if (g_subprocess_get_if_signaled (proc->process))
+        g_test_message ("%s: killed by signal %d (%s)", proc->label,
+                        g_subprocess_get_term_sig (proc->process),
+                        g_strsignal (g_subprocess_get_term_sig (proc->process)));
     }
 }
 
