@@ -12,7 +12,7 @@
  * and sctpdec private. The warning is printed as ever; it is only kept from
  * aborting a process that runs with G_DEBUG=fatal-warnings (the test
  * suites), where it killed a daisychain-cli that was leaving a three-device
- * mesh (CI, 2026-12-01). Every other fatal warning stays fatal.
+ * mesh (CI, 2026-12-02). Every other fatal warning stays fatal.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
