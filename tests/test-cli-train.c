@@ -507,6 +507,9 @@ test_dry_run_advanced (Fixture       *f,
     g_assert_cmpint (json_object_get_int_member (plan, "resident_host_bytes"), ==,
                      (gint64) host_bytes);
     g_assert_cmpint (device_bytes, >, 3299684356 + 8 * (gint64) 86039040);
+    /* Batch 2 is the largest whose pass fits one 4 GiB storage binding (F
+     * 3.30 GB; batch 3's is over 4.9 GB): above it only Adam is resident. */
+    g_assert_cmpint (json_object_get_int_member (plan, "resident_max_batch"), ==, 2);
   }
 
   g_assert_cmpint (run_cli (unasked, NULL, &err), ==, 1);

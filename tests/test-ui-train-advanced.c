@@ -155,6 +155,32 @@ check_gpu_memory (DcApplication     *app,
                               dc_context_get_device_name (context), device);
   g_test_message ("memory on a GPU: %s", memory_text (page));
   g_assert_cmpstr (memory_text (page), ==, expected);
+
+  /* At batch 32 the passes' buffers are over the 4 GiB one storage binding
+   * holds: said, with the largest batch that keeps them on the GPU. */
+  {
+    guint fits = 0;
+    g_autofree char *tail = NULL;
+
+    for (guint b = 1; b <= 32; b++)
+      {
+        DcGptVkForwardMemory pass;
+
+        dc_gpt_vk_forward_measure (config, b, TRUE, &pass);
+        if (pass.f_bytes <= G_MAXUINT32)
+          fits = b;
+      }
+    g_assert_cmpuint (fits, >=, 2);
+    g_assert_cmpuint (fits, <, 32);
+    tail = g_strdup_printf ("; at batch 32 the forward and backward passes stay on the CPU "
+                            "(over 4 GiB of buffers): batch %u or less trains them on the GPU",
+                            fits);
+    set_spin (page, "batch_spin", 32);
+    g_test_message ("memory on a GPU at batch 32: %s", memory_text (page));
+    g_assert_true (g_str_has_suffix (memory_text (page), tail));
+    set_spin (page, "batch_spin", 2);
+    g_assert_cmpstr (memory_text (page), ==, expected);
+  }
   dc_train_page_set_context (page, dc_application_get_context (app));
   g_assert_cmpstr (memory_text (page), ==, host_text);
 }

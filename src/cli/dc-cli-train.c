@@ -99,6 +99,7 @@ print_plan (DcCliOptions      *options,
         { "scratch_bytes", m->scratch_bytes }, { "memory_bytes", m->total_bytes },
         { "available_bytes", plan->available },
         { "resident_device_bytes", vk_device }, { "resident_host_bytes", vk_host },
+        { "resident_max_batch", plan->resident_max_batch },
       };
 
       json_builder_begin_object (builder);
@@ -132,6 +133,17 @@ print_plan (DcCliOptions      *options,
 
         g_print (_("resident on a Vulkan device: %s of device memory, %s host-visible\n"),
                  device, host);
+        if (plan->settings.batch > plan->resident_max_batch)
+          {
+            if (plan->resident_max_batch == 0)
+              g_print (_("  at any batch only the Adam step: the forward and backward passes' "
+                         "buffers exceed the 4 GiB one storage binding holds\n"));
+            else
+              g_print (_("  at batch %u only the Adam step: the forward and backward passes' "
+                         "buffers exceed the 4 GiB one storage binding holds (batch %u or "
+                         "less keeps them on the GPU)\n"),
+                       plan->settings.batch, plan->resident_max_batch);
+          }
       }
     }
 }

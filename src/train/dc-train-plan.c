@@ -26,6 +26,32 @@ struct _DcTrainSession
   float         **grads;     /* n_ranks buffers of n_params (group step only) */
 };
 
+/* The largest batch (up to DC_TRAIN_BATCH_MAX) whose resident training pass fits one
+ * storage binding of any device (dc_gpt_vk_forward_fits () with the largest
+ * range Vulkan can report): the pass keeps weights, gradients and every
+ * activation in one buffer with 32-bit offsets. A device's own limit can be
+ * lower; the pass then says so when it starts. 0 when not even batch 1. */
+static guint
+resident_max_batch (const DcGptConfig *config)
+{
+  guint lo = 0, hi = DC_TRAIN_BATCH_MAX;
+
+  /* The pass grows with the batch: the largest that fits by bisection
+   * (each probe lays the pass out without a device). */
+  while (lo < hi)
+    {
+      guint mid = lo + (hi - lo + 1) / 2;
+      DcGptVkForwardMemory memory;
+
+      dc_gpt_vk_forward_measure (config, mid, TRUE, &memory);
+      if (dc_gpt_vk_forward_fits (&memory, G_MAXUINT32, "a Vulkan device", NULL))
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+  return lo;
+}
+
 /**
  * dc_train_plan_new:
  * @request: what to train; for a fresh model every field counts (0 for
@@ -120,6 +146,7 @@ dc_train_plan_new (const DcTrainingRequest  *request,
   /* With a Vulkan device the resident step adds its own buffers (issue 15). */
   dc_gpt_vk_train_memory (&self->config, self->settings.batch, &self->resident_device_bytes,
                           &self->resident_host_bytes);
+  self->resident_max_batch = resident_max_batch (&self->config);
   self->available = dc_train_available_memory ();
   return g_steal_pointer (&self);
 }

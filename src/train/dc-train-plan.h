@@ -90,6 +90,11 @@ typedef struct
                                            * GPU's memory, and in host-visible */
   guint64          resident_host_bytes;   /* memory, if it trains there
                                            * (dc_gpt_vk_train_memory ()) */
+  guint            resident_max_batch;    /* the largest batch whose forward and
+                                           * backward passes can be resident on
+                                           * any Vulkan device (one storage
+                                           * binding under 4 GiB; 0: none); above
+                                           * it only the Adam step is */
 } DcTrainPlan;
 
 typedef struct _DcTrainSession DcTrainSession;

@@ -314,6 +314,20 @@ update_advanced (DcTrainPage *self)
                                   dc_context_get_device_name (self->context), device);
           g_free (text);
           text = g_steal_pointer (&both);
+          if (plan->settings.batch > plan->resident_max_batch)
+            {
+              /* Translators: appended to the memory text; the batch chosen,
+               * then the largest batch whose passes fit the GPU's buffer. */
+              both = plan->resident_max_batch == 0
+                     ? g_strdup_printf (_("%s; the forward and backward passes stay on the "
+                                          "CPU at this size (over 4 GiB of buffers)"), text)
+                     : g_strdup_printf (_("%s; at batch %u the forward and backward passes "
+                                          "stay on the CPU (over 4 GiB of buffers): batch %u "
+                                          "or less trains them on the GPU"), text,
+                                        plan->settings.batch, plan->resident_max_batch);
+              g_free (text);
+              text = g_steal_pointer (&both);
+            }
         }
       gtk_label_set_label (self->memory_label, text);
     }
