@@ -2270,7 +2270,9 @@ gate_gemm (DcVkContext  *ctx,
   return pipeline != NULL
          && gate_gemm_case (ctx, pipeline, 100, 4, 2, 0, &state, error)
          /* 250 words of K in slices of 64: three whole, one of 58. */
-         && gate_gemm_case (ctx, pipeline, 1000, 1, 1, 64, &state, error);
+         && gate_gemm_case (ctx, pipeline, 1000, 1, 1, 64, &state, error)
+         /* Slices of 24: OP_GEMM_SUM's four at a time twice, then three. */
+         && gate_gemm_case (ctx, pipeline, 1000, 1, 1, 24, &state, error);
 }
 
 /* resident-coop.comp's gate, each tile shape: products of random int8
