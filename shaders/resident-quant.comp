@@ -170,11 +170,17 @@ main ()
         }
       else
         {
-          /* The loads of four elements issued together, then their
-           * maxima: a lane waits for memory once per four elements, not
-           * once per element. */
+          /* The loads of eight elements issued together, then their
+           * maxima: a lane waits for memory once per eight elements, not
+           * once per element. Columns start at the tile's first diagonal
+           * (the first vector's, or 0 where the tile crosses into another
+           * pair), the same row for all the tile's vectors, so that a
+           * subgroup's loads stay neighbours; a vector's elements above its
+           * own diagonal are masked (0: amax stays). */
           uint end = min (k1, hi);
-          uint i = columns ? k0 + l + (k0 + l < lo ? (lo - k0 - l + tk - 1u) / tk * tk : 0u)
+          uint tile_lo = lower && columns && v0 % per + tv <= per ? v0 % per : 0u;
+          uint i = columns ? k0 + l + (k0 + l < tile_lo ? (tile_lo - k0 - l + tk - 1u) / tk * tk
+                                                        : 0u)
                            : k0 + l + 4u * tk;
 
           if (!columns)
@@ -182,18 +188,17 @@ main ()
               take_amax (c4[u], amax, bad);
           if (live)
             {
-              for (; i + 3u * tk < end; i += 4u * tk)
+              for (; i + 7u * tk < end; i += 8u * tk)
                 {
-                  uint m0 = f[base + i * ks], m1 = f[base + (i + tk) * ks];
-                  uint m2 = f[base + (i + 2u * tk) * ks], m3 = f[base + (i + 3u * tk) * ks];
+                  uint m[8];
 
-                  take_amax (m0, amax, bad);
-                  take_amax (m1, amax, bad);
-                  take_amax (m2, amax, bad);
-                  take_amax (m3, amax, bad);
+                  for (uint u = 0u; u < 8u; u++)
+                    m[u] = i + u * tk >= lo ? f[base + (i + u * tk) * ks] : 0u;
+                  for (uint u = 0u; u < 8u; u++)
+                    take_amax (m[u], amax, bad);
                 }
               for (; i < end; i += tk)
-                take_amax (f[base + i * ks], amax, bad);
+                take_amax (i >= lo ? f[base + i * ks] : 0u, amax, bad);
             }
           if (bad)
             e32[0] = 1;

@@ -305,8 +305,8 @@ tree_sum (uint v, uint n)
   return s_sum[g_seg];
 }
 
-/* Elements a lane loads at once, kept in registers (a row of 1,024 on 128
- * lanes: all of them): one wait for memory, not one per element. */
+/* Elements a lane loads at once into registers before using them: one wait
+ * for memory per CACHE elements, not one per element. */
 #define CACHE 8u
 
 /* head_forward ()'s row r (rows of several blocks follow each other: row r
@@ -318,23 +318,25 @@ softmax_row (uint r, bool live)
   uint src = pc.a[0] + r * len, dst = pc.a[1] + r * len;
   uint n = !live ? 0u : pc.a[5] != 0u ? r % len + 1u : len;
   uint max_bits, sum;
-  uint xs[CACHE];
 
-  for (uint u = 0u; u < CACHE; u++)
+  for (uint j0 = g_l; j0 < n; j0 += CACHE * g_lanes)
     {
-      uint j = g_l + u * g_lanes;
+      uint xs[CACHE];
 
-      xs[u] = j < n ? f[src + j] : 0u;
-    }
-  for (uint u = 0u; u < CACHE; u++)
-    {
-      uint j = g_l + u * g_lanes;
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
 
-      if (j < n)
-        s_v[v + j] = f32_mul (xs[u], pc.a[4]);
+          xs[u] = j < n ? f[src + j] : 0u;
+        }
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
+
+          if (j < n)
+            s_v[v + j] = f32_mul (xs[u], pc.a[4]);
+        }
     }
-  for (uint j = g_l + CACHE * g_lanes; j < n; j += g_lanes)
-    s_v[v + j] = f32_mul (f[src + j], pc.a[4]);
   barrier ();
   max_bits = row_max (v, n);
   for (uint j = g_l; j < n; j += g_lanes)
@@ -361,36 +363,49 @@ softmax_back_row (uint t, bool live)
   uint len = pc.a[2], v = g_seg * len;
   uint y = pc.a[0] + t * len, row = pc.a[1] + t * len, n = live ? t % len + 1u : 0u;
   uint d;
-  uint ys[CACHE], ds[CACHE];
 
-  for (uint u = 0u; u < CACHE; u++)
+  for (uint j0 = g_l; j0 < n; j0 += CACHE * g_lanes)
     {
-      uint j = g_l + u * g_lanes;
+      uint ys[CACHE], ds[CACHE];
 
-      ys[u] = j < n ? f[y + j] : 0u;
-      ds[u] = j < n ? f[row + j] : 0u;
-    }
-  for (uint u = 0u; u < CACHE; u++)
-    {
-      uint j = g_l + u * g_lanes;
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
 
-      if (j < n)
-        s_v[v + j] = f32_mul (ys[u], ds[u]);
+          ys[u] = j < n ? f[y + j] : 0u;
+          ds[u] = j < n ? f[row + j] : 0u;
+        }
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
+
+          if (j < n)
+            s_v[v + j] = f32_mul (ys[u], ds[u]);
+        }
     }
-  for (uint j = g_l + CACHE * g_lanes; j < n; j += g_lanes)
-    s_v[v + j] = f32_mul (f[y + j], f[row + j]);
   barrier ();
   d = tree_sum (v, n);
-  /* Each lane's own values in place (tree_sum's last barrier is behind). */
-  for (uint u = 0u; u < CACHE; u++)
+  /* Each lane's own values in place (tree_sum's last barrier is behind),
+   * y and dy read again (from the cache, mostly) CACHE at a time. */
+  for (uint j0 = g_l; j0 < n; j0 += CACHE * g_lanes)
     {
-      uint j = g_l + u * g_lanes;
+      uint ys[CACHE], ds[CACHE];
 
-      if (j < n)
-        s_v[v + j] = f32_mul (f32_mul (ys[u], f32_sub (ds[u], d)), pc.a[3]);
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
+
+          ys[u] = j < n ? f[y + j] : 0u;
+          ds[u] = j < n ? f[row + j] : 0u;
+        }
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
+
+          if (j < n)
+            s_v[v + j] = f32_mul (f32_mul (ys[u], f32_sub (ds[u], d)), pc.a[3]);
+        }
     }
-  for (uint j = g_l + CACHE * g_lanes; j < n; j += g_lanes)
-    s_v[v + j] = f32_mul (f32_mul (f[y + j], f32_sub (f[row + j], d)), pc.a[3]);
   if (live)
     for (uint j = g_l; j < len; j += g_lanes)
       f[row + j] = j < n ? s_v[v + j] : 0u;

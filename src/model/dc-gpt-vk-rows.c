@@ -122,17 +122,20 @@ dc_gpt_vk_rows_quant_tile (gsize              n_vectors,
 /**
  * dc_gpt_vk_rows_softmax_lanes_log2:
  *
- * A row of len takes about len / 4 invocations, a power of two from 32 (a
- * subgroup of most GPUs) to the workgroup's 128; a workgroup takes
- * 128 / lanes rows at once, so short rows (attention's at sequence 128) do
- * not leave most of it idle in the barriers.
+ * A row of len takes about len / 32 invocations, a power of two from 32 (a
+ * subgroup of most GPUs) to the workgroup's 128 (the fewest that keep
+ * (128 / lanes) · len within the kernel's MAX_LEN); a workgroup takes
+ * 128 / lanes rows at once, so that its barriers and its waits for memory
+ * serve several rows (the attention's rows of 1,024 at GPT-2 small: four a
+ * workgroup, where one a workgroup left the H200 waiting on a row at a time:
+ * docs/BENCHMARKS.md) and short rows do not leave most of it idle.
  */
 guint32
 dc_gpt_vk_rows_softmax_lanes_log2 (gsize len)
 {
   gsize lanes = 32;
 
-  while (lanes < SOFTMAX_GROUP && lanes * 4 < len)
+  while (lanes < SOFTMAX_GROUP && lanes * 32 < len)
     lanes *= 2;
   return (guint32) g_bit_nth_lsf (lanes, -1);
 }
@@ -330,7 +333,8 @@ dc_gpt_vk_rows_gate_quant (DcVkContext  *ctx,
   static const QuantCase cases[] = {
     { 7, 100, 100, 1, 1, 1, 0, 0, FALSE },      /* rows: 32 lanes, 8 vectors a tile */
     { 3, 1000, 1003, 1, 1, 1, 0, 0, FALSE },    /* 256 lanes, one vector a tile */
-    { 2, 2500, 2500, 1, 1, 1, 0, 0, FALSE },    /* past the four elements a lane keeps */
+    { 2, 3000, 3000, 1, 1, 1, 0, 0, FALSE },    /* past the four elements a lane keeps,
+                                                 * eight loads at a time, then the rest */
     { 5, 3, 3, 1, 1, 1, 0, 0, FALSE },          /* one lane, 256 vectors a tile */
     { 10, 8, 72, 1, 6, 3, 720, 8, FALSE },      /* a head's q rows: tiles across pairs */
     { 300, 33, 33, 1, 1, 1, 0, 0, TRUE },       /* one workgroup loops over the tiles */
@@ -338,6 +342,7 @@ dc_gpt_vk_rows_gate_quant (DcVkContext  *ctx,
     { 8, 10, 1, 72, 6, 3, 720, 8, FALSE },      /* a head's v columns across pairs */
     { 4100, 3, 1, 4100, 1, 1, 0, 0, FALSE },    /* 16 a tile */
     { 8200, 5, 1, 8200, 1, 1, 0, 0, FALSE },    /* 32 a tile, chunks of 32 */
+    { 8200, 70, 1, 8200, 1, 1, 0, 0, FALSE },   /* 32 a tile, eight loads at a time */
     { 200, 33, 1, 200, 1, 1, 0, 0, TRUE },      /* one workgroup loops */
     { 2100, 130, 1, 2100, 1, 1, 0, 0, FALSE },  /* 8 a tile, 263 tiles: two chunks, one short */
     { 20, 1000, 1, 20, 1, 1, 0, 0, FALSE },     /* K split: 8 slices of 128, the last short */
@@ -347,6 +352,9 @@ dc_gpt_vk_rows_gate_quant (DcVkContext  *ctx,
     { 33, 33, 33, 1, 6, 3, 3 * 33 * 33, 33 * 33, FALSE, TRUE },
     { 33, 33, 1, 33, 6, 3, 3 * 33 * 33, 33 * 33, FALSE, TRUE },
     { 200, 200, 1, 200, 2, 1, 200 * 200, 200 * 200, FALSE, TRUE },
+    /* 130 pairs of 64 × 64 (2 heads): columns 32 a tile, eight loads at a
+     * time from the tile's diagonal. */
+    { 64, 64, 1, 64, 130, 2, 2 * 64 * 64, 64 * 64, FALSE, TRUE },
   };
   g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-quant", DC_VK_F32_EMULATED, broken);
   g_autoptr(DcVkPipeline) pipeline = NULL;
