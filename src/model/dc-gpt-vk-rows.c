@@ -18,9 +18,16 @@
  * scale 1, with ordinary and wide scores, −∞ masks, NaN, +∞, all −∞ and
  * signed-zero rows, against dc_gpt_vk_softmax_reference (); then the
  * backward of causal blocks against dc_math_softmax_backward () times the
- * scale. DC_TEST_BREAK_KERNEL=resident-softmax (or all; -native for the
- * native variant only) loads the broken twin (the blocks summed left to
- * right, not in the tree).
+ * scale (and a block of 1,100: past the elements a lane loads at once).
+ * Every case runs plain and with the rows' quantization fused
+ * (DC_GPT_VK_SOFTMAX_QUANT_ROWS: int8 values and exponents against
+ * dc_quant_pack_reference () of the CPU's rows), and two backward cases put
+ * exact ties in dS (y = 1, half-integer dy summing to 0). The quantization
+ * gate's lower-triangular cases (DC_GPT_VK_QUANT_LOWER) zero each pair's
+ * upper part, as the softmaxes do. DC_TEST_BREAK_KERNEL=resident-softmax
+ * (or all; -native for the native variant only) loads the broken twin (the
+ * blocks summed left to right, not in the tree, and ties rounded away from
+ * zero).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
