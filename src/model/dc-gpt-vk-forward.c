@@ -518,9 +518,8 @@ record_quantize_pairs (DcGptVkForward  *self,
       /* Coalesced tiles (resident-quant.comp): a[11] to a[14] say how;
        * split columns take a dispatch for their slices' maxima first. */
       guint32 tiled_args[15];
-      g_autofree char *label = NULL;
-
       guint32 lower = pairs->lower ? DC_GPT_VK_QUANT_LOWER : 0;
+      g_autofree char *label = NULL;
 
       memcpy (tiled_args, args, 11 * sizeof (guint32));
       tiled_args[11] = tile.columns;
@@ -537,8 +536,8 @@ record_quantize_pairs (DcGptVkForward  *self,
                            G_N_ELEMENTS (tiled_args), tile.groups, tile.slices, error))
         return FALSE;
       return record_rows (self, self->quant_pipeline, &self->n_quant_dispatches, label,
-                          OP_QUANTIZE | lower, tiled_args, G_N_ELEMENTS (tiled_args), tile.groups,
-                          tile.slices, error);
+                          OP_QUANTIZE | lower, tiled_args, G_N_ELEMENTS (tiled_args),
+                          tile.groups, tile.slices, error);
     }
   return record_op (self, OP_QUANTIZE, n * pairs->pairs, args, G_N_ELEMENTS (args), error);
 }
