@@ -60,11 +60,21 @@ sum_slices ()
 
   if (i < m_rows * n_cols)
     {
-      uint m = i / n_cols, n = i % n_cols;
+      uint m = i / n_cols, n = i % n_cols, mn = m_rows * n_cols, at = pc.a[14] + i;
+      uint s = 0u;
       int acc = 0;
 
-      for (uint s = 0u; s < pc.a[13]; s++)
-        acc += int (f[pc.a[14] + s * m_rows * n_cols + i]);
+      /* Four slices' loads issued before their sums (int32: exact in any
+       * order), not one wait for memory per slice. */
+      for (; s + 4u <= pc.a[13]; s += 4u)
+        {
+          uint p0 = f[at + s * mn], p1 = f[at + (s + 1u) * mn];
+          uint p2 = f[at + (s + 2u) * mn], p3 = f[at + (s + 3u) * mn];
+
+          acc += int (p0) + int (p1) + int (p2) + int (p3);
+        }
+      for (; s < pc.a[13]; s++)
+        acc += int (f[at + s * mn]);
       f[pc.a[7] + m * pc.a[8] + n] = dc_gemm_epilogue (acc, e32[pc.a[1] + m], e32[pc.a[4] + n]);
     }
 }

@@ -33,6 +33,13 @@
  * then OP_QUANTIZE takes the largest of a vector's slices (a maximum again,
  * the whole vector's amax) and quantizes its slice.
  *
+ * With OP_LOWER (bit 8 of op) each pair's matrix is lower triangular, its
+ * upper part exactly zero (the attention's P and dS, whose softmax kernels
+ * write +0 there): vector v's elements past its diagonal d = v mod per (by
+ * rows: i > d; by columns: i < d) are not read but taken as 0, which leaves
+ * amax alone and quantizes to 0, so the bits are those of the whole vector
+ * with about half the reads.
+ *
  * Push constants (DcVkForwardPush): a: src, vector_stride, k_stride,
  * n_vectors, k, q, e, vectors per pair (0: one matrix), heads, sequence
  * stride, head stride (vector v is pair p = v / per, row v mod per, at
@@ -73,6 +80,7 @@ layout (push_constant) uniform Push
 
 #define OP_QUANTIZE 2u
 #define OP_QUANT_AMAX 101u
+#define OP_LOWER 0x100u
 
 shared uint s_amax[GROUP];
 /* The columns' transposing tile: TV vectors × (4·TK + 1) values (the + 1
@@ -86,6 +94,18 @@ vector_base (uint v)
   uint p = v / per;
 
   return pc.a[0] + (p / heads) * pc.a[9] + (p % heads) * pc.a[10] + (v % per) * pc.a[1];
+}
+
+/* One element into the vector's amax (finite values) or its flag. */
+void
+take_amax (uint bits, inout uint amax, inout bool bad)
+{
+  uint m = bits & 0x7fffffffu;
+
+  if (m >= F32_INF)
+    bad = true;
+  else
+    amax = max (amax, m);
 }
 
 int
@@ -109,6 +129,9 @@ main ()
   /* This workgroup's slice of K, [k0, k1), and the slices' count. */
   uint slice = pc.a[13], slices = slice == 0u ? 1u : (k + slice - 1u) / slice;
   uint k0 = slice * gl_WorkGroupID.y, k1 = slice == 0u ? k : min (k, k0 + slice);
+  uint op = pc.op & 0xffu;
+  bool lower = (pc.op & OP_LOWER) != 0u;
+  uint per = pc.a[7] == 0u ? n_vectors : pc.a[7];
 
   /* A uniform loop (the tile's start depends on the workgroup only), so the
    * barriers are in uniform control flow. */
@@ -120,8 +143,25 @@ main ()
       uint amax = 0u;
       bool bad = false;
       int e;
+      /* The vector's elements that are read, [lo, hi): the rest are zero. */
+      uint d = v % per;
+      uint lo = lower && columns ? d : 0u;
+      uint hi = lower && !columns ? min (k, d + 1u) : k;
 
-      if (pc.op == OP_QUANTIZE && slice != 0u)
+      /* Rows: this lane's first four elements, kept in registers for both
+       * passes (the whole vector where it has at most 4 · TK elements, as
+       * the attention's rows of 1,024 have); 0 where not read. */
+      uint c4[4];
+
+      for (uint u = 0u; u < 4u; u++)
+        {
+          uint i = k0 + l + u * tk;
+
+          c4[u] = 0u;
+          if (!columns && live && i < min (k1, hi))
+            c4[u] = f[base + i * ks];
+        }
+      if (op == OP_QUANTIZE && slice != 0u)
         {
           /* The slices' maxima from OP_QUANT_AMAX. */
           if (live)
@@ -130,16 +170,36 @@ main ()
         }
       else
         {
-          if (live)
-            for (uint i = k0 + l; i < k1; i += tk)
-              {
-                uint m = f[base + i * ks] & 0x7fffffffu;
+          /* The loads of eight elements issued together, then their
+           * maxima: a lane waits for memory once per eight elements, not
+           * once per element. Columns start at the tile's first diagonal
+           * (the first vector's, or 0 where the tile crosses into another
+           * pair), the same row for all the tile's vectors, so that a
+           * subgroup's loads stay neighbours; a vector's elements above its
+           * own diagonal are masked (0: amax stays). */
+          uint end = min (k1, hi);
+          uint tile_lo = lower && columns && v0 % per + tv <= per ? v0 % per : 0u;
+          uint i = columns ? k0 + l + (k0 + l < tile_lo ? (tile_lo - k0 - l + tk - 1u) / tk * tk
+                                                        : 0u)
+                           : k0 + l + 4u * tk;
 
-                if (m >= F32_INF)
-                  bad = true;
-                else
-                  amax = max (amax, m);
-              }
+          if (!columns)
+            for (uint u = 0u; u < 4u; u++)
+              take_amax (c4[u], amax, bad);
+          if (live)
+            {
+              for (; i + 7u * tk < end; i += 8u * tk)
+                {
+                  uint m[8];
+
+                  for (uint u = 0u; u < 8u; u++)
+                    m[u] = i + u * tk >= lo ? f[base + (i + u * tk) * ks] : 0u;
+                  for (uint u = 0u; u < 8u; u++)
+                    take_amax (m[u], amax, bad);
+                }
+              for (; i < end; i += tk)
+                take_amax (i >= lo ? f[base + i * ks] : 0u, amax, bad);
+            }
           if (bad)
             e32[0] = 1;
           s_amax[lid] = amax;
@@ -151,7 +211,7 @@ main ()
               barrier ();
             }
           amax = s_amax[lid - l * lane_step];
-          if (pc.op == OP_QUANT_AMAX)
+          if (op == OP_QUANT_AMAX)
             {
               if (live && l == 0u)
                 q32[pc.a[14] / 4u + gl_WorkGroupID.y * n_vectors + v] = amax;
@@ -165,21 +225,48 @@ main ()
       if (!columns)
         {
           if (live)
-            for (uint i = k0 + l; i < k1; i += tk)
-              q8[pc.a[5] + v * k + i] = int8_t (quantize_bits (f[base + i * ks], amax, e));
+            {
+              for (uint u = 0u; u < 4u; u++)
+                {
+                  uint i = k0 + l + u * tk;
+
+                  if (i < k1)
+                    q8[pc.a[5] + v * k + i] = int8_t (quantize_bits (c4[u], amax, e));
+                }
+              for (uint i = k0 + l + 4u * tk; i < k1; i += tk)
+                q8[pc.a[5] + v * k + i] = int8_t (i < lo || i >= hi ? 0
+                                                  : quantize_bits (f[base + i * ks], amax, e));
+            }
         }
       else
         {
           uint ck = 4u * tk, row = ck + 1u;
+          /* The next chunk's four values, loaded before this chunk's
+           * barriers and stores so that its memory latency overlaps them. */
+          uint nx[4];
 
+          for (uint j = 0u; j < 4u; j++)
+            {
+              uint i = k0 + l + tk * j;
+
+              nx[j] = live && i < k1 && i >= lo && i < hi ? f[base + i * ks] : 0u;
+            }
           for (uint i0 = k0; i0 < k1; i0 += ck)
             {
+              uint cur[4] = nx;
+
+              for (uint j = 0u; j < 4u; j++)
+                {
+                  uint i = i0 + ck + l + tk * j;
+
+                  nx[j] = live && i < k1 && i >= lo && i < hi ? f[base + i * ks] : 0u;
+                }
               for (uint j = 0u; j < 4u; j++)
                 {
                   uint r = l + tk * j;
 
                   if (live && i0 + r < k1)
-                    s_q[c * row + r] = uint (quantize_bits (f[base + (i0 + r) * ks], amax, e));
+                    s_q[c * row + r] = uint (quantize_bits (cur[j], amax, e));
                 }
               barrier ();
               /* The tile's TV · ck values, neighbouring invocations on

@@ -30,19 +30,38 @@
  * rows' loops and barriers are the workgroup's, each row's reductions stay
  * within its lanes).
  *
+ * With OP_QUANT_ROWS (bit 8 of op) the kernel also quantizes each output
+ * row as resident-quant.comp's rows do (dc_quant_pack (), docs/VERIFICATION.md
+ * §2): the row is in shared memory already, so its amax (the largest |y| bit
+ * pattern of the finite values, a maximum: the same in any order), its
+ * exponent and its int8 values are written in the same pass, vector r of
+ * the operand at Q byte q + r · len, its exponent at E[e + r]; a NaN or an
+ * infinity sets E[0] (the host refuses the pass) and quantizes to 0. The
+ * attention's P (for P · V) and dS (for dS · K) need no quantization
+ * dispatch of their own, nor a second read of their floats.
+ *
  * Push constants (DcVkForwardPush): op OP_SOFTMAX (7), a: scores, att, rows,
- * len, scale, causal; op OP_SOFTMAX_BACK (17), a: att, d_att, len, scale,
- * rows; both a[14] log2 LANES. Rows of len ≤ MAX_LEN, and (128 / LANES) ·
- * len ≤ MAX_LEN (src/model/dc-gpt-vk-rows.c keeps longer ones on the
- * one-invocation kernels).
+ * len, scale, causal, then q, e (with OP_QUANT_ROWS); op OP_SOFTMAX_BACK (17),
+ * a: att, d_att, len, scale, rows, then q, e; both a[14] log2 LANES. Rows of
+ * len ≤ MAX_LEN, and (128 / LANES) · len ≤ MAX_LEN
+ * (src/model/dc-gpt-vk-rows.c keeps longer ones on the one-invocation
+ * kernels).
  *
  * DC_BREAK builds the deliberately wrong twin (the blocks' sums added left to
- * right instead of in the tree), for the gate's test.
+ * right instead of in the tree, and the quantization's ties rounded away from
+ * zero), for the gate's test.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+
 #include "f32-exact.glsl"
 #include "exp-exact.glsl"
+#ifdef DC_BREAK
+#define DC_BREAK_QUANT
+#endif
+#include "quant-exact.glsl"
 
 #define GROUP 128u
 /* Mirrors DC_GPT_VK_ROWS_SOFTMAX_MAX_LEN (src/model/dc-gpt-vk-rows.h). */
@@ -52,6 +71,8 @@
 layout (local_size_x = 128) in;
 
 layout (std430, binding = 0) buffer F { uint f[]; };
+layout (std430, binding = 1) buffer Q { int8_t q8[]; };
+layout (std430, binding = 2) buffer E { int e32[]; };
 
 /* Mirrors DcVkForwardPush (src/model/dc-gpt-vk-forward.c). */
 layout (push_constant) uniform Push
@@ -62,6 +83,7 @@ layout (push_constant) uniform Push
 
 #define OP_SOFTMAX 7u
 #define OP_SOFTMAX_BACK 17u
+#define OP_QUANT_ROWS 0x100u
 
 /* The rows' values (row s of the workgroup at s · len), then each row's
  * tree nodes level by level (the blocks' sums at level 0, then half as many
@@ -125,6 +147,62 @@ row_max (uint v, uint n)
     }
   /* s_mb is rewritten by the next rows only after more barriers. */
   return s_mb[g_seg * g_lanes];
+}
+
+/* The largest of the segment's lanes' values a. Called by every
+ * invocation. */
+uint
+lanes_max (uint a)
+{
+  uint lid = gl_LocalInvocationID.x;
+
+  s_mb[lid] = a;
+  barrier ();
+  for (uint w = g_lanes / 2u; w > 0u; w >>= 1)
+    {
+      if (g_l < w)
+        s_mb[lid] = max (s_mb[lid], s_mb[lid + w]);
+      barrier ();
+    }
+  /* s_mb is rewritten by the next rows only after more barriers. */
+  return s_mb[g_seg * g_lanes];
+}
+
+/* resident-quant.comp's rows for the segment's output row r, its n first
+ * values in s_v[v, v + n) and the rest of len zero: amax, exponent and int8
+ * values, vector r at Q byte q, its exponent at E[e + r]. Called by every
+ * invocation (live false: a row past the end, nothing written). */
+void
+quantize_row (uint v, uint n, uint len, uint r, bool live, uint q, uint e_off)
+{
+  uint amax = 0u;
+  bool bad = false;
+  int e;
+
+  for (uint j = g_l; j < n; j += g_lanes)
+    {
+      uint m = s_v[v + j] & 0x7fffffffu;
+
+      if (m >= F32_INF)
+        bad = true;
+      else
+        amax = max (amax, m);
+    }
+  if (bad)
+    e32[0] = 1;
+  amax = lanes_max (amax);
+  e = amax == 0u ? 0 : floor_log2 (amax) - 6;
+  if (!live)
+    return;
+  if (g_l == 0u)
+    e32[e_off + r] = e;
+  for (uint j = g_l; j < len; j += g_lanes)
+    {
+      uint bits = j < n ? s_v[v + j] : 0u;
+
+      q8[q + r * len + j] = int8_t ((bits & 0x7fffffffu) >= F32_INF || amax == 0u
+                                    ? 0 : quantize_one (bits, e));
+    }
 }
 
 /* The offset in a row's s_t region of level `level`'s nodes, nb blocks at
@@ -227,6 +305,10 @@ tree_sum (uint v, uint n)
   return s_sum[g_seg];
 }
 
+/* Elements a lane loads at once into registers before using them: one wait
+ * for memory per CACHE elements, not one per element. */
+#define CACHE 8u
+
 /* head_forward ()'s row r (rows of several blocks follow each other: row r
  * is row r mod len of its block); live is false past the last row. */
 void
@@ -237,17 +319,39 @@ softmax_row (uint r, bool live)
   uint n = !live ? 0u : pc.a[5] != 0u ? r % len + 1u : len;
   uint max_bits, sum;
 
-  for (uint j = g_l; j < n; j += g_lanes)
-    s_v[v + j] = f32_mul (f[src + j], pc.a[4]);
+  for (uint j0 = g_l; j0 < n; j0 += CACHE * g_lanes)
+    {
+      uint xs[CACHE];
+
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
+
+          xs[u] = j < n ? f[src + j] : 0u;
+        }
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
+
+          if (j < n)
+            s_v[v + j] = f32_mul (xs[u], pc.a[4]);
+        }
+    }
   barrier ();
   max_bits = row_max (v, n);
   for (uint j = g_l; j < n; j += g_lanes)
     s_v[v + j] = exp_shifted (s_v[v + j], max_bits);
   barrier ();
   sum = tree_sum (v, n);
+  /* Each lane divides its own values in place, then writes the row (and
+   * quantizes it from shared memory). */
+  for (uint j = g_l; j < n; j += g_lanes)
+    s_v[v + j] = f32_div (s_v[v + j], sum);
   if (live)
     for (uint j = g_l; j < len; j += g_lanes)
-      f[dst + j] = j < n ? f32_div (s_v[v + j], sum) : 0u;
+      f[dst + j] = j < n ? s_v[v + j] : 0u;
+  if ((pc.op & OP_QUANT_ROWS) != 0u)
+    quantize_row (v, n, len, r, live, pc.a[6], pc.a[7]);
 }
 
 /* head_backward ()'s row t of the causal softmax, in place on d_att:
@@ -260,20 +364,61 @@ softmax_back_row (uint t, bool live)
   uint y = pc.a[0] + t * len, row = pc.a[1] + t * len, n = live ? t % len + 1u : 0u;
   uint d;
 
-  for (uint j = g_l; j < n; j += g_lanes)
-    s_v[v + j] = f32_mul (f[y + j], f[row + j]);
+  for (uint j0 = g_l; j0 < n; j0 += CACHE * g_lanes)
+    {
+      uint ys[CACHE], ds[CACHE];
+
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
+
+          ys[u] = j < n ? f[y + j] : 0u;
+          ds[u] = j < n ? f[row + j] : 0u;
+        }
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
+
+          if (j < n)
+            s_v[v + j] = f32_mul (ys[u], ds[u]);
+        }
+    }
   barrier ();
   d = tree_sum (v, n);
+  /* Each lane's own values in place (tree_sum's last barrier is behind),
+   * y and dy read again (from the cache, mostly) CACHE at a time. */
+  for (uint j0 = g_l; j0 < n; j0 += CACHE * g_lanes)
+    {
+      uint ys[CACHE], ds[CACHE];
+
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
+
+          ys[u] = j < n ? f[y + j] : 0u;
+          ds[u] = j < n ? f[row + j] : 0u;
+        }
+      for (uint u = 0u; u < CACHE; u++)
+        {
+          uint j = j0 + u * g_lanes;
+
+          if (j < n)
+            s_v[v + j] = f32_mul (f32_mul (ys[u], f32_sub (ds[u], d)), pc.a[3]);
+        }
+    }
   if (live)
     for (uint j = g_l; j < len; j += g_lanes)
-      f[row + j] = j < n ? f32_mul (f32_mul (f[y + j], f32_sub (f[row + j], d)), pc.a[3]) : 0u;
+      f[row + j] = j < n ? s_v[v + j] : 0u;
+  if ((pc.op & OP_QUANT_ROWS) != 0u)
+    quantize_row (v, n, len, t, live, pc.a[5], pc.a[6]);
 }
 
 void
 main ()
 {
-  uint rows = pc.op == OP_SOFTMAX ? pc.a[2] : pc.a[4];
-  uint len = pc.op == OP_SOFTMAX ? pc.a[3] : pc.a[2];
+  uint op = pc.op & 0xffu;
+  uint rows = op == OP_SOFTMAX ? pc.a[2] : pc.a[4];
+  uint len = op == OP_SOFTMAX ? pc.a[3] : pc.a[2];
   uint per_group;
 
   g_lanes = 1u << pc.a[14];
@@ -286,7 +431,7 @@ main ()
     {
       uint r = r0 + g_seg;
 
-      if (pc.op == OP_SOFTMAX)
+      if (op == OP_SOFTMAX)
         softmax_row (r, r < rows);
       else
         softmax_back_row (r, r < rows);

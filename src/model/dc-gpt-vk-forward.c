@@ -424,9 +424,52 @@ record_softmax (DcGptVkForward  *self,
 typedef struct
 {
   gsize pairs, heads, seq_stride, head_stride;
+  /* Each pair's square matrix is lower triangular, its upper part +0 (the
+   * softmaxes' P and dS): resident-quant.comp does not read it. */
+  gboolean lower;
 } Pairs;
 
 static const Pairs ONE = { 1, 1, 0, 0 };
+
+static gboolean record_quantize_pairs (DcGptVkForward *self, gboolean left, gsize src, gsize vs,
+                                       gsize ks, gsize n, gsize k, const Pairs *pairs,
+                                       GError **error);
+
+/* The attention's softmax (OP_SOFTMAX of the scores into att, OP_SOFTMAX_BACK
+ * in place into dS) over rows of len, then its output (len × len of each
+ * pair at @out, the pairs' matrices one after the other) quantized by rows
+ * into the left operand: in the same dispatch where resident-softmax.comp
+ * runs the rows (its gate covers the fused quantization), else as two. */
+static gboolean
+record_softmax_quantized (DcGptVkForward  *self,
+                          guint            op,
+                          gsize            rows,
+                          gsize            len,
+                          const guint32   *args,
+                          guint            n_args,
+                          gsize            out,
+                          const Pairs     *pairs,
+                          GError         **error)
+{
+  g_autofree char *label = NULL;
+  guint32 rows_args[15] = { 0 };
+
+  if (self->dry || !self->softmax_rows || len > DC_GPT_VK_ROWS_SOFTMAX_MAX_LEN)
+    return record_softmax (self, op, rows, len, args, n_args, error)
+           && record_quantize_pairs (self, TRUE, out, len, 1, len, len, pairs, error);
+  g_assert (n_args + 2 <= 14 && rows == pairs->pairs * len
+            && pairs->head_stride == len * len && pairs->seq_stride == pairs->heads * len * len);
+  if (dc_vk_recording_is_profiled (self->recording))
+    label = g_strdup_printf ("%s-rows+quant %" G_GSIZE_FORMAT "x%" G_GSIZE_FORMAT,
+                             op_names[op], rows, len);
+  memcpy (rows_args, args, n_args * sizeof (guint32));
+  rows_args[n_args] = (guint32) self->qa;
+  rows_args[n_args + 1] = (guint32) self->ea;
+  rows_args[14] = dc_gpt_vk_rows_softmax_lanes_log2 (len);
+  return record_rows (self, self->softmax_pipeline, &self->n_softmax_dispatches, label,
+                      op | DC_GPT_VK_SOFTMAX_QUANT_ROWS, rows_args, G_N_ELEMENTS (rows_args),
+                      dc_gpt_vk_rows_softmax_groups (rows, len), 1, error);
+}
 
 /* Quantizes n vectors of length k (element i of vector v at
  * src + v·vs + i·ks) of each pair into the left (a) or right operand
@@ -475,6 +518,7 @@ record_quantize_pairs (DcGptVkForward  *self,
       /* Coalesced tiles (resident-quant.comp): a[11] to a[14] say how;
        * split columns take a dispatch for their slices' maxima first. */
       guint32 tiled_args[15];
+      guint32 lower = pairs->lower ? DC_GPT_VK_QUANT_LOWER : 0;
       g_autofree char *label = NULL;
 
       memcpy (tiled_args, args, 11 * sizeof (guint32));
@@ -483,17 +527,17 @@ record_quantize_pairs (DcGptVkForward  *self,
       tiled_args[13] = tile.slice;
       tiled_args[14] = (guint32) self->quant_scratch;
       if (dc_vk_recording_is_profiled (self->recording))
-        label = g_strdup_printf ("quantize-tile %" G_GSIZE_FORMAT "x%" G_GSIZE_FORMAT " %s%s",
+        label = g_strdup_printf ("quantize-tile %" G_GSIZE_FORMAT "x%" G_GSIZE_FORMAT " %s%s%s",
                                  n * pairs->pairs, k, ks == 1 ? "rows" : "cols",
-                                 tile.slices > 1 ? " split" : "");
+                                 tile.slices > 1 ? " split" : "", lower ? " lower" : "");
       if (tile.slices > 1
           && !record_rows (self, self->quant_pipeline, &self->n_quant_dispatches, label,
-                           DC_GPT_VK_QUANT_OP_AMAX, tiled_args, G_N_ELEMENTS (tiled_args),
-                           tile.groups, tile.slices, error))
+                           DC_GPT_VK_QUANT_OP_AMAX | lower, tiled_args,
+                           G_N_ELEMENTS (tiled_args), tile.groups, tile.slices, error))
         return FALSE;
       return record_rows (self, self->quant_pipeline, &self->n_quant_dispatches, label,
-                          OP_QUANTIZE, tiled_args, G_N_ELEMENTS (tiled_args), tile.groups,
-                          tile.slices, error);
+                          OP_QUANTIZE | lower, tiled_args, G_N_ELEMENTS (tiled_args),
+                          tile.groups, tile.slices, error);
     }
   return record_op (self, OP_QUANTIZE, n * pairs->pairs, args, G_N_ELEMENTS (args), error);
 }
@@ -862,7 +906,8 @@ record_body (DcGptVkForward  *self,
         /* Every (sequence, head) pair at once, each as head_forward ():
          * scores (t, t) = q · kᵀ; att = softmax; y (t, d) = att · v. */
         Pairs in = { self->batch * h_n, h_n, t * 3 * c, d };
-        Pairs sq = { self->batch * h_n, h_n, h_n * t * t, t * t };
+        Pairs sq = { self->batch * h_n, h_n, h_n * t * t, t * t, FALSE };
+        Pairs att = { self->batch * h_n, h_n, h_n * t * t, t * t, TRUE };
         Pairs y = { self->batch * h_n, h_n, t * c, d };
         guint32 sm[] = { (guint32) self->scores, (guint32) a->att,
                          (guint32) (self->batch * h_n * t), (guint32) t, f32_bits (scale), 1 };
@@ -870,9 +915,8 @@ record_body (DcGptVkForward  *self,
         if (!record_quantize_pairs (self, TRUE, a->qkv, 3 * c, 1, t, d, &in, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + c, 3 * c, 1, t, d, &in, error)
             || !record_gemm_causal (self, t, t, d, self->scores, t, &sq, CAUSAL_OUT, error)
-            || !record_softmax (self, OP_SOFTMAX, self->batch * h_n * t, t, sm, G_N_ELEMENTS (sm),
-                                error)
-            || !record_quantize_pairs (self, TRUE, a->att, t, 1, t, t, &sq, error)
+            || !record_softmax_quantized (self, OP_SOFTMAX, self->batch * h_n * t, t, sm,
+                                          G_N_ELEMENTS (sm), a->att, &att, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 1, 3 * c, d, t, &in, error)
             || !record_gemm_causal (self, t, d, t, a->atty, c, &y, CAUSAL_A_LOWER, error))
           return FALSE;
@@ -979,7 +1023,8 @@ record_body (DcGptVkForward  *self,
          * dq = d_scores · k; dk = d_scoresᵀ · q (q, k, v and their
          * gradients in qkv's layout). */
         Pairs in = { self->batch * h_n, h_n, t * 3 * c, d };
-        Pairs sq = { self->batch * h_n, h_n, h_n * t * t, t * t };
+        Pairs sq = { self->batch * h_n, h_n, h_n * t * t, t * t, FALSE };
+        Pairs tri = { self->batch * h_n, h_n, h_n * t * t, t * t, TRUE };
         Pairs dy = { self->batch * h_n, h_n, t * c, d };
         guint32 sm[] = { (guint32) a->att, (guint32) self->scores, (guint32) t, f32_bits (scale),
                          (guint32) (self->batch * h_n * t) };
@@ -987,17 +1032,16 @@ record_body (DcGptVkForward  *self,
         if (!record_quantize_pairs (self, TRUE, self->d_a, c, 1, t, d, &dy, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 3 * c, 1, t, d, &in, error)
             || !record_gemm_causal (self, t, t, d, self->scores, t, &sq, CAUSAL_OUT, error)
-            || !record_quantize_pairs (self, TRUE, a->att, 1, t, t, t, &sq, error)
+            || !record_quantize_pairs (self, TRUE, a->att, 1, t, t, t, &tri, error)
             || !record_quantize_pairs (self, FALSE, self->d_a, 1, c, d, t, &dy, error)
             || !record_gemm_causal (self, t, d, t, self->d_qkv + 2 * c, 3 * c, &in,
                                     CAUSAL_A_UPPER, error)
-            || !record_softmax (self, OP_SOFTMAX_BACK, self->batch * h_n * t, t, sm,
-                                G_N_ELEMENTS (sm), error)
-            || !record_quantize_pairs (self, TRUE, self->scores, t, 1, t, t, &sq, error)
+            || !record_softmax_quantized (self, OP_SOFTMAX_BACK, self->batch * h_n * t, t, sm,
+                                          G_N_ELEMENTS (sm), self->scores, &tri, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + c, 1, 3 * c, d, t, &in, error)
             || !record_gemm_causal (self, t, d, t, self->d_qkv, 3 * c, &in, CAUSAL_A_LOWER,
                                     error)
-            || !record_quantize_pairs (self, TRUE, self->scores, 1, t, t, t, &sq, error)
+            || !record_quantize_pairs (self, TRUE, self->scores, 1, t, t, t, &tri, error)
             || !record_quantize_pairs (self, FALSE, a->qkv, 1, 3 * c, d, t, &in, error)
             || !record_gemm_causal (self, t, d, t, self->d_qkv + c, 3 * c, &in, CAUSAL_A_UPPER,
                                     error))
@@ -2225,7 +2269,9 @@ gate_gemm (DcVkContext  *ctx,
   return pipeline != NULL
          && gate_gemm_case (ctx, pipeline, 100, 4, 2, 0, &state, error)
          /* 250 words of K in slices of 64: three whole, one of 58. */
-         && gate_gemm_case (ctx, pipeline, 1000, 1, 1, 64, &state, error);
+         && gate_gemm_case (ctx, pipeline, 1000, 1, 1, 64, &state, error)
+         /* Slices of 24: OP_GEMM_SUM's four at a time twice, then three. */
+         && gate_gemm_case (ctx, pipeline, 1000, 1, 1, 24, &state, error);
 }
 
 /* resident-coop.comp's gate, each tile shape: products of random int8

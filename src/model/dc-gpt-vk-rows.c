@@ -18,9 +18,16 @@
  * scale 1, with ordinary and wide scores, −∞ masks, NaN, +∞, all −∞ and
  * signed-zero rows, against dc_gpt_vk_softmax_reference (); then the
  * backward of causal blocks against dc_math_softmax_backward () times the
- * scale. DC_TEST_BREAK_KERNEL=resident-softmax (or all; -native for the
- * native variant only) loads the broken twin (the blocks summed left to
- * right, not in the tree).
+ * scale (and a block of 1,100: past the elements a lane loads at once).
+ * Every case runs plain and with the rows' quantization fused
+ * (DC_GPT_VK_SOFTMAX_QUANT_ROWS: int8 values and exponents against
+ * dc_quant_pack_reference () of the CPU's rows), and two backward cases put
+ * exact ties in dS (y = 1, half-integer dy summing to 0). The quantization
+ * gate's lower-triangular cases (DC_GPT_VK_QUANT_LOWER) zero each pair's
+ * upper part, as the softmaxes do. DC_TEST_BREAK_KERNEL=resident-softmax
+ * (or all; -native for the native variant only) loads the broken twin (the
+ * blocks summed left to right, not in the tree, and ties rounded away from
+ * zero).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -122,17 +129,20 @@ dc_gpt_vk_rows_quant_tile (gsize              n_vectors,
 /**
  * dc_gpt_vk_rows_softmax_lanes_log2:
  *
- * A row of len takes about len / 4 invocations, a power of two from 32 (a
- * subgroup of most GPUs) to the workgroup's 128; a workgroup takes
- * 128 / lanes rows at once, so short rows (attention's at sequence 128) do
- * not leave most of it idle in the barriers.
+ * A row of len takes about len / 32 invocations, a power of two from 32 (a
+ * subgroup of most GPUs) to the workgroup's 128 (the fewest that keep
+ * (128 / lanes) · len within the kernel's MAX_LEN); a workgroup takes
+ * 128 / lanes rows at once, so that its barriers and its waits for memory
+ * serve several rows (the attention's rows of 1,024 at GPT-2 small: four a
+ * workgroup, where one a workgroup left the H200 waiting on a row at a time:
+ * docs/BENCHMARKS.md) and short rows do not leave most of it idle.
  */
 guint32
 dc_gpt_vk_rows_softmax_lanes_log2 (gsize len)
 {
   gsize lanes = 32;
 
-  while (lanes < SOFTMAX_GROUP && lanes * 4 < len)
+  while (lanes < SOFTMAX_GROUP && lanes * 32 < len)
     lanes *= 2;
   return (guint32) g_bit_nth_lsf (lanes, -1);
 }
@@ -152,6 +162,7 @@ typedef struct
 {
   guint per, k, vs, ks, pairs, heads, sb, sh;
   gboolean one_group;  /* one workgroup loops over every tile */
+  gboolean lower;      /* each pair's square matrix lower triangular (OP_LOWER) */
 } QuantCase;
 
 static float
@@ -223,16 +234,33 @@ gate_quant_case (DcVkContext      *ctx,
   if (kind == 5)
     {
       /* Pair 0's second vector (or first): a NaN, and an infinity. */
-      gsize v = MIN (1, qc->per - 1);
+      gsize v = qc->lower && qc->ks == 1 ? qc->per - 1 : MIN (1, qc->per - 1);
 
       f[v * qc->vs + MIN (9, k - 1) * qc->ks] = bits_f32 (0x7fc00001u);
       f[v * qc->vs + (k - 1) / 2 * qc->ks] = bits_f32 (0xff800000u);
+    }
+  if (qc->lower)
+    {
+      /* Row i, column j of each pair's matrix zero for j > i (+0 or −0, as
+       * the kind draws signs: the kernel must not read them). Rows are
+       * vectors (ks = 1) or columns are (vs = 1). */
+      for (guint p = 0; p < qc->pairs; p++)
+        for (gsize v = 0; v < qc->per; v++)
+          for (gsize i = 0; i < k; i++)
+            if (qc->ks == 1 ? i > v : i < v)
+              {
+                gsize at = (gsize) p / qc->heads * qc->sb + (gsize) p % qc->heads * qc->sh
+                           + v * qc->vs + i * qc->ks;
+
+                f[at] = bits_f32 (f32_bits (f[at]) & 0x80000000u);
+              }
     }
   memset (q, GATE_SENTINEL, q_bytes);
   memset (e, GATE_SENTINEL, (n + 2) * 4);
   e[0] = 0;
   {
-    DcVkRowsPush push = { OP_QUANTIZE, { 0, qc->vs, qc->ks, (guint32) n, (guint32) k,
+    guint32 lower = qc->lower ? DC_GPT_VK_QUANT_LOWER : 0;
+    DcVkRowsPush push = { OP_QUANTIZE | lower, { 0, qc->vs, qc->ks, (guint32) n, (guint32) k,
                                          GATE_Q_OFFSET, 1, qc->per, qc->heads, qc->sb, qc->sh,
                                          tile.columns, tile.tv_log2, tile.slice,
                                          (guint32) scratch } };
@@ -241,10 +269,10 @@ gate_quant_case (DcVkContext      *ctx,
 
     if (tile.slices > 1)
       {
-        push.op = DC_GPT_VK_QUANT_OP_AMAX;
+        push.op = DC_GPT_VK_QUANT_OP_AMAX | lower;
         if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, groups, tile.slices, 1, error))
           return FALSE;
-        push.op = OP_QUANTIZE;
+        push.op = OP_QUANTIZE | lower;
       }
     if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, groups, tile.slices, 1, error))
       return FALSE;
@@ -312,6 +340,8 @@ dc_gpt_vk_rows_gate_quant (DcVkContext  *ctx,
   static const QuantCase cases[] = {
     { 7, 100, 100, 1, 1, 1, 0, 0, FALSE },      /* rows: 32 lanes, 8 vectors a tile */
     { 3, 1000, 1003, 1, 1, 1, 0, 0, FALSE },    /* 256 lanes, one vector a tile */
+    { 2, 3000, 3000, 1, 1, 1, 0, 0, FALSE },    /* past the four elements a lane keeps,
+                                                 * eight loads at a time, then the rest */
     { 5, 3, 3, 1, 1, 1, 0, 0, FALSE },          /* one lane, 256 vectors a tile */
     { 10, 8, 72, 1, 6, 3, 720, 8, FALSE },      /* a head's q rows: tiles across pairs */
     { 300, 33, 33, 1, 1, 1, 0, 0, TRUE },       /* one workgroup loops over the tiles */
@@ -319,10 +349,19 @@ dc_gpt_vk_rows_gate_quant (DcVkContext  *ctx,
     { 8, 10, 1, 72, 6, 3, 720, 8, FALSE },      /* a head's v columns across pairs */
     { 4100, 3, 1, 4100, 1, 1, 0, 0, FALSE },    /* 16 a tile */
     { 8200, 5, 1, 8200, 1, 1, 0, 0, FALSE },    /* 32 a tile, chunks of 32 */
+    { 8200, 70, 1, 8200, 1, 1, 0, 0, FALSE },   /* 32 a tile, eight loads at a time */
     { 200, 33, 1, 200, 1, 1, 0, 0, TRUE },      /* one workgroup loops */
     { 2100, 130, 1, 2100, 1, 1, 0, 0, FALSE },  /* 8 a tile, 263 tiles: two chunks, one short */
     { 20, 1000, 1, 20, 1, 1, 0, 0, FALSE },     /* K split: 8 slices of 128, the last short */
     { 100, 700, 1, 100, 1, 1, 0, 0, FALSE },    /* 13 tiles, 6 slices of 128 */
+    /* The attention's lower-triangular P and dS, 6 pairs of 33 × 33 (3
+     * heads): rows, columns; then 2 pairs of 200, columns in 2 slices. */
+    { 33, 33, 33, 1, 6, 3, 3 * 33 * 33, 33 * 33, FALSE, TRUE },
+    { 33, 33, 1, 33, 6, 3, 3 * 33 * 33, 33 * 33, FALSE, TRUE },
+    { 200, 200, 1, 200, 2, 1, 200 * 200, 200 * 200, FALSE, TRUE },
+    /* 130 pairs of 64 × 64 (2 heads): columns 32 a tile, eight loads at a
+     * time from the tile's diagonal. */
+    { 64, 64, 1, 64, 130, 2, 2 * 64 * 64, 64 * 64, FALSE, TRUE },
   };
   g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-quant", DC_VK_F32_EMULATED, broken);
   g_autoptr(DcVkPipeline) pipeline = NULL;
@@ -368,6 +407,73 @@ softmax_score (guint     kind,
     }
 }
 
+/* The fused quantization's output rows (OP_QUANT_ROWS) against
+ * dc_quant_pack_reference () of the CPU's rows @want: every int8 value and
+ * exponent, E[0] set exactly when a row holds a NaN or an infinity, and
+ * nothing written outside the operand. */
+static gboolean
+gate_softmax_quant (const float   *want,
+                    gsize          rows,
+                    gsize          len,
+                    const gint8   *q,
+                    const gint32  *e,
+                    GError       **error)
+{
+  g_autoptr(DcQuantMatrix) ref = dc_quant_matrix_new (1, len, NULL);
+  gboolean finite = TRUE;
+
+  for (gsize r = 0; r < rows; r++)
+    {
+      g_autoptr(GError) local_error = NULL;
+
+      if (!dc_quant_pack_reference ("gate", want + r * len, len, 1, ref, &local_error))
+        {
+          finite = FALSE;
+          continue;
+        }
+      if (e[1 + r] != ref->exponent[0] || memcmp (q + GATE_Q_OFFSET + r * len, ref->q, len) != 0)
+        {
+          gsize j = 0;
+
+          while (j + 1 < len && q[GATE_Q_OFFSET + r * len + j] == ref->q[j])
+            j++;
+          g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                       "quantized row %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT ": exponent %d "
+                       "(want %d), element %" G_GSIZE_FORMAT " %d (want %d, of 0x%08x)", r, len,
+                       e[1 + r], ref->exponent[0], j, q[GATE_Q_OFFSET + r * len + j], ref->q[j],
+                       f32_bits (want[r * len + j]));
+          return FALSE;
+        }
+    }
+  if ((e[0] != 0) == finite)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "quantized rows of %" G_GSIZE_FORMAT ": the not-finite flag is %d", len, e[0]);
+      return FALSE;
+    }
+  for (gsize i = 0; i < GATE_Q_OFFSET; i++)
+    if (q[i] != GATE_SENTINEL || q[GATE_Q_OFFSET + rows * len + i] != GATE_SENTINEL)
+      {
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                     "quantized rows of %" G_GSIZE_FORMAT ": a byte outside the operand "
+                     "written", len);
+        return FALSE;
+      }
+  if (e[1 + rows] != 0x55555555)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "quantized rows of %" G_GSIZE_FORMAT ": an exponent past the last written",
+                   len);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* One case: rows of len, forward (scores of every kind) or backward
+ * (probabilities of ordinary scores and gradients of ±1; with @ties,
+ * probabilities of 1 and half-integer gradients summing to 0 exactly, so
+ * that dS is the gradients and its quantization meets exact ties); with
+ * @quant the fused quantization of the output rows too. */
 static gboolean
 gate_softmax_case (DcVkContext   *ctx,
                    DcVkPipeline  *pipeline,
@@ -376,18 +482,29 @@ gate_softmax_case (DcVkContext   *ctx,
                    gsize          rows,
                    gsize          len,
                    float          scale,
+                   gboolean       quant,
+                   gboolean       ties,
                    guint64       *state,
                    GError       **error)
 {
   gsize n = rows * len;
-  g_autoptr(DcVkBuffer) bf = NULL, bd = NULL;
+  g_autoptr(DcVkBuffer) bf = NULL, bd = NULL, bq = NULL, be = NULL;
   g_autofree float *in = g_new (float, n), *want = g_new (float, n);
   float *f;
+  gint8 *q;
+  gint32 *e;
 
   if ((bf = dc_vk_buffer_new (ctx, 2 * n * 4, error)) == NULL
-      || (bd = dc_vk_buffer_new (ctx, 4, error)) == NULL)
+      || (bd = dc_vk_buffer_new (ctx, 4, error)) == NULL
+      || (bq = dc_vk_buffer_new (ctx, 2 * GATE_Q_OFFSET + n, error)) == NULL
+      || (be = dc_vk_buffer_new (ctx, (rows + 2) * 4, error)) == NULL)
     return FALSE;
   f = dc_vk_buffer_get_data (bf);
+  q = dc_vk_buffer_get_data (bq);
+  e = dc_vk_buffer_get_data (be);
+  memset (q, GATE_SENTINEL, 2 * GATE_Q_OFFSET + n);
+  memset (e, GATE_SENTINEL, (rows + 2) * 4);
+  e[0] = 0;
   for (gsize r = 0; r < rows; r++)
     for (gsize j = 0; j < len; j++)
       in[r * len + j] = softmax_score ((guint) r, j, state);
@@ -413,6 +530,22 @@ gate_softmax_case (DcVkContext   *ctx,
           for (gsize j = 0; j < len; j++)
             f[n + r * len + j] = (float) ((gint32) (_dc_gpt_vk_splitmix64 (state) % 65536)
                                           - 32768) * 0x1p-15f;
+          if (ties)
+            {
+              /* y = 1 and dy = ±(k + ½) in pairs of opposite signs (the
+               * first ±127.5, so that the exponent is 0), an odd one out
+               * zero: Σ y · dy = 0 exactly and dS = dy. */
+              for (gsize j = 0; j < len; j++)
+                {
+                  float h = j < 2 ? 127.5f
+                            : (float) (_dc_gpt_vk_splitmix64 (state) % 128) + 0.5f;
+
+                  f[r * len + j] = j < m ? 1.0f : 0.0f;
+                  f[n + r * len + j] = j % 2 == 0 ? h : -f[n + r * len + j - 1];
+                }
+              if (m % 2 == 1)
+                f[n + r * len + m - 1] = 0.0f;
+            }
           memcpy (want + r * len, f + n + r * len, len * 4);
           dc_math_softmax_backward (f + r * len, want + r * len, want + r * len, m);
           for (gsize j = 0; j < len; j++)
@@ -420,11 +553,14 @@ gate_softmax_case (DcVkContext   *ctx,
         }
     }
   {
-    DcVkRowsPush fwd = { OP_SOFTMAX, { 0, (guint32) n, (guint32) rows, (guint32) len,
-                                       f32_bits (scale), causal ? 1 : 0 } };
-    DcVkRowsPush back = { OP_SOFTMAX_BACK, { 0, (guint32) n, (guint32) len, f32_bits (scale),
-                                             (guint32) rows } };
-    DcVkBuffer *buffers[] = { bf, bd, bd, bd };
+    guint32 fused = quant ? DC_GPT_VK_SOFTMAX_QUANT_ROWS : 0;
+    DcVkRowsPush fwd = { OP_SOFTMAX | fused, { 0, (guint32) n, (guint32) rows, (guint32) len,
+                                               f32_bits (scale), causal ? 1 : 0, GATE_Q_OFFSET,
+                                               1 } };
+    DcVkRowsPush back = { OP_SOFTMAX_BACK | fused, { 0, (guint32) n, (guint32) len,
+                                                     f32_bits (scale), (guint32) rows,
+                                                     GATE_Q_OFFSET, 1 } };
+    DcVkBuffer *buffers[] = { bf, bq, be, bd };
 
     fwd.a[14] = back.a[14] = dc_gpt_vk_rows_softmax_lanes_log2 (len);
     if (!dc_vk_dispatch (ctx, pipeline, buffers, backward ? &back : &fwd,
@@ -442,6 +578,14 @@ gate_softmax_case (DcVkContext   *ctx,
                      f32_bits (want[i]));
         return FALSE;
       }
+  if (quant)
+    return gate_softmax_quant (want, rows, len, q, e, error);
+  if (e[0] != 0 || q[0] != GATE_SENTINEL || q[GATE_Q_OFFSET] != GATE_SENTINEL)
+    {
+      g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                   "softmax without quantization wrote Q or E");
+      return FALSE;
+    }
   return TRUE;
 }
 
@@ -467,14 +611,33 @@ dc_gpt_vk_rows_gate_softmax (DcVkContext  *ctx,
   float scale = 1.0f / __builtin_sqrtf (24.0f);
 
   pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkRowsPush), error);
-  return pipeline != NULL
-         && gate_softmax_case (ctx, pipeline, FALSE, TRUE, 66, 33, scale, &state, error)
-         && gate_softmax_case (ctx, pipeline, FALSE, TRUE, 200, 200, scale, &state, error)
-         && gate_softmax_case (ctx, pipeline, FALSE, FALSE, 7, 1, 1.0f, &state, error)
-         && gate_softmax_case (ctx, pipeline, FALSE, FALSE, 14, 7, 1.0f, &state, error)
-         && gate_softmax_case (ctx, pipeline, FALSE, FALSE, 14, 300, 1.0f, &state, error)
-         && gate_softmax_case (ctx, pipeline, FALSE, FALSE, 2, DC_GPT_VK_ROWS_SOFTMAX_MAX_LEN,
-                               1.0f, &state, error)
-         && gate_softmax_case (ctx, pipeline, TRUE, TRUE, 66, 33, scale, &state, error)
-         && gate_softmax_case (ctx, pipeline, TRUE, TRUE, 200, 200, scale, &state, error);
+  if (pipeline == NULL)
+    return FALSE;
+  /* Each case plain and with the rows' quantization fused. */
+  for (guint fused = 0; fused < 2; fused++)
+    if (!(gate_softmax_case (ctx, pipeline, FALSE, TRUE, 66, 33, scale, fused, FALSE, &state,
+                             error)
+          && gate_softmax_case (ctx, pipeline, FALSE, TRUE, 200, 200, scale, fused, FALSE,
+                                &state, error)
+          && gate_softmax_case (ctx, pipeline, FALSE, FALSE, 7, 1, 1.0f, fused, FALSE, &state,
+                                error)
+          && gate_softmax_case (ctx, pipeline, FALSE, FALSE, 14, 7, 1.0f, fused, FALSE, &state,
+                                error)
+          && gate_softmax_case (ctx, pipeline, FALSE, FALSE, 14, 300, 1.0f, fused, FALSE,
+                                &state, error)
+          && gate_softmax_case (ctx, pipeline, FALSE, FALSE, 2, DC_GPT_VK_ROWS_SOFTMAX_MAX_LEN,
+                                1.0f, fused, FALSE, &state, error)
+          && gate_softmax_case (ctx, pipeline, TRUE, TRUE, 66, 33, scale, fused, FALSE, &state,
+                                error)
+          && gate_softmax_case (ctx, pipeline, TRUE, TRUE, 200, 200, scale, fused, FALSE,
+                                &state, error)
+          /* Rows past the CACHE · 128 elements a workgroup keeps in
+           * registers. */
+          && gate_softmax_case (ctx, pipeline, TRUE, TRUE, 1100, 1100, scale, fused, FALSE,
+                                &state, error)))
+      return FALSE;
+  /* The quantization's exact ties (dS = dy, half-integers at exponent 0). */
+  return gate_softmax_case (ctx, pipeline, TRUE, TRUE, 66, 33, 1.0f, TRUE, TRUE, &state, error)
+         && gate_softmax_case (ctx, pipeline, TRUE, TRUE, 40, 200, 1.0f, TRUE, TRUE, &state,
+                               error);
 }

@@ -19,6 +19,10 @@ G_BEGIN_DECLS
  * vocabulary (256 bytes). Mirrors shaders/resident-softmax.comp's MAX_LEN. */
 #define DC_GPT_VK_ROWS_SOFTMAX_MAX_LEN 4096
 
+/* resident-softmax.comp's op bit: each output row also quantized as
+ * resident-quant.comp's rows (q, e after the op's own arguments). */
+#define DC_GPT_VK_SOFTMAX_QUANT_ROWS 0x100
+
 /* How resident-quant.comp covers n vectors of length k: by rows or by
  * columns (a[11]), 2^tv_log2 vectors a workgroup (a[12]), the tiles'
  * workgroups of the dispatch (the kernel loops over the rest), and for few
@@ -35,6 +39,9 @@ typedef struct
 } DcGptVkQuantTile;
 
 #define DC_GPT_VK_QUANT_OP_AMAX 101
+/* resident-quant.comp's op bit: each pair's square matrix is lower
+ * triangular, its upper part zero and not read. */
+#define DC_GPT_VK_QUANT_LOWER 0x100
 #define DC_GPT_VK_QUANT_AMAX_SCRATCH(tile, n_vectors) \
   ((tile)->slices > 1 ? (gsize) (tile)->slices * (n_vectors) * 4 : 0)
 
