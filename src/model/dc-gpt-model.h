@@ -84,6 +84,13 @@ void        dc_gpt_model_adam_step_threads (DcGptModel         *self,
                                             const float        *grads,
                                             float               lr,
                                             guint               n_threads);
+void        dc_gpt_model_adam_range        (DcGptModel         *self,
+                                            const float        *grads,
+                                            float               lr,
+                                            gsize               start,
+                                            gsize               end,
+                                            guint               n_threads);
+void        dc_gpt_model_adam_commit       (DcGptModel         *self);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptModel, dc_gpt_model_free)
 

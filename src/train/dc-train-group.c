@@ -138,6 +138,9 @@ _dc_train_group_finish (DcTrainGroup *self,
   self->state = STATE_DONE;
   g_clear_handle_id (&self->tick_id, g_source_remove);
   _dc_train_group_drop_reduce (self);
+  /* A step half stepped mid-exchange is not kept: the model ends as the
+   * last step the group agreed left it. */
+  _dc_train_group_early_undo (self);
   if (error != NULL)
     g_message ("%s", error->message);
   g_signal_emit (self, signals[SIGNAL_FINISHED], 0, error);
@@ -958,6 +961,9 @@ dc_train_group_new (DcContext               *context,
   /* Computing the next step's gradient ahead (dc-train-group-step.c,
    * start_ahead ()); 0 turns it off, for comparing in bench group. */
   self->overlap = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_OVERLAP"), "0") != 0;
+  /* Adam shard by shard in the exchange's waits (dc-train-group-step.c,
+   * maybe_step_early ()); 0 turns it off, for comparing in bench group. */
+  self->early_apply = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_EARLY_APPLY"), "0") != 0;
   /* Audits only in the step's waits (dc-train-group-audit.c, audit_gate
    * ()): 1 turns the gate on. Off by default: on the H200 host an audit
    * step cost the group about 320 ms gated against about 180 beside the
@@ -1233,6 +1239,8 @@ dc_train_group_finalize (GObject *object)
   g_free (self->snapshot_prev);
   g_free (self->snapshot_prev2);
   g_free (self->sum_grads);
+  g_free (self->early_digests);
+  g_free (self->early_hashed);
   g_clear_pointer (&self->own_objects, g_ptr_array_unref);
   g_clear_pointer (&self->own_frames, g_ptr_array_unref);
   g_clear_object (&self->reduce_cancel);
