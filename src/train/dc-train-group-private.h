@@ -241,6 +241,8 @@ struct _DcTrainGroup
   guint8            *early_digests; /* 3 × early_n_pieces × 32: weights, m, v */
   gboolean          *early_hashed;  /* per piece: digested (all three arrays) */
   gint64             early_us;     /* the early tasks' time, this step */
+  guint64            fault_early_undo; /* DC_TEST_FAULT=early-undo@STEP */
+  guint64            fault_early_undone; /* the last step it put shards back at */
   gint64             audit_us;     /* recomputing audited gradients, since the last step line */
   gint64             audit_paused_us; /* … of which it waited for the step's compute */
   guint              audit_beside; /* … its kernels begun while the step's gradient computed */

@@ -609,8 +609,22 @@ early_done_cb (GObject      *object,
 
   g_task_propagate_boolean (G_TASK (result), NULL);
   self->early_us += data->us;
-  if (self->state == STATE_EXCHANGING)
-    _dc_train_group_advance (self);
+  if (self->state != STATE_EXCHANGING)
+    return;
+  if (self->fault_early_undo != 0 && self->early_any && self->early_step >= self->fault_early_undo
+      && self->fault_early_undone != self->early_step)
+    {
+      g_autofree char *text = NULL;
+      guint64 step = self->early_step;
+
+      /* Test only (DC_TEST_FAULT=early-undo@STEP). */
+      self->fault_early_undone = step;
+      _dc_train_group_early_undo (self);
+      text = g_strdup_printf ("DC_TEST_FAULT: the summed shards stepped early at step %"
+                              G_GUINT64_FORMAT " were put back and are stepped again", step);
+      _dc_train_group_notice (self, "test-fault", NULL, text);
+    }
+  _dc_train_group_advance (self);
 }
 
 /* Whether this step's Adam goes shard by shard (the host steps: a resident
@@ -728,6 +742,7 @@ _dc_train_group_early_undo (DcTrainGroup *self)
   g_message ("step %" G_GUINT64_FORMAT " not taken whole: the %u summed shard(s) already "
              "stepped are put back as they were before it", self->early_step, undone);
   memset (self->early_applied, 0, sizeof self->early_applied);
+  memset (self->early_hashed, 0, self->early_n_pieces * sizeof (gboolean));
   self->early_any = FALSE;
 }
 

@@ -931,6 +931,12 @@ dc_train_group_new (DcContext               *context,
     }
   if (fault != NULL && g_str_has_prefix (fault, "corrupt-sum@"))
     self->fault_corrupt_sum = g_ascii_strtoull (fault + strlen ("corrupt-sum@"), NULL, 10);
+  /* early-undo@STEP: from STEP on, once a step, the summed shards stepped
+   * in the exchange's waits are put back from the snapshot (as a step taken
+   * again puts them back) and stepped again: a wrong restore forks this
+   * device, which the guard then stops. */
+  if (fault != NULL && g_str_has_prefix (fault, "early-undo@"))
+    self->fault_early_undo = g_ascii_strtoull (fault + strlen ("early-undo@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "drop-contribution@"))
     self->fault_drop_contrib = g_ascii_strtoull (fault + strlen ("drop-contribution@"), NULL, 10);
   self->audit_all = g_strcmp0 (fault, "audit-all") == 0;
