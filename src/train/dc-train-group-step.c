@@ -470,8 +470,13 @@ early_begin (DcTrainGroup *self,
       && self->early_n == n && self->early_n_pieces == n_pieces)
     return;
   /* Ranges of another step or roster are never left stepped
-   * (_dc_train_group_early_undo () ran first). */
-  g_warn_if_fail (!self->early_any);
+   * (start_step () undid them); were they, they go back now. */
+  if (self->early_any)
+    {
+      g_warning ("summed shards of step %" G_GUINT64_FORMAT " stepped early for another "
+                 "roster: put back", self->early_step);
+      _dc_train_group_early_undo (self);
+    }
   if (self->early_n_pieces != n_pieces)
     {
       g_free (self->early_digests);
