@@ -178,11 +178,27 @@ dc_gpt_hash_pieces (const float *data,
                     gsize        n,
                     guint8      *digests)
 {
+  dc_gpt_hash_pieces_threads (data, n, digests, 0);
+}
+
+/**
+ * dc_gpt_hash_pieces_threads:
+ * @n_threads: threads of the engine's pool to use (0: its default); the
+ *   digests do not depend on it
+ *
+ * dc_gpt_hash_pieces () on at most @n_threads threads.
+ */
+void
+dc_gpt_hash_pieces_threads (const float *data,
+                            gsize        n,
+                            guint8      *digests,
+                            guint        n_threads)
+{
   PieceJob job = { data, n, digests };
 
   G_STATIC_ASSERT (G_BYTE_ORDER == G_LITTLE_ENDIAN);
   /* One piece a chunk: 64 KiB is already tens of microseconds of work. */
-  dc_parallel_for (0, dc_gpt_hash_n_pieces (n), 1, hash_piece_chunk, &job);
+  dc_parallel_for (n_threads, dc_gpt_hash_n_pieces (n), 1, hash_piece_chunk, &job);
 }
 
 /**

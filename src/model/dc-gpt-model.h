@@ -75,6 +75,10 @@ gsize       dc_gpt_hash_n_pieces           (gsize               n);
 void        dc_gpt_hash_pieces             (const float        *data,
                                             gsize               n,
                                             guint8             *digests);
+void        dc_gpt_hash_pieces_threads     (const float        *data,
+                                            gsize               n,
+                                            guint8             *digests,
+                                            guint               n_threads);
 float      *dc_gpt_model_tensor            (DcGptModel         *self,
                                             const char         *name);
 void        dc_gpt_model_adam_step         (DcGptModel         *self,

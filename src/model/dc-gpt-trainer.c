@@ -472,6 +472,8 @@ dc_gpt_trainer_apply_gradients (DcGptTrainer   *self,
 /**
  * dc_gpt_trainer_apply_range:
  * @grads: (array): the gradients of elements [@start, @end)
+ * @n_threads: threads of the engine's pool (0: the trainer's); the bits do
+ *   not depend on it
  *
  * The Adam step of dc_gpt_trainer_apply_gradients () on elements [@start,
  * @end) only, on the host's model (dc_gpt_model_adam_range ()); the step is
@@ -486,13 +488,15 @@ gboolean
 dc_gpt_trainer_apply_range (DcGptTrainer *self,
                             const float  *grads,
                             gsize         start,
-                            gsize         end)
+                            gsize         end,
+                            guint         n_threads)
 {
   float lr = (float) self->settings.lr_x1000 / 1000.0f;
 
   if (self->vk_step != NULL)
     return FALSE;
-  dc_gpt_model_adam_range (self->model, grads, lr, start, end, self->n_threads);
+  dc_gpt_model_adam_range (self->model, grads, lr, start, end,
+                           n_threads > 0 ? n_threads : self->n_threads);
   return TRUE;
 }
 

@@ -76,7 +76,8 @@ void           dc_gpt_trainer_apply_gradients   (DcGptTrainer           *self,
 gboolean       dc_gpt_trainer_apply_range       (DcGptTrainer           *self,
                                                  const float            *grads,
                                                  gsize                   start,
-                                                 gsize                   end);
+                                                 gsize                   end,
+                                                 guint                   n_threads);
 void           dc_gpt_trainer_apply_commit      (DcGptTrainer           *self);
 gboolean       dc_gpt_trainer_use_resident_step (DcGptTrainer           *self,
                                                  GError                **error);

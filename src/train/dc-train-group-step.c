@@ -523,7 +523,8 @@ static void
 early_digest_pieces (DcTrainGroup             *self,
                      const DcGptModel         *model,
                      const DcTrainShardLayout *layout,
-                     gboolean                  all)
+                     gboolean                  all,
+                     guint                     n_threads)
 {
   const float *arrays[3] = { model->params, model->adam_m, model->adam_v };
   gsize n_pieces = self->early_n_pieces;
@@ -544,10 +545,11 @@ early_digest_pieces (DcTrainGroup             *self,
                       && (all || piece_stepped (self, layout, model->n_params, q)); q++)
         ;
       for (guint k = 0; k < 3; k++)
-        dc_gpt_hash_pieces (arrays[k] + p * DC_GPT_HASH_PIECE_FLOATS,
-                            MIN (q * DC_GPT_HASH_PIECE_FLOATS, model->n_params)
-                            - p * DC_GPT_HASH_PIECE_FLOATS,
-                            self->early_digests + k * bytes + p * DC_SHA256_SIZE);
+        dc_gpt_hash_pieces_threads (arrays[k] + p * DC_GPT_HASH_PIECE_FLOATS,
+                                    MIN (q * DC_GPT_HASH_PIECE_FLOATS, model->n_params)
+                                    - p * DC_GPT_HASH_PIECE_FLOATS,
+                                    self->early_digests + k * bytes + p * DC_SHA256_SIZE,
+                                    n_threads);
       for (gsize x = p; x < q; x++)
         self->early_hashed[x] = TRUE;
       p = q;
@@ -584,6 +586,9 @@ early_worker (GTask        *task,
   DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
   DcGptModel *model = dc_gpt_trainer_get_model (trainer);
   gint64 began = g_get_monotonic_time ();
+  /* Half the pool: the exchange's tail (receiving, checking, summing and
+   * sending the last shards) keeps cores of its own meanwhile. */
+  guint n_threads = MAX (1u, dc_parallel_get_default_threads () / 2);
 
   for (guint i = 0; i < data->n_shards; i++)
     {
@@ -592,10 +597,10 @@ early_worker (GTask        *task,
 
       dc_train_shard_range (&data->layout, self->early_n, data->ranks[i], &start, &length);
       /* (maybe_step_early () launches only where the host steps.) */
-      if (!dc_gpt_trainer_apply_range (trainer, values, start, start + length))
+      if (!dc_gpt_trainer_apply_range (trainer, values, start, start + length, n_threads))
         g_warn_if_reached ();
     }
-  early_digest_pieces (self, model, &data->layout, FALSE);
+  early_digest_pieces (self, model, &data->layout, FALSE, n_threads);
   data->us = g_get_monotonic_time () - began;
   g_mutex_lock (&self->worker_lock);
   self->early_running = FALSE;
@@ -817,7 +822,7 @@ apply_worker (GTask        *task,
           if (self->early_applied[r])
             continue;
           dc_train_shard_range (&layout, apply->n, r, &start, &length);
-          if (!dc_gpt_trainer_apply_range (trainer, apply->grads[r], start, start + length))
+          if (!dc_gpt_trainer_apply_range (trainer, apply->grads[r], start, start + length, 0))
             g_warn_if_reached ();
         }
       dc_gpt_trainer_apply_commit (trainer);
@@ -875,7 +880,7 @@ apply_worker (GTask        *task,
       /* The pieces not digested in the exchange's waits, then both hashes
        * from the digests (dc_gpt_model_dup_hashes ()'s, piece by piece). */
       _dc_train_group_layout (model, &layout);
-      early_digest_pieces (self, model, &layout, TRUE);
+      early_digest_pieces (self, model, &layout, TRUE, 0);
       dc_gpt_model_finish_hashes (model, self->early_digests, self->early_digests + bytes,
                                   &apply->weights_hash, &apply->optimizer_hash);
     }
