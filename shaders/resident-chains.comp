@@ -11,9 +11,10 @@
  * Each column's sum stays the CPU's serial chain: rows in order from +0
  * (docs/VERIFICATION.md: the order is the rule), one invocation a chain.
  * What this kernel changes is what the chain waits for. A workgroup of
- * 32 + 256 invocations owns CW columns: the first warp holds the chains
- * (lane k · CW + c: chain k of column c; OP_LN_DW's two chains of a column,
- * dw and db, side by side in one warp, so they cost the time of one), the
+ * 32 + 256 invocations owns 4 columns (OP_LN_DW) or 8 (OP_COLSUM): the
+ * first warp holds the 8 chains (OP_LN_DW's lane k · 4 + c: chain k of
+ * column c, dw and db side by side in one warp, so they cost the time of
+ * one), the
  * 256 others load the rows, compute the leaves (dy · x̂ and dy; a leaf is
  * one product, the same bits whoever computes it) and write them to a ring
  * of two RB-row buffers in shared memory, a column's rows contiguous. While
@@ -32,6 +33,15 @@
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include "f32-exact.glsl"
+
+/* Loops over a lane's registers unrolled for the native kernels (registers,
+ * every load in flight); the emulated ones keep them loops (their inlined
+ * arithmetic unrolled makes a shader lavapipe compiles for minutes). */
+#ifdef DC_NATIVE_F32
+#define DC_UNROLL [[unroll]]
+#else
+#define DC_UNROLL [[dont_unroll]]
+#endif
 
 /* One warp of chains, then the loaders (DC_GPT_VK_CHAINS_GROUP mirrors). */
 #define CHAIN_LANES 32u
@@ -53,19 +63,23 @@ layout (push_constant) uniform Push
 #define OP_LN_DW 14u
 #define OP_COLSUM 15u
 
-/* Columns per workgroup (DC_GPT_VK_CHAINS_COLUMNS mirrors it) and rows per
- * block: 256 loaders hold 8 rows × 4 columns … RB / 64 = 8 rows each in
+/* Columns per workgroup (DC_GPT_VK_CHAINS_COLUMNS and
+ * DC_GPT_VK_CHAINS_SUM_COLUMNS mirror them): OP_LN_DW's 4 columns of two
+ * chains each, OP_COLSUM's 8 of one; either way 8 chains, each a slot of the
+ * ring: lane t < 8 reads slot (t / 4, t % 4). Rows per block: RB; 256
+ * loaders hold 8 rows of 4 columns (RB / 64) or 16 of 8 (RB / 32) in
  * registers; a block's 512 dependent adds (≈ 1 µs) cover the next block's
  * loads. */
 #define CW 4u
+#define CW_SUM 8u
 #define RB 512u
-#define ROW_LANES (LOADERS / CW)
-#define PER (RB / ROW_LANES)
-/* A column's rows in shared memory, padded so that the loaders' writes (8
- * rows × 4 columns a warp) and the chains' 16-byte reads hit distinct banks;
- * the second leaf's columns 4 words further. */
+#define PER (RB / (LOADERS / CW))
+#define PER_SUM (RB / (LOADERS / CW_SUM))
+/* A slot's rows in shared memory, padded so that the loaders' writes (8
+ * rows × 4 columns, or 4 × 8, a warp) and the chains' 16-byte reads hit
+ * distinct banks; slots (1, c) 4 words after (0, c)'s bank. */
 #define STRIDE (RB + 8u)
-#define LEAF_WORDS (CW * STRIDE + 4u)
+#define LEAF_WORDS (4u * STRIDE + 4u)
 #define BUF_WORDS (2u * LEAF_WORDS)
 /* Rows a chain reads ahead of its adds: G 16-byte loads. */
 #define G 8u
@@ -73,27 +87,13 @@ layout (push_constant) uniform Push
 shared uvec4 s_ring[2u * BUF_WORDS / 4u];
 
 /* The rows of the block this loader holds. */
-uint p_dy[PER], p_x[PER], p_mean[PER], p_rstd[PER];
+uint p_dy[PER_SUM], p_x[PER], p_mean[PER], p_rstd[PER];
 
-void
-load_block (bool ln, uint r0, uint rows, uint n, uint col, uint row_lane)
+/* The word where slot (k, c) of buffer buf starts. */
+uint
+slot (uint buf, uint k, uint c)
 {
-  /* Unrolled: p_*[k] stay registers, every load in flight at once. */
-  [[unroll]] for (uint k = 0u; k < PER; k++)
-    {
-      uint r = r0 + row_lane + k * ROW_LANES;
-
-      if (r < rows)
-        {
-          p_dy[k] = f[pc.a[ln ? 1 : 0] + r * n + col];
-          if (ln)
-            {
-              p_x[k] = f[pc.a[0] + r * n + col];
-              p_mean[k] = f[pc.a[2] + r];
-              p_rstd[k] = f[pc.a[3] + r];
-            }
-        }
-    }
+  return buf * BUF_WORDS + k * LEAF_WORDS + c * STRIDE;
 }
 
 void
@@ -108,26 +108,67 @@ get (uint word)
   return s_ring[word >> 2][word & 3u];
 }
 
-/* The leaves of the rows this loader holds into buffer buf. */
+/* OP_LN_DW: loader lane (row_lane, c) holds rows row_lane + 64 k of column
+ * col. Unrolled: p_*[k] stay registers, every load in flight at once. */
 void
-store_block (bool ln, uint buf, uint r0, uint rows, uint c, uint row_lane)
+load_block_ln (uint r0, uint rows, uint n, uint col, uint row_lane)
 {
-  [[unroll]] for (uint k = 0u; k < PER; k++)
+  DC_UNROLL for (uint k = 0u; k < PER; k++)
     {
-      uint i = row_lane + k * ROW_LANES, at = buf * BUF_WORDS + c * STRIDE + i;
+      uint r = r0 + row_lane + k * (LOADERS / CW);
+
+      if (r < rows)
+        {
+          p_dy[k] = f[pc.a[1] + r * n + col];
+          p_x[k] = f[pc.a[0] + r * n + col];
+          p_mean[k] = f[pc.a[2] + r];
+          p_rstd[k] = f[pc.a[3] + r];
+        }
+    }
+}
+
+/* The leaves of those rows (dy · n̂ to slot (0, c), dy to (1, c)) into
+ * buffer buf. */
+void
+store_block_ln (uint buf, uint r0, uint rows, uint c, uint row_lane)
+{
+  DC_UNROLL for (uint k = 0u; k < PER; k++)
+    {
+      uint i = row_lane + k * (LOADERS / CW), at = slot (buf, 0u, c) + i;
 
       if (r0 + i < rows)
         {
-          if (ln)
-            {
-              uint norm = f32_mul (f32_sub (p_x[k], p_mean[k]), p_rstd[k]);
+          uint norm = f32_mul (f32_sub (p_x[k], p_mean[k]), p_rstd[k]);
 
-              put (at, f32_mul (p_dy[k], norm));
-              put (at + LEAF_WORDS, p_dy[k]);
-            }
-          else
-            put (at, p_dy[k]);
+          put (at, f32_mul (p_dy[k], norm));
+          put (at + LEAF_WORDS, p_dy[k]);
         }
+    }
+}
+
+/* OP_COLSUM: loader lane (row_lane, c) holds rows row_lane + 32 k of
+ * column col, then writes them to slot (c / 4, c % 4). */
+void
+load_block_sum (uint r0, uint rows, uint n, uint col, uint row_lane)
+{
+  DC_UNROLL for (uint k = 0u; k < PER_SUM; k++)
+    {
+      uint r = r0 + row_lane + k * (LOADERS / CW_SUM);
+
+      if (r < rows)
+        p_dy[k] = f[pc.a[0] + r * n + col];
+    }
+}
+
+void
+store_block_sum (uint buf, uint r0, uint rows, uint c, uint row_lane)
+{
+  DC_UNROLL for (uint k = 0u; k < PER_SUM; k++)
+    {
+      uint i = row_lane + k * (LOADERS / CW_SUM);
+
+      if (r0 + i < rows)
+        put (slot (buf, c / 4u, c % 4u) + i, p_dy[k]);
     }
 }
 
@@ -137,34 +178,42 @@ chain_block (uint acc, uint base, uint m)
 {
   if (m == RB)
     {
-      /* base is a multiple of 4: the leaves as 16-byte loads, the next G
-       * loads issued before this G's adds. */
+      /* base is a multiple of 4: the leaves as 16-byte loads, G of them (4G
+       * rows) into one set of registers while the other set's rows are
+       * added; a loop of pairs of chunks (not unrolled whole: lavapipe's
+       * compiler takes minutes over a whole block of emulated adds). */
       uint q = base >> 2;
-      uvec4 cur[G];
+      uvec4 va[G], vb[G];
 
       [[unroll]] for (uint u = 0u; u < G; u++)
-        cur[u] = s_ring[q + u];
-      [[unroll]] for (uint ch = 0u; ch < RB / (4u * G); ch++)
+        va[u] = s_ring[q + u];
+      [[dont_unroll]] for (uint ch = 0u; ch < RB / (4u * G); ch += 2u)
         {
-          uvec4 nxt[G];
+          uint qb = q + (ch + 1u) * G, qa = q + min (ch + 2u, RB / (4u * G) - 1u) * G;
 
-          if (ch + 1u < RB / (4u * G))
-            [[unroll]] for (uint u = 0u; u < G; u++)
-              nxt[u] = s_ring[q + (ch + 1u) * G + u];
+          [[unroll]] for (uint u = 0u; u < G; u++)
+            vb[u] = s_ring[qb + u];
+          [[unroll]] for (uint u = 0u; u < G; u++)
+            {
+              acc = f32_add (acc, va[u].x);
+              acc = f32_add (acc, va[u].y);
+              acc = f32_add (acc, va[u].z);
+              acc = f32_add (acc, va[u].w);
+            }
+          /* The last pair reads its last chunk again: in bounds, unused. */
+          [[unroll]] for (uint u = 0u; u < G; u++)
+            va[u] = s_ring[qa + u];
 #if defined(DC_BREAK) || defined(DC_BREAK_FTZ)
-          if (ch + 1u == RB / (4u * G))
-            cur[G - 1u] = cur[G - 1u].xywz;
+          if (ch + 2u == RB / (4u * G))
+            vb[G - 1u] = vb[G - 1u].xywz;
 #endif
           [[unroll]] for (uint u = 0u; u < G; u++)
             {
-              acc = f32_add (acc, cur[u].x);
-              acc = f32_add (acc, cur[u].y);
-              acc = f32_add (acc, cur[u].z);
-              acc = f32_add (acc, cur[u].w);
+              acc = f32_add (acc, vb[u].x);
+              acc = f32_add (acc, vb[u].y);
+              acc = f32_add (acc, vb[u].z);
+              acc = f32_add (acc, vb[u].w);
             }
-          if (ch + 1u < RB / (4u * G))
-            [[unroll]] for (uint u = 0u; u < G; u++)
-              cur[u] = nxt[u];
         }
       return acc;
     }
@@ -185,26 +234,38 @@ main ()
 {
   bool ln = pc.op == OP_LN_DW;
   uint rows = ln ? pc.a[4] : pc.a[1], n = ln ? pc.a[5] : pc.a[2];
+  uint cw = ln ? CW : CW_SUM;
   uint t = gl_LocalInvocationID.x;
   bool chains = t < CHAIN_LANES;
   uint loader = chains ? 0u : t - CHAIN_LANES;
-  uint k = chains ? t / CW : 0u;
-  uint c = chains ? t % CW : loader % CW, row_lane = loader / CW;
-  bool my_chain = chains && k < (ln ? 2u : 1u);
-  uint n_groups = (n + CW - 1u) / CW, n_blocks = (rows + RB - 1u) / RB;
+  /* A chain lane's column in the group, and its slot (k, c) of the ring. */
+  uint c = chains ? (ln ? t % CW : t) : loader % cw, row_lane = loader / cw;
+  uint k = t / 4u, kc = t % 4u;
+  bool my_chain = chains && t < 8u;
+  uint n_groups = (n + cw - 1u) / cw, n_blocks = (rows + RB - 1u) / RB;
 
   for (uint g = gl_WorkGroupID.x; g < n_groups; g += gl_NumWorkGroups.x)
     {
-      uint j = g * CW + c;
+      uint j = g * cw + c;
       uint col = min (j, n - 1u);  /* the last group's spare lanes load a real column */
       uint acc = 0u;
 
       if (!chains)
         {
-          load_block (ln, 0u, rows, n, col, row_lane);
-          store_block (ln, 0u, 0u, rows, c, row_lane);
-          if (n_blocks > 1u)
-            load_block (ln, RB, rows, n, col, row_lane);
+          if (ln)
+            {
+              load_block_ln (0u, rows, n, col, row_lane);
+              store_block_ln (0u, 0u, rows, c, row_lane);
+              if (n_blocks > 1u)
+                load_block_ln (RB, rows, n, col, row_lane);
+            }
+          else
+            {
+              load_block_sum (0u, rows, n, col, row_lane);
+              store_block_sum (0u, 0u, rows, c, row_lane);
+              if (n_blocks > 1u)
+                load_block_sum (RB, rows, n, col, row_lane);
+            }
         }
       barrier ();
       for (uint b = 0u; b < n_blocks; b++)
@@ -215,17 +276,27 @@ main ()
                * (the barrier below b − 1's adds), then block b + 2's loads. */
               if (b + 1u < n_blocks)
                 {
-                  store_block (ln, (b + 1u) & 1u, (b + 1u) * RB, rows, c, row_lane);
-                  if (b + 2u < n_blocks)
-                    load_block (ln, (b + 2u) * RB, rows, n, col, row_lane);
+                  uint buf = (b + 1u) & 1u, r1 = (b + 1u) * RB, r2 = (b + 2u) * RB;
+
+                  if (ln)
+                    {
+                      store_block_ln (buf, r1, rows, c, row_lane);
+                      if (b + 2u < n_blocks)
+                        load_block_ln (r2, rows, n, col, row_lane);
+                    }
+                  else
+                    {
+                      store_block_sum (buf, r1, rows, c, row_lane);
+                      if (b + 2u < n_blocks)
+                        load_block_sum (r2, rows, n, col, row_lane);
+                    }
                 }
             }
           else if (my_chain)
-            acc = chain_block (acc, (b & 1u) * BUF_WORDS + k * LEAF_WORDS + c * STRIDE,
-                               min (RB, rows - b * RB));
+            acc = chain_block (acc, slot (b & 1u, k, kc), min (RB, rows - b * RB));
           barrier ();
         }
       if (my_chain && j < n)
-        f[(k == 1u ? pc.a[7] : ln ? pc.a[6] : pc.a[3]) + j] = acc;
+        f[(ln ? (k == 1u ? pc.a[7] : pc.a[6]) : pc.a[3]) + j] = acc;
     }
 }

@@ -337,11 +337,14 @@ record_op (DcGptVkForward  *self,
     }
   else if ((op == OP_LN_DW || op == OP_COLSUM) && self->chains_pipeline != NULL)
     {
-      /* resident-chains.comp: a workgroup per DC_GPT_VK_CHAINS_COLUMNS
-       * columns, their chains in one warp fed by 256 loaders. */
+      /* resident-chains.comp: a workgroup per 4 columns (the norms' two
+       * chains each) or 8 (the biases'), their chains in one warp fed by
+       * 256 loaders. */
+      gsize cw = op == OP_LN_DW ? DC_GPT_VK_CHAINS_COLUMNS : DC_GPT_VK_CHAINS_SUM_COLUMNS;
+
       pipeline = self->chains_pipeline;
       count = &self->n_chains_dispatches;
-      groups = (work + DC_GPT_VK_CHAINS_COLUMNS - 1) / DC_GPT_VK_CHAINS_COLUMNS;
+      groups = (work + cw - 1) / cw;
     }
   else if ((op == OP_EMBED_BACK || op == OP_HEAD_DW) && self->colsum_pipeline != NULL)
     {

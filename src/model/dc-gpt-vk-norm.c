@@ -299,14 +299,15 @@ colsum_gate_value (guint64 *state)
 }
 
 /* One shape: @rows rows of @n columns through OP_LN_DX (a workgroup per
- * row: the sum trees in shared memory; where @with_dx), OP_LN_DW and
- * OP_COLSUM (a workgroup per @columns columns), against
+ * row: the sum trees in shared memory; where @with_dx), OP_LN_DW (a
+ * workgroup per @columns columns) and OP_COLSUM (per @sum_columns), against
  * dc_math_layer_norm_backward () added to d_res and layer_norm_grad_chunk's
  * and column_sum_chunk's serial chains. */
 static gboolean
 colsum_gate_case (DcVkContext   *ctx,
                   DcVkPipeline  *pipeline,
                   guint          columns,
+                  guint          sum_columns,
                   gboolean       with_dx,
                   guint          rows,
                   guint          n,
@@ -354,7 +355,8 @@ colsum_gate_case (DcVkContext   *ctx,
                                                   f32_bits ((float) n), 1 } };
 
     if (!dc_vk_dispatch (ctx, pipeline, buffers, &ln, groups, 1, 1, error)
-        || !dc_vk_dispatch (ctx, pipeline, buffers, &cs, groups, 1, 1, error)
+        || !dc_vk_dispatch (ctx, pipeline, buffers, &cs, (n + sum_columns - 1) / sum_columns,
+                            1, 1, error)
         || (with_dx && !dc_vk_dispatch (ctx, pipeline, buffers, &dx_push, rows, 1, 1, error)))
       return FALSE;
   }
@@ -509,15 +511,15 @@ _dc_gpt_vk_colsum_new (DcVkContext  *ctx,
   g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-colsum", native, broken);
   g_autoptr(DcVkPipeline) pipeline = NULL;
   guint64 state = G_GUINT64_CONSTANT (0x446169737943736d);  /* "DaisyCsm" */
+  const guint cw = DC_GPT_VK_COLSUM_COLUMNS;
 
   pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkColsumPush), error);
   if (pipeline == NULL
-      || !colsum_gate_case (ctx, pipeline, DC_GPT_VK_COLSUM_COLUMNS, TRUE, 5, 3, &state, error)
-      || !colsum_gate_case (ctx, pipeline, DC_GPT_VK_COLSUM_COLUMNS, TRUE, 300, 13, &state, error)
-      || !colsum_gate_case (ctx, pipeline, DC_GPT_VK_COLSUM_COLUMNS, TRUE, 3, 200, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, cw, TRUE, 5, 3, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, cw, TRUE, 300, 13, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, cw, TRUE, 3, 200, &state, error)
       /* 768 = 512 + 256 as GPT-2's rows: a power-of-two part after a peeled one */
-      || !colsum_gate_case (ctx, pipeline, DC_GPT_VK_COLSUM_COLUMNS, TRUE, 2, 768, &state,
-                            error)
+      || !colsum_gate_case (ctx, pipeline, cw, cw, TRUE, 2, 768, &state, error)
       /* Lists of 1 to ~150 rows (two staged chunks of 64 and a tail, the
        * loads' batches of 16 and their rest), a token without rows, a last
        * chunk of columns partly empty, positions without rows. */
@@ -552,17 +554,17 @@ _dc_gpt_vk_chains_new (DcVkContext  *ctx,
   g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-chains", native, broken);
   g_autoptr(DcVkPipeline) pipeline = NULL;
   guint64 state = G_GUINT64_CONSTANT (0x4461697379436863);  /* "DaisyChc" */
-  const guint cw = DC_GPT_VK_CHAINS_COLUMNS;
+  const guint cw = DC_GPT_VK_CHAINS_COLUMNS, sw = DC_GPT_VK_CHAINS_SUM_COLUMNS;
 
   pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkColsumPush), error);
   if (pipeline == NULL
-      || !colsum_gate_case (ctx, pipeline, cw, FALSE, 5, 3, &state, error)
-      || !colsum_gate_case (ctx, pipeline, cw, FALSE, 300, 13, &state, error)
-      || !colsum_gate_case (ctx, pipeline, cw, FALSE, 512, 6, &state, error)
-      || !colsum_gate_case (ctx, pipeline, cw, FALSE, 700, 9, &state, error)
-      || !colsum_gate_case (ctx, pipeline, cw, FALSE, 1024, 4, &state, error)
-      || !colsum_gate_case (ctx, pipeline, cw, FALSE, 2100, 7, &state, error)
-      || !colsum_gate_case (ctx, pipeline, cw, FALSE, 3, 200, &state, error))
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 5, 3, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 300, 13, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 512, 6, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 700, 9, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 1024, 4, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 2100, 7, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 3, 200, &state, error))
     return NULL;
   return g_steal_pointer (&pipeline);
 }

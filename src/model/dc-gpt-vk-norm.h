@@ -51,9 +51,11 @@ void _dc_gpt_vk_token_lists (const guint32 *tokens,
                              guint32       *offsets,
                              guint32       *list);
 
-/* Columns per workgroup of shaders/resident-chains.comp (its CW): a
- * dispatch of n columns takes ⌈n / 4⌉ workgroups. */
+/* Columns per workgroup of shaders/resident-chains.comp (its CW and
+ * CW_SUM): a dispatch of OP_LN_DW over n columns takes ⌈n / 4⌉ workgroups,
+ * one of OP_COLSUM ⌈n / 8⌉. */
 #define DC_GPT_VK_CHAINS_COLUMNS 4
+#define DC_GPT_VK_CHAINS_SUM_COLUMNS 8
 
 DcVkPipeline *_dc_gpt_vk_chains_new (DcVkContext   *ctx,
                                      DcVkF32Mode    native,
