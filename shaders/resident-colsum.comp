@@ -23,15 +23,6 @@
  */
 #include "f32-exact.glsl"
 
-/* Loops over a lane's registers unrolled for the native kernels (registers,
- * every load in flight); the emulated ones keep them loops (their inlined
- * arithmetic unrolled makes a shader lavapipe compiles for minutes). */
-#ifdef DC_NATIVE_F32
-#define DC_UNROLL [[unroll]]
-#else
-#define DC_UNROLL [[dont_unroll]]
-#endif
-
 layout (local_size_x = 64) in;
 
 layout (std430, binding = 0) buffer F { uint f[]; };
@@ -97,9 +88,6 @@ load_block (bool ln, uint r0, uint rows, uint n, uint col, uint row_lane)
 
 #include "sum-tree-wg.glsl"
 
-/* A row's elements an invocation of ln_dx_rows_wg () holds. */
-#define LN_DX_PER (WG_SUM_MAX / 64u)
-
 /* op_ln_dx () with a[9] != 0 (rows of n ≤ WG_SUM_MAX): a workgroup per
  * row, both sums' leaves in shared memory and each sum sum-tree-wg.glsl's
  * (the same tree), then the row's elements side by side. */
@@ -113,48 +101,27 @@ ln_dx_rows_wg ()
       uint x = pc.a[0] + r * n, dy = pc.a[4] + r * n, d_res = pc.a[5] + r * n;
       uint mean = f[pc.a[2] + r], rstd = f[pc.a[3] + r];
       uint g_mean_v, gn_mean;
-      /* The row's elements lane + 64 k read once, every load in flight at
-       * once (unrolled: registers), and each element's g = w ⊙ dy and
-       * n̂ = (x − mean) · rstd formed once: the same operations on the same
-       * values as forming them at each use. */
-      uint g[LN_DX_PER], norm[LN_DX_PER], res[LN_DX_PER];
 
-      DC_UNROLL for (uint k = 0u; k < LN_DX_PER; k++)
-        {
-          uint i = lane + 64u * k;
-
-          if (i < n)
-            {
-              g[k] = f32_mul (f[w + i], f[dy + i]);
-              norm[k] = f32_mul (f32_sub (f[x + i], mean), rstd);
-              res[k] = f[d_res + i];
-            }
-        }
-      DC_UNROLL for (uint k = 0u; k < LN_DX_PER; k++)
-        if (lane + 64u * k < n)
-          s_leaf[lane + 64u * k] = g[k];
+      for (uint i = lane; i < n; i += 64u)
+        s_leaf[i] = f32_mul (f[w + i], f[dy + i]);
       barrier ();
       g_mean_v = f32_div (wg_sum_tree (n), pc.a[8]);
-      DC_UNROLL for (uint k = 0u; k < LN_DX_PER; k++)
-        if (lane + 64u * k < n)
-          s_leaf[lane + 64u * k] = f32_mul (g[k], norm[k]);
+      for (uint i = lane; i < n; i += 64u)
+        s_leaf[i] = f32_mul (f32_mul (f[w + i], f[dy + i]),
+                             f32_mul (f32_sub (f[x + i], mean), rstd));
       barrier ();
       gn_mean = f32_div (wg_sum_tree (n), pc.a[8]);
-      DC_UNROLL for (uint k = 0u; k < LN_DX_PER; k++)
+      for (uint i = lane; i < n; i += 64u)
         {
-          uint i = lane + 64u * k;
-
-          if (i < n)
-            {
+          uint norm = f32_mul (f32_sub (f[x + i], mean), rstd);
+          uint g = f32_mul (f[w + i], f[dy + i]);
 #if defined(DC_BREAK) || defined(DC_BREAK_FTZ)
-              uint dx = f32_mul (f32_sub (g[k], g_mean_v), rstd);
+          uint dx = f32_mul (f32_sub (g, g_mean_v), rstd);
 #else
-              uint dx = f32_mul (f32_sub (f32_sub (g[k], g_mean_v), f32_mul (norm[k], gn_mean)),
-                                 rstd);
+          uint dx = f32_mul (f32_sub (f32_sub (g, g_mean_v), f32_mul (norm, gn_mean)), rstd);
 #endif
 
-              f[d_res + i] = f32_add (res[k], dx);
-            }
+          f[d_res + i] = f32_add (f[d_res + i], dx);
         }
     }
 }
