@@ -268,7 +268,10 @@ _dc_gpt_vk_token_lists (const guint32 *tokens,
 {
   memset (offsets, 0, (n_v + 1) * sizeof (guint32));
   for (gsize r = 0; r < rows; r++)
-    offsets[tokens[r] + 1]++;
+    {
+      g_return_if_fail (tokens[r] < n_v);
+      offsets[tokens[r] + 1]++;
+    }
   for (guint v = 0; v < n_v; v++)
     offsets[v + 1] += offsets[v];
   /* Each token's rows in order, offsets[v] moving to where v's end; then
