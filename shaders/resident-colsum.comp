@@ -126,66 +126,111 @@ ln_dx_rows_wg ()
     }
 }
 
-/* Tokens a workgroup stages in shared memory at a time for the head's and
- * the embeddings' scatter-adds: every element of d_wte scans every row's
- * token, which resident-backward.comp's invocations each read from T
- * (host-visible memory) themselves; 256 tokens are 1 KB. */
-#define TOK_CHUNK 256u
+/* Row indices a workgroup stages in shared memory at a time for the head's
+ * and the embeddings' scatter-adds. */
+#define TOK_CHUNK 64u
+/* Rows whose values a lane loads before it adds them. */
+#define SCATTER_AHEAD 16u
 
 shared uint s_tok[TOK_CHUNK];
 
-/* resident-backward.comp's op_head_dw () and op_embed_back () with the
- * tokens staged: one invocation per element of d_wte, which subtracts (the
- * head: lnf's rows whose target is v, then / rows) or adds (the embeddings:
- * d_res's rows whose input token is v) its rows in row order onto what is
- * there, the CPU's chain; d_wpe's elements (t, j) add the rows at position t
- * in order from +0. a (head): d_wte, lnf, rows, C, V, targets, fn;
- * (embeddings): d_wte, d_wpe, dy, rows, C, seq, len, V. */
+/* resident-backward.comp's op_head_dw () and op_embed_back () with each
+ * token's rows listed: T holds, after the inputs and the targets, for each
+ * of them the offsets (V + 1) and the rows (in order) of every token
+ * (dc-gpt-vk-forward.c's submit () lists them). A workgroup takes a token v
+ * and 64 of its columns: each invocation owns element (v, j) of d_wte and
+ * subtracts (the head: lnf's rows whose target is v, then / rows) or adds
+ * (the embeddings: d_res's rows whose input token is v) exactly those rows,
+ * in row order, onto what is there: the CPU's chain, which read every row's
+ * token to find them (resident-backward.comp's invocations still do).
+ * d_wpe's elements (t, j) add the rows at position t in order from +0.
+ * a (head): d_wte, lnf, rows, C, V, targets, fn, offsets, rows' list;
+ * (embeddings): d_wte, d_wpe, dy, rows, C, seq, len, V, offsets, rows' list. */
 void
 scatter_main ()
 {
   bool head = pc.op == OP_HEAD_DW;
   uint c = head ? pc.a[3] : pc.a[4], rows = head ? pc.a[2] : pc.a[3];
-  uint tok_off = head ? pc.a[5] : 0u, src = head ? pc.a[1] : pc.a[2];
-  uint n_wte = (head ? pc.a[4] : pc.a[7]) * c;
-  uint total = head ? n_wte : (pc.a[7] + pc.a[5]) * c;
-  uint lane = gl_LocalInvocationID.x, stride = gl_NumWorkGroups.x * 64u;
+  uint src = head ? pc.a[1] : pc.a[2], n_v = head ? pc.a[4] : pc.a[7];
+  uint offs = head ? pc.a[7] : pc.a[8], list = head ? pc.a[8] : pc.a[9];
+  uint chunks = (c + 63u) / 64u, tiles_wte = n_v * chunks;
+  uint tiles = head ? tiles_wte : tiles_wte + pc.a[5] * chunks;
+  uint lane = gl_LocalInvocationID.x;
 
-  for (uint base = gl_WorkGroupID.x * 64u; base < total; base += stride)
+  for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x)
     {
-      uint i = base + lane, v = i / c, j = i % c, dst = pc.a[0] + i;
-      bool scan = i < n_wte;
-      uint acc = scan ? f[dst] : 0u;
+      uint j = (tile % chunks) * 64u + lane;
 
-      /* Uniform: the whole workgroup stages the tokens, or none of it. */
-      if (base < n_wte)
-        for (uint r0 = 0u; r0 < rows; r0 += TOK_CHUNK)
-          {
-            uint m = min (TOK_CHUNK, rows - r0);
-
-            barrier ();
-            for (uint k = lane; k < m; k += 64u)
-              s_tok[k] = tok[tok_off + r0 + k];
-            barrier ();
-            if (scan)
-              for (uint k = 0u; k < m; k++)
-                if (s_tok[k] == v)
-                  {
-                    uint y = f[src + (r0 + k) * c + j];
-
-                    acc = head ? f32_sub (acc, y) : f32_add (acc, y);
-                  }
-          }
-      if (scan)
-        f[dst] = head ? f32_div (acc, pc.a[6]) : acc;
-      else if (i < total)
+      if (tile < tiles_wte)
         {
-          uint t = (i - n_wte) / c, jw = (i - n_wte) % c;
+          uint v = tile / chunks, dst = pc.a[0] + v * c + j;
+          uint lo = tok[offs + v], hi = tok[offs + v + 1u];
+          uint acc;
 
-          acc = 0u;
-          for (uint r = t; t < pc.a[6] && r < rows; r += pc.a[6])
-            acc = f32_add (acc, f[src + r * c + jw]);
-          f[pc.a[1] + t * c + jw] = acc;
+          /* Uniform: a token no input row has leaves d_wte's row as the
+           * head left it. */
+          if (!head && lo == hi)
+            continue;
+          acc = j < c ? f[dst] : 0u;
+          for (uint k0 = lo; k0 < hi; k0 += TOK_CHUNK)
+            {
+              uint m = min (TOK_CHUNK, hi - k0);
+
+              barrier ();
+#if defined(DC_BREAK) || defined(DC_BREAK_FTZ)
+              /* The twin: each token's first two rows the other way round. */
+              if (lane < m)
+                s_tok[lane] = tok[list + k0 + (k0 == lo && m >= 2u && lane < 2u ? 1u - lane
+                                                                                 : lane)];
+#else
+              if (lane < m)
+                s_tok[lane] = tok[list + k0 + lane];
+#endif
+              barrier ();
+              if (j < c)
+                {
+                  uint u = 0u;
+
+                  for (; u + SCATTER_AHEAD <= m; u += SCATTER_AHEAD)
+                    {
+                      uint y[SCATTER_AHEAD];
+
+                      [[unroll]] for (uint i = 0u; i < SCATTER_AHEAD; i++)
+                        y[i] = f[src + s_tok[u + i] * c + j];
+                      [[unroll]] for (uint i = 0u; i < SCATTER_AHEAD; i++)
+                        acc = head ? f32_sub (acc, y[i]) : f32_add (acc, y[i]);
+                    }
+                  for (; u < m; u++)
+                    {
+                      uint y = f[src + s_tok[u] * c + j];
+
+                      acc = head ? f32_sub (acc, y) : f32_add (acc, y);
+                    }
+                }
+            }
+          if (j < c)
+            f[dst] = head ? f32_div (acc, pc.a[6]) : acc;
+        }
+      else if (j < c)
+        {
+          uint t = (tile - tiles_wte) / chunks, len = pc.a[6], acc = 0u, r = t;
+
+          if (t < len)
+            {
+              for (; r + 8u * len < rows + len; r += 8u * len)
+                {
+                  /* Rows t, t + len, …: 8 loaded, then added in order. */
+                  uint y[8];
+
+                  [[unroll]] for (uint i = 0u; i < 8u; i++)
+                    y[i] = f[src + (r + i * len) * c + j];
+                  [[unroll]] for (uint i = 0u; i < 8u; i++)
+                    acc = f32_add (acc, y[i]);
+                }
+              for (; r < rows; r += len)
+                acc = f32_add (acc, f[src + r * c + j]);
+            }
+          f[pc.a[1] + t * c + j] = acc;
         }
     }
 }

@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 /* resident-loss.comp: the loss of the resident forward pass (dc-gpt.c's
  * loss_chunk and the mean of dc_gpt_run_forward ()), on the buffers of
  * resident-forward.comp, bit for bit the CPU's: f32-exact.glsl's arithmetic,
@@ -94,12 +95,55 @@ op_loss (uint r)
   f[pc.a[3] + r] = y ^ F32_SIGN;
 }
 
-/* a: x, n, out, fn: out = Σx / n in the tree (one invocation). */
+/* The mean's leaves in shared memory: every row of a batch up to 8,192
+ * (width 128's 4,096, GPT-2's 2,048) through sum-tree-wg.glsl, the same
+ * tree with its blocks and levels side by side (36 KB, which OP_LOSS's
+ * few workgroups can spare); longer keep one invocation's sum_tree (). */
+#define WG_SUM_MAX 8192u
+#include "sum-tree-wg.glsl"
+
+/* a: x, n, out, fn: out = Σx / n in the tree (the dispatch's one
+ * workgroup; one invocation where n > WG_SUM_MAX). */
 void
 op_mean ()
 {
-  g_base = pc.a[0];
-  f[pc.a[2]] = f32_div (sum_tree (pc.a[1]), pc.a[3]);
+  uint n = pc.a[1], lane = gl_LocalInvocationID.x;
+
+  if (n <= WG_SUM_MAX)
+    {
+      /* 8 loads a lane in flight at once, then into shared memory. */
+      for (uint i0 = 0u; i0 < n; i0 += 8u * 64u)
+        {
+          uint v[8];
+
+          [[unroll]] for (uint u = 0u; u < 8u; u++)
+            {
+              uint i = i0 + u * 64u + lane;
+
+              v[u] = i < n ? f[pc.a[0] + i] : 0u;
+            }
+          [[unroll]] for (uint u = 0u; u < 8u; u++)
+            {
+              uint i = i0 + u * 64u + lane;
+
+              if (i < n)
+                s_leaf[i] = v[u];
+            }
+        }
+      barrier ();
+      {
+        uint total = wg_sum_tree (n);
+
+        if (lane == 0u)
+          f[pc.a[2]] = f32_div (total, pc.a[3]);
+      }
+      return;
+    }
+  if (lane == 0u)
+    {
+      g_base = pc.a[0];
+      f[pc.a[2]] = f32_div (sum_tree (n), pc.a[3]);
+    }
 }
 
 void
@@ -107,7 +151,8 @@ main ()
 {
   if (pc.op == OP_MEAN)
     {
-      if (gl_GlobalInvocationID.x == 0u)
+      /* The dispatch's one workgroup, uniformly (barriers inside). */
+      if (gl_WorkGroupID.x == 0u)
         op_mean ();
       return;
     }

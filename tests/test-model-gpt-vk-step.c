@@ -768,14 +768,24 @@ test_coop_twin_refused (void)
     }
 }
 
-/* The backward's sums over rows (shaders/resident-colsum.comp): its gate
- * passes in each float mode and refuses the broken twin (each block's first
- * two rows added in the wrong order); a training pass takes the kernel when
- * its gate passes and otherwise keeps resident-backward.comp's sums, every
- * gradient the CPU's either way. */
+/* The backward's sums over rows (shaders/resident-colsum.comp, and
+ * resident-chains.comp for the column chains): each kernel's gate passes in
+ * each float mode and refuses its broken twin (rows of a block added in the
+ * wrong order); a training pass takes resident-chains.comp when its gate
+ * passes, resident-colsum.comp when only that one's does, and otherwise
+ * keeps resident-backward.comp's sums, every gradient the CPU's each way. */
 static void
-test_colsum_twin_refused (void)
+test_sums_twin_refused (gconstpointer data)
 {
+  gboolean chains = GPOINTER_TO_INT (data);
+  const char *name = chains ? "resident-chains" : "resident-colsum";
+  /* Which kernel the pass must report, its twin refused or not. */
+  const char *taken[2] = { name, chains ? "resident-colsum" : "resident-backward" };
+  /* resident-colsum's case refuses resident-chains in both passes. */
+  const char *breaks[2] = { chains ? NULL : "resident-chains",
+                            chains ? "resident-chains" : "resident-chains,resident-colsum" };
+  DcVkPipeline *(*kernel_new) (DcVkContext *, DcVkF32Mode, gboolean, GError **)
+    = chains ? _dc_gpt_vk_chains_new : _dc_gpt_vk_colsum_new;
   g_autoptr(DcVkContext) ctx = open_device ();
   g_autoptr(DcGptModel) model = NULL;
   g_autoptr(DcGptRun) run = NULL;
@@ -792,13 +802,13 @@ test_colsum_twin_refused (void)
     {
       g_autoptr(DcVkPipeline) good = NULL, broken = NULL;
 
-      good = _dc_gpt_vk_colsum_new (ctx, modes[m], FALSE, &error);
+      good = kernel_new (ctx, modes[m], FALSE, &error);
       g_assert_no_error (error);
       g_assert_nonnull (good);
-      broken = _dc_gpt_vk_colsum_new (ctx, modes[m], TRUE, &error);
+      broken = kernel_new (ctx, modes[m], TRUE, &error);
       g_assert_null (broken);
       g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
-      g_test_message ("mode %d, twin refused: %s", modes[m], error->message);
+      g_test_message ("%s, mode %d, twin refused: %s", name, modes[m], error->message);
       g_clear_error (&error);
     }
   g_clear_pointer (&ctx, dc_vk_context_free);
@@ -817,14 +827,13 @@ test_colsum_twin_refused (void)
     {
       g_autoptr(DcGptVkForward) pass = NULL;
 
-      if (broken)
-        g_setenv ("DC_TEST_BREAK_KERNEL", "resident-colsum", TRUE);
+      if (breaks[broken] != NULL)
+        g_setenv ("DC_TEST_BREAK_KERNEL", breaks[broken], TRUE);
       pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
       g_unsetenv ("DC_TEST_BREAK_KERNEL");
       g_assert_no_error (error);
       g_assert_nonnull (pass);
-      g_assert_cmpstr (dc_gpt_vk_forward_get_column_sums (pass), ==,
-                       broken ? "resident-backward" : "resident-colsum");
+      g_assert_cmpstr (dc_gpt_vk_forward_get_column_sums (pass), ==, taken[broken]);
       g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
                                                   NULL, &error));
       g_assert_no_error (error);
@@ -1195,7 +1204,7 @@ test_layout_gpt2_small (void)
   g_assert_cmpuint (m2.f_bytes, ==, 4 * (2 * n + 2 * per_batch + 1 + split2));
   g_assert_cmpuint (m1.f_bytes, ==, 2012872708);
   g_assert_cmpuint (fwd.f_bytes, <, m1.f_bytes);
-  g_assert_cmpuint (m1.device_bytes, ==, m1.f_bytes + m1.q_bytes);
+  g_assert_cmpuint (m1.device_bytes, ==, m1.f_bytes + m1.q_bytes + m1.tokens_bytes);
   {
     guint64 device_bytes, host_bytes;
 
@@ -1557,7 +1566,10 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt-vk-step/coop/selection", test_coop_selection);
   g_test_add_func ("/dc/model/gpt-vk-step/coop/twin-refused", test_coop_twin_refused);
   g_test_add_func ("/dc/model/gpt-vk-step/rows/twins-refused", test_rows_twins_refused);
-  g_test_add_func ("/dc/model/gpt-vk-step/colsum/twin-refused", test_colsum_twin_refused);
+  g_test_add_data_func ("/dc/model/gpt-vk-step/colsum/twin-refused", GINT_TO_POINTER (FALSE),
+                        test_sums_twin_refused);
+  g_test_add_data_func ("/dc/model/gpt-vk-step/chains/twin-refused", GINT_TO_POINTER (TRUE),
+                        test_sums_twin_refused);
   {
     static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
                                           { 128, 16, 2 }, { 32, 32, 32 }, { 16, 20, 7 } };
@@ -1571,7 +1583,8 @@ main (int    argc,
       "/dc/model/gpt-vk-step/gradients/w64", "/dc/model/gpt-vk-step/gradients/w128",
       /* 1,024 rows: the weights' gradients are split over K (resident-gemm.comp) */
       "/dc/model/gpt-vk-step/gradients/rows1024",
-      /* 140 rows: resident-colsum.comp's blocks of 128 rows, one whole, one partial */
+      /* 140 rows: resident-colsum.comp's blocks of 128 rows, one whole, one partial
+       * (resident-chains.comp's one partial block of 512) */
       "/dc/model/gpt-vk-step/gradients/rows140",
     };
 

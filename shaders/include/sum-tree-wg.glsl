@@ -19,8 +19,11 @@
 
 /* 1,024 leaves (GPT-2's 768, with room) and their 128 blocks: 4.6 KB of
  * shared memory, which leaves the pipeline's other ops 32 workgroups of 64
- * per multiprocessor; longer rows keep an invocation per row. */
+ * per multiprocessor; longer rows keep an invocation per row. An includer
+ * may define a larger WG_SUM_MAX (a multiple of 8) first. */
+#ifndef WG_SUM_MAX
 #define WG_SUM_MAX 1024u
+#endif
 
 shared uint s_leaf[WG_SUM_MAX];
 shared uint s_block[WG_SUM_MAX / 8u];

@@ -180,7 +180,11 @@ struct _DcGptVkForward
   DcVkPipeline  *gemm_pipeline;  /* resident-gemm.comp: the tiled products */
   DcVkPipeline  *coop_pipelines[N_COOP];  /* resident-coop.comp (with PRODUCTS_COOP) */
   DcVkPipeline  *colsum_pipeline;  /* resident-colsum.comp: the sums over rows (gate passed) */
+  DcVkPipeline  *chains_pipeline;  /* resident-chains.comp: the column chains (gate passed) */
   DcVkBuffer    *f, *q, *e, *tokens;
+  /* What submit () writes to T: the tokens, then (a training pass) their
+   * lists; copied into device-local T at the start of each replay. */
+  DcVkBuffer    *tokens_staging;
   DcVkBuffer    *params_staging, *logits_staging, *grads_staging;
   DcVkRecording *recording;      /* the body: tokens in F, the loss (or logits) out */
   DcVkRecording *upload;         /* the weights in: params_staging → F */
@@ -217,6 +221,7 @@ struct _DcGptVkForward
   guint64        n_gemm_dispatches;
   guint64        n_coop_dispatches[N_COOP];
   guint64        n_colsum_dispatches;
+  guint64        n_chains_dispatches;
   gboolean       gating;         /* a gate's pass (forward_new's twins): refusals are quiet */
   DcGptVkForwardTimes times;
   /* recording state: the regions of Q and E; a dry run only measures them */
@@ -247,6 +252,7 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->logits_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->params_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->tokens, dc_vk_buffer_free);
+  g_clear_pointer (&self->tokens_staging, dc_vk_buffer_free);
   g_clear_pointer (&self->e, dc_vk_buffer_free);
   g_clear_pointer (&self->q, dc_vk_buffer_free);
   g_clear_pointer (&self->f, dc_vk_buffer_free);
@@ -257,6 +263,7 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->quant_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->softmax_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->colsum_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->chains_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
   g_free (self->layers);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
@@ -289,6 +296,16 @@ op_label (guint          op,
   return g_strdup_printf ("%s %" G_GSIZE_FORMAT, op_names[op], work);
 }
 
+/* T's size: the inputs and the targets, then (a training pass) the
+ * inputs' and the targets' token lists, offsets (V + 1) and rows each. */
+static gsize
+tokens_bytes (DcGptVkForward *self)
+{
+  gsize bt = (gsize) self->batch * self->config.seq;
+
+  return (2 * bt + (self->backward ? 2 * (self->config.vocab + 1 + bt) : 0)) * 4;
+}
+
 /* Records one operation over `work` items (elements, rows or vectors). */
 static gboolean
 record_op (DcGptVkForward  *self,
@@ -318,13 +335,28 @@ record_op (DcGptVkForward  *self,
       pipeline = self->loss_pipeline;
       count = &self->n_loss_dispatches;
     }
-  else if (op == OP_EMBED_BACK && self->colsum_pipeline != NULL)
+  else if ((op == OP_LN_DW || op == OP_COLSUM) && self->chains_pipeline != NULL)
     {
-      /* resident-colsum.comp: the tokens staged in shared memory (the H200:
-       * 790 → 327 µs at width 128; the head's, staged too, went 262 → 418 µs
-       * at GPT-2's 50,257 rows of few tokens, so it stays per invocation). */
+      /* resident-chains.comp: a workgroup per 4 columns (the norms' two
+       * chains each) or 8 (the biases'), their chains in one warp fed by
+       * 256 loaders. */
+      gsize cw = op == OP_LN_DW ? DC_GPT_VK_CHAINS_COLUMNS : DC_GPT_VK_CHAINS_SUM_COLUMNS;
+
+      pipeline = self->chains_pipeline;
+      count = &self->n_chains_dispatches;
+      groups = (work + cw - 1) / cw;
+    }
+  else if ((op == OP_EMBED_BACK || op == OP_HEAD_DW) && self->colsum_pipeline != NULL)
+    {
+      /* resident-colsum.comp: a workgroup per token and 64 columns, each
+       * element's chain over its token's rows alone (T's lists), where
+       * every invocation of resident-backward.comp scans every row's token:
+       * work = (tokens [+ positions]) · C. */
+      gsize c = op == OP_HEAD_DW ? args[3] : args[4];
+
       pipeline = self->colsum_pipeline;
       count = &self->n_colsum_dispatches;
+      groups = work / c * ((c + 63) / 64);
     }
   else if ((op == OP_LN_DW || (op == OP_LN_DX && args[9] != 0))
            && self->colsum_pipeline != NULL)
@@ -967,8 +999,10 @@ record_body (DcGptVkForward  *self,
                         (guint32) v, f32_bits (1.0f), 0 };
     guint32 head_dx[] = { (guint32) self->d_a, (guint32) wte, (guint32) (bt * c), (guint32) c,
                           (guint32) bt, f32_bits ((float) bt) };
+    /* The targets' token lists follow the tokens in T (submit ()). */
     guint32 head_dw[] = { (guint32) g_wte, (guint32) self->lnf, (guint32) bt, (guint32) c,
-                          (guint32) v, (guint32) bt, f32_bits ((float) bt) };
+                          (guint32) v, (guint32) bt, f32_bits ((float) bt),
+                          (guint32) (3 * bt + v + 1), (guint32) (3 * bt + 2 * v + 2) };
     guint32 zero[] = { (guint32) self->d_res, (guint32) (bt * c) };
 
     if (!record_softmax (self, OP_SOFTMAX, bt, v, probs, G_N_ELEMENTS (probs), error)
@@ -1058,7 +1092,7 @@ record_body (DcGptVkForward  *self,
   {
     guint32 args[] = { (guint32) g_wte, (guint32) (self->grads_off + tensor_offset (cfg, 1)),
                        (guint32) self->d_res, (guint32) bt, (guint32) c, (guint32) t,
-                       (guint32) t, (guint32) v };
+                       (guint32) t, (guint32) v, (guint32) (2 * bt), (guint32) (2 * bt + v + 1) };
 
     return record_op (self, OP_EMBED_BACK, (v + t) * c, args, G_N_ELEMENTS (args), error);
   }
@@ -1163,10 +1197,10 @@ measure (const DcGptConfig     *config,
   out->q_bytes = MAX (MAX (self->qb + self->q_right, 4),
                       self->quant_scratch + self->quant_scratch_bytes);
   out->e_bytes = (guint64) (self->eb + self->e_right) * 4;
-  out->tokens_bytes = (guint64) 2 * bt * 4;
+  out->tokens_bytes = tokens_bytes (self);
   out->staging_bytes = (guint64) (backward ? 2 : 1) * self->n_params * 4
                        + (guint64) (bt * config->vocab + 1) * 4;
-  out->device_bytes = out->f_bytes + out->q_bytes;
+  out->device_bytes = out->f_bytes + out->q_bytes + out->tokens_bytes;
   out->host_bytes = out->e_bytes + out->tokens_bytes + out->staging_bytes;
 }
 
@@ -1378,7 +1412,9 @@ record_forward (DcGptVkForward  *self,
       || (self->f = dc_vk_buffer_new_device_local (self->ctx, off * 4, error)) == NULL
       || (self->q = dc_vk_buffer_new_device_local (self->ctx, MAX (q_size, 4), error)) == NULL
       || (self->e = dc_vk_buffer_new (self->ctx, e_size * 4, error)) == NULL
-      || (self->tokens = dc_vk_buffer_new (self->ctx, 2 * bt * 4, error)) == NULL
+      || (self->tokens = dc_vk_buffer_new_device_local (self->ctx, tokens_bytes (self),
+                                                        error)) == NULL
+      || (self->tokens_staging = dc_vk_buffer_new (self->ctx, tokens_bytes (self), error)) == NULL
       || (self->params_staging = dc_vk_buffer_new (self->ctx, self->n_params * 4, error)) == NULL
       || (self->logits_staging = dc_vk_buffer_new (self->ctx, (bt * v + 1) * 4, error)) == NULL
       || (self->backward
@@ -1402,6 +1438,18 @@ record_forward (DcGptVkForward  *self,
         g_message ("Vulkan kernel resident-colsum on %s failed verification (%s) — using "
                    "resident-backward's column sums",
                    dc_vk_context_get_device_name (self->ctx), local_error->message);
+      g_clear_error (&local_error);
+      /* The norms' weight and bias gradients and the biases' gradients
+       * through resident-chains.comp where its gate passes. */
+      self->chains_pipeline
+        = _dc_gpt_vk_chains_new (self->ctx, self->native,
+                                 _dc_gpt_vk_kernel_twin ("resident-chains", self->native),
+                                 &local_error);
+      if (self->chains_pipeline == NULL && !self->gating)
+        g_message ("Vulkan kernel resident-chains on %s failed verification (%s) — using "
+                   "%s's column sums", dc_vk_context_get_device_name (self->ctx),
+                   local_error->message,
+                   self->colsum_pipeline != NULL ? "resident-colsum" : "resident-backward");
     }
 
   /* The weights' upload and the gradients' download are recordings of their
@@ -1423,6 +1471,11 @@ record_forward (DcGptVkForward  *self,
       if (!dc_vk_recording_end (self->download, error))
         return FALSE;
     }
+  {
+    DcVkCopy in = { self->tokens_staging, 0, self->tokens, 0, tokens_bytes (self) };
+
+    dc_vk_recording_copy (self->recording, &in, 1);
+  }
   if (!record_body (self, error))
     return FALSE;
   if (self->backward)
@@ -1452,7 +1505,7 @@ submit (DcGptVkForward  *self,
         GError         **error)
 {
   gsize bt = (gsize) self->batch * self->config.seq;
-  guint32 *tokens = dc_vk_buffer_get_data (self->tokens);
+  guint32 *tokens = dc_vk_buffer_get_data (self->tokens_staging);
   gint32 *e = dc_vk_buffer_get_data (self->e);
 
   gint64 t0 = g_get_monotonic_time (), t1;
@@ -1463,6 +1516,16 @@ submit (DcGptVkForward  *self,
     {
       tokens[i] = inputs[i];
       tokens[bt + i] = targets != NULL ? targets[i] : 0;
+    }
+  /* The head's and the embeddings' scatter-adds (resident-colsum.comp)
+   * read each token's rows from these lists: the inputs', the targets'. */
+  if (self->backward)
+    {
+      guint v = self->config.vocab;
+
+      _dc_gpt_vk_token_lists (tokens, bt, v, tokens + 2 * bt, tokens + 2 * bt + v + 1);
+      _dc_gpt_vk_token_lists (tokens + bt, bt, v, tokens + 3 * bt + v + 1,
+                              tokens + 3 * bt + 2 * v + 2);
     }
   e[0] = 0;
   t1 = g_get_monotonic_time ();
@@ -1599,7 +1662,7 @@ dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
   return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches
          + self->n_gemm_dispatches + self->n_coop_dispatches[COOP_WIDE]
          + self->n_coop_dispatches[COOP_NARROW] + self->n_quant_dispatches
-         + self->n_softmax_dispatches + self->n_colsum_dispatches;
+         + self->n_softmax_dispatches + self->n_colsum_dispatches + self->n_chains_dispatches;
 }
 
 /* With @twins, each kernel named in DC_TEST_BREAK_KERNEL is its broken twin
@@ -1860,6 +1923,19 @@ gate_ops (DcVkContext  *ctx,
     if (!same_bits ("loss", f + LOSS_OUT, row_loss, GATE_LOSS_ROWS, error)
         || !same_bits ("mean loss", f + LOSS_OUT + GATE_LOSS_ROWS, &mean_want, 1, error))
       return FALSE;
+    /* The mean of more leaves than the workgroup has invocations' blocks
+     * (376 blocks of 8 over 64 invocations), in eight parts of the tree
+     * (3,003 = 2,048 + 512 + 256 + 128 + 32 + 16 + 8 + 3), and of the most
+     * leaves a part may leave (7 × 8 + 7). */
+    for (guint k = 0; k < 2; k++)
+      {
+        guint32 n = k == 0 ? 3003 : 63;
+
+        mean_want = dc_math_sum (f + LOSS_IN, n) / (float) n;
+        RUN (OP_MEAN, 1, LOSS_IN, n, LOSS_OUT + GATE_LOSS_ROWS, f32_bits ((float) n));
+        if (!same_bits ("mean of many", f + LOSS_OUT + GATE_LOSS_ROWS, &mean_want, 1, error))
+          return FALSE;
+      }
   }
   /* Token plus position embedding of GATE_L positions. */
   for (guint r = 0; r < GATE_L; r++)
@@ -2656,14 +2732,16 @@ dc_gpt_vk_forward_get_softmax (DcGptVkForward *self)
  * dc_gpt_vk_forward_get_column_sums:
  *
  * Returns: which kernel runs the backward's sums over rows (the norms'
- *   weight and bias gradients, the biases' gradients): "resident-colsum"
+ *   weight and bias gradients, the biases' gradients): "resident-chains"
+ *   (a workgroup per 4 columns, its gate passed), "resident-colsum"
  *   (a workgroup per 8 columns, its gate passed) or "resident-backward"
  *   (an invocation per column); "resident-backward" for a forward pass
  */
 const char *
 dc_gpt_vk_forward_get_column_sums (DcGptVkForward *self)
 {
-  return self->colsum_pipeline != NULL ? "resident-colsum" : "resident-backward";
+  return self->chains_pipeline != NULL ? "resident-chains"
+         : self->colsum_pipeline != NULL ? "resident-colsum" : "resident-backward";
 }
 
 /**

@@ -50,9 +50,10 @@ typedef struct
  * @f_bytes: F, one storage-buffer binding (weights, gradients, activations)
  * @q_bytes: the products' int8 operands
  * @e_bytes: their exponents (host-visible)
- * @tokens_bytes: the tokens and targets (host-visible)
+ * @tokens_bytes: the tokens and targets, and (a training pass) their token
+ *   lists: host-visible, and copied to device-local T each replay
  * @staging_bytes: the weights in, the logits or gradients out (host-visible)
- * @device_bytes: device-local: F and Q
+ * @device_bytes: device-local: F, Q and T
  * @host_bytes: host-visible: the rest
  *
  * What a resident pass allocates (dc_gpt_vk_forward_measure ()).

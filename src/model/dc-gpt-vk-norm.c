@@ -253,9 +253,35 @@ typedef struct
 
 G_STATIC_ASSERT (sizeof (DcVkColsumPush) == 64);
 
+#define COLSUM_OP_HEAD_DW 11
 #define COLSUM_OP_LN_DX 13
 #define COLSUM_OP_LN_DW 14
 #define COLSUM_OP_COLSUM 15
+#define COLSUM_OP_EMBED_BACK 18
+
+void
+_dc_gpt_vk_token_lists (const guint32 *tokens,
+                        gsize          rows,
+                        guint          n_v,
+                        guint32       *offsets,
+                        guint32       *list)
+{
+  memset (offsets, 0, (n_v + 1) * sizeof (guint32));
+  for (gsize r = 0; r < rows; r++)
+    {
+      g_return_if_fail (tokens[r] < n_v);
+      offsets[tokens[r] + 1]++;
+    }
+  for (guint v = 0; v < n_v; v++)
+    offsets[v + 1] += offsets[v];
+  /* Each token's rows in order, offsets[v] moving to where v's end; then
+   * back by one token. */
+  for (gsize r = 0; r < rows; r++)
+    list[offsets[tokens[r]]++] = (guint32) r;
+  for (guint v = n_v; v > 0; v--)
+    offsets[v] = offsets[v - 1];
+  offsets[0] = 0;
+}
 
 /* A gate value: activations and gradients of the usual sizes, exact zeros
  * of both signs (ReLU's) and subnormals, as gate_backward_ops () draws. */
@@ -276,12 +302,16 @@ colsum_gate_value (guint64 *state)
 }
 
 /* One shape: @rows rows of @n columns through OP_LN_DX (a workgroup per
- * row: the sum trees in shared memory), OP_LN_DW and OP_COLSUM, against
+ * row: the sum trees in shared memory; where @with_dx), OP_LN_DW (a
+ * workgroup per @columns columns) and OP_COLSUM (per @sum_columns), against
  * dc_math_layer_norm_backward () added to d_res and layer_norm_grad_chunk's
  * and column_sum_chunk's serial chains. */
 static gboolean
 colsum_gate_case (DcVkContext   *ctx,
                   DcVkPipeline  *pipeline,
+                  guint          columns,
+                  guint          sum_columns,
+                  gboolean       with_dx,
                   guint          rows,
                   guint          n,
                   guint64       *state,
@@ -321,18 +351,19 @@ colsum_gate_case (DcVkContext   *ctx,
     }
   {
     DcVkBuffer *buffers[] = { bf, bq, be, bt };
-    guint groups = (n + DC_GPT_VK_COLSUM_COLUMNS - 1) / DC_GPT_VK_COLSUM_COLUMNS;
+    guint groups = (n + columns - 1) / columns;
     DcVkColsumPush ln = { COLSUM_OP_LN_DW, { X, DY, MEAN, RSTD, rows, n, DW, DB } };
     DcVkColsumPush cs = { COLSUM_OP_COLSUM, { DY, rows, n, COLS } };
     DcVkColsumPush dx_push = { COLSUM_OP_LN_DX, { X, WN, MEAN, RSTD, DY, DRES, rows, n,
                                                   f32_bits ((float) n), 1 } };
 
     if (!dc_vk_dispatch (ctx, pipeline, buffers, &ln, groups, 1, 1, error)
-        || !dc_vk_dispatch (ctx, pipeline, buffers, &cs, groups, 1, 1, error)
-        || !dc_vk_dispatch (ctx, pipeline, buffers, &dx_push, rows, 1, 1, error))
+        || !dc_vk_dispatch (ctx, pipeline, buffers, &cs, (n + sum_columns - 1) / sum_columns,
+                            1, 1, error)
+        || (with_dx && !dc_vk_dispatch (ctx, pipeline, buffers, &dx_push, rows, 1, 1, error)))
       return FALSE;
   }
-  for (gsize i = 0; i < (gsize) rows * n; i++)
+  for (gsize i = 0; with_dx && i < (gsize) rows * n; i++)
     if (!same_f32 (f[DRES + i], want[i]))
       {
         g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
@@ -366,6 +397,100 @@ colsum_gate_case (DcVkContext   *ctx,
   return TRUE;
 }
 
+/* The head's and the embeddings' scatter-adds through their token lists:
+ * @rows rows of @c columns, @n_v tokens (token 0 in about half the rows:
+ * lists longer than a staged chunk of 64; the last token in none), d_wpe's
+ * @seq rows of which the first @len have rows, against head_dw_chunk's and
+ * embed_backward_chunk's chains (dc-gpt.c). */
+static gboolean
+scatter_gate_case (DcVkContext   *ctx,
+                   DcVkPipeline  *pipeline,
+                   guint          rows,
+                   guint          c,
+                   guint          n_v,
+                   guint          seq,
+                   guint          len,
+                   guint64       *state,
+                   GError       **error)
+{
+  const gsize WTE = 0, WPE = WTE + (gsize) n_v * c, SRC = WPE + (gsize) seq * c;
+  const gsize size = SRC + (gsize) rows * c;
+  /* T: inputs, targets, the inputs' offsets and rows, the targets'. */
+  const gsize T_IN_OFF = 2 * (gsize) rows, T_IN_ROWS = T_IN_OFF + n_v + 1;
+  const gsize T_TG_OFF = T_IN_ROWS + rows, T_TG_ROWS = T_TG_OFF + n_v + 1;
+  const gsize t_size = T_TG_ROWS + rows;
+  g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
+  g_autofree float *wte = g_new (float, (gsize) n_v * c), *wpe = g_new0 (float, (gsize) seq * c);
+  float *f;
+  guint32 *tok;
+
+  if ((bf = dc_vk_buffer_new (ctx, size * 4, error)) == NULL
+      || (bq = dc_vk_buffer_new (ctx, 4, error)) == NULL
+      || (be = dc_vk_buffer_new (ctx, 4, error)) == NULL
+      || (bt = dc_vk_buffer_new (ctx, t_size * 4, error)) == NULL)
+    return FALSE;
+  f = dc_vk_buffer_get_data (bf);
+  tok = dc_vk_buffer_get_data (bt);
+  for (gsize i = 0; i < size; i++)
+    f[i] = colsum_gate_value (state);
+  for (guint r = 0; r < 2 * rows; r++)
+    {
+      guint64 x = _dc_gpt_vk_splitmix64 (state);
+
+      tok[r] = x % 2 == 0 ? 0 : (guint32) ((x >> 8) % (n_v - 1));
+    }
+  _dc_gpt_vk_token_lists (tok, rows, n_v, tok + T_IN_OFF, tok + T_IN_ROWS);
+  _dc_gpt_vk_token_lists (tok + rows, rows, n_v, tok + T_TG_OFF, tok + T_TG_ROWS);
+  {
+    DcVkBuffer *buffers[] = { bf, bq, be, bt };
+    guint chunks = (c + 63) / 64;
+    DcVkColsumPush head = { COLSUM_OP_HEAD_DW, { WTE, SRC, rows, c, n_v, rows,
+                                                 f32_bits ((float) rows), T_TG_OFF,
+                                                 T_TG_ROWS } };
+    DcVkColsumPush embed = { COLSUM_OP_EMBED_BACK, { WTE, WPE, SRC, rows, c, seq, len, n_v,
+                                                     T_IN_OFF, T_IN_ROWS } };
+
+    /* The CPU's: the head's share, then the embeddings' onto it. */
+    memcpy (wte, f + WTE, (gsize) n_v * c * 4);
+    for (guint r = 0; r < rows; r++)
+      for (guint j = 0; j < c; j++)
+        wte[(gsize) tok[rows + r] * c + j] = wte[(gsize) tok[rows + r] * c + j]
+                                             - f[SRC + (gsize) r * c + j];
+    for (gsize i = 0; i < (gsize) n_v * c; i++)
+      wte[i] = wte[i] / (float) rows;
+    for (guint r = 0; r < rows; r++)
+      for (guint j = 0; j < c; j++)
+        {
+          wte[(gsize) tok[r] * c + j] = wte[(gsize) tok[r] * c + j] + f[SRC + (gsize) r * c + j];
+          if (r % len < seq)
+            wpe[(gsize) (r % len) * c + j] = wpe[(gsize) (r % len) * c + j]
+                                             + f[SRC + (gsize) r * c + j];
+        }
+    if (!dc_vk_dispatch (ctx, pipeline, buffers, &head, n_v * chunks, 1, 1, error)
+        || !dc_vk_dispatch (ctx, pipeline, buffers, &embed, (n_v + seq) * chunks, 1, 1, error))
+      return FALSE;
+  }
+  for (gsize i = 0; i < (gsize) n_v * c; i++)
+    if (!same_f32 (f[WTE + i], wte[i]))
+      {
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                     "scatter-adds of %u rows, token %" G_GSIZE_FORMAT " column %" G_GSIZE_FORMAT
+                     ": 0x%08x instead of 0x%08x", rows, i / c, i % c, f32_bits (f[WTE + i]),
+                     f32_bits (wte[i]));
+        return FALSE;
+      }
+  for (gsize i = 0; i < (gsize) seq * c; i++)
+    if (!same_f32 (f[WPE + i], wpe[i]))
+      {
+        g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                     "scatter-adds of %u rows, position %" G_GSIZE_FORMAT " column %"
+                     G_GSIZE_FORMAT ": 0x%08x instead of 0x%08x", rows, i / c, i % c,
+                     f32_bits (f[WPE + i]), f32_bits (wpe[i]));
+        return FALSE;
+      }
+  return TRUE;
+}
+
 /**
  * _dc_gpt_vk_colsum_new:
  * @native: the pass's float mode (the variant loaded)
@@ -374,7 +499,8 @@ colsum_gate_case (DcVkContext   *ctx,
  * Loads shaders/resident-colsum.comp and gates it: the norm's weight and
  * bias gradients and a column sum on shapes that reach every path of its
  * blocks (fewer rows than a block, whole blocks and a partial one; a last
- * group of columns partly empty) against the CPU's chains.
+ * group of columns partly empty), and the head's and the embeddings'
+ * scatter-adds through their token lists, against the CPU's chains.
  *
  * Returns: (transfer full) (nullable): the pipeline, or %NULL with @error
  *   set (the caller keeps resident-backward.comp's sums)
@@ -388,14 +514,60 @@ _dc_gpt_vk_colsum_new (DcVkContext  *ctx,
   g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-colsum", native, broken);
   g_autoptr(DcVkPipeline) pipeline = NULL;
   guint64 state = G_GUINT64_CONSTANT (0x446169737943736d);  /* "DaisyCsm" */
+  const guint cw = DC_GPT_VK_COLSUM_COLUMNS;
 
   pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkColsumPush), error);
   if (pipeline == NULL
-      || !colsum_gate_case (ctx, pipeline, 5, 3, &state, error)
-      || !colsum_gate_case (ctx, pipeline, 300, 13, &state, error)
-      || !colsum_gate_case (ctx, pipeline, 3, 200, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, cw, TRUE, 5, 3, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, cw, TRUE, 300, 13, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, cw, TRUE, 3, 200, &state, error)
       /* 768 = 512 + 256 as GPT-2's rows: a power-of-two part after a peeled one */
-      || !colsum_gate_case (ctx, pipeline, 2, 768, &state, error))
+      || !colsum_gate_case (ctx, pipeline, cw, cw, TRUE, 2, 768, &state, error)
+      /* Lists of 1 to ~150 rows (two staged chunks of 64 and a tail, the
+       * loads' batches of 16 and their rest), a token without rows, a last
+       * chunk of columns partly empty, positions without rows. */
+      || !scatter_gate_case (ctx, pipeline, 300, 70, 5, 7, 6, &state, error)
+      || !scatter_gate_case (ctx, pipeline, 40, 16, 40, 16, 16, &state, error))
+    return NULL;
+  return g_steal_pointer (&pipeline);
+}
+
+/**
+ * _dc_gpt_vk_chains_new:
+ * @native: the pass's float mode (the variant loaded)
+ * @broken: load the broken twin (DC_TEST_BREAK_KERNEL=resident-chains)
+ *
+ * Loads shaders/resident-chains.comp and gates it: the norm's weight and
+ * bias gradients and a column sum against the CPU's chains, on shapes that
+ * reach every path of its ring of 512-row blocks (fewer rows than a block;
+ * one whole block and a partial one; exactly two whole blocks; four whole
+ * blocks and a partial one, each buffer reused; the first block alone;
+ * last groups of columns partly empty).
+ *
+ * Returns: (transfer full) (nullable): the pipeline, or %NULL with @error
+ *   set (the caller keeps resident-colsum.comp's and resident-backward.comp's
+ *   sums)
+ */
+DcVkPipeline *
+_dc_gpt_vk_chains_new (DcVkContext  *ctx,
+                       DcVkF32Mode   native,
+                       gboolean      broken,
+                       GError      **error)
+{
+  g_autofree char *file = _dc_gpt_vk_kernel_file ("resident-chains", native, broken);
+  g_autoptr(DcVkPipeline) pipeline = NULL;
+  guint64 state = G_GUINT64_CONSTANT (0x4461697379436863);  /* "DaisyChc" */
+  const guint cw = DC_GPT_VK_CHAINS_COLUMNS, sw = DC_GPT_VK_CHAINS_SUM_COLUMNS;
+
+  pipeline = dc_vk_pipeline_new (ctx, file, 4, sizeof (DcVkColsumPush), error);
+  if (pipeline == NULL
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 5, 3, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 300, 13, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 512, 6, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 700, 9, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 1024, 4, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 2100, 7, &state, error)
+      || !colsum_gate_case (ctx, pipeline, cw, sw, FALSE, 3, 200, &state, error))
     return NULL;
   return g_steal_pointer (&pipeline);
 }

@@ -42,4 +42,24 @@ DcVkPipeline *_dc_gpt_vk_colsum_new (DcVkContext   *ctx,
                                      gboolean       broken,
                                      GError       **error);
 
+/* resident-colsum.comp's token lists (the head's and the embeddings'
+ * scatter-adds): the rows of each token v < @n_v among @rows tokens, in
+ * order, at @list[@offsets[v] … @offsets[v + 1]) (@offsets holds n_v + 1). */
+void _dc_gpt_vk_token_lists (const guint32 *tokens,
+                             gsize          rows,
+                             guint          n_v,
+                             guint32       *offsets,
+                             guint32       *list);
+
+/* Columns per workgroup of shaders/resident-chains.comp (its CW and
+ * CW_SUM): a dispatch of OP_LN_DW over n columns takes ⌈n / 4⌉ workgroups,
+ * one of OP_COLSUM ⌈n / 8⌉. */
+#define DC_GPT_VK_CHAINS_COLUMNS 4
+#define DC_GPT_VK_CHAINS_SUM_COLUMNS 8
+
+DcVkPipeline *_dc_gpt_vk_chains_new (DcVkContext   *ctx,
+                                     DcVkF32Mode    native,
+                                     gboolean       broken,
+                                     GError       **error);
+
 G_END_DECLS
