@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 /* resident-fuse.comp: the resident pass's elementwise producers fused with
  * the quantization of their output's rows (src/model/dc-gpt-vk-fuse.c gates
  * it; src/model/dc-gpt-vk-forward.c records it), on resident-forward.comp's
@@ -19,12 +20,18 @@
  *   attention's pair order (vector (s·H + h)·T + t for row s·T + t).
  *
  * Each element is the same function of the same inputs as the unfused op's
- * (integer or f32-exact.glsl arithmetic, each invocation reading back only
- * the floats it wrote itself); the quantization is resident-quant.comp's:
- * amax the largest finite |x| bit pattern (a maximum, reduced in any order),
- * the exponent and each value quant-exact.glsl's integer functions of the
- * bits; a NaN or infinity sets E[0] (the host refuses the pass) and
- * quantizes to 0.
+ * (integer or f32-exact.glsl arithmetic; the norm's sums sum-tree-wg.glsl's
+ * tree), kept in registers between the steps (ReLU's long rows: read back
+ * by the invocation that wrote them); the quantization is
+ * resident-quant.comp's: amax the largest finite |x| bit pattern (a
+ * maximum, reduced in any order: a tree in shared memory, or a shared
+ * atomicMax per head), the exponent and each value quant-exact.glsl's
+ * integer functions of the bits; a NaN or infinity sets E[0] (the host
+ * refuses the pass) and quantizes to 0.
+ *
+ * Speed: a workgroup per row and few barriers; each invocation issues its
+ * loads together before its stores (a store to F could alias the next
+ * load, which would otherwise wait for it); 4.9 KB of shared memory.
  *
  * Push constants (DcVkForwardPush), a[…]:
  *   OP_FUSE_NORM: x, w, b, y, mean, rstd, rows, n (≤ WG_SUM_MAX), fn, eps,
@@ -51,8 +58,12 @@
 
 #define GROUP 64u
 #define NONE 0xffffffffu
-/* The longest qkv row OP_FUSE_QK stages (3 · 1024: GPT-2's 2,304 with room). */
-#define QK_MAX 3072u
+/* A row of the norm (≤ WG_SUM_MAX) is PER_LANE values an invocation, kept
+ * in registers from load to quantization; longer rows (ReLU's 4C) go in
+ * chunks of CHUNK values an invocation, each chunk's loads issued together
+ * before its stores. */
+#define PER_LANE 16u
+#define CHUNK 8u
 
 layout (local_size_x = 64) in;
 
@@ -73,10 +84,12 @@ layout (push_constant) uniform Push
 #define OP_FUSE_RELU_BACK 202u
 #define OP_FUSE_QK 203u
 
+/* s_leaf (the norm's leaves), s_block, s_total and s_amax (a row's lanes'
+ * maxima, or OP_FUSE_QK's heads'): 4.9 KB, so that many workgroups fit a
+ * multiprocessor. */
 #include "sum-tree-wg.glsl"
 
 shared uint s_amax[GROUP];
-shared uint s_qk[QK_MAX];
 
 /* The workgroup's largest finite |x| of the values each invocation passes
  * (its own amax); sets E[0] where one was not finite. Uniform control flow. */
@@ -125,48 +138,59 @@ quantize_bits (uint bits, uint amax, int e)
   return int8_t ((bits & 0x7fffffffu) >= F32_INF || amax == 0u ? 0 : quantize_one (bits, e));
 }
 
-/* Row r of n floats at dst (written by this invocation at i = lane + 64 j)
- * quantized into Q at q + r·n, its exponent at E[e + r]. */
-void
-quantize_row (uint dst, uint r, uint n, uint q, uint e, uint amax)
-{
-  int ex = exponent_of (amax);
-
-  if (gl_LocalInvocationID.x == 0u)
-    e32[e + r] = ex;
-  for (uint i = gl_LocalInvocationID.x; i < n; i += GROUP)
-    q8[q + r * n + i] = quantize_bits (f[dst + i], amax, ex);
-}
-
 void
 fuse_norm ()
 {
   uint n = pc.a[7], lane = gl_LocalInvocationID.x;
+  bool pre = pc.a[12] != NONE || pc.a[13] != NONE;
 
   for (uint r = gl_WorkGroupID.x; r < pc.a[6]; r += gl_NumWorkGroups.x)
     {
       uint base = pc.a[0] + r * n, dst = pc.a[3] + r * n, mean, var, rstd, amax = 0u;
+      uint xs[PER_LANE];
       bool bad = false;
+      int ex;
 
-      for (uint i = lane; i < n; i += GROUP)
+      /* Element i = lane + GROUP·u of the row is xs[u]: loads first. */
+      [[unroll]] for (uint u = 0u; u < PER_LANE; u++)
         {
-          uint x = f[base + i];
+          uint i = lane + GROUP * u;
 
-          if (pc.a[12] != NONE)
-            x = f32_add (x, f[pc.a[12] + i]);
-          if (pc.a[13] != NONE)
-            x = f32_add (f[pc.a[13] + r * n + i], x);
-          if (pc.a[12] != NONE || pc.a[13] != NONE)
-            f[base + i] = x;
-          s_leaf[i] = x;
+          xs[u] = 0u;
+          if (i < n)
+            {
+              uint x = f[base + i];
+
+              if (pc.a[12] != NONE)
+                x = f32_add (x, f[pc.a[12] + i]);
+              if (pc.a[13] != NONE)
+                x = f32_add (f[pc.a[13] + r * n + i], x);
+              xs[u] = x;
+            }
+        }
+      [[unroll]] for (uint u = 0u; u < PER_LANE; u++)
+        {
+          uint i = lane + GROUP * u;
+
+          if (i < n)
+            {
+              if (pre)
+                f[base + i] = xs[u];
+              s_leaf[i] = xs[u];
+            }
         }
       barrier ();
       mean = f32_div (wg_sum_tree (n), pc.a[8]);
-      for (uint i = lane; i < n; i += GROUP)
+      [[unroll]] for (uint u = 0u; u < PER_LANE; u++)
         {
-          uint v = f32_sub (f[base + i], mean);
+          uint i = lane + GROUP * u;
 
-          s_leaf[i] = f32_mul (v, v);
+          if (i < n)
+            {
+              uint v = f32_sub (xs[u], mean);
+
+              s_leaf[i] = f32_mul (v, v);
+            }
         }
       barrier ();
       var = f32_div (wg_sum_tree (n), pc.a[8]);
@@ -176,13 +200,23 @@ fuse_norm ()
           var = F32_QNAN;
         }
       rstd = f32_div (0x3f800000u, f32_sqrt (f32_add (var, pc.a[9])));
-      for (uint i = lane; i < n; i += GROUP)
+      [[unroll]] for (uint u = 0u; u < PER_LANE; u++)
         {
-          uint y = f32_add (f32_mul (f32_mul (f32_sub (f[base + i], mean), rstd),
-                                     f[pc.a[1] + i]), f[pc.a[2] + i]);
+          uint i = lane + GROUP * u;
 
-          f[dst + i] = y;
-          amax_add (y, amax, bad);
+          if (i < n)
+            {
+              xs[u] = f32_add (f32_mul (f32_mul (f32_sub (xs[u], mean), rstd), f[pc.a[1] + i]),
+                               f[pc.a[2] + i]);
+              amax_add (xs[u], amax, bad);
+            }
+        }
+      [[unroll]] for (uint u = 0u; u < PER_LANE; u++)
+        {
+          uint i = lane + GROUP * u;
+
+          if (i < n)
+            f[dst + i] = xs[u];
         }
       if (lane == 0u)
         {
@@ -190,7 +224,16 @@ fuse_norm ()
           f[pc.a[5] + r] = rstd;
         }
       amax = wg_amax (amax, bad);
-      quantize_row (dst, r, n, pc.a[10], pc.a[11], amax);
+      ex = exponent_of (amax);
+      if (lane == 0u)
+        e32[pc.a[11] + r] = ex;
+      [[unroll]] for (uint u = 0u; u < PER_LANE; u++)
+        {
+          uint i = lane + GROUP * u;
+
+          if (i < n)
+            q8[pc.a[10] + r * n + i] = quantize_bits (xs[u], amax, ex);
+        }
     }
 }
 
@@ -201,26 +244,69 @@ fuse_relu (bool backward)
 
   for (uint r = gl_WorkGroupID.x; r < pc.a[3]; r += gl_NumWorkGroups.x)
     {
-      uint amax = 0u, dst = pc.a[2] + r * n;
+      uint amax = 0u, src = pc.a[0] + r * n, dst = pc.a[2] + r * n;
       bool bad = false;
+      int ex;
 
-      for (uint i = lane; i < n; i += GROUP)
+      for (uint i0 = lane; i0 < n; i0 += GROUP * CHUNK)
         {
-          uint x = f[pc.a[0] + r * n + i], y;
+          uint xs[CHUNK], ys[CHUNK];
 
-          if (backward)
-            y = f32_is_nan (x) ? x : (x & F32_SIGN) == 0u && x != 0u ? f[pc.a[1] + r * n + i] : 0u;
-          else
+          /* The chunk's loads, then its stores. */
+          [[unroll]] for (uint u = 0u; u < CHUNK; u++)
             {
-              x = f32_add (x, f[pc.a[1] + i]);
-              f[pc.a[0] + r * n + i] = x;
-              y = f32_is_nan (x) ? x : (x & F32_SIGN) == 0u && x != 0u ? x : 0u;
+              uint i = i0 + GROUP * u;
+
+              xs[u] = 0u;
+              ys[u] = 0u;
+              if (i < n)
+                {
+                  xs[u] = f[src + i];
+                  ys[u] = backward ? f[pc.a[1] + r * n + i] : f[pc.a[1] + i];
+                }
             }
-          f[dst + i] = y;
-          amax_add (y, amax, bad);
+          [[unroll]] for (uint u = 0u; u < CHUNK; u++)
+            {
+              uint i = i0 + GROUP * u, x = xs[u];
+
+              if (i < n)
+                {
+                  if (backward)
+                    ys[u] = f32_is_nan (x) ? x : (x & F32_SIGN) == 0u && x != 0u ? ys[u] : 0u;
+                  else
+                    {
+                      x = f32_add (x, ys[u]);
+                      f[src + i] = x;
+                      ys[u] = f32_is_nan (x) ? x : (x & F32_SIGN) == 0u && x != 0u ? x : 0u;
+                    }
+                  f[dst + i] = ys[u];
+                  amax_add (ys[u], amax, bad);
+                }
+            }
         }
       amax = wg_amax (amax, bad);
-      quantize_row (dst, r, n, pc.a[5], pc.a[6], amax);
+      ex = exponent_of (amax);
+      if (lane == 0u)
+        e32[pc.a[6] + r] = ex;
+      /* The values this invocation wrote, read back a chunk at a time. */
+      for (uint i0 = lane; i0 < n; i0 += GROUP * CHUNK)
+        {
+          uint ys[CHUNK];
+
+          [[unroll]] for (uint u = 0u; u < CHUNK; u++)
+            {
+              uint i = i0 + GROUP * u;
+
+              ys[u] = i < n ? f[dst + i] : 0u;
+            }
+          [[unroll]] for (uint u = 0u; u < CHUNK; u++)
+            {
+              uint i = i0 + GROUP * u;
+
+              if (i < n)
+                q8[pc.a[5] + r * n + i] = quantize_bits (ys[u], amax, ex);
+            }
+        }
     }
 }
 
@@ -234,36 +320,59 @@ fuse_qk ()
     {
       uint row = pc.a[0] + r * 3u * c;
 
-      for (uint i = lane; i < 3u * c; i += GROUP)
+      /* q, k, then v (the bias only): a part of C values at a time, element
+       * i = lane + GROUP·u of the part in xs[u]; each head's amax a shared
+       * maximum (atomicMax: the same in any order). */
+      for (uint part = 0u; part < 3u; part++)
         {
-          uint x = f32_add (f[row + i], f[pc.a[1] + i]);
+          uint at = row + part * c, bias = pc.a[1] + part * c;
+          uint q = part == 1u ? pc.a[9] : pc.a[7], e = part == 1u ? pc.a[10] : pc.a[8];
+          uint xs[PER_LANE];
 
-          f[row + i] = x;
-          if (i < 2u * c)
-            s_qk[i] = x;
-        }
-      barrier ();
-      /* An invocation per head vector: q's H, then k's. */
-      for (uint hv = lane; hv < 2u * heads; hv += GROUP)
-        {
-          bool right = hv >= heads;
-          uint h = hv % heads, src = hv * d, amax = 0u;
-          uint vec = ((r / t) * heads + h) * t + r % t;
-          uint q = right ? pc.a[9] : pc.a[7], e = right ? pc.a[10] : pc.a[8];
-          bool bad = false;
-          int ex;
+          if (lane < heads)
+            s_amax[lane] = 0u;
+          barrier ();
+          [[unroll]] for (uint u = 0u; u < PER_LANE; u++)
+            {
+              uint i = lane + GROUP * u;
 
-          for (uint j = 0u; j < d; j++)
-            amax_add (s_qk[src + j], amax, bad);
-          if (bad)
-            any_bad = 1u;
-          ex = exponent_of (amax);
-          e32[e + vec] = ex;
-          for (uint j = 0u; j < d; j++)
-            q8[q + vec * d + j] = quantize_bits (s_qk[src + j], amax, ex);
+              xs[u] = i < c ? f32_add (f[at + i], f[bias + i]) : 0u;
+            }
+          [[unroll]] for (uint u = 0u; u < PER_LANE; u++)
+            {
+              uint i = lane + GROUP * u;
+
+              if (i < c)
+                {
+                  uint m = xs[u] & 0x7fffffffu;
+
+                  f[at + i] = xs[u];
+                  if (part < 2u && m >= F32_INF)
+                    any_bad = 1u;
+                  else if (part < 2u)
+                    atomicMax (s_amax[i / d], m);
+                }
+            }
+          barrier ();
+          if (part < 2u)
+            [[unroll]] for (uint u = 0u; u < PER_LANE; u++)
+              {
+                uint i = lane + GROUP * u;
+
+                if (i < c)
+                  {
+                    uint h = i / d, amax = s_amax[h];
+                    uint vec = ((r / t) * heads + h) * t + r % t;
+                    int ex = exponent_of (amax);
+
+                    if (i % d == 0u)
+                      e32[e + vec] = ex;
+                    q8[q + vec * d + i % d] = quantize_bits (xs[u], amax, ex);
+                  }
+              }
+          /* s_amax is reused by the next part. */
+          barrier ();
         }
-      /* s_qk is reused by the next row. */
-      barrier ();
     }
   if (any_bad != 0u)
     e32[0] = 1;

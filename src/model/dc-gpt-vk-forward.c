@@ -764,7 +764,8 @@ static gboolean
 fusing (DcGptVkForward *self)
 {
   return self->fuse_pipeline != NULL && !self->dry
-         && self->config.width <= DC_GPT_VK_FUSE_MAX_WIDTH;
+         && self->config.width <= DC_GPT_VK_FUSE_MAX_WIDTH
+         && self->config.n_head <= DC_GPT_VK_FUSE_MAX_HEADS;
 }
 
 /* One resident-fuse.comp dispatch, a workgroup per row. */

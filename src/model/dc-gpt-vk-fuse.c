@@ -334,8 +334,11 @@ _dc_gpt_vk_fuse_new (DcVkContext  *ctx,
     { DC_GPT_VK_FUSE_OP_RELU, 5, 300, FALSE, 0, 0, VALUES_ACTIVATIONS },
     { DC_GPT_VK_FUSE_OP_RELU, 41, 200, FALSE, 0, 0, VALUES_TIES },
     { DC_GPT_VK_FUSE_OP_RELU, 3, 70, FALSE, 0, 0, VALUES_NOT_FINITE },
+    /* longer than a chunk of 8 × 64: two, the second short */
+    { DC_GPT_VK_FUSE_OP_RELU, 3, 1100, FALSE, 0, 0, VALUES_ACTIVATIONS },
     { DC_GPT_VK_FUSE_OP_RELU_BACK, 5, 300, FALSE, 0, 0, VALUES_ACTIVATIONS },
     { DC_GPT_VK_FUSE_OP_RELU_BACK, 41, 200, FALSE, 0, 0, VALUES_TIES },
+    { DC_GPT_VK_FUSE_OP_RELU_BACK, 3, 1100, FALSE, 0, 0, VALUES_ACTIVATIONS },
     /* qkv of 2 sequences of 5 (3 heads of 8; 2 of 16, GPT-2's 64 in four). */
     { DC_GPT_VK_FUSE_OP_QK, 10, 24, FALSE, 3, 5, VALUES_ACTIVATIONS },
     { DC_GPT_VK_FUSE_OP_QK, 14, 32, FALSE, 2, 7, VALUES_TIES },

@@ -17,9 +17,12 @@ G_BEGIN_DECLS
 #define DC_GPT_VK_FUSE_OP_RELU_BACK 202
 #define DC_GPT_VK_FUSE_OP_QK 203
 #define DC_GPT_VK_FUSE_NONE G_MAXUINT32
-/* The longest row OP_FUSE_NORM normalizes (sum-tree-wg.glsl's WG_SUM_MAX)
- * and the widest model OP_FUSE_QK stages a qkv row of (its QK_MAX / 3). */
+/* The longest row OP_FUSE_NORM normalizes (sum-tree-wg.glsl's WG_SUM_MAX,
+ * the shader's PER_LANE values an invocation), the widest part (q, k or v:
+ * C values) OP_FUSE_QK holds, and its most heads (a shared maximum each,
+ * the workgroup's 64). */
 #define DC_GPT_VK_FUSE_MAX_WIDTH 1024
+#define DC_GPT_VK_FUSE_MAX_HEADS 64
 
 DcVkPipeline *_dc_gpt_vk_fuse_new (DcVkContext   *ctx,
                                    DcVkF32Mode    native,
