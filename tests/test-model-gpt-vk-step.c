@@ -34,6 +34,7 @@
 #include "engine/dc-vk-context.h"
 #include "model/dc-gpt-trainer.h"
 #include "model/dc-gpt-vk-forward.h"
+#include "model/dc-gpt-vk-fuse.h"
 #include "model/dc-gpt-vk-norm.h"
 #include "model/dc-gpt-vk-quant.h"
 #include "model/dc-gpt-vk-rows.h"
@@ -843,6 +844,72 @@ test_sums_twin_refused (gconstpointer data)
     }
 }
 
+/* The producers fused with their output's quantization
+ * (resident-fuse.comp): its gate passes in each float mode the device
+ * offers and refuses the broken twin (ties away from zero); a pass takes it
+ * when its gate passes and records the unfused ops when the twin is
+ * refused, every gradient the CPU's either way. */
+static void
+test_fuse_twin_refused (void)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autoptr(DcGptModel) model = NULL;
+  g_autoptr(DcGptRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *why_not = NULL;
+  g_autofree float *grads = NULL, *want = NULL;
+  guint8 tokens[2 * 16 + 1];
+  DcVkF32Mode modes[2] = { DC_VK_F32_EMULATED, DC_VK_F32_EMULATED };
+
+  if (ctx == NULL)
+    return;
+  modes[1] = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  for (guint m = 0; m < (modes[1] != DC_VK_F32_EMULATED ? 2 : 1); m++)
+    {
+      g_autoptr(DcVkPipeline) good = NULL, broken = NULL;
+
+      good = _dc_gpt_vk_fuse_new (ctx, modes[m], FALSE, &error);
+      g_assert_no_error (error);
+      g_assert_nonnull (good);
+      broken = _dc_gpt_vk_fuse_new (ctx, modes[m], TRUE, &error);
+      g_assert_null (broken);
+      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+      g_test_message ("mode %d, twin refused: %s", modes[m], error->message);
+      g_clear_error (&error);
+    }
+  g_clear_pointer (&ctx, dc_vk_context_free);
+
+  model = small_model (16, 16);
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  grads = g_new (float, model->n_params);
+  want = g_new (float, model->n_params);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
+                                     &error));
+  g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
+  g_assert_no_error (error);
+  for (guint broken = 0; broken < 2; broken++)
+    {
+      g_autoptr(DcGptVkForward) pass = NULL;
+
+      if (broken)
+        g_setenv ("DC_TEST_BREAK_KERNEL", "resident-fuse", TRUE);
+      pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_no_error (error);
+      g_assert_nonnull (pass);
+      g_assert_cmpstr (dc_gpt_vk_forward_get_fused (pass), ==,
+                       broken ? "none" : "resident-fuse");
+      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
+                                                  NULL, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (grads, model->n_params * 4, want, model->n_params * 4);
+      g_test_message ("fused %s: %" G_GSIZE_FORMAT " gradients equal",
+                      dc_gpt_vk_forward_get_fused (pass), model->n_params);
+    }
+}
+
 /* The quantization tiles (resident-quant.comp) and the softmax rows
  * (resident-softmax.comp): their gates pass on the device and refuse their
  * broken twins (ties away from zero; the blocks summed left to right, not
@@ -1570,6 +1637,7 @@ main (int    argc,
                         test_sums_twin_refused);
   g_test_add_data_func ("/dc/model/gpt-vk-step/chains/twin-refused", GINT_TO_POINTER (TRUE),
                         test_sums_twin_refused);
+  g_test_add_func ("/dc/model/gpt-vk-step/fuse/twin-refused", test_fuse_twin_refused);
   {
     static const guint fwd_sizes[][3] = { { 16, 16, 2 }, { 32, 32, 2 }, { 64, 32, 2 },
                                           { 128, 16, 2 }, { 32, 32, 32 }, { 16, 20, 7 } };

@@ -56,6 +56,7 @@
 #include "engine/dc-vk-context.h"
 #include "dc-gpt.h"
 #include "dc-gpt-model.h"
+#include "dc-gpt-vk-fuse.h"
 #include "dc-gpt-vk-rows.h"
 #include "dc-gpt-vk-norm.h"
 #include "dc-gpt-vk-softmax.h"
@@ -181,6 +182,7 @@ struct _DcGptVkForward
   DcVkPipeline  *coop_pipelines[N_COOP];  /* resident-coop.comp (with PRODUCTS_COOP) */
   DcVkPipeline  *colsum_pipeline;  /* resident-colsum.comp: the sums over rows (gate passed) */
   DcVkPipeline  *chains_pipeline;  /* resident-chains.comp: the column chains (gate passed) */
+  DcVkPipeline  *fuse_pipeline;  /* resident-fuse.comp: producers + quantization (gate passed) */
   DcVkBuffer    *f, *q, *e, *tokens;
   /* What submit () writes to T: the tokens, then (a training pass) their
    * lists; copied into device-local T at the start of each replay. */
@@ -222,6 +224,10 @@ struct _DcGptVkForward
   guint64        n_coop_dispatches[N_COOP];
   guint64        n_colsum_dispatches;
   guint64        n_chains_dispatches;
+  guint64        n_fuse_dispatches;
+  /* The next linear backward's dy rows are in the left operand already
+   * (record_fuse_relu_back ()); record_linear_backward () takes it back. */
+  gboolean       dy_rows_ready;
   gboolean       gating;         /* a gate's pass (forward_new's twins): refusals are quiet */
   DcGptVkForwardTimes times;
   /* recording state: the regions of Q and E; a dry run only measures them */
@@ -264,6 +270,7 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   g_clear_pointer (&self->softmax_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->colsum_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->chains_pipeline, dc_vk_pipeline_free);
+  g_clear_pointer (&self->fuse_pipeline, dc_vk_pipeline_free);
   g_clear_pointer (&self->loss_pipeline, dc_vk_pipeline_free);
   g_free (self->layers);
   g_clear_pointer (&self->pipeline, dc_vk_pipeline_free);
@@ -798,10 +805,16 @@ record_gemm (DcGptVkForward  *self,
   return record_gemm_pairs (self, m, n, k, out, ldc, &ONE, error);
 }
 
-/* dc-gpt.c's linear_forward: y (rows, n) = x (rows, k) · w (k, n) + bias. */
+/* dc-gpt.c's linear_forward: y (rows, n) = x (rows, k) · w (k, n) + bias.
+ * With x_ready, x's rows are in the left operand already (a fused kernel
+ * quantized them); with FUSED_BIAS for bias, the kernel after the product
+ * adds it (resident-fuse.comp). */
+#define FUSED_BIAS G_MAXSIZE
+
 static gboolean
 record_linear (DcGptVkForward  *self,
                gsize            x,
+               gboolean         x_ready,
                gsize            rows,
                gsize            w,
                gsize            bias,
@@ -812,10 +825,72 @@ record_linear (DcGptVkForward  *self,
 {
   guint32 bias_args[] = { (guint32) y, (guint32) bias, (guint32) (rows * n), (guint32) n };
 
-  return record_quantize (self, TRUE, x, k, 1, rows, k, error)
+  return (x_ready || record_quantize (self, TRUE, x, k, 1, rows, k, error))
          && record_quantize (self, FALSE, w, 1, n, n, k, error)
          && record_gemm (self, rows, n, k, y, n, error)
-         && record_op (self, OP_BIAS, rows * n, bias_args, G_N_ELEMENTS (bias_args), error);
+         && (bias == FUSED_BIAS
+             || record_op (self, OP_BIAS, rows * n, bias_args, G_N_ELEMENTS (bias_args), error));
+}
+
+/* Whether resident-fuse.comp records the producers and their output's
+ * quantization (its gate passed; rows the norm's shared memory holds; not
+ * in the dry run, which measures the operands through the unfused ops: the
+ * same regions). */
+static gboolean
+fusing (DcGptVkForward *self)
+{
+  return self->fuse_pipeline != NULL && !self->dry
+         && self->config.width <= DC_GPT_VK_FUSE_MAX_WIDTH
+         && self->config.n_head <= DC_GPT_VK_FUSE_MAX_HEADS;
+}
+
+/* One resident-fuse.comp dispatch, a workgroup per row. */
+static gboolean
+record_fused (DcGptVkForward  *self,
+              guint32          op,
+              const char      *name,
+              gsize            rows,
+              gsize            n,
+              const guint32   *args,
+              guint            n_args,
+              GError         **error)
+{
+  g_autofree char *label = NULL;
+
+  if (dc_vk_recording_is_profiled (self->recording))
+    label = g_strdup_printf ("%s %" G_GSIZE_FORMAT "x%" G_GSIZE_FORMAT, name, rows, n);
+  return record_rows (self, self->fuse_pipeline, &self->n_fuse_dispatches, label, op, args,
+                      n_args, rows, 1, error);
+}
+
+/* The bias on x (unless NO_FUSE_ARG), the residual add x = add + x (unless
+ * NO_FUSE_ARG), x's layer norm into y and y's rows quantized into the left
+ * operand: one dispatch. The caller checked fusing (). */
+#define NO_FUSE_ARG G_MAXSIZE
+
+static gboolean
+record_fuse_norm (DcGptVkForward  *self,
+                  gsize            x,
+                  gsize            w,
+                  gsize            b,
+                  gsize            y,
+                  gsize            mean,
+                  gsize            rstd,
+                  gsize            rows,
+                  gsize            bias,
+                  gsize            add,
+                  GError         **error)
+{
+  guint32 c = self->config.width;
+  guint32 args[] = { (guint32) x, (guint32) w, (guint32) b, (guint32) y, (guint32) mean,
+                     (guint32) rstd, (guint32) rows, c, f32_bits ((float) c),
+                     f32_bits (DC_MATH_GPT2_LN_EPS), (guint32) self->qa, (guint32) self->ea,
+                     bias == NO_FUSE_ARG ? DC_GPT_VK_FUSE_NONE : (guint32) bias,
+                     add == NO_FUSE_ARG ? DC_GPT_VK_FUSE_NONE : (guint32) add };
+
+  return record_fused (self, DC_GPT_VK_FUSE_OP_NORM,
+                       bias == NO_FUSE_ARG ? "fuse-norm" : "fuse-bias-add-norm", rows, c, args,
+                       G_N_ELEMENTS (args), error);
 }
 
 static gboolean
@@ -866,8 +941,11 @@ record_linear_backward (DcGptVkForward  *self,
 {
   guint32 colsum[] = { (guint32) dy, (guint32) rows, (guint32) n, (guint32) dbias };
 
+  gboolean dy_ready = self->dy_rows_ready;
+
+  self->dy_rows_ready = FALSE;
   if (dx != NO_DX
-      && !(record_quantize (self, TRUE, dy, n, 1, rows, n, error)
+      && !((dy_ready || record_quantize (self, TRUE, dy, n, 1, rows, n, error))
            && record_quantize (self, FALSE, w, n, 1, k, n, error)
            && record_gemm (self, rows, k, n, dx, k, error)))
     return FALSE;
@@ -930,9 +1008,19 @@ record_body (DcGptVkForward  *self,
 
       for (guint i = 0; i < DC_GPT_TENSORS_PER_LAYER; i++)
         p[i] = tensor_offset (cfg, 2 + l * DC_GPT_TENSORS_PER_LAYER + i);
-      /* p: ln1 w, b; attn w, b; proj w, b; ln2 w, b; fc w, b; fcproj w, b. */
-      if (!record_layer_norm (self, x, p[0], p[1], a->ln1, a->ln1_mean, a->ln1_rstd, bt, error)
-          || !record_linear (self, a->ln1, bt, p[2], p[3], c, 3 * c, a->qkv, error))
+      /* p: ln1 w, b; attn w, b; proj w, b; ln2 w, b; fc w, b; fcproj w, b.
+       * Fused (resident-fuse.comp), the previous layer's last kernel made
+       * ln1 and its rows' operand, the first layer's is one dispatch, and
+       * the bias on qkv goes with the quantization of q and k. */
+      if (fusing (self) && l == 0
+          && !record_fuse_norm (self, x, p[0], p[1], a->ln1, a->ln1_mean, a->ln1_rstd, bt,
+                                NO_FUSE_ARG, NO_FUSE_ARG, error))
+        return FALSE;
+      if ((!fusing (self)
+           && !record_layer_norm (self, x, p[0], p[1], a->ln1, a->ln1_mean, a->ln1_rstd, bt,
+                                  error))
+          || !record_linear (self, a->ln1, fusing (self), bt, p[2],
+                             fusing (self) ? FUSED_BIAS : p[3], c, 3 * c, a->qkv, error))
         return FALSE;
       {
         /* Every (sequence, head) pair at once, each as head_forward ():
@@ -944,9 +1032,20 @@ record_body (DcGptVkForward  *self,
         guint32 sm[] = { (guint32) self->scores, (guint32) a->att,
                          (guint32) (self->batch * h_n * t), (guint32) t, f32_bits (scale), 1 };
 
-        if (!record_quantize_pairs (self, TRUE, a->qkv, 3 * c, 1, t, d, &in, error)
-            || !record_quantize_pairs (self, FALSE, a->qkv + c, 3 * c, 1, t, d, &in, error)
-            || !record_gemm_causal (self, t, t, d, self->scores, t, &sq, CAUSAL_OUT, error)
+        guint32 qk[] = { (guint32) a->qkv, (guint32) p[3], (guint32) bt, (guint32) c,
+                         (guint32) d, (guint32) h_n, (guint32) t, (guint32) self->qa,
+                         (guint32) self->ea, (guint32) self->qb, (guint32) self->eb };
+
+        if (fusing (self))
+          {
+            if (!record_fused (self, DC_GPT_VK_FUSE_OP_QK, "fuse-bias-qk", bt, 3 * c, qk,
+                               G_N_ELEMENTS (qk), error))
+              return FALSE;
+          }
+        else if (!record_quantize_pairs (self, TRUE, a->qkv, 3 * c, 1, t, d, &in, error)
+                 || !record_quantize_pairs (self, FALSE, a->qkv + c, 3 * c, 1, t, d, &in, error))
+          return FALSE;
+        if (!record_gemm_causal (self, t, t, d, self->scores, t, &sq, CAUSAL_OUT, error)
             || !record_softmax_quantized (self, OP_SOFTMAX, self->batch * h_n * t, t, sm,
                                           G_N_ELEMENTS (sm), a->att, &att, error)
             || !record_quantize_pairs (self, FALSE, a->qkv + 2 * c, 1, 3 * c, d, t, &in, error)
@@ -957,23 +1056,53 @@ record_body (DcGptVkForward  *self,
         guint32 add_mid[] = { (guint32) x, (guint32) a->res_mid, (guint32) (bt * c) };
         guint32 relu[] = { (guint32) a->fc, (guint32) a->fc_act, (guint32) (bt * 4 * c) };
         guint32 add_out[] = { (guint32) a->res_mid, (guint32) out, (guint32) (bt * c) };
+        guint32 fuse_relu[] = { (guint32) a->fc, (guint32) p[9], (guint32) a->fc_act,
+                                (guint32) bt, (guint32) (4 * c), (guint32) self->qa,
+                                (guint32) self->ea };
+        gboolean fuse = fusing (self), last = l + 1 == cfg->n_layer;
+        /* The norm after this layer: the next layer's ln1, or the final one. */
+        guint next_index = last ? lnf_index : 2 + (l + 1) * DC_GPT_TENSORS_PER_LAYER;
+        const VkLayerActs *next = last ? NULL : &self->layers[l + 1];
 
-        if (!record_linear (self, a->atty, bt, p[4], p[5], c, c, a->res_mid, error)
-            || !record_op (self, OP_ADD, bt * c, add_mid, G_N_ELEMENTS (add_mid), error)
-            || !record_layer_norm (self, a->res_mid, p[6], p[7], a->ln2, a->ln2_mean,
-                                   a->ln2_rstd, bt, error)
-            || !record_linear (self, a->ln2, bt, p[8], p[9], c, 4 * c, a->fc, error)
-            || !record_op (self, OP_RELU, bt * 4 * c, relu, G_N_ELEMENTS (relu), error)
-            || !record_linear (self, a->fc_act, bt, p[10], p[11], 4 * c, c, out, error)
-            || !record_op (self, OP_ADD, bt * c, add_out, G_N_ELEMENTS (add_out), error))
+        /* Fused: the bias, the residual add, ln2 and its rows' operand in
+         * one dispatch; the bias, ReLU and the activation's operand in
+         * another; the bias, the residual add, the next norm and its
+         * operand in a third. */
+        if (!record_linear (self, a->atty, FALSE, bt, p[4], fuse ? FUSED_BIAS : p[5], c, c,
+                            a->res_mid, error)
+            || (fuse
+                ? !record_fuse_norm (self, a->res_mid, p[6], p[7], a->ln2, a->ln2_mean,
+                                     a->ln2_rstd, bt, p[5], x, error)
+                : (!record_op (self, OP_ADD, bt * c, add_mid, G_N_ELEMENTS (add_mid), error)
+                   || !record_layer_norm (self, a->res_mid, p[6], p[7], a->ln2, a->ln2_mean,
+                                          a->ln2_rstd, bt, error)))
+            || !record_linear (self, a->ln2, fuse, bt, p[8], fuse ? FUSED_BIAS : p[9], c, 4 * c,
+                               a->fc, error)
+            || (fuse
+                ? !record_fused (self, DC_GPT_VK_FUSE_OP_RELU, "fuse-bias-relu", bt, 4 * c,
+                                 fuse_relu, G_N_ELEMENTS (fuse_relu), error)
+                : !record_op (self, OP_RELU, bt * 4 * c, relu, G_N_ELEMENTS (relu), error))
+            || !record_linear (self, a->fc_act, fuse, bt, p[10], fuse ? FUSED_BIAS : p[11],
+                               4 * c, c, out, error)
+            || (fuse
+                ? !record_fuse_norm (self, out, tensor_offset (cfg, next_index),
+                                     tensor_offset (cfg, next_index + 1),
+                                     last ? self->lnf : next->ln1,
+                                     last ? self->lnf_mean : next->ln1_mean,
+                                     last ? self->lnf_rstd : next->ln1_rstd, bt, p[11],
+                                     a->res_mid, error)
+                : !record_op (self, OP_ADD, bt * c, add_out, G_N_ELEMENTS (add_out), error)))
           return FALSE;
       }
     }
-  /* The final norm and the tied head: logits (BT, V) = lnf · wteᵀ. */
-  if (!record_layer_norm (self, self->res + cfg->n_layer * bt * c, tensor_offset (cfg, lnf_index),
-                          tensor_offset (cfg, lnf_index + 1), self->lnf, self->lnf_mean,
-                          self->lnf_rstd, bt, error)
-      || !record_quantize (self, TRUE, self->lnf, c, 1, bt, c, error)
+  /* The final norm and the tied head: logits (BT, V) = lnf · wteᵀ (fused,
+   * the last layer's kernel made lnf and its rows' operand). */
+  if ((!fusing (self)
+       && (!record_layer_norm (self, self->res + cfg->n_layer * bt * c,
+                               tensor_offset (cfg, lnf_index),
+                               tensor_offset (cfg, lnf_index + 1), self->lnf, self->lnf_mean,
+                               self->lnf_rstd, bt, error)
+           || !record_quantize (self, TRUE, self->lnf, c, 1, bt, c, error)))
       || !record_quantize (self, FALSE, wte, c, 1, v, c, error)
       || !record_gemm (self, bt, v, c, self->logits_off, v, error))
     return FALSE;
@@ -1037,11 +1166,19 @@ record_body (DcGptVkForward  *self,
       {
         guint32 relu[] = { (guint32) a->fc, (guint32) self->d_a, (guint32) self->d_a,
                            (guint32) (bt * 4 * c) };
+        guint32 fuse_relu[] = { (guint32) a->fc, (guint32) self->d_a, (guint32) self->d_a,
+                                (guint32) bt, (guint32) (4 * c), (guint32) self->qa,
+                                (guint32) self->ea };
 
         /* MLP: out = res_mid + c_proj (relu (c_fc (ln2 (res_mid)))). */
         if (!record_linear_backward (self, a->fc_act, self->d_res, bt, p[10], 4 * c, c,
                                      self->d_a, g[10], g[11], error)
-            || !record_op (self, OP_RELU_BACK, bt * 4 * c, relu, G_N_ELEMENTS (relu), error)
+            || (fusing (self)
+                /* ReLU's backward with d_a's rows' operand for the next product. */
+                ? !(self->dy_rows_ready
+                    = record_fused (self, DC_GPT_VK_FUSE_OP_RELU_BACK, "fuse-relu-back", bt,
+                                    4 * c, fuse_relu, G_N_ELEMENTS (fuse_relu), error))
+                : !record_op (self, OP_RELU_BACK, bt * 4 * c, relu, G_N_ELEMENTS (relu), error))
             || !record_linear_backward (self, a->ln2, self->d_a, bt, p[8], c, 4 * c, self->d_b,
                                         g[8], g[9], error)
             || !record_layer_norm_backward (self, a->res_mid, p[6], a->ln2_mean, a->ln2_rstd,
@@ -1451,6 +1588,22 @@ record_forward (DcGptVkForward  *self,
                    local_error->message,
                    self->colsum_pipeline != NULL ? "resident-colsum" : "resident-backward");
     }
+  /* The producers fused with their output's quantization through
+   * resident-fuse.comp where its gate passes (DC_VK_FUSE=0 keeps the
+   * unfused ops, for comparisons); the unfused ops otherwise (same bits). */
+  if (g_strcmp0 (g_getenv ("DC_VK_FUSE"), "0") != 0)
+    {
+      g_autoptr(GError) local_error = NULL;
+
+      self->fuse_pipeline
+        = _dc_gpt_vk_fuse_new (self->ctx, self->native,
+                               _dc_gpt_vk_kernel_twin ("resident-fuse", self->native),
+                               &local_error);
+      if (self->fuse_pipeline == NULL && !self->gating)
+        g_message ("Vulkan kernel resident-fuse on %s failed verification (%s) — the "
+                   "producers and quantizations stay apart",
+                   dc_vk_context_get_device_name (self->ctx), local_error->message);
+    }
 
   /* The weights' upload and the gradients' download are recordings of their
    * own: a resident step (dc-gpt-vk-step.c) keeps the weights in F and the
@@ -1662,7 +1815,8 @@ dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
   return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches
          + self->n_gemm_dispatches + self->n_coop_dispatches[COOP_WIDE]
          + self->n_coop_dispatches[COOP_NARROW] + self->n_quant_dispatches
-         + self->n_softmax_dispatches + self->n_colsum_dispatches + self->n_chains_dispatches;
+         + self->n_softmax_dispatches + self->n_colsum_dispatches + self->n_chains_dispatches
+         + self->n_fuse_dispatches;
 }
 
 /* With @twins, each kernel named in DC_TEST_BREAK_KERNEL is its broken twin
@@ -2742,6 +2896,18 @@ dc_gpt_vk_forward_get_column_sums (DcGptVkForward *self)
 {
   return self->chains_pipeline != NULL ? "resident-chains"
          : self->colsum_pipeline != NULL ? "resident-colsum" : "resident-backward";
+}
+
+/**
+ * dc_gpt_vk_forward_get_fused:
+ *
+ * Returns: whether the producers and the quantization of their output run
+ *   fused ("resident-fuse", its gate passed) or apart ("none")
+ */
+const char *
+dc_gpt_vk_forward_get_fused (DcGptVkForward *self)
+{
+  return self->fuse_pipeline != NULL ? "resident-fuse" : "none";
 }
 
 /**

@@ -109,6 +109,7 @@ const char     *dc_gpt_vk_forward_get_products     (DcGptVkForward *self);
 const char     *dc_gpt_vk_forward_get_quantize     (DcGptVkForward *self);
 const char     *dc_gpt_vk_forward_get_softmax      (DcGptVkForward *self);
 const char     *dc_gpt_vk_forward_get_column_sums  (DcGptVkForward *self);
+const char     *dc_gpt_vk_forward_get_fused        (DcGptVkForward *self);
 void            dc_gpt_vk_forward_get_times        (DcGptVkForward      *self,
                                                     DcGptVkForwardTimes *out);
 gboolean        dc_gpt_vk_forward_coop_offered     (const DcVkFeatures  *features,
