@@ -847,90 +847,6 @@ test_state_hash (void)
     }
 }
 
-/* The group's Adam shard by shard (docs/ARCHITECTURE.md, "Adam shard by
- * shard"): ranges of a partition, in any order, then the commit, give the
- * one-call step's bits; piece digests taken over runs of pieces give
- * dc_gpt_model_dup_hashes ()'s hashes. */
-static void
-test_adam_by_range (void)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(DcGptModel) whole = NULL;
-  g_autoptr(DcGptModel) ranged = NULL;
-  g_autofree float *grads = NULL;
-  g_autofree char *want_w = NULL, *want_o = NULL, *w = NULL, *o = NULL;
-  g_autofree guint8 *digests = NULL;
-  DcGptConfig config;
-  gsize n, cuts[4], n_pieces, bytes, split;
-  /* [c1, c2), [c2, n), [0, c1): not on the step's 16384-element chunks. */
-  static const guint order[][2] = { { 1, 2 }, { 2, 3 }, { 0, 1 } };
-
-  dc_gpt_config_init_derived (&config, 64, 32);
-  whole = dc_gpt_model_new (&config, &error);
-  g_assert_no_error (error);
-  ranged = dc_gpt_model_new (&config, &error);
-  g_assert_no_error (error);
-  dc_gpt_model_init_weights (whole, 7);
-  dc_gpt_model_init_weights (ranged, 7);
-  n = whole->n_params;
-  grads = g_new (float, n);
-  for (gsize i = 0; i < n; i++)
-    {
-      grads[i] = (float) ((gint) (i % 97) - 48) * 0.001f;
-      whole->adam_m[i] = ranged->adam_m[i] = whole->params[i] * 0.5f;
-      whole->adam_v[i] = ranged->adam_v[i] = whole->params[i] * whole->params[i];
-    }
-  whole->step = ranged->step = 3;
-  whole->beta1_pow = ranged->beta1_pow = 0.729f;
-  whole->beta2_pow = ranged->beta2_pow = 0.997003f;
-  cuts[0] = 0;
-  cuts[1] = 5003;
-  cuts[2] = n / 2 + 11;
-  cuts[3] = n;
-  dc_gpt_model_adam_step_threads (whole, grads, 0.01f, 2);
-  for (guint k = 0; k < G_N_ELEMENTS (order); k++)
-    {
-      gsize start = cuts[order[k][0]], end = cuts[order[k][1]];
-
-      dc_gpt_model_adam_range (ranged, grads + start, 0.01f, start, end, 1 + k);
-    }
-  /* Not committed: the optimizer hash names the step and β^t. */
-  dc_gpt_model_dup_hashes (whole, &want_w, &want_o);
-  dc_gpt_model_dup_hashes (ranged, &w, &o);
-  g_assert_cmpstr (o, !=, want_o);
-  g_clear_pointer (&w, g_free);
-  g_clear_pointer (&o, g_free);
-  dc_gpt_model_adam_commit (ranged);
-  g_assert_cmpmem (ranged->params, 3 * n * sizeof (float), whole->params, 3 * n * sizeof (float));
-  g_assert_cmpuint (ranged->step, ==, whole->step);
-  g_assert_true (memcmp (&ranged->beta1_pow, &whole->beta1_pow, sizeof (float)) == 0);
-  g_assert_true (memcmp (&ranged->beta2_pow, &whole->beta2_pow, sizeof (float)) == 0);
-  /* The digests of two runs of pieces (the second with the short last
-   * piece), as the group takes them. */
-  n_pieces = dc_gpt_hash_n_pieces (n);
-  g_assert_cmpuint (n_pieces, >=, 3);
-  bytes = n_pieces * 32;
-  digests = g_malloc (3 * bytes);
-  split = 1;
-  for (guint a = 0; a < 3; a++)
-    {
-      const float *array = ranged->params + a * n;
-
-      dc_gpt_hash_pieces (array + split * DC_GPT_HASH_PIECE_FLOATS,
-                          n - split * DC_GPT_HASH_PIECE_FLOATS, digests + a * bytes + split * 32);
-      dc_gpt_hash_pieces (array, split * DC_GPT_HASH_PIECE_FLOATS, digests + a * bytes);
-    }
-  dc_gpt_model_finish_hashes (ranged, digests, digests + bytes, &w, &o);
-  g_assert_cmpstr (w, ==, want_w);
-  g_assert_cmpstr (o, ==, want_o);
-  /* One element not stepped is seen. */
-  g_clear_pointer (&w, g_free);
-  g_clear_pointer (&o, g_free);
-  ranged->params[cuts[1]] = whole->params[cuts[1]] + 1.0f;
-  dc_gpt_model_dup_hashes (ranged, &w, &o);
-  g_assert_cmpstr (w, !=, want_w);
-}
-
 int
 main (int    argc,
       char **argv)
@@ -949,7 +865,6 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt/determinism-threads-causal", test_determinism_threads_causal);
   g_test_add_func ("/dc/model/gpt/resume", test_resume);
   g_test_add_func ("/dc/model/gpt/state-hash", test_state_hash);
-  g_test_add_func ("/dc/model/gpt/adam-by-range", test_adam_by_range);
   g_test_add_func ("/dc/model/gpt/convergence", test_convergence);
   return g_test_run ();
 }

@@ -314,63 +314,6 @@ test_ahead (void)
   g_rmdir (dir);
 }
 
-/* Adam shard by shard (docs/ARCHITECTURE.md): the summed shards that come
- * before the last are stepped in the exchange's waits, and a step taken
- * again mid-exchange first puts them back from the step's snapshot. Here
- * beta puts them back at every step from 3 on and steps them again
- * (DC_TEST_FAULT=early-undo@3, a `test-fault` notice each time): all four
- * still give `--simulate-peers 4`'s hash at every step, and every device
- * stepped shards early (`early_ms`) on some step. A restore that missed
- * a moment or a range would fork beta, and the guard would stop the run. */
-static void
-test_early (void)
-{
-  g_autoptr(DcTestProc) signal = NULL;
-  g_autofree char *url = dc_test_proc_start_signal (&signal);
-  g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "12", "4", &room);
-  g_autoptr(DcTestProc) beta = NULL;
-  g_autoptr(DcTestProc) gamma = NULL;
-  g_autoptr(DcTestProc) delta = NULL;
-  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
-                                                       "--stop-at", "12", "--simulate-peers", "4",
-                                                       SMALL, NULL);
-  g_autoptr(GPtrArray) sim_steps = NULL;
-  guint undone = 0;
-
-  g_setenv ("DC_TEST_FAULT", "early-undo@3", TRUE);
-  beta = start_follower (url, room, "beta", "12");
-  g_unsetenv ("DC_TEST_FAULT");
-  gamma = start_follower (url, room, "gamma", "12");
-  delta = start_follower (url, room, "delta", "12");
-  dc_test_proc_wait_done (sim, 12, RUN_BOUND_MS);
-  sim_steps = dc_test_proc_steps (sim, TRUE);
-  {
-    DcTestProc *procs[] = { alpha, beta, gamma, delta };
-
-    for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
-      {
-        g_autoptr(GPtrArray) steps = NULL;
-        double early = 0.0;
-
-        dc_test_proc_wait_done (procs[p], 12, RUN_BOUND_MS);
-        steps = dc_test_proc_steps (procs[p], TRUE);
-        for (guint s = 1; s <= 12; s++)
-          {
-            g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
-                             dc_test_proc_hash_at (sim_steps, s));
-            early += json_object_get_double_member (dc_test_proc_step_at (steps, s), "early_ms");
-          }
-        g_test_message ("%s: early_ms %.2f over 12 steps", procs[p]->label, early);
-        g_assert_cmpfloat (early, >, 0.0);
-      }
-  }
-  for (int i = 0; (i = dc_test_proc_find (beta, i, "test-fault", NULL)) >= 0; i++)
-    undone++;
-  g_test_message ("beta put its early shards back %u times", undone);
-  g_assert_cmpuint (undone, >=, 1);
-}
-
 int
 main (int   argc,
       char *argv[])
@@ -381,6 +324,5 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/sharded/wrong-sum", test_wrong_sum);
   g_test_add_func ("/dc/train/group/sharded/repair4", test_repair4);
   g_test_add_func ("/dc/train/group/sharded/ahead", test_ahead);
-  g_test_add_func ("/dc/train/group/sharded/early", test_early);
   return g_test_run ();
 }

@@ -178,27 +178,11 @@ dc_gpt_hash_pieces (const float *data,
                     gsize        n,
                     guint8      *digests)
 {
-  dc_gpt_hash_pieces_threads (data, n, digests, 0);
-}
-
-/**
- * dc_gpt_hash_pieces_threads:
- * @n_threads: threads of the engine's pool to use (0: its default); the
- *   digests do not depend on it
- *
- * dc_gpt_hash_pieces () on at most @n_threads threads.
- */
-void
-dc_gpt_hash_pieces_threads (const float *data,
-                            gsize        n,
-                            guint8      *digests,
-                            guint        n_threads)
-{
   PieceJob job = { data, n, digests };
 
   G_STATIC_ASSERT (G_BYTE_ORDER == G_LITTLE_ENDIAN);
   /* One piece a chunk: 64 KiB is already tens of microseconds of work. */
-  dc_parallel_for (n_threads, dc_gpt_hash_n_pieces (n), 1, hash_piece_chunk, &job);
+  dc_parallel_for (0, dc_gpt_hash_n_pieces (n), 1, hash_piece_chunk, &job);
 }
 
 /**
@@ -339,8 +323,7 @@ dc_gpt_model_tensor (DcGptModel *self,
 typedef struct
 {
   DcGptModel  *self;
-  const float *grads;   /* element i's gradient is grads[i - offset] */
-  gsize        offset;
+  const float *grads;
   float        lr, bc1, bc2;
 } AdamJob;
 
@@ -358,7 +341,7 @@ adam_chunk (gsize    i0,
 
   for (gsize i = i0; i < i1; i++)
     {
-      float g = job->grads[i - job->offset];
+      float g = job->grads[i];
       float m = b1 * self->adam_m[i];
       float v = b2 * self->adam_v[i];
       float gg = g * g;
@@ -374,18 +357,6 @@ adam_chunk (gsize    i0,
       update = job->lr * mhat;
       self->params[i] = self->params[i] - update / denom;
     }
-}
-
-/* dc_parallel_for () over [0, end - start): elements offset by job->offset. */
-static void
-adam_range_chunk (gsize    i0,
-                  gsize    i1,
-                  guint    worker,
-                  gpointer data)
-{
-  const AdamJob *job = data;
-
-  adam_chunk (i0 + job->offset, i1 + job->offset, worker, data);
 }
 
 /* Elements per chunk of the parallel step: 64 KiB of each of the four
@@ -413,7 +384,7 @@ dc_gpt_model_adam_step_threads (DcGptModel  *self,
                                 guint        n_threads)
 {
   const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
-  AdamJob job = { self, grads, 0, lr, 0.0f, 0.0f };
+  AdamJob job = { self, grads, lr, 0.0f, 0.0f };
 
   self->step++;
   self->beta1_pow = self->beta1_pow * b1;
@@ -421,57 +392,4 @@ dc_gpt_model_adam_step_threads (DcGptModel  *self,
   job.bc1 = 1.0f - self->beta1_pow;
   job.bc2 = 1.0f - self->beta2_pow;
   dc_parallel_for (MAX (n_threads, 1), self->n_params, ADAM_CHUNK, adam_chunk, &job);
-}
-
-/**
- * dc_gpt_model_adam_range:
- * @grads: (array): the gradients of elements [@start, @end) (grads[0] is
- *   element @start's)
- * @n_threads: threads of the engine's pool to use; results do not depend on it
- *
- * The Adam step of the next step (step + 1) on elements [@start, @end) only,
- * with that step's bias corrections, leaving the step and β^t as they are:
- * dc_gpt_model_adam_commit () moves them once every element was stepped.
- * Elements are independent (dc_gpt_model_adam_step ()), so stepping the
- * ranges of a partition of [0, n_params) in any order, then committing,
- * gives dc_gpt_model_adam_step_threads ()'s bits (the group applies the
- * summed shards as they come: docs/ARCHITECTURE.md, "Adam shard by shard").
- */
-void
-dc_gpt_model_adam_range (DcGptModel  *self,
-                         const float *grads,
-                         float        lr,
-                         gsize        start,
-                         gsize        end,
-                         guint        n_threads)
-{
-  const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
-  AdamJob job = { self, grads, start, lr, 0.0f, 0.0f };
-  /* The same operations as dc_gpt_model_adam_step_threads ()'s, on the
-   * β^t it will store. */
-  float beta1_pow = self->beta1_pow * b1;
-  float beta2_pow = self->beta2_pow * b2;
-
-  g_return_if_fail (start <= end && end <= self->n_params);
-  if (start == end)
-    return;
-  job.bc1 = 1.0f - beta1_pow;
-  job.bc2 = 1.0f - beta2_pow;
-  dc_parallel_for (MAX (n_threads, 1), end - start, ADAM_CHUNK, adam_range_chunk, &job);
-}
-
-/**
- * dc_gpt_model_adam_commit:
- *
- * Ends a step taken range by range (dc_gpt_model_adam_range ()): the step
- * and β^t move as dc_gpt_model_adam_step_threads () moves them.
- */
-void
-dc_gpt_model_adam_commit (DcGptModel *self)
-{
-  const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
-
-  self->step++;
-  self->beta1_pow = self->beta1_pow * b1;
-  self->beta2_pow = self->beta2_pow * b2;
 }

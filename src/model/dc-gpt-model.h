@@ -75,10 +75,6 @@ gsize       dc_gpt_hash_n_pieces           (gsize               n);
 void        dc_gpt_hash_pieces             (const float        *data,
                                             gsize               n,
                                             guint8             *digests);
-void        dc_gpt_hash_pieces_threads     (const float        *data,
-                                            gsize               n,
-                                            guint8             *digests,
-                                            guint               n_threads);
 float      *dc_gpt_model_tensor            (DcGptModel         *self,
                                             const char         *name);
 void        dc_gpt_model_adam_step         (DcGptModel         *self,
@@ -88,13 +84,6 @@ void        dc_gpt_model_adam_step_threads (DcGptModel         *self,
                                             const float        *grads,
                                             float               lr,
                                             guint               n_threads);
-void        dc_gpt_model_adam_range        (DcGptModel         *self,
-                                            const float        *grads,
-                                            float               lr,
-                                            gsize               start,
-                                            gsize               end,
-                                            guint               n_threads);
-void        dc_gpt_model_adam_commit       (DcGptModel         *self);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptModel, dc_gpt_model_free)
 

@@ -470,49 +470,6 @@ dc_gpt_trainer_apply_gradients (DcGptTrainer   *self,
 }
 
 /**
- * dc_gpt_trainer_apply_range:
- * @grads: (array): the gradients of elements [@start, @end)
- * @n_threads: threads of the engine's pool (0: the trainer's); the bits do
- *   not depend on it
- *
- * The Adam step of dc_gpt_trainer_apply_gradients () on elements [@start,
- * @end) only, on the host's model (dc_gpt_model_adam_range ()); the step is
- * ended by dc_gpt_trainer_apply_commit () once every element was stepped,
- * with dc_gpt_trainer_apply_gradients ()'s bits. Only where the host applies
- * Adam: %FALSE (nothing done) for a resident step, whose state is on the
- * device.
- *
- * Returns: whether the range was stepped
- */
-gboolean
-dc_gpt_trainer_apply_range (DcGptTrainer *self,
-                            const float  *grads,
-                            gsize         start,
-                            gsize         end,
-                            guint         n_threads)
-{
-  float lr = (float) self->settings.lr_x1000 / 1000.0f;
-
-  if (self->vk_step != NULL)
-    return FALSE;
-  dc_gpt_model_adam_range (self->model, grads, lr, start, end,
-                           n_threads > 0 ? n_threads : self->n_threads);
-  return TRUE;
-}
-
-/**
- * dc_gpt_trainer_apply_commit:
- *
- * Ends a step taken by dc_gpt_trainer_apply_range ().
- */
-void
-dc_gpt_trainer_apply_commit (DcGptTrainer *self)
-{
-  g_return_if_fail (self->vk_step == NULL);
-  dc_gpt_model_adam_commit (self->model);
-}
-
-/**
  * dc_gpt_trainer_step:
  * @loss: (out) (optional): the batch's mean loss before the update
  *

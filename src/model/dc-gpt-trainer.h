@@ -73,12 +73,6 @@ gboolean       dc_gpt_trainer_compute_gradients (DcGptTrainer           *self,
                                                  GError                **error);
 void           dc_gpt_trainer_apply_gradients   (DcGptTrainer           *self,
                                                  const float            *grads);
-gboolean       dc_gpt_trainer_apply_range       (DcGptTrainer           *self,
-                                                 const float            *grads,
-                                                 gsize                   start,
-                                                 gsize                   end,
-                                                 guint                   n_threads);
-void           dc_gpt_trainer_apply_commit      (DcGptTrainer           *self);
 gboolean       dc_gpt_trainer_use_resident_step (DcGptTrainer           *self,
                                                  GError                **error);
 DcGptVkStep   *dc_gpt_trainer_get_resident_step (DcGptTrainer           *self);

@@ -224,25 +224,6 @@ struct _DcTrainGroup
   gboolean           own_sent;     /* send_own_gradient () ran this step */
   float             *sum_grads;    /* the combined gradient, kept from step to step */
   gsize              sum_len;
-  /* Adam shard by shard (docs/ARCHITECTURE.md, "Adam shard by shard"): while
-   * the exchange waits, the summed shards already here are stepped and the
-   * report's hash pieces they cover digested, on a worker (early_worker ());
-   * apply_worker () steps the rest, commits the step and digests the rest.
-   * A step taken again, or a run ending, mid-exchange first restores the
-   * ranges stepped from the snapshot (_dc_train_group_early_undo ()). */
-  gboolean           early_apply;  /* DC_TRAIN_GROUP_EARLY_APPLY=0 turns it off */
-  gboolean           early_running; /* an early task is out (worker_lock, worker_cond) */
-  gboolean           early_any;    /* ranges of step early_step are stepped */
-  gboolean           applying_ranged; /* apply_worker () ends such a step (main thread) */
-  guint64            early_step, early_digest;
-  guint              early_n;      /* the roster size the ranges are of */
-  gboolean           early_applied[DC_MESH_ROSTER_MAX]; /* per shard: stepped */
-  gsize              early_n_pieces;
-  guint8            *early_digests; /* 3 × early_n_pieces × 32: weights, m, v */
-  gboolean          *early_hashed;  /* per piece: digested (all three arrays) */
-  gint64             early_us;     /* the early tasks' time, this step */
-  guint64            fault_early_undo; /* DC_TEST_FAULT=early-undo@STEP */
-  guint64            fault_early_undone; /* the last step it put shards back at */
   gint64             audit_us;     /* recomputing audited gradients, since the last step line */
   gint64             audit_paused_us; /* … of which it waited for the step's compute */
   guint              audit_beside; /* … its kernels begun while the step's gradient computed */
@@ -469,7 +450,6 @@ gboolean _dc_train_group_in_roster (DcTrainGroup *self,
 
 /* dc-train-group-step.c */
 void     _dc_train_group_drop_reduce (DcTrainGroup *self);
-void     _dc_train_group_early_undo (DcTrainGroup *self);
 void _dc_train_group_start_step (DcTrainGroup *self);
 void _dc_train_group_report_step (DcTrainGroup *self);
 void _dc_train_group_start_run (DcTrainGroup *self);

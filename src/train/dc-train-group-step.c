@@ -8,7 +8,6 @@
 
 #include "config.h"
 
-#include "dc-sha256.h"
 #include "dc-train-group-private.h"
 
 static void send_own_gradient (DcTrainGroup *self);
@@ -69,13 +68,10 @@ snapshot_thread (gpointer data)
   /* An audit's launch may still copy from this buffer (two steps ago). */
   _dc_train_group_audit_copy_wait (self, self->snapshot);
   memcpy (self->snapshot, model->params, 3 * model->n_params * sizeof (float));
-  /* Under the lock: maybe_step_early () reads them from the main thread. */
-  g_mutex_lock (&self->worker_lock);
   self->snap_step = model->step;
   self->snap_taken = TRUE;
   self->snap_beta1 = model->beta1_pow;
   self->snap_beta2 = model->beta2_pow;
-  g_mutex_unlock (&self->worker_lock);
   return NULL;
 }
 
@@ -441,327 +437,10 @@ compute_worker (GTask        *task,
   g_task_return_boolean (task, TRUE);
 }
 
-/* Adam shard by shard (docs/ARCHITECTURE.md, "Adam shard by shard") ------ */
-
-/* Main thread: waits for the early task out, if any (a few ms: one Adam
- * step and digest of the shards it took). */
-static void
-wait_early (DcTrainGroup *self)
-{
-  g_mutex_lock (&self->worker_lock);
-  while (self->early_running)
-    g_cond_wait (&self->worker_cond, &self->worker_lock);
-  g_mutex_unlock (&self->worker_lock);
-}
-
-/* Main thread, no early task or ranged apply out: the early state for step
- * @step of the roster @digest of @n devices, kept if it is already that
- * step's, else empty. */
-static void
-early_begin (DcTrainGroup *self,
-             guint64       step,
-             guint64       digest,
-             guint         n)
-{
-  DcGptModel *model = dc_train_session_get_model (self->session);
-  gsize n_pieces = dc_gpt_hash_n_pieces (model->n_params);
-
-  if (self->early_any && self->early_step == step && self->early_digest == digest
-      && self->early_n == n && self->early_n_pieces == n_pieces)
-    return;
-  /* Ranges of another step or roster are never left stepped
-   * (start_step () undid them); were they, they go back now. */
-  if (self->early_any)
-    {
-      g_warning ("summed shards of step %" G_GUINT64_FORMAT " stepped early for another "
-                 "roster: put back", self->early_step);
-      _dc_train_group_early_undo (self);
-    }
-  if (self->early_n_pieces != n_pieces)
-    {
-      g_free (self->early_digests);
-      g_free (self->early_hashed);
-      self->early_digests = g_malloc (3 * n_pieces * DC_SHA256_SIZE);
-      self->early_hashed = g_new (gboolean, n_pieces);
-      self->early_n_pieces = n_pieces;
-    }
-  memset (self->early_hashed, 0, n_pieces * sizeof (gboolean));
-  memset (self->early_applied, 0, sizeof self->early_applied);
-  self->early_step = step;
-  self->early_digest = digest;
-  self->early_n = n;
-  self->early_any = FALSE;
-}
-
-/* Whether every element of hash piece @p lies in a shard already stepped. */
-static gboolean
-piece_stepped (DcTrainGroup             *self,
-               const DcTrainShardLayout *layout,
-               gsize                     n_params,
-               gsize                     p)
-{
-  gsize first = p * DC_GPT_HASH_PIECE_FLOATS;
-  gsize end = MIN (first + DC_GPT_HASH_PIECE_FLOATS, n_params);
-
-  for (guint r = 0; r < self->early_n; r++)
-    {
-      gsize start, length;
-
-      dc_train_shard_range (layout, self->early_n, r, &start, &length);
-      if (length > 0 && start < end && first < start + length && !self->early_applied[r])
-        return FALSE;
-    }
-  return TRUE;
-}
-
-/* On the worker that owns the early state (an early task, or the ranged
- * apply): digests the report's hash pieces (weights, both moments) not
- * digested yet whose elements are all stepped (@all: every one left), each
- * piece alone, as dc_gpt_model_dup_hashes () does, so the digests are
- * the same whenever they are taken. */
-static void
-early_digest_pieces (DcTrainGroup             *self,
-                     const DcGptModel         *model,
-                     const DcTrainShardLayout *layout,
-                     gboolean                  all,
-                     guint                     n_threads)
-{
-  const float *arrays[3] = { model->params, model->adam_m, model->adam_v };
-  gsize n_pieces = self->early_n_pieces;
-  gsize bytes = n_pieces * DC_SHA256_SIZE;
-  gsize p = 0;
-
-  while (p < n_pieces)
-    {
-      gsize q;
-
-      if (self->early_hashed[p] || !(all || piece_stepped (self, layout, model->n_params, p)))
-        {
-          p++;
-          continue;
-        }
-      /* A run of pieces at once: one call of the pool per array. */
-      for (q = p + 1; q < n_pieces && !self->early_hashed[q]
-                      && (all || piece_stepped (self, layout, model->n_params, q)); q++)
-        ;
-      for (guint k = 0; k < 3; k++)
-        dc_gpt_hash_pieces_threads (arrays[k] + p * DC_GPT_HASH_PIECE_FLOATS,
-                                    MIN (q * DC_GPT_HASH_PIECE_FLOATS, model->n_params)
-                                    - p * DC_GPT_HASH_PIECE_FLOATS,
-                                    self->early_digests + k * bytes + p * DC_SHA256_SIZE,
-                                    n_threads);
-      for (gsize x = p; x < q; x++)
-        self->early_hashed[x] = TRUE;
-      p = q;
-    }
-}
-
-/* What an early task steps: summed shards (references: the table may drop
- * them meanwhile) and their ranks. */
-typedef struct
-{
-  guint               n_shards;
-  guint               ranks[DC_MESH_ROSTER_MAX];
-  GBytes             *objects[DC_MESH_ROSTER_MAX];
-  DcTrainShardLayout  layout;
-  gint64              us;       /* out: its time */
-} EarlyStep;
-
-static void
-early_step_free (EarlyStep *data)
-{
-  for (guint i = 0; i < data->n_shards; i++)
-    g_clear_pointer (&data->objects[i], g_bytes_unref);
-  g_free (data);
-}
-
-static void
-early_worker (GTask        *task,
-              gpointer      source,
-              gpointer      task_data,
-              GCancellable *cancellable)
-{
-  DcTrainGroup *self = source;
-  EarlyStep *data = task_data;
-  DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
-  DcGptModel *model = dc_gpt_trainer_get_model (trainer);
-  gint64 began = g_get_monotonic_time ();
-  /* Half the pool: the exchange's tail (receiving, checking, summing and
-   * sending the last shards) keeps cores of its own meanwhile. */
-  guint n_threads = MAX (1u, dc_parallel_get_default_threads () / 2);
-
-  for (guint i = 0; i < data->n_shards; i++)
-    {
-      gsize start, length, n_values;
-      const float *values = _dc_train_group_shard_values (data->objects[i], &n_values);
-
-      dc_train_shard_range (&data->layout, self->early_n, data->ranks[i], &start, &length);
-      /* (maybe_step_early () launches only where the host steps.) */
-      if (!dc_gpt_trainer_apply_range (trainer, values, start, start + length, n_threads))
-        g_warn_if_reached ();
-    }
-  early_digest_pieces (self, model, &data->layout, FALSE, n_threads);
-  data->us = g_get_monotonic_time () - began;
-  g_mutex_lock (&self->worker_lock);
-  self->early_running = FALSE;
-  g_cond_broadcast (&self->worker_cond);
-  g_mutex_unlock (&self->worker_lock);
-  g_task_return_boolean (task, TRUE);
-}
-
-static void
-early_done_cb (GObject      *object,
-               GAsyncResult *result,
-               gpointer      user_data)
-{
-  DcTrainGroup *self = DC_TRAIN_GROUP (object);
-  EarlyStep *data = g_task_get_task_data (G_TASK (result));
-
-  g_task_propagate_boolean (G_TASK (result), NULL);
-  self->early_us += data->us;
-  if (self->state != STATE_EXCHANGING)
-    return;
-  if (self->fault_early_undo != 0 && self->early_any && self->early_step >= self->fault_early_undo
-      && self->fault_early_undone != self->early_step)
-    {
-      g_autofree char *text = NULL;
-      guint64 step = self->early_step;
-
-      /* Test only (DC_TEST_FAULT=early-undo@STEP). */
-      self->fault_early_undone = step;
-      _dc_train_group_early_undo (self);
-      text = g_strdup_printf ("DC_TEST_FAULT: the summed shards stepped early at step %"
-                              G_GUINT64_FORMAT " were put back and are stepped again", step);
-      _dc_train_group_notice (self, "test-fault", NULL, text);
-    }
-  _dc_train_group_advance (self);
-}
-
-/* Whether this step's Adam goes shard by shard (the host steps: a resident
- * step keeps the state on its device). */
-static gboolean
-step_ranged (DcTrainGroup *self)
-{
-  return self->early_apply && self->roster->len > 1
-         && dc_gpt_trainer_get_resident_step (dc_train_session_get_trainer (self->session))
-            == NULL;
-}
-
-/* In the exchange's waits (main thread, EXCHANGING): the summed shards
- * that are here and not stepped yet are stepped now, and the report's hash
- * pieces they cover digested, on a worker, while the others' shards are
- * still on their way; apply_worker () then has only the rest. Only once
- * this device's own gradient is done (nothing else reads the model then)
- * and the step's snapshot is taken (it must hold the state before the
- * step: a step taken again restores from it, _dc_train_group_early_undo
- * ()). Elements are independent, so the bits are those of one Adam step
- * (dc_gpt_model_adam_range ()). */
-static void
-maybe_step_early (DcTrainGroup *self)
-{
-  DcGptModel *model = dc_train_session_get_model (self->session);
-  guint64 step = model->step + 1;
-  guint n = self->roster->len;
-  EarlyStep *data;
-  gboolean busy;
-  guint present = 0;
-  g_autoptr(GTask) task = NULL;
-
-  if (!step_ranged (self) || self->early_running || !self->own_sent
-      || self->state != STATE_EXCHANGING)
-    return;
-  /* The step's snapshot whole (snapshot_thread () sets these last, under
-   * the lock), nothing copying it: else later (the next event). */
-  g_mutex_lock (&self->worker_lock);
-  busy = self->worker_busy || !self->snap_taken || self->snap_step != model->step;
-  g_mutex_unlock (&self->worker_lock);
-  if (busy)
-    return;
-  early_begin (self, step, self->digest, n);
-  data = g_new0 (EarlyStep, 1);
-  for (guint r = 0; r < n; r++)
-    {
-      g_autofree char *key = NULL;
-      Gradient *gradient;
-
-      if (self->early_applied[r])
-        {
-          present++;
-          continue;
-        }
-      key = _dc_train_group_gradient_key (step, self->digest, g_ptr_array_index (self->roster, r));
-      gradient = g_hash_table_lookup (self->gradients, key);
-      if (gradient == NULL || gradient->rank != r)
-        continue;
-      data->ranks[data->n_shards] = r;
-      data->objects[data->n_shards] = g_bytes_ref (gradient->object);
-      data->n_shards++;
-      present++;
-    }
-  /* Nothing new, or everything: apply_worker () takes the rest. */
-  if (data->n_shards == 0 || present == n)
-    {
-      early_step_free (data);
-      return;
-    }
-  for (guint i = 0; i < data->n_shards; i++)
-    self->early_applied[data->ranks[i]] = TRUE;
-  self->early_any = TRUE;
-  _dc_train_group_layout (model, &data->layout);
-  g_mutex_lock (&self->worker_lock);
-  self->early_running = TRUE;
-  g_mutex_unlock (&self->worker_lock);
-  task = g_task_new (self, NULL, early_done_cb, NULL);
-  g_task_set_source_tag (task, maybe_step_early);
-  g_task_set_task_data (task, data, (GDestroyNotify) early_step_free);
-  g_task_run_in_thread (task, early_worker);
-}
-
-/* Main thread: the ranges this step stepped early are put back as the
- * snapshot has them (the state before the step), for a step taken again
- * (start_step ()) or a run that ends mid-exchange (_dc_train_group_finish
- * ()). Nothing to do once apply_worker () took the step over: it ends it. */
-void
-_dc_train_group_early_undo (DcTrainGroup *self)
-{
-  DcGptModel *model;
-  DcTrainShardLayout layout;
-  guint undone = 0;
-
-  wait_early (self);
-  if (!self->early_any || self->applying_ranged || self->session == NULL)
-    return;
-  model = dc_train_session_get_model (self->session);
-  /* The snapshot of the step (snapshot_later () may still copy it). */
-  wait_worker (self);
-  g_return_if_fail (self->snap_taken && self->snap_step == model->step
-                    && self->early_step == model->step + 1);
-  _dc_train_group_layout (model, &layout);
-  for (guint r = 0; r < self->early_n; r++)
-    {
-      gsize start, length;
-
-      if (!self->early_applied[r])
-        continue;
-      dc_train_shard_range (&layout, self->early_n, r, &start, &length);
-      for (guint k = 0; k < 3; k++)
-        memcpy (model->params + k * model->n_params + start,
-                self->snapshot + k * model->n_params + start, length * sizeof (float));
-      undone++;
-    }
-  g_message ("step %" G_GUINT64_FORMAT " not taken whole: the %u summed shard(s) already "
-             "stepped are put back as they were before it", self->early_step, undone);
-  memset (self->early_applied, 0, sizeof self->early_applied);
-  memset (self->early_hashed, 0, self->early_n_pieces * sizeof (gboolean));
-  self->early_any = FALSE;
-}
-
 typedef struct
 {
   const float **grads;
   guint         n;
-  gboolean      ranged;          /* Adam shard by shard (step_ranged ()): the ranges
-                                  * not stepped early, then the commit */
   char         *weights_hash;    /* out: of the state after the step */
   char         *optimizer_hash;  /* out */
   gint64        began, stepped, hashed;  /* out: monotonic µs */
@@ -807,28 +486,7 @@ apply_worker (GTask        *task,
   /* (The snapshot for _dc_train_group_rollback () was taken while the gradient was computed,
    * or, for one computed ahead, is being taken: snapshot_later ().) */
   wait_worker (self);
-  if (apply->ranged)
-    {
-      DcTrainShardLayout layout;
-
-      /* Each summed shard where it lies, those stepped in the exchange's
-       * waits (early_worker ()) left as they are; then the step and β^t
-       * move once: dc_gpt_trainer_apply_gradients ()'s bits. */
-      _dc_train_group_layout (model, &layout);
-      for (guint r = 0; r < apply->n; r++)
-        {
-          gsize start, length;
-
-          if (self->early_applied[r])
-            continue;
-          dc_train_shard_range (&layout, apply->n, r, &start, &length);
-          if (!dc_gpt_trainer_apply_range (trainer, apply->grads[r], start, start + length, 0))
-            g_warn_if_reached ();
-        }
-      dc_gpt_trainer_apply_commit (trainer);
-      sum = NULL;
-    }
-  else if (apply->n == 1)
+  if (apply->n == 1)
     {
       /* x / 1 = x: a group of one applies its own gradient, as the solo step does. */
       sum = apply->grads[0];
@@ -856,8 +514,7 @@ apply_worker (GTask        *task,
         }
       sum = self->sum_grads;
     }
-  if (!apply->ranged)
-    dc_gpt_trainer_apply_gradients (trainer, sum);
+  dc_gpt_trainer_apply_gradients (trainer, sum);
   apply->stepped = g_get_monotonic_time ();
   if (apply->n > 1)
     {
@@ -872,20 +529,7 @@ apply_worker (GTask        *task,
   /* The report's two hashes at once: their 64 KiB pieces are digested on
    * the pool, the moments' once for both (they were hashed twice, on two
    * threads, while each hash was one sequential SHA-256). */
-  if (apply->ranged)
-    {
-      DcTrainShardLayout layout;
-      gsize bytes = self->early_n_pieces * DC_SHA256_SIZE;
-
-      /* The pieces not digested in the exchange's waits, then both hashes
-       * from the digests (dc_gpt_model_dup_hashes ()'s, piece by piece). */
-      _dc_train_group_layout (model, &layout);
-      early_digest_pieces (self, model, &layout, TRUE, 0);
-      dc_gpt_model_finish_hashes (model, self->early_digests, self->early_digests + bytes,
-                                  &apply->weights_hash, &apply->optimizer_hash);
-    }
-  else
-    dc_gpt_model_dup_hashes (model, &apply->weights_hash, &apply->optimizer_hash);
+  dc_gpt_model_dup_hashes (model, &apply->weights_hash, &apply->optimizer_hash);
   apply->hashed = g_get_monotonic_time ();
   g_task_return_boolean (task, TRUE);
 }
@@ -1535,13 +1179,6 @@ applied_cb (GObject      *object,
   float step_loss;
 
   g_task_propagate_boolean (G_TASK (result), NULL);
-  /* The step is whole: nothing of it is left to undo. */
-  if (apply->ranged)
-    {
-      self->applying_ranged = FALSE;
-      self->early_any = FALSE;
-      memset (self->early_applied, 0, sizeof self->early_applied);
-    }
   if (self->state == STATE_DONE)
     return;
   model = dc_train_session_get_model (self->session);
@@ -1610,8 +1247,6 @@ applied_cb (GObject      *object,
     self->phases.gather_wait_us = alone ? 0 : MAX (0, self->t_apply - self->t_reduced);
     self->phases.adam_us = apply->stepped - apply->began;
     self->phases.hash_us = apply->hashed - apply->stepped;
-    self->phases.early_us = self->early_us;
-    self->early_us = 0;
     /* (barrier_us: start_step ().) */
     self->phases.ahead_paused_us = self->t_compute_paused;
     self->phases.tail_values = alone ? 0 : self->t_tail_values;
@@ -1708,8 +1343,6 @@ _dc_train_group_start_step (DcTrainGroup *self)
   DcGptModel *model = dc_train_session_get_model (self->session);
   gboolean adopt;
 
-  /* A step taken again mid-exchange starts from the state before it. */
-  _dc_train_group_early_undo (self);
   _dc_train_group_drop_gone (self, model->step + 1);
   for (guint i = 0; i < self->roster->len; i++)
     _dc_train_group_member_name (self, g_ptr_array_index (self->roster,
@@ -2184,9 +1817,6 @@ _dc_train_group_advance (DcTrainGroup *self)
         DcGptModel *model = dc_train_session_get_model (self->session);
 
         maybe_reduce (self);
-        /* Its completion comes back here: the model is its until then. */
-        if (self->early_running)
-          break;
         if (gradients_complete (self, grads))
           {
             ApplyData *data = g_new0 (ApplyData, 1);
@@ -2197,12 +1827,6 @@ _dc_train_group_advance (DcTrainGroup *self)
             _dc_train_group_launch_audit (self);
             data->grads = g_steal_pointer (&grads);
             data->n = self->roster->len;
-            data->ranged = step_ranged (self);
-            if (data->ranged)
-              {
-                early_begin (self, model->step + 1, self->digest, data->n);
-                self->applying_ranged = TRUE;
-              }
             self->state = STATE_APPLYING;
             self->t_apply = g_get_monotonic_time ();
             self->deadline = 0;
@@ -2226,8 +1850,6 @@ _dc_train_group_advance (DcTrainGroup *self)
                                                      DC_TRAIN_GROUP_WAIT_S);
             _dc_train_group_timeout_error (self, what);
           }
-        /* Still waiting: step the summed shards that are here. */
-        maybe_step_early (self);
       }
       break;
 

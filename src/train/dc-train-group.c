@@ -138,9 +138,6 @@ _dc_train_group_finish (DcTrainGroup *self,
   self->state = STATE_DONE;
   g_clear_handle_id (&self->tick_id, g_source_remove);
   _dc_train_group_drop_reduce (self);
-  /* A step half stepped mid-exchange is not kept: the model ends as the
-   * last step the group agreed left it. */
-  _dc_train_group_early_undo (self);
   if (error != NULL)
     g_message ("%s", error->message);
   g_signal_emit (self, signals[SIGNAL_FINISHED], 0, error);
@@ -931,12 +928,6 @@ dc_train_group_new (DcContext               *context,
     }
   if (fault != NULL && g_str_has_prefix (fault, "corrupt-sum@"))
     self->fault_corrupt_sum = g_ascii_strtoull (fault + strlen ("corrupt-sum@"), NULL, 10);
-  /* early-undo@STEP: from STEP on, once a step, the summed shards stepped
-   * in the exchange's waits are put back from the snapshot (as a step taken
-   * again puts them back) and stepped again: a wrong restore forks this
-   * device, which the guard then stops. */
-  if (fault != NULL && g_str_has_prefix (fault, "early-undo@"))
-    self->fault_early_undo = g_ascii_strtoull (fault + strlen ("early-undo@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "drop-contribution@"))
     self->fault_drop_contrib = g_ascii_strtoull (fault + strlen ("drop-contribution@"), NULL, 10);
   self->audit_all = g_strcmp0 (fault, "audit-all") == 0;
@@ -967,9 +958,6 @@ dc_train_group_new (DcContext               *context,
   /* Computing the next step's gradient ahead (dc-train-group-step.c,
    * start_ahead ()); 0 turns it off, for comparing in bench group. */
   self->overlap = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_OVERLAP"), "0") != 0;
-  /* Adam shard by shard in the exchange's waits (dc-train-group-step.c,
-   * maybe_step_early ()); 0 turns it off, for comparing in bench group. */
-  self->early_apply = g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_EARLY_APPLY"), "0") != 0;
   /* Audits only in the step's waits (dc-train-group-audit.c, audit_gate
    * ()): 1 turns the gate on. Off by default: on the H200 host an audit
    * step cost the group about 320 ms gated against about 180 beside the
@@ -1245,8 +1233,6 @@ dc_train_group_finalize (GObject *object)
   g_free (self->snapshot_prev);
   g_free (self->snapshot_prev2);
   g_free (self->sum_grads);
-  g_free (self->early_digests);
-  g_free (self->early_hashed);
   g_clear_pointer (&self->own_objects, g_ptr_array_unref);
   g_clear_pointer (&self->own_frames, g_ptr_array_unref);
   g_clear_object (&self->reduce_cancel);

@@ -240,10 +240,6 @@ typedef struct
    * this device (docs/ARCHITECTURE.md, "The sharded exchange", the tail
    * layout); the rest left while a block or more was still computed. */
   gsize  tail_values;
-  /* Adam shard by shard (docs/ARCHITECTURE.md): the time of the Adam steps
-   * and hash digests taken in the exchange's waits, on the summed shards
-   * already there (@adam_us and @hash_us are then what was left). */
-  gint64 early_us;
 } DcTrainGroupPhases;
 
 gboolean      dc_train_group_get_step_phases (DcTrainGroup      *self,
