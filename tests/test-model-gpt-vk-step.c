@@ -769,6 +769,81 @@ test_coop_twin_refused (void)
     }
 }
 
+typedef DcVkPipeline *(*KernelNew) (DcVkContext *, DcVkF32Mode, gboolean, GError **);
+
+/* KERNEL_NEW's gate passes in each float mode the device offers (emulated,
+ * and native where wanted) and refuses its broken twin. FALSE without a
+ * device. */
+static gboolean
+check_gate_refuses_twin (KernelNew   kernel_new,
+                         const char *name)
+{
+  g_autoptr(DcVkContext) ctx = open_device ();
+  g_autofree char *why_not = NULL;
+  DcVkF32Mode modes[2] = { DC_VK_F32_EMULATED, DC_VK_F32_EMULATED };
+
+  if (ctx == NULL)
+    return FALSE;
+  modes[1] = _dc_gpt_vk_native_wanted (ctx, &why_not);
+  for (guint m = 0; m < (modes[1] != DC_VK_F32_EMULATED ? 2 : 1); m++)
+    {
+      g_autoptr(DcVkPipeline) good = NULL, broken = NULL;
+      g_autoptr(GError) error = NULL;
+
+      good = kernel_new (ctx, modes[m], FALSE, &error);
+      g_assert_no_error (error);
+      g_assert_nonnull (good);
+      broken = kernel_new (ctx, modes[m], TRUE, &error);
+      g_assert_null (broken);
+      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
+      g_test_message ("%s, mode %d, twin refused: %s", name, modes[m], error->message);
+    }
+  return TRUE;
+}
+
+/* Two training passes of a width-16 model, the first made with
+ * DC_TEST_BREAK_KERNEL=BREAKS[0], the second with BREAKS[1] (NULL: none):
+ * GETTER reports TAKEN[i] for each, and each gives the CPU's gradients. */
+static void
+check_passes_take (const char *const breaks[2],
+                   const char *const taken[2],
+                   const char      *(*getter) (DcGptVkForward *))
+{
+  g_autoptr(DcGptModel) model = small_model (16, 16);
+  g_autoptr(DcGptRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree float *grads = NULL, *want = NULL;
+  guint8 tokens[2 * 16 + 1];
+
+  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
+    tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
+  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
+  grads = g_new (float, model->n_params);
+  want = g_new (float, model->n_params);
+  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
+                                     &error));
+  g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
+  g_assert_no_error (error);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(DcGptVkForward) pass = NULL;
+
+      if (breaks[i] != NULL)
+        g_setenv ("DC_TEST_BREAK_KERNEL", breaks[i], TRUE);
+      pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
+      g_unsetenv ("DC_TEST_BREAK_KERNEL");
+      g_assert_no_error (error);
+      g_assert_nonnull (pass);
+      g_assert_cmpstr (getter (pass), ==, taken[i]);
+      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
+                                                  NULL, &error));
+      g_assert_no_error (error);
+      g_assert_cmpmem (grads, model->n_params * 4, want, model->n_params * 4);
+      g_test_message ("%s: %" G_GSIZE_FORMAT " gradients equal", getter (pass),
+                      model->n_params);
+    }
+}
+
 /* The backward's sums over rows (shaders/resident-colsum.comp, and
  * resident-chains.comp for the column chains): each kernel's gate passes in
  * each float mode and refuses its broken twin (rows of a block added in the
@@ -785,63 +860,9 @@ test_sums_twin_refused (gconstpointer data)
   /* resident-colsum's case refuses resident-chains in both passes. */
   const char *breaks[2] = { chains ? NULL : "resident-chains",
                             chains ? "resident-chains" : "resident-chains,resident-colsum" };
-  DcVkPipeline *(*kernel_new) (DcVkContext *, DcVkF32Mode, gboolean, GError **)
-    = chains ? _dc_gpt_vk_chains_new : _dc_gpt_vk_colsum_new;
-  g_autoptr(DcVkContext) ctx = open_device ();
-  g_autoptr(DcGptModel) model = NULL;
-  g_autoptr(DcGptRun) run = NULL;
-  g_autoptr(GError) error = NULL;
-  g_autofree char *why_not = NULL;
-  g_autofree float *grads = NULL, *want = NULL;
-  guint8 tokens[2 * 16 + 1];
-  DcVkF32Mode modes[2] = { DC_VK_F32_EMULATED, DC_VK_F32_EMULATED };
 
-  if (ctx == NULL)
-    return;
-  modes[1] = _dc_gpt_vk_native_wanted (ctx, &why_not);
-  for (guint m = 0; m < (modes[1] != DC_VK_F32_EMULATED ? 2 : 1); m++)
-    {
-      g_autoptr(DcVkPipeline) good = NULL, broken = NULL;
-
-      good = kernel_new (ctx, modes[m], FALSE, &error);
-      g_assert_no_error (error);
-      g_assert_nonnull (good);
-      broken = kernel_new (ctx, modes[m], TRUE, &error);
-      g_assert_null (broken);
-      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
-      g_test_message ("%s, mode %d, twin refused: %s", name, modes[m], error->message);
-      g_clear_error (&error);
-    }
-  g_clear_pointer (&ctx, dc_vk_context_free);
-
-  model = small_model (16, 16);
-  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
-    tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
-  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
-  grads = g_new (float, model->n_params);
-  want = g_new (float, model->n_params);
-  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
-                                     &error));
-  g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
-  g_assert_no_error (error);
-  for (guint broken = 0; broken < 2; broken++)
-    {
-      g_autoptr(DcGptVkForward) pass = NULL;
-
-      if (breaks[broken] != NULL)
-        g_setenv ("DC_TEST_BREAK_KERNEL", breaks[broken], TRUE);
-      pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
-      g_unsetenv ("DC_TEST_BREAK_KERNEL");
-      g_assert_no_error (error);
-      g_assert_nonnull (pass);
-      g_assert_cmpstr (dc_gpt_vk_forward_get_column_sums (pass), ==, taken[broken]);
-      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
-                                                  NULL, &error));
-      g_assert_no_error (error);
-      g_assert_cmpmem (grads, model->n_params * 4, want, model->n_params * 4);
-      g_test_message ("%s column sums: %" G_GSIZE_FORMAT " gradients equal",
-                      dc_gpt_vk_forward_get_column_sums (pass), model->n_params);
-    }
+  if (check_gate_refuses_twin (chains ? _dc_gpt_vk_chains_new : _dc_gpt_vk_colsum_new, name))
+    check_passes_take (breaks, taken, dc_gpt_vk_forward_get_column_sums);
 }
 
 /* The producers fused with their output's quantization
@@ -852,62 +873,11 @@ test_sums_twin_refused (gconstpointer data)
 static void
 test_fuse_twin_refused (void)
 {
-  g_autoptr(DcVkContext) ctx = open_device ();
-  g_autoptr(DcGptModel) model = NULL;
-  g_autoptr(DcGptRun) run = NULL;
-  g_autoptr(GError) error = NULL;
-  g_autofree char *why_not = NULL;
-  g_autofree float *grads = NULL, *want = NULL;
-  guint8 tokens[2 * 16 + 1];
-  DcVkF32Mode modes[2] = { DC_VK_F32_EMULATED, DC_VK_F32_EMULATED };
+  const char *breaks[2] = { NULL, "resident-fuse" };
+  const char *taken[2] = { "resident-fuse", "none" };
 
-  if (ctx == NULL)
-    return;
-  modes[1] = _dc_gpt_vk_native_wanted (ctx, &why_not);
-  for (guint m = 0; m < (modes[1] != DC_VK_F32_EMULATED ? 2 : 1); m++)
-    {
-      g_autoptr(DcVkPipeline) good = NULL, broken = NULL;
-
-      good = _dc_gpt_vk_fuse_new (ctx, modes[m], FALSE, &error);
-      g_assert_no_error (error);
-      g_assert_nonnull (good);
-      broken = _dc_gpt_vk_fuse_new (ctx, modes[m], TRUE, &error);
-      g_assert_null (broken);
-      g_assert_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED);
-      g_test_message ("mode %d, twin refused: %s", modes[m], error->message);
-      g_clear_error (&error);
-    }
-  g_clear_pointer (&ctx, dc_vk_context_free);
-
-  model = small_model (16, 16);
-  for (guint i = 0; i < G_N_ELEMENTS (tokens); i++)
-    tokens[i] = (guint8) ("It is a truth universally acknowledged"[i % 38]);
-  run = dc_gpt_run_new (&model->config, 2, DC_GPT_PRECISION_INT8, 1);
-  grads = g_new (float, model->n_params);
-  want = g_new (float, model->n_params);
-  g_assert_true (dc_gpt_run_forward (run, model->params, tokens, tokens + 1, 2, 16, NULL,
-                                     &error));
-  g_assert_true (dc_gpt_run_backward (run, model->params, want, &error));
-  g_assert_no_error (error);
-  for (guint broken = 0; broken < 2; broken++)
-    {
-      g_autoptr(DcGptVkForward) pass = NULL;
-
-      if (broken)
-        g_setenv ("DC_TEST_BREAK_KERNEL", "resident-fuse", TRUE);
-      pass = dc_gpt_vk_forward_new_training (&model->config, 2, &error);
-      g_unsetenv ("DC_TEST_BREAK_KERNEL");
-      g_assert_no_error (error);
-      g_assert_nonnull (pass);
-      g_assert_cmpstr (dc_gpt_vk_forward_get_fused (pass), ==,
-                       broken ? "none" : "resident-fuse");
-      g_assert_true (dc_gpt_vk_forward_gradients (pass, model->params, tokens, tokens + 1, grads,
-                                                  NULL, &error));
-      g_assert_no_error (error);
-      g_assert_cmpmem (grads, model->n_params * 4, want, model->n_params * 4);
-      g_test_message ("fused %s: %" G_GSIZE_FORMAT " gradients equal",
-                      dc_gpt_vk_forward_get_fused (pass), model->n_params);
-    }
+  if (check_gate_refuses_twin (_dc_gpt_vk_fuse_new, "resident-fuse"))
+    check_passes_take (breaks, taken, dc_gpt_vk_forward_get_fused);
 }
 
 /* The quantization tiles (resident-quant.comp) and the softmax rows
