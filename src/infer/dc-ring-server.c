@@ -1251,8 +1251,8 @@ group_event_cb (DcGroup    *group,
 
 /* ---- speed and memory ------------------------------------------------- */
 
-/* One row times a (16384 × 4096)ᵀ matrix, repeated for at least 50 ms after
- * one run that is not timed: the shape of a decoded token through a stage's
+/* One row times a (16384 × 4096)ᵀ matrix, repeated for at least 50 ms: the
+ * shape of a decoded token through a stage's
  * projections. A lap is a decoded token, and decode streams every weight
  * once per token, so its speed is the memory's, not the multipliers': a
  * 64-row prompt chunk (this probe until 2026-12-02) estimated the H200
@@ -1277,11 +1277,11 @@ dc_ring_measure_gmacs (DcGemmBackend *backend)
       b->q[i] = (gint8) ((i * 13) % 255 - 127);
     }
   /* Every row of B the first one's values: the memory traffic is what
-   * counts, and copying is quicker than computing 64 M values. */
+   * counts, and copying is quicker than computing 64 M values (it also
+   * touches every page, so no run is timed with page faults: this runs at
+   * start-up, on the main thread, and needs no warm-up run). */
   for (gsize r = 1; r < N; r++)
     memcpy (b->q + r * K, b->q, K);
-  if (!dc_gemm_run_packed (backend, a, b, c, NULL))
-    return 0.0;
   t0 = g_get_monotonic_time ();
   do
     {
