@@ -52,6 +52,36 @@ dc_test_wait_until (DcTestCondition condition,
   return !timed_out || condition (user_data);
 }
 
+static gboolean
+pointer_cleared (gpointer user_data)
+{
+  return *(gpointer *) user_data == NULL;
+}
+
+/**
+ * dc_test_finalize_object:
+ *
+ * Drops the caller's reference to @object and fails the test unless it is
+ * finalized within @timeout_ms while the thread-default main context runs.
+ * Unlike g_assert_finalize_object (), this lets the completions of work the
+ * object started (a GTask's callback holding it) run first: they end on
+ * the main context, just after the object's owner let go. A leak still
+ * fails.
+ */
+void
+dc_test_finalize_object (gpointer object,
+                         guint    timeout_ms)
+{
+  gpointer weak = object;
+
+  g_assert_true (G_IS_OBJECT (object));
+  g_object_add_weak_pointer (object, &weak);
+  g_object_unref (object);
+  if (!dc_test_wait_until (pointer_cleared, &weak, timeout_ms))
+    g_error ("a %s was not finalized within %u ms of its last owner's unref",
+             G_OBJECT_TYPE_NAME (weak), timeout_ms);
+}
+
 static char *
 build_path_va (const char *root,
                const char *first_element,

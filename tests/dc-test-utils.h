@@ -13,6 +13,8 @@ typedef gboolean (*DcTestCondition) (gpointer user_data);
 gboolean  dc_test_wait_until        (DcTestCondition   condition,
                                      gpointer          user_data,
                                      guint             timeout_ms);
+void      dc_test_finalize_object   (gpointer          object,
+                                     guint             timeout_ms);
 char     *dc_test_dup_source_path   (const char       *first_element,
                                      ...) G_GNUC_NULL_TERMINATED;
 char     *dc_test_dup_build_path    (const char       *first_element,

@@ -153,8 +153,8 @@ sides_free (Side sides[2])
       g_clear_pointer (&sides[i].assembler, dc_mesh_chunk_assembler_free);
       g_clear_pointer (&sides[i].object, g_bytes_unref);
     }
-  g_assert_finalize_object (sides[0].peer);
-  g_assert_finalize_object (sides[1].peer);
+  dc_test_finalize_object (sides[0].peer, 10000);
+  dc_test_finalize_object (sides[1].peer, 10000);
 }
 
 static gboolean
@@ -256,8 +256,8 @@ test_loopback_open (void)
       g_array_unref (sides[i].states);
       g_ptr_array_unref (sides[i].messages);
     }
-  g_assert_finalize_object (sides[0].peer);
-  g_assert_finalize_object (sides[1].peer);
+  dc_test_finalize_object (sides[0].peer, 10000);
+  dc_test_finalize_object (sides[1].peer, 10000);
 }
 
 static gboolean
@@ -550,8 +550,8 @@ test_checked_in_order (void)
       g_signal_handlers_disconnect_by_data (sides[i].peer, &sides[i]);
       g_ptr_array_unref (sides[i].messages);
     }
-  g_assert_finalize_object (sides[0].peer);
-  g_assert_finalize_object (sides[1].peer);
+  dc_test_finalize_object (sides[0].peer, 10000);
+  dc_test_finalize_object (sides[1].peer, 10000);
 }
 
 /* The teardown race (dc-peer.c, "Teardown"): two hooks in GStreamer's own

@@ -195,7 +195,7 @@ struct _DcPeer
   guint                 check_busy : 1;   /* a batch is being checked */
   /* Not a bit field: the check worker writes it while the main thread
    * writes the bits above. */
-  gboolean              test_check_stalled; /* DC_TEST_CHECK_STALL_MS spent (worker) */
+  gboolean              test_check_stalled; /* DC_TEST_CHECK_STALL_MS given to a batch */
   guint                 test_check_stall_ms;  /* DC_TEST_CHECK_STALL_MS, read at creation */
 };
 
@@ -736,6 +736,25 @@ deliver (DcPeer  *self,
   return self->state != DC_PEER_STATE_CLOSED && self->state != DC_PEER_STATE_FAILED;
 }
 
+/* A batch of received messages on its way through a worker. The worker
+ * sees only this, never the peer: a GTask's worker drops its reference to
+ * the task after the main thread may already have run the callback, and
+ * were the peer the task's source object, that late reference could be
+ * the peer's last, finalizing it on the worker (test-mesh-peer caught it
+ * once: the peer outlived its owner's last unref). */
+typedef struct
+{
+  GPtrArray *batch;     /* Checked */
+  guint      stall_ms;  /* test only: DC_TEST_CHECK_STALL_MS, the first batch */
+} CheckJob;
+
+static void
+check_job_free (CheckJob *job)
+{
+  g_ptr_array_unref (job->batch);
+  g_free (job);
+}
+
 /* A worker: each message's frame check and, for a chunk, its data's hash. */
 static void
 check_worker (GTask        *task,
@@ -743,16 +762,13 @@ check_worker (GTask        *task,
               gpointer      task_data,
               GCancellable *cancellable)
 {
-  DcPeer *self = source_object;
-  GPtrArray *batch = task_data;
+  CheckJob *job = task_data;
+  GPtrArray *batch = job->batch;
 
-  /* Test only: the first batch waits (one batch at a time: only this worker
-   * touches the flag), as a worker starved on a loaded machine would. */
-  if (self->test_check_stall_ms > 0 && !self->test_check_stalled)
-    {
-      self->test_check_stalled = TRUE;
-      g_usleep ((gulong) self->test_check_stall_ms * 1000);
-    }
+  /* Test only: the first batch waits, as a worker starved on a loaded
+   * machine would. */
+  if (job->stall_ms > 0)
+    g_usleep ((gulong) job->stall_ms * 1000);
   for (guint i = 0; i < batch->len && !g_cancellable_is_cancelled (cancellable); i++)
     {
       Checked *checked = g_ptr_array_index (batch, i);
@@ -769,22 +785,24 @@ check_worker (GTask        *task,
 static void check_next (DcPeer *self);
 
 /* Main thread: a batch came back; delivered in order unless the peer ended
- * meanwhile (then clear_checking () cancelled it and its results go). */
+ * meanwhile (then clear_checking () cancelled it and its results go). The
+ * callback holds the peer's reference for the task (@user_data), dropped
+ * here on the main thread. */
 static void
 checked_cb (GObject      *source,
             GAsyncResult *result,
             gpointer      user_data)
 {
-  DcPeer *self = DC_PEER (source);
+  g_autoptr(DcPeer) self = user_data;
   GTask *task = G_TASK (result);
-  GPtrArray *batch = g_task_get_task_data (task);
+  CheckJob *job = g_task_get_task_data (task);
 
   self->check_busy = FALSE;
   if (g_cancellable_is_cancelled (g_task_get_cancellable (task)))
     return;
-  for (guint i = 0; i < batch->len; i++)
+  for (guint i = 0; i < job->batch->len; i++)
     {
-      Checked *checked = g_ptr_array_index (batch, i);
+      Checked *checked = g_ptr_array_index (job->batch, i);
 
       self->checking_bytes -= MIN (self->checking_bytes, checked_size (checked));
       if (!deliver (self, checked))
@@ -800,18 +818,24 @@ static void
 check_next (DcPeer *self)
 {
   g_autoptr(GTask) task = NULL;
-  GPtrArray *batch;
+  CheckJob *job;
 
   if (self->check_busy || g_queue_is_empty (&self->checking))
     return;
-  batch = g_ptr_array_new_with_free_func ((GDestroyNotify) checked_free);
-  while (batch->len < CHECK_BATCH_MAX && !g_queue_is_empty (&self->checking))
-    g_ptr_array_add (batch, g_queue_pop_head (&self->checking));
+  job = g_new0 (CheckJob, 1);
+  job->batch = g_ptr_array_new_with_free_func ((GDestroyNotify) checked_free);
+  while (job->batch->len < CHECK_BATCH_MAX && !g_queue_is_empty (&self->checking))
+    g_ptr_array_add (job->batch, g_queue_pop_head (&self->checking));
+  if (self->test_check_stall_ms > 0 && !self->test_check_stalled)
+    {
+      self->test_check_stalled = TRUE;
+      job->stall_ms = self->test_check_stall_ms;
+    }
   /* check_cancel is cancelled only when the peer ends, after which
-   * nothing more is checked (set_state ()). */
-  task = g_task_new (self, self->check_cancel, checked_cb, NULL);
+   * nothing more is checked (set_state ()). No source object: see CheckJob. */
+  task = g_task_new (NULL, self->check_cancel, checked_cb, g_object_ref (self));
   g_task_set_source_tag (task, check_next);
-  g_task_set_task_data (task, batch, (GDestroyNotify) g_ptr_array_unref);
+  g_task_set_task_data (task, job, (GDestroyNotify) check_job_free);
   self->check_busy = TRUE;
   g_task_run_in_thread (task, check_worker);
 }
