@@ -1223,7 +1223,7 @@ test_layout_gpt2_small (void)
   dc_gpt_vk_forward_measure (&config, 1, FALSE, &fwd);
   /* Then the split products' partial sums (int32, one product's at a time,
    * sized for the tiled kernel and the one on cooperative matrices): on
-   * cooperative matrices a product short of 1,056 wide tiles takes 64 × 64
+   * cooperative matrices a product short of 2,048 wide tiles takes 64 × 64
    * tiles (coop_shape ()) and is split only if those are still fewer, so the
    * largest are the tiled kernel's: the q/k/v weights' gradient (3C × C, 432
    * tiles of 64 × 64, under 512) from 2 slices of K at both batches; on

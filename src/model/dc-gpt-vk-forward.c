@@ -172,14 +172,16 @@ enum { CAUSAL_NONE, CAUSAL_OUT, CAUSAL_A_LOWER, CAUSAL_A_UPPER };
 /* The workgroups a product needs before it keeps its wider tile: below
  * this it takes the small one (COOP_SMALL), which makes four times as many
  * workgroups, each with a quarter of the outputs and the same K. On the H200
- * (132 multiprocessors) the small tile ran every GPT-2-small product but the
- * scores (1,536 wide tiles) faster than the wide one, even where the wide
- * one made 384 workgroups (the MLP's 2,048 × 3,072; docs/BENCHMARKS.md,
- * branch gpu-prod): eight wide tiles per multiprocessor. DC_VK_COOP_FILL sets
- * another threshold (0: the wider tiles always, as before the small one), for
- * the developers' measurements. Any tile gives the same bits: the int32 sums
- * are exact in any order. */
-#define COOP_FILL_BLOCKS (8 * 132)
+ * (132 multiprocessors) the small tile ran every product of GPT-2-small and
+ * of width 128 faster than the wide one, up to the scores' 1,536 wide tiles
+ * of K = 64 (1.93 ms for the 24 against 3.92; docs/BENCHMARKS.md, branch
+ * gpu-prod), so it takes every product of fewer than 2,048 wide tiles; the
+ * wide tile is kept beyond (a vocabulary of 50,257 at 2,048 rows would be
+ * 6,288), where the standalone GEMM's sweep has it ahead, not measured in
+ * the pass. DC_VK_COOP_FILL sets another threshold (0: the wider tiles
+ * always, as before the small one), for the developers' measurements. Any
+ * tile gives the same bits: the int32 sums are exact in any order. */
+#define COOP_FILL_BLOCKS 2048
 
 static gsize
 coop_fill (void)
