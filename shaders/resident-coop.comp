@@ -14,6 +14,11 @@
 // bounds-checked (zeros beyond, which add nothing), so any M and N work; the
 // recording sends a product here only when K and both operands' starts are
 // multiples of 16 bytes (the uvec4 loads), resident-gemm.comp otherwise.
+// Each invocation loads all its words of a step before it stores any, and
+// the outputs leave a row of fragments at a time, 16 bytes a store where
+// aligned (the epilogue below). The host picks the tile shape per product
+// (dc-gpt-vk-forward.c's coop_shape (): 128 × 128, 128 × 64 or 64 × 64);
+// any shape and any split of K give the same integers.
 //
 // Specialization constants (dc-gpt-vk-forward.c's COOP_* tables):
 //   BM × BN  the workgroup's outputs; WM × WN a subgroup's
@@ -74,6 +79,8 @@ const uint STAGE = (BM + BN) * ROWQ;
 const uint LOADS = (BM + BN) * BKQ / NT;
 
 layout(std430, binding = 0) buffer F { uint f[]; };
+// The same buffer four floats at a time (the epilogue's aligned stores).
+layout(std430, binding = 0) buffer F4 { uvec4 f4[]; };
 // The int8 operands sixteen to a word.
 layout(std430, binding = 1) readonly buffer Q { uvec4 q[]; };
 layout(std430, binding = 2) readonly buffer E { int e32[]; };
@@ -88,8 +95,8 @@ layout(push_constant) uniform Push {
 #define CAUSAL_A_LOWER 2u
 #define CAUSAL_A_UPPER 3u
 
-// One stage; after the last step, 32 words per subgroup for the epilogue
-// (STAGE ≥ NT words: BM + BN ≥ 64, BKQ ≥ 2).
+// One stage; after the last step, 32 · FN words per subgroup for the
+// epilogue (NT / 32 · FN · 32 ≤ STAGE: the host checks each shape).
 shared uvec4 smem[STAGE];
 
 // OP_GEMM_SUM: as resident-gemm.comp's, a[13] slices, a[14] their sums.
@@ -151,20 +158,24 @@ void main()
 
   for (uint k0 = kbeg; k0 < kend; k0 += BKQ) {
     // Word w of the stage: row w / BKQ (A's BM rows, then B's BN), word
-    // w % BKQ of its K step.
-    [[unroll]] for (uint l = 0u; l < LOADS; l++) {
-      const uint w = tid + l * NT, r = w / BKQ, c = w % BKQ, kk = k0 + c;
-      uvec4 v = uvec4(0u);
+    // w % BKQ of its K step. Every word is loaded before any is stored, so
+    // that the loads are in flight together (gemm-int8-coopsc.comp's
+    // finding: it counts as much as the occupancy).
+    uvec4 regs[LOADS];
 
-      if (kk < kend) {
-        if (r < BM) {
-          if (m0 + r < m_rows)
-            v = q[qa + (m0 + r) * kq + kk];
-        } else if (n0 + r - BM < n_cols) {
-          v = q[qb + (n0 + r - BM) * kq + kk];
-        }
-      }
-      smem[r * ROWQ + c] = v;
+    [[unroll]] for (uint l = 0u; l < LOADS; l++) {
+      const uint w = tid + l * NT, r = w / BKQ, kk = k0 + w % BKQ;
+      const bool left = r < BM;
+      const uint row = left ? m0 + r : n0 + r - BM;
+
+      regs[l] = uvec4(0u);
+      if (kk < kend && row < (left ? m_rows : n_cols))
+        regs[l] = q[(left ? qa : qb) + row * kq + kk];
+    }
+    [[unroll]] for (uint l = 0u; l < LOADS; l++) {
+      const uint w = tid + l * NT;
+
+      smem[(w / BKQ) * ROWQ + w % BKQ] = regs[l];
     }
     barrier();
     // 32 bytes of K a fragment; those wholly past kend (a short K: the
@@ -186,32 +197,54 @@ void main()
     barrier();
   }
 
-  // Lane l takes elements 4l … 4l + 3 of each 16 × 8 fragment (row-major).
+  // A subgroup's FN fragments of one row of its tile leave together through
+  // its FN · 512 bytes of shared memory (the stage's, free after the last
+  // step's barrier: NT / 32 · FN · 32 ≤ STAGE words, which the host checks),
+  // staged as 16 rows of WN int32 row-major, so that lane l's word t is row
+  // (32t + l) / (WN / 4), columns 4 · ((32t + l) % (WN / 4)) and up: a
+  // subgroup's store covers whole rows of WN outputs (128 bytes at WN 32).
+  // A word is written as one 16-byte store where the output's start and row
+  // stride are multiples of four floats and its four columns exist (the
+  // attention's scores are written, not read, at K = 64), else a float at a
+  // time.
   {
     const uint heads = max(pc.a[10], 1u);
     const uint base = split ? pc.a[14] + gl_WorkGroupID.z * m_rows * n_cols
                             : pc.a[7] + (p / heads) * pc.a[11] + (p % heads) * pc.a[12];
     const uint ldc = split ? n_cols : pc.a[8];
+    const bool words = base % 4u == 0u && ldc % 4u == 0u;
+    const uint RQ = WN / 4u;
+    const uint own = warp * 32u * FN;
 
-    [[unroll]] for (uint i = 0u; i < FM; i++)
-      [[unroll]] for (uint j = 0u; j < FN; j++) {
-        const uint m = m0 + wm0 + 16u * i + lane / 2u;
-        const uint n = n0 + wn0 + 8u * j + (lane % 2u) * 4u;
+    [[unroll]] for (uint i = 0u; i < FM; i++) {
+      [[unroll]] for (uint j = 0u; j < FN; j++)
+        coopMatStoreNV(acc[i * FN + j], smem, own + 2u * j, RQ, false);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      [[unroll]] for (uint t = 0u; t < FN; t++) {
+        const uint w = 32u * t + lane;
+        const uint m = m0 + wm0 + 16u * i + w / RQ;
+        const uint n = n0 + wn0 + 4u * (w % RQ);
 
-        coopMatStoreNV(acc[i * FN + j], smem, warp * 32u, 2u, false);
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
         if (m < m_rows) {
-          const uvec4 v = smem[warp * 32u + lane];
+          const uvec4 v = smem[own + w];
+          uvec4 o = uvec4(0u);
 
-          [[unroll]] for (uint t = 0u; t < 4u; t++)
-            if (n + t < n_cols)
-              f[base + m * ldc + n + t]
-                = split ? v[t]
-                        : dc_gemm_epilogue(int(v[t]), e32[pc.a[1] + p * m_rows + m],
-                                           e32[pc.a[4] + p * n_cols + n + t]);
+          [[unroll]] for (uint c = 0u; c < 4u; c++)
+            if (n + c < n_cols)
+              o[c] = split ? v[c]
+                           : dc_gemm_epilogue(int(v[c]), e32[pc.a[1] + p * m_rows + m],
+                                              e32[pc.a[4] + p * n_cols + n + c]);
+          if (words && n + 3u < n_cols) {
+            f4[(base + m * ldc + n) / 4u] = o;
+          } else {
+            [[unroll]] for (uint c = 0u; c < 4u; c++)
+              if (n + c < n_cols)
+                f[base + m * ldc + n + c] = o[c];
+          }
         }
-        subgroupBarrier();
       }
+      subgroupBarrier();
+    }
   }
 }

@@ -1222,24 +1222,25 @@ test_layout_gpt2_small (void)
   dc_gpt_vk_forward_measure (&config, 3, TRUE, &m3);
   dc_gpt_vk_forward_measure (&config, 1, FALSE, &fwd);
   /* Then the split products' partial sums (int32, one product's at a time,
-   * sized for the tiled kernel and the one on cooperative matrices): the
-   * largest here are the MLP's weights' gradient (C × 4C) from 2 slices of
-   * K on cooperative matrices (144 workgroups of 128 × 128, under 264), and
-   * its projection's input gradient (T × C) from 6 (48 workgroups); at
-   * batch 2 (K twice as long), the q/k/v weights' gradient (C × 3C) from 3
-   * (108 workgroups). The gradients start at a multiple of 64 floats
-   * (branch gpu-host: the resident Adam step binds them as a range of F);
-   * GPT-2-small's 86,039,040 parameters are 64 × 1,344,360, so no padding
-   * comes before them and F is 2n + per_batch + 1 + split floats: the pin
-   * is gpu-coop's 2,012,872,708 bytes (4 × 503,218,177; gpu-host's own pin,
-   * 2,008,154,116, is 4,718,592 bytes less: the split scratch was the tiled
-   * kernel's 6 · C² floats there, 2 · 4C² on cooperative matrices here). */
+   * sized for the tiled kernel and the one on cooperative matrices): on
+   * cooperative matrices a product short of 2,048 wide tiles takes 64 × 64
+   * tiles (coop_shape ()) and is split only if those are still fewer, so the
+   * largest are the tiled kernel's: the q/k/v weights' gradient (3C × C, 432
+   * tiles of 64 × 64, under 512) from 2 slices of K at both batches; on
+   * cooperative matrices at most 2 slices of T × C (the MLP projection's
+   * input gradient at batch 1, 192 small tiles) or of C × C. The gradients
+   * start at a multiple of 64 floats (branch gpu-host: the resident Adam
+   * step binds them as a range of F); GPT-2-small's 86,039,040 parameters
+   * are 64 × 1,344,360, so no padding comes before them and F is
+   * 2n + per_batch + 1 + split floats: the pin is gpu-host's 2,008,154,116
+   * bytes again (gpu-coop's 2,012,872,708 held 2 · 4C² floats for the MLP
+   * weights' gradient in 2 slices of 144 wide tiles). */
   g_assert_cmpuint (n % 64, ==, 0);
-  split = 2 * 4 * c * c;
-  split2 = 3 * 3 * c * c;
+  split = 6 * c * c;
+  split2 = 6 * c * c;
   g_assert_cmpuint (m1.f_bytes, ==, 4 * (2 * n + per_batch + 1 + split));
   g_assert_cmpuint (m2.f_bytes, ==, 4 * (2 * n + 2 * per_batch + 1 + split2));
-  g_assert_cmpuint (m1.f_bytes, ==, 2012872708);
+  g_assert_cmpuint (m1.f_bytes, ==, 2008154116);
   g_assert_cmpuint (fwd.f_bytes, <, m1.f_bytes);
   g_assert_cmpuint (m1.device_bytes, ==, m1.f_bytes + m1.q_bytes + m1.tokens_bytes);
   {

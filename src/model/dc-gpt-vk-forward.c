@@ -140,15 +140,20 @@ enum
  * WM, WN, BKQ, PAD, NT: the standalone GEMM's best on the H200
  * (dc-gemm-vk.c's sc128x128-w64x32-k128-p1-s1: 128 × 128 outputs, eight
  * subgroups of 64 × 32, 128 bytes of K a step, rows padded by one word),
- * and the same with 64 columns for products of at most 64 (the attention's
+ * the same with 64 columns for products of at most 64 (the attention's
  * att · v and its gradients, one head's D columns), where the wide tile would
- * compute half its outputs for nothing. */
-enum { COOP_WIDE, COOP_NARROW, N_COOP };
+ * compute half its outputs for nothing, and a small tile of 64 × 64 (four
+ * subgroups of 32 × 32) for the products whose wider tiles would leave the
+ * device idle: GPT-2-small's 2,048 × 768 outputs are 96 tiles of 128 × 128
+ * on 132 multiprocessors, 384 of 64 × 64 (coop_shape ()). Products of one
+ * matrix are then split over K only where even the small tiles are fewer
+ * than COOP_SPLIT_BLOCKS. */
+enum { COOP_WIDE, COOP_NARROW, COOP_SMALL, N_COOP };
 static const guint32 coop_shapes[N_COOP][7] = {
   { 128, 128, 64, 32, 8, 1, 256 },
   { 128, 64, 64, 32, 8, 1, 128 },
+  { 64, 64, 32, 32, 8, 1, 128 },
 };
-#define COOP_BM 128
 #define COOP_NARROW_N 64
 /* Shared memory of a shape: (BM + BN) rows of BKQ + PAD 16-byte words. */
 #define COOP_SHARED(sc) (((sc)[0] + (sc)[1]) * ((sc)[4] + (sc)[5]) * 16)
@@ -163,6 +168,59 @@ enum { CAUSAL_NONE, CAUSAL_OUT, CAUSAL_A_LOWER, CAUSAL_A_UPPER };
  * words (512 bytes, four steps) of K. */
 #define COOP_SPLIT_BLOCKS 264
 #define COOP_SPLIT_MIN_WORDS 32
+
+/* The workgroups a product needs before it keeps its wider tile: below
+ * this it takes the small one (COOP_SMALL), which makes four times as many
+ * workgroups, each with a quarter of the outputs and the same K. On the H200
+ * (132 multiprocessors) the small tile ran every product of GPT-2-small and
+ * of width 128 faster than the wide one, up to the scores' 1,536 wide tiles
+ * of K = 64 (1.93 ms for the 24 against 3.92; docs/BENCHMARKS.md, branch
+ * gpu-prod), so it takes every product of fewer than 2,048 wide tiles; the
+ * wide tile is kept beyond (a vocabulary of 50,257 at 2,048 rows would be
+ * 6,288), where the standalone GEMM's sweep has it ahead, not measured in
+ * the pass. DC_VK_COOP_FILL sets another threshold (0: the wider tiles
+ * always, as before the small one), for the developers' measurements. Any
+ * tile gives the same bits: the int32 sums are exact in any order. */
+#define COOP_FILL_BLOCKS 2048
+
+static gsize
+coop_fill (void)
+{
+  static gsize fill = 0;
+
+  if (g_once_init_enter (&fill))
+    {
+      const char *env = g_getenv ("DC_VK_COOP_FILL");
+      gsize value = env != NULL ? (gsize) g_ascii_strtoull (env, NULL, 10) : COOP_FILL_BLOCKS;
+
+      /* g_once_init_leave () takes no 0: the stored value is one more. */
+      g_once_init_leave (&fill, value + 1);
+    }
+  return fill - 1;
+}
+
+/* The tile shape of a product of @pairs matrices of @m × @n outputs: the
+ * widest of its column class (the narrow one for at most 64 columns) that
+ * still makes coop_fill () workgroups, else the small one; its workgroups
+ * along the columns and rows in @groups_x and @groups_y. */
+static guint
+coop_shape (gsize  m,
+            gsize  n,
+            gsize  pairs,
+            gsize *groups_x,
+            gsize *groups_y)
+{
+  guint shape = n <= COOP_NARROW_N ? COOP_NARROW : COOP_WIDE;
+
+  for (guint i = 0; i < 2; i++, shape = COOP_SMALL)
+    {
+      *groups_x = (n + coop_shapes[shape][1] - 1) / coop_shapes[shape][1];
+      *groups_y = (m + coop_shapes[shape][0] - 1) / coop_shapes[shape][0];
+      if (*groups_x * *groups_y * pairs >= coop_fill ())
+        break;
+    }
+  return shape;
+}
 
 /* One layer's activations in F, kept for the backward pass (dc-gpt.c's
  * LayerActs), offsets in floats. */
@@ -243,8 +301,12 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   if (self->recording != NULL)
     {
       /* DC_VK_PROFILE=1: where the device's time went, for the developers
-       * (docs/BENCHMARKS.md). */
-      g_autofree char *table = dc_vk_recording_profile_table (self->recording, 15);
+       * (docs/BENCHMARKS.md); DC_VK_PROFILE_ROWS commands listed (15). */
+      const char *rows = g_getenv ("DC_VK_PROFILE_ROWS");
+      g_autofree char *table
+        = dc_vk_recording_profile_table (self->recording,
+                                         rows != NULL ? (guint) g_ascii_strtoull (rows, NULL, 10)
+                                                      : 15);
 
       if (table != NULL)
         g_printerr ("DC_VK_PROFILE: resident %s pass, width %u, seq %u, batch %u, %u layers: "
@@ -638,9 +700,8 @@ record_gemm_coop (DcGptVkForward  *self,
                   gboolean        *recorded,
                   GError         **error)
 {
-  guint shape = n <= COOP_NARROW_N ? COOP_NARROW : COOP_WIDE;
-  gsize groups_x = (n + coop_shapes[shape][1] - 1) / coop_shapes[shape][1];
-  gsize groups_y = (m + COOP_BM - 1) / COOP_BM;
+  gsize groups_x, groups_y;
+  guint shape = coop_shape (m, n, pairs, &groups_x, &groups_y);
   gsize slice_words = 0, slices = 1;
 
   *recorded = FALSE;
@@ -670,7 +731,8 @@ record_gemm_coop (DcGptVkForward  *self,
         g_autofree char *label = op_label (OP_GEMM, m * n * pairs, push.a);
         static const char * const causal_names[] = { "", " causal-out", " causal-a-lower",
                                                      " causal-a-upper" };
-        g_autofree char *coop = g_strdup_printf ("coop-%s%s%s", label,
+        g_autofree char *coop = g_strdup_printf ("coop-%s%s%s%s", label,
+                                                 shape == COOP_SMALL ? " 64x64" : "",
                                                  slices > 1 ? " split" : "",
                                                  causal_names[causal]);
 
@@ -1480,9 +1542,18 @@ coop_pipelines_new (DcVkContext   *ctx,
   file = g_strconcat ("resident-coop", broken ? "-broken" : "",
                       products & PRODUCTS_COOP_KHR ? "+khr" : "", NULL);
   for (guint i = 0; i < N_COOP; i++)
-    if ((pipelines[i] = dc_vk_pipeline_new_specialized (ctx, file, 4, sizeof (DcVkForwardPush),
-                                                        coop_shapes[i], 7, error)) == NULL)
-      return FALSE;
+    {
+      const guint32 *sc = coop_shapes[i];
+
+      /* The kernel's epilogue stages each subgroup's WN / 8 fragments of a
+       * row in the staging's shared memory: NT / 32 · WN / 8 · 32 words. */
+      g_assert (sc[6] / 32 * sc[3] / 8 * 32 <= (sc[0] + sc[1]) * (sc[4] + sc[5]));
+      g_assert (sc[6] == sc[0] / sc[2] * (sc[1] / sc[3]) * 32);
+      g_assert ((sc[0] + sc[1]) * sc[4] % sc[6] == 0);
+      if ((pipelines[i] = dc_vk_pipeline_new_specialized (ctx, file, 4, sizeof (DcVkForwardPush),
+                                                          sc, 7, error)) == NULL)
+        return FALSE;
+    }
   return TRUE;
 }
 
@@ -1814,7 +1885,8 @@ dc_gpt_vk_forward_get_n_dispatches (DcGptVkForward *self)
 {
   return self->n_dispatches + self->n_loss_dispatches + self->n_backward_dispatches
          + self->n_gemm_dispatches + self->n_coop_dispatches[COOP_WIDE]
-         + self->n_coop_dispatches[COOP_NARROW] + self->n_quant_dispatches
+         + self->n_coop_dispatches[COOP_NARROW] + self->n_coop_dispatches[COOP_SMALL]
+         + self->n_quant_dispatches
          + self->n_softmax_dispatches + self->n_colsum_dispatches + self->n_chains_dispatches
          + self->n_fuse_dispatches;
 }
@@ -2358,12 +2430,14 @@ gate_product_fill (gint8    *q,
            + (i % 11 == 0 ? 60 : 0);
 }
 
-/* The first output of a product gate's @f (pairs placed as the attention's)
- * that differs from the integer dot product through dc_gemm_epilogue ();
- * with CAUSAL_OUT only the outputs on and below the diagonal count.
+/* The first output of a product gate's @f (pairs placed as the attention's,
+ * from float @out on) that differs from the integer dot product through
+ * dc_gemm_epilogue (); with CAUSAL_OUT only the outputs on and below the
+ * diagonal count.
  * Returns: FALSE with the pair, row, column and both values, or TRUE. */
 static gboolean
 gate_product_check (const float   *f,
+                    gsize          out,
                     const gint8   *q,
                     gsize          qb,
                     const gint32  *e,
@@ -2385,7 +2459,7 @@ gate_product_check (const float   *f,
         {
           const gint8 *a = q + ((gsize) p * m_rows + m) * k;
           const gint8 *b = q + qb + ((gsize) p * n_cols + n) * k;
-          gsize at = 1 + (p / heads) * m_rows * ldc + (p % heads) * n_cols + (gsize) m * ldc + n;
+          gsize at = out + (p / heads) * m_rows * ldc + (p % heads) * n_cols + (gsize) m * ldc + n;
           gint32 acc = 0;
 
           if (causal == CAUSAL_OUT && n > m)
@@ -2473,7 +2547,7 @@ gate_gemm_case (DcVkContext   *ctx,
     guint where[3];
     float got, want;
 
-    if (!gate_product_check (f, q, qb, e, pairs, heads, m_rows, n_cols, k, CAUSAL_NONE, where,
+    if (!gate_product_check (f, 1, q, qb, e, pairs, heads, m_rows, n_cols, k, CAUSAL_NONE, where,
                              &got, &want))
       {
         g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
@@ -2511,20 +2585,31 @@ gate_gemm (DcVkContext  *ctx,
  * attention's; one matrix split over K into slices (the last one short)
  * summed by OP_GEMM_SUM; and the three causal structures (the left operand's
  * skipped triangle zero, as the softmaxes leave it; of CAUSAL_OUT's outputs
- * only those read, n ≤ m, compared). */
+ * only those read, n ≤ m, compared). The output starts at float @out of F
+ * (1: every store a float at a time; 4, with a row stride and, split, a
+ * slice's columns that are multiples of four: the epilogue's 16-byte stores,
+ * with rows whose last four columns are partial and, with two heads of 70,
+ * every other head's outputs unaligned), the split slices' sums at the next
+ * multiple of four after the outputs; nothing outside them may change. */
 typedef struct
 {
-  guint m, n, k, pairs, heads, slice_words, causal;
+  guint m, n, k, pairs, heads, slice_words, causal, out;
 } CoopCase;
 
 static const CoopCase coop_cases[] = {
-  { 200, 137, 400, 4, 2, 0, CAUSAL_NONE },
-  { 150, 70, 96, 2, 1, 0, CAUSAL_NONE },
+  { 200, 137, 400, 4, 2, 0, CAUSAL_NONE, 1 },
+  { 150, 70, 96, 2, 1, 0, CAUSAL_NONE, 1 },
   /* 63 words of K in slices of 16: three whole, one of 15. */
-  { 150, 130, 1008, 1, 1, 16, CAUSAL_NONE },
-  { 144, 144, 32, 2, 2, 0, CAUSAL_OUT },
-  { 272, 40, 272, 2, 1, 0, CAUSAL_A_LOWER },
-  { 272, 40, 272, 2, 1, 0, CAUSAL_A_UPPER },
+  { 150, 130, 1008, 1, 1, 16, CAUSAL_NONE, 1 },
+  { 144, 144, 32, 2, 2, 0, CAUSAL_OUT, 1 },
+  { 272, 40, 272, 2, 1, 0, CAUSAL_A_LOWER, 1 },
+  { 272, 40, 272, 2, 1, 0, CAUSAL_A_UPPER, 1 },
+  { 200, 70, 400, 4, 2, 0, CAUSAL_NONE, 4 },
+  { 150, 132, 1008, 1, 1, 16, CAUSAL_NONE, 4 },
+  /* The attention's shapes: K = 64 for the scores, 64 columns for att · v. */
+  { 144, 144, 64, 2, 2, 0, CAUSAL_OUT, 4 },
+  { 272, 64, 272, 2, 1, 0, CAUSAL_A_LOWER, 4 },
+  { 272, 64, 272, 2, 1, 0, CAUSAL_A_UPPER, 4 },
 };
 
 static gboolean
@@ -2540,7 +2625,8 @@ gate_coop_case (DcVkContext     *ctx,
   const guint ldc = heads * n_cols;
   const gsize qb = (gsize) pairs * m_rows * k, n_out = (gsize) (pairs / heads) * m_rows * ldc;
   const guint slices = c->slice_words > 0 ? (k / 16 + c->slice_words - 1) / c->slice_words : 1;
-  const gsize scratch = 1 + n_out, n_f = scratch + (gsize) slices * m_rows * n_cols;
+  const gsize scratch = (c->out + n_out + 3) / 4 * 4;
+  const gsize n_f = scratch + (gsize) slices * m_rows * n_cols + 4;
   g_autoptr(DcVkBuffer) bf = NULL, bq = NULL, be = NULL, bt = NULL;
   DcVkBuffer *buffers[4];
   gint8 *q;
@@ -2566,9 +2652,9 @@ gate_coop_case (DcVkContext     *ctx,
   buffers[3] = bt;
   {
     DcVkForwardPush push = { OP_GEMM | c->causal << 8,
-                             { 0, 1, m_rows, (guint32) qb, 1 + pairs * m_rows, n_cols, k, 1,
-                               ldc, pairs, heads, m_rows * ldc, n_cols, c->slice_words,
-                               (guint32) scratch } };
+                             { 0, 1, m_rows, (guint32) qb, 1 + pairs * m_rows, n_cols, k,
+                               c->out, ldc, pairs, heads, m_rows * ldc, n_cols,
+                               c->slice_words, (guint32) scratch } };
 
     if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, (n_cols + shape[1] - 1) / shape[1],
                          (m_rows + shape[0] - 1) / shape[0],
@@ -2587,7 +2673,8 @@ gate_coop_case (DcVkContext     *ctx,
     guint where[3];
     float got, want;
 
-    if (!gate_product_check (f, q, qb, e, pairs, heads, m_rows, n_cols, k, c->causal, where,
+    if (!gate_product_check (f, c->out, q, qb, e, pairs, heads, m_rows, n_cols, k, c->causal,
+                             where,
                              &got, &want))
       {
         g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
@@ -2597,6 +2684,26 @@ gate_coop_case (DcVkContext     *ctx,
                      c->slice_words > 0 ? ", split" : "", c->causal, where[0], where[1],
                      where[2], f32_bits (got), f32_bits (want));
         return FALSE;
+      }
+    /* Outside the outputs and the slices' sums: untouched. (Within the
+     * outputs, CAUSAL_OUT's blocks above the diagonal may hold anything.) */
+    for (gsize i = 0; i < n_f; i++)
+      {
+        const guint32 *bits = (const guint32 *) f;
+
+        if ((i >= c->out && i < c->out + n_out)
+            || (c->slice_words > 0 && i >= scratch
+                && i < scratch + (gsize) slices * m_rows * n_cols))
+          continue;
+        if (bits[i] != 0xffffffffu)
+          {
+            g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
+                         "product on cooperative matrices (%u × %u tiles, %u × %u × %u%s, "
+                         "causal %u) wrote float %" G_GSIZE_FORMAT " outside its outputs",
+                         shape[0], shape[1], m_rows, n_cols, k,
+                         c->slice_words > 0 ? ", split" : "", c->causal, i);
+            return FALSE;
+          }
       }
   }
   return TRUE;
