@@ -243,8 +243,12 @@ dc_gpt_vk_forward_free (DcGptVkForward *self)
   if (self->recording != NULL)
     {
       /* DC_VK_PROFILE=1: where the device's time went, for the developers
-       * (docs/BENCHMARKS.md). */
-      g_autofree char *table = dc_vk_recording_profile_table (self->recording, 15);
+       * (docs/BENCHMARKS.md); DC_VK_PROFILE_TOP=N commands (15). */
+      const char *top = g_getenv ("DC_VK_PROFILE_TOP");
+      g_autofree char *table
+        = dc_vk_recording_profile_table (self->recording,
+                                         top != NULL ? (guint) g_ascii_strtoull (top, NULL, 10)
+                                                     : 15);
 
       if (table != NULL)
         g_printerr ("DC_VK_PROFILE: resident %s pass, width %u, seq %u, batch %u, %u layers: "
