@@ -68,25 +68,6 @@ G_STATIC_ASSERT (sizeof (DcVkRowsPush) == 64);
 #define QUANT_TILE_GROUPS 256
 /* Vulkan's smallest allowed maxComputeWorkGroupCount; the kernels loop. */
 #define ROWS_MAX_GROUPS 65535
-/* Columns longer than this are split into slices of at most this many
- * elements (whole transposing chunks) even where their tiles alone are
- * enough workgroups: a workgroup that walks 1,024 rows of its columns twice
- * (the maximum, then the values) waits on memory at every step, and a
- * lower-triangular operand's tiles differ in length up to 32-fold (the
- * attention's P and dS by columns at GPT-2 small: 768 tiles, 109 µs each
- * on the H200, docs/BENCHMARKS.md). The slices' maxima cost one more
- * dispatch. DC_VK_QUANT_SLICE_K=N overrides it (0: split only few tiles,
- * as before), for measurements. */
-#define QUANT_SLICE_MAX_K 256
-
-static gsize
-quant_slice_max_k (void)
-{
-  const char *env = g_getenv ("DC_VK_QUANT_SLICE_K");
-
-  return env != NULL && env[0] != '\0' ? (gsize) g_ascii_strtoull (env, NULL, 10)
-                                        : QUANT_SLICE_MAX_K;
-}
 
 /**
  * dc_gpt_vk_rows_quant_tile:
@@ -96,8 +77,7 @@ quant_slice_max_k (void)
  * vectors are neighbouring floats, else rows with about 4 elements per lane
  * (lanes a power of two up to the workgroup's 256). Columns whose tiles are
  * fewer than QUANT_TILE_GROUPS have their K split into about that many
- * workgroups' slices, columns longer than QUANT_SLICE_MAX_K into slices of
- * at most that, each a whole number of transposing chunks.
+ * workgroups' slices, each a whole number of transposing chunks.
  */
 void
 dc_gpt_vk_rows_quant_tile (gsize              n_vectors,
@@ -127,20 +107,13 @@ dc_gpt_vk_rows_quant_tile (gsize              n_vectors,
   out->groups = (guint32) MIN ((n_vectors + tv - 1) / tv, ROWS_MAX_GROUPS);
   out->slice = 0;
   out->slices = 1;
-  if (out->columns)
+  if (out->columns && out->groups < QUANT_TILE_GROUPS)
     {
       gsize chunk = 4 * (QUANT_GROUP / tv);  /* the shader's transposing chunk */
-      gsize max_k = quant_slice_max_k ();
-      gsize slices = 1, slice;
+      gsize slices = MIN ((QUANT_TILE_GROUPS + out->groups - 1) / out->groups,
+                          (k + chunk - 1) / chunk);
+      gsize slice = ((k + slices - 1) / slices + chunk - 1) / chunk * chunk;
 
-      if (out->groups < QUANT_TILE_GROUPS)
-        slices = (QUANT_TILE_GROUPS + out->groups - 1) / out->groups;
-      if (max_k > 0 && k > max_k)
-        slices = MAX (slices, (k + max_k - 1) / max_k);
-      slices = MIN (slices, (k + chunk - 1) / chunk);
-      if (slices <= 1)
-        return;
-      slice = ((k + slices - 1) / slices + chunk - 1) / chunk * chunk;
       slices = (k + slice - 1) / slice;
       if (slices > 1)
         {
@@ -381,8 +354,6 @@ dc_gpt_vk_rows_gate_quant (DcVkContext  *ctx,
     { 2100, 130, 1, 2100, 1, 1, 0, 0, FALSE },  /* 8 a tile, 263 tiles: two chunks, one short */
     { 20, 1000, 1, 20, 1, 1, 0, 0, FALSE },     /* K split: 8 slices of 128, the last short */
     { 100, 700, 1, 100, 1, 1, 0, 0, FALSE },    /* 13 tiles, 6 slices of 128 */
-    { 8200, 264, 1, 8200, 1, 1, 0, 0, FALSE },  /* 257 tiles of 32, long: 2 slices of 160
-                                                 * (QUANT_SLICE_MAX_K), the last short */
     /* The attention's lower-triangular P and dS, 6 pairs of 33 × 33 (3
      * heads): rows, columns; then 2 pairs of 200, columns in 2 slices. */
     { 33, 33, 33, 1, 6, 3, 3 * 33 * 33, 33 * 33, FALSE, TRUE },
