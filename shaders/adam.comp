@@ -8,7 +8,10 @@
  *   m = β1·m;  v = β2·v;  gg = g·g;  m = m + (1−β1)·g;  v = v + (1−β2)·gg
  *   m̂ = m / bc1;  v̂ = v / bc2;  denom = √v̂ + ε;  w = w − (lr·m̂) / denom
  * Floats travel as their bit patterns (uint), so no float instruction of the
- * device touches them. The step's scalars come from a small buffer written
+ * device touches them. The two divisions by the bias corrections, the same
+ * for every element, go through their reciprocals (f32_div_prep () once an
+ * invocation, then f32_div_by (): f32_div ()'s bits for every input,
+ * docs/VERIFICATION.md "A row's quotients by one divisor"). The step's scalars come from a small buffer written
  * by the host before each replay, so the recorded command buffer never
  * changes. A grid-stride loop covers any n with a capped dispatch.
  *
@@ -43,6 +46,7 @@ void
 main ()
 {
   uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  uint inv1 = f32_div_prep (s.bc1), inv2 = f32_div_prep (s.bc2);
 
   for (uint i = gl_GlobalInvocationID.x; i < s.n; i += stride)
     {
@@ -57,10 +61,10 @@ main ()
       adam_m[i] = m;
       adam_v[i] = v;
 #ifdef DC_BREAK
-      denom = f32_sqrt (f32_div (v, s.bc2));
+      denom = f32_sqrt (f32_div_by (v, s.bc2, inv2));
 #else
-      denom = f32_add (f32_sqrt (f32_div (v, s.bc2)), s.eps);
+      denom = f32_add (f32_sqrt (f32_div_by (v, s.bc2, inv2)), s.eps);
 #endif
-      w[i] = f32_sub (w[i], f32_div (f32_mul (s.lr, f32_div (m, s.bc1)), denom));
+      w[i] = f32_sub (w[i], f32_div (f32_mul (s.lr, f32_div_by (m, s.bc1, inv1)), denom));
     }
 }

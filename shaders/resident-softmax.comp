@@ -49,7 +49,8 @@
  *
  * DC_BREAK builds the deliberately wrong twin (the blocks' sums added left to
  * right instead of in the tree, and the quantization's ties rounded away from
- * zero), for the gate's test.
+ * zero), for the gate's test. The division by the row's sum is f32-exact.glsl's
+ * f32_div_by (), whose twin (DC_BREAK_F32) f32-exact-check.comp's gate refuses.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -317,7 +318,7 @@ softmax_row (uint r, bool live)
   uint len = pc.a[3], v = g_seg * len;
   uint src = pc.a[0] + r * len, dst = pc.a[1] + r * len;
   uint n = !live ? 0u : pc.a[5] != 0u ? r % len + 1u : len;
-  uint max_bits, sum;
+  uint max_bits, sum, inv;
 
   for (uint j0 = g_l; j0 < n; j0 += CACHE * g_lanes)
     {
@@ -344,9 +345,12 @@ softmax_row (uint r, bool live)
   barrier ();
   sum = tree_sum (v, n);
   /* Each lane divides its own values in place, then writes the row (and
-   * quantizes it from shared memory). */
+   * quantizes it from shared memory): by the sum's reciprocal, one long
+   * division a lane and row, and an exact correction per value
+   * (f32_div_by (): f32_div ()'s bits). */
+  inv = f32_div_prep (sum);
   for (uint j = g_l; j < n; j += g_lanes)
-    s_v[v + j] = f32_div (s_v[v + j], sum);
+    s_v[v + j] = f32_div_by (s_v[v + j], sum, inv);
   if (live)
     for (uint j = g_l; j < len; j += g_lanes)
       f[dst + j] = j < n ? s_v[v + j] : 0u;

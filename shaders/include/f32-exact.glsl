@@ -293,6 +293,86 @@ f32_div (uint a, uint b)
   return f32_round_pack (sign, e_a - e_b + 126, q);
 }
 
+/* f32_div_by ()'s reciprocal of b: floor(2^54 / m_b), m_b b's normalised
+ * fraction (f32_unpack: [2^23, 2^24)), so in (2^30, 2^31]; 0 where b is
+ * zero, infinite or NaN (f32_div_by () then never uses it). One long
+ * division, for many quotients by the same b (a softmax row's sum). */
+uint
+f32_div_prep (uint b)
+{
+  uint mag = b & 0x7fffffffu, m, r, q;
+  int e;
+
+  if (mag == 0u || mag >= F32_INF)
+    return 0u;
+  f32_unpack (mag, m, e);
+  /* 2^54 = 2^23 · 2^31: the leading quotient bit (floor(2^23 / m) ≤ 1),
+   * then one bit per step; r < m < 2^24 throughout. */
+  r = 1u << 23;
+  q = r >= m ? 1u : 0u;
+  r -= q * m;
+  for (int i = 0; i < 31; i++)
+    {
+      r <<= 1;
+      q <<= 1;
+      if (r >= m)
+        {
+          r -= m;
+          q |= 1u;
+        }
+    }
+  return q;
+}
+
+/* a / b, the same bits as f32_div (a, b) for every a and b, with b's
+ * reciprocal from f32_div_prep (b) instead of a long division per
+ * quotient: q = floor(m_a · 2^30 / m_b) is estimated as
+ * floor(m_a · inv / 2^24), at most 2 below q (inv is below 2^54 / m_b by
+ * less than 1 and m_a < 2^25), then corrected on the exact remainder,
+ * which lies in [0, 3 · m_b) ⊂ [0, 2^26) and so is exact in 32-bit
+ * wrapping arithmetic. q and "remainder ≠ 0" are then f32_div's, and so is
+ * the rounding (docs/VERIFICATION.md, "A row's quotients by one divisor").
+ * DC_BREAK_F32 forgets the remainder here too. */
+uint
+f32_div_by (uint a, uint b, uint inv)
+{
+  uint sign = (a ^ b) & F32_SIGN;
+  uint mag_a = a & 0x7fffffffu, mag_b = b & 0x7fffffffu;
+  uint m_a, m_b, q, r, hi, lo;
+  int e_a, e_b;
+
+  if (f32_is_nan (a) || f32_is_nan (b))
+    return f32_quiet (a, b);
+  if (mag_a == F32_INF)
+    return mag_b == F32_INF ? F32_QNAN : sign | F32_INF;
+  if (mag_b == F32_INF)
+    return sign;
+  if (mag_b == 0u)
+    return mag_a == 0u ? F32_QNAN : sign | F32_INF;
+  if (mag_a == 0u)
+    return sign;
+  f32_unpack (mag_a, m_a, e_a);
+  f32_unpack (mag_b, m_b, e_b);
+  if (m_a < m_b)
+    {
+      m_a <<= 1;
+      e_a -= 1;
+    }
+  umulExtended (m_a, inv, hi, lo);
+  q = (hi << 8) | (lo >> 24);
+  r = (m_a << 30) - q * m_b;
+  for (int i = 0; i < 2; i++)
+    if (r >= m_b)
+      {
+        r -= m_b;
+        q += 1u;
+      }
+#ifndef DC_BREAK_F32
+  q |= r != 0u ? 1u : 0u;
+#endif
+  return f32_round_pack (sign, e_a - e_b + 126, q);
+}
+
 uint
 f32_sqrt (uint a)
 {

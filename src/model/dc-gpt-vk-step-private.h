@@ -23,8 +23,12 @@ typedef enum
   DC_VK_F32_NATIVE_NODENORM,
 } DcVkF32Mode;
 
+/* The results f32-exact-check.comp gives for one pair. */
+#define DC_GPT_VK_F32_CHECK_OPS 6
+
 /* Runs shaders/f32-exact-check.comp (its broken twin when @broken) on n
- * pairs of float bit patterns: out (5n) is a + b, a − b, a · b, a / b, √a
+ * pairs of float bit patterns: out (DC_GPT_VK_F32_CHECK_OPS · n) is a + b,
+ * a − b, a · b, a / b, √a, and a / b by a prepared divisor (f32_div_by ())
  * per pair. */
 gboolean _dc_gpt_vk_step_run_f32_check (DcVkContext    *ctx,
                                         const guint32  *a,
@@ -35,7 +39,8 @@ gboolean _dc_gpt_vk_step_run_f32_check (DcVkContext    *ctx,
                                         guint32        *out,
                                         GError        **error);
 
-/* The CPU's five results for one pair, in the order above. */
+/* The CPU's DC_GPT_VK_F32_CHECK_OPS results for one pair, in the order
+ * above (the quotient twice). */
 void     _dc_gpt_vk_step_f32_reference (guint32         a,
                                         guint32         b,
                                         guint32        *out);

@@ -201,6 +201,7 @@ _dc_gpt_vk_step_f32_reference (guint32  a,
   out[2] = f32_bits (prod);
   out[3] = f32_bits (quot);
   out[4] = f32_bits (root);
+  out[5] = f32_bits (quot);
 }
 
 gboolean
@@ -234,7 +235,7 @@ _dc_gpt_vk_step_run_f32_check (DcVkContext    *ctx,
   if (pipeline == NULL
       || (buf_a = dc_vk_buffer_new (ctx, n * 4, error)) == NULL
       || (buf_b = dc_vk_buffer_new (ctx, n * 4, error)) == NULL
-      || (buf_out = dc_vk_buffer_new (ctx, n * 5 * 4, error)) == NULL)
+      || (buf_out = dc_vk_buffer_new (ctx, n * DC_GPT_VK_F32_CHECK_OPS * 4, error)) == NULL)
     return FALSE;
   memcpy (dc_vk_buffer_get_data (buf_a), a, n * 4);
   memcpy (dc_vk_buffer_get_data (buf_b), b, n * 4);
@@ -245,7 +246,7 @@ _dc_gpt_vk_step_run_f32_check (DcVkContext    *ctx,
     if (!dc_vk_dispatch (ctx, pipeline, buffers, &push, (guint) ((n + 63) / 64), 1, 1, error))
       return FALSE;
   }
-  memcpy (out, dc_vk_buffer_get_data (buf_out), n * 5 * 4);
+  memcpy (out, dc_vk_buffer_get_data (buf_out), n * DC_GPT_VK_F32_CHECK_OPS * 4);
   return TRUE;
 }
 
@@ -337,10 +338,13 @@ _dc_gpt_vk_step_gate_f32 (DcVkContext  *ctx,
   g_autoptr(GArray) a = g_array_new (FALSE, FALSE, sizeof (guint32));
   g_autoptr(GArray) b = g_array_new (FALSE, FALSE, sizeof (guint32));
   g_autofree guint32 *out = NULL;
-  static const char * const op_names[] = { "sum", "difference", "product", "quotient", "root" };
+  static const char * const op_names[] = { "sum", "difference", "product", "quotient", "root",
+                                            "quotient by a prepared divisor" };
+
+  G_STATIC_ASSERT (G_N_ELEMENTS (op_names) == DC_GPT_VK_F32_CHECK_OPS);
 
   gate_pairs (a, b);
-  out = g_new (guint32, (gsize) a->len * 5);
+  out = g_new (guint32, (gsize) a->len * DC_GPT_VK_F32_CHECK_OPS);
   if (!_dc_gpt_vk_step_run_f32_check (ctx, (guint32 *) a->data, (guint32 *) b->data, a->len,
                                       native, _dc_gpt_vk_kernel_twin ("f32-exact", native), out,
                                       error))
@@ -348,15 +352,15 @@ _dc_gpt_vk_step_gate_f32 (DcVkContext  *ctx,
   for (guint i = 0; i < a->len; i++)
     {
       guint32 x = g_array_index (a, guint32, i), y = g_array_index (b, guint32, i);
-      guint32 want[5];
+      guint32 want[DC_GPT_VK_F32_CHECK_OPS];
 
       _dc_gpt_vk_step_f32_reference (x, y, want);
-      for (guint k = 0; k < 5; k++)
-        if (!_dc_gpt_vk_step_same_f32 (out[5 * i + k], want[k]))
+      for (guint k = 0; k < DC_GPT_VK_F32_CHECK_OPS; k++)
+        if (!_dc_gpt_vk_step_same_f32 (out[DC_GPT_VK_F32_CHECK_OPS * i + k], want[k]))
           {
             g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_UNSUPPORTED,
                          "%s of 0x%08x and 0x%08x: 0x%08x instead of 0x%08x", op_names[k], x,
-                         y, out[5 * i + k], want[k]);
+                         y, out[DC_GPT_VK_F32_CHECK_OPS * i + k], want[k]);
             return FALSE;
           }
     }
