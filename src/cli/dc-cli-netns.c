@@ -209,8 +209,14 @@ hub_start (DcCliNetns *netns)
   g_autoptr(GError) error = NULL;
   g_autofree char *line = NULL;
   g_autoptr(JsonParser) parser = json_parser_new ();
+  const char *delay = g_getenv ("DC_NETNS_HUB_DELAY_US");
   JsonObject *object = NULL;
 
+  /* A measuring aid: the hub's delay other than 1 ms (0: the hub's own
+   * cost, without the delay); the network's name says so. */
+  netns->hub_delay_us = DC_CLI_NETNS_DELAY_US;
+  if (delay != NULL && *delay != '\0')
+    netns->hub_delay_us = (guint) CLAMP (g_ascii_strtoll (delay, NULL, 10), 0, 10000000);
   g_ptr_array_add (argv, g_strdup ("ip"));
   g_ptr_array_add (argv, g_strdup ("netns"));
   g_ptr_array_add (argv, g_strdup ("exec"));
@@ -218,7 +224,7 @@ hub_start (DcCliNetns *netns)
   g_ptr_array_add (argv, g_strdup (self != NULL ? self : "daisychain-cli"));
   g_ptr_array_add (argv, g_strdup ("net-hub"));
   g_ptr_array_add (argv, g_strdup_printf ("--parent=%d", (int) getpid ()));
-  g_ptr_array_add (argv, g_strdup_printf ("--delay-us=%d", DC_CLI_NETNS_DELAY_US));
+  g_ptr_array_add (argv, g_strdup_printf ("--delay-us=%u", netns->hub_delay_us));
   for (guint p = 0; p < netns->ports->len; p++)
     g_ptr_array_add (argv, g_strdup_printf ("--port=%s",
                                             (char *) g_ptr_array_index (netns->ports, p)));
@@ -304,6 +310,7 @@ dc_cli_netns_remove (DcCliNetns *netns)
   g_clear_pointer (&netns->netem_reason, g_free);
   g_clear_pointer (&netns->tbf_reason, g_free);
   g_clear_pointer (&netns->hub_reason, g_free);
+  g_clear_pointer (&netns->network, g_free);
   netns->hub_on = FALSE;
 }
 
@@ -324,6 +331,14 @@ dc_cli_netns_network (DcCliNetns *netns)
 {
   const char *shaping = dc_cli_netns_shaping (netns);
 
+  /* DC_NETNS_HUB_DELAY_US: "netns-1gbit-250us", "netns-0us" … */
+  if (netns->hub_on && netns->hub_delay_us != DC_CLI_NETNS_DELAY_US)
+    {
+      if (netns->network == NULL)
+        netns->network = g_strdup_printf ("netns-%s%uus", netns->no_tbf ? "" : "1gbit-",
+                                          netns->hub_delay_us);
+      return netns->network;
+    }
   if (g_str_equal (shaping, "netem") || g_str_equal (shaping, "hub"))
     return "netns-1gbit-1ms";
   if (g_str_equal (shaping, "hub-delay"))
@@ -343,11 +358,13 @@ dc_cli_netns_note (DcCliNetns *netns)
   if (g_str_equal (shaping, "netem"))
     return NULL;
   if (g_str_equal (shaping, "hub"))
-    return g_strdup_printf ("no netem (%s): 1 Gbit/s by tbf on every link, the 1 ms by the delay "
-                            "hub (net-hub) in place of the bridge", netns->netem_reason);
+    return g_strdup_printf ("no netem (%s): 1 Gbit/s by tbf on every link, a delay of %u µs by "
+                            "the delay hub (net-hub) in place of the bridge",
+                            netns->netem_reason, netns->hub_delay_us);
   if (g_str_equal (shaping, "hub-delay"))
-    return g_strdup_printf ("no netem (%s) and no tbf (%s): the 1 ms by the delay hub (net-hub), "
-                            "the rate unshaped", netns->netem_reason, netns->tbf_reason);
+    return g_strdup_printf ("no netem (%s) and no tbf (%s): a delay of %u µs by the delay hub "
+                            "(net-hub), the rate unshaped", netns->netem_reason,
+                            netns->tbf_reason, netns->hub_delay_us);
   if (g_str_equal (shaping, "tbf"))
     return g_strdup_printf ("no netem (%s) and no delay hub (%s): shaped to 1 Gbit/s by tbf, "
                             "without the 1 ms delay", netns->netem_reason, netns->hub_reason);
@@ -395,6 +412,11 @@ dc_cli_netns_add_json (DcCliNetns  *netns,
 
   json_builder_set_member_name (builder, "shaping");
   json_builder_add_string_value (builder, dc_cli_netns_shaping (netns));
+  if (netns->hub_on)
+    {
+      json_builder_set_member_name (builder, "hub_delay_us");
+      json_builder_add_int_value (builder, netns->hub_delay_us);
+    }
   if (stats != NULL)
     {
       g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);

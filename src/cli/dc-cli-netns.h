@@ -29,6 +29,8 @@ typedef struct
   char        *tbf_reason;
   char        *hub_reason;  /* why the hub could not run (then a bridge) */
   gboolean     hub_on;
+  guint        hub_delay_us;  /* DC_CLI_NETNS_DELAY_US, or DC_NETNS_HUB_DELAY_US's */
+  char        *network;       /* dc_cli_netns_network ()'s, when made up */
   GSubprocess *hub;
   GDataInputStream *hub_out;
 } DcCliNetns;
