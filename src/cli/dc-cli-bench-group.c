@@ -9,9 +9,10 @@
  * network namespace of its own, joined by veth pairs to a switch in
  * another namespace, each link shaped with netem to 1 Gbit/s and 1 ms, or
  * where the kernel has no netem with tbf to 1 Gbit/s and the delay hub's
- * 1 ms in place of the bridge (dc-cli-netns.c; a note says which). Addresses come from 198.18.0.0/15 (RFC 2544, for benchmarks) and
- * exist only inside those namespaces, which are removed at the end, on
- * failure and on Ctrl+C alike.
+ * 1 ms in place of the bridge (dc-cli-netns.c; a note says which).
+ * Addresses come from 198.18.0.0/15 (RFC 2544, for benchmarks) and exist
+ * only inside those namespaces, which are removed at the end, on failure
+ * and on Ctrl+C alike.
  *
  * Times: step_ms is the wall time between the first device's step lines
  * after a warm-up step, as this process sees them; the four parts are the
