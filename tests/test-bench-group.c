@@ -279,8 +279,9 @@ test_pin_cores (void)
     }
 }
 
-/* Between namespaces: the object, then none of the bench's namespaces
- * left; a run that fails after making them (batch 1 is refused by train)
+/* Between namespaces: the object, its shaping (with the delay hub, the
+ * hub's counters: frames forwarded, none held under 1 ms), then none of
+ * the bench's namespaces left; a run that fails after making them (batch 1 is refused by train)
  * removes them too. */
 static void
 test_netns (void)
@@ -292,6 +293,8 @@ test_netns (void)
   g_autoptr(DcTestProc) proc = NULL;
   g_autoptr(DcTestProc) fails = NULL;
   g_autofree char *prefix = NULL;
+  const char *shaping;
+  JsonObject *object;
 
   if (!netns_available ())
     {
@@ -301,7 +304,25 @@ test_netns (void)
   proc = spawn_bench (args);
   prefix = g_strdup_printf ("dcbg%s-", g_subprocess_get_identifier (proc->process));
   g_assert_cmpint (dc_test_proc_expect_exit (proc, BENCH_BOUND_MS), ==, 0);
-  check_object (only_object (proc), "netns-1gbit");
+  object = only_object (proc);
+  check_object (object, "netns-1gbit");
+  /* Where the kernel has no netem, the delay hub holds every frame 1 ms:
+   * its counters say it forwarded frames, none sooner. */
+  shaping = json_object_get_string_member_with_default (object, "shaping", "");
+  g_test_message ("shaping %s", shaping);
+  if (g_str_equal (shaping, "hub"))
+    {
+      JsonObject *hub = json_object_get_object_member (object, "hub");
+
+      g_assert_cmpstr (json_object_get_string_member (object, "network"), ==, "netns-1gbit-1ms");
+      g_assert_cmpint (json_object_get_int_member (object, "hub_delay_us"), ==, 1000);
+      g_assert_nonnull (hub);
+      g_assert_cmpint (json_object_get_int_member (hub, "released"), >, 0);
+      g_assert_cmpfloat (json_object_get_double_member (hub, "min_hold_us"), >=, 1000.0);
+    }
+  else
+    /* netem, or tbf alone where the hub cannot run (a note says why). */
+    g_assert_true (g_str_equal (shaping, "netem") || g_str_equal (shaping, "tbf"));
   g_assert_false (netns_left (prefix));
 
   fails = spawn_bench (failing);

@@ -816,7 +816,8 @@ test_bench_head_threads (void)
 }
 
 /* `bench ring --netns`: the stages in network namespaces shaped to 1 Gbit/s
- * (and 1 ms where the kernel has netem), the network named in every line,
+ * and 1 ms (netem, or tbf and the delay hub), the network and its shaping
+ * named in every line, a measured hop at least the delay,
  * the shaped goal given for a ring of two, and the namespaces gone after.
  * Needs root and iproute2 (skipped otherwise). No figure is checked. */
 static void
@@ -831,6 +832,7 @@ test_bench_netns (void)
   const char *list[] = { "ip", "netns", "list", NULL };
   g_autofree char *out = NULL, *err = NULL, *before = NULL, *after = NULL;
   g_auto(GStrv) lines = NULL;
+  const char *shaping;
   int status = 0;
 
   if (getuid () != 0 || ip == NULL || tc == NULL)
@@ -856,6 +858,28 @@ test_bench_netns (void)
       g_assert_true (json_object_has_member (o, "goal_ms") == (i == 1));
       if (i == 1)
         g_assert_cmpfloat (json_object_get_double_member (o, "hop_ms"), >, 0);
+      /* With the 1 ms (netem, or the delay hub where the kernel has no
+       * netem) a ping crosses twice: half its round trip, hop_ms, is at
+       * least the delay (a lower bound). */
+      shaping = json_object_get_string_member_with_default (o, "shaping", "");
+      g_test_message ("shaping %s, network %s, hop_ms %g", shaping,
+                      json_object_get_string_member (o, "network"),
+                      json_object_get_double_member_with_default (o, "hop_ms", -1));
+      g_assert_true (g_str_equal (shaping, "netem") || g_str_equal (shaping, "hub")
+                     || g_str_equal (shaping, "hub-delay") || g_str_equal (shaping, "tbf")
+                     || g_str_equal (shaping, "none"));
+      if (g_str_equal (shaping, "netem") || g_str_equal (shaping, "hub"))
+        g_assert_cmpstr (json_object_get_string_member (o, "network"), ==, "netns-1gbit-1ms");
+      if (i == 1 && (g_str_equal (shaping, "netem") || g_str_equal (shaping, "hub")))
+        g_assert_cmpfloat (json_object_get_double_member (o, "hop_ms"), >=, 1.0);
+      if (g_str_equal (shaping, "hub"))
+        {
+          JsonObject *hub = json_object_get_object_member (o, "hub");
+
+          g_assert_nonnull (hub);
+          g_assert_cmpint (json_object_get_int_member (hub, "released"), >, 0);
+          g_assert_cmpfloat (json_object_get_double_member (hub, "min_hold_us"), >=, 1000.0);
+        }
     }
   g_assert_true (dc_test_spawn (list, &after, NULL, &status, EVENT_BOUND_MS));
   g_assert_cmpstr (after, ==, before);

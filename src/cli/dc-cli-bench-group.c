@@ -5,13 +5,14 @@
  * Every device is a child process of this binary running `train --room …
  * --ice-address …`; the signaling service is one more (`signal`). The first
  * device creates the room and starts the run. On loopback by default; with
- * --netns (root, `ip`, `tc`) each device gets a network namespace of its own,
- * joined by veth pairs to a bridge in another namespace that holds the
- * signaling service, each device's link shaped with netem to 1 Gbit/s and
- * 1 ms (with tbf to 1 Gbit/s alone, and a note, where the kernel has no
- * netem). Addresses come from 198.18.0.0/15 (RFC 2544, for benchmarks) and
- * exist only inside those namespaces, which are removed at the end, on
- * failure and on Ctrl+C alike.
+ * --netns (root, `ip`, `tc`) each device, and the signaling service, gets a
+ * network namespace of its own, joined by veth pairs to a switch in
+ * another namespace, each link shaped with netem to 1 Gbit/s and 1 ms, or
+ * where the kernel has no netem with tbf to 1 Gbit/s and the delay hub's
+ * 1 ms in place of the bridge (dc-cli-netns.c; a note says which).
+ * Addresses come from 198.18.0.0/15 (RFC 2544, for benchmarks) and exist
+ * only inside those namespaces, which are removed at the end, on failure
+ * and on Ctrl+C alike.
  *
  * Times: step_ms is the wall time between the first device's step lines
  * after a warm-up step, as this process sees them; the four parts are the
@@ -32,6 +33,7 @@
 #include <glib-unix.h>
 
 #include "dc-cli.h"
+#include "dc-cli-netns.h"
 #include "model/dc-gpt-config.h"
 
 /* Devices per run: one process each with a full model, on one host; past 8
@@ -45,7 +47,8 @@
  * timeout message, not ours, says who stalled. */
 #define BENCH_GROUP_SILENCE_S    180
 
-#define NETNS_BRIDGE_ADDRESS "198.18.0.254"
+/* --netns: the signaling service's address (the devices': 198.18.0.(k + 1)). */
+#define NETNS_SIGNAL_ADDRESS "198.18.0.254"
 
 typedef struct
 {
@@ -75,12 +78,7 @@ typedef struct
   gboolean  netns;
   const char *gradient_wire;  /* the starter's --gradient-wire: "f32" or "bf16" */
   char     *prefix;           /* namespace names: PREFIX-br, PREFIX-d0 … */
-  guint     n_made;           /* device namespaces made (for removal) */
-  gboolean  bridge_made;
-  gboolean  no_netem;         /* the kernel lacks netem: rate shaped by tbf */
-  gboolean  unshaped;         /* neither netem nor tbf (or no tc): links as they are */
-  char     *netem_reason;     /* why netem could not be used (tc's message) */
-  char     *tbf_reason;       /* why tbf could not be used either */
+  DcCliNetns shaped;          /* the namespaces, links and switch (dc-cli-netns.c) */
   gboolean  interrupted;
   gint64    last_event;
   char     *self_exe;
@@ -425,36 +423,6 @@ step_index (Child   *child,
 
 /* Network namespaces ---------------------------------------------------- */
 
-static gboolean
-run_tool (GError **error,
-          ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  g_autofree char *err = NULL;
-  const char *arg;
-  int status = 0;
-  va_list args;
-
-  va_start (args, error);
-  while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH
-                     | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status, error))
-    return FALSE;
-  if (!g_spawn_check_wait_status (status, NULL))
-    {
-      g_autofree char *command = g_strjoinv (" ", (char **) argv->pdata);
-
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
-                   "bench group --netns: “%s” failed: %s", command,
-                   err != NULL ? g_strstrip (err) : "");
-      return FALSE;
-    }
-  return TRUE;
-}
-
 static char *
 device_netns (Bench *bench,
               guint  k)
@@ -469,121 +437,27 @@ device_address (Bench *bench,
   return bench->netns ? g_strdup_printf ("198.18.0.%u", k + 1) : g_strdup ("127.0.0.1");
 }
 
-/* Removes every namespace this run made; their links go with them. */
-static void
-netns_remove (Bench *bench)
-{
-  for (guint k = 0; k < bench->n_made; k++)
-    {
-      g_autofree char *ns = device_netns (bench, k);
-      g_autoptr(GError) error = NULL;
-
-      if (!run_tool (&error, "ip", "netns", "del", ns, NULL))
-        g_printerr ("daisychain-cli: %s\n", error->message);
-    }
-  bench->n_made = 0;
-  if (bench->bridge_made)
-    {
-      g_autofree char *br = g_strdup_printf ("%s-br", bench->prefix);
-      g_autoptr(GError) error = NULL;
-
-      if (!run_tool (&error, "ip", "netns", "del", br, NULL))
-        g_printerr ("daisychain-cli: %s\n", error->message);
-      bench->bridge_made = FALSE;
-    }
-}
-
-/* --netns needs iproute2's ip (namespaces, links) and tc (shaping); a
- * missing tc leaves the links unshaped, a missing ip ends the run. */
-static gboolean
-netns_check_tools (Bench   *bench,
-                   GError **error)
-{
-  g_autofree char *ip = g_find_program_in_path ("ip");
-  g_autofree char *tc = g_find_program_in_path ("tc");
-
-  if (ip == NULL)
-    {
-      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
-                           "bench group --netns: iproute2's “ip” is not in PATH (install "
-                           "iproute2; scripts/device-bundle.sh carries ip and tc in "
-                           "build-device/bin)");
-      return FALSE;
-    }
-  if (tc == NULL)
-    {
-      bench->no_netem = TRUE;
-      bench->unshaped = TRUE;
-      bench->tbf_reason = g_strdup ("iproute2's “tc” is not in PATH");
-    }
-  return TRUE;
-}
-
-/* A bridge namespace with 198.18.0.254 (the signaling service), and one
- * namespace per device with 198.18.0.(k+1) on a veth to the bridge, its
- * egress shaped to 1 Gbit/s with 1 ms of delay (a home LAN; a packet is
- * shaped once, by its sender, so a round trip takes 2 ms). */
+/* The signaling service's namespace (198.18.0.254), and one namespace per
+ * device with 198.18.0.(k+1), each on a veth to the switch, its egress
+ * shaped to 1 Gbit/s with 1 ms of delay (a home LAN; a packet is delayed
+ * once, on its way from its sender, so a round trip takes 2 ms). */
 static gboolean
 netns_create (Bench   *bench,
               guint    n_devices,
               GError **error)
 {
-  g_autofree char *br = g_strdup_printf ("%s-br", bench->prefix);
-
-  if (!run_tool (error, "ip", "netns", "add", br, NULL))
-    return FALSE;
-  bench->bridge_made = TRUE;
-  if (!run_tool (error, "ip", "-n", br, "link", "set", "lo", "up", NULL)
-      || !run_tool (error, "ip", "-n", br, "link", "add", "br0", "type", "bridge", NULL)
-      || !run_tool (error, "ip", "-n", br, "addr", "add", NETNS_BRIDGE_ADDRESS "/24", "dev", "br0",
-                    NULL)
-      || !run_tool (error, "ip", "-n", br, "link", "set", "br0", "up", NULL))
+  if (!dc_cli_netns_begin (&bench->shaped, "bench group", bench->prefix, error)
+      || !dc_cli_netns_add (&bench->shaped, "sig", NULL, NETNS_SIGNAL_ADDRESS, error))
     return FALSE;
   for (guint k = 0; k < n_devices; k++)
     {
-      g_autofree char *ns = device_netns (bench, k);
-      g_autofree char *veth = g_strdup_printf ("v%u", k);
+      g_autofree char *name = g_strdup_printf ("d%u", k);
       g_autofree char *address = device_address (bench, k);
-      g_autofree char *cidr = g_strdup_printf ("%s/24", address);
-      g_autoptr(GError) netem_error = NULL;
 
-      if (!run_tool (error, "ip", "netns", "add", ns, NULL))
+      if (!dc_cli_netns_add (&bench->shaped, name, NULL, address, error))
         return FALSE;
-      bench->n_made = k + 1;
-      if (!run_tool (error, "ip", "-n", ns, "link", "set", "lo", "up", NULL)
-          || !run_tool (error, "ip", "-n", br, "link", "add", veth, "type", "veth", "peer", "name",
-                        "eth0", "netns", ns, NULL)
-          || !run_tool (error, "ip", "-n", br, "link", "set", veth, "master", "br0", "up", NULL)
-          || !run_tool (error, "ip", "-n", ns, "addr", "add", cidr, "dev", "eth0", NULL)
-          || !run_tool (error, "ip", "-n", ns, "link", "set", "eth0", "up", NULL)
-          /* Discovery's multicast needs a way out, as on a LAN. */
-          || !run_tool (error, "ip", "-n", ns, "route", "add", "default", "dev", "eth0", NULL))
-        return FALSE;
-      if (!bench->no_netem
-          && !run_tool (&netem_error, "tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root",
-                        "netem", "rate", "1gbit", "delay", "1ms", NULL))
-        {
-          /* Some kernels are built without sch_netem (or cannot load it
-           * in a container): shape the rate alone (tbf's burst: at least
-           * 1 Gbit/s over one 1000 Hz tick, 125 kB) and say so, with tc's
-           * reason, in the output. */
-          bench->no_netem = TRUE;
-          bench->netem_reason = g_strdup (netem_error->message);
-          g_debug ("%s", netem_error->message);
-          g_clear_error (&netem_error);
-        }
-      if (bench->no_netem && !bench->unshaped
-          && !run_tool (&netem_error, "tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root", "tbf",
-                        "rate", "1gbit", "burst", "256kb", "latency", "20ms", NULL))
-        {
-          /* No shaping at all: still a measurement between namespaces
-           * (veth, no wire), named as such rather than a failure. */
-          bench->unshaped = TRUE;
-          bench->tbf_reason = g_strdup (netem_error->message);
-          g_clear_error (&netem_error);
-        }
     }
-  return TRUE;
+  return dc_cli_netns_connect (&bench->shaped, error);
 }
 
 /* One run ----------------------------------------------------------------- */
@@ -721,7 +595,7 @@ run_group (Bench       *bench,
 {
   g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) child_free);
   g_autoptr(GPtrArray) signal_args = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *bridge = bench->netns ? g_strdup_printf ("%s-br", bench->prefix) : NULL;
+  g_autofree char *signal_ns = bench->netns ? g_strdup_printf ("%s-sig", bench->prefix) : NULL;
   g_autofree char *url = NULL;
   g_autofree char *room = NULL;
   guint stop_at = steps + 1;
@@ -734,13 +608,14 @@ run_group (Bench       *bench,
   int e;
 
   /* The signaling service: a child too, so that with --netns it lives
-   * inside the bridge's namespace and nothing listens outside them. */
+   * inside a namespace of its own on the switch and nothing listens
+   * outside them. */
   g_ptr_array_add (signal_args, g_strdup ("signal"));
   g_ptr_array_add (signal_args, g_strdup ("--json"));
   g_ptr_array_add (signal_args, g_strdup ("--port=0"));
-  g_ptr_array_add (signal_args, g_strdup_printf ("--bind=%s", bench->netns ? NETNS_BRIDGE_ADDRESS
+  g_ptr_array_add (signal_args, g_strdup_printf ("--bind=%s", bench->netns ? NETNS_SIGNAL_ADDRESS
                                                                            : "127.0.0.1"));
-  signal = child_spawn (bench, bridge, signal_args, error);
+  signal = child_spawn (bench, signal_ns, signal_args, error);
   if (signal == NULL)
     return FALSE;
   g_ptr_array_add (children, signal);
@@ -941,6 +816,7 @@ static void
 print_figures (DcCliOptions  *options,
                const char    *gradient_wire,
                const char    *network,
+               DcCliNetns    *shaped,
                const Size    *size,
                guint          n_devices,
                guint          n_threads,
@@ -970,6 +846,9 @@ print_figures (DcCliOptions  *options,
       json_builder_add_string_value (builder, "group");
       json_builder_set_member_name (builder, "network");
       json_builder_add_string_value (builder, network);
+      /* --netns: how (netem, the hub …), and the hub's counters so far. */
+      if (shaped != NULL)
+        dc_cli_netns_add_json (shaped, builder);
       json_add_int (builder, "devices", n_devices);
       json_add_int (builder, "width", size->width);
       json_add_int (builder, "seq", size->seq);
@@ -1194,23 +1073,15 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
   sigint = g_unix_signal_add (SIGINT, interrupt_cb, &bench);
   sigterm = g_unix_signal_add (SIGTERM, interrupt_cb, &bench);
 
-  if (netns && !netns_check_tools (&bench, &error))
-    goto fail;
   if (netns && !netns_create (&bench, max_devices, &error))
     goto fail;
-  if (bench.unshaped)
+  if (netns)
     {
-      network = "netns-unshaped";
-      print_note (options, _("the links cannot be shaped here (neither netem nor tbf): the "
-                             "namespaces' links run unshaped, at the machine's own speed"),
-                  bench.tbf_reason);
-    }
-  else if (bench.no_netem)
-    {
-      network = "netns-1gbit";
-      print_note (options, _("this kernel has no netem queueing discipline: the links are shaped "
-                             "to 1 Gbit/s by tbf, without the 1 ms delay"),
-                  bench.netem_reason);
+      g_autofree char *note = dc_cli_netns_note (&bench.shaped);
+
+      network = dc_cli_netns_network (&bench.shaped);
+      if (note != NULL)
+        print_note (options, note, NULL);
     }
   for (guint s = 0; s < sizes->len; s++)
     for (guint c = 0; c < counts->len; c++)
@@ -1243,8 +1114,8 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
             figures_clear (&figures);
             goto fail;
           }
-        print_figures (options, bench.gradient_wire, network, size, n, n_threads, (guint) steps, &figures, *solo,
-                       concurrent_solo);
+        print_figures (options, bench.gradient_wire, network, netns ? &bench.shaped : NULL,
+                       size, n, n_threads, (guint) steps, &figures, *solo, concurrent_solo);
         figures_clear (&figures);
       }
   goto out;
@@ -1252,12 +1123,10 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
 fail:
   status = dc_cli_fail (options, error);
 out:
-  netns_remove (&bench);
+  dc_cli_netns_remove (&bench.shaped);
   g_source_remove (sigint);
   g_source_remove (sigterm);
   g_free (bench.prefix);
   g_free (bench.self_exe);
-  g_free (bench.netem_reason);
-  g_free (bench.tbf_reason);
   return status;
 }

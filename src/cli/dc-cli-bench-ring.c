@@ -15,8 +15,9 @@
  * and this process (the head, the Hub and the signaling service) reaches
  * the bridge through a veth of its own, 198.18.0.1; every device's egress
  * is shaped to 1 Gbit/s with 1 ms of delay by netem, or, where the kernel
- * has no sch_netem, to 1 Gbit/s by tbf without the delay (the output says
- * which, as bench group does).
+ * has no sch_netem, to 1 Gbit/s by tbf with the 1 ms held by the delay hub
+ * in place of the bridge (dc-cli-netns.c; the output's `shaping` says
+ * which, as bench group's does).
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -31,6 +32,7 @@
 #include <libsoup/soup.h>
 
 #include "dc-cli.h"
+#include "dc-cli-netns.h"
 #include "dc-cli-python.h"
 #include "dc-cli-resources.h"
 #include "dc-context.h"
@@ -53,188 +55,44 @@
 #define BENCH_STEP_TIMEOUT_S 600
 /* --netns: the head's address, and the stages' are 198.18.0.(k + 1)
  * (198.18.0.0/15 is set aside for benchmarks, RFC 2544). */
-#define NETNS_HEAD_ADDRESS   "198.18.0.1"
-#define NETNS_BRIDGE_ADDRESS "198.18.0.254"
+#define NETNS_HEAD_ADDRESS "198.18.0.1"
 
 typedef struct
 {
-  gboolean  on;
-  char     *prefix;       /* of the namespaces' names */
-  guint     n_made;       /* stage namespaces made */
-  gboolean  bridge_made;
-  char     *shaping;      /* "netem" (1 Gbit/s, 1 ms), "tbf" (1 Gbit/s), "none" */
-  char     *note;         /* what could not be done as asked, and why */
+  gboolean   on;
+  DcCliNetns shaped;   /* the namespaces, links and switch (dc-cli-netns.c) */
 } Netns;
-
-static gboolean
-run_tool (GError **error,
-          ...) G_GNUC_NULL_TERMINATED;
-
-/* Runs ip or tc with the arguments; FALSE with its stderr in ERROR. */
-static gboolean
-run_tool (GError **error,
-          ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  g_autofree char *err = NULL;
-  const char *arg;
-  va_list args;
-  int status;
-
-  va_start (args, error);
-  while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH
-                     | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status, error))
-    return FALSE;
-  if (!g_spawn_check_wait_status (status, NULL))
-    {
-      g_autofree char *command = g_strjoinv (" ", (char **) argv->pdata);
-
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "bench ring --netns: “%s” failed: %s",
-                   command, err != NULL ? g_strstrip (err) : "");
-      return FALSE;
-    }
-  return TRUE;
-}
 
 static char *
 netns_stage (Netns *netns,
              guint  k)
 {
-  return g_strdup_printf ("%s-s%u", netns->prefix, k);
+  return g_strdup_printf ("%s-s%u", netns->shaped.prefix, k);
 }
 
-/* Shapes DEV's egress (in namespace NS, or this one when NULL): netem
- * (1 Gbit/s, 1 ms), else tbf (1 Gbit/s; its burst at least 1 Gbit/s over
- * one 1000 Hz tick, 125 kB), else nothing, each fallback noted once. */
-static void
-netns_shape (Netns      *netns,
-             const char *ns,
-             const char *dev)
-{
-  g_autoptr(GError) error = NULL;
-
-  if (g_strcmp0 (netns->shaping, "netem") == 0 || netns->shaping == NULL)
-    {
-      gboolean ok = ns != NULL
-        ? run_tool (&error, "tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "netem", "rate",
-                    "1gbit", "delay", "1ms", NULL)
-        : run_tool (&error, "tc", "qdisc", "add", "dev", dev, "root", "netem", "rate", "1gbit",
-                    "delay", "1ms", NULL);
-
-      if (ok)
-        {
-          g_free (netns->shaping);
-          netns->shaping = g_strdup ("netem");
-          return;
-        }
-      g_free (netns->shaping);
-      netns->shaping = g_strdup ("tbf");
-      g_free (netns->note);
-      netns->note = g_strdup_printf ("no netem (%s): shaped to 1 Gbit/s by tbf, without the "
-                                     "1 ms delay", error->message);
-      g_clear_error (&error);
-    }
-  if (g_strcmp0 (netns->shaping, "tbf") == 0)
-    {
-      gboolean ok = ns != NULL
-        ? run_tool (&error, "tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate",
-                    "1gbit", "burst", "256kb", "latency", "20ms", NULL)
-        : run_tool (&error, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", "1gbit",
-                    "burst", "256kb", "latency", "20ms", NULL);
-
-      if (ok)
-        return;
-      g_free (netns->shaping);
-      netns->shaping = g_strdup ("none");
-      g_free (netns->note);
-      netns->note = g_strdup_printf ("no netem and no tbf (%s): links between namespaces "
-                                     "unshaped", error->message);
-    }
-}
-
-static void
-netns_remove (Netns *netns)
-{
-  for (guint k = 1; k <= netns->n_made; k++)
-    {
-      g_autofree char *ns = netns_stage (netns, k);
-      g_autoptr(GError) error = NULL;
-
-      if (!run_tool (&error, "ip", "netns", "del", ns, NULL))
-        g_printerr ("daisychain-cli: %s\n", error->message);
-    }
-  netns->n_made = 0;
-  if (netns->bridge_made)
-    {
-      g_autofree char *br = g_strdup_printf ("%s-br", netns->prefix);
-      g_autoptr(GError) error = NULL;
-
-      /* The head's veth goes with its peer in the bridge namespace. */
-      if (!run_tool (&error, "ip", "netns", "del", br, NULL))
-        g_printerr ("daisychain-cli: %s\n", error->message);
-      netns->bridge_made = FALSE;
-    }
-  g_clear_pointer (&netns->prefix, g_free);
-  g_clear_pointer (&netns->shaping, g_free);
-  g_clear_pointer (&netns->note, g_free);
-}
-
-/* The bridge namespace, the head's veth into it (this namespace,
- * NETNS_HEAD_ADDRESS) and one namespace per stage, N_STAGES - 1 of them. */
+/* The switch's namespace, the head's veth into it (this namespace,
+ * NETNS_HEAD_ADDRESS) and one namespace per stage, N_STAGES - 1 of them,
+ * joined by a bridge or the delay hub. */
 static gboolean
 netns_create (Netns   *netns,
               guint    n_stages,
               GError **error)
 {
-  g_autofree char *br = g_strdup_printf ("%s-br", netns->prefix);
-  g_autofree char *head = g_strdup_printf ("%sh", netns->prefix);
+  g_autofree char *prefix = g_strdup_printf ("dcbr%d", (int) getpid ());
+  g_autofree char *head = g_strdup_printf ("%sh", prefix);
 
-  if (g_find_program_in_path ("ip") == NULL || g_find_program_in_path ("tc") == NULL)
-    {
-      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
-                           "bench ring --netns needs iproute2's “ip” and “tc” in PATH "
-                           "(scripts/device-bundle.sh carries them in build-device/bin)");
-      return FALSE;
-    }
-  if (!run_tool (error, "ip", "netns", "add", br, NULL))
+  if (!dc_cli_netns_begin (&netns->shaped, "bench ring", prefix, error)
+      || !dc_cli_netns_add (&netns->shaped, NULL, head, NETNS_HEAD_ADDRESS, error))
     return FALSE;
-  netns->bridge_made = TRUE;
-  if (!run_tool (error, "ip", "-n", br, "link", "set", "lo", "up", NULL)
-      || !run_tool (error, "ip", "-n", br, "link", "add", "br0", "type", "bridge", NULL)
-      || !run_tool (error, "ip", "-n", br, "addr", "add", NETNS_BRIDGE_ADDRESS "/24", "dev", "br0",
-                    NULL)
-      || !run_tool (error, "ip", "-n", br, "link", "set", "br0", "up", NULL)
-      || !run_tool (error, "ip", "link", "add", head, "type", "veth", "peer", "name", "vh",
-                    "netns", br, NULL)
-      || !run_tool (error, "ip", "-n", br, "link", "set", "vh", "master", "br0", "up", NULL)
-      || !run_tool (error, "ip", "addr", "add", NETNS_HEAD_ADDRESS "/24", "dev", head, NULL)
-      || !run_tool (error, "ip", "link", "set", head, "up", NULL))
-    return FALSE;
-  netns_shape (netns, NULL, head);
   for (guint k = 1; k < n_stages; k++)
     {
-      g_autofree char *ns = netns_stage (netns, k);
-      g_autofree char *veth = g_strdup_printf ("v%u", k);
-      g_autofree char *cidr = g_strdup_printf ("198.18.0.%u/24", k + 1);
+      g_autofree char *name = g_strdup_printf ("s%u", k);
+      g_autofree char *address = g_strdup_printf ("198.18.0.%u", k + 1);
 
-      if (!run_tool (error, "ip", "netns", "add", ns, NULL))
+      if (!dc_cli_netns_add (&netns->shaped, name, NULL, address, error))
         return FALSE;
-      netns->n_made = k;
-      if (!run_tool (error, "ip", "-n", ns, "link", "set", "lo", "up", NULL)
-          || !run_tool (error, "ip", "-n", br, "link", "add", veth, "type", "veth", "peer", "name",
-                        "eth0", "netns", ns, NULL)
-          || !run_tool (error, "ip", "-n", br, "link", "set", veth, "master", "br0", "up", NULL)
-          || !run_tool (error, "ip", "-n", ns, "addr", "add", cidr, "dev", "eth0", NULL)
-          || !run_tool (error, "ip", "-n", ns, "link", "set", "eth0", "up", NULL)
-          || !run_tool (error, "ip", "-n", ns, "route", "add", "default", "dev", "eth0", NULL))
-        return FALSE;
-      netns_shape (netns, ns, "eth0");
     }
-  return TRUE;
+  return dc_cli_netns_connect (&netns->shaped, error);
 }
 
 typedef struct
@@ -845,6 +703,7 @@ print_result (DcCliOptions *options,
   if (options->json)
     {
       g_autoptr(JsonBuilder) builder = json_builder_new ();
+      g_autofree char *note = NULL;
 
       json_builder_begin_object (builder);
       json_builder_set_member_name (builder, "stages");
@@ -979,10 +838,9 @@ print_result (DcCliOptions *options,
         }
       json_builder_set_member_name (builder, "network");
       json_builder_add_string_value (builder, !netns->on ? "loopback"
-                                     : g_strcmp0 (netns->shaping, "netem") == 0
-                                     ? "netns-1gbit-1ms"
-                                     : g_strcmp0 (netns->shaping, "tbf") == 0
-                                     ? "netns-1gbit" : "netns-unshaped");
+                                     : dc_cli_netns_network (&netns->shaped));
+      if (netns->on)
+        dc_cli_netns_add_json (&netns->shaped, builder);
       if (netns->on && r->stages > 1)
         {
           /* The issue's goal on the shaped network: a decoded token
@@ -994,10 +852,10 @@ print_result (DcCliOptions *options,
           json_builder_set_member_name (builder, "goal_met");
           json_builder_add_boolean_value (builder, 1000.0 / r->decode_tok_s <= goal);
         }
-      if (netns->note != NULL)
+      if (netns->on && (note = dc_cli_netns_note (&netns->shaped)) != NULL)
         {
           json_builder_set_member_name (builder, "note");
-          json_builder_add_string_value (builder, netns->note);
+          json_builder_add_string_value (builder, note);
         }
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
@@ -1228,7 +1086,6 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
 
       for (guint i = 0; i < stages->len; i++)
         most = MAX (most, g_array_index (stages, guint, i));
-      netns.prefix = g_strdup_printf ("dcbr%d", (int) getpid ());
       if (!netns_create (&netns, most, &error))
         goto out;
     }
@@ -1329,6 +1186,6 @@ out:
   hub_stop (&hub);
   if (head_cache != NULL)
     remove_tree (head_cache);
-  netns_remove (&netns);
+  dc_cli_netns_remove (&netns.shaped);
   return status;
 }

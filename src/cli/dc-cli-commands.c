@@ -57,6 +57,9 @@ const DcCliCommand dc_cli_commands[] = {
     dc_cli_infer_run },
   { "signal", "", N_("Run the signaling service that introduces devices"), dc_cli_signal_run },
   { "join", "", N_("Join a group of devices and print peer events"), dc_cli_join_run },
+  /* The benches' delay hub (dc-cli-netns.c starts it in a namespace). */
+  { "net-hub", "", N_("Hold every frame between links for a delay (the benches' shaped network)"),
+    dc_cli_net_hub_run, TRUE },
 };
 
 const gsize dc_cli_n_commands = G_N_ELEMENTS (dc_cli_commands);

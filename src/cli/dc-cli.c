@@ -32,8 +32,9 @@ print_help (FILE *stream)
   for (gsize i = 0; i < dc_cli_n_commands; i++)
     width = MAX (width, strlen (dc_cli_commands[i].name));
   for (gsize i = 0; i < dc_cli_n_commands; i++)
-    fprintf (stream, "  %-*s  %s\n", (int) width, dc_cli_commands[i].name,
-             _(dc_cli_commands[i].summary));
+    if (!dc_cli_commands[i].hidden)
+      fprintf (stream, "  %-*s  %s\n", (int) width, dc_cli_commands[i].name,
+               _(dc_cli_commands[i].summary));
   fprintf (stream, "\n%s\n",
            _("Run “daisychain-cli COMMAND --help” for a command's options. "
              "Every command takes --json."));

@@ -31,6 +31,7 @@ struct _DcCliCommand
   const char   *parameter_string;  /* shown after the name in --help */
   const char   *summary;
   DcCliRunFunc  run;
+  gboolean      hidden;            /* left out of --help: for this program's own use */
 };
 
 /* The one table of subcommands (dc-cli-commands.c). */
@@ -73,5 +74,6 @@ int dc_cli_bench_group_run (const DcCliCommand *command, DcCliOptions *options, 
 int dc_cli_bench_decode_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_kit_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 int dc_cli_bench_ring_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
+int dc_cli_net_hub_run (const DcCliCommand *command, DcCliOptions *options, int argc, char **argv);
 
 G_END_DECLS
