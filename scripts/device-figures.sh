@@ -10,8 +10,12 @@
 #   libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2), unpacked into /
 #   first: the image has the NVIDIA ICD but no loader. Default: build-devpack/gl,
 #   which `pack` fills with `apt-get download` (the device has no network).
-#   ONLY: a space-separated subset of "train cpu clitrain decode group ring gemm"
-#   (all: about 8 minutes after the start; each issue's goal figure is one item).
+#   ONLY: a space-separated subset of
+#   "warmup train cpu clitrain decode group groupnet ring ringnet gemm vktests" (all: about 9 minutes
+#   after the start; each issue's goal figure is one item). warmup: the GPU's
+#   first work of a call runs slow while its clocks rise; vktests: the resident
+#   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
+#   (pack strips and packs the test binary into build-devpack).
 # Everything goes to $OUT/figures.txt and to standard output.
 set -u
 cd "$(dirname "$0")/.."
@@ -20,6 +24,9 @@ case "${1:-}" in
 pack)
   set -e
   ./scripts/device-bundle.sh
+  meson compile -C build tests/test-model-gpt-vk-step >/dev/null
+  strip --strip-unneeded -o build-devpack/test-model-gpt-vk-step build/tests/test-model-gpt-vk-step
+  xz -9 -f build-devpack/test-model-gpt-vk-step
   rm -rf build-devpack/gl
   mkdir -p build-devpack/gl
   # apt-get download writes into the current folder.
@@ -34,7 +41,7 @@ pack)
 run)
   out="${OUT:-/tmp}"
   log="$out/figures.txt"
-  only="${ONLY:-train cpu clitrain decode group ring gemm}"
+  only="${ONLY:-warmup train cpu clitrain decode group groupnet ring ringnet gemm vktests}"
   if [ -z "${GL_DEBS:-}" ] && [ -d build-devpack/gl ]; then
     GL_DEBS=build-devpack/gl
   fi
@@ -57,6 +64,9 @@ run)
     for what in $only; do
       echo "== $what $(date -u +%H:%M:%S)"
       case "$what" in
+      warmup)
+        timeout 40 $cli bench train --json --threads 16 --min-time 0.5 --backends vulkan \
+          --no-torch --sizes w128 >/dev/null 2>&1 ;;
       train)
         # Issue 15: the resident Vulkan step against PyTorch CUDA, both sizes.
         timeout 90 $cli bench train --json --threads 16 --min-time 1.5 --backends vulkan \
@@ -93,6 +103,29 @@ run)
         # Issue 16: one device against three stages on loopback.
         XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring --json --stages 1,3 \
           --rounds 5 --tokens 24 2>&1 | grep -v DEBUG ;;
+      vktests)
+        # The resident kernels' exactness on this driver: the CPU's hashes and
+        # gradients, every gate's broken twin refused (docs/TEST_RESULTS.md).
+        if [ -e build-devpack/test-model-gpt-vk-step.xz ]; then
+          python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],"wb"))' \
+            build-devpack/test-model-gpt-vk-step.xz /tmp/test-model-gpt-vk-step &&
+          chmod +x /tmp/test-model-gpt-vk-step
+          t=/dc/model/gpt-vk-step
+          DC_SOURCE_ROOT=$PWD LD_LIBRARY_PATH=build-device/lib timeout 150 \
+            /tmp/test-model-gpt-vk-step -p $t/f32-ops -p $t/native/f32-ops -p $t/gates-refuse-broken \
+            -p $t/hashes/w128 -p $t/gradients/w128 -p $t/hashes/advanced-w768 \
+            -p $t/coop/selection -p $t/coop/twin-refused -p $t/rows/twins-refused \
+            -p $t/fuse/twin-refused -p $t/chains/twin-refused -p $t/softmax 2>&1 |
+            grep -E '^(ok|not ok|# Skip|Bail)'
+        fi ;;
+      groupnet)
+        # Issue 11 on the shaped network (1 Gbit/s, 1 ms: netem, or the delay hub).
+        timeout 120 $cli bench group --json --netns --devices 4 --threads 4 --width 128 \
+          --seq 128 --batch 32 --steps 16 --gradient-wire bf16 2>&1 | grep -v DEBUG ;;
+      ringnet)
+        # Issue 16 on the shaped network: decode within 2 ms of the hops' round trips.
+        XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring --json --netns \
+          --stages 1,3 --rounds 3 --tokens 24 2>&1 | grep -v DEBUG ;;
       gemm)
         timeout 60 $cli bench gemm --json --paths vulkan --sizes 1024,4096 --min-time 0.5 \
           --no-model-shapes 2>&1 | grep -v DEBUG ;;
