@@ -20,7 +20,10 @@
 
 #include "dc-train-group-private.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 G_DEFINE_FINAL_TYPE (DcTrainGroup, dc_train_group, G_TYPE_OBJECT)
 G_DEFINE_QUARK (dc-train-group-error-quark, dc_train_group_error)
@@ -550,6 +553,7 @@ _dc_train_group_publish_step (DcTrainGroup *self)
     }
   payload = dc_mesh_step_report_encode (self->own_report, NULL);
   _dc_train_group_send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
+  DC_TRAIN_GROUP_TRACE ("report_sent step=%" G_GUINT64_FORMAT, model->step);
   send_to_joiners (self, model->step, payload);
   _dc_train_group_audit_published (self, model->step);
 
@@ -735,6 +739,49 @@ fault_outsider_send (DcTrainGroup *self)
       _dc_train_group_send (self, peer, DC_MESH_MSG_AUDIT, audit_payload, NULL);
       _dc_train_group_send (self, peer, DC_MESH_MSG_REPAIR_REQUEST, request_payload, NULL);
     }
+}
+
+static FILE *trace_file;
+
+/* Whether DC_TRAIN_GROUP_TRACE names a folder (opened once). */
+gboolean
+_dc_train_group_tracing (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once))
+    {
+      const char *dir = g_getenv ("DC_TRAIN_GROUP_TRACE");
+
+      if (dir != NULL && *dir != '\0')
+        {
+          g_autofree char *name = g_strdup_printf ("trace-%d.txt", (int) getpid ());
+          g_autofree char *path = g_build_filename (dir, name, NULL);
+
+          trace_file = fopen (path, "w");
+        }
+      g_once_init_leave (&once, 1);
+    }
+  return trace_file != NULL;
+}
+
+/* One line: monotonic µs, then @format (any thread; stdio locks). */
+void
+_dc_train_group_trace (const char *format,
+                       ...)
+{
+  va_list args;
+
+  if (trace_file == NULL)
+    return;
+  flockfile (trace_file);
+  fprintf (trace_file, "%" G_GINT64_FORMAT " ", g_get_monotonic_time ());
+  va_start (args, format);
+  vfprintf (trace_file, format, args);
+  va_end (args);
+  fputc ('\n', trace_file);
+  funlockfile (trace_file);
+  fflush (trace_file);
 }
 
 static void
