@@ -489,21 +489,30 @@ _dc_train_group_contrib_key (guint64     step,
 
 /* How @model's gradients are cut into shards (dc_train_shard_range ()):
  * the tail layout, or with DC_TRAIN_GROUP_SHARDS=even the even shards of
- * before, for comparing in bench group (every device of the run must say
- * the same: the other's shards have other sizes and are refused). */
+ * before, =weighted the tail layout's block-weighted early shards of
+ * before (2026-12-02), for comparing in bench group (every device of the
+ * run must say the same: the other's shards have other sizes and are
+ * refused). */
 void
 _dc_train_group_layout (const DcGptModel   *model,
                         DcTrainShardLayout *layout)
 {
-  static gsize even = 0;
+  static gsize choice = 0;
 
-  if (g_once_init_enter (&even))
-    g_once_init_leave (&even, g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_SHARDS"), "even") == 0
-                              ? 2 : 1);
-  if (even == 2)
+  if (g_once_init_enter (&choice))
+    {
+      const char *shards = g_getenv ("DC_TRAIN_GROUP_SHARDS");
+
+      g_once_init_leave (&choice, g_strcmp0 (shards, "even") == 0 ? 2
+                                  : g_strcmp0 (shards, "weighted") == 0 ? 3 : 1);
+    }
+  if (choice == 2)
     dc_train_shard_layout_init_even (layout, model->n_params);
   else
-    dc_train_shard_layout_init_model (layout, &model->config);
+    {
+      dc_train_shard_layout_init_model (layout, &model->config);
+      layout->block_weighted = choice == 3;
+    }
 }
 
 /* The float32 values of a kept shard object (its header was checked when
