@@ -561,4 +561,13 @@ gboolean _dc_train_group_joiner_can_hold       (DcTrainGroup          *self,
 guint64  _dc_train_group_gradient_cap          (DcTrainGroup          *self);
 guint64  _dc_train_group_weights_cap           (DcTrainGroup          *self);
 
+/* dc-train-group.c: DC_TRAIN_GROUP_TRACE=DIR (for `bench group`'s analysis
+ * only): one line per exchange event, monotonic µs first (one clock for
+ * every process of a host), to DIR/trace-PID.txt. Off: one branch. */
+gboolean _dc_train_group_tracing (void);
+void     _dc_train_group_trace   (const char *format,
+                                  ...) G_GNUC_PRINTF (1, 2);
+#define DC_TRAIN_GROUP_TRACE(...) \
+  G_STMT_START { if (_dc_train_group_tracing ()) _dc_train_group_trace (__VA_ARGS__); } G_STMT_END
+
 G_END_DECLS

@@ -466,6 +466,7 @@ stepped_cb (gpointer user_data)
     return G_SOURCE_REMOVE;
   self->model_version++;
   self->apply_counted = TRUE;
+  DC_TRAIN_GROUP_TRACE ("stepped");
   start_ahead (self);
   return G_SOURCE_REMOVE;
 }
@@ -693,6 +694,7 @@ send_shard (DcTrainGroup *self,
     return;
   self->own_shard_sent[r] = TRUE;
   frames = g_ptr_array_index (self->own_frames, r);
+  DC_TRAIN_GROUP_TRACE ("send_contrib shard=%u", r);
   for (guint i = 0; i < n; i++)
     {
       DcPeer *peer;
@@ -864,6 +866,7 @@ reduce_worker (GTask        *task,
       memcpy (&out[0], &bits, 4);
     }
   data->object = g_bytes_new_take (bytes, size);
+  DC_TRAIN_GROUP_TRACE ("reduce_summed step=%" G_GUINT64_FORMAT, data->step);
   /* Dropped meanwhile (the step restarts, the run ends): the rest is not
    * needed. */
   if (g_cancellable_is_cancelled (cancellable))
@@ -879,6 +882,7 @@ reduce_worker (GTask        *task,
   if (data->bodies != NULL && !g_cancellable_is_cancelled (cancellable))
     data->frames = dc_mesh_chunk_frames_encode (DC_MESH_MSG_GRADIENTS, data->bodies,
                                                 &data->error);
+  DC_TRAIN_GROUP_TRACE ("reduce_framed step=%" G_GUINT64_FORMAT, data->step);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -934,6 +938,7 @@ maybe_reduce (DcTrainGroup *self)
     }
   self->own_reduced = TRUE;
   self->t_reduce_began = g_get_monotonic_time ();
+  DC_TRAIN_GROUP_TRACE ("reduce_begin step=%" G_GUINT64_FORMAT, step);
   data->gen = ++self->reduce_gen;
   data->rank = self->rank;
   data->step = step;
@@ -1026,6 +1031,7 @@ reduced_cb (GObject      *object,
         }
     }
   self->t_reduced = g_get_monotonic_time ();
+  DC_TRAIN_GROUP_TRACE ("reduced_sent step=%" G_GUINT64_FORMAT, data->step);
   _dc_train_group_advance (self);
 }
 
@@ -1059,6 +1065,8 @@ computed_cb (GObject      *object,
     }
   self->t_compute_began = compute->began;
   self->t_computed = compute->done;
+  DC_TRAIN_GROUP_TRACE ("computed began=%" G_GINT64_FORMAT " done=%" G_GINT64_FORMAT " ahead=%d",
+                        compute->began, compute->done, (int) self->ahead_active);
   self->t_compute_paused = compute->paused_us;
   self->t_tail_values = compute->tail_values;
   if (self->ahead_active)
@@ -1183,6 +1191,9 @@ applied_cb (GObject      *object,
     return;
   model = dc_train_session_get_model (self->session);
   self->step_done = model->step;
+  DC_TRAIN_GROUP_TRACE ("applied step=%" G_GUINT64_FORMAT " adam_us=%" G_GINT64_FORMAT
+                        " hash_us=%" G_GINT64_FORMAT, model->step,
+                        apply->stepped - apply->began, apply->hashed - apply->stepped);
   /* Counted once: by stepped_cb () when it came first. */
   if (!self->apply_counted)
     self->model_version++;
@@ -1348,6 +1359,9 @@ _dc_train_group_start_step (DcTrainGroup *self)
     _dc_train_group_member_name (self, g_ptr_array_index (self->roster,
                                                           i));  /* remembered for later */
   self->step_started = g_get_monotonic_time ();
+  DC_TRAIN_GROUP_TRACE ("start step=%" G_GUINT64_FORMAT " rank=%u n=%u ahead_ready=%d",
+                        model->step + 1, self->rank, self->roster->len,
+                        (int) self->ahead_ready);
   memset (self->repair_tries, 0, sizeof self->repair_tries);
   memset (self->repair_next, 0, sizeof self->repair_next);
   memset (self->contrib_tries, 0, sizeof self->contrib_tries);
@@ -1829,6 +1843,7 @@ _dc_train_group_advance (DcTrainGroup *self)
             data->n = self->roster->len;
             self->state = STATE_APPLYING;
             self->t_apply = g_get_monotonic_time ();
+            DC_TRAIN_GROUP_TRACE ("apply step=%" G_GUINT64_FORMAT, model->step + 1);
             self->deadline = 0;
             g_task_set_task_data (task, data, (GDestroyNotify) apply_data_free);
             g_task_run_in_thread (task, apply_worker);
@@ -2072,6 +2087,9 @@ _dc_train_group_handle_report (DcTrainGroup *self,
   /* Only the step just taken and the next matter: the rest is stale or a lie. */
   if (report->step + 1 < current || report->step > current + 1)
     return;
+  DC_TRAIN_GROUP_TRACE ("report_in from=%s step=%" G_GUINT64_FORMAT " recv=%" G_GINT64_FORMAT,
+                        dc_peer_get_name (peer), report->step,
+                        dc_peer_get_message_received_us (peer));
   key = _dc_train_group_report_key (report->step, dc_peer_get_id (peer));
   g_hash_table_replace (self->reports, g_steal_pointer (&key), g_steal_pointer (&report));
 }
@@ -2109,6 +2127,10 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
       _dc_train_group_refuse (self, peer, type, error->message);
       return;
     }
+  DC_TRAIN_GROUP_TRACE ("chunk from=%s type=%u step=%" G_GUINT64_FORMAT " rank=%u index=%u "
+                        "count=%u recv=%" G_GINT64_FORMAT, dc_peer_get_name (peer), type,
+                        chunk.step, chunk.rank, chunk.index, chunk.count,
+                        dc_peer_get_message_received_us (peer));
   /* An answer to this device's contribution request for an audit. */
   if (repair && _dc_train_group_audit_take_chunk (self, peer, &chunk))
     return;
@@ -2206,6 +2228,8 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
       object = wide;
     }
     summed = header.kind == DC_TRAIN_SHARD_SUMMED;
+    DC_TRAIN_GROUP_TRACE ("object from=%s summed=%d shard=%u step=%" G_GUINT64_FORMAT,
+                          dc_peer_get_name (peer), (int) summed, header.shard, chunk.step);
     /* A contribution's author and a summed shard's reducer is the chunk's
      * rank; a reducer sums only its own shard. */
     if (chunk.rank >= header.roster_size || (summed && header.shard != chunk.rank))

@@ -20,7 +20,10 @@
 
 #include "dc-train-group-private.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 G_DEFINE_FINAL_TYPE (DcTrainGroup, dc_train_group, G_TYPE_OBJECT)
 G_DEFINE_QUARK (dc-train-group-error-quark, dc_train_group_error)
@@ -486,21 +489,30 @@ _dc_train_group_contrib_key (guint64     step,
 
 /* How @model's gradients are cut into shards (dc_train_shard_range ()):
  * the tail layout, or with DC_TRAIN_GROUP_SHARDS=even the even shards of
- * before, for comparing in bench group (every device of the run must say
- * the same: the other's shards have other sizes and are refused). */
+ * before, =weighted the tail layout's block-weighted early shards of
+ * before (2026-12-02), for comparing in bench group (every device of the
+ * run must say the same: the other's shards have other sizes and are
+ * refused). */
 void
 _dc_train_group_layout (const DcGptModel   *model,
                         DcTrainShardLayout *layout)
 {
-  static gsize even = 0;
+  static gsize choice = 0;
 
-  if (g_once_init_enter (&even))
-    g_once_init_leave (&even, g_strcmp0 (g_getenv ("DC_TRAIN_GROUP_SHARDS"), "even") == 0
-                              ? 2 : 1);
-  if (even == 2)
+  if (g_once_init_enter (&choice))
+    {
+      const char *shards = g_getenv ("DC_TRAIN_GROUP_SHARDS");
+
+      g_once_init_leave (&choice, g_strcmp0 (shards, "even") == 0 ? 2
+                                  : g_strcmp0 (shards, "weighted") == 0 ? 3 : 1);
+    }
+  if (choice == 2)
     dc_train_shard_layout_init_even (layout, model->n_params);
   else
-    dc_train_shard_layout_init_model (layout, &model->config);
+    {
+      dc_train_shard_layout_init_model (layout, &model->config);
+      layout->block_weighted = choice == 3;
+    }
 }
 
 /* The float32 values of a kept shard object (its header was checked when
@@ -550,6 +562,7 @@ _dc_train_group_publish_step (DcTrainGroup *self)
     }
   payload = dc_mesh_step_report_encode (self->own_report, NULL);
   _dc_train_group_send_to_roster (self, DC_MESH_MSG_STEP_REPORT, payload);
+  DC_TRAIN_GROUP_TRACE ("report_sent step=%" G_GUINT64_FORMAT, model->step);
   send_to_joiners (self, model->step, payload);
   _dc_train_group_audit_published (self, model->step);
 
@@ -735,6 +748,49 @@ fault_outsider_send (DcTrainGroup *self)
       _dc_train_group_send (self, peer, DC_MESH_MSG_AUDIT, audit_payload, NULL);
       _dc_train_group_send (self, peer, DC_MESH_MSG_REPAIR_REQUEST, request_payload, NULL);
     }
+}
+
+static FILE *trace_file;
+
+/* Whether DC_TRAIN_GROUP_TRACE names a folder (opened once). */
+gboolean
+_dc_train_group_tracing (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once))
+    {
+      const char *dir = g_getenv ("DC_TRAIN_GROUP_TRACE");
+
+      if (dir != NULL && *dir != '\0')
+        {
+          g_autofree char *name = g_strdup_printf ("trace-%d.txt", (int) getpid ());
+          g_autofree char *path = g_build_filename (dir, name, NULL);
+
+          trace_file = fopen (path, "w");
+        }
+      g_once_init_leave (&once, 1);
+    }
+  return trace_file != NULL;
+}
+
+/* One line: monotonic µs, then @format (any thread; stdio locks). */
+void
+_dc_train_group_trace (const char *format,
+                       ...)
+{
+  va_list args;
+
+  if (trace_file == NULL)
+    return;
+  flockfile (trace_file);
+  fprintf (trace_file, "%" G_GINT64_FORMAT " ", g_get_monotonic_time ());
+  va_start (args, format);
+  vfprintf (trace_file, format, args);
+  va_end (args);
+  fputc ('\n', trace_file);
+  funlockfile (trace_file);
+  fflush (trace_file);
 }
 
 static void

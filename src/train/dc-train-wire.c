@@ -206,16 +206,25 @@ dc_train_shard_layout_init_model (DcTrainShardLayout *layout,
                                    block2.offset - block1.offset, config->n_layer - 1);
 }
 
-/* Weights of the tail layout's early values: block l (1 ≤ l, final l
- * blocks of the backward pass before its end) weighs 1/(1 + l), as
- * integers: lcm (1..12) / (1 + l), exact for up to 11 later blocks
- * (DC_GPT_LAYERS_MAX is 12); later blocks weigh as the 11th. */
+/* Weights of the tail layout's early values. By default every value
+ * weighs the same (the early shards are even by count). Block-weighted
+ * (@block_weighted): block l (1 ≤ l, final l blocks of the backward pass
+ * before its end) weighs 1/(1 + l), as integers: lcm (1..12) / (1 + l),
+ * exact for up to 11 later blocks (DC_GPT_LAYERS_MAX is 12); later blocks
+ * weigh as the 11th. The H200 host's traces (docs/BENCHMARKS.md, branch
+ * group-reduce) showed the block-weighted shard final earliest, the
+ * largest, arriving last more often than any other: what it crosses
+ * during the backward pass crosses slowly (16 cores computing), and its
+ * reducer receives and sends the most. */
 #define SHARD_WEIGHT_UNIT 27720u
 #define SHARD_WEIGHT_BLOCKS 11u
 
 static guint64
-block_weight (guint l)
+block_weight (const DcTrainShardLayout *layout,
+              guint                     l)
 {
+  if (!layout->block_weighted)
+    return SHARD_WEIGHT_UNIT;
   return SHARD_WEIGHT_UNIT / (1u + MIN (l, SHARD_WEIGHT_BLOCKS));
 }
 
@@ -240,7 +249,7 @@ early_weight (const DcTrainShardLayout *layout)
       gsize start, end;
 
       block_bounds (layout, l, &start, &end);
-      total += (guint64) (end - start) * block_weight (l);
+      total += (guint64) (end - start) * block_weight (layout, l);
     }
   return total;
 }
@@ -253,7 +262,7 @@ early_position (const DcTrainShardLayout *layout,
   for (guint l = 1; l <= layout->n_blocks; l++)
     {
       gsize start, end;
-      guint64 w = block_weight (l);
+      guint64 w = block_weight (layout, l);
 
       block_bounds (layout, l, &start, &end);
       if (target <= (guint64) (end - start) * w)
@@ -309,10 +318,10 @@ dc_train_shard_late_count (const DcTrainShardLayout *layout,
  * k shards (dc_train_shard_late_count (): ⌊N/2⌋ or more, never larger
  * than an even shard), so that each of their reducers has little to sum and
  * forward after the last gradient; the rest is cut into the other N − k
- * in equal *weight*, block l weighing 1/(1 + l), so that a shard final
+ * in equal counts (since 2026-12-03; with @layout's block_weighted, in
+ * equal *weight*, block l weighing 1/(1 + l), so that a shard final
  * only one block before the end is smaller than one final three blocks
- * before (each has about as long to cross the network as its weight
- * says). Any cut gives the same sums, element by element.
+ * before). Any cut gives the same sums, element by element.
  */
 void
 dc_train_shard_range (const DcTrainShardLayout *layout,

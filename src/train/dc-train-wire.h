@@ -97,6 +97,9 @@ typedef struct
  *   even shards (dc_train_shard_layout_init_even ())
  * @block_len: values of each later block
  * @n_blocks: blocks after block 0 (the final norm counts with the last)
+ * @block_weighted: the values after block 0 are cut in equal weight, block
+ *   l weighing 1/(1 + l) (the tail layout of 2026-12-02); %FALSE (the
+ *   default since 2026-12-03, branch group-reduce): in equal counts
  *
  * How a gradient is cut into shards (docs/ARCHITECTURE.md, "The sharded
  * exchange"): a pure function of the model's shape, the same on every
@@ -108,6 +111,7 @@ typedef struct
   gsize late_end;
   gsize block_len;
   guint n_blocks;
+  gboolean block_weighted;
 } DcTrainShardLayout;
 
 /**
