@@ -93,11 +93,12 @@ run)
           done
         done ;;
       group)
-        # Issue 11: four devices of 4 threads, then the even shards for the tail's A/B.
+        # Issue 11: four devices of 4 threads, then the block-weighted tail shards of
+        # before group-reduce (DC_TRAIN_GROUP_SHARDS=weighted) for the cut's A/B.
         timeout 150 $cli bench group --json --devices 1,4 --threads 4 --width 128 --seq 128 \
           --batch 32 --steps 32 --gradient-wire bf16 --concurrent-solo 2>&1 | grep -v DEBUG
         pkill -f daisychain-cli 2>/dev/null; sleep 1
-        DC_TRAIN_GROUP_SHARDS=even timeout 90 $cli bench group --json --devices 4 --threads 4 \
+        DC_TRAIN_GROUP_SHARDS=weighted timeout 90 $cli bench group --json --devices 4 --threads 4 \
           --width 128 --seq 128 --batch 32 --steps 16 --gradient-wire bf16 2>&1 | grep -v DEBUG ;;
       ring)
         # Issue 16: one device against three stages on loopback.
