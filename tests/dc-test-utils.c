@@ -52,6 +52,26 @@ dc_test_wait_until (DcTestCondition condition,
   return !timed_out || condition (user_data);
 }
 
+/**
+ * dc_test_run_ip:
+ *
+ * Runs iproute2's `ip` with @command_line split at spaces (no quoting: the
+ * tests' own namespace and link names), 10 s at most.
+ *
+ * Returns: whether it ran and exited 0
+ */
+gboolean
+dc_test_run_ip (const char *command_line)
+{
+  g_autofree char *full = g_strdup_printf ("ip %s", command_line);
+  g_auto(GStrv) argv = g_strsplit (full, " ", -1);
+  int status = -1;
+
+  if (!dc_test_spawn ((const char * const *) argv, NULL, NULL, &status, 10000))
+    return FALSE;
+  return status == 0;
+}
+
 static gboolean
 pointer_cleared (gpointer user_data)
 {

@@ -30,6 +30,7 @@ gboolean  dc_test_spawn             (const char * const *argv,
                                      char             **stderr_text,
                                      int               *exit_status,
                                      guint              timeout_ms);
+gboolean  dc_test_run_ip            (const char        *command_line);
 const char *dc_test_use_lavapipe    (void);
 void      dc_test_skip_without_vulkan (const char       *reason);
 

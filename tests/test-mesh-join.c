@@ -405,38 +405,26 @@ test_kill (void)
  * through it so that multicast has a way out. Names carry the test's pid. */
 static char *netns_a, *netns_b;
 
-static gboolean
-run_ip (const char *command_line)
-{
-  g_autofree char *full = g_strdup_printf ("ip %s", command_line);
-  g_auto(GStrv) argv = g_strsplit (full, " ", -1);
-  int status = -1;
-
-  if (!dc_test_spawn ((const char * const *) argv, NULL, NULL, &status, 10000))
-    return FALSE;
-  return status == 0;
-}
-
 static void
 netns_teardown (void)
 {
   g_autofree char *del_veth = g_strdup_printf ("link del dcv%da", (int) getpid ());
 
   /* Only there if moving it into its namespace failed. */
-  run_ip (del_veth);
+  dc_test_run_ip (del_veth);
   /* Deleting a namespace removes its end of the veth pair, and with it the
    * other end. */
   if (netns_a != NULL)
     {
       g_autofree char *cmd = g_strdup_printf ("netns del %s", netns_a);
 
-      run_ip (cmd);
+      dc_test_run_ip (cmd);
     }
   if (netns_b != NULL)
     {
       g_autofree char *cmd = g_strdup_printf ("netns del %s", netns_b);
 
-      run_ip (cmd);
+      dc_test_run_ip (cmd);
     }
 }
 
@@ -461,7 +449,7 @@ netns_setup (char **reason)
 
   netns_a = g_strdup_printf ("dcns%da", pid);
   add_a = g_strdup_printf ("netns add %s", netns_a);
-  if (!run_ip (add_a))
+  if (!dc_test_run_ip (add_a))
     {
       g_clear_pointer (&netns_a, g_free);
       *reason = g_strdup ("network namespaces are unavailable here (“ip netns add” failed: "
@@ -470,7 +458,7 @@ netns_setup (char **reason)
     }
   netns_b = g_strdup_printf ("dcns%db", pid);
   add_b = g_strdup_printf ("netns add %s", netns_b);
-  if (!run_ip (add_b))
+  if (!dc_test_run_ip (add_b))
     {
       g_clear_pointer (&netns_b, g_free);
       *reason = g_strdup ("a second network namespace cannot be created");
@@ -485,7 +473,7 @@ netns_setup (char **reason)
       g_string_replace (line, "@", pid_text, 0);
       cmd = g_string_free (g_steal_pointer (&line), FALSE);
 
-      if (!run_ip (cmd))
+      if (!dc_test_run_ip (cmd))
         {
           *reason = g_strdup_printf ("“ip %s” failed: veth pairs are unavailable here", cmd);
           return FALSE;

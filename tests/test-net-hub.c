@@ -49,19 +49,6 @@ ns (const char *tag)
   return g_strdup_printf ("dcnh%d%s", (int) getppid (), tag);
 }
 
-
-static gboolean
-run_ip (const char *command_line)
-{
-  g_autofree char *full = g_strdup_printf ("ip %s", command_line);
-  g_auto(GStrv) argv = g_strsplit (full, " ", -1);
-  int status = -1;
-
-  if (!dc_test_spawn ((const char * const *) argv, NULL, NULL, &status, 10000))
-    return FALSE;
-  return status == 0;
-}
-
 /* Writes @value to the sysctl @path (under /proc/sys/net) of namespace
  * @ns, or with @value NULL whether it reads "1": entries there are the
  * opener's namespace's. */
@@ -106,7 +93,7 @@ netns_teardown (void)
       {
         g_autofree char *cmd = g_strdup_printf ("netns del %s", *all[i]);
 
-        run_ip (cmd);
+        dc_test_run_ip (cmd);
         g_clear_pointer (all[i], g_free);
       }
 }
@@ -144,7 +131,7 @@ netns_setup (char **reason)
     {
       g_autofree char *add = g_strdup_printf ("netns add dcnh%d%s", pid, tags[i]);
 
-      if (!run_ip (add))
+      if (!dc_test_run_ip (add))
         {
           *reason = g_strdup ("network namespaces are unavailable here (“ip netns add” failed: "
                               "needs root and iproute2)");
@@ -170,7 +157,7 @@ netns_setup (char **reason)
       g_string_replace (line, "@a", ns_a, 0);
       g_string_replace (line, "@b", ns_b, 0);
       cmd = g_string_free (g_steal_pointer (&line), FALSE);
-      if (!run_ip (cmd))
+      if (!dc_test_run_ip (cmd))
         {
           *reason = g_strdup_printf ("“ip %s” failed: veth pairs are unavailable here", cmd);
           return FALSE;
