@@ -248,31 +248,55 @@ f32_mul (uint a, uint b)
 }
 #endif
 
+/* f32_div () and f32_div_by ()'s shared start: true with @result set where
+ * an operand is special (NaN, infinite, zero); else false, both fractions
+ * unpacked and m_a ≥ m_b (m_a doubled and e_a lowered where it was below),
+ * so that the quotient's fraction has its leading bit in place. */
+bool
+f32_div_operands (uint a, uint b, out uint result, out uint m_a, out int e_a, out uint m_b,
+                  out int e_b)
+{
+  uint sign = (a ^ b) & F32_SIGN;
+  uint mag_a = a & 0x7fffffffu, mag_b = b & 0x7fffffffu;
+
+  m_a = 0u;
+  m_b = 0u;
+  e_a = 0;
+  e_b = 0;
+  result = sign;
+  if (f32_is_nan (a) || f32_is_nan (b))
+    result = f32_quiet (a, b);
+  else if (mag_a == F32_INF)
+    result = mag_b == F32_INF ? F32_QNAN : sign | F32_INF;
+  else if (mag_b == F32_INF)
+    result = sign;
+  else if (mag_b == 0u)
+    result = mag_a == 0u ? F32_QNAN : sign | F32_INF;
+  else if (mag_a == 0u)
+    result = sign;
+  else
+    {
+      f32_unpack (mag_a, m_a, e_a);
+      f32_unpack (mag_b, m_b, e_b);
+      if (m_a < m_b)
+        {
+          m_a <<= 1;
+          e_a -= 1;
+        }
+      return false;
+    }
+  return true;
+}
+
 uint
 f32_div (uint a, uint b)
 {
   uint sign = (a ^ b) & F32_SIGN;
-  uint mag_a = a & 0x7fffffffu, mag_b = b & 0x7fffffffu;
-  uint m_a, m_b, q = 0u, r;
+  uint m_a, m_b, q = 0u, r, special;
   int e_a, e_b;
 
-  if (f32_is_nan (a) || f32_is_nan (b))
-    return f32_quiet (a, b);
-  if (mag_a == F32_INF)
-    return mag_b == F32_INF ? F32_QNAN : sign | F32_INF;
-  if (mag_b == F32_INF)
-    return sign;
-  if (mag_b == 0u)
-    return mag_a == 0u ? F32_QNAN : sign | F32_INF;
-  if (mag_a == 0u)
-    return sign;
-  f32_unpack (mag_a, m_a, e_a);
-  f32_unpack (mag_b, m_b, e_b);
-  if (m_a < m_b)
-    {
-      m_a <<= 1;
-      e_a -= 1;
-    }
+  if (f32_div_operands (a, b, special, m_a, e_a, m_b, e_b))
+    return special;
   /* Long division: q = floor(m_a · 2^30 / m_b) ∈ [2^30, 2^31), one bit per
    * step; the remainder stays below 2^25. */
   r = m_a;
@@ -337,27 +361,11 @@ uint
 f32_div_by (uint a, uint b, uint inv)
 {
   uint sign = (a ^ b) & F32_SIGN;
-  uint mag_a = a & 0x7fffffffu, mag_b = b & 0x7fffffffu;
-  uint m_a, m_b, q, r, hi, lo;
+  uint m_a, m_b, q, r, hi, lo, special;
   int e_a, e_b;
 
-  if (f32_is_nan (a) || f32_is_nan (b))
-    return f32_quiet (a, b);
-  if (mag_a == F32_INF)
-    return mag_b == F32_INF ? F32_QNAN : sign | F32_INF;
-  if (mag_b == F32_INF)
-    return sign;
-  if (mag_b == 0u)
-    return mag_a == 0u ? F32_QNAN : sign | F32_INF;
-  if (mag_a == 0u)
-    return sign;
-  f32_unpack (mag_a, m_a, e_a);
-  f32_unpack (mag_b, m_b, e_b);
-  if (m_a < m_b)
-    {
-      m_a <<= 1;
-      e_a -= 1;
-    }
+  if (f32_div_operands (a, b, special, m_a, e_a, m_b, e_b))
+    return special;
   umulExtended (m_a, inv, hi, lo);
   q = (hi << 8) | (lo >> 24);
   r = (m_a << 30) - q * m_b;
