@@ -427,7 +427,9 @@ grow_locked (Pool  *p,
 
       start->pool = p;
       start->index = p->n_helpers;
-      thread = g_thread_try_new (p->idle ? "dc-parallel-idle" : "dc-parallel",
+      /* Names within 15 characters: the kernel refuses longer ones, and
+       * the thread then shows under its parent's name. */
+      thread = g_thread_try_new (p->idle ? "dc-par-idle" : "dc-parallel",
                                  helper_worker, start, &error);
       if (thread == NULL)
         {

@@ -20,6 +20,7 @@
 
 #include "dc-train-group-private.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -767,7 +768,11 @@ _dc_train_group_tracing (void)
           g_autofree char *name = g_strdup_printf ("trace-%d.txt", (int) getpid ());
           g_autofree char *path = g_build_filename (dir, name, NULL);
 
+          /* The devices of a bench start at once: each makes the folder. */
+          (void) g_mkdir_with_parents (dir, 0755);
           trace_file = fopen (path, "w");
+          if (trace_file == NULL)
+            g_message ("DC_TRAIN_GROUP_TRACE: could not write %s: %s", path, g_strerror (errno));
         }
       g_once_init_leave (&once, 1);
     }

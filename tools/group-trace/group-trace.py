@@ -99,6 +99,8 @@ def main(folder):
           ', '.join(f'r{k} {v}' for k, v in sorted(last_by.items())))
     for key in sorted(out):
         v = out[key]
+        if not v:
+            continue
         print(f'  {key:58s} median {st.median(v):7.2f}  mean {st.mean(v):7.2f}')
 
 
