@@ -32,28 +32,15 @@
 #include "dc-cli.h"
 #include "dc-cli-netns.h"
 
+/* Runs ip or tc, @argv NULL-terminated; FALSE with its stderr in ERROR. */
 static gboolean
-run_tool (DcCliNetns  *netns,
-          GError     **error,
-          ...) G_GNUC_NULL_TERMINATED;
-
-/* Runs ip or tc with the arguments; FALSE with its stderr in ERROR. */
-static gboolean
-run_tool (DcCliNetns  *netns,
-          GError     **error,
-          ...)
+run_argv (DcCliNetns  *netns,
+          GPtrArray   *argv,
+          GError     **error)
 {
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
   g_autofree char *err = NULL;
-  const char *arg;
-  va_list args;
   int status = 0;
 
-  va_start (args, error);
-  while ((arg = va_arg (args, const char *)) != NULL)
-    g_ptr_array_add (argv, (gpointer) arg);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
   if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH
                      | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status, error))
     return FALSE;
@@ -66,6 +53,57 @@ run_tool (DcCliNetns  *netns,
       return FALSE;
     }
   return TRUE;
+}
+
+static gboolean
+run_tool (DcCliNetns  *netns,
+          GError     **error,
+          ...) G_GNUC_NULL_TERMINATED;
+
+/* run_argv () with the arguments. */
+static gboolean
+run_tool (DcCliNetns  *netns,
+          GError     **error,
+          ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  const char *arg;
+  va_list args;
+
+  va_start (args, error);
+  while ((arg = va_arg (args, const char *)) != NULL)
+    g_ptr_array_add (argv, (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  return run_argv (netns, argv, error);
+}
+
+/* `tc [-n NS] qdisc add dev DEV root QDISC…` (this namespace when @ns is
+ * NULL). */
+static gboolean
+add_qdisc (DcCliNetns         *netns,
+           const char         *ns,
+           const char         *dev,
+           const char * const *qdisc,
+           GError            **error)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+
+  g_ptr_array_add (argv, "tc");
+  if (ns != NULL)
+    {
+      g_ptr_array_add (argv, "-n");
+      g_ptr_array_add (argv, (gpointer) ns);
+    }
+  g_ptr_array_add (argv, "qdisc");
+  g_ptr_array_add (argv, "add");
+  g_ptr_array_add (argv, "dev");
+  g_ptr_array_add (argv, (gpointer) dev);
+  g_ptr_array_add (argv, "root");
+  for (; *qdisc != NULL; qdisc++)
+    g_ptr_array_add (argv, (gpointer) *qdisc);
+  g_ptr_array_add (argv, NULL);
+  return run_argv (netns, argv, error);
 }
 
 /* Checks for ip (without it, an error) and tc (without it nothing is
@@ -113,17 +151,14 @@ shape (DcCliNetns *netns,
        const char *ns,
        const char *dev)
 {
+  static const char * const netem[] = { "netem", "rate", "1gbit", "delay", "1ms", NULL };
+  static const char * const tbf[] = { "tbf", "rate", "1gbit", "burst", "256kb", "latency",
+                                      "20ms", NULL };
   g_autoptr(GError) error = NULL;
 
   if (!netns->no_netem)
     {
-      gboolean ok = ns != NULL
-        ? run_tool (netns, &error, "tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "netem",
-                    "rate", "1gbit", "delay", "1ms", NULL)
-        : run_tool (netns, &error, "tc", "qdisc", "add", "dev", dev, "root", "netem", "rate",
-                    "1gbit", "delay", "1ms", NULL);
-
-      if (ok)
+      if (add_qdisc (netns, ns, dev, netem, &error))
         return;
       /* Kernels built without sch_netem (this VM's, the H200 host's). */
       netns->no_netem = TRUE;
@@ -132,13 +167,7 @@ shape (DcCliNetns *netns,
     }
   if (!netns->no_tbf)
     {
-      gboolean ok = ns != NULL
-        ? run_tool (netns, &error, "tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf",
-                    "rate", "1gbit", "burst", "256kb", "latency", "20ms", NULL)
-        : run_tool (netns, &error, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
-                    "1gbit", "burst", "256kb", "latency", "20ms", NULL);
-
-      if (ok)
+      if (add_qdisc (netns, ns, dev, tbf, &error))
         return;
       netns->no_tbf = TRUE;
       netns->tbf_reason = g_strdup (error->message);
