@@ -318,16 +318,19 @@ test_ahead (void)
 
 /* One streamed run (docs/ARCHITECTURE.md, "The streamed reduce") of three
  * devices at width 64 (shards of 33,696, 33,696 and 100,096 values: 3, 3
- * and 7 chunks in f32, 2, 2 and 4 in bf16), 8 steps: the same hash and
- * loss as `--simulate-peers 3` at every step; each reducer made its summed
- * shard chunk by chunk (stream_chunks: its chunk count, deterministic),
- * or, with DC_TRAIN_GROUP_STREAM=0, summed it whole (0). How many chunks
+ * and 7 chunks in f32, 2, 2 and 4 in bf16), 8 steps, with
+ * DC_TRAIN_GROUP_STREAM=@mode (NULL: unset): the same hash and loss as
+ * `--simulate-peers 3` at every step; each reducer made its summed shard
+ * chunk by chunk (stream_chunks: its chunk count, deterministic), or, with
+ * "0", summed it whole (0); "hold" holds chunks back from a peer until the
+ * contribution to it is queued. How many chunks
  * went out before the last contribution was whole depends on timing: it
  * is logged, not checked. */
 static void
 run_stream (const char *wire,
-            gboolean    streamed)
+            const char *mode)
 {
+  gboolean streamed = g_strcmp0 (mode, "0") != 0;
   g_autoptr(DcTestProc) signal = NULL;
   g_autofree char *url = NULL;
   g_autofree char *room = NULL;
@@ -349,10 +352,10 @@ run_stream (const char *wire,
       g_assert_cmpuint (chunks[r], >=, 2);
       expected += chunks[r];
     }
-  if (streamed)
+  if (mode == NULL)
     g_unsetenv ("DC_TRAIN_GROUP_STREAM");
   else
-    g_setenv ("DC_TRAIN_GROUP_STREAM", "0", TRUE);
+    g_setenv ("DC_TRAIN_GROUP_STREAM", mode, TRUE);
   url = dc_test_proc_start_signal (&signal);
   alpha = dc_test_proc_start_host_with (url, "8", "3", &room, "--width", "64", "--seq", "16",
                                         "--batch", "2", "--steps", "100", "--threads", "1",
@@ -394,8 +397,9 @@ run_stream (const char *wire,
             JsonObject *step = dc_test_proc_step_at (all[p], s);
             guint made = json_object_get_int_member (step, "stream_chunks");
 
-            g_test_message ("%s %s step %u: stream_chunks %u, stream_early %" G_GINT64_FORMAT
-                            ", stream_pieces %" G_GINT64_FORMAT, wire, procs[p]->label, s, made,
+            g_test_message ("%s %s %s step %u: stream_chunks %u, stream_early %" G_GINT64_FORMAT
+                            ", stream_pieces %" G_GINT64_FORMAT, wire, mode != NULL ? mode : "",
+                            procs[p]->label, s, made,
                             json_object_get_int_member (step, "stream_early"),
                             json_object_get_int_member (step, "stream_pieces"));
             if (streamed)
@@ -414,9 +418,10 @@ run_stream (const char *wire,
 static void
 test_stream (void)
 {
-  run_stream ("f32", TRUE);
-  run_stream ("bf16", TRUE);
-  run_stream ("f32", FALSE);
+  run_stream ("f32", NULL);
+  run_stream ("bf16", NULL);
+  run_stream ("bf16", "hold");
+  run_stream ("f32", "0");
 }
 
 int

@@ -494,6 +494,8 @@ gboolean _dc_train_group_stream_early  (const DcTrainShardLayout *layout,
 gboolean _dc_train_group_summed_implies (DcTrainGroup     *self,
                                          guint             author);
 void     _dc_train_group_stream_drop   (DcTrainGroup      *self);
+void     _dc_train_group_stream_release (DcTrainGroup     *self,
+                                         guint             i);
 
 /* dc-train-group-roster.c */
 void _dc_train_group_announce_joiners (DcTrainGroup *self);

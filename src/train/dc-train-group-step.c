@@ -707,6 +707,8 @@ send_shard (DcTrainGroup *self,
         continue;
       send_frames (self, peer, frames, "gradient");
     }
+  /* The summed-shard chunks held for it (DC_TRAIN_GROUP_STREAM=hold). */
+  _dc_train_group_stream_release (self, r);
 }
 
 /* The contributions the worker packed during the backward pass, sent as
@@ -753,6 +755,8 @@ send_own_gradient (DcTrainGroup *self)
   for (guint r = 0; r < self->roster->len; r++)
     send_shard (self, r);
   self->own_sent = TRUE;
+  for (guint r = 0; r < self->roster->len; r++)
+    _dc_train_group_stream_release (self, r);
   step = dc_train_session_get_model (self->session)->step + 1;
   /* Packed by the worker (pack_shard ()). */
   objects = g_steal_pointer (&self->own_objects);

@@ -75,6 +75,7 @@ struct _DcTrainStream
   /* Main thread only. */
   guint        *next;          /* n: the next chunk index expected of each sender, 0: none */
   gboolean     *whole;         /* n: fed whole */
+  GQueue       *held;          /* n: frames held for each peer (DC_TRAIN_GROUP_STREAM=hold) */
   guint         sent;          /* chunks queued to the peers */
   guint         early;         /* … before every contribution was whole */
   guint         n_pieces;      /* contribution chunks fed one by one */
@@ -115,6 +116,9 @@ stream_unref (DcTrainStream *st)
   g_free (st->loss);
   g_free (st->next);
   g_free (st->whole);
+  for (guint i = 0; i < st->n; i++)
+    g_queue_clear_full (&st->held[i], (GDestroyNotify) g_ptr_array_unref);
+  g_free (st->held);
   g_queue_clear_full (&st->out, stream_out_free);
   g_clear_pointer (&st->result, g_bytes_unref);
   g_clear_error (&st->error);
@@ -148,6 +152,26 @@ chunk_values (const DcTrainStream *st,
   *end = (gsize) ((b - DC_TRAIN_SHARD_HEADER_SIZE) / st->width);
 }
 
+/* DC_TRAIN_GROUP_STREAM: 0 sums whole; "hold" streams, but holds a chunk
+ * for a peer back until this device's contribution to that peer is queued
+ * (_dc_train_group_stream_release ()); anything else (the default) streams. */
+enum { MODE_OFF = 1, MODE_ON, MODE_HOLD };
+
+static gsize
+stream_mode (void)
+{
+  static gsize mode = 0;
+
+  if (g_once_init_enter (&mode))
+    {
+      const char *env = g_getenv ("DC_TRAIN_GROUP_STREAM");
+
+      g_once_init_leave (&mode, g_strcmp0 (env, "0") == 0 ? MODE_OFF
+                                : g_strcmp0 (env, "hold") == 0 ? MODE_HOLD : MODE_ON);
+    }
+  return mode;
+}
+
 /**
  * _dc_train_group_stream_wanted:
  *
@@ -161,15 +185,7 @@ gboolean
 _dc_train_group_stream_wanted (DcTrainGroup *self,
                                guint64       step)
 {
-  static gsize mode = 0;
-
-  if (g_once_init_enter (&mode))
-    {
-      const char *env = g_getenv ("DC_TRAIN_GROUP_STREAM");
-
-      g_once_init_leave (&mode, env != NULL && g_strcmp0 (env, "0") == 0 ? 1 : 2);
-    }
-  return mode == 2 && self->session != NULL && self->roster != NULL && self->roster->len >= 2
+  return stream_mode () != MODE_OFF && self->session != NULL && self->roster != NULL && self->roster->len >= 2
          && self->rank < self->roster->len
          && _dc_train_group_send_wire (self) == _dc_train_group_wire (self)
          && self->fault_chunk != step && self->fault_partial != step
@@ -224,6 +240,7 @@ get_stream (DcTrainGroup *self)
   st->loss = g_new0 (float, n);
   st->next = g_new0 (guint, n);
   st->whole = g_new0 (gboolean, n);
+  st->held = g_new0 (GQueue, n);
   g_queue_init (&st->out);
   self->stream = st;
   /* What is whole already (its own once sent, contributions that came
@@ -769,6 +786,44 @@ _dc_train_group_stream_drop (DcTrainGroup *self)
   stream_unref (st);
 }
 
+static void
+send_to (DcTrainGroup *self,
+         guint         i,
+         GPtrArray    *frames)
+{
+  g_autoptr(GError) error = NULL;
+  DcPeer *peer = _dc_train_group_find_peer (self, g_ptr_array_index (self->roster, i));
+
+  if (peer != NULL
+      && !_dc_train_group_send_frames (self, peer, DC_MESH_MSG_GRADIENTS, frames, &error))
+    g_message ("cannot send the summed shard to %s: %s", dc_peer_get_name (peer),
+               error->message);
+}
+
+/**
+ * _dc_train_group_stream_release:
+ * @i: a roster rank
+ *
+ * Queues to rank @i the summed-shard chunks held for it
+ * (DC_TRAIN_GROUP_STREAM=hold): once this device's contribution to it is
+ * queued (send_shard ()), or all its contributions (send_own_gradient ()).
+ */
+void
+_dc_train_group_stream_release (DcTrainGroup *self,
+                                guint         i)
+{
+  DcTrainStream *st = self->stream;
+  GPtrArray *frames;
+
+  if (st == NULL || i >= st->n || i >= self->roster->len)
+    return;
+  while ((frames = g_queue_pop_head (&st->held[i])) != NULL)
+    {
+      send_to (self, i, frames);
+      g_ptr_array_unref (frames);
+    }
+}
+
 /* Back on the main thread: queues the chunks made to every roster device,
  * and once the last is made keeps the summed shard as the whole reduce's
  * completion does (reduced_cb ()). */
@@ -794,17 +849,17 @@ stream_note_cb (gpointer user_data)
     {
       for (guint i = 0; i < st->n && i < self->roster->len; i++)
         {
-          g_autoptr(GError) error = NULL;
-          DcPeer *peer;
-
-          if (i == st->rank
-              || (peer = _dc_train_group_find_peer (self, g_ptr_array_index (self->roster, i)))
-                 == NULL)
+          if (i == st->rank)
             continue;
-          if (!_dc_train_group_send_frames (self, peer, DC_MESH_MSG_GRADIENTS, out->frames,
-                                            &error))
-            g_message ("cannot send the summed shard to %s: %s", dc_peer_get_name (peer),
-                       error->message);
+          /* Held until this device's contribution to that peer is queued,
+           * so that it does not wait behind this shard on the channel. */
+          if (stream_mode () == MODE_HOLD && !self->own_sent && !self->own_shard_sent[i])
+            {
+              g_queue_push_tail (&st->held[i], g_ptr_array_ref (out->frames));
+              continue;
+            }
+          _dc_train_group_stream_release (self, i);
+          send_to (self, i, out->frames);
         }
       if (!self->own_reduced)
         st->early++;
