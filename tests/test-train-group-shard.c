@@ -16,7 +16,9 @@
 
 #include "dc-test-proc.h"
 #include "dc-test-utils.h"
+#include "mesh/dc-mesh-train-protocol.h"
 #include "model/dc-gpt-config.h"
+#include "train/dc-train-wire.h"
 
 /* As test-train-group.c: far above what an event takes on an idle machine. */
 #define EVENT_BOUND_MS 60000
@@ -314,6 +316,114 @@ test_ahead (void)
   g_rmdir (dir);
 }
 
+/* One streamed run (docs/ARCHITECTURE.md, "The streamed reduce") of three
+ * devices at width 64 (shards of 33,696, 33,696 and 100,096 values: 3, 3
+ * and 7 chunks in f32, 2, 2 and 4 in bf16), 8 steps, with
+ * DC_TRAIN_GROUP_STREAM=@mode (NULL: unset): the same hash and loss as
+ * `--simulate-peers 3` at every step; each reducer made its summed shard
+ * chunk by chunk (stream_chunks: its chunk count, deterministic), or, with
+ * "0", summed it whole (0); "hold" holds chunks back from a peer until the
+ * contribution to it is queued. How many chunks
+ * went out before the last contribution was whole depends on timing: it
+ * is logged, not checked. */
+static void
+run_stream (const char *wire,
+            const char *mode)
+{
+  gboolean streamed = g_strcmp0 (mode, "0") != 0;
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = NULL, beta = NULL, gamma = NULL, sim = NULL;
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  DcTrainShardLayout layout;
+  DcGptConfig config;
+  DcTrainWire element;
+  guint expected = 0, chunks[3];
+
+  g_assert_true (dc_train_wire_from_string (wire, &element));
+  dc_gpt_config_init_derived (&config, 64, 16);
+  dc_train_shard_layout_init_model (&layout, &config);
+  for (guint r = 0; r < 3; r++)
+    {
+      gsize total = dc_train_shard_wire_size (DC_TRAIN_SHARD_SUMMED, element, &layout, 3, r);
+
+      chunks[r] = (guint) ((total + DC_MESH_CHUNK_DATA_MAX - 1) / DC_MESH_CHUNK_DATA_MAX);
+      g_assert_cmpuint (chunks[r], >=, 2);
+      expected += chunks[r];
+    }
+  if (mode == NULL)
+    g_unsetenv ("DC_TRAIN_GROUP_STREAM");
+  else
+    g_setenv ("DC_TRAIN_GROUP_STREAM", mode, TRUE);
+  url = dc_test_proc_start_signal (&signal);
+  alpha = dc_test_proc_start_host_with (url, "8", "3", &room, "--width", "64", "--seq", "16",
+                                        "--batch", "2", "--steps", "100", "--threads", "1",
+                                        "--gradient-wire", wire, NULL);
+  beta = start_follower (url, room, "beta", "8");
+  gamma = start_follower (url, room, "gamma", "8");
+  sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11", "--stop-at", "8",
+                                 "--simulate-peers", "3", "--width", "64", "--seq", "16",
+                                 "--batch", "2", "--steps", "100", "--threads", "1",
+                                 "--gradient-wire", wire, NULL);
+  g_unsetenv ("DC_TRAIN_GROUP_STREAM");
+  dc_test_proc_wait_done (sim, 8, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, TRUE);
+  {
+    DcTestProc *procs[] = { alpha, beta, gamma };
+    GPtrArray *all[G_N_ELEMENTS (procs)] = { NULL };
+
+    for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+      {
+        dc_test_proc_wait_done (procs[p], 8, RUN_BOUND_MS);
+        all[p] = dc_test_proc_steps (procs[p], TRUE);
+        for (guint s = 1; s <= 8; s++)
+          {
+            g_assert_cmpstr (dc_test_proc_hash_at (all[p], s), ==,
+                             dc_test_proc_hash_at (sim_steps, s));
+            g_assert_cmpfloat (json_object_get_double_member (dc_test_proc_step_at (all[p], s),
+                                                              "loss"), ==,
+                               json_object_get_double_member (dc_test_proc_step_at (sim_steps,
+                                                                                    s),
+                                                              "loss"));
+          }
+      }
+    for (guint s = 1; s <= 8; s++)
+      {
+        guint sum = 0;
+
+        for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+          {
+            JsonObject *step = dc_test_proc_step_at (all[p], s);
+            guint made = json_object_get_int_member (step, "stream_chunks");
+
+            g_test_message ("%s %s %s step %u: stream_chunks %u, stream_early %" G_GINT64_FORMAT
+                            ", stream_pieces %" G_GINT64_FORMAT, wire, mode != NULL ? mode : "",
+                            procs[p]->label, s, made,
+                            json_object_get_int_member (step, "stream_early"),
+                            json_object_get_int_member (step, "stream_pieces"));
+            if (streamed)
+              g_assert_true (made == chunks[0] || made == chunks[1] || made == chunks[2]);
+            else
+              g_assert_cmpuint (made, ==, 0);
+            sum += made;
+          }
+        g_assert_cmpuint (sum, ==, streamed ? expected : 0);
+      }
+    for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+      g_ptr_array_unref (all[p]);
+  }
+}
+
+static void
+test_stream (void)
+{
+  run_stream ("f32", NULL);
+  run_stream ("bf16", NULL);
+  run_stream ("bf16", "hold");
+  run_stream ("f32", "0");
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -324,5 +434,6 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/sharded/wrong-sum", test_wrong_sum);
   g_test_add_func ("/dc/train/group/sharded/repair4", test_repair4);
   g_test_add_func ("/dc/train/group/sharded/ahead", test_ahead);
+  g_test_add_func ("/dc/train/group/sharded/stream", test_stream);
   return g_test_run ();
 }

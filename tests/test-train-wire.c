@@ -102,8 +102,8 @@ test_gradient (void)
   expect_gradient_refused (data, size, N_PARAMS, 0);          /* magic */
 }
 
-/* A summed shard 1 of a roster of 3 (its 3 contribution hashes, then
- * shard 1's values: [2, 4) of 6), digest 0x0123…, loss 2.5. */
+/* A summed shard 1 of a roster of 3 (shard 1's values: [2, 4) of 6, then
+ * its 3 contribution hashes), digest 0x0123…, loss 2.5. */
 static guint8 *
 summed_shard (gsize *size)
 {
@@ -441,6 +441,58 @@ test_bf16_round (void)
   g_assert_false (dc_train_bf16_round (&v, 1));
 }
 
+/* A summed shard (shard 1 of 3 of 6 parameters: 2 values, then its 3
+ * contribution hashes: after the values since body version 5, so that a
+ * reducer can send its sum chunk by chunk) in f32 and as a bf16 run sends
+ * it: the hashes are the object's last 96 bytes in both, found there by
+ * dc_train_shard_listed_hashes (), and the values come before them; widened
+ * back, the same float32 object. A contribution lists none. */
+static void
+test_shard_summed_hashes (void)
+{
+  DcTrainShardHeader header = { DC_TRAIN_SHARD_SUMMED, 3, 1,
+                                G_GUINT64_CONSTANT (0x0123456789abcdef), 0, 0,
+                                DC_TRAIN_WIRE_F32 };
+  gsize size = dc_train_shard_object_size (DC_TRAIN_SHARD_SUMMED, EVEN (N_PARAMS), 3, 1);
+  g_autofree guint8 *data = g_malloc0 (size);
+  g_autoptr(GBytes) object = NULL;
+  g_autoptr(GBytes) wire = NULL;
+  g_autoptr(GBytes) wide = NULL;
+  g_autoptr(GError) error = NULL;
+  float values[2] = { 1.5f, -0.00390625f };
+  guint8 hashes[3 * 32];
+  DcTrainShardHeader parsed;
+  const guint8 *w;
+  gsize wire_size;
+
+  for (guint i = 0; i < sizeof hashes; i++)
+    hashes[i] = (guint8) (i * 7 + 1);
+  g_assert_cmpuint (size, ==, DC_TRAIN_SHARD_HEADER_SIZE + 2 * 4 + 3 * 32);
+  dc_train_shard_header_write (data, &header);
+  memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, values, sizeof values);
+  memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE + sizeof values, hashes, sizeof hashes);
+  g_assert_true (dc_train_shard_listed_hashes (data, size) == data + size - sizeof hashes);
+  object = g_bytes_new (data, size);
+
+  wire = dc_train_shard_encode (object, DC_TRAIN_WIRE_BF16);
+  w = g_bytes_get_data (wire, &wire_size);
+  g_assert_cmpuint (wire_size, ==, DC_TRAIN_SHARD_HEADER_SIZE + 2 * 2 + 3 * 32);
+  g_assert_cmpuint (wire_size, ==, dc_train_shard_wire_size (DC_TRAIN_SHARD_SUMMED,
+                                                             DC_TRAIN_WIRE_BF16, EVEN (N_PARAMS), 3, 1));
+  g_assert_cmpuint (w[DC_TRAIN_SHARD_HEADER_SIZE], ==, 0xc0);      /* 1.5: 0x3fc0, LE */
+  g_assert_cmpuint (w[DC_TRAIN_SHARD_HEADER_SIZE + 1], ==, 0x3f);
+  g_assert_cmpmem (w + DC_TRAIN_SHARD_HEADER_SIZE + 4, sizeof hashes, hashes, sizeof hashes);
+  g_assert_true (dc_train_shard_listed_hashes (w, wire_size) == w + wire_size - sizeof hashes);
+  g_assert_true (dc_train_shard_header_parse (w, wire_size, EVEN (N_PARAMS), &parsed, &error));
+  g_assert_no_error (error);
+  wide = dc_train_shard_decode (wire, &parsed, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_bytes_equal (wide, object));
+
+  data[4] = DC_TRAIN_SHARD_CONTRIBUTION;
+  g_assert_null (dc_train_shard_listed_hashes (data, size - sizeof hashes));
+}
+
 /* A contribution (shard 1 of 3 of 6 parameters: 2 values) in f32, then as
  * a bf16 run sends it: element type 1, 2 bytes a value, and widened back
  * to the same float32 object exactly. A bf16 object with a wrong length, a
@@ -624,6 +676,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/wire/caps", test_caps);
   g_test_add_func ("/dc/train/wire/bf16-round", test_bf16_round);
   g_test_add_func ("/dc/train/wire/shard-bf16", test_shard_bf16);
+  g_test_add_func ("/dc/train/wire/shard-summed-hashes", test_shard_summed_hashes);
   g_test_add_func ("/dc/train/wire/shard-tail", test_shard_tail);
   return g_test_run ();
 }

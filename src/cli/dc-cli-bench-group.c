@@ -467,7 +467,7 @@ netns_create (Bench   *bench,
 static const char * const phase_names[] = {
   "compute_ms", "ahead_ms", "send_ms", "contrib_wait_ms", "sum_ms", "gather_wait_ms",
   "adam_ms", "hash_ms", "barrier_ms", "audit_ms", "audit_paused_ms", "ahead_paused_ms",
-  "tail_values",
+  "tail_values", "stream_chunks", "stream_early", "stream_pieces",
 };
 #define N_PHASES G_N_ELEMENTS (phase_names)
 #define PHASE_DEVICES_MAX BENCH_GROUP_DEVICES_MAX

@@ -275,6 +275,12 @@ step_cb (DcTrainGroup       *train,
               }
             json_builder_set_member_name (builder, "tail_values");
             json_builder_add_int_value (builder, (gint64) phases.tail_values);
+            json_builder_set_member_name (builder, "stream_chunks");
+            json_builder_add_int_value (builder, phases.stream_chunks);
+            json_builder_set_member_name (builder, "stream_early");
+            json_builder_add_int_value (builder, phases.stream_early);
+            json_builder_set_member_name (builder, "stream_pieces");
+            json_builder_add_int_value (builder, phases.stream_pieces);
             json_builder_set_member_name (builder, "computed_ahead");
             json_builder_add_boolean_value (builder, ahead);
             json_builder_set_member_name (builder, "audit_beside");

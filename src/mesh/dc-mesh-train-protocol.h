@@ -33,8 +33,12 @@ G_BEGIN_DECLS
  * 4: the step report's weight and optimizer hashes are the piece-wise state
  *    hash (docs/VERIFICATION.md, "State hash"), not SHA-256 of the whole
  *    state: a version-3 peer's hashes would never match, and each would
- *    take the other for diverged. */
-#define DC_MESH_TRAIN_BODY_VERSION    4
+ *    take the other for diverged.
+ * 5: a summed shard lists its contribution hashes after its values, not
+ *    before (so that a reducer can send its sum chunk by chunk as the
+ *    contributions come: the streamed reduce, 2026-12-03); a version-4
+ *    peer would read values as hashes. */
+#define DC_MESH_TRAIN_BODY_VERSION    5
 
 #define DC_MESH_RUN_ID_SIZE           16
 #define DC_MESH_HASH_SIZE             32   /* SHA-256 */

@@ -36,6 +36,16 @@ _dc_train_group_shards_hash (const float              *grads,
   dc_mesh_train_hash (all, out);
 }
 
+/* The contribution hashes a kept summed shard lists (after its values). */
+static const guint8 *
+summed_hashes (GBytes *object)
+{
+  gsize size;
+  const guint8 *data = g_bytes_get_data (object, &size);
+
+  return dc_train_shard_listed_hashes (data, size);
+}
+
 /* Rank @rank's gradient at @step as the roster used it: the hashes of its
  * contributions that the reducers listed in their summed shards, hashed as
  * _dc_train_group_shards_hash () does. Every device holds the same summed
@@ -60,10 +70,9 @@ _dc_train_group_received_hash (DcTrainGroup *self,
 
       if (summed == NULL)
         return FALSE;
-      data = g_bytes_get_data (summed->object, NULL);
+      data = summed_hashes (summed->object);
       memcpy (hashes + (gsize) r * DC_MESH_HASH_SIZE,
-              data + DC_TRAIN_SHARD_HEADER_SIZE + (gsize) rank * DC_TRAIN_SHARD_HASH_SIZE,
-              DC_MESH_HASH_SIZE);
+              data + (gsize) rank * DC_TRAIN_SHARD_HASH_SIZE, DC_MESH_HASH_SIZE);
     }
   all = g_bytes_new_static (hashes, (gsize) n * DC_MESH_HASH_SIZE);
   dc_mesh_train_hash (all, out);
@@ -654,11 +663,10 @@ _dc_train_group_draw_hash (DcTrainGroup *self,
 
       if (summed == NULL)
         return FALSE;
-      data = g_bytes_get_data (summed->object, NULL);
+      data = summed_hashes (summed->object);
       for (guint j = 0; j < n; j++)
         if (j != r)
-          g_byte_array_append (hashes, data + DC_TRAIN_SHARD_HEADER_SIZE
-                                       + (gsize) j * DC_TRAIN_SHARD_HASH_SIZE,
+          g_byte_array_append (hashes, data + (gsize) j * DC_TRAIN_SHARD_HASH_SIZE,
                                DC_TRAIN_SHARD_HASH_SIZE);
     }
   all = g_byte_array_free_to_bytes (g_steal_pointer (&hashes));
@@ -823,8 +831,8 @@ _dc_train_group_launch_audit (DcTrainGroup *self)
     Gradient *own = g_hash_table_lookup (self->contribs, own_key);
 
     job->summed = g_bytes_ref (summed->object);
-    job->listed = g_memdup2 ((const guint8 *) g_bytes_get_data (summed->object, NULL)
-                             + DC_TRAIN_SHARD_HEADER_SIZE, (gsize) n * DC_TRAIN_SHARD_HASH_SIZE);
+    job->listed = g_memdup2 (summed_hashes (summed->object),
+                             (gsize) n * DC_TRAIN_SHARD_HASH_SIZE);
     if (own != NULL)
       job->fetched[self->rank] = g_bytes_ref (own->object);
   }
@@ -1343,8 +1351,7 @@ _dc_train_group_verify_accusations (DcTrainGroup *self)
       _dc_train_group_received_hash (self, step, accusation->rank, data->received[i]);
       data->summed[i] = g_bytes_ref (summed->object);
       memcpy (data->listed + (gsize) i * n * DC_MESH_HASH_SIZE,
-              (const guint8 *) g_bytes_get_data (summed->object, NULL)
-              + DC_TRAIN_SHARD_HEADER_SIZE, (gsize) n * DC_MESH_HASH_SIZE);
+              summed_hashes (summed->object), (gsize) n * DC_MESH_HASH_SIZE);
     }
   self->state = STATE_VERIFYING;
   task = g_task_new (self, NULL, verified_cb, NULL);

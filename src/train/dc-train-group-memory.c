@@ -23,8 +23,11 @@
  * exchange's objects of the step being taken and of the
  * DC_TRAIN_GROUP_REPAIR_STEPS steps kept for repairs (each a summed
  * gradient, this device's gradient and the contributions it got: three
- * gradients a step), and a joiner's state blob (weights and both Adam
- * moments) that the leader builds and a joiner receives.
+ * gradients a step), the streamed reduce's copies of the step being taken
+ * (the contributions to its shard as their chunks came, and its summed
+ * shard as it builds and sends it: one gradient more at most), and a
+ * joiner's state blob (weights and both Adam moments) that the leader
+ * builds and a joiner receives.
  *
  * Returns: bytes
  */
@@ -37,7 +40,7 @@ dc_train_group_memory_need (const DcGptConfig *config,
   dc_gpt_train_memory (config, batch, 0, &solo);
   return solo.total_bytes + dc_train_plan_audit_bytes (&solo)
          + (guint64) (DC_TRAIN_GROUP_REPAIR_STEPS + 1) * 3 * solo.grads_bytes
-         + 3 * solo.grads_bytes;
+         + solo.grads_bytes + 3 * solo.grads_bytes;
 }
 
 /* A byte count from the environment (tests), or 0 when unset. */

@@ -79,6 +79,13 @@ typedef struct
 typedef struct
 {
   DcMeshChunkAssembler *assembler;
+  /* The object in progress (GRADIENTS): its step, size and next chunk, so
+   * that a sender's summed shard streamed during its backward pass and its
+   * contributions, interleaved, each find their own assembly. */
+  gboolean              active;
+  guint64               step;
+  guint64               total;
+  guint32               next;
 } Assembly;
 
 /* An audit's accusation (this device's own or a roster device's): verified
@@ -91,6 +98,7 @@ typedef struct
   char    *accused;
   guint8   recomputed[DC_MESH_HASH_SIZE];  /* this device's recomputation */
 } Accusation;
+typedef struct _DcTrainStream DcTrainStream;
 typedef struct _AuditJob AuditJob;
 typedef struct _ParseJob ParseJob;
 
@@ -181,6 +189,7 @@ struct _DcTrainGroup
   gint64             t_compute_began;  /* the gradient's compute began (maybe before the step) */
   gint64             t_compute_paused; /* of that, waiting for an audit (ComputeData.paused_us) */
   gsize              t_tail_values;    /* ComputeData.tail_values */
+  guint              t_stream_chunks, t_stream_early, t_stream_pieces;  /* the phases' */
   gint64             t_reduce_began, t_reduced;  /* maybe_reduce (): this device's shard */
   gint64             t_published;  /* this device's report of the step before went out */
   DcTrainGroupPhases phases;       /* of the step last applied */
@@ -214,6 +223,10 @@ struct _DcTrainGroup
                                     * this step: reduced_cb () keeps and sends it */
   guint              reduce_gen;   /* of the reduce out; older results are dropped */
   GCancellable      *reduce_cancel; /* cancels that reduce's worker */
+  /* The streamed reduce (dc-train-group-stream.c): this step's, if any. */
+  DcTrainStream     *stream;
+  guint              stream_id;
+  guint64            stream_off_step; /* a step whose stream broke: summed whole */
   /* Sending during the backward pass: the worker packs a contribution as
    * soon as its shard's gradients are final (dc_gpt_run_set_layer_done_func
    * ()) and pushes its index + 1 here; the main thread sends it. */
@@ -462,6 +475,27 @@ void _dc_train_group_handle_chunk (DcTrainGroup *self,
                                    DcPeer       *peer,
                                    guint         type,
                                    GBytes       *payload);
+
+/* dc-train-group-stream.c */
+gboolean _dc_train_group_stream_wanted (DcTrainGroup      *self,
+                                        guint64            step);
+void     _dc_train_group_stream_chunk  (DcTrainGroup      *self,
+                                        guint              rank,
+                                        const DcMeshChunk *chunk);
+void     _dc_train_group_stream_object (DcTrainGroup      *self,
+                                        guint              rank,
+                                        GBytes            *object);
+gboolean _dc_train_group_stream_start  (DcTrainGroup      *self);
+void     _dc_train_group_stream_start_early (DcTrainGroup *self,
+                                             GBytes       *own);
+gboolean _dc_train_group_stream_early  (const DcTrainShardLayout *layout,
+                                        guint              n,
+                                        guint              rank);
+gboolean _dc_train_group_summed_implies (DcTrainGroup     *self,
+                                         guint             author);
+void     _dc_train_group_stream_drop   (DcTrainGroup      *self);
+void     _dc_train_group_stream_release (DcTrainGroup     *self,
+                                         guint             i);
 
 /* dc-train-group-roster.c */
 void _dc_train_group_announce_joiners (DcTrainGroup *self);

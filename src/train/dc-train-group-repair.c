@@ -162,7 +162,10 @@ _dc_train_group_maybe_repair_contributions (DcTrainGroup *self)
       if (i == self->rank || g_hash_table_contains (self->contribs, key)
           || now < self->contrib_next[i] || (peer = _dc_train_group_find_peer (self, id)) == NULL)
         continue;
-      lost = g_hash_table_contains (self->gradients, summed_key)
+      /* (A summed shard sent during its reducer's backward pass may come
+       * before that reducer's contribution to this device's shard.) */
+      lost = (g_hash_table_contains (self->gradients, summed_key)
+              && _dc_train_group_summed_implies (self, i))
              || _dc_train_group_reported (self, step, id);
       if (!lost && now < self->t_sent + (gint64) DC_TRAIN_GROUP_REPAIR_RETRY_S * G_USEC_PER_SEC)
         continue;

@@ -241,11 +241,13 @@ layer_done (gsize    first_final,
       gsize start, length;
 
       dc_train_shard_range (&layout, early->compute->n_ranks, r, &start, &length);
-      if (self->own_packed[r] || start < first_final || r == early->compute->rank)
+      /* This device's own contribution to its own shard too (never sent):
+       * the streamed reduce may begin with it (send_early ()). */
+      if (self->own_packed[r] || start < first_final)
         continue;
       /* Packed once block 0 is all that is left (the tail layout's values
        * final last, dc_train_shard_range ()): the exchange's tail. */
-      if (first_final < layout.late_end)
+      if (first_final < layout.late_end && r != early->compute->rank)
         early->compute->tail_values += length;
       pack_shard (self, early->compute, r);
       g_async_queue_push (self->early, EARLY_ITEM (early->compute->gen, r));
@@ -705,6 +707,8 @@ send_shard (DcTrainGroup *self,
         continue;
       send_frames (self, peer, frames, "gradient");
     }
+  /* The summed-shard chunks held for it (DC_TRAIN_GROUP_STREAM=hold). */
+  _dc_train_group_stream_release (self, r);
 }
 
 /* The contributions the worker packed during the backward pass, sent as
@@ -721,10 +725,18 @@ send_early (DcTrainGroup *self)
   while ((item = g_async_queue_try_pop (self->early)) != NULL)
     {
       guint value = GPOINTER_TO_UINT (item);
+      guint r = (value & 0xffu) - 1;
 
       /* Not those of a task dropped since. */
-      if (value >> 8 == (self->compute_gen & 0xffffffu) && !self->own_sent)
-        send_shard (self, (value & 0xffu) - 1);
+      if (value >> 8 != (self->compute_gen & 0xffffffu) || self->own_sent)
+        continue;
+      /* This device's own contribution to its own shard, final during the
+       * backward pass: its summed shard may stream from now on
+       * (dc-train-group-stream.c), during the backward pass. */
+      if (r == self->rank && self->own_objects != NULL && r < self->own_objects->len)
+        _dc_train_group_stream_start_early (self, g_ptr_array_index (self->own_objects, r));
+      else
+        send_shard (self, r);
     }
 }
 
@@ -743,6 +755,8 @@ send_own_gradient (DcTrainGroup *self)
   for (guint r = 0; r < self->roster->len; r++)
     send_shard (self, r);
   self->own_sent = TRUE;
+  for (guint r = 0; r < self->roster->len; r++)
+    _dc_train_group_stream_release (self, r);
   step = dc_train_session_get_model (self->session)->step + 1;
   /* Packed by the worker (pack_shard ()). */
   objects = g_steal_pointer (&self->own_objects);
@@ -763,6 +777,8 @@ send_own_gradient (DcTrainGroup *self)
                             _dc_train_group_contrib_key (step, self->digest,
                                                          _dc_train_group_own_id (self), r),
                             own);
+      if (r == self->rank)
+        _dc_train_group_stream_object (self, self->rank, own->object);
     }
   self->t_sent = g_get_monotonic_time ();
 }
@@ -840,14 +856,15 @@ reduce_worker (GTask        *task,
   header.digest = data->digest;
   memcpy (&header.loss_bits, &data->loss, 4);
   dc_train_shard_header_write (bytes, &header);
+  /* The contribution hashes after the values (docs/PROTOCOL.md). */
   for (guint i = 0; i < n; i++)
     {
       g_autoptr(GBytes) floats = g_bytes_new_static (values[i], length * sizeof (float));
 
-      dc_mesh_train_hash (floats, bytes + DC_TRAIN_SHARD_HEADER_SIZE
+      dc_mesh_train_hash (floats, bytes + DC_TRAIN_SHARD_HEADER_SIZE + length * sizeof (float)
                                   + (gsize) i * DC_TRAIN_SHARD_HASH_SIZE);
     }
-  out = (float *) (bytes + DC_TRAIN_SHARD_HEADER_SIZE + (gsize) n * DC_TRAIN_SHARD_HASH_SIZE);
+  out = (float *) (bytes + DC_TRAIN_SHARD_HEADER_SIZE);
   dc_gpt_trainer_combine_gradients (values, n, length, out);
   /* A bf16 run applies its own summed shard as the others receive it.
    * A mean of finite bf16 values is finite (no larger than the largest),
@@ -908,9 +925,13 @@ maybe_reduce (DcTrainGroup *self)
   ReduceData *data;
   float loss_sum = 0.0f;
   g_autoptr(GTask) task = NULL;
+  gboolean streamed;
 
   if (!self->own_sent || self->own_reduced || n < 2 || self->state != STATE_EXCHANGING)
     return;
+  /* The streamed reduce (dc-train-group-stream.c): it sums and sends as
+   * the contributions come, from now on (this device's own are queued). */
+  streamed = _dc_train_group_stream_start (self);
   for (guint i = 0; i < n; i++)
     {
       g_autofree char *key = _dc_train_group_contrib_key (step, self->digest,
@@ -920,6 +941,15 @@ maybe_reduce (DcTrainGroup *self)
 
       if (contribution == NULL || contribution->rank != i)
         return;
+    }
+  if (streamed)
+    {
+      /* Every contribution is in: the stream ends on its own (its
+       * completion keeps the summed shard, stream_note_cb ()). */
+      self->own_reduced = TRUE;
+      self->t_reduce_began = g_get_monotonic_time ();
+      DC_TRAIN_GROUP_TRACE ("reduce_begin step=%" G_GUINT64_FORMAT, step);
+      return;
     }
   data = g_new0 (ReduceData, 1);
   data->objects = g_new0 (GBytes *, n);
@@ -962,6 +992,7 @@ maybe_reduce (DcTrainGroup *self)
 void
 _dc_train_group_drop_reduce (DcTrainGroup *self)
 {
+  _dc_train_group_stream_drop (self);
   self->reduce_gen++;
   if (self->reduce_cancel != NULL)
     g_cancellable_cancel (self->reduce_cancel);
@@ -1261,6 +1292,9 @@ applied_cb (GObject      *object,
     /* (barrier_us: start_step ().) */
     self->phases.ahead_paused_us = self->t_compute_paused;
     self->phases.tail_values = alone ? 0 : self->t_tail_values;
+    self->phases.stream_chunks = alone ? 0 : self->t_stream_chunks;
+    self->phases.stream_early = alone ? 0 : self->t_stream_early;
+    self->phases.stream_pieces = alone ? 0 : self->t_stream_pieces;
     self->t_published = now;
     /* From the gradient's start when it was computed ahead. */
     self->last_seconds = MAX (1e-6, (now - MIN (self->step_started, self->t_compute_began))
@@ -1370,6 +1404,7 @@ _dc_train_group_start_step (DcTrainGroup *self)
   self->own_sent = FALSE;
   self->own_reduced = FALSE;
   _dc_train_group_drop_reduce (self);
+  self->t_stream_chunks = self->t_stream_early = self->t_stream_pieces = 0;
   memset (self->own_shard_sent, 0, sizeof self->own_shard_sent);
   /* A new step (not one taken again): the snapshots move one step back
    * (the audit of the step before last recomputes on the previous one, the
@@ -2094,6 +2129,15 @@ _dc_train_group_handle_report (DcTrainGroup *self,
   g_hash_table_replace (self->reports, g_steal_pointer (&key), g_steal_pointer (&report));
 }
 
+/* Whether @assembly collects an object that @chunk continues. */
+static gboolean
+assembly_expects (const Assembly    *assembly,
+                  const DcMeshChunk *chunk)
+{
+  return assembly != NULL && assembly->active && assembly->step == chunk->step
+         && assembly->total == chunk->total && assembly->next == chunk->index;
+}
+
 /* A GRADIENTS chunk from its sender (a contribution it wrote, or its
  * summed shard), or a REPAIR chunk (a contribution from its author, or
  * another reducer's summed shard from a device that has it; chunk.rank is
@@ -2152,7 +2196,33 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
     return;
   id = repair ? g_ptr_array_index (self->roster, chunk.rank) : from;
 
-  assembly_key = repair ? g_strconcat ("repair/", from, NULL) : g_strdup (from);
+  if (repair)
+    assembly_key = g_strconcat ("repair/", from, NULL);
+  else
+    {
+      /* A sender's summed shard may stream while its contributions still
+       * go out (dc-train-group-stream.c: its chunks interleave with theirs,
+       * each object's in order): chunk 0 says its kind, a later chunk
+       * belongs to the object in progress that expects it (the sender
+       * streams early only when the two sizes differ). */
+      g_autofree char *summed_key = g_strconcat ("summed/", from, NULL);
+      Assembly *summed_assembly = g_hash_table_lookup (self->assemblies, summed_key);
+      Assembly *contrib_assembly = g_hash_table_lookup (self->assemblies, from);
+      gboolean to_summed;
+
+      if (chunk.index == 0)
+        {
+          gsize size = chunk.data != NULL ? g_bytes_get_size (chunk.data) : 0;
+
+          to_summed = size > 4
+                      && ((const guint8 *) g_bytes_get_data (chunk.data, NULL))[4]
+                         == DC_TRAIN_SHARD_SUMMED;
+        }
+      else
+        to_summed = assembly_expects (summed_assembly, &chunk)
+                    && !assembly_expects (contrib_assembly, &chunk);
+      assembly_key = to_summed ? g_steal_pointer (&summed_key) : g_strdup (from);
+    }
   assembly = g_hash_table_lookup (self->assemblies, assembly_key);
   if (assembly == NULL)
     {
@@ -2171,11 +2241,24 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
       if (!dc_mesh_chunk_assembler_push (assembly->assembler, &chunk, &object, &error))
         {
           g_message ("a bad gradient chunk from %s: %s", dc_peer_get_name (peer), error->message);
+          assembly->active = FALSE;
           return;
         }
     }
+  assembly->active = object == NULL;
+  assembly->step = chunk.step;
+  assembly->total = chunk.total;
+  assembly->next = chunk.index + 1;
   if (object == NULL)
-    return;
+    {
+      /* A contribution to this device's shard, chunk by chunk, for the
+       * streamed reduce (its last chunk goes with the whole object). */
+      if (!repair && chunk.step == step && !g_str_has_prefix (assembly_key, "summed/"))
+        for (guint i = 0; i < self->roster->len; i++)
+          if (i == chunk.rank && g_strcmp0 (g_ptr_array_index (self->roster, i), from) == 0)
+            _dc_train_group_stream_chunk (self, i, &chunk);
+      return;
+    }
   dc_mesh_chunk_assembler_free (assembly->assembler);
   assembly->assembler = dc_mesh_chunk_assembler_new (type, largest);
 
@@ -2317,5 +2400,11 @@ _dc_train_group_handle_chunk (DcTrainGroup *self,
                           : _dc_train_group_contrib_key (chunk.step, header.digest, id,
                                                          header.shard),
                           gradient);
+    /* Whole: the streamed reduce takes what it has not had chunk by chunk. */
+    if (!summed && chunk.step == step && header.digest == self->digest
+        && header.roster_size == self->roster->len && header.shard == self->rank
+        && chunk.rank < self->roster->len
+        && g_strcmp0 (g_ptr_array_index (self->roster, chunk.rank), id) == 0)
+      _dc_train_group_stream_object (self, chunk.rank, gradient->object);
   }
 }

@@ -525,13 +525,14 @@ _dc_train_group_shard_values (GBytes *object,
   gsize size;
   const guint8 *data = g_bytes_get_data (object, &size);
   guint32 n;
-  gsize skip = DC_TRAIN_SHARD_HEADER_SIZE;
+  gsize trailer = 0;
 
+  /* A summed shard's contribution hashes follow its values. */
   memcpy (&n, data + 8, 4);
   if (data[4] == DC_TRAIN_SHARD_SUMMED)
-    skip += (gsize) GUINT32_FROM_LE (n) * DC_TRAIN_SHARD_HASH_SIZE;
-  *n_values = (size - skip) / sizeof (float);
-  return (const float *) (data + skip);
+    trailer = (gsize) GUINT32_FROM_LE (n) * DC_TRAIN_SHARD_HASH_SIZE;
+  *n_values = (size - DC_TRAIN_SHARD_HEADER_SIZE - trailer) / sizeof (float);
+  return (const float *) (data + DC_TRAIN_SHARD_HEADER_SIZE);
 }
 
 /* The deadline of the current wait, from now. */
@@ -1235,6 +1236,7 @@ dc_train_group_dispose (GObject *object)
   DcTrainGroup *self = DC_TRAIN_GROUP (object);
 
   g_clear_handle_id (&self->tick_id, g_source_remove);
+  _dc_train_group_stream_drop (self);
   if (self->group != NULL)
     {
       g_clear_signal_handler (&self->event_handler, self->group);

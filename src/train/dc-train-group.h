@@ -240,6 +240,14 @@ typedef struct
    * this device (docs/ARCHITECTURE.md, "The sharded exchange", the tail
    * layout); the rest left while a block or more was still computed. */
   gsize  tail_values;
+  /* The streamed reduce (docs/ARCHITECTURE.md, "The streamed reduce"):
+   * the chunks of this device's summed shard it made as the contributions
+   * came (0: summed whole), of them those queued before every contribution
+   * to its shard was whole, and the contributions' chunks it summed as
+   * they came (not from a whole object). */
+  guint  stream_chunks;
+  guint  stream_early;
+  guint  stream_pieces;
 } DcTrainGroupPhases;
 
 gboolean      dc_train_group_get_step_phases (DcTrainGroup      *self,

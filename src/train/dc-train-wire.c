@@ -705,13 +705,88 @@ dc_train_bf16_round (float *values,
   return bad == 0;
 }
 
-/* The byte offset of a shard object's values. */
+/* The bytes after a shard object's values: a summed shard's contribution
+ * hashes (since body version 5, 2026-12-03: after the values, so that a
+ * reducer can send its sum chunk by chunk before it has hashed every
+ * contribution whole; before, they came before the values). */
 static gsize
-values_offset (const guint8 *data)
+trailer_size (const guint8 *data)
 {
-  return DC_TRAIN_SHARD_HEADER_SIZE
-         + (data[4] == DC_TRAIN_SHARD_SUMMED ? (gsize) get_u32 (data + 8) * DC_TRAIN_SHARD_HASH_SIZE
-                                             : 0);
+  return data[4] == DC_TRAIN_SHARD_SUMMED ? (gsize) get_u32 (data + 8) * DC_TRAIN_SHARD_HASH_SIZE
+                                          : 0;
+}
+
+/**
+ * dc_train_shard_listed_hashes:
+ * @data: (array length=size): a whole shard object whose header was
+ *   checked (dc_train_shard_header_parse ()) or that this device wrote,
+ *   in either element type
+ *
+ * Where a summed shard lists the SHA-256 of each contribution it summed
+ * (n × 32 bytes, rank order): the object's last bytes, after the values.
+ *
+ * Returns: (nullable): the first hash, or %NULL for a contribution
+ */
+const guint8 *
+dc_train_shard_listed_hashes (const guint8 *data,
+                              gsize         size)
+{
+  gsize trailer = trailer_size (data);
+
+  return trailer == 0 ? NULL : data + size - trailer;
+}
+
+/**
+ * dc_train_bf16_pack:
+ * @values: (array length=n): float32 values
+ * @out: (out caller-allocates): 2 × @n bytes
+ *
+ * Each value's bfloat16 (rounded to nearest even: the top 16 bits of a
+ * value dc_train_bf16_round () already rounded), little-endian.
+ */
+void
+dc_train_bf16_pack (const float *values,
+                    gsize        n,
+                    guint8      *out)
+{
+  for (gsize i = 0; i < n; i++)
+    {
+      guint32 bits;
+      guint16 half;
+
+      memcpy (&bits, values + i, 4);
+      bits = bf16_round_bits (GUINT32_FROM_LE (bits));
+      half = GUINT16_TO_LE ((guint16) (bits >> 16));
+      memcpy (out + 2 * i, &half, 2);
+    }
+}
+
+/**
+ * dc_train_bf16_unpack:
+ * @data: 2 × @n bytes of little-endian bfloat16
+ * @out: (out caller-allocates) (array length=n): the values widened (exact)
+ *
+ * Returns: %FALSE when a value is NaN or an infinity (all are widened)
+ */
+gboolean
+dc_train_bf16_unpack (const guint8 *data,
+                      gsize         n,
+                      float        *out)
+{
+  gboolean bad = FALSE;
+
+  for (gsize i = 0; i < n; i++)
+    {
+      guint16 half;
+      guint32 bits;
+
+      memcpy (&half, data + 2 * i, 2);
+      half = GUINT16_FROM_LE (half);
+      bad |= (half & 0x7f80u) == 0x7f80u;
+      bits = GUINT32_TO_LE ((guint32) half << 16);
+      memcpy (out + i, &bits, 4);
+    }
+  return !bad;
 }
 
 /**
@@ -729,25 +804,21 @@ GBytes *
 dc_train_shard_encode (GBytes      *object,
                        DcTrainWire  wire)
 {
-  gsize size, skip, n;
+  gsize size, skip, n, trailer;
   const guint8 *data = g_bytes_get_data (object, &size);
   guint8 *out;
 
   if (wire == DC_TRAIN_WIRE_F32)
     return g_bytes_ref (object);
-  skip = values_offset (data);
-  n = (size - skip) / sizeof (float);
-  out = g_malloc (skip + 2 * n);
+  skip = DC_TRAIN_SHARD_HEADER_SIZE;
+  trailer = trailer_size (data);
+  n = (size - skip - trailer) / sizeof (float);
+  out = g_malloc (skip + 2 * n + trailer);
   memcpy (out, data, skip);
   out[5] = DC_TRAIN_WIRE_BF16;
-  for (gsize i = 0; i < n; i++)
-    {
-      guint32 bits = bf16_round_bits (get_u32 (data + skip + 4 * i));
-      guint16 half = GUINT16_TO_LE ((guint16) (bits >> 16));
-
-      memcpy (out + skip + 2 * i, &half, 2);
-    }
-  return g_bytes_new_take (out, skip + 2 * n);
+  dc_train_bf16_pack ((const float *) (data + skip), n, out + skip);
+  memcpy (out + skip + 2 * n, data + skip + 4 * n, trailer);
+  return g_bytes_new_take (out, skip + 2 * n + trailer);
 }
 
 /**
@@ -767,29 +838,23 @@ dc_train_shard_decode (GBytes                   *object,
                        const DcTrainShardHeader *header,
                        GError                  **error)
 {
-  gsize size, skip;
+  gsize size, skip, trailer;
   const guint8 *data = g_bytes_get_data (object, &size);
   g_autofree guint8 *out = NULL;
-  gboolean bad = FALSE;
+  gboolean bad;
 
   if (header->wire == DC_TRAIN_WIRE_F32)
     return g_bytes_ref (object);
-  skip = values_offset (data);
-  /* header->n_values was checked against the size: skip + 2 n bytes. */
-  out = g_malloc (skip + header->n_values * sizeof (float));
+  skip = DC_TRAIN_SHARD_HEADER_SIZE;
+  trailer = trailer_size (data);
+  /* header->n_values was checked against the size: skip + 2 n + trailer
+   * bytes. */
+  out = g_malloc (skip + header->n_values * sizeof (float) + trailer);
   memcpy (out, data, skip);
   out[5] = DC_TRAIN_WIRE_F32;
-  for (gsize i = 0; i < header->n_values; i++)
-    {
-      guint16 half;
-      guint32 bits;
-
-      memcpy (&half, data + skip + 2 * i, 2);
-      half = GUINT16_FROM_LE (half);
-      bad |= (half & 0x7f80u) == 0x7f80u;
-      bits = GUINT32_TO_LE ((guint32) half << 16);
-      memcpy (out + skip + 4 * i, &bits, 4);
-    }
+  bad = !dc_train_bf16_unpack (data + skip, header->n_values, (float *) (out + skip));
+  memcpy (out + skip + header->n_values * sizeof (float), data + skip + 2 * header->n_values,
+          trailer);
   if (bad)
     {
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
@@ -797,5 +862,6 @@ dc_train_shard_decode (GBytes                   *object,
                            "infinity)");
       return NULL;
     }
-  return g_bytes_new_take (g_steal_pointer (&out), skip + header->n_values * sizeof (float));
+  return g_bytes_new_take (g_steal_pointer (&out),
+                           skip + header->n_values * sizeof (float) + trailer);
 }

@@ -58,8 +58,10 @@ typedef enum
  * @DC_TRAIN_SHARD_CONTRIBUTION: shard r of one device's gradient, sent to
  *   rank r (the reducer of shard r) and, on audit steps, to r's auditor
  * @DC_TRAIN_SHARD_SUMMED: the reducer's sum of the roster's contributions to
- *   its shard (rank order, then ÷ n), sent to every device, followed by the
- *   SHA-256 of each contribution it summed
+ *   its shard (rank order, then ÷ n), sent to every device: the header, the
+ *   values, then the SHA-256 of each contribution it summed (after the
+ *   values since body version 5, so that the sum can be sent chunk by chunk:
+ *   dc_train_shard_listed_hashes ())
  */
 typedef enum
 {
@@ -222,5 +224,13 @@ GBytes  *dc_train_shard_encode          (GBytes                 *object,
 GBytes  *dc_train_shard_decode          (GBytes                 *object,
                                          const DcTrainShardHeader *header,
                                          GError                **error);
+const guint8 *dc_train_shard_listed_hashes (const guint8        *data,
+                                            gsize                size);
+void     dc_train_bf16_pack             (const float            *values,
+                                         gsize                   n,
+                                         guint8                 *out);
+gboolean dc_train_bf16_unpack           (const guint8           *data,
+                                         gsize                   n,
+                                         float                  *out);
 
 G_END_DECLS

@@ -6,7 +6,9 @@
 # for every process of the host; docs/ARCHITECTURE.md, "The sharded exchange")
 # and prints where a step's time goes after the slowest device queued its last
 # contribution (T0 of each step), median and mean over the steps from 3 on:
-# when each reducer began and sent its sum, when each summed shard reached the
+# when each reducer began and sent its sum (the streamed reduce: when its stream
+# began and sent its first chunk; "reduce began" is then when its last
+# contribution was whole), when each summed shard reached the
 # others (the step waits for the last), which reducer's came last how often,
 # the Adam step and report hashes, a report's hop, and the next step's start.
 #
@@ -54,7 +56,8 @@ def main(folder):
                 rows[step].setdefault(('send', r), []).append(t)
             elif name == 'object' and kv['summed'] == '1':
                 rows[int(kv['step'])][('summed', r, names.get(kv['from']))] = t
-            elif name in ('reduce_begin', 'reduced_sent', 'apply', 'applied', 'report_sent'):
+            elif name in ('reduce_begin', 'reduced_sent', 'apply', 'applied', 'report_sent',
+                          'stream_start', 'stream_first_sent'):
                 rows[int(kv['step'])][(name, r)] = t
             elif name == 'report_in':
                 src = names.get(kv['from'])
@@ -70,6 +73,11 @@ def main(folder):
         ms = lambda t: (t - t0) / 1000.0
         every = 0
         for r in ranks:
+            # The streamed reduce (since 2026-12-03): when it began and sent its first chunk.
+            if ('stream_start', r) in row:
+                out[f'r{r} stream began'].append(ms(row[('stream_start', r)]))
+            if ('stream_first_sent', r) in row:
+                out[f'r{r} first summed chunk sent'].append(ms(row[('stream_first_sent', r)]))
             if ('reduce_begin', r) in row:
                 out[f'r{r} reduce began'].append(ms(row[('reduce_begin', r)]))
                 out[f'r{r} summed shard sent'].append(ms(row[('reduced_sent', r)]))
