@@ -93,13 +93,18 @@ run)
           done
         done ;;
       group)
-        # Issue 11: four devices of 4 threads, then the block-weighted tail shards of
-        # before group-reduce (DC_TRAIN_GROUP_SHARDS=weighted) for the cut's A/B.
+        # Issue 11: four devices of 4 threads, then the A/B of the streamed reduce
+        # without audits (their seeded draw out of it): summed whole
+        # (DC_TRAIN_GROUP_STREAM=0), streamed, and streamed holding a reducer's chunks
+        # back from a peer until its contribution to that peer is queued (hold).
         timeout 150 $cli bench group --json --devices 1,4 --threads 4 --width 128 --seq 128 \
           --batch 32 --steps 32 --gradient-wire bf16 --concurrent-solo 2>&1 | grep -v DEBUG
-        pkill -f daisychain-cli 2>/dev/null; sleep 1
-        DC_TRAIN_GROUP_SHARDS=weighted timeout 90 $cli bench group --json --devices 4 --threads 4 \
-          --width 128 --seq 128 --batch 32 --steps 16 --gradient-wire bf16 2>&1 | grep -v DEBUG ;;
+        for s in 0 1 hold; do
+          pkill -f daisychain-cli 2>/dev/null; sleep 1
+          DC_TRAIN_GROUP_STREAM=$s DC_TRAIN_GROUP_AUDIT_PERIOD=0 timeout 90 $cli bench group \
+            --json --devices 4 --threads 4 --width 128 --seq 128 --batch 32 --steps 24 \
+            --gradient-wire bf16 2>&1 | grep -v DEBUG
+        done ;;
       ring)
         # Issue 16: one device against three stages on loopback.
         XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring --json --stages 1,3 \
