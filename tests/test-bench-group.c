@@ -280,7 +280,8 @@ test_pin_cores (void)
 }
 
 /* Between namespaces: the object, its shaping (with the delay hub, the
- * hub's counters: frames forwarded, none held under 1 ms), then none of
+ * hub's counters: frames forwarded, none held under 1 ms; with tbf, its
+ * counters: packets through every link), then none of
  * the bench's namespaces left; a run that fails after making them (batch 1 is refused by train)
  * removes them too. */
 static void
@@ -319,6 +320,17 @@ test_netns (void)
       g_assert_nonnull (hub);
       g_assert_cmpint (json_object_get_int_member (hub, "released"), >, 0);
       g_assert_cmpfloat (json_object_get_double_member (hub, "min_hold_us"), >=, 1000.0);
+    }
+  /* With tbf, its counters summed over the three links (the signaling
+   * service's and the two devices'): packets went through it. */
+  if (g_str_equal (shaping, "hub") || g_str_equal (shaping, "tbf"))
+    {
+      JsonObject *tbf = json_object_get_object_member (object, "tbf");
+
+      g_assert_nonnull (tbf);
+      g_assert_cmpint (json_object_get_int_member (tbf, "links"), ==, 3);
+      g_assert_cmpint (json_object_get_int_member (tbf, "packets"), >, 0);
+      g_assert_cmpint (json_object_get_int_member (tbf, "drops"), >=, 0);
     }
   else
     /* netem, or tbf alone where the hub cannot run (a note says why). */

@@ -44,6 +44,50 @@
 #define PUMP_POLL_MS 20
 #define SEND_WINDOW (768u * 1024u)
 #define CREDIT_STEP (256u * 1024u)
+
+/* A measuring aid (docs/BENCHMARKS.md, branch group-shaped): DC_PEER_SEND_WINDOW
+ * and DC_PEER_CREDIT_STEP (bytes, read once) replace the two above, so that a
+ * bench can try other windows without a build. */
+static guint
+peer_tunable (const char *name,
+              guint       fallback)
+{
+  const char *value = g_getenv (name);
+  guint64 parsed;
+
+  if (value == NULL || *value == '\0')
+    return fallback;
+  parsed = g_ascii_strtoull (value, NULL, 10);
+  return parsed >= 4096 && parsed <= (64u << 20) ? (guint) parsed : fallback;
+}
+
+static guint
+send_window (void)
+{
+  static gsize once;
+  static guint value;
+
+  if (g_once_init_enter (&once))
+    {
+      value = peer_tunable ("DC_PEER_SEND_WINDOW", SEND_WINDOW);
+      g_once_init_leave (&once, 1);
+    }
+  return value;
+}
+
+static guint
+credit_step (void)
+{
+  static gsize once;
+  static guint value;
+
+  if (g_once_init_enter (&once))
+    {
+      value = peer_tunable ("DC_PEER_CREDIT_STEP", CREDIT_STEP);
+      g_once_init_leave (&once, 1);
+    }
+  return value;
+}
 /* The receipt's checks (a frame's CRC-32 and a chunk's SHA-256, about 80
  * and 250 µs per 64 KiB piece on the 2-vCPU VM) run on a worker, in order
  * (check_next ()). A message under CHECK_INLINE_MAX bytes that finds nothing
@@ -583,7 +627,7 @@ pump (DcPeer *self)
             self->current = credit_frame_new (self);
           else if (g_queue_is_empty (&self->out))
             return;
-          else if (self->window_on && self->tx_bytes - self->tx_acked >= SEND_WINDOW)
+          else if (self->window_on && self->tx_bytes - self->tx_acked >= send_window ())
             return;  /* the next credit calls pump () */
           else
             self->current = g_queue_pop_head (&self->out);
@@ -710,7 +754,7 @@ handle_message (DcPeer        *self,
 static void
 maybe_credit (DcPeer *self)
 {
-  if (self->rx_bytes - self->rx_credited >= CREDIT_STEP && !self->credit_due
+  if (self->rx_bytes - self->rx_credited >= credit_step () && !self->credit_due
       && self->checking_bytes <= CHECK_QUEUE_MAX)
     {
       self->credit_due = TRUE;
