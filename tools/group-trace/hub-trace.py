@@ -15,10 +15,19 @@
 #   slow start (or a receive/credit window), a flat one at ≈ 250 kB the line;
 # - each port's ingress (what its endpoint sent) while busy, in 1 ms bins.
 #
-#   python3 tools/group-trace/hub-trace.py FILE [--gap-ms 4] [--since-us T]
+# - with --group DIR (the same run's DC_TRAIN_GROUP_TRACE folder), per step
+#   from T0 (the slowest device queued its last contribution, as
+#   group-trace.py): the bytes each flow still moved after T0 and when its
+#   last frame left the hub, and what each port's endpoint sent per 2 ms
+#   from 10 ms before T0 (1 Gbit/s is 250 kB), medians over the steps from
+#   3 on.
+#
+#   python3 tools/group-trace/hub-trace.py FILE [--gap-ms 4] [--since-us T] [--group DIR]
 import argparse
 import collections
+import os
 import statistics as st
+import sys
 
 
 def load(path):
@@ -44,6 +53,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('file')
     ap.add_argument('--gap-ms', type=float, default=4.0)
+    ap.add_argument('--group', help='the run\'s DC_TRAIN_GROUP_TRACE folder')
     ap.add_argument('--since-us', type=int, default=0,
                     help='ignore frames read before this monotonic µs (e.g. the set-up)')
     a = ap.parse_args()
@@ -107,6 +117,75 @@ def main():
         print(f'  port {ports[p] if p < len(ports) else p}: {sum(v) / 1e6:7.1f} MB sent by its endpoint;'
               f' busy 1 ms bins {len(busy)}, kB per busy ms p50 {pct(busy, 50) / 1e3:.0f}'
               f' p90 {pct(busy, 90) / 1e3:.0f} max {max(busy) / 1e3:.0f} (1 Gbit/s: 125)')
+
+    if a.group:
+        after_t0(a.group, frames, delay_us)
+
+
+def after_t0(folder, frames, delay_us):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import importlib
+    gt = importlib.import_module('group-trace')
+    devs = gt.load(folder)
+    ranks = sorted(devs)
+    sends = collections.defaultdict(dict)
+    starts = collections.defaultdict(dict)
+    for r, events in devs.items():
+        step = None
+        for t, name, kv in events:
+            if name == 'start':
+                step = int(kv['step'])
+                starts[step][r] = t
+            elif name == 'send_contrib' and step is not None:
+                sends[step][r] = max(sends[step].get(r, 0), t)
+    steps = [s for s in sorted(sends) if s >= 3 and len(sends[s]) == len(ranks)
+             and s + 1 in starts and len(starts[s + 1]) == len(ranks)]
+    if not steps:
+        print('  --group: no step with every device\'s contributions')
+        return
+    per = collections.defaultdict(list)
+    import bisect
+    reads = [f[0] for f in frames]
+    for s in steps:
+        t0 = max(sends[s].values())
+        t1 = min(starts[s + 1].values())
+        lo, hi = bisect.bisect_left(reads, t0), bisect.bisect_left(reads, t1)
+        flows = collections.defaultdict(lambda: [0, 0])
+        for r, sent, i, o, n in frames[lo:hi]:
+            if o < 0:
+                continue
+            f = flows[(i, o)]
+            f[0] += n
+            f[1] = max(f[1], sent)
+        big = {k: v for k, v in flows.items() if v[0] >= 20000}
+        per['flows of 20 kB or more after T0'].append(len(big))
+        per['bytes after T0, all flows (kB)'].append(sum(v[0] for v in flows.values()) / 1e3)
+        if big:
+            per['largest flow after T0 (kB)'].append(max(v[0] for v in big.values()) / 1e3)
+            per['last frame of those flows out of the hub (ms after T0)'].append(
+                (max(v[1] for v in big.values()) - t0) / 1e3)
+        per['next step began (ms after T0, first device)'].append((t1 - t0) / 1e3)
+    print(f'  after T0 ({len(steps)} steps, medians):')
+    for k, v in per.items():
+        print(f'    {k:58s} {st.median(v):8.1f}')
+    # Each port's egress in 2 ms bins from T0 − 10 ms to T0 + 70 ms.
+    acc = collections.defaultdict(list)
+    ports = sorted({f[2] for f in frames})
+    for s in steps:
+        t0 = max(sends[s].values())
+        lo, hi = bisect.bisect_left(reads, t0 - 10000), bisect.bisect_left(reads, t0 + 70000)
+        bins = collections.defaultdict(collections.Counter)
+        for r, sent, i, o, n in frames[lo:hi]:
+            bins[i][(r - t0) // 2000] += n
+        for p in ports:
+            for b in range(-5, 35):
+                acc[(p, b)].append(bins[p][b])
+    print('  kB each port\'s endpoint sent per 2 ms, from T0 − 10 ms (median over the steps;'
+          ' 1 Gbit/s: 250; T0 is the 6th column):')
+    for p in ports:
+        row = [st.median(acc[(p, b)]) / 1e3 for b in range(-5, 35)]
+        if max(row) >= 1:
+            print(f'    port {p}:', ' '.join(f'{x:3.0f}' for x in row))
 
 
 if __name__ == '__main__':
