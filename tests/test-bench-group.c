@@ -281,7 +281,8 @@ test_pin_cores (void)
 
 /* Between namespaces: the object, its shaping (with the delay hub, the
  * hub's counters: frames forwarded, none held under 1 ms; with tbf, its
- * counters: packets through every link), then none of
+ * counters: packets through every link; the namespaces' UDP counters),
+ * then none of
  * the bench's namespaces left; a run that fails after making them (batch 1 is refused by train)
  * removes them too. */
 static void
@@ -321,6 +322,9 @@ test_netns (void)
       g_assert_cmpint (json_object_get_int_member (hub, "released"), >, 0);
       g_assert_cmpfloat (json_object_get_double_member (hub, "min_hold_us"), >=, 1000.0);
     }
+  else
+    /* netem, or tbf alone where the hub cannot run (a note says why). */
+    g_assert_true (g_str_equal (shaping, "netem") || g_str_equal (shaping, "tbf"));
   /* With tbf, its counters summed over the three links (the signaling
    * service's and the two devices'): packets went through it. */
   if (g_str_equal (shaping, "hub") || g_str_equal (shaping, "tbf"))
@@ -332,9 +336,17 @@ test_netns (void)
       g_assert_cmpint (json_object_get_int_member (tbf, "packets"), >, 0);
       g_assert_cmpint (json_object_get_int_member (tbf, "drops"), >=, 0);
     }
-  else
-    /* netem, or tbf alone where the hub cannot run (a note says why). */
-    g_assert_true (g_str_equal (shaping, "netem") || g_str_equal (shaping, "tbf"));
+  /* The UDP counters of the three namespaces (the signaling service's and
+   * the two devices'): datagrams crossed, both ways. */
+  {
+    JsonObject *udp = json_object_get_object_member (object, "udp");
+
+    g_assert_nonnull (udp);
+    g_assert_cmpint (json_object_get_int_member (udp, "namespaces"), ==, 3);
+    g_assert_cmpint (json_object_get_int_member (udp, "in_datagrams"), >, 0);
+    g_assert_cmpint (json_object_get_int_member (udp, "out_datagrams"), >, 0);
+    g_assert_cmpint (json_object_get_int_member (udp, "rcvbuf_errors"), >=, 0);
+  }
   g_assert_false (netns_left (prefix));
 
   fails = spawn_bench (failing);

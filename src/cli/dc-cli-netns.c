@@ -517,14 +517,77 @@ dc_cli_netns_tbf_stats (DcCliNetns *netns)
   return object;
 }
 
+/* The UDP counters of every endpoint's own namespace so far, summed
+ * (/proc/net/snmp read there with `ip netns exec`): datagrams received and
+ * sent, and those lost at the endpoints: RcvbufErrors (a socket's receive
+ * buffer full: an SCTP packet lost at its receiver), SndbufErrors,
+ * InErrors. NULL when no endpoint has a namespace of its own. */
+JsonObject *
+dc_cli_netns_udp_stats (DcCliNetns *netns)
+{
+  static const char * const names[] = { "InDatagrams", "OutDatagrams", "InErrors",
+                                        "RcvbufErrors", "SndbufErrors" };
+  static const char * const keys[] = { "in_datagrams", "out_datagrams", "in_errors",
+                                       "rcvbuf_errors", "sndbuf_errors" };
+  gint64 sums[G_N_ELEMENTS (names)] = { 0 };
+  guint read = 0;
+  JsonObject *object;
+
+  for (guint i = 0; netns->links != NULL && i < netns->links->len; i++)
+    {
+      g_auto(GStrv) link = g_strsplit (g_ptr_array_index (netns->links, i), " ", 2);
+      const char *argv[] = { "ip", "netns", "exec", link[0], "cat", "/proc/net/snmp", NULL };
+      g_autofree char *out = NULL;
+      g_auto(GStrv) lines = NULL;
+      g_auto(GStrv) header = NULL;
+      int status = 0;
+
+      if (link[1] == NULL)
+        continue;   /* this namespace's counters hold everything else too */
+      if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH
+                         | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL)
+          || !g_spawn_check_wait_status (status, NULL))
+        continue;
+      lines = g_strsplit (out, "\n", -1);
+      for (guint l = 0; lines[l] != NULL; l++)
+        {
+          g_auto(GStrv) fields = NULL;
+
+          if (!g_str_has_prefix (lines[l], "Udp: "))
+            continue;
+          fields = g_strsplit (lines[l] + 5, " ", -1);
+          if (header == NULL)
+            {
+              header = g_steal_pointer (&fields);
+              continue;
+            }
+          for (guint f = 0; fields[f] != NULL && header[f] != NULL; f++)
+            for (guint k = 0; k < G_N_ELEMENTS (names); k++)
+              if (g_str_equal (header[f], names[k]))
+                sums[k] += g_ascii_strtoll (fields[f], NULL, 10);
+          read++;
+          break;
+        }
+    }
+  if (read == 0)
+    return NULL;
+  object = json_object_new ();
+  json_object_set_int_member (object, "namespaces", read);
+  for (guint k = 0; k < G_N_ELEMENTS (names); k++)
+    json_object_set_int_member (object, keys[k], sums[k]);
+  return object;
+}
+
 /* Adds "shaping", with the hub "hub" (its counters so far), with tbf "tbf"
- * (its counters so far, every link's summed). */
+ * (its counters so far, every link's summed), "udp" (the endpoints' UDP
+ * counters so far, summed). */
 void
 dc_cli_netns_add_json (DcCliNetns  *netns,
                        JsonBuilder *builder)
 {
   g_autoptr(JsonObject) stats = dc_cli_netns_hub_stats (netns);
   g_autoptr(JsonObject) tbf = dc_cli_netns_tbf_stats (netns);
+  g_autoptr(JsonObject) udp = dc_cli_netns_udp_stats (netns);
 
   json_builder_set_member_name (builder, "shaping");
   json_builder_add_string_value (builder, dc_cli_netns_shaping (netns));
@@ -547,6 +610,14 @@ dc_cli_netns_add_json (DcCliNetns  *netns,
 
       json_node_set_object (node, tbf);
       json_builder_set_member_name (builder, "tbf");
+      json_builder_add_value (builder, g_steal_pointer (&node));
+    }
+  if (udp != NULL)
+    {
+      g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+
+      json_node_set_object (node, udp);
+      json_builder_set_member_name (builder, "udp");
       json_builder_add_value (builder, g_steal_pointer (&node));
     }
 }

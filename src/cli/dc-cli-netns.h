@@ -53,6 +53,7 @@ const char *dc_cli_netns_network   (DcCliNetns  *netns);
 char       *dc_cli_netns_note      (DcCliNetns  *netns);
 JsonObject *dc_cli_netns_hub_stats (DcCliNetns  *netns);
 JsonObject *dc_cli_netns_tbf_stats (DcCliNetns  *netns);
+JsonObject *dc_cli_netns_udp_stats (DcCliNetns  *netns);
 void        dc_cli_netns_add_json  (DcCliNetns  *netns,
                                     JsonBuilder *builder);
 
