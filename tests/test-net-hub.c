@@ -359,6 +359,9 @@ test_delay (void)
     g_assert_cmpint (json_object_get_int_member (stats, "released"), >=, 16);
   g_assert_cmpfloat (json_object_get_double_member (stats, "min_hold_us"), >=, delay_us);
   g_assert_cmpint (json_object_get_int_member (stats, "dropped_queue"), ==, 0);
+  /* Normal priority unless DC_NETNS_HUB_PRIORITY=fifo asks. */
+  if (g_getenv ("DC_NETNS_HUB_PRIORITY") == NULL)
+    g_assert_cmpstr (json_object_get_string_member (stats, "priority"), ==, "normal");
   close (a);
   close (b);
 }
