@@ -458,10 +458,9 @@ dc_cli_netns_tbf_stats (DcCliNetns *netns)
   static const char * const names[] = { "packets", "bytes", "drops", "overlimits",
                                         "requeues" };
   gint64 sums[G_N_ELEMENTS (names)] = { 0 };
+  const char *shaping = dc_cli_netns_shaping (netns);
   guint read = 0;
   JsonObject *object;
-
-  const char *shaping = dc_cli_netns_shaping (netns);
 
   if (netns->links == NULL || (!g_str_equal (shaping, "hub") && !g_str_equal (shaping, "tbf")))
     return NULL;

@@ -88,6 +88,7 @@ credit_step (void)
     }
   return value;
 }
+
 /* The receipt's checks (a frame's CRC-32 and a chunk's SHA-256, about 80
  * and 250 µs per 64 KiB piece on the 2-vCPU VM) run on a worker, in order
  * (check_next ()). A message under CHECK_INLINE_MAX bytes that finds nothing
