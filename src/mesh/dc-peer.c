@@ -34,6 +34,9 @@
 #include <gst/sdp/sdp.h>
 #include <gst/webrtc/webrtc.h>
 #include <nice/agent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include "dc-mesh-error.h"
@@ -87,6 +90,38 @@ credit_step (void)
       g_once_init_leave (&once, 1);
     }
   return value;
+}
+
+/* A measuring aid: DC_PEER_TRACE=DIR (read once) has every peer of this
+ * process write to DIR/peer-PID.txt when the credit window starts and stops
+ * holding its next frame (monotonic µs first, as DC_TRAIN_GROUP_TRACE's
+ * lines): "window_block peer=ID tx=… acked=…", "window_open peer=ID
+ * waited_us=…". It tells a direction held by late credits from one whose
+ * SCTP moves slowly (docs/BENCHMARKS.md, branch group-shaped). Main
+ * thread only. */
+static FILE *
+peer_trace (void)
+{
+  static gsize once;
+  static FILE *file;
+
+  if (g_once_init_enter (&once))
+    {
+      const char *dir = g_getenv ("DC_PEER_TRACE");
+
+      if (dir != NULL && *dir != '\0')
+        {
+          g_autofree char *name = g_strdup_printf ("peer-%d.txt", (int) getpid ());
+          g_autofree char *path = g_build_filename (dir, name, NULL);
+
+          (void) g_mkdir_with_parents (dir, 0755);
+          file = fopen (path, "a");
+          if (file == NULL)
+            g_message ("DC_PEER_TRACE: cannot write %s: %s", path, g_strerror (errno));
+        }
+      g_once_init_leave (&once, 1);
+    }
+  return file;
 }
 
 /* The receipt's checks (a frame's CRC-32 and a chunk's SHA-256, about 80
@@ -227,6 +262,8 @@ struct _DcPeer
   gsize                 checking_bytes; /* payload bytes in checking and in flight */
   const guint8         *message_hash; /* the message being handled: Checked.hash, or NULL */
   gint64                started_us;
+  gint64                window_blocked_us; /* since when the window holds the next frame, or 0 */
+  gint64                window_wait_us;    /* the window's holds, summed */
   guint64               heartbeat_seq;
   guint                 faults;
   guint                 tick_id;
@@ -629,7 +666,23 @@ pump (DcPeer *self)
           else if (g_queue_is_empty (&self->out))
             return;
           else if (self->window_on && self->tx_bytes - self->tx_acked >= send_window ())
-            return;  /* the next credit calls pump () */
+            {
+              if (self->window_blocked_us == 0)
+                {
+                  FILE *trace = peer_trace ();
+
+                  self->window_blocked_us = g_get_monotonic_time ();
+                  if (trace != NULL)
+                    {
+                      fprintf (trace, "%" G_GINT64_FORMAT " window_block peer=%s tx=%"
+                               G_GUINT64_FORMAT " acked=%" G_GUINT64_FORMAT "\n",
+                               self->window_blocked_us, self->id, self->tx_bytes,
+                               self->tx_acked);
+                      fflush (trace);
+                    }
+                }
+              return;  /* the next credit calls pump () */
+            }
           else
             self->current = g_queue_pop_head (&self->out);
         }
@@ -730,6 +783,20 @@ handle_message (DcPeer        *self,
         }
       self->tx_acked = MAX (self->tx_acked, credit);
       self->window_on = TRUE;
+      if (self->window_blocked_us != 0 && self->tx_bytes - self->tx_acked < send_window ())
+        {
+          gint64 now = g_get_monotonic_time ();
+          FILE *trace = peer_trace ();
+
+          self->window_wait_us += now - self->window_blocked_us;
+          if (trace != NULL)
+            {
+              fprintf (trace, "%" G_GINT64_FORMAT " window_open peer=%s waited_us=%"
+                       G_GINT64_FORMAT "\n", now, self->id, now - self->window_blocked_us);
+              fflush (trace);
+            }
+          self->window_blocked_us = 0;
+        }
       pump (self);
       return;
     }
