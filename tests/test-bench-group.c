@@ -280,7 +280,9 @@ test_pin_cores (void)
 }
 
 /* Between namespaces: the object, its shaping (with the delay hub, the
- * hub's counters: frames forwarded, none held under 1 ms), then none of
+ * hub's counters: frames forwarded, none held under 1 ms; with tbf, its
+ * counters: packets through every link; the namespaces' UDP counters),
+ * then none of
  * the bench's namespaces left; a run that fails after making them (batch 1 is refused by train)
  * removes them too. */
 static void
@@ -323,6 +325,28 @@ test_netns (void)
   else
     /* netem, or tbf alone where the hub cannot run (a note says why). */
     g_assert_true (g_str_equal (shaping, "netem") || g_str_equal (shaping, "tbf"));
+  /* With tbf, its counters summed over the three links (the signaling
+   * service's and the two devices'): packets went through it. */
+  if (g_str_equal (shaping, "hub") || g_str_equal (shaping, "tbf"))
+    {
+      JsonObject *tbf = json_object_get_object_member (object, "tbf");
+
+      g_assert_nonnull (tbf);
+      g_assert_cmpint (json_object_get_int_member (tbf, "links"), ==, 3);
+      g_assert_cmpint (json_object_get_int_member (tbf, "packets"), >, 0);
+      g_assert_cmpint (json_object_get_int_member (tbf, "drops"), >=, 0);
+    }
+  /* The UDP counters of the three namespaces (the signaling service's and
+   * the two devices'): datagrams crossed, both ways. */
+  {
+    JsonObject *udp = json_object_get_object_member (object, "udp");
+
+    g_assert_nonnull (udp);
+    g_assert_cmpint (json_object_get_int_member (udp, "namespaces"), ==, 3);
+    g_assert_cmpint (json_object_get_int_member (udp, "in_datagrams"), >, 0);
+    g_assert_cmpint (json_object_get_int_member (udp, "out_datagrams"), >, 0);
+    g_assert_cmpint (json_object_get_int_member (udp, "rcvbuf_errors"), >=, 0);
+  }
   g_assert_false (netns_left (prefix));
 
   fails = spawn_bench (failing);

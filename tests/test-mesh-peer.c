@@ -10,7 +10,9 @@
 #include "config.h"
 
 #include <gst/gst.h>
+#include <stdio.h>
 #include <string.h>
+#include <glib/gstdio.h>
 
 #include "dc-test-utils.h"
 #include "mesh/dc-mesh-error.h"
@@ -391,6 +393,79 @@ test_chunked_object (void)
     g_bytes_unref (objects[i]);
 }
 
+/* DC_PEER_TRACE=DIR: the chunked exchange above in a subprocess that
+ * inherits it. 5 MB each way is more than the 768 KiB window once the first
+ * credit came (the first frames fill the channel up to 4 MiB before it), so
+ * each side's window holds its next frame at least once: the folder has a
+ * peer-PID.txt whose lines are "window_block peer=ID tx=T acked=A" with
+ * T − A ≥ 768 KiB, each followed for the same peer by "window_open …
+ * waited_us=W", W ≥ 0, and no hold left open (the queues drained). */
+static void
+test_window_trace (void)
+{
+  g_autofree char *dir = NULL;
+  g_autoptr(GDir) listing = NULL;
+  const char *name;
+  guint files = 0, blocks = 0;
+
+  if (g_test_subprocess ())
+    {
+      test_chunked_object ();
+      return;
+    }
+  dir = g_dir_make_tmp ("dc-peer-trace-XXXXXX", NULL);
+  g_assert_nonnull (dir);
+  g_setenv ("DC_PEER_TRACE", dir, TRUE);
+  g_test_trap_subprocess ("/dc/mesh/peer/window-trace", 90 * G_USEC_PER_SEC,
+                          G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_unsetenv ("DC_PEER_TRACE");
+  g_test_trap_assert_passed ();
+  listing = g_dir_open (dir, 0, NULL);
+  g_assert_nonnull (listing);
+  while ((name = g_dir_read_name (listing)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+      g_autofree char *text = NULL;
+      g_auto(GStrv) lines = NULL;
+      g_autoptr(GHashTable) open_holds = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                                NULL);
+
+      g_assert_true (g_str_has_prefix (name, "peer-"));
+      g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+      lines = g_strsplit (text, "\n", -1);
+      for (guint i = 0; lines[i] != NULL; i++)
+        {
+          char peer[64] = { 0 };
+          gint64 at = 0, waited = -1;
+          guint64 tx = 0, acked = 0;
+
+          if (*lines[i] == '\0')
+            continue;
+          if (sscanf (lines[i], "%" G_GINT64_FORMAT " window_block peer=%63s tx=%"
+                      G_GUINT64_FORMAT " acked=%" G_GUINT64_FORMAT, &at, peer, &tx, &acked) == 4)
+            {
+              g_assert_cmpuint (tx - acked, >=, 768u * 1024u);
+              g_assert_false (g_hash_table_contains (open_holds, peer));
+              g_hash_table_add (open_holds, g_strdup (peer));
+              blocks++;
+            }
+          else
+            {
+              g_assert_cmpint (sscanf (lines[i], "%" G_GINT64_FORMAT " window_open peer=%63s "
+                                       "waited_us=%" G_GINT64_FORMAT, &at, peer, &waited), ==, 3);
+              g_assert_cmpint (waited, >=, 0);
+              g_assert_true (g_hash_table_remove (open_holds, peer));
+            }
+        }
+      g_assert_cmpuint (g_hash_table_size (open_holds), ==, 0);
+      g_unlink (path);
+      files++;
+    }
+  g_assert_cmpuint (files, ==, 1);
+  g_assert_cmpuint (blocks, >=, 2);
+  g_rmdir (dir);
+}
+
 static gboolean
 object_arrived_or_closed (gpointer user_data)
 {
@@ -755,6 +830,7 @@ main (int    argc,
 
   g_test_add_func ("/dc/mesh/peer/loopback-open", test_loopback_open);
   g_test_add_func ("/dc/mesh/peer/chunked-object", test_chunked_object);
+  g_test_add_func ("/dc/mesh/peer/window-trace", test_window_trace);
   g_test_add_func ("/dc/mesh/peer/checked-in-order", test_checked_in_order);
   g_test_add_func ("/dc/mesh/peer/teardown-race", test_teardown_race);
   g_test_add_func ("/dc/mesh/peer/slow-checks-not-silence", test_slow_checks_not_silence);

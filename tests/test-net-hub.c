@@ -28,6 +28,8 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <stdio.h>
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
 #include "dc-test-proc.h"
@@ -239,11 +241,13 @@ receive (int    fd,
 }
 
 static DcTestProc *
-start_hub (const char *delay_us,
-           const char *queue_frames)
+start_hub_traced (const char *delay_us,
+                  const char *queue_frames,
+                  const char *trace)
 {
+  g_autofree char *trace_arg = trace != NULL ? g_strdup_printf ("--trace=%s", trace) : NULL;
   const char *args[] = { "net-hub", "--port", "pa", "--port", "pb", "--delay-us", delay_us,
-                         "--queue-frames", queue_frames, NULL };
+                         "--queue-frames", queue_frames, trace_arg, NULL };
   g_autofree char *h = ns ("h");
   DcTestProc *hub = dc_test_proc_spawn ("hub", h, TRUE, args);
   JsonObject *ready = dc_test_proc_expect (hub, "hub", NULL, EVENT_BOUND_MS);
@@ -251,6 +255,13 @@ start_hub (const char *delay_us,
   g_assert_cmpint (json_object_get_int_member (ready, "delay_us"), ==,
                    g_ascii_strtoll (delay_us, NULL, 10));
   return hub;
+}
+
+static DcTestProc *
+start_hub (const char *delay_us,
+           const char *queue_frames)
+{
+  return start_hub_traced (delay_us, queue_frames, NULL);
 }
 
 static gboolean
@@ -348,6 +359,76 @@ test_delay (void)
     g_assert_cmpint (json_object_get_int_member (stats, "released"), >=, 16);
   g_assert_cmpfloat (json_object_get_double_member (stats, "min_hold_us"), >=, delay_us);
   g_assert_cmpint (json_object_get_int_member (stats, "dropped_queue"), ==, 0);
+  /* Normal priority unless DC_NETNS_HUB_PRIORITY=fifo asks. */
+  if (g_getenv ("DC_NETNS_HUB_PRIORITY") == NULL)
+    g_assert_cmpstr (json_object_get_string_member (stats, "priority"), ==, "normal");
+  close (a);
+  close (b);
+}
+
+/* --trace: the file has a line for every frame released (its count the
+ * stats' `released`), none sent before it was read plus the delay, and the
+ * test's datagrams from A's port to B's with their frames' length
+ * (Ethernet, IPv4 and UDP headers: 42 bytes, and the payload). */
+static void
+test_trace (void)
+{
+  g_autofree char *dir = NULL, *path = NULL, *text = NULL;
+  g_autoptr(DcTestProc) hub = NULL;
+  g_autoptr(JsonObject) stats = NULL;
+  g_auto(GStrv) lines = NULL;
+  const char payload[] = "a datagram of forty bytes, give or take.";
+  guint records = 0, from_a = 0;
+  int a, b;
+
+  if (!g_test_subprocess ())
+    {
+      in_namespaces ("/net/hub/trace");
+      return;
+    }
+  dir = g_dir_make_tmp ("dc-net-hub-XXXXXX", NULL);
+  g_assert_nonnull (dir);
+  path = g_build_filename (dir, "trace.txt", NULL);
+  hub = start_hub_traced ("2000", "4096", path);
+  a = udp_socket_in ("a", A_ADDRESS, UDP_PORT);
+  b = udp_socket_in ("b", B_ADDRESS, UDP_PORT);
+  for (guint i = 0; i < 4; i++)
+    {
+      char in[64];
+
+      send_to (a, B_ADDRESS, payload, strlen (payload));
+      g_assert_cmpint (receive (b, in, sizeof in, EVENT_BOUND_MS), ==, (ssize_t) strlen (payload));
+    }
+  stats = stop_hub (hub);
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  lines = g_strsplit (text, "\n", -1);
+  g_assert_true (g_str_has_prefix (lines[0], "# net-hub trace:"));
+  for (guint i = 1; lines[i] != NULL; i++)
+    {
+      gint64 read_us, sent_us;
+      int in, out;
+      guint len;
+
+      if (*lines[i] == '\0')
+        continue;
+      g_assert_cmpint (sscanf (lines[i], "%" G_GINT64_FORMAT " %" G_GINT64_FORMAT " %d %d %u",
+                               &read_us, &sent_us, &in, &out, &len), ==, 5);
+      g_assert_cmpint (sent_us - read_us, >=, 2000 - 1);
+      g_assert_cmpint (in, >=, 0);
+      g_assert_cmpint (in, <=, 1);
+      g_assert_cmpint (out, >=, -1);
+      g_assert_cmpint (out, <=, 1);
+      g_assert_cmpint (out, !=, in);
+      if (in == 0 && len == 42 + strlen (payload))
+        from_a++;
+      records++;
+    }
+  g_assert_cmpint (records, ==, json_object_get_int_member (stats, "released"));
+  g_assert_cmpint (from_a, >=, 4);
+  if (quiet ())
+    g_assert_cmpint (from_a, ==, 4);
+  g_unlink (path);
+  g_rmdir (dir);
   close (a);
   close (b);
 }
@@ -525,6 +606,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/net/hub/usage", test_usage);
   g_test_add_func ("/net/hub/delay", test_delay);
+  g_test_add_func ("/net/hub/trace", test_trace);
   g_test_add_func ("/net/hub/queue-bound", test_queue_bound);
   g_test_add_func ("/net/hub/parent-dies", test_parent_dies);
   g_test_add_func ("/net/hub/stdin-closed", test_stdin_closed);

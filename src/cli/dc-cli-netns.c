@@ -122,6 +122,7 @@ dc_cli_netns_begin (DcCliNetns  *netns,
   netns->prefix = g_strdup (prefix);
   netns->made = g_ptr_array_new_with_free_func (g_free);
   netns->ports = g_ptr_array_new_with_free_func (g_free);
+  netns->links = g_ptr_array_new_with_free_func (g_free);
   if (ip == NULL)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
@@ -209,6 +210,7 @@ dc_cli_netns_add (DcCliNetns  *netns,
                      g_ptr_array_index (netns->ports, netns->ports->len - 1), "up", NULL))
         return FALSE;
       shape (netns, ns, "eth0");
+      g_ptr_array_add (netns->links, g_strdup_printf ("%s eth0", ns));
       return TRUE;
     }
   /* This namespace's end goes with its peer when the switch's namespace
@@ -223,6 +225,7 @@ dc_cli_netns_add (DcCliNetns  *netns,
                     g_ptr_array_index (netns->ports, netns->ports->len - 1), "up", NULL))
     return FALSE;
   shape (netns, NULL, link);
+  g_ptr_array_add (netns->links, g_strdup (link));
   return TRUE;
 }
 
@@ -239,7 +242,16 @@ hub_start (DcCliNetns *netns)
   g_autofree char *line = NULL;
   g_autoptr(JsonParser) parser = json_parser_new ();
   const char *delay = g_getenv ("DC_NETNS_HUB_DELAY_US");
+  const char *trace = g_getenv ("DC_NETNS_HUB_TRACE");
   JsonObject *object = NULL;
+
+  /* A measuring aid: the shaped network without the hub (tbf on a
+   * bridge, "tbf"), to tell the hub's cost from the rate's. */
+  if (g_strcmp0 (g_getenv ("DC_NETNS_HUB"), "0") == 0)
+    {
+      netns->hub_reason = g_strdup ("DC_NETNS_HUB=0");
+      return FALSE;
+    }
 
   /* A measuring aid: the hub's delay other than 1 ms (0: the hub's own
    * cost, without the delay); the network's name says so. */
@@ -254,6 +266,9 @@ hub_start (DcCliNetns *netns)
   g_ptr_array_add (argv, g_strdup ("net-hub"));
   g_ptr_array_add (argv, g_strdup_printf ("--parent=%d", (int) getpid ()));
   g_ptr_array_add (argv, g_strdup_printf ("--delay-us=%u", netns->hub_delay_us));
+  /* A measuring aid: every frame's times to this file (hub-trace.py). */
+  if (trace != NULL && *trace != '\0')
+    g_ptr_array_add (argv, g_strdup_printf ("--trace=%s", trace));
   for (guint p = 0; p < netns->ports->len; p++)
     g_ptr_array_add (argv, g_strdup_printf ("--port=%s",
                                             (char *) g_ptr_array_index (netns->ports, p)));
@@ -333,6 +348,7 @@ dc_cli_netns_remove (DcCliNetns *netns)
     }
   g_clear_pointer (&netns->made, g_ptr_array_unref);
   g_clear_pointer (&netns->ports, g_ptr_array_unref);
+  g_clear_pointer (&netns->links, g_ptr_array_unref);
   g_clear_pointer (&netns->what, g_free);
   g_clear_pointer (&netns->prefix, g_free);
   g_clear_pointer (&netns->switch_ns, g_free);
@@ -432,12 +448,145 @@ dc_cli_netns_hub_stats (DcCliNetns *netns)
     }
 }
 
-/* Adds "shaping" and, with the hub, "hub" (its counters so far). */
+/* The tbf qdiscs' counters so far, summed over every endpoint's link
+ * (`tc -s -j qdisc show`: packets, bytes, drops, overlimits, requeues), or
+ * NULL where tbf does not shape or tc says nothing readable. A drop there
+ * is an SCTP packet lost (a retransmission, a halved congestion window). */
+JsonObject *
+dc_cli_netns_tbf_stats (DcCliNetns *netns)
+{
+  static const char * const names[] = { "packets", "bytes", "drops", "overlimits",
+                                        "requeues" };
+  gint64 sums[G_N_ELEMENTS (names)] = { 0 };
+  const char *shaping = dc_cli_netns_shaping (netns);
+  guint read = 0;
+  JsonObject *object;
+
+  if (netns->links == NULL || (!g_str_equal (shaping, "hub") && !g_str_equal (shaping, "tbf")))
+    return NULL;
+  for (guint i = 0; i < netns->links->len; i++)
+    {
+      g_auto(GStrv) link = g_strsplit (g_ptr_array_index (netns->links, i), " ", 2);
+      g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autofree char *out = NULL;
+      int status = 0;
+      JsonNode *root;
+
+      g_ptr_array_add (argv, "tc");
+      if (link[1] != NULL)
+        {
+          g_ptr_array_add (argv, "-n");
+          g_ptr_array_add (argv, link[0]);
+        }
+      g_ptr_array_add (argv, "-s");
+      g_ptr_array_add (argv, "-j");
+      g_ptr_array_add (argv, "qdisc");
+      g_ptr_array_add (argv, "show");
+      g_ptr_array_add (argv, "dev");
+      g_ptr_array_add (argv, link[1] != NULL ? link[1] : link[0]);
+      g_ptr_array_add (argv, NULL);
+      if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH
+                         | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL)
+          || !g_spawn_check_wait_status (status, NULL)
+          || !json_parser_load_from_data (parser, out, -1, NULL))
+        continue;
+      root = json_parser_get_root (parser);
+      if (!JSON_NODE_HOLDS_ARRAY (root))
+        continue;
+      for (guint q = 0; q < json_array_get_length (json_node_get_array (root)); q++)
+        {
+          JsonObject *qdisc = json_array_get_object_element (json_node_get_array (root), q);
+
+          if (qdisc == NULL
+              || g_strcmp0 (json_object_get_string_member_with_default (qdisc, "kind", ""),
+                            "tbf") != 0)
+            continue;
+          for (guint k = 0; k < G_N_ELEMENTS (names); k++)
+            sums[k] += json_object_get_int_member_with_default (qdisc, names[k], 0);
+          read++;
+        }
+    }
+  if (read == 0)
+    return NULL;
+  object = json_object_new ();
+  json_object_set_int_member (object, "links", read);
+  for (guint k = 0; k < G_N_ELEMENTS (names); k++)
+    json_object_set_int_member (object, names[k], sums[k]);
+  return object;
+}
+
+/* The UDP counters of every endpoint's own namespace so far, summed
+ * (/proc/net/snmp read there with `ip netns exec`): datagrams received and
+ * sent, and those lost at the endpoints: RcvbufErrors (a socket's receive
+ * buffer full: an SCTP packet lost at its receiver), SndbufErrors,
+ * InErrors. NULL when no endpoint has a namespace of its own. */
+JsonObject *
+dc_cli_netns_udp_stats (DcCliNetns *netns)
+{
+  static const char * const names[] = { "InDatagrams", "OutDatagrams", "InErrors",
+                                        "RcvbufErrors", "SndbufErrors" };
+  static const char * const keys[] = { "in_datagrams", "out_datagrams", "in_errors",
+                                       "rcvbuf_errors", "sndbuf_errors" };
+  gint64 sums[G_N_ELEMENTS (names)] = { 0 };
+  guint read = 0;
+  JsonObject *object;
+
+  for (guint i = 0; netns->links != NULL && i < netns->links->len; i++)
+    {
+      g_auto(GStrv) link = g_strsplit (g_ptr_array_index (netns->links, i), " ", 2);
+      const char *argv[] = { "ip", "netns", "exec", link[0], "cat", "/proc/net/snmp", NULL };
+      g_autofree char *out = NULL;
+      g_auto(GStrv) lines = NULL;
+      g_auto(GStrv) header = NULL;
+      int status = 0;
+
+      if (link[1] == NULL)
+        continue;   /* this namespace's counters hold everything else too */
+      if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH
+                         | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL)
+          || !g_spawn_check_wait_status (status, NULL))
+        continue;
+      lines = g_strsplit (out, "\n", -1);
+      for (guint l = 0; lines[l] != NULL; l++)
+        {
+          g_auto(GStrv) fields = NULL;
+
+          if (!g_str_has_prefix (lines[l], "Udp: "))
+            continue;
+          fields = g_strsplit (lines[l] + 5, " ", -1);
+          if (header == NULL)
+            {
+              header = g_steal_pointer (&fields);
+              continue;
+            }
+          for (guint f = 0; fields[f] != NULL && header[f] != NULL; f++)
+            for (guint k = 0; k < G_N_ELEMENTS (names); k++)
+              if (g_str_equal (header[f], names[k]))
+                sums[k] += g_ascii_strtoll (fields[f], NULL, 10);
+          read++;
+          break;
+        }
+    }
+  if (read == 0)
+    return NULL;
+  object = json_object_new ();
+  json_object_set_int_member (object, "namespaces", read);
+  for (guint k = 0; k < G_N_ELEMENTS (names); k++)
+    json_object_set_int_member (object, keys[k], sums[k]);
+  return object;
+}
+
+/* Adds "shaping", with the hub "hub" (its counters so far), with tbf "tbf"
+ * (its counters so far, every link's summed), "udp" (the endpoints' UDP
+ * counters so far, summed). */
 void
 dc_cli_netns_add_json (DcCliNetns  *netns,
                        JsonBuilder *builder)
 {
   g_autoptr(JsonObject) stats = dc_cli_netns_hub_stats (netns);
+  g_autoptr(JsonObject) tbf = dc_cli_netns_tbf_stats (netns);
+  g_autoptr(JsonObject) udp = dc_cli_netns_udp_stats (netns);
 
   json_builder_set_member_name (builder, "shaping");
   json_builder_add_string_value (builder, dc_cli_netns_shaping (netns));
@@ -452,6 +601,22 @@ dc_cli_netns_add_json (DcCliNetns  *netns,
 
       json_node_set_object (node, stats);
       json_builder_set_member_name (builder, "hub");
+      json_builder_add_value (builder, g_steal_pointer (&node));
+    }
+  if (tbf != NULL)
+    {
+      g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+
+      json_node_set_object (node, tbf);
+      json_builder_set_member_name (builder, "tbf");
+      json_builder_add_value (builder, g_steal_pointer (&node));
+    }
+  if (udp != NULL)
+    {
+      g_autoptr(JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+
+      json_node_set_object (node, udp);
+      json_builder_set_member_name (builder, "udp");
       json_builder_add_value (builder, g_steal_pointer (&node));
     }
 }

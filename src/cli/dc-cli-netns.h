@@ -22,6 +22,7 @@ typedef struct
   char        *switch_ns;   /* PREFIX-br once made: the bridge's or the hub's */
   GPtrArray   *made;        /* namespaces made (char*), removed in reverse */
   GPtrArray   *ports;       /* the switch's ports (char*), "p0" … */
+  GPtrArray   *links;       /* each port's endpoint: "NS DEV", or "DEV" in this namespace */
   gboolean     no_tc;       /* tc is not in PATH: nothing can be shaped */
   gboolean     no_netem;    /* tried on the first link and refused */
   gboolean     no_tbf;
@@ -51,6 +52,8 @@ const char *dc_cli_netns_shaping   (DcCliNetns  *netns);
 const char *dc_cli_netns_network   (DcCliNetns  *netns);
 char       *dc_cli_netns_note      (DcCliNetns  *netns);
 JsonObject *dc_cli_netns_hub_stats (DcCliNetns  *netns);
+JsonObject *dc_cli_netns_tbf_stats (DcCliNetns  *netns);
+JsonObject *dc_cli_netns_udp_stats (DcCliNetns  *netns);
 void        dc_cli_netns_add_json  (DcCliNetns  *netns,
                                     JsonBuilder *builder);
 

@@ -34,6 +34,9 @@
 #include <gst/sdp/sdp.h>
 #include <gst/webrtc/webrtc.h>
 #include <nice/agent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include "dc-mesh-error.h"
@@ -44,6 +47,83 @@
 #define PUMP_POLL_MS 20
 #define SEND_WINDOW (768u * 1024u)
 #define CREDIT_STEP (256u * 1024u)
+
+/* A measuring aid (docs/BENCHMARKS.md, branch group-shaped): DC_PEER_SEND_WINDOW
+ * and DC_PEER_CREDIT_STEP (bytes, read once) replace the two above, so that a
+ * bench can try other windows without a build. */
+static guint
+peer_tunable (const char *name,
+              guint       fallback)
+{
+  const char *value = g_getenv (name);
+  guint64 parsed;
+
+  if (value == NULL || *value == '\0')
+    return fallback;
+  parsed = g_ascii_strtoull (value, NULL, 10);
+  return parsed >= 4096 && parsed <= (64u << 20) ? (guint) parsed : fallback;
+}
+
+static guint
+send_window (void)
+{
+  static gsize once;
+  static guint value;
+
+  if (g_once_init_enter (&once))
+    {
+      value = peer_tunable ("DC_PEER_SEND_WINDOW", SEND_WINDOW);
+      g_once_init_leave (&once, 1);
+    }
+  return value;
+}
+
+static guint
+credit_step (void)
+{
+  static gsize once;
+  static guint value;
+
+  if (g_once_init_enter (&once))
+    {
+      value = peer_tunable ("DC_PEER_CREDIT_STEP", CREDIT_STEP);
+      g_once_init_leave (&once, 1);
+    }
+  return value;
+}
+
+/* A measuring aid: DC_PEER_TRACE=DIR (read once) has every peer of this
+ * process write to DIR/peer-PID.txt when the credit window starts and stops
+ * holding its next frame (monotonic µs first, as DC_TRAIN_GROUP_TRACE's
+ * lines): "window_block peer=ID tx=… acked=…", "window_open peer=ID
+ * waited_us=…". It tells a direction held by late credits from one whose
+ * SCTP moves slowly (docs/BENCHMARKS.md, branch group-shaped). Main
+ * thread only. */
+static FILE *
+peer_trace (void)
+{
+  static gsize once;
+  static FILE *file;
+
+  if (g_once_init_enter (&once))
+    {
+      const char *dir = g_getenv ("DC_PEER_TRACE");
+
+      if (dir != NULL && *dir != '\0')
+        {
+          g_autofree char *name = g_strdup_printf ("peer-%d.txt", (int) getpid ());
+          g_autofree char *path = g_build_filename (dir, name, NULL);
+
+          (void) g_mkdir_with_parents (dir, 0755);
+          file = fopen (path, "a");
+          if (file == NULL)
+            g_message ("DC_PEER_TRACE: cannot write %s: %s", path, g_strerror (errno));
+        }
+      g_once_init_leave (&once, 1);
+    }
+  return file;
+}
+
 /* The receipt's checks (a frame's CRC-32 and a chunk's SHA-256, about 80
  * and 250 µs per 64 KiB piece on the 2-vCPU VM) run on a worker, in order
  * (check_next ()). A message under CHECK_INLINE_MAX bytes that finds nothing
@@ -182,6 +262,8 @@ struct _DcPeer
   gsize                 checking_bytes; /* payload bytes in checking and in flight */
   const guint8         *message_hash; /* the message being handled: Checked.hash, or NULL */
   gint64                started_us;
+  gint64                window_blocked_us; /* since when the window holds the next frame, or 0 */
+  gint64                window_wait_us;    /* the window's holds, summed */
   guint64               heartbeat_seq;
   guint                 faults;
   guint                 tick_id;
@@ -583,8 +665,24 @@ pump (DcPeer *self)
             self->current = credit_frame_new (self);
           else if (g_queue_is_empty (&self->out))
             return;
-          else if (self->window_on && self->tx_bytes - self->tx_acked >= SEND_WINDOW)
-            return;  /* the next credit calls pump () */
+          else if (self->window_on && self->tx_bytes - self->tx_acked >= send_window ())
+            {
+              if (self->window_blocked_us == 0)
+                {
+                  FILE *trace = peer_trace ();
+
+                  self->window_blocked_us = g_get_monotonic_time ();
+                  if (trace != NULL)
+                    {
+                      fprintf (trace, "%" G_GINT64_FORMAT " window_block peer=%s tx=%"
+                               G_GUINT64_FORMAT " acked=%" G_GUINT64_FORMAT "\n",
+                               self->window_blocked_us, self->id, self->tx_bytes,
+                               self->tx_acked);
+                      fflush (trace);
+                    }
+                }
+              return;  /* the next credit calls pump () */
+            }
           else
             self->current = g_queue_pop_head (&self->out);
         }
@@ -685,6 +783,20 @@ handle_message (DcPeer        *self,
         }
       self->tx_acked = MAX (self->tx_acked, credit);
       self->window_on = TRUE;
+      if (self->window_blocked_us != 0 && self->tx_bytes - self->tx_acked < send_window ())
+        {
+          gint64 now = g_get_monotonic_time ();
+          FILE *trace = peer_trace ();
+
+          self->window_wait_us += now - self->window_blocked_us;
+          if (trace != NULL)
+            {
+              fprintf (trace, "%" G_GINT64_FORMAT " window_open peer=%s waited_us=%"
+                       G_GINT64_FORMAT "\n", now, self->id, now - self->window_blocked_us);
+              fflush (trace);
+            }
+          self->window_blocked_us = 0;
+        }
       pump (self);
       return;
     }
@@ -710,7 +822,7 @@ handle_message (DcPeer        *self,
 static void
 maybe_credit (DcPeer *self)
 {
-  if (self->rx_bytes - self->rx_credited >= CREDIT_STEP && !self->credit_due
+  if (self->rx_bytes - self->rx_credited >= credit_step () && !self->credit_due
       && self->checking_bytes <= CHECK_QUEUE_MAX)
     {
       self->credit_due = TRUE;
