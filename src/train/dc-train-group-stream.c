@@ -304,29 +304,17 @@ _dc_train_group_stream_chunk (DcTrainGroup      *self,
   data = g_bytes_get_data (chunk->data, &size);
   if (chunk->index == 0)
     {
-      guint64 digest;
-      guint32 u;
+      DcTrainShardHeader header;
 
       st->next[rank] = 0;
-      if (size < DC_TRAIN_SHARD_HEADER_SIZE)
-        return;
-      memcpy (&digest, data + 16, 8);
-      memcpy (&u, data, 4);
-      if (GUINT32_FROM_LE (u) != DC_TRAIN_SHARD_MAGIC || data[4] != DC_TRAIN_SHARD_CONTRIBUTION
-          || data[5] != st->wire || data[6] != 0 || data[7] != 0)
-        return;
-      memcpy (&u, data + 8, 4);
-      if (GUINT32_FROM_LE (u) != st->n)
-        return;
-      memcpy (&u, data + 12, 4);
-      if (GUINT32_FROM_LE (u) != st->rank || GUINT64_FROM_LE (digest) != st->digest)
-        return;
-      memcpy (&u, data + 28, 4);
-      if (u != 0)
+      if (!dc_train_shard_header_read (data, size, &header, NULL)
+          || header.kind != DC_TRAIN_SHARD_CONTRIBUTION || header.wire != st->wire
+          || header.roster_size != st->n || header.shard != st->rank
+          || header.digest != st->digest)
         return;
       skip = DC_TRAIN_SHARD_HEADER_SIZE;
       g_mutex_lock (&st->lock);
-      memcpy (&st->loss[rank], data + 24, 4);
+      memcpy (&st->loss[rank], &header.loss_bits, 4);
       g_mutex_unlock (&st->lock);
     }
   else if (st->next[rank] != chunk->index)

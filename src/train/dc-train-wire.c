@@ -426,26 +426,22 @@ dc_train_shard_header_write (guint8                   *data,
 }
 
 /**
- * dc_train_shard_header_parse:
- * @data: (array length=size): a whole shard object
- * @layout: the receiving model's shard layout
+ * dc_train_shard_header_read:
+ * @data: (array length=size): a shard object, or its first chunk
  *
- * Checks a shard object (docs/PROTOCOL.md): magic "DRS1", kind 1 or 2,
- * element type 0 (f32) or 1 (bf16), reserved bytes zero, roster size 1-64,
- * shard below it, and exactly the size dc_train_shard_wire_size () gives
- * for them. It does not read the values (dc_train_shard_decode () does).
+ * Checks a shard object's 32-byte header alone (docs/PROTOCOL.md): magic
+ * "DRS1", kind 1 or 2, element type 0 (f32) or 1 (bf16), reserved bytes
+ * zero, roster size 1-64, shard below it. The object's size is
+ * dc_train_shard_header_parse ()'s to check.
  *
  * Returns: %FALSE with @error set when it is not one
  */
 gboolean
-dc_train_shard_header_parse (const guint8        *data,
-                             gsize                size,
-                             const DcTrainShardLayout *layout,
-                             DcTrainShardHeader  *header,
-                             GError             **error)
+dc_train_shard_header_read (const guint8        *data,
+                            gsize                size,
+                            DcTrainShardHeader  *header,
+                            GError             **error)
 {
-  gsize start;
-
   if (size < DC_TRAIN_SHARD_HEADER_SIZE || get_u32 (data) != DC_TRAIN_SHARD_MAGIC)
     {
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
@@ -475,6 +471,32 @@ dc_train_shard_header_parse (const guint8        *data,
                    header->roster_size, DC_TRAIN_GRADIENT_ROSTER_MAX);
       return FALSE;
     }
+  return TRUE;
+}
+
+/**
+ * dc_train_shard_header_parse:
+ * @data: (array length=size): a whole shard object
+ * @layout: the receiving model's shard layout
+ *
+ * Checks a shard object (docs/PROTOCOL.md): its header as
+ * dc_train_shard_header_read () does, and exactly the size
+ * dc_train_shard_wire_size () gives for it. It does not read the values
+ * (dc_train_shard_decode () does).
+ *
+ * Returns: %FALSE with @error set when it is not one
+ */
+gboolean
+dc_train_shard_header_parse (const guint8        *data,
+                             gsize                size,
+                             const DcTrainShardLayout *layout,
+                             DcTrainShardHeader  *header,
+                             GError             **error)
+{
+  gsize start;
+
+  if (!dc_train_shard_header_read (data, size, header, error))
+    return FALSE;
   /* Bounded before any product (dc_train_shard_range () multiplies by the
    * shard, ≤ 64): far above any model (a gradient is at most 64 MiB). */
   if (layout->n_params > G_MAXUINT32

@@ -203,6 +203,10 @@ void     dc_train_shard_header_write    (guint8                 *data,
                                          const DcTrainShardHeader *header);
 guint64  dc_train_wire_gradient_cap     (gsize                   n_params);
 guint64  dc_train_wire_weights_cap      (gsize                   n_params);
+gboolean dc_train_shard_header_read     (const guint8           *data,
+                                         gsize                   size,
+                                         DcTrainShardHeader     *header,
+                                         GError                **error);
 gboolean dc_train_shard_header_parse    (const guint8           *data,
                                          gsize                   size,
                                          const DcTrainShardLayout *layout,
