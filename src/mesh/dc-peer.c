@@ -64,32 +64,25 @@ peer_tunable (const char *name,
   return parsed >= 4096 && parsed <= (64u << 20) ? (guint) parsed : fallback;
 }
 
-static guint
-send_window (void)
+typedef struct
+{
+  guint send_window;
+  guint credit_step;
+} PeerTunables;
+
+static const PeerTunables *
+peer_tunables (void)
 {
   static gsize once;
-  static guint value;
+  static PeerTunables tunables;
 
   if (g_once_init_enter (&once))
     {
-      value = peer_tunable ("DC_PEER_SEND_WINDOW", SEND_WINDOW);
+      tunables.send_window = peer_tunable ("DC_PEER_SEND_WINDOW", SEND_WINDOW);
+      tunables.credit_step = peer_tunable ("DC_PEER_CREDIT_STEP", CREDIT_STEP);
       g_once_init_leave (&once, 1);
     }
-  return value;
-}
-
-static guint
-credit_step (void)
-{
-  static gsize once;
-  static guint value;
-
-  if (g_once_init_enter (&once))
-    {
-      value = peer_tunable ("DC_PEER_CREDIT_STEP", CREDIT_STEP);
-      g_once_init_leave (&once, 1);
-    }
-  return value;
+  return &tunables;
 }
 
 /* A measuring aid: DC_PEER_TRACE=DIR (read once) has every peer of this
@@ -665,7 +658,8 @@ pump (DcPeer *self)
             self->current = credit_frame_new (self);
           else if (g_queue_is_empty (&self->out))
             return;
-          else if (self->window_on && self->tx_bytes - self->tx_acked >= send_window ())
+          else if (self->window_on
+                   && self->tx_bytes - self->tx_acked >= peer_tunables ()->send_window)
             {
               if (self->window_blocked_us == 0)
                 {
@@ -783,7 +777,8 @@ handle_message (DcPeer        *self,
         }
       self->tx_acked = MAX (self->tx_acked, credit);
       self->window_on = TRUE;
-      if (self->window_blocked_us != 0 && self->tx_bytes - self->tx_acked < send_window ())
+      if (self->window_blocked_us != 0
+          && self->tx_bytes - self->tx_acked < peer_tunables ()->send_window)
         {
           gint64 now = g_get_monotonic_time ();
           FILE *trace = peer_trace ();
@@ -822,7 +817,7 @@ handle_message (DcPeer        *self,
 static void
 maybe_credit (DcPeer *self)
 {
-  if (self->rx_bytes - self->rx_credited >= credit_step () && !self->credit_due
+  if (self->rx_bytes - self->rx_credited >= peer_tunables ()->credit_step && !self->credit_due
       && self->checking_bytes <= CHECK_QUEUE_MAX)
     {
       self->credit_due = TRUE;

@@ -185,8 +185,8 @@ gboolean
 _dc_train_group_stream_wanted (DcTrainGroup *self,
                                guint64       step)
 {
-  return stream_mode () != MODE_OFF && self->session != NULL && self->roster != NULL && self->roster->len >= 2
-         && self->rank < self->roster->len
+  return stream_mode () != MODE_OFF && self->session != NULL && self->roster != NULL
+         && self->roster->len >= 2 && self->rank < self->roster->len
          && _dc_train_group_send_wire (self) == _dc_train_group_wire (self)
          && self->fault_chunk != step && self->fault_partial != step
          && self->stream_off_step != step;
