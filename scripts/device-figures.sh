@@ -11,7 +11,7 @@
 #   first: the image has the NVIDIA ICD but no loader. Default: build-devpack/gl,
 #   which `pack` fills with `apt-get download` (the device has no network).
 #   ONLY: a space-separated subset of
-#   "warmup train cpu clitrain decode group groupnet ring ringnet gemm vktests" (all: about 9 minutes
+#   "warmup train cpu clitrain decode group groupcpu groupnet ring ringnet gemm vktests" (all: about 10 minutes
 #   after the start; each issue's goal figure is one item). warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
@@ -41,7 +41,7 @@ pack)
 run)
   out="${OUT:-/tmp}"
   log="$out/figures.txt"
-  only="${ONLY:-warmup train cpu clitrain decode group groupnet ring ringnet gemm vktests}"
+  only="${ONLY:-warmup train cpu clitrain decode group groupcpu groupnet ring ringnet gemm vktests}"
   if [ -z "${GL_DEBS:-}" ] && [ -d build-devpack/gl ]; then
     GL_DEBS=build-devpack/gl
   fi
@@ -59,6 +59,7 @@ run)
   {
     date -u
     nproc
+    lscpu 2>&1 | grep -E '^(Model name|Thread|Core|Socket|NUMA node\(s\)|L3)'
     nvidia-smi --query-gpu=name,driver_version --format=csv 2>&1
     $cli info 2>&1 | head -30
     for what in $only; do
@@ -105,6 +106,17 @@ run)
             --json --devices 4 --threads 4 --width 128 --seq 128 --batch 32 --steps 24 \
             --gradient-wire bf16 2>&1 | grep -v DEBUG
         done ;;
+      groupcpu)
+        # Issue 11: where four devices' CPU goes, by thread class (the group's
+        # compute runs slower than four lone processes'): the GEMM's helpers,
+        # GLib's task threads, webrtcbin's threads, the main thread.
+        pkill -f daisychain-cli 2>/dev/null; sleep 1
+        stop=/tmp/dc-thread-cpu-stop; rm -f "$stop"
+        tools/group-trace/thread-cpu.sh "$stop" > /tmp/dc-thread-cpu.txt &
+        DC_TRAIN_GROUP_AUDIT_PERIOD=0 timeout 90 $cli bench group --json --devices 4 \
+          --threads 4 --width 128 --seq 128 --batch 32 --steps 24 --gradient-wire bf16 2>&1 |
+          grep -v DEBUG
+        touch "$stop"; wait; cat /tmp/dc-thread-cpu.txt ;;
       ring)
         # Issue 16: one device against three stages on loopback.
         XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring --json --stages 1,3 \
