@@ -91,6 +91,7 @@ typedef struct
   gint    wanted;        /* atomic: Σ helpers_wanted, the spinners' flag */
   guint   n_helpers;     /* under lock: threads started */
   guint   n_sleeping;    /* under lock */
+  gint    n_spinning;    /* atomic: helpers in their spin, which take a job without a wake */
   gboolean idle;         /* helpers lower themselves (the idle pool) */
   gint    lowest;        /* atomic: the weakest DcParallelPriority its helpers read back */
   /* The adaptive spin (spin_adapt ()), and helpers spin (never sleep)
@@ -113,6 +114,7 @@ static gint stat_warm_seen = 0;    /* atomic: 1 + the highest helper index woken
 static gint64 warm_woken_at = 0;   /* __atomic: when the last warm woke sleeping helpers, µs */
 static guint64 stat_warm_wakes = 0;
 static guint64 stat_warm_wake_ns = 0;
+static guint64 stat_job_wakes = 0;  /* helpers a published job signalled awake */
 static guint64 stat_idle_wait_ns = 0;
 static guint64 stat_idle_jobs = 0;
 
@@ -174,6 +176,18 @@ spin_us (void)
       g_once_init_leave (&once, 1);
     }
   return spin_us_config;
+}
+
+/* DC_PARALLEL_WAKE_ALL=1: a published job signals as many sleepers as it
+ * wants helpers, spinning ones or not (before branch ring-head; an A/B). */
+static gboolean
+wake_all_config (void)
+{
+  static gint all = -1;
+
+  if (G_UNLIKELY (g_atomic_int_get (&all) < 0))
+    g_atomic_int_set (&all, g_strcmp0 (g_getenv ("DC_PARALLEL_WAKE_ALL"), "1") == 0);
+  return g_atomic_int_get (&all);
 }
 
 /* The spin actually used, in µs, between 0 and spin_us (): halved after a
@@ -350,16 +364,19 @@ helper_worker (gpointer data)
       guint worker = 0;
       gint ran;
 
-      /* Spin, then sleep, until a job wants a helper. */
+      /* Spin, then sleep, until a job wants a helper. While it spins it
+       * counts in n_spinning: a caller then signals one sleeper fewer. */
       if (g_atomic_int_get (&p->wanted) <= 0)
         {
           gint64 until = g_get_monotonic_time () + spin_budget (p);
           gint64 now;
 
+          g_atomic_int_inc (&p->n_spinning);
           /* The warm window is read anew each round: dc_parallel_cool ends it. */
           while (g_atomic_int_get (&p->wanted) <= 0 &&
                  ((now = g_get_monotonic_time ()) < until || warm_for (p, index)))
             spin_pause ();
+          g_atomic_int_add (&p->n_spinning, -1);
         }
       g_mutex_lock (&p->lock);
       {
@@ -524,9 +541,23 @@ dc_parallel_for (guint          n_threads,
   g_queue_push_tail (&p->jobs, g_atomic_rc_box_acquire (job));
   g_atomic_int_add (&p->wanted, (gint) helpers);
   /* Spinning helpers see `wanted` without a wake-up; sleeping ones need one
-   * each, up to the number wanted. */
-  for (guint i = 0; i < MIN (helpers, p->n_sleeping); i++)
-    g_cond_signal (&p->work);
+   * each, for the helpers wanted that the spinning ones do not cover. A
+   * pool larger than this call's threads (a ring's head: 15 helpers for its
+   * 16-thread head, 4 for its layers) otherwise signalled 4 sleepers at
+   * every product of its layers while its 4 warm helpers spun: futex
+   * wake-ups on the caller's path, threads that came to find the job taken
+   * (BENCHMARKS.md, "Branch ring-head"). A spinner that stops spinning just
+   * now still tries take_job_locked before it sleeps, so no job waits for a
+   * wake it was not given; and the caller runs every chunk nobody claims. */
+  {
+    gint spinning = wake_all_config () ? 0 : MAX (g_atomic_int_get (&p->n_spinning), 0);
+    guint wake = helpers > (guint) spinning ? helpers - (guint) spinning : 0;
+
+    wake = MIN (wake, p->n_sleeping);
+    for (guint i = 0; i < wake; i++)
+      g_cond_signal (&p->work);
+    __atomic_add_fetch (&stat_job_wakes, wake, __ATOMIC_RELAXED);
+  }
   g_mutex_unlock (&p->lock);
 
   if (idle)
@@ -765,6 +796,7 @@ dc_parallel_get_stats (DcParallelStats *out)
   out->idle_jobs = __atomic_load_n (&stat_idle_jobs, __ATOMIC_RELAXED);
   out->warm_wakes = __atomic_load_n (&stat_warm_wakes, __ATOMIC_RELAXED);
   out->warm_wake_ns = __atomic_load_n (&stat_warm_wake_ns, __ATOMIC_RELAXED);
+  out->job_wakes = __atomic_load_n (&stat_job_wakes, __ATOMIC_RELAXED);
   g_mutex_lock (&pool.lock);
   out->warm_helpers = (guint) g_atomic_int_get (&stat_warm_seen);
   out->helpers = pool.n_helpers;
