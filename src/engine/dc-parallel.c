@@ -91,7 +91,6 @@ typedef struct
   gint    wanted;        /* atomic: Σ helpers_wanted, the spinners' flag */
   guint   n_helpers;     /* under lock: threads started */
   guint   n_sleeping;    /* under lock */
-  gint    n_spinning;    /* atomic: helpers in their spin, which take a job without a wake */
   gboolean idle;         /* helpers lower themselves (the idle pool) */
   gint    lowest;        /* atomic: the weakest DcParallelPriority its helpers read back */
   /* The adaptive spin (spin_adapt ()), and helpers spin (never sleep)
@@ -179,7 +178,7 @@ spin_us (void)
 }
 
 /* DC_PARALLEL_WAKE_ALL=1: a published job signals as many sleepers as it
- * wants helpers, spinning ones or not (before branch ring-head; an A/B). */
+ * wants helpers inside a warm window too (before branch ring-head; an A/B). */
 static gboolean
 wake_all_config (void)
 {
@@ -333,6 +332,17 @@ warm_for (Pool  *p,
          g_get_monotonic_time () < __atomic_load_n (&p->warm_until, __ATOMIC_RELAXED);
 }
 
+/* How many helpers a warm window keeps spinning now: helpers 0 …
+ * n_warm - 1 (the caller's own pool lock held or not: a stale answer only
+ * costs a wake-up too many or too few, never a chunk). */
+static inline guint
+warm_covers (Pool *p)
+{
+  if (g_get_monotonic_time () >= __atomic_load_n (&p->warm_until, __ATOMIC_RELAXED))
+    return 0;
+  return (guint) MAX (g_atomic_int_get (&p->n_warm), 0);
+}
+
 /* What a helper thread starts with: its pool and its index in it. */
 typedef struct
 {
@@ -364,19 +374,16 @@ helper_worker (gpointer data)
       guint worker = 0;
       gint ran;
 
-      /* Spin, then sleep, until a job wants a helper. While it spins it
-       * counts in n_spinning: a caller then signals one sleeper fewer. */
+      /* Spin, then sleep, until a job wants a helper. */
       if (g_atomic_int_get (&p->wanted) <= 0)
         {
           gint64 until = g_get_monotonic_time () + spin_budget (p);
           gint64 now;
 
-          g_atomic_int_inc (&p->n_spinning);
           /* The warm window is read anew each round: dc_parallel_cool ends it. */
           while (g_atomic_int_get (&p->wanted) <= 0 &&
                  ((now = g_get_monotonic_time ()) < until || warm_for (p, index)))
             spin_pause ();
-          g_atomic_int_add (&p->n_spinning, -1);
         }
       g_mutex_lock (&p->lock);
       {
@@ -541,17 +548,22 @@ dc_parallel_for (guint          n_threads,
   g_queue_push_tail (&p->jobs, g_atomic_rc_box_acquire (job));
   g_atomic_int_add (&p->wanted, (gint) helpers);
   /* Spinning helpers see `wanted` without a wake-up; sleeping ones need one
-   * each, for the helpers wanted that the spinning ones do not cover. A
-   * pool larger than this call's threads (a ring's head: 15 helpers for its
-   * 16-thread head, 4 for its layers) otherwise signalled 4 sleepers at
-   * every product of its layers while its 4 warm helpers spun: futex
-   * wake-ups on the caller's path, threads that came to find the job taken
-   * (BENCHMARKS.md, "Branch ring-head"). A spinner that stops spinning just
-   * now still tries take_job_locked before it sleeps, so no job waits for a
-   * wake it was not given; and the caller runs every chunk nobody claims. */
+   * each, up to the number wanted, less the helpers a warm window keeps
+   * spinning (dc_parallel_warm_threads: woken when it began, they take the
+   * job without one). A pool larger than a warm device's threads (a ring's
+   * head: 15 helpers for its 16-thread head, 4 warm for its layers)
+   * otherwise signalled 4 sleepers at every product of its layers while its
+   * 4 warm helpers spun: on the H200 host 170 futex wake-ups and 50
+   * migrations a decoded token, helpers that came to find the job taken,
+   * and layers 20 % slower than a stage's (BENCHMARKS.md, "Branch
+   * ring-head"). Outside a warm window nothing changes: there the extra
+   * wake-ups keep more helpers spinning for the next, larger product, and
+   * waking only the shortfall of the spinning ones made one device's
+   * decode slower. No chunk ever waits for a wake: the caller runs every
+   * chunk nobody claims. */
   {
-    gint spinning = wake_all_config () ? 0 : MAX (g_atomic_int_get (&p->n_spinning), 0);
-    guint wake = helpers > (guint) spinning ? helpers - (guint) spinning : 0;
+    guint covered = wake_all_config () ? 0 : warm_covers (p);
+    guint wake = helpers > covered ? helpers - covered : 0;
 
     wake = MIN (wake, p->n_sleeping);
     for (guint i = 0; i < wake; i++)

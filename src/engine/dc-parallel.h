@@ -110,8 +110,8 @@ const char *       dc_parallel_priority_to_string     (DcParallelPriority priori
  * @warm_wakes: sleeping helpers a warm window woke
  * @warm_wake_ns: their time from the warm's wake-up call to running
  * @job_wakes: sleeping helpers that published calls signalled (one per
- *   helper wanted beyond those spinning; DC_PARALLEL_WAKE_ALL=1: per helper
- *   wanted, spinning or not, as before branch ring-head)
+ *   helper wanted, less those a warm window keeps spinning; with
+ *   DC_PARALLEL_WAKE_ALL=1 not less them, as before branch ring-head)
  *
  * Totals since the process started, for `bench train`'s time split.
  */
