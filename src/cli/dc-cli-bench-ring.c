@@ -370,7 +370,8 @@ sched_snapshot (GArray *pids)
   return table;
 }
 
-/* One JSON line: per thread that ran between the two snapshots, its run
+/* One JSON line: per thread that ran between the two snapshots (was
+ * switched in or accumulated run time), its run
  * time, its time runnable but waiting for a processor, its slices (times
  * it was switched in), its migrations (-1 when the kernel does not say)
  * and the processors it was on at the first token and at the end. */
@@ -409,7 +410,7 @@ print_sched (Measure *m,
 
       if (a == NULL)
         a = &zero;
-      if (b->slices - a->slices <= 0)
+      if (b->slices == a->slices && b->run_ns == a->run_ns)
         continue;
       json_builder_begin_object (builder);
       json_builder_set_member_name (builder, "pid");
