@@ -815,6 +815,116 @@ test_bench_head_threads (void)
     }
 }
 
+/* `bench ring --pin-cores`: a ring's devices each on cores of their own
+ * (the head the first share, each stage the next; one core each, round the
+ * ring, when there are fewer cores than devices), one device alone on all
+ * of them. With DC_RING_SCHED=1 a line per size names every thread that
+ * ran in the decode with the processor it last ran on: each of the
+ * 3-stage ring's threads ran on its own device's cores. The head's final
+ * norm and head take its cores' count (no --head-threads), and the ids
+ * are one device's. */
+static void
+pin_cores_expected (guint      k,
+                    guint      n,
+                    gboolean  *out,
+                    guint      n_cores)
+{
+  guint first = (k * n_cores + n - 1) / n, last = ((k + 1) * n_cores + n - 1) / n;
+
+  for (guint c = 0; c < n_cores; c++)
+    out[c] = n >= n_cores ? c == k % n_cores : c >= first && c < last;
+}
+
+static void
+test_bench_pin_cores (void)
+{
+  g_autofree char *dir = dc_test_dup_source_path ("tests", "data", "hf", "models", "llama-tiny",
+                                                  NULL);
+  const char *args[] = { "bench", "ring", "--json", "--model", dir, "--stages", "1,3",
+                         "--tokens", "4", "--pin-cores", NULL };
+  guint n_cores = MAX (1, g_get_num_processors ());
+  g_autofree gboolean *head = g_new0 (gboolean, n_cores);
+  g_autofree char *out = NULL, *err = NULL;
+  g_auto(GStrv) lines = NULL;
+  guint head_count = 0, n_sched = 0, n_results = 0;
+
+  pin_cores_expected (0, 3, head, n_cores);
+  for (guint c = 0; c < n_cores; c++)
+    head_count += head[c];
+  g_setenv ("DC_RING_INLINE_US", "1000000", TRUE);
+  g_setenv ("DC_RING_SCHED", "1", TRUE);
+  g_assert_cmpint (dc_test_run_cli (args, &out, &err, RUN_BOUND_MS), ==, 0);
+  g_unsetenv ("DC_RING_SCHED");
+  g_unsetenv ("DC_RING_INLINE_US");
+  lines = g_strsplit (g_strstrip (out), "\n", -1);
+  for (guint k = 0; lines[k] != NULL; k++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      JsonObject *o;
+      guint stages;
+
+      json_parser_load_from_data (parser, lines[k], -1, &error);
+      g_assert_no_error (error);
+      o = json_node_get_object (json_parser_get_root (parser));
+      stages = (guint) json_object_get_int_member (o, "stages");
+      if (json_object_has_member (o, "sched"))
+        {
+          JsonArray *pids = json_object_get_array_member (o, "pids");
+          JsonArray *threads = json_object_get_array_member (o, "threads");
+
+          n_sched++;
+          g_assert_cmpuint (json_array_get_length (pids), ==, stages);
+          /* One device's few tokens may fall between two ticks; a ring's
+           * hops switch threads. */
+          if (stages == 1)
+            continue;
+          g_assert_cmpuint (json_array_get_length (threads), >, 0);
+          for (guint t = 0; t < json_array_get_length (threads); t++)
+            {
+              JsonObject *thread = json_array_get_object_element (threads, t);
+              gint64 pid = json_object_get_int_member (thread, "pid");
+              gint64 cpu = json_object_get_int_member (thread, "cpu_last");
+              g_autofree gboolean *mine = g_new0 (gboolean, n_cores);
+              guint device = G_MAXUINT;
+
+              for (guint i = 0; i < stages; i++)
+                if (json_array_get_int_element (pids, i) == pid)
+                  device = i;
+              g_assert_cmpuint (device, <, stages);
+              pin_cores_expected (device, stages, mine, n_cores);
+              g_assert_cmpint (cpu, >=, 0);
+              g_assert_cmpint (cpu, <, n_cores);
+              if (!mine[cpu])
+                g_error ("device %u's thread “%s” ran on processor %" G_GINT64_FORMAT,
+                         device, json_object_get_string_member (thread, "comm"), cpu);
+              g_assert_cmpfloat (json_object_get_double_member (thread, "run_ms"), >=, 0);
+              g_assert_true (json_object_get_int_member (thread, "slices") > 0 ||
+                             json_object_get_double_member (thread, "run_ms") > 0);
+            }
+          continue;
+        }
+      n_results++;
+      g_assert_true (json_object_get_boolean_member (o, "same_ids"));
+      g_assert_cmpfloat (json_object_get_double_member (o, "head_job_wakes"), >=, 0);
+      g_assert_cmpfloat (json_object_get_double_member (o, "head_warm_wakes"), >=, 0);
+      if (stages == 1)
+        {
+          g_assert_false (json_object_has_member (o, "pinned_cores"));
+          g_assert_cmpint (json_object_get_int_member (o, "head_threads"), ==, n_cores);
+          continue;
+        }
+      g_assert_cmpint (json_object_get_int_member (o, "pinned_cores"), ==, head_count);
+      g_assert_cmpint (json_object_get_int_member (o, "head_threads"), ==, head_count);
+      for (guint h = 0; h < 2; h++)
+        g_assert_cmpint (json_object_get_int_member (json_array_get_object_element (
+                           json_object_get_array_member (o, "stage_hops"), h), "job_wakes"),
+                         >=, 0);
+    }
+  g_assert_cmpuint (n_sched, ==, 2);
+  g_assert_cmpuint (n_results, ==, 2);
+}
+
 /* `bench ring --netns`: the stages in network namespaces shaped to 1 Gbit/s
  * and 1 ms (netem, or tbf and the delay hub), the network and its shaping
  * named in every line, a measured hop at least the delay,
@@ -914,6 +1024,7 @@ main (int argc, char **argv)
   g_test_add_func ("/infer/ring/probe-mismatch", test_probe_mismatch);
   g_test_add_func ("/infer/ring/bench-shape", test_bench_shape);
   g_test_add_func ("/infer/ring/bench-head-threads", test_bench_head_threads);
+  g_test_add_func ("/infer/ring/bench-pin-cores", test_bench_pin_cores);
   g_test_add_func ("/infer/ring/bench-netns", test_bench_netns);
   g_test_add_data_func ("/infer/ring/refused/non-finite", "nan", check_refused);
   g_test_add_data_func ("/infer/ring/refused/other-model", "model", check_refused);

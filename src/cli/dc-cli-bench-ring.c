@@ -22,11 +22,15 @@
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-cli"
+/* sched_setaffinity, CPU_SET */
+#define _GNU_SOURCE
 
 #include "config.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 #include <glib/gi18n.h>
 #include <glib/gstdio.h>
 #include <libsoup/soup.h>
@@ -269,7 +273,172 @@ typedef struct
   char      *failure;
   gboolean   timed_out;   /* the step's timeout fired (and removed itself) */
   guint64    ids_hash;    /* FNV-1a of the generated ids, in order */
+  /* The head's pool at the first and the latest token: its decoded laps'
+   * job and warm wake-ups. */
+  DcParallelStats first_stats, last_stats;
+  /* DC_RING_SCHED=1: every thread of the head and the stages at the first
+   * token and at the end (sched_snapshot ()). */
+  GArray     *sched_pids;   /* of gint; NULL when off */
+  GHashTable *sched_first, *sched_last;
 } Measure;
+
+/* ---- DC_RING_SCHED: where the decode's threads ran ------------------------ */
+
+/* One thread as the kernel reports it (/proc/PID/task/TID). */
+typedef struct
+{
+  gint    pid, tid;
+  char    comm[32];
+  gint    cpu;            /* the processor it last ran on */
+  gint64  run_ns, wait_ns, slices, migrations;
+} TaskStat;
+
+static gboolean
+read_task (gint      pid,
+           gint      tid,
+           TaskStat *out)
+{
+  g_autofree char *dir = g_strdup_printf ("/proc/%d/task/%d", pid, tid);
+  g_autofree char *path = g_build_filename (dir, "stat", NULL);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) fields = NULL;
+  const char *open_paren, *close_paren;
+
+  memset (out, 0, sizeof *out);
+  out->pid = pid;
+  out->tid = tid;
+  out->migrations = -1;
+  if (!g_file_get_contents (path, &text, NULL, NULL) ||
+      (open_paren = strchr (text, '(')) == NULL || (close_paren = strrchr (text, ')')) == NULL)
+    return FALSE;
+  g_strlcpy (out->comm, open_paren + 1,
+             MIN (sizeof out->comm, (gsize) (close_paren - open_paren)));
+  /* After the name: field 3 (the state) is index 0, field 39 (processor) index 36. */
+  fields = g_strsplit (close_paren + 2, " ", -1);
+  if (g_strv_length (fields) > 36)
+    out->cpu = (gint) g_ascii_strtoll (fields[36], NULL, 10);
+  g_clear_pointer (&text, g_free);
+  g_free (path);
+  path = g_build_filename (dir, "schedstat", NULL);
+  if (g_file_get_contents (path, &text, NULL, NULL))
+    {
+      char *end = text;
+
+      out->run_ns = g_ascii_strtoll (end, &end, 10);
+      out->wait_ns = g_ascii_strtoll (end, &end, 10);
+      out->slices = g_ascii_strtoll (end, &end, 10);
+    }
+  g_clear_pointer (&text, g_free);
+  g_free (path);
+  /* Only with CONFIG_SCHED_DEBUG. */
+  path = g_build_filename (dir, "sched", NULL);
+  if (g_file_get_contents (path, &text, NULL, NULL))
+    {
+      const char *at = strstr (text, "se.nr_migrations");
+
+      if (at != NULL && (at = strchr (at, ':')) != NULL)
+        out->migrations = g_ascii_strtoll (at + 1, NULL, 10);
+    }
+  return TRUE;
+}
+
+/* Every thread of PIDS, keyed by "pid/tid". */
+static GHashTable *
+sched_snapshot (GArray *pids)
+{
+  GHashTable *table = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+
+  for (guint i = 0; i < pids->len; i++)
+    {
+      gint pid = g_array_index (pids, gint, i);
+      g_autofree char *dir = g_strdup_printf ("/proc/%d/task", pid);
+      g_autoptr(GDir) tasks = g_dir_open (dir, 0, NULL);
+      const char *name;
+
+      while (tasks != NULL && (name = g_dir_read_name (tasks)) != NULL)
+        {
+          TaskStat *t = g_new (TaskStat, 1);
+
+          if (!read_task (pid, (gint) g_ascii_strtoll (name, NULL, 10), t))
+            {
+              g_free (t);
+              continue;
+            }
+          g_hash_table_insert (table, g_strdup_printf ("%d/%d", t->pid, t->tid), t);
+        }
+    }
+  return table;
+}
+
+/* One JSON line: per thread that ran between the two snapshots (was
+ * switched in or accumulated run time), its run
+ * time, its time runnable but waiting for a processor, its slices (times
+ * it was switched in), its migrations (-1 when the kernel does not say)
+ * and the processors it was on at the first token and at the end. */
+static void
+print_sched (Measure *m,
+             guint    stages,
+             guint    round)
+{
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  GHashTableIter iter;
+  gpointer key, value;
+  guint laps = m->n_tokens > 1 ? m->n_tokens - 1 : 1;
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "sched");
+  json_builder_add_boolean_value (builder, TRUE);
+  json_builder_set_member_name (builder, "stages");
+  json_builder_add_int_value (builder, stages);
+  json_builder_set_member_name (builder, "round");
+  json_builder_add_int_value (builder, round);
+  json_builder_set_member_name (builder, "laps");
+  json_builder_add_int_value (builder, laps);
+  json_builder_set_member_name (builder, "pids");
+  json_builder_begin_array (builder);
+  for (guint i = 0; i < m->sched_pids->len; i++)
+    json_builder_add_int_value (builder, g_array_index (m->sched_pids, gint, i));
+  json_builder_end_array (builder);
+  json_builder_set_member_name (builder, "threads");
+  json_builder_begin_array (builder);
+  g_hash_table_iter_init (&iter, m->sched_last);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      const TaskStat *b = value;
+      const TaskStat *a = g_hash_table_lookup (m->sched_first, key);
+      TaskStat zero = { 0 };
+
+      if (a == NULL)
+        a = &zero;
+      if (b->slices == a->slices && b->run_ns == a->run_ns)
+        continue;
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "pid");
+      json_builder_add_int_value (builder, b->pid);
+      json_builder_set_member_name (builder, "tid");
+      json_builder_add_int_value (builder, b->tid);
+      json_builder_set_member_name (builder, "comm");
+      json_builder_add_string_value (builder, b->comm);
+      json_builder_set_member_name (builder, "run_ms");
+      json_builder_add_double_value (builder, (b->run_ns - a->run_ns) / 1e6);
+      json_builder_set_member_name (builder, "wait_ms");
+      json_builder_add_double_value (builder, (b->wait_ns - a->wait_ns) / 1e6);
+      json_builder_set_member_name (builder, "slices");
+      json_builder_add_int_value (builder, b->slices - a->slices);
+      json_builder_set_member_name (builder, "migrations");
+      json_builder_add_int_value (builder, b->migrations >= 0 && a->migrations >= 0
+                                           ? b->migrations - a->migrations : -1);
+      json_builder_set_member_name (builder, "cpu_first");
+      json_builder_add_int_value (builder, a == &zero ? -1 : a->cpu);
+      json_builder_set_member_name (builder, "cpu_last");
+      json_builder_add_int_value (builder, b->cpu);
+      json_builder_end_object (builder);
+    }
+  json_builder_end_array (builder);
+  json_builder_end_object (builder);
+  dc_cli_print_json (builder);
+  fflush (stdout);
+}
 
 static void
 measure_event_cb (DcInferRing *ring,
@@ -314,8 +483,14 @@ measure_token_cb (DcInferSession *session,
   gint64 now = g_get_monotonic_time ();
 
   if (m->n_tokens++ == 0)
-    m->t_first = now;
+    {
+      m->t_first = now;
+      dc_parallel_get_stats (&m->first_stats);
+      if (m->sched_pids != NULL)
+        m->sched_first = sched_snapshot (m->sched_pids);
+    }
   m->t_last = now;
+  dc_parallel_get_stats (&m->last_stats);
   /* Every size must make one device's ids (same_ids): a 64-bit FNV-1a of
    * them, in order, is enough to compare. */
   for (guint b = 0; b < 4; b++)
@@ -332,6 +507,8 @@ measure_finished_cb (DcInferSession *session,
 {
   m->failure = g_strdup (error_message);
   m->done = TRUE;
+  if (m->sched_pids != NULL && m->sched_first != NULL)
+    m->sched_last = sched_snapshot (m->sched_pids);
   g_main_loop_quit (m->loop);
 }
 
@@ -402,7 +579,7 @@ remove_tree (const char *path)
 typedef struct
 {
   gboolean known;
-  gint64   hops, inline_hops, first_layer, last_layer, helper_wakes;
+  gint64   hops, inline_hops, first_layer, last_layer, helper_wakes, job_wakes;
   double   queue_ms, compute_ms, send_ms, receive_ms, helper_wake_ms;
 } StageTimes;
 
@@ -413,6 +590,8 @@ typedef struct
   double head_send_ms, head_wake_ms, head_receive_ms;
   double head_layers_ms, head_lm_ms, head_between_ms, head_helper_wake_ms;
   guint64 ids_hash, head_helper_wakes;
+  double head_lap_job_wakes, head_lap_warm_wakes;   /* per decoded token */
+  gint   pinned;                                     /* --pin-cores: the head's cores, else 0 */
   StageTimes stage_times[8];   /* of stages 1 … stages - 1 (--stages: at most 8) */
   guint  prompt_tokens, tokens;
 } Result;
@@ -440,6 +619,7 @@ read_stage_times (const char *path,
   out->send_ms = json_object_get_double_member_with_default (object, "send_ms", 0.0);
   out->receive_ms = json_object_get_double_member_with_default (object, "receive_ms", 0.0);
   out->helper_wakes = json_object_get_int_member_with_default (object, "helper_wakes", 0);
+  out->job_wakes = json_object_get_int_member_with_default (object, "job_wakes", -1);
   out->helper_wake_ms = json_object_get_double_member_with_default (object, "helper_wake_ms",
                                                                     0.0);
   out->first_layer = 0;
@@ -459,11 +639,56 @@ read_stage_times (const char *path,
   return TRUE;
 }
 
+/* In the child, before exec (--pin-cores): only a system call. */
+static void
+pin_child_setup (gpointer data)
+{
+  (void) sched_setaffinity (0, sizeof (cpu_set_t), data);
+}
+
+/* --pin-cores: every thread of this process (the head: its generation
+ * thread, product helpers, GStreamer's threads) on CPUS; threads started
+ * later inherit it from the thread that starts them. */
+static void
+pin_self (const cpu_set_t *cpus)
+{
+  g_autoptr(GDir) tasks = g_dir_open ("/proc/self/task", 0, NULL);
+  const char *name;
+
+  while (tasks != NULL && (name = g_dir_read_name (tasks)) != NULL)
+    (void) sched_setaffinity ((pid_t) g_ascii_strtoll (name, NULL, 10), sizeof (cpu_set_t), cpus);
+}
+
+/* --pin-cores: device K of a ring of N on this machine's cores: the head
+ * (K = 0) the first ⌈cores / N⌉, each stage the next ⌊…⌋ or ⌈…⌉, so that
+ * all of them are used (16 cores, 3 devices: 0–5, 6–10, 11–15). One
+ * device alone (N = 1) is the whole machine. */
+static void
+device_cores (guint      k,
+              guint      n,
+              cpu_set_t *out)
+{
+  guint cores = MIN ((guint) MAX (1, g_get_num_processors ()), CPU_SETSIZE);
+  guint first = (guint) (((guint64) k * cores + n - 1) / n);
+  guint last = (guint) (((guint64) (k + 1) * cores + n - 1) / n);
+
+  CPU_ZERO (out);
+  /* More devices than cores: one core each, shared round the ring. */
+  if (n >= cores)
+    {
+      CPU_SET (k % cores, out);
+      return;
+    }
+  for (guint c = first; c < last; c++)
+    CPU_SET (c, out);
+}
+
 static GSubprocess *
-spawn_cli (const char  *netns,
-           const char  *hub_url,
-           const char  *cache,
-           GError     **error,
+spawn_cli (const char       *netns,
+           const char       *hub_url,
+           const char       *cache,
+           const cpu_set_t  *cpus,
+           GError          **error,
            ...)
 {
   g_autoptr(GSubprocessLauncher) launcher =
@@ -491,6 +716,9 @@ spawn_cli (const char  *netns,
   g_ptr_array_add (argv, NULL);
   if (hub_url != NULL)
     g_subprocess_launcher_setenv (launcher, "HF_ENDPOINT", hub_url, TRUE);
+  if (cpus != NULL)
+    g_subprocess_launcher_set_child_setup (launcher, pin_child_setup,
+                                           g_memdup2 (cpus, sizeof *cpus), g_free);
   if (cache != NULL)
     {
       g_autofree char *times = g_build_filename (cache, "hop-times.json", NULL);
@@ -511,6 +739,8 @@ measure (DcContext   *context,
          guint        tokens,
          guint        threads,
          guint        head_threads,
+         gboolean     pin,
+         guint        round,
          Result      *result,
          GError     **error)
 {
@@ -531,12 +761,30 @@ measure (DcContext   *context,
   guint64 stage_memory = layer * share + layer / 2;
   Measure m = { 0 };
   DcParallelStats before, after;
+  cpu_set_t all_cpus, head_cpus;
+  gboolean pinned = FALSE;
   DcInferSettings settings;
   DcInferSession *session;
   guint timeout;
   gboolean ok = FALSE;
 
   m.loop = loop;
+  /* --pin-cores: a ring's devices each on cores of their own (the head,
+   * this process, for this size only); one device keeps the machine. */
+  if (pin && stages > 1 && sched_getaffinity (0, sizeof all_cpus, &all_cpus) == 0)
+    {
+      device_cores (0, stages, &head_cpus);
+      pin_self (&head_cpus);
+      pinned = TRUE;
+      result->pinned = CPU_COUNT (&head_cpus);
+    }
+  if (g_strcmp0 (g_getenv ("DC_RING_SCHED"), "1") == 0)
+    {
+      gint self = (gint) getpid ();
+
+      m.sched_pids = g_array_new (FALSE, FALSE, sizeof (gint));
+      g_array_append_val (m.sched_pids, self);
+    }
   /* Every process of this size (the head here, the stages below) computes
    * with THREADS: stages sharing one host split its cores instead of each
    * running as many threads as there are cores. */
@@ -582,13 +830,21 @@ measure (DcContext   *context,
                                            : g_strdup ("127.0.0.1");
       const char *cache = g_ptr_array_index (caches, i - 1);
       GSubprocess *child;
+      cpu_set_t cpus;
 
-      child = spawn_cli (ns, hub_url, cache, error, "join", "--serve-layers", "--signal",
+      device_cores (i, stages, &cpus);
+      child = spawn_cli (ns, hub_url, cache, pinned ? &cpus : NULL, error, "join", "--serve-layers", "--signal",
                          signal_url, "--room", room, "--name", name, "--ice-address", address,
                          "--memory-mb", memory, "--threads", n_threads, NULL);
       if (child == NULL)
         goto out;
       g_ptr_array_add (children, child);
+      if (m.sched_pids != NULL)
+        {
+          gint pid = (gint) g_ascii_strtoll (g_subprocess_get_identifier (child), NULL, 10);
+
+          g_array_append_val (m.sched_pids, pid);
+        }
     }
   timeout = g_timeout_add_seconds (BENCH_STEP_TIMEOUT_S, measure_timeout_cb, &m);
   m.need_offers = stages - 1;
@@ -654,6 +910,17 @@ measure (DcContext   *context,
     result->head_layers = head->last - head->first;
   }
   result->ids_hash = m.ids_hash;
+  /* The decoded laps' wake-ups of the head's helpers: by published jobs
+   * (a sleeper signalled for each helper wanted beyond those spinning) and
+   * by the answer's warm. */
+  result->head_lap_job_wakes = m.n_tokens > 1
+                               ? (double) (m.last_stats.job_wakes - m.first_stats.job_wakes)
+                                 / (m.n_tokens - 1) : 0.0;
+  result->head_lap_warm_wakes = m.n_tokens > 1
+                                ? (double) (m.last_stats.warm_wakes - m.first_stats.warm_wakes)
+                                  / (m.n_tokens - 1) : 0.0;
+  if (m.sched_pids != NULL && m.sched_first != NULL && m.sched_last != NULL)
+    print_sched (&m, stages, round);
   dc_parallel_get_stats (&after);
   result->head_helper_wakes = after.warm_wakes - before.warm_wakes;
   result->head_helper_wake_ms = result->head_helper_wakes > 0
@@ -689,6 +956,11 @@ out:
   g_signal_handlers_disconnect_by_data (ring, &m);
   g_clear_error (&m.error);
   g_free (m.failure);
+  g_clear_pointer (&m.sched_pids, g_array_unref);
+  g_clear_pointer (&m.sched_first, g_hash_table_unref);
+  g_clear_pointer (&m.sched_last, g_hash_table_unref);
+  if (pinned)
+    pin_self (&all_cpus);
   return ok;
 }
 
@@ -761,6 +1033,17 @@ print_result (DcCliOptions *options,
       json_builder_add_double_value (builder, r->head_lm_ms);
       json_builder_set_member_name (builder, "head_between_ms");
       json_builder_add_double_value (builder, r->head_between_ms);
+      /* Per decoded token: the head's sleeping helpers its products'
+       * calls signalled, and those the answer's warm woke. */
+      json_builder_set_member_name (builder, "head_job_wakes");
+      json_builder_add_double_value (builder, r->head_lap_job_wakes);
+      json_builder_set_member_name (builder, "head_warm_wakes");
+      json_builder_add_double_value (builder, r->head_lap_warm_wakes);
+      if (r->pinned > 0)
+        {
+          json_builder_set_member_name (builder, "pinned_cores");
+          json_builder_add_int_value (builder, r->pinned);
+        }
       if (r->stages > 1)
         {
           double rest = r->ring_wait_ms - r->head_send_ms - r->head_wake_ms;
@@ -816,6 +1099,11 @@ print_result (DcCliOptions *options,
                   json_builder_add_int_value (builder, t->helper_wakes);
                   json_builder_set_member_name (builder, "helper_wake_ms");
                   json_builder_add_double_value (builder, t->helper_wake_ms);
+                  if (t->job_wakes >= 0)
+                    {
+                      json_builder_set_member_name (builder, "job_wakes");
+                      json_builder_add_int_value (builder, t->job_wakes);
+                    }
                   rest -= t->queue_ms + t->compute_ms + t->send_ms;
                   receive += t->receive_ms;
                 }
@@ -1009,6 +1297,7 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
   g_autofree char *head_cache = NULL, *signal_url = NULL;
   int tokens = 64, threads = 0, stage_threads = 0, rounds = 1;
   Netns netns = { 0 };
+  gboolean pin = FALSE;
   const GOptionEntry entries[] = {
     { "model", 0, 0, G_OPTION_ARG_FILENAME, &model_arg,
       N_("A model folder with one model.safetensors (a SmolLM-135M-shaped random one)"), "DIR" },
@@ -1027,6 +1316,8 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
       N_("Threads of the head's final norm and head at 2 or more stages, comma-separated: "
          "each ring size runs once per value (0: as its layers; default: processors)"),
       "N,N,…" },
+    { "pin-cores", 0, 0, G_OPTION_ARG_NONE, &pin,
+      N_("Each device of a ring on cores of its own (one device alone: every core)"), NULL },
     { "netns", 0, 0, G_OPTION_ARG_NONE, &netns.on,
       N_("Stages in network namespaces shaped to 1 Gbit/s and 1 ms (root, ip and tc)"), NULL },
     { NULL }
@@ -1098,7 +1389,7 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
   g_setenv ("DC_MODEL_CACHE_DIR", head_cache, TRUE);
   hub.thread = g_thread_new ("dc-bench-hub", hub_thread, &hub);
 
-  signal = spawn_cli (NULL, NULL, NULL, &error, "signal", "--json", "--port", "0", "--bind",
+  signal = spawn_cli (NULL, NULL, NULL, NULL, &error, "signal", "--json", "--port", "0", "--bind",
                       netns.on ? NETNS_HEAD_ADDRESS : "127.0.0.1", NULL);
   if (signal == NULL)
     goto out;
@@ -1151,11 +1442,23 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
 
           /* A ring decodes one stage at a time: its devices may each take
            * more than their share of the cores (measuring). */
+          guint n_head = run->head_threads;
+
           if (n > 1 && stage_threads > 0)
             n_threads = (guint) stage_threads;
+          /* --pin-cores without --head-threads: the head's final norm and
+           * head on the head's own cores, not every processor's count
+           * (which would put 16 threads on its 6). */
+          if (pin && n > 1 && head_threads_arg == NULL)
+            {
+              cpu_set_t cpus;
+
+              device_cores (0, n, &cpus);
+              n_head = (guint) CPU_COUNT (&cpus);
+            }
 
           if (!measure (context, repo, &netns, signal_url, hub.url, n, (guint) tokens, n_threads,
-                        run->head_threads, &row[i], &error))
+                        n_head, pin, round + 1, &row[i], &error))
             goto out;
           row[i].round = round + 1;
         }

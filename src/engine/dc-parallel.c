@@ -113,6 +113,7 @@ static gint stat_warm_seen = 0;    /* atomic: 1 + the highest helper index woken
 static gint64 warm_woken_at = 0;   /* __atomic: when the last warm woke sleeping helpers, µs */
 static guint64 stat_warm_wakes = 0;
 static guint64 stat_warm_wake_ns = 0;
+static guint64 stat_job_wakes = 0;  /* helpers a published job signalled awake */
 static guint64 stat_idle_wait_ns = 0;
 static guint64 stat_idle_jobs = 0;
 
@@ -174,6 +175,18 @@ spin_us (void)
       g_once_init_leave (&once, 1);
     }
   return spin_us_config;
+}
+
+/* DC_PARALLEL_WAKE_ALL=1: a published job signals as many sleepers as it
+ * wants helpers inside a warm window too (before branch ring-head; an A/B). */
+static gboolean
+wake_all_config (void)
+{
+  static gint all = -1;
+
+  if (G_UNLIKELY (g_atomic_int_get (&all) < 0))
+    g_atomic_int_set (&all, g_strcmp0 (g_getenv ("DC_PARALLEL_WAKE_ALL"), "1") == 0);
+  return g_atomic_int_get (&all);
 }
 
 /* The spin actually used, in µs, between 0 and spin_us (): halved after a
@@ -317,6 +330,17 @@ warm_for (Pool  *p,
 {
   return (gint) index < g_atomic_int_get (&p->n_warm) &&
          g_get_monotonic_time () < __atomic_load_n (&p->warm_until, __ATOMIC_RELAXED);
+}
+
+/* How many helpers a warm window keeps spinning now: helpers 0 …
+ * n_warm - 1 (the caller's own pool lock held or not: a stale answer only
+ * costs a wake-up too many or too few, never a chunk). */
+static inline guint
+warm_covers (Pool *p)
+{
+  if (g_get_monotonic_time () >= __atomic_load_n (&p->warm_until, __ATOMIC_RELAXED))
+    return 0;
+  return (guint) MAX (g_atomic_int_get (&p->n_warm), 0);
 }
 
 /* What a helper thread starts with: its pool and its index in it. */
@@ -524,9 +548,28 @@ dc_parallel_for (guint          n_threads,
   g_queue_push_tail (&p->jobs, g_atomic_rc_box_acquire (job));
   g_atomic_int_add (&p->wanted, (gint) helpers);
   /* Spinning helpers see `wanted` without a wake-up; sleeping ones need one
-   * each, up to the number wanted. */
-  for (guint i = 0; i < MIN (helpers, p->n_sleeping); i++)
-    g_cond_signal (&p->work);
+   * each, up to the number wanted, less the helpers a warm window keeps
+   * spinning (dc_parallel_warm_threads: woken when it began, they take the
+   * job without one). A pool larger than a warm device's threads (a ring's
+   * head: 15 helpers for its 16-thread head, 4 warm for its layers)
+   * otherwise signalled 4 sleepers at every product of its layers while its
+   * 4 warm helpers spun: on the H200 host 170 futex wake-ups and 50
+   * migrations a decoded token, helpers that came to find the job taken,
+   * and layers 20 % slower than a stage's (BENCHMARKS.md, "Branch
+   * ring-head"). Outside a warm window nothing changes: there the extra
+   * wake-ups keep more helpers spinning for the next, larger product, and
+   * waking only the shortfall of the spinning ones made one device's
+   * decode slower. No chunk ever waits for a wake: the caller runs every
+   * chunk nobody claims. */
+  {
+    guint covered = wake_all_config () ? 0 : warm_covers (p);
+    guint wake = helpers > covered ? helpers - covered : 0;
+
+    wake = MIN (wake, p->n_sleeping);
+    for (guint i = 0; i < wake; i++)
+      g_cond_signal (&p->work);
+    __atomic_add_fetch (&stat_job_wakes, wake, __ATOMIC_RELAXED);
+  }
   g_mutex_unlock (&p->lock);
 
   if (idle)
@@ -765,6 +808,7 @@ dc_parallel_get_stats (DcParallelStats *out)
   out->idle_jobs = __atomic_load_n (&stat_idle_jobs, __ATOMIC_RELAXED);
   out->warm_wakes = __atomic_load_n (&stat_warm_wakes, __ATOMIC_RELAXED);
   out->warm_wake_ns = __atomic_load_n (&stat_warm_wake_ns, __ATOMIC_RELAXED);
+  out->job_wakes = __atomic_load_n (&stat_job_wakes, __ATOMIC_RELAXED);
   g_mutex_lock (&pool.lock);
   out->warm_helpers = (guint) g_atomic_int_get (&stat_warm_seen);
   out->helpers = pool.n_helpers;

@@ -109,6 +109,9 @@ const char *       dc_parallel_priority_to_string     (DcParallelPriority priori
  * @idle_jobs: calls run on the idle pool
  * @warm_wakes: sleeping helpers a warm window woke
  * @warm_wake_ns: their time from the warm's wake-up call to running
+ * @job_wakes: sleeping helpers that published calls signalled (one per
+ *   helper wanted, less those a warm window keeps spinning; with
+ *   DC_PARALLEL_WAKE_ALL=1 not less them, as before branch ring-head)
  *
  * Totals since the process started, for `bench train`'s time split.
  */
@@ -124,6 +127,7 @@ typedef struct
   guint64 idle_jobs;
   guint64 warm_wakes;
   guint64 warm_wake_ns;
+  guint64 job_wakes;
 } DcParallelStats;
 
 void     dc_parallel_get_stats        (DcParallelStats *out);

@@ -1136,6 +1136,10 @@ write_hop_times (DcRingServer *self)
     json_builder_add_double_value (builder, stats.warm_wakes > 0
                                             ? stats.warm_wake_ns / (1e6 * stats.warm_wakes)
                                             : 0.0);
+    /* Sleeping helpers that its products' calls signalled, in the
+     * process's whole life (loading and prefill included). */
+    json_builder_set_member_name (builder, "job_wakes");
+    json_builder_add_int_value (builder, (gint64) stats.job_wakes);
   }
   json_builder_end_object (builder);
   root = json_builder_get_root (builder);
