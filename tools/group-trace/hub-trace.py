@@ -21,6 +21,8 @@
 #   last frame left the hub, and what each port's endpoint sent per 2 ms
 #   from 10 ms before T0 (1 Gbit/s is 250 kB), medians over the steps from
 #   3 on.
+# - crawls: bursts of 256 kB or more that took over 50 ms at a few frames a
+#   round trip (one association held at cwnd = 4 × MTU, docs/BENCHMARKS.md).
 #
 #   python3 tools/group-trace/hub-trace.py FILE [--gap-ms 4] [--since-us T] [--group DIR]
 import argparse
@@ -106,6 +108,18 @@ def main():
         print(f'  {lo / 1e3:6.0f}-{hi / 1e3:<6.0f} kB: {len(sel):4d} bursts, median {st.median(size) / 1e3:7.1f} kB'
               f' in {st.median(dur):6.2f} ms (p90 {pct(dur, 90):6.2f}; at 1 Gbit/s {line_ms:5.2f} ms);'
               f' kB per {rtt / 1000:g} ms from the start: ' + ' '.join(f'{p:.0f}' for p in prof))
+
+    # Crawls (docs/BENCHMARKS.md, "The shaped network's crawl"): bursts of
+    # 256 kB or more that took over 50 ms and in which no round trip moved
+    # more than 8 full frames (an association held at a few packets a round
+    # trip, where a ramped one moves ~250 kB at 1 Gbit/s and 1 ms).
+    big = max((f[4] for f in frames), default=1)
+    crawls = [b for b in bursts if b[3] >= 256e3 and b[2] > 50e3 and max(b[4]) <= 8 * big]
+    print(f'  crawls (bursts >= 256 kB over 50 ms, no round trip above {8 * big / 1e3:.0f} kB):'
+          f' {len(crawls)}')
+    for (i, o), t0, dur, nbytes, rounds in crawls[:20]:
+        print(f'    {i}>{o} at {(t0 - frames[0][0]) / 1e3:9.1f} ms: {nbytes / 1e3:7.1f} kB in'
+              f' {dur / 1e3:6.1f} ms ({nbytes / dur:.1f} MB/s)')
 
     # Each port's ingress (its endpoint's egress) in 1 ms bins, bins with traffic only.
     bins = collections.defaultdict(collections.Counter)
