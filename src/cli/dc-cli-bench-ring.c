@@ -309,7 +309,8 @@ read_task (gint      pid,
   out->tid = tid;
   out->migrations = -1;
   if (!g_file_get_contents (path, &text, NULL, NULL) ||
-      (open_paren = strchr (text, '(')) == NULL || (close_paren = strrchr (text, ')')) == NULL)
+      (open_paren = strchr (text, '(')) == NULL || (close_paren = strrchr (text, ')')) == NULL
+      || close_paren < open_paren || close_paren[1] == '\0')
     return FALSE;
   g_strlcpy (out->comm, open_paren + 1,
              MIN (sizeof out->comm, (gsize) (close_paren - open_paren)));
