@@ -52,6 +52,23 @@ def pct(v, p):
     return v[min(len(v) - 1, int(p / 100.0 * len(v)))]
 
 
+def split_bursts(fl, gap_us, rtt):
+    """A flow's (time, bytes) frames cut where they are more than gap_us
+    apart: (start, duration, bytes, bytes per round trip from the start)."""
+    out = []
+    start = 0
+    for k in range(1, len(fl) + 1):
+        if k == len(fl) or fl[k][0] - fl[k - 1][0] > gap_us:
+            b = fl[start:k]
+            t0 = b[0][0]
+            per = [0] * ((b[-1][0] - t0) // rtt + 1)
+            for t, n in b:
+                per[(t - t0) // rtt] += n
+            out.append((t0, b[-1][0] - t0, sum(n for _, n in b), per))
+            start = k
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('file')
@@ -78,21 +95,10 @@ def main():
         if o >= 0:
             flows[(i, o)].append((r, n))
     rtt = 2 * max(delay_us, 50)
-    bursts = []
-    for key, fl in flows.items():
-        start = 0
-        for k in range(1, len(fl) + 1):
-            if k == len(fl) or fl[k][0] - fl[k - 1][0] > a.gap_ms * 1000:
-                b = fl[start:k]
-                nbytes = sum(n for _, n in b)
-                if nbytes >= 64000:
-                    t0 = b[0][0]
-                    rounds = collections.Counter()
-                    for t, n in b:
-                        rounds[(t - t0) // rtt] += n
-                    bursts.append((key, t0, b[-1][0] - t0, nbytes,
-                                   [rounds[x] for x in range(max(rounds) + 1)]))
-                start = k
+    bursts = [(key, t0, dur, nbytes, per)
+              for key, fl in flows.items()
+              for t0, dur, nbytes, per in split_bursts(fl, a.gap_ms * 1000, rtt)
+              if nbytes >= 64000]
     print(f'  bursts of 64 kB or more (a flow\'s frames < {a.gap_ms} ms apart): {len(bursts)}')
     classes = [(64e3, 200e3), (200e3, 400e3), (400e3, 800e3), (800e3, 1.6e6), (1.6e6, 1e12)]
     for lo, hi in classes:
@@ -115,23 +121,12 @@ def main():
     # moved at most 8 full frames (an association held at a few packets a
     # round trip, where a ramped one moves ~250 kB at 1 Gbit/s and 1 ms).
     big = max((f[4] for f in frames), default=1)
-    crawls = []
-    for key, fl in flows.items():
-        data = [(t, n) for t, n in fl if n > 300]   # DATA packets only, not SACKs
-        start = 0
-        for k in range(1, len(data) + 1):
-            if k == len(data) or data[k][0] - data[k - 1][0] > a.gap_ms * 1000:
-                b = data[start:k]
-                nbytes = sum(n for _, n in b)
-                dur = b[-1][0] - b[0][0]
-                if nbytes >= 256e3 and dur > 50e3:
-                    rounds = collections.Counter((t - b[0][0]) // rtt for t, _ in b)
-                    per = [0] * (max(rounds) + 1)
-                    for t, n in b:
-                        per[(t - b[0][0]) // rtt] += n
-                    if pct(per, 90) <= 8 * big:
-                        crawls.append((key, b[0][0], dur, nbytes, per))
-                start = k
+    crawls = [(key, t0, dur, nbytes, per)
+              for key, fl in flows.items()
+              # DATA packets only, not SACKs
+              for t0, dur, nbytes, per in split_bursts([(t, n) for t, n in fl if n > 300],
+                                                       a.gap_ms * 1000, rtt)
+              if nbytes >= 256e3 and dur > 50e3 and pct(per, 90) <= 8 * big]
     print(f'  crawls (bursts >= 256 kB over 50 ms, 90 % of round trips <= {8 * big / 1e3:.0f} kB):'
           f' {len(crawls)}')
     for (i, o), t0, dur, nbytes, rounds in crawls[:20]:
