@@ -103,6 +103,16 @@ check_object (JsonObject *o,
     g_assert_cmpfloat (json_object_get_double_member_with_default (o, not_negative[i], -1), >=,
                        0);
   g_assert_cmpfloat (json_object_get_double_member (o, "comm_fraction"), <=, 1);
+  /* Slow sending (src/mesh/dc-send-pace.c) needs more than a credit step
+   * (256 KiB) in flight; a width-16 gradient is a few kB, so none, on
+   * every device. */
+  g_assert_cmpfloat (json_object_get_double_member_with_default (o, "slow_send_ms", -1), ==, 0);
+  g_assert_cmpint (json_object_get_int_member_with_default (o, "slow_send_episodes", -1), ==, 0);
+  for (guint k = 0; k < 2; k++)
+    g_assert_cmpfloat (json_object_get_double_member_with_default (
+                         json_array_get_object_element (
+                           json_object_get_array_member (o, "per_device"), k),
+                         "slow_send_ms", -1), ==, 0);
   check_phases (o);
 }
 

@@ -488,6 +488,11 @@ typedef struct
   guint  device_audits[PHASE_DEVICES_MAX];
   guint  device_idle_audits[PHASE_DEVICES_MAX];
   char  *device_cpus[PHASE_DEVICES_MAX];  /* its cores, read back at its start */
+  /* Slow sending (docs/ARCHITECTURE.md) over the measured steps: per
+   * device, its ms; in all, the devices' ms and episodes summed. */
+  double device_slow_ms[PHASE_DEVICES_MAX];
+  double slow_ms;
+  gint64 slow_episodes;
   guint  n_devices;
 } Figures;
 
@@ -761,6 +766,18 @@ run_group (Bench       *bench,
               sent += (json_object_get_int_member_with_default (b, "sent_bytes", 0)
                        - json_object_get_int_member_with_default (a, "sent_bytes", 0))
                       / (double) steps;
+              {
+                double slow = json_object_get_double_member_with_default (b, "slow_send_ms", 0)
+                              - json_object_get_double_member_with_default (a, "slow_send_ms",
+                                                                            0);
+
+                if (k < PHASE_DEVICES_MAX)
+                  figures->device_slow_ms[k] = slow;
+                figures->slow_ms += slow;
+                figures->slow_episodes
+                  += json_object_get_int_member_with_default (b, "slow_send_episodes", 0)
+                     - json_object_get_int_member_with_default (a, "slow_send_episodes", 0);
+              }
             }
         }
       }
@@ -871,6 +888,10 @@ print_figures (DcCliOptions  *options,
       json_add_double (builder, "gradients_per_device_step",
                        f->bytes_per_device_step / gradient);
       json_add_double (builder, "comm_fraction", comm);
+      /* Slow sending over the measured steps, the devices' summed: a run
+       * that hit usrsctp's crawl says so here (docs/BENCHMARKS.md). */
+      json_add_double (builder, "slow_send_ms", f->slow_ms);
+      json_add_int (builder, "slow_send_episodes", f->slow_episodes);
       /* Where the step goes, finer (means over devices and steps), then
        * per device: the slowest device shows in its own wait being short. */
       json_builder_set_member_name (builder, "phases");
@@ -890,6 +911,7 @@ print_figures (DcCliOptions  *options,
             json_add_double (builder, phase_names[p], f->device_phases[k][p]);
           json_add_int (builder, "audits", f->device_audits[k]);
           json_add_int (builder, "idle_audits", f->device_idle_audits[k]);
+          json_add_double (builder, "slow_send_ms", f->device_slow_ms[k]);
           if (f->device_cpus[k] != NULL)
             {
               json_builder_set_member_name (builder, "cpus");
@@ -914,11 +936,12 @@ print_figures (DcCliOptions  *options,
     {
       g_print ("%-9s %3u×%-3u×%-2u %2u dev %2u thr  step %8.1f ms  compute %8.1f  send %6.1f  "
                "wait %8.1f  combine %6.1f  comm %5.1f%%  %8.0f tok/s  solo %8.0f  scaling %.2f  "
-               "(audits %.1f beside the steps)  %.2f MB sent a device a step (%.2f gradients)\n",
+               "(audits %.1f beside the steps)  %.2f MB sent a device a step (%.2f gradients)  "
+               "slow sending %.0f ms in %" G_GINT64_FORMAT " episodes\n",
                network, size->width, size->seq, size->batch, n_devices, n_threads, f->step_ms,
                f->compute_ms, f->send_ms, f->wait_ms, f->combine_ms, comm * 100, f->tokens_per_s,
                solo, scaling, f->audit_ms, f->bytes_per_device_step / 1e6,
-               f->bytes_per_device_step / gradient);
+               f->bytes_per_device_step / gradient, f->slow_ms, f->slow_episodes);
       fflush (stdout);
     }
 }

@@ -303,6 +303,18 @@ step_cb (DcTrainGroup       *train,
       /* Since the run began: bench group's bytes a device sends a step. */
       json_builder_set_member_name (builder, "sent_bytes");
       json_builder_add_int_value (builder, (gint64) dc_train_group_get_sent_bytes (train));
+      /* Slow sending to its peers since the run began (docs/ARCHITECTURE.md,
+       * "Slow sending"): bench group reports its growth. */
+      {
+        guint slow_episodes;
+        double slow_ms;
+
+        dc_train_group_get_slow_sending (train, &slow_episodes, &slow_ms);
+        json_builder_set_member_name (builder, "slow_send_episodes");
+        json_builder_add_int_value (builder, slow_episodes);
+        json_builder_set_member_name (builder, "slow_send_ms");
+        json_builder_add_double_value (builder, slow_ms);
+      }
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
     }

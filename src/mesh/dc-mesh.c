@@ -68,6 +68,10 @@ struct _DcMesh
 
   /* state */
   guint         n_connected;
+  /* Slow sending (dc-send-pace.c) of the peers that left, so that the
+   * totals of dc_mesh_get_slow_sending () keep them. */
+  guint              slow_left_episodes;
+  gint64             slow_left_us;
   guint         approved : 1;
   guint         left : 1;
 };
@@ -246,6 +250,12 @@ peer_changed_cb (DcPeer     *peer,
       G_GNUC_UNUSED g_autoptr(DcPeer) hold = g_object_ref (peer);  /* outlives the removal */
       g_autofree char *name = g_strdup (dc_peer_get_name (peer));
 
+      guint episodes;
+      gint64 slow_us;
+
+      dc_peer_get_slow_sending (peer, &episodes, &slow_us);
+      self->slow_left_episodes += episodes;
+      self->slow_left_us += slow_us;
       g_signal_handlers_disconnect_by_data (peer, self);
       g_hash_table_remove (self->peers, dc_peer_get_id (peer));
       if (counted)
@@ -843,6 +853,36 @@ dc_mesh_get_n_peers (DcMesh *self)
 {
   g_return_val_if_fail (DC_IS_MESH (self), 0);
   return self->n_connected;
+}
+
+/**
+ * dc_mesh_get_slow_sending:
+ * @episodes: (out): episodes of slow sending to any peer, the peers that
+ *   left included (dc_peer_get_slow_sending ())
+ * @slow_us: (out): their slow time, µs
+ */
+void
+dc_mesh_get_slow_sending (DcMesh *self,
+                          guint  *episodes,
+                          gint64 *slow_us)
+{
+  GHashTableIter iter;
+  gpointer value;
+
+  g_return_if_fail (DC_IS_MESH (self));
+
+  *episodes = self->slow_left_episodes;
+  *slow_us = self->slow_left_us;
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      guint peer_episodes;
+      gint64 peer_us;
+
+      dc_peer_get_slow_sending (value, &peer_episodes, &peer_us);
+      *episodes += peer_episodes;
+      *slow_us += peer_us;
+    }
 }
 
 /**

@@ -62,6 +62,9 @@ void       dc_mesh_answer_request (DcMesh              *self,
                                    gboolean             accept);
 GPtrArray *dc_mesh_dup_peers      (DcMesh              *self);
 guint      dc_mesh_get_n_peers    (DcMesh              *self);
+void       dc_mesh_get_slow_sending (DcMesh            *self,
+                                     guint             *episodes,
+                                     gint64            *slow_us);
 gboolean   dc_mesh_is_host        (DcMesh              *self);
 const char *dc_mesh_get_id        (DcMesh              *self);
 const char *dc_mesh_get_address   (DcMesh              *self);

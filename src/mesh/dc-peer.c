@@ -41,6 +41,7 @@
 
 #include "dc-mesh-error.h"
 #include "dc-mesh-train-protocol.h"
+#include "dc-send-pace.h"
 
 #define HIGH_WATER  (4u * 1024u * 1024u)
 #define LOW_WATER   (1u * 1024u * 1024u)
@@ -257,6 +258,7 @@ struct _DcPeer
   gint64                started_us;
   gint64                window_blocked_us; /* since when the window holds the next frame, or 0 */
   gint64                window_wait_us;    /* the window's holds, summed */
+  DcSendPace            send_pace;         /* slow sending, from the credits */
   guint64               heartbeat_seq;
   guint                 faults;
   guint                 tick_id;
@@ -629,6 +631,31 @@ pump_poll_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* Slow sending (dc-send-pace.c): one line when an episode is long enough
+ * to matter and one when it ends, so that a step that took twice as long
+ * says why. */
+static void
+report_send_pace (DcPeer         *self,
+                  DcSendPaceEvent event)
+{
+  const char *name = self->display_name != NULL ? self->display_name : self->id;
+  guint episodes;
+  gint64 slow_us;
+
+  if (event == DC_SEND_PACE_STARTED)
+    g_message ("peer %s: sending at %.1f MB/s for %.1f s with %" G_GUINT64_FORMAT " kB"
+               " unacknowledged: the link is slow, or its SCTP association is stuck at a"
+               " few packets a round trip (docs/ARCHITECTURE.md, \"Slow sending\")",
+               name, dc_send_pace_rate (&self->send_pace) / 1e6,
+               self->send_pace.slow_us / 1e6, (self->tx_bytes - self->tx_acked) / 1000);
+  else if (event == DC_SEND_PACE_ENDED)
+    {
+      dc_send_pace_totals (&self->send_pace, &episodes, &slow_us);
+      g_message ("peer %s: sending at full speed again (slow for %.1f s in %u episodes so far)",
+                 name, slow_us / 1e6, episodes);
+    }
+}
+
 /* The credit due now, for rx_bytes. */
 static OutFrame *
 credit_frame_new (DcPeer *self)
@@ -777,6 +804,10 @@ handle_message (DcPeer        *self,
         }
       self->tx_acked = MAX (self->tx_acked, credit);
       self->window_on = TRUE;
+      report_send_pace (self, dc_send_pace_credit (&self->send_pace, g_get_monotonic_time (),
+                                                   self->tx_acked,
+                                                   self->tx_bytes - self->tx_acked,
+                                                   peer_tunables ()->credit_step));
       if (self->window_blocked_us != 0
           && self->tx_bytes - self->tx_acked < peer_tunables ()->send_window)
         {
@@ -1740,6 +1771,24 @@ dc_peer_get_queued (DcPeer *self)
 {
   g_return_val_if_fail (DC_IS_PEER (self), 0);
   return self->queued;
+}
+
+/**
+ * dc_peer_get_slow_sending:
+ * @episodes: (out): episodes of slow sending reported, one going on included
+ * @slow_us: (out): their slow time, µs
+ *
+ * What this side's sending to the peer lost to slow episodes
+ * (dc-send-pace.c): bench group reports it beside a step's figures.
+ */
+void
+dc_peer_get_slow_sending (DcPeer *self,
+                          guint  *episodes,
+                          gint64 *slow_us)
+{
+  g_return_if_fail (DC_IS_PEER (self));
+
+  dc_send_pace_totals (&self->send_pace, episodes, slow_us);
 }
 
 /* Teardown ---------------------------------------------------------------

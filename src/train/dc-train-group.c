@@ -1230,6 +1230,31 @@ dc_train_group_get_sent_bytes (DcTrainGroup *self)
   return self->sent_bytes;
 }
 
+/**
+ * dc_train_group_get_slow_sending:
+ * @episodes: (out): episodes of slow sending to the group's peers since the
+ *   mesh began (dc_mesh_get_slow_sending ())
+ * @slow_ms: (out): their slow time, ms
+ *
+ * bench group subtracts the figures of two steps, as the sent bytes.
+ */
+void
+dc_train_group_get_slow_sending (DcTrainGroup *self,
+                                 guint        *episodes,
+                                 double       *slow_ms)
+{
+  DcMesh *mesh;
+  gint64 slow_us = 0;
+
+  g_return_if_fail (DC_IS_TRAIN_GROUP (self));
+
+  *episodes = 0;
+  mesh = _dc_train_group_get_mesh (self);
+  if (mesh != NULL)
+    dc_mesh_get_slow_sending (mesh, episodes, &slow_us);
+  *slow_ms = slow_us / 1000.0;
+}
+
 static void
 dc_train_group_dispose (GObject *object)
 {

@@ -256,6 +256,9 @@ gboolean      dc_train_group_get_step_phases (DcTrainGroup      *self,
 gboolean      dc_train_group_get_audit_time (DcTrainGroup       *self,
                                              guint64            *audit_us);
 guint64       dc_train_group_get_sent_bytes (DcTrainGroup       *self);
+void          dc_train_group_get_slow_sending (DcTrainGroup     *self,
+                                               guint            *episodes,
+                                               double           *slow_ms);
 guint         dc_train_group_audit_rank (guint64              run_seed,
                                          guint64              step,
                                          guint                rank,

@@ -1,0 +1,190 @@
+/* test-mesh-send-pace.c: slow sending told from a peer's credits
+ * (src/mesh/dc-send-pace.c; suite core).
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "config.h"
+
+#include "mesh/dc-send-pace.h"
+
+#define STEP   (256u * 1024u)   /* dc-peer.c's CREDIT_STEP */
+#define WINDOW (768u * 1024u)   /* dc-peer.c's SEND_WINDOW */
+
+/* A sender that keeps WINDOW in flight and gets a credit every STEP bytes,
+ * @rate bytes a second, for @credits credits from @pace's last; returns
+ * the events seen, in order, as a string ("S" started, "E" ended). */
+static GString *
+feed (DcSendPace *pace,
+      gint64     *now_us,
+      guint64    *acked,
+      double      rate,
+      guint       credits,
+      guint64     outstanding)
+{
+  GString *events = g_string_new (NULL);
+
+  for (guint i = 0; i < credits; i++)
+    {
+      DcSendPaceEvent event;
+
+      *now_us += (gint64) (STEP * 1e6 / rate);
+      *acked += STEP;
+      event = dc_send_pace_credit (pace, *now_us, *acked, outstanding, STEP);
+      if (event == DC_SEND_PACE_STARTED)
+        g_string_append_c (events, 'S');
+      else if (event == DC_SEND_PACE_ENDED)
+        g_string_append_c (events, 'E');
+    }
+  return events;
+}
+
+/* At 50 MB/s nothing is reported, however long. */
+static void
+test_fast (void)
+{
+  DcSendPace pace = { 0 };
+  gint64 now = 1000000;
+  guint64 acked = 0;
+  g_autoptr(GString) events = feed (&pace, &now, &acked, 50e6, 400, WINDOW - STEP);
+  guint episodes;
+  gint64 slow_us;
+
+  g_assert_cmpstr (events->str, ==, "");
+  dc_send_pace_totals (&pace, &episodes, &slow_us);
+  g_assert_cmpuint (episodes, ==, 0);
+  g_assert_cmpint (slow_us, ==, 0);
+}
+
+/* The crawl: 2 MB/s with the window full. A credit every 131 ms, so the
+ * third slow interval (393 ms) reports the episode, once; the first fast
+ * interval ends it, with the slow time of all its intervals. */
+static void
+test_crawl (void)
+{
+  DcSendPace pace = { 0 };
+  gint64 now = 1000000;
+  guint64 acked = 0;
+  g_autoptr(GString) before = feed (&pace, &now, &acked, 50e6, 10, WINDOW - STEP);
+  g_autoptr(GString) slow = feed (&pace, &now, &acked, 2e6, 10, WINDOW - STEP);
+  g_autoptr(GString) after = feed (&pace, &now, &acked, 50e6, 10, WINDOW - STEP);
+  guint episodes;
+  gint64 slow_us;
+
+  g_assert_cmpstr (before->str, ==, "");
+  g_assert_cmpstr (slow->str, ==, "S");
+  g_assert_cmpstr (after->str, ==, "E");
+  dc_send_pace_totals (&pace, &episodes, &slow_us);
+  g_assert_cmpuint (episodes, ==, 1);
+  /* 10 intervals of 131,072 µs. */
+  g_assert_cmpint (slow_us, ==, 10 * (gint64) (STEP * 1e6 / 2e6));
+}
+
+/* While it goes on, the totals count it and the rate is its own. */
+static void
+test_ongoing (void)
+{
+  DcSendPace pace = { 0 };
+  gint64 now = 1000000;
+  guint64 acked = 0;
+  g_autoptr(GString) events = feed (&pace, &now, &acked, 2e6, 6, WINDOW - STEP);
+  guint episodes;
+  gint64 slow_us;
+
+  /* The first credit has no interval before it: 5 slow ones. */
+  g_assert_cmpstr (events->str, ==, "S");
+  dc_send_pace_totals (&pace, &episodes, &slow_us);
+  g_assert_cmpuint (episodes, ==, 1);
+  g_assert_cmpint (slow_us, ==, 5 * (gint64) (STEP * 1e6 / 2e6));
+  g_assert_cmpfloat_with_epsilon (dc_send_pace_rate (&pace), 2e6, 1.0);
+}
+
+/* A sender with little in flight (a step's last bytes, a pause) is not
+ * slow, whatever the credits' spacing: those intervals are skipped and
+ * neither start nor end an episode. */
+static void
+test_not_busy (void)
+{
+  DcSendPace pace = { 0 };
+  gint64 now = 1000000;
+  guint64 acked = 0;
+  g_autoptr(GString) idle = feed (&pace, &now, &acked, 0.5e6, 20, STEP / 2);
+  g_autoptr(GString) exactly = feed (&pace, &now, &acked, 0.5e6, 20, STEP);
+  g_autoptr(GString) slow = feed (&pace, &now, &acked, 2e6, 4, WINDOW - STEP);
+  g_autoptr(GString) last = feed (&pace, &now, &acked, 2e6, 1, 0);
+  g_autoptr(GString) idle_again = feed (&pace, &now, &acked, 50e6, 5, 0);
+  g_autoptr(GString) fast = feed (&pace, &now, &acked, 50e6, 3, WINDOW - STEP);
+  guint episodes;
+  gint64 slow_us;
+
+  g_assert_cmpstr (idle->str, ==, "");
+  g_assert_cmpstr (exactly->str, ==, "");
+  /* 3 slow intervals counted (the first follows a credit with only STEP
+   * in flight). */
+  g_assert_cmpstr (slow->str, ==, "S");
+  /* The step's last bytes: an interval that began busy, slow, counted;
+   * nothing is left in flight after it. */
+  g_assert_cmpstr (last->str, ==, "");
+  /* Fast but not busy: the episode goes on. */
+  g_assert_cmpstr (idle_again->str, ==, "");
+  /* The first interval here starts from a credit with nothing in flight;
+   * the second is busy and fast. */
+  g_assert_cmpstr (fast->str, ==, "E");
+  dc_send_pace_totals (&pace, &episodes, &slow_us);
+  g_assert_cmpuint (episodes, ==, 1);
+  g_assert_cmpint (slow_us, ==, 4 * (gint64) (STEP * 1e6 / 2e6));
+}
+
+/* Slow intervals shorter than an episode, split by a fast one, are
+ * forgotten: isolated stalls are not reported. */
+static void
+test_short_stalls (void)
+{
+  DcSendPace pace = { 0 };
+  gint64 now = 1000000;
+  guint64 acked = 0;
+  g_autoptr(GString) events = g_string_new (NULL);
+
+  for (guint i = 0; i < 20; i++)
+    {
+      g_autoptr(GString) slow = feed (&pace, &now, &acked, 2e6, 2, WINDOW - STEP);
+      g_autoptr(GString) fast = feed (&pace, &now, &acked, 50e6, 1, WINDOW - STEP);
+
+      g_string_append (events, slow->str);
+      g_string_append (events, fast->str);
+    }
+  g_assert_cmpstr (events->str, ==, "");
+}
+
+/* A stale credit (less than one before) and a clock that did not move
+ * change nothing and divide by nothing. */
+static void
+test_odd_credits (void)
+{
+  DcSendPace pace = { 0 };
+
+  g_assert_cmpint (dc_send_pace_credit (&pace, 1000, STEP * 4, WINDOW, STEP), ==,
+                   DC_SEND_PACE_NONE);
+  g_assert_cmpint (dc_send_pace_credit (&pace, 1000, STEP * 5, WINDOW, STEP), ==,
+                   DC_SEND_PACE_NONE);
+  g_assert_cmpint (dc_send_pace_credit (&pace, 2000, STEP * 3, WINDOW, STEP), ==,
+                   DC_SEND_PACE_NONE);
+  g_assert_cmpuint (pace.last_acked, ==, STEP * 5);
+  g_assert_cmpint (pace.slow_us, ==, 0);
+  g_assert_cmpfloat (dc_send_pace_rate (&pace), ==, 0.0);
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/mesh/send-pace/fast", test_fast);
+  g_test_add_func ("/mesh/send-pace/crawl", test_crawl);
+  g_test_add_func ("/mesh/send-pace/ongoing", test_ongoing);
+  g_test_add_func ("/mesh/send-pace/not-busy", test_not_busy);
+  g_test_add_func ("/mesh/send-pace/short-stalls", test_short_stalls);
+  g_test_add_func ("/mesh/send-pace/odd-credits", test_odd_credits);
+
+  return g_test_run ();
+}
