@@ -5,6 +5,10 @@
  * dc_mesh_send_object(); both others receive every chunk in index order and
  * reassemble the object byte for byte (hash checked).
  *
+ * /slow-sending: the same with receivers that hold their first credits
+ * (DC_TEST_CREDIT_HOLD): the host reports slow sending to each of them, then
+ * its end (src/mesh/dc-send-pace.c), and counts the episodes.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include "config.h"
@@ -30,6 +34,9 @@ typedef struct
   GBytes               *object;
   guint                 next_index;
   guint                 faults;
+  guint                 slow_events;       /* "slow-sending" */
+  guint                 recovered_events;  /* "sending-recovered", after one */
+  guint                 bad_events;        /* either, out of order or without a line */
 } Device;
 
 static void
@@ -44,6 +51,25 @@ event_cb (DcMesh     *mesh,
 
   if (g_str_equal (event, "joined"))
     device->joined = TRUE;
+  else if (g_str_equal (event, "slow-sending"))
+    {
+      /* The line names the device as the mesh does. */
+      g_autofree char *to = g_strdup_printf ("sending to %s at ", peer ? peer : "?");
+
+      g_test_message ("slow-sending: %s", reason ? reason : "(none)");
+      if (reason == NULL || peer == NULL || !g_str_has_prefix (reason, to)
+          || strstr (reason, " MB/s for ") == NULL)
+        device->bad_events++;
+      device->slow_events++;
+    }
+  else if (g_str_equal (event, "sending-recovered"))
+    {
+      g_test_message ("sending-recovered: %s", reason ? reason : "(none)");
+      if (reason == NULL || peer == NULL || strstr (reason, "at full speed again") == NULL
+          || device->recovered_events >= device->slow_events)
+        device->bad_events++;
+      device->recovered_events++;
+    }
 }
 
 static void
@@ -157,8 +183,10 @@ others_have_object (gpointer user_data)
   return TRUE;
 }
 
+/* The host sends a 5 MB object to the two others; @hold: the others'
+ * DC_TEST_CREDIT_HOLD, or NULL. */
 static void
-test_send_to_all (void)
+send_to_all (const char *hold)
 {
   g_autoptr(DcSignalServer) server = dc_signal_server_new ();
   g_autoptr(GError) error = NULL;
@@ -191,6 +219,11 @@ test_send_to_all (void)
       g_autofree char *name = g_strdup_printf ("device-%u", i);
 
       devices[i].assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, size);
+      /* Read when each peer is made: the host's peers never hold theirs. */
+      if (hold != NULL && i > 0)
+        g_setenv ("DC_TEST_CREDIT_HOLD", hold, TRUE);
+      else
+        g_unsetenv ("DC_TEST_CREDIT_HOLD");
       devices[i].mesh = start_mesh (&devices[i], url, room, name, i == 0);
       g_assert_true (dc_test_wait_until (is_joined, &devices[i], 30000));
       g_assert_false (devices[i].failed);
@@ -215,6 +248,42 @@ test_send_to_all (void)
       g_assert_true (g_bytes_equal (devices[i].object, object));
     }
   g_assert_null (devices[0].object);
+  g_unsetenv ("DC_TEST_CREDIT_HOLD");
+
+  /* Slow sending: on the host only, to each receiver that held its credits
+   * (one episode each, ended by the first credit not held), never
+   * otherwise. */
+  {
+    guint episodes = 0;
+    gint64 slow_us = 0;
+
+    dc_mesh_get_slow_sending (devices[0].mesh, &episodes, &slow_us);
+    g_test_message ("host: %u episodes of slow sending, %" G_GINT64_FORMAT " µs", episodes,
+                    slow_us);
+    for (guint i = 0; i < N_DEVICES; i++)
+      g_assert_cmpuint (devices[i].bad_events, ==, 0);
+    for (guint i = 1; i < N_DEVICES; i++)
+      {
+        g_assert_cmpuint (devices[i].slow_events, ==, 0);
+        g_assert_cmpuint (devices[i].recovered_events, ==, 0);
+      }
+    if (hold == NULL)
+      {
+        g_assert_cmpuint (devices[0].slow_events, ==, 0);
+        g_assert_cmpuint (episodes, ==, 0);
+        g_assert_cmpint (slow_us, ==, 0);
+      }
+    else
+      {
+        g_assert_cmpuint (devices[0].slow_events, ==, N_DEVICES - 1);
+        g_assert_cmpuint (devices[0].recovered_events, ==, N_DEVICES - 1);
+        g_assert_cmpuint (episodes, ==, N_DEVICES - 1);
+        /* Each: at least the two held intervals that made it one (≥ 300
+         * ms), at most its four holds and their sending. */
+        g_assert_cmpint (slow_us, >=, (N_DEVICES - 1) * 300000);
+        g_assert_cmpint (slow_us, <, (N_DEVICES - 1) * 4000000);
+      }
+  }
 
   /* An object that cannot be chunked is refused before anything is queued. */
   g_assert_false (dc_mesh_send_object (devices[0].mesh, DC_MESH_MSG_GRADIENTS, &info, empty,
@@ -232,6 +301,21 @@ test_send_to_all (void)
     }
 }
 
+static void
+test_send_to_all (void)
+{
+  send_to_all (NULL);
+}
+
+/* Each receiver holds its first 4 credits 250 ms and acknowledges one step
+ * with each: its sender's bytes move at about 1 MB/s with two steps or
+ * more in flight for a second, then at loopback speed. */
+static void
+test_slow_sending (void)
+{
+  send_to_all ("250:4");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -242,6 +326,7 @@ main (int    argc,
   dc_gst_quirks_install ();
 
   g_test_add_func ("/dc/mesh/send/object-to-all", test_send_to_all);
+  g_test_add_func ("/dc/mesh/send/slow-sending", test_slow_sending);
 
   return g_test_run ();
 }

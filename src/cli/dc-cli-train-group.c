@@ -120,8 +120,11 @@ group_event_cb (DcGroup    *group,
 {
   State *state = user_data;
 
+  /* Slow sending comes as the training group's notice (notice_cb ()),
+   * with its line as the message. */
   if (g_str_equal (event, "discovered") || g_str_equal (event, "identity")
-      || g_str_equal (event, "announcing"))
+      || g_str_equal (event, "announcing") || g_str_equal (event, "slow-sending")
+      || g_str_equal (event, "sending-recovered"))
     return;
   if (state->options->json)
     {

@@ -272,6 +272,19 @@ peer_changed_cb (DcPeer     *peer,
     }
 }
 
+/* Slow sending to a peer (dc-send-pace.c): an event with the peer's line as
+ * its reason. */
+static void
+peer_slow_sending_cb (DcPeer     *peer,
+                      gboolean    slow,
+                      const char *text,
+                      gpointer    user_data)
+{
+  DcMesh *self = user_data;
+
+  emit_event (self, slow ? "slow-sending" : "sending-recovered", dc_peer_get_name (peer), text);
+}
+
 static DcPeer *
 add_peer (DcMesh     *self,
           const char *id,
@@ -285,6 +298,7 @@ add_peer (DcMesh     *self,
   peer = dc_peer_new (id, offerer, &self->config.peer, self->config.hello);
   g_signal_connect_object (peer, "signal-out", G_CALLBACK (peer_signal_out_cb), self, 0);
   g_signal_connect_object (peer, "message", G_CALLBACK (peer_message_cb), self, 0);
+  g_signal_connect_object (peer, "slow-sending", G_CALLBACK (peer_slow_sending_cb), self, 0);
   g_signal_connect_object (peer, "notify::state", G_CALLBACK (peer_changed_cb), self, 0);
   g_signal_connect_object (peer, "notify::name", G_CALLBACK (peer_changed_cb), self, 0);
   g_hash_table_insert (self->peers, g_strdup (id), g_object_ref (peer));
@@ -989,7 +1003,9 @@ dc_mesh_class_init (DcMeshClass *klass)
   /* (event, peer name or NULL, connected peers, reason or NULL): joined,
    * approved, declined, request, refused, host, peer-joined, peer-left,
    * identity (this device was welcomed: dc_mesh_get_address() is known),
-   * unverified (a body failed the room's MAC and was ignored; reason: its kind). */
+   * unverified (a body failed the room's MAC and was ignored; reason: its kind),
+   * slow-sending and sending-recovered (an episode of slow sending to the
+   * peer began or ended, dc-send-pace.c; reason: the line to log). */
   signals[SIGNAL_EVENT] =
     g_signal_new ("event", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 4, G_TYPE_STRING, G_TYPE_STRING, G_TYPE_UINT, G_TYPE_STRING);

@@ -274,6 +274,12 @@ struct _DcPeer
    * writes the bits above. */
   gboolean              test_check_stalled; /* DC_TEST_CHECK_STALL_MS given to a batch */
   guint                 test_check_stall_ms;  /* DC_TEST_CHECK_STALL_MS, read at creation */
+  /* DC_TEST_CREDIT_HOLD=MS:COUNT, read at creation: the next COUNT credits
+   * this side owes each wait MS and acknowledge one credit step at most. */
+  guint                 test_credit_hold_ms;
+  guint                 test_credit_holds;
+  guint                 credit_hold_id;
+  guint                 credit_held : 1;  /* the credit due now was held */
 };
 
 G_DEFINE_FINAL_TYPE (DcPeer, dc_peer, G_TYPE_OBJECT)
@@ -288,6 +294,7 @@ enum {
 enum {
   SIGNAL_SIGNAL_OUT,
   SIGNAL_MESSAGE,
+  SIGNAL_SLOW_SENDING,
   N_SIGNALS
 };
 
@@ -471,6 +478,7 @@ set_state (DcPeer      *self,
     {
       g_clear_handle_id (&self->tick_id, g_source_remove);
       g_clear_handle_id (&self->pump_id, g_source_remove);
+      g_clear_handle_id (&self->credit_hold_id, g_source_remove);
       clear_out (self);
       clear_checking (self);
     }
@@ -638,34 +646,50 @@ static void
 report_send_pace (DcPeer         *self,
                   DcSendPaceEvent event)
 {
-  const char *name = self->display_name != NULL ? self->display_name : self->id;
+  const char *name = dc_peer_get_name (self) != NULL ? dc_peer_get_name (self) : self->id;
+  g_autofree char *text = NULL;
   guint episodes;
   gint64 slow_us;
 
   if (event == DC_SEND_PACE_STARTED)
-    g_message ("peer %s: sending at %.1f MB/s for %.1f s with %" G_GUINT64_FORMAT " kB"
-               " unacknowledged: the link is slow, or its SCTP association is stuck at a"
-               " few packets a round trip (docs/ARCHITECTURE.md, \"Slow sending\")",
-               name, dc_send_pace_rate (&self->send_pace) / 1e6,
-               self->send_pace.slow_us / 1e6, (self->tx_bytes - self->tx_acked) / 1000);
+    text = g_strdup_printf ("sending to %s at %.1f MB/s for %.1f s with %" G_GUINT64_FORMAT
+                            " kB unacknowledged: the link is slow, or its SCTP association is"
+                            " stuck at a few packets a round trip (docs/ARCHITECTURE.md,"
+                            " \"Slow sending\")",
+                            name, dc_send_pace_rate (&self->send_pace) / 1e6,
+                            self->send_pace.slow_us / 1e6,
+                            (self->tx_bytes - self->tx_acked) / 1000);
   else if (event == DC_SEND_PACE_ENDED)
     {
       dc_send_pace_totals (&self->send_pace, &episodes, &slow_us);
-      g_message ("peer %s: sending at full speed again (slow for %.1f s in %u episodes so far)",
-                 name, slow_us / 1e6, episodes);
+      text = g_strdup_printf ("sending to %s at full speed again (slow for %.1f s in %u %s"
+                              " so far)", name, slow_us / 1e6, episodes,
+                              episodes == 1 ? "episode" : "episodes");
     }
+  if (text == NULL)
+    return;
+  /* The mesh makes it an event (DcMesh::event "slow-sending",
+   * "sending-recovered"), which a training group logs. */
+  g_debug ("peer %s: %s", self->id, text);
+  g_signal_emit (self, signals[SIGNAL_SLOW_SENDING], 0, event == DC_SEND_PACE_STARTED, text);
 }
 
 /* The credit due now, for rx_bytes. */
 static OutFrame *
 credit_frame_new (DcPeer *self)
 {
-  g_autoptr(GBytes) payload = dc_mesh_credit_encode (self->rx_bytes);
+  /* A held credit (test only) acknowledges one step, as a receiver that
+   * receives slowly would. */
+  guint64 credited = self->credit_held
+                     ? MIN (self->rx_bytes, self->rx_credited + peer_tunables ()->credit_step)
+                     : self->rx_bytes;
+  g_autoptr(GBytes) payload = dc_mesh_credit_encode (credited);
   g_autoptr(GPtrArray) pieces = NULL;
 
   pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_CREDIT, payload, NULL);
-  self->rx_credited = self->rx_bytes;
+  self->rx_credited = credited;
   self->credit_due = FALSE;
+  self->credit_held = FALSE;
   return out_frame_new (pieces, FALSE);
 }
 
@@ -845,12 +869,36 @@ handle_message (DcPeer        *self,
 
 /* A credit is due every CREDIT_STEP bytes received, unless too much waits
  * for its checks (CHECK_QUEUE_MAX): then it goes once they catch up. */
+static void maybe_credit (DcPeer *self);
+
+/* Test only (DC_TEST_CREDIT_HOLD): a held credit goes now. */
+static gboolean
+credit_hold_cb (gpointer user_data)
+{
+  DcPeer *self = user_data;
+
+  self->credit_hold_id = 0;
+  self->credit_due = TRUE;
+  self->credit_held = TRUE;
+  pump (self);
+  /* A held credit acknowledged one step: the rest may be due at once,
+   * with nothing more to receive to call us again. */
+  maybe_credit (self);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 maybe_credit (DcPeer *self)
 {
   if (self->rx_bytes - self->rx_credited >= peer_tunables ()->credit_step && !self->credit_due
-      && self->checking_bytes <= CHECK_QUEUE_MAX)
+      && self->checking_bytes <= CHECK_QUEUE_MAX && self->credit_hold_id == 0)
     {
+      if (self->test_credit_holds > 0)
+        {
+          self->test_credit_holds--;
+          self->credit_hold_id = g_timeout_add (self->test_credit_hold_ms, credit_hold_cb, self);
+          return;
+        }
       self->credit_due = TRUE;
       pump (self);
     }
@@ -1294,6 +1342,19 @@ dc_peer_new (const char         *id,
   if (g_getenv ("DC_TEST_CHECK_STALL_MS") != NULL)
     self->test_check_stall_ms = (guint) MIN (g_ascii_strtoull (g_getenv ("DC_TEST_CHECK_STALL_MS"),
                                                                NULL, 10), 60000);
+  /* Test only (DC_TEST_CREDIT_HOLD=MS:COUNT, at most a second and 1000
+   * credits): the slow sending a slow receiver causes its sender
+   * (dc-send-pace.c, test-mesh-send). */
+  if (g_getenv ("DC_TEST_CREDIT_HOLD") != NULL)
+    {
+      g_auto(GStrv) parts = g_strsplit (g_getenv ("DC_TEST_CREDIT_HOLD"), ":", 2);
+
+      if (g_strv_length (parts) == 2)
+        {
+          self->test_credit_hold_ms = (guint) MIN (g_ascii_strtoull (parts[0], NULL, 10), 1000);
+          self->test_credit_holds = (guint) MIN (g_ascii_strtoull (parts[1], NULL, 10), 1000);
+        }
+    }
   if (config != NULL)
     {
       self->config.stun_server = g_strdup (config->stun_server);
@@ -1969,6 +2030,7 @@ dc_peer_dispose (GObject *object)
 
   g_clear_handle_id (&self->tick_id, g_source_remove);
   g_clear_handle_id (&self->pump_id, g_source_remove);
+  g_clear_handle_id (&self->credit_hold_id, g_source_remove);
   g_clear_handle_id (&self->bus_watch_id, g_source_remove);
   if (self->channel != NULL)
     g_signal_handlers_disconnect_matched (self->channel, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
@@ -2057,6 +2119,11 @@ dc_peer_class_init (DcPeerClass *klass)
   signals[SIGNAL_MESSAGE] =
     g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                   NULL, G_TYPE_NONE, 2, G_TYPE_UINT, G_TYPE_BYTES);
+  /* (slow, text): an episode of slow sending to the peer began (TRUE) or
+   * ended (dc-send-pace.c), with the line to log. Main thread. */
+  signals[SIGNAL_SLOW_SENDING] =
+    g_signal_new ("slow-sending", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                  NULL, G_TYPE_NONE, 2, G_TYPE_BOOLEAN, G_TYPE_STRING);
 }
 
 static void

@@ -853,6 +853,14 @@ event_cb (DcGroup    *group,
 {
   DcTrainGroup *self = user_data;
 
+  /* Slow sending to a peer (src/mesh/dc-send-pace.c) makes steps slow: the
+   * log says which link and how slow. */
+  if ((g_str_equal (event, "slow-sending") || g_str_equal (event, "sending-recovered"))
+      && reason != NULL)
+    {
+      _dc_train_group_notice (self, event, peer, reason);
+      return;
+    }
   /* The device that created the room (its host) starts the run. */
   if (g_str_equal (event, "joined") && self->state == STATE_WAITING_CONFIG && self->config == NULL
       && g_strcmp0 (reason, "host") == 0 && self->starter_rule == DC_TRAIN_GROUP_STARTER_HOST)
