@@ -259,6 +259,8 @@ struct _DcPeer
   gint64                window_blocked_us; /* since when the window holds the next frame, or 0 */
   gint64                window_wait_us;    /* the window's holds, summed */
   DcSendPace            send_pace;         /* slow sending, from the credits */
+  gint64                pace_noticed_us;   /* the last "slow-sending" signal, or 0 */
+  gboolean              pace_notice_open;  /* its "ended" is still to come */
   guint64               heartbeat_seq;
   guint                 faults;
   guint                 tick_id;
@@ -641,7 +643,10 @@ pump_poll_cb (gpointer user_data)
 
 /* Slow sending (dc-send-pace.c): one line when an episode is long enough
  * to matter and one when it ends, so that a step that took twice as long
- * says why. */
+ * says why; at most one episode in PACE_NOTICE_GAP_US is told (a link
+ * hovering about the threshold would tell one a second), all are counted. */
+#define PACE_NOTICE_GAP_US (10 * G_USEC_PER_SEC)
+
 static void
 report_send_pace (DcPeer         *self,
                   DcSendPaceEvent event)
@@ -668,6 +673,19 @@ report_send_pace (DcPeer         *self,
     }
   if (text == NULL)
     return;
+  if (event == DC_SEND_PACE_STARTED)
+    {
+      gint64 now = g_get_monotonic_time ();
+
+      if (self->pace_noticed_us != 0 && now - self->pace_noticed_us < PACE_NOTICE_GAP_US)
+        return;
+      self->pace_noticed_us = now;
+      self->pace_notice_open = TRUE;
+    }
+  else if (!self->pace_notice_open)
+    return;
+  else
+    self->pace_notice_open = FALSE;
   /* The mesh makes it an event (DcMesh::event "slow-sending",
    * "sending-recovered"), which a training group logs. */
   g_debug ("peer %s: %s", self->id, text);
