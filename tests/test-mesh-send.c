@@ -250,38 +250,37 @@ send_to_all (const char *hold)
   g_assert_null (devices[0].object);
   g_unsetenv ("DC_TEST_CREDIT_HOLD");
 
-  /* Slow sending: on the host only, to each receiver that held its credits
-   * (one episode each, ended by the first credit not held), never
-   * otherwise. */
+  /* Slow sending: on the host only (the receivers send nothing but
+   * credits and heartbeats). With held credits, to each receiver (one
+   * episode each told); without, none is expected, but a loaded machine
+   * may move 5 MB slower than 5 MB/s for 300 ms (seen in CI), which is
+   * slow sending indeed: only the events' form is checked then. */
   {
     guint episodes = 0;
     gint64 slow_us = 0;
 
     dc_mesh_get_slow_sending (devices[0].mesh, &episodes, &slow_us);
-    g_test_message ("host: %u episodes of slow sending, %" G_GINT64_FORMAT " µs", episodes,
-                    slow_us);
+    g_test_message ("host: %u episodes of slow sending, %" G_GINT64_FORMAT " µs; %u told, "
+                    "%u ended", episodes, slow_us, devices[0].slow_events,
+                    devices[0].recovered_events);
     for (guint i = 0; i < N_DEVICES; i++)
-      g_assert_cmpuint (devices[i].bad_events, ==, 0);
+      {
+        g_assert_cmpuint (devices[i].bad_events, ==, 0);
+        g_assert_cmpuint (devices[i].recovered_events, <=, devices[i].slow_events);
+      }
     for (guint i = 1; i < N_DEVICES; i++)
+      g_assert_cmpuint (devices[i].slow_events, ==, 0);
+    /* One told per peer at most in 10 s. */
+    g_assert_cmpuint (devices[0].slow_events, <=, N_DEVICES - 1);
+    g_assert_cmpuint (devices[0].slow_events, <=, episodes);
+    if (hold != NULL)
       {
-        g_assert_cmpuint (devices[i].slow_events, ==, 0);
-        g_assert_cmpuint (devices[i].recovered_events, ==, 0);
-      }
-    if (hold == NULL)
-      {
-        g_assert_cmpuint (devices[0].slow_events, ==, 0);
-        g_assert_cmpuint (episodes, ==, 0);
-        g_assert_cmpint (slow_us, ==, 0);
-      }
-    else
-      {
+        /* Each receiver's held credits alone make an episode of 3 slow
+         * intervals or more (750 ms); whether a fast one ended it before
+         * the object was through depends on the machine's load. */
         g_assert_cmpuint (devices[0].slow_events, ==, N_DEVICES - 1);
-        g_assert_cmpuint (devices[0].recovered_events, ==, N_DEVICES - 1);
-        g_assert_cmpuint (episodes, ==, N_DEVICES - 1);
-        /* Each: at least the two held intervals that made it one (≥ 300
-         * ms), at most its four holds and their sending. */
+        g_assert_cmpuint (episodes, >=, N_DEVICES - 1);
         g_assert_cmpint (slow_us, >=, (N_DEVICES - 1) * 300000);
-        g_assert_cmpint (slow_us, <, (N_DEVICES - 1) * 4000000);
       }
   }
 
