@@ -885,8 +885,6 @@ handle_message (DcPeer        *self,
   g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, message->type, message->payload);
 }
 
-/* A credit is due every CREDIT_STEP bytes received, unless too much waits
- * for its checks (CHECK_QUEUE_MAX): then it goes once they catch up. */
 static void maybe_credit (DcPeer *self);
 
 /* Test only (DC_TEST_CREDIT_HOLD): a held credit goes now. */
@@ -905,6 +903,8 @@ credit_hold_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* A credit is due every CREDIT_STEP bytes received, unless too much waits
+ * for its checks (CHECK_QUEUE_MAX): then it goes once they catch up. */
 static void
 maybe_credit (DcPeer *self)
 {
