@@ -70,8 +70,8 @@ struct _DcMesh
   guint         n_connected;
   /* Slow sending (dc-send-pace.c) of the peers that left, so that the
    * totals of dc_mesh_get_slow_sending () keep them. */
-  guint              slow_left_episodes;
-  gint64             slow_left_us;
+  guint         slow_left_episodes;
+  gint64        slow_left_us;
   guint         approved : 1;
   guint         left : 1;
 };
@@ -249,7 +249,6 @@ peer_changed_cb (DcPeer     *peer,
     {
       G_GNUC_UNUSED g_autoptr(DcPeer) hold = g_object_ref (peer);  /* outlives the removal */
       g_autofree char *name = g_strdup (dc_peer_get_name (peer));
-
       guint episodes;
       gint64 slow_us;
 
