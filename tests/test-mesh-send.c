@@ -5,6 +5,8 @@
  * dc_mesh_send_object(); both others receive every chunk in index order and
  * reassemble the object byte for byte (hash checked).
  *
+ * Then dc_mesh_flush () from the host returns once both answered its ping.
+ *
  * /slow-sending: the same with receivers that hold their first credits
  * (DC_TEST_CREDIT_HOLD): the host reports slow sending to each of them, then
  * its end (src/mesh/dc-send-pace.c), and counts the episodes.
@@ -169,6 +171,18 @@ all_open (gpointer user_data)
   return TRUE;
 }
 
+static void
+flushed_cb (gpointer user_data)
+{
+  *(gint64 *) user_data = g_get_monotonic_time ();
+}
+
+static gboolean
+is_flushed (gpointer user_data)
+{
+  return *(gint64 *) user_data != 0;
+}
+
 static gboolean
 others_have_object (gpointer user_data)
 {
@@ -282,6 +296,18 @@ send_to_all (const char *hold)
         g_assert_cmpuint (episodes, >=, N_DEVICES - 1);
         g_assert_cmpint (slow_us, >=, (N_DEVICES - 1) * 300000);
       }
+  }
+
+  /* dc_mesh_flush (): both others answer the host's ping, long before its
+   * 60 s bound (which a PONG not matched would wait out). */
+  {
+    gint64 began = g_get_monotonic_time ();
+    gint64 flushed = 0;
+
+    dc_mesh_flush (devices[0].mesh, 60000, flushed_cb, &flushed);
+    g_assert_true (dc_test_wait_until (is_flushed, &flushed, 90000));
+    g_test_message ("flushed in %" G_GINT64_FORMAT " µs", flushed - began);
+    g_assert_cmpint (flushed - began, <, 30 * G_USEC_PER_SEC);
   }
 
   /* An object that cannot be chunked is refused before anything is queued. */

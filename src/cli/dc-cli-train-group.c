@@ -18,6 +18,7 @@
 #include "dc-cli-train-group.h"
 #include "engine/dc-parallel.h"
 #include "mesh/dc-identity.h"
+#include "mesh/dc-mesh.h"
 #include "mesh/dc-room.h"
 #include "train/dc-train-group.h"
 
@@ -99,15 +100,36 @@ quit_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* The longest a device that stops waits for its peers to have read what
+ * it sent them (dc_mesh_flush ()). */
+#define LEAVE_FLUSH_MS 3000
+
+static void
+flushed_cb (gpointer user_data)
+{
+  State *state = user_data;
+
+  dc_group_leave (state->group);
+  /* Let the byes leave before the process ends. */
+  g_timeout_add (DC_GROUP_LEAVE_GRACE_MS, quit_cb, state->loop);
+}
+
+/* Before the byes, every peer reads what this device sent it: a device
+ * that stops on the sync guard leaves its step report to the others, who
+ * otherwise, on a loaded machine, could see it leave first and train on
+ * without it (test-train-group /sync-guard, 2026-12-03). */
 static void
 leave (State *state)
 {
+  DcMesh *mesh = dc_group_get_mesh (state->group);
+
   if (state->leaving)
     return;
   state->leaving = TRUE;
-  dc_group_leave (state->group);
-  /* Let the byes (and the last step report) leave before the process ends. */
-  g_timeout_add (DC_GROUP_LEAVE_GRACE_MS, quit_cb, state->loop);
+  if (mesh != NULL)
+    dc_mesh_flush (mesh, LEAVE_FLUSH_MS, flushed_cb, state);
+  else
+    flushed_cb (state);
 }
 
 static void

@@ -801,6 +801,133 @@ dc_mesh_leave (DcMesh *self)
     dc_signaling_close (self->signaling);
 }
 
+/* dc_mesh_flush () ---------------------------------------------------------- */
+
+typedef struct
+{
+  DcMesh        *mesh;
+  GHashTable    *waiting;     /* ids of the peers whose PONG is awaited */
+  guint64        seq;
+  gint64         deadline_us;
+  guint          poll_id;
+  gulong         message_id;
+  DcMeshFlushed  done;
+  gpointer       user_data;
+} Flush;
+
+static void
+flush_finish (Flush *flush)
+{
+  g_clear_handle_id (&flush->poll_id, g_source_remove);
+  g_clear_signal_handler (&flush->message_id, flush->mesh);
+  g_hash_table_unref (flush->waiting);
+  g_object_unref (flush->mesh);
+  /* From the main loop, never from inside the mesh's signal. */
+  g_idle_add_once ((GSourceOnceFunc) flush->done, flush->user_data);
+  g_free (flush);
+}
+
+/* Peers that left or closed answer nothing: they are no longer waited for. */
+static gboolean
+flush_poll_cb (gpointer user_data)
+{
+  Flush *flush = user_data;
+  GHashTableIter iter;
+  gpointer key;
+
+  g_hash_table_iter_init (&iter, flush->waiting);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    {
+      DcPeer *peer = g_hash_table_lookup (flush->mesh->peers, key);
+
+      if (peer == NULL || dc_peer_get_state (peer) != DC_PEER_STATE_OPEN)
+        g_hash_table_iter_remove (&iter);
+    }
+  if (g_hash_table_size (flush->waiting) == 0
+      || g_get_monotonic_time () >= flush->deadline_us)
+    {
+      flush->poll_id = 0;
+      flush_finish (flush);
+      return G_SOURCE_REMOVE;
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+flush_message_cb (DcMesh  *mesh,
+                  DcPeer  *peer,
+                  guint    type,
+                  GBytes  *payload,
+                  gpointer user_data)
+{
+  Flush *flush = user_data;
+  gsize size = 0;
+  const guint8 *data = g_bytes_get_data (payload, &size);
+  guint64 seq = 0;
+
+  if (type != DC_MESH_MSG_PONG || size != DC_MESH_HEARTBEAT_SIZE)
+    return;
+  for (guint i = 0; i < 8; i++)
+    seq |= (guint64) data[i] << (8 * i);
+  if (seq != flush->seq || !g_hash_table_remove (flush->waiting, dc_peer_get_id (peer)))
+    return;
+  if (g_hash_table_size (flush->waiting) == 0)
+    {
+      g_source_remove (flush->poll_id);
+      flush->poll_id = 0;
+      flush_finish (flush);
+    }
+}
+
+/**
+ * dc_mesh_flush:
+ * @timeout_ms: the longest wait
+ * @done: called from the main loop once every peer open now answered a PING
+ *   sent now (so it has read everything this device queued to it before),
+ *   left, or @timeout_ms passed
+ *
+ * For a device about to leave: its last messages (a step report that
+ * stops the group by the sync guard, say) reach the others before its bye
+ * closes the channels and the process ends, whatever the machine's load.
+ */
+void
+dc_mesh_flush (DcMesh        *self,
+               guint          timeout_ms,
+               DcMeshFlushed  done,
+               gpointer       user_data)
+{
+  Flush *flush;
+  GHashTableIter iter;
+  gpointer key, value;
+  guint8 body[DC_MESH_HEARTBEAT_SIZE];
+  gint64 now = g_get_monotonic_time ();
+  g_autoptr(GBytes) payload = NULL;
+
+  g_return_if_fail (DC_IS_MESH (self));
+  g_return_if_fail (done != NULL);
+
+  flush = g_new0 (Flush, 1);
+  flush->mesh = g_object_ref (self);
+  flush->waiting = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  flush->seq = ((guint64) g_random_int () << 32) | g_random_int ();
+  flush->deadline_us = now + (gint64) timeout_ms * 1000;
+  flush->done = done;
+  flush->user_data = user_data;
+  for (guint i = 0; i < 8; i++)
+    {
+      body[i] = (guint8) (flush->seq >> (8 * i));
+      body[8 + i] = (guint8) (now >> (8 * i));
+    }
+  payload = g_bytes_new (body, sizeof body);
+  g_hash_table_iter_init (&iter, self->peers);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    if (dc_peer_get_state (value) == DC_PEER_STATE_OPEN
+        && dc_peer_send (value, DC_MESH_MSG_PING, payload, NULL))
+      g_hash_table_add (flush->waiting, g_strdup (key));
+  flush->message_id = g_signal_connect (self, "message", G_CALLBACK (flush_message_cb), flush);
+  flush->poll_id = g_timeout_add (20, flush_poll_cb, flush);
+}
+
 /**
  * dc_mesh_dup_peers:
  *

@@ -62,6 +62,13 @@ void       dc_mesh_answer_request (DcMesh              *self,
                                    gboolean             accept);
 GPtrArray *dc_mesh_dup_peers      (DcMesh              *self);
 guint      dc_mesh_get_n_peers    (DcMesh              *self);
+/* dc_mesh_flush ()'s callback. */
+typedef void (*DcMeshFlushed) (gpointer user_data);
+
+void       dc_mesh_flush          (DcMesh              *self,
+                                   guint                timeout_ms,
+                                   DcMeshFlushed        done,
+                                   gpointer             user_data);
 void       dc_mesh_get_slow_sending (DcMesh            *self,
                                      guint             *episodes,
                                      gint64            *slow_us);
