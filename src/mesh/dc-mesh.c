@@ -815,16 +815,26 @@ typedef struct
   gpointer       user_data;
 } Flush;
 
+static gboolean
+flush_done_cb (gpointer user_data)
+{
+  Flush *flush = user_data;
+
+  flush->done (flush->user_data);
+  g_object_unref (flush->mesh);
+  g_free (flush);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 flush_finish (Flush *flush)
 {
   g_clear_handle_id (&flush->poll_id, g_source_remove);
   g_clear_signal_handler (&flush->message_id, flush->mesh);
-  g_hash_table_unref (flush->waiting);
-  g_object_unref (flush->mesh);
-  /* From the main loop, never from inside the mesh's signal. */
-  g_idle_add_once ((GSourceOnceFunc) flush->done, flush->user_data);
-  g_free (flush);
+  g_clear_pointer (&flush->waiting, g_hash_table_unref);
+  /* From the main loop, never from inside the mesh's signal (which the
+   * mesh's last reference must not end either). */
+  g_idle_add (flush_done_cb, flush);
 }
 
 /* Peers that left or closed answer nothing: they are no longer waited for. */
