@@ -320,6 +320,30 @@ test_credit (void)
   g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
 }
 
+/* A heartbeat (PING's and PONG's body too) is a u64 sequence and the
+ * sender's µs, little-endian, 16 bytes; any other size is refused. */
+static void
+test_heartbeat (void)
+{
+  const guint8 expected[DC_MESH_HEARTBEAT_SIZE] = { 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+                                                    0x10, 0x0f, 0x0e, 0x0d, 0x0c, 0x0b, 0x0a, 0x09 };
+  g_autoptr(GBytes) payload = dc_mesh_heartbeat_encode (G_GUINT64_CONSTANT (0x0102030405060708),
+                                                        G_GINT64_CONSTANT (0x090a0b0c0d0e0f10));
+  g_autoptr(GBytes) short_body = g_bytes_new (expected, DC_MESH_HEARTBEAT_SIZE - 1);
+  g_autoptr(GError) error = NULL;
+  guint64 seq = 0;
+  gint64 sent_us = 0;
+
+  g_assert_cmpmem (g_bytes_get_data (payload, NULL), g_bytes_get_size (payload), expected,
+                   sizeof expected);
+  g_assert_true (dc_mesh_heartbeat_decode (payload, &seq, &sent_us, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (seq, ==, G_GUINT64_CONSTANT (0x0102030405060708));
+  g_assert_cmpint (sent_us, ==, G_GINT64_CONSTANT (0x090a0b0c0d0e0f10));
+  g_assert_false (dc_mesh_heartbeat_decode (short_body, &seq, &sent_us, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+}
+
 static void
 test_malformed_bodies (void)
 {
@@ -1654,6 +1678,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/protocol/malformed/multi-piece", test_malformed_multi_piece);
   g_test_add_func ("/dc/mesh/protocol/malformed/bodies", test_malformed_bodies);
   g_test_add_func ("/dc/mesh/protocol/credit", test_credit);
+  g_test_add_func ("/dc/mesh/protocol/heartbeat", test_heartbeat);
   g_test_add_func ("/dc/mesh/protocol/encode-limits", test_encode_limits);
   g_test_add_func ("/dc/mesh/protocol/hello-memory", test_hello_memory);
   g_test_add_func ("/dc/mesh/protocol/train/config", test_train_config);

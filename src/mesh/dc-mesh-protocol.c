@@ -734,6 +734,33 @@ dc_mesh_bulk_decode (GBytes            *payload,
 }
 
 GBytes *
+dc_mesh_heartbeat_encode (guint64 seq,
+                          gint64  sent_us)
+{
+  guint8 *out = g_malloc (DC_MESH_HEARTBEAT_SIZE);
+
+  put_u64 (out, seq);
+  put_u64 (out + 8, (guint64) sent_us);
+  return g_bytes_new_take (out, DC_MESH_HEARTBEAT_SIZE);
+}
+
+gboolean
+dc_mesh_heartbeat_decode (GBytes   *payload,
+                          guint64  *seq,
+                          gint64   *sent_us,
+                          GError  **error)
+{
+  gsize size;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+
+  if (!dc_mesh_message_check_payload (DC_MESH_MSG_HEARTBEAT, size, error))
+    return FALSE;
+  *seq = get_u64 (p);
+  *sent_us = (gint64) get_u64 (p + 8);
+  return TRUE;
+}
+
+GBytes *
 dc_mesh_credit_encode (guint64 received)
 {
   guint8 *out = g_malloc (DC_MESH_CREDIT_SIZE);

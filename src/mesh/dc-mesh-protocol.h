@@ -195,6 +195,15 @@ gboolean  dc_mesh_bulk_decode        (GBytes                 *payload,
                                       GBytes                **data,
                                       GError                **error);
 
+/* The heartbeat body, also PING's and PONG's: a sequence number and the
+ * sender's monotonic µs. */
+GBytes   *dc_mesh_heartbeat_encode   (guint64                 seq,
+                                      gint64                  sent_us);
+gboolean  dc_mesh_heartbeat_decode   (GBytes                 *payload,
+                                      guint64                *seq,
+                                      gint64                 *sent_us,
+                                      GError                **error);
+
 /* The credit body: bytes of pieces received on the channel so far. */
 GBytes   *dc_mesh_credit_encode      (guint64                 received);
 gboolean  dc_mesh_credit_decode      (GBytes                 *payload,

@@ -871,14 +871,11 @@ flush_message_cb (DcMesh  *mesh,
                   gpointer user_data)
 {
   Flush *flush = user_data;
-  gsize size = 0;
-  const guint8 *data = g_bytes_get_data (payload, &size);
-  guint64 seq = 0;
+  guint64 seq;
+  gint64 sent_us;
 
-  if (type != DC_MESH_MSG_PONG || size != DC_MESH_HEARTBEAT_SIZE)
+  if (type != DC_MESH_MSG_PONG || !dc_mesh_heartbeat_decode (payload, &seq, &sent_us, NULL))
     return;
-  for (guint i = 0; i < 8; i++)
-    seq |= (guint64) data[i] << (8 * i);
   if (seq != flush->seq || !g_hash_table_remove (flush->waiting, dc_peer_get_id (peer)))
     return;
   if (g_hash_table_size (flush->waiting) == 0)
@@ -909,7 +906,6 @@ dc_mesh_flush (DcMesh        *self,
   Flush *flush;
   GHashTableIter iter;
   gpointer key, value;
-  guint8 body[DC_MESH_HEARTBEAT_SIZE];
   gint64 now = g_get_monotonic_time ();
   g_autoptr(GBytes) payload = NULL;
 
@@ -923,12 +919,7 @@ dc_mesh_flush (DcMesh        *self,
   flush->deadline_us = now + (gint64) timeout_ms * 1000;
   flush->done = done;
   flush->user_data = user_data;
-  for (guint i = 0; i < 8; i++)
-    {
-      body[i] = (guint8) (flush->seq >> (8 * i));
-      body[8 + i] = (guint8) (now >> (8 * i));
-    }
-  payload = g_bytes_new (body, sizeof body);
+  payload = dc_mesh_heartbeat_encode (flush->seq, now);
   g_hash_table_iter_init (&iter, self->peers);
   while (g_hash_table_iter_next (&iter, &key, &value))
     if (dc_peer_get_state (value) == DC_PEER_STATE_OPEN

@@ -657,23 +657,6 @@ report_send_pace (DcPeer         *self,
   gint64 slow_us;
 
   if (event == DC_SEND_PACE_STARTED)
-    text = g_strdup_printf ("sending to %s at %.1f MB/s for %.1f s with %" G_GUINT64_FORMAT
-                            " kB unacknowledged: the link is slow, or its SCTP association is"
-                            " stuck at a few packets a round trip (docs/ARCHITECTURE.md,"
-                            " \"Slow sending\")",
-                            name, dc_send_pace_rate (&self->send_pace) / 1e6,
-                            self->send_pace.slow_us / 1e6,
-                            (self->tx_bytes - self->tx_acked) / 1000);
-  else if (event == DC_SEND_PACE_ENDED)
-    {
-      dc_send_pace_totals (&self->send_pace, &episodes, &slow_us);
-      text = g_strdup_printf ("sending to %s at full speed again (slow for %.1f s in %u %s"
-                              " so far)", name, slow_us / 1e6, episodes,
-                              episodes == 1 ? "episode" : "episodes");
-    }
-  if (text == NULL)
-    return;
-  if (event == DC_SEND_PACE_STARTED)
     {
       gint64 now = g_get_monotonic_time ();
 
@@ -681,11 +664,24 @@ report_send_pace (DcPeer         *self,
         return;
       self->pace_noticed_us = now;
       self->pace_notice_open = TRUE;
+      text = g_strdup_printf ("sending to %s at %.1f MB/s for %.1f s with %" G_GUINT64_FORMAT
+                              " kB unacknowledged: the link is slow, or its SCTP association is"
+                              " stuck at a few packets a round trip (docs/ARCHITECTURE.md,"
+                              " \"Slow sending\")",
+                              name, dc_send_pace_rate (&self->send_pace) / 1e6,
+                              self->send_pace.slow_us / 1e6,
+                              (self->tx_bytes - self->tx_acked) / 1000);
     }
-  else if (!self->pace_notice_open)
-    return;
+  else if (event == DC_SEND_PACE_ENDED && self->pace_notice_open)
+    {
+      self->pace_notice_open = FALSE;
+      dc_send_pace_totals (&self->send_pace, &episodes, &slow_us);
+      text = g_strdup_printf ("sending to %s at full speed again (slow for %.1f s in %u %s"
+                              " so far)", name, slow_us / 1e6, episodes,
+                              episodes == 1 ? "episode" : "episodes");
+    }
   else
-    self->pace_notice_open = FALSE;
+    return;
   /* The mesh makes it an event (DcMesh::event "slow-sending",
    * "sending-recovered"), which a training group logs. */
   g_debug ("peer %s: %s", self->id, text);
@@ -1088,8 +1084,6 @@ handle_piece (DcPeer *self,
 static void
 send_heartbeat (DcPeer *self)
 {
-  guint8 body[DC_MESH_HEARTBEAT_SIZE];
-  guint64 now = (guint64) g_get_monotonic_time ();
   g_autoptr(GBytes) payload = NULL;
 
   /* While data is queued the receiver sees pieces anyway; more heartbeats
@@ -1097,12 +1091,7 @@ send_heartbeat (DcPeer *self)
   if (self->queued > DC_MESH_PIECE_SIZE)
     return;
   self->heartbeat_seq++;
-  for (guint i = 0; i < 8; i++)
-    {
-      body[i] = (guint8) (self->heartbeat_seq >> (8 * i));
-      body[8 + i] = (guint8) (now >> (8 * i));
-    }
-  payload = g_bytes_new (body, sizeof body);
+  payload = dc_mesh_heartbeat_encode (self->heartbeat_seq, g_get_monotonic_time ());
   dc_peer_send (self, DC_MESH_MSG_HEARTBEAT, payload, NULL);
 }
 

@@ -148,6 +148,16 @@ decode_body (FuzzState     *state,
           decode_chunk (state, message->type, rehashed);
       }
       break;
+    case DC_MESH_MSG_HEARTBEAT:
+    case DC_MESH_MSG_PING:
+    case DC_MESH_MSG_PONG:
+      {
+        guint64 seq;
+        gint64 sent_us;
+
+        dc_mesh_heartbeat_decode (message->payload, &seq, &sent_us, &error);
+      }
+      break;
     case DC_MESH_MSG_ACTIVATIONS:
       {
         DcMeshBulkHeader header;
