@@ -320,6 +320,35 @@ test_credit (void)
   g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE);
 }
 
+/* SWITCH and SWITCHED carry the new connection's generation as a u64:
+ * the bytes, the names, a short body and generations 0 and 1 refused. */
+static void
+test_switch (void)
+{
+  const guint8 expected[DC_MESH_SWITCH_SIZE] = { 2, 0, 0, 0, 0, 0, 0, 0 };
+  g_autoptr(GBytes) payload = dc_mesh_switch_encode (2);
+  g_autoptr(GBytes) short_body = g_bytes_new (expected, DC_MESH_SWITCH_SIZE - 1);
+  g_autoptr(GBytes) first = dc_mesh_switch_encode (1);
+  g_autoptr(GError) error = NULL;
+  guint64 generation = 0;
+
+  g_assert_cmpmem (g_bytes_get_data (payload, NULL), g_bytes_get_size (payload),
+                   expected, sizeof expected);
+  g_assert_true (dc_mesh_switch_decode (payload, &generation, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (generation, ==, 2);
+  g_assert_cmpstr (dc_mesh_message_type_to_string (DC_MESH_MSG_SWITCH), ==, "switch");
+  g_assert_cmpstr (dc_mesh_message_type_to_string (DC_MESH_MSG_SWITCHED), ==, "switched");
+  g_assert_cmpuint (DC_MESH_MSG_LAST, ==, DC_MESH_MSG_SWITCHED);
+  g_assert_true (dc_mesh_message_check_payload (DC_MESH_MSG_SWITCHED, DC_MESH_SWITCH_SIZE,
+                                                &error));
+  g_assert_false (dc_mesh_switch_decode (short_body, &generation, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_clear_error (&error);
+  g_assert_false (dc_mesh_switch_decode (first, &generation, &error));
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+}
+
 /* A heartbeat (PING's and PONG's body too) is a u64 sequence and the
  * sender's µs, little-endian, 16 bytes; any other size is refused. */
 static void
@@ -1679,6 +1708,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/protocol/malformed/bodies", test_malformed_bodies);
   g_test_add_func ("/dc/mesh/protocol/credit", test_credit);
   g_test_add_func ("/dc/mesh/protocol/heartbeat", test_heartbeat);
+  g_test_add_func ("/dc/mesh/protocol/switch", test_switch);
   g_test_add_func ("/dc/mesh/protocol/encode-limits", test_encode_limits);
   g_test_add_func ("/dc/mesh/protocol/hello-memory", test_hello_memory);
   g_test_add_func ("/dc/mesh/protocol/train/config", test_train_config);

@@ -55,6 +55,8 @@ dc_mesh_message_type_to_string (guint type)
     case DC_MESH_MSG_RING_BYTES: return "ring-bytes";
     case DC_MESH_MSG_RING_FILE_FETCH: return "ring-file-fetch";
     case DC_MESH_MSG_RING_FILE: return "ring-file";
+    case DC_MESH_MSG_SWITCH: return "switch";
+    case DC_MESH_MSG_SWITCHED: return "switched";
     default: return "unknown";
     }
 }
@@ -163,6 +165,10 @@ dc_mesh_message_check_payload (guint    type,
       break;
     case DC_MESH_MSG_CREDIT:
       min = max = DC_MESH_CREDIT_SIZE;
+      break;
+    case DC_MESH_MSG_SWITCH:
+    case DC_MESH_MSG_SWITCHED:
+      min = max = DC_MESH_SWITCH_SIZE;
       break;
     case DC_MESH_MSG_GRADIENTS:
     case DC_MESH_MSG_WEIGHTS:
@@ -780,5 +786,36 @@ dc_mesh_credit_decode (GBytes   *payload,
   if (!dc_mesh_message_check_payload (DC_MESH_MSG_CREDIT, size, error))
     return FALSE;
   *received = get_u64 (p);
+  return TRUE;
+}
+
+GBytes *
+dc_mesh_switch_encode (guint64 generation)
+{
+  guint8 *out = g_malloc (DC_MESH_SWITCH_SIZE);
+
+  put_u64 (out, generation);
+  return g_bytes_new_take (out, DC_MESH_SWITCH_SIZE);
+}
+
+gboolean
+dc_mesh_switch_decode (GBytes   *payload,
+                       guint64  *generation,
+                       GError  **error)
+{
+  gsize size;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+
+  /* SWITCHED has the same size rule. */
+  if (!dc_mesh_message_check_payload (DC_MESH_MSG_SWITCH, size, error))
+    return FALSE;
+  *generation = get_u64 (p);
+  if (*generation < 2)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "switch to generation %" G_GUINT64_FORMAT ": the first renewal is 2",
+                   *generation);
+      return FALSE;
+    }
   return TRUE;
 }

@@ -64,7 +64,10 @@ typedef enum
   /* The ring again: what a stage needs besides weights, so it needs no Hub. */
   DC_MESH_MSG_RING_FILE_FETCH = 25, /* DcMeshRingFileFetch: a stage asks for a model file */
   DC_MESH_MSG_RING_FILE    = 26,  /* DcMeshRingFile: the head's bytes of it, or why not */
-  DC_MESH_MSG_LAST         = DC_MESH_MSG_RING_FILE,
+  /* A new connection replacing a slow one (DcMesh's renewal, docs/PROTOCOL.md). */
+  DC_MESH_MSG_SWITCH       = 27,  /* u64 generation: the last message on the old connection */
+  DC_MESH_MSG_SWITCHED     = 28,  /* u64 generation: the old connection's switch was read */
+  DC_MESH_MSG_LAST         = DC_MESH_MSG_SWITCHED,
 } DcMeshMessageType;
 
 const char *dc_mesh_message_type_to_string (guint type);
@@ -80,6 +83,7 @@ const char *dc_mesh_message_type_to_string (guint type);
 #define DC_MESH_HEARTBEAT_SIZE     16
 #define DC_MESH_BULK_HEADER_SIZE   32
 #define DC_MESH_CREDIT_SIZE        8
+#define DC_MESH_SWITCH_SIZE        8
 
 /**
  * DcMeshMessage:
@@ -202,6 +206,13 @@ GBytes   *dc_mesh_heartbeat_encode   (guint64                 seq,
 gboolean  dc_mesh_heartbeat_decode   (GBytes                 *payload,
                                       guint64                *seq,
                                       gint64                 *sent_us,
+                                      GError                **error);
+
+/* The body of SWITCH and SWITCHED: the new connection's generation (2 for
+ * the first renewal of a pair; 0 is refused). */
+GBytes   *dc_mesh_switch_encode      (guint64                 generation);
+gboolean  dc_mesh_switch_decode      (GBytes                 *payload,
+                                      guint64                *generation,
                                       GError                **error);
 
 /* The credit body: bytes of pieces received on the channel so far. */

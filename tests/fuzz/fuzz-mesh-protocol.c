@@ -158,6 +158,14 @@ decode_body (FuzzState     *state,
         dc_mesh_heartbeat_decode (message->payload, &seq, &sent_us, &error);
       }
       break;
+    case DC_MESH_MSG_SWITCH:
+    case DC_MESH_MSG_SWITCHED:
+      {
+        guint64 generation;
+
+        dc_mesh_switch_decode (message->payload, &generation, &error);
+      }
+      break;
     case DC_MESH_MSG_ACTIVATIONS:
       {
         DcMeshBulkHeader header;
