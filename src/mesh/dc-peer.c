@@ -1754,6 +1754,67 @@ dc_peer_say_bye (DcPeer *self)
 }
 
 /**
+ * dc_peer_take_unsent:
+ *
+ * For DcMesh's renewal: takes the frames queued and not yet begun off this
+ * peer, in order, so that they go on a new connection to the same device
+ * instead (dc_peer_send_taken ()); the frame whose pieces are going out
+ * stays and finishes here.
+ *
+ * Returns: (transfer full) (element-type GPtrArray): each frame's pieces
+ */
+GPtrArray *
+dc_peer_take_unsent (DcPeer *self)
+{
+  GPtrArray *frames = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
+  OutFrame *frame;
+
+  g_return_val_if_fail (DC_IS_PEER (self), frames);
+
+  while ((frame = g_queue_pop_head (&self->out)) != NULL)
+    {
+      if (frame->queued)
+        for (guint i = frame->next; i < frame->pieces->len; i++)
+          self->queued -= g_bytes_get_size (g_ptr_array_index (frame->pieces, i));
+      g_ptr_array_add (frames, g_ptr_array_ref (frame->pieces));
+      out_frame_free (frame);
+    }
+  return frames;
+}
+
+/**
+ * dc_peer_send_taken:
+ * @frames: (element-type GPtrArray): from dc_peer_take_unsent ()
+ *
+ * Queues frames taken off another connection to this device, in order,
+ * behind whatever is queued here.
+ */
+gboolean
+dc_peer_send_taken (DcPeer     *self,
+                    GPtrArray  *frames,
+                    GError    **error)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), FALSE);
+
+  if (self->state != DC_PEER_STATE_OPEN)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER, "peer %s is not connected",
+                   self->id);
+      return FALSE;
+    }
+  for (guint f = 0; f < frames->len; f++)
+    {
+      GPtrArray *pieces = g_ptr_array_index (frames, f);
+
+      for (guint i = 0; i < pieces->len; i++)
+        self->queued += g_bytes_get_size (g_ptr_array_index (pieces, i));
+      g_queue_push_tail (&self->out, out_frame_new (pieces, TRUE));
+    }
+  pump (self);
+  return TRUE;
+}
+
+/**
  * dc_peer_send_raw:
  * @piece: bytes to put on the channel as they are (at most 64 KiB)
  *

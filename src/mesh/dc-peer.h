@@ -80,6 +80,10 @@ gboolean     dc_peer_send_object   (DcPeer              *self,
 void         dc_peer_close         (DcPeer              *self,
                                     const char          *reason);
 void         dc_peer_say_bye       (DcPeer              *self);
+GPtrArray   *dc_peer_take_unsent   (DcPeer              *self);
+gboolean     dc_peer_send_taken    (DcPeer              *self,
+                                    GPtrArray           *frames,
+                                    GError             **error);
 gboolean     dc_peer_send_raw      (DcPeer              *self,
                                     GBytes              *piece,
                                     GError             **error);
