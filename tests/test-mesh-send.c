@@ -11,6 +11,12 @@
  * (DC_TEST_CREDIT_HOLD): the host reports slow sending to each of them, then
  * its end (src/mesh/dc-send-pace.c), and counts the episodes.
  *
+ * /renewal: receivers that hold their first 40 credits (10 s of slow
+ * sending on the first connection): the host replaces each connection with a
+ * new one mid-transfer (DcMesh's renewal), the frames not yet sent move to
+ * it, and every chunk still arrives once and in order; no peer leaves, a
+ * second object goes on the new connections, the flush answers.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include "config.h"
@@ -39,6 +45,10 @@ typedef struct
   guint                 slow_events;       /* "slow-sending" */
   guint                 recovered_events;  /* "sending-recovered", after one */
   guint                 bad_events;        /* either, out of order or without a line */
+  guint                 renewing_events;   /* "renewing" */
+  guint                 renewed_events;    /* "renewed" */
+  guint                 renewal_failed;    /* "renewal-failed" */
+  guint                 left_events;       /* "peer-left" */
 } Device;
 
 static void
@@ -53,6 +63,19 @@ event_cb (DcMesh     *mesh,
 
   if (g_str_equal (event, "joined"))
     device->joined = TRUE;
+  else if (g_str_equal (event, "renewing") || g_str_equal (event, "renewed")
+           || g_str_equal (event, "renewal-failed") || g_str_equal (event, "peer-left"))
+    {
+      g_test_message ("%s: %s: %s", event, peer ? peer : "?", reason ? reason : "(none)");
+      if (g_str_equal (event, "renewing"))
+        device->renewing_events++;
+      else if (g_str_equal (event, "renewed"))
+        device->renewed_events++;
+      else if (g_str_equal (event, "renewal-failed"))
+        device->renewal_failed++;
+      else
+        device->left_events++;
+    }
   else if (g_str_equal (event, "slow-sending"))
     {
       /* The line names the device as the mesh does. */
@@ -197,10 +220,28 @@ others_have_object (gpointer user_data)
   return TRUE;
 }
 
+static gboolean
+all_renewed (gpointer user_data)
+{
+  Device *devices = user_data;
+
+  for (guint i = 0; i < N_DEVICES; i++)
+    if (devices[i].failed || devices[i].renewal_failed > 0)
+      return TRUE;
+  if (devices[0].renewed_events < N_DEVICES - 1)
+    return FALSE;
+  for (guint i = 1; i < N_DEVICES; i++)
+    if (devices[i].renewed_events < 1)
+      return FALSE;
+  return TRUE;
+}
+
 /* The host sends a 5 MB object to the two others; @hold: the others'
- * DC_TEST_CREDIT_HOLD, or NULL. */
+ * DC_TEST_CREDIT_HOLD, or NULL; @renewal: a renewal of each connection is
+ * expected, and a second object then goes on the new ones. */
 static void
-send_to_all (const char *hold)
+send_to_all (const char *hold,
+             gboolean    renewal)
 {
   g_autoptr(DcSignalServer) server = dc_signal_server_new ();
   g_autoptr(GError) error = NULL;
@@ -212,6 +253,7 @@ send_to_all (const char *hold)
   guint8 *data = g_malloc (size);
   DcMeshChunk info;
   guint n_peers = 0;
+  g_autoptr(GPtrArray) first_peers = NULL;
 
   if (!dc_mesh_check_plugins (&error))
     {
@@ -245,6 +287,9 @@ send_to_all (const char *hold)
   g_assert_true (dc_test_wait_until (all_open, devices, 60000));
   for (guint i = 0; i < N_DEVICES; i++)
     g_assert_false (devices[i].failed);
+  /* Every peer read it: a renewal's new connections hold nothing. */
+  g_unsetenv ("DC_TEST_CREDIT_HOLD");
+  first_peers = dc_mesh_dup_peers (devices[0].mesh);
 
   memset (&info, 0, sizeof info);
   memset (info.run_id, 0x33, sizeof info.run_id);
@@ -262,7 +307,68 @@ send_to_all (const char *hold)
       g_assert_true (g_bytes_equal (devices[i].object, object));
     }
   g_assert_null (devices[0].object);
-  g_unsetenv ("DC_TEST_CREDIT_HOLD");
+
+  if (renewal)
+    {
+      g_autoptr(GPtrArray) peers = NULL;
+      g_autoptr(GBytes) second = NULL;
+
+      /* Each connection of the host was replaced once, on both sides, and
+       * nobody left. */
+      g_assert_true (dc_test_wait_until (all_renewed, devices, 60000));
+      for (guint i = 0; i < N_DEVICES; i++)
+        {
+          g_assert_false (devices[i].failed);
+          g_assert_cmpuint (devices[i].renewal_failed, ==, 0);
+          g_assert_cmpuint (devices[i].left_events, ==, 0);
+        }
+      g_assert_cmpuint (devices[0].renewing_events, ==, N_DEVICES - 1);
+      g_assert_cmpuint (devices[0].renewed_events, ==, N_DEVICES - 1);
+      g_assert_cmpuint (dc_mesh_get_renewals (devices[0].mesh), ==, N_DEVICES - 1);
+      for (guint i = 1; i < N_DEVICES; i++)
+        {
+          g_assert_cmpuint (devices[i].renewed_events, ==, 1);
+          g_assert_cmpuint (dc_mesh_get_renewals (devices[i].mesh), ==, 1);
+        }
+      g_assert_cmpuint (dc_mesh_get_n_peers (devices[0].mesh), ==, N_DEVICES - 1);
+      peers = dc_mesh_dup_peers (devices[0].mesh);
+      g_assert_cmpuint (peers->len, ==, N_DEVICES - 1);
+      for (guint p = 0; p < peers->len; p++)
+        {
+          DcPeer *peer = g_ptr_array_index (peers, p);
+
+          g_assert_cmpint (dc_peer_get_state (peer), ==, DC_PEER_STATE_OPEN);
+          g_assert_false (g_ptr_array_find (first_peers, peer, NULL));
+        }
+
+      /* A second object goes on the new connections. */
+      {
+        guint8 *bytes = g_malloc (size);
+
+        for (gsize k = 0; k < size; k++)
+          bytes[k] = (guint8) ((k * 40503u) >> 7);
+        second = g_bytes_new_take (bytes, size);
+      }
+      for (guint i = 1; i < N_DEVICES; i++)
+        {
+          dc_mesh_chunk_assembler_free (devices[i].assembler);
+          devices[i].assembler = dc_mesh_chunk_assembler_new (DC_MESH_MSG_GRADIENTS, size);
+          g_clear_pointer (&devices[i].object, g_bytes_unref);
+          devices[i].next_index = 0;
+        }
+      info.step = 2;
+      g_assert_true (dc_mesh_send_object (devices[0].mesh, DC_MESH_MSG_GRADIENTS, &info, second,
+                                          &n_peers, &error));
+      g_assert_no_error (error);
+      g_assert_cmpuint (n_peers, ==, N_DEVICES - 1);
+      g_assert_true (dc_test_wait_until (others_have_object, devices, 60000));
+      for (guint i = 1; i < N_DEVICES; i++)
+        {
+          g_assert_cmpuint (devices[i].faults, ==, 0);
+          g_assert_true (g_bytes_equal (devices[i].object, second));
+          g_assert_cmpuint (devices[i].left_events, ==, 0);
+        }
+    }
 
   /* Slow sending: on the host only (the receivers send nothing but
    * credits and heartbeats). With held credits, to each receiver (one
@@ -329,7 +435,7 @@ send_to_all (const char *hold)
 static void
 test_send_to_all (void)
 {
-  send_to_all (NULL);
+  send_to_all (NULL, FALSE);
 }
 
 /* Each receiver holds its first 4 credits 250 ms and acknowledges one step
@@ -338,7 +444,15 @@ test_send_to_all (void)
 static void
 test_slow_sending (void)
 {
-  send_to_all ("250:4");
+  send_to_all ("250:4", FALSE);
+}
+
+/* Each receiver holds its first 40 credits 250 ms: about 1 MB/s for 10 s
+ * on the first connections, so the host replaces them mid-transfer. */
+static void
+test_renewal (void)
+{
+  send_to_all ("250:40", TRUE);
 }
 
 int
@@ -352,6 +466,7 @@ main (int    argc,
 
   g_test_add_func ("/dc/mesh/send/object-to-all", test_send_to_all);
   g_test_add_func ("/dc/mesh/send/slow-sending", test_slow_sending);
+  g_test_add_func ("/dc/mesh/send/renewal", test_renewal);
 
   return g_test_run ();
 }

@@ -52,6 +52,42 @@ request_free (Request *request)
   g_free (request);
 }
 
+/* A renewal (docs/ARCHITECTURE.md, "Slow sending"): a second connection to
+ * a connected device, replacing the first once open. Until this side's swap
+ * the mesh's table holds the old peer; at the swap the table takes the new
+ * one, the old peer's unsent frames move to it behind a SWITCH left on the
+ * old, and what the new one brings is held until the old one delivered the
+ * other side's SWITCH, so that every message arrives in the order sent. */
+typedef struct
+{
+  DcMesh   *mesh;          /* unowned: the mesh owns its renewals */
+  char     *id;
+  guint64   generation;    /* the new connection's: the old one's + 1 */
+  DcPeer   *fresh;         /* the new connection */
+  DcPeer   *old;           /* from the swap until retired: the connection replaced */
+  GQueue    held;          /* Held: what fresh delivered before the other side's SWITCH */
+  gsize     held_bytes;
+  gint64    started_us;
+  guint     timeout_id;    /* not open in time (before the swap), markers late (after) */
+  gboolean  offerer;
+  gboolean  swapped;       /* this side moved to fresh: its SWITCH is on old */
+  gboolean  marker_in;     /* the other side's SWITCH came on old */
+  gboolean  marker_acked;  /* its SWITCHED came: it read this side's SWITCH */
+} Renewal;
+
+typedef struct
+{
+  guint   type;
+  GBytes *payload;
+} Held;
+
+static void
+held_free (Held *held)
+{
+  g_bytes_unref (held->payload);
+  g_free (held);
+}
+
 struct _DcMesh
 {
   GObject       parent_instance;
@@ -64,6 +100,8 @@ struct _DcMesh
   GHashTable   *pending;    /* host: id → Request awaiting an answer */
   GHashTable   *pins;       /* id → the fingerprint its answer's SDP must carry */
   GHashTable   *declined;   /* host: "fp F" or "address A" → gint64 µs of the decline */
+  GHashTable   *renewals;   /* id → Renewal: a new connection to a connected peer */
+  GHashTable   *renewed_at; /* id → gint64 µs its last renewal ended (the cool-down) */
   DcRoom       *room;
 
   /* state */
@@ -72,6 +110,7 @@ struct _DcMesh
    * totals of dc_mesh_get_slow_sending () keep them. */
   guint         slow_left_episodes;
   gint64        slow_left_us;
+  guint         renewals_done;   /* connections replaced (dc_mesh_get_renewals ()) */
   guint         approved : 1;
   guint         left : 1;
 };
@@ -164,13 +203,511 @@ fail (DcMesh       *self,
   g_signal_emit (self, signals[SIGNAL_FAILED], 0, error);
 }
 
+/* Renewal ------------------------------------------------------------------ */
+
+/* A new connection not open and introduced by then is dropped; the old one
+ * stays. */
+#define RENEW_OPEN_MS     10000
+/* After the swap: switch markers not crossed by then, the old one closes
+ * anyway (what it still carried is lost). At 2 MB/s, 30 s is 60 MB. */
+#define RENEW_DRAIN_MS    30000
+/* Between the end of one renewal of a pair and the start of the next: a
+ * link slow in truth is not reconnected over and over
+ * (DC_MESH_RENEW_COOLDOWN_MS, for measurements, overrides it). */
+#define RENEW_COOLDOWN_MS 30000
+/* What a new connection may bring before the old one's marker: far more
+ * than a step's messages; beyond it the other side misbehaves. */
+#define RENEW_HELD_MAX    (256u * 1024u * 1024u)
+#define RENEW_GENERATION_MAX 1000000
+
+static void peer_changed_cb (DcPeer *peer, GParamSpec *pspec, gpointer user_data);
+static void peer_message_cb (DcPeer *peer, guint type, GBytes *payload, gpointer user_data);
+static void peer_slow_sending_cb (DcPeer *peer, gboolean slow, const char *text,
+                                  gpointer user_data);
+static void peer_signal_out_cb (DcPeer *peer, JsonObject *body, gpointer user_data);
+
+/* 1 for a device's first connection, + 1 at each renewal. */
+static guint
+peer_generation (DcPeer *peer)
+{
+  guint generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (peer), "dc-generation"));
+
+  return generation != 0 ? generation : 1;
+}
+
+/* The generation a signaling body is for: 1 without one, 0 when invalid. */
+static guint
+body_generation (JsonObject *body)
+{
+  JsonNode *node = json_object_get_member (body, "generation");
+  gint64 generation;
+
+  if (node == NULL)
+    return 1;
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
+    return 0;
+  generation = json_node_get_int (node);
+  return generation >= 1 && generation <= RENEW_GENERATION_MAX ? (guint) generation : 0;
+}
+
+static gint64
+renewal_cooldown_us (void)
+{
+  const char *text = g_getenv ("DC_MESH_RENEW_COOLDOWN_MS");
+  guint64 ms = RENEW_COOLDOWN_MS;
+
+  if (text != NULL && !g_ascii_string_to_unsigned (text, 10, 0, 3600000, &ms, NULL))
+    ms = RENEW_COOLDOWN_MS;
+  return (gint64) ms * 1000;
+}
+
+static gboolean
+renewal_enabled (DcMesh *self)
+{
+  return !self->config.no_renewal && g_strcmp0 (g_getenv ("DC_MESH_RENEW"), "0") != 0;
+}
+
+/* A connection the mesh no longer uses: nothing it does is heard. */
+static void
+retire_peer (DcMesh     *self,
+             DcPeer     *peer,
+             const char *reason)
+{
+  guint episodes;
+  gint64 slow_us;
+
+  g_signal_handlers_disconnect_by_data (peer, self);
+  dc_peer_get_slow_sending (peer, &episodes, &slow_us);
+  self->slow_left_episodes += episodes;
+  self->slow_left_us += slow_us;
+  dc_peer_close (peer, reason);
+}
+
+static gboolean
+unref_idle_cb (gpointer user_data)
+{
+  g_object_unref (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+renewal_free (Renewal *renewal)
+{
+  DcMesh *self = renewal->mesh;
+
+  g_clear_handle_id (&renewal->timeout_id, g_source_remove);
+  if (renewal->held.length > 0)
+    g_message ("peer %s: %u messages of its new connection dropped with it", renewal->id,
+               renewal->held.length);
+  g_queue_clear_full (&renewal->held, (GDestroyNotify) held_free);
+  g_signal_handlers_disconnect_by_data (renewal->fresh, renewal);
+  /* Before the swap the new connection is the renewal's; after, the old. */
+  if (!renewal->swapped)
+    retire_peer (self, renewal->fresh, "dropped");
+  if (renewal->old != NULL)
+    retire_peer (self, renewal->old, "renewed");
+  /* From the main loop: the end may come from inside a signal of either
+   * peer, which must outlive its emission. */
+  g_idle_add (unref_idle_cb, g_steal_pointer (&renewal->fresh));
+  if (renewal->old != NULL)
+    g_idle_add (unref_idle_cb, g_steal_pointer (&renewal->old));
+  g_free (renewal->id);
+  g_free (renewal);
+}
+
+static void
+renewal_ended (DcMesh     *self,
+               const char *id)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  g_hash_table_replace (self->renewed_at, g_strdup (id), g_memdup2 (&now, sizeof now));
+  g_hash_table_remove (self->renewals, id);
+}
+
+/* Before the swap: the old connection stays, as if nothing was tried. */
+static void
+renewal_drop (DcMesh     *self,
+              Renewal    *renewal,
+              const char *why)
+{
+  g_autofree char *id = g_strdup (renewal->id);
+  DcPeer *current = g_hash_table_lookup (self->peers, id);
+  const char *name = current != NULL && dc_peer_get_name (current) != NULL
+                     ? dc_peer_get_name (current) : id;
+  g_autofree char *text = g_strdup_printf ("the new connection to %s was dropped (%s): the old "
+                                           "one stays", name, why);
+
+  g_message ("%s", text);
+  renewal_ended (self, id);
+  emit_event (self, "renewal-failed", name, text);
+}
+
+/* Hands on, in order, what the new connection brought before the other
+ * side's SWITCH; a handler may end the renewal meanwhile. */
+static void
+renewal_release (DcMesh     *self,
+                 const char *id)
+{
+  for (;;)
+    {
+      Renewal *renewal = g_hash_table_lookup (self->renewals, id);
+      g_autoptr(DcPeer) fresh = NULL;
+      Held *held;
+
+      if (renewal == NULL || (held = g_queue_pop_head (&renewal->held)) == NULL)
+        return;
+      renewal->held_bytes -= g_bytes_get_size (held->payload);
+      fresh = g_object_ref (renewal->fresh);
+      g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, fresh, held->type, held->payload);
+      held_free (held);
+    }
+}
+
+/* Both markers crossed: the old connection carried everything it had. */
+static void
+renewal_maybe_retire (DcMesh     *self,
+                      const char *id)
+{
+  Renewal *renewal = g_hash_table_lookup (self->renewals, id);
+
+  if (renewal == NULL || !renewal->swapped || !renewal->marker_in || !renewal->marker_acked)
+    return;
+  g_message ("peer %s: the old connection closed, generation %" G_GUINT64_FORMAT " carries "
+             "everything (renewal took %" G_GINT64_FORMAT " ms)", id, renewal->generation,
+             (g_get_monotonic_time () - renewal->started_us) / 1000);
+  renewal_ended (self, id);
+}
+
+static void
+renewal_send_switched (Renewal *renewal)
+{
+  g_autoptr(GBytes) payload = dc_mesh_switch_encode (renewal->generation);
+
+  dc_peer_send (renewal->fresh, DC_MESH_MSG_SWITCHED, payload, NULL);
+}
+
+static gboolean
+renewal_timeout_cb (gpointer user_data)
+{
+  Renewal *renewal = user_data;
+  DcMesh *self = renewal->mesh;
+  g_autofree char *id = g_strdup (renewal->id);
+
+  renewal->timeout_id = 0;
+  if (!renewal->swapped)
+    {
+      g_autofree char *why = g_strdup_printf ("not open after %d s", RENEW_OPEN_MS / 1000);
+
+      renewal_drop (self, renewal, why);
+      return G_SOURCE_REMOVE;
+    }
+  g_message ("peer %s: the switch markers did not cross in %d s: the old connection closes, "
+             "what it still carried is lost", id, RENEW_DRAIN_MS / 1000);
+  renewal_release (self, id);
+  renewal_ended (self, id);
+  return G_SOURCE_REMOVE;
+}
+
+/* The old connection ended after the swap: by the other side's retirement
+ * (its marker came first) or lost; either way nothing more comes on it. */
+static void
+renewal_old_state_cb (DcPeer     *peer,
+                      GParamSpec *pspec,
+                      gpointer    user_data)
+{
+  DcMesh *self = user_data;
+  g_autofree char *id = g_strdup (dc_peer_get_id (peer));
+  Renewal *renewal = g_hash_table_lookup (self->renewals, id);
+  DcPeerState state = dc_peer_get_state (peer);
+
+  if (state != DC_PEER_STATE_CLOSED && state != DC_PEER_STATE_FAILED)
+    return;
+  if (renewal == NULL || renewal->old != peer)
+    {
+      g_signal_handlers_disconnect_by_data (peer, self);
+      return;
+    }
+  if (!renewal->marker_in)
+    g_message ("peer %s: the old connection ended (%s) before its switch marker: what it still "
+               "carried is lost", id, dc_peer_get_reason (peer));
+  renewal_release (self, id);
+  renewal_ended (self, id);
+}
+
+/* The new connection is open and the device introduced itself on it: from
+ * now on everything to it goes there. */
+static void
+renewal_swap (DcMesh  *self,
+              Renewal *renewal)
+{
+  g_autofree char *id = g_strdup (renewal->id);
+  DcPeer *old = g_hash_table_lookup (self->peers, id);
+  DcMeshHello *was = old != NULL ? dc_peer_get_hello (old) : NULL;
+  DcMeshHello *is = dc_peer_get_hello (renewal->fresh);
+  g_autoptr(GBytes) marker = dc_mesh_switch_encode (renewal->generation);
+  g_autoptr(GPtrArray) frames = NULL;
+  g_autofree char *text = NULL;
+
+  if (old == NULL || dc_peer_get_state (old) != DC_PEER_STATE_OPEN || was == NULL)
+    {
+      renewal_drop (self, renewal, "the old connection is gone");
+      return;
+    }
+  if (g_strcmp0 (was->name, is->name) != 0 || g_strcmp0 (was->probe_hash, is->probe_hash) != 0
+      || was->numeric_rule_id != is->numeric_rule_id)
+    {
+      renewal_drop (self, renewal, "the device introduced itself differently on it");
+      return;
+    }
+  dc_peer_set_display_name (renewal->fresh, dc_peer_get_name (old));
+  g_object_set_data (G_OBJECT (renewal->fresh), "dc-counted", GINT_TO_POINTER (TRUE));
+
+  /* The old connection's queue moves over behind its marker: its frame in
+   * progress finishes, then SWITCH; the rest goes first on the new one. */
+  frames = dc_peer_take_unsent (old);
+  if (!dc_peer_send (old, DC_MESH_MSG_SWITCH, marker, NULL)
+      || !dc_peer_send_taken (renewal->fresh, frames, NULL))
+    {
+      /* Both were open a moment ago; a close is on its way. */
+      renewal_drop (self, renewal, "a connection closed during the switch");
+      return;
+    }
+
+  g_signal_handlers_disconnect_by_data (renewal->fresh, renewal);
+  g_signal_connect_object (renewal->fresh, "notify::state", G_CALLBACK (peer_changed_cb), self, 0);
+  g_signal_connect_object (renewal->fresh, "notify::name", G_CALLBACK (peer_changed_cb), self, 0);
+  g_signal_handlers_disconnect_by_data (old, self);
+  g_signal_connect_object (old, "message", G_CALLBACK (peer_message_cb), self, 0);
+  g_signal_connect_object (old, "notify::state", G_CALLBACK (renewal_old_state_cb), self, 0);
+  renewal->old = g_object_ref (old);
+  g_hash_table_replace (self->peers, g_strdup (id), g_object_ref (renewal->fresh));
+  renewal->swapped = TRUE;
+  g_clear_handle_id (&renewal->timeout_id, g_source_remove);
+  renewal->timeout_id = g_timeout_add (RENEW_DRAIN_MS, renewal_timeout_cb, renewal);
+
+  text = g_strdup_printf ("a new connection to %s replaces the old one (generation %"
+                          G_GUINT64_FORMAT ", open in %" G_GINT64_FORMAT " ms, %u frames "
+                          "moved to it)", dc_peer_get_name (renewal->fresh),
+                          renewal->generation,
+                          (g_get_monotonic_time () - renewal->started_us) / 1000, frames->len);
+  g_message ("%s", text);
+  self->renewals_done++;
+  emit_event (self, "renewed", dc_peer_get_name (renewal->fresh), text);
+
+  renewal = g_hash_table_lookup (self->renewals, id);
+  if (renewal != NULL && renewal->marker_in)
+    {
+      renewal_send_switched (renewal);
+      renewal_release (self, id);
+    }
+  renewal_maybe_retire (self, id);
+}
+
+/* The new connection before the swap: open and introduced, or failed. */
+static void
+renewal_fresh_state_cb (DcPeer     *peer,
+                        GParamSpec *pspec,
+                        gpointer    user_data)
+{
+  Renewal *renewal = user_data;
+  DcPeerState state = dc_peer_get_state (peer);
+
+  if (state == DC_PEER_STATE_CLOSED || state == DC_PEER_STATE_FAILED)
+    {
+      g_autofree char *why = g_strdup_printf ("it ended: %s", dc_peer_get_reason (peer));
+
+      renewal_drop (renewal->mesh, renewal, why);
+    }
+  else if (state == DC_PEER_STATE_OPEN && dc_peer_get_hello (peer) != NULL)
+    renewal_swap (renewal->mesh, renewal);
+}
+
+/* A second connection to the device @id, as offerer or with @offer. */
+static void
+renewal_start (DcMesh     *self,
+               const char *id,
+               guint       generation,
+               JsonObject *offer)
+{
+  DcPeer *current = g_hash_table_lookup (self->peers, id);
+  Renewal *renewal = g_new0 (Renewal, 1);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = NULL;
+
+  renewal->mesh = self;
+  renewal->id = g_strdup (id);
+  renewal->generation = generation;
+  renewal->offerer = offer == NULL;
+  renewal->started_us = g_get_monotonic_time ();
+  g_queue_init (&renewal->held);
+  renewal->fresh = dc_peer_new (id, renewal->offerer, &self->config.peer, self->config.hello);
+  g_object_set_data (G_OBJECT (renewal->fresh), "dc-generation", GUINT_TO_POINTER (generation));
+  /* The device's certificate cannot change: the new connection must show
+   * the old one's (checked on the offer or the answer). */
+  g_object_set_data_full (G_OBJECT (renewal->fresh), "dc-remote-fp",
+                          g_strdup (g_object_get_data (G_OBJECT (current), "dc-remote-fp")),
+                          g_free);
+  g_signal_connect_object (renewal->fresh, "signal-out", G_CALLBACK (peer_signal_out_cb), self, 0);
+  g_signal_connect_object (renewal->fresh, "message", G_CALLBACK (peer_message_cb), self, 0);
+  g_signal_connect_object (renewal->fresh, "slow-sending", G_CALLBACK (peer_slow_sending_cb),
+                           self, 0);
+  g_signal_connect (renewal->fresh, "notify::state", G_CALLBACK (renewal_fresh_state_cb),
+                    renewal);
+  g_signal_connect (renewal->fresh, "notify::name", G_CALLBACK (renewal_fresh_state_cb), renewal);
+  g_hash_table_replace (self->renewals, g_strdup (id), renewal);
+  renewal->timeout_id = g_timeout_add (RENEW_OPEN_MS, renewal_timeout_cb, renewal);
+
+  text = offer == NULL
+         ? g_strdup_printf ("opening a new connection to %s to replace the slow one "
+                            "(generation %u)", dc_peer_get_name (current), generation)
+         : g_strdup_printf ("%s opens a new connection to replace the slow one (generation %u)",
+                            dc_peer_get_name (current), generation);
+  g_message ("%s", text);
+  emit_event (self, "renewing", dc_peer_get_name (current), text);
+  if (!dc_peer_start (renewal->fresh, &error))
+    {
+      renewal_drop (self, renewal, error->message);
+      return;
+    }
+  if (offer != NULL)
+    dc_peer_handle_signal (renewal->fresh, offer);
+}
+
+/* Slow sending to @peer: replace its connection, unless one is under way,
+ * the last ended less than RENEW_COOLDOWN_S ago, or the pair cannot be
+ * authenticated again. */
+static void
+renewal_maybe_start (DcMesh *self,
+                     DcPeer *peer)
+{
+  const char *id = dc_peer_get_id (peer);
+  const gint64 *ended = g_hash_table_lookup (self->renewed_at, id);
+
+  if (!renewal_enabled (self) || self->left || self->signaling == NULL
+      || g_hash_table_lookup (self->peers, id) != peer
+      || dc_peer_get_state (peer) != DC_PEER_STATE_OPEN || dc_peer_get_hello (peer) == NULL
+      || g_hash_table_contains (self->renewals, id)
+      || peer_generation (peer) >= RENEW_GENERATION_MAX)
+    return;
+  if (ended != NULL && g_get_monotonic_time () - *ended < renewal_cooldown_us ())
+    return;
+  if (g_object_get_data (G_OBJECT (peer), "dc-remote-fp") == NULL)
+    {
+      g_message ("peer %s: no certificate known for it, so no new connection", id);
+      return;
+    }
+  renewal_start (self, id, peer_generation (peer) + 1, NULL);
+}
+
+/* An offer for a second connection from a connected device. Both sides
+ * may offer at once: the offer of the device whose id sorts first wins. */
+static void
+renewal_offer (DcMesh     *self,
+               const char *from,
+               guint       generation,
+               JsonObject *offer)
+{
+  DcPeer *current = g_hash_table_lookup (self->peers, from);
+  Renewal *renewal = g_hash_table_lookup (self->renewals, from);
+  const char *expected;
+  g_autofree char *fingerprint = NULL;
+
+  if (!renewal_enabled (self) || current == NULL
+      || dc_peer_get_state (current) != DC_PEER_STATE_OPEN || dc_peer_get_hello (current) == NULL
+      || generation != peer_generation (current) + 1)
+    {
+      g_message ("offer of a new connection (generation %u) from %s ignored", generation, from);
+      return;
+    }
+  if (renewal != NULL)
+    {
+      if (renewal->generation != generation || !renewal->offerer || renewal->swapped
+          || g_strcmp0 (dc_mesh_get_id (self), from) < 0)
+        return;  /* ours goes on; the other side drops its own for it */
+      renewal_ended (self, from);
+    }
+  expected = g_object_get_data (G_OBJECT (current), "dc-remote-fp");
+  fingerprint = dc_identity_sdp_fingerprint (json_object_get_string_member_with_default (offer,
+                                                                                       "sdp",
+                                                                                       ""));
+  if (expected == NULL || g_strcmp0 (fingerprint, expected) != 0)
+    {
+      g_message ("offer of a new connection from %s carries another certificate (%s) than its "
+                 "connection (%s): refused", from, fingerprint != NULL ? fingerprint : "none",
+                 expected != NULL ? expected : "unknown");
+      emit_event (self, "refused", NULL, "fingerprint");
+      return;
+    }
+  renewal_start (self, from, generation, offer);
+}
+
+/* The peer a signaling body of @generation from @from is for, or NULL. */
+static DcPeer *
+route_signal (DcMesh     *self,
+              const char *from,
+              guint       generation)
+{
+  DcPeer *peer = g_hash_table_lookup (self->peers, from);
+  Renewal *renewal = g_hash_table_lookup (self->renewals, from);
+
+  if (renewal != NULL && !renewal->swapped && peer_generation (renewal->fresh) == generation)
+    return renewal->fresh;
+  if (peer != NULL && peer_generation (peer) == generation)
+    return peer;
+  return NULL;
+}
+
+/* SWITCH on the old connection, SWITCHED on the new one. */
+static void
+renewal_marker (DcMesh  *self,
+                DcPeer  *peer,
+                guint    type,
+                GBytes  *payload)
+{
+  g_autofree char *id = g_strdup (dc_peer_get_id (peer));
+  Renewal *renewal = g_hash_table_lookup (self->renewals, id);
+  g_autoptr(GError) error = NULL;
+  guint64 generation = 0;
+
+  if (!dc_mesh_switch_decode (payload, &generation, &error))
+    {
+      g_message ("peer %s: %s", id, error->message);
+      return;
+    }
+  if (renewal == NULL || generation != renewal->generation
+      || (type == DC_MESH_MSG_SWITCH && (peer == renewal->fresh || renewal->marker_in))
+      || (type == DC_MESH_MSG_SWITCHED && (peer != renewal->fresh || !renewal->swapped)))
+    {
+      g_message ("peer %s: %s to generation %" G_GUINT64_FORMAT " out of place, ignored", id,
+                 dc_mesh_message_type_to_string (type), generation);
+      return;
+    }
+  if (type == DC_MESH_MSG_SWITCH)
+    {
+      renewal->marker_in = TRUE;
+      if (renewal->swapped)
+        {
+          renewal_send_switched (renewal);
+          renewal_release (self, id);
+        }
+    }
+  else
+    renewal->marker_acked = TRUE;
+  renewal_maybe_retire (self, id);
+}
+
 static void
 peer_signal_out_cb (DcPeer     *peer,
                     JsonObject *body,
                     gpointer    user_data)
 {
   DcMesh *self = user_data;
+  guint generation = peer_generation (peer);
 
+  /* A renewal's connection: the other mesh routes it to its own. */
+  if (generation > 1)
+    json_object_set_int_member (body, "generation", generation);
   dc_signaling_send (self->signaling, dc_peer_get_id (peer), body);
 }
 
@@ -181,7 +718,33 @@ peer_message_cb (DcPeer  *peer,
                  gpointer user_data)
 {
   DcMesh *self = user_data;
+  Renewal *renewal;
 
+  if (type == DC_MESH_MSG_SWITCH || type == DC_MESH_MSG_SWITCHED)
+    {
+      renewal_marker (self, peer, type, payload);
+      return;
+    }
+  /* A new connection's messages wait for the old one's last. */
+  renewal = g_hash_table_lookup (self->renewals, dc_peer_get_id (peer));
+  if (renewal != NULL && peer == renewal->fresh && !(renewal->swapped && renewal->marker_in))
+    {
+      Held *held;
+
+      if (renewal->held_bytes + g_bytes_get_size (payload) > RENEW_HELD_MAX)
+        {
+          g_message ("peer %s: over %u MiB on its new connection before the old one's switch "
+                     "marker", renewal->id, RENEW_HELD_MAX >> 20);
+          dc_peer_close (peer, "faults");
+          return;
+        }
+      held = g_new0 (Held, 1);
+      held->type = type;
+      held->payload = g_bytes_ref (payload);
+      renewal->held_bytes += g_bytes_get_size (payload);
+      g_queue_push_tail (&renewal->held, held);
+      return;
+    }
   g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, peer, type, payload);
 }
 
@@ -252,6 +815,15 @@ peer_changed_cb (DcPeer     *peer,
       guint episodes;
       gint64 slow_us;
 
+      if (g_hash_table_lookup (self->peers, dc_peer_get_id (peer)) != peer)
+        {
+          g_signal_handlers_disconnect_by_data (peer, self);
+          return;
+        }
+      /* The device is gone: a renewal with it (not yet swapped: its new
+       * connection; swapped: the old one) goes too. */
+      g_hash_table_remove (self->renewals, dc_peer_get_id (peer));
+      g_hash_table_remove (self->renewed_at, dc_peer_get_id (peer));
       dc_peer_get_slow_sending (peer, &episodes, &slow_us);
       self->slow_left_episodes += episodes;
       self->slow_left_us += slow_us;
@@ -282,6 +854,8 @@ peer_slow_sending_cb (DcPeer     *peer,
   DcMesh *self = user_data;
 
   emit_event (self, slow ? "slow-sending" : "sending-recovered", dc_peer_get_name (peer), text);
+  if (slow)
+    renewal_maybe_start (self, peer);
 }
 
 static DcPeer *
@@ -487,6 +1061,13 @@ member_left_cb (DcSignaling *signaling,
    * progress cannot finish without signaling. */
   if (peer != NULL && dc_peer_get_state (peer) < DC_PEER_STATE_OPEN)
     dc_peer_close (peer, "left");
+  /* Likewise a renewal's connection. */
+  {
+    Renewal *renewal = g_hash_table_lookup (self->renewals, id);
+
+    if (renewal != NULL && !renewal->swapped)
+      renewal_drop (self, renewal, "the device left the signaling service");
+  }
 }
 
 /* Host: a request that may not open a dialog. A device declined less than
@@ -534,14 +1115,34 @@ refuse_request (DcMesh     *self,
   return TRUE;
 }
 
+/* The certificate a connection's offer or answer showed: a renewal's new
+ * connection must show it again. */
+static void
+remember_certificate (DcPeer     *peer,
+                      JsonObject *body)
+{
+  const char *sdp = json_object_get_string_member_with_default (body, "sdp", "");
+  char *fingerprint;
+
+  if (g_object_get_data (G_OBJECT (peer), "dc-remote-fp") != NULL)
+    return;
+  fingerprint = dc_identity_sdp_fingerprint (sdp);
+  if (fingerprint != NULL)
+    g_object_set_data_full (G_OBJECT (peer), "dc-remote-fp", fingerprint, g_free);
+}
+
 /* An answer from a device whose certificate was shown when it was admitted
- * must carry that certificate; otherwise someone else answers in its name. */
+ * (or, on a renewal's connection, shown by its first connection) must
+ * carry that certificate; otherwise someone else answers in its name. */
 static gboolean
 answer_matches_pin (DcMesh     *self,
                     const char *from,
+                    DcPeer     *peer,
                     JsonObject *body)
 {
-  const char *pin = g_hash_table_lookup (self->pins, from);
+  const char *pin = peer_generation (peer) > 1
+                    ? g_object_get_data (G_OBJECT (peer), "dc-remote-fp")
+                    : g_hash_table_lookup (self->pins, from);
   const char *sdp = json_object_get_string_member_with_default (body, "sdp", "");
   g_autofree char *fingerprint = NULL;
 
@@ -671,26 +1272,50 @@ message_cb (DcSignaling *signaling,
   else if (g_str_equal (kind, "offer"))
     {
       DcPeer *peer;
+      guint generation;
 
       if (!self->approved || !g_hash_table_contains (self->admitted, from))
         {
           g_message ("offer from %s, who was not admitted, ignored", from);
           return;
         }
+      generation = body_generation (body);
+      if (generation == 0)
+        {
+          g_message ("offer from %s with an invalid generation ignored", from);
+          return;
+        }
+      if (generation > 1)
+        {
+          renewal_offer (self, from, generation, body);
+          return;
+        }
       peer = add_peer (self, from, FALSE);
       if (peer != NULL)
-        dc_peer_handle_signal (peer, body);
+        {
+          remember_certificate (peer, body);
+          dc_peer_handle_signal (peer, body);
+        }
     }
   else if (g_str_equal (kind, "answer") || g_str_equal (kind, "ice"))
     {
-      DcPeer *peer = g_hash_table_lookup (self->peers, from);
+      guint generation = body_generation (body);
+      DcPeer *peer = generation != 0 ? route_signal (self, from, generation) : NULL;
 
-      if (peer != NULL && g_str_equal (kind, "answer") && !answer_matches_pin (self, from, body))
+      if (peer != NULL && g_str_equal (kind, "answer") && !answer_matches_pin (self, from, peer,
+                                                                              body))
         {
-          dc_peer_close (peer, "fingerprint");
+          Renewal *renewal = g_hash_table_lookup (self->renewals, from);
+
           emit_event (self, "refused", NULL, "fingerprint");
+          if (renewal != NULL && renewal->fresh == peer && !renewal->swapped)
+            renewal_drop (self, renewal, "another certificate");
+          else
+            dc_peer_close (peer, "fingerprint");
           return;
         }
+      if (peer != NULL && g_str_equal (kind, "answer"))
+        remember_certificate (peer, body);
       if (peer != NULL)
         dc_peer_handle_signal (peer, body);
     }
@@ -753,6 +1378,7 @@ dc_mesh_new (const DcMeshConfig *config)
   self->config.fingerprint_override = g_strdup (config->fingerprint_override);
   self->config.create = config->create;
   self->config.approve = config->approve;
+  self->config.no_renewal = config->no_renewal;
   self->config.hello = dc_mesh_hello_copy (config->hello);
   self->config.peer.stun_server = g_strdup (config->peer.stun_server);
   self->config.peer.turn_server = g_strdup (config->peer.turn_server);
@@ -794,6 +1420,8 @@ dc_mesh_leave (DcMesh *self)
   g_return_if_fail (DC_IS_MESH (self));
 
   self->left = TRUE;
+  /* Renewals end here: their connections close without a word. */
+  g_hash_table_remove_all (self->renewals);
   peers = dc_mesh_dup_peers (self);
   for (guint i = 0; i < peers->len; i++)
     dc_peer_say_bye (g_ptr_array_index (peers, i));
@@ -1014,6 +1642,19 @@ dc_mesh_get_slow_sending (DcMesh *self,
 
   *episodes = self->slow_left_episodes;
   *slow_us = self->slow_left_us;
+  g_hash_table_iter_init (&iter, self->renewals);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      Renewal *renewal = value;
+      guint old_episodes;
+      gint64 old_us;
+
+      if (renewal->old == NULL)
+        continue;
+      dc_peer_get_slow_sending (renewal->old, &old_episodes, &old_us);
+      *episodes += old_episodes;
+      *slow_us += old_us;
+    }
   g_hash_table_iter_init (&iter, self->peers);
   while (g_hash_table_iter_next (&iter, NULL, &value))
     {
@@ -1024,6 +1665,19 @@ dc_mesh_get_slow_sending (DcMesh *self,
       *episodes += peer_episodes;
       *slow_us += peer_us;
     }
+}
+
+/**
+ * dc_mesh_get_renewals:
+ *
+ * Returns: how many connections a new one replaced (renewals swapped in,
+ *   docs/ARCHITECTURE.md, "Slow sending")
+ */
+guint
+dc_mesh_get_renewals (DcMesh *self)
+{
+  g_return_val_if_fail (DC_IS_MESH (self), 0);
+  return self->renewals_done;
 }
 
 /**
@@ -1064,6 +1718,8 @@ dc_mesh_dispose (GObject *object)
 {
   DcMesh *self = DC_MESH (object);
 
+  if (self->renewals != NULL)
+    g_hash_table_remove_all (self->renewals);
   if (self->peers != NULL)
     {
       GHashTableIter iter;
@@ -1089,6 +1745,8 @@ dc_mesh_finalize (GObject *object)
   g_hash_table_unref (self->pending);
   g_hash_table_unref (self->pins);
   g_hash_table_unref (self->declined);
+  g_hash_table_unref (self->renewals);
+  g_hash_table_unref (self->renewed_at);
   g_clear_pointer (&self->room, dc_room_free);
   dc_mesh_config_clear (&self->config);
 
@@ -1167,4 +1825,7 @@ dc_mesh_init (DcMesh *self)
                                          (GDestroyNotify) request_free);
   self->pins = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->declined = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->renewals = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify) renewal_free);
+  self->renewed_at = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }

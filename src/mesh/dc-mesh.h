@@ -33,6 +33,10 @@ typedef struct
   DcMeshApprove  approve;
   DcMeshHello   *hello;            /* what this device tells its peers */
   DcPeerConfig   peer;
+  /* Never replace a slow connection with a new one (docs/ARCHITECTURE.md,
+   * "Slow sending"): for `bench channel`, which measures one; the
+   * environment's DC_MESH_RENEW=0 does the same for a whole process. */
+  gboolean       no_renewal;
 } DcMeshConfig;
 
 void dc_mesh_config_clear (DcMeshConfig *config);
@@ -74,6 +78,7 @@ void       dc_mesh_get_slow_sending (DcMesh            *self,
                                      gint64            *slow_us);
 gboolean   dc_mesh_is_host        (DcMesh              *self);
 const char *dc_mesh_get_id        (DcMesh              *self);
+guint      dc_mesh_get_renewals  (DcMesh              *self);
 const char *dc_mesh_get_address   (DcMesh              *self);
 gboolean   dc_mesh_send_object    (DcMesh              *self,
                                    guint                type,
