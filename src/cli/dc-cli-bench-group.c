@@ -204,6 +204,7 @@ child_spawn_pinned (Bench       *bench,
   g_autoptr(Child) child = g_new0 (Child, 1);
   g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autofree cpu_set_t *cpus = NULL;
+  const char *logs;
 
   child->cancellable = g_cancellable_new ();
   if (netns != NULL)
@@ -218,8 +219,20 @@ child_spawn_pinned (Bench       *bench,
     g_ptr_array_add (argv, g_ptr_array_index (args, i));
   g_ptr_array_add (argv, NULL);
 
+  /* DC_BENCH_GROUP_LOGS=DIR keeps each device's log (its renewals, its
+   * stalls) as DIR/device-N.txt, N counting the devices this bench made. */
+  logs = g_getenv ("DC_BENCH_GROUP_LOGS");
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
-                                       | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+                                       | (logs != NULL && *logs != '\0'
+                                          ? 0 : G_SUBPROCESS_FLAGS_STDERR_SILENCE));
+  if (logs != NULL && *logs != '\0')
+    {
+      static guint n_logged;
+      g_autofree char *file = g_strdup_printf ("device-%u.txt", n_logged++);
+      g_autofree char *path = g_build_filename (logs, file, NULL);
+
+      g_subprocess_launcher_set_stderr_file_path (launcher, path);
+    }
   if (first_core >= 0 && n_cores > 0 && first_core + n_cores <= CPU_SETSIZE)
     {
       cpus = g_new0 (cpu_set_t, 1);
@@ -493,6 +506,7 @@ typedef struct
   double device_slow_ms[PHASE_DEVICES_MAX];
   double slow_ms;
   gint64 slow_episodes;
+  gint64 renewals;
   guint  n_devices;
 } Figures;
 
@@ -777,6 +791,8 @@ run_group (Bench       *bench,
                 figures->slow_episodes
                   += json_object_get_int_member_with_default (b, "slow_send_episodes", 0)
                      - json_object_get_int_member_with_default (a, "slow_send_episodes", 0);
+                /* Renewals of the whole run: one in the first step counts. */
+                figures->renewals += json_object_get_int_member_with_default (b, "renewals", 0);
               }
             }
         }
@@ -892,6 +908,8 @@ print_figures (DcCliOptions  *options,
        * that hit usrsctp's crawl says so here (docs/BENCHMARKS.md). */
       json_add_double (builder, "slow_send_ms", f->slow_ms);
       json_add_int (builder, "slow_send_episodes", f->slow_episodes);
+      /* Connections replaced by a new one (each side of a pair counts it). */
+      json_add_int (builder, "renewals", f->renewals);
       /* Where the step goes, finer (means over devices and steps), then
        * per device: the slowest device shows in its own wait being short. */
       json_builder_set_member_name (builder, "phases");

@@ -142,11 +142,12 @@ group_event_cb (DcGroup    *group,
 {
   State *state = user_data;
 
-  /* Slow sending comes as the training group's notice (notice_cb ()),
-   * with its line as the message. */
+  /* Slow sending and renewals come as the training group's notice
+   * (notice_cb ()), with their line as the message. */
   if (g_str_equal (event, "discovered") || g_str_equal (event, "identity")
       || g_str_equal (event, "announcing") || g_str_equal (event, "slow-sending")
-      || g_str_equal (event, "sending-recovered"))
+      || g_str_equal (event, "sending-recovered") || g_str_equal (event, "renewing")
+      || g_str_equal (event, "renewed") || g_str_equal (event, "renewal-failed"))
     return;
   if (state->options->json)
     {
@@ -339,6 +340,9 @@ step_cb (DcTrainGroup       *train,
         json_builder_add_int_value (builder, slow_episodes);
         json_builder_set_member_name (builder, "slow_send_ms");
         json_builder_add_double_value (builder, slow_ms);
+        /* Connections a new one replaced (the mesh's renewal). */
+        json_builder_set_member_name (builder, "renewals");
+        json_builder_add_int_value (builder, dc_train_group_get_renewals (train));
       }
       json_builder_end_object (builder);
       dc_cli_print_json (builder);

@@ -270,7 +270,9 @@ mesh_event_cb (DcMesh     *mesh,
 {
   DcGroup *self = user_data;
 
-  if (g_str_equal (event, "peer-joined") || g_str_equal (event, "peer-left"))
+  /* A renewal replaces a peer's DcPeer without a join or a leave. */
+  if (g_str_equal (event, "peer-joined") || g_str_equal (event, "peer-left")
+      || g_str_equal (event, "renewed"))
     update_peers (self);
   else if (g_str_equal (event, "joined"))
     set_state (self, g_strcmp0 (reason, "host") == 0 ? DC_GROUP_STATE_HOST

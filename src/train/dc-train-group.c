@@ -854,8 +854,11 @@ event_cb (DcGroup    *group,
   DcTrainGroup *self = user_data;
 
   /* Slow sending to a peer (src/mesh/dc-send-pace.c) makes steps slow: the
-   * log says which link and how slow. */
-  if ((g_str_equal (event, "slow-sending") || g_str_equal (event, "sending-recovered"))
+   * log says which link and how slow, and how its new connection (the
+   * mesh's renewal) went. */
+  if ((g_str_equal (event, "slow-sending") || g_str_equal (event, "sending-recovered")
+       || g_str_equal (event, "renewing") || g_str_equal (event, "renewed")
+       || g_str_equal (event, "renewal-failed"))
       && reason != NULL)
     {
       _dc_train_group_notice (self, event, peer, reason);
@@ -1261,6 +1264,23 @@ dc_train_group_get_slow_sending (DcTrainGroup *self,
   if (mesh != NULL)
     dc_mesh_get_slow_sending (mesh, episodes, &slow_us);
   *slow_ms = slow_us / 1000.0;
+}
+
+/**
+ * dc_train_group_get_renewals:
+ *
+ * Returns: connections to the group's peers that a new one replaced since
+ *   the mesh began (dc_mesh_get_renewals ())
+ */
+guint
+dc_train_group_get_renewals (DcTrainGroup *self)
+{
+  DcMesh *mesh;
+
+  g_return_val_if_fail (DC_IS_TRAIN_GROUP (self), 0);
+
+  mesh = _dc_train_group_get_mesh (self);
+  return mesh != NULL ? dc_mesh_get_renewals (mesh) : 0;
 }
 
 static void

@@ -259,6 +259,7 @@ guint64       dc_train_group_get_sent_bytes (DcTrainGroup       *self);
 void          dc_train_group_get_slow_sending (DcTrainGroup     *self,
                                                guint            *episodes,
                                                double           *slow_ms);
+guint         dc_train_group_get_renewals (DcTrainGroup     *self);
 guint         dc_train_group_audit_rank (guint64              run_seed,
                                          guint64              step,
                                          guint                rank,
