@@ -613,9 +613,16 @@ renewal_offer (DcMesh     *self,
   const char *expected;
   g_autofree char *fingerprint = NULL;
 
+  const gint64 *ended = g_hash_table_lookup (self->renewed_at, from);
+
+  /* The offerer keeps the cool-down; taking offers no sooner than 5 s (or
+   * the cool-down) after the last one ended here bounds a peer that would
+   * not. */
   if (!renewal_enabled (self) || current == NULL
       || dc_peer_get_state (current) != DC_PEER_STATE_OPEN || dc_peer_get_hello (current) == NULL
-      || generation != peer_generation (current) + 1)
+      || generation != peer_generation (current) + 1
+      || (ended != NULL && g_get_monotonic_time () - *ended < MIN (renewal_cooldown_us (),
+                                                                    5 * G_USEC_PER_SEC)))
     {
       g_message ("offer of a new connection (generation %u) from %s ignored", generation, from);
       return;
