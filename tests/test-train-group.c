@@ -328,6 +328,68 @@ test_repair (void)
     }
 }
 
+/* A device that receives slowly (it holds its first 16 credits 250 ms each,
+ * DC_TEST_CREDIT_HOLD, on every connection it makes): the two others report
+ * slow sending to it and replace their connections to it with new ones
+ * mid-run (the mesh's renewal; gradients of width 128 are 3.4 MB, enough to
+ * keep a credit step in flight). The run goes on as if nothing happened: no
+ * device is dropped, roster 3 at every step, every hash equal to the
+ * simulation's, and the slow device tells of the renewals in its log. */
+static void
+test_renewal (void)
+{
+  g_autoptr(DcTestProc) signal = NULL;
+  g_autofree char *url = dc_test_proc_start_signal (&signal);
+  g_autofree char *room = NULL;
+  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host_with (url, "8", "3", &room, "--width",
+                                                              "128", "--seq", "16", "--batch",
+                                                              "2", "--steps", "100",
+                                                              "--threads", "1", NULL);
+  g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "8", NULL);
+  g_autoptr(DcTestProc) gamma = NULL;
+  g_autoptr(DcTestProc) sim = dc_test_proc_spawn_args ("sim", "train", "--json", "--seed", "11",
+                                                       "--stop-at", "8", "--simulate-peers", "3",
+                                                       "--width", "128", "--seq", "16",
+                                                       "--batch", "2", "--steps", "100",
+                                                       "--threads", "1", NULL);
+  g_autoptr(GPtrArray) sim_steps = NULL;
+  DcTestProc *procs[3];
+  JsonObject *event;
+  guint renewed = 0;
+
+  g_setenv ("DC_TEST_CREDIT_HOLD", "250:16", TRUE);
+  gamma = start_follower (url, room, "gamma", "8", NULL);
+  g_unsetenv ("DC_TEST_CREDIT_HOLD");
+  procs[0] = alpha;
+  procs[1] = beta;
+  procs[2] = gamma;
+
+  dc_test_proc_wait_done (sim, 8, RUN_BOUND_MS);
+  sim_steps = dc_test_proc_steps (sim, FALSE);
+  event = dc_test_proc_expect (gamma, "renewed", NULL, RUN_BOUND_MS);
+  g_assert_true (dc_test_proc_message_has (event, "replaces the old one"));
+  for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
+    {
+      g_autoptr(GPtrArray) steps = NULL;
+
+      dc_test_proc_wait_done (procs[p], 8, RUN_BOUND_MS);
+      steps = dc_test_proc_steps (procs[p], FALSE);
+      for (guint s = 1; s <= 8; s++)
+        {
+          g_assert_cmpstr (dc_test_proc_hash_at (steps, s), ==,
+                           dc_test_proc_hash_at (sim_steps, s));
+          g_assert_cmpint (json_object_get_int_member (g_ptr_array_index (steps, s), "roster"),
+                           ==, 3);
+        }
+      renewed += json_object_get_int_member (g_ptr_array_index (steps, 8), "renewals");
+      g_assert_cmpint (dc_test_proc_find (procs[p], 0, "dropped", NULL), <, 0);
+      g_assert_cmpint (dc_test_proc_find (procs[p], 0, "renewal-failed", NULL), <, 0);
+    }
+  /* Each renewal counts on both sides of its pair (one side may swap just
+   * after its last step line). */
+  g_assert_cmpuint (renewed, >=, 2);
+}
+
 /* The third device corrupts one chunk of its gradient of step 10 on the way
  * to one device that is not the leader (test fault switch): that device
  * refuses the chunk as it arrives (its own hash fails), names the sender,
@@ -1467,6 +1529,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/group/repair", test_repair);
   g_test_add_func ("/dc/train/group/repair-fails", test_repair_fails);
   g_test_add_func ("/dc/train/group/corrupt-chunk", test_corrupt_chunk);
+  g_test_add_func ("/dc/train/group/renewal", test_renewal);
   g_test_add_func ("/dc/train/group/leader-failover", test_leader_failover);
   g_test_add_func ("/dc/train/group/join", test_join);
   g_test_add_func ("/dc/train/group/audit", test_audit);

@@ -338,7 +338,8 @@ renewal_drop (DcMesh     *self,
   g_autofree char *text = g_strdup_printf ("the new connection to %s was dropped (%s): the old "
                                            "one stays", name, why);
 
-  g_message ("%s", text);
+  /* The event's line is the log's (a training group logs it). */
+  g_debug ("%s", text);
   renewal_ended (self, id);
   emit_event (self, "renewal-failed", name, text);
 }
@@ -491,7 +492,7 @@ renewal_swap (DcMesh  *self,
                           "moved to it)", dc_peer_get_name (renewal->fresh),
                           renewal->generation,
                           (g_get_monotonic_time () - renewal->started_us) / 1000, frames->len);
-  g_message ("%s", text);
+  g_debug ("%s", text);
   self->renewals_done++;
   emit_event (self, "renewed", dc_peer_get_name (renewal->fresh), text);
 
@@ -563,7 +564,7 @@ renewal_start (DcMesh     *self,
                             "(generation %u)", dc_peer_get_name (current), generation)
          : g_strdup_printf ("%s opens a new connection to replace the slow one (generation %u)",
                             dc_peer_get_name (current), generation);
-  g_message ("%s", text);
+  g_debug ("%s", text);
   emit_event (self, "renewing", dc_peer_get_name (current), text);
   if (!dc_peer_start (renewal->fresh, &error))
     {
