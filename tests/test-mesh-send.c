@@ -322,13 +322,16 @@ send_to_all (const char *hold,
           g_assert_cmpuint (devices[i].renewal_failed, ==, 0);
           g_assert_cmpuint (devices[i].left_events, ==, 0);
         }
-      g_assert_cmpuint (devices[0].renewing_events, ==, N_DEVICES - 1);
-      g_assert_cmpuint (devices[0].renewed_events, ==, N_DEVICES - 1);
-      g_assert_cmpuint (dc_mesh_get_renewals (devices[0].mesh), ==, N_DEVICES - 1);
+      /* At least once each: a loaded machine may make a new connection
+       * slow too, and 2 s later it is renewed again. */
+      g_assert_cmpuint (devices[0].renewing_events, >=, N_DEVICES - 1);
+      g_assert_cmpuint (devices[0].renewed_events, >=, N_DEVICES - 1);
+      g_assert_cmpuint (dc_mesh_get_renewals (devices[0].mesh), ==, devices[0].renewed_events);
       for (guint i = 1; i < N_DEVICES; i++)
         {
-          g_assert_cmpuint (devices[i].renewed_events, ==, 1);
-          g_assert_cmpuint (dc_mesh_get_renewals (devices[i].mesh), ==, 1);
+          g_assert_cmpuint (devices[i].renewed_events, >=, 1);
+          g_assert_cmpuint (dc_mesh_get_renewals (devices[i].mesh), ==,
+                            devices[i].renewed_events);
         }
       g_assert_cmpuint (dc_mesh_get_n_peers (devices[0].mesh), ==, N_DEVICES - 1);
       peers = dc_mesh_dup_peers (devices[0].mesh);

@@ -81,6 +81,14 @@ typedef struct
   GBytes *payload;
 } Held;
 
+/* A pair's renewals: when the last ended, and how many in a row each began
+ * less than RENEW_STREAK_MS after the one before ended. */
+typedef struct
+{
+  gint64 ended_us;
+  guint  streak;
+} RenewHistory;
+
 static void
 held_free (Held *held)
 {
@@ -101,7 +109,8 @@ struct _DcMesh
   GHashTable   *pins;       /* id → the fingerprint its answer's SDP must carry */
   GHashTable   *declined;   /* host: "fp F" or "address A" → gint64 µs of the decline */
   GHashTable   *renewals;   /* id → Renewal: a new connection to a connected peer */
-  GHashTable   *renewed_at; /* id → gint64 µs its last renewal ended (the cool-down) */
+  GHashTable   *renewed_at; /* id → RenewHistory: its last renewal (the cool-down) */
+  guint         renew_check_id;
   DcRoom       *room;
 
   /* state */
@@ -211,10 +220,18 @@ fail (DcMesh       *self,
 /* After the swap: switch markers not crossed by then, the old one closes
  * anyway (what it still carried is lost). At 2 MB/s, 30 s is 60 MB. */
 #define RENEW_DRAIN_MS    30000
-/* Between the end of one renewal of a pair and the start of the next: a
- * link slow in truth is not reconnected over and over
- * (DC_MESH_RENEW_COOLDOWN_MS, for measurements, overrides it). */
-#define RENEW_COOLDOWN_MS 30000
+/* Between the end of one renewal of a pair and the start of the next, at
+ * first (DC_MESH_RENEW_COOLDOWN_MS overrides it); doubled for each renewal
+ * that starts less than RENEW_STREAK_MS after the one before ended, up to
+ * RENEW_COOLDOWN_MAX_MS, so that an association that crawls again is soon
+ * replaced again, while a link slow in truth, which no new connection
+ * makes faster, is not reconnected more than a few times a minute. */
+#define RENEW_COOLDOWN_MS     2000
+#define RENEW_STREAK_MS       30000
+#define RENEW_COOLDOWN_MAX_MS 64000
+/* How often the mesh looks for a peer still sending slowly after a
+ * cool-down (its episode began earlier, or was not told). */
+#define RENEW_CHECK_MS        500
 /* What a new connection may bring before the old one's marker: far more
  * than a step's messages; beyond it the other side misbehaves. */
 #define RENEW_HELD_MAX    (256u * 1024u * 1024u)
@@ -250,6 +267,7 @@ body_generation (JsonObject *body)
   return generation >= 1 && generation <= RENEW_GENERATION_MAX ? (guint) generation : 0;
 }
 
+/* The first cool-down of a pair, µs. */
 static gint64
 renewal_cooldown_us (void)
 {
@@ -259,6 +277,18 @@ renewal_cooldown_us (void)
   if (text != NULL && !g_ascii_string_to_unsigned (text, 10, 0, 3600000, &ms, NULL))
     ms = RENEW_COOLDOWN_MS;
   return (gint64) ms * 1000;
+}
+
+/* The cool-down after the pair's last renewal: the first one, doubled per
+ * renewal of the streak, at most RENEW_COOLDOWN_MAX_MS (or the first, if
+ * DC_MESH_RENEW_COOLDOWN_MS set it longer). */
+static gint64
+history_cooldown_us (const RenewHistory *history)
+{
+  gint64 first = renewal_cooldown_us ();
+  gint64 cooldown = first << MIN (history->streak, 6u);
+
+  return MAX (first, MIN (cooldown, (gint64) RENEW_COOLDOWN_MAX_MS * 1000));
 }
 
 static gboolean
@@ -319,9 +349,14 @@ static void
 renewal_ended (DcMesh     *self,
                const char *id)
 {
-  gint64 now = g_get_monotonic_time ();
+  RenewHistory *history = g_hash_table_lookup (self->renewed_at, id);
 
-  g_hash_table_replace (self->renewed_at, g_strdup (id), g_memdup2 (&now, sizeof now));
+  if (history == NULL)
+    {
+      history = g_new0 (RenewHistory, 1);
+      g_hash_table_insert (self->renewed_at, g_strdup (id), history);
+    }
+  history->ended_us = g_get_monotonic_time ();
   g_hash_table_remove (self->renewals, id);
 }
 
@@ -583,7 +618,8 @@ renewal_maybe_start (DcMesh *self,
                      DcPeer *peer)
 {
   const char *id = dc_peer_get_id (peer);
-  const gint64 *ended = g_hash_table_lookup (self->renewed_at, id);
+  RenewHistory *history = g_hash_table_lookup (self->renewed_at, id);
+  gint64 now = g_get_monotonic_time ();
 
   if (!renewal_enabled (self) || self->left || self->signaling == NULL
       || g_hash_table_lookup (self->peers, id) != peer
@@ -591,14 +627,33 @@ renewal_maybe_start (DcMesh *self,
       || g_hash_table_contains (self->renewals, id)
       || peer_generation (peer) >= RENEW_GENERATION_MAX)
     return;
-  if (ended != NULL && g_get_monotonic_time () - *ended < renewal_cooldown_us ())
+  if (history != NULL && now - history->ended_us < history_cooldown_us (history))
     return;
   if (g_object_get_data (G_OBJECT (peer), "dc-remote-fp") == NULL)
     {
       g_message ("peer %s: no certificate known for it, so no new connection", id);
       return;
     }
+  if (history != NULL)
+    history->streak = now - history->ended_us < RENEW_STREAK_MS * 1000 ? history->streak + 1 : 0;
   renewal_start (self, id, peer_generation (peer) + 1, NULL);
+}
+
+/* A peer still sending slowly once its cool-down ended, or whose episode
+ * was not told (one in 10 s is), gets its renewal here. */
+static gboolean
+renewal_check_cb (gpointer user_data)
+{
+  DcMesh *self = user_data;
+  g_autoptr(GPtrArray) peers = NULL;
+
+  if (!renewal_enabled (self) || self->left)
+    return G_SOURCE_CONTINUE;
+  peers = dc_mesh_dup_peers (self);
+  for (guint i = 0; i < peers->len; i++)
+    if (dc_peer_is_sending_slowly (g_ptr_array_index (peers, i)))
+      renewal_maybe_start (self, g_ptr_array_index (peers, i));
+  return G_SOURCE_CONTINUE;
 }
 
 /* An offer for a second connection from a connected device. Both sides
@@ -614,16 +669,16 @@ renewal_offer (DcMesh     *self,
   const char *expected;
   g_autofree char *fingerprint = NULL;
 
-  const gint64 *ended = g_hash_table_lookup (self->renewed_at, from);
+  const RenewHistory *history = g_hash_table_lookup (self->renewed_at, from);
 
-  /* The offerer keeps the cool-down; taking offers no sooner than 5 s (or
-   * the cool-down) after the last one ended here bounds a peer that would
-   * not. */
+  /* The offerer keeps the cool-down; taking offers no sooner than half of
+   * it (at most 2.5 s) after the last one ended here bounds a peer that
+   * would not. */
   if (!renewal_enabled (self) || current == NULL
       || dc_peer_get_state (current) != DC_PEER_STATE_OPEN || dc_peer_get_hello (current) == NULL
       || generation != peer_generation (current) + 1
-      || (ended != NULL && g_get_monotonic_time () - *ended < MIN (renewal_cooldown_us (),
-                                                                    5 * G_USEC_PER_SEC)))
+      || (history != NULL && g_get_monotonic_time () - history->ended_us
+                             < MIN (history_cooldown_us (history), 5 * G_USEC_PER_SEC) / 2))
     {
       g_message ("offer of a new connection (generation %u) from %s ignored", generation, from);
       return;
@@ -1411,6 +1466,7 @@ dc_mesh_start (DcMesh *self)
   g_signal_connect_object (self->signaling, "member-left", G_CALLBACK (member_left_cb), self, 0);
   g_signal_connect_object (self->signaling, "failed", G_CALLBACK (failed_cb), self, 0);
   dc_signaling_connect (self->signaling, self->config.create);
+  self->renew_check_id = g_timeout_add (RENEW_CHECK_MS, renewal_check_cb, self);
 }
 
 /**
@@ -1726,6 +1782,7 @@ dc_mesh_dispose (GObject *object)
 {
   DcMesh *self = DC_MESH (object);
 
+  g_clear_handle_id (&self->renew_check_id, g_source_remove);
   if (self->renewals != NULL)
     g_hash_table_remove_all (self->renewals);
   if (self->peers != NULL)

@@ -1754,6 +1754,21 @@ dc_peer_say_bye (DcPeer *self)
 }
 
 /**
+ * dc_peer_is_sending_slowly:
+ *
+ * Returns: whether an episode of slow sending to this peer is going on
+ *   (reported or not: one in 10 s is told) and a credit came in the last
+ *   second, i.e. the direction is busy and slow now
+ */
+gboolean
+dc_peer_is_sending_slowly (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), FALSE);
+  return self->send_pace.reported
+         && g_get_monotonic_time () - self->send_pace.last_us < G_USEC_PER_SEC;
+}
+
+/**
  * dc_peer_take_unsent:
  *
  * For DcMesh's renewal: takes the frames queued and not yet begun off this
