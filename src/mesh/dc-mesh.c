@@ -738,6 +738,12 @@ renewal_marker (DcMesh  *self,
       g_message ("peer %s: %s", id, error->message);
       return;
     }
+  /* The other side closed the old connection once it had read both
+   * markers, and its close overtook its SWITCHED: the renewal ended here
+   * already. */
+  if (renewal == NULL && type == DC_MESH_MSG_SWITCHED
+      && g_hash_table_lookup (self->peers, id) == peer && generation == peer_generation (peer))
+    return;
   if (renewal == NULL || generation != renewal->generation
       || (type == DC_MESH_MSG_SWITCH && (peer == renewal->fresh || renewal->marker_in))
       || (type == DC_MESH_MSG_SWITCHED && (peer != renewal->fresh || !renewal->swapped)))
