@@ -1213,7 +1213,14 @@ message_cb (DcGroup  *group,
         /* A head that came after this device met it asks for the offer. */
         if (dc_mesh_ring_offer_decode (payload, &offer, NULL) &&
             (offer.flags & DC_MESH_RING_OFFER_ASK))
-          send_offer (self, peer);
+          {
+            /* To the device's connection now: a renewal may have replaced
+             * the one the ask came on. */
+            g_autoptr(DcPeer) current = find_peer (self, dc_peer_get_id (peer));
+
+            if (current != NULL)
+              send_offer (self, current);
+          }
       }
       break;
     default:

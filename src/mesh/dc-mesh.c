@@ -1877,7 +1877,10 @@ dc_mesh_class_init (DcMeshClass *klass)
   signals[SIGNAL_APPROVAL_WITHDRAWN] =
     g_signal_new ("approval-withdrawn", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
                   NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
-  /* (peer, type, payload). */
+  /* (peer, type, payload). A reply goes to the device's peer now (by id,
+   * dc_mesh_dup_peers ()), which a renewal may have made another DcPeer
+   * than @peer: what is sent on a replaced one after its switch may come
+   * late or not at all. */
   signals[SIGNAL_MESSAGE] =
     g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                   G_TYPE_NONE, 3, DC_TYPE_PEER, G_TYPE_UINT, G_TYPE_BYTES);
