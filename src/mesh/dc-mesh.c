@@ -19,6 +19,10 @@
  * If no admitted member remains, pending newcomers are told "host-left".
  * Connected peers are not affected by who hosts.
  *
+ * A connection that sends slowly is replaced by a new one to the same
+ * device (dc-mesh-renewal.c); the table then holds the new DcPeer under the
+ * same id, so users find peers by id.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #define G_LOG_DOMAIN "dc-mesh"
@@ -33,6 +37,7 @@
 
 #include "dc-identity.h"
 #include "dc-mesh-error.h"
+#include "dc-mesh-private.h"
 #include "dc-signaling.h"
 
 /* A request waiting for the host's answer: what the dialog shows. */
@@ -52,77 +57,6 @@ request_free (Request *request)
   g_free (request);
 }
 
-/* A renewal (docs/ARCHITECTURE.md, "Slow sending"): a second connection to
- * a connected device, replacing the first once open. Until this side's swap
- * the mesh's table holds the old peer; at the swap the table takes the new
- * one, the old peer's unsent frames move to it behind a SWITCH left on the
- * old, and what the new one brings is held until the old one delivered the
- * other side's SWITCH, so that every message arrives in the order sent. */
-typedef struct
-{
-  DcMesh   *mesh;          /* unowned: the mesh owns its renewals */
-  char     *id;
-  guint64   generation;    /* the new connection's: the old one's + 1 */
-  DcPeer   *fresh;         /* the new connection */
-  DcPeer   *old;           /* from the swap until retired: the connection replaced */
-  GQueue    held;          /* Held: what fresh delivered before the other side's SWITCH */
-  gsize     held_bytes;
-  gint64    started_us;
-  guint     timeout_id;    /* not open in time (before the swap), markers late (after) */
-  gboolean  offerer;
-  gboolean  swapped;       /* this side moved to fresh: its SWITCH is on old */
-  gboolean  marker_in;     /* the other side's SWITCH came on old */
-  gboolean  marker_acked;  /* its SWITCHED came: it read this side's SWITCH */
-} Renewal;
-
-typedef struct
-{
-  guint   type;
-  GBytes *payload;
-} Held;
-
-/* A pair's renewals: when the last ended, and how many in a row each began
- * less than RENEW_STREAK_MS after the one before ended. */
-typedef struct
-{
-  gint64 ended_us;
-  guint  streak;
-} RenewHistory;
-
-static void
-held_free (Held *held)
-{
-  g_bytes_unref (held->payload);
-  g_free (held);
-}
-
-struct _DcMesh
-{
-  GObject       parent_instance;
-
-  /* owned */
-  DcSignaling  *signaling;
-  DcMeshConfig  config;
-  GHashTable   *peers;      /* signaling id → DcPeer* */
-  GHashTable   *admitted;   /* ids the host admitted (host) or listed (newcomer) */
-  GHashTable   *pending;    /* host: id → Request awaiting an answer */
-  GHashTable   *pins;       /* id → the fingerprint its answer's SDP must carry */
-  GHashTable   *declined;   /* host: "fp F" or "address A" → gint64 µs of the decline */
-  GHashTable   *renewals;   /* id → Renewal: a new connection to a connected peer */
-  GHashTable   *renewed_at; /* id → RenewHistory: its last renewal (the cool-down) */
-  guint         renew_check_id;
-  DcRoom       *room;
-
-  /* state */
-  guint         n_connected;
-  /* Slow sending (dc-send-pace.c) of the peers that left, so that the
-   * totals of dc_mesh_get_slow_sending () keep them. */
-  guint         slow_left_episodes;
-  gint64        slow_left_us;
-  guint         renewals_done;   /* connections replaced (dc_mesh_get_renewals ()) */
-  guint         approved : 1;
-  guint         left : 1;
-};
 
 G_DEFINE_FINAL_TYPE (DcMesh, dc_mesh, G_TYPE_OBJECT)
 
@@ -193,13 +127,22 @@ dc_mesh_check_plugins (GError **error)
   return TRUE;
 }
 
-static void
-emit_event (DcMesh     *self,
-            const char *event,
-            const char *peer,
-            const char *reason)
+void
+_dc_mesh_emit_event (DcMesh     *self,
+                     const char *event,
+                     const char *peer,
+                     const char *reason)
 {
   g_signal_emit (self, signals[SIGNAL_EVENT], 0, event, peer, self->n_connected, reason);
+}
+
+void
+_dc_mesh_emit_message (DcMesh *self,
+                       DcPeer *peer,
+                       guint   type,
+                       GBytes *payload)
+{
+  g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, peer, type, payload);
 }
 
 static void
@@ -212,567 +155,13 @@ fail (DcMesh       *self,
   g_signal_emit (self, signals[SIGNAL_FAILED], 0, error);
 }
 
-/* Renewal ------------------------------------------------------------------ */
-
-/* A new connection not open and introduced by then is dropped; the old one
- * stays. */
-#define RENEW_OPEN_MS     10000
-/* After the swap: switch markers not crossed by then, the old one closes
- * anyway (what it still carried is lost). At 2 MB/s, 30 s is 60 MB. */
-#define RENEW_DRAIN_MS    30000
-/* Between the end of one renewal of a pair and the start of the next, at
- * first (DC_MESH_RENEW_COOLDOWN_MS overrides it); doubled for each renewal
- * that starts less than RENEW_STREAK_MS after the one before ended, up to
- * RENEW_COOLDOWN_MAX_MS, so that an association that crawls again is soon
- * replaced again, while a link slow in truth, which no new connection
- * makes faster, is not reconnected more than a few times a minute. */
-#define RENEW_COOLDOWN_MS     2000
-#define RENEW_STREAK_MS       30000
-#define RENEW_COOLDOWN_MAX_MS 64000
-/* How often the mesh looks for a peer still sending slowly after a
- * cool-down (its episode began earlier, or was not told). */
-#define RENEW_CHECK_MS        500
-/* What a new connection may bring before the old one's marker: far more
- * than a step's messages; beyond it the other side misbehaves. */
-#define RENEW_HELD_MAX    (256u * 1024u * 1024u)
-#define RENEW_GENERATION_MAX 1000000
-
-static void peer_changed_cb (DcPeer *peer, GParamSpec *pspec, gpointer user_data);
-static void peer_message_cb (DcPeer *peer, guint type, GBytes *payload, gpointer user_data);
-static void peer_slow_sending_cb (DcPeer *peer, gboolean slow, const char *text,
-                                  gpointer user_data);
-static void peer_signal_out_cb (DcPeer *peer, JsonObject *body, gpointer user_data);
-
-/* 1 for a device's first connection, + 1 at each renewal. */
-static guint
-peer_generation (DcPeer *peer)
-{
-  guint generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (peer), "dc-generation"));
-
-  return generation != 0 ? generation : 1;
-}
-
-/* The generation a signaling body is for: 1 without one, 0 when invalid. */
-static guint
-body_generation (JsonObject *body)
-{
-  JsonNode *node = json_object_get_member (body, "generation");
-  gint64 generation;
-
-  if (node == NULL)
-    return 1;
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
-    return 0;
-  generation = json_node_get_int (node);
-  return generation >= 1 && generation <= RENEW_GENERATION_MAX ? (guint) generation : 0;
-}
-
-/* The first cool-down of a pair, µs. */
-static gint64
-renewal_cooldown_us (void)
-{
-  const char *text = g_getenv ("DC_MESH_RENEW_COOLDOWN_MS");
-  guint64 ms = RENEW_COOLDOWN_MS;
-
-  if (text != NULL && !g_ascii_string_to_unsigned (text, 10, 0, 3600000, &ms, NULL))
-    ms = RENEW_COOLDOWN_MS;
-  return (gint64) ms * 1000;
-}
-
-/* The cool-down after the pair's last renewal: the first one, doubled per
- * renewal of the streak, at most RENEW_COOLDOWN_MAX_MS (or the first, if
- * DC_MESH_RENEW_COOLDOWN_MS set it longer). */
-static gint64
-history_cooldown_us (const RenewHistory *history)
-{
-  gint64 first = renewal_cooldown_us ();
-  gint64 cooldown = first << MIN (history->streak, 6u);
-
-  return MAX (first, MIN (cooldown, (gint64) RENEW_COOLDOWN_MAX_MS * 1000));
-}
-
-static gboolean
-renewal_enabled (DcMesh *self)
-{
-  return !self->config.no_renewal && g_strcmp0 (g_getenv ("DC_MESH_RENEW"), "0") != 0;
-}
-
-/* A connection the mesh no longer uses: nothing it does is heard. */
-static void
-retire_peer (DcMesh     *self,
-             DcPeer     *peer,
-             const char *reason)
-{
-  guint episodes;
-  gint64 slow_us;
-
-  g_signal_handlers_disconnect_by_data (peer, self);
-  dc_peer_get_slow_sending (peer, &episodes, &slow_us);
-  self->slow_left_episodes += episodes;
-  self->slow_left_us += slow_us;
-  dc_peer_close (peer, reason);
-}
-
-static gboolean
-unref_idle_cb (gpointer user_data)
-{
-  g_object_unref (user_data);
-  return G_SOURCE_REMOVE;
-}
-
-static void
-renewal_free (Renewal *renewal)
-{
-  DcMesh *self = renewal->mesh;
-
-  g_clear_handle_id (&renewal->timeout_id, g_source_remove);
-  if (renewal->held.length > 0)
-    g_message ("peer %s: %u messages of its new connection dropped with it", renewal->id,
-               renewal->held.length);
-  g_queue_clear_full (&renewal->held, (GDestroyNotify) held_free);
-  g_signal_handlers_disconnect_by_data (renewal->fresh, renewal);
-  /* Before the swap the new connection is the renewal's; after, the old. */
-  if (!renewal->swapped)
-    retire_peer (self, renewal->fresh, "dropped");
-  if (renewal->old != NULL)
-    retire_peer (self, renewal->old, "renewed");
-  /* From the main loop: the end may come from inside a signal of either
-   * peer, which must outlive its emission. */
-  g_idle_add (unref_idle_cb, g_steal_pointer (&renewal->fresh));
-  if (renewal->old != NULL)
-    g_idle_add (unref_idle_cb, g_steal_pointer (&renewal->old));
-  g_free (renewal->id);
-  g_free (renewal);
-}
-
-static void
-renewal_ended (DcMesh     *self,
-               const char *id)
-{
-  RenewHistory *history = g_hash_table_lookup (self->renewed_at, id);
-
-  if (history == NULL)
-    {
-      history = g_new0 (RenewHistory, 1);
-      g_hash_table_insert (self->renewed_at, g_strdup (id), history);
-    }
-  history->ended_us = g_get_monotonic_time ();
-  g_hash_table_remove (self->renewals, id);
-}
-
-/* Before the swap: the old connection stays, as if nothing was tried. */
-static void
-renewal_drop (DcMesh     *self,
-              Renewal    *renewal,
-              const char *why)
-{
-  g_autofree char *id = g_strdup (renewal->id);
-  DcPeer *current = g_hash_table_lookup (self->peers, id);
-  const char *name = current != NULL && dc_peer_get_name (current) != NULL
-                     ? dc_peer_get_name (current) : id;
-  g_autofree char *text = g_strdup_printf ("the new connection to %s was dropped (%s): the old "
-                                           "one stays", name, why);
-
-  /* The event's line is the log's (a training group logs it). */
-  g_debug ("%s", text);
-  renewal_ended (self, id);
-  emit_event (self, "renewal-failed", name, text);
-}
-
-/* Hands on, in order, what the new connection brought before the other
- * side's SWITCH; a handler may end the renewal meanwhile. */
-static void
-renewal_release (DcMesh     *self,
-                 const char *id)
-{
-  for (;;)
-    {
-      Renewal *renewal = g_hash_table_lookup (self->renewals, id);
-      g_autoptr(DcPeer) fresh = NULL;
-      Held *held;
-
-      if (renewal == NULL || (held = g_queue_pop_head (&renewal->held)) == NULL)
-        return;
-      renewal->held_bytes -= g_bytes_get_size (held->payload);
-      fresh = g_object_ref (renewal->fresh);
-      g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, fresh, held->type, held->payload);
-      held_free (held);
-    }
-}
-
-/* Both markers crossed: the old connection carried everything it had. */
-static void
-renewal_maybe_retire (DcMesh     *self,
-                      const char *id)
-{
-  Renewal *renewal = g_hash_table_lookup (self->renewals, id);
-
-  if (renewal == NULL || !renewal->swapped || !renewal->marker_in || !renewal->marker_acked)
-    return;
-  g_message ("peer %s: the old connection closed, generation %" G_GUINT64_FORMAT " carries "
-             "everything (renewal took %" G_GINT64_FORMAT " ms)", id, renewal->generation,
-             (g_get_monotonic_time () - renewal->started_us) / 1000);
-  renewal_ended (self, id);
-}
-
-static void
-renewal_send_switched (Renewal *renewal)
-{
-  g_autoptr(GBytes) payload = dc_mesh_switch_encode (renewal->generation);
-
-  dc_peer_send (renewal->fresh, DC_MESH_MSG_SWITCHED, payload, NULL);
-}
-
-static gboolean
-renewal_timeout_cb (gpointer user_data)
-{
-  Renewal *renewal = user_data;
-  DcMesh *self = renewal->mesh;
-  g_autofree char *id = g_strdup (renewal->id);
-
-  renewal->timeout_id = 0;
-  if (!renewal->swapped)
-    {
-      g_autofree char *why = g_strdup_printf ("not open after %d s", RENEW_OPEN_MS / 1000);
-
-      renewal_drop (self, renewal, why);
-      return G_SOURCE_REMOVE;
-    }
-  g_message ("peer %s: the switch markers did not cross in %d s: the old connection closes, "
-             "what it still carried is lost", id, RENEW_DRAIN_MS / 1000);
-  renewal_release (self, id);
-  renewal_ended (self, id);
-  return G_SOURCE_REMOVE;
-}
-
-/* The old connection ended after the swap: by the other side's retirement
- * (its marker came first) or lost; either way nothing more comes on it. */
-static void
-renewal_old_state_cb (DcPeer     *peer,
-                      GParamSpec *pspec,
-                      gpointer    user_data)
+void
+_dc_mesh_peer_signal_out_cb (DcPeer     *peer,
+                             JsonObject *body,
+                             gpointer    user_data)
 {
   DcMesh *self = user_data;
-  g_autofree char *id = g_strdup (dc_peer_get_id (peer));
-  Renewal *renewal = g_hash_table_lookup (self->renewals, id);
-  DcPeerState state = dc_peer_get_state (peer);
-
-  if (state != DC_PEER_STATE_CLOSED && state != DC_PEER_STATE_FAILED)
-    return;
-  if (renewal == NULL || renewal->old != peer)
-    {
-      g_signal_handlers_disconnect_by_data (peer, self);
-      return;
-    }
-  if (!renewal->marker_in)
-    g_message ("peer %s: the old connection ended (%s) before its switch marker: what it still "
-               "carried is lost", id, dc_peer_get_reason (peer));
-  renewal_release (self, id);
-  renewal_ended (self, id);
-}
-
-/* The new connection is open and the device introduced itself on it: from
- * now on everything to it goes there. */
-static void
-renewal_swap (DcMesh  *self,
-              Renewal *renewal)
-{
-  g_autofree char *id = g_strdup (renewal->id);
-  DcPeer *old = g_hash_table_lookup (self->peers, id);
-  DcMeshHello *was = old != NULL ? dc_peer_get_hello (old) : NULL;
-  DcMeshHello *is = dc_peer_get_hello (renewal->fresh);
-  g_autoptr(GBytes) marker = dc_mesh_switch_encode (renewal->generation);
-  g_autoptr(GPtrArray) frames = NULL;
-  g_autofree char *text = NULL;
-
-  if (old == NULL || dc_peer_get_state (old) != DC_PEER_STATE_OPEN || was == NULL)
-    {
-      renewal_drop (self, renewal, "the old connection is gone");
-      return;
-    }
-  if (g_strcmp0 (was->name, is->name) != 0 || g_strcmp0 (was->probe_hash, is->probe_hash) != 0
-      || was->numeric_rule_id != is->numeric_rule_id)
-    {
-      renewal_drop (self, renewal, "the device introduced itself differently on it");
-      return;
-    }
-  dc_peer_set_display_name (renewal->fresh, dc_peer_get_name (old));
-  g_object_set_data (G_OBJECT (renewal->fresh), "dc-counted", GINT_TO_POINTER (TRUE));
-
-  /* The old connection's queue moves over behind its marker: its frame in
-   * progress finishes, then SWITCH; the rest goes first on the new one. */
-  frames = dc_peer_take_unsent (old);
-  if (!dc_peer_send (old, DC_MESH_MSG_SWITCH, marker, NULL)
-      || !dc_peer_send_taken (renewal->fresh, frames, NULL))
-    {
-      /* Both were open a moment ago; a close is on its way. */
-      renewal_drop (self, renewal, "a connection closed during the switch");
-      return;
-    }
-
-  g_signal_handlers_disconnect_by_data (renewal->fresh, renewal);
-  g_signal_connect_object (renewal->fresh, "notify::state", G_CALLBACK (peer_changed_cb), self, 0);
-  g_signal_connect_object (renewal->fresh, "notify::name", G_CALLBACK (peer_changed_cb), self, 0);
-  g_signal_handlers_disconnect_by_data (old, self);
-  g_signal_connect_object (old, "message", G_CALLBACK (peer_message_cb), self, 0);
-  g_signal_connect_object (old, "notify::state", G_CALLBACK (renewal_old_state_cb), self, 0);
-  renewal->old = g_object_ref (old);
-  g_hash_table_replace (self->peers, g_strdup (id), g_object_ref (renewal->fresh));
-  renewal->swapped = TRUE;
-  g_clear_handle_id (&renewal->timeout_id, g_source_remove);
-  renewal->timeout_id = g_timeout_add (RENEW_DRAIN_MS, renewal_timeout_cb, renewal);
-
-  text = g_strdup_printf ("a new connection to %s replaces the old one (generation %"
-                          G_GUINT64_FORMAT ", open in %" G_GINT64_FORMAT " ms, %u frames "
-                          "moved to it)", dc_peer_get_name (renewal->fresh),
-                          renewal->generation,
-                          (g_get_monotonic_time () - renewal->started_us) / 1000, frames->len);
-  g_debug ("%s", text);
-  self->renewals_done++;
-  emit_event (self, "renewed", dc_peer_get_name (renewal->fresh), text);
-
-  renewal = g_hash_table_lookup (self->renewals, id);
-  if (renewal != NULL && renewal->marker_in)
-    {
-      renewal_send_switched (renewal);
-      renewal_release (self, id);
-    }
-  renewal_maybe_retire (self, id);
-}
-
-/* The new connection before the swap: open and introduced, or failed. */
-static void
-renewal_fresh_state_cb (DcPeer     *peer,
-                        GParamSpec *pspec,
-                        gpointer    user_data)
-{
-  Renewal *renewal = user_data;
-  DcPeerState state = dc_peer_get_state (peer);
-
-  if (state == DC_PEER_STATE_CLOSED || state == DC_PEER_STATE_FAILED)
-    {
-      g_autofree char *why = g_strdup_printf ("it ended: %s", dc_peer_get_reason (peer));
-
-      renewal_drop (renewal->mesh, renewal, why);
-    }
-  else if (state == DC_PEER_STATE_OPEN && dc_peer_get_hello (peer) != NULL)
-    renewal_swap (renewal->mesh, renewal);
-}
-
-/* A second connection to the device @id, as offerer or with @offer. */
-static void
-renewal_start (DcMesh     *self,
-               const char *id,
-               guint       generation,
-               JsonObject *offer)
-{
-  DcPeer *current = g_hash_table_lookup (self->peers, id);
-  Renewal *renewal = g_new0 (Renewal, 1);
-  g_autoptr(GError) error = NULL;
-  g_autofree char *text = NULL;
-
-  renewal->mesh = self;
-  renewal->id = g_strdup (id);
-  renewal->generation = generation;
-  renewal->offerer = offer == NULL;
-  renewal->started_us = g_get_monotonic_time ();
-  g_queue_init (&renewal->held);
-  renewal->fresh = dc_peer_new (id, renewal->offerer, &self->config.peer, self->config.hello);
-  g_object_set_data (G_OBJECT (renewal->fresh), "dc-generation", GUINT_TO_POINTER (generation));
-  /* The device's certificate cannot change: the new connection must show
-   * the old one's (checked on the offer or the answer). */
-  g_object_set_data_full (G_OBJECT (renewal->fresh), "dc-remote-fp",
-                          g_strdup (g_object_get_data (G_OBJECT (current), "dc-remote-fp")),
-                          g_free);
-  g_signal_connect_object (renewal->fresh, "signal-out", G_CALLBACK (peer_signal_out_cb), self, 0);
-  g_signal_connect_object (renewal->fresh, "message", G_CALLBACK (peer_message_cb), self, 0);
-  g_signal_connect_object (renewal->fresh, "slow-sending", G_CALLBACK (peer_slow_sending_cb),
-                           self, 0);
-  g_signal_connect (renewal->fresh, "notify::state", G_CALLBACK (renewal_fresh_state_cb),
-                    renewal);
-  g_signal_connect (renewal->fresh, "notify::name", G_CALLBACK (renewal_fresh_state_cb), renewal);
-  g_hash_table_replace (self->renewals, g_strdup (id), renewal);
-  renewal->timeout_id = g_timeout_add (RENEW_OPEN_MS, renewal_timeout_cb, renewal);
-
-  text = offer == NULL
-         ? g_strdup_printf ("opening a new connection to %s to replace the slow one "
-                            "(generation %u)", dc_peer_get_name (current), generation)
-         : g_strdup_printf ("%s opens a new connection to replace the slow one (generation %u)",
-                            dc_peer_get_name (current), generation);
-  g_debug ("%s", text);
-  emit_event (self, "renewing", dc_peer_get_name (current), text);
-  if (!dc_peer_start (renewal->fresh, &error))
-    {
-      renewal_drop (self, renewal, error->message);
-      return;
-    }
-  if (offer != NULL)
-    dc_peer_handle_signal (renewal->fresh, offer);
-}
-
-/* Slow sending to @peer: replace its connection, unless one is under way,
- * the last ended less than RENEW_COOLDOWN_S ago, or the pair cannot be
- * authenticated again. */
-static void
-renewal_maybe_start (DcMesh *self,
-                     DcPeer *peer)
-{
-  const char *id = dc_peer_get_id (peer);
-  RenewHistory *history = g_hash_table_lookup (self->renewed_at, id);
-  gint64 now = g_get_monotonic_time ();
-
-  if (!renewal_enabled (self) || self->left || self->signaling == NULL
-      || g_hash_table_lookup (self->peers, id) != peer
-      || dc_peer_get_state (peer) != DC_PEER_STATE_OPEN || dc_peer_get_hello (peer) == NULL
-      || g_hash_table_contains (self->renewals, id)
-      || peer_generation (peer) >= RENEW_GENERATION_MAX)
-    return;
-  if (history != NULL && now - history->ended_us < history_cooldown_us (history))
-    return;
-  if (g_object_get_data (G_OBJECT (peer), "dc-remote-fp") == NULL)
-    {
-      g_message ("peer %s: no certificate known for it, so no new connection", id);
-      return;
-    }
-  if (history != NULL)
-    history->streak = now - history->ended_us < RENEW_STREAK_MS * 1000 ? history->streak + 1 : 0;
-  renewal_start (self, id, peer_generation (peer) + 1, NULL);
-}
-
-/* A peer still sending slowly once its cool-down ended, or whose episode
- * was not told (one in 10 s is), gets its renewal here. */
-static gboolean
-renewal_check_cb (gpointer user_data)
-{
-  DcMesh *self = user_data;
-  g_autoptr(GPtrArray) peers = NULL;
-
-  if (!renewal_enabled (self) || self->left)
-    return G_SOURCE_CONTINUE;
-  peers = dc_mesh_dup_peers (self);
-  for (guint i = 0; i < peers->len; i++)
-    if (dc_peer_is_sending_slowly (g_ptr_array_index (peers, i)))
-      renewal_maybe_start (self, g_ptr_array_index (peers, i));
-  return G_SOURCE_CONTINUE;
-}
-
-/* An offer for a second connection from a connected device. Both sides
- * may offer at once: the offer of the device whose id sorts first wins. */
-static void
-renewal_offer (DcMesh     *self,
-               const char *from,
-               guint       generation,
-               JsonObject *offer)
-{
-  DcPeer *current = g_hash_table_lookup (self->peers, from);
-  Renewal *renewal = g_hash_table_lookup (self->renewals, from);
-  const char *expected;
-  g_autofree char *fingerprint = NULL;
-
-  const RenewHistory *history = g_hash_table_lookup (self->renewed_at, from);
-
-  /* The offerer keeps the cool-down; taking offers no sooner than half of
-   * it (at most 2.5 s) after the last one ended here bounds a peer that
-   * would not. */
-  if (!renewal_enabled (self) || current == NULL
-      || dc_peer_get_state (current) != DC_PEER_STATE_OPEN || dc_peer_get_hello (current) == NULL
-      || generation != peer_generation (current) + 1
-      || (history != NULL && g_get_monotonic_time () - history->ended_us
-                             < MIN (history_cooldown_us (history), 5 * G_USEC_PER_SEC) / 2))
-    {
-      g_message ("offer of a new connection (generation %u) from %s ignored", generation, from);
-      return;
-    }
-  if (renewal != NULL)
-    {
-      if (renewal->generation != generation || !renewal->offerer || renewal->swapped
-          || g_strcmp0 (dc_mesh_get_id (self), from) < 0)
-        return;  /* ours goes on; the other side drops its own for it */
-      renewal_ended (self, from);
-    }
-  expected = g_object_get_data (G_OBJECT (current), "dc-remote-fp");
-  fingerprint = dc_identity_sdp_fingerprint (json_object_get_string_member_with_default (offer,
-                                                                                       "sdp",
-                                                                                       ""));
-  if (expected == NULL || g_strcmp0 (fingerprint, expected) != 0)
-    {
-      g_message ("offer of a new connection from %s carries another certificate (%s) than its "
-                 "connection (%s): refused", from, fingerprint != NULL ? fingerprint : "none",
-                 expected != NULL ? expected : "unknown");
-      emit_event (self, "refused", NULL, "fingerprint");
-      return;
-    }
-  renewal_start (self, from, generation, offer);
-}
-
-/* The peer a signaling body of @generation from @from is for, or NULL. */
-static DcPeer *
-route_signal (DcMesh     *self,
-              const char *from,
-              guint       generation)
-{
-  DcPeer *peer = g_hash_table_lookup (self->peers, from);
-  Renewal *renewal = g_hash_table_lookup (self->renewals, from);
-
-  if (renewal != NULL && !renewal->swapped && peer_generation (renewal->fresh) == generation)
-    return renewal->fresh;
-  if (peer != NULL && peer_generation (peer) == generation)
-    return peer;
-  return NULL;
-}
-
-/* SWITCH on the old connection, SWITCHED on the new one. */
-static void
-renewal_marker (DcMesh  *self,
-                DcPeer  *peer,
-                guint    type,
-                GBytes  *payload)
-{
-  g_autofree char *id = g_strdup (dc_peer_get_id (peer));
-  Renewal *renewal = g_hash_table_lookup (self->renewals, id);
-  g_autoptr(GError) error = NULL;
-  guint64 generation = 0;
-
-  if (!dc_mesh_switch_decode (payload, &generation, &error))
-    {
-      g_message ("peer %s: %s", id, error->message);
-      return;
-    }
-  /* The other side closed the old connection once it had read both
-   * markers, and its close overtook its SWITCHED: the renewal ended here
-   * already. */
-  if (renewal == NULL && type == DC_MESH_MSG_SWITCHED
-      && g_hash_table_lookup (self->peers, id) == peer && generation == peer_generation (peer))
-    return;
-  if (renewal == NULL || generation != renewal->generation
-      || (type == DC_MESH_MSG_SWITCH && (peer == renewal->fresh || renewal->marker_in))
-      || (type == DC_MESH_MSG_SWITCHED && (peer != renewal->fresh || !renewal->swapped)))
-    {
-      g_message ("peer %s: %s to generation %" G_GUINT64_FORMAT " out of place, ignored", id,
-                 dc_mesh_message_type_to_string (type), generation);
-      return;
-    }
-  if (type == DC_MESH_MSG_SWITCH)
-    {
-      renewal->marker_in = TRUE;
-      if (renewal->swapped)
-        {
-          renewal_send_switched (renewal);
-          renewal_release (self, id);
-        }
-    }
-  else
-    renewal->marker_acked = TRUE;
-  renewal_maybe_retire (self, id);
-}
-
-static void
-peer_signal_out_cb (DcPeer     *peer,
-                    JsonObject *body,
-                    gpointer    user_data)
-{
-  DcMesh *self = user_data;
-  guint generation = peer_generation (peer);
+  guint generation = _dc_mesh_peer_generation (peer);
 
   /* A renewal's connection: the other mesh routes it to its own. */
   if (generation > 1)
@@ -780,41 +169,19 @@ peer_signal_out_cb (DcPeer     *peer,
   dc_signaling_send (self->signaling, dc_peer_get_id (peer), body);
 }
 
-static void
-peer_message_cb (DcPeer  *peer,
-                 guint    type,
-                 GBytes  *payload,
-                 gpointer user_data)
+void
+_dc_mesh_peer_message_cb (DcPeer  *peer,
+                          guint    type,
+                          GBytes  *payload,
+                          gpointer user_data)
 {
   DcMesh *self = user_data;
-  Renewal *renewal;
 
-  if (type == DC_MESH_MSG_SWITCH || type == DC_MESH_MSG_SWITCHED)
-    {
-      renewal_marker (self, peer, type, payload);
-      return;
-    }
-  /* A new connection's messages wait for the old one's last. */
-  renewal = g_hash_table_lookup (self->renewals, dc_peer_get_id (peer));
-  if (renewal != NULL && peer == renewal->fresh && !(renewal->swapped && renewal->marker_in))
-    {
-      Held *held;
-
-      if (renewal->held_bytes + g_bytes_get_size (payload) > RENEW_HELD_MAX)
-        {
-          g_message ("peer %s: over %u MiB on its new connection before the old one's switch "
-                     "marker", renewal->id, RENEW_HELD_MAX >> 20);
-          dc_peer_close (peer, "faults");
-          return;
-        }
-      held = g_new0 (Held, 1);
-      held->type = type;
-      held->payload = g_bytes_ref (payload);
-      renewal->held_bytes += g_bytes_get_size (payload);
-      g_queue_push_tail (&renewal->held, held);
-      return;
-    }
-  g_signal_emit (self, signals[SIGNAL_MESSAGE], 0, peer, type, payload);
+  /* Markers, and what a new connection brings before the old one's last
+   * message, are the renewal's (dc-mesh-renewal.c). */
+  if (_dc_mesh_renewal_take_message (self, peer, type, payload))
+    return;
+  _dc_mesh_emit_message (self, peer, type, payload);
 }
 
 static gboolean
@@ -860,10 +227,10 @@ make_name_unique (DcMesh *self,
 }
 
 /* A peer counts as connected once its channel is open and its hello came. */
-static void
-peer_changed_cb (DcPeer     *peer,
-                 GParamSpec *pspec,
-                 gpointer    user_data)
+void
+_dc_mesh_peer_changed_cb (DcPeer     *peer,
+                          GParamSpec *pspec,
+                          gpointer    user_data)
 {
   DcMesh *self = user_data;
   DcPeerState state = dc_peer_get_state (peer);
@@ -875,7 +242,7 @@ peer_changed_cb (DcPeer     *peer,
       g_object_set_data (G_OBJECT (peer), "dc-counted", GINT_TO_POINTER (TRUE));
       self->n_connected++;
       g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_N_PEERS]);
-      emit_event (self, "peer-joined", dc_peer_get_name (peer), NULL);
+      _dc_mesh_emit_event (self, "peer-joined", dc_peer_get_name (peer), NULL);
     }
   else if (state == DC_PEER_STATE_CLOSED || state == DC_PEER_STATE_FAILED)
     {
@@ -891,8 +258,7 @@ peer_changed_cb (DcPeer     *peer,
         }
       /* The device is gone: a renewal with it (not yet swapped: its new
        * connection; swapped: the old one) goes too. */
-      g_hash_table_remove (self->renewals, dc_peer_get_id (peer));
-      g_hash_table_remove (self->renewed_at, dc_peer_get_id (peer));
+      _dc_mesh_renewal_forget (self, dc_peer_get_id (peer));
       dc_peer_get_slow_sending (peer, &episodes, &slow_us);
       self->slow_left_episodes += episodes;
       self->slow_left_us += slow_us;
@@ -902,7 +268,7 @@ peer_changed_cb (DcPeer     *peer,
         {
           self->n_connected--;
           g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_N_PEERS]);
-          emit_event (self, "peer-left", name, dc_peer_get_reason (peer));
+          _dc_mesh_emit_event (self, "peer-left", name, dc_peer_get_reason (peer));
         }
       else
         {
@@ -914,17 +280,18 @@ peer_changed_cb (DcPeer     *peer,
 
 /* Slow sending to a peer (dc-send-pace.c): an event with the peer's line as
  * its reason. */
-static void
-peer_slow_sending_cb (DcPeer     *peer,
-                      gboolean    slow,
-                      const char *text,
-                      gpointer    user_data)
+void
+_dc_mesh_peer_slow_sending_cb (DcPeer     *peer,
+                               gboolean    slow,
+                               const char *text,
+                               gpointer    user_data)
 {
   DcMesh *self = user_data;
 
-  emit_event (self, slow ? "slow-sending" : "sending-recovered", dc_peer_get_name (peer), text);
+  _dc_mesh_emit_event (self, slow ? "slow-sending" : "sending-recovered", dc_peer_get_name (peer),
+                       text);
   if (slow)
-    renewal_maybe_start (self, peer);
+    _dc_mesh_renewal_maybe_start (self, peer);
 }
 
 static DcPeer *
@@ -938,11 +305,12 @@ add_peer (DcMesh     *self,
   if (g_hash_table_contains (self->peers, id))
     return g_hash_table_lookup (self->peers, id);
   peer = dc_peer_new (id, offerer, &self->config.peer, self->config.hello);
-  g_signal_connect_object (peer, "signal-out", G_CALLBACK (peer_signal_out_cb), self, 0);
-  g_signal_connect_object (peer, "message", G_CALLBACK (peer_message_cb), self, 0);
-  g_signal_connect_object (peer, "slow-sending", G_CALLBACK (peer_slow_sending_cb), self, 0);
-  g_signal_connect_object (peer, "notify::state", G_CALLBACK (peer_changed_cb), self, 0);
-  g_signal_connect_object (peer, "notify::name", G_CALLBACK (peer_changed_cb), self, 0);
+  g_signal_connect_object (peer, "signal-out", G_CALLBACK (_dc_mesh_peer_signal_out_cb), self, 0);
+  g_signal_connect_object (peer, "message", G_CALLBACK (_dc_mesh_peer_message_cb), self, 0);
+  g_signal_connect_object (peer, "slow-sending", G_CALLBACK (_dc_mesh_peer_slow_sending_cb),
+                           self, 0);
+  g_signal_connect_object (peer, "notify::state", G_CALLBACK (_dc_mesh_peer_changed_cb), self, 0);
+  g_signal_connect_object (peer, "notify::name", G_CALLBACK (_dc_mesh_peer_changed_cb), self, 0);
   g_hash_table_insert (self->peers, g_strdup (id), g_object_ref (peer));
   if (!dc_peer_start (peer, &error))
     {
@@ -995,7 +363,7 @@ approve (DcMesh     *self,
   if (dc_identity_fingerprint_is_valid (fingerprint))
     g_hash_table_insert (self->pins, g_strdup (id), g_ascii_strup (fingerprint, -1));
   g_hash_table_add (self->admitted, g_strdup (id));
-  emit_event (self, "approved", name, NULL);
+  _dc_mesh_emit_event (self, "approved", name, NULL);
   add_peer (self, id, TRUE);
 }
 
@@ -1033,7 +401,7 @@ decline (DcMesh     *self,
     g_hash_table_insert (self->declined, g_strconcat ("address ", address, NULL),
                          g_memdup2 (&now, sizeof now));
   dc_signaling_send (self->signaling, id, body);
-  emit_event (self, "declined", name, NULL);
+  _dc_mesh_emit_event (self, "declined", name, NULL);
 }
 
 /**
@@ -1088,11 +456,11 @@ welcome_cb (DcSignaling *signaling,
   DcMesh *self = user_data;
 
   /* This device's address and fingerprint are known now (dc_mesh_get_address()). */
-  emit_event (self, "identity", NULL, NULL);
+  _dc_mesh_emit_event (self, "identity", NULL, NULL);
   if (dc_signaling_is_host (signaling))
     {
       self->approved = TRUE;
-      emit_event (self, "joined", NULL, "host");
+      _dc_mesh_emit_event (self, "joined", NULL, "host");
     }
   else
     {
@@ -1110,7 +478,7 @@ host_changed_cb (DcSignaling *signaling,
   if (!self->approved)
     send_request (self);
   else if (dc_signaling_is_host (signaling))
-    emit_event (self, "host", NULL, NULL);
+    _dc_mesh_emit_event (self, "host", NULL, NULL);
 }
 
 static void
@@ -1131,12 +499,7 @@ member_left_cb (DcSignaling *signaling,
   if (peer != NULL && dc_peer_get_state (peer) < DC_PEER_STATE_OPEN)
     dc_peer_close (peer, "left");
   /* Likewise a renewal's connection. */
-  {
-    Renewal *renewal = g_hash_table_lookup (self->renewals, id);
-
-    if (renewal != NULL && !renewal->swapped)
-      renewal_drop (self, renewal, "the device left the signaling service");
-  }
+  _dc_mesh_renewal_drop_unswapped (self, id, "the device left the signaling service");
 }
 
 /* Host: a request that may not open a dialog. A device declined less than
@@ -1180,7 +543,7 @@ refuse_request (DcMesh     *self,
     json_object_set_string_member (answer, "reason", reason);
     dc_signaling_send (self->signaling, from, answer);
   }
-  emit_event (self, "refused", name, reason);
+  _dc_mesh_emit_event (self, "refused", name, reason);
   return TRUE;
 }
 
@@ -1209,7 +572,7 @@ answer_matches_pin (DcMesh     *self,
                     DcPeer     *peer,
                     JsonObject *body)
 {
-  const char *pin = peer_generation (peer) > 1
+  const char *pin = _dc_mesh_peer_generation (peer) > 1
                     ? g_object_get_data (G_OBJECT (peer), "dc-remote-fp")
                     : g_hash_table_lookup (self->pins, from);
   const char *sdp = json_object_get_string_member_with_default (body, "sdp", "");
@@ -1270,7 +633,7 @@ message_cb (DcSignaling *signaling,
           request->fingerprint = g_strdup (safe_fingerprint);
           request->address = g_strdup (address);
           g_hash_table_insert (self->pending, g_strdup (from), request);
-          emit_event (self, "request", safe_name, NULL);
+          _dc_mesh_emit_event (self, "request", safe_name, NULL);
           g_signal_emit (self, signals[SIGNAL_APPROVAL_REQUESTED], 0, from, safe_name,
                          safe_fingerprint, address);
           break;
@@ -1290,15 +653,15 @@ message_cb (DcSignaling *signaling,
           }
       g_hash_table_add (self->admitted, g_strdup (from));
       self->approved = TRUE;
-      emit_event (self, "approved", NULL, NULL);
-      emit_event (self, "joined", NULL, "member");
+      _dc_mesh_emit_event (self, "approved", NULL, NULL);
+      _dc_mesh_emit_event (self, "joined", NULL, "member");
     }
   else if (g_str_equal (kind, "decline") && from_host && !self->approved)
     {
       g_autoptr(GError) error = g_error_new_literal (DC_MESH_ERROR, DC_MESH_ERROR_DECLINED,
                                                      "The room's host declined this device");
 
-      emit_event (self, "declined", NULL, NULL);
+      _dc_mesh_emit_event (self, "declined", NULL, NULL);
       fail (self, error);
     }
   else if (g_str_equal (kind, "refused") && from_host && !self->approved)
@@ -1319,7 +682,7 @@ message_cb (DcSignaling *signaling,
         error = g_error_new_literal (DC_MESH_ERROR, DC_MESH_ERROR_DECLINED,
                                      "The room's host refused this device");
       /* Only reasons this version knows reach the event. */
-      emit_event (self, "declined", NULL,
+      _dc_mesh_emit_event (self, "declined", NULL,
                   g_str_equal (reason, "cooldown") || g_str_equal (reason, "busy") ? reason
                                                                                   : NULL);
       fail (self, error);
@@ -1348,7 +711,7 @@ message_cb (DcSignaling *signaling,
           g_message ("offer from %s, who was not admitted, ignored", from);
           return;
         }
-      generation = body_generation (body);
+      generation = _dc_mesh_body_generation (body);
       if (generation == 0)
         {
           g_message ("offer from %s with an invalid generation ignored", from);
@@ -1356,7 +719,7 @@ message_cb (DcSignaling *signaling,
         }
       if (generation > 1)
         {
-          renewal_offer (self, from, generation, body);
+          _dc_mesh_renewal_offer (self, from, generation, body);
           return;
         }
       peer = add_peer (self, from, FALSE);
@@ -1368,18 +731,15 @@ message_cb (DcSignaling *signaling,
     }
   else if (g_str_equal (kind, "answer") || g_str_equal (kind, "ice"))
     {
-      guint generation = body_generation (body);
-      DcPeer *peer = generation != 0 ? route_signal (self, from, generation) : NULL;
+      guint generation = _dc_mesh_body_generation (body);
+      DcPeer *peer = generation != 0 ? _dc_mesh_renewal_route_signal (self, from, generation)
+                                     : NULL;
 
       if (peer != NULL && g_str_equal (kind, "answer") && !answer_matches_pin (self, from, peer,
                                                                               body))
         {
-          Renewal *renewal = g_hash_table_lookup (self->renewals, from);
-
-          emit_event (self, "refused", NULL, "fingerprint");
-          if (renewal != NULL && renewal->fresh == peer && !renewal->swapped)
-            renewal_drop (self, renewal, "another certificate");
-          else
+          _dc_mesh_emit_event (self, "refused", NULL, "fingerprint");
+          if (!_dc_mesh_renewal_refuse_peer (self, peer, "another certificate"))
             dc_peer_close (peer, "fingerprint");
           return;
         }
@@ -1408,7 +768,7 @@ refused_cb (DcSignaling *signaling,
        * service forged (docs/SECURITY.md). */
       json_object_set_string_member (answer, "reason", "auth");
       dc_signaling_send (signaling, from, answer);
-      emit_event (self, "refused", NULL, "auth");
+      _dc_mesh_emit_event (self, "refused", NULL, "auth");
     }
   else if (!g_str_equal (kind, "request"))
     {
@@ -1416,7 +776,7 @@ refused_cb (DcSignaling *signaling,
        * that fails the room's MAC changes nothing here. */
       g_message ("unauthenticated “%s” from %s ignored: the room code differs from the "
                  "host's, or the signaling service tampers", kind, from);
-      emit_event (self, "unverified", NULL, kind);
+      _dc_mesh_emit_event (self, "unverified", NULL, kind);
     }
 }
 
@@ -1472,7 +832,7 @@ dc_mesh_start (DcMesh *self)
   g_signal_connect_object (self->signaling, "member-left", G_CALLBACK (member_left_cb), self, 0);
   g_signal_connect_object (self->signaling, "failed", G_CALLBACK (failed_cb), self, 0);
   dc_signaling_connect (self->signaling, self->config.create);
-  self->renew_check_id = g_timeout_add (RENEW_CHECK_MS, renewal_check_cb, self);
+  self->renew_check_id = g_timeout_add (DC_MESH_RENEW_CHECK_MS, _dc_mesh_renewal_check_cb, self);
 }
 
 /**
@@ -1712,19 +1072,7 @@ dc_mesh_get_slow_sending (DcMesh *self,
 
   *episodes = self->slow_left_episodes;
   *slow_us = self->slow_left_us;
-  g_hash_table_iter_init (&iter, self->renewals);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    {
-      Renewal *renewal = value;
-      guint old_episodes;
-      gint64 old_us;
-
-      if (renewal->old == NULL)
-        continue;
-      dc_peer_get_slow_sending (renewal->old, &old_episodes, &old_us);
-      *episodes += old_episodes;
-      *slow_us += old_us;
-    }
+  _dc_mesh_renewal_add_slow_sending (self, episodes, slow_us);
   g_hash_table_iter_init (&iter, self->peers);
   while (g_hash_table_iter_next (&iter, NULL, &value))
     {
@@ -1900,6 +1248,6 @@ dc_mesh_init (DcMesh *self)
   self->pins = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->declined = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->renewals = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify) renewal_free);
+                                          _dc_mesh_renewal_free);
   self->renewed_at = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
