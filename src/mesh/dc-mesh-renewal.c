@@ -62,7 +62,6 @@ held_free (Held *held)
   g_free (held);
 }
 
-
 /* A new connection not open and introduced by then is dropped; the old one
  * stays. */
 #define RENEW_OPEN_MS     10000
