@@ -10,6 +10,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include <glib-object.h>
 
 #include "mesh/dc-gst-quirks.h"
@@ -75,13 +77,33 @@ test_child (void)
     }
 }
 
-/* Runs the child casting a freed instance to the type @type_name. */
+/* The same through dc_gst_quirks_add_test (): the case installs nothing
+ * itself, and the test program's g_test_run () cleared any fatal handler
+ * main() set (GLib 2.74), as in every test program that stops peers. */
+static void
+test_child_added (void)
+{
+  if (g_test_subprocess () || g_getenv ("QUIRKS_RUN") != NULL)
+    {
+      g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
+      g_assert_cmpint (cast_freed (register_named (g_getenv ("QUIRKS_TYPE"))), ==, 0);
+      g_print ("went on\n");
+    }
+}
+
+/* Runs the child (@path) casting a freed instance to the type @type_name. */
+static void
+run_child_at (const char *path,
+              const char *type_name)
+{
+  g_setenv ("QUIRKS_TYPE", type_name, TRUE);
+  g_test_trap_subprocess (path, 10 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+}
+
 static void
 run_child (const char *type_name)
 {
-  g_setenv ("QUIRKS_TYPE", type_name, TRUE);
-  g_test_trap_subprocess ("/mesh/gst-quirks/child", 10 * G_USEC_PER_SEC,
-                          G_TEST_SUBPROCESS_DEFAULT);
+  run_child_at ("/mesh/gst-quirks/child", type_name);
 }
 
 static void
@@ -91,6 +113,46 @@ test_sctp_warning_not_fatal (void)
   g_test_trap_assert_passed ();
   g_test_trap_assert_stderr ("*in cast to 'GstSctpAssociation'*");
   g_test_trap_assert_stdout ("*went on*");
+  /* A TAP harness fails a test on this line, even when it goes on. */
+  g_test_trap_assert_stdout_unmatched ("*Bail out!*");
+}
+
+/* dc_gst_quirks_add_test (): the case is quirked without installing in it. */
+static void
+test_added_case_not_fatal (void)
+{
+  run_child_at ("/mesh/gst-quirks/child-added", "GstSctpAssociation");
+  g_test_trap_assert_passed ();
+  g_test_trap_assert_stdout ("*went on*");
+  g_test_trap_assert_stdout_unmatched ("*Bail out!*");
+  run_child_at ("/mesh/gst-quirks/child-added", "DcQuirksOther");
+  g_test_trap_assert_failed ();
+  g_test_trap_assert_stdout_unmatched ("*went on*");
+}
+
+/* As a test program of its own (TAP on its output, not a trapped
+ * subprocess): the warning leaves no "Bail out!" in the output, which
+ * meson would count as a failure even though the program goes on. */
+static void
+test_tap_output (void)
+{
+  const char *argv[] = { "/proc/self/exe", "-p", "/mesh/gst-quirks/child-added", NULL };
+  g_auto(GStrv) envp = g_get_environ ();
+  g_autofree char *out = NULL;
+  g_autoptr(GError) error = NULL;
+  int status = -1;
+
+  envp = g_environ_setenv (envp, "QUIRKS_RUN", "1", TRUE);
+  envp = g_environ_setenv (envp, "QUIRKS_TYPE", "GstSctpAssociation", TRUE);
+  envp = g_environ_setenv (envp, "G_DEBUG", "fatal-warnings", TRUE);
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, envp, G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+                               NULL, &out, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_test_message ("child's output: %s", out);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_assert_nonnull (strstr (out, "went on"));
+  g_assert_nonnull (strstr (out, "ok 1 /mesh/gst-quirks/child-added"));
+  g_assert_null (strstr (out, "Bail out!"));
 }
 
 static void
@@ -109,7 +171,10 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/mesh/gst-quirks/matches", test_matches);
   g_test_add_func ("/mesh/gst-quirks/child", test_child);
+  dc_gst_quirks_add_test ("/mesh/gst-quirks/child-added", test_child_added);
   g_test_add_func ("/mesh/gst-quirks/sctp-warning-not-fatal", test_sctp_warning_not_fatal);
   g_test_add_func ("/mesh/gst-quirks/other-warning-fatal", test_other_warning_fatal);
+  g_test_add_func ("/mesh/gst-quirks/added-case-not-fatal", test_added_case_not_fatal);
+  g_test_add_func ("/mesh/gst-quirks/tap-output", test_tap_output);
   return g_test_run ();
 }

@@ -10,6 +10,8 @@
 G_BEGIN_DECLS
 
 void     dc_gst_quirks_install                    (void);
+void     dc_gst_quirks_add_test                   (const char *path,
+                                                   GTestFunc   func);
 gboolean dc_gst_quirks_is_sctp_teardown_warning   (const char *log_domain,
                                                    const char *message);
 
