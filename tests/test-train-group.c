@@ -371,6 +371,7 @@ test_renewal (void)
   for (guint p = 0; p < G_N_ELEMENTS (procs); p++)
     {
       g_autoptr(GPtrArray) steps = NULL;
+      int done, failed;
 
       dc_test_proc_wait_done (procs[p], 8, RUN_BOUND_MS);
       steps = dc_test_proc_steps (procs[p], FALSE);
@@ -383,7 +384,13 @@ test_renewal (void)
         }
       renewed += json_object_get_int_member (g_ptr_array_index (steps, 8), "renewals");
       g_assert_cmpint (dc_test_proc_find (procs[p], 0, "dropped", NULL), <, 0);
-      g_assert_cmpint (dc_test_proc_find (procs[p], 0, "renewal-failed", NULL), <, 0);
+      /* None fails during the run; one begun as it ends may be cut short by
+       * the others leaving (seen in CI: "the device left the signaling
+       * service"). */
+      done = dc_test_proc_find (procs[p], 0, "done", NULL);
+      failed = dc_test_proc_find (procs[p], 0, "renewal-failed", NULL);
+      g_assert_cmpint (done, >=, 0);
+      g_assert_true (failed < 0 || failed > done);
     }
   /* Each renewal counts on both sides of its pair (one side may swap just
    * after its last step line). */
