@@ -1643,6 +1643,24 @@ dc_peer_send_chunks (DcPeer     *self,
   return frames != NULL && dc_peer_send_frames (self, type, frames, error);
 }
 
+/* Queues @frames (each a GPtrArray of pieces) in order and sends what the
+ * window allows. A peer reads a frame's pieces by its own index
+ * (OutFrame.next): the arrays are never changed, so peers may share them. */
+static void
+queue_frames (DcPeer    *self,
+              GPtrArray *frames)
+{
+  for (guint i = 0; i < frames->len; i++)
+    {
+      GPtrArray *pieces = g_ptr_array_index (frames, i);
+
+      for (guint j = 0; j < pieces->len; j++)
+        self->queued += g_bytes_get_size (g_ptr_array_index (pieces, j));
+      g_queue_push_tail (&self->out, out_frame_new (pieces, TRUE));
+    }
+  pump (self);
+}
+
 /**
  * dc_peer_send_frames:
  * @type: GRADIENTS, WEIGHTS, CHECKPOINT or REPAIR
@@ -1674,17 +1692,7 @@ dc_peer_send_frames (DcPeer     *self,
                    "%s messages are not chunked", dc_mesh_message_type_to_string (type));
       return FALSE;
     }
-  for (guint i = 0; i < frames->len; i++)
-    {
-      GPtrArray *pieces = g_ptr_array_index (frames, i);
-
-      /* A peer reads a frame's pieces by its own index (OutFrame.next):
-       * the array itself is never changed, so peers may share it. */
-      for (guint j = 0; j < pieces->len; j++)
-        self->queued += g_bytes_get_size (g_ptr_array_index (pieces, j));
-      g_queue_push_tail (&self->out, out_frame_new (pieces, TRUE));
-    }
-  pump (self);
+  queue_frames (self, frames);
   return TRUE;
 }
 
@@ -1817,15 +1825,7 @@ dc_peer_send_taken (DcPeer     *self,
                    self->id);
       return FALSE;
     }
-  for (guint f = 0; f < frames->len; f++)
-    {
-      GPtrArray *pieces = g_ptr_array_index (frames, f);
-
-      for (guint i = 0; i < pieces->len; i++)
-        self->queued += g_bytes_get_size (g_ptr_array_index (pieces, i));
-      g_queue_push_tail (&self->out, out_frame_new (pieces, TRUE));
-    }
-  pump (self);
+  queue_frames (self, frames);
   return TRUE;
 }
 
