@@ -962,8 +962,7 @@ dc_mesh_flush (DcMesh        *self,
                gpointer       user_data)
 {
   Flush *flush;
-  GHashTableIter iter;
-  gpointer key, value;
+  g_autoptr(GPtrArray) peers = NULL;
   gint64 now = g_get_monotonic_time ();
   g_autoptr(GBytes) payload = NULL;
 
@@ -978,11 +977,17 @@ dc_mesh_flush (DcMesh        *self,
   flush->done = done;
   flush->user_data = user_data;
   payload = dc_mesh_heartbeat_encode (flush->seq, now);
-  g_hash_table_iter_init (&iter, self->peers);
-  while (g_hash_table_iter_next (&iter, &key, &value))
-    if (dc_peer_get_state (value) == DC_PEER_STATE_OPEN
-        && dc_peer_send (value, DC_MESH_MSG_PING, payload, NULL))
-      g_hash_table_add (flush->waiting, g_strdup (key));
+  /* A copy: a send that finds its channel closing closes the peer, which
+   * leaves the table (seen in CI: the iterator's version check). */
+  peers = dc_mesh_dup_peers (self);
+  for (guint i = 0; i < peers->len; i++)
+    {
+      DcPeer *peer = g_ptr_array_index (peers, i);
+
+      if (dc_peer_get_state (peer) == DC_PEER_STATE_OPEN
+          && dc_peer_send (peer, DC_MESH_MSG_PING, payload, NULL))
+        g_hash_table_add (flush->waiting, g_strdup (dc_peer_get_id (peer)));
+    }
   flush->message_id = g_signal_connect (self, "message", G_CALLBACK (flush_message_cb), flush);
   flush->poll_id = g_timeout_add (20, flush_poll_cb, flush);
 }
@@ -1026,8 +1031,7 @@ dc_mesh_send_object (DcMesh             *self,
                      GError            **error)
 {
   g_autoptr(GPtrArray) bodies = NULL;
-  GHashTableIter iter;
-  gpointer value;
+  g_autoptr(GPtrArray) peers = NULL;
   guint n = 0;
 
   g_return_val_if_fail (DC_IS_MESH (self), FALSE);
@@ -1037,10 +1041,11 @@ dc_mesh_send_object (DcMesh             *self,
   bodies = dc_mesh_chunks_split (type, info, object, error);
   if (bodies == NULL)
     return FALSE;
-  g_hash_table_iter_init (&iter, self->peers);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    if (dc_peer_get_state (value) == DC_PEER_STATE_OPEN
-        && dc_peer_send_chunks (value, type, bodies, NULL))
+  /* A copy: a send may close its peer, which leaves the table. */
+  peers = dc_mesh_dup_peers (self);
+  for (guint i = 0; i < peers->len; i++)
+    if (dc_peer_get_state (g_ptr_array_index (peers, i)) == DC_PEER_STATE_OPEN
+        && dc_peer_send_chunks (g_ptr_array_index (peers, i), type, bodies, NULL))
       n++;
   if (n_peers != NULL)
     *n_peers = n;
