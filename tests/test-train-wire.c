@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #include <gio/gio.h>
@@ -546,7 +547,7 @@ test_shard_bf16 (void)
   bad = g_memdup2 (w, wire_size);
   bad[5] = DC_TRAIN_WIRE_F32;
   expect_shard_refused (bad, wire_size, N_PARAMS);
-  bad[5] = 2;                                                 /* unknown element type */
+  bad[5] = 3;                                                 /* unknown element type */
   expect_shard_refused (bad, wire_size, N_PARAMS);
   bad[5] = DC_TRAIN_WIRE_BF16;
   expect_shard_refused (bad, wire_size - 1, N_PARAMS);        /* one byte short */
@@ -566,6 +567,220 @@ test_shard_bf16 (void)
       g_test_message ("refused: %s", error->message);
       g_clear_error (&error);
     }
+}
+
+/* The int8 wire's rounding: a block's exponent is the least e with
+ * absmax ≤ 127 × 2^e (so its largest value's q is 64…127), values round to
+ * the nearest q × 2^e (ties to even), −0 comes back +0, a value under
+ * 2^−127 in a block of tiny values goes to the smallest step's multiples,
+ * and a non-finite value, or one beyond 127 × 2^121, is refused. */
+static void
+test_int8_round (void)
+{
+  float v[DC_TRAIN_INT8_BLOCK_VALUES + 3];
+  float a;
+
+  /* absmax 1.0 = 0.5 × 2^1: e = −6, q = 64; 2.5 steps rounds to 2. */
+  v[0] = 1.0f;
+  v[1] = 2.5f / 64;
+  v[2] = 3.5f / 64;
+  v[3] = -0.001f;
+  g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, v, 4));
+  g_assert_cmpfloat (v[0], ==, 1.0f);
+  g_assert_cmpfloat (v[1], ==, 2.0f / 64);
+  g_assert_cmpfloat (v[2], ==, 4.0f / 64);
+  g_assert_cmpfloat (v[3], ==, 0.0f);
+  g_assert_false (signbit (v[3]));
+  /* 127 steps of 2^−6 keep e = −6; just above it takes e = −5 (q = 64). */
+  v[0] = 127.0f / 64;
+  v[1] = 1.0f / 64;
+  g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, v, 2));
+  g_assert_cmpfloat (v[0], ==, 127.0f / 64);
+  g_assert_cmpfloat (v[1], ==, 1.0f / 64);
+  v[0] = 1.99f;
+  v[1] = 1.0f / 64;
+  g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, v, 2));
+  g_assert_cmpfloat (v[0], ==, 2.0f);                /* 64 × 2^−5 */
+  g_assert_cmpfloat (v[1], ==, 0.0f);                /* half a step of 2^−5, to even: 0 */
+  /* Tiny blocks: the smallest step is 2^−126. */
+  v[0] = 1e-38f;
+  v[1] = 1e-39f;
+  g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, v, 2));
+  g_assert_cmpfloat (v[0], ==, ldexpf (1.0f, -126));
+  g_assert_cmpfloat (v[1], ==, 0.0f);
+  /* Blocks are 39 values from the first: the 40th value is in a block of
+   * its own, and a large value does not coarsen it. */
+  for (guint i = 0; i < G_N_ELEMENTS (v); i++)
+    v[i] = 1.0f;
+  v[0] = 1000.0f;
+  v[DC_TRAIN_INT8_BLOCK_VALUES] = 0.3f;
+  g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, v, G_N_ELEMENTS (v)));
+  g_assert_cmpfloat (v[1], ==, 0.0f);                /* 1 in steps of 2^3 */
+  g_assert_cmpfloat (v[DC_TRAIN_INT8_BLOCK_VALUES + 1], ==, 1.0f);
+  a = 0.3f;
+  g_assert_cmpfloat (fabsf (v[DC_TRAIN_INT8_BLOCK_VALUES] - a), <=, ldexpf (1.0f, -7)); /* steps of 2^−6 */
+  /* Refused: NaN, ∞, and beyond the exponent range. */
+  v[0] = NAN;
+  g_assert_false (dc_train_wire_round (DC_TRAIN_WIRE_INT8, v, 2));
+  v[0] = INFINITY;
+  g_assert_false (dc_train_wire_round (DC_TRAIN_WIRE_INT8, v, 2));
+  v[0] = FLT_MAX;
+  g_assert_false (dc_train_wire_round (DC_TRAIN_WIRE_INT8, v, 2));
+  v[0] = ldexpf (127.0f, 121);
+  g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, v, 2));
+}
+
+/* Rounding is a projection: random blocks of every scale (and zeros, and
+ * a short last block), rounded once, round to themselves again, and each
+ * value moved by at most half its block's step. What a device sums is
+ * what it sends, and a kept value sent again (repair) is the same value. */
+static void
+test_int8_idempotent (void)
+{
+  GRand *rand = g_rand_new_with_seed (7);
+  gsize n = 10 * DC_TRAIN_INT8_BLOCK_VALUES + 17;
+  g_autofree float *x = g_new (float, n);
+  g_autofree float *once = g_new (float, n);
+
+  for (guint round = 0; round < 200; round++)
+    {
+      for (gsize i = 0; i < n; i++)
+        {
+          int scale = g_rand_int_range (rand, -140, 100);
+
+          x[i] = g_rand_int_range (rand, 0, 8) == 0 ? 0.0f
+                 : ldexpf ((float) g_rand_double_range (rand, -1.0, 1.0), scale / (1 + (int) (i % 5)));
+        }
+      memcpy (once, x, n * sizeof (float));
+      g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, once, n));
+      for (gsize b = 0; b < n; b += DC_TRAIN_INT8_BLOCK_VALUES)
+        {
+          gsize m = MIN (n - b, DC_TRAIN_INT8_BLOCK_VALUES);
+          float absmax = 0.0f, step;
+          int k;
+
+          for (gsize i = 0; i < m; i++)
+            absmax = MAX (absmax, fabsf (x[b + i]));
+          frexpf (absmax, &k);
+          step = ldexpf (1.0f, MAX (k - 7, -126));
+          if (absmax > ldexpf (127.0f, k - 7))
+            step *= 2;
+          for (gsize i = 0; i < m; i++)
+            g_assert_cmpfloat (fabsf (once[b + i] - x[b + i]), <=, step / 2);
+        }
+      memcpy (x, once, n * sizeof (float));
+      g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, x, n));
+      g_assert_cmpmem (x, n * sizeof (float), once, n * sizeof (float));
+    }
+  g_rand_free (rand);
+}
+
+/* A contribution of 100 values (blocks of 39, 39 and 22) as an int8 run
+ * sends it: 32 + 8 + 40 + 40 + 23 bytes, element type 2, and back to the
+ * same float32 object exactly. Refused: a byte short, padding set, an
+ * exponent outside −126…121, a q of −128. */
+static void
+test_shard_int8 (void)
+{
+  gsize n = 100;
+  DcTrainShardHeader header = { DC_TRAIN_SHARD_CONTRIBUTION, 1, 0, 7, 0, 0, DC_TRAIN_WIRE_F32 };
+  gsize size = dc_train_shard_object_size (DC_TRAIN_SHARD_CONTRIBUTION, EVEN (n), 1, 0);
+  g_autofree guint8 *data = g_malloc0 (size);
+  float *values = (float *) (data + DC_TRAIN_SHARD_HEADER_SIZE);
+  g_autoptr(GBytes) object = NULL;
+  g_autoptr(GBytes) wire = NULL;
+  g_autoptr(GBytes) wide = NULL;
+  g_autoptr(GError) error = NULL;
+  DcTrainShardHeader parsed;
+  g_autofree guint8 *bad = NULL;
+  const guint8 *w;
+  gsize wire_size;
+
+  dc_train_shard_header_write (data, &header);
+  for (gsize i = 0; i < n; i++)
+    values[i] = sinf ((float) i) * ldexpf (1.0f, (int) (i / 39) * 5 - 8);
+  g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, values, n));
+  object = g_bytes_new (data, size);
+  wire = dc_train_shard_encode (object, DC_TRAIN_WIRE_INT8);
+  w = g_bytes_get_data (wire, &wire_size);
+  g_assert_cmpuint (wire_size, ==, DC_TRAIN_SHARD_HEADER_SIZE + 8 + 40 + 40 + 23);
+  g_assert_cmpuint (wire_size, ==, dc_train_shard_wire_size (DC_TRAIN_SHARD_CONTRIBUTION,
+                                                             DC_TRAIN_WIRE_INT8, EVEN (n), 1, 0));
+  g_assert_cmpuint (w[5], ==, DC_TRAIN_WIRE_INT8);
+  g_assert_cmpint ((gint8) w[40], ==, -8 - 7 + 1);   /* |sin| up to 0.99: 2^−8 × (0.5…1) */
+  g_assert_true (dc_train_shard_header_parse (w, wire_size, EVEN (n), &parsed, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (parsed.n_values, ==, n);
+  wide = dc_train_shard_decode (wire, &parsed, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_bytes_equal (wide, object));
+
+  bad = g_memdup2 (w, wire_size);
+  expect_shard_refused (bad, wire_size - 1, n);               /* a byte short */
+  for (guint k = 0; k < 4; k++)
+    {
+      g_autoptr(GBytes) broken = NULL;
+      g_autoptr(GBytes) none = NULL;
+
+      memcpy (bad, w, wire_size);
+      if (k == 0)
+        bad[DC_TRAIN_SHARD_HEADER_SIZE + 3] = 1;              /* padding set */
+      else if (k == 1)
+        bad[40] = (guint8) (gint8) -127;                      /* exponent below −126 */
+      else if (k == 2)
+        bad[80] = 122;                                        /* exponent above 121 */
+      else
+        bad[41] = 0x80;                                       /* q = −128 */
+      broken = g_bytes_new_static (bad, wire_size);
+      g_assert_true (dc_train_shard_header_parse (bad, wire_size, EVEN (n), &parsed, NULL));
+      none = dc_train_shard_decode (broken, &parsed, &error);
+      g_assert_null (none);
+      g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA);
+      g_clear_error (&error);
+    }
+}
+
+/* A shard of several mesh chunks in int8: every chunk boundary is a block
+ * boundary, so the values of chunk j (dc_train_wire_values_before () of
+ * its ends) packed on their own are exactly that chunk's bytes of the
+ * whole object's encoding, and decode back on their own: what the streamed
+ * reduce does with each chunk as it comes. */
+static void
+test_int8_chunks (void)
+{
+  gsize n = 200003;
+  gsize bytes = dc_train_wire_values_size (DC_TRAIN_WIRE_INT8, n);
+  gsize total = DC_TRAIN_SHARD_HEADER_SIZE + bytes;
+  g_autofree float *values = g_new (float, n);
+  g_autofree guint8 *whole = g_malloc0 (bytes);
+  g_autofree guint8 *piece = g_malloc0 (DC_MESH_CHUNK_DATA_MAX);
+  g_autofree float *back = g_new (float, n);
+  guint chunks = 0;
+
+  for (gsize i = 0; i < n; i++)
+    values[i] = cosf ((float) i * 0.37f) * ldexpf (1.0f, (int) (i % 97) / 9 - 12);
+  g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, values, n));
+  dc_train_wire_pack (DC_TRAIN_WIRE_INT8, values, n, 0, whole);
+  for (guint64 a = 0; a < total; a += DC_MESH_CHUNK_DATA_MAX, chunks++)
+    {
+      gsize ra = MAX (a, DC_TRAIN_SHARD_HEADER_SIZE) - DC_TRAIN_SHARD_HEADER_SIZE;
+      gsize rb = MIN (a + DC_MESH_CHUNK_DATA_MAX, total) - DC_TRAIN_SHARD_HEADER_SIZE;
+      gsize start = dc_train_wire_values_before (DC_TRAIN_WIRE_INT8, n, ra);
+      gsize end = dc_train_wire_values_before (DC_TRAIN_WIRE_INT8, n, rb);
+
+      g_assert_cmpuint (start % DC_TRAIN_INT8_BLOCK_VALUES, ==, 0);
+      g_assert_cmpuint (dc_train_wire_value_offset (DC_TRAIN_WIRE_INT8, start), ==, ra);
+      dc_train_wire_pack (DC_TRAIN_WIRE_INT8, values + start, end - start, start, piece);
+      g_assert_cmpmem (piece, rb - ra, whole + ra, rb - ra);
+      g_assert_true (dc_train_wire_unpack (DC_TRAIN_WIRE_INT8, whole + ra, rb - ra, start,
+                                           back + start, end - start));
+      if (rb - ra > 1)
+        g_assert_false (dc_train_wire_unpack (DC_TRAIN_WIRE_INT8, whole + ra, rb - ra - 1, start,
+                                              back + start, end - start));
+    }
+  g_assert_cmpuint (chunks, ==, (total + DC_MESH_CHUNK_DATA_MAX - 1) / DC_MESH_CHUNK_DATA_MAX);
+  g_assert_cmpuint (chunks, >, 3);
+  g_assert_cmpmem (back, n * sizeof (float), values, n * sizeof (float));
 }
 
 /* The tail layout (issue 11's exchange tail): for every model the group
@@ -677,6 +892,10 @@ main (int   argc,
   g_test_add_func ("/dc/train/wire/bf16-round", test_bf16_round);
   g_test_add_func ("/dc/train/wire/shard-bf16", test_shard_bf16);
   g_test_add_func ("/dc/train/wire/shard-summed-hashes", test_shard_summed_hashes);
+  g_test_add_func ("/dc/train/wire/int8-round", test_int8_round);
+  g_test_add_func ("/dc/train/wire/int8-idempotent", test_int8_idempotent);
+  g_test_add_func ("/dc/train/wire/shard-int8", test_shard_int8);
+  g_test_add_func ("/dc/train/wire/int8-chunks", test_int8_chunks);
   g_test_add_func ("/dc/train/wire/shard-tail", test_shard_tail);
   return g_test_run ();
 }

@@ -6,6 +6,7 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include <gio/gio.h>
@@ -206,6 +207,41 @@ dc_train_shard_layout_init_model (DcTrainShardLayout *layout,
                                    block2.offset - block1.offset, config->n_layer - 1);
 }
 
+/**
+ * dc_train_shard_layout_init_run:
+ * @config: the run's model
+ * @n_params: its parameters
+ *
+ * The layout a run's devices cut their gradients by: the tail layout
+ * (dc_train_shard_layout_init_model ()), or for experiments
+ * `DC_TRAIN_GROUP_SHARDS=even` (even shards) or `weighted` (the tail
+ * layout cut by block weight). Every device of a run must see the same
+ * value, and so must `--simulate-peers` (an int8 wire rounds shard by
+ * shard).
+ */
+void
+dc_train_shard_layout_init_run (DcTrainShardLayout *layout,
+                                const DcGptConfig  *config,
+                                gsize               n_params)
+{
+  static gsize choice = 0;
+
+  if (g_once_init_enter (&choice))
+    {
+      const char *shards = g_getenv ("DC_TRAIN_GROUP_SHARDS");
+
+      g_once_init_leave (&choice, g_strcmp0 (shards, "even") == 0 ? 2
+                                  : g_strcmp0 (shards, "weighted") == 0 ? 3 : 1);
+    }
+  if (choice == 2)
+    dc_train_shard_layout_init_even (layout, n_params);
+  else
+    {
+      dc_train_shard_layout_init_model (layout, config);
+      layout->block_weighted = choice == 3;
+    }
+}
+
 /* Weights of the tail layout's early values. By default every value
  * weighs the same (the early shards are even by count). Block-weighted
  * (@block_weighted): block l (1 ≤ l, final l blocks of the backward pass
@@ -361,8 +397,9 @@ dc_train_shard_range (const DcTrainShardLayout *layout,
  * dc_train_shard_wire_size:
  *
  * The exact size of a shard object whose values are @wire: the 32-byte
- * header, for a summed shard @n_ranks SHA-256 hashes, then the shard's
- * values (4 bytes each in f32, 2 in bf16).
+ * header, the shard's values (4 bytes each in f32, 2 in bf16, blocks of
+ * 39 in 40 bytes after 8 zero bytes in int8: dc_train_wire_values_size ()),
+ * then for a summed shard @n_ranks SHA-256 hashes.
  */
 gsize
 dc_train_shard_wire_size (DcTrainShardKind kind,
@@ -376,7 +413,7 @@ dc_train_shard_wire_size (DcTrainShardKind kind,
   dc_train_shard_range (layout, n_ranks, shard, &start, &length);
   return DC_TRAIN_SHARD_HEADER_SIZE
          + (kind == DC_TRAIN_SHARD_SUMMED ? (gsize) n_ranks * DC_TRAIN_SHARD_HASH_SIZE : 0)
-         + length * (wire == DC_TRAIN_WIRE_BF16 ? 2 : sizeof (float));
+         + dc_train_wire_values_size (wire, length);
 }
 
 /**
@@ -430,7 +467,7 @@ dc_train_shard_header_write (guint8                   *data,
  * @data: (array length=size): a shard object, or its first chunk
  *
  * Checks a shard object's 32-byte header alone (docs/PROTOCOL.md): magic
- * "DRS1", kind 1 or 2, element type 0 (f32) or 1 (bf16), reserved bytes
+ * "DRS1", kind 1 or 2, element type 0 (f32), 1 (bf16) or 2 (int8), reserved bytes
  * zero, roster size 1-64, shard below it. The object's size is
  * dc_train_shard_header_parse ()'s to check.
  *
@@ -449,7 +486,8 @@ dc_train_shard_header_read (const guint8        *data,
       return FALSE;
     }
   if ((data[4] != DC_TRAIN_SHARD_CONTRIBUTION && data[4] != DC_TRAIN_SHARD_SUMMED)
-      || (data[5] != DC_TRAIN_WIRE_F32 && data[5] != DC_TRAIN_WIRE_BF16)
+      || (data[5] != DC_TRAIN_WIRE_F32 && data[5] != DC_TRAIN_WIRE_BF16
+          && data[5] != DC_TRAIN_WIRE_INT8)
       || data[6] != 0 || data[7] != 0 || get_u32 (data + 28) != 0)
     {
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
@@ -655,18 +693,18 @@ dc_train_wire_weights_cap (gsize n_params)
 /**
  * dc_train_wire_to_string:
  *
- * Returns: "f32" or "bf16", as `train --gradient-wire` names them
+ * Returns: "f32", "bf16" or "int8", as `train --gradient-wire` names them
  */
 const char *
 dc_train_wire_to_string (DcTrainWire wire)
 {
-  return wire == DC_TRAIN_WIRE_BF16 ? "bf16" : "f32";
+  return wire == DC_TRAIN_WIRE_BF16 ? "bf16" : wire == DC_TRAIN_WIRE_INT8 ? "int8" : "f32";
 }
 
 /**
  * dc_train_wire_from_string:
  *
- * Returns: %FALSE when @text is neither "f32" nor "bf16"
+ * Returns: %FALSE when @text is not "f32", "bf16" or "int8"
  */
 gboolean
 dc_train_wire_from_string (const char  *text,
@@ -676,6 +714,8 @@ dc_train_wire_from_string (const char  *text,
     *wire = DC_TRAIN_WIRE_F32;
   else if (g_strcmp0 (text, "bf16") == 0)
     *wire = DC_TRAIN_WIRE_BF16;
+  else if (g_strcmp0 (text, "int8") == 0)
+    *wire = DC_TRAIN_WIRE_INT8;
   else
     return FALSE;
   return TRUE;
@@ -811,14 +851,363 @@ dc_train_bf16_unpack (const guint8 *data,
   return !bad;
 }
 
+/* A mesh chunk holds whole blocks, and the first block begins where the
+ * header and the 8 zero bytes end (dc-train-wire.h). */
+G_STATIC_ASSERT (DC_MESH_CHUNK_DATA_MAX % DC_TRAIN_INT8_BLOCK_SIZE == 0);
+G_STATIC_ASSERT (DC_TRAIN_SHARD_HEADER_SIZE + DC_TRAIN_INT8_PAD == DC_TRAIN_INT8_BLOCK_SIZE);
+
+/* The int8 wire's block exponent: the least e ≥ DC_TRAIN_INT8_EXP_MIN with
+ * @absmax ≤ 127 × 2^e (exact: frexp and comparisons only), so the largest
+ * value's q is 64…127 and rounding twice gives the same values. */
+static int
+int8_exponent (float absmax)
+{
+  int k, e;
+  float m;
+
+  if (absmax == 0.0f)
+    return DC_TRAIN_INT8_EXP_MIN;
+  m = frexpf (absmax, &k);
+  /* absmax = m × 2^k, 0.5 ≤ m < 1: 127 × 2^(k−7) = (127/128) × 2^k. */
+  e = m <= 127.0f / 128.0f ? k - 7 : k - 6;
+  return MAX (e, DC_TRAIN_INT8_EXP_MIN);
+}
+
+/* One block: its exponent and each value's q. FALSE when a value is not
+ * finite or the block's values do not fit the exponent range (a gradient
+ * beyond 2^127: diverged). */
+static gboolean
+int8_block_encode (const float *values,
+                   gsize        n,
+                   int         *exponent,
+                   gint8       *q)
+{
+  float absmax = 0.0f;
+  int e;
+
+  for (gsize i = 0; i < n; i++)
+    {
+      if (!isfinite (values[i]))
+        return FALSE;
+      absmax = MAX (absmax, fabsf (values[i]));
+    }
+  e = int8_exponent (absmax);
+  if (e > DC_TRAIN_INT8_EXP_MAX)
+    return FALSE;
+  *exponent = e;
+  /* x × 2^−e is exact (a power of two; a result below 2^−126 is under
+   * one half and rounds to 0 whatever its last bits); ties to even. */
+  for (gsize i = 0; i < n; i++)
+    q[i] = (gint8) (int) rintf (ldexpf (values[i], -e));
+  return TRUE;
+}
+
+/* q × 2^e: exact, a normal float or zero (|q| ≥ 1 and e ≥ −126; |q| ≤ 127
+ * and e ≤ 121 stay below FLT_MAX). The int conversion first: −0 is 0. */
+static inline float
+int8_value (int q,
+            int e)
+{
+  return ldexpf ((float) q, e);
+}
+
+/**
+ * dc_train_wire_round:
+ * @values: (array length=n): values whose first begins a shard (or a chunk
+ *   of one), rounded in place
+ *
+ * Rounds @values to @wire, as what a device sends and uses: nothing for
+ * f32, dc_train_bf16_round () for bf16, and for int8 each block of 39
+ * values from @values[0] (the last may be shorter) to its q × 2^e. The
+ * same on every host (exact operations only), and rounding twice gives
+ * the same values.
+ *
+ * Returns: %FALSE when a value is not finite (or rounds beyond the wire's
+ *   range): training diverged
+ */
+gboolean
+dc_train_wire_round (DcTrainWire  wire,
+                     float       *values,
+                     gsize        n)
+{
+  gboolean ok = TRUE;
+
+  if (wire == DC_TRAIN_WIRE_F32)
+    return TRUE;
+  if (wire == DC_TRAIN_WIRE_BF16)
+    return dc_train_bf16_round (values, n);
+  for (gsize b = 0; b < n; b += DC_TRAIN_INT8_BLOCK_VALUES)
+    {
+      gsize m = MIN (n - b, DC_TRAIN_INT8_BLOCK_VALUES);
+      gint8 q[DC_TRAIN_INT8_BLOCK_VALUES];
+      int e;
+
+      if (!int8_block_encode (values + b, m, &e, q))
+        {
+          ok = FALSE;
+          continue;
+        }
+      for (gsize i = 0; i < m; i++)
+        values[b + i] = int8_value (q[i], e);
+    }
+  return ok;
+}
+
+/**
+ * dc_train_wire_round_shards:
+ * @grads: (array): a whole gradient (@layout's n_params values)
+ *
+ * dc_train_wire_round () of each shard of a roster of @n_ranks in turn:
+ * what a device's contributions are, whichever reducer they go to.
+ *
+ * Returns: %FALSE when a value is not finite
+ */
+gboolean
+dc_train_wire_round_shards (DcTrainWire               wire,
+                            const DcTrainShardLayout *layout,
+                            guint                     n_ranks,
+                            float                    *grads)
+{
+  gboolean ok = TRUE;
+
+  if (wire == DC_TRAIN_WIRE_BF16)
+    return dc_train_bf16_round (grads, layout->n_params);
+  for (guint r = 0; r < n_ranks && wire != DC_TRAIN_WIRE_F32; r++)
+    {
+      gsize start, length;
+
+      dc_train_shard_range (layout, n_ranks, r, &start, &length);
+      ok &= dc_train_wire_round (wire, grads + start, length);
+    }
+  return ok;
+}
+
+/**
+ * dc_train_wire_corrupt:
+ * @values: (array length=n): rounded values beginning a shard, n ≥ 1
+ *
+ * Test faults only: changes @values[0]'s block so that it still rounds to
+ * itself on @wire (the corrupt device sends what it uses): the lowest bit
+ * of @values[0] in f32 and bf16; in int8 the sign of the block's largest
+ * value (or its first set to the smallest step when all are 0).
+ */
+void
+dc_train_wire_corrupt (DcTrainWire  wire,
+                       float       *values,
+                       gsize        n)
+{
+  guint32 bits;
+  gsize m, top = 0;
+
+  if (n == 0)
+    return;
+  if (wire != DC_TRAIN_WIRE_INT8)
+    {
+      memcpy (&bits, &values[0], 4);
+      bits ^= wire == DC_TRAIN_WIRE_BF16 ? 1u << 16 : 1u;
+      memcpy (&values[0], &bits, 4);
+      return;
+    }
+  m = MIN (n, DC_TRAIN_INT8_BLOCK_VALUES);
+  for (gsize i = 1; i < m; i++)
+    if (fabsf (values[i]) > fabsf (values[top]))
+      top = i;
+  if (values[top] == 0.0f)
+    values[top] = int8_value (1, DC_TRAIN_INT8_EXP_MIN);
+  else
+    values[top] = -values[top];
+}
+
+/**
+ * dc_train_wire_values_size:
+ *
+ * Returns: the bytes @n values take on @wire, from a shard's first
+ */
+gsize
+dc_train_wire_values_size (DcTrainWire wire,
+                           gsize       n)
+{
+  gsize rest;
+
+  if (wire == DC_TRAIN_WIRE_F32)
+    return n * sizeof (float);
+  if (wire == DC_TRAIN_WIRE_BF16)
+    return n * 2;
+  rest = n % DC_TRAIN_INT8_BLOCK_VALUES;
+  return DC_TRAIN_INT8_PAD + n / DC_TRAIN_INT8_BLOCK_VALUES * DC_TRAIN_INT8_BLOCK_SIZE
+         + (rest > 0 ? 1 + rest : 0);
+}
+
+/**
+ * dc_train_wire_value_offset:
+ * @index: a value's index in its shard; for int8 a block's first
+ *
+ * Returns: where that value's bytes begin, from the values' first byte
+ *   (the one after the shard object's header); for int8 the block's
+ *   exponent byte, and 0 for the first (its bytes begin with the 8 zero
+ *   bytes)
+ */
+gsize
+dc_train_wire_value_offset (DcTrainWire wire,
+                            gsize       index)
+{
+  if (wire == DC_TRAIN_WIRE_INT8)
+    return index == 0 ? 0
+                      : DC_TRAIN_INT8_PAD + index / DC_TRAIN_INT8_BLOCK_VALUES
+                                            * DC_TRAIN_INT8_BLOCK_SIZE;
+  return dc_train_wire_values_size (wire, index);
+}
+
+/**
+ * dc_train_wire_values_before:
+ * @n: the values of the shard
+ * @offset: a byte offset from the values' first byte
+ *
+ * Returns: how many of the @n values lie wholly before @offset (at a mesh
+ *   chunk's boundary, every value of a block is on the same side)
+ */
+gsize
+dc_train_wire_values_before (DcTrainWire wire,
+                             gsize       n,
+                             gsize       offset)
+{
+  gsize v, rest;
+
+  if (wire == DC_TRAIN_WIRE_F32)
+    return MIN (n, offset / sizeof (float));
+  if (wire == DC_TRAIN_WIRE_BF16)
+    return MIN (n, offset / 2);
+  if (offset <= DC_TRAIN_INT8_PAD)
+    return 0;
+  offset -= DC_TRAIN_INT8_PAD;
+  rest = offset % DC_TRAIN_INT8_BLOCK_SIZE;
+  v = offset / DC_TRAIN_INT8_BLOCK_SIZE * DC_TRAIN_INT8_BLOCK_VALUES + (rest > 1 ? rest - 1 : 0);
+  return MIN (n, v);
+}
+
+/**
+ * dc_train_wire_pack:
+ * @values: (array length=n): values @first … @first + @n − 1 of a shard
+ * @first: for int8 a block's first value (0, or a multiple of 39)
+ * @out: (out caller-allocates): their bytes, from
+ *   dc_train_wire_value_offset (@first) on: dc_train_wire_value_offset
+ *   (@first + @n) minus it, or to the end of the values for the last
+ *
+ * Encodes values already rounded to @wire (dc_train_wire_round ()): their
+ * bytes on @wire, little-endian; exact. Non-finite values never reach it
+ * (the rounding refused them); an int8 block that could not be encoded is
+ * written as zeros.
+ */
+void
+dc_train_wire_pack (DcTrainWire  wire,
+                    const float *values,
+                    gsize        n,
+                    gsize        first,
+                    guint8      *out)
+{
+  if (wire == DC_TRAIN_WIRE_F32)
+    {
+      memcpy (out, values, n * sizeof (float));
+      return;
+    }
+  if (wire == DC_TRAIN_WIRE_BF16)
+    {
+      dc_train_bf16_pack (values, n, out);
+      return;
+    }
+  g_return_if_fail (first % DC_TRAIN_INT8_BLOCK_VALUES == 0);
+  if (first == 0)
+    {
+      memset (out, 0, DC_TRAIN_INT8_PAD);
+      out += DC_TRAIN_INT8_PAD;
+    }
+  for (gsize b = 0; b < n; b += DC_TRAIN_INT8_BLOCK_VALUES)
+    {
+      gsize m = MIN (n - b, DC_TRAIN_INT8_BLOCK_VALUES);
+      int e = DC_TRAIN_INT8_EXP_MIN;
+
+      if (!int8_block_encode (values + b, m, &e, (gint8 *) out + 1))
+        memset (out, 0, 1 + m);
+      out[0] = (guint8) (gint8) e;
+      out += 1 + m;
+    }
+}
+
+/**
+ * dc_train_wire_unpack:
+ * @data: (array length=size): bytes of values from a peer (untrusted)
+ * @first: the first value's index in its shard (for int8 a block's
+ *   first: 0 means @data begins with the 8 zero bytes)
+ * @out: (out caller-allocates) (array length=n): the values in float32
+ *
+ * Decodes exactly @n values from exactly @size bytes (exact widening).
+ *
+ * Returns: %FALSE when @size is not theirs, a bf16 or int8 value is NaN
+ *   or an infinity, or an int8 block is malformed (padding set, exponent outside −126…121,
+ *   a q of −128)
+ */
+gboolean
+dc_train_wire_unpack (DcTrainWire   wire,
+                      const guint8 *data,
+                      gsize         size,
+                      gsize         first,
+                      float        *out,
+                      gsize         n)
+{
+  if (wire == DC_TRAIN_WIRE_F32)
+    {
+      /* As dc_train_shard_decode () keeps an f32 object: as it came. */
+      if (size != n * sizeof (float))
+        return FALSE;
+      memcpy (out, data, size);
+      return TRUE;
+    }
+  if (wire == DC_TRAIN_WIRE_BF16)
+    return size == n * 2 && dc_train_bf16_unpack (data, n, out);
+  if (first % DC_TRAIN_INT8_BLOCK_VALUES != 0)
+    return FALSE;
+  if (first == 0)
+    {
+      if (size < DC_TRAIN_INT8_PAD)
+        return FALSE;
+      for (guint i = 0; i < DC_TRAIN_INT8_PAD; i++)
+        if (data[i] != 0)
+          return FALSE;
+      data += DC_TRAIN_INT8_PAD;
+      size -= DC_TRAIN_INT8_PAD;
+    }
+  for (gsize b = 0; b < n; b += DC_TRAIN_INT8_BLOCK_VALUES)
+    {
+      gsize m = MIN (n - b, DC_TRAIN_INT8_BLOCK_VALUES);
+      int e;
+
+      if (size < 1 + m)
+        return FALSE;
+      e = (gint8) data[0];
+      if (e < DC_TRAIN_INT8_EXP_MIN || e > DC_TRAIN_INT8_EXP_MAX)
+        return FALSE;
+      for (gsize i = 0; i < m; i++)
+        {
+          int q = (gint8) data[1 + i];
+
+          if (q == -128)
+            return FALSE;
+          out[b + i] = int8_value (q, e);
+        }
+      data += 1 + m;
+      size -= 1 + m;
+    }
+  return size == 0;
+}
+
 /**
  * dc_train_shard_encode:
  * @object: a float32 shard object this device wrote (header and sizes right)
  *
- * The object as @wire sends it: @object itself for f32; for bf16 a copy
- * with element type 1 and each value's top 16 bits, rounded to nearest
- * even (the values are already rounded by dc_train_bf16_round (), so this
- * only drops zero bits).
+ * The object as @wire sends it: @object itself for f32; otherwise a copy
+ * with the wire's element type and its bytes for each value
+ * (dc_train_wire_pack (): the values are already rounded to it, so this
+ * loses nothing).
  *
  * Returns: (transfer full): the object to send
  */
@@ -826,7 +1215,7 @@ GBytes *
 dc_train_shard_encode (GBytes      *object,
                        DcTrainWire  wire)
 {
-  gsize size, skip, n, trailer;
+  gsize size, skip, n, trailer, bytes;
   const guint8 *data = g_bytes_get_data (object, &size);
   guint8 *out;
 
@@ -835,12 +1224,13 @@ dc_train_shard_encode (GBytes      *object,
   skip = DC_TRAIN_SHARD_HEADER_SIZE;
   trailer = trailer_size (data);
   n = (size - skip - trailer) / sizeof (float);
-  out = g_malloc (skip + 2 * n + trailer);
+  bytes = dc_train_wire_values_size (wire, n);
+  out = g_malloc (skip + bytes + trailer);
   memcpy (out, data, skip);
-  out[5] = DC_TRAIN_WIRE_BF16;
-  dc_train_bf16_pack ((const float *) (data + skip), n, out + skip);
-  memcpy (out + skip + 2 * n, data + skip + 4 * n, trailer);
-  return g_bytes_new_take (out, skip + 2 * n + trailer);
+  out[5] = wire;
+  dc_train_wire_pack (wire, (const float *) (data + skip), n, 0, out + skip);
+  memcpy (out + skip + bytes, data + skip + 4 * n, trailer);
+  return g_bytes_new_take (out, skip + bytes + trailer);
 }
 
 /**
@@ -849,9 +1239,9 @@ dc_train_shard_encode (GBytes      *object,
  *   dc_train_shard_header_parse () into @header
  *
  * The object in float32, as it is kept: @object itself when it is f32;
- * for bf16 a copy with each value widened (exact) and element type 0.
- * A bf16 value that is NaN or an infinity is refused, as a diverged
- * gradient is.
+ * otherwise a copy with each value widened (exact) and element type 0. A
+ * value that is NaN or an infinity is refused, as a diverged gradient is,
+ * and so is a malformed int8 block.
  *
  * Returns: (transfer full): the float32 object, or %NULL with @error set
  */
@@ -860,30 +1250,29 @@ dc_train_shard_decode (GBytes                   *object,
                        const DcTrainShardHeader *header,
                        GError                  **error)
 {
-  gsize size, skip, trailer;
+  gsize size, skip, trailer, bytes;
   const guint8 *data = g_bytes_get_data (object, &size);
   g_autofree guint8 *out = NULL;
-  gboolean bad;
 
   if (header->wire == DC_TRAIN_WIRE_F32)
     return g_bytes_ref (object);
   skip = DC_TRAIN_SHARD_HEADER_SIZE;
   trailer = trailer_size (data);
-  /* header->n_values was checked against the size: skip + 2 n + trailer
-   * bytes. */
+  /* header->n_values was checked against the size: skip + the values'
+   * bytes + trailer. */
+  bytes = dc_train_wire_values_size (header->wire, header->n_values);
   out = g_malloc (skip + header->n_values * sizeof (float) + trailer);
   memcpy (out, data, skip);
   out[5] = DC_TRAIN_WIRE_F32;
-  bad = !dc_train_bf16_unpack (data + skip, header->n_values, (float *) (out + skip));
-  memcpy (out + skip + header->n_values * sizeof (float), data + skip + 2 * header->n_values,
-          trailer);
-  if (bad)
+  if (!dc_train_wire_unpack (header->wire, data + skip, bytes, 0, (float *) (out + skip),
+                             header->n_values))
     {
-      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                           "a bf16 gradient shard with a value that is not finite (NaN or an "
-                           "infinity)");
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   "a %s gradient shard with a value that is not finite (NaN or an "
+                   "infinity) or a malformed block", dc_train_wire_to_string (header->wire));
       return NULL;
     }
+  memcpy (out + skip + header->n_values * sizeof (float), data + skip + bytes, trailer);
   return g_bytes_new_take (g_steal_pointer (&out),
                            skip + header->n_values * sizeof (float) + trailer);
 }

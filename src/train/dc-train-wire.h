@@ -43,6 +43,10 @@ G_BEGIN_DECLS
  *   nearest even): half the bytes. The run's CONFIG says which; every
  *   device rounds its own contribution and its own summed shard the same
  *   way before use, so every device sums and applies the same values
+ * @DC_TRAIN_WIRE_INT8: blocks of 39 values sharing a power-of-two scale,
+ *   8 bits a value (about a quarter of f32's bytes): for slow networks.
+ *   Rounded the same way as bf16 (dc_train_wire_round ()), block by block
+ *   from each shard's first value
  *
  * The element type of a shard object on the wire (byte 5 of the DRS1
  * header). Shards kept in memory are always binary32.
@@ -51,7 +55,19 @@ typedef enum
 {
   DC_TRAIN_WIRE_F32 = 0,
   DC_TRAIN_WIRE_BF16 = 1,
+  DC_TRAIN_WIRE_INT8 = 2,
 } DcTrainWire;
+
+/* The int8 wire (docs/PROTOCOL.md, "The int8 wire"): after the 32-byte
+ * header, 8 zero bytes, then blocks of 40 bytes: a signed exponent byte e
+ * and 39 signed values q (−127…127), each value q × 2^e. A mesh chunk's
+ * 65,400 data bytes are whole blocks, so each chunk of a shard object
+ * holds whole blocks: its values can be summed and sent on as it comes. */
+#define DC_TRAIN_INT8_PAD            8
+#define DC_TRAIN_INT8_BLOCK_SIZE     40
+#define DC_TRAIN_INT8_BLOCK_VALUES   (DC_TRAIN_INT8_BLOCK_SIZE - 1)
+#define DC_TRAIN_INT8_EXP_MIN        (-126)
+#define DC_TRAIN_INT8_EXP_MAX        121
 
 /**
  * DcTrainShardKind:
@@ -230,6 +246,37 @@ GBytes  *dc_train_shard_decode          (GBytes                 *object,
                                          GError                **error);
 const guint8 *dc_train_shard_listed_hashes (const guint8        *data,
                                             gsize                size);
+gboolean dc_train_wire_round            (DcTrainWire             wire,
+                                         float                  *values,
+                                         gsize                   n);
+gboolean dc_train_wire_round_shards     (DcTrainWire             wire,
+                                         const DcTrainShardLayout *layout,
+                                         guint                   n_ranks,
+                                         float                  *grads);
+void     dc_train_wire_corrupt          (DcTrainWire             wire,
+                                         float                  *values,
+                                         gsize                   n);
+gsize    dc_train_wire_values_size      (DcTrainWire             wire,
+                                         gsize                   n);
+gsize    dc_train_wire_value_offset     (DcTrainWire             wire,
+                                         gsize                   index);
+gsize    dc_train_wire_values_before    (DcTrainWire             wire,
+                                         gsize                   n,
+                                         gsize                   offset);
+void     dc_train_wire_pack             (DcTrainWire             wire,
+                                         const float            *values,
+                                         gsize                   n,
+                                         gsize                   first,
+                                         guint8                 *out);
+gboolean dc_train_wire_unpack           (DcTrainWire             wire,
+                                         const guint8           *data,
+                                         gsize                   size,
+                                         gsize                   first,
+                                         float                  *out,
+                                         gsize                   n);
+void     dc_train_shard_layout_init_run (DcTrainShardLayout     *layout,
+                                         const DcGptConfig      *config,
+                                         gsize                   n_params);
 void     dc_train_bf16_pack             (const float            *values,
                                          gsize                   n,
                                          guint8                 *out);

@@ -55,9 +55,28 @@ LLVMFuzzerTestOneInput (const guint8 *data,
       else
         g_assert_nonnull (error);
     }
+  /* As int8 values of a shard (from its first value, and from a later
+   * block's): whatever decodes is finite, and rounding it again to int8
+   * changes nothing (every decoded block is one the wire can carry), so
+   * a device that keeps and re-sends a peer's values (repair) sends the
+   * same values. */
+  for (gsize first = 0; first <= DC_TRAIN_INT8_BLOCK_VALUES; first += DC_TRAIN_INT8_BLOCK_VALUES)
+    for (gsize n = 0; n <= size; n += 1 + n / 4)
+      {
+        g_autofree float *values = g_new (float, MAX (n, 1));
+        g_autofree float *again = NULL;
+
+        if (!dc_train_wire_unpack (DC_TRAIN_WIRE_INT8, data, size, first, values, n))
+          continue;
+        g_assert_cmpuint (size, ==, dc_train_wire_values_size (DC_TRAIN_WIRE_INT8, n)
+                                    - (first == 0 ? 0 : DC_TRAIN_INT8_PAD));
+        again = g_memdup2 (values, MAX (n, 1) * sizeof (float));
+        g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, again, n));
+        g_assert_cmpmem (again, n * sizeof (float), values, n * sizeof (float));
+      }
   /* As a shard object (DRS1) for a model of 0, 1, … parameters up to
-   * what its size could hold (2 bytes a value in bf16). */
-  for (gsize params = 0; params <= size / 2 + 1; params += 1 + params / 8)
+   * what its size could hold (about 1 byte a value in int8). */
+  for (gsize params = 0; params <= size + 1; params += 1 + params / 8)
     {
       g_autoptr(GError) error = NULL;
       DcTrainShardHeader shard;
@@ -72,10 +91,10 @@ LLVMFuzzerTestOneInput (const guint8 *data,
                                                                 shard.roster_size,
                                                                 shard.shard));
           g_assert_cmpuint (size, >=, DC_TRAIN_SHARD_HEADER_SIZE
-                                      + (shard.wire == DC_TRAIN_WIRE_BF16 ? 2 : 4)
-                                        * shard.n_values);
-          /* Widening a bf16 shard reads exactly its values; a NaN or an
-           * infinity among them is refused. */
+                                      + dc_train_wire_values_size (shard.wire, shard.n_values));
+          /* Widening a bf16 or int8 shard reads exactly its values; a NaN
+           * or an infinity among them, or a malformed int8 block, is
+           * refused. */
           {
             g_autoptr(GBytes) object = g_bytes_new_static (data, size);
             g_autoptr(GBytes) wide = dc_train_shard_decode (object, &shard, &error);
