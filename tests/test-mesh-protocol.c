@@ -703,7 +703,7 @@ test_train_config (void)
   bad = patched (body, 0, DC_MESH_TRAIN_BODY_VERSION + 1);
   expect_config_refused (bad, DC_MESH_ERROR_UNSUPPORTED);
   g_clear_pointer (&bad, g_bytes_unref);
-  bad = patched (body, 1, 0x05);
+  bad = patched (body, 1, 0x09);
   expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
   g_clear_pointer (&bad, g_bytes_unref);
   /* Bit 1: gradients on the wire as bf16 (2026-12-02; 0x03 was refused). */
@@ -720,6 +720,24 @@ test_train_config (void)
   g_assert_no_error (error);
   g_assert_cmpuint (((const guint8 *) g_bytes_get_data (bad, NULL))[1], ==, 0x03);
   config->gradient_bf16 = FALSE;
+  g_clear_pointer (&bad, g_bytes_unref);
+  /* Bit 2: gradients on the wire as int8 blocks (2026-12-03; 0x05 was
+   * refused); never together with bit 1. */
+  bad = patched (body, 1, 0x05);
+  g_clear_pointer (&back, dc_mesh_run_config_free);
+  back = dc_mesh_run_config_decode (bad, &error);
+  g_assert_no_error (error);
+  g_assert_true (back->gradient_int8);
+  g_assert_false (back->gradient_bf16);
+  g_clear_pointer (&bad, g_bytes_unref);
+  config->gradient_int8 = TRUE;
+  bad = dc_mesh_run_config_encode (config, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (((const guint8 *) g_bytes_get_data (bad, NULL))[1], ==, 0x05);
+  config->gradient_int8 = FALSE;
+  g_clear_pointer (&bad, g_bytes_unref);
+  bad = patched (body, 1, 0x07);
+  expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
   g_clear_pointer (&bad, g_bytes_unref);
 
   /* A resume hash without the resume flag; a start step past the end. */

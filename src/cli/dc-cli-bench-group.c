@@ -76,7 +76,7 @@ typedef struct
 typedef struct
 {
   gboolean  netns;
-  const char *gradient_wire;  /* the starter's --gradient-wire: "f32" or "bf16" */
+  const char *gradient_wire;  /* the starter's --gradient-wire: "f32", "bf16" or "int8" */
   char     *prefix;           /* namespace names: PREFIX-br, PREFIX-d0 … */
   DcCliNetns shaped;          /* the namespaces, links and switch (dc-cli-netns.c) */
   gboolean  interrupted;
@@ -1042,8 +1042,8 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
     { "netns", 0, 0, G_OPTION_ARG_NONE, &netns,
       N_("Between network namespaces shaped to 1 Gbit/s, 1 ms (root, ip, tc)"), NULL },
     { "gradient-wire", 0, 0, G_OPTION_ARG_STRING, &gradient_wire,
-      N_("Gradients on the wire as f32 or bf16, as train --gradient-wire (default: f32)"),
-      "f32|bf16" },
+      N_("Gradients on the wire as f32, bf16 or int8, as train --gradient-wire (default: f32)"),
+      "f32|bf16|int8" },
     { "pin-cores", 0, 0, G_OPTION_ARG_NONE, &pin,
       N_("Each device on cores of its own (device k: cores k×threads…), when they fit"), NULL },
     { "concurrent-solo", 0, 0, G_OPTION_ARG_NONE, &concurrent,
@@ -1073,8 +1073,8 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
   if (threads < 0 || threads > 1024)
     return dc_cli_usage_error (command, _("--threads must be between 1 and 1024"));
   if (gradient_wire != NULL && !g_str_equal (gradient_wire, "f32")
-      && !g_str_equal (gradient_wire, "bf16"))
-    return dc_cli_usage_error (command, _("--gradient-wire takes f32 or bf16, not “%s”"),
+      && !g_str_equal (gradient_wire, "bf16") && !g_str_equal (gradient_wire, "int8"))
+    return dc_cli_usage_error (command, _("--gradient-wire takes f32, bf16 or int8, not “%s”"),
                                gradient_wire);
   if ((seq != 0 || batch != 0) && width == 0)
     return dc_cli_usage_error (command, _("--seq and --batch go with --width"));

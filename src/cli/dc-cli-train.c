@@ -197,8 +197,9 @@ dc_cli_train_run (const DcCliCommand  *command,
     { "simulate-peers", 0, 0, G_OPTION_ARG_INT, &args.simulate_peers,
       N_("Train as a group of N devices, simulated in this process (1)"), "N" },
     { "gradient-wire", 0, 0, G_OPTION_ARG_STRING, &gradient_wire,
-      N_("A group's gradients on the wire: f32, or bf16 (half the bytes, rounded the same "
-         "way on every device; the starter's choice holds) (f32)"), "f32|bf16" },
+      N_("A group's gradients on the wire: f32, bf16 (half the bytes) or int8 (about a quarter, "
+         "for slow networks), rounded the same way on every device; the starter's choice "
+         "holds (f32)"), "f32|bf16|int8" },
     { "room", 0, 0, G_OPTION_ARG_STRING, &room,
       N_("Train with the group in this room (with --signal and no --room: generate one)"),
       N_("CODE") },
@@ -269,7 +270,7 @@ dc_cli_train_run (const DcCliCommand  *command,
   request.n_head = (guint) args.heads;
   if (gradient_wire != NULL
       && !dc_train_wire_from_string (gradient_wire, &request.gradient_wire))
-    return dc_cli_usage_error (command, _("--gradient-wire takes f32 or bf16, not “%s”"),
+    return dc_cli_usage_error (command, _("--gradient-wire takes f32, bf16 or int8, not “%s”"),
                                gradient_wire);
   if (gradient_wire != NULL && room == NULL && signal_url == NULL && args.simulate_peers == 0)
     return dc_cli_usage_error (command, _("--gradient-wire is for a group: with --room or "

@@ -190,6 +190,7 @@ check_trailing (guint    type,
 
 #define CONFIG_FLAG_RESUME 0x01
 #define CONFIG_FLAG_GRADIENT_BF16 0x02
+#define CONFIG_FLAG_GRADIENT_INT8 0x04
 
 DcMeshRunConfig *
 dc_mesh_run_config_new (void)
@@ -241,7 +242,8 @@ dc_mesh_run_config_encode (const DcMeshRunConfig  *config,
 
   fixed[0] = DC_MESH_TRAIN_BODY_VERSION;
   fixed[1] = (config->resume ? CONFIG_FLAG_RESUME : 0)
-             | (config->gradient_bf16 ? CONFIG_FLAG_GRADIENT_BF16 : 0);
+             | (config->gradient_bf16 ? CONFIG_FLAG_GRADIENT_BF16 : 0)
+             | (config->gradient_int8 ? CONFIG_FLAG_GRADIENT_INT8 : 0);
   fixed[2] = config->n_layer;
   fixed[3] = config->n_head;
   memcpy (fixed + 4, config->run_id, DC_MESH_RUN_ID_SIZE);
@@ -279,16 +281,24 @@ dc_mesh_run_config_decode (GBytes  *payload,
   /* Bytes 2 and 3 were reserved before they named layers and heads. */
   if (!check_body_start (DC_MESH_MSG_CONFIG, p, size, 4, 4, error))
     return NULL;
-  if ((p[1] & ~(CONFIG_FLAG_RESUME | CONFIG_FLAG_GRADIENT_BF16)) != 0)
+  if ((p[1] & ~(CONFIG_FLAG_RESUME | CONFIG_FLAG_GRADIENT_BF16 | CONFIG_FLAG_GRADIENT_INT8))
+      != 0)
     {
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
                    "config flags 0x%02x has unknown bits", p[1]);
+      return NULL;
+    }
+  if ((p[1] & CONFIG_FLAG_GRADIENT_BF16) != 0 && (p[1] & CONFIG_FLAG_GRADIENT_INT8) != 0)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "config flags 0x%02x name two gradient wires (bf16 and int8)", p[1]);
       return NULL;
     }
   config->resume = (p[1] & CONFIG_FLAG_RESUME) != 0;
   config->n_layer = p[2];
   config->n_head = p[3];
   config->gradient_bf16 = (p[1] & CONFIG_FLAG_GRADIENT_BF16) != 0;
+  config->gradient_int8 = (p[1] & CONFIG_FLAG_GRADIENT_INT8) != 0;
   memcpy (config->run_id, p + 4, DC_MESH_RUN_ID_SIZE);
   config->width = get_u32 (p + 20);
   config->seq = get_u32 (p + 24);

@@ -113,6 +113,8 @@ G_BEGIN_DECLS
  * @starter_id: the member id of the device that started the run
  * @gradient_bf16: gradients go on the wire as bfloat16 instead of float32
  *   (flag 0x02; the training layer rounds every device's values the same way)
+ * @gradient_int8: gradients go on the wire as blocks of 8-bit values
+ *   (flag 0x04, never with 0x02; the training layer's int8 wire)
  *
  * The run config the starter sends to the group (type CONFIG). The mesh
  * checks only the shape; the training layer checks the values.
@@ -136,6 +138,7 @@ typedef struct
   char    *probe_hash;
   char    *starter_id;
   gboolean gradient_bf16;
+  gboolean gradient_int8;
 } DcMeshRunConfig;
 
 DcMeshRunConfig *dc_mesh_run_config_new    (void);

@@ -204,7 +204,7 @@ check_summed (DcTrainGroup   *self,
     }
   sum = g_new (float, MAX (length, 1));
   dc_gpt_trainer_combine_gradients (values, n, length, sum);
-  /* As the reducer rounded its summed shard (a bf16 run). */
+  /* As the reducer rounded its summed shard (a bf16 or int8 run). */
   dc_train_session_round (self->session, sum, length, NULL);
   received = _dc_train_group_shard_values (job->summed, &n_values);
   return n_values != length || memcmp (sum, received, length * sizeof (float)) != 0;
@@ -479,7 +479,7 @@ audit_worker (GTask        *task,
     }
   /* Rounded as its author rounded what it sent (a bf16 run): the hashes
    * compared are of the values the roster summed. */
-  dc_train_session_round (self->session, job->grads, model->n_params, NULL);
+  dc_train_session_round_gradient (self->session, job->grads, job->n_ranks, NULL);
   _dc_train_group_layout (model, &layout);
   _dc_train_group_shards_hash (job->grads, &layout, job->n_ranks, job->hash);
   job->us = g_get_monotonic_time () - start;
@@ -1172,7 +1172,7 @@ verify_worker (GTask        *task,
       if (!dc_gpt_trainer_compute_gradients (trainer, j, verify->n, grads, &loss, &error))
         break;
       /* As its author rounded it (a bf16 run). */
-      dc_train_session_round (self->session, grads, model->n_params, NULL);
+      dc_train_session_round_gradient (self->session, grads, verify->n, NULL);
       for (guint i = 0; i < verify->n_accused; i++)
         {
           guint k = verify->ranks[i];

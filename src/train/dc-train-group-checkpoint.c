@@ -69,6 +69,8 @@ resume_config_new (DcTrainGroup          *self,
   /* A checkpoint loaded mid-run keeps the run's gradient wire. */
   config->gradient_bf16 = self->config != NULL ? self->config->gradient_bf16
                                                : self->request.gradient_wire == DC_TRAIN_WIRE_BF16;
+  config->gradient_int8 = self->config != NULL ? self->config->gradient_int8
+                                               : self->request.gradient_wire == DC_TRAIN_WIRE_INT8;
   return config;
 }
 

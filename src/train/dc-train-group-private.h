@@ -432,8 +432,10 @@ char * _dc_train_group_contrib_key (guint64     step,
 static inline DcTrainWire
 _dc_train_group_wire (DcTrainGroup *self)
 {
-  return self->config != NULL && self->config->gradient_bf16 ? DC_TRAIN_WIRE_BF16
-                                                             : DC_TRAIN_WIRE_F32;
+  if (self->config == NULL)
+    return DC_TRAIN_WIRE_F32;
+  return self->config->gradient_int8 ? DC_TRAIN_WIRE_INT8
+         : self->config->gradient_bf16 ? DC_TRAIN_WIRE_BF16 : DC_TRAIN_WIRE_F32;
 }
 
 /* The element type this device encodes its shards in: the run's, but for

@@ -125,6 +125,7 @@ _dc_train_group_announce_joiners (DcTrainGroup *self)
       g_free (config->starter_id);
       config->starter_id = g_strdup (id);
       config->gradient_bf16 = self->config->gradient_bf16;
+      config->gradient_int8 = self->config->gradient_int8;
       payload = dc_mesh_run_config_encode (config, &error);
       if (payload == NULL)
         {

@@ -146,8 +146,7 @@ pack_shard (DcTrainGroup      *self,
    * sums and audits with it; a shard packed during the backward pass is
    * not rounded yet (compute_own () rounds the whole gradient after, the
    * same values again, and reports a non-finite one). */
-  if (_dc_train_group_wire (self) == DC_TRAIN_WIRE_BF16)
-    dc_train_bf16_round (self->own_grads + start, length);
+  dc_train_wire_round (_dc_train_group_wire (self), self->own_grads + start, length);
   /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
    * checked in meson: every supported target is little-endian). */
   memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, self->own_grads + start, length * sizeof (float));
@@ -267,21 +266,19 @@ compute_own (DcTrainGroup       *self,
    * contribution is summed as the others receive it. */
   if (!dc_gpt_trainer_compute_gradients (trainer, compute->rank, compute->n_ranks,
                                          self->own_grads, &self->own_loss, error)
-      || !dc_train_session_round (self->session, self->own_grads, model->n_params, error))
+      || !dc_train_session_round_gradient (self->session, self->own_grads, compute->n_ranks,
+                                           error))
     return FALSE;
   if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt
       && (!self->fault_corrupt_unaudited || compute->n_ranks < 2
           || dc_train_group_audit_rank (self->config->run_seed, model->step + 1, 0,
                                         compute->n_ranks, FALSE) == G_MAXUINT))
     {
-      guint32 bits;
-
-      /* Test only (DC_TEST_FAULT=corrupt-gradient@STEP): one flipped bit
-       * in every gradient from STEP on, summed here too (the replicas stay
-       * equal: only an audit can tell); bf16's lowest bit in a bf16 run. */
-      memcpy (&bits, &self->own_grads[0], 4);
-      bits ^= _dc_train_group_wire (self) == DC_TRAIN_WIRE_BF16 ? 1u << 16 : 1u;
-      memcpy (&self->own_grads[0], &bits, 4);
+      /* Test only (DC_TEST_FAULT=corrupt-gradient@STEP): one changed
+       * value in every gradient from STEP on, summed here too (the
+       * replicas stay equal: only an audit can tell), one the run's wire
+       * sends as it is (dc_train_wire_corrupt ()). */
+      dc_train_wire_corrupt (_dc_train_group_wire (self), self->own_grads, model->n_params);
     }
   return TRUE;
 }
@@ -869,19 +866,12 @@ reduce_worker (GTask        *task,
   /* A bf16 run applies its own summed shard as the others receive it.
    * A mean of finite bf16 values is finite (no larger than the largest),
    * so this rounding cannot fail. */
-  if (data->wire == DC_TRAIN_WIRE_BF16)
-    dc_train_bf16_round (out, length);
-  if (data->fault_corrupt_sum != 0 && data->step >= data->fault_corrupt_sum && length > 0)
-    {
-      guint32 bits;
-
-      /* Test only (DC_TEST_FAULT=corrupt-sum@STEP): one flipped bit in
-       * this device's summed shard from STEP on, applied here too (the
-       * replicas stay equal: only an audit can tell). */
-      memcpy (&bits, &out[0], 4);
-      bits ^= data->wire == DC_TRAIN_WIRE_BF16 ? 1u << 16 : 1u;
-      memcpy (&out[0], &bits, 4);
-    }
+  dc_train_wire_round (data->wire, out, length);
+  /* Test only (DC_TEST_FAULT=corrupt-sum@STEP): one changed value in this
+   * device's summed shard from STEP on, applied here too (the replicas
+   * stay equal: only an audit can tell). */
+  if (data->fault_corrupt_sum != 0 && data->step >= data->fault_corrupt_sum)
+    dc_train_wire_corrupt (data->wire, out, length);
   data->object = g_bytes_new_take (bytes, size);
   DC_TRAIN_GROUP_TRACE ("reduce_summed step=%" G_GUINT64_FORMAT, data->step);
   /* Dropped meanwhile (the step restarts, the run ends): the rest is not
@@ -1722,6 +1712,7 @@ send_config (DcTrainGroup *self)
   g_free (config->starter_id);
   config->starter_id = g_strdup (_dc_train_group_own_id (self));
   config->gradient_bf16 = self->request.gradient_wire == DC_TRAIN_WIRE_BF16;
+  config->gradient_int8 = self->request.gradient_wire == DC_TRAIN_WIRE_INT8;
   self->config = config;
 
   payload = dc_mesh_run_config_encode (config, &error);

@@ -53,7 +53,6 @@ struct _DcTrainStream
   guint64       fault_corrupt_sum;
   guint8        run_id[DC_MESH_RUN_ID_SIZE];
   gsize         length;        /* values of this device's shard */
-  gsize         width;         /* bytes a value on the wire */
   guint64       total_c;       /* a contribution's wire bytes */
   guint64       total_s;       /* the summed shard's */
   guint         count_c;       /* their chunk counts */
@@ -148,8 +147,9 @@ chunk_values (const DcTrainStream *st,
       *start = *end = st->length;
       return;
     }
-  *start = (gsize) ((a - DC_TRAIN_SHARD_HEADER_SIZE) / st->width);
-  *end = (gsize) ((b - DC_TRAIN_SHARD_HEADER_SIZE) / st->width);
+  /* A chunk boundary is a value's (an int8 block's) boundary. */
+  *start = dc_train_wire_values_before (st->wire, st->length, a - DC_TRAIN_SHARD_HEADER_SIZE);
+  *end = dc_train_wire_values_before (st->wire, st->length, b - DC_TRAIN_SHARD_HEADER_SIZE);
 }
 
 /* DC_TRAIN_GROUP_STREAM: 0 sums whole; "hold" streams, but holds a chunk
@@ -226,7 +226,6 @@ get_stream (DcTrainGroup *self)
   memcpy (st->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   _dc_train_group_layout (model, &layout);
   dc_train_shard_range (&layout, n, self->rank, &start, &st->length);
-  st->width = st->wire == DC_TRAIN_WIRE_BF16 ? 2 : sizeof (float);
   st->total_c = dc_train_shard_wire_size (DC_TRAIN_SHARD_CONTRIBUTION, st->wire, &layout, n,
                                           self->rank);
   st->total_s = dc_train_shard_wire_size (DC_TRAIN_SHARD_SUMMED, st->wire, &layout, n,
@@ -323,25 +322,16 @@ _dc_train_group_stream_chunk (DcTrainGroup      *self,
       return;
     }
   chunk_values (st, chunk->index, &start, &end);
-  if (size - skip != (end - start) * st->width)
+  values = g_new (float, MAX (end - start, 1));
+  /* The wrong size, a malformed int8 block, a NaN or an infinity: the
+   * whole object is refused (its decode), and this contribution comes
+   * again whole or not at all. */
+  if (!dc_train_wire_unpack (st->wire, data + skip, size - skip, start, values, end - start))
     {
+      g_free (values);
       st->next[rank] = 0;
       return;
     }
-  values = g_new (float, end - start);
-  if (st->wire == DC_TRAIN_WIRE_BF16)
-    {
-      /* A NaN or an infinity: the whole object is refused (its decode),
-       * and this contribution comes again whole or not at all. */
-      if (!dc_train_bf16_unpack (data + skip, end - start, values))
-        {
-          g_free (values);
-          st->next[rank] = 0;
-          return;
-        }
-    }
-  else
-    memcpy (values, data + skip, (end - start) * sizeof (float));
   st->next[rank] = chunk->index + 1;
   st->n_pieces++;
   g_mutex_lock (&st->lock);
@@ -537,23 +527,18 @@ stream_thread (gpointer user_data)
           dc_gpt_trainer_combine_gradients (values, n, end - start, sum + start);
           for (guint i = 0; i < n; i++)
             g_clear_pointer (&held[i], g_bytes_unref);
-          /* A bf16 run applies its own summed shard as the others receive
-           * it (a mean of finite bf16 values is finite). */
-          if (st->wire == DC_TRAIN_WIRE_BF16)
-            dc_train_bf16_round (sum + start, end - start);
+          /* A bf16 or int8 run applies its own summed shard as the
+           * others receive it (a mean of finite values is finite, and no
+           * larger than the largest); a chunk begins a block. */
+          dc_train_wire_round (st->wire, sum + start, end - start);
+          /* Test only (DC_TEST_FAULT=corrupt-sum@STEP), as the whole
+           * reduce does it. */
           if (st->fault_corrupt_sum != 0 && st->step >= st->fault_corrupt_sum && start == 0)
-            {
-              guint32 bits;
-
-              /* Test only (DC_TEST_FAULT=corrupt-sum@STEP), as the whole
-               * reduce does it. */
-              memcpy (&bits, &sum[0], 4);
-              bits ^= st->wire == DC_TRAIN_WIRE_BF16 ? 1u << 16 : 1u;
-              memcpy (&sum[0], &bits, 4);
-            }
+            dc_train_wire_corrupt (st->wire, sum, end - start);
           if (separate)
-            dc_train_bf16_pack (sum + start, end - start,
-                                wire + DC_TRAIN_SHARD_HEADER_SIZE + start * st->width);
+            dc_train_wire_pack (st->wire, sum + start, end - start, start,
+                                wire + DC_TRAIN_SHARD_HEADER_SIZE
+                                + dc_train_wire_value_offset (st->wire, start));
         }
       /* The chunk reaches the hashes (they follow the values): every
        * contribution is whole by now (need is its last chunk). */

@@ -488,7 +488,7 @@ _dc_train_group_contrib_key (guint64     step,
                           id, shard);
 }
 
-/* How @model's gradients are cut into shards (dc_train_shard_range ()):
+/* How @model's gradients are cut into shards (dc_train_shard_layout_init_run ()):
  * the tail layout, or with DC_TRAIN_GROUP_SHARDS=even the even shards of
  * before, =weighted the tail layout's block-weighted early shards of
  * before (2026-12-02), for comparing in bench group (every device of the
@@ -498,22 +498,7 @@ void
 _dc_train_group_layout (const DcGptModel   *model,
                         DcTrainShardLayout *layout)
 {
-  static gsize choice = 0;
-
-  if (g_once_init_enter (&choice))
-    {
-      const char *shards = g_getenv ("DC_TRAIN_GROUP_SHARDS");
-
-      g_once_init_leave (&choice, g_strcmp0 (shards, "even") == 0 ? 2
-                                  : g_strcmp0 (shards, "weighted") == 0 ? 3 : 1);
-    }
-  if (choice == 2)
-    dc_train_shard_layout_init_even (layout, model->n_params);
-  else
-    {
-      dc_train_shard_layout_init_model (layout, &model->config);
-      layout->block_weighted = choice == 3;
-    }
+  dc_train_shard_layout_init_run (layout, &model->config, model->n_params);
 }
 
 /* The float32 values of a kept shard object (its header was checked when

@@ -321,15 +321,26 @@ dc_train_plan_prepare (DcTrainPlan   *self,
   return g_steal_pointer (&session);
 }
 
+static gboolean
+diverged (DcTrainSession  *self,
+          GError         **error)
+{
+  g_set_error (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
+               "a gradient value is not finite in %s (NaN, an infinity, or beyond its range): "
+               "training diverged", dc_train_wire_to_string (self->wire));
+  return FALSE;
+}
+
 /**
  * dc_train_session_round:
- * @values: (array length=n): a gradient or a sum of gradients, rounded in place
+ * @values: (array length=n): a shard's values (a summed shard, or a
+ *   contribution to one), rounded in place
  *
- * Rounds @values to the session's gradient wire (dc_train_bf16_round ()
- * for bf16; nothing for f32), as every device of a group does with what it
- * sends and what it uses.
+ * Rounds @values to the session's gradient wire (dc_train_wire_round ():
+ * nothing for f32, each value for bf16, blocks from @values[0] for int8),
+ * as every device of a group does with what it sends and what it uses.
  *
- * Returns: %FALSE with @error set when a value is not finite in bf16
+ * Returns: %FALSE with @error set when a value is not finite on the wire
  */
 gboolean
 dc_train_session_round (DcTrainSession  *self,
@@ -337,12 +348,32 @@ dc_train_session_round (DcTrainSession  *self,
                         gsize            n,
                         GError         **error)
 {
-  if (self->wire != DC_TRAIN_WIRE_BF16 || dc_train_bf16_round (values, n))
-    return TRUE;
-  g_set_error_literal (error, DC_MODEL_ERROR, DC_MODEL_ERROR_INVALID,
-                       "a gradient value is not finite in bf16 (NaN, an infinity, or beyond "
-                       "bf16's range): training diverged");
-  return FALSE;
+  return dc_train_wire_round (self->wire, values, n) || diverged (self, error);
+}
+
+/**
+ * dc_train_session_round_gradient:
+ * @grads: (array): a whole gradient (or a sum of whole gradients)
+ * @n_ranks: the roster it is cut for (≥ 1)
+ *
+ * dc_train_session_round () of each of its shards for a roster of
+ * @n_ranks (dc_train_wire_round_shards ()): what a device of that roster
+ * sends as its contributions, and what the roster's summed shards are.
+ *
+ * Returns: %FALSE with @error set when a value is not finite on the wire
+ */
+gboolean
+dc_train_session_round_gradient (DcTrainSession  *self,
+                                 float           *grads,
+                                 guint            n_ranks,
+                                 GError         **error)
+{
+  DcGptModel *model = dc_gpt_trainer_get_model (self->trainer);
+  DcTrainShardLayout layout;
+
+  dc_train_shard_layout_init_run (&layout, &model->config, model->n_params);
+  return dc_train_wire_round_shards (self->wire, &layout, n_ranks, grads)
+         || diverged (self, error);
 }
 
 /**
@@ -355,9 +386,10 @@ dc_train_session_round (DcTrainSession  *self,
  * reduces to the solo step), every
  * rank k computes the gradient of its batch (rank k of n), the n gradients
  * are combined in the canonical order (dc_gpt_trainer_combine_gradients ()),
- * and the deterministic Adam step applies the result. With a bf16 wire
- * each rank's gradient is rounded before the sum and the sum before the
- * Adam step, as a real group's devices round what they send and use.
+ * and the deterministic Adam step applies the result. With a bf16 or int8
+ * wire each rank's gradient is rounded (shard by shard) before the sum and
+ * the sum before the Adam step, as a real group's devices round what they
+ * send and use.
  */
 gboolean
 dc_train_session_step (DcTrainSession  *self,
@@ -383,13 +415,13 @@ dc_train_session_step (DcTrainSession  *self,
 
       if (!dc_gpt_trainer_compute_gradients (self->trainer, k, self->n_ranks, self->grads[k],
                                              &rank_loss, error)
-          || !dc_train_session_round (self, self->grads[k], model->n_params, error))
+          || !dc_train_session_round_gradient (self, self->grads[k], self->n_ranks, error))
         return FALSE;
       loss_sum = loss_sum + rank_loss;
     }
   dc_gpt_trainer_combine_gradients ((const float * const *) self->grads, self->n_ranks,
                                     model->n_params, self->grads[0]);
-  if (!dc_train_session_round (self, self->grads[0], model->n_params, error))
+  if (!dc_train_session_round_gradient (self, self->grads[0], self->n_ranks, error))
     return FALSE;
   dc_gpt_trainer_apply_gradients (self->trainer, self->grads[0]);
   if (loss != NULL)

@@ -127,6 +127,10 @@ gboolean         dc_train_session_round        (DcTrainSession           *self,
                                                 float                    *values,
                                                 gsize                     n,
                                                 GError                  **error);
+gboolean         dc_train_session_round_gradient (DcTrainSession         *self,
+                                                  float                  *grads,
+                                                  guint                   n_ranks,
+                                                  GError                **error);
 void             dc_train_session_free         (DcTrainSession           *self);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcTrainPlan, dc_train_plan_free)
