@@ -119,28 +119,37 @@ is_action_row_prefixed (GtkWidget *widget,
                               prefix);
 }
 
-/* The group's gradient wire: the switch is the setting the Train view's
- * Start reads (off by default: f32, whose hashes match runs before it). */
+/* The group's gradient wire: the row is the setting the Train view's
+ * Start reads (f32 by default, whose hashes match runs before it), in
+ * train --gradient-wire's names, both ways. */
 static void
 test_gradient_wire (void)
 {
   g_autoptr(GSettings) settings = g_settings_new (APP_ID);
   GtkWidget *window = GTK_WIDGET (dc_preferences_window_new (settings));
-  GtkWidget *row, *toggle;
+  const char * const nicks[] = { "f32", "bf16", "int8" };
+  g_autofree char *initial = g_settings_get_string (settings, "group-gradient-wire");
+  GtkWidget *row;
 
-  g_assert_false (g_settings_get_boolean (settings, "group-gradient-bf16"));
+  g_assert_cmpstr (initial, ==, "f32");
   gtk_window_present (GTK_WINDOW (window));
   g_assert_true (dc_test_wait_until (dc_test_widget_is_mapped, window, TIMEOUT_MS));
   row = dc_test_find_descendant (window, is_action_row_prefixed,
-                                 (gpointer) "Half-size gradients");
+                                 (gpointer) "Gradients on the wire");
   g_assert_nonnull (row);
-  toggle = adw_action_row_get_activatable_widget (ADW_ACTION_ROW (row));
-  g_assert_true (GTK_IS_SWITCH (toggle));
-  g_assert_false (gtk_switch_get_active (GTK_SWITCH (toggle)));
-  gtk_switch_set_active (GTK_SWITCH (toggle), TRUE);
-  g_assert_true (g_settings_get_boolean (settings, "group-gradient-bf16"));
-  gtk_switch_set_active (GTK_SWITCH (toggle), FALSE);
-  g_assert_false (g_settings_get_boolean (settings, "group-gradient-bf16"));
+  g_assert_true (ADW_IS_COMBO_ROW (row));
+  g_assert_cmpuint (adw_combo_row_get_selected (ADW_COMBO_ROW (row)), ==, 0);
+  for (guint i = 3; i-- > 0;)
+    {
+      g_autofree char *nick = NULL;
+
+      adw_combo_row_set_selected (ADW_COMBO_ROW (row), i);
+      nick = g_settings_get_string (settings, "group-gradient-wire");
+      g_assert_cmpstr (nick, ==, nicks[i]);
+    }
+  g_settings_set_string (settings, "group-gradient-wire", "int8");
+  g_assert_cmpuint (adw_combo_row_get_selected (ADW_COMBO_ROW (row)), ==, 2);
+  g_settings_reset (settings, "group-gradient-wire");
   gtk_window_destroy (GTK_WINDOW (window));
 }
 

@@ -27,7 +27,7 @@ struct _DcPreferencesWindow
   AdwEntryRow          *cache_dir_row;
   GtkSpinButton        *cache_limit_spin;
   GtkSwitch            *autostart_switch;
-  GtkSwitch            *gradient_bf16_switch;
+  AdwComboRow          *gradient_wire_row;
 
   /* owned references */
   GSettings            *settings;
@@ -163,6 +163,37 @@ fill_backend_row (DcPreferencesWindow *self)
                            G_CALLBACK (backend_selected_cb), self, G_CONNECT_SWAPPED);
 }
 
+/* The gradient wire: its name in the settings ("f32", "bf16", "int8", as
+ * train --gradient-wire), the row's position in the window. */
+static const char * const wire_nicks[] = { "f32", "bf16", "int8" };
+
+static gboolean
+wire_to_row_mapping (GValue   *value,
+                     GVariant *variant,
+                     gpointer  user_data)
+{
+  const char *nick = g_variant_get_string (variant, NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (wire_nicks); i++)
+    if (g_str_equal (nick, wire_nicks[i]))
+      {
+        g_value_set_uint (value, i);
+        return TRUE;
+      }
+  g_value_set_uint (value, 0);
+  return TRUE;
+}
+
+static GVariant *
+row_to_wire_mapping (const GValue       *value,
+                     const GVariantType *expected_type,
+                     gpointer            user_data)
+{
+  guint i = g_value_get_uint (value);
+
+  return i < G_N_ELEMENTS (wire_nicks) ? g_variant_new_string (wire_nicks[i]) : NULL;
+}
+
 /* The cache limit: megabytes in the settings, gigabytes in the window. */
 static gboolean
 mb_to_gb_mapping (GValue   *value,
@@ -201,8 +232,9 @@ dc_preferences_window_constructed (GObject *object)
   g_settings_bind_with_mapping (self->settings, "model-cache-limit-mb", self->cache_limit_spin,
                                 "value", G_SETTINGS_BIND_DEFAULT,
                                 mb_to_gb_mapping, gb_to_mb_mapping, NULL, NULL);
-  g_settings_bind (self->settings, "group-gradient-bf16", self->gradient_bf16_switch, "active",
-                   G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind_with_mapping (self->settings, "group-gradient-wire", self->gradient_wire_row,
+                                "selected", G_SETTINGS_BIND_DEFAULT,
+                                wire_to_row_mapping, row_to_wire_mapping, NULL, NULL);
   g_settings_bind (self->settings, "group-autostart", self->autostart_switch, "active",
                    G_SETTINGS_BIND_DEFAULT);
   fill_backend_row (self);
@@ -308,7 +340,7 @@ dc_preferences_window_class_init (DcPreferencesWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, cache_dir_row);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, cache_limit_spin);
   gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, autostart_switch);
-  gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, gradient_bf16_switch);
+  gtk_widget_class_bind_template_child (widget_class, DcPreferencesWindow, gradient_wire_row);
 }
 
 static void

@@ -1007,8 +1007,13 @@ start_action (GtkWidget  *widget,
   request.seed = 1;
   request.data = data;
   /* A group's gradient wire (Preferences): the starter's CONFIG carries it. */
-  if (self->settings != NULL && g_settings_get_boolean (self->settings, "group-gradient-bf16"))
-    request.gradient_wire = DC_TRAIN_WIRE_BF16;
+  if (self->settings != NULL)
+    {
+      g_autofree char *wire = g_settings_get_string (self->settings, "group-gradient-wire");
+
+      if (!dc_train_wire_from_string (wire, &request.gradient_wire))
+        request.gradient_wire = DC_TRAIN_WIRE_F32;
+    }
 
   /* The memory check of the CLI's `train --advanced` (the view shows it
    * before Start and disables Start; a shortcut may still get here). */
