@@ -675,6 +675,65 @@ test_int8_idempotent (void)
   g_rand_free (rand);
 }
 
+/* The int8 rounding as the wire's text defines it (docs/PROTOCOL.md), with
+ * libm: e from frexpf, then rintf (x × 2^−e) × 2^e. */
+static void
+int8_round_reference (float *values,
+                      gsize  n)
+{
+  float absmax = 0.0f, m;
+  int k, e;
+
+  for (gsize i = 0; i < n; i++)
+    absmax = MAX (absmax, fabsf (values[i]));
+  m = frexpf (absmax, &k);
+  e = absmax == 0.0f ? -126 : MAX (m <= 127.0f / 128.0f ? k - 7 : k - 6, -126);
+  for (gsize i = 0; i < n; i++)
+    values[i] = ldexpf ((float) (int) rintf (ldexpf (values[i], -e)), e);
+}
+
+/* The wire's rounding (bit operations, no libm) against the reference on
+ * random blocks of every scale, with the cases its shortcuts could miss:
+ * largest values at and around 127/128 of a binade, exact ties, subnormal
+ * and zero blocks, values under half a step. The same bits everywhere. */
+static void
+test_int8_oracle (void)
+{
+  GRand *rand = g_rand_new_with_seed (11);
+  float got[DC_TRAIN_INT8_BLOCK_VALUES], want[DC_TRAIN_INT8_BLOCK_VALUES];
+  const float edges[] = { 1.0f, 127.0f / 64, 1.984375f, 1.9843751f, 1.99f, 0.99999994f,
+                          2.5f / 64, 3.5f / 64, -2.5f / 64, 1e-38f, 1e-45f, 0.0f,
+                          ldexpf (127.0f, 121), ldexpf (1.0f, -126), 0.0039f };
+
+  for (guint round = 0; round < 20000; round++)
+    {
+      gsize m = 1 + g_rand_int_range (rand, 0, DC_TRAIN_INT8_BLOCK_VALUES);
+      int scale = g_rand_int_range (rand, -150, 120);
+
+      for (gsize i = 0; i < m; i++)
+        {
+          guint pick = g_rand_int_range (rand, 0, 4);
+
+          if (pick == 0)
+            got[i] = edges[g_rand_int_range (rand, 0, G_N_ELEMENTS (edges))]
+                     * (g_rand_boolean (rand) ? 1.0f : -1.0f);
+          else if (pick == 1)
+            /* A multiple of a half step: ties. */
+            got[i] = ldexpf ((float) g_rand_int_range (rand, -255, 256) / 2, MAX (scale, -130));
+          else
+            got[i] = ldexpf ((float) g_rand_double_range (rand, -1.0, 1.0), scale);
+        }
+      memcpy (want, got, m * sizeof (float));
+      int8_round_reference (want, m);
+      g_assert_true (dc_train_wire_round (DC_TRAIN_WIRE_INT8, got, m));
+      for (gsize i = 0; i < m; i++)
+        if (memcmp (&got[i], &want[i], 4) != 0)
+          g_error ("block of %" G_GSIZE_FORMAT ", value %" G_GSIZE_FORMAT ": %a, want %a", m, i,
+                   got[i], want[i]);
+    }
+  g_rand_free (rand);
+}
+
 /* A contribution of 100 values (blocks of 39, 39 and 22) as an int8 run
  * sends it: 32 + 8 + 40 + 40 + 23 bytes, element type 2, and back to the
  * same float32 object exactly. Refused: a byte short, padding set, an
@@ -894,6 +953,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/wire/shard-summed-hashes", test_shard_summed_hashes);
   g_test_add_func ("/dc/train/wire/int8-round", test_int8_round);
   g_test_add_func ("/dc/train/wire/int8-idempotent", test_int8_idempotent);
+  g_test_add_func ("/dc/train/wire/int8-oracle", test_int8_oracle);
   g_test_add_func ("/dc/train/wire/shard-int8", test_shard_int8);
   g_test_add_func ("/dc/train/wire/int8-chunks", test_int8_chunks);
   g_test_add_func ("/dc/train/wire/shard-tail", test_shard_tail);

@@ -232,6 +232,11 @@ struct _DcTrainGroup
    * ()) and pushes its index + 1 here; the main thread sends it. */
   GAsyncQueue       *early;
   gboolean           own_packed[DC_MESH_ROSTER_MAX];     /* worker only */
+  /* Shards of own_grads rounded to the run's wire (worker only): each once,
+   * as it is packed or after the pass, whichever comes first; an int8
+   * block costs more than a bf16 value. */
+  gboolean           own_rounded[DC_MESH_ROSTER_MAX];
+  GError            *own_round_error;                    /* the first that was not finite */
   gboolean           own_shard_sent[DC_MESH_ROSTER_MAX]; /* main thread only */
   GError            *own_pack_error; /* why they could not be made */
   gboolean           own_sent;     /* send_own_gradient () ran this step */

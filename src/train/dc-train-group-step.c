@@ -103,6 +103,24 @@ pack_begin (DcTrainGroup      *self,
   g_ptr_array_set_size (self->own_objects, compute->n_ranks);
   g_ptr_array_set_size (self->own_frames, compute->n_ranks);
   memset (self->own_packed, 0, sizeof self->own_packed);
+  memset (self->own_rounded, 0, sizeof self->own_rounded);
+  g_clear_error (&self->own_round_error);
+}
+
+/* Rounds shard @r of this device's gradient to the run's wire, once (as
+ * it is packed during the backward pass, or after it: compute_own ()); the
+ * first value that is not finite is kept for compute_own () to report. */
+static void
+round_own_shard (DcTrainGroup *self,
+                 guint         r,
+                 gsize         start,
+                 gsize         length)
+{
+  if (self->own_rounded[r])
+    return;
+  self->own_rounded[r] = TRUE;
+  dc_train_session_round (self->session, self->own_grads + start, length,
+                          self->own_round_error == NULL ? &self->own_round_error : NULL);
 }
 
 /* This device's contribution to shard @r (dc-train-wire.h: the "DRS1"
@@ -142,11 +160,11 @@ pack_shard (DcTrainGroup      *self,
   info.rank = compute->rank;
   dc_train_shard_range (&layout, compute->n_ranks, r, &start, &length);
   dc_train_shard_header_write (data, &header);
-  /* A bf16 run keeps the contribution as it sends it (rounded), since it
-   * sums and audits with it; a shard packed during the backward pass is
-   * not rounded yet (compute_own () rounds the whole gradient after, the
-   * same values again, and reports a non-finite one). */
-  dc_train_wire_round (_dc_train_group_wire (self), self->own_grads + start, length);
+  /* A bf16 or int8 run keeps the contribution as it sends it (rounded),
+   * since it sums and audits with it; a shard packed during the backward
+   * pass is rounded here, the others were by compute_own (), which reports
+   * a value that is not finite. */
+  round_own_shard (self, r, start, length);
   /* float32 on the wire is little-endian, as this host's (G_BYTE_ORDER is
    * checked in meson: every supported target is little-endian). */
   memcpy (data + DC_TRAIN_SHARD_HEADER_SIZE, self->own_grads + start, length * sizeof (float));
@@ -262,13 +280,35 @@ compute_own (DcTrainGroup       *self,
   DcGptTrainer *trainer = dc_train_session_get_trainer (self->session);
   DcGptModel *model = dc_gpt_trainer_get_model (trainer);
 
-  /* A bf16 run rounds its own gradient as it sends it, so that its own
-   * contribution is summed as the others receive it. */
+  /* A bf16 or int8 run rounds its own gradient as it sends it, so that its
+   * own contribution is summed as the others receive it: alone all of it,
+   * in a group the shards the backward pass did not pack (and round). */
   if (!dc_gpt_trainer_compute_gradients (trainer, compute->rank, compute->n_ranks,
-                                         self->own_grads, &self->own_loss, error)
-      || !dc_train_session_round_gradient (self->session, self->own_grads, compute->n_ranks,
-                                           error))
+                                         self->own_grads, &self->own_loss, error))
     return FALSE;
+  if (compute->n_ranks < 2)
+    {
+      if (!dc_train_session_round_gradient (self->session, self->own_grads, 1, error))
+        return FALSE;
+    }
+  else
+    {
+      DcTrainShardLayout layout;
+
+      _dc_train_group_layout (model, &layout);
+      for (guint r = 0; r < compute->n_ranks; r++)
+        {
+          gsize start, length;
+
+          dc_train_shard_range (&layout, compute->n_ranks, r, &start, &length);
+          round_own_shard (self, r, start, length);
+        }
+      if (self->own_round_error != NULL)
+        {
+          g_propagate_error (error, g_steal_pointer (&self->own_round_error));
+          return FALSE;
+        }
+    }
   if (self->fault_corrupt != 0 && model->step + 1 >= self->fault_corrupt
       && (!self->fault_corrupt_unaudited || compute->n_ranks < 2
           || dc_train_group_audit_rank (self->config->run_seed, model->step + 1, 0,

@@ -1339,6 +1339,7 @@ dc_train_group_finalize (GObject *object)
   g_clear_object (&self->reduce_cancel);
   g_async_queue_unref (self->early);
   g_clear_error (&self->own_pack_error);
+  g_clear_error (&self->own_round_error);
   g_free ((char *) self->request.data);
   g_clear_object (&self->context);
   G_OBJECT_CLASS (dc_train_group_parent_class)->finalize (object);

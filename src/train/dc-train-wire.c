@@ -856,49 +856,83 @@ dc_train_bf16_unpack (const guint8 *data,
 G_STATIC_ASSERT (DC_MESH_CHUNK_DATA_MAX % DC_TRAIN_INT8_BLOCK_SIZE == 0);
 G_STATIC_ASSERT (DC_TRAIN_SHARD_HEADER_SIZE + DC_TRAIN_INT8_PAD == DC_TRAIN_INT8_BLOCK_SIZE);
 
+/* 2^e as a float, for −126 ≤ e ≤ 127 (a normal number: exact). */
+static inline float
+pow2f (int e)
+{
+  guint32 bits = (guint32) (e + 127) << 23;
+  float f;
+
+  memcpy (&f, &bits, 4);
+  return f;
+}
+
 /* The int8 wire's block exponent: the least e ≥ DC_TRAIN_INT8_EXP_MIN with
- * @absmax ≤ 127 × 2^e (exact: frexp and comparisons only), so the largest
- * value's q is 64…127 and rounding twice gives the same values. */
+ * @absmax ≤ 127 × 2^e, so the largest value's q is 64…127 and rounding
+ * twice gives the same values. From the bits (no libm call: this runs
+ * for every 39 values of every gradient): a normal absmax is 1.f × 2^(E−127)
+ * = m × 2^k with m = 1.f / 2, k = E − 126; 127 × 2^(k−7) = (127/128) × 2^k,
+ * so e = k − 7 when m ≤ 127/128 (f ≤ 0.984375: the fraction's bits at most
+ * 0x7e0000), else k − 6. A subnormal or zero absmax takes the least. */
 static int
 int8_exponent (float absmax)
 {
-  int k, e;
-  float m;
+  guint32 bits, biased;
+  int e;
 
-  if (absmax == 0.0f)
+  memcpy (&bits, &absmax, 4);
+  biased = bits >> 23;
+  if (biased == 0)
     return DC_TRAIN_INT8_EXP_MIN;
-  m = frexpf (absmax, &k);
-  /* absmax = m × 2^k, 0.5 ≤ m < 1: 127 × 2^(k−7) = (127/128) × 2^k. */
-  e = m <= 127.0f / 128.0f ? k - 7 : k - 6;
+  e = (int) biased - 126 - ((bits & 0x7fffffu) <= 0x7e0000u ? 7 : 6);
   return MAX (e, DC_TRAIN_INT8_EXP_MIN);
+}
+
+/* Round to nearest, ties to even, for |y| ≤ 2^22: adding and taking back
+ * 1.5 × 2^23 leaves y's integer part in the float's last bits (IEEE
+ * addition rounds in the default mode; the build forbids reassociating it:
+ * -fno-fast-math). −0 and values under one half give +0 or −0: the caller
+ * converts to int. */
+static inline float
+round_even (float y)
+{
+  const float magic = 12582912.0f;
+
+  return (y + magic) - magic;
 }
 
 /* One block: its exponent and each value's q. FALSE when a value is not
  * finite or the block's values do not fit the exponent range (a gradient
- * beyond 2^127: diverged). */
+ * beyond 127 × 2^121: diverged). */
 static gboolean
 int8_block_encode (const float *values,
                    gsize        n,
                    int         *exponent,
                    gint8       *q)
 {
-  float absmax = 0.0f;
+  float absmax = 0.0f, scale;
+  guint32 bad = 0;
   int e;
 
   for (gsize i = 0; i < n; i++)
     {
-      if (!isfinite (values[i]))
-        return FALSE;
+      guint32 bits;
+
+      memcpy (&bits, values + i, 4);
+      bad |= (bits & F32_EXP_MASK) == F32_EXP_MASK;
       absmax = MAX (absmax, fabsf (values[i]));
     }
+  if (bad)
+    return FALSE;
   e = int8_exponent (absmax);
   if (e > DC_TRAIN_INT8_EXP_MAX)
     return FALSE;
   *exponent = e;
-  /* x × 2^−e is exact (a power of two; a result below 2^−126 is under
-   * one half and rounds to 0 whatever its last bits); ties to even. */
+  /* x × 2^−e is exact (a power of two; a result below 2^−126 is under one
+   * half and rounds to 0 whatever its last bits), at most 127 in size. */
+  scale = pow2f (-e);
   for (gsize i = 0; i < n; i++)
-    q[i] = (gint8) (int) rintf (ldexpf (values[i], -e));
+    q[i] = (gint8) (int) round_even (values[i] * scale);
   return TRUE;
 }
 
@@ -908,7 +942,7 @@ static inline float
 int8_value (int q,
             int e)
 {
-  return ldexpf ((float) q, e);
+  return (float) q * pow2f (e);
 }
 
 /**
