@@ -134,6 +134,16 @@ test_exact4 (gconstpointer data)
                       procs[p]->label, per_step, per_step / gradient, gradient);
       g_assert_cmpfloat (per_step, >, wire->min_gradients * gradient);
       g_assert_cmpfloat (per_step, <, wire->max_gradients * gradient);
+      /* A follower says which wire the run uses (its hashes are not
+       * f32's). */
+      if (procs[p] != alpha)
+        {
+          g_autofree char *said = g_strdup_printf ("gradients on the wire as %s", wire->wire);
+          int i = dc_test_proc_find (procs[p], 0, "config", NULL);
+
+          g_assert_cmpint (i, >=, 0);
+          g_assert_true (dc_test_proc_message_has (g_ptr_array_index (procs[p]->events, i), said));
+        }
     }
 }
 

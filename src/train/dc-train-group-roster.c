@@ -443,6 +443,23 @@ _dc_train_group_load_weights (DcTrainGroup *self)
   g_task_run_in_thread (task, load_weights_worker);
 }
 
+/* The run's gradient wire for a follower's notice, when it is not f32's
+ * (a run of another wire has other hashes: the user should see why). */
+static const char *
+wire_note (DcTrainGroup *self)
+{
+  switch (_dc_train_group_wire (self))
+    {
+    case DC_TRAIN_WIRE_BF16:
+      return ", gradients on the wire as bf16";
+    case DC_TRAIN_WIRE_INT8:
+      return ", gradients on the wire as int8";
+    case DC_TRAIN_WIRE_F32:
+    default:
+      return "";
+    }
+}
+
 void
 _dc_train_group_handle_config (DcTrainGroup *self,
                                DcPeer       *peer,
@@ -525,9 +542,10 @@ _dc_train_group_handle_config (DcTrainGroup *self,
       _dc_train_group_arm (self, DC_TRAIN_GROUP_WAIT_S);
       text = g_strdup_printf ("following the run “%s” started from its checkpoint at step %"
                               G_GUINT64_FORMAT ": width %u, sequence %u, batch %u, %u steps, "
-                              "lr %u/1000, seed %" G_GUINT64_FORMAT, dc_peer_get_name (peer),
+                              "lr %u/1000, seed %" G_GUINT64_FORMAT "%s", dc_peer_get_name (peer),
                               config->start_step, config->width, config->seq, config->batch,
-                              config->steps, config->lr_x1000, config->run_seed);
+                              config->steps, config->lr_x1000, config->run_seed,
+                              wire_note (self));
       _dc_train_group_notice (self, "config", dc_peer_get_name (peer), text);
       return;
     }
@@ -541,18 +559,20 @@ _dc_train_group_handle_config (DcTrainGroup *self,
                            GSIZE_TO_POINTER (config->start_step));
       text = g_strdup_printf ("joining the run under way after step %" G_GUINT64_FORMAT
                               " (“%s” sends the weights): width %u, sequence %u, batch %u, %u "
-                              "steps, lr %u/1000, seed %" G_GUINT64_FORMAT, config->start_step,
-                              dc_peer_get_name (peer), config->width, config->seq,
-                              config->batch, config->steps, config->lr_x1000, config->run_seed);
+                              "steps, lr %u/1000, seed %" G_GUINT64_FORMAT "%s",
+                              config->start_step, dc_peer_get_name (peer), config->width,
+                              config->seq, config->batch, config->steps, config->lr_x1000,
+                              config->run_seed, wire_note (self));
       _dc_train_group_notice (self, "config", dc_peer_get_name (peer), text);
     }
   else
   {
     g_autofree char *text = g_strdup_printf ("following the run “%s” started: width %u, "
                                              "sequence %u, batch %u, %u steps, lr %u/1000, seed %"
-                                             G_GUINT64_FORMAT, dc_peer_get_name (peer),
+                                             G_GUINT64_FORMAT "%s", dc_peer_get_name (peer),
                                              config->width, config->seq, config->batch,
-                                             config->steps, config->lr_x1000, config->run_seed);
+                                             config->steps, config->lr_x1000, config->run_seed,
+                                             wire_note (self));
 
     _dc_train_group_notice (self, "config", dc_peer_get_name (peer), text);
   }
