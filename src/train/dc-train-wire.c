@@ -1302,7 +1302,7 @@ dc_train_shard_decode (GBytes                   *object,
                              header->n_values))
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                   "a %s gradient shard with a value that is not finite (NaN or an "
+                   "a gradient shard in %s with a value that is not finite (NaN or an "
                    "infinity) or a malformed block", dc_train_wire_to_string (header->wire));
       return NULL;
     }
