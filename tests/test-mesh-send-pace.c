@@ -29,7 +29,7 @@ feed (DcSendPace *pace,
 
       *now_us += (gint64) (STEP * 1e6 / rate);
       *acked += STEP;
-      event = dc_send_pace_credit (pace, *now_us, *acked, outstanding, STEP);
+      event = dc_send_pace_credit (pace, *now_us, *acked, outstanding, STEP, 0);
       if (event == DC_SEND_PACE_STARTED)
         g_string_append_c (events, 'S');
       else if (event == DC_SEND_PACE_ENDED)
@@ -162,15 +162,112 @@ test_odd_credits (void)
 {
   DcSendPace pace = { 0 };
 
-  g_assert_cmpint (dc_send_pace_credit (&pace, 1000, STEP * 4, WINDOW, STEP), ==,
+  g_assert_cmpint (dc_send_pace_credit (&pace, 1000, STEP * 4, WINDOW, STEP, 0), ==,
                    DC_SEND_PACE_NONE);
-  g_assert_cmpint (dc_send_pace_credit (&pace, 1000, STEP * 5, WINDOW, STEP), ==,
+  g_assert_cmpint (dc_send_pace_credit (&pace, 1000, STEP * 5, WINDOW, STEP, 0), ==,
                    DC_SEND_PACE_NONE);
-  g_assert_cmpint (dc_send_pace_credit (&pace, 2000, STEP * 3, WINDOW, STEP), ==,
+  g_assert_cmpint (dc_send_pace_credit (&pace, 2000, STEP * 3, WINDOW, STEP, 500), ==,
                    DC_SEND_PACE_NONE);
   g_assert_cmpuint (pace.last_acked, ==, STEP * 5);
   g_assert_cmpint (pace.slow_us, ==, 0);
   g_assert_cmpfloat (dc_send_pace_rate (&pace), ==, 0.0);
+}
+
+/* A group's steps on one link: every 250 ms the sender hands @burst bytes
+ * to the channel at once (an int8 run sends about 430 kB a link a step),
+ * the link delivers them at @rate from when it is free, and each credit
+ * (every STEP bytes received) comes @delay_s after the byte that completes
+ * it. @with_handed passes the hand-off time of the last acknowledged byte,
+ * as DcPeer does; FALSE is the rule before it. Returns the step (from 1)
+ * at whose credits the episode was first reported, 0 if never. */
+static guint
+bursts (DcSendPace *pace,
+        guint64     burst,
+        double      rate,
+        double      delay_s,
+        guint       steps,
+        gboolean    with_handed)
+{
+  double link_free = 0.0;
+  guint64 sent = 0, next_credit = STEP;
+  guint reported = 0;
+
+  for (guint k = 0; k < steps; k++)
+    {
+      double t0 = 1.0 + k * 0.25;
+      guint64 start = sent;
+      double begin = MAX (t0, link_free);
+
+      sent += burst;
+      for (; next_credit <= sent; next_credit += STEP)
+        {
+          double at = begin + (double) (next_credit - start) / rate + delay_s;
+          gint64 handed = with_handed ? (gint64) (t0 * 1e6) : 0;
+
+          if (dc_send_pace_credit (pace, (gint64) (at * 1e6), next_credit, sent - next_credit,
+                                   STEP, handed) == DC_SEND_PACE_STARTED && reported == 0)
+            reported = k + 1;
+        }
+      link_free = begin + (double) burst / rate;
+    }
+  return reported;
+}
+
+/* The crawl under a group's short bursts (2 MB/s, 430 kB a step, so each
+ * burst ends before the next): with the hand-off times it is reported at
+ * step 4; by the in-flight rule alone (most intervals begin with less
+ * than a credit step in flight) only at step 5. */
+static void
+test_bursts_crawl (void)
+{
+  DcSendPace with = { 0 }, without = { 0 };
+  guint step_with = bursts (&with, 430000, 2e6, 0.001, 20, TRUE);
+  guint step_without = bursts (&without, 430000, 2e6, 0.001, 20, FALSE);
+
+  g_test_message ("reported at step %u with the hand-off times, %u without", step_with,
+                  step_without);
+  g_assert_cmpuint (step_with, ==, 4);
+  g_assert_cmpuint (step_without, ==, 5);
+}
+
+/* The same bursts on a healthy link (60 MB/s), each credit 20 ms late (a
+ * receiver sending its own burst on the way back), or on a link at
+ * 6 MB/s: never reported. A bound from above never makes a fast link
+ * slow. */
+static void
+test_bursts_fast (void)
+{
+  DcSendPace late = { 0 }, moderate = { 0 };
+
+  g_assert_cmpuint (bursts (&late, 430000, 60e6, 0.020, 400, TRUE), ==, 0);
+  g_assert_cmpint (late.slow_us, ==, 0);
+  g_assert_cmpuint (bursts (&moderate, 430000, 6e6, 0.001, 400, TRUE), ==, 0);
+}
+
+/* Slow patches far apart (one slow interval of 200 ms every 3 s, fast
+ * intervals that would end them never counted in between) are not one
+ * episode: each is forgotten after DC_SEND_PACE_STALE_US. */
+static void
+test_stale (void)
+{
+  DcSendPace pace = { 0 };
+  gint64 now = 1000000;
+  guint64 acked = 0;
+  g_autoptr(GString) events = g_string_new (NULL);
+
+  for (guint i = 0; i < 10; i++)
+    {
+      g_autoptr(GString) slow = NULL;
+
+      /* A credit with a window in flight, then one 200 ms later. */
+      g_assert_cmpint (dc_send_pace_credit (&pace, now, acked, WINDOW, STEP, 0), ==,
+                       DC_SEND_PACE_NONE);
+      slow = feed (&pace, &now, &acked, STEP / 0.2, 1, 0);
+      g_string_append (events, slow->str);
+      now += 3 * 1000 * 1000;
+    }
+  g_assert_cmpstr (events->str, ==, "");
+  g_assert_cmpint (pace.slow_us, <=, 200 * 1000 + 1);
 }
 
 int
@@ -185,6 +282,9 @@ main (int   argc,
   g_test_add_func ("/mesh/send-pace/not-busy", test_not_busy);
   g_test_add_func ("/mesh/send-pace/short-stalls", test_short_stalls);
   g_test_add_func ("/mesh/send-pace/odd-credits", test_odd_credits);
+  g_test_add_func ("/mesh/send-pace/bursts-crawl", test_bursts_crawl);
+  g_test_add_func ("/mesh/send-pace/bursts-fast", test_bursts_fast);
+  g_test_add_func ("/mesh/send-pace/stale", test_stale);
 
   return g_test_run ();
 }

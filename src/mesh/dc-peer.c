@@ -48,6 +48,17 @@
 #define PUMP_POLL_MS 20
 #define SEND_WINDOW (768u * 1024u)
 #define CREDIT_STEP (256u * 1024u)
+/* Hand-off times kept for slow sending (dc-send-pace.c): more than the
+ * window's pieces ever are; past it the oldest go (that credit's interval
+ * then counts only by the in-flight rule). */
+#define HANDED_MAX  1024u
+
+/* When the piece ending at byte @end (tx_bytes then) went to the channel. */
+typedef struct
+{
+  guint64 end;
+  gint64  us;
+} Handed;
 
 /* A measuring aid (docs/BENCHMARKS.md, branch group-shaped): DC_PEER_SEND_WINDOW
  * and DC_PEER_CREDIT_STEP (bytes, read once) replace the two above, so that a
@@ -69,6 +80,12 @@ typedef struct
 {
   guint send_window;
   guint credit_step;
+  /* DC_PEER_PACE_HANDED=1: slow sending also counts, from the hand-off
+   * times of the pieces, the intervals that begin with little in flight
+   * (dc-send-pace.c; s20: a crawl under an int8 run's bursts is reported a
+   * step sooner in /mesh/send-pace/bursts-crawl). Off until measured on
+   * the shaped network (docs/BENCHMARKS.md, s20). */
+  gboolean pace_handed;
 } PeerTunables;
 
 static const PeerTunables *
@@ -81,6 +98,7 @@ peer_tunables (void)
     {
       tunables.send_window = peer_tunable ("DC_PEER_SEND_WINDOW", SEND_WINDOW);
       tunables.credit_step = peer_tunable ("DC_PEER_CREDIT_STEP", CREDIT_STEP);
+      tunables.pace_handed = g_strcmp0 (g_getenv ("DC_PEER_PACE_HANDED"), "1") == 0;
       g_once_init_leave (&once, 1);
     }
   return &tunables;
@@ -248,6 +266,7 @@ struct _DcPeer
   gsize                 queued;       /* bytes of pieces in out and current */
   guint64               tx_bytes;     /* bytes of pieces handed to the channel */
   guint64               tx_acked;     /* the peer's latest credit */
+  GQueue                handed;       /* Handed: pieces handed to the channel, not yet credited */
   guint64               rx_bytes;     /* bytes of pieces received */
   guint64               rx_credited;  /* rx_bytes in our latest credit */
   gint64                last_rx_us;
@@ -707,6 +726,40 @@ credit_frame_new (DcPeer *self)
   return out_frame_new (pieces, FALSE);
 }
 
+/* The piece just handed to the channel (it ends at tx_bytes): when, for
+ * slow sending. */
+static void
+note_handed (DcPeer *self)
+{
+  Handed *handed = g_new (Handed, 1);
+
+  handed->end = self->tx_bytes;
+  handed->us = g_get_monotonic_time ();
+  g_queue_push_tail (&self->handed, handed);
+  if (self->handed.length > HANDED_MAX)
+    g_free (g_queue_pop_head (&self->handed));
+}
+
+/* When the piece holding the last byte a credit for @acked bytes
+ * acknowledges was handed to the channel (0: not known); the pieces it
+ * acknowledges whole are forgotten. */
+static gint64
+handed_at (DcPeer  *self,
+           guint64  acked)
+{
+  Handed *head;
+  gint64 us;
+
+  while ((head = g_queue_peek_head (&self->handed)) != NULL && head->end < acked)
+    g_free (g_queue_pop_head (&self->handed));
+  if (head == NULL || acked == 0)
+    return 0;
+  us = head->us;
+  if (head->end == acked)
+    g_free (g_queue_pop_head (&self->handed));
+  return us;
+}
+
 static void
 pump (DcPeer *self)
 {
@@ -760,6 +813,8 @@ pump (DcPeer *self)
       if (self->current->queued)
         self->queued -= size;
       self->tx_bytes += size;
+      if (peer_tunables ()->pace_handed)
+        note_handed (self);
       if (!gst_webrtc_data_channel_send_data_full (self->channel, piece, &error))
         {
           GstWebRTCDataChannelState ready = GST_WEBRTC_DATA_CHANNEL_STATE_OPEN;
@@ -845,7 +900,9 @@ handle_message (DcPeer        *self,
       report_send_pace (self, dc_send_pace_credit (&self->send_pace, g_get_monotonic_time (),
                                                    self->tx_acked,
                                                    self->tx_bytes - self->tx_acked,
-                                                   peer_tunables ()->credit_step));
+                                                   peer_tunables ()->credit_step,
+                                                   peer_tunables ()->pace_handed
+                                                   ? handed_at (self, self->tx_acked) : 0));
       if (self->window_blocked_us != 0
           && self->tx_bytes - self->tx_acked < peer_tunables ()->send_window)
         {
@@ -2147,6 +2204,7 @@ dc_peer_finalize (GObject *object)
   g_clear_pointer (&self->local_hello, dc_mesh_hello_free);
   g_clear_pointer (&self->remote_hello, dc_mesh_hello_free);
   g_clear_pointer (&self->display_name, g_free);
+  g_queue_clear_full (&self->handed, g_free);
   g_free (self->config.stun_server);
   g_free (self->config.turn_server);
   g_strfreev (self->config.ice_addresses);
@@ -2217,6 +2275,7 @@ dc_peer_init (DcPeer *self)
   self->reader = dc_mesh_reader_new ();
   self->check_cancel = g_cancellable_new ();
   g_queue_init (&self->out);
+  g_queue_init (&self->handed);
   g_queue_init (&self->checking);
 }
 

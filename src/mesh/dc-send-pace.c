@@ -6,7 +6,19 @@
  * the bytes the second acknowledges over the time between them is the
  * rate this direction moves at. Intervals that start with less in flight
  * (a step's first bytes, a pause of the sender) say nothing and are
- * skipped. Slow intervals add up until a fast one; once they reach
+ * skipped, unless the sender knows when it handed the last byte the credit
+ * acknowledges to the channel (@handed_us): that byte waited from then
+ * until the credit, so over that part of the interval, with all the bytes
+ * the credit acknowledges (some came before it), the rate is at most
+ * theirs. Such a part counts when even that rate is slow, and is passed
+ * over when it is not (a bound from above says nothing about a fast link).
+ * A step of the group sends a few hundred kilobytes a link (an int8 run's,
+ * about 430 kB), so with a 256 KiB credit step most intervals start with
+ * less than a credit step in flight: before, a crawling link showed about
+ * one counted interval a step and took three steps to be reported. Slow
+ * time not added to for DC_SEND_PACE_STALE_US is forgotten (patches far
+ * apart are not one episode). Slow intervals add up until a fast one (of
+ * the first kind); once they reach
  * DC_SEND_PACE_EPISODE_US the episode is reported, and the fast interval
  * that ends it is reported too.
  *
@@ -29,6 +41,8 @@
  * @outstanding: the bytes sent and not acknowledged once it is counted
  * @busy_min: more than this in flight at an interval's start makes it
  *   count (the credit step)
+ * @handed_us: when the last byte this credit acknowledges was handed to the
+ *   channel (monotonic µs), or 0 when not known
  *
  * Returns: whether this credit started or ended a reported episode.
  */
@@ -37,19 +51,37 @@ dc_send_pace_credit (DcSendPace *pace,
                      gint64      now_us,
                      guint64     acked,
                      guint64     outstanding,
-                     guint64     busy_min)
+                     guint64     busy_min,
+                     gint64      handed_us)
 {
   DcSendPaceEvent event = DC_SEND_PACE_NONE;
+  gint64 start_us = 0;
+  gboolean bound = FALSE;
 
-  if (pace->last_us > 0 && pace->last_outstanding > busy_min
-      && acked > pace->last_acked && now_us > pace->last_us)
+  if (pace->last_us > 0 && acked > pace->last_acked && now_us > pace->last_us)
     {
-      gint64 interval_us = now_us - pace->last_us;
+      if (pace->last_outstanding > busy_min)
+        start_us = pace->last_us;
+      else if (handed_us > 0 && handed_us < now_us)
+        {
+          start_us = MAX (pace->last_us, handed_us);
+          bound = TRUE;
+        }
+    }
+  if (!pace->reported && pace->slow_us > 0 && now_us - pace->slow_last_us > DC_SEND_PACE_STALE_US)
+    {
+      pace->slow_us = 0;
+      pace->slow_bytes = 0;
+    }
+  if (start_us > 0)
+    {
+      gint64 interval_us = now_us - start_us;
       guint64 bytes = acked - pace->last_acked;
       double rate = (double) bytes * 1e6 / (double) interval_us;
 
       if (rate < DC_SEND_PACE_SLOW_RATE)
         {
+          pace->slow_last_us = now_us;
           pace->slow_us += interval_us;
           pace->slow_bytes += bytes;
           if (!pace->reported && pace->slow_us >= DC_SEND_PACE_EPISODE_US)
@@ -58,7 +90,7 @@ dc_send_pace_credit (DcSendPace *pace,
               event = DC_SEND_PACE_STARTED;
             }
         }
-      else
+      else if (!bound)
         {
           if (pace->reported)
             {

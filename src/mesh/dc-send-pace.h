@@ -16,6 +16,8 @@ G_BEGIN_DECLS
 #define DC_SEND_PACE_SLOW_RATE   (5.0e6)
 /* Slow intervals, summed, that make an episode worth a log line. */
 #define DC_SEND_PACE_EPISODE_US  (300 * 1000)
+/* Slow time not added to for this long is forgotten (before a report). */
+#define DC_SEND_PACE_STALE_US    (2 * 1000 * 1000)
 
 typedef enum
 {
@@ -31,8 +33,9 @@ typedef struct
   gint64  last_us;
   guint64 last_acked;
   guint64 last_outstanding;
-  /* The slow intervals since the last fast one. */
+  /* The slow intervals since the last fast one, and when one last came. */
   gint64  slow_us;
+  gint64  slow_last_us;
   guint64 slow_bytes;
   gboolean reported;
   /* Episodes reported and ended, and their slow time. */
@@ -44,7 +47,8 @@ DcSendPaceEvent dc_send_pace_credit   (DcSendPace *pace,
                                        gint64      now_us,
                                        guint64     acked,
                                        guint64     outstanding,
-                                       guint64     busy_min);
+                                       guint64     busy_min,
+                                       gint64      handed_us);
 double          dc_send_pace_rate     (const DcSendPace *pace);
 void            dc_send_pace_totals   (const DcSendPace *pace,
                                        guint            *episodes,
