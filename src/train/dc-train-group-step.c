@@ -903,9 +903,9 @@ reduce_worker (GTask        *task,
     }
   out = (float *) (bytes + DC_TRAIN_SHARD_HEADER_SIZE);
   dc_gpt_trainer_combine_gradients (values, n, length, out);
-  /* A bf16 run applies its own summed shard as the others receive it.
-   * A mean of finite bf16 values is finite (no larger than the largest),
-   * so this rounding cannot fail. */
+  /* A bf16 or int8 run applies its own summed shard as the others
+   * receive it. A mean of values the wire carries is no larger than the
+   * largest, so this rounding cannot fail. */
   dc_train_wire_round (data->wire, out, length);
   /* Test only (DC_TEST_FAULT=corrupt-sum@STEP): one changed value in this
    * device's summed shard from STEP on, applied here too (the replicas
