@@ -443,21 +443,20 @@ _dc_train_group_load_weights (DcTrainGroup *self)
   g_task_run_in_thread (task, load_weights_worker);
 }
 
-/* The run's gradient wire for a follower's notice, when it is not f32's
- * (a run of another wire has other hashes: the user should see why). */
-static const char *
-wire_note (DcTrainGroup *self)
+/* A run's settings as a follower's notice shows them, with its gradient
+ * wire when it is not f32's (a run of another wire has other hashes: the
+ * user should see why). */
+static char *
+settings_text (DcTrainGroup          *self,
+               const DcMeshRunConfig *config)
 {
-  switch (_dc_train_group_wire (self))
-    {
-    case DC_TRAIN_WIRE_BF16:
-      return ", gradients on the wire as bf16";
-    case DC_TRAIN_WIRE_INT8:
-      return ", gradients on the wire as int8";
-    case DC_TRAIN_WIRE_F32:
-    default:
-      return "";
-    }
+  DcTrainWire wire = _dc_train_group_wire (self);
+
+  return g_strdup_printf ("width %u, sequence %u, batch %u, %u steps, lr %u/1000, seed %"
+                          G_GUINT64_FORMAT "%s%s", config->width, config->seq, config->batch,
+                          config->steps, config->lr_x1000, config->run_seed,
+                          wire == DC_TRAIN_WIRE_F32 ? "" : ", gradients on the wire as ",
+                          wire == DC_TRAIN_WIRE_F32 ? "" : dc_train_wire_to_string (wire));
 }
 
 void
@@ -534,6 +533,7 @@ _dc_train_group_handle_config (DcTrainGroup *self,
   if (config->resume)
     {
       g_autofree char *text = NULL;
+      g_autofree char *settings = settings_text (self, config);
 
       /* The model comes with the config: wait for it, then prepare. */
       self->checkpoint_from = g_strdup (dc_peer_get_id (peer));
@@ -541,38 +541,30 @@ _dc_train_group_handle_config (DcTrainGroup *self,
       self->state = STATE_WAITING_CHECKPOINT;
       _dc_train_group_arm (self, DC_TRAIN_GROUP_WAIT_S);
       text = g_strdup_printf ("following the run “%s” started from its checkpoint at step %"
-                              G_GUINT64_FORMAT ": width %u, sequence %u, batch %u, %u steps, "
-                              "lr %u/1000, seed %" G_GUINT64_FORMAT "%s", dc_peer_get_name (peer),
-                              config->start_step, config->width, config->seq, config->batch,
-                              config->steps, config->lr_x1000, config->run_seed,
-                              wire_note (self));
+                              G_GUINT64_FORMAT ": %s", dc_peer_get_name (peer),
+                              config->start_step, settings);
       _dc_train_group_notice (self, "config", dc_peer_get_name (peer), text);
       return;
     }
   if (join)
     {
       g_autofree char *text = NULL;
+      g_autofree char *settings = settings_text (self, config);
 
       self->joining = TRUE;
       self->join_from = g_strdup (dc_peer_get_id (peer));
       g_hash_table_insert (self->joiners, g_strdup (_dc_train_group_own_id (self)),
                            GSIZE_TO_POINTER (config->start_step));
       text = g_strdup_printf ("joining the run under way after step %" G_GUINT64_FORMAT
-                              " (“%s” sends the weights): width %u, sequence %u, batch %u, %u "
-                              "steps, lr %u/1000, seed %" G_GUINT64_FORMAT "%s",
-                              config->start_step, dc_peer_get_name (peer), config->width,
-                              config->seq, config->batch, config->steps, config->lr_x1000,
-                              config->run_seed, wire_note (self));
+                              " (“%s” sends the weights): %s", config->start_step,
+                              dc_peer_get_name (peer), settings);
       _dc_train_group_notice (self, "config", dc_peer_get_name (peer), text);
     }
   else
   {
-    g_autofree char *text = g_strdup_printf ("following the run “%s” started: width %u, "
-                                             "sequence %u, batch %u, %u steps, lr %u/1000, seed %"
-                                             G_GUINT64_FORMAT "%s", dc_peer_get_name (peer),
-                                             config->width, config->seq, config->batch,
-                                             config->steps, config->lr_x1000, config->run_seed,
-                                             wire_note (self));
+    g_autofree char *settings = settings_text (self, config);
+    g_autofree char *text = g_strdup_printf ("following the run “%s” started: %s",
+                                             dc_peer_get_name (peer), settings);
 
     _dc_train_group_notice (self, "config", dc_peer_get_name (peer), text);
   }

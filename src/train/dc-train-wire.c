@@ -1004,9 +1004,10 @@ dc_train_wire_round_shards (DcTrainWire               wire,
 {
   gboolean ok = TRUE;
 
-  if (wire == DC_TRAIN_WIRE_BF16)
-    return dc_train_bf16_round (grads, layout->n_params);
-  for (guint r = 0; r < n_ranks && wire != DC_TRAIN_WIRE_F32; r++)
+  /* f32 and bf16 round value by value: where shards begin does not matter. */
+  if (wire != DC_TRAIN_WIRE_INT8)
+    return dc_train_wire_round (wire, grads, layout->n_params);
+  for (guint r = 0; r < n_ranks; r++)
     {
       gsize start, length;
 
