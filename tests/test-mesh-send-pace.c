@@ -79,6 +79,28 @@ test_crawl (void)
   g_assert_cmpint (slow_us, ==, 10 * (gint64) (STEP * 1e6 / 2e6));
 }
 
+/* A state's own episode_us (DC_PEER_PACE_EPISODE_MS) reports sooner: at
+ * 100 ms the first slow interval (131 ms) does, where the default needs
+ * the third. */
+static void
+test_episode_threshold (void)
+{
+  DcSendPace pace = { 0 }, plain = { 0 };
+  gint64 now = 1000000, now_plain = 1000000;
+  guint64 acked = 0, acked_plain = 0;
+  g_autoptr(GString) first = NULL, plain_first = NULL, plain_rest = NULL;
+
+  pace.episode_us = 100 * 1000;
+  g_string_free (feed (&pace, &now, &acked, 50e6, 4, WINDOW - STEP), TRUE);
+  g_string_free (feed (&plain, &now_plain, &acked_plain, 50e6, 4, WINDOW - STEP), TRUE);
+  first = feed (&pace, &now, &acked, 2e6, 1, WINDOW - STEP);
+  plain_first = feed (&plain, &now_plain, &acked_plain, 2e6, 1, WINDOW - STEP);
+  plain_rest = feed (&plain, &now_plain, &acked_plain, 2e6, 2, WINDOW - STEP);
+  g_assert_cmpstr (first->str, ==, "S");
+  g_assert_cmpstr (plain_first->str, ==, "");
+  g_assert_cmpstr (plain_rest->str, ==, "S");
+}
+
 /* While it goes on, the totals count it and the rate is its own. */
 static void
 test_ongoing (void)
@@ -278,6 +300,7 @@ main (int   argc,
 
   g_test_add_func ("/mesh/send-pace/fast", test_fast);
   g_test_add_func ("/mesh/send-pace/crawl", test_crawl);
+  g_test_add_func ("/mesh/send-pace/episode-threshold", test_episode_threshold);
   g_test_add_func ("/mesh/send-pace/ongoing", test_ongoing);
   g_test_add_func ("/mesh/send-pace/not-busy", test_not_busy);
   g_test_add_func ("/mesh/send-pace/short-stalls", test_short_stalls);

@@ -71,6 +71,7 @@ typedef struct
   gboolean          eof;
   gint64           *last_event;
   char             *cpus;     /* the cores it may run on, read back ("0-3,8") */
+  FILE             *copy;     /* DC_BENCH_GROUP_LOGS: its event lines, as printed */
 } Child;
 
 typedef struct
@@ -93,6 +94,7 @@ child_free (Child *child)
   /* A read still pending completes after this, cancelled: its callback
    * must not touch the freed child. */
   g_cancellable_cancel (child->cancellable);
+  g_clear_pointer (&child->copy, fclose);
   if (child->process != NULL)
     {
       g_subprocess_force_exit (child->process);
@@ -134,6 +136,8 @@ line_cb (GObject      *object,
   if (json_parser_load_from_data (parser, line, -1, NULL)
       && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
     {
+      if (child->copy != NULL)
+        fprintf (child->copy, "%s\n", line);
       g_ptr_array_add (child->events,
                        json_object_ref (json_node_get_object (json_parser_get_root (parser))));
       g_array_append_val (child->times, now);
@@ -220,7 +224,8 @@ child_spawn_pinned (Bench       *bench,
   g_ptr_array_add (argv, NULL);
 
   /* DC_BENCH_GROUP_LOGS=DIR keeps each device's log (its renewals, its
-   * stalls) as DIR/device-N.txt, N counting the devices this bench made. */
+   * stalls) as DIR/device-N.txt and its event lines (every step's phases)
+   * as DIR/device-N.json, N counting the devices this bench made. */
   logs = g_getenv ("DC_BENCH_GROUP_LOGS");
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE
                                        | (logs != NULL && *logs != '\0'
@@ -231,7 +236,11 @@ child_spawn_pinned (Bench       *bench,
       g_autofree char *file = g_strdup_printf ("device-%u.txt", n_logged++);
       g_autofree char *path = g_build_filename (logs, file, NULL);
 
+      g_autofree char *events = g_strdup_printf ("%.*s.json", (int) strlen (path) - 4, path);
+
       g_subprocess_launcher_set_stderr_file_path (launcher, path);
+      /* A measuring aid: a file that cannot be made is no copy, not a failure. */
+      child->copy = fopen (events, "w");
     }
   if (first_core >= 0 && n_cores > 0 && first_core + n_cores <= CPU_SETSIZE)
     {

@@ -86,6 +86,9 @@ typedef struct
    * step sooner in /mesh/send-pace/bursts-crawl). Off until measured on
    * the shaped network (docs/BENCHMARKS.md, s20). */
   gboolean pace_handed;
+  /* DC_PEER_PACE_EPISODE_MS (50–5000): the slow time that reports an
+   * episode (and starts a renewal), DC_SEND_PACE_EPISODE_US otherwise. */
+  gint64 pace_episode_us;
 } PeerTunables;
 
 static const PeerTunables *
@@ -99,6 +102,12 @@ peer_tunables (void)
       tunables.send_window = peer_tunable ("DC_PEER_SEND_WINDOW", SEND_WINDOW);
       tunables.credit_step = peer_tunable ("DC_PEER_CREDIT_STEP", CREDIT_STEP);
       tunables.pace_handed = g_strcmp0 (g_getenv ("DC_PEER_PACE_HANDED"), "1") == 0;
+      {
+        const char *ms = g_getenv ("DC_PEER_PACE_EPISODE_MS");
+        guint64 parsed = ms != NULL ? g_ascii_strtoull (ms, NULL, 10) : 0;
+
+        tunables.pace_episode_us = parsed >= 50 && parsed <= 5000 ? (gint64) parsed * 1000 : 0;
+      }
       g_once_init_leave (&once, 1);
     }
   return &tunables;
@@ -897,6 +906,7 @@ handle_message (DcPeer        *self,
         }
       self->tx_acked = MAX (self->tx_acked, credit);
       self->window_on = TRUE;
+      self->send_pace.episode_us = peer_tunables ()->pace_episode_us;
       report_send_pace (self, dc_send_pace_credit (&self->send_pace, g_get_monotonic_time (),
                                                    self->tx_acked,
                                                    self->tx_bytes - self->tx_acked,

@@ -19,7 +19,7 @@
  * time not added to for DC_SEND_PACE_STALE_US is forgotten (patches far
  * apart are not one episode). Slow intervals add up until a fast one (of
  * the first kind); once they reach
- * DC_SEND_PACE_EPISODE_US the episode is reported, and the fast interval
+ * DC_SEND_PACE_EPISODE_US (or the state's episode_us) the episode is reported, and the fast interval
  * that ends it is reported too.
  *
  * What it catches on the benches' shaped network is usrsctp's crawl
@@ -84,7 +84,9 @@ dc_send_pace_credit (DcSendPace *pace,
           pace->slow_last_us = now_us;
           pace->slow_us += interval_us;
           pace->slow_bytes += bytes;
-          if (!pace->reported && pace->slow_us >= DC_SEND_PACE_EPISODE_US)
+          if (!pace->reported
+              && pace->slow_us >= (pace->episode_us > 0 ? pace->episode_us
+                                                        : DC_SEND_PACE_EPISODE_US))
             {
               pace->reported = TRUE;
               event = DC_SEND_PACE_STARTED;

@@ -41,6 +41,8 @@ typedef struct
   /* Episodes reported and ended, and their slow time. */
   guint   episodes;
   gint64  episodes_us;
+  /* Slow time that makes an episode; 0: DC_SEND_PACE_EPISODE_US. */
+  gint64  episode_us;
 } DcSendPace;
 
 DcSendPaceEvent dc_send_pace_credit   (DcSendPace *pace,
