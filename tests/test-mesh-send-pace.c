@@ -266,6 +266,99 @@ test_bursts_fast (void)
   g_assert_cmpuint (bursts (&moderate, 430000, 6e6, 0.001, 400, TRUE), ==, 0);
 }
 
+/* A group's steps on one link as DcPeer credits them with idle credits
+ * (DC_PEER_IDLE_CREDIT=1): every @period_s the sender hands @burst bytes
+ * at once, in pieces of 64 KiB that the link completes at @rate from when
+ * it is free; the receiver credits at every STEP received and, with
+ * @idle, also 3 ms after a piece followed by no other for 3 ms when 32 KiB
+ * or more are uncredited; each credit reaches the sender @delay_s after it
+ * is sent, plus @jitter_s × a seeded uniform draw. Returns the step (from
+ * 1) whose credits first reported an episode, 0 if none did. */
+static guint
+bursts_pieces (DcSendPace *pace,
+               guint64     burst,
+               double      rate,
+               double      period_s,
+               double      delay_s,
+               double      jitter_s,
+               guint       steps,
+               gboolean    idle)
+{
+  const guint64 piece = 65536;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (7);
+  double link_free = 0.0;
+  guint64 sent = 0, received = 0, credited = 0;
+  guint reported = 0;
+
+  for (guint k = 0; k < steps; k++)
+    {
+      double t0 = 1.0 + k * period_s;
+      double begin = MAX (t0, link_free);
+      guint64 start = sent;
+
+      sent += burst;
+      while (received < sent)
+        {
+          guint64 size = MIN (piece, sent - received);
+          double done = begin + (double) (received + size - start) / rate;
+          double next = received + size < sent
+                        ? begin + (double) (MIN (received + size + piece, sent) - start) / rate
+                        : G_MAXDOUBLE;
+          double credit_at = -1.0;
+
+          received += size;
+          if (received - credited >= STEP)
+            credit_at = done;
+          else if (idle && received - credited >= 32 * 1024 && next - done > 0.003)
+            credit_at = done + 0.003;
+          if (credit_at >= 0.0)
+            {
+              double at = credit_at + delay_s + jitter_s * g_rand_double (rand);
+
+              credited = received;
+              if (dc_send_pace_credit (pace, (gint64) (at * 1e6), credited, sent - credited, STEP,
+                                       0) == DC_SEND_PACE_STARTED && reported == 0)
+                reported = k + 1;
+            }
+        }
+      link_free = begin + (double) burst / rate;
+    }
+  return reported;
+}
+
+/* The crawl that slow sending missed (docs/BENCHMARKS.md, s21): a direction
+ * that carries a burst smaller than a credit step each step (an int8 run's
+ * summed shard, about 210 kB) at 2 MB/s. With credits every STEP only, no
+ * interval ever begins with more than a step in flight: never reported.
+ * With idle credits every piece is credited as it comes (32 ms apart) and
+ * the episode is reported within a few steps. On a healthy link (60 MB/s,
+ * credits up to 20 ms late at random) or a moderate one (6 MB/s), with
+ * the same bursts and bigger ones, nothing is reported. */
+static void
+test_idle_credits (void)
+{
+  DcSendPace step_only = { 0 }, idle = { 0 };
+  guint reported;
+
+  g_assert_cmpuint (bursts_pieces (&step_only, 210000, 2e6, 0.3, 0.001, 0.0, 40, FALSE), ==,
+                    0);
+  reported = bursts_pieces (&idle, 210000, 2e6, 0.3, 0.001, 0.0, 40, TRUE);
+  g_test_message ("a 210 kB crawl reported at step %u with idle credits", reported);
+  g_assert_cmpuint (reported, >=, 1);
+  g_assert_cmpuint (reported, <=, 6);
+
+  for (guint b = 0; b < 3; b++)
+    {
+      static const guint64 sizes[] = { 100000, 210000, 430000 };
+      DcSendPace fast = { 0 }, moderate = { 0 };
+
+      g_assert_cmpuint (bursts_pieces (&fast, sizes[b], 60e6, 0.3, 0.001, 0.020, 400, TRUE), ==,
+                        0);
+      g_assert_cmpuint (bursts_pieces (&moderate, sizes[b], 6e6, 0.3, 0.001, 0.0, 400, TRUE),
+                        ==, 0);
+    }
+}
+
 /* Slow patches far apart (one slow interval of 200 ms every 3 s, fast
  * intervals that would end them never counted in between) are not one
  * episode: each is forgotten after DC_SEND_PACE_STALE_US. */
@@ -308,6 +401,7 @@ main (int   argc,
   g_test_add_func ("/mesh/send-pace/bursts-crawl", test_bursts_crawl);
   g_test_add_func ("/mesh/send-pace/bursts-fast", test_bursts_fast);
   g_test_add_func ("/mesh/send-pace/stale", test_stale);
+  g_test_add_func ("/mesh/send-pace/idle-credits", test_idle_credits);
 
   return g_test_run ();
 }

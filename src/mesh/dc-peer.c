@@ -48,6 +48,15 @@
 #define PUMP_POLL_MS 20
 #define SEND_WINDOW (768u * 1024u)
 #define CREDIT_STEP (256u * 1024u)
+/* An idle credit (DC_PEER_IDLE_CREDIT=1): when this much or more is
+ * received and not credited, and no piece came for IDLE_CREDIT_MS, the
+ * credit goes without waiting for a credit step. A burst smaller than a
+ * step then ends with a credit, and a crawling direction (pieces tens of
+ * ms apart) is credited piece by piece, which is what lets the sender's
+ * slow sending see it (dc-send-pace.c); a stream at full speed has no gap
+ * and sends no more credits than before. */
+#define IDLE_CREDIT_MIN (32u * 1024u)
+#define IDLE_CREDIT_MS  3
 /* Hand-off times kept for slow sending (dc-send-pace.c): more than the
  * window's pieces ever are; past it the oldest go (that credit's interval
  * then counts only by the in-flight rule). */
@@ -89,6 +98,7 @@ typedef struct
   /* DC_PEER_PACE_EPISODE_MS (50–5000): the slow time that reports an
    * episode (and starts a renewal), DC_SEND_PACE_EPISODE_US otherwise. */
   gint64 pace_episode_us;
+  gboolean idle_credit;
 } PeerTunables;
 
 static const PeerTunables *
@@ -102,6 +112,7 @@ peer_tunables (void)
       tunables.send_window = peer_tunable ("DC_PEER_SEND_WINDOW", SEND_WINDOW);
       tunables.credit_step = peer_tunable ("DC_PEER_CREDIT_STEP", CREDIT_STEP);
       tunables.pace_handed = g_strcmp0 (g_getenv ("DC_PEER_PACE_HANDED"), "1") == 0;
+      tunables.idle_credit = g_strcmp0 (g_getenv ("DC_PEER_IDLE_CREDIT"), "1") == 0;
       {
         const char *ms = g_getenv ("DC_PEER_PACE_EPISODE_MS");
         guint64 parsed = ms != NULL ? g_ascii_strtoull (ms, NULL, 10) : 0;
@@ -310,6 +321,7 @@ struct _DcPeer
   guint                 test_credit_holds;
   guint                 credit_hold_id;
   guint                 credit_held : 1;  /* the credit due now was held */
+  guint                 idle_credit_id;   /* IDLE_CREDIT_MS after the last piece */
 };
 
 G_DEFINE_FINAL_TYPE (DcPeer, dc_peer, G_TYPE_OBJECT)
@@ -509,6 +521,7 @@ set_state (DcPeer      *self,
       g_clear_handle_id (&self->tick_id, g_source_remove);
       g_clear_handle_id (&self->pump_id, g_source_remove);
       g_clear_handle_id (&self->credit_hold_id, g_source_remove);
+      g_clear_handle_id (&self->idle_credit_id, g_source_remove);
       clear_out (self);
       clear_checking (self);
     }
@@ -966,11 +979,39 @@ credit_hold_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+static gboolean
+idle_credit_cb (gpointer user_data)
+{
+  DcPeer *self = user_data;
+  gint64 quiet_us = g_get_monotonic_time () - self->last_rx_us;
+
+  self->idle_credit_id = 0;
+  /* A piece came since it was armed: wait for the gap after that one. */
+  if (quiet_us < IDLE_CREDIT_MS * 1000)
+    {
+      self->idle_credit_id = g_timeout_add (MAX (1, IDLE_CREDIT_MS - quiet_us / 1000),
+                                            idle_credit_cb, self);
+      return G_SOURCE_REMOVE;
+    }
+  if (self->rx_bytes - self->rx_credited >= IDLE_CREDIT_MIN && !self->credit_due
+      && self->checking_bytes <= CHECK_QUEUE_MAX && self->credit_hold_id == 0
+      && self->test_credit_holds == 0)
+    {
+      self->credit_due = TRUE;
+      pump (self);
+    }
+  return G_SOURCE_REMOVE;
+}
+
 /* A credit is due every CREDIT_STEP bytes received, unless too much waits
- * for its checks (CHECK_QUEUE_MAX): then it goes once they catch up. */
+ * for its checks (CHECK_QUEUE_MAX): then it goes once they catch up. With
+ * idle credits on, a gap in the pieces brings it sooner (IDLE_CREDIT_MIN). */
 static void
 maybe_credit (DcPeer *self)
 {
+  if (peer_tunables ()->idle_credit && self->idle_credit_id == 0
+      && self->rx_bytes - self->rx_credited >= IDLE_CREDIT_MIN)
+    self->idle_credit_id = g_timeout_add (IDLE_CREDIT_MS, idle_credit_cb, self);
   if (self->rx_bytes - self->rx_credited >= peer_tunables ()->credit_step && !self->credit_due
       && self->checking_bytes <= CHECK_QUEUE_MAX && self->credit_hold_id == 0)
     {
@@ -2181,6 +2222,7 @@ dc_peer_dispose (GObject *object)
   g_clear_handle_id (&self->tick_id, g_source_remove);
   g_clear_handle_id (&self->pump_id, g_source_remove);
   g_clear_handle_id (&self->credit_hold_id, g_source_remove);
+  g_clear_handle_id (&self->idle_credit_id, g_source_remove);
   g_clear_handle_id (&self->bus_watch_id, g_source_remove);
   if (self->channel != NULL)
     g_signal_handlers_disconnect_matched (self->channel, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,

@@ -60,7 +60,13 @@ dc_send_pace_credit (DcSendPace *pace,
 
   if (pace->last_us > 0 && acked > pace->last_acked && now_us > pace->last_us)
     {
-      if (pace->last_outstanding > busy_min)
+      guint64 bytes = acked - pace->last_acked;
+
+      /* A credit before a step's worth (an idle credit, dc-peer.c) counts
+       * when all it acknowledges, and more, was in flight at the
+       * interval's start: the receiver was still receiving when it sent it. */
+      if (pace->last_outstanding > busy_min
+          || (bytes >= DC_SEND_PACE_SHORT_MIN && pace->last_outstanding > bytes))
         start_us = pace->last_us;
       else if (handed_us > 0 && handed_us < now_us)
         {

@@ -16,6 +16,10 @@ G_BEGIN_DECLS
 #define DC_SEND_PACE_SLOW_RATE   (5.0e6)
 /* Slow intervals, summed, that make an episode worth a log line. */
 #define DC_SEND_PACE_EPISODE_US  (300 * 1000)
+/* An interval whose credit acknowledges less than a credit step counts
+ * from this many bytes up (shorter ones are mostly the latency of the
+ * credit itself). */
+#define DC_SEND_PACE_SHORT_MIN   (32u * 1024u)
 /* Slow time not added to for this long is forgotten (before a report). */
 #define DC_SEND_PACE_STALE_US    (2 * 1000 * 1000)
 
