@@ -48,13 +48,15 @@
 #define PUMP_POLL_MS 20
 #define SEND_WINDOW (768u * 1024u)
 #define CREDIT_STEP (256u * 1024u)
-/* An idle credit (DC_PEER_IDLE_CREDIT=1): when this much or more is
+/* An idle credit (on unless DC_PEER_IDLE_CREDIT=0): when this much or more is
  * received and not credited, and no piece came for IDLE_CREDIT_MS, the
  * credit goes without waiting for a credit step. A burst smaller than a
  * step then ends with a credit, and a crawling direction (pieces tens of
  * ms apart) is credited piece by piece, which is what lets the sender's
  * slow sending see it (dc-send-pace.c); a stream at full speed has no gap
- * and sends no more credits than before. */
+ * and sends no more credits than before. On the H200 host's shaped
+ * network (docs/BENCHMARKS.md, s21) crawls were then renewed within 2–4
+ * steps instead of going on unseen for up to 20. */
 #define IDLE_CREDIT_MIN (32u * 1024u)
 #define IDLE_CREDIT_MS  3
 /* Hand-off times kept for slow sending (dc-send-pace.c): more than the
@@ -92,8 +94,10 @@ typedef struct
   /* DC_PEER_PACE_HANDED=1: slow sending also counts, from the hand-off
    * times of the pieces, the intervals that begin with little in flight
    * (dc-send-pace.c; s20: a crawl under an int8 run's bursts is reported a
-   * step sooner in /mesh/send-pace/bursts-crawl). Off until measured on
-   * the shaped network (docs/BENCHMARKS.md, s20). */
+   * step sooner in /mesh/send-pace/bursts-crawl). Off: on the shaped
+   * network it reported healthy links (the receiver's latency in crediting
+   * is inside the bound) and their renewals cost more than the crawls
+   * (docs/BENCHMARKS.md, s21); idle credits are what made crawls seen. */
   gboolean pace_handed;
   /* DC_PEER_PACE_EPISODE_MS (50–5000): the slow time that reports an
    * episode (and starts a renewal), DC_SEND_PACE_EPISODE_US otherwise. */
@@ -112,7 +116,7 @@ peer_tunables (void)
       tunables.send_window = peer_tunable ("DC_PEER_SEND_WINDOW", SEND_WINDOW);
       tunables.credit_step = peer_tunable ("DC_PEER_CREDIT_STEP", CREDIT_STEP);
       tunables.pace_handed = g_strcmp0 (g_getenv ("DC_PEER_PACE_HANDED"), "1") == 0;
-      tunables.idle_credit = g_strcmp0 (g_getenv ("DC_PEER_IDLE_CREDIT"), "1") == 0;
+      tunables.idle_credit = g_strcmp0 (g_getenv ("DC_PEER_IDLE_CREDIT"), "0") != 0;
       {
         const char *ms = g_getenv ("DC_PEER_PACE_EPISODE_MS");
         guint64 parsed = ms != NULL ? g_ascii_strtoull (ms, NULL, 10) : 0;
@@ -993,7 +997,8 @@ idle_credit_cb (gpointer user_data)
                                             idle_credit_cb, self);
       return G_SOURCE_REMOVE;
     }
-  if (self->rx_bytes - self->rx_credited >= IDLE_CREDIT_MIN && !self->credit_due
+  if (self->state == DC_PEER_STATE_OPEN
+      && self->rx_bytes - self->rx_credited >= IDLE_CREDIT_MIN && !self->credit_due
       && self->checking_bytes <= CHECK_QUEUE_MAX && self->credit_hold_id == 0
       && self->test_credit_holds == 0)
     {

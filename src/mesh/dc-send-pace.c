@@ -15,7 +15,12 @@
  * A step of the group sends a few hundred kilobytes a link (an int8 run's,
  * about 430 kB), so with a 256 KiB credit step most intervals start with
  * less than a credit step in flight: before, a crawling link showed about
- * one counted interval a step and took three steps to be reported. Slow
+ * one counted interval a step and took three steps to be reported, and a
+ * direction whose bursts are each under a credit step (an int8 run's
+ * summed shard, about 210 kB) none at all. A receiver's idle credits
+ * (dc-peer.c: 3 ms after a gap in the pieces) credit such a burst piece by
+ * piece when it crawls; an interval whose credit acknowledges less than a
+ * step then counts when more than that was in flight at its start. Slow
  * time not added to for DC_SEND_PACE_STALE_US is forgotten (patches far
  * apart are not one episode). Slow intervals add up until a fast one (of
  * the first kind); once they reach
