@@ -11,8 +11,9 @@
 #   first: the image has the NVIDIA ICD but no loader. Default: build-devpack/gl,
 #   which `pack` fills with `apt-get download` (the device has no network).
 #   ONLY: a space-separated subset of
-#   "warmup train cpu clitrain decode group groupcpu groupnet grouplong ring ringnet gemm vktests" (all: about 11 minutes
-#   after the start; each issue's goal figure is one item). warmup: the GPU's
+#   "warmup train cpu clitrain decode group groupcpu groupnet grouplong ring ringnet gemm vktests"
+#   (all: about 11 minutes after the start), or groupcrawl, only when named (about 5 minutes:
+#   the crawl with idle credits on and off, s21). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
 #   (pack strips and packs the test binary into build-devpack).
@@ -150,6 +151,20 @@ run)
         # of s18's crawled).
         timeout 240 $cli bench group --json --netns --devices 4 --threads 4 --width 128 \
           --seq 128 --batch 32 --steps 64 --gradient-wire int8 2>&1 | grep -v DEBUG ;;
+      groupcrawl)
+        # The crawl and idle credits (s21): 64-step shaped int8 runs,
+        # alternating idle credits on (the default) and off, the devices'
+        # step lines kept in $OUT/groupcrawl/NAME; then the steps that waited
+        # over 90 ms with no slow sending near them (a crawl nobody saw).
+        for i in $(seq 1 "${CRAWL_ROUNDS:-4}"); do
+          for idle in 1 0; do
+            mkdir -p "$out/groupcrawl/idle$idle-$i"
+            DC_PEER_IDLE_CREDIT=$idle DC_BENCH_GROUP_LOGS="$out/groupcrawl/idle$idle-$i" \
+              timeout 120 $cli bench group --json --netns --devices 4 --threads 4 --width 128 \
+              --seq 128 --batch 32 --steps 64 --gradient-wire int8 2>&1 | grep -v DEBUG
+          done
+        done
+        python3 tools/group-trace/group-steps.py "$out/groupcrawl" ;;
       ringnet)
         # Issue 16 on the shaped network: decode within 2 ms of the hops' round trips.
         XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring --json --netns \
