@@ -393,6 +393,62 @@ test_chunked_object (void)
     g_bytes_unref (objects[i]);
 }
 
+static gboolean
+second_has_object (gpointer user_data)
+{
+  Side *sides = user_data;
+
+  return sides[1].object != NULL || sides[0].faults > 0 || sides[1].faults > 0;
+}
+
+static gboolean
+credited (gpointer user_data)
+{
+  return dc_peer_get_unacknowledged (((Side *) user_data)->peer) < 32 * 1024;
+}
+
+/* Idle credits (dc-peer.c): an object smaller than a credit step (150 kB,
+ * three pieces) is credited once the pieces stop, not at the next 256 KiB:
+ * what lets slow sending see a crawl under a group's short bursts
+ * (docs/ARCHITECTURE.md, "Slow sending"). Without them the sender keeps the
+ * 150 kB unacknowledged until more is sent, and this fails. */
+static void
+test_idle_credit (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) object = NULL;
+  Side sides[2] = { { 0 } };
+  const gsize size = 150000;
+  DcMeshChunk info;
+  guint8 *data;
+
+  if (g_strcmp0 (g_getenv ("DC_PEER_IDLE_CREDIT"), "0") == 0)
+    {
+      g_test_skip ("DC_PEER_IDLE_CREDIT=0 turns idle credits off");
+      return;
+    }
+  data = g_malloc (size);
+  for (gsize k = 0; k < size; k++)
+    data[k] = (guint8) (k * 2654435761u >> 13);
+  object = g_bytes_new_take (data, size);
+  sides_open (sides, "aa", size);
+
+  memset (&info, 0, sizeof info);
+  memset (info.run_id, 0x3c, sizeof info.run_id);
+  info.step = 4;
+  g_assert_true (dc_peer_send_object (sides[0].peer, DC_MESH_MSG_GRADIENTS, &info, object,
+                                      &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (second_has_object, sides, 30000));
+  g_assert_cmpuint (sides[1].faults, ==, 0);
+  g_assert_true (g_bytes_equal (sides[1].object, object));
+  g_assert_true (dc_test_wait_until (credited, &sides[0], 5000));
+
+  dc_peer_close (sides[0].peer, "leave");
+  dc_peer_close (sides[1].peer, "leave");
+  sides_free (sides);
+}
+
 /* DC_PEER_TRACE=DIR: the chunked exchange above in a subprocess that
  * inherits it. 5 MB each way is more than the 768 KiB window once the first
  * credit came (the first frames fill the channel up to 4 MiB before it), so
@@ -831,6 +887,7 @@ main (int    argc,
   dc_gst_quirks_add_test ("/dc/mesh/peer/loopback-open", test_loopback_open);
   dc_gst_quirks_add_test ("/dc/mesh/peer/chunked-object", test_chunked_object);
   dc_gst_quirks_add_test ("/dc/mesh/peer/window-trace", test_window_trace);
+  dc_gst_quirks_add_test ("/dc/mesh/peer/idle-credit", test_idle_credit);
   dc_gst_quirks_add_test ("/dc/mesh/peer/checked-in-order", test_checked_in_order);
   dc_gst_quirks_add_test ("/dc/mesh/peer/teardown-race", test_teardown_race);
   dc_gst_quirks_add_test ("/dc/mesh/peer/slow-checks-not-silence", test_slow_checks_not_silence);

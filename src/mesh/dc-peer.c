@@ -2022,6 +2022,15 @@ dc_peer_get_reason (DcPeer *self)
   return self->reason;
 }
 
+/* Bytes handed to the channel that the other side has not credited yet
+ * (0 while it sends no credits). */
+guint64
+dc_peer_get_unacknowledged (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), 0);
+  return self->window_on ? self->tx_bytes - self->tx_acked : 0;
+}
+
 /* Bytes waiting in this peer's queue, not yet handed to the channel. */
 gsize
 dc_peer_get_queued (DcPeer *self)

@@ -99,6 +99,7 @@ DcMeshHello *dc_peer_get_hello     (DcPeer              *self);
 DcPeerState  dc_peer_get_state     (DcPeer              *self);
 const char  *dc_peer_get_reason    (DcPeer              *self);
 gsize        dc_peer_get_queued    (DcPeer              *self);
+guint64      dc_peer_get_unacknowledged (DcPeer         *self);
 void         dc_peer_get_slow_sending (DcPeer           *self,
                                        guint            *episodes,
                                        gint64           *slow_us);
