@@ -233,10 +233,11 @@ child_spawn_pinned (Bench       *bench,
   if (logs != NULL && *logs != '\0')
     {
       static guint n_logged;
-      g_autofree char *file = g_strdup_printf ("device-%u.txt", n_logged++);
+      guint n = n_logged++;
+      g_autofree char *file = g_strdup_printf ("device-%u.txt", n);
       g_autofree char *path = g_build_filename (logs, file, NULL);
-
-      g_autofree char *events = g_strdup_printf ("%.*s.json", (int) strlen (path) - 4, path);
+      g_autofree char *events_file = g_strdup_printf ("device-%u.json", n);
+      g_autofree char *events = g_build_filename (logs, events_file, NULL);
 
       g_subprocess_launcher_set_stderr_file_path (launcher, path);
       /* A measuring aid: a file that cannot be made is no copy, not a failure. */

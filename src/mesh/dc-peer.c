@@ -923,7 +923,6 @@ handle_message (DcPeer        *self,
         }
       self->tx_acked = MAX (self->tx_acked, credit);
       self->window_on = TRUE;
-      self->send_pace.episode_us = peer_tunables ()->pace_episode_us;
       report_send_pace (self, dc_send_pace_credit (&self->send_pace, g_get_monotonic_time (),
                                                    self->tx_acked,
                                                    self->tx_bytes - self->tx_acked,
@@ -2343,6 +2342,7 @@ dc_peer_init (DcPeer *self)
   g_queue_init (&self->out);
   g_queue_init (&self->handed);
   g_queue_init (&self->checking);
+  self->send_pace.episode_us = peer_tunables ()->pace_episode_us;
 }
 
 /**

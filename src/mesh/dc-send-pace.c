@@ -23,9 +23,9 @@
  * step then counts when more than that was in flight at its start. Slow
  * time not added to for DC_SEND_PACE_STALE_US is forgotten (patches far
  * apart are not one episode). Slow intervals add up until a fast one (of
- * the first kind); once they reach
- * DC_SEND_PACE_EPISODE_US (or the state's episode_us) the episode is reported, and the fast interval
- * that ends it is reported too.
+ * the first kind); once they reach DC_SEND_PACE_EPISODE_US (or the
+ * state's episode_us) the episode is reported, and the fast interval that
+ * ends it is reported too.
  *
  * What it catches on the benches' shaped network is usrsctp's crawl
  * (docs/BENCHMARKS.md, "The shaped network's crawl"): one association held
