@@ -393,62 +393,6 @@ test_chunked_object (void)
     g_bytes_unref (objects[i]);
 }
 
-static gboolean
-second_has_object (gpointer user_data)
-{
-  Side *sides = user_data;
-
-  return sides[1].object != NULL || sides[0].faults > 0 || sides[1].faults > 0;
-}
-
-static gboolean
-credited (gpointer user_data)
-{
-  return dc_peer_get_unacknowledged (((Side *) user_data)->peer) < 32 * 1024;
-}
-
-/* Idle credits (dc-peer.c): an object smaller than a credit step (150 kB,
- * three pieces) is credited once the pieces stop, not at the next 256 KiB:
- * what lets slow sending see a crawl under a group's short bursts
- * (docs/ARCHITECTURE.md, "Slow sending"). Without them the sender keeps the
- * 150 kB unacknowledged until more is sent, and this fails. */
-static void
-test_idle_credit (void)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) object = NULL;
-  Side sides[2] = { { 0 } };
-  const gsize size = 150000;
-  DcMeshChunk info;
-  guint8 *data;
-
-  if (g_strcmp0 (g_getenv ("DC_PEER_IDLE_CREDIT"), "0") == 0)
-    {
-      g_test_skip ("DC_PEER_IDLE_CREDIT=0 turns idle credits off");
-      return;
-    }
-  data = g_malloc (size);
-  for (gsize k = 0; k < size; k++)
-    data[k] = (guint8) (k * 2654435761u >> 13);
-  object = g_bytes_new_take (data, size);
-  sides_open (sides, "aa", size);
-
-  memset (&info, 0, sizeof info);
-  memset (info.run_id, 0x3c, sizeof info.run_id);
-  info.step = 4;
-  g_assert_true (dc_peer_send_object (sides[0].peer, DC_MESH_MSG_GRADIENTS, &info, object,
-                                      &error));
-  g_assert_no_error (error);
-  g_assert_true (dc_test_wait_until (second_has_object, sides, 30000));
-  g_assert_cmpuint (sides[1].faults, ==, 0);
-  g_assert_true (g_bytes_equal (sides[1].object, object));
-  g_assert_true (dc_test_wait_until (credited, &sides[0], 5000));
-
-  dc_peer_close (sides[0].peer, "leave");
-  dc_peer_close (sides[1].peer, "leave");
-  sides_free (sides);
-}
-
 /* DC_PEER_TRACE=DIR: the chunked exchange above in a subprocess that
  * inherits it. 5 MB each way is more than the 768 KiB window once the first
  * credit came (the first frames fill the channel up to 4 MiB before it), so
@@ -522,6 +466,17 @@ test_window_trace (void)
   g_rmdir (dir);
 }
 
+/* @size bytes that no two chunks of an object share by accident. */
+static GBytes *
+patterned_object (gsize size)
+{
+  guint8 *data = g_malloc (size);
+
+  for (gsize k = 0; k < size; k++)
+    data[k] = (guint8) ((k * 2654435761u) >> 13);
+  return g_bytes_new_take (data, size);
+}
+
 static gboolean
 object_arrived_or_closed (gpointer user_data)
 {
@@ -530,6 +485,51 @@ object_arrived_or_closed (gpointer user_data)
   return sides[1].object != NULL || sides[1].faults > 0
          || dc_peer_get_state (sides[0].peer) >= DC_PEER_STATE_CLOSED
          || dc_peer_get_state (sides[1].peer) >= DC_PEER_STATE_CLOSED;
+}
+
+static gboolean
+credited (gpointer user_data)
+{
+  return dc_peer_get_unacknowledged (((Side *) user_data)->peer) < 32 * 1024;
+}
+
+/* Idle credits (dc-peer.c): an object smaller than a credit step (150 kB,
+ * three pieces) is credited once the pieces stop, not at the next 256 KiB:
+ * what lets slow sending see a crawl under a group's short bursts
+ * (docs/ARCHITECTURE.md, "Slow sending"). Without them the sender keeps the
+ * 150 kB unacknowledged until more is sent, and this fails. */
+static void
+test_idle_credit (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) object = NULL;
+  Side sides[2] = { { 0 } };
+  const gsize size = 150000;
+  DcMeshChunk info;
+
+  if (g_strcmp0 (g_getenv ("DC_PEER_IDLE_CREDIT"), "0") == 0)
+    {
+      g_test_skip ("DC_PEER_IDLE_CREDIT=0 turns idle credits off");
+      return;
+    }
+  object = patterned_object (size);
+  sides_open (sides, "aa", size);
+
+  memset (&info, 0, sizeof info);
+  memset (info.run_id, 0x3c, sizeof info.run_id);
+  info.step = 4;
+  g_assert_true (dc_peer_send_object (sides[0].peer, DC_MESH_MSG_GRADIENTS, &info, object,
+                                      &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (object_arrived_or_closed, sides, 30000));
+  g_assert_cmpuint (sides[1].faults, ==, 0);
+  g_assert_nonnull (sides[1].object);
+  g_assert_true (g_bytes_equal (sides[1].object, object));
+  g_assert_true (dc_test_wait_until (credited, &sides[0], 5000));
+
+  dc_peer_close (sides[0].peer, "leave");
+  dc_peer_close (sides[1].peer, "leave");
+  sides_free (sides);
 }
 
 /* A receiver whose own checks lag does not take the sender's silence for
@@ -548,13 +548,10 @@ test_slow_checks_not_silence (void)
   g_autoptr(GBytes) object = NULL;
   Side sides[2] = { { 0 } };
   const gsize size = 12 * 1000 * 1000 + 5;
-  guint8 *data = g_malloc (size);
   DcMeshChunk info;
 
   G_STATIC_ASSERT (DC_PEER_TIMEOUT_MS < 6000);
-  for (gsize k = 0; k < size; k++)
-    data[k] = (guint8) ((k * 2654435761u) >> 13);
-  object = g_bytes_new_take (data, size);
+  object = patterned_object (size);
   /* Read when a peer is made; only the receiver gets messages large
    * enough to go to its worker. */
   g_setenv ("DC_TEST_CHECK_STALL_MS", "6000", TRUE);

@@ -982,6 +982,14 @@ credit_hold_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* No credit waits to go, none is held, and the checks keep up. */
+static gboolean
+credit_may_go (DcPeer *self)
+{
+  return !self->credit_due && self->checking_bytes <= CHECK_QUEUE_MAX
+         && self->credit_hold_id == 0;
+}
+
 static gboolean
 idle_credit_cb (gpointer user_data)
 {
@@ -997,8 +1005,7 @@ idle_credit_cb (gpointer user_data)
       return G_SOURCE_REMOVE;
     }
   if (self->state == DC_PEER_STATE_OPEN
-      && self->rx_bytes - self->rx_credited >= IDLE_CREDIT_MIN && !self->credit_due
-      && self->checking_bytes <= CHECK_QUEUE_MAX && self->credit_hold_id == 0
+      && self->rx_bytes - self->rx_credited >= IDLE_CREDIT_MIN && credit_may_go (self)
       && self->test_credit_holds == 0)
     {
       self->credit_due = TRUE;
@@ -1016,8 +1023,8 @@ maybe_credit (DcPeer *self)
   if (peer_tunables ()->idle_credit && self->idle_credit_id == 0
       && self->rx_bytes - self->rx_credited >= IDLE_CREDIT_MIN)
     self->idle_credit_id = g_timeout_add (IDLE_CREDIT_MS, idle_credit_cb, self);
-  if (self->rx_bytes - self->rx_credited >= peer_tunables ()->credit_step && !self->credit_due
-      && self->checking_bytes <= CHECK_QUEUE_MAX && self->credit_hold_id == 0)
+  if (self->rx_bytes - self->rx_credited >= peer_tunables ()->credit_step
+      && credit_may_go (self))
     {
       if (self->test_credit_holds > 0)
         {

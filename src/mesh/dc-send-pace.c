@@ -62,11 +62,11 @@ dc_send_pace_credit (DcSendPace *pace,
   DcSendPaceEvent event = DC_SEND_PACE_NONE;
   gint64 start_us = 0;
   gboolean bound = FALSE;
+  /* What this credit acknowledges beyond the last one. */
+  guint64 bytes = acked > pace->last_acked ? acked - pace->last_acked : 0;
 
-  if (pace->last_us > 0 && acked > pace->last_acked && now_us > pace->last_us)
+  if (pace->last_us > 0 && bytes > 0 && now_us > pace->last_us)
     {
-      guint64 bytes = acked - pace->last_acked;
-
       /* A credit before a step's worth (an idle credit, dc-peer.c) counts
        * when all it acknowledges, and more, was in flight at the
        * interval's start: the receiver was still receiving when it sent it. */
@@ -87,7 +87,6 @@ dc_send_pace_credit (DcSendPace *pace,
   if (start_us > 0)
     {
       gint64 interval_us = now_us - start_us;
-      guint64 bytes = acked - pace->last_acked;
       double rate = (double) bytes * 1e6 / (double) interval_us;
 
       if (rate < DC_SEND_PACE_SLOW_RATE)
