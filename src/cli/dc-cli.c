@@ -92,6 +92,10 @@ main (int    argc,
   bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
   textdomain (GETTEXT_PACKAGE);
   g_set_prgname ("daisychain-cli");
+  /* Standard output carries the results (--json lines that scripts parse):
+   * GLib's debug and info lines (G_MESSAGES_DEBUG) go to standard error
+   * with the rest of the log, not between them. */
+  g_log_writer_default_set_use_stderr (TRUE);
   dc_gst_quirks_install ();
 
   /* Options before the command: only --help, --version and --json. */
