@@ -872,6 +872,55 @@ test_teardown_race (void)
   g_free (reasons[1]);
 }
 
+static gboolean
+close_is_done (gpointer user_data)
+{
+  return dc_peer_close_is_done (user_data);
+}
+
+/* dc_peer_begin_close (): the close begins at once (the remote reads it
+ * while this peer is still alive: "channel-closed", well inside the 4 s of
+ * silence), this side's main loop runs while it completes, and the dispose
+ * after dc_peer_close_is_done () waits for nothing more. A mesh retires its
+ * connections so (_dc_mesh_retire ()): a dispose that waited for the close
+ * on the main thread held a busy group's step for a second
+ * (docs/BENCHMARKS.md, s22). */
+static void
+test_begin_close (void)
+{
+  Side sides[2] = { { 0 } };
+  gint64 began, begin_us, done_us, dispose_us;
+
+  sides_open (sides, "aa", 0);
+  dc_peer_close (sides[0].peer, "renewed");
+  g_assert_cmpint (dc_peer_get_state (sides[1].peer), ==, DC_PEER_STATE_OPEN);
+
+  began = g_get_monotonic_time ();
+  dc_peer_begin_close (sides[0].peer);
+  begin_us = g_get_monotonic_time () - began;
+  g_assert_true (dc_test_wait_until (closed, &sides[1], 3000));
+  g_assert_cmpstr (dc_peer_get_reason (sides[1].peer), ==, "channel-closed");
+  g_assert_true (dc_test_wait_until (close_is_done, sides[0].peer, 3000));
+  done_us = g_get_monotonic_time () - began;
+
+  g_signal_handlers_disconnect_by_data (sides[0].peer, &sides[0]);
+  began = g_get_monotonic_time ();
+  g_assert_finalize_object (sides[0].peer);
+  dispose_us = g_get_monotonic_time () - began;
+  g_test_message ("begin %" G_GINT64_FORMAT " µs, close done after %" G_GINT64_FORMAT
+                  " µs, dispose %" G_GINT64_FORMAT " µs", begin_us, done_us, dispose_us);
+  g_assert_cmpint (begin_us, <, 100000);
+  /* What a dispose does after the close: it stops the pipeline. */
+  g_assert_cmpint (dispose_us, <, 500000);
+  g_signal_handlers_disconnect_by_data (sides[1].peer, &sides[1]);
+  g_assert_finalize_object (sides[1].peer);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_array_unref (sides[i].states);
+      g_ptr_array_unref (sides[i].messages);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -889,6 +938,7 @@ main (int    argc,
   dc_gst_quirks_add_test ("/dc/mesh/peer/teardown-race", test_teardown_race);
   dc_gst_quirks_add_test ("/dc/mesh/peer/slow-checks-not-silence", test_slow_checks_not_silence);
   dc_gst_quirks_add_test ("/dc/mesh/peer/own-stall", test_own_stall);
+  dc_gst_quirks_add_test ("/dc/mesh/peer/begin-close", test_begin_close);
 
   return g_test_run ();
 }

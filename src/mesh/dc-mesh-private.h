@@ -26,6 +26,8 @@ struct _DcMesh
   GHashTable   *renewals;   /* id → Renewal: a new connection to a connected peer */
   GHashTable   *renewed_at; /* id → RenewHistory: its last renewal (the cool-down) */
   guint         renew_check_id;  /* _dc_mesh_renewal_check_cb () */
+  GPtrArray    *retiring;   /* DcPeer*: closing, disposed once closed (_dc_mesh_retire ()) */
+  guint         retire_id;  /* retire_poll_cb () */
   DcRoom       *room;
 
   /* state */
@@ -66,6 +68,8 @@ void      _dc_mesh_peer_slow_sending_cb  (DcPeer      *peer,
 void      _dc_mesh_peer_signal_out_cb    (DcPeer      *peer,
                                           JsonObject  *body,
                                           gpointer     user_data);
+void      _dc_mesh_retire                (DcMesh      *self,
+                                          DcPeer      *peer);
 
 /* dc-mesh-renewal.c */
 guint     _dc_mesh_peer_generation       (DcPeer      *peer);

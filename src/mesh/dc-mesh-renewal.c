@@ -176,11 +176,15 @@ _dc_mesh_renewal_free (gpointer data)
     retire_peer (self, renewal->fresh, "dropped");
   if (renewal->old != NULL)
     retire_peer (self, renewal->old, "renewed");
-  /* From the main loop: the end may come from inside a signal of either
-   * peer, which must outlive its emission. */
-  g_idle_add (unref_idle_cb, g_steal_pointer (&renewal->fresh));
+  /* Disposed from the main loop (_dc_mesh_retire () and the idle): the end
+   * may come from inside a signal of either peer, which must outlive its
+   * emission. The connection retired closes without holding this thread. */
+  if (!renewal->swapped)
+    _dc_mesh_retire (self, g_steal_pointer (&renewal->fresh));
+  else
+    g_idle_add (unref_idle_cb, g_steal_pointer (&renewal->fresh));
   if (renewal->old != NULL)
-    g_idle_add (unref_idle_cb, g_steal_pointer (&renewal->old));
+    _dc_mesh_retire (self, g_steal_pointer (&renewal->old));
   g_free (renewal->id);
   g_free (renewal);
 }

@@ -263,6 +263,7 @@ _dc_mesh_peer_changed_cb (DcPeer     *peer,
       self->slow_left_episodes += episodes;
       self->slow_left_us += slow_us;
       g_signal_handlers_disconnect_by_data (peer, self);
+      _dc_mesh_retire (self, g_object_ref (peer));
       g_hash_table_remove (self->peers, dc_peer_get_id (peer));
       if (counted)
         {
@@ -276,6 +277,40 @@ _dc_mesh_peer_changed_cb (DcPeer     *peer,
                      dc_peer_get_reason (peer));
         }
     }
+}
+
+/* How often a retiring connection's close is looked at. */
+#define RETIRE_POLL_MS 10
+
+static gboolean
+retire_poll_cb (gpointer user_data)
+{
+  DcMesh *self = user_data;
+
+  /* Removing one drops its last reference: its dispose stops the
+   * pipeline, the close being done. */
+  for (guint i = self->retiring->len; i > 0; i--)
+    if (dc_peer_close_is_done (g_ptr_array_index (self->retiring, i - 1)))
+      g_ptr_array_remove_index (self->retiring, i - 1);
+  if (self->retiring->len > 0)
+    return G_SOURCE_CONTINUE;
+  self->retire_id = 0;
+  return G_SOURCE_REMOVE;
+}
+
+/* Takes @peer (closed or failed, no longer in the table) and disposes of it
+ * once its data channels have closed, from the main loop: its last
+ * reference dropped at once would wait for the remote's answer to the
+ * close in its dispose, up to a second of this thread, while every device
+ * of a training group waited for this one (docs/BENCHMARKS.md, s22). */
+void
+_dc_mesh_retire (DcMesh *self,
+                 DcPeer *peer)
+{
+  dc_peer_begin_close (peer);
+  g_ptr_array_add (self->retiring, peer);
+  if (self->retire_id == 0)
+    self->retire_id = g_timeout_add (RETIRE_POLL_MS, retire_poll_cb, self);
 }
 
 /* Slow sending to a peer (dc-send-pace.c): an event with the peer's line as
@@ -1154,6 +1189,11 @@ dc_mesh_dispose (GObject *object)
         g_signal_handlers_disconnect_by_data (value, self);
       g_hash_table_remove_all (self->peers);
     }
+  /* The connections still closing are disposed now: each waits for what
+   * is left of its close (dc_peer_begin_close ()). */
+  g_clear_handle_id (&self->retire_id, g_source_remove);
+  if (self->retiring != NULL)
+    g_ptr_array_set_size (self->retiring, 0);
   g_clear_object (&self->signaling);
 
   G_OBJECT_CLASS (dc_mesh_parent_class)->dispose (object);
@@ -1165,6 +1205,7 @@ dc_mesh_finalize (GObject *object)
   DcMesh *self = DC_MESH (object);
 
   g_hash_table_unref (self->peers);
+  g_ptr_array_unref (self->retiring);
   g_hash_table_unref (self->admitted);
   g_hash_table_unref (self->pending);
   g_hash_table_unref (self->pins);
@@ -1247,6 +1288,7 @@ static void
 dc_mesh_init (DcMesh *self)
 {
   self->peers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  self->retiring = g_ptr_array_new_with_free_func (g_object_unref);
   self->admitted = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->pending = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                          (GDestroyNotify) request_free);

@@ -326,6 +326,13 @@ struct _DcPeer
   guint                 credit_hold_id;
   guint                 credit_held : 1;  /* the credit due now was held */
   guint                 idle_credit_id;   /* IDLE_CREDIT_MS after the last piece */
+  /* The data channels' close (begin_close ()), once begun: what it waits
+   * for, until when, and whether the remote is silent. */
+  struct _Closing      *closing;
+  GPtrArray            *closing_channels;
+  gint64                closing_deadline;
+  guint                 close_begun : 1;
+  guint                 closing_silent : 1;
 };
 
 G_DEFINE_FINAL_TYPE (DcPeer, dc_peer, G_TYPE_OBJECT)
@@ -1331,7 +1338,7 @@ connect_channel (DcPeer               *self,
       g_message ("peer %s: a second data channel was offered and ignored", self->id);
       g_signal_handlers_disconnect_matched (channel, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL,
                                             self->link);
-      /* Kept only to be closed before the pipeline stops (close_channels ()). */
+      /* Kept only to be closed before the pipeline stops (begin_close ()). */
       g_ptr_array_add (self->ignored, g_object_ref (channel));
       return;
     }
@@ -2085,7 +2092,7 @@ dc_peer_get_slow_sending (DcPeer *self,
 
 /* Shared with webrtcbin's threads: the channels' notify::ready-state and
  * the barrier promise's reply wake the waiting thread. */
-typedef struct
+typedef struct _Closing
 {
   GMutex   lock;
   GCond    cond;
@@ -2156,26 +2163,25 @@ channels_closed (GPtrArray *channels)
   return TRUE;
 }
 
-/* Closes the open or closing channels and waits, at most CLOSE_WAIT_MS, for
- * them to be CLOSED. A remote that went silent (the peer timed out) never
- * answers the reset: then it waits only until webrtcbin's own thread has
- * run the close it queued, which the "get-stats" promise's reply marks (its
- * task runs after every task queued before it). The wait blocks this thread
- * rather than iterating its main context: the peer is being disposed, from
- * whatever callback dropped it, and nothing of the close needs this thread. */
+/* Closes the open or closing channels without waiting: their state and the
+ * barrier say when they are done (close_done ()). A remote that went silent
+ * (the peer timed out) never answers the reset: then the close is done once
+ * webrtcbin's own thread has run the close it queued, which the "get-stats"
+ * promise's reply marks (its task runs after every task queued before it).
+ * Whatever is not closed CLOSE_WAIT_MS after the close began is left. */
 static void
-close_channels (DcPeer *self)
+begin_close (DcPeer *self)
 {
   g_autoptr(GPtrArray) channels = g_ptr_array_new_with_free_func (g_object_unref);
-  gboolean silent = self->state == DC_PEER_STATE_FAILED
-                    && (g_strcmp0 (self->reason, "timeout") == 0
-                        || g_strcmp0 (self->reason, "connect-timeout") == 0);
-  Closing *closing;
   GstPromise *promise;
-  gint64 began = g_get_monotonic_time ();
-  gint64 deadline = began + (gint64) CLOSE_WAIT_MS * 1000;
-  gboolean timed_out = FALSE;
 
+  if (self->close_begun || self->webrtc == NULL)
+    return;
+  self->close_begun = TRUE;
+  self->closing_deadline = g_get_monotonic_time () + (gint64) CLOSE_WAIT_MS * 1000;
+  self->closing_silent = self->state == DC_PEER_STATE_FAILED
+                         && (g_strcmp0 (self->reason, "timeout") == 0
+                             || g_strcmp0 (self->reason, "connect-timeout") == 0);
   for (guint i = 0; i <= self->ignored->len; i++)
     {
       GstWebRTCDataChannel *channel = i < self->ignored->len
@@ -2193,45 +2199,106 @@ close_channels (DcPeer *self)
   if (channels->len == 0)
     return;
 
-  closing = g_atomic_rc_box_new0 (Closing);
-  g_mutex_init (&closing->lock);
-  g_cond_init (&closing->cond);
-  for (guint i = 0; i < channels->len; i++)
+  self->closing = g_atomic_rc_box_new0 (Closing);
+  self->closing_channels = g_steal_pointer (&channels);
+  g_mutex_init (&self->closing->lock);
+  g_cond_init (&self->closing->cond);
+  for (guint i = 0; i < self->closing_channels->len; i++)
     {
-      GstWebRTCDataChannel *channel = g_ptr_array_index (channels, i);
+      GstWebRTCDataChannel *channel = g_ptr_array_index (self->closing_channels, i);
 
       g_signal_connect_data (channel, "notify::ready-state", G_CALLBACK (closing_state_cb),
-                             g_atomic_rc_box_acquire (closing), closing_closure_notify, 0);
+                             g_atomic_rc_box_acquire (self->closing), closing_closure_notify, 0);
       gst_webrtc_data_channel_close (channel);
     }
   promise = gst_promise_new_with_change_func (closing_barrier_cb,
-                                              g_atomic_rc_box_acquire (closing),
+                                              g_atomic_rc_box_acquire (self->closing),
                                               (GDestroyNotify) closing_unref);
   g_signal_emit_by_name (self->webrtc, "get-stats", NULL, promise);
   gst_promise_unref (promise);
+}
 
-  /* The states are read outside the lock: their notify may be emitted
-   * while the channel's own lock is held. */
-  while (!channels_closed (channels) && !(silent && g_atomic_int_get (&closing->barrier)))
+/* Whether the close begun asks for no more waiting: the channels are
+ * closed, a silent remote's close ran, or its time is up. The states are
+ * read outside the lock: their notify may be emitted while the channel's
+ * own lock is held. */
+static gboolean
+close_done (DcPeer *self)
+{
+  return self->closing == NULL
+         || channels_closed (self->closing_channels)
+         || (self->closing_silent && g_atomic_int_get (&self->closing->barrier))
+         || g_get_monotonic_time () >= self->closing_deadline;
+}
+
+/* Waits, blocking this thread, for what is left of the close (at most until
+ * its deadline), then lets go of the channels. The wait blocks rather than
+ * iterating the main context: the peer is being disposed, from whatever
+ * callback dropped it, and nothing of the close needs this thread. A peer
+ * retired through dc_peer_begin_close () has nothing left to wait for. */
+static void
+finish_close (DcPeer *self)
+{
+  gint64 began = g_get_monotonic_time ();
+  gboolean closed;
+
+  if (self->closing == NULL)
+    return;
+  while (!close_done (self))
     {
-      g_mutex_lock (&closing->lock);
-      if (!closing->woken && !g_cond_wait_until (&closing->cond, &closing->lock, deadline))
-        timed_out = TRUE;
-      closing->woken = FALSE;
-      g_mutex_unlock (&closing->lock);
-      if (timed_out)
-        break;
+      g_mutex_lock (&self->closing->lock);
+      if (!self->closing->woken)
+        g_cond_wait_until (&self->closing->cond, &self->closing->lock, self->closing_deadline);
+      self->closing->woken = FALSE;
+      g_mutex_unlock (&self->closing->lock);
     }
-  for (guint i = 0; i < channels->len; i++)
-    g_signal_handlers_disconnect_matched (g_ptr_array_index (channels, i), G_SIGNAL_MATCH_DATA,
-                                          0, 0, NULL, NULL, closing);
-  closing_unref (closing);
-  if (timed_out)
+  closed = channels_closed (self->closing_channels)
+           || (self->closing_silent && g_atomic_int_get (&self->closing->barrier));
+  for (guint i = 0; i < self->closing_channels->len; i++)
+    g_signal_handlers_disconnect_matched (g_ptr_array_index (self->closing_channels, i),
+                                          G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL, self->closing);
+  g_clear_pointer (&self->closing, closing_unref);
+  g_clear_pointer (&self->closing_channels, g_ptr_array_unref);
+  if (!closed)
     g_debug ("peer %s: its data channel did not close within %d ms; stopping its pipeline "
              "anyway", self->id, CLOSE_WAIT_MS);
   else
-    g_debug ("peer %s: data channel closed in %" G_GINT64_FORMAT " µs", self->id,
+    g_debug ("peer %s: data channel closed (waited %" G_GINT64_FORMAT " µs here)", self->id,
              g_get_monotonic_time () - began);
+}
+
+/**
+ * dc_peer_begin_close:
+ *
+ * Starts closing a closed or failed peer's data channels without waiting
+ * for the remote's answer, so that the caller can drop its last reference
+ * once dc_peer_close_is_done () says so: the dispose that follows then only
+ * stops the pipeline. A last reference dropped without it waits for the
+ * close in the dispose, on the caller's thread, up to CLOSE_WAIT_MS (one
+ * second): a retired connection of a busy group held every device's step
+ * that long (docs/BENCHMARKS.md, s22).
+ */
+void
+dc_peer_begin_close (DcPeer *self)
+{
+  g_return_if_fail (DC_IS_PEER (self));
+  g_return_if_fail (self->state == DC_PEER_STATE_CLOSED || self->state == DC_PEER_STATE_FAILED);
+
+  begin_close (self);
+}
+
+/**
+ * dc_peer_close_is_done:
+ *
+ * Returns: whether the close dc_peer_begin_close () began needs no more
+ *   waiting: the channels closed, or CLOSE_WAIT_MS passed
+ */
+gboolean
+dc_peer_close_is_done (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), TRUE);
+
+  return close_done (self);
 }
 
 static void
@@ -2252,7 +2319,8 @@ dc_peer_dispose (GObject *object)
                                           self->link);
   if (self->pipeline != NULL)
     {
-      close_channels (self);
+      begin_close (self);
+      finish_close (self);
       gst_element_set_state (self->pipeline, GST_STATE_NULL);
     }
   g_clear_object (&self->channel);

@@ -80,6 +80,8 @@ gboolean     dc_peer_send_object   (DcPeer              *self,
 void         dc_peer_close         (DcPeer              *self,
                                     const char          *reason);
 void         dc_peer_say_bye       (DcPeer              *self);
+void         dc_peer_begin_close   (DcPeer              *self);
+gboolean     dc_peer_close_is_done (DcPeer              *self);
 gboolean     dc_peer_is_sending_slowly (DcPeer          *self);
 GPtrArray   *dc_peer_take_unsent   (DcPeer              *self);
 gboolean     dc_peer_send_taken    (DcPeer              *self,
