@@ -15,7 +15,9 @@
  * sending on the first connection): the host replaces each connection with a
  * new one mid-transfer (DcMesh's renewal), the frames not yet sent move to
  * it, and every chunk still arrives once and in order; no peer leaves, a
- * second object goes on the new connections, the flush answers.
+ * second object goes on the new connections, the old connections are
+ * finalized while the meshes run (retired: closed in the background), the
+ * flush answers.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -220,6 +222,23 @@ others_have_object (gpointer user_data)
   return TRUE;
 }
 
+typedef struct
+{
+  gpointer *slots;  /* weak pointers: NULL once finalized */
+  guint     n;
+} Watched;
+
+static gboolean
+all_finalized (gpointer user_data)
+{
+  Watched *watched = user_data;
+
+  for (guint i = 0; i < watched->n; i++)
+    if (watched->slots[i] != NULL)
+      return FALSE;
+  return TRUE;
+}
+
 static gboolean
 all_renewed (gpointer user_data)
 {
@@ -371,6 +390,27 @@ send_to_all (const char *hold,
           g_assert_true (g_bytes_equal (devices[i].object, second));
           g_assert_cmpuint (devices[i].left_events, ==, 0);
         }
+
+      /* The host's first connections were retired (_dc_mesh_retire ()):
+       * each is finalized while the meshes run, its close over, not kept
+       * with its pipeline until the mesh ends. */
+      {
+        Watched watched = { g_new0 (gpointer, first_peers->len), first_peers->len };
+        gboolean finalized;
+
+        for (guint p = 0; p < watched.n; p++)
+          {
+            watched.slots[p] = g_ptr_array_index (first_peers, p);
+            g_object_add_weak_pointer (watched.slots[p], &watched.slots[p]);
+          }
+        g_clear_pointer (&first_peers, g_ptr_array_unref);
+        finalized = dc_test_wait_until (all_finalized, &watched, 10000);
+        for (guint p = 0; p < watched.n; p++)
+          if (watched.slots[p] != NULL)
+            g_object_remove_weak_pointer (watched.slots[p], &watched.slots[p]);
+        g_free (watched.slots);
+        g_assert_true (finalized);
+      }
     }
 
   /* Slow sending: on the host only (the receivers send nothing but
