@@ -13,7 +13,9 @@
 #   ONLY: a space-separated subset of
 #   "warmup train cpu clitrain decode group groupcpu groupnet grouplong ring ringnet gemm vktests"
 #   (all: about 11 minutes after the start), or groupcrawl, only when named (about 5 minutes:
-#   the crawl with idle credits on and off, s21). Each issue's goal figure is one item. warmup: the GPU's
+#   the crawl with idle credits on and off, s21), or grouprenew, only when named (about 6
+#   minutes: s22's shaped runs with the devices' debug lines, each run's largest wait and the
+#   closes; CRAWL_ROUNDS runs, 11 by default). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
 #   (pack strips and packs the test binary into build-devpack).
@@ -165,6 +167,21 @@ run)
           done
         done
         python3 tools/group-trace/group-steps.py "$out/groupcrawl" ;;
+      grouprenew)
+        # Renewals without one-second steps (s22): 64-step shaped int8 runs
+        # with the devices' main-loop stalls and closes in their logs
+        # ($OUT/grouprenew/runN/device-N.txt); each run's largest device wait,
+        # and how many closes went unanswered for a second (the mesh retires
+        # connections in the background: none should hold a step).
+        for i in $(seq 1 "${CRAWL_ROUNDS:-11}"); do
+          mkdir -p "$out/grouprenew/run$i"
+          G_MESSAGES_DEBUG=dc-train,dc-mesh DC_BENCH_GROUP_LOGS="$out/grouprenew/run$i" \
+            timeout 120 $cli bench group --json --netns --devices 4 --threads 4 --width 128 \
+            --seq 128 --batch 32 --steps 64 --gradient-wire int8 2>&1 | grep -v DEBUG
+        done
+        python3 tools/group-trace/group-steps.py "$out/grouprenew" | grep "largest"
+        echo "closes unanswered for a second: $(cat "$out"/grouprenew/*/device-*.txt | grep -c 'did not close')"
+        echo "main-loop stalls (ms): $(cat "$out"/grouprenew/*/device-*.txt | grep -o 'stalled for [0-9]*' | awk '{print $3}' | sort -n | tail -5 | tr '\n' ' ')" ;;
       ringnet)
         # Issue 16 on the shaped network: decode within 2 ms of the hops' round trips.
         XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring --json --netns \

@@ -4,7 +4,8 @@
 # Reads the devices' step lines that `bench group` keeps with
 # DC_BENCH_GROUP_LOGS=DIR (DIR/device-N.json, one JSON event a line) and
 # prints, per run folder, each step's wait (the mean of the devices'
-# `wait_ms`), a "*" where slow sending grew at that step (a device reported
+# `wait_ms`; the largest device wait of the run on the first line, where
+# s22 found renewals' one-second steps), a "*" where slow sending grew at that step (a device reported
 # or was inside an episode: docs/ARCHITECTURE.md, "Slow sending"), and the
 # steps whose wait was over --slow-ms with no slow sending near them (a crawl
 # nobody reported; s21 found those before idle credits).
@@ -52,16 +53,18 @@ def summarize(name, devices, slow_ms):
             if last_slow[k] is not None and value > last_slow[k]:
                 grew = True
             last_slow[k] = value
-        rows.append((step, statistics.mean(waits), grew))
+        rows.append((step, statistics.mean(waits), grew, max(waits)))
     if len(rows) < 2:
         print(f"{name}: fewer than two group steps")
         return
-    waits = [w for _, w, _ in rows[1:]]
+    waits = [w for _, w, _, _ in rows[1:]]
+    slowest = max(rows[1:], key=lambda row: row[3])
     print(f"{name}: {len(devices)} devices, {len(rows)} steps, wait median "
-          f"{statistics.median(waits):.1f} ms, mean {statistics.mean(waits):.1f} ms")
-    print("  " + " ".join(f"{s}:{w:.0f}{'*' if g else ''}" for s, w, g in rows))
-    marked = {s for s, _, g in rows if g}
-    unseen = [s for s, w, _ in rows[1:]
+          f"{statistics.median(waits):.1f} ms, mean {statistics.mean(waits):.1f} ms; "
+          f"largest device wait {slowest[3]:.0f} ms (step {slowest[0]})")
+    print("  " + " ".join(f"{s}:{w:.0f}{'*' if g else ''}" for s, w, g, _ in rows))
+    marked = {s for s, _, g, _ in rows if g}
+    unseen = [s for s, w, _, _ in rows[1:]
               if w > slow_ms and not any(abs(s - m) <= 3 for m in marked)]
     if unseen:
         print(f"  slow steps with no slow sending within 3 steps: {unseen}")
