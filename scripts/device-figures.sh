@@ -15,7 +15,9 @@
 #   (all: about 11 minutes after the start), or groupcrawl, only when named (about 5 minutes:
 #   the crawl with idle credits on and off, s21), or grouprenew, only when named (about 6
 #   minutes: s22's shaped runs with the devices' debug lines, each run's largest wait and the
-#   closes; CRAWL_ROUNDS runs, 11 by default). Each issue's goal figure is one item. warmup: the GPU's
+#   closes; CRAWL_ROUNDS runs, 11 by default), or direct, only when named (about 7 minutes
+#   at DIRECT_ROUNDS=2: s23's receiving without webrtcbin's thread against
+#   DC_PEER_DIRECT_RECEIVE=0, alternating, on bench channel, ring and group). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
 #   (pack strips and packs the test binary into build-devpack).
@@ -182,6 +184,23 @@ run)
         python3 tools/group-trace/group-steps.py "$out/grouprenew" | grep "largest"
         echo "closes unanswered for a second: $(cat "$out"/grouprenew/*/device-*.txt | grep -c 'did not close')"
         echo "main-loop stalls (ms): $(cat "$out"/grouprenew/*/device-*.txt | grep -o 'stalled for [0-9]*' | awk '{print $3}' | sort -n | tail -5 | tr '\n' ' ')" ;;
+      direct)
+        # Receiving without webrtcbin's thread (s23), against DC_PEER_DIRECT_RECEIVE=0,
+        # alternating: a data channel's round trips, issue 16's ring on loopback and
+        # issue 11's four devices on loopback (int8, audits as by default).
+        for i in $(seq 1 "${DIRECT_ROUNDS:-2}"); do
+          for d in 1 0; do
+            echo "-- direct receive $d, round $i"
+            DC_PEER_DIRECT_RECEIVE=$d timeout 60 $cli bench channel --json --total-mib 16 \
+              --pings 3000 2>&1 | grep -v DEBUG
+            DC_PEER_DIRECT_RECEIVE=$d XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring \
+              --json --stages 1,3 --rounds 5 --tokens 24 2>&1 | grep -v DEBUG
+            pkill -f daisychain-cli 2>/dev/null; sleep 1
+            DC_PEER_DIRECT_RECEIVE=$d timeout 120 $cli bench group --json --devices 1,4 \
+              --threads 4 --width 128 --seq 128 --batch 32 --steps 32 --gradient-wire int8 2>&1 |
+              grep -v DEBUG
+          done
+        done ;;
       ringnet)
         # Issue 16 on the shaped network: decode within 2 ms of the hops' round trips.
         XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring --json --netns \

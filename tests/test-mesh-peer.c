@@ -919,6 +919,93 @@ test_begin_close (void)
     }
 }
 
+/* Exchanges a 1 MiB + 3 DATA message each way and a ping on open sides. */
+static void
+exchange (Side sides[2])
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) ping = g_bytes_new_static ("0123456789abcdef", 16);
+  const gsize size = 1024 * 1024 + 3;
+  guint8 *data = g_malloc (size);
+  g_autoptr(GBytes) payload = NULL;
+
+  for (gsize i = 0; i < size; i++)
+    data[i] = (guint8) (i * 13 + 1);
+  payload = g_bytes_new_take (data, size);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_assert_true (dc_peer_send (sides[i].peer, DC_MESH_MSG_DATA, payload, &error));
+      g_assert_no_error (error);
+    }
+  for (guint i = 0; i < 2; i++)
+    {
+      g_assert_true (dc_test_wait_until (got_message, &sides[i], 30000));
+      g_assert_true (g_bytes_equal (g_ptr_array_index (sides[i].messages, 0), payload));
+    }
+  g_assert_true (dc_peer_send (sides[1].peer, DC_MESH_MSG_PING, ping, &error));
+  g_assert_no_error (error);
+  g_assert_true (dc_test_wait_until (got_pong, &sides[1], 10000));
+}
+
+/* The messages come from sctpdec's thread straight to the peer's link
+ * (dc-peer.c, "Receiving without webrtcbin's thread"), every one of them:
+ * the hello, credits, the pieces of a 1 MiB message and a ping; with
+ * DC_PEER_DIRECT_RECEIVE=0 none does and the same exchange works through
+ * webrtcbin's signal. */
+static void
+test_direct_receive (void)
+{
+  for (guint off = 0; off < 2; off++)
+    {
+      Side sides[2] = { { 0 } };
+
+      if (off)
+        g_setenv ("DC_PEER_DIRECT_RECEIVE", "0", TRUE);
+      sides_open (sides, "bb", 0);
+      exchange (sides);
+      for (guint i = 0; i < 2; i++)
+        {
+          guint64 direct = dc_peer_get_direct_pieces (sides[i].peer);
+
+          g_test_message ("direct receive %s, side %u: %" G_GUINT64_FORMAT " direct pieces",
+                          off ? "off" : "on", i, direct);
+          if (off)
+            g_assert_cmpuint (direct, ==, 0);
+          else
+            g_assert_cmpuint (direct, >=, 17 + 2);
+        }
+      g_unsetenv ("DC_PEER_DIRECT_RECEIVE");
+      dc_peer_close (sides[0].peer, "leave");
+      dc_peer_close (sides[1].peer, "leave");
+      sides_free (sides);
+    }
+}
+
+/* The answerer's webrtcbin thread is held 400 ms before its on-data-channel
+ * reaches the peer (DC_TEST_CHANNEL_HOLD_MS), after the channel's ack went
+ * out: the offerer's hello and first credit come directly before the
+ * answerer knows the channel. They wait and are handled once it opens, in
+ * order: both sides get the other's hello, and messages flow both ways.
+ * Dropped instead of kept, the hello never arrives (checked). */
+static void
+test_early_pieces (void)
+{
+  Side sides[2] = { { 0 } };
+
+  g_setenv ("DC_TEST_CHANNEL_HOLD_MS", "400", TRUE);
+  sides_open (sides, "bb", 0);
+  g_unsetenv ("DC_TEST_CHANNEL_HOLD_MS");
+  g_test_message ("answerer: %" G_GUINT64_FORMAT " early of %" G_GUINT64_FORMAT " direct pieces",
+                  dc_peer_get_early_pieces (sides[1].peer),
+                  dc_peer_get_direct_pieces (sides[1].peer));
+  g_assert_cmpuint (dc_peer_get_early_pieces (sides[1].peer), >, 0);
+  g_assert_cmpuint (dc_peer_get_early_pieces (sides[0].peer), ==, 0);
+  exchange (sides);
+  dc_peer_close (sides[0].peer, "leave");
+  dc_peer_close (sides[1].peer, "leave");
+  sides_free (sides);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -937,6 +1024,8 @@ main (int    argc,
   dc_gst_quirks_add_test ("/dc/mesh/peer/slow-checks-not-silence", test_slow_checks_not_silence);
   dc_gst_quirks_add_test ("/dc/mesh/peer/own-stall", test_own_stall);
   dc_gst_quirks_add_test ("/dc/mesh/peer/begin-close", test_begin_close);
+  dc_gst_quirks_add_test ("/dc/mesh/peer/direct-receive", test_direct_receive);
+  dc_gst_quirks_add_test ("/dc/mesh/peer/early-pieces", test_early_pieces);
 
   return g_test_run ();
 }

@@ -252,6 +252,7 @@ typedef struct
   GstWebRTCDataChannel *channel;
   GstWebRTCSessionDescription *description;
   gint64                at;     /* HOP_PIECE: when webrtcbin handed it over, µs */
+  guint                 receiver; /* HOP_PIECE: its channel's Receiver id, 0 through webrtcbin */
 } Hop;
 
 typedef struct
@@ -296,6 +297,11 @@ struct _DcPeer
   gint64                last_rx_us;
   gint64                last_tick_us; /* tick_cb ()'s last run: a late one is this side's stall */
   gint64                piece_at;     /* the piece being handled: Hop.at */
+  guint                 receiver;     /* self->channel's Receiver id, 0 when it has none */
+  GQueue                early;        /* Hop*: direct pieces that came before the channel opened */
+  gsize                 early_bytes;
+  guint64               direct_pieces; /* pieces received without webrtcbin's thread */
+  guint64               early_pieces;  /* of those, kept until the channel opened */
   gsize                 checking_bytes; /* payload bytes in checking and in flight */
   const guint8         *message_hash; /* the message being handled: Checked.hash, or NULL */
   gint64                started_us;
@@ -535,6 +541,8 @@ set_state (DcPeer      *self,
       g_clear_handle_id (&self->idle_credit_id, g_source_remove);
       clear_out (self);
       clear_checking (self);
+      g_queue_clear_full (&self->early, (GDestroyNotify) hop_free);
+      self->early_bytes = 0;
     }
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
@@ -553,6 +561,211 @@ emit_signal_out (DcPeer     *self,
   if (mline >= 0)
     json_object_set_int_member (body, "mline", mline);
   g_signal_emit (self, signals[SIGNAL_SIGNAL_OUT], 0, body);
+}
+
+/* Receiving without webrtcbin's thread -------------------------------------
+ *
+ * webrtcbin takes a data channel's messages from sctpdec's streaming thread
+ * to its own (an idle source per message on its main context) and emits
+ * on-message-data only there, whose handler hands them on to ours: two
+ * thread wake-ups on every message's way, a ring hop's included. A Receiver,
+ * a probe on the channel's sink bin (where sctpdec's pad is linked), takes
+ * the binary messages on the streaming thread and queues them on the link
+ * itself: one wake-up less (docs/ARCHITECTURE.md, "Receiving"). Control
+ * and string messages go on to webrtcbin as before.
+ *
+ * The probe is in place before the bin is linked, so every binary message
+ * of the channel takes this path, in order. Not queued behind webrtcbin's
+ * on-data-channel and on-open any more, the first ones may reach the main
+ * thread before the channel is known or open there: they wait in
+ * DcPeer.early until it opens (replay_early ()). Each Receiver has an id,
+ * kept on its channel, so that a second channel's messages (ignored, as
+ * before) are told apart.
+ *
+ * DC_PEER_DIRECT_RECEIVE=0, read when a peer starts, leaves the messages to
+ * webrtcbin (for measuring). Needs webrtcbin's prepare-data-channel (1.22). */
+
+#define RECEIVER_KEY "dc-peer-receiver"
+/* Direct pieces that may wait for the channel to open here; a peer that
+ * sends more before that is faulty (an honest one sends its hello and a
+ * credit once its side is open). */
+#define EARLY_MAX (16u * 1024u * 1024u)
+
+/* RFC 8831's payload protocol ids of binary messages. */
+enum
+{
+  PPID_BINARY_PARTIAL = 52,
+  PPID_BINARY = 53,
+  PPID_BINARY_EMPTY = 56,
+};
+
+/* gst/sctp/sctpreceivemeta.h's GstSctpReceiveMeta, found by its registered
+ * name so that the build does not link libgstsctp: sctpdec registered the
+ * type before any buffer carried one. */
+typedef struct
+{
+  GstMeta meta;
+  guint32 ppid;
+} SctpReceiveMeta;
+
+static GType
+sctp_receive_meta_api (void)
+{
+  static gsize api = 0;
+  gsize found = g_atomic_pointer_get (&api);
+
+  if (found == 0)
+    {
+      found = g_type_from_name ("GstSctpReceiveMetaAPI");
+      g_atomic_pointer_set (&api, found);
+    }
+  return (GType) found;
+}
+
+typedef struct
+{
+  Link                 *link;
+  guint                 id;
+  GstWebRTCDataChannel *channel;  /* unowned: only until its sink bin is added */
+} Receiver;
+
+static void
+receiver_free (gpointer data)
+{
+  Receiver *receiver = data;
+
+  if (receiver != NULL)
+    {
+      link_unref (receiver->link);
+      g_free (receiver);
+    }
+}
+
+/* The Receiver of the channel whose bins webrtcbin adds next on this
+ * thread: prepare-data-channel and the two gst_bin_add ()s that follow it
+ * run on one thread, back to back (webrtcbin 1.22). */
+static GPrivate pending_receiver = G_PRIVATE_INIT (receiver_free);
+
+typedef struct
+{
+  GstBuffer *buffer;
+  GstMapInfo map;
+} Mapped;
+
+static void
+mapped_free (Mapped *mapped)
+{
+  gst_buffer_unmap (mapped->buffer, &mapped->map);
+  gst_buffer_unref (mapped->buffer);
+  g_free (mapped);
+}
+
+static GBytes *
+buffer_to_bytes (GstBuffer *buffer)
+{
+  Mapped *mapped = g_new0 (Mapped, 1);
+
+  mapped->buffer = gst_buffer_ref (buffer);
+  if (!gst_buffer_map (mapped->buffer, &mapped->map, GST_MAP_READ))
+    {
+      gst_buffer_unref (mapped->buffer);
+      g_free (mapped);
+      return NULL;
+    }
+  return g_bytes_new_with_free_func (mapped->map.data, mapped->map.size,
+                                     (GDestroyNotify) mapped_free, mapped);
+}
+
+/* sctpdec's streaming thread. */
+static GstPadProbeReturn
+receiver_probe_cb (GstPad          *pad,
+                   GstPadProbeInfo *info,
+                   gpointer         user_data)
+{
+  Receiver *receiver = user_data;
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+  GType api = sctp_receive_meta_api ();
+  SctpReceiveMeta *meta;
+  GBytes *bytes;
+  Hop *hop;
+
+  if (buffer == NULL || api == 0)
+    return GST_PAD_PROBE_OK;
+  meta = (SctpReceiveMeta *) gst_buffer_get_meta (buffer, api);
+  if (meta == NULL
+      || (meta->ppid != PPID_BINARY && meta->ppid != PPID_BINARY_PARTIAL
+          && meta->ppid != PPID_BINARY_EMPTY))
+    return GST_PAD_PROBE_OK;
+  bytes = meta->ppid == PPID_BINARY_EMPTY ? g_bytes_new (NULL, 0) : buffer_to_bytes (buffer);
+  /* Unmappable: webrtcbin fails the channel, as it would have. */
+  if (bytes == NULL)
+    return GST_PAD_PROBE_OK;
+  hop = g_new0 (Hop, 1);
+  hop->kind = HOP_PIECE;
+  hop->at = g_get_monotonic_time ();
+  hop->receiver = receiver->id;
+  hop->bytes = bytes;
+  link_push (receiver->link, hop);
+  return GST_PAD_PROBE_DROP;
+}
+
+/* Any thread (the caller of create-data-channel, or sctpdec's for a channel
+ * the remote opened): a Receiver for the channel about to be built. */
+static void
+prepare_channel_cb (GstElement           *webrtc,
+                    GstWebRTCDataChannel *channel,
+                    gboolean              is_local,
+                    gpointer              user_data)
+{
+  static gint next_id = 0;
+  Receiver *receiver = g_new0 (Receiver, 1);
+
+  receiver->link = link_ref (user_data);
+  receiver->id = (guint) g_atomic_int_add (&next_id, 1) + 1;
+  receiver->channel = channel;
+  g_private_replace (&pending_receiver, receiver);
+}
+
+static gboolean
+is_channel_sink_bin (GstElement *element)
+{
+  gboolean found = FALSE;
+
+  if (!GST_IS_BIN (element))
+    return FALSE;
+  GST_OBJECT_LOCK (element);
+  for (GList *l = GST_BIN_CHILDREN (element); l != NULL && !found; l = l->next)
+    {
+      GstElementFactory *factory = gst_element_get_factory (l->data);
+
+      found = factory != NULL
+              && g_strcmp0 (gst_plugin_feature_get_name (GST_PLUGIN_FEATURE (factory)),
+                            "appsink") == 0;
+    }
+  GST_OBJECT_UNLOCK (element);
+  return found;
+}
+
+/* Same thread as prepare_channel_cb (), right after it. */
+static void
+element_added_cb (GstBin     *bin,
+                  GstElement *element,
+                  gpointer    user_data)
+{
+  Receiver *receiver = g_private_get (&pending_receiver);
+  g_autoptr(GstPad) pad = NULL;
+
+  if (receiver == NULL || receiver->link != user_data || !is_channel_sink_bin (element))
+    return;
+  pad = gst_element_get_static_pad (element, "sink");
+  if (pad == NULL)
+    return;
+  g_private_set (&pending_receiver, NULL);
+  g_object_set_data (G_OBJECT (receiver->channel), RECEIVER_KEY,
+                     GUINT_TO_POINTER (receiver->id));
+  receiver->channel = NULL;
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, receiver_probe_cb, receiver,
+                     receiver_free);
 }
 
 /* Streaming threads ------------------------------------------------------ */
@@ -621,9 +834,14 @@ data_channel_cb (GstElement           *webrtc,
                  GstWebRTCDataChannel *channel,
                  gpointer              user_data)
 {
+  const char *hold = g_getenv ("DC_TEST_CHANNEL_HOLD_MS");
   Hop *hop = g_new0 (Hop, 1);
 
   connect_channel_signals (user_data, channel);
+  /* Test only: holds webrtcbin's thread before the channel reaches ours,
+   * so that the remote's first messages come before it (keep_early ()). */
+  if (hold != NULL)
+    g_usleep (MIN (g_ascii_strtoull (hold, NULL, 10), 5000) * G_TIME_SPAN_MILLISECOND);
   hop->kind = HOP_CHANNEL;
   hop->channel = g_object_ref (channel);
   link_push (user_data, hop);
@@ -1285,6 +1503,56 @@ tick_cb (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
+/* A direct piece that came before the channel opened here (see "Receiving
+ * without webrtcbin's thread"): kept, in order, until it does. */
+static void
+keep_early (DcPeer *self,
+            Hop    *hop)
+{
+  Hop *kept;
+
+  if (self->early_bytes + g_bytes_get_size (hop->bytes) > EARLY_MAX)
+    {
+      g_message ("peer %s: sent over %u MiB before its channel opened here",
+                 self->id, EARLY_MAX >> 20);
+      set_state (self, DC_PEER_STATE_FAILED, "protocol-error");
+      return;
+    }
+  self->early_pieces++;
+  kept = g_new0 (Hop, 1);
+  kept->kind = HOP_PIECE;
+  kept->at = hop->at;
+  kept->receiver = hop->receiver;
+  kept->bytes = g_steal_pointer (&hop->bytes);
+  self->early_bytes += g_bytes_get_size (kept->bytes);
+  g_queue_push_tail (&self->early, kept);
+}
+
+static void
+clear_early (DcPeer *self)
+{
+  g_queue_clear_full (&self->early, (GDestroyNotify) hop_free);
+  self->early_bytes = 0;
+}
+
+/* The channel is open: its pieces that came early, as they came. */
+static void
+replay_early (DcPeer *self)
+{
+  Hop *hop;
+
+  while (self->state == DC_PEER_STATE_OPEN && (hop = g_queue_pop_head (&self->early)) != NULL)
+    {
+      self->early_bytes -= g_bytes_get_size (hop->bytes);
+      if (hop->receiver == self->receiver)
+        {
+          self->piece_at = hop->at;
+          handle_piece (self, hop->bytes);
+        }
+      hop_free (hop);
+    }
+}
+
 static void
 channel_opened (DcPeer *self)
 {
@@ -1304,6 +1572,7 @@ channel_opened (DcPeer *self)
       self->credit_due = TRUE;
       pump (self);
     }
+  replay_early (self);
 }
 
 /* Any thread: connected before the channel can deliver anything, since a
@@ -1343,6 +1612,7 @@ connect_channel (DcPeer               *self,
       return;
     }
   self->channel = g_object_ref (channel);
+  self->receiver = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (channel), RECEIVER_KEY));
   g_object_get (channel, "ready-state", &ready, NULL);
   if (ready == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN)
     channel_opened (self);
@@ -1412,6 +1682,18 @@ handle_hop (DcPeer *self,
       set_state (self, DC_PEER_STATE_FAILED, "error");
       break;
     case HOP_PIECE:
+      if (hop->receiver != 0)
+        {
+          self->direct_pieces++;
+          if (self->state < DC_PEER_STATE_OPEN)
+            {
+              keep_early (self, hop);
+              break;
+            }
+          /* A second channel's, ignored with it. */
+          if (hop->receiver != self->receiver)
+            break;
+        }
       self->piece_at = hop->at;
       handle_piece (self, hop->bytes);
       break;
@@ -1610,6 +1892,15 @@ dc_peer_start (DcPeer  *self,
                          link_ref (self->link), link_closure_notify, 0);
   g_signal_connect_data (self->webrtc, "on-data-channel", G_CALLBACK (data_channel_cb),
                          link_ref (self->link), link_closure_notify, 0);
+  if (g_strcmp0 (g_getenv ("DC_PEER_DIRECT_RECEIVE"), "0") != 0
+      && g_signal_lookup ("prepare-data-channel", G_OBJECT_TYPE (self->webrtc)) != 0)
+    {
+      g_signal_connect_data (self->webrtc, "prepare-data-channel",
+                             G_CALLBACK (prepare_channel_cb), link_ref (self->link),
+                             link_closure_notify, 0);
+      g_signal_connect_data (self->webrtc, "element-added", G_CALLBACK (element_added_cb),
+                             link_ref (self->link), link_closure_notify, 0);
+    }
 
   bus = gst_pipeline_get_bus (GST_PIPELINE (self->pipeline));
   self->bus_watch_id = gst_bus_add_watch (bus, bus_cb, self);
@@ -2325,6 +2616,7 @@ dc_peer_dispose (GObject *object)
     }
   g_clear_object (&self->channel);
   g_ptr_array_set_size (self->ignored, 0);
+  clear_early (self);
   g_clear_pointer (&self->webrtc, gst_object_unref);
   g_clear_pointer (&self->pipeline, gst_object_unref);
   clear_out (self);
@@ -2417,6 +2709,7 @@ dc_peer_init (DcPeer *self)
   g_queue_init (&self->out);
   g_queue_init (&self->handed);
   g_queue_init (&self->checking);
+  g_queue_init (&self->early);
   self->send_pace.episode_us = peer_tunables ()->pace_episode_us;
 }
 
@@ -2424,15 +2717,43 @@ dc_peer_init (DcPeer *self)
  * dc_peer_get_message_received_us:
  *
  * Returns: while a message is delivered (the group's and the ring's
- *   handlers), when webrtcbin's data channel handed its last piece over
- *   (its on-message-data signal, on webrtcbin's thread), monotonic µs: the
- *   hand-off from there to our main context is the difference to now
+ *   handlers), when its last piece left GStreamer, monotonic µs: on
+ *   sctpdec's streaming thread (the direct receiving) or in webrtcbin's
+ *   on-message-data signal, on webrtcbin's thread (DC_PEER_DIRECT_RECEIVE=0);
+ *   the hand-off from there to our main context is the difference to now
  */
 gint64
 dc_peer_get_message_received_us (DcPeer *self)
 {
   g_return_val_if_fail (DC_IS_PEER (self), 0);
   return self->piece_at;
+}
+
+/**
+ * dc_peer_get_direct_pieces:
+ *
+ * Returns: how many data-channel messages came without webrtcbin's thread
+ *   (its sink bin's probe), those of an ignored channel included; 0 with
+ *   DC_PEER_DIRECT_RECEIVE=0 or a webrtcbin without prepare-data-channel
+ */
+guint64
+dc_peer_get_direct_pieces (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), 0);
+  return self->direct_pieces;
+}
+
+/**
+ * dc_peer_get_early_pieces:
+ *
+ * Returns: of the direct pieces, how many came before the channel was open
+ *   here and waited for it
+ */
+guint64
+dc_peer_get_early_pieces (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), 0);
+  return self->early_pieces;
 }
 
 /**
