@@ -19,6 +19,7 @@
 
 #include "dc-test-proc.h"
 #include "dc-test-utils.h"
+#include "infer/dc-infer-ring.h"
 #include "model/dc-hf-config.h"
 #include "model/dc-hf-model.h"
 #include "model/dc-tensor-source-files.h"
@@ -916,6 +917,8 @@ test_bench_pin_cores (void)
         }
       g_assert_cmpint (json_object_get_int_member (o, "pinned_cores"), ==, head_count);
       g_assert_cmpint (json_object_get_int_member (o, "head_threads"), ==, head_count);
+      /* Pinned, a device computes with its own share of the cores. */
+      g_assert_cmpint (json_object_get_int_member (o, "threads"), ==, MAX (1, n_cores / 3));
       for (guint h = 0; h < 2; h++)
         g_assert_cmpint (json_object_get_int_member (json_array_get_object_element (
                            json_object_get_array_member (o, "stage_hops"), h), "job_wakes"),
@@ -968,6 +971,10 @@ test_bench_netns (void)
       g_assert_true (json_object_has_member (o, "goal_ms") == (i == 1));
       if (i == 1)
         g_assert_cmpfloat (json_object_get_double_member (o, "hop_ms"), >, 0);
+      /* One device takes every processor; each of a ring's, half of them (at
+       * most two compute at once). */
+      g_assert_cmpint (json_object_get_int_member (o, "threads"), ==,
+                       MAX (1, (gint) g_get_num_processors () / (i == 0 ? 1 : 2)));
       /* With the 1 ms (netem, or the delay hub where the kernel has no
        * netem) a ping crosses twice: half its round trip, hop_ms, is at
        * least the delay (a lower bound). */
@@ -995,6 +1002,21 @@ test_bench_netns (void)
   g_assert_cmpstr (after, ==, before);
 }
 
+/* A bench's devices sharing one host: one alone takes every processor, a
+ * ring's each half (at most two of them compute at once), never 0. */
+static void
+test_shared_host_threads (void)
+{
+  g_assert_cmpuint (dc_infer_ring_shared_host_threads (16, 1), ==, 16);
+  g_assert_cmpuint (dc_infer_ring_shared_host_threads (16, 2), ==, 8);
+  g_assert_cmpuint (dc_infer_ring_shared_host_threads (16, 3), ==, 8);
+  g_assert_cmpuint (dc_infer_ring_shared_host_threads (16, 8), ==, 8);
+  g_assert_cmpuint (dc_infer_ring_shared_host_threads (7, 3), ==, 3);
+  g_assert_cmpuint (dc_infer_ring_shared_host_threads (1, 3), ==, 1);
+  g_assert_cmpuint (dc_infer_ring_shared_host_threads (0, 3), ==, 1);
+  g_assert_cmpuint (dc_infer_ring_shared_host_threads (16, 0), ==, 16);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1004,6 +1026,7 @@ main (int argc, char **argv)
 
   g_test_init (&argc, &argv, NULL);
 
+  g_test_add_func ("/infer/ring/shared-host-threads", test_shared_host_threads);
   g_test_add_data_func ("/infer/ring/three-devices/greedy", &greedy, check_three);
   g_test_add_data_func ("/infer/ring/three-devices/sampled", &sampled, check_three);
   g_test_add_data_func ("/infer/ring/three-devices/long-prompt", &long_prompt, check_three);

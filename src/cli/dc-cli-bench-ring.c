@@ -660,6 +660,22 @@ pin_self (const cpu_set_t *cpus)
     (void) sched_setaffinity ((pid_t) g_ascii_strtoll (name, NULL, 10), sizeof (cpu_set_t), cpus);
 }
 
+/* The threads of each device of a ring of @stages on this host (no
+ * --threads): dc_infer_ring_shared_host_threads (), half the processors
+ * for a ring (until s23 processors / stages, 5 of 16 at three stages: the
+ * 3-stage ring ran at 0.70–0.73 of one device on the H200 host against
+ * 0.83–0.86 with 8, BENCHMARKS.md). Pinned (--pin-cores), a device has
+ * only its own share of the cores. */
+static guint
+bench_threads (guint    stages,
+               gboolean pinned)
+{
+  guint processors = MAX (1, g_get_num_processors ());
+
+  return pinned ? MAX (1, processors / stages)
+                : dc_infer_ring_shared_host_threads (processors, stages);
+}
+
 /* --pin-cores: device K of a ring of N on this machine's cores: the head
  * (K = 0) the first ⌈cores / N⌉, each stage the next ⌊…⌋ or ⌈…⌉, so that
  * all of them are used (16 cores, 3 devices: 0–5, 6–10, 11–15). One
@@ -1308,7 +1324,7 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
     { "rounds", 0, 0, G_OPTION_ARG_INT, &rounds,
       N_("Rounds of every size, the order reversed every other round (1)"), "N" },
     { "threads", 0, 0, G_OPTION_ARG_INT, &threads,
-      N_("Threads of every device's products (default: processors / stages of each size)"),
+      N_("Threads of every device's products (default: all processors alone, half of them in a ring)"),
       "N" },
     { "stage-threads", 0, 0, G_OPTION_ARG_INT, &stage_threads,
       N_("Threads of each device of the sizes of 2 or more stages (default: as --threads)"),
@@ -1437,9 +1453,7 @@ dc_cli_bench_ring_run (const DcCliCommand  *command,
           guint i = round % 2 == 0 ? j : runs->len - 1 - j;
           const Run *run = &g_array_index (runs, Run, i);
           guint n = run->stages;
-          /* The devices of a size share this host: each gets its share of
-           * the cores, so one device alone uses them all. */
-          guint n_threads = threads > 0 ? (guint) threads : MAX (1, g_get_num_processors () / n);
+          guint n_threads = threads > 0 ? (guint) threads : bench_threads (n, pin);
 
           /* A ring decodes one stage at a time: its devices may each take
            * more than their share of the cores (measuring). */

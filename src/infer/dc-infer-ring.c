@@ -421,6 +421,13 @@ ask_offers (DcInferRing *self)
 
 /* ---- waking the helpers --------------------------------------------------- */
 
+guint
+dc_infer_ring_shared_host_threads (guint processors,
+                                   guint stages)
+{
+  return MAX (1, processors / CLAMP (stages, 1, DC_INFER_RING_IN_FLIGHT));
+}
+
 void
 dc_infer_ring_warm_helpers (guint n_threads)
 {

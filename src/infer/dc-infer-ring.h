@@ -51,6 +51,15 @@ G_BEGIN_DECLS
  * it (0: off), for measuring. */
 #define DC_INFER_RING_WARM_US         10000
 
+/* Threads for each device of a ring of STAGES devices that share one host
+ * of PROCESSORS (a bench on loopback): a ring decodes one stage at a time
+ * and its prefill keeps DC_INFER_RING_IN_FLIGHT hops going round, so at
+ * most that many devices compute at once and each may take that share of
+ * the processors without two computing devices sharing a core. One device
+ * takes them all; at least 1. */
+guint           dc_infer_ring_shared_host_threads (guint processors,
+                                                   guint stages);
+
 /* Warms this process's product helpers for a hop about to be computed
  * with N_THREADS (the backend's threads: only those helpers spin). */
 void            dc_infer_ring_warm_helpers   (guint n_threads);
