@@ -17,7 +17,8 @@
 #   minutes: s22's shaped runs with the devices' debug lines, each run's largest wait and the
 #   closes; CRAWL_ROUNDS runs, 11 by default), or direct, only when named (about 7 minutes
 #   at DIRECT_ROUNDS=2: s23's receiving without webrtcbin's thread against
-#   DC_PEER_DIRECT_RECEIVE=0, alternating, on bench channel, ring and group). Each issue's goal figure is one item. warmup: the GPU's
+#   DC_PEER_DIRECT_RECEIVE=0, alternating, on bench channel, ring and group;
+#   DIRECT_VAR=DC_PEER_DIRECT_SEND for the sending side, DIRECT_ITEMS for a subset). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
 #   (pack strips and packs the test binary into build-devpack).
@@ -185,20 +186,27 @@ run)
         echo "closes unanswered for a second: $(cat "$out"/grouprenew/*/device-*.txt | grep -c 'did not close')"
         echo "main-loop stalls (ms): $(cat "$out"/grouprenew/*/device-*.txt | grep -o 'stalled for [0-9]*' | awk '{print $3}' | sort -n | tail -5 | tr '\n' ' ')" ;;
       direct)
-        # Receiving without webrtcbin's thread (s23), against DC_PEER_DIRECT_RECEIVE=0,
-        # alternating: a data channel's round trips, issue 16's ring on loopback and
-        # issue 11's four devices on loopback (int8, audits as by default).
+        # Taking messages without GStreamer's hand-off threads (s23), on against off,
+        # alternating: DIRECT_VAR names the switch (DC_PEER_DIRECT_RECEIVE by default,
+        # or DC_PEER_DIRECT_SEND); DIRECT_ITEMS a subset of "channel ring group": a data
+        # channel's round trips, issue 16's ring on loopback, issue 11's four devices on
+        # loopback (int8, audits as by default).
+        var="${DIRECT_VAR:-DC_PEER_DIRECT_RECEIVE}"
+        items="${DIRECT_ITEMS:-channel ring group}"
         for i in $(seq 1 "${DIRECT_ROUNDS:-2}"); do
           for d in 1 0; do
-            echo "-- direct receive $d, round $i"
-            DC_PEER_DIRECT_RECEIVE=$d timeout 60 $cli bench channel --json --total-mib 16 \
-              --pings 3000 2>&1 | grep -v DEBUG
-            DC_PEER_DIRECT_RECEIVE=$d XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring \
-              --json --stages 1,3 --rounds 5 --tokens 24 2>&1 | grep -v DEBUG
-            pkill -f daisychain-cli 2>/dev/null; sleep 1
-            DC_PEER_DIRECT_RECEIVE=$d timeout 120 $cli bench group --json --devices 1,4 \
-              --threads 4 --width 128 --seq 128 --batch 32 --steps 32 --gradient-wire int8 2>&1 |
-              grep -v DEBUG
+            echo "-- $var=$d, round $i"
+            case " $items " in *" channel "*)
+              env "$var=$d" timeout 60 $cli bench channel --json --total-mib 16 \
+                --pings 3000 2>&1 | grep -v DEBUG ;; esac
+            case " $items " in *" ring "*)
+              env "$var=$d" XDG_CACHE_HOME=/dev/shm/cache timeout 120 $cli bench ring \
+                --json --stages 1,3 --rounds 5 --tokens 24 2>&1 | grep -v DEBUG ;; esac
+            case " $items " in *" group "*)
+              pkill -f daisychain-cli 2>/dev/null; sleep 1
+              env "$var=$d" timeout 120 $cli bench group --json --devices 1,4 \
+                --threads 4 --width 128 --seq 128 --batch 32 --steps 32 --gradient-wire int8 \
+                2>&1 | grep -v DEBUG ;; esac
           done
         done ;;
       ringnet)

@@ -33,6 +33,7 @@ typedef struct
   guint      faults;      /* chunks refused by the decoder or the assembler */
   guint      prehashed;   /* chunks delivered with their data hash taken */
   gboolean   data_after;  /* a DATA message came after the object was complete */
+  guint      awaited;     /* DATA messages got_messages () waits for */
 } Side;
 
 static void
@@ -1006,6 +1007,70 @@ test_early_pieces (void)
   sides_free (sides);
 }
 
+static gboolean
+got_messages (gpointer user_data)
+{
+  const Side *side = user_data;
+
+  return side->messages->len >= side->awaited;
+}
+
+/* 20 rounds of a 40 kB DATA message (one piece over DIRECT_SEND_MAX: it
+ * goes through appsrc) and a 100-byte one (small: it goes into sctpenc from
+ * the main thread once the one before it is in), sent back to back: the
+ * receiver gets all 40 in the order sent, each byte for byte. With the
+ * direct sends, some of the small ones went that way; with
+ * DC_PEER_DIRECT_SEND=0 none did, and the order is the same. A direct send
+ * that did not wait for the message before it to enter sctpenc overtook it
+ * (checked: the receiver's reader refused the frames). */
+static void
+test_direct_send (void)
+{
+  for (guint off = 0; off < 2; off++)
+    {
+      g_autoptr(GPtrArray) sent = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+      g_autoptr(GError) error = NULL;
+      Side sides[2] = { { 0 } };
+      guint64 direct;
+
+      if (off)
+        g_setenv ("DC_PEER_DIRECT_SEND", "0", TRUE);
+      sides_open (sides, "bb", 0);
+      exchange (sides);
+      g_ptr_array_set_size (sides[1].messages, 0);
+      for (guint i = 0; i < 40; i++)
+        {
+          gsize size = i % 2 == 0 ? 40000 : 100;
+          guint8 *data = g_malloc (size);
+          GBytes *payload;
+
+          for (gsize b = 0; b < size; b++)
+            data[b] = (guint8) (i * 31 + b);
+          payload = g_bytes_new_take (data, size);
+          g_ptr_array_add (sent, payload);
+          g_assert_true (dc_peer_send (sides[0].peer, DC_MESH_MSG_DATA, payload, &error));
+          g_assert_no_error (error);
+        }
+      sides[1].awaited = 40;
+      g_assert_true (dc_test_wait_until (got_messages, &sides[1], 30000));
+      for (guint i = 0; i < 40; i++)
+        g_assert_true (g_bytes_equal (g_ptr_array_index (sides[1].messages, i),
+                                      g_ptr_array_index (sent, i)));
+      g_assert_cmpint (dc_peer_get_state (sides[1].peer), ==, DC_PEER_STATE_OPEN);
+      direct = dc_peer_get_direct_sends (sides[0].peer);
+      g_test_message ("direct send %s: %" G_GUINT64_FORMAT " messages went into sctpenc directly",
+                      off ? "off" : "on", direct);
+      if (off)
+        g_assert_cmpuint (direct, ==, 0);
+      else
+        g_assert_cmpuint (direct, >, 0);
+      g_unsetenv ("DC_PEER_DIRECT_SEND");
+      dc_peer_close (sides[0].peer, "leave");
+      dc_peer_close (sides[1].peer, "leave");
+      sides_free (sides);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1026,6 +1091,7 @@ main (int    argc,
   dc_gst_quirks_add_test ("/dc/mesh/peer/begin-close", test_begin_close);
   dc_gst_quirks_add_test ("/dc/mesh/peer/direct-receive", test_direct_receive);
   dc_gst_quirks_add_test ("/dc/mesh/peer/early-pieces", test_early_pieces);
+  dc_gst_quirks_add_test ("/dc/mesh/peer/direct-send", test_direct_send);
 
   return g_test_run ();
 }

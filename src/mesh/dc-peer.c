@@ -262,6 +262,10 @@ typedef struct
   GMutex        lock;
   GQueue        hops;        /* Hop*, guarded by lock */
   gboolean      scheduled;   /* an idle is pending, guarded by lock */
+  /* Set by dc_peer_start () before any handler is connected, read-only
+   * after: DC_PEER_DIRECT_RECEIVE and DC_PEER_DIRECT_SEND. */
+  gboolean      direct_receive;
+  gboolean      direct_send;
 } Link;
 
 struct _DcPeer
@@ -302,6 +306,9 @@ struct _DcPeer
   gsize                 early_bytes;
   guint64               direct_pieces; /* pieces received without webrtcbin's thread */
   guint64               early_pieces;  /* of those, kept until the channel opened */
+  struct _Sender       *sender;        /* self->channel's (owned ref), or NULL */
+  guint                 sent_pieces;   /* binary messages handed to the channel, by either path */
+  guint64               direct_sends;  /* of those, pushed into sctpenc from here */
   gsize                 checking_bytes; /* payload bytes in checking and in flight */
   const guint8         *message_hash; /* the message being handled: Checked.hash, or NULL */
   gint64                started_us;
@@ -709,6 +716,148 @@ receiver_probe_cb (GstPad          *pad,
   return GST_PAD_PROBE_DROP;
 }
 
+/* Sending without appsrc's thread -----------------------------------------
+ *
+ * gst_webrtc_data_channel_send_data () queues a message on the channel's
+ * appsrc, whose streaming thread wakes to push it into sctpenc: a wake-up
+ * on every message's way out. A small message, when nothing this peer sent
+ * is still on that way, is pushed into the channel's sctpenc pad from the
+ * main thread instead (gst_pad_chain (), with the SCTP send meta webrtcbin
+ * would have set: binary, ordered, reliable).
+ *
+ * Order: a Sender counts the binary messages that entered the pad's chain
+ * (a probe there runs under the pad's stream lock), whichever thread pushed
+ * them; a message goes this way only when that count equals the messages
+ * the peer sent, so every earlier one is in sctpenc or past it, and one
+ * still in the chain holds the stream lock that the push then waits for.
+ * Blocking: sctpenc's chain waits while usrsctp's send buffer (1 MiB) is
+ * full, so only while the remote has credited all but DIRECT_INFLIGHT_MAX
+ * of what was sent, after its first credit: it opened on our DCEP ack,
+ * which had then left appsrc (control messages are not counted).
+ * Whatever the Sender cannot tell (no pad yet, no meta type) sends through
+ * appsrc as before. DC_PEER_DIRECT_SEND=0, read when a peer starts, keeps
+ * every message there (for measuring). */
+
+#define SENDER_KEY "dc-peer-sender"
+#define DIRECT_SEND_MAX     (16u * 1024u)
+#define DIRECT_INFLIGHT_MAX (256u * 1024u)
+
+/* gst/sctp/sctpsendmeta.h's GstSctpSendMeta, by name as the receive meta. */
+typedef struct
+{
+  GstMeta meta;
+  guint32 ppid;
+  gboolean ordered;
+  gint    pr;
+  guint32 pr_param;
+} SctpSendMeta;
+
+static GType
+sctp_send_meta_api (void)
+{
+  static gsize api = 0;
+  gsize found = g_atomic_pointer_get (&api);
+
+  if (found == 0)
+    {
+      found = g_type_from_name ("GstSctpSendMetaAPI");
+      g_atomic_pointer_set (&api, found);
+    }
+  return (GType) found;
+}
+
+typedef struct _Sender
+{
+  GMutex  lock;
+  GstPad *sctp_pad;  /* under lock: the pad the channel's src bin is linked to */
+  gint    entered;   /* atomic: binary messages that entered its chain */
+} Sender;
+
+static void
+sender_clear (Sender *sender)
+{
+  g_clear_object (&sender->sctp_pad);
+  g_mutex_clear (&sender->lock);
+}
+
+static Sender *
+sender_ref (Sender *sender)
+{
+  return g_atomic_rc_box_acquire (sender);
+}
+
+static void
+sender_unref (gpointer sender)
+{
+  g_atomic_rc_box_release_full (sender, (GDestroyNotify) sender_clear);
+}
+
+static void
+sender_closure_notify (gpointer  data,
+                       GClosure *closure)
+{
+  sender_unref (data);
+}
+
+static gboolean
+is_binary_ppid (guint32 ppid)
+{
+  return ppid == PPID_BINARY || ppid == PPID_BINARY_PARTIAL || ppid == PPID_BINARY_EMPTY;
+}
+
+/* The streaming thread of whoever pushes, under the pad's stream lock. */
+static GstPadProbeReturn
+sender_probe_cb (GstPad          *pad,
+                 GstPadProbeInfo *info,
+                 gpointer         user_data)
+{
+  Sender *sender = user_data;
+  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
+  GType api = sctp_send_meta_api ();
+  SctpSendMeta *meta;
+
+  if (buffer != NULL && api != 0
+      && (meta = (SctpSendMeta *) gst_buffer_get_meta (buffer, api)) != NULL
+      && is_binary_ppid (meta->ppid))
+    g_atomic_int_inc (&sender->entered);
+  return GST_PAD_PROBE_OK;
+}
+
+/* The thread that links the channel to sctpenc, before its first message. */
+static void
+sender_linked_cb (GstPad  *pad,
+                  GstPad  *peer,
+                  gpointer user_data)
+{
+  Sender *sender = user_data;
+
+  g_mutex_lock (&sender->lock);
+  if (sender->sctp_pad == NULL)
+    {
+      sender->sctp_pad = gst_object_ref (peer);
+      gst_pad_add_probe (peer, GST_PAD_PROBE_TYPE_BUFFER, sender_probe_cb, sender_ref (sender),
+                         sender_unref);
+    }
+  g_mutex_unlock (&sender->lock);
+}
+
+/* @element is the channel's src bin: a Sender for it, kept on the channel. */
+static void
+add_sender (GstWebRTCDataChannel *channel,
+            GstElement           *element)
+{
+  g_autoptr(GstPad) pad = gst_element_get_static_pad (element, "src");
+  Sender *sender;
+
+  if (pad == NULL)
+    return;
+  sender = g_atomic_rc_box_new0 (Sender);
+  g_mutex_init (&sender->lock);
+  g_signal_connect_data (pad, "linked", G_CALLBACK (sender_linked_cb), sender_ref (sender),
+                         sender_closure_notify, 0);
+  g_object_set_data_full (G_OBJECT (channel), SENDER_KEY, sender, sender_unref);
+}
+
 /* Any thread (the caller of create-data-channel, or sctpdec's for a channel
  * the remote opened): a Receiver for the channel about to be built. */
 static void
@@ -727,7 +876,8 @@ prepare_channel_cb (GstElement           *webrtc,
 }
 
 static gboolean
-is_channel_sink_bin (GstElement *element)
+bin_has_child (GstElement *element,
+               const char *factory_name)
 {
   gboolean found = FALSE;
 
@@ -740,27 +890,40 @@ is_channel_sink_bin (GstElement *element)
 
       found = factory != NULL
               && g_strcmp0 (gst_plugin_feature_get_name (GST_PLUGIN_FEATURE (factory)),
-                            "appsink") == 0;
+                            factory_name) == 0;
     }
   GST_OBJECT_UNLOCK (element);
   return found;
 }
 
-/* Same thread as prepare_channel_cb (), right after it. */
+/* Same thread as prepare_channel_cb (), right after it: the channel's src
+ * bin (its appsrc), then its sink bin (its appsink). */
 static void
 element_added_cb (GstBin     *bin,
                   GstElement *element,
                   gpointer    user_data)
 {
   Receiver *receiver = g_private_get (&pending_receiver);
+  Link *link = user_data;
   g_autoptr(GstPad) pad = NULL;
 
-  if (receiver == NULL || receiver->link != user_data || !is_channel_sink_bin (element))
+  if (receiver == NULL || receiver->link != link)
     return;
-  pad = gst_element_get_static_pad (element, "sink");
-  if (pad == NULL)
+  if (bin_has_child (element, "appsrc"))
+    {
+      if (link->direct_send)
+        add_sender (receiver->channel, element);
+      return;
+    }
+  if (!bin_has_child (element, "appsink"))
     return;
   g_private_set (&pending_receiver, NULL);
+  pad = gst_element_get_static_pad (element, "sink");
+  if (pad == NULL || !link->direct_receive)
+    {
+      receiver_free (receiver);
+      return;
+    }
   g_object_set_data (G_OBJECT (receiver->channel), RECEIVER_KEY,
                      GUINT_TO_POINTER (receiver->id));
   receiver->channel = NULL;
@@ -1011,6 +1174,66 @@ handed_at (DcPeer  *self,
   return us;
 }
 
+/* Pushes @piece into the channel's sctpenc pad from here when that keeps
+ * the order and cannot block (see "Sending without appsrc's thread").
+ * Returns: FALSE when it did not try; else *ok says whether it was taken. */
+static gboolean
+send_direct (DcPeer   *self,
+             GBytes   *piece,
+             gboolean *ok,
+             GError  **error)
+{
+  Sender *sender = self->sender;
+  g_autoptr(GstPad) pad = NULL;
+  const GstMetaInfo *info;
+  SctpSendMeta *meta;
+  GstBuffer *buffer;
+  GstFlowReturn ret;
+
+  if (sender == NULL || g_bytes_get_size (piece) > DIRECT_SEND_MAX || !self->window_on
+      || self->tx_bytes - self->tx_acked > DIRECT_INFLIGHT_MAX
+      || (guint) g_atomic_int_get (&sender->entered) != self->sent_pieces)
+    return FALSE;
+  g_mutex_lock (&sender->lock);
+  if (sender->sctp_pad != NULL)
+    pad = gst_object_ref (sender->sctp_pad);
+  g_mutex_unlock (&sender->lock);
+  info = gst_meta_get_info ("GstSctpSendMeta");
+  if (pad == NULL || info == NULL)
+    return FALSE;
+  buffer = gst_buffer_new_wrapped_bytes (piece);
+  /* The meta's own defaults: ordered, reliable. */
+  meta = (SctpSendMeta *) gst_buffer_add_meta (buffer, info, NULL);
+  meta->ppid = PPID_BINARY;
+  ret = gst_pad_chain (pad, buffer);
+  *ok = ret == GST_FLOW_OK;
+  if (*ok)
+    {
+      self->sent_pieces++;
+      self->direct_sends++;
+    }
+  else
+    g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER, "sctpenc refused a message: %s",
+                 gst_flow_get_name (ret));
+  return TRUE;
+}
+
+/* Every binary message goes to the channel through here. */
+static gboolean
+channel_send (DcPeer  *self,
+              GBytes  *piece,
+              GError **error)
+{
+  gboolean ok = FALSE;
+
+  if (send_direct (self, piece, &ok, error))
+    return ok;
+  ok = gst_webrtc_data_channel_send_data_full (self->channel, piece, error);
+  if (ok)
+    self->sent_pieces++;
+  return ok;
+}
+
 static void
 pump (DcPeer *self)
 {
@@ -1066,7 +1289,7 @@ pump (DcPeer *self)
       self->tx_bytes += size;
       if (peer_tunables ()->pace_handed)
         note_handed (self);
-      if (!gst_webrtc_data_channel_send_data_full (self->channel, piece, &error))
+      if (!channel_send (self, piece, &error))
         {
           GstWebRTCDataChannelState ready = GST_WEBRTC_DATA_CHANNEL_STATE_OPEN;
 
@@ -1613,6 +1836,9 @@ connect_channel (DcPeer               *self,
     }
   self->channel = g_object_ref (channel);
   self->receiver = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (channel), RECEIVER_KEY));
+  self->sender = g_object_get_data (G_OBJECT (channel), SENDER_KEY);
+  if (self->sender != NULL)
+    sender_ref (self->sender);
   g_object_get (channel, "ready-state", &ready, NULL);
   if (ready == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN)
     channel_opened (self);
@@ -1892,7 +2118,9 @@ dc_peer_start (DcPeer  *self,
                          link_ref (self->link), link_closure_notify, 0);
   g_signal_connect_data (self->webrtc, "on-data-channel", G_CALLBACK (data_channel_cb),
                          link_ref (self->link), link_closure_notify, 0);
-  if (g_strcmp0 (g_getenv ("DC_PEER_DIRECT_RECEIVE"), "0") != 0
+  self->link->direct_receive = g_strcmp0 (g_getenv ("DC_PEER_DIRECT_RECEIVE"), "0") != 0;
+  self->link->direct_send = g_strcmp0 (g_getenv ("DC_PEER_DIRECT_SEND"), "0") != 0;
+  if ((self->link->direct_receive || self->link->direct_send)
       && g_signal_lookup ("prepare-data-channel", G_OBJECT_TYPE (self->webrtc)) != 0)
     {
       g_signal_connect_data (self->webrtc, "prepare-data-channel",
@@ -2175,7 +2403,7 @@ dc_peer_say_bye (DcPeer *self)
     return;
   clear_out (self);
   pieces = dc_mesh_message_encode_pieces (DC_MESH_MSG_BYE, NULL, NULL);
-  gst_webrtc_data_channel_send_data_full (self->channel, g_ptr_array_index (pieces, 0), NULL);
+  channel_send (self, g_ptr_array_index (pieces, 0), NULL);
 }
 
 /**
@@ -2617,6 +2845,7 @@ dc_peer_dispose (GObject *object)
   g_clear_object (&self->channel);
   g_ptr_array_set_size (self->ignored, 0);
   clear_early (self);
+  g_clear_pointer (&self->sender, sender_unref);
   g_clear_pointer (&self->webrtc, gst_object_unref);
   g_clear_pointer (&self->pipeline, gst_object_unref);
   clear_out (self);
@@ -2741,6 +2970,20 @@ dc_peer_get_direct_pieces (DcPeer *self)
 {
   g_return_val_if_fail (DC_IS_PEER (self), 0);
   return self->direct_pieces;
+}
+
+/**
+ * dc_peer_get_direct_sends:
+ *
+ * Returns: how many messages went into sctpenc from this peer's thread
+ *   rather than through the channel's appsrc (see "Sending without
+ *   appsrc's thread"); 0 with DC_PEER_DIRECT_SEND=0
+ */
+guint64
+dc_peer_get_direct_sends (DcPeer *self)
+{
+  g_return_val_if_fail (DC_IS_PEER (self), 0);
+  return self->direct_sends;
 }
 
 /**

@@ -96,6 +96,7 @@ const char  *dc_peer_get_name      (DcPeer              *self);
 gint64       dc_peer_get_message_received_us (DcPeer   *self);
 guint64      dc_peer_get_direct_pieces (DcPeer          *self);
 guint64      dc_peer_get_early_pieces (DcPeer           *self);
+guint64      dc_peer_get_direct_sends (DcPeer           *self);
 const guint8 *dc_peer_get_message_data_hash (DcPeer   *self);
 void         dc_peer_set_display_name (DcPeer           *self,
                                        const char       *name);
