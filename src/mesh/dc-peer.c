@@ -523,6 +523,15 @@ clear_checking (DcPeer *self)
   self->checking_bytes = 0;
 }
 
+/* The direct pieces waiting for the channel to open ("Receiving without
+ * webrtcbin's thread"): dropped when the peer ends. */
+static void
+clear_early (DcPeer *self)
+{
+  g_queue_clear_full (&self->early, (GDestroyNotify) hop_free);
+  self->early_bytes = 0;
+}
+
 static void
 set_state (DcPeer      *self,
            DcPeerState  state,
@@ -548,8 +557,7 @@ set_state (DcPeer      *self,
       g_clear_handle_id (&self->idle_credit_id, g_source_remove);
       clear_out (self);
       clear_checking (self);
-      g_queue_clear_full (&self->early, (GDestroyNotify) hop_free);
-      self->early_bytes = 0;
+      clear_early (self);
     }
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATE]);
 }
@@ -1749,13 +1757,6 @@ keep_early (DcPeer *self,
   kept->bytes = g_steal_pointer (&hop->bytes);
   self->early_bytes += g_bytes_get_size (kept->bytes);
   g_queue_push_tail (&self->early, kept);
-}
-
-static void
-clear_early (DcPeer *self)
-{
-  g_queue_clear_full (&self->early, (GDestroyNotify) hop_free);
-  self->early_bytes = 0;
 }
 
 /* The channel is open: its pieces that came early, as they came. */
