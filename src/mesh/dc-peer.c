@@ -774,18 +774,21 @@ sctp_send_meta_api (void)
   return (GType) found;
 }
 
+/* Weak references to the pads: the probe on the sctpenc pad and the
+ * handler on the src bin's pad each hold the Sender. */
 typedef struct _Sender
 {
-  GMutex  lock;
-  GstPad *sctp_pad;  /* under lock: the pad the channel's src bin is linked to */
-  gint    entered;   /* atomic: binary messages that entered its chain */
+  GWeakRef src_pad;   /* the channel's src bin's ghost pad */
+  GWeakRef sctp_pad;  /* the pad it was linked to, set once */
+  gint     linked;    /* atomic: sctp_pad was set */
+  gint     entered;   /* atomic: binary messages that entered its chain */
 } Sender;
 
 static void
 sender_clear (Sender *sender)
 {
-  g_clear_object (&sender->sctp_pad);
-  g_mutex_clear (&sender->lock);
+  g_weak_ref_clear (&sender->src_pad);
+  g_weak_ref_clear (&sender->sctp_pad);
 }
 
 static Sender *
@@ -839,14 +842,12 @@ sender_linked_cb (GstPad  *pad,
 {
   Sender *sender = user_data;
 
-  g_mutex_lock (&sender->lock);
-  if (sender->sctp_pad == NULL)
+  if (g_atomic_int_compare_and_exchange (&sender->linked, 0, 1))
     {
-      sender->sctp_pad = gst_object_ref (peer);
+      g_weak_ref_set (&sender->sctp_pad, peer);
       gst_pad_add_probe (peer, GST_PAD_PROBE_TYPE_BUFFER, sender_probe_cb, sender_ref (sender),
                          sender_unref);
     }
-  g_mutex_unlock (&sender->lock);
 }
 
 /* @element is the channel's src bin: a Sender for it, kept on the channel. */
@@ -857,10 +858,11 @@ add_sender (GstWebRTCDataChannel *channel,
   g_autoptr(GstPad) pad = gst_element_get_static_pad (element, "src");
   Sender *sender;
 
-  if (pad == NULL)
+  if (pad == NULL || g_object_get_data (G_OBJECT (channel), SENDER_KEY) != NULL)
     return;
   sender = g_atomic_rc_box_new0 (Sender);
-  g_mutex_init (&sender->lock);
+  g_weak_ref_init (&sender->src_pad, pad);
+  g_weak_ref_init (&sender->sctp_pad, NULL);
   g_signal_connect_data (pad, "linked", G_CALLBACK (sender_linked_cb), sender_ref (sender),
                          sender_closure_notify, 0);
   g_object_set_data_full (G_OBJECT (channel), SENDER_KEY, sender, sender_unref);
@@ -883,18 +885,20 @@ prepare_channel_cb (GstElement           *webrtc,
   g_private_replace (&pending_receiver, receiver);
 }
 
+/* Whether @element is a bin whose one child comes from @factory_name: a
+ * data channel's src bin holds its appsrc alone, its sink bin its appsink. */
 static gboolean
-bin_has_child (GstElement *element,
-               const char *factory_name)
+bin_holds_only (GstElement *element,
+                const char *factory_name)
 {
   gboolean found = FALSE;
 
   if (!GST_IS_BIN (element))
     return FALSE;
   GST_OBJECT_LOCK (element);
-  for (GList *l = GST_BIN_CHILDREN (element); l != NULL && !found; l = l->next)
+  if (GST_BIN_NUMCHILDREN (element) == 1)
     {
-      GstElementFactory *factory = gst_element_get_factory (l->data);
+      GstElementFactory *factory = gst_element_get_factory (GST_BIN_CHILDREN (element)->data);
 
       found = factory != NULL
               && g_strcmp0 (gst_plugin_feature_get_name (GST_PLUGIN_FEATURE (factory)),
@@ -917,13 +921,13 @@ element_added_cb (GstBin     *bin,
 
   if (receiver == NULL || receiver->link != link)
     return;
-  if (bin_has_child (element, "appsrc"))
+  if (bin_holds_only (element, "appsrc"))
     {
       if (link->direct_send)
         add_sender (receiver->channel, element);
       return;
     }
-  if (!bin_has_child (element, "appsink"))
+  if (!bin_holds_only (element, "appsink"))
     return;
   g_private_set (&pending_receiver, NULL);
   pad = gst_element_get_static_pad (element, "sink");
@@ -1192,7 +1196,9 @@ send_direct (DcPeer   *self,
              GError  **error)
 {
   Sender *sender = self->sender;
+  g_autoptr(GstPad) src_pad = NULL;
   g_autoptr(GstPad) pad = NULL;
+  g_autoptr(GstPad) linked_to = NULL;
   const GstMetaInfo *info;
   SctpSendMeta *meta;
   GstBuffer *buffer;
@@ -1202,12 +1208,12 @@ send_direct (DcPeer   *self,
       || self->tx_bytes - self->tx_acked > DIRECT_INFLIGHT_MAX
       || (guint) g_atomic_int_get (&sender->entered) != self->sent_pieces)
     return FALSE;
-  g_mutex_lock (&sender->lock);
-  if (sender->sctp_pad != NULL)
-    pad = gst_object_ref (sender->sctp_pad);
-  g_mutex_unlock (&sender->lock);
+  /* Still linked to the pad whose chain the probe counts. */
+  src_pad = g_weak_ref_get (&sender->src_pad);
+  pad = g_weak_ref_get (&sender->sctp_pad);
+  linked_to = src_pad != NULL ? gst_pad_get_peer (src_pad) : NULL;
   info = gst_meta_get_info ("GstSctpSendMeta");
-  if (pad == NULL || info == NULL)
+  if (pad == NULL || linked_to != pad || info == NULL)
     return FALSE;
   buffer = gst_buffer_new_wrapped_bytes (piece);
   /* The meta's own defaults: ordered, reliable. */
