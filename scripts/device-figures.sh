@@ -18,7 +18,9 @@
 #   closes; CRAWL_ROUNDS runs, 11 by default), or direct, only when named (about 7 minutes
 #   at DIRECT_ROUNDS=2: s23's receiving without webrtcbin's thread against
 #   DC_PEER_DIRECT_RECEIVE=0, alternating, on bench channel, ring and group;
-#   DIRECT_VAR=DC_PEER_DIRECT_SEND for the sending side, DIRECT_ITEMS for a subset). Each issue's goal figure is one item. warmup: the GPU's
+#   DIRECT_VAR=DC_PEER_DIRECT_SEND for the sending side, DIRECT_ITEMS for a subset), or
+#   groupscale, only when named (about 8 minutes at SCALE_ROUNDS=2: issue 11's loopback
+#   0.8 x N over 128 steps beside four lone processes, the direct send on and off). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
 #   (pack strips and packs the test binary into build-devpack).
@@ -111,6 +113,19 @@ run)
           DC_TRAIN_GROUP_STREAM=$s DC_TRAIN_GROUP_AUDIT_PERIOD=0 timeout 90 $cli bench group \
             --json --devices 4 --threads 4 --width 128 --seq 128 --batch 32 --steps 24 \
             --gradient-wire bf16 2>&1 | grep -v DEBUG
+        done ;;
+      groupscale)
+        # Issue 11's 0.8 x N on loopback over 128 steps (one step in 32 audited: a 32-step
+        # run met 0-5 audits, s23), beside four lone processes at once (the host's own
+        # ceiling), with the direct send on and off (DC_PEER_DIRECT_SEND), alternating.
+        for i in $(seq 1 "${SCALE_ROUNDS:-2}"); do
+          for d in 1 0; do
+            echo "-- DC_PEER_DIRECT_SEND=$d, round $i"
+            pkill -f daisychain-cli 2>/dev/null; sleep 1
+            DC_PEER_DIRECT_SEND=$d timeout 240 $cli bench group --json --devices 1,4 \
+              --threads 4 --width 128 --seq 128 --batch 32 --steps 128 --gradient-wire int8 \
+              --concurrent-solo 2>&1 | grep -v DEBUG
+          done
         done ;;
       groupcpu)
         # Issue 11: where four devices' CPU goes, by thread class (the group's
