@@ -614,6 +614,12 @@ enum
   PPID_BINARY_EMPTY = 56,
 };
 
+static gboolean
+is_binary_ppid (guint32 ppid)
+{
+  return ppid == PPID_BINARY || ppid == PPID_BINARY_PARTIAL || ppid == PPID_BINARY_EMPTY;
+}
+
 /* gst/sctp/sctpreceivemeta.h's GstSctpReceiveMeta, found by its registered
  * name so that the build does not link libgstsctp: sctpdec registered the
  * type before any buffer carried one. */
@@ -623,18 +629,28 @@ typedef struct
   guint32 ppid;
 } SctpReceiveMeta;
 
+/* A meta API type by its registered name, kept in @cache once found (0
+ * until the type is registered). */
+static GType
+meta_api_by_name (gsize      *cache,
+                  const char *name)
+{
+  gsize found = g_atomic_pointer_get (cache);
+
+  if (found == 0)
+    {
+      found = g_type_from_name (name);
+      g_atomic_pointer_set (cache, found);
+    }
+  return (GType) found;
+}
+
 static GType
 sctp_receive_meta_api (void)
 {
   static gsize api = 0;
-  gsize found = g_atomic_pointer_get (&api);
 
-  if (found == 0)
-    {
-      found = g_type_from_name ("GstSctpReceiveMetaAPI");
-      g_atomic_pointer_set (&api, found);
-    }
-  return (GType) found;
+  return meta_api_by_name (&api, "GstSctpReceiveMetaAPI");
 }
 
 typedef struct
@@ -707,9 +723,7 @@ receiver_probe_cb (GstPad          *pad,
   if (buffer == NULL || api == 0)
     return GST_PAD_PROBE_OK;
   meta = (SctpReceiveMeta *) gst_buffer_get_meta (buffer, api);
-  if (meta == NULL
-      || (meta->ppid != PPID_BINARY && meta->ppid != PPID_BINARY_PARTIAL
-          && meta->ppid != PPID_BINARY_EMPTY))
+  if (meta == NULL || !is_binary_ppid (meta->ppid))
     return GST_PAD_PROBE_OK;
   bytes = meta->ppid == PPID_BINARY_EMPTY ? g_bytes_new (NULL, 0) : buffer_to_bytes (buffer);
   /* Unmappable: webrtcbin fails the channel, as it would have. */
@@ -764,14 +778,8 @@ static GType
 sctp_send_meta_api (void)
 {
   static gsize api = 0;
-  gsize found = g_atomic_pointer_get (&api);
 
-  if (found == 0)
-    {
-      found = g_type_from_name ("GstSctpSendMetaAPI");
-      g_atomic_pointer_set (&api, found);
-    }
-  return (GType) found;
+  return meta_api_by_name (&api, "GstSctpSendMetaAPI");
 }
 
 /* Weak references to the pads: the probe on the sctpenc pad and the
@@ -808,12 +816,6 @@ sender_closure_notify (gpointer  data,
                        GClosure *closure)
 {
   sender_unref (data);
-}
-
-static gboolean
-is_binary_ppid (guint32 ppid)
-{
-  return ppid == PPID_BINARY || ppid == PPID_BINARY_PARTIAL || ppid == PPID_BINARY_EMPTY;
 }
 
 /* The streaming thread of whoever pushes, under the pad's stream lock. */
