@@ -419,7 +419,7 @@ ask_offers (DcInferRing *self)
     }
 }
 
-/* ---- waking the helpers --------------------------------------------------- */
+/* ---- a ring's devices on one host ---------------------------------------- */
 
 guint
 dc_infer_ring_shared_host_threads (guint processors,
@@ -427,6 +427,8 @@ dc_infer_ring_shared_host_threads (guint processors,
 {
   return MAX (1, processors / CLAMP (stages, 1, DC_INFER_RING_IN_FLIGHT));
 }
+
+/* ---- waking the helpers --------------------------------------------------- */
 
 void
 dc_infer_ring_warm_helpers (guint n_threads)

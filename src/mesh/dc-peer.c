@@ -782,6 +782,21 @@ sctp_send_meta_api (void)
   return meta_api_by_name (&api, "GstSctpSendMetaAPI");
 }
 
+/* Its registration, to add one (NULL until libgstsctp registered it). */
+static const GstMetaInfo *
+sctp_send_meta_info (void)
+{
+  static const GstMetaInfo *info = NULL;
+  const GstMetaInfo *found = g_atomic_pointer_get (&info);
+
+  if (found == NULL)
+    {
+      found = gst_meta_get_info ("GstSctpSendMeta");
+      g_atomic_pointer_set (&info, found);
+    }
+  return found;
+}
+
 /* Weak references to the pads: the probe on the sctpenc pad and the
  * handler on the src bin's pad each hold the Sender. */
 typedef struct _Sender
@@ -1214,7 +1229,7 @@ send_direct (DcPeer   *self,
   src_pad = g_weak_ref_get (&sender->src_pad);
   pad = g_weak_ref_get (&sender->sctp_pad);
   linked_to = src_pad != NULL ? gst_pad_get_peer (src_pad) : NULL;
-  info = gst_meta_get_info ("GstSctpSendMeta");
+  info = sctp_send_meta_info ();
   if (pad == NULL || linked_to != pad || info == NULL)
     return FALSE;
   buffer = gst_buffer_new_wrapped_bytes (piece);
