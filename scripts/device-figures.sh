@@ -20,7 +20,9 @@
 #   DC_PEER_DIRECT_RECEIVE=0, alternating, on bench channel, ring and group;
 #   DIRECT_VAR=DC_PEER_DIRECT_SEND for the sending side, DIRECT_ITEMS for a subset), or
 #   groupscale, only when named (about 8 minutes at SCALE_ROUNDS=2: issue 11's loopback
-#   0.8 x N over 128 steps beside four lone processes, the direct send on and off). Each issue's goal figure is one item. warmup: the GPU's
+#   0.8 x N over 128 steps beside four lone processes, the direct send on and off);
+#   groupab, only when named (about 100 s a variant: GROUPAB="default pin VAR=VALUE…",
+#   the same figure under each). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
 #   (pack strips and packs the test binary into build-devpack).
@@ -127,6 +129,24 @@ run)
               --concurrent-solo 2>&1 | grep -v DEBUG
           done
         done ;;
+      groupab)
+        # Issue 11's loopback 0.8 x N under variants, one 128-step run each, in the
+        # order given: GROUPAB="default pin DC_PARALLEL_SPIN_US=0 ..." (default: as is;
+        # pin: --pin-cores, every device and the solos on cores of their own; else
+        # VAR=VALUE[,VAR=VALUE] in the environment of the whole run, solos included).
+        for v in ${GROUPAB:-default pin}; do
+          echo "-- variant $v"
+          pkill -f daisychain-cli 2>/dev/null; sleep 1
+          flags=""; envs=""
+          case "$v" in
+          default) ;;
+          pin) flags="--pin-cores" ;;
+          *) envs=$(echo "$v" | tr ',' ' ') ;;
+          esac
+          env $envs timeout 240 $cli bench group --json --devices 1,4 --threads 4 --width 128 \
+            --seq 128 --batch 32 --steps 128 --gradient-wire int8 --concurrent-solo $flags 2>&1 |
+            grep -v DEBUG
+        done ;;
       groupcpu)
         # Issue 11: where four devices' CPU goes, by thread class (the group's
         # compute runs slower than four lone processes'): the GEMM's helpers,
@@ -134,9 +154,10 @@ run)
         pkill -f daisychain-cli 2>/dev/null; sleep 1
         stop=/tmp/dc-thread-cpu-stop; rm -f "$stop"
         tools/group-trace/thread-cpu.sh "$stop" > /tmp/dc-thread-cpu.txt &
-        DC_TRAIN_GROUP_AUDIT_PERIOD=0 timeout 90 $cli bench group --json --devices 4 \
-          --threads 4 --width 128 --seq 128 --batch 32 --steps 24 --gradient-wire bf16 2>&1 |
-          grep -v DEBUG
+        # CPU_WIRE=int8 CPU_STEPS=64 for the default wire of s20 on (bf16 and 24 before).
+        DC_TRAIN_GROUP_AUDIT_PERIOD=0 timeout 150 $cli bench group --json --devices 4 \
+          --threads 4 --width 128 --seq 128 --batch 32 --steps "${CPU_STEPS:-24}" \
+          --gradient-wire "${CPU_WIRE:-bf16}" 2>&1 | grep -v DEBUG
         touch "$stop"; wait; cat /tmp/dc-thread-cpu.txt ;;
       ring)
         # Issue 16: one device against three stages on loopback.
