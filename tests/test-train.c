@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dc-test-utils.h"
+#include "engine/dc-parallel.h"
 #include "model/dc-model-error.h"
 #include "model/dc-rng.h"
 #include "train/dc-token-source.h"
@@ -170,6 +171,23 @@ test_group_of_three (void)
   assert_same_hashes (one_thread, three_threads);
   assert_same_hashes (three_threads, again);
   g_assert_cmpstr (solo->pdata[0], !=, one_thread->pdata[0]);
+}
+
+/* A prepared run sets the engine's process default to its threads, so the
+ * pool calls that take the default (the state hashes of every step among
+ * them) run on the run's threads, not on one; the bits stay those of one
+ * thread (above). */
+static void
+test_plan_engine_threads (void)
+{
+  g_autoptr(GPtrArray) hashes = NULL;
+
+  dc_parallel_set_default_threads (1);
+  hashes = session_hashes (0, 3, 1);
+  g_assert_cmpuint (dc_parallel_get_default_threads (), ==, 3);
+  g_clear_pointer (&hashes, g_ptr_array_unref);
+  hashes = session_hashes (0, 2, 1);
+  g_assert_cmpuint (dc_parallel_get_default_threads (), ==, 2);
 }
 
 static void
@@ -424,6 +442,7 @@ main (int    argc,
   g_test_add_func ("/dc/train/group/audit-default-rate", test_audit_default_rate);
   g_test_add_func ("/dc/train/plan-audit-memory", test_plan_audit_memory);
   g_test_add_func ("/dc/train/optimizer-hash", test_optimizer_hash);
+  g_test_add_func ("/dc/train/plan-engine-threads", test_plan_engine_threads);
   g_test_add_func ("/dc/train/plan-limits", test_plan_limits);
   g_test_add_func ("/dc/train/context-hello", test_context_hello);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/dc-parallel.h"
 #include "model/dc-gpt-vk-forward.h"
 #include "model/dc-model-error.h"
 
@@ -304,6 +305,12 @@ dc_train_plan_prepare (DcTrainPlan   *self,
     return NULL;
   dc_token_source_attach (session->source, session->trainer);
   session->n_threads = self->n_threads;
+  /* The engine's process default is 1 until a front end sets it: without
+   * this, every pool call that takes it ran on one thread during a run,
+   * among them the state hashes of every step (10 MB at width 128: 8 ms a
+   * step on the H200 host's Xeon where four threads take 2) and the
+   * resident step's host copies. One run trains at a time. */
+  dc_parallel_set_default_threads (self->n_threads);
   if (self->backend != NULL)
     dc_gpt_trainer_set_shared_device (session->trainer, self->backend, self->offload_min);
 
