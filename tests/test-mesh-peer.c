@@ -948,6 +948,22 @@ exchange (Side sides[2])
   g_assert_true (dc_test_wait_until (got_pong, &sides[1], 10000));
 }
 
+/* The direct paths hook webrtcbin's prepare-data-channel (GStreamer 1.22);
+ * without it they are off and their cases cannot check anything. */
+static gboolean
+skip_without_direct_paths (void)
+{
+  g_autoptr(GstElement) webrtc = gst_element_factory_make ("webrtcbin", NULL);
+
+  if (webrtc != NULL)
+    gst_object_ref_sink (webrtc);
+  if (webrtc != NULL && g_signal_lookup ("prepare-data-channel", G_OBJECT_TYPE (webrtc)) != 0)
+    return FALSE;
+  g_test_skip ("webrtcbin has no prepare-data-channel (GStreamer before 1.22): "
+               "the direct receive and send are off");
+  return TRUE;
+}
+
 /* The messages come from sctpdec's thread straight to the peer's link
  * (dc-peer.c, "Receiving without webrtcbin's thread"), every one of them:
  * the hello, credits, the pieces of a 1 MiB message and a ping; with
@@ -956,6 +972,8 @@ exchange (Side sides[2])
 static void
 test_direct_receive (void)
 {
+  if (skip_without_direct_paths ())
+    return;
   for (guint off = 0; off < 2; off++)
     {
       Side sides[2] = { { 0 } };
@@ -993,6 +1011,8 @@ test_early_pieces (void)
 {
   Side sides[2] = { { 0 } };
 
+  if (skip_without_direct_paths ())
+    return;
   g_setenv ("DC_TEST_CHANNEL_HOLD_MS", "400", TRUE);
   sides_open (sides, "bb", 0);
   g_unsetenv ("DC_TEST_CHANNEL_HOLD_MS");
@@ -1026,6 +1046,8 @@ got_messages (gpointer user_data)
 static void
 test_direct_send (void)
 {
+  if (skip_without_direct_paths ())
+    return;
   for (guint off = 0; off < 2; off++)
     {
       g_autoptr(GPtrArray) sent = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
