@@ -21,8 +21,9 @@
 #   DIRECT_VAR=DC_PEER_DIRECT_SEND for the sending side, DIRECT_ITEMS for a subset), or
 #   groupscale, only when named (about 8 minutes at SCALE_ROUNDS=2: issue 11's loopback
 #   0.8 x N over 128 steps beside four lone processes, the direct send on and off);
-#   groupab, only when named (about 100 s a variant: GROUPAB="default pin VAR=VALUE…",
-#   the same figure under each). Each issue's goal figure is one item. warmup: the GPU's
+#   groupab, only when named (about 100 s a variant: GROUPAB="default pin renice:N VAR=VALUE…",
+#   the same figure under each; renice:N: the group's transport threads at nice N); grouptrace, only when named (about 40 s a round: the
+#   loopback step's exchange traced, TRACE_ROUNDS, TRACE_STEPS, TRACE_ENV). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
 #   (pack strips and packs the test binary into build-devpack).
@@ -141,12 +142,38 @@ run)
           case "$v" in
           default) ;;
           pin) flags="--pin-cores" ;;
+          renice:*)
+            # The group's transport threads at a weaker priority than its gradient's
+            # (tools/group-trace/renice-transport.py; the lone processes untouched).
+            rm -f /tmp/dc-renice-stop
+            python3 tools/group-trace/renice-transport.py /tmp/dc-renice-stop "${v#renice:}" &
+            ;;
           *) envs=$(echo "$v" | tr ',' ' ') ;;
           esac
           env $envs timeout 240 $cli bench group --json --devices 1,4 --threads 4 --width 128 \
             --seq 128 --batch 32 --steps 128 --gradient-wire int8 --concurrent-solo $flags 2>&1 |
             grep -v DEBUG
+          touch /tmp/dc-renice-stop; wait
         done ;;
+      grouptrace)
+        # Issue 11's loopback step taken apart: four devices as in groupab, the
+        # exchange traced (DC_TRAIN_GROUP_TRACE) and read by group-trace.py: each
+        # device's gradient against the others', the hops after the slowest one,
+        # the step's critical path (with and without an audit). TRACE_ROUNDS runs
+        # (2), TRACE_ENV (default: audits off) for all of them; the traces and the
+        # devices' logs come back as $OUT/grouptrace.tar.gz.
+        for i in $(seq 1 "${TRACE_ROUNDS:-2}"); do
+          echo "-- trace round $i (${TRACE_ENV:-DC_TRAIN_GROUP_AUDIT_PERIOD=0})"
+          pkill -f daisychain-cli 2>/dev/null; sleep 1
+          mkdir -p "$out/logs/$i"
+          env ${TRACE_ENV:-DC_TRAIN_GROUP_AUDIT_PERIOD=0} DC_TRAIN_GROUP_TRACE="$out/trace/$i" \
+            DC_BENCH_GROUP_LOGS="$out/logs/$i" timeout 150 $cli bench group --json --devices 4 \
+            --threads 4 --width 128 --seq 128 --batch 32 --steps "${TRACE_STEPS:-64}" \
+            --gradient-wire int8 2>&1 | grep -v DEBUG
+          python3 tools/group-trace/group-trace.py "$out/trace/$i" "$out/logs/$i"
+        done
+        # One file back (a call returns a limited count of files).
+        tar -czf "$out/grouptrace.tar.gz" -C "$out" trace logs && rm -rf "$out/trace" "$out/logs" ;;
       groupcpu)
         # Issue 11: where four devices' CPU goes, by thread class (the group's
         # compute runs slower than four lone processes'): the GEMM's helpers,
