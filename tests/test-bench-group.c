@@ -65,6 +65,41 @@ check_phases (JsonObject *o)
                      ==, 1.0);
 }
 
+/* The step lined up across the devices (`critical_path`): steps 2 and 3
+ * (a step's cycle needs the next step's start; the run stops at 4), each
+ * part in causal order (a device gathers the summed shards only after the
+ * slowest device's last contribution, then steps), and the parts adding up
+ * to the whole. Timed from both devices' step lines: a clock time left out
+ * or out of order leaves every step out, and the object is missing. */
+static void
+check_critical_path (JsonObject *o)
+{
+  const char *not_negative[] = { "slowest_wait_ms", "exchange_ms", "adam_ms" };
+  const char *parts[] = { "gradient_ms", "slowest_wait_ms", "exchange_ms", "adam_ms",
+                          "next_start_ms" };
+  JsonObject *path;
+  double sum = 0, step;
+
+  g_assert_true (json_object_has_member (o, "critical_path"));
+  path = json_object_get_object_member (o, "critical_path");
+  g_assert_cmpint (json_object_get_int_member_with_default (path, "steps", 0), ==, 2);
+  step = json_object_get_double_member_with_default (path, "step_ms", -1);
+  g_test_message ("critical_path.step_ms = %g", step);
+  g_assert_cmpfloat (step, >, 0);
+  g_assert_cmpfloat (json_object_get_double_member_with_default (path, "gradient_ms", -1), >, 0);
+  for (guint i = 0; i < G_N_ELEMENTS (not_negative); i++)
+    g_assert_cmpfloat (json_object_get_double_member_with_default (path, not_negative[i], -1),
+                       >=, 0);
+  for (guint i = 0; i < G_N_ELEMENTS (parts); i++)
+    {
+      g_assert_true (json_object_has_member (path, parts[i]));
+      g_test_message ("critical_path.%s = %g", parts[i],
+                      json_object_get_double_member (path, parts[i]));
+      sum += json_object_get_double_member (path, parts[i]);
+    }
+  g_assert_cmpfloat_with_epsilon (sum, step, 1e-6 * step + 1e-9);
+}
+
 static void
 check_object (JsonObject *o,
               const char *network)
@@ -114,6 +149,7 @@ check_object (JsonObject *o,
                            json_object_get_array_member (o, "per_device"), k),
                          "slow_send_ms", -1), ==, 0);
   check_phases (o);
+  check_critical_path (o);
 }
 
 /* The only "bench" object of @proc, which exited with 0. */

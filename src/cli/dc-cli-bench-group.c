@@ -28,6 +28,7 @@
 
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include <glib/gi18n.h>
 #include <glib-unix.h>
@@ -493,6 +494,19 @@ static const char * const phase_names[] = {
   "tail_values", "stream_chunks", "stream_early", "stream_pieces",
 };
 #define N_PHASES G_N_ELEMENTS (phase_names)
+
+/* The step's critical path, lined up on the devices' clock times (one
+ * host's monotonic clock): from the first device's gradient start to the
+ * next step's, split into parts that add up to it. */
+static const char * const path_names[] = {
+  "step_ms",          /* the first gradient's start to the next step's first */
+  "gradient_ms",      /* to the devices' mean gradient end */
+  "slowest_wait_ms",  /* then to the slowest device's gradient end */
+  "exchange_ms",      /* then to the last summed shard (means over devices) */
+  "adam_ms",          /* then to the Adam step's end */
+  "next_start_ms",    /* then to the next step's first gradient start */
+};
+#define N_PATH G_N_ELEMENTS (path_names)
 #define PHASE_DEVICES_MAX BENCH_GROUP_DEVICES_MAX
 
 typedef struct
@@ -518,6 +532,10 @@ typedef struct
   gint64 slow_episodes;
   gint64 renewals;
   guint  n_devices;
+  /* The step's critical path (critical_path ()): means over the steps
+   * every device's line timed, path_names' order; path_steps 0: none. */
+  double path[N_PATH];
+  guint  path_steps;
 } Figures;
 
 static void
@@ -611,6 +629,73 @@ run_solo (Bench       *bench,
     }
   *tokens_per_s = sum / n_at_once;
   return TRUE;
+}
+
+/* The step's critical path over steps 2 … @stop_at − 1 (a step's cycle
+ * needs the next step's start) from the devices' step lines
+ * (`gradient_began_us` … `stepped_us`), into @figures->path; a step that
+ * a device did not time (an older build, a gradient dropped and computed
+ * again) is left out. */
+static void
+critical_path (GPtrArray *devices,
+               guint64    stop_at,
+               Figures   *figures)
+{
+  guint n = devices->len;
+
+  memset (figures->path, 0, sizeof figures->path);
+  figures->path_steps = 0;
+  for (guint64 step = 2; step < stop_at && n > 0; step++)
+    {
+      gint64 first = G_MAXINT64, next_first = G_MAXINT64, slowest = G_MININT64;
+      double done = 0, gathered = 0, stepped = 0;
+      gboolean timed = TRUE;
+
+      for (guint k = 0; k < n && timed; k++)
+        {
+          Child *device = g_ptr_array_index (devices, k);
+          int i = step_index (device, step), j = step_index (device, step + 1);
+          JsonObject *o, *next;
+          gint64 began, at_done, at_gathered, at_stepped, next_began;
+
+          if (i < 0 || j < 0)
+            {
+              timed = FALSE;
+              break;
+            }
+          o = g_ptr_array_index (device->events, i);
+          next = g_ptr_array_index (device->events, j);
+          began = json_object_get_int_member_with_default (o, "gradient_began_us", 0);
+          at_done = json_object_get_int_member_with_default (o, "gradient_done_us", 0);
+          at_gathered = json_object_get_int_member_with_default (o, "gathered_us", 0);
+          at_stepped = json_object_get_int_member_with_default (o, "stepped_us", 0);
+          next_began = json_object_get_int_member_with_default (next, "gradient_began_us", 0);
+          /* In the order they happen, or the step is not one to line up. */
+          if (began <= 0 || at_done < began || at_gathered < at_done || at_stepped < at_gathered
+              || next_began < at_stepped)
+            {
+              timed = FALSE;
+              break;
+            }
+          first = MIN (first, began);
+          next_first = MIN (next_first, next_began);
+          slowest = MAX (slowest, at_done);
+          done += (double) at_done / n;
+          gathered += (double) at_gathered / n;
+          stepped += (double) at_stepped / n;
+        }
+      if (!timed)
+        continue;
+      figures->path[0] += (next_first - first) / 1000.0;
+      figures->path[1] += (done - first) / 1000.0;
+      figures->path[2] += (slowest - done) / 1000.0;
+      figures->path[3] += (gathered - slowest) / 1000.0;
+      figures->path[4] += (stepped - gathered) / 1000.0;
+      figures->path[5] += (next_first - stepped) / 1000.0;
+      figures->path_steps++;
+    }
+  for (guint p = 0; p < N_PATH && figures->path_steps > 0; p++)
+    figures->path[p] /= figures->path_steps;
 }
 
 static gboolean
@@ -808,6 +893,7 @@ run_group (Bench       *bench,
         }
       }
     figures->bytes_per_device_step = sent / devices->len;
+    critical_path (devices, stop_at, figures);
     seconds = measured_seconds (g_ptr_array_index (devices, 0), stop_at);
   }
   if (seconds <= 0 || n_samples == 0)
@@ -930,6 +1016,17 @@ print_figures (DcCliOptions  *options,
       json_add_double (builder, "audits", f->audits);
       json_add_int (builder, "audit_beside", f->audit_beside);
       json_builder_end_object (builder);
+      /* The step lined up across the devices: the slowest device's wait and
+       * the exchange after it, which each device's own phases blur. */
+      if (f->path_steps > 0)
+        {
+          json_builder_set_member_name (builder, "critical_path");
+          json_builder_begin_object (builder);
+          for (guint p = 0; p < N_PATH; p++)
+            json_add_double (builder, path_names[p], f->path[p]);
+          json_add_int (builder, "steps", f->path_steps);
+          json_builder_end_object (builder);
+        }
       json_builder_set_member_name (builder, "per_device");
       json_builder_begin_array (builder);
       for (guint k = 0; k < MIN (f->n_devices, PHASE_DEVICES_MAX); k++)

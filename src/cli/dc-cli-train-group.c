@@ -309,6 +309,21 @@ step_cb (DcTrainGroup       *train,
             json_builder_add_int_value (builder, phases.stream_pieces);
             json_builder_set_member_name (builder, "computed_ahead");
             json_builder_add_boolean_value (builder, ahead);
+            {
+              /* The host's monotonic clock (bench group's critical path). */
+              const struct { const char *name; gint64 at; } times_at[] = {
+                { "gradient_began_us", phases.gradient_began_at },
+                { "gradient_done_us", phases.gradient_done_at },
+                { "gathered_us", phases.gathered_at },
+                { "stepped_us", phases.stepped_at },
+              };
+
+              for (guint i = 0; i < G_N_ELEMENTS (times_at); i++)
+                {
+                  json_builder_set_member_name (builder, times_at[i].name);
+                  json_builder_add_int_value (builder, times_at[i].at);
+                }
+            }
             json_builder_set_member_name (builder, "audit_beside");
             json_builder_add_int_value (builder, phases.audit_beside);
             if (phases.audit_priority >= 0)

@@ -189,6 +189,11 @@ struct _DcTrainGroup
   gint64             t_compute_began;  /* the gradient's compute began (maybe before the step) */
   gint64             t_compute_paused; /* of that, waiting for an audit (ComputeData.paused_us) */
   gsize              t_tail_values;    /* ComputeData.tail_values */
+  /* The same of a gradient computed ahead and ready, until its step adopts
+   * it: the step still being reported keeps its own (a gradient can be
+   * done before the report's hashes are). */
+  gint64             ahead_t_began, ahead_t_done, ahead_t_paused;
+  gsize              ahead_t_tail_values;
   guint              t_stream_chunks, t_stream_early, t_stream_pieces;  /* the phases' */
   gint64             t_reduce_began, t_reduced;  /* maybe_reduce (): this device's shard */
   gint64             t_published;  /* this device's report of the step before went out */

@@ -1124,16 +1124,13 @@ computed_cb (GObject      *object,
         _dc_train_group_advance (self);
       return;
     }
-  self->t_compute_began = compute->began;
-  self->t_computed = compute->done;
   DC_TRAIN_GROUP_TRACE ("computed began=%" G_GINT64_FORMAT " done=%" G_GINT64_FORMAT " ahead=%d",
                         compute->began, compute->done, (int) self->ahead_active);
-  self->t_compute_paused = compute->paused_us;
-  self->t_tail_values = compute->tail_values;
   if (self->ahead_active)
     {
-      /* Ahead of its step: kept until start_step () adopts it; a failure
-       * is dropped (the step computes again and reports its own). */
+      /* Ahead of its step: kept until start_step () adopts it, its times
+       * too (the step before may not be reported yet); a failure is
+       * dropped (the step computes again and reports its own). */
       if (!ok)
         {
           g_clear_error (&error);
@@ -1141,10 +1138,20 @@ computed_cb (GObject      *object,
           self->compute_gen++;
         }
       else
-        self->ahead_ready = TRUE;
+        {
+          self->ahead_ready = TRUE;
+          self->ahead_t_began = compute->began;
+          self->ahead_t_done = compute->done;
+          self->ahead_t_paused = compute->paused_us;
+          self->ahead_t_tail_values = compute->tail_values;
+        }
       _dc_train_group_advance (self);
       return;
     }
+  self->t_compute_began = compute->began;
+  self->t_computed = compute->done;
+  self->t_compute_paused = compute->paused_us;
+  self->t_tail_values = compute->tail_values;
   if (!ok)
     {
       _dc_train_group_finish (self, error);
@@ -1325,6 +1332,10 @@ applied_cb (GObject      *object,
     self->phases.stream_chunks = alone ? 0 : self->t_stream_chunks;
     self->phases.stream_early = alone ? 0 : self->t_stream_early;
     self->phases.stream_pieces = alone ? 0 : self->t_stream_pieces;
+    self->phases.gradient_began_at = self->t_compute_began;
+    self->phases.gradient_done_at = self->t_computed;
+    self->phases.gathered_at = self->t_apply;
+    self->phases.stepped_at = apply->stepped;
     self->t_published = now;
     /* From the gradient's start when it was computed ahead. */
     self->last_seconds = MAX (1e-6, (now - MIN (self->step_started, self->t_compute_began))
@@ -1476,6 +1487,10 @@ _dc_train_group_start_step (DcTrainGroup *self)
       if (self->ahead_ready)
         {
           self->ahead_ready = FALSE;
+          self->t_compute_began = self->ahead_t_began;
+          self->t_computed = self->ahead_t_done;
+          self->t_compute_paused = self->ahead_t_paused;
+          self->t_tail_values = self->ahead_t_tail_values;
           send_own_gradient (self);
           snapshot_later (self);
           self->state = STATE_EXCHANGING;

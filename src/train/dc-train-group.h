@@ -248,6 +248,16 @@ typedef struct
   guint  stream_chunks;
   guint  stream_early;
   guint  stream_pieces;
+  /* When (monotonic µs, this host's clock: comparable between the devices
+   * of one host only, as bench group's are): this step's gradient began
+   * (before the step when computed ahead) and ended, the last summed shard
+   * was here (the Adam step launched), and the Adam step ended (the next
+   * gradient may begin). bench group lines the devices up on them: the
+   * step's critical path (docs/CLI.md, `critical_path`). */
+  gint64 gradient_began_at;
+  gint64 gradient_done_at;
+  gint64 gathered_at;
+  gint64 stepped_at;
 } DcTrainGroupPhases;
 
 gboolean      dc_train_group_get_step_phases (DcTrainGroup      *self,
