@@ -107,7 +107,7 @@ check_object (JsonObject *o,
   /* Two devices: each sends its gradient every step, so bytes too. */
   const char *positive[] = { "step_ms", "compute_ms", "combine_ms", "tokens_per_s",
                              "solo_tokens_per_s", "scaling", "bytes_per_device_step",
-                             "gradient_bytes" };
+                             "gradient_bytes", "cpu_ms_per_step", "solo_cpu_ms_per_step" };
   /* Sending and waiting can round to 0 µs on a step where every gradient
    * was already there. */
   const char *not_negative[] = { "send_ms", "wait_ms", "comm_fraction" };
@@ -148,6 +148,23 @@ check_object (JsonObject *o,
                          json_array_get_object_element (
                            json_object_get_array_member (o, "per_device"), k),
                          "slow_send_ms", -1), ==, 0);
+  /* Each device's process CPU a step (its step lines' `cpu_ms`), their
+   * mean the object's. */
+  {
+    JsonArray *devices = json_object_get_array_member (o, "per_device");
+    double mean = 0;
+
+    for (guint k = 0; k < 2; k++)
+      {
+        double cpu = json_object_get_double_member_with_default (
+                       json_array_get_object_element (devices, k), "cpu_ms_per_step", -1);
+
+        g_assert_cmpfloat (cpu, >, 0);
+        mean += cpu / 2;
+      }
+    g_assert_cmpfloat_with_epsilon (json_object_get_double_member (o, "cpu_ms_per_step"), mean,
+                                    1e-9 + 1e-9 * mean);
+  }
   check_phases (o);
   check_critical_path (o);
 }

@@ -536,7 +536,19 @@ typedef struct
    * every device's line timed, path_names' order; path_steps 0: none. */
   double path[N_PATH];
   guint  path_steps;
+  /* A device's process CPU a measured step (its step lines' `cpu_ms`), all
+   * its threads: per device, and the mean; -1 when a line lacked it. */
+  double device_cpu_ms[PHASE_DEVICES_MAX];
+  double cpu_ms;
 } Figures;
+
+/* One device alone (or each of N alone at once): its rate and its
+ * process's CPU a step (-1: unknown). */
+typedef struct
+{
+  double tokens_per_s;
+  double cpu_ms;
+} SoloRate;
 
 static void
 figures_clear (Figures *figures)
@@ -580,23 +592,44 @@ measured_seconds (Child *child,
           - g_array_index (child->times, gint64, first)) / 1e6;
 }
 
+/* @child's process CPU a step over steps 2 … @stop_at (its step lines'
+ * `cpu_ms`, the process's since it began), or -1 without them. */
+static double
+cpu_per_step (Child *child,
+              guint  stop_at)
+{
+  int first = step_index (child, 1), last = step_index (child, stop_at);
+  double a, b;
+
+  if (first < 0 || last < 0 || stop_at < 2)
+    return -1;
+  a = json_object_get_double_member_with_default (g_ptr_array_index (child->events, first),
+                                                  "cpu_ms", -1);
+  b = json_object_get_double_member_with_default (g_ptr_array_index (child->events, last),
+                                                  "cpu_ms", -1);
+  if (a < 0 || b < a)
+    return -1;
+  return (b - a) / (stop_at - 1);
+}
+
 /* One device alone: `train` without a room, the same size and threads;
  * with @n_at_once > 1, that many such runs at once, each on its own (no
  * room, nothing exchanged), pinned as the devices of a group are: what
  * one device computes while N share the host's memory, caches and clock
- * (--concurrent-solo). @tokens_per_s gets one run's mean rate. */
+ * (--concurrent-solo). @rate gets one run's mean rate and CPU a step. */
 static gboolean
 run_solo (Bench       *bench,
           const Size  *size,
           guint        n_threads,
           guint        steps,
           guint        n_at_once,
-          double      *tokens_per_s,
+          SoloRate    *rate,
           GError     **error)
 {
   g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) child_free);
-  double sum = 0;
+  double sum = 0, cpu = 0;
+  gboolean cpu_known = TRUE;
 
   g_ptr_array_add (args, g_strdup ("train"));
   g_ptr_array_add (args, g_strdup ("--json"));
@@ -626,8 +659,15 @@ run_solo (Bench       *bench,
           return FALSE;
         }
       sum += (double) steps * size->batch * size->seq / seconds;
+      {
+        double c = cpu_per_step (g_ptr_array_index (children, k), steps + 1);
+
+        cpu_known = cpu_known && c >= 0;
+        cpu += c;
+      }
     }
-  *tokens_per_s = sum / n_at_once;
+  rate->tokens_per_s = sum / n_at_once;
+  rate->cpu_ms = cpu_known ? cpu / n_at_once : -1;
   return TRUE;
 }
 
@@ -894,6 +934,15 @@ run_group (Bench       *bench,
       }
     figures->bytes_per_device_step = sent / devices->len;
     critical_path (devices, stop_at, figures);
+    figures->cpu_ms = 0;
+    for (guint k = 0; k < devices->len; k++)
+      {
+        double c = cpu_per_step (g_ptr_array_index (devices, k), stop_at);
+
+        if (k < PHASE_DEVICES_MAX)
+          figures->device_cpu_ms[k] = c;
+        figures->cpu_ms = c < 0 || figures->cpu_ms < 0 ? -1 : figures->cpu_ms + c / devices->len;
+      }
     seconds = measured_seconds (g_ptr_array_index (devices, 0), stop_at);
   }
   if (seconds <= 0 || n_samples == 0)
@@ -950,10 +999,12 @@ print_figures (DcCliOptions  *options,
                guint          n_devices,
                guint          n_threads,
                guint          steps,
-               const Figures *f,
-               double         solo,
-               double         concurrent_solo)
+               const Figures  *f,
+               const SoloRate *solo_rate,
+               const SoloRate *concurrent_rate)
 {
+  double solo = solo_rate->tokens_per_s;
+  double concurrent_solo = concurrent_rate->tokens_per_s;
   /* Everything in a step that is not this device's own arithmetic: sending,
    * waiting for the others' gradients (the slowest device included) and
    * the step reports' exchange. */
@@ -1037,6 +1088,8 @@ print_figures (DcCliOptions  *options,
           json_add_int (builder, "audits", f->device_audits[k]);
           json_add_int (builder, "idle_audits", f->device_idle_audits[k]);
           json_add_double (builder, "slow_send_ms", f->device_slow_ms[k]);
+          if (f->device_cpu_ms[k] >= 0)
+            json_add_double (builder, "cpu_ms_per_step", f->device_cpu_ms[k]);
           if (f->device_cpus[k] != NULL)
             {
               json_builder_set_member_name (builder, "cpus");
@@ -1054,6 +1107,15 @@ print_figures (DcCliOptions  *options,
           json_add_double (builder, "scaling_vs_concurrent",
                            f->tokens_per_s / (n_devices * concurrent_solo));
         }
+      /* The process CPU a step, a device's in the group against one alone:
+       * what the group adds to the same gradient (its transport, the
+       * exchange's sums and hashes) on the same cores. */
+      if (f->cpu_ms >= 0)
+        json_add_double (builder, "cpu_ms_per_step", f->cpu_ms);
+      if (solo_rate->cpu_ms >= 0)
+        json_add_double (builder, "solo_cpu_ms_per_step", solo_rate->cpu_ms);
+      if (concurrent_solo > 0 && concurrent_rate->cpu_ms >= 0)
+        json_add_double (builder, "concurrent_solo_cpu_ms_per_step", concurrent_rate->cpu_ms);
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
     }
@@ -1238,15 +1300,15 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
         guint n = g_array_index (counts, guint, c);
         guint n_threads = threads > 0 ? (guint) threads : MAX (1, g_get_num_processors () / n);
         g_autofree char *key = g_strdup_printf ("%u/%u", s, n_threads);
-        double *solo = g_hash_table_lookup (solo_rates, key);
+        SoloRate *solo = g_hash_table_lookup (solo_rates, key);
         Figures figures = { 0 };
-        double concurrent_solo = 0;
+        SoloRate concurrent_solo = { 0, -1 };
 
         /* One device's rate with a device's share of the processors,
          * measured once per size and share, in this run. */
         if (solo == NULL)
           {
-            solo = g_new (double, 1);
+            solo = g_new0 (SoloRate, 1);
             g_hash_table_insert (solo_rates, g_strdup (key), solo);
             if (!run_solo (&bench, size, n_threads, (guint) steps, 1, solo, &error))
               goto fail;
@@ -1263,7 +1325,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
             goto fail;
           }
         print_figures (options, bench.gradient_wire, network, netns ? &bench.shaped : NULL,
-                       size, n, n_threads, (guint) steps, &figures, *solo, concurrent_solo);
+                       size, n, n_threads, (guint) steps, &figures, solo, &concurrent_solo);
         figures_clear (&figures);
       }
   goto out;

@@ -267,6 +267,9 @@ step_cb (DcTrainGroup       *train,
       for (guint i = 0; members[i] != NULL; i++)
         json_builder_add_string_value (builder, members[i]);
       json_builder_end_array (builder);
+      /* The process's CPU so far, all threads (bench group: a step's). */
+      json_builder_set_member_name (builder, "cpu_ms");
+      json_builder_add_double_value (builder, dc_cli_process_cpu_ms ());
       /* Where this device's step went (bench group reads these). */
       if (dc_train_group_get_step_times (train, &times[0], &times[1], &times[2], &times[3]))
         for (guint i = 0; i < G_N_ELEMENTS (times); i++)

@@ -54,6 +54,8 @@ print_step (DcCliOptions *options,
       json_builder_add_string_value (builder, hash);
       json_builder_set_member_name (builder, "roster");
       json_builder_add_int_value (builder, roster);
+      json_builder_set_member_name (builder, "cpu_ms");
+      json_builder_add_double_value (builder, dc_cli_process_cpu_ms ());
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
     }

@@ -47,6 +47,7 @@ void     dc_cli_print_json      (JsonBuilder         *builder);
 int      dc_cli_compare_doubles (gconstpointer        a,
                                  gconstpointer        b);
 double   dc_cli_median          (GArray              *values);
+double   dc_cli_process_cpu_ms  (void);
 int      dc_cli_fail            (DcCliOptions        *options,
                                  const GError        *error);
 int      dc_cli_usage_error     (const DcCliCommand  *command,
