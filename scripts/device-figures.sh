@@ -154,7 +154,9 @@ run)
             --seq 128 --batch 32 --steps 128 --gradient-wire int8 --concurrent-solo $flags 2>&1 |
             grep -v DEBUG
           touch /tmp/dc-renice-stop; wait
-        done ;;
+        done 2>&1 | tee /tmp/dc-groupab.txt
+        # One line a run: the scalings, the critical path, the CPU a step.
+        python3 tools/group-trace/group-summary.py /tmp/dc-groupab.txt ;;
       grouptrace)
         # Issue 11's loopback step taken apart: four devices as in groupab, the
         # exchange traced (DC_TRAIN_GROUP_TRACE) and read by group-trace.py: each

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# One line per `bench group --json` result of N > 1 devices in FILE (a
+# device-figures.sh log, or bench group's own output; other lines and `--`
+# headers pass through as labels): the step, tokens/s and the two scalings
+# (issue 11's 0.8 x N, against one device alone and against N alone at once),
+# the step's critical path (gradient, the wait for the slowest device, the
+# exchange after it, Adam), the audits drawn, and a device's CPU a step in
+# the group against one alone (docs/CLI.md, bench group).
+#
+#   python3 tools/group-trace/group-summary.py FILE [FILE ...]
+import json
+import sys
+
+
+def fmt(value, spec='.1f'):
+    return '-' if value is None else format(value, spec)
+
+
+def summarize(path):
+    label = ''
+    for line in open(path, encoding='utf-8', errors='replace'):
+        if line.startswith('--') or line.startswith('=='):
+            label = line.strip()
+            continue
+        if '"bench":"group"' not in line:
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if d.get('devices', 0) < 2:
+            continue
+        path_ = d.get('critical_path', {})
+        phases = d.get('phases', {})
+        print(f"{label} | {d['devices']} dev {d.get('network')} step {fmt(d.get('step_ms'))} ms"
+              f" {fmt(d.get('tokens_per_s'), ',.0f')} tok/s"
+              f" | x N {fmt(d.get('scaling'), '.3f')}"
+              f" vs alone at once {fmt(d.get('scaling_vs_concurrent'), '.3f')}"
+              f" | path {fmt(path_.get('step_ms'))} = gradient {fmt(path_.get('gradient_ms'))}"
+              f" + slowest {fmt(path_.get('slowest_wait_ms'))}"
+              f" + exchange {fmt(path_.get('exchange_ms'))} + adam {fmt(path_.get('adam_ms'))}"
+              f" + {fmt(path_.get('next_start_ms'))}"
+              f" | audits {fmt(phases.get('audits'))} ({fmt(phases.get('audit_ms'))} ms)"
+              f" | cpu a step {fmt(d.get('cpu_ms_per_step'))}"
+              f" alone {fmt(d.get('solo_cpu_ms_per_step'))}"
+              f" alone at once {fmt(d.get('concurrent_solo_cpu_ms_per_step'))}")
+
+
+if __name__ == '__main__':
+    for p in sys.argv[1:]:
+        summarize(p)
