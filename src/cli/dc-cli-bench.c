@@ -116,20 +116,6 @@ macs_per_cycle (const char *kernel)
   return -1;
 }
 
-/* The CPU time this process has used: it advances only while its threads
- * run, so on a machine shared with other programs (and without hardware
- * cycle counters, as in the VMs these benchmarks run on) GOPS per CPU-second
- * stays near what a quiet machine gives, where wall-clock GOPS does not. */
-static double
-process_cpu_seconds (void)
-{
-  struct timespec t;
-
-  if (clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &t) != 0)
-    return -1;
-  return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 static double
 cpu_mhz (void)
 {
@@ -546,10 +532,10 @@ dc_cli_bench_run (const DcCliCommand  *command,
               /* Up to 100,000 repeats: a decode product takes microseconds,
                * and 100 of them were too short a window to time. */
               repeat = (guint) CLAMP (min_time / MAX (seconds, 1e-7), 1, 100000);
-              cpu0 = process_cpu_seconds ();
+              cpu0 = dc_cli_process_cpu_ms () / 1000;
               if (!dc_gemm_backend_time (backend, a, b, repeat, &seconds, &error))
                 return dc_cli_fail (options, error);
-              cpu1 = process_cpu_seconds ();
+              cpu1 = dc_cli_process_cpu_ms () / 1000;
               gops = ops * repeat / seconds / 1e9;
               g_array_append_val (result->gops, gops);
               if (dc_gemm_backend_get_kind (backend) != DC_BACKEND_VULKAN && cpu0 >= 0 &&

@@ -10,23 +10,24 @@
 #include "config.h"
 
 #include <stdio.h>
-#include <sys/resource.h>
+#include <time.h>
 #include <glib/gi18n.h>
 
 #include "dc-cli.h"
 
-/* This process's CPU time so far, user and system, all its threads, ms
- * (the training step lines' `cpu_ms`: bench group compares a device's CPU
- * a step in a group with one training alone). -1 when unknown. */
+/* The CPU time this process has used so far, all its threads, ms: it
+ * advances only while they run, so it tells a process's own work apart from
+ * a machine shared with other programs (bench's GOPS per CPU-second, the
+ * training step lines' `cpu_ms`, which bench group compares between a
+ * device in a group and one alone). -1 when unknown. */
 double
 dc_cli_process_cpu_ms (void)
 {
-  struct rusage usage;
+  struct timespec t;
 
-  if (getrusage (RUSAGE_SELF, &usage) != 0)
+  if (clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &t) != 0)
     return -1;
-  return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000.0
-         + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000.0;
+  return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
 }
 
 /* A g_array_sort () order for doubles, ascending (the benches' figures). */

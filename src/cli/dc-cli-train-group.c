@@ -302,31 +302,28 @@ step_cb (DcTrainGroup       *train,
                 json_builder_set_member_name (builder, fields[i].name);
                 json_builder_add_double_value (builder, fields[i].us / 1000.0);
               }
-            json_builder_set_member_name (builder, "tail_values");
-            json_builder_add_int_value (builder, (gint64) phases.tail_values);
-            json_builder_set_member_name (builder, "stream_chunks");
-            json_builder_add_int_value (builder, phases.stream_chunks);
-            json_builder_set_member_name (builder, "stream_early");
-            json_builder_add_int_value (builder, phases.stream_early);
-            json_builder_set_member_name (builder, "stream_pieces");
-            json_builder_add_int_value (builder, phases.stream_pieces);
-            json_builder_set_member_name (builder, "computed_ahead");
-            json_builder_add_boolean_value (builder, ahead);
             {
-              /* The host's monotonic clock (bench group's critical path). */
-              const struct { const char *name; gint64 at; } times_at[] = {
+              /* Counts, and when (µs of the host's monotonic clock: bench
+               * group's critical path). */
+              const struct { const char *name; gint64 value; } ints[] = {
+                { "tail_values", (gint64) phases.tail_values },
+                { "stream_chunks", phases.stream_chunks },
+                { "stream_early", phases.stream_early },
+                { "stream_pieces", phases.stream_pieces },
                 { "gradient_began_us", phases.gradient_began_at },
                 { "gradient_done_us", phases.gradient_done_at },
                 { "gathered_us", phases.gathered_at },
                 { "stepped_us", phases.stepped_at },
               };
 
-              for (guint i = 0; i < G_N_ELEMENTS (times_at); i++)
+              for (guint i = 0; i < G_N_ELEMENTS (ints); i++)
                 {
-                  json_builder_set_member_name (builder, times_at[i].name);
-                  json_builder_add_int_value (builder, times_at[i].at);
+                  json_builder_set_member_name (builder, ints[i].name);
+                  json_builder_add_int_value (builder, ints[i].value);
                 }
             }
+            json_builder_set_member_name (builder, "computed_ahead");
+            json_builder_add_boolean_value (builder, ahead);
             json_builder_set_member_name (builder, "audit_beside");
             json_builder_add_int_value (builder, phases.audit_beside);
             if (phases.audit_priority >= 0)
