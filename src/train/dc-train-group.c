@@ -798,6 +798,11 @@ message_cb (DcGroup  *group,
   switch (type)
     {
     case DC_MESH_MSG_CONFIG:
+      /* Test only (DC_TEST_FAULT=outsider): the config's sender has an open
+       * channel now; its messages without a run go out before the config
+       * ends the wait (on a loaded machine the config could come before any
+       * group event or tick found a channel open). */
+      fault_outsider_send (self);
       _dc_train_group_handle_config (self, peer, payload);
       break;
     case DC_MESH_MSG_STEP_REPORT:
