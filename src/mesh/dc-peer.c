@@ -29,6 +29,7 @@
 #include "config.h"
 
 #include "dc-peer.h"
+#include "dc-peer-private.h"
 
 #include <gst/gst.h>
 #include <gst/sdp/sdp.h>
@@ -228,46 +229,6 @@ checked_size (Checked *checked)
   return checked->message != NULL ? g_bytes_get_size (checked->message->payload) : 0;
 }
 
-typedef enum
-{
-  HOP_NEGOTIATE,        /* webrtcbin asks for an offer */
-  HOP_DESCRIPTION,      /* description: our offer or answer, created */
-  HOP_REMOTE_SET,       /* remote description applied */
-  HOP_CANDIDATE,        /* num: mline, text: candidate */
-  HOP_CHANNEL,          /* channel: the remote side's data channel */
-  HOP_OPEN,
-  HOP_CLOSE,
-  HOP_ERROR,            /* text: message */
-  HOP_PIECE,            /* bytes: one data-channel message */
-  HOP_TEXT,             /* a string message: not part of the protocol */
-  HOP_LOW,              /* buffered amount fell under LOW_WATER */
-} HopKind;
-
-typedef struct
-{
-  HopKind               kind;
-  guint                 num;
-  char                 *text;
-  GBytes               *bytes;
-  GstWebRTCDataChannel *channel;
-  GstWebRTCSessionDescription *description;
-  gint64                at;     /* HOP_PIECE: when webrtcbin handed it over, µs */
-  guint                 receiver; /* HOP_PIECE: its channel's Receiver id, 0 through webrtcbin */
-} Hop;
-
-typedef struct
-{
-  GWeakRef      peer;
-  GMainContext *context;
-  GMutex        lock;
-  GQueue        hops;        /* Hop*, guarded by lock */
-  gboolean      scheduled;   /* an idle is pending, guarded by lock */
-  /* Set by dc_peer_start () before any handler is connected, read-only
-   * after: DC_PEER_DIRECT_RECEIVE and DC_PEER_DIRECT_SEND. */
-  gboolean      direct_receive;
-  gboolean      direct_send;
-} Link;
-
 struct _DcPeer
 {
   GObject               parent_instance;
@@ -306,7 +267,7 @@ struct _DcPeer
   gsize                 early_bytes;
   guint64               direct_pieces; /* pieces received without webrtcbin's thread */
   guint64               early_pieces;  /* of those, kept until the channel opened */
-  struct _Sender       *sender;        /* self->channel's (owned ref), or NULL */
+  DcPeerSender         *sender;        /* self->channel's (owned ref), or NULL */
   guint                 sent_pieces;   /* binary messages handed to the channel, by either path */
   guint64               direct_sends;  /* of those, pushed into sctpenc from here */
   gsize                 checking_bytes; /* payload bytes in checking and in flight */
@@ -421,23 +382,23 @@ link_clear (Link *link)
   g_mutex_clear (&link->lock);
 }
 
-static Link *
-link_ref (Link *link)
+Link *
+_dc_peer_link_ref (Link *link)
 {
   return g_atomic_rc_box_acquire (link);
 }
 
-static void
-link_unref (Link *link)
+void
+_dc_peer_link_unref (Link *link)
 {
   g_atomic_rc_box_release_full (link, (GDestroyNotify) link_clear);
 }
 
-static void
-link_closure_notify (gpointer  data,
-                     GClosure *closure)
+void
+_dc_peer_link_closure_notify (gpointer  data,
+                              GClosure *closure)
 {
-  link_unref (data);
+  _dc_peer_link_unref (data);
 }
 
 static void handle_hop (DcPeer *self, Hop *hop);
@@ -463,9 +424,9 @@ link_dispatch (gpointer user_data)
 }
 
 /* Any thread: queue a hop in arrival order and wake the main context once. */
-static void
-link_push (Link *link,
-           Hop  *hop)
+void
+_dc_peer_link_push (Link *link,
+                    Hop  *hop)
 {
   gboolean schedule;
 
@@ -483,8 +444,8 @@ link_push (Link *link,
       GSource *source = g_idle_source_new ();
 
       g_source_set_priority (source, G_PRIORITY_DEFAULT);
-      g_source_set_callback (source, link_dispatch, link_ref (link),
-                             (GDestroyNotify) link_unref);
+      g_source_set_callback (source, link_dispatch, _dc_peer_link_ref (link),
+                             (GDestroyNotify) _dc_peer_link_unref);
       g_source_attach (source, link->context);
       g_source_unref (source);
     }
@@ -501,7 +462,7 @@ link_push_simple (Link       *link,
   hop->kind = kind;
   hop->num = num;
   hop->text = g_strdup (text);
-  link_push (link, hop);
+  _dc_peer_link_push (link, hop);
 }
 
 static void
@@ -523,8 +484,8 @@ clear_checking (DcPeer *self)
   self->checking_bytes = 0;
 }
 
-/* The direct pieces waiting for the channel to open ("Receiving without
- * webrtcbin's thread"): dropped when the peer ends. */
+/* The direct pieces waiting for the channel to open (dc-peer-direct.c,
+ * "Receiving without webrtcbin's thread"): dropped when the peer ends. */
 static void
 clear_early (DcPeer *self)
 {
@@ -578,388 +539,6 @@ emit_signal_out (DcPeer     *self,
   g_signal_emit (self, signals[SIGNAL_SIGNAL_OUT], 0, body);
 }
 
-/* Receiving without webrtcbin's thread -------------------------------------
- *
- * webrtcbin takes a data channel's messages from sctpdec's streaming thread
- * to its own (an idle source per message on its main context) and emits
- * on-message-data only there, whose handler hands them on to ours: two
- * thread wake-ups on every message's way, a ring hop's included. A Receiver,
- * a probe on the channel's sink bin (where sctpdec's pad is linked), takes
- * the binary messages on the streaming thread and queues them on the link
- * itself: one wake-up less (docs/ARCHITECTURE.md, "Receiving"). Control
- * and string messages go on to webrtcbin as before.
- *
- * The probe is in place before the bin is linked, so every binary message
- * of the channel takes this path, in order. Not queued behind webrtcbin's
- * on-data-channel and on-open any more, the first ones may reach the main
- * thread before the channel is known or open there: they wait in
- * DcPeer.early until it opens (replay_early ()). Each Receiver has an id,
- * kept on its channel, so that a second channel's messages (ignored, as
- * before) are told apart.
- *
- * DC_PEER_DIRECT_RECEIVE=0, read when a peer starts, leaves the messages to
- * webrtcbin (for measuring). Needs webrtcbin's prepare-data-channel (1.22). */
-
-#define RECEIVER_KEY "dc-peer-receiver"
-/* Direct pieces that may wait for the channel to open here; a peer that
- * sends more before that is faulty (an honest one sends its hello and a
- * credit once its side is open). */
-#define EARLY_MAX (16u * 1024u * 1024u)
-
-/* RFC 8831's payload protocol ids of binary messages. */
-enum
-{
-  PPID_BINARY_PARTIAL = 52,
-  PPID_BINARY = 53,
-  PPID_BINARY_EMPTY = 56,
-};
-
-static gboolean
-is_binary_ppid (guint32 ppid)
-{
-  return ppid == PPID_BINARY || ppid == PPID_BINARY_PARTIAL || ppid == PPID_BINARY_EMPTY;
-}
-
-/* gst/sctp/sctpreceivemeta.h's GstSctpReceiveMeta, found by its registered
- * name so that the build does not link libgstsctp: sctpdec registered the
- * type before any buffer carried one. */
-typedef struct
-{
-  GstMeta meta;
-  guint32 ppid;
-} SctpReceiveMeta;
-
-/* A meta API type by its registered name, kept in @cache once found (0
- * until the type is registered). */
-static GType
-meta_api_by_name (gsize      *cache,
-                  const char *name)
-{
-  gsize found = g_atomic_pointer_get (cache);
-
-  if (found == 0)
-    {
-      found = g_type_from_name (name);
-      g_atomic_pointer_set (cache, found);
-    }
-  return (GType) found;
-}
-
-static GType
-sctp_receive_meta_api (void)
-{
-  static gsize api = 0;
-
-  return meta_api_by_name (&api, "GstSctpReceiveMetaAPI");
-}
-
-typedef struct
-{
-  Link                 *link;
-  guint                 id;
-  GstWebRTCDataChannel *channel;  /* unowned: only until its sink bin is added */
-} Receiver;
-
-static void
-receiver_free (gpointer data)
-{
-  Receiver *receiver = data;
-
-  if (receiver != NULL)
-    {
-      link_unref (receiver->link);
-      g_free (receiver);
-    }
-}
-
-/* The Receiver of the channel whose bins webrtcbin adds next on this
- * thread: prepare-data-channel and the two gst_bin_add ()s that follow it
- * run on one thread, back to back (webrtcbin 1.22). */
-static GPrivate pending_receiver = G_PRIVATE_INIT (receiver_free);
-
-typedef struct
-{
-  GstBuffer *buffer;
-  GstMapInfo map;
-} Mapped;
-
-static void
-mapped_free (Mapped *mapped)
-{
-  gst_buffer_unmap (mapped->buffer, &mapped->map);
-  gst_buffer_unref (mapped->buffer);
-  g_free (mapped);
-}
-
-static GBytes *
-buffer_to_bytes (GstBuffer *buffer)
-{
-  Mapped *mapped = g_new0 (Mapped, 1);
-
-  mapped->buffer = gst_buffer_ref (buffer);
-  if (!gst_buffer_map (mapped->buffer, &mapped->map, GST_MAP_READ))
-    {
-      gst_buffer_unref (mapped->buffer);
-      g_free (mapped);
-      return NULL;
-    }
-  return g_bytes_new_with_free_func (mapped->map.data, mapped->map.size,
-                                     (GDestroyNotify) mapped_free, mapped);
-}
-
-/* sctpdec's streaming thread. */
-static GstPadProbeReturn
-receiver_probe_cb (GstPad          *pad,
-                   GstPadProbeInfo *info,
-                   gpointer         user_data)
-{
-  Receiver *receiver = user_data;
-  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
-  GType api = sctp_receive_meta_api ();
-  SctpReceiveMeta *meta;
-  GBytes *bytes;
-  Hop *hop;
-
-  if (buffer == NULL || api == 0)
-    return GST_PAD_PROBE_OK;
-  meta = (SctpReceiveMeta *) gst_buffer_get_meta (buffer, api);
-  if (meta == NULL || !is_binary_ppid (meta->ppid))
-    return GST_PAD_PROBE_OK;
-  bytes = meta->ppid == PPID_BINARY_EMPTY ? g_bytes_new (NULL, 0) : buffer_to_bytes (buffer);
-  /* Unmappable: webrtcbin fails the channel, as it would have. */
-  if (bytes == NULL)
-    return GST_PAD_PROBE_OK;
-  hop = g_new0 (Hop, 1);
-  hop->kind = HOP_PIECE;
-  hop->at = g_get_monotonic_time ();
-  hop->receiver = receiver->id;
-  hop->bytes = bytes;
-  link_push (receiver->link, hop);
-  return GST_PAD_PROBE_DROP;
-}
-
-/* Sending without appsrc's thread -----------------------------------------
- *
- * gst_webrtc_data_channel_send_data () queues a message on the channel's
- * appsrc, whose streaming thread wakes to push it into sctpenc: a wake-up
- * on every message's way out. A small message, when nothing this peer sent
- * is still on that way, is pushed into the channel's sctpenc pad from the
- * main thread instead (gst_pad_chain (), with the SCTP send meta webrtcbin
- * would have set: binary, ordered, reliable).
- *
- * Order: a Sender counts the binary messages that entered the pad's chain
- * (a probe there runs under the pad's stream lock), whichever thread pushed
- * them; a message goes this way only when that count equals the messages
- * the peer sent, so every earlier one is in sctpenc or past it, and one
- * still in the chain holds the stream lock that the push then waits for.
- * Blocking: sctpenc's chain waits while usrsctp's send buffer (1 MiB) is
- * full, so only while the remote has credited all but DIRECT_INFLIGHT_MAX
- * of what was sent, after its first credit: it opened on our DCEP ack,
- * which had then left appsrc (control messages are not counted).
- * Whatever the Sender cannot tell (no pad yet, no meta type) sends through
- * appsrc as before. DC_PEER_DIRECT_SEND=0, read when a peer starts, keeps
- * every message there (for measuring). */
-
-#define SENDER_KEY "dc-peer-sender"
-#define DIRECT_SEND_MAX     (16u * 1024u)
-#define DIRECT_INFLIGHT_MAX (256u * 1024u)
-
-/* gst/sctp/sctpsendmeta.h's GstSctpSendMeta, by name as the receive meta. */
-typedef struct
-{
-  GstMeta meta;
-  guint32 ppid;
-  gboolean ordered;
-  gint    pr;
-  guint32 pr_param;
-} SctpSendMeta;
-
-static GType
-sctp_send_meta_api (void)
-{
-  static gsize api = 0;
-
-  return meta_api_by_name (&api, "GstSctpSendMetaAPI");
-}
-
-/* Its registration, to add one (NULL until libgstsctp registered it). */
-static const GstMetaInfo *
-sctp_send_meta_info (void)
-{
-  static const GstMetaInfo *info = NULL;
-  const GstMetaInfo *found = g_atomic_pointer_get (&info);
-
-  if (found == NULL)
-    {
-      found = gst_meta_get_info ("GstSctpSendMeta");
-      g_atomic_pointer_set (&info, found);
-    }
-  return found;
-}
-
-/* Weak references to the pads: the probe on the sctpenc pad and the
- * handler on the src bin's pad each hold the Sender. */
-typedef struct _Sender
-{
-  GWeakRef src_pad;   /* the channel's src bin's ghost pad */
-  GWeakRef sctp_pad;  /* the pad it was linked to, set once */
-  gint     linked;    /* atomic: sctp_pad was set */
-  gint     entered;   /* atomic: binary messages that entered its chain */
-} Sender;
-
-static void
-sender_clear (Sender *sender)
-{
-  g_weak_ref_clear (&sender->src_pad);
-  g_weak_ref_clear (&sender->sctp_pad);
-}
-
-static Sender *
-sender_ref (Sender *sender)
-{
-  return g_atomic_rc_box_acquire (sender);
-}
-
-static void
-sender_unref (gpointer sender)
-{
-  g_atomic_rc_box_release_full (sender, (GDestroyNotify) sender_clear);
-}
-
-static void
-sender_closure_notify (gpointer  data,
-                       GClosure *closure)
-{
-  sender_unref (data);
-}
-
-/* The streaming thread of whoever pushes, under the pad's stream lock. */
-static GstPadProbeReturn
-sender_probe_cb (GstPad          *pad,
-                 GstPadProbeInfo *info,
-                 gpointer         user_data)
-{
-  Sender *sender = user_data;
-  GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER (info);
-  GType api = sctp_send_meta_api ();
-  SctpSendMeta *meta;
-
-  if (buffer != NULL && api != 0
-      && (meta = (SctpSendMeta *) gst_buffer_get_meta (buffer, api)) != NULL
-      && is_binary_ppid (meta->ppid))
-    g_atomic_int_inc (&sender->entered);
-  return GST_PAD_PROBE_OK;
-}
-
-/* The thread that links the channel to sctpenc, before its first message. */
-static void
-sender_linked_cb (GstPad  *pad,
-                  GstPad  *peer,
-                  gpointer user_data)
-{
-  Sender *sender = user_data;
-
-  if (g_atomic_int_compare_and_exchange (&sender->linked, 0, 1))
-    {
-      g_weak_ref_set (&sender->sctp_pad, peer);
-      gst_pad_add_probe (peer, GST_PAD_PROBE_TYPE_BUFFER, sender_probe_cb, sender_ref (sender),
-                         sender_unref);
-    }
-}
-
-/* @element is the channel's src bin: a Sender for it, kept on the channel. */
-static void
-add_sender (GstWebRTCDataChannel *channel,
-            GstElement           *element)
-{
-  g_autoptr(GstPad) pad = gst_element_get_static_pad (element, "src");
-  Sender *sender;
-
-  if (pad == NULL || g_object_get_data (G_OBJECT (channel), SENDER_KEY) != NULL)
-    return;
-  sender = g_atomic_rc_box_new0 (Sender);
-  g_weak_ref_init (&sender->src_pad, pad);
-  g_weak_ref_init (&sender->sctp_pad, NULL);
-  g_signal_connect_data (pad, "linked", G_CALLBACK (sender_linked_cb), sender_ref (sender),
-                         sender_closure_notify, 0);
-  g_object_set_data_full (G_OBJECT (channel), SENDER_KEY, sender, sender_unref);
-}
-
-/* Any thread (the caller of create-data-channel, or sctpdec's for a channel
- * the remote opened): a Receiver for the channel about to be built. */
-static void
-prepare_channel_cb (GstElement           *webrtc,
-                    GstWebRTCDataChannel *channel,
-                    gboolean              is_local,
-                    gpointer              user_data)
-{
-  static gint next_id = 0;
-  Receiver *receiver = g_new0 (Receiver, 1);
-
-  receiver->link = link_ref (user_data);
-  receiver->id = (guint) g_atomic_int_add (&next_id, 1) + 1;
-  receiver->channel = channel;
-  g_private_replace (&pending_receiver, receiver);
-}
-
-/* Whether @element is a bin whose one child comes from @factory_name: a
- * data channel's src bin holds its appsrc alone, its sink bin its appsink. */
-static gboolean
-bin_holds_only (GstElement *element,
-                const char *factory_name)
-{
-  gboolean found = FALSE;
-
-  if (!GST_IS_BIN (element))
-    return FALSE;
-  GST_OBJECT_LOCK (element);
-  if (GST_BIN_NUMCHILDREN (element) == 1)
-    {
-      GstElementFactory *factory = gst_element_get_factory (GST_BIN_CHILDREN (element)->data);
-
-      found = factory != NULL
-              && g_strcmp0 (gst_plugin_feature_get_name (GST_PLUGIN_FEATURE (factory)),
-                            factory_name) == 0;
-    }
-  GST_OBJECT_UNLOCK (element);
-  return found;
-}
-
-/* Same thread as prepare_channel_cb (), right after it: the channel's src
- * bin (its appsrc), then its sink bin (its appsink). */
-static void
-element_added_cb (GstBin     *bin,
-                  GstElement *element,
-                  gpointer    user_data)
-{
-  Receiver *receiver = g_private_get (&pending_receiver);
-  Link *link = user_data;
-  g_autoptr(GstPad) pad = NULL;
-
-  if (receiver == NULL || receiver->link != link)
-    return;
-  if (bin_holds_only (element, "appsrc"))
-    {
-      if (link->direct_send)
-        add_sender (receiver->channel, element);
-      return;
-    }
-  if (!bin_holds_only (element, "appsink"))
-    return;
-  g_private_set (&pending_receiver, NULL);
-  pad = gst_element_get_static_pad (element, "sink");
-  if (pad == NULL || !link->direct_receive)
-    {
-      receiver_free (receiver);
-      return;
-    }
-  g_object_set_data (G_OBJECT (receiver->channel), RECEIVER_KEY,
-                     GUINT_TO_POINTER (receiver->id));
-  receiver->channel = NULL;
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, receiver_probe_cb, receiver,
-                     receiver_free);
-}
-
 /* Streaming threads ------------------------------------------------------ */
 
 static void connect_channel_signals (Link *link, GstWebRTCDataChannel *channel);
@@ -991,7 +570,7 @@ description_created_cb (GstPromise *promise,
   hop = g_new0 (Hop, 1);
   hop->kind = HOP_DESCRIPTION;
   hop->description = description;
-  link_push (link, hop);
+  _dc_peer_link_push (link, hop);
 }
 
 static void
@@ -1036,7 +615,7 @@ data_channel_cb (GstElement           *webrtc,
     g_usleep (MIN (g_ascii_strtoull (hold, NULL, 10), 5000) * G_TIME_SPAN_MILLISECOND);
   hop->kind = HOP_CHANNEL;
   hop->channel = g_object_ref (channel);
-  link_push (user_data, hop);
+  _dc_peer_link_push (user_data, hop);
 }
 
 static void
@@ -1071,7 +650,7 @@ channel_data_cb (GstWebRTCDataChannel *channel,
   hop->kind = HOP_PIECE;
   hop->at = g_get_monotonic_time ();
   hop->bytes = bytes != NULL ? g_bytes_ref (bytes) : g_bytes_new (NULL, 0);
-  link_push (user_data, hop);
+  _dc_peer_link_push (user_data, hop);
 }
 
 static void
@@ -1203,49 +782,25 @@ handed_at (DcPeer  *self,
   return us;
 }
 
-/* Pushes @piece into the channel's sctpenc pad from here when that keeps
- * the order and cannot block (see "Sending without appsrc's thread").
- * Returns: FALSE when it did not try; else *ok says whether it was taken. */
+/* Pushes @piece into the channel's sctpenc pad from here when the credits
+ * allow it and that keeps the order (dc-peer-direct.c, "Sending without
+ * appsrc's thread"). Returns: FALSE when it did not try; else *ok says
+ * whether it was taken. */
 static gboolean
 send_direct (DcPeer   *self,
              GBytes   *piece,
              gboolean *ok,
              GError  **error)
 {
-  Sender *sender = self->sender;
-  g_autoptr(GstPad) src_pad = NULL;
-  g_autoptr(GstPad) pad = NULL;
-  g_autoptr(GstPad) linked_to = NULL;
-  const GstMetaInfo *info;
-  SctpSendMeta *meta;
-  GstBuffer *buffer;
-  GstFlowReturn ret;
-
-  if (sender == NULL || g_bytes_get_size (piece) > DIRECT_SEND_MAX || !self->window_on
-      || self->tx_bytes - self->tx_acked > DIRECT_INFLIGHT_MAX
-      || (guint) g_atomic_int_get (&sender->entered) != self->sent_pieces)
+  if (self->sender == NULL || !self->window_on
+      || self->tx_bytes - self->tx_acked > DC_PEER_DIRECT_INFLIGHT_MAX
+      || !_dc_peer_direct_send (self->sender, piece, self->sent_pieces, ok, error))
     return FALSE;
-  /* Still linked to the pad whose chain the probe counts. */
-  src_pad = g_weak_ref_get (&sender->src_pad);
-  pad = g_weak_ref_get (&sender->sctp_pad);
-  linked_to = src_pad != NULL ? gst_pad_get_peer (src_pad) : NULL;
-  info = sctp_send_meta_info ();
-  if (pad == NULL || linked_to != pad || info == NULL)
-    return FALSE;
-  buffer = gst_buffer_new_wrapped_bytes (piece);
-  /* The meta's own defaults: ordered, reliable. */
-  meta = (SctpSendMeta *) gst_buffer_add_meta (buffer, info, NULL);
-  meta->ppid = PPID_BINARY;
-  ret = gst_pad_chain (pad, buffer);
-  *ok = ret == GST_FLOW_OK;
   if (*ok)
     {
       self->sent_pieces++;
       self->direct_sends++;
     }
-  else
-    g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_PEER, "sctpenc refused a message: %s",
-                 gst_flow_get_name (ret));
   return TRUE;
 }
 
@@ -1765,10 +1320,10 @@ keep_early (DcPeer *self,
 {
   Hop *kept;
 
-  if (self->early_bytes + g_bytes_get_size (hop->bytes) > EARLY_MAX)
+  if (self->early_bytes + g_bytes_get_size (hop->bytes) > DC_PEER_EARLY_MAX)
     {
       g_message ("peer %s: sent over %u MiB before its channel opened here",
-                 self->id, EARLY_MAX >> 20);
+                 self->id, DC_PEER_EARLY_MAX >> 20);
       set_state (self, DC_PEER_STATE_FAILED, "protocol-error");
       return;
     }
@@ -1830,17 +1385,17 @@ connect_channel_signals (Link                 *link,
 {
   g_object_set (channel, "buffered-amount-low-threshold", (guint64) LOW_WATER, NULL);
   g_signal_connect_data (channel, "on-open", G_CALLBACK (channel_open_cb),
-                         link_ref (link), link_closure_notify, 0);
+                         _dc_peer_link_ref (link), _dc_peer_link_closure_notify, 0);
   g_signal_connect_data (channel, "on-close", G_CALLBACK (channel_close_cb),
-                         link_ref (link), link_closure_notify, 0);
+                         _dc_peer_link_ref (link), _dc_peer_link_closure_notify, 0);
   g_signal_connect_data (channel, "on-error", G_CALLBACK (channel_error_cb),
-                         link_ref (link), link_closure_notify, 0);
+                         _dc_peer_link_ref (link), _dc_peer_link_closure_notify, 0);
   g_signal_connect_data (channel, "on-message-data", G_CALLBACK (channel_data_cb),
-                         link_ref (link), link_closure_notify, 0);
+                         _dc_peer_link_ref (link), _dc_peer_link_closure_notify, 0);
   g_signal_connect_data (channel, "on-message-string", G_CALLBACK (channel_string_cb),
-                         link_ref (link), link_closure_notify, 0);
+                         _dc_peer_link_ref (link), _dc_peer_link_closure_notify, 0);
   g_signal_connect_data (channel, "on-buffered-amount-low", G_CALLBACK (channel_low_cb),
-                         link_ref (link), link_closure_notify, 0);
+                         _dc_peer_link_ref (link), _dc_peer_link_closure_notify, 0);
 }
 
 static void
@@ -1859,10 +1414,8 @@ connect_channel (DcPeer               *self,
       return;
     }
   self->channel = g_object_ref (channel);
-  self->receiver = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (channel), RECEIVER_KEY));
-  self->sender = g_object_get_data (G_OBJECT (channel), SENDER_KEY);
-  if (self->sender != NULL)
-    sender_ref (self->sender);
+  self->receiver = _dc_peer_direct_receiver_id (channel);
+  self->sender = _dc_peer_direct_sender_get (channel);
   g_object_get (channel, "ready-state", &ready, NULL);
   if (ready == GST_WEBRTC_DATA_CHANNEL_STATE_OPEN)
     channel_opened (self);
@@ -1884,8 +1437,8 @@ handle_hop (DcPeer *self,
 
           self->offer_made = TRUE;
           promise = gst_promise_new_with_change_func (description_created_cb,
-                                                      link_ref (self->link),
-                                                      (GDestroyNotify) link_unref);
+                                                      _dc_peer_link_ref (self->link),
+                                                      (GDestroyNotify) _dc_peer_link_unref);
           g_signal_emit_by_name (self->webrtc, "create-offer", NULL, promise);
         }
       break;
@@ -1906,8 +1459,8 @@ handle_hop (DcPeer *self,
           GstPromise *promise;
 
           promise = gst_promise_new_with_change_func (description_created_cb,
-                                                      link_ref (self->link),
-                                                      (GDestroyNotify) link_unref);
+                                                      _dc_peer_link_ref (self->link),
+                                                      (GDestroyNotify) _dc_peer_link_unref);
           g_signal_emit_by_name (self->webrtc, "create-answer", NULL, promise);
         }
       else
@@ -2136,23 +1689,15 @@ dc_peer_start (DcPeer  *self,
     }
 
   g_signal_connect_data (self->webrtc, "on-negotiation-needed",
-                         G_CALLBACK (negotiation_needed_cb), link_ref (self->link),
-                         link_closure_notify, 0);
+                         G_CALLBACK (negotiation_needed_cb), _dc_peer_link_ref (self->link),
+                         _dc_peer_link_closure_notify, 0);
   g_signal_connect_data (self->webrtc, "on-ice-candidate", G_CALLBACK (ice_candidate_cb),
-                         link_ref (self->link), link_closure_notify, 0);
+                         _dc_peer_link_ref (self->link), _dc_peer_link_closure_notify, 0);
   g_signal_connect_data (self->webrtc, "on-data-channel", G_CALLBACK (data_channel_cb),
-                         link_ref (self->link), link_closure_notify, 0);
+                         _dc_peer_link_ref (self->link), _dc_peer_link_closure_notify, 0);
   self->link->direct_receive = g_strcmp0 (g_getenv ("DC_PEER_DIRECT_RECEIVE"), "0") != 0;
   self->link->direct_send = g_strcmp0 (g_getenv ("DC_PEER_DIRECT_SEND"), "0") != 0;
-  if ((self->link->direct_receive || self->link->direct_send)
-      && g_signal_lookup ("prepare-data-channel", G_OBJECT_TYPE (self->webrtc)) != 0)
-    {
-      g_signal_connect_data (self->webrtc, "prepare-data-channel",
-                             G_CALLBACK (prepare_channel_cb), link_ref (self->link),
-                             link_closure_notify, 0);
-      g_signal_connect_data (self->webrtc, "element-added", G_CALLBACK (element_added_cb),
-                             link_ref (self->link), link_closure_notify, 0);
-    }
+  _dc_peer_direct_connect (self->webrtc, self->link);
 
   bus = gst_pipeline_get_bus (GST_PIPELINE (self->pipeline));
   self->bus_watch_id = gst_bus_add_watch (bus, bus_cb, self);
@@ -2229,8 +1774,8 @@ dc_peer_handle_signal (DcPeer     *self,
         }
       description = gst_webrtc_session_description_new (offer ? GST_WEBRTC_SDP_TYPE_OFFER
                                                          : GST_WEBRTC_SDP_TYPE_ANSWER, sdp);
-      promise = gst_promise_new_with_change_func (remote_set_cb, link_ref (self->link),
-                                                  (GDestroyNotify) link_unref);
+      promise = gst_promise_new_with_change_func (remote_set_cb, _dc_peer_link_ref (self->link),
+                                                  (GDestroyNotify) _dc_peer_link_unref);
       g_signal_emit_by_name (self->webrtc, "set-remote-description", description, promise);
       gst_webrtc_session_description_free (description);
     }
@@ -2869,7 +2414,7 @@ dc_peer_dispose (GObject *object)
   g_clear_object (&self->channel);
   g_ptr_array_set_size (self->ignored, 0);
   clear_early (self);
-  g_clear_pointer (&self->sender, sender_unref);
+  g_clear_pointer (&self->sender, _dc_peer_direct_sender_unref);
   g_clear_pointer (&self->webrtc, gst_object_unref);
   g_clear_pointer (&self->pipeline, gst_object_unref);
   clear_out (self);
@@ -2882,7 +2427,7 @@ dc_peer_finalize (GObject *object)
 {
   DcPeer *self = DC_PEER (object);
 
-  g_clear_pointer (&self->link, link_unref);
+  g_clear_pointer (&self->link, _dc_peer_link_unref);
   g_clear_pointer (&self->ignored, g_ptr_array_unref);
   g_clear_object (&self->check_cancel);
   g_clear_pointer (&self->reader, dc_mesh_reader_free);
@@ -3000,8 +2545,8 @@ dc_peer_get_direct_pieces (DcPeer *self)
  * dc_peer_get_direct_sends:
  *
  * Returns: how many messages went into sctpenc from this peer's thread
- *   rather than through the channel's appsrc (see "Sending without
- *   appsrc's thread"); 0 with DC_PEER_DIRECT_SEND=0
+ *   rather than through the channel's appsrc (dc-peer-direct.c, "Sending
+ *   without appsrc's thread"); 0 with DC_PEER_DIRECT_SEND=0
  */
 guint64
 dc_peer_get_direct_sends (DcPeer *self)
