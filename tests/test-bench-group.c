@@ -100,6 +100,17 @@ check_critical_path (JsonObject *o)
   g_assert_cmpfloat_with_epsilon (sum, step, 1e-6 * step + 1e-9);
 }
 
+/* @name is there and a share of a whole. */
+static void
+check_share (JsonObject *o,
+             const char *name)
+{
+  g_test_message ("%s = %g", name, json_object_get_double_member_with_default (o, name, -1));
+  g_assert_true (json_object_has_member (o, name));
+  g_assert_cmpfloat (json_object_get_double_member (o, name), >=, 0);
+  g_assert_cmpfloat (json_object_get_double_member (o, name), <=, 1);
+}
+
 static void
 check_object (JsonObject *o,
               const char *network)
@@ -165,6 +176,11 @@ check_object (JsonObject *o,
     g_assert_cmpfloat_with_epsilon (json_object_get_double_member (o, "cpu_ms_per_step"), mean,
                                     1e-9 + 1e-9 * mean);
   }
+  /* The hypervisor's share of the host's CPU time during the group's run
+   * and the lone device's (/proc/stat's steal; 0 on bare metal): a share,
+   * on every Linux. */
+  check_share (o, "host_steal");
+  check_share (o, "solo_host_steal");
   check_phases (o);
   check_critical_path (o);
 }
@@ -317,6 +333,7 @@ test_pin_cores (void)
   g_assert_cmpfloat_with_epsilon (json_object_get_double_member (object, "scaling_vs_concurrent"),
                                   json_object_get_double_member (object, "tokens_per_s")
                                   / (2 * concurrent), 1e-9);
+  check_share (object, "concurrent_solo_host_steal");
   for (guint k = 0; k < 2; k++)
     {
       g_autofree char *want = g_strdup_printf ("%u", k);
@@ -331,6 +348,7 @@ test_pin_cores (void)
   object = only_object (free_proc);
   g_assert_false (json_object_has_member (object, "concurrent_solo_tokens_per_s"));
   g_assert_false (json_object_has_member (object, "scaling_vs_concurrent"));
+  g_assert_false (json_object_has_member (object, "concurrent_solo_host_steal"));
   per_device = json_object_get_array_member (object, "per_device");
   for (guint k = 0; k < 2; k++)
     {

@@ -540,14 +540,18 @@ typedef struct
    * its threads: per device, and the mean; -1 when a line lacked it. */
   double device_cpu_ms[PHASE_DEVICES_MAX];
   double cpu_ms;
+  /* The host's CPU time the hypervisor took from the whole run, start-up
+   * included (dc_cli_host_steal ()); -1 unknown. */
+  double steal;
 } Figures;
 
-/* One device alone (or each of N alone at once): its rate and its
- * process's CPU a step (-1: unknown). */
+/* One device alone (or each of N alone at once): its rate, its process's
+ * CPU a step and the host's steal over the run (-1: unknown). */
 typedef struct
 {
   double tokens_per_s;
   double cpu_ms;
+  double steal;
 } SoloRate;
 
 static void
@@ -630,6 +634,8 @@ run_solo (Bench       *bench,
   g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) child_free);
   double sum = 0, cpu = 0;
   gboolean cpu_known = TRUE;
+  DcCliHostCpu host_before, host_after;
+  gboolean host_known = dc_cli_host_cpu_read (&host_before);
 
   g_ptr_array_add (args, g_strdup ("train"));
   g_ptr_array_add (args, g_strdup ("--json"));
@@ -648,6 +654,8 @@ run_solo (Bench       *bench,
   if (!wait_for (bench, children, all_exited, NULL,
                  n_at_once > 1 ? "training alone, several at once" : "training alone", error))
     return FALSE;
+  host_known = host_known && dc_cli_host_cpu_read (&host_after);
+  rate->steal = host_known ? dc_cli_host_steal (&host_before, &host_after) : -1;
   for (guint k = 0; k < children->len; k++)
     {
       double seconds = measured_seconds (g_ptr_array_index (children, k), steps + 1);
@@ -760,6 +768,8 @@ run_group (Bench       *bench,
   double sent = 0;
   double seconds;
   int e;
+  DcCliHostCpu host_before, host_after;
+  gboolean host_known = dc_cli_host_cpu_read (&host_before);
 
   /* The signaling service: a child too, so that with --netns it lives
    * inside a namespace of its own on the switch and nothing listens
@@ -837,6 +847,8 @@ run_group (Bench       *bench,
       g_ptr_array_add (devices, g_ptr_array_index (children, k));
     if (!wait_for (bench, devices, all_have, &want, "training", error))
       return FALSE;
+    host_known = host_known && dc_cli_host_cpu_read (&host_after);
+    figures->steal = host_known ? dc_cli_host_steal (&host_before, &host_after) : -1;
 
     figures->n_devices = devices->len;
     for (guint k = 0; k < devices->len; k++)
@@ -1116,6 +1128,15 @@ print_figures (DcCliOptions  *options,
         json_add_double (builder, "solo_cpu_ms_per_step", solo_rate->cpu_ms);
       if (concurrent_solo > 0 && concurrent_rate->cpu_ms >= 0)
         json_add_double (builder, "concurrent_solo_cpu_ms_per_step", concurrent_rate->cpu_ms);
+      /* A virtual machine's neighbours: the share of its CPU time the
+       * hypervisor gave to others during each run (start-up included), the
+       * one cause of a run's spread that the guest can see. */
+      if (f->steal >= 0)
+        json_add_double (builder, "host_steal", f->steal);
+      if (solo_rate->steal >= 0)
+        json_add_double (builder, "solo_host_steal", solo_rate->steal);
+      if (concurrent_solo > 0 && concurrent_rate->steal >= 0)
+        json_add_double (builder, "concurrent_solo_host_steal", concurrent_rate->steal);
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
     }
@@ -1302,7 +1323,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
         g_autofree char *key = g_strdup_printf ("%u/%u", s, n_threads);
         SoloRate *solo = g_hash_table_lookup (solo_rates, key);
         Figures figures = { 0 };
-        SoloRate concurrent_solo = { 0, -1 };
+        SoloRate concurrent_solo = { 0, -1, -1 };
 
         /* One device's rate with a device's share of the processors,
          * measured once per size and share, in this run. */

@@ -9,6 +9,7 @@
 
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <time.h>
 #include <glib/gi18n.h>
@@ -28,6 +29,64 @@ dc_cli_process_cpu_ms (void)
   if (clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &t) != 0)
     return -1;
   return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
+}
+
+/* /proc/stat's aggregate line: "cpu" and then user, nice, system, idle,
+ * iowait, irq, softirq and steal (Linux 2.6.11 on), then guest and
+ * guest_nice, which user and nice already count and are left out. FALSE
+ * without those eight. */
+gboolean
+dc_cli_host_cpu_parse (const char   *stat_text,
+                       DcCliHostCpu *out)
+{
+  guint64 v[8];
+  const char *p = stat_text;
+
+  if (stat_text == NULL || !g_str_has_prefix (stat_text, "cpu "))
+    return FALSE;
+  p += 4;
+  out->total = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (v); i++)
+    {
+      char *end;
+
+      while (*p == ' ')
+        p++;
+      if (!g_ascii_isdigit (*p))
+        return FALSE;
+      errno = 0;
+      v[i] = g_ascii_strtoull (p, &end, 10);
+      if (errno != 0 || end == p)
+        return FALSE;
+      out->total += v[i];
+      p = end;
+    }
+  out->steal = v[7];
+  return TRUE;
+}
+
+/* The machine's CPU time now (dc_cli_host_cpu_parse ()); FALSE where
+ * /proc/stat cannot be read. */
+gboolean
+dc_cli_host_cpu_read (DcCliHostCpu *out)
+{
+  g_autofree char *text = NULL;
+
+  if (!g_file_get_contents ("/proc/stat", &text, NULL, NULL))
+    return FALSE;
+  return dc_cli_host_cpu_parse (text, out);
+}
+
+/* The share of the machine's CPU time between two readings that the
+ * hypervisor took for other guests: what a virtual machine's benchmark
+ * lost to its neighbours in that time. -1 when nothing was counted. */
+double
+dc_cli_host_steal (const DcCliHostCpu *before,
+                   const DcCliHostCpu *after)
+{
+  if (after->total <= before->total || after->steal < before->steal)
+    return -1;
+  return (double) (after->steal - before->steal) / (double) (after->total - before->total);
 }
 
 /* A g_array_sort () order for doubles, ascending (the benches' figures). */

@@ -48,6 +48,21 @@ int      dc_cli_compare_doubles (gconstpointer        a,
                                  gconstpointer        b);
 double   dc_cli_median          (GArray              *values);
 double   dc_cli_process_cpu_ms  (void);
+
+/* The machine's CPU time as /proc/stat's first line counts it, in clock
+ * ticks: all of it (user … steal) and the hypervisor's steal, the time a
+ * virtual CPU was ready to run and the host ran something else. */
+typedef struct
+{
+  guint64 total;
+  guint64 steal;
+} DcCliHostCpu;
+
+gboolean dc_cli_host_cpu_parse  (const char          *stat_text,
+                                 DcCliHostCpu        *out);
+gboolean dc_cli_host_cpu_read   (DcCliHostCpu        *out);
+double   dc_cli_host_steal      (const DcCliHostCpu  *before,
+                                 const DcCliHostCpu  *after);
 int      dc_cli_fail            (DcCliOptions        *options,
                                  const GError        *error);
 int      dc_cli_usage_error     (const DcCliCommand  *command,

@@ -6,8 +6,9 @@
 # headers pass through as labels): the step, tokens/s and the two scalings
 # (issue 11's 0.8 x N, against one device alone and against N alone at once),
 # the step's critical path (gradient, the wait for the slowest device, the
-# exchange after it, Adam), the audits drawn, and a device's CPU a step in
-# the group against one alone (docs/CLI.md, bench group).
+# exchange after it, Adam), the audits drawn, a device's CPU a step in the
+# group against one alone, and the hypervisor's steal during each run
+# (docs/CLI.md, bench group).
 #
 #   python3 tools/group-trace/group-summary.py FILE [FILE ...]
 import json
@@ -16,6 +17,10 @@ import sys
 
 def fmt(value, spec='.1f'):
     return '-' if value is None else format(value, spec)
+
+
+def pct(share):
+    return None if share is None else 100 * share
 
 
 def summarize(path):
@@ -45,7 +50,10 @@ def summarize(path):
               f" | audits {fmt(phases.get('audits'))} ({fmt(phases.get('audit_ms'))} ms)"
               f" | cpu a step {fmt(d.get('cpu_ms_per_step'))}"
               f" alone {fmt(d.get('solo_cpu_ms_per_step'))}"
-              f" alone at once {fmt(d.get('concurrent_solo_cpu_ms_per_step'))}")
+              f" alone at once {fmt(d.get('concurrent_solo_cpu_ms_per_step'))}"
+              f" | steal {fmt(pct(d.get('host_steal')))}"
+              f" alone {fmt(pct(d.get('solo_host_steal')))}"
+              f" at once {fmt(pct(d.get('concurrent_solo_host_steal')))} %")
 
 
 if __name__ == '__main__':
