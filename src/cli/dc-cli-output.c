@@ -35,9 +35,9 @@ dc_cli_process_cpu_ms (void)
  * iowait, irq, softirq and steal (Linux 2.6.11 on), then guest and
  * guest_nice, which user and nice already count and are left out. FALSE
  * without those eight. */
-gboolean
-dc_cli_host_cpu_parse (const char   *stat_text,
-                       DcCliHostCpu *out)
+static gboolean
+host_cpu_parse (const char   *stat_text,
+                DcCliHostCpu *out)
 {
   guint64 v[8];
   const char *p = stat_text;
@@ -65,7 +65,7 @@ dc_cli_host_cpu_parse (const char   *stat_text,
   return TRUE;
 }
 
-/* The machine's CPU time now (dc_cli_host_cpu_parse ()); FALSE where
+/* The machine's CPU time now (host_cpu_parse ()); FALSE where
  * /proc/stat cannot be read. */
 gboolean
 dc_cli_host_cpu_read (DcCliHostCpu *out)
@@ -74,7 +74,7 @@ dc_cli_host_cpu_read (DcCliHostCpu *out)
 
   if (!g_file_get_contents ("/proc/stat", &text, NULL, NULL))
     return FALSE;
-  return dc_cli_host_cpu_parse (text, out);
+  return host_cpu_parse (text, out);
 }
 
 /* The share of the machine's CPU time between two readings that the

@@ -58,8 +58,6 @@ typedef struct
   guint64 steal;
 } DcCliHostCpu;
 
-gboolean dc_cli_host_cpu_parse  (const char          *stat_text,
-                                 DcCliHostCpu        *out);
 gboolean dc_cli_host_cpu_read   (DcCliHostCpu        *out);
 double   dc_cli_host_steal      (const DcCliHostCpu  *before,
                                  const DcCliHostCpu  *after);
