@@ -8,11 +8,16 @@
 # the step's critical path (gradient, the wait for the slowest device, the
 # exchange after it, Adam), the audits drawn, a device's CPU a step in the
 # group against one alone, and the hypervisor's steal during each run
-# (docs/CLI.md, bench group).
+# (docs/CLI.md, bench group); then, for each label of more than one run,
+# the median and range of its scalings.
 #
 #   python3 tools/group-trace/group-summary.py FILE [FILE ...]
 import json
+import statistics
 import sys
+
+# The scalings of each label's runs, for the closing lines.
+runs = {}
 
 
 def fmt(value, spec='.1f'):
@@ -39,6 +44,7 @@ def summarize(path):
             continue
         path_ = d.get('critical_path', {})
         phases = d.get('phases', {})
+        runs.setdefault(label, []).append((d.get('scaling'), d.get('scaling_vs_concurrent')))
         print(f"{label} | {d['devices']} dev {d.get('network')} step {fmt(d.get('step_ms'))} ms"
               f" {fmt(d.get('tokens_per_s'), ',.0f')} tok/s"
               f" | x N {fmt(d.get('scaling'), '.3f')}"
@@ -56,6 +62,26 @@ def summarize(path):
               f" at once {fmt(pct(d.get('concurrent_solo_host_steal')))} %")
 
 
+def spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return '-'
+    return (f"median {statistics.median(values):.3f} ({min(values):.3f}–{max(values):.3f},"
+            f" mean {statistics.mean(values):.3f})")
+
+
+def totals():
+    """One line a label with more than one run: its runs' scalings, the
+    median first (the host's speed moves between runs: docs/BENCHMARKS.md,
+    s26)."""
+    for label, pairs in runs.items():
+        if len(pairs) < 2:
+            continue
+        print(f"{label or '(no label)'}: {len(pairs)} runs | x N {spread(p[0] for p in pairs)}"
+              f" | vs alone at once {spread(p[1] for p in pairs)}")
+
+
 if __name__ == '__main__':
     for p in sys.argv[1:]:
         summarize(p)
+    totals()
