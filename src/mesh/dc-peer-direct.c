@@ -189,9 +189,10 @@ receiver_probe_cb (GstPad          *pad,
  * still in the chain holds the stream lock that the push then waits for.
  * Blocking: sctpenc's chain waits while usrsctp's send buffer (1 MiB) is
  * full, so only while the remote has credited all but
- * DC_PEER_DIRECT_INFLIGHT_MAX of what was sent, after its first credit (the
- * caller's check: dc-peer.c's send_direct ()): it opened on our DCEP ack,
- * which had then left appsrc (control messages are not counted).
+ * DC_PEER_DIRECT_INFLIGHT_MAX of what was sent, after its first credit: it
+ * opened on our DCEP ack, which had then left appsrc (control messages are
+ * not counted). The credits are the caller's check (dc-peer.c's
+ * send_direct ()); the order and the pads are this file's.
  * Whatever the Sender cannot tell (no pad yet, no meta type) sends through
  * appsrc as before. DC_PEER_DIRECT_SEND=0, read when a peer starts, keeps
  * every message there (for measuring). */
