@@ -993,6 +993,16 @@ json_add_double (JsonBuilder *builder,
   json_builder_add_double_value (builder, value);
 }
 
+/* @value when it is known: the figures use -1 for unknown. */
+static void
+json_add_known (JsonBuilder *builder,
+                const char  *name,
+                double       value)
+{
+  if (value >= 0)
+    json_add_double (builder, name, value);
+}
+
 static void
 json_add_int (JsonBuilder *builder,
               const char  *name,
@@ -1100,8 +1110,7 @@ print_figures (DcCliOptions  *options,
           json_add_int (builder, "audits", f->device_audits[k]);
           json_add_int (builder, "idle_audits", f->device_idle_audits[k]);
           json_add_double (builder, "slow_send_ms", f->device_slow_ms[k]);
-          if (f->device_cpu_ms[k] >= 0)
-            json_add_double (builder, "cpu_ms_per_step", f->device_cpu_ms[k]);
+          json_add_known (builder, "cpu_ms_per_step", f->device_cpu_ms[k]);
           if (f->device_cpus[k] != NULL)
             {
               json_builder_set_member_name (builder, "cpus");
@@ -1122,21 +1131,19 @@ print_figures (DcCliOptions  *options,
       /* The process CPU a step, a device's in the group against one alone:
        * what the group adds to the same gradient (its transport, the
        * exchange's sums and hashes) on the same cores. */
-      if (f->cpu_ms >= 0)
-        json_add_double (builder, "cpu_ms_per_step", f->cpu_ms);
-      if (solo_rate->cpu_ms >= 0)
-        json_add_double (builder, "solo_cpu_ms_per_step", solo_rate->cpu_ms);
-      if (concurrent_solo > 0 && concurrent_rate->cpu_ms >= 0)
-        json_add_double (builder, "concurrent_solo_cpu_ms_per_step", concurrent_rate->cpu_ms);
+      json_add_known (builder, "cpu_ms_per_step", f->cpu_ms);
+      json_add_known (builder, "solo_cpu_ms_per_step", solo_rate->cpu_ms);
       /* A virtual machine's neighbours: the share of its CPU time the
        * hypervisor gave to others during each run (start-up included), the
        * one cause of a run's spread that the guest can see. */
-      if (f->steal >= 0)
-        json_add_double (builder, "host_steal", f->steal);
-      if (solo_rate->steal >= 0)
-        json_add_double (builder, "solo_host_steal", solo_rate->steal);
-      if (concurrent_solo > 0 && concurrent_rate->steal >= 0)
-        json_add_double (builder, "concurrent_solo_host_steal", concurrent_rate->steal);
+      json_add_known (builder, "host_steal", f->steal);
+      json_add_known (builder, "solo_host_steal", solo_rate->steal);
+      /* N alone at once's, with --concurrent-solo. */
+      if (concurrent_solo > 0)
+        {
+          json_add_known (builder, "concurrent_solo_cpu_ms_per_step", concurrent_rate->cpu_ms);
+          json_add_known (builder, "concurrent_solo_host_steal", concurrent_rate->steal);
+        }
       json_builder_end_object (builder);
       dc_cli_print_json (builder);
     }
