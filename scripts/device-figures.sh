@@ -22,7 +22,9 @@
 #   groupscale, only when named (about 8 minutes at SCALE_ROUNDS=2: issue 11's loopback
 #   0.8 x N over 128 steps beside four lone processes, the direct send on and off);
 #   groupab, only when named (about 100 s a variant: GROUPAB="default pin renice:N VAR=VALUE…",
-#   the same figure under each; renice:N: the group's transport threads at nice N); grouptrace, only when named (about 40 s a round: the
+#   the same figure under each; renice:N: the group's transport threads at nice N;
+#   GROUPAB_DEVICES, default 1,4, and GROUPAB_THREADS, default 4: the group sizes and a
+#   device's threads); grouptrace, only when named (about 40 s a round: the
 #   loopback step's exchange traced, TRACE_ROUNDS, TRACE_STEPS, TRACE_ENV). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
@@ -150,7 +152,8 @@ run)
             ;;
           *) envs=$(echo "$v" | tr ',' ' ') ;;
           esac
-          env $envs timeout 240 $cli bench group --json --devices 1,4 --threads 4 --width 128 \
+          env $envs timeout "${GROUPAB_TIMEOUT:-240}" $cli bench group --json \
+            --devices "${GROUPAB_DEVICES:-1,4}" --threads "${GROUPAB_THREADS:-4}" --width 128 \
             --seq 128 --batch 32 --steps 128 --gradient-wire int8 --concurrent-solo $flags 2>&1 |
             grep -v DEBUG
           touch /tmp/dc-renice-stop; wait

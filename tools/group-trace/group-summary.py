@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
-# One line per `bench group --json` result of N > 1 devices in FILE (a
+# One line per `bench group --json` result in FILE (a
 # device-figures.sh log, or bench group's own output; other lines and `--`
 # headers pass through as labels): the step, tokens/s and the two scalings
-# (issue 11's 0.8 x N, against one device alone and against N alone at once),
+# (issue 11's 0.8 x N, against one device alone and against N alone at once;
+# a group of one has only the first: what the group's own duties cost
+# without a network),
 # the step's critical path (gradient, the wait for the slowest device, the
 # exchange after it, Adam), the audits drawn, a device's CPU a step in the
 # group against one alone, and the hypervisor's steal during each run
-# (docs/CLI.md, bench group); then, for each label of more than one run,
-# the median and range of its scalings.
+# (docs/CLI.md, bench group); then, for each label and group size of more
+# than one run, the median and range of its scalings.
 #
 #   python3 tools/group-trace/group-summary.py FILE [FILE ...]
 import json
@@ -40,12 +42,18 @@ def summarize(path):
             d = json.loads(line)
         except ValueError:
             continue
-        if d.get('devices', 0) < 2:
+        if d.get('devices', 0) < 1:
             continue
         path_ = d.get('critical_path', {})
         phases = d.get('phases', {})
-        runs.setdefault(label, []).append((d.get('scaling'), d.get('scaling_vs_concurrent')))
-        print(f"{label} | {d['devices']} dev {d.get('network')} step {fmt(d.get('step_ms'))} ms"
+        solo, at_once = d.get('solo_tokens_per_s'), d.get('concurrent_solo_tokens_per_s')
+        step = path_.get('step_ms')
+        runs.setdefault((label, d['devices'], d.get('threads')), []).append((
+            d.get('scaling'), d.get('scaling_vs_concurrent'),
+            at_once / solo if solo and at_once else None,
+            path_.get('slowest_wait_ms') / step if step and 'slowest_wait_ms' in path_ else None,
+            path_.get('exchange_ms') / step if step and 'exchange_ms' in path_ else None))
+        print(f"{label} | {d['devices']} dev x {d.get('threads')} threads {d.get('network')} step {fmt(d.get('step_ms'))} ms"
               f" {fmt(d.get('tokens_per_s'), ',.0f')} tok/s"
               f" | x N {fmt(d.get('scaling'), '.3f')}"
               f" vs alone at once {fmt(d.get('scaling_vs_concurrent'), '.3f')}"
@@ -73,12 +81,19 @@ def spread(values):
 def totals():
     """One line a label with more than one run: its runs' scalings, the
     median first (the host's speed moves between runs: docs/BENCHMARKS.md,
-    s26)."""
-    for label, pairs in runs.items():
+    s26); then what bounds them (s27): the share of one device's speed the
+    host leaves each of N lone processes at once, and the step's shares
+    spent waiting for the slowest device and in the exchange after it."""
+    for (label, devices, threads), pairs in runs.items():
         if len(pairs) < 2:
             continue
-        print(f"{label or '(no label)'}: {len(pairs)} runs | x N {spread(p[0] for p in pairs)}"
+        print(f"{label or '(no label)'}, {devices} devices, {threads} threads: {len(pairs)} runs"
+              f" | x N {spread(p[0] for p in pairs)}"
               f" | vs alone at once {spread(p[1] for p in pairs)}")
+        if devices > 1:
+            print(f"    N alone at once / one alone {spread(p[2] for p in pairs)}"
+                  f" | slowest wait / step {spread(p[3] for p in pairs)}"
+                  f" | exchange / step {spread(p[4] for p in pairs)}")
 
 
 if __name__ == '__main__':
