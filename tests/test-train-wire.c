@@ -17,6 +17,7 @@
 
 #include "mesh/dc-mesh-train-protocol.h"
 #include "model/dc-gpt-config.h"
+#include "engine/dc-parallel.h"
 #include "train/dc-train-wire.h"
 
 /* An even shard layout of @n parameters (dc_train_shard_layout_init_even ()). */
@@ -675,6 +676,61 @@ test_int8_idempotent (void)
   g_rand_free (rand);
 }
 
+/* The pool's rounding and packing (chunks of whole blocks on 4 threads)
+ * give the bits of one pass, on a contribution of width 128's size that
+ * does not end on a block and on one with values that cannot be sent: the
+ * refusal is the same, and every other value is rounded as alone. */
+static void
+test_int8_pooled (void)
+{
+  GRand *rand = g_rand_new_with_seed (11);
+  gsize n = 842000 + 17;
+  g_autofree float *x = g_new (float, n);
+  g_autofree float *one = g_new (float, n);
+  g_autofree float *pooled = g_new (float, n);
+  guint threads = dc_parallel_get_default_threads ();
+
+  dc_parallel_set_default_threads (4);
+  for (gsize i = 0; i < n; i++)
+    x[i] = g_rand_int_range (rand, 0, 9) == 0 ? 0.0f
+           : ldexpf ((float) g_rand_double_range (rand, -1.0, 1.0),
+                     g_rand_int_range (rand, -40, 10) / (1 + (int) (i % 3)));
+  for (guint wire = DC_TRAIN_WIRE_BF16; wire <= DC_TRAIN_WIRE_INT8; wire++)
+    for (guint bad = 0; bad < 2; bad++)
+      {
+        gsize bytes = DC_TRAIN_SHARD_HEADER_SIZE + n * sizeof (float);
+        g_autofree guint8 *object = g_malloc0 (bytes);
+        g_autoptr(GBytes) f32 = NULL, packed = NULL;
+        g_autofree guint8 *expected = NULL;
+        gsize size;
+
+        memcpy (one, x, n * sizeof (float));
+        if (bad)
+          one[n / 2] = INFINITY;
+        memcpy (pooled, one, n * sizeof (float));
+        g_assert_cmpint (dc_train_wire_round (wire, one, n), ==, !bad);
+        g_assert_cmpint (dc_train_wire_round_pooled (wire, pooled, n), ==, !bad);
+        g_assert_cmpmem (pooled, n * sizeof (float), one, n * sizeof (float));
+        if (bad)
+          continue;
+        /* Packed: one pass of dc_train_wire_pack () after the header. */
+        object[0] = 'D'; object[1] = 'R'; object[2] = 'S'; object[3] = '1';
+        object[4] = DC_TRAIN_SHARD_CONTRIBUTION;
+        memcpy (object + DC_TRAIN_SHARD_HEADER_SIZE, one, n * sizeof (float));
+        f32 = g_bytes_new (object, bytes);
+        packed = dc_train_shard_encode (f32, wire);
+        size = DC_TRAIN_SHARD_HEADER_SIZE + dc_train_wire_values_size (wire, n);
+        expected = g_malloc (size);
+        memcpy (expected, object, DC_TRAIN_SHARD_HEADER_SIZE);
+        expected[5] = wire;
+        dc_train_wire_pack (wire, one, n, 0, expected + DC_TRAIN_SHARD_HEADER_SIZE);
+        g_assert_cmpmem (g_bytes_get_data (packed, NULL), g_bytes_get_size (packed), expected,
+                         size);
+      }
+  dc_parallel_set_default_threads (threads);
+  g_rand_free (rand);
+}
+
 /* The int8 rounding as the wire's text defines it (docs/PROTOCOL.md), with
  * libm: e from frexpf, then rintf (x × 2^−e) × 2^e. */
 static void
@@ -954,6 +1010,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/wire/int8-round", test_int8_round);
   g_test_add_func ("/dc/train/wire/int8-idempotent", test_int8_idempotent);
   g_test_add_func ("/dc/train/wire/int8-oracle", test_int8_oracle);
+  g_test_add_func ("/dc/train/wire/int8-pooled", test_int8_pooled);
   g_test_add_func ("/dc/train/wire/shard-int8", test_shard_int8);
   g_test_add_func ("/dc/train/wire/int8-chunks", test_int8_chunks);
   g_test_add_func ("/dc/train/wire/shard-tail", test_shard_tail);

@@ -355,7 +355,7 @@ dc_train_session_round (DcTrainSession  *self,
                         gsize            n,
                         GError         **error)
 {
-  return dc_train_wire_round (self->wire, values, n) || diverged (self, error);
+  return dc_train_wire_round_pooled (self->wire, values, n) || diverged (self, error);
 }
 
 /**

@@ -12,6 +12,7 @@
 #include <gio/gio.h>
 
 #include "dc-train-wire.h"
+#include "engine/dc-parallel.h"
 #include "mesh/dc-mesh-train-protocol.h"
 #include "model/dc-gpt-config.h"
 
@@ -987,6 +988,86 @@ dc_train_wire_round (DcTrainWire  wire,
   return ok;
 }
 
+/* A chunk of the pool's rounding and packing: whole int8 blocks (a
+ * block's scale is its own, so a chunk that begins on one gives the same
+ * bits as one pass over all), about 80 KB of float32. */
+#define POOL_CHUNK_VALUES (512 * DC_TRAIN_INT8_BLOCK_VALUES)
+
+typedef struct
+{
+  DcTrainWire  wire;
+  float       *values;
+  gsize        n;
+  guint8      *out;     /* packing only */
+  gint         failed;  /* atomic; rounding only */
+} PoolJob;
+
+static void
+round_chunk (gsize    begin,
+             gsize    end,
+             guint    worker,
+             gpointer data)
+{
+  PoolJob *job = data;
+  gsize first = begin * POOL_CHUNK_VALUES, last = MIN (end * POOL_CHUNK_VALUES, job->n);
+
+  if (!dc_train_wire_round (job->wire, job->values + first, last - first))
+    g_atomic_int_set (&job->failed, 1);
+}
+
+/**
+ * dc_train_wire_round_pooled:
+ *
+ * dc_train_wire_round () on the engine's pool (its default threads), for
+ * a worker's whole contribution: the same bits, since each chunk begins on
+ * a block. A device's own gradient is rounded on the step's critical path
+ * (842 k values at width 128: ≈ 1.7 ms on one 2-vCPU VM thread).
+ */
+gboolean
+dc_train_wire_round_pooled (DcTrainWire  wire,
+                            float       *values,
+                            gsize        n)
+{
+  PoolJob job = { wire, values, n, NULL, 0 };
+
+  if (wire == DC_TRAIN_WIRE_F32 || n <= POOL_CHUNK_VALUES)
+    return dc_train_wire_round (wire, values, n);
+  dc_parallel_for (dc_parallel_get_default_threads (),
+                   (n + POOL_CHUNK_VALUES - 1) / POOL_CHUNK_VALUES, 1, round_chunk, &job);
+  return g_atomic_int_get (&job.failed) == 0;
+}
+
+static void
+pack_chunk (gsize    begin,
+            gsize    end,
+            guint    worker,
+            gpointer data)
+{
+  PoolJob *job = data;
+  gsize first = begin * POOL_CHUNK_VALUES, last = MIN (end * POOL_CHUNK_VALUES, job->n);
+
+  dc_train_wire_pack (job->wire, job->values + first, last - first, first,
+                      job->out + dc_train_wire_value_offset (job->wire, first));
+}
+
+/* dc_train_wire_pack () of a whole shard's values (@first 0) on the pool. */
+static void
+pack_pooled (DcTrainWire  wire,
+             const float *values,
+             gsize        n,
+             guint8      *out)
+{
+  PoolJob job = { wire, (float *) values, n, out, 0 };
+
+  if (n <= POOL_CHUNK_VALUES)
+    {
+      dc_train_wire_pack (wire, values, n, 0, out);
+      return;
+    }
+  dc_parallel_for (dc_parallel_get_default_threads (),
+                   (n + POOL_CHUNK_VALUES - 1) / POOL_CHUNK_VALUES, 1, pack_chunk, &job);
+}
+
 /**
  * dc_train_wire_round_shards:
  * @grads: (array): a whole gradient (@layout's n_params values)
@@ -1006,13 +1087,13 @@ dc_train_wire_round_shards (DcTrainWire               wire,
 
   /* f32 and bf16 round value by value: where shards begin does not matter. */
   if (wire != DC_TRAIN_WIRE_INT8)
-    return dc_train_wire_round (wire, grads, layout->n_params);
+    return dc_train_wire_round_pooled (wire, grads, layout->n_params);
   for (guint r = 0; r < n_ranks; r++)
     {
       gsize start, length;
 
       dc_train_shard_range (layout, n_ranks, r, &start, &length);
-      ok &= dc_train_wire_round (wire, grads + start, length);
+      ok &= dc_train_wire_round_pooled (wire, grads + start, length);
     }
   return ok;
 }
@@ -1242,7 +1323,7 @@ dc_train_wire_unpack (DcTrainWire   wire,
  * The object as @wire sends it: @object itself for f32; otherwise a copy
  * with the wire's element type and its bytes for each value
  * (dc_train_wire_pack (): the values are already rounded to it, so this
- * loses nothing).
+ * loses nothing), packed on the engine's pool in chunks of whole blocks.
  *
  * Returns: (transfer full): the object to send
  */
@@ -1263,7 +1344,7 @@ dc_train_shard_encode (GBytes      *object,
   out = g_malloc (skip + bytes + trailer);
   memcpy (out, data, skip);
   out[5] = wire;
-  dc_train_wire_pack (wire, (const float *) (data + skip), n, 0, out + skip);
+  pack_pooled (wire, (const float *) (data + skip), n, out + skip);
   memcpy (out + skip + bytes, data + skip + 4 * n, trailer);
   return g_bytes_new_take (out, skip + bytes + trailer);
 }

@@ -249,6 +249,9 @@ const guint8 *dc_train_shard_listed_hashes (const guint8        *data,
 gboolean dc_train_wire_round            (DcTrainWire             wire,
                                          float                  *values,
                                          gsize                   n);
+gboolean dc_train_wire_round_pooled     (DcTrainWire             wire,
+                                         float                  *values,
+                                         gsize                   n);
 gboolean dc_train_wire_round_shards     (DcTrainWire             wire,
                                          const DcTrainShardLayout *layout,
                                          guint                   n_ranks,
