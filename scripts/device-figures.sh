@@ -24,7 +24,7 @@
 #   groupab, only when named (about 100 s a variant: GROUPAB="default pin renice:N VAR=VALUE…",
 #   the same figure under each; renice:N: the group's transport threads at nice N;
 #   GROUPAB_DEVICES, default 1,4, and GROUPAB_THREADS, default 4: the group sizes and a
-#   device's threads); grouptrace, only when named (about 40 s a round: the
+#   device's threads; one device alone before and after the groups, --solo-after); grouptrace, only when named (about 40 s a round: the
 #   loopback step's exchange traced, TRACE_ROUNDS, TRACE_STEPS, TRACE_ENV). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
@@ -154,7 +154,8 @@ run)
           esac
           env $envs timeout "${GROUPAB_TIMEOUT:-240}" $cli bench group --json \
             --devices "${GROUPAB_DEVICES:-1,4}" --threads "${GROUPAB_THREADS:-4}" --width 128 \
-            --seq 128 --batch 32 --steps 128 --gradient-wire int8 --concurrent-solo $flags 2>&1 |
+            --seq 128 --batch 32 --steps 128 --gradient-wire int8 --concurrent-solo --solo-after \
+            $flags 2>&1 |
             grep -v DEBUG
           touch /tmp/dc-renice-stop; wait
         done 2>&1 | tee /tmp/dc-groupab.txt

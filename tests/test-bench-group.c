@@ -303,19 +303,22 @@ netns_available (void)
  * every device could run anywhere. The pinned run also asks for
  * --concurrent-solo: two devices training alone at once give
  * `concurrent_solo_tokens_per_s`, and `scaling_vs_concurrent` is the
- * group's rate over twice it; the run without the option has neither. */
+ * group's rate over twice it; the run without the option has neither.
+ * It also asks for --solo-after: one device alone before and after the
+ * group, and `solo_tokens_per_s` (which `scaling` divides by) is their
+ * mean; without it neither run's figure is printed. */
 static void
 test_pin_cores (void)
 {
   const char *pinned[] = { "bench", "group", "--json", "--devices", "2", "--steps", "2",
-                           "--pin-cores", "--concurrent-solo", SMALL, NULL };
+                           "--pin-cores", "--concurrent-solo", "--solo-after", SMALL, NULL };
   const char *free_args[] = { "bench", "group", "--json", "--devices", "2", "--steps", "2",
                               SMALL, NULL };
   g_autoptr(DcTestProc) proc = NULL;
   g_autoptr(DcTestProc) free_proc = NULL;
   JsonArray *per_device;
   JsonObject *object;
-  double concurrent;
+  double concurrent, before, after, solo;
 
   if (g_get_num_processors () < 2)
     {
@@ -334,6 +337,19 @@ test_pin_cores (void)
                                   json_object_get_double_member (object, "tokens_per_s")
                                   / (2 * concurrent), 1e-9);
   check_share (object, "concurrent_solo_host_steal");
+  g_assert_true (json_object_has_member (object, "solo_before_tokens_per_s"));
+  g_assert_true (json_object_has_member (object, "solo_after_tokens_per_s"));
+  before = json_object_get_double_member (object, "solo_before_tokens_per_s");
+  after = json_object_get_double_member (object, "solo_after_tokens_per_s");
+  solo = json_object_get_double_member (object, "solo_tokens_per_s");
+  g_test_message ("one device alone: %g before, %g after the group", before, after);
+  g_assert_cmpfloat (before, >, 0);
+  g_assert_cmpfloat (after, >, 0);
+  g_assert_cmpfloat_with_epsilon (solo, (before + after) / 2, 1e-9 * solo);
+  g_assert_cmpfloat_with_epsilon (json_object_get_double_member (object, "scaling"),
+                                  json_object_get_double_member (object, "tokens_per_s")
+                                  / (2 * solo), 1e-9);
+  check_share (object, "solo_host_steal");
   for (guint k = 0; k < 2; k++)
     {
       g_autofree char *want = g_strdup_printf ("%u", k);
@@ -349,6 +365,8 @@ test_pin_cores (void)
   g_assert_false (json_object_has_member (object, "concurrent_solo_tokens_per_s"));
   g_assert_false (json_object_has_member (object, "scaling_vs_concurrent"));
   g_assert_false (json_object_has_member (object, "concurrent_solo_host_steal"));
+  g_assert_false (json_object_has_member (object, "solo_before_tokens_per_s"));
+  g_assert_false (json_object_has_member (object, "solo_after_tokens_per_s"));
   per_device = json_object_get_array_member (object, "per_device");
   for (guint k = 0; k < 2; k++)
     {

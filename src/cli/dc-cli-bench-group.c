@@ -552,7 +552,40 @@ typedef struct
   double tokens_per_s;
   double cpu_ms;
   double steal;
+  /* With --solo-after: the runs before and after the groups, whose means
+   * the three above are (0 without). */
+  double before_tokens_per_s;
+  double after_tokens_per_s;
 } SoloRate;
+
+/* A group's figures kept until the run of one device alone after the
+ * groups (--solo-after) is known. */
+typedef struct
+{
+  guint    n_devices;
+  guint    n_threads;
+  char    *key;
+  Figures  figures;
+  SoloRate concurrent;
+} GroupRun;
+
+/* @solo becomes the mean of itself and @after (taken after the groups): a
+ * host whose speed drifts during the run then weighs on the reference as
+ * on the groups between them. A figure one run did not give (−1) is the
+ * other's. */
+static void
+solo_rate_add_after (SoloRate       *solo,
+                     const SoloRate *after)
+{
+  double *mine[] = { &solo->cpu_ms, &solo->steal };
+  const double theirs[] = { after->cpu_ms, after->steal };
+
+  solo->before_tokens_per_s = solo->tokens_per_s;
+  solo->after_tokens_per_s = after->tokens_per_s;
+  solo->tokens_per_s = (solo->tokens_per_s + after->tokens_per_s) / 2;
+  for (guint i = 0; i < G_N_ELEMENTS (mine); i++)
+    *mine[i] = *mine[i] < 0 ? theirs[i] : theirs[i] < 0 ? *mine[i] : (*mine[i] + theirs[i]) / 2;
+}
 
 static void
 figures_clear (Figures *figures)
@@ -1121,6 +1154,12 @@ print_figures (DcCliOptions  *options,
       json_builder_end_array (builder);
       json_add_double (builder, "tokens_per_s", f->tokens_per_s);
       json_add_double (builder, "solo_tokens_per_s", solo);
+      /* --solo-after: the two runs whose mean the reference is. */
+      if (solo_rate->after_tokens_per_s > 0)
+        {
+          json_add_double (builder, "solo_before_tokens_per_s", solo_rate->before_tokens_per_s);
+          json_add_double (builder, "solo_after_tokens_per_s", solo_rate->after_tokens_per_s);
+        }
       json_add_double (builder, "scaling", scaling);
       if (concurrent_solo > 0)
         {
@@ -1211,6 +1250,38 @@ parse_list (const char  *text,
   return out->len > 0 && out->len <= max;
 }
 
+static void
+group_run_clear (gpointer data)
+{
+  GroupRun *run = data;
+
+  figures_clear (&run->figures);
+  g_clear_pointer (&run->key, g_free);
+}
+
+/* Prints the groups kept in @runs against their one device alone, and
+ * forgets them. */
+static void
+print_runs (DcCliOptions *options,
+            Bench        *bench,
+            const char   *network,
+            const Size   *size,
+            guint         steps,
+            GArray       *runs,
+            GHashTable   *solo_rates)
+{
+  for (guint r = 0; r < runs->len; r++)
+    {
+      GroupRun *run = &g_array_index (runs, GroupRun, r);
+
+      print_figures (options, bench->gradient_wire, network,
+                     bench->netns ? &bench->shaped : NULL, size, run->n_devices,
+                     run->n_threads, steps, &run->figures,
+                     g_hash_table_lookup (solo_rates, run->key), &run->concurrent);
+    }
+  g_array_set_size (runs, 0);
+}
+
 int
 dc_cli_bench_group_run (const DcCliCommand  *command,
                         DcCliOptions        *options,
@@ -1219,7 +1290,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
 {
   g_autofree char *devices_text = NULL;
   int width = 0, seq = 0, batch = 0, steps = 5, threads = 0;
-  gboolean netns = FALSE, pin = FALSE, concurrent = FALSE;
+  gboolean netns = FALSE, pin = FALSE, concurrent = FALSE, solo_after = FALSE;
   g_autofree char *gradient_wire = NULL;
   const GOptionEntry entries[] = {
     { "devices", 0, 0, G_OPTION_ARG_STRING, &devices_text,
@@ -1245,18 +1316,23 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
       N_("Each device on cores of its own (device k: cores k×threads…), when they fit"), NULL },
     { "concurrent-solo", 0, 0, G_OPTION_ARG_NONE, &concurrent,
       N_("Also time N devices training alone at once, the baseline of a shared host"), NULL },
+    { "solo-after", 0, 0, G_OPTION_ARG_NONE, &solo_after,
+      N_("Also time one device alone after the groups; the reference is then the mean of both "
+         "runs (a host whose speed drifts)"), NULL },
     { NULL }
   };
   g_autoptr(GArray) counts = g_array_new (FALSE, FALSE, sizeof (guint));
   g_autoptr(GArray) sizes = g_array_new (FALSE, FALSE, sizeof (Size));
   g_autoptr(GHashTable) solo_rates = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                             g_free);
+  g_autoptr(GArray) runs = g_array_new (FALSE, TRUE, sizeof (GroupRun));
   g_autoptr(GError) error = NULL;
   const char *network;
   Bench bench = { 0 };
   guint max_devices = 0, sigint, sigterm;
   int status = DC_CLI_EXIT_OK;
 
+  g_array_set_clear_func (runs, group_run_clear);
   if (!dc_cli_parse_options (command, options, entries, &argc, &argv))
     return DC_CLI_EXIT_USAGE;
   if (argc > 1)
@@ -1322,45 +1398,64 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
         print_note (options, note, NULL);
     }
   for (guint s = 0; s < sizes->len; s++)
-    for (guint c = 0; c < counts->len; c++)
-      {
-        const Size *size = &g_array_index (sizes, Size, s);
-        guint n = g_array_index (counts, guint, c);
-        guint n_threads = threads > 0 ? (guint) threads : MAX (1, g_get_num_processors () / n);
-        g_autofree char *key = g_strdup_printf ("%u/%u", s, n_threads);
-        SoloRate *solo = g_hash_table_lookup (solo_rates, key);
-        Figures figures = { 0 };
-        SoloRate concurrent_solo = { 0, -1, -1 };
+    {
+      const Size *size = &g_array_index (sizes, Size, s);
 
-        /* One device's rate with a device's share of the processors,
-         * measured once per size and share, in this run. */
-        if (solo == NULL)
-          {
-            solo = g_new0 (SoloRate, 1);
-            g_hash_table_insert (solo_rates, g_strdup (key), solo);
-            if (!run_solo (&bench, size, n_threads, (guint) steps, 1, solo, &error))
-              goto fail;
-          }
-        /* N devices on one host share its memory bandwidth, caches and
-         * clock even with cores of their own: N runs alone at once show
-         * what the host leaves each, without any exchange. */
-        if (concurrent && n > 1
-            && !run_solo (&bench, size, n_threads, (guint) steps, n, &concurrent_solo, &error))
-          goto fail;
-        if (!run_group (&bench, size, n, n_threads, (guint) steps, &figures, &error))
-          {
-            figures_clear (&figures);
+      for (guint c = 0; c < counts->len; c++)
+        {
+          guint n = g_array_index (counts, guint, c);
+          guint n_threads = threads > 0 ? (guint) threads : MAX (1, g_get_num_processors () / n);
+          g_autofree char *key = g_strdup_printf ("%u/%u", s, n_threads);
+          SoloRate *solo = g_hash_table_lookup (solo_rates, key);
+          GroupRun run = { n, n_threads, NULL, { 0 }, { 0, -1, -1, 0, 0 } };
+
+          /* One device's rate with a device's share of the processors,
+           * measured once per size and share, in this run. */
+          if (solo == NULL)
+            {
+              solo = g_new0 (SoloRate, 1);
+              g_hash_table_insert (solo_rates, g_strdup (key), solo);
+              if (!run_solo (&bench, size, n_threads, (guint) steps, 1, solo, &error))
+                goto fail;
+            }
+          /* N devices on one host share its memory bandwidth, caches and
+           * clock even with cores of their own: N runs alone at once show
+           * what the host leaves each, without any exchange. */
+          if (concurrent && n > 1
+              && !run_solo (&bench, size, n_threads, (guint) steps, n, &run.concurrent, &error))
             goto fail;
-          }
-        print_figures (options, bench.gradient_wire, network, netns ? &bench.shaped : NULL,
-                       size, n, n_threads, (guint) steps, &figures, solo, &concurrent_solo);
-        figures_clear (&figures);
-      }
+          if (!run_group (&bench, size, n, n_threads, (guint) steps, &run.figures, &error))
+            {
+              figures_clear (&run.figures);
+              goto fail;
+            }
+          run.key = g_steal_pointer (&key);
+          g_array_append_val (runs, run);
+          if (!solo_after)
+            print_runs (options, &bench, network, size, (guint) steps, runs, solo_rates);
+        }
+      /* --solo-after: one device alone again, once per share used, then
+       * the size's groups against the mean of both runs. */
+      for (guint r = 0; r < runs->len; r++)
+        {
+          GroupRun *run = &g_array_index (runs, GroupRun, r);
+          SoloRate *solo = g_hash_table_lookup (solo_rates, run->key);
+          SoloRate after = { 0, -1, -1, 0, 0 };
+
+          if (solo->after_tokens_per_s > 0)
+            continue;
+          if (!run_solo (&bench, size, run->n_threads, (guint) steps, 1, &after, &error))
+            goto fail;
+          solo_rate_add_after (solo, &after);
+        }
+      print_runs (options, &bench, network, size, (guint) steps, runs, solo_rates);
+    }
   goto out;
 
 fail:
   status = dc_cli_fail (options, error);
 out:
+  g_array_set_size (runs, 0);
   dc_cli_netns_remove (&bench.shaped);
   g_source_remove (sigint);
   g_source_remove (sigterm);

@@ -56,6 +56,7 @@ def summarize(path):
         print(f"{label} | {d['devices']} dev x {d.get('threads')} threads {d.get('network')} step {fmt(d.get('step_ms'))} ms"
               f" {fmt(d.get('tokens_per_s'), ',.0f')} tok/s"
               f" | x N {fmt(d.get('scaling'), '.3f')}"
+              f"{before_only(d)}"
               f" vs alone at once {fmt(d.get('scaling_vs_concurrent'), '.3f')}"
               f" | path {fmt(path_.get('step_ms'))} = gradient {fmt(path_.get('gradient_ms'))}"
               f" + slowest {fmt(path_.get('slowest_wait_ms'))}"
@@ -68,6 +69,16 @@ def summarize(path):
               f" | steal {fmt(pct(d.get('host_steal')))}"
               f" alone {fmt(pct(d.get('solo_host_steal')))}"
               f" at once {fmt(pct(d.get('concurrent_solo_host_steal')))} %")
+
+
+def before_only(d):
+    """With --solo-after: the scaling against the run alone before the
+    groups only, as bench group measured it before s27."""
+    before = d.get('solo_before_tokens_per_s')
+    if not before:
+        return ''
+    return (f" (alone before {before:,.0f}, after {d['solo_after_tokens_per_s']:,.0f} tok/s;"
+            f" x N against the one before {d['tokens_per_s'] / (d['devices'] * before):.3f})")
 
 
 def spread(values):
