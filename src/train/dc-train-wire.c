@@ -993,26 +993,38 @@ dc_train_wire_round (DcTrainWire  wire,
  * bits as one pass over all), about 80 KB of float32. */
 #define POOL_CHUNK_VALUES (512 * DC_TRAIN_INT8_BLOCK_VALUES)
 
+/* One pooled pass: rounding @round in place, or packing @pack into @out. */
 typedef struct
 {
   DcTrainWire  wire;
-  float       *values;
   gsize        n;
-  guint8      *out;     /* packing only */
-  gint         failed;  /* atomic; rounding only */
+  float       *round;
+  const float *pack;
+  guint8      *out;
+  gint         failed;  /* atomic: a rounded value that cannot be sent */
 } PoolJob;
 
 static void
-round_chunk (gsize    begin,
-             gsize    end,
-             guint    worker,
-             gpointer data)
+pool_chunk (gsize    begin,
+            gsize    end,
+            guint    worker,
+            gpointer data)
 {
   PoolJob *job = data;
   gsize first = begin * POOL_CHUNK_VALUES, last = MIN (end * POOL_CHUNK_VALUES, job->n);
 
-  if (!dc_train_wire_round (job->wire, job->values + first, last - first))
+  if (job->pack != NULL)
+    dc_train_wire_pack (job->wire, job->pack + first, last - first, first,
+                        job->out + dc_train_wire_value_offset (job->wire, first));
+  else if (!dc_train_wire_round (job->wire, job->round + first, last - first))
     g_atomic_int_set (&job->failed, 1);
+}
+
+static void
+run_pooled (PoolJob *job)
+{
+  dc_parallel_for (dc_parallel_get_default_threads (),
+                   (job->n + POOL_CHUNK_VALUES - 1) / POOL_CHUNK_VALUES, 1, pool_chunk, job);
 }
 
 /**
@@ -1028,26 +1040,12 @@ dc_train_wire_round_pooled (DcTrainWire  wire,
                             float       *values,
                             gsize        n)
 {
-  PoolJob job = { wire, values, n, NULL, 0 };
+  PoolJob job = { wire, n, values, NULL, NULL, 0 };
 
   if (wire == DC_TRAIN_WIRE_F32 || n <= POOL_CHUNK_VALUES)
     return dc_train_wire_round (wire, values, n);
-  dc_parallel_for (dc_parallel_get_default_threads (),
-                   (n + POOL_CHUNK_VALUES - 1) / POOL_CHUNK_VALUES, 1, round_chunk, &job);
+  run_pooled (&job);
   return g_atomic_int_get (&job.failed) == 0;
-}
-
-static void
-pack_chunk (gsize    begin,
-            gsize    end,
-            guint    worker,
-            gpointer data)
-{
-  PoolJob *job = data;
-  gsize first = begin * POOL_CHUNK_VALUES, last = MIN (end * POOL_CHUNK_VALUES, job->n);
-
-  dc_train_wire_pack (job->wire, job->values + first, last - first, first,
-                      job->out + dc_train_wire_value_offset (job->wire, first));
 }
 
 /* dc_train_wire_pack () of a whole shard's values (@first 0) on the pool. */
@@ -1057,15 +1055,14 @@ pack_pooled (DcTrainWire  wire,
              gsize        n,
              guint8      *out)
 {
-  PoolJob job = { wire, (float *) values, n, out, 0 };
+  PoolJob job = { wire, n, NULL, values, out, 0 };
 
   if (n <= POOL_CHUNK_VALUES)
     {
       dc_train_wire_pack (wire, values, n, 0, out);
       return;
     }
-  dc_parallel_for (dc_parallel_get_default_threads (),
-                   (n + POOL_CHUNK_VALUES - 1) / POOL_CHUNK_VALUES, 1, pack_chunk, &job);
+  run_pooled (&job);
 }
 
 /**
