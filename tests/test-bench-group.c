@@ -209,21 +209,101 @@ test_loopback (void)
   check_object (only_object (proc), "loopback");
 }
 
+/* The `hash` of step @step in the event lines @path (DC_BENCH_GROUP_LOGS'
+ * device-N.json), and in @members the step line's `members` count (0: a
+ * lone run's line, which has none); NULL without that step. */
+static char *
+logged_hash (const char *path,
+             gint64      step,
+             guint      *members)
+{
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      JsonObject *o;
+
+      if (*lines[i] == '\0' || !json_parser_load_from_data (parser, lines[i], -1, NULL))
+        continue;
+      o = json_node_get_object (json_parser_get_root (parser));
+      if (o == NULL
+          || g_strcmp0 (json_object_get_string_member_with_default (o, "event", ""), "step") != 0
+          || json_object_get_int_member_with_default (o, "step", -1) != step)
+        continue;
+      *members = json_object_has_member (o, "members")
+                   ? json_array_get_length (json_object_get_array_member (o, "members")) : 0;
+      return g_strdup (json_object_get_string_member_with_default (o, "hash", ""));
+    }
+  return NULL;
+}
+
 /* Device counts one after another, with one thread each: one object per
  * count, in order, and one solo rate for both (measured once per size and
  * share). A run's children must be gone, reads included, before the next
- * run's: a late read of the first run once ended the second early. */
+ * run's: a late read of the first run once ended the second early.
+ *
+ * The lone device and the groups train one run (`--seed`, 1 by default):
+ * on the f32 wire a group of one is the solo step bit for bit, so each
+ * group of one ends on the lone run's hash (its children's event lines,
+ * DC_BENCH_GROUP_LOGS). A group that drew its own seed, as train does
+ * without --seed, trained other weights on other batches, whose cost is
+ * not the reference's. */
 static void
 test_runs (void)
 {
   const char *args[] = { "bench", "group", "--json", "--devices", "1,2,1", "--steps", "2",
                          SMALL, NULL };
-  g_autoptr(DcTestProc) proc = spawn_bench (args);
+  g_autofree char *logs = g_dir_make_tmp ("dc-bench-group-XXXXXX", NULL);
+  g_autoptr(DcTestProc) proc = NULL;
+  g_autofree char *solo_hash = NULL;
   gint64 expected[] = { 1, 2, 1 };
   double solo = -1;
+  guint groups_of_one = 0;
   int i = -1;
 
+  g_assert_nonnull (logs);
+  g_setenv ("DC_BENCH_GROUP_LOGS", logs, TRUE);
+  proc = spawn_bench (args);
+  g_unsetenv ("DC_BENCH_GROUP_LOGS");
   g_assert_cmpint (dc_test_proc_expect_exit (proc, BENCH_BOUND_MS), ==, 0);
+  /* The last step (2 measured after one warm-up) of every child that trained. */
+  for (guint n = 0;; n++)
+    {
+      g_autofree char *file = g_strdup_printf ("device-%u.json", n);
+      g_autofree char *path = g_build_filename (logs, file, NULL);
+      g_autofree char *hash = NULL;
+      guint members = 0;
+
+      if (!g_file_test (path, G_FILE_TEST_EXISTS))
+        break;
+      hash = logged_hash (path, 3, &members);
+      if (hash != NULL && members == 0)
+        {
+          g_test_message ("lone run (device-%u): %s", n, hash);
+          if (solo_hash == NULL)
+            solo_hash = g_strdup (hash);
+          g_assert_cmpstr (hash, ==, solo_hash);
+        }
+      else if (hash != NULL && members == 1)
+        {
+          g_test_message ("group of one (device-%u): %s", n, hash);
+          g_assert_nonnull (solo_hash);
+          g_assert_cmpstr (hash, ==, solo_hash);
+          groups_of_one++;
+        }
+      g_unlink (path);
+      file[strlen (file) - 4] = '\0';
+      g_free (path);
+      path = g_strdup_printf ("%s/%stxt", logs, file);
+      g_unlink (path);
+    }
+  g_assert_cmpuint (groups_of_one, ==, 2);
+  g_assert_cmpint (g_rmdir (logs), ==, 0);
   for (guint n = 0; n < G_N_ELEMENTS (expected); n++)
     {
       JsonObject *o;
@@ -232,6 +312,7 @@ test_runs (void)
       g_assert_cmpint (i, >=, 0);
       o = g_ptr_array_index (proc->events, i);
       g_assert_cmpint (json_object_get_int_member (o, "devices"), ==, expected[n]);
+      g_assert_cmpint (json_object_get_int_member_with_default (o, "seed", -1), ==, 1);
       g_assert_cmpfloat (json_object_get_double_member (o, "tokens_per_s"), >, 0);
       if (solo < 0)
         solo = json_object_get_double_member (o, "solo_tokens_per_s");
@@ -259,6 +340,7 @@ test_usage (void)
     { "bench", "group", "--steps", "0", NULL },
     { "bench", "group", "--steps", "1001", NULL },
     { "bench", "group", "--seq", "16", NULL },
+    { "bench", "group", "--seed", "-1", NULL },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++)

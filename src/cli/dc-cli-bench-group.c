@@ -79,6 +79,7 @@ typedef struct
 {
   gboolean  netns;
   const char *gradient_wire;  /* the starter's --gradient-wire: "f32", "bf16" or "int8" */
+  gint64    seed;             /* --seed: the run every lone device and every group trains */
   char     *prefix;           /* namespace names: PREFIX-br, PREFIX-d0 … */
   DcCliNetns shaped;          /* the namespaces, links and switch (dc-cli-netns.c) */
   gboolean  interrupted;
@@ -672,6 +673,7 @@ run_solo (Bench       *bench,
 
   g_ptr_array_add (args, g_strdup ("train"));
   g_ptr_array_add (args, g_strdup ("--json"));
+  g_ptr_array_add (args, g_strdup_printf ("--seed=%" G_GINT64_FORMAT, bench->seed));
   add_size_args (args, size, n_threads, steps + 1);
   for (guint k = 0; k < n_at_once; k++)
     {
@@ -839,8 +841,13 @@ run_group (Bench       *bench,
       if (k == 0)
         {
           g_ptr_array_add (args, g_strdup_printf ("--min-peers=%u", n_devices));
-          /* The starter's CONFIG carries it to the others. */
+          /* The starter's CONFIG carries them to the others. The lone
+           * runs' seed: a run's cost depends on its weights and batches
+           * (a random seed, a group's default, moved one device's speed
+           * by up to 6 %, docs/BENCHMARKS.md), so the groups train the
+           * run the reference trains. */
           g_ptr_array_add (args, g_strdup_printf ("--gradient-wire=%s", bench->gradient_wire));
+          g_ptr_array_add (args, g_strdup_printf ("--seed=%" G_GINT64_FORMAT, bench->seed));
         }
       else
         g_ptr_array_add (args, g_strdup_printf ("--room=%s", room));
@@ -1048,6 +1055,7 @@ json_add_int (JsonBuilder *builder,
 static void
 print_figures (DcCliOptions  *options,
                const char    *gradient_wire,
+               gint64         seed,
                const char    *network,
                DcCliNetns    *shaped,
                const Size    *size,
@@ -1092,6 +1100,7 @@ print_figures (DcCliOptions  *options,
       json_add_int (builder, "steps", steps);
       json_builder_set_member_name (builder, "gradient_wire");
       json_builder_add_string_value (builder, gradient_wire);
+      json_add_int (builder, "seed", seed);
       json_add_double (builder, "step_ms", f->step_ms);
       json_add_double (builder, "compute_ms", f->compute_ms);
       json_add_double (builder, "send_ms", f->send_ms);
@@ -1274,7 +1283,7 @@ print_runs (DcCliOptions *options,
     {
       GroupRun *run = &g_array_index (runs, GroupRun, r);
 
-      print_figures (options, bench->gradient_wire, network,
+      print_figures (options, bench->gradient_wire, bench->seed, network,
                      bench->netns ? &bench->shaped : NULL, size, run->n_devices,
                      run->n_threads, steps, &run->figures,
                      g_hash_table_lookup (solo_rates, run->key), &run->concurrent);
@@ -1290,6 +1299,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
 {
   g_autofree char *devices_text = NULL;
   int width = 0, seq = 0, batch = 0, steps = 5, threads = 0;
+  gint64 seed = 1;
   gboolean netns = FALSE, pin = FALSE, concurrent = FALSE, solo_after = FALSE;
   g_autofree char *gradient_wire = NULL;
   const GOptionEntry entries[] = {
@@ -1312,6 +1322,9 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
     { "gradient-wire", 0, 0, G_OPTION_ARG_STRING, &gradient_wire,
       N_("Gradients on the wire as f32, bf16 or int8, as train --gradient-wire (default: f32)"),
       "f32|bf16|int8" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &seed,
+      N_("Seed of the run every lone device and every group trains, as train --seed (default: 1)"),
+      "N" },
     { "pin-cores", 0, 0, G_OPTION_ARG_NONE, &pin,
       N_("Each device on cores of its own (device k: cores k×threads…), when they fit"), NULL },
     { "concurrent-solo", 0, 0, G_OPTION_ARG_NONE, &concurrent,
@@ -1351,6 +1364,8 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
                                gradient_wire);
   if ((seq != 0 || batch != 0) && width == 0)
     return dc_cli_usage_error (command, _("--seq and --batch go with --width"));
+  if (seed < 0)
+    return dc_cli_usage_error (command, _("--seed must be 0 or more"));
   if (width != 0)
     {
       /* A width named in the default sizes takes their sequence and batch
@@ -1379,6 +1394,7 @@ dc_cli_bench_group_run (const DcCliCommand  *command,
   bench.netns = netns;
   bench.pin = pin;
   bench.gradient_wire = gradient_wire != NULL ? gradient_wire : "f32";
+  bench.seed = seed;
   bench.self_exe = g_file_read_link ("/proc/self/exe", NULL);
   if (bench.self_exe == NULL)
     bench.self_exe = g_strdup ("daisychain-cli");
