@@ -847,6 +847,99 @@ test_state_hash (void)
     }
 }
 
+/* dc_gpt_model_adam_step_into () is dc_gpt_model_adam_step_threads ()
+ * written elsewhere: from the same state and gradients (a width-64 model,
+ * moments not zero, at 1 and 3 threads) both give the same weights,
+ * moments, step and β powers, bit for bit; the buffer handed in becomes
+ * the model's, and the one handed back still holds the state before the
+ * step (the group's snapshot for a rollback, which is no longer copied).
+ * The in-place step also on a model whose three arrays are apart. */
+static void
+test_adam_step_into (void)
+{
+  static const guint thread_counts[] = { 1, 3 };
+  DcGptConfig config;
+
+  dc_gpt_config_init_derived (&config, 64, 32);
+  for (guint t = 0; t < G_N_ELEMENTS (thread_counts); t++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(DcGptModel) in_place = dc_gpt_model_new (&config, &error);
+      g_autoptr(DcGptModel) into = dc_gpt_model_new (&config, &error);
+      g_autofree float *grads = NULL, *before = NULL, *handed_back = NULL;
+      gsize bytes;
+      float *spare;
+
+      g_assert_no_error (error);
+      bytes = 3 * in_place->n_params * sizeof (float);
+      dc_gpt_model_init_weights (in_place, 9);
+      grads = g_new (float, in_place->n_params);
+      for (gsize i = 0; i < in_place->n_params; i++)
+        {
+          in_place->adam_m[i] = in_place->params[i] * 0.25f;
+          in_place->adam_v[i] = in_place->params[i] * in_place->params[i];
+          grads[i] = (float) ((gint) (i % 23) - 11) * 0.003f;
+        }
+      in_place->step = 4;
+      in_place->beta1_pow = 0.6561f;
+      in_place->beta2_pow = 0.996006f;
+      memcpy (into->params, in_place->params, bytes);
+      into->step = in_place->step;
+      into->beta1_pow = in_place->beta1_pow;
+      into->beta2_pow = in_place->beta2_pow;
+      before = g_memdup2 (in_place->params, bytes);
+
+      dc_gpt_model_adam_step_threads (in_place, grads, 0.01f, thread_counts[t]);
+      spare = g_malloc (bytes);
+      handed_back = dc_gpt_model_adam_step_into (into, grads, 0.01f, thread_counts[t], spare);
+
+      g_assert_true (into->params == spare);
+      g_assert_true (into->adam_m == spare + into->n_params);
+      g_assert_true (into->adam_v == spare + 2 * into->n_params);
+      g_assert_cmpmem (into->params, bytes, in_place->params, bytes);
+      g_assert_cmpuint (into->step, ==, 5);
+      g_assert_cmpuint (into->step, ==, in_place->step);
+      g_assert_cmpfloat (into->beta1_pow, ==, in_place->beta1_pow);
+      g_assert_cmpfloat (into->beta2_pow, ==, in_place->beta2_pow);
+      g_assert_nonnull (handed_back);
+      g_assert_cmpmem (handed_back, bytes, before, bytes);
+      /* Something moved: the step was not a copy. */
+      g_assert_true (memcmp (before, in_place->params, bytes) != 0);
+
+      /* In place on a model of three separate arrays (as the resident
+       * step's gate builds one): the same state, nothing written past
+       * each array (a step that took the moments to follow the weights
+       * wrote past the weights' array: SIGSEGV in test-model-gpt-vk-step). */
+      {
+        gsize n = in_place->n_params;
+        DcGptModel apart = { 0 };
+        g_autofree float *w = g_new (float, n + 1);
+        g_autofree float *m = g_new (float, n + 1);
+        g_autofree float *v = g_new (float, n + 1);
+
+        memcpy (w, before, n * sizeof (float));
+        memcpy (m, before + n, n * sizeof (float));
+        memcpy (v, before + 2 * n, n * sizeof (float));
+        w[n] = m[n] = v[n] = 7.0f;
+        apart.config = in_place->config;
+        apart.n_params = n;
+        apart.params = w;
+        apart.adam_m = m;
+        apart.adam_v = v;
+        apart.step = 4;
+        apart.beta1_pow = 0.6561f;
+        apart.beta2_pow = 0.996006f;
+        dc_gpt_model_adam_step_threads (&apart, grads, 0.01f, thread_counts[t]);
+        g_assert_cmpmem (w, n * sizeof (float), in_place->params, n * sizeof (float));
+        g_assert_cmpmem (m, n * sizeof (float), in_place->adam_m, n * sizeof (float));
+        g_assert_cmpmem (v, n * sizeof (float), in_place->adam_v, n * sizeof (float));
+        g_assert_cmpfloat (w[n], ==, 7.0f);
+        g_assert_cmpfloat (m[n], ==, 7.0f);
+        g_assert_cmpfloat (v[n], ==, 7.0f);
+      }
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -865,6 +958,7 @@ main (int    argc,
   g_test_add_func ("/dc/model/gpt/determinism-threads-causal", test_determinism_threads_causal);
   g_test_add_func ("/dc/model/gpt/resume", test_resume);
   g_test_add_func ("/dc/model/gpt/state-hash", test_state_hash);
+  g_test_add_func ("/dc/model/gpt/adam-step-into", test_adam_step_into);
   g_test_add_func ("/dc/model/gpt/convergence", test_convergence);
   return g_test_run ();
 }

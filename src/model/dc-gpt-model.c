@@ -322,9 +322,12 @@ dc_gpt_model_tensor (DcGptModel *self,
  */
 typedef struct
 {
-  DcGptModel  *self;
   const float *grads;
   float        lr, bc1, bc2;
+  /* The state before the step (read) and after it (written): the same
+   * arrays in place, another buffer's for dc_gpt_model_adam_step_into (). */
+  const float *params, *adam_m, *adam_v;
+  float       *out_params, *out_m, *out_v;
 } AdamJob;
 
 /* Elements [i0, i1) of the step; the line order of the doc comment. */
@@ -335,27 +338,26 @@ adam_chunk (gsize    i0,
             gpointer data)
 {
   const AdamJob *job = data;
-  DcGptModel *self = job->self;
   const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
   const float one_minus_b1 = 1.0f - b1, one_minus_b2 = 1.0f - b2;
 
   for (gsize i = i0; i < i1; i++)
     {
       float g = job->grads[i];
-      float m = b1 * self->adam_m[i];
-      float v = b2 * self->adam_v[i];
+      float m = b1 * job->adam_m[i];
+      float v = b2 * job->adam_v[i];
       float gg = g * g;
       float mhat, vhat, denom, update;
 
       m = m + one_minus_b1 * g;
       v = v + one_minus_b2 * gg;
-      self->adam_m[i] = m;
-      self->adam_v[i] = v;
+      job->out_m[i] = m;
+      job->out_v[i] = v;
       mhat = m / job->bc1;
       vhat = v / job->bc2;
       denom = __builtin_sqrtf (vhat) + DC_ADAM_EPS;
       update = job->lr * mhat;
-      self->params[i] = self->params[i] - update / denom;
+      job->out_params[i] = job->params[i] - update / denom;
     }
 }
 
@@ -377,14 +379,20 @@ dc_gpt_model_adam_step (DcGptModel  *self,
  *
  * dc_gpt_model_adam_step () with the elements spread over the engine's pool.
  */
-void
-dc_gpt_model_adam_step_threads (DcGptModel  *self,
-                                const float *grads,
-                                float        lr,
-                                guint        n_threads)
+/* The step from the model's arrays into @out_params, @out_m and @out_v:
+ * the model's own (in place) or another buffer's. */
+static void
+adam_step (DcGptModel  *self,
+           const float *grads,
+           float        lr,
+           guint        n_threads,
+           float       *out_params,
+           float       *out_m,
+           float       *out_v)
 {
   const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
-  AdamJob job = { self, grads, lr, 0.0f, 0.0f };
+  AdamJob job = { grads, lr, 0.0f, 0.0f, self->params, self->adam_m, self->adam_v,
+                  out_params, out_m, out_v };
 
   self->step++;
   self->beta1_pow = self->beta1_pow * b1;
@@ -392,4 +400,50 @@ dc_gpt_model_adam_step_threads (DcGptModel  *self,
   job.bc1 = 1.0f - self->beta1_pow;
   job.bc2 = 1.0f - self->beta2_pow;
   dc_parallel_for (MAX (n_threads, 1), self->n_params, ADAM_CHUNK, adam_chunk, &job);
+}
+
+void
+dc_gpt_model_adam_step_threads (DcGptModel  *self,
+                                const float *grads,
+                                float        lr,
+                                guint        n_threads)
+{
+  /* In place: the moments need not follow the weights in one buffer (the
+   * resident step's gate builds a model of three arrays). */
+  adam_step (self, grads, lr, n_threads, self->params, self->adam_m, self->adam_v);
+}
+
+/**
+ * dc_gpt_model_adam_step_into:
+ * @state: (transfer full): a buffer of 3 × n_params floats from g_malloc (),
+ *   not the model's
+ *
+ * dc_gpt_model_adam_step_threads () with the new weights and moments
+ * written to @state, which becomes the model's (the same bits: only where
+ * they are written differs). A caller that keeps the state before every
+ * step (the group's rollback and audits) gets it without copying it.
+ *
+ * Returns: (transfer full): the model's buffer before the step, which still
+ *   holds the weights and both moments before it (g_free () it)
+ */
+float *
+dc_gpt_model_adam_step_into (DcGptModel  *self,
+                             const float *grads,
+                             float        lr,
+                             guint        n_threads,
+                             float       *state)
+{
+  float *before = self->params;
+
+  g_return_val_if_fail (state != NULL && state != self->params, NULL);
+  /* One buffer of three arrays, as dc_gpt_model_new () makes it. */
+  g_return_val_if_fail (self->adam_m == self->params + self->n_params
+                        && self->adam_v == self->adam_m + self->n_params, NULL);
+
+  adam_step (self, grads, lr, n_threads, state, state + self->n_params,
+             state + 2 * self->n_params);
+  self->params = state;
+  self->adam_m = state + self->n_params;
+  self->adam_v = state + 2 * self->n_params;
+  return before;
 }

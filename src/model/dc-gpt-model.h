@@ -84,6 +84,11 @@ void        dc_gpt_model_adam_step_threads (DcGptModel         *self,
                                             const float        *grads,
                                             float               lr,
                                             guint               n_threads);
+float      *dc_gpt_model_adam_step_into    (DcGptModel         *self,
+                                            const float        *grads,
+                                            float               lr,
+                                            guint               n_threads,
+                                            float              *state);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (DcGptModel, dc_gpt_model_free)
 

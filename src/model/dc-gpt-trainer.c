@@ -470,6 +470,43 @@ dc_gpt_trainer_apply_gradients (DcGptTrainer   *self,
 }
 
 /**
+ * dc_gpt_trainer_can_apply_into:
+ *
+ * Returns: whether dc_gpt_trainer_apply_gradients_into () may be called:
+ *   the state is the host's (no resident step on a GPU keeps it)
+ */
+gboolean
+dc_gpt_trainer_can_apply_into (DcGptTrainer *self)
+{
+  return self->vk_step == NULL;
+}
+
+/**
+ * dc_gpt_trainer_apply_gradients_into:
+ * @grads: (array): n_params gradients, the group's combined ones
+ * @state: (transfer full): 3 × n_params floats from g_malloc (), not the model's
+ *
+ * dc_gpt_trainer_apply_gradients () with the new state written to @state,
+ * which becomes the model's (dc_gpt_model_adam_step_into ()); only where
+ * dc_gpt_trainer_can_apply_into () says so.
+ *
+ * Returns: (transfer full): the model's buffer before the step, holding the
+ *   weights and moments before it
+ */
+float *
+dc_gpt_trainer_apply_gradients_into (DcGptTrainer *self,
+                                     const float  *grads,
+                                     float        *state)
+{
+  float lr = (float) self->settings.lr_x1000 / 1000.0f;
+
+  g_return_val_if_fail (dc_gpt_trainer_can_apply_into (self), NULL);
+  g_return_val_if_fail (grads != NULL, NULL);
+
+  return dc_gpt_model_adam_step_into (self->model, grads, lr, self->n_threads, state);
+}
+
+/**
  * dc_gpt_trainer_step:
  * @loss: (out) (optional): the batch's mean loss before the update
  *

@@ -73,6 +73,10 @@ gboolean       dc_gpt_trainer_compute_gradients (DcGptTrainer           *self,
                                                  GError                **error);
 void           dc_gpt_trainer_apply_gradients   (DcGptTrainer           *self,
                                                  const float            *grads);
+gboolean       dc_gpt_trainer_can_apply_into    (DcGptTrainer           *self);
+float         *dc_gpt_trainer_apply_gradients_into (DcGptTrainer        *self,
+                                                 const float            *grads,
+                                                 float                  *state);
 gboolean       dc_gpt_trainer_use_resident_step (DcGptTrainer           *self,
                                                  GError                **error);
 DcGptVkStep   *dc_gpt_trainer_get_resident_step (DcGptTrainer           *self);

@@ -123,6 +123,7 @@ struct _DcTrainGroup
   DcTrainGroupStarter starter_rule;
   guint64            fault_step;   /* DC_TEST_FAULT=corrupt-weight@STEP, 0: none */
   guint64            fault_partial; /* DC_TEST_FAULT=partial-send@STEP, 0: none */
+  guint64            fault_no_repair; /* DC_TEST_FAULT=no-repair@STEP: asks none for STEP */
   guint64            fault_chunk;  /* DC_TEST_FAULT=corrupt-chunk@STEP, 0: none */
   guint64            fault_drop;   /* DC_TEST_FAULT=drop-gradient@STEP or drop-repair@STEP */
   gboolean           fault_drop_repair; /* drop-repair: the repairs of that step too */

@@ -64,6 +64,8 @@ _dc_train_group_maybe_repair (DcTrainGroup *self)
   gint64 now = g_get_monotonic_time ();
   guint tries = 0;
 
+  if (self->fault_no_repair != 0 && step == self->fault_no_repair)
+    return;
   if ((source = repair_source (self, step)) == NULL
       || (peer = _dc_train_group_find_peer (self, source)) == NULL)
     return;
@@ -145,7 +147,8 @@ _dc_train_group_maybe_repair_contributions (DcTrainGroup *self)
   guint64 step = model->step + 1;
   gint64 now = g_get_monotonic_time ();
 
-  if (!self->own_sent || self->own_reduced || self->roster->len < 2)
+  if (!self->own_sent || self->own_reduced || self->roster->len < 2
+      || (self->fault_no_repair != 0 && step == self->fault_no_repair))
     return;
   for (guint i = 0; i < self->roster->len; i++)
     {

@@ -57,8 +57,19 @@ prepare_worker (GTask        *task,
 }
 
 /* The model before the step (weights, both moments, step, β powers) for
- * _dc_train_group_rollback (), copied while the gradient is computed (which only reads the
- * model) rather than between the step's gradients and its Adam step. */
+ * _dc_train_group_rollback () and the audits is kept in self->snapshot.
+ * On the host the Adam step writes the new state to that buffer and the
+ * model's old one becomes the snapshot (apply_worker ()): nothing is
+ * copied. Where a GPU keeps the state (a resident step), it is copied from
+ * the host model, and this says so. */
+static gboolean
+snapshot_by_copy (DcTrainGroup *self)
+{
+  return !dc_gpt_trainer_can_apply_into (dc_train_session_get_trainer (self->session));
+}
+
+/* The snapshot by copy, while the gradient is computed (which only reads
+ * the model) rather than between the step's gradients and its Adam step. */
 static gpointer
 snapshot_thread (gpointer data)
 {
@@ -414,7 +425,7 @@ compute_worker (GTask        *task,
   /* Ahead of its step, the snapshot still holds the state before the step
    * just taken, which a rollback of it needs: start_step () takes the new
    * one when it adopts this gradient. */
-  if (!compute->ahead)
+  if (!compute->ahead && snapshot_by_copy (self))
     {
       snapshot = g_thread_try_new ("dc-snapshot", snapshot_thread, self, NULL);
       if (snapshot == NULL)
@@ -523,8 +534,8 @@ apply_worker (GTask        *task,
   const float *sum;
 
   apply->began = g_get_monotonic_time ();
-  /* (The snapshot for _dc_train_group_rollback () was taken while the gradient was computed,
-   * or, for one computed ahead, is being taken: snapshot_later ().) */
+  /* (A snapshot by copy was taken while the gradient was computed, or, for
+   * one computed ahead, is being taken: snapshot_later ().) */
   wait_worker (self);
   if (apply->n == 1)
     {
@@ -554,7 +565,25 @@ apply_worker (GTask        *task,
         }
       sum = self->sum_grads;
     }
-  dc_gpt_trainer_apply_gradients (trainer, sum);
+  if (dc_gpt_trainer_can_apply_into (trainer))
+    {
+      float *before;
+
+      /* The snapshot without a copy: the new state goes to the snapshot
+       * buffer (free: start_step () moved the last one back, or a step
+       * taken again holds the model's state there), and the model's
+       * buffer, the state before the step, becomes the snapshot. An
+       * audit's launch may still copy from that buffer (two steps ago). */
+      _dc_train_group_audit_copy_wait (self, self->snapshot);
+      self->snap_step = model->step;
+      self->snap_beta1 = model->beta1_pow;
+      self->snap_beta2 = model->beta2_pow;
+      before = dc_gpt_trainer_apply_gradients_into (trainer, sum, self->snapshot);
+      self->snapshot = before;
+      self->snap_taken = TRUE;
+    }
+  else
+    dc_gpt_trainer_apply_gradients (trainer, sum);
   apply->stepped = g_get_monotonic_time ();
   if (apply->n > 1)
     {
@@ -1479,11 +1508,12 @@ _dc_train_group_start_step (DcTrainGroup *self)
     {
       self->ahead_active = FALSE;
       self->ahead_used++;
-      /* The state before this step, for a rollback of it (the worker did
-       * not take it: the buffer still held the step before's). The model
-       * is the one the gradient reads; both only read it. Copied (10 MB
-       * at width 128) once the gradient is on its way, not before: nothing
-       * changes the model before the exchange below goes on. */
+      /* The state before this step, for a rollback of it, where it is
+       * copied (snapshot_by_copy (); the worker did not take it: the
+       * buffer still held the step before's). The model is the one the
+       * gradient reads; both only read it. Copied (10 MB at width 128)
+       * once the gradient is on its way, not before: nothing changes the
+       * model before the exchange below goes on. */
       if (self->ahead_ready)
         {
           self->ahead_ready = FALSE;
@@ -1492,7 +1522,8 @@ _dc_train_group_start_step (DcTrainGroup *self)
           self->t_compute_paused = self->ahead_t_paused;
           self->t_tail_values = self->ahead_t_tail_values;
           send_own_gradient (self);
-          snapshot_later (self);
+          if (snapshot_by_copy (self))
+            snapshot_later (self);
           self->state = STATE_EXCHANGING;
           _dc_train_group_arm (self, DC_TRAIN_GROUP_WAIT_S);
           _dc_train_group_advance (self);
@@ -1500,7 +1531,8 @@ _dc_train_group_start_step (DcTrainGroup *self)
       else
         {
           send_early (self);
-          snapshot_later (self);
+          if (snapshot_by_copy (self))
+            snapshot_later (self);
         }
       return;
     }

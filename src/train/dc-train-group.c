@@ -978,6 +978,10 @@ dc_train_group_new (DcContext               *context,
     self->fault_step = g_ascii_strtoull (fault + strlen ("corrupt-weight@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "partial-send@"))
     self->fault_partial = g_ascii_strtoull (fault + strlen ("partial-send@"), NULL, 10);
+  /* no-repair: what this device lacks of that step is never asked for, so
+   * a device that left is only dropped (a retake where the others had it). */
+  if (fault != NULL && g_str_has_prefix (fault, "no-repair@"))
+    self->fault_no_repair = g_ascii_strtoull (fault + strlen ("no-repair@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "corrupt-chunk@"))
     self->fault_chunk = g_ascii_strtoull (fault + strlen ("corrupt-chunk@"), NULL, 10);
   if (fault != NULL && g_str_has_prefix (fault, "drop-gradient@"))
