@@ -246,6 +246,7 @@ GBytes  *dc_train_shard_decode          (GBytes                 *object,
                                          GError                **error);
 const guint8 *dc_train_shard_listed_hashes (const guint8        *data,
                                             gsize                size);
+gboolean _dc_train_wire_set_simd        (gboolean                use);
 gboolean dc_train_wire_round            (DcTrainWire             wire,
                                          float                  *values,
                                          gsize                   n);
