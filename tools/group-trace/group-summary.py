@@ -53,7 +53,10 @@ def summarize(path):
             at_once / solo if solo and at_once else None,
             path_.get('slowest_wait_ms') / step if step and 'slowest_wait_ms' in path_ else None,
             path_.get('exchange_ms') / step if step and 'exchange_ms' in path_ else None))
-        print(f"{label} | {d['devices']} dev x {d.get('threads')} threads {d.get('network')} step {fmt(d.get('step_ms'))} ms"
+        # `seed` since s28: without it the group trained a run of its own
+        # (another cost than the lone reference's, docs/BENCHMARKS.md s28).
+        print(f"{label} | {d['devices']} dev x {d.get('threads')} threads {d.get('network')}"
+              f" seed {d.get('seed', 'own')} step {fmt(d.get('step_ms'))} ms"
               f" {fmt(d.get('tokens_per_s'), ',.0f')} tok/s"
               f" | x N {fmt(d.get('scaling'), '.3f')}"
               f"{before_only(d)}"
