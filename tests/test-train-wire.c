@@ -791,8 +791,9 @@ test_int8_oracle (void)
 }
 
 /* The vector path of the int8 blocks (AVX2, where the machine has it)
- * against the scalar rule (_dc_train_wire_set_simd (FALSE)), rounding and
- * packing, on 4,000 runs of 3 to 12 blocks and a short one: random values of
+ * against the scalar rule (_dc_train_wire_set_simd (FALSE)), rounding,
+ * packing and unpacking (as packed, and with a q of −128 or an exponent out
+ * of range in a random block), on 4,000 runs of 3 to 12 blocks and a short one: random values of
  * every scale (subnormals, −0, exact ties, the exponent's edges) and,
  * in one block of one run in four, a NaN, an infinity or a value beyond
  * 127 × 2^121, which both refuse alike. The same bits and the same answer
@@ -866,6 +867,36 @@ test_int8_simd (void)
           g_error ("run %u, value %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT ": %a, want %a", run, i,
                    n, vector[i], scalar[i]);
       g_assert_cmpmem (packed_vector, size, packed_scalar, size);
+
+      /* Unpacked again, as sent and with one byte broken (a q of −128,
+       * an exponent out of range): the same answer, the same values. */
+      for (guint broken = 0; broken < 3; broken++)
+        {
+          gsize block = g_rand_int_range (rand, 0, (gint32) (n / DC_TRAIN_INT8_BLOCK_VALUES));
+          gsize at = DC_TRAIN_INT8_PAD + block * DC_TRAIN_INT8_BLOCK_SIZE;
+          guint8 keep = 0;
+          gboolean got_scalar, got_vector;
+
+          if (broken == 1)
+            at += 1 + g_rand_int_range (rand, 0, DC_TRAIN_INT8_BLOCK_VALUES);
+          if (broken > 0)
+            {
+              keep = packed_scalar[at];
+              packed_scalar[at] = broken == 1 ? 0x80 : (guint8) (g_rand_boolean (rand) ? 122 : -127);
+            }
+          memset (scalar, 0, n * sizeof (float));
+          memset (vector, 0, n * sizeof (float));
+          _dc_train_wire_set_simd (FALSE);
+          got_scalar = dc_train_wire_unpack (DC_TRAIN_WIRE_INT8, packed_scalar, size, 0, scalar, n);
+          _dc_train_wire_set_simd (TRUE);
+          got_vector = dc_train_wire_unpack (DC_TRAIN_WIRE_INT8, packed_scalar, size, 0, vector, n);
+          g_assert_cmpint (got_vector, ==, got_scalar);
+          g_assert_cmpint (got_scalar, ==, broken == 0);
+          if (got_scalar)
+            g_assert_cmpmem (vector, n * sizeof (float), scalar, n * sizeof (float));
+          if (broken > 0)
+            packed_scalar[at] = keep;
+        }
     }
   /* Both answers were compared: a refused value in one run of four. */
   g_test_message ("%u of 4000 runs refused", n_refused);

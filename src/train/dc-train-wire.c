@@ -1106,6 +1106,40 @@ int8_pack_block_avx2 (const float *values,
   for (int i = 0; i < 7; i++)
     out[33 + i] = (guint8) (gint8) tail[i];
 }
+
+/* One whole block's 39 q (after its exponent byte, checked by the
+ * caller) unpacked: FALSE for a q of −128, else each q × 2^e
+ * (int8_value (): int to float and one product, both exact). */
+WIRE_AVX2 static gboolean
+int8_unpack_block_avx2 (const guint8 *q,
+                        int           e,
+                        float        *out)
+{
+  __m256i head = _mm256_loadu_si256 ((const __m256i *) q);
+  guint64 rest = 0;
+  __m128i tail;
+  __m256 step = _mm256_set1_ps (pow2f (e)), last;
+  __m128 hi;
+
+  memcpy (&rest, q + 32, 7);
+  tail = _mm_cvtsi64_si128 ((long long) rest);
+  if (_mm256_movemask_epi8 (_mm256_cmpeq_epi8 (head, _mm256_set1_epi8 ((char) 0x80))) != 0
+      || _mm_movemask_epi8 (_mm_cmpeq_epi8 (tail, _mm_set1_epi8 ((char) 0x80))) != 0)
+    return FALSE;
+  for (int k = 0; k < 4; k++)
+    {
+      __m128i eight = _mm_loadl_epi64 ((const __m128i *) (q + 8 * k));
+
+      _mm256_storeu_ps (out + 8 * k,
+                        _mm256_mul_ps (_mm256_cvtepi32_ps (_mm256_cvtepi8_epi32 (eight)), step));
+    }
+  last = _mm256_mul_ps (_mm256_cvtepi32_ps (_mm256_cvtepi8_epi32 (tail)), step);
+  _mm_storeu_ps (out + 32, _mm256_castps256_ps128 (last));
+  hi = _mm256_extractf128_ps (last, 1);
+  _mm_storel_pi ((__m64 *) (out + 36), hi);
+  _mm_store_ss (out + 38, _mm_movehl_ps (hi, hi));
+  return TRUE;
+}
 #endif
 
 /**
@@ -1476,6 +1510,16 @@ dc_train_wire_unpack (DcTrainWire   wire,
       e = (gint8) data[0];
       if (e < DC_TRAIN_INT8_EXP_MIN || e > DC_TRAIN_INT8_EXP_MAX)
         return FALSE;
+#ifdef WIRE_HAVE_AVX2
+      if (m == DC_TRAIN_INT8_BLOCK_VALUES && use_simd ())
+        {
+          if (!int8_unpack_block_avx2 (data + 1, e, out + b))
+            return FALSE;
+          data += DC_TRAIN_INT8_BLOCK_SIZE;
+          size -= DC_TRAIN_INT8_BLOCK_SIZE;
+          continue;
+        }
+#endif
       for (gsize i = 0; i < m; i++)
         {
           int q = (gint8) data[1 + i];
