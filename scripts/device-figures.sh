@@ -25,7 +25,10 @@
 #   the same figure under each; renice:N: the group's transport threads at nice N;
 #   GROUPAB_DEVICES, default 1,4, and GROUPAB_THREADS, default 4: the group sizes and a
 #   device's threads; one device alone before and after the groups, --solo-after); grouptrace, only when named (about 40 s a round: the
-#   loopback step's exchange traced, TRACE_ROUNDS, TRACE_STEPS, TRACE_ENV). Each issue's goal figure is one item. warmup: the GPU's
+#   loopback step's exchange traced, TRACE_ROUNDS, TRACE_STEPS, TRACE_ENV); seeds, only when
+#   named (about 40 s a round at the issue's size: one device's rate on each seed's run, four
+#   lone processes of 4 threads at once on cores of their own, the seeds turned round the core
+#   groups each round; SEEDS, default 1,2,3,4, SEED_STEPS 201, SEED_ROUNDS 2; s28). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
 #   (pack strips and packs the test binary into build-devpack).
@@ -161,6 +164,14 @@ run)
         done 2>&1 | tee /tmp/dc-groupab.txt
         # One line a run: the scalings, the critical path, the CPU a step.
         python3 tools/group-trace/group-summary.py /tmp/dc-groupab.txt ;;
+      seeds)
+        # How much a run's own weights and batches move one device's rate at
+        # the issue's size (s28: up to 6-8 % between seeds on the VM, from
+        # subnormal attention probabilities): a group trains other batches on
+        # every rank, and before 24b6b5f another run than its lone reference.
+        pkill -f daisychain-cli 2>/dev/null; sleep 1
+        python3 tools/group-trace/seed-rates.py "$cli" "${SEEDS:-1,2,3,4}" 4 \
+          "${SEED_STEPS:-201}" "${SEED_ROUNDS:-2}" --width 128 --seq 128 --batch 32 ;;
       grouptrace)
         # Issue 11's loopback step taken apart: four devices as in groupab, the
         # exchange traced (DC_TRAIN_GROUP_TRACE) and read by group-trace.py: each
