@@ -905,6 +905,73 @@ test_int8_simd (void)
   g_rand_free (rand);
 }
 
+/* The bf16 wire's vector path (AVX2) against its scalar rule: rounding,
+ * packing and unpacking 2,000 runs of 1 to 300 values (the vector loops'
+ * remainders included) of random bit patterns, with NaN, infinities,
+ * subnormals, −0 and values that round up into an infinity or a new
+ * binade among them: the same bits and the same answer, nothing written
+ * past the values. */
+static void
+test_bf16_simd (void)
+{
+  GRand *rand = g_rand_new_with_seed (29);
+  const guint32 specials[] = { 0x7f800000u, 0xff800000u, 0x7fc00001u, 0x7f7fffffu, 0x7f7f8000u,
+                               0x00000001u, 0x80000000u, 0x3f7fffffu, 0x3f808000u, 0x3f818000u,
+                               0x0000ffffu, 0x7fff0000u };
+  guint n_bad = 0;
+
+  if (!_dc_train_wire_set_simd (TRUE))
+    {
+      g_test_skip ("no vector path for the bf16 values on this machine");
+      g_rand_free (rand);
+      return;
+    }
+  for (guint run = 0; run < 2000; run++)
+    {
+      gsize n = g_rand_int_range (rand, 1, 301);
+      g_autofree guint32 *x = g_new (guint32, n + 1);
+      g_autofree float *scalar = g_new (float, n + 1);
+      g_autofree float *vector = g_new (float, n + 1);
+      g_autofree guint8 *packed_scalar = g_malloc (2 * n + 2);
+      g_autofree guint8 *packed_vector = g_malloc (2 * n + 2);
+      gboolean ok_scalar, ok_vector;
+
+      for (gsize i = 0; i < n; i++)
+        x[i] = g_rand_int_range (rand, 0, 50) == 0
+                 ? specials[g_rand_int_range (rand, 0, G_N_ELEMENTS (specials))]
+                 /* Mostly finite: an exponent field below all ones. */
+                 : (g_rand_int (rand) & 0x80ffffffu)
+                   | ((guint32) g_rand_int_range (rand, 0, 255) << 23);
+      x[n] = 0x42280000u;  /* 42.0f: a sentinel neither path may write */
+      memcpy (scalar, x, (n + 1) * 4);
+      memcpy (vector, x, (n + 1) * 4);
+      packed_scalar[2 * n] = packed_vector[2 * n] = 0xa5;
+
+      _dc_train_wire_set_simd (FALSE);
+      ok_scalar = dc_train_bf16_round (scalar, n);
+      dc_train_bf16_pack ((const float *) x, n, packed_scalar);
+      _dc_train_wire_set_simd (TRUE);
+      ok_vector = dc_train_bf16_round (vector, n);
+      dc_train_bf16_pack ((const float *) x, n, packed_vector);
+      g_assert_cmpint (ok_vector, ==, ok_scalar);
+      g_assert_cmpmem (vector, (n + 1) * 4, scalar, (n + 1) * 4);
+      g_assert_cmpmem (packed_vector, 2 * n + 1, packed_scalar, 2 * n + 1);
+      n_bad += !ok_scalar;
+
+      /* Unpacked both ways. */
+      _dc_train_wire_set_simd (FALSE);
+      ok_scalar = dc_train_bf16_unpack (packed_scalar, n, scalar);
+      _dc_train_wire_set_simd (TRUE);
+      ok_vector = dc_train_bf16_unpack (packed_scalar, n, vector);
+      g_assert_cmpint (ok_vector, ==, ok_scalar);
+      g_assert_cmpmem (vector, (n + 1) * 4, scalar, (n + 1) * 4);
+    }
+  g_test_message ("%u of 2000 runs refused", n_bad);
+  g_assert_cmpuint (n_bad, >, 200);
+  g_assert_cmpuint (n_bad, <, 1800);
+  g_rand_free (rand);
+}
+
 /* A contribution of 100 values (blocks of 39, 39 and 22) as an int8 run
  * sends it: 32 + 8 + 40 + 40 + 23 bytes, element type 2, and back to the
  * same float32 object exactly. Refused: a byte short, padding set, an
@@ -1127,6 +1194,7 @@ main (int   argc,
   g_test_add_func ("/dc/train/wire/int8-oracle", test_int8_oracle);
   g_test_add_func ("/dc/train/wire/int8-pooled", test_int8_pooled);
   g_test_add_func ("/dc/train/wire/int8-simd", test_int8_simd);
+  g_test_add_func ("/dc/train/wire/bf16-simd", test_bf16_simd);
   g_test_add_func ("/dc/train/wire/shard-int8", test_shard_int8);
   g_test_add_func ("/dc/train/wire/int8-chunks", test_int8_chunks);
   g_test_add_func ("/dc/train/wire/shard-tail", test_shard_tail);

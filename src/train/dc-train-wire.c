@@ -22,6 +22,48 @@
 #include "mesh/dc-mesh-train-protocol.h"
 #include "model/dc-gpt-config.h"
 
+/* The wire's values with AVX2 (several times the scalar rate: the rounding,
+ * packing and unpacking run over every gradient, on the step's path): the
+ * scalar rule's operations on each lane in the same order, so the same
+ * bits (test-train-wire /int8-simd and /bf16-simd compare them on every
+ * kind of value). Whether this machine has it is asked once; tests may
+ * turn it off. */
+static gint wire_simd = -1;  /* -1: not asked yet */
+
+static gboolean
+use_simd (void)
+{
+  if (g_atomic_int_get (&wire_simd) < 0)
+    {
+#ifdef WIRE_HAVE_AVX2
+      g_atomic_int_set (&wire_simd, __builtin_cpu_supports ("avx2") ? 1 : 0);
+#else
+      g_atomic_int_set (&wire_simd, 0);
+#endif
+    }
+  return g_atomic_int_get (&wire_simd) == 1;
+}
+
+/**
+ * _dc_train_wire_set_simd:
+ * @use: whether the int8 blocks may use the vector path
+ *
+ * Tests only: the scalar rule alone with %FALSE, to compare.
+ *
+ * Returns: whether the vector path is there on this machine
+ */
+gboolean
+_dc_train_wire_set_simd (gboolean use)
+{
+  gboolean available;
+
+  g_atomic_int_set (&wire_simd, -1);
+  available = use_simd ();
+  if (!use)
+    g_atomic_int_set (&wire_simd, 0);
+  return available;
+}
+
 static guint32
 get_u32 (const guint8 *p)
 {
@@ -741,6 +783,93 @@ bf16_round_bits (guint32 bits)
   return (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
 }
 
+#ifdef WIRE_HAVE_AVX2
+/* bf16_round_bits () on eight lanes. */
+WIRE_AVX2 static inline __m256i
+bf16_round_bits_avx2 (__m256i bits)
+{
+  __m256i odd = _mm256_and_si256 (_mm256_srli_epi32 (bits, 16), _mm256_set1_epi32 (1));
+
+  return _mm256_and_si256 (_mm256_add_epi32 (_mm256_add_epi32 (bits, _mm256_set1_epi32 (0x7fff)),
+                                             odd),
+                           _mm256_set1_epi32 ((int) 0xffff0000u));
+}
+
+/* dc_train_bf16_round () of the first n − n % 8 values; the bad bits in @bad. */
+WIRE_AVX2 static gsize
+bf16_round_avx2 (float   *values,
+                 gsize    n,
+                 guint32 *bad)
+{
+  const __m256i exp_mask = _mm256_set1_epi32 ((int) F32_EXP_MASK);
+  __m256i any = _mm256_setzero_si256 ();
+  gsize i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    {
+      __m256i bits = _mm256_loadu_si256 ((const __m256i *) (values + i));
+      __m256i special = _mm256_cmpeq_epi32 (_mm256_and_si256 (bits, exp_mask), exp_mask);
+      __m256i rounded = _mm256_blendv_epi8 (bf16_round_bits_avx2 (bits), bits, special);
+
+      any = _mm256_or_si256 (any, _mm256_cmpeq_epi32 (_mm256_and_si256 (rounded, exp_mask),
+                                                      exp_mask));
+      _mm256_storeu_si256 ((__m256i *) (values + i), rounded);
+    }
+  *bad |= !_mm256_testz_si256 (any, any);
+  return i;
+}
+
+/* dc_train_bf16_pack () of the first n − n % 16 values. */
+WIRE_AVX2 static gsize
+bf16_pack_avx2 (const float *values,
+                gsize        n,
+                guint8      *out)
+{
+  gsize i = 0;
+
+  for (; i + 16 <= n; i += 16)
+    {
+      __m256i a = _mm256_srli_epi32 (bf16_round_bits_avx2 (
+                    _mm256_loadu_si256 ((const __m256i *) (values + i))), 16);
+      __m256i b = _mm256_srli_epi32 (bf16_round_bits_avx2 (
+                    _mm256_loadu_si256 ((const __m256i *) (values + i + 8))), 16);
+      /* Each 128-bit half packs a's four then b's four: back in order. */
+      __m256i halves = _mm256_permute4x64_epi64 (_mm256_packus_epi32 (a, b), 0xd8);
+
+      _mm256_storeu_si256 ((__m256i *) (out + 2 * i), halves);
+    }
+  return i;
+}
+
+/* dc_train_bf16_unpack () of the first n − n % 16 values; FALSE when one
+ * of them is NaN or an infinity (all are widened). */
+WIRE_AVX2 static gsize
+bf16_unpack_avx2 (const guint8 *data,
+                  gsize         n,
+                  float        *out,
+                  gboolean     *bad)
+{
+  const __m256i exp_mask = _mm256_set1_epi16 (0x7f80);
+  __m256i any = _mm256_setzero_si256 ();
+  gsize i = 0;
+
+  for (; i + 16 <= n; i += 16)
+    {
+      __m256i h = _mm256_loadu_si256 ((const __m256i *) (data + 2 * i));
+
+      any = _mm256_or_si256 (any, _mm256_cmpeq_epi16 (_mm256_and_si256 (h, exp_mask), exp_mask));
+      _mm256_storeu_si256 ((__m256i *) (out + i),
+                           _mm256_slli_epi32 (_mm256_cvtepu16_epi32 (_mm256_castsi256_si128 (h)),
+                                              16));
+      _mm256_storeu_si256 ((__m256i *) (out + i + 8),
+                           _mm256_slli_epi32 (_mm256_cvtepu16_epi32 (
+                                                _mm256_extracti128_si256 (h, 1)), 16));
+    }
+  *bad |= !_mm256_testz_si256 (any, any);
+  return i;
+}
+#endif
+
 /**
  * dc_train_bf16_round:
  * @values: (array length=n): rounded in place
@@ -758,8 +887,13 @@ dc_train_bf16_round (float *values,
                      gsize  n)
 {
   guint32 bad = 0;
+  gsize i = 0;
 
-  for (gsize i = 0; i < n; i++)
+#ifdef WIRE_HAVE_AVX2
+  if (use_simd ())
+    i = bf16_round_avx2 (values, n, &bad);
+#endif
+  for (; i < n; i++)
     {
       guint32 bits, rounded;
 
@@ -818,7 +952,13 @@ dc_train_bf16_pack (const float *values,
                     gsize        n,
                     guint8      *out)
 {
-  for (gsize i = 0; i < n; i++)
+  gsize i = 0;
+
+#ifdef WIRE_HAVE_AVX2
+  if (use_simd ())
+    i = bf16_pack_avx2 (values, n, out);
+#endif
+  for (; i < n; i++)
     {
       guint32 bits;
       guint16 half;
@@ -843,8 +983,13 @@ dc_train_bf16_unpack (const guint8 *data,
                       float        *out)
 {
   gboolean bad = FALSE;
+  gsize i = 0;
 
-  for (gsize i = 0; i < n; i++)
+#ifdef WIRE_HAVE_AVX2
+  if (use_simd ())
+    i = bf16_unpack_avx2 (data, n, out, &bad);
+#endif
+  for (; i < n; i++)
     {
       guint16 half;
       guint32 bits;
@@ -950,47 +1095,6 @@ int8_value (int q,
             int e)
 {
   return (float) q * pow2f (e);
-}
-
-/* A whole block with AVX2 (about five times the scalar rate: the rounding
- * and packing run over every gradient, on the step's path): the scalar
- * rule's operations on each lane in the same order, so the same bits
- * (test-train-wire /int8-simd compares them on every kind of value).
- * Whether this machine has it is asked once; tests may turn it off. */
-static gint wire_simd = -1;  /* -1: not asked yet */
-
-static gboolean
-use_simd (void)
-{
-  if (g_atomic_int_get (&wire_simd) < 0)
-    {
-#ifdef WIRE_HAVE_AVX2
-      g_atomic_int_set (&wire_simd, __builtin_cpu_supports ("avx2") ? 1 : 0);
-#else
-      g_atomic_int_set (&wire_simd, 0);
-#endif
-    }
-  return g_atomic_int_get (&wire_simd) == 1;
-}
-
-/**
- * _dc_train_wire_set_simd:
- * @use: whether the int8 blocks may use the vector path
- *
- * Tests only: the scalar rule alone with %FALSE, to compare.
- *
- * Returns: whether the vector path is there on this machine
- */
-gboolean
-_dc_train_wire_set_simd (gboolean use)
-{
-  gboolean available;
-
-  g_atomic_int_set (&wire_simd, -1);
-  available = use_simd ();
-  if (!use)
-    g_atomic_int_set (&wire_simd, 0);
-  return available;
 }
 
 #ifdef WIRE_HAVE_AVX2
