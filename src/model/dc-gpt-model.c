@@ -373,12 +373,6 @@ dc_gpt_model_adam_step (DcGptModel  *self,
   dc_gpt_model_adam_step_threads (self, grads, lr, 1);
 }
 
-/**
- * dc_gpt_model_adam_step_threads:
- * @n_threads: threads of the engine's pool to use; results do not depend on it
- *
- * dc_gpt_model_adam_step () with the elements spread over the engine's pool.
- */
 /* The step from the model's arrays into @out_params, @out_m and @out_v:
  * the model's own (in place) or another buffer's. */
 static void
@@ -402,6 +396,12 @@ adam_step (DcGptModel  *self,
   dc_parallel_for (MAX (n_threads, 1), self->n_params, ADAM_CHUNK, adam_chunk, &job);
 }
 
+/**
+ * dc_gpt_model_adam_step_threads:
+ * @n_threads: threads of the engine's pool to use; results do not depend on it
+ *
+ * dc_gpt_model_adam_step () with the elements spread over the engine's pool.
+ */
 void
 dc_gpt_model_adam_step_threads (DcGptModel  *self,
                                 const float *grads,
