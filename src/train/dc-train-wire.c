@@ -46,7 +46,7 @@ use_simd (void)
 
 /**
  * _dc_train_wire_set_simd:
- * @use: whether the int8 blocks may use the vector path
+ * @use: whether the int8 blocks and bf16 values may use the vector path
  *
  * Tests only: the scalar rule alone with %FALSE, to compare.
  *
@@ -1107,27 +1107,26 @@ G_STATIC_ASSERT (DC_TRAIN_INT8_BLOCK_VALUES == 39);
  * subtraction are round_even ()'s, lane by lane; y is then a whole number,
  * which any conversion keeps. @next_readable: the value after the block
  * is this caller's to read (a plain load, not a masked one, which AMD's
- * cores run slowly); its lane is left out, and returned in @v4. */
+ * cores run slowly); its lane is left out. */
 WIRE_AVX2 static gboolean
 int8_block_avx2 (const float *values,
                  gboolean     next_readable,
                  int         *exponent,
-                 __m256i      q[5],
-                 __m256      *v4)
+                 __m256i      q[5])
 {
   const __m256i last = _mm256_setr_epi32 (-1, -1, -1, -1, -1, -1, -1, 0);
   const __m256i exp_mask = _mm256_set1_epi32 ((int) F32_EXP_MASK);
   const __m256 abs_mask = _mm256_castsi256_ps (_mm256_set1_epi32 (0x7fffffff));
   const __m256 magic = _mm256_set1_ps (12582912.0f);
-  __m256 v[5], amax = _mm256_setzero_ps (), scale;
+  __m256 v[5], amax = _mm256_setzero_ps (), scale, v4;
   __m256i bad = _mm256_setzero_si256 ();
   __m128 m;
   int e;
 
   for (int k = 0; k < 4; k++)
     v[k] = _mm256_loadu_ps (values + 8 * k);
-  *v4 = next_readable ? _mm256_loadu_ps (values + 32) : _mm256_maskload_ps (values + 32, last);
-  v[4] = _mm256_blend_ps (*v4, _mm256_setzero_ps (), 0x80);
+  v4 = next_readable ? _mm256_loadu_ps (values + 32) : _mm256_maskload_ps (values + 32, last);
+  v[4] = _mm256_blend_ps (v4, _mm256_setzero_ps (), 0x80);
   for (int k = 0; k < 5; k++)
     {
       __m256i bits = _mm256_castps_si256 (v[k]);
@@ -1156,6 +1155,20 @@ int8_block_avx2 (const float *values,
   return TRUE;
 }
 
+/* A block's last seven values, lanes 0–6 of @tail, as 4 + 2 + 1: not the
+ * next block's first value, which a load of it would then have to take
+ * from a store that only partly covers it, nor past the end. */
+WIRE_AVX2 static inline void
+store_block_tail (float  *out,
+                  __m256  tail)
+{
+  __m128 hi = _mm256_extractf128_ps (tail, 1);
+
+  _mm_storeu_ps (out, _mm256_castps256_ps128 (tail));
+  _mm_storel_pi ((__m64 *) (out + 4), hi);
+  _mm_store_ss (out + 6, _mm_movehl_ps (hi, hi));
+}
+
 /* The block rounded in place: q × 2^e (int8_value ()), its 39 values
  * only. */
 WIRE_AVX2 static gboolean
@@ -1163,22 +1176,15 @@ int8_round_block_avx2 (float    *values,
                        gboolean  next_readable)
 {
   __m256i q[5];
-  __m256 step, v4, tail;
-  __m128 hi;
+  __m256 step;
   int e;
 
-  if (!int8_block_avx2 (values, next_readable, &e, q, &v4))
+  if (!int8_block_avx2 (values, next_readable, &e, q))
     return FALSE;
   step = _mm256_set1_ps (pow2f (e));
   for (int k = 0; k < 4; k++)
     _mm256_storeu_ps (values + 8 * k, _mm256_mul_ps (_mm256_cvtepi32_ps (q[k]), step));
-  tail = _mm256_mul_ps (_mm256_cvtepi32_ps (q[4]), step);
-  /* 4 + 2 + 1 values: not the next block's first value, which its load
-   * would then have to take from a store that only partly covers it. */
-  _mm_storeu_ps (values + 32, _mm256_castps256_ps128 (tail));
-  hi = _mm256_extractf128_ps (tail, 1);
-  _mm_storel_pi ((__m64 *) (values + 36), hi);
-  _mm_store_ss (values + 38, _mm_movehl_ps (hi, hi));
+  store_block_tail (values + 32, _mm256_mul_ps (_mm256_cvtepi32_ps (q[4]), step));
   return TRUE;
 }
 
@@ -1189,11 +1195,10 @@ int8_pack_block_avx2 (const float *values,
                       guint8      *out)
 {
   __m256i q[5], words, bytes;
-  __m256 v4;
   gint32 tail[8];
   int e = DC_TRAIN_INT8_EXP_MIN;
 
-  if (!int8_block_avx2 (values, next_readable, &e, q, &v4))
+  if (!int8_block_avx2 (values, next_readable, &e, q))
     {
       memset (out, 0, DC_TRAIN_INT8_BLOCK_SIZE);
       out[0] = (guint8) (gint8) e;
@@ -1222,8 +1227,7 @@ int8_unpack_block_avx2 (const guint8 *q,
   __m256i head = _mm256_loadu_si256 ((const __m256i *) q);
   guint64 rest = 0;
   __m128i tail;
-  __m256 step = _mm256_set1_ps (pow2f (e)), last;
-  __m128 hi;
+  __m256 step = _mm256_set1_ps (pow2f (e));
 
   memcpy (&rest, q + 32, 7);
   tail = _mm_cvtsi64_si128 ((long long) rest);
@@ -1237,11 +1241,8 @@ int8_unpack_block_avx2 (const guint8 *q,
       _mm256_storeu_ps (out + 8 * k,
                         _mm256_mul_ps (_mm256_cvtepi32_ps (_mm256_cvtepi8_epi32 (eight)), step));
     }
-  last = _mm256_mul_ps (_mm256_cvtepi32_ps (_mm256_cvtepi8_epi32 (tail)), step);
-  _mm_storeu_ps (out + 32, _mm256_castps256_ps128 (last));
-  hi = _mm256_extractf128_ps (last, 1);
-  _mm_storel_pi ((__m64 *) (out + 36), hi);
-  _mm_store_ss (out + 38, _mm_movehl_ps (hi, hi));
+  store_block_tail (out + 32, _mm256_mul_ps (_mm256_cvtepi32_ps (_mm256_cvtepi8_epi32 (tail)),
+                                            step));
   return TRUE;
 }
 #endif
