@@ -1873,7 +1873,8 @@ test_silu_vector (void)
  * pattern x at shifts c around the row maxima softmax passes (0, ±1.5,
  * 100, −50, the largest float, ±inf, NaN), so that the underflow at
  * −103.97, the two-step scaling below 2^-126, NaN and infinite differences
- * and lanes above c (the scalar fallback) all occur, with a scalar tail.
+ * and lanes above c (the scalar fallback) all occur, with a scalar tail;
+ * then every difference between −87 and −104.5 (the results below 2^-126).
  * Then dc_math_softmax and dc_math_log_softmax (which use the vector path)
  * against their definitions on the scalar path, for rows of 1 to 300. */
 static void
@@ -1916,6 +1917,32 @@ test_exp_shifted_vector (void)
         }
       n = 0;
     }
+  /* Every difference whose exponential lands below 2^-126 (the integer
+   * rounding of scale2_low_avx2), at shift 0 and at one that gives the
+   * difference a low part. */
+  for (float c = 0.0f; c < 2.0f; c += 1.5f)
+    {
+      guint32 lo = bits_of (-87.0f), hi = bits_of (-104.5f);
+
+      for (guint32 u = lo; u <= hi; u += (guint32) n)
+        {
+          n = MIN (block, hi - u + 1);
+          for (gsize i = 0; i < n; i++)
+            {
+              guint32 v = u + (guint32) i;
+
+              memcpy (&x[i], &v, sizeof v);
+              x[i] += c;
+            }
+          g_assert_true (dc_math_exp_shifted_path (DC_MATH_SIMD_SCALAR, x, c, want, n));
+          g_assert_true (dc_math_exp_shifted_path (DC_MATH_SIMD_AVX2, x, c, y, n));
+          for (gsize i = 0; i < n; i++)
+            if (memcmp (&y[i], &want[i], sizeof *y) != 0)
+              g_error ("exp_shifted avx2 (%a, %a): %08x, scalar %08x", (double) x[i],
+                       (double) c, bits_of (y[i]), bits_of (want[i]));
+          checked += n;
+        }
+    }
   /* The softmaxes on the vector path equal their scalar definitions. */
   for (gsize len = 1; len <= 300; len += 1 + len / 8)
     for (int round = 0; round < 4; round++)
@@ -1939,6 +1966,177 @@ test_exp_shifted_vector (void)
         g_assert_cmpmem (y, len * sizeof *y, want, len * sizeof *y);
       }
   g_test_message ("%" G_GUINT64_FORMAT " exponentials agree", checked);
+}
+
+/* A product the way the CPU's multiply gives it (the oracle of the
+ * library's exact paths for tiny operands). */
+static float
+plain_product (float a,
+               float b)
+{
+  volatile float va = a, vb = b;
+
+  return va * vb;
+}
+
+/* The fixed tree of 64 leaf values (8 leaves of 8, left to right, then
+ * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))), from plain adds. */
+static float
+tree64 (const float *v)
+{
+  float l[8];
+
+  for (int j = 0; j < 8; j++)
+    {
+      l[j] = v[8 * j];
+      for (int i = 1; i < 8; i++)
+        l[j] = l[j] + v[8 * j + i];
+    }
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/* A float drawn to make products and quotients land below 2^-126: a
+ * subnormal, a small normal, a zero, or (rarely) a special value. */
+static float
+random_tiny (GRand *rand)
+{
+  guint32 u;
+
+  switch (g_rand_int_range (rand, 0, 10))
+    {
+    case 0:
+      u = g_rand_int_range (rand, 0, 3) == 0 ? 0 : 0x00000001u;
+      break;
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+      u = g_rand_int_range (rand, 1, 0x00800000);   /* subnormal */
+      break;
+    case 5:
+      u = g_rand_int_range (rand, 0x00800000, 0x01000000);   /* [2^-126, 2^-125) */
+      break;
+    default:
+      u = g_rand_int_range (rand, 0x00800000, 0x0e000000);   /* up to 2^-99 */
+      break;
+    }
+  if (g_rand_boolean (rand))
+    u |= 0x80000000u;
+  return float_of (u);
+}
+
+static float
+random_factor (GRand *rand)
+{
+  static const guint32 special[] = {
+    0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x00000001u,
+    0x007fffffu, 0x7f7fffffu, 0x3f800000u, 0x3f000000u,
+  };
+
+  if (g_rand_int_range (rand, 0, 20) == 0)
+    return float_of (special[g_rand_int_range (rand, 0, G_N_ELEMENTS (special))]);
+  /* ±2^-40 .. 2^40, any significand */
+  return float_of ((g_rand_boolean (rand) ? 0x80000000u : 0)
+                          | (guint32) g_rand_int_range (rand, (127 - 40) << 23, (127 + 40) << 23));
+}
+
+/* The dot's leaves and the softmax backward take tiny operands through
+ * double (mul_small and mul_small_avx2 in dc-math-vector.c); every product
+ * must be the multiply's own bits. dc_math_dot of one element is one leaf
+ * (the scalar path), of 64 the AVX2 tree where the CPU has it; the
+ * softmax backward's dx against y · (dy − d). Fails on any bit. */
+static void
+test_tiny_products (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (29);
+  float a[72], b[72], p[72], dx[72];
+  guint64 checked = 0;
+
+  /* Every 7th subnormal and every 61st pattern up to 2^-99, times a few
+   * factors, through the scalar leaf. */
+  for (guint32 u = 1; u < 0x0e000000u; u += u < 0x00800000u ? 7 : 61)
+    for (int f = 0; f < 3; f++)
+      {
+        float x = float_of (u | (f == 1 ? 0x80000000u : 0));
+        float y = f == 2 ? random_factor (rand) : (float) g_rand_double_range (rand, -300.0, 300.0);
+        float got = dc_math_dot (&x, &y, 1), want = plain_product (x, y);
+
+        if (bits_of (got) != bits_of (want))
+          g_error ("dot of one (%a · %a): %08x, the multiply %08x", (double) x, (double) y,
+                   bits_of (got), bits_of (want));
+        checked++;
+      }
+  /* Vectors of 64 (the AVX2 tree) and rows of 71 (vectors and a tail). */
+  for (int round = 0; round < 20000; round++)
+    {
+      float got, want, d;
+
+      for (int i = 0; i < 72; i++)
+        {
+          a[i] = g_rand_int_range (rand, 0, 4) == 0 ? (float) g_rand_double (rand) : random_tiny (rand);
+          b[i] = random_factor (rand);
+          p[i] = plain_product (a[i], b[i]);
+        }
+      got = dc_math_dot (a, b, 64);
+      want = tree64 (p);
+      if (bits_of (got) != bits_of (want))
+        g_error ("dot of 64, round %d: %08x, the tree of products %08x", round, bits_of (got),
+                 bits_of (want));
+      d = dc_math_dot (a, b, 71);
+      dc_math_softmax_backward (a, b, dx, 71);
+      for (int i = 0; i < 71; i++)
+        {
+          float w = plain_product (a[i], b[i] - d);
+
+          if (bits_of (dx[i]) != bits_of (w))
+            g_error ("softmax backward (%a, %a − %a): %08x, the multiply %08x", (double) a[i],
+                     (double) b[i], (double) d, bits_of (dx[i]), bits_of (w));
+        }
+      checked += 64 + 71;
+    }
+  g_test_message ("%" G_GUINT64_FORMAT " products agree", checked);
+}
+
+/* Softmax rows whose exponentials fall below 2^-126 (logits 80 to 104
+ * under the maximum) and whose sums run from 1 to a few hundred: the
+ * division by the sum (div_by_sum_avx2 in dc-math-vector.c for the tiny
+ * lanes) against a plain division of the scalar exponentials. */
+static void
+test_softmax_tiny (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (31);
+  g_autofree float *x = g_new (float, 300);
+  g_autofree float *y = g_new (float, 300);
+  g_autofree float *e = g_new (float, 300);
+  guint64 checked = 0;
+
+  for (int round = 0; round < 4000; round++)
+    {
+      gsize len = (gsize) g_rand_int_range (rand, 1, 300);
+      int n_top = g_rand_int_range (rand, 1, (int) len + 1);
+      float max, sum;
+
+      for (gsize i = 0; i < len; i++)
+        x[i] = (float) g_rand_double_range (rand, -104.5, -80.0);
+      /* Some logits near the top make sums of 1 up to len. */
+      for (int t = 0; t < n_top; t++)
+        x[g_rand_int_range (rand, 0, (int) len)] = (float) g_rand_double_range (rand, -0.5, 0.0);
+      max = dc_math_max (x, len);
+      g_assert_true (dc_math_exp_shifted_path (DC_MATH_SIMD_SCALAR, x, max, e, len));
+      sum = dc_math_sum (e, len);
+      dc_math_softmax (x, y, len);
+      for (gsize i = 0; i < len; i++)
+        {
+          volatile float q = e[i], s = sum;
+          float want = q / s;
+
+          if (bits_of (y[i]) != bits_of (want))
+            g_error ("softmax (%a / %a): %08x, the division %08x", (double) e[i], (double) sum,
+                     bits_of (y[i]), bits_of (want));
+        }
+      checked += len;
+    }
+  g_test_message ("%" G_GUINT64_FORMAT " probabilities agree", checked);
 }
 
 int
@@ -1980,6 +2178,8 @@ main (int argc, char **argv)
   g_test_add_func ("/dc/engine/math/rope", test_rope);
   g_test_add_func ("/dc/engine/math/silu-vector", test_silu_vector);
   g_test_add_func ("/dc/engine/math/exp-shifted-vector", test_exp_shifted_vector);
+  g_test_add_func ("/dc/engine/math/tiny-products", test_tiny_products);
+  g_test_add_func ("/dc/engine/math/softmax-tiny", test_softmax_tiny);
   g_test_add_func ("/dc/engine/math/vector-hash", test_vector_hash);
   g_test_add_func ("/dc/engine/math/probe-hash", test_probe_hash);
 

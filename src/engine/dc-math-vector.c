@@ -44,6 +44,35 @@ exp_shifted (float x,
   return scale2 (1.0f + p, k);
 }
 
+/* a · b, the IEEE product, without a subnormal operand or result in a float
+ * operation when a is tiny (0 < |a| < 2^-100) and b finite: many x86 cores
+ * take a slow path for those (an attention row's probabilities far below
+ * its maximum, and their products, live there once a run has trained a
+ * while). a and b are exact in double (a subnormal a read off its bits),
+ * so is their product (48 bits), and the product is rounded once: as a
+ * float where it is normal, else to the nearest step of 2^-149 (ties to
+ * even, by the double's own rounding of v · 2^149 + 1.5 · 2^52), which is
+ * the bit pattern of the result's magnitude. */
+static inline float
+mul_small (float a,
+           float b)
+{
+  guint32 ua = float_bits (a), ub = float_bits (b);
+  guint32 mag = ua & 0x7fffffffu;
+  double ad, v;
+  float r;
+
+  if (mag - 1u >= 0x0d7fffffu || (ub & 0x7fffffffu) >= 0x7f800000u)
+    return a * b;
+  ad = mag < 0x00800000u ? (double) mag * 0x1p-149 : (double) bits_float (mag);
+  v = ad * (double) bits_float (ub & 0x7fffffffu);
+  if (v < 0x1p-126)
+    r = bits_float ((guint32) ((v * 0x1p149 + 0x1.8p52) - 0x1.8p52));
+  else
+    r = (float) v;
+  return bits_float (float_bits (r) | ((ua ^ ub) & 0x80000000u));
+}
+
 /* Leaves of the fixed reduction tree. */
 typedef enum
 {
@@ -60,17 +89,70 @@ static float pairwise (LeafKind kind, const float *a, const float *b, float c, g
 
 #ifdef DC_MATH_X86
 
+/* mul_small () on 8 lanes: lanes with a tiny a (0 < |a| < 2^-100) and a
+ * finite b are multiplied in double and rounded as mul_small () does, the
+ * others as floats with those lanes' a replaced by 1; a vector without such
+ * a lane is one float multiply. */
+__attribute__ ((target ("avx2"))) static inline __m256
+mul_small_avx2 (__m256 a,
+                __m256 b)
+{
+  const __m256i abs_mask = _mm256_set1_epi32 (0x7fffffff);
+  __m256i ua = _mm256_castps_si256 (a), ub = _mm256_castps_si256 (b);
+  __m256i mag = _mm256_and_si256 (ua, abs_mask);
+  __m256i small = _mm256_andnot_si256 (
+    _mm256_cmpeq_epi32 (mag, _mm256_setzero_si256 ()),
+    _mm256_and_si256 (_mm256_cmpgt_epi32 (_mm256_set1_epi32 (0x0d800000), mag),
+                      _mm256_cmpgt_epi32 (_mm256_set1_epi32 (0x7f800000),
+                                          _mm256_and_si256 (ub, abs_mask))));
+  __m256i sub = _mm256_cmpgt_epi32 (_mm256_set1_epi32 (0x00800000), mag);
+  __m256 big, r;
+  __m128i q[2];
+
+  if (_mm256_movemask_ps (_mm256_castsi256_ps (small)) == 0)
+    return _mm256_mul_ps (a, b);
+  big = _mm256_mul_ps (_mm256_blendv_ps (a, _mm256_set1_ps (1.0f), _mm256_castsi256_ps (small)), b);
+  for (int h = 0; h < 2; h++)
+    {
+      __m128i m4 = h == 0 ? _mm256_castsi256_si128 (mag) : _mm256_extracti128_si256 (mag, 1);
+      __m128i s4 = h == 0 ? _mm256_castsi256_si128 (sub) : _mm256_extracti128_si256 (sub, 1);
+      __m128 b4 = _mm_castsi128_ps (h == 0 ? _mm256_castsi256_si128 (_mm256_and_si256 (ub, abs_mask))
+                                           : _mm256_extracti128_si256 (_mm256_and_si256 (ub, abs_mask), 1));
+      __m128i sm = h == 0 ? _mm256_castsi256_si128 (small) : _mm256_extracti128_si256 (small, 1);
+      /* |a| in double: a subnormal from its bits (an integer times 2^-149),
+       * a normal one converted (replaced by 1 where the lane is not small,
+       * so no conversion sees a subnormal); b likewise. */
+      __m256d ad = _mm256_blendv_pd (
+        _mm256_cvtps_pd (_mm_blendv_ps (_mm_set1_ps (1.0f), _mm_castsi128_ps (m4),
+                                        _mm_castsi128_ps (_mm_andnot_si128 (s4, sm)))),
+        _mm256_mul_pd (_mm256_cvtepi32_pd (m4), _mm256_set1_pd (0x1p-149)),
+        _mm256_castsi256_pd (_mm256_cvtepi32_epi64 (s4)));
+      __m256d bd = _mm256_cvtps_pd (_mm_blendv_ps (_mm_set1_ps (1.0f), b4, _mm_castsi128_ps (sm)));
+      __m256d v = _mm256_mul_pd (ad, bd);
+      __m256d tiny = _mm256_cmp_pd (v, _mm256_set1_pd (0x1p-126), _CMP_LT_OQ);
+      __m128i steps = _mm256_cvtpd_epi32 (_mm256_mul_pd (v, _mm256_set1_pd (0x1p149)));
+      __m128i normal = _mm_castps_si128 (_mm256_cvtpd_ps (_mm256_blendv_pd (v, _mm256_set1_pd (1.0), tiny)));
+
+      /* The double mask as 32-bit lanes: all ones (−1.0 converted) or 0. */
+      q[h] = _mm_blendv_epi8 (normal, steps, _mm256_cvtpd_epi32 (_mm256_and_pd (tiny, _mm256_set1_pd (-1.0))));
+    }
+  r = _mm256_castsi256_ps (_mm256_or_si256 (_mm256_set_m128i (q[1], q[0]),
+                                            _mm256_and_si256 (_mm256_xor_si256 (ua, ub),
+                                                              _mm256_set1_epi32 ((gint32) 0x80000000u))));
+  return _mm256_blendv_ps (big, r, _mm256_castsi256_ps (small));
+}
+
 /*
- * pairwise() of exactly 64 elements (8 leaves of 8) with AVX, the same
+ * pairwise() of exactly 64 elements (8 leaves of 8) with AVX2, the same
  * additions in the same order: the leaf values of the eight leaves are
  * formed (one IEEE multiply or subtract per element, as in the scalar
- * leaves; no FMA), transposed so that register i holds element i of every
+ * leaves, the dot's through mul_small_avx2 (); no FMA), transposed so that register i holds element i of every
  * leaf, and summed register by register, which is each leaf's left-to-right
  * sum in its own lane; then the three levels of the tree,
  * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), in scalar.
  */
-__attribute__ ((target ("avx"))) static float
-pairwise64_avx (LeafKind     kind,
+__attribute__ ((target ("avx2"))) static float
+pairwise64_avx2 (LeafKind     kind,
                 const float *a,
                 const float *b,
                 float        c)
@@ -86,7 +168,7 @@ pairwise64_avx (LeafKind     kind,
       switch (kind)
         {
         case LEAF_DOT:
-          r[i] = _mm256_mul_ps (x, _mm256_loadu_ps (b + 8 * i));
+          r[i] = mul_small_avx2 (x, _mm256_loadu_ps (b + 8 * i));
           break;
         case LEAF_SQDEV:
           {
@@ -132,7 +214,7 @@ pairwise64_avx (LeafKind     kind,
 #endif /* DC_MATH_X86 */
 
 /* The tree of a power-of-two n ≥ 8 is balanced: its two halves, each the
- * tree of n / 2. From 64 down it is pairwise64_avx's where the CPU has AVX
+ * tree of n / 2. From 64 down it is pairwise64_avx2's where the CPU has AVX2
  * (not for the exponential leaves, which stay scalar). */
 static float
 pairwise_pow2 (LeafKind     kind,
@@ -144,8 +226,8 @@ pairwise_pow2 (LeafKind     kind,
   if (n <= PAIRWISE_BLOCK)
     return pairwise (kind, a, b, c, n);
 #ifdef DC_MATH_X86
-  if (n == 64 && kind != LEAF_EXP_SHIFTED && __builtin_cpu_supports ("avx"))
-    return pairwise64_avx (kind, a, b, c);
+  if (n == 64 && kind != LEAF_EXP_SHIFTED && __builtin_cpu_supports ("avx2"))
+    return pairwise64_avx2 (kind, a, b, c);
 #endif
   return pairwise_pow2 (kind, a, b, c, n / 2)
          + pairwise_pow2 (kind, a + n / 2, b != NULL ? b + n / 2 : NULL, c, n / 2);
@@ -180,7 +262,7 @@ pairwise (LeafKind     kind,
           break;
         case LEAF_DOT:
           for (i = 0; i < n; i++)
-            v[i] = a[i] * b[i];
+            v[i] = mul_small (a[i], b[i]);
           break;
         case LEAF_SQDEV:
           for (i = 0; i < n; i++)
@@ -401,6 +483,46 @@ scale2_avx2 (__m256  y,
   return _mm256_blendv_ps (normal, tiny, low);
 }
 
+/* scale2 () for 0.5 ≤ y < 2 and k ≤ 0 without a subnormal or underflowing
+ * product: at 2^-126 and below the scalar code's multiply rounds y · 2^k
+ * onto the subnormal grid (steps of 2^-149), and a multiply that lands
+ * there, or underflows to 0, takes a slow path on many x86 cores (four
+ * times a normal lane's cost on the 2-vCPU VM; sharp attention rows have
+ * most of their exponentials down there once a run has trained a while).
+ * Here the lanes with k ≤ -126 round y's 24-bit significand M in integers:
+ * y · 2^k = M · 2^(e + k − 1) steps of the grid, e y's biased exponent, so
+ * the result is M shifted right by s = 1 − e − k, rounded to nearest even,
+ * and that integer is the float's bit pattern (from 2^23 on it reads as a
+ * normal number, the value the multiply rounds to). The same bits as
+ * scale2_avx2 (), which tests check. */
+__attribute__ ((target ("avx2"))) static inline __m256
+scale2_low_avx2 (__m256  y,
+                 __m256i k)
+{
+  const __m256i one = _mm256_set1_epi32 (1);
+  __m256i low = _mm256_cmpgt_epi32 (_mm256_set1_epi32 (-125), k);
+  __m256 normal = _mm256_mul_ps (y, pow2i_avx2 (_mm256_max_epi32 (k, _mm256_set1_epi32 (-125))));
+  __m256i yb = _mm256_castps_si256 (y);
+  __m256i m = _mm256_or_si256 (_mm256_and_si256 (yb, _mm256_set1_epi32 (0x007fffff)),
+                               _mm256_set1_epi32 (0x00800000));
+  /* s in [0, 26]: from 26 on every significand rounds to 0 (M < 2^24), and
+   * the clamp keeps the sums below in 32 bits for any k (a -inf difference
+   * gives INT_MIN; such lanes are replaced by 0 after). */
+  __m256i s = _mm256_sub_epi32 (_mm256_sub_epi32 (one, _mm256_srli_epi32 (yb, 23)),
+                                _mm256_max_epi32 (k, _mm256_set1_epi32 (-200)));
+  __m256i half_less, even, q;
+
+  if (_mm256_movemask_ps (_mm256_castsi256_ps (low)) == 0)
+    return normal;
+  s = _mm256_min_epi32 (_mm256_max_epi32 (s, _mm256_setzero_si256 ()), _mm256_set1_epi32 (26));
+  /* (M + 2^(s−1) − 1 + the bit that stays lowest) >> s; s = 0 adds nothing. */
+  half_less = _mm256_srli_epi32 (_mm256_sub_epi32 (_mm256_sllv_epi32 (one, s), one), 1);
+  even = _mm256_and_si256 (_mm256_and_si256 (_mm256_srlv_epi32 (m, s), one),
+                           _mm256_cmpgt_epi32 (s, _mm256_setzero_si256 ()));
+  q = _mm256_srlv_epi32 (_mm256_add_epi32 (_mm256_add_epi32 (m, half_less), even), s);
+  return _mm256_blendv_ps (normal, _mm256_castsi256_ps (q), _mm256_castsi256_ps (low));
+}
+
 __attribute__ ((target ("avx2"))) static inline __m256
 exp_reduce_avx2 (__m256   v,
                  __m256i *k_out)
@@ -511,7 +633,7 @@ exp_shifted_avx2 (const float *x,
       q = _mm256_add_ps (_mm256_set1_ps (INV_FACT3), _mm256_mul_ps (r, q));
       q = _mm256_add_ps (_mm256_set1_ps (INV_FACT2), _mm256_mul_ps (r, q));
       p = _mm256_add_ps (r, _mm256_mul_ps (_mm256_mul_ps (r, r), q));
-      e = scale2_avx2 (_mm256_add_ps (one, p), k);
+      e = scale2_low_avx2 (_mm256_add_ps (one, p), k);
       /* Below EXP_UNDERFLOW +0; a NaN difference is returned as it is. */
       e = _mm256_blendv_ps (e, _mm256_setzero_ps (),
                             _mm256_cmp_ps (d, _mm256_set1_ps (EXP_UNDERFLOW), _CMP_LT_OQ));
@@ -550,14 +672,10 @@ dc_math_exp_shifted_path (DcMathSimd   path,
     }
 }
 
-/* The softmaxes' exponentials on the widest path (the attention's and the
- * loss's rows spent a fifth of a training step's CPU time in the scalar
- * loop); DC_MATH_NO_SIMD=1 keeps the scalar one. Same bits either way. */
-static void
-exp_shifted_row (const float *x,
-                 float        c,
-                 float       *y,
-                 gsize        n)
+/* The softmaxes' row path: AVX2 where the CPU has it, unless
+ * DC_MATH_NO_SIMD=1 keeps the scalar loops. Same bits either way. */
+static DcMathSimd
+softmax_path (void)
 {
   static gsize chosen = 0;
 
@@ -571,7 +689,112 @@ exp_shifted_row (const float *x,
 #endif
       g_once_init_leave (&chosen, (gsize) path + 1);
     }
-  dc_math_exp_shifted_path ((DcMathSimd) (chosen - 1), x, c, y, n);
+  return (DcMathSimd) (chosen - 1);
+}
+
+/* The softmaxes' exponentials on the widest path (the attention's and the
+ * loss's rows spent a fifth of a training step's CPU time in the scalar
+ * loop). */
+static void
+exp_shifted_row (const float *x,
+                 float        c,
+                 float       *y,
+                 gsize        n)
+{
+  dc_math_exp_shifted_path (softmax_path (), x, c, y, n);
+}
+
+#ifdef DC_MATH_X86
+/* y / sum on 8 lanes for 1 ≤ sum < inf and y ≥ 0 (a softmax row's
+ * exponentials): the lanes below 2^-125, subnormal or next to it, are
+ * divided without a subnormal operand or result in a float operation (a
+ * slow path on many x86 cores). Such a y is Y steps of 2^-149 with Y its
+ * bit pattern (< 2^24); Y / sum is formed in double, correctly rounded,
+ * and rounded to the nearest integer, ties to even, which is the
+ * quotient's bit pattern (< 2^24, since sum ≥ 1). The double's rounding
+ * cannot move it across a half step: with sum = S · 2^g (S < 2^24, g ≥
+ * −23) an inexact quotient lies at least 2^-24 / sum from the nearest half
+ * step, and the double is within Y / sum · 2^-53 < 2^-29 / sum of it. The
+ * other lanes divide as floats, the small ones replaced by 1 first. */
+__attribute__ ((target ("avx2"))) static inline __m256
+div_by_sum_avx2 (__m256  y,
+                 __m256  sum,
+                 __m256d sum_d)
+{
+  __m256i yb = _mm256_castps_si256 (y);
+  __m256i low = _mm256_and_si256 (_mm256_cmpgt_epi32 (_mm256_set1_epi32 (0x01000000), yb),
+                                  _mm256_cmpgt_epi32 (yb, _mm256_set1_epi32 (-1)));
+  __m256 big;
+  __m128i lo, hi;
+
+  if (_mm256_movemask_ps (_mm256_castsi256_ps (low)) == 0)
+    return _mm256_div_ps (y, sum);
+  big = _mm256_div_ps (_mm256_blendv_ps (y, _mm256_set1_ps (1.0f), _mm256_castsi256_ps (low)), sum);
+  lo = _mm256_cvtpd_epi32 (_mm256_div_pd (_mm256_cvtepi32_pd (_mm256_castsi256_si128 (yb)), sum_d));
+  hi = _mm256_cvtpd_epi32 (_mm256_div_pd (_mm256_cvtepi32_pd (_mm256_extracti128_si256 (yb, 1)), sum_d));
+  return _mm256_blendv_ps (big, _mm256_castsi256_ps (_mm256_set_m128i (hi, lo)),
+                           _mm256_castsi256_ps (low));
+}
+
+/* y[i] / sum for every i, as the scalar loop; the ragged end goes through a
+ * block of 8 filled with 1s. */
+__attribute__ ((target ("avx2"))) static void
+div_row_avx2 (float *y,
+              float  sum,
+              gsize  n)
+{
+  const __m256 s = _mm256_set1_ps (sum);
+  const __m256d s_d = _mm256_set1_pd ((double) sum);
+  gsize i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps (y + i, div_by_sum_avx2 (_mm256_loadu_ps (y + i), s, s_d));
+  if (i < n)
+    {
+      float tail[8] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
+
+      memcpy (tail, y + i, (n - i) * sizeof *y);
+      _mm256_storeu_ps (tail, div_by_sum_avx2 (_mm256_loadu_ps (tail), s, s_d));
+      memcpy (y + i, tail, (n - i) * sizeof *y);
+    }
+}
+
+/* dx[i] = y[i] · (dy[i] − d), as the scalar loop, the products through
+ * mul_small_avx2 (); the ragged end in scalar through mul_small (). */
+__attribute__ ((target ("avx2"))) static void
+softmax_backward_row_avx2 (const float *y,
+                           const float *dy,
+                           float        d,
+                           float       *dx,
+                           gsize        n)
+{
+  const __m256 vd = _mm256_set1_ps (d);
+  gsize i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps (dx + i, mul_small_avx2 (_mm256_loadu_ps (y + i),
+                                              _mm256_sub_ps (_mm256_loadu_ps (dy + i), vd)));
+  for (; i < n; i++)
+    dx[i] = mul_small (y[i], dy[i] - d);
+}
+#endif
+
+/* A softmax row's division by its sum, on the softmaxes' path. */
+static void
+divide_row (float *y,
+            float  sum,
+            gsize  n)
+{
+#ifdef DC_MATH_X86
+  /* sum ≥ 1 whenever the row has a finite maximum (its own term is 1). */
+  if (softmax_path () == DC_MATH_SIMD_AVX2 && sum >= 1.0f && sum < __builtin_inff ())
+    {
+      div_row_avx2 (y, sum, n);
+      return;
+    }
+#endif
+  for (gsize i = 0; i < n; i++)
+    y[i] = y[i] / sum;
 }
 
 /* Runs dc_math_silu () on the named path; FALSE when this CPU lacks it.
@@ -787,7 +1010,6 @@ dc_math_softmax (const float *x,
                  gsize        n)
 {
   float max, sum;
-  gsize i;
 
   g_return_if_fail (n <= DC_MATH_MAX_N);
   if (n == 0)
@@ -795,8 +1017,7 @@ dc_math_softmax (const float *x,
   max = dc_math_max (x, n);
   exp_shifted_row (x, max, y, n);
   sum = dc_math_sum (y, n);
-  for (i = 0; i < n; i++)
-    y[i] = y[i] / sum;
+  divide_row (y, sum, n);
 }
 
 /**
@@ -858,8 +1079,15 @@ dc_math_softmax_backward (const float *y,
 
   g_return_if_fail (n <= DC_MATH_MAX_N);
   d = dc_math_dot (y, dy, n);
+#ifdef DC_MATH_X86
+  if (softmax_path () == DC_MATH_SIMD_AVX2)
+    {
+      softmax_backward_row_avx2 (y, dy, d, dx, n);
+      return;
+    }
+#endif
   for (gsize i = 0; i < n; i++)
-    dx[i] = y[i] * (dy[i] - d);
+    dx[i] = mul_small (y[i], dy[i] - d);
 }
 
 /**
