@@ -12,8 +12,11 @@
  *   power of two only moves the exponent, and it cannot overflow since
  *   |x| ≤ amax < 2^(e+7). When it falls below the normal range it may be
  *   rounded, but then |y| < 2^-126 and both paths round it to the integer 0.
- *   Vectors whose e is outside that range (amax subnormal or within 2^6 of
- *   the subnormal range) go to the reference.
+ *   Row vectors whose e is outside that range (amax subnormal or within 2^6
+ *   of the subnormal range) go to the reference; the column packers take a
+ *   column whose amax is subnormal as the integers of its bits
+ *   (subnormal_as_integer_avx2 ()): late in a run, attention columns that
+ *   no position attends to any more.
  * - vroundps with round-to-nearest-even (the reference's 1.5·2^52 trick is
  *   the same rounding), clamp to [-127, 127] in float, convert (exact: the
  *   values are integers) and narrow with saturating packs.
@@ -226,6 +229,21 @@ transpose_8x8_epi32 (const __m256i r_in[8],
     t_out[i] = _mm256_castps_si256 (t[i]);
 }
 
+/* The lanes in @sub (columns whose largest value is subnormal, so all
+ * their values are) as the integers ±m of their bits, x = ±m · 2^-149: m
+ * converts exactly, and the column's scale is then 2^(-e-149), a normal
+ * power of two, so x · 2^-e is formed without a subnormal operand (the
+ * reference's double arithmetic, scalar and strided, was the other way). */
+__attribute__ ((target ("avx2"))) static inline __m256
+subnormal_as_integer_avx2 (__m256  x,
+                           __m256i sub)
+{
+  __m256i bits = _mm256_castps_si256 (x);
+  __m256i m = _mm256_sign_epi32 (_mm256_and_si256 (bits, _mm256_set1_epi32 (0x007fffff)), bits);
+
+  return _mm256_blendv_ps (x, _mm256_cvtepi32_ps (m), _mm256_castsi256_ps (sub));
+}
+
 /* Rows [i0, i0 + 32) of columns [c0, c0 + w) into q (column v at q + v · k);
  * rows at or past k count as zero and are not stored. */
 __attribute__ ((target ("avx2"))) static inline void
@@ -236,9 +254,11 @@ quant_columns_block_avx2 (const float *src,
                           gsize        c0,
                           gsize        w,
                           __m256i      mask,
+                          __m256i      sub,
                           __m256       scale,
                           gint8       *q)
 {
+  const gboolean any_sub = _mm256_movemask_ps (_mm256_castsi256_ps (sub)) != 0;
   const __m256i order = _mm256_setr_epi32 (0, 4, 1, 5, 2, 6, 3, 7);
   const gboolean full = w == 8;
   const gsize rows = MIN (k - i0, 32);
@@ -252,7 +272,11 @@ quant_columns_block_avx2 (const float *src,
         {
           gsize i = i0 + (gsize) (s * 8 + j);
           __m256 x = i < k ? load_row8 (src + i * ld + c0, mask, full) : _mm256_setzero_ps ();
-          __m256 y = _mm256_mul_ps (x, scale);
+          __m256 y;
+
+          if (any_sub)
+            x = subnormal_as_integer_avx2 (x, sub);
+          y = _mm256_mul_ps (x, scale);
 
           /* |y| < 128 (see the file header), so the rounded value lies in
            * [-128, 128] and converts exactly; the clamp to [-127, 127] is
@@ -312,6 +336,7 @@ dc_quant_pack_columns_avx2 (const char     *what,
       const __m256i mask1 = _mm256_cmpgt_epi32 (_mm256_set1_epi32 ((int) w1), lane);
       __m256i m0 = _mm256_setzero_si256 (), m1 = m0;
       guint32 amax[COLUMN_GROUP];
+      gint32 sub[COLUMN_GROUP] = { 0 };
       float scales[COLUMN_GROUP];
       gboolean slow[COLUMN_GROUP] = { FALSE };
 
@@ -348,8 +373,19 @@ dc_quant_pack_columns_avx2 (const char     *what,
               out->exponent[c0 + c] = 0;  /* ±0 · 1 rounds to 0 */
               continue;
             }
+          if ((amax[c] >> 23) == 0)
+            {
+              /* All subnormal: the reference's e = log2 of the top bit
+               * − 149 − 6; the integers ±m take 2^(−e−149). */
+              int top = 31 - __builtin_clz (amax[c]);
+
+              sub[c] = -1;
+              scales[c] = float_pow2 (6 - top);
+              out->exponent[c0 + c] = top - 149 - 6;
+              continue;
+            }
           e = (int) (amax[c] >> 23) - 127 - 6;
-          if ((amax[c] >> 23) == 0 || e < E_MIN || e > E_MAX)
+          if (e < E_MIN || e > E_MAX)
             {
               slow[c] = TRUE;  /* the reference below, this column only */
               continue;
@@ -362,10 +398,12 @@ dc_quant_pack_columns_avx2 (const char     *what,
        * a 32-row block together (the same cache lines). */
       for (gsize i0 = 0; i0 < k; i0 += 32)
         {
-          quant_columns_block_avx2 (src, ld, k, i0, c0, w0, mask0, _mm256_loadu_ps (scales),
-                                    out->q);
+          quant_columns_block_avx2 (src, ld, k, i0, c0, w0, mask0,
+                                    _mm256_loadu_si256 ((const __m256i *) sub),
+                                    _mm256_loadu_ps (scales), out->q);
           if (w1 > 0)
             quant_columns_block_avx2 (src, ld, k, i0, c0 + 8, w1, mask1,
+                                      _mm256_loadu_si256 ((const __m256i *) (sub + 8)),
                                       _mm256_loadu_ps (scales + 8), out->q);
         }
 
@@ -492,9 +530,27 @@ dc_quant_pack_avx512 (const char     *what,
  */
 #define COLUMNS512_TARGET __attribute__ ((target ("avx512f,avx512bw,avx512vl")))
 
+/* The lanes in @sub (columns whose largest value is subnormal, so all
+ * their values are) as the integers ±m of their bits, x = ±m · 2^-149: m
+ * converts exactly, and the column's scale is then 2^(-e-149), a normal
+ * power of two, so x · 2^-e is formed without a subnormal operand. */
+COLUMNS512_TARGET static inline __m512
+subnormal_as_integer_avx512 (__m512    x,
+                             __mmask16 sub)
+{
+  const __mmask16 all = 0xffff;
+  __m512i bits = _mm512_castps_si512 (x);
+  __m512i m = _mm512_and_si512 (bits, _mm512_set1_epi32 (0x007fffff));
+
+  m = _mm512_mask_sub_epi32 (m, _mm512_cmplt_epi32_mask (bits, _mm512_setzero_si512 ()),
+                             _mm512_setzero_si512 (), m);
+  return _mm512_mask_cvtepi32_ps (x, sub & all, m);
+}
+
 /* Rows [i0, i0 + 16) of the group's 16 columns (lanes off in @cols, and
  * rows at or past k, read as zero), quantized: lane L of u[m] is column
- * 4L + m's 16 rows, as int8. */
+ * 4L + m's 16 rows, as int8; the columns in @sub as
+ * subnormal_as_integer_avx512 () gives them. */
 COLUMNS512_TARGET static inline __attribute__ ((always_inline)) void
 quant_rows16_avx512 (const float *src,
                      gsize        ld,
@@ -502,6 +558,7 @@ quant_rows16_avx512 (const float *src,
                      gsize        i0,
                      gsize        c0,
                      __mmask16    cols,
+                     __mmask16    sub,
                      __m512       scale,
                      __m512i      u[4])
 {
@@ -518,8 +575,12 @@ quant_rows16_avx512 (const float *src,
       for (int s = 0; s < 4; s++)
         {
           const gsize i = i0 + (gsize) (j * 4 + s);
-          __m512 y = _mm512_mul_ps (_mm512_maskz_loadu_ps (i < k ? cols : 0, src + i * ld + c0),
-                                    scale);
+          __m512 x = _mm512_maskz_loadu_ps (i < k ? cols : 0, src + i * ld + c0);
+          __m512 y;
+
+          if (sub != 0)
+            x = subnormal_as_integer_avx512 (x, sub);
+          y = _mm512_mul_ps (x, scale);
 
           /* |y| < 128 (see the file header): the rounded value lies in
            * [-128, 128] and converts exactly. */
@@ -557,6 +618,7 @@ quant_columns_block_avx512 (const float *src,
                             gsize        c0,
                             gsize        w,
                             __mmask16    cols,
+                            __mmask16    sub,
                             __m512       scale,
                             gint8       *q)
 {
@@ -567,7 +629,7 @@ quant_columns_block_avx512 (const float *src,
   for (int s = 0; s < 4; s++)
     {
       if (i0 + (gsize) s * 16 < k)
-        quant_rows16_avx512 (src, ld, k, i0 + (gsize) s * 16, c0, cols, scale, u[s]);
+        quant_rows16_avx512 (src, ld, k, i0 + (gsize) s * 16, c0, cols, sub, scale, u[s]);
       else
         for (int m = 0; m < 4; m++)
           u[s][m] = _mm512_setzero_si512 ();
@@ -619,6 +681,7 @@ dc_quant_pack_columns_avx512 (const char     *what,
       guint32 amax[COLUMN_GROUP];
       float scales[COLUMN_GROUP];
       gboolean slow[COLUMN_GROUP] = { FALSE };
+      __mmask16 sub = 0;
 
       /* Pass 1: each column's largest magnitude on the bits. */
       for (gsize i = 0; i < k; i++)
@@ -644,8 +707,19 @@ dc_quant_pack_columns_avx512 (const char     *what,
               out->exponent[c0 + c] = 0;
               continue;
             }
+          if ((amax[c] >> 23) == 0)
+            {
+              /* All subnormal: the reference's e = log2 of the top bit
+               * − 149 − 6; the integers ±m take 2^(−e−149). */
+              int top = 31 - __builtin_clz (amax[c]);
+
+              sub |= (__mmask16) (1u << c);
+              scales[c] = float_pow2 (6 - top);
+              out->exponent[c0 + c] = top - 149 - 6;
+              continue;
+            }
           e = (int) (amax[c] >> 23) - 127 - 6;
-          if ((amax[c] >> 23) == 0 || e < E_MIN || e > E_MAX)
+          if (e < E_MIN || e > E_MAX)
             {
               slow[c] = TRUE;
               continue;
@@ -656,7 +730,7 @@ dc_quant_pack_columns_avx512 (const char     *what,
 
       /* Pass 2. */
       for (gsize i0 = 0; i0 < k; i0 += 64)
-        quant_columns_block_avx512 (src, ld, k, i0, c0, w, cols, _mm512_loadu_ps (scales),
+        quant_columns_block_avx512 (src, ld, k, i0, c0, w, cols, sub, _mm512_loadu_ps (scales),
                                     out->q);
 
       for (gsize c = 0; c < w; c++)
