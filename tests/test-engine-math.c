@@ -2044,13 +2044,17 @@ random_factor (GRand *rand)
  * double (mul_small and mul_small_avx2 in dc-math-vector.c); every product
  * must be the multiply's own bits. dc_math_dot of one element is one leaf
  * (the scalar path), of 64 the AVX2 tree where the CPU has it; the
- * softmax backward's dx against y · (dy − d). Fails on any bit. */
+ * softmax backward's dx against y · (dy − d), dc_math_scale against x · s.
+ * Fails on any bit. */
 static void
 test_tiny_products (void)
 {
   g_autoptr(GRand) rand = g_rand_new_with_seed (29);
   float a[72], b[72], p[72], dx[72];
   guint64 checked = 0;
+
+  /* The exact path, whichever this CPU would take. */
+  _dc_math_set_tiny_products_exact (1);
 
   /* Every 7th subnormal and every 61st pattern up to 2^-99, times a few
    * factors, through the scalar leaf. */
@@ -2092,8 +2096,20 @@ test_tiny_products (void)
             g_error ("softmax backward (%a, %a − %a): %08x, the multiply %08x", (double) a[i],
                      (double) b[i], (double) d, bits_of (dx[i]), bits_of (w));
         }
-      checked += 64 + 71;
+      /* A row times one factor (dc_math_scale), in place. */
+      {
+        float f = random_factor (rand);
+
+        memcpy (dx, a, 71 * sizeof *a);
+        dc_math_scale (dx, f, dx, 71);
+        for (int i = 0; i < 71; i++)
+          if (bits_of (dx[i]) != bits_of (plain_product (a[i], f)))
+            g_error ("scale (%a · %a): %08x, the multiply %08x", (double) a[i], (double) f,
+                     bits_of (dx[i]), bits_of (plain_product (a[i], f)));
+      }
+      checked += 64 + 71 + 71;
     }
+  _dc_math_set_tiny_products_exact (-1);
   g_test_message ("%" G_GUINT64_FORMAT " products agree", checked);
 }
 

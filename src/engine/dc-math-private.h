@@ -245,3 +245,8 @@ gboolean dc_math_silu_path (DcMathSimd   path,
                             float       *y,
                             gsize        n);
 
+/* For tests: whether tiny operands' products take the exact double path
+ * (1), the plain multiply (0), or what DC_MATH_TINY_PRODUCTS says (-1);
+ * the bits are the same either way. */
+void _dc_math_set_tiny_products_exact (int exact);
+

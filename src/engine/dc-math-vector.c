@@ -44,6 +44,34 @@ exp_shifted (float x,
   return scale2 (1.0f + p, k);
 }
 
+/* Whether products of tiny operands take mul_small ()'s exact path (the
+ * default). Intel cores take a microcode assist, about a hundred cycles a
+ * vector, for a multiply that reads or produces a subnormal; on the 2-vCPU
+ * AMD EPYC VM the exact path and the plain multiply ran a trained step
+ * equally fast (61.5–62.9 ms, alternated pinned pairs, s29).
+ * DC_MATH_TINY_PRODUCTS=plain keeps the multiply, for that comparison on
+ * other CPUs; the bits are the same either way. */
+static int tiny_products_exact = -1;
+
+static gboolean
+exact_tiny_products (void)
+{
+  int exact = g_atomic_int_get (&tiny_products_exact);
+
+  if (G_UNLIKELY (exact < 0))
+    {
+      exact = g_strcmp0 (g_getenv ("DC_MATH_TINY_PRODUCTS"), "plain") != 0;
+      g_atomic_int_set (&tiny_products_exact, exact);
+    }
+  return exact;
+}
+
+void
+_dc_math_set_tiny_products_exact (int exact)
+{
+  g_atomic_int_set (&tiny_products_exact, CLAMP (exact, -1, 1));
+}
+
 /* a · b, the IEEE product, without a subnormal operand or result in a float
  * operation when a is tiny (0 < |a| < 2^-100) and b finite: many x86 cores
  * take a slow path for those (an attention row's probabilities far below
@@ -62,7 +90,7 @@ mul_small (float a,
   double ad, v;
   float r;
 
-  if (mag - 1u >= 0x0d7fffffu || (ub & 0x7fffffffu) >= 0x7f800000u)
+  if (mag - 1u >= 0x0d7fffffu || (ub & 0x7fffffffu) >= 0x7f800000u || !exact_tiny_products ())
     return a * b;
   ad = mag < 0x00800000u ? (double) mag * 0x1p-149 : (double) bits_float (mag);
   v = ad * (double) bits_float (ub & 0x7fffffffu);
@@ -109,7 +137,7 @@ mul_small_avx2 (__m256 a,
   __m256 big, r;
   __m128i q[2];
 
-  if (_mm256_movemask_ps (_mm256_castsi256_ps (small)) == 0)
+  if (_mm256_movemask_ps (_mm256_castsi256_ps (small)) == 0 || !exact_tiny_products ())
     return _mm256_mul_ps (a, b);
   big = _mm256_mul_ps (_mm256_blendv_ps (a, _mm256_set1_ps (1.0f), _mm256_castsi256_ps (small)), b);
   for (int h = 0; h < 2; h++)
@@ -486,41 +514,31 @@ scale2_avx2 (__m256  y,
 /* scale2 () for 0.5 ≤ y < 2 and k ≤ 0 without a subnormal or underflowing
  * product: at 2^-126 and below the scalar code's multiply rounds y · 2^k
  * onto the subnormal grid (steps of 2^-149), and a multiply that lands
- * there, or underflows to 0, takes a slow path on many x86 cores (four
- * times a normal lane's cost on the 2-vCPU VM; sharp attention rows have
- * most of their exponentials down there once a run has trained a while).
- * Here the lanes with k ≤ -126 round y's 24-bit significand M in integers:
- * y · 2^k = M · 2^(e + k − 1) steps of the grid, e y's biased exponent, so
- * the result is M shifted right by s = 1 − e − k, rounded to nearest even,
- * and that integer is the float's bit pattern (from 2^23 on it reads as a
- * normal number, the value the multiply rounds to). The same bits as
- * scale2_avx2 (), which tests check. */
+ * there, or underflows to 0, takes a slow path on x86 cores (2.4 ns a
+ * value against 0.6 on the 2-vCPU AMD VM; sharp attention rows have most
+ * of their exponentials down there once a run has trained a while). Those
+ * lanes (k ≤ −126) count the result in steps instead: t = y · 2^(k+149) is
+ * exact and normal (a power of two moves y's exponent only), and t
+ * rounded to an integer, nearest even (the conversion's own rounding), is
+ * the result's bit pattern (from 2^23 on it reads as the normal number of
+ * the same value, below 2^-125). The same bits as scale2_avx2 (), which
+ * tests check on every difference that gets here. */
 __attribute__ ((target ("avx2"))) static inline __m256
 scale2_low_avx2 (__m256  y,
                  __m256i k)
 {
-  const __m256i one = _mm256_set1_epi32 (1);
   __m256i low = _mm256_cmpgt_epi32 (_mm256_set1_epi32 (-125), k);
   __m256 normal = _mm256_mul_ps (y, pow2i_avx2 (_mm256_max_epi32 (k, _mm256_set1_epi32 (-125))));
-  __m256i yb = _mm256_castps_si256 (y);
-  __m256i m = _mm256_or_si256 (_mm256_and_si256 (yb, _mm256_set1_epi32 (0x007fffff)),
-                               _mm256_set1_epi32 (0x00800000));
-  /* s in [0, 26]: from 26 on every significand rounds to 0 (M < 2^24), and
-   * the clamp keeps the sums below in 32 bits for any k (a -inf difference
-   * gives INT_MIN; such lanes are replaced by 0 after). */
-  __m256i s = _mm256_sub_epi32 (_mm256_sub_epi32 (one, _mm256_srli_epi32 (yb, 23)),
-                                _mm256_max_epi32 (k, _mm256_set1_epi32 (-200)));
-  __m256i half_less, even, q;
+  __m256 steps;
 
   if (_mm256_movemask_ps (_mm256_castsi256_ps (low)) == 0)
     return normal;
-  s = _mm256_min_epi32 (_mm256_max_epi32 (s, _mm256_setzero_si256 ()), _mm256_set1_epi32 (26));
-  /* (M + 2^(s−1) − 1 + the bit that stays lowest) >> s; s = 0 adds nothing. */
-  half_less = _mm256_srli_epi32 (_mm256_sub_epi32 (_mm256_sllv_epi32 (one, s), one), 1);
-  even = _mm256_and_si256 (_mm256_and_si256 (_mm256_srlv_epi32 (m, s), one),
-                           _mm256_cmpgt_epi32 (s, _mm256_setzero_si256 ()));
-  q = _mm256_srlv_epi32 (_mm256_add_epi32 (_mm256_add_epi32 (m, half_less), even), s);
-  return _mm256_blendv_ps (normal, _mm256_castsi256_ps (q), _mm256_castsi256_ps (low));
+  /* k ≥ −160 keeps 2^(k+149) normal for the lanes below EXP_UNDERFLOW (and
+   * a -inf difference's INT_MIN), which the caller replaces by 0. */
+  steps = _mm256_mul_ps (y, pow2i_avx2 (_mm256_add_epi32 (_mm256_max_epi32 (k, _mm256_set1_epi32 (-160)),
+                                                          _mm256_set1_epi32 (149))));
+  return _mm256_blendv_ps (normal, _mm256_castsi256_ps (_mm256_cvtps_epi32 (steps)),
+                           _mm256_castsi256_ps (low));
 }
 
 __attribute__ ((target ("avx2"))) static inline __m256
@@ -777,6 +795,22 @@ softmax_backward_row_avx2 (const float *y,
   for (; i < n; i++)
     dx[i] = mul_small (y[i], dy[i] - d);
 }
+
+/* dc_math_scale () eight lanes at a time, the ragged end in scalar. */
+__attribute__ ((target ("avx2"))) static void
+scale_row_avx2 (const float *x,
+                float        s,
+                float       *y,
+                gsize        n)
+{
+  const __m256 vs = _mm256_set1_ps (s);
+  gsize i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps (y + i, mul_small_avx2 (_mm256_loadu_ps (x + i), vs));
+  for (; i < n; i++)
+    y[i] = mul_small (x[i], s);
+}
 #endif
 
 /* A softmax row's division by its sum, on the softmaxes' path. */
@@ -953,6 +987,35 @@ dc_math_add (const float *a,
     store4 (y + i, load4 (a + i) + load4 (b + i));
   for (; i < n; i++)
     y[i] = a[i] + b[i];
+}
+
+/**
+ * dc_math_scale:
+ * @x: (array length=n)
+ * @s: a finite factor
+ * @y: (array length=n): x · s, each rounded once; may be @x
+ *
+ * A row times one factor, the products of tiny values (the attention's
+ * score gradients late in a run) through mul_small ()'s exact path: the
+ * bits of the plain loop without its slow multiplies.
+ */
+void
+dc_math_scale (const float *x,
+               float        s,
+               float       *y,
+               gsize        n)
+{
+  gsize i = 0;
+
+#ifdef DC_MATH_X86
+  if (softmax_path () == DC_MATH_SIMD_AVX2)
+    {
+      scale_row_avx2 (x, s, y, n);
+      return;
+    }
+#endif
+  for (; i < n; i++)
+    y[i] = mul_small (x[i], s);
 }
 
 /**

@@ -100,6 +100,10 @@ void     dc_math_add                 (const float *a,
                                       const float *b,
                                       float       *y,
                                       gsize        n);
+void     dc_math_scale               (const float *x,
+                                      float        s,
+                                      float       *y,
+                                      gsize        n);
 void     dc_math_bias_relu           (float       *y,
                                       const float *bias,
                                       float       *act,

@@ -886,8 +886,7 @@ head_backward (DcGptRun     *self,
       float *row = d_att + (gsize) t * len;
 
       dc_math_softmax_backward (att + (gsize) t * len, row, row, t + 1);
-      for (guint j = 0; j <= t; j++)
-        row[j] = row[j] * scale;
+      dc_math_scale (row, scale, row, t + 1);
       for (guint j = t + 1; j < len; j++)
         row[j] = 0.0f;
     }
