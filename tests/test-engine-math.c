@@ -1979,6 +1979,16 @@ plain_product (float a,
   return va * vb;
 }
 
+/* Bits equal, or both NaN: a sum's NaN takes the sign and payload of
+ * whichever operand the compiler put first, and the test's adds and the
+ * library's are compiled apart. */
+static gboolean
+same_sum (float x,
+          float y)
+{
+  return bits_of (x) == bits_of (y) || (x != x && y != y);
+}
+
 /* The fixed tree of 64 leaf values (8 leaves of 8, left to right, then
  * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))), from plain adds. */
 static float
@@ -2047,7 +2057,8 @@ random_factor (GRand    *rand,
 /* The dot's leaves and the softmax backward take tiny operands through
  * double (mul_small and mul_small_avx2 in dc-math-vector.c); every product
  * must be the multiply's own bits. dc_math_dot of one element is one leaf
- * (the scalar path), of 64 the AVX2 tree where the CPU has it; the
+ * (the scalar path), of 8 and 24 leaves of 8 (AVX2 products where the CPU
+ * has it), of 64 the AVX2 tree; the
  * softmax backward's dx against y · (dy − d), dc_math_scale against x · s.
  * Fails on any bit. */
 static void
@@ -2085,9 +2096,32 @@ test_tiny_products (void)
           b[i] = random_factor (rand, round % 2 == 0);
           p[i] = plain_product (a[i], b[i]);
         }
+      /* A leaf of 8 (left to right), and 24 = the tree of 16, then 8. */
+      got = dc_math_dot (a, b, 8);
+      want = p[0];
+      for (int i = 1; i < 8; i++)
+        want = want + p[i];
+      if (!same_sum (got, want))
+        g_error ("dot of 8, round %d: %08x, the sum of products %08x", round, bits_of (got),
+                 bits_of (want));
+      {
+        float l[3];
+
+        for (int j = 0; j < 3; j++)
+          {
+            l[j] = p[8 * j];
+            for (int i = 1; i < 8; i++)
+              l[j] = l[j] + p[8 * j + i];
+          }
+        got = dc_math_dot (a, b, 24);
+        want = (l[0] + l[1]) + l[2];
+        if (!same_sum (got, want))
+          g_error ("dot of 24, round %d: %08x, the tree of products %08x", round, bits_of (got),
+                   bits_of (want));
+      }
       got = dc_math_dot (a, b, 64);
       want = tree64 (p);
-      if (bits_of (got) != bits_of (want))
+      if (!same_sum (got, want))
         g_error ("dot of 64, round %d: %08x, the tree of products %08x", round, bits_of (got),
                  bits_of (want));
       d = dc_math_dot (a, b, 71);
