@@ -48,7 +48,8 @@ exp_shifted (float x,
  * default). Intel cores take a microcode assist, about a hundred cycles a
  * vector, for a multiply that reads or produces a subnormal; on the 2-vCPU
  * AMD EPYC VM the exact path and the plain multiply ran a trained step
- * equally fast (61.5–62.9 ms, alternated pinned pairs, s29).
+ * equally fast (60.4–64.9 ms a step either way, alternated pinned pairs,
+ * s29).
  * DC_MATH_TINY_PRODUCTS=plain keeps the multiply, for that comparison on
  * other CPUs; the bits are the same either way. */
 static int tiny_products_exact = -1;
@@ -73,8 +74,8 @@ _dc_math_set_tiny_products_exact (int exact)
 }
 
 /* a · b, the IEEE product, without a subnormal operand or result in a float
- * operation when a is tiny (0 < |a| < 2^-100) and b finite: many x86 cores
- * take a slow path for those (an attention row's probabilities far below
+ * operation when a is tiny (0 < |a| < 2^-100) and b finite: x86 cores take
+ * a slow path for some of those (see above) (an attention row's probabilities far below
  * its maximum, and their products, live there once a run has trained a
  * while). a and b are exact in double (a subnormal a read off its bits),
  * so is their product (48 bits), and the product is rounded once: as a
@@ -184,16 +185,17 @@ dot_leaf8_avx2 (const float *a,
  * pairwise() of exactly 64 elements (8 leaves of 8) with AVX2, the same
  * additions in the same order: the leaf values of the eight leaves are
  * formed (one IEEE multiply or subtract per element, as in the scalar
- * leaves, the dot's through mul_small_avx2 (); no FMA), transposed so that register i holds element i of every
- * leaf, and summed register by register, which is each leaf's left-to-right
- * sum in its own lane; then the three levels of the tree,
+ * leaves, the dot's through mul_small_avx2 (); no FMA), transposed so
+ * that register i holds element i of every leaf, and summed register by
+ * register, which is each leaf's left-to-right sum in its own lane; then
+ * the three levels of the tree,
  * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), in scalar.
  */
 __attribute__ ((target ("avx2"))) static float
 pairwise64_avx2 (LeafKind     kind,
-                const float *a,
-                const float *b,
-                float        c)
+                 const float *a,
+                 const float *b,
+                 float        c)
 {
   __m256 r[8], t[8], s[8], acc;
   const __m256 vc = _mm256_set1_ps (c);
