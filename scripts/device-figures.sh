@@ -28,7 +28,8 @@
 #   loopback step's exchange traced, TRACE_ROUNDS, TRACE_STEPS, TRACE_ENV); seeds, only when
 #   named (about 40 s a round at the issue's size: one device's rate on each seed's run, four
 #   lone processes of 4 threads at once on cores of their own, the seeds turned round the core
-#   groups each round; SEEDS, default 1,2,3,4, SEED_STEPS 201, SEED_ROUNDS 2; s28). Each issue's goal figure is one item. warmup: the GPU's
+#   groups each round; SEEDS, default 1,2,3,4, SEED_STEPS 201, SEED_ROUNDS 2; s28); tiny, only
+#   when named (seeds' job twice, as is and with DC_MATH_TINY_PRODUCTS=plain; s29). Each issue's goal figure is one item. warmup: the GPU's
 #   first work of a call runs slow while its clocks rise; vktests: the resident
 #   kernels' exactness cases of test-model-gpt-vk-step on the NVIDIA driver
 #   (pack strips and packs the test binary into build-devpack).
@@ -172,6 +173,18 @@ run)
         pkill -f daisychain-cli 2>/dev/null; sleep 1
         python3 tools/group-trace/seed-rates.py "$cli" "${SEEDS:-1,2,3,4}" 4 \
           "${SEED_STEPS:-201}" "${SEED_ROUNDS:-2}" --width 128 --seq 128 --batch 32 ;;
+      tiny)
+        # The tiny attention values' exact products against the plain
+        # multiplies (s29: equally fast on the AMD VM; Intel takes an assist
+        # for a multiply that reads or makes a subnormal): seeds' job as is,
+        # then with DC_MATH_TINY_PRODUCTS=plain (the same bits).
+        for mode in exact plain; do
+          echo "-- DC_MATH_TINY_PRODUCTS=$mode"
+          pkill -f daisychain-cli 2>/dev/null; sleep 1
+          DC_MATH_TINY_PRODUCTS=$mode python3 tools/group-trace/seed-rates.py "$cli" \
+            "${SEEDS:-1,2,3,4}" 4 "${SEED_STEPS:-201}" "${SEED_ROUNDS:-2}" \
+            --width 128 --seq 128 --batch 32
+        done ;;
       grouptrace)
         # Issue 11's loopback step taken apart: four devices as in groupab, the
         # exchange traced (DC_TRAIN_GROUP_TRACE) and read by group-trace.py: each
