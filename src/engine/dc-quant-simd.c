@@ -12,11 +12,9 @@
  *   power of two only moves the exponent, and it cannot overflow since
  *   |x| ≤ amax < 2^(e+7). When it falls below the normal range it may be
  *   rounded, but then |y| < 2^-126 and both paths round it to the integer 0.
- *   Row vectors whose e is outside that range (amax subnormal or within 2^6
- *   of the subnormal range) go to the reference; the column packers take a
- *   column whose amax is subnormal as the integers of its bits
- *   (subnormal_as_integer_avx2 ()): late in a run, attention columns that
- *   no position attends to any more.
+ *   A vector whose amax is below 2^-120, so that e < −126 (late in a run,
+ *   attention columns that no position attends to any more), is scaled
+ *   from its values counted in steps of 2^-149 (tiny_as_steps_avx2 ()).
  * - vroundps with round-to-nearest-even (the reference's 1.5·2^52 trick is
  *   the same rounding), clamp to [-127, 127] in float, convert (exact: the
  *   values are integers) and narrow with saturating packs.
@@ -59,6 +57,22 @@ float_pow2 (int e)
   return f;
 }
 
+/* Vectors whose largest magnitude is below 2^-120 (these bits) are scaled
+ * from their steps of 2^-149 (tiny_as_steps_avx2 ()). */
+#define TINY_AMAX 0x03800000u
+
+/* Such a vector's exponent, the reference's e = floor(log2(amax)) − 6, and
+ * in @scale the factor of its steps, 2^(−e−149) (between 2^-22 and 2^6). */
+static int
+tiny_exponent (guint32  amax,
+               float   *scale)
+{
+  int lg = (amax >> 23) != 0 ? (int) (amax >> 23) - 127 : (31 - __builtin_clz (amax)) - 149;
+
+  *scale = float_pow2 (-(lg - 6) - 149);
+  return lg - 6;
+}
+
 __attribute__ ((target ("avx2"))) static guint32
 amax_bits_avx2 (const float *x,
                 gsize        k)
@@ -96,13 +110,42 @@ amax_bits_avx2 (const float *x,
   return amax;
 }
 
-/* Eight floats to eight int32 in [-127, 127]. */
+/* The lanes in @tiny (vectors whose largest value is below 2^-120, so all
+ * their values are) as x · 2^149, the value in steps of 2^-149, without a
+ * multiply: a normal x takes 149 more in its exponent field (at most 155),
+ * a subnormal one is the integer ±m of its bits, which converts exactly.
+ * Such a vector's 2^-e would not be a normal float (e < −126); its scale
+ * becomes 2^(−e−149), which is, so x · 2^-e is formed from the same
+ * values without a subnormal operand or a scale out of range (the
+ * reference's scalar double loop was the other way). */
+__attribute__ ((target ("avx2"))) static inline __m256
+tiny_as_steps_avx2 (__m256  x,
+                    __m256i tiny)
+{
+  __m256i bits = _mm256_castps_si256 (x);
+  __m256i field = _mm256_and_si256 (bits, _mm256_set1_epi32 (0x7f800000));
+  __m256i m = _mm256_sign_epi32 (_mm256_and_si256 (bits, _mm256_set1_epi32 (0x007fffff)), bits);
+  __m256 steps = _mm256_blendv_ps (
+    _mm256_castsi256_ps (_mm256_add_epi32 (bits, _mm256_set1_epi32 (149 << 23))),
+    _mm256_cvtepi32_ps (m),
+    _mm256_castsi256_ps (_mm256_cmpeq_epi32 (field, _mm256_setzero_si256 ())));
+
+  return _mm256_blendv_ps (x, steps, _mm256_castsi256_ps (tiny));
+}
+
+/* Eight floats to eight int32 in [-127, 127]; @tiny: the vector's amax is
+ * below 2^-120, read as tiny_as_steps_avx2 () gives it. */
 __attribute__ ((target ("avx2"))) static inline __m256i
 quant8_avx2 (const float *x,
-             __m256       scale)
+             __m256       scale,
+             gboolean     tiny)
 {
   const __m256 hi = _mm256_set1_ps (127.0f), lo = _mm256_set1_ps (-127.0f);
-  __m256 y = _mm256_mul_ps (_mm256_loadu_ps (x), scale);
+  __m256 y = _mm256_loadu_ps (x);
+
+  if (tiny)
+    y = tiny_as_steps_avx2 (y, _mm256_set1_epi32 (-1));
+  y = _mm256_mul_ps (y, scale);
 
   y = _mm256_round_ps (y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   y = _mm256_min_ps (_mm256_max_ps (y, lo), hi);
@@ -113,13 +156,15 @@ quant8_avx2 (const float *x,
 __attribute__ ((target ("avx2"))) static inline void
 quant32_avx2 (const float *x,
               __m256       scale,
+              gboolean     tiny,
               gint8       *q)
 {
   /* packs work within 128-bit lanes: the dwords come out as
    * a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7, and the permute restores order. */
   const __m256i order = _mm256_setr_epi32 (0, 4, 1, 5, 2, 6, 3, 7);
-  __m256i ab = _mm256_packs_epi32 (quant8_avx2 (x, scale), quant8_avx2 (x + 8, scale));
-  __m256i cd = _mm256_packs_epi32 (quant8_avx2 (x + 16, scale), quant8_avx2 (x + 24, scale));
+  __m256i ab = _mm256_packs_epi32 (quant8_avx2 (x, scale, tiny), quant8_avx2 (x + 8, scale, tiny));
+  __m256i cd = _mm256_packs_epi32 (quant8_avx2 (x + 16, scale, tiny),
+                                   quant8_avx2 (x + 24, scale, tiny));
   __m256i p = _mm256_permutevar8x32_epi32 (_mm256_packs_epi16 (ab, cd), order);
 
   _mm256_storeu_si256 ((__m256i *) q, p);
@@ -134,6 +179,7 @@ quant_vector_avx2 (const float *x,
                    gint32      *exponent)
 {
   guint32 amax = amax_bits_avx2 (x, k);
+  gboolean tiny = FALSE;
   __m256 scale;
   gsize i = 0;
   int e;
@@ -146,15 +192,23 @@ quant_vector_avx2 (const float *x,
       *exponent = 0;
       return TRUE;
     }
-  if ((amax >> 23) == 0)
-    return FALSE;  /* subnormal amax: e < -126 */
-  e = (int) (amax >> 23) - 127 - 6;
-  if (e < E_MIN || e > E_MAX)
-    return FALSE;
+  if (amax < TINY_AMAX)
+    {
+      float f;
 
-  scale = _mm256_set1_ps (float_pow2 (-e));
+      tiny = TRUE;
+      e = tiny_exponent (amax, &f);
+      scale = _mm256_set1_ps (f);
+    }
+  else
+    {
+      e = (int) (amax >> 23) - 127 - 6;
+      if (e < E_MIN || e > E_MAX)
+        return FALSE;
+      scale = _mm256_set1_ps (float_pow2 (-e));
+    }
   for (; i + 32 <= k; i += 32)
-    quant32_avx2 (x + i, scale, q + i);
+    quant32_avx2 (x + i, scale, tiny, q + i);
   if (i < k)
     {
       /* The ragged end through the same code: zeros quantize to 0. */
@@ -162,7 +216,7 @@ quant_vector_avx2 (const float *x,
       gint8 tail_q[32];
 
       memcpy (tail_x, x + i, (k - i) * sizeof *x);
-      quant32_avx2 (tail_x, scale, tail_q);
+      quant32_avx2 (tail_x, scale, tiny, tail_q);
       memcpy (q + i, tail_q, k - i);
     }
   *exponent = e;
@@ -229,21 +283,6 @@ transpose_8x8_epi32 (const __m256i r_in[8],
     t_out[i] = _mm256_castps_si256 (t[i]);
 }
 
-/* The lanes in @sub (columns whose largest value is subnormal, so all
- * their values are) as the integers ±m of their bits, x = ±m · 2^-149: m
- * converts exactly, and the column's scale is then 2^(-e-149), a normal
- * power of two, so x · 2^-e is formed without a subnormal operand (the
- * reference's double arithmetic, scalar and strided, was the other way). */
-__attribute__ ((target ("avx2"))) static inline __m256
-subnormal_as_integer_avx2 (__m256  x,
-                           __m256i sub)
-{
-  __m256i bits = _mm256_castps_si256 (x);
-  __m256i m = _mm256_sign_epi32 (_mm256_and_si256 (bits, _mm256_set1_epi32 (0x007fffff)), bits);
-
-  return _mm256_blendv_ps (x, _mm256_cvtepi32_ps (m), _mm256_castsi256_ps (sub));
-}
-
 /* Rows [i0, i0 + 32) of columns [c0, c0 + w) into q (column v at q + v · k);
  * rows at or past k count as zero and are not stored. */
 __attribute__ ((target ("avx2"))) static inline void
@@ -254,11 +293,11 @@ quant_columns_block_avx2 (const float *src,
                           gsize        c0,
                           gsize        w,
                           __m256i      mask,
-                          __m256i      sub,
+                          __m256i      tiny,
                           __m256       scale,
                           gint8       *q)
 {
-  const gboolean any_sub = _mm256_movemask_ps (_mm256_castsi256_ps (sub)) != 0;
+  const gboolean any_tiny = _mm256_movemask_ps (_mm256_castsi256_ps (tiny)) != 0;
   const __m256i order = _mm256_setr_epi32 (0, 4, 1, 5, 2, 6, 3, 7);
   const gboolean full = w == 8;
   const gsize rows = MIN (k - i0, 32);
@@ -274,8 +313,8 @@ quant_columns_block_avx2 (const float *src,
           __m256 x = i < k ? load_row8 (src + i * ld + c0, mask, full) : _mm256_setzero_ps ();
           __m256 y;
 
-          if (any_sub)
-            x = subnormal_as_integer_avx2 (x, sub);
+          if (any_tiny)
+            x = tiny_as_steps_avx2 (x, tiny);
           y = _mm256_mul_ps (x, scale);
 
           /* |y| < 128 (see the file header), so the rounded value lies in
@@ -336,7 +375,7 @@ dc_quant_pack_columns_avx2 (const char     *what,
       const __m256i mask1 = _mm256_cmpgt_epi32 (_mm256_set1_epi32 ((int) w1), lane);
       __m256i m0 = _mm256_setzero_si256 (), m1 = m0;
       guint32 amax[COLUMN_GROUP];
-      gint32 sub[COLUMN_GROUP] = { 0 };
+      gint32 tiny[COLUMN_GROUP] = { 0 };
       float scales[COLUMN_GROUP];
       gboolean slow[COLUMN_GROUP] = { FALSE };
 
@@ -373,15 +412,10 @@ dc_quant_pack_columns_avx2 (const char     *what,
               out->exponent[c0 + c] = 0;  /* ±0 · 1 rounds to 0 */
               continue;
             }
-          if ((amax[c] >> 23) == 0)
+          if (amax[c] < TINY_AMAX)
             {
-              /* All subnormal: the reference's e = log2 of the top bit
-               * − 149 − 6; the integers ±m take 2^(−e−149). */
-              int top = 31 - __builtin_clz (amax[c]);
-
-              sub[c] = -1;
-              scales[c] = float_pow2 (6 - top);
-              out->exponent[c0 + c] = top - 149 - 6;
+              tiny[c] = -1;
+              out->exponent[c0 + c] = tiny_exponent (amax[c], &scales[c]);
               continue;
             }
           e = (int) (amax[c] >> 23) - 127 - 6;
@@ -399,11 +433,11 @@ dc_quant_pack_columns_avx2 (const char     *what,
       for (gsize i0 = 0; i0 < k; i0 += 32)
         {
           quant_columns_block_avx2 (src, ld, k, i0, c0, w0, mask0,
-                                    _mm256_loadu_si256 ((const __m256i *) sub),
+                                    _mm256_loadu_si256 ((const __m256i *) tiny),
                                     _mm256_loadu_ps (scales), out->q);
           if (w1 > 0)
             quant_columns_block_avx2 (src, ld, k, i0, c0 + 8, w1, mask1,
-                                      _mm256_loadu_si256 ((const __m256i *) (sub + 8)),
+                                      _mm256_loadu_si256 ((const __m256i *) (tiny + 8)),
                                       _mm256_loadu_ps (scales + 8), out->q);
         }
 
@@ -430,6 +464,24 @@ dc_quant_pack_columns_avx2 (const char     *what,
  */
 #define AVX512_TARGET __attribute__ ((target ("avx512f,avx512bw")))
 
+/* tiny_as_steps_avx2 () on 16 lanes, @tiny a mask. */
+AVX512_TARGET static inline __m512
+tiny_as_steps_avx512 (__m512    x,
+                      __mmask16 tiny)
+{
+  const __mmask16 all = 0xffff;
+  __m512i bits = _mm512_castps_si512 (x);
+  __m512i m = _mm512_and_si512 (bits, _mm512_set1_epi32 (0x007fffff));
+  __mmask16 sub = _mm512_cmpeq_epi32_mask (_mm512_and_si512 (bits, _mm512_set1_epi32 (0x7f800000)),
+                                           _mm512_setzero_si512 ());
+
+  m = _mm512_mask_sub_epi32 (m, _mm512_cmplt_epi32_mask (bits, _mm512_setzero_si512 ()),
+                             _mm512_setzero_si512 (), m);
+  x = _mm512_mask_mov_ps (x, tiny & ~sub & all,
+                          _mm512_castsi512_ps (_mm512_add_epi32 (bits, _mm512_set1_epi32 (149 << 23))));
+  return _mm512_mask_cvtepi32_ps (x, tiny & sub & all, m);
+}
+
 AVX512_TARGET static gboolean
 quant_vector_avx512 (const float *x,
                      gsize        k,
@@ -444,6 +496,7 @@ quant_vector_avx512 (const float *x,
   __m256i m8;
   __m128i s4;
   __m512 scale;
+  __mmask16 tiny = 0;
   guint32 amax;
   gsize i;
   int e;
@@ -469,19 +522,30 @@ quant_vector_avx512 (const float *x,
       *exponent = 0;
       return TRUE;
     }
-  if ((amax >> 23) == 0)
-    return FALSE;
-  e = (int) (amax >> 23) - 127 - 6;
-  if (e < E_MIN || e > E_MAX)
-    return FALSE;
+  if (amax < TINY_AMAX)
+    {
+      float f;
 
-  scale = _mm512_set1_ps (float_pow2 (-e));
+      tiny = 0xffff;
+      e = tiny_exponent (amax, &f);
+      scale = _mm512_set1_ps (f);
+    }
+  else
+    {
+      e = (int) (amax >> 23) - 127 - 6;
+      if (e < E_MIN || e > E_MAX)
+        return FALSE;
+      scale = _mm512_set1_ps (float_pow2 (-e));
+    }
   for (i = 0; i < k; i += 16)
     {
       __mmask16 live = k - i >= 16 ? 0xffff : (__mmask16) ((1u << (k - i)) - 1);
-      __m512 y = _mm512_mul_ps (_mm512_maskz_loadu_ps (live, x + i), scale);
+      __m512 y = _mm512_maskz_loadu_ps (live, x + i);
       __m512i v;
 
+      if (tiny != 0)
+        y = tiny_as_steps_avx512 (y, tiny);
+      y = _mm512_mul_ps (y, scale);
       y = _mm512_maskz_roundscale_ps (all, y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       v = _mm512_maskz_max_epi32 (all, _mm512_maskz_cvtps_epi32 (all, y),
                                   _mm512_set1_epi32 (-127));
@@ -530,27 +594,10 @@ dc_quant_pack_avx512 (const char     *what,
  */
 #define COLUMNS512_TARGET __attribute__ ((target ("avx512f,avx512bw,avx512vl")))
 
-/* The lanes in @sub (columns whose largest value is subnormal, so all
- * their values are) as the integers ±m of their bits, x = ±m · 2^-149: m
- * converts exactly, and the column's scale is then 2^(-e-149), a normal
- * power of two, so x · 2^-e is formed without a subnormal operand. */
-COLUMNS512_TARGET static inline __m512
-subnormal_as_integer_avx512 (__m512    x,
-                             __mmask16 sub)
-{
-  const __mmask16 all = 0xffff;
-  __m512i bits = _mm512_castps_si512 (x);
-  __m512i m = _mm512_and_si512 (bits, _mm512_set1_epi32 (0x007fffff));
-
-  m = _mm512_mask_sub_epi32 (m, _mm512_cmplt_epi32_mask (bits, _mm512_setzero_si512 ()),
-                             _mm512_setzero_si512 (), m);
-  return _mm512_mask_cvtepi32_ps (x, sub & all, m);
-}
-
 /* Rows [i0, i0 + 16) of the group's 16 columns (lanes off in @cols, and
  * rows at or past k, read as zero), quantized: lane L of u[m] is column
- * 4L + m's 16 rows, as int8; the columns in @sub as
- * subnormal_as_integer_avx512 () gives them. */
+ * 4L + m's 16 rows, as int8; the columns in @tiny as
+ * tiny_as_steps_avx512 () gives them. */
 COLUMNS512_TARGET static inline __attribute__ ((always_inline)) void
 quant_rows16_avx512 (const float *src,
                      gsize        ld,
@@ -558,7 +605,7 @@ quant_rows16_avx512 (const float *src,
                      gsize        i0,
                      gsize        c0,
                      __mmask16    cols,
-                     __mmask16    sub,
+                     __mmask16    tiny,
                      __m512       scale,
                      __m512i      u[4])
 {
@@ -578,8 +625,8 @@ quant_rows16_avx512 (const float *src,
           __m512 x = _mm512_maskz_loadu_ps (i < k ? cols : 0, src + i * ld + c0);
           __m512 y;
 
-          if (sub != 0)
-            x = subnormal_as_integer_avx512 (x, sub);
+          if (tiny != 0)
+            x = tiny_as_steps_avx512 (x, tiny);
           y = _mm512_mul_ps (x, scale);
 
           /* |y| < 128 (see the file header): the rounded value lies in
@@ -618,7 +665,7 @@ quant_columns_block_avx512 (const float *src,
                             gsize        c0,
                             gsize        w,
                             __mmask16    cols,
-                            __mmask16    sub,
+                            __mmask16    tiny,
                             __m512       scale,
                             gint8       *q)
 {
@@ -629,7 +676,7 @@ quant_columns_block_avx512 (const float *src,
   for (int s = 0; s < 4; s++)
     {
       if (i0 + (gsize) s * 16 < k)
-        quant_rows16_avx512 (src, ld, k, i0 + (gsize) s * 16, c0, cols, sub, scale, u[s]);
+        quant_rows16_avx512 (src, ld, k, i0 + (gsize) s * 16, c0, cols, tiny, scale, u[s]);
       else
         for (int m = 0; m < 4; m++)
           u[s][m] = _mm512_setzero_si512 ();
@@ -681,7 +728,7 @@ dc_quant_pack_columns_avx512 (const char     *what,
       guint32 amax[COLUMN_GROUP];
       float scales[COLUMN_GROUP];
       gboolean slow[COLUMN_GROUP] = { FALSE };
-      __mmask16 sub = 0;
+      __mmask16 tiny = 0;
 
       /* Pass 1: each column's largest magnitude on the bits. */
       for (gsize i = 0; i < k; i++)
@@ -707,15 +754,10 @@ dc_quant_pack_columns_avx512 (const char     *what,
               out->exponent[c0 + c] = 0;
               continue;
             }
-          if ((amax[c] >> 23) == 0)
+          if (amax[c] < TINY_AMAX)
             {
-              /* All subnormal: the reference's e = log2 of the top bit
-               * − 149 − 6; the integers ±m take 2^(−e−149). */
-              int top = 31 - __builtin_clz (amax[c]);
-
-              sub |= (__mmask16) (1u << c);
-              scales[c] = float_pow2 (6 - top);
-              out->exponent[c0 + c] = top - 149 - 6;
+              tiny |= (__mmask16) (1u << c);
+              out->exponent[c0 + c] = tiny_exponent (amax[c], &scales[c]);
               continue;
             }
           e = (int) (amax[c] >> 23) - 127 - 6;
@@ -730,7 +772,7 @@ dc_quant_pack_columns_avx512 (const char     *what,
 
       /* Pass 2. */
       for (gsize i0 = 0; i0 < k; i0 += 64)
-        quant_columns_block_avx512 (src, ld, k, i0, c0, w, cols, sub, _mm512_loadu_ps (scales),
+        quant_columns_block_avx512 (src, ld, k, i0, c0, w, cols, tiny, _mm512_loadu_ps (scales),
                                     out->q);
 
       for (gsize c = 0; c < w; c++)
