@@ -61,16 +61,36 @@ float_pow2 (int e)
  * from their steps of 2^-149 (tiny_as_steps_avx2 ()). */
 #define TINY_AMAX 0x03800000u
 
-/* Such a vector's exponent, the reference's e = floor(log2(amax)) − 6, and
- * in @scale the factor of its steps, 2^(−e−149) (between 2^-22 and 2^6). */
-static int
-tiny_exponent (guint32  amax,
-               float   *scale)
+/* How a vector with a finite, nonzero largest magnitude is scaled. */
+typedef enum
 {
-  int lg = (amax >> 23) != 0 ? (int) (amax >> 23) - 127 : (31 - __builtin_clz (amax)) - 149;
+  SCALE_PLAIN,      /* x · 2^-e as floats */
+  SCALE_TINY,       /* its steps of 2^-149 (tiny_as_steps_avx2 ()) · 2^(−e−149) */
+  SCALE_REFERENCE,  /* 2^-e is no float: dc_quant_pack_reference () */
+} ScaleKind;
 
-  *scale = float_pow2 (-(lg - 6) - 149);
-  return lg - 6;
+/* The reference's e = floor(log2(amax)) − 6 in @e and, unless the vector
+ * goes to the reference (@scale untouched then), the factor in @scale:
+ * 2^-e, or for a tiny vector 2^(−e−149) (between 2^-22 and 2^6). The one
+ * rule of the four packers. */
+static ScaleKind
+vector_scale (guint32  amax,
+              int     *e,
+              float   *scale)
+{
+  if (amax < TINY_AMAX)
+    {
+      int lg = (amax >> 23) != 0 ? (int) (amax >> 23) - 127 : (31 - __builtin_clz (amax)) - 149;
+
+      *e = lg - 6;
+      *scale = float_pow2 (-*e - 149);
+      return SCALE_TINY;
+    }
+  *e = (int) (amax >> 23) - 127 - 6;
+  if (*e < E_MIN || *e > E_MAX)
+    return SCALE_REFERENCE;
+  *scale = float_pow2 (-*e);
+  return SCALE_PLAIN;
 }
 
 __attribute__ ((target ("avx2"))) static guint32
@@ -179,9 +199,11 @@ quant_vector_avx2 (const float *x,
                    gint32      *exponent)
 {
   guint32 amax = amax_bits_avx2 (x, k);
-  gboolean tiny = FALSE;
+  ScaleKind kind;
+  gboolean tiny;
   __m256 scale;
   gsize i = 0;
+  float f = 1.0f;
   int e;
 
   if (amax >= 0x7f800000u)
@@ -192,21 +214,11 @@ quant_vector_avx2 (const float *x,
       *exponent = 0;
       return TRUE;
     }
-  if (amax < TINY_AMAX)
-    {
-      float f;
-
-      tiny = TRUE;
-      e = tiny_exponent (amax, &f);
-      scale = _mm256_set1_ps (f);
-    }
-  else
-    {
-      e = (int) (amax >> 23) - 127 - 6;
-      if (e < E_MIN || e > E_MAX)
-        return FALSE;
-      scale = _mm256_set1_ps (float_pow2 (-e));
-    }
+  kind = vector_scale (amax, &e, &f);
+  if (kind == SCALE_REFERENCE)
+    return FALSE;
+  tiny = kind == SCALE_TINY;
+  scale = _mm256_set1_ps (f);
   for (; i + 32 <= k; i += 32)
     quant32_avx2 (x + i, scale, tiny, q + i);
   if (i < k)
@@ -396,6 +408,7 @@ dc_quant_pack_columns_avx2 (const char     *what,
       /* Each column's exponent, by the row path's rule. */
       for (gsize c = 0; c < COLUMN_GROUP; c++)
         {
+          ScaleKind kind;
           int e;
 
           scales[c] = 1.0f;
@@ -412,19 +425,14 @@ dc_quant_pack_columns_avx2 (const char     *what,
               out->exponent[c0 + c] = 0;  /* ±0 · 1 rounds to 0 */
               continue;
             }
-          if (amax[c] < TINY_AMAX)
-            {
-              tiny[c] = -1;
-              out->exponent[c0 + c] = tiny_exponent (amax[c], &scales[c]);
-              continue;
-            }
-          e = (int) (amax[c] >> 23) - 127 - 6;
-          if (e < E_MIN || e > E_MAX)
+          kind = vector_scale (amax[c], &e, &scales[c]);
+          if (kind == SCALE_REFERENCE)
             {
               slow[c] = TRUE;  /* the reference below, this column only */
               continue;
             }
-          scales[c] = float_pow2 (-e);
+          if (kind == SCALE_TINY)
+            tiny[c] = -1;
           out->exponent[c0 + c] = e;
         }
 
@@ -496,9 +504,11 @@ quant_vector_avx512 (const float *x,
   __m256i m8;
   __m128i s4;
   __m512 scale;
-  __mmask16 tiny = 0;
+  __mmask16 tiny;
+  ScaleKind kind;
   guint32 amax;
   gsize i;
+  float f = 1.0f;
   int e;
 
   for (i = 0; i < k; i += 16)
@@ -522,21 +532,11 @@ quant_vector_avx512 (const float *x,
       *exponent = 0;
       return TRUE;
     }
-  if (amax < TINY_AMAX)
-    {
-      float f;
-
-      tiny = 0xffff;
-      e = tiny_exponent (amax, &f);
-      scale = _mm512_set1_ps (f);
-    }
-  else
-    {
-      e = (int) (amax >> 23) - 127 - 6;
-      if (e < E_MIN || e > E_MAX)
-        return FALSE;
-      scale = _mm512_set1_ps (float_pow2 (-e));
-    }
+  kind = vector_scale (amax, &e, &f);
+  if (kind == SCALE_REFERENCE)
+    return FALSE;
+  tiny = kind == SCALE_TINY ? 0xffff : 0;
+  scale = _mm512_set1_ps (f);
   for (i = 0; i < k; i += 16)
     {
       __mmask16 live = k - i >= 16 ? 0xffff : (__mmask16) ((1u << (k - i)) - 1);
@@ -742,6 +742,7 @@ dc_quant_pack_columns_avx512 (const char     *what,
       /* Each column's exponent, by the row path's rule. */
       for (gsize c = 0; c < COLUMN_GROUP; c++)
         {
+          ScaleKind kind;
           int e;
 
           scales[c] = 1.0f;
@@ -754,19 +755,14 @@ dc_quant_pack_columns_avx512 (const char     *what,
               out->exponent[c0 + c] = 0;
               continue;
             }
-          if (amax[c] < TINY_AMAX)
-            {
-              tiny |= (__mmask16) (1u << c);
-              out->exponent[c0 + c] = tiny_exponent (amax[c], &scales[c]);
-              continue;
-            }
-          e = (int) (amax[c] >> 23) - 127 - 6;
-          if (e < E_MIN || e > E_MAX)
+          kind = vector_scale (amax[c], &e, &scales[c]);
+          if (kind == SCALE_REFERENCE)
             {
               slow[c] = TRUE;
               continue;
             }
-          scales[c] = float_pow2 (-e);
+          if (kind == SCALE_TINY)
+            tiny |= (__mmask16) (1u << c);
           out->exponent[c0 + c] = e;
         }
 
