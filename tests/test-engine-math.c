@@ -2147,6 +2147,46 @@ test_tiny_products (void)
       }
       checked += 64 + 71 + 71;
     }
+  /* Products a float multiply rounds onto a tie of the 2^-149 grid: M · b
+   * near n + 1/2 (M = |a| · 2^149, n < 2^20), one lane of a leaf of 8 at a
+   * time. The float form of the product (mul_small_avx2 ()) must settle
+   * these by the sign of the product's error; count those the first
+   * rounding made a tie that the exact product was not, so that the check
+   * cannot pass empty. */
+  {
+    guint made_ties = 0;
+
+    for (int round = 0; round < 400000; round++)
+      {
+        int j = g_rand_int_range (rand, 0, 8);
+        guint32 u = g_rand_boolean (rand) ? (guint32) g_rand_int_range (rand, 1, 0x00800000)
+                                          : (guint32) g_rand_int_range (rand, 0x00800000, 0x0d800000);
+        double big_m = (double) float_of (u) * 0x1p149;
+        double n = (double) g_rand_int_range (rand, 0, 1 << 20) + 0.5;
+        guint32 ub = bits_of ((float) (n / big_m)) + (guint32) g_rand_int_range (rand, -2, 3);
+        double exact, rounded;
+        float got, want;
+
+        if (n / big_m < 0x1p-64)
+          continue;
+        memset (a, 0, 8 * sizeof *a);
+        memset (b, 0, 8 * sizeof *b);
+        a[j] = float_of (u | (round % 3 == 0 ? 0x80000000u : 0));
+        b[j] = float_of (ub);
+        exact = big_m * (double) b[j];
+        rounded = (double) (float) exact;
+        if (rounded - floor (rounded) == 0.5 && rounded != exact)
+          made_ties++;
+        got = dc_math_dot (a, b, 8);
+        want = plain_product (a[j], b[j]);
+        if (!same_sum (got, want))
+          g_error ("near a tie (%a · %a): %08x, the multiply %08x", (double) a[j], (double) b[j],
+                   bits_of (got), bits_of (want));
+        checked++;
+      }
+    g_test_message ("%u products rounded onto a tie by a float multiply", made_ties);
+    g_assert_cmpuint (made_ties, >, 100);
+  }
   _dc_math_set_tiny_products_exact (-1);
   g_test_message ("%" G_GUINT64_FORMAT " products agree", checked);
 }

@@ -119,13 +119,13 @@ static DcMathSimd softmax_path (void);
 
 #ifdef DC_MATH_X86
 
-/* mul_small () on 8 lanes: lanes with a tiny a (0 < |a| < 2^-100) and a
- * finite b are multiplied in double and rounded as mul_small () does, the
- * others as floats with those lanes' a replaced by 1; a vector without such
- * a lane is one float multiply. */
-__attribute__ ((target ("avx2"))) static inline __m256
-mul_small_avx2 (__m256 a,
-                __m256 b)
+/* mul_small () on 8 lanes in double: lanes with a tiny a (0 < |a| <
+ * 2^-100) and a finite b are multiplied in double and rounded as
+ * mul_small () does, the others as floats with those lanes' a replaced by
+ * 1. mul_small_avx2 ()'s way for the vectors its float form cannot round. */
+__attribute__ ((target ("avx2"))) static __m256
+mul_small_double_avx2 (__m256 a,
+                       __m256 b)
 {
   const __m256i abs_mask = _mm256_set1_epi32 (0x7fffffff);
   __m256i ua = _mm256_castps_si256 (a), ub = _mm256_castps_si256 (b);
@@ -139,8 +139,6 @@ mul_small_avx2 (__m256 a,
   __m256 big, r;
   __m128i q[2];
 
-  if (_mm256_movemask_ps (_mm256_castsi256_ps (small)) == 0 || !exact_tiny_products ())
-    return _mm256_mul_ps (a, b);
   big = _mm256_mul_ps (_mm256_blendv_ps (a, _mm256_set1_ps (1.0f), _mm256_castsi256_ps (small)), b);
   for (int h = 0; h < 2; h++)
     {
@@ -172,8 +170,69 @@ mul_small_avx2 (__m256 a,
   return _mm256_blendv_ps (big, r, _mm256_castsi256_ps (small));
 }
 
+/* mul_small () on 8 lanes, in floats: a vector without a tiny lane is one
+ * float multiply. A tiny lane's |a| · 2^149 = M is a normal float formed
+ * without arithmetic on a subnormal (a subnormal's integer converted, a
+ * normal one's exponent field + 149), and P = M · |b| rounds M · |b| once
+ * to 24 bits, E = M · |b| − P exactly (FMA). Where P < 2^23 the result is
+ * the integer nearest M · |b|, its bit pattern: P converted (nearest even)
+ * is that integer unless P lies half way between two, a tie the first
+ * rounding may have made, which E's sign settles (E = 0: the tie is real,
+ * nearest even stands). Else the result is normal with P's 24 bits: P's
+ * exponent field − 149. A |b| below 2^-64 makes a product below 2^-164,
+ * which rounds to zero; a vector whose P overflows (|b| near FLT_MAX) goes
+ * to mul_small_double_avx2 (). */
+__attribute__ ((target ("avx2,fma"))) static inline __m256
+mul_small_avx2 (__m256 a,
+                __m256 b)
+{
+  const __m256i abs_mask = _mm256_set1_epi32 (0x7fffffff);
+  __m256i ua = _mm256_castps_si256 (a), ub = _mm256_castps_si256 (b);
+  __m256i mag = _mm256_and_si256 (ua, abs_mask);
+  __m256i bmag = _mm256_and_si256 (ub, abs_mask);
+  __m256i small = _mm256_andnot_si256 (
+    _mm256_cmpeq_epi32 (mag, _mm256_setzero_si256 ()),
+    _mm256_and_si256 (_mm256_cmpgt_epi32 (_mm256_set1_epi32 (0x0d800000), mag),
+                      _mm256_cmpgt_epi32 (_mm256_set1_epi32 (0x7f800000), bmag)));
+  __m256 small_ps = _mm256_castsi256_ps (small);
+  __m256 big, m, bz, p, e, d, below, up, down, res;
+  __m256i r, q;
+
+  if (_mm256_movemask_ps (small_ps) == 0 || !exact_tiny_products ())
+    return _mm256_mul_ps (a, b);
+  big = _mm256_mul_ps (_mm256_blendv_ps (a, _mm256_set1_ps (1.0f), small_ps), b);
+  /* M: 1 in the other lanes (their exponent field + 149 may wrap to a
+   * tiny negative value whose products are subnormal). */
+  m = _mm256_blendv_ps (_mm256_castsi256_ps (_mm256_add_epi32 (mag, _mm256_set1_epi32 (149 << 23))),
+                        _mm256_cvtepi32_ps (mag),
+                        _mm256_castsi256_ps (_mm256_cmpgt_epi32 (_mm256_set1_epi32 (0x00800000), mag)));
+  m = _mm256_blendv_ps (_mm256_set1_ps (1.0f), m, small_ps);
+  bz = _mm256_blendv_ps (_mm256_castsi256_ps (bmag), _mm256_setzero_ps (),
+                         _mm256_castsi256_ps (_mm256_cmpgt_epi32 (_mm256_set1_epi32 (0x1f800000), bmag)));
+  p = _mm256_mul_ps (m, bz);
+  if (_mm256_movemask_ps (_mm256_and_ps (_mm256_cmp_ps (p, _mm256_set1_ps (0x1p126f), _CMP_GE_OQ),
+                                         small_ps)) != 0)
+    return mul_small_double_avx2 (a, b);
+  e = _mm256_fmsub_ps (m, bz, p);
+  r = _mm256_cvtps_epi32 (p);
+  d = _mm256_sub_ps (p, _mm256_cvtepi32_ps (r));
+  below = _mm256_cmp_ps (p, _mm256_set1_ps (0x1p23f), _CMP_LT_OQ);
+  /* A tie rounded down that M · |b| is above, or up that it is below. */
+  up = _mm256_and_ps (_mm256_cmp_ps (d, _mm256_set1_ps (0.5f), _CMP_EQ_OQ),
+                      _mm256_cmp_ps (e, _mm256_setzero_ps (), _CMP_GT_OQ));
+  down = _mm256_and_ps (_mm256_cmp_ps (d, _mm256_set1_ps (-0.5f), _CMP_EQ_OQ),
+                        _mm256_cmp_ps (e, _mm256_setzero_ps (), _CMP_LT_OQ));
+  r = _mm256_add_epi32 (_mm256_sub_epi32 (r, _mm256_castps_si256 (up)), _mm256_castps_si256 (down));
+  q = _mm256_castps_si256 (_mm256_blendv_ps (
+    _mm256_castsi256_ps (_mm256_sub_epi32 (_mm256_castps_si256 (p), _mm256_set1_epi32 (149 << 23))),
+    _mm256_castsi256_ps (r), below));
+  res = _mm256_castsi256_ps (_mm256_or_si256 (q, _mm256_and_si256 (_mm256_xor_si256 (ua, ub),
+                                                                   _mm256_set1_epi32 ((gint32) 0x80000000u))));
+  return _mm256_blendv_ps (big, res, small_ps);
+}
+
 /* A dot's leaf of 8: the products, each mul_small ()'s, at once. */
-__attribute__ ((target ("avx2"))) static void
+__attribute__ ((target ("avx2,fma"))) static void
 dot_leaf8_avx2 (const float *a,
                 const float *b,
                 float       *v)
@@ -185,13 +244,14 @@ dot_leaf8_avx2 (const float *a,
  * pairwise() of exactly 64 elements (8 leaves of 8) with AVX2, the same
  * additions in the same order: the leaf values of the eight leaves are
  * formed (one IEEE multiply or subtract per element, as in the scalar
- * leaves, the dot's through mul_small_avx2 (); no FMA), transposed so
+ * leaves, the dot's through mul_small_avx2 (); no fused multiply-add
+ * forms a leaf value), transposed so
  * that register i holds element i of every leaf, and summed register by
  * register, which is each leaf's left-to-right sum in its own lane; then
  * the three levels of the tree,
  * ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), in scalar.
  */
-__attribute__ ((target ("avx2"))) static float
+__attribute__ ((target ("avx2,fma"))) static float
 pairwise64_avx2 (LeafKind     kind,
                  const float *a,
                  const float *b,
@@ -266,7 +326,8 @@ pairwise_pow2 (LeafKind     kind,
   if (n <= PAIRWISE_BLOCK)
     return pairwise (kind, a, b, c, n);
 #ifdef DC_MATH_X86
-  if (n == 64 && kind != LEAF_EXP_SHIFTED && __builtin_cpu_supports ("avx2"))
+  if (n == 64 && kind != LEAF_EXP_SHIFTED && __builtin_cpu_supports ("avx2")
+      && __builtin_cpu_supports ("fma"))
     return pairwise64_avx2 (kind, a, b, c);
 #endif
   return pairwise_pow2 (kind, a, b, c, n / 2)
@@ -709,8 +770,9 @@ dc_math_exp_shifted_path (DcMathSimd   path,
     }
 }
 
-/* The softmaxes' row path: AVX2 where the CPU has it, unless
- * DC_MATH_NO_SIMD=1 keeps the scalar loops. Same bits either way. */
+/* The softmaxes' row path: AVX2 (with FMA, which mul_small_avx2 () needs)
+ * where the CPU has it, unless DC_MATH_NO_SIMD=1 keeps the scalar loops.
+ * Same bits either way. */
 static DcMathSimd
 softmax_path (void)
 {
@@ -721,7 +783,8 @@ softmax_path (void)
       DcMathSimd path = DC_MATH_SIMD_SCALAR;
 
 #ifdef DC_MATH_X86
-      if (g_getenv ("DC_MATH_NO_SIMD") == NULL && __builtin_cpu_supports ("avx2"))
+      if (g_getenv ("DC_MATH_NO_SIMD") == NULL && __builtin_cpu_supports ("avx2")
+          && __builtin_cpu_supports ("fma"))
         path = DC_MATH_SIMD_AVX2;
 #endif
       g_once_init_leave (&chosen, (gsize) path + 1);
@@ -798,7 +861,7 @@ div_row_avx2 (float *y,
 
 /* dx[i] = y[i] · (dy[i] − d), as the scalar loop, the products through
  * mul_small_avx2 (); the ragged end in scalar through mul_small (). */
-__attribute__ ((target ("avx2"))) static void
+__attribute__ ((target ("avx2,fma"))) static void
 softmax_backward_row_avx2 (const float *y,
                            const float *dy,
                            float        d,
@@ -816,7 +879,7 @@ softmax_backward_row_avx2 (const float *y,
 }
 
 /* dc_math_scale () eight lanes at a time, the ragged end in scalar. */
-__attribute__ ((target ("avx2"))) static void
+__attribute__ ((target ("avx2,fma"))) static void
 scale_row_avx2 (const float *x,
                 float        s,
                 float       *y,
