@@ -781,6 +781,26 @@ test_quant_simd_gate_all (void)
 }
 
 /* The one reader every gate uses: whole names in a comma list, or "all". */
+/* The packers with plain vectors' subnormal values taken from their steps
+ * of 2^-149 (the default on Intel, which takes an assist for a multiply
+ * that reads a subnormal) and without: every packer gives the reference's
+ * bits either way. The adversarial cases put subnormals beside an amax in
+ * every binade, 2^-120 and 2^-119 included (e = −126 and −125, where a
+ * subnormal rounds to ±1); the random ones any finite float. */
+static void
+test_quant_subnormal_steps (void)
+{
+  for (int on = 1; on >= 0; on--)
+    {
+      _dc_quant_set_subnormal_steps (on);
+      test_quant_simd_adversarial ();
+      test_quant_simd_random ();
+      test_quant_columns_random ();
+      test_quant_columns_adversarial ();
+    }
+  _dc_quant_set_subnormal_steps (-1);
+}
+
 static void
 test_break_matches (void)
 {
@@ -815,6 +835,7 @@ main (int    argc,
   g_test_add_func ("/dc/engine/quant/avx512-gate", test_quant_avx512_gate);
   g_test_add_func ("/dc/engine/quant/columns-random", test_quant_columns_random);
   g_test_add_func ("/dc/engine/quant/columns-adversarial", test_quant_columns_adversarial);
+  g_test_add_func ("/dc/engine/quant/subnormal-steps", test_quant_subnormal_steps);
   g_test_add_func ("/dc/engine/quant/columns-not-finite", test_quant_columns_not_finite);
   g_test_add_func ("/dc/engine/quant/columns-gate", test_quant_columns_gate);
   g_test_add_func ("/dc/engine/quant/columns-avx512-gate", test_quant_columns_avx512_gate);

@@ -77,4 +77,9 @@ gboolean    dc_quant_pack_columns_avx512 (const char       *what,
                                           DcQuantMatrix    *out,
                                           GError          **error);
 
+/* Test only: 1 or 0 makes the packers take plain vectors' subnormal values
+ * from their steps of 2^-149 or not (the bits are the same); -1 goes back to
+ * the CPU's default (on Intel) or DC_QUANT_SUBNORMAL_STEPS. */
+void        _dc_quant_set_subnormal_steps (int on);
+
 G_END_DECLS
