@@ -2233,6 +2233,128 @@ test_softmax_tiny (void)
   g_test_message ("%" G_GUINT64_FORMAT " probabilities agree", checked);
 }
 
+/* A dividend for the division test whose quotient by @sum lies near the
+ * middle of step @k of 2^-149: the float nearest to (k + 1/2) · sum ·
+ * 2^-149 moved by @nudge of its own steps (0 for the nearest). (k + 1/2) ·
+ * sum is exact in double (49 bits), and so is the scaling. */
+static float
+near_half_step (float sum,
+                guint32 k,
+                int nudge)
+{
+  float y = (float) (((double) k + 0.5) * (double) sum * 0x1p-149);
+
+  for (; nudge > 0; nudge--)
+    y = nextafterf (y, G_MAXFLOAT);
+  for (; nudge < 0; nudge++)
+    y = nextafterf (y, 0.0f);
+  return y;
+}
+
+/* A softmax row's division by its sum on the AVX2 path, both ways
+ * (DC_MATH_SUBNORMAL_QUOTIENTS: every quotient below 2^-125 through the
+ * double path, or only the dividends below 2^-125), against the float
+ * division, bit for bit. Rows mix quotients on exact half steps of 2^-149
+ * (a sum of few bits times an odd number of half steps), next to them,
+ * just below and above 2^-125 and sum · 2^-125, subnormal dividends and
+ * ordinary ones; sums from 1 to past 2^24 (where the double path keeps
+ * the 2^-125 limit). */
+static void
+test_softmax_division (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (47);
+  float y[67], want[67], got[67];
+  guint64 checked = 0, ties = 0, new_lanes = 0;
+
+  if (!dc_math_divide_row_path (DC_MATH_SIMD_AVX2, y, 1.0f, 0))
+    {
+      g_test_skip ("this CPU has no AVX2: no vector division to compare");
+      return;
+    }
+  for (int mode = 0; mode <= 1; mode++)
+    {
+      _dc_math_set_subnormal_quotients (mode);
+      for (int round = 0; round < 30000; round++)
+        {
+          gsize n = (gsize) g_rand_int_range (rand, 1, G_N_ELEMENTS (y) + 1);
+          float sum;
+
+          switch (g_rand_int_range (rand, 0, 4))
+            {
+            case 0: /* few bits, even: exact half steps exist */
+              sum = ldexpf ((float) (2 * g_rand_int_range (rand, 0, 1024) + 1),
+                            g_rand_int_range (rand, 1, 13));
+              break;
+            case 1:
+              sum = (float) g_rand_double_range (rand, 1.0, 2.0);
+              break;
+            case 2:
+              sum = ldexpf ((float) g_rand_double_range (rand, 1.0, 2.0), g_rand_int_range (rand, 0, 23));
+              break;
+            default:
+              sum = ldexpf ((float) g_rand_double_range (rand, 1.0, 2.0), g_rand_int_range (rand, 23, 40));
+              break;
+            }
+          if (sum < 1.0f)
+            sum = 1.0f;
+          for (gsize i = 0; i < n; i++)
+            {
+              guint32 k;
+
+              switch (g_rand_int_range (rand, 0, 6))
+                {
+                case 0: /* a half step, or near one */
+                case 1:
+                  k = (guint32) g_rand_int_range (rand, 0, 1 << 24);
+                  if (g_rand_boolean (rand))
+                    k >>= g_rand_int_range (rand, 1, 24);
+                  y[i] = near_half_step (sum, k, g_rand_int_range (rand, -2, 3));
+                  break;
+                case 2: /* around the limits */
+                  y[i] = (g_rand_boolean (rand) ? 0x1p-125f : sum * 0x1p-125f);
+                  for (int m = g_rand_int_range (rand, -3, 4); m != 0; m += m > 0 ? -1 : 1)
+                    y[i] = nextafterf (y[i], m > 0 ? G_MAXFLOAT : 0.0f);
+                  break;
+                case 3: /* subnormal or zero */
+                  y[i] = float_of ((guint32) g_rand_int_range (rand, 0, 0x00800000));
+                  break;
+                case 4: /* up to sum · 2^-123 */
+                  y[i] = (float) (g_rand_double (rand) * sum * 0x1p-123);
+                  break;
+                default: /* an ordinary probability's dividend */
+                  y[i] = (float) g_rand_double_range (rand, 0.0, 1.0);
+                  break;
+                }
+              {
+                volatile float q = y[i], s = sum;
+
+                want[i] = q / s;
+              }
+              if (y[i] < sum * 0x1p-125f)
+                {
+                  double q = floor ((double) y[i] / sum * 0x1p149);
+
+                  ties += (double) y[i] == (q + 0.5) * sum * 0x1p-149;
+                  new_lanes += y[i] >= 0x1p-125f && sum < 0x1p24f;
+                }
+            }
+          memcpy (got, y, n * sizeof *y);
+          g_assert_true (dc_math_divide_row_path (DC_MATH_SIMD_AVX2, got, sum, n));
+          for (gsize i = 0; i < n; i++)
+            if (bits_of (got[i]) != bits_of (want[i]))
+              g_error ("%a / %a (both ways %d): %08x, the division %08x", (double) y[i], (double) sum,
+                       mode, bits_of (got[i]), bits_of (want[i]));
+          checked += n;
+        }
+    }
+  _dc_math_set_subnormal_quotients (-1);
+  g_test_message ("%" G_GUINT64_FORMAT " quotients agree, %" G_GUINT64_FORMAT " on a half step, %"
+                  G_GUINT64_FORMAT " with a normal dividend and a quotient below 2^-125", checked, ties,
+                  new_lanes);
+  g_assert_cmpuint (ties, >, 1000);
+  g_assert_cmpuint (new_lanes, >, 10000);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -2274,6 +2396,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dc/engine/math/exp-shifted-vector", test_exp_shifted_vector);
   g_test_add_func ("/dc/engine/math/tiny-products", test_tiny_products);
   g_test_add_func ("/dc/engine/math/softmax-tiny", test_softmax_tiny);
+  g_test_add_func ("/dc/engine/math/softmax-division", test_softmax_division);
   g_test_add_func ("/dc/engine/math/vector-hash", test_vector_hash);
   g_test_add_func ("/dc/engine/math/probe-hash", test_probe_hash);
 

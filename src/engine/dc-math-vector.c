@@ -804,25 +804,78 @@ exp_shifted_row (const float *x,
   dc_math_exp_shifted_path (softmax_path (), x, c, y, n);
 }
 
+/* Whether every lane whose quotient falls below 2^-125 takes
+ * div_by_sum_avx2 ()'s double path (on Intel by default: a division making
+ * a subnormal costs an assist of about a hundred cycles there, s30's dn.c)
+ * or only the lanes whose y is below 2^-125 (elsewhere: AMD's Zen makes
+ * one at full speed, and the double path is more work).
+ * DC_MATH_SUBNORMAL_QUOTIENTS=1 or 0 decides instead. Same bits either
+ * way. */
+static int subnormal_quotients = -1;
+
+void
+_dc_math_set_subnormal_quotients (int on)
+{
+  g_atomic_int_set (&subnormal_quotients, CLAMP (on, -1, 1));
+}
+
+#ifdef DC_MATH_X86
+static gboolean
+double_subnormal_quotients (void)
+{
+  int on = g_atomic_int_get (&subnormal_quotients);
+
+  if (G_UNLIKELY (on < 0))
+    {
+      const char *env = g_getenv ("DC_MATH_SUBNORMAL_QUOTIENTS");
+
+      on = env != NULL ? g_strcmp0 (env, "0") != 0 : __builtin_cpu_is ("intel");
+      g_atomic_int_set (&subnormal_quotients, on);
+    }
+  return on;
+}
+#endif
+
 #ifdef DC_MATH_X86
 /* y / sum on 8 lanes for 1 ≤ sum < inf and y ≥ 0 (a softmax row's
- * exponentials): the lanes below 2^-125, subnormal or next to it, are
- * divided without a subnormal operand or result in a float operation (a
- * slow path on many x86 cores). Such a y is Y steps of 2^-149 with Y its
- * bit pattern (< 2^24); Y / sum is formed in double, correctly rounded,
- * and rounded to the nearest integer, ties to even, which is the
- * quotient's bit pattern (< 2^24, since sum ≥ 1). The double's rounding
- * cannot move it across a half step: with sum = S · 2^g (S < 2^24, g ≥
- * −23) an inexact quotient lies at least 2^-24 / sum from the nearest half
- * step, and the double is within Y / sum · 2^-53 < 2^-29 / sum of it. The
- * other lanes divide as floats, the small ones replaced by 1 first. */
+ * exponentials). The lanes whose bits are below `limit` (a positive
+ * float's bits: 2^-125, or sum · 2^-125 when sum < 2^24) are divided
+ * without a subnormal operand or result in a float operation (a slow path
+ * on many x86 cores): below 2^-125 a float is Y steps of 2^-149, Y its bit
+ * pattern, so the quotient's bits are Y / sum rounded to the nearest
+ * integer, ties to even. That is done in double: Y = y · 2^149 is exact
+ * (an integer below sum · 2^24, made from y's bits, so no float operation
+ * reads a subnormal), Y / sum is correctly rounded, then rounded to an
+ * integer (cvtpd_epi32, ties to even). The double cannot carry the
+ * quotient across a half step: Y / sum < 2^24, so it lies within 2^-30 of
+ * the exact quotient; and an exact quotient that is not a half step lies
+ * at least min (1 / sum, 1 / (2S)) > 2^-25 from each (sum = S · 2^g, S an
+ * integer below 2^24: its distance is |2Y − (2k+1) · S · 2^g| / (2 sum),
+ * a nonzero multiple of 2^min (g, 1) over 2 sum), a half step itself being
+ * exact in double. docs/VERIFICATION.md has the proof at length. The other
+ * lanes divide as floats, the small ones replaced by 1 first (1 / sum is
+ * normal). */
+__attribute__ ((target ("avx2"))) static inline __m256d
+steps_of_2_149_avx2 (__m128i b)
+{
+  /* Bits (e, m), e ≥ 1: (2^23 + m) · 2^(e-1), whose double has exponent
+   * field e + 22 + 1023 and fraction m << 29; e = 0: m itself. */
+  __m256i w = _mm256_cvtepu32_epi64 (b);
+  __m256d normal = _mm256_castsi256_pd (_mm256_add_epi64 (_mm256_slli_epi64 (w, 29),
+                                                          _mm256_set1_epi64x (1045LL << 52)));
+  __m256i sub = _mm256_cmpgt_epi64 (_mm256_set1_epi64x (0x00800000), w);
+
+  return _mm256_blendv_pd (normal, _mm256_cvtepi32_pd (b), _mm256_castsi256_pd (sub));
+}
+
 __attribute__ ((target ("avx2"))) static inline __m256
 div_by_sum_avx2 (__m256  y,
                  __m256  sum,
-                 __m256d sum_d)
+                 __m256d sum_d,
+                 __m256i limit)
 {
   __m256i yb = _mm256_castps_si256 (y);
-  __m256i low = _mm256_and_si256 (_mm256_cmpgt_epi32 (_mm256_set1_epi32 (0x01000000), yb),
+  __m256i low = _mm256_and_si256 (_mm256_cmpgt_epi32 (limit, yb),
                                   _mm256_cmpgt_epi32 (yb, _mm256_set1_epi32 (-1)));
   __m256 big;
   __m128i lo, hi;
@@ -830,8 +883,9 @@ div_by_sum_avx2 (__m256  y,
   if (_mm256_movemask_ps (_mm256_castsi256_ps (low)) == 0)
     return _mm256_div_ps (y, sum);
   big = _mm256_div_ps (_mm256_blendv_ps (y, _mm256_set1_ps (1.0f), _mm256_castsi256_ps (low)), sum);
-  lo = _mm256_cvtpd_epi32 (_mm256_div_pd (_mm256_cvtepi32_pd (_mm256_castsi256_si128 (yb)), sum_d));
-  hi = _mm256_cvtpd_epi32 (_mm256_div_pd (_mm256_cvtepi32_pd (_mm256_extracti128_si256 (yb, 1)), sum_d));
+  lo = _mm256_cvtpd_epi32 (_mm256_div_pd (steps_of_2_149_avx2 (_mm256_castsi256_si128 (yb)), sum_d));
+  hi = _mm256_cvtpd_epi32 (_mm256_div_pd (steps_of_2_149_avx2 (_mm256_extracti128_si256 (yb, 1)),
+                                          sum_d));
   return _mm256_blendv_ps (big, _mm256_castsi256_ps (_mm256_set_m128i (hi, lo)),
                            _mm256_castsi256_ps (low));
 }
@@ -845,16 +899,19 @@ div_row_avx2 (float *y,
 {
   const __m256 s = _mm256_set1_ps (sum);
   const __m256d s_d = _mm256_set1_pd ((double) sum);
+  /* sum · 2^-125 is exact and normal (sum ≥ 1). */
+  const float limit = double_subnormal_quotients () && sum < 0x1p24f ? sum * 0x1p-125f : 0x1p-125f;
+  const __m256i l = _mm256_set1_epi32 ((int) float_bits (limit));
   gsize i = 0;
 
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps (y + i, div_by_sum_avx2 (_mm256_loadu_ps (y + i), s, s_d));
+    _mm256_storeu_ps (y + i, div_by_sum_avx2 (_mm256_loadu_ps (y + i), s, s_d, l));
   if (i < n)
     {
       float tail[8] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
 
       memcpy (tail, y + i, (n - i) * sizeof *y);
-      _mm256_storeu_ps (tail, div_by_sum_avx2 (_mm256_loadu_ps (tail), s, s_d));
+      _mm256_storeu_ps (tail, div_by_sum_avx2 (_mm256_loadu_ps (tail), s, s_d, l));
       memcpy (y + i, tail, (n - i) * sizeof *y);
     }
 }
@@ -911,6 +968,30 @@ divide_row (float *y,
 #endif
   for (gsize i = 0; i < n; i++)
     y[i] = y[i] / sum;
+}
+
+gboolean
+dc_math_divide_row_path (DcMathSimd path,
+                         float     *y,
+                         float      sum,
+                         gsize      n)
+{
+  switch (path)
+    {
+    case DC_MATH_SIMD_SCALAR:
+      for (gsize i = 0; i < n; i++)
+        y[i] = y[i] / sum;
+      return TRUE;
+#ifdef DC_MATH_X86
+    case DC_MATH_SIMD_AVX2:
+      if (!__builtin_cpu_supports ("avx2") || !(sum >= 1.0f && sum < __builtin_inff ()))
+        return FALSE;
+      div_row_avx2 (y, sum, n);
+      return TRUE;
+#endif
+    default:
+      return FALSE;
+    }
 }
 
 /* Runs dc_math_silu () on the named path; FALSE when this CPU lacks it.
