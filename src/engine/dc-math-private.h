@@ -252,8 +252,7 @@ void _dc_math_set_tiny_products_exact (int exact);
 
 /* For tests: whether a softmax row's division takes every lane whose
  * quotient is below 2^-125 through the double path (1), only those whose
- * dividend is (0), or what DC_MATH_SUBNORMAL_QUOTIENTS or the CPU says
- * (-1); the bits are the same either way. */
+ * dividend is (0), or what DC_MATH_SUBNORMAL_QUOTIENTS says (-1); the bits are the same either way. */
 void _dc_math_set_subnormal_quotients (int on);
 
 /* y[i] / sum for a softmax row (1 ≤ sum < inf, y[i] ≥ 0) on the given

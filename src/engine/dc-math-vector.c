@@ -805,12 +805,12 @@ exp_shifted_row (const float *x,
 }
 
 /* Whether every lane whose quotient falls below 2^-125 takes
- * div_by_sum_avx2 ()'s double path (on Intel by default: a division making
- * a subnormal costs an assist of about a hundred cycles there, s30's dn.c)
- * or only the lanes whose y is below 2^-125 (elsewhere: AMD's Zen makes
- * one at full speed, and the double path is more work).
- * DC_MATH_SUBNORMAL_QUOTIENTS=1 or 0 decides instead. Same bits either
- * way. */
+ * div_by_sum_avx2 ()'s double path (the default: a division making a
+ * subnormal costs an Intel core an assist of about a hundred cycles, s30's
+ * dn.c; on the 2-vCPU AMD VM, where it costs nothing, both ways ran a
+ * trained step equally fast, s31) or only the lanes whose y is below
+ * 2^-125 (DC_MATH_SUBNORMAL_QUOTIENTS=0, for that comparison). Same bits
+ * either way. */
 static int subnormal_quotients = -1;
 
 void
@@ -829,7 +829,7 @@ double_subnormal_quotients (void)
     {
       const char *env = g_getenv ("DC_MATH_SUBNORMAL_QUOTIENTS");
 
-      on = env != NULL ? g_strcmp0 (env, "0") != 0 : __builtin_cpu_is ("intel");
+      on = g_strcmp0 (env, "0") != 0;
       g_atomic_int_set (&subnormal_quotients, on);
     }
   return on;
