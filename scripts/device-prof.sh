@@ -13,7 +13,9 @@
 #     plain; symbols by window, steps 10-50 and 200-250, to $OUT/*-e.txt and
 #     *-l.txt (ms a step = samples / steps at 1,000 Hz).
 #   JOB ab VAR A B: four lone train processes at once (seeds 1 and 3, VAR=A and
-#     VAR=B), cores swapped in round 2; ms a step by windows of 50 steps. For
+#     VAR=B, 4 threads each), turned one core group round each round
+#     (AB_ROUNDS, 2), by tools/group-trace/seed-rates.py: ms a step by windows
+#     of 50 steps and each run's mean over steps 51-251. For
 #     example `ab DC_QUANT_SUBNORMAL_STEPS 1 0` or `ab DC_MATH_TINY_PRODUCTS
 #     exact plain`.
 set -u
@@ -98,21 +100,9 @@ run)
     done ;;
   ab)
     var="$3"; va="$4"; vb="$5"
-    for round in 1 2; do
-      i=0
-      for v in "$va" "$vb"; do
-        for seed in 1 3; do
-          slot=$(( round == 1 ? i : (i + 2) % 4 ))
-          ( env "$var=$v" taskset -c "$((slot * 4))-$((slot * 4 + 3))" python3 /tmp/perfpack/windows.py \
-              /dev/null $train --stop-at 251 --seed $seed > /tmp/ab-$round-$v-$seed.txt ) &
-          i=$((i + 1))
-        done
-      done
-      wait
-      for v in "$va" "$vb"; do
-        for seed in 1 3; do echo "round $round $var=$v seed $seed: $(cat /tmp/ab-$round-$v-$seed.txt)"; done
-      done
-    done ;;
+    python3 tools/group-trace/seed-rates.py "$root/build-device/run.sh" \
+      "1:$var=$va,3:$var=$va,1:$var=$vb,3:$var=$vb" 4 251 "${AB_ROUNDS:-2}" \
+      --width 128 --seq 128 --batch 32 ;;
   *)
     echo "device-prof.sh run: JOB is perf or ab VAR A B" >&2
     exit 2 ;;
