@@ -2355,6 +2355,55 @@ test_softmax_division (void)
   g_assert_cmpuint (new_lanes, >, 10000);
 }
 
+/* The vector softmax rows make no subnormal in a float operation (every
+ * such value is counted in steps of 2^-149 instead, docs/VERIFICATION.md,
+ * "Results below 2^-126"): attention-like rows, their logits from 0 to 120
+ * under a maximum with a low part, of every length up to 70 (ragged ends
+ * included), through the vector exponential and the division by the sum,
+ * raise no underflow flag. It failed before s31 on both: dropped lanes of
+ * the exponential's integer rounding, and quotients below 2^-126 from
+ * normal dividends. */
+static void
+test_softmax_makes_no_subnormal (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (53);
+  float x[70], e[70];
+  guint64 tiny = 0;
+
+  if (!dc_math_exp_shifted_path (DC_MATH_SIMD_AVX2, x, 0.0f, e, 0))
+    {
+      g_test_skip ("this CPU has no AVX2: no vector rows to check");
+      return;
+    }
+  _dc_math_set_subnormal_quotients (1);
+  for (int round = 0; round < 20000; round++)
+    {
+      gsize n = (gsize) g_rand_int_range (rand, 1, G_N_ELEMENTS (x) + 1);
+      float c = (float) g_rand_double_range (rand, -10.0, 10.0), sum = 0.0f;
+
+      for (gsize i = 0; i < n; i++)
+        x[i] = c - (float) g_rand_double_range (rand, 0.0, g_rand_boolean (rand) ? 120.0 : 20.0);
+      x[g_rand_int_range (rand, 0, (int) n)] = c;
+      feclearexcept (FE_ALL_EXCEPT);
+      g_assert_true (dc_math_exp_shifted_path (DC_MATH_SIMD_AVX2, x, c, e, n));
+      if (fetestexcept (FE_UNDERFLOW))
+        g_error ("the vector exponential made a subnormal (row %d, length %" G_GSIZE_FORMAT ")",
+                 round, n);
+      for (gsize i = 0; i < n; i++)
+        {
+          sum += e[i];
+          tiny += e[i] < 0x1p-126f && e[i] > 0.0f;
+        }
+      feclearexcept (FE_ALL_EXCEPT);
+      g_assert_true (dc_math_divide_row_path (DC_MATH_SIMD_AVX2, e, sum, n));
+      if (fetestexcept (FE_UNDERFLOW))
+        g_error ("the vector division made a subnormal (row %d, sum %a)", round, (double) sum);
+    }
+  _dc_math_set_subnormal_quotients (-1);
+  g_test_message ("%" G_GUINT64_FORMAT " subnormal exponentials counted in steps", tiny);
+  g_assert_cmpuint (tiny, >, 10000);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -2397,6 +2446,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dc/engine/math/tiny-products", test_tiny_products);
   g_test_add_func ("/dc/engine/math/softmax-tiny", test_softmax_tiny);
   g_test_add_func ("/dc/engine/math/softmax-division", test_softmax_division);
+  g_test_add_func ("/dc/engine/math/softmax-makes-no-subnormal", test_softmax_makes_no_subnormal);
   g_test_add_func ("/dc/engine/math/vector-hash", test_vector_hash);
   g_test_add_func ("/dc/engine/math/probe-hash", test_probe_hash);
 

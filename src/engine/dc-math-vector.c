@@ -614,8 +614,12 @@ scale2_low_avx2 (__m256  y,
   if (_mm256_movemask_ps (_mm256_castsi256_ps (low)) == 0)
     return normal;
   /* k ≥ −160 keeps 2^(k+149) normal for the lanes below EXP_UNDERFLOW (and
-   * a -inf difference's INT_MIN), which the caller replaces by 0. */
-  steps = _mm256_mul_ps (y, pow2i_avx2 (_mm256_add_epi32 (_mm256_max_epi32 (k, _mm256_set1_epi32 (-160)),
+   * a -inf difference's INT_MIN), which the caller replaces by 0; k ≤ −126
+   * keeps it a float for the other lanes, whose product the blend drops (an
+   * exponent field past 255 wrapped into a sign and a tiny power of two,
+   * and the dropped product was a subnormal: s31's census). */
+  steps = _mm256_mul_ps (y, pow2i_avx2 (_mm256_add_epi32 (_mm256_min_epi32 (_mm256_max_epi32 (k, _mm256_set1_epi32 (-160)),
+                                                                            _mm256_set1_epi32 (-126)),
                                                           _mm256_set1_epi32 (149))));
   return _mm256_blendv_ps (normal, _mm256_castsi256_ps (_mm256_cvtps_epi32 (steps)),
                            _mm256_castsi256_ps (low));
@@ -738,8 +742,18 @@ exp_shifted_avx2 (const float *x,
       e = _mm256_blendv_ps (e, d, _mm256_cmp_ps (d, d, _CMP_UNORD_Q));
       _mm256_storeu_ps (y + i, e);
     }
-  for (; i < n; i++)
-    y[i] = exp_shifted (x[i], c);
+  /* The ragged end through a block filled with c (e^0): the scalar
+   * function's results below 2^-126 come from a multiply that makes a
+   * subnormal (s31's census: twice the vector path's lanes at seq 128). */
+  if (i < n)
+    {
+      float block[8] = { c, c, c, c, c, c, c, c };
+      float out[8];
+
+      memcpy (block, x + i, (n - i) * sizeof *x);
+      exp_shifted_avx2 (block, c, out, 8);
+      memcpy (y + i, out, (n - i) * sizeof *y);
+    }
 }
 #endif
 
