@@ -717,6 +717,12 @@ exp_shifted_avx2 (const float *x,
 
       if (_mm256_movemask_ps (_mm256_cmp_ps (d, _mm256_setzero_ps (), _CMP_GT_OQ)) != 0)
         {
+          /* exp_shifted () is SSE code (baseline x86-64), and GCC 12 put
+           * no vzeroupper before this call: on Intel every SSE instruction
+           * then pays for the dirty upper halves (s31: the ragged ends,
+           * called that way before, cost the H200 host's Xeon about 16 %
+           * of a training step). */
+          _mm256_zeroupper ();
           for (gsize j = i; j < i + 8; j++)
             y[j] = exp_shifted (x[j], c);
           continue;
