@@ -2404,6 +2404,70 @@ test_softmax_makes_no_subnormal (void)
   g_assert_cmpuint (tiny, >, 10000);
 }
 
+/* dc_math_max () on the vector path against the scan, bit for bit: rows of
+ * every length to 80 (and some of 1,000) mixing NaNs of several payloads
+ * and signs (the first met is the result), zeros of both signs (of a zero
+ * maximum the first met), infinities, subnormals and repeated maxima. */
+static void
+test_max_vector (void)
+{
+  static const guint32 specials[] = {
+    0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fa00000u, 0x00000000u, 0x80000000u,
+    0x7f800000u, 0xff800000u, 0x00000001u, 0x80000001u, 0x007fffffu, 0x3f800000u,
+  };
+  g_autoptr(GRand) rand = g_rand_new_with_seed (59);
+  float x[1000];
+  guint64 checked = 0, nan_rows = 0, zero_rows = 0;
+  float got;
+
+  if (!dc_math_max_path (DC_MATH_SIMD_AVX2, x, 0, &got))
+    {
+      g_test_skip ("this CPU has no AVX2: no vector maximum to compare");
+      return;
+    }
+  for (int round = 0; round < 200000; round++)
+    {
+      gsize n = round % 100 == 0 ? 1000 : (gsize) g_rand_int_range (rand, 0, 81);
+      int kind = g_rand_int_range (rand, 0, 5);
+      float want, plain;
+
+      for (gsize i = 0; i < n; i++)
+        {
+          switch (kind)
+            {
+            case 0: /* ordinary values */
+              x[i] = (float) g_rand_double_range (rand, -100.0, 100.0);
+              break;
+            case 1: /* zeros and negatives: a zero maximum */
+              x[i] = g_rand_boolean (rand) ? float_of (g_rand_boolean (rand) ? 0x80000000u : 0u)
+                                           : -(float) g_rand_double_range (rand, 0.0, 5.0);
+              break;
+            case 2: /* few distinct values: repeated maxima */
+              x[i] = (float) g_rand_int_range (rand, -3, 3);
+              break;
+            default: /* anything, specials often */
+              x[i] = g_rand_int_range (rand, 0, 4) == 0
+                       ? float_of (specials[g_rand_int_range (rand, 0, G_N_ELEMENTS (specials))])
+                       : float_of (g_rand_int (rand));
+              break;
+            }
+        }
+      g_assert_true (dc_math_max_path (DC_MATH_SIMD_SCALAR, x, n, &want));
+      g_assert_true (dc_math_max_path (DC_MATH_SIMD_AVX2, x, n, &got));
+      plain = dc_math_max (x, n);
+      if (bits_of (got) != bits_of (want) || bits_of (plain) != bits_of (want))
+        g_error ("max of %" G_GSIZE_FORMAT " (kind %d): vector %08x, dc_math_max %08x, scan %08x",
+                 n, kind, bits_of (got), bits_of (plain), bits_of (want));
+      nan_rows += want != want;
+      zero_rows += want == 0.0f;
+      checked++;
+    }
+  g_test_message ("%" G_GUINT64_FORMAT " rows agree, %" G_GUINT64_FORMAT " with a NaN, %"
+                  G_GUINT64_FORMAT " with a zero maximum", checked, nan_rows, zero_rows);
+  g_assert_cmpuint (nan_rows, >, 1000);
+  g_assert_cmpuint (zero_rows, >, 1000);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -2446,6 +2510,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dc/engine/math/tiny-products", test_tiny_products);
   g_test_add_func ("/dc/engine/math/softmax-tiny", test_softmax_tiny);
   g_test_add_func ("/dc/engine/math/softmax-division", test_softmax_division);
+  g_test_add_func ("/dc/engine/math/max-vector", test_max_vector);
   g_test_add_func ("/dc/engine/math/softmax-makes-no-subnormal", test_softmax_makes_no_subnormal);
   g_test_add_func ("/dc/engine/math/vector-hash", test_vector_hash);
   g_test_add_func ("/dc/engine/math/probe-hash", test_probe_hash);

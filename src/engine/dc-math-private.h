@@ -255,6 +255,13 @@ void _dc_math_set_tiny_products_exact (int exact);
  * dividend is (0), or what DC_MATH_SUBNORMAL_QUOTIENTS says (-1); the bits are the same either way. */
 void _dc_math_set_subnormal_quotients (int on);
 
+/* dc_math_max () on the given path, for tests; FALSE when this CPU lacks
+ * it. */
+gboolean dc_math_max_path (DcMathSimd   path,
+                           const float *x,
+                           gsize        n,
+                           float       *out);
+
 /* y[i] / sum for a softmax row (1 ≤ sum < inf, y[i] ≥ 0) on the given
  * path, for tests; FALSE when this CPU lacks it. */
 gboolean dc_math_divide_row_path (DcMathSimd path,
