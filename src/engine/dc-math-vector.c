@@ -1197,6 +1197,85 @@ relu4 (V4f x)
   return (V4f) ((V4i) x & keep);
 }
 
+#ifdef DC_MATH_X86
+/* The ReLU passes eight lanes at a time where the CPU has AVX2 (they were
+ * 6 % of a lone training step on the VM at four): the same operations as
+ * relu4 () and the loops below, per lane. Each returns how far it got;
+ * the caller's own loops do the rest (no call from AVX code into SSE code:
+ * see exp_shifted_avx2 ()). */
+__attribute__ ((target ("avx2"))) static inline __m256
+relu8_avx2 (__m256 x)
+{
+  __m256 keep = _mm256_or_ps (_mm256_cmp_ps (x, _mm256_setzero_ps (), _CMP_GT_OQ),
+                              _mm256_cmp_ps (x, x, _CMP_UNORD_Q));
+
+  return _mm256_and_ps (x, keep);
+}
+
+__attribute__ ((target ("avx2"))) static gsize
+relu_avx2 (const float *x,
+           float       *y,
+           gsize        n)
+{
+  gsize i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps (y + i, relu8_avx2 (_mm256_loadu_ps (x + i)));
+  return i;
+}
+
+__attribute__ ((target ("avx2"))) static gsize
+relu_backward_avx2 (const float *x,
+                    const float *dy,
+                    float       *dx,
+                    gsize        n)
+{
+  gsize i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    {
+      __m256 xv = _mm256_loadu_ps (x + i);
+      __m256 pass = _mm256_cmp_ps (xv, _mm256_setzero_ps (), _CMP_GT_OQ);
+      __m256 nan = _mm256_cmp_ps (xv, xv, _CMP_UNORD_Q);
+
+      _mm256_storeu_ps (dx + i, _mm256_or_ps (_mm256_and_ps (_mm256_loadu_ps (dy + i), pass),
+                                              _mm256_and_ps (xv, nan)));
+    }
+  return i;
+}
+
+__attribute__ ((target ("avx2"))) static gsize
+bias_relu_avx2 (float       *y,
+                const float *bias,
+                float       *act,
+                gsize        n)
+{
+  gsize i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    {
+      __m256 v = _mm256_add_ps (_mm256_loadu_ps (y + i), _mm256_loadu_ps (bias + i));
+
+      _mm256_storeu_ps (y + i, v);
+      if (act != NULL)
+        _mm256_storeu_ps (act + i, relu8_avx2 (v));
+    }
+  return i;
+}
+#endif
+
+/* Where the AVX2 passes run: the softmaxes' path (AVX2, unless
+ * DC_MATH_NO_SIMD=1). */
+static gboolean
+relu_avx2_path (void)
+{
+#ifdef DC_MATH_X86
+  return softmax_path () == DC_MATH_SIMD_AVX2;
+#else
+  return FALSE;
+#endif
+}
+
 void
 dc_math_relu (const float *x,
               float       *y,
@@ -1204,6 +1283,10 @@ dc_math_relu (const float *x,
 {
   gsize i = 0;
 
+#ifdef DC_MATH_X86
+  if (relu_avx2_path ())
+    i = relu_avx2 (x, y, n);
+#endif
   for (; i + 4 <= n; i += 4)
     store4 (y + i, relu4 (load4 (x + i)));
   /* dc_math_reluf's expression, written out: a call per element into
@@ -1223,6 +1306,10 @@ dc_math_relu_backward (const float *x,
   const V4f zero = { 0 };
   gsize i = 0;
 
+#ifdef DC_MATH_X86
+  if (relu_avx2_path ())
+    i = relu_backward_avx2 (x, dy, dx, n);
+#endif
   for (; i + 4 <= n; i += 4)
     {
       V4f xv = load4 (x + i);
@@ -1305,6 +1392,10 @@ dc_math_bias_relu (float       *y,
 {
   gsize i = 0;
 
+#ifdef DC_MATH_X86
+  if (relu_avx2_path ())
+    i = bias_relu_avx2 (y, bias, act, n);
+#endif
   for (; i + 4 <= n; i += 4)
     {
       V4f v = load4 (y + i) + load4 (bias + i);
