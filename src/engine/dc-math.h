@@ -203,4 +203,22 @@ void     dc_math_adamw_update        (float       *params,
                                       float        eps,
                                       float        weight_decay);
 
+/* The training's deterministic Adam (dc_gpt_model_adam_step ()'s lines)
+ * on n elements, from (params, m_in, v_in) into (out_params, out_m, out_v);
+ * each output may be its input (in place), no other overlap. */
+void     dc_math_adam_elements       (const float *params,
+                                      const float *grads,
+                                      const float *m_in,
+                                      const float *v_in,
+                                      float       *out_params,
+                                      float       *out_m,
+                                      float       *out_v,
+                                      gsize        n,
+                                      float        lr,
+                                      float        bc1,
+                                      float        bc2,
+                                      float        beta1,
+                                      float        beta2,
+                                      float        eps);
+
 G_END_DECLS

@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "engine/dc-math.h"
 #include "engine/dc-parallel.h"
 #include "dc-model-error.h"
 #include "dc-rng.h"
@@ -338,27 +339,10 @@ adam_chunk (gsize    i0,
             gpointer data)
 {
   const AdamJob *job = data;
-  const float b1 = DC_ADAM_BETA1, b2 = DC_ADAM_BETA2;
-  const float one_minus_b1 = 1.0f - b1, one_minus_b2 = 1.0f - b2;
 
-  for (gsize i = i0; i < i1; i++)
-    {
-      float g = job->grads[i];
-      float m = b1 * job->adam_m[i];
-      float v = b2 * job->adam_v[i];
-      float gg = g * g;
-      float mhat, vhat, denom, update;
-
-      m = m + one_minus_b1 * g;
-      v = v + one_minus_b2 * gg;
-      job->out_m[i] = m;
-      job->out_v[i] = v;
-      mhat = m / job->bc1;
-      vhat = v / job->bc2;
-      denom = __builtin_sqrtf (vhat) + DC_ADAM_EPS;
-      update = job->lr * mhat;
-      job->out_params[i] = job->params[i] - update / denom;
-    }
+  dc_math_adam_elements (job->params + i0, job->grads + i0, job->adam_m + i0, job->adam_v + i0,
+                         job->out_params + i0, job->out_m + i0, job->out_v + i0, i1 - i0,
+                         job->lr, job->bc1, job->bc2, DC_ADAM_BETA1, DC_ADAM_BETA2, DC_ADAM_EPS);
 }
 
 /* Elements per chunk of the parallel step: 64 KiB of each of the four
