@@ -2548,6 +2548,75 @@ test_adam_elements (void)
   g_test_message ("%" G_GUINT64_FORMAT " elements agree", checked);
 }
 
+/* dc_math_layer_norm_backward () (eight lanes at a time where the CPU has
+ * AVX2) against its lines written out here, bit for bit (a NaN only as a
+ * NaN): rows of 1 to 70 with ordinary values and scattered specials in x,
+ * the weights and dy. */
+static void
+test_layer_norm_backward_lines (void)
+{
+  static const guint32 specials[] = {
+    0x7fc00000u, 0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u, 0x00000001u,
+    0x807fffffu, 0x7f7fffffu, 0x3f800000u,
+  };
+  g_autoptr(GRand) rand = g_rand_new_with_seed (67);
+  float x[70], w[70], dy[70], dx[70], dw[70], db[70], want_dx[70], want_dw[70], want_db[70], t[70];
+  guint64 checked = 0;
+
+  for (int round = 0; round < 20000; round++)
+    {
+      gsize n = (gsize) g_rand_int_range (rand, 1, 71);
+      float mean = (float) g_rand_double_range (rand, -1.0, 1.0);
+      float rstd = (float) g_rand_double_range (rand, 0.1, 10.0);
+      float fn = (float) n, g_mean, gn_mean;
+      float *arrays[5] = { x, w, dy, dw, db };
+
+      for (int a = 0; a < 5; a++)
+        for (gsize i = 0; i < n; i++)
+          arrays[a][i] = g_rand_int_range (rand, 0, 16) == 0
+                           ? float_of (specials[g_rand_int_range (rand, 0, G_N_ELEMENTS (specials))])
+                           : (float) g_rand_double_range (rand, -3.0, 3.0);
+      for (gsize i = 0; i < n; i++)
+        {
+          volatile float a = w[i], b = dy[i];
+
+          t[i] = a * b;
+        }
+      g_mean = dc_math_sum (t, n) / fn;
+      for (gsize i = 0; i < n; i++)
+        {
+          volatile float g = w[i] * dy[i], d = x[i] - mean, norm = d * rstd;
+
+          t[i] = g * norm;
+        }
+      gn_mean = dc_math_sum (t, n) / fn;
+      for (gsize i = 0; i < n; i++)
+        {
+          volatile float d = x[i] - mean, norm = d * rstd, g = w[i] * dy[i];
+          volatile float a = g - g_mean, b = norm * gn_mean, c = a - b, p = dy[i] * norm;
+
+          want_dx[i] = c * rstd;
+          want_dw[i] = dw[i] + p;
+          want_db[i] = db[i] + dy[i];
+        }
+      dc_math_layer_norm_backward (x, w, mean, rstd, dy, dx, dw, db, n);
+      for (gsize i = 0; i < n; i++)
+        {
+          gboolean ok = (isnan (want_dx[i]) ? isnan (dx[i]) : bits_of (dx[i]) == bits_of (want_dx[i]))
+                        && (isnan (want_dw[i]) ? isnan (dw[i]) : bits_of (dw[i]) == bits_of (want_dw[i]))
+                        && (isnan (want_db[i]) ? isnan (db[i]) : bits_of (db[i]) == bits_of (want_db[i]));
+
+          if (!ok)
+            g_error ("layer norm backward, row of %" G_GSIZE_FORMAT ", element %" G_GSIZE_FORMAT
+                     ": %08x %08x %08x, the lines %08x %08x %08x", n, i, bits_of (dx[i]),
+                     bits_of (dw[i]), bits_of (db[i]), bits_of (want_dx[i]), bits_of (want_dw[i]),
+                     bits_of (want_db[i]));
+        }
+      checked += n;
+    }
+  g_test_message ("%" G_GUINT64_FORMAT " elements agree", checked);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -2592,6 +2661,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dc/engine/math/softmax-division", test_softmax_division);
   g_test_add_func ("/dc/engine/math/max-vector", test_max_vector);
   g_test_add_func ("/dc/engine/math/adam-elements", test_adam_elements);
+  g_test_add_func ("/dc/engine/math/layer-norm-backward-lines", test_layer_norm_backward_lines);
   g_test_add_func ("/dc/engine/math/softmax-makes-no-subnormal", test_softmax_makes_no_subnormal);
   g_test_add_func ("/dc/engine/math/vector-hash", test_vector_hash);
   g_test_add_func ("/dc/engine/math/probe-hash", test_probe_hash);
