@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "dc-sha256.h"
+#include "dc-sha256-private.h"
 
 #if HAVE_NETTLE
 #include <nettle/sha2.h>
@@ -132,4 +133,82 @@ const char *
 dc_sha256_get_implementation (void)
 {
   return HAVE_NETTLE ? "nettle" : "glib";
+}
+
+static gboolean
+use_sha_extensions (void)
+{
+  static gsize once = 0;
+  static gboolean use = FALSE;
+
+  if (g_once_init_enter (&once))
+    {
+      use = _dc_sha256_x86_available () && g_strcmp0 (g_getenv ("DC_SHA256_INTERLEAVE"), "0") != 0;
+      g_once_init_leave (&once, 1);
+    }
+  return use;
+}
+
+/**
+ * dc_sha256_digest:
+ * @data: (array length=length): the whole message
+ * @digest: (out caller-allocates): its SHA-256
+ *
+ * One message at once, with the SHA extensions where dc_sha256_digest_pair ()
+ * uses them (so that the odd piece out of a pair costs what it did).
+ */
+void
+dc_sha256_digest (const void *data,
+                  gsize       length,
+                  guint8      digest[DC_SHA256_SIZE])
+{
+  g_autoptr(DcSha256) sum = NULL;
+
+  if (use_sha_extensions ())
+    {
+      _dc_sha256_x86_digest (data, length, digest);
+      return;
+    }
+  sum = dc_sha256_new ();
+  dc_sha256_update (sum, data, length);
+  dc_sha256_get_digest (sum, digest);
+}
+
+/**
+ * dc_sha256_digest_pair:
+ * @a: (array length=a_length): one message
+ * @b: (array length=b_length): another (any length; it may be @a)
+ * @a_digest: (out caller-allocates): @a's SHA-256
+ * @b_digest: (out caller-allocates): @b's SHA-256
+ *
+ * Two independent digests: with the x86 SHA extensions their blocks run as
+ * two interleaved chains (dc-sha256-x86.c), else one after the other.
+ */
+void
+dc_sha256_digest_pair (const void *a,
+                       gsize       a_length,
+                       const void *b,
+                       gsize       b_length,
+                       guint8      a_digest[DC_SHA256_SIZE],
+                       guint8      b_digest[DC_SHA256_SIZE])
+{
+  if (use_sha_extensions ())
+    {
+      _dc_sha256_x86_digest_pair (a, a_length, b, b_length, a_digest, b_digest);
+      return;
+    }
+  dc_sha256_digest (a, a_length, a_digest);
+  dc_sha256_digest (b, b_length, b_digest);
+}
+
+/**
+ * dc_sha256_get_pair_implementation:
+ *
+ * Returns: "sha-extensions-2x" where dc_sha256_digest_pair () interleaves
+ *   two chains, else dc_sha256_get_implementation ()
+ */
+const char *
+dc_sha256_get_pair_implementation (void)
+{
+  return use_sha_extensions () ? "sha-extensions-2x" : dc_sha256_get_implementation ();
 }

@@ -90,6 +90,74 @@ test_same_as_glib (void)
     }
 }
 
+static void
+reference_digest (const guint8 *data,
+                  gsize         length,
+                  guint8        digest[DC_SHA256_SIZE])
+{
+  g_autoptr(GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+  gsize n = DC_SHA256_SIZE;
+
+  g_checksum_update (sum, data, (gssize) length);
+  g_checksum_get_digest (sum, digest, &n);
+}
+
+static void
+check_pair (const guint8 *a,
+            gsize         a_length,
+            const guint8 *b,
+            gsize         b_length)
+{
+  guint8 want_a[DC_SHA256_SIZE], want_b[DC_SHA256_SIZE];
+  guint8 got_a[DC_SHA256_SIZE], got_b[DC_SHA256_SIZE], one[DC_SHA256_SIZE];
+
+  reference_digest (a, a_length, want_a);
+  reference_digest (b, b_length, want_b);
+  dc_sha256_digest_pair (a, a_length, b, b_length, got_a, got_b);
+  if (memcmp (got_a, want_a, DC_SHA256_SIZE) != 0 || memcmp (got_b, want_b, DC_SHA256_SIZE) != 0)
+    g_error ("dc_sha256_digest_pair (%s) differs from GChecksum at lengths %" G_GSIZE_FORMAT
+             " and %" G_GSIZE_FORMAT, dc_sha256_get_pair_implementation (), a_length, b_length);
+  dc_sha256_digest (a, a_length, one);
+  g_assert_cmpmem (one, DC_SHA256_SIZE, want_a, DC_SHA256_SIZE);
+}
+
+/* dc_sha256_digest_pair () (two interleaved chains where the CPU has the
+ * SHA extensions) and dc_sha256_digest () against GChecksum: every pair of
+ * lengths to 140 (the padding's one- and two-block ends, unequal lengths
+ * that leave one chain blocks of its own), every byte alignment, the
+ * state hash's 64 KiB pieces with a short last one, the same buffer twice,
+ * and seeded random pairs to 3 MiB. */
+static void
+test_digest_pair (void)
+{
+  const gsize big = 3 * 1024 * 1024 + 17;
+  g_autofree guint8 *data = g_malloc (big);
+  g_autoptr(GRand) rand = g_rand_new_with_seed (20261205);
+
+  for (gsize i = 0; i < big; i++)
+    data[i] = (guint8) g_rand_int_range (rand, 0, 256);
+  g_test_message ("pair implementation: %s", dc_sha256_get_pair_implementation ());
+
+  for (gsize la = 0; la <= 140; la++)
+    for (gsize lb = 0; lb <= 140; lb++)
+      check_pair (data + la, la, data + 1000 + lb, lb);
+  for (gsize align = 0; align < 64; align++)
+    check_pair (data + align, 4096 + align, data + 8192 + 63 - align, 4096 - align);
+  check_pair (data, 65536, data + 65536, 65536);
+  check_pair (data, 65536, data + 65536, 4 * 1000 + 4);
+  check_pair (data + 4, 4 * 1000 + 4, data, 65536);
+  check_pair (data, 65536, data, 65536);
+  check_pair (data, big, data + 1, 200);
+  for (guint t = 0; t < 200; t++)
+    {
+      const gsize la = g_rand_int_range (rand, 0, 300000);
+      const gsize lb = g_rand_int_range (rand, 0, 300000);
+
+      check_pair (data + g_rand_int_range (rand, 0, (gint32) (big - la + 1)), la,
+                  data + g_rand_int_range (rand, 0, (gint32) (big - lb + 1)), lb);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -97,5 +165,6 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/sha256/vectors", test_vectors);
   g_test_add_func ("/sha256/same-as-glib", test_same_as_glib);
+  g_test_add_func ("/sha256/digest-pair", test_digest_pair);
   return g_test_run ();
 }
