@@ -213,36 +213,111 @@ _dc_sha256_x86_available (void)
   return ebx >> 29 & 1;
 }
 
-SHA_TARGET void
-_dc_sha256_x86_digest (const void *data,
-                       gsize       length,
-                       guint8      digest[DC_SHA256_SIZE])
+SHA_TARGET static Chain
+chain_load (const DcSha256X86 *s)
 {
-  const guint8 *p = data;
-  Chain c = chain_start ();
+  Chain c;
 
-  compress_one (&c, p, length / 64);
-  chain_finish (&c, p + length / 64 * 64, length % 64, length, digest);
+  c.abef = _mm_loadu_si128 ((const __m128i *) s->chain);
+  c.cdgh = _mm_loadu_si128 ((const __m128i *) (s->chain + 16));
+  return c;
+}
+
+SHA_TARGET static void
+chain_store (DcSha256X86 *s,
+             Chain        c)
+{
+  _mm_storeu_si128 ((__m128i *) s->chain, c.abef);
+  _mm_storeu_si128 ((__m128i *) (s->chain + 16), c.cdgh);
 }
 
 SHA_TARGET void
-_dc_sha256_x86_digest_pair (const void *a,
-                            gsize       a_length,
-                            const void *b,
-                            gsize       b_length,
-                            guint8      a_digest[DC_SHA256_SIZE],
-                            guint8      b_digest[DC_SHA256_SIZE])
+_dc_sha256_x86_init (DcSha256X86 *s)
 {
-  const guint8 *pa = a, *pb = b;
-  const gsize a_blocks = a_length / 64, b_blocks = b_length / 64;
-  const gsize both = MIN (a_blocks, b_blocks);
-  Chain ca = chain_start (), cb = chain_start ();
+  memset (s, 0, sizeof *s);
+  chain_store (s, chain_start ());
+}
 
-  compress_two (&ca, &cb, pa, pb, both);
-  compress_one (&ca, pa + both * 64, a_blocks - both);
-  compress_one (&cb, pb + both * 64, b_blocks - both);
-  chain_finish (&ca, pa + a_blocks * 64, a_length % 64, a_length, a_digest);
-  chain_finish (&cb, pb + b_blocks * 64, b_length % 64, b_length, b_digest);
+SHA_TARGET void
+_dc_sha256_x86_update (DcSha256X86 *s,
+                       const void  *data,
+                       gsize        length)
+{
+  const guint8 *p = data;
+  Chain c = chain_load (s);
+
+  s->length += length;
+  if (s->fill > 0)
+    {
+      const gsize take = MIN (64 - s->fill, length);
+
+      memcpy (s->block + s->fill, p, take);
+      s->fill += (guint) take;
+      p += take;
+      length -= take;
+      if (s->fill < 64)
+        return;
+      compress_one (&c, s->block, 1);
+      s->fill = 0;
+    }
+  compress_one (&c, p, length / 64);
+  memcpy (s->block, p + length / 64 * 64, length % 64);
+  s->fill = (guint) (length % 64);
+  chain_store (s, c);
+}
+
+SHA_TARGET void
+_dc_sha256_x86_update_pair (DcSha256X86 *a,
+                            const void  *a_data,
+                            DcSha256X86 *b,
+                            const void  *b_data,
+                            gsize        length)
+{
+  const guint8 *pa = a_data, *pb = b_data;
+  Chain ca, cb;
+
+  /* Chains at different offsets in their blocks cannot go block for block. */
+  if (a->fill != b->fill || a == b)
+    {
+      _dc_sha256_x86_update (a, a_data, length);
+      _dc_sha256_x86_update (b, b_data, length);
+      return;
+    }
+  ca = chain_load (a);
+  cb = chain_load (b);
+  a->length += length;
+  b->length += length;
+  if (a->fill > 0)
+    {
+      const gsize take = MIN (64 - a->fill, length);
+
+      memcpy (a->block + a->fill, pa, take);
+      memcpy (b->block + b->fill, pb, take);
+      a->fill += (guint) take;
+      b->fill += (guint) take;
+      pa += take;
+      pb += take;
+      length -= take;
+      if (a->fill < 64)
+        return;
+      compress_two (&ca, &cb, a->block, b->block, 1);
+      a->fill = b->fill = 0;
+    }
+  compress_two (&ca, &cb, pa, pb, length / 64);
+  memcpy (a->block, pa + length / 64 * 64, length % 64);
+  memcpy (b->block, pb + length / 64 * 64, length % 64);
+  a->fill = b->fill = (guint) (length % 64);
+  chain_store (a, ca);
+  chain_store (b, cb);
+}
+
+SHA_TARGET void
+_dc_sha256_x86_final (DcSha256X86 *s,
+                      guint8       digest[DC_SHA256_SIZE])
+{
+  Chain c = chain_load (s);
+
+  chain_finish (&c, s->block, s->fill, s->length, digest);
 }
 
 #else
@@ -254,20 +329,32 @@ _dc_sha256_x86_available (void)
 }
 
 void
-_dc_sha256_x86_digest (const void *data,
-                       gsize       length,
-                       guint8      digest[DC_SHA256_SIZE])
+_dc_sha256_x86_init (DcSha256X86 *s)
 {
   g_assert_not_reached ();
 }
 
 void
-_dc_sha256_x86_digest_pair (const void *a,
-                            gsize       a_length,
-                            const void *b,
-                            gsize       b_length,
-                            guint8      a_digest[DC_SHA256_SIZE],
-                            guint8      b_digest[DC_SHA256_SIZE])
+_dc_sha256_x86_update (DcSha256X86 *s,
+                       const void  *data,
+                       gsize        length)
+{
+  g_assert_not_reached ();
+}
+
+void
+_dc_sha256_x86_update_pair (DcSha256X86 *a,
+                            const void  *a_data,
+                            DcSha256X86 *b,
+                            const void  *b_data,
+                            gsize        length)
+{
+  g_assert_not_reached ();
+}
+
+void
+_dc_sha256_x86_final (DcSha256X86 *s,
+                      guint8       digest[DC_SHA256_SIZE])
 {
   g_assert_not_reached ();
 }

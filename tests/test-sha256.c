@@ -158,6 +158,64 @@ test_digest_pair (void)
     }
 }
 
+/* dc_sha256_update_pair () fed in seeded random pieces (chains in step, a
+ * piece ending inside a block, and chains put out of step by a single
+ * update of one, which must still give both digests), and with one hash
+ * as both arguments, against GChecksum. */
+static void
+test_update_pair (void)
+{
+  const gsize size = 600000;
+  g_autofree guint8 *data = g_malloc (size);
+  g_autoptr(GRand) rand = g_rand_new_with_seed (5);
+
+  for (gsize i = 0; i < size; i++)
+    data[i] = (guint8) g_rand_int_range (rand, 0, 256);
+  for (guint t = 0; t < 300; t++)
+    {
+      g_autoptr(DcSha256) a = dc_sha256_new ();
+      g_autoptr(DcSha256) b = dc_sha256_new ();
+      const gsize skew = t % 3 == 0 ? (gsize) g_rand_int_range (rand, 1, 130) : 0;
+      gsize at = skew;
+      guint8 got_a[DC_SHA256_SIZE], got_b[DC_SHA256_SIZE];
+      guint8 want_a[DC_SHA256_SIZE], want_b[DC_SHA256_SIZE];
+
+      /* a takes data[0, skew) alone first; then both take the same
+       * lengths: a from data[skew…], b from data[size / 2 + skew…]. */
+      dc_sha256_update (a, data, skew);
+      for (guint pieces = g_rand_int_range (rand, 1, 40); pieces > 0 && at < size / 2; pieces--)
+        {
+          const gsize piece = MIN ((gsize) g_rand_int_range (rand, 0, t % 2 == 0 ? 200 : 70000),
+                                   size / 2 - at);
+
+          dc_sha256_update_pair (a, data + at, b, data + size / 2 + at, piece);
+          at += piece;
+        }
+      dc_sha256_get_digest (a, got_a);
+      dc_sha256_get_digest (b, got_b);
+      reference_digest (data, at, want_a);
+      reference_digest (data + size / 2 + skew, at - skew, want_b);
+      g_assert_cmpmem (got_a, DC_SHA256_SIZE, want_a, DC_SHA256_SIZE);
+      g_assert_cmpmem (got_b, DC_SHA256_SIZE, want_b, DC_SHA256_SIZE);
+    }
+
+  {
+    g_autoptr(DcSha256) same = dc_sha256_new ();
+    g_autoptr(GChecksum) ref = g_checksum_new (G_CHECKSUM_SHA256);
+    guint8 got[DC_SHA256_SIZE], want[DC_SHA256_SIZE];
+    gsize n = DC_SHA256_SIZE;
+
+    for (gsize at = 0; at + 2 * 1000 <= size; at += 2 * 1000)
+      {
+        dc_sha256_update_pair (same, data + at, same, data + at + 1000, 1000);
+        g_checksum_update (ref, data + at, 2 * 1000);
+      }
+    dc_sha256_get_digest (same, got);
+    g_checksum_get_digest (ref, want, &n);
+    g_assert_cmpmem (got, DC_SHA256_SIZE, want, DC_SHA256_SIZE);
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -166,5 +224,6 @@ main (int    argc,
   g_test_add_func ("/sha256/vectors", test_vectors);
   g_test_add_func ("/sha256/same-as-glib", test_same_as_glib);
   g_test_add_func ("/sha256/digest-pair", test_digest_pair);
+  g_test_add_func ("/sha256/update-pair", test_update_pair);
   return g_test_run ();
 }

@@ -522,8 +522,14 @@ stream_thread (gpointer user_data)
 
       if (start < end)
         {
-          for (guint i = 0; i < n; i++)
-            dc_sha256_update (hashes[i], values[i], (end - start) * sizeof (float));
+          /* Two contributions at a time: interleaved chains with the SHA
+           * extensions (dc_sha256_update_pair ()). */
+          for (guint i = 0; i < n; i += 2)
+            if (i + 1 < n)
+              dc_sha256_update_pair (hashes[i], values[i], hashes[i + 1], values[i + 1],
+                                     (end - start) * sizeof (float));
+            else
+              dc_sha256_update (hashes[i], values[i], (end - start) * sizeof (float));
           dc_gpt_trainer_combine_gradients (values, n, end - start, sum + start);
           for (guint i = 0; i < n; i++)
             g_clear_pointer (&held[i], g_bytes_unref);
