@@ -1763,31 +1763,59 @@ tree_sum (const float *v,
   }
 }
 
-/* dc_math_sum, dc_math_dot and the layer norm's statistics (whose sums
- * take the SIMD path for every aligned 64-element subtree) give the tree's
- * bits for every n up to 700, on values of mixed magnitudes and signs where
- * the order of the additions shows in the result. */
+/* dc_math_sum, dc_math_dot and the norms' sums of squares (whose trees
+ * take pairwise64_avx2 () for their 64-element subtrees where the CPU has
+ * AVX2) give the tree's bits for every n up to 1,100 and a few longer, on
+ * values of mixed magnitudes and signs where the order of the additions
+ * shows in the result, starting at every offset of a 64-block, with NaNs
+ * just past the end (a read past it would show); and a sum of −0s is −0
+ * for every n (a vector path that pads with +0 would give +0). */
 static void
 test_pairwise_tree_order (void)
 {
   g_autoptr(GRand) rand = g_rand_new_with_seed (77);
-  const gsize max_n = 700;
+  const gsize max_n = 4200;
+  static const gsize longer[] = { 2047, 2048, 2049, 3000, 4100 };
   g_autofree float *x = g_new (float, max_n);
   g_autofree float *y = g_new (float, max_n);
   g_autofree float *v = g_new (float, max_n);
+  g_autofree float *zeros = g_new (float, max_n);
+  g_autofree float *ones = g_new (float, max_n);
+  g_autofree float *xs = g_new (float, max_n + 64);
+  g_autofree float *ys = g_new (float, max_n + 64);
+  const float c = 0.375f;
 
   for (gsize i = 0; i < max_n; i++)
     {
       x[i] = (float) (g_rand_double_range (rand, -1.0, 1.0) *
                       ldexp (1.0, g_rand_int_range (rand, -30, 30)));
       y[i] = (float) g_rand_double_range (rand, -3.0, 3.0);
+      zeros[i] = -0.0f;
+      ones[i] = 1.0f;
     }
-  for (gsize n = 1; n <= max_n; n++)
+  for (gsize n = 1; n <= 1100 + G_N_ELEMENTS (longer); n++)
     {
-      g_assert_cmphex (bits_of (dc_math_sum (x, n)), ==, bits_of (tree_sum (x, n)));
-      for (gsize i = 0; i < n; i++)
-        v[i] = x[i] * y[i];
-      g_assert_cmphex (bits_of (dc_math_dot (x, y, n)), ==, bits_of (tree_sum (v, n)));
+      const gsize len = n <= 1100 ? n : longer[n - 1101];
+      const gsize at = n % 64;   /* every offset of the vectors' blocks */
+
+      memcpy (xs, x + at, len * sizeof (float));
+      memcpy (ys, y, len * sizeof (float));
+      for (gsize i = len; i < len + 64; i++)
+        xs[i] = ys[i] = __builtin_nanf ("");
+      g_assert_cmphex (bits_of (dc_math_sum (xs, len)), ==, bits_of (tree_sum (xs, len)));
+      for (gsize i = 0; i < len; i++)
+        v[i] = xs[i] * ys[i];
+      g_assert_cmphex (bits_of (dc_math_dot (xs, ys, len)), ==, bits_of (tree_sum (v, len)));
+      for (gsize i = 0; i < len; i++)
+        v[i] = xs[i] * xs[i];
+      g_assert_cmphex (bits_of (_dc_math_pairwise_squares (xs, 0.0f, FALSE, len)), ==,
+                       bits_of (tree_sum (v, len)));
+      for (gsize i = 0; i < len; i++)
+        v[i] = (xs[i] - c) * (xs[i] - c);
+      g_assert_cmphex (bits_of (_dc_math_pairwise_squares (xs, c, TRUE, len)), ==,
+                       bits_of (tree_sum (v, len)));
+      g_assert_cmphex (bits_of (dc_math_sum (zeros, len)), ==, 0x80000000u);
+      g_assert_cmphex (bits_of (dc_math_dot (zeros, ones, len)), ==, 0x80000000u);
     }
 }
 

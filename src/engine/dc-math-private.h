@@ -262,6 +262,14 @@ gboolean dc_math_max_path (DcMathSimd   path,
                            gsize        n,
                            float       *out);
 
+/* The pairwise tree's sum of (x[i] − c)² (@deviations, the layer norm's
+ * variance) or of x[i]² (the RMS norm's), on the path the library takes,
+ * for tests. */
+float _dc_math_pairwise_squares (const float *x,
+                                 float        c,
+                                 gboolean     deviations,
+                                 gsize        n);
+
 /* y[i] / sum for a softmax row (1 ≤ sum < inf, y[i] ≥ 0) on the given
  * path, for tests; FALSE when this CPU lacks it. */
 gboolean dc_math_divide_row_path (DcMathSimd path,

@@ -406,6 +406,15 @@ pairwise (LeafKind     kind,
     }
 }
 
+float
+_dc_math_pairwise_squares (const float *x,
+                           float        c,
+                           gboolean     deviations,
+                           gsize        n)
+{
+  return pairwise (deviations ? LEAF_SQDEV : LEAF_SQUARE, x, NULL, c, n);
+}
+
 /**
  * dc_math_sum:
  * @x: (array length=n): values
