@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <zstd.h>
 
 #include "mesh/dc-mesh-error.h"
 #include "mesh/dc-mesh-protocol.h"
@@ -703,9 +704,18 @@ test_train_config (void)
   bad = patched (body, 0, DC_MESH_TRAIN_BODY_VERSION + 1);
   expect_config_refused (bad, DC_MESH_ERROR_UNSUPPORTED);
   g_clear_pointer (&bad, g_bytes_unref);
-  bad = patched (body, 1, 0x09);
+  bad = patched (body, 1, 0x11);
   expect_config_refused (bad, DC_MESH_ERROR_MALFORMED);
   g_clear_pointer (&bad, g_bytes_unref);
+  /* Bit 3: chunks may be zstd-compressed (2026-12-05; 0x09 was refused). */
+  g_assert_false (back->chunks_zstd);
+  {
+    g_autoptr(GBytes) zstd_body = patched (body, 1, 0x09);   /* resume + zstd */
+    g_autoptr(DcMeshRunConfig) zstd_config = dc_mesh_run_config_decode (zstd_body, NULL);
+
+    g_assert_nonnull (zstd_config);
+    g_assert_true (zstd_config->chunks_zstd);
+  }
   /* Bit 1: gradients on the wire as bf16 (2026-12-02; 0x03 was refused). */
   g_assert_false (back->gradient_bf16);
   bad = patched (body, 1, 0x03);
@@ -1184,6 +1194,211 @@ test_train_chunk_frames (void)
     }
   g_assert_null (dc_mesh_chunk_frames_encode (DC_MESH_MSG_DATA, bodies, &error));
   g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+}
+
+/* A body whose chunk data was replaced by @data (@n bytes) in coding
+ * @coding, header otherwise as @body's. */
+static GBytes *
+with_data (GBytes       *body,
+           guint8        coding,
+           const guint8 *data,
+           gsize         n)
+{
+  guint8 *copy = g_malloc (DC_MESH_CHUNK_HEADER_SIZE + n);
+
+  memcpy (copy, g_bytes_get_data (body, NULL), DC_MESH_CHUNK_HEADER_SIZE);
+  copy[1] = coding;
+  memcpy (copy + DC_MESH_CHUNK_HEADER_SIZE, data, n);
+  return g_bytes_new_take (copy, DC_MESH_CHUNK_HEADER_SIZE + n);
+}
+
+static void
+expect_zstd_refused (GBytes *body)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) raw = dc_mesh_chunk_expand (DC_MESH_MSG_GRADIENTS, body, &error);
+  DcMeshChunk chunk = { 0 };
+  g_autoptr(GError) decode_error = NULL;
+
+  g_assert_null (raw);
+  g_assert_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+  g_assert_false (dc_mesh_chunk_decode (DC_MESH_MSG_GRADIENTS, body, &chunk, &decode_error));
+  g_assert_nonnull (decode_error);
+}
+
+/* zstd-compressed chunk data (header byte 1 = 1, since 2026-12-05): a
+ * compressible gradient's chunks go compressed, a short last chunk and
+ * random data raw; every compressed chunk expands to its raw body byte for
+ * byte and decodes to the same chunk; the data hash is only of raw data;
+ * and what a peer could send wrong is refused before anything is allocated
+ * or written past the chunk's own size: a frame that declares another
+ * size or none, one that decompresses to more or less than it declares,
+ * data that is not zstd, bytes changed inside the compressed data (zstd
+ * frames carry no checksum here: the chunk's own hash catches it), an
+ * inconsistent header, an unknown coding. */
+static void
+test_train_chunk_zstd (void)
+{
+  const gsize total = 2 * DC_MESH_CHUNK_DATA_MAX + 100;
+  g_autofree guint8 *values = g_malloc (total);
+  g_autoptr(GBytes) object = NULL;
+  g_autofree guint8 *noise_bytes = g_malloc (DC_MESH_CHUNK_DATA_MAX);
+  g_autoptr(GBytes) noise = NULL;
+  DcMeshChunk info = chunk_info (4, 2);
+  g_autoptr(GPtrArray) bodies = NULL;
+  g_autoptr(GPtrArray) noise_bodies = NULL;
+  g_autoptr(GPtrArray) frames = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (8);
+  guint8 hash[DC_MESH_HASH_SIZE];
+
+  /* Small values, as an int8 gradient's are: a few bits of entropy each. */
+  for (gsize i = 0; i < total; i++)
+    values[i] = (guint8) (gint8) (g_rand_int_range (rand, -6, 7) * g_rand_int_range (rand, 0, 3));
+  object = g_bytes_new (values, total);
+  for (gsize i = 0; i < DC_MESH_CHUNK_DATA_MAX; i++)
+    noise_bytes[i] = (guint8) g_rand_int_range (rand, 0, 256);
+  noise = g_bytes_new (noise_bytes, DC_MESH_CHUNK_DATA_MAX);
+  bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, object, &error);
+  g_assert_no_error (error);
+  frames = dc_mesh_chunk_frames_encode_coded (DC_MESH_MSG_GRADIENTS, bodies, TRUE, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < bodies->len; i++)
+    {
+      g_autoptr(DcMeshReader) reader = dc_mesh_reader_new ();
+      GPtrArray *pieces = g_ptr_array_index (frames, i);
+      GBytes *raw_body = g_ptr_array_index (bodies, i);
+      g_autoptr(DcMeshMessage) message = NULL;
+      g_autoptr(GBytes) expanded = NULL;
+      DcMeshChunk a = { 0 }, b = { 0 };
+
+      g_assert_cmpuint (pieces->len, ==, 1);
+      message = dc_mesh_reader_push (reader, g_bytes_get_data (g_ptr_array_index (pieces, 0), NULL),
+                                     g_bytes_get_size (g_ptr_array_index (pieces, 0)), &error);
+      g_assert_no_error (error);
+      g_assert_nonnull (message);
+      /* The last chunk (100 bytes) is not worth a zstd frame. */
+      g_assert_cmpint (dc_mesh_chunk_is_compressed (DC_MESH_MSG_GRADIENTS, message->payload), ==,
+                       i + 1 < bodies->len);
+      if (i + 1 < bodies->len)
+        {
+          g_assert_cmpuint (g_bytes_get_size (message->payload), <,
+                            g_bytes_get_size (raw_body) / 2);
+          g_assert_false (dc_mesh_chunk_data_hash (DC_MESH_MSG_GRADIENTS, message->payload, hash));
+        }
+      expanded = dc_mesh_chunk_expand (DC_MESH_MSG_GRADIENTS, message->payload, &error);
+      g_assert_no_error (error);
+      g_assert_true (g_bytes_equal (expanded, raw_body));
+      g_assert_true (dc_mesh_chunk_data_hash (DC_MESH_MSG_GRADIENTS, expanded, hash));
+      g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_GRADIENTS, message->payload, &a, &error));
+      g_assert_no_error (error);
+      g_assert_true (dc_mesh_chunk_decode (DC_MESH_MSG_GRADIENTS, raw_body, &b, &error));
+      g_assert_no_error (error);
+      g_assert_cmpuint (a.index, ==, i);
+      g_assert_cmpmem (a.chunk_hash, 32, b.chunk_hash, 32);
+      g_assert_true (g_bytes_equal (a.data, b.data));
+      dc_mesh_chunk_clear (&a);
+      dc_mesh_chunk_clear (&b);
+    }
+
+  /* Random bytes do not compress: the body goes as it is. */
+  noise_bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, noise, &error);
+  g_assert_no_error (error);
+  {
+    g_autoptr(GBytes) same = dc_mesh_chunk_body_compress (g_ptr_array_index (noise_bodies, 0));
+
+    g_assert_true (same == g_ptr_array_index (noise_bodies, 0));
+  }
+
+  /* Refusals, on chunk 0 (65,400 bytes of data). */
+  {
+    GBytes *raw_body = g_ptr_array_index (bodies, 0);
+    const guint8 *raw_data = (const guint8 *) g_bytes_get_data (raw_body, NULL)
+                             + DC_MESH_CHUNK_HEADER_SIZE;
+    const gsize raw_n = g_bytes_get_size (raw_body) - DC_MESH_CHUNK_HEADER_SIZE;
+    g_autoptr(GBytes) good = dc_mesh_chunk_body_compress (raw_body);
+    const guint8 *z = (const guint8 *) g_bytes_get_data (good, NULL) + DC_MESH_CHUNK_HEADER_SIZE;
+    const gsize zn = g_bytes_get_size (good) - DC_MESH_CHUNK_HEADER_SIZE;
+    gsize bound = ZSTD_compressBound (raw_n + 1);
+    g_autofree guint8 *other = g_malloc (bound);
+    gsize other_n;
+    g_autofree guint8 *flipped = g_memdup2 (z, zn);
+    g_autoptr(GBytes) bad = NULL;
+
+    g_assert_true (dc_mesh_chunk_is_compressed (DC_MESH_MSG_GRADIENTS, good));
+    /* One byte short of what the chunk holds, and one over. */
+    other_n = ZSTD_compress (other, bound, raw_data, raw_n - 1, 1);
+    g_assert_false (ZSTD_isError (other_n));
+    bad = with_data (raw_body, 1, other, other_n);
+    expect_zstd_refused (bad);
+    g_clear_pointer (&bad, g_bytes_unref);
+    {
+      g_autofree guint8 *longer = g_malloc0 (raw_n + 1);
+
+      memcpy (longer, raw_data, raw_n);
+      other_n = ZSTD_compress (other, bound, longer, raw_n + 1, 1);
+      g_assert_false (ZSTD_isError (other_n));
+      bad = with_data (raw_body, 1, other, other_n);
+      expect_zstd_refused (bad);
+      g_clear_pointer (&bad, g_bytes_unref);
+    }
+    /* A frame without its content size (streamed), and two frames whose
+     * first declares the right size but whose whole is longer. */
+    {
+      ZSTD_CCtx *cctx = ZSTD_createCCtx ();
+      ZSTD_outBuffer out = { other, bound, 0 };
+      ZSTD_inBuffer in = { raw_data, raw_n, 0 };
+      g_autofree guint8 *two = g_malloc (2 * zn);
+
+      g_assert_false (ZSTD_isError (ZSTD_CCtx_setParameter (cctx, ZSTD_c_contentSizeFlag, 0)));
+      g_assert_cmpuint (ZSTD_compressStream2 (cctx, &out, &in, ZSTD_e_end), ==, 0);
+      ZSTD_freeCCtx (cctx);
+      bad = with_data (raw_body, 1, other, out.pos);
+      expect_zstd_refused (bad);
+      g_clear_pointer (&bad, g_bytes_unref);
+      memcpy (two, z, zn);
+      memcpy (two + zn, z, zn);
+      bad = with_data (raw_body, 1, two, 2 * zn);
+      expect_zstd_refused (bad);
+      g_clear_pointer (&bad, g_bytes_unref);
+    }
+    /* Not zstd at all; cut short. */
+    bad = with_data (raw_body, 1, raw_data, 4000);
+    expect_zstd_refused (bad);
+    g_clear_pointer (&bad, g_bytes_unref);
+    bad = with_data (raw_body, 1, z, zn / 2);
+    expect_zstd_refused (bad);
+    g_clear_pointer (&bad, g_bytes_unref);
+    /* A byte changed in the middle of the compressed data: zstd may still
+     * decode it (to other bytes); the chunk's hash refuses it then. */
+    flipped[zn / 2] ^= 0x20;
+    bad = with_data (raw_body, 1, flipped, zn);
+    {
+      g_autoptr(GError) decode_error = NULL;
+      DcMeshChunk chunk = { 0 };
+
+      g_assert_false (dc_mesh_chunk_decode (DC_MESH_MSG_GRADIENTS, bad, &chunk, &decode_error));
+      g_assert_error (decode_error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+    }
+    g_clear_pointer (&bad, g_bytes_unref);
+    /* The header checked before any allocation: index past count, total
+     * past the ceiling; and a coding this build does not know. */
+    {
+      g_autoptr(GBytes) past = patched (good, 32, 7);
+      guint8 *huge = g_memdup2 (g_bytes_get_data (good, NULL), g_bytes_get_size (good));
+      g_autoptr(GBytes) huge_total = NULL;
+      g_autoptr(GBytes) unknown = patched (raw_body, 1, 2);
+      g_autoptr(GError) unknown_error = NULL;
+      DcMeshChunk chunk = { 0 };
+
+      expect_zstd_refused (past);
+      huge[47] = 0x40;   /* total's top byte: 2^62 bytes */
+      huge_total = g_bytes_new_take (huge, g_bytes_get_size (good));
+      expect_zstd_refused (huge_total);
+      g_assert_false (dc_mesh_chunk_decode (DC_MESH_MSG_GRADIENTS, unknown, &chunk, &unknown_error));
+      g_assert_error (unknown_error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED);
+    }
+  }
 }
 
 /* Every chunk refusal the decoder has, on the chunks of a 3-chunk gradient. */
@@ -1736,6 +1951,7 @@ main (int    argc,
   g_test_add_func ("/dc/mesh/protocol/train/repair-audit", test_train_repair_audit);
   g_test_add_func ("/dc/mesh/protocol/train/chunk-refused", test_train_chunk_refused);
   g_test_add_func ("/dc/mesh/protocol/train/chunk-frames", test_train_chunk_frames);
+  g_test_add_func ("/dc/mesh/protocol/train/chunk-zstd", test_train_chunk_zstd);
   g_test_add_func ("/dc/mesh/protocol/train/assemble-5mb", test_train_assemble_5mb);
   g_test_add_func ("/dc/mesh/protocol/train/assemble-refused", test_train_assemble_refused);
   g_test_add_func ("/dc/mesh/protocol/deferred-checks", test_deferred_checks);

@@ -37,21 +37,26 @@
  * shard by shard), pinned for the same reason. */
 #define INT8_SIM4_HASH16 "0e3fe43b571841c5"
 
-/* A wire's case: its name, the pinned hash, and the bytes a device sends a
- * step, in float32 gradients: 2 · 3/4 of a gradient at 2 bytes a value
- * (bf16) is 0.75, at 40 bytes for 39 values (int8) about 0.38, both plus
- * audits (1 in 8 here) and headers; an f32 run sends over 1.2
- * (test-train-group-shard.c) and fails both. */
+/* A wire's case: its name, the pinned hash, whether the starter compresses
+ * the run's chunks (DC_TRAIN_GROUP_ZSTD; both wires do by default), and
+ * the bytes a device sends a step, in float32 gradients: 2 · 3/4 of a
+ * gradient at 2 bytes a value (bf16) is 0.75, at 40 bytes for 39 values
+ * (int8) about 0.39, both plus audits (1 in 8 here) and headers; an f32 run
+ * sends over 1.2 (test-train-group-shard.c) and fails both. The int8 case
+ * runs compressed: at most 0.37, under any uncompressed int8 run (here
+ * 0.30–0.31 compressed, 0.42–0.46 not; at width 128 compression keeps
+ * 61–65 % of the bytes). */
 typedef struct
 {
   const char *wire;
   const char *sim4_hash16;
+  const char *zstd;
   double      min_gradients;
   double      max_gradients;
 } Wire;
 
-static const Wire bf16 = { "bf16", BF16_SIM4_HASH16, 0.6, 1.0 };
-static const Wire int8 = { "int8", INT8_SIM4_HASH16, 0.3, 0.55 };
+static const Wire bf16 = { "bf16", BF16_SIM4_HASH16, "0", 0.6, 1.0 };
+static const Wire int8 = { "int8", INT8_SIM4_HASH16, "1", 0.15, 0.37 };
 
 /* The starter: only its --gradient-wire counts (the followers follow its
  * CONFIG and name none). */
@@ -62,8 +67,14 @@ start_host (const Wire  *wire,
             const char  *min_peers,
             char       **room)
 {
-  return dc_test_proc_start_host_with (url, stop_at, min_peers, room, "--gradient-wire",
+  DcTestProc *host;
+
+  /* Only the starter's choice counts: the followers follow its CONFIG. */
+  g_setenv ("DC_TRAIN_GROUP_ZSTD", wire->zstd, TRUE);
+  host = dc_test_proc_start_host_with (url, stop_at, min_peers, room, "--gradient-wire",
                                        wire->wire, SMALL, NULL);
+  g_unsetenv ("DC_TRAIN_GROUP_ZSTD");
+  return host;
 }
 
 static DcTestProc *
@@ -143,6 +154,9 @@ test_exact4 (gconstpointer data)
 
           g_assert_cmpint (i, >=, 0);
           g_assert_true (dc_test_proc_message_has (g_ptr_array_index (procs[p]->events, i), said));
+          g_assert_cmpint (dc_test_proc_message_has (g_ptr_array_index (procs[p]->events, i),
+                                                     "compressed (zstd)"), ==,
+                           g_str_equal (wire->zstd, "1"));
         }
     }
 }

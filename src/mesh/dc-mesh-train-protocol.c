@@ -14,6 +14,7 @@
 #include "dc-mesh-train-protocol.h"
 
 #include <string.h>
+#include <zstd.h>
 
 #include "dc-mesh-bytes-private.h"
 #include "dc-mesh-error.h"
@@ -191,6 +192,7 @@ check_trailing (guint    type,
 #define CONFIG_FLAG_RESUME 0x01
 #define CONFIG_FLAG_GRADIENT_BF16 0x02
 #define CONFIG_FLAG_GRADIENT_INT8 0x04
+#define CONFIG_FLAG_CHUNKS_ZSTD 0x08
 
 DcMeshRunConfig *
 dc_mesh_run_config_new (void)
@@ -243,7 +245,8 @@ dc_mesh_run_config_encode (const DcMeshRunConfig  *config,
   fixed[0] = DC_MESH_TRAIN_BODY_VERSION;
   fixed[1] = (config->resume ? CONFIG_FLAG_RESUME : 0)
              | (config->gradient_bf16 ? CONFIG_FLAG_GRADIENT_BF16 : 0)
-             | (config->gradient_int8 ? CONFIG_FLAG_GRADIENT_INT8 : 0);
+             | (config->gradient_int8 ? CONFIG_FLAG_GRADIENT_INT8 : 0)
+             | (config->chunks_zstd ? CONFIG_FLAG_CHUNKS_ZSTD : 0);
   fixed[2] = config->n_layer;
   fixed[3] = config->n_head;
   memcpy (fixed + 4, config->run_id, DC_MESH_RUN_ID_SIZE);
@@ -281,8 +284,8 @@ dc_mesh_run_config_decode (GBytes  *payload,
   /* Bytes 2 and 3 were reserved before they named layers and heads. */
   if (!check_body_start (DC_MESH_MSG_CONFIG, p, size, 4, 4, error))
     return NULL;
-  if ((p[1] & ~(CONFIG_FLAG_RESUME | CONFIG_FLAG_GRADIENT_BF16 | CONFIG_FLAG_GRADIENT_INT8))
-      != 0)
+  if ((p[1] & ~(CONFIG_FLAG_RESUME | CONFIG_FLAG_GRADIENT_BF16 | CONFIG_FLAG_GRADIENT_INT8
+                | CONFIG_FLAG_CHUNKS_ZSTD)) != 0)
     {
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
                    "config flags 0x%02x has unknown bits", p[1]);
@@ -299,6 +302,7 @@ dc_mesh_run_config_decode (GBytes  *payload,
   config->n_head = p[3];
   config->gradient_bf16 = (p[1] & CONFIG_FLAG_GRADIENT_BF16) != 0;
   config->gradient_int8 = (p[1] & CONFIG_FLAG_GRADIENT_INT8) != 0;
+  config->chunks_zstd = (p[1] & CONFIG_FLAG_CHUNKS_ZSTD) != 0;
   memcpy (config->run_id, p + 4, DC_MESH_RUN_ID_SIZE);
   config->width = get_u32 (p + 20);
   config->seq = get_u32 (p + 24);
@@ -761,6 +765,178 @@ check_chunk_fields (guint               type,
   return TRUE;
 }
 
+/* Chunk data coding (header byte 1). */
+#define CHUNK_CODING_RAW  0
+#define CHUNK_CODING_ZSTD 1
+/* zstd level 1: an int8 gradient's chunks keep 61 % of their bytes at
+ * 380 MB/s (decompressed at 1.36 GB/s) on the 2-vCPU EPYC VM, s32; level
+ * −1 kept 70 %, level 3 58 % at 210 MB/s. */
+#define CHUNK_ZSTD_LEVEL  1
+/* Data shorter than this goes raw: zstd's frame would eat what it saves. */
+#define CHUNK_ZSTD_MIN    256
+
+static void
+free_cctx (gpointer cctx)
+{
+  ZSTD_freeCCtx (cctx);
+}
+
+static void
+free_dctx (gpointer dctx)
+{
+  ZSTD_freeDCtx (dctx);
+}
+
+/* One zstd context of each kind per thread that codes chunks, kept for the
+ * thread's life: a context is a few hundred KB to set up, a chunk's work
+ * some 170 µs. */
+static GPrivate cctx_key = G_PRIVATE_INIT (free_cctx);
+static GPrivate dctx_key = G_PRIVATE_INIT (free_dctx);
+
+static ZSTD_CCtx *
+thread_cctx (void)
+{
+  ZSTD_CCtx *cctx = g_private_get (&cctx_key);
+
+  if (cctx == NULL)
+    {
+      cctx = ZSTD_createCCtx ();
+      g_private_set (&cctx_key, cctx);
+    }
+  return cctx;
+}
+
+static ZSTD_DCtx *
+thread_dctx (void)
+{
+  ZSTD_DCtx *dctx = g_private_get (&dctx_key);
+
+  if (dctx == NULL)
+    {
+      dctx = ZSTD_createDCtx ();
+      g_private_set (&dctx_key, dctx);
+    }
+  return dctx;
+}
+
+/**
+ * dc_mesh_chunk_is_compressed:
+ * @payload: a message body
+ *
+ * Returns: whether @payload is a chunk whose data is zstd-compressed
+ */
+gboolean
+dc_mesh_chunk_is_compressed (guint   type,
+                             GBytes *payload)
+{
+  gsize size;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+
+  return is_chunk_type (type) && size > DC_MESH_CHUNK_HEADER_SIZE
+         && p[1] == CHUNK_CODING_ZSTD;
+}
+
+/**
+ * dc_mesh_chunk_body_compress:
+ * @body: a chunk body as dc_mesh_chunk_encode () or dc_mesh_chunks_split ()
+ *   made it (raw data)
+ *
+ * The same chunk with its data compressed (zstd, level 1; header byte 1 = 1),
+ * where that saves at least a sixteenth of the data; else @body itself. The
+ * header, chunk hash included (of the raw data), is unchanged.
+ *
+ * Returns: (transfer full): the body to send
+ */
+GBytes *
+dc_mesh_chunk_body_compress (GBytes *body)
+{
+  gsize size, raw, bound, n;
+  const guint8 *p = g_bytes_get_data (body, &size);
+  guint8 *out;
+
+  if (size < DC_MESH_CHUNK_HEADER_SIZE + CHUNK_ZSTD_MIN || p[1] != CHUNK_CODING_RAW)
+    return g_bytes_ref (body);
+  raw = size - DC_MESH_CHUNK_HEADER_SIZE;
+  bound = ZSTD_compressBound (raw);
+  out = g_malloc (DC_MESH_CHUNK_HEADER_SIZE + bound);
+  n = ZSTD_compressCCtx (thread_cctx (), out + DC_MESH_CHUNK_HEADER_SIZE, bound,
+                         p + DC_MESH_CHUNK_HEADER_SIZE, raw, CHUNK_ZSTD_LEVEL);
+  if (ZSTD_isError (n) || n > raw - raw / 16)
+    {
+      g_free (out);
+      return g_bytes_ref (body);
+    }
+  memcpy (out, p, DC_MESH_CHUNK_HEADER_SIZE);
+  out[1] = CHUNK_CODING_ZSTD;
+  return g_bytes_new_take (g_realloc (out, DC_MESH_CHUNK_HEADER_SIZE + n),
+                           DC_MESH_CHUNK_HEADER_SIZE + n);
+}
+
+/**
+ * dc_mesh_chunk_expand:
+ * @payload: a message body (from a peer: untrusted)
+ *
+ * A chunk whose data is compressed, with its data decompressed (header byte
+ * 1 back to 0); any other body as it is. Nothing is allocated before the
+ * header is checked: the raw data must be exactly the size the chunk's
+ * total and index give (at most 65,400 bytes, the total at most the type's
+ * ceiling), which zstd's frame must declare and decompress to.
+ *
+ * Returns: (transfer full) (nullable): the raw body, or %NULL with @error
+ */
+GBytes *
+dc_mesh_chunk_expand (guint    type,
+                      GBytes  *payload,
+                      GError **error)
+{
+  gsize size, expected, n;
+  const guint8 *p = g_bytes_get_data (payload, &size);
+  const char *what = dc_mesh_message_type_to_string (type);
+  guint64 total, content;
+  guint32 index, count;
+  guint8 *out;
+
+  if (!dc_mesh_chunk_is_compressed (type, payload))
+    return g_bytes_ref (payload);
+  if (!check_body_start (type, p, size, 2, 4, error))
+    return NULL;
+  index = get_u32 (p + 32);
+  count = get_u32 (p + 36);
+  total = get_u64 (p + 40);
+  if (total == 0 || total > dc_mesh_chunk_ceiling_total (type) || index >= count
+      || count != chunk_count_for (total))
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "compressed %s chunk has an inconsistent header (chunk %u of %u, %"
+                   G_GUINT64_FORMAT " bytes)", what, index, count, total);
+      return NULL;
+    }
+  expected = chunk_size_for (total, index);
+  content = ZSTD_getFrameContentSize (p + DC_MESH_CHUNK_HEADER_SIZE,
+                                      size - DC_MESH_CHUNK_HEADER_SIZE);
+  if (content != expected)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "compressed %s chunk %u of %u does not declare its %" G_GSIZE_FORMAT
+                   " bytes of data", what, index, count, expected);
+      return NULL;
+    }
+  out = g_malloc (DC_MESH_CHUNK_HEADER_SIZE + expected);
+  n = ZSTD_decompressDCtx (thread_dctx (), out + DC_MESH_CHUNK_HEADER_SIZE, expected,
+                           p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE);
+  if (ZSTD_isError (n) || n != expected)
+    {
+      g_free (out);
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "compressed %s chunk %u of %u does not decompress to its %" G_GSIZE_FORMAT
+                   " bytes of data", what, index, count, expected);
+      return NULL;
+    }
+  memcpy (out, p, DC_MESH_CHUNK_HEADER_SIZE);
+  out[1] = CHUNK_CODING_RAW;
+  return g_bytes_new_take (out, DC_MESH_CHUNK_HEADER_SIZE + expected);
+}
+
 /**
  * dc_mesh_chunk_decode:
  * @chunk: (out caller-allocates): filled on success; free its data with
@@ -808,7 +984,8 @@ dc_mesh_chunk_decode_capped (guint         type,
  * it to dc_mesh_chunk_decode_prehashed (). Nothing else is checked.
  *
  * Returns: whether @type is chunked and @payload long enough to hold a
- *   chunk header (else @hash is untouched)
+ *   chunk header, its data not compressed (dc_mesh_chunk_expand () first;
+ *   else @hash is untouched)
  */
 gboolean
 dc_mesh_chunk_data_hash (guint   type,
@@ -818,7 +995,7 @@ dc_mesh_chunk_data_hash (guint   type,
   gsize size;
   const guint8 *p = g_bytes_get_data (payload, &size);
 
-  if (!is_chunk_type (type) || size < DC_MESH_CHUNK_HEADER_SIZE)
+  if (!is_chunk_type (type) || size < DC_MESH_CHUNK_HEADER_SIZE || p[1] != CHUNK_CODING_RAW)
     return FALSE;
   data_hash (p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE, hash);
   return TRUE;
@@ -852,8 +1029,25 @@ dc_mesh_chunk_decode_prehashed (guint          type,
                    "%s messages are not chunked", dc_mesh_message_type_to_string (type));
       return FALSE;
     }
-  if (!check_body_start (type, p, size, 1, 4, error))
+  /* Byte 1 is the data's coding (reserved, 0, before 2026-12-05): a
+   * compressed chunk is expanded first and decoded as the raw one. */
+  if (size > DC_MESH_CHUNK_HEADER_SIZE && p[1] == CHUNK_CODING_ZSTD)
+    {
+      g_autoptr(GBytes) raw = dc_mesh_chunk_expand (type, payload, error);
+
+      if (raw == NULL)
+        return FALSE;
+      return dc_mesh_chunk_decode_prehashed (type, raw, max_total, NULL, chunk, error);
+    }
+  if (!check_body_start (type, p, size, 2, 4, error))
     return FALSE;
+  if (p[1] != CHUNK_CODING_RAW)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
+                   "%s chunk data in unknown coding %u", dc_mesh_message_type_to_string (type),
+                   p[1]);
+      return FALSE;
+    }
   memcpy (c.run_id, p + 4, DC_MESH_RUN_ID_SIZE);
   c.step = get_u64 (p + 20);
   c.rank = get_u32 (p + 28);
@@ -1026,6 +1220,24 @@ dc_mesh_chunk_frames_encode (guint      type,
                              GPtrArray *bodies,
                              GError   **error)
 {
+  return dc_mesh_chunk_frames_encode_coded (type, bodies, FALSE, error);
+}
+
+/**
+ * dc_mesh_chunk_frames_encode_coded:
+ * @compress: each chunk's data compressed where that pays
+ *   (dc_mesh_chunk_body_compress ()): only to devices that expand it, i.e.
+ *   in a run whose config says so (#DcMeshRunConfig.chunks_zstd)
+ *
+ * dc_mesh_chunk_frames_encode () with the data compressed or not; the
+ * bodies in @bodies stay as they are.
+ */
+GPtrArray *
+dc_mesh_chunk_frames_encode_coded (guint      type,
+                                   GPtrArray *bodies,
+                                   gboolean   compress,
+                                   GError   **error)
+{
   g_autoptr(GPtrArray) frames = NULL;
 
   g_return_val_if_fail (bodies != NULL, NULL);
@@ -1039,8 +1251,9 @@ dc_mesh_chunk_frames_encode (guint      type,
   frames = g_ptr_array_new_full (bodies->len, (GDestroyNotify) g_ptr_array_unref);
   for (guint i = 0; i < bodies->len; i++)
     {
-      GPtrArray *pieces = dc_mesh_message_encode_pieces (type, g_ptr_array_index (bodies, i),
-                                                         error);
+      g_autoptr(GBytes) body = compress ? dc_mesh_chunk_body_compress (g_ptr_array_index (bodies, i))
+                                        : g_bytes_ref (g_ptr_array_index (bodies, i));
+      GPtrArray *pieces = dc_mesh_message_encode_pieces (type, body, error);
 
       if (pieces == NULL)
         return NULL;

@@ -115,6 +115,9 @@ G_BEGIN_DECLS
  *   (flag 0x02; the training layer rounds every device's values the same way)
  * @gradient_int8: gradients go on the wire as blocks of 8-bit values
  *   (flag 0x04, never with 0x02; the training layer's int8 wire)
+ * @chunks_zstd: chunk messages of the run may carry their data compressed
+ *   with zstd (flag 0x08, since 2026-12-05; dc_mesh_chunk_frames_encode_coded
+ *   ()): a build from before refuses the config, so it never receives one
  *
  * The run config the starter sends to the group (type CONFIG). The mesh
  * checks only the shape; the training layer checks the values.
@@ -139,6 +142,7 @@ typedef struct
   char    *starter_id;
   gboolean gradient_bf16;
   gboolean gradient_int8;
+  gboolean chunks_zstd;
 } DcMeshRunConfig;
 
 DcMeshRunConfig *dc_mesh_run_config_new    (void);
@@ -291,6 +295,16 @@ guint64    dc_mesh_chunk_max_total (guint           type);
 GPtrArray *dc_mesh_chunk_frames_encode (guint      type,
                                        GPtrArray *bodies,
                                        GError   **error);
+GPtrArray *dc_mesh_chunk_frames_encode_coded (guint      type,
+                                             GPtrArray *bodies,
+                                             gboolean   compress,
+                                             GError   **error);
+GBytes    *dc_mesh_chunk_body_compress (GBytes     *body);
+GBytes    *dc_mesh_chunk_expand (guint              type,
+                                 GBytes            *payload,
+                                 GError           **error);
+gboolean   dc_mesh_chunk_is_compressed (guint      type,
+                                        GBytes    *payload);
 guint64    dc_mesh_chunk_ceiling_total (guint       type);
 void       dc_mesh_train_hash   (GBytes            *object,
                                  guint8             hash[DC_MESH_HASH_SIZE]);

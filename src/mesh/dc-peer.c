@@ -213,6 +213,7 @@ typedef struct
   gint64         at;        /* its last piece's Hop.at */
   gboolean       hashed;    /* hash holds its chunk data's SHA-256 */
   guint8         hash[DC_MESH_HASH_SIZE];
+  gsize          size;      /* its payload's bytes as received (checking_bytes) */
 } Checked;
 
 static void
@@ -226,7 +227,7 @@ checked_free (Checked *checked)
 static gsize
 checked_size (Checked *checked)
 {
-  return checked->message != NULL ? g_bytes_get_size (checked->message->payload) : 0;
+  return checked->size;
 }
 
 struct _DcPeer
@@ -1129,6 +1130,21 @@ check_worker (GTask        *task,
       if (checked->error != NULL
           || !dc_mesh_message_verify (checked->message, checked->checksum, &checked->error))
         continue;
+      /* A compressed chunk (a run whose CONFIG says so) is expanded here,
+       * off the main thread, and handed on raw. One that does not expand
+       * goes on as it came: the training layer's decoder refuses it, as
+       * it refuses a chunk whose data fails its hash (a repair, not a
+       * frame fault). */
+      if (dc_mesh_chunk_is_compressed (checked->message->type, checked->message->payload))
+        {
+          GBytes *raw = dc_mesh_chunk_expand (checked->message->type,
+                                              checked->message->payload, NULL);
+
+          if (raw == NULL)
+            continue;
+          g_bytes_unref (checked->message->payload);
+          checked->message->payload = raw;
+        }
       checked->hashed = dc_mesh_chunk_data_hash (checked->message->type,
                                                  checked->message->payload, checked->hash);
     }
@@ -1229,6 +1245,7 @@ handle_piece (DcPeer *self,
   checked->error = g_steal_pointer (&error);
   checked->checksum = checksum;
   checked->at = self->piece_at;
+  checked->size = checked->message != NULL ? g_bytes_get_size (checked->message->payload) : 0;
   self->checking_bytes += checked_size (checked);
   g_queue_push_tail (&self->checking, checked);
   check_next (self);

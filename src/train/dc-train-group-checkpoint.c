@@ -71,6 +71,9 @@ resume_config_new (DcTrainGroup          *self,
                                                : self->request.gradient_wire == DC_TRAIN_WIRE_BF16;
   config->gradient_int8 = self->config != NULL ? self->config->gradient_int8
                                                : self->request.gradient_wire == DC_TRAIN_WIRE_INT8;
+  config->chunks_zstd = self->config != NULL
+                        ? self->config->chunks_zstd
+                        : _dc_train_group_chunks_zstd_for (self->request.gradient_wire);
   return config;
 }
 

@@ -457,6 +457,16 @@ _dc_train_group_send_wire (DcTrainGroup *self)
   return self->fault_wire_f32 ? DC_TRAIN_WIRE_F32 : _dc_train_group_wire (self);
 }
 
+gboolean _dc_train_group_chunks_zstd_for (DcTrainWire wire);
+
+/* Whether the run's chunk data goes zstd-compressed where that pays (its
+ * CONFIG's flag: docs/PROTOCOL.md, "Chunks"). */
+static inline gboolean
+_dc_train_group_compress (DcTrainGroup *self)
+{
+  return self->config != NULL && self->config->chunks_zstd;
+}
+
 void _dc_train_group_layout (const DcGptModel   *model,
                              DcTrainShardLayout *layout);
 const float * _dc_train_group_shard_values (GBytes *object,

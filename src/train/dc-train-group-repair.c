@@ -261,6 +261,7 @@ typedef struct
   DcMeshChunk  info;
   GBytes      *object;     /* float32 shard object, as kept */
   DcTrainWire  send_wire;
+  gboolean     compress;
   GPtrArray   *frames;     /* out */
   GError      *error;      /* out */
 } RepairSend;
@@ -287,7 +288,8 @@ repair_frame_worker (GTask        *task,
                                                       &send->error);
 
   if (bodies != NULL)
-    send->frames = dc_mesh_chunk_frames_encode (DC_MESH_MSG_REPAIR, bodies, &send->error);
+    send->frames = dc_mesh_chunk_frames_encode_coded (DC_MESH_MSG_REPAIR, bodies, send->compress,
+                                                      &send->error);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -324,6 +326,7 @@ repair_send_later (DcTrainGroup      *self,
   send->info.data = NULL;
   send->object = g_bytes_ref (object);
   send->send_wire = _dc_train_group_send_wire (self);
+  send->compress = _dc_train_group_compress (self);
   g_task_set_source_tag (task, repair_send_later);
   g_task_set_task_data (task, send, (GDestroyNotify) repair_send_free);
   g_task_run_in_thread (task, repair_frame_worker);

@@ -126,6 +126,7 @@ _dc_train_group_announce_joiners (DcTrainGroup *self)
       config->starter_id = g_strdup (id);
       config->gradient_bf16 = self->config->gradient_bf16;
       config->gradient_int8 = self->config->gradient_int8;
+      config->chunks_zstd = self->config->chunks_zstd;
       payload = dc_mesh_run_config_encode (config, &error);
       if (payload == NULL)
         {
@@ -445,7 +446,7 @@ _dc_train_group_load_weights (DcTrainGroup *self)
 
 /* A run's settings as a follower's notice shows them, with its gradient
  * wire when it is not f32's (a run of another wire has other hashes: the
- * user should see why). */
+ * user should see why), and whether its chunks go compressed. */
 static char *
 settings_text (DcTrainGroup          *self,
                const DcMeshRunConfig *config)
@@ -453,10 +454,11 @@ settings_text (DcTrainGroup          *self,
   DcTrainWire wire = _dc_train_group_wire (self);
 
   return g_strdup_printf ("width %u, sequence %u, batch %u, %u steps, lr %u/1000, seed %"
-                          G_GUINT64_FORMAT "%s%s", config->width, config->seq, config->batch,
+                          G_GUINT64_FORMAT "%s%s%s", config->width, config->seq, config->batch,
                           config->steps, config->lr_x1000, config->run_seed,
                           wire == DC_TRAIN_WIRE_F32 ? "" : ", gradients on the wire as ",
-                          wire == DC_TRAIN_WIRE_F32 ? "" : dc_train_wire_to_string (wire));
+                          wire == DC_TRAIN_WIRE_F32 ? "" : dc_train_wire_to_string (wire),
+                          config->chunks_zstd ? ", compressed (zstd)" : "");
 }
 
 void

@@ -189,11 +189,27 @@ pack_shard (DcTrainGroup      *self,
   wire = dc_train_shard_encode (object, _dc_train_group_send_wire (self));
   bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, wire, error);
   if (bodies != NULL)
-    self->own_frames->pdata[r] = dc_mesh_chunk_frames_encode (DC_MESH_MSG_GRADIENTS, bodies,
-                                                              error);
+    self->own_frames->pdata[r] = dc_mesh_chunk_frames_encode_coded (
+      DC_MESH_MSG_GRADIENTS, bodies, _dc_train_group_compress (self), error);
 }
 
 static void send_early (DcTrainGroup *self);
+
+/* Whether a run started here compresses its chunks: by default on the bf16
+ * and int8 wires, whose values are a few bits of entropy short of their
+ * width (an int8 gradient's chunks keep 61 % of their bytes), and not on
+ * f32's, where zstd would save about a tenth for as much CPU as the bytes
+ * cost; DC_TRAIN_GROUP_ZSTD=0 or 1 decides instead (for comparing in
+ * bench group, whose devices inherit it). */
+gboolean
+_dc_train_group_chunks_zstd_for (DcTrainWire wire)
+{
+  const char *env = g_getenv ("DC_TRAIN_GROUP_ZSTD");
+
+  if (env != NULL && (g_str_equal (env, "0") || g_str_equal (env, "1")))
+    return g_str_equal (env, "1");
+  return wire != DC_TRAIN_WIRE_F32;
+}
 
 /* A worker's note to the main thread, for the compute task of @gen only:
  * a later task (a gradient computed ahead and dropped, then computed
@@ -862,6 +878,7 @@ typedef struct
   float         loss;
   DcTrainWire   wire;          /* the run's: a bf16 run rounds its sum */
   DcTrainWire   send_wire;     /* what goes out (dc_train_shard_encode ()) */
+  gboolean      compress;      /* the chunks' data zstd-compressed (the run's CONFIG) */
   guint64       fault_corrupt_sum;
   guint8        run_id[DC_MESH_RUN_ID_SIZE];
   GBytes      **objects;       /* n contributions to this device's shard, in rank order */
@@ -956,8 +973,8 @@ reduce_worker (GTask        *task,
   wire = dc_train_shard_encode (data->object, data->send_wire);
   data->bodies = dc_mesh_chunks_split (DC_MESH_MSG_GRADIENTS, &info, wire, &data->error);
   if (data->bodies != NULL && !g_cancellable_is_cancelled (cancellable))
-    data->frames = dc_mesh_chunk_frames_encode (DC_MESH_MSG_GRADIENTS, data->bodies,
-                                                &data->error);
+    data->frames = dc_mesh_chunk_frames_encode_coded (DC_MESH_MSG_GRADIENTS, data->bodies,
+                                                      data->compress, &data->error);
   DC_TRAIN_GROUP_TRACE ("reduce_framed step=%" G_GUINT64_FORMAT, data->step);
   g_task_return_boolean (task, TRUE);
 }
@@ -1036,6 +1053,7 @@ maybe_reduce (DcTrainGroup *self)
   data->loss = loss_sum / (float) n;
   data->wire = _dc_train_group_wire (self);
   data->send_wire = _dc_train_group_send_wire (self);
+  data->compress = _dc_train_group_compress (self);
   data->fault_corrupt_sum = self->fault_corrupt_sum;
   memcpy (data->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   g_clear_object (&self->reduce_cancel);
@@ -1800,6 +1818,7 @@ send_config (DcTrainGroup *self)
   config->starter_id = g_strdup (_dc_train_group_own_id (self));
   config->gradient_bf16 = self->request.gradient_wire == DC_TRAIN_WIRE_BF16;
   config->gradient_int8 = self->request.gradient_wire == DC_TRAIN_WIRE_INT8;
+  config->chunks_zstd = _dc_train_group_chunks_zstd_for (self->request.gradient_wire);
   self->config = config;
 
   payload = dc_mesh_run_config_encode (config, &error);

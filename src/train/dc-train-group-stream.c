@@ -50,6 +50,7 @@ struct _DcTrainStream
   guint64       step;
   guint64       digest;
   DcTrainWire   wire;          /* the run's, received and sent alike */
+  gboolean      compress;      /* the chunks' data zstd-compressed (the run's CONFIG) */
   guint64       fault_corrupt_sum;
   guint8        run_id[DC_MESH_RUN_ID_SIZE];
   gsize         length;        /* values of this device's shard */
@@ -222,6 +223,7 @@ get_stream (DcTrainGroup *self)
   st->step = step;
   st->digest = self->digest;
   st->wire = _dc_train_group_wire (self);
+  st->compress = _dc_train_group_compress (self);
   st->fault_corrupt_sum = self->fault_corrupt_sum;
   memcpy (st->run_id, self->config->run_id, DC_MESH_RUN_ID_SIZE);
   _dc_train_group_layout (model, &layout);
@@ -585,7 +587,8 @@ stream_thread (gpointer user_data)
         break;
       bodies = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
       g_ptr_array_add (bodies, g_bytes_ref (body));
-      frames = dc_mesh_chunk_frames_encode (DC_MESH_MSG_GRADIENTS, bodies, &error);
+      frames = dc_mesh_chunk_frames_encode_coded (DC_MESH_MSG_GRADIENTS, bodies, st->compress,
+                                                  &error);
       if (frames == NULL)
         break;
       DC_TRAIN_GROUP_TRACE ("stream_chunk step=%" G_GUINT64_FORMAT " index=%u count=%u", st->step,

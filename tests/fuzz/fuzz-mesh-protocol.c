@@ -7,7 +7,10 @@
  * completion and the hash check are explored too. A chunk is decoded as it
  * came (the fuzzer rarely writes a matching SHA-256, so this explores the
  * per-chunk hash's refusal) and once more with its own hash recomputed over
- * its data, so that what lies past that check is explored as well.
+ * its data, so that what lies past that check is explored as well. Chunk
+ * data in zstd (header byte 1 = 1, since 2026-12-05) is expanded, bounded,
+ * and decoded past the hash too; a raw chunk compressed here expands to
+ * itself.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -142,10 +145,41 @@ decode_body (FuzzState     *state,
     case DC_MESH_MSG_REPAIR:
       {
         g_autoptr(GBytes) rehashed = chunk_rehashed (message->payload);
+        g_autoptr(GError) expand_error = NULL;
+        g_autoptr(GBytes) expanded = dc_mesh_chunk_expand (message->type, message->payload,
+                                                            &expand_error);
 
         decode_chunk (state, message->type, message->payload);
         if (rehashed != NULL)
           decode_chunk (state, message->type, rehashed);
+        /* zstd-coded data (header byte 1 = 1): expanded to at most a
+         * chunk's worth, or refused with a reason; then past the hash. */
+        g_assert ((expanded == NULL) == (expand_error != NULL));
+        if (expanded != NULL && expanded != message->payload)
+          {
+            g_autoptr(GBytes) expanded_rehashed = chunk_rehashed (expanded);
+
+            g_assert (g_bytes_get_size (expanded)
+                      <= DC_MESH_CHUNK_HEADER_SIZE + DC_MESH_CHUNK_DATA_MAX);
+            g_assert (!dc_mesh_chunk_is_compressed (message->type, expanded));
+            if (expanded_rehashed != NULL)
+              decode_chunk (state, message->type, expanded_rehashed);
+          }
+        /* A raw chunk compressed here expands to itself. */
+        if (rehashed != NULL && !dc_mesh_chunk_is_compressed (message->type, rehashed))
+          {
+            g_autoptr(GBytes) packed = dc_mesh_chunk_body_compress (rehashed);
+
+            if (packed != rehashed)
+              {
+                g_autoptr(GError) again_error = NULL;
+                g_autoptr(GBytes) again = dc_mesh_chunk_expand (message->type, packed,
+                                                               &again_error);
+
+                /* Only a chunk whose header is consistent expands. */
+                g_assert (again == NULL || g_bytes_equal (again, rehashed));
+              }
+          }
       }
       break;
     case DC_MESH_MSG_HEARTBEAT:
