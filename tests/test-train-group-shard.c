@@ -36,6 +36,24 @@ start_follower (const char *url,
   return dc_test_proc_start_follower (url, room, name, stop_at, "--threads", "1", NULL);
 }
 
+/* The starter of a run whose chunks go raw (DC_TRAIN_GROUP_ZSTD=0; the
+ * followers follow its CONFIG): the bytes counted below are the sharded
+ * exchange's own, as docs/ARCHITECTURE.md derives them. Compressed chunks:
+ * test-train-group-wire.c. */
+static DcTestProc *
+start_raw_host (const char  *url,
+                const char  *stop_at,
+                const char  *min_peers,
+                char       **room)
+{
+  DcTestProc *host;
+
+  g_setenv ("DC_TRAIN_GROUP_ZSTD", "0", TRUE);
+  host = dc_test_proc_start_host (url, stop_at, min_peers, room);
+  g_unsetenv ("DC_TRAIN_GROUP_ZSTD");
+  return host;
+}
+
 /* Four processes and `--simulate-peers 4`: the same weight hash and loss at
  * every step, four devices in every roster; and each device sends about
  * 2 · 3/4 of a gradient a step (its three contributions, then its summed
@@ -49,7 +67,7 @@ test_exact4 (void)
   g_autoptr(DcTestProc) signal = NULL;
   g_autofree char *url = dc_test_proc_start_signal (&signal);
   g_autofree char *room = NULL;
-  g_autoptr(DcTestProc) alpha = dc_test_proc_start_host (url, "16", "4", &room);
+  g_autoptr(DcTestProc) alpha = start_raw_host (url, "16", "4", &room);
   g_autoptr(DcTestProc) beta = start_follower (url, room, "beta", "16");
   g_autoptr(DcTestProc) gamma = start_follower (url, room, "gamma", "16");
   g_autoptr(DcTestProc) delta = start_follower (url, room, "delta", "16");
