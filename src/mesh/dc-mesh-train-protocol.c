@@ -852,14 +852,17 @@ dc_mesh_chunk_body_compress (GBytes *body)
 {
   gsize size, raw, bound, n;
   const guint8 *p = g_bytes_get_data (body, &size);
+  ZSTD_CCtx *cctx;
   guint8 *out;
 
-  if (size < DC_MESH_CHUNK_HEADER_SIZE + CHUNK_ZSTD_MIN || p[1] != CHUNK_CODING_RAW)
+  /* Without a context (zstd's allocation failed) the chunk goes raw. */
+  if (size < DC_MESH_CHUNK_HEADER_SIZE + CHUNK_ZSTD_MIN || p[1] != CHUNK_CODING_RAW
+      || (cctx = thread_cctx ()) == NULL)
     return g_bytes_ref (body);
   raw = size - DC_MESH_CHUNK_HEADER_SIZE;
   bound = ZSTD_compressBound (raw);
   out = g_malloc (DC_MESH_CHUNK_HEADER_SIZE + bound);
-  n = ZSTD_compressCCtx (thread_cctx (), out + DC_MESH_CHUNK_HEADER_SIZE, bound,
+  n = ZSTD_compressCCtx (cctx, out + DC_MESH_CHUNK_HEADER_SIZE, bound,
                          p + DC_MESH_CHUNK_HEADER_SIZE, raw, CHUNK_ZSTD_LEVEL);
   if (ZSTD_isError (n) || n > raw - raw / 16)
     {
@@ -894,6 +897,7 @@ dc_mesh_chunk_expand (guint    type,
   const char *what = dc_mesh_message_type_to_string (type);
   guint64 total, content;
   guint32 index, count;
+  ZSTD_DCtx *dctx;
   guint8 *out;
 
   if (!dc_mesh_chunk_is_compressed (type, payload))
@@ -921,8 +925,14 @@ dc_mesh_chunk_expand (guint    type,
                    " bytes of data", what, index, count, expected);
       return NULL;
     }
+  if ((dctx = thread_dctx ()) == NULL)
+    {
+      g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_TOO_LARGE,
+                   "no memory to decompress a %s chunk", what);
+      return NULL;
+    }
   out = g_malloc (DC_MESH_CHUNK_HEADER_SIZE + expected);
-  n = ZSTD_decompressDCtx (thread_dctx (), out + DC_MESH_CHUNK_HEADER_SIZE, expected,
+  n = ZSTD_decompressDCtx (dctx, out + DC_MESH_CHUNK_HEADER_SIZE, expected,
                            p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE);
   if (ZSTD_isError (n) || n != expected)
     {
