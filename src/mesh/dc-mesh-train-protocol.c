@@ -626,24 +626,11 @@ void
 dc_mesh_train_hash (GBytes *object,
                     guint8  hash[DC_MESH_HASH_SIZE])
 {
-  g_autoptr(DcSha256) sum = dc_sha256_new ();
   gsize size;
   const guint8 *data = g_bytes_get_data (object, &size);
 
   G_STATIC_ASSERT (DC_MESH_HASH_SIZE == DC_SHA256_SIZE);
-  dc_sha256_update (sum, data, size);
-  dc_sha256_get_digest (sum, hash);
-}
-
-static void
-data_hash (const guint8 *data,
-           gsize         size,
-           guint8        hash[DC_MESH_HASH_SIZE])
-{
-  g_autoptr(DcSha256) sum = dc_sha256_new ();
-
-  dc_sha256_update (sum, data, size);
-  dc_sha256_get_digest (sum, hash);
+  dc_sha256_digest (data, size, hash);
 }
 
 /* Each chunk's hash of an object of @total bytes (@count chunks) into
@@ -665,7 +652,7 @@ chunk_data_hashes (const guint8 *data,
                                chunk_size_for (total, (guint32) (i + 1)),
                                list + i * DC_MESH_HASH_SIZE, list + (i + 1) * DC_MESH_HASH_SIZE);
       else
-        data_hash (at, chunk_size_for (total, (guint32) i), list + i * DC_MESH_HASH_SIZE);
+        dc_sha256_digest (at, chunk_size_for (total, (guint32) i), list + i * DC_MESH_HASH_SIZE);
     }
 }
 
@@ -675,7 +662,7 @@ hash_list_hash (const guint8 *chunk_hashes,
                 guint         count,
                 guint8        hash[DC_MESH_HASH_SIZE])
 {
-  data_hash (chunk_hashes, (gsize) count * DC_MESH_HASH_SIZE, hash);
+  dc_sha256_digest (chunk_hashes, (gsize) count * DC_MESH_HASH_SIZE, hash);
 }
 
 /**
@@ -1007,7 +994,7 @@ dc_mesh_chunk_data_hash (guint   type,
 
   if (!is_chunk_type (type) || size < DC_MESH_CHUNK_HEADER_SIZE || p[1] != CHUNK_CODING_RAW)
     return FALSE;
-  data_hash (p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE, hash);
+  dc_sha256_digest (p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE, hash);
   return TRUE;
 }
 
@@ -1075,7 +1062,7 @@ dc_mesh_chunk_decode_prehashed (guint          type,
   if (data_hash_given != NULL)
     memcpy (hash, data_hash_given, DC_MESH_HASH_SIZE);
   else
-    data_hash (p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE, hash);
+    dc_sha256_digest (p + DC_MESH_CHUNK_HEADER_SIZE, size - DC_MESH_CHUNK_HEADER_SIZE, hash);
   if (memcmp (hash, c.chunk_hash, DC_MESH_HASH_SIZE) != 0)
     {
       g_set_error (error, DC_MESH_ERROR, DC_MESH_ERROR_MALFORMED,
